@@ -53,6 +53,31 @@ pub struct Cluster {
     server_offset: std::sync::atomic::AtomicI64,
 }
 
+thread_local! {
+    /// The stop that cuts this thread's calls in flight, before the client's (`cut_here`).
+    static CUT_HERE: std::cell::RefCell<Option<crate::duration::Stop>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// While the answer lives, a call this thread makes is cut when `stop` is requested, as
+/// `Cluster::cut_on`'s stop cuts every thread's: one `verify` run's own stop (a part of
+/// Ctrl-C's), which a lease it lost requests alone, among runs that share the client. Calls
+/// begun after the request run as usual.
+pub fn cut_here(stop: &crate::duration::Stop) -> CutHere {
+    CutHere(CUT_HERE.with(|c| c.replace(Some(stop.clone()))))
+}
+
+/// This thread's calls cut by a stop of its own (`cut_here`) until dropped.
+#[must_use]
+pub struct CutHere(Option<crate::duration::Stop>);
+
+impl Drop for CutHere {
+    fn drop(&mut self) {
+        let before = self.0.take();
+        CUT_HERE.with(|c| c.replace(before));
+    }
+}
+
 /// Ends once `cut` is requested (never without one): looked at every 50 ms, the stop being a
 /// flag and a condvar, not a future.
 async fn requested(cut: Option<&crate::duration::Stop>) {
@@ -381,7 +406,8 @@ impl Cluster {
         what: (&str, &str),
         fut: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, ClusterError> {
-        let cut = self.cut.get().filter(|s| !s.requested());
+        let here = CUT_HERE.with(|c| c.borrow().clone());
+        let cut = here.as_ref().or(self.cut.get()).filter(|s| !s.requested());
         self.call_cut(cut, within, what, fut)
     }
 

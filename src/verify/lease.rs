@@ -10,13 +10,12 @@
 //! storage.go`): a living run that renewed meanwhile keeps its namespace. A namespace without
 //! the annotation (an older calicoctl-win's) is judged by its age (`objects::leftovers`).
 
-use super::options::{LEASE, REFUSALS_BEFORE_LOST};
+use super::keeper;
 use super::probe;
 use crate::cluster::{Cluster, ClusterError};
-use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Stopped, Wait, poll_until};
+use crate::duration::Stop;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
-use kube::api::PostParams;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -25,31 +24,7 @@ pub use super::objects::{
     KEPT, LEASE_EXPIRES as EXPIRES, lease_expires as expires, leased_until as until,
 };
 
-/// Seconds from now to the end of a lease written now.
-pub fn lease_s() -> i64 {
-    i64::try_from(LEASE.as_secs()).unwrap_or(60)
-}
-
-/// The API server's time: its `Date` now, else this host's clock moved by the difference the
-/// last `Date` this server sent this client showed (`Cluster::server_offset`); `None` when it
-/// has sent none (never this host's clock alone: a lease written by a clock behind the
-/// server's would be expired at once, and another run would delete a living run's namespace).
-pub fn server_time(c: &Cluster) -> Option<i64> {
-    server_time_unless(c, None)
-}
-
-/// `server_time`, its call never begun, or ended, once `stop` is requested or `within` has
-/// passed.
-fn server_time_unless(c: &Cluster, stop: Option<(&Stop, Duration)>) -> Option<i64> {
-    let local = crate::duration::now();
-    match probe::server_date(c, stop).ok().flatten() {
-        Some(t) => {
-            c.note_server_date(t, local);
-            Some(t)
-        }
-        None => c.server_offset().map(|o| local.saturating_add(o)),
-    }
-}
+pub use super::keeper::{lease_s, server_time};
 
 /// The run's namespace as it holds it: the object it last wrote (its resourceVersion the
 /// precondition of the next write); `done` once the run is over or the namespace is not its
@@ -93,14 +68,52 @@ impl Held {
     }
 }
 
-/// One write of the lease, to run out at `at_s`, unless the run is over: whether the
-/// namespace is still the run's.
-pub fn renew(c: &Cluster, held: &Held, at_s: i64) -> Result<bool, ClusterError> {
-    let mut last = held.last.lock().unwrap_or_else(|e| e.into_inner());
-    if held.done.load(Ordering::SeqCst) {
-        return Ok(true);
+/// One write of the lease, to run out at `at_s`, unless the run is over, within a renewal's
+/// interval: whether the namespace is still the run's (`None`: twice in conflict, not written).
+pub fn renew(c: &Cluster, held: &Held, at_s: i64) -> Result<Option<bool>, ClusterError> {
+    let by = std::time::Instant::now() + super::options::RENEW;
+    keeper::Lease::renew_by(held, c, Some(at_s), by)
+}
+
+impl keeper::Lease for Held {
+    fn ending(&self) -> &Stop {
+        &self.ending
     }
-    write(c, held, &mut last, |ns| until(ns, at_s))
+
+    /// A namespace made without a lease (no time from the server then) is judged by its age:
+    /// nothing to renew until the server's time is known.
+    fn renew_by(
+        &self,
+        c: &Cluster,
+        at_s: Option<i64>,
+        by: std::time::Instant,
+    ) -> Result<Option<bool>, ClusterError> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if self.done.load(Ordering::SeqCst) || self.ending.requested() {
+            return Ok(Some(true));
+        }
+        let Some(at_s) = at_s else {
+            return Ok(expires(&last).is_none().then_some(true));
+        };
+        write(
+            c,
+            self,
+            &mut last,
+            &|ns| until(ns, at_s),
+            (&self.ending, by),
+        )
+    }
+
+    fn lose(&self, why: String) {
+        *self.lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+    }
+
+    fn gone(&self) -> String {
+        format!(
+            "namespace {} was deleted or made again by someone else",
+            self.name
+        )
+    }
 }
 
 /// The first renewal, before any pod is made: proves that the run may write its lease (the
@@ -110,6 +123,8 @@ pub fn renew(c: &Cluster, held: &Held, at_s: i64) -> Result<bool, ClusterError> 
 pub fn prove(c: &Cluster, held: &Held) -> Result<(), ClusterError> {
     let leased = expires(&held.last.lock().unwrap_or_else(|e| e.into_inner())).is_some();
     match server_time(c) {
+        // Twice in conflict, the namespace just made still runs on its lease; not the run's
+        // any more, the next renewal stops the run.
         Some(t) if leased => renew(c, held, t + lease_s()).map(|_| ()),
         _ => Ok(()),
     }
@@ -117,149 +132,47 @@ pub fn prove(c: &Cluster, held: &Held) -> Result<(), ClusterError> {
 
 /// What the run made kept (`--keep-on-failure`): the namespace marked `KEPT`, which no run's
 /// sweep deletes, the renewals stopped. Needs no server time. Whether the namespace is still
-/// the run's (then marked).
-pub fn keep_marked(c: &Cluster, held: &Held, why: &str) -> Result<bool, ClusterError> {
+/// the run's (then marked; `None`: twice in conflict, not marked), within a renewal's
+/// interval and not cut by the renewals' end.
+pub fn keep_marked(c: &Cluster, held: &Held, why: &str) -> Result<Option<bool>, ClusterError> {
     held.ending.request();
     let mut last = held.last.lock().unwrap_or_else(|e| e.into_inner());
     held.done.store(true, Ordering::SeqCst);
-    write(c, held, &mut last, |ns| {
-        super::objects::marked_kept(ns, why)
-    })
+    let by = std::time::Instant::now() + super::options::RENEW;
+    let mark = |ns| super::objects::marked_kept(ns, why);
+    write(c, held, &mut last, &mark, (&Stop::never(), by))
 }
 
-/// `change` written on the namespace. A 409 is looked at again: the namespace of the run's
-/// uid, not being deleted, is still the run's (no other writer touches its lease: another
-/// run's sweep only deletes it, with preconditions), whatever its lease says now (a renewal
-/// the run gave up on that the server committed all the same wrote a later one), and the
-/// write is tried once more on the object read; a namespace deleted or made again is not the
-/// run's any more.
+/// `change` written on the namespace (`keeper::write`): the namespace of the run's uid, not
+/// being deleted, is still the run's (no other writer touches its lease: another run's sweep
+/// only deletes it, with preconditions), whatever its lease says now.
 fn write(
     c: &Cluster,
     held: &Held,
     last: &mut Namespace,
-    change: impl Fn(Namespace) -> Namespace,
-) -> Result<bool, ClusterError> {
+    change: &dyn Fn(Namespace) -> Namespace,
+    (ending, by): (&Stop, std::time::Instant),
+) -> Result<Option<bool>, ClusterError> {
     let api: Api<Namespace> = Api::all(c.client.clone());
     let what = format!("namespaces/{}", held.name);
-    for _ in 0..2 {
-        let out = change(last.clone());
-        match c.call_opt(
-            "update",
-            &what,
-            api.replace(&held.name, &PostParams::default(), &out),
-        ) {
-            Ok(Some(w)) => {
-                *last = w;
-                return Ok(true);
-            }
-            Ok(None) => return Ok(false),
-            Err(ClusterError::Api { code: 409, .. }) => {
-                let Some(now) = c.call_opt("get", &what, api.get(&held.name))? else {
-                    return Ok(false);
-                };
-                let ours = now.metadata.uid.as_deref() == Some(held.uid.as_str())
-                    && now.metadata.deletion_timestamp.is_none();
-                if !ours {
-                    return Ok(false);
-                }
-                *last = now;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(true)
+    let ours = |now: &Namespace| {
+        now.metadata.uid.as_deref() == Some(held.uid.as_str())
+            && now.metadata.deletion_timestamp.is_none()
+    };
+    keeper::write(
+        c,
+        (&api, &held.name, &what),
+        last,
+        (change, &ours),
+        (ending, by),
+    )
 }
 
-/// Renews the lease every `every` (`RENEW`; for `LEASE` from the API server's time) until the run is
-/// over or the namespace is no longer its own: run beside the run, on a thread of its own.
-/// Each renewal (the server's `Date` and the update together) is bounded by `every`. Once
-/// `REFUSALS_BEFORE_LOST` intervals (`LEASE − RENEW`) passed since the last renewal written
-/// began, the next could not be written before the lease runs out under the living run, and
-/// another run's sweep delete its namespace: the run is stopped then (`run`), and
-/// `Held::lost` says why; so it is, at once, when the namespace is not the run's any more.
+/// Renews the lease every `every` until the run is over or the namespace is no longer its
+/// own (`keeper::keep`): run beside the run, on a thread of its own.
 pub fn keep(c: &Cluster, held: &Held, (run, every): (&Stop, Duration), say: &mut dyn FnMut(&str)) {
     let what = format!("the run's end, renewing namespace {}'s lease", held.name);
-    let (mut first, mut written) = (true, std::time::Instant::now());
-    let lost_after = every.saturating_mul(REFUSALS_BEFORE_LOST);
-    let lose = |why: String| -> Result<Look<(), ()>, Stopped> {
-        *held.lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
-        run.request();
-        Ok(Look::Done(()))
-    };
-    let look = || -> Result<Look<(), ()>, Stopped> {
-        // `prove` wrote the lease just before: the first renewal is one `RENEW` later.
-        if std::mem::take(&mut first) {
-            return Ok(Look::Pending(()));
-        }
-        let begun = std::time::Instant::now();
-        let failed = match server_time_unless(c, Some((&held.ending, every))) {
-            None => "the API server's time could not be read".to_owned(),
-            Some(t) => match renew_unless(c, held, t + lease_s(), begun + every) {
-                Ok(true) => {
-                    written = begun;
-                    return Ok(Look::Pending(()));
-                }
-                Ok(false) => {
-                    return lose(format!(
-                        "namespace {} was deleted or made again by someone else",
-                        held.name
-                    ));
-                }
-                Err(_) if held.ending.requested() => return Err(Stopped),
-                Err(e) => format!("{e} ({})", e.hint()),
-            },
-        };
-        if held.ending.requested() {
-            return Err(Stopped);
-        }
-        if written.elapsed() >= lost_after {
-            return lose(failed);
-        }
-        Ok(Look::Pending(()))
-    };
-    let wait = Wait {
-        what: &what,
-        timeout: NO_LIMIT,
-        pauses: Pauses::every(every),
-        stop: &held.ending,
-        say,
-    };
-    let _ = poll_until(wait, look, |()| Ok::<(), Stopped>(()));
-}
-
-/// `renew`, its calls cut when the renewals end (`Held::ending`) or at `by`: a stopped
-/// run's clean-up is not held up by a renewal that a slow server keeps.
-fn renew_unless(
-    c: &Cluster,
-    held: &Held,
-    at_s: i64,
-    by: std::time::Instant,
-) -> Result<bool, ClusterError> {
-    let mut last = held.last.lock().unwrap_or_else(|e| e.into_inner());
-    if held.done.load(Ordering::SeqCst) || held.ending.requested() {
-        return Ok(true);
-    }
-    let api: Api<Namespace> = Api::all(c.client.clone());
-    let what = format!("namespaces/{}", held.name);
-    let out = until(last.clone(), at_s);
-    let pp = PostParams::default();
-    // A renewal that takes longer than its interval is no renewal.
-    match c.call_unless(
-        &held.ending,
-        by.saturating_duration_since(std::time::Instant::now()),
-        ("update", &what),
-        api.replace(&held.name, &pp, &out),
-    ) {
-        Ok(w) => {
-            *last = w;
-            Ok(true)
-        }
-        // Someone else wrote it (or it is gone): looked at again as every write is.
-        Err(ClusterError::Api {
-            code: 409 | 404, ..
-        }) => write(c, held, &mut last, |ns| until(ns, at_s)),
-        Err(e) => Err(e),
-    }
+    keeper::keep(c, held, (&what, run, every), say);
 }
 
 /// What the run made kept (`--keep-on-failure`), `why`: in a namespace given, the turn held
@@ -275,8 +188,11 @@ pub fn keep_all(
     }
     let l = own?;
     match keep_marked(c, l, why) {
-        Ok(true) => None,
-        Ok(false) => Some(format!("namespace {name} is no longer this run's to keep")),
+        Ok(Some(true)) => None,
+        Ok(Some(false)) => Some(format!("namespace {name} is no longer this run's to keep")),
+        Ok(None) => Some(format!(
+            "marking namespace {name} kept met two conflicts in a row: the next run deletes it once its lease runs out"
+        )),
         Err(e) => Some(format!(
             "marking namespace {name} kept failed ({e}): the next run deletes it once its lease runs out"
         )),
@@ -338,6 +254,6 @@ mod refusal_tests {
     /// fourth renewal would come after it ran out.
     #[test]
     fn the_lease_is_lost_at_the_refusal_after_which_the_next_renewal_is_too_late() {
-        assert_eq!(super::REFUSALS_BEFORE_LOST, 3);
+        assert_eq!(crate::verify::options::REFUSALS_BEFORE_LOST, 3);
     }
 }

@@ -9,6 +9,7 @@ pub mod dial;
 pub mod failure;
 pub mod image;
 pub mod judge;
+pub mod keeper;
 pub mod lease;
 pub mod matrix;
 pub mod node_health;

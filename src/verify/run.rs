@@ -80,13 +80,8 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
             super::ready::NotReady::Cluster(e) => RunError::Cluster(e),
         })?;
     }
-    // A call in flight when Ctrl-C (or a container's stop) comes ends at once; the run's own
-    // stop is a part of that one, which a lease lost to refused renewals requests alone.
-    c.cut_on(&o.stop);
-    let o = &Options {
-        stop: o.stop.part(),
-        ..o.clone()
-    };
+    let (o, _cut) = own_stop(c, o);
+    let o = &o;
     let start = Instant::now();
     let reserve = CLEANUP_WAIT.min(o.timeout / 4);
     let checks_until = start + o.timeout - reserve;
@@ -149,6 +144,22 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     report.cleanup_ms = ms(cleaned.elapsed());
     report.took_ms = ms(start.elapsed());
     Ok(report)
+}
+
+/// The run's options with a stop of its own, and that stop cutting this thread's calls until
+/// the guard is dropped. A call in flight when Ctrl-C (or a container's stop) comes ends at
+/// once; the run's own stop is a part of that one, which a lease lost to refused renewals
+/// requests alone, and cuts the run's calls too: one that a stalled server holds would
+/// otherwise keep the run up to the call's own limit (15 s) past the lease judged lost,
+/// beyond its stopped clean-up's bound.
+fn own_stop(c: &Cluster, o: &Options) -> (Options, crate::cluster::CutHere) {
+    c.cut_on(&o.stop);
+    let o = Options {
+        stop: o.stop.part(),
+        ..o.clone()
+    };
+    let cut = crate::cluster::cut_here(&o.stop);
+    (o, cut)
 }
 
 /// The run's namespace taken: made (its lease proven by a first renewal), or, given, its turn

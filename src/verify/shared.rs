@@ -14,13 +14,14 @@
 //! (a precondition: a turn someone else took over meanwhile is theirs and stays). When its
 //! pods are not gone in time, it hands the turn on as run out, for the next run to sweep.
 
+use super::keeper;
 use super::matrix::{NodeFacts, PlanError, RunError};
 use super::objects::{OWNER_LABEL, OWNER_VALUE, POLICY_NAME};
 use super::options::Options;
 use super::probe;
 use super::wedged;
 use crate::cluster::{Cluster, ClusterError};
-use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Stopped, Wait, poll_quietly, poll_until};
+use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_quietly, poll_until};
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -47,10 +48,14 @@ const UNDATED_TURN_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
 #[derive(Debug)]
 pub struct Held {
     run: String,
+    /// The namespace given.
+    ns: String,
     /// The turn's uid: the probe pods' controller (`objects::controller`). A takeover is an
     /// update, so the uid stays the ConfigMap's.
     pub uid: String,
-    version: std::sync::Mutex<Option<String>>,
+    /// The turn as this run last wrote (or read) it: its resourceVersion the precondition of
+    /// the next write.
+    last: std::sync::Mutex<ConfigMap>,
     done: AtomicBool,
     /// Another run took the turn over, or it was deleted: set only by `keep`'s 409 or 404.
     lost: AtomicBool,
@@ -92,11 +97,70 @@ impl Held {
 
     /// The version last written, with the renewals stopped for good: the renewals' wait is
     /// ended (a renewal under way cut), then the lock taken, so that none follows.
-    fn last(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+    fn last(&self) -> Option<String> {
         self.ending.request();
-        let v = self.version.lock().unwrap_or_else(|e| e.into_inner());
+        let v = self.last.lock().unwrap_or_else(|e| e.into_inner());
         self.done.store(true, Ordering::SeqCst);
-        v
+        v.metadata.resource_version.clone()
+    }
+}
+
+impl keeper::Lease for Held {
+    fn ending(&self) -> &Stop {
+        &self.ending
+    }
+
+    /// Taken over (or deleted), the turn is another run's now, never taken back. A turn
+    /// made without `expires` (no time from the server then) is judged by its age: nothing
+    /// to renew until the server's time is known.
+    fn renew_by(
+        &self,
+        c: &Cluster,
+        at_s: Option<i64>,
+        by: Instant,
+    ) -> Result<Option<bool>, ClusterError> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if self.done.load(Ordering::SeqCst) || self.ending.requested() {
+            return Ok(Some(true));
+        }
+        let Some(at_s) = at_s else {
+            let dated = last
+                .data
+                .as_ref()
+                .is_some_and(|d| d.contains_key("expires"));
+            return Ok((!dated).then_some(true));
+        };
+        let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), &self.ns);
+        let what = format!("configmaps/{TURN}");
+        let change = |t: ConfigMap| turn(&self.run, Some(at_s), t.metadata.resource_version);
+        let ours = |t: &ConfigMap| {
+            t.metadata.uid.as_deref() == Some(self.uid.as_str())
+                && t.metadata.deletion_timestamp.is_none()
+                && t.data.as_ref().and_then(|d| d.get("run")) == Some(&self.run)
+        };
+        let written = keeper::write(
+            c,
+            (&api, TURN, &what),
+            &mut last,
+            (&change, &ours),
+            (&self.ending, by),
+        )?;
+        if written == Some(false) {
+            self.lost.store(true, Ordering::SeqCst);
+            self.done.store(true, Ordering::SeqCst);
+        }
+        Ok(written)
+    }
+
+    fn lose(&self, why: String) {
+        *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+    }
+
+    fn gone(&self) -> String {
+        format!(
+            "another run took the turn in {} over, or deleted it",
+            self.ns
+        )
     }
 }
 
@@ -107,7 +171,12 @@ pub struct Claimed {
     pub swept: Vec<String>,
 }
 
-fn turn(run: &str, expires_s: i64, version: Option<String>) -> ConfigMap {
+/// The turn of `run`, running out at `expires_s` (none: judged by its creation's age).
+fn turn(run: &str, expires_s: Option<i64>, version: Option<String>) -> ConfigMap {
+    let mut data = BTreeMap::from([("run".into(), run.to_owned())]);
+    if let Some(t) = expires_s {
+        data.insert("expires".into(), crate::duration::time_text(t));
+    }
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(TURN.into()),
@@ -115,38 +184,27 @@ fn turn(run: &str, expires_s: i64, version: Option<String>) -> ConfigMap {
             resource_version: version,
             ..Default::default()
         },
-        data: Some(BTreeMap::from([
-            ("run".into(), run.to_owned()),
-            ("expires".into(), crate::duration::time_text(expires_s)),
-        ])),
+        data: Some(data),
         ..Default::default()
     }
 }
 
-fn held(run: &str, written: &ConfigMap, stop: &Stop) -> Held {
+fn held((run, ns): (&str, &str), written: &ConfigMap, stop: &Stop) -> Held {
     Held {
         ending: stop.part(),
         refused: std::sync::Mutex::new(None),
         run: run.to_owned(),
+        ns: ns.to_owned(),
         uid: written.metadata.uid.clone().unwrap_or_default(),
-        version: std::sync::Mutex::new(written.metadata.resource_version.clone()),
+        last: std::sync::Mutex::new(written.clone()),
         done: AtomicBool::new(false),
         lost: AtomicBool::new(false),
         made: std::sync::Mutex::new(Vec::new()),
     }
 }
 
-fn lease_s() -> i64 {
-    i64::try_from(LEASE.as_secs()).unwrap_or(60)
-}
-
-/// Renews the turn every `every` (`RENEW`; for `LEASE` from the API server's time) until it is given
-/// back, kept or lost: run beside the run, on a thread of its own. Each renewal (the server's
-/// `Date` and the update together) is bounded by `every`. Once `REFUSALS_BEFORE_LOST`
-/// intervals (`LEASE − RENEW`) passed since the last renewal written began, the next could
-/// not be written before the turn runs out under the living run, and another run take it
-/// over and delete its pods: the run is stopped then (`run`), and `Held::refused` says why;
-/// so it is, at once, when another run took the turn over.
+/// Renews the turn every `every` until it is given back, kept or lost (`keeper::keep`): run
+/// beside the run, on a thread of its own.
 pub fn keep(
     c: &Cluster,
     ns: &str,
@@ -154,53 +212,8 @@ pub fn keep(
     (run, every): (&Stop, Duration),
     say: &mut dyn FnMut(&str),
 ) {
-    let what = format!("the run's end, renewing its turn in {ns} every 15 s");
-    let (mut first, mut written) = (true, Instant::now());
-    let lost_after = every.saturating_mul(REFUSALS_BEFORE_LOST);
-    let lose = |why: String| -> Result<Look<(), ()>, Stopped> {
-        *held.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
-        run.request();
-        Ok(Look::Done(()))
-    };
-    let look = || -> Result<Look<(), ()>, Stopped> {
-        // The turn was just written: the first renewal is one `RENEW` later.
-        if std::mem::take(&mut first) {
-            return Ok(Look::Pending(()));
-        }
-        let begun = Instant::now();
-        let failed = match renew(c, ns, held, every) {
-            Ok(Some(true)) => {
-                written = begun;
-                return Ok(Look::Pending(()));
-            }
-            Ok(Some(false)) => {
-                return lose(format!(
-                    "another run took the turn in {ns} over, or deleted it"
-                ));
-            }
-            Ok(None) => {
-                "the turn was not renewed (no time from the API server, or two conflicts in a row)"
-                    .to_owned()
-            }
-            Err(_) if held.ending.requested() => return Err(Stopped),
-            Err(e) => format!("{e} ({})", e.hint()),
-        };
-        if held.ending.requested() {
-            return Err(Stopped);
-        }
-        if written.elapsed() >= lost_after {
-            return lose(failed);
-        }
-        Ok(Look::Pending(()))
-    };
-    let wait = Wait {
-        what: &what,
-        timeout: NO_LIMIT,
-        pauses: Pauses::every(every),
-        stop: &held.ending,
-        say,
-    };
-    let _ = poll_until(wait, look, |()| Ok::<(), Stopped>(()));
+    let what = format!("the run's end, renewing its turn in {ns}");
+    keeper::keep(c, held, (&what, run, every), say);
 }
 
 /// The turn's first renewal, before any pod is made: proves that the run may renew it (the
@@ -210,7 +223,7 @@ pub fn keep(
 pub fn prove(c: &Cluster, ns: &str, held: &Held) -> Result<(), RunError> {
     // Not renewed for want of the server's time, or by two conflicts, the turn just made
     // still runs on; taken over or deleted already, the run refuses.
-    let cause = match renew(c, ns, held, RENEW) {
+    let cause = match renew(c, held, RENEW) {
         Ok(Some(true) | None) => return Ok(()),
         Ok(Some(false)) => format!("another run took the turn in {ns} over, or deleted it"),
         Err(e) => format!("{e} ({})", e.hint()),
@@ -228,64 +241,14 @@ pub fn prove(c: &Cluster, ns: &str, held: &Held) -> Result<(), RunError> {
     }))
 }
 
-/// One renewal of the turn, by the API server's time (`None` without it: the lease runs on to
-/// the next), its calls cut when the renewals end or, together, at `within`: whether the turn
-/// is still this run's (taken over, or deleted: another run's now, never taken back). A 409
-/// is looked at again: the turn of the run's uid and name, not being deleted, is still its
-/// own (a renewal the run gave up on that the server committed all the same moved its
-/// resourceVersion), and is written once more on the object read.
-pub fn renew(
-    c: &Cluster,
-    ns: &str,
-    held: &Held,
-    within: Duration,
-) -> Result<Option<bool>, ClusterError> {
+/// One renewal of the turn, by the API server's time (`keeper::server_time`), the whole of
+/// it (that time read, a 409's re-read and retry) ended by the renewals' end or `within`:
+/// whether the turn is still this run's (`None`: not renewed this time, the lease runs on
+/// to the next).
+pub fn renew(c: &Cluster, held: &Held, within: Duration) -> Result<Option<bool>, ClusterError> {
     let by = Instant::now() + within;
-    let Some(now) = probe::server_date(c, Some((&held.ending, within)))? else {
-        return Ok(None);
-    };
-    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
-    let mut version = held.version.lock().unwrap_or_else(|e| e.into_inner());
-    let what = format!("configmaps/{TURN}");
-    let pp = PostParams::default();
-    for _ in 0..2 {
-        if held.done.load(Ordering::SeqCst) {
-            return Ok(Some(true));
-        }
-        let out = turn(&held.run, now + lease_s(), version.clone());
-        let left = by.saturating_duration_since(Instant::now());
-        let asked = ("update", what.as_str());
-        let err = match c.call_unless(&held.ending, left, asked, api.replace(TURN, &pp, &out)) {
-            Ok(w) => {
-                *version = w.metadata.resource_version;
-                return Ok(Some(true));
-            }
-            Err(e) => e,
-        };
-        let ClusterError::Api { code, .. } = &err else {
-            return Err(err);
-        };
-        let left = by.saturating_duration_since(Instant::now());
-        let read = match code {
-            409 => c.call_unless(&held.ending, left, ("get", &what), api.get_opt(TURN))?,
-            404 => None,
-            _ => return Err(err),
-        };
-        let ours = read.filter(|t| {
-            t.metadata.uid.as_deref() == Some(held.uid.as_str())
-                && t.metadata.deletion_timestamp.is_none()
-                && t.data.as_ref().and_then(|d| d.get("run")) == Some(&held.run)
-        });
-        let Some(t) = ours else {
-            held.lost.store(true, Ordering::SeqCst);
-            held.done.store(true, Ordering::SeqCst);
-            return Ok(Some(false));
-        };
-        *version = t.metadata.resource_version;
-    }
-    // Two conflicts in a row: still the run's, but not renewed by this look (a write the
-    // server commits late, or another writer's, moved it twice); the lease runs on to the next.
-    Ok(None)
+    let at = keeper::server_time_unless(c, Some((&held.ending, within)));
+    keeper::Lease::renew_by(held, c, at.map(|t| t + keeper::lease_s()), by)
 }
 
 /// When a turn runs out (unix seconds): its `expires`, else (one written without it) its
@@ -381,12 +344,20 @@ fn try_claim(
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
     let what = format!("configmaps/{TURN}");
     let pp = PostParams::default();
+    // Its `expires` by the API server's time: its `Date`, else this host's clock moved by
+    // the last `Date` it sent this client; without either, none (judged by its age): never
+    // this host's clock alone, which a step would put behind the server's.
+    let local = crate::duration::now();
     let now = probe::server_now(c)?;
-    let expires = now.unwrap_or_else(crate::duration::now) + lease_s();
+    if let Some(t) = now {
+        c.note_server_date(t, local);
+    }
+    let server = now.or_else(|| c.server_offset().map(|o| local.saturating_add(o)));
+    let expires = server.map(|t| t + keeper::lease_s());
     let refused = match c.call("create", &what, api.create(&pp, &turn(run, expires, None))) {
         Ok(made) => {
             return Ok(Ok(Claimed {
-                held: held(run, &made, stop),
+                held: held((run, ns), &made, stop),
                 swept: Vec::new(),
             }));
         }
@@ -406,7 +377,7 @@ fn try_claim(
         ) {
             Ok(taken) => {
                 let killed = current.data.and_then(|d| d.get("run").cloned());
-                let held = held(run, &taken, stop);
+                let held = held((run, ns), &taken, stop);
                 // The killed run's objects go before this run makes its own, of the same
                 // names; a failure hands the turn on for the next run.
                 let until = takeover_until(Instant::now(), deadline);
@@ -494,9 +465,11 @@ pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<boo
 fn still_ours(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
     let version = held
-        .version
+        .last
         .lock()
         .unwrap_or_else(|e| e.into_inner())
+        .metadata
+        .resource_version
         .clone();
     let what = format!("configmaps/{TURN}");
     let current = c.call_opt_by(until, ("get", &what), api.get(TURN))?;
@@ -526,28 +499,30 @@ fn release_lost(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bo
 /// The turn written as run out, while it is still this run's: the next run takes it over
 /// at once and deletes what is left.
 fn hand_on(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<(), ClusterError> {
-    hold_until(c, ns, held, 0, until)
+    hold_until(c, ns, held, Some(0), until)
 }
 
-/// What the run made kept (`--keep-on-failure`): the turn held for `for_s` more seconds,
-/// then the next run takes it over and deletes them.
+/// What the run made kept (`--keep-on-failure`): the turn held for `for_s` more seconds by
+/// the API server's time (`keeper::server_time`), then the next run takes it over and
+/// deletes them; without that time, written without `expires`: judged by its age
+/// (`UNDATED_TURN_AGE_S`, which `for_s` is), never by this host's clock.
 pub fn keep_for(c: &Cluster, ns: &str, held: &Held, for_s: i64) -> Result<(), ClusterError> {
-    let now = probe::server_now(c)?.unwrap_or_else(crate::duration::now);
-    hold_until(c, ns, held, now + for_s, Instant::now() + RENEW)
+    let now = keeper::server_time(c);
+    hold_until(c, ns, held, now.map(|t| t + for_s), Instant::now() + RENEW)
 }
 
-/// The turn's last write, while it is still this run's: `expires` at `until_s`, no renewal
-/// after it.
+/// The turn's last write, while it is still this run's: `expires` at `until_s` (none:
+/// judged by its age), no renewal after it.
 fn hold_until(
     c: &Cluster,
     ns: &str,
     held: &Held,
-    until_s: i64,
+    until_s: Option<i64>,
     until: Instant,
 ) -> Result<(), ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
     let version = held.last();
-    let out = turn(&held.run, until_s, version.clone());
+    let out = turn(&held.run, until_s, version);
     let what = format!("configmaps/{TURN}");
     let pp = PostParams::default();
     match c.call_opt_by(until, ("update", &what), api.replace(TURN, &pp, &out)) {

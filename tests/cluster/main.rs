@@ -25,6 +25,7 @@ mod verify_bounds;
 mod verify_events;
 mod verify_gates;
 mod verify_guards;
+mod verify_keeper;
 mod verify_lease;
 mod verify_peers;
 mod verify_rights;

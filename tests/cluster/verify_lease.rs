@@ -109,7 +109,10 @@ fn the_runs_namespace_carries_a_lease_renewed_under_its_resource_version() {
     labelled["metadata"]["labels"]["team"] = json!("net");
     labelled["metadata"]["resourceVersion"] = json!("900");
     api.put(path, labelled);
-    assert!(lease::renew(&c, &held, server_now + 120).expect("renewed"));
+    assert_eq!(
+        lease::renew(&c, &held, server_now + 120).expect("renewed"),
+        Some(true)
+    );
     let now = api.get(path).expect("there");
     assert_eq!(now["metadata"]["labels"]["team"], "net", "{now}");
     assert_eq!(
@@ -124,14 +127,20 @@ fn the_runs_namespace_carries_a_lease_renewed_under_its_resource_version() {
     later["metadata"]["annotations"][EXPIRES] = json!("2999-01-01T00:00:00Z");
     later["metadata"]["resourceVersion"] = json!("920");
     api.put(path, later);
-    assert!(lease::renew(&c, &held, server_now + 150).expect("renewed"));
+    assert_eq!(
+        lease::renew(&c, &held, server_now + 150).expect("renewed"),
+        Some(true)
+    );
     // Deleted and made again (another uid): not this run's to renew.
     let mut other = now.clone();
     other["metadata"]["annotations"][EXPIRES] = json!("2000-01-01T00:00:00Z");
     other["metadata"]["uid"] = json!("another-uid");
     other["metadata"]["resourceVersion"] = json!("950");
     api.put(path, other);
-    assert!(!lease::renew(&c, &held, server_now + 180).expect("answered"));
+    assert_eq!(
+        lease::renew(&c, &held, server_now + 180).expect("answered"),
+        Some(false)
+    );
     assert_eq!(
         api.get(path).expect("there")["metadata"]["annotations"][EXPIRES],
         "2000-01-01T00:00:00Z"

@@ -70,6 +70,9 @@ pub struct State {
     /// now) just before this client's next delete or update of them arrives: a race between
     /// two clients.
     pub made_again_before_write: BTreeSet<String>,
+    /// Objects another client writes (their content the same, their resourceVersion moved)
+    /// just before each of this client's next updates of them arrives, so many times.
+    pub touched_before_update: BTreeMap<String, usize>,
     /// Objects whose status another client writes just before this client's next patch of
     /// them arrives: the resourceVersion moves, the spec stays (the Tigera operator writes the
     /// Installation's status on its reconciles: tigera/operator `core_controller.go`,
@@ -275,6 +278,7 @@ impl FakeApi {
             stall_answer_to: None,
             answers_held: 0,
             made_again_before_write: BTreeSet::new(),
+            touched_before_update: BTreeMap::new(),
             status_written_before_patch: BTreeSet::new(),
             requests: Vec::new(),
             tokens: BTreeSet::from([token.clone()]),

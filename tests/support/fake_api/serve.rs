@@ -1230,6 +1230,7 @@ fn patch_node_status(st: &mut State, t: &Target, content_type: &str, body: &Valu
 
 fn replace(st: &mut State, t: &Target, mut body: Value) -> Reply {
     made_again(st, &t.object_path().unwrap_or_default());
+    touched(st, &t.object_path().unwrap_or_default());
     let Some(path) = t.object_path().filter(|p| st.objects.contains_key(p)) else {
         return not_found(t);
     };
@@ -1367,6 +1368,20 @@ fn on_dead_node(st: &State, path: &str) -> bool {
             c.iter()
                 .any(|c| c["type"] == "Ready" && c["status"] != "True")
         }),
+    }
+}
+
+/// Another client's write of `path` (its content the same), scripted to land just before
+/// this client's update: the resourceVersion moves, so the update's precondition is not met
+/// (kube-apiserver's `Update`, 409: `staging/src/k8s.io/apiserver/pkg/registry/generic/
+/// registry/store.go`).
+fn touched(st: &mut State, path: &str) {
+    let Some(left) = st.touched_before_update.get_mut(path).filter(|n| **n > 0) else {
+        return;
+    };
+    *left -= 1;
+    if let Some(o) = st.objects.get_mut(path) {
+        bump(o);
     }
 }
 

@@ -1,0 +1,175 @@
+//! The one renewal keeper of a run's lease, whichever it holds: its own namespace's
+//! (`lease`) or its turn in a namespace given (`shared`). A renewal writes the lease by the
+//! API server's time with an update that carries the resourceVersion the run last wrote
+//! (kube-apiserver's `Update` refuses another, 409: `staging/src/k8s.io/apiserver/pkg/
+//! registry/generic/registry/store.go`); the run is judged to have lost its lease by the time
+//! since its last good write.
+
+use super::options::{LEASE, REFUSALS_BEFORE_LOST};
+use super::probe;
+use crate::cluster::{Cluster, ClusterError};
+use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Stopped, Wait, poll_until};
+use kube::Api;
+use kube::api::PostParams;
+use std::time::{Duration, Instant};
+
+/// Seconds from now to the end of a lease written now.
+pub fn lease_s() -> i64 {
+    i64::try_from(LEASE.as_secs()).unwrap_or(60)
+}
+
+/// The API server's time: its `Date` now, else this host's clock moved by the difference the
+/// last `Date` this server sent this client showed (`Cluster::server_offset`); `None` when it
+/// has sent none (never this host's clock alone: a lease written by a clock behind the
+/// server's would be expired at once, and another run would take over or delete a living
+/// run's).
+pub fn server_time(c: &Cluster) -> Option<i64> {
+    server_time_unless(c, None)
+}
+
+/// `server_time`, its call never begun, or ended, once `stop` is requested or `within` has
+/// passed.
+pub fn server_time_unless(c: &Cluster, stop: Option<(&Stop, Duration)>) -> Option<i64> {
+    let local = crate::duration::now();
+    match probe::server_date(c, stop).ok().flatten() {
+        Some(t) => {
+            c.note_server_date(t, local);
+            Some(t)
+        }
+        None => c.server_offset().map(|o| local.saturating_add(o)),
+    }
+}
+
+/// A lease as its keeper renews it.
+pub trait Lease: Sync {
+    /// Requested when the renewals end (the run over, or its stop): wakes their wait and
+    /// cuts a renewal under way.
+    fn ending(&self) -> &Stop;
+    /// One renewal, to run out at `at_s` (`None`: no time from the API server), its every
+    /// call cut by `ending` or at `by`: `Some(true)` written (or nothing to write: over, or
+    /// a lease judged by its age), `Some(false)` not the run's any more, `None` not renewed
+    /// this time.
+    fn renew_by(
+        &self,
+        c: &Cluster,
+        at_s: Option<i64>,
+        by: Instant,
+    ) -> Result<Option<bool>, ClusterError>;
+    /// The lease lost, `why`: kept for the run's error.
+    fn lose(&self, why: String);
+    /// Why, when the lease is not the run's any more.
+    fn gone(&self) -> String;
+}
+
+/// Renews `lease` every `every` (`RENEW`; for `LEASE` from the API server's time) until the
+/// run is over or the lease is not its own: run beside the run, on a thread of its own. Each
+/// renewal (the server's `Date`, the update, a 409's re-read and retry, all together) ends by
+/// `every` after it began. Once `REFUSALS_BEFORE_LOST` intervals (`LEASE − RENEW`) passed
+/// since the last renewal written began, the next could not be written before the lease runs
+/// out under the living run, and another run take it over or delete what it made: the run is
+/// stopped then (`run`), and `Lease::lose` told why; so it is, at once, when the lease is not
+/// the run's any more.
+pub fn keep(
+    c: &Cluster,
+    lease: &dyn Lease,
+    (what, run, every): (&str, &Stop, Duration),
+    say: &mut dyn FnMut(&str),
+) {
+    let (mut first, mut written) = (true, Instant::now());
+    let lost_after = every.saturating_mul(REFUSALS_BEFORE_LOST);
+    let ending = lease.ending();
+    let lose = |why: String| -> Result<Look<(), ()>, Stopped> {
+        lease.lose(why);
+        run.request();
+        Ok(Look::Done(()))
+    };
+    let look = || -> Result<Look<(), ()>, Stopped> {
+        // The lease was just written (and proven): the first renewal is one `RENEW` later.
+        if std::mem::take(&mut first) {
+            return Ok(Look::Pending(()));
+        }
+        let begun = Instant::now();
+        let at = server_time_unless(c, Some((ending, every)));
+        let failed = match lease.renew_by(c, at, begun + every) {
+            Ok(Some(true)) => {
+                written = begun;
+                return Ok(Look::Pending(()));
+            }
+            Ok(Some(false)) => return lose(lease.gone()),
+            Ok(None) if at.is_none() => "the API server's time could not be read".to_owned(),
+            Ok(None) => "it was not renewed: two conflicts in a row".to_owned(),
+            Err(_) if ending.requested() => return Err(Stopped),
+            Err(e) => format!("{e} ({})", e.hint()),
+        };
+        if ending.requested() {
+            return Err(Stopped);
+        }
+        if written.elapsed() >= lost_after {
+            return lose(failed);
+        }
+        Ok(Look::Pending(()))
+    };
+    let wait = Wait {
+        what,
+        timeout: NO_LIMIT,
+        pauses: Pauses::every(every),
+        stop: ending,
+        say,
+    };
+    let _ = poll_until(wait, look, |()| Ok::<(), Stopped>(()));
+}
+
+/// A lease's change (the object as held to the object to write) and the test of whether an
+/// object read is still the run's.
+pub type Change<'a, K> = (&'a dyn Fn(K) -> K, &'a dyn Fn(&K) -> bool);
+
+/// One write of a lease: `change` written on `last` (the object as the run last wrote or
+/// read it, which is then the object written), every call cut by `ending` or at `by`. A 409
+/// is looked at again: an object the run's (`ours`: its uid, not being deleted) is written
+/// once more on the object read (a renewal the run gave up on that the server committed all
+/// the same moved its resourceVersion); one deleted (404) or not the run's is `Some(false)`,
+/// two conflicts in a row `None` (still the run's, not written).
+pub fn write<K>(
+    c: &Cluster,
+    (api, name, what): (&Api<K>, &str, &str),
+    last: &mut K,
+    (change, ours): Change<'_, K>,
+    (ending, by): (&Stop, Instant),
+) -> Result<Option<bool>, ClusterError>
+where
+    K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let pp = PostParams::default();
+    let left = || by.saturating_duration_since(Instant::now());
+    for _ in 0..2 {
+        let out = change(last.clone());
+        let err = match c.call_unless(
+            ending,
+            left(),
+            ("update", what),
+            api.replace(name, &pp, &out),
+        ) {
+            Ok(w) => {
+                *last = w;
+                return Ok(Some(true));
+            }
+            Err(e) => e,
+        };
+        let read = match err {
+            ClusterError::Api { code: 409, .. } => {
+                match c.call_unless(ending, left(), ("get", what), api.get(name)) {
+                    Ok(r) => Some(r),
+                    Err(e) if e.is_not_found() => None,
+                    Err(e) => return Err(e),
+                }
+            }
+            ClusterError::Api { code: 404, .. } => None,
+            e => return Err(e),
+        };
+        match read.filter(|r| ours(r)) {
+            Some(r) => *last = r,
+            None => return Ok(Some(false)),
+        }
+    }
+    Ok(None)
+}
