@@ -47,8 +47,8 @@ pub enum Outcome {
     Skipped {
         why: String,
     },
-    /// Not run: the run was stopped (Ctrl-C, a termination signal, its lease lost) before
-    /// this check was judged. No layer is blamed.
+    /// Not run: the run was stopped (Ctrl-C, a termination signal) before this check was
+    /// judged. No layer is blamed. (A run whose lease was lost ends with that error instead.)
     Stopped,
 }
 

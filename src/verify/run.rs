@@ -508,15 +508,14 @@ fn checks(
         return Ok((ledger, true, made.pull));
     }
     let states = made.states;
-    let addresses = Addresses {
-        namespace: ns.to_owned(),
-        pods: states
-            .iter()
-            .filter_map(|(r, s)| Some((*r, s.ip.clone()?)))
-            .collect(),
-        service_ip: probe::cluster_ip(c, ns, dial::SERVICE_NAME)?,
-        api_server_ip: probe::cluster_ip(c, "default", "kubernetes")?,
-        cluster_domain: o.cluster_domain.clone(),
+    let addresses = match addresses(c, o, ns, &states) {
+        Ok(a) => a,
+        // A stop that cut the Services' reads: the pull stays judged, the rest not run.
+        Err(_) if interrupted(o) => {
+            ledger.stopped(&rest);
+            return Ok((ledger, true, made.pull));
+        }
+        Err(e) => return Err(e),
     };
     let run = super::step::Step {
         c,
@@ -529,6 +528,26 @@ fn checks(
     };
     let cut = each_check(&run, m, (&all, &rest), &mut ledger)?;
     Ok((ledger, cut, made.pull))
+}
+
+/// What the checks dial: the pods' addresses, the probe Service's and the API server's
+/// ClusterIPs, the cluster's domain.
+fn addresses(
+    c: &Cluster,
+    o: &Options,
+    ns: &str,
+    states: &BTreeMap<Role, PodState>,
+) -> Result<Addresses, ClusterError> {
+    Ok(Addresses {
+        namespace: ns.to_owned(),
+        pods: states
+            .iter()
+            .filter_map(|(r, s)| Some((*r, s.ip.clone()?)))
+            .collect(),
+        service_ip: probe::cluster_ip(c, ns, dial::SERVICE_NAME)?,
+        api_server_ip: probe::cluster_ip(c, "default", "kubernetes")?,
+        cluster_domain: o.cluster_domain.clone(),
+    })
 }
 
 /// Runs the checks after the pull in order (`rest`), each judged into the ledger, until the

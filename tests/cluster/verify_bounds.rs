@@ -429,3 +429,53 @@ fn a_run_stopped_mid_matrix_reports_the_checks_from_the_stop_as_stopped() {
         .count();
     assert_eq!(by_pod_address, 0, "{checks:#}");
 }
+
+/// A stop that cuts the read of the probe Service's ClusterIP, after the image pull was
+/// judged: the pull keeps its verdict and only the checks after it are listed as stopped.
+/// (Before, any call the stop cut threw the whole ledger away and listed the pull as
+/// stopped too.)
+#[test]
+fn a_stop_while_reading_the_services_keeps_the_pulls_verdict() {
+    let (api, dir) = cluster();
+    let service = format!(
+        "/api/v1/namespaces/calicoctl-win-verify-t1/services/{}",
+        calicoctl_win::verify::dial::SERVICE_NAME
+    );
+    api.lock().stall_answer_to = Some(("GET".into(), service));
+    let c = connect(&api, &dir);
+    let o = options(120);
+    let stop = o.stop.clone();
+    let running = std::thread::spawn(move || run(&c, &o));
+    let mut held = false;
+    for _ in 0..1200 {
+        held = api.lock().answers_held == 1;
+        if held || running.is_finished() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(held, "the Service's read held");
+    stop.request();
+    let r = running.join().expect("join").expect("report");
+    api.lock().stall_answer_to = None;
+    assert!(r.interrupted && !r.passed, "{r:#?}");
+    let checks = serde_json::to_value(&r.checks).expect("json");
+    let results: Vec<(String, String)> = checks
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|v| {
+            let word = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+            (word("check"), word("result"))
+        })
+        .collect();
+    assert_eq!(
+        results.first(),
+        Some(&("image-pull".to_owned(), "pass".to_owned())),
+        "{results:?}"
+    );
+    assert!(
+        results.len() > 1 && results[1..].iter().all(|(_, r)| r == "stopped"),
+        "{results:?}"
+    );
+}
