@@ -298,7 +298,13 @@ pub(super) fn look<'h>(
 ) -> anyhow::Result<(Option<Staging<'h>>, Got)> {
     if let Source::Url(url) = &want.source {
         let version = want.version.clone();
-        return Ok((None, Got::Pending { url: url.clone(), version }));
+        return Ok((
+            None,
+            Got::Pending {
+                url: url.clone(),
+                version,
+            },
+        ));
     }
     let staging = staging_dir(host, cache_dir, true)?;
     let got = obtain_release(ctx, host, want, cache_dir, staging.place())?;

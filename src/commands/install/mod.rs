@@ -451,7 +451,12 @@ fn given_release_against_cluster(
         return Ok(None);
     };
     let what = want.source.show();
-    Ok(release::against_cluster(&what, &found, cluster_version, args.allow_downgrade)?)
+    Ok(release::against_cluster(
+        &what,
+        &found,
+        cluster_version,
+        args.allow_downgrade,
+    )?)
 }
 
 /// Before anything changes (a real run; a dry run's staging is this look): the release as
@@ -788,7 +793,10 @@ fn credentials_of(
 }
 
 /// The release's files and the rendered ones for the release `got`.
-type ReleaseAndRendered = (Vec<crate::plan::install::DesiredFile>, Vec<crate::plan::install::DesiredFile>);
+type ReleaseAndRendered = (
+    Vec<crate::plan::install::DesiredFile>,
+    Vec<crate::plan::install::DesiredFile>,
+);
 
 /// The release's files and the files rendered for it.
 fn release_and_rendered(
