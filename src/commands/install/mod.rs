@@ -159,23 +159,10 @@ fn install(
     // The release: downloaded and extracted on this machine, or (dry run) what would be.
     let cache_dir = c.change.root.cache();
     let cache_dirs = host.missing_parents(&join(&cache_dir, "x"))?;
-    // What can refuse the run refuses before its first change, in the order the dry run
-    // meets it: the release, then calico-node's credentials.
-    let mut early = None;
-    if !dry_run {
-        look(ctx, args, host, config, &c)?;
-        early = Some(credentials_of(ctx, args, config, &mut c)?);
-    }
+    let early = before_any_change(ctx, args, config, &mut c)?;
     let (journal, mut begun) = begin(host, args, config, &mut c, &cache_dir, dry_run)?;
     let (staging, got) = stage(ctx, host, &c.want, &cache_dir, &mut begun)?;
-    let cluster_version = c.cluster_version.as_deref();
-    if let Some(w) = given_release_against_cluster(args, &c.want, &got, cluster_version)? {
-        ctx.printer.warn(&w);
-    }
-    let mut credentials = match early {
-        Some(made) => made,
-        None => credentials_of(ctx, args, config, &mut c)?,
-    };
+    let mut credentials = staged(ctx, args, config, &mut c, (&got, early))?;
 
     // The release's files and CNI plugins, calicoctl-win itself, the credentials, the
     // rendered files.
@@ -457,6 +444,40 @@ fn given_release_against_cluster(
         cluster_version,
         args.allow_downgrade,
     )?)
+}
+
+/// What can refuse a real run, before its first change, in the order the dry run meets it:
+/// the release (`look`), then calicoctl-win's own file and calico-node's credentials.
+fn before_any_change(
+    ctx: &mut Context,
+    args: &InstallArgs,
+    config: &crate::config::Config,
+    c: &mut Checked,
+) -> anyhow::Result<Option<Credentials>> {
+    if ctx.options.dry_run {
+        return Ok(None);
+    }
+    look(ctx, args, c.change.host, config, c)?;
+    credentials_of(ctx, args, config, c).map(Some)
+}
+
+/// After the release is staged: judged again (a given zip that is not the cluster's version
+/// warns), and the credentials, made now in a dry run (`before_any_change` made a real run's).
+fn staged(
+    ctx: &mut Context,
+    args: &InstallArgs,
+    config: &crate::config::Config,
+    c: &mut Checked,
+    (got, early): (&Got, Option<Credentials>),
+) -> anyhow::Result<Credentials> {
+    let cluster_version = c.cluster_version.as_deref();
+    if let Some(w) = given_release_against_cluster(args, &c.want, got, cluster_version)? {
+        ctx.printer.warn(&w);
+    }
+    match early {
+        Some(made) => Ok(made),
+        None => credentials_of(ctx, args, config, c),
+    }
 }
 
 /// Before anything changes (a real run; a dry run's staging is this look): the release as
@@ -780,7 +801,7 @@ fn desired_files(
     Ok(files)
 }
 
-/// calicoctl-win itself, calico-node's credentials and the grant (`prepare::credentials`).
+/// calicoctl-win itself, calico-node's credentials and the grant ([`credentials`]).
 fn credentials_of(
     ctx: &mut Context,
     args: &InstallArgs,
