@@ -373,6 +373,17 @@ fn print_manifests(
     // `--out-file -` is standard output, where the manifests go without the flag.
     let out_file = out_file.filter(|p| !crate::files::is_stdout(p));
     match out_file {
+        // A dry run writes nothing, this file as any other: it refuses the file the real run
+        // refuses, and shows what it would write.
+        Some(path) if ctx.options.dry_run => {
+            crate::files::check_target(path)?;
+            ctx.printer.text(yaml.trim_end());
+            ctx.printer.note(&format!(
+                "--dry-run: {} not written ({})",
+                path.display(),
+                kinds.join(", ")
+            ));
+        }
         Some(path) => {
             let changed = crate::files::write_atomic(path, yaml.as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;

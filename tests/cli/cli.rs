@@ -780,15 +780,19 @@ fn fetch_without_a_kubeconfig_is_not_offered_offline() {
 
 /// A dry run without an admin kubeconfig says that the install itself would stop
 /// (`no-admin-kubeconfig`), on stderr and in the JSON document's warnings, as the missing
-/// checksum is said.
+/// checksum is said, and after its plan exits as the install would: 2, with its error.
 #[test]
-fn a_dry_run_without_an_admin_kubeconfig_warns_that_the_install_would_stop() {
+fn a_dry_run_without_an_admin_kubeconfig_shows_its_plan_and_refuses_as_the_install_would() {
     let out = cmd()
         .args(["install", "--dry-run", "-o", "json"])
         .output()
         .expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: install needs the cluster to get calico-node's kubeconfig"),
+        "{stderr}"
+    );
     assert!(stderr.contains("warning: no admin kubeconfig"), "{stderr}");
     let doc = json(&out.stdout);
     let warnings = doc["warnings"].to_string();

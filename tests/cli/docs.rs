@@ -625,15 +625,16 @@ fn every_flag_a_help_text_names_exists_with_its_value() {
 }
 
 /// The README's main job (`cargo run -- install --dry-run`) does what the README says of it: a
-/// warning that the download needs `--sha256`, and the plan's lines saying what needs the admin
-/// kubeconfig (once it claimed a warning about the admin kubeconfig, and printed none).
+/// warning that the download needs `--sha256`, the plan's lines saying what needs the admin
+/// kubeconfig (once it claimed a warning about the admin kubeconfig, and printed none), and
+/// the real install's refusal at the end.
 #[test]
 fn the_readmes_dry_run_says_what_the_readme_says() {
     let readme = fs_err::read_to_string(root().join("README.md")).expect("README");
     let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         flat.contains(
-            "a warning says that the download needs `--sha256`, and the plan's lines say what needs the admin kubeconfig"
+            "a warning says that the download needs `--sha256`, and the plan's lines say what needs the admin kubeconfig; it then exits 2 (`no-admin-kubeconfig`) as a real install without one does"
         ),
         "the README's description of the dry run changed: check it against the run"
     );
@@ -643,9 +644,11 @@ fn the_readmes_dry_run_says_what_the_readme_says() {
         .args(["install", "--dry-run"])
         .output()
         .expect("runs");
-    assert_eq!(out.status.code(), Some(0));
+    // The plan, then the refusal the install without an admin kubeconfig gives.
+    assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stderr.contains("no admin kubeconfig"), "{stderr}");
     assert!(
         stderr
             .lines()

@@ -138,3 +138,31 @@ fn dash_is_standard_output_and_a_missing_directory_is_named() {
     );
     assert_eq!(code, Some(2), "{stderr}");
 }
+
+/// `--dry-run` changes nothing, `--out-file` included: fleet rbac and fleet plan show the
+/// manifests they would write and leave the file as it was (a file that the real run refuses
+/// is refused alike).
+#[test]
+fn a_dry_run_writes_no_out_file() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let admin = api.kubeconfig(dir.path(), None);
+    let out = dir.path().join("manifests.yaml");
+    let missing = dir.path().join("no-such-dir/out.yaml");
+    for args in commands(&admin).into_iter().take(2) {
+        let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+        args.insert(0, "--dry-run");
+        let (code, stdout, stderr) = run(&args, &out, dir.path());
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        assert!(
+            !out.exists(),
+            "{args:?} wrote {} in a dry run",
+            out.display()
+        );
+        assert!(stdout.contains("apiVersion"), "{args:?}: {stdout}");
+        assert!(stderr.contains("not written"), "{args:?}: {stderr}");
+        let (code, _, stderr) = run(&args, &missing, dir.path());
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+    }
+}

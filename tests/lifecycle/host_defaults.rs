@@ -44,7 +44,10 @@ fn a_fresh_dry_run_install_passes_every_host_check_with_the_hosts_own_node_name(
         .output()
         .expect("run");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // No check blocks: the dry run ends with the real install's refusal past its checks,
+    // no admin kubeconfig (exit 2), not at the checks (exit 3).
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no admin kubeconfig"), "{stderr}");
     let doc = json(&out.stdout);
     let checks = doc["checks"].as_array().expect("checks");
     assert!(

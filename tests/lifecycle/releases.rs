@@ -207,3 +207,60 @@ fn a_dry_run_reads_the_cached_zip_and_leaves_a_refused_one_in_place() {
     assert_eq!(doc["calico_version"], "3.29.1", "{doc}");
     assert_same(&snapshot(&node.sim()), &before, "a dry run");
 }
+
+/// An install refused for its release (a given zip older than the cluster's Calico) or for
+/// calico-node's kubeconfig (no admin kubeconfig to request it with) refuses before its first
+/// change: it makes no mutating call on the node at all (a crash injected at the first one is
+/// never reached: no journal begun, no root or cache made, nothing staged), and the dry run
+/// refuses with the same error (after showing its plan, as a dry run the checks stop does).
+#[test]
+fn a_refused_install_makes_no_change_and_its_dry_run_refuses_alike() {
+    let api = FakeApi::start();
+    api.healthy_calico(); // ClusterInformation calicoVersion v3.30.2
+    let node = Node::new(&api);
+    let (code, _, stderr) = node.run(&["preflight", "--offline"]);
+    assert!(code == 0 || code == 3, "{stderr}");
+    let before = snapshot(&node.sim());
+    let zip = |name: &str, version: &str| {
+        let path = node.dir.path().join(name);
+        write_zip(&path, &entries_of("calico-node.exe", Some(version)));
+        path.display().to_string()
+    };
+    let older = zip("calico-windows.zip", "3.29.1");
+    let same = zip("calico-windows-current.zip", "3.30.2");
+    let first_change_crashes = ["--sim-fault", "crash:1"];
+    for dry_run in [false, true] {
+        let how = if dry_run { "--dry-run" } else { "crash:1" };
+        let with = |args: &[&'static str], zip: &str| {
+            let mut all: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+            all.push(zip.to_owned());
+            if dry_run {
+                all.push("--dry-run".to_owned());
+            } else {
+                all.extend(first_change_crashes.map(str::to_owned));
+            }
+            all
+        };
+        let args = with(&["install", "--release-zip"], &older);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, doc, stderr) = node.run(&args);
+        assert_eq!(code, 2, "{how}: {stderr}");
+        assert_eq!(doc["error"]["kind"], "downgrade", "{how}: {doc}");
+        assert_same(&snapshot(&node.sim()), &before, how);
+
+        let args = with(&["install", "--release-zip"], &same);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, doc, stderr) = node.run_without_kubeconfig(&args);
+        assert_eq!(code, 2, "{how}: {stderr}");
+        let refusal = "error: install needs the cluster to get calico-node's kubeconfig";
+        assert!(stderr.contains(refusal), "{how}: {stderr}");
+        if dry_run {
+            // The dry run's document is its plan; it ends with the real run's refusal.
+            assert!(doc["actions"].as_array().is_some_and(|a| !a.is_empty()));
+            assert!(doc["warnings"].to_string().contains("no-admin-kubeconfig"));
+        } else {
+            assert_eq!(doc["error"]["kind"], "no-admin-kubeconfig", "{how}: {doc}");
+        }
+        assert_same(&snapshot(&node.sim()), &before, how);
+    }
+}

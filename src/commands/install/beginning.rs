@@ -287,6 +287,30 @@ pub(super) fn stage<'h>(
     }
 }
 
+/// The release as a dry run sees it, for a real run to judge before anything changes: a
+/// given zip extracted into this machine's temporary directory (which the returned staging
+/// removes), a download pending. Nothing on the node changes: the cache is not touched.
+pub(super) fn look<'h>(
+    ctx: &mut Context,
+    host: &'h dyn Host,
+    want: &Want,
+    cache_dir: &str,
+) -> anyhow::Result<(Option<Staging<'h>>, Got)> {
+    if let Source::Url(url) = &want.source {
+        let version = want.version.clone();
+        return Ok((
+            None,
+            Got::Pending {
+                url: url.clone(),
+                version,
+            },
+        ));
+    }
+    let staging = staging_dir(host, cache_dir, true)?;
+    let got = obtain_release(ctx, host, want, cache_dir, staging.place())?;
+    Ok((Some(staging), got))
+}
+
 /// Downloads (or takes) and extracts the release into `staging`. In a dry run a URL is only
 /// checked: its download is part of the plan. A zip that fails a check is removed.
 fn obtain_release(

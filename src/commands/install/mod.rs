@@ -9,7 +9,7 @@ use super::change::{Change, Changing, ChecksBlocked, Failed};
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, stage};
 pub(crate) use document::{FromOperator, Install};
-use prepare::{credential_files, merged_config, renewal_grant, self_file};
+use prepare::{Credentials, credentials, merged_config};
 
 use super::common::{ClusterRead, check_skips, cluster_checks, read_cluster};
 use crate::apply;
@@ -159,21 +159,17 @@ fn install(
     // The release: downloaded and extracted on this machine, or (dry run) what would be.
     let cache_dir = c.change.root.cache();
     let cache_dirs = host.missing_parents(&join(&cache_dir, "x"))?;
+    let early = before_any_change(ctx, args, config, &mut c)?;
     let (journal, mut begun) = begin(host, args, config, &mut c, &cache_dir, dry_run)?;
     let (staging, got) = stage(ctx, host, &c.want, &cache_dir, &mut begun)?;
-    given_release_against_cluster(ctx, args, &c.want, &got, c.cluster_version.as_deref())?;
+    let mut credentials = staged(ctx, args, config, &mut c, (&got, early))?;
 
-    // Credentials, rendered files, CNI plugins, calicoctl-win itself.
+    // The release's files and CNI plugins, calicoctl-win itself, the credentials, the
+    // rendered files.
     let mut prepare: Vec<String> = Vec::new();
-    let files = desired_files(ctx, args, host, config, &mut c, &got, &mut prepare)?;
+    let files = desired_files(host, config, &c, (&got, &mut credentials), &mut prepare)?;
     let (extra_owned, extra_dirs) = cache_owned(&got, cache_dirs);
-    let renewal = renewal_grant(
-        config,
-        &c.cluster,
-        &c.node_name,
-        &files,
-        (&mut prepare, dry_run),
-    )?;
+    let renewal = credentials.renewal.take();
 
     // The plan.
     let mut inputs = Inputs {
@@ -206,7 +202,8 @@ fn install(
         checked: &c,
     };
     let extra = within.as_mut().and_then(|w| w.doc.take());
-    let Some(doc) = present(ctx, &c.change, &shown, extra)? else {
+    let refused = credentials.refused.take();
+    let Some(doc) = present(ctx, &c.change, &shown, extra, refused)? else {
         return Ok(());
     };
     let (granted, run, renewal) = grant_then_hand_over(
@@ -429,25 +426,75 @@ fn begin<'a>(
     Ok((journal, begun))
 }
 
-/// A zip given on the command line whose version is not the cluster's: a warning, or (older,
-/// without `--allow-downgrade`) a refusal.
+/// A zip given on the command line whose version is not the cluster's: a warning (returned),
+/// or (older, without `--allow-downgrade`) a refusal.
 fn given_release_against_cluster(
-    ctx: &mut Context,
     args: &InstallArgs,
     want: &release::Want,
     got: &Got,
     cluster_version: Option<&str>,
-) -> anyhow::Result<()> {
-    if let (Some(_), Some(found)) = (&args.release.release_zip, got.version())
-        && let Some(w) = release::against_cluster(
-            &want.source.show(),
-            &found,
-            cluster_version,
-            args.allow_downgrade,
-        )?
-    {
+) -> anyhow::Result<Option<String>> {
+    let (Some(_), Some(found)) = (&args.release.release_zip, got.version()) else {
+        return Ok(None);
+    };
+    let what = want.source.show();
+    Ok(release::against_cluster(
+        &what,
+        &found,
+        cluster_version,
+        args.allow_downgrade,
+    )?)
+}
+
+/// What can refuse a real run, before its first change, in the order the dry run meets it:
+/// the release (`look`), then calicoctl-win's own file and calico-node's credentials.
+fn before_any_change(
+    ctx: &mut Context,
+    args: &InstallArgs,
+    config: &crate::config::Config,
+    c: &mut Checked,
+) -> anyhow::Result<Option<Credentials>> {
+    if ctx.options.dry_run {
+        return Ok(None);
+    }
+    look(ctx, args, c.change.host, config, c)?;
+    credentials_of(ctx, args, config, c).map(Some)
+}
+
+/// After the release is staged: judged again (a given zip that is not the cluster's version
+/// warns), and the credentials, made now in a dry run (`before_any_change` made a real run's).
+fn staged(
+    ctx: &mut Context,
+    args: &InstallArgs,
+    config: &crate::config::Config,
+    c: &mut Checked,
+    (got, early): (&Got, Option<Credentials>),
+) -> anyhow::Result<Credentials> {
+    let cluster_version = c.cluster_version.as_deref();
+    if let Some(w) = given_release_against_cluster(args, &c.want, got, cluster_version)? {
         ctx.printer.warn(&w);
     }
+    match early {
+        Some(made) => Ok(made),
+        None => credentials_of(ctx, args, config, c),
+    }
+}
+
+/// Before anything changes (a real run; a dry run's staging is this look): the release as
+/// the dry run sees it, a given zip extracted into this machine's temporary directory and a
+/// download pending, judged as the staged release is, so that a refused release (its
+/// checksum, its version, older than the cluster's) or a file that cannot be made refuses
+/// the run with nothing staged and no journal begun. The staged release is judged again.
+fn look(
+    ctx: &mut Context,
+    args: &InstallArgs,
+    host: &dyn Host,
+    config: &crate::config::Config,
+    c: &Checked,
+) -> anyhow::Result<()> {
+    let (_staging, got) = beginning::look(ctx, host, &c.want, &c.change.root.cache())?;
+    given_release_against_cluster(args, &c.want, &got, c.cluster_version.as_deref())?;
+    release_and_rendered(host, config, c, &got, &mut Vec::new())?;
     Ok(())
 }
 
@@ -471,11 +518,12 @@ fn cache_owned(got: &Got, cache_dirs: Vec<String>) -> (Vec<RecordedFile>, Vec<St
 }
 
 /// The end of a dry run: the plan was shown; it exits as the real run would, 3 when that would
-/// stop at the checks.
+/// stop at the checks, else with the refusal the real run gives before its first change.
 fn end_dry_run(
     ctx: &mut Context,
     blocking: &[&'static str],
     doc: &Changing<Install>,
+    refused: Option<anyhow::Error>,
 ) -> anyhow::Result<()> {
     if !blocking.is_empty() {
         ctx.printer.warn(&format!(
@@ -491,7 +539,7 @@ fn end_dry_run(
         }
         .into());
     }
-    Ok(())
+    refused.map_or(Ok(()), Err)
 }
 
 /// Runs the plan, journaled, rolled back on failure.
@@ -637,6 +685,7 @@ fn present<'a>(
     change: &Change,
     p: &Shown<'a>,
     from_operator: Option<FromOperator>,
+    refused: Option<anyhow::Error>,
 ) -> anyhow::Result<Option<Changing<Install<'a>>>> {
     show(ctx, change, p);
     let own = Install {
@@ -650,7 +699,7 @@ fn present<'a>(
     };
     let doc = Changing::plan(ctx.options.dry_run, own, p.actions);
     if ctx.options.dry_run {
-        end_dry_run(ctx, &p.checked.blocking, &doc)?;
+        end_dry_run(ctx, &p.checked.blocking, &doc, refused)?;
         return Ok(None);
     }
     Ok(Some(doc))
@@ -734,23 +783,52 @@ fn choose_version(
 }
 
 /// Every file install puts on the node: the release's, calicoctl-win itself, calico-node's
-/// credentials and the rendered ones; `prepare` says how the credentials were obtained.
+/// credentials and the rendered ones; `prepare` says how the release and the credentials
+/// were obtained, and the grant.
 fn desired_files(
-    ctx: &mut Context,
-    args: &InstallArgs,
     host: &dyn Host,
     config: &crate::config::Config,
-    c: &mut Checked,
-    got: &Got,
+    c: &Checked,
+    (got, credentials): (&Got, &mut Credentials),
     prepare: &mut Vec<String>,
 ) -> anyhow::Result<Vec<crate::plan::install::DesiredFile>> {
-    let mut files = release_files(host, config, got, &c.want, prepare)?;
-    files.push(self_file(host, config)?);
+    let (mut files, rendered) = release_and_rendered(host, config, c, got, prepare)?;
+    files.append(&mut credentials.files);
+    prepare.append(&mut credentials.prepare);
+    files.extend(rendered);
+    prepare.push(c.uplink.describe());
+    prepare.append(&mut credentials.renewal_prepare);
+    Ok(files)
+}
+
+/// calicoctl-win itself, calico-node's credentials and the grant ([`credentials`]).
+fn credentials_of(
+    ctx: &mut Context,
+    args: &InstallArgs,
+    config: &crate::config::Config,
+    c: &mut Checked,
+) -> anyhow::Result<Credentials> {
     let etcd_files = c.etcd_files.take();
-    files.extend(credential_files(
-        ctx, args, host, config, &c.cluster, etcd_files, prepare,
-    )?);
-    files.extend(plan::desired::rendered_files(
+    let at = (&c.cluster, c.node_name.as_str());
+    credentials(ctx, args, (c.change.host, config), at, etcd_files)
+}
+
+/// The release's files and the rendered ones for the release `got`.
+type ReleaseAndRendered = (
+    Vec<crate::plan::install::DesiredFile>,
+    Vec<crate::plan::install::DesiredFile>,
+);
+
+/// The release's files and the files rendered for it.
+fn release_and_rendered(
+    host: &dyn Host,
+    config: &crate::config::Config,
+    c: &Checked,
+    got: &Got,
+    prepare: &mut Vec<String>,
+) -> anyhow::Result<ReleaseAndRendered> {
+    let files = release_files(host, config, got, &c.want, prepare)?;
+    let rendered = plan::desired::rendered_files(
         host,
         config,
         (
@@ -760,9 +838,8 @@ fn desired_files(
         ),
         c.uplink.adapter.as_deref(),
         c.cluster.api_group_pin(host, &config.root()),
-    )?);
-    prepare.push(c.uplink.describe());
-    Ok(files)
+    )?;
+    Ok((files, rendered))
 }
 
 /// The `cniVersion` of the operator's Windows CNI config, where the cluster has an

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 /// calicoctl-win itself, which the services run. A simulated host cannot run this machine's
 /// executable (its services run in-process), so it gets a stand-in with the version.
-pub(super) fn self_file(host: &dyn Host, c: &Config) -> anyhow::Result<DesiredFile> {
+fn self_file(host: &dyn Host, c: &Config) -> anyhow::Result<DesiredFile> {
     let content = match host.kind() {
         HostKind::Windows => Content::Local(
             std::env::current_exe().context("cannot find calicoctl-win's own executable")?,
@@ -84,16 +84,63 @@ pub(super) fn merged_config(
     Ok((ctx.load_config_with(settings)?, Some(files)))
 }
 
-/// calico-node's credentials: the kubeconfig (a valid one on the node is kept), or the etcd
-/// files read from the cluster.
-pub(super) fn credential_files(
+/// What install puts on the node besides the release and the rendered files, and the grant
+/// that renews calico-node's token: made before anything changes, so that what refuses of
+/// them (no cluster to get calico-node's kubeconfig from, a refused TokenRequest) refuses a
+/// run that changed nothing; the dry run alike (`refused`).
+pub(super) struct Credentials {
+    /// calicoctl-win itself, then calico-node's credentials.
+    pub files: Vec<DesiredFile>,
+    /// What `files` says of how they were obtained.
+    pub prepare: Vec<String>,
+    pub renewal: Option<Grant>,
+    /// What the grant says.
+    pub renewal_prepare: Vec<String>,
+    /// A dry run's refusal, which the real run gives here: the dry run shows its plan, then
+    /// exits with it as the real run would (after a refusal of its checks, which comes first).
+    pub refused: Option<anyhow::Error>,
+}
+
+/// The [`Credentials`] of this install.
+pub(super) fn credentials(
     ctx: &mut Context,
     args: &InstallArgs,
-    host: &dyn Host,
-    c: &Config,
+    (host, c): (&dyn Host, &Config),
+    (cluster, node): (&ClusterRead, &str),
+    etcd_files: Option<etcd::EtcdTlsFiles>,
+) -> anyhow::Result<Credentials> {
+    let mut prepare = Vec::new();
+    let mut refused = None;
+    let mut files = vec![self_file(host, c)?];
+    files.extend(credential_files(
+        ctx,
+        args,
+        (host, c),
+        cluster,
+        etcd_files,
+        (&mut prepare, &mut refused),
+    )?);
+    let mut renewal_prepare = Vec::new();
+    let dry_run = ctx.options.dry_run;
+    let renewal = renewal_grant(c, cluster, node, &files, (&mut renewal_prepare, dry_run))?;
+    Ok(Credentials {
+        files,
+        prepare,
+        renewal,
+        renewal_prepare,
+        refused,
+    })
+}
+
+/// calico-node's credentials: the kubeconfig (a valid one on the node is kept), or the etcd
+/// files read from the cluster.
+fn credential_files(
+    ctx: &mut Context,
+    args: &InstallArgs,
+    (host, c): (&dyn Host, &Config),
     cluster: &ClusterRead,
     etcd_files: Option<etcd::EtcdTlsFiles>,
-    prepare: &mut Vec<String>,
+    (prepare, refused): (&mut Vec<String>, &mut Option<anyhow::Error>),
 ) -> anyhow::Result<Vec<DesiredFile>> {
     if c.datastore == Datastore::Etcdv3 {
         let Some(files) = etcd_files else {
@@ -129,7 +176,8 @@ pub(super) fn credential_files(
         )
     } else {
         let node = c.node.k8s_node_ref.to_string();
-        requested_kubeconfig(ctx, args, (cluster, &node), (&path, &token_path), prepare)?
+        let asked = (cluster, node.as_str());
+        requested_kubeconfig(ctx, args, asked, (&path, &token_path), (prepare, refused))?
     };
     Ok(vec![
         DesiredFile::new(
@@ -160,15 +208,17 @@ fn etcd_tls_files(c: &Config, files: &etcd::EtcdTlsFiles) -> anyhow::Result<Vec<
 }
 
 /// A kubeconfig for calico-node with a token requested from the cluster (pending in a dry
-/// run); refused with the reason when there is no cluster to ask.
+/// run); refused with the reason when there is no cluster to ask (a dry run's refusal kept
+/// in `refused`, for after its plan).
 fn requested_kubeconfig(
     ctx: &mut Context,
     args: &InstallArgs,
     (cluster, node): (&ClusterRead, &str),
     (path, token_path): (&str, &str),
-    prepare: &mut Vec<String>,
+    (prepare, refused): (&mut Vec<String>, &mut Option<anyhow::Error>),
 ) -> anyhow::Result<(Content, Content)> {
     let ClusterRead::Read(cl, _) = cluster else {
+        let refusal = no_cluster_for_the_kubeconfig(cluster, path);
         if ctx.options.dry_run {
             prepare.push(format!(
                 "would request a token for calico-node through the TokenRequest API and write {path} (needs the admin kubeconfig: --kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config)"
@@ -176,24 +226,10 @@ fn requested_kubeconfig(
             ctx.printer.warn(&format!(
                 "no admin kubeconfig: the install itself would stop before it changes anything (no-admin-kubeconfig, exit 2), as it cannot get calico-node's kubeconfig {path}; pass --kubeconfig FILE, or write the file first with 'calicoctl-win fetch kubeconfig'"
             ));
+            *refused = Some(refusal);
             return Ok((Content::Pending, Content::Pending));
         }
-        let (why, kind) = match cluster {
-            ClusterRead::Failed(e) => (
-                format!("the cluster cannot be read: {e}"),
-                crate::error::Kind::ClusterUnreachable,
-            ),
-            _ => (
-                "there is no admin kubeconfig".to_owned(),
-                crate::error::Kind::NoAdminKubeconfig,
-            ),
-        };
-        return Err(UsageError::new(
-            format!("install needs the cluster to get calico-node's kubeconfig ({path}), and {why}"),
-            "pass --kubeconfig FILE (or set KUBECONFIG), or write the file first with 'calicoctl-win fetch kubeconfig'",
-        )
-        .of_kind(kind)
-        .into());
+        return Err(refusal);
     };
     let ns = facts::calico_namespace(cl)?;
     if ctx.options.dry_run {
@@ -233,6 +269,26 @@ fn requested_kubeconfig(
     ))
 }
 
+/// The refusal of an install that needs the cluster for calico-node's kubeconfig and has none.
+fn no_cluster_for_the_kubeconfig(cluster: &ClusterRead, path: &str) -> anyhow::Error {
+    let (why, kind) = match cluster {
+        ClusterRead::Failed(e) => (
+            format!("the cluster cannot be read: {e}"),
+            crate::error::Kind::ClusterUnreachable,
+        ),
+        _ => (
+            "there is no admin kubeconfig".to_owned(),
+            crate::error::Kind::NoAdminKubeconfig,
+        ),
+    };
+    UsageError::new(
+        format!("install needs the cluster to get calico-node's kubeconfig ({path}), and {why}"),
+        "pass --kubeconfig FILE (or set KUBECONFIG), or write the file first with 'calicoctl-win fetch kubeconfig'",
+    )
+    .of_kind(kind)
+    .into()
+}
+
 /// This node's clock against the API server's, measured on the token it just issued (the
 /// answer's arrival by this node's clock minus the token's `iat`, the server's), when the
 /// difference matters.
@@ -250,7 +306,7 @@ fn skew_said(issued: &credentials::Issued) -> Option<String> {
 /// kubeconfig to create it): for the service account of the token install writes, else
 /// calico-node in Calico's namespace. Without the cluster, said in `prepare`: the token is
 /// then not renewed until an install with the admin kubeconfig.
-pub(super) fn renewal_grant(
+fn renewal_grant(
     c: &Config,
     cluster: &ClusterRead,
     node: &str,
