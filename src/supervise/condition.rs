@@ -148,7 +148,7 @@ impl Reporter {
             &cluster,
             &self.node,
             &condition(ready, &now.reasons, changed_state),
-            &now.codes,
+            (crate::cluster::node::ANNOTATION_FINDING_CODES, &now.codes),
         ) {
             Ok(()) => {
                 log.info(&format!(
