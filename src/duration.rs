@@ -7,7 +7,9 @@ mod stop;
 mod wait;
 
 pub use stop::Stop;
-pub use wait::{Look, NO_LIMIT, Pauses, SAY_EVERY, Stopped, Wait, poll_quietly, poll_until};
+pub use wait::{
+    Look, NO_LIMIT, Pauses, SAY_EVERY, STILL_WAITING, Stopped, Wait, poll_quietly, poll_until,
+};
 
 /// The longest duration accepted: 100 years. Any longer one is a typo, and a bound keeps
 /// every `Instant + Duration` and every timestamp computed from a flag from overflowing.

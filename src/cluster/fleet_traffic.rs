@@ -4,8 +4,8 @@
 //! whole fleet, so the requests stay flat in the number of nodes).
 
 pub use super::fleet_view::Traffic;
-use super::fleet_view::{MAX_TEXT, shown};
-use super::node::CONDITION_TRAFFIC;
+use super::fleet_view::{Codes, MAX_TEXT, codes_in, shown};
+use super::node::{ANNOTATION_TRAFFIC_CODES, CONDITION_TRAFFIC};
 use super::{Cluster, ClusterError};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::Node;
@@ -32,9 +32,15 @@ pub fn is_stale(beat: Option<i64>, every: Duration, now: i64) -> bool {
 }
 
 /// The node's condition as judged at `now`, given the DaemonSet's interval (`every`; none
-/// when no DaemonSet runs verify on a schedule, and then no verdict is judged stale); none
-/// when the node has no such condition.
-pub fn of_node(n: &Node, every: Option<Duration>, now: i64) -> Option<Traffic> {
+/// when no DaemonSet runs verify on a schedule, and then no verdict is judged stale), with a
+/// False verdict's codes (`codes_beside`); none when the node has no such condition. A codes
+/// annotation without its form is named in `malformed`.
+pub fn of_node(
+    n: &Node,
+    every: Option<Duration>,
+    now: i64,
+    malformed: &mut Vec<String>,
+) -> Option<Traffic> {
     let c = n
         .status
         .as_ref()?
@@ -50,6 +56,8 @@ pub fn of_node(n: &Node, every: Option<Duration>, now: i64) -> Option<Traffic> {
         message: c.message.as_deref().map(capped),
         heartbeat: c.last_heartbeat_time.as_ref().map(|t| t.0.to_string()),
         heartbeat_age_seconds: beat.map(|b| now.saturating_sub(b)),
+        codes: Vec::new(),
+        codes_unknown: false,
     };
     if !matches!(t.status.as_str(), "True" | "False" | "Unknown") {
         t.message = Some(format!(
@@ -85,7 +93,35 @@ pub fn of_node(n: &Node, every: Option<Duration>, now: i64) -> Option<Traffic> {
         ));
         t.reason = Some(STALE.into());
     }
+    if t.status == "False" {
+        let codes = codes_beside(n, beat, malformed);
+        t.codes_unknown = codes.is_none();
+        t.codes = codes.unwrap_or_default();
+    }
     Some(t)
+}
+
+/// A False verdict's codes: its codes annotation when it was written in the same patch as the
+/// verdict (its heartbeat the condition's `lastHeartbeatTime`, `beat`), else `None`: unknown.
+/// An annotation an earlier run wrote (its heartbeat older: a later patch set the condition
+/// alone, as a stale mark does) or that an older calicoctl-win left must not stand for this
+/// verdict. A malformed one is named in `malformed`.
+fn codes_beside(n: &Node, beat: Option<i64>, malformed: &mut Vec<String>) -> Option<Vec<String>> {
+    let written = n
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(ANNOTATION_TRAFFIC_CODES)?;
+    match codes_in(ANNOTATION_TRAFFIC_CODES, written) {
+        Ok(Codes {
+            heartbeat: at,
+            codes,
+        }) => (at.is_some() && at == beat).then_some(codes),
+        Err(bad) => {
+            malformed.push(bad);
+            None
+        }
+    }
 }
 
 /// What is not as it should be in node `name`'s traffic: a verdict False, or a stale one.
@@ -156,10 +192,22 @@ mod tests {
     #[test]
     fn a_verdict_older_than_two_intervals_is_stale_and_a_problem() {
         let every = Some(Duration::from_secs(600));
-        let fresh = of_node(&node("True", "TrafficPasses", Some(1100)), every, NOW).expect("t");
+        let fresh = of_node(
+            &node("True", "TrafficPasses", Some(1100)),
+            every,
+            NOW,
+            &mut Vec::new(),
+        )
+        .expect("t");
         assert_eq!(fresh.status, "True");
         assert_eq!(problem("win-1", &fresh), None);
-        let old = of_node(&node("True", "TrafficPasses", Some(1300)), every, NOW).expect("t");
+        let old = of_node(
+            &node("True", "TrafficPasses", Some(1300)),
+            every,
+            NOW,
+            &mut Vec::new(),
+        )
+        .expect("t");
         assert_eq!(
             (old.status.as_str(), old.reason.as_deref()),
             ("Unknown", Some(STALE))
@@ -170,24 +218,52 @@ mod tests {
                 .contains("is stale")
         );
         // A False as old is stale too; without a schedule nothing is judged stale.
-        let false_old = of_node(&node("False", "TrafficFails", Some(9999)), every, NOW);
+        let false_old = of_node(
+            &node("False", "TrafficFails", Some(9999)),
+            every,
+            NOW,
+            &mut Vec::new(),
+        );
         assert_eq!(false_old.expect("t").reason.as_deref(), Some(STALE));
-        let no_beat = of_node(&node("True", "TrafficPasses", None), every, NOW).expect("t");
+        let no_beat = of_node(
+            &node("True", "TrafficPasses", None),
+            every,
+            NOW,
+            &mut Vec::new(),
+        )
+        .expect("t");
         assert_eq!(no_beat.status, "Unknown");
-        let unscheduled = of_node(&node("True", "TrafficPasses", Some(9999)), None, NOW);
+        let unscheduled = of_node(
+            &node("True", "TrafficPasses", Some(9999)),
+            None,
+            NOW,
+            &mut Vec::new(),
+        );
         assert_eq!(unscheduled.expect("t").status, "True");
     }
 
     #[test]
     fn a_false_verdict_is_a_problem_and_an_unknown_not_run_only_once_stale() {
         let every = Some(Duration::from_secs(600));
-        let f = of_node(&node("False", "TrafficFails", Some(5)), every, NOW).expect("t");
+        let f = of_node(
+            &node("False", "TrafficFails", Some(5)),
+            every,
+            NOW,
+            &mut Vec::new(),
+        )
+        .expect("t");
         let p = problem("win-1", &f).expect("a problem");
         assert!(
             p.contains("does not pass traffic") && p.contains("said"),
             "{p}"
         );
-        let u = of_node(&node("Unknown", NOT_RUN, Some(5)), every, NOW).expect("t");
+        let u = of_node(
+            &node("Unknown", NOT_RUN, Some(5)),
+            every,
+            NOW,
+            &mut Vec::new(),
+        )
+        .expect("t");
         assert_eq!(problem("win-1", &u), None);
         // Not run, changed to that more than two intervals ago: its runs never judge, stale.
         let mut never = node("Unknown", NOT_RUN, Some(5));
@@ -201,14 +277,69 @@ mod tests {
                 jiff::Timestamp::from_second(NOW - 1300).expect("time"),
             ));
         }
-        let n = of_node(&never, every, NOW).expect("t");
+        let n = of_node(&never, every, NOW, &mut Vec::new()).expect("t");
         assert_eq!(n.reason.as_deref(), Some(STALE));
         assert!(
             problem("win-1", &n)
                 .expect("a problem")
                 .contains("has not judged")
         );
-        assert_eq!(of_node(&Node::default(), every, NOW), None);
+        assert_eq!(of_node(&Node::default(), every, NOW, &mut Vec::new()), None);
+    }
+
+    /// `node` with the traffic codes annotation written with a heartbeat `age_s` old.
+    fn with_codes(mut n: Node, age_s: i64, codes: &str) -> Node {
+        let beat = jiff::Timestamp::from_second(NOW - age_s).expect("time");
+        let text = format!(r#"{{"heartbeat": "{beat}", "codes": {codes}}}"#);
+        n.metadata.annotations = Some([(ANNOTATION_TRAFFIC_CODES.to_owned(), text)].into());
+        n
+    }
+
+    /// A False verdict's codes are read whole from the annotation written in its patch (its
+    /// heartbeat the condition's); one an earlier run wrote (an older heartbeat) is no code of
+    /// this verdict: unknown, not shown; a stale verdict shows none; a malformed one is named.
+    #[test]
+    fn a_false_verdicts_codes_are_those_written_with_its_heartbeat() {
+        let every = Some(Duration::from_secs(600));
+        let mut bad = Vec::new();
+        let all = r#"["traffic-cni", "traffic-dns", "traffic-cni"]"#;
+        let fresh = with_codes(node("False", "TrafficFails", Some(5)), 5, all);
+        let t = of_node(&fresh, every, NOW, &mut bad).expect("t");
+        assert_eq!(t.codes, ["traffic-cni", "traffic-dns"]);
+        assert!(!t.codes_unknown && bad.is_empty());
+        // An earlier run's codes beside a later verdict (or a later heartbeat): not current.
+        let earlier = with_codes(node("False", "TrafficFails", Some(5)), 700, all);
+        let t = of_node(&earlier, every, NOW, &mut bad).expect("t");
+        assert!(t.codes.is_empty() && t.codes_unknown, "{t:?}");
+        let none = of_node(
+            &node("False", "TrafficFails", Some(5)),
+            every,
+            NOW,
+            &mut bad,
+        );
+        assert!(none.expect("t").codes_unknown);
+        // A stale False is Unknown: no codes stand for it.
+        let stale = with_codes(node("False", "TrafficFails", Some(1300)), 1300, all);
+        let t = of_node(&stale, every, NOW, &mut bad).expect("t");
+        assert!(t.codes.is_empty() && !t.codes_unknown, "{t:?}");
+        // A True has no codes, whatever an annotation says.
+        let passes = with_codes(node("True", "TrafficPasses", Some(5)), 5, all);
+        assert!(
+            of_node(&passes, every, NOW, &mut bad)
+                .expect("t")
+                .codes
+                .is_empty()
+        );
+        assert!(bad.is_empty(), "{bad:?}");
+        let malformed = with_codes(
+            node("False", "TrafficFails", Some(5)),
+            5,
+            r#""traffic-cni""#,
+        );
+        let t = of_node(&malformed, every, NOW, &mut bad).expect("t");
+        assert!(t.codes_unknown);
+        assert_eq!(bad.len(), 1);
+        assert!(bad[0].contains(ANNOTATION_TRAFFIC_CODES), "{bad:?}");
     }
 
     #[test]

@@ -68,6 +68,12 @@ pub struct Traffic {
     pub message: Option<String>,
     pub heartbeat: Option<String>,
     pub heartbeat_age_seconds: Option<i64>,
+    /// The finding codes of a False verdict's failing checks, each once (its codes
+    /// annotation, `ANNOTATION_TRAFFIC_CODES`, trusted when written with this heartbeat).
+    pub codes: Vec<String>,
+    /// The verdict is False and its codes are not known: no annotation was written with it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub codes_unknown: bool,
 }
 
 /// At most `MAX_TEXT` characters of `s`.
@@ -235,15 +241,16 @@ enum Written {
     Plain(Vec<String>),
 }
 
-/// The codes annotation as CalicoNode writes it (`node::report`), read whole with no cap on
-/// the codes' number (the API server bounds all of a node's annotations at 256 KiB), each once
-/// in the order written; anything else is named as malformed.
+/// CalicoNode's codes annotation as read (`codes_in`).
 pub fn codes_of(text: &str) -> Result<Codes, String> {
-    let bad = || {
-        format!(
-            "annotation {ANNOTATION_FINDING_CODES} is no heartbeat with a JSON list of finding codes"
-        )
-    };
+    codes_in(ANNOTATION_FINDING_CODES, text)
+}
+
+/// A codes annotation (`key`) as `node::report` writes it, read whole with no cap on the
+/// codes' number (the API server bounds all of a node's annotations at 256 KiB), each once
+/// in the order written; anything else is named as malformed.
+pub fn codes_in(key: &str, text: &str) -> Result<Codes, String> {
+    let bad = || format!("annotation {key} is no heartbeat with a JSON list of finding codes");
     let (heartbeat, words) = match serde_json::from_str(text).map_err(|_| bad())? {
         Written::Beat { heartbeat, codes } => {
             let t: jiff::Timestamp = heartbeat.parse().map_err(|_| bad())?;
@@ -264,11 +271,15 @@ pub fn codes_of(text: &str) -> Result<Codes, String> {
     Ok(Codes { heartbeat, codes })
 }
 
-/// How many nodes name each finding code.
+/// How many nodes name each finding code: CalicoNode's, and its traffic verdict's.
 pub fn code_counts(rows: &[NodeRow]) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
-    for code in rows.iter().flat_map(|r| &r.codes) {
-        *out.entry(code.clone()).or_insert(0) += 1;
+    for r in rows {
+        let traffic = r.traffic.iter().flat_map(|t| &t.codes);
+        let mut named = std::collections::BTreeSet::new();
+        for code in r.codes.iter().chain(traffic).filter(|c| named.insert(*c)) {
+            *out.entry(code.clone()).or_insert(0) += 1;
+        }
     }
     out
 }

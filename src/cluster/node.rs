@@ -68,6 +68,10 @@ pub const ANNOTATION_CONFIG_HASH: &str = "calicoctl-win/config-hash";
 /// object's annotations (kubernetes staging/src/k8s.io/apimachinery/pkg/api/validation/
 /// objectmeta.go: `TotalAnnotationSizeLimitB`, `ValidateAnnotationsSize` sums keys and values).
 pub const ANNOTATION_FINDING_CODES: &str = "calicoctl-win/finding-codes";
+/// The finding codes of the fleet DaemonSet's last scheduled `verify` (its failing checks',
+/// `traffic-*`), in the same form as `ANNOTATION_FINDING_CODES` and written in the same patch
+/// as `CONDITION_TRAFFIC`, with that condition's heartbeat.
+pub const ANNOTATION_TRAFFIC_CODES: &str = "calicoctl-win/traffic-codes";
 /// The Node condition CalicoNode keeps (`supervise::condition`) and `fleet status` reads.
 pub const CONDITION_CALICO_READY: &str = "CalicoWindowsReady";
 /// How often CalicoNode sets its condition although the answer is the same (its heartbeat).
@@ -162,6 +166,7 @@ pub fn forget(c: &Cluster, node: &str, left: Left) -> Result<(), ClusterError> {
         ANNOTATION_TOOL_VERSION,
         ANNOTATION_CONFIG_HASH,
         ANNOTATION_FINDING_CODES,
+        ANNOTATION_TRAFFIC_CODES,
     ]
     .into_iter()
     .map(|k| (k.to_owned(), serde_json::Value::Null))
@@ -257,9 +262,10 @@ pub fn set_condition(
     Ok(())
 }
 
-/// Sets CalicoNode's condition and, in the same patch, the finding codes beside it
-/// (`ANNOTATION_FINDING_CODES`: `{"heartbeat": <the condition's lastHeartbeatTime>, "codes":
-/// [...]}`). A patch of `nodes/status` keeps what
+/// Sets a condition and, in the same patch, the finding codes beside it in annotation `key`
+/// (CalicoNode's `ANNOTATION_FINDING_CODES`, the scheduled verify's `ANNOTATION_TRAFFIC_CODES`:
+/// `{"heartbeat": <the condition's lastHeartbeatTime>, "codes": [...]}`). A patch of
+/// `nodes/status` keeps what
 /// it says of the metadata: the status strategy resets only the spec (kubernetes
 /// pkg/registry/core/node/strategy.go, `nodeStatusStrategy.PrepareForUpdate`), and Calico's
 /// ClusterRole gives calico-node `nodes/status` for its annotations (projectcalico/calico
@@ -270,7 +276,7 @@ pub fn report(
     c: &Cluster,
     node: &str,
     condition: &serde_json::Value,
-    codes: &[String],
+    (key, codes): (&str, &[String]),
 ) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
     // With the heartbeat it goes with: `fleet status` trusts the codes only beside it.
@@ -280,7 +286,7 @@ pub fn report(
     })
     .to_string();
     let body = serde_json::json!({
-        "metadata": { "annotations": { ANNOTATION_FINDING_CODES: codes } },
+        "metadata": { "annotations": { key: codes } },
         "status": { "conditions": [condition] },
     });
     c.call(

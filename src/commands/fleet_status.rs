@@ -53,7 +53,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
     let mut votes = HashVotes::default();
     crate::cluster::node::for_each_windows_node(&c, |n| {
         let mut row = node_row(n, now);
-        row.traffic = fleet_traffic::of_node(n, every, now);
+        row.traffic = fleet_traffic::of_node(n, every, now, &mut row.malformed);
         votes.add(&row);
         rows.push(row);
     })?;
@@ -72,7 +72,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
             problems: row_troubles(r, fleet_hash.as_deref())
                 .iter()
                 .map(|t| fleet_row(&r.name, t))
-                .chain(traffic_finding(r))
+                .chain(traffic_findings(r))
                 .collect(),
         })
         .collect();
@@ -154,14 +154,33 @@ fn print_table(ctx: &mut Context, rows: &[NodeRow], fleet_hash: Option<&str>) {
     ));
 }
 
-/// A node's traffic verdict, judged against the DaemonSet's interval, as a finding.
-fn traffic_finding(r: &NodeRow) -> Option<Finding> {
-    let t = r.traffic.as_ref()?;
-    let sentence = fleet_traffic::problem(&r.name, t)?;
-    let code = if t.status == "False" {
-        crate::installed::health::Code::TrafficFails
-    } else {
-        crate::installed::health::Code::TrafficUnjudged
+/// A node's traffic verdict, judged against the DaemonSet's interval, as findings: the
+/// verdict's (`traffic-fails`, `traffic-unjudged`), then each code of a False verdict's failing
+/// checks with its own fix (a code this calicoctl-win does not know is in `traffic.codes`).
+fn traffic_findings(r: &NodeRow) -> Vec<Finding> {
+    use crate::installed::health::Code;
+    let Some((t, sentence)) = r
+        .traffic
+        .as_ref()
+        .and_then(|t| Some((t, fleet_traffic::problem(&r.name, t)?)))
+    else {
+        return Vec::new();
     };
-    Some(Finding::new(code, &r.name, sentence, code.remedy()))
+    let verdict = if t.status == "False" {
+        Code::TrafficFails
+    } else {
+        Code::TrafficUnjudged
+    };
+    let mut out = vec![Finding::new(verdict, &r.name, sentence, verdict.remedy())];
+    for word in &t.codes {
+        if let Some(code) = Code::ALL.iter().copied().find(|c| c.word() == *word) {
+            let layer = word.strip_prefix("traffic-").unwrap_or(word);
+            let said = format!(
+                "node {} does not pass traffic: its scheduled verify fails at {layer}",
+                shown(&r.name)
+            );
+            out.push(Finding::new(code, &r.name, said, code.remedy()));
+        }
+    }
+    out
 }

@@ -2,7 +2,9 @@
 //! for its node every D (in `calicoctl-win-verify`, as the pod's account with verify's roles)
 //! and publishes the result in the Node's condition `CalicoWindowsTraffic`, shaped as
 //! CalicoNode's `CalicoWindowsReady` (status, reason, the failing checks' findings as
-//! "sentence [code]", each with the node's own findings that explain it, heartbeat, a transition time only when the status changes) and set as
+//! "sentence [code]", each with the node's own findings that explain it, heartbeat, a transition time only when the status changes), the
+//! failing checks' codes as data beside it (annotation `calicoctl-win/traffic-codes`, in the
+//! same patch, with the condition's heartbeat, as CalicoNode writes its codes), and set as
 //! CalicoNode sets that one: with calico-node's own credential, whose ClusterRole may patch
 //! `nodes/status` (projectcalico/calico v3.31.7 `manifests/calico.yaml`), so the fleet's
 //! account gets no right to change Nodes' status. Its reasons: `TrafficPasses` (True),
@@ -20,7 +22,8 @@ use std::time::{Duration, Instant};
 
 /// The condition's type.
 pub const CONDITION: &str = crate::cluster::node::CONDITION_TRAFFIC;
-/// At most this many failing checks are named in the message (as CalicoNode's condition).
+/// At most this many failing checks are named in the message (as CalicoNode's condition);
+/// every code is in the codes annotation beside it.
 const MAX_REASONS: usize = 10;
 /// The longest message the condition carries (a cluster error's text included).
 const MAX_MESSAGE: usize = 1024;
@@ -160,7 +163,13 @@ pub fn verify_and_publish(
         Ok(r) => condition(r, before),
         Err(why) => unknown(NOT_RUN, &format!("verify did not run: {why}"), before),
     };
-    crate::cluster::node::set_condition(&as_node, node, &c)?;
+    // The codes go with the verdict they are of: none beside an Unknown.
+    let codes = match &ran {
+        Ok(r) if !r.interrupted => codes(r),
+        _ => Vec::new(),
+    };
+    let key = crate::cluster::node::ANNOTATION_TRAFFIC_CODES;
+    crate::cluster::node::report(&as_node, node, &c, (key, &codes))?;
     let status = c["status"].as_str().unwrap_or_default();
     match ran {
         Ok(r) => Ok(format!(
@@ -276,6 +285,20 @@ pub fn stale(c: Option<&NodeCondition>, every: Duration) -> Option<serde_json::V
         ),
         Some("True"),
     ))
+}
+
+/// The codes of a report's failing checks, each once in the order found: the codes
+/// annotation beside its condition, which `fleet status` reads (`fleet_traffic::of_node`).
+pub fn codes(r: &Report) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in &r.checks {
+        if let Outcome::Fail { finding } = &v.outcome
+            && !out.contains(&finding.code.word())
+        {
+            out.push(finding.code.word());
+        }
+    }
+    out
 }
 
 /// The condition a report sets, given the status the Node carries (`before`).

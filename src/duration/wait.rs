@@ -53,6 +53,9 @@ pub struct Stopped;
 /// How often a wait says that it is still waiting, at most.
 pub const SAY_EVERY: Duration = Duration::from_secs(30);
 
+/// How the line that says a wait still waits begins.
+pub const STILL_WAITING: &str = "still waiting for ";
+
 /// A service's wait: what it waits for (in words, for its log lines), for how long, how often
 /// it looks, the stop that ends it and where it says how it goes.
 pub struct Wait<'a> {
@@ -102,12 +105,10 @@ pub fn poll_until<T, P, E: From<Stopped>>(
             None if timeout == NO_LIMIT => say(&format!("waiting for {what} (no time limit)")),
             None => say(&format!("waiting up to {timeout:?} for {what}")),
             Some(at) if now.duration_since(at) >= SAY_EVERY && timeout == NO_LIMIT => {
-                say(&format!(
-                    "still waiting for {what}: look {looks}, {waited:?}"
-                ));
+                say(&format!("{STILL_WAITING}{what}: look {looks}, {waited:?}"));
             }
             Some(at) if now.duration_since(at) >= SAY_EVERY => say(&format!(
-                "still waiting for {what}: look {looks}, {waited:?} of {timeout:?}"
+                "{STILL_WAITING}{what}: look {looks}, {waited:?} of {timeout:?}"
             )),
             Some(_) => return,
         }

@@ -3,11 +3,11 @@
 
 use super::log::Log;
 use super::settings::{Launch, Result, Settings, SuperviseError, Timing};
-use crate::duration::Stop;
+use crate::duration::{Look, NO_LIMIT, Pauses, STILL_WAITING, Stop, Wait, poll_until};
 use crate::host::{Host, Output, ProcessSpec};
 use crate::layout::EVENT_SOURCE;
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How a supervised child ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,25 +42,44 @@ pub(super) fn run_child(
         launch.args.join(" "),
         child.pid()
     ));
-    let started = Instant::now();
-    loop {
-        if let Some(code) = child.wait_timeout(s.timing.poll.min(Duration::from_millis(200)))? {
-            return Ok(ChildEnd::Exited(code));
+    let pid = child.pid();
+    // A child that runs for good (an agent) is no wait to follow look by look: its start and
+    // its end are said, not that it still runs every half-minute.
+    let say = &mut |l: &str| {
+        if limit.is_some() || !l.starts_with(STILL_WAITING) {
+            log.info(l);
         }
-        if stop.requested() {
+    };
+    let wait = Wait {
+        what: &format!("{} (pid {pid}) to exit", launch.program),
+        timeout: limit.unwrap_or(NO_LIMIT),
+        pauses: Pauses::every(s.timing.poll.min(Duration::from_millis(200))),
+        stop,
+        say,
+    };
+    // Done with its exit code; `None` when it ran past its limit.
+    let look = || -> Result<Look<Option<i32>, ()>> {
+        Ok(match child.wait_timeout(Duration::ZERO)? {
+            Some(code) => Look::Done(Some(code)),
+            None => Look::Pending(()),
+        })
+    };
+    match poll_until(wait, look, |()| Ok(None)) {
+        Ok(Some(code)) => Ok(ChildEnd::Exited(code)),
+        Ok(None) => {
+            child.stop(s.stop_timeout)?;
+            Ok(ChildEnd::TimedOut)
+        }
+        Err(SuperviseError::Stopped) => {
             log.info(&format!(
-                "stopping pid {} (killed if still running after {:?})",
-                child.pid(),
+                "stopping pid {pid} (killed if still running after {:?})",
                 s.stop_timeout
             ));
             let code = child.stop(s.stop_timeout)?;
-            log.info(&format!("pid {} ended with exit code {code}", child.pid()));
-            return Err(SuperviseError::Stopped);
+            log.info(&format!("pid {pid} ended with exit code {code}"));
+            Err(SuperviseError::Stopped)
         }
-        if limit.is_some_and(|l| started.elapsed() >= l) {
-            child.stop(s.stop_timeout)?;
-            return Ok(ChildEnd::TimedOut);
-        }
+        Err(e) => Err(e),
     }
 }
 

@@ -44,7 +44,8 @@ pub struct Reporter {
     kubeconfig: String,
     node: String,
     env: BTreeMap<String, String>,
-    last: Option<Vec<String>>,
+    /// The reasons and the codes last set.
+    last: Option<Set>,
     /// When the condition was last set.
     last_set: Option<Instant>,
     next: Instant,
@@ -134,18 +135,20 @@ impl Reporter {
             self.internal_ip = look.internal_ip;
         }
         self.refused = look.refused;
-        let (reasons, codes) = (look.reasons, look.codes);
         let beat_due = self.last_set.is_none_or(|t| t.elapsed() >= HEARTBEAT);
-        let Some((ready, changed_state)) =
-            to_set(self.last.as_deref(), &reasons, beat_due, look.on_node)
+        let now = Set {
+            reasons: look.reasons,
+            codes: look.codes,
+        };
+        let Some((ready, changed_state)) = to_set(self.last.as_ref(), &now, beat_due, look.on_node)
         else {
             return;
         };
         match crate::cluster::node::report(
             &cluster,
             &self.node,
-            &condition(ready, &reasons, changed_state),
-            &codes,
+            &condition(ready, &now.reasons, changed_state),
+            (crate::cluster::node::ANNOTATION_FINDING_CODES, &now.codes),
         ) {
             Ok(()) => {
                 log.info(&format!(
@@ -154,10 +157,10 @@ impl Reporter {
                     if ready {
                         "True".to_owned()
                     } else {
-                        format!("False ({})", reasons.join("; "))
+                        format!("False ({})", now.reasons.join("; "))
                     }
                 ));
-                self.last = Some(reasons);
+                self.last = Some(now);
                 self.last_set = Some(Instant::now());
             }
             Err(e) => log.warn(&format!("cannot set the node's condition {CONDITION}: {e}")),
@@ -180,26 +183,34 @@ impl Reporter {
     }
 }
 
-/// What a look sets, given the reasons last set (`None`: nothing set since CalicoNode
-/// started) and the status the Node carries now (`on_node`): nothing when the reasons are the
-/// same and no heartbeat is due (no patch every minute on every node); else the status and
+/// What a look found that the Node is told: the condition's reasons and the codes annotation.
+#[derive(Debug, PartialEq, Eq)]
+struct Set {
+    reasons: Vec<String>,
+    codes: Vec<String>,
+}
+
+/// What a look sets, given what was last set (`None`: nothing set since CalicoNode
+/// started) and the status the Node carries now (`on_node`): nothing when the reasons and the
+/// codes are the same and no heartbeat is due (no patch every minute on every node; an advice
+/// code that comes or goes under a True is set at once, as a reason is); else the status and
 /// whether it changed (a new transition time). A CalicoNode that just started compares with
 /// the Node's condition, as kubelet's own conditions keep their transition time across its
 /// restarts (kubernetes pkg/kubelet/nodestatus/setters.go, `ReadyCondition`: `LastTransitionTime` moves only
 /// when the status differs from the one the Node holds). A patch that failed set nothing, so
 /// the next look sets it again.
 fn to_set(
-    last: Option<&[String]>,
-    reasons: &[String],
+    last: Option<&Set>,
+    now: &Set,
     beat_due: bool,
     on_node: Option<bool>,
 ) -> Option<(bool, bool)> {
-    if last == Some(reasons) && !beat_due {
+    if last == Some(now) && !beat_due {
         return None;
     }
-    let ready = reasons.is_empty();
+    let ready = now.reasons.is_empty();
     let changed = match last {
-        Some(l) => l.is_empty() != ready,
+        Some(l) => l.reasons.is_empty() != ready,
         None => on_node != Some(ready),
     };
     Some((ready, changed))
@@ -297,20 +308,32 @@ pub fn reasons(
 
 #[cfg(test)]
 mod tests {
-    use super::to_set;
+    use super::{Set, to_set};
+
+    /// What a look found: these reasons, and their codes.
+    fn set(reasons: &[&str], codes: &[&str]) -> Set {
+        Set {
+            reasons: reasons.iter().map(|r| (*r).to_owned()).collect(),
+            codes: codes.iter().map(|c| (*c).to_owned()).collect(),
+        }
+    }
 
     #[test]
     fn the_condition_is_set_only_when_the_answer_changes() {
-        let felix = vec!["CalicoFelix is Stopped".to_owned()];
-        let network = vec!["the HNS network Calico does not exist".to_owned()];
+        let ok = set(&[], &[]);
+        let felix = set(&["CalicoFelix is Stopped"], &["felix-unhealthy"]);
+        let network = set(
+            &["the HNS network Calico does not exist"],
+            &["network-missing"],
+        );
         // The first look on a Node without the condition sets it, with a transition.
-        assert_eq!(to_set(None, &[], true, None), Some((true, true)));
+        assert_eq!(to_set(None, &ok, true, None), Some((true, true)));
         assert_eq!(to_set(None, &felix, true, None), Some((false, true)));
         // The same answer again: no patch.
-        assert_eq!(to_set(Some(&[]), &[], false, None), None);
+        assert_eq!(to_set(Some(&ok), &ok, false, None), None);
         assert_eq!(to_set(Some(&felix), &felix, false, None), None);
         // ... until the heartbeat is due: set again, no new transition time.
-        assert_eq!(to_set(Some(&[]), &[], true, None), Some((true, false)));
+        assert_eq!(to_set(Some(&ok), &ok, true, None), Some((true, false)));
         assert_eq!(
             to_set(Some(&felix), &felix, true, None),
             Some((false, false))
@@ -321,10 +344,37 @@ mod tests {
             Some((false, false))
         );
         // Healthy again, or not any more: a transition.
-        assert_eq!(to_set(Some(&felix), &[], false, None), Some((true, true)));
+        assert_eq!(to_set(Some(&felix), &ok, false, None), Some((true, true)));
         assert_eq!(
-            to_set(Some(&[]), &network, false, None),
+            to_set(Some(&ok), &network, false, None),
             Some((false, true))
+        );
+    }
+
+    /// An advice code that comes or goes under the same reasons (a True with no reason at
+    /// all) is set at the look that finds it, not at the next heartbeat: the codes annotation
+    /// is what `fleet status` reads.
+    #[test]
+    fn a_code_that_comes_or_goes_under_the_same_reasons_is_set_at_once() {
+        let ok = set(&[], &[]);
+        let advised = set(&[], &["endpoint-state-unknown"]);
+        assert_eq!(
+            to_set(Some(&ok), &advised, false, None),
+            Some((true, false))
+        );
+        assert_eq!(
+            to_set(Some(&advised), &ok, false, None),
+            Some((true, false))
+        );
+        assert_eq!(to_set(Some(&advised), &advised, false, None), None);
+        let felix = set(&["CalicoFelix is Stopped"], &["felix-unhealthy"]);
+        let more = set(
+            &["CalicoFelix is Stopped"],
+            &["felix-unhealthy", "endpoint-state-unknown"],
+        );
+        assert_eq!(
+            to_set(Some(&felix), &more, false, None),
+            Some((false, false))
         );
     }
 
@@ -332,13 +382,14 @@ mod tests {
     /// already carries the same status, and sets one when the status differs.
     #[test]
     fn a_restarted_calico_node_keeps_the_transition_time_of_the_same_status() {
-        let felix = vec!["CalicoFelix is Stopped".to_owned()];
-        assert_eq!(to_set(None, &[], true, Some(true)), Some((true, false)));
+        let ok = set(&[], &[]);
+        let felix = set(&["CalicoFelix is Stopped"], &["felix-unhealthy"]);
+        assert_eq!(to_set(None, &ok, true, Some(true)), Some((true, false)));
         assert_eq!(
             to_set(None, &felix, true, Some(false)),
             Some((false, false))
         );
-        assert_eq!(to_set(None, &[], true, Some(false)), Some((true, true)));
+        assert_eq!(to_set(None, &ok, true, Some(false)), Some((true, true)));
         assert_eq!(to_set(None, &felix, true, Some(true)), Some((false, true)));
     }
 }

@@ -1288,8 +1288,8 @@ fn fleet_status_lists_every_windows_node_and_names_those_that_differ() {
     assert_eq!(doc["healthy"], true);
 }
 
-/// The fleet DaemonSet's scheduled verify's verdict on a node, `age_s` old.
-fn traffic(api: &FakeApi, name: &str, status: &str, age_s: u64) {
+/// The fleet DaemonSet's scheduled verify's verdict on a node, `age_s` old: its heartbeat.
+fn traffic(api: &FakeApi, name: &str, status: &str, age_s: u64) -> String {
     let path = format!("/api/v1/nodes/{name}");
     let mut n = api.get(&path).expect("node");
     let secs = std::time::SystemTime::now()
@@ -1313,6 +1313,95 @@ fn traffic(api: &FakeApi, name: &str, status: &str, age_s: u64) {
             "message": format!("verdict of {name}"), "lastHeartbeatTime": beat}),
         );
     api.put(&path, n);
+    beat
+}
+
+/// The verdict's codes as the DaemonSet's pod writes them beside it, with heartbeat `beat`.
+fn traffic_codes(api: &FakeApi, name: &str, beat: &str, codes: &[&str]) {
+    let path = format!("/api/v1/nodes/{name}");
+    let mut n = api.get(&path).expect("node");
+    n["metadata"]["annotations"]["calicoctl-win/traffic-codes"] =
+        json!(json!({"heartbeat": beat, "codes": codes}).to_string());
+    api.put(&path, n);
+}
+
+/// `fleet status` reads a False verdict's codes as data (the annotation written in its patch)
+/// and shows each with its own fix beside the verdict's `traffic-fails`; codes an earlier run
+/// wrote (their heartbeat older than the condition's) are not shown as this verdict's.
+#[test]
+fn fleet_status_shows_each_traffic_code_with_its_fix_and_no_earlier_runs() {
+    let api = FakeApi::start();
+    let same = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    for n in ["win-1", "win-2"] {
+        annotated(&api, n, same, Some(("True", "healthy")));
+    }
+    let beat = traffic(&api, "win-1", "False", 60);
+    traffic_codes(&api, "win-1", &beat, &["traffic-overlay", "traffic-dns"]);
+    // win-2: the codes of a run an hour before the verdict it carries now.
+    let earlier = traffic(&api, "win-2", "True", 3600);
+    traffic_codes(&api, "win-2", &earlier, &["traffic-egress"]);
+    let mut n = api.get("/api/v1/nodes/win-2").expect("node");
+    n["status"]["conditions"]
+        .as_array_mut()
+        .expect("conditions")
+        .retain(|c| c["type"] != "CalicoWindowsTraffic");
+    api.put("/api/v1/nodes/win-2", n);
+    traffic(&api, "win-2", "False", 60);
+    let dir = tempfile::tempdir().expect("tmp");
+    let admin = api.kubeconfig(dir.path(), None);
+    let out = cmd()
+        .args(["fleet", "status", "-o", "json", "--kubeconfig"])
+        .arg(&admin)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json(&out.stdout);
+    let row = |i: usize| doc["nodes"][i].clone();
+    assert_eq!(
+        row(0)["traffic"]["codes"],
+        json!(["traffic-overlay", "traffic-dns"])
+    );
+    let found: Vec<Value> = row(0)["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .map(|p| p["code"].clone())
+        .collect();
+    assert_eq!(
+        found,
+        [
+            json!("traffic-fails"),
+            json!("traffic-overlay"),
+            json!("traffic-dns")
+        ],
+        "{doc}"
+    );
+    let overlay = &row(0)["problems"][1];
+    assert!(
+        overlay["remedy"]
+            .as_str()
+            .expect("remedy")
+            .contains("UDP 4789"),
+        "{overlay}"
+    );
+    assert_eq!(doc["findings"]["traffic-overlay"], 1, "{doc}");
+    // The earlier run's code is no code of this verdict: not shown, the codes unknown.
+    assert_eq!(row(1)["traffic"]["codes"], json!([]), "{doc}");
+    assert_eq!(row(1)["traffic"]["codes_unknown"], true, "{doc}");
+    assert!(!doc.to_string().contains("traffic-egress"), "{doc}");
+    assert!(
+        row(1)["problems"].to_string().contains("\"traffic-fails\""),
+        "{doc}"
+    );
+    // The text names each code with its fix, as status lists its findings.
+    let (_, text) = fleet_status(&api, true);
+    assert!(
+        text.contains("its scheduled verify fails at overlay [traffic-overlay]")
+            && text.contains("fix: allow UDP 4789"),
+        "{text}"
+    );
+    assert!(text.contains("traffic-dns on 1 node(s)"), "{text}");
+    assert!(!text.contains("traffic-egress"), "{text}");
 }
 
 /// `fleet status` reads each node's `CalicoWindowsTraffic` (the DaemonSet's scheduled

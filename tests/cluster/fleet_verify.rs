@@ -415,6 +415,22 @@ fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
         "{message}"
     );
     assert!(failed["lastTransitionTime"].is_string());
+    // Its codes as data beside it, written in the same patch with its heartbeat, each once
+    // (`fleet status` reads them, never the message).
+    let written = |beat: &Value| {
+        let n = api.get(path).expect("node");
+        let text = n["metadata"]["annotations"]["calicoctl-win/traffic-codes"]
+            .as_str()
+            .expect("the codes annotation")
+            .to_owned();
+        let codes: Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(&codes["heartbeat"], beat, "{codes}");
+        codes["codes"].clone()
+    };
+    assert_eq!(
+        written(&failed["lastHeartbeatTime"]),
+        json!(["traffic-cni"])
+    );
     let again = run();
     assert_eq!(again["status"], "False");
     assert_eq!(
@@ -466,6 +482,11 @@ fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
         "{why}"
     );
     assert!(not_run["lastTransitionTime"].is_string());
+    assert_eq!(
+        written(&not_run["lastHeartbeatTime"]),
+        json!([]),
+        "no codes beside an Unknown"
+    );
     // What the runs made is gone.
     let inside = "/api/v1/namespaces/calicoctl-win-verify/";
     let st = api.lock();

@@ -569,6 +569,8 @@ fn uninstall_turns_the_traffic_verdict_unknown() {
         "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}),
     );
     n["status"]["conditions"] = serde_json::json!(cs);
+    n["metadata"]["annotations"]["calicoctl-win/traffic-codes"] =
+        serde_json::json!(r#"{"heartbeat": "2026-01-01T00:00:00Z", "codes": []}"#);
     api.put("/api/v1/nodes/win-1", n);
     let (code, _, stderr) = node.run(&["uninstall"]);
     assert_eq!(code, 0, "{stderr}");
@@ -579,6 +581,13 @@ fn uninstall_turns_the_traffic_verdict_unknown() {
         .unwrap_or_else(|| panic!("no condition: {n}"));
     assert_eq!(traffic["status"], "Unknown", "{n}");
     assert_eq!(traffic["reason"], "NotInstalled", "{n}");
+    // Its codes annotation goes with calicoctl-win's others.
+    assert!(
+        n["metadata"]["annotations"]
+            .get("calicoctl-win/traffic-codes")
+            .is_none(),
+        "{n}"
+    );
 }
 
 /// `service keep-token` (no scheduled verify) stops at Ctrl-C (SIGINT) in its pause between

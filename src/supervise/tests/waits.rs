@@ -114,3 +114,41 @@ fn a_stop_ends_kube_proxys_wait_for_calicos_network() {
     .expect("write");
     stops_while_waiting(&host, &patient(Role::KubeProxy), "the HNS network Calico");
 }
+
+/// A stop ends the wait for a child (here with an hour's limit, as calico-node's startup has
+/// one) as it ends every wait: at once, with the stop and not the limit, said in the log as
+/// every wait says it; the child is stopped.
+#[test]
+fn a_stop_ends_the_wait_for_a_child() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = script(dir.path(), "calico-node", &format!("echo up\n{FOREVER}"));
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    let stop = Stop::new();
+    let launch = super::settings::Launch {
+        program: fake.clone(),
+        args: Vec::new(),
+        cwd: None,
+    };
+    let env = std::collections::BTreeMap::new();
+    let hour = Some(Duration::from_secs(3600));
+    std::thread::scope(|scope| {
+        let child =
+            scope.spawn(|| super::child::run_child(&host, &s, &launch, &env, hour, &stop, &log));
+        let waiting = format!("waiting up to 3600s for {fake} (pid ");
+        let text = wait_for_log(&path, &waiting, 1);
+        // Stopped before the assertions: the thread ends whatever they find.
+        stop.request();
+        let out = child.join().expect("join");
+        assert!(text.contains(&waiting), "{text}");
+        assert!(matches!(out, Err(SuperviseError::Stopped)), "{out:?}");
+    });
+    let text = read(&path);
+    assert!(
+        text.contains(&format!("stopped waiting for {fake} (pid ")),
+        "{text}"
+    );
+    assert!(text.contains("stopping pid "), "{text}");
+}
