@@ -506,7 +506,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         drop(acquire(dir.path(), "install").expect("the lock file made"));
         let path = dir.path().join(LOCK_FILE);
-        let dead = ended_process();
+        let mut dead = ended_process();
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .expect("clock")
@@ -541,6 +541,8 @@ mod tests {
         // Closed, it lets go (LockFileEx remarks), `take_again` waiting for the moment.
         drop(look);
         drop(take_again(dir.path(), "repair"));
+        // Kept until here, so that its process object stays on Windows; waited already.
+        dead.wait().expect("ended");
     }
 
     /// A look that only tests the lock (CalicoNode's, every minute) never makes a command
