@@ -89,6 +89,12 @@ impl Drop for HostLock {
 /// documentation). A look reading it meanwhile finds it empty or cut short, which says nobody.
 fn write_record(info: &Path, text: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
+    // A link put there before the directory was protected is removed, never written through
+    // (removing a link removes the link, not what it names: DeleteFileW remarks); nobody but
+    // an administrator may add one since.
+    if std::fs::symlink_metadata(info).is_ok_and(|m| !m.file_type().is_file()) {
+        std::fs::remove_file(info)?;
+    }
     std::fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -480,6 +486,27 @@ mod tests {
         );
         drop(look);
         drop(second);
+    }
+
+    /// A link where the record goes, as one a user could put there before the directory was
+    /// protected, is replaced, and what it names left as it was.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_in_place_of_the_record_is_not_written_through() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "kept").expect("elsewhere");
+        let info = info_path(&dir.path().join(LOCK_FILE));
+        std::os::unix::fs::symlink(&elsewhere, &info).expect("link");
+        let lock = acquire(dir.path(), "install").expect("lock");
+        assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "kept");
+        assert!(std::fs::symlink_metadata(&info).expect("record").is_file());
+        assert_eq!(
+            holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
+            Some("install".into())
+        );
+        drop(lock);
+        assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "kept");
     }
 
     /// A process that has ended: a child that ran and was waited for. Its `Child` is kept,
