@@ -8,6 +8,12 @@
 //! Who holds it is written beside it (`<lock>.json`): Windows locks byte ranges mandatorily, so
 //! the locked file itself cannot be read by the command that finds it busy. The lock file is
 //! never deleted: a command that removed it while another waited could let two hold the lock.
+//! Nor is the record: it is written over in place and emptied on release, as Windows only
+//! marks a file deleted while another (a look reading it) has it open, and refuses to open or
+//! replace it until that one closes it (Microsoft's DeleteFileW remarks: "Subsequent calls to
+//! CreateFile to open the file fail with ERROR_ACCESS_DENIED"). The lock is what is true; the
+//! record only says who: one left by a command that was killed names a process that has ended
+//! (or whose pid now names a later process), and is never reported.
 
 use crate::layout::LOCK_FILE;
 use serde::{Deserialize, Serialize};
@@ -21,6 +27,10 @@ pub struct Holder {
     pub pid: u32,
     /// Unix seconds.
     pub started: i64,
+    /// When its process started, as the operating system says (`running`): with the pid it
+    /// names that process, and no later one given the same pid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<u64>,
 }
 
 impl std::fmt::Display for Holder {
@@ -70,19 +80,48 @@ pub struct HostLock {
 
 impl Drop for HostLock {
     fn drop(&mut self) {
-        // Only who held it; the lock file stays (see the module documentation).
-        let _ = std::fs::remove_file(&self.info);
+        // Nobody holds it now; both files stay (see the module documentation).
+        let _ = write_record(&self.info, b"");
     }
+}
+
+/// Writes who holds the lock over what the record said, in place (see the module
+/// documentation). A look reading it meanwhile finds it empty or cut short, which says nobody.
+fn write_record(info: &Path, text: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    // A link put there before the directory was protected is removed, never written through
+    // (removing a link removes the link, not what it names: DeleteFileW remarks); nobody but
+    // an administrator may add one since.
+    if std::fs::symlink_metadata(info).is_ok_and(|m| !m.file_type().is_file()) {
+        std::fs::remove_file(info)?;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(info)?
+        .write_all(text)
 }
 
 fn info_path(lock: &Path) -> PathBuf {
     lock.with_extension("lock.json")
 }
 
-/// Reads who holds the lock; `None` while the holder has not written it yet.
+/// Reads who holds the lock, to be asked while it is held: `None` while the holder has not
+/// written it yet, and when the record is one a command killed left (its process ended).
 pub fn holder(lock: &Path) -> Option<Holder> {
+    record(lock).filter(writer_runs)
+}
+
+fn record(lock: &Path) -> Option<Holder> {
     let text = std::fs::read_to_string(info_path(lock)).ok()?;
     serde_json::from_str(&text).ok()
+}
+
+/// Whether the process that wrote `h` still runs: its pid names a running process, and the
+/// same one where both the record and the system say when it started.
+fn writer_runs(h: &Holder) -> bool {
+    running(h.pid).is_some_and(|now| h.process.is_none() || now.is_none() || now == h.process)
 }
 
 /// `%ProgramData%\calicoctl-win`, from the environment captured at start-up.
@@ -125,29 +164,48 @@ pub fn busy(dir: &Path) -> Option<Option<Holder>> {
         }
         // A holder that has been killed keeps the lock until the kernel has closed its files;
         // once it has become a zombie (or is gone) it changes nothing any more.
-        Err(std::fs::TryLockError::WouldBlock) => match holder(&path) {
-            Some(h) if defunct(h.pid) => None,
+        Err(std::fs::TryLockError::WouldBlock) => match record(&path) {
+            Some(h) if !writer_runs(&h) => None,
             h => Some(h),
         },
         Err(std::fs::TryLockError::Error(_)) => None,
     }
 }
 
-/// Whether process `pid` has ended (a zombie waiting to be reaped, or gone): Linux's
-/// `/proc/PID/stat`, whose third field is the state, `Z` for a zombie and `X` for a dead one
-/// (proc(5)). Elsewhere no process is taken for defunct.
-fn defunct(pid: u32) -> bool {
+/// Whether process `pid` runs, with a mark of when it started where the system says one:
+/// `None` once it has ended. On Windows its creation time (`process::running`). On Linux
+/// `/proc/PID/stat`, whose third field is the state, `Z` for a zombie (ended, waiting to be
+/// reaped) and `X` for a dead one, and whose 22nd the start time in ticks since boot
+/// (proc(5)). Elsewhere every process is taken for running, when is not known.
+#[cfg(windows)]
+fn running(pid: u32) -> Option<Option<u64>> {
+    crate::host::windows::process::running(pid)
+}
+
+#[cfg(not(windows))]
+fn running(pid: u32) -> Option<Option<u64>> {
     if !cfg!(target_os = "linux") {
-        return false;
+        return Some(None);
     }
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => state_is_defunct(&stat),
-        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        Ok(stat) if state_is_defunct(&stat) => None,
+        Ok(stat) => Some(stat_started(&stat)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(_) => Some(None),
     }
+}
+
+/// The start time (22nd field) of a `/proc/PID/stat` line, the state being the third.
+#[cfg(not(windows))]
+fn stat_started(stat: &str) -> Option<u64> {
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(19))
+        .and_then(|t| t.parse().ok())
 }
 
 /// The state field of a `/proc/PID/stat` line: after the command, which is in parentheses
 /// and may itself hold spaces and parentheses (hence the last `)`).
+#[cfg(not(windows))]
 fn state_is_defunct(stat: &str) -> bool {
     stat.rsplit_once(')')
         .and_then(|(_, rest)| rest.split_whitespace().next())
@@ -235,6 +293,8 @@ pub fn acquire(dir: &Path, command: &str) -> Result<HostLock, LockError> {
             Ok::<_, std::io::Error>(match file.try_lock() {
                 Ok(()) => Look::Done(None),
                 Err(std::fs::TryLockError::Error(e)) => return Err(e),
+                // A record its killed writer left says nobody (`holder`): the lock is a look's
+                // or a command's that has not written yet.
                 Err(std::fs::TryLockError::WouldBlock) => match holder(&path) {
                     Some(h) => Look::Done(Some(Some(h))),
                     None => Look::Pending(()),
@@ -255,15 +315,13 @@ pub fn acquire(dir: &Path, command: &str) -> Result<HostLock, LockError> {
         started: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64),
+        process: running(std::process::id()).flatten(),
     };
-    let tmp = info.with_extension(format!("json.{}.tmp", me.pid));
     let text = serde_json::to_string(&me).unwrap_or_default();
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, &info))
-        .map_err(|e| LockError::Io {
-            path: info.clone(),
-            source: e,
-        })?;
+    write_record(&info, text.as_bytes()).map_err(|e| LockError::Io {
+        path: info.clone(),
+        source: e,
+    })?;
     Ok(HostLock { _file: file, info })
 }
 
@@ -284,12 +342,23 @@ mod tests {
 
     #[test]
     fn a_zombie_or_dead_process_is_defunct_and_a_running_one_is_not() {
+        assert!(running(std::process::id()).is_some());
+        #[cfg(windows)]
+        assert!(running(ended_process().id()).is_none());
+    }
+
+    #[cfg(not(windows))]
+    #[test]
+    fn a_zombie_or_dead_process_is_defunct_on_linux() {
+        let defunct = |pid| running(pid).is_none();
+        let stat = "4242 (a) b) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000";
+        assert_eq!(stat_started(stat), Some(98765));
+        assert_eq!(stat_started("4242 (a) S 1"), None);
         assert!(state_is_defunct("4242 (calicoctl-win) Z 1 4242"));
         assert!(state_is_defunct("4242 (a) b) X 1"));
         assert!(!state_is_defunct("4242 (calicoctl-win) S 1 4242"));
         assert!(!state_is_defunct("4242 (name with ) Z) R 1"));
         assert!(!state_is_defunct(""));
-        assert!(!defunct(std::process::id()));
         // A zombie: a child that ended and is not reaped yet.
         #[cfg(target_os = "linux")]
         {
@@ -364,6 +433,21 @@ mod tests {
         assert!(!others_write().0, "{:?}", others_write().1);
     }
 
+    /// Takes the lock in `dir` again just after it was let go. Other tests of this process
+    /// fork children, which hold a copy of the locked file until they exec: the lock may
+    /// outlive its holder by that moment.
+    fn take_again(dir: &Path, command: &str) -> HostLock {
+        let mut again = acquire(dir, command);
+        for _ in 0..100 {
+            if again.is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            again = acquire(dir, command);
+        }
+        again.expect("released")
+    }
+
     #[test]
     fn a_second_taker_is_refused_with_the_holder_and_takes_it_once_released() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -376,18 +460,8 @@ mod tests {
         );
         assert!(matches!(&err, LockError::Busy { holder: Some(h), .. } if h.command == "install"));
         drop(first);
-        assert!(!info_path(&dir.path().join(LOCK_FILE)).exists());
-        // Other tests of this process fork children, which hold a copy of the locked file
-        // until they exec: the lock may outlive `first` by that moment.
-        let mut again = acquire(dir.path(), "uninstall");
-        for _ in 0..100 {
-            if again.is_ok() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            again = acquire(dir.path(), "uninstall");
-        }
-        let again = again.expect("released");
+        assert_eq!(holder(&dir.path().join(LOCK_FILE)), None);
+        let again = take_again(dir.path(), "uninstall");
         assert_eq!(
             holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
             Some("uninstall".into())
@@ -395,11 +469,111 @@ mod tests {
         drop(again);
     }
 
-    /// A look that only tests the lock (CalicoNode's, every minute) never makes a command
-    /// that takes it then fail as though another command held it. Unix only for now: under
-    /// Wine, `acquire` met "Access denied" (os error 5) while a look held the file, a failure
-    /// of its own that is not yet understood (said in the closing note, open).
+    /// A look reads who holds the lock (`busy`, CalicoNode's every minute) just as that
+    /// command lets it go: the next command still takes it. Windows only marks a file deleted
+    /// while another has it open, and refuses to open it again until that one closes it
+    /// (Microsoft's DeleteFileW remarks), which a record deleted and written anew met.
+    #[test]
+    fn a_look_reading_who_holds_the_lock_never_stops_the_next_command() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = acquire(dir.path(), "install").expect("first");
+        let look = File::open(info_path(&dir.path().join(LOCK_FILE))).expect("the record");
+        drop(first);
+        let second = take_again(dir.path(), "repair");
+        assert_eq!(
+            holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
+            Some("repair".into())
+        );
+        drop(look);
+        drop(second);
+    }
+
+    /// A link where the record goes, as one a user could put there before the directory was
+    /// protected, is replaced, and what it names left as it was.
     #[cfg(unix)]
+    #[test]
+    fn a_link_in_place_of_the_record_is_not_written_through() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "kept").expect("elsewhere");
+        let info = info_path(&dir.path().join(LOCK_FILE));
+        std::os::unix::fs::symlink(&elsewhere, &info).expect("link");
+        let lock = acquire(dir.path(), "install").expect("lock");
+        assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "kept");
+        assert!(std::fs::symlink_metadata(&info).expect("record").is_file());
+        assert_eq!(
+            holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
+            Some("install".into())
+        );
+        drop(lock);
+        assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "kept");
+    }
+
+    /// A process that has ended: a child that ran and was waited for. Its `Child` is kept,
+    /// so that on Windows its process object stays (an ended process that is still known).
+    fn ended_process() -> std::process::Child {
+        #[cfg(windows)]
+        let mut child = std::process::Command::new("cmd.exe")
+            .args(["/c", "exit 0"])
+            .spawn()
+            .expect("cmd");
+        #[cfg(unix)]
+        let mut child = std::process::Command::new("true").spawn().expect("true");
+        child.wait().expect("ended");
+        child
+    }
+
+    /// A command killed leaves its record of who holds the lock; the lock itself went with
+    /// it. A look that holds the lock for a moment then makes the next command wait, never
+    /// name the dead one; nor is a record taken for the holder's when its pid now names
+    /// another process (one that started after the record was written).
+    #[cfg(any(windows, target_os = "linux"))]
+    #[test]
+    fn a_record_left_by_a_dead_command_never_names_the_holder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(acquire(dir.path(), "install").expect("the lock file made"));
+        let path = dir.path().join(LOCK_FILE);
+        let mut dead = ended_process();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs();
+        // A look holds the lock throughout.
+        let look = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("open");
+        look.try_lock().expect("the look takes it");
+        let records = [
+            format!(
+                r#"{{"command":"install","pid":{},"started":{now}}}"#,
+                dead.id()
+            ),
+            // This process, but not as it started: its pid reused.
+            format!(
+                r#"{{"command":"install","pid":{},"started":{now},"process":1}}"#,
+                std::process::id()
+            ),
+        ];
+        for record in records {
+            std::fs::write(info_path(&path), &record).expect("record");
+            let e = acquire(dir.path(), "repair").expect_err("the look holds it");
+            assert!(
+                matches!(e, LockError::Busy { holder: None, .. }),
+                "{record}: {e}"
+            );
+            assert_eq!(holder(&path), None, "{record}");
+            assert_eq!(busy(dir.path()), None, "{record}");
+        }
+        // Closed, it lets go (LockFileEx remarks), `take_again` waiting for the moment.
+        drop(look);
+        drop(take_again(dir.path(), "repair"));
+        // Kept until here, so that its process object stays on Windows; waited already.
+        dead.wait().expect("ended");
+    }
+
+    /// A look that only tests the lock (CalicoNode's, every minute) never makes a command
+    /// that takes it then fail as though another command held it.
     #[test]
     fn a_command_takes_the_lock_while_a_look_tests_it() {
         let dir = tempfile::tempdir().expect("tempdir");

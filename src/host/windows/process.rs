@@ -154,3 +154,39 @@ pub fn pid_of(image: &str) -> HostResult<Option<u32>> {
     unsafe { CloseHandle(snap) };
     Ok(found)
 }
+
+/// Whether process `pid` runs, with when it was created (`FILETIME` ticks, 100 ns since 1601)
+/// when Windows says: `None` when it has ended or no process has that id. A process object
+/// stays while a handle to it is open, also after the process has ended: it is signaled then
+/// (Microsoft's "Process objects" / WaitForSingleObject pages), which tells an ended process;
+/// not its exit code, as a process may itself end with `STILL_ACTIVE` (GetExitCodeProcess
+/// remarks). A process Windows will not let this one open (`ERROR_ACCESS_DENIED`: the System
+/// process, a protected one; OpenProcess remarks) is taken as running, its creation unknown.
+pub fn running(pid: u32) -> Option<Option<u64>> {
+    use windows_sys::Win32::Foundation::{ERROR_ACCESS_DENIED, FILETIME, WAIT_OBJECT_0};
+    use windows_sys::Win32::System::Threading::{
+        GetProcessTimes, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SYNCHRONIZE,
+        WaitForSingleObject,
+    };
+    let access = PROCESS_QUERY_LIMITED_INFORMATION | PROCESS_SYNCHRONIZE;
+    // SAFETY: no pointers; the handle is closed below.
+    let handle = unsafe { OpenProcess(access, 0, pid) };
+    if handle.is_null() {
+        let refused =
+            std::io::Error::last_os_error().raw_os_error() == Some(ERROR_ACCESS_DENIED as i32);
+        return refused.then_some(None);
+    }
+    // SAFETY: a valid handle with SYNCHRONIZE; a zero timeout only tests it.
+    let ended = unsafe { WaitForSingleObject(handle, 0) } == WAIT_OBJECT_0;
+    let zero = FILETIME {
+        dwLowDateTime: 0,
+        dwHighDateTime: 0,
+    };
+    let (mut created, mut exited, mut kernel, mut user) = (zero, zero, zero, zero);
+    // SAFETY: four FILETIMEs owned by this frame; the handle is valid until closed below.
+    let ok = unsafe { GetProcessTimes(handle, &mut created, &mut exited, &mut kernel, &mut user) };
+    // SAFETY: the handle came from OpenProcess above and is closed once.
+    unsafe { CloseHandle(handle) };
+    let created = (u64::from(created.dwHighDateTime) << 32) | u64::from(created.dwLowDateTime);
+    (!ended).then_some((ok != 0).then_some(created))
+}
