@@ -98,7 +98,9 @@ fn shapes() -> [(String, &'static str); 13] {
         // A value named as a secret, unquoted: `token: X`, `FOO_API_KEY=X`, `--token=X`,
         // `-password=X`, `--password X`, `-token X` (a flag, its value after a blank).
         (
-            format!(r#"(?im-u)((?:[A-Za-z0-9_.-]*{NAMES}{sep}|{flag}[ \t]+))[^\s"'\\,{{}}\[\]<>]+"#),
+            format!(
+                r#"(?im-u)((?:[A-Za-z0-9_.-]*{NAMES}{sep}|{flag}[ \t]+))[^\s"'\\,{{}}\[\]<>]+"#
+            ),
             "${1}<redacted>",
         ),
     ]
@@ -457,7 +459,9 @@ pub(crate) mod tests {
         let out = redacted(&r, kubeconfig);
         assert!(!out.contains("execsecret77"), "{out}");
         assert!(
-            out.contains("- --client-secret\r\n      - <redacted>\r\n      - --cluster\r\n      - prod\r\n"),
+            out.contains(
+                "- --client-secret\r\n      - <redacted>\r\n      - --cluster\r\n      - prod\r\n"
+            ),
             "{out}"
         );
     }

@@ -254,8 +254,14 @@ fn run(
         Action::DeleteRegistryKey { key } => host.reg_delete_key(key)?,
         Action::DeleteRegistryValue { key, name } => host.reg_delete_value(key, name)?,
         Action::AddFirewallRule { rule } => host.firewall_add(rule)?,
-        Action::RemoveFirewallRule { name } => {
-            host.firewall_remove(name)?;
+        Action::RemoveFirewallRule { name, made } => {
+            // Judged again as it runs: a rule an administrator changed since the plan stays.
+            let now = host.firewall_rules(name)?;
+            if crate::host::firewall::ours(&now, made.as_ref()) {
+                host.firewall_remove(name)?;
+            } else if !now.is_empty() {
+                warnings.push(crate::host::firewall::kept(name, &now));
+            }
         }
         Action::DeleteNetwork { id, .. } => ignore_not_found(host.hns_delete_network(id))?,
         Action::RestoreRoutes { routes, addresses } => {
