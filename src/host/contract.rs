@@ -1378,6 +1378,7 @@ pub(crate) mod on_windows {
         let err = WindowsHost::new()
             .firewall_add(&FirewallRule {
                 name: name.clone(),
+                description: crate::host::firewall::MARKER.into(),
                 protocol: Protocol::Udp,
                 direction: crate::host::Direction::In,
                 program: None,
