@@ -140,7 +140,10 @@ fn only_the_daemon_sets_own_pods_on_the_nodes_network_are_asked() {
         .iter()
         .map(|(p, _)| p.clone())
         .collect();
-    assert!(!asked.contains(&format!("{NS}/calicoctl-win-h")), "h was asked");
+    assert!(
+        !asked.contains(&format!("{NS}/calicoctl-win-h")),
+        "h was asked"
+    );
     for pod in impostors.iter().chain([&e]) {
         assert!(!asked.contains(&format!("{NS}/{pod}")), "{pod} was asked");
     }
