@@ -66,16 +66,8 @@ fn shapes() -> [(String, &'static str); 13] {
             format!(r#"(?i-u)('-{{1,2}}[a-z0-9-]*{NAMES}'\s*,\s*')[^'\n]+"#),
             "${1}<redacted>",
         ),
-        // A flag naming a secret as an item of a YAML block list and its value as the next
-        // item (a manifest's or a kubeconfig exec's `args:`): `- --token` or `- "--token"`,
-        // then `- X`, `- "X"` or `- 'X'` (YAML 1.2 7.3, 7.3.3: a plain scalar runs to the end
-        // of its line). The quotes stay, so the document stays YAML.
-        (
-            format!(
-                r#"(?im-u)(^[ \t]*-[ \t]+["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?[ \t]*\r?\n[ \t]*-[ \t]+)(?:(")(?:[^"\\\n]|\\.)+(")|(')[^'\n]+(')|[^\s"'#][^\r\n]*)"#
-            ),
-            "${1}${2}${4}<redacted>${3}${5}",
-        ),
+        // A flag's value as the next item of a YAML block list.
+        yaml_list_item(),
         // A value named as a secret in quotes escaped inside a JSON string (a service's
         // command line, an event's text, a log line quoting JSON): `{\"token\":\"X\"}`,
         // `PASSWORD=\"X\"`, `--etcd-password \"X\"`, `-token \"X\"`, whole up to its closing `\"`.
@@ -104,6 +96,19 @@ fn shapes() -> [(String, &'static str); 13] {
             "${1}<redacted>",
         ),
     ]
+}
+
+/// A flag naming a secret as an item of a YAML block list and its value as the next item (a
+/// manifest's or a kubeconfig exec's `args:`): `- --token` or `- "--token"`, then `- X`,
+/// `- "X"` or `- 'X'` (YAML 1.2 7.3, 7.3.3: a plain scalar runs to the end of its line). The
+/// quotes stay, so the document stays YAML. A shape of `shapes`, before the unquoted ones.
+fn yaml_list_item() -> (String, &'static str) {
+    (
+        format!(
+            r#"(?im-u)(^[ \t]*-[ \t]+["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?[ \t]*\r?\n[ \t]*-[ \t]+)(?:(")(?:[^"\\\n]|\\.)+(")|(')[^'\n]+(')|[^\s"'#][^\r\n]*)"#
+        ),
+        "${1}${2}${4}<redacted>${3}${5}",
+    )
 }
 
 /// Whether a word (lower case) leads into a secret's value: a name `shapes` knows, or an

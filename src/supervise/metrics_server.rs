@@ -143,7 +143,10 @@ const HEAD_TIME: Duration = Duration::from_secs(3);
 /// counted against `CONNECTIONS` and `PER_SOURCE`, and shut down at a stop, so that the stop
 /// waits for no client.
 #[derive(Default)]
-struct Open(std::sync::Mutex<(u64, Vec<(u64, IpAddr, TcpStream)>)>);
+struct Open(std::sync::Mutex<(u64, Vec<Entered>)>);
+
+/// An open connection: its id, its remote address and a clone of its socket.
+type Entered = (u64, IpAddr, TcpStream);
 
 impl Open {
     /// `conn` from `source` counted, by the id returned; none when `CONNECTIONS` are open, or
