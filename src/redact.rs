@@ -17,7 +17,7 @@ const NAMES: &str = r"(?:token|password|passwd|api[_-]?key|access[_-]?key|privat
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 12] {
+fn shapes() -> [(String, &'static str); 13] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     // A flag naming a secret, one dash or two (`--token`, `-password`, `-etcd-key-data`), at
@@ -66,6 +66,8 @@ fn shapes() -> [(String, &'static str); 12] {
             format!(r#"(?i-u)('-{{1,2}}[a-z0-9-]*{NAMES}'\s*,\s*')[^'\n]+"#),
             "${1}<redacted>",
         ),
+        // A flag's value as the next item of a YAML block list.
+        yaml_list_item(),
         // A value named as a secret in quotes escaped inside a JSON string (a service's
         // command line, an event's text, a log line quoting JSON): `{\"token\":\"X\"}`,
         // `PASSWORD=\"X\"`, `--etcd-password \"X\"`, `-token \"X\"`, whole up to its closing `\"`.
@@ -88,10 +90,25 @@ fn shapes() -> [(String, &'static str); 12] {
         // A value named as a secret, unquoted: `token: X`, `FOO_API_KEY=X`, `--token=X`,
         // `-password=X`, `--password X`, `-token X` (a flag, its value after a blank).
         (
-            format!(r#"(?im-u)((?:[A-Za-z0-9_.-]*{NAMES}{sep}|{flag}\s+))[^\s"'\\,{{}}\[\]<>]+"#),
+            format!(
+                r#"(?im-u)((?:[A-Za-z0-9_.-]*{NAMES}{sep}|{flag}[ \t]+))[^\s"'\\,{{}}\[\]<>]+"#
+            ),
             "${1}<redacted>",
         ),
     ]
+}
+
+/// A flag naming a secret as an item of a YAML block list and its value as the next item (a
+/// manifest's or a kubeconfig exec's `args:`): `- --token` or `- "--token"`, then `- X`,
+/// `- "X"` or `- 'X'` (YAML 1.2 7.3, 7.3.3: a plain scalar runs to the end of its line). The
+/// quotes stay, so the document stays YAML. A shape of `shapes`, before the unquoted ones.
+fn yaml_list_item() -> (String, &'static str) {
+    (
+        format!(
+            r#"(?im-u)(^[ \t]*-[ \t]+["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?[ \t]*\r?\n[ \t]*-[ \t]+)(?:(")(?:[^"\\\n]|\\.)+(")|(')[^'\n]+(')|[^\s"'#][^\r\n]*)"#
+        ),
+        "${1}${2}${4}<redacted>${3}${5}",
+    )
 }
 
 /// Whether a word (lower case) leads into a secret's value: a name `shapes` knows, or an
@@ -431,6 +448,27 @@ pub(crate) mod tests {
                     .unwrap_or_else(|e| panic!("not JSON any more ({e}): {out}"));
             }
         }
+    }
+
+    /// A flag naming a secret as an item of a YAML block list, its value the next item, as a
+    /// manifest's container `args:` and a kubeconfig's exec `args:` hold them: the value goes
+    /// (plain, double or single quoted, CRLF or LF), the flag and the quotes stay, and the
+    /// items that follow the value and the flags that name no secret stay.
+    #[test]
+    fn secrets_after_flags_in_yaml_lists_go() {
+        let r = Redactor::new(&[]);
+        let manifest = "spec:\n  containers:\n  - name: felix\n    args:\n    - --token\n    - yamltoken123\n    - \"--password\"\n    - \"two words\"\n    - '-etcd-key-data'\n    - 'LS0tkeydata'\n    - --password=inline9\n    - --token-ttl\n    - 1h\n    - --v\n    - \"2\"\n";
+        let want = "spec:\n  containers:\n  - name: felix\n    args:\n    - --token\n    - <redacted>\n    - \"--password\"\n    - \"<redacted>\"\n    - '-etcd-key-data'\n    - '<redacted>'\n    - --password=<redacted>\n    - --token-ttl\n    - 1h\n    - --v\n    - \"2\"\n";
+        assert_eq!(redacted(&r, manifest), want);
+        let kubeconfig = "users:\r\n- name: calico-node\r\n  user:\r\n    exec:\r\n      apiVersion: client.authentication.k8s.io/v1\r\n      command: get-token.exe\r\n      args:\r\n      - --client-secret\r\n      - execsecret77\r\n      - --cluster\r\n      - prod\r\n";
+        let out = redacted(&r, kubeconfig);
+        assert!(!out.contains("execsecret77"), "{out}");
+        assert!(
+            out.contains(
+                "- --client-secret\r\n      - <redacted>\r\n      - --cluster\r\n      - prod\r\n"
+            ),
+            "{out}"
+        );
     }
 
     /// The false positives kept out: a name that begins with a secret's word, a URL without

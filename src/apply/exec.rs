@@ -221,6 +221,22 @@ fn clean_up(
     Ok(())
 }
 
+/// Removes the rule of `name` while it is `made` alone under it (`firewall::ours`), judged
+/// again as the removal runs: one an administrator changed since the plan stays, said.
+fn remove_rule(
+    host: &dyn Host,
+    name: &str,
+    made: Option<&crate::host::FirewallRule>,
+) -> anyhow::Result<Option<String>> {
+    let now = host.firewall_rules(name)?;
+    if crate::host::firewall::ours(&now, made) {
+        host.firewall_remove(name)?;
+        Ok(None)
+    } else {
+        Ok((!now.is_empty()).then(|| crate::host::firewall::kept(name, &now)))
+    }
+}
+
 /// Runs one action.
 fn run(
     host: &dyn Host,
@@ -254,8 +270,8 @@ fn run(
         Action::DeleteRegistryKey { key } => host.reg_delete_key(key)?,
         Action::DeleteRegistryValue { key, name } => host.reg_delete_value(key, name)?,
         Action::AddFirewallRule { rule } => host.firewall_add(rule)?,
-        Action::RemoveFirewallRule { name } => {
-            host.firewall_remove(name)?;
+        Action::RemoveFirewallRule { name, made } => {
+            warnings.extend(remove_rule(host, name, made.as_ref())?);
         }
         Action::DeleteNetwork { id, .. } => ignore_not_found(host.hns_delete_network(id))?,
         Action::RestoreRoutes { routes, addresses } => {

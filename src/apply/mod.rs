@@ -166,8 +166,11 @@ pub enum Action {
     AddFirewallRule {
         rule: FirewallRule,
     },
+    /// Removes the rule of this name while it is `made` alone under it (`firewall::ours`;
+    /// `None`: a rule an older journal named only), else keeps it, with a warning.
     RemoveFirewallRule {
         name: String,
+        made: Option<FirewallRule>,
     },
     DeleteNetwork {
         id: String,
@@ -383,7 +386,7 @@ impl Action {
                 format!("delete registry value {key}\\{name}")
             }
             Self::AddFirewallRule { rule } => adding(rule),
-            Self::RemoveFirewallRule { name } => format!("remove firewall rule \"{name}\""),
+            Self::RemoveFirewallRule { name, .. } => format!("remove firewall rule \"{name}\""),
             Self::DeleteNetwork { id, name } => format!("delete HNS network {name} ({id})"),
             Self::RestoreRoutes { routes, .. } => format!(
                 "restore the routes the vSwitch took: {}",

@@ -44,7 +44,7 @@ impl Scope {
                 }
                 Action::DeleteRegistryKey { key } => s.keys.push(key.clone()),
                 Action::AddFirewallRule { rule } => s.firewall.push(rule.name.clone()),
-                Action::RemoveFirewallRule { name } => s.firewall.push(name.clone()),
+                Action::RemoveFirewallRule { name, .. } => s.firewall.push(name.clone()),
                 _ => {}
             }
         }

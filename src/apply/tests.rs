@@ -266,6 +266,7 @@ fn a_rollback_leaves_an_added_rule_beside_another_of_its_name() {
     let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
     let added = FirewallRule {
         name: "Calico metrics calicoctl-win TCP 9095".into(),
+        description: crate::host::firewall::MARKER.into(),
         protocol: Protocol::Tcp,
         direction: Direction::In,
         program: Some(r"C:\CalicoWindows\calicoctl-win.exe".into()),
@@ -292,4 +293,54 @@ fn a_rollback_leaves_an_added_rule_beside_another_of_its_name() {
     let kept = super::undo::remove_added_rule(&host, &added.name, Some(&added)).expect("removed");
     assert_eq!(kept, None);
     assert_eq!(host.firewall_rules(&added.name).expect("read"), []);
+}
+
+/// A planned removal of a rule is judged again as it runs, by every property the run made it
+/// with: one an administrator changed since the plan (its description, its range) is kept,
+/// with a warning naming it; one still as made goes. (It was removed by its name.)
+#[test]
+fn a_planned_removal_keeps_a_rule_an_administrator_changed_since() {
+    use crate::host::{Direction, Firewall, FirewallRule, Protocol};
+    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+    let made = FirewallRule {
+        name: "Calico metrics Felix TCP 9091".into(),
+        description: crate::host::firewall::MARKER.into(),
+        protocol: Protocol::Tcp,
+        direction: Direction::In,
+        program: Some(r"C:\CalicoWindows\calico-node.exe".into()),
+        local_port: 9091,
+        allow: true,
+        enabled: true,
+        profiles: crate::host::ALL_PROFILES,
+        remote_addresses: vec!["10.0.0.0/8".into()],
+    };
+    let remove = || super::Action::RemoveFirewallRule {
+        name: made.name.clone(),
+        made: Some(made.clone()),
+    };
+    let edits: [fn(&mut FirewallRule); 2] = [
+        |r| r.description = "Prometheus scrapes, keep".into(),
+        |r| r.remote_addresses = vec!["0.0.0.0/0".into()],
+    ];
+    for edit in edits {
+        host.firewall_add(&made).expect("add");
+        host.admin_edit_firewall_rules(&made.name, edit)
+            .expect("admin edit");
+        let warnings =
+            super::execute(&host, &[remove()], repair_options(), &mut |_| {}).expect("run");
+        assert!(
+            warnings.iter().any(|w| w.contains(&format!(
+                "kept the firewall rule '{}': the firewall holds one rule of that name, not as calicoctl-win made it",
+                made.name
+            ))),
+            "{warnings:?}"
+        );
+        assert_eq!(host.firewall_rules(&made.name).expect("read").len(), 1);
+        host.admin_remove_firewall_rules(&made.name)
+            .expect("admin remove");
+    }
+    host.firewall_add(&made).expect("add");
+    let warnings = super::execute(&host, &[remove()], repair_options(), &mut |_| {}).expect("run");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(host.firewall_rules(&made.name).expect("read"), []);
 }

@@ -46,10 +46,16 @@ pub(super) fn prepare_undo(
             name: rule.name.clone(),
             rule: Some(rule.clone()),
         },
-        Action::RemoveFirewallRule { name } => match host.firewall_rule(name)? {
-            Some(rule) => Undo::AddFirewallRule { rule },
-            None => Undo::Nothing,
-        },
+        // Put back only what the run removes: the rule as made, alone under its name.
+        Action::RemoveFirewallRule { name, made } => {
+            let now = host.firewall_rules(name)?;
+            match now.as_slice() {
+                [rule] if crate::host::firewall::ours(&now, made.as_ref()) => {
+                    Undo::AddFirewallRule { rule: rule.clone() }
+                }
+                _ => Undo::Nothing,
+            }
+        }
         Action::ProtectDir { path, .. } => undo_protection(host, path)?,
         a if a.in_cluster() => undo_in_cluster(a, opts)?,
         Action::RemoveFile { .. }
@@ -505,17 +511,13 @@ pub(super) fn remove_added_rule(
     name: &str,
     made: Option<&crate::host::FirewallRule>,
 ) -> HostResult<Option<String>> {
-    use crate::host::firewall::{held, only};
+    use crate::host::firewall::{kept, ours};
     let now = host.firewall_rules(name)?;
-    let changed = match made {
-        Some(made) => !now.is_empty() && !only(&now, made),
-        None => now.len() > 1,
-    };
-    if changed {
-        return Ok(Some(format!(
-            "kept the firewall rule '{name}' this run added: the firewall holds {} now, left as it is; remove it yourself if it is not wanted (Get-NetFirewallRule -DisplayName '{name}')",
-            held(&now)
-        )));
+    if now.is_empty() {
+        return Ok(None);
+    }
+    if !ours(&now, made) {
+        return Ok(Some(kept(name, &now)));
     }
     host.firewall_remove(name)?;
     Ok(None)

@@ -102,6 +102,18 @@ pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
                     ),
                 )
             }),
+            Some(pod) if ipv6_address(&pod).is_some() => lines.push(NodeBundle {
+                skipped,
+                ..NodeBundle::failed_line(
+                    &node,
+                    Reason::Unreachable,
+                    format!(
+                        "its pod {} has the address {}, an IPv6 one, which the API server's proxy would dial, and CalicoNode's endpoint listens on IPv4 only (Calico's Windows dataplane has no IPv6): not asked; give the node an IPv4 address first (the kubelet's --node-ip), then delete the pod (the DaemonSet makes it again with that address)",
+                        pod.metadata.name.as_deref().unwrap_or_default(),
+                        ipv6_address(&pod).unwrap_or_default()
+                    ),
+                )
+            }),
             Some(pod) => {
                 asked.push((node.clone(), pod.metadata.name.unwrap_or_default()));
                 skipped_of.insert(node, skipped);
@@ -124,6 +136,18 @@ pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
         gathered,
         run_timed_out,
     })
+}
+
+/// The pod's address when it is an IPv6 one. The pod proxy dials a pod's first address
+/// (kubernetes/kubernetes `pkg/registry/core/pod/strategy.go`, `getPodIP`: `PodIPs[0]`), a
+/// host-network pod's being its node's first (`pkg/kubelet/kubelet_pods.go`,
+/// `generateAPIPodStatus`: `s.PodIP = hostIPs[0]`), which a node whose kubelet puts IPv6 first
+/// makes IPv6. CalicoNode listens on IPv4 only, as Calico's Windows dataplane runs
+/// (projectcalico/calico v3.32.1 `felix/dataplane/windows/endpoint_mgr.go`: "Windows dataplane
+/// doesn't support IPv6 yet"): such a node is named, not dialled in vain.
+fn ipv6_address(pod: &Pod) -> Option<&str> {
+    let ip = pod.status.as_ref()?.pod_ip.as_deref()?;
+    ip.parse::<std::net::Ipv6Addr>().is_ok().then_some(ip)
 }
 
 /// The DaemonSet's uid, which its own pods name as their controller: one GET, before any node

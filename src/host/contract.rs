@@ -380,6 +380,7 @@ pub fn firewall(h: &dyn Host) {
     assert_eq!(h.firewall_rule(&name).expect("read"), None);
     let rule = FirewallRule {
         name: name.clone(),
+        description: crate::host::firewall::MARKER.into(),
         protocol: Protocol::Udp,
         direction: crate::host::Direction::In,
         program: None,
@@ -476,7 +477,8 @@ pub fn firewall(h: &dyn Host) {
 /// Several rules of one name, an administrator's made beside ours (`admin_add`, as
 /// `New-NetFirewallRule -DisplayName` makes it): every one reads back, in the order made;
 /// they are not ours alone; removal by name is refused and leaves both; adding the name
-/// again is `Exists`. `admin_remove` takes every rule of the name away at the end.
+/// again is `Exists`. An administrator's rule of the name with its own description reads
+/// back with it and is not ours. `admin_remove` takes every rule of the name away.
 pub fn firewall_duplicates(
     h: &dyn Host,
     admin_add: &dyn Fn(&FirewallRule),
@@ -485,6 +487,7 @@ pub fn firewall_duplicates(
     let name = unique("Calico contract twice TCP ");
     let ours = FirewallRule {
         name: name.clone(),
+        description: crate::host::firewall::MARKER.into(),
         protocol: Protocol::Tcp,
         direction: crate::host::Direction::In,
         program: Some(r"C:\CalicoWindows\calicoctl-win.exe".into()),
@@ -513,6 +516,22 @@ pub fn firewall_duplicates(
         h.firewall_add(&ours),
         Err(HostError::Exists { .. })
     ));
+    admin_remove(&name);
+    assert_eq!(h.firewall_rules(&name).expect("read"), []);
+    // An administrator's rule of our name, every property ours but its description: read
+    // back with its own description, it is not ours.
+    let described = FirewallRule {
+        description: "Allow Prometheus".into(),
+        ..ours.clone()
+    };
+    admin_add(&described);
+    let read = h.firewall_rules(&name).expect("read");
+    assert_eq!(read, [described]);
+    assert!(!crate::host::firewall::ours(&read, Some(&ours)));
+    assert!(
+        crate::host::firewall::ours(&read, None),
+        "alone: an older journal's"
+    );
     admin_remove(&name);
     assert_eq!(h.firewall_rules(&name).expect("read"), []);
 }
@@ -1359,6 +1378,7 @@ pub(crate) mod on_windows {
         let err = WindowsHost::new()
             .firewall_add(&FirewallRule {
                 name: name.clone(),
+                description: crate::host::firewall::MARKER.into(),
                 protocol: Protocol::Udp,
                 direction: crate::host::Direction::In,
                 program: None,

@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 pub struct FirewallRule {
     /// The name the firewall shows (PowerShell's DisplayName; INetFwRule's Name).
     pub name: String,
+    /// `INetFwRule::Description`: `MARKER` on every rule calicoctl-win makes (and on every
+    /// rule a record or journal names, which kept no description: it made each with it).
+    #[serde(default = "marker", skip_serializing_if = "is_marker")]
+    pub description: String,
     pub protocol: Protocol,
     /// `INetFwRule::Direction`: inbound or outbound traffic (a rule read back says which).
     #[serde(default, skip_serializing_if = "Direction::is_in")]
@@ -63,6 +67,17 @@ pub fn normal_address(token: &str) -> String {
         Some(net) => format!("{}/{}", net.network(), net.prefix_len()),
         None => token.to_owned(),
     }
+}
+
+/// The description calicoctl-win gives every rule it makes, which marks it as made by it.
+pub const MARKER: &str = "Created by calicoctl-win";
+
+fn marker() -> String {
+    MARKER.into()
+}
+
+fn is_marker(d: &String) -> bool {
+    d == MARKER
 }
 
 /// `NET_FW_PROFILE2_ALL` (icftypes.h): the rule applies in every profile.
@@ -216,9 +231,30 @@ impl Direction {
 
 /// Whether `rules`, every rule the firewall holds under a name, are exactly the one rule
 /// `made`: no other rule of that name beside it (an administrator's, or a copy), and it as
-/// made (`FirewallRule::same`). Only then is a rule of that name ours to keep or remove.
+/// made (`FirewallRule::same`: every property calicoctl-win sets, its description marker
+/// too). Only then is a rule of that name ours to keep or remove.
 pub fn only(rules: &[FirewallRule], made: &FirewallRule) -> bool {
     matches!(rules, [one] if one.same(made))
+}
+
+/// Whether `rules`, every rule the firewall holds under the name of a rule calicoctl-win
+/// made, are that rule alone and as made (`only`), so ours to remove; with `made` unknown (a
+/// journal written before it kept the rule, which kept the name only), the one rule of the
+/// name. The one judge of every removal: planned, run, and undone.
+pub fn ours(rules: &[FirewallRule], made: Option<&FirewallRule>) -> bool {
+    match made {
+        Some(made) => only(rules, made),
+        None => rules.len() == 1,
+    }
+}
+
+/// The warning of a rule calicoctl-win made that is left because the firewall holds under its
+/// name something else than that rule alone as made (`ours`).
+pub fn kept(name: &str, rules: &[FirewallRule]) -> String {
+    format!(
+        "kept the firewall rule '{name}': the firewall holds {} now (an administrator's rule of that name, or ours changed since), left as it is; remove it yourself if it is not wanted (Get-NetFirewallRule -DisplayName '{name}')",
+        held(rules)
+    )
 }
 
 /// What the firewall holds under a name that is not one rule as install made it, in words
@@ -289,6 +325,7 @@ mod tests {
         assert_ne!(normal_address("10.0.0.0/8"), normal_address("10.0.0.0/16"));
         let rule = FirewallRule {
             name: "r".into(),
+            description: MARKER.into(),
             protocol: Protocol::Tcp,
             direction: crate::host::Direction::In,
             program: None,

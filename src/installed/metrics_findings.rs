@@ -182,6 +182,7 @@ mod tests {
     fn felix_made(port: u16) -> FirewallRule {
         FirewallRule {
             name: FELIX_RULE.into(),
+            description: crate::host::firewall::MARKER.into(),
             protocol: Protocol::Tcp,
             direction: crate::host::Direction::In,
             program: None,

@@ -107,6 +107,7 @@ pub fn services(c: &Config, calico_version: Option<&str>) -> Vec<ServiceSpec> {
 pub fn vxlan_rule(c: &Config) -> Option<FirewallRule> {
     (c.backend == Backend::Vxlan).then(|| FirewallRule {
         name: VXLAN_RULE.into(),
+        description: crate::host::firewall::MARKER.into(),
         protocol: Protocol::Udp,
         direction: crate::host::Direction::In,
         program: None,

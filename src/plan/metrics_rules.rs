@@ -53,6 +53,7 @@ pub fn wanted(c: &Config, felix: &str) -> Vec<FirewallRule> {
     .into_iter()
     .map(|(who, port, program)| FirewallRule {
         name: format!("{PREFIX}{who} TCP {port}"),
+        description: firewall::MARKER.into(),
         protocol: Protocol::Tcp,
         direction: Direction::In,
         program: Some(program.to_owned()),
@@ -67,7 +68,7 @@ pub fn wanted(c: &Config, felix: &str) -> Vec<FirewallRule> {
 
 /// Adds the actions that take the host's metrics rules to the wanted ones, and returns the
 /// rules the install then owns. A rule is removed only while it is the one rule of its name
-/// and as made (`firewall::only`: program, port, addresses, direction): beside another rule of
+/// and as made (`firewall::ours`: every property we set, the description marker too): beside another rule of
 /// its name (an administrator's), or changed, it stays and is no longer ours. A wanted rule
 /// is made only where no rule has its name; a name another rule holds (an administrator's,
 /// or ours changed and no longer recorded) refuses the plan, before any change: Windows would
@@ -103,16 +104,18 @@ pub fn plan(
         let journaled = added
             .iter()
             .filter(|(n, _)| *n == rule.name)
-            .any(|(_, made)| by_journal(&now, *made));
+            .map(|(_, made)| *made)
+            .find(|made| firewall::ours(&now, *made));
         if now.is_empty() || removed.contains(&rule.name) {
             actions.push(Action::AddFirewallRule { rule: rule.clone() });
         } else if firewall::only(&now, &rule) || previous.iter().any(|r| r.same(&rule)) {
             // As wanted; or ours as recorded, changed since or joined by another rule of its
             // name: left as it is, still recorded, and uninstall says so.
-        } else if journaled {
+        } else if let Some(made) = journaled {
             // Added by an interrupted run with another range: made again.
             actions.push(Action::RemoveFirewallRule {
                 name: rule.name.clone(),
+                made: made.cloned(),
             });
             actions.push(Action::AddFirewallRule { rule: rule.clone() });
         } else {
@@ -125,16 +128,6 @@ pub fn plan(
         owned.push(rule);
     }
     Ok(owned)
-}
-
-/// Whether `now`, the rules of a name an interrupted run added, are that rule alone: the
-/// one its journal names, or (an older journal, which kept the name only) the one rule of
-/// the name.
-fn by_journal(now: &[FirewallRule], made: Option<&FirewallRule>) -> bool {
-    match made {
-        Some(made) => firewall::only(now, made),
-        None => now.len() == 1,
-    }
 }
 
 /// The removals of the rules that are ours and no longer wanted: the recorded rules the
@@ -164,15 +157,20 @@ fn remove_unwanted(
     let mut removed = Vec::new();
     for name in unwanted {
         let now = host.firewall_rules(name)?;
-        let ours = match previous.iter().find(|r| r.name == name) {
-            Some(made) => firewall::only(&now, made),
+        // What we made under the name, as the record or (every entry) the journal says it.
+        let made: Option<Option<&FirewallRule>> = match previous.iter().find(|r| r.name == name) {
+            Some(made) => Some(Some(made)).filter(|m| firewall::ours(&now, *m)),
             None => added
                 .iter()
                 .filter(|(n, _)| *n == name)
-                .any(|(_, made)| by_journal(&now, *made)),
+                .map(|(_, made)| *made)
+                .find(|made| firewall::ours(&now, *made)),
         };
-        if ours {
-            actions.push(Action::RemoveFirewallRule { name: name.into() });
+        if let Some(made) = made {
+            actions.push(Action::RemoveFirewallRule {
+                name: name.into(),
+                made: made.cloned(),
+            });
             removed.push(name.to_owned());
         }
     }
@@ -232,7 +230,7 @@ mod tests {
         actions
             .iter()
             .filter_map(|a| match a {
-                Action::RemoveFirewallRule { name } => Some(name.as_str()),
+                Action::RemoveFirewallRule { name, .. } => Some(name.as_str()),
                 _ => None,
             })
             .collect()
@@ -375,6 +373,61 @@ mod tests {
             err.contains("'Calico metrics calicoctl-win TCP 9095' cannot be made: the firewall holds one rule of that name, not as calicoctl-win made it"),
             "{err}"
         );
+    }
+
+    /// A recorded rule an administrator changed in one property install sets (its
+    /// description marker, its protocol, its profiles, its direction, its action) is no longer
+    /// ours: it stays when metrics go off, and the plan wanting it again is refused.
+    #[test]
+    fn a_recorded_rule_changed_in_any_property_we_set_stays() {
+        let edits: [fn(&mut FirewallRule); 5] = [
+            |r| r.description = "Prometheus from the monitoring subnet".into(),
+            |r| r.protocol = Protocol::Any,
+            |r| r.profiles = 1,
+            |r| r.direction = Direction::Out,
+            |r| r.allow = false,
+        ];
+        for edit in edits {
+            let dir = tempfile::tempdir().expect("dir");
+            let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+            let made = wanted(&on("9095"), FELIX);
+            for rule in &made {
+                host.firewall_add(rule).expect("add");
+            }
+            host.admin_edit_firewall_rules(&made[0].name, edit)
+                .expect("admin edit");
+            let mut actions = Vec::new();
+            plan(&host, &config(&[]), FELIX, &made, None, &mut actions).expect("plan");
+            assert_eq!(removed(&actions), ["Calico metrics Felix TCP 9091"]);
+            let wider = config(&[
+                "metrics.enabled=true",
+                "metrics.source_ranges=10.0.0.0/16",
+                "metrics.port=9095",
+            ]);
+            plan(&host, &wider, FELIX, &made, None, &mut Vec::new()).expect_err("refused");
+        }
+    }
+
+    /// Each removal carries the rule as the record or the journal says it was made, so that
+    /// it is judged again as it runs.
+    #[test]
+    fn a_removal_carries_the_rule_as_made() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let made = wanted(&on("9095"), FELIX);
+        for rule in &made {
+            host.firewall_add(rule).expect("add");
+        }
+        let mut actions = Vec::new();
+        plan(&host, &config(&[]), FELIX, &made, None, &mut actions).expect("plan");
+        let carried: Vec<Option<&FirewallRule>> = actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::RemoveFirewallRule { made, .. } => Some(made.as_ref()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(carried, [Some(&made[1]), Some(&made[0])]);
     }
 
     /// Another rule of a recorded rule's name beside it: neither is removed when metrics go

@@ -131,16 +131,18 @@ fn remove_record(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) 
 }
 
 /// The removal of each of these rules still on the host as install made it and alone
-/// (`firewall::only`: program, port, addresses, direction, and no other rule of its name): a
-/// rule of its name that is not (an administrator's made again under it, or ours changed
-/// since), or one beside it, leaves every rule of that name (`changed_rules` says so).
-/// Removal is by name (`INetFwRules::Remove`), which could take another rule of the name.
+/// (`firewall::only`: every property install sets, its description marker too, and no other
+/// rule of its name): a rule of its name that is not (an administrator's made again under it,
+/// or ours changed since), or one beside it, leaves every rule of that name (`changed_rules`
+/// says so). Removal is by name (`INetFwRules::Remove`), which could take another rule of the
+/// name; the removal carries the rule as made and is judged again as it runs.
 fn remove_rules(host: &dyn Host, rules: &[FirewallRule]) -> HostResult<Vec<Action>> {
     let mut out = Vec::new();
     for rule in rules {
         if firewall::only(&host.firewall_rules(&rule.name)?, rule) {
             out.push(Action::RemoveFirewallRule {
                 name: rule.name.clone(),
+                made: Some(rule.clone()),
             });
         }
     }

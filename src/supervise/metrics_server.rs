@@ -1,6 +1,7 @@
 //! CalicoNode's metrics endpoint, with `metrics.enabled`: a tiny HTTP/1 server (RFC 9112) that
 //! answers `GET /metrics` with calicoctl-win's own metrics (`installed::metrics`) and nothing
-//! else, each connection on a thread of its own (at most `CONNECTIONS` at once), each request
+//! else, each connection on a thread of its own (at most `CONNECTIONS` at once, `PER_SOURCE` of
+//! them from one remote address), each request
 //! capped in size and time (`HEAD_TIME`: a client trickling a byte at a time holds only its
 //! own connection, and only that long). The port is open
 //! only to `metrics.source_ranges` (its firewall rule), and held by CalicoNode alone
@@ -16,7 +17,7 @@ use crate::host::listen::ListenRefusal;
 use crate::installed::metrics_findings::{EndpointDown, keep_endpoint_down};
 use crate::layout::InstallRoot;
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
+use std::net::{IpAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 /// The largest request head read; a longer one is answered 431.
@@ -131,47 +132,57 @@ pub fn serve_with(
 /// (for at most `HEAD_TIME`, then `answer_close::ANSWER_TIME` and `LINGER`), never the accepting one nor
 /// another client's, and a flood of connections costs at most this many sockets and threads.
 const CONNECTIONS: usize = 16;
+/// The most of them one remote address holds: a caller in `metrics.source_ranges` that opens
+/// connections and sends nothing (or trickles) keeps at most this many, and the rest stay for
+/// the others (the scraper, the API server's pod proxy that `fleet diags` comes through).
+const PER_SOURCE: usize = 4;
 /// How long a client may take to send its request head, from its accept.
 const HEAD_TIME: Duration = Duration::from_secs(3);
 
-/// The connections being answered, each by a clone of its socket: counted against
-/// `CONNECTIONS`, and shut down at a stop, so that the stop waits for no client.
+/// The connections being answered, each by its remote address and a clone of its socket:
+/// counted against `CONNECTIONS` and `PER_SOURCE`, and shut down at a stop, so that the stop
+/// waits for no client.
 #[derive(Default)]
-struct Open(std::sync::Mutex<(u64, Vec<(u64, TcpStream)>)>);
+struct Open(std::sync::Mutex<(u64, Vec<Entered>)>);
+
+/// An open connection: its id, its remote address and a clone of its socket.
+type Entered = (u64, IpAddr, TcpStream);
 
 impl Open {
-    /// `conn` counted, by the id returned; none when `CONNECTIONS` are open (or its socket
-    /// cannot be cloned: it could not be cut at a stop).
-    fn enter(&self, conn: &TcpStream) -> Option<u64> {
+    /// `conn` from `source` counted, by the id returned; none when `CONNECTIONS` are open, or
+    /// `PER_SOURCE` from `source` (or its socket cannot be cloned: it could not be cut at a
+    /// stop).
+    fn enter(&self, conn: &TcpStream, source: IpAddr) -> Option<u64> {
         let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if open.1.len() >= CONNECTIONS {
+        let of_source = open.1.iter().filter(|(_, s, _)| *s == source).count();
+        if open.1.len() >= CONNECTIONS || of_source >= PER_SOURCE {
             return None;
         }
         let clone = conn.try_clone().ok()?;
         open.0 += 1;
         let id = open.0;
-        open.1.push((id, clone));
+        open.1.push((id, source, clone));
         Some(id)
     }
 
     /// Forgets connection `id` (its clone closed with it).
     fn leave(&self, id: u64) {
         let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        open.1.retain(|(i, _)| *i != id);
+        open.1.retain(|(i, _, _)| *i != id);
     }
 
     /// Shuts every open connection down: a read or write blocked on one returns at once.
     fn cut_all(&self) {
         let open = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        for (_, c) in &open.1 {
+        for (_, _, c) in &open.1 {
             let _ = c.shutdown(std::net::Shutdown::Both);
         }
     }
 }
 
 /// Accepts until a stop, handing each connection to a thread of its own (at most
-/// `CONNECTIONS`) that reads its request and answers it with `metrics` (or hands it to
-/// `diags`); at the stop, the connections still open are cut and their threads waited for.
+/// `CONNECTIONS`, `PER_SOURCE` from one address) that reads its request and answers it with
+/// `metrics` (or hands it to `diags`); at the stop, the connections still open are cut and their threads waited for.
 fn accept(
     metrics: &(dyn Fn() -> String + Sync),
     diags: Option<&super::diags_server::Diags<'_>>,
@@ -187,9 +198,9 @@ fn accept(
     std::thread::scope(|scope| {
         while !stop.requested() {
             match listener.accept() {
-                // Past the cap: closed (dropped) unanswered.
-                Ok((conn, _)) => {
-                    let Some(id) = open.enter(&conn) else {
+                // Past the cap, or its source's: closed (dropped) unanswered.
+                Ok((conn, peer)) => {
+                    let Some(id) = open.enter(&conn, peer.ip()) else {
                         continue;
                     };
                     let accepted = Instant::now();
@@ -393,7 +404,8 @@ mod tests {
         use std::net::TcpStream;
         let metrics = || "m 1\n".to_owned();
         serving(&metrics, |addr| {
-            let idle: Vec<TcpStream> = (0..4)
+            // All from one address: the idle, the lingering and the scrape within its share.
+            let idle: Vec<TcpStream> = (0..super::PER_SOURCE - 2)
                 .map(|_| TcpStream::connect(addr).expect("connect"))
                 .collect();
             // Answered 404, and never closed: its answer's lingering close waits for it.
@@ -420,12 +432,13 @@ mod tests {
         });
     }
 
-    /// At most `CONNECTIONS` are answered at once: while they are held (a slow read of the
-    /// metrics files, clients that send nothing), one more is closed at once rather than left
-    /// waiting, and the held one is answered when it is let go.
+    /// At most `PER_SOURCE` connections of one remote address are answered at once: while
+    /// they are held (a slow read of the metrics files, clients that send nothing), one more
+    /// from it is closed at once rather than left waiting, and the held one is answered when it
+    /// is let go. (One caller could hold all `CONNECTIONS`.)
     #[test]
-    fn a_connection_past_the_cap_is_closed_at_once() {
-        use super::CONNECTIONS;
+    fn a_connection_past_its_sources_cap_is_closed_at_once() {
+        use super::PER_SOURCE;
         use std::io::Read;
         use std::net::TcpStream;
         use std::sync::{Mutex, mpsc};
@@ -442,10 +455,12 @@ mod tests {
             let mut first = TcpStream::connect(addr).expect("connect");
             first.write_all(REQUEST).expect("send");
             held.recv().expect("the answer is held");
-            let _idle: Vec<TcpStream> = (1..CONNECTIONS)
+            let _idle: Vec<TcpStream> = (1..PER_SOURCE)
                 .map(|_| TcpStream::connect(addr).expect("connect"))
                 .collect();
             let mut past = TcpStream::connect(addr).expect("connect");
+            // A whole request: were it taken in, its answer would be held as the first's is.
+            let _ = past.write_all(REQUEST);
             // Only against a hang: the assertion is on what the read returns.
             past.set_read_timeout(Some(Duration::from_secs(30)))
                 .expect("timeout");
@@ -466,6 +481,37 @@ mod tests {
                 "{answer}"
             );
         });
+    }
+
+    /// The caps in the order connections come and go: one address holds at most
+    /// `PER_SOURCE`, another still comes in beside it, one that left makes room for its
+    /// source, and all together hold at most `CONNECTIONS`, a new address refused past them.
+    #[test]
+    fn one_source_holds_its_share_and_all_at_most_the_cap() {
+        use super::{CONNECTIONS, Open, PER_SOURCE};
+        use std::net::{IpAddr, TcpStream};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let conns: Vec<TcpStream> = (0..=CONNECTIONS)
+            .map(|_| TcpStream::connect(addr).expect("connect"))
+            .collect();
+        let source = |n: usize| IpAddr::from([10, 0, 0, u8::try_from(n).expect("small")]);
+        let open = Open::default();
+        let ids: Vec<u64> = conns[..PER_SOURCE]
+            .iter()
+            .map(|c| open.enter(c, source(1)).expect("within its share"))
+            .collect();
+        assert_eq!(open.enter(&conns[PER_SOURCE], source(1)), None);
+        let other = open.enter(&conns[PER_SOURCE], source(2));
+        assert!(other.is_some(), "another source comes in beside it");
+        open.leave(ids[0]);
+        assert!(open.enter(&conns[0], source(1)).is_some(), "room again");
+        // Up to the cap from sources of their own, then a new source is refused too.
+        let held = PER_SOURCE + 1;
+        for (i, c) in conns[held..CONNECTIONS].iter().enumerate() {
+            assert!(open.enter(c, source(3 + i)).is_some(), "{i}");
+        }
+        assert_eq!(open.enter(&conns[CONNECTIONS], source(200)), None);
     }
 
     /// A program that bound the metrics port first (a squatter, which the simulated host

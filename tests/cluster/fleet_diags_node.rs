@@ -91,6 +91,14 @@ fn only_the_daemon_sets_own_pods_on_the_nodes_network_are_asked() {
     p["status"]["hostIP"] = json!("fd00::22");
     p["status"]["hostIPs"] = json!([{"ip": "fd00::22"}, {"ip": "10.0.0.22"}]);
     api.put(&path, p);
+    // On h, the node's first address, so its pod's, is IPv6 (a kubelet that puts IPv6
+    // first): the proxy would dial it, and CalicoNode listens on IPv4 only. Named, not asked.
+    node_with_pod(&api, "h", "fd00::23");
+    serve(&api, "h", Answer::Bundle(bundle(8, 100).into()));
+    let path = format!("/api/v1/namespaces/{NS}/pods/calicoctl-win-h");
+    let mut p = api.get(&path).expect("pod");
+    p["status"]["hostIPs"] = json!([{"ip": "fd00::23"}, {"ip": "10.0.0.23"}]);
+    api.put(&path, p);
     let dir = tempfile::tempdir().expect("tempdir");
     let c = identity(
         &api,
@@ -100,7 +108,15 @@ fn only_the_daemon_sets_own_pods_on_the_nodes_network_are_asked() {
     let out = dir.path().join("bundles");
     diags_gather::prepare_out(&out).expect("out");
     let index = diags_gather::gather(&c, &options(&out)).expect("gathers");
-    assert_eq!((index.gathered, index.failed), (5, 2), "{index:#?}");
+    assert_eq!((index.gathered, index.failed), (5, 3), "{index:#?}");
+    let l = line(&index, "h");
+    assert_eq!(l.reason, Some(Reason::Unreachable), "{l:?}");
+    assert!(
+        l.message
+            .as_deref()
+            .is_some_and(|e| e.contains("fd00::23, an IPv6 one")),
+        "{l:?}"
+    );
     assert_eq!(line(&index, "g").result, "ok");
     for (node, pod) in ["a", "b", "c", "d"].iter().zip(&impostors) {
         let l = line(&index, node);
@@ -124,6 +140,10 @@ fn only_the_daemon_sets_own_pods_on_the_nodes_network_are_asked() {
         .iter()
         .map(|(p, _)| p.clone())
         .collect();
+    assert!(
+        !asked.contains(&format!("{NS}/calicoctl-win-h")),
+        "h was asked"
+    );
     for pod in impostors.iter().chain([&e]) {
         assert!(!asked.contains(&format!("{NS}/{pod}")), "{pod} was asked");
     }

@@ -200,7 +200,7 @@ fn an_interrupted_installs_rule_beside_an_administrators_is_kept_and_uninstall_g
     assert!(stderr.contains("did not finish"), "{stderr}");
     assert!(
         stderr.contains(&format!(
-            "kept the firewall rule '{OURS}' this run added: the firewall holds 2 rules of that name"
+            "kept the firewall rule '{OURS}': the firewall holds 2 rules of that name"
         )),
         "{stderr}"
     );

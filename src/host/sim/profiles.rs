@@ -358,6 +358,9 @@ fn legacy_calico(state: &mut State, files: &mut Vec<SeedFile>) {
         "overlay traffic 4789 udp".into(),
         FirewallRule {
             name: "Overlay Traffic 4789 UDP".into(),
+            // projectcalico/calico v3.32.1 node/windows-packaging/CalicoWindows/node/
+            // node-service.ps1: New-NetFirewallRule ... -Description "Overlay network traffic UDP".
+            description: "Overlay network traffic UDP".into(),
             protocol: Protocol::Udp,
             direction: crate::host::Direction::In,
             program: None,

@@ -117,7 +117,7 @@ pub fn rules(name: &str) -> HostResult<Vec<FirewallRule>> {
     Ok(out)
 }
 
-/// A rule as it says itself (Microsoft's INetFwRule reference: Protocol an IANA number or
+/// A rule as it says itself (Microsoft's INetFwRule reference: Description as set, Protocol an IANA number or
 /// NET_FW_IP_PROTOCOL_ANY, Direction NET_FW_RULE_DIR_IN or _OUT, ApplicationName the
 /// program's path or empty for every program).
 ///
@@ -136,6 +136,7 @@ unsafe fn read(rule: &INetFwRule) -> windows::core::Result<FirewallRule> {
         let ports = rule.LocalPorts()?.to_string();
         Ok(FirewallRule {
             name: rule.Name()?.to_string(),
+            description: rule.Description()?.to_string(),
             protocol,
             direction,
             program: (!program.is_empty()).then_some(program),
@@ -171,7 +172,7 @@ pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
             CoCreateInstance(&NetFwRule, None, CLSCTX_INPROC_SERVER).map_err(api(op()))?;
         rule.SetName(&BSTR::from(r.name.as_str()))
             .map_err(api(op()))?;
-        rule.SetDescription(&BSTR::from("Created by calicoctl-win"))
+        rule.SetDescription(&BSTR::from(r.description.as_str()))
             .map_err(api(op()))?;
         rule.SetProtocol(r.protocol.number()).map_err(api(op()))?;
         rule.SetLocalPorts(&BSTR::from(r.local_port.to_string()))
