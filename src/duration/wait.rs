@@ -91,11 +91,7 @@ pub fn poll_until<T, P, E: From<Stopped>>(
         say,
     } = wait;
     let started = Instant::now();
-    // A timeout too long for the clock to add is, in practice, no deadline: a year stands in.
-    let deadline = started
-        .checked_add(timeout)
-        .or_else(|| started.checked_add(Duration::from_secs(365 * 86_400)))
-        .unwrap_or(started);
+    let deadline = deadline_of(started, timeout);
     let mut last_said: Option<Instant> = None;
     let mut looks = 0_u32;
     let mut pending = |now: Instant| {
@@ -159,7 +155,7 @@ pub fn poll_quietly<T, P, E>(
         std::thread::sleep(d);
         None::<Infallible>
     };
-    match run(deadline, pauses, sleep, &mut |_| {}, look)? {
+    match run(Some(deadline), pauses, sleep, &mut |_| {}, look)? {
         End::Done(v) => Ok(v),
         End::TimedOut(p) => timed_out(p),
         End::Stopped(never) => match never {},
@@ -170,7 +166,7 @@ pub fn poll_quietly<T, P, E>(
 /// `C`. No pause outlasts the deadline, and there is always one last look at it. Measured by
 /// the monotonic clock (`Instant`), so a clock step neither ends a wait early nor prolongs it.
 fn run<T, P, E, C>(
-    deadline: Instant,
+    deadline: Option<Instant>,
     pauses: Pauses,
     mut pause: impl FnMut(Duration) -> Option<C>,
     pending: &mut dyn FnMut(Instant),
@@ -184,7 +180,7 @@ fn run<T, P, E, C>(
             Look::Again(p, next) => (p, Some(next)),
         };
         let now = Instant::now();
-        if now >= deadline {
+        if deadline.is_some_and(|d| now >= d) {
             // A stop requested by then is how the wait ends, not the timeout.
             return Ok(match pause(Duration::ZERO) {
                 Some(cut) => End::Stopped(cut),
@@ -194,10 +190,21 @@ fn run<T, P, E, C>(
         pending(now);
         pending_looks = pending_looks.saturating_add(1);
         let next = asked.unwrap_or_else(|| pauses.after(pending_looks));
-        if let Some(cut) = pause(next.min(deadline.saturating_duration_since(now))) {
+        let left = deadline.map_or(next, |d| d.saturating_duration_since(now));
+        if let Some(cut) = pause(next.min(left)) {
             return Ok(End::Stopped(cut));
         }
     }
+}
+
+/// When a wait begun at `started` for `timeout` ends: never for `NO_LIMIT` (an agent's run,
+/// which may last longer than any stand-in deadline: a year once made CalicoFelix stop and
+/// start again), nor for a timeout too long for the clock to add.
+fn deadline_of(started: Instant, timeout: Duration) -> Option<Instant> {
+    if timeout == NO_LIMIT {
+        return None;
+    }
+    started.checked_add(timeout)
 }
 
 /// A duration to the millisecond, as a log line shows it.
@@ -224,6 +231,14 @@ mod tests {
     }
 
     const HOUR: Duration = Duration::from_secs(3600);
+
+    /// A wait without a limit has no deadline at all, not a distant one; a limit has its own.
+    #[test]
+    fn no_limit_is_no_deadline() {
+        let now = Instant::now();
+        assert_eq!(deadline_of(now, NO_LIMIT), None);
+        assert_eq!(deadline_of(now, HOUR), Some(now + HOUR));
+    }
 
     /// A wait is done at the first look that is, fails at the first failure, and at its
     /// deadline hands what it still waited for to `timed_out`, after a last look.

@@ -79,7 +79,13 @@ pub(super) fn run_child(
             log.info(&format!("pid {pid} ended with exit code {code}"));
             Err(SuperviseError::Stopped)
         }
-        Err(e) => Err(e),
+        // A look that failed leaves no child behind for the next start to run beside.
+        Err(e) => {
+            if let Err(stop) = child.stop(s.stop_timeout) {
+                log.info(&format!("could not stop pid {pid} after {e}: {stop}"));
+            }
+            Err(e)
+        }
     }
 }
 
