@@ -438,6 +438,14 @@ fn clean_up(
         }
         return released;
     }
+    // The renewals end before the delete: kube-apiserver marks the namespace Terminating
+    // through an update (`REST.Delete`'s `GuaranteedUpdate`, kubernetes
+    // pkg/registry/core/namespace/storage/storage.go), so a renewal after it would meet a
+    // 409 and a namespace being deleted, and judge the lease lost to the run's own clean-up.
+    // Once Terminating no sweep can take it; not deleted, its lease runs out for the next run.
+    if let Some(l) = own {
+        l.stop();
+    }
     let uid = own.map(|l| l.uid.as_str());
     let left = |why: String| {
         format!(
