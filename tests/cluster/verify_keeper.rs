@@ -313,3 +313,54 @@ fn without_a_date_a_run_is_not_stopped_for_a_lease_judged_by_its_age() {
         assert!(r.passed && !r.interrupted, "{namespace:?}: {r:#?}");
     }
 }
+
+/// A run stopped for its lease (its renewals refused) deletes its namespace; that delete's
+/// answer is held, and Ctrl-C (the client's stop) comes then: the call is cut by it at once,
+/// not left to run to the stopped clean-up's bound. The run's own stop, requested already,
+/// does not hide the client's.
+#[test]
+fn ctrl_c_still_cuts_the_clean_up_of_a_run_that_lost_its_lease() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.never_ready = true;
+    let path = "/api/v1/namespaces/calicoctl-win-verify-t1";
+    api.lock().stall_answer_to = Some(("DELETE".into(), path.into()));
+    let c = connect(&api, &dir);
+    let mut o = options(120);
+    o.renew = Duration::from_millis(200);
+    let outer = o.stop.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run(&c, &o));
+    });
+    let pods = format!("{path}/pods");
+    let made = || {
+        api.requests()
+            .iter()
+            .any(|(m, p)| m == "POST" && *p == pods)
+    };
+    for _ in 0..1200 {
+        if made() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(made(), "the run made its pods");
+    // Its lease proven, its renewals are refused from now on: the lease is lost.
+    api.forbid("update", "namespaces");
+    for _ in 0..1200 {
+        if api.lock().answers_held > 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(api.lock().answers_held, 1, "the clean-up's delete held");
+    outer.request();
+    let ended = rx.recv_timeout(Duration::from_secs(10));
+    api.lock().stall_answer_to = None;
+    match ended {
+        Ok(Err(RunError::Plan(PlanError::LeaseLost { fate, .. }))) => {
+            assert!(fate.contains("cut by the stop"), "{fate}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
