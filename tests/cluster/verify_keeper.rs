@@ -364,3 +364,30 @@ fn ctrl_c_still_cuts_the_clean_up_of_a_run_that_lost_its_lease() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A renewal of the turn that the server committed but whose answer it held past the
+/// renewal's bound (the run gave up on it): the turn, its resourceVersion moved by the run's
+/// own write, is still the run's when it gives it back; its objects and the turn are
+/// deleted, not left as another run's.
+#[test]
+fn a_turn_renewed_by_a_write_the_run_gave_up_on_is_given_back_in_full() {
+    let (api, dir) = cluster();
+    given(&api);
+    let c = connect(&api, &dir);
+    let held = claim(&c, "r1", Duration::from_secs(10))
+        .expect("claimed")
+        .held;
+    let before = api.get(TURN).expect("the turn")["metadata"]["resourceVersion"].clone();
+    api.lock().stall_answer_to = Some(("PUT".into(), TURN.into()));
+    match shared::renew(&c, &held, Duration::from_secs(1)) {
+        Err(ClusterError::Timeout { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    api.lock().stall_answer_to = None;
+    let now = api.get(TURN).expect("the turn");
+    assert_ne!(now["metadata"]["resourceVersion"], before, "committed");
+    let released = shared::release(&c, NS, &held, Instant::now() + Duration::from_secs(10));
+    assert!(released.expect("released"), "its pods gone");
+    assert!(!held.lost());
+    assert!(api.get(TURN).is_none(), "the turn given back");
+}
