@@ -391,3 +391,35 @@ fn a_turn_renewed_by_a_write_the_run_gave_up_on_is_given_back_in_full() {
     assert!(!held.lost());
     assert!(api.get(TURN).is_none(), "the turn given back");
 }
+
+/// The server's `Date` not read (its look's connection closed at once) on a connection that
+/// saw one before: the keeper writes no lease from this host's clock moved by that earlier
+/// offset (a clock stepped back since would write one run out already); each such renewal
+/// failed, the lease is lost after three intervals, and said why.
+#[test]
+fn a_renewal_whose_date_could_not_be_read_writes_nothing() {
+    let (api, dir) = cluster();
+    let c = connect(&api, &dir);
+    let held = own_namespace(&c);
+    let path = format!("/api/v1/namespaces/{}", held.name);
+    api.lock().api_dropped = true;
+    let run_stop = Stop::new();
+    std::thread::scope(|s| {
+        let keeper = s.spawn(|| {
+            let every = (&run_stop, Duration::from_millis(200));
+            lease::keep(&c, &held, every, &mut |_| {})
+        });
+        // Many intervals: the keeper ends on its own once the lease is lost.
+        std::thread::sleep(Duration::from_millis(1500));
+        held.stop();
+        keeper.join().expect("the keeper");
+    });
+    let writes = api.writes();
+    assert!(!writes.iter().any(|(_, p)| *p == path), "{writes:?}");
+    let lost = held.lost().expect("the lease lost");
+    assert!(
+        lost.contains("the API server's time could not be read"),
+        "{lost}"
+    );
+    assert!(run_stop.requested(), "the run stopped");
+}
