@@ -111,8 +111,8 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         own,
     };
     let (mut report, cleaned) = std::thread::scope(|s| {
-        // The turn (or the namespace's lease) renewed while the run lives, its clean-up
-        // included.
+        // The turn renewed while the run lives, its clean-up included; the namespace's
+        // lease until the clean-up deletes the namespace (`clean_up`).
         if let Some(h) = held {
             let (every, ns) = ((&o.stop, o.renew), name.as_str());
             s.spawn(move || shared::keep(c, ns, h, every, &mut |l| o.said.say(l)));
