@@ -62,7 +62,8 @@ thread_local! {
 /// While the answer lives, a call this thread makes is cut when `stop` is requested, as
 /// `Cluster::cut_on`'s stop cuts every thread's: one `verify` run's own stop (a part of
 /// Ctrl-C's), which a lease it lost requests alone, among runs that share the client. Calls
-/// begun after the request run as usual.
+/// begun after the request run as usual, cut then by the client's stop (`cut_on`) while that
+/// is not requested: a run stopped for its lease still ends its clean-up at Ctrl-C.
 pub fn cut_here(stop: &crate::duration::Stop) -> CutHere {
     CutHere(CUT_HERE.with(|c| c.replace(Some(stop.clone()))))
 }
@@ -407,7 +408,12 @@ impl Cluster {
         fut: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, ClusterError> {
         let here = CUT_HERE.with(|c| c.borrow().clone());
-        let cut = here.as_ref().or(self.cut.get()).filter(|s| !s.requested());
+        // The first stop not yet requested: a run's own, else the client's (Ctrl-C, a
+        // container's stop), which still cuts a stopped run's clean-up.
+        let cut = [here.as_ref(), self.cut.get()]
+            .into_iter()
+            .flatten()
+            .find(|s| !s.requested());
         self.call_cut(cut, within, what, fut)
     }
 

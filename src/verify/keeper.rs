@@ -31,12 +31,28 @@ pub fn server_time(c: &Cluster) -> Option<i64> {
 /// passed.
 pub fn server_time_unless(c: &Cluster, stop: Option<(&Stop, Duration)>) -> Option<i64> {
     let local = crate::duration::now();
-    match probe::server_date(c, stop).ok().flatten() {
+    server_time_sent(c, stop, local)
+        .ok()
+        .flatten()
+        .or_else(|| c.server_offset().map(|o| local.saturating_add(o)))
+}
+
+/// `server_time_unless`, its call failed an error (`local`: this host's clock as it began).
+/// The keeper writes nothing then: this host's clock moved by an earlier offset is this
+/// host's clock all the same, and one stepped back since would write a lease run out
+/// already, for another run to sweep the living run's objects.
+fn server_time_sent(
+    c: &Cluster,
+    stop: Option<(&Stop, Duration)>,
+    local: i64,
+) -> Result<Option<i64>, ClusterError> {
+    let sent = probe::server_date(c, stop)?;
+    match sent {
         Some(t) => {
             c.note_server_date(t, local);
-            Some(t)
+            Ok(Some(t))
         }
-        None => c.server_offset().map(|o| local.saturating_add(o)),
+        None => Ok(c.server_offset().map(|o| local.saturating_add(o))),
     }
 }
 
@@ -89,17 +105,26 @@ pub fn keep(
             return Ok(Look::Pending(()));
         }
         let begun = Instant::now();
-        let at = server_time_unless(c, Some((ending, every)));
-        let failed = match lease.renew_by(c, at, begun + every) {
-            Ok(Some(true)) => {
-                written = begun;
-                return Ok(Look::Pending(()));
-            }
-            Ok(Some(false)) => return lose(lease.gone()),
-            Ok(None) if at.is_none() => "the API server's time could not be read".to_owned(),
-            Ok(None) => "it was not renewed: two conflicts in a row".to_owned(),
+        let local = crate::duration::now();
+        // The server's `Date` not read: a renewal failed, nothing written (never this host's
+        // clock: `server_time_sent`).
+        let failed = match server_time_sent(c, Some((ending, every)), local) {
             Err(_) if ending.requested() => return Err(Stopped),
-            Err(e) => format!("{e} ({})", e.hint()),
+            Err(e) => format!(
+                "the API server's time could not be read: {e} ({})",
+                e.hint()
+            ),
+            Ok(at) => match lease.renew_by(c, at, begun + every) {
+                Ok(Some(true)) => {
+                    written = begun;
+                    return Ok(Look::Pending(()));
+                }
+                Ok(Some(false)) => return lose(lease.gone()),
+                Ok(None) if at.is_none() => "the API server's time could not be read".to_owned(),
+                Ok(None) => "it was not renewed: two conflicts in a row".to_owned(),
+                Err(_) if ending.requested() => return Err(Stopped),
+                Err(e) => format!("{e} ({})", e.hint()),
+            },
         };
         if ending.requested() {
             return Err(Stopped);

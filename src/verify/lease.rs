@@ -1,8 +1,8 @@
 //! The run's own namespace as a lease, as the turn is in a namespace given (shared.rs): its
 //! annotation `EXPIRES` says until when the run that made it lives, by the API server's
 //! clock. It is written at the namespace's creation for `shared::LEASE` and renewed every
-//! `shared::RENEW` while the run lives (its clean-up included) by an update that carries the
-//! resourceVersion the run last wrote (kube-apiserver's `Update` refuses another, 409:
+//! `shared::RENEW` while the run lives (until its clean-up deletes it) by an update that
+//! carries the resourceVersion the run last wrote (kube-apiserver's `Update` refuses another, 409:
 //! `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go`). A run killed
 //! outright stops renewing, so the next run deletes its namespace once `EXPIRES` has passed,
 //! with a delete whose preconditions are the uid and resourceVersion it judged by (the

@@ -111,8 +111,8 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         own,
     };
     let (mut report, cleaned) = std::thread::scope(|s| {
-        // The turn (or the namespace's lease) renewed while the run lives, its clean-up
-        // included.
+        // The turn renewed while the run lives, its clean-up included; the namespace's
+        // lease until the clean-up deletes the namespace (`clean_up`).
         if let Some(h) = held {
             let (every, ns) = ((&o.stop, o.renew), name.as_str());
             s.spawn(move || shared::keep(c, ns, h, every, &mut |l| o.said.say(l)));
@@ -437,6 +437,14 @@ fn clean_up(
             ));
         }
         return released;
+    }
+    // The renewals end before the delete: kube-apiserver marks the namespace Terminating
+    // through an update (`REST.Delete`'s `GuaranteedUpdate`, kubernetes
+    // pkg/registry/core/namespace/storage/storage.go), so a renewal after it would meet a
+    // 409 and a namespace being deleted, and judge the lease lost to the run's own clean-up.
+    // Once Terminating no sweep can take it; not deleted, its lease runs out for the next run.
+    if let Some(l) = own {
+        l.stop();
     }
     let uid = own.map(|l| l.uid.as_str());
     let left = |why: String| {

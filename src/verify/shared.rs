@@ -95,6 +95,15 @@ impl Held {
             .clone()
     }
 
+    /// Whether the turn as read is still this run's: its uid (a takeover is an update, a
+    /// delete and create makes another), not being deleted, and its `run` this run's (a
+    /// takeover writes the other run's).
+    fn ours(&self, t: &ConfigMap) -> bool {
+        t.metadata.uid.as_deref() == Some(self.uid.as_str())
+            && t.metadata.deletion_timestamp.is_none()
+            && t.data.as_ref().and_then(|d| d.get("run")) == Some(&self.run)
+    }
+
     /// The version last written, with the renewals stopped for good: the renewals' wait is
     /// ended (a renewal under way cut), then the lock taken, so that none follows.
     fn last(&self) -> Option<String> {
@@ -133,11 +142,7 @@ impl keeper::Lease for Held {
         let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), &self.ns);
         let what = format!("configmaps/{TURN}");
         let change = |t: ConfigMap| turn(&self.run, Some(at_s), t.metadata.resource_version);
-        let ours = |t: &ConfigMap| {
-            t.metadata.uid.as_deref() == Some(self.uid.as_str())
-                && t.metadata.deletion_timestamp.is_none()
-                && t.data.as_ref().and_then(|d| d.get("run")) == Some(&self.run)
-        };
+        let ours = |t: &ConfigMap| self.ours(t);
         let written = keeper::write(
             c,
             (&api, TURN, &what),
@@ -460,20 +465,31 @@ pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<boo
     }
 }
 
-/// Whether the turn is still the one this run last wrote (its resourceVersion): another
-/// run's takeover, or a delete, is seen before anything is deleted by name.
+/// Whether the turn is still this run's: another run's takeover, or a delete, is seen before
+/// anything is deleted by name. The one this run last wrote (its resourceVersion) is; one of
+/// another resourceVersion is judged as the renewals judge it (`Held::ours`): a renewal the
+/// run gave up on that the server committed all the same moved it. That turn, as read, is
+/// then the one held, so that the turn's delete carries its resourceVersion.
 fn still_ours(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
-    let version = held
-        .last
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .metadata
-        .resource_version
-        .clone();
+    let version = |l: &ConfigMap| l.metadata.resource_version.clone();
+    let before = version(&held.last.lock().unwrap_or_else(|e| e.into_inner()));
     let what = format!("configmaps/{TURN}");
-    let current = c.call_opt_by(until, ("get", &what), api.get(TURN))?;
-    Ok(current.is_some_and(|t| t.metadata.resource_version == version))
+    let Some(current) = c.call_opt_by(until, ("get", &what), api.get(TURN))? else {
+        return Ok(false);
+    };
+    if version(&current) == before {
+        return Ok(true);
+    }
+    if !held.ours(&current) {
+        return Ok(false);
+    }
+    let mut last = held.last.lock().unwrap_or_else(|e| e.into_inner());
+    // A renewal written since the read is newer than the turn read: it stays the one held.
+    if version(&last) == before {
+        *last = current;
+    }
+    Ok(true)
 }
 
 /// A run that lost its turn deletes only the pods it made, by their uids: the Service, the

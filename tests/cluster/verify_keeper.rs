@@ -313,3 +313,113 @@ fn without_a_date_a_run_is_not_stopped_for_a_lease_judged_by_its_age() {
         assert!(r.passed && !r.interrupted, "{namespace:?}: {r:#?}");
     }
 }
+
+/// A run stopped for its lease (its renewals refused) deletes its namespace; that delete's
+/// answer is held, and Ctrl-C (the client's stop) comes then: the call is cut by it at once,
+/// not left to run to the stopped clean-up's bound. The run's own stop, requested already,
+/// does not hide the client's.
+#[test]
+fn ctrl_c_still_cuts_the_clean_up_of_a_run_that_lost_its_lease() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.never_ready = true;
+    let path = "/api/v1/namespaces/calicoctl-win-verify-t1";
+    api.lock().stall_answer_to = Some(("DELETE".into(), path.into()));
+    let c = connect(&api, &dir);
+    let mut o = options(120);
+    o.renew = Duration::from_millis(200);
+    let outer = o.stop.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run(&c, &o));
+    });
+    let pods = format!("{path}/pods");
+    let made = || {
+        api.requests()
+            .iter()
+            .any(|(m, p)| m == "POST" && *p == pods)
+    };
+    for _ in 0..1200 {
+        if made() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(made(), "the run made its pods");
+    // Its lease proven, its renewals are refused from now on: the lease is lost.
+    api.forbid("update", "namespaces");
+    for _ in 0..1200 {
+        if api.lock().answers_held > 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(api.lock().answers_held, 1, "the clean-up's delete held");
+    outer.request();
+    let ended = rx.recv_timeout(Duration::from_secs(10));
+    api.lock().stall_answer_to = None;
+    match ended {
+        Ok(Err(RunError::Plan(PlanError::LeaseLost { fate, .. }))) => {
+            assert!(fate.contains("cut by the stop"), "{fate}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A renewal of the turn that the server committed but whose answer it held past the
+/// renewal's bound (the run gave up on it): the turn, its resourceVersion moved by the run's
+/// own write, is still the run's when it gives it back; its objects and the turn are
+/// deleted, not left as another run's.
+#[test]
+fn a_turn_renewed_by_a_write_the_run_gave_up_on_is_given_back_in_full() {
+    let (api, dir) = cluster();
+    given(&api);
+    let c = connect(&api, &dir);
+    let held = claim(&c, "r1", Duration::from_secs(10))
+        .expect("claimed")
+        .held;
+    let before = api.get(TURN).expect("the turn")["metadata"]["resourceVersion"].clone();
+    api.lock().stall_answer_to = Some(("PUT".into(), TURN.into()));
+    match shared::renew(&c, &held, Duration::from_secs(1)) {
+        Err(ClusterError::Timeout { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    api.lock().stall_answer_to = None;
+    let now = api.get(TURN).expect("the turn");
+    assert_ne!(now["metadata"]["resourceVersion"], before, "committed");
+    let released = shared::release(&c, NS, &held, Instant::now() + Duration::from_secs(10));
+    assert!(released.expect("released"), "its pods gone");
+    assert!(!held.lost());
+    assert!(api.get(TURN).is_none(), "the turn given back");
+}
+
+/// The server's `Date` not read (its look's connection closed at once) on a connection that
+/// saw one before: the keeper writes no lease from this host's clock moved by that earlier
+/// offset (a clock stepped back since would write one run out already); each such renewal
+/// failed, the lease is lost after three intervals, and said why.
+#[test]
+fn a_renewal_whose_date_could_not_be_read_writes_nothing() {
+    let (api, dir) = cluster();
+    let c = connect(&api, &dir);
+    let held = own_namespace(&c);
+    let path = format!("/api/v1/namespaces/{}", held.name);
+    api.lock().api_dropped = true;
+    let run_stop = Stop::new();
+    std::thread::scope(|s| {
+        let keeper = s.spawn(|| {
+            let every = (&run_stop, Duration::from_millis(200));
+            lease::keep(&c, &held, every, &mut |_| {})
+        });
+        // Many intervals: the keeper ends on its own once the lease is lost.
+        std::thread::sleep(Duration::from_millis(1500));
+        held.stop();
+        keeper.join().expect("the keeper");
+    });
+    let writes = api.writes();
+    assert!(!writes.iter().any(|(_, p)| *p == path), "{writes:?}");
+    let lost = held.lost().expect("the lease lost");
+    assert!(
+        lost.contains("the API server's time could not be read"),
+        "{lost}"
+    );
+    assert!(run_stop.requested(), "the run stopped");
+}

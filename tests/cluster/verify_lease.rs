@@ -233,3 +233,40 @@ fn a_renewal_committed_after_the_run_gave_up_on_it_leaves_the_lease_the_runs() {
         }
     }
 }
+
+/// A passing run whose namespace, once deleted, stays Terminating a while (kube-apiserver
+/// marks it through an update that moves its resourceVersion): its renewals end before that
+/// delete, so none meets the namespace being deleted and judges the lease lost; the run
+/// passes, and sees its namespace gone once the namespace controller is done.
+#[test]
+fn a_passing_run_is_not_judged_to_have_lost_its_lease_to_its_own_clean_up() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.namespaces_linger = true;
+    let c = connect(&api, &dir);
+    let mut o = options(120);
+    o.renew = std::time::Duration::from_millis(200);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run(&c, &o));
+    });
+    let path = "/api/v1/namespaces/calicoctl-win-verify-t1";
+    let terminating = || {
+        api.get(path)
+            .is_some_and(|n| n["metadata"]["deletionTimestamp"].is_string())
+    };
+    for _ in 0..1200 {
+        if terminating() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(terminating(), "the run's namespace was deleted");
+    // Many renewal intervals pass while it is Terminating, then the namespace controller
+    // is done with it.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    api.remove(path);
+    match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(Ok(r)) => assert!(r.passed && r.cleaned_up, "{r:#?}"),
+        other => panic!("{other:?}"),
+    }
+}

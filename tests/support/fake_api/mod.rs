@@ -52,6 +52,10 @@ pub struct State {
     /// automatic response headers (such as "Date"), set their value to nil"), and a proxy in
     /// front of the API server may drop it: a client must not count on it.
     pub no_date: bool,
+    /// `GET /api` (the client's look at the server's `Date`) gets no answer: its connection is
+    /// closed at once, as a network blip or a load balancer's reset on the way ends it, and
+    /// the client's call fails at once.
+    pub api_dropped: bool,
     /// Every request held, not applied, while this is set: a server (or its etcd) so slow
     /// that a client's calls run into their own bounds. Once it is cleared, each one held is
     /// answered 503 and not applied (`FakeApi::hold_write_at`'s end), so that a request the
@@ -273,6 +277,7 @@ impl FakeApi {
             forbidden: Vec::new(),
             clock_offset_s: 0,
             no_date: false,
+            api_dropped: false,
             stalled: false,
             stalled_held: 0,
             stall_answer_to: None,
@@ -326,6 +331,12 @@ impl FakeApi {
                     let service = hyper::service::service_fn(move |req| {
                         let st = st.clone();
                         async move {
+                            if st.lock().expect("fake api state").api_dropped
+                                && req.uri().path() == "/api"
+                            {
+                                // hyper closes the connection on a service's error.
+                                return Err(std::io::Error::other("connection dropped"));
+                            }
                             let stalled = || st.lock().expect("fake api state").stalled;
                             let mut r = if stalled() {
                                 st.lock().expect("fake api state").stalled_held += 1;
@@ -369,7 +380,7 @@ impl FakeApi {
                             if let Some(date) = serve::http_date(offset).filter(|_| !no_date) {
                                 r.headers_mut().insert("date", date);
                             }
-                            Ok::<_, hyper::Error>(r)
+                            Ok::<_, std::io::Error>(r)
                         }
                     });
                     // hyper adds a `Date` of its own unless told not to: the handler sets it

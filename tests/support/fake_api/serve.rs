@@ -1337,10 +1337,15 @@ fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
             let inside = format!("/namespaces/{name}/");
             st.objects.retain(|p, _| !p.contains(&inside));
             if st.dataplane.namespaces_linger {
+                // Marked through an update (`REST.Delete`'s `GuaranteedUpdate` sets
+                // deletionTimestamp and phase Terminating: kubernetes
+                // pkg/registry/core/namespace/storage/storage.go), which moves its
+                // resourceVersion: a write carrying the one before is refused, 409.
                 let at = now_text(st.clock_offset_s);
                 let ns = st.objects.get_mut(&path).expect("checked above");
                 ns["metadata"]["deletionTimestamp"] = json!(at);
                 ns["status"]["phase"] = json!("Terminating");
+                bump(ns);
                 return respond(StatusCode::OK, ns);
             }
         }
