@@ -152,24 +152,12 @@ pub(super) fn begin_journal(
     if new_dirs.is_empty() {
         return Ok(None);
     }
-    let journal = apply::journal::Journal {
-        command: "install".into(),
-        started: now(),
-        owned_cache: new_dirs
-            .iter()
-            .any(|d| d.eq_ignore_ascii_case(cache_dir))
-            .then(|| cache_dir.to_owned()),
-        new_dirs,
-        routes_before: host
-            .routes()
-            .context("cannot read the routes before the install")?,
-        addresses_before: host
-            .ipv4_addresses()
-            .context("cannot read the addresses before the install")?,
-        record: None,
-        logs_dir: Some(config.logs.dir.as_str().to_owned()),
-        entries: Vec::new(),
-    };
+    let mut journal = fresh_journal(host, config, new_dirs)?;
+    journal.owned_cache = journal
+        .new_dirs
+        .iter()
+        .any(|d| d.eq_ignore_ascii_case(cache_dir))
+        .then(|| cache_dir.to_owned());
     // A root made now is protected before anything is put in it (the release is staged in
     // its cache); it goes with the journal's other new directories if the run is undone.
     let root = path.rsplit_once('\\').map_or(path, |(r, _)| r);
@@ -191,6 +179,30 @@ pub(super) fn begin_journal(
         return Err(e.context("install failed before changing anything"));
     }
     Ok(Some(journal))
+}
+
+/// A new install journal naming `new_dirs`, with the host's routes and addresses now.
+pub(super) fn fresh_journal(
+    host: &dyn Host,
+    config: &Config,
+    new_dirs: Vec<String>,
+) -> anyhow::Result<apply::journal::Journal> {
+    Ok(apply::journal::Journal {
+        command: "install".into(),
+        started: now(),
+        new_dirs,
+        routes_before: host
+            .routes()
+            .context("cannot read the routes before the install")?,
+        addresses_before: host
+            .ipv4_addresses()
+            .context("cannot read the addresses before the install")?,
+        record: None,
+        logs_dir: Some(config.logs.dir.as_str().to_owned()),
+        owned_cache: None,
+        grant: None,
+        entries: Vec::new(),
+    })
 }
 
 /// An install's journal begun by this run, undone (with the cache it created) if the run
