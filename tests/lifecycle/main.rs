@@ -8,6 +8,7 @@ mod api_group;
 mod documents;
 mod drain_namespace;
 mod endpoint_kinds;
+mod grant_journal;
 mod grant_replan;
 mod host_defaults;
 mod hostile;
