@@ -6,6 +6,7 @@ mod support;
 
 mod api_group;
 mod documents;
+mod download_checks;
 mod drain_namespace;
 mod endpoint_kinds;
 mod grant_journal;

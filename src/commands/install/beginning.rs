@@ -339,6 +339,10 @@ fn obtain_release(
     let cache_disk: &dyn release::Disk = if dry_run { &read_only } else { &node_disk };
     let cache = Place::new(cache_disk, cache_dir);
     let cached_name = want.source.file_name();
+    // Plain HTTP is refused as the real run refuses it, before anything.
+    if dry_run {
+        release::refuse_plain_http(want)?;
+    }
     if dry_run && let Source::Url(url) = &want.source {
         let cached = cache.join(&cached_name);
         let usable = want
@@ -346,9 +350,11 @@ fn obtain_release(
             .as_ref()
             .is_some_and(|s| host.sha256(&cached).ok().flatten().as_ref() == Some(s));
         if !usable {
+            // The checksum a SHA256SUMS beside the zip publishes is not looked up (no network):
+            // the real run stops here only when there is none.
             if let Err(e) = release::check_url(want, url) {
                 ctx.printer.warn(&format!(
-                    "{e}: the install itself would stop here ({})",
+                    "{e}: the install itself would stop here unless a SHA256SUMS beside the zip gives it ({})",
                     e.hint().unwrap_or_default()
                 ));
             }

@@ -383,7 +383,8 @@ fn given_release_against_cluster(
 }
 
 /// What can refuse a real run, before its first change, in the order the dry run meets it:
-/// the release (`look`), then calicoctl-win's own file and calico-node's credentials.
+/// a download's URL and checksum (the checksum a `SHA256SUMS` beside it publishes, looked up
+/// now), the release (`look`), then calicoctl-win's own file and calico-node's credentials.
 fn before_any_change(
     ctx: &mut Context,
     args: &InstallArgs,
@@ -393,6 +394,7 @@ fn before_any_change(
     if ctx.options.dry_run {
         return Ok(None);
     }
+    release::check_download(&mut c.want, &ctx.env)?;
     look(ctx, args, c.change.host, config, c)?;
     credentials_of(ctx, args, config, c).map(Some)
 }
