@@ -42,7 +42,13 @@ fn a_download_without_a_checksum_is_refused_before_any_change() {
     let s = setup();
     let initial = s.snapshot();
     let ca = s.served().ca.display().to_string();
-    let install = ["install", "--release-zip", &s.served().url, "--release-ca-cert", &ca];
+    let install = [
+        "install",
+        "--release-zip",
+        &s.served().url,
+        "--release-ca-cert",
+        &ca,
+    ];
     let (code, doc, stderr) = s.run(&[&install[..], &["--sim-fault", "crash:1"]].concat());
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(doc["error"]["kind"], "checksum-needed", "{doc}");
@@ -50,5 +56,40 @@ fn a_download_without_a_checksum_is_refused_before_any_change() {
     assert_same(&s.snapshot(), &initial, "no checksum");
     let (code, _, stderr) = s.run(&[&install[..], &["--dry-run"]].concat());
     assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("unless a SHA256SUMS"), "{stderr}");
+    assert!(
+        stderr.contains("looks for a SHA256SUMS beside the zip"),
+        "{stderr}"
+    );
+}
+
+/// Without an admin kubeconfig and without a checksum, the real run refuses as the dry run
+/// ends (the README's main job): no-admin-kubeconfig first, exit 2, before any change.
+#[test]
+fn without_the_cluster_its_refusal_comes_before_the_checksum_as_in_the_dry_run() {
+    let s = setup();
+    let initial = s.snapshot();
+    let ca = s.served().ca.display().to_string();
+    let install = [
+        "install",
+        "--release-zip",
+        &s.served().url,
+        "--release-ca-cert",
+        &ca,
+    ];
+    for how in ["--dry-run", "crash:1"] {
+        let extra: &[&str] = if how == "--dry-run" {
+            &[how]
+        } else {
+            &["--sim-fault", how]
+        };
+        let (code, doc, stderr) = s.run_without_kubeconfig(&[&install[..], extra].concat());
+        assert_eq!(code, 2, "{how}: {stderr}");
+        let refusal = "error: install needs the cluster to get calico-node's kubeconfig";
+        assert!(stderr.contains(refusal), "{how}: {stderr}");
+        assert!(!stderr.contains("error: downloading"), "{how}: {stderr}");
+        if how != "--dry-run" {
+            assert_eq!(doc["error"]["kind"], "no-admin-kubeconfig", "{how}: {doc}");
+        }
+        assert_same(&s.snapshot(), &initial, how);
+    }
 }

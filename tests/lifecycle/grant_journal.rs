@@ -79,7 +79,12 @@ fn uninstall_undoes_the_grant_of_an_install_killed_after_it() {
 #[test]
 fn a_grant_there_before_the_install_is_kept_by_its_undoing() {
     let api = FakeApi::start();
-    let mut theirs = meta("rbac.authorization.k8s.io/v1", "Role", GRANT, Some("calico-system"));
+    let mut theirs = meta(
+        "rbac.authorization.k8s.io/v1",
+        "Role",
+        GRANT,
+        Some("calico-system"),
+    );
     theirs["metadata"]["labels"] =
         serde_json::json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
     theirs["metadata"]["uid"] = serde_json::json!("uid-administrators");

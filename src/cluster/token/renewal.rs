@@ -200,7 +200,11 @@ pub fn ensure(
     let pp = PostParams::default();
     let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
     let role = match c.call_opt("get", &what("roles"), roles.get(&g.name))? {
-        Some(r) => found((making.role, &mut making.uids.role), &g.uids.role, &r.metadata),
+        Some(r) => found(
+            (making.role, &mut making.uids.role),
+            &g.uids.role,
+            &r.metadata,
+        ),
         None => {
             let role = g.role(owner.clone());
             let create = || c.call("create", &what("roles"), roles.create(&pp, &role));
@@ -215,8 +219,19 @@ pub fn ensure(
         ),
         None => {
             let binding = g.binding(owner);
-            let create = || c.call("create", &what("rolebindings"), bindings.create(&pp, &binding));
-            create_flagged(making, |m| (&mut m.binding, &mut m.uids.binding), create, save)?
+            let create = || {
+                c.call(
+                    "create",
+                    &what("rolebindings"),
+                    bindings.create(&pp, &binding),
+                )
+            };
+            create_flagged(
+                making,
+                |m| (&mut m.binding, &mut m.uids.binding),
+                create,
+                save,
+            )?
         }
     };
     Ok(GrantUids { role, binding })

@@ -5,11 +5,11 @@
 //! it continues made, never a grant that was there before.
 
 use super::beginning::{Begun, fresh_journal};
-use crate::commands::common::ClusterRead;
 use super::{Within, hand_over, record_uids};
 use crate::apply;
 use crate::apply::journal::Journal;
 use crate::cluster::renewal::{self, Grant, Making};
+use crate::commands::common::ClusterRead;
 use crate::context::Context;
 use crate::host::Host;
 use crate::plan::install::Inputs;
@@ -46,7 +46,12 @@ pub(super) fn grant_then_hand_over<'a>(
         path: at.path,
         timeout: at.timeout,
     };
-    let (made, uids) = grant(ctx, (host, cluster, node_name), renewal.as_ref(), (config, journaling))?;
+    let (made, uids) = grant(
+        ctx,
+        (host, cluster, node_name),
+        renewal.as_ref(),
+        (config, journaling),
+    )?;
     let then = record_uids(host, inputs, &mut actions, (planned, uids))
         .and_then(|()| hand_over(ctx, host, within, begun));
     if let Err(e) = then {

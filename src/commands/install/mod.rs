@@ -9,8 +9,8 @@ mod prepare;
 use super::change::{Change, Changing, ChecksBlocked, Failed};
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, stage};
-use grant::{Journaling, grant_then_hand_over, ungrant};
 pub(crate) use document::{FromOperator, Install};
+use grant::{Journaling, grant_then_hand_over, ungrant};
 use prepare::{Credentials, credentials, merged_config};
 
 use super::common::{ClusterRead, check_skips, cluster_checks, read_cluster};
@@ -383,8 +383,10 @@ fn given_release_against_cluster(
 }
 
 /// What can refuse a real run, before its first change, in the order the dry run meets it:
-/// a download's URL and checksum (the checksum a `SHA256SUMS` beside it publishes, looked up
-/// now), the release (`look`), then calicoctl-win's own file and calico-node's credentials.
+/// a download's plain HTTP, the release (`look`), then calicoctl-win's own file and
+/// calico-node's credentials; a download's checksum (the one a `SHA256SUMS` beside it
+/// publishes, looked up now when none was given) before the credentials when the cluster was
+/// read, after them when not.
 fn before_any_change(
     ctx: &mut Context,
     args: &InstallArgs,
@@ -394,9 +396,19 @@ fn before_any_change(
     if ctx.options.dry_run {
         return Ok(None);
     }
-    release::check_download(&mut c.want, &ctx.env)?;
+    release::refuse_plain_http(&c.want)?;
     look(ctx, args, c.change.host, config, c)?;
-    credentials_of(ctx, args, config, c).map(Some)
+    // Without the cluster, its refusal (no-admin-kubeconfig) comes first, as the dry run's
+    // does: the dry run cannot look for a SHA256SUMS and only warns of the checksum.
+    let read = matches!(c.cluster, ClusterRead::Read(..));
+    if read {
+        release::check_download(&mut c.want, &ctx.env)?;
+    }
+    let made = credentials_of(ctx, args, config, c)?;
+    if !read {
+        release::check_download(&mut c.want, &ctx.env)?;
+    }
+    Ok(Some(made))
 }
 
 /// After the release is staged: judged again (a given zip that is not the cluster's version
