@@ -209,18 +209,12 @@ fn install(
     let Some(doc) = present(ctx, &c.change, &shown, extra, refused)? else {
         return Ok(());
     };
-    let journaling = Journaling {
-        journal: &mut journal,
-        begun: &mut begun,
-        path: &c.change.journal_path,
-        timeout: args.service_timeout,
-    };
     let (run, made) = grant_then_hand_over(
         ctx,
         (host, &c.cluster, &c.node_name),
         (&mut inputs, &actions),
         within.as_deref_mut(),
-        journaling,
+        Journaling::new((&mut journal, &mut begun), &c.change, args.service_timeout),
     )?;
     let result = execute(ctx, &c.change, args, config, &run, journal);
     if let Err(e) = staging.remove() {
