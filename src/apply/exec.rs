@@ -168,6 +168,7 @@ fn start_journal(host: &dyn Host, opts: &Options<'_>, total: usize) -> Result<Jo
         record: opts.record.clone(),
         logs_dir: opts.logs_dir.clone(),
         owned_cache: None,
+        grant: None,
         entries: Vec::new(),
     };
     if total > 0 {

@@ -104,6 +104,11 @@ pub struct Journal {
     /// partial or refused download, an unpacked release), so undoing the run removes it whole.
     #[serde(default)]
     pub owned_cache: Option<String>,
+    /// Install: the node's renewal grant, its objects flagged before this run creates them
+    /// (`renewal::Making`), so that a run cut off before its record names them leaves them to
+    /// the next install or to uninstall, not to nobody.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<crate::cluster::renewal::Making>,
     pub entries: Vec<Entry>,
 }
 

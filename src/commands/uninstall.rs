@@ -517,6 +517,9 @@ fn undo_interrupted_install(
     if covered {
         return apply::undo::discard_journal(host, &journal, &path);
     }
+    if let Some(m) = journal.grant.as_ref().filter(|m| m.makes_any()) {
+        undo_interrupted_grant(ctx, m);
+    }
     let rolled = apply::undo::undo_journal_in(host, &journal, &path, timeout, None);
     // What changed since that install made it (a firewall rule of its name beside an
     // administrator's) stays, said: no reason to keep the journal and fail every uninstall.
@@ -531,6 +534,25 @@ fn undo_interrupted_install(
         );
     }
     Ok(())
+}
+
+/// What an interrupted install made of the node's renewal grant before it wrote its record
+/// (journaled before it was made): deleted, as the install's rollback would; without the
+/// cluster, said with the command that deletes it.
+fn undo_interrupted_grant(ctx: &mut Context, m: &crate::cluster::renewal::Making) {
+    let removed = match ctx.connect_cluster() {
+        Ok(Some(c)) => crate::cluster::renewal::remove_made(&c, m).map_err(|e| e.to_string()),
+        Ok(None) => Err(NO_KUBECONFIG.to_owned()),
+        Err(e) => Err(e.to_string()),
+    };
+    match removed {
+        Ok(left) => left.iter().for_each(|l| ctx.printer.warn(l)),
+        Err(why) => ctx.printer.warn(&format!(
+            "what the interrupted install made of the Role and RoleBinding {} stays ({why}): '{}' removes it",
+            m.name,
+            m.delete_command()
+        )),
+    }
 }
 
 /// Windows cannot delete a running program's image: an uninstall run from the install root's

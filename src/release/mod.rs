@@ -46,6 +46,32 @@ pub fn check_url(want: &Want, url: &str) -> Result<(), ReleaseError> {
     Ok(())
 }
 
+/// Refuses a plain-HTTP URL without `--allow-http`: a check of the URL alone, which a dry run
+/// makes as the real run does.
+pub fn refuse_plain_http(want: &Want) -> Result<(), ReleaseError> {
+    match &want.source {
+        Source::Url(url) if url.to_ascii_lowercase().starts_with("http://") && !want.allow_http => {
+            Err(ReleaseError::PlainHttp { url: url.clone() })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A download's checks before a real run changes anything (`check_url`), the checksum a
+/// `SHA256SUMS` beside the zip publishes taken into `want` when none was given; a zip given as
+/// a file has none.
+pub fn check_download(want: &mut Want, env: &BTreeMap<String, String>) -> Result<(), ReleaseError> {
+    refuse_plain_http(want)?;
+    let Source::Url(url) = &want.source else {
+        return Ok(());
+    };
+    let url = url.clone();
+    if want.sha256.is_none() && !want.skip_checksum {
+        want.sha256 = download::published_checksum(&url, &want.source.file_name(), want, env);
+    }
+    check_url(want, &url)
+}
+
 /// The SHA-256 of a file on a disk, read in blocks.
 pub fn sha256_of(file: Place<'_>) -> Result<String, ReleaseError> {
     file.open()

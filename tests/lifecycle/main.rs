@@ -6,8 +6,10 @@ mod support;
 
 mod api_group;
 mod documents;
+mod download_checks;
 mod drain_namespace;
 mod endpoint_kinds;
+mod grant_journal;
 mod grant_replan;
 mod host_defaults;
 mod hostile;

@@ -129,37 +129,147 @@ fn node_owner(c: &Cluster, node: &str) -> Result<Option<OwnerReference>, Cluster
     }))
 }
 
-/// Creates the grant's Role and RoleBinding where they are missing; whether it created
-/// either (so a failed install removes only what it made), and the uids for the install
-/// record: of one made here, else the one `g` had recorded (an earlier install's: one made
-/// again since by someone else is not adopted), else of the one there when it carries our
-/// label.
-pub fn ensure(c: &Cluster, g: &Grant, node: &str) -> Result<(bool, GrantUids), ClusterError> {
+/// The objects of a grant an install creates, kept in its journal from before it creates
+/// them until the install record names them: a run cut off in between leaves them to the next
+/// install (which finishes or undoes them) or to uninstall (which undoes them). An object
+/// found there before (an administrator's, an earlier install's) stays out of it: a rollback
+/// deletes only what is flagged here.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Making {
+    pub namespace: String,
+    pub name: String,
+    /// Set before this install creates the Role (or the RoleBinding); cleared when another
+    /// run's was there first (409).
+    #[serde(default)]
+    pub role: bool,
+    #[serde(default)]
+    pub binding: bool,
+    /// Each one's uid once the server gave it (or, after a cut-off run, the one found carrying
+    /// our label).
+    #[serde(default, skip_serializing_if = "GrantUids::is_empty")]
+    pub uids: GrantUids,
+}
+
+impl Making {
+    /// Nothing made yet of `g`.
+    pub fn of(g: &Grant) -> Self {
+        Self {
+            namespace: g.namespace.clone(),
+            name: g.name.clone(),
+            ..Self::default()
+        }
+    }
+
+    /// Whether this is `g`'s.
+    pub fn is_of(&self, g: &Grant) -> bool {
+        (&self.namespace, &self.name) == (&g.namespace, &g.name)
+    }
+
+    /// Whether this install creates either object.
+    pub fn makes_any(&self) -> bool {
+        self.role || self.binding
+    }
+
+    /// How to remove what it made by hand.
+    pub fn delete_command(&self) -> String {
+        let kinds = match (self.role, self.binding) {
+            (true, true) => "rolebinding,role",
+            (true, false) => "role",
+            _ => "rolebinding",
+        };
+        format!("kubectl -n {} delete {kinds} {}", self.namespace, self.name)
+    }
+}
+
+/// Creates the grant's Role and RoleBinding where they are missing, each flagged in `making`
+/// and saved (`save`, into the install's journal) before it is created, and saved again with
+/// its uid once made. The uids for the install record: of one made here (now or by the
+/// cut-off run `making` came from), else the one `g` had recorded (an earlier install's: one
+/// made again since by someone else is not adopted), else of the one there when it carries
+/// our label.
+pub fn ensure(
+    c: &Cluster,
+    g: &Grant,
+    node: &str,
+    making: &mut Making,
+    save: &mut dyn FnMut(&Making) -> anyhow::Result<()>,
+) -> anyhow::Result<GrantUids> {
     let owner = node_owner(c, node)?;
     let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
     let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), &g.namespace);
     let pp = PostParams::default();
     let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
-    let (made_role, role) = match c.call_opt("get", &what("roles"), roles.get(&g.name))? {
-        Some(r) => (false, g.uids.role.clone().or_else(|| ours(&r.metadata))),
+    let role = match c.call_opt("get", &what("roles"), roles.get(&g.name))? {
+        Some(r) => found(
+            (making.role, &mut making.uids.role),
+            &g.uids.role,
+            &r.metadata,
+        ),
         None => {
             let role = g.role(owner.clone());
-            created_or_there(c.call("create", &what("roles"), roles.create(&pp, &role)))?
+            let create = || c.call("create", &what("roles"), roles.create(&pp, &role));
+            create_flagged(making, |m| (&mut m.role, &mut m.uids.role), create, save)?
         }
     };
-    let (made_binding, binding) =
-        match c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))? {
-            Some(b) => (false, g.uids.binding.clone().or_else(|| ours(&b.metadata))),
-            None => {
-                let binding = g.binding(owner);
-                created_or_there(c.call(
+    let binding = match c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))? {
+        Some(b) => found(
+            (making.binding, &mut making.uids.binding),
+            &g.uids.binding,
+            &b.metadata,
+        ),
+        None => {
+            let binding = g.binding(owner);
+            let create = || {
+                c.call(
                     "create",
                     &what("rolebindings"),
                     bindings.create(&pp, &binding),
-                ))?
-            }
-        };
-    Ok((made_role || made_binding, GrantUids { role, binding }))
+                )
+            };
+            create_flagged(
+                making,
+                |m| (&mut m.binding, &mut m.uids.binding),
+                create,
+                save,
+            )?
+        }
+    };
+    Ok(GrantUids { role, binding })
+}
+
+/// The uid of an object found there: one a cut-off run of this install made (adopted, its
+/// uid kept in `making` when the run was cut off before it), else the recorded one, else
+/// its own when it carries our label.
+fn found(
+    (made, made_uid): (bool, &mut Option<String>),
+    recorded: &Option<String>,
+    meta: &ObjectMeta,
+) -> Option<String> {
+    if made {
+        if made_uid.is_none() {
+            *made_uid = ours(meta);
+        }
+        return made_uid.clone();
+    }
+    recorded.clone().or_else(|| ours(meta))
+}
+
+/// One object created, flagged in `making` and saved first, its uid saved once made; another
+/// run's made first (409) is not ours.
+fn create_flagged<T: kube::Resource>(
+    making: &mut Making,
+    part: fn(&mut Making) -> (&mut bool, &mut Option<String>),
+    create: impl FnOnce() -> Result<T, ClusterError>,
+    save: &mut dyn FnMut(&Making) -> anyhow::Result<()>,
+) -> anyhow::Result<Option<String>> {
+    *part(making).0 = true;
+    save(making)?;
+    let (made, uid) = created_or_there(create())?;
+    let (flag, kept) = part(making);
+    *flag = made;
+    kept.clone_from(&uid);
+    save(making)?;
+    Ok(uid)
 }
 
 /// The uid of an object when it carries our label.
@@ -192,17 +302,31 @@ fn created_or_there<T: kube::Resource>(
 /// the read and the delete stays (409: kube-apiserver's `Store.Delete` checks
 /// `preconditions.uid`). Gone already is fine. What it left, said.
 pub fn remove(c: &Cluster, g: &Grant) -> Result<Vec<String>, ClusterError> {
-    let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
-    let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), &g.namespace);
+    remove_parts(c, (&g.namespace, &g.name), &g.uids, (true, true))
+}
+
+/// Deletes what an install made of a grant (`Making`), as `remove` does; an object it did not
+/// make stays untouched.
+pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError> {
+    remove_parts(c, (&m.namespace, &m.name), &m.uids, (m.role, m.binding))
+}
+
+fn remove_parts(
+    c: &Cluster,
+    (namespace, name): (&str, &str),
+    uids: &GrantUids,
+    (role, binding): (bool, bool),
+) -> Result<Vec<String>, ClusterError> {
+    let roles: Api<Role> = Api::namespaced(c.client.clone(), namespace);
+    let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), namespace);
     let mut left = Vec::new();
-    let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
-    let binding = c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))?;
-    if let Some(b) = binding {
-        let at = (&b.metadata, g.uids.binding.as_deref());
+    let what = |kind: &str| format!("{kind}/{name} in {namespace}");
+    if binding && let Some(b) = c.call_opt("get", &what("rolebindings"), bindings.get(name))? {
+        let at = (&b.metadata, uids.binding.as_deref());
         left.extend(delete_if_ours(c, &bindings, at, &what("rolebindings"))?);
     }
-    if let Some(r) = c.call_opt("get", &what("roles"), roles.get(&g.name))? {
-        let at = (&r.metadata, g.uids.role.as_deref());
+    if role && let Some(r) = c.call_opt("get", &what("roles"), roles.get(name))? {
+        let at = (&r.metadata, uids.role.as_deref());
         left.extend(delete_if_ours(c, &roles, at, &what("roles"))?);
     }
     Ok(left)

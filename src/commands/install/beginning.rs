@@ -152,24 +152,12 @@ pub(super) fn begin_journal(
     if new_dirs.is_empty() {
         return Ok(None);
     }
-    let journal = apply::journal::Journal {
-        command: "install".into(),
-        started: now(),
-        owned_cache: new_dirs
-            .iter()
-            .any(|d| d.eq_ignore_ascii_case(cache_dir))
-            .then(|| cache_dir.to_owned()),
-        new_dirs,
-        routes_before: host
-            .routes()
-            .context("cannot read the routes before the install")?,
-        addresses_before: host
-            .ipv4_addresses()
-            .context("cannot read the addresses before the install")?,
-        record: None,
-        logs_dir: Some(config.logs.dir.as_str().to_owned()),
-        entries: Vec::new(),
-    };
+    let mut journal = fresh_journal(host, config, new_dirs)?;
+    journal.owned_cache = journal
+        .new_dirs
+        .iter()
+        .any(|d| d.eq_ignore_ascii_case(cache_dir))
+        .then(|| cache_dir.to_owned());
     // A root made now is protected before anything is put in it (the release is staged in
     // its cache); it goes with the journal's other new directories if the run is undone.
     let root = path.rsplit_once('\\').map_or(path, |(r, _)| r);
@@ -191,6 +179,30 @@ pub(super) fn begin_journal(
         return Err(e.context("install failed before changing anything"));
     }
     Ok(Some(journal))
+}
+
+/// A new install journal naming `new_dirs`, with the host's routes and addresses now.
+pub(super) fn fresh_journal(
+    host: &dyn Host,
+    config: &Config,
+    new_dirs: Vec<String>,
+) -> anyhow::Result<apply::journal::Journal> {
+    Ok(apply::journal::Journal {
+        command: "install".into(),
+        started: now(),
+        new_dirs,
+        routes_before: host
+            .routes()
+            .context("cannot read the routes before the install")?,
+        addresses_before: host
+            .ipv4_addresses()
+            .context("cannot read the addresses before the install")?,
+        record: None,
+        logs_dir: Some(config.logs.dir.as_str().to_owned()),
+        owned_cache: None,
+        grant: None,
+        entries: Vec::new(),
+    })
 }
 
 /// An install's journal begun by this run, undone (with the cache it created) if the run
@@ -327,6 +339,10 @@ fn obtain_release(
     let cache_disk: &dyn release::Disk = if dry_run { &read_only } else { &node_disk };
     let cache = Place::new(cache_disk, cache_dir);
     let cached_name = want.source.file_name();
+    // Plain HTTP is refused as the real run refuses it, before anything.
+    if dry_run {
+        release::refuse_plain_http(want)?;
+    }
     if dry_run && let Source::Url(url) = &want.source {
         let cached = cache.join(&cached_name);
         let usable = want
@@ -334,10 +350,11 @@ fn obtain_release(
             .as_ref()
             .is_some_and(|s| host.sha256(&cached).ok().flatten().as_ref() == Some(s));
         if !usable {
+            // The checksum a SHA256SUMS beside the zip publishes is not looked up (no network):
+            // the real run stops here only when there is none.
             if let Err(e) = release::check_url(want, url) {
                 ctx.printer.warn(&format!(
-                    "{e}: the install itself would stop here ({})",
-                    e.hint().unwrap_or_default()
+                    "{e}: the install itself looks for a SHA256SUMS beside the zip (this dry run makes no connection) and stops here, before any change, when none names it; pass --sha256 HEX from the release page, or --insecure-skip-checksum to trust the download as it is"
                 ));
             }
             return Ok(Got::Pending {

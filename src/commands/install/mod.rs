@@ -3,12 +3,14 @@
 
 mod beginning;
 mod document;
+mod grant;
 mod prepare;
 
 use super::change::{Change, Changing, ChecksBlocked, Failed};
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, stage};
 pub(crate) use document::{FromOperator, Install};
+use grant::{Journaling, grant_then_hand_over, ungrant};
 use prepare::{Credentials, credentials, merged_config};
 
 use super::common::{ClusterRead, check_skips, cluster_checks, read_cluster};
@@ -160,7 +162,7 @@ fn install(
     let cache_dir = c.change.root.cache();
     let cache_dirs = host.missing_parents(&join(&cache_dir, "x"))?;
     let early = before_any_change(ctx, args, config, &mut c)?;
-    let (journal, mut begun) = begin(host, args, config, &mut c, &cache_dir, dry_run)?;
+    let (mut journal, mut begun) = begin(host, args, config, &mut c, &cache_dir, dry_run)?;
     let (staging, got) = stage(ctx, host, &c.want, &cache_dir, &mut begun)?;
     let mut credentials = staged(ctx, args, config, &mut c, (&got, early))?;
 
@@ -171,7 +173,8 @@ fn install(
     let (extra_owned, extra_dirs) = cache_owned(&got, cache_dirs);
     let renewal = credentials.renewal.take();
 
-    // The plan.
+    // The plan, from the journal as it is now (the grant's objects are journaled in it later).
+    let seen = journal.clone();
     let mut inputs = Inputs {
         config,
         files,
@@ -184,7 +187,7 @@ fn install(
         wait_timeout: args.wait_timeout,
         renewal: with_earlier_uids(renewal.clone(), c.previous.as_ref()),
         previous: c.previous.take(),
-        journal: journal.as_ref(),
+        journal: seen.as_ref(),
         restart: plan::install::Restart::All,
         expect_vsid: None,
         config_hash: Some(c.config_hash.clone()),
@@ -206,56 +209,23 @@ fn install(
     let Some(doc) = present(ctx, &c.change, &shown, extra, refused)? else {
         return Ok(());
     };
-    let (granted, run, renewal) = grant_then_hand_over(
+    let (run, made) = grant_then_hand_over(
         ctx,
         (host, &c.cluster, &c.node_name),
         (&mut inputs, &actions),
         within.as_deref_mut(),
-        &mut begun,
+        Journaling::new((&mut journal, &mut begun), &c.change, args.service_timeout),
     )?;
     let result = execute(ctx, &c.change, args, config, &run, journal);
     if let Err(e) = staging.remove() {
         ctx.printer.warn(&format!("{e:#}"));
     }
-    if result.is_err() && granted {
-        ungrant(ctx, &c.cluster, renewal.as_ref());
+    if result.is_err() {
+        ungrant(ctx, &c.cluster, made.as_ref());
     }
     result?;
     let at = (&c.change, &c.cluster, c.node_name.as_str());
     finish(ctx, at, taint.as_ref(), (actions.len(), args), doc, within)
-}
-
-/// The node's grant, then the enclosing command's steps (`hand_over`): the grant first, so
-/// that a refused grant changes nothing of them (a migration's node stays with the operator),
-/// and undone when they fail. Whether this run created the grant, the plan to run (made again
-/// with the grant's uids in its install record; the document shows the plan as first made)
-/// and the grant.
-fn grant_then_hand_over(
-    ctx: &mut Context,
-    (host, cluster, node_name): (&dyn Host, &ClusterRead, &str),
-    (inputs, actions): (&mut Inputs, &[apply::Action]),
-    within: Option<&mut Within>,
-    begun: &mut Option<Begun>,
-) -> anyhow::Result<(bool, Vec<apply::Action>, Option<Grant>)> {
-    let mut actions = actions.to_vec();
-    let planned = inputs.renewal.as_ref().map(|g| g.uids.clone());
-    let renewal = inputs.renewal.clone();
-    let (granted, uids) = grant(ctx, cluster, renewal.as_ref(), node_name)?;
-    // Undone with the uids `ensure` gave: the objects it made now, not the ones recorded
-    // (which the garbage collector may have deleted with a Node registered again since).
-    let made = renewal.map(|g| Grant {
-        uids: uids.clone(),
-        ..g
-    });
-    let then = record_uids(host, inputs, &mut actions, (planned, uids))
-        .and_then(|()| hand_over(ctx, host, within, begun));
-    if let Err(e) = then {
-        if granted {
-            ungrant(ctx, cluster, made.as_ref());
-        }
-        return Err(e);
-    }
-    Ok((granted, actions, inputs.renewal.take()))
 }
 
 /// The grant with the uids an earlier install recorded of it: its objects, not ones made
@@ -329,46 +299,6 @@ fn hand_over(
         b.armed = false;
     }
     Ok(())
-}
-
-/// The node's grant to renew its token, made before the host changes (a refusal changes
-/// nothing); whether this run created it, and the uids to record.
-fn grant(
-    ctx: &mut Context,
-    cluster: &ClusterRead,
-    g: Option<&Grant>,
-    node_name: &str,
-) -> anyhow::Result<(bool, renewal::GrantUids)> {
-    let (Some(g), ClusterRead::Read(c, _)) = (g, cluster) else {
-        return Ok((false, g.map(|g| g.uids.clone()).unwrap_or_default()));
-    };
-    let (created, uids) = renewal::ensure(c, g, node_name).with_context(|| {
-        format!(
-            "cannot create the Role and RoleBinding {} that let CalicoNode renew calico-node's token",
-            g.name
-        )
-    })?;
-    if created {
-        ctx.log(&format!(
-            "created Role and RoleBinding {} in {}",
-            g.name, g.namespace
-        ));
-    }
-    Ok((created, uids))
-}
-
-/// A failed install removes the grant it created.
-fn ungrant(ctx: &mut Context, cluster: &ClusterRead, g: Option<&Grant>) {
-    if let (Some(g), ClusterRead::Read(c, _)) = (g, cluster) {
-        match renewal::remove(c, g) {
-            Ok(left) => left.iter().for_each(|l| ctx.printer.warn(l)),
-            Err(e) => ctx.printer.warn(&format!(
-                "the install failed and its Role and RoleBinding {} stay: {e}; remove them with '{}'",
-                g.name,
-                g.delete_command()
-            )),
-        }
-    }
 }
 
 /// After a successful run: the node tainted (when asked) and annotated, the result printed.
@@ -447,7 +377,10 @@ fn given_release_against_cluster(
 }
 
 /// What can refuse a real run, before its first change, in the order the dry run meets it:
-/// the release (`look`), then calicoctl-win's own file and calico-node's credentials.
+/// a download's plain HTTP, the release (`look`), then calicoctl-win's own file and
+/// calico-node's credentials; a download's checksum (the one a `SHA256SUMS` beside it
+/// publishes, looked up now when none was given) before the credentials when the cluster was
+/// read, after them when not.
 fn before_any_change(
     ctx: &mut Context,
     args: &InstallArgs,
@@ -457,8 +390,19 @@ fn before_any_change(
     if ctx.options.dry_run {
         return Ok(None);
     }
+    release::refuse_plain_http(&c.want)?;
     look(ctx, args, c.change.host, config, c)?;
-    credentials_of(ctx, args, config, c).map(Some)
+    // Without the cluster, its refusal (no-admin-kubeconfig) comes first, as the dry run's
+    // does: the dry run cannot look for a SHA256SUMS and only warns of the checksum.
+    let read = matches!(c.cluster, ClusterRead::Read(..));
+    if read {
+        release::check_download(&mut c.want, &ctx.env)?;
+    }
+    let made = credentials_of(ctx, args, config, c)?;
+    if !read {
+        release::check_download(&mut c.want, &ctx.env)?;
+    }
+    Ok(Some(made))
 }
 
 /// After the release is staged: judged again (a given zip that is not the cluster's version

@@ -1,0 +1,148 @@
+//! The node's grant to renew its token, made between the plan shown and the plan run: journaled
+//! before each of its objects is created (`renewal::Making`), so that a run cut off before its
+//! install record names them leaves them to the next install (which finishes or undoes them)
+//! or to uninstall (which undoes them); a failed run deletes only what it or the cut-off run
+//! it continues made, never a grant that was there before.
+
+use super::beginning::{Begun, fresh_journal};
+use super::{Within, hand_over, record_uids};
+use crate::apply;
+use crate::apply::journal::Journal;
+use crate::cluster::renewal::{self, Grant, Making};
+use crate::commands::common::ClusterRead;
+use crate::context::Context;
+use crate::host::Host;
+use crate::plan::install::Inputs;
+
+/// The install's journal the grant is kept in: the one this run began or continues, else one
+/// begun for it (and undone, `Begun`, if the run stops before its plan).
+pub(super) struct Journaling<'j, 'a> {
+    pub journal: &'j mut Option<Journal>,
+    pub begun: &'j mut Option<Begun<'a>>,
+    pub path: &'j str,
+    pub timeout: std::time::Duration,
+}
+
+impl<'j, 'a> Journaling<'j, 'a> {
+    /// The journal and beginning of this run of `change`.
+    pub fn new(
+        (journal, begun): (&'j mut Option<Journal>, &'j mut Option<Begun<'a>>),
+        change: &'j crate::commands::change::Change,
+        timeout: std::time::Duration,
+    ) -> Self {
+        Self {
+            journal,
+            begun,
+            path: &change.journal_path,
+            timeout,
+        }
+    }
+}
+
+/// The node's grant, then the enclosing command's steps (`hand_over`): the grant first, so
+/// that a refused grant changes nothing of them (a migration's node stays with the operator),
+/// and undone when they fail. The plan to run (made again with the grant's uids in its install
+/// record; the document shows the plan as first made) and what this install made of the grant
+/// (undone if the plan fails).
+pub(super) fn grant_then_hand_over<'a>(
+    ctx: &mut Context,
+    (host, cluster, node_name): (&'a dyn Host, &ClusterRead, &str),
+    (inputs, actions): (&mut Inputs, &[apply::Action]),
+    within: Option<&mut Within>,
+    at: Journaling<'_, 'a>,
+) -> anyhow::Result<(Vec<apply::Action>, Option<Making>)> {
+    let mut actions = actions.to_vec();
+    let planned = inputs.renewal.as_ref().map(|g| g.uids.clone());
+    let renewal = inputs.renewal.clone();
+    let config = inputs.config;
+    let begun = &mut *at.begun;
+    let journaling = Journaling {
+        journal: at.journal,
+        begun: &mut *begun,
+        path: at.path,
+        timeout: at.timeout,
+    };
+    let (made, uids) = grant(
+        ctx,
+        (host, cluster, node_name),
+        renewal.as_ref(),
+        (config, journaling),
+    )?;
+    let then = record_uids(host, inputs, &mut actions, (planned, uids))
+        .and_then(|()| hand_over(ctx, host, within, begun));
+    if let Err(e) = then {
+        ungrant(ctx, cluster, made.as_ref());
+        return Err(e);
+    }
+    Ok((actions, made))
+}
+
+/// The grant made (its objects journaled first), before the host changes (a refusal changes
+/// nothing: what it made is undone); what this install made of it, and the uids to record.
+fn grant<'a>(
+    ctx: &mut Context,
+    (host, cluster, node_name): (&'a dyn Host, &ClusterRead, &str),
+    g: Option<&Grant>,
+    (config, at): (&crate::config::Config, Journaling<'_, 'a>),
+) -> anyhow::Result<(Option<Making>, renewal::GrantUids)> {
+    let (Some(g), ClusterRead::Read(c, _)) = (g, cluster) else {
+        return Ok((None, g.map(|g| g.uids.clone()).unwrap_or_default()));
+    };
+    // An earlier run of this install, cut off, may have made it: then it is ours.
+    let mut making = (at.journal.as_ref())
+        .and_then(|j| j.grant.clone())
+        .filter(|m| m.is_of(g))
+        .unwrap_or_else(|| Making::of(g));
+    if at.journal.is_none() {
+        let journal = fresh_journal(host, config, host.missing_parents(at.path)?)?;
+        *at.begun = Begun::armed(host, Some(journal.clone()), at.path, at.timeout);
+        *at.journal = Some(journal);
+    }
+    let before = making.clone();
+    let mut save = |m: &Making| -> anyhow::Result<()> {
+        let kept = Some(m.clone()).filter(Making::makes_any);
+        if let Some(b) = at.begun.as_mut() {
+            b.journal.grant.clone_from(&kept);
+        }
+        match at.journal.as_mut() {
+            Some(j) => {
+                j.grant = kept;
+                j.save(host, at.path)
+            }
+            None => Ok(()),
+        }
+    };
+    match renewal::ensure(c, g, node_name, &mut making, &mut save) {
+        Ok(uids) => {
+            if making.makes_any() && making != before {
+                ctx.log(&format!(
+                    "created Role and RoleBinding {} in {}",
+                    g.name, g.namespace
+                ));
+            }
+            Ok((Some(making), uids))
+        }
+        Err(e) => {
+            ungrant(ctx, cluster, Some(&making));
+            Err(e.context(format!(
+                "cannot create the Role and RoleBinding {} that let CalicoNode renew calico-node's token",
+                g.name
+            )))
+        }
+    }
+}
+
+/// A failed install removes what it made of the grant (a grant there before it stays).
+pub(super) fn ungrant(ctx: &mut Context, cluster: &ClusterRead, made: Option<&Making>) {
+    let (Some(m), ClusterRead::Read(c, _)) = (made.filter(|m| m.makes_any()), cluster) else {
+        return;
+    };
+    match renewal::remove_made(c, m) {
+        Ok(left) => left.iter().for_each(|l| ctx.printer.warn(l)),
+        Err(e) => ctx.printer.warn(&format!(
+            "the install failed and what it made of the Role and RoleBinding {} stays: {e}; remove it with '{}'",
+            m.name,
+            m.delete_command()
+        )),
+    }
+}

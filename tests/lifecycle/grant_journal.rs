@@ -1,0 +1,104 @@
+//! The node's renewal grant is journaled before install creates it: an install killed after
+//! the grant and before its record leaves it to the next install, which undoes it when it
+//! fails, or to uninstall, which undoes it with the rest of the interrupted run. A grant that
+//! was there before the install is never deleted by its rollback.
+
+#![cfg(unix)]
+
+use crate::support::Node;
+use crate::support::fake_api::{FakeApi, meta};
+use crate::support::release::release_zip;
+
+const GRANT: &str = "calicoctl-win-token-renewal-win-1";
+const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/calico-system";
+/// The plan's first write after the grant (its steps 1 to 3 protect directories): the run is
+/// killed there, its record not written.
+const AFTER_GRANT: &str = "crash:~write C:\\CalicoWindows\\calico-node.exe";
+/// A later step of the plan that fails: the run rolls back.
+const LATER_STEP_FAILS: &str = "fail:~write C:\\CalicoWindows\\calico-node.env";
+
+fn role() -> String {
+    format!("{RBAC}/roles/{GRANT}")
+}
+
+fn binding() -> String {
+    format!("{RBAC}/rolebindings/{GRANT}")
+}
+
+/// A fresh node whose install was killed right after it made the grant.
+fn killed_after_grant(api: &FakeApi) -> (Node, String) {
+    api.healthy_calico();
+    let node = Node::new(api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let (code, _) = node.run_raw(&[&args[..], &["--sim-fault", AFTER_GRANT]].concat());
+    assert_eq!(code, 86, "the install was not killed where the test meant");
+    assert!(
+        !node
+            .c_drive("calicowindows/calicoctl-win-install.json")
+            .exists()
+    );
+    (node, zip)
+}
+
+/// Install killed after the grant; install again, and that run fails at a later step: its
+/// rollback deletes the grant the killed run made (it adopted it, but it is ours).
+#[test]
+fn a_rerun_that_fails_undoes_the_grant_a_killed_install_made() {
+    let api = FakeApi::start();
+    let (node, zip) = killed_after_grant(&api);
+    assert!(api.get(&role()).is_some() && api.get(&binding()).is_some());
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let (code, _, stderr) = node.run(&[&args[..], &["--sim-fault", LATER_STEP_FAILS]].concat());
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("continues it"), "{stderr}");
+    assert!(api.get(&role()).is_none(), "{stderr}");
+    assert!(api.get(&binding()).is_none(), "{stderr}");
+    // And a run that succeeds records it again, made anew.
+    let (code, _, stderr) = node.run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_some(), "{stderr}");
+}
+
+/// Install killed after the grant; uninstall undoes the interrupted run, the grant with it
+/// (no `--purge` needed: the install never finished, so the grant was never installed).
+#[test]
+fn uninstall_undoes_the_grant_of_an_install_killed_after_it() {
+    let api = FakeApi::start();
+    let (node, _zip) = killed_after_grant(&api);
+    let (code, _, stderr) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_none(), "{stderr}");
+    assert!(api.get(&binding()).is_none(), "{stderr}");
+}
+
+/// A Role of the grant's name was there before (an administrator's, carrying our label as a
+/// copy would): install makes only the RoleBinding. Killed after the grant, then uninstalled,
+/// and after a failed install: the RoleBinding it made goes, the Role stays.
+#[test]
+fn a_grant_there_before_the_install_is_kept_by_its_undoing() {
+    let api = FakeApi::start();
+    let mut theirs = meta(
+        "rbac.authorization.k8s.io/v1",
+        "Role",
+        GRANT,
+        Some("calico-system"),
+    );
+    theirs["metadata"]["labels"] =
+        serde_json::json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
+    theirs["metadata"]["uid"] = serde_json::json!("uid-administrators");
+    api.put(&role(), theirs.clone());
+    let (node, zip) = killed_after_grant(&api);
+    assert!(api.get(&binding()).is_some());
+    let (code, _, stderr) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(api.get(&role()), Some(theirs.clone()), "{stderr}");
+    assert!(api.get(&binding()).is_none(), "{stderr}");
+
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let (code, _, stderr) = node.run(&[&args[..], &["--sim-fault", LATER_STEP_FAILS]].concat());
+    assert_ne!(code, 0, "{stderr}");
+    assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
+    assert!(api.get(&binding()).is_none(), "{stderr}");
+}
