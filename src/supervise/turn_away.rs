@@ -12,8 +12,8 @@
 
 use super::answer_close::LINGER;
 use super::diags_server::RETRY_AFTER;
-use crate::cluster::diags_gather::ANSWER_HEADER;
 use super::log::Log;
+use crate::cluster::diags_gather::ANSWER_HEADER;
 use std::io::{Read, Write};
 use std::net::{IpAddr, TcpStream};
 use std::time::{Duration, Instant};
