@@ -11,7 +11,7 @@
 use super::answer_close::{ANSWER_TIME, left, linger, read_by};
 use super::diags_review::Review;
 use super::log::Log;
-use super::turn_away::{Full, TurnAway};
+use super::turn_away::{Count, Full, TurnAway};
 use crate::duration::Stop;
 use crate::host::Host;
 use crate::host::listen::ListenRefusal;
@@ -201,7 +201,7 @@ pub fn accept(
     diags: Option<&super::diags_server::Diags<'_>>,
     listener: &TcpListener,
     stop: &Stop,
-    (log, count): (&Log, &(dyn Fn(&str, u64) + Sync)),
+    (log, count): (&Log, Count<'_>),
 ) {
     if let Err(e) = listener.set_nonblocking(true) {
         log.warn(&format!("metrics endpoint: {e}"));

@@ -25,6 +25,9 @@ const DRAIN: usize = 16 * 1024;
 /// How often the turned-away connections are said and counted.
 const SAY_EVERY: Duration = Duration::from_secs(60);
 
+/// Adds to the counter of a reason (`Full::word`).
+pub type Count<'a> = &'a (dyn Fn(&str, u64) + Sync);
+
 /// Why a connection was turned away: the metric's label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Full {
@@ -48,12 +51,11 @@ pub struct TurnAway<'a> {
     last: Option<IpAddr>,
     said: Option<Instant>,
     log: &'a Log,
-    /// Adds to the counter of a reason (`Full::word`).
-    count: &'a (dyn Fn(&str, u64) + Sync),
+    count: Count<'a>,
 }
 
 impl<'a> TurnAway<'a> {
-    pub fn new(log: &'a Log, count: &'a (dyn Fn(&str, u64) + Sync)) -> Self {
+    pub fn new(log: &'a Log, count: Count<'a>) -> Self {
         Self {
             held: Vec::new(),
             unsaid: [0; 2],
