@@ -62,10 +62,7 @@ fn shapes() -> [(String, &'static str); 14] {
             format!(r#"(?i-u)(\\"-{{1,2}}[a-z0-9-]*{NAMES}\\"\s*,\s*\\")(?:[^"\\\n]|\\[^"\n])+"#),
             "${1}<redacted>",
         ),
-        (
-            format!(r#"(?i-u)('-{{1,2}}[a-z0-9-]*{NAMES}'\s*,\s*')(?:[^'\n]|'')+"#),
-            "${1}<redacted>",
-        ),
+        single_quoted_list_item(),
         // A flag's value as the next item of a YAML block list, or of a flow list unquoted.
         yaml_list_item(),
         yaml_flow_item(),
@@ -98,6 +95,15 @@ fn shapes() -> [(String, &'static str); 14] {
             "${1}${2}<redacted>",
         ),
     ]
+}
+
+/// A flag naming a secret and its value as the next item of a list in single quotes
+/// (`@('-token', 'X')`, `['--token', 'X']`), `''` a quote inside one (YAML 1.2 7.3.2).
+fn single_quoted_list_item() -> (String, &'static str) {
+    (
+        format!(r#"(?i-u)('-{{1,2}}[a-z0-9-]*{NAMES}'\s*,\s*')(?:[^'\n]|'')+"#),
+        "${1}<redacted>",
+    )
 }
 
 /// A flag naming a secret as an item of a YAML block list and its value as the next item (a
