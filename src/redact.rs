@@ -17,7 +17,7 @@ const NAMES: &str = r"(?:token|password|passwd|api[_-]?key|access[_-]?key|privat
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 13] {
+fn shapes() -> [(String, &'static str); 14] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     // A flag naming a secret, one dash or two (`--token`, `-password`, `-etcd-key-data`), at
@@ -62,12 +62,10 @@ fn shapes() -> [(String, &'static str); 13] {
             format!(r#"(?i-u)(\\"-{{1,2}}[a-z0-9-]*{NAMES}\\"\s*,\s*\\")(?:[^"\\\n]|\\[^"\n])+"#),
             "${1}<redacted>",
         ),
-        (
-            format!(r#"(?i-u)('-{{1,2}}[a-z0-9-]*{NAMES}'\s*,\s*')[^'\n]+"#),
-            "${1}<redacted>",
-        ),
-        // A flag's value as the next item of a YAML block list.
+        single_quoted_list_item(),
+        // A flag's value as the next item of a YAML block list, or of a flow list unquoted.
         yaml_list_item(),
+        yaml_flow_item(),
         // A value named as a secret in quotes escaped inside a JSON string (a service's
         // command line, an event's text, a log line quoting JSON): `{\"token\":\"X\"}`,
         // `PASSWORD=\"X\"`, `--etcd-password \"X\"`, `-token \"X\"`, whole up to its closing `\"`.
@@ -84,31 +82,111 @@ fn shapes() -> [(String, &'static str); 13] {
             "${1}<redacted>",
         ),
         (
-            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}')[^'\n]+"#),
+            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}')(?:[^'\n]|'')+"#),
             "${1}<redacted>",
         ),
         // A value named as a secret, unquoted: `token: X`, `FOO_API_KEY=X`, `--token=X`,
-        // `-password=X`, `--password X`, `-token X` (a flag, its value after a blank).
+        // `-password=X`, `--password X`, `-token X` (a flag, its value after a blank, which a
+        // comment's `#` after a blank is not: YAML 1.2 6.6, a shell's comment).
         (
             format!(
-                r#"(?im-u)((?:[A-Za-z0-9_.-]*{NAMES}{sep}|{flag}[ \t]+))[^\s"'\\,{{}}\[\]<>]+"#
+                r#"(?im-u)(?:([A-Za-z0-9_.-]*{NAMES}{sep})[^\s"'\\,{{}}\[\]<>]|({flag}[ \t]+)[^\s"'\\,{{}}\[\]<>#])[^\s"'\\,{{}}\[\]<>]*"#
             ),
-            "${1}<redacted>",
+            "${1}${2}<redacted>",
         ),
     ]
 }
 
+/// A flag naming a secret and its value as the next item of a list in single quotes
+/// (`@('-token', 'X')`, `['--token', 'X']`), `''` a quote inside one (YAML 1.2 7.3.2).
+fn single_quoted_list_item() -> (String, &'static str) {
+    (
+        format!(r#"(?i-u)('-{{1,2}}[a-z0-9-]*{NAMES}'\s*,\s*')(?:[^'\n]|'')+"#),
+        "${1}<redacted>",
+    )
+}
+
 /// A flag naming a secret as an item of a YAML block list and its value as the next item (a
 /// manifest's or a kubeconfig exec's `args:`): `- --token` or `- "--token"`, then `- X`,
-/// `- "X"` or `- 'X'` (YAML 1.2 7.3, 7.3.3: a plain scalar runs to the end of its line). The
-/// quotes stay, so the document stays YAML. A shape of `shapes`, before the unquoted ones.
+/// `- "X"` or `- 'X'` (YAML 1.2 7.3, 7.3.3: a plain scalar runs to the end of its line; 7.3.2:
+/// `''` is a quote inside single quotes). A comment may follow the flag, and blank or comment
+/// lines may come between. The quotes stay, so the document stays YAML. A block scalar as the
+/// value (`- |`, `- >-`) is `block_scalar_head`'s. A shape of `shapes`, before the unquoted ones.
 fn yaml_list_item() -> (String, &'static str) {
+    let flag = yaml_flag();
     (
         format!(
-            r#"(?im-u)(^[ \t]*-[ \t]+["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?[ \t]*\r?\n[ \t]*-[ \t]+)(?:(")(?:[^"\\\n]|\\.)+(")|(')[^'\n]+(')|[^\s"'#][^\r\n]*)"#
+            r#"(?im-u)({flag}[ \t]*-[ \t]+)(?:(")(?:[^"\\\n]|\\.)+(")|(')(?:[^'\n]|'')+(')|[^\s"'#|>][^\r\n]*)"#
         ),
         "${1}${2}${4}<redacted>${3}${5}",
     )
+}
+
+/// A YAML block list's item that is a flag naming a secret, its comment, its line's end and
+/// the blank or comment lines after it.
+fn yaml_flag() -> String {
+    format!(
+        r#"^[ \t]*-[ \t]+["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?[ \t]*(?:#[^\r\n]*)?\r?\n(?:[ \t]*(?:#[^\r\n]*)?\r?\n)*"#
+    )
+}
+
+/// A flag naming a secret as an item of a YAML flow list (or a comma-separated list) and its
+/// value as the next item, unquoted: `[--token, X]`, `[--client-secret, X, --x]` (YAML 1.2
+/// 7.4: a plain flow item runs to its `,` or `]`).
+fn yaml_flow_item() -> (String, &'static str) {
+    (
+        format!(
+            r#"(?i-u)((?:^|[\s\[,])-{{1,2}}[a-z0-9-]*{NAMES}[ \t]*,[ \t]*)[^\s,\[\]{{}}"'#][^,\[\]{{}}\r\n]*"#
+        ),
+        "${1}<redacted>",
+    )
+}
+
+/// A flag naming a secret as an item of a YAML block list and a block scalar as the next item
+/// (`- |`, `- >-`, YAML 1.2 8.1): its content is the lines after it indented more than its
+/// `-` (group 1), and blank lines among them.
+fn block_scalar_head() -> String {
+    let flag = yaml_flag();
+    format!(r#"(?im-u){flag}([ \t]*)-[ \t]+[|>][0-9+-]{{0,2}}[ \t]*(?:#[^\r\n]*)?(?:\r?\n|$)"#)
+}
+
+/// `bytes` with the content of each block scalar `head` finds replaced, line by line, by
+/// `REDACTED` at the line's own indentation.
+fn redact_block_scalars(head: &Regex, bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while let Some(caps) = head.captures_at(bytes, at) {
+        let (whole, dash) = (caps.get(0), caps.get(1));
+        let (Some(whole), Some(dash)) = (whole, dash) else {
+            break;
+        };
+        out.extend_from_slice(&bytes[at..whole.end()]);
+        at = whole.end();
+        while at < bytes.len() {
+            let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n + 1);
+            let line = &bytes[at..end];
+            let indent = line
+                .iter()
+                .take_while(|b| matches!(b, b' ' | b'\t'))
+                .count();
+            let rest = &line[indent..];
+            let blank = rest.iter().all(|b| matches!(b, b'\r' | b'\n'));
+            if !blank && indent <= dash.len() {
+                break;
+            }
+            out.extend_from_slice(&line[..indent]);
+            if !blank {
+                out.extend_from_slice(REDACTED.as_bytes());
+                let eol = rest.iter().position(|b| matches!(b, b'\r' | b'\n'));
+                out.extend_from_slice(&rest[eol.unwrap_or(rest.len())..]);
+            } else {
+                out.extend_from_slice(rest);
+            }
+            at = end;
+        }
+    }
+    out.extend_from_slice(&bytes[at..]);
+    out
 }
 
 /// Whether a word (lower case) leads into a secret's value: a name `shapes` knows, or an
@@ -140,6 +218,8 @@ pub struct Redactor {
     /// the longer).
     known: Vec<String>,
     shapes: Vec<(Regex, &'static str)>,
+    /// `block_scalar_head`'s.
+    block: Regex,
 }
 
 impl Redactor {
@@ -149,19 +229,19 @@ impl Redactor {
         let mut values: Vec<String> = secret_files.iter().flat_map(|t| values_in(t)).collect();
         values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         values.dedup();
+        // Cannot fail: the patterns are the literals above, and every unit test below builds
+        // them.
+        let build = |re: &str| {
+            Regex::new(re).unwrap_or_else(|e| panic!("the built-in pattern {re} is valid: {e}"))
+        };
         let shapes = shapes()
             .into_iter()
-            .map(|(re, with)| {
-                // Cannot fail: the patterns are the literals above, and every unit test below
-                // builds them.
-                let re = Regex::new(&re)
-                    .unwrap_or_else(|e| panic!("the built-in pattern {re} is valid: {e}"));
-                (re, with)
-            })
+            .map(|(re, with)| (build(&re), with))
             .collect();
         Self {
             known: values,
             shapes,
+            block: build(&block_scalar_head()),
         }
     }
 
@@ -170,6 +250,7 @@ impl Redactor {
         for value in &self.known {
             out = replace_literal(&out, value.as_bytes(), REDACTED.as_bytes());
         }
+        out = redact_block_scalars(&self.block, &out);
         for (re, with) in &self.shapes {
             out = re.replace_all(&out, with.as_bytes()).into_owned();
         }
@@ -469,6 +550,57 @@ pub(crate) mod tests {
             ),
             "{out}"
         );
+        // A flow list unquoted, a block scalar, `''` in single quotes, a comment after the
+        // flag, blank and comment lines between: the value goes, what follows it stays.
+        for (text, gone, want) in [
+            (
+                "args: [--token, flowsecret1]\n",
+                "flowsecret1",
+                "args: [--token, <redacted>]\n",
+            ),
+            (
+                "args: [--client-secret, s3cr3t, --x]",
+                "s3cr3t",
+                "args: [--client-secret, <redacted>, --x]",
+            ),
+            (
+                "args:\n- --token\n- >-\n  foldedsecret1\n  foldedsecret2\n- --v\n",
+                "foldedsecret",
+                "args:\n- --token\n- >-\n  <redacted>\n  <redacted>\n- --v\n",
+            ),
+            (
+                "  args:\n  - --password\n  - |\n    literal1\n\n    literal2\r\n  - --v\n",
+                "literal",
+                "  args:\n  - --password\n  - |\n    <redacted>\n\n    <redacted>\r\n  - --v\n",
+            ),
+            (
+                "- --token\n- 'it''s19'\n",
+                "s19",
+                "- --token\n- '<redacted>'\n",
+            ),
+            ("token: 'it''s19'\n", "s19", "token: '<redacted>'\n"),
+            (
+                "- --token   # the token\n- commentedsecret\n- --v\n",
+                "commentedsecret",
+                "- --token   # the token\n- <redacted>\n- --v\n",
+            ),
+            (
+                "- --token\n\n  # next\n- spacedsecret\n",
+                "spacedsecret",
+                "- --token\n\n  # next\n- <redacted>\n",
+            ),
+        ] {
+            let out = redacted(&r, text);
+            assert!(!out.contains(gone), "{gone} survived: {out}");
+            assert_eq!(out, want);
+        }
+        // Flags that name no secret, and a block scalar after one, stay.
+        for kept in [
+            "args: [--token-ttl, 1h, --v, \"2\"]",
+            "- --token-ttl\n- |\n  1h\n- --v\n- \"2\"\n",
+        ] {
+            assert_eq!(redacted(&r, kept), kept);
+        }
     }
 
     /// The false positives kept out: a name that begins with a secret's word, a URL without

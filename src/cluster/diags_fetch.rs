@@ -72,7 +72,8 @@ pub enum Reason {
     Unreachable,
     /// The node refused the request's token (its own 401), or could not review it.
     NodeRefused,
-    /// The node was building another bundle (its own 503 with Retry-After).
+    /// The node was building another bundle, or its endpoint held as many connections as it
+    /// takes, in all or from the address the pod proxy came from (its own 503 with Retry-After).
     NodeBusy,
     /// The node's bundle was not built within the node's own limit (its own 504).
     NodeTimedOut,
@@ -386,7 +387,9 @@ fn node_said(status: u16, word: &str) -> Failure {
     let (reason, why) = match word {
         "busy" => (
             Reason::NodeBusy,
-            format!("its node was building another bundle; ask it again in {retry}s"),
+            format!(
+                "its node was busy, building another bundle or answering as many connections as its endpoint takes; ask it again in {retry}s"
+            ),
         ),
         "build-timed-out" => (
             Reason::NodeTimedOut,

@@ -24,6 +24,7 @@ pub const HNS_RESTARTS: &str = "calicoctl_win_hns_restarts_answered_total";
 pub const REPAIRS: &str = "calicoctl_win_repairs_total";
 pub const REPAIRED_ENDPOINTS: &str = "calicoctl_win_repaired_endpoints_total";
 pub const ENDPOINT_FAULTS: &str = "calicoctl_win_endpoint_faults";
+pub const REFUSED_CONNECTIONS: &str = "calicoctl_win_metrics_connections_refused_total";
 pub const VERIFY_PASSED: &str = "calicoctl_win_verify_passed";
 pub const VERIFY_TIMESTAMP: &str = "calicoctl_win_verify_last_run_timestamp_seconds";
 
@@ -36,6 +37,10 @@ const FAULTS: [Verdict; 5] = [
     Verdict::OldAddress,
     Verdict::NoEndpoint,
 ];
+
+/// The reasons of `REFUSED_CONNECTIONS` (`supervise::turn_away`): past the cap on all the
+/// endpoint's connections, and past the cap on one address's. Each served from the start.
+pub const REFUSED_REASONS: [&str; 2] = ["connections-cap", "per-source-cap"];
 
 /// Every metric: its name, type and help, in the order served.
 const METRICS: &[(&str, &str, &str)] = &[
@@ -59,6 +64,11 @@ const METRICS: &[(&str, &str, &str)] = &[
         REPAIRED_ENDPOINTS,
         "counter",
         "HNS endpoints repair removed.",
+    ),
+    (
+        REFUSED_CONNECTIONS,
+        "counter",
+        "Connections CalicoNode's metrics endpoint answered 503 busy and closed, past its caps, by reason.",
     ),
     (
         ENDPOINT_FAULTS,
@@ -201,6 +211,10 @@ pub fn exposition(host: &dyn Host, root: &InstallRoot) -> String {
     }
     for v in FAULTS {
         all.entry(format!("{ENDPOINT_FAULTS}{{verdict=\"{}\"}}", v.word()))
+            .or_insert(0);
+    }
+    for r in REFUSED_REASONS {
+        all.entry(format!("{REFUSED_CONNECTIONS}{{reason=\"{r}\"}}"))
             .or_insert(0);
     }
     let mut out = String::new();

@@ -40,7 +40,7 @@ pub const BUILD_TIME: Duration = NODE_BUILD_TIME;
 /// How long sending it may take after it is built.
 const SEND_TIME: Duration = NODE_SEND_TIME;
 /// What a client told 503 is asked to wait, in seconds.
-const RETRY_AFTER: u64 = 10;
+pub(super) const RETRY_AFTER: u64 = 10;
 /// How many requests' tokens are reviewed at once; more are told 503.
 const REVIEWS_AT_ONCE: usize = 2;
 

@@ -11,6 +11,7 @@
 use super::answer_close::{ANSWER_TIME, left, linger, read_by};
 use super::diags_review::Review;
 use super::log::Log;
+use super::turn_away::{Count, Full, TurnAway};
 use crate::duration::Stop;
 use crate::host::Host;
 use crate::host::listen::ListenRefusal;
@@ -122,12 +123,19 @@ pub fn serve_with(
     stop: &Stop,
     log: &Log,
 ) {
+    use crate::installed::metrics::{NODE_FILE, REFUSED_CONNECTIONS, bump};
     let metrics = || crate::installed::metrics::exposition(host, root);
-    accept(&metrics, diags, listener, stop, log);
+    let count = |reason: &str, n: u64| {
+        let series = format!("{REFUSED_CONNECTIONS}{{reason=\"{reason}\"}}");
+        if let Err(e) = bump(host, root, NODE_FILE, &series, n) {
+            log.warn(&format!("metrics endpoint: {e}"));
+        }
+    };
+    accept(&metrics, diags, listener, stop, (log, &count));
 }
 
-/// The most connections answered at once, each on a thread of its own; one more is closed
-/// unanswered. The accept thread only accepts: a client slow to send its request or to close
+/// The most connections answered at once, each on a thread of its own; one more is answered
+/// `503` busy at once and closed (`turn_away`). The accept thread only accepts: a client slow to send its request or to close
 /// after its answer, or a slow read of the metrics files, holds its own connection's thread
 /// (for at most `HEAD_TIME`, then `answer_close::ANSWER_TIME` and `LINGER`), never the accepting one nor
 /// another client's, and a flood of connections costs at most this many sockets and threads.
@@ -135,7 +143,8 @@ const CONNECTIONS: usize = 16;
 /// The most of them one remote address holds: a caller in `metrics.source_ranges` that opens
 /// connections and sends nothing (or trickles) keeps at most this many, and the rest stay for
 /// the others (the scraper, the API server's pod proxy that `fleet diags` comes through).
-const PER_SOURCE: usize = 4;
+/// Callers behind one address (pods masqueraded to their node's address) share it.
+pub const PER_SOURCE: usize = 4;
 /// How long a client may take to send its request head, from its accept.
 const HEAD_TIME: Duration = Duration::from_secs(3);
 
@@ -149,20 +158,23 @@ struct Open(std::sync::Mutex<(u64, Vec<Entered>)>);
 type Entered = (u64, IpAddr, TcpStream);
 
 impl Open {
-    /// `conn` from `source` counted, by the id returned; none when `CONNECTIONS` are open, or
-    /// `PER_SOURCE` from `source` (or its socket cannot be cloned: it could not be cut at a
-    /// stop).
-    fn enter(&self, conn: &TcpStream, source: IpAddr) -> Option<u64> {
+    /// `conn` from `source` counted, by the id returned; refused, with the cap it is past, when
+    /// `CONNECTIONS` are open, or `PER_SOURCE` from `source` (or without one when its socket
+    /// cannot be cloned: it could not be cut at a stop).
+    fn enter(&self, conn: &TcpStream, source: IpAddr) -> Result<u64, Option<Full>> {
         let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let of_source = open.1.iter().filter(|(_, s, _)| *s == source).count();
-        if open.1.len() >= CONNECTIONS || of_source >= PER_SOURCE {
-            return None;
+        if open.1.len() >= CONNECTIONS {
+            return Err(Some(Full::All));
         }
-        let clone = conn.try_clone().ok()?;
+        if of_source >= PER_SOURCE {
+            return Err(Some(Full::Source));
+        }
+        let clone = conn.try_clone().map_err(|_| None)?;
         open.0 += 1;
         let id = open.0;
         open.1.push((id, source, clone));
-        Some(id)
+        Ok(id)
     }
 
     /// Forgets connection `id` (its clone closed with it).
@@ -182,26 +194,34 @@ impl Open {
 
 /// Accepts until a stop, handing each connection to a thread of its own (at most
 /// `CONNECTIONS`, `PER_SOURCE` from one address) that reads its request and answers it with
-/// `metrics` (or hands it to `diags`); at the stop, the connections still open are cut and their threads waited for.
-fn accept(
+/// `metrics` (or hands it to `diags`); one past a cap is answered busy (`turn_away`, counted
+/// by `count`); at the stop, the connections still open are cut and their threads waited for.
+pub fn accept(
     metrics: &(dyn Fn() -> String + Sync),
     diags: Option<&super::diags_server::Diags<'_>>,
     listener: &TcpListener,
     stop: &Stop,
-    log: &Log,
+    (log, count): (&Log, Count<'_>),
 ) {
     if let Err(e) = listener.set_nonblocking(true) {
         log.warn(&format!("metrics endpoint: {e}"));
         return;
     }
     let open = Open::default();
+    let mut turn = TurnAway::new(log, count);
     std::thread::scope(|scope| {
         while !stop.requested() {
+            turn.tend();
             match listener.accept() {
-                // Past the cap, or its source's: closed (dropped) unanswered.
                 Ok((conn, peer)) => {
-                    let Some(id) = open.enter(&conn, peer.ip()) else {
-                        continue;
+                    let id = match open.enter(&conn, peer.ip()) {
+                        Ok(id) => id,
+                        // Past the cap, or its source's: answered busy.
+                        Err(Some(full)) => {
+                            turn.away(conn, peer.ip(), full);
+                            continue;
+                        }
+                        Err(None) => continue,
                     };
                     let accepted = Instant::now();
                     let open = &open;
@@ -228,6 +248,7 @@ fn accept(
         }
         open.cut_all();
     });
+    turn.say();
 }
 
 /// Reads one request head (capped) and answers it by `deadline`: `body_of` gives the body of a
@@ -370,8 +391,12 @@ mod tests {
         !matches!(&got, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
     }
 
-    /// Serves `metrics` on a loopback port until `body` returns.
-    fn serving(metrics: &(dyn Fn() -> String + Sync), body: impl FnOnce(std::net::SocketAddr)) {
+    /// Serves `metrics` on a loopback port until `body` returns; CalicoNode's log's text and
+    /// what was counted, after.
+    fn serving(
+        metrics: &(dyn Fn() -> String + Sync),
+        body: impl FnOnce(std::net::SocketAddr),
+    ) -> (String, Vec<(String, u64)>) {
         use crate::duration::Stop;
         use crate::supervise::log::{Log, LogSettings};
         let dir = tempfile::tempdir().expect("tempdir");
@@ -385,13 +410,17 @@ mod tests {
                 self.0.request();
             }
         }
+        let counted = std::sync::Mutex::new(Vec::new());
+        let count = |r: &str, n: u64| counted.lock().expect("lock").push((r.to_owned(), n));
         std::thread::scope(|scope| {
-            scope.spawn(|| super::accept(metrics, None, &listener, &stop, &log));
+            scope.spawn(|| super::accept(metrics, None, &listener, &stop, (&log, &count)));
             // A failed assertion in `body` stops the server too, so that the test fails
             // rather than waits for it.
             let _stop = StopOnDrop(&stop);
             body(addr);
         });
+        let text = fs_err::read_to_string(dir.path().join("node.log")).unwrap_or_default();
+        (text, counted.into_inner().expect("lock"))
     }
 
     /// Clients that connect and send nothing, and one told 401 that never closes, do not
@@ -434,10 +463,13 @@ mod tests {
 
     /// At most `PER_SOURCE` connections of one remote address are answered at once: while
     /// they are held (a slow read of the metrics files, clients that send nothing), one more
-    /// from it is closed at once rather than left waiting, and the held one is answered when it
-    /// is let go. (One caller could hold all `CONNECTIONS`.)
+    /// from it is answered `503` at once, with `Retry-After` and the mark of the diags
+    /// server's busy answer (which `fleet diags` names `node-busy`), and closed; it is said in
+    /// the node's log and counted by reason; the held one is answered when it is let go. (One
+    /// past the cap was closed unanswered and unsaid: through the API server's pod proxy a
+    /// `503 error trying to reach service: EOF`, which `fleet diags` named unreachable.)
     #[test]
-    fn a_connection_past_its_sources_cap_is_closed_at_once() {
+    fn a_connection_past_its_sources_cap_is_answered_busy_at_once() {
         use super::PER_SOURCE;
         use std::io::Read;
         use std::net::TcpStream;
@@ -451,7 +483,7 @@ mod tests {
             let _ = released.lock().expect("lock").recv();
             "m 1\n".to_owned()
         };
-        serving(&metrics, |addr| {
+        let (said, counted) = serving(&metrics, |addr| {
             let mut first = TcpStream::connect(addr).expect("connect");
             first.write_all(REQUEST).expect("send");
             held.recv().expect("the answer is held");
@@ -460,27 +492,33 @@ mod tests {
                 .collect();
             let mut past = TcpStream::connect(addr).expect("connect");
             // A whole request: were it taken in, its answer would be held as the first's is.
-            let _ = past.write_all(REQUEST);
-            // Only against a hang: the assertion is on what the read returns.
+            let _ = past.write_all(b"GET /diags HTTP/1.1\r\nHost: x\r\n\r\n");
+            // Only against a hang: the assertion is on what is read.
             past.set_read_timeout(Some(Duration::from_secs(30)))
                 .expect("timeout");
-            let got = past.read(&mut [0u8; 64]);
-            let closed = match &got {
-                Ok(n) => *n == 0,
-                Err(e) => !matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ),
-            };
+            let mut busy = String::new();
+            let got = past.read_to_string(&mut busy);
             drop(release);
             let mut answer = String::new();
             first.read_to_string(&mut answer).expect("answer");
-            assert!(closed, "the connection past the cap waited: {got:?}");
+            assert!(got.is_ok(), "the connection past the cap: {got:?} {busy}");
+            assert!(
+                busy.starts_with("HTTP/1.1 503 Service Unavailable\r\n")
+                    && busy.contains("\r\nRetry-After: 10\r\n")
+                    && busy.contains("\r\ncalicoctl-win-diags: busy\r\n")
+                    && busy.ends_with("\r\n\r\n"),
+                "{busy:?}"
+            );
             assert!(
                 answer.starts_with("HTTP/1.1 200") && answer.ends_with("m 1\n"),
                 "{answer}"
             );
         });
+        assert!(
+            said.contains("answered 1 connection(s) 503 busy") && said.contains("127.0.0.1"),
+            "{said}"
+        );
+        assert_eq!(counted, [("per-source-cap".to_owned(), 1)]);
     }
 
     /// The caps in the order connections come and go: one address holds at most
@@ -488,7 +526,7 @@ mod tests {
     /// source, and all together hold at most `CONNECTIONS`, a new address refused past them.
     #[test]
     fn one_source_holds_its_share_and_all_at_most_the_cap() {
-        use super::{CONNECTIONS, Open, PER_SOURCE};
+        use super::{CONNECTIONS, Full, Open, PER_SOURCE};
         use std::net::{IpAddr, TcpStream};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
@@ -501,17 +539,19 @@ mod tests {
             .iter()
             .map(|c| open.enter(c, source(1)).expect("within its share"))
             .collect();
-        assert_eq!(open.enter(&conns[PER_SOURCE], source(1)), None);
+        let past = open.enter(&conns[PER_SOURCE], source(1));
+        assert_eq!(past, Err(Some(Full::Source)));
         let other = open.enter(&conns[PER_SOURCE], source(2));
-        assert!(other.is_some(), "another source comes in beside it");
+        assert!(other.is_ok(), "another source comes in beside it");
         open.leave(ids[0]);
-        assert!(open.enter(&conns[0], source(1)).is_some(), "room again");
+        assert!(open.enter(&conns[0], source(1)).is_ok(), "room again");
         // Up to the cap from sources of their own, then a new source is refused too.
         let held = PER_SOURCE + 1;
         for (i, c) in conns[held..CONNECTIONS].iter().enumerate() {
-            assert!(open.enter(c, source(3 + i)).is_some(), "{i}");
+            assert!(open.enter(c, source(3 + i)).is_ok(), "{i}");
         }
-        assert_eq!(open.enter(&conns[CONNECTIONS], source(200)), None);
+        let past = open.enter(&conns[CONNECTIONS], source(200));
+        assert_eq!(past, Err(Some(Full::All)));
     }
 
     /// A program that bound the metrics port first (a squatter, which the simulated host

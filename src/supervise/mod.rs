@@ -28,6 +28,7 @@ pub mod renew;
 #[cfg(windows)]
 pub mod scm;
 mod settings;
+mod turn_away;
 
 pub use crate::duration::Stop;
 pub use crate::layout::Role;

@@ -188,6 +188,73 @@ fn a_token_without_audiences_is_no_nodes() {
     assert_eq!(own["audiences"], json!(["https://kubernetes.default.svc"]));
 }
 
+/// A node whose metrics endpoint already holds `PER_SOURCE` connections from the address the
+/// pod proxy comes from (callers behind one address share its cap) answers the proxy's request
+/// `503` busy, marked as its diags server's busy answer is, and the gatherer names it
+/// `node-busy`, not unreachable (it closed such a connection unanswered: the proxy's `503
+/// error trying to reach service: EOF`).
+#[test]
+fn a_node_past_its_connection_cap_is_named_busy() {
+    use calicoctl_win::duration::Stop;
+    use calicoctl_win::supervise::metrics_server::{PER_SOURCE, accept};
+    use calicoctl_win::supervise::{Log, LogSettings};
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::{Mutex, mpsc};
+    let api = FakeApi::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    node_with_pod(&api, "win-1", "10.0.0.10");
+    serve(&api, "win-1", Answer::Forward(addr));
+    let c = identity(
+        &api,
+        dir.path(),
+        &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
+    );
+    // Each held connection's scrape is held until the test lets them go.
+    let (entered, held) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    let (entered, released) = (Mutex::new(entered), Mutex::new(released));
+    let metrics = || {
+        let _ = entered.lock().expect("lock").send(());
+        let _ = released.lock().expect("lock").recv();
+        "m 1\n".to_owned()
+    };
+    let log = Log::open(dir.path().join("node.log"), LogSettings::default(), false);
+    let stop = Stop::new();
+    let count = |_: &str, _: u64| {};
+    struct StopOnDrop<'a>(&'a Stop);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.request();
+        }
+    }
+    let index = std::thread::scope(|s| {
+        s.spawn(|| accept(&metrics, None, &listener, &stop, (&log, &count)));
+        // A failure below stops the endpoint too, so that the test fails rather than waits.
+        let _stop = StopOnDrop(&stop);
+        let held: Vec<TcpStream> = (0..PER_SOURCE)
+            .map(|_| {
+                let mut c = TcpStream::connect(addr).expect("connect");
+                c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                    .expect("send");
+                held.recv().expect("the scrape is held");
+                c
+            })
+            .collect();
+        let out = dir.path().join("bundles");
+        diags_gather::prepare_out(&out).expect("out");
+        let index = diags_gather::gather(&c, &options(&out));
+        drop(release);
+        drop(held);
+        index
+    });
+    let index = index.expect("gathers");
+    let l = line(&index, "win-1");
+    assert_eq!(l.reason, Some(Reason::NodeBusy), "{l:?}");
+}
+
 /// The end-to-end run: its builder is a shell script, so it runs where the node's own tests do.
 #[cfg(unix)]
 mod end_to_end {
