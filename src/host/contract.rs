@@ -529,8 +529,8 @@ pub fn firewall_duplicates(
     assert_eq!(read, [described]);
     assert!(!crate::host::firewall::ours(&read, Some(&ours)));
     assert!(
-        crate::host::firewall::ours(&read, None),
-        "alone: an older journal's"
+        !crate::host::firewall::ours(&read, None),
+        "alone, without the marker: not an older journal's either"
     );
     admin_remove(&name);
     assert_eq!(h.firewall_rules(&name).expect("read"), []);
