@@ -288,7 +288,7 @@ fn run(
         Action::RemoveFirewallRule { name, made } => {
             let re_added = later
                 .iter()
-                .any(|a| matches!(a, Action::AddFirewallRule { rule } if rule.name == *name));
+                .any(|a| matches!(a, Action::AddFirewallRule { rule } if rule.name.eq_ignore_ascii_case(name)));
             warnings.extend(remove_rule(host, name, made.as_ref(), re_added)?);
         }
         Action::DeleteNetwork { id, .. } => ignore_not_found(host.hns_delete_network(id))?,

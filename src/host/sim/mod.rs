@@ -808,7 +808,10 @@ fn stored_remote_addresses(text: &str) -> String {
             _ => t.to_owned(),
         }
     };
-    text.split(',').map(|t| token(t.trim())).collect::<Vec<_>>().join(",")
+    text.split(',')
+        .map(|t| token(t.trim()))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 impl Firewall for SimHost {

@@ -175,7 +175,10 @@ pub fn stored_remote_addresses(text: &str) -> String {
             _ => t.to_owned(),
         }
     };
-    text.split(',').map(|t| token(t.trim())).collect::<Vec<_>>().join(",")
+    text.split(',')
+        .map(|t| token(t.trim()))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn remove(name: &str) -> windows::core::Result<()> {
