@@ -286,9 +286,10 @@ fn run(
         Action::DeleteRegistryValue { key, name } => host.reg_delete_value(key, name)?,
         Action::AddFirewallRule { rule } => host.firewall_add(rule)?,
         Action::RemoveFirewallRule { name, made } => {
-            let re_added = later
-                .iter()
-                .any(|a| matches!(a, Action::AddFirewallRule { rule } if rule.name.eq_ignore_ascii_case(name)));
+            let re_added = later.iter().any(|a| match a {
+                Action::AddFirewallRule { rule } => rule.name.eq_ignore_ascii_case(name),
+                _ => false,
+            });
             warnings.extend(remove_rule(host, name, made.as_ref(), re_added)?);
         }
         Action::DeleteNetwork { id, .. } => ignore_not_found(host.hns_delete_network(id))?,
