@@ -117,7 +117,8 @@ pub fn execute(
                 stop,
                 say: &mut |line| report(Progress::Said(line)),
             };
-            run(host, action, &opts, &mut warnings, &mut watch)?;
+            let later = &actions[i + 1..];
+            run(host, action, later, &opts, &mut warnings, &mut watch)?;
             if let Some(e) = journal.entries.last_mut() {
                 e.done = true;
             }
@@ -223,25 +224,43 @@ fn clean_up(
 }
 
 /// Removes the rule of `name` while it is `made` alone under it (`firewall::ours`), judged
-/// again as the removal runs: one an administrator changed since the plan stays, said.
+/// again as the removal runs: one an administrator changed since the plan stays, said. When
+/// the plan adds a rule of that name after it (in `later`), the kept rule fails the step
+/// instead, before anything of it changed, and the run is undone: the add would be refused
+/// (`Exists`) after more steps, and leaving the kept rule in place of the wanted one would
+/// leave the node unlike its config; a new plan refuses the name in the same words.
 fn remove_rule(
     host: &dyn Host,
     name: &str,
     made: Option<&crate::host::FirewallRule>,
+    later: &[Action],
 ) -> anyhow::Result<Option<String>> {
+    use crate::host::firewall;
     let now = host.firewall_rules(name)?;
-    if crate::host::firewall::ours(&now, made) {
+    if firewall::ours(&now, made) {
         host.firewall_remove(name)?;
-        Ok(None)
-    } else {
-        Ok((!now.is_empty()).then(|| crate::host::firewall::kept(name, &now)))
+        return Ok(None);
     }
+    if now.is_empty() {
+        return Ok(None);
+    }
+    let re_added = later.iter().any(|a| match a {
+        Action::AddFirewallRule { rule } => rule.name.eq_ignore_ascii_case(name),
+        _ => false,
+    });
+    anyhow::ensure!(
+        !re_added,
+        "the firewall rule '{name}' changed since the plan: the firewall holds {} now (an administrator's rule of that name, or ours changed since), left as it is; the rule the config wants under that name cannot be made beside it (removal is by name): remove or rename it (Get-NetFirewallRule -DisplayName '{name}') and run again",
+        firewall::held(&now)
+    );
+    Ok(Some(firewall::kept(name, &now)))
 }
 
-/// Runs one action.
+/// Runs one action; `later`, the plan's actions after it.
 fn run(
     host: &dyn Host,
     action: &Action,
+    later: &[Action],
     opts: &Options<'_>,
     warnings: &mut Vec<String>,
     watch: &mut Watch<'_>,
@@ -272,7 +291,7 @@ fn run(
         Action::DeleteRegistryValue { key, name } => host.reg_delete_value(key, name)?,
         Action::AddFirewallRule { rule } => host.firewall_add(rule)?,
         Action::RemoveFirewallRule { name, made } => {
-            warnings.extend(remove_rule(host, name, made.as_ref())?);
+            warnings.extend(remove_rule(host, name, made.as_ref(), later)?);
         }
         Action::DeleteNetwork { id, .. } => ignore_not_found(host.hns_delete_network(id))?,
         Action::RestoreRoutes { routes, addresses } => {

@@ -344,3 +344,81 @@ fn a_planned_removal_keeps_a_rule_an_administrator_changed_since() {
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(host.firewall_rules(&made.name).expect("read"), []);
 }
+
+/// A reconfigure changing the metrics range plans the rule's removal and its making again
+/// with the new range; an administrator edits the rule before the run. The removal keeps it,
+/// and fails the run there, naming the rule and what the firewall holds, before the add: the
+/// steps before it are undone and the administrator's rule is left as it is. (The removal
+/// kept it with a warning and the add was refused `Exists` a step later.)
+#[test]
+fn a_removal_that_keeps_a_rule_the_plan_makes_again_fails_the_run_before_the_add() {
+    use crate::host::{Files, Firewall};
+    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+    let felix = r"C:\CalicoWindows\calico-node.exe";
+    let metrics = |range: &str| {
+        let sets = [
+            "node.name=win-1".to_owned(),
+            "metrics.enabled=true".to_owned(),
+            format!("metrics.source_ranges={range}"),
+        ];
+        let inputs = crate::config::Inputs {
+            sets: sets.to_vec(),
+            ..crate::config::Inputs::default()
+        };
+        crate::config::load(&inputs).expect("config").config
+    };
+    let made = crate::plan::metrics_rules::wanted(&metrics("10.0.0.0/8"), felix);
+    for rule in &made {
+        host.firewall_add(rule).expect("add");
+    }
+    let file = r"C:\CalicoWindows\a.conf";
+    let mut actions = vec![super::Action::WriteFile {
+        path: file.into(),
+        from: "rendered".into(),
+        sha256: None,
+        secret: false,
+        replaces: false,
+        foreign: Vec::new(),
+        content: super::Content::Bytes(b"x".to_vec()),
+    }];
+    let wider = metrics("10.1.0.0/16");
+    crate::plan::metrics_rules::plan(&host, &wider, felix, &made, None, &mut actions)
+        .expect("plan");
+    let name = &made[0].name;
+    let at = actions
+        .iter()
+        .position(|a| matches!(a, super::Action::RemoveFirewallRule { name: n, .. } if n == name))
+        .expect("the removal is planned");
+    assert!(
+        matches!(&actions[at + 1], super::Action::AddFirewallRule { rule } if rule.name == *name),
+        "{actions:?}"
+    );
+    host.admin_edit_firewall_rules(name, |r| r.description = "Prometheus, keep".into())
+        .expect("admin edit");
+    let admins = host.firewall_rules(name).expect("read");
+    let opts = super::Options::for_change(
+        "reconfigure",
+        r"C:\CalicoWindows\calicoctl-win.journal.json".into(),
+        true,
+        std::time::Duration::from_secs(1),
+        None,
+        None,
+    );
+    let e = super::execute(&host, &actions, opts, &mut |_| {}).expect_err("refused");
+    assert_eq!(e.index, at + 1, "{e:#}");
+    let said = format!("{:#}", e.source);
+    assert!(
+        said.contains(&format!(
+            "the firewall rule '{name}' changed since the plan: the firewall holds one rule of that name, not as calicoctl-win made it"
+        )),
+        "{said}"
+    );
+    assert_eq!(e.rollback_failures, Some(Vec::new()));
+    assert_eq!(host.read_file(file).expect("read"), None, "undone");
+    assert_eq!(host.firewall_rules(name).expect("read"), admins);
+    assert_eq!(
+        host.firewall_rules(&made[1].name).expect("read"),
+        [made[1].clone()],
+        "Felix's rule as made"
+    );
+}

@@ -324,7 +324,7 @@ pub static SETTINGS: &[Spec] = &[
         "metrics.source_ranges",
         Kind::List,
         Unset,
-        "CIDRs allowed to reach the metrics ports (the scraper's addresses); required when metrics.enabled is true.",
+        "IPv4 CIDRs allowed to reach the metrics ports (the scraper's addresses); required when metrics.enabled is true. A prefix of 0 (0.0.0.0/0) is refused: a firewall rule cannot hold it; list the real ranges.",
     ),
     own(
         "metrics.diags",

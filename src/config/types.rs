@@ -285,6 +285,11 @@ impl Cidr {
     pub fn is_ipv4(&self) -> bool {
         self.addr.is_ipv4()
     }
+
+    /// The prefix length (`/8` is 8).
+    pub fn prefix(&self) -> u8 {
+        self.prefix
+    }
 }
 
 /// The network address of `addr/prefix` (`prefix` already checked against the family).

@@ -78,6 +78,21 @@ fn metrics(c: &Config, r: &mut Resolver) {
             ),
         );
     }
+    // A prefix of 0 is every address, and no subnet the firewall takes: MS-FASP's
+    // FW_IPV4_SUBNET says a mask of 0x00000000 is invalid, so Windows would refuse the rule
+    // mid-run or keep it in another form ('*') that never reads back as made.
+    if let Some(all) = m.source_ranges.iter().find(|c| c.prefix() == 0)
+        && involved_ok(r, &["metrics.source_ranges"])
+    {
+        add(
+            r,
+            "metrics.source_ranges",
+            Some(all.to_string()),
+            format!(
+                "{all} is every address, which a firewall rule's remote addresses cannot hold (a subnet mask of 0.0.0.0 is invalid): list the scrapers' real ranges, like 10.0.0.0/8"
+            ),
+        );
+    }
     if m.port == m.felix_port && involved_ok(r, &["metrics.port", "metrics.felix_port"]) {
         let port = m.port.0;
         add(

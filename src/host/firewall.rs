@@ -240,11 +240,13 @@ pub fn only(rules: &[FirewallRule], made: &FirewallRule) -> bool {
 /// Whether `rules`, every rule the firewall holds under the name of a rule calicoctl-win
 /// made, are that rule alone and as made (`only`), so ours to remove; with `made` unknown (a
 /// journal written before it kept the rule, which kept the name only), the one rule of the
-/// name. The one judge of every removal: planned, run, and undone.
+/// name while it carries `MARKER`: every version made each rule with that description, and
+/// made rules no other way, so a rule without it is an administrator's (or ours changed
+/// since). The one judge of every removal: planned, run, and undone.
 pub fn ours(rules: &[FirewallRule], made: Option<&FirewallRule>) -> bool {
     match made {
         Some(made) => only(rules, made),
-        None => rules.len() == 1,
+        None => matches!(rules, [one] if one.description == MARKER),
     }
 }
 
@@ -351,5 +353,31 @@ mod tests {
             local_port: 9096,
             ..rule.clone()
         }));
+    }
+
+    /// With no copy of the rule (an older journal's), the one rule of the name is ours only
+    /// while it carries the marker every version made it with: an administrator's rule of
+    /// the name without it stays.
+    #[test]
+    fn a_rule_without_the_marker_is_not_an_older_journals() {
+        let rule = FirewallRule {
+            name: "r".into(),
+            description: MARKER.into(),
+            protocol: Protocol::Tcp,
+            direction: Direction::In,
+            program: None,
+            local_port: 9095,
+            allow: true,
+            enabled: true,
+            profiles: ALL_PROFILES,
+            remote_addresses: Vec::new(),
+        };
+        assert!(ours(std::slice::from_ref(&rule), None));
+        let admins = FirewallRule {
+            description: "Allow Prometheus".into(),
+            ..rule.clone()
+        };
+        assert!(!ours(&[admins], None));
+        assert!(!ours(&[rule.clone(), rule], None));
     }
 }

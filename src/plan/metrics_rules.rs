@@ -157,15 +157,20 @@ fn remove_unwanted(
     let mut removed = Vec::new();
     for name in unwanted {
         let now = host.firewall_rules(name)?;
-        // What we made under the name, as the record or (every entry) the journal says it.
-        let made: Option<Option<&FirewallRule>> = match previous.iter().find(|r| r.name == name) {
-            Some(made) => Some(Some(made)).filter(|m| firewall::ours(&now, *m)),
-            None => added
-                .iter()
-                .filter(|(n, _)| *n == name)
-                .map(|(_, made)| *made)
-                .find(|made| firewall::ours(&now, *made)),
-        };
+        // What we made under the name: the record's copy, then every entry of the journal (a
+        // cut-off run that made the recorded rule again with another range journaled the new
+        // one, and the firewall holds that, unlike the record).
+        let made: Option<Option<&FirewallRule>> = previous
+            .iter()
+            .filter(|r| r.name == name)
+            .map(Some)
+            .chain(
+                added
+                    .iter()
+                    .filter(|(n, _)| *n == name)
+                    .map(|(_, made)| *made),
+            )
+            .find(|made| firewall::ours(&now, *made));
         if let Some(made) = made {
             actions.push(Action::RemoveFirewallRule {
                 name: name.into(),
@@ -517,6 +522,55 @@ mod tests {
                 .any(|x| matches!(x, Action::AddFirewallRule { rule }
                 if rule.name == b[0].name && rule.remote_addresses == ["10.2.0.0/16"])),
             "{actions:?}"
+        );
+    }
+
+    /// A reconfigure changing the range removed the recorded rule and added it again with the
+    /// new range, and was cut off; the rerun, with metrics off, finds the new rule, unlike the
+    /// record's copy but as the journal says it was made: it is removed (it was judged by the
+    /// record's copy alone, left open to the new range for good, and the record dropped it).
+    #[test]
+    fn a_recorded_rule_made_again_by_a_cut_off_run_is_judged_by_the_journal_too() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let recorded = wanted(&on("9095"), FELIX);
+        let again = wanted(
+            &config(&[
+                "metrics.enabled=true",
+                "metrics.source_ranges=10.1.0.0/16",
+                "metrics.port=9095",
+            ]),
+            FELIX,
+        );
+        host.firewall_add(&again[0]).expect("add");
+        host.firewall_add(&recorded[1]).expect("add");
+        let journal = Journal {
+            command: "reconfigure".into(),
+            entries: vec![Entry {
+                action: format!("add firewall rule \"{}\"", again[0].name),
+                undo: Undo::RemoveFirewallRule {
+                    name: again[0].name.clone(),
+                    rule: Some(again[0].clone()),
+                },
+                done: true,
+                irreversible: false,
+            }],
+            ..Journal::default()
+        };
+        let mut actions = Vec::new();
+        let owned = plan(
+            &host,
+            &config(&[]),
+            FELIX,
+            &recorded,
+            Some(&journal),
+            &mut actions,
+        )
+        .expect("plan");
+        assert!(owned.is_empty());
+        assert_eq!(
+            removed(&actions),
+            [recorded[1].name.as_str(), recorded[0].name.as_str()]
         );
     }
 

@@ -474,3 +474,27 @@ fn an_ipv6_metrics_source_range_is_refused() {
     assert_eq!(p[0].key.as_deref(), Some("metrics.source_ranges"));
     assert!(p[0].message.contains("fd00::/64"), "{p:?}");
 }
+
+/// A source range of prefix 0 (every address) is refused before any change: Windows takes no
+/// remote subnet of mask 0.0.0.0 (MS-FASP FW_IPV4_SUBNET), and the rule could not be made or
+/// read back as made.
+#[test]
+fn a_metrics_source_range_of_every_address_is_refused() {
+    let p = problems(&inputs(
+        None,
+        &[],
+        &[
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.0.0.0/8,0.0.0.0/0",
+        ],
+    ));
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].key.as_deref(), Some("metrics.source_ranges"));
+    assert!(p[0].message.contains("0.0.0.0/0"), "{p:?}");
+    assert!(p[0].message.contains("real ranges"), "{p:?}");
+    let halves = [
+        "metrics.enabled=true",
+        "metrics.source_ranges=0.0.0.0/1,128.0.0.0/1",
+    ];
+    assert!(load(&inputs(None, &[], &halves)).is_ok());
+}

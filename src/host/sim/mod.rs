@@ -771,6 +771,49 @@ impl Processes for SimHost {
     }
 }
 
+/// A rule as the Windows host reads it: its remote addresses as Windows keeps them
+/// (`stored_remote_addresses`), read through `FirewallRule::remote_addresses_from` as the
+/// Windows host's read does, so that a read that broke would fail here too.
+fn read_back(mut rule: FirewallRule) -> FirewallRule {
+    let stored = stored_remote_addresses(&rule.remote_addresses_text());
+    rule.remote_addresses = FirewallRule::remote_addresses_from(&stored);
+    rule
+}
+
+/// What Windows keeps of `INetFwRule::RemoteAddresses`, and reads back. Microsoft's
+/// INetFwRule::put_RemoteAddresses page: "A subnet can be specified using either the subnet
+/// mask or network prefix notation. If neither a subnet mask not a network prefix is
+/// specified, the subnet mask defaults to 255.255.255.255"; MS-FASP 2.2.x FW_IPV4_SUBNET keeps
+/// an IPv4 subnet as an address and a mask (no prefix length). So each IPv4 token is kept as
+/// address and mask and read back in mask notation (`10.0.0.0/8` as `10.0.0.0/255.0.0.0`),
+/// one of mask 255.255.255.255 (`/32`, or none) as the bare address. Anything else (IPv6, a
+/// range, a keyword, `*`, a prefix of 0, whose mask FW_IPV4_SUBNET calls invalid) as written.
+fn stored_remote_addresses(text: &str) -> String {
+    use std::net::Ipv4Addr;
+    let token = |t: &str| {
+        let (a, suffix) = t.split_once('/').unwrap_or((t, ""));
+        let Ok(ip) = a.parse::<Ipv4Addr>() else {
+            return t.to_owned();
+        };
+        let mask = if suffix.is_empty() {
+            Some(u32::MAX)
+        } else if let Ok(p) = suffix.parse::<u32>() {
+            (1..=32).contains(&p).then(|| u32::MAX << (32 - p))
+        } else {
+            suffix.parse::<Ipv4Addr>().ok().map(u32::from)
+        };
+        match mask {
+            Some(u32::MAX) => ip.to_string(),
+            Some(m) if m != 0 => format!("{ip}/{}", Ipv4Addr::from(m)),
+            _ => t.to_owned(),
+        }
+    };
+    text.split(',')
+        .map(|t| token(t.trim()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 impl Firewall for SimHost {
     fn firewall_rules(&self, name: &str) -> HostResult<Vec<FirewallRule>> {
         if self.read(|s| s.settings.firewall_unreadable) {
@@ -780,7 +823,8 @@ impl Firewall for SimHost {
                 code: 0x8000_4001,
             });
         }
-        Ok(self.read(|s| s.rules_named(name)))
+        let rules = self.read(|s| s.rules_named(name));
+        Ok(rules.into_iter().map(read_back).collect())
     }
 
     /// As the Windows host's: a taken name is refused before `INetFwRules::Add`.

@@ -152,7 +152,7 @@ impl INetFwRule_Impl for Rule_Impl {
         Ok(BSTR::from(self.get().remote_addresses))
     }
     fn SetRemoteAddresses(&self, remoteaddrs: &windows::core::BSTR) -> windows::core::Result<()> {
-        self.set(|r| r.remote_addresses = remoteaddrs.to_string())
+        self.set(|r| r.remote_addresses = stored_remote_addresses(&remoteaddrs.to_string()))
     }
     fn IcmpTypesAndCodes(&self) -> windows::core::Result<windows::core::BSTR> {
         Err(E_NOTIMPL.into())

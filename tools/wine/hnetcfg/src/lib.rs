@@ -3,8 +3,8 @@
 //! and `HNetCfg.FWRule` (`INetFwRule`'s name, description, protocol (any number), local ports,
 //! direction (in 1, out 2), action, profiles, enabled, remote addresses, application name
 //! (the program's path, empty for every program: Microsoft's INetFwRule::ApplicationName
-//! page), kept as written: Windows may
-//! read a subnet back in mask notation, which the caller reads either way) with the semantics of Microsoft's reference for
+//! page), remote addresses kept as Windows keeps them: an IPv4 subnet in mask notation, a
+//! single address bare (`stored_remote_addresses`)) with the semantics of Microsoft's reference for
 //! INetFwRules: `Item` of an unknown name fails with HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND),
 //! and of a name several rules have gives the first (which one, Microsoft's Item page does not
 //! say); `Add` does not check names (Windows keeps rules of one name side by side: its Add page
@@ -145,6 +145,40 @@ fn add(rule: &INetFwRule) -> windows::core::Result<()> {
     let mut rules = load();
     rules.push(fields);
     save(&rules)
+}
+
+/// What Windows keeps of `INetFwRule::RemoteAddresses`, and reads back. Microsoft's
+/// INetFwRule::put_RemoteAddresses page: "A subnet can be specified using either the subnet
+/// mask or network prefix notation. If neither a subnet mask not a network prefix is
+/// specified, the subnet mask defaults to 255.255.255.255"; MS-FASP 2.2.x FW_IPV4_SUBNET keeps
+/// an IPv4 subnet as an address and a mask (no prefix length). So each IPv4 token is kept as
+/// address and mask and read back in mask notation (`10.0.0.0/8` as `10.0.0.0/255.0.0.0`),
+/// one of mask 255.255.255.255 (`/32`, or none) as the bare address. Anything else (IPv6, a
+/// range, a keyword, `*`, a prefix of 0, whose mask FW_IPV4_SUBNET calls invalid) as written.
+pub fn stored_remote_addresses(text: &str) -> String {
+    use std::net::Ipv4Addr;
+    let token = |t: &str| {
+        let (a, suffix) = t.split_once('/').unwrap_or((t, ""));
+        let Ok(ip) = a.parse::<Ipv4Addr>() else {
+            return t.to_owned();
+        };
+        let mask = if suffix.is_empty() {
+            Some(u32::MAX)
+        } else if let Ok(p) = suffix.parse::<u32>() {
+            (1..=32).contains(&p).then(|| u32::MAX << (32 - p))
+        } else {
+            suffix.parse::<Ipv4Addr>().ok().map(u32::from)
+        };
+        match mask {
+            Some(u32::MAX) => ip.to_string(),
+            Some(m) if m != 0 => format!("{ip}/{}", Ipv4Addr::from(m)),
+            _ => t.to_owned(),
+        }
+    };
+    text.split(',')
+        .map(|t| token(t.trim()))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn remove(name: &str) -> windows::core::Result<()> {
