@@ -361,3 +361,81 @@ fn a_command_takes_the_lock_while_a_look_tests_it() {
         assert_eq!(refused, 0);
     });
 }
+
+/// A record another user made hidden and a system file before the directory was protected:
+/// written over all the same (CREATE_ALWAYS, which would ask for a plain file, is refused
+/// on such a file: CreateFileW remarks).
+#[cfg(windows)]
+#[test]
+fn a_hidden_system_record_is_written_over() {
+    use std::os::windows::fs::OpenOptionsExt;
+    const HIDDEN_SYSTEM: u32 = 0x2 | 0x4;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let info = info_path(&dir.path().join(LOCK_FILE));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .attributes(HIDDEN_SYSTEM)
+        .open(&info)
+        .expect("planted");
+    let lock = acquire(dir.path(), "install").expect("lock");
+    assert_eq!(
+        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
+        Some("install".into())
+    );
+    drop(lock);
+}
+
+/// Another process has the record open for a moment and shares no writing (an editor, a
+/// virus scanner): the command that took the lock writes it once that one lets go.
+#[cfg(windows)]
+#[test]
+fn a_reader_that_shares_no_writing_only_delays_the_record() {
+    use std::os::windows::fs::OpenOptionsExt;
+    const FILE_SHARE_READ: u32 = 1;
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(acquire(dir.path(), "install").expect("the record made"));
+    let info = info_path(&dir.path().join(LOCK_FILE));
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .share_mode(FILE_SHARE_READ)
+        .open(&info)
+        .expect("reader");
+    let refused = std::fs::OpenOptions::new().write(true).open(&info).is_err();
+    let letting_go = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        drop(reader);
+    });
+    let lock = take_again(dir.path(), "repair");
+    letting_go.join().expect("reader");
+    assert!(
+        refused,
+        "Windows refuses a writer beside a reader that shares no writing"
+    );
+    assert_eq!(
+        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
+        Some("repair".into())
+    );
+    drop(lock);
+}
+
+/// A reader that shares no writing (an editor, a virus scanner) would keep the record from
+/// being opened again when the lock is let go, and it would go on naming the command that
+/// held it: the holder keeps it open, so that such a reader cannot open it meanwhile, and
+/// empties it through its own handle.
+#[cfg(windows)]
+#[test]
+fn the_record_is_emptied_on_release_beside_a_reader_that_shares_no_writing() {
+    use std::os::windows::fs::OpenOptionsExt;
+    const FILE_SHARE_READ: u32 = 1;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lock = acquire(dir.path(), "install").expect("lock");
+    let info = info_path(&dir.path().join(LOCK_FILE));
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .share_mode(FILE_SHARE_READ)
+        .open(&info);
+    drop(lock);
+    drop(reader);
+    assert_eq!(std::fs::read_to_string(&info).expect("record"), "");
+}
