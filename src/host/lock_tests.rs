@@ -406,7 +406,8 @@ fn a_reader_that_shares_no_writing_only_delays_the_record() {
         std::thread::sleep(std::time::Duration::from_millis(100));
         drop(reader);
     });
-    let lock = take_again(dir.path(), "repair");
+    // Not `take_again`, which would take it again after a refusal.
+    let lock = acquire(dir.path(), "repair").expect("written once the reader let go");
     letting_go.join().expect("reader");
     assert!(
         refused,
