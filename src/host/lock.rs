@@ -1,6 +1,7 @@
 //! One command at a time changes a host. `install`, `uninstall`, `reconfigure` and the `fetch`
 //! commands that write take an exclusive lock on a file before they read the state they plan
-//! from; a second command finds it held and stops at once, naming the command that holds it.
+//! from; a second command finds it held and stops within a second, naming the command that
+//! holds it.
 //!
 //! The lock is the operating system's (`LockFileEx` on Windows, `flock` elsewhere, through
 //! `File::try_lock`), so it dies with its process: a command killed from outside leaves no
@@ -75,53 +76,132 @@ impl LockError {
 #[derive(Debug)]
 pub struct HostLock {
     _file: File,
+    /// The record of who holds it, kept open to empty it on release: opening it again then
+    /// could be refused (a reader that shares no writing, an attribute set meanwhile).
+    record: File,
     info: PathBuf,
 }
 
 impl Drop for HostLock {
     fn drop(&mut self) {
-        // Nobody holds it now; both files stay (see the module documentation).
-        let _ = write_record(&self.info, b"");
+        // Nobody holds it now; both files stay (see the module documentation). A record left
+        // full names this process, which is believed no more once it has ended.
+        if let Err(e) = self.record.set_len(0) {
+            eprintln!(
+                "warning: cannot empty {}, which says who holds the host lock: {e}",
+                self.info.display()
+            );
+        }
     }
 }
 
-/// Writes who holds the lock over what the record said, in place (see the module
-/// documentation). A look reading it meanwhile finds it empty or cut short, which says nobody.
-fn write_record(info: &Path, text: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    // A link put there before the directory was protected is removed, never written through
-    // (removing a link removes the link, not what it names: DeleteFileW remarks); nobody but
-    // an administrator may add one since.
+/// Opens the record to write who holds the lock over what it said, in place (see the module
+/// documentation), emptied; a look reading it meanwhile finds it empty or cut short, which
+/// says nobody. It is opened without emptying it first, and written only when the name is
+/// the file's one name: a link put there before the directory was protected (nobody but an
+/// administrator may add one since) is removed, never written through; removing a link,
+/// symbolic or hard, removes that name, not what it names (DeleteFileW remarks, unlink(2)).
+fn open_record(info: &Path) -> std::io::Result<File> {
     if std::fs::symlink_metadata(info).is_ok_and(|m| !m.file_type().is_file()) {
-        std::fs::remove_file(info)?;
+        remove_name(info)?;
     }
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(info)?
-        .write_all(text)
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    // Not CREATE_ALWAYS (`truncate`), which would empty what a hard link names and is refused
+    // on a file that is hidden or a system file (CreateFileW remarks); a symbolic link or
+    // junction is opened itself (FILE_FLAG_OPEN_REPARSE_POINT), not what it names.
+    #[cfg(windows)]
+    std::os::windows::fs::OpenOptionsExt::custom_flags(&mut options, 0x0020_0000);
+    let file = options.open(info)?;
+    let file = if is_sole_plain_file(&file, info)? {
+        file
+    } else {
+        drop(file);
+        remove_name(info)?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(info)?
+    };
+    file.set_len(0)?;
+    Ok(file)
+}
+
+/// Removes the name `path`: a link to a file or one to a directory.
+fn remove_name(path: &Path) -> std::io::Result<()> {
+    std::fs::remove_file(path).or_else(|e| std::fs::remove_dir(path).map_err(|_| e))
+}
+
+/// Whether the open `file` is a plain file whose one name is `name`.
+#[cfg(windows)]
+fn is_sole_plain_file(file: &File, _name: &Path) -> std::io::Result<bool> {
+    crate::host::windows::files::is_sole_plain_file(file)
+}
+
+/// Whether the open `file` is a plain file whose one name is `name`: the file `name` names
+/// without following a link (which `open` followed), with no other link to it (`st_nlink`).
+#[cfg(unix)]
+fn is_sole_plain_file(file: &File, name: &Path) -> std::io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let (open, named) = (file.metadata()?, std::fs::symlink_metadata(name)?);
+    Ok(named.file_type().is_file()
+        && (open.dev(), open.ino()) == (named.dev(), named.ino())
+        && open.nlink() == 1)
+}
+
+/// Whether an error opening the record may pass: another process has it open and shares no
+/// writing (`ERROR_SHARING_VIOLATION`, 32), or locks a part of it (`ERROR_LOCK_VIOLATION`,
+/// 33), or it is refused for now (a file being deleted: DeleteFileW remarks).
+fn is_transient(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::PermissionDenied
+        || (cfg!(windows) && matches!(e.raw_os_error(), Some(32 | 33)))
 }
 
 fn info_path(lock: &Path) -> PathBuf {
     lock.with_extension("lock.json")
 }
 
+/// Whether process `pid` runs, with when it started where the system says (`running`).
+type Running<'a> = dyn Fn(u32) -> Option<Option<u64>> + 'a;
+
+/// What the record says of who holds the lock, judged by whether its writer runs.
+enum Said {
+    /// Its writer runs: the same process, as the system and the record say when it started.
+    Runs(Holder),
+    /// Its pid names a running process, when that started unknown to the system or the
+    /// record (an earlier version's, or a process this one may not open): maybe its writer,
+    /// maybe a later process given the same pid.
+    Maybe(Holder),
+    /// Empty, cut short or missing: a command that has not written it yet, or a look.
+    Unwritten,
+    /// Its writer has ended, or its pid names a later process.
+    Stale,
+}
+
+fn said(lock: &Path, running: &Running<'_>) -> Said {
+    let Some(h) = record(lock) else {
+        return Said::Unwritten;
+    };
+    match (running(h.pid), h.process) {
+        (None, _) => Said::Stale,
+        (Some(Some(now)), Some(then)) if now == then => Said::Runs(h),
+        (Some(Some(_)), Some(_)) => Said::Stale,
+        (Some(_), _) => Said::Maybe(h),
+    }
+}
+
 /// Reads who holds the lock, to be asked while it is held: `None` while the holder has not
 /// written it yet, and when the record is one a command killed left (its process ended).
 pub fn holder(lock: &Path) -> Option<Holder> {
-    record(lock).filter(writer_runs)
+    match said(lock, &running) {
+        Said::Runs(h) | Said::Maybe(h) => Some(h),
+        Said::Unwritten | Said::Stale => None,
+    }
 }
 
 fn record(lock: &Path) -> Option<Holder> {
     let text = std::fs::read_to_string(info_path(lock)).ok()?;
     serde_json::from_str(&text).ok()
-}
-
-/// Whether the process that wrote `h` still runs: its pid names a running process, and the
-/// same one where both the record and the system say when it started.
-fn writer_runs(h: &Holder) -> bool {
-    running(h.pid).is_some_and(|now| h.process.is_none() || now.is_none() || now == h.process)
 }
 
 /// `%ProgramData%\calicoctl-win`, from the environment captured at start-up.
@@ -151,25 +231,65 @@ pub fn state_dir(
 /// holder `None` while it has not written who it is), `None` when nobody does. For commands
 /// that only read (`status`), which hold no lock of their own.
 pub fn busy(dir: &Path) -> Option<Option<Holder>> {
+    busy_with(dir, &running)
+}
+
+fn busy_with(dir: &Path, running: &Running<'_>) -> Option<Option<Holder>> {
     let path = dir.join(LOCK_FILE);
     let file = std::fs::OpenOptions::new().write(true).open(&path).ok()?;
-    match file.try_lock() {
-        // Free: let it go at once. Windows releases a lock left to the closing of its file
-        // only when it gets to it ("the time it takes for the operating system to unlock
-        // these locks depends upon available system resources": Microsoft's LockFileEx
-        // remarks), so a command taking the lock then could find it held by a look.
-        Ok(()) => {
-            let _ = file.unlock();
-            None
-        }
+    let held = wait_for_holder(&file, &path, running);
+    // Free: let it go at once. Windows releases a lock left to the closing of its file only
+    // when it gets to it ("the time it takes for the operating system to unlock these locks
+    // depends upon available system resources": Microsoft's LockFileEx remarks), so a command
+    // taking the lock then could find it held by a look. Not taken, nothing is let go.
+    let _ = file.unlock();
+    match held.ok()? {
+        Held::By(h) => Some(h),
         // A holder that has been killed keeps the lock until the kernel has closed its files;
         // once it has become a zombie (or is gone) it changes nothing any more.
-        Err(std::fs::TryLockError::WouldBlock) => match record(&path) {
-            Some(h) if !writer_runs(&h) => None,
-            h => Some(h),
-        },
-        Err(std::fs::TryLockError::Error(_)) => None,
+        Held::Free | Held::Stale => None,
     }
+}
+
+/// How a lock was found in a second of looks.
+enum Held {
+    /// Taken, by the one that looked.
+    Free,
+    /// Held, by the command named, believed (`Said::Runs`, or `Said::Maybe` all along), or
+    /// by one that has not said who it is.
+    By(Option<Holder>),
+    /// Held, and the record names a command that has ended.
+    Stale,
+}
+
+/// Tries the lock through `file` and, while another holds it, reads who does, for up to a
+/// second: a command writes who it is just after it takes the lock (and the record its killed
+/// predecessor left names that one until then), and a look (`busy`, CalicoNode's every
+/// minute) holds it only for a moment. It ends early only when taken, or when the record
+/// names a command that surely runs: a pid that runs is taken for its writer's only where
+/// the system and the record say when it started, and they agree (a later process may have
+/// been given the same pid, and one this process may not open says nothing of when).
+fn wait_for_holder(file: &File, path: &Path, running: &Running<'_>) -> std::io::Result<Held> {
+    use crate::duration::{Look, Pauses, poll_quietly};
+    let look = || {
+        Ok(match file.try_lock() {
+            Ok(()) => Look::Done(Held::Free),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+            Err(std::fs::TryLockError::WouldBlock) => match said(path, running) {
+                Said::Runs(h) => Look::Done(Held::By(Some(h))),
+                other => Look::Pending(other),
+            },
+        })
+    };
+    let pauses = Pauses::every(std::time::Duration::from_millis(50));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    poll_quietly(deadline, pauses, look, |last| {
+        Ok(match last {
+            Said::Runs(h) | Said::Maybe(h) => Held::By(Some(h)),
+            Said::Unwritten => Held::By(None),
+            Said::Stale => Held::Stale,
+        })
+    })
 }
 
 /// Whether process `pid` runs, with a mark of when it started where the system says one:
@@ -268,6 +388,10 @@ fn protect(dir: &Path) -> std::io::Result<()> {
 
 /// Takes the lock in `dir` for `command`, or says who holds it.
 pub fn acquire(dir: &Path, command: &str) -> Result<HostLock, LockError> {
+    acquire_with(dir, command, &running)
+}
+
+fn acquire_with(dir: &Path, command: &str, running: &Running<'_>) -> Result<HostLock, LockError> {
     let path = dir.join(LOCK_FILE);
     let io = |source| LockError::Io {
         path: path.clone(),
@@ -280,32 +404,16 @@ pub fn acquire(dir: &Path, command: &str) -> Result<HostLock, LockError> {
         .write(true)
         .open(&path)
         .map_err(io)?;
-    if let Err(e) = file.try_lock() {
-        if let std::fs::TryLockError::Error(e) = e {
-            return Err(io(e));
-        }
-        // Held: by a command, which writes who it is just after it takes the lock, or for a
-        // moment by a look that only tests it (`busy`, CalicoNode's every minute). A second
-        // to take it once let go, or to read who holds it: taken in the end, `None`; still
-        // held, `Some` with who holds it, when written.
-        use crate::duration::{Look, Pauses, poll_quietly};
-        let look = || {
-            Ok::<_, std::io::Error>(match file.try_lock() {
-                Ok(()) => Look::Done(None),
-                Err(std::fs::TryLockError::Error(e)) => return Err(e),
-                // A record its killed writer left says nobody (`holder`): the lock is a look's
-                // or a command's that has not written yet.
-                Err(std::fs::TryLockError::WouldBlock) => match holder(&path) {
-                    Some(h) => Look::Done(Some(Some(h))),
-                    None => Look::Pending(()),
-                },
-            })
-        };
-        let pauses = Pauses::every(std::time::Duration::from_millis(50));
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
-        let found = poll_quietly(deadline, pauses, look, |()| Ok(Some(None))).map_err(io)?;
-        if let Some(holder) = found {
-            return Err(LockError::Busy { holder, lock: path });
+    match wait_for_holder(&file, &path, running).map_err(io)? {
+        Held::Free => {}
+        Held::By(holder) => return Err(LockError::Busy { holder, lock: path }),
+        // Held still after a second, the record its killed writer left saying nobody: a
+        // look's, or a command's that has not written yet.
+        Held::Stale => {
+            return Err(LockError::Busy {
+                holder: None,
+                lock: path,
+            });
         }
     }
     let info = info_path(&path);
@@ -318,11 +426,33 @@ pub fn acquire(dir: &Path, command: &str) -> Result<HostLock, LockError> {
         process: running(std::process::id()).flatten(),
     };
     let text = serde_json::to_string(&me).unwrap_or_default();
-    write_record(&info, text.as_bytes()).map_err(|e| LockError::Io {
+    let record = write_record(&info, text.as_bytes()).map_err(|source| LockError::Io {
         path: info.clone(),
-        source: e,
+        source,
     })?;
-    Ok(HostLock { _file: file, info })
+    Ok(HostLock {
+        _file: file,
+        record,
+        info,
+    })
+}
+
+/// Writes the record of who holds the lock, this command now holding it. Another process may
+/// have it open for a moment and share no writing (an editor, a virus scanner): a second to
+/// let it go.
+fn write_record(info: &Path, text: &[u8]) -> std::io::Result<File> {
+    use crate::duration::{Look, Pauses, poll_quietly};
+    use std::io::Write;
+    let look = || match open_record(info) {
+        Ok(file) => Ok(Look::Done(file)),
+        Err(e) if is_transient(&e) => Ok(Look::Pending(e)),
+        Err(e) => Err(e),
+    };
+    let pauses = Pauses::every(std::time::Duration::from_millis(50));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    let mut file = poll_quietly(deadline, pauses, look, Err)?;
+    file.write_all(text)?;
+    Ok(file)
 }
 
 impl crate::error::Diagnose for LockError {
@@ -337,267 +467,5 @@ impl crate::error::Diagnose for LockError {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_zombie_or_dead_process_is_defunct_and_a_running_one_is_not() {
-        assert!(running(std::process::id()).is_some());
-        #[cfg(windows)]
-        assert!(running(ended_process().id()).is_none());
-    }
-
-    #[cfg(not(windows))]
-    #[test]
-    fn a_zombie_or_dead_process_is_defunct_on_linux() {
-        let defunct = |pid| running(pid).is_none();
-        let stat = "4242 (a) b) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000";
-        assert_eq!(stat_started(stat), Some(98765));
-        assert_eq!(stat_started("4242 (a) S 1"), None);
-        assert!(state_is_defunct("4242 (calicoctl-win) Z 1 4242"));
-        assert!(state_is_defunct("4242 (a) b) X 1"));
-        assert!(!state_is_defunct("4242 (calicoctl-win) S 1 4242"));
-        assert!(!state_is_defunct("4242 (name with ) Z) R 1"));
-        assert!(!state_is_defunct(""));
-        // A zombie: a child that ended and is not reaped yet.
-        #[cfg(target_os = "linux")]
-        {
-            let mut child = std::process::Command::new("true").spawn().expect("true");
-            let pid = child.id();
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            while !defunct(pid) {
-                assert!(std::time::Instant::now() < deadline, "never a zombie");
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            child.wait().expect("reap");
-            assert!(defunct(pid) || std::fs::metadata(format!("/proc/{pid}")).is_ok());
-        }
-    }
-
-    #[test]
-    fn a_state_dir_that_is_a_link_is_refused() {
-        let tmp = tempfile::tempdir().expect("tmp");
-        let elsewhere = tmp.path().join("elsewhere");
-        std::fs::create_dir(&elsewhere).expect("dir");
-        let link = tmp.path().join("state");
-        #[cfg(unix)]
-        std::os::unix::fs::symlink(&elsewhere, &link).expect("link");
-        #[cfg(windows)]
-        if std::os::windows::fs::symlink_dir(&elsewhere, &link).is_err()
-            || std::fs::symlink_metadata(&link).is_err()
-        {
-            // Windows lets only a privileged or developer-mode user make a symbolic link;
-            // Wine makes none at all, though it says it did (CreateSymbolicLinkW in
-            // dlls/kernelbase/file.c at wine-8.0 is a stub that returns TRUE).
-            eprintln!("skipped: no symbolic link could be made here, so there is none to refuse");
-            return;
-        }
-        let e = acquire(&link, "test").expect_err("a link is refused");
-        assert!(e.to_string().contains("is a link"), "{e}");
-        assert!(!elsewhere.join(LOCK_FILE).exists());
-        assert!(make_state_dir(&elsewhere).is_ok());
-    }
-
-    /// Under Wine too (tools/wine/test.sh), which maps an access list onto the Unix mode.
-    #[cfg(windows)]
-    #[test]
-    fn the_state_dir_is_protected_when_the_lock_is_taken() {
-        use crate::host::{acl, windows::files};
-        let tmp = tempfile::tempdir().expect("tmp");
-        let dir = tmp.path().join("state");
-        std::fs::create_dir(&dir).expect("dir");
-        let path = dir.to_string_lossy().into_owned();
-        // As an earlier version could leave it (made with %ProgramData%'s access list, where
-        // every user may add files), here opened to everyone outright.
-        files::set_security(
-            &path,
-            "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;WD)",
-        )
-        .expect("open it");
-        // Wine keeps no access list, only the Unix mode it maps one onto (its owner reads
-        // back as a user of its own): there only Everyone's right to write is seen to go.
-        let full_acl = !crate::host::contract::on_windows::under_wine();
-        let others_write = || {
-            let sddl = files::security(&path).expect("read").expect("there");
-            let d = acl::parse(&sddl).unwrap_or_else(|e| panic!("{sddl}: {e}"));
-            let writers = acl::writers(&d);
-            let everyone = writers.iter().any(|w| w.starts_with("Everyone"));
-            (everyone || (full_acl && !writers.is_empty()), writers)
-        };
-        assert!(others_write().0, "{:?}", others_write().1);
-        let lock = acquire(&dir, "test").expect("lock");
-        assert!(!others_write().0, "{:?}", others_write().1);
-        drop(lock);
-        // Taken again, it stays so.
-        drop(acquire(&dir, "test").expect("lock"));
-        assert!(!others_write().0, "{:?}", others_write().1);
-    }
-
-    /// Takes the lock in `dir` again just after it was let go. Other tests of this process
-    /// fork children, which hold a copy of the locked file until they exec: the lock may
-    /// outlive its holder by that moment.
-    fn take_again(dir: &Path, command: &str) -> HostLock {
-        let mut again = acquire(dir, command);
-        for _ in 0..100 {
-            if again.is_ok() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            again = acquire(dir, command);
-        }
-        again.expect("released")
-    }
-
-    #[test]
-    fn a_second_taker_is_refused_with_the_holder_and_takes_it_once_released() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let first = acquire(dir.path(), "install").expect("first");
-        let err = acquire(dir.path(), "uninstall").expect_err("held");
-        let text = err.to_string();
-        assert!(
-            text.contains(&format!("install (pid {}", std::process::id())),
-            "{text}"
-        );
-        assert!(matches!(&err, LockError::Busy { holder: Some(h), .. } if h.command == "install"));
-        drop(first);
-        assert_eq!(holder(&dir.path().join(LOCK_FILE)), None);
-        let again = take_again(dir.path(), "uninstall");
-        assert_eq!(
-            holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
-            Some("uninstall".into())
-        );
-        drop(again);
-    }
-
-    /// A look reads who holds the lock (`busy`, CalicoNode's every minute) just as that
-    /// command lets it go: the next command still takes it. Windows only marks a file deleted
-    /// while another has it open, and refuses to open it again until that one closes it
-    /// (Microsoft's DeleteFileW remarks), which a record deleted and written anew met.
-    #[test]
-    fn a_look_reading_who_holds_the_lock_never_stops_the_next_command() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let first = acquire(dir.path(), "install").expect("first");
-        let look = File::open(info_path(&dir.path().join(LOCK_FILE))).expect("the record");
-        drop(first);
-        let second = take_again(dir.path(), "repair");
-        assert_eq!(
-            holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
-            Some("repair".into())
-        );
-        drop(look);
-        drop(second);
-    }
-
-    /// A link where the record goes, as one a user could put there before the directory was
-    /// protected, is replaced, and what it names left as it was.
-    #[cfg(unix)]
-    #[test]
-    fn a_link_in_place_of_the_record_is_not_written_through() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let elsewhere = dir.path().join("elsewhere");
-        std::fs::write(&elsewhere, "kept").expect("elsewhere");
-        let info = info_path(&dir.path().join(LOCK_FILE));
-        std::os::unix::fs::symlink(&elsewhere, &info).expect("link");
-        let lock = acquire(dir.path(), "install").expect("lock");
-        assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "kept");
-        assert!(std::fs::symlink_metadata(&info).expect("record").is_file());
-        assert_eq!(
-            holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
-            Some("install".into())
-        );
-        drop(lock);
-        assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "kept");
-    }
-
-    /// A process that has ended: a child that ran and was waited for. Its `Child` is kept,
-    /// so that on Windows its process object stays (an ended process that is still known).
-    fn ended_process() -> std::process::Child {
-        #[cfg(windows)]
-        let mut child = std::process::Command::new("cmd.exe")
-            .args(["/c", "exit 0"])
-            .spawn()
-            .expect("cmd");
-        #[cfg(unix)]
-        let mut child = std::process::Command::new("true").spawn().expect("true");
-        child.wait().expect("ended");
-        child
-    }
-
-    /// A command killed leaves its record of who holds the lock; the lock itself went with
-    /// it. A look that holds the lock for a moment then makes the next command wait, never
-    /// name the dead one; nor is a record taken for the holder's when its pid now names
-    /// another process (one that started after the record was written).
-    #[cfg(any(windows, target_os = "linux"))]
-    #[test]
-    fn a_record_left_by_a_dead_command_never_names_the_holder() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        drop(acquire(dir.path(), "install").expect("the lock file made"));
-        let path = dir.path().join(LOCK_FILE);
-        let mut dead = ended_process();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("clock")
-            .as_secs();
-        // A look holds the lock throughout.
-        let look = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&path)
-            .expect("open");
-        look.try_lock().expect("the look takes it");
-        let records = [
-            format!(
-                r#"{{"command":"install","pid":{},"started":{now}}}"#,
-                dead.id()
-            ),
-            // This process, but not as it started: its pid reused.
-            format!(
-                r#"{{"command":"install","pid":{},"started":{now},"process":1}}"#,
-                std::process::id()
-            ),
-        ];
-        for record in records {
-            std::fs::write(info_path(&path), &record).expect("record");
-            let e = acquire(dir.path(), "repair").expect_err("the look holds it");
-            assert!(
-                matches!(e, LockError::Busy { holder: None, .. }),
-                "{record}: {e}"
-            );
-            assert_eq!(holder(&path), None, "{record}");
-            assert_eq!(busy(dir.path()), None, "{record}");
-        }
-        // Closed, it lets go (LockFileEx remarks), `take_again` waiting for the moment.
-        drop(look);
-        drop(take_again(dir.path(), "repair"));
-        // Kept until here, so that its process object stays on Windows; waited already.
-        dead.wait().expect("ended");
-    }
-
-    /// A look that only tests the lock (CalicoNode's, every minute) never makes a command
-    /// that takes it then fail as though another command held it.
-    #[test]
-    fn a_command_takes_the_lock_while_a_look_tests_it() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        drop(acquire(dir.path(), "install").expect("the lock file made"));
-        let stop = std::sync::atomic::AtomicBool::new(false);
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let _ = busy(dir.path());
-                }
-            });
-            let mut refused = 0;
-            for _ in 0..5000 {
-                match acquire(dir.path(), "repair") {
-                    Ok(lock) => drop(lock),
-                    Err(e) => {
-                        refused += 1;
-                        eprintln!("{e}");
-                        break;
-                    }
-                }
-            }
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            assert_eq!(refused, 0);
-        });
-    }
-}
+#[path = "lock_tests.rs"]
+mod tests;

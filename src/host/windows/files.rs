@@ -335,6 +335,26 @@ pub fn is_reparse_point(path: &str) -> HostResult<bool> {
     }
 }
 
+/// Whether the open `file` is a plain file that has no other name: neither a directory nor a
+/// reparse point (a link opened itself, with FILE_FLAG_OPEN_REPARSE_POINT), and one link to
+/// it (`nNumberOfLinks`: Microsoft's BY_HANDLE_FILE_INFORMATION page; a hard link made with
+/// CreateHardLinkW adds one).
+pub fn is_sole_plain_file(file: &std::fs::File) -> std::io::Result<bool> {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Win32::Storage::FileSystem::{
+        BY_HANDLE_FILE_INFORMATION, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_REPARSE_POINT,
+        GetFileInformationByHandle,
+    };
+    // SAFETY: a plain C struct of integers, for which all-zero is valid.
+    let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+    // SAFETY: the handle is open for as long as `file` is borrowed; `info` is this frame's.
+    if unsafe { GetFileInformationByHandle(file.as_raw_handle(), &mut info) } == 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let odd = FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT;
+    Ok(info.dwFileAttributes & odd == 0 && info.nNumberOfLinks == 1)
+}
+
 /// The owner and access list of `path` in SDDL; `None` when it does not exist.
 pub fn security(path: &str) -> HostResult<Option<String>> {
     if !Path::new(path).exists() {

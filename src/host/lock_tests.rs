@@ -1,0 +1,442 @@
+//! The host lock's tests: taken, refused, let go; who holds it, and records that say it no more.
+
+use super::*;
+
+#[test]
+fn a_zombie_or_dead_process_is_defunct_and_a_running_one_is_not() {
+    assert!(running(std::process::id()).is_some());
+    #[cfg(windows)]
+    assert!(running(ended_process().id()).is_none());
+}
+
+#[cfg(not(windows))]
+#[test]
+fn a_zombie_or_dead_process_is_defunct_on_linux() {
+    let defunct = |pid| running(pid).is_none();
+    let stat = "4242 (a) b) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000";
+    assert_eq!(stat_started(stat), Some(98765));
+    assert_eq!(stat_started("4242 (a) S 1"), None);
+    assert!(state_is_defunct("4242 (calicoctl-win) Z 1 4242"));
+    assert!(state_is_defunct("4242 (a) b) X 1"));
+    assert!(!state_is_defunct("4242 (calicoctl-win) S 1 4242"));
+    assert!(!state_is_defunct("4242 (name with ) Z) R 1"));
+    assert!(!state_is_defunct(""));
+    // A zombie: a child that ended and is not reaped yet.
+    #[cfg(target_os = "linux")]
+    {
+        let mut child = std::process::Command::new("true").spawn().expect("true");
+        let pid = child.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !defunct(pid) {
+            assert!(std::time::Instant::now() < deadline, "never a zombie");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        child.wait().expect("reap");
+        assert!(defunct(pid) || std::fs::metadata(format!("/proc/{pid}")).is_ok());
+    }
+}
+
+#[test]
+fn a_state_dir_that_is_a_link_is_refused() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("dir");
+    let link = tmp.path().join("state");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&elsewhere, &link).expect("link");
+    #[cfg(windows)]
+    if std::os::windows::fs::symlink_dir(&elsewhere, &link).is_err()
+        || std::fs::symlink_metadata(&link).is_err()
+    {
+        // Windows lets only a privileged or developer-mode user make a symbolic link;
+        // Wine makes none at all, though it says it did (CreateSymbolicLinkW in
+        // dlls/kernelbase/file.c at wine-8.0 is a stub that returns TRUE).
+        eprintln!("skipped: no symbolic link could be made here, so there is none to refuse");
+        return;
+    }
+    let e = acquire(&link, "test").expect_err("a link is refused");
+    assert!(e.to_string().contains("is a link"), "{e}");
+    assert!(!elsewhere.join(LOCK_FILE).exists());
+    assert!(make_state_dir(&elsewhere).is_ok());
+}
+
+/// Under Wine too (tools/wine/test.sh), which maps an access list onto the Unix mode.
+#[cfg(windows)]
+#[test]
+fn the_state_dir_is_protected_when_the_lock_is_taken() {
+    use crate::host::{acl, windows::files};
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("state");
+    std::fs::create_dir(&dir).expect("dir");
+    let path = dir.to_string_lossy().into_owned();
+    // As an earlier version could leave it (made with %ProgramData%'s access list, where
+    // every user may add files), here opened to everyone outright.
+    files::set_security(
+        &path,
+        "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;WD)",
+    )
+    .expect("open it");
+    // Wine keeps no access list, only the Unix mode it maps one onto (its owner reads
+    // back as a user of its own): there only Everyone's right to write is seen to go.
+    let full_acl = !crate::host::contract::on_windows::under_wine();
+    let others_write = || {
+        let sddl = files::security(&path).expect("read").expect("there");
+        let d = acl::parse(&sddl).unwrap_or_else(|e| panic!("{sddl}: {e}"));
+        let writers = acl::writers(&d);
+        let everyone = writers.iter().any(|w| w.starts_with("Everyone"));
+        (everyone || (full_acl && !writers.is_empty()), writers)
+    };
+    assert!(others_write().0, "{:?}", others_write().1);
+    let lock = acquire(&dir, "test").expect("lock");
+    assert!(!others_write().0, "{:?}", others_write().1);
+    drop(lock);
+    // Taken again, it stays so.
+    drop(acquire(&dir, "test").expect("lock"));
+    assert!(!others_write().0, "{:?}", others_write().1);
+}
+
+/// Takes the lock in `dir` again just after it was let go. Other tests of this process
+/// fork children, which hold a copy of the locked file until they exec: the lock may
+/// outlive its holder by that moment.
+fn take_again(dir: &Path, command: &str) -> HostLock {
+    let mut again = acquire(dir, command);
+    for _ in 0..100 {
+        if again.is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        again = acquire(dir, command);
+    }
+    again.expect("released")
+}
+
+#[test]
+fn a_second_taker_is_refused_with_the_holder_and_takes_it_once_released() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = acquire(dir.path(), "install").expect("first");
+    let err = acquire(dir.path(), "uninstall").expect_err("held");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("install (pid {}", std::process::id())),
+        "{text}"
+    );
+    assert!(matches!(&err, LockError::Busy { holder: Some(h), .. } if h.command == "install"));
+    drop(first);
+    assert_eq!(holder(&dir.path().join(LOCK_FILE)), None);
+    let again = take_again(dir.path(), "uninstall");
+    assert_eq!(
+        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
+        Some("uninstall".into())
+    );
+    drop(again);
+}
+
+/// A look reads who holds the lock (`busy`, CalicoNode's every minute) just as that
+/// command lets it go: the next command still takes it. Windows only marks a file deleted
+/// while another has it open, and refuses to open it again until that one closes it
+/// (Microsoft's DeleteFileW remarks), which a record deleted and written anew met.
+#[test]
+fn a_look_reading_who_holds_the_lock_never_stops_the_next_command() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = acquire(dir.path(), "install").expect("first");
+    let look = File::open(info_path(&dir.path().join(LOCK_FILE))).expect("the record");
+    drop(first);
+    let second = take_again(dir.path(), "repair");
+    assert_eq!(
+        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
+        Some("repair".into())
+    );
+    drop(look);
+    drop(second);
+}
+
+/// A link where the record goes, as one a user could put there before the directory was
+/// protected, is replaced, and what it names left as it was.
+#[cfg(unix)]
+#[test]
+fn a_link_in_place_of_the_record_is_not_written_through() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::write(&elsewhere, "kept").expect("elsewhere");
+    let info = info_path(&dir.path().join(LOCK_FILE));
+    std::os::unix::fs::symlink(&elsewhere, &info).expect("link");
+    let lock = acquire(dir.path(), "install").expect("lock");
+    assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "kept");
+    assert!(std::fs::symlink_metadata(&info).expect("record").is_file());
+    assert_eq!(
+        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
+        Some("install".into())
+    );
+    drop(lock);
+    assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "kept");
+}
+
+/// A hard link where the record goes, to a file elsewhere (one a user could add before the
+/// directory was protected, to a file the user may read but not write): the command, which
+/// runs as an administrator, removes the name and writes a file of its own; what the link
+/// named keeps what it said, also once the lock is let go.
+#[test]
+fn a_hard_link_in_place_of_the_record_is_not_written_through() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::write(&elsewhere, "kept").expect("elsewhere");
+    let info = info_path(&dir.path().join(LOCK_FILE));
+    std::fs::hard_link(&elsewhere, &info).expect("hard link");
+    let lock = acquire(dir.path(), "install").expect("lock");
+    assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "kept");
+    assert_eq!(
+        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
+        Some("install".into())
+    );
+    drop(lock);
+    assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "kept");
+    assert_eq!(std::fs::read_to_string(&info).expect("record"), "");
+}
+
+/// A record written while another process holds the lock, as a look holds it: a command that
+/// took it from a look, or one another test of this process holds.
+fn hold_with_record(dir: &Path, record: &str) -> File {
+    drop(acquire(dir, "install").expect("the lock file made"));
+    let path = dir.join(LOCK_FILE);
+    let look = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("open");
+    look.try_lock().expect("the look takes it");
+    std::fs::write(info_path(&path), record).expect("record");
+    look
+}
+
+const DEAD: u32 = 4_000_001;
+const LIVE: u32 = 4_000_002;
+
+/// A command takes the lock its killed predecessor held, whose record still names that one,
+/// and writes who it is a moment later: a look then names it, not nobody (which would have
+/// `status` read its journal as a run cut off, and let a detached run start beside it).
+#[test]
+fn a_look_waits_for_the_holder_to_replace_a_dead_ones_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dead = format!(r#"{{"command":"install","pid":{DEAD},"started":1,"process":5}}"#);
+    let look = hold_with_record(dir.path(), &dead);
+    let info = info_path(&dir.path().join(LOCK_FILE));
+    let live = format!(r#"{{"command":"repair","pid":{LIVE},"started":2,"process":7}}"#);
+    // The new holder writes its record once the look has read the dead one's.
+    let running = |pid| {
+        if pid == DEAD {
+            std::fs::write(&info, &live).expect("the live record");
+        }
+        (pid == LIVE).then_some(Some(7))
+    };
+    let found = busy_with(dir.path(), &running);
+    assert_eq!(
+        found.flatten().map(|h| (h.command, h.pid)),
+        Some(("repair".to_owned(), LIVE))
+    );
+    drop(look);
+}
+
+/// A record whose pid runs, as a process this one may not open (running, when it started
+/// unknown), may name a later process given a killed command's pid: a command waits, and
+/// takes the lock once the one that held it lets it go, rather than stop at once naming a
+/// command that may have ended.
+#[test]
+fn a_holder_whose_start_is_unknown_is_not_taken_for_sure() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let record = format!(r#"{{"command":"install","pid":{DEAD},"started":1,"process":5}}"#);
+    let look = hold_with_record(dir.path(), &record);
+    // The look lets go once the record has been judged (explicitly: Windows releases a lock
+    // left to the closing of its file when it gets to it).
+    let running = |pid| {
+        if pid == DEAD {
+            let _ = look.unlock();
+            return Some(None);
+        }
+        running(pid)
+    };
+    let lock = acquire_with(dir.path(), "repair", &running).expect("taken once let go");
+    assert_eq!(
+        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
+        Some("repair".into())
+    );
+    drop(lock);
+    // Held on, such a holder is named in the end: who holds the lock, as far as is known.
+    let look = hold_with_record(dir.path(), &record);
+    let maybe = |pid| (pid == DEAD).then_some(None);
+    let e = acquire_with(dir.path(), "repair", &maybe).expect_err("held");
+    assert!(
+        matches!(&e, LockError::Busy { holder: Some(h), .. } if h.pid == DEAD),
+        "{e}"
+    );
+    drop(look);
+}
+
+/// A process that has ended: a child that ran and was waited for. Its `Child` is kept,
+/// so that on Windows its process object stays (an ended process that is still known).
+fn ended_process() -> std::process::Child {
+    #[cfg(windows)]
+    let mut child = std::process::Command::new("cmd.exe")
+        .args(["/c", "exit 0"])
+        .spawn()
+        .expect("cmd");
+    #[cfg(unix)]
+    let mut child = std::process::Command::new("true").spawn().expect("true");
+    child.wait().expect("ended");
+    child
+}
+
+/// A command killed leaves its record of who holds the lock; the lock itself went with
+/// it. A look that holds the lock for a moment then makes the next command wait, never
+/// name the dead one; nor is a record taken for the holder's when its pid now names
+/// another process (one that started after the record was written).
+#[cfg(any(windows, target_os = "linux"))]
+#[test]
+fn a_record_left_by_a_dead_command_never_names_the_holder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(acquire(dir.path(), "install").expect("the lock file made"));
+    let path = dir.path().join(LOCK_FILE);
+    let mut dead = ended_process();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    // A look holds the lock throughout.
+    let look = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("open");
+    look.try_lock().expect("the look takes it");
+    let records = [
+        format!(
+            r#"{{"command":"install","pid":{},"started":{now}}}"#,
+            dead.id()
+        ),
+        // This process, but not as it started: its pid reused.
+        format!(
+            r#"{{"command":"install","pid":{},"started":{now},"process":1}}"#,
+            std::process::id()
+        ),
+    ];
+    for record in records {
+        std::fs::write(info_path(&path), &record).expect("record");
+        let e = acquire(dir.path(), "repair").expect_err("the look holds it");
+        assert!(
+            matches!(e, LockError::Busy { holder: None, .. }),
+            "{record}: {e}"
+        );
+        assert_eq!(holder(&path), None, "{record}");
+        assert_eq!(busy(dir.path()), None, "{record}");
+    }
+    // Closed, it lets go (LockFileEx remarks), `take_again` waiting for the moment.
+    drop(look);
+    drop(take_again(dir.path(), "repair"));
+    // Kept until here, so that its process object stays on Windows; waited already.
+    dead.wait().expect("ended");
+}
+
+/// A look that only tests the lock (CalicoNode's, every minute) never makes a command
+/// that takes it then fail as though another command held it.
+#[test]
+fn a_command_takes_the_lock_while_a_look_tests_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(acquire(dir.path(), "install").expect("the lock file made"));
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = busy(dir.path());
+            }
+        });
+        let mut refused = 0;
+        for _ in 0..5000 {
+            match acquire(dir.path(), "repair") {
+                Ok(lock) => drop(lock),
+                Err(e) => {
+                    refused += 1;
+                    eprintln!("{e}");
+                    break;
+                }
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(refused, 0);
+    });
+}
+
+/// A record another user made hidden and a system file before the directory was protected:
+/// written over all the same (CREATE_ALWAYS, which would ask for a plain file, is refused
+/// on such a file: CreateFileW remarks).
+#[cfg(windows)]
+#[test]
+fn a_hidden_system_record_is_written_over() {
+    use std::os::windows::fs::OpenOptionsExt;
+    const HIDDEN_SYSTEM: u32 = 0x2 | 0x4;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let info = info_path(&dir.path().join(LOCK_FILE));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .attributes(HIDDEN_SYSTEM)
+        .open(&info)
+        .expect("planted");
+    let lock = acquire(dir.path(), "install").expect("lock");
+    assert_eq!(
+        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
+        Some("install".into())
+    );
+    drop(lock);
+}
+
+/// Another process has the record open for a moment and shares no writing (an editor, a
+/// virus scanner): the command that took the lock writes it once that one lets go.
+#[cfg(windows)]
+#[test]
+fn a_reader_that_shares_no_writing_only_delays_the_record() {
+    use std::os::windows::fs::OpenOptionsExt;
+    const FILE_SHARE_READ: u32 = 1;
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(acquire(dir.path(), "install").expect("the record made"));
+    let info = info_path(&dir.path().join(LOCK_FILE));
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .share_mode(FILE_SHARE_READ)
+        .open(&info)
+        .expect("reader");
+    let refused = std::fs::OpenOptions::new().write(true).open(&info).is_err();
+    let letting_go = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        drop(reader);
+    });
+    // Not `take_again`, which would take it again after a refusal.
+    let lock = acquire(dir.path(), "repair").expect("written once the reader let go");
+    letting_go.join().expect("reader");
+    assert!(
+        refused,
+        "Windows refuses a writer beside a reader that shares no writing"
+    );
+    assert_eq!(
+        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
+        Some("repair".into())
+    );
+    drop(lock);
+}
+
+/// A reader that shares no writing (an editor, a virus scanner) would keep the record from
+/// being opened again when the lock is let go, and it would go on naming the command that
+/// held it: the holder keeps it open, so that such a reader cannot open it meanwhile, and
+/// empties it through its own handle.
+#[cfg(windows)]
+#[test]
+fn the_record_is_emptied_on_release_beside_a_reader_that_shares_no_writing() {
+    use std::os::windows::fs::OpenOptionsExt;
+    const FILE_SHARE_READ: u32 = 1;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lock = acquire(dir.path(), "install").expect("lock");
+    let info = info_path(&dir.path().join(LOCK_FILE));
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .share_mode(FILE_SHARE_READ)
+        .open(&info);
+    drop(lock);
+    drop(reader);
+    assert_eq!(std::fs::read_to_string(&info).expect("record"), "");
+}
