@@ -17,7 +17,7 @@ const NAMES: &str = r"(?:token|password|passwd|api[_-]?key|access[_-]?key|privat
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 14] {
+fn shapes() -> [(String, &'static str); 16] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     // A flag naming a secret, one dash or two (`--token`, `-password`, `-etcd-key-data`), at
@@ -66,6 +66,8 @@ fn shapes() -> [(String, &'static str); 14] {
         // A flag's value as the next item of a YAML block list, or of a flow list unquoted.
         yaml_list_item(),
         yaml_flow_item(),
+        yaml_flow_quoted_items()[0].clone(),
+        yaml_flow_quoted_items()[1].clone(),
         // A value named as a secret in quotes escaped inside a JSON string (a service's
         // command line, an event's text, a log line quoting JSON): `{\"token\":\"X\"}`,
         // `PASSWORD=\"X\"`, `--etcd-password \"X\"`, `-token \"X\"`, whole up to its closing `\"`.
@@ -136,10 +138,27 @@ fn yaml_flag() -> String {
 fn yaml_flow_item() -> (String, &'static str) {
     (
         format!(
-            r#"(?i-u)((?:^|[\s\[,])-{{1,2}}[a-z0-9-]*{NAMES}[ \t]*,[ \t]*)[^\s,\[\]{{}}"'#][^,\[\]{{}}\r\n]*"#
+            r#"(?i-u)((?:^|[\s\[,])["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?\s*,\s*)[^\s,\[\]{{}}"'#][^,\[\]{{}}\r\n]*"#
         ),
         "${1}<redacted>",
     )
+}
+
+/// The same flow list with the flag quoted or not and its value quoted, the list perhaps
+/// broken across lines: `[--token, "X"]`, `["--token", 'X']`, `[--token,\n  "X"]`. The
+/// quotes stay, so JSON stays JSON.
+fn yaml_flow_quoted_items() -> [(String, &'static str); 2] {
+    let flag = format!(r#"((?:^|[\s\[,])["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?\s*,\s*"#);
+    [
+        (
+            format!(r#"(?i-u){flag}")(?:[^"\\\r\n]|\\.)*""#),
+            "${1}<redacted>\"",
+        ),
+        (
+            format!(r#"(?i-u){flag}')(?:[^'\r\n]|'')*'"#),
+            "${1}<redacted>'",
+        ),
+    ]
 }
 
 /// A flag naming a secret as an item of a YAML block list and a block scalar as the next item
@@ -562,6 +581,26 @@ pub(crate) mod tests {
                 "args: [--client-secret, s3cr3t, --x]",
                 "s3cr3t",
                 "args: [--client-secret, <redacted>, --x]",
+            ),
+            (
+                "args: [--token, \"dqsecret1\", --v]",
+                "dqsecret1",
+                "args: [--token, \"<redacted>\", --v]",
+            ),
+            (
+                "args: [--token, 'sqsec''ret1']",
+                "ret1",
+                "args: [--token, '<redacted>']",
+            ),
+            (
+                "args: [\"--token\", plainsecret1]",
+                "plainsecret1",
+                "args: [\"--token\", <redacted>]",
+            ),
+            (
+                "args: [--token,\n    splitsecret1]",
+                "splitsecret1",
+                "args: [--token,\n    <redacted>]",
             ),
             (
                 "args:\n- --token\n- >-\n  foldedsecret1\n  foldedsecret2\n- --v\n",
