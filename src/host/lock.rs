@@ -112,7 +112,18 @@ fn open_record(info: &Path) -> std::io::Result<File> {
     // junction is opened itself (FILE_FLAG_OPEN_REPARSE_POINT), not what it names.
     #[cfg(windows)]
     std::os::windows::fs::OpenOptionsExt::custom_flags(&mut options, 0x0020_0000);
-    let file = options.open(info)?;
+    let file = match options.open(info) {
+        // A read-only file is refused for writing (ERROR_ACCESS_DENIED, CreateFileW remarks),
+        // also without emptying it: the attribute cleared (SetFileAttributesW), it is opened.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && read_only(info) => {
+            let mut p = std::fs::symlink_metadata(info)?.permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            p.set_readonly(false);
+            std::fs::set_permissions(info, p)?;
+            options.open(info)?
+        }
+        opened => opened?,
+    };
     let file = if is_sole_plain_file(&file, info)? {
         file
     } else {
@@ -125,6 +136,11 @@ fn open_record(info: &Path) -> std::io::Result<File> {
     };
     file.set_len(0)?;
     Ok(file)
+}
+
+/// Whether `path` is a plain file marked read-only.
+fn read_only(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.permissions().readonly())
 }
 
 /// Removes the name `path`: a link to a file or one to a directory.
@@ -245,9 +261,12 @@ fn busy_with(dir: &Path, running: &Running<'_>) -> Option<Option<Holder>> {
     let _ = file.unlock();
     match held.ok()? {
         Held::By(h) => Some(h),
-        // A holder that has been killed keeps the lock until the kernel has closed its files;
-        // once it has become a zombie (or is gone) it changes nothing any more.
-        Held::Free | Held::Stale => None,
+        // Held, while the record names one that has ended: a live command holds it that has
+        // not written its record yet (its write may wait out a reader that shares no
+        // writing), so it is held by one not named, as `acquire` says; never "nobody", which
+        // would make a look take a live run's journal for one cut off.
+        Held::Stale => Some(None),
+        Held::Free => None,
     }
 }
 
