@@ -394,15 +394,7 @@ fn a_run_stopped_mid_matrix_reports_the_checks_from_the_stop_as_stopped() {
     let r = running.join().expect("join").expect("report");
     assert!(r.interrupted && !r.passed && !r.timed_out, "{r:#?}");
     let checks = serde_json::to_value(&r.checks).expect("json");
-    let results: Vec<(String, String)> = checks
-        .as_array()
-        .expect("checks")
-        .iter()
-        .map(|v| {
-            let word = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
-            (word("check"), word("result"))
-        })
-        .collect();
+    let results = results(&checks);
     let at = results
         .iter()
         .position(|(c, _)| c == "cluster-ip")
@@ -460,15 +452,7 @@ fn a_stop_while_reading_the_services_keeps_the_pulls_verdict() {
     api.lock().stall_answer_to = None;
     assert!(r.interrupted && !r.passed, "{r:#?}");
     let checks = serde_json::to_value(&r.checks).expect("json");
-    let results: Vec<(String, String)> = checks
-        .as_array()
-        .expect("checks")
-        .iter()
-        .map(|v| {
-            let word = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
-            (word("check"), word("result"))
-        })
-        .collect();
+    let results = results(&checks);
     assert_eq!(
         results.first(),
         Some(&("image-pull".to_owned(), "pass".to_owned())),
@@ -478,4 +462,17 @@ fn a_stop_while_reading_the_services_keeps_the_pulls_verdict() {
         results.len() > 1 && results[1..].iter().all(|(_, r)| r == "stopped"),
         "{results:?}"
     );
+}
+
+/// Each check's name and result, in the report's order.
+fn results(checks: &serde_json::Value) -> Vec<(String, String)> {
+    checks
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|v| {
+            let word = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+            (word("check"), word("result"))
+        })
+        .collect()
 }
