@@ -102,3 +102,28 @@ fn a_grant_there_before_the_install_is_kept_by_its_undoing() {
     assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
     assert!(api.get(&binding()).is_none(), "{stderr}");
 }
+
+/// An install that fails past the point of no return rolls nothing back and keeps its journal
+/// for a rerun to finish: the grant the installed services renew their token with stays, and
+/// the rerun finishes with it. (No install plan has an irreversible step today; the journal of
+/// the killed run is marked as past one, as a step that cannot be undone would have left it.)
+#[test]
+fn an_install_failing_past_the_point_of_no_return_keeps_the_grant() {
+    let api = FakeApi::start();
+    let (node, zip) = killed_after_grant(&api);
+    let path = node.c_drive("calicowindows/calicoctl-win.journal.json");
+    let mut journal: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
+    journal["entries"][0]["irreversible"] = serde_json::json!(true);
+    fs_err::write(&path, journal.to_string()).unwrap();
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let (code, _, stderr) = node.run(&[&args[..], &["--sim-fault", LATER_STEP_FAILS]].concat());
+    assert_ne!(code, 0, "{stderr}");
+    assert!(path.exists(), "{stderr}");
+    assert!(api.get(&role()).is_some(), "{stderr}");
+    assert!(api.get(&binding()).is_some(), "{stderr}");
+    let (code, _, stderr) = node.run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_some(), "{stderr}");
+    assert!(!path.exists(), "{stderr}");
+}

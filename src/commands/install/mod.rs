@@ -220,7 +220,13 @@ fn install(
     if let Err(e) = staging.remove() {
         ctx.printer.warn(&format!("{e:#}"));
     }
-    if result.is_err() {
+    // Past the point of no return nothing is rolled back and the journal, the grant in it, is
+    // kept for a rerun to finish: the services it installed renew their token with the grant.
+    let finished_by_rerun = |e: &anyhow::Error| {
+        e.downcast_ref::<apply::ExecError>()
+            .is_some_and(|e| e.past_no_return)
+    };
+    if result.as_ref().is_err_and(|e| !finished_by_rerun(e)) {
         ungrant(ctx, &c.cluster, made.as_ref());
     }
     result?;
