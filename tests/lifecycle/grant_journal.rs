@@ -127,3 +127,46 @@ fn an_install_failing_past_the_point_of_no_return_keeps_the_grant() {
     assert!(api.get(&role()).is_some(), "{stderr}");
     assert!(!path.exists(), "{stderr}");
 }
+
+/// A rerun that fails while the API refuses to delete the grant: its rollback removes its
+/// steps and the journal keeps the grant alone, so that uninstall then removes it.
+#[test]
+fn a_grant_the_rollback_cannot_delete_stays_in_the_journal() {
+    let api = FakeApi::start();
+    let (node, zip) = killed_after_grant(&api);
+    // The run's writes to the API: calico-node's token requested, then (its grant there
+    // already) the rollback's first delete of the grant, which the server fails.
+    api.fail_write_at(2);
+    let path = node.c_drive("calicowindows/calicoctl-win.journal.json");
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let (code, _, stderr) = node.run(&[&args[..], &["--sim-fault", LATER_STEP_FAILS]].concat());
+    assert_ne!(code, 0, "{stderr}");
+    assert!(path.exists(), "{stderr}");
+    assert!(stderr.contains("keeps it"), "{stderr}");
+    let (code, _, stderr) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_none(), "{stderr}");
+    assert!(api.get(&binding()).is_none(), "{stderr}");
+    assert!(!path.exists(), "{stderr}");
+}
+
+/// Uninstall that cannot delete the grant of an interrupted install fails, naming the
+/// command that deletes it, and keeps the journal: uninstall again deletes it.
+#[test]
+fn uninstall_that_cannot_delete_the_grant_keeps_the_journal() {
+    let api = FakeApi::start();
+    let (node, _zip) = killed_after_grant(&api);
+    api.forbid("delete", "roles");
+    let path = node.c_drive("calicowindows/calicoctl-win.journal.json");
+    let (code, _, stderr) = node.run(&["uninstall"]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("delete rolebinding,role"), "{stderr}");
+    assert!(path.exists(), "{stderr}");
+    assert!(api.get(&role()).is_some(), "{stderr}");
+    api.lock().forbidden.clear();
+    let (code, _, stderr) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_none(), "{stderr}");
+    assert!(api.get(&binding()).is_none(), "{stderr}");
+    assert!(!path.exists(), "{stderr}");
+}

@@ -10,7 +10,7 @@ use super::change::{Change, Changing, ChecksBlocked, Failed};
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, stage};
 pub(crate) use document::{FromOperator, Install};
-use grant::{Journaling, grant_then_hand_over, ungrant};
+use grant::{Journaling, grant_then_hand_over, ungrant_after_rollback};
 use prepare::{Credentials, credentials, merged_config};
 
 use super::common::{ClusterRead, check_skips, cluster_checks, read_cluster};
@@ -220,14 +220,9 @@ fn install(
     if let Err(e) = staging.remove() {
         ctx.printer.warn(&format!("{e:#}"));
     }
-    // Past the point of no return nothing is rolled back and the journal, the grant in it, is
-    // kept for a rerun to finish: the services it installed renew their token with the grant.
-    let finished_by_rerun = |e: &anyhow::Error| {
-        e.downcast_ref::<apply::ExecError>()
-            .is_some_and(|e| e.past_no_return)
-    };
-    if result.as_ref().is_err_and(|e| !finished_by_rerun(e)) {
-        ungrant(ctx, &c.cluster, made.as_ref());
+    if let Err(e) = &result {
+        let at = (host, config, c.change.journal_path.as_str());
+        ungrant_after_rollback(ctx, at, (&c.cluster, made.as_ref()), e);
     }
     result?;
     let at = (&c.change, &c.cluster, c.node_name.as_str());
