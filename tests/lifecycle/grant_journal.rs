@@ -170,3 +170,23 @@ fn uninstall_that_cannot_delete_the_grant_keeps_the_journal() {
     assert!(api.get(&binding()).is_none(), "{stderr}");
     assert!(!path.exists(), "{stderr}");
 }
+
+/// Install killed after the grant; a rerun for another node name makes another grant: the
+/// killed run's grant is deleted before any change, not dropped with the journal when the
+/// rerun succeeds.
+#[test]
+fn a_rerun_that_makes_another_grant_deletes_the_killed_runs_grant() {
+    let api = FakeApi::start();
+    let (node, zip) = killed_after_grant(&api);
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let (code, _, stderr) = node.run(
+        &[
+            &args[..],
+            &["--set", "node.name=win-2", "--skip", "node-name"],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_none(), "{stderr}");
+    assert!(api.get(&binding()).is_none(), "{stderr}");
+}

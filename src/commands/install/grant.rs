@@ -83,8 +83,9 @@ fn grant<'a>(
     ctx: &mut Context,
     (host, cluster, node_name): (&'a dyn Host, &ClusterRead, &str),
     g: Option<&Grant>,
-    (config, at): (&crate::config::Config, Journaling<'_, 'a>),
+    (config, mut at): (&crate::config::Config, Journaling<'_, 'a>),
 ) -> anyhow::Result<(Option<Making>, renewal::GrantUids)> {
+    undo_earlier_grant(ctx, (host, cluster), g, &mut at)?;
     let (Some(g), ClusterRead::Read(c, _)) = (g, cluster) else {
         return Ok((None, g.map(|g| g.uids.clone()).unwrap_or_default()));
     };
@@ -130,6 +131,42 @@ fn grant<'a>(
             )))
         }
     }
+}
+
+/// The grant a cut-off run of this install made (journaled) when this run does not make that
+/// same grant (the node or namespace changed, no admin kubeconfig, etcd): removed before any
+/// change, and then dropped from the journal (kept there until it is gone); without the
+/// cluster, or refused, this run is refused with the command that deletes it.
+fn undo_earlier_grant(
+    ctx: &mut Context,
+    (host, cluster): (&dyn Host, &ClusterRead),
+    g: Option<&Grant>,
+    at: &mut Journaling<'_, '_>,
+) -> anyhow::Result<()> {
+    let Some(m) = (at.journal.as_ref())
+        .and_then(|j| j.grant.clone())
+        .filter(|m| m.makes_any() && !g.is_some_and(|g| m.is_of(g)))
+    else {
+        return Ok(());
+    };
+    let removed = match cluster {
+        ClusterRead::Read(c, _) => renewal::remove_made(c, &m).map_err(|e| e.to_string()),
+        _ => Err("this run does not reach the cluster with the admin kubeconfig".to_owned()),
+    };
+    match removed {
+        Ok(left) => left.iter().for_each(|l| ctx.printer.warn(l)),
+        Err(why) => anyhow::bail!(
+            "an earlier run of this install made the Role and RoleBinding {} in {}, which this run does not make, and it cannot be removed ({why}); remove it with '{}', or run install with the admin kubeconfig",
+            m.name,
+            m.namespace,
+            m.delete_command()
+        ),
+    }
+    if let Some(j) = at.journal.as_mut() {
+        j.grant = None;
+        j.save(host, at.path)?;
+    }
+    Ok(())
 }
 
 /// A failed install removes what it made of the grant (a grant there before it stays); true
