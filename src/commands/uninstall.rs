@@ -11,6 +11,7 @@ use crate::installed::legacy::{legacy_error, legacy_services};
 use crate::installed::record;
 use crate::layout::InstallRoot;
 use crate::plan::uninstall;
+use anyhow::Context as _;
 
 /// Uninstall's own keys of its document (`change::Changing`).
 #[derive(serde::Serialize)]
@@ -518,7 +519,9 @@ fn undo_interrupted_install(
         return apply::undo::discard_journal(host, &journal, &path);
     }
     if let Some(m) = journal.grant.as_ref().filter(|m| m.makes_any()) {
-        undo_interrupted_grant(ctx, m);
+        undo_interrupted_grant(ctx, m).with_context(|| {
+            format!("cannot undo the interrupted install; its journal {path} is kept, so running uninstall again retries")
+        })?;
     }
     let rolled = apply::undo::undo_journal_in(host, &journal, &path, timeout, None);
     // What changed since that install made it (a firewall rule of its name beside an
@@ -538,20 +541,26 @@ fn undo_interrupted_install(
 
 /// What an interrupted install made of the node's renewal grant before it wrote its record
 /// (journaled before it was made): deleted, as the install's rollback would; without the
-/// cluster, said with the command that deletes it.
-fn undo_interrupted_grant(ctx: &mut Context, m: &crate::cluster::renewal::Making) {
+/// cluster, an error naming the command that deletes it (the journal is kept for a retry).
+fn undo_interrupted_grant(
+    ctx: &mut Context,
+    m: &crate::cluster::renewal::Making,
+) -> anyhow::Result<()> {
     let removed = match ctx.connect_cluster() {
         Ok(Some(c)) => crate::cluster::renewal::remove_made(&c, m).map_err(|e| e.to_string()),
         Ok(None) => Err(NO_KUBECONFIG.to_owned()),
         Err(e) => Err(e.to_string()),
     };
     match removed {
-        Ok(left) => left.iter().for_each(|l| ctx.printer.warn(l)),
-        Err(why) => ctx.printer.warn(&format!(
-            "what the interrupted install made of the Role and RoleBinding {} stays ({why}): '{}' removes it",
+        Ok(left) => {
+            left.iter().for_each(|l| ctx.printer.warn(l));
+            Ok(())
+        }
+        Err(why) => anyhow::bail!(
+            "what it made of the Role and RoleBinding {} stays ({why}); '{}' removes it",
             m.name,
             m.delete_command()
-        )),
+        ),
     }
 }
 

@@ -102,3 +102,91 @@ fn a_grant_there_before_the_install_is_kept_by_its_undoing() {
     assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
     assert!(api.get(&binding()).is_none(), "{stderr}");
 }
+
+/// An install that fails past the point of no return rolls nothing back and keeps its journal
+/// for a rerun to finish: the grant the installed services renew their token with stays, and
+/// the rerun finishes with it. (No install plan has an irreversible step today; the journal of
+/// the killed run is marked as past one, as a step that cannot be undone would have left it.)
+#[test]
+fn an_install_failing_past_the_point_of_no_return_keeps_the_grant() {
+    let api = FakeApi::start();
+    let (node, zip) = killed_after_grant(&api);
+    let path = node.c_drive("calicowindows/calicoctl-win.journal.json");
+    let mut journal: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
+    journal["entries"][0]["irreversible"] = serde_json::json!(true);
+    fs_err::write(&path, journal.to_string()).unwrap();
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let (code, _, stderr) = node.run(&[&args[..], &["--sim-fault", LATER_STEP_FAILS]].concat());
+    assert_ne!(code, 0, "{stderr}");
+    assert!(path.exists(), "{stderr}");
+    assert!(api.get(&role()).is_some(), "{stderr}");
+    assert!(api.get(&binding()).is_some(), "{stderr}");
+    let (code, _, stderr) = node.run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_some(), "{stderr}");
+    assert!(!path.exists(), "{stderr}");
+}
+
+/// A rerun that fails while the API refuses to delete the grant: its rollback removes its
+/// steps and the journal keeps the grant alone, so that uninstall then removes it.
+#[test]
+fn a_grant_the_rollback_cannot_delete_stays_in_the_journal() {
+    let api = FakeApi::start();
+    let (node, zip) = killed_after_grant(&api);
+    // The run's writes to the API: calico-node's token requested, then (its grant there
+    // already) the rollback's first delete of the grant, which the server fails.
+    api.fail_write_at(2);
+    let path = node.c_drive("calicowindows/calicoctl-win.journal.json");
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let (code, _, stderr) = node.run(&[&args[..], &["--sim-fault", LATER_STEP_FAILS]].concat());
+    assert_ne!(code, 0, "{stderr}");
+    assert!(path.exists(), "{stderr}");
+    assert!(stderr.contains("keeps it"), "{stderr}");
+    let (code, _, stderr) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_none(), "{stderr}");
+    assert!(api.get(&binding()).is_none(), "{stderr}");
+    assert!(!path.exists(), "{stderr}");
+}
+
+/// Uninstall that cannot delete the grant of an interrupted install fails, naming the
+/// command that deletes it, and keeps the journal: uninstall again deletes it.
+#[test]
+fn uninstall_that_cannot_delete_the_grant_keeps_the_journal() {
+    let api = FakeApi::start();
+    let (node, _zip) = killed_after_grant(&api);
+    api.forbid("delete", "roles");
+    let path = node.c_drive("calicowindows/calicoctl-win.journal.json");
+    let (code, _, stderr) = node.run(&["uninstall"]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("delete rolebinding,role"), "{stderr}");
+    assert!(path.exists(), "{stderr}");
+    assert!(api.get(&role()).is_some(), "{stderr}");
+    api.lock().forbidden.clear();
+    let (code, _, stderr) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_none(), "{stderr}");
+    assert!(api.get(&binding()).is_none(), "{stderr}");
+    assert!(!path.exists(), "{stderr}");
+}
+
+/// Install killed after the grant; a rerun for another node name makes another grant: the
+/// killed run's grant is deleted before any change, not dropped with the journal when the
+/// rerun succeeds.
+#[test]
+fn a_rerun_that_makes_another_grant_deletes_the_killed_runs_grant() {
+    let api = FakeApi::start();
+    let (node, zip) = killed_after_grant(&api);
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let (code, _, stderr) = node.run(
+        &[
+            &args[..],
+            &["--set", "node.name=win-2", "--skip", "node-name"],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_none(), "{stderr}");
+    assert!(api.get(&binding()).is_none(), "{stderr}");
+}

@@ -83,8 +83,9 @@ fn grant<'a>(
     ctx: &mut Context,
     (host, cluster, node_name): (&'a dyn Host, &ClusterRead, &str),
     g: Option<&Grant>,
-    (config, at): (&crate::config::Config, Journaling<'_, 'a>),
+    (config, mut at): (&crate::config::Config, Journaling<'_, 'a>),
 ) -> anyhow::Result<(Option<Making>, renewal::GrantUids)> {
+    undo_earlier_grant(ctx, (host, cluster), g, &mut at)?;
     let (Some(g), ClusterRead::Read(c, _)) = (g, cluster) else {
         return Ok((None, g.map(|g| g.uids.clone()).unwrap_or_default()));
     };
@@ -132,17 +133,97 @@ fn grant<'a>(
     }
 }
 
-/// A failed install removes what it made of the grant (a grant there before it stays).
-pub(super) fn ungrant(ctx: &mut Context, cluster: &ClusterRead, made: Option<&Making>) {
-    let (Some(m), ClusterRead::Read(c, _)) = (made.filter(|m| m.makes_any()), cluster) else {
-        return;
+/// The grant a cut-off run of this install made (journaled) when this run does not make that
+/// same grant (the node or namespace changed, no admin kubeconfig, etcd): removed before any
+/// change, and then dropped from the journal (kept there until it is gone); without the
+/// cluster, or refused, this run is refused with the command that deletes it.
+fn undo_earlier_grant(
+    ctx: &mut Context,
+    (host, cluster): (&dyn Host, &ClusterRead),
+    g: Option<&Grant>,
+    at: &mut Journaling<'_, '_>,
+) -> anyhow::Result<()> {
+    let Some(m) = (at.journal.as_ref())
+        .and_then(|j| j.grant.clone())
+        .filter(|m| m.makes_any() && !g.is_some_and(|g| m.is_of(g)))
+    else {
+        return Ok(());
     };
-    match renewal::remove_made(c, m) {
+    let removed = match cluster {
+        ClusterRead::Read(c, _) => renewal::remove_made(c, &m).map_err(|e| e.to_string()),
+        _ => Err("this run does not reach the cluster with the admin kubeconfig".to_owned()),
+    };
+    match removed {
         Ok(left) => left.iter().for_each(|l| ctx.printer.warn(l)),
-        Err(e) => ctx.printer.warn(&format!(
-            "the install failed and what it made of the Role and RoleBinding {} stays: {e}; remove it with '{}'",
+        Err(why) => anyhow::bail!(
+            "an earlier run of this install made the Role and RoleBinding {} in {}, which this run does not make, and it cannot be removed ({why}); remove it with '{}', or run install with the admin kubeconfig",
             m.name,
+            m.namespace,
             m.delete_command()
+        ),
+    }
+    if let Some(j) = at.journal.as_mut() {
+        j.grant = None;
+        j.save(host, at.path)?;
+    }
+    Ok(())
+}
+
+/// A failed install removes what it made of the grant (a grant there before it stays); true
+/// when nothing of it stays.
+fn ungrant(ctx: &mut Context, cluster: &ClusterRead, made: Option<&Making>) -> bool {
+    let Some(m) = made.filter(|m| m.makes_any()) else {
+        return true;
+    };
+    let removed = match cluster {
+        ClusterRead::Read(c, _) => renewal::remove_made(c, m).map_err(|e| e.to_string()),
+        _ => Err("the cluster cannot be reached".to_owned()),
+    };
+    match removed {
+        Ok(left) => {
+            left.iter().for_each(|l| ctx.printer.warn(l));
+            true
+        }
+        Err(e) => {
+            ctx.printer.warn(&format!(
+                "the install failed and what it made of the Role and RoleBinding {} stays: {e}; remove it with '{}'",
+                m.name,
+                m.delete_command()
+            ));
+            false
+        }
+    }
+}
+
+/// After a run failed (`failed`) and was rolled back: what it made of the grant removed, else
+/// kept in the install's journal (the rollback's, when it kept one; else one holding only the
+/// grant), so that the next install or uninstall removes it rather than nobody. Past the point
+/// of no return nothing was rolled back and the journal, the grant in it, is kept for a rerun
+/// to finish: the services it installed renew their token with the grant, which stays.
+pub(super) fn ungrant_after_rollback(
+    ctx: &mut Context,
+    (host, config, path): (&dyn Host, &crate::config::Config, &str),
+    (cluster, made): (&ClusterRead, Option<&Making>),
+    failed: &anyhow::Error,
+) {
+    let finished_by_rerun = failed
+        .downcast_ref::<apply::ExecError>()
+        .is_some_and(|e| e.past_no_return);
+    if finished_by_rerun || ungrant(ctx, cluster, made) {
+        return;
+    }
+    let kept = (|| -> anyhow::Result<()> {
+        let mut journal = match Journal::load(host, path)? {
+            Some(j) => j,
+            None => fresh_journal(host, config, host.missing_parents(path)?)?,
+        };
+        journal.grant = made.cloned();
+        journal.save(host, path)
+    })();
+    match kept {
+        Ok(()) => ctx.printer.warn(&format!(
+            "the journal {path} keeps it: the next install or uninstall removes it"
         )),
+        Err(e) => ctx.printer.warn(&format!("{e:#}")),
     }
 }

@@ -10,7 +10,7 @@ use super::change::{Change, Changing, ChecksBlocked, Failed};
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, stage};
 pub(crate) use document::{FromOperator, Install};
-use grant::{Journaling, grant_then_hand_over, ungrant};
+use grant::{Journaling, grant_then_hand_over, ungrant_after_rollback};
 use prepare::{Credentials, credentials, merged_config};
 
 use super::common::{ClusterRead, check_skips, cluster_checks, read_cluster};
@@ -220,8 +220,9 @@ fn install(
     if let Err(e) = staging.remove() {
         ctx.printer.warn(&format!("{e:#}"));
     }
-    if result.is_err() {
-        ungrant(ctx, &c.cluster, made.as_ref());
+    if let Err(e) = &result {
+        let at = (host, config, c.change.journal_path.as_str());
+        ungrant_after_rollback(ctx, at, (&c.cluster, made.as_ref()), e);
     }
     result?;
     let at = (&c.change, &c.cluster, c.node_name.as_str());
