@@ -540,15 +540,25 @@ fn undo_interrupted_install(
 }
 
 /// What an interrupted install made of the node's renewal grant before it wrote its record
-/// (journaled before it was made): deleted, as the install's rollback would; without the
-/// cluster, an error naming the command that deletes it (the journal is kept for a retry).
+/// (journaled before it was made): deleted, as the install's rollback would; a cluster that
+/// refuses or cannot be reached is an error naming the command that deletes it (the journal
+/// is kept for a retry); with no admin kubeconfig at all, a warning naming it.
 fn undo_interrupted_grant(
     ctx: &mut Context,
     m: &crate::cluster::renewal::Making,
 ) -> anyhow::Result<()> {
     let removed = match ctx.connect_cluster() {
         Ok(Some(c)) => crate::cluster::renewal::remove_made(&c, m).map_err(|e| e.to_string()),
-        Ok(None) => Err(NO_KUBECONFIG.to_owned()),
+        // No admin kubeconfig given at all: the node's own uninstall is not held hostage to a
+        // cluster it was not given; what stays in the cluster is said with its command.
+        Ok(None) => {
+            ctx.printer.warn(&format!(
+                "what the interrupted install made of the Role and RoleBinding {} stays in the cluster ({NO_KUBECONFIG}); '{}' removes it",
+                m.name,
+                m.delete_command()
+            ));
+            return Ok(());
+        }
         Err(e) => Err(e.to_string()),
     };
     match removed {
