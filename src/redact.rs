@@ -20,8 +20,7 @@ const NAMES: &str = r"(?:token|password|passwd|api[_-]?key|access[_-]?key|privat
 fn shapes() -> [(String, &'static str); 16] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
-    // A flag naming a secret, one dash or two (`--token`, `-password`, `-etcd-key-data`), at
-    // the start of a word: a dash inside a word (`re-token`) starts no flag.
+    // A flag naming a secret (`--token`, `-password`) at a word's start: `re-token` is none.
     let flag = format!(r#"(?:^|[\s"'\[,(=])-{{1,2}}[a-z0-9-]*{NAMES}"#);
     [
         // A PEM private key block, whole.
@@ -63,11 +62,11 @@ fn shapes() -> [(String, &'static str); 16] {
             "${1}<redacted>",
         ),
         single_quoted_list_item(),
-        // A flag's value as the next item of a YAML block list, or of a flow list unquoted.
+        // A flag's value as the next item of a YAML block list, or of a flow list.
         yaml_list_item(),
         yaml_flow_item(),
-        yaml_flow_quoted_items()[0].clone(),
-        yaml_flow_quoted_items()[1].clone(),
+        yaml_flow_quoted_item('"'),
+        yaml_flow_quoted_item('\''),
         // A value named as a secret in quotes escaped inside a JSON string (a service's
         // command line, an event's text, a log line quoting JSON): `{\"token\":\"X\"}`,
         // `PASSWORD=\"X\"`, `--etcd-password \"X\"`, `-token \"X\"`, whole up to its closing `\"`.
@@ -147,18 +146,19 @@ fn yaml_flow_item() -> (String, &'static str) {
 /// The same flow list with the flag quoted or not and its value quoted, the list perhaps
 /// broken across lines: `[--token, "X"]`, `["--token", 'X']`, `[--token,\n  "X"]`. The
 /// quotes stay, so JSON stays JSON.
-fn yaml_flow_quoted_items() -> [(String, &'static str); 2] {
+fn yaml_flow_quoted_item(quote: char) -> (String, &'static str) {
     let flag = format!(r#"((?:^|[\s\[,])["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?\s*,\s*"#);
-    [
+    if quote == '"' {
         (
             format!(r#"(?i-u){flag}")(?:[^"\\\r\n]|\\.)*""#),
             "${1}<redacted>\"",
-        ),
+        )
+    } else {
         (
             format!(r#"(?i-u){flag}')(?:[^'\r\n]|'')*'"#),
             "${1}<redacted>'",
-        ),
-    ]
+        )
+    }
 }
 
 /// A flag naming a secret as an item of a YAML block list and a block scalar as the next item
