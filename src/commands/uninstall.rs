@@ -548,7 +548,23 @@ fn undo_interrupted_grant(
     m: &crate::cluster::renewal::Making,
 ) -> anyhow::Result<()> {
     let removed = match ctx.connect_cluster() {
-        Ok(Some(c)) => crate::cluster::renewal::remove_made(&c, m).map_err(|e| e.to_string()),
+        Ok(Some(c)) => match crate::cluster::renewal::remove_made(&c, m) {
+            // The kubeconfig found is no admin's (kubelet's own `C:\k\config`, a pod's
+            // account): a refusal no rerun changes, so it is said, as with none at all.
+            Err(
+                e @ crate::cluster::ClusterError::Api {
+                    code: 401 | 403, ..
+                },
+            ) => {
+                ctx.printer.warn(&format!(
+                    "what the interrupted install made of the Role and RoleBinding {} stays in the cluster ({e}); '{}' removes it",
+                    m.name,
+                    m.delete_command()
+                ));
+                return Ok(());
+            }
+            done => done.map_err(|e| e.to_string()),
+        },
         // No admin kubeconfig given at all: the node's own uninstall is not held hostage to a
         // cluster it was not given; what stays in the cluster is said with its command.
         Ok(None) => {

@@ -156,19 +156,34 @@ fn a_grant_the_rollback_cannot_delete_stays_in_the_journal() {
 fn uninstall_that_cannot_delete_the_grant_keeps_the_journal() {
     let api = FakeApi::start();
     let (node, _zip) = killed_after_grant(&api);
-    api.forbid("delete", "roles");
+    api.lock().stalled = true;
     let path = node.c_drive("calicowindows/calicoctl-win.journal.json");
     let (code, _, stderr) = node.run(&["uninstall"]);
+    api.lock().stalled = false;
     assert_ne!(code, 0, "{stderr}");
     assert!(stderr.contains("delete rolebinding,role"), "{stderr}");
     assert!(path.exists(), "{stderr}");
     assert!(api.get(&role()).is_some(), "{stderr}");
-    api.lock().forbidden.clear();
     let (code, _, stderr) = node.run(&["uninstall"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(api.get(&role()).is_none(), "{stderr}");
     assert!(api.get(&binding()).is_none(), "{stderr}");
     assert!(!path.exists(), "{stderr}");
+}
+
+/// The same with a kubeconfig that may not delete it (no admin's): a refusal no rerun
+/// changes, so uninstall says what stays, with its command, and goes on.
+#[test]
+fn uninstall_whose_kubeconfig_may_not_delete_the_grant_says_so_and_goes_on() {
+    let api = FakeApi::start();
+    let (node, _zip) = killed_after_grant(&api);
+    api.forbid("delete", "roles");
+    let path = node.c_drive("calicowindows/calicoctl-win.journal.json");
+    let (code, _, stderr) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("delete rolebinding,role"), "{stderr}");
+    assert!(!path.exists(), "{stderr}");
+    assert!(api.get(&role()).is_some(), "{stderr}");
 }
 
 /// Install killed after the grant; a rerun for another node name makes another grant: the
