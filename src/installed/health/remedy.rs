@@ -171,8 +171,10 @@ fn traffic_remedy(code: Code) -> &'static str {
         Code::TrafficEgress => {
             "the IPPool's natOutgoing and the outbound firewall of the node and its network"
         }
+        // cluster-autoscaler utils/taints/taints.go `MarkToBeDeleted`: the taint's value is
+        // `fmt.Sprint(time.Now().Unix())`, so its age tells a stale taint from a live scale-down.
         Code::NodeBeingRemoved => {
-            "'kubectl get node NODE -o yaml': a deletionTimestamp means the node is going away (the change stays; nothing on the node to fix); a ToBeDeletedByClusterAutoscaler taint on a node that stays (the autoscaler gave up its scale-down and left the taint) is removed with 'kubectl taint node NODE ToBeDeletedByClusterAutoscaler-', then verify again"
+            "'kubectl get node NODE -o yaml': a deletionTimestamp means the node is going away (the change stays; nothing on the node to fix); a ToBeDeletedByClusterAutoscaler taint is set by a scale-down in progress: its value is the Unix time the autoscaler set it; only when that is long past and the autoscaler's status (ConfigMap kube-system/cluster-autoscaler-status, its events) shows no scale-down of this node is the taint stale, and then it is removed with 'kubectl taint node NODE ToBeDeletedByClusterAutoscaler-', then verify again"
         }
         _ => "",
     }
