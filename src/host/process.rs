@@ -185,6 +185,9 @@ impl LocalChild {
     }
 }
 
+/// How long a killed program is waited for before its stop is reported failed.
+const KILLED_WAIT: Duration = Duration::from_secs(10);
+
 impl Child for LocalChild {
     fn pid(&self) -> u32 {
         self.child.id()
@@ -205,23 +208,32 @@ impl Child for LocalChild {
     }
 
     fn stop(&mut self, grace: Duration) -> HostResult<i32> {
-        if let Some(code) = self.poll()? {
-            return Ok(code);
+        // A look that fails (the process handle cannot be waited on) still ends in the kill
+        // below: no second agent may start beside one whose state is unknown.
+        if let Ok(running) = self.poll() {
+            if let Some(code) = running {
+                return Ok(code);
+            }
+            ask_to_stop(self.child.id());
+            if let Ok(Some(code)) = self.wait_timeout(grace) {
+                return Ok(code);
+            }
         }
-        ask_to_stop(self.child.id());
-        if let Some(code) = self.wait_timeout(grace)? {
-            return Ok(code);
-        }
-        // The program ignored the request: kill it (TerminateProcess / SIGKILL).
+        // The program ignored the request, or could not be looked at: kill it
+        // (TerminateProcess / SIGKILL), and wait for its end within a bound (a process stuck in
+        // a driver call may never end).
         let _ = self.child.kill();
-        let status = self
-            .child
-            .wait()
-            .map_err(|e| HostError::io(format!("wait for {}", self.program), e))?;
-        let code = status.code().unwrap_or(-1);
-        self.exited = Some(code);
-        self.drain_output();
-        Ok(code)
+        match self.wait_timeout(KILLED_WAIT)? {
+            Some(code) => Ok(code),
+            None => Err(HostError::Timeout {
+                what: format!(
+                    "{} (pid {}) to end after being killed",
+                    self.program,
+                    self.child.id()
+                ),
+                after: KILLED_WAIT,
+            }),
+        }
     }
 }
 
