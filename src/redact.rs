@@ -1,7 +1,10 @@
 //! Taking secrets out of text that leaves the node (`diags`): the values of the secret files
 //! install wrote, wherever they appear and whatever their shape, and anything shaped like a
 //! secret (a service-account JWT, a PEM private key, a bearer token, a `token:` or
-//! `password=` value) even when no file holds it.
+//! `password=` value, an environment variable's value when its name names a secret) even
+//! when no file holds it.
+
+mod env;
 
 use regex::bytes::Regex;
 
@@ -17,7 +20,7 @@ const NAMES: &str = r"(?:token|password|passwd|api[_-]?key|access[_-]?key|privat
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 16] {
+fn shapes() -> [(String, &'static str); 17] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     // A flag naming a secret (`--token`, `-password`) at a word's start: `re-token` is none.
@@ -62,9 +65,9 @@ fn shapes() -> [(String, &'static str); 16] {
             "${1}<redacted>",
         ),
         single_quoted_list_item(),
-        // A flag's value as the next item of a YAML block list, or of a flow list.
         yaml_list_item(),
-        yaml_flow_item(),
+        yaml_flow_item(false),
+        yaml_flow_item(true),
         yaml_flow_quoted_item('"'),
         yaml_flow_quoted_item('\''),
         // A value named as a secret in quotes escaped inside a JSON string (a service's
@@ -131,16 +134,21 @@ fn yaml_flag() -> String {
     )
 }
 
-/// A flag naming a secret as an item of a YAML flow list (or a comma-separated list) and its
-/// value as the next item, unquoted: `[--token, X]`, `[--client-secret, X, --x]` (YAML 1.2
-/// 7.4: a plain flow item runs to its `,` or `]`).
-fn yaml_flow_item() -> (String, &'static str) {
-    (
-        format!(
-            r#"(?i-u)((?:^|[\s\[,])["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?\s*,\s*)[^\s,\[\]{{}}"'#][^,\[\]{{}}\r\n]*"#
-        ),
-        "${1}<redacted>",
-    )
+/// A flag naming a secret and its value as the next item of a comma-separated list, unquoted.
+/// In a YAML flow list (`in_list`: the flag after the list's `[` or an item's `,`) the value
+/// ends where its item does: `[--token, X]`, `[--client-secret, X, --x]`, `[--v, 2,\n  --token,
+/// two words]` (YAML 1.2 7.4: a plain flow item runs to its `,` or `]`). In free text (the
+/// flag at the text's start or after a word and blanks) it ends at a blank, the rest of the
+/// text staying: `-password, X see --help`. (The value of a YAML block list's item is
+/// `yaml_list_item`'s.)
+fn yaml_flow_item(in_list: bool) -> (String, &'static str) {
+    let flag = format!(r#"["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?\s*,\s*"#);
+    let re = if in_list {
+        format!(r#"(?i-u)([\[,]\s*{flag})[^\s,\[\]{{}}"'#][^,\[\]{{}}\r\n]*"#)
+    } else {
+        format!(r#"(?i-u)((?:^\s*|[^\s\[,]\s+){flag})[^\s,\[\]{{}}"'#]\S*"#)
+    };
+    (re, "${1}<redacted>")
 }
 
 /// The same flow list with the flag quoted or not and its value quoted, the list perhaps
@@ -239,6 +247,8 @@ pub struct Redactor {
     shapes: Vec<(Regex, &'static str)>,
     /// `block_scalar_head`'s.
     block: Regex,
+    /// `env::pairs`'.
+    pairs: Vec<Regex>,
 }
 
 impl Redactor {
@@ -261,6 +271,7 @@ impl Redactor {
             known: values,
             shapes,
             block: build(&block_scalar_head()),
+            pairs: env::pairs().iter().map(|re| build(re)).collect(),
         }
     }
 
@@ -270,6 +281,10 @@ impl Redactor {
             out = replace_literal(&out, value.as_bytes(), REDACTED.as_bytes());
         }
         out = redact_block_scalars(&self.block, &out);
+        out = env::redact_block_items(&out);
+        for re in &self.pairs {
+            out = env::redact_pairs(re, &out);
+        }
         for (re, with) in &self.shapes {
             out = re.replace_all(&out, with.as_bytes()).into_owned();
         }
