@@ -657,6 +657,32 @@ pub(crate) mod tests {
         }
     }
 
+    /// A flag's value after a comma: inside a flow list it ends where its item does (`,` or
+    /// `]`, blanks inside it); in free text at a blank, the rest of the text staying, and no
+    /// part of the value (a `,` or `]` in it) left.
+    #[test]
+    fn a_comma_separated_value_ends_at_its_item_in_a_list_and_at_a_blank_in_free_text() {
+        let r = Redactor::new(&[]);
+        for (text, want) in [
+            ("-password, see --help", "-password, <redacted> --help"),
+            (
+                "felix: bad flag --token, s3cr,et]x then more",
+                "felix: bad flag --token, <redacted> then more",
+            ),
+            (
+                "args: [--v, 2,\n  --token, two words]",
+                "args: [--v, 2,\n  --token, <redacted>]",
+            ),
+            (
+                "args: [ --password, pw one, --v]",
+                "args: [ --password, <redacted>, --v]",
+            ),
+            ("a,\n  -token, to the end\n", "a,\n  -token, <redacted>\n"),
+        ] {
+            assert_eq!(redacted(&r, text), want);
+        }
+    }
+
     /// The false positives kept out: a name that begins with a secret's word, a URL without
     /// a password, a port after a host, the working directory.
     #[test]
