@@ -43,15 +43,13 @@ fn shapes() -> [(String, &'static str); 17] {
             r#"(?i-u)(\b[a-z][a-z0-9+.-]*://[^\s/?#@:"'<>]*:)[^\s/?#"'<>]+@"#.into(),
             "${1}<redacted>@",
         ),
-        // An HTTP credential: `Authorization: Basic X`, `Proxy-Authorization: X`, `Bearer X`.
+        // An HTTP credential: `Authorization: Basic X`, `Proxy-Authorization: X`, `Bearer X`,
+        // Go's `%v` of an http.Header (`Authorization:[Bearer X]`).
         (
-            format!(r#"(?i-u)(authorization{sep}["']?(?:[a-z]+\s+)?)[^\s"',]+"#),
+            format!(r#"(?i-u)(authorization{sep}["'\[]?(?:[a-z]+\s+)?)[^\s"',\]]+"#),
             "${1}<redacted>",
         ),
-        (
-            r"(?i-u)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}".into(),
-            "${1}<redacted>",
-        ),
+        bearer(),
         // A flag naming a secret and its value as the next item of a list, in JSON or as a
         // JSON string holds it, or in single quotes (a command line kept as its arguments:
         // `["--token","X"]`, `"args": ["-password", "X"]`, `[\"--token\",\"X\"]`,
@@ -99,6 +97,14 @@ fn shapes() -> [(String, &'static str); 17] {
             "${1}${2}<redacted>",
         ),
     ]
+}
+
+/// A bearer token after its scheme's name (RFC 6750 2.1: `Bearer` then b64token).
+fn bearer() -> (String, &'static str) {
+    (
+        r"(?i-u)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}".into(),
+        "${1}<redacted>",
+    )
 }
 
 /// A flag naming a secret and its value as the next item of a list in single quotes
@@ -281,9 +287,9 @@ impl Redactor {
             out = replace_literal(&out, value.as_bytes(), REDACTED.as_bytes());
         }
         out = redact_block_scalars(&self.block, &out);
-        out = env::redact_block_items(&out);
+        out = env::redact_block_items(&out, REDACTED.as_bytes());
         for re in &self.pairs {
-            out = env::redact_pairs(re, &out);
+            out = env::redact_pairs(re, &out, REDACTED.as_bytes());
         }
         for (re, with) in &self.shapes {
             out = re.replace_all(&out, with.as_bytes()).into_owned();
@@ -680,6 +686,43 @@ pub(crate) mod tests {
             ("a,\n  -token, to the end\n", "a,\n  -token, <redacted>\n"),
         ] {
             assert_eq!(redacted(&r, text), want);
+        }
+    }
+
+    /// What Calico's components print with a secret in it, as they print it: confd's cache
+    /// line for a BGP peer (projectcalico/calico v3.32.1 confd/pkg/backends/calico/client.go:
+    /// `updateCache` logs `key=value` at debug, redacting only node_mesh_password; a peer's
+    /// value is its `bgpPeer` JSON with `password`), in Calico's log format and as a JSON
+    /// string; and a Go program's `%v` of an `http.Header` (`map[string][]string`, which fmt
+    /// prints `map[K:[V ...]]`), whose credential is inside the brackets.
+    #[test]
+    fn calico_component_log_lines_and_go_headers_keep_no_secret() {
+        let r = Redactor::new(&[]);
+        for (line, gone, kept) in [
+            (
+                r#"2026-11-26 18:00:00.000 [DEBUG][1234] client.go 1810: Cache entry updated from event type 1: /calico/bgp/v1/host/win1/peer_v4/10.0.0.5={"ip":"10.0.0.5","as_num":"64512","password":"bgp secret","source_addr":""}"#,
+                "bgp secret",
+                r#""password":"<redacted>","source_addr":"""#,
+            ),
+            (
+                r#"{"msg": "Cache entry updated: /calico/bgp/v1/host/win1/peer_v4/10.0.0.5={\"ip\":\"10.0.0.5\",\"password\":\"bgp secret\"}"}"#,
+                "bgp secret",
+                r#"\"password\":\"<redacted>\""#,
+            ),
+            (
+                "headers: map[Accept:[*/*] Authorization:[Bearer opaque123]]",
+                "opaque123",
+                "Accept:[*/*] Authorization:[Bearer <redacted>]]",
+            ),
+            (
+                "map[Proxy-Authorization:[Basic dXNlcjpwYXNz]]",
+                "dXNlcjpw",
+                "Proxy-Authorization:[Basic <redacted>]]",
+            ),
+        ] {
+            let out = redacted(&r, line);
+            assert!(!out.contains(gone), "{gone} survived: {out}");
+            assert!(out.contains(kept), "{kept} not in {out}");
         }
     }
 

@@ -6,8 +6,6 @@
 
 use regex::bytes::{Captures, Regex};
 
-use super::REDACTED;
-
 /// Whether a variable's name says its value is a secret: Calico's own rule, which Felix and
 /// Typha follow to hide `FELIX_`/`TYPHA_` variables' values in their logs
 /// (projectcalico/calico v3.32.1 libcalico-go/lib/logutils/sensitive.go, `IsSensitiveParam`):
@@ -77,8 +75,9 @@ pub(super) fn pairs() -> [String; 5] {
     ]
 }
 
-/// `bytes` with the value of each pair `re` finds whose name names a secret redacted.
-pub(super) fn redact_pairs(re: &Regex, bytes: &[u8]) -> Vec<u8> {
+/// `bytes` with the value of each pair `re` finds whose name names a secret replaced by
+/// `with` (in the value's quotes).
+pub(super) fn redact_pairs(re: &Regex, bytes: &[u8], with: &[u8]) -> Vec<u8> {
     re.replace_all(bytes, |caps: &Captures| {
         let whole = &caps[0];
         let name = caps.name("n").or_else(|| caps.name("m"));
@@ -91,17 +90,16 @@ pub(super) fn redact_pairs(re: &Regex, bytes: &[u8]) -> Vec<u8> {
         let start = v.start() - caps.get(0).map_or(0, |m| m.start());
         let end = start + v.as_bytes().len();
         let mut out = whole[..start].to_vec();
-        out.extend_from_slice(&quoted(v.as_bytes()));
+        out.extend_from_slice(&quoted(v.as_bytes(), with));
         out.extend_from_slice(&whole[end..]);
         out
     })
     .into_owned()
 }
 
-/// `<redacted>` in the quotes `value` had (`\"`, `"`, `'`, one never closed), an empty
-/// quoted value as it was.
-fn quoted(value: &[u8]) -> Vec<u8> {
-    let r = REDACTED.as_bytes();
+/// `r` in the quotes `value` had (`\"`, `"`, `'`, one never closed), an empty quoted value
+/// as it was.
+fn quoted(value: &[u8], r: &[u8]) -> Vec<u8> {
     for q in [&b"\\\""[..], b"\"", b"'"] {
         if let Some(inner) = value.strip_prefix(q) {
             let closed = inner.strip_suffix(q);
@@ -127,11 +125,11 @@ struct Item {
 }
 
 /// `bytes` with the value of each block list item (YAML 1.2 8.2.1) whose `name` names a
-/// secret redacted, in either order, `valueFrom` left alone (a manifest's or `kubectl get -o
+/// secret replaced by `with`, in either order, `valueFrom` left alone (a manifest's or `kubectl get -o
 /// yaml`'s `env:`): the inline value (plain to its line's end, or inside its quotes) and every
 /// line under the `value` key (a block scalar's, a plain or quoted scalar's continuation).
 /// One pass: an item is decided when a line less indented than its `-` closes it.
-pub(super) fn redact_block_items(bytes: &[u8]) -> Vec<u8> {
+pub(super) fn redact_block_items(bytes: &[u8], with: &[u8]) -> Vec<u8> {
     let mut stack: Vec<Item> = Vec::new();
     let mut ranges = Vec::new();
     let mut at = 0;
@@ -185,7 +183,7 @@ pub(super) fn redact_block_items(bytes: &[u8]) -> Vec<u8> {
     for (from, to) in ranges {
         if from >= done && to > from {
             out.extend_from_slice(&bytes[done..from]);
-            out.extend_from_slice(REDACTED.as_bytes());
+            out.extend_from_slice(with);
             done = to;
         }
     }
