@@ -423,4 +423,30 @@ mod tests {
             }
         }
     }
+
+    /// Inputs made to make a pairing search go far and often (pairs never closed, lists never
+    /// closed, items ever deeper): each is redacted in one pass over it (a quadratic one
+    /// would not end in any sensible time at this size), and what is a secret still goes.
+    #[test]
+    fn adversarial_inputs_are_redacted_in_one_pass() {
+        let r = Redactor::new(&[]);
+        let deep: String = (0..600)
+            .map(|i| format!("{}- name: X_TOKEN\n", " ".repeat(i)))
+            .collect();
+        for unit in [
+            "{name: X_TOKEN, ",
+            "{\"value\": \"v\", ",
+            "[--token, ",
+            " --token, ",
+            "- name: X_TOKEN\n  value: ",
+            "\\\"name\\\":\\\"X_TOKEN\\\",",
+            "Environment variable ",
+        ] {
+            let text = unit.repeat(400_000 / unit.len()) + "{name: X_TOKEN, value: lastsecret}";
+            let out = String::from_utf8(r.redact(text.as_bytes())).expect("utf8");
+            assert!(!out.contains("lastsecret"), "{unit}");
+        }
+        let out = String::from_utf8(r.redact(deep.as_bytes())).expect("utf8");
+        assert_eq!(out, deep);
+    }
 }
