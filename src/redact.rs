@@ -64,8 +64,8 @@ fn shapes() -> [(String, &'static str); 17] {
         ),
         single_quoted_list_item(),
         yaml_list_item(),
-        yaml_flow_item(false),
         yaml_flow_item(true),
+        yaml_flow_item(false),
         yaml_flow_quoted_item('"'),
         yaml_flow_quoted_item('\''),
         // A value named as a secret in quotes escaped inside a JSON string (a service's
@@ -144,17 +144,19 @@ fn yaml_flag() -> String {
 /// In a YAML flow list (`in_list`: the flag after the list's `[` or an item's `,`) the value
 /// ends where its item does: `[--token, X]`, `[--client-secret, X, --x]`, `[--v, 2,\n  --token,
 /// two words]` (YAML 1.2 7.4: a plain flow item runs to its `,` or `]`). In free text (the
-/// flag at the text's start or after a word and blanks) it ends at a blank, the rest of the
-/// text staying: `-password, X see --help`. (The value of a YAML block list's item is
-/// `yaml_list_item`'s.)
+/// flag at the text's start or after a blank, `(` or `=`) it ends at a blank, the rest of the
+/// text staying: `-password, X see --help`. The list's shape goes first. (The value of a YAML
+/// block list's item is `yaml_list_item`'s.)
 fn yaml_flow_item(in_list: bool) -> (String, &'static str) {
     let flag = format!(r#"["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?\s*,\s*"#);
     let re = if in_list {
         format!(r#"(?i-u)([\[,]\s*{flag})[^\s,\[\]{{}}"'#][^,\[\]{{}}\r\n]*"#)
     } else {
-        format!(r#"(?i-u)((?:^\s*|[^\s\[,]\s+){flag})[^\s,\[\]{{}}"'#]\S*"#)
+        // A flag after a blank may be in a list too, which `in_list` has redacted already
+        // (`[ --token, <redacted>]`): that value is left as it is.
+        format!(r#"(?i-u)((?:^|[\s(=]){flag})(?:<redacted>(\S*)|[^\s,\[\]{{}}"'#]\S*)"#)
     };
-    (re, "${1}<redacted>")
+    (re, "${1}<redacted>${2}")
 }
 
 /// The same flow list with the flag quoted or not and its value quoted, the list perhaps
@@ -684,6 +686,10 @@ pub(crate) mod tests {
                 "args: [ --password, <redacted>, --v]",
             ),
             ("a,\n  -token, to the end\n", "a,\n  -token, <redacted>\n"),
+            (
+                "x: --token, t1 (--password, p2) --secret, s3",
+                "x: --token, <redacted> (--password, <redacted> --secret, <redacted>",
+            ),
         ] {
             assert_eq!(redacted(&r, text), want);
         }

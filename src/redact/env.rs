@@ -125,9 +125,10 @@ struct Item {
 }
 
 /// `bytes` with the value of each block list item (YAML 1.2 8.2.1) whose `name` names a
-/// secret replaced by `with`, in either order, `valueFrom` left alone (a manifest's or `kubectl get -o
-/// yaml`'s `env:`): the inline value (plain to its line's end, or inside its quotes) and every
-/// line under the `value` key (a block scalar's, a plain or quoted scalar's continuation).
+/// secret replaced by `with`, in either order, `valueFrom` left alone (a manifest's or
+/// `kubectl get -o yaml`'s `env:`): the inline value (plain to its line's end, or inside its
+/// quotes) and every line under the `value` key (a block scalar's, a plain or quoted scalar's
+/// continuation).
 /// One pass: an item is decided when a line less indented than its `-` closes it.
 pub(super) fn redact_block_items(bytes: &[u8], with: &[u8]) -> Vec<u8> {
     let mut stack: Vec<Item> = Vec::new();
