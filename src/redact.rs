@@ -1,7 +1,10 @@
 //! Taking secrets out of text that leaves the node (`diags`): the values of the secret files
 //! install wrote, wherever they appear and whatever their shape, and anything shaped like a
 //! secret (a service-account JWT, a PEM private key, a bearer token, a `token:` or
-//! `password=` value) even when no file holds it.
+//! `password=` value, an environment variable's value when its name names a secret) even
+//! when no file holds it.
+
+mod env;
 
 use regex::bytes::Regex;
 
@@ -17,7 +20,7 @@ const NAMES: &str = r"(?:token|password|passwd|api[_-]?key|access[_-]?key|privat
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 16] {
+fn shapes() -> [(String, &'static str); 17] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     // A flag naming a secret (`--token`, `-password`) at a word's start: `re-token` is none.
@@ -40,15 +43,13 @@ fn shapes() -> [(String, &'static str); 16] {
             r#"(?i-u)(\b[a-z][a-z0-9+.-]*://[^\s/?#@:"'<>]*:)[^\s/?#"'<>]+@"#.into(),
             "${1}<redacted>@",
         ),
-        // An HTTP credential: `Authorization: Basic X`, `Proxy-Authorization: X`, `Bearer X`.
+        // An HTTP credential: `Authorization: Basic X`, `Proxy-Authorization: X`, `Bearer X`,
+        // Go's `%v` of an http.Header (`Authorization:[Bearer X]`).
         (
-            format!(r#"(?i-u)(authorization{sep}["']?(?:[a-z]+\s+)?)[^\s"',]+"#),
+            format!(r#"(?i-u)(authorization{sep}["'\[]?(?:[a-z]+\s+)?)[^\s"',\]]+"#),
             "${1}<redacted>",
         ),
-        (
-            r"(?i-u)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}".into(),
-            "${1}<redacted>",
-        ),
+        bearer(),
         // A flag naming a secret and its value as the next item of a list, in JSON or as a
         // JSON string holds it, or in single quotes (a command line kept as its arguments:
         // `["--token","X"]`, `"args": ["-password", "X"]`, `[\"--token\",\"X\"]`,
@@ -62,9 +63,9 @@ fn shapes() -> [(String, &'static str); 16] {
             "${1}<redacted>",
         ),
         single_quoted_list_item(),
-        // A flag's value as the next item of a YAML block list, or of a flow list.
         yaml_list_item(),
-        yaml_flow_item(),
+        yaml_flow_item(true),
+        yaml_flow_item(false),
         yaml_flow_quoted_item('"'),
         yaml_flow_quoted_item('\''),
         // A value named as a secret in quotes escaped inside a JSON string (a service's
@@ -96,6 +97,14 @@ fn shapes() -> [(String, &'static str); 16] {
             "${1}${2}<redacted>",
         ),
     ]
+}
+
+/// A bearer token after its scheme's name (RFC 6750 2.1: `Bearer` then b64token).
+fn bearer() -> (String, &'static str) {
+    (
+        r"(?i-u)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}".into(),
+        "${1}<redacted>",
+    )
 }
 
 /// A flag naming a secret and its value as the next item of a list in single quotes
@@ -131,16 +140,23 @@ fn yaml_flag() -> String {
     )
 }
 
-/// A flag naming a secret as an item of a YAML flow list (or a comma-separated list) and its
-/// value as the next item, unquoted: `[--token, X]`, `[--client-secret, X, --x]` (YAML 1.2
-/// 7.4: a plain flow item runs to its `,` or `]`).
-fn yaml_flow_item() -> (String, &'static str) {
-    (
-        format!(
-            r#"(?i-u)((?:^|[\s\[,])["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?\s*,\s*)[^\s,\[\]{{}}"'#][^,\[\]{{}}\r\n]*"#
-        ),
-        "${1}<redacted>",
-    )
+/// A flag naming a secret and its value as the next item of a comma-separated list, unquoted.
+/// In a YAML flow list (`in_list`: the flag after the list's `[` or an item's `,`) the value
+/// ends where its item does: `[--token, X]`, `[--client-secret, X, --x]`, `[--v, 2,\n  --token,
+/// two words]` (YAML 1.2 7.4: a plain flow item runs to its `,` or `]`). In free text (the
+/// flag at the text's start or after a blank, `(` or `=`) it ends at a blank, the rest of the
+/// text staying: `-password, X see --help`. The list's shape goes first. (The value of a YAML
+/// block list's item is `yaml_list_item`'s.)
+fn yaml_flow_item(in_list: bool) -> (String, &'static str) {
+    let flag = format!(r#"["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?\s*,\s*"#);
+    let re = if in_list {
+        format!(r#"(?i-u)([\[,]\s*{flag})[^\s,\[\]{{}}"'#][^,\[\]{{}}\r\n]*"#)
+    } else {
+        // A flag after a blank may be in a list too, which `in_list` has redacted already
+        // (`[ --token, <redacted>]`): that value is left as it is.
+        format!(r#"(?i-u)((?:^|[\s(=]){flag})(?:<redacted>(\S*)|[^\s,\[\]{{}}"'#]\S*)"#)
+    };
+    (re, "${1}<redacted>${2}")
 }
 
 /// The same flow list with the flag quoted or not and its value quoted, the list perhaps
@@ -239,6 +255,8 @@ pub struct Redactor {
     shapes: Vec<(Regex, &'static str)>,
     /// `block_scalar_head`'s.
     block: Regex,
+    /// `env::pairs`'.
+    pairs: Vec<Regex>,
 }
 
 impl Redactor {
@@ -261,6 +279,7 @@ impl Redactor {
             known: values,
             shapes,
             block: build(&block_scalar_head()),
+            pairs: env::pairs().iter().map(|re| build(re)).collect(),
         }
     }
 
@@ -270,6 +289,10 @@ impl Redactor {
             out = replace_literal(&out, value.as_bytes(), REDACTED.as_bytes());
         }
         out = redact_block_scalars(&self.block, &out);
+        out = env::redact_block_items(&out, REDACTED.as_bytes());
+        for re in &self.pairs {
+            out = env::redact_pairs(re, &out, REDACTED.as_bytes());
+        }
         for (re, with) in &self.shapes {
             out = re.replace_all(&out, with.as_bytes()).into_owned();
         }
@@ -639,6 +662,73 @@ pub(crate) mod tests {
             "- --token-ttl\n- |\n  1h\n- --v\n- \"2\"\n",
         ] {
             assert_eq!(redacted(&r, kept), kept);
+        }
+    }
+
+    /// A flag's value after a comma: inside a flow list it ends where its item does (`,` or
+    /// `]`, blanks inside it); in free text at a blank, the rest of the text staying, and no
+    /// part of the value (a `,` or `]` in it) left.
+    #[test]
+    fn a_comma_separated_value_ends_at_its_item_in_a_list_and_at_a_blank_in_free_text() {
+        let r = Redactor::new(&[]);
+        for (text, want) in [
+            ("-password, see --help", "-password, <redacted> --help"),
+            (
+                "felix: bad flag --token, s3cr,et]x then more",
+                "felix: bad flag --token, <redacted> then more",
+            ),
+            (
+                "args: [--v, 2,\n  --token, two words]",
+                "args: [--v, 2,\n  --token, <redacted>]",
+            ),
+            (
+                "args: [ --password, pw one, --v]",
+                "args: [ --password, <redacted>, --v]",
+            ),
+            ("a,\n  -token, to the end\n", "a,\n  -token, <redacted>\n"),
+            (
+                "x: --token, t1 (--password, p2) --secret, s3",
+                "x: --token, <redacted> (--password, <redacted> --secret, <redacted>",
+            ),
+        ] {
+            assert_eq!(redacted(&r, text), want);
+        }
+    }
+
+    /// What Calico's components print with a secret in it, as they print it: confd's cache
+    /// line for a BGP peer (projectcalico/calico v3.32.1 confd/pkg/backends/calico/client.go:
+    /// `updateCache` logs `key=value` at debug, redacting only node_mesh_password; a peer's
+    /// value is its `bgpPeer` JSON with `password`), in Calico's log format and as a JSON
+    /// string; and a Go program's `%v` of an `http.Header` (`map[string][]string`, which fmt
+    /// prints `map[K:[V ...]]`), whose credential is inside the brackets.
+    #[test]
+    fn calico_component_log_lines_and_go_headers_keep_no_secret() {
+        let r = Redactor::new(&[]);
+        for (line, gone, kept) in [
+            (
+                r#"2026-11-26 18:00:00.000 [DEBUG][1234] client.go 1810: Cache entry updated from event type 1: /calico/bgp/v1/host/win1/peer_v4/10.0.0.5={"ip":"10.0.0.5","as_num":"64512","password":"bgp secret","source_addr":""}"#,
+                "bgp secret",
+                r#""password":"<redacted>","source_addr":"""#,
+            ),
+            (
+                r#"{"msg": "Cache entry updated: /calico/bgp/v1/host/win1/peer_v4/10.0.0.5={\"ip\":\"10.0.0.5\",\"password\":\"bgp secret\"}"}"#,
+                "bgp secret",
+                r#"\"password\":\"<redacted>\""#,
+            ),
+            (
+                "headers: map[Accept:[*/*] Authorization:[Bearer opaque123]]",
+                "opaque123",
+                "Accept:[*/*] Authorization:[Bearer <redacted>]]",
+            ),
+            (
+                "map[Proxy-Authorization:[Basic dXNlcjpwYXNz]]",
+                "dXNlcjpw",
+                "Proxy-Authorization:[Basic <redacted>]]",
+            ),
+        ] {
+            let out = redacted(&r, line);
+            assert!(!out.contains(gone), "{gone} survived: {out}");
+            assert!(out.contains(kept), "{kept} not in {out}");
         }
     }
 
