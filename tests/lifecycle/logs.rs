@@ -423,3 +423,39 @@ fn a_follower_killed_mid_stream_repeats_at_most_one_line() {
         "{repeated} bytes shown by both followers (more than one line)"
     );
 }
+
+/// `logs calicoctl-win` reads `C:\ProgramData\calicoctl-win\install.log`, the log of an
+/// `install --detach` (`commands/detach.rs`), with its token redacted; not the other files of
+/// that directory, nor the services' logs.
+#[test]
+fn logs_calicoctl_win_reads_the_detached_installs_log() {
+    let node = Node::healthy().installed().build();
+    let token = fs_err::read_to_string(node.c_drive("calicowindows/calico-kube-config.token"))
+        .expect("calico-node's token");
+    let state = node.c_drive("programdata/calicoctl-win");
+    fs_err::create_dir_all(&state).expect("state dir");
+    fs_err::write(
+        state.join("install.log"),
+        format!(
+            "2026-11-24T16:00:37Z [calicoctl-win] info: installing\nwrote token {}\n",
+            token.trim()
+        ),
+    )
+    .expect("log");
+    fs_err::write(state.join("uninstall.log"), "another command's log\n").expect("other");
+    fs_err::write(state.join("install.result.json"), "{}\n").expect("result");
+    let (code, out, err) = logs(&node, &["logs", "calicoctl-win"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "2026-11-24T16:00:37Z [calicoctl-win] info: installing\nwrote token <redacted>\n"
+    );
+    // Without it, said as missing, where it was looked for.
+    fs_err::remove_file(state.join("install.log")).expect("remove");
+    let (code, out, err) = logs(&node, &["logs", "calicoctl-win"]);
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert!(
+        err.contains(r"no calicoctl-win log in C:\ProgramData\calicoctl-win"),
+        "{err}"
+    );
+}
