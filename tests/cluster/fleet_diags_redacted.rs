@@ -69,5 +69,8 @@ fn a_nodes_token_is_in_no_member_of_its_gathered_zip() {
         planted += text.matches("planted: the token is <redacted>").count();
     }
     // The logs' lines are in the zip, their token taken out.
-    assert!(planted >= 2, "the planted lines are not in the zip ({planted})");
+    assert!(
+        planted >= 2,
+        "the planted lines are not in the zip ({planted})"
+    );
 }

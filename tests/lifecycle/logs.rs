@@ -375,14 +375,19 @@ fn a_follower_killed_mid_stream_repeats_at_most_one_line() {
     stdout.read_exact(&mut taken).expect("read");
     first.extend_from_slice(&taken);
     while kept_offset(&position).is_none_or(|o| o < 65_000) {
-        assert!(Instant::now() < deadline, "the position stayed short of 65,000 in 60 s");
+        assert!(
+            Instant::now() < deadline,
+            "the position stayed short of 65,000 in 60 s"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // Time for the follower to fill the pipe; killed wherever it is, the bound must hold.
     std::thread::sleep(Duration::from_millis(500));
     child.kill().expect("SIGKILL");
     child.wait().expect("reap");
-    stdout.read_to_end(&mut first).expect("what was in the pipe");
+    stdout
+        .read_to_end(&mut first)
+        .expect("what was in the pipe");
     let size = fs_err::metadata(&log).expect("log").len();
 
     let mut child = follower(&node, Some(&position));
@@ -408,8 +413,14 @@ fn a_follower_killed_mid_stream_repeats_at_most_one_line() {
     let second = second.expect("the restarted follower wrote to the log's end in 60 s");
     let all = format!("felix 0\n{more}").into_bytes();
     assert_eq!(all.len() as u64, size);
-    assert!(all.starts_with(&first), "the first follower wrote what is not in the log");
-    assert!(all.ends_with(&second), "the second follower wrote what is not in the log");
+    assert!(
+        all.starts_with(&first),
+        "the first follower wrote what is not in the log"
+    );
+    assert!(
+        all.ends_with(&second),
+        "the second follower wrote what is not in the log"
+    );
     let start = all.len() - second.len();
     assert!(
         start == 0 || all[start - 1] == b'\n',

@@ -174,7 +174,10 @@ fn status_names_stuck_and_stale_endpoints_and_repair_removes_them_and_brings_the
     // Counted in repair's metrics file: one run, three endpoints (the dry run counts nothing).
     let counted = metrics_file(&node, "calicoctl-win-metrics-repair.json");
     assert_eq!(counted["calicoctl_win_repairs_total"], 1, "{counted}");
-    assert_eq!(counted["calicoctl_win_repaired_endpoints_total"], 3, "{counted}");
+    assert_eq!(
+        counted["calicoctl_win_repaired_endpoints_total"], 3,
+        "{counted}"
+    );
     let (code, doc, err) = node.run(&["status"]);
     assert_eq!(code, 0, "{err} {doc}");
 
@@ -525,8 +528,14 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
     assert!(c["lastTransitionTime"].is_string(), "{c}");
     // The endpoint-faults gauge CalicoNode keeps with the condition, one series per verdict.
     let gauge = metrics_file(&node, "calicoctl-win-metrics.json");
-    assert_eq!(gauge["calicoctl_win_endpoint_faults{verdict=\"stuck\"}"], 1, "{gauge}");
-    assert_eq!(gauge["calicoctl_win_endpoint_faults{verdict=\"stale\"}"], 1, "{gauge}");
+    assert_eq!(
+        gauge["calicoctl_win_endpoint_faults{verdict=\"stuck\"}"], 1,
+        "{gauge}"
+    );
+    assert_eq!(
+        gauge["calicoctl_win_endpoint_faults{verdict=\"stale\"}"], 1,
+        "{gauge}"
+    );
     let n = node.api().get("/api/v1/nodes/win-1").expect("node");
     assert!(
         n["status"]["conditions"]
