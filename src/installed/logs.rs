@@ -215,7 +215,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Writes what was written since the last poll (from `start` on the first), whole lines
-    /// only; `save` is given the position after each chunk written.
+    /// only; `save` is given the position after each line written.
     pub fn poll(
         &mut self,
         start: Start,
@@ -468,9 +468,11 @@ impl<'a> Reader<'a> {
                         None if n == 0 && !last => filled,
                         None => 0,
                     };
-                    if whole > 0 {
-                        self.write_lines(&buf[..whole], out)?;
-                        offset += whole as u64;
+                    // Each line's position is given once the line is out: a follower
+                    // killed between the two shows that one line again, no more.
+                    for line in buf[..whole].split_inclusive(|b| *b == b'\n') {
+                        self.write_lines(line, out)?;
+                        offset += line.len() as u64;
                         self.moved(&head, head_len, offset, save);
                     }
                     buf.copy_within(whole..filled, 0);

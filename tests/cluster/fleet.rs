@@ -260,9 +260,56 @@ pub(crate) fn daemonset_problems(manifest: &Value) -> Vec<String> {
     let back = serde_json::to_value(&typed).expect("json");
     let mut out = Vec::new();
     dropped_fields(manifest, &back, "", &mut out);
-    out.into_iter()
+    let mut out: Vec<String> = out
+        .into_iter()
         .map(|p| format!("unknown field {p}"))
-        .collect()
+        .collect();
+    out.extend(pod_spec_problems(&manifest["spec"]["template"]["spec"]));
+    out
+}
+
+/// What kube-apiserver's validation of a pod template refuses that the types let through
+/// (kubernetes/kubernetes `pkg/apis/core/validation/validation.go` at 000f26050b9b):
+/// `validateContainerCommon`, each container's name a DNS-1123 label; `validateContainers` and
+/// `validateInitContainers`, names unique among the init and regular containers;
+/// `validateWindowsHostProcessPod`, a container's `hostProcess` (its own, else the pod's) the
+/// same as the pod's where both are set, all containers HostProcess when one is, and
+/// `hostNetwork` true then.
+fn pod_spec_problems(pod: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let none = Vec::new();
+    let list = |key: &str| pod[key].as_array().unwrap_or(&none).clone();
+    let all: Vec<Value> = [list("initContainers"), list("containers")].concat();
+    let pod_hp = pod["securityContext"]["windowsOptions"]["hostProcess"].as_bool();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut host_process = 0;
+    for c in &all {
+        let name = c["name"].as_str().unwrap_or_default();
+        if !calicoctl_win::k8s_name::is_label(name) {
+            out.push(format!("container name {name:?} is not a DNS-1123 label"));
+        }
+        if !seen.insert(name.to_owned()) {
+            out.push(format!("container name {name:?} is used twice"));
+        }
+        let own = c["securityContext"]["windowsOptions"]["hostProcess"].as_bool();
+        if let (Some(p), Some(o)) = (pod_hp, own)
+            && p != o
+        {
+            out.push(format!(
+                "container {name}: hostProcess {o} differs from the pod's {p}"
+            ));
+        }
+        if own.or(pod_hp) == Some(true) {
+            host_process += 1;
+        }
+    }
+    if host_process > 0 && host_process != all.len() {
+        out.push("some containers are HostProcess and some are not".into());
+    }
+    if host_process > 0 && pod["hostNetwork"] != true {
+        out.push("hostNetwork must be true in a pod with HostProcess containers".into());
+    }
+    out
 }
 
 /// kubectl's decode into Kubernetes' Go types (`set env --local`, which reads the objects as
@@ -280,7 +327,8 @@ fn kubectl_decode(kubectl: &Path, home: &Path, file: &Path) -> Option<String> {
 
 /// The DaemonSet passes both decodes; a manifest with a mistyped field fails kubectl's, one
 /// with an unknown field fails ours (kubectl 1.32's `--local` decode drops unknown fields
-/// silently, and `annotate --local` accepted both).
+/// silently, and `annotate --local` accepted both); one that decodes but that kube-apiserver's
+/// validation refuses (a container name, a HostProcess pod off the host's network) fails ours.
 #[test]
 fn the_daemonset_decodes_into_kubernetes_types_and_a_broken_one_does_not() {
     let (code, doc, err) = fleet_plan(&[
@@ -302,6 +350,41 @@ fn the_daemonset_decodes_into_kubernetes_types_and_a_broken_one_does_not() {
     mistyped["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["periodSeconds"] =
         json!("10");
     assert!(!daemonset_problems(&mistyped).is_empty());
+    // What kube-apiserver's validation refuses, which decodes: each is named.
+    let broken = |change: &dyn Fn(&mut Value)| {
+        let mut m = ds.clone();
+        change(&mut m["spec"]["template"]["spec"]);
+        daemonset_problems(&m)
+    };
+    for (change, said) in [
+        (
+            &(|p: &mut Value| p["containers"][1]["name"] = json!("kube_proxy"))
+                as &dyn Fn(&mut Value),
+            "container name \"kube_proxy\" is not a DNS-1123 label",
+        ),
+        (
+            &|p: &mut Value| p["containers"][1]["name"] = json!("Felix"),
+            "container name \"Felix\" is not a DNS-1123 label",
+        ),
+        (
+            &|p: &mut Value| p["containers"][1]["name"] = p["containers"][0]["name"].clone(),
+            "container name \"calicoctl-win\" is used twice",
+        ),
+        (
+            &|p: &mut Value| p["hostNetwork"] = json!(false),
+            "hostNetwork must be true in a pod with HostProcess containers",
+        ),
+        (
+            &|p: &mut Value| {
+                p["containers"][1]["securityContext"] =
+                    json!({"windowsOptions": {"hostProcess": false}});
+            },
+            "container node: hostProcess false differs from the pod's true",
+        ),
+    ] {
+        let found = broken(change);
+        assert!(found.iter().any(|f| f == said), "{said}: {found:?}");
+    }
     let Some(kubectl) = tool("kubectl") else {
         return;
     };

@@ -12,6 +12,7 @@ mod fleet;
 mod fleet_diags;
 mod fleet_diags_cli;
 mod fleet_diags_node;
+mod fleet_diags_redacted;
 mod fleet_migrate;
 mod fleet_verify;
 mod kubeconfig_files;

@@ -264,3 +264,209 @@ fn logs_say_a_missing_log_and_stop_quietly_when_the_output_closes() {
     assert_eq!(done.status.code(), Some(0), "{err}");
     assert_eq!(err, "");
 }
+
+/// `logs felix --follow` (with `--position FILE` when given) on the node, its stdout a pipe.
+fn follower(node: &Node, position: Option<&std::path::Path>) -> std::process::Child {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"));
+    c.env_clear()
+        .current_dir(crate::support::root())
+        .args(["--set", "node.name=win-1", "--sim-host"])
+        .arg(node.sim())
+        .args(["logs", "felix", "--follow"]);
+    if let Some(p) = position {
+        c.arg("--position").arg(p);
+    }
+    c.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start calicoctl-win")
+}
+
+/// Appends `text` to the node's current Felix log.
+fn append_felix(node: &Node, text: &str) {
+    let mut log = fs_err::OpenOptions::new()
+        .append(true)
+        .open(node.c_drive("calicowindows/logs/calico-felix.log"))
+        .expect("log");
+    std::io::Write::write_all(&mut log, text.as_bytes()).expect("append");
+}
+
+/// A line appended to a followed log is on the follower's stdout within 5 s of being written
+/// (the follower looks every second; 5 s is the bound of the wait, not a speed asked of it).
+#[test]
+fn a_followed_line_is_on_stdout_within_five_seconds_of_being_written() {
+    use std::io::BufRead;
+    use std::time::{Duration, Instant};
+    let node = Node::healthy().installed().build();
+    let dir = node.c_drive("calicowindows/logs");
+    fs_err::create_dir_all(&dir).expect("dir");
+    fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
+    let mut child = follower(&node, None);
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    // The follower started and read the log there (its start may take long on a busy machine).
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(60)).as_deref(),
+        Ok("felix 0")
+    );
+    append_felix(&node, "felix 1 written now\n");
+    let written = Instant::now();
+    let seen = loop {
+        let left = Duration::from_secs(5).saturating_sub(written.elapsed());
+        match rx.recv_timeout(left) {
+            Ok(line) if line == "felix 1 written now" => break Some(written.elapsed()),
+            Ok(_) => {}
+            Err(_) => break None,
+        }
+    };
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    assert!(
+        seen.is_some(),
+        "the line written was not on stdout within 5 s"
+    );
+}
+
+/// The kept position's offset, when the file holds one.
+fn kept_offset(position: &std::path::Path) -> Option<u64> {
+    let kept: serde_json::Value = serde_json::from_slice(&fs_err::read(position).ok()?).ok()?;
+    kept["offset"].as_u64()
+}
+
+/// A follower killed in mid-stream (its output a pipe nobody reads, so it is stopped inside a
+/// write, as a container's is when kubelet kills it) and started again with its position
+/// repeats at most the one line it was writing, and loses none: its position is kept after
+/// each line, not after each 64 KiB read.
+#[test]
+fn a_follower_killed_mid_stream_repeats_at_most_one_line() {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+    let node = Node::healthy().installed().build();
+    let dir = node.c_drive("calicowindows/logs");
+    fs_err::create_dir_all(&dir).expect("dir");
+    let log = dir.join("calico-felix.log");
+    fs_err::write(&log, "felix 0\n").expect("log");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let position = tmp.path().join("felix.json");
+    let mut child = follower(&node, Some(&position));
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut first = vec![0u8; 8];
+    stdout.read_exact(&mut first).expect("the first line");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while kept_offset(&position) != Some(8) {
+        assert!(Instant::now() < deadline, "no position kept in 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // 2,000 lines of 100 bytes: more than a 64 KiB read, and than the pipe holds.
+    let line = |i: u32| format!("felix {i:05} {}\n", "x".repeat(87));
+    let more: String = (1..=2000).map(line).collect();
+    append_felix(&node, &more);
+    // 10,000 bytes taken from the pipe, then none: the follower fills it and stops in a write.
+    let mut taken = vec![0u8; 10_000];
+    stdout.read_exact(&mut taken).expect("read");
+    first.extend_from_slice(&taken);
+    while kept_offset(&position).is_none_or(|o| o < 65_000) {
+        assert!(
+            Instant::now() < deadline,
+            "the position stayed short of 65,000 in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Time for the follower to fill the pipe; killed wherever it is, the bound must hold.
+    std::thread::sleep(Duration::from_millis(500));
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    stdout
+        .read_to_end(&mut first)
+        .expect("what was in the pipe");
+    let size = fs_err::metadata(&log).expect("log").len();
+
+    let mut child = follower(&node, Some(&position));
+    let mut stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            all.extend_from_slice(&buf[..n]);
+            if all.ends_with(line(2000).as_bytes()) {
+                let _ = tx.send(std::mem::take(&mut all));
+                return;
+            }
+        }
+    });
+    let second = rx.recv_timeout(Duration::from_secs(60));
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    let second = second.expect("the restarted follower wrote to the log's end in 60 s");
+    let all = format!("felix 0\n{more}").into_bytes();
+    assert_eq!(all.len() as u64, size);
+    assert!(
+        all.starts_with(&first),
+        "the first follower wrote what is not in the log"
+    );
+    assert!(
+        all.ends_with(&second),
+        "the second follower wrote what is not in the log"
+    );
+    let start = all.len() - second.len();
+    assert!(
+        start == 0 || all[start - 1] == b'\n',
+        "the second follower began inside a line"
+    );
+    // Nothing lost between them; at most one line (100 bytes) shown by both.
+    assert!(start <= first.len(), "lost {} bytes", start - first.len());
+    let repeated = first.len() - start;
+    assert!(
+        repeated <= 100,
+        "{repeated} bytes shown by both followers (more than one line)"
+    );
+}
+
+/// `logs calicoctl-win` reads `C:\ProgramData\calicoctl-win\install.log`, the log of an
+/// `install --detach` (`commands/detach.rs`), with its token redacted; not the other files of
+/// that directory, nor the services' logs.
+#[test]
+fn logs_calicoctl_win_reads_the_detached_installs_log() {
+    let node = Node::healthy().installed().build();
+    let token = fs_err::read_to_string(node.c_drive("calicowindows/calico-kube-config.token"))
+        .expect("calico-node's token");
+    let state = node.c_drive("programdata/calicoctl-win");
+    fs_err::create_dir_all(&state).expect("state dir");
+    fs_err::write(
+        state.join("install.log"),
+        format!(
+            "2026-11-24T16:00:37Z [calicoctl-win] info: installing\nwrote token {}\n",
+            token.trim()
+        ),
+    )
+    .expect("log");
+    fs_err::write(state.join("uninstall.log"), "another command's log\n").expect("other");
+    fs_err::write(state.join("install.result.json"), "{}\n").expect("result");
+    let (code, out, err) = logs(&node, &["logs", "calicoctl-win"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "2026-11-24T16:00:37Z [calicoctl-win] info: installing\nwrote token <redacted>\n"
+    );
+    // Without it, said as missing, where it was looked for.
+    fs_err::remove_file(state.join("install.log")).expect("remove");
+    let (code, out, err) = logs(&node, &["logs", "calicoctl-win"]);
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    assert!(
+        err.contains(r"no calicoctl-win log in C:\ProgramData\calicoctl-win"),
+        "{err}"
+    );
+}

@@ -1,5 +1,6 @@
 //! `metrics.diags`: CalicoNode is told to answer `GET /diags` on its metrics port only when it is
-//! set, and it is refused without the metrics endpoint it is served on.
+//! set, and it is refused without the metrics endpoint it is served on; `metrics.enabled` turns
+//! Felix's Prometheus endpoint on in the environment CalicoFelix is started with.
 
 use crate::support::Node;
 
@@ -49,4 +50,35 @@ fn metrics_diags_makes_calico_node_serve_diags_and_needs_metrics_on() {
     let (code, _, stderr) =
         s.install(&[&on[..], &["--set", "metrics.diags_namespace=Not_A_Label"]].concat());
     assert_eq!(code, 2, "{stderr}");
+}
+
+/// Felix's Prometheus settings in the CalicoFelix environment install wrote: on with
+/// `metrics.enabled` (Felix's config parameters `PrometheusMetricsEnabled` and
+/// `PrometheusMetricsPort`, as `FELIX_` variables: calico v3.32.1
+/// `felix/config/config_params.go`), off without it.
+#[test]
+fn metrics_enabled_turns_felix_prometheus_on_in_its_environment() {
+    let s = Node::healthy()
+        .created()
+        .serving("3.30.2", "calico-node.exe")
+        .build();
+    let felix_env = |s: &Node| {
+        fs_err::read_to_string(s.c_drive("calicowindows/calico-felix.env")).expect("env")
+    };
+    let has = |env: &str, line: &str| env.lines().any(|l| l.trim_end() == line);
+    let (code, _, stderr) = s.install(&[]);
+    assert_eq!(code, 0, "{stderr}");
+    let env = felix_env(&s);
+    assert!(has(&env, "FELIX_PROMETHEUSMETRICSENABLED=false"), "{env}");
+    let (code, _, stderr) = s.install(&[
+        "--set",
+        "metrics.enabled=true",
+        "--set",
+        "metrics.source_ranges=10.0.0.0/8",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let env = felix_env(&s);
+    assert!(has(&env, "FELIX_PROMETHEUSMETRICSENABLED=true"), "{env}");
+    assert!(has(&env, "FELIX_PROMETHEUSMETRICSPORT=9091"), "{env}");
+    assert!(!has(&env, "FELIX_PROMETHEUSMETRICSENABLED=false"), "{env}");
 }

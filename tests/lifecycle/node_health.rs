@@ -171,6 +171,13 @@ fn status_names_stuck_and_stale_endpoints_and_repair_removes_them_and_brings_the
     let felix = &node.state()["services"]["calicofelix"];
     assert_eq!(felix["state"], "running", "{felix}");
     assert_eq!(felix["pid"], pid_before, "Felix was restarted");
+    // Counted in repair's metrics file: one run, three endpoints (the dry run counts nothing).
+    let counted = metrics_file(&node, "calicoctl-win-metrics-repair.json");
+    assert_eq!(counted["calicoctl_win_repairs_total"], 1, "{counted}");
+    assert_eq!(
+        counted["calicoctl_win_repaired_endpoints_total"], 3,
+        "{counted}"
+    );
     let (code, doc, err) = node.run(&["status"]);
     assert_eq!(code, 0, "{err} {doc}");
 
@@ -519,6 +526,16 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
     );
     assert_eq!(c["reason"], "CalicoDegraded");
     assert!(c["lastTransitionTime"].is_string(), "{c}");
+    // The endpoint-faults gauge CalicoNode keeps with the condition, one series per verdict.
+    let gauge = metrics_file(&node, "calicoctl-win-metrics.json");
+    assert_eq!(
+        gauge["calicoctl_win_endpoint_faults{verdict=\"stuck\"}"], 1,
+        "{gauge}"
+    );
+    assert_eq!(
+        gauge["calicoctl_win_endpoint_faults{verdict=\"stale\"}"], 1,
+        "{gauge}"
+    );
     let n = node.api().get("/api/v1/nodes/win-1").expect("node");
     assert!(
         n["status"]["conditions"]
@@ -1075,4 +1092,13 @@ fn what_a_run_left_and_the_metrics_ports_are_in_the_condition_as_in_status() {
             "{c}: the condition's codes: {written} {log}"
         );
     }
+}
+
+/// One of calicoctl-win's metrics files under the node's install root (`installed::metrics`),
+/// `{}` when there is none.
+pub(crate) fn metrics_file(node: &Node, name: &str) -> Value {
+    fs_err::read(node.c_drive(&format!("calicowindows/{name}")))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_else(|| json!({}))
 }

@@ -357,6 +357,16 @@ fn a_refused_token_is_noticed_at_the_first_look_not_at_its_renewal_time() {
     );
     assert_eq!(token_requests(&api) - before, 1, "{log}");
     assert_eq!(renewal_events(&node), 1, "{log}");
+    // Counted in CalicoNode's metrics file: one refusal, no renewal.
+    let counted = crate::node_health::metrics_file(&node, "calicoctl-win-metrics.json");
+    assert_eq!(
+        counted["calicoctl_win_token_refusals_total"], 1,
+        "{counted}"
+    );
+    assert!(
+        counted.get("calicoctl_win_token_renewals_total").is_none(),
+        "{counted}"
+    );
     let said = cause_said(&node);
     assert!(said.contains("cause serviceaccount-recreated"), "{said}");
 }

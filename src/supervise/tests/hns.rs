@@ -8,6 +8,16 @@ use super::*;
 fn calico_node_answers_an_hns_restart_while_it_runs() {
     let host = SimHost::in_memory("ws2022").expect("host");
     install(&host, &[]);
+    // Where the metrics are counted: the root the registry names, with its install record.
+    let root = crate::layout::InstallRoot::new(ROOT);
+    host.write_file(&root.record(), b"{}", crate::host::Access::Normal)
+        .expect("record");
+    host.reg_set(
+        crate::layout::CALICO_KEY,
+        crate::layout::INSTALL_ROOT_VALUE,
+        &crate::host::RegValue::Sz(ROOT.into()),
+    )
+    .expect("root");
     felix_running(&host);
     let before = felix_pid(&host);
     let text = while_running(&host, &settings(Role::Node), |path| {
@@ -29,6 +39,10 @@ fn calico_node_answers_an_hns_restart_while_it_runs() {
     assert!(
         crate::installed::hns_restart::last(&host).is_some_and(|r| r.restarted == ["CalicoFelix"])
     );
+    // Counted in CalicoNode's metrics file.
+    use crate::installed::metrics::{HNS_RESTARTS, NODE_FILE, read};
+    let counted = read(&host, &root, NODE_FILE);
+    assert_eq!(counted.get(HNS_RESTARTS), Some(&1), "{counted:?} {text}");
 }
 
 /// The HNS restart watchdog (Azure/AgentBaker hnsremediator.ps1's rule: a changed process id of

@@ -24,6 +24,9 @@ use std::time::Duration;
 pub enum Answer {
     /// Its bundle, whole.
     Bundle(Bytes),
+    /// Its bundle, whole, after the time the node took to build it: CalicoNode answers only
+    /// once its child `diags --offline` made the zip (`supervise::diags_server`, `build_and_send`).
+    Built(Duration, Bytes),
     /// Accepts the connection and never answers.
     Silent,
     /// Answers with this status and sentence, unmarked (another program on the port).
@@ -178,6 +181,7 @@ pub fn answer(
             Some("bundle"),
             Duration::ZERO,
         ),
+        Answer::Built(took, b) => (200, "application/zip", b.clone(), Some("bundle"), *took),
         Answer::Silent => (200, "application/zip", Bytes::new(), None, SILENT_FOR),
         Answer::Status(code, s) => (*code, "text/plain", Bytes::from(*s), None, Duration::ZERO),
         Answer::Node(code, word) => (

@@ -1,0 +1,76 @@
+//! One node's zip built by the real `diags --offline` (the program CalicoNode runs for each
+//! `GET /diags`) on a simulated installed node whose calico-node token is in its token file, its
+//! kubeconfig and its service logs, then gathered by `fleet diags` through the pod proxy with
+//! RBAC enforced: the token is in no member of the zip that leaves the node.
+
+use super::fleet_diags::{CALICO_NS, NS, SA, identity, line, node_with_pod, options, serve};
+use crate::support::fake_api::FakeApi;
+use crate::support::fake_api::diags::Answer;
+use calicoctl_win::cluster::{diags_gather, diags_rights};
+use std::io::Read;
+
+#[test]
+fn a_nodes_token_is_in_no_member_of_its_gathered_zip() {
+    let node = crate::support::Node::healthy().installed().build();
+    let token = fs_err::read_to_string(node.c_drive("calicowindows/calico-kube-config.token"))
+        .expect("calico-node's token")
+        .trim()
+        .to_owned();
+    assert!(token.len() > 40, "a token: {token:?}");
+    // The token in each service log the zip takes the tail of, as a program might print it.
+    let logs = node.c_drive("calicowindows/logs");
+    fs_err::create_dir_all(&logs).expect("logs");
+    for name in ["calico-node.log", "calico-felix.log"] {
+        let path = logs.join(name);
+        let mut text = fs_err::read_to_string(&path).unwrap_or_default();
+        text.push_str(&format!("planted: the token is {token}\n"));
+        fs_err::write(&path, text).expect("log");
+    }
+    let built = node.dir.path().join("win-1-diags.zip");
+    let run = crate::support::on_node()
+        .arg("--sim-host")
+        .arg(node.sim())
+        .args(["diags", "--offline", "--out-file"])
+        .arg(&built)
+        .output()
+        .expect("diags --offline");
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{err}");
+    let zip = fs_err::read(&built).expect("the zip");
+
+    let api = FakeApi::start();
+    node_with_pod(&api, "win-1", "10.0.0.10");
+    serve(&api, "win-1", Answer::Bundle(zip.clone().into()));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = identity(
+        &api,
+        dir.path(),
+        &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
+    );
+    let out = dir.path().join("bundles");
+    diags_gather::prepare_out(&out).expect("out");
+    let index = diags_gather::gather(&c, &options(&out)).expect("gathers");
+    assert!(line(&index, "win-1").sha256.is_some(), "{index:#?}");
+    let gathered = fs_err::read(out.join("win-1.zip")).expect("gathered");
+    assert_eq!(gathered, zip, "the zip gathered is the one the node built");
+
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(&gathered)).expect("a zip");
+    let mut planted = 0;
+    for i in 0..archive.len() {
+        let mut member = archive.by_index(i).expect("member");
+        let mut bytes = Vec::new();
+        member.read_to_end(&mut bytes).expect("inflate");
+        let name = member.name().map(|n| n.to_string()).unwrap_or_default();
+        assert!(
+            memchr::memmem::find(&bytes, token.as_bytes()).is_none(),
+            "{name} holds calico-node's token"
+        );
+        let text = String::from_utf8_lossy(&bytes);
+        planted += text.matches("planted: the token is <redacted>").count();
+    }
+    // The logs' lines are in the zip, their token taken out.
+    assert!(
+        planted >= 2,
+        "the planted lines are not in the zip ({planted})"
+    );
+}
