@@ -137,6 +137,28 @@ fn a_turn_taken_over_meanwhile_is_not_given_back_by_the_run_that_lost_it() {
     assert_eq!(kept["data"]["run"], "other");
 }
 
+/// A renewal of this run's own that lands between the release's read of the turn and its
+/// delete (one the run gave up waiting for that the server committed all the same) moves
+/// the turn's resourceVersion: the delete's precondition meets a 409, the turn is read
+/// again, still this run's, and deleted by the version read, so the next run need not wait
+/// out the lease.
+#[test]
+fn a_renewal_landing_before_the_turns_delete_does_not_leave_the_turn_behind() {
+    let (api, dir) = cluster();
+    api.lock().touched_before_delete.insert(TURN.into(), 1);
+    let c = connect(&api, &dir);
+    let r = run(&c, &in_namespace()).expect("run");
+    assert!(r.passed && r.cleaned_up, "{r:#?}");
+    assert_eq!(api.lock().touched_before_delete[TURN], 0, "the renewal landed");
+    assert!(api.get(TURN).is_none(), "{:?}", api.get(TURN));
+    let deletes = api
+        .requests()
+        .iter()
+        .filter(|(m, p)| m == "DELETE" && p.starts_with(TURN))
+        .count();
+    assert_eq!(deletes, 2, "one refused, one by the version read again");
+}
+
 /// A run killed outright (no signal it can catch: a console's process ended, its pod's
 /// container stopped without one) holds the turn for at most its lease, one minute, not for
 /// the whole of a run's bounds: the run renews it while it lives.
