@@ -239,6 +239,14 @@ pub fn table(r: &Report) -> String {
     for f in &r.node_health {
         out.push_str(&format!("this node: {} [{}]\n", f.message, f.code.word()));
     }
+    if let Some(f) = &r.lease_lost {
+        let next = f.remedy.as_deref().unwrap_or_default();
+        out.push_str(&format!(
+            "\n{} [{}]\n    next: {next}\n",
+            f.message,
+            f.code.word()
+        ));
+    }
     if !r.leftovers_removed.is_empty() {
         out.push_str(&format!(
             "\nremoved what killed runs left: {}\n",

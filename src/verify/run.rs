@@ -44,6 +44,10 @@ pub struct Report {
     pub timed_out: bool,
     /// Ctrl-C or a termination signal stopped it.
     pub interrupted: bool,
+    /// The run's lease was lost mid-run and the run stopped for it (`verify-lease-lost`): the
+    /// checks judged by then keep their verdicts, the rest are `stopped`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_lost: Option<crate::installed::health::Finding>,
     /// The namespaces of killed runs this run deleted.
     pub leftovers_removed: Vec<String>,
     /// Whether the namespace is gone at the end (kept on failure, or its deletion not done);
@@ -80,6 +84,9 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
             super::ready::NotReady::Cluster(e) => RunError::Cluster(e),
         })?;
     }
+    // A stop of the whole (Ctrl-C, a container's stop), told from the run's own stop for a
+    // lost lease.
+    let whole = o.stop.clone();
     let (o, _cut) = own_stop(c, o);
     let o = &o;
     let start = Instant::now();
@@ -135,8 +142,12 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         report.cleaned_up,
         &report.clean_up_error,
     );
-    if let Some(lost) = lease::lost((held, own), ended) {
-        return Err(lost);
+    // A lost lease fails the run (exit 1): the checks done keep their verdicts, the rest were
+    // stopped; a Ctrl-C is said only when one came.
+    report.lease_lost = lease::lost((held, own), ended);
+    if report.lease_lost.is_some() {
+        report.passed = false;
+        report.interrupted = whole.requested();
     }
     report.leftovers_removed = leftovers_removed;
     report.peers = m.peers();
@@ -296,6 +307,7 @@ fn checks_and_clean_up(
         passed,
         timed_out,
         interrupted: stopped,
+        lease_lost: None,
         leftovers_removed: Vec::new(),
         cleaned_up,
         cleanup_ms: 0,
