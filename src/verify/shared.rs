@@ -350,15 +350,14 @@ fn try_claim(
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
     let what = format!("configmaps/{TURN}");
     let pp = PostParams::default();
-    // Its `expires` by the API server's time: its `Date`, else this host's clock moved by
-    // the last `Date` it sent this client; without either, none (judged by its age): never
-    // this host's clock alone, which a step would put behind the server's.
-    let local = crate::duration::now();
+    // Its `expires` by the API server's time: its `Date`, else the last `Date` it sent this
+    // client moved on by the monotonic time since; without either, none (judged by its age):
+    // never this host's wall clock, which a step would put behind the server's.
     let now = probe::server_now(c)?;
     if let Some(t) = now {
-        c.note_server_date(t, local);
+        c.note_server_date(t);
     }
-    let server = now.or_else(|| c.server_offset().map(|o| local.saturating_add(o)));
+    let server = now.or_else(|| c.server_clock());
     let expires = server.map(|t| t + keeper::lease_s());
     let refused = match c.call("create", &what, api.create(&pp, &turn(run, expires, None))) {
         Ok(made) => {

@@ -314,6 +314,13 @@ fn without_a_date_a_run_is_not_stopped_for_a_lease_judged_by_its_age() {
         o.renew = Duration::from_millis(200);
         let r = run(&c, &o).unwrap_or_else(|e| panic!("{namespace:?}: {e:?}"));
         assert!(r.passed && !r.interrupted, "{namespace:?}: {r:#?}");
+        // Judged by its age alone: never written by a clock of this host's.
+        let renewals = api
+            .requests()
+            .iter()
+            .filter(|(m, p)| m == "PUT" && (p.ends_with(&r.namespace) || p.contains(TURN)))
+            .count();
+        assert_eq!(renewals, 0, "{namespace:?}");
     }
 }
 
