@@ -137,24 +137,33 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         }
         done
     })?;
-    let ended = (
-        report.namespace.as_str(),
-        report.cleaned_up,
-        &report.clean_up_error,
-    );
-    // A lost lease fails the run (exit 1): the checks done keep their verdicts, the rest were
-    // stopped; a Ctrl-C is said only when one came.
-    report.lease_lost = lease::lost((held, own), ended);
-    if report.lease_lost.is_some() {
-        report.passed = false;
-        report.interrupted = whole.requested();
-    }
+    lease_lost(&mut report, (held, own), &whole);
     report.leftovers_removed = leftovers_removed;
     report.peers = m.peers();
     report.skipped = m.skipped;
     report.cleanup_ms = ms(cleaned.elapsed());
     report.took_ms = ms(start.elapsed());
     Ok(report)
+}
+
+/// A lease lost mid-run (`lease::lost`) fails the run (exit 1): the report carries its
+/// finding, the checks done keep their verdicts and the rest were stopped; it says
+/// `interrupted` only when a stop of the whole (`whole`: Ctrl-C, a container's stop) came.
+fn lease_lost(
+    report: &mut Report,
+    (held, own): (Option<&shared::Held>, Option<&lease::Held>),
+    whole: &crate::duration::Stop,
+) {
+    let ended = (
+        report.namespace.as_str(),
+        report.cleaned_up,
+        &report.clean_up_error,
+    );
+    report.lease_lost = lease::lost((held, own), ended);
+    if report.lease_lost.is_some() {
+        report.passed = false;
+        report.interrupted = whole.requested();
+    }
 }
 
 /// The run's options with a stop of its own, and that stop cutting this thread's calls until
