@@ -357,6 +357,10 @@ pub fn print_verified(
         verify,
     });
     match failed {
+        // A run stopped for its lost lease judged not the node's traffic.
+        Some(e @ crate::verify::failure::Failed::LeaseLost { .. }) => {
+            Err(anyhow::Error::new(e).context(format!("{what}, but verify did not finish")))
+        }
         Some(e) => {
             Err(anyhow::Error::new(e)
                 .context(format!("{what}, but the node does not pass traffic")))
