@@ -48,9 +48,9 @@ pub struct Cluster {
     pub(super) served_groups: std::sync::OnceLock<Vec<String>>,
     /// The stop that cuts the calls in flight when it is requested (`cut_on`).
     cut: std::sync::OnceLock<crate::duration::Stop>,
-    /// The API server's clock less this host's, from the last `Date` this server sent this
-    /// client (`i64::MIN`: none yet): `server_offset`.
-    server_offset: std::sync::atomic::AtomicI64,
+    /// The last `Date` this server sent this client and when it was read, by this process's
+    /// monotonic clock (none yet): `server_clock`.
+    server_date: std::sync::Mutex<Option<(i64, std::time::Instant)>>,
 }
 
 thread_local! {
@@ -294,7 +294,7 @@ impl Cluster {
             one_look: std::sync::Mutex::new(None),
             served_groups: std::sync::OnceLock::new(),
             cut: std::sync::OnceLock::new(),
-            server_offset: std::sync::atomic::AtomicI64::new(i64::MIN),
+            server_date: std::sync::Mutex::new(None),
         })
     }
 
@@ -337,18 +337,19 @@ impl Cluster {
         self.call_within(CALL_TIMEOUT, (verb, resource), fut)
     }
 
-    /// The API server's clock less this host's, as the last `Date` this server sent showed;
+    /// The API server's time now by the last `Date` this server sent this client, moved on by
+    /// the time since it was read on this process's monotonic clock (`clock_since`), never by
+    /// this host's wall clock, which may be stepped (back a day, say) between two `Date`s;
     /// `None` before one came (a server that sends none).
-    pub fn server_offset(&self) -> Option<i64> {
-        let o = self.server_offset.load(std::sync::atomic::Ordering::SeqCst);
-        (o != i64::MIN).then_some(o)
+    pub fn server_clock(&self) -> Option<i64> {
+        let last = *self.server_date.lock().unwrap_or_else(|e| e.into_inner());
+        last.map(|anchor| clock_since(anchor, std::time::Instant::now()))
     }
 
-    /// A `Date` of this server read (`server_s`), by this host's clock `local_s`.
-    pub fn note_server_date(&self, server_s: i64, local_s: i64) {
-        let o = server_s.saturating_sub(local_s).max(i64::MIN + 1);
-        self.server_offset
-            .store(o, std::sync::atomic::Ordering::SeqCst);
+    /// A `Date` of this server read (`server_s`), now.
+    pub fn note_server_date(&self, server_s: i64) {
+        let mut last = self.server_date.lock().unwrap_or_else(|e| e.into_inner());
+        *last = Some((server_s, std::time::Instant::now()));
     }
 
     /// From now on, a call in flight when `stop` is requested ends at once, as a call that
@@ -554,5 +555,31 @@ impl Cluster {
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The server's time at `now` from a `Date` of `server_s` read at `read`: whole seconds
+/// passed since on the monotonic clock, which no wall-clock step moves.
+pub fn clock_since((server_s, read): (i64, std::time::Instant), now: std::time::Instant) -> i64 {
+    let passed = now.saturating_duration_since(read).as_secs();
+    server_s.saturating_add(i64::try_from(passed).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod server_clock_tests {
+    use super::clock_since;
+    use std::time::{Duration, Instant};
+
+    /// A server `Date` read 90 s ago (by the monotonic clock) is 90 s on now, whatever this
+    /// host's wall clock did meanwhile; instants made up, no time passes.
+    #[test]
+    fn the_servers_time_moves_on_by_the_monotonic_clock_from_its_last_date() {
+        let read = Instant::now();
+        let server = 1_800_000_000;
+        assert_eq!(clock_since((server, read), read), server);
+        let later = read + Duration::from_millis(90_400);
+        assert_eq!(clock_since((server, read), later), server + 90);
+        // An instant before the read (never, but bounded): the `Date` itself.
+        assert_eq!(clock_since((server, later), read), server);
     }
 }

@@ -213,6 +213,12 @@ fn run_once(
         return Err("stopped before it began".into());
     }
     match run::run(&cluster, &o) {
+        // Its lease lost mid-run, the run stopped: no verdict on the node's traffic (the
+        // condition Unknown, `VerifyNotRun`, with the finding's words).
+        Ok(Report {
+            lease_lost: Some(f),
+            ..
+        }) => Err(format!("{} [{}]", f.message, f.code.word())),
         Ok(mut r) => {
             // The node's own findings, joined as `verify` on the node joins them.
             super::verify::join_node_health(ctx, &mut r);

@@ -236,9 +236,7 @@ pub fn table(r: &Report) -> String {
             s.why
         ));
     }
-    for f in &r.node_health {
-        out.push_str(&format!("this node: {} [{}]\n", f.message, f.code.word()));
-    }
+    out.push_str(&findings(r));
     if !r.leftovers_removed.is_empty() {
         out.push_str(&format!(
             "\nremoved what killed runs left: {}\n",
@@ -255,6 +253,20 @@ pub fn table(r: &Report) -> String {
         r.cleanup_ms as f64 / 1000.0,
         r.took_ms / 1000
     ));
+    out
+}
+
+/// This node's own findings, then the lost lease's (`verify-lease-lost`), as the table ends.
+fn findings(r: &Report) -> String {
+    let mut out = String::new();
+    for f in &r.node_health {
+        out.push_str(&format!("this node: {} [{}]\n", f.message, f.code.word()));
+    }
+    if let Some(f) = &r.lease_lost {
+        let next = f.remedy.as_deref().unwrap_or_default();
+        let (message, code) = (&f.message, f.code.word());
+        out.push_str(&format!("\n{message} [{code}]\n    next: {next}\n"));
+    }
     out
 }
 
@@ -345,6 +357,10 @@ pub fn print_verified(
         verify,
     });
     match failed {
+        // A run stopped for its lost lease judged not the node's traffic.
+        Some(e @ crate::verify::failure::Failed::LeaseLost { .. }) => {
+            Err(anyhow::Error::new(e).context(format!("{what}, but verify did not finish")))
+        }
         Some(e) => {
             Err(anyhow::Error::new(e)
                 .context(format!("{what}, but the node does not pass traffic")))

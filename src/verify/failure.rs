@@ -1,7 +1,8 @@
 //! How a finished `verify` run ends the command that ran it (`verify`, `install --verify`):
 //! every check passed, or one failed (exit 1, the checks not judged counted when `--timeout`
-//! cut the rest), or the run was cut short by `--timeout` with none failed (exit 4) or by
-//! Ctrl-C (exit 1).
+//! cut the rest), or the run was cut short by `--timeout` with none failed (exit 4), by
+//! Ctrl-C (exit 1) or by its lease lost (exit 1: not `--timeout`'s, which more time would
+//! mend, but the cluster's, or another run's).
 
 use super::judge::Outcome;
 use super::matrix::CheckId;
@@ -16,6 +17,14 @@ pub enum Failed {
     TimedOut { node: String, timeout_s: u64 },
     #[error("verify of node {node} was interrupted")]
     Interrupted { node: String },
+    /// The run's lease was lost mid-run (`verify-lease-lost`); `checks`, those that failed
+    /// before it.
+    #[error("verify of node {node} stopped: {why}{checks}")]
+    LeaseLost {
+        node: String,
+        why: String,
+        checks: String,
+    },
 }
 
 impl Diagnose for Failed {
@@ -35,6 +44,11 @@ impl Diagnose for Failed {
                 Exit::Failed,
                 Kind::Failed,
                 "run it again to judge every check",
+            ),
+            Failed::LeaseLost { .. } => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                crate::installed::health::Code::VerifyLeaseLost.remedy(),
             ),
         }
     }
@@ -56,6 +70,15 @@ pub fn of(r: &Report, timeout_s: u64) -> Option<Failed> {
             None => v.check.word(),
         })
         .collect();
+    // Stopped for its lost lease: that, and the checks that failed before it.
+    if let Some(f) = &r.lease_lost {
+        let checks = match failed.is_empty() {
+            true => String::new(),
+            false => format!(" (failed before it: {})", failed.join(", ")),
+        };
+        let why = f.message.clone();
+        return Some(Failed::LeaseLost { node, why, checks });
+    }
     // A check that failed is an answer: it is said before the deadline that cut the rest.
     if r.timed_out && failed.is_empty() {
         return Some(Failed::TimedOut { node, timeout_s });
@@ -81,8 +104,9 @@ pub fn of_all(reports: &[Report], timeout_s: u64) -> Option<Failed> {
     let ends: Vec<Failed> = reports.iter().filter_map(|r| of(r, timeout_s)).collect();
     let rank = |f: &Failed| match f {
         Failed::Interrupted { .. } => 0,
-        Failed::TimedOut { .. } => 1,
-        Failed::NotPassing { .. } => 2,
+        Failed::LeaseLost { .. } => 1,
+        Failed::TimedOut { .. } => 2,
+        Failed::NotPassing { .. } => 3,
     };
     let first = ends.iter().map(rank).min()?;
     let mut same = ends.into_iter().filter(|f| rank(f) == first);

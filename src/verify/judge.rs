@@ -47,8 +47,8 @@ pub enum Outcome {
     Skipped {
         why: String,
     },
-    /// Not run: the run was stopped (Ctrl-C, a termination signal) before this check was
-    /// judged. No layer is blamed. (A run whose lease was lost ends with that error instead.)
+    /// Not run: the run was stopped (Ctrl-C, a termination signal, or its lease lost, which
+    /// the report's `lease_lost` then says) before this check was judged. No layer is blamed.
     Stopped,
 }
 

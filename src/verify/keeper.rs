@@ -18,11 +18,11 @@ pub fn lease_s() -> i64 {
     i64::try_from(LEASE.as_secs()).unwrap_or(60)
 }
 
-/// The API server's time: its `Date` now, else this host's clock moved by the difference the
-/// last `Date` this server sent this client showed (`Cluster::server_offset`); `None` when it
-/// has sent none (never this host's clock alone: a lease written by a clock behind the
-/// server's would be expired at once, and another run would take over or delete a living
-/// run's).
+/// The API server's time: its `Date` now, else the last `Date` this server sent this client
+/// moved on by the monotonic time since (`Cluster::server_clock`); `None` when it has sent
+/// none (never this host's wall clock: a lease written by a clock behind the server's would
+/// be expired at once, and another run would take over or delete a living run's). A lease
+/// without that time is not written: judged by its age.
 pub fn server_time(c: &Cluster) -> Option<i64> {
     server_time_unless(c, None)
 }
@@ -30,29 +30,26 @@ pub fn server_time(c: &Cluster) -> Option<i64> {
 /// `server_time`, its call never begun, or ended, once `stop` is requested or `within` has
 /// passed.
 pub fn server_time_unless(c: &Cluster, stop: Option<(&Stop, Duration)>) -> Option<i64> {
-    let local = crate::duration::now();
-    server_time_sent(c, stop, local)
+    server_time_sent(c, stop)
         .ok()
         .flatten()
-        .or_else(|| c.server_offset().map(|o| local.saturating_add(o)))
+        .or_else(|| c.server_clock())
 }
 
-/// `server_time_unless`, its call failed an error (`local`: this host's clock as it began).
-/// The keeper writes nothing then: this host's clock moved by an earlier offset is this
-/// host's clock all the same, and one stepped back since would write a lease run out
-/// already, for another run to sweep the living run's objects.
+/// `server_time_unless`, its call failed an error. The keeper writes nothing then: a server
+/// that does not answer its look at the time would not take the renewal either, and it
+/// counts as refused.
 fn server_time_sent(
     c: &Cluster,
     stop: Option<(&Stop, Duration)>,
-    local: i64,
 ) -> Result<Option<i64>, ClusterError> {
     let sent = probe::server_date(c, stop)?;
     match sent {
         Some(t) => {
-            c.note_server_date(t, local);
+            c.note_server_date(t);
             Ok(Some(t))
         }
-        None => Ok(c.server_offset().map(|o| local.saturating_add(o))),
+        None => Ok(c.server_clock()),
     }
 }
 
@@ -105,10 +102,8 @@ pub fn keep(
             return Ok(Look::Pending(()));
         }
         let begun = Instant::now();
-        let local = crate::duration::now();
-        // The server's `Date` not read: a renewal failed, nothing written (never this host's
-        // clock: `server_time_sent`).
-        let failed = match server_time_sent(c, Some((ending, every)), local) {
+        // The server's `Date` not read: a renewal failed, nothing written (`server_time_sent`).
+        let failed = match server_time_sent(c, Some((ending, every))) {
             Err(_) if ending.requested() => return Err(Stopped),
             Err(e) => format!(
                 "the API server's time could not be read: {e} ({})",

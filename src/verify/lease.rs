@@ -199,12 +199,13 @@ pub fn keep_all(
     }
 }
 
-/// The run's lease lost to refused renewals (it was stopped for it): the error that says so,
-/// and what became of what it made.
+/// The run's lease lost mid-run (taken over, or its renewals refused or unanswered until it
+/// would run out; the run was stopped for it): the finding that says so, naming the lease,
+/// why, and what became of what the run made. The report carries it beside the checks done.
 pub fn lost(
     (held, own): (Option<&super::shared::Held>, Option<&Held>),
     (namespace, cleaned_up, clean_up_error): (&str, bool, &Option<String>),
-) -> Option<super::matrix::RunError> {
+) -> Option<crate::installed::health::Finding> {
     let (lease, cause) = match (held, own) {
         (Some(h), _) => (
             format!(
@@ -222,8 +223,12 @@ pub fn lost(
         (Some(e), false) => format!("the run stopped; what it made is not deleted: {e}"),
         (None, false) => "the run stopped; what it made is left to the next run".to_owned(),
     };
-    Some(super::matrix::RunError::Plan(
-        super::matrix::PlanError::LeaseLost { lease, cause, fate },
+    let code = crate::installed::health::Code::VerifyLeaseLost;
+    Some(crate::installed::health::Finding::new(
+        code,
+        lease.clone(),
+        format!("the run's lease on {lease} was lost: {cause}; {fate}"),
+        code.remedy(),
     ))
 }
 

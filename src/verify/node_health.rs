@@ -102,6 +102,7 @@ mod tests {
             passed: false,
             timed_out: false,
             interrupted: false,
+            lease_lost: None,
             leftovers_removed: Vec::new(),
             cleaned_up: true,
             cleanup_ms: 0,

@@ -44,6 +44,10 @@ pub struct Report {
     pub timed_out: bool,
     /// Ctrl-C or a termination signal stopped it.
     pub interrupted: bool,
+    /// The run's lease was lost mid-run and the run stopped for it (`verify-lease-lost`): the
+    /// checks judged by then keep their verdicts, the rest are `stopped`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_lost: Option<crate::installed::health::Finding>,
     /// The namespaces of killed runs this run deleted.
     pub leftovers_removed: Vec<String>,
     /// Whether the namespace is gone at the end (kept on failure, or its deletion not done);
@@ -80,6 +84,9 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
             super::ready::NotReady::Cluster(e) => RunError::Cluster(e),
         })?;
     }
+    // A stop of the whole (Ctrl-C, a container's stop), told from the run's own stop for a
+    // lost lease.
+    let whole = o.stop.clone();
     let (o, _cut) = own_stop(c, o);
     let o = &o;
     let start = Instant::now();
@@ -130,20 +137,33 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         }
         done
     })?;
-    let ended = (
-        report.namespace.as_str(),
-        report.cleaned_up,
-        &report.clean_up_error,
-    );
-    if let Some(lost) = lease::lost((held, own), ended) {
-        return Err(lost);
-    }
+    lease_lost(&mut report, (held, own), &whole);
     report.leftovers_removed = leftovers_removed;
     report.peers = m.peers();
     report.skipped = m.skipped;
     report.cleanup_ms = ms(cleaned.elapsed());
     report.took_ms = ms(start.elapsed());
     Ok(report)
+}
+
+/// A lease lost mid-run (`lease::lost`) fails the run (exit 1): the report carries its
+/// finding, the checks done keep their verdicts and the rest were stopped; it says
+/// `interrupted` only when a stop of the whole (`whole`: Ctrl-C, a container's stop) came.
+fn lease_lost(
+    report: &mut Report,
+    (held, own): (Option<&shared::Held>, Option<&lease::Held>),
+    whole: &crate::duration::Stop,
+) {
+    let ended = (
+        report.namespace.as_str(),
+        report.cleaned_up,
+        &report.clean_up_error,
+    );
+    report.lease_lost = lease::lost((held, own), ended);
+    if report.lease_lost.is_some() {
+        report.passed = false;
+        report.interrupted = whole.requested();
+    }
 }
 
 /// The run's options with a stop of its own, and that stop cutting this thread's calls until
@@ -296,6 +316,7 @@ fn checks_and_clean_up(
         passed,
         timed_out,
         interrupted: stopped,
+        lease_lost: None,
         leftovers_removed: Vec::new(),
         cleaned_up,
         cleanup_ms: 0,

@@ -10,8 +10,9 @@
 //! killed run's and is taken over by an update that carries the resourceVersion read, so that
 //! of two runs taking it over one gets 409 Conflict and waits (`store.go` `Update`). The
 //! holder deletes the killed run's objects, runs, deletes what it made (its pods by the uids
-//! listed, and their events, matched by those uids), and gives the turn back with a delete that carries the resourceVersion it wrote
-//! (a precondition: a turn someone else took over meanwhile is theirs and stays). When its
+//! listed, and their events, matched by those uids), and gives the turn back with a delete that carries the uid and resourceVersion it wrote
+//! (preconditions: a turn someone else took over meanwhile is theirs and stays; one its own
+//! renewal moved meanwhile is read again and deleted by that, `give_back`). When its
 //! pods are not gone in time, it hands the turn on as run out, for the next run to sweep.
 
 use super::keeper;
@@ -349,15 +350,14 @@ fn try_claim(
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
     let what = format!("configmaps/{TURN}");
     let pp = PostParams::default();
-    // Its `expires` by the API server's time: its `Date`, else this host's clock moved by
-    // the last `Date` it sent this client; without either, none (judged by its age): never
-    // this host's clock alone, which a step would put behind the server's.
-    let local = crate::duration::now();
+    // Its `expires` by the API server's time: its `Date`, else the last `Date` it sent this
+    // client moved on by the monotonic time since; without either, none (judged by its age):
+    // never this host's wall clock, which a step would put behind the server's.
     let now = probe::server_now(c)?;
     if let Some(t) = now {
-        c.note_server_date(t, local);
+        c.note_server_date(t);
     }
-    let server = now.or_else(|| c.server_offset().map(|o| local.saturating_add(o)));
+    let server = now.or_else(|| c.server_clock());
     let expires = server.map(|t| t + keeper::lease_s());
     let refused = match c.call("create", &what, api.create(&pp, &turn(run, expires, None))) {
         Ok(made) => {
@@ -448,21 +448,46 @@ pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<boo
         hand_on(c, ns, held, until)?;
         return Ok(false);
     }
+    give_back(c, ns, held, until)?;
+    Ok(true)
+}
+
+/// The turn deleted while it is the one this run last wrote: the delete carries its uid and
+/// resourceVersion as `DeleteOptions.preconditions`, which kube-apiserver checks against the
+/// object it is about to delete and refuses with 409 Conflict when either differs
+/// (`staging/src/k8s.io/apiserver/pkg/storage/interfaces.go` `Preconditions.Check`, called
+/// by the generic registry's `Delete`, `staging/src/k8s.io/apiserver/pkg/registry/generic/
+/// registry/store.go`). A 409 is read again: a renewal the run gave up on (cut by the
+/// release's end of the renewals) that the server committed all the same moved the
+/// resourceVersion, and the turn, still this run's (`Held::ours`), is deleted once more by
+/// the one read, within `until`; taken over or gone, it is the other run's (or no one's) and
+/// stays. A second 409 leaves it to run out within its lease.
+fn give_back(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<(), ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
-    let version = held.last();
-    let dp = DeleteParams {
-        preconditions: Some(Preconditions {
-            resource_version: version.clone(),
-            uid: None,
-        }),
-        ..Default::default()
-    };
     let what = format!("configmaps/{TURN}");
-    match c.call_opt_by(until, ("delete", &what), api.delete(TURN, &dp)) {
-        // Taken over meanwhile (this run outlived its turn): the other run's now.
-        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(true),
-        Err(e) => Err(e),
+    let mut version = held.last();
+    for again in [false, true] {
+        let dp = DeleteParams {
+            preconditions: Some(Preconditions {
+                resource_version: version.clone(),
+                uid: Some(held.uid.clone()).filter(|u| !u.is_empty()),
+            }),
+            ..Default::default()
+        };
+        match c.call_opt_by(until, ("delete", &what), api.delete(TURN, &dp)) {
+            Ok(_) => return Ok(()),
+            Err(ClusterError::Api { code: 409, .. }) if !again => {
+                match c.call_opt_by(until, ("get", &what), api.get(TURN))? {
+                    Some(now) if held.ours(&now) => version = now.metadata.resource_version,
+                    // Taken over meanwhile (this run outlived its turn): the other run's now.
+                    _ => return Ok(()),
+                }
+            }
+            Err(ClusterError::Api { code: 409, .. }) => return Ok(()),
+            Err(e) => return Err(e),
+        }
     }
+    Ok(())
 }
 
 /// Whether the turn is still this run's: another run's takeover, or a delete, is seen before

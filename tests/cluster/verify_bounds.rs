@@ -8,6 +8,8 @@
 use super::verify::{cluster, options};
 use crate::support::fake_api::FakeApi;
 use calicoctl_win::cluster::Cluster;
+use calicoctl_win::installed::health::Code;
+use calicoctl_win::verify::judge::Outcome;
 use calicoctl_win::verify::lease::{self, EXPIRES, KEPT};
 use calicoctl_win::verify::matrix::{PlanError, RunError};
 use calicoctl_win::verify::run::run;
@@ -80,8 +82,9 @@ fn a_refused_first_renewal_refuses_the_run_before_any_pod() {
 }
 
 /// Renewals refused after the first (the right taken away mid-run) until the lease would run
-/// out: the run is stopped, deletes what it made and ends with the finding, instead of
-/// running on while another run's sweep may delete its namespace.
+/// out: the run is stopped, deletes what it made and ends with its report and the
+/// `verify-lease-lost` finding (the checks not judged `stopped`), instead of running on while
+/// another run's sweep may delete its namespace.
 #[test]
 fn renewals_refused_until_the_lease_would_run_out_stop_the_run_with_a_finding() {
     let (api, dir) = cluster();
@@ -94,12 +97,16 @@ fn renewals_refused_until_the_lease_would_run_out_stop_the_run_with_a_finding() 
     let running = std::thread::spawn(move || run(&c, &o));
     until_pods_made(&api);
     api.forbid("update", "namespaces");
-    let err = running.join().expect("join").expect_err("stopped");
-    let RunError::Plan(PlanError::LeaseLost { cause, fate, .. }) = &err else {
-        panic!("{err:?}");
-    };
-    assert!(cause.contains("403"), "{cause}");
-    assert!(fate.contains("deleted what it made"), "{fate}");
+    let r = running.join().expect("join").expect("a report");
+    let lost = r.lease_lost.as_ref().expect("the finding");
+    assert_eq!(lost.code, Code::VerifyLeaseLost);
+    assert!(lost.message.contains("403"), "{lost:?}");
+    assert!(lost.message.contains("deleted what it made"), "{lost:?}");
+    assert!(!r.passed && !r.interrupted && r.cleaned_up, "{r:#?}");
+    assert!(
+        r.checks.iter().any(|v| v.outcome == Outcome::Stopped),
+        "{r:#?}"
+    );
     assert!(
         our_namespaces(&api).is_empty(),
         "{:?}",
@@ -286,12 +293,11 @@ fn renewals_unanswered_until_the_lease_would_run_out_stop_the_run_by_time() {
     }
     let finished = running.is_finished();
     api.lock().stalled = false;
-    let err = running.join().expect("join").expect_err("stopped");
+    let r = running.join().expect("join").expect("a report");
     assert!(finished, "the run stopped while the server stalled");
-    let RunError::Plan(PlanError::LeaseLost { fate, .. }) = &err else {
-        panic!("{err:?}");
-    };
-    assert!(fate.contains("the run stopped"), "{fate}");
+    let lost = r.lease_lost.as_ref().expect("the finding");
+    assert!(lost.message.contains("the run stopped"), "{lost:?}");
+    assert!(!r.passed && !r.interrupted, "{r:#?}");
 }
 
 /// `--keep-on-failure` and a stop during the checks: no check failed, so nothing is kept; the

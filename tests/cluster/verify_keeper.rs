@@ -221,8 +221,11 @@ fn a_run_that_lost_its_lease_to_a_stalled_server_returns_within_the_clean_ups_bo
     outer.request();
     assert!(still, "the server still stalled when the run returned");
     match ended {
-        Ok(Err(RunError::Plan(PlanError::LeaseLost { fate, .. }))) => {
-            assert!(fate.contains("the run stopped"), "{fate}")
+        Ok(Ok(r)) if r.lease_lost.is_some() => {
+            let lost = r.lease_lost.as_ref().map(|f| f.message.clone());
+            let lost = lost.unwrap_or_default();
+            assert!(lost.contains("the run stopped"), "{lost}");
+            assert!(!r.passed && !r.interrupted, "{r:#?}");
         }
         other => panic!("the run did not return within its bound: {other:?}"),
     }
@@ -311,6 +314,13 @@ fn without_a_date_a_run_is_not_stopped_for_a_lease_judged_by_its_age() {
         o.renew = Duration::from_millis(200);
         let r = run(&c, &o).unwrap_or_else(|e| panic!("{namespace:?}: {e:?}"));
         assert!(r.passed && !r.interrupted, "{namespace:?}: {r:#?}");
+        // Judged by its age alone: never written by a clock of this host's.
+        let renewals = api
+            .requests()
+            .iter()
+            .filter(|(m, p)| m == "PUT" && (p.ends_with(&r.namespace) || p.contains(TURN)))
+            .count();
+        assert_eq!(renewals, 0, "{namespace:?}");
     }
 }
 
@@ -358,8 +368,12 @@ fn ctrl_c_still_cuts_the_clean_up_of_a_run_that_lost_its_lease() {
     let ended = rx.recv_timeout(Duration::from_secs(10));
     api.lock().stall_answer_to = None;
     match ended {
-        Ok(Err(RunError::Plan(PlanError::LeaseLost { fate, .. }))) => {
-            assert!(fate.contains("cut by the stop"), "{fate}")
+        Ok(Ok(r)) if r.lease_lost.is_some() => {
+            let lost = r.lease_lost.as_ref().map(|f| f.message.clone());
+            let lost = lost.unwrap_or_default();
+            assert!(lost.contains("cut by the stop"), "{lost}");
+            // Ctrl-C came too: said as such.
+            assert!(r.interrupted, "{r:#?}");
         }
         other => panic!("{other:?}"),
     }

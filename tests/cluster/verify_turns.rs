@@ -137,6 +137,32 @@ fn a_turn_taken_over_meanwhile_is_not_given_back_by_the_run_that_lost_it() {
     assert_eq!(kept["data"]["run"], "other");
 }
 
+/// A renewal of this run's own that lands between the release's read of the turn and its
+/// delete (one the run gave up waiting for that the server committed all the same) moves
+/// the turn's resourceVersion: the delete's precondition meets a 409, the turn is read
+/// again, still this run's, and deleted by the version read, so the next run need not wait
+/// out the lease.
+#[test]
+fn a_renewal_landing_before_the_turns_delete_does_not_leave_the_turn_behind() {
+    let (api, dir) = cluster();
+    api.lock().touched_before_delete.insert(TURN.into(), 1);
+    let c = connect(&api, &dir);
+    let r = run(&c, &in_namespace()).expect("run");
+    assert!(r.passed && r.cleaned_up, "{r:#?}");
+    assert_eq!(
+        api.lock().touched_before_delete[TURN],
+        0,
+        "the renewal landed"
+    );
+    assert!(api.get(TURN).is_none(), "{:?}", api.get(TURN));
+    let deletes = api
+        .requests()
+        .iter()
+        .filter(|(m, p)| m == "DELETE" && p.starts_with(TURN))
+        .count();
+    assert_eq!(deletes, 2, "one refused, one by the version read again");
+}
+
 /// A run killed outright (no signal it can catch: a console's process ended, its pod's
 /// container stopped without one) holds the turn for at most its lease, one minute, not for
 /// the whole of a run's bounds: the run renews it while it lives.
@@ -335,4 +361,69 @@ fn a_run_that_lost_its_turn_deletes_only_its_own_pods() {
             .is_some()
     );
     assert!(api.get(&local).is_none(), "its own pod deleted");
+}
+
+/// Another run takes this run's turn over while its policy check waits (Felix never applies
+/// the policy): the run stops and ends with its report, not an error: the checks judged by
+/// then keep their verdicts, the policy checks are `stopped`, and the `verify-lease-lost`
+/// finding names the turn; the run fails with exit 1, and the other run's turn stays.
+#[test]
+fn a_turn_taken_over_mid_run_ends_with_the_checks_done_and_a_finding() {
+    use calicoctl_win::error::Diagnose;
+    use calicoctl_win::installed::health::Code;
+    use calicoctl_win::verify::judge::Outcome;
+    use calicoctl_win::verify::matrix::CheckId;
+    let (api, dir) = cluster();
+    api.lock().dataplane.policy_applies_after = None;
+    let c = connect(&api, &dir);
+    let mut o = in_namespace();
+    o.policy_wait = Duration::from_secs(30);
+    o.renew = Duration::from_millis(200);
+    let running = std::thread::spawn(move || run(&c, &o));
+    let policy = format!("/apis/networking.k8s.io/v1/namespaces/{NS}/networkpolicies");
+    let made = || {
+        api.requests()
+            .iter()
+            .any(|(m, p)| m == "POST" && p.starts_with(&policy))
+    };
+    for _ in 0..1200 {
+        if made() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(made(), "the run made its policy");
+    let mut turn = api.get(TURN).expect("the run's turn");
+    turn["data"]["run"] = json!("other");
+    turn["metadata"]["resourceVersion"] = json!("9999");
+    api.put(TURN, turn);
+    let r = running.join().expect("joins").expect("a report");
+    let lost = r.lease_lost.as_ref().expect("the finding");
+    assert_eq!(lost.code, Code::VerifyLeaseLost);
+    assert!(
+        lost.message
+            .contains("configmaps/calicoctl-win-verify-run in namespace calicoctl-win-verify")
+            && lost.message.contains("another run took the turn"),
+        "{lost:?}"
+    );
+    assert!(!r.passed && !r.interrupted && !r.timed_out, "{r:#?}");
+    let of = |id| r.checks.iter().find(|v| v.check == id).map(|v| &v.outcome);
+    assert_eq!(of(CheckId::PodToPod), Some(&Outcome::Pass), "{r:#?}");
+    assert_eq!(of(CheckId::ClusterIp), Some(&Outcome::Pass), "{r:#?}");
+    assert_eq!(
+        of(CheckId::PolicyApplied),
+        Some(&Outcome::Stopped),
+        "{r:#?}"
+    );
+    assert_eq!(
+        of(CheckId::PolicyRemoved),
+        Some(&Outcome::Stopped),
+        "{r:#?}"
+    );
+    let failed = calicoctl_win::verify::failure::of(&r, 120).expect("failed");
+    assert!(failed.to_string().contains("lease"), "{failed}");
+    let exit = failed.diagnose().expect("diagnosed").exit;
+    assert_eq!(exit as i32, 1, "{failed}");
+    let kept = api.get(TURN).expect("the other run's turn is kept");
+    assert_eq!(kept["data"]["run"], "other");
 }

@@ -128,6 +128,10 @@ pub enum Code {
     /// `install --verify`, `reconfigure --verify`: kube-proxy says its Node is being removed
     /// (deleted, or tainted by the cluster autoscaler): verify cannot pass there.
     NodeBeingRemoved,
+    /// `verify`: the run's lease (its namespace's, or its turn in a namespace given) was lost
+    /// mid-run (another run took the turn over, the renewals were refused, or the API server
+    /// stopped answering): the run stopped, the checks not judged by then are `stopped`.
+    VerifyLeaseLost,
 }
 
 impl Code {
@@ -187,6 +191,7 @@ impl Code {
         Code::TrafficFirewall,
         Code::TrafficEgress,
         Code::NodeBeingRemoved,
+        Code::VerifyLeaseLost,
     ];
 
     /// The code's word, as JSON has it.

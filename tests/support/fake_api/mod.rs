@@ -77,6 +77,10 @@ pub struct State {
     /// Objects another client writes (their content the same, their resourceVersion moved)
     /// just before each of this client's next updates of them arrives, so many times.
     pub touched_before_update: BTreeMap<String, usize>,
+    /// Objects another client writes (their content the same, their resourceVersion moved)
+    /// just before each of this client's next deletes of them arrives, so many times: a
+    /// delete whose `preconditions.resourceVersion` was read before that write is refused.
+    pub touched_before_delete: BTreeMap<String, usize>,
     /// Objects whose status another client writes just before this client's next patch of
     /// them arrives: the resourceVersion moves, the spec stays (the Tigera operator writes the
     /// Installation's status on its reconciles: tigera/operator `core_controller.go`,
@@ -284,6 +288,7 @@ impl FakeApi {
             answers_held: 0,
             made_again_before_write: BTreeSet::new(),
             touched_before_update: BTreeMap::new(),
+            touched_before_delete: BTreeMap::new(),
             status_written_before_patch: BTreeSet::new(),
             requests: Vec::new(),
             tokens: BTreeSet::from([token.clone()]),

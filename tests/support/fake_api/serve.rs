@@ -1288,6 +1288,12 @@ fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
     let name = t.name.clone().unwrap_or_default();
     let path = t.object_path().unwrap_or_default();
     made_again(st, &path);
+    if let Some(left) = st.touched_before_delete.get_mut(&path).filter(|n| **n > 0) {
+        *left -= 1;
+        if let Some(o) = st.objects.get_mut(&path) {
+            bump(o);
+        }
+    }
     // DeleteOptions' `preconditions` (uid, resourceVersion) against the object's, after a
     // scripted re-create (for namespaces too: pkg/registry/core/namespace/storage/storage.go
     // `Delete` checks the uid precondition the same way).
