@@ -208,16 +208,22 @@ impl Child for LocalChild {
     }
 
     fn stop(&mut self, grace: Duration) -> HostResult<i32> {
-        // A look that fails (the process handle cannot be waited on) still ends in the kill
+        // On Windows a look that fails (the handle cannot be waited on) still ends in the kill
         // below: no second agent may start beside one whose state is unknown.
-        if let Ok(running) = self.poll() {
-            if let Some(code) = running {
-                return Ok(code);
+        match self.poll() {
+            Ok(Some(code)) => return Ok(code),
+            Ok(None) => {
+                ask_to_stop(self.child.id());
+                if let Ok(Some(code)) = self.wait_timeout(grace) {
+                    return Ok(code);
+                }
             }
-            ask_to_stop(self.child.id());
-            if let Ok(Some(code)) = self.wait_timeout(grace) {
-                return Ok(code);
-            }
+            // On Unix a child std cannot wait on was reaped elsewhere (ECHILD): it has ended,
+            // and its pid may be another process's by now, so no signal is sent to it.
+            Err(e) if cfg!(unix) => return Err(e),
+            // On Windows the kill goes through the process handle (TerminateProcess), never a
+            // reused pid.
+            Err(_) => {}
         }
         // The program ignored the request, or could not be looked at: kill it
         // (TerminateProcess / SIGKILL), and wait for its end within a bound (a process stuck in
@@ -262,6 +268,20 @@ fn ask_to_stop(pid: u32) {
 pub struct SimulatedChild {
     pub pid: u32,
     pub exited: Option<i32>,
+    /// A fault: every look and stop fails.
+    pub unstoppable: bool,
+}
+
+impl SimulatedChild {
+    fn fault(&self) -> HostResult<()> {
+        if self.unstoppable {
+            return Err(HostError::Refused {
+                what: format!("wait for pid {}", self.pid),
+                reason: "the process handle cannot be waited on (simulated)".into(),
+            });
+        }
+        Ok(())
+    }
 }
 
 impl Child for SimulatedChild {
@@ -270,6 +290,7 @@ impl Child for SimulatedChild {
     }
 
     fn wait_timeout(&mut self, timeout: Duration) -> HostResult<Option<i32>> {
+        self.fault()?;
         if self.exited.is_none() {
             std::thread::sleep(timeout);
         }
@@ -277,6 +298,7 @@ impl Child for SimulatedChild {
     }
 
     fn stop(&mut self, _grace: Duration) -> HostResult<i32> {
+        self.fault()?;
         Ok(*self.exited.get_or_insert(0))
     }
 }

@@ -156,6 +156,8 @@ pub(super) fn supervise(
         note_start(host, s, log);
         let delay = match run_child(host, s, program, env, None, stop, log) {
             Err(SuperviseError::Stopped) => return Err(SuperviseError::Stopped),
+            // Restarting beside a child that may still run would make two agents.
+            Err(e @ SuperviseError::NotStopped { .. }) => return Err(e),
             Ok(ChildEnd::Exited(code)) if Some(code) == reload_exit => {
                 log.info(&format!(
                     "exited with {code} to reload its configuration; restarting now"

@@ -64,10 +64,15 @@ pub(super) fn run_child(
             None => Look::Pending(()),
         })
     };
+    let not_stopped = |error: crate::host::HostError| SuperviseError::NotStopped {
+        program: launch.program.clone(),
+        pid,
+        error: error.to_string(),
+    };
     match poll_until(wait, look, |()| Ok(None)) {
         Ok(Some(code)) => Ok(ChildEnd::Exited(code)),
         Ok(None) => {
-            child.stop(s.stop_timeout)?;
+            child.stop(s.stop_timeout).map_err(not_stopped)?;
             Ok(ChildEnd::TimedOut)
         }
         Err(SuperviseError::Stopped) => {
@@ -79,13 +84,15 @@ pub(super) fn run_child(
             log.info(&format!("pid {pid} ended with exit code {code}"));
             Err(SuperviseError::Stopped)
         }
-        // A look that failed leaves no child behind for the next start to run beside.
-        Err(e) => {
-            if let Err(stop) = child.stop(s.stop_timeout) {
+        // A look that failed leaves no child behind for the next start to run beside: one
+        // that cannot be stopped either ends the service (`NotStopped`), never a restart.
+        Err(e) => match child.stop(s.stop_timeout) {
+            Ok(_) => Err(e),
+            Err(stop) => {
                 log.info(&format!("could not stop pid {pid} after {e}: {stop}"));
+                Err(not_stopped(stop))
             }
-            Err(e)
-        }
+        },
     }
 }
 

@@ -67,6 +67,17 @@ pub enum SuperviseError {
     KubeProxyWait { what: String, after: Duration },
     #[error(transparent)]
     Host(#[from] HostError),
+    /// A child that could not be looked at or stopped: the service ends, so that its job
+    /// object (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`) ends the child and no second copy is
+    /// started beside it.
+    #[error(
+        "{program} (pid {pid}) could not be stopped: {error}; the service ends so that no second copy runs beside it"
+    )]
+    NotStopped {
+        program: String,
+        pid: u32,
+        error: String,
+    },
     /// A stop was requested; the body returns without error.
     #[error("stopped")]
     Stopped,

@@ -412,6 +412,17 @@ impl SimHost {
         self.world(|s| s.settings.management_ip_needs_stable_address = on)
     }
 
+    /// While true, every program started from now on can be neither looked at nor stopped
+    /// (`SimSettings::children_unstoppable`).
+    pub fn set_children_unstoppable(&self, on: bool) -> HostResult<()> {
+        self.world(|s| s.settings.children_unstoppable = on)
+    }
+
+    /// The command lines of the programs started so far, in order.
+    pub fn started(&self) -> Vec<String> {
+        self.read(|s| s.started.clone())
+    }
+
     /// While pending, HNS reports no management IP on any network.
     pub fn set_management_ip_pending(&self, pending: bool) -> HostResult<()> {
         self.world(|s| s.settings.management_ip_pending = pending)
@@ -763,7 +774,12 @@ impl Processes for SimHost {
                 sink.write(format!("{line}\n").as_bytes());
             }
         }
-        Ok(Box::new(SimulatedChild { pid, exited }))
+        let unstoppable = self.read(|s| s.settings.children_unstoppable);
+        Ok(Box::new(SimulatedChild {
+            pid,
+            exited,
+            unstoppable,
+        }))
     }
 
     fn process_pid(&self, image_name: &str) -> HostResult<Option<u32>> {

@@ -241,6 +241,10 @@ pub struct SimSettings {
     /// show excludedportrange protocol=tcp`): a bind in one is denied with WSAEACCES.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub excluded_tcp_ports: Vec<(u16, u16)>,
+    /// While true, a program started here cannot be looked at or stopped (a fault: its
+    /// process handle fails `WaitForSingleObject`/`TerminateProcess`).
+    #[serde(default)]
+    pub children_unstoppable: bool,
 }
 
 /// How the simulated Felix's health endpoint answers (libcalico-go lib/health/health.go).

@@ -315,6 +315,8 @@ pub(super) fn startup(
                     format!("still running after {:?}, stopped", s.startup_timeout)
                 }
                 Err(SuperviseError::Stopped) => return Err(SuperviseError::Stopped),
+                // A startup that could not be stopped is not run again beside itself.
+                Err(e @ SuperviseError::NotStopped { .. }) => return Err(e),
                 Err(e) => crate::error::chain(&e),
             };
             if max_attempts.is_some_and(|m| attempts >= m) {

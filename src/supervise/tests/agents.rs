@@ -357,3 +357,38 @@ fn children_take_the_allow_listed_service_environment_under_the_env_file() {
     );
     assert!(env.contains_key("FELIX_FELIXHOSTNAME"), "{env:?}");
 }
+
+/// A Felix that can be neither looked at nor stopped is not started again beside itself: the
+/// service ends with `NotStopped` (its job object then ends the child), where it once
+/// restarted Felix after its back-off.
+#[test]
+fn an_agent_that_cannot_be_stopped_ends_the_service_and_is_not_started_twice() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    mark_init_done(&host);
+    host.set_children_unstoppable(true).expect("fault");
+    let s = settings(Role::Felix);
+    let (log, path) = log_for(&host, &s);
+    let stop = Stop::new();
+    let out = std::thread::scope(|scope| {
+        let body = scope.spawn(|| run(&host, &s, &stop, &log));
+        // Bounded: a body that restarts instead would run until this stop.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !body.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stop.request();
+        body.join().expect("join")
+    });
+    let text = read(&path);
+    assert!(
+        matches!(out, Err(SuperviseError::NotStopped { .. })),
+        "{out:?}\n{text}"
+    );
+    let felix = host
+        .started()
+        .iter()
+        .filter(|c| c.contains("-felix"))
+        .count();
+    assert_eq!(felix, 1, "felix started once: {:?}\n{text}", host.started());
+}
