@@ -16,6 +16,8 @@ mod hcn;
 mod hcn_tests;
 #[cfg(test)]
 mod job_tests;
+#[cfg(test)]
+mod stop_tests;
 mod listen;
 mod network;
 #[cfg(test)]
