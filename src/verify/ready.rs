@@ -15,9 +15,9 @@
 use super::matrix::PlanError;
 use super::options::Options;
 use super::step::{Ended, poll};
-use crate::duration::Look;
 use crate::cluster::node::CONDITION_CALICO_READY;
 use crate::cluster::{Cluster, ClusterError};
+use crate::duration::Look;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use std::time::Instant;

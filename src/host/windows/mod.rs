@@ -16,8 +16,6 @@ mod hcn;
 mod hcn_tests;
 #[cfg(test)]
 mod job_tests;
-#[cfg(test)]
-mod stop_tests;
 mod listen;
 mod network;
 #[cfg(test)]
@@ -25,6 +23,8 @@ mod probe_tests;
 pub mod process;
 mod registry;
 mod services;
+#[cfg(test)]
+mod stop_tests;
 mod system;
 #[cfg(test)]
 mod version_tests;
