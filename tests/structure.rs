@@ -587,10 +587,6 @@ const SLEEPS: &[(&str, &str)] = &[
         "cluster/diags_auth.rs",
         "a stop turned into a future, looked at every 100 ms",
     ),
-    (
-        "commands/logs.rs",
-        "logs --follow: no end by design (docs/architecture.md)",
-    ),
 ];
 
 #[test]

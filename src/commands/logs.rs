@@ -147,7 +147,8 @@ fn read_all(
     Ok(())
 }
 
-/// Follows the logs until the process is ended: every `POLL`, what was written since.
+/// Follows the logs until the stop signal or the process's end: every `POLL`, what was
+/// written since.
 fn follow(
     ctx: &mut Context,
     h: &dyn crate::host::Host,
@@ -188,6 +189,12 @@ fn follow(
             }
         }
     };
+    // The stop signal (Ctrl-C, a container's stop) ends the follower at its next pause: it has
+    // no end of its own, and its position is kept after every read.
+    let stop = ctx.catch_stop(
+        crate::duration::Stop::new(),
+        "the process ends where it is; the position kept after the last read holds",
+    );
     let mut polls = 0u32;
     // The last error each reader met, said once until it changes.
     let mut failing = vec![String::new(); readers.len()];
@@ -223,7 +230,12 @@ fn follow(
                 Ok(()) => last.clear(),
             }
         }
-        std::thread::sleep(POLL);
+        // Not a wait for something (`poll_until`): the follower's period, which the stop cuts.
+        if stop.wait(POLL) {
+            ctx.printer
+                .note("stopped following the logs: a stop was requested");
+            return Ok(());
+        }
     }
 }
 
