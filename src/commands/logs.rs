@@ -147,6 +147,23 @@ fn read_all(
     Ok(())
 }
 
+/// Says, before following, that the position's directory is none: it cannot be kept.
+fn warn_unkept_position(ctx: &mut Context, position: Option<&Path>) {
+    if let Some(dir) = position.and_then(Path::parent) {
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        if !dir.is_dir() {
+            ctx.printer.warn(&format!(
+                "{} is no directory: the position cannot be kept, a follower started again repeats or skips lines",
+                dir.display()
+            ));
+        }
+    }
+}
+
 /// Follows the logs until the stop signal or the process's end: every `POLL`, what was
 /// written since.
 fn follow(
@@ -162,19 +179,7 @@ fn follow(
     if let (Some(file), Some((_, r))) = (position, readers.first_mut()) {
         r.position = load_position(ctx, file);
     }
-    if let Some(dir) = position.and_then(Path::parent) {
-        let dir = if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        };
-        if !dir.is_dir() {
-            ctx.printer.warn(&format!(
-                "{} is no directory: the position cannot be kept, a follower started again repeats or skips lines",
-                dir.display()
-            ));
-        }
-    }
+    warn_unkept_position(ctx, position);
     // The first position that could not be kept, said once.
     let unkept = std::cell::RefCell::new(None::<String>);
     let mut said_unkept = false;
