@@ -1,6 +1,8 @@
 //! A test fixture, not a product binary: a minimal Windows service for the host contract
 //! tests (under Wine and on real Windows) and the lifecycle tests' stand-in containerd. It
-//! reports Running and stops when asked. On other systems it does nothing.
+//! reports Running and stops when asked. With `--hold-stop FILE`, its control handler does not
+//! return from a stop until FILE exists, and the service then stops: a service that does not
+//! answer the Service Control Manager. On other systems it does nothing.
 
 #[cfg(windows)]
 mod service {
@@ -52,8 +54,25 @@ mod service {
     fn service_main(_args: Vec<std::ffi::OsString>) {
         note("started");
         let (tx, rx) = mpsc::channel();
+        let args: Vec<String> = std::env::args().collect();
+        let hold = args
+            .iter()
+            .position(|a| a == "--hold-stop")
+            .and_then(|i| args.get(i + 1))
+            .map(std::path::PathBuf::from);
         let handler = move |control| match control {
             ServiceControl::Stop => {
+                if let Some(file) = &hold {
+                    note("holding the stop");
+                    // Bounded so that a test that fails leaves no service behind for long.
+                    for _ in 0..1200 {
+                        if file.exists() {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    note("released");
+                }
                 let _ = tx.send(());
                 ServiceControlHandlerResult::NoError
             }

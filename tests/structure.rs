@@ -559,3 +559,76 @@ fn every_unwrap_outside_tests_says_why_it_cannot_fail() {
         found.join("\n")
     );
 }
+
+/// One wait: a pause outside tests is `duration`'s loop (`poll_until`, `poll_quietly`) or a
+/// stop's (`Stop::wait`); a plain sleep is one of these, each for the reason given.
+const SLEEPS: &[(&str, &str)] = &[
+    (
+        "duration/wait.rs",
+        "poll_quietly's pause: a host call's own bound",
+    ),
+    (
+        "host/process.rs",
+        "the simulated child, which never exits on its own",
+    ),
+    (
+        "host/sim/handle.rs",
+        "the simulated host's pause fault: held until killed",
+    ),
+    (
+        "host/windows/console.rs",
+        "the console handler holds the event: Windows ends the process when it returns",
+    ),
+    (
+        "cluster/client.rs",
+        "a stop turned into a future, looked at every 50 ms",
+    ),
+    (
+        "cluster/diags_auth.rs",
+        "a stop turned into a future, looked at every 100 ms",
+    ),
+];
+
+#[test]
+fn every_wait_runs_the_one_poll_loop() {
+    let sleep = regex::Regex::new(r"(thread|time)::sleep\(").expect("regex");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(dir) = dirs.pop() {
+        for e in fs_err::read_dir(&dir).expect("read dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files.push(p);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for p in files {
+        let rel = p
+            .strip_prefix(&root)
+            .expect("under src")
+            .to_string_lossy()
+            .replace('\\', "/");
+        let test_file = rel.ends_with("_tests.rs")
+            || rel.ends_with("/tests.rs")
+            || rel.contains("/tests/")
+            || rel == "host/contract.rs";
+        if test_file || SLEEPS.iter().any(|(f, _)| *f == rel) {
+            continue;
+        }
+        let code = without_any_tests(&fs_err::read_to_string(&p).expect("read"));
+        for (i, line) in code.lines().enumerate() {
+            if !line.trim_start().starts_with("//") && sleep.is_match(line) {
+                found.push(format!("src/{rel}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a wait of its own: run it on duration::poll_until (or Stop::wait for a loop without end):\n{}",
+        found.join("\n")
+    );
+}

@@ -147,20 +147,8 @@ fn read_all(
     Ok(())
 }
 
-/// Follows the logs until the process is ended: every `POLL`, what was written since.
-fn follow(
-    ctx: &mut Context,
-    h: &dyn crate::host::Host,
-    root: &InstallRoot,
-    rec: Option<record::InstallRecord>,
-    mut readers: Vec<(&'static str, Reader)>,
-    start: Start,
-    position: Option<&Path>,
-) -> anyhow::Result<()> {
-    let prefix = readers.len() > 1;
-    if let (Some(file), Some((_, r))) = (position, readers.first_mut()) {
-        r.position = load_position(ctx, file);
-    }
+/// Says, before following, that the position's directory is none: it cannot be kept.
+fn warn_unkept_position(ctx: &mut Context, position: Option<&Path>) {
     if let Some(dir) = position.and_then(Path::parent) {
         let dir = if dir.as_os_str().is_empty() {
             Path::new(".")
@@ -174,6 +162,24 @@ fn follow(
             ));
         }
     }
+}
+
+/// Follows the logs until the stop signal or the process's end: every `POLL`, what was
+/// written since.
+fn follow(
+    ctx: &mut Context,
+    h: &dyn crate::host::Host,
+    root: &InstallRoot,
+    rec: Option<record::InstallRecord>,
+    mut readers: Vec<(&'static str, Reader)>,
+    start: Start,
+    position: Option<&Path>,
+) -> anyhow::Result<()> {
+    let prefix = readers.len() > 1;
+    if let (Some(file), Some((_, r))) = (position, readers.first_mut()) {
+        r.position = load_position(ctx, file);
+    }
+    warn_unkept_position(ctx, position);
     // The first position that could not be kept, said once.
     let unkept = std::cell::RefCell::new(None::<String>);
     let mut said_unkept = false;
@@ -188,6 +194,12 @@ fn follow(
             }
         }
     };
+    // The stop signal (Ctrl-C, a container's stop) ends the follower at its next pause: it has
+    // no end of its own, and its position is kept after every read.
+    let stop = ctx.catch_stop(
+        crate::duration::Stop::new(),
+        "the process ends where it is; the position kept after the last read holds",
+    );
     let mut polls = 0u32;
     // The last error each reader met, said once until it changes.
     let mut failing = vec![String::new(); readers.len()];
@@ -223,7 +235,12 @@ fn follow(
                 Ok(()) => last.clear(),
             }
         }
-        std::thread::sleep(POLL);
+        // Not a wait for something (`poll_until`): the follower's period, which the stop cuts.
+        if stop.wait(POLL) {
+            ctx.printer
+                .note("stopped following the logs: a stop was requested");
+            return Ok(());
+        }
     }
 }
 

@@ -34,6 +34,13 @@ pub const EVERY: Duration = Duration::from_secs(60);
 /// defaults). `fleet status` takes an older heartbeat for a CalicoNode that stopped looking.
 pub use crate::cluster::node::CONDITION_HEARTBEAT as HEARTBEAT;
 
+/// How long a change of the advice codes alone is held back after one was set: a code that
+/// comes and goes at every look (an endpoint whose state flickers) patches the Node at most
+/// once in this time instead of every minute. A held change is set with the next heartbeat or
+/// after this time, whichever comes first; a change of the reasons (a new failure, one gone) is
+/// set at once.
+pub const ADVICE_HOLD: Duration = Duration::from_secs(15 * 60);
+
 /// At most this many reasons are named in the condition's message, which is for people: every
 /// finding's code is in the codes annotation beside it (`cluster::node::report`).
 const MAX_REASONS: usize = 10;
@@ -44,10 +51,8 @@ pub struct Reporter {
     kubeconfig: String,
     node: String,
     env: BTreeMap<String, String>,
-    /// The reasons and the codes last set.
-    last: Option<Set>,
-    /// When the condition was last set.
-    last_set: Option<Instant>,
+    /// What was last set, and when.
+    published: Published,
     next: Instant,
     /// The Node's InternalIP as last read.
     internal_ip: Option<std::net::Ipv4Addr>,
@@ -78,8 +83,7 @@ impl Reporter {
                 .filter(|n| !n.is_empty())?
                 .clone(),
             env: env.clone(),
-            last: None,
-            last_set: None,
+            published: Published::default(),
             next: Instant::now(),
             internal_ip: None,
             refused: false,
@@ -135,12 +139,11 @@ impl Reporter {
             self.internal_ip = look.internal_ip;
         }
         self.refused = look.refused;
-        let beat_due = self.last_set.is_none_or(|t| t.elapsed() >= HEARTBEAT);
         let now = Set {
             reasons: look.reasons,
             codes: look.codes,
         };
-        let Some((ready, changed_state)) = to_set(self.last.as_ref(), &now, beat_due, look.on_node)
+        let Some((ready, changed_state)) = self.published.due(&now, look.on_node, Instant::now())
         else {
             return;
         };
@@ -160,8 +163,7 @@ impl Reporter {
                         format!("False ({})", now.reasons.join("; "))
                     }
                 ));
-                self.last = Some(now);
-                self.last_set = Some(Instant::now());
+                self.published.set(now, Instant::now());
             }
             Err(e) => log.warn(&format!("cannot set the node's condition {CONDITION}: {e}")),
         }
@@ -188,6 +190,48 @@ impl Reporter {
 struct Set {
     reasons: Vec<String>,
     codes: Vec<String>,
+}
+
+/// What was last set and when: whether a look sets the condition again (`due`).
+#[derive(Default)]
+struct Published {
+    /// The reasons and the codes last set.
+    last: Option<Set>,
+    /// When the condition was last set.
+    at: Option<Instant>,
+    /// When a change of the advice codes alone was last set (`ADVICE_HOLD`).
+    advice_at: Option<Instant>,
+}
+
+impl Published {
+    /// Whether a look at `at` that found `now` sets the condition (`to_set`), with a change of
+    /// the advice codes alone held back for `ADVICE_HOLD` after the last one set.
+    fn due(&self, now: &Set, on_node: Option<bool>, at: Instant) -> Option<(bool, bool)> {
+        let beat_due = self.at.is_none_or(|t| at.duration_since(t) >= HEARTBEAT);
+        let held = self
+            .advice_at
+            .is_some_and(|t| at.duration_since(t) < ADVICE_HOLD);
+        if held && !beat_due && self.advice_only(now) {
+            return None;
+        }
+        to_set(self.last.as_ref(), now, beat_due, on_node)
+    }
+
+    /// `now` was set at `at`.
+    fn set(&mut self, now: Set, at: Instant) {
+        if self.advice_only(&now) {
+            self.advice_at = Some(at);
+        }
+        self.last = Some(now);
+        self.at = Some(at);
+    }
+
+    /// Whether `now` differs from what was last set in its advice codes alone.
+    fn advice_only(&self, now: &Set) -> bool {
+        self.last
+            .as_ref()
+            .is_some_and(|l| l.reasons == now.reasons && l.codes != now.codes)
+    }
 }
 
 /// What a look sets, given what was last set (`None`: nothing set since CalicoNode
@@ -308,7 +352,8 @@ pub fn reasons(
 
 #[cfg(test)]
 mod tests {
-    use super::{Set, to_set};
+    use super::{ADVICE_HOLD, EVERY, Published, Set, to_set};
+    use std::time::Instant;
 
     /// What a look found: these reasons, and their codes.
     fn set(reasons: &[&str], codes: &[&str]) -> Set {
@@ -391,5 +436,46 @@ mod tests {
         );
         assert_eq!(to_set(None, &ok, true, Some(false)), Some((true, true)));
         assert_eq!(to_set(None, &felix, true, Some(true)), Some((false, true)));
+    }
+
+    /// An advice code that comes and goes at every look patches the Node at most once per
+    /// `ADVICE_HOLD` beside the heartbeats; a new failure is set at the look that finds it.
+    #[test]
+    fn a_flapping_advice_code_is_held_back_and_a_new_failure_is_not() {
+        let ok = set(&[], &[]);
+        let advised = set(&[], &["endpoint-state-unknown"]);
+        let mut p = Published::default();
+        let start = Instant::now();
+        let mut patches = Vec::new();
+        // An hour of looks, the code there at every other one.
+        for minute in 0..60_u32 {
+            let at = start + EVERY * minute;
+            let now = if minute % 2 == 1 { &advised } else { &ok };
+            if p.due(now, Some(true), at).is_some() {
+                p.set(set_like(now), at);
+                patches.push(minute);
+            }
+        }
+        // The first set, the first change at once, then the heartbeats (every 5 minutes) and
+        // at most one held change per 15 minutes: far from the 60 of a patch per look.
+        assert!(patches.len() <= 1 + 60 / 5 + 60 / 15, "{patches:?}");
+        assert_eq!(&patches[..2], [0, 1], "{patches:?}");
+        let per_hold = ADVICE_HOLD.as_secs() / 60;
+        assert!(per_hold >= 5, "{per_hold}");
+
+        // Held back, a new failure is set at once, and so is its end.
+        let at = start + EVERY * 61;
+        let felix = set(&["CalicoFelix is Stopped"], &["felix-unhealthy"]);
+        assert_eq!(p.due(&felix, Some(true), at), Some((false, true)));
+        p.set(set_like(&felix), at);
+        let after = at + EVERY;
+        assert_eq!(p.due(&ok, Some(false), after), Some((true, true)));
+    }
+
+    fn set_like(s: &Set) -> Set {
+        Set {
+            reasons: s.reasons.clone(),
+            codes: s.codes.clone(),
+        }
     }
 }

@@ -18,7 +18,7 @@
 //! diags` tells it from the API server's.
 
 use super::log::Log;
-use crate::duration::Stop;
+use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
 use crate::host::Host;
 use crate::host::process::{Output, ProcessSpec};
 use crate::layout::InstallRoot;
@@ -224,34 +224,39 @@ impl<'a> Diags<'a> {
             output: Output::Null,
         };
         let mut child = self.host.spawn(&spec).map_err(std::io::Error::other)?;
-        let deadline = Instant::now() + self.build_time;
         let size_of = |f: &str| self.host.stat(f).ok().flatten().map(|(s, _)| s);
         let size = || size_of(file);
-        let end = loop {
+        let wait = Wait {
+            what: "calicoctl-win diags to build the bundle",
+            timeout: self.build_time,
+            pauses: Pauses::every(Duration::from_millis(100)),
+            stop: self.stop,
+            say: &mut |l: &str| self.log.info(&format!("diags endpoint: {l}")),
+        };
+        let look = || -> Result<Look<Built, ()>, BuildEnded> {
             if size().max(size_of(tmp)).is_some_and(|s| s > self.cap) {
-                break Built::TooBig;
+                return Ok(Look::Done(Built::TooBig));
             }
-            if self.stop.requested() {
-                break Built::Stopped;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break Built::TimedOut;
-            }
-            let slice = left.min(Duration::from_millis(100));
             // `diags` exits 2 after writing the zip when the configuration cannot be read: the
             // zip is what counts.
-            if child
-                .wait_timeout(slice)
-                .map_err(std::io::Error::other)?
-                .is_some()
-            {
-                break match size() {
-                    Some(s) if s > self.cap => Built::TooBig,
-                    Some(s) => Built::Whole(s),
-                    None => return Err(std::io::Error::other("calicoctl-win diags wrote no zip")),
-                };
-            }
+            let exited = child
+                .wait_timeout(Duration::ZERO)
+                .map_err(|e| BuildEnded::Io(std::io::Error::other(e)))?;
+            Ok(match (exited, size()) {
+                (None, _) => Look::Pending(()),
+                (Some(_), Some(s)) if s > self.cap => Look::Done(Built::TooBig),
+                (Some(_), Some(s)) => Look::Done(Built::Whole(s)),
+                (Some(_), None) => {
+                    return Err(BuildEnded::Io(std::io::Error::other(
+                        "calicoctl-win diags wrote no zip",
+                    )));
+                }
+            })
+        };
+        let end = match poll_until(wait, look, |()| Ok(Built::TimedOut)) {
+            Ok(b) => b,
+            Err(BuildEnded::Stopped) => Built::Stopped,
+            Err(BuildEnded::Io(e)) => return Err(e),
         };
         if !matches!(end, Built::Whole(_)) {
             let _ = child.stop(Duration::from_secs(2));
@@ -325,6 +330,18 @@ enum Built {
     TooBig,
     TimedOut,
     Stopped,
+}
+
+/// How the build's wait ended other than with the bundle's fate: a failed call, or the stop.
+enum BuildEnded {
+    Io(std::io::Error),
+    Stopped,
+}
+
+impl From<Stopped> for BuildEnded {
+    fn from(_: Stopped) -> Self {
+        Self::Stopped
+    }
 }
 
 /// The status line and `headers` (each ending in CRLF), then the head's end.

@@ -255,6 +255,13 @@ fn a_bundle_over_the_cap_is_413_and_one_too_slow_is_504() {
         },
     );
     assert!(!node.host.dir_exists(&node.root.path(DIR)).expect("dir"));
+    // The build's wait says what it waits for and when it gives up, as every wait does.
+    let log = fs_err::read_to_string(node.at("node.log")).expect("log");
+    assert!(
+        log.contains("diags endpoint: waiting up to")
+            && log.contains("gave up waiting for calicoctl-win diags to build the bundle"),
+        "{log}"
+    );
 }
 
 /// `diags` writes its zip under a temporary name and renames it when whole: one growing past

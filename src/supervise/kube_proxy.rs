@@ -130,7 +130,7 @@ fn prepare(
                 .map(|n| n.network_type.eq_ignore_ascii_case("overlay")))
         },
     )?;
-    let version = version(host, &exe, log)?;
+    let version = version(host, &exe, stop, log)?;
     if overlay && version < (1, 14) {
         return Err(SuperviseError::KubeProxyVersion {
             found: format!("v{}.{}", version.0, version.1),
@@ -240,8 +240,8 @@ fn wait<T>(
     })
 }
 
-/// `kube-proxy --version`, bounded in time.
-fn version(host: &dyn Host, exe: &str, log: &Log) -> Result<(u32, u32)> {
+/// `kube-proxy --version`, bounded in time and cut by the service's stop (`poll_until`).
+fn version(host: &dyn Host, exe: &str, stop: &Stop, log: &Log) -> Result<(u32, u32)> {
     let output = Arc::new(Mutex::new(String::new()));
     let sink = Arc::clone(&output);
     let spec = ProcessSpec {
@@ -256,11 +256,30 @@ fn version(host: &dyn Host, exe: &str, log: &Log) -> Result<(u32, u32)> {
         })),
     };
     let mut child = host.spawn(&spec)?;
-    if child.wait_timeout(VERSION_TIMEOUT)?.is_none() {
+    let wait = Wait {
+        what: &format!("{exe} --version to answer"),
+        timeout: VERSION_TIMEOUT,
+        pauses: Pauses::every(Duration::from_millis(100)),
+        stop,
+        say: &mut |l: &str| log.info(l),
+    };
+    let answered = poll_until(
+        wait,
+        || -> Result<Look<(), ()>> {
+            Ok(match child.wait_timeout(Duration::ZERO)? {
+                Some(_) => Look::Done(()),
+                None => Look::Pending(()),
+            })
+        },
+        |()| {
+            Err(SuperviseError::KubeProxyVersion {
+                found: format!("no answer to --version within {VERSION_TIMEOUT:?}"),
+            })
+        },
+    );
+    if let Err(e) = answered {
         let _ = child.stop(Duration::from_secs(1));
-        return Err(SuperviseError::KubeProxyVersion {
-            found: format!("no answer to --version within {VERSION_TIMEOUT:?}"),
-        });
+        return Err(e);
     }
     let text = output.lock().map(|o| o.clone()).unwrap_or_default();
     log.info(&format!("{exe} --version: {}", text.trim()));
@@ -272,6 +291,24 @@ fn version(host: &dyn Host, exe: &str, log: &Log) -> Result<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The version's wait is cut by the service's stop, as every wait of the service is: a
+    /// kube-proxy.exe that does not answer does not hold the stop for the version's timeout.
+    #[cfg(unix)]
+    #[test]
+    fn the_version_wait_ends_with_the_stop() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = Log::open(dir.path().join("kp.log"), Default::default(), false);
+        let exe = dir.path().join("kube-proxy");
+        fs_err::write(&exe, "#!/bin/sh\nexec sleep 60\n").expect("write");
+        fs_err::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+        let stop = Stop::new();
+        stop.request();
+        let err = version(&host, &exe.display().to_string(), &stop, &log).unwrap_err();
+        assert!(matches!(err, SuperviseError::Stopped), "{err:?}");
+    }
 
     /// DSR by what HNS says of itself where it answers (hcsshim's `DSRSupported`), else by
     /// the build: Server 2022 has the build but an HNS 9.2 would not do DSR; an old Server 2019

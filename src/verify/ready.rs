@@ -14,9 +14,10 @@
 
 use super::matrix::PlanError;
 use super::options::Options;
-use super::step::{POLL, interrupted};
+use super::step::{Ended, poll};
 use crate::cluster::node::CONDITION_CALICO_READY;
 use crate::cluster::{Cluster, ClusterError};
+use crate::duration::Look;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use std::time::Instant;
@@ -28,33 +29,38 @@ pub enum NotReady {
     Cluster(ClusterError),
 }
 
-/// Waits until the node is Ready and Calico is (or it is cordoned), or `until`.
+/// Waits until the node is Ready and Calico is (or it is cordoned), or `until`, or the run's
+/// stop: the run's one wait loop (`step::poll`), which says what it waits for.
 pub fn wait(c: &Cluster, o: &Options, until: Instant) -> Result<(), NotReady> {
     let api: Api<Node> = Api::all(c.client.clone());
     let start = Instant::now();
-    loop {
-        let what = format!("nodes/{}", o.node);
-        let node = c
-            .call_opt("get", &what, api.get(&o.node))
-            .map_err(NotReady::Cluster)?;
+    let what = format!("nodes/{}", o.node);
+    let waited_for = format!("node {} to be Ready and Calico on it ready", o.node);
+    let ended = poll(o, &waited_for, until, || {
+        let node = c.call_opt("get", &what, api.get(&o.node))?;
         let missing = match &node {
             None => vec!["the Node object (kubelet registers it)".to_owned()],
             // The fleet Plan's node is cordoned for its change: it is waited for all the same.
-            Some(n) if cordoned(n) && !o.while_cordoned => return Ok(()),
+            Some(n) if cordoned(n) && !o.while_cordoned => Vec::new(),
             Some(n) => missing(n, o.calico_since),
         };
-        if missing.is_empty() {
-            return Ok(());
-        }
-        if Instant::now() + POLL >= until || interrupted(o) {
-            return Err(NotReady::Plan(PlanError::NeverReady {
-                node: o.node.clone(),
-                waited_s: start.elapsed().as_secs(),
-                missing: missing.join("; "),
-            }));
-        }
-        std::thread::sleep(POLL);
-    }
+        Ok(if missing.is_empty() {
+            Look::Done(missing)
+        } else {
+            Look::Pending(missing)
+        })
+    })
+    .map_err(NotReady::Cluster)?;
+    let missing = match ended {
+        Some((_, Ended::Done)) => return Ok(()),
+        Some((missing, _)) => missing.join("; "),
+        None => "a look at the node (the run was stopped before it)".to_owned(),
+    };
+    Err(NotReady::Plan(PlanError::NeverReady {
+        node: o.node.clone(),
+        waited_s: start.elapsed().as_secs(),
+        missing,
+    }))
 }
 
 fn cordoned(n: &Node) -> bool {

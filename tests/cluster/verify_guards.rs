@@ -77,6 +77,15 @@ fn a_node_never_ready_ends_the_run_at_its_timeout_naming_what_it_waited_for() {
     assert!(said.contains("CalicoWindowsReady is False"), "{said}");
     assert!(!said.contains("Ready is False (KubeletNotReady"), "{said}");
     assert_eq!(e.diagnose().expect("diagnosed").exit, Exit::Timeout);
+    // The wait says what it waits for and when it gives up, as every wait does.
+    let lines = o.said.take();
+    let about_the_node = |start: &str| {
+        lines
+            .iter()
+            .any(|l| l.starts_with(start) && l.contains("node win-a to be Ready"))
+    };
+    assert!(about_the_node("waiting up to"), "{lines:?}");
+    assert!(about_the_node("gave up waiting for"), "{lines:?}");
     // Nothing was made.
     assert!(api.writes().is_empty(), "{:?}", api.writes());
 }

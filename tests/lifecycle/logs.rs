@@ -115,6 +115,41 @@ fn follow_until_killed(node: &Node, position: &std::path::Path, want: &str) -> S
     fs_err::read_to_string(&out_file).expect("out")
 }
 
+/// The stop signal (SIGTERM, as kubelet stops a container; Ctrl-C) ends a follower at its next
+/// pause with success, its position kept, instead of killing it where it is.
+#[cfg(unix)]
+#[test]
+fn a_follower_ends_cleanly_on_the_stop_signal() {
+    let node = Node::healthy().installed().build();
+    let dir = node.c_drive("calicowindows/logs");
+    fs_err::create_dir_all(&dir).expect("dir");
+    fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let position = tmp.path().join("felix.json");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .current_dir(crate::support::root())
+        .args(["--set", "node.name=win-1", "--sim-host"])
+        .arg(node.sim())
+        .args(["logs", "felix", "--follow", "--position"])
+        .arg(&position)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start calicoctl-win");
+    // Its position kept: it has read, so its stop signal is caught by then.
+    while !position.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let out = child.wait_with_output().expect("ended");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?} {err}", out.status);
+    assert!(err.contains("stopped following the logs"), "{err}");
+}
+
 /// A follower killed and started again with its position (a container restarted in its
 /// pod) goes on where it stopped: the lines written while none ran, across a rotation, come
 /// once, and nothing it had shown comes again.

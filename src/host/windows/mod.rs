@@ -23,6 +23,8 @@ mod probe_tests;
 pub mod process;
 mod registry;
 mod services;
+#[cfg(test)]
+mod stop_tests;
 mod system;
 #[cfg(test)]
 mod version_tests;

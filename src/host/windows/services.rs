@@ -18,6 +18,7 @@ const ERROR_SERVICE_ALREADY_RUNNING: i32 = 1056;
 const ERROR_SERVICE_DOES_NOT_EXIST: i32 = 1060;
 const ERROR_SERVICE_NOT_ACTIVE: i32 = 1062;
 const ERROR_SERVICE_CANNOT_ACCEPT_CTRL: i32 = 1061;
+const ERROR_SERVICE_REQUEST_TIMEOUT: i32 = 1053;
 const ERROR_INVALID_HANDLE: i32 = 6;
 const ERROR_SERVICE_EXISTS: i32 = 1073;
 // CreateService: "The display name already exists in the service control manager database
@@ -347,7 +348,8 @@ pub fn start(name: &str, timeout: Duration) -> HostResult<()> {
 pub fn stop(name: &str, timeout: Duration) -> HostResult<()> {
     use crate::host::AfterCannotAccept;
     let svc = open_existing(name, ServiceAccess::STOP | ServiceAccess::QUERY_STATUS)?;
-    let deadline = Instant::now() + timeout;
+    let started = Instant::now();
+    let deadline = started + timeout;
     // Done with whether the stop was asked for (then its end is waited for), or not needed.
     let look = || -> HostResult<Look<bool, ()>> {
         match svc.stop() {
@@ -369,6 +371,20 @@ pub fn stop(name: &str, timeout: Duration) -> HostResult<()> {
                         AfterCannotAccept::RetryStop => Look::Pending(()),
                     },
                 )
+            }
+            // The SCM sends one control at a time and gives a service's control handler its
+            // own bound to answer: "the SCM waits up to 30 seconds", then ControlService fails
+            // with ERROR_SERVICE_REQUEST_TIMEOUT (Microsoft, "ControlService function
+            // (winsvc.h)", Remarks); Wine's services.exe waits `service_pipe_timeout`, 10 s
+            // (wine-mirror/wine programs/services/services.c, process_send_command). That bound
+            // is the SCM's, not ours: the stop ends with it, a timeout naming the service.
+            Err(e) if os_code(&e) == Some(ERROR_SERVICE_REQUEST_TIMEOUT) => {
+                Err(HostError::Timeout {
+                    what: format!(
+                        "service {name} to take the stop control (its control handler did not answer the Service Control Manager, which gave up on it)"
+                    ),
+                    after: started.elapsed(),
+                })
             }
             Err(e) => Err(api(format!("stop service {name}"), e)),
             Ok(_) => Ok(Look::Done(true)),

@@ -1,0 +1,54 @@
+//! A stop the service does not answer. The Service Control Manager sends one control at a time
+//! and waits for the service's control handler within a bound of its own (Microsoft,
+//! "ControlService function (winsvc.h)", Remarks: up to 30 seconds, then
+//! ERROR_SERVICE_REQUEST_TIMEOUT; Wine's services.exe, 10 s). Run under Wine in CI; on a real
+//! host by the Windows workflow.
+
+use super::WindowsHost;
+use crate::host::contract::on_windows::{Defer, SCM, built, remove_service_at_end};
+use crate::host::contract::unique;
+use crate::host::services::Services;
+use crate::host::{HostError, ServiceSpec, StartType};
+use std::time::Duration;
+
+/// The stop's own timeout, longer than the SCM's bound: the SCM's answer ends the stop.
+const LONGER_THAN_THE_SCM: Duration = Duration::from_secs(120);
+
+#[test]
+fn a_stop_whose_control_handler_does_not_answer_is_a_timeout_naming_the_service() {
+    let _turn = SCM.lock().unwrap_or_else(|p| p.into_inner());
+    let h = WindowsHost::new();
+    let name = unique("CwHold");
+    let release = std::env::temp_dir().join(format!("{name}.release"));
+    let _ = std::fs::remove_file(&release);
+    let spec = ServiceSpec {
+        name: name.clone(),
+        display_name: format!("calicoctl-win stop test {name}"),
+        description: "Created and deleted by calicoctl-win's stop test.".into(),
+        program: built("examples/contract-test-service.exe")
+            .display()
+            .to_string(),
+        args: vec!["--hold-stop".into(), release.display().to_string()],
+        dependencies: Vec::new(),
+        start: StartType::Manual,
+        recovery: None,
+    };
+    h.service_create(&spec).expect("create");
+    let _removed = remove_service_at_end(&h, &name);
+    // Dropped first: the handler is let go before the service is stopped and deleted.
+    let _released = Defer(|| {
+        let _ = std::fs::write(&release, b"go");
+    });
+    h.service_start(&name, LONGER_THAN_THE_SCM).expect("start");
+
+    let err = h
+        .service_stop(&name, LONGER_THAN_THE_SCM)
+        .expect_err("the handler holds the stop");
+    // The handler had not answered when the stop ended: it holds until the file exists.
+    assert!(!release.exists());
+    assert!(
+        matches!(&err, HostError::Timeout { what, .. } if what.contains(&name)),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("control handler"), "{err}");
+}
