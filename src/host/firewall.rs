@@ -259,7 +259,12 @@ impl FirewallRule {
         remote.sort_unstable();
         remote.dedup();
         (
-            (name.to_ascii_lowercase(), description, *protocol, *direction),
+            (
+                name.to_ascii_lowercase(),
+                description,
+                *protocol,
+                *direction,
+            ),
             program.as_deref().map(str::to_ascii_lowercase),
             (*local_port, *allow, *enabled, *profiles),
             remote,
@@ -425,79 +430,5 @@ pub fn several(name: &str, count: usize) -> super::error::HostError {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn remote_addresses_compare_in_prefix_mask_or_bare_notation() {
-        for (a, b) in [
-            ("10.0.0.0/8", "10.0.0.0/255.0.0.0"),
-            ("1.2.3.4", "1.2.3.4/32"),
-            ("1.2.3.4/255.255.255.255", "1.2.3.4/32"),
-            ("10.0.0.2/8", "10.0.0.0/8"),
-            ("fd00::1", "fd00:0::1/128"),
-        ] {
-            assert_eq!(normal_address(a), normal_address(b), "{a} {b}");
-        }
-        for kept in ["10.0.0.1-10.0.0.9", "LocalSubnet", "10.0.0.0/255.0.255.0"] {
-            assert_eq!(normal_address(kept), kept);
-        }
-        assert_ne!(normal_address("10.0.0.0/8"), normal_address("10.0.0.0/16"));
-        let rule = FirewallRule {
-            name: "r".into(),
-            description: MARKER.into(),
-            protocol: Protocol::Tcp,
-            direction: crate::host::Direction::In,
-            program: None,
-            local_port: 9095,
-            allow: true,
-            enabled: true,
-            profiles: ALL_PROFILES,
-            remote_addresses: vec!["10.0.0.0/8".into(), "1.2.3.4/32".into()],
-            unset: Default::default(),
-        };
-        let read_back = FirewallRule {
-            remote_addresses: FirewallRule::remote_addresses_from(
-                "1.2.3.4/255.255.255.255,10.0.0.0/255.0.0.0",
-            ),
-            ..rule.clone()
-        };
-        assert!(rule.same(&read_back));
-        let wider = FirewallRule {
-            remote_addresses: vec!["10.0.0.0/8".into()],
-            ..rule.clone()
-        };
-        assert!(!rule.same(&wider));
-        assert!(!rule.same(&FirewallRule {
-            local_port: 9096,
-            ..rule.clone()
-        }));
-    }
-
-    /// With no copy of the rule (an older journal's), the one rule of the name is ours only
-    /// while it carries the marker every version made it with: an administrator's rule of
-    /// the name without it stays.
-    #[test]
-    fn a_rule_without_the_marker_is_not_an_older_journals() {
-        let rule = FirewallRule {
-            name: "r".into(),
-            description: MARKER.into(),
-            protocol: Protocol::Tcp,
-            direction: Direction::In,
-            program: None,
-            local_port: 9095,
-            allow: true,
-            enabled: true,
-            profiles: ALL_PROFILES,
-            remote_addresses: Vec::new(),
-            unset: Default::default(),
-        };
-        assert!(ours(std::slice::from_ref(&rule), None));
-        let admins = FirewallRule {
-            description: "Allow Prometheus".into(),
-            ..rule.clone()
-        };
-        assert!(!ours(&[admins], None));
-        assert!(!ours(&[rule.clone(), rule], None));
-    }
-}
+#[path = "firewall_tests.rs"]
+mod tests;
