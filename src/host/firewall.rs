@@ -51,12 +51,15 @@ pub struct Unset {
     /// `INetFwRule::LocalAddresses`: "\"*\" is the default value" (its page), any local address.
     #[serde(skip_serializing_if = "is_star")]
     pub local_addresses: String,
-    /// `INetFwRule::RemotePorts`: `*`, any port, as Windows reads back a port rule's remote
-    /// ports when none were set (its page says only "This property is optional").
+    /// `INetFwRule::RemotePorts`: `*`, any port, when none was set. Its page gives no
+    /// default ("This property is optional"); `*` is the reference's "any" of the address
+    /// lists (INetFwRule::RemoteAddresses: "The default value is \"*\""), taken for the ports
+    /// too, a guess. A rule read back otherwise is judged changed and kept, never removed.
     #[serde(skip_serializing_if = "is_star")]
     pub remote_ports: String,
     /// `INetFwRule::InterfaceTypes`: one or more of "RemoteAccess", "Wireless", "Lan" and
-    /// "All" (its page); `All` when none was set.
+    /// "All" (its page); `All` when none was set (its page gives no default; every interface
+    /// type is what a rule that names none applies to, a guess as for `remote_ports`).
     #[serde(skip_serializing_if = "is_all")]
     pub interface_types: String,
     /// `INetFwRule::EdgeTraversal`: "New rules have the EdgeTraversal property disabled by
@@ -355,7 +358,8 @@ impl Direction {
 /// Whether `rules`, every rule the firewall holds under a name, are exactly the one rule
 /// `made`: no other rule of that name beside it (an administrator's, or a copy), and it as
 /// made (`FirewallRule::same`: every property calicoctl-win sets, its description marker
-/// too). Only then is a rule of that name ours to keep or remove.
+/// too, and every one it leaves at Windows' defaults, `Unset`). Only then is a rule of that
+/// name ours to keep or remove.
 pub fn only(rules: &[FirewallRule], made: &FirewallRule) -> bool {
     matches!(rules, [one] if one.same(made))
 }

@@ -81,7 +81,8 @@ impl Fields {
     /// empty: LocalAddresses `*` (Microsoft's INetFwRule::LocalAddresses page: "\"*\" is the
     /// default value"), RemotePorts `*` (its page says only "optional"; `*` is any port, as
     /// for addresses), InterfaceTypes `All` (its page: "Acceptable values ... are
-    /// \"RemoteAccess\", \"Wireless\", \"Lan\", and \"All\""); EdgeTraversal false ("New rules
+    /// \"RemoteAccess\", \"Wireless\", \"Lan\", and \"All\""; RemotePorts and InterfaceTypes
+    /// give no default, so `*` and `All` are guesses, as `host::Unset` says); EdgeTraversal false ("New rules
     /// have the EdgeTraversal property disabled by default", its page), Grouping and
     /// ServiceName empty ("This property is optional"), as `Default` has them.
     fn with_defaults(mut self) -> Self {
