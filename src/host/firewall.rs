@@ -89,11 +89,11 @@ impl Default for Unset {
     }
 }
 
-fn is_star(s: &String) -> bool {
+fn is_star(s: &str) -> bool {
     s == "*"
 }
 
-fn is_all(s: &String) -> bool {
+fn is_all(s: &str) -> bool {
     s.eq_ignore_ascii_case("all")
 }
 
