@@ -683,4 +683,6 @@ fn adding(rule: &crate::host::FirewallRule) -> String {
 }
 
 #[cfg(test)]
+mod rule_tests;
+#[cfg(test)]
 mod tests;

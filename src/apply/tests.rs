@@ -275,6 +275,7 @@ fn a_rollback_leaves_an_added_rule_beside_another_of_its_name() {
         enabled: true,
         profiles: crate::host::ALL_PROFILES,
         remote_addresses: vec!["10.0.0.0/8".into()],
+        unset: Default::default(),
     };
     host.firewall_add(&added).expect("add");
     let admins = FirewallRule {
@@ -313,6 +314,7 @@ fn a_planned_removal_keeps_a_rule_an_administrator_changed_since() {
         enabled: true,
         profiles: crate::host::ALL_PROFILES,
         remote_addresses: vec!["10.0.0.0/8".into()],
+        unset: Default::default(),
     };
     let remove = || super::Action::RemoveFirewallRule {
         name: made.name.clone(),

@@ -389,6 +389,7 @@ pub fn firewall(h: &dyn Host) {
         enabled: true,
         profiles: crate::host::ALL_PROFILES,
         remote_addresses: Vec::new(),
+        unset: Default::default(),
     };
     h.firewall_add(&rule).expect("add");
     // One of two profiles reads back as such: `opens` needs every profile.
@@ -480,6 +481,51 @@ pub fn firewall(h: &dyn Host) {
     assert_eq!(h.firewall_rule(&name).expect("read"), None);
 }
 
+/// The properties calicoctl-win does not set (`Unset`): a rule that does not set them reads
+/// them back as Windows' defaults, and one that sets them (a rule put back as it was read,
+/// an administrator's tightening kept) reads back as set, unlike the default rule.
+pub fn firewall_unset(h: &dyn Host) {
+    let plain = FirewallRule {
+        name: unique("Calico contract unset TCP "),
+        description: crate::host::firewall::MARKER.into(),
+        protocol: Protocol::Tcp,
+        direction: crate::host::Direction::In,
+        program: None,
+        local_port: 9095,
+        allow: true,
+        enabled: true,
+        profiles: crate::host::ALL_PROFILES,
+        remote_addresses: vec!["10.0.0.0/8".into()],
+        unset: Default::default(),
+    };
+    h.firewall_add(&plain).expect("add");
+    let read = h.firewall_rules(&plain.name).expect("read");
+    assert_eq!(read.len(), 1);
+    assert_eq!(read[0].unset, crate::host::Unset::default());
+    assert!(h.firewall_remove(&plain.name).expect("remove"));
+    let tightened = FirewallRule {
+        name: unique("Calico contract tightened TCP "),
+        unset: crate::host::Unset {
+            local_addresses: "10.0.2.15".into(),
+            remote_ports: "40000-40100".into(),
+            interface_types: "Lan".into(),
+            edge_traversal: true,
+            grouping: "Monitoring".into(),
+            service_name: "CalicoNode".into(),
+        },
+        ..plain.clone()
+    };
+    h.firewall_add(&tightened).expect("add");
+    let read = h.firewall_rules(&tightened.name).expect("read");
+    assert!(crate::host::firewall::only(&read, &tightened), "{read:?}");
+    let as_plain = FirewallRule {
+        name: tightened.name.clone(),
+        ..plain.clone()
+    };
+    assert!(!crate::host::firewall::only(&read, &as_plain));
+    assert!(h.firewall_remove(&tightened.name).expect("remove"));
+}
+
 /// Several rules of one name, an administrator's made beside ours (`admin_add`, as
 /// `New-NetFirewallRule -DisplayName` makes it): every one reads back, in the order made;
 /// they are not ours alone; removal by name is refused and leaves both; adding the name
@@ -502,6 +548,7 @@ pub fn firewall_duplicates(
         enabled: true,
         profiles: crate::host::ALL_PROFILES,
         remote_addresses: vec!["10.0.0.0/8".into()],
+        unset: Default::default(),
     };
     h.firewall_add(&ours).expect("add");
     let admins = FirewallRule {
@@ -870,6 +917,11 @@ mod on_simhost {
     }
 
     #[test]
+    fn firewall_contract_unset_properties() {
+        firewall_unset(&host());
+    }
+
+    #[test]
     fn firewall_contract_rules_of_one_name() {
         let h = host();
         firewall_duplicates(
@@ -1151,6 +1203,17 @@ pub(crate) mod on_windows {
         firewall(&WindowsHost::new());
     }
 
+    /// LocalAddresses, RemotePorts, InterfaceTypes, EdgeTraversal, Grouping and ServiceName
+    /// read back as Windows' defaults when unset, as set otherwise.
+    #[test]
+    fn firewall_contract_unset_properties() {
+        if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() && !real_host() {
+            return;
+        }
+        let _turn = FIREWALL_POLICY.lock().unwrap_or_else(|p| p.into_inner());
+        firewall_unset(&WindowsHost::new());
+    }
+
     /// Two rules of one name through `INetFwRules::Add` (the stand-in keeps both, as Windows
     /// does): enumerated both, and removal by name refused.
     #[test]
@@ -1393,6 +1456,7 @@ pub(crate) mod on_windows {
                 enabled: true,
                 profiles: crate::host::ALL_PROFILES,
                 remote_addresses: Vec::new(),
+                unset: Default::default(),
             })
             .expect_err("refused");
         std::fs::remove_file(refuse).expect("remove");

@@ -33,6 +33,109 @@ pub struct FirewallRule {
     /// any address.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remote_addresses: Vec<String>,
+    /// The properties calicoctl-win does not set, as the firewall holds them: Windows'
+    /// defaults on every rule it makes (absent in records and journals of older versions,
+    /// which made every rule with them).
+    #[serde(flatten)]
+    pub unset: Unset,
+}
+
+/// The `INetFwRule` properties calicoctl-win never sets, read so that an administrator who
+/// tightened a rule through one of them has it judged no longer as made (and kept), and so
+/// that a rule put back is put back as it was read. `Default` is what Windows gives a rule
+/// that does not set them (Microsoft's INetFwRule pages, cited on each field); a field at its
+/// default is left out of a record or journal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Unset {
+    /// `INetFwRule::LocalAddresses`: "\"*\" is the default value" (its page), any local address.
+    #[serde(skip_serializing_if = "is_star")]
+    pub local_addresses: String,
+    /// `INetFwRule::RemotePorts`: `*`, any port, when none was set. Its page gives no
+    /// default ("This property is optional"); `*` is the reference's "any" of the address
+    /// lists (INetFwRule::RemoteAddresses: "The default value is \"*\""), taken for the ports
+    /// too, a guess. A rule read back otherwise is judged changed and kept, never removed.
+    #[serde(skip_serializing_if = "is_star")]
+    pub remote_ports: String,
+    /// `INetFwRule::InterfaceTypes`: one or more of "RemoteAccess", "Wireless", "Lan" and
+    /// "All" (its page); `All` when none was set (its page gives no default; every interface
+    /// type is what a rule that names none applies to, a guess as for `remote_ports`).
+    #[serde(skip_serializing_if = "is_all")]
+    pub interface_types: String,
+    /// `INetFwRule::EdgeTraversal`: "New rules have the EdgeTraversal property disabled by
+    /// default" (its page).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub edge_traversal: bool,
+    /// `INetFwRule::Grouping`, the group the firewall's console shows the rule in: none
+    /// unless set ("This property is optional", its page).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub grouping: String,
+    /// `INetFwRule::ServiceName`, the service whose traffic alone it lets in: none unless set
+    /// ("This property is optional", its page; `*` is any service).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub service_name: String,
+}
+
+impl Default for Unset {
+    fn default() -> Self {
+        Self {
+            local_addresses: "*".into(),
+            remote_ports: "*".into(),
+            interface_types: "All".into(),
+            edge_traversal: false,
+            grouping: String::new(),
+            service_name: String::new(),
+        }
+    }
+}
+
+fn is_star(s: &str) -> bool {
+    s == "*"
+}
+
+fn is_all(s: &str) -> bool {
+    s.eq_ignore_ascii_case("all")
+}
+
+/// A comma-separated list as a set to compare: each token trimmed, in lower case (keywords
+/// such as `LocalSubnet` are "not case-sensitive", Microsoft's INetFwRule::LocalAddresses
+/// page), addresses as `normal_address` has them, sorted; empty is `empty`.
+fn token_set(text: &str, empty: &str) -> Vec<String> {
+    let mut v: Vec<String> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| normal_address(t).to_ascii_lowercase())
+        .collect();
+    if v.is_empty() {
+        v.push(empty.into());
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+impl Unset {
+    /// The fields as compared: every list as a set (`token_set`), the service name in any
+    /// case (the service control manager's names are).
+    fn key(&self) -> (Vec<String>, Vec<String>, Vec<String>, bool, &str, String) {
+        let Unset {
+            local_addresses,
+            remote_ports,
+            interface_types,
+            edge_traversal,
+            grouping,
+            service_name,
+        } = self;
+        (
+            token_set(local_addresses, "*"),
+            token_set(remote_ports, "*"),
+            token_set(interface_types, "all"),
+            *edge_traversal,
+            grouping.as_str(),
+            service_name.to_ascii_lowercase(),
+        )
+    }
 }
 
 /// One `RemoteAddresses` token in the form a comparison needs. Microsoft's
@@ -68,6 +171,12 @@ pub fn normal_address(token: &str) -> String {
         None => token.to_owned(),
     }
 }
+
+/// Every IPv4 address, which rules made before `metrics.source_ranges` refused it were made
+/// with: Windows may keep it as any address and read it back as `*` (Microsoft's
+/// INetFwRule::RemoteAddresses page: "\"*\" indicates any remote address"), so the two are
+/// one when a rule is compared.
+const ANY_IPV4: &str = "0.0.0.0/0";
 
 /// The description calicoctl-win gives every rule it makes, which marks it as made by it.
 pub const MARKER: &str = "Created by calicoctl-win";
@@ -122,31 +231,48 @@ impl FirewallRule {
             .collect()
     }
 
-    /// Whether the two rules are the same: every field alike, their programs but for case
-    /// (Windows' paths are), their remote addresses as one set of `normal_address` tokens (in
-    /// any order, in prefix or mask notation).
+    /// Whether the two rules are the same: every field alike (`key`).
     pub fn same(&self, other: &FirewallRule) -> bool {
-        let set = |r: &FirewallRule| {
-            let mut v: Vec<String> = r
-                .remote_addresses
-                .iter()
-                .map(|a| normal_address(a))
-                .collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        };
-        let program = |r: &FirewallRule| r.program.as_deref().map(str::to_ascii_lowercase);
-        FirewallRule {
-            remote_addresses: Vec::new(),
-            program: None,
-            ..self.clone()
-        } == FirewallRule {
-            remote_addresses: Vec::new(),
-            program: None,
-            ..other.clone()
-        } && set(self) == set(other)
-            && program(self) == program(other)
+        self.key() == other.key()
+    }
+
+    /// The rule as compared: its name in any case (the firewall reads rules by name in any
+    /// case: `Firewall::firewall_rules`), its program too (Windows' paths are), its remote
+    /// addresses as one set of `normal_address` tokens (in any order, in prefix or mask
+    /// notation; `0.0.0.0/0` as any, which Windows may read back as `*`), the properties it
+    /// does not set as `Unset::key` has them, every other field as it is.
+    fn key(&self) -> impl PartialEq + '_ {
+        let FirewallRule {
+            name,
+            description,
+            protocol,
+            direction,
+            program,
+            local_port,
+            allow,
+            enabled,
+            profiles,
+            remote_addresses,
+            unset,
+        } = self;
+        let mut remote: Vec<String> = remote_addresses.iter().map(|a| normal_address(a)).collect();
+        if remote.iter().any(|a| a == ANY_IPV4) {
+            remote.clear();
+        }
+        remote.sort_unstable();
+        remote.dedup();
+        (
+            (
+                name.to_ascii_lowercase(),
+                description,
+                *protocol,
+                *direction,
+            ),
+            program.as_deref().map(str::to_ascii_lowercase),
+            (*local_port, *allow, *enabled, *profiles),
+            remote,
+            unset.key(),
+        )
     }
 
     /// The profiles it applies in, in words (`Domain, Private`).
@@ -232,7 +358,8 @@ impl Direction {
 /// Whether `rules`, every rule the firewall holds under a name, are exactly the one rule
 /// `made`: no other rule of that name beside it (an administrator's, or a copy), and it as
 /// made (`FirewallRule::same`: every property calicoctl-win sets, its description marker
-/// too). Only then is a rule of that name ours to keep or remove.
+/// too, and every one it leaves at Windows' defaults, `Unset`). Only then is a rule of that
+/// name ours to keep or remove.
 pub fn only(rules: &[FirewallRule], made: &FirewallRule) -> bool {
     matches!(rules, [one] if one.same(made))
 }
@@ -307,77 +434,5 @@ pub fn several(name: &str, count: usize) -> super::error::HostError {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn remote_addresses_compare_in_prefix_mask_or_bare_notation() {
-        for (a, b) in [
-            ("10.0.0.0/8", "10.0.0.0/255.0.0.0"),
-            ("1.2.3.4", "1.2.3.4/32"),
-            ("1.2.3.4/255.255.255.255", "1.2.3.4/32"),
-            ("10.0.0.2/8", "10.0.0.0/8"),
-            ("fd00::1", "fd00:0::1/128"),
-        ] {
-            assert_eq!(normal_address(a), normal_address(b), "{a} {b}");
-        }
-        for kept in ["10.0.0.1-10.0.0.9", "LocalSubnet", "10.0.0.0/255.0.255.0"] {
-            assert_eq!(normal_address(kept), kept);
-        }
-        assert_ne!(normal_address("10.0.0.0/8"), normal_address("10.0.0.0/16"));
-        let rule = FirewallRule {
-            name: "r".into(),
-            description: MARKER.into(),
-            protocol: Protocol::Tcp,
-            direction: crate::host::Direction::In,
-            program: None,
-            local_port: 9095,
-            allow: true,
-            enabled: true,
-            profiles: ALL_PROFILES,
-            remote_addresses: vec!["10.0.0.0/8".into(), "1.2.3.4/32".into()],
-        };
-        let read_back = FirewallRule {
-            remote_addresses: FirewallRule::remote_addresses_from(
-                "1.2.3.4/255.255.255.255,10.0.0.0/255.0.0.0",
-            ),
-            ..rule.clone()
-        };
-        assert!(rule.same(&read_back));
-        let wider = FirewallRule {
-            remote_addresses: vec!["10.0.0.0/8".into()],
-            ..rule.clone()
-        };
-        assert!(!rule.same(&wider));
-        assert!(!rule.same(&FirewallRule {
-            local_port: 9096,
-            ..rule.clone()
-        }));
-    }
-
-    /// With no copy of the rule (an older journal's), the one rule of the name is ours only
-    /// while it carries the marker every version made it with: an administrator's rule of
-    /// the name without it stays.
-    #[test]
-    fn a_rule_without_the_marker_is_not_an_older_journals() {
-        let rule = FirewallRule {
-            name: "r".into(),
-            description: MARKER.into(),
-            protocol: Protocol::Tcp,
-            direction: Direction::In,
-            program: None,
-            local_port: 9095,
-            allow: true,
-            enabled: true,
-            profiles: ALL_PROFILES,
-            remote_addresses: Vec::new(),
-        };
-        assert!(ours(std::slice::from_ref(&rule), None));
-        let admins = FirewallRule {
-            description: "Allow Prometheus".into(),
-            ..rule.clone()
-        };
-        assert!(!ours(&[admins], None));
-        assert!(!ours(&[rule.clone(), rule], None));
-    }
-}
+#[path = "firewall_tests.rs"]
+mod tests;

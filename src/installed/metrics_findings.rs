@@ -191,6 +191,7 @@ mod tests {
             enabled: true,
             profiles: crate::host::ALL_PROFILES,
             remote_addresses: Vec::new(),
+            unset: Default::default(),
         }
     }
 

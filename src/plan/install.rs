@@ -116,6 +116,7 @@ pub fn vxlan_rule(c: &Config) -> Option<FirewallRule> {
         enabled: true,
         profiles: crate::host::ALL_PROFILES,
         remote_addresses: Vec::new(),
+        unset: Default::default(),
     })
 }
 
@@ -632,7 +633,7 @@ fn registry_and_firewall(
     }
     for e in i.journal.iter().flat_map(|j| &j.entries) {
         if let crate::apply::journal::Undo::RemoveFirewallRule { name, .. } = &e.undo
-            && let Some(rule) = vxlan_rule(c).filter(|r| r.name == *name)
+            && let Some(rule) = vxlan_rule(c).filter(|r| r.name.eq_ignore_ascii_case(name))
         {
             firewall_owned = Some(rule);
         }

@@ -787,7 +787,9 @@ impl Processes for SimHost {
     }
 }
 
-/// A rule as the Windows host reads it: its remote addresses as Windows keeps them
+/// A rule as the Windows host reads it, the properties install does not set as they were
+/// added (a rule that did not set them has `Unset::default()`, Windows' defaults as
+/// Microsoft's INetFwRule pages give them, cited there): its remote addresses as Windows keeps them
 /// (`stored_remote_addresses`), read through `FirewallRule::remote_addresses_from` as the
 /// Windows host's read does, so that a read that broke would fail here too.
 fn read_back(mut rule: FirewallRule) -> FirewallRule {

@@ -369,6 +369,7 @@ fn legacy_calico(state: &mut State, files: &mut Vec<SeedFile>) {
             enabled: true,
             profiles: crate::host::ALL_PROFILES,
             remote_addresses: Vec::new(),
+            unset: Default::default(),
         },
     );
 }

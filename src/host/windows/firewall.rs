@@ -1,7 +1,9 @@
 //! Windows Firewall rules through the INetFwPolicy2 COM API. A rule's name here is the name
 //! the firewall shows (PowerShell's DisplayName).
 
-use crate::host::{Direction, FirewallModifyState, FirewallRule, HostError, HostResult, Protocol};
+use crate::host::{
+    Direction, FirewallModifyState, FirewallRule, HostError, HostResult, Protocol, Unset,
+};
 use windows::Win32::Foundation::{VARIANT_FALSE, VARIANT_TRUE};
 use windows::Win32::NetworkManagement::WindowsFirewall::{
     INetFwPolicy2, INetFwRule, NET_FW_ACTION_ALLOW, NET_FW_ACTION_BLOCK,
@@ -117,9 +119,13 @@ pub fn rules(name: &str) -> HostResult<Vec<FirewallRule>> {
     Ok(out)
 }
 
-/// A rule as it says itself (Microsoft's INetFwRule reference: Description as set, Protocol an IANA number or
-/// NET_FW_IP_PROTOCOL_ANY, Direction NET_FW_RULE_DIR_IN or _OUT, ApplicationName the
-/// program's path or empty for every program).
+/// A rule as it says itself, every property calicoctl-win sets and every one it does not
+/// (`Unset`) that narrows what the rule lets in (Microsoft's INetFwRule reference: Description
+/// as set, Protocol an IANA number or NET_FW_IP_PROTOCOL_ANY, Direction NET_FW_RULE_DIR_IN or
+/// _OUT, ApplicationName the program's path or empty for every program; LocalAddresses,
+/// RemotePorts, InterfaceTypes, EdgeTraversal, Grouping and ServiceName through their get_
+/// methods). Interfaces (a VARIANT array of interface names) and IcmpTypesAndCodes (ICMP
+/// rules only) are not read.
 ///
 /// # Safety
 /// `rule` is a live rule object of this thread's COM.
@@ -147,8 +153,50 @@ unsafe fn read(rule: &INetFwRule) -> windows::core::Result<FirewallRule> {
             remote_addresses: FirewallRule::remote_addresses_from(
                 &rule.RemoteAddresses()?.to_string(),
             ),
+            unset: Unset {
+                local_addresses: rule.LocalAddresses()?.to_string(),
+                remote_ports: rule.RemotePorts()?.to_string(),
+                interface_types: rule.InterfaceTypes()?.to_string(),
+                edge_traversal: rule.EdgeTraversal()? != VARIANT_FALSE,
+                grouping: rule.Grouping()?.to_string(),
+                service_name: rule.ServiceName()?.to_string(),
+            },
         })
     }
+}
+
+/// Sets on a rule about to be added the properties calicoctl-win does not set where they are
+/// not Windows' defaults: a rule put back as it was read (an undo). After the protocol
+/// ("The Protocol property must be set before the RemotePorts property or an error will be
+/// returned", Microsoft's INetFwRule::RemotePorts page).
+///
+/// # Safety
+/// `rule` is a live rule object of this thread's COM.
+unsafe fn set_unset(rule: &INetFwRule, u: &Unset) -> windows::core::Result<()> {
+    let d = Unset::default();
+    let bstr = |s: &str| BSTR::from(s);
+    // SAFETY: property writes on the live rule object.
+    unsafe {
+        if u.local_addresses != d.local_addresses {
+            rule.SetLocalAddresses(&bstr(&u.local_addresses))?;
+        }
+        if u.remote_ports != d.remote_ports {
+            rule.SetRemotePorts(&bstr(&u.remote_ports))?;
+        }
+        if !u.interface_types.eq_ignore_ascii_case(&d.interface_types) {
+            rule.SetInterfaceTypes(&bstr(&u.interface_types))?;
+        }
+        if u.edge_traversal {
+            rule.SetEdgeTraversal(VARIANT_TRUE)?;
+        }
+        if !u.grouping.is_empty() {
+            rule.SetGrouping(&bstr(&u.grouping))?;
+        }
+        if !u.service_name.is_empty() {
+            rule.SetServiceName(&bstr(&u.service_name))?;
+        }
+    }
+    Ok(())
 }
 
 pub fn add(r: &FirewallRule) -> HostResult<()> {
@@ -196,6 +244,7 @@ pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
         rule.SetProfiles(r.profiles as i32).map_err(api(op()))?;
         rule.SetRemoteAddresses(&BSTR::from(r.remote_addresses_text()))
             .map_err(api(op()))?;
+        set_unset(&rule, &r.unset).map_err(api(op()))?;
         rule.SetEnabled(if r.enabled {
             VARIANT_TRUE
         } else {

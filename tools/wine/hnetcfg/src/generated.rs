@@ -119,10 +119,10 @@ impl INetFwRule_Impl for Rule_Impl {
         self.set(|r| r.application_name = imagefilename.to_string())
     }
     fn ServiceName(&self) -> windows::core::Result<windows::core::BSTR> {
-        Err(E_NOTIMPL.into())
+        Ok(BSTR::from(self.get().service_name))
     }
-    fn SetServiceName(&self, _servicename: &windows::core::BSTR) -> windows::core::Result<()> {
-        Err(E_NOTIMPL.into())
+    fn SetServiceName(&self, servicename: &windows::core::BSTR) -> windows::core::Result<()> {
+        self.set(|r| r.service_name = servicename.to_string())
     }
     fn Protocol(&self) -> windows::core::Result<i32> {
         Ok(self.get().protocol)
@@ -137,16 +137,16 @@ impl INetFwRule_Impl for Rule_Impl {
         self.set(|r| r.local_ports = portnumbers.to_string())
     }
     fn RemotePorts(&self) -> windows::core::Result<windows::core::BSTR> {
-        Err(E_NOTIMPL.into())
+        Ok(BSTR::from(self.get().remote_ports))
     }
-    fn SetRemotePorts(&self, _portnumbers: &windows::core::BSTR) -> windows::core::Result<()> {
-        Err(E_NOTIMPL.into())
+    fn SetRemotePorts(&self, portnumbers: &windows::core::BSTR) -> windows::core::Result<()> {
+        self.set(|r| r.remote_ports = portnumbers.to_string())
     }
     fn LocalAddresses(&self) -> windows::core::Result<windows::core::BSTR> {
-        Err(E_NOTIMPL.into())
+        Ok(BSTR::from(self.get().local_addresses))
     }
-    fn SetLocalAddresses(&self, _localaddrs: &windows::core::BSTR) -> windows::core::Result<()> {
-        Err(E_NOTIMPL.into())
+    fn SetLocalAddresses(&self, localaddrs: &windows::core::BSTR) -> windows::core::Result<()> {
+        self.set(|r| r.local_addresses = localaddrs.to_string())
     }
     fn RemoteAddresses(&self) -> windows::core::Result<windows::core::BSTR> {
         Ok(BSTR::from(self.get().remote_addresses))
@@ -179,13 +179,10 @@ impl INetFwRule_Impl for Rule_Impl {
         Err(E_NOTIMPL.into())
     }
     fn InterfaceTypes(&self) -> windows::core::Result<windows::core::BSTR> {
-        Err(E_NOTIMPL.into())
+        Ok(BSTR::from(self.get().interface_types))
     }
-    fn SetInterfaceTypes(
-        &self,
-        _interfacetypes: &windows::core::BSTR,
-    ) -> windows::core::Result<()> {
-        Err(E_NOTIMPL.into())
+    fn SetInterfaceTypes(&self, interfacetypes: &windows::core::BSTR) -> windows::core::Result<()> {
+        self.set(|r| r.interface_types = interfacetypes.to_string())
     }
     fn Enabled(&self) -> windows::core::Result<windows::Win32::Foundation::VARIANT_BOOL> {
         Ok(if self.get().enabled {
@@ -201,10 +198,10 @@ impl INetFwRule_Impl for Rule_Impl {
         self.set(|r| r.enabled = enabled != VARIANT_FALSE)
     }
     fn Grouping(&self) -> windows::core::Result<windows::core::BSTR> {
-        Err(E_NOTIMPL.into())
+        Ok(BSTR::from(self.get().grouping))
     }
-    fn SetGrouping(&self, _context: &windows::core::BSTR) -> windows::core::Result<()> {
-        Err(E_NOTIMPL.into())
+    fn SetGrouping(&self, context: &windows::core::BSTR) -> windows::core::Result<()> {
+        self.set(|r| r.grouping = context.to_string())
     }
     fn Profiles(&self) -> windows::core::Result<i32> {
         Ok(self.get().profiles)
@@ -213,13 +210,17 @@ impl INetFwRule_Impl for Rule_Impl {
         self.set(|r| r.profiles = profiletypesbitmask)
     }
     fn EdgeTraversal(&self) -> windows::core::Result<windows::Win32::Foundation::VARIANT_BOOL> {
-        Err(E_NOTIMPL.into())
+        Ok(if self.get().edge_traversal {
+            VARIANT_TRUE
+        } else {
+            VARIANT_FALSE
+        })
     }
     fn SetEdgeTraversal(
         &self,
-        _enabled: windows::Win32::Foundation::VARIANT_BOOL,
+        enabled: windows::Win32::Foundation::VARIANT_BOOL,
     ) -> windows::core::Result<()> {
-        Err(E_NOTIMPL.into())
+        self.set(|r| r.edge_traversal = enabled != VARIANT_FALSE)
     }
     fn Action(&self) -> windows::core::Result<NET_FW_ACTION> {
         Ok(NET_FW_ACTION(self.get().action))

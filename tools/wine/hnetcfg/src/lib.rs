@@ -13,6 +13,8 @@
 //! `-DisplayName` that is INetFwRule's Name); `Remove` of a name several rules have removes
 //! every one of them (a guess, the harmful one: Microsoft's Remove page says only that it
 //! "removes a rule from the collection"), and of an unknown name succeeds ("has no effect");
+//! LocalAddresses, RemotePorts, InterfaceTypes, EdgeTraversal, Grouping and ServiceName are
+//! kept as set, and a new rule's read back as Windows' defaults (`Fields::with_defaults`).
 //! `get__NewEnum` enumerates every rule, in the order added, as `IDispatch` VARIANTs (its page:
 //! "an object supporting IEnumVARIANT that can be used to iterate through all the rules in the
 //! collection"). Rules live in the prefix's `C:\calicoctl-win-firewall\rules.json`.
@@ -60,14 +62,50 @@ pub struct Fields {
     enabled: bool,
     remote_addresses: String,
     application_name: String,
+    local_addresses: String,
+    remote_ports: String,
+    interface_types: String,
+    edge_traversal: bool,
+    grouping: String,
+    service_name: String,
 }
 
 impl Fields {
+    /// A new rule's: every property unset, the ones with a documented default at it
+    /// (`with_defaults`).
+    fn new() -> Self {
+        Self::default().with_defaults()
+    }
+
+    /// The properties Windows reads back from a rule that did not set them, where they are
+    /// empty: LocalAddresses `*` (Microsoft's INetFwRule::LocalAddresses page: "\"*\" is the
+    /// default value"), RemotePorts `*` (its page says only "optional"; `*` is any port, as
+    /// for addresses), InterfaceTypes `All` (its page: "Acceptable values ... are
+    /// \"RemoteAccess\", \"Wireless\", \"Lan\", and \"All\""; RemotePorts and InterfaceTypes
+    /// give no default, so `*` and `All` are guesses, as `host::Unset` says); EdgeTraversal false ("New rules
+    /// have the EdgeTraversal property disabled by default", its page), Grouping and
+    /// ServiceName empty ("This property is optional"), as `Default` has them.
+    fn with_defaults(mut self) -> Self {
+        for (field, default) in [
+            (&mut self.local_addresses, "*"),
+            (&mut self.remote_ports, "*"),
+            (&mut self.interface_types, "All"),
+        ] {
+            if field.is_empty() {
+                *field = default.into();
+            }
+        }
+        self
+    }
+
     fn to_json(&self) -> Value {
         json!({"Name": self.name, "Description": self.description, "Protocol": self.protocol,
             "LocalPorts": self.local_ports, "Direction": self.direction, "Action": self.action,
             "Profiles": self.profiles, "Enabled": self.enabled,
-            "RemoteAddresses": self.remote_addresses, "ApplicationName": self.application_name})
+            "RemoteAddresses": self.remote_addresses, "ApplicationName": self.application_name,
+            "LocalAddresses": self.local_addresses, "RemotePorts": self.remote_ports,
+            "InterfaceTypes": self.interface_types, "EdgeTraversal": self.edge_traversal,
+            "Grouping": self.grouping, "ServiceName": self.service_name})
     }
 
     fn from_json(v: &Value) -> Self {
@@ -88,7 +126,14 @@ impl Fields {
             enabled: v["Enabled"].as_bool().unwrap_or(false),
             remote_addresses: s("RemoteAddresses"),
             application_name: s("ApplicationName"),
+            local_addresses: s("LocalAddresses"),
+            remote_ports: s("RemotePorts"),
+            interface_types: s("InterfaceTypes"),
+            edge_traversal: v["EdgeTraversal"].as_bool().unwrap_or(false),
+            grouping: s("Grouping"),
+            service_name: s("ServiceName"),
         }
+        .with_defaults()
     }
 }
 
@@ -129,7 +174,14 @@ fn add(rule: &INetFwRule) -> windows::core::Result<()> {
             enabled: rule.Enabled()? != VARIANT_FALSE,
             remote_addresses: rule.RemoteAddresses()?.to_string(),
             application_name: rule.ApplicationName()?.to_string(),
+            local_addresses: rule.LocalAddresses()?.to_string(),
+            remote_ports: rule.RemotePorts()?.to_string(),
+            interface_types: rule.InterfaceTypes()?.to_string(),
+            edge_traversal: rule.EdgeTraversal()? != VARIANT_FALSE,
+            grouping: rule.Grouping()?.to_string(),
+            service_name: rule.ServiceName()?.to_string(),
         }
+        .with_defaults()
     };
     // Test-only: rules named in `refuse.json` are refused with E_ACCESSDENIED, the HRESULT of
     // a refused access (HRESULT_FROM_WIN32(ERROR_ACCESS_DENIED), winerror.h). Which code a
@@ -305,7 +357,7 @@ impl IClassFactory_Impl for Factory_Impl {
         let unknown: IUnknown = if self.0 == CLSID_POLICY {
             Policy.into()
         } else {
-            Rule(Mutex::new(Fields::default())).into()
+            Rule(Mutex::new(Fields::new())).into()
         };
         // SAFETY: riid and ppv were checked above; query sets *ppv or null.
         unsafe { unknown.query(riid, ppv).ok() }

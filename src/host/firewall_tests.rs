@@ -1,0 +1,192 @@
+use super::*;
+
+#[test]
+fn remote_addresses_compare_in_prefix_mask_or_bare_notation() {
+    for (a, b) in [
+        ("10.0.0.0/8", "10.0.0.0/255.0.0.0"),
+        ("1.2.3.4", "1.2.3.4/32"),
+        ("1.2.3.4/255.255.255.255", "1.2.3.4/32"),
+        ("10.0.0.2/8", "10.0.0.0/8"),
+        ("fd00::1", "fd00:0::1/128"),
+    ] {
+        assert_eq!(normal_address(a), normal_address(b), "{a} {b}");
+    }
+    for kept in ["10.0.0.1-10.0.0.9", "LocalSubnet", "10.0.0.0/255.0.255.0"] {
+        assert_eq!(normal_address(kept), kept);
+    }
+    assert_ne!(normal_address("10.0.0.0/8"), normal_address("10.0.0.0/16"));
+    let rule = FirewallRule {
+        name: "r".into(),
+        description: MARKER.into(),
+        protocol: Protocol::Tcp,
+        direction: crate::host::Direction::In,
+        program: None,
+        local_port: 9095,
+        allow: true,
+        enabled: true,
+        profiles: ALL_PROFILES,
+        remote_addresses: vec!["10.0.0.0/8".into(), "1.2.3.4/32".into()],
+        unset: Default::default(),
+    };
+    let read_back = FirewallRule {
+        remote_addresses: FirewallRule::remote_addresses_from(
+            "1.2.3.4/255.255.255.255,10.0.0.0/255.0.0.0",
+        ),
+        ..rule.clone()
+    };
+    assert!(rule.same(&read_back));
+    let wider = FirewallRule {
+        remote_addresses: vec!["10.0.0.0/8".into()],
+        ..rule.clone()
+    };
+    assert!(!rule.same(&wider));
+    assert!(!rule.same(&FirewallRule {
+        local_port: 9096,
+        ..rule.clone()
+    }));
+}
+
+/// With no copy of the rule (an older journal's), the one rule of the name is ours only
+/// while it carries the marker every version made it with: an administrator's rule of
+/// the name without it stays.
+#[test]
+fn a_rule_without_the_marker_is_not_an_older_journals() {
+    let rule = FirewallRule {
+        name: "r".into(),
+        description: MARKER.into(),
+        protocol: Protocol::Tcp,
+        direction: Direction::In,
+        program: None,
+        local_port: 9095,
+        allow: true,
+        enabled: true,
+        profiles: ALL_PROFILES,
+        remote_addresses: Vec::new(),
+        unset: Default::default(),
+    };
+    assert!(ours(std::slice::from_ref(&rule), None));
+    let admins = FirewallRule {
+        description: "Allow Prometheus".into(),
+        ..rule.clone()
+    };
+    assert!(!ours(&[admins], None));
+    assert!(!ours(&[rule.clone(), rule], None));
+}
+
+/// A metrics rule as calicoctl-win makes it.
+fn made() -> FirewallRule {
+    FirewallRule {
+        name: "Calico metrics Felix TCP 9091".into(),
+        description: MARKER.into(),
+        protocol: Protocol::Tcp,
+        direction: Direction::In,
+        program: Some(r"C:\CalicoWindows\calico-node.exe".into()),
+        local_port: 9091,
+        allow: true,
+        enabled: true,
+        profiles: ALL_PROFILES,
+        remote_addresses: vec!["10.0.0.0/8".into()],
+        unset: Unset::default(),
+    }
+}
+
+/// An administrator who tightened the rule through a property calicoctl-win does not set
+/// (Set-NetFirewallRule -LocalAddress, -RemotePort, -InterfaceType, -EdgeTraversalPolicy,
+/// -Group, -Service) has it no longer as made: not ours, kept. (Those properties were not
+/// read: the rule was ours, removed, and put back by an undo without the change.)
+#[test]
+fn a_rule_tightened_in_a_property_we_do_not_set_is_not_as_made() {
+    let edits: [fn(&mut Unset); 6] = [
+        |u| u.local_addresses = "10.0.2.15".into(),
+        |u| u.remote_ports = "40000-40100".into(),
+        |u| u.interface_types = "Lan".into(),
+        |u| u.edge_traversal = true,
+        |u| u.grouping = "Monitoring".into(),
+        |u| u.service_name = "CalicoFelix".into(),
+    ];
+    for edit in edits {
+        let mut tightened = made();
+        edit(&mut tightened.unset);
+        assert!(!made().same(&tightened), "{:?}", tightened.unset);
+        assert!(!ours(std::slice::from_ref(&tightened), Some(&made())));
+    }
+    // Windows' defaults in another spelling are the defaults.
+    let spelled = FirewallRule {
+        unset: Unset {
+            interface_types: "all".into(),
+            local_addresses: " * ".into(),
+            ..Unset::default()
+        },
+        ..made()
+    };
+    assert!(made().same(&spelled));
+}
+
+/// A rule made from `0.0.0.0/0` (before `metrics.source_ranges` refused it) that Windows reads
+/// back as `*` (any address) is the rule made: uninstall removes it. (It was kept for good,
+/// as an administrator's.)
+#[test]
+fn any_ipv4_address_made_is_any_address_read_back() {
+    let from_any = FirewallRule {
+        remote_addresses: vec!["0.0.0.0/0".into()],
+        ..made()
+    };
+    let read = FirewallRule {
+        remote_addresses: FirewallRule::remote_addresses_from("*"),
+        ..made()
+    };
+    assert!(from_any.same(&read));
+    assert!(ours(std::slice::from_ref(&read), Some(&from_any)));
+    // Any address is not a narrower range.
+    assert!(!made().same(&read));
+}
+
+/// A rule's name compares in any case, as the firewall reads rules by name.
+#[test]
+fn names_compare_in_any_case() {
+    let read = FirewallRule {
+        name: "calico metrics felix tcp 9091".into(),
+        ..made()
+    };
+    assert!(made().same(&read));
+    assert!(ours(std::slice::from_ref(&read), Some(&made())));
+    let other = FirewallRule {
+        name: "Calico metrics Felix TCP 9092".into(),
+        ..made()
+    };
+    assert!(!made().same(&other));
+}
+
+/// A rule as a record or journal of the previous version kept it (none of the properties it
+/// does not set): read with Windows' defaults, the ones it made every rule with, so it is
+/// the rule the firewall holds; and a rule with the defaults is written without them, as
+/// that version wrote it.
+#[test]
+fn a_rule_of_an_older_record_reads_with_the_defaults() {
+    let old = serde_json::json!({
+        "name": "Calico metrics Felix TCP 9091",
+        "protocol": "tcp",
+        "program": r"C:\CalicoWindows\calico-node.exe",
+        "local_port": 9091,
+        "allow": true,
+        "enabled": true,
+        "profiles": ALL_PROFILES,
+        "remote_addresses": ["10.0.0.0/8"],
+    });
+    let read: FirewallRule = serde_json::from_value(old.clone()).expect("old-shaped rule");
+    assert_eq!(read, made());
+    assert_eq!(serde_json::to_value(made()).expect("json"), old);
+    let tightened = FirewallRule {
+        unset: Unset {
+            grouping: "Monitoring".into(),
+            ..Unset::default()
+        },
+        ..made()
+    };
+    let json = serde_json::to_value(&tightened).expect("json");
+    assert_eq!(json["grouping"], "Monitoring");
+    assert_eq!(
+        serde_json::from_value::<FirewallRule>(json).expect("back"),
+        tightened
+    );
+}

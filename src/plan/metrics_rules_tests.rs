@@ -1,0 +1,579 @@
+use super::*;
+
+const FELIX: &str = r"C:\CalicoWindows\calico-node.exe";
+use crate::apply::journal::Entry;
+use crate::host::Firewall;
+
+fn config(sets: &[&str]) -> Config {
+    crate::config::load(&crate::config::Inputs {
+        sets: ["node.name=win-1"]
+            .iter()
+            .chain(sets)
+            .map(|s| (*s).to_owned())
+            .collect(),
+        ..crate::config::Inputs::default()
+    })
+    .expect("config")
+    .config
+}
+
+fn on(port: &str) -> Config {
+    config(&[
+        "metrics.enabled=true",
+        "metrics.source_ranges=10.0.0.0/8",
+        &format!("metrics.port={port}"),
+    ])
+}
+
+/// A journal whose run added these rules and was cut off.
+fn added(names: &[&str]) -> Journal {
+    Journal {
+        command: "reconfigure".into(),
+        entries: names
+            .iter()
+            .map(|n| Entry {
+                action: format!("add firewall rule \"{n}\""),
+                undo: Undo::RemoveFirewallRule {
+                    name: (*n).to_owned(),
+                    rule: None,
+                },
+                done: true,
+                irreversible: false,
+            })
+            .collect(),
+        ..Journal::default()
+    }
+}
+
+fn removed(actions: &[Action]) -> Vec<&str> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::RemoveFirewallRule { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A reconfigure that turned metrics on was cut off after adding its rules; the rerun,
+/// with metrics off or another port, removes the rules that run added (its journal says
+/// so), and no rule of a like name that no record or journal names (it once left them
+/// open to the sources for good, owned by no record).
+#[test]
+fn rules_an_interrupted_run_added_go_when_the_rerun_no_longer_wants_them() {
+    let dir = tempfile::tempdir().expect("dir");
+    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    for rule in wanted(&on("9095"), FELIX) {
+        host.firewall_add(&rule).expect("add");
+    }
+    let someone_elses = FirewallRule {
+        name: "Calico metrics calicoctl-win TCP 9200".into(),
+        local_port: 9200,
+        ..wanted(&on("9095"), FELIX)[0].clone()
+    };
+    host.firewall_add(&someone_elses).expect("add");
+    let journal = added(&[
+        "Calico metrics calicoctl-win TCP 9095",
+        "Calico metrics Felix TCP 9091",
+        crate::layout::VXLAN_RULE,
+    ]);
+
+    let mut actions = Vec::new();
+    let owned = plan(
+        &host,
+        &config(&[]),
+        FELIX,
+        &[],
+        Some(&journal),
+        &mut actions,
+    )
+    .expect("plan");
+    assert!(owned.is_empty());
+    assert_eq!(
+        removed(&actions),
+        [
+            "Calico metrics Felix TCP 9091",
+            "Calico metrics calicoctl-win TCP 9095"
+        ]
+    );
+
+    // Another port: the old port's rule goes, the new one comes, Felix's stays.
+    let mut actions = Vec::new();
+    let owned = plan(&host, &on("9096"), FELIX, &[], Some(&journal), &mut actions).expect("plan");
+    assert_eq!(owned.len(), 2);
+    assert_eq!(removed(&actions), ["Calico metrics calicoctl-win TCP 9095"]);
+    assert!(
+        actions
+            .iter()
+            .any(|a| matches!(a, Action::AddFirewallRule { rule }
+            if rule.name == "Calico metrics calicoctl-win TCP 9096")),
+        "{actions:?}"
+    );
+}
+
+#[test]
+fn only_the_exact_names_of_metrics_rules_are_metrics_rules() {
+    assert!(is_metrics_rule("Calico metrics Felix TCP 9091"));
+    assert!(is_metrics_rule("Calico metrics calicoctl-win TCP 9095"));
+    for other in [
+        crate::layout::VXLAN_RULE,
+        "Calico metrics Felix TCP 09091",
+        "Calico metrics Felix TCP 9091 (copy)",
+        "Calico metrics Typha TCP 9093",
+    ] {
+        assert!(!is_metrics_rule(other), "{other}");
+    }
+}
+
+/// Windows reads a rule's remote addresses back in its own notation (a subnet with its
+/// mask, a single address with none): the rule is the one wanted all the same, and a rerun
+/// leaves it (it once removed and added it again on every run after an interrupted one).
+#[test]
+fn a_rule_read_back_in_mask_notation_is_the_rule_wanted() {
+    let dir = tempfile::tempdir().expect("dir");
+    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let c = config(&[
+        "metrics.enabled=true",
+        "metrics.source_ranges=10.0.0.0/8,1.2.3.4/32",
+    ]);
+    let read_back = [
+        vec![
+            "10.0.0.0/255.0.0.0".to_owned(),
+            "1.2.3.4/255.255.255.255".to_owned(),
+        ],
+        vec!["1.2.3.4".to_owned(), "10.0.0.0/8".to_owned()],
+    ];
+    for (rule, remote) in wanted(&c, FELIX).into_iter().zip(read_back) {
+        host.firewall_add(&FirewallRule {
+            remote_addresses: remote,
+            ..rule
+        })
+        .expect("add");
+    }
+    let names: Vec<String> = wanted(&c, FELIX).into_iter().map(|r| r.name).collect();
+    let journal = added(&names.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut actions = Vec::new();
+    let owned = plan(&host, &c, FELIX, &[], Some(&journal), &mut actions).expect("plan");
+    assert_eq!(owned.len(), 2);
+    assert!(actions.is_empty(), "{actions:?}");
+}
+
+/// A recorded rule is removed only as install made it: one an administrator made again
+/// under its name (another program, another range) stays when metrics go off, and when
+/// the port's rule is wanted again with another range the plan is refused, naming it,
+/// rather than a second rule of its name made beside it. (It was removed by its name.)
+#[test]
+fn a_recorded_rule_made_again_by_an_administrator_stays() {
+    let dir = tempfile::tempdir().expect("dir");
+    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let made = wanted(&on("9095"), FELIX);
+    let admins = FirewallRule {
+        program: None,
+        remote_addresses: vec!["0.0.0.0/0".into()],
+        ..made[0].clone()
+    };
+    host.firewall_add(&admins).expect("add");
+    host.firewall_add(&made[1]).expect("add");
+    let mut actions = Vec::new();
+    let owned = plan(&host, &config(&[]), FELIX, &made, None, &mut actions).expect("plan");
+    assert!(owned.is_empty());
+    assert_eq!(removed(&actions), ["Calico metrics Felix TCP 9091"]);
+    // Wanted again with another range: refused, naming the administrator's rule.
+    let wider = config(&[
+        "metrics.enabled=true",
+        "metrics.source_ranges=10.0.0.0/16",
+        "metrics.port=9095",
+    ]);
+    let err = plan(&host, &wider, FELIX, &made, None, &mut Vec::new())
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        err.contains("'Calico metrics calicoctl-win TCP 9095' cannot be made: the firewall holds one rule of that name, not as calicoctl-win made it"),
+        "{err}"
+    );
+}
+
+/// A recorded rule an administrator changed in one property install sets (its
+/// description marker, its protocol, its profiles, its direction, its action) is no longer
+/// ours: it stays when metrics go off, and the plan wanting it again is refused.
+#[test]
+fn a_recorded_rule_changed_in_any_property_we_set_stays() {
+    let edits: [fn(&mut FirewallRule); 5] = [
+        |r| r.description = "Prometheus from the monitoring subnet".into(),
+        |r| r.protocol = Protocol::Any,
+        |r| r.profiles = 1,
+        |r| r.direction = Direction::Out,
+        |r| r.allow = false,
+    ];
+    for edit in edits {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let made = wanted(&on("9095"), FELIX);
+        for rule in &made {
+            host.firewall_add(rule).expect("add");
+        }
+        host.admin_edit_firewall_rules(&made[0].name, edit)
+            .expect("admin edit");
+        let mut actions = Vec::new();
+        plan(&host, &config(&[]), FELIX, &made, None, &mut actions).expect("plan");
+        assert_eq!(removed(&actions), ["Calico metrics Felix TCP 9091"]);
+        let wider = config(&[
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.0.0.0/16",
+            "metrics.port=9095",
+        ]);
+        plan(&host, &wider, FELIX, &made, None, &mut Vec::new()).expect_err("refused");
+    }
+}
+
+/// Each removal carries the rule as the record or the journal says it was made, so that
+/// it is judged again as it runs.
+#[test]
+fn a_removal_carries_the_rule_as_made() {
+    let dir = tempfile::tempdir().expect("dir");
+    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let made = wanted(&on("9095"), FELIX);
+    for rule in &made {
+        host.firewall_add(rule).expect("add");
+    }
+    let mut actions = Vec::new();
+    plan(&host, &config(&[]), FELIX, &made, None, &mut actions).expect("plan");
+    let carried: Vec<Option<&FirewallRule>> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::RemoveFirewallRule { made, .. } => Some(made.as_ref()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(carried, [Some(&made[1]), Some(&made[0])]);
+}
+
+/// Another rule of a recorded rule's name beside it: neither is removed when metrics go
+/// off (removal by name could take either), and a rule an interrupted run added is not
+/// removed beside another of its name either.
+#[test]
+fn a_rule_beside_another_of_its_name_is_not_removed() {
+    let dir = tempfile::tempdir().expect("dir");
+    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let made = wanted(&on("9095"), FELIX);
+    for rule in &made {
+        host.firewall_add(rule).expect("add");
+        let admins = FirewallRule {
+            program: None,
+            ..rule.clone()
+        };
+        host.admin_add_firewall_rule(&admins).expect("admin add");
+    }
+    let mut actions = Vec::new();
+    plan(&host, &config(&[]), FELIX, &made, None, &mut actions).expect("plan");
+    assert_eq!(removed(&actions), Vec::<&str>::new());
+    let journal = added(&["Calico metrics calicoctl-win TCP 9095"]);
+    let mut actions = Vec::new();
+    plan(
+        &host,
+        &config(&[]),
+        FELIX,
+        &[],
+        Some(&journal),
+        &mut actions,
+    )
+    .expect("plan");
+    assert_eq!(removed(&actions), Vec::<&str>::new());
+}
+
+/// A run that made an interrupted run's rule again with another range was cut off in
+/// turn: the journal names the rule twice (the first range, then the second) and the
+/// firewall holds the second. It is the journal's all the same: removed with metrics
+/// off, made again with a third range (it was judged by the first entry only: left for
+/// good, or the plan refused).
+#[test]
+fn a_rule_journaled_twice_is_judged_by_every_entry() {
+    let dir = tempfile::tempdir().expect("dir");
+    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let ranged = |r: &str| {
+        config(&[
+            "metrics.enabled=true",
+            &format!("metrics.source_ranges={r}"),
+            "metrics.port=9095",
+        ])
+    };
+    let (a, b) = (
+        wanted(&ranged("10.0.0.0/8"), FELIX),
+        wanted(&ranged("10.1.0.0/16"), FELIX),
+    );
+    host.firewall_add(&b[0]).expect("add");
+    let mut journal = Journal::default();
+    for made in [&a[0], &b[0]] {
+        journal.entries.push(Entry {
+            action: format!("add firewall rule \"{}\"", made.name),
+            undo: Undo::RemoveFirewallRule {
+                name: made.name.clone(),
+                rule: Some(made.clone()),
+            },
+            done: true,
+            irreversible: false,
+        });
+    }
+    let mut actions = Vec::new();
+    plan(
+        &host,
+        &config(&[]),
+        FELIX,
+        &[],
+        Some(&journal),
+        &mut actions,
+    )
+    .expect("plan");
+    assert_eq!(removed(&actions), [b[0].name.as_str()]);
+    let mut actions = Vec::new();
+    let third = ranged("10.2.0.0/16");
+    plan(&host, &third, FELIX, &[], Some(&journal), &mut actions).expect("not refused");
+    assert_eq!(removed(&actions), [b[0].name.as_str()]);
+    assert!(
+        actions
+            .iter()
+            .any(|x| matches!(x, Action::AddFirewallRule { rule }
+            if rule.name == b[0].name && rule.remote_addresses == ["10.2.0.0/16"])),
+        "{actions:?}"
+    );
+}
+
+/// A reconfigure changing the range removed the recorded rule and added it again with the
+/// new range, and was cut off; the rerun, with metrics off, finds the new rule, unlike the
+/// record's copy but as the journal says it was made: it is removed (it was judged by the
+/// record's copy alone, left open to the new range for good, and the record dropped it).
+#[test]
+fn a_recorded_rule_made_again_by_a_cut_off_run_is_judged_by_the_journal_too() {
+    let dir = tempfile::tempdir().expect("dir");
+    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let recorded = wanted(&on("9095"), FELIX);
+    let again = wanted(
+        &config(&[
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.1.0.0/16",
+            "metrics.port=9095",
+        ]),
+        FELIX,
+    );
+    host.firewall_add(&again[0]).expect("add");
+    host.firewall_add(&recorded[1]).expect("add");
+    let journal = Journal {
+        command: "reconfigure".into(),
+        entries: vec![Entry {
+            action: format!("add firewall rule \"{}\"", again[0].name),
+            undo: Undo::RemoveFirewallRule {
+                name: again[0].name.clone(),
+                rule: Some(again[0].clone()),
+            },
+            done: true,
+            irreversible: false,
+        }],
+        ..Journal::default()
+    };
+    let mut actions = Vec::new();
+    let owned = plan(
+        &host,
+        &config(&[]),
+        FELIX,
+        &recorded,
+        Some(&journal),
+        &mut actions,
+    )
+    .expect("plan");
+    assert!(owned.is_empty());
+    assert_eq!(
+        removed(&actions),
+        [recorded[1].name.as_str(), recorded[0].name.as_str()]
+    );
+}
+
+/// Each rule lets in only the program that listens on its port.
+#[test]
+fn each_rule_names_the_program_that_listens() {
+    let rules = wanted(&on("9095"), FELIX);
+    assert_eq!(
+        rules[0].program.as_deref(),
+        Some(r"C:\CalicoWindows\calicoctl-win.exe")
+    );
+    assert_eq!(rules[1].program.as_deref(), Some(FELIX));
+}
+
+/// A recorded rule an administrator tightened through a property install does not set (its
+/// local addresses, remote ports, interface types, edge traversal, group, service) is no
+/// longer ours: it stays when metrics go off, and the plan wanting it again is refused. (It
+/// was removed as ours: those properties were not read.)
+#[test]
+fn a_recorded_rule_tightened_in_a_property_we_do_not_set_stays() {
+    let edits: [fn(&mut FirewallRule); 6] = [
+        |r| r.unset.local_addresses = "10.0.2.15".into(),
+        |r| r.unset.remote_ports = "40000-40100".into(),
+        |r| r.unset.interface_types = "Lan".into(),
+        |r| r.unset.edge_traversal = true,
+        |r| r.unset.grouping = "Monitoring".into(),
+        |r| r.unset.service_name = "CalicoNode".into(),
+    ];
+    for edit in edits {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let made = wanted(&on("9095"), FELIX);
+        for rule in &made {
+            host.firewall_add(rule).expect("add");
+        }
+        host.admin_edit_firewall_rules(&made[0].name, edit)
+            .expect("admin edit");
+        let mut actions = Vec::new();
+        plan(&host, &config(&[]), FELIX, &made, None, &mut actions).expect("plan");
+        assert_eq!(removed(&actions), ["Calico metrics Felix TCP 9091"]);
+        let wider = config(&[
+            "metrics.enabled=true",
+            "metrics.source_ranges=10.0.0.0/16",
+            "metrics.port=9095",
+        ]);
+        plan(&host, &wider, FELIX, &made, None, &mut Vec::new()).expect_err("refused");
+    }
+}
+
+/// A rule recorded as made from `0.0.0.0/0` (which `metrics.source_ranges` now refuses) and
+/// read back as `*` (any address, as Windows may keep it) is ours: removed when metrics go
+/// off. (It was kept for good as an administrator's.)
+#[test]
+fn a_rule_recorded_from_any_ipv4_address_and_read_back_as_any_is_removed() {
+    let dir = tempfile::tempdir().expect("dir");
+    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let recorded: Vec<FirewallRule> = wanted(&on("9095"), FELIX)
+        .into_iter()
+        .map(|r| FirewallRule {
+            remote_addresses: vec!["0.0.0.0/0".into()],
+            ..r
+        })
+        .collect();
+    for rule in &recorded {
+        host.firewall_add(&FirewallRule {
+            remote_addresses: Vec::new(),
+            ..rule.clone()
+        })
+        .expect("add");
+    }
+    let mut actions = Vec::new();
+    plan(&host, &config(&[]), FELIX, &recorded, None, &mut actions).expect("plan");
+    assert_eq!(
+        removed(&actions),
+        [recorded[1].name.as_str(), recorded[0].name.as_str()]
+    );
+}
+
+/// A journal that names the rules in another case than the config's (the firewall reads a
+/// name in any case): they are the metrics rules all the same, removed with metrics off and
+/// made again with another range; never refused as someone else's. (The plan compared the
+/// names exactly: the rules were left for good, and the plan wanting them was refused.)
+#[test]
+fn names_in_another_case_are_the_same_rules_to_the_plan() {
+    let dir = tempfile::tempdir().expect("dir");
+    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let made: Vec<FirewallRule> = wanted(&on("9095"), FELIX)
+        .into_iter()
+        .map(|r| FirewallRule {
+            name: r.name.to_ascii_uppercase(),
+            ..r
+        })
+        .collect();
+    let mut journal = Journal::default();
+    for rule in &made {
+        host.firewall_add(rule).expect("add");
+        journal.entries.push(Entry {
+            action: format!("add firewall rule \"{}\"", rule.name),
+            undo: Undo::RemoveFirewallRule {
+                name: rule.name.clone(),
+                rule: Some(rule.clone()),
+            },
+            done: true,
+            irreversible: false,
+        });
+    }
+    let mut actions = Vec::new();
+    plan(
+        &host,
+        &config(&[]),
+        FELIX,
+        &[],
+        Some(&journal),
+        &mut actions,
+    )
+    .expect("plan");
+    assert_eq!(removed(&actions).len(), 2, "{actions:?}");
+    let wider = config(&[
+        "metrics.enabled=true",
+        "metrics.source_ranges=10.0.0.0/16",
+        "metrics.port=9095",
+    ]);
+    let mut actions = Vec::new();
+    plan(&host, &wider, FELIX, &[], Some(&journal), &mut actions).expect("not refused");
+    assert_eq!(removed(&actions).len(), 2, "{actions:?}");
+    // As wanted but for the case of its name: left as it is.
+    let mut actions = Vec::new();
+    plan(&host, &on("9095"), FELIX, &made, None, &mut actions).expect("plan");
+    assert!(actions.is_empty(), "{actions:?}");
+}
+
+/// A record and a journal of the previous version, which kept none of the properties install
+/// does not set: their rules read with Windows' defaults, the ones that version made every
+/// rule with, so the rules the firewall holds as made are theirs: removed with metrics off,
+/// and uninstall names none of them as changed.
+#[test]
+fn rules_of_an_older_record_or_journal_are_judged_with_the_defaults() {
+    let dir = tempfile::tempdir().expect("dir");
+    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let made = wanted(&on("9095"), FELIX);
+    for rule in &made {
+        host.firewall_add(rule).expect("add");
+    }
+    let old = |r: &FirewallRule| {
+        serde_json::json!({
+            "name": r.name, "protocol": "tcp", "program": r.program, "local_port": r.local_port,
+            "allow": true, "enabled": true, "profiles": crate::host::ALL_PROFILES,
+            "remote_addresses": ["10.0.0.0/8"],
+        })
+    };
+    let record: crate::installed::record::InstallRecord = serde_json::from_value({
+        let mut v =
+            serde_json::to_value(crate::installed::record::InstallRecord::default()).expect("json");
+        v["metrics_rules"] = made.iter().map(old).collect();
+        v
+    })
+    .expect("an older record");
+    assert_eq!(record.metrics_rules, made);
+    let kept = crate::plan::uninstall::changed_rules(&host, &record, false).expect("judged");
+    assert!(kept.is_empty(), "{kept:?}");
+    let mut actions = Vec::new();
+    plan(
+        &host,
+        &config(&[]),
+        FELIX,
+        &record.metrics_rules,
+        None,
+        &mut actions,
+    )
+    .expect("plan");
+    assert_eq!(removed(&actions).len(), 2, "{actions:?}");
+
+    let journal: Journal = serde_json::from_value(serde_json::json!({
+        "command": "reconfigure", "started": 0, "new_dirs": [], "routes_before": [],
+        "entries": made.iter().map(|r| serde_json::json!({
+            "action": format!("add firewall rule \"{}\"", r.name),
+            "undo": {"undo": "remove-firewall-rule", "name": r.name, "rule": old(r)},
+            "done": true,
+        })).collect::<Vec<_>>(),
+    }))
+    .expect("an older journal");
+    let mut actions = Vec::new();
+    plan(
+        &host,
+        &config(&[]),
+        FELIX,
+        &[],
+        Some(&journal),
+        &mut actions,
+    )
+    .expect("plan");
+    assert_eq!(removed(&actions).len(), 2, "{actions:?}");
+}
