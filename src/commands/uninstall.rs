@@ -545,10 +545,10 @@ fn undo_interrupted_install(
 /// is kept for a retry); with no admin kubeconfig at all, a warning naming it.
 fn undo_interrupted_grant(
     ctx: &mut Context,
-    m: &crate::cluster::renewal::Making,
+    m: &crate::cluster::making::Making,
 ) -> anyhow::Result<()> {
     let removed = match ctx.connect_cluster() {
-        Ok(Some(c)) => match crate::cluster::renewal::remove_made(&c, m) {
+        Ok(Some(c)) => match crate::cluster::making::remove_made(&c, m) {
             // The kubeconfig found is no admin's (kubelet's own `C:\k\config`, a pod's
             // account): a refusal no rerun changes, so it is said, as with none at all.
             Err(

@@ -205,3 +205,78 @@ fn a_rerun_that_makes_another_grant_deletes_the_killed_runs_grant() {
     assert!(api.get(&role()).is_none(), "{stderr}");
     assert!(api.get(&binding()).is_none(), "{stderr}");
 }
+
+/// The grant's Role is created and the answer lost (kube-apiserver's 504 for a write that
+/// committed after its deadline): the Role carries this run's nonce, so it is this install's,
+/// and the install that then fails at a later step deletes it with the RoleBinding. A client
+/// retrying the POST would get a 409 for its own Role and leave it for good.
+#[test]
+fn a_grant_whose_create_answer_was_lost_is_undone_by_the_failed_install() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    // The run's writes: calico-node's token requested, then the Role created.
+    api.timeout_write_at(2);
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let (code, _, stderr) = node.run(&[&args[..], &["--sim-fault", LATER_STEP_FAILS]].concat());
+    assert_ne!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_none(), "{stderr}");
+    assert!(api.get(&binding()).is_none(), "{stderr}");
+    let role_posts = (api.lock().requests.iter())
+        .filter(|(m, p)| m == "POST" && p.ends_with("/roles"))
+        .count();
+    assert_eq!(role_posts, 1, "{stderr}");
+    // The same lost answer in a run that succeeds: the Role is recorded as made.
+    api.timeout_write_at(2);
+    let (code, _, stderr) = node.run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let rec = node.c_drive("calicowindows/calicoctl-win-install.json");
+    let rec: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(rec).unwrap()).unwrap();
+    assert_eq!(
+        rec["renewal"]["uids"]["role"],
+        "uid-".to_owned() + GRANT,
+        "{stderr}"
+    );
+}
+
+/// A Role of the grant's name made by someone else between this run's look and its create
+/// (409, without this run's nonce) is not this install's: its failed run leaves it.
+#[test]
+fn a_role_another_made_first_is_not_taken_for_ours() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    // Their Role lands while this run's create of it waits: the create is answered 409.
+    api.pause_write_at(2);
+    let theirs = {
+        let mut r = meta(
+            "rbac.authorization.k8s.io/v1",
+            "Role",
+            GRANT,
+            Some("calico-system"),
+        );
+        r["metadata"]["labels"] =
+            serde_json::json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
+        r
+    };
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let all = [&args[..], &["--sim-fault", LATER_STEP_FAILS]].concat();
+    let run = std::thread::scope(|s| {
+        let h = s.spawn(|| node.run(&all));
+        while !api.lock().held {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        api.put(&role(), theirs.clone());
+        api.release_write();
+        h.join().unwrap()
+    });
+    let (code, _, stderr) = run;
+    assert_ne!(code, 0, "{stderr}");
+    assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
+    assert!(api.get(&binding()).is_none(), "{stderr}");
+}

@@ -1,5 +1,5 @@
 //! The node's grant to renew its token, made between the plan shown and the plan run: journaled
-//! before each of its objects is created (`renewal::Making`), so that a run cut off before its
+//! before each of its objects is created (`making::Making`), so that a run cut off before its
 //! install record names them leaves them to the next install (which finishes or undoes them)
 //! or to uninstall (which undoes them); a failed run deletes only what it or the cut-off run
 //! it continues made, never a grant that was there before.
@@ -8,7 +8,8 @@ use super::beginning::{Begun, fresh_journal};
 use super::{Within, hand_over, record_uids};
 use crate::apply;
 use crate::apply::journal::Journal;
-use crate::cluster::renewal::{self, Grant, Making};
+use crate::cluster::making::{self, Making};
+use crate::cluster::renewal::{self, Grant};
 use crate::commands::common::ClusterRead;
 use crate::context::Context;
 use crate::host::Host;
@@ -93,7 +94,8 @@ fn grant<'a>(
     let mut making = (at.journal.as_ref())
         .and_then(|j| j.grant.clone())
         .filter(|m| m.is_of(g))
-        .unwrap_or_else(|| Making::of(g));
+        .unwrap_or_else(|| Making::of(g))
+        .with_nonce();
     if at.journal.is_none() {
         let journal = fresh_journal(host, config, host.missing_parents(at.path)?)?;
         *at.begun = Begun::armed(host, Some(journal.clone()), at.path, at.timeout);
@@ -113,7 +115,7 @@ fn grant<'a>(
             None => Ok(()),
         }
     };
-    match renewal::ensure(c, g, node_name, &mut making, &mut save) {
+    match making::ensure(c, g, node_name, &mut making, &mut save) {
         Ok(uids) => {
             if making.makes_any() && making != before {
                 ctx.log(&format!(
@@ -150,7 +152,7 @@ fn undo_earlier_grant(
         return Ok(());
     };
     let removed = match cluster {
-        ClusterRead::Read(c, _) => renewal::remove_made(c, &m).map_err(|e| e.to_string()),
+        ClusterRead::Read(c, _) => making::remove_made(c, &m).map_err(|e| e.to_string()),
         _ => Err("this run does not reach the cluster with the admin kubeconfig".to_owned()),
     };
     match removed {
@@ -176,7 +178,7 @@ fn ungrant(ctx: &mut Context, cluster: &ClusterRead, made: Option<&Making>) -> b
         return true;
     };
     let removed = match cluster {
-        ClusterRead::Read(c, _) => renewal::remove_made(c, m).map_err(|e| e.to_string()),
+        ClusterRead::Read(c, _) => making::remove_made(c, m).map_err(|e| e.to_string()),
         _ => Err("the cluster cannot be reached".to_owned()),
     };
     match removed {

@@ -230,7 +230,7 @@ fn install(
 }
 
 /// The grant with the uids an earlier install recorded of it: its objects, not ones made
-/// again since (`renewal::ensure` keeps them), and the record they are in unchanged. (Called
+/// again since (`making::ensure` keeps them), and the record they are in unchanged. (Called
 /// in `Inputs` before `previous` is taken from `Checked`: fields are evaluated in order.)
 fn with_earlier_uids(g: Option<Grant>, previous: Option<&record::InstallRecord>) -> Option<Grant> {
     let mut g = g?;
