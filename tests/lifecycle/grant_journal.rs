@@ -280,3 +280,39 @@ fn a_role_another_made_first_is_not_taken_for_ours() {
     assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
     assert!(api.get(&binding()).is_none(), "{stderr}");
 }
+
+/// A fresh install whose RoleBinding cannot be made, after it made the Role, and whose
+/// rollback may not delete that Role: the journal it began is kept, naming the Role, not
+/// dropped with its beginning; uninstall (allowed again) then deletes it.
+#[test]
+fn a_grant_that_fails_and_cannot_be_undone_keeps_the_journal_the_run_began() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    // The run's writes: calico-node's token requested, the Role, then the RoleBinding, which
+    // the server fails; deleting the Role is refused (the preflight's check of that right
+    // skipped: it would refuse the run before any change).
+    api.fail_write_at(3);
+    api.forbid("delete", "roles");
+    let path = node.c_drive("calicowindows/calicoctl-win.journal.json");
+    let args = [
+        "install",
+        "--no-start",
+        "--release-zip",
+        &zip,
+        "--skip",
+        "rbac",
+    ];
+    let (code, _, stderr) = node.run(&args);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_some(), "{stderr}");
+    assert!(path.exists(), "{stderr}");
+    assert!(stderr.contains("keeps it"), "{stderr}");
+    api.lock().forbidden.clear();
+    let (code, _, stderr) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_none(), "{stderr}");
+    assert!(!path.exists(), "{stderr}");
+}

@@ -72,7 +72,9 @@ pub(super) fn grant_then_hand_over<'a>(
     let then = record_uids(host, inputs, &mut actions, (planned, uids))
         .and_then(|()| hand_over(ctx, host, within, begun));
     if let Err(e) = then {
-        ungrant(ctx, cluster, made.as_ref());
+        if !ungrant(ctx, cluster, made.as_ref()) {
+            keep_journal(ctx, begun, at.path);
+        }
         return Err(e);
     }
     Ok((actions, made))
@@ -126,7 +128,9 @@ fn grant<'a>(
             Ok((Some(making), uids))
         }
         Err(e) => {
-            ungrant(ctx, cluster, Some(&making));
+            if !ungrant(ctx, cluster, Some(&making)) {
+                keep_journal(ctx, at.begun, at.path);
+            }
             Err(e.context(format!(
                 "cannot create the Role and RoleBinding {} that let CalicoNode renew calico-node's token",
                 g.name
@@ -169,6 +173,20 @@ fn undo_earlier_grant(
         j.save(host, at.path)?;
     }
     Ok(())
+}
+
+/// What a run stopped before its plan made of the grant and could not remove stays named in
+/// the journal this run began (saved with it before each create): that beginning is kept,
+/// not undone with the journal (`Begun`), so that the next install or uninstall removes it
+/// (and the directories it names) rather than nobody. A journal this run did not begin is
+/// kept anyway.
+fn keep_journal(ctx: &mut Context, begun: &mut Option<Begun<'_>>, path: &str) {
+    if let Some(b) = begun.as_mut().filter(|b| b.armed) {
+        b.armed = false;
+        ctx.printer.warn(&format!(
+            "the journal {path} keeps it: the next install or uninstall removes it"
+        ));
+    }
 }
 
 /// A failed install removes what it made of the grant (a grant there before it stays); true
