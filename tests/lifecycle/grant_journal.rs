@@ -316,3 +316,48 @@ fn a_grant_that_fails_and_cannot_be_undone_keeps_the_journal_the_run_began() {
     assert!(api.get(&role()).is_none(), "{stderr}");
     assert!(!path.exists(), "{stderr}");
 }
+
+/// A fresh install that fails at a later step is killed while its rollback deletes the grant
+/// (the delete's answer never comes): the journal still names the grant, so uninstall then
+/// deletes it. A rollback that dropped the journal first would leave it to nobody.
+#[test]
+fn a_rollback_killed_while_it_deletes_the_grant_leaves_it_journaled() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    // The run's writes: calico-node's token requested, the Role and the RoleBinding made,
+    // then the rollback's delete of the RoleBinding, held until the run is killed.
+    api.hold_write_at(4);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .current_dir(crate::support::root())
+        .args(["install", "--no-start", "--release-zip", &zip])
+        .args(["--sim-fault", LATER_STEP_FAILS, "-o", "json", "--sim-host"])
+        .arg(node.sim())
+        .arg("--kubeconfig")
+        .arg(&node.admin)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start calicoctl-win");
+    while !api.lock().held {
+        assert!(child.try_wait().expect("wait").is_none(), "it ended first");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    api.release_write();
+    assert!(api.get(&role()).is_some() && api.get(&binding()).is_some());
+    let path = node.c_drive("calicowindows/calicoctl-win.journal.json");
+    let journal: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&path).expect("the journal stays")).unwrap();
+    assert_eq!(journal["grant"]["name"], GRANT, "{journal}");
+    let (code, _, stderr) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_none(), "{stderr}");
+    assert!(api.get(&binding()).is_none(), "{stderr}");
+    assert!(!path.exists(), "{stderr}");
+}

@@ -2,7 +2,9 @@
 //! before each of its objects is created (`making::Making`), so that a run cut off before its
 //! install record names them leaves them to the next install (which finishes or undoes them)
 //! or to uninstall (which undoes them); a failed run deletes only what it or the cut-off run
-//! it continues made, never a grant that was there before.
+//! it continues made, never a grant that was there before: the plan's rollback deletes it
+//! before it drops the journal (`apply::undo`), so that a run killed at any point leaves it
+//! named in a journal.
 
 use super::beginning::{Begun, fresh_journal};
 use super::{Within, hand_over, record_uids};
@@ -43,15 +45,15 @@ impl<'j, 'a> Journaling<'j, 'a> {
 /// The node's grant, then the enclosing command's steps (`hand_over`): the grant first, so
 /// that a refused grant changes nothing of them (a migration's node stays with the operator),
 /// and undone when they fail. The plan to run (made again with the grant's uids in its install
-/// record; the document shows the plan as first made) and what this install made of the grant
-/// (undone if the plan fails).
+/// record; the document shows the plan as first made). What this install made of the grant is
+/// in the journal the plan runs with, whose rollback deletes it.
 pub(super) fn grant_then_hand_over<'a>(
     ctx: &mut Context,
     (host, cluster, node_name): (&'a dyn Host, &ClusterRead, &str),
     (inputs, actions): (&mut Inputs, &[apply::Action]),
     within: Option<&mut Within>,
     at: Journaling<'_, 'a>,
-) -> anyhow::Result<(Vec<apply::Action>, Option<Making>)> {
+) -> anyhow::Result<Vec<apply::Action>> {
     let mut actions = actions.to_vec();
     let planned = inputs.renewal.as_ref().map(|g| g.uids.clone());
     let renewal = inputs.renewal.clone();
@@ -77,7 +79,7 @@ pub(super) fn grant_then_hand_over<'a>(
         }
         return Err(e);
     }
-    Ok((actions, made))
+    Ok(actions)
 }
 
 /// The grant made (its objects journaled first), before the host changes (a refusal changes
@@ -212,38 +214,5 @@ fn ungrant(ctx: &mut Context, cluster: &ClusterRead, made: Option<&Making>) -> b
             ));
             false
         }
-    }
-}
-
-/// After a run failed (`failed`) and was rolled back: what it made of the grant removed, else
-/// kept in the install's journal (the rollback's, when it kept one; else one holding only the
-/// grant), so that the next install or uninstall removes it rather than nobody. Past the point
-/// of no return nothing was rolled back and the journal, the grant in it, is kept for a rerun
-/// to finish: the services it installed renew their token with the grant, which stays.
-pub(super) fn ungrant_after_rollback(
-    ctx: &mut Context,
-    (host, config, path): (&dyn Host, &crate::config::Config, &str),
-    (cluster, made): (&ClusterRead, Option<&Making>),
-    failed: &anyhow::Error,
-) {
-    let finished_by_rerun = failed
-        .downcast_ref::<apply::ExecError>()
-        .is_some_and(|e| e.past_no_return);
-    if finished_by_rerun || ungrant(ctx, cluster, made) {
-        return;
-    }
-    let kept = (|| -> anyhow::Result<()> {
-        let mut journal = match Journal::load(host, path)? {
-            Some(j) => j,
-            None => fresh_journal(host, config, host.missing_parents(path)?)?,
-        };
-        journal.grant = made.cloned();
-        journal.save(host, path)
-    })();
-    match kept {
-        Ok(()) => ctx.printer.warn(&format!(
-            "the journal {path} keeps it: the next install or uninstall removes it"
-        )),
-        Err(e) => ctx.printer.warn(&format!("{e:#}")),
     }
 }

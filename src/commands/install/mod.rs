@@ -10,7 +10,7 @@ use super::change::{Change, Changing, ChecksBlocked, Failed};
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, stage};
 pub(crate) use document::{FromOperator, Install};
-use grant::{Journaling, grant_then_hand_over, ungrant_after_rollback};
+use grant::{Journaling, grant_then_hand_over};
 use prepare::{Credentials, credentials, merged_config};
 
 use super::common::{ClusterRead, check_skips, cluster_checks, read_cluster};
@@ -209,20 +209,19 @@ fn install(
     let Some(doc) = present(ctx, &c.change, &shown, extra, refused)? else {
         return Ok(());
     };
-    let (run, made) = grant_then_hand_over(
+    let run = grant_then_hand_over(
         ctx,
         (host, &c.cluster, &c.node_name),
         (&mut inputs, &actions),
         within.as_deref_mut(),
         Journaling::new((&mut journal, &mut begun), &c.change, args.service_timeout),
     )?;
-    let result = execute(ctx, &c.change, args, config, &run, journal);
+    // The rollback of a failed run deletes what it made of the grant (journaled) before it
+    // drops the journal; past the point of no return the journal and the grant stay, for a
+    // rerun to finish with.
+    let result = execute(ctx, (&c.change, &c.cluster), args, config, &run, journal);
     if let Err(e) = staging.remove() {
         ctx.printer.warn(&format!("{e:#}"));
-    }
-    if let Err(e) = &result {
-        let at = (host, config, c.change.journal_path.as_str());
-        ungrant_after_rollback(ctx, at, (&c.cluster, made.as_ref()), e);
     }
     result?;
     let at = (&c.change, &c.cluster, c.node_name.as_str());
@@ -490,7 +489,7 @@ fn end_dry_run(
 /// Runs the plan, journaled, rolled back on failure.
 fn execute(
     ctx: &mut Context,
-    change: &Change,
+    (change, cluster): (&Change, &ClusterRead),
     args: &InstallArgs,
     config: &crate::config::Config,
     actions: &[apply::Action],
@@ -510,7 +509,11 @@ fn execute(
         record: None,
         logs_dir: Some(config.logs.dir.as_str().to_owned()),
         now: now(),
-        cluster: None,
+        // For the rollback only: it deletes what the run made of the grant.
+        cluster: match cluster {
+            ClusterRead::Read(c, _) => Some(c.as_ref() as &dyn crate::cluster::NodeControl),
+            _ => None,
+        },
         recheck: None,
         stop: crate::duration::Stop::never(),
     };
