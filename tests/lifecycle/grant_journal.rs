@@ -361,3 +361,26 @@ fn a_rollback_killed_while_it_deletes_the_grant_leaves_it_journaled() {
     assert!(api.get(&binding()).is_none(), "{stderr}");
     assert!(!path.exists(), "{stderr}");
 }
+
+/// Install killed after the grant; a rerun without the admin kubeconfig does not make that
+/// grant and cannot remove it: refused, and its dry run is refused alike, before any change.
+#[test]
+fn a_rerun_that_cannot_remove_the_killed_runs_grant_is_refused_in_its_dry_run_too() {
+    let api = FakeApi::start();
+    let (node, zip) = killed_after_grant(&api);
+    // calico-node's kubeconfig written first, as a node without the admin's installs.
+    let (code, _, stderr) = node.run(&["fetch", "kubeconfig"]);
+    assert_eq!(code, 0, "{stderr}");
+    let path = node.c_drive("calicowindows/calicoctl-win.journal.json");
+    let journal = fs_err::read_to_string(&path).unwrap();
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let (dry_code, _, dry) = node.run_without_kubeconfig(&[&args[..], &["--dry-run"]].concat());
+    let (code, _, stderr) = node.run_without_kubeconfig(&args);
+    assert_ne!(code, 0, "{stderr}");
+    let refusal = "which this run does not make, and it cannot be removed";
+    assert!(stderr.contains(refusal), "{stderr}");
+    assert_ne!(dry_code, 0, "{dry}");
+    assert!(dry.contains(refusal), "{dry}");
+    assert_eq!(fs_err::read_to_string(&path).unwrap(), journal);
+    assert!(api.get(&role()).is_some());
+}

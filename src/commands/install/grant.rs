@@ -142,8 +142,39 @@ fn grant<'a>(
 }
 
 /// The grant a cut-off run of this install made (journaled) when this run does not make that
-/// same grant (the node or namespace changed, no admin kubeconfig, etcd): removed before any
-/// change, and then dropped from the journal (kept there until it is gone); without the
+/// same grant (the node or namespace changed, no admin kubeconfig, etcd).
+fn earlier_grant(journal: Option<&Journal>, g: Option<&Grant>) -> Option<Making> {
+    (journal.and_then(|j| j.grant.clone()))
+        .filter(|m| m.makes_any() && !g.is_some_and(|g| m.is_of(g)))
+}
+
+/// The refusal of a run that does not make the grant a cut-off run made and cannot remove it.
+fn cannot_remove(m: &Making, why: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "an earlier run of this install made the Role and RoleBinding {} in {}, which this run does not make, and it cannot be removed ({why}); remove it with '{}', or run install with the admin kubeconfig",
+        m.name,
+        m.namespace,
+        m.delete_command()
+    )
+}
+
+const NO_ADMIN: &str = "this run does not reach the cluster with the admin kubeconfig";
+
+/// `undo_earlier_grant`'s refusal when it is known before anything changes (no cluster to
+/// remove it with): given then, in the dry run too, with the grant this run makes (`g`).
+pub(super) fn refuse_earlier_grant(
+    journal: Option<&Journal>,
+    g: Option<&Grant>,
+    cluster: &ClusterRead,
+) -> anyhow::Result<()> {
+    match earlier_grant(journal, g) {
+        Some(m) if !matches!(cluster, ClusterRead::Read(..)) => Err(cannot_remove(&m, NO_ADMIN)),
+        _ => Ok(()),
+    }
+}
+
+/// The grant a cut-off run made that this run does not make (`earlier_grant`): removed before
+/// any change, and then dropped from the journal (kept there until it is gone); without the
 /// cluster, or refused, this run is refused with the command that deletes it.
 fn undo_earlier_grant(
     ctx: &mut Context,
@@ -151,24 +182,16 @@ fn undo_earlier_grant(
     g: Option<&Grant>,
     at: &mut Journaling<'_, '_>,
 ) -> anyhow::Result<()> {
-    let Some(m) = (at.journal.as_ref())
-        .and_then(|j| j.grant.clone())
-        .filter(|m| m.makes_any() && !g.is_some_and(|g| m.is_of(g)))
-    else {
+    let Some(m) = earlier_grant(at.journal.as_ref(), g) else {
         return Ok(());
     };
     let removed = match cluster {
         ClusterRead::Read(c, _) => making::remove_made(c, &m).map_err(|e| e.to_string()),
-        _ => Err("this run does not reach the cluster with the admin kubeconfig".to_owned()),
+        _ => Err(NO_ADMIN.to_owned()),
     };
     match removed {
         Ok(left) => left.iter().for_each(|l| ctx.printer.warn(l)),
-        Err(why) => anyhow::bail!(
-            "an earlier run of this install made the Role and RoleBinding {} in {}, which this run does not make, and it cannot be removed ({why}); remove it with '{}', or run install with the admin kubeconfig",
-            m.name,
-            m.namespace,
-            m.delete_command()
-        ),
+        Err(why) => return Err(cannot_remove(&m, &why)),
     }
     if let Some(j) = at.journal.as_mut() {
         j.grant = None;

@@ -10,7 +10,7 @@ use super::change::{Change, Changing, ChecksBlocked, Failed};
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, stage};
 pub(crate) use document::{FromOperator, Install};
-use grant::{Journaling, grant_then_hand_over};
+use grant::{Journaling, grant_then_hand_over, refuse_earlier_grant};
 use prepare::{Credentials, credentials, merged_config};
 
 use super::common::{ClusterRead, check_skips, cluster_checks, read_cluster};
@@ -162,9 +162,19 @@ fn install(
     let cache_dir = c.change.root.cache();
     let cache_dirs = host.missing_parents(&join(&cache_dir, "x"))?;
     let early = before_any_change(ctx, args, config, &mut c)?;
+    // A cut-off run's grant this run neither makes nor can remove refuses it before any
+    // change (a dry run's credentials are made once its release is looked at).
+    if let Some(e) = &early {
+        let g = e.renewal.as_ref();
+        refuse_earlier_grant(c.change.journal.as_ref(), g, &c.cluster)?;
+    }
     let (mut journal, mut begun) = begin(host, args, config, &mut c, &cache_dir, dry_run)?;
     let (staging, got) = stage(ctx, host, &c.want, &cache_dir, &mut begun)?;
     let mut credentials = staged(ctx, args, config, &mut c, (&got, early))?;
+    if dry_run {
+        let g = credentials.renewal.as_ref();
+        refuse_earlier_grant(journal.as_ref(), g, &c.cluster)?;
+    }
 
     // The release's files and CNI plugins, calicoctl-win itself, the credentials, the
     // rendered files.
