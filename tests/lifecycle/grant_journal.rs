@@ -384,3 +384,48 @@ fn a_rerun_that_cannot_remove_the_killed_runs_grant_is_refused_in_its_dry_run_to
     assert_eq!(fs_err::read_to_string(&path).unwrap(), journal);
     assert!(api.get(&role()).is_some());
 }
+
+/// Install killed after the grant, and the cluster gone for good (it never answers):
+/// `uninstall --skip-cluster` does not contact it, undoes the node's part, and lists the
+/// grant's objects it leaves, each with its kubectl delete, in text and in the document.
+#[test]
+fn uninstall_skipping_a_gone_cluster_lists_the_grant_it_leaves() {
+    let api = FakeApi::start();
+    let (node, _zip) = killed_after_grant(&api);
+    api.lock().stalled = true;
+    let path = node.c_drive("calicowindows/calicoctl-win.journal.json");
+    let (code, doc, stderr) = node.run(&["uninstall", "--skip-cluster"]);
+    let asked = api.lock().stalled_held;
+    api.lock().stalled = false;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(asked, 0, "the cluster was contacted: {stderr}");
+    assert!(!path.exists(), "{stderr}");
+    assert!(!node.c_drive("calicowindows").exists(), "{stderr}");
+    assert!(stderr.contains("delete rolebinding,role"), "{stderr}");
+    let left = &doc["cluster_left"];
+    let del = |kind: &str| format!("kubectl -n calico-system delete {kind} {GRANT}");
+    assert_eq!(
+        *left,
+        serde_json::json!([
+            {"kind": "RoleBinding", "namespace": "calico-system", "name": GRANT, "delete": del("rolebinding")},
+            {"kind": "Role", "namespace": "calico-system", "name": GRANT, "delete": del("role")},
+        ]),
+        "{doc}"
+    );
+    assert!(api.get(&role()).is_some());
+}
+
+/// Without any admin kubeconfig, uninstall of an install killed after the grant goes on: the
+/// document lists the grant's objects it leaves, for a script to keep.
+#[test]
+fn uninstall_without_a_kubeconfig_lists_the_grant_it_leaves() {
+    let api = FakeApi::start();
+    let (node, _zip) = killed_after_grant(&api);
+    let (code, doc, stderr) = node.run_without_kubeconfig(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    let left = doc["cluster_left"].as_array().cloned().unwrap_or_default();
+    let kinds: Vec<_> = left.iter().map(|l| l["kind"].clone()).collect();
+    assert_eq!(kinds, ["RoleBinding", "Role"], "{doc}");
+    assert!(left.iter().all(|l| l["name"] == GRANT), "{doc}");
+    assert!(api.get(&role()).is_some());
+}
