@@ -162,19 +162,9 @@ fn install(
     let cache_dir = c.change.root.cache();
     let cache_dirs = host.missing_parents(&join(&cache_dir, "x"))?;
     let early = before_any_change(ctx, args, config, &mut c)?;
-    // A cut-off run's grant this run neither makes nor can remove refuses it before any
-    // change (a dry run's credentials are made once its release is looked at).
-    if let Some(e) = &early {
-        let g = e.renewal.as_ref();
-        refuse_earlier_grant(c.change.journal.as_ref(), g, &c.cluster)?;
-    }
     let (mut journal, mut begun) = begin(host, args, config, &mut c, &cache_dir, dry_run)?;
     let (staging, got) = stage(ctx, host, &c.want, &cache_dir, &mut begun)?;
-    let mut credentials = staged(ctx, args, config, &mut c, (&got, early))?;
-    if dry_run {
-        let g = credentials.renewal.as_ref();
-        refuse_earlier_grant(journal.as_ref(), g, &c.cluster)?;
-    }
+    let mut credentials = staged(ctx, args, config, &mut c, (&got, early, journal.as_ref()))?;
 
     // The release's files and CNI plugins, calicoctl-win itself, the credentials, the
     // rendered files.
@@ -409,6 +399,10 @@ fn before_any_change(
         release::check_download(&mut c.want, &ctx.env)?;
     }
     let made = credentials_of(ctx, args, config, c)?;
+    // A cut-off run's grant this run neither makes nor can remove refuses it here, before
+    // any change (the dry run's, once its credentials are made: `staged`).
+    let journal = c.change.journal.as_ref();
+    refuse_earlier_grant(journal, made.renewal.as_ref(), &c.cluster)?;
     if !read {
         release::check_download(&mut c.want, &ctx.env)?;
     }
@@ -422,7 +416,7 @@ fn staged(
     args: &InstallArgs,
     config: &crate::config::Config,
     c: &mut Checked,
-    (got, early): (&Got, Option<Credentials>),
+    (got, early, journal): (&Got, Option<Credentials>, Option<&apply::journal::Journal>),
 ) -> anyhow::Result<Credentials> {
     let cluster_version = c.cluster_version.as_deref();
     if let Some(w) = given_release_against_cluster(args, &c.want, got, cluster_version)? {
@@ -430,7 +424,11 @@ fn staged(
     }
     match early {
         Some(made) => Ok(made),
-        None => credentials_of(ctx, args, config, c),
+        None => {
+            let made = credentials_of(ctx, args, config, c)?;
+            refuse_earlier_grant(journal, made.renewal.as_ref(), &c.cluster)?;
+            Ok(made)
+        }
     }
 }
 
