@@ -157,7 +157,9 @@ the Calico and External networks, puts back the routes the vSwitch took, and rem
 the firewall rule install created and the directories it created once empty, and, with the admin \
 kubeconfig, the node's token-renewal Role and RoleBinding in the cluster (without it, a warning gives the \
 kubectl command). The services' logs stay unless --remove-logs.\n\n\
-If a step fails, uninstall stops and keeps the record: run it again to finish. --dry-run prints the plan."
+If a step fails, uninstall stops and keeps the record: run it again to finish. --dry-run prints the plan.\n\n--skip-cluster says the cluster is gone for good: uninstall does not contact it, removes everything on the \
+node, and lists each cluster object it leaves (in text and in the JSON document's cluster_left) with the \
+kubectl command that deletes it."
     )]
     Uninstall(UninstallArgs),
     /// Converge an installed node to a changed config; drains it and makes the Calico HNS network again when needed
@@ -1194,6 +1196,10 @@ pub struct UninstallArgs {
     /// How long to wait for a service to stop
     #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = crate::duration::parse)]
     pub service_timeout: std::time::Duration,
+    /// The cluster is gone: do not contact it; remove everything on the node and list each
+    /// cluster object left, with the kubectl command that deletes it
+    #[arg(long)]
+    pub skip_cluster: bool,
 }
 
 #[derive(Debug, Subcommand)]

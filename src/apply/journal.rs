@@ -105,10 +105,10 @@ pub struct Journal {
     #[serde(default)]
     pub owned_cache: Option<String>,
     /// Install: the node's renewal grant, its objects flagged before this run creates them
-    /// (`renewal::Making`), so that a run cut off before its record names them leaves them to
+    /// (`making::Making`), so that a run cut off before its record names them leaves them to
     /// the next install or to uninstall, not to nobody.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub grant: Option<crate::cluster::renewal::Making>,
+    pub grant: Option<crate::cluster::making::Making>,
     pub entries: Vec<Entry>,
 }
 

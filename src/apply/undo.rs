@@ -289,6 +289,12 @@ fn undo_all(
         if !failures.is_empty() {
             return failures;
         }
+        // The grant an install made, while the journal still names it: a run killed before
+        // the delete is confirmed leaves the journal, to the next install or uninstall.
+        if let Err(f) = remove_grant(journal, opts, kept) {
+            failures.push(f);
+            return failures;
+        }
         if let Err(err) = host.remove_file(&opts.journal_path) {
             failures.push(format!("remove the journal: {err}"));
         }
@@ -316,6 +322,31 @@ fn undo_all(
         }
     }
     failures
+}
+
+/// What an install's own rollback (not a later command's: uninstall and a rerun see to it
+/// themselves) undoes in the cluster: what the run made of the node's renewal grant,
+/// journaled before it made it. A failure keeps the journal, naming it.
+fn remove_grant(
+    journal: &Journal,
+    opts: &Options<'_>,
+    kept: &mut Vec<String>,
+) -> Result<(), String> {
+    let Some(m) = (journal.grant.as_ref()).filter(|m| opts.command == "install" && m.makes_any())
+    else {
+        return Ok(());
+    };
+    match opts.cluster().and_then(|c| c.remove_made_grant(m)) {
+        Ok(left) => {
+            kept.extend(left);
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "remove what the install made of the Role and RoleBinding {} ({e:#}; '{}' removes it): the journal keeps it, and the next install or uninstall removes it",
+            m.name,
+            m.delete_command()
+        )),
+    }
 }
 
 /// Whether the journaled run created the install root that holds `journal_path`.

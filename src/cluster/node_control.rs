@@ -72,6 +72,8 @@ pub trait NodeControl {
         name: &str,
         uids: &renewal::GrantUids,
     ) -> anyhow::Result<Vec<String>>;
+    /// Deletes what an install made of the node's grant (`making::remove_made`); what stays.
+    fn remove_made_grant(&self, made: &super::making::Making) -> anyhow::Result<Vec<String>>;
     /// Removes calicoctl-win's annotations and says why it left the node (`left`).
     fn forget_node(&self, node: &str, left: node::Left) -> anyhow::Result<()>;
 }
@@ -188,6 +190,10 @@ impl NodeControl for Cluster {
             uids: uids.clone(),
         };
         Ok(renewal::remove(self, &g)?)
+    }
+
+    fn remove_made_grant(&self, made: &super::making::Making) -> anyhow::Result<Vec<String>> {
+        Ok(super::making::remove_made(self, made)?)
     }
 
     fn forget_node(&self, node: &str, left: node::Left) -> anyhow::Result<()> {

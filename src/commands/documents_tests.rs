@@ -177,7 +177,12 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
             keys(&changing(super::uninstall::Uninstall {
                 install_root: "",
                 purge: Some(false),
+                cluster_left: Vec::new(),
             })),
+        ),
+        (
+            "`uninstall` `cluster_left`",
+            keys(&super::uninstall::ClusterLeft::default()),
         ),
         ("`reconfigure`", keys(&changing(reconfigure))),
         ("`reconfigure` `pods`", keys(&pods)),
@@ -333,6 +338,7 @@ fn verify_puts_its_report_last() {
     let own = super::uninstall::Uninstall {
         install_root: "",
         purge: None,
+        cluster_left: Vec::new(),
     };
     let doc = changing(own);
     let mut want = keys(&doc);

@@ -20,7 +20,45 @@ pub(crate) struct Uninstall<'a> {
     /// Absent when nothing is installed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub purge: Option<bool>,
+    /// The cluster objects of the node's renewal grant this run would delete and leaves (no
+    /// admin kubeconfig, one that may not, `--skip-cluster`): the only record of them once
+    /// the node's journal or record is gone.
+    pub cluster_left: Vec<ClusterLeft>,
 }
+
+/// A cluster object uninstall leaves, and the command that deletes it.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub(crate) struct ClusterLeft {
+    pub kind: &'static str,
+    pub namespace: String,
+    pub name: String,
+    pub delete: String,
+}
+
+impl ClusterLeft {
+    fn of_made(m: &crate::cluster::making::Making) -> Vec<Self> {
+        (m.objects().into_iter())
+            .map(|(kind, delete)| Self {
+                kind,
+                namespace: m.namespace.clone(),
+                name: m.name.clone(),
+                delete,
+            })
+            .collect()
+    }
+
+    fn of_grant(g: &crate::cluster::renewal::Grant) -> Vec<Self> {
+        let m = crate::cluster::making::Making {
+            role: true,
+            binding: true,
+            ..crate::cluster::making::Making::of(g)
+        };
+        Self::of_made(&m)
+    }
+}
+
+/// Why the cluster is not contacted with `--skip-cluster`.
+const SKIPPED: &str = "--skip-cluster: the cluster is not contacted";
 
 /// Where Calico is installed when neither the flag nor a readable config says.
 const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
@@ -29,15 +67,17 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host_to_change("uninstall")?;
     let root = install_root(args, ctx, host.as_ref());
     let dry_run = ctx.options.dry_run;
-    undo_interrupted_install(ctx, host.as_ref(), &root, args.service_timeout)?;
+    let mut left = undo_interrupted_install(ctx, host.as_ref(), &root, args)?;
     let journal_path = root.uninstall_journal();
     let mut change = Change::begin(ctx, host.as_ref(), "uninstall", &root, journal_path)?;
     let Some(rec) = installed(ctx, host.as_ref(), &root, change.journal.as_ref())? else {
-        return nothing_installed(ctx, host.as_ref(), &root);
+        return nothing_installed(ctx, host.as_ref(), &root, left);
     };
     let grant = rec.renewal.clone().filter(|_| args.purge);
     let ran_as = ran_as(host.as_ref(), &root);
-    let cluster = cluster_part(ctx, grant.as_ref(), (ran_as, rec.config_hash.as_deref()));
+    let at = (ran_as, rec.config_hash.as_deref());
+    let cluster = cluster_part(ctx, grant.as_ref(), at, args.skip_cluster);
+    left.extend(cluster.left.iter().cloned());
     let actions = uninstall::plan(
         host.as_ref(),
         &rec,
@@ -60,6 +100,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let own = Uninstall {
         install_root: root.as_str(),
         purge: Some(args.purge),
+        cluster_left: left,
     };
     let mut doc = Changing::plan(dry_run, own, &actions);
     let mut warnings = cluster.warnings;
@@ -181,6 +222,7 @@ fn nothing_installed(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
     root: &InstallRoot,
+    cluster_left: Vec<ClusterLeft>,
 ) -> anyhow::Result<()> {
     let dry_run = ctx.options.dry_run;
     let legacy = legacy_services(host)?;
@@ -210,6 +252,7 @@ fn nothing_installed(
     let own = Uninstall {
         install_root: root.as_str(),
         purge: None,
+        cluster_left,
     };
     ctx.printer.json(&Changing::plan(dry_run, own, &[]));
     Ok(())
@@ -228,15 +271,22 @@ struct ClusterPart {
     cluster: Option<crate::cluster::Cluster>,
     steps: Vec<apply::Action>,
     warnings: Vec<String>,
+    /// The grant's objects left, when the cluster is not reached.
+    left: Vec<ClusterLeft>,
 }
 
 fn cluster_part(
     ctx: &mut Context,
     grant: Option<&crate::cluster::renewal::Grant>,
     (ran_as, hash): (Option<String>, Option<&str>),
+    skip_cluster: bool,
 ) -> ClusterPart {
     let node = node_to_forget(ctx, ran_as);
-    let reached = match ctx.connect_cluster() {
+    let connected = match skip_cluster {
+        true => Err(SKIPPED.to_owned()),
+        false => ctx.connect_cluster().map_err(|e| e.to_string()),
+    };
+    let reached = match connected {
         Ok(Some(c)) => match &node {
             // One read tells that the cluster answers, and whether the node is there at all.
             Some(n) => crate::cluster::node::exists(&c, n)
@@ -245,12 +295,13 @@ fn cluster_part(
             None => Ok((c, false)),
         },
         Ok(None) => Err(NO_KUBECONFIG.to_owned()),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e),
     };
     let mut part = ClusterPart {
         cluster: None,
         steps: Vec::new(),
         warnings: Vec::new(),
+        left: Vec::new(),
     };
     match reached {
         Ok((c, node_there)) => {
@@ -272,6 +323,7 @@ fn cluster_part(
                 );
                 ctx.printer.warn(&w);
                 part.warnings.push(w);
+                part.left = ClusterLeft::of_grant(g);
             }
             match &node {
                 // Without a kubeconfig, this is how uninstall is run on a node only: said, not
@@ -477,11 +529,12 @@ fn undo_interrupted_install(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
     root: &InstallRoot,
-    timeout: std::time::Duration,
-) -> anyhow::Result<()> {
+    args: &UninstallArgs,
+) -> anyhow::Result<Vec<ClusterLeft>> {
+    let timeout = args.service_timeout;
     let path = root.journal();
     let Some(journal) = Journal::load(host, &path)? else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     if journal.command != "install" {
         return Err(crate::error::UsageError::new(
@@ -510,18 +563,23 @@ fn undo_interrupted_install(
         ctx.printer.note(&format!(
             "an install started at {started} did not finish: uninstall would first see to it ({what})"
         ));
-        return Ok(());
+        return Ok(Vec::new());
     }
     ctx.printer.note(&format!(
         "an install started at {started} did not finish: {what} first"
     ));
     if covered {
-        return apply::undo::discard_journal(host, &journal, &path);
+        apply::undo::discard_journal(host, &journal, &path)?;
+        return Ok(Vec::new());
     }
+    let mut left = Vec::new();
     if let Some(m) = journal.grant.as_ref().filter(|m| m.makes_any()) {
-        undo_interrupted_grant(ctx, m).with_context(|| {
+        let stays = undo_interrupted_grant(ctx, m, args.skip_cluster).with_context(|| {
             format!("cannot undo the interrupted install; its journal {path} is kept, so running uninstall again retries")
         })?;
+        if stays {
+            left = ClusterLeft::of_made(m);
+        }
     }
     let rolled = apply::undo::undo_journal_in(host, &journal, &path, timeout, None);
     // What changed since that install made it (a firewall rule of its name beside an
@@ -536,19 +594,29 @@ fn undo_interrupted_install(
             failures.join("; ")
         );
     }
-    Ok(())
+    Ok(left)
 }
 
 /// What an interrupted install made of the node's renewal grant before it wrote its record
 /// (journaled before it was made): deleted, as the install's rollback would; a cluster that
 /// refuses or cannot be reached is an error naming the command that deletes it (the journal
-/// is kept for a retry); with no admin kubeconfig at all, a warning naming it.
+/// is kept for a retry); with no admin kubeconfig at all, or `--skip-cluster`, a warning
+/// naming it. Whether it stays in the cluster.
 fn undo_interrupted_grant(
     ctx: &mut Context,
-    m: &crate::cluster::renewal::Making,
-) -> anyhow::Result<()> {
+    m: &crate::cluster::making::Making,
+    skip_cluster: bool,
+) -> anyhow::Result<bool> {
+    if skip_cluster {
+        ctx.printer.warn(&format!(
+            "what the interrupted install made of the Role and RoleBinding {} stays in the cluster ({SKIPPED}); '{}' removes it",
+            m.name,
+            m.delete_command()
+        ));
+        return Ok(true);
+    }
     let removed = match ctx.connect_cluster() {
-        Ok(Some(c)) => match crate::cluster::renewal::remove_made(&c, m) {
+        Ok(Some(c)) => match crate::cluster::making::remove_made(&c, m) {
             // The kubeconfig found is no admin's (kubelet's own `C:\k\config`, a pod's
             // account): a refusal no rerun changes, so it is said, as with none at all.
             Err(
@@ -561,7 +629,7 @@ fn undo_interrupted_grant(
                     m.name,
                     m.delete_command()
                 ));
-                return Ok(());
+                return Ok(true);
             }
             done => done.map_err(|e| e.to_string()),
         },
@@ -573,14 +641,14 @@ fn undo_interrupted_grant(
                 m.name,
                 m.delete_command()
             ));
-            return Ok(());
+            return Ok(true);
         }
         Err(e) => Err(e.to_string()),
     };
     match removed {
         Ok(left) => {
             left.iter().for_each(|l| ctx.printer.warn(l));
-            Ok(())
+            Ok(false)
         }
         Err(why) => anyhow::bail!(
             "what it made of the Role and RoleBinding {} stays ({why}); '{}' removes it",

@@ -7,4 +7,5 @@
 
 pub mod check;
 pub mod credentials;
+pub mod making;
 pub mod renewal;

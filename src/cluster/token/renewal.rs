@@ -14,13 +14,13 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
-use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::api::{DeleteParams, ObjectMeta};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The prefix of the Role's and RoleBinding's name; the node's name follows.
 pub const NAME_PREFIX: &str = "calicoctl-win-token-renewal-";
-const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "calicoctl-win");
+pub(super) const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "calicoctl-win");
 
 /// A node's grant: where it is and whom it lets renew.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,7 +115,7 @@ impl Grant {
 
 /// The Node as owner, when it exists (a node that has not joined yet has none: its grant
 /// then stays until uninstall --purge).
-fn node_owner(c: &Cluster, node: &str) -> Result<Option<OwnerReference>, ClusterError> {
+pub(super) fn node_owner(c: &Cluster, node: &str) -> Result<Option<OwnerReference>, ClusterError> {
     let api: Api<Node> = Api::all(c.client.clone());
     let found = c.call_opt("get", &format!("nodes/{node}"), api.get(node))?;
     Ok(found.and_then(|n| {
@@ -129,171 +129,12 @@ fn node_owner(c: &Cluster, node: &str) -> Result<Option<OwnerReference>, Cluster
     }))
 }
 
-/// The objects of a grant an install creates, kept in its journal from before it creates
-/// them until the install record names them: a run cut off in between leaves them to the next
-/// install (which finishes or undoes them) or to uninstall (which undoes them). An object
-/// found there before (an administrator's, an earlier install's) stays out of it: a rollback
-/// deletes only what is flagged here.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Making {
-    pub namespace: String,
-    pub name: String,
-    /// Set before this install creates the Role (or the RoleBinding); cleared when another
-    /// run's was there first (409).
-    #[serde(default)]
-    pub role: bool,
-    #[serde(default)]
-    pub binding: bool,
-    /// Each one's uid once the server gave it (or, after a cut-off run, the one found carrying
-    /// our label).
-    #[serde(default, skip_serializing_if = "GrantUids::is_empty")]
-    pub uids: GrantUids,
-}
-
-impl Making {
-    /// Nothing made yet of `g`.
-    pub fn of(g: &Grant) -> Self {
-        Self {
-            namespace: g.namespace.clone(),
-            name: g.name.clone(),
-            ..Self::default()
-        }
-    }
-
-    /// Whether this is `g`'s.
-    pub fn is_of(&self, g: &Grant) -> bool {
-        (&self.namespace, &self.name) == (&g.namespace, &g.name)
-    }
-
-    /// Whether this install creates either object.
-    pub fn makes_any(&self) -> bool {
-        self.role || self.binding
-    }
-
-    /// How to remove what it made by hand.
-    pub fn delete_command(&self) -> String {
-        let kinds = match (self.role, self.binding) {
-            (true, true) => "rolebinding,role",
-            (true, false) => "role",
-            _ => "rolebinding",
-        };
-        format!("kubectl -n {} delete {kinds} {}", self.namespace, self.name)
-    }
-}
-
-/// Creates the grant's Role and RoleBinding where they are missing, each flagged in `making`
-/// and saved (`save`, into the install's journal) before it is created, and saved again with
-/// its uid once made. The uids for the install record: of one made here (now or by the
-/// cut-off run `making` came from), else the one `g` had recorded (an earlier install's: one
-/// made again since by someone else is not adopted), else of the one there when it carries
-/// our label.
-pub fn ensure(
-    c: &Cluster,
-    g: &Grant,
-    node: &str,
-    making: &mut Making,
-    save: &mut dyn FnMut(&Making) -> anyhow::Result<()>,
-) -> anyhow::Result<GrantUids> {
-    let owner = node_owner(c, node)?;
-    let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
-    let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), &g.namespace);
-    let pp = PostParams::default();
-    let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
-    let role = match c.call_opt("get", &what("roles"), roles.get(&g.name))? {
-        Some(r) => found(
-            (making.role, &mut making.uids.role),
-            &g.uids.role,
-            &r.metadata,
-        ),
-        None => {
-            let role = g.role(owner.clone());
-            let create = || c.call("create", &what("roles"), roles.create(&pp, &role));
-            create_flagged(making, |m| (&mut m.role, &mut m.uids.role), create, save)?
-        }
-    };
-    let binding = match c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))? {
-        Some(b) => found(
-            (making.binding, &mut making.uids.binding),
-            &g.uids.binding,
-            &b.metadata,
-        ),
-        None => {
-            let binding = g.binding(owner);
-            let create = || {
-                c.call(
-                    "create",
-                    &what("rolebindings"),
-                    bindings.create(&pp, &binding),
-                )
-            };
-            create_flagged(
-                making,
-                |m| (&mut m.binding, &mut m.uids.binding),
-                create,
-                save,
-            )?
-        }
-    };
-    Ok(GrantUids { role, binding })
-}
-
-/// The uid of an object found there: one a cut-off run of this install made (adopted, its
-/// uid kept in `making` when the run was cut off before it), else the recorded one, else
-/// its own when it carries our label.
-fn found(
-    (made, made_uid): (bool, &mut Option<String>),
-    recorded: &Option<String>,
-    meta: &ObjectMeta,
-) -> Option<String> {
-    if made {
-        if made_uid.is_none() {
-            *made_uid = ours(meta);
-        }
-        return made_uid.clone();
-    }
-    recorded.clone().or_else(|| ours(meta))
-}
-
-/// One object created, flagged in `making` and saved first, its uid saved once made; another
-/// run's made first (409) is not ours.
-fn create_flagged<T: kube::Resource>(
-    making: &mut Making,
-    part: fn(&mut Making) -> (&mut bool, &mut Option<String>),
-    create: impl FnOnce() -> Result<T, ClusterError>,
-    save: &mut dyn FnMut(&Making) -> anyhow::Result<()>,
-) -> anyhow::Result<Option<String>> {
-    *part(making).0 = true;
-    save(making)?;
-    let (made, uid) = created_or_there(create())?;
-    let (flag, kept) = part(making);
-    *flag = made;
-    kept.clone_from(&uid);
-    save(making)?;
-    Ok(uid)
-}
-
-/// The uid of an object when it carries our label.
-fn ours(meta: &ObjectMeta) -> Option<String> {
-    labelled_ours(meta).then(|| meta.uid.clone()).flatten()
-}
-
-fn labelled_ours(meta: &ObjectMeta) -> bool {
+/// Whether an object carries the managed-by label `ensure` gives the grant's objects.
+pub(super) fn labelled_ours(meta: &ObjectMeta) -> bool {
     meta.labels
         .as_ref()
         .and_then(|l| l.get(MANAGED_BY.0))
         .is_some_and(|v| v == MANAGED_BY.1)
-}
-
-/// A create's result: made (with the uid the server gave it), or another run won (409: there,
-/// not made here, its uid unknown to this run).
-fn created_or_there<T: kube::Resource>(
-    r: Result<T, ClusterError>,
-) -> Result<(bool, Option<String>), ClusterError> {
-    match r {
-        Ok(made) => Ok((true, made.meta().uid.clone())),
-        Err(ClusterError::Api { code: 409, .. }) => Ok((false, None)),
-        Err(e) => Err(e),
-    }
 }
 
 /// Deletes the grant's RoleBinding and Role when they are calicoctl-win's (they carry the
@@ -305,13 +146,7 @@ pub fn remove(c: &Cluster, g: &Grant) -> Result<Vec<String>, ClusterError> {
     remove_parts(c, (&g.namespace, &g.name), &g.uids, (true, true))
 }
 
-/// Deletes what an install made of a grant (`Making`), as `remove` does; an object it did not
-/// make stays untouched.
-pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError> {
-    remove_parts(c, (&m.namespace, &m.name), &m.uids, (m.role, m.binding))
-}
-
-fn remove_parts(
+pub(super) fn remove_parts(
     c: &Cluster,
     (namespace, name): (&str, &str),
     uids: &GrantUids,

@@ -1,14 +1,17 @@
 //! The node's grant to renew its token, made between the plan shown and the plan run: journaled
-//! before each of its objects is created (`renewal::Making`), so that a run cut off before its
+//! before each of its objects is created (`making::Making`), so that a run cut off before its
 //! install record names them leaves them to the next install (which finishes or undoes them)
 //! or to uninstall (which undoes them); a failed run deletes only what it or the cut-off run
-//! it continues made, never a grant that was there before.
+//! it continues made, never a grant that was there before: the plan's rollback deletes it
+//! before it drops the journal (`apply::undo`), so that a run killed at any point leaves it
+//! named in a journal.
 
 use super::beginning::{Begun, fresh_journal};
 use super::{Within, hand_over, record_uids};
 use crate::apply;
 use crate::apply::journal::Journal;
-use crate::cluster::renewal::{self, Grant, Making};
+use crate::cluster::making::{self, Making};
+use crate::cluster::renewal::{self, Grant};
 use crate::commands::common::ClusterRead;
 use crate::context::Context;
 use crate::host::Host;
@@ -42,15 +45,15 @@ impl<'j, 'a> Journaling<'j, 'a> {
 /// The node's grant, then the enclosing command's steps (`hand_over`): the grant first, so
 /// that a refused grant changes nothing of them (a migration's node stays with the operator),
 /// and undone when they fail. The plan to run (made again with the grant's uids in its install
-/// record; the document shows the plan as first made) and what this install made of the grant
-/// (undone if the plan fails).
+/// record; the document shows the plan as first made). What this install made of the grant is
+/// in the journal the plan runs with, whose rollback deletes it.
 pub(super) fn grant_then_hand_over<'a>(
     ctx: &mut Context,
     (host, cluster, node_name): (&'a dyn Host, &ClusterRead, &str),
     (inputs, actions): (&mut Inputs, &[apply::Action]),
     within: Option<&mut Within>,
     at: Journaling<'_, 'a>,
-) -> anyhow::Result<(Vec<apply::Action>, Option<Making>)> {
+) -> anyhow::Result<Vec<apply::Action>> {
     let mut actions = actions.to_vec();
     let planned = inputs.renewal.as_ref().map(|g| g.uids.clone());
     let renewal = inputs.renewal.clone();
@@ -71,10 +74,12 @@ pub(super) fn grant_then_hand_over<'a>(
     let then = record_uids(host, inputs, &mut actions, (planned, uids))
         .and_then(|()| hand_over(ctx, host, within, begun));
     if let Err(e) = then {
-        ungrant(ctx, cluster, made.as_ref());
+        if !ungrant(ctx, cluster, made.as_ref()) {
+            keep_journal(ctx, begun, at.path);
+        }
         return Err(e);
     }
-    Ok((actions, made))
+    Ok(actions)
 }
 
 /// The grant made (its objects journaled first), before the host changes (a refusal changes
@@ -93,7 +98,8 @@ fn grant<'a>(
     let mut making = (at.journal.as_ref())
         .and_then(|j| j.grant.clone())
         .filter(|m| m.is_of(g))
-        .unwrap_or_else(|| Making::of(g));
+        .unwrap_or_else(|| Making::of(g))
+        .with_nonce();
     if at.journal.is_none() {
         let journal = fresh_journal(host, config, host.missing_parents(at.path)?)?;
         *at.begun = Begun::armed(host, Some(journal.clone()), at.path, at.timeout);
@@ -113,7 +119,7 @@ fn grant<'a>(
             None => Ok(()),
         }
     };
-    match renewal::ensure(c, g, node_name, &mut making, &mut save) {
+    match making::ensure(c, g, node_name, &mut making, &mut save) {
         Ok(uids) => {
             if making.makes_any() && making != before {
                 ctx.log(&format!(
@@ -124,7 +130,9 @@ fn grant<'a>(
             Ok((Some(making), uids))
         }
         Err(e) => {
-            ungrant(ctx, cluster, Some(&making));
+            if !ungrant(ctx, cluster, Some(&making)) {
+                keep_journal(ctx, at.begun, at.path);
+            }
             Err(e.context(format!(
                 "cannot create the Role and RoleBinding {} that let CalicoNode renew calico-node's token",
                 g.name
@@ -134,8 +142,39 @@ fn grant<'a>(
 }
 
 /// The grant a cut-off run of this install made (journaled) when this run does not make that
-/// same grant (the node or namespace changed, no admin kubeconfig, etcd): removed before any
-/// change, and then dropped from the journal (kept there until it is gone); without the
+/// same grant (the node or namespace changed, no admin kubeconfig, etcd).
+fn earlier_grant(journal: Option<&Journal>, g: Option<&Grant>) -> Option<Making> {
+    (journal.and_then(|j| j.grant.clone()))
+        .filter(|m| m.makes_any() && !g.is_some_and(|g| m.is_of(g)))
+}
+
+/// The refusal of a run that does not make the grant a cut-off run made and cannot remove it.
+fn cannot_remove(m: &Making, why: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "an earlier run of this install made the Role and RoleBinding {} in {}, which this run does not make, and it cannot be removed ({why}); remove it with '{}', or run install with the admin kubeconfig",
+        m.name,
+        m.namespace,
+        m.delete_command()
+    )
+}
+
+const NO_ADMIN: &str = "this run does not reach the cluster with the admin kubeconfig";
+
+/// `undo_earlier_grant`'s refusal when it is known before anything changes (no cluster to
+/// remove it with): given then, in the dry run too, with the grant this run makes (`g`).
+pub(super) fn refuse_earlier_grant(
+    journal: Option<&Journal>,
+    g: Option<&Grant>,
+    cluster: &ClusterRead,
+) -> anyhow::Result<()> {
+    match earlier_grant(journal, g) {
+        Some(m) if !matches!(cluster, ClusterRead::Read(..)) => Err(cannot_remove(&m, NO_ADMIN)),
+        _ => Ok(()),
+    }
+}
+
+/// The grant a cut-off run made that this run does not make (`earlier_grant`): removed before
+/// any change, and then dropped from the journal (kept there until it is gone); without the
 /// cluster, or refused, this run is refused with the command that deletes it.
 fn undo_earlier_grant(
     ctx: &mut Context,
@@ -143,30 +182,36 @@ fn undo_earlier_grant(
     g: Option<&Grant>,
     at: &mut Journaling<'_, '_>,
 ) -> anyhow::Result<()> {
-    let Some(m) = (at.journal.as_ref())
-        .and_then(|j| j.grant.clone())
-        .filter(|m| m.makes_any() && !g.is_some_and(|g| m.is_of(g)))
-    else {
+    let Some(m) = earlier_grant(at.journal.as_ref(), g) else {
         return Ok(());
     };
     let removed = match cluster {
-        ClusterRead::Read(c, _) => renewal::remove_made(c, &m).map_err(|e| e.to_string()),
-        _ => Err("this run does not reach the cluster with the admin kubeconfig".to_owned()),
+        ClusterRead::Read(c, _) => making::remove_made(c, &m).map_err(|e| e.to_string()),
+        _ => Err(NO_ADMIN.to_owned()),
     };
     match removed {
         Ok(left) => left.iter().for_each(|l| ctx.printer.warn(l)),
-        Err(why) => anyhow::bail!(
-            "an earlier run of this install made the Role and RoleBinding {} in {}, which this run does not make, and it cannot be removed ({why}); remove it with '{}', or run install with the admin kubeconfig",
-            m.name,
-            m.namespace,
-            m.delete_command()
-        ),
+        Err(why) => return Err(cannot_remove(&m, &why)),
     }
     if let Some(j) = at.journal.as_mut() {
         j.grant = None;
         j.save(host, at.path)?;
     }
     Ok(())
+}
+
+/// What a run stopped before its plan made of the grant and could not remove stays named in
+/// the journal this run began (saved with it before each create): that beginning is kept,
+/// not undone with the journal (`Begun`), so that the next install or uninstall removes it
+/// (and the directories it names) rather than nobody. A journal this run did not begin is
+/// kept anyway.
+fn keep_journal(ctx: &mut Context, begun: &mut Option<Begun<'_>>, path: &str) {
+    if let Some(b) = begun.as_mut().filter(|b| b.armed) {
+        b.armed = false;
+        ctx.printer.warn(&format!(
+            "the journal {path} keeps it: the next install or uninstall removes it"
+        ));
+    }
 }
 
 /// A failed install removes what it made of the grant (a grant there before it stays); true
@@ -176,7 +221,7 @@ fn ungrant(ctx: &mut Context, cluster: &ClusterRead, made: Option<&Making>) -> b
         return true;
     };
     let removed = match cluster {
-        ClusterRead::Read(c, _) => renewal::remove_made(c, m).map_err(|e| e.to_string()),
+        ClusterRead::Read(c, _) => making::remove_made(c, m).map_err(|e| e.to_string()),
         _ => Err("the cluster cannot be reached".to_owned()),
     };
     match removed {
@@ -192,38 +237,5 @@ fn ungrant(ctx: &mut Context, cluster: &ClusterRead, made: Option<&Making>) -> b
             ));
             false
         }
-    }
-}
-
-/// After a run failed (`failed`) and was rolled back: what it made of the grant removed, else
-/// kept in the install's journal (the rollback's, when it kept one; else one holding only the
-/// grant), so that the next install or uninstall removes it rather than nobody. Past the point
-/// of no return nothing was rolled back and the journal, the grant in it, is kept for a rerun
-/// to finish: the services it installed renew their token with the grant, which stays.
-pub(super) fn ungrant_after_rollback(
-    ctx: &mut Context,
-    (host, config, path): (&dyn Host, &crate::config::Config, &str),
-    (cluster, made): (&ClusterRead, Option<&Making>),
-    failed: &anyhow::Error,
-) {
-    let finished_by_rerun = failed
-        .downcast_ref::<apply::ExecError>()
-        .is_some_and(|e| e.past_no_return);
-    if finished_by_rerun || ungrant(ctx, cluster, made) {
-        return;
-    }
-    let kept = (|| -> anyhow::Result<()> {
-        let mut journal = match Journal::load(host, path)? {
-            Some(j) => j,
-            None => fresh_journal(host, config, host.missing_parents(path)?)?,
-        };
-        journal.grant = made.cloned();
-        journal.save(host, path)
-    })();
-    match kept {
-        Ok(()) => ctx.printer.warn(&format!(
-            "the journal {path} keeps it: the next install or uninstall removes it"
-        )),
-        Err(e) => ctx.printer.warn(&format!("{e:#}")),
     }
 }

@@ -10,7 +10,7 @@ use super::change::{Change, Changing, ChecksBlocked, Failed};
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, stage};
 pub(crate) use document::{FromOperator, Install};
-use grant::{Journaling, grant_then_hand_over, ungrant_after_rollback};
+use grant::{Journaling, grant_then_hand_over, refuse_earlier_grant};
 use prepare::{Credentials, credentials, merged_config};
 
 use super::common::{ClusterRead, check_skips, cluster_checks, read_cluster};
@@ -164,7 +164,7 @@ fn install(
     let early = before_any_change(ctx, args, config, &mut c)?;
     let (mut journal, mut begun) = begin(host, args, config, &mut c, &cache_dir, dry_run)?;
     let (staging, got) = stage(ctx, host, &c.want, &cache_dir, &mut begun)?;
-    let mut credentials = staged(ctx, args, config, &mut c, (&got, early))?;
+    let mut credentials = staged(ctx, args, config, &mut c, (&got, early, journal.as_ref()))?;
 
     // The release's files and CNI plugins, calicoctl-win itself, the credentials, the
     // rendered files.
@@ -209,20 +209,19 @@ fn install(
     let Some(doc) = present(ctx, &c.change, &shown, extra, refused)? else {
         return Ok(());
     };
-    let (run, made) = grant_then_hand_over(
+    let run = grant_then_hand_over(
         ctx,
         (host, &c.cluster, &c.node_name),
         (&mut inputs, &actions),
         within.as_deref_mut(),
         Journaling::new((&mut journal, &mut begun), &c.change, args.service_timeout),
     )?;
-    let result = execute(ctx, &c.change, args, config, &run, journal);
+    // The rollback of a failed run deletes what it made of the grant (journaled) before it
+    // drops the journal; past the point of no return the journal and the grant stay, for a
+    // rerun to finish with.
+    let result = execute(ctx, (&c.change, &c.cluster), args, config, &run, journal);
     if let Err(e) = staging.remove() {
         ctx.printer.warn(&format!("{e:#}"));
-    }
-    if let Err(e) = &result {
-        let at = (host, config, c.change.journal_path.as_str());
-        ungrant_after_rollback(ctx, at, (&c.cluster, made.as_ref()), e);
     }
     result?;
     let at = (&c.change, &c.cluster, c.node_name.as_str());
@@ -230,7 +229,7 @@ fn install(
 }
 
 /// The grant with the uids an earlier install recorded of it: its objects, not ones made
-/// again since (`renewal::ensure` keeps them), and the record they are in unchanged. (Called
+/// again since (`making::ensure` keeps them), and the record they are in unchanged. (Called
 /// in `Inputs` before `previous` is taken from `Checked`: fields are evaluated in order.)
 fn with_earlier_uids(g: Option<Grant>, previous: Option<&record::InstallRecord>) -> Option<Grant> {
     let mut g = g?;
@@ -400,6 +399,10 @@ fn before_any_change(
         release::check_download(&mut c.want, &ctx.env)?;
     }
     let made = credentials_of(ctx, args, config, c)?;
+    // A cut-off run's grant this run neither makes nor can remove refuses it here, before
+    // any change (the dry run's, once its credentials are made: `staged`).
+    let journal = c.change.journal.as_ref();
+    refuse_earlier_grant(journal, made.renewal.as_ref(), &c.cluster)?;
     if !read {
         release::check_download(&mut c.want, &ctx.env)?;
     }
@@ -413,7 +416,7 @@ fn staged(
     args: &InstallArgs,
     config: &crate::config::Config,
     c: &mut Checked,
-    (got, early): (&Got, Option<Credentials>),
+    (got, early, journal): (&Got, Option<Credentials>, Option<&apply::journal::Journal>),
 ) -> anyhow::Result<Credentials> {
     let cluster_version = c.cluster_version.as_deref();
     if let Some(w) = given_release_against_cluster(args, &c.want, got, cluster_version)? {
@@ -421,7 +424,11 @@ fn staged(
     }
     match early {
         Some(made) => Ok(made),
-        None => credentials_of(ctx, args, config, c),
+        None => {
+            let made = credentials_of(ctx, args, config, c)?;
+            refuse_earlier_grant(journal, made.renewal.as_ref(), &c.cluster)?;
+            Ok(made)
+        }
     }
 }
 
@@ -490,7 +497,7 @@ fn end_dry_run(
 /// Runs the plan, journaled, rolled back on failure.
 fn execute(
     ctx: &mut Context,
-    change: &Change,
+    (change, cluster): (&Change, &ClusterRead),
     args: &InstallArgs,
     config: &crate::config::Config,
     actions: &[apply::Action],
@@ -510,7 +517,11 @@ fn execute(
         record: None,
         logs_dir: Some(config.logs.dir.as_str().to_owned()),
         now: now(),
-        cluster: None,
+        // For the rollback only: it deletes what the run made of the grant.
+        cluster: match cluster {
+            ClusterRead::Read(c, _) => Some(c.as_ref() as &dyn crate::cluster::NodeControl),
+            _ => None,
+        },
         recheck: None,
         stop: crate::duration::Stop::never(),
     };

@@ -137,6 +137,8 @@ pub struct State {
     /// that gets a 500 (`FakeApi::fail_write_at`).
     pub writes_seen: usize,
     pub fail_write: Option<usize>,
+    /// The write applied and then answered 504 (`FakeApi::timeout_write_at`).
+    pub timeout_write: Option<usize>,
     /// The write held until it is cleared (`FakeApi::hold_write_at`), and whether it came.
     pub hold_write: Option<usize>,
     pub held: bool,
@@ -283,6 +285,7 @@ impl FakeApi {
             no_date: false,
             api_dropped: false,
             stalled: false,
+            timeout_write: None,
             stalled_held: 0,
             stall_answer_to: None,
             answers_held: 0,
@@ -642,6 +645,13 @@ impl FakeApi {
     pub fn fail_write_at(&self, n: usize) {
         let mut st = self.lock();
         st.fail_write = Some(st.writes_seen + n);
+    }
+
+    /// The `n`th write from now is applied and then answered 504 Timeout, as kube-apiserver
+    /// answers a write that committed after the request's deadline (`serve::handle`).
+    pub fn timeout_write_at(&self, n: usize) {
+        let mut st = self.lock();
+        st.timeout_write = Some(st.writes_seen + n);
     }
 
     /// The `n`th write from now is held, not applied, until `release_write` (a client to be

@@ -385,11 +385,13 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     }
     // A write refused by a server in trouble (etcd unavailable: kube-apiserver's 500 with
     // reason InternalError), at the write a test chose, counted from 1.
+    let mut answer_lost = false;
     if method != "GET"
         && !path.ends_with("/selfsubjectaccessreviews")
         && !path.ends_with("/tokenreviews")
     {
         st.writes_seen += 1;
+        answer_lost = st.timeout_write == Some(st.writes_seen);
         if st.fail_write == Some(st.writes_seen) {
             return status(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -451,7 +453,7 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             Err(e) => return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()),
         }
     };
-    match (
+    let reply = match (
         method.as_str(),
         target.name.is_some(),
         target.sub.as_deref(),
@@ -485,7 +487,23 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             "MethodNotAllowed",
             "the server does not allow this method on the requested resource",
         ),
+    };
+    // The write a test loses the answer of (`FakeApi::timeout_write_at`): applied, then
+    // answered as kube-apiserver answers a request that outlived its deadline while its
+    // storage write went on and committed (kubernetes at 11d24f07,
+    // staging/src/k8s.io/apiserver/pkg/endpoints/handlers/finisher/finisher.go
+    // `asyncFinisher`, under `FinishRequest`: on the context's deadline it returns
+    // `errors.NewTimeoutError("request did not complete within requested timeout - " +
+    // ctx.Err(), 0)` while "the callee goroutine may continue to run", a 504 with reason
+    // Timeout; apimachinery pkg/api/errors/errors.go `NewTimeoutError` prefixes "Timeout: ").
+    if answer_lost {
+        return status(
+            StatusCode::GATEWAY_TIMEOUT,
+            "Timeout",
+            "Timeout: request did not complete within requested timeout - context deadline exceeded",
+        );
     }
+    reply
 }
 
 /// The pod proxy (`pods/proxy`, verb get), answered by the scripted dataplane.
@@ -710,11 +728,7 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
         return status(StatusCode::FORBIDDEN, "Forbidden", &refused);
     }
     if st.objects.contains_key(&path) {
-        return status(
-            StatusCode::CONFLICT,
-            "AlreadyExists",
-            &format!("{} \"{name}\" already exists", t.resource.plural),
-        );
+        return already_exists(t, &name);
     }
     body["apiVersion"] = json!(t.resource.gv);
     body["kind"] = json!(t.resource.kind);
@@ -1532,6 +1546,22 @@ fn namespace_terminating(st: &State, t: &Target) -> Option<Reply> {
             "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]},
         "code": 403});
     Some(respond(StatusCode::FORBIDDEN, &body))
+}
+
+/// kube-apiserver's 409 for a create whose name is taken (kubernetes at 11d24f07,
+/// staging/src/k8s.io/apimachinery/pkg/api/errors/errors.go `NewAlreadyExists`: the
+/// qualified resource and name in the message, the group, resource (as `kind`) and name in
+/// `details`), which the generic registry's `Store.Create` returns when the key exists.
+fn already_exists(t: &Target, name: &str) -> Reply {
+    let group = t.resource.gv.rsplit_once('/').map_or("", |(g, _)| g);
+    let qualified = match group {
+        "" => t.resource.plural.to_owned(),
+        g => format!("{}.{g}", t.resource.plural),
+    };
+    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": format!("{qualified} \"{name}\" already exists"), "reason": "AlreadyExists",
+        "details": {"name": name, "group": group, "kind": t.resource.plural}, "code": 409});
+    respond(StatusCode::CONFLICT, &body)
 }
 
 fn status(code: StatusCode, reason: &str, message: &str) -> Reply {

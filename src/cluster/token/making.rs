@@ -1,0 +1,246 @@
+//! What an install makes of a node's renewal grant (`renewal::Grant`): its Role and RoleBinding
+//! created where missing, each flagged in the install's journal before it is created, and
+//! marked with the run's nonce (`NONCE`) so that a create whose answer was lost (a POST that
+//! committed, then timed out) is known for ours when it is read back.
+
+use super::renewal::{Grant, GrantUids, labelled_ours, node_owner, remove_parts};
+use crate::cluster::{Cluster, ClusterError};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use kube::Api;
+use kube::api::{ObjectMeta, PostParams};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The annotation carrying the nonce of the install run that created the object.
+pub const NONCE: &str = "calicoctl-win/install-nonce";
+
+/// The objects of a grant an install creates, kept in its journal from before it creates
+/// them until the install record names them: a run cut off in between leaves them to the next
+/// install (which finishes or undoes them) or to uninstall (which undoes them). An object
+/// found there before (an administrator's, an earlier install's) stays out of it: a rollback
+/// deletes only what is flagged here.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Making {
+    pub namespace: String,
+    pub name: String,
+    /// Set before this install creates the Role (or the RoleBinding); cleared when another's
+    /// was there first (409, not carrying `nonce`).
+    #[serde(default)]
+    pub role: bool,
+    #[serde(default)]
+    pub binding: bool,
+    /// Each one's uid once the server gave it (or, after a cut-off run, the one found carrying
+    /// our label).
+    #[serde(default, skip_serializing_if = "GrantUids::is_empty")]
+    pub uids: GrantUids,
+    /// The nonce this install marks what it creates with (annotation `NONCE`), journaled
+    /// before the first create: an object carrying it is this install's, whatever answer its
+    /// create got. Not a secret: it only tells this install's objects from others'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
+}
+
+impl Making {
+    /// Nothing made yet of `g`.
+    pub fn of(g: &Grant) -> Self {
+        Self {
+            namespace: g.namespace.clone(),
+            name: g.name.clone(),
+            ..Self::default()
+        }
+    }
+
+    /// Whether this is `g`'s.
+    pub fn is_of(&self, g: &Grant) -> bool {
+        (&self.namespace, &self.name) == (&g.namespace, &g.name)
+    }
+
+    /// Whether this install creates either object.
+    pub fn makes_any(&self) -> bool {
+        self.role || self.binding
+    }
+
+    /// Given a nonce, unless it has one (a cut-off run's, which this run continues).
+    pub fn with_nonce(mut self) -> Self {
+        if self.nonce.is_none() {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            self.nonce = Some(format!("{:x}-{nanos:x}", std::process::id()));
+        }
+        self
+    }
+
+    /// The kinds and names of what it made, each with the command that deletes it by hand.
+    pub fn objects(&self) -> Vec<(&'static str, String)> {
+        let one = |kind: &str| format!("kubectl -n {} delete {kind} {}", self.namespace, self.name);
+        let mut v = Vec::new();
+        if self.binding {
+            v.push(("RoleBinding", one("rolebinding")));
+        }
+        if self.role {
+            v.push(("Role", one("role")));
+        }
+        v
+    }
+
+    /// How to remove what it made by hand.
+    pub fn delete_command(&self) -> String {
+        let kinds = match (self.role, self.binding) {
+            (true, true) => "rolebinding,role",
+            (true, false) => "role",
+            _ => "rolebinding",
+        };
+        format!("kubectl -n {} delete {kinds} {}", self.namespace, self.name)
+    }
+
+    /// Whether `meta` carries this install's nonce.
+    fn marked(&self, meta: &ObjectMeta) -> bool {
+        let theirs = meta.annotations.as_ref().and_then(|a| a.get(NONCE));
+        self.nonce.is_some() && theirs == self.nonce.as_ref()
+    }
+}
+
+/// Creates the grant's Role and RoleBinding where they are missing, each flagged in `making`
+/// and saved (`save`, into the install's journal) before it is created, and saved again with
+/// its uid once made. The uids for the install record: of one made here (now or by the
+/// cut-off run `making` came from), else the one `g` had recorded (an earlier install's: one
+/// made again since by someone else is not adopted), else of the one there when it carries
+/// our label.
+pub fn ensure(
+    c: &Cluster,
+    g: &Grant,
+    node: &str,
+    making: &mut Making,
+    save: &mut dyn FnMut(&Making) -> anyhow::Result<()>,
+) -> anyhow::Result<GrantUids> {
+    let owner = node_owner(c, node)?;
+    let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
+    let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), &g.namespace);
+    // Each create is sent once: kube's own retry of a POST whose answer was lost (a 504 after
+    // it committed) would get a 409 for our own object; it is read back instead (`settle`).
+    let once_roles: Api<Role> = Api::namespaced(c.client_without_retries.clone(), &g.namespace);
+    let once_bindings: Api<RoleBinding> =
+        Api::namespaced(c.client_without_retries.clone(), &g.namespace);
+    let pp = PostParams::default();
+    let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
+    let marks = |m: &mut ObjectMeta, nonce: &Option<String>| {
+        m.annotations = nonce
+            .clone()
+            .map(|n| BTreeMap::from([(NONCE.to_owned(), n)]));
+    };
+    let role = match c.call_opt("get", &what("roles"), roles.get(&g.name))? {
+        Some(r) => found(
+            making,
+            |m| (&mut m.role, &mut m.uids.role),
+            &g.uids.role,
+            &r.metadata,
+        ),
+        None => {
+            let mut role = g.role(owner.clone());
+            marks(&mut role.metadata, &making.nonce);
+            let create = || c.call("create", &what("roles"), once_roles.create(&pp, &role));
+            let read = || c.call_opt("get", &what("roles"), roles.get(&g.name));
+            let part: Part = |m| (&mut m.role, &mut m.uids.role);
+            create_flagged(making, part, (create, read), save)?
+        }
+    };
+    let binding = match c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))? {
+        Some(b) => found(
+            making,
+            |m| (&mut m.binding, &mut m.uids.binding),
+            &g.uids.binding,
+            &b.metadata,
+        ),
+        None => {
+            let mut binding = g.binding(owner);
+            marks(&mut binding.metadata, &making.nonce);
+            let create = || {
+                let sent = once_bindings.create(&pp, &binding);
+                c.call("create", &what("rolebindings"), sent)
+            };
+            let read = || c.call_opt("get", &what("rolebindings"), bindings.get(&g.name));
+            let part: Part = |m| (&mut m.binding, &mut m.uids.binding);
+            create_flagged(making, part, (create, read), save)?
+        }
+    };
+    Ok(GrantUids { role, binding })
+}
+
+/// Which of `Making`'s objects, its flag and uid.
+type Part = fn(&mut Making) -> (&mut bool, &mut Option<String>);
+
+/// The uid of an object found there: one a cut-off run of this install made (adopted, its
+/// uid kept in `making` when the run was cut off before it), else the recorded one, else its
+/// own when it carries our label.
+fn found(
+    making: &mut Making,
+    part: Part,
+    recorded: &Option<String>,
+    meta: &ObjectMeta,
+) -> Option<String> {
+    let (made, made_uid) = part(making);
+    if *made {
+        if made_uid.is_none() {
+            *made_uid = ours(meta);
+        }
+        return made_uid.clone();
+    }
+    recorded.clone().or_else(|| ours(meta))
+}
+
+/// One object created, flagged in `making` and saved first, its uid saved once made. A
+/// create refused as there already (409), or whose answer was lost (a timeout, a 5xx: it may
+/// have committed), is settled by reading the object back: it is ours when it carries our
+/// nonce, another's (not flagged) when it does not; missing after a lost answer, the error
+/// stands (and the flag, for the rollback to look again).
+fn create_flagged<T: kube::Resource>(
+    making: &mut Making,
+    part: Part,
+    (create, read): (
+        impl FnOnce() -> Result<T, ClusterError>,
+        impl FnOnce() -> Result<Option<T>, ClusterError>,
+    ),
+    save: &mut dyn FnMut(&Making) -> anyhow::Result<()>,
+) -> anyhow::Result<Option<String>> {
+    *part(making).0 = true;
+    save(making)?;
+    let (made, uid) = match create() {
+        Ok(made) => (true, made.meta().uid.clone()),
+        Err(e) if may_be_there(&e) => match read()? {
+            Some(there) if making.marked(there.meta()) => (true, there.meta().uid.clone()),
+            Some(_) => (false, None),
+            None if matches!(e, ClusterError::Api { code: 409, .. }) => (false, None),
+            None => return Err(e.into()),
+        },
+        Err(e) => return Err(e.into()),
+    };
+    let (flag, kept) = part(making);
+    *flag = made;
+    kept.clone_from(&uid);
+    save(making)?;
+    Ok(uid)
+}
+
+/// Whether a refused or unanswered create may have left the object there: another's (409),
+/// or ours, committed before its answer was lost (kube-apiserver answers 504 when a request
+/// outlives its deadline while the storage write goes on; a 5xx or a timeout says nothing of
+/// whether it committed).
+fn may_be_there(e: &ClusterError) -> bool {
+    match e {
+        ClusterError::Api { code, .. } => *code == 409 || *code >= 500,
+        ClusterError::Timeout { .. } | ClusterError::Unreachable { .. } => true,
+        _ => false,
+    }
+}
+
+/// The uid of an object when it carries our label.
+fn ours(meta: &ObjectMeta) -> Option<String> {
+    labelled_ours(meta).then(|| meta.uid.clone()).flatten()
+}
+
+/// Deletes what an install made of a grant, as `renewal::remove` does; an object it did not
+/// make stays untouched.
+pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError> {
+    remove_parts(c, (&m.namespace, &m.name), &m.uids, (m.role, m.binding))
+}
