@@ -229,7 +229,7 @@ fn replace(path: &Path, contents: &[u8], durable: bool) -> anyhow::Result<()> {
     let renamed = if durable {
         rename_durably(&tmp, path)
     } else {
-        std::fs::rename(&tmp, path)
+        fs_err::rename(&tmp, path)
     };
     renamed
         .inspect_err(|_| {
@@ -239,16 +239,23 @@ fn replace(path: &Path, contents: &[u8], durable: bool) -> anyhow::Result<()> {
 }
 
 /// Renames `tmp` (written and flushed) over `path` so that the rename too survives a power
-/// loss. On Windows written through (`host::windows::files::rename_through`); elsewhere the
-/// directory is flushed after it (fsync(2): "Calling fsync() does not necessarily ensure that
-/// the entry in the directory containing the file has also reached disk. For that an explicit
-/// fsync() on a file descriptor for the directory is also needed").
+/// loss: the directory flushed after it (fsync(2): "Calling fsync() does not necessarily
+/// ensure that the entry in the directory containing the file has also reached disk. For
+/// that an explicit fsync() on a file descriptor for the directory is also needed"). On
+/// Windows, which opens no directory to flush without backup semantics, the file renamed is
+/// flushed (`FlushFileBuffers`) as far as it may be opened to write; what is written on the
+/// node goes through `host::windows::files::rename_through`, written through.
 pub fn rename_durably(tmp: &Path, path: &Path) -> std::io::Result<()> {
+    fs_err::rename(tmp, path)?;
     #[cfg(windows)]
-    return crate::host::windows::files::rename_through(tmp, path);
+    {
+        if let Ok(renamed) = std::fs::OpenOptions::new().write(true).open(path) {
+            let _ = renamed.sync_all();
+        }
+        Ok(())
+    }
     #[cfg(not(windows))]
     {
-        std::fs::rename(tmp, path)?;
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),

@@ -338,14 +338,14 @@ pub(super) fn look<'h>(
 /// are removed first; a name of the kind that is no directory (a link) is said, and left.
 fn look_dir(ctx: &mut Context, state: &std::path::Path) -> anyhow::Result<Staging<'static>> {
     use crate::layout::LOOK_PREFIX;
-    for e in std::fs::read_dir(state).into_iter().flatten().flatten() {
+    for e in fs_err::read_dir(state).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if !name.starts_with(LOOK_PREFIX) {
             continue;
         }
         // Not followed: a link's file type is a link's, never a directory's.
         let removed = match e.file_type() {
-            Ok(t) if t.is_dir() => std::fs::remove_dir_all(e.path()).map_err(|e| e.to_string()),
+            Ok(t) if t.is_dir() => fs_err::remove_dir_all(e.path()).map_err(|e| e.to_string()),
             _ => Err("it is not a directory of calicoctl-win's own".into()),
         };
         if let Err(why) = removed {

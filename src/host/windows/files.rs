@@ -87,7 +87,7 @@ fn rename_shared(from: &Path, to: &Path) -> std::io::Result<()> {
 /// rename, which on `ERROR_ACCESS_DENIED` renames with POSIX semantics (`FileRenameInfoEx`,
 /// rust-lang/rust `library/std/src/sys/fs/windows.rs`, `rename`), and the file renamed is
 /// flushed after it, as far as it may be opened to write (its data was flushed already).
-pub(crate) fn rename_through(from: &Path, to: &Path) -> std::io::Result<()> {
+fn rename_through(from: &Path, to: &Path) -> std::io::Result<()> {
     use windows_sys::Win32::Storage::FileSystem::{
         MOVEFILE_REPLACE_EXISTING, MOVEFILE_WRITE_THROUGH, MoveFileExW,
     };
