@@ -206,14 +206,62 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<bool> {
     if unchanged(path, contents) {
         return Ok(false);
     }
+    replace(path, contents, true)?;
+    Ok(true)
+}
+
+/// `write_atomic` without the flushes that make it survive a power loss: for a simulated
+/// host's state, which models none, written at every change a test makes.
+pub fn write_atomic_volatile(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
+    check_target(path)?;
+    replace(path, contents, false)
+}
+
+/// Writes `contents` to `path`'s temporary file and renames it over `path`, flushed to the
+/// disk first when `durable` (`rename_durably`).
+fn replace(path: &Path, contents: &[u8], durable: bool) -> anyhow::Result<()> {
     let tmp = temporary_of(path);
-    fs_err::write(&tmp, contents)?;
-    fs_err::rename(&tmp, path)
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        std::io::Write::write_all(&mut f, contents)?;
+        if durable { f.sync_all() } else { Ok(()) }
+    });
+    written.with_context(|| format!("cannot write {}", tmp.display()))?;
+    let renamed = if durable {
+        rename_durably(&tmp, path)
+    } else {
+        fs_err::rename(&tmp, path)
+    };
+    renamed
         .inspect_err(|_| {
             let _ = fs_err::remove_file(&tmp);
         })
-        .with_context(|| format!("cannot replace {}", path.display()))?;
-    Ok(true)
+        .with_context(|| format!("cannot replace {}", path.display()))
+}
+
+/// Renames `tmp` (written and flushed) over `path` so that the rename too survives a power
+/// loss: the directory flushed after it (fsync(2): "Calling fsync() does not necessarily
+/// ensure that the entry in the directory containing the file has also reached disk. For
+/// that an explicit fsync() on a file descriptor for the directory is also needed"). On
+/// Windows, which opens no directory to flush without backup semantics, the file renamed is
+/// flushed (`FlushFileBuffers`) as far as it may be opened to write; what is written on the
+/// node goes through `host::windows::files::rename_through`, written through.
+pub fn rename_durably(tmp: &Path, path: &Path) -> std::io::Result<()> {
+    fs_err::rename(tmp, path)?;
+    #[cfg(windows)]
+    {
+        if let Ok(renamed) = std::fs::OpenOptions::new().write(true).open(path) {
+            let _ = renamed.sync_all();
+        }
+        Ok(())
+    }
+    #[cfg(not(windows))]
+    {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        std::fs::File::open(dir)?.sync_all()
+    }
 }
 
 /// Like `write_atomic`, for a credential on this machine: the temporary file is made readable
@@ -231,7 +279,7 @@ pub fn write_secret(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
         .open(&tmp)
         .and_then(|mut f| std::io::Write::write_all(&mut f, contents).and_then(|()| f.sync_all()));
     written.with_context(|| format!("cannot write {}", tmp.display()))?;
-    fs_err::rename(&tmp, path)
+    rename_durably(&tmp, path)
         .inspect_err(|_| {
             let _ = fs_err::remove_file(&tmp);
         })

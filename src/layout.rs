@@ -169,6 +169,10 @@ pub const CACHE_DIR: &str = "cache";
 /// How the directories a release is unpacked into start, in the cache (followed by the
 /// process id and the time); what a killed run left is removed by the next.
 pub const STAGING_PREFIX: &str = "staging-";
+/// How the directories a real run extracts a given release into before its first change
+/// (its look) start, in calicoctl-win's state directory; what a killed run left is removed by
+/// the next that holds the host lock.
+pub const LOOK_PREFIX: &str = "release-look-";
 /// Appended to a download's name while it arrives (`<zip>.part`); an interrupted one is
 /// resumed by the next run.
 pub const PARTIAL_SUFFIX: &str = ".part";

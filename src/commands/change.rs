@@ -106,6 +106,11 @@ impl<'h> Change<'h> {
         })
     }
 
+    /// Whether this change holds the host lock (a real run's does).
+    pub fn holds_lock(&self) -> bool {
+        self._lock.is_some()
+    }
+
     /// Prints a plan for people, one numbered line per action (a dry run's output).
     pub fn show(&self, ctx: &mut Context, actions: &[crate::apply::Action]) {
         print_plan(ctx, actions);

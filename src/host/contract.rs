@@ -819,6 +819,28 @@ pub fn files(h: &dyn Host, root: &str, acls: bool) {
         );
         assert!(h.write_file(&path, b"two", Access::Secret).expect("write"));
     }
+    // Written over while a reader of ours has it open (sharing read, write and delete): the
+    // write-through rename (`MoveFileExW`) refuses such a target on Windows, and the write
+    // still replaces it (std's rename with POSIX semantics, `FileRenameInfoEx`). Wine 8
+    // refuses both (ERROR_ACCESS_DENIED, as seen under tools/wine/test.sh, also with std's
+    // rename alone): only the real-Windows workflow shows this.
+    #[cfg(windows)]
+    let wine = on_windows::under_wine();
+    #[cfg(not(windows))]
+    let wine = false;
+    if !wine {
+        let reader = h.open_read(&path).expect("open").expect("a file");
+        assert!(
+            h.write_file(&path, b"four", Access::Secret)
+                .expect("write over a reader")
+        );
+        drop(reader);
+        assert_eq!(
+            h.read_file(&path).expect("read").as_deref(),
+            Some(&b"four"[..])
+        );
+        assert!(h.write_file(&path, b"two", Access::Secret).expect("write"));
+    }
     // A copy on the host (a backup before a replacement), with the access asked for.
     let backup = format!("{path}.calicoctl-win.bak");
     assert!(h.copy_file(&path, &backup, Access::Secret).expect("copy"));

@@ -102,8 +102,17 @@ impl Drop for HostLock {
 /// administrator may add one since) is removed, never written through; removing a link,
 /// symbolic or hard, removes that name, not what it names (DeleteFileW remarks, unlink(2)).
 fn open_record(info: &Path) -> std::io::Result<File> {
-    if std::fs::symlink_metadata(info).is_ok_and(|m| !m.file_type().is_file()) {
-        remove_name(info)?;
+    match std::fs::symlink_metadata(info) {
+        // A directory of someone's at the name (not a link to one) is never removed with what
+        // is in it: said at once, with the remedy, not taken for a reader's passing refusal.
+        Ok(m) if m.is_dir() => std::fs::remove_dir(info).map_err(|_| {
+            std::io::Error::other(format!(
+                "{0} is a directory, where calicoctl-win keeps the record of who holds the host lock: move it elsewhere or remove it (rmdir /s \"{0}\") and run the command again",
+                info.display()
+            ))
+        })?,
+        Ok(m) if !m.file_type().is_file() => remove_name(info)?,
+        _ => {}
     }
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(false);
@@ -184,9 +193,9 @@ type Running<'a> = dyn Fn(u32) -> Option<Option<u64>> + 'a;
 enum Said {
     /// Its writer runs: the same process, as the system and the record say when it started.
     Runs(Holder),
-    /// Its pid names a running process, when that started unknown to the system or the
-    /// record (an earlier version's, or a process this one may not open): maybe its writer,
-    /// maybe a later process given the same pid.
+    /// Its pid names a running process whose start the system does not say (one this
+    /// process may not open) while the record does: maybe its writer, maybe a later process
+    /// given the same pid.
     Maybe(Holder),
     /// Empty, cut short or missing: a command that has not written it yet, or a look.
     Unwritten,
@@ -202,7 +211,10 @@ fn said(lock: &Path, running: &Running<'_>) -> Said {
         (None, _) => Said::Stale,
         (Some(Some(now)), Some(then)) if now == then => Said::Runs(h),
         (Some(Some(_)), Some(_)) => Said::Stale,
-        (Some(_), _) => Said::Maybe(h),
+        // An earlier version's record, which says no start: judged by its pid alone, as that
+        // version judged it, at once (a command of that version may hold the lock now).
+        (Some(_), None) => Said::Runs(h),
+        (Some(None), Some(_)) => Said::Maybe(h),
     }
 }
 
@@ -287,7 +299,9 @@ enum Held {
 /// minute) holds it only for a moment. It ends early only when taken, or when the record
 /// names a command that surely runs: a pid that runs is taken for its writer's only where
 /// the system and the record say when it started, and they agree (a later process may have
-/// been given the same pid, and one this process may not open says nothing of when).
+/// been given the same pid, and one this process may not open says nothing of when), or
+/// where the record, an earlier version's, says no start at all (judged by its pid, as that
+/// version did).
 fn wait_for_holder(file: &File, path: &Path, running: &Running<'_>) -> std::io::Result<Held> {
     use crate::duration::{Look, Pauses, poll_quietly};
     let look = || {

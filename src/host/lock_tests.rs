@@ -462,3 +462,54 @@ fn the_record_is_emptied_on_release_beside_a_reader_that_shares_no_writing() {
     drop(reader);
     assert_eq!(std::fs::read_to_string(&info).expect("record"), "");
 }
+
+/// A record an earlier version wrote says no start: a live pid is taken for its writer at
+/// once, as that version took it, not after a second of looks (`running` asked once).
+#[test]
+fn an_earlier_versions_record_is_judged_by_its_pid_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let record = format!(r#"{{"command":"install","pid":{LIVE},"started":1}}"#);
+    let look = hold_with_record(dir.path(), &record);
+    let asked = std::cell::Cell::new(0);
+    let running = |pid| {
+        asked.set(asked.get() + 1);
+        (pid == LIVE).then_some(Some(7))
+    };
+    let e = acquire_with(dir.path(), "repair", &running).expect_err("held");
+    assert!(
+        matches!(&e, LockError::Busy { holder: Some(h), .. } if h.pid == LIVE),
+        "{e}"
+    );
+    assert_eq!(asked.get(), 1, "the record was looked at more than once");
+    asked.set(0);
+    let found = busy_with(dir.path(), &running).flatten();
+    assert_eq!(found.map(|h| h.pid), Some(LIVE));
+    assert_eq!(asked.get(), 1, "the record was looked at more than once");
+    drop(look);
+}
+
+/// A directory with files in it at the record's name is left as it is, and said at once with
+/// its path and the remedy: never taken for a reader's passing refusal (waited on a second).
+#[test]
+fn a_directory_at_the_records_name_is_said_with_its_remedy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let info = info_path(&dir.path().join(LOCK_FILE));
+    std::fs::create_dir(&info).expect("dir");
+    std::fs::write(info.join("kept.txt"), b"an administrator's").expect("file");
+    let e = acquire(dir.path(), "install").expect_err("refused");
+    let LockError::Io { source, .. } = &e else {
+        panic!("{e}");
+    };
+    assert!(!is_transient(source), "{source}");
+    let text = e.to_string();
+    assert!(text.contains(&info.display().to_string()), "{text}");
+    assert!(
+        text.contains("is a directory") && text.contains("rmdir /s"),
+        "{text}"
+    );
+    assert!(info.join("kept.txt").is_file());
+    // An empty one is taken for what a killed run may leave, and replaced.
+    std::fs::remove_file(info.join("kept.txt")).expect("emptied");
+    drop(acquire(dir.path(), "install").expect("taken"));
+    assert!(info.is_file());
+}

@@ -1,6 +1,7 @@
 //! calicoctl-win's own metrics, kept in small files under the install root (SYSTEM and
 //! Administrators only), one per writer so that no two processes write one file: CalicoNode's,
-//! repair's and the scheduled verify's (`service keep-token --verify-every`). CalicoNode serves them (`supervise::metrics_server`) in Prometheus' text
+//! repair's and the scheduled verify's (`service keep-token --verify-every`); the threads of
+//! a writer update its file one at a time (`update`). CalicoNode serves them (`supervise::metrics_server`) in Prometheus' text
 //! exposition format, version 0.0.4 (prometheus/docs
 //! `content/docs/instrumenting/exposition_formats.md`: `# HELP` and `# TYPE` lines, then one
 //! `name{label="value"} value` line per sample, label values with `\`, `"` and newline
@@ -120,6 +121,34 @@ fn write(host: &dyn Host, root: &InstallRoot, file: &str, s: &Samples) -> HostRe
         .map(drop)
 }
 
+/// One update of a file at a time in this process. Each file has one writing process, whose
+/// threads all update it (CalicoNode's: its metrics endpoint's accept thread, its condition
+/// look, its token renewer and its HNS watch): read, changed and written by two at once, one
+/// change would be lost, and a counter that goes back reads as a reset to Prometheus.
+static UPDATES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Reads `file`, changes its samples and writes them (atomically) when they changed, one
+/// update at a time (`UPDATES`).
+fn update(
+    host: &dyn Host,
+    root: &InstallRoot,
+    file: &str,
+    change: impl FnOnce(&mut Samples),
+) -> HostResult<()> {
+    // A thread that panicked while it held the lock left no half-written file (writes are
+    // atomic): the lock is taken on.
+    let _one = UPDATES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut s = read(host, root, file);
+    let before = s.clone();
+    change(&mut s);
+    if s == before {
+        return Ok(());
+    }
+    write(host, root, file, &s)
+}
+
 /// Adds `by` to a counter of `file`, written atomically.
 pub fn bump(
     host: &dyn Host,
@@ -128,9 +157,9 @@ pub fn bump(
     name: &str,
     by: u64,
 ) -> HostResult<()> {
-    let mut s = read(host, root, file);
-    *s.entry(name.to_owned()).or_default() += by;
-    write(host, root, file, &s)
+    update(host, root, file, |s| {
+        *s.entry(name.to_owned()).or_default() += by;
+    })
 }
 
 /// Adds `by` to a counter of `file` under the install root the registry names (install's
@@ -148,9 +177,9 @@ pub fn set(host: &dyn Host, file: &str, name: &str, value: u64) -> HostResult<()
     let Some(root) = installed_root(host)? else {
         return Ok(());
     };
-    let mut s = read(host, &root, file);
-    s.insert(name.to_owned(), value);
-    write(host, &root, file, &s)
+    update(host, &root, file, |s| {
+        s.insert(name.to_owned(), value);
+    })
 }
 
 /// Keeps a scheduled verify's verdict and when it ran, in one write: a verdict is only as
@@ -159,10 +188,10 @@ pub fn record_verify(host: &dyn Host, passed: bool, at: i64) -> HostResult<()> {
     let Some(root) = installed_root(host)? else {
         return Ok(());
     };
-    let mut s = read(host, &root, VERIFY_FILE);
-    s.insert(VERIFY_PASSED.to_owned(), u64::from(passed));
-    s.insert(VERIFY_TIMESTAMP.to_owned(), u64::try_from(at).unwrap_or(0));
-    write(host, &root, VERIFY_FILE, &s)
+    update(host, &root, VERIFY_FILE, |s| {
+        s.insert(VERIFY_PASSED.to_owned(), u64::from(passed));
+        s.insert(VERIFY_TIMESTAMP.to_owned(), u64::try_from(at).unwrap_or(0));
+    })
 }
 
 /// The install root install wrote in the registry (its `InstallRoot` value), if any.
@@ -183,16 +212,12 @@ pub fn set_gauge(
     label: &str,
     values: &BTreeMap<String, u64>,
 ) -> HostResult<()> {
-    let mut s = read(host, root, file);
-    let before = s.clone();
-    s.retain(|k, _| k != name && !k.starts_with(&format!("{name}{{")));
-    for (v, n) in values {
-        s.insert(format!("{name}{{{label}=\"{}\"}}", escape(v)), *n);
-    }
-    if s == before {
-        return Ok(());
-    }
-    write(host, root, file, &s)
+    update(host, root, file, |s| {
+        s.retain(|k, _| k != name && !k.starts_with(&format!("{name}{{")));
+        for (v, n) in values {
+            s.insert(format!("{name}{{{label}=\"{}\"}}", escape(v)), *n);
+        }
+    })
 }
 
 fn escape(v: &str) -> String {
@@ -330,6 +355,63 @@ mod tests {
             text.contains("\ncalicoctl_win_verify_last_run_timestamp_seconds 1700000000\n"),
             "{text}"
         );
+    }
+
+    /// Two of CalicoNode's threads updating its file at once (the accept thread counting a
+    /// refusal, the renewer a renewal) both count: the second reads what the first wrote. The
+    /// first holds its update open until the second's has begun, or a few seconds have passed
+    /// (the second then waits for the first's to end, as it must).
+    #[test]
+    fn updates_at_once_lose_no_count() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let root = InstallRoot::new(r"C:\CalicoWindows");
+        host.write_file(&root.record(), b"{}", Access::Normal)
+            .expect("record");
+        let (first_in, second_in) = (AtomicBool::new(false), AtomicBool::new(false));
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                update(&host, &root, NODE_FILE, |s| {
+                    first_in.store(true, Ordering::SeqCst);
+                    let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
+                    while !second_in.load(Ordering::SeqCst) && std::time::Instant::now() < until {
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                    *s.entry(TOKEN_RENEWALS.to_owned()).or_default() += 1;
+                })
+                .expect("first");
+            });
+            while !first_in.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            update(&host, &root, NODE_FILE, |s| {
+                second_in.store(true, Ordering::SeqCst);
+                *s.entry(TOKEN_RENEWALS.to_owned()).or_default() += 1;
+            })
+            .expect("second");
+        });
+        assert_eq!(read(&host, &root, NODE_FILE).get(TOKEN_RENEWALS), Some(&2));
+    }
+
+    /// Many bumps from many threads, as CalicoNode's make them: every one counted.
+    #[test]
+    fn concurrent_bumps_are_all_counted() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let root = InstallRoot::new(r"C:\CalicoWindows");
+        host.write_file(&root.record(), b"{}", Access::Normal)
+            .expect("record");
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..25 {
+                        bump(&host, &root, NODE_FILE, HNS_RESTARTS, 1).expect("bump");
+                    }
+                });
+            }
+        });
+        assert_eq!(read(&host, &root, NODE_FILE).get(HNS_RESTARTS), Some(&100));
     }
 
     /// A file past the cap is read as none, not whole: each scrape reads every file.

@@ -264,3 +264,49 @@ fn a_refused_install_makes_no_change_and_its_dry_run_refuses_alike() {
         assert_same(&snapshot(&node.sim()), &before, how);
     }
 }
+
+/// A real install's look at a given zip extracts it in calicoctl-win's state directory (the
+/// simulated host's directory), which it leaves as it found it; what a look cut off by a kill
+/// left there is removed by the next install, which holds the host lock (so that look's run
+/// has ended), while a link of that name is said and left, with what it names.
+#[cfg(unix)]
+#[test]
+fn a_killed_looks_release_is_removed_by_the_next_install_and_a_link_is_left() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = node.dir.path().join("calico-windows.zip");
+    write_zip(&zip, &entries_of("calico-node.exe", Some("3.30.2")));
+    let (code, _, stderr) = node.run(&["preflight", "--offline"]);
+    assert!(code == 0 || code == 3, "{stderr}");
+    let left = node.sim().join("release-look-Ab12Cd");
+    fs_err::create_dir_all(left.join("CalicoWindows")).expect("left");
+    fs_err::write(left.join("CalicoWindows/calico-node.exe"), b"old").expect("file");
+    let elsewhere = node.dir.path().join("elsewhere");
+    fs_err::create_dir(&elsewhere).expect("elsewhere");
+    fs_err::write(elsewhere.join("keep.txt"), b"keep").expect("keep");
+    let link = node.sim().join("release-look-link");
+    std::os::unix::fs::symlink(&elsewhere, &link).expect("link");
+    let (code, _, stderr) = node.run(&["install", "--release-zip", &zip.display().to_string()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        !left.exists(),
+        "the killed look's release is still there: {stderr}"
+    );
+    assert!(elsewhere.join("keep.txt").is_file());
+    assert!(
+        fs_err::symlink_metadata(&link).is_ok(),
+        "the link was removed"
+    );
+    assert!(
+        stderr.contains(&link.display().to_string()) && stderr.contains("remove it by hand"),
+        "{stderr}"
+    );
+    let looks: Vec<_> = fs_err::read_dir(node.sim())
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("release-look-") && n != "release-look-link")
+        .collect();
+    assert!(looks.is_empty(), "{looks:?}");
+}

@@ -17,6 +17,7 @@ use std::io::IsTerminal;
 /// Where an install unpacks the release.
 pub(super) enum Staging<'h> {
     /// A dry run's, in this machine's temporary directory: it writes nothing under the root.
+    /// A real run's look (`look`), in calicoctl-win's state directory.
     Local {
         /// Removed when dropped.
         _dir: tempfile::TempDir,
@@ -301,12 +302,14 @@ pub(super) fn stage<'h>(
 
 /// The release as a dry run sees it, for a real run to judge before anything changes: a
 /// given zip extracted into this machine's temporary directory (which the returned staging
-/// removes), a download pending. Nothing on the node changes: the cache is not touched.
+/// removes), a download pending. Nothing on the node changes: the cache is not touched. A
+/// run that holds the host lock (`locked`) extracts in calicoctl-win's state directory
+/// instead (`look_dir`).
 pub(super) fn look<'h>(
     ctx: &mut Context,
     host: &'h dyn Host,
     want: &Want,
-    cache_dir: &str,
+    (cache_dir, locked): (&str, bool),
 ) -> anyhow::Result<(Option<Staging<'h>>, Got)> {
     if let Source::Url(url) = &want.source {
         let version = want.version.clone();
@@ -318,9 +321,51 @@ pub(super) fn look<'h>(
             },
         ));
     }
-    let staging = staging_dir(host, cache_dir, true)?;
+    let held = locked.then(|| ctx.state_dir(host)).flatten();
+    let staging = match held {
+        Some(state) => look_dir(ctx, &state)?,
+        None => staging_dir(host, cache_dir, true)?,
+    };
     let got = obtain_release(ctx, host, want, cache_dir, staging.place())?;
     Ok((Some(staging), got))
+}
+
+/// A real run's look extracts the release into calicoctl-win's state directory, not the
+/// temporary directory: the files there are this elevated run's (SYSTEM's and Administrators'
+/// only, `host::lock::make_state_dir`; a temporary directory of SYSTEM's, `C:\Windows\Temp`,
+/// lets every user add files to the folders made in it), and what a killed look left is
+/// known dead: only a run holding the host lock makes one, and that lock went with it. Those
+/// are removed first; a name of the kind that is no directory (a link) is said, and left.
+fn look_dir(ctx: &mut Context, state: &std::path::Path) -> anyhow::Result<Staging<'static>> {
+    use crate::layout::LOOK_PREFIX;
+    for e in fs_err::read_dir(state).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(LOOK_PREFIX) {
+            continue;
+        }
+        // Not followed: a link's file type is a link's, never a directory's.
+        let removed = match e.file_type() {
+            Ok(t) if t.is_dir() => fs_err::remove_dir_all(e.path()).map_err(|e| e.to_string()),
+            _ => Err("it is not a directory of calicoctl-win's own".into()),
+        };
+        if let Err(why) = removed {
+            ctx.printer.warn(&format!(
+                "{} is left as it is, from a release look that was cut off: {why}; remove it by hand",
+                e.path().display()
+            ));
+        }
+    }
+    let dir = tempfile::Builder::new()
+        .prefix(LOOK_PREFIX)
+        .tempdir_in(state)
+        .with_context(|| {
+            format!(
+                "cannot create a directory for the release in {}",
+                state.display()
+            )
+        })?;
+    let path = Local::name(dir.path())?;
+    Ok(Staging::Local { _dir: dir, path })
 }
 
 /// Downloads (or takes) and extracts the release into `staging`. In a dry run a URL is only

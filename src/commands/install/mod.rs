@@ -433,8 +433,8 @@ fn staged(
 }
 
 /// Before anything changes (a real run; a dry run's staging is this look): the release as
-/// the dry run sees it, a given zip extracted into this machine's temporary directory and a
-/// download pending, judged as the staged release is, so that a refused release (its
+/// the dry run sees it, a given zip extracted into calicoctl-win's state directory (the
+/// temporary directory without the host lock) and a download pending, judged as the staged release is, so that a refused release (its
 /// checksum, its version, older than the cluster's) or a file that cannot be made refuses
 /// the run with nothing staged and no journal begun. The staged release is judged again.
 fn look(
@@ -444,7 +444,8 @@ fn look(
     config: &crate::config::Config,
     c: &Checked,
 ) -> anyhow::Result<()> {
-    let (_staging, got) = beginning::look(ctx, host, &c.want, &c.change.root.cache())?;
+    let cache = (c.change.root.cache(), c.change.holds_lock());
+    let (_staging, got) = beginning::look(ctx, host, &c.want, (&cache.0, cache.1))?;
     given_release_against_cluster(args, &c.want, &got, c.cluster_version.as_deref())?;
     release_and_rendered(host, config, c, &got, &mut Vec::new())?;
     Ok(())

@@ -302,7 +302,7 @@ impl SimHost {
             what: "save simulated host state".into(),
             reason: e.to_string(),
         })?;
-        crate::files::write_atomic(&self.dir.join("state.json"), text.as_bytes())
+        crate::files::write_atomic_volatile(&self.dir.join("state.json"), text.as_bytes())
             .map(|_| ())
             .map_err(|e| {
                 HostError::io(

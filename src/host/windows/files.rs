@@ -72,10 +72,36 @@ pub fn replace_with(path: &str, contents: Contents<'_>, access: Access) -> HostR
 /// tried again (`host::sharing`); the running image's lock is no reader's and is not waited on.
 fn rename_shared(from: &Path, to: &Path) -> std::io::Result<()> {
     crate::host::sharing::retried(
-        || std::fs::rename(from, to),
+        || rename_through(from, to),
         |e| crate::host::sharing::is_transient(e.raw_os_error()) && !is_running_image(to),
         &mut std::thread::sleep,
     )
+}
+
+/// Renames `from` (written and flushed: `FlushFileBuffers`) over `to`, the rename itself on
+/// the disk before it returns, so that a power loss after it finds the new file, as the
+/// journal's next step assumes: `MoveFileExW` with `MOVEFILE_REPLACE_EXISTING |
+/// MOVEFILE_WRITE_THROUGH` (Microsoft's MoveFileExW documentation: "The function does not
+/// return until the file is actually moved on the disk"). It refuses a target another process
+/// has open, also sharing delete (a reader of ours, a scrape of the metrics): then std's
+/// rename, which on `ERROR_ACCESS_DENIED` renames with POSIX semantics (`FileRenameInfoEx`,
+/// rust-lang/rust `library/std/src/sys/fs/windows.rs`, `rename`), and the file renamed is
+/// flushed after it, as far as it may be opened to write (its data was flushed already).
+fn rename_through(from: &Path, to: &Path) -> std::io::Result<()> {
+    use windows_sys::Win32::Storage::FileSystem::{
+        MOVEFILE_REPLACE_EXISTING, MOVEFILE_WRITE_THROUGH, MoveFileExW,
+    };
+    let (f, t) = (wide(&from.to_string_lossy()), wide(&to.to_string_lossy()));
+    let flags = MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH;
+    // SAFETY: both names are NUL-terminated UTF-16 that live across the call.
+    if unsafe { MoveFileExW(f.as_ptr(), t.as_ptr(), flags) } != 0 {
+        return Ok(());
+    }
+    std::fs::rename(from, to)?;
+    if let Ok(renamed) = std::fs::OpenOptions::new().write(true).open(to) {
+        let _ = renamed.sync_all();
+    }
+    Ok(())
 }
 
 /// Whether `path` is this process's own executable.
