@@ -50,8 +50,9 @@ const PS_VALUE: &str = r#""(?:[^"`\r\n]|`.)*"?|'(?:[^'\r\n]|'')*'?|[^\s;,)]+"#;
 
 /// The shapes of a name and its value: group `n` the name, `v` the value.
 pub(super) fn pairs() -> [String; 5] {
-    // A key of a flow mapping or JSON object, quoted or not, its quotes perhaps escaped.
-    let key = |k: &str| format!(r#"[{{,]\s*(?:\\?["'])?{k}(?:\\?["'])?\s*:[ \t]*"#);
+    // A key of a flow mapping or JSON object, quoted or not, its quotes perhaps escaped (at
+    // the text's start: a piece of a long line cut after its `{"`).
+    let key = |k: &str| format!(r#"(?:^|[{{,])\s*(?:\\?["'])?{k}(?:\\?["'])?\s*:[ \t]*"#);
     let name = format!(r#"{}(?:\\?["'])?(?P<n>[A-Za-z0-9_.-]+)"#, key("name"));
     let value = key("value");
     [
@@ -239,7 +240,7 @@ fn key_line(top: &mut Item, text: &[u8], offset: usize) {
 
 /// Where the quote `q` that opened `inner` closes on its line (`\"` escapes in `"`, `''` is a
 /// quote in `'`); `None` for an unquoted scalar or one continued on the next line.
-fn closing(q: u8, inner: &[u8]) -> Option<usize> {
+pub(super) fn closing(q: u8, inner: &[u8]) -> Option<usize> {
     let mut i = 0;
     while i < inner.len() {
         match (q, inner[i]) {
