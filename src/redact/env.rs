@@ -443,10 +443,26 @@ mod tests {
             "- name: X_TOKEN\n  value: ",
             "\\\"name\\\":\\\"X_TOKEN\\\",",
             "Environment variable ",
+            "[--token, \"",
+            "[--token, '",
+            "[--token, # c\n",
+            " --token \"a\\\\\\\"",
+            "\\\"--token\\\",\\\"a",
         ] {
             let text = unit.repeat(400_000 / unit.len()) + "{name: X_TOKEN, value: lastsecret}";
             let out = String::from_utf8(r.redact(text.as_bytes())).expect("utf8");
             assert!(!out.contains("lastsecret"), "{unit}");
+            // A line at a time (`logs`), each line's pending state carried to the next.
+            let mut pending = super::super::Pending::None;
+            let mut out = Vec::new();
+            for line in text.as_bytes().chunks(64 * 1024) {
+                let (text, p) = r.redact_line(pending, line);
+                (out, pending) = ([out, text].concat(), p);
+            }
+            assert!(
+                !String::from_utf8_lossy(&out).contains("lastsecret"),
+                "{unit}"
+            );
         }
         let out = String::from_utf8(r.redact(deep.as_bytes())).expect("utf8");
         assert_eq!(out, deep);
