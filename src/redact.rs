@@ -88,16 +88,8 @@ fn shapes() -> [(String, &'static str); 19] {
             ),
             "${1}<redacted>",
         ),
-        // A flag's value in quotes after a blank, as a Windows command line or Go's `%q` of a
-        // `[]string` writes it: `--token "two words"`, `-password 'X'`, `["--token" "X"]`.
-        (
-            format!(r#"(?im-u)({flag}["']?[ \t]+")(?:[^"\\\r\n]|\\.)+"#),
-            "${1}<redacted>",
-        ),
-        (
-            format!(r#"(?im-u)({flag}["']?[ \t]+')(?:[^'\r\n]|'')+"#),
-            "${1}<redacted>",
-        ),
+        quoted_after_blank(&flag, '"'),
+        quoted_after_blank(&flag, '\''),
         // A value named as a secret in double or single quotes, whole (it may hold blanks):
         // `"password": "two words"`, `AWS_SECRET_ACCESS_KEY='x'`.
         (
@@ -124,6 +116,20 @@ fn shapes() -> [(String, &'static str); 19] {
 fn bearer() -> (String, &'static str) {
     (
         r"(?i-u)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}".into(),
+        "${1}<redacted>",
+    )
+}
+
+/// A flag's value in quotes after a blank, as a Windows command line or Go's `%q` of a
+/// `[]string` writes it: `--token "two words"`, `-password 'X'`, `["--token" "X"]`.
+fn quoted_after_blank(flag: &str, quote: char) -> (String, &'static str) {
+    let body = if quote == '"' {
+        r#"(?:[^"\\\r\n]|\\.)+"#
+    } else {
+        r"(?:[^'\r\n]|'')+"
+    };
+    (
+        format!(r#"(?im-u)({flag}["']?[ \t]+{quote}){body}"#),
         "${1}<redacted>",
     )
 }
