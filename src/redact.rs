@@ -5,6 +5,9 @@
 //! when no file holds it.
 
 mod env;
+mod lines;
+
+pub use lines::Pending;
 
 use regex::bytes::Regex;
 
@@ -17,10 +20,18 @@ pub const REDACTED: &str = "<redacted>";
 /// merely begins with one (`token_expires`, `secretName`, `passwordless`) is no secret's.
 const NAMES: &str = r"(?:token|password|passwd|api[_-]?key|access[_-]?key|private[_-]?key|key-data|etcd_key|credentials?|secret(?:[_-][A-Za-z0-9_-]*)?)";
 
+/// A value in `\"` (JSON inside a JSON string) after its opening `\"`, to its closing one: the
+/// outer string's escapes (`\n`, `\\`), and the inner one's escapes escaped again (`\\\"`, a
+/// quote in the value; `\\\\`, a backslash), a `'` among them.
+const ESCAPED: &str = r#"(?:[^"\\\r\n]|\\[^"\\\r\n]|\\\\(?:\\.|[^"\\\r\n]))+"#;
+
+/// Comment lines after a flow list's `,` (YAML 1.2 6.6: a comment runs to its line's end).
+const FLOW_COMMENTS: &str = r"(?:#[^\r\n]*\r?\n\s*)*";
+
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 17] {
+fn shapes() -> [(String, &'static str); 19] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     // A flag naming a secret (`--token`, `-password`) at a word's start: `re-token` is none.
@@ -59,7 +70,7 @@ fn shapes() -> [(String, &'static str); 17] {
             "${1}<redacted>",
         ),
         (
-            format!(r#"(?i-u)(\\"-{{1,2}}[a-z0-9-]*{NAMES}\\"\s*,\s*\\")(?:[^"\\\n]|\\[^"\n])+"#),
+            format!(r#"(?i-u)(\\"-{{1,2}}[a-z0-9-]*{NAMES}\\"\s*,\s*\\"){ESCAPED}"#),
             "${1}<redacted>",
         ),
         single_quoted_list_item(),
@@ -73,10 +84,12 @@ fn shapes() -> [(String, &'static str); 17] {
         // `PASSWORD=\"X\"`, `--etcd-password \"X\"`, `-token \"X\"`, whole up to its closing `\"`.
         (
             format!(
-                r#"(?im-u)((?:[A-Za-z0-9_.-]*{NAMES}(?:\\["'])?\s*[:=]\s*|{flag}\s+)\\["'])(?:[^"'\\\n]|\\[^"'\n])+"#
+                r#"(?im-u)((?:[A-Za-z0-9_.-]*{NAMES}(?:\\["'])?\s*[:=]\s*|{flag}\s+)\\["']){ESCAPED}"#
             ),
             "${1}<redacted>",
         ),
+        quoted_after_blank(&flag, '"'),
+        quoted_after_blank(&flag, '\''),
         // A value named as a secret in double or single quotes, whole (it may hold blanks):
         // `"password": "two words"`, `AWS_SECRET_ACCESS_KEY='x'`.
         (
@@ -103,6 +116,20 @@ fn shapes() -> [(String, &'static str); 17] {
 fn bearer() -> (String, &'static str) {
     (
         r"(?i-u)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}".into(),
+        "${1}<redacted>",
+    )
+}
+
+/// A flag's value in quotes after a blank, as a Windows command line or Go's `%q` of a
+/// `[]string` writes it: `--token "two words"`, `-password 'X'`, `["--token" "X"]`.
+fn quoted_after_blank(flag: &str, quote: char) -> (String, &'static str) {
+    let body = if quote == '"' {
+        r#"(?:[^"\\\r\n]|\\.)+"#
+    } else {
+        r"(?:[^'\r\n]|'')+"
+    };
+    (
+        format!(r#"(?im-u)({flag}["']?[ \t]+{quote}){body}"#),
         "${1}<redacted>",
     )
 }
@@ -150,6 +177,7 @@ fn yaml_flag() -> String {
 fn yaml_flow_item(in_list: bool) -> (String, &'static str) {
     let flag = format!(r#"["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?\s*,\s*"#);
     let re = if in_list {
+        let flag = format!("{flag}{FLOW_COMMENTS}");
         format!(r#"(?i-u)([\[,]\s*{flag})[^\s,\[\]{{}}"'#][^,\[\]{{}}\r\n]*"#)
     } else {
         // A flag after a blank may be in a list too, which `in_list` has redacted already
@@ -163,17 +191,15 @@ fn yaml_flow_item(in_list: bool) -> (String, &'static str) {
 /// broken across lines: `[--token, "X"]`, `["--token", 'X']`, `[--token,\n  "X"]`. The
 /// quotes stay, so JSON stays JSON.
 fn yaml_flow_quoted_item(quote: char) -> (String, &'static str) {
-    let flag = format!(r#"((?:^|[\s\[,])["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?\s*,\s*"#);
+    let flag =
+        format!(r#"((?:^|[\s\[,])["']?-{{1,2}}[a-z0-9-]*{NAMES}["']?\s*,\s*{FLOW_COMMENTS}"#);
     if quote == '"' {
         (
-            format!(r#"(?i-u){flag}")(?:[^"\\\r\n]|\\.)*""#),
+            format!(r#"(?is-u){flag}")(?:[^"\\]|\\.)*""#),
             "${1}<redacted>\"",
         )
     } else {
-        (
-            format!(r#"(?i-u){flag}')(?:[^'\r\n]|'')*'"#),
-            "${1}<redacted>'",
-        )
+        (format!(r#"(?i-u){flag}')(?:[^']|'')*'"#), "${1}<redacted>'")
     }
 }
 
@@ -224,10 +250,10 @@ fn redact_block_scalars(head: &Regex, bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Whether a word (lower case) leads into a secret's value: a name `shapes` knows, or an
-/// HTTP credential's scheme. The logs cut a long line before such a word, never after it.
+/// Whether a word (lower case) leads into a secret's value: a name `shapes` knows, an HTTP
+/// credential's scheme, or a `name` or `value` key (an `env:` item's). The logs cut a long line before such a word, never after it.
 pub fn leads_into_value(word: &[u8]) -> bool {
-    const ENDS: [&[u8]; 15] = [
+    const ENDS: [&[u8]; 17] = [
         b"token",
         b"password",
         b"passwd",
@@ -243,6 +269,9 @@ pub fn leads_into_value(word: &[u8]) -> bool {
         b"authorization",
         b"bearer",
         b"basic",
+        // An `env:` item's `"name":"X_TOKEN"` and `"value":"X"`, cut from their keys.
+        b"name",
+        b"value",
     ];
     ENDS.iter().any(|e| word.ends_with(e)) || memchr::memmem::find(word, b"secret").is_some()
 }
@@ -257,6 +286,8 @@ pub struct Redactor {
     block: Regex,
     /// `env::pairs`'.
     pairs: Vec<Regex>,
+    /// What a line leaves pending (`redact_line`).
+    lines: lines::Leads,
 }
 
 impl Redactor {
@@ -280,6 +311,7 @@ impl Redactor {
             shapes,
             block: build(&block_scalar_head()),
             pairs: env::pairs().iter().map(|re| build(re)).collect(),
+            lines: lines::Leads::new(build),
         }
     }
 
@@ -405,7 +437,7 @@ pub(crate) mod tests {
 
     /// Each shape of a credential the brief names, as a log line, in a config-show.json
     /// document and in an environment block: the secret goes, what names it stays.
-    pub(crate) const SHAPED: [(&str, &str, &str); 12] = [
+    pub(crate) const SHAPED: [(&str, &str, &str); 17] = [
         (
             "proxy http://calico:hunter2pass@proxy.corp:3128 set",
             "hunter2pass",
@@ -465,6 +497,33 @@ pub(crate) mod tests {
             "run kubectl --password flagpass22 get",
             "flagpass22",
             "--password <redacted> get",
+        ),
+        // A Windows command line's quoted value after a blank, Go's `%q` of a `[]string`.
+        (
+            r#"felix.exe --token "S51 two" -v"#,
+            "S51",
+            r#"--token "<redacted>" -v"#,
+        ),
+        (
+            "felix.exe --password 'S52pw' -v",
+            "S52pw",
+            "--password '<redacted>' -v",
+        ),
+        (
+            r#"args=["--token" "S50tok"]"#,
+            "S50tok",
+            r#"["--token" "<redacted>"]"#,
+        ),
+        // `\"` values holding an escaped quote or a `'` (JSON in a JSON string).
+        (
+            r#"{"cmd": "x.exe --etcd-password \"a\\\"b S53 c'd\""}"#,
+            "S53",
+            r#"--etcd-password \"<redacted>\""#,
+        ),
+        (
+            r#"{"cmd": "[\"--token\",\"a\\\"b' S54\"]"}"#,
+            "S54",
+            r#"[\"--token\",\"<redacted>\"]"#,
         ),
     ];
 
@@ -634,6 +693,31 @@ pub(crate) mod tests {
                 "  args:\n  - --password\n  - |\n    literal1\n\n    literal2\r\n  - --v\n",
                 "literal",
                 "  args:\n  - --password\n  - |\n    <redacted>\n\n    <redacted>\r\n  - --v\n",
+            ),
+            (
+                "args: [--token, \"ml one\n  ml two\"]",
+                "ml ",
+                "args: [--token, \"<redacted>\"]",
+            ),
+            (
+                "args: [--token, \"esc one\\\n  esc two\", --v]",
+                "esc ",
+                "args: [--token, \"<redacted>\", --v]",
+            ),
+            (
+                "args: ['--token', 'sq one\n  sq two']",
+                "sq ",
+                "args: ['--token', '<redacted>']",
+            ),
+            (
+                "args: [--token, # the token\n  commented1]",
+                "commented1",
+                "args: [--token, # the token\n  <redacted>]",
+            ),
+            (
+                "args: [--token, # c\n  \"commented2\"]",
+                "commented2",
+                "args: [--token, # c\n  \"<redacted>\"]",
             ),
             (
                 "- --token\n- 'it''s19'\n",

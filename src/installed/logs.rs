@@ -10,7 +10,7 @@
 //! same head in the copy, a file whose head is nowhere a gap said as one.
 
 use crate::host::{Files, HostError, HostResult};
-use crate::redact::Redactor;
+use crate::redact::{Pending, Redactor};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{BufRead, Read, Seek, SeekFrom, Write};
@@ -139,6 +139,9 @@ pub struct Position {
     /// Inside a private key's block there (`key_line`).
     #[serde(default)]
     pub in_key: bool,
+    /// What the line before it left pending (a secret's value to come: `Redactor::redact_line`).
+    #[serde(default)]
+    pub pending: Pending,
 }
 
 /// Where reading starts when no position is known.
@@ -158,6 +161,8 @@ pub struct Reader<'a> {
     pub position: Option<Position>,
     /// Inside a PEM private key block that began on an earlier line.
     in_key: bool,
+    /// What the last line written left pending.
+    pending: Pending,
     /// What a gap said, for the caller to show.
     pub gaps: Vec<String>,
     /// The bytes read from the logs so far (what bounds a tail).
@@ -184,6 +189,7 @@ impl<'a> Reader<'a> {
             redactor,
             position: None,
             in_key: false,
+            pending: Pending::None,
             gaps: Vec::new(),
             read: std::cell::Cell::new(0),
         }
@@ -240,6 +246,11 @@ impl<'a> Reader<'a> {
                 let found = self.locate(&mut names, &p)?;
                 // Where it left off, inside a key's block or not; a gap starts a file.
                 self.in_key = p.in_key && found.1.is_some();
+                self.pending = if found.1.is_some() {
+                    p.pending
+                } else {
+                    Pending::None
+                };
                 found
             }
         };
@@ -316,9 +327,9 @@ impl<'a> Reader<'a> {
     /// The file and offset `start` begins at, and whether that is inside a key's block.
     fn begin(&mut self, names: &[String], start: Start) -> HostResult<(usize, u64)> {
         let (i, offset) = self.start(names, start)?;
-        self.in_key = match names.get(i) {
+        (self.in_key, self.pending) = match names.get(i) {
             Some(name) if offset > 0 => self.key_before(name, offset)?,
-            _ => false,
+            _ => (false, Pending::None),
         };
         Ok((i, offset))
     }
@@ -534,14 +545,16 @@ impl<'a> Reader<'a> {
                 offset,
                 at: crate::duration::now(),
                 in_key: self.in_key,
+                pending: self.pending,
             };
             save(&p);
             self.position = Some(p);
         }
     }
 
-    /// Writes lines, each redacted; a PEM private key's lines all go, however many chunks
-    /// it spans (`key_line`).
+    /// Writes lines, each redacted, what a line leaves pending for the next applied to it (a
+    /// piece of a long line is a line here); a PEM private key's lines all go, however many
+    /// chunks it spans (`key_line`).
     fn write_lines(&mut self, bytes: &[u8], out: &mut dyn Write) -> HostResult<()> {
         let w = |e| HostError::io("write the log to the output", e);
         for line in bytes.split_inclusive(|b| *b == b'\n') {
@@ -551,23 +564,22 @@ impl<'a> Reader<'a> {
                 out.write_all(crate::redact::REDACTED.as_bytes())
                     .map_err(w)?;
             } else {
-                out.write_all(
-                    &self
-                        .redactor
-                        .redact(line.strip_suffix(b"\n").unwrap_or(line)),
-                )
-                .map_err(w)?;
+                let line = line.strip_suffix(b"\n").unwrap_or(line);
+                let (text, pending) = self.redactor.redact_line(self.pending, line);
+                self.pending = pending;
+                out.write_all(&text).map_err(w)?;
             }
             out.write_all(b"\n").map_err(w)?;
         }
         out.flush().map_err(w)
     }
 
-    /// Whether `offset` in `name` is inside a private key's block: the lines of the few KiB
-    /// before it read as `write_lines` reads them (a reader starting there).
-    fn key_before(&self, name: &str, offset: u64) -> HostResult<bool> {
+    /// Whether `offset` in `name` is inside a private key's block, and what the line before
+    /// it left pending: the lines of the few KiB before it read as `write_lines` reads them
+    /// (a reader starting there).
+    fn key_before(&self, name: &str, offset: u64) -> HostResult<(bool, Pending)> {
         let Some((mut f, _)) = self.open(name)? else {
-            return Ok(false);
+            return Ok((false, Pending::None));
         };
         let path = self.set.path(name);
         let from = offset.saturating_sub(KEY_BACK);
@@ -581,7 +593,13 @@ impl<'a> Reader<'a> {
         if from > 0 {
             lines.next();
         }
-        Ok(lines.fold(false, |in_key, line| key_line(in_key, line).1))
+        Ok(lines.fold((false, Pending::None), |(in_key, p), line| {
+            let text = line.strip_suffix(b"\n").unwrap_or(line);
+            (
+                key_line(in_key, line).1,
+                self.redactor.redact_line(p, text).1,
+            )
+        }))
     }
 }
 

@@ -523,7 +523,117 @@ fn a_position_taken_on_an_empty_log_reads_what_rotated_since() {
         offset: 0,
         at: at.as_second(),
         in_key: false,
+        pending: Pending::None,
     });
     assert_eq!(poll(&mut r, &mut None), lines(0..4));
     assert!(r.gaps.is_empty(), "{:?}", r.gaps);
+}
+
+/// The shapes whose secret is on a line after the one naming it, read a line at a time: the
+/// value goes as it goes from a whole file (`diags`), what follows it stays.
+#[test]
+fn a_secret_on_the_line_after_its_name_is_redacted() {
+    for (text, gone, kept) in [
+        (
+            "args: [--token,\n    flowsecret1]\n",
+            "flowsecret1",
+            "args: [--token,\n",
+        ),
+        (
+            "args:\n- --token\n\n  # next\n- listsecret1\n- --v\n",
+            "listsecret1",
+            "- <redacted>\n- --v\n",
+        ),
+        (
+            "args:\n- \"--password\"\n- \"list secret2\"\n- --v\n",
+            "secret2",
+            "- \"<redacted>\"\n- --v\n",
+        ),
+        (
+            "args:\n  - --token\n  - |\n    blocksecret1\n\n    blocksecret2\n  - --v\n",
+            "blocksecret",
+            "  - |\n    <redacted>\n\n    <redacted>\n  - --v\n",
+        ),
+        (
+            "env:\n- name: X_TOKEN\n  value: envsecret1\n- name: NODENAME\n  value: node1\n",
+            "envsecret1",
+            "  value: <redacted>\n- name: NODENAME\n  value: node1\n",
+        ),
+        (
+            "env:\n  - name: \"X_TOKEN\" # c\n    valueFrom: null\n    value: |\n      envblock1\n  - name: A\n",
+            "envblock1",
+            "    value: |\n      <redacted>\n  - name: A\n",
+        ),
+        (
+            "{\n  \"name\": \"X_TOKEN\",\n  \"value\": \"json secret1\"\n}\nnext\n",
+            "secret1",
+            "  \"value\": \"<redacted>\"\n}\nnext\n",
+        ),
+        (
+            "args: [--token, \"ml one\n  ml two\"]\nnext\n",
+            "ml ",
+            "<redacted>\"]\nnext\n",
+        ),
+        (
+            "args: [--token, \"esc one\\\n  esc two\", --v]\n",
+            "esc ",
+            "<redacted>\", --v]\n",
+        ),
+        (
+            "args: [--token, # the token\n  commented1]\n",
+            "commented1",
+            "# the token\n",
+        ),
+        ("token:\n  nextline1\nnext\n", "nextline1", "next\n"),
+    ] {
+        let n = Node::new();
+        n.append("calico-felix.log", text);
+        let out = read(&mut n.reader(), Start::Tail(u64::MAX));
+        assert!(!out.contains(gone), "{gone} survived: {out}");
+        assert!(out.contains(kept), "{kept} not in {out}");
+        // Whole, as `diags` redacts it, the secret goes too.
+        let whole = Redactor::new(&[]).redact(text.as_bytes());
+        let whole = String::from_utf8(whole).expect("utf8");
+        assert!(!whole.contains(gone), "{gone} survived whole: {whole}");
+        // A follower stopped after the line naming the secret and started again from its
+        // position: the value still goes.
+        let n = Node::new();
+        let (first, rest) = text.split_at(text.find('\n').expect("lines") + 1);
+        n.append("calico-felix.log", first);
+        let mut saved = None;
+        let mut seen = poll(&mut n.reader(), &mut saved);
+        n.append("calico-felix.log", rest);
+        let mut r = n.reader();
+        r.position = saved.clone();
+        seen += &poll(&mut r, &mut saved);
+        assert!(!seen.contains(gone), "{gone} survived a restart: {seen}");
+    }
+}
+
+/// A line longer than a chunk cut between an `env:` item's name and its value, or inside the
+/// value: the value goes from the next piece.
+#[test]
+fn a_secret_after_its_name_in_the_next_piece_is_redacted() {
+    let item = r#"{"name":"X_TOKEN","value":"cutsecret1"} after"#;
+    for before in (CHUNK - 50..CHUNK - 2).step_by(3) {
+        let n = Node::new();
+        n.append(
+            "calico-felix.log",
+            &format!("{} {item}\n", "x".repeat(before)),
+        );
+        let text = read(&mut n.reader(), Start::Tail(u64::MAX));
+        assert!(
+            !text.contains("cutsecret1") && !text.contains("secret1") && text.contains("after"),
+            "at {before}: {}",
+            &text[before - 10..]
+        );
+    }
+    let long = format!(
+        "{{\"name\":\"X_TOKEN\",\"other\":\"{}\",\"value\":\"cutsecret2\"}}\n",
+        "a".repeat(CHUNK + 100)
+    );
+    let n = Node::new();
+    n.append("calico-felix.log", &long);
+    let text = read(&mut n.reader(), Start::Tail(u64::MAX));
+    assert!(!text.contains("cutsecret2"), "{}", &text[text.len() - 80..]);
 }

@@ -50,8 +50,9 @@ const PS_VALUE: &str = r#""(?:[^"`\r\n]|`.)*"?|'(?:[^'\r\n]|'')*'?|[^\s;,)]+"#;
 
 /// The shapes of a name and its value: group `n` the name, `v` the value.
 pub(super) fn pairs() -> [String; 5] {
-    // A key of a flow mapping or JSON object, quoted or not, its quotes perhaps escaped.
-    let key = |k: &str| format!(r#"[{{,]\s*(?:\\?["'])?{k}(?:\\?["'])?\s*:[ \t]*"#);
+    // A key of a flow mapping or JSON object, quoted or not, its quotes perhaps escaped (at
+    // the text's start: a piece of a long line cut after its `{"`).
+    let key = |k: &str| format!(r#"(?:^|[{{,])\s*(?:\\?["'])?{k}(?:\\?["'])?\s*:[ \t]*"#);
     let name = format!(r#"{}(?:\\?["'])?(?P<n>[A-Za-z0-9_.-]+)"#, key("name"));
     let value = key("value");
     [
@@ -239,7 +240,7 @@ fn key_line(top: &mut Item, text: &[u8], offset: usize) {
 
 /// Where the quote `q` that opened `inner` closes on its line (`\"` escapes in `"`, `''` is a
 /// quote in `'`); `None` for an unquoted scalar or one continued on the next line.
-fn closing(q: u8, inner: &[u8]) -> Option<usize> {
+pub(super) fn closing(q: u8, inner: &[u8]) -> Option<usize> {
     let mut i = 0;
     while i < inner.len() {
         match (q, inner[i]) {
@@ -442,10 +443,26 @@ mod tests {
             "- name: X_TOKEN\n  value: ",
             "\\\"name\\\":\\\"X_TOKEN\\\",",
             "Environment variable ",
+            "[--token, \"",
+            "[--token, '",
+            "[--token, # c\n",
+            " --token \"a\\\\\\\"",
+            "\\\"--token\\\",\\\"a",
         ] {
             let text = unit.repeat(400_000 / unit.len()) + "{name: X_TOKEN, value: lastsecret}";
             let out = String::from_utf8(r.redact(text.as_bytes())).expect("utf8");
             assert!(!out.contains("lastsecret"), "{unit}");
+            // A line at a time (`logs`), each line's pending state carried to the next.
+            let mut pending = super::super::Pending::None;
+            let mut out = Vec::new();
+            for line in text.as_bytes().chunks(64 * 1024) {
+                let (text, p) = r.redact_line(pending, line);
+                (out, pending) = ([out, text].concat(), p);
+            }
+            assert!(
+                !String::from_utf8_lossy(&out).contains("lastsecret"),
+                "{unit}"
+            );
         }
         let out = String::from_utf8(r.redact(deep.as_bytes())).expect("utf8");
         assert_eq!(out, deep);

@@ -1,0 +1,298 @@
+//! Redaction a line at a time (`logs`, and a line longer than a chunk a piece at a time): what
+//! a line leaves pending for the lines after it (a flag whose value is the next item, a block
+//! scalar, a quoted value not closed, an `env:` item whose `name:` named a secret) is kept as
+//! a small state, so that the next lines' part of the secret goes as it goes from a whole file.
+
+use super::env::{closing, names_a_secret};
+use super::{NAMES, REDACTED, Redactor};
+use regex::bytes::Regex;
+use serde::{Deserialize, Serialize};
+
+/// The most lines a quoted value or an object left open is followed over.
+const MAX_LINES: u16 = 64;
+
+/// What a line left for the lines after it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Pending {
+    #[default]
+    None,
+    /// A flag or a name naming a secret ended its line (`- --token`, `[--token,`, `token:`,
+    /// a comment after it): the next item, after blank and comment lines, is its value.
+    Flag,
+    /// The lines indented more than this are a secret's (a block scalar's, YAML 1.2 8.1; a
+    /// plain scalar's continuation, 7.3.3), blank lines among them.
+    Under(usize),
+    /// Inside a secret in this quote (`"` or `'`) not closed on its line, for so many lines
+    /// (YAML 1.2 7.3.1, 7.3.2: a quoted scalar may span lines).
+    Quote(u8, u16),
+    /// A block list item (`- name: X_TOKEN`) whose name named a secret: its `-`'s column and
+    /// its keys'; its `value:` is a secret.
+    Item(usize, usize),
+    /// A JSON or flow object whose `name` named a secret, its `value` not yet seen, for so
+    /// many lines (`kubectl get -o json`'s `{"name": "X_TOKEN",\n "value": "X"}`).
+    Object(u16),
+}
+
+/// The shapes that leave something pending.
+pub(super) struct Leads {
+    /// A name or flag naming a secret and its value's opening quote (group 1).
+    quote: Regex,
+    /// A line ending in a flag naming a secret (a `,` after it) or a secret's name and `:`/`=`.
+    flag: Regex,
+    /// `token: |`: a block scalar as a named secret's value (group 1: the indentation).
+    block: Regex,
+    /// `- name: X` or `name: X` alone on its line (1: indentation, 2: `- `, 3: the name).
+    item: Regex,
+    /// A `name` key of a flow mapping or JSON object and its name (group 1).
+    object: Regex,
+    /// A `value` key.
+    value: Regex,
+}
+
+impl Leads {
+    pub(super) fn new(build: impl Fn(&str) -> Regex) -> Self {
+        let flag = format!(r#"(?:^|[\s"'\[,(=])-{{1,2}}[a-z0-9-]*{NAMES}\\?["']?"#);
+        let name = format!(r#"[A-Za-z0-9_.-]*{NAMES}\\?["']?\s*[:=]"#);
+        Self {
+            quote: build(&format!(
+                r#"(?i-u)(?:{name}\s*|{flag}(?:[ \t]+|\s*,\s*))(\\?["'])"#
+            )),
+            flag: build(&format!(
+                r#"(?i-u)(?:{flag}\s*,?|{name})[ \t]*(?:#[^\r\n]*)?\s*$"#
+            )),
+            block: build(&format!(
+                r#"(?i-u)^([ \t]*)(?:-[ \t]+)?{name}[ \t]*[|>][0-9+-]{{0,2}}[ \t]*(?:#[^\r\n]*)?\s*$"#
+            )),
+            item: build(
+                r#"(?i-u)^([ \t]*)(-[ \t]+)?["']?name["']?[ \t]*:[ \t]*["']?([A-Za-z0-9_.-]+)["']?[ \t]*(?:#[^\r\n]*)?\s*$"#,
+            ),
+            object: build(
+                r#"(?i-u)(?:^|[\s{,])\\?["']?name\\?["']?\s*:\s*\\?["']?([A-Za-z0-9_.-]+)"#,
+            ),
+            value: build(r#"(?i-u)(?:^|[\s{,])\\?["']?value\\?["']?\s*:[ \t]*"#),
+        }
+    }
+
+    /// What `line` leaves pending, and where on it a secret's value begins that it does not
+    /// end (a quote not closed).
+    fn after(&self, line: &[u8]) -> (Pending, Option<usize>) {
+        if let Some((q, at)) = self.open_quote(line) {
+            return (Pending::Quote(q, 0), Some(at));
+        }
+        (self.after_line(line), None)
+    }
+
+    fn after_line(&self, line: &[u8]) -> Pending {
+        if let Some(c) = self.block.captures(line) {
+            return Pending::Under(c.get(1).map_or(0, |m| m.len()));
+        }
+        if self.flag.is_match(line) {
+            return Pending::Flag;
+        }
+        if let Some(c) = self.item.captures(line) {
+            let (indent, dash) = (c.get(1).map_or(0, |m| m.len()), c.get(2));
+            if c.get(3).is_some_and(|n| names_a_secret(n.as_bytes())) {
+                match dash {
+                    Some(d) => return Pending::Item(indent, indent + d.len()),
+                    None if indent > 0 => return Pending::Item(indent - 1, indent),
+                    None => {}
+                }
+            }
+        }
+        self.object(line)
+    }
+
+    /// The quote of the first secret on `line` whose quote is not closed on it, and where
+    /// the secret begins.
+    fn open_quote(&self, line: &[u8]) -> Option<(u8, usize)> {
+        let mut at = 0;
+        while let Some(c) = self.quote.captures_at(line, at) {
+            let (whole, q) = (c.get(0)?, c.get(1)?.as_bytes());
+            let rest = &line[whole.end()..];
+            let close = match q {
+                [b'\\', q] => memchr::memmem::find(rest, &[b'\\', *q]).map(|i| i + 1),
+                [q] => closing(*q, rest),
+                _ => None,
+            };
+            match close {
+                Some(i) => at = whole.end() + i + 1,
+                None => return q.last().map(|q| (*q, whole.end())),
+            }
+        }
+        None
+    }
+
+    /// After a `name` naming a secret, its object not closed on the line: its value still
+    /// to come (`Object`), or begun and not ended here.
+    fn object(&self, line: &[u8]) -> Pending {
+        let Some(end) = self
+            .object
+            .captures_iter(line)
+            .filter_map(|c| c.get(1))
+            .filter(|n| names_a_secret(n.as_bytes()))
+            .last()
+            .map(|n| n.end())
+        else {
+            return Pending::None;
+        };
+        let tail = &line[end..];
+        if memchr::memchr(b'}', tail).is_some() {
+            return Pending::None;
+        }
+        match self.value.find(tail) {
+            Some(v) => value_at(tail, v.end(), None).2.unwrap_or_default(),
+            None => Pending::Object(0),
+        }
+    }
+}
+
+/// The value of a secret from `at` in `line`: what it becomes, up to where (the rest of the
+/// line is redacted as any line), and what it leaves pending (`under`: the column beyond which
+/// its plain scalar's continuation lines are).
+fn value_at(line: &[u8], at: usize, under: Option<usize>) -> (Vec<u8>, usize, Option<Pending>) {
+    let lead = line[at..]
+        .iter()
+        .take_while(|b| matches!(b, b' ' | b'\t'))
+        .count();
+    let start = at + lead;
+    let v = &line[start..];
+    let text = v.trim_ascii_end();
+    let mut out = line[at..start].to_vec();
+    let quoted = |open: &[u8], close: Option<usize>, q: u8| {
+        let mut out = line[at..start].to_vec();
+        out.extend_from_slice(open);
+        out.extend_from_slice(REDACTED.as_bytes());
+        match close {
+            Some(i) => (out, start + open.len() + i, None),
+            None => (out, line.len(), Some(Pending::Quote(q, 0))),
+        }
+    };
+    match text {
+        [] => {
+            out.extend_from_slice(v);
+            (
+                out,
+                line.len(),
+                Some(under.map_or(Pending::Flag, Pending::Under)),
+            )
+        }
+        [b'\\', q @ (b'"' | b'\''), rest @ ..] => {
+            let close = memchr::memmem::find(rest, &[b'\\', *q]);
+            quoted(&text[..2], close, *q)
+        }
+        [q @ (b'"' | b'\''), rest @ ..] => quoted(&text[..1], closing(*q, rest), *q),
+        [b'|' | b'>', ..] if under.is_some() => {
+            out.extend_from_slice(v);
+            (out, line.len(), under.map(Pending::Under))
+        }
+        _ => {
+            out.extend_from_slice(REDACTED.as_bytes());
+            (out, start + text.len(), under.map(Pending::Under))
+        }
+    }
+}
+
+impl Redactor {
+    /// `line` (without its line break) redacted, what an earlier line left pending applied
+    /// first, and what it leaves pending for the next.
+    pub fn redact_line(&self, pending: Pending, line: &[u8]) -> (Vec<u8>, Pending) {
+        let (mut out, used, kept) = self.take(pending, line);
+        let rest = &line[used..];
+        let (next, open) = kept.map_or_else(|| self.lines.after(rest), |p| (p, None));
+        match open {
+            Some(at) => {
+                out.extend_from_slice(&self.redact(&rest[..at]));
+                out.extend_from_slice(REDACTED.as_bytes());
+            }
+            None => out.extend_from_slice(&self.redact(rest)),
+        }
+        (out, next)
+    }
+
+    /// What `pending` makes of the start of `line`: that part's text, its length, and the
+    /// state after it when the part decides it.
+    fn take(&self, pending: Pending, line: &[u8]) -> (Vec<u8>, usize, Option<Pending>) {
+        let indent = line
+            .iter()
+            .take_while(|b| matches!(b, b' ' | b'\t'))
+            .count();
+        let text = line[indent..].trim_ascii_end();
+        let skip = text.is_empty() || text.starts_with(b"#");
+        let keep = |p| (line.to_vec(), line.len(), Some(p));
+        match pending {
+            Pending::None => (Vec::new(), 0, None),
+            Pending::Flag if skip => keep(pending),
+            Pending::Flag => {
+                let Some(r) = text.strip_prefix(b"-").filter(|r| r.first() == Some(&b' ')) else {
+                    return value_at(line, indent, None);
+                };
+                let at = indent + 1 + r.iter().take_while(|b| **b == b' ').count();
+                if matches!(line.get(at), Some(b'|' | b'>')) {
+                    return keep(Pending::Under(indent));
+                }
+                let (v, used, p) = value_at(line, at, Some(indent));
+                ([&line[..at], &v[..]].concat(), used, p)
+            }
+            Pending::Under(_) if text.is_empty() => keep(pending),
+            Pending::Under(d) if indent > d => {
+                let out = [
+                    &line[..indent],
+                    REDACTED.as_bytes(),
+                    &line[indent + text.len()..],
+                ];
+                (out.concat(), line.len(), Some(pending))
+            }
+            Pending::Quote(q, n) => {
+                let close = closing(q, line);
+                let more = (n < MAX_LINES).then_some(Pending::Quote(q, n + 1));
+                match close {
+                    Some(i) => (REDACTED.into(), i, None),
+                    None => (REDACTED.into(), line.len(), Some(more.unwrap_or_default())),
+                }
+            }
+            Pending::Item(..) if skip => keep(pending),
+            Pending::Item(dash, col) if indent > dash => item_line(line, dash, col, indent),
+            Pending::Object(n) => self.object_line(line, n),
+            Pending::Under(_) | Pending::Item(..) => (Vec::new(), 0, None),
+        }
+    }
+
+    /// A line of an object whose name named a secret: its `value`'s, or the object's end.
+    fn object_line(&self, line: &[u8], n: u16) -> (Vec<u8>, usize, Option<Pending>) {
+        let Some(m) = self.lines.value.find(line) else {
+            let open = memchr::memchr(b'}', line).is_none() && n < MAX_LINES;
+            return (Vec::new(), 0, open.then_some(Pending::Object(n + 1)));
+        };
+        let mut out = self.redact(&line[..m.start()]);
+        out.extend_from_slice(&line[m.start()..m.end()]);
+        let (v, used, p) = value_at(line, m.end(), None);
+        out.extend_from_slice(&v[..]);
+        (out, used, p)
+    }
+}
+
+/// A line of a block list item whose name named a secret (`dash`, `col`: its columns): its
+/// `value:` key's value goes, and the lines under the key (a block scalar's, a continuation's).
+fn item_line(
+    line: &[u8],
+    dash: usize,
+    col: usize,
+    indent: usize,
+) -> (Vec<u8>, usize, Option<Pending>) {
+    let state = Some(Pending::Item(dash, col));
+    let key = &line[indent..];
+    let key = key.strip_prefix(b"\"").unwrap_or(key);
+    let is_value = indent == col
+        && key.len() >= 5
+        && key[..5].eq_ignore_ascii_case(b"value")
+        && matches!(key[5..].iter().find(|b| **b != b'"'), Some(b':'));
+    if !is_value {
+        return (Vec::new(), 0, state);
+    }
+    let colon = indent + memchr::memchr(b':', &line[indent..]).unwrap_or(0) + 1;
+    if !matches!(line.get(colon), None | Some(b' ' | b'\t' | b'\r')) {
+        return (Vec::new(), 0, state);
+    }
+    let (v, used, p) = value_at(line, colon, Some(col));
+    ([&line[..colon], &v[..]].concat(), used, p)
+}
