@@ -16,6 +16,12 @@ const LONGER_THAN_THE_SCM: Duration = Duration::from_secs(120);
 
 #[test]
 fn a_stop_whose_control_handler_does_not_answer_is_a_timeout_naming_the_service() {
+    // Real Windows only: under Wine the held control left services.exe unable to serve the
+    // later service tests of the same run (two `plan::wine_tests` hung after this one passed,
+    // in three runs), which no real SCM is documented to do.
+    if !crate::host::contract::on_windows::real_host() {
+        return;
+    }
     let _turn = SCM.lock().unwrap_or_else(|p| p.into_inner());
     let h = WindowsHost::new();
     let name = unique("CwHold");
