@@ -268,6 +268,42 @@ pub fn refused(c: &Cluster, own: &Held, e: ClusterError) -> super::matrix::RunEr
 }
 
 #[cfg(test)]
+mod fate_tests {
+    /// A turn taken over: the finding says the run deleted only the pods it made, not that
+    /// what it made is not deleted; a clean-up that failed is said as it failed.
+    #[test]
+    fn a_turn_taken_over_says_only_the_runs_own_pods_were_deleted() {
+        let only = super::super::shared::ONLY_OWN_PODS;
+        let lost = || {
+            (
+                "configmaps/t in namespace n".to_owned(),
+                "taken over".to_owned(),
+            )
+        };
+        let said = Some(format!(
+            "another run took this run's turn in n over: {only}"
+        ));
+        let f = super::lost(lost(), true, (false, &said));
+        assert!(!f.message.contains("not deleted"), "{}", f.message);
+        assert!(
+            f.message
+                .ends_with(&format!("taken over; the run stopped; {only}")),
+            "{}",
+            f.message
+        );
+        let failed = Some("another run took it; deleting this run's own pods failed: x".into());
+        let f = super::lost(lost(), true, (false, &failed));
+        assert!(
+            f.message.ends_with(
+                "the run stopped; another run took it; deleting this run's own pods failed: x"
+            ),
+            "{}",
+            f.message
+        );
+    }
+}
+
+#[cfg(test)]
 mod refusal_tests {
     /// A lease of a minute renewed every 15 s is lost at the third refusal in a row: the
     /// fourth renewal would come after it ran out.
