@@ -199,6 +199,9 @@ pub fn keep_all(
     }
 }
 
+/// A lease lost: the lease, named, and why.
+pub type Lost = (String, String);
+
 /// The run's lease as lost by now, if it was (taken over, or its renewals refused or
 /// unanswered until it would run out; the run was stopped for it): the lease, named, and why.
 /// Read where the checks end: a loss during the clean-up, every check judged, is the
@@ -206,7 +209,7 @@ pub fn keep_all(
 pub fn lost_by_now(
     (held, own): (Option<&super::shared::Held>, Option<&Held>),
     namespace: &str,
-) -> Option<(String, String)> {
+) -> Option<Lost> {
     match (held, own) {
         (Some(h), _) => Some((
             format!(
@@ -225,7 +228,7 @@ pub fn lost_by_now(
 /// over: only the pods the run made were deleted, the rest is the other run's). The report
 /// carries it beside the checks done.
 pub fn lost(
-    (lease, cause): (String, String),
+    (lease, cause): Lost,
     taken_over: bool,
     (cleaned_up, clean_up_error): (bool, &Option<String>),
 ) -> crate::installed::health::Finding {

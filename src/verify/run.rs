@@ -154,7 +154,7 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
 /// taken over.
 fn lease_lost(
     report: &mut Report,
-    lost: Option<(String, String)>,
+    lost: Option<lease::Lost>,
     (held, own): (Option<&shared::Held>, Option<&lease::Held>),
     whole: &crate::duration::Stop,
 ) {
@@ -279,7 +279,7 @@ fn checks_and_clean_up(
     o: &Options,
     m: &Matrix,
     run: &Begun,
-) -> Result<(Report, Instant, Option<(String, String)>), RunError> {
+) -> Result<(Report, Instant, Option<lease::Lost>), RunError> {
     let (name, held) = (run.name, run.held);
     let (ledger, timed_out, pull) = match checks(c, o, m, (name, run.owner, held), run.checks_until)
     {
