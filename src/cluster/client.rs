@@ -340,10 +340,13 @@ impl Cluster {
     /// The API server's time now by the last `Date` this server sent this client, moved on by
     /// the time since it was read on this process's monotonic clock (`clock_since`), never by
     /// this host's wall clock, which may be stepped (back a day, say) between two `Date`s;
-    /// `None` before one came (a server that sends none).
-    pub fn server_clock(&self) -> Option<i64> {
+    /// `None` before one came (a server that sends none), and when that `Date` was read
+    /// `fresh` or longer ago: the monotonic clock (CLOCK_MONOTONIC, QueryPerformanceCounter
+    /// on Windows) does not advance while the host or its VM is suspended, so an old anchor
+    /// may put the server's time behind by the pause; the caller judges by age then.
+    pub fn server_clock(&self, fresh: Duration) -> Option<i64> {
         let last = *self.server_date.lock().unwrap_or_else(|e| e.into_inner());
-        last.map(|anchor| clock_since(anchor, std::time::Instant::now()))
+        last.and_then(|anchor| clock_since(anchor, std::time::Instant::now(), fresh))
     }
 
     /// A `Date` of this server read (`server_s`), now.
@@ -559,10 +562,18 @@ impl Cluster {
 }
 
 /// The server's time at `now` from a `Date` of `server_s` read at `read`: whole seconds
-/// passed since on the monotonic clock, which no wall-clock step moves.
-pub fn clock_since((server_s, read): (i64, std::time::Instant), now: std::time::Instant) -> i64 {
-    let passed = now.saturating_duration_since(read).as_secs();
-    server_s.saturating_add(i64::try_from(passed).unwrap_or(i64::MAX))
+/// passed since on the monotonic clock, which no wall-clock step moves; `None` once `fresh`
+/// or more passed (a suspend in between would not be counted).
+pub fn clock_since(
+    (server_s, read): (i64, std::time::Instant),
+    now: std::time::Instant,
+    fresh: Duration,
+) -> Option<i64> {
+    let passed = now.saturating_duration_since(read);
+    if passed >= fresh {
+        return None;
+    }
+    Some(server_s.saturating_add(i64::try_from(passed.as_secs()).unwrap_or(i64::MAX)))
 }
 
 #[cfg(test)]
@@ -570,16 +581,31 @@ mod server_clock_tests {
     use super::clock_since;
     use std::time::{Duration, Instant};
 
-    /// A server `Date` read 90 s ago (by the monotonic clock) is 90 s on now, whatever this
+    /// A server `Date` read 9 s ago (by the monotonic clock) is 9 s on now, whatever this
     /// host's wall clock did meanwhile; instants made up, no time passes.
     #[test]
     fn the_servers_time_moves_on_by_the_monotonic_clock_from_its_last_date() {
+        let fresh = Duration::from_secs(15);
         let read = Instant::now();
         let server = 1_800_000_000;
-        assert_eq!(clock_since((server, read), read), server);
-        let later = read + Duration::from_millis(90_400);
-        assert_eq!(clock_since((server, read), later), server + 90);
+        assert_eq!(clock_since((server, read), read, fresh), Some(server));
+        let later = read + Duration::from_millis(9_400);
+        assert_eq!(clock_since((server, read), later, fresh), Some(server + 9));
         // An instant before the read (never, but bounded): the `Date` itself.
-        assert_eq!(clock_since((server, later), read), server);
+        assert_eq!(clock_since((server, later), read, fresh), Some(server));
+    }
+
+    /// An anchor as old as the renewal interval or older is not moved on: the monotonic
+    /// clock does not count a suspend (a VM paused), so it may be behind the server's by the
+    /// pause; the caller judges by age (no expiry written). Instants made up.
+    #[test]
+    fn an_anchor_older_than_the_renewal_interval_gives_no_server_time() {
+        let fresh = Duration::from_secs(15);
+        let read = Instant::now();
+        let server = 1_800_000_000;
+        let aged = |s: u64| clock_since((server, read), read + Duration::from_secs(s), fresh);
+        assert_eq!(aged(14), Some(server + 14));
+        assert_eq!(aged(15), None);
+        assert_eq!(aged(90), None);
     }
 }

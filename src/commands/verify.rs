@@ -357,15 +357,24 @@ pub fn print_verified(
         verify,
     });
     match failed {
-        // A run stopped for its lost lease judged not the node's traffic.
-        Some(e @ crate::verify::failure::Failed::LeaseLost { .. }) => {
-            Err(anyhow::Error::new(e).context(format!("{what}, but verify did not finish")))
-        }
         Some(e) => {
-            Err(anyhow::Error::new(e)
-                .context(format!("{what}, but the node does not pass traffic")))
+            let said = verified_ending(what, &e);
+            Err(anyhow::Error::new(e).context(said))
         }
         None => Ok(()),
+    }
+}
+
+/// How a changing command ends when `--verify` failed (`e`): a run stopped for its lost
+/// lease before any check failed judged not the node's traffic ("verify did not finish");
+/// one with a check failed before it, as any other failure, says the node does not pass
+/// traffic. The exit is 1 either way.
+fn verified_ending(what: &str, e: &crate::verify::failure::Failed) -> String {
+    match e {
+        crate::verify::failure::Failed::LeaseLost { checks, .. } if checks.is_empty() => {
+            format!("{what}, but verify did not finish")
+        }
+        _ => format!("{what}, but the node does not pass traffic"),
     }
 }
 
@@ -439,4 +448,36 @@ pub fn verify_after(
     }
     let failed = crate::verify::failure::of(&report, o.timeout.as_secs());
     Ok((report, failed))
+}
+
+#[cfg(test)]
+mod ending_tests {
+    use crate::verify::failure::Failed;
+
+    /// A run stopped for its lost lease ends the command with "verify did not finish" only
+    /// when no check had failed before it; with one failed, the node does not pass traffic.
+    #[test]
+    fn a_lost_lease_after_a_failed_check_says_the_node_does_not_pass_traffic() {
+        let lost = |checks: &str| Failed::LeaseLost {
+            node: "win-a".into(),
+            why: "lost".into(),
+            checks: checks.into(),
+        };
+        assert_eq!(
+            super::verified_ending("installed", &lost("")),
+            "installed, but verify did not finish"
+        );
+        assert_eq!(
+            super::verified_ending("installed", &lost(" (failed before it: pod-to-pod)")),
+            "installed, but the node does not pass traffic"
+        );
+        let failed = Failed::NotPassing {
+            node: "win-a".into(),
+            checks: "dns".into(),
+        };
+        assert_eq!(
+            super::verified_ending("installed", &failed),
+            "installed, but the node does not pass traffic"
+        );
+    }
 }

@@ -19,8 +19,9 @@ pub fn lease_s() -> i64 {
 }
 
 /// The API server's time: its `Date` now, else the last `Date` this server sent this client
-/// moved on by the monotonic time since (`Cluster::server_clock`); `None` when it has sent
-/// none (never this host's wall clock: a lease written by a clock behind the server's would
+/// moved on by the monotonic time since (`Cluster::server_clock`) while that `Date` is
+/// younger than a renewal's interval (`RENEW`: an older one may miss a suspend); `None` when
+/// it has sent none, or only an older one (never this host's wall clock: a lease written by a clock behind the server's would
 /// be expired at once, and another run would take over or delete a living run's). A lease
 /// without that time is not written: judged by its age.
 pub fn server_time(c: &Cluster) -> Option<i64> {
@@ -33,7 +34,7 @@ pub fn server_time_unless(c: &Cluster, stop: Option<(&Stop, Duration)>) -> Optio
     server_time_sent(c, stop)
         .ok()
         .flatten()
-        .or_else(|| c.server_clock())
+        .or_else(|| c.server_clock(super::options::RENEW))
 }
 
 /// `server_time_unless`, its call failed an error. The keeper writes nothing then: a server
@@ -49,7 +50,7 @@ fn server_time_sent(
             c.note_server_date(t);
             Ok(Some(t))
         }
-        None => Ok(c.server_clock()),
+        None => Ok(c.server_clock(super::options::RENEW)),
     }
 }
 

@@ -199,37 +199,54 @@ pub fn keep_all(
     }
 }
 
-/// The run's lease lost mid-run (taken over, or its renewals refused or unanswered until it
-/// would run out; the run was stopped for it): the finding that says so, naming the lease,
-/// why, and what became of what the run made. The report carries it beside the checks done.
-pub fn lost(
+/// A lease lost: the lease, named, and why.
+pub type Lost = (String, String);
+
+/// The run's lease as lost by now, if it was (taken over, or its renewals refused or
+/// unanswered until it would run out; the run was stopped for it): the lease, named, and why.
+/// Read where the checks end: a loss during the clean-up, every check judged, is the
+/// clean-up's to report, not the run's.
+pub fn lost_by_now(
     (held, own): (Option<&super::shared::Held>, Option<&Held>),
-    (namespace, cleaned_up, clean_up_error): (&str, bool, &Option<String>),
-) -> Option<crate::installed::health::Finding> {
-    let (lease, cause) = match (held, own) {
-        (Some(h), _) => (
+    namespace: &str,
+) -> Option<Lost> {
+    match (held, own) {
+        (Some(h), _) => Some((
             format!(
-                "configmaps/{} in namespace {}",
-                super::shared::TURN,
-                namespace
+                "configmaps/{} in namespace {namespace}",
+                super::shared::TURN
             ),
             h.refused()?,
-        ),
-        (None, Some(l)) => (format!("namespace {}", l.name), l.lost()?),
-        (None, None) => return None,
-    };
+        )),
+        (None, Some(l)) => Some((format!("namespace {}", l.name), l.lost()?)),
+        (None, None) => None,
+    }
+}
+
+/// The run's lease lost mid-run (`lost_by_now`, read where the checks ended): the finding
+/// that says so, naming the lease, why, and what became of what the run made (a turn taken
+/// over: only the pods the run made were deleted, the rest is the other run's). The report
+/// carries it beside the checks done.
+pub fn lost(
+    (lease, cause): Lost,
+    taken_over: bool,
+    (cleaned_up, clean_up_error): (bool, &Option<String>),
+) -> crate::installed::health::Finding {
+    let only = super::shared::ONLY_OWN_PODS;
     let fate = match (clean_up_error, cleaned_up) {
+        (Some(e), _) if taken_over && e.ends_with(only) => format!("the run stopped; {only}"),
+        (Some(e), _) if taken_over => format!("the run stopped; {e}"),
         (_, true) => "the run stopped and deleted what it made".to_owned(),
         (Some(e), false) => format!("the run stopped; what it made is not deleted: {e}"),
         (None, false) => "the run stopped; what it made is left to the next run".to_owned(),
     };
     let code = crate::installed::health::Code::VerifyLeaseLost;
-    Some(crate::installed::health::Finding::new(
+    crate::installed::health::Finding::new(
         code,
         lease.clone(),
         format!("the run's lease on {lease} was lost: {cause}; {fate}"),
         code.remedy(),
-    ))
+    )
 }
 
 /// The first renewal of the run's lease refused, before any pod: the namespace deleted at
@@ -251,6 +268,42 @@ pub fn refused(c: &Cluster, own: &Held, e: ClusterError) -> super::matrix::RunEr
         cause: format!("{e} ({})", e.hint()),
         fate,
     })
+}
+
+#[cfg(test)]
+mod fate_tests {
+    /// A turn taken over: the finding says the run deleted only the pods it made, not that
+    /// what it made is not deleted; a clean-up that failed is said as it failed.
+    #[test]
+    fn a_turn_taken_over_says_only_the_runs_own_pods_were_deleted() {
+        let only = super::super::shared::ONLY_OWN_PODS;
+        let lost = || {
+            (
+                "configmaps/t in namespace n".to_owned(),
+                "taken over".to_owned(),
+            )
+        };
+        let said = Some(format!(
+            "another run took this run's turn in n over: {only}"
+        ));
+        let f = super::lost(lost(), true, (false, &said));
+        assert!(!f.message.contains("not deleted"), "{}", f.message);
+        assert!(
+            f.message
+                .ends_with(&format!("taken over; the run stopped; {only}")),
+            "{}",
+            f.message
+        );
+        let failed = Some("another run took it; deleting this run's own pods failed: x".into());
+        let f = super::lost(lost(), true, (false, &failed));
+        assert!(
+            f.message.ends_with(
+                "the run stopped; another run took it; deleting this run's own pods failed: x"
+            ),
+            "{}",
+            f.message
+        );
+    }
 }
 
 #[cfg(test)]

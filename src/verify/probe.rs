@@ -132,12 +132,16 @@ where
 
 /// Deletes the namespace (the namespace controller deletes what is in it), only while it is
 /// the object of `uid` and, when given, of `version` (its resourceVersion as read): whether
-/// this delete took it (or it was gone). kube-apiserver answers 409 Conflict both to a
-/// second delete of a Terminating namespace ("The system is ensuring all content is removed
-/// from this namespace") and to a uid or resourceVersion that is not the object's
-/// ("Precondition failed: UID in precondition", "Precondition failed: ResourceVersion in
-/// precondition", both `pkg/registry/core/namespace/storage/storage.go`, `Delete`): not this
-/// run's to delete.
+/// it is being deleted now (or was gone), `false` when it is not this run's to delete.
+/// kube-apiserver (`pkg/registry/core/namespace/storage/storage.go`, `REST.Delete`) checks
+/// the preconditions first, 409 Conflict for a uid or resourceVersion that is not the
+/// object's ("Precondition failed: UID in precondition", "... ResourceVersion in
+/// precondition"); a namespace already Terminating whose preconditions are met is answered
+/// 200 with the namespace as it is (its finalizers not done), not a 409. So "this delete
+/// took it" is told only with `version`: the first delete marks the namespace Terminating
+/// through an update that moves its resourceVersion, so a later delete carrying the version
+/// read before it meets the 409; with the uid alone, `true` may be a namespace someone else
+/// was already deleting (the callers that pass no version count no removal by it).
 pub fn delete_namespace(
     c: &Cluster,
     name: &str,

@@ -117,7 +117,7 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         held,
         own,
     };
-    let (mut report, cleaned) = std::thread::scope(|s| {
+    let (mut report, cleaned, lost) = std::thread::scope(|s| {
         // The turn renewed while the run lives, its clean-up included; the namespace's
         // lease until the clean-up deletes the namespace (`clean_up`).
         if let Some(h) = held {
@@ -137,7 +137,7 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         }
         done
     })?;
-    lease_lost(&mut report, (held, own), &whole);
+    lease_lost(&mut report, lost, (held, own), &whole);
     report.leftovers_removed = leftovers_removed;
     report.peers = m.peers();
     report.skipped = m.skipped;
@@ -146,24 +146,35 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     Ok(report)
 }
 
-/// A lease lost mid-run (`lease::lost`) fails the run (exit 1): the report carries its
-/// finding, the checks done keep their verdicts and the rest were stopped; it says
-/// `interrupted` only when a stop of the whole (`whole`: Ctrl-C, a container's stop) came.
+/// A lease lost by the checks' end (`lost`, `lease::lost_by_now`) fails the run (exit 1):
+/// the report carries its finding, the checks done keep their verdicts and the rest were
+/// stopped; it says `interrupted` only when a stop of the whole (`whole`: Ctrl-C, a
+/// container's stop) came. One lost later, during the clean-up, every check judged, leaves
+/// the verdict alone: the clean-up's error says it, unless it already says the turn was
+/// taken over.
 fn lease_lost(
     report: &mut Report,
+    lost: Option<lease::Lost>,
     (held, own): (Option<&shared::Held>, Option<&lease::Held>),
     whole: &crate::duration::Stop,
 ) {
-    let ended = (
-        report.namespace.as_str(),
-        report.cleaned_up,
-        &report.clean_up_error,
-    );
-    report.lease_lost = lease::lost((held, own), ended);
-    if report.lease_lost.is_some() {
-        report.passed = false;
-        report.interrupted = whole.requested();
-    }
+    let taken_over = held.is_some_and(shared::Held::lost);
+    let Some(lost) = lost else {
+        let later = lease::lost_by_now((held, own), &report.namespace);
+        if let Some((lease, cause)) = later.filter(|_| !taken_over && !report.cleaned_up) {
+            let lease_lost =
+                format!("the run's lease on {lease} was lost during its clean-up: {cause}");
+            report.clean_up_error = Some(match report.clean_up_error.take() {
+                Some(e) => format!("{e}; {lease_lost}"),
+                None => lease_lost,
+            });
+        }
+        return;
+    };
+    let ended = (report.cleaned_up, &report.clean_up_error);
+    report.lease_lost = Some(lease::lost(lost, taken_over, ended));
+    report.passed = false;
+    report.interrupted = whole.requested();
 }
 
 /// The run's options with a stop of its own, and that stop cutting this thread's calls until
@@ -261,14 +272,14 @@ fn run_configmap(c: &Cluster, ns: &str) -> Result<OwnerReference, ClusterError> 
     Ok(objects::controller(shared::TURN, &uid))
 }
 
-/// The checks run, then what the run made deleted (or kept on failure): the report and when
-/// the clean-up began.
+/// The checks run, then what the run made deleted (or kept on failure): the report, when
+/// the clean-up began, and the run's lease if it was lost by the checks' end.
 fn checks_and_clean_up(
     c: &Cluster,
     o: &Options,
     m: &Matrix,
     run: &Begun,
-) -> Result<(Report, Instant), RunError> {
+) -> Result<(Report, Instant, Option<lease::Lost>), RunError> {
     let (name, held) = (run.name, run.held);
     let (ledger, timed_out, pull) = match checks(c, o, m, (name, run.owner, held), run.checks_until)
     {
@@ -292,6 +303,8 @@ fn checks_and_clean_up(
             return Err(pod_security(e, name));
         }
     };
+    // The lease as the checks ended: a loss in the clean-up after them judges no check.
+    let lost = lease::lost_by_now((held, run.own), name);
     let stopped = interrupted(o);
     let timed_out = timed_out && !stopped;
     let passed = ledger.passed() && !timed_out && !stopped;
@@ -326,7 +339,7 @@ fn checks_and_clean_up(
         node_health: Vec::new(),
         explained: Vec::new(),
     };
-    Ok((report, cleaning))
+    Ok((report, cleaning, lost))
 }
 
 /// A refusal by Pod Security admission, told apart from a missing right (both are 403s):
@@ -448,16 +461,26 @@ fn clean_up(
     error: &mut Option<String>,
 ) -> bool {
     if let Some(held) = held {
-        let released = shared::release(c, ns, held, until).unwrap_or_else(|e| {
-            *error = Some(format!("{e} ({})", e.hint()));
-            false
-        });
-        if held.lost() {
-            *error = Some(format!(
-                "another run took this run's turn in {ns} over: only this run's own pods were deleted (the Service, policy and turn are that run's)"
-            ));
-        }
-        return released;
+        let released = shared::release(c, ns, held, until);
+        let over = format!("another run took this run's turn in {ns} over, or deleted it");
+        let turn = format!("configmaps/{} in {ns}", shared::TURN);
+        *error = match (&released, held.lost()) {
+            (Err(e), true) => Some(format!(
+                "{over}; deleting this run's own pods failed: {e} ({})",
+                e.hint()
+            )),
+            (Err(e), false) => Some(format!("{e} ({})", e.hint())),
+            (Ok(shared::Released::Lost), _) => Some(format!("{over}: {}", shared::ONLY_OWN_PODS)),
+            // Lost while the release ran, its objects already deleted by name.
+            (Ok(_), true) => Some(format!(
+                "{over} while this run's clean-up ran: what is left is that run's to sweep"
+            )),
+            (Ok(shared::Released::TurnLeft), false) => Some(format!(
+                "the turn {turn} could not be given back (two conflicts in a row): it remains until its lease runs out, within a minute"
+            )),
+            (Ok(_), false) => error.take(),
+        };
+        return matches!(released, Ok(shared::Released::Done));
     }
     // The renewals end before the delete: kube-apiserver marks the namespace Terminating
     // through an update (`REST.Delete`'s `GuaranteedUpdate`, kubernetes

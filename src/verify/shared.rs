@@ -32,6 +32,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// What a run whose turn another run took over (or deleted) deleted: the objects of the same
+/// names are the other run's now.
+pub const ONLY_OWN_PODS: &str =
+    "only this run's own pods were deleted (the Service, policy and turn are that run's)";
 /// The ConfigMap a run holds while it runs in the namespace.
 pub const TURN: &str = crate::cluster::verify_rights::TURN;
 const POLL: Duration = Duration::from_secs(1);
@@ -357,7 +361,7 @@ fn try_claim(
     if let Some(t) = now {
         c.note_server_date(t);
     }
-    let server = now.or_else(|| c.server_clock());
+    let server = now.or_else(|| c.server_clock(RENEW));
     let expires = server.map(|t| t + keeper::lease_s());
     let refused = match c.call("create", &what, api.create(&pp, &turn(run, expires, None))) {
         Ok(made) => {
@@ -437,19 +441,41 @@ fn sweep_killed(c: &Cluster, ns: &str, until: Instant) -> Result<(), RunError> {
     }))
 }
 
+/// How a release ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Released {
+    /// The run's objects gone and the turn given back.
+    Done,
+    /// Pods not gone in time: the turn handed on as run out, for the next run to sweep.
+    PodsLeft,
+    /// The objects gone, the turn not deleted (still this run's after a second 409): it
+    /// remains until its lease runs out.
+    TurnLeft,
+    /// The turn was another run's (taken over) or deleted: only this run's pods deleted.
+    Lost,
+}
+
 /// Deletes the run's objects, waits (until `until`) for its pods to be gone, then gives the
-/// turn back; pods not gone by then, it hands the turn on as run out. Whether the pods went.
-pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
+/// turn back; pods not gone by then, it hands the turn on as run out. How it ended.
+pub fn release(
+    c: &Cluster,
+    ns: &str,
+    held: &Held,
+    until: Instant,
+) -> Result<Released, ClusterError> {
     if held.lost() || !still_ours(c, ns, held, until)? {
         held.lost.store(true, Ordering::SeqCst);
-        return release_lost(c, ns, held, until);
+        release_lost(c, ns, held, until)?;
+        return Ok(Released::Lost);
     }
     if !remove_objects(c, ns, until)?.is_empty() {
         hand_on(c, ns, held, until)?;
-        return Ok(false);
+        return Ok(Released::PodsLeft);
     }
-    give_back(c, ns, held, until)?;
-    Ok(true)
+    Ok(match give_back(c, ns, held, until)? {
+        true => Released::Done,
+        false => Released::TurnLeft,
+    })
 }
 
 /// The turn deleted while it is the one this run last wrote: the delete carries its uid and
@@ -461,8 +487,9 @@ pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<boo
 /// release's end of the renewals) that the server committed all the same moved the
 /// resourceVersion, and the turn, still this run's (`Held::ours`), is deleted once more by
 /// the one read, within `until`; taken over or gone, it is the other run's (or no one's) and
-/// stays. A second 409 leaves it to run out within its lease.
-fn give_back(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<(), ClusterError> {
+/// stays. A second 409 leaves it to run out within its lease. Whether the turn is gone (or
+/// not this run's any more); `false`: still this run's, left to its lease.
+fn give_back(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
     let what = format!("configmaps/{TURN}");
     let mut version = held.last();
@@ -475,19 +502,20 @@ fn give_back(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<(), C
             ..Default::default()
         };
         match c.call_opt_by(until, ("delete", &what), api.delete(TURN, &dp)) {
-            Ok(_) => return Ok(()),
+            Ok(_) => return Ok(true),
             Err(ClusterError::Api { code: 409, .. }) if !again => {
                 match c.call_opt_by(until, ("get", &what), api.get(TURN))? {
                     Some(now) if held.ours(&now) => version = now.metadata.resource_version,
                     // Taken over meanwhile (this run outlived its turn): the other run's now.
-                    _ => return Ok(()),
+                    _ => return Ok(true),
                 }
             }
-            Err(ClusterError::Api { code: 409, .. }) => return Ok(()),
+            // Still this run's after a second 409: it runs out within its lease.
+            Err(ClusterError::Api { code: 409, .. }) => return Ok(false),
             Err(e) => return Err(e),
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Whether the turn is still this run's: another run's takeover, or a delete, is seen before
@@ -519,7 +547,7 @@ fn still_ours(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool
 
 /// A run that lost its turn deletes only the pods it made, by their uids: the Service, the
 /// policy, the events and the turn are the new holder's (same names), and stay.
-fn release_lost(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
+fn release_lost(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<(), ClusterError> {
     held.stop();
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     let made = held.made.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -534,7 +562,7 @@ fn release_lost(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bo
         let what = format!("pods/{name}");
         gone(c.call_opt_by(until, ("delete", &what), pods.delete(&name, &dp)))?;
     }
-    Ok(false)
+    Ok(())
 }
 
 /// The turn written as run out, while it is still this run's: the next run takes it over

@@ -401,7 +401,11 @@ fn a_turn_renewed_by_a_write_the_run_gave_up_on_is_given_back_in_full() {
     let now = api.get(TURN).expect("the turn");
     assert_ne!(now["metadata"]["resourceVersion"], before, "committed");
     let released = shared::release(&c, NS, &held, Instant::now() + Duration::from_secs(10));
-    assert!(released.expect("released"), "its pods gone");
+    assert_eq!(
+        released.expect("released"),
+        calicoctl_win::verify::shared::Released::Done,
+        "its pods gone"
+    );
     assert!(!held.lost());
     assert!(api.get(TURN).is_none(), "the turn given back");
 }

@@ -270,3 +270,30 @@ fn a_passing_run_is_not_judged_to_have_lost_its_lease_to_its_own_clean_up() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A second delete of a namespace already Terminating is answered 200 with the namespace as
+/// it is (kube-apiserver's `REST.Delete`, its finalizers not done), not a 409: with the
+/// resourceVersion read before the first delete, the precondition meets a 409 (the first
+/// delete's update moved it), so a sweep never counts a namespace someone else was already
+/// deleting as its own removal; with the uid alone it is told as being deleted.
+#[test]
+fn a_second_delete_of_a_terminating_namespace_is_answered_with_it() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.namespaces_linger = true;
+    let name = "calicoctl-win-verify-old";
+    let path = format!("/api/v1/namespaces/{name}");
+    api.put(&path, meta("v1", "Namespace", name, None));
+    let read = api.get(&path).expect("made");
+    let uid = read["metadata"]["uid"].as_str().map(str::to_owned);
+    let version = read["metadata"]["resourceVersion"]
+        .as_str()
+        .map(str::to_owned);
+    let c = connect(&api, &dir);
+    let as_read = (uid.as_deref(), version.as_deref());
+    use calicoctl_win::verify::probe::delete_namespace;
+    assert!(delete_namespace(&c, name, as_read).expect("first"));
+    assert!(!delete_namespace(&c, name, as_read).expect("by the version read"));
+    assert!(delete_namespace(&c, name, (uid.as_deref(), None)).expect("by its uid"));
+    let now = api.get(&path).expect("still Terminating");
+    assert!(now["metadata"]["deletionTimestamp"].is_string(), "{now}");
+}

@@ -161,6 +161,72 @@ fn a_renewal_landing_before_the_turns_delete_does_not_leave_the_turn_behind() {
         .filter(|(m, p)| m == "DELETE" && p.starts_with(TURN))
         .count();
     assert_eq!(deletes, 2, "one refused, one by the version read again");
+    // Each delete of the turn carries its uid as a precondition (a turn made again under
+    // the name by another run is another object, and stays).
+    let uid = api.lock().delete_options.clone();
+    let turns: Vec<_> = uid.iter().filter(|(p, _)| p == TURN).collect();
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    for (_, options) in turns {
+        let want = options["preconditions"]["uid"].as_str();
+        assert!(want.is_some_and(|u| !u.is_empty()), "{options}");
+    }
+}
+
+/// A turn whose delete meets a second 409 while it is still this run's (two renewals of its
+/// own landing, say) is left to run out within its lease: the report does not say it was
+/// cleaned up, and says the turn remains until its lease runs out.
+#[test]
+fn a_turn_not_given_back_is_not_reported_cleaned_up() {
+    let (api, dir) = cluster();
+    api.lock().touched_before_delete.insert(TURN.into(), 2);
+    let c = connect(&api, &dir);
+    let r = run(&c, &in_namespace()).expect("run");
+    assert!(r.passed, "{r:#?}");
+    assert!(!r.cleaned_up, "{r:#?}");
+    let why = r.clean_up_error.clone().unwrap_or_default();
+    assert!(why.contains("remains until its lease runs out"), "{why}");
+    assert!(api.get(TURN).is_some(), "the turn is left to its lease");
+}
+
+/// A run whose every check was judged and passed, whose turn another run takes over while
+/// its clean-up waits for a pod that stays Terminating, still passed: the loss came after
+/// the checks, so it is the clean-up's error, not a lost lease that fails the run.
+#[test]
+fn a_turn_lost_during_the_clean_up_does_not_fail_a_passed_run() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.pods_linger = true;
+    let c = connect(&api, &dir);
+    let o = Options {
+        timeout: Duration::from_secs(20),
+        renew: Duration::from_millis(200),
+        ..in_namespace()
+    };
+    let running = std::thread::spawn(move || run(&c, &o).expect("run"));
+    let pods = format!("/api/v1/namespaces/{NS}/pods/");
+    let cleaning = || {
+        api.requests()
+            .iter()
+            .any(|(m, p)| m == "DELETE" && p.starts_with(&pods))
+    };
+    for _ in 0..1200 {
+        if cleaning() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(cleaning(), "the run's clean-up began");
+    // Another run takes the turn over while this one waits for its pods.
+    let mut turn = api.get(TURN).expect("the run's turn");
+    turn["data"]["run"] = json!("other");
+    turn["metadata"]["resourceVersion"] = json!("9999");
+    api.put(TURN, turn);
+    let r = running.join().expect("joins");
+    assert!(r.passed, "{r:#?}");
+    assert!(r.lease_lost.is_none(), "{r:#?}");
+    assert!(!r.cleaned_up, "{r:#?}");
+    let why = r.clean_up_error.clone().unwrap_or_default();
+    assert!(why.contains("took this run's turn"), "{why}");
+    assert_eq!(api.get(TURN).expect("kept")["data"]["run"], "other");
 }
 
 /// A run killed outright (no signal it can catch: a console's process ended, its pod's

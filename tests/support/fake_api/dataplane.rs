@@ -76,6 +76,9 @@ pub struct Dataplane {
     pub refused_takes: Duration,
     /// A deleted namespace stays Terminating (a finalizer that is not done).
     pub namespaces_linger: bool,
+    /// A deleted pod stays Terminating: its kubelet never confirms the delete (its containers
+    /// do not stop), as a dead node's kubelet does not (serve.rs `delete`).
+    pub pods_linger: bool,
     /// The cluster's DNS domain (kubelet's `clusterDomain`); `cluster.local` when `None`.
     pub cluster_domain: Option<String>,
     /// Pods pulling their image, by object path, until when.

@@ -81,6 +81,8 @@ pub struct State {
     /// just before each of this client's next deletes of them arrives, so many times: a
     /// delete whose `preconditions.resourceVersion` was read before that write is refused.
     pub touched_before_delete: BTreeMap<String, usize>,
+    /// The DeleteOptions of every DELETE, by object path, in order.
+    pub delete_options: Vec<(String, Value)>,
     /// Objects whose status another client writes just before this client's next patch of
     /// them arrives: the resourceVersion moves, the spec stays (the Tigera operator writes the
     /// Installation's status on its reconciles: tigera/operator `core_controller.go`,
@@ -292,6 +294,7 @@ impl FakeApi {
             made_again_before_write: BTreeSet::new(),
             touched_before_update: BTreeMap::new(),
             touched_before_delete: BTreeMap::new(),
+            delete_options: Vec::new(),
             status_written_before_patch: BTreeSet::new(),
             requests: Vec::new(),
             tokens: BTreeSet::from([token.clone()]),

@@ -1301,6 +1301,7 @@ fn unmet_preconditions(st: &State, t: &Target, body: &Value) -> Option<Reply> {
 fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
     let name = t.name.clone().unwrap_or_default();
     let path = t.object_path().unwrap_or_default();
+    st.delete_options.push((path.clone(), options.clone()));
     made_again(st, &path);
     if let Some(left) = st.touched_before_delete.get_mut(&path).filter(|n| **n > 0) {
         *left -= 1;
@@ -1321,9 +1322,15 @@ fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
         // `pkg/kubelet/status/status_manager.go`, `syncPod`, deletes with grace 0 once the
         // containers stopped). The kubelet of a node not Ready (or gone) never confirms, so its
         // pod stays Terminating; a delete with `gracePeriodSeconds: 0` removes it at once.
-        ("v1", "pods") if options["gracePeriodSeconds"] != json!(0) && on_dead_node(st, &path) => {
+        // Nor does a kubelet whose containers do not stop (`pods_linger`).
+        ("v1", "pods")
+            if options["gracePeriodSeconds"] != json!(0)
+                && (st.dataplane.pods_linger || on_dead_node(st, &path)) =>
+        {
             let at = now_text(st.clock_offset_s);
-            let pod = st.objects.get_mut(&path).expect("on_dead_node found it");
+            let Some(pod) = st.objects.get_mut(&path) else {
+                return not_found(t);
+            };
             if !pod["metadata"]["deletionTimestamp"].is_string() {
                 pod["metadata"]["deletionTimestamp"] = json!(at);
                 pod["metadata"]["deletionGracePeriodSeconds"] =
@@ -1337,8 +1344,12 @@ fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
             super::dataplane::policy_deleted(&mut st.dataplane, &key);
         }
         // The namespace controller deletes everything in a deleted namespace, then it. A
-        // namespace being deleted is Terminating until its finalizers are done, and a second
-        // delete is a 409 (kubernetes pkg/registry/core/namespace/storage/storage.go `Delete`).
+        // namespace being deleted is Terminating until its finalizers are done; a second
+        // delete (its preconditions met, checked above as upstream checks them first) is
+        // answered 200 with the namespace as it is, unchanged (kubernetes
+        // pkg/registry/core/namespace/storage/storage.go, `REST.Delete` at commit
+        // 94341df30b4aef29676b997d0e2320534d05bfab: `if len(namespace.Spec.Finalizers) != 0
+        // { return namespace, false, nil }`; older releases answered 409 here).
         ("v1", "namespaces")
             if st
                 .objects
@@ -1346,13 +1357,7 @@ fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
         {
             let path = format!("/api/v1/namespaces/{name}");
             if st.objects[&path]["metadata"]["deletionTimestamp"].is_string() {
-                return status(
-                    StatusCode::CONFLICT,
-                    "Conflict",
-                    &format!(
-                        "Operation cannot be fulfilled on namespaces \"{name}\": The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system."
-                    ),
-                );
+                return respond(StatusCode::OK, &st.objects[&path]);
             }
             let inside = format!("/namespaces/{name}/");
             st.objects.retain(|p, _| !p.contains(&inside));
