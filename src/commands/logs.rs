@@ -183,15 +183,20 @@ fn follow(
     // The first position that could not be kept, said once.
     let unkept = std::cell::RefCell::new(None::<String>);
     let mut said_unkept = false;
+    // Held open, one record overwritten per line (`logs_position`), synced each second and
+    // at the end (its drop).
+    let kept = std::cell::RefCell::new(position.map(super::logs_position::Kept::new));
+    let keep = |saved: anyhow::Result<()>| {
+        // A position that cannot be kept costs repeats after a restart, not lines.
+        if let Err(e) = saved {
+            unkept
+                .borrow_mut()
+                .get_or_insert_with(|| format!("cannot keep the position: {e:#}"));
+        }
+    };
     let mut save = |p: &Position| {
-        if let Some(file) = position {
-            let text = serde_json::to_vec(p).unwrap_or_default();
-            // A position that cannot be kept costs repeats after a restart, not lines.
-            if let Err(e) = crate::files::write_atomic(file, &text) {
-                unkept
-                    .borrow_mut()
-                    .get_or_insert_with(|| format!("cannot keep the position: {e:#}"));
-            }
+        if let Some(k) = kept.borrow_mut().as_mut() {
+            keep(k.save(p));
         }
     };
     // The stop signal (Ctrl-C, a container's stop) ends the follower at its next pause: it has
@@ -235,6 +240,10 @@ fn follow(
                 Ok(()) => last.clear(),
             }
         }
+        // What was kept in this round reaches the disk (a power loss repeats at most it).
+        if let Some(k) = kept.borrow_mut().as_mut() {
+            keep(k.sync());
+        }
         // Not a wait for something (`poll_until`): the follower's period, which the stop cuts.
         if stop.wait(POLL) {
             ctx.printer
@@ -257,8 +266,9 @@ fn load_position(ctx: &mut Context, file: &Path) -> Option<Position> {
         return None;
     }
     let read = crate::files::read_capped(file, POSITION_CAP)
-        .with_context(|| format!("cannot read {}", file.display()))
-        .and_then(|b| Ok(serde_json::from_slice(&b)?));
+        .map_err(anyhow::Error::from)
+        .and_then(|b| super::logs_position::parse(&b))
+        .with_context(|| format!("cannot read {}", file.display()));
     read.inspect_err(|e| {
         ctx.printer
             .warn(&format!("{e:#}: starting as without a position"))
