@@ -14,11 +14,11 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use calicoctl_win::cluster::diags_gather;
 use serde_json::json;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use support::fake_api::FakeApi;
-use calicoctl_win::cluster::diags_gather;
 use support::fake_api::diags::{Answer, Endpoint};
 
 const NS: &str = "system-upgrade";
