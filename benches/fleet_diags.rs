@@ -5,13 +5,16 @@
 //! three (`DELAY=SECONDS` gives another). Then `calicoctl-win fleet diags` as the identity
 //! `fleet rbac --identity diags` makes, at its default `--concurrency` and `--node-timeout`
 //! (`CONCURRENCY=N` for another), is timed, with its peak memory from outside with
-//! `/usr/bin/time` when there is one. The target: 100 nodes in at most 2 minutes.
+//! `/usr/bin/time` when there is one. The last node by name (`win-099`), asked last, does not
+//! answer (`SILENT=0` for none): it holds its slot for the whole `--node-timeout`. The target:
+//! 100 nodes, one of them silent, in at most 2 minutes.
 //!
 //! Run with `cargo bench --bench fleet_diags` (NODES=N for another number of nodes).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use calicoctl_win::cluster::diags_gather;
 use serde_json::json;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -56,8 +59,9 @@ fn one_node_diags(exe: &str) -> (Duration, Vec<u8>) {
     (took[1], zip)
 }
 
-/// Node `name` with the DaemonSet's pod on it, answering with `zip` after `delay`.
-fn node(api: &FakeApi, i: usize, delay: Duration, zip: &[u8]) {
+/// Node `name` with the DaemonSet's pod on it, answering with `zip` after `delay` (or never,
+/// when `silent`).
+fn node(api: &FakeApi, i: usize, delay: Duration, zip: &[u8], silent: bool) {
     let name = format!("win-{i:03}");
     let mut n = support::fake_api::meta("v1", "Node", &name, None);
     n["metadata"]["labels"] = json!({"kubernetes.io/os": "windows"});
@@ -76,7 +80,11 @@ fn node(api: &FakeApi, i: usize, delay: Duration, zip: &[u8]) {
         format!("{NS}/{pod}"),
         Endpoint {
             port: PORT.to_string(),
-            answer: Answer::Built(delay, zip.to_vec().into()),
+            answer: if silent {
+                Answer::Silent
+            } else {
+                Answer::Built(delay, zip.to_vec().into())
+            },
         },
     );
 }
@@ -97,8 +105,9 @@ fn main() {
         &format!("/apis/apps/v1/namespaces/{NS}/daemonsets/{DS}"),
         support::fake_api::meta("apps/v1", "DaemonSet", DS, Some(NS)),
     );
+    let silent = env_num::<u8>("SILENT") != Some(0);
     for i in 0..nodes {
-        node(&api, i, delay, &zip);
+        node(&api, i, delay, &zip, silent && i + 1 == nodes);
     }
     for m in calicoctl_win::cluster::diags_rights::manifests(SA, (NS, NS), "calico-system") {
         assert!(api.apply(&m), "{m}");
@@ -130,18 +139,35 @@ fn main() {
         .lines()
         .find_map(|l| l.strip_prefix("peak-kib "))
         .map_or_else(|| "-".into(), |k| format!("{k} KiB"));
+    let concurrency = env_num::<usize>("CONCURRENCY").unwrap_or(diags_gather::CONCURRENCY);
     println!(
-        "fleet diags, {nodes} nodes, concurrency {}: {:.1} s (goal <= 120 s), gathered {}, failed {}, exit {:?}, peak RSS {peak}",
-        env_num::<u16>("CONCURRENCY").map_or_else(|| "8 (default)".into(), |n| n.to_string()),
+        "fleet diags, {nodes} nodes ({} silent), concurrency {concurrency}: {:.1} s (goal <= 120 s), gathered {}, failed {}, exit {:?}, peak RSS {peak}",
+        u8::from(silent),
         took.as_secs_f64(),
         doc["gathered"],
         doc["failed"],
         out.status.code()
     );
-    let waves = nodes.div_ceil(env_num("CONCURRENCY").unwrap_or(8));
-    println!(
-        "floor: {waves} waves of {:.3} s = {:.1} s",
-        delay.as_secs_f64(),
+    for line in doc["nodes"].as_array().into_iter().flatten() {
+        if line["reason"].is_string() {
+            println!("{}: {} {}", line["node"], line["reason"], line["message"]);
+        }
+    }
+    // The silent node, asked last, is asked when the wave before its own ends, and holds its
+    // slot for the node timeout.
+    let waves = nodes.div_ceil(concurrency);
+    let floor = if silent {
+        (waves - 1) as f64 * delay.as_secs_f64() + diags_gather::NODE_TIMEOUT.as_secs_f64()
+    } else {
         waves as f64 * delay.as_secs_f64()
+    };
+    println!(
+        "floor: {waves} waves of {:.3} s{} = {floor:.1} s",
+        delay.as_secs_f64(),
+        if silent {
+            ", the last of them the silent node's node timeout"
+        } else {
+            ""
+        }
     );
 }

@@ -561,7 +561,7 @@ pub struct FleetDiagsArgs {
     #[arg(long, value_name = "DIR", default_value = "calicoctl-win-fleet-diags")]
     pub out: PathBuf,
     /// How many nodes are asked at once
-    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, value_name = "N", default_value_t = crate::cluster::diags_gather::CONCURRENCY as u16, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
     /// How long one node may take to answer whole [default: 110s, the node's own bounds (45s to
     /// build, 30s to send, 25s to review the token) and 10s for the token and the proxy]

@@ -27,7 +27,8 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 pub struct Cluster {
     pub client: kube::Client,
     /// The same client without kube's own retries, for calls whose 429 the caller answers
-    /// itself (an eviction a PodDisruptionBudget refuses).
+    /// itself (an eviction a PodDisruptionBudget refuses), and without its read bound: each
+    /// caller bounds its calls (a node's diags answer may take its build's 45 s).
     pub client_without_retries: kube::Client,
     pub server: String,
     /// The CA certificates the admin kubeconfig trusts, as PEM (`None` when it has none).
@@ -273,6 +274,9 @@ impl Cluster {
             let _guard = rt.enter();
             let mut bare = config.clone();
             bare.default_retry = false;
+            // Its callers bound each call themselves (`call`; a node's `--node-timeout`): a
+            // node's diags answer comes only once its bundle is built (up to 45 s).
+            bare.read_timeout = None;
             let guarded = |c: kube::Config| -> Result<kube::Client, kube::Error> {
                 Ok(kube::client::ClientBuilder::try_from(c)?
                     .with_layer(&guard::GuardLayer {

@@ -180,18 +180,12 @@ fn follow(
         r.position = load_position(ctx, file);
     }
     warn_unkept_position(ctx, position);
-    // The first position that could not be kept, said once.
-    let unkept = std::cell::RefCell::new(None::<String>);
-    let mut said_unkept = false;
+    // Held open, one record overwritten per line (`logs_position`), synced each second and
+    // at the end (its drop); the first failure to keep it said once.
+    let kept = std::cell::RefCell::new(position.map(super::logs_position::Kept::new));
     let mut save = |p: &Position| {
-        if let Some(file) = position {
-            let text = serde_json::to_vec(p).unwrap_or_default();
-            // A position that cannot be kept costs repeats after a restart, not lines.
-            if let Err(e) = crate::files::write_atomic(file, &text) {
-                unkept
-                    .borrow_mut()
-                    .get_or_insert_with(|| format!("cannot keep the position: {e:#}"));
-            }
+        if let Some(k) = kept.borrow_mut().as_mut() {
+            k.keep(p);
         }
     };
     // The stop signal (Ctrl-C, a container's stop) ends the follower at its next pause: it has
@@ -214,9 +208,8 @@ fn follow(
         for ((name, r), last) in readers.iter_mut().zip(&mut failing) {
             let mut out = Prefixed::new(std::io::stdout().lock(), prefix.then_some(*name));
             let polled = r.poll(start, &mut out, &mut save);
-            if let (Some(e), false) = (unkept.borrow().as_deref(), said_unkept) {
-                ctx.printer.warn(e);
-                said_unkept = true;
+            if let Some(e) = kept.borrow_mut().as_mut().and_then(|k| k.unsaid()) {
+                ctx.printer.warn(&e);
             }
             said(ctx, r);
             match polled {
@@ -234,6 +227,10 @@ fn follow(
                 }
                 Ok(()) => last.clear(),
             }
+        }
+        // What was kept in this round reaches the disk (a power loss repeats at most it).
+        if let Some(k) = kept.borrow_mut().as_mut() {
+            k.flush();
         }
         // Not a wait for something (`poll_until`): the follower's period, which the stop cuts.
         if stop.wait(POLL) {
@@ -257,8 +254,9 @@ fn load_position(ctx: &mut Context, file: &Path) -> Option<Position> {
         return None;
     }
     let read = crate::files::read_capped(file, POSITION_CAP)
-        .with_context(|| format!("cannot read {}", file.display()))
-        .and_then(|b| Ok(serde_json::from_slice(&b)?));
+        .map_err(anyhow::Error::from)
+        .and_then(|b| super::logs_position::parse(&b))
+        .with_context(|| format!("cannot read {}", file.display()));
     read.inspect_err(|e| {
         ctx.printer
             .warn(&format!("{e:#}: starting as without a position"))

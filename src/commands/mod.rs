@@ -20,6 +20,7 @@ mod keep_token_verify;
 mod known_errors;
 mod lint;
 mod logs;
+mod logs_position;
 mod migrate;
 mod preflight;
 mod reconfigure;

@@ -432,3 +432,34 @@ fn each_request_carries_a_token_for_its_node_alone_that_calico_node_reviews() {
         "{v:?}"
     );
 }
+
+/// A node whose bundle takes longer to build than the API client's 15 s read bound (a node
+/// may take 45 s) is gathered: only its node timeout bounds it, not named unreachable at 15 s.
+#[test]
+fn a_node_that_builds_for_longer_than_the_clients_read_bound_is_gathered() {
+    let api = FakeApi::start();
+    node_with_pod(&api, "win-slow", "10.0.0.10");
+    let b = bundle(1, 20_000);
+    serve(
+        &api,
+        "win-slow",
+        Answer::Built(Duration::from_secs(17), b.clone().into()),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = identity(
+        &api,
+        dir.path(),
+        &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
+    );
+    let out = dir.path().join("bundles");
+    diags_gather::prepare_out(&out).expect("out");
+    let mut g = options(&out);
+    g.node_timeout = diags_gather::NODE_TIMEOUT;
+    let index = diags_gather::gather(&c, &g).expect("gathers");
+    let want = calicoctl_win::files::sha256_hex(&b);
+    assert_eq!(
+        line(&index, "win-slow").sha256.as_deref(),
+        Some(want.as_str()),
+        "{index:#?}"
+    );
+}

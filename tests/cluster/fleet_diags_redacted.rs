@@ -9,6 +9,11 @@ use crate::support::fake_api::diags::Answer;
 use calicoctl_win::cluster::{diags_gather, diags_rights};
 use std::io::Read;
 
+/// An HTTP credential and an environment's password (as a pod spec or `kubectl describe`
+/// prints them), in no secret file: a literal replacement of known files' contents misses them.
+const BASIC: &str = "planted: Authorization: Basic dXNlcjpodW50ZXIyeGJhc2lj\n";
+const ENV: &str = "planted env:\n    - name: DATASTORE_PASSWORD\n      value: hunter2x\n";
+
 #[test]
 fn a_nodes_token_is_in_no_member_of_its_gathered_zip() {
     let node = crate::support::Node::healthy().installed().build();
@@ -24,6 +29,9 @@ fn a_nodes_token_is_in_no_member_of_its_gathered_zip() {
         let path = logs.join(name);
         let mut text = fs_err::read_to_string(&path).unwrap_or_default();
         text.push_str(&format!("planted: the token is {token}\n"));
+        // Secrets on no file the node knows: only the redactor's shapes take them out.
+        text.push_str(BASIC);
+        text.push_str(ENV);
         fs_err::write(&path, text).expect("log");
     }
     let built = node.dir.path().join("win-1-diags.zip");
@@ -55,7 +63,7 @@ fn a_nodes_token_is_in_no_member_of_its_gathered_zip() {
     assert_eq!(gathered, zip, "the zip gathered is the one the node built");
 
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(&gathered)).expect("a zip");
-    let mut planted = 0;
+    let (mut planted, mut basic, mut env) = (0, 0, 0);
     for i in 0..archive.len() {
         let mut member = archive.by_index(i).expect("member");
         let mut bytes = Vec::new();
@@ -65,12 +73,26 @@ fn a_nodes_token_is_in_no_member_of_its_gathered_zip() {
             memchr::memmem::find(&bytes, token.as_bytes()).is_none(),
             "{name} holds calico-node's token"
         );
+        for secret in ["dXNlcjpodW50ZXIyeGJhc2lj", "hunter2x"] {
+            assert!(
+                memchr::memmem::find(&bytes, secret.as_bytes()).is_none(),
+                "{name} holds the planted {secret:?}"
+            );
+        }
         let text = String::from_utf8_lossy(&bytes);
+        basic += text
+            .matches("planted: Authorization: Basic <redacted>")
+            .count();
+        env += text.matches("- name: DATASTORE_PASSWORD").count();
         planted += text.matches("planted: the token is <redacted>").count();
     }
     // The logs' lines are in the zip, their token taken out.
     assert!(
         planted >= 2,
         "the planted lines are not in the zip ({planted})"
+    );
+    assert!(
+        basic >= 2 && env >= 2,
+        "the planted credentials' lines are not in the zip ({basic}, {env})"
     );
 }

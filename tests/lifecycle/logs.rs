@@ -97,11 +97,8 @@ fn follow_until_killed(node: &Node, position: &std::path::Path, want: &str) -> S
     let size = fs_err::metadata(&current).expect("log").len();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
-        let kept: Option<serde_json::Value> = fs_err::read(position)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
         let written = fs_err::read_to_string(&out_file).unwrap_or_default();
-        if written == want && kept.is_some_and(|p| p["offset"] == size) {
+        if written == want && kept_offset(position) == Some(size) {
             break;
         }
         assert!(
@@ -327,17 +324,29 @@ fn append_felix(node: &Node, text: &str) {
     std::io::Write::write_all(&mut log, text.as_bytes()).expect("append");
 }
 
-/// A line appended to a followed log is on the follower's stdout within 5 s of being written
-/// (the follower looks every second; 5 s is the bound of the wait, not a speed asked of it).
+/// As the DaemonSet runs it (`--position`), a follower started again after 20,000 lines were
+/// written while none ran shows them all, and a line appended when it begins to show them is
+/// on its stdout within 5 s of being written: keeping the position per line does not hold it
+/// back (5 s is the bound of the wait, not a speed asked of it).
 #[test]
-fn a_followed_line_is_on_stdout_within_five_seconds_of_being_written() {
+fn a_followed_line_is_on_stdout_within_five_seconds_of_being_written_after_a_backlog() {
     use std::io::BufRead;
     use std::time::{Duration, Instant};
     let node = Node::healthy().installed().build();
     let dir = node.c_drive("calicowindows/logs");
     fs_err::create_dir_all(&dir).expect("dir");
     fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
-    let mut child = follower(&node, None);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let position = tmp.path().join("felix.json");
+    assert_eq!(
+        follow_until_killed(&node, &position, "felix 0\n"),
+        "felix 0\n"
+    );
+    let backlog: String = (1..=20_000)
+        .map(|i| format!("felix {i:05} {}\n", "b".repeat(87)))
+        .collect();
+    append_felix(&node, &backlog);
+    let mut child = follower(&node, Some(&position));
     let stdout = child.stdout.take().expect("stdout");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -348,18 +357,23 @@ fn a_followed_line_is_on_stdout_within_five_seconds_of_being_written() {
             }
         }
     });
-    // The follower started and read the log there (its start may take long on a busy machine).
-    assert_eq!(
-        rx.recv_timeout(Duration::from_secs(60)).as_deref(),
-        Ok("felix 0")
+    // The follower started and began on the backlog (its start may take long on a busy
+    // machine): it goes on where the last one stopped.
+    let first = rx.recv_timeout(Duration::from_secs(60));
+    assert!(
+        first
+            .as_deref()
+            .is_ok_and(|l| l.starts_with("felix 00001 ")),
+        "{first:?}"
     );
-    append_felix(&node, "felix 1 written now\n");
+    append_felix(&node, "felix new written now\n");
     let written = Instant::now();
+    let mut shown = 1;
     let seen = loop {
         let left = Duration::from_secs(5).saturating_sub(written.elapsed());
         match rx.recv_timeout(left) {
-            Ok(line) if line == "felix 1 written now" => break Some(written.elapsed()),
-            Ok(_) => {}
+            Ok(line) if line == "felix new written now" => break Some(written.elapsed()),
+            Ok(_) => shown += 1,
             Err(_) => break None,
         }
     };
@@ -367,14 +381,120 @@ fn a_followed_line_is_on_stdout_within_five_seconds_of_being_written() {
     child.wait().expect("reap");
     assert!(
         seen.is_some(),
-        "the line written was not on stdout within 5 s"
+        "the line written was not on stdout within 5 s ({shown} of the backlog's 20,000 lines shown by then)"
     );
+    assert_eq!(shown, 20_000, "the backlog, each line once");
 }
 
-/// The kept position's offset, when the file holds one.
+/// The position is kept in place: one file, its record overwritten (not a new file renamed
+/// over it per line), one record long.
+#[cfg(unix)]
+#[test]
+fn a_followers_position_is_overwritten_in_place() {
+    let node = Node::healthy().installed().build();
+    let dir = node.c_drive("calicowindows/logs");
+    fs_err::create_dir_all(&dir).expect("dir");
+    fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let position = tmp.path().join("felix.json");
+    let mut child = follower(&node, Some(&position));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while kept_offset(&position) != Some(8) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no position kept in 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The file held open here: a file renamed over its name would leave it as it was.
+    let mut held = fs_err::File::open(&position).expect("kept");
+    append_felix(&node, "felix 1\nfelix 2\n");
+    while kept_offset(&position) != Some(24) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no position kept in 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut held, &mut text).expect("read");
+    let fields: Vec<&str> = text.split(' ').collect();
+    assert_eq!(
+        fields.get(3),
+        Some(&"00000000000000000024"),
+        "the file was replaced: {text:?}"
+    );
+    assert_eq!(text.len(), 150, "one record");
+}
+
+/// A position file a power loss left zeroed (written, never synced) holds no position: said,
+/// and the follower starts as one without a position (the last 100 lines); an older
+/// follower's JSON document is read.
+#[test]
+fn a_zeroed_position_is_said_and_an_older_one_is_read() {
+    let node = Node::healthy().installed().build();
+    let dir = node.c_drive("calicowindows/logs");
+    fs_err::create_dir_all(&dir).expect("dir");
+    fs_err::write(dir.join("calico-felix.log"), "felix 0\nfelix 1\n").expect("log");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let position = tmp.path().join("felix.json");
+    fs_err::write(&position, [0u8; 150]).expect("zeroed");
+    let (code, out, err) = logs_briefly(&node, &position);
+    assert_eq!((code, out.as_str()), (None, "felix 0\nfelix 1\n"), "{err}");
+    assert!(err.contains("holds no whole position record"), "{err}");
+    // The head of the log's first 16 bytes (`installed/logs.rs`: a file shorter than 1 KiB
+    // is known by all of it), 8 bytes in.
+    let head = calicoctl_win::files::sha256_hex(b"felix 0\nfelix 1\n");
+    fs_err::write(
+        &position,
+        format!(r#"{{"head":"{head}","head_len":16,"offset":8,"at":0}}"#),
+    )
+    .expect("older");
+    let (_, out, err) = logs_briefly(&node, &position);
+    assert_eq!(out, "felix 1\n", "{err}");
+    assert_eq!(err, "");
+}
+
+/// A follower with `--position FILE`, killed once its position is kept past its first read.
+fn logs_briefly(node: &Node, position: &std::path::Path) -> (Option<i32>, String, String) {
+    let out_file = position.with_extension("brief");
+    let err_file = position.with_extension("err");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .current_dir(crate::support::root())
+        .args(["--set", "node.name=win-1", "--sim-host"])
+        .arg(node.sim())
+        .args(["logs", "felix", "--follow", "--position"])
+        .arg(position)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&out_file).expect("out"))
+        .stderr(std::fs::File::create(&err_file).expect("err"))
+        .spawn()
+        .expect("start calicoctl-win");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while kept_offset(position) != Some(16) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no position kept in 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL");
+    let code = child.wait().expect("reap").code();
+    let read = |p| fs_err::read_to_string(p).expect("read");
+    (code, read(&out_file), read(&err_file))
+}
+
+/// The kept position's offset, when the file holds one: its record is `P1 HEAD HEAD_LEN
+/// OFFSET AT IN_KEY SUM` (`commands/logs_position.rs`).
 fn kept_offset(position: &std::path::Path) -> Option<u64> {
-    let kept: serde_json::Value = serde_json::from_slice(&fs_err::read(position).ok()?).ok()?;
-    kept["offset"].as_u64()
+    let text = String::from_utf8(fs_err::read(position).ok()?).ok()?;
+    let fields: Vec<&str> = text.trim_end().split(' ').collect();
+    (fields.len() == 7 && fields[0] == "P1")
+        .then(|| fields[3].parse().ok())
+        .flatten()
 }
 
 /// A follower killed in mid-stream (its output a pipe nobody reads, so it is stopped inside a

@@ -1,0 +1,180 @@
+//! A follower's kept position (`logs --follow --position FILE`): one fixed-width record
+//! overwritten in place by one write per line (a killed process leaves the last record whole),
+//! with a checksum that tells a record a power loss tore or never wrote (zeros) from one that
+//! holds; synced at most every `SYNC` and at the end. The JSON document older followers kept is
+//! read too.
+
+use crate::installed::logs::Position;
+use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long a written record may stay unsynced (a power loss repeats what it covers).
+const SYNC: Duration = Duration::from_secs(1);
+/// What a record starts with: its format.
+const TAG: &str = "P1";
+/// A record's length: the tag, the head's hash (64 hex), head_len, offset, at, in_key and
+/// the checksum (16 hex), separated by spaces, and a newline.
+pub const RECORD: usize = 2 + 1 + 64 + 1 + 20 + 1 + 20 + 1 + 20 + 1 + 1 + 1 + 16 + 1;
+
+/// The record of `p`; `None` when its head is not a hash (it cannot be kept at fixed width).
+pub fn record(p: &Position) -> Option<Vec<u8>> {
+    let body = format!(
+        "{TAG} {} {:020} {:020} {:+020} {}",
+        p.head,
+        p.head_len,
+        p.offset,
+        p.at,
+        u8::from(p.in_key)
+    );
+    let sum = &crate::files::sha256_hex(body.as_bytes())[..16];
+    let text = format!("{body} {sum}\n");
+    (text.len() == RECORD).then(|| text.into_bytes())
+}
+
+/// The position in a file's bytes: a record (its first `RECORD` bytes), or the older JSON.
+pub fn parse(bytes: &[u8]) -> anyhow::Result<Position> {
+    if bytes.first() == Some(&b'{') {
+        return Ok(serde_json::from_slice(bytes)?);
+    }
+    let torn = || anyhow::anyhow!("it holds no whole position record (torn, or never written)");
+    let rec = bytes.get(..RECORD).ok_or_else(torn)?;
+    let text = std::str::from_utf8(rec).map_err(|_| torn())?;
+    let (body, sum) = text
+        .trim_end_matches('\n')
+        .rsplit_once(' ')
+        .ok_or_else(torn)?;
+    if !text.ends_with('\n') || crate::files::sha256_hex(body.as_bytes())[..16] != *sum {
+        return Err(torn());
+    }
+    let f: Vec<&str> = body.split(' ').collect();
+    let [TAG, head, head_len, offset, at, in_key] = f[..] else {
+        return Err(torn());
+    };
+    Ok(Position {
+        head: head.to_owned(),
+        head_len: head_len.parse()?,
+        offset: offset.parse()?,
+        at: at.parse()?,
+        in_key: in_key == "1",
+    })
+}
+
+/// The position file, held open while the follower runs.
+pub struct Kept {
+    path: PathBuf,
+    file: Option<File>,
+    /// Whether the file was cut to one record (an older, longer document may follow it).
+    sized: bool,
+    /// A record written and not yet synced.
+    dirty: bool,
+    synced: Instant,
+    /// The first failure to keep the position, until it is said (`unsaid`), and whether it was.
+    failed: Option<String>,
+    said: bool,
+}
+
+impl Kept {
+    pub fn new(path: &Path) -> Self {
+        Self {
+            path: path.to_owned(),
+            file: None,
+            sized: false,
+            dirty: false,
+            synced: Instant::now(),
+            failed: None,
+            said: false,
+        }
+    }
+
+    /// Keeps `p`: a failure costs repeats after a restart, not lines; the first is kept to say.
+    pub fn keep(&mut self, p: &Position) {
+        let saved = self.save(p);
+        self.note(saved);
+    }
+
+    /// Syncs (`sync`), a failure kept to say as `keep`'s.
+    pub fn flush(&mut self) {
+        let synced = self.sync();
+        self.note(synced);
+    }
+
+    fn note(&mut self, r: anyhow::Result<()>) {
+        if let (Err(e), None) = (r, &self.failed) {
+            self.failed = Some(format!("cannot keep the position: {e:#}"));
+        }
+    }
+
+    /// The first failure, once.
+    pub fn unsaid(&mut self) -> Option<String> {
+        if self.said {
+            return None;
+        }
+        self.said = self.failed.is_some();
+        self.failed.clone()
+    }
+
+    /// Overwrites the record with `p`: one write; a sync when the last is `SYNC` old.
+    pub fn save(&mut self, p: &Position) -> anyhow::Result<()> {
+        let rec = record(p).ok_or_else(|| anyhow::anyhow!("a position whose head is no hash"))?;
+        let written = self.write(&rec);
+        if written.is_err() {
+            // Opened again at the next line (a directory made since, a file no longer held).
+            self.file = None;
+        }
+        written?;
+        self.dirty = true;
+        if self.synced.elapsed() >= SYNC {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, rec: &[u8]) -> anyhow::Result<()> {
+        let path = &self.path;
+        let with = |e: std::io::Error| anyhow::anyhow!("cannot write {}: {e}", path.display());
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => self.file.insert(
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(path)
+                    .map_err(with)?,
+            ),
+        };
+        file.seek(SeekFrom::Start(0)).map_err(with)?;
+        file.write_all(rec).map_err(with)?;
+        if !self.sized {
+            // After the record is written: a kill between them leaves it, then the old tail.
+            file.set_len(RECORD as u64).map_err(with)?;
+            self.sized = true;
+        }
+        Ok(())
+    }
+
+    /// Syncs what was written since the last sync.
+    pub fn sync(&mut self) -> anyhow::Result<()> {
+        if let (true, Some(f)) = (self.dirty, &self.file) {
+            f.sync_data()
+                .map_err(|e| anyhow::anyhow!("cannot sync {}: {e}", self.path.display()))?;
+        }
+        self.dirty = false;
+        self.synced = Instant::now();
+        Ok(())
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        // The end of the follower (a stop, an output closed): nothing left to say it to.
+        let _ = self.sync();
+    }
+}
+
+#[cfg(test)]
+#[path = "logs_position_tests.rs"]
+mod tests;
