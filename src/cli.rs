@@ -255,7 +255,7 @@ secret. --tail N starts N lines from the end, read backwards (a large log is nev
 starts after the last line calicoctl-win stamped (UTC) before that time, so no later line is left out. --follow \
 keeps reading, across rotations (a renamed file is read to its end, then the new one) and truncation, checking \
 every second; --position FILE keeps where it is in FILE, so that a follower restarted with the same FILE goes on \
-where it stopped, nothing repeated or missed (fleet plan's DaemonSet runs one follower per role this way). \
+where it stopped, nothing missed and at most one line repeated after a kill (fleet plan's DaemonSet runs one follower per role this way). \
 Changes on the host: none."
     )]
     Logs(LogsArgs),
