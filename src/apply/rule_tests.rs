@@ -154,7 +154,11 @@ fn journal_undo_puts_back_every_property_read(host: &dyn crate::host::Host) {
     let json = serde_json::to_string(&journal).expect("json");
     let journal: super::journal::Journal = serde_json::from_str(&json).expect("read");
     let dir = tempfile::tempdir().expect("dir");
-    let path = dir.path().join("journal.json").display().to_string();
+    let path = if cfg!(windows) {
+        dir.path().join("journal.json").display().to_string()
+    } else {
+        r"C:\CalicoWindows\calicoctl-win.journal.json".into()
+    };
     let failures =
         super::undo::undo_journal(host, &journal, &path, std::time::Duration::from_secs(5));
     assert_eq!(failures, Vec::<String>::new());
