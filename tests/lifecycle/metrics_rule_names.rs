@@ -179,7 +179,10 @@ fn a_disabled_vxlan_rule_of_our_name_refuses_install_before_any_change() {
 /// (Install once took it for open and added none: the firewall dropped VXLAN.)
 #[test]
 fn a_vxlan_rule_narrowed_by_a_property_install_does_not_set_is_not_open() {
-    for (field, value) in [("remote_ports", "50000-50100"), ("service_name", "CalicoNode")] {
+    for (field, value) in [
+        ("remote_ports", "50000-50100"),
+        ("service_name", "CalicoNode"),
+    ] {
         let s = node();
         let name = "Overlay Traffic 4789 UDP";
         let mut narrowed = json!({
