@@ -91,25 +91,89 @@ fn a_run_removes_our_rule_read_back_otherwise_and_its_undo_puts_back_what_was_re
     );
 }
 
-/// A rule put back by an undo from the journal (a run cut off, rolled back by the next) keeps
-/// every property it was read with, those install does not set among them.
+/// A rule put back by an undo from the journal (a run cut off, rolled back by the next,
+/// through `undo_journal`) keeps every property it was read with, those install does not set
+/// among them, and sets none left at a default in another spelling.
 #[test]
 fn an_undo_from_the_journal_puts_back_every_property_read() {
-    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+    journal_undo_puts_back_every_property_read(
+        &crate::host::sim::SimHost::in_memory("ws2022").expect("host"),
+    );
+}
+
+/// Also the Windows host's, under Wine through the stand-in hnetcfg.dll: `set_unset` itself.
+#[cfg(windows)]
+#[test]
+fn firewall_contract_an_undo_from_the_journal_puts_back_every_property_read() {
+    if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() {
+        return;
+    }
+    journal_undo_puts_back_every_property_read(&crate::host::windows::WindowsHost::new());
+}
+
+fn journal_undo_puts_back_every_property_read(host: &dyn crate::host::Host) {
+    let name = crate::host::contract::unique("Calico metrics undo TCP ");
     let read = FirewallRule {
+        name: name.clone(),
+        remote_addresses: vec!["10.0.0.0/8".into()],
         unset: Unset {
+            local_addresses: "10.0.2.15".into(),
             remote_ports: "40000-40100".into(),
+            interface_types: "Lan".into(),
+            edge_traversal: true,
             grouping: "Monitoring".into(),
-            ..Unset::default()
+            service_name: "CalicoNode".into(),
         },
         ..made()
     };
-    let undo = super::journal::Undo::AddFirewallRule { rule: read.clone() };
-    let json = serde_json::to_string(&undo).expect("json");
-    let back: super::journal::Undo = serde_json::from_str(&json).expect("read");
-    let super::journal::Undo::AddFirewallRule { rule } = back else {
-        panic!("{json}");
+    // Defaults in another spelling, as a rule may read back: nothing set for them.
+    let spelled = FirewallRule {
+        name: format!("{name} spelled"),
+        unset: Unset {
+            local_addresses: " * ".into(),
+            remote_ports: String::new(),
+            interface_types: "all".into(),
+            ..Unset::default()
+        },
+        ..read.clone()
     };
-    host.firewall_add(&rule).expect("put back");
-    assert_eq!(host.firewall_rules(&read.name).expect("read"), [read]);
+    let journal = super::journal::Journal {
+        command: "uninstall".into(),
+        entries: [&read, &spelled]
+            .into_iter()
+            .map(|r| super::journal::Entry {
+                action: format!("remove firewall rule \"{}\"", r.name),
+                undo: super::journal::Undo::AddFirewallRule { rule: r.clone() },
+                done: true,
+                irreversible: false,
+            })
+            .collect(),
+        ..super::journal::Journal::default()
+    };
+    // As the next run finds it: from its JSON.
+    let json = serde_json::to_string(&journal).expect("json");
+    let journal: super::journal::Journal = serde_json::from_str(&json).expect("read");
+    let dir = tempfile::tempdir().expect("dir");
+    let path = if cfg!(windows) {
+        dir.path().join("journal.json").display().to_string()
+    } else {
+        r"C:\CalicoWindows\calicoctl-win.journal.json".into()
+    };
+    let failures =
+        super::undo::undo_journal(host, &journal, &path, std::time::Duration::from_secs(5));
+    assert_eq!(failures, Vec::<String>::new());
+    let back = host.firewall_rules(&read.name).expect("read");
+    let _ = host.firewall_remove(&read.name);
+    let spelled_back = host.firewall_rules(&spelled.name).expect("read");
+    let _ = host.firewall_remove(&spelled.name);
+    assert!(crate::host::firewall::only(&back, &read), "{back:?}");
+    assert!(
+        crate::host::firewall::only(&spelled_back, &spelled),
+        "{spelled_back:?}"
+    );
+    // Windows (the stand-in) reads back what was set: a default spelled otherwise and set
+    // would read back so. (The simulated host keeps a rule as given.)
+    if cfg!(windows) {
+        assert_eq!(spelled_back[0].unset, Unset::default());
+    }
 }

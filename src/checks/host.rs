@@ -531,6 +531,24 @@ fn firewall_vxlan(s: &HostSnapshot, c: &Config) -> Check {
                 format!("Set-NetFirewallRule -DisplayName '{}' -Profile Any", r.name),
             );
         }
+        let u = &r.unset;
+        let whole = FirewallRule {
+            unset: Default::default(),
+            ..all_but_profiles
+        };
+        if whole.opens(Protocol::Udp, 4789) {
+            return Check::fail(
+                ID,
+                format!(
+                    "firewall rule {} lets UDP 4789 in only for local addresses {}, remote ports {}, interface types {}, service '{}': VXLAN (from any source port, RFC 7348) is dropped in part or whole",
+                    r.name, u.local_addresses, u.remote_ports, u.interface_types, u.service_name
+                ),
+                format!(
+                    "Set-NetFirewallRule -DisplayName '{}' -LocalAddress Any -RemotePort Any -InterfaceType Any -Service Any",
+                    r.name
+                ),
+            );
+        }
         return Check::fail(
             ID,
             format!(

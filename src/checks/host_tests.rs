@@ -206,6 +206,11 @@ fn firewall_vxlan_passes_when_open_or_to_be_opened_and_fails_on_a_blocking_rule(
     let mut s = snap("ws2022-legacy-calico");
     let t = assert_verdict("firewall-vxlan", &s, &c, Verdict::Pass);
     assert!(t.contains("Overlay Traffic 4789 UDP"), "{t}");
+    // Narrowed to some remote ports: VXLAN's source port is a hash (RFC 7348 section 5).
+    s.vxlan_rules.as_mut().expect("rules")[0].unset.remote_ports = "50000-50100".into();
+    let t = assert_verdict("firewall-vxlan", &s, &c, Verdict::Fail);
+    assert!(t.contains("remote ports 50000-50100"), "{t}");
+    s.vxlan_rules.as_mut().expect("rules")[0].unset = Default::default();
     s.vxlan_rules.as_mut().expect("rules")[0].enabled = false;
     assert_verdict("firewall-vxlan", &s, &c, Verdict::Fail);
     // Unreadable is not "not open yet": the error is the check's.

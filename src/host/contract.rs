@@ -438,7 +438,9 @@ pub fn firewall(h: &dyn Host) {
         (
             "icmp",
             FirewallRule {
+                // No ports: only a TCP or UDP rule has them (INetFwRule::LocalPorts page).
                 protocol: Protocol::Other(1),
+                local_port: 0,
                 ..rule.clone()
             },
         ),
@@ -476,6 +478,11 @@ pub fn firewall(h: &dyn Host) {
         h.firewall_add(&rule),
         Err(HostError::Exists { .. })
     ));
+    // Removal by the name in another case takes the rule the firewall holds (`Remove` is
+    // given the name as held: of another spelling it may have no effect).
+    assert!(h.firewall_remove(&name.to_uppercase()).expect("remove"));
+    assert_eq!(h.firewall_rules(&name).expect("read"), []);
+    h.firewall_add(&rule).expect("add again");
     assert!(h.firewall_remove(&name).expect("remove"));
     assert!(!h.firewall_remove(&name).expect("remove again"));
     assert_eq!(h.firewall_rule(&name).expect("read"), None);

@@ -116,6 +116,37 @@ fn token_set(text: &str, empty: &str) -> Vec<String> {
 }
 
 impl Unset {
+    /// Which fields are not at Windows' default, as `key` compares them (a read-back `""` or
+    /// `" * "` is the default `*`): local addresses, remote ports, interface types, edge
+    /// traversal, grouping, service name. What a rule put back sets, and nothing else.
+    pub fn not_default(&self) -> [bool; 6] {
+        let (a, b) = (self.key(), Unset::default());
+        let d = b.key();
+        [
+            a.0 != d.0,
+            a.1 != d.1,
+            a.2 != d.2,
+            a.3 != d.3,
+            a.4 != d.4,
+            a.5 != d.5,
+        ]
+    }
+
+    /// Whether they let in what a rule without them lets in on a node's network: any local
+    /// address, any remote port (VXLAN's source port is a hash of the inner packet, RFC 7348
+    /// section 5, so a rule of some remote ports drops some of it), no service (a rule of
+    /// a service, `*` too, lets in only a service's traffic: Microsoft's
+    /// INetFwRule::ServiceName page; the kernel's VXLAN is none), and interface types `All`
+    /// or a list holding `Lan` (its page's values). Edge traversal and grouping narrow
+    /// nothing.
+    pub fn lets_all_in(&self) -> bool {
+        let (local, remote, types, ..) = self.key();
+        local == ["*"]
+            && remote == ["*"]
+            && self.service_name.trim().is_empty()
+            && types.iter().any(|t| t == "all" || t == "lan")
+    }
+
     /// The fields as compared: every list as a set (`token_set`), the service name in any
     /// case (the service control manager's names are).
     fn key(&self) -> (Vec<String>, Vec<String>, Vec<String>, bool, &str, String) {
@@ -199,7 +230,9 @@ fn all_profiles() -> u32 {
 
 impl FirewallRule {
     /// Whether the rule lets inbound `protocol` traffic to `port` in, in every profile, for
-    /// every program (one scoped to a program does not let the kernel's VXLAN traffic in).
+    /// every program (one scoped to a program does not let the kernel's VXLAN traffic in),
+    /// with none of the properties calicoctl-win does not set narrowing it
+    /// (`Unset::lets_all_in`).
     pub fn opens(&self, protocol: Protocol, port: u16) -> bool {
         self.enabled
             && self.allow
@@ -208,6 +241,7 @@ impl FirewallRule {
             && self.protocol == protocol
             && self.local_port == port
             && self.profiles & 7 == 7
+            && self.unset.lets_all_in()
     }
 
     /// `INetFwRule::RemoteAddresses` for the rule: `*` (any), or the CIDRs comma-separated

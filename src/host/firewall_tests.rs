@@ -190,3 +190,65 @@ fn a_rule_of_an_older_record_reads_with_the_defaults() {
         tightened
     );
 }
+
+/// A rule narrowed by a property calicoctl-win does not set does not open its port: remote
+/// ports (VXLAN's source port is a hash, RFC 7348 section 5), a service (`*` too), interface
+/// types without Lan, a narrow local address. Edge traversal, a group, `All` or a list
+/// holding `Lan` in any spelling, and `*` as ` * ` narrow nothing.
+#[test]
+fn a_rule_narrowed_in_a_property_we_do_not_set_does_not_open_its_port() {
+    let open = FirewallRule {
+        program: None,
+        remote_addresses: Vec::new(),
+        ..made()
+    };
+    assert!(open.opens(Protocol::Tcp, 9091));
+    let narrowing: [fn(&mut Unset); 6] = [
+        |u| u.remote_ports = "40000-40100".into(),
+        |u| u.service_name = "CalicoNode".into(),
+        |u| u.service_name = "*".into(),
+        |u| u.interface_types = "Wireless,RemoteAccess".into(),
+        |u| u.local_addresses = "10.0.2.15".into(),
+        |u| u.local_addresses = "LocalSubnet".into(),
+    ];
+    for edit in narrowing {
+        let mut r = open.clone();
+        edit(&mut r.unset);
+        assert!(!r.opens(Protocol::Tcp, 9091), "{:?}", r.unset);
+    }
+    let harmless: [fn(&mut Unset); 5] = [
+        |u| u.edge_traversal = true,
+        |u| u.grouping = "Monitoring".into(),
+        |u| u.interface_types = "lan, Wireless".into(),
+        |u| u.interface_types = "ALL".into(),
+        |u| u.remote_ports = " * ".into(),
+    ];
+    for edit in harmless {
+        let mut r = open.clone();
+        edit(&mut r.unset);
+        assert!(r.opens(Protocol::Tcp, 9091), "{:?}", r.unset);
+    }
+}
+
+/// What a rule put back sets is decided as `same` compares: a read-back default in another
+/// spelling (`""`, ` * `, `all`) is the default, set not at all (setting `""` as remote ports
+/// would be refused or mean something else).
+#[test]
+fn a_default_in_another_spelling_is_not_set_on_a_rule_put_back() {
+    let spelled = Unset {
+        local_addresses: " * ".into(),
+        remote_ports: String::new(),
+        interface_types: "all".into(),
+        ..Unset::default()
+    };
+    assert_eq!(spelled.not_default(), [false; 6]);
+    let set = Unset {
+        local_addresses: "10.0.2.15".into(),
+        remote_ports: "40000".into(),
+        interface_types: "Lan".into(),
+        edge_traversal: true,
+        grouping: "Monitoring".into(),
+        service_name: "CalicoNode".into(),
+    };
+    assert_eq!(set.not_default(), [true; 6]);
+}

@@ -173,6 +173,36 @@ fn a_disabled_vxlan_rule_of_our_name_refuses_install_before_any_change() {
     assert_eq!(s.state()["services"], before["services"]);
 }
 
+/// A rule of the Calico scripts' VXLAN name that lets UDP 4789 in only from some remote ports
+/// (VXLAN's source port is a hash of the inner packet, RFC 7348 section 5, so it drops some)
+/// or only for a service is no open port: install adds its own rule beside it and leaves it.
+/// (Install once took it for open and added none: the firewall dropped VXLAN.)
+#[test]
+fn a_vxlan_rule_narrowed_by_a_property_install_does_not_set_is_not_open() {
+    for (field, value) in [
+        ("remote_ports", "50000-50100"),
+        ("service_name", "CalicoNode"),
+    ] {
+        let s = node();
+        let name = "Overlay Traffic 4789 UDP";
+        let mut narrowed = json!({
+            "name": name,
+            "description": "",
+            "protocol": "udp",
+            "local_port": 4789,
+            "allow": true,
+            "enabled": true,
+            "profiles": 2147483647,
+        });
+        narrowed[field] = json!(value);
+        s.edit_state(|st| st["firewall"][name.to_ascii_lowercase()] = narrowed.clone());
+        let (code, _, stderr) = s.install(&["--skip", "firewall-vxlan"]);
+        assert_eq!(code, 0, "{field}: {stderr}");
+        assert_eq!(rules_named(&s, "Calico VXLAN UDP 4789").len(), 1, "{field}");
+        assert_eq!(rules_named(&s, name), [narrowed], "{field}");
+    }
+}
+
 /// An install cut off after adding our metrics rule, then an administrator's rule of its name
 /// beside it: uninstall, undoing that install, keeps both rules (removal by name could take
 /// either), says so, and goes on. (The refusal failed the undo and kept the journal, so every

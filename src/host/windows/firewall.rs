@@ -166,33 +166,34 @@ unsafe fn read(rule: &INetFwRule) -> windows::core::Result<FirewallRule> {
 }
 
 /// Sets on a rule about to be added the properties calicoctl-win does not set where they are
-/// not Windows' defaults: a rule put back as it was read (an undo). After the protocol
-/// ("The Protocol property must be set before the RemotePorts property or an error will be
-/// returned", Microsoft's INetFwRule::RemotePorts page).
+/// not Windows' defaults (`Unset::not_default`, as `same` compares them): a rule put back as
+/// it was read (an undo). After the protocol ("The Protocol property must be set before the
+/// RemotePorts property or an error will be returned", Microsoft's INetFwRule::RemotePorts
+/// page) and the direction (edge traversal only on an inbound rule, [MS-FASP] 2.2.35).
 ///
 /// # Safety
 /// `rule` is a live rule object of this thread's COM.
 unsafe fn set_unset(rule: &INetFwRule, u: &Unset) -> windows::core::Result<()> {
-    let d = Unset::default();
+    let [local, remote, types, edge, group, service] = u.not_default();
     let bstr = |s: &str| BSTR::from(s);
     // SAFETY: property writes on the live rule object.
     unsafe {
-        if u.local_addresses != d.local_addresses {
+        if local {
             rule.SetLocalAddresses(&bstr(&u.local_addresses))?;
         }
-        if u.remote_ports != d.remote_ports {
+        if remote {
             rule.SetRemotePorts(&bstr(&u.remote_ports))?;
         }
-        if !u.interface_types.eq_ignore_ascii_case(&d.interface_types) {
+        if types {
             rule.SetInterfaceTypes(&bstr(&u.interface_types))?;
         }
-        if u.edge_traversal {
+        if edge {
             rule.SetEdgeTraversal(VARIANT_TRUE)?;
         }
-        if !u.grouping.is_empty() {
+        if group {
             rule.SetGrouping(&bstr(&u.grouping))?;
         }
-        if !u.service_name.is_empty() {
+        if service {
             rule.SetServiceName(&bstr(&u.service_name))?;
         }
     }
@@ -223,8 +224,12 @@ pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
         rule.SetDescription(&BSTR::from(r.description.as_str()))
             .map_err(api(op()))?;
         rule.SetProtocol(r.protocol.number()).map_err(api(op()))?;
-        rule.SetLocalPorts(&BSTR::from(r.local_port.to_string()))
-            .map_err(api(op()))?;
+        if matches!(r.protocol, Protocol::Tcp | Protocol::Udp) {
+            // Only a TCP or UDP rule has ports: "The Protocol property must be set before
+            // the LocalPorts property or an error will be returned" (its page).
+            rule.SetLocalPorts(&BSTR::from(r.local_port.to_string()))
+                .map_err(api(op()))?;
+        }
         rule.SetDirection(match r.direction {
             Direction::In => NET_FW_RULE_DIR_IN,
             Direction::Out => NET_FW_RULE_DIR_OUT,
@@ -255,20 +260,30 @@ pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
     }
 }
 
-/// Removes the one rule of this name; refused while several have it (which of them
-/// `INetFwRules::Remove` would take, Microsoft's Remove page does not say).
+/// Removes the one rule of this name (any case); refused while several have it (which of
+/// them `INetFwRules::Remove` would take, Microsoft's Remove page does not say). `Remove` is
+/// given the name as the firewall holds it, not as asked: its page says a name not in the
+/// collection "has no effect", and says nothing of case, so the exact name is the safe one.
+/// The rules are read again after, and a rule still there is an error, not a removal.
 pub fn remove(name: &str) -> HostResult<bool> {
-    match rules(name)?.len() {
-        0 => return Ok(false),
-        1 => {}
-        n => return Err(crate::host::firewall::several(name, n)),
-    }
+    let held = match rules(name)?.as_slice() {
+        [] => return Ok(false),
+        [one] => one.name.clone(),
+        more => return Err(crate::host::firewall::several(name, more.len())),
+    };
+    let op = || format!("remove firewall rule {held}");
     // SAFETY: COM calls on the policy's rule collection.
     unsafe {
         let fw = policy()?;
         fw.Rules()
-            .and_then(|rules| rules.Remove(&BSTR::from(name)))
-            .map_err(api(format!("remove firewall rule {name}")))?;
+            .and_then(|rules| rules.Remove(&BSTR::from(held.as_str())))
+            .map_err(api(op()))?;
+    }
+    if !rules(name)?.is_empty() {
+        return Err(HostError::Refused {
+            what: op(),
+            reason: "INetFwRules::Remove succeeded but the rule is still there".into(),
+        });
     }
     Ok(true)
 }

@@ -134,12 +134,14 @@ impl INetFwRule_Impl for Rule_Impl {
         Ok(BSTR::from(self.get().local_ports))
     }
     fn SetLocalPorts(&self, portnumbers: &windows::core::BSTR) -> windows::core::Result<()> {
+        ports_allowed(&self.get())?;
         self.set(|r| r.local_ports = portnumbers.to_string())
     }
     fn RemotePorts(&self) -> windows::core::Result<windows::core::BSTR> {
         Ok(BSTR::from(self.get().remote_ports))
     }
     fn SetRemotePorts(&self, portnumbers: &windows::core::BSTR) -> windows::core::Result<()> {
+        ports_allowed(&self.get())?;
         self.set(|r| r.remote_ports = portnumbers.to_string())
     }
     fn LocalAddresses(&self) -> windows::core::Result<windows::core::BSTR> {
@@ -220,6 +222,7 @@ impl INetFwRule_Impl for Rule_Impl {
         &self,
         enabled: windows::Win32::Foundation::VARIANT_BOOL,
     ) -> windows::core::Result<()> {
+        edge_traversal_allowed(&self.get(), enabled)?;
         self.set(|r| r.edge_traversal = enabled != VARIANT_FALSE)
     }
     fn Action(&self) -> windows::core::Result<NET_FW_ACTION> {

@@ -12,7 +12,8 @@
 //! PowerShell's New-NetFirewallRule page makes only `-Name`, the ID, unique, not the
 //! `-DisplayName` that is INetFwRule's Name); `Remove` of a name several rules have removes
 //! every one of them (a guess, the harmful one: Microsoft's Remove page says only that it
-//! "removes a rule from the collection"), and of an unknown name succeeds ("has no effect");
+//! "removes a rule from the collection"), and of an unknown name succeeds ("has no effect"),
+//! a name matched exactly (the page says nothing of case: the conservative reading);
 //! LocalAddresses, RemotePorts, InterfaceTypes, EdgeTraversal, Grouping and ServiceName are
 //! kept as set, and a new rule's read back as Windows' defaults (`Fields::with_defaults`).
 //! `get__NewEnum` enumerates every rule, in the order added, as `IDispatch` VARIANTs (its page:
@@ -21,6 +22,8 @@
 //! `INetFwPolicy2::LocalPolicyModifyState` answers `NET_FW_MODIFY_STATE_OK` (local rules take
 //! effect), or the number in `modify-state.json` beside it (GP_OVERRIDE 1, INBOUND_BLOCKED 2:
 //! icftypes.h), a test's way of putting the node under a Group Policy override.
+//! `SetLocalPorts`/`SetRemotePorts` are refused unless the protocol is TCP or UDP, and
+//! `SetEdgeTraversal(true)` on an outbound rule (`ports_allowed`, `edge_traversal_allowed`).
 //! Every other method answers E_NOTIMPL (`generated.rs`).
 
 #![allow(non_snake_case, clippy::missing_safety_doc)]
@@ -32,7 +35,7 @@ use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use windows::Win32::Foundation::{
-    CLASS_E_CLASSNOTAVAILABLE, CLASS_E_NOAGGREGATION, E_NOTIMPL, E_POINTER, S_FALSE, S_OK,
+    CLASS_E_CLASSNOTAVAILABLE, CLASS_E_NOAGGREGATION, E_INVALIDARG, E_NOTIMPL, E_POINTER, S_FALSE, S_OK,
     VARIANT_FALSE, VARIANT_TRUE,
 };
 use windows::Win32::NetworkManagement::WindowsFirewall::*;
@@ -233,10 +236,40 @@ pub fn stored_remote_addresses(text: &str) -> String {
         .join(",")
 }
 
+/// `SetLocalPorts` and `SetRemotePorts` refused unless the rule's protocol is TCP (6) or UDP
+/// (17): Microsoft's INetFwRule::RemotePorts page, "The Protocol property must be set before
+/// the RemotePorts property or an error will be returned", and its LocalPorts page likewise
+/// for local ports; a rule of another protocol has no ports. E_INVALIDARG, the error
+/// unnamed there.
+fn ports_allowed(rule: &Fields) -> windows::core::Result<()> {
+    if matches!(rule.protocol, 6 | 17) {
+        Ok(())
+    } else {
+        Err(E_INVALIDARG.into())
+    }
+}
+
+/// `SetEdgeTraversal(true)` refused on an outbound rule (direction 2): [MS-FASP] 2.2.35
+/// (FW_RULE_FLAGS_ROUTEABLE_ADDRS_TRAVERSE, the edge traversal flag): it is valid only on
+/// inbound rules. Edge traversal off is always accepted.
+fn edge_traversal_allowed(
+    rule: &Fields,
+    enabled: windows::Win32::Foundation::VARIANT_BOOL,
+) -> windows::core::Result<()> {
+    if enabled != VARIANT_FALSE && rule.direction == 2 {
+        Err(E_INVALIDARG.into())
+    } else {
+        Ok(())
+    }
+}
+
 fn remove(name: &str) -> windows::core::Result<()> {
     let _g = FILE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let mut rules = load();
-    rules.retain(|r| !r.name.eq_ignore_ascii_case(name));
+    // By the exact name: Microsoft's Remove page says nothing of case, and of a name not in
+    // the collection that removing it "has no effect"; the conservative reading is that a
+    // name in another case is not in it.
+    rules.retain(|r| r.name != name);
     save(&rules)
 }
 
