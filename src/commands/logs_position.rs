@@ -13,15 +13,23 @@ use std::time::{Duration, Instant};
 /// How long a written record may stay unsynced (a power loss repeats what it covers).
 const SYNC: Duration = Duration::from_secs(1);
 /// What a record starts with: its format.
-const TAG: &str = "P1";
-/// A record's length: the tag, the head's hash (64 hex), head_len, offset, at, in_key and
-/// the checksum (16 hex), separated by spaces, and a newline.
-pub const RECORD: usize = 2 + 1 + 64 + 1 + 20 + 1 + 20 + 1 + 20 + 1 + 1 + 1 + 16 + 1;
+const TAG: &str = "P2";
+/// The width of the pending redaction state (`Position::pending`, compact JSON padded with
+/// `_`): what the line before left to redact on the next.
+const PENDING: usize = 56;
+/// A record's length: the tag, the head's hash (64 hex), head_len, offset, at, in_key,
+/// pending and the checksum (16 hex), separated by spaces, and a newline.
+pub const RECORD: usize = 2 + 1 + 64 + 1 + 20 + 1 + 20 + 1 + 20 + 1 + 1 + 1 + PENDING + 1 + 16 + 1;
 
-/// The record of `p`; `None` when its head is not a hash (it cannot be kept at fixed width).
+/// The record of `p`; `None` when its head is not a hash or its pending state does not fit
+/// (it cannot be kept at fixed width).
 pub fn record(p: &Position) -> Option<Vec<u8>> {
+    let pending = serde_json::to_string(&p.pending).ok()?;
+    if pending.len() > PENDING || pending.contains([' ', '_']) {
+        return None;
+    }
     let body = format!(
-        "{TAG} {} {:020} {:020} {:+020} {}",
+        "{TAG} {} {:020} {:020} {:+020} {} {pending:_<PENDING$}",
         p.head,
         p.head_len,
         p.offset,
@@ -49,7 +57,7 @@ pub fn parse(bytes: &[u8]) -> anyhow::Result<Position> {
         return Err(torn());
     }
     let f: Vec<&str> = body.split(' ').collect();
-    let [TAG, head, head_len, offset, at, in_key] = f[..] else {
+    let [TAG, head, head_len, offset, at, in_key, pending] = f[..] else {
         return Err(torn());
     };
     Ok(Position {
@@ -58,6 +66,7 @@ pub fn parse(bytes: &[u8]) -> anyhow::Result<Position> {
         offset: offset.parse()?,
         at: at.parse()?,
         in_key: in_key == "1",
+        pending: serde_json::from_str(pending.trim_end_matches('_'))?,
     })
 }
 

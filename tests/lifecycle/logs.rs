@@ -426,7 +426,8 @@ fn a_followers_position_is_overwritten_in_place() {
         Some(&"00000000000000000024"),
         "the file was replaced: {text:?}"
     );
-    assert_eq!(text.len(), 150, "one record");
+    // commands/logs_position.rs `RECORD`: the fields at their fixed widths.
+    assert_eq!(text.len(), 207, "one record");
 }
 
 /// A position file a power loss left zeroed (written, never synced) holds no position: said,
@@ -440,7 +441,7 @@ fn a_zeroed_position_is_said_and_an_older_one_is_read() {
     fs_err::write(dir.join("calico-felix.log"), "felix 0\nfelix 1\n").expect("log");
     let tmp = tempfile::tempdir().expect("tempdir");
     let position = tmp.path().join("felix.json");
-    fs_err::write(&position, [0u8; 150]).expect("zeroed");
+    fs_err::write(&position, [0u8; 207]).expect("zeroed");
     let (code, out, err) = logs_briefly(&node, &position);
     assert_eq!((code, out.as_str()), (None, "felix 0\nfelix 1\n"), "{err}");
     assert!(err.contains("holds no whole position record"), "{err}");
@@ -487,12 +488,12 @@ fn logs_briefly(node: &Node, position: &std::path::Path) -> (Option<i32>, String
     (code, read(&out_file), read(&err_file))
 }
 
-/// The kept position's offset, when the file holds one: its record is `P1 HEAD HEAD_LEN
-/// OFFSET AT IN_KEY SUM` (`commands/logs_position.rs`).
+/// The kept position's offset, when the file holds one: its record is `P2 HEAD HEAD_LEN
+/// OFFSET AT IN_KEY PENDING SUM` (`commands/logs_position.rs`).
 fn kept_offset(position: &std::path::Path) -> Option<u64> {
     let text = String::from_utf8(fs_err::read(position).ok()?).ok()?;
     let fields: Vec<&str> = text.trim_end().split(' ').collect();
-    (fields.len() == 7 && fields[0] == "P1")
+    (fields.len() == 8 && fields[0] == "P2")
         .then(|| fields[3].parse().ok())
         .flatten()
 }
