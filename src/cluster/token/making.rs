@@ -5,14 +5,14 @@
 
 use super::renewal::{Grant, GrantUids, labelled_ours, node_owner, remove_parts};
 use crate::cluster::{Cluster, ClusterError};
+use crate::duration::{Look, Pauses, poll_quietly};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The annotation carrying the nonce of the install run that created the object.
-pub const NONCE: &str = "calicoctl-win/install-nonce";
+pub use super::renewal::NONCE;
 
 /// The objects of a grant an install creates, kept in its journal from before it creates
 /// them until the install record names them: a run cut off in between leaves them to the next
@@ -274,24 +274,22 @@ fn create_flagged<T: kube::Resource>(
 
 /// The create, sent again after a 429: kube-apiserver's API Priority and Fairness refuses
 /// with 429 before the request reaches its handler, so nothing was written
-/// (k8s.io/apiserver `pkg/server/filters/priority-and-fairness.go`, `tooManyRequests`).
-/// Kube's own retries are off for it (a lost answer is read back instead), so a node
-/// provisioned with many others asks again here, a second apart, at most `THROTTLED` times.
+/// (k8s.io/apiserver `pkg/server/filters/priority-and-fairness.go`). Kube's own retries are
+/// off for it (a lost answer is read back instead), so a node provisioned with many others
+/// asks again here, a second apart (kube's error drops the Retry-After header), for at most
+/// `THROTTLED_FOR`; the last 429 then stands.
 fn throttled<T>(create: impl Fn() -> Result<T, ClusterError>) -> Result<T, ClusterError> {
-    let mut tries = 1;
-    loop {
-        match create() {
-            Err(ClusterError::Api { code: 429, .. }) if tries < THROTTLED => {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_secs(1));
-            }
-            answer => return answer,
-        }
-    }
+    let deadline = std::time::Instant::now() + THROTTLED_FOR;
+    let pauses = Pauses::every(std::time::Duration::from_secs(1));
+    let look = || match create() {
+        Err(e @ ClusterError::Api { code: 429, .. }) => Ok(Look::Pending(e)),
+        answer => answer.map(Look::Done),
+    };
+    poll_quietly(deadline, pauses, look, Err)
 }
 
-/// How many times a create refused with 429 is sent in all.
-const THROTTLED: u32 = 5;
+/// How long a create refused with 429 is asked again.
+const THROTTLED_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Whether a refused or unanswered create may have left the object there: another's (409),
 /// or ours, committed before its answer was lost (kube-apiserver answers 504 when a request

@@ -20,6 +20,9 @@ use std::collections::BTreeMap;
 
 /// The prefix of the Role's and RoleBinding's name; the node's name follows.
 pub const NAME_PREFIX: &str = "calicoctl-win-token-renewal-";
+/// The annotation carrying the nonce of the install run that created the object
+/// (`making::Making::nonce`).
+pub const NONCE: &str = "calicoctl-win/install-nonce";
 pub(super) const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "calicoctl-win");
 
 /// A node's grant: where it is and whom it lets renew.
@@ -194,17 +197,14 @@ where
             meta.namespace.as_deref().unwrap_or_default()
         )));
     }
-    let theirs = meta
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(super::making::NONCE));
+    let theirs = meta.annotations.as_ref().and_then(|a| a.get(NONCE));
     if recorded.is_none()
         && let Some(n) = nonce
         && theirs.map(String::as_str) != Some(n)
     {
         return Ok(Some(format!(
             "{what} stays: it does not carry this install's nonce ({}), so this install did not make it",
-            super::making::NONCE
+            NONCE
         )));
     }
     let dp = DeleteParams {
