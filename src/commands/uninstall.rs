@@ -563,7 +563,15 @@ fn undo_interrupted_install(
         ctx.printer.note(&format!(
             "an install started at {started} did not finish: uninstall would first see to it ({what})"
         ));
-        return Ok(Vec::new());
+        // What the real run would leave of its grant: all it made, when it does not reach
+        // the cluster (`--skip-cluster`, or no admin kubeconfig).
+        let made = journal.grant.as_ref().filter(|m| m.makes_any() && !covered);
+        let unreached =
+            |ctx: &mut Context| args.skip_cluster || matches!(ctx.connect_cluster(), Ok(None));
+        return Ok(match made {
+            Some(m) if unreached(ctx) => ClusterLeft::of_made(m),
+            _ => Vec::new(),
+        });
     }
     ctx.printer.note(&format!(
         "an install started at {started} did not finish: {what} first"

@@ -9,24 +9,24 @@ use crate::support::Node;
 use crate::support::fake_api::{FakeApi, meta};
 use crate::support::release::release_zip;
 
-const GRANT: &str = "calicoctl-win-token-renewal-win-1";
+pub(super) const GRANT: &str = "calicoctl-win-token-renewal-win-1";
 const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/calico-system";
 /// The plan's first write after the grant (its steps 1 to 3 protect directories): the run is
 /// killed there, its record not written.
 const AFTER_GRANT: &str = "crash:~write C:\\CalicoWindows\\calico-node.exe";
 /// A later step of the plan that fails: the run rolls back.
-const LATER_STEP_FAILS: &str = "fail:~write C:\\CalicoWindows\\calico-node.env";
+pub(super) const LATER_STEP_FAILS: &str = "fail:~write C:\\CalicoWindows\\calico-node.env";
 
-fn role() -> String {
+pub(super) fn role() -> String {
     format!("{RBAC}/roles/{GRANT}")
 }
 
-fn binding() -> String {
+pub(super) fn binding() -> String {
     format!("{RBAC}/rolebindings/{GRANT}")
 }
 
 /// A fresh node whose install was killed right after it made the grant.
-fn killed_after_grant(api: &FakeApi) -> (Node, String) {
+pub(super) fn killed_after_grant(api: &FakeApi) -> (Node, String) {
     api.healthy_calico();
     let node = Node::new(api);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
@@ -393,12 +393,18 @@ fn uninstall_skipping_a_gone_cluster_lists_the_grant_it_leaves() {
     let api = FakeApi::start();
     let (node, _zip) = killed_after_grant(&api);
     api.lock().stalled = true;
+    api.lock().connections = 0;
     let path = node.c_drive("calicowindows/calicoctl-win.journal.json");
     let (code, doc, stderr) = node.run(&["uninstall", "--skip-cluster"]);
     let asked = api.lock().stalled_held;
     api.lock().stalled = false;
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(asked, 0, "the cluster was contacted: {stderr}");
+    assert_eq!(
+        api.lock().connections,
+        0,
+        "the cluster was connected to: {stderr}"
+    );
     assert!(!path.exists(), "{stderr}");
     assert!(!node.c_drive("calicowindows").exists(), "{stderr}");
     assert!(stderr.contains("delete rolebinding,role"), "{stderr}");

@@ -10,6 +10,7 @@ mod download_checks;
 mod drain_namespace;
 mod endpoint_kinds;
 mod grant_journal;
+mod grant_nonce;
 mod grant_replan;
 mod host_defaults;
 mod hostile;

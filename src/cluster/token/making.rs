@@ -5,14 +5,14 @@
 
 use super::renewal::{Grant, GrantUids, labelled_ours, node_owner, remove_parts};
 use crate::cluster::{Cluster, ClusterError};
+use crate::duration::{Look, Pauses, poll_quietly};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Api;
 use kube::api::{ObjectMeta, PostParams};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The annotation carrying the nonce of the install run that created the object.
-pub const NONCE: &str = "calicoctl-win/install-nonce";
+pub use super::renewal::NONCE;
 
 /// The objects of a grant an install creates, kept in its journal from before it creates
 /// them until the install record names them: a run cut off in between leaves them to the next
@@ -38,6 +38,11 @@ pub struct Making {
     /// create got. Not a secret: it only tells this install's objects from others'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
+    /// A create of this run whose answer was lost and which was not found when read back:
+    /// it may still commit (kube-apiserver lets a write outlive the request's deadline), so
+    /// the journal naming it is kept for the next install or uninstall to read it back.
+    #[serde(skip)]
+    pub unsettled: bool,
 }
 
 impl Making {
@@ -130,12 +135,14 @@ pub fn ensure(
             .map(|n| BTreeMap::from([(NONCE.to_owned(), n)]));
     };
     let role = match c.call_opt("get", &what("roles"), roles.get(&g.name))? {
-        Some(r) => found(
-            making,
-            |m| (&mut m.role, &mut m.uids.role),
-            &g.uids.role,
-            &r.metadata,
-        ),
+        Some(r) => {
+            let part: Part = |m| (&mut m.role, &mut m.uids.role);
+            let uid = found(making, part, &g.uids.role, &r.metadata);
+            if uid.is_none() || uid != r.metadata.uid {
+                refuse_foreign(g, &r)?;
+            }
+            uid
+        }
         None => {
             let mut role = g.role(owner.clone());
             marks(&mut role.metadata, &making.nonce);
@@ -167,6 +174,38 @@ pub fn ensure(
     Ok(GrantUids { role, binding })
 }
 
+/// Refuses a Role of the grant's name that is not ours (`r`) when its rules are not the
+/// grant's: the RoleBinding would give calico-node's service account its rules.
+fn refuse_foreign(g: &Grant, r: &Role) -> anyhow::Result<()> {
+    if r.rules == g.role(None).rules {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "the Role {} in {} is not calicoctl-win's and its rules are not the renewal grant's (create on serviceaccounts/token {}): binding calico-node's service account to it would give it those rules; delete it ('kubectl -n {} delete role {}') or give it only that rule, then install again",
+        g.name,
+        g.namespace,
+        g.service_account,
+        g.namespace,
+        g.name
+    )
+}
+
+/// `ensure`'s refusal of a Role of the grant's name that is not ours and grants other rules
+/// (`refuse_foreign`), read before any change (the dry run's too). Ours: it carries our label
+/// and, when one was recorded, the recorded uid.
+pub fn refuse_foreign_role(c: &Cluster, g: &Grant) -> anyhow::Result<()> {
+    let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
+    let what = format!("roles/{} in {}", g.name, g.namespace);
+    let Some(r) = c.call_opt("get", &what, roles.get(&g.name))? else {
+        return Ok(());
+    };
+    let recorded = g.uids.role.as_ref();
+    if labelled_ours(&r.metadata) && recorded.is_none_or(|u| Some(u) == r.metadata.uid.as_ref()) {
+        return Ok(());
+    }
+    refuse_foreign(g, &r)
+}
+
 /// Which of `Making`'s objects, its flag and uid.
 type Part = fn(&mut Making) -> (&mut bool, &mut Option<String>);
 
@@ -179,9 +218,17 @@ fn found(
     recorded: &Option<String>,
     meta: &ObjectMeta,
 ) -> Option<String> {
+    let unmarked = making.nonce.is_some() && !making.marked(meta);
     let (made, made_uid) = part(making);
     if *made {
         if made_uid.is_none() {
+            // Flagged, its create's answer never had: ours only when it carries our nonce
+            // (journals of older versions have none: the label decides then). Another's
+            // (an administrator's, or one made in the 409's place) is let go, kept.
+            if unmarked {
+                *made = false;
+                return recorded.clone().or_else(|| ours(meta));
+            }
             *made_uid = ours(meta);
         }
         return made_uid.clone();
@@ -198,20 +245,23 @@ fn create_flagged<T: kube::Resource>(
     making: &mut Making,
     part: Part,
     (create, read): (
-        impl FnOnce() -> Result<T, ClusterError>,
+        impl Fn() -> Result<T, ClusterError>,
         impl FnOnce() -> Result<Option<T>, ClusterError>,
     ),
     save: &mut dyn FnMut(&Making) -> anyhow::Result<()>,
 ) -> anyhow::Result<Option<String>> {
     *part(making).0 = true;
     save(making)?;
-    let (made, uid) = match create() {
+    let (made, uid) = match throttled(create) {
         Ok(made) => (true, made.meta().uid.clone()),
         Err(e) if may_be_there(&e) => match read()? {
             Some(there) if making.marked(there.meta()) => (true, there.meta().uid.clone()),
             Some(_) => (false, None),
             None if matches!(e, ClusterError::Api { code: 409, .. }) => (false, None),
-            None => return Err(e.into()),
+            None => {
+                making.unsettled = true;
+                return Err(e.into());
+            }
         },
         Err(e) => return Err(e.into()),
     };
@@ -221,6 +271,25 @@ fn create_flagged<T: kube::Resource>(
     save(making)?;
     Ok(uid)
 }
+
+/// The create, sent again after a 429: kube-apiserver's API Priority and Fairness refuses
+/// with 429 before the request reaches its handler, so nothing was written
+/// (k8s.io/apiserver `pkg/server/filters/priority-and-fairness.go`). Kube's own retries are
+/// off for it (a lost answer is read back instead), so a node provisioned with many others
+/// asks again here, a second apart (kube's error drops the Retry-After header), for at most
+/// `THROTTLED_FOR`; the last 429 then stands.
+fn throttled<T>(create: impl Fn() -> Result<T, ClusterError>) -> Result<T, ClusterError> {
+    let deadline = std::time::Instant::now() + THROTTLED_FOR;
+    let pauses = Pauses::every(std::time::Duration::from_secs(1));
+    let look = || match create() {
+        Err(e @ ClusterError::Api { code: 429, .. }) => Ok(Look::Pending(e)),
+        answer => answer.map(Look::Done),
+    };
+    poll_quietly(deadline, pauses, look, Err)
+}
+
+/// How long a create refused with 429 is asked again.
+const THROTTLED_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Whether a refused or unanswered create may have left the object there: another's (409),
 /// or ours, committed before its answer was lost (kube-apiserver answers 504 when a request
@@ -241,6 +310,9 @@ fn ours(meta: &ObjectMeta) -> Option<String> {
 
 /// Deletes what an install made of a grant, as `renewal::remove` does; an object it did not
 /// make stays untouched.
+/// A part flagged without its uid is deleted only when it carries this install's nonce
+/// (journals without a nonce, of older versions: when it carries our label).
 pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError> {
-    remove_parts(c, (&m.namespace, &m.name), &m.uids, (m.role, m.binding))
+    let at = (m.namespace.as_str(), m.name.as_str());
+    remove_parts(c, at, (&m.uids, m.nonce.as_deref()), (m.role, m.binding))
 }

@@ -20,6 +20,9 @@ use std::collections::BTreeMap;
 
 /// The prefix of the Role's and RoleBinding's name; the node's name follows.
 pub const NAME_PREFIX: &str = "calicoctl-win-token-renewal-";
+/// The annotation carrying the nonce of the install run that created the object
+/// (`making::Making::nonce`).
+pub const NONCE: &str = "calicoctl-win/install-nonce";
 pub(super) const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "calicoctl-win");
 
 /// A node's grant: where it is and whom it lets renew.
@@ -143,13 +146,13 @@ pub(super) fn labelled_ours(meta: &ObjectMeta) -> bool {
 /// the read and the delete stays (409: kube-apiserver's `Store.Delete` checks
 /// `preconditions.uid`). Gone already is fine. What it left, said.
 pub fn remove(c: &Cluster, g: &Grant) -> Result<Vec<String>, ClusterError> {
-    remove_parts(c, (&g.namespace, &g.name), &g.uids, (true, true))
+    remove_parts(c, (&g.namespace, &g.name), (&g.uids, None), (true, true))
 }
 
 pub(super) fn remove_parts(
     c: &Cluster,
     (namespace, name): (&str, &str),
-    uids: &GrantUids,
+    (uids, nonce): (&GrantUids, Option<&str>),
     (role, binding): (bool, bool),
 ) -> Result<Vec<String>, ClusterError> {
     let roles: Api<Role> = Api::namespaced(c.client.clone(), namespace);
@@ -157,22 +160,24 @@ pub(super) fn remove_parts(
     let mut left = Vec::new();
     let what = |kind: &str| format!("{kind}/{name} in {namespace}");
     if binding && let Some(b) = c.call_opt("get", &what("rolebindings"), bindings.get(name))? {
-        let at = (&b.metadata, uids.binding.as_deref());
+        let at = (&b.metadata, uids.binding.as_deref(), nonce);
         left.extend(delete_if_ours(c, &bindings, at, &what("rolebindings"))?);
     }
     if role && let Some(r) = c.call_opt("get", &what("roles"), roles.get(name))? {
-        let at = (&r.metadata, uids.role.as_deref());
+        let at = (&r.metadata, uids.role.as_deref(), nonce);
         left.extend(delete_if_ours(c, &roles, at, &what("roles"))?);
     }
     Ok(left)
 }
 
 /// Deletes the object `meta` describes when it carries our managed-by label and is the one
-/// install recorded (`recorded`, when it recorded one), on its uid; else what was left and why.
+/// install recorded (`recorded`, when it recorded one), else, when a nonce is given, carries
+/// it (`making::NONCE`: the one a run whose create's answer was lost made); on its uid; else
+/// what was left and why.
 fn delete_if_ours<K>(
     c: &Cluster,
     api: &Api<K>,
-    (meta, recorded): (&ObjectMeta, Option<&str>),
+    (meta, recorded, nonce): (&ObjectMeta, Option<&str>, Option<&str>),
     what: &str,
 ) -> Result<Option<String>, ClusterError>
 where
@@ -190,6 +195,16 @@ where
         return Ok(Some(format!(
             "{what} stays: it is not the one install made (uid {uid}); it was made again since, by someone else (remove it with 'kubectl -n {} delete' if it is not wanted)",
             meta.namespace.as_deref().unwrap_or_default()
+        )));
+    }
+    let theirs = meta.annotations.as_ref().and_then(|a| a.get(NONCE));
+    if recorded.is_none()
+        && let Some(n) = nonce
+        && theirs.map(String::as_str) != Some(n)
+    {
+        return Ok(Some(format!(
+            "{what} stays: it does not carry this install's nonce ({}), so this install did not make it",
+            NONCE
         )));
     }
     let dp = DeleteParams {

@@ -169,7 +169,10 @@ pub(super) fn refuse_earlier_grant(
 ) -> anyhow::Result<()> {
     match earlier_grant(journal, g) {
         Some(m) if !matches!(cluster, ClusterRead::Read(..)) => Err(cannot_remove(&m, NO_ADMIN)),
-        _ => Ok(()),
+        _ => match (cluster, g) {
+            (ClusterRead::Read(c, _), Some(g)) => making::refuse_foreign_role(c, g),
+            _ => Ok(()),
+        },
     }
 }
 
@@ -225,9 +228,11 @@ fn ungrant(ctx: &mut Context, cluster: &ClusterRead, made: Option<&Making>) -> b
         _ => Err("the cluster cannot be reached".to_owned()),
     };
     match removed {
+        // A create whose answer was lost and was not found may commit yet: the journal
+        // keeps it, for the next install or uninstall to read it back by its nonce.
         Ok(left) => {
             left.iter().for_each(|l| ctx.printer.warn(l));
-            true
+            !m.unsettled
         }
         Err(e) => {
             ctx.printer.warn(&format!(

@@ -141,6 +141,13 @@ pub struct State {
     pub fail_write: Option<usize>,
     /// The write applied and then answered 504 (`FakeApi::timeout_write_at`).
     pub timeout_write: Option<usize>,
+    /// The write refused with 429 by API Priority and Fairness, not applied
+    /// (`FakeApi::throttle_write_at`).
+    pub throttle_write: Option<usize>,
+    /// The create whose answer is lost before it commits, and then applied after the next
+    /// reads of it (`FakeApi::late_write_at`): its path, its body and the reads seen.
+    pub late_write: Option<usize>,
+    pub late: Option<(String, Value, usize)>,
     /// The write held until it is cleared (`FakeApi::hold_write_at`), and whether it came.
     pub hold_write: Option<usize>,
     pub held: bool,
@@ -288,6 +295,9 @@ impl FakeApi {
             api_dropped: false,
             stalled: false,
             timeout_write: None,
+            throttle_write: None,
+            late_write: None,
+            late: None,
             stalled_held: 0,
             stall_answer_to: None,
             answers_held: 0,
@@ -655,6 +665,20 @@ impl FakeApi {
     pub fn timeout_write_at(&self, n: usize) {
         let mut st = self.lock();
         st.timeout_write = Some(st.writes_seen + n);
+    }
+
+    /// The `n`th write from now is refused with 429 before anything is written, as API
+    /// Priority and Fairness refuses a request ahead of its handler.
+    pub fn throttle_write_at(&self, n: usize) {
+        let mut st = self.lock();
+        st.throttle_write = Some(st.writes_seen + n);
+    }
+
+    /// The `n`th write from now (a create) is answered 504 before it commits, and commits
+    /// after the client's next two reads of the object (`serve::handle`).
+    pub fn late_write_at(&self, n: usize) {
+        let mut st = self.lock();
+        st.late_write = Some(st.writes_seen + n);
     }
 
     /// The `n`th write from now is held, not applied, until `release_write` (a client to be

@@ -392,6 +392,27 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     {
         st.writes_seen += 1;
         answer_lost = st.timeout_write == Some(st.writes_seen);
+        if st.throttle_write == Some(st.writes_seen) {
+            return too_many_requests("Too many requests, please try again later.", 1, None);
+        }
+        // A create that outlives the client: kube-apiserver's handler goes on writing after
+        // the request's deadline (kubernetes at 11d24f07,
+        // staging/src/k8s.io/apiserver/pkg/endpoints/handlers/finisher/finisher.go
+        // `asyncFinisher`: "the callee goroutine may continue to run"; an admission webhook
+        // may take 30 s of the 60 s deadline, the client gives up first). Answered as lost
+        // now, written after the client's next two reads of the object, which find nothing.
+        if st.late_write == Some(st.writes_seen) && method == "POST" {
+            st.late = Some((
+                path.clone(),
+                serde_json::from_slice(&body).unwrap_or(Value::Null),
+                0,
+            ));
+            return status(
+                StatusCode::GATEWAY_TIMEOUT,
+                "Timeout",
+                "Timeout: request did not complete within requested timeout - context deadline exceeded",
+            );
+        }
         if st.fail_write == Some(st.writes_seen) {
             return status(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -488,6 +509,20 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             "the server does not allow this method on the requested resource",
         ),
     };
+    // The late create (`FakeApi::late_write_at`) commits once the client read its object back.
+    // Here after two reads: the run's read-back and its rollback's look find nothing.
+    if method == "GET"
+        && let Some((at, _, reads)) = &mut st.late
+        && path.starts_with(at.as_str())
+        && {
+            *reads += 1;
+            *reads == 2
+        }
+        && let Some((at, object, _)) = st.late.take()
+        && let Some(t) = parse_target(&at)
+    {
+        create(&mut st, &t, object);
+    }
     // The write a test loses the answer of (`FakeApi::timeout_write_at`): applied, then
     // answered as kube-apiserver answers a request that outlived its deadline while its
     // storage write went on and committed (kubernetes at 11d24f07,

@@ -1,0 +1,175 @@
+//! What install and uninstall take for the renewal grant's own: a part flagged in the journal
+//! without its uid only when it carries the run's nonce; a create whose answer was lost and
+//! that commits later stays journaled; a create refused with 429 is sent again; a Role of the
+//! grant's name that is another's and grants other rules refuses the install.
+
+#![cfg(unix)]
+
+use crate::grant_journal::{GRANT, LATER_STEP_FAILS, binding, killed_after_grant, role};
+use crate::support::Node;
+use crate::support::fake_api::{FakeApi, meta};
+use crate::support::release::release_zip;
+
+const JOURNAL: &str = "calicowindows/calicoctl-win.journal.json";
+
+/// A labelled Role of the grant's name without any run's nonce (an administrator's copy).
+fn administrators_role(rules: serde_json::Value) -> serde_json::Value {
+    let mut r = meta(
+        "rbac.authorization.k8s.io/v1",
+        "Role",
+        GRANT,
+        Some("calico-system"),
+    );
+    r["metadata"]["labels"] = serde_json::json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
+    r["metadata"]["uid"] = serde_json::json!("uid-administrators");
+    r["rules"] = rules;
+    r
+}
+
+fn grant_rules() -> serde_json::Value {
+    serde_json::json!([{"apiGroups": [""], "resources": ["serviceaccounts/token"],
+        "resourceNames": ["calico-node"], "verbs": ["create"]}])
+}
+
+/// An install killed after it flagged the Role (`role: true`, nonce `n1`) and before its
+/// create answered; the Role there is an administrator's, without that nonce.
+fn flagged_but_not_made(api: &FakeApi) -> (Node, String, serde_json::Value) {
+    let (node, zip) = killed_after_grant(api);
+    let path = node.c_drive(JOURNAL);
+    let mut journal: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
+    journal["grant"] = serde_json::json!({"namespace": "calico-system", "name": GRANT,
+        "role": true, "nonce": "n1"});
+    fs_err::write(&path, journal.to_string()).unwrap();
+    let theirs = administrators_role(grant_rules());
+    api.put(&role(), theirs.clone());
+    (node, zip, theirs)
+}
+
+/// Uninstall does not take a Role flagged without its uid for ours when it lacks the nonce.
+#[test]
+fn uninstall_keeps_a_flagged_role_that_lacks_the_runs_nonce() {
+    let api = FakeApi::start();
+    let (node, _zip, theirs) = flagged_but_not_made(&api);
+    let (code, _, stderr) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
+}
+
+/// Nor does a rerun for another node name, which removes the earlier run's grant.
+#[test]
+fn a_rerun_for_another_node_keeps_a_flagged_role_that_lacks_the_runs_nonce() {
+    let api = FakeApi::start();
+    let (node, zip, theirs) = flagged_but_not_made(&api);
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let other = ["--set", "node.name=win-2", "--skip", "node-name"];
+    let (code, _, stderr) = node.run(&[&args[..], &other[..]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
+}
+
+/// A rerun for the same node, which fails: its rollback keeps that Role too.
+#[test]
+fn a_failed_rerun_keeps_a_flagged_role_that_lacks_the_runs_nonce() {
+    let api = FakeApi::start();
+    let (node, zip, theirs) = flagged_but_not_made(&api);
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let (code, _, stderr) = node.run(&[&args[..], &["--sim-fault", LATER_STEP_FAILS]].concat());
+    assert_ne!(code, 0, "{stderr}");
+    assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
+}
+
+/// The Role's create is answered as lost and commits after the run read it back (not found):
+/// the failed run keeps the journal naming it, and uninstall then deletes it.
+#[test]
+fn a_create_that_commits_after_its_read_back_stays_journaled() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    // The run's writes: calico-node's token requested, then the Role created.
+    api.late_write_at(2);
+    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        api.get(&role()).is_some(),
+        "the create did not commit late: {stderr}"
+    );
+    let path = node.c_drive(JOURNAL);
+    assert!(path.exists(), "the journal was dropped: {stderr}");
+    let journal: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(journal["grant"]["name"], GRANT, "{journal}");
+    assert_eq!(journal["grant"]["role"], true, "{journal}");
+    let (code, _, stderr) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_none(), "{stderr}");
+    assert!(!path.exists(), "{stderr}");
+}
+
+/// The Role's create refused with 429 (API Priority and Fairness, nothing written) is sent
+/// again, and the install goes on.
+#[test]
+fn a_create_refused_with_429_is_sent_again() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    api.throttle_write_at(2);
+    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{stderr}");
+    let role_posts = (api.lock().requests.iter())
+        .filter(|(m, p)| m == "POST" && p.ends_with("/roles"))
+        .count();
+    assert_eq!(role_posts, 2, "{stderr}");
+    assert!(api.get(&role()).is_some() && api.get(&binding()).is_some());
+}
+
+/// The dry run of uninstall that will not reach the cluster lists what the real run leaves
+/// of the interrupted install's grant, and contacts nobody.
+#[test]
+fn uninstall_dry_run_skipping_the_cluster_lists_the_grant_it_would_leave() {
+    let api = FakeApi::start();
+    let (node, _zip) = killed_after_grant(&api);
+    api.lock().connections = 0;
+    let (code, doc, stderr) = node.run(&["uninstall", "--skip-cluster", "--dry-run"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        api.lock().connections,
+        0,
+        "the cluster was contacted: {stderr}"
+    );
+    let kinds: Vec<_> = (doc["cluster_left"].as_array().cloned().unwrap_or_default())
+        .iter()
+        .map(|l| l["kind"].clone())
+        .collect();
+    assert_eq!(kinds, ["RoleBinding", "Role"], "{doc}");
+}
+
+/// A Role of the grant's name that is not calicoctl-win's and grants other rules: install
+/// refuses before any change, its dry run too, rather than bind calico-node to it.
+#[test]
+fn a_foreign_role_with_other_rules_refuses_the_install() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let mut theirs = administrators_role(serde_json::json!([{"apiGroups": [""],
+        "resources": ["secrets"], "verbs": ["get", "list"]}]));
+    theirs["metadata"]["labels"] = serde_json::json!({});
+    api.put(&role(), theirs.clone());
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let (code, _, dry) = node.run(&[&args[..], &["--dry-run"]].concat());
+    assert_ne!(code, 0, "{dry}");
+    assert!(dry.contains("is not calicoctl-win's"), "{dry}");
+    let (code, _, stderr) = node.run(&args);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("is not calicoctl-win's"), "{stderr}");
+    assert!(stderr.contains("delete role"), "{stderr}");
+    assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
+    assert!(api.get(&binding()).is_none(), "{stderr}");
+    assert!(!node.c_drive("calicowindows").exists(), "{stderr}");
+}
