@@ -149,7 +149,13 @@ fn earlier(host: &dyn Host, s: &Settings, launch: &Launch, stop: &Stop, log: &Lo
             stop,
             say: &mut |l: &str| log.info(l),
         },
-        || Ok(if same() { Look::Pending(()) } else { Look::Done(()) }),
+        || {
+            Ok(if same() {
+                Look::Pending(())
+            } else {
+                Look::Done(())
+            })
+        },
         |()| {
             Err(SuperviseError::EarlierStillRuns {
                 program: launch.program.clone(),

@@ -188,9 +188,8 @@ impl Services for SimHost {
     fn service_stop(&self, name: &str, timeout: Duration) -> HostResult<()> {
         let key = name.to_ascii_lowercase();
         // As the Windows host answers ERROR_SERVICE_REQUEST_TIMEOUT (`windows::services::stop`).
-        let undelivered = self.world(|s| {
-            s.settings.stop_undelivered.get_mut(&key).map(|n| *n += 1)
-        })?;
+        let undelivered =
+            self.world(|s| s.settings.stop_undelivered.get_mut(&key).map(|n| *n += 1))?;
         if undelivered.is_some() {
             return Err(HostError::Refused {
                 what: format!("stop service {name}"),

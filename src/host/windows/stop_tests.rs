@@ -46,7 +46,11 @@ fn a_stop_the_scm_gives_up_delivering_is_refused_naming_the_service_before_its_o
         .service_stop(&name, LONGER_THAN_THE_SCM)
         .expect_err("the handler holds the stop");
     // The SCM's answer ended the stop, not the stop's own timeout.
-    assert!(asked.elapsed() < LONGER_THAN_THE_SCM, "{:?}", asked.elapsed());
+    assert!(
+        asked.elapsed() < LONGER_THAN_THE_SCM,
+        "{:?}",
+        asked.elapsed()
+    );
     assert!(
         matches!(&err, HostError::Refused { what, .. } if what.contains(&name)),
         "{err:?}"

@@ -451,6 +451,9 @@ fn the_next_start_waits_for_an_agent_killed_but_still_there() {
     });
     let text = read(&path);
     assert_eq!(second_at, 2, "{text}");
-    assert_eq!(first_then, None, "the second Felix started beside the first: {text}");
+    assert_eq!(
+        first_then, None,
+        "the second Felix started beside the first: {text}"
+    );
     assert!(text.contains("still runs: waiting for it to end"), "{text}");
 }
