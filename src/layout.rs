@@ -45,7 +45,7 @@ pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
 
 /// Every value calicoctl-win and its services keep under `CALICO_KEY` (uninstall deletes the
 /// key with them; the snapshot a rollback compares reads these).
-pub const CALICO_VALUES: [&str; 14] = [
+pub const CALICO_VALUES: [&str; 18] = [
     BOOT_ID_VALUE,
     LEGACY_BOOT_VALUE,
     FAILURES_VALUE,
@@ -60,7 +60,16 @@ pub const CALICO_VALUES: [&str; 14] = [
     METRICS_ENDPOINT_VALUE,
     DIAGS_REVIEW_VALUE,
     INSTALL_ROOT_VALUE,
+    CHILD_VALUES[0],
+    CHILD_VALUES[1],
+    CHILD_VALUES[2],
+    CHILD_VALUES[3],
 ];
+
+/// The registry values (REG_SZ, `PID START`) where CalicoNode, CalicoFelix and CalicoConfd keep
+/// the last child they run under `supervise::child::run_child` (`Role::child_value`): the next start of the service waits for
+/// that process to end before it starts another copy (`supervise::child::earlier`).
+pub const CHILD_VALUES: [&str; 4] = ["NodeChild", "FelixChild", "ConfdChild", "KubeProxyChild"];
 
 /// kube-proxy's image name, however it runs (the service this tool registers, a HostProcess
 /// pod, another installer's service): while it runs, another host's HNS endpoints are its own.
@@ -374,6 +383,16 @@ impl Role {
             Role::Felix => "CalicoFelix",
             Role::Confd => "CalicoConfd",
             Role::KubeProxy => "kube-proxy",
+        }
+    }
+
+    /// The registry value its service keeps its last child in (`CHILD_VALUES`).
+    pub fn child_value(self) -> &'static str {
+        match self {
+            Role::Node => CHILD_VALUES[0],
+            Role::Felix => CHILD_VALUES[1],
+            Role::Confd => CHILD_VALUES[2],
+            Role::KubeProxy => CHILD_VALUES[3],
         }
     }
 

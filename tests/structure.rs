@@ -561,37 +561,70 @@ fn every_unwrap_outside_tests_says_why_it_cannot_fail() {
 }
 
 /// One wait: a pause outside tests is `duration`'s loop (`poll_until`, `poll_quietly`) or a
-/// stop's (`Stop::wait`); a plain sleep is one of these, each for the reason given.
-const SLEEPS: &[(&str, &str)] = &[
+/// stop's (`Stop::wait`); any other sleep, timed receive or timed condition-variable wait is
+/// one of these, by file and function, each for the reason given.
+const SLEEPS: &[(&str, &str, &str)] = &[
     (
         "duration/wait.rs",
+        "poll_quietly",
         "poll_quietly's pause: a host call's own bound",
     ),
     (
         "host/process.rs",
-        "the simulated child, which never exits on its own",
+        "wait_timeout",
+        "the simulated child, which never exits on its own: the wait is the caller's bound",
     ),
     (
         "host/sim/handle.rs",
+        "pause",
         "the simulated host's pause fault: held until killed",
     ),
     (
         "host/windows/console.rs",
+        "handler",
         "the console handler holds the event: Windows ends the process when it returns",
     ),
     (
+        "duration/stop.rs",
+        "wait",
+        "Stop::wait itself: the condition variable a stop request wakes",
+    ),
+    (
+        "net.rs",
+        "resolve",
+        "a name lookup on a thread that cannot be cancelled: the one receive is the bound",
+    ),
+    (
         "cluster/client.rs",
+        "requested",
         "a stop turned into a future, looked at every 50 ms",
     ),
     (
         "cluster/diags_auth.rs",
+        "review_until",
         "a stop turned into a future, looked at every 100 ms",
     ),
 ];
 
+/// The name of the function a line belongs to: the last `fn NAME` above it.
+fn enclosing_fn(code: &str, line: usize) -> String {
+    let decl = regex::Regex::new(r"\bfn\s+([A-Za-z_][A-Za-z0-9_]*)").expect("regex");
+    code.lines()
+        .take(line + 1)
+        .filter_map(|l| decl.captures(l).map(|c| c[1].to_owned()))
+        .last()
+        .unwrap_or_default()
+}
+
 #[test]
 fn every_wait_runs_the_one_poll_loop() {
-    let sleep = regex::Regex::new(r"(thread|time)::sleep\(").expect("regex");
+    // A sleep however named (`thread::sleep`, `tokio::time::sleep`, a bare imported `sleep`),
+    // a timed channel receive, a timed condition-variable wait (two arguments: a guard and a
+    // duration; a child's `wait_timeout` takes one).
+    let wait = regex::Regex::new(
+        r"(^|[^A-Za-z0-9_])sleep\(|recv_timeout\(|wait_timeout(_while)?\([^,()]*,",
+    )
+    .expect("regex");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     let mut dirs = vec![root.clone()];
@@ -606,6 +639,7 @@ fn every_wait_runs_the_one_poll_loop() {
         }
     }
     let mut found = Vec::new();
+    let mut used = std::collections::BTreeSet::new();
     for p in files {
         let rel = p
             .strip_prefix(&root)
@@ -616,13 +650,27 @@ fn every_wait_runs_the_one_poll_loop() {
             || rel.ends_with("/tests.rs")
             || rel.contains("/tests/")
             || rel == "host/contract.rs";
-        if test_file || SLEEPS.iter().any(|(f, _)| *f == rel) {
+        if test_file {
             continue;
         }
         let code = without_any_tests(&fs_err::read_to_string(&p).expect("read"));
         for (i, line) in code.lines().enumerate() {
-            if !line.trim_start().starts_with("//") && sleep.is_match(line) {
-                found.push(format!("src/{rel}:{}: {}", i + 1, line.trim()));
+            if line.trim_start().starts_with("//") || !wait.is_match(line) {
+                continue;
+            }
+            let function = enclosing_fn(&code, i);
+            match SLEEPS
+                .iter()
+                .position(|(f, n, _)| *f == rel && *n == function)
+            {
+                Some(k) => {
+                    used.insert(k);
+                }
+                None => found.push(format!(
+                    "src/{rel}:{} (fn {function}): {}",
+                    i + 1,
+                    line.trim()
+                )),
             }
         }
     }
@@ -631,4 +679,9 @@ fn every_wait_runs_the_one_poll_loop() {
         "a wait of its own: run it on duration::poll_until (or Stop::wait for a loop without end):\n{}",
         found.join("\n")
     );
+    let stale: Vec<_> = (0..SLEEPS.len())
+        .filter(|k| !used.contains(k))
+        .map(|k| SLEEPS[k])
+        .collect();
+    assert!(stale.is_empty(), "exceptions no wait needs: {stale:?}");
 }

@@ -82,6 +82,11 @@ pub trait Child: Send {
     fn wait_timeout(&mut self, timeout: Duration) -> HostResult<Option<i32>>;
     /// Asks the program to stop, waits up to `grace`, then kills it; returns its exit code.
     fn stop(&mut self, grace: Duration) -> HostResult<i32>;
+    /// Whether it is in the service host's kill-on-close job, which ends it when the host
+    /// ends (Windows); false where it could not be put there, and off Windows.
+    fn in_job(&self) -> bool {
+        false
+    }
 }
 
 /// A real process on this machine (the Windows host, or a test program on SimHost).
@@ -89,6 +94,8 @@ pub struct LocalChild {
     child: std::process::Child,
     program: String,
     exited: Option<i32>,
+    /// Whether it was put in the service host's kill-on-close job.
+    in_job: bool,
     /// The threads copying its output into the log.
     forwarders: Vec<std::thread::JoinHandle<()>>,
 }
@@ -128,11 +135,13 @@ impl LocalChild {
             .map_err(|e| HostError::io(format!("start {}", spec.program), e))?;
         // In the service host's kill-on-close job, so that a crashed or killed host leaves no
         // orphan (super::windows::process::KillOnCloseJob). A child that cannot be put there
-        // (a host already in a job that forbids it) is not refused: it runs as before.
+        // (a host already in a job that forbids it) is not refused: it runs as before, and
+        // `in_job` says so (a stop that fails then does not claim the job ends it).
         #[cfg(windows)]
-        if let Some(job) = super::windows::process::service_job() {
-            let _ = job.assign(&child);
-        }
+        let in_job =
+            super::windows::process::service_job().is_some_and(|j| j.assign(&child).is_ok());
+        #[cfg(not(windows))]
+        let in_job = false;
         let mut forwarders = Vec::new();
         if let Output::Lines(sink) = &spec.output {
             if let Some(out) = child.stdout.take() {
@@ -146,6 +155,7 @@ impl LocalChild {
             child,
             program: spec.program.clone(),
             exited: None,
+            in_job,
             forwarders,
         })
     }
@@ -191,6 +201,10 @@ const KILLED_WAIT: Duration = Duration::from_secs(10);
 impl Child for LocalChild {
     fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    fn in_job(&self) -> bool {
+        self.in_job
     }
 
     fn wait_timeout(&mut self, timeout: Duration) -> HostResult<Option<i32>> {
@@ -309,6 +323,10 @@ pub trait Processes {
     fn spawn(&self, spec: &ProcessSpec) -> HostResult<Box<dyn Child>>;
     /// The pid of a running process with this image name (`kubelet.exe`), if any.
     fn process_pid(&self, image_name: &str) -> HostResult<Option<u32>>;
+    /// Whether process `pid` runs, with a mark of when it started where the system says one
+    /// (`None` once it has ended): the judgement the host lock makes of its holder
+    /// (`lock::running`: Windows' process creation time, Linux's `/proc/PID/stat`).
+    fn process_running(&self, pid: u32) -> Option<Option<u64>>;
 }
 
 #[cfg(all(test, unix))]

@@ -35,6 +35,7 @@ pub(super) fn run_child(
         cwd: launch.cwd.clone(),
         output: Output::Lines(log.sink()),
     };
+    earlier(host, s, launch, stop, log)?;
     let mut child = host.spawn(&spec)?;
     log.info(&format!(
         "started {} {} (pid {})",
@@ -43,6 +44,8 @@ pub(super) fn run_child(
         child.pid()
     ));
     let pid = child.pid();
+    keep(host, s, pid, log);
+    let in_job = child.in_job();
     // A child that runs for good (an agent) is no wait to follow look by look: its start and
     // its end are said, not that it still runs every half-minute.
     let say = &mut |l: &str| {
@@ -68,6 +71,7 @@ pub(super) fn run_child(
         program: launch.program.clone(),
         pid,
         error: error.to_string(),
+        in_job,
     };
     match poll_until(wait, look, |()| Ok(None)) {
         Ok(Some(code)) => Ok(ChildEnd::Exited(code)),
@@ -94,6 +98,72 @@ pub(super) fn run_child(
             }
         },
     }
+}
+
+/// How long a service's start waits for the child an earlier run of it left (a process
+/// killed with I/O pending ends only once the I/O completes: TerminateProcess remarks).
+pub(super) const EARLIER_WAIT: Duration = Duration::from_secs(60);
+
+/// Keeps the child's pid and start (`PID START`, the start as `process_running` says it) in
+/// the role's registry value, for the service's next start to wait on (`earlier`).
+fn keep(host: &dyn Host, s: &Settings, pid: u32, log: &Log) {
+    let started = host
+        .process_running(pid)
+        .flatten()
+        .map_or_else(String::new, |t| format!(" {t}"));
+    let value = crate::host::RegValue::Sz(format!("{pid}{started}"));
+    if let Err(e) = host.reg_set(crate::layout::CALICO_KEY, s.role.child_value(), &value) {
+        log.warn(&format!("cannot record the child's pid {pid}: {e}"));
+    }
+}
+
+/// Before a child starts: the one kept by an earlier run (`keep`) that still runs as the same
+/// process (its pid, with the same start: the host lock's judgement of its holder) is waited
+/// for up to `EARLIER_WAIT`, and ends the service if still there. One whose start was not
+/// known, or whose pid now names another process, is taken as ended.
+fn earlier(host: &dyn Host, s: &Settings, launch: &Launch, stop: &Stop, log: &Log) -> Result<()> {
+    let kept = match host.reg_get(crate::layout::CALICO_KEY, s.role.child_value())? {
+        Some(crate::host::RegValue::Sz(text)) => text,
+        _ => return Ok(()),
+    };
+    let mut words = kept.split_whitespace().map(str::parse::<u64>);
+    let (Some(Ok(pid)), Some(Ok(started))) = (words.next(), words.next()) else {
+        return Ok(());
+    };
+    let Ok(pid) = u32::try_from(pid) else {
+        return Ok(());
+    };
+    let same = || host.process_running(pid) == Some(Some(started));
+    if !same() {
+        return Ok(());
+    }
+    log.warn(&format!(
+        "pid {pid}, started by an earlier run of this service, still runs: waiting for it to end before starting {}",
+        launch.program
+    ));
+    poll_until(
+        Wait {
+            what: &format!("pid {pid} of an earlier run to end"),
+            timeout: EARLIER_WAIT,
+            pauses: Pauses::every(s.timing.poll.min(Duration::from_millis(200))),
+            stop,
+            say: &mut |l: &str| log.info(l),
+        },
+        || {
+            Ok(if same() {
+                Look::Pending(())
+            } else {
+                Look::Done(())
+            })
+        },
+        |()| {
+            Err(SuperviseError::EarlierStillRuns {
+                program: launch.program.clone(),
+                pid,
+                after: EARLIER_WAIT,
+            })
+        },
+    )
 }
 
 /// A doubling restart delay.

@@ -67,16 +67,29 @@ pub enum SuperviseError {
     KubeProxyWait { what: String, after: Duration },
     #[error(transparent)]
     Host(#[from] HostError),
-    /// A child that could not be looked at or stopped: the service ends, so that its job
-    /// object (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`) ends the child and no second copy is
-    /// started beside it.
+    /// A child that could not be looked at or stopped: the service ends rather than start a
+    /// second copy beside it. Its kill-on-close job (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`), when
+    /// it is in one, ends it with the service, yet no sooner than its pending I/O completes
+    /// (TerminateProcess remarks); the service's next start waits for it (`child::earlier`).
     #[error(
-        "{program} (pid {pid}) could not be stopped: {error}; the service ends so that no second copy runs beside it"
+        "{program} (pid {pid}) could not be stopped: {error}; the service ends so that no second copy runs beside it ({})",
+        if *.in_job { "its job object ends it with the service; the next start waits for it to end" } else { "it is in no job of the service's and may run on; the next start waits for it to end" }
     )]
     NotStopped {
         program: String,
         pid: u32,
         error: String,
+        in_job: bool,
+    },
+    /// A child an earlier run of the service started still runs after the wait for it.
+    #[error(
+        "{program} (pid {pid}) that an earlier run of this service started still runs after {}s; the service ends so that no second copy runs beside it (end that process, then start the service)",
+        .after.as_secs()
+    )]
+    EarlierStillRuns {
+        program: String,
+        pid: u32,
+        after: Duration,
     },
     /// A stop was requested; the body returns without error.
     #[error("stopped")]

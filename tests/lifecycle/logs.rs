@@ -123,7 +123,7 @@ fn a_follower_ends_cleanly_on_the_stop_signal() {
     fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
     let tmp = tempfile::tempdir().expect("tempdir");
     let position = tmp.path().join("felix.json");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
         .env_clear()
         .current_dir(crate::support::root())
         .args(["--set", "node.name=win-1", "--sim-host"])
@@ -135,8 +135,19 @@ fn a_follower_ends_cleanly_on_the_stop_signal() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start calicoctl-win");
-    // Its position kept: it has read, so its stop signal is caught by then.
+    // Its position kept: it has read, so its stop signal is caught by then. Bounded: a
+    // follower that never keeps it (or has ended) fails the test instead of hanging it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while !position.exists() {
+        if std::time::Instant::now() >= deadline || child.try_wait().ok().flatten().is_some() {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("ended");
+            panic!(
+                "the follower kept no position at {}: {}",
+                position.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));

@@ -418,6 +418,34 @@ impl SimHost {
         self.world(|s| s.settings.children_unstoppable = on)
     }
 
+    /// While `Some`, every program started from now on is still there that long after its
+    /// start, whatever is done to it (`SimSettings::children_linger_ms`).
+    pub fn set_children_linger(&self, linger: Option<Duration>) -> HostResult<()> {
+        let ms = linger.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        self.world(|s| s.settings.children_linger_ms = ms)
+    }
+
+    /// Every stop of `name` from now on is refused as Windows' stop is when the Service Control
+    /// Manager gives up delivering the control (`SimSettings::stop_undelivered`).
+    pub fn set_stop_undelivered(&self, name: &str) -> HostResult<()> {
+        self.world(|s| {
+            s.settings
+                .stop_undelivered
+                .insert(name.to_ascii_lowercase(), 0);
+        })
+    }
+
+    /// How many stops of `name` were refused so (`set_stop_undelivered`).
+    pub fn stops_undelivered(&self, name: &str) -> u32 {
+        self.read(|s| {
+            s.settings
+                .stop_undelivered
+                .get(&name.to_ascii_lowercase())
+                .copied()
+                .unwrap_or_default()
+        })
+    }
+
     /// The command lines of the programs started so far, in order.
     pub fn started(&self) -> Vec<String> {
         self.read(|s| s.started.clone())
@@ -733,7 +761,14 @@ impl Processes for SimHost {
             .join(" ");
         let pid = self.mutate(&format!("start {}", spec.program), |s| {
             s.started.push(command.clone());
-            Ok(s.settings.next_pid())
+            let pid = s.settings.next_pid();
+            if let Some(ms) = s.settings.children_linger_ms {
+                let now = state::unix_now_ms();
+                let until = now.saturating_add(i64::try_from(ms).unwrap_or(i64::MAX / 2));
+                let started = u64::try_from(now).unwrap_or_default();
+                s.settings.lingering.insert(pid, (started, until));
+            }
+            Ok(pid)
         })?;
         let release = self
             .open_read(&spec.program)?
@@ -784,6 +819,16 @@ impl Processes for SimHost {
 
     fn process_pid(&self, image_name: &str) -> HostResult<Option<u32>> {
         Ok(self.read(|s| s.processes.get(&image_name.to_ascii_lowercase()).copied()))
+    }
+
+    /// Only a lingering simulated program runs (`set_children_linger`); one the simulated
+    /// host only pretends to run has ended once stopped, and a test's real child is never
+    /// looked up (its pid is this machine's, not the simulated one's).
+    fn process_running(&self, pid: u32) -> Option<Option<u64>> {
+        let now = state::unix_now_ms();
+        self.read(|s| s.settings.lingering.get(&pid).copied())
+            .filter(|(_, until)| now < *until)
+            .map(|(started, _)| Some(started))
     }
 }
 

@@ -187,6 +187,15 @@ impl Services for SimHost {
 
     fn service_stop(&self, name: &str, timeout: Duration) -> HostResult<()> {
         let key = name.to_ascii_lowercase();
+        // As the Windows host answers ERROR_SERVICE_REQUEST_TIMEOUT (`windows::services::stop`).
+        let undelivered =
+            self.world(|s| s.settings.stop_undelivered.get_mut(&key).map(|n| *n += 1))?;
+        if undelivered.is_some() {
+            return Err(HostError::Refused {
+                what: format!("stop service {name}"),
+                reason: "the Service Control Manager gave up delivering the stop control after 30s (ServicesPipeTimeout, 30 s by default; os error 1053)".into(),
+            });
+        }
         let pending = self.mutate(&format!("stop service {name}"), |s| {
             // "If the SCM determines that other running services are dependent on the
             // specified service, it will not forward the stop request. Instead, it returns

@@ -245,6 +245,21 @@ pub struct SimSettings {
     /// process handle fails `WaitForSingleObject`/`TerminateProcess`).
     #[serde(default)]
     pub children_unstoppable: bool,
+    /// While set, a program started from now on is still there this many milliseconds after
+    /// it was started, whatever is done to it: a process TerminateProcess was called on that
+    /// ends only once its pending I/O completes (Microsoft, "TerminateProcess function",
+    /// Remarks), its kill-on-close job ending it no sooner.
+    #[serde(default)]
+    pub children_linger_ms: Option<u64>,
+    /// The simulated programs still there, by pid: when each started and when it ends (Unix
+    /// milliseconds), as `process_running` reads them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lingering: BTreeMap<u32, (u64, i64)>,
+    /// Services (lower-case names) whose stop control the Service Control Manager gives up
+    /// delivering (ControlService's ERROR_SERVICE_REQUEST_TIMEOUT: Microsoft, "ControlService
+    /// function (winsvc.h)", Remarks), with how many stops were answered so.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stop_undelivered: BTreeMap<String, u32>,
 }
 
 /// How the simulated Felix's health endpoint answers (libcalico-go lib/health/health.go).

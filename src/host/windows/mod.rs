@@ -258,6 +258,9 @@ impl Processes for WindowsHost {
     fn process_pid(&self, image_name: &str) -> HostResult<Option<u32>> {
         process::pid_of(image_name)
     }
+    fn process_running(&self, pid: u32) -> Option<Option<u64>> {
+        process::running(pid)
+    }
 }
 
 impl Firewall for WindowsHost {

@@ -372,18 +372,21 @@ pub fn stop(name: &str, timeout: Duration) -> HostResult<()> {
                     },
                 )
             }
-            // The SCM sends one control at a time and gives a service's control handler its
-            // own bound to answer: "the SCM waits up to 30 seconds", then ControlService fails
-            // with ERROR_SERVICE_REQUEST_TIMEOUT (Microsoft, "ControlService function
-            // (winsvc.h)", Remarks); Wine's services.exe waits `service_pipe_timeout`, 10 s
-            // (wine-mirror/wine programs/services/services.c, process_send_command). That bound
-            // is the SCM's, not ours: the stop ends with it, a timeout naming the service.
+            // ERROR_SERVICE_REQUEST_TIMEOUT: the SCM sends one control at a time and blocks
+            // while any service is busy with one, up to 30 seconds, then fails ControlService
+            // with it (Microsoft, "ControlService function (winsvc.h)", Remarks); the bound is
+            // the registry's `ServicesPipeTimeout`, which administrators raise. It comes too for
+            // a process that never called StartServiceCtrlDispatcher. Wine's services.exe waits
+            // `service_pipe_timeout`, 10 s (wine-mirror/wine programs/services/services.c,
+            // process_send_command). Asking again would block as long again: a refusal, which
+            // no caller's loop takes for a stop still pending.
             Err(e) if os_code(&e) == Some(ERROR_SERVICE_REQUEST_TIMEOUT) => {
-                Err(HostError::Timeout {
-                    what: format!(
-                        "service {name} to take the stop control (its control handler did not answer the Service Control Manager, which gave up on it)"
+                Err(HostError::Refused {
+                    what: format!("stop service {name}"),
+                    reason: format!(
+                        "the Service Control Manager gave up delivering the stop control after {}s (ServicesPipeTimeout, 30 s by default; os error 1053)",
+                        started.elapsed().as_secs()
                     ),
-                    after: started.elapsed(),
                 })
             }
             Err(e) => Err(api(format!("stop service {name}"), e)),

@@ -1,6 +1,7 @@
 //! The agents (Felix, confd): their restarts, environments, binaries and registration.
 
 use super::*;
+use crate::host::Processes as _;
 
 #[test]
 fn felix_restarts_at_once_after_129_and_with_growing_delays_after_a_crash() {
@@ -391,4 +392,68 @@ fn an_agent_that_cannot_be_stopped_ends_the_service_and_is_not_started_twice() {
         .filter(|c| c.contains("-felix"))
         .count();
     assert_eq!(felix, 1, "felix started once: {:?}\n{text}", host.started());
+}
+
+/// A Felix killed but still there (TerminateProcess ends a process only once its pending I/O
+/// completes) is not started beside: the service's next start, as the SCM's restart makes it,
+/// waits for the pid and start it recorded to end before starting Felix again. It once
+/// started the second Felix at once.
+#[test]
+fn the_next_start_waits_for_an_agent_killed_but_still_there() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    mark_init_done(&host);
+    host.set_children_unstoppable(true).expect("fault");
+    host.set_children_linger(Some(Duration::from_secs(2)))
+        .expect("fault");
+    let s = settings(Role::Felix);
+    let (log, path) = log_for(&host, &s);
+    let out = run(&host, &s, &Stop::never(), &log);
+    assert!(
+        matches!(out, Err(SuperviseError::NotStopped { .. })),
+        "{out:?}"
+    );
+    let kept = host
+        .reg_get(CALICO_KEY, Role::Felix.child_value())
+        .expect("read");
+    let Some(RegValue::Sz(kept)) = kept else {
+        panic!("no record of the child: {kept:?}");
+    };
+    let first: u32 = kept
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("pid");
+    assert!(host.process_running(first).is_some(), "still there");
+    host.set_children_unstoppable(false).expect("fault off");
+    host.set_children_linger(None).expect("fault off");
+
+    let felixes = || {
+        host.started()
+            .iter()
+            .filter(|c| c.contains("-felix"))
+            .count()
+    };
+    let stop = Stop::new();
+    let (second_at, first_then) = std::thread::scope(|scope| {
+        let body = scope.spawn(|| run(&host, &s, &stop, &log));
+        // Bounded: the first Felix ends 2 s after its start.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while felixes() < 2 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Looked at as soon as the second Felix is seen: the first had ended before it.
+        let first_then = host.process_running(first);
+        let second_at = felixes();
+        stop.request();
+        let _ = body.join().expect("join");
+        (second_at, first_then)
+    });
+    let text = read(&path);
+    assert_eq!(second_at, 2, "{text}");
+    assert_eq!(
+        first_then, None,
+        "the second Felix started beside the first: {text}"
+    );
+    assert!(text.contains("still runs: waiting for it to end"), "{text}");
 }

@@ -164,6 +164,38 @@ fn the_hns_watchdog_waits_for_a_felix_slow_to_stop_and_starts_it_again() {
     assert_eq!(felix.state, crate::host::ServiceState::Running);
 }
 
+/// A stop the Service Control Manager gave up delivering (ControlService's
+/// ERROR_SERVICE_REQUEST_TIMEOUT, after up to `ServicesPipeTimeout`, 30 s) is asked once and
+/// recorded failed: asked again every 100 ms, each ask would block as long again, past the
+/// restart's bound.
+#[test]
+fn a_stop_the_scm_gave_up_delivering_is_asked_once_and_recorded_failed() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    felix_running(&host);
+    let s = settings(Role::Node);
+    let (log, _) = log_for(&host, &s);
+    let mut watch = hns_watch::HnsWatch::default();
+    assert_eq!(
+        watch
+            .check(&host, &s, &Stop::never(), &log)
+            .expect("no stop"),
+        None
+    );
+    host.set_stop_undelivered("CalicoFelix").expect("fault");
+    restart_hns(&host);
+    let r = watch
+        .check(&host, &s, &Stop::never(), &log)
+        .expect("no stop")
+        .expect("a restart");
+    assert!(r.restarted.is_empty(), "{r:?}");
+    assert_eq!(r.failed.len(), 1, "{r:?}");
+    assert!(
+        r.failed[0].contains("gave up delivering the stop control"),
+        "{r:?}"
+    );
+    assert_eq!(host.stops_undelivered("CalicoFelix"), 1);
+}
+
 /// CalicoNode's stop while the watchdog waits for a Felix slow to stop ends the wait at once
 /// with `Stopped` (the body then ends and withholds the CNI config), not after twice the
 /// service's stop wait; the new HNS process id is not kept, so the next CalicoNode answers
