@@ -227,7 +227,9 @@ fn found(
             // (an administrator's, or one made in the 409's place) is let go, kept.
             if unmarked {
                 *made = false;
-                return recorded.clone().or_else(|| ours(meta));
+                // Not taken for ours by its label either: its uid is never recorded, so no
+                // later `uninstall --purge` deletes it.
+                return recorded.clone();
             }
             *made_uid = ours(meta);
         }
@@ -254,7 +256,7 @@ fn create_flagged<T: kube::Resource>(
     save(making)?;
     let (made, uid) = match throttled(create) {
         Ok(made) => (true, made.meta().uid.clone()),
-        Err(e) if may_be_there(&e) => match read()? {
+        Err(e) if may_be_there(&e) => match settle(making, read)? {
             Some(there) if making.marked(there.meta()) => (true, there.meta().uid.clone()),
             Some(_) => (false, None),
             None if matches!(e, ClusterError::Api { code: 409, .. }) => (false, None),
@@ -270,6 +272,19 @@ fn create_flagged<T: kube::Resource>(
     kept.clone_from(&uid);
     save(making)?;
     Ok(uid)
+}
+
+/// The read-back after a lost answer: a read that fails leaves the part unsettled (it may
+/// commit later), so the journal that names it is kept.
+fn settle<T>(
+    making: &mut Making,
+    read: impl FnOnce() -> Result<Option<T>, ClusterError>,
+) -> Result<Option<T>, ClusterError> {
+    let before = making.unsettled;
+    making.unsettled = true;
+    let there = read()?;
+    making.unsettled = before;
+    Ok(there)
 }
 
 /// The create, sent again after a 429: kube-apiserver's API Priority and Fairness refuses
