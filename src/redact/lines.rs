@@ -3,7 +3,7 @@
 //! scalar, a quoted value not closed, an `env:` item whose `name:` named a secret) is kept as
 //! a small state, so that the next lines' part of the secret goes as it goes from a whole file.
 
-use super::env::{closing, names_a_secret};
+use super::env::{closing, json_quote, names_a_secret};
 use super::{NAMES, REDACTED, Redactor};
 use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
@@ -186,8 +186,12 @@ fn value_at(line: &[u8], at: usize, under: Option<usize>) -> (Vec<u8>, usize, Op
             (out, line.len(), under.map(Pending::Under))
         }
         _ => {
-            out.extend_from_slice(REDACTED.as_bytes());
-            (out, start + text.len(), under.map(Pending::Under))
+            // After a JSON key a plain value (`2048`, `true`) ends at its item's end.
+            let q = json_quote(&line[..start]);
+            let end = text.iter().position(|b| matches!(b, b',' | b'}' | b']'));
+            let len = end.filter(|_| !q.is_empty()).unwrap_or(text.len());
+            out.extend_from_slice(&[q, REDACTED.as_bytes(), q].concat());
+            (out, start + len, under.map(Pending::Under))
         }
     }
 }
