@@ -226,6 +226,8 @@ impl Redactor {
         match pending {
             Pending::None => (Vec::new(), 0, None),
             Pending::Flag if skip => keep(pending),
+            // A log record of its own (pflag's `unknown flag: --token` ended the line before).
+            Pending::Flag if starts_a_record(text) => (Vec::new(), 0, None),
             Pending::Flag => {
                 let Some(r) = text.strip_prefix(b"-").filter(|r| r.first() == Some(&b' ')) else {
                     return value_at(line, indent, None);
@@ -299,4 +301,17 @@ fn item_line(
     }
     let (v, used, p) = value_at(line, colon, Some(col));
     ([&line[..colon], &v[..]].concat(), used, p)
+}
+
+/// Whether a line starts like a log record, not like a value carried from the line before: a
+/// JSON object (`{`), a date (`2026-11-26`, Calico's and logrus' text format), or klog's header
+/// (`I1126 `, `E1126 `: k8s.io/klog/v2 formats a header as severity letter, month, day).
+fn starts_a_record(text: &[u8]) -> bool {
+    let digits = |b: &[u8]| b.iter().all(u8::is_ascii_digit);
+    match text {
+        [b'{', ..] => true,
+        [a, b, c, d, b'-', ..] => digits(&[*a, *b, *c, *d]),
+        [b'I' | b'W' | b'E' | b'F', m @ ..] if m.len() >= 5 => digits(&m[..4]) && m[4] == b' ',
+        _ => false,
+    }
 }

@@ -98,3 +98,24 @@ fn a_secret_env_value_that_is_no_string_becomes_a_json_string() {
     let joined: serde_json::Value = serde_json::from_str(&out).expect("still JSON");
     assert_eq!(joined["value"], "<redacted>");
 }
+
+/// A line ending in a secret flag (pflag's `unknown flag: --token`) does not take the next
+/// log record as its value.
+#[test]
+fn a_record_after_a_line_ending_in_a_flag_is_no_value() {
+    for next in [
+        r#"{"level":"info","msg":"next"}"#,
+        "2026-11-26 18:00:00.000 [INFO][1] next",
+        "I1126 18:00:00.000000    1 main.go:1] next",
+    ] {
+        for first in [
+            "Error: unknown flag: --token",
+            "flag needs an argument: --token",
+        ] {
+            let out = by_line(&format!("{first}\n{next}"));
+            assert_eq!(out, format!("{first}\n{next}"));
+        }
+    }
+    // A value on the next line is still one.
+    assert_eq!(by_line("- --token\n- abc"), "- --token\n- <redacted>");
+}
