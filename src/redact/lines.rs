@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 /// The most lines a quoted value or an object left open is followed over.
 const MAX_LINES: u16 = 64;
 
+/// The most lines after its own a quoted value not closed is followed over (each shown as
+/// `<redacted>`): a stray quote hides no more.
+const QUOTE_LINES: u16 = 4;
+
 /// What a line left for the lines after it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Pending {
@@ -248,9 +252,11 @@ impl Redactor {
                 ];
                 (out.concat(), line.len(), Some(pending))
             }
+            // A log record of its own ends a quote a stray `"` seemed to open.
+            Pending::Quote(..) if starts_a_record(text) => (Vec::new(), 0, None),
             Pending::Quote(q, n) => {
                 let close = closing(q, line);
-                let more = (n < MAX_LINES).then_some(Pending::Quote(q, n + 1));
+                let more = (n < QUOTE_LINES).then_some(Pending::Quote(q, n + 1));
                 match close {
                     Some(i) => (REDACTED.into(), i, None),
                     None => (REDACTED.into(), line.len(), Some(more.unwrap_or_default())),

@@ -119,3 +119,16 @@ fn a_record_after_a_line_ending_in_a_flag_is_no_value() {
     // A value on the next line is still one.
     assert_eq!(by_line("- --token\n- abc"), "- --token\n- <redacted>");
 }
+
+/// A stray quote hides a few lines at most, and no log record after it.
+#[test]
+fn a_stray_quote_hides_a_few_lines_and_no_record() {
+    let lines: Vec<String> = (0..10).map(|i| format!("plain line {i}")).collect();
+    let out = by_line(&format!("token: \"abc\n{}", lines.join("\n")));
+    assert!(out.contains("plain line 5"), "{out}");
+    let out = by_line("token: \"abc\n2026-11-26 18:00:00.000 [INFO][1] next");
+    assert!(
+        out.ends_with("\n2026-11-26 18:00:00.000 [INFO][1] next"),
+        "{out}"
+    );
+}
