@@ -6,6 +6,8 @@
 
 mod env;
 mod lines;
+#[cfg(test)]
+mod review_tests;
 
 pub use lines::Pending;
 
@@ -55,9 +57,10 @@ fn shapes() -> [(String, &'static str); 19] {
             "${1}<redacted>@",
         ),
         // An HTTP credential: `Authorization: Basic X`, `Proxy-Authorization: X`, `Bearer X`,
-        // Go's `%v` of an http.Header (`Authorization:[Bearer X]`).
+        // Go's `%v` of an http.Header (`Authorization:[Bearer X]`) and its encoding/json
+        // (`{"Authorization":["Basic X"]}`: a list of quoted strings).
         (
-            format!(r#"(?i-u)(authorization{sep}["'\[]?(?:[a-z]+\s+)?)[^\s"',\]]+"#),
+            format!(r#"(?i-u)(authorization{sep}(?:\[\s*)?["']?(?:[a-z]+\s+)?)[^\s"',\[\]]+"#),
             "${1}<redacted>",
         ),
         bearer(),
@@ -182,7 +185,9 @@ fn yaml_flow_item(in_list: bool) -> (String, &'static str) {
     } else {
         // A flag after a blank may be in a list too, which `in_list` has redacted already
         // (`[ --token, <redacted>]`): that value is left as it is.
-        format!(r#"(?i-u)((?:^|[\s(=]){flag})(?:<redacted>(\S*)|[^\s,\[\]{{}}"'#]\S*)"#)
+        // Inside a JSON string (`{"msg":"unknown flag -password, X","level":..}`) the value
+        // ends at the string's `"` or at an escape's `\`, so the record stays JSON.
+        format!(r#"(?i-u)((?:^|[\s(=]){flag})(?:<redacted>(\S*)|[^\s,\[\]{{}}"'#\\][^\s"\\]*)"#)
     };
     (re, "${1}<redacted>${2}")
 }

@@ -91,11 +91,35 @@ pub(super) fn redact_pairs(re: &Regex, bytes: &[u8], with: &[u8]) -> Vec<u8> {
         let start = v.start() - caps.get(0).map_or(0, |m| m.start());
         let end = start + v.as_bytes().len();
         let mut out = whole[..start].to_vec();
-        out.extend_from_slice(&quoted(v.as_bytes(), with));
+        let q = json_quote(&out);
+        let value = quoted(v.as_bytes(), with);
+        if value == with && !q.is_empty() {
+            out.extend_from_slice(&[q, with, q].concat());
+        } else {
+            out.extend_from_slice(&value);
+        }
         out.extend_from_slice(&whole[end..]);
         out
     })
     .into_owned()
+}
+
+/// The quote a JSON key before a value was written in (`"value":`, `\"value\":`), empty when
+/// the key was not a JSON one: an unquoted value (`2048`, `true`) replaced after it is
+/// written in that quote, so JSON stays JSON.
+pub(super) fn json_quote(before: &[u8]) -> &'static [u8] {
+    let key = before.trim_ascii_end();
+    let Some(key) = key.strip_suffix(b":") else {
+        return b"";
+    };
+    let key = key.trim_ascii_end();
+    if key.ends_with(b"\\\"") {
+        b"\\\""
+    } else if key.ends_with(b"\"") {
+        b"\""
+    } else {
+        b""
+    }
 }
 
 /// `r` in the quotes `value` had (`\"`, `"`, `'`, one never closed), an empty quoted value

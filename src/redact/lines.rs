@@ -3,13 +3,17 @@
 //! scalar, a quoted value not closed, an `env:` item whose `name:` named a secret) is kept as
 //! a small state, so that the next lines' part of the secret goes as it goes from a whole file.
 
-use super::env::{closing, names_a_secret};
+use super::env::{closing, json_quote, names_a_secret};
 use super::{NAMES, REDACTED, Redactor};
 use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
 
 /// The most lines a quoted value or an object left open is followed over.
 const MAX_LINES: u16 = 64;
+
+/// The most lines after its own a quoted value not closed is followed over (each shown as
+/// `<redacted>`): a stray quote hides no more.
+const QUOTE_LINES: u16 = 4;
 
 /// What a line left for the lines after it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -186,8 +190,12 @@ fn value_at(line: &[u8], at: usize, under: Option<usize>) -> (Vec<u8>, usize, Op
             (out, line.len(), under.map(Pending::Under))
         }
         _ => {
-            out.extend_from_slice(REDACTED.as_bytes());
-            (out, start + text.len(), under.map(Pending::Under))
+            // After a JSON key a plain value (`2048`, `true`) ends at its item's end.
+            let q = json_quote(&line[..start]);
+            let end = text.iter().position(|b| matches!(b, b',' | b'}' | b']'));
+            let len = end.filter(|_| !q.is_empty()).unwrap_or(text.len());
+            out.extend_from_slice(&[q, REDACTED.as_bytes(), q].concat());
+            (out, start + len, under.map(Pending::Under))
         }
     }
 }
@@ -222,6 +230,8 @@ impl Redactor {
         match pending {
             Pending::None => (Vec::new(), 0, None),
             Pending::Flag if skip => keep(pending),
+            // A log record of its own (pflag's `unknown flag: --token` ended the line before).
+            Pending::Flag if starts_a_record(text) => (Vec::new(), 0, None),
             Pending::Flag => {
                 let Some(r) = text.strip_prefix(b"-").filter(|r| r.first() == Some(&b' ')) else {
                     return value_at(line, indent, None);
@@ -242,9 +252,11 @@ impl Redactor {
                 ];
                 (out.concat(), line.len(), Some(pending))
             }
+            // A log record of its own ends a quote a stray `"` seemed to open.
+            Pending::Quote(..) if starts_a_record(text) => (Vec::new(), 0, None),
             Pending::Quote(q, n) => {
                 let close = closing(q, line);
-                let more = (n < MAX_LINES).then_some(Pending::Quote(q, n + 1));
+                let more = (n < QUOTE_LINES).then_some(Pending::Quote(q, n + 1));
                 match close {
                     Some(i) => (REDACTED.into(), i, None),
                     None => (REDACTED.into(), line.len(), Some(more.unwrap_or_default())),
@@ -295,4 +307,17 @@ fn item_line(
     }
     let (v, used, p) = value_at(line, colon, Some(col));
     ([&line[..colon], &v[..]].concat(), used, p)
+}
+
+/// Whether a line starts like a log record, not like a value carried from the line before: a
+/// JSON object (`{`), a date (`2026-11-26`, Calico's and logrus' text format), or klog's header
+/// (`I1126 `, `E1126 `: k8s.io/klog/v2 formats a header as severity letter, month, day).
+fn starts_a_record(text: &[u8]) -> bool {
+    let digits = |b: &[u8]| b.iter().all(u8::is_ascii_digit);
+    match text {
+        [b'{', ..] => true,
+        [a, b, c, d, b'-', ..] => digits(&[*a, *b, *c, *d]),
+        [b'I' | b'W' | b'E' | b'F', m @ ..] if m.len() >= 5 => digits(&m[..4]) && m[4] == b' ',
+        _ => false,
+    }
 }
