@@ -83,7 +83,7 @@ pub enum SuperviseError {
     },
     /// A child an earlier run of the service started still runs after the wait for it.
     #[error(
-        "{program} (pid {pid}) that an earlier run of this service started still runs after {}s; the service ends so that no second copy runs beside it (end that process, then start the service)",
+        "{program} (pid {pid}) that an earlier run of this service started still runs after {}s; no second copy is started beside it: end that process (the service looks again after its back-off)",
         .after.as_secs()
     )]
     EarlierStillRuns {

@@ -173,4 +173,3 @@ fn a_foreign_role_with_other_rules_refuses_the_install() {
     assert!(api.get(&binding()).is_none(), "{stderr}");
     assert!(!node.c_drive("calicowindows").exists(), "{stderr}");
 }
-
