@@ -108,7 +108,7 @@ fn shapes() -> [(String, &'static str); 19] {
         // comment's `#` after a blank is not: YAML 1.2 6.6, a shell's comment).
         (
             format!(
-                r#"(?im-u)(?:([A-Za-z0-9_.-]*{NAMES}{sep})[^\s"'\\,{{}}\[\]<>]|({flag}[ \t]+)[^\s"'\\,{{}}\[\]<>#])[^\s"'\\,{{}}\[\]<>]*"#
+                r#"(?im-u)(?:([A-Za-z0-9_.-]*{NAMES}{sep})[^\s"'\\,{{}}\[\]<>]|({flag}[ \t]+)[^\s"'\\,{{}}\[\]<>#])(?:[^\s"'\\,{{}}\[\]<>]|\\[^tnr\s])*"#
             ),
             "${1}${2}<redacted>",
         ),
@@ -186,8 +186,12 @@ fn yaml_flow_item(in_list: bool) -> (String, &'static str) {
         // A flag after a blank may be in a list too, which `in_list` has redacted already
         // (`[ --token, <redacted>]`): that value is left as it is.
         // Inside a JSON string (`{"msg":"unknown flag -password, X","level":..}`) the value
-        // ends at the string's `"` or at an escape's `\`, so the record stays JSON.
-        format!(r#"(?i-u)((?:^|[\s(=]){flag})(?:<redacted>(\S*)|[^\s,\[\]{{}}"'#\\][^\s"\\]*)"#)
+        // ends at the string's `"`, an escape (`\"`, `\\`) taken as part of it but a blank's
+        // (`\t`, `\n`, `\r`) ending it, so the record stays JSON and no tail after an escape is
+        // left.
+        format!(
+            r#"(?i-u)((?:^|[\s(=]){flag})(?:<redacted>(\S*)|[^\s,\[\]{{}}"'#\\](?:[^\s"\\]|\\[^tnr\s])*)"#
+        )
     };
     (re, "${1}<redacted>${2}")
 }

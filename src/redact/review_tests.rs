@@ -132,3 +132,20 @@ fn a_stray_quote_hides_a_few_lines_and_no_record() {
         "{out}"
     );
 }
+
+/// A flag's value in a JSON string holding an escaped quote or backslash is redacted whole: its
+/// tail after the escape once stayed readable.
+#[test]
+fn a_flag_value_with_an_escape_in_a_json_string_is_redacted_whole() {
+    for (text, gone) in [
+        (r#"{"msg":"args [--password pa\"ss9word x]"}"#, "ss9word"),
+        (r#"{"msg":"args --password ab\\cd9word x"}"#, "cd9word"),
+        (r#"{"msg":"args --token=abc\\def9x y"}"#, "def9x"),
+        (
+            r#"{"msg":"unknown flag -password, ab\"cd9word","level":"info"}"#,
+            "cd9word",
+        ),
+    ] {
+        check(text, gone, "<redacted>");
+    }
+}
