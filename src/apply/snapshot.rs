@@ -49,8 +49,13 @@ impl Scope {
             }
         }
         let calico = crate::layout::CALICO_KEY;
+        // A service's last child (`layout::CHILD_VALUES`) changes with every restart of it, a
+        // rollback's included: it is no change of the command's to measure.
+        let children = crate::layout::CHILD_VALUES;
         for name in crate::layout::CALICO_VALUES {
-            s.registry.push((calico.to_owned(), name.to_owned()));
+            if !children.contains(&name) {
+                s.registry.push((calico.to_owned(), name.to_owned()));
+            }
         }
         s.keys.push(calico.to_owned());
         for v in [&mut s.services, &mut s.files, &mut s.keys, &mut s.firewall] {

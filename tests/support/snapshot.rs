@@ -52,6 +52,17 @@ pub fn snapshot(sim: &Path) -> Value {
         }
         *data = json!(record.to_string());
     }
+    // The services keep their last child's pid and start time (`layout::CHILD_VALUES`).
+    if let Some(key) = state
+        .get_mut("registry")
+        .and_then(|r| r.get_mut(r"hklm\software\tigera\calico"))
+    {
+        for name in ["nodechild", "felixchild", "confdchild", "kubeproxychild"] {
+            if let Some(data) = key.get_mut(name).and_then(|v| v.get_mut("data")) {
+                *data = json!("pid start");
+            }
+        }
+    }
     // Endpoints (calico-node's Calico_ep) carry generated ids too, and their network's.
     if let Some(eps) = state["endpoints"].as_array_mut() {
         for e in eps {
