@@ -867,12 +867,16 @@ pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod
             let mut left = std::collections::BTreeSet::new();
             while !finished.load(std::sync::atomic::Ordering::Relaxed) {
                 most = most.max(machines.iter().filter(|m| cordoned(api, &m.name)).count());
-                let now = running_now.lock().expect("running").clone();
+                // The set stays locked while its nodes are looked at: the driver takes a
+                // node out of it (under this lock) before it labels the node done, so a node
+                // looked at here is still running, never one just marked done.
+                let now = running_now.lock().expect("running");
                 for m in machines.iter().filter(|m| now.contains(&m.name)) {
                     if !selects(m) {
                         left.insert(m.name.clone());
                     }
                 }
+                drop(now);
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
             (most, left)
