@@ -122,12 +122,17 @@ pub fn server_date(
 }
 
 /// Makes the namespace and, in it, the Service and the probe pods.
-pub fn create<K>(c: &Cluster, api: &Api<K>, what: &str, object: &K) -> Result<(), ClusterError>
+pub fn create<K>(
+    c: &Cluster,
+    api: &Api<K>,
+    what: &str,
+    object: &K,
+) -> Result<Option<String>, ClusterError>
 where
     K: kube::Resource + Clone + serde::Serialize + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     c.call("create", what, api.create(&PostParams::default(), object))
-        .map(|_| ())
+        .map(|made| made.meta().uid.clone())
 }
 
 /// Deletes the namespace (the namespace controller deletes what is in it), only while it is
@@ -352,8 +357,15 @@ fn pinned_to(p: &Pod) -> Option<String> {
     field.values.as_ref()?.first().cloned()
 }
 
-/// Applies or deletes the deny-ingress policy.
-pub fn policy(c: &Cluster, ns: &str, on: bool) -> Result<(), ClusterError> {
+/// Applies the deny-ingress policy (its uid as made), or deletes it, by `uid` when given
+/// (the one this run made: in a namespace given, one of the same name another run made is
+/// that run's, 409).
+pub fn policy(
+    c: &Cluster,
+    ns: &str,
+    on: bool,
+    uid: Option<&str>,
+) -> Result<Option<String>, ClusterError> {
     let api: Api<NetworkPolicy> = Api::namespaced(c.client.clone(), ns);
     let what = format!("networkpolicies/{}", objects::POLICY_NAME);
     if on {
@@ -362,9 +374,9 @@ pub fn policy(c: &Cluster, ns: &str, on: bool) -> Result<(), ClusterError> {
         c.call_opt(
             "delete",
             &what,
-            api.delete(objects::POLICY_NAME, &DeleteParams::default()),
+            api.delete(objects::POLICY_NAME, &only(uid)),
         )
-        .map(|_| ())
+        .map(|_| None)
     }
 }
 

@@ -475,6 +475,10 @@ fn clean_up(
             (Ok(_), true) => Some(format!(
                 "{over} while this run's clean-up ran: what is left is that run's to sweep"
             )),
+            (Ok(shared::Released::PodsLeft), false) => Some(
+                "its pods are still terminating; the turn was handed on and the next run deletes them"
+                    .to_owned(),
+            ),
             (Ok(shared::Released::TurnLeft), false) => Some(format!(
                 "the turn {turn} could not be given back (two conflicts in a row): it remains until its lease runs out, within a minute"
             )),
@@ -576,6 +580,7 @@ fn checks(
         states: &states,
         addresses: &addresses,
         deadline,
+        held,
         cut: std::cell::Cell::new(false),
     };
     let cut = each_check(&run, m, (&all, &rest), &mut ledger)?;
@@ -681,7 +686,10 @@ fn make(
     deadline: Instant,
 ) -> Result<Made, ClusterError> {
     let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
-    probe::create(c, &services, "services", &objects::service(ns))?;
+    let made = probe::create(c, &services, "services", &objects::service(ns))?;
+    if let Some(h) = held {
+        h.made_named(shared::Named::Service, made);
+    }
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     for p in &m.pods {
         let pod = objects::pod(ns, p, &o.image, owner);

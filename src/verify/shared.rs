@@ -64,8 +64,11 @@ pub struct Held {
     done: AtomicBool,
     /// Another run took the turn over, or it was deleted: set only by `keep`'s 409 or 404.
     lost: AtomicBool,
-    /// The uids of the pods this run made: a run that lost its turn deletes only those.
+    /// The uids of the pods this run made: its clean-up deletes only those.
     made: std::sync::Mutex<Vec<String>>,
+    /// The uids of the Service and the policy this run made (`Named`): its clean-up deletes
+    /// them by those (`preconditions`), never by name alone.
+    named: std::sync::Mutex<[Option<String>; 2]>,
     /// Requested when the renewals end (the turn given back, kept or lost, or the run's
     /// stop): wakes their wait and cuts a renewal under way.
     ending: Stop,
@@ -84,6 +87,16 @@ impl Held {
         if let Some(u) = uid {
             self.made.lock().unwrap_or_else(|e| e.into_inner()).push(u);
         }
+    }
+
+    /// The Service or the policy this run made, by its uid.
+    pub fn made_named(&self, what: Named, uid: Option<String>) {
+        self.named.lock().unwrap_or_else(|e| e.into_inner())[what as usize] = uid;
+    }
+
+    /// The uid of the Service or the policy this run made, if it made it.
+    pub fn named(&self, what: Named) -> Option<String> {
+        self.named.lock().unwrap_or_else(|e| e.into_inner())[what as usize].clone()
     }
 
     /// The renewals stopped (the run is over).
@@ -117,6 +130,13 @@ impl Held {
         self.done.store(true, Ordering::SeqCst);
         v.metadata.resource_version.clone()
     }
+}
+
+/// An object of a fixed name the run makes besides its pods.
+#[derive(Clone, Copy, Debug)]
+pub enum Named {
+    Service,
+    Policy,
 }
 
 impl keeper::Lease for Held {
@@ -210,6 +230,7 @@ fn held((run, ns): (&str, &str), written: &ConfigMap, stop: &Stop) -> Held {
         done: AtomicBool::new(false),
         lost: AtomicBool::new(false),
         made: std::sync::Mutex::new(Vec::new()),
+        named: std::sync::Mutex::new([None, None]),
     }
 }
 
@@ -418,14 +439,14 @@ fn takeover_until(now: Instant, deadline: Instant) -> Instant {
 /// Ready (or gone) deleted at once (`wedged`); pods still there, named in an error (no pod
 /// of this run is made: theirs have the same names).
 fn sweep_killed(c: &Cluster, ns: &str, until: Instant) -> Result<(), RunError> {
-    let left = remove_objects(c, ns, until)?;
+    let left = remove_objects(c, ns, None, until)?;
     if left.is_empty() {
         return Ok(());
     }
     let left = if wedged::force_dead(c, ns, &left)?.is_empty() {
         left
     } else {
-        pods_left(c, ns, Instant::now() + 3 * POLL)?
+        pods_left(c, ns, None, Instant::now() + 3 * POLL)?
     };
     if left.is_empty() {
         return Ok(());
@@ -453,6 +474,9 @@ pub enum Released {
     TurnLeft,
     /// The turn was another run's (taken over) or deleted: only this run's pods deleted.
     Lost,
+    /// The run's objects gone (by their uids), the turn found another run's (taken over) or
+    /// deleted when it was to be given back.
+    LostAtGiveBack,
 }
 
 /// Deletes the run's objects, waits (until `until`) for its pods to be gone, then gives the
@@ -468,14 +492,12 @@ pub fn release(
         release_lost(c, ns, held, until)?;
         return Ok(Released::Lost);
     }
-    if !remove_objects(c, ns, until)?.is_empty() {
+    // The turn may change hands from here on: what is deleted is this run's by its uids.
+    if !remove_objects(c, ns, Some(held), until)?.is_empty() {
         hand_on(c, ns, held, until)?;
         return Ok(Released::PodsLeft);
     }
-    Ok(match give_back(c, ns, held, until)? {
-        true => Released::Done,
-        false => Released::TurnLeft,
-    })
+    give_back(c, ns, held, until)
 }
 
 /// The turn deleted while it is the one this run last wrote: the delete carries its uid and
@@ -487,9 +509,9 @@ pub fn release(
 /// release's end of the renewals) that the server committed all the same moved the
 /// resourceVersion, and the turn, still this run's (`Held::ours`), is deleted once more by
 /// the one read, within `until`; taken over or gone, it is the other run's (or no one's) and
-/// stays. A second 409 leaves it to run out within its lease. Whether the turn is gone (or
-/// not this run's any more); `false`: still this run's, left to its lease.
-fn give_back(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
+/// stays, and the turn is lost. A second 409 leaves it to run out within its lease
+/// (`TurnLeft`).
+fn give_back(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<Released, ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
     let what = format!("configmaps/{TURN}");
     let mut version = held.last();
@@ -502,20 +524,23 @@ fn give_back(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool,
             ..Default::default()
         };
         match c.call_opt_by(until, ("delete", &what), api.delete(TURN, &dp)) {
-            Ok(_) => return Ok(true),
+            Ok(_) => return Ok(Released::Done),
             Err(ClusterError::Api { code: 409, .. }) if !again => {
                 match c.call_opt_by(until, ("get", &what), api.get(TURN))? {
                     Some(now) if held.ours(&now) => version = now.metadata.resource_version,
                     // Taken over meanwhile (this run outlived its turn): the other run's now.
-                    _ => return Ok(true),
+                    _ => {
+                        held.lost.store(true, Ordering::SeqCst);
+                        return Ok(Released::LostAtGiveBack);
+                    }
                 }
             }
             // Still this run's after a second 409: it runs out within its lease.
-            Err(ClusterError::Api { code: 409, .. }) => return Ok(false),
+            Err(ClusterError::Api { code: 409, .. }) => return Ok(Released::TurnLeft),
             Err(e) => return Err(e),
         }
     }
-    Ok(false)
+    Ok(Released::TurnLeft)
 }
 
 /// Whether the turn is still this run's: another run's takeover, or a delete, is seen before
@@ -601,29 +626,58 @@ fn hold_until(
 }
 
 /// Deletes a run's objects in `ns` and waits (until `until`) for its pods to be gone: the
-/// next run makes pods of the same names. The pods not gone.
-fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, ClusterError> {
+/// next run makes pods of the same names. The pods not gone. A killed run's (`own` none,
+/// swept by the run that just took its turn over): every pod of the owner label, the Service
+/// and the policy by name. This run's own (`own`): only the pods, the Service and the policy
+/// it made, each deleted by its uid (`DeleteOptions.preconditions`, which kube-apiserver's
+/// `Delete` checks against the object, 409 Conflict on a mismatch: `staging/src/k8s.io/
+/// apiserver/pkg/registry/generic/registry/store.go`), so that a run that took the turn over
+/// meanwhile keeps what it made of the same names (a 409 there: not this run's, left).
+fn remove_objects(
+    c: &Cluster,
+    ns: &str,
+    own: Option<&Held>,
+    until: Instant,
+) -> Result<Vec<Pod>, ClusterError> {
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
     let listed = c.call_by(until, ("list", "pods"), pods.list(&lp))?.items;
+    let made = own.map(|h| h.made.lock().unwrap_or_else(|e| e.into_inner()).clone());
     let uids: Vec<String> = listed
         .iter()
         .filter_map(|p| p.metadata.uid.clone())
+        .filter(|u| made.as_ref().is_none_or(|m| m.contains(u)))
         .collect();
     for p in &listed {
+        let Some(uid) = p
+            .metadata
+            .uid
+            .as_deref()
+            .filter(|u| uids.iter().any(|o| o == u))
+        else {
+            continue;
+        };
         let name = p.metadata.name.clone().unwrap_or_default();
-        let dp = probe::only(p.metadata.uid.as_deref());
+        let dp = probe::only(Some(uid));
         let what = format!("pods/{name}");
         gone(c.call_opt_by(until, ("delete", &what), pods.delete(&name, &dp)))?;
     }
-    let dp = DeleteParams::default();
-    let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
-    let what = format!("services/{}", super::dial::SERVICE_NAME);
-    let service = services.delete(super::dial::SERVICE_NAME, &dp);
-    c.call_opt_by(until, ("delete", &what), service)?;
-    let policies: Api<NetworkPolicy> = Api::namespaced(c.client.clone(), ns);
-    let what = format!("networkpolicies/{POLICY_NAME}");
-    c.call_opt_by(until, ("delete", &what), policies.delete(POLICY_NAME, &dp))?;
+    // A Service or policy this run did not make (its create refused) is not its to delete.
+    let by = |what: Named| own.map(|h| h.named(what));
+    if let Some(uid) = by(Named::Service).unwrap_or(Some(String::new())) {
+        let dp = probe::only(Some(uid.as_str()).filter(|u| !u.is_empty()));
+        let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
+        let what = format!("services/{}", super::dial::SERVICE_NAME);
+        let service = services.delete(super::dial::SERVICE_NAME, &dp);
+        gone(c.call_opt_by(until, ("delete", &what), service))?;
+    }
+    if let Some(uid) = by(Named::Policy).unwrap_or(Some(String::new())) {
+        let dp = probe::only(Some(uid.as_str()).filter(|u| !u.is_empty()));
+        let policies: Api<NetworkPolicy> = Api::namespaced(c.client.clone(), ns);
+        let what = format!("networkpolicies/{POLICY_NAME}");
+        let policy = policies.delete(POLICY_NAME, &dp);
+        gone(c.call_opt_by(until, ("delete", &what), policy))?;
+    }
     // The pods' events go too, matched by the pods' uids (probe.rs reads them so).
     let events: Api<Event> = Api::namespaced(c.client.clone(), ns);
     let all = probe::events_by(c, ns, Some(until))?;
@@ -640,11 +694,17 @@ fn remove_objects(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, Clu
         gone(c.call_opt_by(until, ("delete", &what), events.delete(&name, &dp)))?;
     }
     // The next run makes pods of the same names: the turn is given back once they are gone.
-    pods_left(c, ns, until)
+    pods_left(c, ns, made.as_deref(), until)
 }
 
-/// The run's pods in `ns`, waited for (until `until`) to be gone: those not gone.
-fn pods_left(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, ClusterError> {
+/// The run's pods in `ns` (only those of the uids `made`, when given), waited for (until
+/// `until`) to be gone: those not gone.
+fn pods_left(
+    c: &Cluster,
+    ns: &str,
+    made: Option<&[String]>,
+    until: Instant,
+) -> Result<Vec<Pod>, ClusterError> {
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
     // Quietly, and not cut by the stop: a stopped run's clean-up comes after it.
@@ -654,8 +714,15 @@ fn pods_left(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, ClusterE
         super::step::last_look(until),
         Pauses::every(POLL),
         || {
-            let left = match c.call_by(until, ("list", "pods"), pods.list(&lp)) {
-                Ok(l) => l.items,
+            let left: Vec<Pod> = match c.call_by(until, ("list", "pods"), pods.list(&lp)) {
+                Ok(l) => l
+                    .items
+                    .into_iter()
+                    .filter(|p| {
+                        let uid = p.metadata.uid.as_ref();
+                        made.is_none_or(|m| uid.is_some_and(|u| m.contains(u)))
+                    })
+                    .collect(),
                 Err(ClusterError::Timeout { .. }) if seen.is_some() => {
                     return Ok(Look::Pending(seen.clone().unwrap_or_default()));
                 }

@@ -100,6 +100,8 @@ pub struct Step<'a> {
     pub states: &'a BTreeMap<Role, PodState>,
     pub addresses: &'a Addresses,
     pub deadline: Instant,
+    /// The turn held in a namespace given: the policy's uid recorded there, and deleted by it.
+    pub held: Option<&'a super::shared::Held>,
     /// A wait was cut by the run's deadline, or by an interruption.
     pub cut: std::cell::Cell<bool>,
 }
@@ -242,7 +244,12 @@ impl Step<'_> {
             return Ok((Outcome::Blocked { by }, None, 0, None));
         };
         // A policy that cannot be changed is the run's failure, not a check's.
-        probe::policy(self.c, self.ns, on)?;
+        let named = super::shared::Named::Policy;
+        let uid = self.held.and_then(|h| h.named(named));
+        let made = probe::policy(self.c, self.ns, on, uid.as_deref())?;
+        if let Some(h) = self.held.filter(|_| on) {
+            h.made_named(named, made);
+        }
         let start = Instant::now();
         let until = self.window(self.o.policy_wait);
         let mut attempts = 0;

@@ -493,3 +493,114 @@ fn a_turn_taken_over_mid_run_ends_with_the_checks_done_and_a_finding() {
     let kept = api.get(TURN).expect("the other run's turn is kept");
     assert_eq!(kept["data"]["run"], "other");
 }
+
+/// The turn as another run takes it over (an update: the uid stays, its run and
+/// resourceVersion are the other's), running out in a minute.
+fn taken_over(api: &FakeApi) -> Value {
+    let mut turn = api.get(TURN).expect("the run's turn");
+    turn["data"]["run"] = json!("other");
+    let at = jiff::Timestamp::now().as_second() + 60;
+    let at = jiff::Timestamp::from_second(at).expect("time");
+    turn["data"]["expires"] = json!(at.to_string());
+    turn["metadata"]["resourceVersion"] = json!("9999");
+    turn
+}
+
+/// Another run takes the turn over after this run's clean-up saw it still its own, and makes
+/// its Service and policy (the same names, new uids) before this run's deletes of them
+/// arrive: this run deletes its own by their uids (`preconditions`), and the other run's stay.
+#[test]
+fn a_turn_taken_over_during_the_clean_up_keeps_the_new_holders_service_and_policy() {
+    let (api, dir) = cluster();
+    let service = format!("/api/v1/namespaces/{NS}/services/server");
+    let policy =
+        format!("/apis/networking.k8s.io/v1/namespaces/{NS}/networkpolicies/deny-server-ingress");
+    let mut theirs_service = meta("v1", "Service", "server", Some(NS));
+    theirs_service["metadata"]["uid"] = json!("uid-theirs");
+    let mut theirs_policy = meta(
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
+        "deny-server-ingress",
+        Some(NS),
+    );
+    theirs_policy["metadata"]["uid"] = json!("uid-theirs");
+    let c = connect(&api, &dir);
+    let o = in_namespace();
+    // Once the run's turn exists, the takeover is armed for the first pod delete of the
+    // clean-up (after the clean-up's look at the turn).
+    let running = std::thread::spawn(move || run(&c, &o).expect("run"));
+    let local = format!("/api/v1/namespaces/{NS}/pods/client-local");
+    let made = || api.lock().objects.contains_key(&local);
+    for _ in 0..600 {
+        if made() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(made(), "the run made its pods");
+    let turn = taken_over(&api);
+    api.lock().written_before_delete.insert(
+        local.clone(),
+        vec![
+            (TURN.to_owned(), turn),
+            (service.clone(), theirs_service),
+            (policy.clone(), theirs_policy),
+        ],
+    );
+    let r = running.join().expect("joins");
+    let kept = |p: &str| api.get(p).map(|o| o["metadata"]["uid"].clone());
+    assert_eq!(kept(&service), Some(json!("uid-theirs")), "their Service");
+    assert_eq!(kept(&policy), Some(json!("uid-theirs")), "their policy");
+    assert_eq!(api.get(TURN).expect("their turn")["data"]["run"], "other");
+    assert!(!r.cleaned_up, "{r:#?}");
+    assert!(api.get(&local).is_none(), "its own pod deleted");
+}
+
+/// Another run takes the turn over just before this run's delete of it (the 409, and the
+/// read after it shows the other run's): the clean-up is not reported clean, and says the
+/// turn was taken over.
+#[test]
+fn a_turn_taken_over_at_its_give_back_is_not_reported_cleaned_up() {
+    let (api, dir) = cluster();
+    let c = connect(&api, &dir);
+    let o = in_namespace();
+    let running = std::thread::spawn(move || run(&c, &o).expect("run"));
+    for _ in 0..600 {
+        if api.get(TURN).is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let turn = taken_over(&api);
+    api.lock()
+        .written_before_delete
+        .insert(TURN.to_owned(), vec![(TURN.to_owned(), turn)]);
+    let r = running.join().expect("joins");
+    assert!(r.passed, "{r:#?}");
+    assert!(!r.cleaned_up, "{r:#?}");
+    let why = r.clean_up_error.clone().unwrap_or_default();
+    assert!(why.contains("took this run's turn"), "{why}");
+    assert_eq!(api.get(TURN).expect("their turn")["data"]["run"], "other");
+}
+
+/// Pods that outlast the clean-up (their kubelet has not confirmed them gone) with the turn
+/// still this run's: the turn is handed on for the next run, and the report says the pods are
+/// still terminating and the next run deletes them, never that what the run made is kept.
+#[test]
+fn pods_outlasting_the_clean_up_are_said_to_be_left_to_the_next_run() {
+    let (api, dir) = cluster();
+    api.lock().dataplane.pods_linger = true;
+    let c = connect(&api, &dir);
+    let o = Options {
+        timeout: Duration::from_secs(20),
+        ..in_namespace()
+    };
+    let r = run(&c, &o).expect("run");
+    assert!(r.passed, "{r:#?}");
+    assert!(!r.cleaned_up, "{r:#?}");
+    let why = r.clean_up_error.clone().unwrap_or_default();
+    assert!(why.contains("its pods are still terminating"), "{why}");
+    assert!(why.contains("the next run deletes them"), "{why}");
+    let turn = api.get(TURN).expect("handed on");
+    assert!(turn["data"]["expires"].is_string(), "{turn}");
+}

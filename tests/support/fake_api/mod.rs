@@ -81,6 +81,10 @@ pub struct State {
     /// just before each of this client's next deletes of them arrives, so many times: a
     /// delete whose `preconditions.resourceVersion` was read before that write is refused.
     pub touched_before_delete: BTreeMap<String, usize>,
+    /// Objects another client writes (each path and the object it puts there, a new uid or
+    /// resourceVersion as given) just before this client's first delete of the path keyed
+    /// arrives: another run taking a turn over and making its objects of the same names.
+    pub written_before_delete: BTreeMap<String, Vec<(String, Value)>>,
     /// The DeleteOptions of every DELETE, by object path, in order.
     pub delete_options: Vec<(String, Value)>,
     /// Objects whose status another client writes just before this client's next patch of
@@ -304,6 +308,7 @@ impl FakeApi {
             made_again_before_write: BTreeSet::new(),
             touched_before_update: BTreeMap::new(),
             touched_before_delete: BTreeMap::new(),
+            written_before_delete: BTreeMap::new(),
             delete_options: Vec::new(),
             status_written_before_patch: BTreeSet::new(),
             requests: Vec::new(),

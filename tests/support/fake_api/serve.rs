@@ -1338,6 +1338,9 @@ fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
     let path = t.object_path().unwrap_or_default();
     st.delete_options.push((path.clone(), options.clone()));
     made_again(st, &path);
+    for (at, o) in st.written_before_delete.remove(&path).unwrap_or_default() {
+        st.objects.insert(at, o);
+    }
     if let Some(left) = st.touched_before_delete.get_mut(&path).filter(|n| **n > 0) {
         *left -= 1;
         if let Some(o) = st.objects.get_mut(&path) {
