@@ -345,9 +345,11 @@ impl Cluster {
     /// the time since it was read on this process's monotonic clock (`clock_since`), never by
     /// this host's wall clock, which may be stepped (back a day, say) between two `Date`s;
     /// `None` before one came (a server that sends none), and when that `Date` was read
-    /// `fresh` or longer ago: the monotonic clock (CLOCK_MONOTONIC, QueryPerformanceCounter
-    /// on Windows) does not advance while the host or its VM is suspended, so an old anchor
-    /// may put the server's time behind by the pause; the caller judges by age then.
+    /// `fresh` or longer ago: `Instant` on Linux is CLOCK_MONOTONIC, which does not advance
+    /// while the host is suspended, so an old anchor may put the server's time behind by the
+    /// pause (QueryPerformanceCounter, `Instant` on Windows, does advance while Windows
+    /// sleeps: rust-lang/rust#79462, quoting Microsoft's "Acquiring high-resolution time
+    /// stamps"); the caller judges by age then.
     pub fn server_clock(&self, fresh: Duration) -> Option<i64> {
         let last = *self.server_date.lock().unwrap_or_else(|e| e.into_inner());
         last.and_then(|anchor| clock_since(anchor, std::time::Instant::now(), fresh))

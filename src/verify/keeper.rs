@@ -20,7 +20,8 @@ pub fn lease_s() -> i64 {
 
 /// The API server's time: its `Date` now, else the last `Date` this server sent this client
 /// moved on by the monotonic time since (`Cluster::server_clock`) while that `Date` is
-/// younger than a renewal's interval (`RENEW`: an older one may miss a suspend); `None` when
+/// younger than a renewal's interval (`RENEW`: an older one may miss a suspend of a Linux
+/// host, whose CLOCK_MONOTONIC stops then; Windows' QueryPerformanceCounter does not); `None` when
 /// it has sent none, or only an older one (never this host's wall clock: a lease written by a clock behind the server's would
 /// be expired at once, and another run would take over or delete a living run's). A lease
 /// without that time is not written: judged by its age.
