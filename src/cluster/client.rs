@@ -348,8 +348,7 @@ impl Cluster {
     /// `fresh` or longer ago: `Instant` on Linux is CLOCK_MONOTONIC, which does not advance
     /// while the host is suspended, so an old anchor may put the server's time behind by the
     /// pause (QueryPerformanceCounter, `Instant` on Windows, does advance while Windows
-    /// sleeps: rust-lang/rust#79462, quoting Microsoft's "Acquiring high-resolution time
-    /// stamps"); the caller judges by age then.
+    /// sleeps: rust-lang/rust#79462, quoting Microsoft); the caller judges by age then.
     pub fn server_clock(&self, fresh: Duration) -> Option<i64> {
         let last = *self.server_date.lock().unwrap_or_else(|e| e.into_inner());
         last.and_then(|anchor| clock_since(anchor, std::time::Instant::now(), fresh))
