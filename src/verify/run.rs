@@ -580,10 +580,15 @@ fn checks(
         states: &states,
         addresses: &addresses,
         deadline,
-        held,
+        policy: std::cell::RefCell::new(None),
         cut: std::cell::Cell::new(false),
     };
-    let cut = each_check(&run, m, (&all, &rest), &mut ledger)?;
+    let cut = each_check(&run, m, (&all, &rest), &mut ledger);
+    // The policy made, recorded for the clean-up also when a check failed the run.
+    if let Some(h) = held {
+        h.made_named(shared::Named::Policy, run.policy.take());
+    }
+    let cut = cut?;
     Ok((ledger, cut, made.pull))
 }
 

@@ -100,8 +100,9 @@ pub struct Step<'a> {
     pub states: &'a BTreeMap<Role, PodState>,
     pub addresses: &'a Addresses,
     pub deadline: Instant,
-    /// The turn held in a namespace given: the policy's uid recorded there, and deleted by it.
-    pub held: Option<&'a super::shared::Held>,
+    /// The uid of the policy this run made: deleted by it (in a namespace given, one of the
+    /// same name another run made is that run's), and recorded for the clean-up.
+    pub policy: std::cell::RefCell<Option<String>>,
     /// A wait was cut by the run's deadline, or by an interruption.
     pub cut: std::cell::Cell<bool>,
 }
@@ -244,11 +245,10 @@ impl Step<'_> {
             return Ok((Outcome::Blocked { by }, None, 0, None));
         };
         // A policy that cannot be changed is the run's failure, not a check's.
-        let named = super::shared::Named::Policy;
-        let uid = self.held.and_then(|h| h.named(named));
+        let uid = self.policy.borrow().clone();
         let made = probe::policy(self.c, self.ns, on, uid.as_deref())?;
-        if let Some(h) = self.held.filter(|_| on) {
-            h.made_named(named, made);
+        if on {
+            *self.policy.borrow_mut() = made;
         }
         let start = Instant::now();
         let until = self.window(self.o.policy_wait);

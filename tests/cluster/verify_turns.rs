@@ -531,7 +531,7 @@ fn a_turn_taken_over_during_the_clean_up_keeps_the_new_holders_service_and_polic
     let running = std::thread::spawn(move || run(&c, &o).expect("run"));
     let local = format!("/api/v1/namespaces/{NS}/pods/client-local");
     let made = || api.lock().objects.contains_key(&local);
-    for _ in 0..600 {
+    for _ in 0..2400 {
         if made() {
             break;
         }
@@ -565,7 +565,7 @@ fn a_turn_taken_over_at_its_give_back_is_not_reported_cleaned_up() {
     let c = connect(&api, &dir);
     let o = in_namespace();
     let running = std::thread::spawn(move || run(&c, &o).expect("run"));
-    for _ in 0..600 {
+    for _ in 0..2400 {
         if api.get(TURN).is_some() {
             break;
         }
