@@ -471,7 +471,7 @@ fn clean_up(
             )),
             (Err(e), false) => Some(format!("{e} ({})", e.hint())),
             (Ok(shared::Released::Lost), _) => Some(format!("{over}: {}", shared::ONLY_OWN_PODS)),
-            // Lost while the release ran, its objects already deleted by name.
+            // Lost while the release ran (or at its give-back), its own objects deleted by their uids.
             (Ok(_), true) => Some(format!(
                 "{over} while this run's clean-up ran: what is left is that run's to sweep"
             )),
