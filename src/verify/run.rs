@@ -479,6 +479,10 @@ fn clean_up(
                 "its pods are still terminating; the turn was handed on and the next run deletes them"
                     .to_owned(),
             ),
+            (Ok(shared::Released::Unsettled), false) => Some(
+                "a create of this run got no answer it could trust, so what it made may be left: the turn was handed on and the next run deletes what is left"
+                    .to_owned(),
+            ),
             (Ok(shared::Released::TurnLeft), false) => Some(format!(
                 "the turn {turn} could not be given back (two conflicts in a row): it remains until its lease runs out, within a minute"
             )),
@@ -581,12 +585,16 @@ fn checks(
         addresses: &addresses,
         deadline,
         policy: std::cell::RefCell::new(None),
+        policy_unsettled: std::cell::Cell::new(false),
         cut: std::cell::Cell::new(false),
     };
     let cut = each_check(&run, m, (&all, &rest), &mut ledger);
     // The policy made, recorded for the clean-up also when a check failed the run.
     if let Some(h) = held {
         h.made_named(shared::Named::Policy, run.policy.take());
+        if run.policy_unsettled.get() {
+            h.made_unsettled();
+        }
     }
     let cut = cut?;
     Ok((ledger, cut, made.pull))
@@ -681,6 +689,40 @@ struct Made {
     pull: Duration,
 }
 
+/// Creates the Service and the pods; in a namespace given, each recorded by its uid for the
+/// clean-up, or the turn marked unsettled when a create's answer is an error.
+fn create_all(
+    c: &Cluster,
+    o: &Options,
+    m: &Matrix,
+    (ns, owner, held): (&str, &OwnerReference, Option<&shared::Held>),
+) -> Result<(), ClusterError> {
+    let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
+    // A create answered with an error may have made its object all the same: the turn's
+    // clean-up then hands the turn on (`Held::made_unsettled`).
+    let unsettled = |e: ClusterError| {
+        if let Some(h) = held {
+            h.made_unsettled();
+        }
+        e
+    };
+    let made = probe::create(c, &services, "services", &objects::service(ns)).map_err(unsettled)?;
+    if let Some(h) = held {
+        h.made_named(shared::Named::Service, made);
+    }
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
+    for p in &m.pods {
+        let pod = objects::pod(ns, p, &o.image, owner);
+        let made = c
+            .call("create", "pods", pods.create(&Default::default(), &pod))
+            .map_err(unsettled)?;
+        if let Some(h) = held {
+            h.made(made.metadata.uid);
+        }
+    }
+    Ok(())
+}
+
 /// Makes the Service and the pods and waits until they run (or one cannot). The time while a
 /// pod pulls its image is counted apart, up to `--pull-timeout`, and added to the deadline.
 fn make(
@@ -690,19 +732,7 @@ fn make(
     (ns, owner, held): (&str, &OwnerReference, Option<&shared::Held>),
     deadline: Instant,
 ) -> Result<Made, ClusterError> {
-    let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
-    let made = probe::create(c, &services, "services", &objects::service(ns))?;
-    if let Some(h) = held {
-        h.made_named(shared::Named::Service, made);
-    }
-    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
-    for p in &m.pods {
-        let pod = objects::pod(ns, p, &o.image, owner);
-        let made = c.call("create", "pods", pods.create(&Default::default(), &pod))?;
-        if let Some(h) = held {
-            h.made(made.metadata.uid);
-        }
-    }
+    create_all(c, o, m, (ns, owner, held))?;
     let made_at = Instant::now();
     let window = deadline.saturating_duration_since(made_at);
     let (mut pull, mut last) = (Duration::ZERO, made_at);

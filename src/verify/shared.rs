@@ -69,6 +69,10 @@ pub struct Held {
     /// The uids of the Service and the policy this run made (`Named`): its clean-up deletes
     /// them by those (`preconditions`), never by name alone.
     named: std::sync::Mutex<[Option<String>; 2]>,
+    /// A create of this run got no answer it could trust (an error, a timeout, a cut): what
+    /// it made may be there without a uid this run knows, so its clean-up hands the turn on
+    /// for the next run to sweep by name instead of giving it back.
+    unsettled: AtomicBool,
     /// Requested when the renewals end (the turn given back, kept or lost, or the run's
     /// stop): wakes their wait and cuts a renewal under way.
     ending: Stop,
@@ -92,6 +96,11 @@ impl Held {
     /// The Service or the policy this run made, by its uid.
     pub fn made_named(&self, what: Named, uid: Option<String>) {
         self.named.lock().unwrap_or_else(|e| e.into_inner())[what as usize] = uid;
+    }
+
+    /// A create whose answer was an error: what it made, if anything, has no uid here.
+    pub fn made_unsettled(&self) {
+        self.unsettled.store(true, Ordering::SeqCst);
     }
 
     /// The uid of the Service or the policy this run made, if it made it.
@@ -231,6 +240,7 @@ fn held((run, ns): (&str, &str), written: &ConfigMap, stop: &Stop) -> Held {
         lost: AtomicBool::new(false),
         made: std::sync::Mutex::new(Vec::new()),
         named: std::sync::Mutex::new([None, None]),
+        unsettled: AtomicBool::new(false),
     }
 }
 
@@ -474,6 +484,10 @@ pub enum Released {
     TurnLeft,
     /// The turn was another run's (taken over) or deleted: only this run's pods deleted.
     Lost,
+    /// The run's objects known by uid gone, but a create of this run got an error for its
+    /// answer (it may have made an object this run cannot name by uid): the turn handed on as
+    /// run out, for the next run to sweep by name.
+    Unsettled,
     /// The run's objects gone (by their uids), the turn found another run's (taken over) or
     /// deleted when it was to be given back.
     LostAtGiveBack,
@@ -496,6 +510,15 @@ pub fn release(
     if !remove_objects(c, ns, Some(held), until)?.is_empty() {
         hand_on(c, ns, held, until)?;
         return Ok(Released::PodsLeft);
+    }
+    // A create answered with an error may have committed all the same (kube-apiserver's
+    // handler goes on after the request's deadline, `finisher.go` `asyncFinisher`; a client
+    // retry of a committed POST meets 409 AlreadyExists): its object has no uid here. Handed
+    // on as run out, the turn is the next run's to take over at once, and a takeover sweeps
+    // every pod of the owner label, the Service and the policy by name (`sweep_killed`).
+    if held.unsettled.load(Ordering::SeqCst) {
+        hand_on(c, ns, held, until)?;
+        return Ok(Released::Unsettled);
     }
     give_back(c, ns, held, until)
 }

@@ -103,6 +103,8 @@ pub struct Step<'a> {
     /// The uid of the policy this run made: deleted by it (in a namespace given, one of the
     /// same name another run made is that run's), and recorded for the clean-up.
     pub policy: std::cell::RefCell<Option<String>>,
+    /// The policy's create got an error for its answer: it may be there without a uid known.
+    pub policy_unsettled: std::cell::Cell<bool>,
     /// A wait was cut by the run's deadline, or by an interruption.
     pub cut: std::cell::Cell<bool>,
 }
@@ -246,10 +248,13 @@ impl Step<'_> {
         };
         // A policy that cannot be changed is the run's failure, not a check's.
         let uid = self.policy.borrow().clone();
-        let made = probe::policy(self.c, self.ns, on, uid.as_deref())?;
-        if on {
-            *self.policy.borrow_mut() = made;
-        }
+        let made = probe::policy(self.c, self.ns, on, uid.as_deref()).inspect_err(|_| {
+            if on {
+                self.policy_unsettled.set(true);
+            }
+        })?;
+        // Deleted, the policy is no uid of the run's any more; made, its uid is.
+        *self.policy.borrow_mut() = made;
         let start = Instant::now();
         let until = self.window(self.o.policy_wait);
         let mut attempts = 0;

@@ -554,6 +554,20 @@ fn a_turn_taken_over_during_the_clean_up_keeps_the_new_holders_service_and_polic
     assert_eq!(api.get(TURN).expect("their turn")["data"]["run"], "other");
     assert!(!r.cleaned_up, "{r:#?}");
     assert!(api.get(&local).is_none(), "its own pod deleted");
+    // Its own were asked to go, each by its own uid: the other run's objects, at the same
+    // paths, would pass as kept also if no delete had been sent.
+    let options = api.lock().delete_options.clone();
+    for path in [&service, &policy] {
+        let sent: Vec<&Value> = options
+            .iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, o)| &o["preconditions"]["uid"])
+            .collect();
+        assert!(
+            !sent.is_empty() && sent.iter().all(|u| u.is_string() && **u != "uid-theirs"),
+            "{path}: {sent:?}"
+        );
+    }
 }
 
 /// Another run takes the turn over just before this run's delete of it (the 409, and the
@@ -603,4 +617,59 @@ fn pods_outlasting_the_clean_up_are_said_to_be_left_to_the_next_run() {
     assert!(why.contains("the next run deletes them"), "{why}");
     let turn = api.get(TURN).expect("handed on");
     assert!(turn["data"]["expires"].is_string(), "{turn}");
+}
+
+/// The number (from 1, as `FakeApi::timeout_write_at` counts) of the first create whose path
+/// ends with `tail` among the writes of a passing run in the namespace given, on a cluster of
+/// its own.
+fn write_number(tail: &str) -> usize {
+    let (api, dir) = cluster();
+    let c = connect(&api, &dir);
+    let r = run(&c, &in_namespace()).expect("run");
+    assert!(r.passed, "{:#?}", r.checks);
+    let writes: Vec<_> = api
+        .writes()
+        .into_iter()
+        .filter(|(_, p)| !p.ends_with("/tokenreviews"))
+        .collect();
+    1 + writes
+        .iter()
+        .position(|(m, p)| m == "POST" && p.ends_with(tail))
+        .expect("the create")
+}
+
+/// A create of the run (the Service, a pod, the policy) that commits but is answered 504, as
+/// kube-apiserver answers a write that outlived its deadline: the run cannot name what it made
+/// by uid, so its clean-up hands the turn on instead of giving it back, and the next run takes
+/// it over, sweeps by name and leaves nothing. (Given back, the object stayed for good: each
+/// later run's create of its name met 409 and its clean-up skipped it again.)
+#[test]
+fn a_create_answered_with_a_timeout_is_left_to_the_next_run_which_leaves_nothing() {
+    for tail in ["/services", "/pods", "/networkpolicies"] {
+        let n = write_number(tail);
+        let (api, dir) = cluster();
+        let c = connect(&api, &dir);
+        api.timeout_write_at(n);
+        let first = run(&c, &in_namespace());
+        let turn = api
+            .get(TURN)
+            .unwrap_or_else(|| panic!("{tail}: the turn handed on"));
+        assert!(turn["data"]["expires"].is_string(), "{tail}: {turn}");
+        if let Ok(r) = &first {
+            assert!(!r.cleaned_up, "{tail}: {r:#?}");
+        }
+        let r = run(&c, &in_namespace()).expect("the next run");
+        assert!(r.passed, "{tail}: {:#?}", r.checks);
+        assert_eq!(r.leftovers_removed.len(), 1, "{tail}: {r:#?}");
+        assert!(r.cleaned_up, "{tail}: {r:#?}");
+        let inside = format!("/namespaces/{NS}/");
+        let left: Vec<String> = api
+            .lock()
+            .objects
+            .keys()
+            .filter(|p| p.contains(&inside))
+            .cloned()
+            .collect();
+        assert!(left.is_empty(), "{tail}: {left:?}");
+    }
 }
