@@ -21,4 +21,5 @@ pub mod run;
 pub mod settle;
 pub mod shared;
 pub mod step;
+pub mod sweep;
 pub mod wedged;

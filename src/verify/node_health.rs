@@ -104,6 +104,7 @@ mod tests {
             interrupted: false,
             lease_lost: None,
             leftovers_removed: Vec::new(),
+            leftovers_left: Vec::new(),
             cleaned_up: true,
             cleanup_ms: 0,
             namespace_given: false,

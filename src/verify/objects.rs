@@ -265,36 +265,60 @@ pub fn deny_server_ingress(ns: &str) -> NetworkPolicy {
 /// without one (an older calicoctl-win's), older than `max_age_s` (a run in progress
 /// elsewhere is younger than its own `--timeout` plus cleanup), and not already being deleted
 /// (a namespace whose `deletionTimestamp` is set is the namespace controller's until it is
-/// gone).
+/// gone: `terminating_leftovers`).
 pub fn leftovers(found: &[Namespace], server_now: i64, max_age_s: i64) -> Vec<&Namespace> {
     found
         .iter()
-        .filter(|n| {
-            n.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(OWNER_LABEL))
-                .map(String::as_str)
-                == Some(OWNER_VALUE)
-        })
-        .filter(|n| {
-            n.metadata
-                .name
-                .as_deref()
-                .is_some_and(|s| s.starts_with(NAMESPACE_PREFIX))
-        })
-        .filter(|n| n.metadata.deletion_timestamp.is_none())
+        .filter(|n| ours(n) && n.metadata.deletion_timestamp.is_none())
         // Kept by `--keep-on-failure`: the administrator deletes it (the run said how).
         .filter(|n| !kept(n))
-        .filter(|n| match lease_expires(n) {
-            Some(t) => server_now > t,
-            None => n
-                .metadata
-                .creation_timestamp
-                .as_ref()
-                .is_some_and(|t| server_now - t.0.as_second() > max_age_s),
-        })
+        .filter(|n| run_out(n, server_now, max_age_s))
         .collect()
+}
+
+/// The namespaces of ours being deleted (Terminating) whose run's lease has run out as
+/// `leftovers` judges it: no run lives to finish them, so the next run looks at what holds
+/// them. A kept one is among them: being deleted, someone deleted it. A living run's (its
+/// lease ahead) is not.
+pub fn terminating_leftovers(
+    found: &[Namespace],
+    server_now: i64,
+    max_age_s: i64,
+) -> Vec<&Namespace> {
+    found
+        .iter()
+        .filter(|n| ours(n) && n.metadata.deletion_timestamp.is_some())
+        .filter(|n| run_out(n, server_now, max_age_s))
+        .collect()
+}
+
+/// Ours by the label and the name's prefix.
+fn ours(n: &Namespace) -> bool {
+    let labelled = n
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(OWNER_LABEL))
+        .map(String::as_str)
+        == Some(OWNER_VALUE);
+    labelled
+        && n.metadata
+            .name
+            .as_deref()
+            .is_some_and(|s| s.starts_with(NAMESPACE_PREFIX))
+}
+
+/// Whether the namespace's lease has run out by `server_now`, or, without one, it is older
+/// than `max_age_s`.
+fn run_out(n: &Namespace, server_now: i64, max_age_s: i64) -> bool {
+    match lease_expires(n) {
+        Some(t) => server_now > t,
+        None => n
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .is_some_and(|t| server_now - t.0.as_second() > max_age_s),
+    }
 }
 
 /// The annotation of a namespace of verify's own that says until when its run lives

@@ -134,3 +134,42 @@ fn a_namespace_with_a_lease_is_a_leftover_once_its_lease_ran_out_whatever_its_ag
         "written as RFC 3339 and read back"
     );
 }
+
+/// A namespace being deleted is never deleted again, but one whose lease ran out (a killed
+/// run's, or one without a lease older than the age) is looked at for what holds it, a kept
+/// one too (someone deleted it); a living run's (its lease ahead) is not.
+#[test]
+fn terminating_namespaces_whose_lease_ran_out_are_looked_at_not_deleted_again() {
+    let deleting = |n: Namespace| {
+        let mut n = n;
+        n.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::from_second(9_990).unwrap()));
+        n
+    };
+    let leased = |name: &str, expires: i64| deleting(leased_until(ns(name, true, 9_900), expires));
+    let found = [
+        leased("calicoctl-win-verify-killed", 9_960),
+        leased("calicoctl-win-verify-living", 10_050),
+        deleting(marked_kept(
+            leased_until(ns("calicoctl-win-verify-kept", true, 9_000), 9_100),
+            "x",
+        )),
+        deleting(ns("calicoctl-win-verify-undated", true, 1_000)),
+        deleting(ns("calicoctl-win-verify-foreign", false, 1_000)),
+        ns("calicoctl-win-verify-old", true, 1_000),
+    ];
+    let names = |l: Vec<&Namespace>| -> Vec<String> {
+        l.iter().filter_map(|n| n.metadata.name.clone()).collect()
+    };
+    assert_eq!(
+        names(terminating_leftovers(&found, 10_000, 600)),
+        [
+            "calicoctl-win-verify-killed",
+            "calicoctl-win-verify-kept",
+            "calicoctl-win-verify-undated"
+        ]
+    );
+    assert_eq!(
+        names(leftovers(&found, 10_000, 600)),
+        ["calicoctl-win-verify-old"]
+    );
+}

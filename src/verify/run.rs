@@ -25,9 +25,7 @@ use std::time::{Duration, Instant};
 /// The longest the namespace's deletion is waited for, kept out of `--timeout`'s checks so
 /// that the whole run stays within it (a quarter of it when it is short).
 pub const CLEANUP_WAIT: Duration = Duration::from_secs(30);
-/// A namespace of ours older than this is a killed run's: the longest run (`--timeout` and
-/// `--pull-timeout` capped) and its clean-up are shorter (`options::LEFTOVER_AGE`).
-pub const LEFTOVER_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
+pub use super::sweep::LEFTOVER_AGE_S;
 
 /// What the run found.
 #[derive(Debug, Serialize)]
@@ -48,8 +46,11 @@ pub struct Report {
     /// checks judged by then keep their verdicts, the rest are `stopped`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_lost: Option<crate::installed::health::Finding>,
-    /// The namespaces of killed runs this run deleted.
+    /// The namespaces of killed runs this run deleted (a Terminating one: once seen gone).
     pub leftovers_removed: Vec<String>,
+    /// The Terminating namespaces of killed runs this run left, each with why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub leftovers_left: Vec<String>,
     /// Whether the namespace is gone at the end (kept on failure, or its deletion not done);
     /// in a namespace given (`--namespace`), whether what the run made there is.
     pub cleaned_up: bool,
@@ -92,11 +93,18 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let start = Instant::now();
     let reserve = CLEANUP_WAIT.min(o.timeout / 4);
     let checks_until = start + o.timeout - reserve;
-    let mut leftovers_removed = match &o.namespace {
-        None => sweep(c)?,
+    let swept = match &o.namespace {
+        None => super::sweep::sweep(
+            c,
+            (super::sweep::GONE_WAIT.min(o.timeout / 10), checks_until),
+        )?,
         // A killed run's objects in a namespace given are swept when its turn is taken over.
-        Some(_) => Vec::new(),
+        Some(_) => Default::default(),
     };
+    for line in &swept.left {
+        o.said.say(line);
+    }
+    let mut leftovers_removed = swept.removed;
     let nodes = shared::while_cordoned(probe::nodes(c)?, o);
     let m = matrix::plan(&o.node, &nodes, &o.image, o.egress.as_deref())?;
     let (name, held, own) = take_namespace(c, o, checks_until, &mut leftovers_removed)?;
@@ -139,6 +147,7 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     })?;
     lease_lost(&mut report, lost, (held, own), &whole);
     report.leftovers_removed = leftovers_removed;
+    report.leftovers_left = swept.left;
     report.peers = m.peers();
     report.skipped = m.skipped;
     report.cleanup_ms = ms(cleaned.elapsed());
@@ -331,6 +340,7 @@ fn checks_and_clean_up(
         interrupted: stopped,
         lease_lost: None,
         leftovers_removed: Vec::new(),
+        leftovers_left: Vec::new(),
         cleaned_up,
         cleanup_ms: 0,
         namespace_given: o.namespace.is_some(),
@@ -409,33 +419,6 @@ fn owner_not_made(c: &Cluster, own: Option<&lease::Held>, e: ClusterError) -> Ru
     })
 }
 
-/// Deletes the namespaces killed runs left, judged old by the API server's clock (none when
-/// it gives no `Date`).
-fn sweep(c: &Cluster) -> Result<Vec<String>, ClusterError> {
-    let found = probe::our_namespaces(c)?;
-    if found.is_empty() {
-        return Ok(Vec::new());
-    }
-    let Some(now) = probe::server_now(c)? else {
-        return Ok(Vec::new());
-    };
-    let mut removed = Vec::new();
-    for n in objects::leftovers(&found, now, LEFTOVER_AGE_S) {
-        // Only the namespace as it was judged: one another run's sweep deleted meanwhile and
-        // a fresh run made again under the same name (its uid), or whose living run renewed
-        // its lease since (its resourceVersion), is that run's (409).
-        let name = n.metadata.name.clone().unwrap_or_default();
-        let as_read = (
-            n.metadata.uid.as_deref(),
-            n.metadata.resource_version.as_deref(),
-        );
-        if probe::delete_namespace(c, &name, as_read)? {
-            removed.push(name);
-        }
-    }
-    Ok(removed)
-}
-
 /// How long a stopped run's clean-up may take, its every call included (each bounded by what
 /// is left of it): a console closed gives the process about 5 s (Microsoft's
 /// `HandlerRoutine`), and hcsshim terminates a HostProcess container's job 5 s after its stop
@@ -508,26 +491,50 @@ fn clean_up(
         *error = Some(left(format!("was not deleted ({e})")));
         return false;
     }
+    match wait_gone(c, ns, until) {
+        Ok(()) => true,
+        Err(why) => {
+            *error = Some(left(why));
+            false
+        }
+    }
+}
+
+/// Waits until the run's namespace, deleted, is gone, or `until`: why not, if not. A probe
+/// pod the namespace controller's graceful delete left Terminating on a node not Ready or
+/// gone holds it forever (its kubelet never confirms); positively ours (our label, in our
+/// namespace, deleted by our delete of it), it is deleted at once, by its uid, at each look
+/// (wedged.rs). One on a Ready node is left to its kubelet, which stops it.
+fn wait_gone(c: &Cluster, ns: &str, until: Instant) -> Result<(), String> {
+    let unforced = std::cell::RefCell::new(None);
     // Quietly, and not cut by the stop: a stopped run's clean-up comes after it.
-    let gone = poll_quietly(
+    poll_quietly(
         super::step::last_look(until),
         Pauses::every(POLL),
         || match probe::namespace_exists(c, ns, until) {
             Ok(false) => Ok(Look::Done(())),
-            Ok(true) => Ok(Look::Pending(())),
+            Ok(true) => {
+                let forced = super::wedged::ours_in(c, ns, until)
+                    .and_then(|pods| super::wedged::force_dead(c, ns, &pods, until));
+                match forced {
+                    Ok(_) | Err(ClusterError::Timeout { .. }) => {}
+                    Err(e) => *unforced.borrow_mut() = Some(e),
+                }
+                Ok(Look::Pending(()))
+            }
             // The last look, at `until`, with no time left: still there as last seen.
             Err(ClusterError::Timeout { .. }) if Instant::now() >= until => Ok(Look::Pending(())),
-            Err(e) => Err(left(format!("is not known to be gone ({e})"))),
+            Err(e) => Err(format!("is not known to be gone ({e})")),
         },
-        |()| Err(left("is still being deleted".to_owned())),
-    );
-    match gone {
-        Ok(()) => true,
-        Err(why) => {
-            *error = Some(why);
-            false
-        }
-    }
+        |()| {
+            Err(match unforced.borrow_mut().take() {
+                Some(e) => format!(
+                    "is still being deleted (its pods on a node not Ready could not be deleted at once: {e})"
+                ),
+                None => "is still being deleted".to_owned(),
+            })
+        },
+    )
 }
 
 /// Makes the objects, waits for the pods, runs every check: the verdicts, whether the

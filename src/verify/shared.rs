@@ -453,7 +453,7 @@ fn sweep_killed(c: &Cluster, ns: &str, until: Instant) -> Result<(), RunError> {
     if left.is_empty() {
         return Ok(());
     }
-    let left = if wedged::force_dead(c, ns, &left)?.is_empty() {
+    let left = if wedged::force_dead(c, ns, &left, until)?.is_empty() {
         left
     } else {
         pods_left(c, ns, None, Instant::now() + 3 * POLL)?

@@ -1,15 +1,25 @@
-//! A killed run's probe pods that never go: a pod on a node whose kubelet is down stays
-//! Terminating, since kube-apiserver's graceful delete only marks it (`pkg/registry/rest/
-//! delete.go`, `BeforeDelete`: `deletionTimestamp` and the grace period set, the object kept)
-//! until the kubelet confirms with grace 0, which a dead node's never does. On a takeover
-//! such a pod is ours (the owner label, in our namespace, its run's turn run out) and is
-//! deleted with `gracePeriodSeconds: 0`, which `BeforeDelete` lets remove it at once.
+//! Probe pods that never go: a pod on a node whose kubelet is down stays Terminating, since
+//! kube-apiserver's graceful delete only marks it (`pkg/registry/rest/delete.go`,
+//! `BeforeDelete`: `deletionTimestamp` and the grace period set, the object kept) until the
+//! kubelet confirms with grace 0, which a dead node's never does. The namespace controller
+//! deletes a deleted namespace's pods so too, and keeps the namespace Terminating while one
+//! remains (`pkg/controller/namespace/deletion/namespaced_resources_deleter.go`,
+//! `deleteAllContentForGroupVersionResource`). Pod GC force-deletes such a pod only when its
+//! Node object is gone (`gcOrphaned`, after a 40 s quarantine) or the node is not Ready and
+//! carries the `node.kubernetes.io/out-of-service` taint (`gcTerminating`:
+//! `pkg/controller/podgc/gc_controller.go`), so on a node merely NotReady it stays forever.
+//! A pod of ours (the owner label, in our namespace, deleted by us or by the deletion of our
+//! namespace, its run over or its turn run out) Terminating on a node not Ready or gone is
+//! deleted with `gracePeriodSeconds: 0`, which `BeforeDelete` lets remove it at once, by its
+//! uid. One on a Ready node is left to its kubelet, which is alive and stops it.
 
+use super::objects::{OWNER_LABEL, OWNER_VALUE};
 use super::probe;
 use crate::cluster::{Cluster, ClusterError};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
-use kube::api::DeleteParams;
+use kube::api::{DeleteParams, ListParams};
+use std::time::Instant;
 
 /// A pod that would not go, and its node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,24 +29,23 @@ pub struct Stuck {
 }
 
 /// Deletes at once (grace 0, only the pod listed, by its uid) each pod of `left` that is
-/// Terminating on a node not Ready or gone: the pods force-deleted.
-pub fn force_dead(c: &Cluster, ns: &str, left: &[Pod]) -> Result<Vec<String>, ClusterError> {
+/// Terminating on a node not Ready or gone, every call by `until`: the pods force-deleted.
+pub fn force_dead(
+    c: &Cluster,
+    ns: &str,
+    left: &[Pod],
+    until: Instant,
+) -> Result<Vec<String>, ClusterError> {
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
-    let nodes: Api<Node> = Api::all(c.client.clone());
     let mut forced = Vec::new();
     for p in left {
-        let node = p.spec.as_ref().and_then(|s| s.node_name.clone());
-        if p.metadata.deletion_timestamp.is_none() {
+        let node = p.spec.as_ref().and_then(|s| s.node_name.as_deref());
+        // Not Terminating, or never bound (pod GC deletes an unbound Terminating pod itself,
+        // `gcUnscheduledTerminating`): not this one's to force.
+        let Some(node) = node.filter(|_| p.metadata.deletion_timestamp.is_some()) else {
             continue;
-        }
-        let dead = match &node {
-            None => false,
-            Some(n) => match c.call_opt("get", &format!("nodes/{n}"), nodes.get(n))? {
-                None => true,
-                Some(n) => !ready(&n),
-            },
         };
-        if !dead {
+        if !dead(c, node, until)? {
             continue;
         }
         let name = p.metadata.name.clone().unwrap_or_default();
@@ -44,12 +53,33 @@ pub fn force_dead(c: &Cluster, ns: &str, left: &[Pod]) -> Result<Vec<String>, Cl
             grace_period_seconds: Some(0),
             ..probe::only(p.metadata.uid.as_deref())
         };
-        match c.call_opt("delete", &format!("pods/{name}"), pods.delete(&name, &dp)) {
+        let what = format!("pods/{name}");
+        match c.call_opt_by(until, ("delete", &what), pods.delete(&name, &dp)) {
             Ok(_) | Err(ClusterError::Api { code: 409, .. }) => forced.push(name),
             Err(e) => return Err(e),
         }
     }
     Ok(forced)
+}
+
+/// Our probe pods in `ns` (the owner label), listed by `until`.
+pub fn ours_in(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, ClusterError> {
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
+    let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
+    Ok(c.call_by(until, ("list", "pods"), pods.list(&lp))?.items)
+}
+
+/// Whether the node is gone or its Ready condition is not True. Asked with a list by name
+/// (`metadata.name`, a field every kind selects on), since `list nodes` is the right a
+/// `verify` identity holds, not `get`.
+pub fn dead(c: &Cluster, node: &str, until: Instant) -> Result<bool, ClusterError> {
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    let lp = ListParams::default().fields(&format!("metadata.name={node}"));
+    let found = c.call_by(until, ("list", "nodes"), nodes.list(&lp))?.items;
+    Ok(!found
+        .iter()
+        .filter(|n| n.metadata.name.as_deref() == Some(node))
+        .any(ready))
 }
 
 /// The pods left and their nodes, as an error names them.

@@ -31,3 +31,4 @@ mod verify_lease;
 mod verify_peers;
 mod verify_rights;
 mod verify_turns;
+mod verify_wedged;

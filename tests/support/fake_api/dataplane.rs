@@ -77,7 +77,8 @@ pub struct Dataplane {
     /// A deleted namespace stays Terminating (a finalizer that is not done).
     pub namespaces_linger: bool,
     /// A deleted pod stays Terminating: its kubelet never confirms the delete (its containers
-    /// do not stop), as a dead node's kubelet does not (serve.rs `delete`).
+    /// do not stop), as a dead node's kubelet does not (serve.rs `delete`; a deleted
+    /// namespace's pods too, namespace_controller.rs, which then hold it Terminating).
     pub pods_linger: bool,
     /// The cluster's DNS domain (kubelet's `clusterDomain`); `cluster.local` when `None`.
     pub cluster_domain: Option<String>,

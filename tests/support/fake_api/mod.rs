@@ -8,6 +8,7 @@
 pub mod dataplane;
 pub mod diags;
 mod fields;
+mod namespace_controller;
 mod pod_security;
 mod proto;
 pub mod rbac;

@@ -1366,26 +1366,25 @@ fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
                 && (st.dataplane.pods_linger || on_dead_node(st, &path)) =>
         {
             let at = now_text(st.clock_offset_s);
-            let Some(pod) = st.objects.get_mut(&path) else {
+            if !st.objects.contains_key(&path) {
                 return not_found(t);
-            };
-            if !pod["metadata"]["deletionTimestamp"].is_string() {
-                pod["metadata"]["deletionTimestamp"] = json!(at);
-                pod["metadata"]["deletionGracePeriodSeconds"] =
-                    pod["spec"]["terminationGracePeriodSeconds"].clone();
-                bump(pod);
             }
-            return respond(StatusCode::OK, pod);
+            super::namespace_controller::mark(st, &path, &at);
+            return respond(StatusCode::OK, &st.objects[&path]);
         }
         ("networking.k8s.io/v1", "networkpolicies") => {
             let key = format!("{}/{name}", t.namespace.clone().unwrap_or_default());
             super::dataplane::policy_deleted(&mut st.dataplane, &key);
         }
-        // The namespace controller deletes everything in a deleted namespace, then it. A
-        // namespace being deleted is Terminating until its finalizers are done; a second
-        // delete (its preconditions met, checked above as upstream checks them first) is
-        // answered 200 with the namespace as it is, unchanged (kubernetes
-        // pkg/registry/core/namespace/storage/storage.go, `REST.Delete` at commit
+        // kube-apiserver marks a namespace deleted the first time through an update
+        // (`REST.Delete`'s `GuaranteedUpdate` sets deletionTimestamp and phase Terminating:
+        // kubernetes pkg/registry/core/namespace/storage/storage.go), which moves its
+        // resourceVersion (a write carrying the one before is refused, 409), and answers
+        // with the namespace so marked; the namespace controller then deletes what is in it
+        // and, once nothing is left, the namespace (namespace_controller.rs). A namespace
+        // being deleted is Terminating until then; a second delete (its preconditions met,
+        // checked above as upstream checks them first) is answered 200 with the namespace as
+        // it is, unchanged (`REST.Delete` at commit
         // 94341df30b4aef29676b997d0e2320534d05bfab: `if len(namespace.Spec.Finalizers) != 0
         // { return namespace, false, nil }`; older releases answered 409 here).
         ("v1", "namespaces")
@@ -1397,25 +1396,30 @@ fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
             if st.objects[&path]["metadata"]["deletionTimestamp"].is_string() {
                 return respond(StatusCode::OK, &st.objects[&path]);
             }
-            let inside = format!("/namespaces/{name}/");
-            st.objects.retain(|p, _| !p.contains(&inside));
-            if st.dataplane.namespaces_linger {
-                // Marked through an update (`REST.Delete`'s `GuaranteedUpdate` sets
-                // deletionTimestamp and phase Terminating: kubernetes
-                // pkg/registry/core/namespace/storage/storage.go), which moves its
-                // resourceVersion: a write carrying the one before is refused, 409.
-                let at = now_text(st.clock_offset_s);
-                let ns = st.objects.get_mut(&path).expect("checked above");
-                ns["metadata"]["deletionTimestamp"] = json!(at);
-                ns["status"]["phase"] = json!("Terminating");
-                bump(ns);
-                return respond(StatusCode::OK, ns);
-            }
+            let at = now_text(st.clock_offset_s);
+            let ns = st.objects.get_mut(&path).expect("checked above");
+            ns["metadata"]["deletionTimestamp"] = json!(at);
+            ns["status"]["phase"] = json!("Terminating");
+            bump(ns);
+            let marked = ns.clone();
+            // The pods as a graceful delete of each leaves them (the pod arm above).
+            let lingers = |st: &State, p: &str| st.dataplane.pods_linger || on_dead_node(st, p);
+            super::namespace_controller::delete_content(st, &name, &lingers);
+            return respond(StatusCode::OK, &marked);
         }
         _ => {}
     }
     match t.object_path().and_then(|p| st.objects.remove(&p)) {
-        Some(o) => respond(StatusCode::OK, &o),
+        Some(o) => {
+            // The last pod of a namespace being deleted gone: the namespace controller's
+            // next pass finishes it.
+            if (t.resource.gv, t.resource.plural) == ("v1", "pods")
+                && let Some(ns) = t.namespace.clone()
+            {
+                super::namespace_controller::finish(st, &ns);
+            }
+            respond(StatusCode::OK, &o)
+        }
         None => not_found(t),
     }
 }
@@ -1465,7 +1469,7 @@ fn made_again(st: &mut State, path: &str) {
     }
 }
 
-fn bump(object: &mut Value) {
+pub(super) fn bump(object: &mut Value) {
     let rv: u64 = object["metadata"]["resourceVersion"]
         .as_str()
         .and_then(|s| s.parse().ok())
@@ -1652,7 +1656,7 @@ pub fn http_date(offset: i64) -> Option<hyper::header::HeaderValue> {
     text.parse().ok()
 }
 
-fn now_text(offset: i64) -> String {
+pub(super) fn now_text(offset: i64) -> String {
     jiff::Timestamp::from_second(now_secs() + offset)
         .map(|t| t.to_string())
         .unwrap_or_default()

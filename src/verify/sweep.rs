@@ -1,0 +1,174 @@
+//! The sweep at a run's start of the namespaces killed runs left (ours by the label, their
+//! lease run out by the API server's clock: `objects::leftovers`). One not yet being deleted
+//! is deleted, by the uid and resourceVersion it was judged by. One already Terminating is
+//! the namespace controller's, which deletes what is in it with graceful deletes and keeps
+//! the namespace while anything remains (kubernetes
+//! `pkg/controller/namespace/deletion/namespaced_resources_deleter.go`,
+//! `deleteAllContentForGroupVersionResource`, the condition `NamespaceContentRemaining`): a
+//! probe pod on a node not Ready or gone is never confirmed by its kubelet and holds it
+//! forever (wedged.rs). Such pods are deleted at once (grace 0, by their uids) and the
+//! namespace is counted removed only once it is gone; otherwise the run says it is left, and
+//! why. A living run's namespace (its lease ahead) is never touched.
+
+use super::objects;
+use super::probe;
+use super::step::POLL;
+use super::wedged;
+use crate::cluster::{Cluster, ClusterError};
+use crate::duration::{Look, Pauses, poll_quietly};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::Api;
+use std::time::{Duration, Instant};
+
+/// A namespace of ours older than this is a killed run's: the longest run (`--timeout` and
+/// `--pull-timeout` capped) and its clean-up are shorter (`options::LEFTOVER_AGE`).
+pub const LEFTOVER_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
+
+/// The longest the sweep waits for a Terminating leftover to go once it deleted the pods
+/// that held it: the namespace controller finishes it at its next pass, from a second later
+/// to its resync (`--namespace-sync-period`, 5 minutes), which no run waits out.
+pub const GONE_WAIT: Duration = Duration::from_secs(5);
+
+/// What the sweep did: the namespaces it removed (deleted, or, Terminating, seen gone), and
+/// the Terminating ones it left, each with why.
+#[derive(Debug, Default)]
+pub struct Swept {
+    pub removed: Vec<String>,
+    pub left: Vec<String>,
+}
+
+/// Sweeps the leftovers of killed runs, judged by the API server's clock (none when it gives
+/// no `Date`); a Terminating one's pods forced and its end waited for at most `wait`, every
+/// call by `until`.
+pub fn sweep(c: &Cluster, (wait, until): (Duration, Instant)) -> Result<Swept, ClusterError> {
+    let mut swept = Swept::default();
+    let found = probe::our_namespaces(c)?;
+    if found.is_empty() {
+        return Ok(swept);
+    }
+    let Some(now) = probe::server_now(c)? else {
+        return Ok(swept);
+    };
+    for n in objects::leftovers(&found, now, LEFTOVER_AGE_S) {
+        // Only the namespace as it was judged: one another run's sweep deleted meanwhile and
+        // a fresh run made again under the same name (its uid), or whose living run renewed
+        // its lease since (its resourceVersion), is that run's (409).
+        let name = n.metadata.name.clone().unwrap_or_default();
+        let as_read = (
+            n.metadata.uid.as_deref(),
+            n.metadata.resource_version.as_deref(),
+        );
+        if probe::delete_namespace(c, &name, as_read)? {
+            swept.removed.push(name);
+        }
+    }
+    for n in objects::terminating_leftovers(&found, now, LEFTOVER_AGE_S) {
+        let name = n.metadata.name.clone().unwrap_or_default();
+        match unstick(c, n, (wait, until)) {
+            Ok(None) => swept.removed.push(name),
+            Ok(Some(why)) => swept.left.push(format!("namespace {name} {why}")),
+            Err(e) => swept.left.push(format!(
+                "namespace {name} is left Terminating: {e} ({})",
+                e.hint()
+            )),
+        }
+    }
+    Ok(swept)
+}
+
+/// A Terminating leftover: its probe pods Terminating on a node not Ready or gone deleted at
+/// once, then, if any was, its end waited for (at most `wait`): `None` once it is gone, else
+/// why it is left.
+fn unstick(
+    c: &Cluster,
+    n: &Namespace,
+    (wait, until): (Duration, Instant),
+) -> Result<Option<String>, ClusterError> {
+    let name = n.metadata.name.as_deref().unwrap_or_default();
+    let pods = wedged::ours_in(c, name, until)?;
+    let forced = wedged::force_dead(c, name, &pods, until)?;
+    let by = match forced.is_empty() {
+        true => Instant::now(),
+        false => (Instant::now() + wait).min(until),
+    };
+    if gone(c, (name, n.metadata.uid.as_deref()), (by, until))? {
+        return Ok(None);
+    }
+    let holding: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| !forced.iter().any(|f| p.metadata.name.as_ref() == Some(f)))
+        .collect();
+    Ok(Some(why_left(n, &holding, &forced)))
+}
+
+/// Whether the namespace of that uid is gone (or made again), looked at until `by`, each
+/// look by `until`.
+fn gone(
+    c: &Cluster,
+    (name, uid): (&str, Option<&str>),
+    (by, until): (Instant, Instant),
+) -> Result<bool, ClusterError> {
+    let api: Api<Namespace> = Api::all(c.client.clone());
+    let what = format!("namespaces/{name}");
+    poll_quietly(
+        by,
+        Pauses::every(POLL),
+        || {
+            let now = c.call_opt_by(until, ("get", &what), api.get(name))?;
+            Ok(match now {
+                Some(n) if n.metadata.uid.as_deref() == uid => Look::Pending(()),
+                _ => Look::Done(true),
+            })
+        },
+        |()| Ok(false),
+    )
+}
+
+/// Why a Terminating leftover is left: the pods forced (the namespace controller's next pass
+/// removes it), each pod of ours still there (stopping on a Ready node, its kubelet alive; or
+/// not yet deleted), or, holding none, what the namespace controller says of it.
+fn why_left(n: &Namespace, holding: &[&Pod], forced: &[String]) -> String {
+    let mut why = Vec::new();
+    if !forced.is_empty() {
+        why.push(format!(
+            "its pods {} Terminating on a node not Ready or gone were deleted at once (grace 0); the namespace controller removes it at its next pass",
+            forced.join(", ")
+        ));
+    }
+    for p in holding {
+        let pod = p.metadata.name.as_deref().unwrap_or_default();
+        let node = p.spec.as_ref().and_then(|s| s.node_name.as_deref());
+        why.push(match (p.metadata.deletion_timestamp.is_some(), node) {
+            (true, Some(node)) => format!(
+                "pod {pod} is stopping on node {node}, which is Ready: its kubelet confirms it"
+            ),
+            (true, None) => format!("pod {pod}, bound to no node, is left to pod GC"),
+            (false, _) => {
+                format!("pod {pod} is not deleted yet: the namespace controller deletes it")
+            }
+        });
+    }
+    if why.is_empty() {
+        let said = controller_says(n);
+        why.push(match said {
+            Some(s) => format!("no pod of ours holds it; the namespace controller says: {s}"),
+            None => "no pod of ours holds it: the namespace controller finishes it".to_owned(),
+        });
+    }
+    format!("is left Terminating: {}", why.join("; "))
+}
+
+/// The namespace controller's conditions that are True (content remaining, finalizers not
+/// done, a deletion that failed: `status_condition_utils.go`), their messages.
+fn controller_says(n: &Namespace) -> Option<String> {
+    let said: Vec<String> = n
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .flatten()
+        .filter(|c| c.status == "True")
+        .map(|c| c.message.clone().unwrap_or_else(|| c.type_.clone()))
+        .collect();
+    (!said.is_empty()).then(|| said.join("; "))
+}
