@@ -243,6 +243,9 @@ pub fn table(r: &Report) -> String {
             r.leftovers_removed.join(", ")
         ));
     }
+    for left in &r.leftovers_left {
+        out.push_str(&format!("a killed run's {left}\n"));
+    }
     let end = if r.namespace_given {
         given_end(r)
     } else {

@@ -135,6 +135,22 @@ where
         .map(|made| made.meta().uid.clone())
 }
 
+/// Whether a create answered with `e` may have made its object all the same: a 409 (a
+/// client's retry of a POST that committed meets AlreadyExists), a 5xx (kube-apiserver answers
+/// 504 when a request outlives its deadline while its storage write goes on: `finisher.go`
+/// `asyncFinisher`), no answer, or one that could not be read. A refusal (400, 403 with Pod
+/// Security's or RBAC's reason, 422, 429 before the handler) made nothing.
+pub fn may_have_made(e: &ClusterError) -> bool {
+    match e {
+        ClusterError::Api { code, .. } => *code == 409 || *code >= 500,
+        ClusterError::Timeout { .. }
+        | ClusterError::Unreachable { .. }
+        | ClusterError::BadAnswer { .. }
+        | ClusterError::TooLarge { .. } => true,
+        _ => false,
+    }
+}
+
 /// Deletes the namespace (the namespace controller deletes what is in it), only while it is
 /// the object of `uid` and, when given, of `version` (its resourceVersion as read): whether
 /// it is being deleted now (or was gone), `false` when it is not this run's to delete.

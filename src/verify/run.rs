@@ -705,10 +705,13 @@ fn create_all(
     (ns, owner, held): (&str, &OwnerReference, Option<&shared::Held>),
 ) -> Result<(), ClusterError> {
     let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
-    // A create answered with an error may have made its object all the same: the turn's
+    // A create answered so that it may have made its object all the same (`probe::
+    // may_have_made`): the turn's
     // clean-up then hands the turn on (`Held::made_unsettled`).
     let unsettled = |e: ClusterError| {
-        if let Some(h) = held {
+        if let Some(h) = held
+            && probe::may_have_made(&e)
+        {
             h.made_unsettled();
         }
         e

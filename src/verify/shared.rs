@@ -98,7 +98,8 @@ impl Held {
         self.named.lock().unwrap_or_else(|e| e.into_inner())[what as usize] = uid;
     }
 
-    /// A create whose answer was an error: what it made, if anything, has no uid here.
+    /// A create whose answer leaves open whether it made its object (`probe::may_have_made`):
+    /// what it made, if anything, has no uid here.
     pub fn made_unsettled(&self) {
         self.unsettled.store(true, Ordering::SeqCst);
     }

@@ -248,8 +248,8 @@ impl Step<'_> {
         };
         // A policy that cannot be changed is the run's failure, not a check's.
         let uid = self.policy.borrow().clone();
-        let made = probe::policy(self.c, self.ns, on, uid.as_deref()).inspect_err(|_| {
-            if on {
+        let made = probe::policy(self.c, self.ns, on, uid.as_deref()).inspect_err(|e| {
+            if on && probe::may_have_made(e) {
                 self.policy_unsettled.set(true);
             }
         })?;
