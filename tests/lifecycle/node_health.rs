@@ -1102,3 +1102,28 @@ pub(crate) fn metrics_file(node: &Node, name: &str) -> Value {
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_else(|| json!({}))
 }
+
+/// One survey: the cloud metadata route the install recorded, gone, is `route-missing` in
+/// status and in repair's look after its run (the node's own look, which the condition and
+/// `verify` read too), not in status alone.
+#[cfg(unix)]
+#[test]
+fn a_missing_metadata_route_is_in_repairs_look_as_in_status() {
+    // Endpoints at fault, so that repair runs and looks at the node after its run.
+    let node = broken();
+    node.edit_state(|s| {
+        s["routes"]
+            .as_array_mut()
+            .expect("routes")
+            .retain(|r| r["destination"] != "169.254.169.254");
+    });
+    let (code, status, err) = node.run(&["status"]);
+    assert_eq!(code, 1, "{err} {status}");
+    assert!(
+        codes_of(&status).contains(&"route-missing".to_owned()),
+        "status: {status}"
+    );
+    let (code, repaired, err) = node.run(&["repair"]);
+    assert_eq!(code, 1, "{err} {repaired}");
+    assert_eq!(codes_of(&repaired), ["route-missing"], "repair: {repaired}");
+}
