@@ -178,3 +178,48 @@ fn not_installed(
         findings: n.findings,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::sim::SimHost;
+    use crate::host::{Access, Files as _};
+    use crate::installed::health::Code;
+
+    /// The node's own look makes a finding of an install record it cannot read and goes on
+    /// (Felix, the Calico network), where it once took the record for none and said nothing.
+    #[test]
+    fn an_unreadable_record_is_a_finding_of_the_nodes_own_look() {
+        let host = SimHost::in_memory("ws2022").expect("host");
+        let root = InstallRoot::new(r"C:\CalicoWindows");
+        host.write_file(&root.record(), b"{not json", Access::Normal)
+            .expect("record");
+        let look = Look {
+            host: &host,
+            root: &root,
+            node: "win-1",
+            grace: endpoints::DEFAULT_GRACE,
+            state_dir: None,
+            mode: Mode::Own(Own {
+                cluster: None,
+                remote: endpoints::Remote::Skip,
+                ageing: endpoints::Ageing::Read,
+            }),
+        };
+        let view = OwnView::of(survey(look));
+        let said: Vec<_> = view.findings.iter().map(|f| (f.code, &f.message)).collect();
+        assert!(
+            view.findings
+                .iter()
+                .any(|f| f.code == Code::HostUnreadable && f.message.contains("install record")),
+            "{said:?}"
+        );
+        // The look went on: Felix, which the look takes alone without a record, is judged.
+        assert!(
+            view.findings
+                .iter()
+                .any(|f| f.message.contains("CalicoFelix")),
+            "{said:?}"
+        );
+    }
+}
