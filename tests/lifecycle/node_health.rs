@@ -1132,7 +1132,6 @@ fn a_missing_metadata_route_is_in_repairs_look_as_in_status() {
 /// The node's own look (repair's after its run, by the survey CalicoNode's condition makes)
 /// asks the API server the same with one healthy pod endpoint as with a thousand: a repair of
 /// one stale endpoint makes the same requests on both nodes.
-#[cfg(unix)]
 #[test]
 fn the_nodes_own_look_asks_the_same_with_one_endpoint_or_a_thousand() {
     let repair_asks = |healthy: usize| {
