@@ -604,6 +604,41 @@ const SLEEPS: &[(&str, &str, &str)] = &[
         "review_until",
         "a stop turned into a future, looked at every 100 ms",
     ),
+    (
+        "commands/verify.rs",
+        "run_all",
+        "the scope's join of its verify runs: each run's waits are poll_until's, bounded by --timeout",
+    ),
+    (
+        "release/mod.rs",
+        "download_and_extract",
+        "the follower's join: it ends when the download ends, which ends complete or failed (FailOnDrop) within the download's own timeouts",
+    ),
+    (
+        "release/mod.rs",
+        "hash_and_extract",
+        "the join of an extraction of a finished file on disk, capped at EXTRACT_CAP bytes",
+    ),
+    (
+        "release/stream.rs",
+        "started",
+        "the download's condition variable: every return or panic of the download sets it complete or failed (FailOnDrop)",
+    ),
+    (
+        "release/stream.rs",
+        "beyond",
+        "the download's condition variable: every return or panic of the download sets it complete or failed (FailOnDrop)",
+    ),
+    (
+        "release/stream.rs",
+        "follow",
+        "the workers' receive ends when the header reader drops the sender; their join, when their inflation reaches the download's end",
+    ),
+    (
+        "supervise/scm.rs",
+        "service_main",
+        "the status reporter's join after the stop and the body's end are requested: its wait is at most half the wait hint",
+    ),
 ];
 
 /// The name of the function a line belongs to: the last `fn NAME` above it.
@@ -616,15 +651,89 @@ fn enclosing_fn(code: &str, line: usize) -> String {
         .unwrap_or_default()
 }
 
+/// Where `code` waits: each (line index, the line) where a wait starts. The code is matched
+/// whole, with its line breaks, so that a call wrapped over lines is seen; a line that is a
+/// comment is no code. A sleep however named (`thread::sleep`, `tokio::time::sleep`, a bare
+/// imported `sleep`), a timed channel receive, a timed condition-variable wait (two arguments:
+/// a guard and a duration; a child's `wait_timeout` takes one); and the untimed ones, which
+/// wait for ever when nothing answers: a channel's `recv()`, a thread's `join()`, a child's
+/// `wait()`, a condition variable's `wait(guard)` or `wait_while` (in a file that holds a
+/// `Condvar`: a stop's `wait(duration)` looks alike), Windows' `INFINITE` and `WBEM_INFINITE`.
+fn waits_in(code: &str) -> Vec<(usize, String)> {
+    let wait = regex::Regex::new(concat!(
+        r"(^|[^A-Za-z0-9_])sleep\s*\(|recv_timeout\s*\(|wait_timeout(_while)?\s*\([^,()]*,",
+        r"|\.recv\s*\(\s*\)|\.join\s*\(\s*\)|\.wait\s*\(\s*\)|\b(WBEM_)?INFINITE\b",
+    ))
+    .expect("regex");
+    let condvar = regex::Regex::new(r"\.wait(_while)?\s*\(\s*[^)\s]").expect("regex");
+    let lines: Vec<&str> = code.lines().collect();
+    let bare: String = lines
+        .iter()
+        .map(|l| {
+            if l.trim_start().starts_with("//") {
+                ""
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut starts: Vec<usize> = wait.find_iter(&bare).map(|m| m.start()).collect();
+    if bare.contains("Condvar") {
+        starts.extend(condvar.find_iter(&bare).map(|m| m.start()));
+    }
+    let mut at: Vec<usize> = starts
+        .into_iter()
+        .map(|start| {
+            // A match that begins with the character before `sleep` may begin on the line
+            // above: the wait is where its name is.
+            let name = bare[start..]
+                .find(|c: char| c.is_alphanumeric() || c == '.' || c == '_')
+                .map_or(start, |k| start + k);
+            bare[..name].matches('\n').count()
+        })
+        .collect();
+    at.sort_unstable();
+    at.dedup();
+    at.into_iter()
+        .map(|i| (i, lines[i].trim().to_owned()))
+        .collect()
+}
+
+/// Each form of wait is seen, wrapped over lines or not; a stop's timed wait, a comment and a
+/// path's `join(x)` are not.
+#[test]
+fn the_wait_matcher_sees_each_form() {
+    let seen = |code: &str| waits_in(code).len();
+    for form in [
+        "std::thread::sleep(d);",
+        "rx.recv_timeout(\n    Duration::from_secs(1),\n);",
+        "cv.wait_timeout(\n    guard,\n    d,\n);",
+        "cv.wait_timeout_while(guard,\n d, |x| *x);",
+        "let v = rx.recv();",
+        "let v = rx\n    .recv()\n    .ok();",
+        "handle.join().ok();",
+        "worker\n    .join()\n    .ok();",
+        "child.wait()?;",
+        "unsafe { WaitForSingleObject(h, INFINITE) };",
+        "found.Next(WBEM_INFINITE, &mut first, &mut n);",
+        "use std::sync::Condvar;\nfn f() { s = cv.wait(s).unwrap(); }",
+        "use std::sync::Condvar;\nfn f() { s = cv\n    .wait_while(s, |x| *x); }",
+    ] {
+        assert_eq!(seen(form), 1, "not seen: {form}");
+    }
+    for not_one in [
+        "if stop.wait(delay) {}",
+        "// std::thread::sleep(d);",
+        "let p = dir.join(name);",
+        "let s = parts.join(\", \");",
+    ] {
+        assert_eq!(seen(not_one), 0, "seen: {not_one}");
+    }
+}
+
 #[test]
 fn every_wait_runs_the_one_poll_loop() {
-    // A sleep however named (`thread::sleep`, `tokio::time::sleep`, a bare imported `sleep`),
-    // a timed channel receive, a timed condition-variable wait (two arguments: a guard and a
-    // duration; a child's `wait_timeout` takes one).
-    let wait = regex::Regex::new(
-        r"(^|[^A-Za-z0-9_])sleep\(|recv_timeout\(|wait_timeout(_while)?\([^,()]*,",
-    )
-    .expect("regex");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     let mut dirs = vec![root.clone()];
@@ -654,10 +763,7 @@ fn every_wait_runs_the_one_poll_loop() {
             continue;
         }
         let code = without_any_tests(&fs_err::read_to_string(&p).expect("read"));
-        for (i, line) in code.lines().enumerate() {
-            if line.trim_start().starts_with("//") || !wait.is_match(line) {
-                continue;
-            }
+        for (i, line) in waits_in(&code) {
             let function = enclosing_fn(&code, i);
             match SLEEPS
                 .iter()
@@ -666,11 +772,7 @@ fn every_wait_runs_the_one_poll_loop() {
                 Some(k) => {
                     used.insert(k);
                 }
-                None => found.push(format!(
-                    "src/{rel}:{} (fn {function}): {}",
-                    i + 1,
-                    line.trim()
-                )),
+                None => found.push(format!("src/{rel}:{} (fn {function}): {line}", i + 1)),
             }
         }
     }

@@ -184,15 +184,21 @@ fn look_after(
     (host, c, node, root): (&dyn Host, &Cluster, &str, &InstallRoot),
     grace: Duration,
 ) -> Vec<Finding> {
-    let how = endpoints::Survey {
+    let state_dir = ctx.state_dir(host);
+    let own = crate::health::Own {
         cluster: Some(c),
-        node,
-        grace,
         remote: endpoints::Remote::Ask,
         ageing: endpoints::Ageing::Read,
     };
-    let state_dir = ctx.state_dir(host);
-    crate::health::on_node(host, root, &how, state_dir.as_deref()).findings
+    let surveyed = crate::health::survey(crate::health::Look {
+        host,
+        root,
+        node,
+        grace,
+        state_dir: state_dir.as_deref(),
+        mode: crate::health::Mode::Own(own),
+    });
+    crate::health::OwnView::of(surveyed).findings
 }
 
 /// Counts the repair and the endpoints it removed in repair's metrics file, which CalicoNode

@@ -8,7 +8,7 @@ use crate::cli::StatusArgs;
 use crate::cluster::facts::Rights;
 use crate::config::Config;
 use crate::context::Context;
-use crate::health::{self, Desired, Look};
+use crate::health::{self, Admin, Desired, Look, Mode};
 use crate::host::Host;
 use crate::host::select::Intent;
 use crate::installed::file_stat::FileStats;
@@ -35,14 +35,16 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let state_dir = ctx.state_dir(h);
     let report = health::survey(Look {
         host: h,
-        config,
         root: &root,
         node: &node_name,
-        seen: &seen,
-        env: &ctx.env,
         grace: args.grace,
         state_dir: state_dir.as_deref(),
-        desired: &want,
+        mode: Mode::Status(Admin {
+            config,
+            seen: &seen,
+            env: &ctx.env,
+            desired: &want,
+        }),
     })?;
     for line in health::text::lines(&report) {
         ctx.printer.text(&line);

@@ -5,23 +5,24 @@ use super::look::{Desired, Notes};
 use super::sections::{DirAccess, KubeProxy, Service};
 use crate::config::Config;
 use crate::duration::{now, time_text};
-use crate::host::Host;
+use crate::host::{Host, ServiceSpec};
 use crate::installed::file_stat::FileDrift;
 use crate::installed::health;
 use crate::installed::record::InstallRecord;
 use crate::layout::InstallRoot;
 use anyhow::Context as _;
 
-/// The recorded services: their state, and how they differ from the config.
+/// The recorded services (each with its record): their state, and how they differ from what
+/// the config wants (`desired`; none in the node's own look, which has no config).
 pub(super) fn services(
     host: &dyn Host,
-    rec: &InstallRecord,
-    desired: &Desired,
+    recorded: &[(String, Option<&ServiceSpec>)],
+    desired: Option<&Desired>,
     n: &mut Notes,
 ) -> anyhow::Result<Vec<Service>> {
     let mut services = Vec::new();
-    for spec in &rec.services {
-        let Some(q) = service(host, &spec.name, n)? else {
+    for (name, spec) in recorded {
+        let Some(q) = service(host, name, n)? else {
             continue;
         };
         let (state, pid, since) = match &q {
@@ -32,18 +33,15 @@ pub(super) fn services(
             ),
             None => ("not registered".into(), None, None),
         };
-        let wanted = desired.services.iter().find(|w| w.name == spec.name);
-        let config_drift = match (&q, wanted) {
-            (Some(now), Some(want)) => (desired.service_changes)(now, want, Some(spec)),
-            (_, None) => vec!["not wanted by the config".into()],
-            (None, _) => Vec::new(),
+        let config_drift = match desired {
+            Some(desired) => drift(desired, name, q.as_ref(), *spec),
+            None => Vec::new(),
         };
         if !config_drift.is_empty() {
-            n.findings
-                .push(health::service_drift(&spec.name, &config_drift));
+            n.findings.push(health::service_drift(name, &config_drift));
         }
         services.push(Service {
-            name: spec.name.clone(),
+            name: name.clone(),
             state,
             pid,
             since,
@@ -51,6 +49,21 @@ pub(super) fn services(
         });
     }
     Ok(services)
+}
+
+/// How a registered service differs from what the config wants of it.
+fn drift(
+    desired: &Desired,
+    name: &str,
+    registered: Option<&crate::host::InstalledService>,
+    recorded: Option<&ServiceSpec>,
+) -> Vec<String> {
+    let wanted = desired.services.iter().find(|w| w.name == name);
+    match (registered, wanted) {
+        (Some(now), Some(want)) => (desired.service_changes)(now, want, recorded),
+        (_, None) => vec!["not wanted by the config".into()],
+        (None, _) => Vec::new(),
+    }
 }
 
 /// A service as the host has it (`None` inside: not registered), judged; `None` when a
@@ -74,18 +87,21 @@ pub(super) fn service(
 /// the vSwitch takes it; without it pods and the node lose their cloud's metadata).
 pub(super) fn metadata_route(
     host: &dyn Host,
-    rec: &InstallRecord,
+    rec: Option<&InstallRecord>,
     n: &mut Notes,
 ) -> anyhow::Result<()> {
     let kept: Vec<&crate::host::Route> = rec
-        .routes_before
         .iter()
+        .flat_map(|rec| &rec.routes_before)
         .filter(|route| crate::installed::routes::is_metadata(route))
         .collect();
     if kept.is_empty() {
         return Ok(());
     }
-    let now = host.routes().context("cannot read the routes")?;
+    let read = host.routes().context("cannot read the routes");
+    let Some(now) = n.unread(read, "routes")? else {
+        return Ok(());
+    };
     for route in kept {
         if !crate::installed::routes::has_destination(&now, route) {
             n.findings.push(health::route_missing(route));

@@ -1,12 +1,13 @@
 //! The node's health as one value. `survey` gathers the node's facts once and judges each with
 //! its judge (`installed::health`, docs/findings.md); the `NodeReport` it returns is what
-//! `status -o json` prints, and `text` what status prints for people. `on_node` is the part of
-//! the survey a node makes of itself without the config or an admin kubeconfig, by the same
-//! steps and judges: CalicoNode's minute look (its `CalicoWindowsReady` condition and the codes
-//! beside it) and repair's look after its run. What this room needs from the rooms above it
-//! (the config's desired services and the files' drift, from `plan/`; how the cluster is
-//! read, from the command) is handed in; the survey asks calico-node's token (`see`), who
-//! holds the host lock and what a detached run left itself.
+//! `status -o json` prints, and `text` what status prints for people. The same survey is the
+//! node's own look (`Mode::Own`: no config, no admin kubeconfig, lenient), by the same steps
+//! in the same order less those that need what it has not: CalicoNode's minute look (its
+//! `CalicoWindowsReady` condition and the codes beside it), repair's look after its run and
+//! what `verify` joins read a view of its report (`OwnView`). What this room needs from the
+//! rooms above it (the config's desired services and the files' drift, from `plan/`; how the
+//! cluster is read, from the command) is handed in; the survey asks calico-node's token
+//! (`see`), who holds the host lock and what a detached run left itself.
 
 mod cluster_facts;
 mod hns_facts;
@@ -21,90 +22,141 @@ pub mod text;
 mod token;
 mod under_way;
 
-pub use look::{Desired, Look};
-pub use node_look::{OnNode, installed_on_node, on_node};
+pub use look::{Admin, Desired, Look, Mode, Own};
+pub use node_look::OwnView;
 pub use report::{InstalledReport, NodeReport, NotInstalledReport};
 pub use seen::{Seen, see};
 
-use crate::cluster::read::ClusterRead;
-use crate::layout::InstallRoot;
+use crate::installed::endpoints;
+use crate::installed::health::Finding;
+use crate::installed::record::InstallRecord;
+use crate::layout::{CALICO_NETWORK, InstallRoot, Role};
 use look::Notes;
 
-/// The node surveyed once: each fact gathered and judged, in the order status shows them.
+/// The node surveyed once: each fact gathered and judged, in the order status shows them. The
+/// node's own look (`Mode::Own`) takes the same steps and leaves out those it cannot take.
 pub fn survey(look: Look<'_>) -> anyhow::Result<NodeReport> {
-    let mut n = Notes::default();
-    let busy = look.state_dir.and_then(crate::host::lock::busy);
-    let under_way = under_way::under_way(look.host, look.root, look.state_dir, busy, &mut n)?;
-    let Some(rec) = crate::installed::record::read(look.host, look.root)? else {
-        return Ok(not_installed(look.root, n, under_way));
+    let mut n = Notes {
+        lenient: look.admin().is_none(),
+        ..Notes::default()
     };
-    let desired = (look.desired)(&rec)?;
-    let rec = &rec;
-    let (h, config, node) = (look.host, look.config, look.node);
-    let (cluster, asked) = (&look.seen.cluster, look.seen.asked.as_ref());
-    n.shown.node = node.to_owned();
-    let services = host_facts::services(h, rec, &desired, &mut n)?;
-    host_facts::metadata_route(h, rec, &mut n)?;
-    let networks = hns_facts::networks(h, &rec.networks, &mut n)?;
-    let how = crate::installed::endpoints::Survey {
-        cluster: match cluster {
-            ClusterRead::Read(c, _) => Some(c.as_ref()),
-            _ => None,
-        },
-        node,
-        grace: look.grace,
-        remote: crate::installed::endpoints::Remote::Ask,
-        ageing: crate::installed::endpoints::Ageing::Read,
+    let under_way = node_look::under_way(&look, &mut n)?;
+    let read = crate::installed::record::read(look.host, look.root).map_err(anyhow::Error::from);
+    let rec = n.unread(read, "the install record")?.flatten();
+    let desired = match (look.admin(), &rec) {
+        (Some(a), Some(rec)) => Some((a.desired)(rec)?),
+        (Some(_), None) => return Ok(not_installed(look.root, n, under_way)),
+        // The node's own look goes on without a record (a CalicoNode started before install
+        // writes it): Felix and the Calico network. Without the config it wants nothing.
+        (None, _) => None,
     };
-    let judged = hns_facts::endpoints(h, &how, &mut n)?;
-    let hns_restart = hns_facts::hns_restart(h, &mut n);
-    host_facts::file_drift(&desired.files, &mut n);
-    // Status's look is not lenient: a Felix it cannot ask is its end.
-    let felix = host_facts::felix_health(h, look.root, &mut n)?
-        .ok_or_else(|| anyhow::anyhow!("Felix's health cannot be asked"))?;
-    let vni = hns_facts::vni(config, &networks, cluster, &mut n);
-    let addresses = match cluster {
-        ClusterRead::Read(_, f) => (f.node_internal_ip, f.node_bgp_ipv4),
-        _ => (None, None),
-    };
-    let address = hns_facts::address(h, &networks, addresses, node, &mut n);
-    let addressing = hns_facts::addressing(h, &mut n);
-    let node_doc = cluster_facts::node(cluster, node, &mut n)?;
-    let ipam = cluster_facts::ipam(cluster, config, node, &mut n)?;
-    let token = token::token(h, config, cluster, asked, &mut n);
-    let kube_proxy = host_facts::kube_proxy(h, config, &mut n);
-    let dir_access = host_facts::dir_access(h, config, &mut n);
-    metrics_facts::metrics(h, &mut n);
-    let admins = cluster_facts::admin_kubeconfigs(look.env, h, cluster, &mut n);
-    let calico_api = cluster_facts::datastore_migration(h, (rec, look.root), cluster, &mut n);
-    let problems = n.problems();
-    Ok(NodeReport::Installed(Box::new(InstalledReport {
-        installed: true,
+    let mut r = report::InstalledReport {
+        installed: rec.is_some(),
         install_root: look.root.as_str().to_owned(),
-        calico_version: rec.calico_version.clone(),
-        backend: rec.backend.clone(),
-        services,
-        networks,
-        endpoints: judged,
-        hns_restart,
-        felix_health: felix,
-        vni,
-        address,
-        addressing,
-        drift: desired.files,
-        node: node_doc,
-        ipam,
-        token,
-        kube_proxy,
-        dir_access,
-        admin_kubeconfigs: admins,
+        calico_version: rec.as_ref().and_then(|r| r.calico_version.clone()),
+        backend: rec.as_ref().map(|r| r.backend.clone()),
         under_way,
-        calico_api,
-        healthy: problems.is_empty(),
-        problems,
-        findings: n.findings,
-        shown: n.shown,
-    })))
+        ..Default::default()
+    };
+    n.shown.node = look.node.to_owned();
+    steps(&look, (rec.as_ref(), desired), &mut r, &mut n)?;
+    r.problems = n.problems();
+    r.healthy = r.problems.is_empty();
+    r.findings = n.findings;
+    r.shown = n.shown;
+    Ok(NodeReport::Installed(Box::new(r)))
+}
+
+/// The survey's steps, in status's order, each filling its section of `r`.
+fn steps(
+    look: &Look<'_>,
+    (rec, desired): (Option<&InstallRecord>, Option<Desired>),
+    r: &mut InstalledReport,
+    n: &mut Notes,
+) -> anyhow::Result<()> {
+    let (h, admin) = (look.host, look.admin());
+    r.services = host_facts::services(h, &recorded_services(look, rec), desired.as_ref(), n)?;
+    host_facts::metadata_route(h, rec, n)?;
+    let recorded = rec.map_or_else(|| vec![CALICO_NETWORK.to_owned()], |r| r.networks.clone());
+    r.networks = hns_facts::networks(h, &recorded, n)?;
+    r.endpoints = hns_facts::endpoints(h, &look.endpoints(), n)?;
+    r.hns_restart = hns_facts::hns_restart(h, n);
+    // The node's own look has no config: which files it renders is not known to it.
+    if let Some(d) = desired {
+        host_facts::file_drift(&d.files, n);
+        r.drift = d.files;
+    }
+    r.felix_health = host_facts::felix_health(h, look.root, n)?;
+    // The VNI the config wants: status's alone.
+    if let Some(a) = admin {
+        r.vni = Some(hns_facts::vni(a.config, &r.networks, &a.seen.cluster, n));
+    }
+    let addresses = node_look::addresses(look, &mut r.own, n);
+    r.address = hns_facts::address(h, &r.networks, addresses, look.node, n);
+    r.addressing = hns_facts::addressing(h, n);
+    // The Node's state and pods, IPAM, calico-node's token, kube-proxy and the directories the
+    // config names: status's alone (the cluster as the admin kubeconfig reads it, the config).
+    if let Some(a) = admin {
+        let cluster = &a.seen.cluster;
+        r.node = cluster_facts::node(cluster, look.node, n)?;
+        r.ipam = cluster_facts::ipam(cluster, a.config, look.node, n)?;
+        r.token = token::token(h, a.config, cluster, a.seen.asked.as_ref(), n);
+        r.kube_proxy = Some(host_facts::kube_proxy(h, a.config, n));
+        r.dir_access = host_facts::dir_access(h, a.config, n);
+    }
+    metrics_facts::metrics(h, n);
+    // Admin kubeconfigs left on the node and the datastore's API group: status's alone (an
+    // access review with each kubeconfig found, the cluster's locks).
+    if let (Some(a), Some(rec)) = (admin, rec) {
+        let cluster = &a.seen.cluster;
+        r.admin_kubeconfigs = cluster_facts::admin_kubeconfigs(a.env, h, cluster, n);
+        r.calico_api = cluster_facts::datastore_migration(h, (rec, look.root), cluster, n);
+    }
+    Ok(())
+}
+
+/// The services the install recorded, each with its record. The node's own look leaves out
+/// CalicoNode (the look is its own, or runs right after it started), and takes Felix alone
+/// without a record.
+fn recorded_services<'r>(
+    look: &Look<'_>,
+    rec: Option<&'r InstallRecord>,
+) -> Vec<(String, Option<&'r crate::host::ServiceSpec>)> {
+    let Some(rec) = rec else {
+        return vec![(Role::Felix.service_name().to_owned(), None)];
+    };
+    rec.services
+        .iter()
+        .filter(|s| look.admin().is_some() || s.name != Role::Node.service_name())
+        .map(|s| (s.name.clone(), Some(s)))
+        .collect()
+}
+
+/// This node's own look without the cluster, as CalicoNode's minute look judges it (faults
+/// not aged by it): what `verify` joins to its report on the node it verifies. None when
+/// Calico is not installed here.
+pub fn installed_on_node(
+    host: &dyn crate::host::Host,
+    root: &InstallRoot,
+    node: &str,
+    state_dir: Option<&std::path::Path>,
+) -> anyhow::Result<Vec<Finding>> {
+    if crate::installed::record::read(host, root)?.is_none() {
+        return Ok(Vec::new());
+    }
+    let look = Look {
+        host,
+        root,
+        node,
+        grace: endpoints::DEFAULT_GRACE,
+        state_dir,
+        mode: Mode::Own(Own {
+            cluster: None,
+            remote: endpoints::Remote::Skip,
+            ageing: endpoints::Ageing::Read,
+        }),
+    };
+    Ok(OwnView::of(survey(look)).findings)
 }
 
 /// No install record: what is under way, or that Calico is not installed.
@@ -125,4 +177,49 @@ fn not_installed(
         problems: n.problems(),
         findings: n.findings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::sim::SimHost;
+    use crate::host::{Access, Files as _};
+    use crate::installed::health::Code;
+
+    /// The node's own look makes a finding of an install record it cannot read and goes on
+    /// (Felix, the Calico network), where it once took the record for none and said nothing.
+    #[test]
+    fn an_unreadable_record_is_a_finding_of_the_nodes_own_look() {
+        let host = SimHost::in_memory("ws2022").expect("host");
+        let root = InstallRoot::new(r"C:\CalicoWindows");
+        host.write_file(&root.record(), b"{not json", Access::Normal)
+            .expect("record");
+        let look = Look {
+            host: &host,
+            root: &root,
+            node: "win-1",
+            grace: endpoints::DEFAULT_GRACE,
+            state_dir: None,
+            mode: Mode::Own(Own {
+                cluster: None,
+                remote: endpoints::Remote::Skip,
+                ageing: endpoints::Ageing::Read,
+            }),
+        };
+        let view = OwnView::of(survey(look));
+        let said: Vec<_> = view.findings.iter().map(|f| (f.code, &f.message)).collect();
+        assert!(
+            view.findings
+                .iter()
+                .any(|f| f.code == Code::HostUnreadable && f.message.contains("install record")),
+            "{said:?}"
+        );
+        // The look went on: Felix, which the look takes alone without a record, is judged.
+        assert!(
+            view.findings
+                .iter()
+                .any(|f| f.message.contains("CalicoFelix")),
+            "{said:?}"
+        );
+    }
 }

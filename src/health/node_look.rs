@@ -1,19 +1,19 @@
-//! What this node judges of itself, without the config or an admin kubeconfig: the part of the
-//! survey CalicoNode makes every minute (its condition and the codes beside it,
-//! `supervise::condition`) and repair after its run. Each fact is gathered and judged by the
-//! step `survey` takes for it (`host_facts`, `hns_facts`), so a fault is the same finding in
-//! status, in the condition and in repair's report.
+//! What differs in the node's own look (`Mode::Own`, the one survey without the config or an
+//! admin kubeconfig): what a run left under way while a command holds the host lock, the Node
+//! read with calico-node's credential, and the view of its report that CalicoNode's minute
+//! look (its condition and the codes beside it, `supervise::condition`), repair after its run
+//! and `verify` read.
 
-use super::look::Notes;
-use super::{hns_facts, host_facts, metrics_facts, under_way};
+use super::look::{Look, Mode, Notes};
+use super::report::NodeReport;
+use super::sections::{NodeRead, UnderWay};
+use crate::cluster::read::ClusterRead;
 use crate::installed::health::{self, Finding};
-use crate::layout::{CALICO_NETWORK, InstallRoot, Role};
 use std::net::Ipv4Addr;
-use std::path::Path;
 
-/// What the node's own look found, with what it read of the Node.
+/// What the node's own look tells the condition, repair and `verify`: a view of its report.
 #[derive(Default)]
-pub struct OnNode {
+pub struct OwnView {
     /// What is wrong, in the order the survey finds it (empty when nothing is).
     pub findings: Vec<Finding>,
     /// The Node's InternalIP, when it was read.
@@ -27,124 +27,83 @@ pub struct OnNode {
     pub advice: Vec<Finding>,
 }
 
-/// What this node can judge of itself, with the cluster when `how` has one, by status's
-/// steps and in its order: what a run left under way (a run cut off, a detached run that
-/// died; `state_dir` is calicoctl-win's state directory), the services the install made but
-/// CalicoNode (the one looking), the HNS networks the install made and the Calico network's
-/// endpoints (by `how`'s survey), the HNS restart watchdog's services, Felix's health, the
-/// node's address in each layer (the Node read with `how`'s cluster), the vSwitch adapter's
-/// addressing and the metrics ports. What cannot be read is a finding too: this look always
-/// says something.
-pub fn on_node(
-    host: &dyn crate::host::Host,
-    root: &InstallRoot,
-    how: &crate::installed::endpoints::Survey<'_>,
-    state_dir: Option<&Path>,
-) -> OnNode {
-    let mut n = Notes {
-        lenient: true,
-        ..Notes::default()
-    };
-    let mut out = OnNode::default();
-    // A lenient look makes a finding of every read that fails: it returns no error.
-    let _ = steps(host, (root, state_dir), how, &mut n, &mut out);
-    out.findings = n.findings;
-    out.advice = [n.shown.diags_review, n.shown.felix_rule]
-        .into_iter()
-        .flatten()
-        .collect();
-    out
-}
-
-/// This node's own look without the cluster, as CalicoNode's minute look judges it (`on_node`,
-/// faults not aged by it): what `verify` joins to its report on the node it verifies. None when
-/// Calico is not installed here.
-pub fn installed_on_node(
-    host: &dyn crate::host::Host,
-    root: &InstallRoot,
-    node: &str,
-    state_dir: Option<&Path>,
-) -> anyhow::Result<Vec<Finding>> {
-    use crate::installed::endpoints;
-    if crate::installed::record::read(host, root)?.is_none() {
-        return Ok(Vec::new());
-    }
-    let how = endpoints::Survey {
-        cluster: None,
-        node,
-        grace: endpoints::DEFAULT_GRACE,
-        remote: endpoints::Remote::Skip,
-        ageing: endpoints::Ageing::Read,
-    };
-    Ok(on_node(host, root, &how, state_dir).findings)
-}
-
-/// What a run left under way, as status judges it, unless a command holds the host lock now:
-/// that command (a change that started CalicoNode and waits for its condition, or repair
-/// looking after its own run) is no fault of the node, and its journal is its own.
-fn left_under_way(
-    host: &dyn crate::host::Host,
-    root: &InstallRoot,
-    state_dir: Option<&Path>,
-    n: &mut Notes,
-) -> anyhow::Result<()> {
-    // Looked at once: a second look could find a command that took the lock in between.
-    let busy = state_dir.and_then(crate::host::lock::busy);
-    if busy.is_some() {
-        return Ok(());
-    }
-    let found = under_way::under_way(host, root, state_dir, busy, n);
-    n.unread(found, "the runs under way").map(drop)
-}
-
-/// The survey's steps for what the node sees of itself, in the survey's order.
-fn steps(
-    host: &dyn crate::host::Host,
-    (root, state_dir): (&InstallRoot, Option<&Path>),
-    how: &crate::installed::endpoints::Survey<'_>,
-    n: &mut Notes,
-    out: &mut OnNode,
-) -> anyhow::Result<()> {
-    // The services the install made, as status judges them, but CalicoNode (the look is its
-    // own, or runs right after it started); Felix alone without a record to read. The networks
-    // alike: the Calico network without a record.
-    left_under_way(host, root, state_dir, n)?;
-    let rec = crate::installed::record::read(host, root).ok().flatten();
-    let services: Vec<String> = match &rec {
-        Some(rec) => rec
-            .services
-            .iter()
-            .map(|s| s.name.clone())
-            .filter(|s| s != Role::Node.service_name())
-            .collect(),
-        None => vec![Role::Felix.service_name().to_owned()],
-    };
-    for s in &services {
-        host_facts::service(host, s, n)?;
-    }
-    let recorded = rec.map_or_else(|| vec![CALICO_NETWORK.to_owned()], |r| r.networks);
-    let networks = hns_facts::networks(host, &recorded, n)?;
-    hns_facts::endpoints(host, how, n)?;
-    hns_facts::hns_restart(host, n);
-    host_facts::felix_health(host, root, n)?;
-    let mut addresses = (None, None);
-    if let Some(c) = how.cluster {
-        match crate::cluster::node::view(c, how.node) {
-            Ok((read, status)) => {
-                addresses = read;
-                (out.internal_ip, out.calico_ready) = (read.0, status);
+impl OwnView {
+    /// The view of the node's own survey. A survey that failed (a lenient look makes a
+    /// finding of each read that fails, so none should) is one finding that says so: this
+    /// look always says something.
+    pub fn of(surveyed: anyhow::Result<NodeReport>) -> Self {
+        let r = match surveyed {
+            Ok(NodeReport::Installed(r)) => *r,
+            Ok(NodeReport::NotInstalled(r)) => {
+                return Self {
+                    findings: r.findings,
+                    ..Self::default()
+                };
             }
             Err(e) => {
-                out.refused = matches!(e, crate::cluster::ClusterError::Api { code: 401, .. });
-                n.findings.push(health::cluster_unreadable(
-                    how.node,
-                    format!("the Node's addresses cannot be read: {e}"),
-                ));
+                return Self {
+                    findings: vec![health::host_unreadable("the node", format!("{e:#}"))],
+                    ..Self::default()
+                };
             }
+        };
+        Self {
+            findings: r.findings,
+            internal_ip: r.address.internal_ip,
+            refused: r.own.refused,
+            calico_ready: r.own.calico_ready,
+            advice: [r.shown.diags_review, r.shown.felix_rule]
+                .into_iter()
+                .flatten()
+                .collect(),
         }
     }
-    hns_facts::address(host, &networks, addresses, how.node, n);
-    hns_facts::addressing(host, n);
-    metrics_facts::metrics(host, n);
-    Ok(())
+}
+
+/// What a run left under way. Who holds the host lock is looked at once: a second look could
+/// find a command that took the lock in between. Status says that command; the node's own
+/// look leaves it out: that command (a change that started CalicoNode and waits for its
+/// condition, or repair looking after its own run) is no fault of the node, and its journal is
+/// its own.
+pub(super) fn under_way(look: &Look<'_>, n: &mut Notes) -> anyhow::Result<Option<UnderWay>> {
+    let busy = look.state_dir.and_then(crate::host::lock::busy);
+    if busy.is_some() && look.admin().is_none() {
+        return Ok(None);
+    }
+    let found = super::under_way::under_way(look.host, look.root, look.state_dir, busy, n);
+    Ok(n.unread(found, "the runs under way")?.flatten())
+}
+
+/// The Node's InternalIP and the Calico Node's BGP address: as status's cluster read found
+/// them (`see`), or read now with calico-node's credential in the node's own look, which
+/// keeps the Node's `CalicoWindowsReady` status in `own` (a read that fails is a finding).
+pub(super) fn addresses(
+    look: &Look<'_>,
+    own: &mut NodeRead,
+    n: &mut Notes,
+) -> (Option<Ipv4Addr>, Option<Ipv4Addr>) {
+    let cluster = match &look.mode {
+        Mode::Status(a) => match &a.seen.cluster {
+            ClusterRead::Read(_, f) => return (f.node_internal_ip, f.node_bgp_ipv4),
+            _ => return (None, None),
+        },
+        Mode::Own(o) => o.cluster,
+    };
+    let Some(c) = cluster else {
+        return (None, None);
+    };
+    match crate::cluster::node::view(c, look.node) {
+        Ok((read, status)) => {
+            own.calico_ready = status;
+            read
+        }
+        Err(e) => {
+            own.refused = matches!(e, crate::cluster::ClusterError::Api { code: 401, .. });
+            n.findings.push(health::cluster_unreadable(
+                look.node,
+                format!("the Node's addresses cannot be read: {e}"),
+            ));
+            (None, None)
+        }
+    }
 }

@@ -16,26 +16,28 @@ pub enum NodeReport {
     NotInstalled(NotInstalledReport),
 }
 
-/// A node with an install record.
-#[derive(Serialize)]
+/// A node with an install record; in the node's own look (`Mode::Own`) also one without,
+/// `installed` false. What only status's look gathers (it needs the config or the cluster as
+/// the admin kubeconfig reads it) is `None` or empty in the node's own.
+#[derive(Default, Serialize)]
 pub struct InstalledReport {
     pub installed: bool,
     pub install_root: String,
     pub calico_version: Option<String>,
-    pub backend: String,
+    pub backend: Option<String>,
     pub services: Vec<s::Service>,
     pub networks: Vec<HnsNetwork>,
     pub endpoints: Vec<endpoints::Judged>,
     pub hns_restart: Option<crate::installed::hns_restart::HnsRestart>,
-    pub felix_health: crate::installed::felix_health::FelixHealth,
-    pub vni: s::Vni,
+    pub felix_health: Option<crate::installed::felix_health::FelixHealth>,
+    pub vni: Option<s::Vni>,
     pub address: s::Address,
     pub addressing: Option<s::AddressingNow>,
     pub drift: Vec<FileDrift>,
     pub node: Option<s::NodeState>,
     pub ipam: Option<s::Ipam>,
     pub token: Option<s::Token>,
-    pub kube_proxy: s::KubeProxy,
+    pub kube_proxy: Option<s::KubeProxy>,
     pub dir_access: Vec<s::DirAccess>,
     pub admin_kubeconfigs: Vec<String>,
     pub under_way: Option<s::UnderWay>,
@@ -46,6 +48,9 @@ pub struct InstalledReport {
     /// What the text shows beside the sections (`text`).
     #[serde(skip)]
     pub shown: s::Shown,
+    /// What the node's own look read of the Node with calico-node's credential.
+    #[serde(skip)]
+    pub own: s::NodeRead,
 }
 
 /// No install record: what is under way, or that Calico is not installed. The same keys

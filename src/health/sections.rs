@@ -30,7 +30,7 @@ pub struct Vni {
 
 /// The node's address in each layer: the Node's InternalIP, the Calico Node's BGP address,
 /// each of Calico's HNS networks' management IP (an object by network name, in their order).
-#[derive(Serialize)]
+#[derive(Default, Serialize)]
 pub struct Address {
     pub internal_ip: Option<Ipv4Addr>,
     pub bgp: Option<Ipv4Addr>,
@@ -158,6 +158,15 @@ pub struct Shown {
     /// `MaybeConfigureWindowsFirewallRules`, which nothing runs once that Felix is gone). Advice
     /// about an object left behind, not a fault of the node's traffic: said, not a problem.
     pub felix_rule: Option<Finding>,
+}
+
+/// What the node's own look read of the Node with calico-node's credential: its
+/// `CalicoWindowsReady` status (`Some(true)`: True), and whether the API server refused the
+/// read (401). Status's look reads the Node with the admin kubeconfig (`see`) instead.
+#[derive(Default)]
+pub struct NodeRead {
+    pub calico_ready: Option<bool>,
+    pub refused: bool,
 }
 
 /// calico-node's token as its lines say it, beside its section.

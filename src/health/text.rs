@@ -40,7 +40,7 @@ fn sections(r: &InstalledReport) -> Vec<String> {
         "Calico {} in {} ({} backend), node {}",
         r.calico_version.as_deref().unwrap_or("(version unknown)"),
         r.install_root,
-        r.backend,
+        r.backend.as_deref().unwrap_or("unknown"),
         r.shown.node
     )];
     out.push("Services:".into());
@@ -70,14 +70,16 @@ fn sections(r: &InstalledReport) -> Vec<String> {
             }
         ));
     }
-    out.push(r.felix_health.describe());
+    out.extend(r.felix_health.as_ref().map(|f| f.describe()));
     let show = |v: Option<u32>| v.map_or("-".into(), |v| v.to_string());
-    out.push(format!(
-        "VXLAN VNI: config {}, HNS {}, cluster {}",
-        r.vni.config,
-        show(r.vni.hns),
-        show(r.vni.cluster)
-    ));
+    out.extend(r.vni.as_ref().map(|vni| {
+        format!(
+            "VXLAN VNI: config {}, HNS {}, cluster {}",
+            vni.config,
+            show(vni.hns),
+            show(vni.cluster)
+        )
+    }));
     out.push(address(&r.address));
     let since = r.addressing.as_ref().and_then(|a| a.changed_since.as_ref());
     if let Some(since) = since.filter(|s| !s.is_empty()) {
@@ -102,7 +104,11 @@ fn the_cluster(r: &InstalledReport) -> Vec<String> {
     if let (Some(section), Some(shown)) = (&r.token, &r.shown.token) {
         out.extend(token(section, shown));
     }
-    out.push(format!("kube-proxy: {}", r.kube_proxy.message));
+    out.extend(
+        r.kube_proxy
+            .as_ref()
+            .map(|k| format!("kube-proxy: {}", k.message)),
+    );
     out.extend(r.shown.datastore.clone());
     for f in [&r.shown.diags_review, &r.shown.felix_rule]
         .into_iter()

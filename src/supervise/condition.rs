@@ -5,11 +5,13 @@
 //! `manifests/calico.yaml`, ClusterRole calico-node: "Needed for clearing NodeNetworkUnavailable
 //! flag"; "Used by Calico for policy information"). `fleet status` reads it for every node.
 //!
-//! What counts is what the node judges of itself (`health::on_node`, the survey's own steps and
-//! judges, which status and repair take too): CalicoFelix not running or not live or ready (its
-//! health endpoint), an HNS network the install made missing, this host's HNS endpoints at
-//! fault (`installed::endpoints`, with the default grace period; another host's endpoints are
-//! left to `status` and `repair`, which ask the cluster about each address), a service the HNS
+//! What counts is what the node judges of itself (`health::survey` in the node's own mode:
+//! the steps and judges status's survey takes, which repair takes too): a service the install
+//! made not running, the cloud metadata route the node had before the install missing, an
+//! install record it cannot read, CalicoFelix not live or ready (its health endpoint), an HNS
+//! network the install made missing, this host's HNS endpoints at fault
+//! (`installed::endpoints`, with the default grace period; another host's endpoints are left
+//! to `status` and `repair`, which ask the cluster about each address), a service the HNS
 //! restart watchdog could not restart, the node's address differing between the layers, the
 //! vSwitch adapter's addressing, the metrics ports, and what a run left under way while no
 //! command holds the host lock.
@@ -314,14 +316,19 @@ pub fn reasons(
     (root, state_dir): (&crate::layout::InstallRoot, Option<&std::path::Path>),
 ) -> Look {
     // CalicoNode's look every minute is what ages the faults (`endpoints::seen`).
-    let how = endpoints::Survey {
+    let own = crate::health::Own {
         cluster,
-        node,
-        grace: endpoints::DEFAULT_GRACE,
         remote: endpoints::Remote::Skip,
         ageing: endpoints::Ageing::Record,
     };
-    let seen = crate::health::on_node(host, root, &how, state_dir);
+    let seen = crate::health::OwnView::of(crate::health::survey(crate::health::Look {
+        host,
+        root,
+        node,
+        grace: endpoints::DEFAULT_GRACE,
+        state_dir,
+        mode: crate::health::Mode::Own(own),
+    }));
     let mut faults = std::collections::BTreeMap::new();
     for v in seen
         .findings

@@ -846,17 +846,18 @@ fn status_asks_the_api_server_a_bounded_number_of_times() {
 }
 
 /// `status` on a node with nothing wrong asks the API server at most 12 times, the same with
-/// one pod's endpoint as with two hundred: each object it judges by is read once (the Node, with
+/// one pod's endpoint as with a thousand: each object it judges by is read once (the Node, with
 /// calico-node's own kubeconfig, which also asks whether the API server takes its token; the
 /// node's pods; the DatastoreMigration in the one version discovery offers), and nothing only
 /// preflight judges by (the operator's Installation, the IPAMConfig) is read.
 #[test]
-fn status_on_a_healthy_node_asks_at_most_twelve_times_with_one_endpoint_or_two_hundred() {
+fn status_on_a_healthy_node_asks_at_most_twelve_times_with_one_endpoint_or_a_thousand() {
     let node = Node::healthy().installed().build();
     let api = node.api();
     api.set_node_ready("win-1", "True", "kubelet is posting ready status");
     let pod = |i: usize| {
-        let (name, ip) = (format!("web-{i}"), format!("10.244.1.{}", i + 2));
+        let ip = format!("10.244.{}.{}", 1 + i / 200, 2 + i % 200);
+        let name = format!("web-{i}");
         api.put_pod("default", &name, "win-1", Some("ReplicaSet"));
         api.set_pod_ip("default", &name, &ip);
         (format!("web{i}_Calico"), ip)
@@ -874,14 +875,14 @@ fn status_on_a_healthy_node_asks_at_most_twelve_times_with_one_endpoint_or_two_h
     let reads = |of: &str| one.iter().filter(|(m, p)| m == "GET" && p == of).count();
     assert_eq!(reads("/api/v1/nodes/win-1"), 1, "{one:#?}");
     assert_eq!(reads("/api/v1/pods"), 1, "{one:#?}");
-    let more: Vec<(String, String)> = (1..200).map(pod).collect();
+    let more: Vec<(String, String)> = (1..1000).map(pod).collect();
     let eps: Vec<(&str, &str, u16, bool)> = more
         .iter()
         .map(|(n, ip)| (n.as_str(), ip.as_str(), 3, false))
         .collect();
     node.add_endpoints(&eps);
     let many = asked(&node);
-    assert_eq!(one, many, "the same requests with two hundred endpoints");
+    assert_eq!(one, many, "the same requests with a thousand endpoints");
 }
 
 /// What `status` prints for people, whole: on a node with stuck, stale and remote endpoints
@@ -1101,4 +1102,71 @@ pub(crate) fn metrics_file(node: &Node, name: &str) -> Value {
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_else(|| json!({}))
+}
+
+/// One survey: the cloud metadata route the install recorded, gone, is `route-missing` in
+/// status and in repair's look after its run (the node's own look, which the condition and
+/// `verify` read too), not in status alone.
+#[cfg(unix)]
+#[test]
+fn a_missing_metadata_route_is_in_repairs_look_as_in_status() {
+    // Endpoints at fault, so that repair runs and looks at the node after its run.
+    let node = broken();
+    node.edit_state(|s| {
+        s["routes"]
+            .as_array_mut()
+            .expect("routes")
+            .retain(|r| r["destination"] != "169.254.169.254");
+    });
+    let (code, status, err) = node.run(&["status"]);
+    assert_eq!(code, 1, "{err} {status}");
+    assert!(
+        codes_of(&status).contains(&"route-missing".to_owned()),
+        "status: {status}"
+    );
+    let (code, repaired, err) = node.run(&["repair"]);
+    assert_eq!(code, 1, "{err} {repaired}");
+    assert_eq!(codes_of(&repaired), ["route-missing"], "repair: {repaired}");
+}
+
+/// The node's own look (repair's after its run, by the survey CalicoNode's condition makes)
+/// asks the API server the same with one healthy pod endpoint as with a thousand: a repair of
+/// one stale endpoint makes the same requests on both nodes.
+#[test]
+fn the_nodes_own_look_asks_the_same_with_one_endpoint_or_a_thousand() {
+    let repair_asks = |healthy: usize| {
+        let node = Node::healthy().installed().build();
+        let api = node.api();
+        api.set_node_ready("win-1", "True", "kubelet is posting ready status");
+        let mut eps: Vec<(String, String)> = (0..healthy)
+            .map(|i| {
+                let ip = format!("10.244.{}.{}", 1 + i / 200, 2 + i % 200);
+                let name = format!("web-{i}");
+                api.put_pod("default", &name, "win-1", Some("ReplicaSet"));
+                api.set_pod_ip("default", &name, &ip);
+                (format!("web{i}_Calico"), ip)
+            })
+            .collect();
+        eps.push(("gone_Calico".into(), "10.244.99.50".into()));
+        let eps: Vec<(&str, &str, u16, bool)> = eps
+            .iter()
+            .map(|(n, ip)| (n.as_str(), ip.as_str(), 3, false))
+            .collect();
+        node.add_endpoints(&eps);
+        node.faults_seen_since(&["gone_Calico"], 600);
+        let before = node.api().requests().len();
+        let (code, doc, err) = node.run(&["repair"]);
+        assert_eq!(code, 0, "{err} {doc}");
+        assert_eq!(doc["actions"].as_array().map(Vec::len), Some(1), "{doc}");
+        node.api().requests()[before..].to_vec()
+    };
+    let one = repair_asks(1);
+    // The look after the run read the Node with calico-node's credential.
+    assert!(
+        one.iter()
+            .any(|(m, p)| m == "GET" && p == "/api/v1/nodes/win-1"),
+        "{one:#?}"
+    );
+    let many = repair_asks(1000);
+    assert_eq!(one, many, "the same requests with a thousand endpoints");
 }

@@ -14,13 +14,19 @@ use windows::Win32::System::Ole::{SafeArrayCreateVector, SafeArrayPutElement};
 use windows::Win32::System::Variant::{VARENUM, VARIANT, VT_ARRAY, VT_BSTR, VariantClear};
 use windows::Win32::System::Wmi::{
     IWbemClassObject, IWbemLocator, IWbemServices, WBEM_FLAG_FORWARD_ONLY,
-    WBEM_FLAG_RETURN_IMMEDIATELY, WBEM_FLAG_RETURN_WBEM_COMPLETE, WBEM_INFINITE, WbemLocator,
+    WBEM_FLAG_RETURN_IMMEDIATELY, WBEM_FLAG_RETURN_WBEM_COMPLETE, WBEM_S_TIMEDOUT, WbemLocator,
 };
 use windows::core::{BSTR, HSTRING, PCWSTR};
 
 /// `RPC_C_AUTHN_WINNT` and `RPC_C_AUTHZ_NONE` (rpcdce.h), the blanket WMI's samples set.
 const AUTHN_WINNT: u32 = 10;
 const AUTHZ_NONE: u32 = 0;
+
+/// How long the query's first object is waited for. `IEnumWbemClassObject::Next` blocks for
+/// at most its `lTimeout` in milliseconds and returns `WBEM_S_TIMEDOUT` when the enumeration
+/// has no object by then (Microsoft's "IEnumWbemClassObject::Next method (wbemcli.h)"); with
+/// `WBEM_INFINITE` it would block until WMI answers, however long that is.
+const NEXT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn api(op: &str) -> impl FnOnce(windows::core::Error) -> HostError + '_ {
     move |e| HostError::Api {
@@ -141,10 +147,17 @@ fn instance_path(wmi: &IWbemServices, index: u32, op: &str) -> HostResult<BSTR> 
     .map_err(api(op))?;
     let mut first = [None];
     let mut returned = 0u32;
-    // SAFETY: one object asked for, into `first`.
-    unsafe { found.Next(WBEM_INFINITE, &mut first, &mut returned) }
-        .ok()
-        .map_err(api(op))?;
+    let bound = NEXT_TIMEOUT.as_millis() as i32;
+    // SAFETY: one object asked for, into `first`, waited for at most `bound` ms.
+    let hr = unsafe { found.Next(bound, &mut first, &mut returned) };
+    // A success code: the query's semisynchronous enumeration had no object in time.
+    if hr.0 == WBEM_S_TIMEDOUT.0 {
+        return Err(HostError::Timeout {
+            what: format!("WMI's {} of interface {index}", ip_config::WMI_CLASS),
+            after: NEXT_TIMEOUT,
+        });
+    }
+    hr.ok().map_err(api(op))?;
     let Some(instance) = first[0].take().filter(|_| returned == 1) else {
         return Err(HostError::NotFound {
             what: format!("the {} of interface {index}", ip_config::WMI_CLASS),
