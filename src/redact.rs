@@ -9,7 +9,7 @@ mod lines;
 #[cfg(test)]
 mod review_tests;
 
-pub use lines::Pending;
+pub use lines::{Pending, QUOTE_LINES};
 
 use regex::bytes::Regex;
 
@@ -33,7 +33,7 @@ const FLOW_COMMENTS: &str = r"(?:#[^\r\n]*\r?\n\s*)*";
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 19] {
+fn shapes() -> [(String, &'static str); 20] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     // A flag naming a secret (`--token`, `-password`) at a word's start: `re-token` is none.
@@ -96,13 +96,14 @@ fn shapes() -> [(String, &'static str); 19] {
         // A value named as a secret in double or single quotes, whole (it may hold blanks):
         // `"password": "two words"`, `AWS_SECRET_ACCESS_KEY='x'`.
         (
-            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}")(?:[^"\\\n]|\\.)+"#),
+            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}")(?:[^"\\\r\n]|\\.)+"#),
             "${1}<redacted>",
         ),
         (
-            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}')(?:[^'\n]|'')+"#),
+            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}')(?:[^'\r\n]|'')+"#),
             "${1}<redacted>",
         ),
+        json_non_string(),
         // A value named as a secret, unquoted: `token: X`, `FOO_API_KEY=X`, `--token=X`,
         // `-password=X`, `--password X`, `-token X` (a flag, its value after a blank, which a
         // comment's `#` after a blank is not: YAML 1.2 6.6, a shell's comment).
@@ -113,6 +114,37 @@ fn shapes() -> [(String, &'static str); 19] {
             "${1}${2}<redacted>",
         ),
     ]
+}
+
+/// A value that is no string (a number, `true`, `null`) under a JSON key naming a secret,
+/// the key's quotes perhaps escaped (`{"token":12345}`, `{\"password\":true}`): replaced by a
+/// string in the key's quote, so JSON stays JSON. Before the unquoted shape.
+fn json_non_string() -> (String, &'static str) {
+    (
+        format!(r#"(?i-u)((\\?")[A-Za-z0-9_.-]*{NAMES}\\?"\s*:\s*)[^\s"'\\,{{}}\[\]<>]+"#),
+        "${1}${2}<redacted>${2}",
+    )
+}
+
+/// An `Authorization` header's list as Go's encoding/json writes an http.Header
+/// (`map[string][]string`: `{"Authorization":["Bearer a","Basic b"]}`), perhaps escaped in a
+/// JSON string (group 2: the list's items), and a credential in it after its scheme, if any
+/// (group 1: the item's quote and scheme). Every item's goes; `shapes`' takes the first only.
+fn header_list() -> [String; 2] {
+    [
+        r#"(?i-u)(authorization\\?["']?\s*:\s*\[)([^\]\r\n]*)"#.into(),
+        r#"(?i-u)(\\?["'](?:[a-z]+\s+)?)[^\s"'\\,\[\]]+"#.into(),
+    ]
+}
+
+/// `bytes` with every credential of each header list `list` finds replaced (`header_list`).
+fn redact_header_lists(list: &Regex, item: &Regex, bytes: &[u8]) -> Vec<u8> {
+    list.replace_all(bytes, |c: &regex::bytes::Captures| {
+        let items = c.get(2).map_or(&b""[..], |m| m.as_bytes());
+        let items = item.replace_all(items, &b"${1}<redacted>"[..]);
+        [&c[1], &items[..]].concat()
+    })
+    .into_owned()
 }
 
 /// A bearer token after its scheme's name (RFC 6750 2.1: `Bearer` then b64token).
@@ -295,8 +327,12 @@ pub struct Redactor {
     block: Regex,
     /// `env::pairs`'.
     pairs: Vec<Regex>,
+    /// `header_list`'s: a list and its items.
+    headers: [Regex; 2],
     /// What a line leaves pending (`redact_line`).
     lines: lines::Leads,
+    /// Whether lines were hidden whole since it was last asked (`hid_lines`).
+    hid: std::cell::Cell<bool>,
 }
 
 impl Redactor {
@@ -320,7 +356,9 @@ impl Redactor {
             shapes,
             block: build(&block_scalar_head()),
             pairs: env::pairs().iter().map(|re| build(re)).collect(),
+            headers: header_list().map(|re| build(&re)),
             lines: lines::Leads::new(build),
+            hid: std::cell::Cell::new(false),
         }
     }
 
@@ -329,11 +367,14 @@ impl Redactor {
         for value in &self.known {
             out = replace_literal(&out, value.as_bytes(), REDACTED.as_bytes());
         }
+        out = self.redact_carried(&out);
         out = redact_block_scalars(&self.block, &out);
         out = env::redact_block_items(&out, REDACTED.as_bytes());
         for re in &self.pairs {
             out = env::redact_pairs(re, &out, REDACTED.as_bytes());
         }
+        let [list, item] = &self.headers;
+        out = redact_header_lists(list, item, &out);
         for (re, with) in &self.shapes {
             out = re.replace_all(&out, with.as_bytes()).into_owned();
         }
