@@ -33,17 +33,12 @@ const FLOW_COMMENTS: &str = r"(?:#[^\r\n]*\r?\n\s*)*";
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 20] {
+fn shapes() -> [(String, &'static str); 19] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     // A flag naming a secret (`--token`, `-password`) at a word's start: `re-token` is none.
     let flag = format!(r#"(?:^|[\s"'\[,(=])-{{1,2}}[a-z0-9-]*{NAMES}"#);
     [
-        // A PEM private key block, whole.
-        (
-            r"(?s-u)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----".into(),
-            REDACTED,
-        ),
         // A JWT (service-account tokens, TokenRequest answers).
         (
             r"(?-u)eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*".into(),
@@ -114,6 +109,25 @@ fn shapes() -> [(String, &'static str); 20] {
             "${1}${2}<redacted>",
         ),
     ]
+}
+
+/// A PEM private key block, whole (`redact_keys`).
+const PEM_KEY: &str =
+    r"(?s-u)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----";
+
+/// `bytes` with each private key block `pem` finds replaced by `REDACTED`, one per line of
+/// it, its line breaks kept: a file's lines stay where they were.
+fn redact_keys(pem: &Regex, bytes: &[u8]) -> Vec<u8> {
+    pem.replace_all(bytes, |c: &regex::bytes::Captures| {
+        let mut out = Vec::new();
+        for line in c[0].split_inclusive(|b| *b == b'\n') {
+            out.extend_from_slice(REDACTED.as_bytes());
+            let eol = line.iter().rev().take_while(|b| matches!(b, b'\r' | b'\n'));
+            out.extend_from_slice(&line[line.len() - eol.count()..]);
+        }
+        out
+    })
+    .into_owned()
 }
 
 /// A value that is no string (a number, `true`, `null`) under a JSON key naming a secret,
@@ -329,6 +343,8 @@ pub struct Redactor {
     pairs: Vec<Regex>,
     /// `header_list`'s: a list and its items.
     headers: [Regex; 2],
+    /// `PEM_KEY`.
+    pem: Regex,
     /// What a line leaves pending (`redact_line`).
     lines: lines::Leads,
     /// Whether lines were hidden whole since it was last asked (`hid_lines`).
@@ -357,6 +373,7 @@ impl Redactor {
             block: build(&block_scalar_head()),
             pairs: env::pairs().iter().map(|re| build(re)).collect(),
             headers: header_list().map(|re| build(&re)),
+            pem: build(PEM_KEY),
             lines: lines::Leads::new(build),
             hid: std::cell::Cell::new(false),
         }
@@ -367,6 +384,7 @@ impl Redactor {
         for value in &self.known {
             out = replace_literal(&out, value.as_bytes(), REDACTED.as_bytes());
         }
+        out = redact_keys(&self.pem, &out);
         out = self.redact_carried(&out);
         out = redact_block_scalars(&self.block, &out);
         out = env::redact_block_items(&out, REDACTED.as_bytes());
@@ -475,7 +493,8 @@ pub(crate) mod tests {
             assert!(!out.contains(gone), "{gone} survived: {out}");
         }
         assert!(out.contains("\"token_expires\": \"2026\""), "{out}");
-        assert!(out.contains("a <redacted> b"), "{out}");
+        // The key's lines stay lines (`redact_keys`).
+        assert!(out.contains("a <redacted>\n<redacted>\n<redacted> b"), "{out}");
     }
 
     #[test]

@@ -302,3 +302,17 @@ fn a_quoted_secret_over_lines_goes_to_its_end_in_a_whole_file() {
     assert_eq!(whole(record), by_line(record));
     assert!(whole(record).contains("next \"q\""), "{}", whole(record));
 }
+
+/// A private key's block in a whole file becomes one `<redacted>` per line, its line breaks
+/// kept (CRLF too): the lines after it stay where they were; on one line (a JSON string's
+/// `\n`), one `<redacted>`.
+#[test]
+fn a_private_key_keeps_its_lines() {
+    let key = "-----BEGIN EC PRIVATE KEY-----\r\nMHcCAQEEIabc\r\n-----END EC PRIVATE KEY-----";
+    assert_eq!(
+        whole(&format!("a {key} b\r\nnext\r\n")),
+        "a <redacted>\r\n<redacted>\r\n<redacted> b\r\nnext\r\n"
+    );
+    let escaped = r#"{"key":"-----BEGIN PRIVATE KEY-----\nMHcC\n-----END PRIVATE KEY-----\n"}"#;
+    assert_eq!(whole(escaped), r#"{"key":"<redacted>\n"}"#);
+}
