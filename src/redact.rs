@@ -494,7 +494,10 @@ pub(crate) mod tests {
         }
         assert!(out.contains("\"token_expires\": \"2026\""), "{out}");
         // The key's lines stay lines (`redact_keys`).
-        assert!(out.contains("a <redacted>\n<redacted>\n<redacted> b"), "{out}");
+        assert!(
+            out.contains("a <redacted>\n<redacted>\n<redacted> b"),
+            "{out}"
+        );
     }
 
     #[test]

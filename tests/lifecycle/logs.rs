@@ -70,7 +70,10 @@ fn lines_hidden_whole_are_said_once() {
     assert!(!out.contains("def") && !out.contains("secret1"), "{out}");
     assert!(out.ends_with(" >\nafter\n"), "{out}");
     assert_eq!(err.matches("shown as <redacted>").count(), 1, "{err}");
-    assert!(err.contains("node: lines that carry a secret's value"), "{err}");
+    assert!(
+        err.contains("node: lines that carry a secret's value"),
+        "{err}"
+    );
 }
 
 /// A role, a duration or a flag that is wrong is refused with what is accepted (exit 2).
