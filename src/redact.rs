@@ -115,19 +115,35 @@ fn shapes() -> [(String, &'static str); 19] {
 const PEM_KEY: &str =
     r"(?s-u)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----";
 
+/// A PEM private key's END line (`redact_keys`).
+const PEM_END: &str = r"(?-u)-----END [A-Z ]*PRIVATE KEY-----";
+
 /// `bytes` with each private key block `pem` finds replaced by `REDACTED`, one per line of
-/// it, its line breaks kept: a file's lines stay where they were.
-fn redact_keys(pem: &Regex, bytes: &[u8]) -> Vec<u8> {
-    pem.replace_all(bytes, |c: &regex::bytes::Captures| {
+/// it, its line breaks kept: a file's lines stay where they were. A text whose first key END
+/// line (`end`) has no BEGIN before it starts inside a key (a tail cut in its block, as
+/// `diags` takes the last bytes of a log): from its start to that END goes the same way.
+fn redact_keys(pem: &Regex, end: &Regex, bytes: &[u8]) -> Vec<u8> {
+    let by_line = |key: &[u8]| {
         let mut out = Vec::new();
-        for line in c[0].split_inclusive(|b| *b == b'\n') {
+        for line in key.split_inclusive(|b| *b == b'\n') {
             out.extend_from_slice(REDACTED.as_bytes());
             let eol = line.iter().rev().take_while(|b| matches!(b, b'\r' | b'\n'));
             out.extend_from_slice(&line[line.len() - eol.count()..]);
         }
         out
-    })
-    .into_owned()
+    };
+    // A BEGIN before the first END makes a block `pem` finds starting before that END.
+    let orphan = end
+        .find(bytes)
+        .filter(|e| pem.find(bytes).is_none_or(|k| k.start() > e.start()))
+        .map_or(0, |e| e.end());
+    let mut out = by_line(&bytes[..orphan]);
+    out.extend_from_slice(
+        &pem.replace_all(&bytes[orphan..], |c: &regex::bytes::Captures| {
+            by_line(&c[0])
+        }),
+    );
+    out
 }
 
 /// A value that is no string (a number, `true`, `null`) under a JSON key naming a secret,
@@ -343,8 +359,8 @@ pub struct Redactor {
     pairs: Vec<Regex>,
     /// `header_list`'s: a list and its items.
     headers: [Regex; 2],
-    /// `PEM_KEY`.
-    pem: Regex,
+    /// `PEM_KEY`, `PEM_END`.
+    pem: [Regex; 2],
     /// What a line leaves pending (`redact_line`).
     lines: lines::Leads,
     /// Whether lines were hidden whole since it was last asked (`hid_lines`).
@@ -373,7 +389,7 @@ impl Redactor {
             block: build(&block_scalar_head()),
             pairs: env::pairs().iter().map(|re| build(re)).collect(),
             headers: header_list().map(|re| build(&re)),
-            pem: build(PEM_KEY),
+            pem: [build(PEM_KEY), build(PEM_END)],
             lines: lines::Leads::new(build),
             hid: std::cell::Cell::new(false),
         }
@@ -384,7 +400,8 @@ impl Redactor {
         for value in &self.known {
             out = replace_literal(&out, value.as_bytes(), REDACTED.as_bytes());
         }
-        out = redact_keys(&self.pem, &out);
+        let [pem, end] = &self.pem;
+        out = redact_keys(pem, end, &out);
         out = self.redact_carried(&out);
         out = redact_block_scalars(&self.block, &out);
         out = env::redact_block_items(&out, REDACTED.as_bytes());

@@ -46,6 +46,21 @@ pub enum Pending {
     Object(u16),
 }
 
+impl Pending {
+    /// The stricter of two states of the same place (a position's record, what the lines
+    /// before it leave): the one that hides, the longer-lasting of the same kind, else `found`.
+    pub fn stricter(self, found: Pending) -> Pending {
+        match (self, found) {
+            (Pending::None, f) => f,
+            (r, Pending::None) => r,
+            (Pending::Quote(q, a), Pending::Quote(p, b)) if q == p => Pending::Quote(q, a.min(b)),
+            (Pending::Under(a), Pending::Under(b)) => Pending::Under(a.min(b)),
+            (Pending::Object(a), Pending::Object(b)) => Pending::Object(a.min(b)),
+            (_, f) => f,
+        }
+    }
+}
+
 /// The shapes that leave something pending.
 pub(super) struct Leads {
     /// A name or flag naming a secret and its value's opening quote (group 1).

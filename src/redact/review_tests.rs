@@ -316,3 +316,23 @@ fn a_private_key_keeps_its_lines() {
     let escaped = r#"{"key":"-----BEGIN PRIVATE KEY-----\nMHcC\n-----END PRIVATE KEY-----\n"}"#;
     assert_eq!(whole(escaped), r#"{"key":"<redacted>\n"}"#);
 }
+
+/// A text that starts inside a private key's block (a tail cut in it, as `diags` takes a
+/// log's last bytes) has its END with no BEGIN before it: from its start to that END goes,
+/// one `<redacted>` per line; a key whole after it goes as any does, and a text with its
+/// BEGIN first is no such text.
+#[test]
+fn a_tail_cut_inside_a_private_key_hides_it_to_its_end() {
+    let tail = "AwEHoUQDQgAEabc\r\nMHcCAQEEIdef\r\n-----END EC PRIVATE KEY----- after\r\nnext\r\n";
+    assert_eq!(
+        whole(tail),
+        "<redacted>\r\n<redacted>\r\n<redacted> after\r\nnext\r\n"
+    );
+    let both = "QEEIdef\n-----END RSA PRIVATE KEY-----\nx\n-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
+    assert_eq!(
+        whole(both),
+        "<redacted>\n<redacted>\nx\n<redacted>\n<redacted>\n<redacted>\n"
+    );
+    let first = "a\n-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\nb\n";
+    assert_eq!(whole(first), "a\n<redacted>\n<redacted>\n<redacted>\nb\n");
+}
