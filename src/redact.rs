@@ -168,13 +168,44 @@ fn header_list() -> [String; 2] {
 }
 
 /// `bytes` with every credential of each header list `list` finds replaced (`header_list`).
+/// A list without quotes is Go's `%v` of the header's `[]string`, its items joined by blanks
+/// (`Authorization:[Basic a Basic b]`): every word but a scheme's name goes.
 fn redact_header_lists(list: &Regex, item: &Regex, bytes: &[u8]) -> Vec<u8> {
     list.replace_all(bytes, |c: &regex::bytes::Captures| {
         let items = c.get(2).map_or(&b""[..], |m| m.as_bytes());
-        let items = item.replace_all(items, &b"${1}<redacted>"[..]);
+        let items = if items.iter().any(|b| b"\"'\\".contains(b)) {
+            item.replace_all(items, &b"${1}<redacted>"[..]).into_owned()
+        } else {
+            unquoted_credentials(items)
+        };
         [&c[1], &items[..]].concat()
     })
     .into_owned()
+}
+
+/// The words of Go's `%v` of an `Authorization` header's values, each credential replaced:
+/// a word that names a scheme (IANA's HTTP Authentication Scheme Registry: `Basic`, `Bearer`,
+/// `Digest`, `Negotiate`, `NTLM`, `DPoP`) stays.
+fn unquoted_credentials(items: &[u8]) -> Vec<u8> {
+    const SCHEMES: [&[u8]; 6] = [
+        b"basic",
+        b"bearer",
+        b"digest",
+        b"negotiate",
+        b"ntlm",
+        b"dpop",
+    ];
+    let mut out = Vec::with_capacity(items.len());
+    for piece in items.split_inclusive(|b| b.is_ascii_whitespace()) {
+        let word = piece.trim_ascii_end();
+        if word.is_empty() || SCHEMES.iter().any(|s| word.eq_ignore_ascii_case(s)) {
+            out.extend_from_slice(word);
+        } else {
+            out.extend_from_slice(REDACTED.as_bytes());
+        }
+        out.extend_from_slice(&piece[word.len()..]);
+    }
+    out
 }
 
 /// A bearer token after its scheme's name (RFC 6750 2.1: `Bearer` then b64token).

@@ -336,3 +336,28 @@ fn a_tail_cut_inside_a_private_key_hides_it_to_its_end() {
     let first = "a\n-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\nb\n";
     assert_eq!(whole(first), "a\n<redacted>\n<redacted>\n<redacted>\nb\n");
 }
+
+/// Go's `%v` of an http.Header (`map[Authorization:[Basic a Basic b]]`: a `[]string` printed
+/// with blanks between its items) holds every credential of the header: each goes, the
+/// schemes and the other headers stay; a line at a time too.
+#[test]
+fn every_credential_of_a_go_printed_header_goes() {
+    for (text, kept) in [
+        (
+            "req map[Authorization:[Basic aaaa1 Basic bbbb2] Accept:[*/*]] sent",
+            "req map[Authorization:[Basic <redacted> Basic <redacted>] Accept:[*/*]] sent",
+        ),
+        (
+            "Authorization:[Bearer cccc3 Basic dddd4]",
+            "Authorization:[Bearer <redacted> Basic <redacted>]",
+        ),
+        (
+            "Proxy-Authorization:[opaque5x]",
+            "Proxy-Authorization:[<redacted>]",
+        ),
+    ] {
+        for out in [whole(text), by_line(text)] {
+            assert_eq!(out, kept);
+        }
+    }
+}
