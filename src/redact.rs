@@ -9,7 +9,7 @@ mod lines;
 #[cfg(test)]
 mod review_tests;
 
-pub use lines::Pending;
+pub use lines::{Pending, QUOTE_LINES};
 
 use regex::bytes::Regex;
 
@@ -39,11 +39,6 @@ fn shapes() -> [(String, &'static str); 19] {
     // A flag naming a secret (`--token`, `-password`) at a word's start: `re-token` is none.
     let flag = format!(r#"(?:^|[\s"'\[,(=])-{{1,2}}[a-z0-9-]*{NAMES}"#);
     [
-        // A PEM private key block, whole.
-        (
-            r"(?s-u)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----".into(),
-            REDACTED,
-        ),
         // A JWT (service-account tokens, TokenRequest answers).
         (
             r"(?-u)eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*".into(),
@@ -96,13 +91,14 @@ fn shapes() -> [(String, &'static str); 19] {
         // A value named as a secret in double or single quotes, whole (it may hold blanks):
         // `"password": "two words"`, `AWS_SECRET_ACCESS_KEY='x'`.
         (
-            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}")(?:[^"\\\n]|\\.)+"#),
+            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}")(?:[^"\\\r\n]|\\.)+"#),
             "${1}<redacted>",
         ),
         (
-            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}')(?:[^'\n]|'')+"#),
+            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}')(?:[^'\r\n]|'')+"#),
             "${1}<redacted>",
         ),
+        json_non_string(),
         // A value named as a secret, unquoted: `token: X`, `FOO_API_KEY=X`, `--token=X`,
         // `-password=X`, `--password X`, `-token X` (a flag, its value after a blank, which a
         // comment's `#` after a blank is not: YAML 1.2 6.6, a shell's comment).
@@ -113,6 +109,103 @@ fn shapes() -> [(String, &'static str); 19] {
             "${1}${2}<redacted>",
         ),
     ]
+}
+
+/// A PEM private key block, whole (`redact_keys`).
+const PEM_KEY: &str =
+    r"(?s-u)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----";
+
+/// A PEM private key's END line (`redact_keys`).
+const PEM_END: &str = r"(?-u)-----END [A-Z ]*PRIVATE KEY-----";
+
+/// `bytes` with each private key block `pem` finds replaced by `REDACTED`, one per line of
+/// it, its line breaks kept: a file's lines stay where they were. A text whose first key END
+/// line (`end`) has no BEGIN before it starts inside a key (a tail cut in its block, as
+/// `diags` takes the last bytes of a log): from its start to that END goes the same way.
+fn redact_keys(pem: &Regex, end: &Regex, bytes: &[u8]) -> Vec<u8> {
+    let by_line = |key: &[u8]| {
+        let mut out = Vec::new();
+        for line in key.split_inclusive(|b| *b == b'\n') {
+            out.extend_from_slice(REDACTED.as_bytes());
+            let eol = line.iter().rev().take_while(|b| matches!(b, b'\r' | b'\n'));
+            out.extend_from_slice(&line[line.len() - eol.count()..]);
+        }
+        out
+    };
+    // A BEGIN before the first END makes a block `pem` finds starting before that END.
+    let orphan = end
+        .find(bytes)
+        .filter(|e| pem.find(bytes).is_none_or(|k| k.start() > e.start()))
+        .map_or(0, |e| e.end());
+    let mut out = by_line(&bytes[..orphan]);
+    out.extend_from_slice(
+        &pem.replace_all(&bytes[orphan..], |c: &regex::bytes::Captures| {
+            by_line(&c[0])
+        }),
+    );
+    out
+}
+
+/// A value that is no string (a number, `true`, `null`) under a JSON key naming a secret,
+/// the key's quotes perhaps escaped (`{"token":12345}`, `{\"password\":true}`): replaced by a
+/// string in the key's quote, so JSON stays JSON. Before the unquoted shape.
+fn json_non_string() -> (String, &'static str) {
+    (
+        format!(r#"(?i-u)((\\?")[A-Za-z0-9_.-]*{NAMES}\\?"\s*:\s*)[^\s"'\\,{{}}\[\]<>]+"#),
+        "${1}${2}<redacted>${2}",
+    )
+}
+
+/// An `Authorization` header's list as Go's encoding/json writes an http.Header
+/// (`map[string][]string`: `{"Authorization":["Bearer a","Basic b"]}`), perhaps escaped in a
+/// JSON string (group 2: the list's items), and a credential in it after its scheme, if any
+/// (group 1: the item's quote and scheme). Every item's goes; `shapes`' takes the first only.
+fn header_list() -> [String; 2] {
+    [
+        r#"(?i-u)(authorization\\?["']?\s*:\s*\[)([^\]\r\n]*)"#.into(),
+        r#"(?i-u)(\\?["'](?:[a-z]+\s+)?)[^\s"'\\,\[\]]+"#.into(),
+    ]
+}
+
+/// `bytes` with every credential of each header list `list` finds replaced (`header_list`).
+/// A list without quotes is Go's `%v` of the header's `[]string`, its items joined by blanks
+/// (`Authorization:[Basic a Basic b]`): every word but a scheme's name goes.
+fn redact_header_lists(list: &Regex, item: &Regex, bytes: &[u8]) -> Vec<u8> {
+    list.replace_all(bytes, |c: &regex::bytes::Captures| {
+        let items = c.get(2).map_or(&b""[..], |m| m.as_bytes());
+        let items = if items.iter().any(|b| b"\"'\\".contains(b)) {
+            item.replace_all(items, &b"${1}<redacted>"[..]).into_owned()
+        } else {
+            unquoted_credentials(items)
+        };
+        [&c[1], &items[..]].concat()
+    })
+    .into_owned()
+}
+
+/// The words of Go's `%v` of an `Authorization` header's values, each credential replaced:
+/// a word that names a scheme (IANA's HTTP Authentication Scheme Registry: `Basic`, `Bearer`,
+/// `Digest`, `Negotiate`, `NTLM`, `DPoP`) stays.
+fn unquoted_credentials(items: &[u8]) -> Vec<u8> {
+    const SCHEMES: [&[u8]; 6] = [
+        b"basic",
+        b"bearer",
+        b"digest",
+        b"negotiate",
+        b"ntlm",
+        b"dpop",
+    ];
+    let mut out = Vec::with_capacity(items.len());
+    for piece in items.split_inclusive(|b| b.is_ascii_whitespace()) {
+        let word = piece.trim_ascii_end();
+        if word.is_empty() || SCHEMES.iter().any(|s| word.eq_ignore_ascii_case(s)) {
+            out.extend_from_slice(word);
+        } else {
+            out.extend_from_slice(REDACTED.as_bytes());
+        }
+        out.extend_from_slice(&piece[word.len()..]);
+    }
+    out
 }
 
 /// A bearer token after its scheme's name (RFC 6750 2.1: `Bearer` then b64token).
@@ -295,8 +388,14 @@ pub struct Redactor {
     block: Regex,
     /// `env::pairs`'.
     pairs: Vec<Regex>,
+    /// `header_list`'s: a list and its items.
+    headers: [Regex; 2],
+    /// `PEM_KEY`, `PEM_END`.
+    pem: [Regex; 2],
     /// What a line leaves pending (`redact_line`).
     lines: lines::Leads,
+    /// Whether lines were hidden whole since it was last asked (`hid_lines`).
+    hid: std::cell::Cell<bool>,
 }
 
 impl Redactor {
@@ -320,7 +419,10 @@ impl Redactor {
             shapes,
             block: build(&block_scalar_head()),
             pairs: env::pairs().iter().map(|re| build(re)).collect(),
+            headers: header_list().map(|re| build(&re)),
+            pem: [build(PEM_KEY), build(PEM_END)],
             lines: lines::Leads::new(build),
+            hid: std::cell::Cell::new(false),
         }
     }
 
@@ -329,11 +431,16 @@ impl Redactor {
         for value in &self.known {
             out = replace_literal(&out, value.as_bytes(), REDACTED.as_bytes());
         }
+        let [pem, end] = &self.pem;
+        out = redact_keys(pem, end, &out);
+        out = self.redact_carried(&out);
         out = redact_block_scalars(&self.block, &out);
         out = env::redact_block_items(&out, REDACTED.as_bytes());
         for re in &self.pairs {
             out = env::redact_pairs(re, &out, REDACTED.as_bytes());
         }
+        let [list, item] = &self.headers;
+        out = redact_header_lists(list, item, &out);
         for (re, with) in &self.shapes {
             out = re.replace_all(&out, with.as_bytes()).into_owned();
         }
@@ -434,7 +541,11 @@ pub(crate) mod tests {
             assert!(!out.contains(gone), "{gone} survived: {out}");
         }
         assert!(out.contains("\"token_expires\": \"2026\""), "{out}");
-        assert!(out.contains("a <redacted> b"), "{out}");
+        // The key's lines stay lines (`redact_keys`).
+        assert!(
+            out.contains("a <redacted>\n<redacted>\n<redacted> b"),
+            "{out}"
+        );
     }
 
     #[test]

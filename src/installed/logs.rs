@@ -163,6 +163,8 @@ pub struct Reader<'a> {
     in_key: bool,
     /// What the last line written left pending.
     pending: Pending,
+    /// Whether the position given (`position`) was checked against the log (`restored`).
+    checked: bool,
     /// What a gap said, for the caller to show.
     pub gaps: Vec<String>,
     /// The bytes read from the logs so far (what bounds a tail).
@@ -190,6 +192,7 @@ impl<'a> Reader<'a> {
             position: None,
             in_key: false,
             pending: Pending::None,
+            checked: false,
             gaps: Vec::new(),
             read: std::cell::Cell::new(0),
         }
@@ -245,12 +248,11 @@ impl<'a> Reader<'a> {
             Some(p) => {
                 let found = self.locate(&mut names, &p)?;
                 // Where it left off, inside a key's block or not; a gap starts a file.
-                self.in_key = p.in_key && found.1.is_some();
-                self.pending = if found.1.is_some() {
-                    p.pending
+                if found.1.is_some() {
+                    self.restored(&p, names.get(found.0))?;
                 } else {
-                    Pending::None
-                };
+                    (self.in_key, self.pending) = (false, Pending::None);
+                }
                 found
             }
         };
@@ -327,9 +329,10 @@ impl<'a> Reader<'a> {
     /// The file and offset `start` begins at, and whether that is inside a key's block.
     fn begin(&mut self, names: &[String], start: Start) -> HostResult<(usize, u64)> {
         let (i, offset) = self.start(names, start)?;
+        self.checked = true;
         (self.in_key, self.pending) = match names.get(i) {
-            Some(name) if offset > 0 => self.key_before(name, offset)?,
-            _ => (false, Pending::None),
+            Some(name) => self.key_before(name, offset)?,
+            None => (false, Pending::None),
         };
         Ok((i, offset))
     }
@@ -593,14 +596,47 @@ impl<'a> Reader<'a> {
         if from > 0 {
             lines.next();
         }
-        Ok(lines.fold((false, Pending::None), |(in_key, p), line| {
+        let (in_key, pending) = lines.fold((false, Pending::None), |(in_key, p), line| {
             let text = line.strip_suffix(b"\n").unwrap_or(line);
             (
                 key_line(in_key, line).1,
                 self.redactor.redact_line(p, text).1,
             )
-        }))
+        });
+        // Its BEGIN line further back than that (or in a file before): the lines from here
+        // up to a key's END line, each one a key's block can hold, are a key's.
+        buf.clear();
+        (&mut f)
+            .take(KEY_BACK)
+            .read_to_end(&mut buf)
+            .map_err(read_err(&path))?;
+        Ok((in_key || key_ahead(&buf), pending))
     }
+
+    /// The state a position's record gives, made the stricter with what the log itself says
+    /// before its offset (`key_before`), the first time a record is used: a record edited, or
+    /// written without that state (an older one), does not show the rest of a secret.
+    fn restored(&mut self, p: &Position, name: Option<&String>) -> HostResult<()> {
+        (self.in_key, self.pending) = (p.in_key, p.pending);
+        if let Some(name) = name.filter(|_| !std::mem::replace(&mut self.checked, true)) {
+            let (in_key, pending) = self.key_before(name, p.offset)?;
+            self.in_key |= in_key;
+            self.pending = self.pending.stricter(pending);
+        }
+        Ok(())
+    }
+}
+
+/// Whether `ahead`'s lines, from its start, are a private key's up to its END line (`key_line`).
+fn key_ahead(ahead: &[u8]) -> bool {
+    for line in ahead.split_inclusive(|b| *b == b'\n') {
+        match key_line(true, line) {
+            (false, _) => return false,
+            (true, false) => return true,
+            (true, true) => {}
+        }
+    }
+    false
 }
 
 /// How far back a reader starting inside a log looks for a private key's beginning.

@@ -637,3 +637,69 @@ fn a_secret_after_its_name_in_the_next_piece_is_redacted() {
     let text = read(&mut n.reader(), Start::Tail(u64::MAX));
     assert!(!text.contains("cutsecret2"), "{}", &text[text.len() - 80..]);
 }
+
+/// A reader starting inside a private key whose BEGIN line it cannot see (further back than
+/// it looks, or in a file removed since: the log starts inside the key) hides the key's lines
+/// up to its END line, which a key's block holds; the lines after it are shown.
+#[test]
+fn a_private_key_whose_begin_is_not_seen_is_hidden_to_its_end() {
+    let body: String = (0..200).map(|i| format!("{:064}\n", i)).collect();
+    let n = Node::new();
+    n.append(
+        "calico-felix.log",
+        &format!(
+            "before\n-----BEGIN PRIVATE KEY-----\n{body}-----END PRIVATE KEY-----\nafter the key\n"
+        ),
+    );
+    let tail = read(&mut n.reader(), Start::Tail(4));
+    assert_eq!(tail, "<redacted>\n<redacted>\n<redacted>\nafter the key\n");
+
+    let n = Node::new();
+    n.append("calico-felix.log", &KEY[32..]);
+    let all = read(&mut n.reader(), Start::Tail(u64::MAX));
+    assert_eq!(
+        all,
+        "<redacted>\n<redacted>\n<redacted>\n<redacted>\nafter the key\n"
+    );
+}
+
+/// A position's record with no pending state (edited, or written before the state was kept)
+/// whose offset is inside a secret's block scalar, a quoted value over lines or a private key:
+/// the lines after it that are the secret's stay hidden, as the log before the offset says.
+#[test]
+fn a_record_without_the_pending_state_does_not_show_the_rest_of_a_secret() {
+    for (first, rest, gone, kept) in [
+        (
+            "token: |\n  blockline1\n",
+            "  blockline2\nnext\n",
+            "blockline2",
+            "next\n",
+        ),
+        (
+            "password: \"quoted one\n",
+            "  quoted two\"\nnext\n",
+            "quoted two",
+            "next\n",
+        ),
+        (
+            "-----BEGIN PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n",
+            "c2VjcmV0a2V5Ym9keQ\n-----END PRIVATE KEY-----\nnext\n",
+            "c2VjcmV0",
+            "next\n",
+        ),
+    ] {
+        let n = Node::new();
+        n.append("calico-felix.log", first);
+        let mut saved = None;
+        poll(&mut n.reader(), &mut saved);
+        let mut p = saved.take().expect("a position");
+        assert_eq!(p.offset, first.len() as u64);
+        (p.in_key, p.pending) = (false, Pending::None);
+        n.append("calico-felix.log", rest);
+        let mut r = n.reader();
+        r.position = Some(p);
+        let out = poll(&mut r, &mut saved);
+        assert!(!out.contains(gone), "{gone} shown: {out}");
+        assert!(out.ends_with(kept), "{kept} not at the end of {out}");
+    }
+}

@@ -140,12 +140,14 @@ fn quoted(value: &[u8], r: &[u8]) -> Vec<u8> {
 
 /// A block list's item being read (`- name: X` and the lines under it): its `-`'s column, its
 /// keys' column, whether its `name` names a secret, whether the lines under its last key are
-/// its `value`'s, and where that value's text is.
+/// its `value`'s, and where that value's text is; the quote its value opened and has not
+/// closed yet (a quoted scalar over lines keeps its closing quote: YAML 1.2 7.3.1, 7.3.2).
 struct Item {
     dash: usize,
     col: usize,
     secret: bool,
     in_value: bool,
+    open: Option<u8>,
     values: Vec<(usize, usize)>,
 }
 
@@ -178,7 +180,12 @@ pub(super) fn redact_block_items(bytes: &[u8], with: &[u8]) -> Vec<u8> {
             close(stack.pop(), &mut ranges);
         }
         if let Some(top) = stack.last_mut().filter(|t| t.in_value && indent > t.col) {
-            top.values.push((start + indent, start + end));
+            let close = top.open.and_then(|q| closing(q, rest));
+            if close.is_some() {
+                top.open = None;
+            }
+            let len = close.unwrap_or(rest.len());
+            top.values.push((start + indent, start + indent + len));
             continue;
         }
         let col = match rest.strip_prefix(b"-").filter(|r| r.starts_with(b" ")) {
@@ -190,6 +197,7 @@ pub(super) fn redact_block_items(bytes: &[u8], with: &[u8]) -> Vec<u8> {
                     col,
                     secret: false,
                     in_value: false,
+                    open: None,
                     values,
                 });
                 col
@@ -230,8 +238,16 @@ fn close(item: Option<Item>, ranges: &mut Vec<(usize, usize)>) {
 fn key_line(top: &mut Item, text: &[u8], offset: usize) {
     let key_end = text.iter().position(|b| *b == b':').unwrap_or(text.len());
     let key = text[..key_end].trim_ascii().to_ascii_lowercase();
-    let key = key.trim_ascii_start().strip_prefix(b"\"").unwrap_or(&key);
-    let key = key.strip_suffix(b"\"").unwrap_or(key);
+    // Its quotes, double or single (a Python dict's, a PowerShell hashtable's).
+    let key = key.trim_ascii_start();
+    let key = key
+        .strip_prefix(b"\"")
+        .or(key.strip_prefix(b"'"))
+        .unwrap_or(key);
+    let key = key
+        .strip_suffix(b"\"")
+        .or(key.strip_suffix(b"'"))
+        .unwrap_or(key);
     let after = text.get(key_end + 1..).unwrap_or_default();
     top.in_value = key == b"value" && after.first().is_none_or(|b| *b == b' ' || *b == b'\t');
     let lead = after.len() - after.trim_ascii_start().len();
@@ -257,7 +273,9 @@ fn key_line(top: &mut Item, text: &[u8], offset: usize) {
             scalar
         };
         let skip = scalar.len() - inner.len();
-        let close = closing(q, inner).unwrap_or(inner.len());
+        let close = closing(q, inner);
+        top.open = close.is_none().then_some(q).filter(|_| skip > 0);
+        let close = close.unwrap_or(inner.len());
         top.values.push((from + skip, from + skip + close));
     }
 }

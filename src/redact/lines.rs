@@ -13,7 +13,7 @@ const MAX_LINES: u16 = 64;
 
 /// The most lines after its own a quoted value not closed is followed over (each shown as
 /// `<redacted>`): a stray quote hides no more.
-const QUOTE_LINES: u16 = 4;
+pub const QUOTE_LINES: u16 = 4;
 
 /// What a line left for the lines after it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,12 +29,36 @@ pub enum Pending {
     /// Inside a secret in this quote (`"` or `'`) not closed on its line, for so many lines
     /// (YAML 1.2 7.3.1, 7.3.2: a quoted scalar may span lines).
     Quote(u8, u16),
+    /// Inside a secret in this quote escaped (`\"`: JSON inside a JSON string, Go's `%q`) not
+    /// closed on its line. Such a string holds no line break, so only the rest of a long line
+    /// cut at a blank (its next piece) goes on with it: up to its `\"`, and a line that does
+    /// not close it so is another record.
+    Escaped(u8),
+    /// Inside klog's multi-line value of a key naming a secret (`token=<`): its lines, each
+    /// after a tab, up to the ` >` that ends it (k8s.io/klog/v2 internal/serialize
+    /// keyvalues.go, `writeStringValue`).
+    Klog,
     /// A block list item (`- name: X_TOKEN`) whose name named a secret: its `-`'s column and
     /// its keys'; its `value:` is a secret.
     Item(usize, usize),
     /// A JSON or flow object whose `name` named a secret, its `value` not yet seen, for so
     /// many lines (`kubectl get -o json`'s `{"name": "X_TOKEN",\n "value": "X"}`).
     Object(u16),
+}
+
+impl Pending {
+    /// The stricter of two states of the same place (a position's record, what the lines
+    /// before it leave): the one that hides, the longer-lasting of the same kind, else `found`.
+    pub fn stricter(self, found: Pending) -> Pending {
+        match (self, found) {
+            (Pending::None, f) => f,
+            (r, Pending::None) => r,
+            (Pending::Quote(q, a), Pending::Quote(p, b)) if q == p => Pending::Quote(q, a.min(b)),
+            (Pending::Under(a), Pending::Under(b)) => Pending::Under(a.min(b)),
+            (Pending::Object(a), Pending::Object(b)) => Pending::Object(a.min(b)),
+            (_, f) => f,
+        }
+    }
 }
 
 /// The shapes that leave something pending.
@@ -51,6 +75,8 @@ pub(super) struct Leads {
     object: Regex,
     /// A `value` key.
     value: Regex,
+    /// klog's `key=<` ending a line, the key naming a secret.
+    klog: Regex,
 }
 
 impl Leads {
@@ -74,16 +100,27 @@ impl Leads {
                 r#"(?i-u)(?:^|[\s{,])\\?["']?name\\?["']?\s*:\s*\\?["']?([A-Za-z0-9_.-]+)"#,
             ),
             value: build(r#"(?i-u)(?:^|[\s{,])\\?["']?value\\?["']?\s*:[ \t]*"#),
+            klog: build(&format!(r#"(?i-u)(?:^|\s)[A-Za-z0-9_.-]*{NAMES}=<\s*$"#)),
         }
     }
 
     /// What `line` leaves pending, and where on it a secret's value begins that it does not
     /// end (a quote not closed).
     fn after(&self, line: &[u8]) -> (Pending, Option<usize>) {
-        if let Some((q, at)) = self.open_quote(line) {
-            return (Pending::Quote(q, 0), Some(at));
+        match self.carried(line) {
+            (Pending::None, _) => (self.after_line(line), None),
+            carried => carried,
         }
-        (self.after_line(line), None)
+    }
+
+    /// What `line` carries over lines in any text, not only a log's: a secret's quote not
+    /// closed on it (and where the secret begins), or klog's `key=<`.
+    fn carried(&self, line: &[u8]) -> (Pending, Option<usize>) {
+        if let Some((p, at)) = self.open_quote(line) {
+            return (p, Some(at));
+        }
+        let klog = self.klog.is_match(line);
+        (if klog { Pending::Klog } else { Pending::None }, None)
     }
 
     fn after_line(&self, line: &[u8]) -> Pending {
@@ -106,21 +143,24 @@ impl Leads {
         self.object(line)
     }
 
-    /// The quote of the first secret on `line` whose quote is not closed on it, and where
-    /// the secret begins.
-    fn open_quote(&self, line: &[u8]) -> Option<(u8, usize)> {
+    /// The state the first secret on `line` whose quote is not closed on it leaves, and
+    /// where the secret begins.
+    fn open_quote(&self, line: &[u8]) -> Option<(Pending, usize)> {
         let mut at = 0;
         while let Some(c) = self.quote.captures_at(line, at) {
             let (whole, q) = (c.get(0)?, c.get(1)?.as_bytes());
             let rest = &line[whole.end()..];
-            let close = match q {
-                [b'\\', q] => memchr::memmem::find(rest, &[b'\\', *q]).map(|i| i + 1),
-                [q] => closing(*q, rest),
-                _ => None,
+            let (close, open) = match q {
+                [b'\\', q] => (
+                    escaped_end(*q, rest).map(|(i, _)| i + 1),
+                    Pending::Escaped(*q),
+                ),
+                [q] => (closing(*q, rest), Pending::Quote(*q, 0)),
+                _ => return None,
             };
             match close {
                 Some(i) => at = whole.end() + i + 1,
-                None => return q.last().map(|q| (*q, whole.end())),
+                None => return Some((open, whole.end())),
             }
         }
         None
@@ -162,13 +202,13 @@ fn value_at(line: &[u8], at: usize, under: Option<usize>) -> (Vec<u8>, usize, Op
     let v = &line[start..];
     let text = v.trim_ascii_end();
     let mut out = line[at..start].to_vec();
-    let quoted = |open: &[u8], close: Option<usize>, q: u8| {
+    let quoted = |open: &[u8], close: Option<usize>, p: Pending| {
         let mut out = line[at..start].to_vec();
         out.extend_from_slice(open);
         out.extend_from_slice(REDACTED.as_bytes());
         match close {
             Some(i) => (out, start + open.len() + i, None),
-            None => (out, line.len(), Some(Pending::Quote(q, 0))),
+            None => (out, start + text.len(), Some(p)),
         }
     };
     match text {
@@ -181,10 +221,12 @@ fn value_at(line: &[u8], at: usize, under: Option<usize>) -> (Vec<u8>, usize, Op
             )
         }
         [b'\\', q @ (b'"' | b'\''), rest @ ..] => {
-            let close = memchr::memmem::find(rest, &[b'\\', *q]);
-            quoted(&text[..2], close, *q)
+            let close = escaped_end(*q, rest).map(|(i, _)| i);
+            quoted(&text[..2], close, Pending::Escaped(*q))
         }
-        [q @ (b'"' | b'\''), rest @ ..] => quoted(&text[..1], closing(*q, rest), *q),
+        [q @ (b'"' | b'\''), rest @ ..] => {
+            quoted(&text[..1], closing(*q, rest), Pending::Quote(*q, 0))
+        }
         [b'|' | b'>', ..] if under.is_some() => {
             out.extend_from_slice(v);
             (out, line.len(), under.map(Pending::Under))
@@ -208,9 +250,14 @@ impl Redactor {
         let rest = &line[used..];
         let (next, open) = kept.map_or_else(|| self.lines.after(rest), |p| (p, None));
         match open {
+            // Nothing after the quote yet: the value is on the lines after.
+            Some(at) if rest[at..].trim_ascii().is_empty() => {
+                out.extend_from_slice(&self.redact(rest));
+            }
             Some(at) => {
                 out.extend_from_slice(&self.redact(&rest[..at]));
                 out.extend_from_slice(REDACTED.as_bytes());
+                out.extend_from_slice(&rest[rest.trim_ascii_end().len()..]);
             }
             None => out.extend_from_slice(&self.redact(rest)),
         }
@@ -244,29 +291,86 @@ impl Redactor {
                 ([&line[..at], &v[..]].concat(), used, p)
             }
             Pending::Under(_) if text.is_empty() => keep(pending),
-            Pending::Under(d) if indent > d => {
-                let out = [
-                    &line[..indent],
-                    REDACTED.as_bytes(),
-                    &line[indent + text.len()..],
-                ];
-                (out.concat(), line.len(), Some(pending))
-            }
+            Pending::Under(d) if indent > d => self.hide(line, indent, text.len(), pending),
             // A log record of its own ends a quote a stray `"` seemed to open.
-            Pending::Quote(..) if starts_a_record(text) => (Vec::new(), 0, None),
+            Pending::Quote(..) | Pending::Escaped(_) if starts_a_record(text) => {
+                (Vec::new(), 0, None)
+            }
+            Pending::Quote(..) if text.is_empty() => keep(pending),
             Pending::Quote(q, n) => {
-                let close = closing(q, line);
                 let more = (n < QUOTE_LINES).then_some(Pending::Quote(q, n + 1));
-                match close {
-                    Some(i) => (REDACTED.into(), i, None),
-                    None => (REDACTED.into(), line.len(), Some(more.unwrap_or_default())),
+                match closing(q, line) {
+                    Some(i) => self.hide(line, indent, i - indent, Pending::None),
+                    None => self.hide(line, indent, text.len(), more.unwrap_or_default()),
                 }
+            }
+            Pending::Escaped(q) => match escaped_end(q, line) {
+                Some((i, true)) if i >= indent => {
+                    self.hide(line, indent, i - indent, Pending::None)
+                }
+                _ => (Vec::new(), 0, None),
+            },
+            Pending::Klog if line.first() == Some(&b'\t') => {
+                self.hide(line, 1, line[1..].trim_ascii_end().len(), pending)
             }
             Pending::Item(..) if skip => keep(pending),
             Pending::Item(dash, col) if indent > dash => item_line(line, dash, col, indent),
             Pending::Object(n) => self.object_line(line, n),
-            Pending::Under(_) | Pending::Item(..) => (Vec::new(), 0, None),
+            Pending::Under(_) | Pending::Item(..) | Pending::Klog => (Vec::new(), 0, None),
         }
+    }
+
+    /// `line` with the `len` bytes from `indent` hidden as `REDACTED` (the rest after them
+    /// redacted as any line's), `next` after it; said once (`hid_lines`).
+    fn hide(
+        &self,
+        line: &[u8],
+        indent: usize,
+        len: usize,
+        next: Pending,
+    ) -> (Vec<u8>, usize, Option<Pending>) {
+        self.hid.set(true);
+        let out = [&line[..indent], REDACTED.as_bytes()].concat();
+        let next = (next != Pending::None).then_some(next);
+        (out, indent + len, next)
+    }
+
+    /// Whether lines were hidden whole as a secret's value carried from a line before, since
+    /// the last call.
+    pub fn hid_lines(&self) -> bool {
+        self.hid.replace(false)
+    }
+
+    /// The whole `text`'s values that go on over lines, each line of them hidden as
+    /// `redact_line` hides it: a secret's quote not closed on its line up to its closing
+    /// quote (`Quote`, `Escaped`), klog's `key=<` block (`Klog`).
+    pub(super) fn redact_carried(&self, text: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(text.len());
+        let mut pending = Pending::None;
+        for line in text.split_inclusive(|b| *b == b'\n') {
+            let body = line.strip_suffix(b"\n").unwrap_or(line);
+            let (head, used, kept) = match pending {
+                Pending::None => (Vec::new(), 0, None),
+                p => self.take(p, body),
+            };
+            out.extend_from_slice(&head);
+            let rest = &body[used..];
+            let (next, open) = kept.map_or_else(|| self.lines.carried(rest), |p| (p, None));
+            pending = next;
+            match open {
+                // Nothing after the quote yet: the value is on the lines after.
+                Some(at) if rest[at..].trim_ascii().is_empty() => out.extend_from_slice(rest),
+                Some(at) => {
+                    let end = rest.trim_ascii_end().len();
+                    out.extend_from_slice(&rest[..at]);
+                    out.extend_from_slice(REDACTED.as_bytes());
+                    out.extend_from_slice(&rest[end..]);
+                }
+                None => out.extend_from_slice(rest),
+            }
+            out.extend_from_slice(&line[body.len()..]);
+        }
+        out
     }
 
     /// A line of an object whose name named a secret: its `value`'s, or the object's end.
@@ -293,11 +397,15 @@ fn item_line(
 ) -> (Vec<u8>, usize, Option<Pending>) {
     let state = Some(Pending::Item(dash, col));
     let key = &line[indent..];
-    let key = key.strip_prefix(b"\"").unwrap_or(key);
+    let key = key.strip_prefix(b"\"").or(key.strip_prefix(b"'"));
+    let key = key.unwrap_or(&line[indent..]);
     let is_value = indent == col
         && key.len() >= 5
         && key[..5].eq_ignore_ascii_case(b"value")
-        && matches!(key[5..].iter().find(|b| **b != b'"'), Some(b':'));
+        && matches!(
+            key[5..].iter().find(|b| !matches!(b, b'"' | b'\'')),
+            Some(b':')
+        );
     if !is_value {
         return (Vec::new(), 0, state);
     }
@@ -309,13 +417,37 @@ fn item_line(
     ([&line[..colon], &v[..]].concat(), used, p)
 }
 
+/// Where a value opened by an escaped quote `\q` ends in `text`: at its closing `\q` (its
+/// backslash's index, `true`), or at a bare `"` first (the JSON string holding it ends there,
+/// `false`). A quote after three backslashes is one inside the value (`\\\"`), after two
+/// the string's own.
+fn escaped_end(q: u8, text: &[u8]) -> Option<(usize, bool)> {
+    let mut run = 0;
+    for (i, b) in text.iter().enumerate() {
+        match *b {
+            b'\\' => {
+                run += 1;
+                continue;
+            }
+            b'"' if run % 2 == 0 => return Some((i, false)),
+            b if b == q && run % 4 == 1 => return Some((i - 1, true)),
+            _ => {}
+        }
+        run = 0;
+    }
+    None
+}
+
 /// Whether a line starts like a log record, not like a value carried from the line before: a
-/// JSON object (`{`), a date (`2026-11-26`, Calico's and logrus' text format), or klog's header
-/// (`I1126 `, `E1126 `: k8s.io/klog/v2 formats a header as severity letter, month, day).
+/// JSON object (`{`), a date (`2026-11-26`, Calico's text format: projectcalico/calico v3.32.1
+/// libcalico-go/lib/logutils/logutils.go, `Formatter.Format`), logrus' own text format, which
+/// a logrus program writes before it sets Calico's (`time="..." level=info msg=...`:
+/// sirupsen/logrus text_formatter.go, its `time` key first), or klog's header (`I1126 `,
+/// `E1126 `: k8s.io/klog/v2 formats a header as severity letter, month, day).
 fn starts_a_record(text: &[u8]) -> bool {
     let digits = |b: &[u8]| b.iter().all(u8::is_ascii_digit);
     match text {
-        [b'{', ..] => true,
+        [b'{', ..] | [b't', b'i', b'm', b'e', b'=', ..] => true,
         [a, b, c, d, b'-', ..] => digits(&[*a, *b, *c, *d]),
         [b'I' | b'W' | b'E' | b'F', m @ ..] if m.len() >= 5 => digits(&m[..4]) && m[4] == b' ',
         _ => false,

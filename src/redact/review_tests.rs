@@ -149,3 +149,215 @@ fn a_flag_value_with_an_escape_in_a_json_string_is_redacted_whole() {
         check(text, gone, "<redacted>");
     }
 }
+
+/// Both paths of `text` give `want`, exactly (the redacted text keeps the input's shape).
+fn same(text: &str, want: &str) {
+    assert_eq!(whole(text), want, "whole");
+    assert_eq!(by_line(text), want, "by line");
+}
+
+/// A block `env:` item's quoted value over lines (YAML 1.2 7.3.1, 7.3.2) keeps its closing
+/// quote and each line its indentation: the redacted item is still the same YAML.
+#[test]
+fn a_quoted_env_value_over_lines_keeps_its_closing_quote_and_indentation() {
+    for q in ['"', '\''] {
+        let text = format!(
+            "- name: X_TOKEN\n  value: {q}abc\n    def{q}\n- name: NODENAME\n  value: n1\n"
+        );
+        let want = format!(
+            "- name: X_TOKEN\n  value: {q}<redacted>\n    <redacted>{q}\n- name: NODENAME\n  value: n1\n"
+        );
+        same(&text, &want);
+    }
+}
+
+/// Keys in single quotes, as a Python dict or a PowerShell hashtable prints them: an `env:`
+/// item's `'name'` and `'value'` in a block list, and named values in a flow.
+#[test]
+fn single_quoted_keys_name_their_secrets() {
+    same(
+        "- 'name': 'X_TOKEN'\n  'value': s3cret5\n- 'name': NODENAME\n  'value': n1\n",
+        "- 'name': 'X_TOKEN'\n  'value': <redacted>\n- 'name': NODENAME\n  'value': n1\n",
+    );
+    check(
+        "env {'name': 'X_TOKEN', 'value': 'pysecret1', 'x': 1}",
+        "pysecret1",
+        "'value': '<redacted>', 'x': 1}",
+    );
+    check(
+        "@{ 'token' = 'pssecret1'; 'password' = \"pssecret2\" }",
+        "pssecret",
+        "@{ 'token' = '<redacted>'; 'password' = \"<redacted>\" }",
+    );
+}
+
+/// An escaped quote (`\"`, inside a JSON string) not closed on its line: such a string holds
+/// no line break, so the next line is another record, shown as it is and redacted as one; the
+/// rest of a long line cut at a blank (its next piece) still closes it at its `\"`.
+#[test]
+fn an_unclosed_escaped_quote_does_not_reach_into_the_next_record() {
+    let text = "{\"msg\":\"cmd --token \\\"abc\nplain next line\ntoken: \"s3cret7\"";
+    let out = by_line(text);
+    assert_eq!(
+        out,
+        "{\"msg\":\"cmd --token \\\"<redacted>\nplain next line\ntoken: \"<redacted>\""
+    );
+    let pieces = "{\"msg\":\"cmd --token \\\"two \nwords\\\" rest\",\"x\":1}";
+    assert_eq!(
+        by_line(pieces),
+        "{\"msg\":\"cmd --token \\\"<redacted> \n<redacted>\\\" rest\",\"x\":1}"
+    );
+}
+
+/// klog's multi-line value (k8s.io/klog/v2 internal/serialize/keyvalues.go,
+/// `writeStringValue`: `key=<`, each line after a tab, then ` >`): a secret key's lines go,
+/// another key's stay.
+#[test]
+fn a_klog_multi_line_value_of_a_secret_key_goes_whole() {
+    let text = "I1126 18:00:00.000000    1 main.go:1] \"Loaded\" token=<\n\tfirst s3cret line\n\tsecond\n >\nI1126 18:00:01.000000    1 main.go:2] \"next\" config=<\n\tplain\n >\n";
+    let want = "I1126 18:00:00.000000    1 main.go:1] \"Loaded\" token=<\n\t<redacted>\n\t<redacted>\n >\nI1126 18:00:01.000000    1 main.go:2] \"next\" config=<\n\tplain\n >\n";
+    same(text, want);
+}
+
+/// Lines hidden whole as a value carried over lines are said (`hid_lines`), once per ask;
+/// a text with none hidden says nothing.
+#[test]
+fn hidden_lines_are_said_once() {
+    let r = Redactor::new(&[]);
+    let (_, p) = r.redact_line(Pending::None, b"token: 'abc");
+    assert!(!r.hid_lines(), "nothing hidden yet");
+    let (out, _) = r.redact_line(p, b"  def'");
+    assert_eq!(out, b"  <redacted>'");
+    assert!(r.hid_lines());
+    assert!(!r.hid_lines(), "said once");
+    r.redact_line(Pending::None, b"token: abc");
+    assert!(!r.hid_lines(), "a value on its own line hides no line");
+}
+
+/// A value that is no string under a JSON key naming a secret becomes a JSON string.
+#[test]
+fn a_secret_json_value_that_is_no_string_stays_json() {
+    check(r#"{"token":12345}"#, "12345", r#"{"token":"<redacted>"}"#);
+    check(
+        r#"{"password": true, "x": 1}"#,
+        "true",
+        r#"{"password": "<redacted>", "x": 1}"#,
+    );
+    check(
+        r#"{"msg":"{\"token\":67890}"}"#,
+        "67890",
+        r#"{"msg":"{\"token\":\"<redacted>\"}"}"#,
+    );
+}
+
+/// Every credential of a JSON `Authorization` list goes, with a scheme or without.
+#[test]
+fn every_credential_in_an_authorization_list_goes() {
+    check(
+        r#"{"Authorization":["Basic aaaa1", "Basic bbbb2"]}"#,
+        "bbbb2",
+        r#"{"Authorization":["Basic <redacted>", "Basic <redacted>"]}"#,
+    );
+    check(
+        r#"{"Authorization":["Bearer cccc3","opaque4x"],"Accept":["*/*"]}"#,
+        "opaque4x",
+        r#"{"Authorization":["Bearer <redacted>","<redacted>"],"Accept":["*/*"]}"#,
+    );
+    check(
+        r#"{"msg":"{\"Authorization\":[\"Basic dddd5\",\"Basic eeee6\"]}"}"#,
+        "eeee6",
+        r#"[\"Basic <redacted>\",\"Basic <redacted>\"]"#,
+    );
+}
+
+/// logrus' text format (`time="..." level=... msg=...`) starts a record: a quote or a flag
+/// left open on the line before does not take it.
+#[test]
+fn a_logrus_record_is_no_value_of_the_line_before() {
+    let next = "time=\"2026-11-26T18:00:01Z\" level=info msg=\"next\"";
+    for first in [
+        "time=\"2026-11-26T18:00:00Z\" level=info msg=\"x\" token=\"abc",
+        "time=\"2026-11-26T18:00:00Z\" level=error msg=\"unknown flag: --token\"",
+    ] {
+        let out = by_line(&format!("{first}\n{next}"));
+        assert!(out.ends_with(&format!("\n{next}")), "{out}");
+    }
+}
+
+/// A quoted secret over lines (YAML 1.2 7.3.1) goes to its closing quote in a whole file as
+/// it does a line at a time, and stops where that stops (4 lines after its own, a record).
+#[test]
+fn a_quoted_secret_over_lines_goes_to_its_end_in_a_whole_file() {
+    same(
+        "password: \"line1\n  line2\n  line3\"\nnext: x\n",
+        "password: \"<redacted>\n  <redacted>\n  <redacted>\"\nnext: x\n",
+    );
+    same(
+        "{\"token\": \"ab\r\n  cd\"}\r\n",
+        "{\"token\": \"<redacted>\r\n  <redacted>\"}\r\n",
+    );
+    let long = "token: 'a\n  b\n  c\n  d\n  e\n  f\n  g'\nafter: 1\n";
+    assert_eq!(whole(long), by_line(long));
+    let record = "token: \"abc\n2026-11-26 18:00:00.000 [INFO][1] x.go 1: next \"q\"\n";
+    assert_eq!(whole(record), by_line(record));
+    assert!(whole(record).contains("next \"q\""), "{}", whole(record));
+}
+
+/// A private key's block in a whole file becomes one `<redacted>` per line, its line breaks
+/// kept (CRLF too): the lines after it stay where they were; on one line (a JSON string's
+/// `\n`), one `<redacted>`.
+#[test]
+fn a_private_key_keeps_its_lines() {
+    let key = "-----BEGIN EC PRIVATE KEY-----\r\nMHcCAQEEIabc\r\n-----END EC PRIVATE KEY-----";
+    assert_eq!(
+        whole(&format!("a {key} b\r\nnext\r\n")),
+        "a <redacted>\r\n<redacted>\r\n<redacted> b\r\nnext\r\n"
+    );
+    let escaped = r#"{"key":"-----BEGIN PRIVATE KEY-----\nMHcC\n-----END PRIVATE KEY-----\n"}"#;
+    assert_eq!(whole(escaped), r#"{"key":"<redacted>\n"}"#);
+}
+
+/// A text that starts inside a private key's block (a tail cut in it, as `diags` takes a
+/// log's last bytes) has its END with no BEGIN before it: from its start to that END goes,
+/// one `<redacted>` per line; a key whole after it goes as any does, and a text with its
+/// BEGIN first is no such text.
+#[test]
+fn a_tail_cut_inside_a_private_key_hides_it_to_its_end() {
+    let tail = "AwEHoUQDQgAEabc\r\nMHcCAQEEIdef\r\n-----END EC PRIVATE KEY----- after\r\nnext\r\n";
+    assert_eq!(
+        whole(tail),
+        "<redacted>\r\n<redacted>\r\n<redacted> after\r\nnext\r\n"
+    );
+    let both = "QEEIdef\n-----END RSA PRIVATE KEY-----\nx\n-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n";
+    assert_eq!(
+        whole(both),
+        "<redacted>\n<redacted>\nx\n<redacted>\n<redacted>\n<redacted>\n"
+    );
+    let first = "a\n-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\nb\n";
+    assert_eq!(whole(first), "a\n<redacted>\n<redacted>\n<redacted>\nb\n");
+}
+
+/// Go's `%v` of an http.Header (`map[Authorization:[Basic a Basic b]]`: a `[]string` printed
+/// with blanks between its items) holds every credential of the header: each goes, the
+/// schemes and the other headers stay; a line at a time too.
+#[test]
+fn every_credential_of_a_go_printed_header_goes() {
+    for (text, kept) in [
+        (
+            "req map[Authorization:[Basic aaaa1 Basic bbbb2] Accept:[*/*]] sent",
+            "req map[Authorization:[Basic <redacted> Basic <redacted>] Accept:[*/*]] sent",
+        ),
+        (
+            "Authorization:[Bearer cccc3 Basic dddd4]",
+            "Authorization:[Bearer <redacted> Basic <redacted>]",
+        ),
+        (
+            "Proxy-Authorization:[opaque5x]",
+            "Proxy-Authorization:[<redacted>]",
+        ),
+    ] {
+        for out in [whole(text), by_line(text)] {
+            assert_eq!(out, kept);
+        }
+    }
+}
