@@ -1,5 +1,5 @@
 //! The node's own findings joined to a `verify` report of that node: what `status` knows
-//! (`installed::health::on_node`, as CalicoNode's minute look judges it) put beside the
+//! (`health::survey` in its own mode, as CalicoNode's minute look judges it) put beside the
 //! failing checks whose layer a finding explains, a stopped CalicoFelix under a policy never
 //! applied. The one join `verify`, `install --verify`, `reconfigure --verify` and the fleet
 //! DaemonSet's scheduled run (`service keep-token --verify-every`) make.
