@@ -328,8 +328,10 @@ fn run(
             namespace,
             name,
             uids,
+            uids_kept,
         } => {
-            warnings.extend(opts.cluster()?.remove_grant(namespace, name, uids)?);
+            let known = (uids, *uids_kept);
+            warnings.extend(opts.cluster()?.remove_grant(namespace, name, known)?);
         }
         // The rest change or wait for the cluster (`Action::in_cluster`).
         _ => cluster_step(action, opts, watch)?,

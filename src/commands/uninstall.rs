@@ -371,6 +371,7 @@ fn reached_steps(
                     namespace: g.namespace.clone(),
                     name: g.name.clone(),
                     uids: g.uids.clone(),
+                    uids_kept: g.uids_kept,
                 }),
         );
     match node {

@@ -237,6 +237,7 @@ fn with_earlier_uids(g: Option<Grant>, previous: Option<&record::InstallRecord>)
         && (&g.namespace, &g.name) == (&e.namespace, &e.name)
     {
         g.uids = e.uids.clone();
+        g.uids_kept = e.uids_kept;
     }
     Some(g)
 }
@@ -254,11 +255,12 @@ fn record_uids(
     let Some(g) = inputs
         .renewal
         .as_mut()
-        .filter(|_| planned.as_ref() != Some(&uids))
+        .filter(|g| planned.as_ref() != Some(&uids) || !g.uids_kept)
     else {
         return Ok(());
     };
     g.uids = uids;
+    g.uids_kept = true;
     let record = inputs.config.root().record();
     let is_record =
         |a: &apply::Action| matches!(a, apply::Action::WriteFile { path, .. } if *path == record);
