@@ -95,6 +95,23 @@ impl Making {
         v
     }
 
+    /// What a removal may wait for (`remove_made`), said before it: the parts whose create's
+    /// fate is not known (`unsettled`).
+    pub fn wait_note(&self) -> Option<String> {
+        let kinds = match self.unsettled() {
+            (false, false) => return None,
+            (true, true) => "Role and RoleBinding",
+            (true, false) => "Role",
+            (false, true) => "RoleBinding",
+        };
+        Some(format!(
+            "the create of the {kinds} {} in {} got no answer and may still commit: it is read again for up to {} s before it is taken as never made",
+            self.name,
+            self.namespace,
+            SETTLE_WITHIN.as_secs()
+        ))
+    }
+
     /// How to remove what it made by hand.
     pub fn delete_command(&self) -> String {
         let kinds = match (self.role, self.binding) {

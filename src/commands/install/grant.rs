@@ -189,7 +189,10 @@ fn undo_earlier_grant(
         return Ok(());
     };
     let removed = match cluster {
-        ClusterRead::Read(c, _) => making::remove_made(c, &m).map_err(|e| e.to_string()),
+        ClusterRead::Read(c, _) => {
+            m.wait_note().inspect(|n| ctx.printer.note(n));
+            making::remove_made(c, &m).map_err(|e| e.to_string())
+        }
         _ => Err(NO_ADMIN.to_owned()),
     };
     match removed {
@@ -224,7 +227,10 @@ fn ungrant(ctx: &mut Context, cluster: &ClusterRead, made: Option<&Making>) -> b
         return true;
     };
     let removed = match cluster {
-        ClusterRead::Read(c, _) => making::remove_made(c, m).map_err(|e| e.to_string()),
+        ClusterRead::Read(c, _) => {
+            m.wait_note().inspect(|n| ctx.printer.note(n));
+            making::remove_made(c, m).map_err(|e| e.to_string())
+        }
         _ => Err("the cluster cannot be reached".to_owned()),
     };
     match removed {

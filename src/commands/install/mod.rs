@@ -404,7 +404,8 @@ fn before_any_change(
     // A cut-off run's grant this run neither makes nor can remove refuses it here, before
     // any change (the dry run's, once its credentials are made: `staged`).
     let journal = c.change.journal.as_ref();
-    refuse_earlier_grant(journal, made.renewal.as_ref(), &c.cluster)?;
+    let g = with_earlier_uids(made.renewal.clone(), c.previous.as_ref());
+    refuse_earlier_grant(journal, g.as_ref(), &c.cluster)?;
     if !read {
         release::check_download(&mut c.want, &ctx.env)?;
     }
@@ -428,7 +429,8 @@ fn staged(
         Some(made) => Ok(made),
         None => {
             let made = credentials_of(ctx, args, config, c)?;
-            refuse_earlier_grant(journal, made.renewal.as_ref(), &c.cluster)?;
+            let g = with_earlier_uids(made.renewal.clone(), c.previous.as_ref());
+            refuse_earlier_grant(journal, g.as_ref(), &c.cluster)?;
             Ok(made)
         }
     }
