@@ -324,17 +324,26 @@ fn run(
         Action::RemoveDir { path } => _ = host.remove_empty_dir(path)?,
         Action::ProtectDir { path, .. } => protect_dir(host, path)?,
         Action::RestoreSecurity { path, sddl } => super::undo::restore_security(host, path, sddl)?,
-        Action::RemoveRenewalGrant {
-            namespace,
-            name,
-            uids,
-        } => {
-            warnings.extend(opts.cluster()?.remove_grant(namespace, name, uids)?);
-        }
+        Action::RemoveRenewalGrant { .. } => warnings.extend(remove_grant(opts, action)?),
         // The rest change or wait for the cluster (`Action::in_cluster`).
         _ => cluster_step(action, opts, watch)?,
     }
     Ok(())
+}
+
+/// `RemoveRenewalGrant`: the grant's objects that are ours deleted; what stays.
+fn remove_grant(opts: &Options<'_>, action: &Action) -> anyhow::Result<Vec<String>> {
+    let Action::RemoveRenewalGrant {
+        namespace,
+        name,
+        uids,
+        uids_kept,
+    } = action
+    else {
+        return Ok(Vec::new());
+    };
+    opts.cluster()?
+        .remove_grant(namespace, name, (uids, *uids_kept))
 }
 
 /// A step that changes or waits for the cluster, not the host.

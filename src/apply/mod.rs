@@ -280,6 +280,10 @@ pub enum Action {
             skip_serializing_if = "crate::cluster::renewal::GrantUids::is_empty"
         )]
         uids: crate::cluster::renewal::GrantUids,
+        /// Whether `uids` names all that is ours (`renewal::Grant::uids_kept`); false in
+        /// journals of older versions, whose grant the label alone tells.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        uids_kept: bool,
     },
     /// The node no longer says calicoctl-win runs Calico there: its `calicoctl-win/*`
     /// annotations removed and `CalicoWindowsReady` False, for the reason `left` says

@@ -64,13 +64,14 @@ pub trait NodeControl {
     /// Waits until the operator rendered its Windows DaemonSet for the node
     /// (`operator::wait_daemonset`).
     fn wait_operator_daemonset(&self, node: &str, timeout: Duration) -> anyhow::Result<()>;
-    /// Deletes the node's token-renewal Role and RoleBinding when they are ours (and the ones
-    /// `uids` names, when it names them); what stays.
+    /// Deletes the node's token-renewal Role and RoleBinding when they are ours (the ones
+    /// `uids` names; when it names none of one, by its label only when the uids were not
+    /// kept: `renewal::Grant::uids_kept`); what stays.
     fn remove_grant(
         &self,
         namespace: &str,
         name: &str,
-        uids: &renewal::GrantUids,
+        uids: (&renewal::GrantUids, bool),
     ) -> anyhow::Result<Vec<String>>;
     /// Deletes what an install made of the node's grant (`making::remove_made`); what stays.
     fn remove_made_grant(&self, made: &super::making::Making) -> anyhow::Result<Vec<String>>;
@@ -181,13 +182,14 @@ impl NodeControl for Cluster {
         &self,
         namespace: &str,
         name: &str,
-        uids: &renewal::GrantUids,
+        (uids, uids_kept): (&renewal::GrantUids, bool),
     ) -> anyhow::Result<Vec<String>> {
         let g = renewal::Grant {
             namespace: namespace.to_owned(),
             name: name.to_owned(),
             service_account: String::new(),
             uids: uids.clone(),
+            uids_kept,
         };
         Ok(renewal::remove(self, &g)?)
     }

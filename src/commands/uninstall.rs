@@ -371,6 +371,7 @@ fn reached_steps(
                     namespace: g.namespace.clone(),
                     name: g.name.clone(),
                     uids: g.uids.clone(),
+                    uids_kept: g.uids_kept,
                 }),
         );
     match node {
@@ -624,7 +625,7 @@ fn undo_interrupted_grant(
         return Ok(true);
     }
     let removed = match ctx.connect_cluster() {
-        Ok(Some(c)) => match crate::cluster::making::remove_made(&c, m) {
+        Ok(Some(c)) => match removed_waiting(ctx, &c, m) {
             // The kubeconfig found is no admin's (kubelet's own `C:\k\config`, a pod's
             // account): a refusal no rerun changes, so it is said, as with none at all.
             Err(
@@ -664,6 +665,16 @@ fn undo_interrupted_grant(
             m.delete_command()
         ),
     }
+}
+
+/// `making::remove_made`, said first when it may wait for a create that got no answer.
+fn removed_waiting(
+    ctx: &mut Context,
+    c: &crate::cluster::Cluster,
+    m: &crate::cluster::making::Making,
+) -> Result<Vec<String>, crate::cluster::ClusterError> {
+    m.wait_note().inspect(|n| ctx.printer.note(n));
+    crate::cluster::making::remove_made(c, m)
 }
 
 /// Windows cannot delete a running program's image: an uninstall run from the install root's

@@ -508,6 +508,7 @@ pub fn to_operator_after(
             namespace: g.namespace.clone(),
             name: g.name.clone(),
             uids: g.uids.clone(),
+            uids_kept: g.uids_kept,
         });
     }
     actions.push(Action::ForgetNode {

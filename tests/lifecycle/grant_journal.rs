@@ -292,9 +292,10 @@ fn a_grant_that_fails_and_cannot_be_undone_keeps_the_journal_the_run_began() {
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
     // The run's writes: calico-node's token requested, the Role, then the RoleBinding, which
-    // the server fails; deleting the Role is refused (the preflight's check of that right
-    // skipped: it would refuse the run before any change).
-    api.fail_write_at(3);
+    // the server refuses (403: nothing written, so nothing of it is waited for); deleting the
+    // Role is refused too (the preflight's check of those rights skipped: it would refuse
+    // the run before any change).
+    api.forbid("create", "rolebindings");
     api.forbid("delete", "roles");
     let path = node.c_drive("calicowindows/calicoctl-win.journal.json");
     let args = [

@@ -1,6 +1,6 @@
 //! What install and uninstall take for the renewal grant's own: a part flagged in the journal
 //! without its uid only when it carries the run's nonce; a create whose answer was lost and
-//! that commits later stays journaled; a create refused with 429 is sent again; a Role of the
+//! that commits later is read again until it can no longer commit, and undone; a create refused with 429 is sent again; a Role of the
 //! grant's name that is another's and grants other rules refuses the install.
 
 #![cfg(unix)]
@@ -80,9 +80,10 @@ fn a_failed_rerun_keeps_a_flagged_role_that_lacks_the_runs_nonce() {
 }
 
 /// The Role's create is answered as lost and commits after the run read it back (not found):
-/// the failed run keeps the journal naming it, and uninstall then deletes it.
+/// the failed run reads it again until such a create can no longer commit, finds it, and
+/// deletes it (its nonce says it is its own); nothing of the grant stays, nor the journal.
 #[test]
-fn a_create_that_commits_after_its_read_back_stays_journaled() {
+fn a_create_that_commits_after_its_read_back_is_waited_for_and_undone() {
     let api = FakeApi::start();
     api.healthy_calico();
     let node = Node::new(&api);
@@ -93,17 +94,47 @@ fn a_create_that_commits_after_its_read_back_stays_journaled() {
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_ne!(code, 0, "{stderr}");
     assert!(
-        api.get(&role()).is_some(),
+        api.lock().late.is_none(),
         "the create did not commit late: {stderr}"
     );
+    assert!(api.get(&role()).is_none(), "{stderr}");
+    assert!(api.get(&binding()).is_none(), "{stderr}");
+    assert!(!node.c_drive(JOURNAL).exists(), "{stderr}");
+}
+
+/// A killed install's journal names a Role flagged without its uid (its create's answer
+/// never came) that is not there yet, and the create commits after uninstall's first reads:
+/// uninstall does not drop the journal on the first "not found", it reads again, finds the
+/// Role by the run's nonce and deletes it. (Were the journal dropped, the Role committing
+/// after would be nobody's: the test commits a create still pending at the end.)
+#[test]
+fn uninstall_waits_out_a_journaled_create_that_may_still_commit() {
+    let api = FakeApi::start();
+    let (node, _zip) = killed_after_grant(&api);
     let path = node.c_drive(JOURNAL);
-    assert!(path.exists(), "the journal was dropped: {stderr}");
-    let journal: serde_json::Value =
+    let mut journal: serde_json::Value =
         serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(journal["grant"]["name"], GRANT, "{journal}");
-    assert_eq!(journal["grant"]["role"], true, "{journal}");
+    journal["grant"] = serde_json::json!({"namespace": "calico-system", "name": GRANT,
+        "role": true, "nonce": "n1"});
+    fs_err::write(&path, journal.to_string()).unwrap();
+    let mut ours = api.get(&role()).expect("role");
+    api.remove(&role());
+    ours["metadata"]["annotations"] = serde_json::json!({"calicoctl-win/install-nonce": "n1"});
+    ours["metadata"]["uid"] = serde_json::json!("uid-committed-late");
+    let roles = role().rsplit_once('/').expect("path").0.to_owned();
+    api.lock().late = Some((roles, ours.clone(), 0));
     let (code, _, stderr) = node.run(&["uninstall"]);
     assert_eq!(code, 0, "{stderr}");
+    // What was still to commit commits now, after the run.
+    let pending = api.lock().late.take();
+    if let Some((_, object, _)) = pending {
+        api.put(&role(), object);
+    }
+    let journaled = path.exists() && fs_err::read_to_string(&path).unwrap().contains(GRANT);
+    assert!(
+        api.get(&role()).is_none() || journaled,
+        "the Role committed after uninstall dropped the journal naming it: {stderr}"
+    );
     assert!(api.get(&role()).is_none(), "{stderr}");
     assert!(!path.exists(), "{stderr}");
 }

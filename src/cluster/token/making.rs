@@ -3,7 +3,8 @@
 //! marked with the run's nonce (`NONCE`) so that a create whose answer was lost (a POST that
 //! committed, then timed out) is known for ours when it is read back.
 
-use super::renewal::{Grant, GrantUids, labelled_ours, node_owner, remove_parts};
+use super::foreign::{refuse_binding, refuse_role};
+use super::renewal::{Grant, GrantUids, Known, labelled_ours, node_owner, remove_parts};
 use crate::cluster::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, poll_quietly};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -12,6 +13,7 @@ use kube::api::{ObjectMeta, PostParams};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub use super::foreign::refuse_foreign;
 pub use super::renewal::NONCE;
 
 /// The objects of a grant an install creates, kept in its journal from before it creates
@@ -38,11 +40,6 @@ pub struct Making {
     /// create got. Not a secret: it only tells this install's objects from others'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
-    /// A create of this run whose answer was lost and which was not found when read back:
-    /// it may still commit (kube-apiserver lets a write outlive the request's deadline), so
-    /// the journal naming it is kept for the next install or uninstall to read it back.
-    #[serde(skip)]
-    pub unsettled: bool,
 }
 
 impl Making {
@@ -63,6 +60,17 @@ impl Making {
     /// Whether this install creates either object.
     pub fn makes_any(&self) -> bool {
         self.role || self.binding
+    }
+
+    /// The parts (Role, RoleBinding) whose create's fate is not known: flagged, and no uid
+    /// had of them (its answer lost, or the run cut off while it waited; a create refused
+    /// before anything was written is unflagged). As saved in the journal, so a later run
+    /// reads it there: such a create may still commit (`remove_made` waits it out).
+    pub fn unsettled(&self) -> (bool, bool) {
+        (
+            self.role && self.uids.role.is_none(),
+            self.binding && self.uids.binding.is_none(),
+        )
     }
 
     /// Given a nonce, unless it has one (a cut-off run's, which this run continues).
@@ -89,6 +97,23 @@ impl Making {
         v
     }
 
+    /// What a removal may wait for (`remove_made`), said before it: the parts whose create's
+    /// fate is not known (`unsettled`).
+    pub fn wait_note(&self) -> Option<String> {
+        let kinds = match self.unsettled() {
+            (false, false) => return None,
+            (true, true) => "Role and RoleBinding",
+            (true, false) => "Role",
+            (false, true) => "RoleBinding",
+        };
+        Some(format!(
+            "the create of the {kinds} {} in {} got no answer and may still commit: it is read again for up to {} s before it is taken as never made",
+            self.name,
+            self.namespace,
+            SETTLE_WITHIN.as_secs()
+        ))
+    }
+
     /// How to remove what it made by hand.
     pub fn delete_command(&self) -> String {
         let kinds = match (self.role, self.binding) {
@@ -110,8 +135,10 @@ impl Making {
 /// and saved (`save`, into the install's journal) before it is created, and saved again with
 /// its uid once made. The uids for the install record: of one made here (now or by the
 /// cut-off run `making` came from), else the one `g` had recorded (an earlier install's: one
-/// made again since by someone else is not adopted), else of the one there when it carries
-/// our label.
+/// made again since by someone else is not adopted), else, unless `g`'s record keeps uids
+/// and named none (`Grant::uids_kept`: another's), of the one there when it carries our
+/// label. One there that is not ours is used only when it is what ours would be
+/// (`refuse_role`, `refuse_binding`).
 pub fn ensure(
     c: &Cluster,
     g: &Grant,
@@ -137,9 +164,9 @@ pub fn ensure(
     let role = match c.call_opt("get", &what("roles"), roles.get(&g.name))? {
         Some(r) => {
             let part: Part = |m| (&mut m.role, &mut m.uids.role);
-            let uid = found(making, part, &g.uids.role, &r.metadata);
+            let uid = found(making, part, (&g.uids.role, !g.uids_kept), &r.metadata);
             if uid.is_none() || uid != r.metadata.uid {
-                refuse_foreign(g, &r)?;
+                refuse_role(g, &r)?;
             }
             uid
         }
@@ -153,12 +180,14 @@ pub fn ensure(
         }
     };
     let binding = match c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))? {
-        Some(b) => found(
-            making,
-            |m| (&mut m.binding, &mut m.uids.binding),
-            &g.uids.binding,
-            &b.metadata,
-        ),
+        Some(b) => {
+            let part: Part = |m| (&mut m.binding, &mut m.uids.binding);
+            let uid = found(making, part, (&g.uids.binding, !g.uids_kept), &b.metadata);
+            if uid.is_none() || uid != b.metadata.uid {
+                refuse_binding(g, &b)?;
+            }
+            uid
+        }
         None => {
             let mut binding = g.binding(owner);
             marks(&mut binding.metadata, &making.nonce);
@@ -174,48 +203,17 @@ pub fn ensure(
     Ok(GrantUids { role, binding })
 }
 
-/// Refuses a Role of the grant's name that is not ours (`r`) when its rules are not the
-/// grant's: the RoleBinding would give calico-node's service account its rules.
-fn refuse_foreign(g: &Grant, r: &Role) -> anyhow::Result<()> {
-    if r.rules == g.role(None).rules {
-        return Ok(());
-    }
-    anyhow::bail!(
-        "the Role {} in {} is not calicoctl-win's and its rules are not the renewal grant's (create on serviceaccounts/token {}): binding calico-node's service account to it would give it those rules; delete it ('kubectl -n {} delete role {}') or give it only that rule, then install again",
-        g.name,
-        g.namespace,
-        g.service_account,
-        g.namespace,
-        g.name
-    )
-}
-
-/// `ensure`'s refusal of a Role of the grant's name that is not ours and grants other rules
-/// (`refuse_foreign`), read before any change (the dry run's too). Ours: it carries our label
-/// and, when one was recorded, the recorded uid.
-pub fn refuse_foreign_role(c: &Cluster, g: &Grant) -> anyhow::Result<()> {
-    let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
-    let what = format!("roles/{} in {}", g.name, g.namespace);
-    let Some(r) = c.call_opt("get", &what, roles.get(&g.name))? else {
-        return Ok(());
-    };
-    let recorded = g.uids.role.as_ref();
-    if labelled_ours(&r.metadata) && recorded.is_none_or(|u| Some(u) == r.metadata.uid.as_ref()) {
-        return Ok(());
-    }
-    refuse_foreign(g, &r)
-}
-
 /// Which of `Making`'s objects, its flag and uid.
 type Part = fn(&mut Making) -> (&mut bool, &mut Option<String>);
 
 /// The uid of an object found there: one a cut-off run of this install made (adopted, its
 /// uid kept in `making` when the run was cut off before it), else the recorded one, else its
-/// own when it carries our label.
+/// own when it carries our label and the record may leave it out (`adopt`: no record, or an
+/// older version's, which kept no uids).
 fn found(
     making: &mut Making,
     part: Part,
-    recorded: &Option<String>,
+    (recorded, adopt): (&Option<String>, bool),
     meta: &ObjectMeta,
 ) -> Option<String> {
     let unmarked = making.nonce.is_some() && !making.marked(meta);
@@ -235,14 +233,16 @@ fn found(
         }
         return made_uid.clone();
     }
-    recorded.clone().or_else(|| ours(meta))
+    recorded.clone().or_else(|| ours(meta).filter(|_| adopt))
 }
 
 /// One object created, flagged in `making` and saved first, its uid saved once made. A
 /// create refused as there already (409), or whose answer was lost (a timeout, a 5xx: it may
 /// have committed), is settled by reading the object back: it is ours when it carries our
-/// nonce, another's (not flagged) when it does not; missing after a lost answer, the error
-/// stands (and the flag, for the rollback to look again).
+/// nonce, another's (not flagged) when it does not; missing after a lost answer (or when the
+/// read fails), the error stands, and the flag without a uid, saved: it may still commit
+/// (`Making::unsettled`). A create the API server refused before writing (a 4xx) is
+/// unflagged: nothing of it can appear.
 fn create_flagged<T: kube::Resource>(
     making: &mut Making,
     part: Part,
@@ -256,15 +256,17 @@ fn create_flagged<T: kube::Resource>(
     save(making)?;
     let (made, uid) = match throttled(create) {
         Ok(made) => (true, made.meta().uid.clone()),
-        Err(e) if may_be_there(&e) => match settle(making, read)? {
+        Err(e) if may_be_there(&e) => match read()? {
             Some(there) if making.marked(there.meta()) => (true, there.meta().uid.clone()),
             Some(_) => (false, None),
             None if matches!(e, ClusterError::Api { code: 409, .. }) => (false, None),
-            None => {
-                making.unsettled = true;
-                return Err(e.into());
-            }
+            None => return Err(e.into()),
         },
+        Err(e @ ClusterError::Api { .. }) => {
+            *part(making).0 = false;
+            save(making)?;
+            return Err(e.into());
+        }
         Err(e) => return Err(e.into()),
     };
     let (flag, kept) = part(making);
@@ -272,19 +274,6 @@ fn create_flagged<T: kube::Resource>(
     kept.clone_from(&uid);
     save(making)?;
     Ok(uid)
-}
-
-/// The read-back after a lost answer: a read that fails leaves the part unsettled (it may
-/// commit later), so the journal that names it is kept.
-fn settle<T>(
-    making: &mut Making,
-    read: impl FnOnce() -> Result<Option<T>, ClusterError>,
-) -> Result<Option<T>, ClusterError> {
-    let before = making.unsettled;
-    making.unsettled = true;
-    let there = read()?;
-    making.unsettled = before;
-    Ok(there)
 }
 
 /// The create, sent again after a 429: kube-apiserver's API Priority and Fairness refuses
@@ -326,8 +315,41 @@ fn ours(meta: &ObjectMeta) -> Option<String> {
 /// Deletes what an install made of a grant, as `renewal::remove` does; an object it did not
 /// make stays untouched.
 /// A part flagged without its uid is deleted only when it carries this install's nonce
-/// (journals without a nonce, of older versions: when it carries our label).
+/// (journals without a nonce, of older versions: when it carries our label). Such a part
+/// not there (`Making::unsettled`: its create's answer was lost, or its run cut off) may yet
+/// commit: it is read again until `SETTLE_WITHIN` has passed, and deleted if it comes; only
+/// then is it known never made, and what names it may go.
 pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError> {
     let at = (m.namespace.as_str(), m.name.as_str());
-    remove_parts(c, at, (&m.uids, m.nonce.as_deref()), (m.role, m.binding))
+    let known = || Known {
+        uids: &m.uids,
+        nonce: m.nonce.as_deref(),
+        uids_kept: false,
+    };
+    let (mut left, seen) = remove_parts(c, at, known(), (m.role, m.binding))?;
+    let (role, binding) = m.unsettled();
+    let mut waiting = (role && !seen.0, binding && !seen.1);
+    if waiting == (false, false) {
+        return Ok(left);
+    }
+    let look = || -> Result<Look<(), ()>, ClusterError> {
+        let (more, seen) = remove_parts(c, at, known(), waiting)?;
+        left.extend(more);
+        waiting = (waiting.0 && !seen.0, waiting.1 && !seen.1);
+        Ok(match waiting {
+            (false, false) => Look::Done(()),
+            _ => Look::Pending(()),
+        })
+    };
+    let deadline = std::time::Instant::now() + SETTLE_WITHIN;
+    let pauses = Pauses::every(std::time::Duration::from_secs(2));
+    poll_quietly(deadline, pauses, look, Ok)?;
+    Ok(left)
 }
+
+/// How long a create whose answer was lost may still commit, from when it was sent:
+/// kube-apiserver's request deadline (`--request-timeout`, 60 s unless set: k8s.io/apiserver
+/// pkg/server/config.go `NewConfig`), when its handler's context ends and with it the
+/// storage write it runs (pkg/endpoints/handlers/finisher/finisher.go), and a margin for one
+/// already handed to etcd. Counted here from a later read, after the create was sent.
+pub const SETTLE_WITHIN: std::time::Duration = std::time::Duration::from_secs(75);

@@ -7,5 +7,6 @@
 
 pub mod check;
 pub mod credentials;
+mod foreign;
 pub mod making;
 pub mod renewal;

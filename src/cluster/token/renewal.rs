@@ -35,9 +35,15 @@ pub struct Grant {
     /// The uids of the Role and RoleBinding install made (or found carrying our label), in
     /// the install record: uninstall deletes those objects only. One deleted and made again
     /// since (an administrator's, our label copied with the rest) has another uid and stays.
-    /// Empty in records written before they were kept: the label alone decides then.
     #[serde(default, skip_serializing_if = "GrantUids::is_empty")]
     pub uids: GrantUids,
+    /// Whether `uids` names every object of the grant that is calicoctl-win's, as each record
+    /// written since uids are kept says (always written): a part without a uid then is
+    /// another's (found there, not made) and stays. Absent, false, in records of older
+    /// versions, whose objects the managed-by label alone tells (their rule, kept for them);
+    /// false too in a grant not yet made by this install (`for_node`).
+    #[serde(default)]
+    pub uids_kept: bool,
 }
 
 /// The uids of a grant's Role and RoleBinding, each as install knew it.
@@ -62,7 +68,19 @@ impl Grant {
             name: format!("{NAME_PREFIX}{node}"),
             service_account: service_account.into(),
             uids: GrantUids::default(),
+            uids_kept: false,
         }
+    }
+
+    /// Whether an object of this grant found carrying our label, of uid `recorded` in the
+    /// record (when one is), is ours: the recorded one; without one, never when the record
+    /// keeps uids (`uids_kept`), else (an older record's) by its label alone.
+    pub(super) fn is_ours(&self, meta: &ObjectMeta, recorded: Option<&String>) -> bool {
+        labelled_ours(meta)
+            && match recorded {
+                Some(uid) => meta.uid.as_ref() == Some(uid),
+                None => !self.uids_kept,
+            }
     }
 
     /// The Role: `create` on `serviceaccounts/token` for this one service account.
@@ -141,48 +159,72 @@ pub(super) fn labelled_ours(meta: &ObjectMeta) -> bool {
 }
 
 /// Deletes the grant's RoleBinding and Role when they are calicoctl-win's (they carry the
-/// managed-by label `ensure` gives them, and the uid install recorded when it recorded one),
-/// each with the uid read as a precondition, so that one made again by someone else between
-/// the read and the delete stays (409: kube-apiserver's `Store.Delete` checks
-/// `preconditions.uid`). Gone already is fine. What it left, said.
+/// managed-by label `ensure` gives them, and the uid install recorded; a record that keeps
+/// uids and names none for one of them says it is another's: it stays, said; in a record of
+/// an older version, which kept none, the label alone decides), each with the uid read as a
+/// precondition, so that one made again by someone else between the read and the delete
+/// stays (409: kube-apiserver's `Store.Delete` checks `preconditions.uid`). Gone already is
+/// fine. What it left, said.
 pub fn remove(c: &Cluster, g: &Grant) -> Result<Vec<String>, ClusterError> {
-    remove_parts(c, (&g.namespace, &g.name), (&g.uids, None), (true, true))
+    let known = Known {
+        uids: &g.uids,
+        nonce: None,
+        uids_kept: g.uids_kept,
+    };
+    Ok(remove_parts(c, (&g.namespace, &g.name), known, (true, true))?.0)
 }
 
+/// What tells the grant's objects that are ours: the uids recorded, the nonce of the run
+/// that made them (a journal's part flagged without its uid), and whether the uids name all
+/// that is ours (`Grant::uids_kept`).
+pub(super) struct Known<'a> {
+    pub uids: &'a GrantUids,
+    pub nonce: Option<&'a str>,
+    pub uids_kept: bool,
+}
+
+/// `remove`'s deletes, of the parts asked (Role, RoleBinding); what stays, and which of them
+/// were there.
 pub(super) fn remove_parts(
     c: &Cluster,
     (namespace, name): (&str, &str),
-    (uids, nonce): (&GrantUids, Option<&str>),
+    known: Known<'_>,
     (role, binding): (bool, bool),
-) -> Result<Vec<String>, ClusterError> {
+) -> Result<(Vec<String>, (bool, bool)), ClusterError> {
     let roles: Api<Role> = Api::namespaced(c.client.clone(), namespace);
     let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), namespace);
     let mut left = Vec::new();
+    let mut seen = (false, false);
     let what = |kind: &str| format!("{kind}/{name} in {namespace}");
     if binding && let Some(b) = c.call_opt("get", &what("rolebindings"), bindings.get(name))? {
-        let at = (&b.metadata, uids.binding.as_deref(), nonce);
-        left.extend(delete_if_ours(c, &bindings, at, &what("rolebindings"))?);
+        seen.1 = true;
+        let at = (&b.metadata, known.uids.binding.as_deref(), &known);
+        left.extend(delete_if_ours(c, &bindings, at, ("rolebinding", name))?);
     }
     if role && let Some(r) = c.call_opt("get", &what("roles"), roles.get(name))? {
-        let at = (&r.metadata, uids.role.as_deref(), nonce);
-        left.extend(delete_if_ours(c, &roles, at, &what("roles"))?);
+        seen.0 = true;
+        let at = (&r.metadata, known.uids.role.as_deref(), &known);
+        left.extend(delete_if_ours(c, &roles, at, ("role", name))?);
     }
-    Ok(left)
+    Ok((left, seen))
 }
 
 /// Deletes the object `meta` describes when it carries our managed-by label and is the one
 /// install recorded (`recorded`, when it recorded one), else, when a nonce is given, carries
-/// it (`making::NONCE`: the one a run whose create's answer was lost made); on its uid; else
-/// what was left and why.
+/// it (`making::NONCE`: the one a run whose create's answer was lost made), else when the
+/// record keeps no uids (an older version's); on its uid; else what was left and why.
 fn delete_if_ours<K>(
     c: &Cluster,
     api: &Api<K>,
-    (meta, recorded, nonce): (&ObjectMeta, Option<&str>, Option<&str>),
-    what: &str,
+    (meta, recorded, known): (&ObjectMeta, Option<&str>, &Known<'_>),
+    (kind, name): (&str, &str),
 ) -> Result<Option<String>, ClusterError>
 where
     K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
+    let namespace = meta.namespace.as_deref().unwrap_or_default();
+    let what = &format!("{kind}s/{name} in {namespace}");
+    let nonce = known.nonce;
     if !labelled_ours(meta) {
         return Ok(Some(format!(
             "{what} stays: it does not carry the label {}={}, so it is not the one calicoctl-win made",
@@ -193,8 +235,12 @@ where
         && meta.uid.as_deref() != Some(uid)
     {
         return Ok(Some(format!(
-            "{what} stays: it is not the one install made (uid {uid}); it was made again since, by someone else (remove it with 'kubectl -n {} delete' if it is not wanted)",
-            meta.namespace.as_deref().unwrap_or_default()
+            "{what} stays: it is not the one install made (uid {uid}); it was made again since, by someone else (remove it with 'kubectl -n {namespace} delete {kind} {name}' if it is not wanted)"
+        )));
+    }
+    if recorded.is_none() && nonce.is_none() && known.uids_kept {
+        return Ok(Some(format!(
+            "{what} stays: the install record names no uid of it, so calicoctl-win did not make it (it was there before, or made by someone else; remove it with 'kubectl -n {namespace} delete {kind} {name}' if it is not wanted)"
         )));
     }
     let theirs = meta.annotations.as_ref().and_then(|a| a.get(NONCE));
@@ -214,7 +260,6 @@ where
         }),
         ..DeleteParams::default()
     };
-    let name = meta.name.as_deref().unwrap_or_default();
     match c.call_opt("delete", what, api.delete(name, &dp)) {
         Ok(_) => Ok(None),
         Err(ClusterError::Api { code: 409, .. }) => Ok(Some(format!(

@@ -170,7 +170,7 @@ pub(super) fn refuse_earlier_grant(
     match earlier_grant(journal, g) {
         Some(m) if !matches!(cluster, ClusterRead::Read(..)) => Err(cannot_remove(&m, NO_ADMIN)),
         _ => match (cluster, g) {
-            (ClusterRead::Read(c, _), Some(g)) => making::refuse_foreign_role(c, g),
+            (ClusterRead::Read(c, _), Some(g)) => making::refuse_foreign(c, g),
             _ => Ok(()),
         },
     }
@@ -189,7 +189,10 @@ fn undo_earlier_grant(
         return Ok(());
     };
     let removed = match cluster {
-        ClusterRead::Read(c, _) => making::remove_made(c, &m).map_err(|e| e.to_string()),
+        ClusterRead::Read(c, _) => {
+            m.wait_note().inspect(|n| ctx.printer.note(n));
+            making::remove_made(c, &m).map_err(|e| e.to_string())
+        }
         _ => Err(NO_ADMIN.to_owned()),
     };
     match removed {
@@ -224,15 +227,17 @@ fn ungrant(ctx: &mut Context, cluster: &ClusterRead, made: Option<&Making>) -> b
         return true;
     };
     let removed = match cluster {
-        ClusterRead::Read(c, _) => making::remove_made(c, m).map_err(|e| e.to_string()),
+        ClusterRead::Read(c, _) => {
+            m.wait_note().inspect(|n| ctx.printer.note(n));
+            making::remove_made(c, m).map_err(|e| e.to_string())
+        }
         _ => Err("the cluster cannot be reached".to_owned()),
     };
     match removed {
-        // A create whose answer was lost and was not found may commit yet: the journal
-        // keeps it, for the next install or uninstall to read it back by its nonce.
+        // A create whose answer was lost was waited out (`remove_made`): nothing of it comes.
         Ok(left) => {
             left.iter().for_each(|l| ctx.printer.warn(l));
-            !m.unsettled
+            true
         }
         Err(e) => {
             ctx.printer.warn(&format!(

@@ -237,6 +237,7 @@ fn with_earlier_uids(g: Option<Grant>, previous: Option<&record::InstallRecord>)
         && (&g.namespace, &g.name) == (&e.namespace, &e.name)
     {
         g.uids = e.uids.clone();
+        g.uids_kept = e.uids_kept;
     }
     Some(g)
 }
@@ -254,11 +255,12 @@ fn record_uids(
     let Some(g) = inputs
         .renewal
         .as_mut()
-        .filter(|_| planned.as_ref() != Some(&uids))
+        .filter(|g| planned.as_ref() != Some(&uids) || !g.uids_kept)
     else {
         return Ok(());
     };
     g.uids = uids;
+    g.uids_kept = true;
     let record = inputs.config.root().record();
     let is_record =
         |a: &apply::Action| matches!(a, apply::Action::WriteFile { path, .. } if *path == record);
@@ -402,7 +404,8 @@ fn before_any_change(
     // A cut-off run's grant this run neither makes nor can remove refuses it here, before
     // any change (the dry run's, once its credentials are made: `staged`).
     let journal = c.change.journal.as_ref();
-    refuse_earlier_grant(journal, made.renewal.as_ref(), &c.cluster)?;
+    let g = with_earlier_uids(made.renewal.clone(), c.previous.as_ref());
+    refuse_earlier_grant(journal, g.as_ref(), &c.cluster)?;
     if !read {
         release::check_download(&mut c.want, &ctx.env)?;
     }
@@ -426,7 +429,8 @@ fn staged(
         Some(made) => Ok(made),
         None => {
             let made = credentials_of(ctx, args, config, c)?;
-            refuse_earlier_grant(journal, made.renewal.as_ref(), &c.cluster)?;
+            let g = with_earlier_uids(made.renewal.clone(), c.previous.as_ref());
+            refuse_earlier_grant(journal, g.as_ref(), &c.cluster)?;
             Ok(made)
         }
     }
