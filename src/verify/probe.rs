@@ -135,20 +135,38 @@ where
         .map(|made| made.meta().uid.clone())
 }
 
-/// Whether a create answered with `e` may have made its object all the same: a 409 (a
-/// client's retry of a POST that committed meets AlreadyExists), a 5xx (kube-apiserver answers
-/// 504 when a request outlives its deadline while its storage write goes on: `finisher.go`
-/// `asyncFinisher`), no answer, or one that could not be read. A refusal (400, 403 with Pod
-/// Security's or RBAC's reason, 422, 429 before the handler) made nothing.
-pub fn may_have_made(e: &ClusterError) -> bool {
+/// Whether a create of `name` answered with `e` may have made its object all the same: a 5xx
+/// (kube-apiserver answers 504 when a request outlives its deadline while its storage write
+/// goes on: `finisher.go` `asyncFinisher`), no answer, or one that could not be read; a 409
+/// only when the object of that name carries our owner label (kube-apiserver's create answers
+/// AlreadyExists for any object of the name: a client's retry of a POST that committed meets
+/// ours, an administrator's own `server` Service is theirs), or cannot be read. A refusal
+/// (400, 403 with Pod Security's or RBAC's reason, 422, 429 before the handler) made nothing.
+pub fn may_have_made<K>(c: &Cluster, api: &Api<K>, name: &str, e: &ClusterError) -> bool
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     match e {
-        ClusterError::Api { code, .. } => *code == 409 || *code >= 500,
+        ClusterError::Api { code: 409, .. } => match c.call_opt("get", name, api.get(name)) {
+            Ok(Some(o)) => labelled_ours(o.meta()),
+            Ok(None) => false,
+            Err(_) => true,
+        },
+        ClusterError::Api { code, .. } => *code >= 500,
         ClusterError::Timeout { .. }
         | ClusterError::Unreachable { .. }
         | ClusterError::BadAnswer { .. }
         | ClusterError::TooLarge { .. } => true,
         _ => false,
     }
+}
+
+/// Whether an object carries the owner label every object of a run carries.
+pub fn labelled_ours(meta: &kube::api::ObjectMeta) -> bool {
+    meta.labels
+        .as_ref()
+        .and_then(|l| l.get(objects::OWNER_LABEL))
+        .is_some_and(|v| v == objects::OWNER_VALUE)
 }
 
 /// Deletes the namespace (the namespace controller deletes what is in it), only while it is

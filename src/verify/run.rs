@@ -706,26 +706,36 @@ fn create_all(
 ) -> Result<(), ClusterError> {
     let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
     // A create answered so that it may have made its object all the same (`probe::
-    // may_have_made`): the turn's
-    // clean-up then hands the turn on (`Held::made_unsettled`).
-    let unsettled = |e: ClusterError| {
+    // may_have_made`): the turn's clean-up then hands the turn on (`Held::made_unsettled`).
+    let unsettled = |made: bool| {
         if let Some(h) = held
-            && probe::may_have_made(&e)
+            && made
         {
             h.made_unsettled();
         }
-        e
     };
-    let made = probe::create(c, &services, "services", &objects::service(ns)).map_err(unsettled)?;
+    let name = super::dial::SERVICE_NAME;
+    let made = match probe::create(c, &services, "services", &objects::service(ns)) {
+        Ok(made) => made,
+        Err(e) => {
+            unsettled(held.is_some() && probe::may_have_made(c, &services, name, &e));
+            return Err(e);
+        }
+    };
     if let Some(h) = held {
         h.made_named(shared::Named::Service, made);
     }
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     for p in &m.pods {
         let pod = objects::pod(ns, p, &o.image, owner);
-        let made = c
-            .call("create", "pods", pods.create(&Default::default(), &pod))
-            .map_err(unsettled)?;
+        let made = match c.call("create", "pods", pods.create(&Default::default(), &pod)) {
+            Ok(made) => made,
+            Err(e) => {
+                let name = pod.metadata.name.as_deref().unwrap_or_default();
+                unsettled(held.is_some() && probe::may_have_made(c, &pods, name, &e));
+                return Err(e);
+            }
+        };
         if let Some(h) = held {
             h.made(made.metadata.uid);
         }

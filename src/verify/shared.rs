@@ -686,21 +686,31 @@ fn remove_objects(
         let what = format!("pods/{name}");
         gone(c.call_opt_by(until, ("delete", &what), pods.delete(&name, &dp)))?;
     }
-    // A Service or policy this run did not make (its create refused) is not its to delete.
-    let by = |what: Named| own.map(|h| h.named(what));
-    if let Some(uid) = by(Named::Service).unwrap_or(Some(String::new())) {
-        let dp = probe::only(Some(uid.as_str()).filter(|u| !u.is_empty()));
-        let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
-        let what = format!("services/{}", super::dial::SERVICE_NAME);
-        let service = services.delete(super::dial::SERVICE_NAME, &dp);
-        gone(c.call_opt_by(until, ("delete", &what), service))?;
+    // This run's own Service and policy by the uids it recorded (one it did not make, its
+    // create refused, is not its to delete); a killed run's by the uid of the one of that
+    // name found carrying the owner label (an administrator's `server` Service is not ours).
+    let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
+    let policies: Api<NetworkPolicy> = Api::namespaced(c.client.clone(), ns);
+    let service = super::dial::SERVICE_NAME;
+    let uid = match own {
+        Some(h) => h.named(Named::Service),
+        None => labelled_uid(c, &services, service, until)?,
+    };
+    if let Some(uid) = uid {
+        let what = format!("services/{service}");
+        let dp = probe::only(Some(&uid));
+        let gone_now = services.delete(service, &dp);
+        gone(c.call_opt_by(until, ("delete", &what), gone_now))?;
     }
-    if let Some(uid) = by(Named::Policy).unwrap_or(Some(String::new())) {
-        let dp = probe::only(Some(uid.as_str()).filter(|u| !u.is_empty()));
-        let policies: Api<NetworkPolicy> = Api::namespaced(c.client.clone(), ns);
+    let uid = match own {
+        Some(h) => h.named(Named::Policy),
+        None => labelled_uid(c, &policies, POLICY_NAME, until)?,
+    };
+    if let Some(uid) = uid {
         let what = format!("networkpolicies/{POLICY_NAME}");
-        let policy = policies.delete(POLICY_NAME, &dp);
-        gone(c.call_opt_by(until, ("delete", &what), policy))?;
+        let dp = probe::only(Some(&uid));
+        let gone_now = policies.delete(POLICY_NAME, &dp);
+        gone(c.call_opt_by(until, ("delete", &what), gone_now))?;
     }
     // The pods' events go too, matched by the pods' uids (probe.rs reads them so).
     let events: Api<Event> = Api::namespaced(c.client.clone(), ns);
@@ -719,6 +729,23 @@ fn remove_objects(
     }
     // The next run makes pods of the same names: the turn is given back once they are gone.
     pods_left(c, ns, made.as_deref(), until)
+}
+
+/// The uid of the object `name` when it is there and carries the owner label (a killed run's
+/// of a fixed name), else none: what is not labelled ours is not deleted.
+fn labelled_uid<K>(
+    c: &Cluster,
+    api: &Api<K>,
+    name: &str,
+    until: Instant,
+) -> Result<Option<String>, ClusterError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let found = c.call_opt_by(until, ("get", name), api.get(name))?;
+    Ok(found
+        .filter(|o| probe::labelled_ours(o.meta()))
+        .and_then(|o| o.meta().uid.clone()))
 }
 
 /// The run's pods in `ns` (only those of the uids `made`, when given), waited for (until

@@ -249,7 +249,9 @@ impl Step<'_> {
         // A policy that cannot be changed is the run's failure, not a check's.
         let uid = self.policy.borrow().clone();
         let made = probe::policy(self.c, self.ns, on, uid.as_deref()).inspect_err(|e| {
-            if on && probe::may_have_made(e) {
+            let api: kube::Api<k8s_openapi::api::networking::v1::NetworkPolicy> =
+                kube::Api::namespaced(self.c.client.clone(), self.ns);
+            if on && probe::may_have_made(self.c, &api, super::objects::POLICY_NAME, e) {
                 self.policy_unsettled.set(true);
             }
         })?;

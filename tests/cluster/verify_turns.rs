@@ -673,3 +673,24 @@ fn a_create_answered_with_a_timeout_is_left_to_the_next_run_which_leaves_nothing
         assert!(left.is_empty(), "{tail}: {left:?}");
     }
 }
+
+/// An administrator's own Service `server` (no owner label) in the namespace given: the run's
+/// create of its Service meets 409 AlreadyExists, which says nothing of ours, so the turn is
+/// given back, not handed on, and no run deletes that Service (a 409 counted as "may have made
+/// it" handed the turn on and the next run swept the Service by name).
+#[test]
+fn an_administrators_service_of_the_probes_name_is_never_swept() {
+    let (api, dir) = cluster();
+    let path = format!("/api/v1/namespaces/{NS}/services/server");
+    let mut theirs = meta("v1", "Service", "server", Some(NS));
+    theirs["metadata"]["uid"] = json!("uid-admins");
+    api.put(&path, theirs);
+    let c = connect(&api, &dir);
+    for _ in 0..2 {
+        let first = run(&c, &in_namespace());
+        assert!(first.is_err() || first.as_ref().is_ok_and(|r| !r.passed));
+        assert!(api.get(TURN).is_none(), "the turn given back");
+        let kept = api.get(&path).map(|s| s["metadata"]["uid"].clone());
+        assert_eq!(kept, Some(json!("uid-admins")));
+    }
+}
