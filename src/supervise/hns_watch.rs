@@ -214,7 +214,8 @@ pub fn restart(
                     undelivered += 1;
                     if undelivered == 1 {
                         log.info(&format!(
-                            "the Service Control Manager could not deliver the stop to {name} ({e}): sending it again within {most:?}"
+                            "the Service Control Manager could not deliver the stop to {name} (os error 1053 after {}s; it waits up to ServicesPipeTimeout while any service is busy with a control): sending it again while the {most:?} allowed for the stop hold another send",
+                            sent.elapsed().as_secs()
                         ));
                     }
                     let refused = stop_undelivered(name, undelivered, started.elapsed());
