@@ -51,8 +51,8 @@ pub use network::{
 pub use process::{Child, LineSink, Output, ProcessSpec, Processes};
 pub use registry::{RegValue, Registry};
 pub use services::{
-    AfterCannotAccept, InstalledService, Recovery, ServiceSpec, ServiceState, Services, StartType,
-    split_command_line,
+    AfterCannotAccept, ERROR_SERVICE_REQUEST_TIMEOUT, InstalledService, Recovery, ServiceSpec,
+    ServiceState, Services, StartType, split_command_line,
 };
 pub use system::{DriveKind, SystemFacts, SystemInfo, SystemProxy};
 

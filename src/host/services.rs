@@ -204,6 +204,38 @@ impl AfterCannotAccept {
     }
 }
 
+/// ControlService's ERROR_SERVICE_REQUEST_TIMEOUT: the Service Control Manager could not
+/// deliver the control. It "processes service control notifications in a serial fashion", so
+/// the call "will block for 30 seconds if any service is busy handling a control code", then
+/// fails with this (Microsoft, "ControlService function (winsvc.h)", Remarks); the 30 s is the
+/// default of `HKLM\SYSTEM\CurrentControlSet\Control\ServicesPipeTimeout`, which
+/// administrators raise (Microsoft, "Event ID 7009 — Basic Service Operations"). The busy
+/// service may be another one, so a later send may be delivered; each may block as long again.
+pub const ERROR_SERVICE_REQUEST_TIMEOUT: u32 = 1053;
+
+/// Whether a stop the SCM could not deliver is sent again: only while the time left holds
+/// another send as long as the last one took, so no send runs past the caller's bound.
+pub fn send_stop_again(last_took: Duration, left: Duration) -> bool {
+    !left.is_zero() && left >= last_took
+}
+
+/// The refusal of a stop the SCM could not deliver, after `sends` sends over `over`.
+pub fn stop_undelivered(name: &str, sends: u32, over: Duration) -> super::HostError {
+    let times = if sends == 1 {
+        "once".to_owned()
+    } else {
+        format!("{sends} times")
+    };
+    super::HostError::Api {
+        op: format!("stop service {name}"),
+        code: ERROR_SERVICE_REQUEST_TIMEOUT,
+        message: format!(
+            "the Service Control Manager could not deliver the stop control (sent {times} over {}s; each send waits up to ServicesPipeTimeout, 30 s by default, for any service busy with a control)",
+            over.as_secs()
+        ),
+    }
+}
+
 /// A registered service: its state and configuration as the SCM reports them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstalledService {

@@ -100,10 +100,6 @@ pub(super) fn run_child(
     }
 }
 
-/// How long a service's start waits for the child an earlier run of it left (a process
-/// killed with I/O pending ends only once the I/O completes: TerminateProcess remarks).
-pub(super) const EARLIER_WAIT: Duration = Duration::from_secs(60);
-
 /// Keeps the child's pid and start (`PID START`, the start as `process_running` says it) in
 /// the role's registry value, for the service's next start to wait on (`earlier`).
 fn keep(host: &dyn Host, s: &Settings, pid: u32, log: &Log) {
@@ -119,8 +115,8 @@ fn keep(host: &dyn Host, s: &Settings, pid: u32, log: &Log) {
 
 /// Before a child starts: the one kept by an earlier run (`keep`) that still runs as the same
 /// process (its pid, with the same start: the host lock's judgement of its holder) is waited
-/// for up to `EARLIER_WAIT`, and ends the service if still there. One whose start was not
-/// known, or whose pid now names another process, is taken as ended.
+/// for up to `Timing::earlier_wait`, and ends the start (`EarlierStillRuns`) if still there.
+/// One whose start was not known, or whose pid now names another process, is taken as ended.
 fn earlier(host: &dyn Host, s: &Settings, launch: &Launch, stop: &Stop, log: &Log) -> Result<()> {
     let kept = match host.reg_get(crate::layout::CALICO_KEY, s.role.child_value())? {
         Some(crate::host::RegValue::Sz(text)) => text,
@@ -144,7 +140,7 @@ fn earlier(host: &dyn Host, s: &Settings, launch: &Launch, stop: &Stop, log: &Lo
     poll_until(
         Wait {
             what: &format!("pid {pid} of an earlier run to end"),
-            timeout: EARLIER_WAIT,
+            timeout: s.timing.earlier_wait,
             pauses: Pauses::every(s.timing.poll.min(Duration::from_millis(200))),
             stop,
             say: &mut |l: &str| log.info(l),
@@ -160,7 +156,7 @@ fn earlier(host: &dyn Host, s: &Settings, launch: &Launch, stop: &Stop, log: &Lo
             Err(SuperviseError::EarlierStillRuns {
                 program: launch.program.clone(),
                 pid,
-                after: EARLIER_WAIT,
+                after: s.timing.earlier_wait,
             })
         },
     )

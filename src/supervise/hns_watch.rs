@@ -20,11 +20,12 @@ use super::log::Log;
 use super::settings::Settings;
 use super::settings::SuperviseError;
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
-use crate::host::ServiceState;
+use crate::host::services::{send_stop_again, stop_undelivered};
+use crate::host::{ERROR_SERVICE_REQUEST_TIMEOUT, ServiceState};
 use crate::host::{EventLevel, Host, HostError, RegValue};
 pub use crate::installed::hns_restart::{self, HnsRestart};
 use crate::layout::{CALICO_KEY, EVENT_SOURCE, HNS_PID_VALUE, Role};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The Application event id of an HNS restart CalicoNode answered (listed in `layout`).
 pub use crate::layout::EVENT_HNS_RESTARTED;
@@ -178,6 +179,14 @@ fn restart_programmers(
 /// sends the stop again without waiting in the host call (a service still starting refuses
 /// it until it runs), so CalicoNode's own stop ends the wait at once with `Stopped`: the body
 /// then ends and withholds the CNI config instead of being killed in the middle.
+///
+/// A send the Service Control Manager could not deliver (ERROR_SERVICE_REQUEST_TIMEOUT, 1053)
+/// is a stop still pending, sent again within the same bound: the SCM delivers one control at
+/// a time and fails a send after `ServicesPipeTimeout` (30 s by default) while any service is
+/// busy with one (Microsoft, "ControlService function (winsvc.h)", Remarks), not only this
+/// one, so a later send may be delivered. Such a send itself takes up to those 30 s, which count
+/// against the bound: another is sent only while the time left holds one as long
+/// (`send_stop_again`), else the restart is given up with the refusal, said once.
 pub fn restart(
     host: &dyn Host,
     name: &str,
@@ -186,6 +195,8 @@ pub fn restart(
     log: &Log,
 ) -> Result<(), SuperviseError> {
     let most = wait.saturating_mul(2);
+    let started = Instant::now();
+    let mut undelivered = 0_u32;
     poll_until(
         Wait {
             what: &format!("{name} to stop"),
@@ -194,10 +205,29 @@ pub fn restart(
             stop,
             say: &mut |l| log.info(l),
         },
-        || match host.service_stop(name, Duration::ZERO) {
-            Ok(()) => Ok(Look::Done(())),
-            Err(e @ HostError::Timeout { .. }) => Ok(Look::Pending(e)),
-            Err(e) => Err(SuperviseError::from(e)),
+        || {
+            let sent = Instant::now();
+            match host.service_stop(name, Duration::ZERO) {
+                Ok(()) => Ok(Look::Done(())),
+                Err(e @ HostError::Timeout { .. }) => Ok(Look::Pending(e)),
+                Err(e) if e.os_code() == Some(ERROR_SERVICE_REQUEST_TIMEOUT) => {
+                    undelivered += 1;
+                    if undelivered == 1 {
+                        log.info(&format!(
+                            "the Service Control Manager could not deliver the stop to {name} (os error 1053 after {}s; it waits up to ServicesPipeTimeout while any service is busy with a control): sending it again while the {most:?} allowed for the stop hold another send",
+                            sent.elapsed().as_secs()
+                        ));
+                    }
+                    let refused = stop_undelivered(name, undelivered, started.elapsed());
+                    let left = most.saturating_sub(started.elapsed());
+                    if send_stop_again(sent.elapsed(), left) {
+                        Ok(Look::Pending(refused))
+                    } else {
+                        Err(refused.into())
+                    }
+                }
+                Err(e) => Err(SuperviseError::from(e)),
+            }
         },
         |e| {
             Err(match e {

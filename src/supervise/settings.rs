@@ -81,9 +81,11 @@ pub enum SuperviseError {
         error: String,
         in_job: bool,
     },
-    /// A child an earlier run of the service started still runs after the wait for it.
+    /// A child an earlier run of the service started still runs after the wait for it: no
+    /// failed start (the child did not run). The service bodies look again after their
+    /// back-off without counting it; the simulated service start ends with it.
     #[error(
-        "{program} (pid {pid}) that an earlier run of this service started still runs after {}s; no second copy is started beside it: end that process (the service looks again after its back-off)",
+        "{program} (pid {pid}) that an earlier run of this service started still runs after {}s; no second copy is started beside it until it has ended: end that process",
         .after.as_secs()
     )]
     EarlierStillRuns {
@@ -177,6 +179,9 @@ pub struct Timing {
     pub backoff_max: Duration,
     /// The networking stack's grace period after the vSwitch appears (the scripts: 10 s).
     pub settle: Duration,
+    /// How long a start waits for the child an earlier run of the service left (a process
+    /// killed with I/O pending ends only once the I/O completes: TerminateProcess remarks).
+    pub earlier_wait: Duration,
 }
 
 impl Default for Timing {
@@ -188,6 +193,7 @@ impl Default for Timing {
             backoff_min: Duration::from_secs(1),
             backoff_max: Duration::from_secs(60),
             settle: Duration::from_secs(10),
+            earlier_wait: Duration::from_secs(60),
         }
     }
 }

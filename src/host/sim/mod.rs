@@ -425,13 +425,24 @@ impl SimHost {
         self.world(|s| s.settings.children_linger_ms = ms)
     }
 
-    /// Every stop of `name` from now on is refused as Windows' stop is when the Service Control
-    /// Manager gives up delivering the control (`SimSettings::stop_undelivered`).
-    pub fn set_stop_undelivered(&self, name: &str) -> HostResult<()> {
+    /// The first `first` sends of a stop of `name` from now on (`None`: every one) block for
+    /// `takes`, then are refused as Windows' are when the Service Control Manager could not
+    /// deliver the control (`SimSettings::stop_undelivered`).
+    pub fn set_stop_undelivered(
+        &self,
+        name: &str,
+        first: Option<u32>,
+        takes: Duration,
+    ) -> HostResult<()> {
+        let undelivered = state::Undelivered {
+            first,
+            takes_ms: u64::try_from(takes.as_millis()).unwrap_or(u64::MAX),
+            refused: 0,
+        };
         self.world(|s| {
             s.settings
                 .stop_undelivered
-                .insert(name.to_ascii_lowercase(), 0);
+                .insert(name.to_ascii_lowercase(), undelivered);
         })
     }
 
@@ -441,8 +452,7 @@ impl SimHost {
             s.settings
                 .stop_undelivered
                 .get(&name.to_ascii_lowercase())
-                .copied()
-                .unwrap_or_default()
+                .map_or(0, |u| u.refused)
         })
     }
 

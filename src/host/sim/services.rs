@@ -3,6 +3,7 @@
 use super::handle::{ServiceStart, SimHost};
 use super::state::SimService;
 use crate::duration::{Look, Pauses, poll_quietly};
+use crate::host::services::{send_stop_again, stop_undelivered};
 use crate::host::{
     Files, HostError, HostResult, InstalledService, ServiceSpec, ServiceState, Services, StartType,
     split_command_line,
@@ -12,6 +13,48 @@ use std::time::{Duration, Instant};
 fn not_found(name: &str) -> HostError {
     HostError::NotFound {
         what: format!("service {name}"),
+    }
+}
+
+impl SimHost {
+    /// Sends the stop control as the Windows host does (`windows::services::stop`): a send the
+    /// Service Control Manager could not deliver (`SimSettings::stop_undelivered`) blocks its
+    /// time, then is sent again while the time left holds another send as long
+    /// (`send_stop_again`), else the stop is refused with ERROR_SERVICE_REQUEST_TIMEOUT.
+    fn send_stop(&self, name: &str, key: &str, timeout: Duration) -> HostResult<()> {
+        let started = Instant::now();
+        let mut sends = 0_u32;
+        let look = || -> HostResult<Look<(), HostError>> {
+            let sent = Instant::now();
+            let refused = self.world(|s| {
+                let u = s.settings.stop_undelivered.get_mut(key)?;
+                if u.first.is_some_and(|n| u.refused >= n) {
+                    return None;
+                }
+                u.refused += 1;
+                Some(Duration::from_millis(u.takes_ms))
+            })?;
+            let Some(takes) = refused else {
+                return Ok(Look::Done(()));
+            };
+            // The send blocks for its time: the one loop's wait to a deadline, looking at nothing.
+            poll_quietly(
+                sent + takes,
+                Pauses::every(takes),
+                || Ok::<_, HostError>(Look::Pending(())),
+                |()| Ok(()),
+            )?;
+            sends += 1;
+            let refused = stop_undelivered(name, sends, started.elapsed());
+            let left = (started + timeout).saturating_duration_since(Instant::now());
+            if send_stop_again(sent.elapsed(), left) {
+                Ok(Look::Pending(refused))
+            } else {
+                Err(refused)
+            }
+        };
+        let pauses = Pauses::every(Duration::from_millis(250));
+        poll_quietly(started + timeout, pauses, look, Err)
     }
 }
 
@@ -187,15 +230,7 @@ impl Services for SimHost {
 
     fn service_stop(&self, name: &str, timeout: Duration) -> HostResult<()> {
         let key = name.to_ascii_lowercase();
-        // As the Windows host answers ERROR_SERVICE_REQUEST_TIMEOUT (`windows::services::stop`).
-        let undelivered =
-            self.world(|s| s.settings.stop_undelivered.get_mut(&key).map(|n| *n += 1))?;
-        if undelivered.is_some() {
-            return Err(HostError::Refused {
-                what: format!("stop service {name}"),
-                reason: "the Service Control Manager gave up delivering the stop control after 30s (ServicesPipeTimeout, 30 s by default; os error 1053)".into(),
-            });
-        }
+        self.send_stop(name, &key, timeout)?;
         let pending = self.mutate(&format!("stop service {name}"), |s| {
             // "If the SCM determines that other running services are dependent on the
             // specified service, it will not forward the stop request. Instead, it returns

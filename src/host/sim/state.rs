@@ -255,11 +255,23 @@ pub struct SimSettings {
     /// milliseconds), as `process_running` reads them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub lingering: BTreeMap<u32, (u64, i64)>,
-    /// Services (lower-case names) whose stop control the Service Control Manager gives up
-    /// delivering (ControlService's ERROR_SERVICE_REQUEST_TIMEOUT: Microsoft, "ControlService
-    /// function (winsvc.h)", Remarks), with how many stops were answered so.
+    /// Services (lower-case names) whose stop control the Service Control Manager could not
+    /// deliver (ControlService's ERROR_SERVICE_REQUEST_TIMEOUT: `host::services`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub stop_undelivered: BTreeMap<String, u32>,
+    pub stop_undelivered: BTreeMap<String, Undelivered>,
+}
+
+/// A stop the Service Control Manager could not deliver: each send blocks `takes_ms`, as
+/// ControlService blocks up to `ServicesPipeTimeout` while a service is busy with a control
+/// (Microsoft, "ControlService function (winsvc.h)", Remarks), then is refused; the first
+/// `first` sends, or every one.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Undelivered {
+    /// How many sends are refused; `None`: every one.
+    pub first: Option<u32>,
+    pub takes_ms: u64,
+    /// How many sends were refused so far.
+    pub refused: u32,
 }
 
 /// How the simulated Felix's health endpoint answers (libcalico-go lib/health/health.go).

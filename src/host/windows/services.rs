@@ -1,6 +1,7 @@
 //! The service control manager through windows-service.
 
 use crate::duration::{Look, Pauses, poll_quietly};
+use crate::host::services::{send_stop_again, stop_undelivered};
 use crate::host::{
     HostError, HostResult, InstalledService, RegValue, ServiceSpec, ServiceState, StartType,
 };
@@ -18,6 +19,7 @@ const ERROR_SERVICE_ALREADY_RUNNING: i32 = 1056;
 const ERROR_SERVICE_DOES_NOT_EXIST: i32 = 1060;
 const ERROR_SERVICE_NOT_ACTIVE: i32 = 1062;
 const ERROR_SERVICE_CANNOT_ACCEPT_CTRL: i32 = 1061;
+// `host::ERROR_SERVICE_REQUEST_TIMEOUT`, as `io::Error` gives it.
 const ERROR_SERVICE_REQUEST_TIMEOUT: i32 = 1053;
 const ERROR_INVALID_HANDLE: i32 = 6;
 const ERROR_SERVICE_EXISTS: i32 = 1073;
@@ -350,8 +352,11 @@ pub fn stop(name: &str, timeout: Duration) -> HostResult<()> {
     let svc = open_existing(name, ServiceAccess::STOP | ServiceAccess::QUERY_STATUS)?;
     let started = Instant::now();
     let deadline = started + timeout;
-    // Done with whether the stop was asked for (then its end is waited for), or not needed.
-    let look = || -> HostResult<Look<bool, ()>> {
+    let mut undelivered = 0_u32;
+    // Done with whether the stop was asked for (then its end is waited for), or not needed;
+    // pending with the error to give at the deadline instead of the timeout, if any.
+    let look = || -> HostResult<Look<bool, Option<HostError>>> {
+        let sent = Instant::now();
         match svc.stop() {
             Err(e) if os_code(&e) == Some(ERROR_SERVICE_NOT_ACTIVE) => Ok(Look::Done(false)),
             Err(e) if os_code(&e) == Some(ERROR_DEPENDENT_SERVICES_RUNNING) => {
@@ -368,37 +373,37 @@ pub fn stop(name: &str, timeout: Duration) -> HostResult<()> {
                     match AfterCannotAccept::for_state(state(status.current_state)) {
                         AfterCannotAccept::Done => Look::Done(false),
                         AfterCannotAccept::WaitStopped => Look::Done(true),
-                        AfterCannotAccept::RetryStop => Look::Pending(()),
+                        AfterCannotAccept::RetryStop => Look::Pending(None),
                     },
                 )
             }
-            // ERROR_SERVICE_REQUEST_TIMEOUT: the SCM sends one control at a time and blocks
-            // while any service is busy with one, up to 30 seconds, then fails ControlService
-            // with it (Microsoft, "ControlService function (winsvc.h)", Remarks); the bound is
-            // the registry's `ServicesPipeTimeout`, which administrators raise. It comes too for
-            // a process that never called StartServiceCtrlDispatcher. Wine's services.exe waits
+            // ERROR_SERVICE_REQUEST_TIMEOUT after up to `ServicesPipeTimeout` (30 s): the SCM
+            // could not deliver the stop, maybe for another service busy with a control
+            // (`host::ERROR_SERVICE_REQUEST_TIMEOUT`). It also comes for a process that never
+            // called StartServiceCtrlDispatcher. Sent again while the time left holds another
+            // send as long (`send_stop_again`), else refused. Wine's services.exe waits
             // `service_pipe_timeout`, 10 s (wine-mirror/wine programs/services/services.c,
-            // process_send_command). Asking again would block as long again: a refusal, which
-            // no caller's loop takes for a stop still pending.
+            // process_send_command).
             Err(e) if os_code(&e) == Some(ERROR_SERVICE_REQUEST_TIMEOUT) => {
-                Err(HostError::Refused {
-                    what: format!("stop service {name}"),
-                    reason: format!(
-                        "the Service Control Manager gave up delivering the stop control after {}s (ServicesPipeTimeout, 30 s by default; os error 1053)",
-                        started.elapsed().as_secs()
-                    ),
-                })
+                undelivered += 1;
+                let refused = stop_undelivered(name, undelivered, started.elapsed());
+                let left = deadline.saturating_duration_since(Instant::now());
+                if send_stop_again(sent.elapsed(), left) {
+                    Ok(Look::Pending(Some(refused)))
+                } else {
+                    Err(refused)
+                }
             }
             Err(e) => Err(api(format!("stop service {name}"), e)),
             Ok(_) => Ok(Look::Done(true)),
         }
     };
     let pauses = Pauses::every(Duration::from_millis(250));
-    let asked = poll_quietly(deadline, pauses, look, |()| {
-        Err(HostError::Timeout {
+    let asked = poll_quietly(deadline, pauses, look, |refused| {
+        Err(refused.unwrap_or_else(|| HostError::Timeout {
             what: format!("service {name} to accept a stop (it was starting)"),
             after: timeout,
-        })
+        }))
     })?;
     if !asked {
         return Ok(());

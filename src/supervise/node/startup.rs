@@ -279,7 +279,11 @@ fn write_marker(host: &dyn Host, boot: &str, boot_local_seconds: Option<i64>) ->
     Ok(())
 }
 
-/// Runs calico-node startup until it succeeds (or `max_attempts`), with backoff.
+/// Runs calico-node startup until it succeeds (or `max_attempts` runs failed), with backoff.
+/// A start that found the startup an earlier run left still running after its own wait
+/// (`EarlierStillRuns`) is no failed attempt: calico-node did not run. The service looks
+/// again after the back-off, uncounted; a start with `max_attempts` (the simulated service
+/// start) ends with it at once, as its wait was bounded on its own.
 pub(super) fn startup(
     host: &dyn Host,
     s: &Settings,
@@ -304,7 +308,6 @@ pub(super) fn startup(
     poll_until(
         wait,
         || {
-            attempts += 1;
             let last = match run_child(host, s, program, env, Some(s.startup_timeout), stop, log) {
                 Ok(ChildEnd::Exited(0)) => {
                     log.info("calico-node startup finished");
@@ -317,8 +320,19 @@ pub(super) fn startup(
                 Err(SuperviseError::Stopped) => return Err(SuperviseError::Stopped),
                 // A startup that could not be stopped is not run again beside itself.
                 Err(e @ SuperviseError::NotStopped { .. }) => return Err(e),
+                Err(e @ SuperviseError::EarlierStillRuns { .. }) => {
+                    if max_attempts.is_some() {
+                        return Err(e);
+                    }
+                    let d = pauses.after(attempts.max(1));
+                    log.warn(&format!(
+                        "calico-node startup did not run ({e}); looking again in {d:?}"
+                    ));
+                    return Ok(Look::Again((attempts, e.to_string()), d));
+                }
                 Err(e) => crate::error::chain(&e),
             };
+            attempts += 1;
             if max_attempts.is_some_and(|m| attempts >= m) {
                 return Err(SuperviseError::Startup { attempts, last });
             }

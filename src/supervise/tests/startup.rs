@@ -411,3 +411,75 @@ fn windows_bgp_restarts_remote_access_and_fails_clearly_without_it() {
         .expect("External");
     assert_eq!(external.network_type, "L2Bridge");
 }
+
+/// The calico-node startup programs started so far.
+fn startups(host: &SimHost) -> usize {
+    host.started()
+        .iter()
+        .filter(|c| c.contains("startup"))
+        .count()
+}
+
+/// A startup an earlier run left still running after the wait for it is no failed attempt:
+/// calico-node did not run. The simulated service start, which gives up after three failed
+/// attempts, ends with it after that one bounded wait, started nothing beside it, and says
+/// what it is. It was once counted as an attempt: three waits, then "did not succeed after 3
+/// attempts".
+#[test]
+fn an_earlier_startup_still_running_is_no_failed_attempt_of_the_start() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    host.set_children_linger(Some(Duration::from_secs(60)))
+        .expect("fault");
+    node::start_phase(&host, &s, &log).expect("first start");
+    assert_eq!(startups(&host), 1);
+    host.set_children_linger(None).expect("fault off");
+    let err = node::start_phase(&host, &s, &log).expect_err("the earlier startup still runs");
+    let text = read(&path);
+    assert!(
+        matches!(err, SuperviseError::EarlierStillRuns { .. }),
+        "{err:?}\n{text}"
+    );
+    assert_eq!(startups(&host), 1, "{text}");
+    assert_eq!(
+        text.matches("still runs: waiting for it to end").count(),
+        1,
+        "one bounded wait: {text}"
+    );
+    assert!(
+        err.to_string()
+            .contains("no second copy is started beside it until it has ended"),
+        "{err}"
+    );
+}
+
+/// The service body looks again after its back-off while an earlier startup still runs, says
+/// that calico-node did not run (not that it failed), and runs it once the earlier one ended.
+#[test]
+fn calico_node_runs_startup_once_an_earlier_one_has_ended_without_calling_it_failed() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    install(&host, &[]);
+    let s = settings(Role::Node);
+    let (log, _) = log_for(&host, &s);
+    host.set_children_linger(Some(Duration::from_secs(3)))
+        .expect("fault");
+    node::start_phase(&host, &s, &log).expect("first start");
+    host.set_children_linger(None).expect("fault off");
+    // The first start's log holds one "finished" already.
+    let text = while_running(&host, &s, |path| {
+        wait_for_log(path, "calico-node startup finished", 2);
+    });
+    assert_eq!(
+        text.matches("calico-node startup finished").count(),
+        2,
+        "{text}"
+    );
+    assert!(
+        text.contains("calico-node startup did not run") && text.contains("looking again in"),
+        "{text}"
+    );
+    assert!(!text.contains("calico-node startup failed"), "{text}");
+    assert_eq!(startups(&host), 2, "{text}");
+}
