@@ -92,7 +92,7 @@ pub fn writers(path: &Path, admin: Option<&str>) -> Vec<String> {
 #[cfg(unix)]
 pub fn writers(path: &Path, _admin: Option<&str>) -> Vec<String> {
     use std::os::unix::fs::PermissionsExt;
-    match std::fs::metadata(path) {
+    match fs_err::metadata(path) {
         Ok(m) if m.permissions().mode() & 0o022 != 0 => {
             vec![format!(
                 "its group or others (mode {:o})",
@@ -123,7 +123,7 @@ fn fresh(path: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
-    match std::fs::remove_file(&tmp) {
+    match fs_err::remove_file(&tmp) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
         _ => {}
     }
@@ -132,7 +132,7 @@ fn fresh(path: &Path) -> anyhow::Result<()> {
         .create_new(true)
         .mode(0o600)
         .open(&tmp)?;
-    std::fs::rename(&tmp, path)?;
+    fs_err::rename(&tmp, path)?;
     Ok(())
 }
 
