@@ -85,3 +85,40 @@ fn a_position_file_is_protected_and_one_others_may_change_is_made_anew() {
         p
     );
 }
+
+/// On Windows a new position file has the secret files' access list (SYSTEM and
+/// Administrators only, protected), and one that Users may change is made anew with it. Under
+/// Wine, whose Linux file system keeps no access lists (as `host::contract::files`), the
+/// records are kept through the same calls, the access lists not judged.
+#[cfg(windows)]
+#[test]
+fn a_position_file_is_protected_and_one_users_may_change_is_made_anew() {
+    use crate::host::Access;
+    use crate::host::windows::files::{access, set_security};
+    let acls = std::env::var_os("CALICOCTL_WIN_TEST_UNDER_WINE").is_none();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = |p: &Path| p.to_string_lossy().into_owned();
+    let new = dir.path().join("new.pos");
+    Kept::new(&new, None).save(&position()).expect("saved");
+    if acls {
+        assert_eq!(access(&text(&new)).expect("access"), Some(Access::Secret));
+    }
+
+    let weak = dir.path().join("weak.pos");
+    fs_err::write(&weak, record(&position()).expect("record")).expect("planted");
+    set_security(&text(&weak), "O:BAD:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;BU)").expect("weak");
+    let said = writers(&weak, None);
+    assert!(!acls || !said.is_empty(), "{said:?}");
+    let mut p = position();
+    p.offset = 7;
+    let mut kept = Kept::new(&weak, None);
+    kept.save(&p).expect("saved");
+    drop(kept);
+    if acls {
+        assert_eq!(access(&text(&weak)).expect("access"), Some(Access::Secret));
+    }
+    assert_eq!(
+        parse(&fs_err::read(&weak).expect("kept")).expect("parsed"),
+        p
+    );
+}
