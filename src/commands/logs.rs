@@ -176,13 +176,17 @@ fn follow(
     position: Option<&Path>,
 ) -> anyhow::Result<()> {
     let prefix = readers.len() > 1;
+    let admin = crate::installed::protection::elevated_user(h);
     if let (Some(file), Some((_, r))) = (position, readers.first_mut()) {
-        r.position = load_position(ctx, file);
+        r.position = load_position(ctx, file, admin.as_deref());
     }
     warn_unkept_position(ctx, position);
     // Held open, one record overwritten per line (`logs_position`), synced each second and
-    // at the end (its drop); the first failure to keep it said once.
-    let kept = std::cell::RefCell::new(position.map(super::logs_position::Kept::new));
+    // at the end (its drop); the first failure to keep it said once. Made anew, SYSTEM and
+    // Administrators only, when it is not there or someone else may change it.
+    let kept = std::cell::RefCell::new(
+        position.map(|p| super::logs_position::Kept::new(p, admin.clone())),
+    );
     let mut save = |p: &Position| {
         if let Some(k) = kept.borrow_mut().as_mut() {
             k.keep(p);
@@ -256,9 +260,19 @@ fn said(ctx: &mut Context, name: &str, r: &mut Reader, told: &mut bool) {
     }
 }
 
-/// The position kept in `file`: none when there is none yet, or it cannot be read (said).
-fn load_position(ctx: &mut Context, file: &Path) -> Option<Position> {
+/// The position kept in `file`: none when there is none yet, it cannot be read, or someone but
+/// SYSTEM and Administrators may change it (said: its record would choose what is shown).
+fn load_position(ctx: &mut Context, file: &Path, admin: Option<&str>) -> Option<Position> {
     if !file.exists() {
+        return None;
+    }
+    let others = super::logs_position::writers(file, admin);
+    if !others.is_empty() {
+        ctx.printer.warn(&format!(
+            "{} may be changed by {}: its position is not trusted, starting as without a position (it is made anew, SYSTEM and Administrators only)",
+            file.display(),
+            others.join("; ")
+        ));
         return None;
     }
     let read = crate::files::read_capped(file, POSITION_CAP)

@@ -70,9 +70,77 @@ pub fn parse(bytes: &[u8]) -> anyhow::Result<Position> {
     })
 }
 
+/// Who but SYSTEM and Administrators (and `admin`, this elevated process's account) may change
+/// the position file at `path`, as `installed::protection::weak_dirs` judges a directory whose
+/// files run as SYSTEM; nothing when it is not there. A record someone else may write would
+/// choose where the follower starts, and what the redactor holds pending there.
+#[cfg(windows)]
+pub fn writers(path: &Path, admin: Option<&str>) -> Vec<String> {
+    let path = path.to_string_lossy();
+    match crate::host::windows::files::security(&path) {
+        Ok(None) => Vec::new(),
+        Ok(Some(sddl)) => match crate::host::acl::parse(&sddl) {
+            Ok(desc) => crate::host::acl::writers_but(&desc, admin),
+            Err(why) => vec![format!("its access list cannot be read ({why}): {sddl}")],
+        },
+        Err(e) => vec![format!("its access list cannot be read: {e}")],
+    }
+}
+
+/// Who but its owner may change the position file at `path`: its group or others, by its mode
+/// (a secret file is 0600 on the simulated host, `host::Access::Secret`).
+#[cfg(unix)]
+pub fn writers(path: &Path, _admin: Option<&str>) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    match fs_err::metadata(path) {
+        Ok(m) if m.permissions().mode() & 0o022 != 0 => {
+            vec![format!(
+                "its group or others (mode {:o})",
+                m.permissions().mode() & 0o777
+            )]
+        }
+        Ok(_) => Vec::new(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => vec![format!("its mode cannot be read: {e}")],
+    }
+}
+
+/// Makes the position file anew, empty, writable by SYSTEM and Administrators only (0600 on
+/// Linux), in place of any there: written to a temporary made with those rights in the call
+/// that creates it, then renamed over (`host::windows::files::replace`, as secret files are).
+#[cfg(windows)]
+fn fresh(path: &Path) -> anyhow::Result<()> {
+    let path = path.to_string_lossy();
+    Ok(crate::host::windows::files::replace(
+        &path,
+        b"",
+        crate::host::Access::Secret,
+    )?)
+}
+
+#[cfg(unix)]
+fn fresh(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    match fs_err::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+        _ => {}
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    fs_err::rename(&tmp, path)?;
+    Ok(())
+}
+
 /// The position file, held open while the follower runs.
 pub struct Kept {
     path: PathBuf,
+    /// This elevated process's account (`writers`).
+    admin: Option<String>,
     file: Option<File>,
     /// Whether the file was cut to one record (an older, longer document may follow it).
     sized: bool,
@@ -85,9 +153,10 @@ pub struct Kept {
 }
 
 impl Kept {
-    pub fn new(path: &Path) -> Self {
+    pub fn new(path: &Path, admin: Option<String>) -> Self {
         Self {
             path: path.to_owned(),
+            admin,
             file: None,
             sized: false,
             dirty: false,
@@ -145,15 +214,21 @@ impl Kept {
         let with = |e: std::io::Error| anyhow::anyhow!("cannot write {}: {e}", path.display());
         let file = match &mut self.file {
             Some(f) => f,
-            None => self.file.insert(
+            None => self.file.insert({
+                // Not there, or someone else may change it: made anew, protected.
+                if !path.exists() || !writers(path, self.admin.as_deref()).is_empty() {
+                    fresh(path)
+                        .map_err(|e| anyhow::anyhow!("cannot protect {}: {e:#}", path.display()))?;
+                    self.sized = true;
+                }
                 std::fs::OpenOptions::new()
                     .read(true)
                     .write(true)
                     .create(true)
                     .truncate(false)
                     .open(path)
-                    .map_err(with)?,
-            ),
+                    .map_err(with)?
+            }),
         };
         file.seek(SeekFrom::Start(0)).map_err(with)?;
         file.write_all(rec).map_err(with)?;

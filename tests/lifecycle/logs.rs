@@ -207,6 +207,37 @@ fn a_restarted_follower_goes_on_from_its_position() {
     assert_eq!(format!("{first}{second}"), lines(0..7));
 }
 
+/// A position file is made writable by its owner only (a secret file's 0600 on the simulated
+/// host); one that others may change is not trusted: the follower starts again as one with no
+/// position (the last lines), and the file is made anew, protected.
+#[cfg(unix)]
+#[test]
+fn a_position_file_others_may_change_is_not_trusted() {
+    use std::os::unix::fs::PermissionsExt;
+    let node = Node::healthy().installed().build();
+    let dir = node.c_drive("calicowindows/logs");
+    fs_err::create_dir_all(&dir).expect("dir");
+    let lines = |r: std::ops::Range<u32>| r.map(|i| format!("felix {i}\n")).collect::<String>();
+    fs_err::write(dir.join("calico-felix.log"), lines(0..3)).expect("log");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let position = tmp.path().join("felix.json");
+    let mode = || {
+        fs_err::metadata(&position)
+            .expect("kept")
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    follow_until_killed(&node, &position, &lines(0..3));
+    assert_eq!(mode(), 0o600);
+    fs_err::set_permissions(&position, std::fs::Permissions::from_mode(0o666)).expect("mode");
+    fs_err::write(dir.join("calico-felix.log"), lines(0..5)).expect("log");
+    // Not where the record says (after line 2): from the last lines, all of them here.
+    let again = follow_until_killed(&node, &position, &lines(0..5));
+    assert_eq!(again, lines(0..5));
+    assert_eq!(mode(), 0o600);
+}
+
 /// Waits (60 s at most) until `done` holds of the follower's stdout and stderr, or it ends.
 fn wait_for(
     child: &mut std::process::Child,

@@ -215,6 +215,32 @@ mod tests {
     use crate::host::EventLog;
     use crate::host::sim::SimHost;
 
+    /// A log's tail cut inside a private key (its BEGIN line before the cut) keeps none of
+    /// the key's lines once redacted as the zip's members are.
+    #[test]
+    fn a_log_tail_cut_inside_a_private_key_keeps_none_of_it() {
+        use crate::host::Files as _;
+        let h = SimHost::in_memory("ws2022").expect("host");
+        let dir = r"C:\CalicoWindows\logs";
+        let key = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIkeyline1\nAwEHoUQDQkeyline2\n-----END EC PRIVATE KEY-----\n";
+        let log = format!("{}{key}after the key\n", "felix line\n".repeat(50));
+        let path = crate::layout::join(dir, "calico-felix.log");
+        h.write_file(&path, log.as_bytes(), crate::host::Access::Normal)
+            .expect("log");
+        let mut b = Bundle::default();
+        logs(&h, dir, 80, &mut b);
+        let (_, tail) = &b.members[0];
+        let text = String::from_utf8_lossy(tail);
+        assert!(
+            !text.contains("BEGIN") && text.contains("keyline1"),
+            "{text}"
+        );
+        let out = crate::redact::Redactor::new(&[]).redact(tail);
+        let out = String::from_utf8(out).expect("utf8");
+        assert!(!out.contains("keyline"), "{out}");
+        assert!(out.ends_with("after the key\n"), "{out}");
+    }
+
     /// The events section on a simulated host: a restart's EventLog 6006 and 6005 in the
     /// System log, calicoctl-win's own in Application, newest first.
     #[test]
