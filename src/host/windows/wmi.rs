@@ -102,14 +102,17 @@ fn services(op: &str) -> HostResult<IWbemServices> {
     let locator: IWbemLocator =
         unsafe { CoCreateInstance(&WbemLocator, None, CLSCTX_INPROC_SERVER) }.map_err(api(op))?;
     let none = BSTR::new();
-    // SAFETY: a local connection to ROOT\CIMV2 as the caller, no context.
+    // SAFETY: a local connection to ROOT\CIMV2 as the caller, no context. The connection is
+    // bounded: with WBEM_FLAG_CONNECT_USE_MAX_WAIT "the call returns in 2 minutes or less
+    // whether successful or not" (Microsoft: WBEM_CONNECT_OPTIONS enumeration, wbemcli.h);
+    // Wine's wbemprox takes the flag with a FIXME and connects as before.
     let services = unsafe {
         locator.ConnectServer(
             &BSTR::from(r"ROOT\CIMV2"),
             &none,
             &none,
             &none,
-            0,
+            windows::Win32::System::Wmi::WBEM_FLAG_CONNECT_USE_MAX_WAIT.0,
             &none,
             None,
         )
