@@ -565,6 +565,21 @@ fn every_unwrap_outside_tests_says_why_it_cannot_fail() {
 /// one of these, by file and function, each for the reason given.
 const SLEEPS: &[(&str, &str, &str)] = &[
     (
+        "host/sharing.rs",
+        "on_windows",
+        "a sharing violation's retry: sharing::PAUSES, eight pauses in all, is its bound",
+    ),
+    (
+        "host/windows/files.rs",
+        "rename_shared",
+        "a sharing violation's retry: sharing::PAUSES, eight pauses in all, is its bound",
+    ),
+    (
+        "host/windows/files.rs",
+        "remove",
+        "a sharing violation's retry: sharing::PAUSES, eight pauses in all, is its bound",
+    ),
+    (
         "duration/wait.rs",
         "poll_quietly",
         "poll_quietly's pause: a host call's own bound",
@@ -663,6 +678,8 @@ fn waits_in(code: &str) -> Vec<(usize, String)> {
     let wait = regex::Regex::new(concat!(
         r"(^|[^A-Za-z0-9_])sleep\s*\(|recv_timeout\s*\(|wait_timeout(_while)?\s*\([^,()]*,",
         r"|\.recv\s*\(\s*\)|\.join\s*\(\s*\)|\.wait\s*\(\s*\)|\b(WBEM_)?INFINITE\b",
+        // A sleep handed on as a function (`&mut std::thread::sleep`), not called here.
+        r"|\bthread::sleep\b",
     ))
     .expect("regex");
     let condvar = regex::Regex::new(r"\.wait(_while)?\s*\(\s*[^)\s]").expect("regex");
@@ -717,6 +734,7 @@ fn the_wait_matcher_sees_each_form() {
         "child.wait()?;",
         "unsafe { WaitForSingleObject(h, INFINITE) };",
         "found.Next(WBEM_INFINITE, &mut first, &mut n);",
+        "retried(op, transient, &mut std::thread::sleep)",
         "use std::sync::Condvar;\nfn f() { s = cv.wait(s).unwrap(); }",
         "use std::sync::Condvar;\nfn f() { s = cv\n    .wait_while(s, |x| *x); }",
     ] {
