@@ -10,6 +10,7 @@
 
 pub mod acl;
 pub mod boot;
+pub mod bounded;
 pub mod error;
 pub mod events;
 pub mod files;

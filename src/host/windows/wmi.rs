@@ -175,6 +175,18 @@ fn instance_path(wmi: &IWbemServices, index: u32, op: &str) -> HostResult<BSTR> 
 /// `ReturnValue`, as `ip_config::wmi_result` reads it.
 pub fn call_method(index: u32, call: &WmiCall) -> HostResult<()> {
     let op = format!("{} on interface {index}", call.method);
+    let call = call.clone();
+    crate::host::bounded::within(&op, CALL_WITHIN, move || call_now(index, &call))
+}
+
+/// The most a WMI method call (its connection, the instance's query, the class and the
+/// method) is waited for: the connection alone may take its 2 minutes
+/// (`WBEM_FLAG_CONNECT_USE_MAX_WAIT`), and the query's `Next` its 30 s.
+const CALL_WITHIN: std::time::Duration = std::time::Duration::from_secs(180);
+
+/// `call_method` on the calling thread, with no bound of its own.
+fn call_now(index: u32, call: &WmiCall) -> HostResult<()> {
+    let op = format!("{} on interface {index}", call.method);
     let _com = super::firewall::com_init();
     let wmi = services(&op)?;
     let path = instance_path(&wmi, index, &op)?;

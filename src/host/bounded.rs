@@ -1,0 +1,91 @@
+//! A host call that can block with no bound of its own, run on a thread of its own and
+//! waited for at most a given time. Synchronous WMI calls are such calls: `GetObject` and
+//! `ExecMethod` with `WBEM_FLAG_RETURN_WBEM_COMPLETE` return only when WMI and its provider
+//! are done (Microsoft: IWbemServices::ExecMethod, "the call does not return until the
+//! method has executed"), and a provider held on the network configuration's lock holds the
+//! caller with it. Past the bound the call is said timed out and its thread is left to end on
+//! its own: no thread can be cut out of a COM call.
+
+use crate::duration::{Look, Pauses, poll_quietly};
+use crate::host::{HostError, HostResult};
+use std::time::{Duration, Instant};
+
+/// Runs `call` on a thread of its own and waits for its answer until `within` has passed.
+pub fn within<T: Send + 'static>(
+    what: &str,
+    within: Duration,
+    call: impl FnOnce() -> HostResult<T> + Send + 'static,
+) -> HostResult<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("bounded-host-call".into())
+        .spawn(move || {
+            // The waiter may have gone (timed out): then the answer has no one to take it.
+            let _ = tx.send(call());
+        })
+        .map_err(|error| HostError::Io {
+            op: format!("start a thread for {what}"),
+            error,
+        })?;
+    poll_quietly(
+        Instant::now() + within,
+        Pauses::every(Duration::from_millis(20)),
+        || match rx.try_recv() {
+            Ok(answer) => answer.map(Look::Done),
+            Err(std::sync::mpsc::TryRecvError::Empty) => Ok(Look::Pending(())),
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => Err(HostError::Refused {
+                what: what.to_owned(),
+                reason: "the call's thread ended without an answer".into(),
+            }),
+        },
+        |()| {
+            Err(HostError::Timeout {
+                what: what.to_owned(),
+                after: within,
+            })
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_in_time_is_the_calls() {
+        assert_eq!(
+            within("a call", Duration::from_secs(30), || Ok(7)).ok(),
+            Some(7)
+        );
+        let refused = within("a call", Duration::from_secs(30), || -> HostResult<()> {
+            Err(HostError::NotFound { what: "x".into() })
+        });
+        assert!(matches!(refused, Err(HostError::NotFound { .. })));
+    }
+
+    #[test]
+    fn a_call_that_never_answers_is_a_timeout_at_the_bound() {
+        let (hold, held) = std::sync::mpsc::channel::<()>();
+        let answer = within("a stuck call", Duration::from_millis(200), move || {
+            // Held until the test ends (its sender dropped): a call that does not return.
+            let _ = held.recv();
+            Ok(())
+        });
+        assert!(
+            matches!(answer, Err(HostError::Timeout { ref what, after }) if what == "a stuck call" && after == Duration::from_millis(200)),
+            "{answer:?}"
+        );
+        drop(hold);
+    }
+
+    #[test]
+    fn a_call_that_panics_is_refused() {
+        let answer = within("a call", Duration::from_secs(30), || -> HostResult<()> {
+            panic!("the provider fell over")
+        });
+        assert!(
+            matches!(answer, Err(HostError::Refused { .. })),
+            "{answer:?}"
+        );
+    }
+}
