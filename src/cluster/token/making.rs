@@ -40,6 +40,15 @@ pub struct Making {
     /// create got. Not a secret: it only tells this install's objects from others'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
+    /// The parts (Role, RoleBinding) a journal of an older version flagged without their uid
+    /// and without a nonce (it gave none): told ours by our label, as that version did, not
+    /// by the nonce this run gives (`with_nonce`).
+    #[serde(default, skip_serializing_if = "is_neither")]
+    pub unmarked: (bool, bool),
+}
+
+fn is_neither(parts: &(bool, bool)) -> bool {
+    *parts == (false, false)
 }
 
 impl Making {
@@ -73,9 +82,11 @@ impl Making {
         )
     }
 
-    /// Given a nonce, unless it has one (a cut-off run's, which this run continues).
+    /// Given a nonce, unless it has one (a cut-off run's, which this run continues); the
+    /// parts flagged without a uid by a journal without one are `unmarked`.
     pub fn with_nonce(mut self) -> Self {
         if self.nonce.is_none() {
+            self.unmarked = self.unsettled();
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
@@ -124,6 +135,16 @@ impl Making {
         format!("kubectl -n {} delete {kinds} {}", self.namespace, self.name)
     }
 
+    /// Whether the object `meta` describes is known for ours without reading its content:
+    /// the uid the record (`recorded`) or this journal (`made`) names, or this run's nonce.
+    /// Any other (one adopted by its label alone too) is checked (`refuse_role`,
+    /// `refuse_binding`).
+    fn knows(&self, meta: &ObjectMeta, recorded: &Option<String>, made: &Option<String>) -> bool {
+        let uid = meta.uid.as_ref();
+        uid.is_some_and(|u| Some(u) == recorded.as_ref() || Some(u) == made.as_ref())
+            || self.marked(meta)
+    }
+
     /// Whether `meta` carries this install's nonce.
     fn marked(&self, meta: &ObjectMeta) -> bool {
         let theirs = meta.annotations.as_ref().and_then(|a| a.get(NONCE));
@@ -136,7 +157,7 @@ impl Making {
 /// its uid once made. The uids for the install record: of one made here (now or by the
 /// cut-off run `making` came from), else the one `g` had recorded (an earlier install's: one
 /// made again since by someone else is not adopted), else, unless `g`'s record keeps uids
-/// and named none (`Grant::uids_kept`: another's), of the one there when it carries our
+/// and named none (`Grant::keeps_uids`: another's), of the one there when it carries our
 /// label. One there that is not ours is used only when it is what ours would be
 /// (`refuse_role`, `refuse_binding`).
 pub fn ensure(
@@ -163,30 +184,30 @@ pub fn ensure(
     };
     let role = match c.call_opt("get", &what("roles"), roles.get(&g.name))? {
         Some(r) => {
-            let part: Part = |m| (&mut m.role, &mut m.uids.role);
-            let uid = found(making, part, (&g.uids.role, !g.uids_kept), &r.metadata);
-            if uid.is_none() || uid != r.metadata.uid {
+            if !making.knows(&r.metadata, &g.uids.role, &making.uids.role) {
                 refuse_role(g, &r)?;
             }
-            uid
+            let part: Part = |m| (&mut m.role, &mut m.uids.role, &mut m.unmarked.0);
+            let adopt = !g.keeps_uids();
+            found_saved(making, part, (&g.uids.role, adopt), &r.metadata, save)?
         }
         None => {
             let mut role = g.role(owner.clone());
             marks(&mut role.metadata, &making.nonce);
             let create = || c.call("create", &what("roles"), once_roles.create(&pp, &role));
             let read = || c.call_opt("get", &what("roles"), roles.get(&g.name));
-            let part: Part = |m| (&mut m.role, &mut m.uids.role);
+            let part: Part = |m| (&mut m.role, &mut m.uids.role, &mut m.unmarked.0);
             create_flagged(making, part, (create, read), save)?
         }
     };
     let binding = match c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))? {
         Some(b) => {
-            let part: Part = |m| (&mut m.binding, &mut m.uids.binding);
-            let uid = found(making, part, (&g.uids.binding, !g.uids_kept), &b.metadata);
-            if uid.is_none() || uid != b.metadata.uid {
+            if !making.knows(&b.metadata, &g.uids.binding, &making.uids.binding) {
                 refuse_binding(g, &b)?;
             }
-            uid
+            let part: Part = |m| (&mut m.binding, &mut m.uids.binding, &mut m.unmarked.1);
+            let adopt = !g.keeps_uids();
+            found_saved(making, part, (&g.uids.binding, adopt), &b.metadata, save)?
         }
         None => {
             let mut binding = g.binding(owner);
@@ -196,15 +217,34 @@ pub fn ensure(
                 c.call("create", &what("rolebindings"), sent)
             };
             let read = || c.call_opt("get", &what("rolebindings"), bindings.get(&g.name));
-            let part: Part = |m| (&mut m.binding, &mut m.uids.binding);
+            let part: Part = |m| (&mut m.binding, &mut m.uids.binding, &mut m.unmarked.1);
             create_flagged(making, part, (create, read), save)?
         }
     };
     Ok(GrantUids { role, binding })
 }
 
-/// Which of `Making`'s objects, its flag and uid.
-type Part = fn(&mut Making) -> (&mut bool, &mut Option<String>);
+/// Which of `Making`'s objects, its flag, uid and whether an older journal flagged it
+/// (`Making::unmarked`).
+type Part = fn(&mut Making) -> (&mut bool, &mut Option<String>, &mut bool);
+
+/// `found`, and what it learnt saved in the journal (a uid found, a part let go), so that a
+/// rollback or uninstall after it neither waits for a part whose uid is known nor takes one
+/// let go for ours.
+fn found_saved(
+    making: &mut Making,
+    part: Part,
+    recorded: (&Option<String>, bool),
+    meta: &ObjectMeta,
+    save: &mut dyn FnMut(&Making) -> anyhow::Result<()>,
+) -> anyhow::Result<Option<String>> {
+    let before = making.clone();
+    let uid = found(making, part, recorded, meta);
+    if *making != before {
+        save(making)?;
+    }
+    Ok(uid)
+}
 
 /// The uid of an object found there: one a cut-off run of this install made (adopted, its
 /// uid kept in `making` when the run was cut off before it), else the recorded one, else its
@@ -216,15 +256,16 @@ fn found(
     (recorded, adopt): (&Option<String>, bool),
     meta: &ObjectMeta,
 ) -> Option<String> {
-    let unmarked = making.nonce.is_some() && !making.marked(meta);
-    let (made, made_uid) = part(making);
+    let marked = making.marked(meta);
+    let (made, made_uid, older) = part(making);
     if *made {
         if made_uid.is_none() {
             // Flagged, its create's answer never had: ours only when it carries our nonce
-            // (journals of older versions have none: the label decides then). Another's
-            // (an administrator's, or one made in the 409's place) is let go, kept.
-            if unmarked {
-                *made = false;
+            // (flagged by a journal of an older version, which gave none: when it carries
+            // our label). Another's (an administrator's, or one made in the 409's place) is
+            // let go, kept.
+            if !(marked || *older && labelled_ours(meta)) {
+                (*made, *older) = (false, false);
                 // Not taken for ours by its label either: its uid is never recorded, so no
                 // later `uninstall --purge` deletes it.
                 return recorded.clone();
@@ -252,7 +293,8 @@ fn create_flagged<T: kube::Resource>(
     ),
     save: &mut dyn FnMut(&Making) -> anyhow::Result<()>,
 ) -> anyhow::Result<Option<String>> {
-    *part(making).0 = true;
+    let (flag, _, older) = part(making);
+    (*flag, *older) = (true, false);
     save(making)?;
     let (made, uid) = match throttled(create) {
         Ok(made) => (true, made.meta().uid.clone()),
@@ -269,7 +311,7 @@ fn create_flagged<T: kube::Resource>(
         }
         Err(e) => return Err(e.into()),
     };
-    let (flag, kept) = part(making);
+    let (flag, kept, _) = part(making);
     *flag = made;
     kept.clone_from(&uid);
     save(making)?;
@@ -321,19 +363,34 @@ fn ours(meta: &ObjectMeta) -> Option<String> {
 /// then is it known never made, and what names it may go.
 pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError> {
     let at = (m.namespace.as_str(), m.name.as_str());
-    let known = || Known {
-        uids: &m.uids,
-        nonce: m.nonce.as_deref(),
-        uids_kept: false,
+    // The parts an older journal flagged (`Making::unmarked`) by our label, the rest by the
+    // nonce.
+    let parts = |(role, binding): (bool, bool)| -> Result<_, ClusterError> {
+        let (old_role, old_binding) = m.unmarked;
+        let mut left = Vec::new();
+        let mut seen = (false, false);
+        for (nonce, (role, binding)) in [
+            (m.nonce.as_deref(), (role && !old_role, binding && !old_binding)),
+            (None, (role && old_role, binding && old_binding)),
+        ] {
+            if role || binding {
+                let uids = &m.uids;
+                let known = Known { uids, nonce, uids_kept: false };
+                let (more, there) = remove_parts(c, at, known, (role, binding))?;
+                left.extend(more);
+                seen = (seen.0 || there.0, seen.1 || there.1);
+            }
+        }
+        Ok((left, seen))
     };
-    let (mut left, seen) = remove_parts(c, at, known(), (m.role, m.binding))?;
+    let (mut left, seen) = parts((m.role, m.binding))?;
     let (role, binding) = m.unsettled();
     let mut waiting = (role && !seen.0, binding && !seen.1);
     if waiting == (false, false) {
         return Ok(left);
     }
     let look = || -> Result<Look<(), ()>, ClusterError> {
-        let (more, seen) = remove_parts(c, at, known(), waiting)?;
+        let (more, seen) = parts(waiting)?;
         left.extend(more);
         waiting = (waiting.0 && !seen.0, waiting.1 && !seen.1);
         Ok(match waiting {
