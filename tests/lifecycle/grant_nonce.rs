@@ -253,3 +253,22 @@ fn a_rerun_saves_the_uid_of_a_part_it_adopts_in_the_journal() {
         serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(journal["grant"]["uids"]["role"], uid, "{journal}");
 }
+
+/// Each create of the grant asks kube-apiserver for the client's own deadline (`timeout`
+/// query parameter), so that one whose answer was lost stops committing within the window
+/// it is read again for, whatever the server's `--request-timeout`.
+#[test]
+fn the_grants_creates_ask_the_server_for_the_clients_deadline() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{stderr}");
+    let creates: Vec<_> = (api.lock().post_queries.iter())
+        .filter(|(p, _)| p.ends_with("/roles") || p.ends_with("/rolebindings"))
+        .map(|(_, q)| q.clone())
+        .collect();
+    assert_eq!(creates, ["timeout=15s", "timeout=15s"], "{stderr}");
+}

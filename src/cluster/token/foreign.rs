@@ -47,7 +47,9 @@ pub(super) fn refuse_binding(g: &Grant, b: &RoleBinding) -> anyhow::Result<()> {
     // What it does wrong: calico-node not bound to the grant's Role, or others bound too.
     let unrenewed = b.role_ref != want.role_ref || !ours.iter().all(|s| have.contains(s));
     let why = match (unrenewed, have.iter().any(|s| !ours.contains(s))) {
-        (true, true) => "calico-node could not renew its token through it, and others would get its right",
+        (true, true) => {
+            "calico-node could not renew its token through it, and others would get its right"
+        }
         (true, false) => "calico-node could not renew its token through it",
         _ => "it gives others than calico-node the right to request calico-node's tokens",
     };

@@ -3,13 +3,14 @@
 //! marked with the run's nonce (`NONCE`) so that a create whose answer was lost (a POST that
 //! committed, then timed out) is known for ours when it is read back.
 
+use super::create::{CREATE_TIMEOUT, create_within, may_be_there, throttled};
 use super::foreign::{refuse_binding, refuse_role};
 use super::renewal::{Grant, GrantUids, Known, labelled_ours, node_owner, remove_parts};
 use crate::cluster::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, poll_quietly};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Api;
-use kube::api::{ObjectMeta, PostParams};
+use kube::api::ObjectMeta;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -45,6 +46,10 @@ pub struct Making {
     /// by the nonce this run gives (`with_nonce`).
     #[serde(default, skip_serializing_if = "is_neither")]
     pub unmarked: (bool, bool),
+    /// Whether each create it flags asked the server's deadline (`create_within`); false in
+    /// a journal of an older version, whose creates the server's own (60 s unless set) bound.
+    #[serde(default)]
+    pub timed: bool,
 }
 
 fn is_neither(parts: &(bool, bool)) -> bool {
@@ -57,6 +62,7 @@ impl Making {
         Self {
             namespace: g.namespace.clone(),
             name: g.name.clone(),
+            timed: true,
             ..Self::default()
         }
     }
@@ -121,8 +127,17 @@ impl Making {
             "the create of the {kinds} {} in {} got no answer and may still commit: it is read again for up to {} s before it is taken as never made",
             self.name,
             self.namespace,
-            SETTLE_WITHIN.as_secs()
+            self.settle_within().as_secs()
         ))
+    }
+
+    /// How long a create it flagged may still commit (`SETTLE_WITHIN`; a journal of an older
+    /// version, `UNTIMED_SETTLE_WITHIN`).
+    fn settle_within(&self) -> std::time::Duration {
+        match self.timed {
+            true => SETTLE_WITHIN,
+            false => UNTIMED_SETTLE_WITHIN,
+        }
     }
 
     /// How to remove what it made by hand.
@@ -172,10 +187,7 @@ pub fn ensure(
     let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), &g.namespace);
     // Each create is sent once: kube's own retry of a POST whose answer was lost (a 504 after
     // it committed) would get a 409 for our own object; it is read back instead (`settle`).
-    let once_roles: Api<Role> = Api::namespaced(c.client_without_retries.clone(), &g.namespace);
-    let once_bindings: Api<RoleBinding> =
-        Api::namespaced(c.client_without_retries.clone(), &g.namespace);
-    let pp = PostParams::default();
+    let once = &c.client_without_retries;
     let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
     let marks = |m: &mut ObjectMeta, nonce: &Option<String>| {
         m.annotations = nonce
@@ -194,7 +206,7 @@ pub fn ensure(
         None => {
             let mut role = g.role(owner.clone());
             marks(&mut role.metadata, &making.nonce);
-            let create = || c.call("create", &what("roles"), once_roles.create(&pp, &role));
+            let create = || c.call("create", &what("roles"), create_within(once, &role));
             let read = || c.call_opt("get", &what("roles"), roles.get(&g.name));
             let part: Part = |m| (&mut m.role, &mut m.uids.role, &mut m.unmarked.0);
             create_flagged(making, part, (create, read), save)?
@@ -213,7 +225,7 @@ pub fn ensure(
             let mut binding = g.binding(owner);
             marks(&mut binding.metadata, &making.nonce);
             let create = || {
-                let sent = once_bindings.create(&pp, &binding);
+                let sent = create_within(once, &binding);
                 c.call("create", &what("rolebindings"), sent)
             };
             let read = || c.call_opt("get", &what("rolebindings"), bindings.get(&g.name));
@@ -270,7 +282,7 @@ fn found(
                 // later `uninstall --purge` deletes it.
                 return recorded.clone();
             }
-            *made_uid = ours(meta);
+            *made_uid = meta.uid.clone();
         }
         return made_uid.clone();
     }
@@ -318,37 +330,6 @@ fn create_flagged<T: kube::Resource>(
     Ok(uid)
 }
 
-/// The create, sent again after a 429: kube-apiserver's API Priority and Fairness refuses
-/// with 429 before the request reaches its handler, so nothing was written
-/// (k8s.io/apiserver `pkg/server/filters/priority-and-fairness.go`). Kube's own retries are
-/// off for it (a lost answer is read back instead), so a node provisioned with many others
-/// asks again here, a second apart (kube's error drops the Retry-After header), for at most
-/// `THROTTLED_FOR`; the last 429 then stands.
-fn throttled<T>(create: impl Fn() -> Result<T, ClusterError>) -> Result<T, ClusterError> {
-    let deadline = std::time::Instant::now() + THROTTLED_FOR;
-    let pauses = Pauses::every(std::time::Duration::from_secs(1));
-    let look = || match create() {
-        Err(e @ ClusterError::Api { code: 429, .. }) => Ok(Look::Pending(e)),
-        answer => answer.map(Look::Done),
-    };
-    poll_quietly(deadline, pauses, look, Err)
-}
-
-/// How long a create refused with 429 is asked again.
-const THROTTLED_FOR: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Whether a refused or unanswered create may have left the object there: another's (409),
-/// or ours, committed before its answer was lost (kube-apiserver answers 504 when a request
-/// outlives its deadline while the storage write goes on; a 5xx or a timeout says nothing of
-/// whether it committed).
-fn may_be_there(e: &ClusterError) -> bool {
-    match e {
-        ClusterError::Api { code, .. } => *code == 409 || *code >= 500,
-        ClusterError::Timeout { .. } | ClusterError::Unreachable { .. } => true,
-        _ => false,
-    }
-}
-
 /// The uid of an object when it carries our label.
 fn ours(meta: &ObjectMeta) -> Option<String> {
     labelled_ours(meta).then(|| meta.uid.clone()).flatten()
@@ -370,12 +351,19 @@ pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError>
         let mut left = Vec::new();
         let mut seen = (false, false);
         for (nonce, (role, binding)) in [
-            (m.nonce.as_deref(), (role && !old_role, binding && !old_binding)),
+            (
+                m.nonce.as_deref(),
+                (role && !old_role, binding && !old_binding),
+            ),
             (None, (role && old_role, binding && old_binding)),
         ] {
             if role || binding {
                 let uids = &m.uids;
-                let known = Known { uids, nonce, uids_kept: false };
+                let known = Known {
+                    uids,
+                    nonce,
+                    uids_kept: false,
+                };
                 let (more, there) = remove_parts(c, at, known, (role, binding))?;
                 left.extend(more);
                 seen = (seen.0 || there.0, seen.1 || there.1);
@@ -398,15 +386,20 @@ pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError>
             _ => Look::Pending(()),
         })
     };
-    let deadline = std::time::Instant::now() + SETTLE_WITHIN;
+    let deadline = std::time::Instant::now() + m.settle_within();
     let pauses = Pauses::every(std::time::Duration::from_secs(2));
     poll_quietly(deadline, pauses, look, Ok)?;
     Ok(left)
 }
 
-/// How long a create whose answer was lost may still commit, from when it was sent:
-/// kube-apiserver's request deadline (`--request-timeout`, 60 s unless set: k8s.io/apiserver
-/// pkg/server/config.go `NewConfig`), when its handler's context ends and with it the
-/// storage write it runs (pkg/endpoints/handlers/finisher/finisher.go), and a margin for one
-/// already handed to etcd. Counted here from a later read, after the create was sent.
-pub const SETTLE_WITHIN: std::time::Duration = std::time::Duration::from_secs(75);
+/// How long a create whose answer was lost may still commit, from when it was sent: the
+/// request deadline it asked kube-apiserver for (`CREATE_TIMEOUT`, `create_within`), when its
+/// handler's context ends and with it the storage write it runs
+/// (pkg/endpoints/handlers/finisher/finisher.go), and a margin as long again for one already
+/// handed to etcd. Counted here from a later read, after the create was sent.
+pub const SETTLE_WITHIN: std::time::Duration = CREATE_TIMEOUT.saturating_mul(2);
+
+/// The same for a create sent without a deadline (a journal of an older version): kube-
+/// apiserver's own (`--request-timeout`, 60 s unless set: k8s.io/apiserver
+/// pkg/server/config.go `NewConfig`) and a margin.
+const UNTIMED_SETTLE_WITHIN: std::time::Duration = std::time::Duration::from_secs(75);
