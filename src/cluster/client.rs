@@ -21,7 +21,7 @@ pub const PAGE: u32 = 500;
 pub const PAGES_CAP: usize = 4_000;
 
 /// How long one API call may take.
-const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A connected cluster.
 pub struct Cluster {

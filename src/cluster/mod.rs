@@ -33,7 +33,7 @@ pub mod rights;
 pub mod token;
 pub mod verify_rights;
 
-pub use client::{Cluster, CutHere, PAGE, PAGES_CAP, cut_here};
+pub use client::{CALL_TIMEOUT, Cluster, CutHere, PAGE, PAGES_CAP, cut_here};
 pub use error::ClusterError;
 pub use kubeconfig::{InCluster, OnHost, ReadFile, pem};
 pub use node_control::NodeControl;

@@ -13,7 +13,7 @@ pub(super) const GRANT: &str = "calicoctl-win-token-renewal-win-1";
 const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/calico-system";
 /// The plan's first write after the grant (its steps 1 to 3 protect directories): the run is
 /// killed there, its record not written.
-const AFTER_GRANT: &str = "crash:~write C:\\CalicoWindows\\calico-node.exe";
+pub(super) const AFTER_GRANT: &str = "crash:~write C:\\CalicoWindows\\calico-node.exe";
 /// A later step of the plan that fails: the run rolls back.
 pub(super) const LATER_STEP_FAILS: &str = "fail:~write C:\\CalicoWindows\\calico-node.env";
 
@@ -74,7 +74,7 @@ fn uninstall_undoes_the_grant_of_an_install_killed_after_it() {
 }
 
 /// A Role of the grant's name was there before (an administrator's, carrying our label as a
-/// copy would): install makes only the RoleBinding. Killed after the grant, then uninstalled,
+/// copy would, and the grant's rule): install makes only the RoleBinding. Killed after the grant, then uninstalled,
 /// and after a failed install: the RoleBinding it made goes, the Role stays.
 #[test]
 fn a_grant_there_before_the_install_is_kept_by_its_undoing() {
@@ -88,6 +88,10 @@ fn a_grant_there_before_the_install_is_kept_by_its_undoing() {
     theirs["metadata"]["labels"] =
         serde_json::json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
     theirs["metadata"]["uid"] = serde_json::json!("uid-administrators");
+    // The grant's rule: a Role with others would refuse the install.
+    theirs["rules"] = serde_json::json!([{"apiGroups": [""],
+        "resources": ["serviceaccounts/token"], "resourceNames": ["calico-node"],
+        "verbs": ["create"]}]);
     api.put(&role(), theirs.clone());
     let (node, zip) = killed_after_grant(&api);
     assert!(api.get(&binding()).is_some());

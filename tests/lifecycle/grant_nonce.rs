@@ -5,7 +5,9 @@
 
 #![cfg(unix)]
 
-use crate::grant_journal::{GRANT, LATER_STEP_FAILS, binding, killed_after_grant, role};
+use crate::grant_journal::{
+    AFTER_GRANT, GRANT, LATER_STEP_FAILS, binding, killed_after_grant, role,
+};
 use crate::support::Node;
 use crate::support::fake_api::{FakeApi, meta};
 use crate::support::release::release_zip;
@@ -203,4 +205,70 @@ fn a_foreign_role_with_other_rules_refuses_the_install() {
     assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
     assert!(api.get(&binding()).is_none(), "{stderr}");
     assert!(!node.c_drive("calicowindows").exists(), "{stderr}");
+}
+
+/// A journal of an older version (no nonce) flagged the Role without its uid, and the Role
+/// there carries our label: the rerun takes it for its own by the label, as that version did,
+/// and records its uid (a nonce given now must not make it another's, left behind).
+#[test]
+fn a_role_flagged_by_a_journal_without_a_nonce_is_told_by_its_label() {
+    let api = FakeApi::start();
+    let (node, zip) = killed_after_grant(&api);
+    let path = node.c_drive(JOURNAL);
+    let mut journal: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
+    journal["grant"] =
+        serde_json::json!({"namespace": "calico-system", "name": GRANT, "role": true});
+    fs_err::write(&path, journal.to_string()).unwrap();
+    api.put(&role(), administrators_role(grant_rules()));
+    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{stderr}");
+    let record: serde_json::Value = serde_json::from_str(
+        &fs_err::read_to_string(node.c_drive("calicowindows/calicoctl-win-install.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        record["renewal"]["uids"]["role"], "uid-administrators",
+        "{stderr}"
+    );
+}
+
+/// A rerun that adopts the Role a killed run made (flagged, its uid not journaled) saves the
+/// uid it found in the journal before going on, so that a rollback or uninstall after it
+/// knows the Role by its uid and never waits for it as a create that may still commit.
+#[test]
+fn a_rerun_saves_the_uid_of_a_part_it_adopts_in_the_journal() {
+    let api = FakeApi::start();
+    let (node, zip) = killed_after_grant(&api);
+    let path = node.c_drive(JOURNAL);
+    let mut journal: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
+    journal["grant"]["uids"] = serde_json::json!({});
+    fs_err::write(&path, journal.to_string()).unwrap();
+    let uid = api.get(&role()).expect("role")["metadata"]["uid"].clone();
+    let args = ["install", "--no-start", "--release-zip", &zip];
+    let (code, _) = node.run_raw(&[&args[..], &["--sim-fault", AFTER_GRANT]].concat());
+    assert_eq!(code, 86, "the install was not killed where the test meant");
+    let journal: serde_json::Value =
+        serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(journal["grant"]["uids"]["role"], uid, "{journal}");
+}
+
+/// Each create of the grant asks kube-apiserver for the client's own deadline (`timeout`
+/// query parameter), so that one whose answer was lost stops committing within the window
+/// it is read again for, whatever the server's `--request-timeout`.
+#[test]
+fn the_grants_creates_ask_the_server_for_the_clients_deadline() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::new(&api);
+    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let zip = zip.display().to_string();
+    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
+    assert_eq!(code, 0, "{stderr}");
+    let creates: Vec<_> = (api.lock().post_queries.iter())
+        .filter(|(p, _)| p.ends_with("/roles") || p.ends_with("/rolebindings"))
+        .map(|(_, q)| q.clone())
+        .collect();
+    assert_eq!(creates, ["timeout=15s", "timeout=15s"], "{stderr}");
 }

@@ -40,9 +40,19 @@ pub(super) fn refuse_binding(g: &Grant, b: &RoleBinding) -> anyhow::Result<()> {
     };
     let subjects =
         |b: &RoleBinding| -> Vec<_> { b.subjects.iter().flatten().map(subject).collect() };
-    if b.role_ref == want.role_ref && subjects(b) == subjects(&want) {
+    let (have, ours) = (subjects(b), subjects(&want));
+    if b.role_ref == want.role_ref && have == ours {
         return Ok(());
     }
+    // What it does wrong: calico-node not bound to the grant's Role, or others bound too.
+    let unrenewed = b.role_ref != want.role_ref || !ours.iter().all(|s| have.contains(s));
+    let why = match (unrenewed, have.iter().any(|s| !ours.contains(s))) {
+        (true, true) => {
+            "calico-node could not renew its token through it, and others would get its right"
+        }
+        (true, false) => "calico-node could not renew its token through it",
+        _ => "it gives others than calico-node the right to request calico-node's tokens",
+    };
     let named: Vec<String> = (b.subjects.iter().flatten())
         .map(|s| match &s.namespace {
             Some(ns) => format!("{} {ns}/{}", s.kind, s.name),
@@ -51,7 +61,7 @@ pub(super) fn refuse_binding(g: &Grant, b: &RoleBinding) -> anyhow::Result<()> {
         .collect();
     let (ns, name) = (&g.namespace, &g.name);
     anyhow::bail!(
-        "the RoleBinding {name} in {ns} is not calicoctl-win's and does not bind what the renewal grant needs (the Role {name} to ServiceAccount {ns}/{} alone): it binds {} {} to {}; calico-node could not renew its token through it; see it with 'kubectl -n {ns} get rolebinding {name} -o yaml', then delete it ('kubectl -n {ns} delete rolebinding {name}') or make it bind only that, and install again",
+        "the RoleBinding {name} in {ns} is not calicoctl-win's and does not bind what the renewal grant needs (the Role {name} to ServiceAccount {ns}/{} alone): it binds {} {} to {}; {why}; see it with 'kubectl -n {ns} get rolebinding {name} -o yaml', then delete it ('kubectl -n {ns} delete rolebinding {name}') or make it bind only that, and install again",
         g.service_account,
         b.role_ref.kind,
         b.role_ref.name,
@@ -63,20 +73,21 @@ pub(super) fn refuse_binding(g: &Grant, b: &RoleBinding) -> anyhow::Result<()> {
     )
 }
 
-/// `ensure`'s refusals of a Role or RoleBinding of the grant's name that is not ours and is
-/// not what ours would be (`refuse_role`, `refuse_binding`), read before any change (the dry
-/// run's too). Ours: it carries our label and the uid recorded (`Grant::is_ours`).
+/// `ensure`'s refusals of a Role or RoleBinding of the grant's name that is not what ours
+/// would be (`refuse_role`, `refuse_binding`), read before any change (the dry run's too):
+/// any but the one the record names by its uid (one carrying our label alone too, which an
+/// older record or a fresh install would adopt).
 pub fn refuse_foreign(c: &Cluster, g: &Grant) -> anyhow::Result<()> {
     let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
     let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
     if let Some(r) = c.call_opt("get", &what("roles"), roles.get(&g.name))?
-        && !g.is_ours(&r.metadata, g.uids.role.as_ref())
+        && (r.metadata.uid.is_none() || r.metadata.uid != g.uids.role)
     {
         refuse_role(g, &r)?;
     }
     let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), &g.namespace);
     if let Some(b) = c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))?
-        && !g.is_ours(&b.metadata, g.uids.binding.as_ref())
+        && (b.metadata.uid.is_none() || b.metadata.uid != g.uids.binding)
     {
         refuse_binding(g, &b)?;
     }

@@ -3,13 +3,14 @@
 //! marked with the run's nonce (`NONCE`) so that a create whose answer was lost (a POST that
 //! committed, then timed out) is known for ours when it is read back.
 
+use super::create::{CREATE_TIMEOUT, create_within, may_be_there, throttled};
 use super::foreign::{refuse_binding, refuse_role};
 use super::renewal::{Grant, GrantUids, Known, labelled_ours, node_owner, remove_parts};
 use crate::cluster::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, poll_quietly};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Api;
-use kube::api::{ObjectMeta, PostParams};
+use kube::api::ObjectMeta;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -40,6 +41,19 @@ pub struct Making {
     /// create got. Not a secret: it only tells this install's objects from others'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
+    /// The parts (Role, RoleBinding) a journal of an older version flagged without their uid
+    /// and without a nonce (it gave none): told ours by our label, as that version did, not
+    /// by the nonce this run gives (`with_nonce`).
+    #[serde(default, skip_serializing_if = "is_neither")]
+    pub unmarked: (bool, bool),
+    /// Whether each create it flags asked the server's deadline (`create_within`); false in
+    /// a journal of an older version, whose creates the server's own (60 s unless set) bound.
+    #[serde(default)]
+    pub timed: bool,
+}
+
+fn is_neither(parts: &(bool, bool)) -> bool {
+    *parts == (false, false)
 }
 
 impl Making {
@@ -48,6 +62,7 @@ impl Making {
         Self {
             namespace: g.namespace.clone(),
             name: g.name.clone(),
+            timed: true,
             ..Self::default()
         }
     }
@@ -73,9 +88,11 @@ impl Making {
         )
     }
 
-    /// Given a nonce, unless it has one (a cut-off run's, which this run continues).
+    /// Given a nonce, unless it has one (a cut-off run's, which this run continues); the
+    /// parts flagged without a uid by a journal without one are `unmarked`.
     pub fn with_nonce(mut self) -> Self {
         if self.nonce.is_none() {
+            self.unmarked = self.unsettled();
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
@@ -110,8 +127,17 @@ impl Making {
             "the create of the {kinds} {} in {} got no answer and may still commit: it is read again for up to {} s before it is taken as never made",
             self.name,
             self.namespace,
-            SETTLE_WITHIN.as_secs()
+            self.settle_within().as_secs()
         ))
+    }
+
+    /// How long a create it flagged may still commit (`SETTLE_WITHIN`; a journal of an older
+    /// version, `UNTIMED_SETTLE_WITHIN`).
+    fn settle_within(&self) -> std::time::Duration {
+        match self.timed {
+            true => SETTLE_WITHIN,
+            false => UNTIMED_SETTLE_WITHIN,
+        }
     }
 
     /// How to remove what it made by hand.
@@ -122,6 +148,16 @@ impl Making {
             _ => "rolebinding",
         };
         format!("kubectl -n {} delete {kinds} {}", self.namespace, self.name)
+    }
+
+    /// Whether the object `meta` describes is known for ours without reading its content:
+    /// the uid the record (`recorded`) or this journal (`made`) names, or this run's nonce.
+    /// Any other (one adopted by its label alone too) is checked (`refuse_role`,
+    /// `refuse_binding`).
+    fn knows(&self, meta: &ObjectMeta, recorded: &Option<String>, made: &Option<String>) -> bool {
+        let uid = meta.uid.as_ref();
+        uid.is_some_and(|u| Some(u) == recorded.as_ref() || Some(u) == made.as_ref())
+            || self.marked(meta)
     }
 
     /// Whether `meta` carries this install's nonce.
@@ -136,7 +172,7 @@ impl Making {
 /// its uid once made. The uids for the install record: of one made here (now or by the
 /// cut-off run `making` came from), else the one `g` had recorded (an earlier install's: one
 /// made again since by someone else is not adopted), else, unless `g`'s record keeps uids
-/// and named none (`Grant::uids_kept`: another's), of the one there when it carries our
+/// and named none (`Grant::keeps_uids`: another's), of the one there when it carries our
 /// label. One there that is not ours is used only when it is what ours would be
 /// (`refuse_role`, `refuse_binding`).
 pub fn ensure(
@@ -151,10 +187,7 @@ pub fn ensure(
     let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), &g.namespace);
     // Each create is sent once: kube's own retry of a POST whose answer was lost (a 504 after
     // it committed) would get a 409 for our own object; it is read back instead (`settle`).
-    let once_roles: Api<Role> = Api::namespaced(c.client_without_retries.clone(), &g.namespace);
-    let once_bindings: Api<RoleBinding> =
-        Api::namespaced(c.client_without_retries.clone(), &g.namespace);
-    let pp = PostParams::default();
+    let once = &c.client_without_retries;
     let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
     let marks = |m: &mut ObjectMeta, nonce: &Option<String>| {
         m.annotations = nonce
@@ -163,48 +196,67 @@ pub fn ensure(
     };
     let role = match c.call_opt("get", &what("roles"), roles.get(&g.name))? {
         Some(r) => {
-            let part: Part = |m| (&mut m.role, &mut m.uids.role);
-            let uid = found(making, part, (&g.uids.role, !g.uids_kept), &r.metadata);
-            if uid.is_none() || uid != r.metadata.uid {
+            if !making.knows(&r.metadata, &g.uids.role, &making.uids.role) {
                 refuse_role(g, &r)?;
             }
-            uid
+            let part: Part = |m| (&mut m.role, &mut m.uids.role, &mut m.unmarked.0);
+            let adopt = !g.keeps_uids();
+            found_saved(making, part, (&g.uids.role, adopt), &r.metadata, save)?
         }
         None => {
             let mut role = g.role(owner.clone());
             marks(&mut role.metadata, &making.nonce);
-            let create = || c.call("create", &what("roles"), once_roles.create(&pp, &role));
+            let create = || c.call("create", &what("roles"), create_within(once, &role));
             let read = || c.call_opt("get", &what("roles"), roles.get(&g.name));
-            let part: Part = |m| (&mut m.role, &mut m.uids.role);
+            let part: Part = |m| (&mut m.role, &mut m.uids.role, &mut m.unmarked.0);
             create_flagged(making, part, (create, read), save)?
         }
     };
     let binding = match c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))? {
         Some(b) => {
-            let part: Part = |m| (&mut m.binding, &mut m.uids.binding);
-            let uid = found(making, part, (&g.uids.binding, !g.uids_kept), &b.metadata);
-            if uid.is_none() || uid != b.metadata.uid {
+            if !making.knows(&b.metadata, &g.uids.binding, &making.uids.binding) {
                 refuse_binding(g, &b)?;
             }
-            uid
+            let part: Part = |m| (&mut m.binding, &mut m.uids.binding, &mut m.unmarked.1);
+            let adopt = !g.keeps_uids();
+            found_saved(making, part, (&g.uids.binding, adopt), &b.metadata, save)?
         }
         None => {
             let mut binding = g.binding(owner);
             marks(&mut binding.metadata, &making.nonce);
             let create = || {
-                let sent = once_bindings.create(&pp, &binding);
+                let sent = create_within(once, &binding);
                 c.call("create", &what("rolebindings"), sent)
             };
             let read = || c.call_opt("get", &what("rolebindings"), bindings.get(&g.name));
-            let part: Part = |m| (&mut m.binding, &mut m.uids.binding);
+            let part: Part = |m| (&mut m.binding, &mut m.uids.binding, &mut m.unmarked.1);
             create_flagged(making, part, (create, read), save)?
         }
     };
     Ok(GrantUids { role, binding })
 }
 
-/// Which of `Making`'s objects, its flag and uid.
-type Part = fn(&mut Making) -> (&mut bool, &mut Option<String>);
+/// Which of `Making`'s objects, its flag, uid and whether an older journal flagged it
+/// (`Making::unmarked`).
+type Part = fn(&mut Making) -> (&mut bool, &mut Option<String>, &mut bool);
+
+/// `found`, and what it learnt saved in the journal (a uid found, a part let go), so that a
+/// rollback or uninstall after it neither waits for a part whose uid is known nor takes one
+/// let go for ours.
+fn found_saved(
+    making: &mut Making,
+    part: Part,
+    recorded: (&Option<String>, bool),
+    meta: &ObjectMeta,
+    save: &mut dyn FnMut(&Making) -> anyhow::Result<()>,
+) -> anyhow::Result<Option<String>> {
+    let before = making.clone();
+    let uid = found(making, part, recorded, meta);
+    if *making != before {
+        save(making)?;
+    }
+    Ok(uid)
+}
 
 /// The uid of an object found there: one a cut-off run of this install made (adopted, its
 /// uid kept in `making` when the run was cut off before it), else the recorded one, else its
@@ -216,20 +268,21 @@ fn found(
     (recorded, adopt): (&Option<String>, bool),
     meta: &ObjectMeta,
 ) -> Option<String> {
-    let unmarked = making.nonce.is_some() && !making.marked(meta);
-    let (made, made_uid) = part(making);
+    let marked = making.marked(meta);
+    let (made, made_uid, older) = part(making);
     if *made {
         if made_uid.is_none() {
             // Flagged, its create's answer never had: ours only when it carries our nonce
-            // (journals of older versions have none: the label decides then). Another's
-            // (an administrator's, or one made in the 409's place) is let go, kept.
-            if unmarked {
-                *made = false;
+            // (flagged by a journal of an older version, which gave none: when it carries
+            // our label). Another's (an administrator's, or one made in the 409's place) is
+            // let go, kept.
+            if !(marked || *older && labelled_ours(meta)) {
+                (*made, *older) = (false, false);
                 // Not taken for ours by its label either: its uid is never recorded, so no
                 // later `uninstall --purge` deletes it.
                 return recorded.clone();
             }
-            *made_uid = ours(meta);
+            *made_uid = meta.uid.clone();
         }
         return made_uid.clone();
     }
@@ -252,7 +305,8 @@ fn create_flagged<T: kube::Resource>(
     ),
     save: &mut dyn FnMut(&Making) -> anyhow::Result<()>,
 ) -> anyhow::Result<Option<String>> {
-    *part(making).0 = true;
+    let (flag, _, older) = part(making);
+    (*flag, *older) = (true, false);
     save(making)?;
     let (made, uid) = match throttled(create) {
         Ok(made) => (true, made.meta().uid.clone()),
@@ -269,42 +323,11 @@ fn create_flagged<T: kube::Resource>(
         }
         Err(e) => return Err(e.into()),
     };
-    let (flag, kept) = part(making);
+    let (flag, kept, _) = part(making);
     *flag = made;
     kept.clone_from(&uid);
     save(making)?;
     Ok(uid)
-}
-
-/// The create, sent again after a 429: kube-apiserver's API Priority and Fairness refuses
-/// with 429 before the request reaches its handler, so nothing was written
-/// (k8s.io/apiserver `pkg/server/filters/priority-and-fairness.go`). Kube's own retries are
-/// off for it (a lost answer is read back instead), so a node provisioned with many others
-/// asks again here, a second apart (kube's error drops the Retry-After header), for at most
-/// `THROTTLED_FOR`; the last 429 then stands.
-fn throttled<T>(create: impl Fn() -> Result<T, ClusterError>) -> Result<T, ClusterError> {
-    let deadline = std::time::Instant::now() + THROTTLED_FOR;
-    let pauses = Pauses::every(std::time::Duration::from_secs(1));
-    let look = || match create() {
-        Err(e @ ClusterError::Api { code: 429, .. }) => Ok(Look::Pending(e)),
-        answer => answer.map(Look::Done),
-    };
-    poll_quietly(deadline, pauses, look, Err)
-}
-
-/// How long a create refused with 429 is asked again.
-const THROTTLED_FOR: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Whether a refused or unanswered create may have left the object there: another's (409),
-/// or ours, committed before its answer was lost (kube-apiserver answers 504 when a request
-/// outlives its deadline while the storage write goes on; a 5xx or a timeout says nothing of
-/// whether it committed).
-fn may_be_there(e: &ClusterError) -> bool {
-    match e {
-        ClusterError::Api { code, .. } => *code == 409 || *code >= 500,
-        ClusterError::Timeout { .. } | ClusterError::Unreachable { .. } => true,
-        _ => false,
-    }
 }
 
 /// The uid of an object when it carries our label.
@@ -321,19 +344,41 @@ fn ours(meta: &ObjectMeta) -> Option<String> {
 /// then is it known never made, and what names it may go.
 pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError> {
     let at = (m.namespace.as_str(), m.name.as_str());
-    let known = || Known {
-        uids: &m.uids,
-        nonce: m.nonce.as_deref(),
-        uids_kept: false,
+    // The parts an older journal flagged (`Making::unmarked`) by our label, the rest by the
+    // nonce.
+    let parts = |(role, binding): (bool, bool)| -> Result<_, ClusterError> {
+        let (old_role, old_binding) = m.unmarked;
+        let mut left = Vec::new();
+        let mut seen = (false, false);
+        for (nonce, (role, binding)) in [
+            (
+                m.nonce.as_deref(),
+                (role && !old_role, binding && !old_binding),
+            ),
+            (None, (role && old_role, binding && old_binding)),
+        ] {
+            if role || binding {
+                let uids = &m.uids;
+                let known = Known {
+                    uids,
+                    nonce,
+                    uids_kept: false,
+                };
+                let (more, there) = remove_parts(c, at, known, (role, binding))?;
+                left.extend(more);
+                seen = (seen.0 || there.0, seen.1 || there.1);
+            }
+        }
+        Ok((left, seen))
     };
-    let (mut left, seen) = remove_parts(c, at, known(), (m.role, m.binding))?;
+    let (mut left, seen) = parts((m.role, m.binding))?;
     let (role, binding) = m.unsettled();
     let mut waiting = (role && !seen.0, binding && !seen.1);
     if waiting == (false, false) {
         return Ok(left);
     }
     let look = || -> Result<Look<(), ()>, ClusterError> {
-        let (more, seen) = remove_parts(c, at, known(), waiting)?;
+        let (more, seen) = parts(waiting)?;
         left.extend(more);
         waiting = (waiting.0 && !seen.0, waiting.1 && !seen.1);
         Ok(match waiting {
@@ -341,15 +386,20 @@ pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError>
             _ => Look::Pending(()),
         })
     };
-    let deadline = std::time::Instant::now() + SETTLE_WITHIN;
+    let deadline = std::time::Instant::now() + m.settle_within();
     let pauses = Pauses::every(std::time::Duration::from_secs(2));
     poll_quietly(deadline, pauses, look, Ok)?;
     Ok(left)
 }
 
-/// How long a create whose answer was lost may still commit, from when it was sent:
-/// kube-apiserver's request deadline (`--request-timeout`, 60 s unless set: k8s.io/apiserver
-/// pkg/server/config.go `NewConfig`), when its handler's context ends and with it the
-/// storage write it runs (pkg/endpoints/handlers/finisher/finisher.go), and a margin for one
-/// already handed to etcd. Counted here from a later read, after the create was sent.
-pub const SETTLE_WITHIN: std::time::Duration = std::time::Duration::from_secs(75);
+/// How long a create whose answer was lost may still commit, from when it was sent: the
+/// request deadline it asked kube-apiserver for (`CREATE_TIMEOUT`, `create_within`), when its
+/// handler's context ends and with it the storage write it runs
+/// (pkg/endpoints/handlers/finisher/finisher.go), and a margin as long again for one already
+/// handed to etcd. Counted here from a later read, after the create was sent.
+pub const SETTLE_WITHIN: std::time::Duration = CREATE_TIMEOUT.saturating_mul(2);
+
+/// The same for a create sent without a deadline (a journal of an older version): kube-
+/// apiserver's own (`--request-timeout`, 60 s unless set: k8s.io/apiserver
+/// pkg/server/config.go `NewConfig`) and a margin.
+const UNTIMED_SETTLE_WITHIN: std::time::Duration = std::time::Duration::from_secs(75);

@@ -41,7 +41,8 @@ pub struct Grant {
     /// written since uids are kept says (always written): a part without a uid then is
     /// another's (found there, not made) and stays. Absent, false, in records of older
     /// versions, whose objects the managed-by label alone tells (their rule, kept for them);
-    /// false too in a grant not yet made by this install (`for_node`).
+    /// false too in a grant not yet made by this install (`for_node`). Read through
+    /// `keeps_uids`: a record naming any uid keeps them.
     #[serde(default)]
     pub uids_kept: bool,
 }
@@ -72,15 +73,13 @@ impl Grant {
         }
     }
 
-    /// Whether an object of this grant found carrying our label, of uid `recorded` in the
-    /// record (when one is), is ours: the recorded one; without one, never when the record
-    /// keeps uids (`uids_kept`), else (an older record's) by its label alone.
-    pub(super) fn is_ours(&self, meta: &ObjectMeta, recorded: Option<&String>) -> bool {
-        labelled_ours(meta)
-            && match recorded {
-                Some(uid) => meta.uid.as_ref() == Some(uid),
-                None => !self.uids_kept,
-            }
+    /// Whether `uids` names every object of the grant that is ours: `uids_kept`, or any uid
+    /// recorded. The versions that wrote uids before `uids_kept` recorded one only of what
+    /// they made or found carrying our label, so in their records too a part without a uid
+    /// is another's; only records of versions before them, which have no uids, keep the
+    /// label rule.
+    pub fn keeps_uids(&self) -> bool {
+        self.uids_kept || !self.uids.is_empty()
     }
 
     /// The Role: `create` on `serviceaccounts/token` for this one service account.
@@ -169,7 +168,7 @@ pub fn remove(c: &Cluster, g: &Grant) -> Result<Vec<String>, ClusterError> {
     let known = Known {
         uids: &g.uids,
         nonce: None,
-        uids_kept: g.uids_kept,
+        uids_kept: g.keeps_uids(),
     };
     Ok(remove_parts(c, (&g.namespace, &g.name), known, (true, true))?.0)
 }

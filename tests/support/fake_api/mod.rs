@@ -96,6 +96,8 @@ pub struct State {
     pub status_written_before_patch: BTreeSet<String>,
     /// Every request: method and path.
     pub requests: Vec<(String, String)>,
+    /// Every POST's path and query string.
+    pub post_queries: Vec<(String, String)>,
     /// Bearer tokens the server accepts: the admin's and every token it issued.
     pub tokens: BTreeSet<String>,
     /// The longest token lifetime it grants (`--service-account-max-token-expiration`).
@@ -313,6 +315,7 @@ impl FakeApi {
             delete_options: Vec::new(),
             status_written_before_patch: BTreeSet::new(),
             requests: Vec::new(),
+            post_queries: Vec::new(),
             tokens: BTreeSet::from([token.clone()]),
             max_token_seconds: None,
             token_controller: true,

@@ -294,6 +294,9 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     }
     let mut st = state.lock().expect("fake api state");
     st.requests.push((method.clone(), path.clone()));
+    if method == "POST" {
+        st.post_queries.push((path.clone(), query.clone()));
+    }
     {
         let st = &mut *st;
         super::dataplane::advance(&mut st.dataplane, &mut st.objects);
@@ -399,7 +402,7 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         // the request's deadline (kubernetes at 11d24f07,
         // staging/src/k8s.io/apiserver/pkg/endpoints/handlers/finisher/finisher.go
         // `asyncFinisher`: "the callee goroutine may continue to run"; an admission webhook
-        // may take 30 s of the 60 s deadline, the client gives up first). Answered as lost
+        // may hold it past the deadline the client asked for and gave up at). Answered as lost
         // now, written after the client's next two reads of the object, which find nothing.
         if st.late_write == Some(st.writes_seen) && method == "POST" {
             st.late = Some((
