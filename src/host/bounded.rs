@@ -8,7 +8,48 @@
 
 use crate::duration::{Look, Pauses, poll_quietly};
 use crate::host::{HostError, HostResult};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// `within`, one call at a time of those `busy` marks: while an earlier call has not returned
+/// (it timed out and still runs, its outcome not known), another is refused at once rather
+/// than sent beside it, where it could be overtaken by the earlier one's late effect. A
+/// timed-out call is said with its outcome unknown.
+pub fn one_at_a_time<T: Send + 'static>(
+    busy: &'static AtomicBool,
+    what: &str,
+    bound: Duration,
+    call: impl FnOnce() -> HostResult<T> + Send + 'static,
+) -> HostResult<T> {
+    if busy.swap(true, Ordering::SeqCst) {
+        return Err(HostError::Refused {
+            what: what.to_owned(),
+            reason: "an earlier call of its kind has not returned yet (it timed out; its outcome is not known): none is sent beside it".into(),
+        });
+    }
+    // Cleared when the call returns, on its own thread, or when it never runs.
+    let held = Held(busy);
+    within(what, bound, move || {
+        let _held = held;
+        call()
+    })
+    .map_err(|e| match e {
+        HostError::Timeout { what, after } => HostError::Timeout {
+            what: format!("{what} (its outcome is not known: it may still take effect)"),
+            after,
+        },
+        e => e,
+    })
+}
+
+/// The mark of a call under way, cleared when dropped.
+struct Held(&'static AtomicBool);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
 
 /// Runs `call` on a thread of its own and waits for its answer until `within` has passed.
 pub fn within<T: Send + 'static>(
@@ -76,6 +117,43 @@ mod tests {
             "{answer:?}"
         );
         drop(hold);
+    }
+
+    #[test]
+    fn a_call_of_a_kind_is_refused_while_an_earlier_one_still_runs() {
+        static BUSY: AtomicBool = AtomicBool::new(false);
+        let (hold, held) = std::sync::mpsc::channel::<()>();
+        let first = one_at_a_time(
+            &BUSY,
+            "a stuck call",
+            Duration::from_millis(100),
+            move || {
+                let _ = held.recv();
+                Ok(1)
+            },
+        );
+        assert!(
+            matches!(&first, Err(HostError::Timeout { what, .. }) if what.contains("outcome is not known")),
+            "{first:?}"
+        );
+        let second = one_at_a_time(&BUSY, "the next call", Duration::from_secs(30), || Ok(2));
+        assert!(
+            matches!(second, Err(HostError::Refused { .. })),
+            "{second:?}"
+        );
+        // The earlier call returns: the next one runs.
+        drop(hold);
+        let mut third = Err(HostError::NotFound {
+            what: "not run".into(),
+        });
+        for _ in 0..500 {
+            third = one_at_a_time(&BUSY, "the next call", Duration::from_secs(30), || Ok(3));
+            if third.is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(third.ok(), Some(3));
     }
 
     #[test]

@@ -165,6 +165,12 @@ fn restart_programmers(
                 ));
                 return Err(Stopped);
             }
+            Err(e) if started_late(host, name, s.service_stop_wait(), stop, log) => {
+                log.info(&format!(
+                    "restarted {name} after the HNS restart: its stop was taken after it was given up on ({e})"
+                ));
+                out.restarted.push(name.to_owned());
+            }
             Err(e) => {
                 log.warn(&format!("cannot restart {name} after the HNS restart: {e}"));
                 out.failed.push(format!("{name}: {e}"));
@@ -241,6 +247,30 @@ pub fn restart(
         return Err(SuperviseError::Stopped);
     }
     Ok(host.service_start(name, wait)?)
+}
+
+/// After a restart given up on, whether `name` was started all the same: a stop given up on
+/// may still be taken (a control the SCM could not deliver in time is run once the busy
+/// handler is free), and then nothing would start the service again. It is looked at for up
+/// to `wait` more: once Stopped (from StopPending, or already), it is started.
+fn started_late(host: &dyn Host, name: &str, wait: Duration, stop: &Stop, log: &Log) -> bool {
+    let settled = poll_until(
+        Wait {
+            what: &format!("{name} to settle after its stop was given up on"),
+            timeout: wait,
+            pauses: Pauses::every(Duration::from_millis(100)),
+            stop,
+            say: &mut |l| log.info(l),
+        },
+        || match host.service_query(name) {
+            Ok(Some(s)) if s.state == ServiceState::Stopped => Ok(Look::Done(true)),
+            Ok(Some(s)) if s.state == ServiceState::StopPending => Ok(Look::Pending(())),
+            Ok(_) => Ok(Look::Done(false)),
+            Err(e) => Err(SuperviseError::from(e)),
+        },
+        |()| Ok(false),
+    );
+    matches!(settled, Ok(true)) && !stop.requested() && host.service_start(name, wait).is_ok()
 }
 
 /// The restart in the Application event log and in `HnsRestart`.

@@ -438,11 +438,27 @@ impl SimHost {
             first,
             takes_ms: u64::try_from(takes.as_millis()).unwrap_or(u64::MAX),
             refused: 0,
+            taken_late: false,
         };
         self.world(|s| {
             s.settings
                 .stop_undelivered
                 .insert(name.to_ascii_lowercase(), undelivered);
+        })
+    }
+
+    /// As `set_stop_undelivered` for every send, each refused send's stop taken all the same
+    /// after its refusal (`Undelivered::taken_late`).
+    pub fn set_stop_taken_late(&self, name: &str, takes: Duration) -> HostResult<()> {
+        self.set_stop_undelivered(name, None, takes)?;
+        self.world(|s| {
+            if let Some(u) = s
+                .settings
+                .stop_undelivered
+                .get_mut(&name.to_ascii_lowercase())
+            {
+                u.taken_late = true;
+            }
         })
     }
 

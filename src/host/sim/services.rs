@@ -32,7 +32,12 @@ impl SimHost {
                     return None;
                 }
                 u.refused += 1;
-                Some(Duration::from_millis(u.takes_ms))
+                let (takes, late) = (Duration::from_millis(u.takes_ms), u.taken_late);
+                if late && let Some(svc) = s.services.get_mut(key) {
+                    svc.state = ServiceState::Stopped;
+                    svc.pid = None;
+                }
+                Some(takes)
             })?;
             let Some(takes) = refused else {
                 return Ok(Look::Done(()));

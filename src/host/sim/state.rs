@@ -272,6 +272,11 @@ pub struct Undelivered {
     pub takes_ms: u64,
     /// How many sends were refused so far.
     pub refused: u32,
+    /// Each refused send's control is taken all the same once the busy handler is free (the
+    /// control was written to the service's pipe before the SCM gave up waiting, a case
+    /// Microsoft's ControlService page leaves open): the service is stopped after the refusal.
+    #[serde(default)]
+    pub taken_late: bool,
 }
 
 /// How the simulated Felix's health endpoint answers (libcalico-go lib/health/health.go).

@@ -176,8 +176,14 @@ fn instance_path(wmi: &IWbemServices, index: u32, op: &str) -> HostResult<BSTR> 
 pub fn call_method(index: u32, call: &WmiCall) -> HostResult<()> {
     let op = format!("{} on interface {index}", call.method);
     let call = call.clone();
-    crate::host::bounded::within(&op, CALL_WITHIN, move || call_now(index, &call))
+    crate::host::bounded::one_at_a_time(&UNDER_WAY, &op, CALL_WITHIN, move || {
+        call_now(index, &call)
+    })
 }
+
+/// A WMI method call has not returned (one timed out may still run in WMI's provider and
+/// take effect): no other is sent beside it, where the earlier one could land after it.
+static UNDER_WAY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The most a WMI method call (its connection, the instance's query, the class and the
 /// method) is waited for: the connection alone may take its 2 minutes

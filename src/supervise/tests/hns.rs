@@ -463,3 +463,46 @@ fn calico_node_starts_a_stopped_hns_before_making_the_networks() {
     );
     assert!(read(&path).contains("the Host Network Service is stopped: starting it"));
 }
+
+/// A stop the Service Control Manager could not deliver in time but took all the same once
+/// the busy handler was free: the restart was given up on with the service stopped, and
+/// nothing else would start it. The watchdog looks once more and starts it.
+#[test]
+fn a_stop_taken_after_it_was_given_up_on_is_followed_by_the_start() {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    felix_running(&host);
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    let mut watch = hns_watch::HnsWatch::default();
+    assert_eq!(
+        watch
+            .check(&host, &s, &Stop::never(), &log)
+            .expect("no stop"),
+        None
+    );
+    let before = felix_pid(&host);
+    // One send of 8 s in the restart's bound of twice 7 s: no second send fits.
+    host.set_stop_taken_late("CalicoFelix", Duration::from_secs(8))
+        .expect("fault");
+    host.service_stop("hns", Duration::from_secs(1))
+        .expect("stop");
+    host.service_start("hns", Duration::from_secs(1))
+        .expect("start");
+    let r = watch
+        .check(&host, &s, &Stop::never(), &log)
+        .expect("no stop")
+        .expect("a restart");
+    let text = read(&path);
+    assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}\n{text}");
+    assert!(r.failed.is_empty(), "{r:?}");
+    let now = host
+        .service_query("CalicoFelix")
+        .expect("query")
+        .expect("there");
+    assert_eq!(now.state, crate::host::ServiceState::Running, "{text}");
+    assert_ne!(felix_pid(&host), before);
+    assert!(
+        text.contains("its stop was taken after it was given up on"),
+        "{text}"
+    );
+}
