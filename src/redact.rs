@@ -119,13 +119,15 @@ const PEM_KEY: &str =
 const PEM_END: &str = r"(?-u)-----END [A-Z ]*PRIVATE KEY-----";
 
 /// `bytes` with each private key block `pem` finds replaced by `REDACTED`, one per line of
-/// it, its line breaks kept: a file's lines stay where they were. A text whose first key END
+/// it, its indentation and line breaks kept: a file's lines stay where they were. A text whose first key END
 /// line (`end`) has no BEGIN before it starts inside a key (a tail cut in its block, as
 /// `diags` takes the last bytes of a log): from its start to that END goes the same way.
 fn redact_keys(pem: &Regex, end: &Regex, bytes: &[u8]) -> Vec<u8> {
     let by_line = |key: &[u8]| {
         let mut out = Vec::new();
         for line in key.split_inclusive(|b| *b == b'\n') {
+            let indent = line.iter().take_while(|b| matches!(b, b' ' | b'\t'));
+            out.extend_from_slice(&line[..indent.count()]);
             out.extend_from_slice(REDACTED.as_bytes());
             let eol = line.iter().rev().take_while(|b| matches!(b, b'\r' | b'\n'));
             out.extend_from_slice(&line[line.len() - eol.count()..]);

@@ -361,3 +361,14 @@ fn every_credential_of_a_go_printed_header_goes() {
         }
     }
 }
+
+/// An indented private key's lines (klog's tab, a YAML block's blanks) each keep their
+/// indentation in a whole file.
+#[test]
+fn an_indented_private_key_keeps_its_indentation() {
+    let text = "data=<\n\t-----BEGIN RSA PRIVATE KEY-----\n\tMIIEow\n\t-----END RSA PRIVATE KEY-----\n >\n  key: |\n    -----BEGIN PRIVATE KEY-----\n    MIIEow\n    -----END PRIVATE KEY-----\nnext\n";
+    assert_eq!(
+        whole(text),
+        "data=<\n\t<redacted>\n\t<redacted>\n\t<redacted>\n >\n  key: |\n    <redacted>\n    <redacted>\n    <redacted>\nnext\n"
+    );
+}
