@@ -121,7 +121,8 @@ const PEM_END: &str = r"(?-u)-----END [A-Z ]*PRIVATE KEY-----";
 /// `bytes` with each private key block `pem` finds replaced by `REDACTED`, one per line of
 /// it, its indentation and line breaks kept: a file's lines stay where they were. A text whose first key END
 /// line (`end`) has no BEGIN before it starts inside a key (a tail cut in its block, as
-/// `diags` takes the last bytes of a log): from its start to that END goes the same way.
+/// `diags` takes the last bytes of a log) when all before that END is a key's body
+/// (`cut_key`): from its start to that END goes the same way.
 fn redact_keys(pem: &Regex, end: &Regex, bytes: &[u8]) -> Vec<u8> {
     let by_line = |key: &[u8]| {
         let mut out = Vec::new();
@@ -138,6 +139,7 @@ fn redact_keys(pem: &Regex, end: &Regex, bytes: &[u8]) -> Vec<u8> {
     let orphan = end
         .find(bytes)
         .filter(|e| pem.find(bytes).is_none_or(|k| k.start() > e.start()))
+        .filter(|e| cut_key(&bytes[..e.start()]))
         .map_or(0, |e| e.end());
     let mut out = by_line(&bytes[..orphan]);
     out.extend_from_slice(
@@ -146,6 +148,32 @@ fn redact_keys(pem: &Regex, end: &Regex, bytes: &[u8]) -> Vec<u8> {
         }),
     );
     out
+}
+
+/// Whether `before`, a text up to a key's END marker, is the body of a key cut at its start:
+/// each of its lines one a key's body can hold (`pem_body_line`), and only indentation
+/// before the marker on its line (a message quoting the marker is no key's).
+fn cut_key(before: &[u8]) -> bool {
+    let at = before
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |i| i + 1);
+    let (body, head) = before.split_at(at);
+    head.iter().all(|b| matches!(b, b' ' | b'\t'))
+        && body.split_inclusive(|b| *b == b'\n').all(pem_body_line)
+}
+
+/// Whether a line, its indentation and line break aside, is one a PEM private key's body can
+/// hold: base64 of at most 80 characters, the `Proc-Type:` and `DEK-Info:` headers (RFC 1421
+/// 4.6.1.1, 4.6.1.3), a blank line.
+pub fn pem_body_line(line: &[u8]) -> bool {
+    let text = line.trim_ascii();
+    text.len() <= 80
+        && text
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(b))
+        || text.starts_with(b"Proc-Type:")
+        || text.starts_with(b"DEK-Info:")
 }
 
 /// A value that is no string (a number, `true`, `null`) under a JSON key naming a secret,

@@ -372,3 +372,15 @@ fn an_indented_private_key_keeps_its_indentation() {
         "data=<\n\t<redacted>\n\t<redacted>\n\t<redacted>\n >\n  key: |\n    <redacted>\n    <redacted>\n    <redacted>\nnext\n"
     );
 }
+
+/// An END marker inside a line of text (a message quoting it) is no cut key's end: the lines
+/// before it, which no key's body holds, stay; so does a key's END after lines of text.
+#[test]
+fn a_false_end_hides_nothing_before_it() {
+    for text in [
+        "line one\nline two\nerror: expected -----END RSA PRIVATE KEY----- marker\nline four\n",
+        "line one\nline two\n-----END RSA PRIVATE KEY-----\nline four\n",
+    ] {
+        assert_eq!(whole(text), text);
+    }
+}
