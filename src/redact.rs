@@ -33,7 +33,7 @@ const FLOW_COMMENTS: &str = r"(?:#[^\r\n]*\r?\n\s*)*";
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 19] {
+fn shapes() -> [(String, &'static str); 20] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     // A flag naming a secret (`--token`, `-password`) at a word's start: `re-token` is none.
@@ -59,6 +59,7 @@ fn shapes() -> [(String, &'static str); 19] {
             "${1}<redacted>",
         ),
         bearer(),
+        base64_key(),
         // A flag naming a secret and its value as the next item of a list, in JSON or as a
         // JSON string holds it, or in single quotes (a command line kept as its arguments:
         // `["--token","X"]`, `"args": ["-password", "X"]`, `[\"--token\",\"X\"]`,
@@ -174,6 +175,16 @@ pub fn pem_body_line(line: &[u8]) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(b))
         || text.starts_with(b"Proc-Type:")
         || text.starts_with(b"DEK-Info:")
+}
+
+/// A PEM block in base64 (a Secret's `data`, client-go's `-v=9` body), under any name,
+/// whole: its run starts with the base64 of `-----BEGIN `, then of its label's first letter,
+/// any but `C` (a `CERTIFICATE`, which stays: the 16th character `D` is that `C`'s).
+fn base64_key() -> (String, &'static str) {
+    (
+        r"(?-u)LS0tLS1CRUdJTiB[A-CE-Za-z0-9+/][A-Za-z0-9+/]*=*".into(),
+        REDACTED,
+    )
 }
 
 /// A value that is no string (a number, `true`, `null`) under a JSON key naming a secret,

@@ -384,3 +384,20 @@ fn a_false_end_hides_nothing_before_it() {
         assert_eq!(whole(text), text);
     }
 }
+
+/// A Secret's data holds a PEM private key in base64 under any name (`tls.key`, as
+/// client-go's `-v=9` prints a response body): it goes whole; a base64 certificate
+/// (`certificate-authority-data`) stays.
+#[test]
+fn a_base64_private_key_under_any_name_goes() {
+    let key = "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tCk1JSUV2UUlCQURBTkJna3Foa2lHOXcwQkFRRUZBQVND";
+    let text = format!(
+        r#"{{"data":{{"tls.key":"{key}","ca.crt":"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM="}}}}"#
+    );
+    let want = r#"{"data":{"tls.key":"<redacted>","ca.crt":"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM="}}"#;
+    same(&text, want);
+    same(
+        "tls.key: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo=",
+        "tls.key: <redacted>",
+    );
+}
