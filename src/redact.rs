@@ -33,7 +33,7 @@ const FLOW_COMMENTS: &str = r"(?:#[^\r\n]*\r?\n\s*)*";
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 20] {
+fn shapes() -> [(String, &'static str); 22] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     // A flag naming a secret (`--token`, `-password`) at a word's start: `re-token` is none.
@@ -51,6 +51,7 @@ fn shapes() -> [(String, &'static str); 20] {
             r#"(?i-u)(\b[a-z][a-z0-9+.-]*://[^\s/?#@:"'<>]*:)[^\s/?#"'<>]+@"#.into(),
             "${1}<redacted>@",
         ),
+        digest(&format!(r"(?i-u)(authorization{sep}")),
         // An HTTP credential: `Authorization: Basic X`, `Proxy-Authorization: X`, `Bearer X`,
         // Go's `%v` of an http.Header (`Authorization:[Bearer X]`) and its encoding/json
         // (`{"Authorization":["Basic X"]}`: a list of quoted strings).
@@ -59,6 +60,7 @@ fn shapes() -> [(String, &'static str); 20] {
             "${1}<redacted>",
         ),
         bearer(),
+        quoted_credential(),
         base64_key(),
         // A flag naming a secret and its value as the next item of a list, in JSON or as a
         // JSON string holds it, or in single quotes (a command line kept as its arguments:
@@ -253,6 +255,24 @@ fn unquoted_credentials(items: &[u8]) -> Vec<u8> {
 fn bearer() -> (String, &'static str) {
     (
         r"(?i-u)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}".into(),
+        "${1}<redacted>",
+    )
+}
+
+/// A Digest credential after its header's name (RFC 7616 3.4: `username="u", response="..."`,
+/// each parameter telling of the secret), whole to its line's end.
+fn digest(name: &str) -> (String, &'static str) {
+    (
+        format!(r#"{name}(?:\[\s*)?\\?["']?digest\s+)[^\r\n]+"#),
+        "${1}<redacted>",
+    )
+}
+
+/// A credential in quotes after its scheme, wherever it stands (an `Authorization` list's
+/// item on a line of its own, as pretty JSON prints an http.Header): `"Basic X"`, `'NTLM X'`.
+fn quoted_credential() -> (String, &'static str) {
+    (
+        r#"(?i-u)(\\?["'](?:basic|negotiate|ntlm)\s+)[A-Za-z0-9+/=]+"#.into(),
         "${1}<redacted>",
     )
 }

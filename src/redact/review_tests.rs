@@ -401,3 +401,18 @@ fn a_base64_private_key_under_any_name_goes() {
         "tls.key: <redacted>",
     );
 }
+
+/// An `Authorization` list printed over lines (pretty JSON of an http.Header) loses each
+/// quoted credential on its own line; a Digest credential goes whole to its line's end.
+#[test]
+fn a_credential_on_its_own_line_and_a_digest_credential_go() {
+    let text = "{\n  \"Authorization\": [\n    \"Basic dXNlcjpwYXNzd29yZA==\",\n    \"Bearer abcd.efgh-ijkl\"\n  ]\n}\n";
+    same(
+        text,
+        "{\n  \"Authorization\": [\n    \"Basic <redacted>\",\n    \"Bearer <redacted>\"\n  ]\n}\n",
+    );
+    same(
+        "Authorization: Digest username=\"admin\", response=\"6629fae49393a05397450978507c4ef1\"\nnext",
+        "Authorization: Digest <redacted>\nnext",
+    );
+}
