@@ -416,3 +416,12 @@ fn a_credential_on_its_own_line_and_a_digest_credential_go() {
         "Authorization: Digest <redacted>\nnext",
     );
 }
+
+/// A secret's value on the line after its name that starts like a log record (a date) is no
+/// record when indented: it goes; an unindented record after the name stays.
+#[test]
+fn an_indented_value_that_starts_like_a_record_goes() {
+    check("password:\n  2024-11-abcd\nnext", "2024-11-abcd", "next");
+    let record = "password:\n2024-11-26 12:00:00.000 [INFO] felix up";
+    assert_eq!(by_line(record), record);
+}
