@@ -33,7 +33,7 @@ const FLOW_COMMENTS: &str = r"(?:#[^\r\n]*\r?\n\s*)*";
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 19] {
+fn shapes() -> [(String, &'static str); 22] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     // A flag naming a secret (`--token`, `-password`) at a word's start: `re-token` is none.
@@ -51,6 +51,7 @@ fn shapes() -> [(String, &'static str); 19] {
             r#"(?i-u)(\b[a-z][a-z0-9+.-]*://[^\s/?#@:"'<>]*:)[^\s/?#"'<>]+@"#.into(),
             "${1}<redacted>@",
         ),
+        digest(&format!(r"(?i-u)(authorization{sep}")),
         // An HTTP credential: `Authorization: Basic X`, `Proxy-Authorization: X`, `Bearer X`,
         // Go's `%v` of an http.Header (`Authorization:[Bearer X]`) and its encoding/json
         // (`{"Authorization":["Basic X"]}`: a list of quoted strings).
@@ -59,6 +60,8 @@ fn shapes() -> [(String, &'static str); 19] {
             "${1}<redacted>",
         ),
         bearer(),
+        quoted_credential(),
+        base64_key(),
         // A flag naming a secret and its value as the next item of a list, in JSON or as a
         // JSON string holds it, or in single quotes (a command line kept as its arguments:
         // `["--token","X"]`, `"args": ["-password", "X"]`, `[\"--token\",\"X\"]`,
@@ -119,13 +122,16 @@ const PEM_KEY: &str =
 const PEM_END: &str = r"(?-u)-----END [A-Z ]*PRIVATE KEY-----";
 
 /// `bytes` with each private key block `pem` finds replaced by `REDACTED`, one per line of
-/// it, its line breaks kept: a file's lines stay where they were. A text whose first key END
+/// it, its indentation and line breaks kept: a file's lines stay where they were. A text whose first key END
 /// line (`end`) has no BEGIN before it starts inside a key (a tail cut in its block, as
-/// `diags` takes the last bytes of a log): from its start to that END goes the same way.
+/// `diags` takes the last bytes of a log) when all before that END is a key's body
+/// (`cut_key`): from its start to that END goes the same way.
 fn redact_keys(pem: &Regex, end: &Regex, bytes: &[u8]) -> Vec<u8> {
     let by_line = |key: &[u8]| {
         let mut out = Vec::new();
         for line in key.split_inclusive(|b| *b == b'\n') {
+            let indent = line.iter().take_while(|b| matches!(b, b' ' | b'\t'));
+            out.extend_from_slice(&line[..indent.count()]);
             out.extend_from_slice(REDACTED.as_bytes());
             let eol = line.iter().rev().take_while(|b| matches!(b, b'\r' | b'\n'));
             out.extend_from_slice(&line[line.len() - eol.count()..]);
@@ -136,6 +142,7 @@ fn redact_keys(pem: &Regex, end: &Regex, bytes: &[u8]) -> Vec<u8> {
     let orphan = end
         .find(bytes)
         .filter(|e| pem.find(bytes).is_none_or(|k| k.start() > e.start()))
+        .filter(|e| cut_key(&bytes[..e.start()]))
         .map_or(0, |e| e.end());
     let mut out = by_line(&bytes[..orphan]);
     out.extend_from_slice(
@@ -144,6 +151,42 @@ fn redact_keys(pem: &Regex, end: &Regex, bytes: &[u8]) -> Vec<u8> {
         }),
     );
     out
+}
+
+/// Whether `before`, a text up to a key's END marker, is the body of a key cut at its start:
+/// each of its lines one a key's body can hold (`pem_body_line`), and only indentation
+/// before the marker on its line (a message quoting the marker is no key's).
+fn cut_key(before: &[u8]) -> bool {
+    let at = before
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |i| i + 1);
+    let (body, head) = before.split_at(at);
+    head.iter().all(|b| matches!(b, b' ' | b'\t'))
+        && body.split_inclusive(|b| *b == b'\n').all(pem_body_line)
+}
+
+/// Whether a line, its indentation and line break aside, is one a PEM private key's body can
+/// hold: base64 of at most 80 characters, the `Proc-Type:` and `DEK-Info:` headers (RFC 1421
+/// 4.6.1.1, 4.6.1.3), a blank line.
+pub fn pem_body_line(line: &[u8]) -> bool {
+    let text = line.trim_ascii();
+    text.len() <= 80
+        && text
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(b))
+        || text.starts_with(b"Proc-Type:")
+        || text.starts_with(b"DEK-Info:")
+}
+
+/// A PEM block in base64 (a Secret's `data`, client-go's `-v=9` body), under any name,
+/// whole: its run starts with the base64 of `-----BEGIN `, then of its label's first letter,
+/// any but `C` (a `CERTIFICATE`, which stays: the 16th character `D` is that `C`'s).
+fn base64_key() -> (String, &'static str) {
+    (
+        r"(?-u)LS0tLS1CRUdJTiB[A-CE-Za-z0-9+/][A-Za-z0-9+/]*=*".into(),
+        REDACTED,
+    )
 }
 
 /// A value that is no string (a number, `true`, `null`) under a JSON key naming a secret,
@@ -212,6 +255,24 @@ fn unquoted_credentials(items: &[u8]) -> Vec<u8> {
 fn bearer() -> (String, &'static str) {
     (
         r"(?i-u)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}".into(),
+        "${1}<redacted>",
+    )
+}
+
+/// A Digest credential after its header's name (RFC 7616 3.4: `username="u", response="..."`,
+/// each parameter telling of the secret), whole to its line's end.
+fn digest(name: &str) -> (String, &'static str) {
+    (
+        format!(r#"{name}(?:\[\s*)?\\?["']?digest\s+)[^\r\n]+"#),
+        "${1}<redacted>",
+    )
+}
+
+/// A credential in quotes after its scheme, wherever it stands (an `Authorization` list's
+/// item on a line of its own, as pretty JSON prints an http.Header): `"Basic X"`, `'NTLM X'`.
+fn quoted_credential() -> (String, &'static str) {
+    (
+        r#"(?i-u)(\\?["'](?:basic|negotiate|ntlm)\s+)[A-Za-z0-9+/=]+"#.into(),
         "${1}<redacted>",
     )
 }

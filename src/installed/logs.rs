@@ -644,19 +644,14 @@ const KEY_BACK: u64 = 8 * 1024;
 
 /// Whether a line is hidden whole as part of a PEM private key, and whether a key's block
 /// goes on after it: from its BEGIN line (shown, redacted) to its END line, each line
-/// between that a PEM body can hold (base64 of at most 80 characters, the `Proc-Type:` and
-/// `DEK-Info:` headers, a blank line); a line that cannot be one ends the block unhidden.
+/// between that a PEM body can hold (`pem_body_line`: indented too, as klog prints each line
+/// of a multi-line value after a tab and a YAML block scalar indents its lines); a line that
+/// cannot be one ends the block unhidden.
 fn key_line(in_key: bool, line: &[u8]) -> (bool, bool) {
-    let text = line.trim_ascii_end();
-    let marker = |m: &[u8]| memchr::memmem::find(text, m).is_some();
+    let marker = |m: &[u8]| memchr::memmem::find(line, m).is_some();
     let key = marker(b"PRIVATE KEY-----");
     let (begin, end) = (key && marker(b"-----BEGIN"), key && marker(b"-----END"));
-    let body = text.len() <= 80
-        && text
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(b))
-        || text.starts_with(b"Proc-Type:")
-        || text.starts_with(b"DEK-Info:");
+    let body = crate::redact::pem_body_line(line);
     if in_key && (end || body) {
         (true, !end)
     } else {

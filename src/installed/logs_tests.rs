@@ -703,3 +703,21 @@ fn a_record_without_the_pending_state_does_not_show_the_rest_of_a_secret() {
         assert!(out.ends_with(kept), "{kept} not at the end of {out}");
     }
 }
+
+/// An indented private key (klog prints each line of a multi-line value after a tab, a YAML
+/// block scalar indents its lines with blanks) is hidden as an unindented one is.
+#[test]
+fn an_indented_private_key_is_hidden() {
+    for text in [
+        "data=<\n\t-----BEGIN RSA PRIVATE KEY-----\n\tMIIEowIBAAKCAQEA\n\tc2VjcmV0a2V5Ym9keQ\n\t-----END RSA PRIVATE KEY-----\n >\nafter the key\n",
+        "  key: |\n    -----BEGIN PRIVATE KEY-----\n    MIIEowIBAAKCAQEA\n    c2VjcmV0a2V5Ym9keQ\n    -----END PRIVATE KEY-----\nafter the key\n",
+    ] {
+        let n = Node::new();
+        n.append("calico-felix.log", text);
+        let seen = read(&mut n.reader(), Start::Tail(u64::MAX));
+        for gone in ["MIIEow", "c2VjcmV0a2V5"] {
+            assert!(!seen.contains(gone), "{gone} in {seen}");
+        }
+        assert!(seen.ends_with("after the key\n"), "{seen}");
+    }
+}

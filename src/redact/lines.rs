@@ -278,7 +278,7 @@ impl Redactor {
             Pending::None => (Vec::new(), 0, None),
             Pending::Flag if skip => keep(pending),
             // A log record of its own (pflag's `unknown flag: --token` ended the line before).
-            Pending::Flag if starts_a_record(text) => (Vec::new(), 0, None),
+            Pending::Flag if indent == 0 && starts_a_record(text) => (Vec::new(), 0, None),
             Pending::Flag => {
                 let Some(r) = text.strip_prefix(b"-").filter(|r| r.first() == Some(&b' ')) else {
                     return value_at(line, indent, None);
@@ -293,7 +293,7 @@ impl Redactor {
             Pending::Under(_) if text.is_empty() => keep(pending),
             Pending::Under(d) if indent > d => self.hide(line, indent, text.len(), pending),
             // A log record of its own ends a quote a stray `"` seemed to open.
-            Pending::Quote(..) | Pending::Escaped(_) if starts_a_record(text) => {
+            Pending::Quote(..) | Pending::Escaped(_) if indent == 0 && starts_a_record(text) => {
                 (Vec::new(), 0, None)
             }
             Pending::Quote(..) if text.is_empty() => keep(pending),
@@ -438,8 +438,9 @@ fn escaped_end(q: u8, text: &[u8]) -> Option<(usize, bool)> {
     None
 }
 
-/// Whether a line starts like a log record, not like a value carried from the line before: a
-/// JSON object (`{`), a date (`2026-11-26`, Calico's text format: projectcalico/calico v3.32.1
+/// Whether a line's text starts like a log record, not like a value carried from the line
+/// before (asked of an unindented line only: a logger writes its record at column 0, and an
+/// indented value may begin with a date): a JSON object (`{`), a date (`2026-11-26`, Calico's text format: projectcalico/calico v3.32.1
 /// libcalico-go/lib/logutils/logutils.go, `Formatter.Format`), logrus' own text format, which
 /// a logrus program writes before it sets Calico's (`time="..." level=info msg=...`:
 /// sirupsen/logrus text_formatter.go, its `time` key first), or klog's header (`I1126 `,

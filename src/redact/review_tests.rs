@@ -361,3 +361,67 @@ fn every_credential_of_a_go_printed_header_goes() {
         }
     }
 }
+
+/// An indented private key's lines (klog's tab, a YAML block's blanks) each keep their
+/// indentation in a whole file.
+#[test]
+fn an_indented_private_key_keeps_its_indentation() {
+    let text = "data=<\n\t-----BEGIN RSA PRIVATE KEY-----\n\tMIIEow\n\t-----END RSA PRIVATE KEY-----\n >\n  key: |\n    -----BEGIN PRIVATE KEY-----\n    MIIEow\n    -----END PRIVATE KEY-----\nnext\n";
+    assert_eq!(
+        whole(text),
+        "data=<\n\t<redacted>\n\t<redacted>\n\t<redacted>\n >\n  key: |\n    <redacted>\n    <redacted>\n    <redacted>\nnext\n"
+    );
+}
+
+/// An END marker inside a line of text (a message quoting it) is no cut key's end: the lines
+/// before it, which no key's body holds, stay; so does a key's END after lines of text.
+#[test]
+fn a_false_end_hides_nothing_before_it() {
+    for text in [
+        "line one\nline two\nerror: expected -----END RSA PRIVATE KEY----- marker\nline four\n",
+        "line one\nline two\n-----END RSA PRIVATE KEY-----\nline four\n",
+    ] {
+        assert_eq!(whole(text), text);
+    }
+}
+
+/// A Secret's data holds a PEM private key in base64 under any name (`tls.key`, as
+/// client-go's `-v=9` prints a response body): it goes whole; a base64 certificate
+/// (`certificate-authority-data`) stays.
+#[test]
+fn a_base64_private_key_under_any_name_goes() {
+    let key = "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tCk1JSUV2UUlCQURBTkJna3Foa2lHOXcwQkFRRUZBQVND";
+    let text = format!(
+        r#"{{"data":{{"tls.key":"{key}","ca.crt":"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM="}}}}"#
+    );
+    let want = r#"{"data":{"tls.key":"<redacted>","ca.crt":"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM="}}"#;
+    same(&text, want);
+    same(
+        "tls.key: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo=",
+        "tls.key: <redacted>",
+    );
+}
+
+/// An `Authorization` list printed over lines (pretty JSON of an http.Header) loses each
+/// quoted credential on its own line; a Digest credential goes whole to its line's end.
+#[test]
+fn a_credential_on_its_own_line_and_a_digest_credential_go() {
+    let text = "{\n  \"Authorization\": [\n    \"Basic dXNlcjpwYXNzd29yZA==\",\n    \"Bearer abcd.efgh-ijkl\"\n  ]\n}\n";
+    same(
+        text,
+        "{\n  \"Authorization\": [\n    \"Basic <redacted>\",\n    \"Bearer <redacted>\"\n  ]\n}\n",
+    );
+    same(
+        "Authorization: Digest username=\"admin\", response=\"6629fae49393a05397450978507c4ef1\"\nnext",
+        "Authorization: Digest <redacted>\nnext",
+    );
+}
+
+/// A secret's value on the line after its name that starts like a log record (a date) is no
+/// record when indented: it goes; an unindented record after the name stays.
+#[test]
+fn an_indented_value_that_starts_like_a_record_goes() {
+    check("password:\n  2024-11-abcd\nnext", "2024-11-abcd", "next");
+    let record = "password:\n2024-11-26 12:00:00.000 [INFO] felix up";
+    assert_eq!(by_line(record), record);
+}
