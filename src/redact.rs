@@ -51,7 +51,7 @@ fn shapes() -> [(String, &'static str); 22] {
             r#"(?i-u)(\b[a-z][a-z0-9+.-]*://[^\s/?#@:"'<>]*:)[^\s/?#"'<>]+@"#.into(),
             "${1}<redacted>@",
         ),
-        digest(&format!(r"(?i-u)(authorization{sep}")),
+        digest(&sep),
         // An HTTP credential: `Authorization: Basic X`, `Proxy-Authorization: X`, `Bearer X`,
         // Go's `%v` of an http.Header (`Authorization:[Bearer X]`) and its encoding/json
         // (`{"Authorization":["Basic X"]}`: a list of quoted strings).
@@ -259,12 +259,15 @@ fn bearer() -> (String, &'static str) {
     )
 }
 
-/// A Digest credential after its header's name (RFC 7616 3.4: `username="u", response="..."`,
-/// each parameter telling of the secret), whole to its line's end.
-fn digest(name: &str) -> (String, &'static str) {
+/// A Digest credential after an `Authorization` name (RFC 7616 3.4: its parameters hold
+/// quoted strings, so it goes whole): in a JSON string (`"Digest username=\"a\", ..."`) to
+/// the string's closing quote, so JSON stays JSON; elsewhere to the line's end.
+fn digest(sep: &str) -> (String, &'static str) {
     (
-        format!(r#"{name}(?:\[\s*)?\\?["']?digest\s+)[^\r\n]+"#),
-        "${1}<redacted>",
+        format!(
+            r#"(?i-u)(?:(authorization{sep}(?:\[\s*)?"digest\s+)(?:[^"\\\r\n]|\\.)*|(authorization{sep}(?:\[\s*)?(?:\\["']|')?digest\s+)[^\r\n]+)"#
+        ),
+        "${1}${2}<redacted>",
     )
 }
 

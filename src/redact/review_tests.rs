@@ -415,6 +415,16 @@ fn a_credential_on_its_own_line_and_a_digest_credential_go() {
         "Authorization: Digest username=\"admin\", response=\"6629fae49393a05397450978507c4ef1\"\nnext",
         "Authorization: Digest <redacted>\nnext",
     );
+    // In a JSON string it goes to the string's end: JSON stays JSON.
+    same(
+        r#"{"Authorization":["Digest username=\"admin\", response=\"6629fae4\""],"next":1}"#,
+        r#"{"Authorization":["Digest <redacted>"],"next":1}"#,
+    );
+    check(
+        r#"{"Authorization": "Digest username=\"admin\", response=\"6629fae4\"", "n": 1}"#,
+        "6629fae4",
+        r#""n": 1"#,
+    );
 }
 
 /// A secret's value on the line after its name that starts like a log record (a date) is no
