@@ -51,7 +51,7 @@ fn shapes() -> [(String, &'static str); 22] {
             r#"(?i-u)(\b[a-z][a-z0-9+.-]*://[^\s/?#@:"'<>]*:)[^\s/?#"'<>]+@"#.into(),
             "${1}<redacted>@",
         ),
-        digest(&sep),
+        digest(sep),
         // An HTTP credential: `Authorization: Basic X`, `Proxy-Authorization: X`, `Bearer X`,
         // Go's `%v` of an http.Header (`Authorization:[Bearer X]`) and its encoding/json
         // (`{"Authorization":["Basic X"]}`: a list of quoted strings).

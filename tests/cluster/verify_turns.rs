@@ -494,18 +494,6 @@ fn a_turn_taken_over_mid_run_ends_with_the_checks_done_and_a_finding() {
     assert_eq!(kept["data"]["run"], "other");
 }
 
-/// The turn as another run takes it over (an update: the uid stays, its run and
-/// resourceVersion are the other's), running out in a minute.
-fn taken_over(api: &FakeApi) -> Value {
-    let mut turn = api.get(TURN).expect("the run's turn");
-    turn["data"]["run"] = json!("other");
-    let at = jiff::Timestamp::now().as_second() + 60;
-    let at = jiff::Timestamp::from_second(at).expect("time");
-    turn["data"]["expires"] = json!(at.to_string());
-    turn["metadata"]["resourceVersion"] = json!("9999");
-    turn
-}
-
 /// Another run takes the turn over after this run's clean-up saw it still its own, and makes
 /// its Service and policy (the same names, new uids) before this run's deletes of them
 /// arrive: this run deletes its own by their uids (`preconditions`), and the other run's stay.
@@ -526,19 +514,11 @@ fn a_turn_taken_over_during_the_clean_up_keeps_the_new_holders_service_and_polic
     theirs_policy["metadata"]["uid"] = json!("uid-theirs");
     let c = connect(&api, &dir);
     let o = in_namespace();
-    // Once the run's turn exists, the takeover is armed for the first pod delete of the
-    // clean-up (after the clean-up's look at the turn).
-    let running = std::thread::spawn(move || run(&c, &o).expect("run"));
+    // The takeover is armed for the first delete of a pod of the run's, which comes in its
+    // clean-up (after the clean-up's look at the turn): the turn updated as another run's.
     let local = format!("/api/v1/namespaces/{NS}/pods/client-local");
-    let made = || api.lock().objects.contains_key(&local);
-    for _ in 0..2400 {
-        if made() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(made(), "the run made its pods");
-    let turn = taken_over(&api);
+    let at = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() + 60).expect("time");
+    let turn = json!({"mergeOnto": {"data": {"run": "other", "expires": at.to_string()}}});
     api.lock().written_before_delete.insert(
         local.clone(),
         vec![
@@ -547,6 +527,7 @@ fn a_turn_taken_over_during_the_clean_up_keeps_the_new_holders_service_and_polic
             (policy.clone(), theirs_policy),
         ],
     );
+    let running = std::thread::spawn(move || run(&c, &o).expect("run"));
     let r = running.join().expect("joins");
     let kept = |p: &str| api.get(p).map(|o| o["metadata"]["uid"].clone());
     assert_eq!(kept(&service), Some(json!("uid-theirs")), "their Service");
@@ -578,18 +559,13 @@ fn a_turn_taken_over_at_its_give_back_is_not_reported_cleaned_up() {
     let (api, dir) = cluster();
     let c = connect(&api, &dir);
     let o = in_namespace();
-    let running = std::thread::spawn(move || run(&c, &o).expect("run"));
-    for _ in 0..2400 {
-        if api.get(TURN).is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let turn = taken_over(&api);
+    // Armed before the run: the turn is updated as another run's just before its delete.
+    let at = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() + 60).expect("time");
+    let turn = json!({"mergeOnto": {"data": {"run": "other", "expires": at.to_string()}}});
     api.lock()
         .written_before_delete
         .insert(TURN.to_owned(), vec![(TURN.to_owned(), turn)]);
-    let r = running.join().expect("joins");
+    let r = run(&c, &o).expect("run");
     assert!(r.passed, "{r:#?}");
     assert!(!r.cleaned_up, "{r:#?}");
     let why = r.clean_up_error.clone().unwrap_or_default();

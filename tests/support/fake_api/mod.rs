@@ -84,7 +84,9 @@ pub struct State {
     pub touched_before_delete: BTreeMap<String, usize>,
     /// Objects another client writes (each path and the object it puts there, a new uid or
     /// resourceVersion as given) just before this client's first delete of the path keyed
-    /// arrives: another run taking a turn over and making its objects of the same names.
+    /// arrives: another run taking a turn over and making its objects of the same names. A
+    /// value `{"mergeOnto": {"data": {...}}}` is an update of the object there instead (its
+    /// data fields written over, its resourceVersion moved, its uid kept: a takeover).
     pub written_before_delete: BTreeMap<String, Vec<(String, Value)>>,
     /// The DeleteOptions of every DELETE, by object path, in order.
     pub delete_options: Vec<(String, Value)>,

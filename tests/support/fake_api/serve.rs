@@ -1342,6 +1342,17 @@ fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
     st.delete_options.push((path.clone(), options.clone()));
     made_again(st, &path);
     for (at, o) in st.written_before_delete.remove(&path).unwrap_or_default() {
+        // `{"mergeOnto": {"data": {...}}}`: another client's update of the object there (its
+        // data fields written over, its resourceVersion moved, uid kept), as a takeover is.
+        if let Some(data) = o["mergeOnto"]["data"].as_object() {
+            if let Some(cur) = st.objects.get_mut(&at) {
+                for (k, v) in data {
+                    cur["data"][k] = v.clone();
+                }
+                bump(cur);
+            }
+            continue;
+        }
         st.objects.insert(at, o);
     }
     if let Some(left) = st.touched_before_delete.get_mut(&path).filter(|n| **n > 0) {
