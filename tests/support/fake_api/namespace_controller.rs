@@ -22,6 +22,12 @@
 //! neither is modelled here (a node merely NotReady, the common case, gets neither), so a
 //! Terminating pod goes only by a delete with grace 0.
 //!
+//! Everything but the pods goes in the first pass here, as the deleter did before
+//! `OrderedNamespaceDeletion` (KEP-5080: beta and on by default from Kubernetes 1.33, locked on
+//! in 1.34, as kubernetes/website's feature-gate page says), from which the pods go first and
+//! the rest only once no pod remains: verify's clean-up judges only the namespace and its
+//! pods, which both orders treat alike; a test that needs the newer order must model it.
+//!
 //! The controller's later tries are made at once here: the namespace goes in the same request
 //! that removes its last content (`finish`), where kube-controller-manager takes from a
 //! second to its resync (`--namespace-sync-period`, 5 minutes) to notice.
