@@ -478,7 +478,7 @@ kube-system (get services kube-dns). No wildcard. The list is the code's own \
 right to renew its token is made per node by install.\n\n\
 --identity verify writes the namespace calicoctl-win-verify (Pod Security restricted enforced), a Role \
 there (create, delete, list pods; get pods/proxy; create, delete, get services; create, delete \
-networking.k8s.io networkpolicies; list, delete events; create configmaps; get, delete configmaps \
+networking.k8s.io networkpolicies, get networkpolicies deny-server-ingress; list, delete events; create configmaps; get, delete configmaps \
 calicoctl-win-verify-run, its runs' turn), a Role \
 in default (get services named kubernetes) and a ClusterRole (list nodes): for 'verify --namespace \
 calicoctl-win-verify', which makes and deletes no namespace; and, as documents of their own after \

@@ -261,13 +261,14 @@ fn bearer() -> (String, &'static str) {
 
 /// A Digest credential after an `Authorization` name (RFC 7616 3.4: its parameters hold
 /// quoted strings, so it goes whole): in a JSON string (`"Digest username=\"a\", ..."`) to
-/// the string's closing quote, so JSON stays JSON; elsewhere to the line's end.
+/// the string's closing quote when a JSON `,`, `}` or `]` follows it, so JSON stays JSON;
+/// elsewhere (`Authorization="Digest username="a", response="X"`) to the line's end.
 fn digest(sep: &str) -> (String, &'static str) {
     (
         format!(
-            r#"(?i-u)(?:(authorization{sep}(?:\[\s*)?"digest\s+)(?:[^"\\\r\n]|\\.)*|(authorization{sep}(?:\[\s*)?(?:\\["']|')?digest\s+)[^\r\n]+)"#
+            r#"(?i-u)(?:(authorization{sep}(?:\[\s*)?"digest\s+)(?:[^"\\\r\n]|\\.)*("\s*[,}}\]])|(authorization{sep}(?:\[\s*)?(?:\\?["'])?digest\s+)[^\r\n]+)"#
         ),
-        "${1}${2}<redacted>",
+        "${1}${3}<redacted>${2}",
     )
 }
 

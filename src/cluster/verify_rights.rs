@@ -45,6 +45,8 @@ pub const ENFORCE_LEVEL: &str = "restricted";
 /// The ConfigMap a run holds while it runs in the namespace (`verify::shared`).
 pub const TURN: &str = "calicoctl-win-verify-run";
 const TURNS: &[&str] = &[TURN];
+/// The policy's name (`verify::objects::POLICY_NAME`).
+const POLICIES: &[&str] = &["deny-server-ingress"];
 const NP: &str = "networking.k8s.io";
 
 /// Cluster-wide (a ClusterRole): where the probe pods go.
@@ -109,6 +111,13 @@ pub const IN_NAMESPACE: &[Right] = &[
         "the policy denying the server's ingress",
     ),
     r("networkpolicies", NP, &["delete"], &[], "the policy lifted"),
+    r(
+        "networkpolicies",
+        NP,
+        &["get"],
+        POLICIES,
+        "a killed run's policy read, deleted by its uid only when labelled verify's",
+    ),
     r("configmaps", "", &["create"], &[], "a run's turn taken"),
     r(
         "configmaps",

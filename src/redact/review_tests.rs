@@ -415,6 +415,11 @@ fn a_credential_on_its_own_line_and_a_digest_credential_go() {
         "Authorization: Digest username=\"admin\", response=\"6629fae49393a05397450978507c4ef1\"\nnext",
         "Authorization: Digest <redacted>\nnext",
     );
+    // A quote before Digest that opens no JSON string: to the line's end.
+    same(
+        r#"Authorization="Digest username="a", response="6629fae4""#,
+        "Authorization=\"Digest <redacted>",
+    );
     // In a JSON string it goes to the string's end: JSON stays JSON.
     same(
         r#"{"Authorization":["Digest username=\"admin\", response=\"6629fae4\""],"next":1}"#,

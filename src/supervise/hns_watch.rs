@@ -264,7 +264,10 @@ fn started_late(host: &dyn Host, name: &str, wait: Duration, stop: &Stop, log: &
         },
         || match host.service_query(name) {
             Ok(Some(s)) if s.state == ServiceState::Stopped => Ok(Look::Done(true)),
-            Ok(Some(s)) if s.state == ServiceState::StopPending => Ok(Look::Pending(())),
+            // Running: the stop may still be delivered within the wait.
+            Ok(Some(s)) if matches!(s.state, ServiceState::StopPending | ServiceState::Running) => {
+                Ok(Look::Pending(()))
+            }
             Ok(_) => Ok(Look::Done(false)),
             Err(e) => Err(SuperviseError::from(e)),
         },

@@ -142,13 +142,13 @@ where
 /// AlreadyExists for any object of the name: a client's retry of a POST that committed meets
 /// ours, an administrator's own `server` Service is theirs), or cannot be read. A refusal
 /// (400, 403 with Pod Security's or RBAC's reason, 422, 429 before the handler) made nothing.
-pub fn may_have_made<K>(c: &Cluster, api: &Api<K>, name: &str, e: &ClusterError) -> bool
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
+pub fn may_have_made(
+    e: &ClusterError,
+    read: impl FnOnce() -> Result<Option<kube::api::ObjectMeta>, ClusterError>,
+) -> bool {
     match e {
-        ClusterError::Api { code: 409, .. } => match c.call_opt("get", name, api.get(name)) {
-            Ok(Some(o)) => labelled_ours(o.meta()),
+        ClusterError::Api { code: 409, .. } => match read() {
+            Ok(Some(meta)) => labelled_ours(&meta),
             Ok(None) => false,
             Err(_) => true,
         },
@@ -159,6 +159,31 @@ where
         | ClusterError::TooLarge { .. } => true,
         _ => false,
     }
+}
+
+/// The object `name` as `api` reads it (`get`), its metadata: for `may_have_made`.
+pub fn read_meta<K>(
+    c: &Cluster,
+    api: &Api<K>,
+    name: &str,
+) -> Result<Option<kube::api::ObjectMeta>, ClusterError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    Ok(c.call_opt("get", name, api.get(name))?
+        .map(|o| o.meta().clone()))
+}
+
+/// The pod `name`, its metadata, read by a list of that one name (the verify role lists pods
+/// and may not get them): for `may_have_made`.
+pub fn pod_meta(
+    c: &Cluster,
+    pods: &Api<k8s_openapi::api::core::v1::Pod>,
+    name: &str,
+) -> Result<Option<kube::api::ObjectMeta>, ClusterError> {
+    let lp = kube::api::ListParams::default().fields(&format!("metadata.name={name}"));
+    let listed = c.call("list", "pods", pods.list(&lp))?;
+    Ok(listed.items.into_iter().next().map(|p| p.metadata))
 }
 
 /// Whether an object carries the owner label every object of a run carries.

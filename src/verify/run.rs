@@ -718,7 +718,9 @@ fn create_all(
     let made = match probe::create(c, &services, "services", &objects::service(ns)) {
         Ok(made) => made,
         Err(e) => {
-            unsettled(held.is_some() && probe::may_have_made(c, &services, name, &e));
+            unsettled(
+                held.is_some() && probe::may_have_made(&e, || probe::read_meta(c, &services, name)),
+            );
             return Err(e);
         }
     };
@@ -732,7 +734,9 @@ fn create_all(
             Ok(made) => made,
             Err(e) => {
                 let name = pod.metadata.name.as_deref().unwrap_or_default();
-                unsettled(held.is_some() && probe::may_have_made(c, &pods, name, &e));
+                unsettled(
+                    held.is_some() && probe::may_have_made(&e, || probe::pod_meta(c, &pods, name)),
+                );
                 return Err(e);
             }
         };

@@ -251,7 +251,8 @@ impl Step<'_> {
         let made = probe::policy(self.c, self.ns, on, uid.as_deref()).inspect_err(|e| {
             let api: kube::Api<k8s_openapi::api::networking::v1::NetworkPolicy> =
                 kube::Api::namespaced(self.c.client.clone(), self.ns);
-            if on && probe::may_have_made(self.c, &api, super::objects::POLICY_NAME, e) {
+            let read = || probe::read_meta(self.c, &api, super::objects::POLICY_NAME);
+            if on && probe::may_have_made(e, read) {
                 self.policy_unsettled.set(true);
             }
         })?;

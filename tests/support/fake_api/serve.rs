@@ -1345,12 +1345,14 @@ fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
         // `{"mergeOnto": {"data": {...}}}`: another client's update of the object there (its
         // data fields written over, its resourceVersion moved, uid kept), as a takeover is.
         if let Some(data) = o["mergeOnto"]["data"].as_object() {
-            if let Some(cur) = st.objects.get_mut(&at) {
-                for (k, v) in data {
-                    cur["data"][k] = v.clone();
-                }
-                bump(cur);
+            let cur = st
+                .objects
+                .get_mut(&at)
+                .unwrap_or_else(|| panic!("mergeOnto: no object at {at} to update"));
+            for (k, v) in data {
+                cur["data"][k] = v.clone();
             }
+            bump(cur);
             continue;
         }
         st.objects.insert(at, o);
