@@ -288,7 +288,7 @@ fn status_tells_lost_when_made_from_changed_since() {
         found[0]
             .remedy
             .as_deref()
-            .is_some_and(|r| r.contains("Restart-Service CalicoNode"))
+            .is_some_and(|r| r.contains("Restart-Service CalicoNode -Force"))
     );
     // Put back, then set to another server by an administrator.
     kept.pending.clear();

@@ -165,7 +165,10 @@ fn restart_programmers(
                 ));
                 return Err(Stopped);
             }
-            Err(e) if started_late(host, name, s.service_stop_wait(), stop, log) => {
+            Err(e)
+                if stop_given_up(&e)
+                    && started_late(host, name, s.service_stop_wait(), stop, log) =>
+            {
                 log.info(&format!(
                     "restarted {name} after the HNS restart: its stop was taken after it was given up on ({e})"
                 ));
@@ -247,6 +250,17 @@ pub fn restart(
         return Err(SuperviseError::Stopped);
     }
     Ok(host.service_start(name, wait)?)
+}
+
+/// Whether `restart` failed by giving up on the stop (undelivered, 1053, or not taken within
+/// its bound): only then may the stop still be taken late. A start refused, access denied or a
+/// service gone (1060, 1061) leaves no stop outstanding, and nothing is waited for.
+pub(super) fn stop_given_up(e: &SuperviseError) -> bool {
+    match e {
+        SuperviseError::Host(HostError::Timeout { .. }) => true,
+        SuperviseError::Host(e) => e.os_code() == Some(ERROR_SERVICE_REQUEST_TIMEOUT),
+        _ => false,
+    }
 }
 
 /// After a restart given up on, whether `name` was started all the same: a stop given up on

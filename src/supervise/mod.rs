@@ -163,7 +163,9 @@ pub fn service_spec(role: Role, exe: &str, args: Vec<String>) -> ServiceSpec {
             // None on the Host Network Service, as Calico's own `Install-NodeService`
             // (v3.32.1 `calico.psm1`) registers none: the SCM refuses to stop a service with
             // a running dependent (`Restart-Service hns` fails without -Force) and never
-            // starts a dependent again (with -Force, an HNS stop would leave Calico stopped).
+            // starts a dependent again itself (PowerShell's -Force starts again only those it
+            // stopped: an HNS stopped by Windows or a `Stop-Service -Force` would leave Calico
+            // stopped).
             // CalicoNode starts HNS in its start-up instead (`hns_watch::ensure_running`).
             Role::Node => Vec::new(),
             Role::Felix | Role::Confd | Role::KubeProxy => vec!["CalicoNode".into()],

@@ -50,7 +50,7 @@ pub fn node_address(
                 format!(
                     "the Calico Node's BGP address (projectcalico.org/IPv4Address) is {b}, {named} is {truth}: other nodes send this node's VXLAN traffic to {b}"
                 ),
-                "restart CalicoNode ('Restart-Service CalicoNode'): calico-node's start-up sets the address again from the Node's InternalIP (kubernetes-internal-ip), or set node.ip to the right one",
+                "restart CalicoNode ('Restart-Service CalicoNode -Force'): calico-node's start-up sets the address again from the Node's InternalIP (kubernetes-internal-ip), or set node.ip to the right one",
             ),
         );
     }

@@ -135,7 +135,7 @@ pub fn addressing(
     before: &crate::installed::addressing::Addressing,
     adapters: &[crate::host::Adapter],
 ) -> Vec<Finding> {
-    const REMEDY: &str = "Restart-Service CalicoNode: its start puts back what the vSwitch dropped, while it is as the vSwitch left it (docs/network-identity.md)";
+    const REMEDY: &str = "Restart-Service CalicoNode -Force: its start puts back what the vSwitch dropped, while it is as the vSwitch left it (docs/network-identity.md)";
     let Some(now) = before.host_adapter(adapters) else {
         return Vec::new();
     };
@@ -162,7 +162,7 @@ pub fn addressing(
                     "{} has the interface metric {}, not above {}'s {}: Windows may send the LAN's traffic into the pod network",
                     ep.name, ep.metric, now.name, now.metric
                 ),
-                "Restart-Service CalicoNode: once calico-node made Calico_ep, it sets Calico_ep's metric above the LAN's (docs/network-identity.md)",
+                "Restart-Service CalicoNode -Force: once calico-node made Calico_ep, it sets Calico_ep's metric above the LAN's (docs/network-identity.md)",
             ),
         );
     }

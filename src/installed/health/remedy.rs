@@ -17,10 +17,10 @@ impl Code {
             }
             Code::ServiceDrift => "calicoctl-win reconfigure registers it as the config wants",
             Code::RouteMissing => {
-                "Restart-Service CalicoNode: its start restores the route; calico-node.log says why it did not"
+                "Restart-Service CalicoNode -Force: its start restores the route; calico-node.log says why it did not"
             }
             Code::NetworkMissing => {
-                "Restart-Service CalicoNode (it makes the networks), and read calico-node.log"
+                "Restart-Service CalicoNode -Force (it makes the networks), and read calico-node.log"
             }
             Code::EndpointStuck
             | Code::EndpointStale
@@ -68,10 +68,10 @@ impl Code {
                 "run calicoctl-win status again as an administrator; if it stays, read calico-node.log and the System event log (HNS, the Service Control Manager)"
             }
             Code::AddressMismatch => {
-                "Restart-Service CalicoNode for the BGP address; for a network, set vxlan.adapter to the adapter that holds the node's address, then 'calicoctl-win reconfigure --drain' makes the networks again"
+                "Restart-Service CalicoNode -Force for the BGP address; for a network, set vxlan.adapter to the adapter that holds the node's address, then 'calicoctl-win reconfigure --drain' makes the networks again"
             }
             Code::AdapterDrift => {
-                "Restart-Service CalicoNode: its start puts back what the vSwitch dropped, and sets Calico_ep's metric above the LAN's (docs/network-identity.md)"
+                "Restart-Service CalicoNode -Force: its start puts back what the vSwitch dropped, and sets Calico_ep's metric above the LAN's (docs/network-identity.md)"
             }
             Code::NotInstalled => "calicoctl-win install",
             Code::ApiGroup => {

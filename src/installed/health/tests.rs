@@ -220,3 +220,48 @@ fn the_fix_names_the_adapter_that_holds_the_address_or_says_none_does() {
         "{none}"
     );
 }
+
+/// CalicoFelix, CalicoConfd and kube-proxy depend on CalicoNode (`supervise::service_spec`):
+/// PowerShell's `Restart-Service` refuses a service with dependents without `-Force`
+/// ("ServiceHasDependentServices", PowerShell's Service.cs `DoStopService`), and with it stops
+/// the running dependents and starts each again (`RestartServiceCommand`). Every remedy and
+/// doc that says to restart CalicoNode says it with `-Force`.
+#[test]
+fn every_restart_of_calico_node_a_user_is_told_carries_force() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut missing = Vec::new();
+    let mut seen = 0;
+    let mut dirs = vec![root.join("src"), root.join("docs")];
+    let mut files = vec![root.join("README.md")];
+    while let Some(d) = dirs.pop() {
+        for e in fs_err::read_dir(&d).expect("dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs" || x == "md") {
+                files.push(p);
+            }
+        }
+    }
+    let needle = ["Restart-Service", " CalicoNode"].concat();
+    for p in files {
+        let text = fs_err::read_to_string(&p).expect("read");
+        for (at, _) in text.match_indices(&needle) {
+            seen += 1;
+            if !text[at + needle.len()..].starts_with(" -Force") {
+                missing.push(
+                    format!("{}: {}", p.display(), &text[at..])
+                        .lines()
+                        .next()
+                        .map(str::to_owned)
+                        .unwrap_or_default(),
+                );
+            }
+        }
+    }
+    assert!(
+        seen > 5,
+        "the remedies that restart CalicoNode were not found"
+    );
+    assert!(missing.is_empty(), "{missing:#?}");
+}

@@ -506,3 +506,30 @@ fn a_stop_taken_after_it_was_given_up_on_is_followed_by_the_start() {
         "{text}"
     );
 }
+
+/// Only a stop given up on (not delivered, 1053, or not taken within its bound) is looked at
+/// again for a late stop: a stop refused otherwise (access denied, a dependent running) leaves
+/// no stop outstanding, and the watchdog does not wait for one beside a service that runs on.
+#[test]
+fn only_a_stop_given_up_on_is_waited_for_again() {
+    use crate::host::HostError;
+    let api = |code| {
+        SuperviseError::Host(HostError::Api {
+            op: "stop service CalicoFelix".into(),
+            code,
+            message: String::new(),
+        })
+    };
+    let timeout = SuperviseError::Host(HostError::Timeout {
+        what: "CalicoFelix to stop".into(),
+        after: Duration::from_secs(14),
+    });
+    assert!(hns_watch::stop_given_up(&timeout));
+    assert!(hns_watch::stop_given_up(&api(
+        crate::host::ERROR_SERVICE_REQUEST_TIMEOUT
+    )));
+    // ERROR_ACCESS_DENIED (5), ERROR_DEPENDENT_SERVICES_RUNNING (1051).
+    assert!(!hns_watch::stop_given_up(&api(5)));
+    assert!(!hns_watch::stop_given_up(&api(1051)));
+    assert!(!hns_watch::stop_given_up(&SuperviseError::Stopped));
+}
