@@ -135,14 +135,22 @@ fn a_hundred_nodes_are_gathered_past_one_that_does_not_answer() {
     let out = dir.path().join("bundles");
     diags_gather::prepare_out(&out).expect("out");
     let started = std::time::Instant::now();
-    let index = diags_gather::gather(&c, &options(&out)).expect("gathers");
+    // Each node's bound is generous here: the 3 MiB bundle must land whole on a loaded machine
+    // too (it missed a 2 s bound once in CI); the 100 nodes' time is printed, not asserted.
+    let mut g = options(&out);
+    g.node_timeout = Duration::from_secs(20);
+    let index = diags_gather::gather(&c, &g).expect("gathers");
     println!("gathered 100 nodes in {:?}", started.elapsed());
     assert_eq!((index.gathered, index.failed), (99, 1), "{index:#?}");
     assert!(!index.run_timed_out);
     let silent = line(&index, "win-042");
     assert_eq!(silent.reason, Some(Reason::TimedOut), "{silent:?}");
     assert!(
-        silent.message.as_deref().unwrap_or_default().contains("2s"),
+        silent
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("20s"),
         "{silent:?}"
     );
     for (node, sha) in &want {
