@@ -301,3 +301,45 @@ fn the_admission_policy_is_valid_and_names_the_account_and_the_image() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("--verify-image"));
     }
 }
+
+/// An administrator's pod of a probe's name (no owner label) under the verify role: the run's
+/// create meets 409, which is judged by a list of that name (the role lists pods and gets none),
+/// so the turn is given back, the pod kept, and no request is refused.
+#[test]
+fn a_pod_of_a_probes_name_is_judged_by_a_list_the_role_allows() {
+    let (api, dir) = super::verify::cluster();
+    apply(&api, &manifests());
+    let kubeconfig = crate::support::service_account_kubeconfig(
+        &api,
+        dir.path(),
+        "kube-system",
+        "calicoctl-win-verify",
+    );
+    let path = format!("/api/v1/namespaces/{NS}/pods/client-local");
+    let mut theirs = meta("v1", "Pod", "client-local", Some(NS));
+    theirs["metadata"]["uid"] = json!("uid-admins");
+    api.put(&path, theirs);
+    let node = Node::new(&api);
+    let args = [
+        "verify",
+        "--node",
+        "win-a",
+        "--namespace",
+        NS,
+        "--timeout",
+        "20s",
+    ];
+    let (code, doc, err) = node.run_as(&kubeconfig, &args);
+    assert_ne!(code, 0, "{doc}\n{err}");
+    assert!(
+        !err.contains("403") && !doc.to_string().contains("403"),
+        "{doc}\n{err}"
+    );
+    let turn = format!("/api/v1/namespaces/{NS}/configmaps/calicoctl-win-verify-run");
+    assert!(
+        api.get(&turn).is_none(),
+        "the turn given back: {doc}\n{err}"
+    );
+    let kept = api.get(&path).map(|p| p["metadata"]["uid"].clone());
+    assert_eq!(kept, Some(json!("uid-admins")));
+}
