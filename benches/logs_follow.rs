@@ -23,14 +23,16 @@ fn env_num(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-fn follower(node: &Node, position: &std::path::Path) -> Child {
+/// Where the follower keeps its position on the node: the DaemonSet's emptyDir.
+const POSITION: &str = r"C:\log-positions\felix.pos";
+
+fn follower(node: &Node) -> Child {
     Command::new(env!("CARGO_BIN_EXE_calicoctl-win"))
         .env_clear()
         .current_dir(support::root())
         .args(["--set", "node.name=win-1", "--sim-host"])
         .arg(node.sim())
-        .args(["logs", "felix", "--follow", "--position"])
-        .arg(position)
+        .args(["logs", "felix", "--follow", "--position", POSITION])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -67,10 +69,9 @@ fn one(backlog: usize) -> (Option<Duration>, usize) {
     let dir = node.c_drive("calicowindows/logs");
     fs_err::create_dir_all(&dir).expect("dir");
     fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let position = tmp.path().join("felix.pos");
+    fs_err::create_dir_all(node.c_drive("log-positions")).expect("dir");
     // The first follower shows the one line and keeps its position (synced each second).
-    let mut first = follower(&node, &position);
+    let mut first = follower(&node);
     let rx = lines(&mut first);
     let shown = rx.recv_timeout(Duration::from_secs(60));
     assert_eq!(shown.as_deref(), Ok("felix 0"), "the first follower");
@@ -81,7 +82,7 @@ fn one(backlog: usize) -> (Option<Duration>, usize) {
         .map(|i| format!("felix {i:05} {}\n", "b".repeat(87)))
         .collect();
     append(&node, &text);
-    let mut child = follower(&node, &position);
+    let mut child = follower(&node);
     let rx = lines(&mut child);
     let start = rx.recv_timeout(Duration::from_secs(60));
     assert!(

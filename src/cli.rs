@@ -806,9 +806,10 @@ pub struct LogsArgs {
     /// Start this many lines from the end (default: all; with --follow, 100)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
     pub tail: Option<u64>,
-    /// With --follow and one role: keep the position in FILE and go on from it when restarted
-    #[arg(long, value_name = "FILE", requires = "follow")]
-    pub position: Option<PathBuf>,
+    /// With --follow and one role: keep the position in FILE (an absolute path, like
+    /// C:\log-positions\felix.json) and go on from it when restarted
+    #[arg(long, value_name = "FILE", requires = "follow", value_parser = local_path)]
+    pub position: Option<String>,
 }
 
 #[derive(Debug, Args)]

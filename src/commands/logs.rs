@@ -9,8 +9,7 @@ use crate::installed::logs::{LogSet, Position, Reader, Start};
 use crate::installed::record;
 use crate::layout::{InstallRoot, KEPT_LOGS_DIR, Role};
 use anyhow::Context as _;
-use std::io::Write;
-use std::path::Path;
+use std::io::{Read, Write};
 
 /// The install root when the configuration cannot be read.
 const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
@@ -148,19 +147,13 @@ fn read_all(
 }
 
 /// Says, before following, that the position's directory is none: it cannot be kept.
-fn warn_unkept_position(ctx: &mut Context, position: Option<&Path>) {
-    if let Some(dir) = position.and_then(Path::parent) {
-        let dir = if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        };
-        if !dir.is_dir() {
-            ctx.printer.warn(&format!(
-                "{} is no directory: the position cannot be kept, a follower started again repeats or skips lines",
-                dir.display()
-            ));
-        }
+fn warn_unkept_position(ctx: &mut Context, h: &dyn crate::host::Host, position: &str) {
+    if let Some((dir, _)) = position.rsplit_once(['\\', '/'])
+        && !h.dir_exists(dir).unwrap_or(false)
+    {
+        ctx.printer.warn(&format!(
+            "{dir} is no directory: the position cannot be kept, a follower started again repeats or skips lines"
+        ));
     }
 }
 
@@ -173,20 +166,11 @@ fn follow(
     rec: Option<record::InstallRecord>,
     mut readers: Vec<(&'static str, Reader)>,
     start: Start,
-    position: Option<&Path>,
+    position: Option<&str>,
 ) -> anyhow::Result<()> {
     let prefix = readers.len() > 1;
-    let admin = crate::installed::protection::elevated_user(h);
-    if let (Some(file), Some((_, r))) = (position, readers.first_mut()) {
-        r.position = load_position(ctx, file, admin.as_deref());
-    }
-    warn_unkept_position(ctx, position);
-    // Held open, one record overwritten per line (`logs_position`), synced each second and
-    // at the end (its drop); the first failure to keep it said once. Made anew, SYSTEM and
-    // Administrators only, when it is not there or someone else may change it.
-    let kept = std::cell::RefCell::new(
-        position.map(|p| super::logs_position::Kept::new(p, admin.clone())),
-    );
+    let first = readers.first_mut().map(|(_, r)| r);
+    let kept = std::cell::RefCell::new(position.and_then(|p| keep_position(ctx, h, p, first)));
     let mut save = |p: &Position| {
         if let Some(k) = kept.borrow_mut().as_mut() {
             k.keep(p);
@@ -246,6 +230,30 @@ fn follow(
     }
 }
 
+/// Where the first reader's position is kept, read from it first: nowhere when the path goes
+/// through someone else's link (said; refused before anything is read or written there).
+/// Held open, one record overwritten per line (`logs_position`), synced each second and at the
+/// end (its drop); the first failure to keep it said once. Made anew, SYSTEM and
+/// Administrators only, when it is not there or someone else may change it.
+fn keep_position<'h>(
+    ctx: &mut Context,
+    h: &'h dyn crate::host::Host,
+    file: &str,
+    first: Option<&mut Reader>,
+) -> Option<super::logs_position::Kept<'h>> {
+    let admin = crate::installed::protection::elevated_user(h);
+    if let Some(why) = super::logs_position::refused(h, file, admin.as_deref()) {
+        ctx.printer
+            .warn(&format!("{why}: following without a kept position"));
+        return None;
+    }
+    if let Some(r) = first {
+        r.position = load_position(ctx, h, file, admin.as_deref());
+    }
+    warn_unkept_position(ctx, h, file);
+    Some(super::logs_position::Kept::new(h, file, admin))
+}
+
 /// The gaps a reader found, said on stderr; and once (`told`) that the redactor hid lines
 /// whole, which a reader of `<redacted>` alone on a line could not tell from the log.
 fn said(ctx: &mut Context, name: &str, r: &mut Reader, told: &mut bool) {
@@ -262,28 +270,43 @@ fn said(ctx: &mut Context, name: &str, r: &mut Reader, told: &mut bool) {
 
 /// The position kept in `file`: none when there is none yet, it cannot be read, or someone but
 /// SYSTEM and Administrators may change it (said: its record would choose what is shown).
-fn load_position(ctx: &mut Context, file: &Path, admin: Option<&str>) -> Option<Position> {
-    if !file.exists() {
-        return None;
-    }
-    let others = super::logs_position::writers(file, admin);
+fn load_position(
+    ctx: &mut Context,
+    h: &dyn crate::host::Host,
+    file: &str,
+    admin: Option<&str>,
+) -> Option<Position> {
+    let others = super::logs_position::writers(h, file, admin);
     if !others.is_empty() {
         ctx.printer.warn(&format!(
-            "{} may be changed by {}: its position is not trusted, starting as without a position (it is made anew, SYSTEM and Administrators only)",
-            file.display(),
+            "{file} may be changed by {}: its position is not trusted, starting as without a position (it is made anew, SYSTEM and Administrators only)",
             others.join("; ")
         ));
         return None;
     }
-    let read = crate::files::read_capped(file, POSITION_CAP)
-        .map_err(anyhow::Error::from)
-        .and_then(|b| super::logs_position::parse(&b))
-        .with_context(|| format!("cannot read {}", file.display()));
+    let read = read_position(h, file)
+        .and_then(|b| b.map(|b| super::logs_position::parse(&b)).transpose())
+        .with_context(|| format!("cannot read {file}"));
     read.inspect_err(|e| {
         ctx.printer
             .warn(&format!("{e:#}: starting as without a position"))
     })
     .ok()
+    .flatten()
+}
+
+/// The position file's bytes through the host, at most `POSITION_CAP`; `None` when there is
+/// no file.
+fn read_position(h: &dyn crate::host::Host, file: &str) -> anyhow::Result<Option<Vec<u8>>> {
+    let Some(f) = h.open_read(file)? else {
+        return Ok(None);
+    };
+    let mut out = Vec::new();
+    f.take(POSITION_CAP + 1).read_to_end(&mut out)?;
+    if out.len() as u64 > POSITION_CAP {
+        anyhow::bail!("it is larger than {POSITION_CAP} bytes, more than a position ever holds");
+    }
+    Ok(Some(out))
 }
 
 /// Lines written with `[role] ` before each, when several logs are shown.

@@ -2,12 +2,14 @@
 //! overwritten in place by one write per line (a killed process leaves the last record whole),
 //! with a checksum that tells a record a power loss tore or never wrote (zeros) from one that
 //! holds; synced at most every `SYNC` and at the end. The JSON document older followers kept is
-//! read too.
+//! read too. The file is read, judged, made and opened through the host's `Files`, judged as
+//! `installed::protection` judges what a SYSTEM process reads: someone else's file is not
+//! trusted and is made anew, someone else's link on its way is not followed.
 
+use crate::host::{Access, Host};
 use crate::installed::logs::Position;
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// How long a written record may stay unsynced (a power loss repeats what it covers).
@@ -71,74 +73,30 @@ pub fn parse(bytes: &[u8]) -> anyhow::Result<Position> {
 }
 
 /// Who but SYSTEM and Administrators (and `admin`, this elevated process's account) may change
-/// the position file at `path`, as `installed::protection::weak_dirs` judges a directory whose
-/// files run as SYSTEM; nothing when it is not there. A record someone else may write would
-/// choose where the follower starts, and what the redactor holds pending there.
-#[cfg(windows)]
-pub fn writers(path: &Path, admin: Option<&str>) -> Vec<String> {
-    let path = path.to_string_lossy();
-    match crate::host::windows::files::security(&path) {
-        Ok(None) => Vec::new(),
-        Ok(Some(sddl)) => match crate::host::acl::parse(&sddl) {
-            Ok(desc) => crate::host::acl::writers_but(&desc, admin),
-            Err(why) => vec![format!("its access list cannot be read ({why}): {sddl}")],
-        },
-        Err(e) => vec![format!("its access list cannot be read: {e}")],
-    }
+/// the position file at `path`, as `installed::protection` judges the files a SYSTEM process
+/// reads; nothing when it is not there. A record someone else may write would choose where the
+/// follower starts, and what the redactor holds pending there.
+pub fn writers(h: &dyn Host, path: &str, admin: Option<&str>) -> Vec<String> {
+    crate::installed::protection::file_writers(h, path, admin)
 }
 
-/// Who but its owner may change the position file at `path`: its group or others, by its mode
-/// (a secret file is 0600 on the simulated host, `host::Access::Secret`).
-#[cfg(unix)]
-pub fn writers(path: &Path, _admin: Option<&str>) -> Vec<String> {
-    use std::os::unix::fs::PermissionsExt;
-    match fs_err::metadata(path) {
-        Ok(m) if m.permissions().mode() & 0o022 != 0 => {
-            vec![format!(
-                "its group or others (mode {:o})",
-                m.permissions().mode() & 0o777
-            )]
-        }
-        Ok(_) => Vec::new(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => vec![format!("its mode cannot be read: {e}")],
-    }
+/// Why the position file at `path` is neither read nor written: a junction or symbolic link
+/// on its way (or the file itself one) that someone but SYSTEM and Administrators made or may
+/// change, so that what this process, SYSTEM in the fleet's DaemonSet, writes there would go
+/// wherever they point it (`installed::protection::untrusted_link`).
+pub fn refused(h: &dyn Host, path: &str, admin: Option<&str>) -> Option<String> {
+    let (link, who) = crate::installed::protection::untrusted_link(h, path, admin)?;
+    Some(format!(
+        "{link} is a junction or symbolic link that {who}: what is written through it goes wherever it points, so {path} is neither read nor written (give --position a path without links, or make the link owned by and writable only by SYSTEM and Administrators)"
+    ))
 }
 
-/// Makes the position file anew, empty, writable by SYSTEM and Administrators only (0600 on
-/// Linux), in place of any there: written to a temporary made with those rights in the call
-/// that creates it, then renamed over (`host::windows::files::replace`, as secret files are).
-#[cfg(windows)]
-fn fresh(path: &Path) -> anyhow::Result<()> {
-    let path = path.to_string_lossy();
-    Ok(crate::host::windows::files::replace(
-        &path,
-        b"",
-        crate::host::Access::Secret,
-    )?)
-}
-
-#[cfg(unix)]
-fn fresh(path: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    match fs_err::remove_file(&tmp) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
-        _ => {}
-    }
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    fs_err::rename(&tmp, path)?;
-    Ok(())
-}
-
-/// The position file, held open while the follower runs.
-pub struct Kept {
-    path: PathBuf,
+/// The position file, held open while the follower runs: opened through the host, one record
+/// overwritten in place by one write per line (a killed process leaves the last record whole),
+/// synced at most every `SYNC` and at the end.
+pub struct Kept<'h> {
+    host: &'h dyn Host,
+    path: String,
     /// This elevated process's account (`writers`).
     admin: Option<String>,
     file: Option<File>,
@@ -152,9 +110,10 @@ pub struct Kept {
     said: bool,
 }
 
-impl Kept {
-    pub fn new(path: &Path, admin: Option<String>) -> Self {
+impl<'h> Kept<'h> {
+    pub fn new(host: &'h dyn Host, path: &str, admin: Option<String>) -> Self {
         Self {
+            host,
             path: path.to_owned(),
             admin,
             file: None,
@@ -210,25 +169,15 @@ impl Kept {
     }
 
     fn write(&mut self, rec: &[u8]) -> anyhow::Result<()> {
-        let path = &self.path;
-        let with = |e: std::io::Error| anyhow::anyhow!("cannot write {}: {e}", path.display());
+        let path = self.path.as_str();
+        let with = |e: std::io::Error| anyhow::anyhow!("cannot write {path}: {e}");
         let file = match &mut self.file {
             Some(f) => f,
-            None => self.file.insert({
-                // Not there, or someone else may change it: made anew, protected.
-                if !path.exists() || !writers(path, self.admin.as_deref()).is_empty() {
-                    fresh(path)
-                        .map_err(|e| anyhow::anyhow!("cannot protect {}: {e:#}", path.display()))?;
-                    self.sized = true;
-                }
-                std::fs::OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .open(path)
-                    .map_err(with)?
-            }),
+            None => {
+                let (opened, fresh) = open(self.host, path, self.admin.as_deref())?;
+                self.sized |= fresh;
+                self.file.insert(opened)
+            }
         };
         file.seek(SeekFrom::Start(0)).map_err(with)?;
         file.write_all(rec).map_err(with)?;
@@ -244,7 +193,7 @@ impl Kept {
     pub fn sync(&mut self) -> anyhow::Result<()> {
         if let (true, Some(f)) = (self.dirty, &self.file) {
             f.sync_data()
-                .map_err(|e| anyhow::anyhow!("cannot sync {}: {e}", self.path.display()))?;
+                .map_err(|e| anyhow::anyhow!("cannot sync {}: {e}", self.path))?;
         }
         self.dirty = false;
         self.synced = Instant::now();
@@ -252,7 +201,38 @@ impl Kept {
     }
 }
 
-impl Drop for Kept {
+/// The position file at `path` opened to be overwritten in place, and whether it was made
+/// anew: refused through a link someone else may change (looked at again at each opening: one
+/// may be made while the follower runs), or in a directory that is not there (never made
+/// here); made anew, empty, SYSTEM and Administrators only, when it is not there or someone
+/// else may change it (`Files::write_file` with `Access::Secret`: a temporary made with those
+/// rights, renamed over).
+fn open(h: &dyn Host, path: &str, admin: Option<&str>) -> anyhow::Result<(File, bool)> {
+    if let Some(why) = refused(h, path, admin) {
+        anyhow::bail!("{why}");
+    }
+    if let Some((dir, _)) = path.rsplit_once(['\\', '/'])
+        && !h.dir_exists(dir)?
+    {
+        anyhow::bail!("cannot write {path}: {dir} is no directory");
+    }
+    let protect = |e| anyhow::anyhow!("cannot protect {path}: {e}");
+    let fresh = if h.file_access(path)?.is_none() {
+        h.write_file(path, b"", Access::Secret).map_err(protect)?;
+        true
+    } else if !writers(h, path, admin).is_empty() {
+        h.replace_file(path, b"", Access::Secret).map_err(protect)?;
+        true
+    } else {
+        false
+    };
+    let file = h
+        .open_update(path)?
+        .ok_or_else(|| anyhow::anyhow!("cannot write {path}: it is gone"))?;
+    Ok((file, fresh))
+}
+
+impl Drop for Kept<'_> {
     fn drop(&mut self) {
         // The end of the follower (a stop, an output closed): nothing left to say it to.
         let _ = self.sync();

@@ -1,4 +1,6 @@
 use super::*;
+use crate::host::Files;
+use crate::host::sim::SimHost;
 
 fn position() -> Position {
     Position {
@@ -38,52 +40,115 @@ fn the_older_json_document_is_read() {
     assert_eq!(parse(&json).expect("parsed"), position());
 }
 
+/// A simulated node (its file system under a temporary directory) with the directory
+/// `C:\pos`, where the tests keep positions.
+fn node() -> SimHost {
+    let h = SimHost::in_memory("ws2022").expect("host");
+    h.create_dir(r"C:\pos").expect("dir");
+    h
+}
+
+fn kept_at(h: &SimHost, path: &str) -> Position {
+    parse(&h.read_file(path).expect("read").expect("kept")).expect("parsed")
+}
+
 #[test]
 fn a_kept_file_is_overwritten_in_place_and_cut_to_one_record() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("felix.pos");
-    fs_err::write(&path, vec![b'{'; 400]).expect("older");
-    let mut kept = Kept::new(&path, None);
+    let h = node();
+    let path = r"C:\pos\felix.pos";
+    // The older, longer JSON document an older follower kept.
+    h.write_file(path, &[b'{'; 400], Access::Secret)
+        .expect("older");
+    let mut kept = Kept::new(&h, path, None);
     let mut p = position();
     kept.save(&p).expect("saved");
+    // Held open: what is written next goes into the same file, in place.
+    let mut held = h.open_read(path).expect("open").expect("there");
     p.offset = 99_999;
     kept.save(&p).expect("saved");
     drop(kept);
-    let bytes = fs_err::read(&path).expect("kept");
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut held, &mut bytes).expect("read");
     assert_eq!(bytes.len(), RECORD);
     assert_eq!(parse(&bytes).expect("parsed"), p);
+    assert_eq!(h.file_access(path).expect("access"), Some(Access::Secret));
 }
 
-/// A position file is made writable by its owner only (0600, a secret file's mode on the
-/// simulated host); one that others may change is not trusted and is made anew, protected, at
-/// the first record kept.
+/// A position file is made writable by SYSTEM and Administrators only (the secret files'
+/// access list); one that Users may change (planted with its own list) is not trusted and is
+/// made anew, protected, at the first record kept.
+#[test]
+fn a_position_file_others_may_change_is_not_trusted_and_made_anew() {
+    let h = node();
+    let new = r"C:\pos\new.pos";
+    Kept::new(&h, new, None).save(&position()).expect("saved");
+    assert_eq!(h.file_access(new).expect("access"), Some(Access::Secret));
+    assert!(
+        writers(&h, new, None).is_empty(),
+        "{:?}",
+        writers(&h, new, None)
+    );
+
+    let weak = r"C:\pos\weak.pos";
+    let rec = record(&position()).expect("record");
+    h.write_file(weak, &rec, Access::Normal).expect("planted");
+    h.set_security(weak, "O:BAD:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;BU)")
+        .expect("weak");
+    let said = writers(&h, weak, None);
+    assert!(
+        said.iter().any(|w| w.starts_with("Users may write")),
+        "{said:?}"
+    );
+    // The same record kept again: the file is still made anew.
+    let mut kept = Kept::new(&h, weak, None);
+    kept.save(&position()).expect("saved");
+    drop(kept);
+    assert!(
+        writers(&h, weak, None).is_empty(),
+        "{:?}",
+        writers(&h, weak, None)
+    );
+    assert_eq!(h.file_access(weak).expect("access"), Some(Access::Secret));
+    assert_eq!(kept_at(&h, weak), position());
+}
+
+/// A position path through a symbolic link (the simulated host's junction) that Users may
+/// change is refused: nothing is written through it, and why is said. The same link owned by
+/// Administrators and writable by SYSTEM and Administrators only (a container runtime's volume
+/// link) is followed.
 #[cfg(unix)]
 #[test]
-fn a_position_file_is_protected_and_one_others_may_change_is_made_anew() {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mode = |p: &Path| fs_err::metadata(p).expect("meta").permissions().mode() & 0o777;
-    let new = dir.path().join("new.pos");
-    let mut kept = Kept::new(&new, None);
-    kept.save(&position()).expect("saved");
-    assert_eq!(mode(&new), 0o600);
-    assert!(writers(&new, None).is_empty());
-
-    let weak = dir.path().join("weak.pos");
-    fs_err::write(&weak, record(&position()).expect("record")).expect("planted");
-    fs_err::set_permissions(&weak, std::fs::Permissions::from_mode(0o666)).expect("mode");
-    let said = writers(&weak, None);
-    assert!(said.iter().any(|w| w.contains("mode 666")), "{said:?}");
-    let mut p = position();
-    p.offset = 7;
-    let mut kept = Kept::new(&weak, None);
-    kept.save(&p).expect("saved");
-    drop(kept);
-    assert_eq!(mode(&weak), 0o600);
-    assert_eq!(
-        parse(&fs_err::read(&weak).expect("kept")).expect("parsed"),
-        p
+fn a_position_path_through_a_link_others_may_change_is_refused() {
+    let h = node();
+    h.create_dir(r"C:\CalicoWindows\protected").expect("dir");
+    let target = h.local_path(r"C:\CalicoWindows\protected").expect("local");
+    let link = h.local_path(r"C:\pos\link").expect("local");
+    std::os::unix::fs::symlink(&target, &link).expect("link");
+    let path = r"C:\pos\link\felix.pos";
+    let why = refused(&h, path, None).expect("refused");
+    assert!(
+        why.starts_with(r"C:\pos\link is a junction or symbolic link that Users may write"),
+        "{why}"
     );
+    assert!(why.contains("neither read nor written"), "{why}");
+    let mut kept = Kept::new(&h, path, None);
+    kept.keep(&position());
+    kept.flush();
+    let failed = kept.unsaid().expect("said");
+    assert!(failed.contains("junction or symbolic link"), "{failed}");
+    assert!(
+        !target.join("felix.pos").exists(),
+        "nothing written through it"
+    );
+
+    h.set_security(r"C:\pos\link", crate::host::acl::PROTECTED_DIR)
+        .expect("protect the link");
+    assert_eq!(refused(&h, path, None), None);
+    let mut kept = Kept::new(&h, path, None);
+    kept.save(&position())
+        .expect("written through a link only SYSTEM and Administrators may change");
+    drop(kept);
+    assert!(target.join("felix.pos").exists());
 }
 
 /// On Windows a new position file has the secret files' access list (SYSTEM and
@@ -92,33 +157,33 @@ fn a_position_file_is_protected_and_one_others_may_change_is_made_anew() {
 /// records are kept through the same calls, the access lists not judged.
 #[cfg(windows)]
 #[test]
-fn a_position_file_is_protected_and_one_users_may_change_is_made_anew() {
-    use crate::host::Access;
-    use crate::host::windows::files::{access, set_security};
+fn a_position_file_is_protected_and_one_users_may_change_is_made_anew_on_windows() {
     let acls = std::env::var_os("CALICOCTL_WIN_TEST_UNDER_WINE").is_none();
+    let h = crate::host::windows::WindowsHost::new();
     let dir = tempfile::tempdir().expect("tempdir");
-    let text = |p: &Path| p.to_string_lossy().into_owned();
-    let new = dir.path().join("new.pos");
-    Kept::new(&new, None).save(&position()).expect("saved");
+    let at = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let new = at("new.pos");
+    assert_eq!(refused(&h, &new, None), None);
+    Kept::new(&h, &new, None).save(&position()).expect("saved");
     if acls {
-        assert_eq!(access(&text(&new)).expect("access"), Some(Access::Secret));
+        assert_eq!(h.file_access(&new).expect("access"), Some(Access::Secret));
     }
 
-    let weak = dir.path().join("weak.pos");
-    fs_err::write(&weak, record(&position()).expect("record")).expect("planted");
-    set_security(&text(&weak), "O:BAD:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;BU)").expect("weak");
-    let said = writers(&weak, None);
+    let weak = at("weak.pos");
+    let rec = record(&position()).expect("record");
+    h.write_file(&weak, &rec, Access::Normal).expect("planted");
+    h.set_security(&weak, "O:BAD:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;BU)")
+        .expect("weak");
+    let said = writers(&h, &weak, None);
     assert!(!acls || !said.is_empty(), "{said:?}");
     let mut p = position();
     p.offset = 7;
-    let mut kept = Kept::new(&weak, None);
+    let mut kept = Kept::new(&h, &weak, None);
     kept.save(&p).expect("saved");
     drop(kept);
     if acls {
-        assert_eq!(access(&text(&weak)).expect("access"), Some(Access::Secret));
+        assert_eq!(h.file_access(&weak).expect("access"), Some(Access::Secret));
     }
-    assert_eq!(
-        parse(&fs_err::read(&weak).expect("kept")).expect("parsed"),
-        p
-    );
+    let bytes = h.read_file(&weak).expect("read").expect("kept");
+    assert_eq!(parse(&bytes).expect("parsed"), p);
 }

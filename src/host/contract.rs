@@ -915,7 +915,11 @@ pub fn security(h: &dyn Host, base: &str, full_acl: bool) {
         assert!(acl::is_protected(&d), "{d:?}");
         assert!(acl::writers(&d).is_empty(), "{d:?}");
     }
+    // What is no reparse point has one list, whether the link's own or the named path's.
+    let own = h.link_security(&dir).expect("read itself").expect("there");
+    assert_eq!(acl::parse(&own), Ok(d), "{own}");
     assert!(h.remove_empty_dir(&dir).expect("remove"));
+    assert_eq!(h.link_security(&dir).expect("gone"), None);
 }
 
 #[cfg(test)]

@@ -198,6 +198,25 @@ pub trait Files {
                 .map_err(|e| HostError::io(format!("read {path}"), e)),
         }
     }
+    /// An existing regular file opened to read and write in place, neither emptied nor
+    /// appended to (a record overwritten where it is, `logs --position`); `None` when there is
+    /// no regular file. Shared as `open_read`'s handle is.
+    fn open_update(&self, path: &str) -> HostResult<Option<std::fs::File>> {
+        let local = self.local_path(path)?;
+        if !local.is_file() {
+            return Ok(None);
+        }
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&local)
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            r => r
+                .map(Some)
+                .map_err(|e| HostError::io(format!("open {path} to write"), e)),
+        }
+    }
     /// A file opened for writing, its parent directories created: emptied first, or appended
     /// to (`append`, a download resumed). For what is written in a stream under the install
     /// root's cache (the release's download and its staged extraction); everything the plan
@@ -282,6 +301,9 @@ pub trait Files {
     /// The owner and access list of a file or directory in SDDL, which `acl` reads by meaning;
     /// `None` when it does not exist.
     fn security(&self, path: &str) -> HostResult<Option<String>>;
+    /// The owner and access list of `path` itself in SDDL, a reparse point's own (who made a
+    /// junction or link, who may change it), never its target's; `None` when nothing is there.
+    fn link_security(&self, path: &str) -> HostResult<Option<String>>;
     /// Creates a directory and its parents; `false` when it was there.
     fn create_dir(&self, path: &str) -> HostResult<bool>;
     /// Whether `path` itself is a reparse point (a junction, a mount point or a symbolic

@@ -333,6 +333,9 @@ impl crate::host::Files for Racy<'_> {
     fn security(&self, path: &str) -> HostResult<Option<String>> {
         self.host.security(path)
     }
+    fn link_security(&self, path: &str) -> HostResult<Option<String>> {
+        self.host.link_security(path)
+    }
     fn create_dir(&self, path: &str) -> HostResult<bool> {
         self.host.create_dir(path)
     }

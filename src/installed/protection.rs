@@ -47,19 +47,56 @@ pub fn weak_dirs(h: &dyn Host, c: &Config) -> Vec<(String, Vec<String>)> {
     let admin = elevated_user(h);
     let mut out = Vec::new();
     for d in system_dirs(c) {
-        let found = match h.security(&d) {
-            Ok(None) => continue,
-            Ok(Some(sddl)) => match crate::host::acl::parse(&sddl) {
-                Ok(desc) => crate::host::acl::writers_but(&desc, admin.as_deref()),
-                Err(why) => vec![format!("its access list cannot be read ({why}): {sddl}")],
-            },
-            Err(e) => vec![format!("its access list cannot be read: {e}")],
-        };
+        let found = writers(h.security(&d), admin.as_deref());
         if !found.is_empty() {
             out.push((d, found));
         }
     }
     out
+}
+
+/// Who but SYSTEM and Administrators (and `admin`, this elevated process's account) may
+/// change what has the security `read` (`Files::security`, `Files::link_security`); nothing
+/// when it is not there; an unreadable one with why.
+pub fn writers(read: crate::host::HostResult<Option<String>>, admin: Option<&str>) -> Vec<String> {
+    match read {
+        Ok(None) => Vec::new(),
+        Ok(Some(sddl)) => match crate::host::acl::parse(&sddl) {
+            Ok(desc) => crate::host::acl::writers_but(&desc, admin),
+            Err(why) => vec![format!("its access list cannot be read ({why}): {sddl}")],
+        },
+        Err(e) => vec![format!("its access list cannot be read: {e}")],
+    }
+}
+
+/// Who but SYSTEM and Administrators (and `admin`) may change the file at `path`, as
+/// `weak_dirs` judges a directory: a file a SYSTEM process reads to decide what it does.
+pub fn file_writers(h: &dyn Host, path: &str, admin: Option<&str>) -> Vec<String> {
+    writers(h.security(path), admin)
+}
+
+/// The first reparse point on the way to the file at `path` (each directory below the drive,
+/// then the file itself) that someone but SYSTEM and Administrators owns or may change, with
+/// who: what a SYSTEM process writes there goes wherever its maker points it. One whose kind
+/// cannot be read counts as one; a link SYSTEM or Administrators made and alone may change (a
+/// container runtime's volume link) is followed. Judged by the link's own owner and list
+/// (`Files::link_security`), never its target's. Each is told a reparse point by
+/// `Files::is_reparse_point`, which install's protected directories are checked with too
+/// (`reparse_points`; on Windows its FILE_ATTRIBUTE_REPARSE_POINT read without following the
+/// link, as Microsoft's "Reparse Point Operations" says to tell one).
+pub fn untrusted_link(h: &dyn Host, path: &str, admin: Option<&str>) -> Option<(String, String)> {
+    let path = path.replace('/', "\\");
+    for at in ancestors(&path) {
+        let who = match h.is_reparse_point(&at) {
+            Ok(false) => continue,
+            Ok(true) => writers(h.link_security(&at), admin),
+            Err(e) => vec![format!("whether it is one cannot be read: {e}")],
+        };
+        if !who.is_empty() {
+            return Some((at, who.join("; ")));
+        }
+    }
+    None
 }
 
 /// The account this process runs as, when it runs elevated: an administrator, so an owner or

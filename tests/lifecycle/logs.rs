@@ -90,10 +90,21 @@ fn logs_refuse_a_bad_role_duration_or_flag() {
             &["logs", "felix", "--since", "1h", "--tail", "3"],
             "cannot be used with",
         ),
-        (&["logs", "felix", "--position", "p.json"], "--follow"),
+        (&["logs", "felix", "--position", r"C:\p.json"], "--follow"),
         (
-            &["logs", "felix", "node", "--follow", "--position", "p.json"],
+            &[
+                "logs",
+                "felix",
+                "node",
+                "--follow",
+                "--position",
+                r"C:\p.json",
+            ],
             "one role",
+        ),
+        (
+            &["logs", "felix", "--follow", "--position", "p.json"],
+            "not an absolute path on a drive",
         ),
         (&["-o", "json", "logs", "felix"], "leave out -o json"),
     ] {
@@ -106,18 +117,24 @@ fn logs_refuse_a_bad_role_duration_or_flag() {
 /// `logs felix --follow --position FILE` until it has written `want` and kept its position at
 /// the end of the current log, then killed from outside (SIGKILL, as kubelet ends a container
 /// past its grace): what it wrote.
-fn follow_until_killed(node: &Node, position: &std::path::Path, want: &str) -> String {
-    let out_file = position.with_extension(format!("out{}", want.len()));
+fn follow_until_killed(node: &Node, position: &Kept, want: &str) -> String {
+    follow_until_killed_said(node, position, want).0
+}
+
+/// `follow_until_killed`: what it wrote, and what it said on stderr.
+fn follow_until_killed_said(node: &Node, position: &Kept, want: &str) -> (String, String) {
+    let (position, local) = (position.0, position.1.as_path());
+    let out_file = local.with_extension(format!("out{}", want.len()));
+    let err_file = local.with_extension(format!("err{}", want.len()));
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
         .env_clear()
         .current_dir(crate::support::root())
         .args(["--set", "node.name=win-1", "--sim-host"])
         .arg(node.sim())
-        .args(["logs", "felix", "--follow", "--position"])
-        .arg(position)
+        .args(["logs", "felix", "--follow", "--position", position])
         .stdin(std::process::Stdio::null())
         .stdout(std::fs::File::create(&out_file).expect("out"))
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&err_file).expect("err"))
         .spawn()
         .expect("start calicoctl-win");
     let current = node.c_drive("calicowindows/logs/calico-felix.log");
@@ -125,18 +142,20 @@ fn follow_until_killed(node: &Node, position: &std::path::Path, want: &str) -> S
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let written = fs_err::read_to_string(&out_file).unwrap_or_default();
-        if written == want && kept_offset(position) == Some(size) {
+        if written == want && kept_offset(local) == Some(size) {
             break;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "the follower wrote {written:?}, not {want:?}, in 60 s"
+            "the follower wrote {written:?}, not {want:?}, in 60 s: {}",
+            fs_err::read_to_string(&err_file).unwrap_or_default()
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     child.kill().expect("SIGKILL");
     child.wait().expect("reap");
-    fs_err::read_to_string(&out_file).expect("out")
+    let read = |p: &std::path::Path| fs_err::read_to_string(p).expect("read");
+    (read(&out_file), read(&err_file))
 }
 
 /// The stop signal (SIGTERM, as kubelet stops a container; Ctrl-C) ends a follower at its next
@@ -148,15 +167,13 @@ fn a_follower_ends_cleanly_on_the_stop_signal() {
     let dir = node.c_drive("calicowindows/logs");
     fs_err::create_dir_all(&dir).expect("dir");
     fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let position = tmp.path().join("felix.json");
+    let (position, local) = kept(&node);
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
         .env_clear()
         .current_dir(crate::support::root())
         .args(["--set", "node.name=win-1", "--sim-host"])
         .arg(node.sim())
-        .args(["logs", "felix", "--follow", "--position"])
-        .arg(&position)
+        .args(["logs", "felix", "--follow", "--position", position])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -165,13 +182,13 @@ fn a_follower_ends_cleanly_on_the_stop_signal() {
     // Its position kept: it has read, so its stop signal is caught by then. Bounded: a
     // follower that never keeps it (or has ended) fails the test instead of hanging it.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !position.exists() {
+    while !local.exists() {
         if std::time::Instant::now() >= deadline || child.try_wait().ok().flatten().is_some() {
             let _ = child.kill();
             let out = child.wait_with_output().expect("ended");
             panic!(
                 "the follower kept no position at {}: {}",
-                position.display(),
+                local.display(),
                 String::from_utf8_lossy(&out.stderr)
             );
         }
@@ -195,8 +212,7 @@ fn a_restarted_follower_goes_on_from_its_position() {
     fs_err::create_dir_all(&dir).expect("dir");
     let lines = |r: std::ops::Range<u32>| r.map(|i| format!("felix {i}\n")).collect::<String>();
     fs_err::write(dir.join("calico-felix.log"), lines(0..3)).expect("log");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let position = tmp.path().join("felix.json");
+    let position = kept(&node);
     let first = follow_until_killed(&node, &position, &lines(0..3));
     // While no follower runs: more lines, the service's rotation, more lines.
     let mut text = lines(0..3);
@@ -207,35 +223,106 @@ fn a_restarted_follower_goes_on_from_its_position() {
     assert_eq!(format!("{first}{second}"), lines(0..7));
 }
 
-/// A position file is made writable by its owner only (a secret file's 0600 on the simulated
-/// host); one that others may change is not trusted: the follower starts again as one with no
-/// position (the last lines), and the file is made anew, protected.
-#[cfg(unix)]
+/// A position file is made writable by SYSTEM and Administrators only (a secret file on the
+/// simulated host); one that others may change (Users, by its access list) is not trusted: the
+/// follower starts again as one with no position (the last lines), says why, and the file is
+/// made anew, protected.
 #[test]
 fn a_position_file_others_may_change_is_not_trusted() {
-    use std::os::unix::fs::PermissionsExt;
     let node = Node::healthy().installed().build();
     let dir = node.c_drive("calicowindows/logs");
     fs_err::create_dir_all(&dir).expect("dir");
     let lines = |r: std::ops::Range<u32>| r.map(|i| format!("felix {i}\n")).collect::<String>();
     fs_err::write(dir.join("calico-felix.log"), lines(0..3)).expect("log");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let position = tmp.path().join("felix.json");
-    let mode = || {
-        fs_err::metadata(&position)
-            .expect("kept")
-            .permissions()
-            .mode()
-            & 0o777
+    let position = kept(&node);
+    let key = position.0.to_ascii_lowercase();
+    let secret = |node: &Node| {
+        let state = node.state();
+        let listed = state["secrets"].as_array().expect("secrets").iter();
+        listed.clone().any(|k| k == key.as_str()) && state["security"].get(&key).is_none()
     };
     follow_until_killed(&node, &position, &lines(0..3));
-    assert_eq!(mode(), 0o600);
-    fs_err::set_permissions(&position, std::fs::Permissions::from_mode(0o666)).expect("mode");
+    assert!(secret(&node), "{}", node.state()["secrets"]);
+    node.edit_state(|state| {
+        let listed = state["secrets"].as_array_mut().expect("secrets");
+        listed.retain(|k| k != key.as_str());
+        state["security"][&key] = "O:BAD:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;BU)".into();
+    });
     fs_err::write(dir.join("calico-felix.log"), lines(0..5)).expect("log");
     // Not where the record says (after line 2): from the last lines, all of them here.
-    let again = follow_until_killed(&node, &position, &lines(0..5));
+    let (again, err) = follow_until_killed_said(&node, &position, &lines(0..5));
     assert_eq!(again, lines(0..5));
-    assert_eq!(mode(), 0o600);
+    assert!(err.contains("may be changed by Users may write"), "{err}");
+    assert!(err.contains("its position is not trusted"), "{err}");
+    assert!(secret(&node), "{}", node.state());
+}
+
+/// A position path through a symbolic link (the simulated host's junction) that Users may
+/// change is refused before anything is read or written there: said on stderr, with why, and
+/// the follower goes on without a kept position.
+#[cfg(unix)]
+#[test]
+fn a_position_path_through_a_link_others_may_change_is_refused() {
+    let node = Node::healthy().installed().build();
+    let dir = node.c_drive("calicowindows/logs");
+    fs_err::create_dir_all(&dir).expect("dir");
+    fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
+    // C:\log-positions a link into the install root, made by a user.
+    let target = node.c_drive("calicowindows");
+    std::os::unix::fs::symlink(&target, node.c_drive("log-positions")).expect("link");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (out, err) = (tmp.path().join("out"), tmp.path().join("err"));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
+        .env_clear()
+        .current_dir(crate::support::root())
+        .args(["--set", "node.name=win-1", "--sim-host"])
+        .arg(node.sim())
+        .args(["logs", "felix", "--follow", "--position", POSITION])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&out).expect("out"))
+        .stderr(std::fs::File::create(&err).expect("err"))
+        .spawn()
+        .expect("start calicoctl-win");
+    wait_for(&mut child, &out, &err, |o, e| {
+        o == "felix 0\n" && e.contains("following without a kept position")
+    });
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    let said = fs_err::read_to_string(&err).expect("err");
+    assert!(
+        said.contains(r"C:\log-positions is a junction or symbolic link that Users may"),
+        "{said}"
+    );
+    assert!(said.contains("neither read nor written"), "{said}");
+    assert!(
+        !target.join("felix.json").exists(),
+        "written through the link"
+    );
+}
+
+/// Where the followers here keep their position: in the DaemonSet's emptyDir as the node sees
+/// it.
+const POSITION: &str = r"C:\log-positions\felix.json";
+
+/// `POSITION` on the node, and where the simulated host keeps it (its directory made).
+type Kept = (&'static str, std::path::PathBuf);
+
+fn kept(node: &Node) -> Kept {
+    let local = node.c_drive("log-positions/felix.json");
+    fs_err::create_dir_all(local.parent().expect("dir")).expect("dir");
+    (POSITION, local)
+}
+
+/// A file put at `POSITION` as a follower writes it (SYSTEM and Administrators only).
+fn plant(node: &Node, position: &Kept, bytes: &[u8]) {
+    fs_err::write(&position.1, bytes).expect("planted");
+    let key = position.0.to_ascii_lowercase();
+    node.edit_state(|state| {
+        let listed = state["secrets"].as_array_mut().expect("secrets");
+        if !listed.iter().any(|k| k == key.as_str()) {
+            listed.push(key.into());
+        }
+    });
 }
 
 /// Waits (60 s at most) until `done` holds of the follower's stdout and stderr, or it ends.
@@ -318,8 +405,13 @@ fn a_position_that_cannot_be_kept_is_said() {
         .current_dir(crate::support::root())
         .args(["--set", "node.name=win-1", "--sim-host"])
         .arg(node.sim())
-        .args(["logs", "felix", "--follow", "--position"])
-        .arg(tmp.path().join("gone").join("felix.json"))
+        .args([
+            "logs",
+            "felix",
+            "--follow",
+            "--position",
+            r"C:\gone\felix.json",
+        ])
         .stdin(std::process::Stdio::null())
         .stdout(std::fs::File::create(&out).expect("out"))
         .stderr(std::fs::File::create(&err).expect("err"))
@@ -367,7 +459,7 @@ fn logs_say_a_missing_log_and_stop_quietly_when_the_output_closes() {
 }
 
 /// `logs felix --follow` (with `--position FILE` when given) on the node, its stdout a pipe.
-fn follower(node: &Node, position: Option<&std::path::Path>) -> std::process::Child {
+fn follower(node: &Node, position: Option<&Kept>) -> std::process::Child {
     let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"));
     c.env_clear()
         .current_dir(crate::support::root())
@@ -375,7 +467,7 @@ fn follower(node: &Node, position: Option<&std::path::Path>) -> std::process::Ch
         .arg(node.sim())
         .args(["logs", "felix", "--follow"]);
     if let Some(p) = position {
-        c.arg("--position").arg(p);
+        c.arg("--position").arg(p.0);
     }
     c.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -406,8 +498,7 @@ fn a_follower_started_again_after_a_backlog_shows_it_once_and_then_the_new_line(
     let dir = node.c_drive("calicowindows/logs");
     fs_err::create_dir_all(&dir).expect("dir");
     fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let position = tmp.path().join("felix.json");
+    let position = kept(&node);
     assert_eq!(
         follow_until_killed(&node, &position, "felix 0\n"),
         "felix 0\n"
@@ -462,11 +553,10 @@ fn a_followers_position_is_overwritten_in_place() {
     let dir = node.c_drive("calicowindows/logs");
     fs_err::create_dir_all(&dir).expect("dir");
     fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let position = tmp.path().join("felix.json");
+    let position = kept(&node);
     let mut child = follower(&node, Some(&position));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while kept_offset(&position) != Some(8) {
+    while kept_offset(&position.1) != Some(8) {
         assert!(
             std::time::Instant::now() < deadline,
             "no position kept in 60 s"
@@ -474,9 +564,9 @@ fn a_followers_position_is_overwritten_in_place() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     // The file held open here: a file renamed over its name would leave it as it was.
-    let mut held = fs_err::File::open(&position).expect("kept");
+    let mut held = fs_err::File::open(&position.1).expect("kept");
     append_felix(&node, "felix 1\nfelix 2\n");
-    while kept_offset(&position) != Some(24) {
+    while kept_offset(&position.1) != Some(24) {
         assert!(
             std::time::Instant::now() < deadline,
             "no position kept in 60 s"
@@ -506,43 +596,39 @@ fn a_zeroed_position_is_said_and_an_older_one_is_read() {
     let dir = node.c_drive("calicowindows/logs");
     fs_err::create_dir_all(&dir).expect("dir");
     fs_err::write(dir.join("calico-felix.log"), "felix 0\nfelix 1\n").expect("log");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let position = tmp.path().join("felix.json");
-    fs_err::write(&position, [0u8; 207]).expect("zeroed");
+    let position = kept(&node);
+    plant(&node, &position, &[0u8; 207]);
     let (code, out, err) = logs_briefly(&node, &position);
     assert_eq!((code, out.as_str()), (None, "felix 0\nfelix 1\n"), "{err}");
     assert!(err.contains("holds no whole position record"), "{err}");
     // The head of the log's first 16 bytes (`installed/logs.rs`: a file shorter than 1 KiB
     // is known by all of it), 8 bytes in.
     let head = calicoctl_win::files::sha256_hex(b"felix 0\nfelix 1\n");
-    fs_err::write(
-        &position,
-        format!(r#"{{"head":"{head}","head_len":16,"offset":8,"at":0}}"#),
-    )
-    .expect("older");
+    let older = format!(r#"{{"head":"{head}","head_len":16,"offset":8,"at":0}}"#);
+    plant(&node, &position, older.as_bytes());
     let (_, out, err) = logs_briefly(&node, &position);
     assert_eq!(out, "felix 1\n", "{err}");
     assert_eq!(err, "");
 }
 
 /// A follower with `--position FILE`, killed once its position is kept past its first read.
-fn logs_briefly(node: &Node, position: &std::path::Path) -> (Option<i32>, String, String) {
-    let out_file = position.with_extension("brief");
-    let err_file = position.with_extension("err");
+fn logs_briefly(node: &Node, position: &Kept) -> (Option<i32>, String, String) {
+    let (position, local) = (position.0, position.1.as_path());
+    let out_file = local.with_extension("brief");
+    let err_file = local.with_extension("err");
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
         .env_clear()
         .current_dir(crate::support::root())
         .args(["--set", "node.name=win-1", "--sim-host"])
         .arg(node.sim())
-        .args(["logs", "felix", "--follow", "--position"])
-        .arg(position)
+        .args(["logs", "felix", "--follow", "--position", position])
         .stdin(std::process::Stdio::null())
         .stdout(std::fs::File::create(&out_file).expect("out"))
         .stderr(std::fs::File::create(&err_file).expect("err"))
         .spawn()
         .expect("start calicoctl-win");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while kept_offset(position) != Some(16) {
+    while kept_offset(local) != Some(16) {
         assert!(
             std::time::Instant::now() < deadline,
             "no position kept in 60 s"
@@ -578,14 +664,13 @@ fn a_follower_killed_mid_stream_repeats_at_most_one_line() {
     fs_err::create_dir_all(&dir).expect("dir");
     let log = dir.join("calico-felix.log");
     fs_err::write(&log, "felix 0\n").expect("log");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let position = tmp.path().join("felix.json");
+    let position = kept(&node);
     let mut child = follower(&node, Some(&position));
     let mut stdout = child.stdout.take().expect("stdout");
     let mut first = vec![0u8; 8];
     stdout.read_exact(&mut first).expect("the first line");
     let deadline = Instant::now() + Duration::from_secs(60);
-    while kept_offset(&position) != Some(8) {
+    while kept_offset(&position.1) != Some(8) {
         assert!(Instant::now() < deadline, "no position kept in 60 s");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -597,7 +682,7 @@ fn a_follower_killed_mid_stream_repeats_at_most_one_line() {
     let mut taken = vec![0u8; 10_000];
     stdout.read_exact(&mut taken).expect("read");
     first.extend_from_slice(&taken);
-    while kept_offset(&position).is_none_or(|o| o < 65_000) {
+    while kept_offset(&position.1).is_none_or(|o| o < 65_000) {
         assert!(
             Instant::now() < deadline,
             "the position stayed short of 65,000 in 60 s"

@@ -53,6 +53,47 @@ impl SimHost {
         Ok(out)
     }
 
+    /// The owner and access list of `path` (there, at `local`) in SDDL.
+    fn security_at(&self, path: &str, local: &Path) -> HostResult<String> {
+        let key = security_key(path);
+        let (set, secret) = self.read(|s| (s.security.clone(), s.secrets.contains(&key)));
+        if secret && local.is_file() {
+            return Ok(acl::SECRET_FILE.into());
+        }
+        // From the drive root down: each level its own list, or what it inherits.
+        let mut parts = key.split('\\');
+        let drive = parts.next().unwrap_or_default().to_owned();
+        let at = |k: &str, d: acl::Descriptor| -> HostResult<acl::Descriptor> {
+            match set.get(k) {
+                Some(sddl) => acl::parse(sddl).map_err(|why| HostError::Refused {
+                    what: format!("the simulated access list of {k}"),
+                    reason: why,
+                }),
+                None => Ok(d),
+            }
+        };
+        let root = acl::parse(acl::DRIVE_ROOT).map_err(|why| HostError::Refused {
+            what: "the drive root's access list".into(),
+            reason: why,
+        })?;
+        let mut d = at(&drive, root)?;
+        // Windows' own protected directories under the root.
+        let shipped = |k: &str| {
+            (k == "c:\\program files" || k == "c:\\program files (x86)")
+                .then(|| acl::parse(acl::PROGRAM_FILES).ok())
+                .flatten()
+        };
+        let mut so_far = drive;
+        let rest: Vec<&str> = parts.filter(|p| !p.is_empty()).collect();
+        for (i, part) in rest.iter().enumerate() {
+            so_far = format!("{so_far}\\{part}");
+            let dir = i + 1 < rest.len() || local.is_dir();
+            let inherited = shipped(&so_far).unwrap_or_else(|| acl::inherited_from(&d, dir));
+            d = at(&so_far, inherited)?;
+        }
+        Ok(acl::to_sddl(&d))
+    }
+
     /// Writes a file without counting a mutating call (profiles seed files this way).
     pub(super) fn put_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()> {
         self.put(path, Contents::Bytes(contents), access)
@@ -231,43 +272,17 @@ impl Files for SimHost {
         if !local.exists() {
             return Ok(None);
         }
-        let key = security_key(path);
-        let (set, secret) = self.read(|s| (s.security.clone(), s.secrets.contains(&key)));
-        if secret && local.is_file() {
-            return Ok(Some(acl::SECRET_FILE.into()));
+        self.security_at(path, &local).map(Some)
+    }
+
+    /// The simulated lists are kept by path and never follow a link: a symbolic link's (a
+    /// junction's) own, or what it inherits where it stands; one pointing nowhere has one too.
+    fn link_security(&self, path: &str) -> HostResult<Option<String>> {
+        let local = self.sim_path(path)?;
+        if local.symlink_metadata().is_err() {
+            return Ok(None);
         }
-        // From the drive root down: each level its own list, or what it inherits.
-        let mut parts = key.split('\\');
-        let drive = parts.next().unwrap_or_default().to_owned();
-        let at = |k: &str, d: acl::Descriptor| -> HostResult<acl::Descriptor> {
-            match set.get(k) {
-                Some(sddl) => acl::parse(sddl).map_err(|why| HostError::Refused {
-                    what: format!("the simulated access list of {k}"),
-                    reason: why,
-                }),
-                None => Ok(d),
-            }
-        };
-        let root = acl::parse(acl::DRIVE_ROOT).map_err(|why| HostError::Refused {
-            what: "the drive root's access list".into(),
-            reason: why,
-        })?;
-        let mut d = at(&drive, root)?;
-        // Windows' own protected directories under the root.
-        let shipped = |k: &str| {
-            (k == "c:\\program files" || k == "c:\\program files (x86)")
-                .then(|| acl::parse(acl::PROGRAM_FILES).ok())
-                .flatten()
-        };
-        let mut so_far = drive;
-        let rest: Vec<&str> = parts.filter(|p| !p.is_empty()).collect();
-        for (i, part) in rest.iter().enumerate() {
-            so_far = format!("{so_far}\\{part}");
-            let dir = i + 1 < rest.len() || local.is_dir();
-            let inherited = shipped(&so_far).unwrap_or_else(|| acl::inherited_from(&d, dir));
-            d = at(&so_far, inherited)?;
-        }
-        Ok(Some(acl::to_sddl(&d)))
+        self.security_at(path, &local).map(Some)
     }
 
     fn create_dir(&self, path: &str) -> HostResult<bool> {

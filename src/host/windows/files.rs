@@ -250,6 +250,59 @@ pub fn access(path: &str) -> HostResult<Option<Access>> {
     }))
 }
 
+/// The owner and access list of `path` itself in SDDL, a reparse point's own: opened with
+/// `FILE_FLAG_OPEN_REPARSE_POINT` (Microsoft's CreateFileW documentation: "normal reparse point
+/// processing will not occur; CreateFile will attempt to open the reparse point"; its "Symbolic
+/// Link Effects on File Systems Functions": a handle opened so is the link's, not its target's)
+/// and `FILE_FLAG_BACKUP_SEMANTICS` (which a directory's handle needs), for `READ_CONTROL` only,
+/// then read by handle (`GetSecurityInfo`). `GetNamedSecurityInfoW` opens the name as a path is
+/// opened, through the link; a junction planted by a user into a protected directory would
+/// read as that directory's. `None` when nothing is there.
+pub fn link_security(path: &str) -> HostResult<Option<String>> {
+    use std::os::windows::fs::OpenOptionsExt;
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Win32::Security::Authorization::GetSecurityInfo;
+    use windows_sys::Win32::Storage::FileSystem::{
+        FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, READ_CONTROL,
+    };
+    let opened = std::fs::OpenOptions::new()
+        .access_mode(READ_CONTROL)
+        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_BACKUP_SEMANTICS)
+        .open(path);
+    let file = match opened {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(HostError::io(
+                format!("open {path} itself to read its owner"),
+                e,
+            ));
+        }
+    };
+    let what = OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION;
+    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+    // SAFETY: the handle is open while `file` lives; sd is freed in `sddl_text`.
+    let rc = unsafe {
+        GetSecurityInfo(
+            file.as_raw_handle(),
+            SE_FILE_OBJECT,
+            what,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &mut sd,
+        )
+    };
+    if rc != 0 {
+        return Err(HostError::io(
+            format!("read the owner and access list of {path} itself"),
+            std::io::Error::from_raw_os_error(rc as i32),
+        ));
+    }
+    sddl_text(sd, what, path).map(Some)
+}
+
 /// The parts `what` names of `path`'s security descriptor, as SDDL.
 fn sddl_of(path: &str, what: u32) -> HostResult<String> {
     let wpath = wide(path);
@@ -273,6 +326,12 @@ fn sddl_of(path: &str, what: u32) -> HostResult<String> {
             std::io::Error::from_raw_os_error(rc as i32),
         ));
     }
+    sddl_text(sd, what, path)
+}
+
+/// The security descriptor `sd` (from GetNamedSecurityInfoW or GetSecurityInfo, freed here)
+/// as SDDL: the parts `what` names.
+fn sddl_text(sd: PSECURITY_DESCRIPTOR, what: u32, path: &str) -> HostResult<String> {
     let mut text: *mut u16 = std::ptr::null_mut();
     // SAFETY: sd is valid; text is freed with LocalFree below.
     let ok = unsafe {
@@ -350,7 +409,11 @@ pub fn remove_empty_dir(path: &str) -> HostResult<bool> {
 
 /// Whether `path` itself is a reparse point: its attributes read without following it
 /// (`symlink_metadata` opens with FILE_FLAG_OPEN_REPARSE_POINT), FILE_ATTRIBUTE_REPARSE_POINT
-/// set for a junction, a mount point and a symbolic link alike.
+/// set for a junction, a mount point and a symbolic link alike. Microsoft's "Reparse Point
+/// Operations": "To determine whether a file or directory contains a reparse point, use the
+/// GetFileAttributes function. If the file or directory has an associated reparse point, the
+/// FILE_ATTRIBUTE_REPARSE_POINT attribute is set"; CreateFile with FILE_FLAG_OPEN_REPARSE_POINT
+/// opens the reparse point itself, not what it points to.
 pub fn is_reparse_point(path: &str) -> HostResult<bool> {
     use std::os::windows::fs::MetadataExt;
     const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;

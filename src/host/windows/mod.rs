@@ -188,6 +188,9 @@ impl Files for WindowsHost {
     fn security(&self, path: &str) -> HostResult<Option<String>> {
         files::security(path)
     }
+    fn link_security(&self, path: &str) -> HostResult<Option<String>> {
+        files::link_security(path)
+    }
     fn create_dir(&self, path: &str) -> HostResult<bool> {
         files::create_dir(path)
     }
