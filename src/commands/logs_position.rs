@@ -87,7 +87,7 @@ pub fn writers(h: &dyn Host, path: &str, admin: Option<&str>) -> Vec<String> {
 pub fn refused(h: &dyn Host, path: &str, admin: Option<&str>) -> Option<String> {
     let (link, who) = crate::installed::protection::untrusted_link(h, path, admin)?;
     Some(format!(
-        "{link} is a junction or symbolic link that {who}: what is written through it goes wherever it points, so {path} is neither read nor written (give --position a path without links, or make the link owned by and writable only by SYSTEM and Administrators)"
+        "{link} is a junction or symbolic link that SYSTEM or Administrators do not own ({who}): what is written through it goes wherever its owner points it, so {path} is neither read nor written (give --position a path without links, or one whose links SYSTEM or Administrators own)"
     ))
 }
 

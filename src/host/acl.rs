@@ -374,13 +374,7 @@ pub fn writers(d: &Descriptor) -> Vec<String> {
 /// `writers`, also trusting `admin`: the account of this elevated process, an administrator.
 pub fn writers_but(d: &Descriptor, admin: Option<&str>) -> Vec<String> {
     let trusted = |sid: &str| trusted(sid) || Some(sid) == admin;
-    let mut out = Vec::new();
-    if let Some(owner) = d.owner.as_deref().filter(|o| !trusted(o)) {
-        out.push(format!(
-            "its owner {} may change the access list",
-            name_of(owner)
-        ));
-    }
+    let mut out: Vec<String> = owner_but(d, admin).into_iter().collect();
     for a in d.aces.iter().filter(|a| a.allow && a.mask & CHANGES != 0) {
         let applies = !a.inherit_only || a.object_inherit || a.container_inherit;
         if !applies || trusted(&a.sid) {
@@ -401,6 +395,15 @@ pub fn writers_but(d: &Descriptor, admin: Option<&str>) -> Vec<String> {
         }
     }
     out
+}
+
+/// Its owner, said as `writers_but` says it, when that is neither SYSTEM, Administrators nor
+/// `admin`.
+pub fn owner_but(d: &Descriptor, admin: Option<&str>) -> Option<String> {
+    d.owner
+        .as_deref()
+        .filter(|o| !trusted(o) && Some(*o) != admin)
+        .map(|o| format!("its owner {} may change the access list", name_of(o)))
 }
 
 /// Whether `d` is what `PROTECTED_DIR` says, by meaning: nothing inherited, nobody else may

@@ -76,11 +76,15 @@ pub fn file_writers(h: &dyn Host, path: &str, admin: Option<&str>) -> Vec<String
 }
 
 /// The first reparse point on the way to the file at `path` (each directory below the drive,
-/// then the file itself) that someone but SYSTEM and Administrators owns or may change, with
-/// who: what a SYSTEM process writes there goes wherever its maker points it. One whose kind
-/// cannot be read counts as one; a link SYSTEM or Administrators made and alone may change (a
-/// container runtime's volume link) is followed. Judged by the link's own owner and list
-/// (`Files::link_security`), never its target's. Each is told a reparse point by
+/// then the file itself) that someone but SYSTEM and Administrators owns, with who: what a
+/// SYSTEM process writes there goes wherever its maker points it, and whoever makes a link
+/// owns it (a user's junction is the user's). One whose kind or owner cannot be read counts as
+/// one. A link SYSTEM or Administrators own is followed whatever its list: a container
+/// runtime's volume link (hcsshim mounts a HostProcess container's volume at `C:\C\<id>` or
+/// `C:\hpc\<id>` as SYSTEM, its list inherited from the drive root, which lets Users create
+/// files there) is the one the program and the config this process runs with are read
+/// through as well, so refusing the position there would protect nothing and lose it.
+/// Judged by the link's own owner (`Files::link_security`), never its target's. Each is told a reparse point by
 /// `Files::is_reparse_point`, which install's protected directories are checked with too
 /// (`reparse_points`; on Windows its FILE_ATTRIBUTE_REPARSE_POINT read without following the
 /// link, as Microsoft's "Reparse Point Operations" says to tell one).
@@ -89,7 +93,7 @@ pub fn untrusted_link(h: &dyn Host, path: &str, admin: Option<&str>) -> Option<(
     for at in ancestors(&path) {
         let who = match h.is_reparse_point(&at) {
             Ok(false) => continue,
-            Ok(true) => writers(h.link_security(&at), admin),
+            Ok(true) => link_owner(h.link_security(&at), admin),
             Err(e) => vec![format!("whether it is one cannot be read: {e}")],
         };
         if !who.is_empty() {
@@ -97,6 +101,21 @@ pub fn untrusted_link(h: &dyn Host, path: &str, admin: Option<&str>) -> Option<(
         }
     }
     None
+}
+
+/// Who owns the link of the security `read`, when that is someone but SYSTEM, Administrators
+/// and `admin`; an unreadable one with why.
+fn link_owner(read: crate::host::HostResult<Option<String>>, admin: Option<&str>) -> Vec<String> {
+    match read {
+        Ok(None) => Vec::new(),
+        Ok(Some(sddl)) => match crate::host::acl::parse(&sddl) {
+            Ok(desc) => crate::host::acl::owner_but(&desc, admin)
+                .into_iter()
+                .collect(),
+            Err(why) => vec![format!("its access list cannot be read ({why}): {sddl}")],
+        },
+        Err(e) => vec![format!("its access list cannot be read: {e}")],
+    }
 }
 
 /// The account this process runs as, when it runs elevated: an administrator, so an owner or

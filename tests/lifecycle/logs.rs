@@ -267,9 +267,14 @@ fn a_position_path_through_a_link_others_may_change_is_refused() {
     let dir = node.c_drive("calicowindows/logs");
     fs_err::create_dir_all(&dir).expect("dir");
     fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
-    // C:\log-positions a link into the install root, made by a user.
+    // C:\log-positions a link into the install root, made by a user: whoever makes a link
+    // owns it.
     let target = node.c_drive("calicowindows");
     std::os::unix::fs::symlink(&target, node.c_drive("log-positions")).expect("link");
+    node.edit_state(|state| {
+        state["security"][r"c:\log-positions"] =
+            serde_json::json!("O:BUD:(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;BU)");
+    });
     let tmp = tempfile::tempdir().expect("tempdir");
     let (out, err) = (tmp.path().join("out"), tmp.path().join("err"));
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
@@ -290,7 +295,9 @@ fn a_position_path_through_a_link_others_may_change_is_refused() {
     child.wait().expect("reap");
     let said = fs_err::read_to_string(&err).expect("err");
     assert!(
-        said.contains(r"C:\log-positions is a junction or symbolic link that Users may"),
+        said.contains(
+            r"C:\log-positions is a junction or symbolic link that SYSTEM or Administrators do not own (its owner Users"
+        ),
         "{said}"
     );
     assert!(said.contains("neither read nor written"), "{said}");
