@@ -3,8 +3,9 @@
 //! scalar, a quoted value not closed, an `env:` item whose `name:` named a secret) is kept as
 //! a small state, so that the next lines' part of the secret goes as it goes from a whole file.
 
+use super::Redactor;
 use super::env::{closing, json_quote, names_a_secret};
-use super::{NAMES, REDACTED, Redactor};
+use super::names::{NAMES, REDACTED};
 use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
 
