@@ -9,6 +9,7 @@ mod headers;
 mod keys;
 mod lines;
 mod names;
+mod plain;
 #[cfg(test)]
 mod review_tests;
 mod shapes;
@@ -60,8 +61,10 @@ pub struct Redactor {
     block: Regex,
     /// `env::pairs`'.
     pairs: Vec<Regex>,
-    /// `header_list`'s: a list and its items.
-    headers: [Regex; 2],
+    /// `plain::plain_key`'s.
+    plain: Regex,
+    /// `header_list`'s: a list, an `Authorization` item, any other item.
+    headers: [Regex; 3],
     /// `PEM_KEY`, `PEM_END`.
     pem: [Regex; 2],
     /// What a line leaves pending (`redact_line`).
@@ -82,7 +85,7 @@ impl Redactor {
         let build = |re: &str| {
             Regex::new(re).unwrap_or_else(|e| panic!("the built-in pattern {re} is valid: {e}"))
         };
-        let shapes = shapes::shapes()
+        let shapes = shapes::all()
             .into_iter()
             .map(|(re, with)| (build(&re), with))
             .collect();
@@ -91,6 +94,7 @@ impl Redactor {
             shapes,
             block: build(&block_scalar_head()),
             pairs: env::pairs().iter().map(|re| build(re)).collect(),
+            plain: build(&plain::plain_key()),
             headers: header_list().map(|re| build(&re)),
             pem: [build(PEM_KEY), build(PEM_END)],
             lines: lines::Leads::new(build),
@@ -111,8 +115,8 @@ impl Redactor {
         for re in &self.pairs {
             out = env::redact_pairs(re, &out, REDACTED.as_bytes());
         }
-        let [list, item] = &self.headers;
-        out = redact_header_lists(list, item, &out);
+        out = redact_header_lists(&self.headers, &out);
+        out = plain::redact_plain_values(&self.plain, &out);
         for (re, with) in &self.shapes {
             out = re.replace_all(&out, with.as_bytes()).into_owned();
         }

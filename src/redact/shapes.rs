@@ -1,14 +1,24 @@
 //! The table of secrets recognised by their shape, applied in its order.
 
-use super::headers::{bearer, digest, quoted_credential};
+use super::headers::{bearer, digest, escaped_digest, header_values, quoted_credential};
 use super::keys::base64_key;
 use super::names::{ESCAPED, NAMES, REDACTED};
 use super::yaml::{yaml_flow_item, yaml_flow_quoted_item, yaml_list_item};
 
+/// Every shape, in the order they apply: a credential header's value, a Digest credential in
+/// escaped JSON, then `shapes`.
+pub(super) fn all() -> Vec<(String, &'static str)> {
+    header_values()
+        .into_iter()
+        .chain([escaped_digest()])
+        .chain(shapes())
+        .collect()
+}
+
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-pub(super) fn shapes() -> [(String, &'static str); 22] {
+fn shapes() -> [(String, &'static str); 22] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     // A flag naming a secret (`--token`, `-password`) at a word's start: `re-token` is none.
