@@ -20,7 +20,7 @@ pub use lines::{Pending, QUOTE_LINES};
 pub use names::REDACTED;
 
 use headers::{header_list, redact_header_lists};
-use keys::{PEM_END, PEM_KEY, redact_keys};
+use keys::{PEM_END, PEM_KEY, by_line, cut_head, redact_keys};
 use yaml::{block_scalar_head, redact_block_scalars};
 
 use regex::bytes::Regex;
@@ -120,6 +120,18 @@ impl Redactor {
         for (re, with) in &self.shapes {
             out = re.replace_all(&out, with.as_bytes()).into_owned();
         }
+        out
+    }
+}
+
+impl Redactor {
+    /// `tail`, a file's last part cut at a line's start (`diags`' log tails), redacted: its
+    /// head's lines that a private key's body can hold are hidden (`cut_head`), as a tail cut
+    /// inside a key's block with neither its BEGIN nor its END in it starts with them.
+    pub fn redact_tail(&self, tail: &[u8]) -> Vec<u8> {
+        let head = cut_head(tail);
+        let mut out = by_line(&tail[..head]);
+        out.extend_from_slice(&self.redact(&tail[head..]));
         out
     }
 }

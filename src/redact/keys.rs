@@ -16,17 +16,6 @@ pub(super) const PEM_END: &str = r"(?-u)-----END [A-Z ]*PRIVATE KEY-----";
 /// `diags` takes the last bytes of a log) when all before that END is a key's body
 /// (`cut_key`): from its start to that END goes the same way.
 pub(super) fn redact_keys(pem: &Regex, end: &Regex, bytes: &[u8]) -> Vec<u8> {
-    let by_line = |key: &[u8]| {
-        let mut out = Vec::new();
-        for line in key.split_inclusive(|b| *b == b'\n') {
-            let indent = line.iter().take_while(|b| matches!(b, b' ' | b'\t'));
-            out.extend_from_slice(&line[..indent.count()]);
-            out.extend_from_slice(REDACTED.as_bytes());
-            let eol = line.iter().rev().take_while(|b| matches!(b, b'\r' | b'\n'));
-            out.extend_from_slice(&line[line.len() - eol.count()..]);
-        }
-        out
-    };
     // A BEGIN before the first END makes a block `pem` finds starting before that END.
     let orphan = end
         .find(bytes)
@@ -40,6 +29,37 @@ pub(super) fn redact_keys(pem: &Regex, end: &Regex, bytes: &[u8]) -> Vec<u8> {
         }),
     );
     out
+}
+
+/// `key`'s lines each replaced by `REDACTED`, its indentation and line break kept.
+pub(super) fn by_line(key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for line in key.split_inclusive(|b| *b == b'\n') {
+        let indent = line.iter().take_while(|b| matches!(b, b' ' | b'\t'));
+        out.extend_from_slice(&line[..indent.count()]);
+        out.extend_from_slice(REDACTED.as_bytes());
+        let eol = line.iter().rev().take_while(|b| matches!(b, b'\r' | b'\n'));
+        out.extend_from_slice(&line[line.len() - eol.count()..]);
+    }
+    out
+}
+
+/// The length of the lines at the head of a file's tail cut at a line's start that a private
+/// key's body can hold (`pem_body_line`): a tail cut inside a key's block, its BEGIN before
+/// the cut and its END not in the tail, starts with them. A blank line ends them but after
+/// `DEK-Info:` (RFC 1421 4.4: a blank line ends a PEM block's headers).
+pub(super) fn cut_head(tail: &[u8]) -> usize {
+    let mut len = 0;
+    let mut after_header = false;
+    for line in tail.split_inclusive(|b| *b == b'\n') {
+        let text = line.trim_ascii();
+        if !pem_body_line(line) || (text.is_empty() && !after_header) {
+            break;
+        }
+        after_header = text.starts_with(b"DEK-Info:");
+        len += line.len();
+    }
+    len
 }
 
 /// Whether `before`, a text up to a key's END marker, is the body of a key cut at its start:

@@ -561,3 +561,19 @@ fn a_quoted_secret_past_the_bound_goes_to_its_closing_quote() {
     assert!(!out.contains("qline"), "{out}");
     assert!(out.ends_with("\"\nafter: 1\n"), "{out}");
 }
+
+/// A tail cut inside a private key's block with neither its BEGIN nor its END in it: the key's
+/// lines at its head go (`redact_tail`), the records after them stay; a tail whose head is
+/// a record keeps it.
+#[test]
+fn a_tail_that_starts_inside_a_key_without_its_markers_hides_its_head() {
+    let r = Redactor::new(&[]);
+    let tail = "MIIEowIBAAKCAQEAcutbody1\r\n  c2VjcmV0a2V5Ym9keQ==\r\n2026-11-26 18:00:00.000 [INFO][1] next\r\n";
+    let out = String::from_utf8(r.redact_tail(tail.as_bytes())).expect("utf8");
+    assert_eq!(
+        out,
+        "<redacted>\r\n  <redacted>\r\n2026-11-26 18:00:00.000 [INFO][1] next\r\n"
+    );
+    let record = "2026-11-26 18:00:00.000 [INFO][1] first\nMIIEow\n";
+    assert_eq!(r.redact_tail(record.as_bytes()), record.as_bytes());
+}
