@@ -262,7 +262,7 @@ fn said(ctx: &mut Context, name: &str, r: &mut Reader, told: &mut bool) {
     }
     if r.redactor.hid_lines() && !std::mem::replace(told, true) {
         ctx.printer.note(&format!(
-            "{name}: lines that carry a secret's value on from the line before are shown as <redacted>: a quoted value not closed on its line (at most {} lines after it; the lines after those are shown), a block scalar's lines, klog's key=< block",
+            "{name}: lines that carry a secret's value on from the line before are shown as <redacted>: a quoted value not closed on its line (any {} lines after it, then its indented lines up to its closing quote), a block scalar's lines, klog's key=< block",
             crate::redact::QUOTE_LINES
         ));
     }

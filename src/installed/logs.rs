@@ -564,6 +564,9 @@ impl<'a> Reader<'a> {
             let (hidden, in_key) = key_line(self.in_key, line);
             self.in_key = in_key;
             if hidden {
+                // Its indentation stays, as `diags` keeps it: a klog value's tab, a block's blanks.
+                let indent = line.iter().take_while(|b| matches!(b, b' ' | b'\t'));
+                out.write_all(&line[..indent.count()]).map_err(w)?;
                 out.write_all(crate::redact::REDACTED.as_bytes())
                     .map_err(w)?;
             } else {

@@ -724,3 +724,23 @@ fn an_indented_private_key_is_hidden() {
         assert!(seen.ends_with("after the key\n"), "{seen}");
     }
 }
+
+/// A hidden private key line keeps its indentation, as `diags` keeps it (`redact_keys`): klog's
+/// tab and a YAML block scalar's blanks stay before each `<redacted>`.
+#[test]
+fn a_hidden_key_line_keeps_its_indentation() {
+    for (text, want) in [
+        (
+            "data=<\n\t-----BEGIN RSA PRIVATE KEY-----\n\tMIIEowIBAAKCAQEA\n\tc2VjcmV0a2V5Ym9keQ\n\t-----END RSA PRIVATE KEY-----\n >\nafter the key\n",
+            "data=<\n\t-----BEGIN RSA PRIVATE KEY-----\n\t<redacted>\n\t<redacted>\n\t<redacted>\n >\nafter the key\n",
+        ),
+        (
+            "  key: |\n    -----BEGIN PRIVATE KEY-----\n    MIIEowIBAAKCAQEA\n    -----END PRIVATE KEY-----\nafter the key\n",
+            "  key: |\n    -----BEGIN PRIVATE KEY-----\n    <redacted>\n    <redacted>\nafter the key\n",
+        ),
+    ] {
+        let n = Node::new();
+        n.append("calico-felix.log", text);
+        assert_eq!(read(&mut n.reader(), Start::Tail(u64::MAX)), want);
+    }
+}

@@ -3,16 +3,19 @@
 //! scalar, a quoted value not closed, an `env:` item whose `name:` named a secret) is kept as
 //! a small state, so that the next lines' part of the secret goes as it goes from a whole file.
 
+use super::Redactor;
 use super::env::{closing, json_quote, names_a_secret};
-use super::{NAMES, REDACTED, Redactor};
+use super::names::{NAMES, REDACTED};
 use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
 
 /// The most lines a quoted value or an object left open is followed over.
 const MAX_LINES: u16 = 64;
 
-/// The most lines after its own a quoted value not closed is followed over (each shown as
-/// `<redacted>`): a stray quote hides no more.
+/// The most lines after its own a quoted value not closed is followed over a line at a time
+/// (`logs`, each shown as `<redacted>`) whatever they hold; after those, only up to the end of
+/// its record (an unindented line, or one that starts a record: `starts_a_record`) or its
+/// closing quote, whichever comes first. A whole file (`diags`) follows it to its closing quote.
 pub const QUOTE_LINES: u16 = 4;
 
 /// What a line left for the lines after it.
@@ -246,7 +249,7 @@ impl Redactor {
     /// `line` (without its line break) redacted, what an earlier line left pending applied
     /// first, and what it leaves pending for the next.
     pub fn redact_line(&self, pending: Pending, line: &[u8]) -> (Vec<u8>, Pending) {
-        let (mut out, used, kept) = self.take(pending, line);
+        let (mut out, used, kept) = self.take(pending, line, false);
         let rest = &line[used..];
         let (next, open) = kept.map_or_else(|| self.lines.after(rest), |p| (p, None));
         match open {
@@ -265,8 +268,13 @@ impl Redactor {
     }
 
     /// What `pending` makes of the start of `line`: that part's text, its length, and the
-    /// state after it when the part decides it.
-    fn take(&self, pending: Pending, line: &[u8]) -> (Vec<u8>, usize, Option<Pending>) {
+    /// state after it when the part decides it. `whole`: `line` is one of a whole file's.
+    fn take(
+        &self,
+        pending: Pending,
+        line: &[u8],
+        whole: bool,
+    ) -> (Vec<u8>, usize, Option<Pending>) {
         let indent = line
             .iter()
             .take_while(|b| matches!(b, b' ' | b'\t'))
@@ -297,11 +305,19 @@ impl Redactor {
                 (Vec::new(), 0, None)
             }
             Pending::Quote(..) if text.is_empty() => keep(pending),
+            // Past the bound a log's record has ended at an unindented line: a logger starts
+            // each record at column 0, and a value's lines go on indented (YAML 1.2 7.3.1:
+            // a quoted scalar's lines after its first are indented; klog's, after a tab).
+            Pending::Quote(_, n) if !whole && n > QUOTE_LINES && indent == 0 => {
+                (Vec::new(), 0, None)
+            }
             Pending::Quote(q, n) => {
-                let more = (n < QUOTE_LINES).then_some(Pending::Quote(q, n + 1));
+                // The count only says whether the bound is passed: the state stays one small
+                // value however long the quote runs. A whole file (`diags`) has no bound.
+                let more = Pending::Quote(q, if whole { n } else { n.saturating_add(1) });
                 match closing(q, line) {
                     Some(i) => self.hide(line, indent, i - indent, Pending::None),
-                    None => self.hide(line, indent, text.len(), more.unwrap_or_default()),
+                    None => self.hide(line, indent, text.len(), more),
                 }
             }
             Pending::Escaped(q) => match escaped_end(q, line) {
@@ -351,7 +367,7 @@ impl Redactor {
             let body = line.strip_suffix(b"\n").unwrap_or(line);
             let (head, used, kept) = match pending {
                 Pending::None => (Vec::new(), 0, None),
-                p => self.take(p, body),
+                p => self.take(p, body, true),
             };
             out.extend_from_slice(&head);
             let rest = &body[used..];

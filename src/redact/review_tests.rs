@@ -440,3 +440,140 @@ fn an_indented_value_that_starts_like_a_record_goes() {
     let record = "password:\n2024-11-26 12:00:00.000 [INFO] felix up";
     assert_eq!(by_line(record), record);
 }
+
+/// A cookie and an API key or token header (`Cookie`, `Set-Cookie`, `X-Api-Key`,
+/// `X-Auth-Token`) lose their whole value as HTTP sends them, as Go's `%v` of an http.Header
+/// prints them and as its encoding/json writes them (escaped in a JSON string too); the
+/// headers after them stay.
+#[test]
+fn cookie_and_api_key_headers_lose_their_values() {
+    for (text, want) in [
+        (
+            "Cookie: sid=ck1; theme=ck2\nnext",
+            "Cookie: <redacted>\nnext",
+        ),
+        (
+            "Set-Cookie: id=ck3; Path=/; HttpOnly\r\nAccept: */*",
+            "Set-Cookie: <redacted>\r\nAccept: */*",
+        ),
+        ("X-Api-Key: ak4", "X-Api-Key: <redacted>"),
+        (
+            "map[Cookie:[sid=ck5; theme=ck6] X-Auth-Token:[tk7] Accept:[*/*]]",
+            "map[Cookie:[<redacted> <redacted>] X-Auth-Token:[<redacted>] Accept:[*/*]]",
+        ),
+        (
+            r#"{"Cookie":["sid=ck8; theme=ck9"],"X-Api-Key":["ak10"],"Accept":["*/*"]}"#,
+            r#"{"Cookie":["<redacted>"],"X-Api-Key":["<redacted>"],"Accept":["*/*"]}"#,
+        ),
+        (
+            r#"{"Set-Cookie": "id=ck11; Path=/", "n": 1}"#,
+            r#"{"Set-Cookie": "<redacted>", "n": 1}"#,
+        ),
+        (
+            r#"{"msg":"{\"Cookie\":[\"sid=ck12; t=ck13\"],\"n\":1}"}"#,
+            r#"{"msg":"{\"Cookie\":[\"<redacted>\"],\"n\":1}"}"#,
+        ),
+        (
+            r#"{"msg":"sent Cookie: sid=ck14 x","level":"info"}"#,
+            r#"{"msg":"sent Cookie: <redacted>","level":"info"}"#,
+        ),
+    ] {
+        same(text, want);
+        if text.starts_with('{') {
+            assert_json_lines(&whole(text));
+        }
+    }
+}
+
+/// A plain value of many words goes whole, to where its shape ends it: a YAML or log
+/// `key: value` to its line's end, Go's `%+v` of a struct to the next ` Field:` or its `}`,
+/// PowerShell's `Format-List` to its line's end, a YAML flow mapping's to its `,`; the field
+/// or line after it stays.
+#[test]
+fn a_plain_value_of_many_words_goes_whole_and_the_next_field_stays() {
+    for (text, want) in [
+        (
+            "password: correct horse battery\nuser: admin\n",
+            "password: <redacted>\nuser: admin\n",
+        ),
+        (
+            "2026-11-26 18:00:00.000 [INFO][1] x.go 1: login with password: correct horse battery",
+            "2026-11-26 18:00:00.000 [INFO][1] x.go 1: login with password: <redacted>",
+        ),
+        (
+            "cfg &{User:admin Password:two words Other:x}",
+            "cfg &{User:admin Password:<redacted> Other:x}",
+        ),
+        (
+            "cfg {Password:two words} next",
+            "cfg {Password:<redacted>} next",
+        ),
+        (
+            "Name     : calico\r\nPassword : two words\r\nPort     : 5473\r\n",
+            "Name     : calico\r\nPassword : <redacted>\r\nPort     : 5473\r\n",
+        ),
+        (
+            "{user: a, password: two words, port: 1}",
+            "{user: a, password: <redacted>, port: 1}",
+        ),
+        (
+            r#"{"msg":"retry with token: two words","level":"info"}"#,
+            r#"{"msg":"retry with token: <redacted>","level":"info"}"#,
+        ),
+    ] {
+        same(text, want);
+    }
+}
+
+/// JSON inside a JSON string: a Digest credential in an escaped `Authorization` and a
+/// multi-word `password` in escaped quotes go; the record stays JSON.
+#[test]
+fn escaped_json_in_a_json_string_keeps_no_secret() {
+    check(
+        r#"{"msg":"{\"Authorization\":\"Digest username=\\\"a\\\", response=\\\"dg7resp\\\"\"}"}"#,
+        "dg7resp",
+        r#"{"msg":"{\"Authorization\":\"Digest <redacted>"#,
+    );
+    check(
+        r#"{"msg":"{\"password\":\"two words\"}","n":1}"#,
+        "two words",
+        r#"{\"password\":\"<redacted>\"}","n":1}"#,
+    );
+}
+
+/// A quoted secret longer than `QUOTE_LINES` lines after its own: a whole file hides it to its
+/// closing quote whatever its lines hold; a line at a time hides it to its closing quote while
+/// its record goes on (its lines indented), and shows the unindented line after it.
+#[test]
+fn a_quoted_secret_past_the_bound_goes_to_its_closing_quote() {
+    let n = usize::from(super::QUOTE_LINES) + 4;
+    let body: Vec<String> = (0..n).map(|i| format!("  qline{i}")).collect();
+    let text = format!("token: \"first\n{}\"\nafter: 1\n", body.join("\n"));
+    let hidden: Vec<&str> = (0..n).map(|_| "  <redacted>").collect();
+    let want = format!("token: \"<redacted>\n{}\"\nafter: 1\n", hidden.join("\n"));
+    same(&text, &want);
+    // Its lines unindented: a whole file still hides them to the closing quote.
+    let flat: Vec<String> = (0..n).map(|i| format!("qline{i}")).collect();
+    let out = whole(&format!(
+        "token: \"first\n{}\"\nafter: 1\n",
+        flat.join("\n")
+    ));
+    assert!(!out.contains("qline"), "{out}");
+    assert!(out.ends_with("\"\nafter: 1\n"), "{out}");
+}
+
+/// A tail cut inside a private key's block with neither its BEGIN nor its END in it: the key's
+/// lines at its head go (`redact_tail`), the records after them stay; a tail whose head is
+/// a record keeps it.
+#[test]
+fn a_tail_that_starts_inside_a_key_without_its_markers_hides_its_head() {
+    let r = Redactor::new(&[]);
+    let tail = "MIIEowIBAAKCAQEAcutbody1\r\n  c2VjcmV0a2V5Ym9keQ==\r\n2026-11-26 18:00:00.000 [INFO][1] next\r\n";
+    let out = String::from_utf8(r.redact_tail(tail.as_bytes())).expect("utf8");
+    assert_eq!(
+        out,
+        "<redacted>\r\n  <redacted>\r\n2026-11-26 18:00:00.000 [INFO][1] next\r\n"
+    );
+    let record = "2026-11-26 18:00:00.000 [INFO][1] first\nMIIEow\n";
+    assert_eq!(r.redact_tail(record.as_bytes()), record.as_bytes());
+}

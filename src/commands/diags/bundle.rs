@@ -7,6 +7,8 @@ pub(super) struct Bundle {
     pub(super) members: Vec<(String, Vec<u8>)>,
     /// What could not be collected, each with why.
     pub(super) problems: Vec<String>,
+    /// The members that are a file's tail cut at a line's start (`Redactor::redact_tail`).
+    pub(super) tails: std::collections::BTreeSet<String>,
 }
 
 impl Bundle {

@@ -202,7 +202,10 @@ pub(super) fn logs(h: &dyn Host, dir: &str, tail: u64, b: &mut Bundle) {
     for path in names {
         let name = path.rsplit('\\').next().unwrap_or(&path).to_owned();
         match h.read_tail(&path, tail) {
-            Ok(Some(bytes)) => b.members.push((format!("logs/{name}"), bytes)),
+            Ok(Some(bytes)) => {
+                b.tails.insert(format!("logs/{name}"));
+                b.members.push((format!("logs/{name}"), bytes));
+            }
             Ok(None) => b.problems.push(format!("{path}: it is gone")),
             Err(e) => b.problems.push(format!("{path}: {e:#}")),
         }
@@ -239,6 +242,36 @@ mod tests {
         let out = String::from_utf8(out).expect("utf8");
         assert!(!out.contains("keyline"), "{out}");
         assert!(out.ends_with("after the key\n"), "{out}");
+    }
+
+    /// A log's tail cut inside a private key with neither its BEGIN nor its END in it (a key
+    /// longer than the tail, the log's last record) is a tail: its head's key lines go.
+    #[test]
+    fn a_log_tail_inside_a_private_key_without_its_markers_keeps_none_of_it() {
+        use crate::host::Files as _;
+        let h = SimHost::in_memory("ws2022").expect("host");
+        let dir = r"C:\CalicoWindows\logs";
+        let body = format!("MIIEowIBAAKCAQEAtailkeybody{}\n", "x".repeat(37));
+        let log = format!(
+            "{}-----BEGIN RSA PRIVATE KEY-----\n{}",
+            "felix line\n".repeat(50),
+            body.repeat(4)
+        );
+        let path = crate::layout::join(dir, "calico-felix.log");
+        h.write_file(&path, log.as_bytes(), crate::host::Access::Normal)
+            .expect("log");
+        let mut b = Bundle::default();
+        logs(&h, dir, 200, &mut b);
+        let (name, tail) = &b.members[0];
+        let text = String::from_utf8_lossy(tail);
+        assert!(
+            !text.contains("-----") && text.contains("tailkeybody"),
+            "{text}"
+        );
+        assert!(b.tails.contains(name), "{name} is no tail");
+        let out = crate::redact::Redactor::new(&[]).redact_tail(tail);
+        let out = String::from_utf8(out).expect("utf8");
+        assert_eq!(out, "<redacted>\n".repeat(text.lines().count()), "{out}");
     }
 
     /// The events section on a simulated host: a restart's EventLog 6006 and 6005 in the

@@ -156,7 +156,11 @@ fn write_zip(out: &Path, b: &Bundle, redactor: &Redactor) -> anyhow::Result<()> 
             .compression_method(zip::CompressionMethod::Deflated);
         for (member, bytes) in &b.members {
             zip.start_file(member.as_str(), options)?;
-            zip.write_all(&redactor.redact(bytes))?;
+            if b.tails.contains(member) {
+                zip.write_all(&redactor.redact_tail(bytes))?;
+            } else {
+                zip.write_all(&redactor.redact(bytes))?;
+            }
         }
         zip.finish()?.sync_all()?;
         fs_err::rename(&tmp, out)?;

@@ -1,0 +1,135 @@
+//! HTTP credentials: an `Authorization` header's value, a cookie, an API key header's, in
+//! every shape a program prints them.
+
+use super::names::{ESCAPED, REDACTED};
+use regex::bytes::Regex;
+
+/// The headers whose whole value is a credential besides `Authorization`: a session's cookies
+/// (RFC 6265 4.1, 5.4: `Set-Cookie`, `Cookie`) and the API keys and tokens services take in a
+/// header of their own.
+const VALUE_HEADERS: &str = r"(?:set-)?cookie|x-api-key|x-auth-token";
+
+/// A credential header's list as Go's encoding/json writes an http.Header
+/// (`map[string][]string`: `{"Authorization":["Bearer a","Basic b"]}`, `{"Cookie":["a=b"]}`),
+/// perhaps escaped in a JSON string (group 1: up to the `[`, 2: the name, 3: the list's
+/// items); a credential in an `Authorization` item after its scheme, if any (group 1: the
+/// item's quote and scheme); and any other header's item whole in its quotes, `\"` escaped
+/// too (groups 1 to 6: the quotes). Every item's goes; `shapes`' takes the first only.
+pub(super) fn header_list() -> [String; 3] {
+    [
+        format!(
+            r#"(?i-u)(((?:proxy-)?authorization|{VALUE_HEADERS})\\?["']?\s*:\s*\[)([^\]\r\n]*)"#
+        ),
+        r#"(?i-u)(\\?["'](?:[a-z]+\s+)?)[^\s"'\\,\[\]]+"#.into(),
+        format!(r#"(?-u)(\\")(?:{ESCAPED})?(\\")|(")(?:[^"\\\r\n]|\\.)*(")|(')[^'\r\n]*(')"#),
+    ]
+}
+
+/// A credential header's value outside a list: as HTTP sends it (`Cookie: a=b; c=d`, to the
+/// line's end or the JSON string's `"` that holds it), and in quotes, `\"` escaped too
+/// (`"Set-Cookie": "id=a; Path=/"`).
+pub(super) fn header_values() -> [(String, &'static str); 3] {
+    [
+        (
+            format!(
+                r#"(?i-u)((?:^|[^A-Za-z0-9_-])(?:{VALUE_HEADERS})[ \t]*:[ \t]*)[^\s"'\[\\](?:[^\s"\\]|\\[^tnr\s"]|[ \t]+[^\s"\\])*"#
+            ),
+            "${1}<redacted>",
+        ),
+        (
+            format!(r#"(?i-u)((?:{VALUE_HEADERS})["']\s*:\s*["'])(?:[^"'\\\r\n]|\\.)+"#),
+            "${1}<redacted>",
+        ),
+        (
+            format!(r#"(?i-u)((?:{VALUE_HEADERS})\\["']\s*:\s*\\["']){ESCAPED}"#),
+            "${1}<redacted>",
+        ),
+    ]
+}
+
+/// `bytes` with every credential of each header list `list` finds replaced (`header_list`).
+/// A list without quotes is Go's `%v` of the header's `[]string`, its items joined by blanks
+/// (`Authorization:[Basic a Basic b]`, `Cookie:[a=b; c=d]`): every word but an
+/// `Authorization` scheme's name goes.
+pub(super) fn redact_header_lists(re: &[Regex; 3], bytes: &[u8]) -> Vec<u8> {
+    let [list, item, whole] = re;
+    list.replace_all(bytes, |c: &regex::bytes::Captures| {
+        let items = c.get(3).map_or(&b""[..], |m| m.as_bytes());
+        let auth = c[2].to_ascii_lowercase().ends_with(b"authorization");
+        let items = match (items.iter().any(|b| b"\"'\\".contains(b)), auth) {
+            (true, true) => item.replace_all(items, &b"${1}<redacted>"[..]).into_owned(),
+            (true, false) => whole
+                .replace_all(items, &b"${1}${3}${5}<redacted>${2}${4}${6}"[..])
+                .into_owned(),
+            (false, _) => unquoted_credentials(items, auth),
+        };
+        [&c[1], &items[..]].concat()
+    })
+    .into_owned()
+}
+
+/// The words of Go's `%v` of a credential header's values, each replaced: of an
+/// `Authorization` header (`schemes`), a word that names a scheme (IANA's HTTP Authentication
+/// Scheme Registry: `Basic`, `Bearer`, `Digest`, `Negotiate`, `NTLM`, `DPoP`) stays.
+fn unquoted_credentials(items: &[u8], schemes: bool) -> Vec<u8> {
+    const SCHEMES: [&[u8]; 6] = [
+        b"basic",
+        b"bearer",
+        b"digest",
+        b"negotiate",
+        b"ntlm",
+        b"dpop",
+    ];
+    let mut out = Vec::with_capacity(items.len());
+    for piece in items.split_inclusive(|b| b.is_ascii_whitespace()) {
+        let word = piece.trim_ascii_end();
+        let scheme = schemes && SCHEMES.iter().any(|s| word.eq_ignore_ascii_case(s));
+        if word.is_empty() || scheme {
+            out.extend_from_slice(word);
+        } else {
+            out.extend_from_slice(REDACTED.as_bytes());
+        }
+        out.extend_from_slice(&piece[word.len()..]);
+    }
+    out
+}
+
+/// A bearer token after its scheme's name (RFC 6750 2.1: `Bearer` then b64token).
+pub(super) fn bearer() -> (String, &'static str) {
+    (
+        r"(?i-u)(bearer\s+)[A-Za-z0-9._~+/=-]{4,}".into(),
+        "${1}<redacted>",
+    )
+}
+
+/// A Digest credential after an `Authorization` name (RFC 7616 3.4: its parameters hold
+/// quoted strings, so it goes whole): in a JSON string (`"Digest username=\"a\", ..."`) to
+/// the string's closing quote when a JSON `,`, `}` or `]` follows it, so JSON stays JSON;
+/// elsewhere (`Authorization="Digest username="a", response="X"`) to the line's end.
+pub(super) fn digest(sep: &str) -> (String, &'static str) {
+    (
+        format!(
+            r#"(?i-u)(?:(authorization{sep}(?:\[\s*)?"digest\s+)(?:[^"\\\r\n]|\\.)*("\s*[,}}\]])|(authorization{sep}(?:\[\s*)?(?:\\?["'])?digest\s+)[^\r\n]+)"#
+        ),
+        "${1}${3}<redacted>${2}",
+    )
+}
+
+/// A credential in quotes after its scheme, wherever it stands (an `Authorization` list's
+/// item on a line of its own, as pretty JSON prints an http.Header): `"Basic X"`, `'NTLM X'`.
+pub(super) fn quoted_credential() -> (String, &'static str) {
+    (
+        r#"(?i-u)(\\?["'](?:basic|negotiate|ntlm)\s+)[A-Za-z0-9+/=]+"#.into(),
+        "${1}<redacted>",
+    )
+}
+
+/// A Digest credential in JSON inside a JSON string (`{\"Authorization\":\"Digest
+/// username=\\\"a\\\", response=\\\"X\\\"\"}`), whole up to its closing `\"`: its quotes
+/// escaped twice are inside it (`ESCAPED`).
+pub(super) fn escaped_digest() -> (String, &'static str) {
+    (
+        format!(r#"(?i-u)(authorization\\"\s*:\s*(?:\[\s*)?\\"digest\s+){ESCAPED}"#),
+        "${1}<redacted>",
+    )
+}
