@@ -3,7 +3,10 @@
 
 use super::*;
 
-impl IDispatch_Impl for Rule_Impl {
+/// IDispatch of a rule object (`Rule`, `OldRule`).
+macro_rules! rule_dispatch {
+    ($t:ty) => {
+impl IDispatch_Impl for $t {
     fn GetTypeInfoCount(&self) -> windows::core::Result<u32> {
         Err(E_NOTIMPL.into())
     }
@@ -34,72 +37,13 @@ impl IDispatch_Impl for Rule_Impl {
         Err(E_NOTIMPL.into())
     }
 }
-
-impl IDispatch_Impl for Rules_Impl {
-    fn GetTypeInfoCount(&self) -> windows::core::Result<u32> {
-        Err(E_NOTIMPL.into())
-    }
-    fn GetTypeInfo(&self, _itinfo: u32, _lcid: u32) -> windows::core::Result<ITypeInfo> {
-        Err(E_NOTIMPL.into())
-    }
-    fn GetIDsOfNames(
-        &self,
-        _riid: *const windows::core::GUID,
-        _rgsznames: *const windows::core::PCWSTR,
-        _cnames: u32,
-        _lcid: u32,
-        _rgdispid: *mut i32,
-    ) -> windows::core::Result<()> {
-        Err(E_NOTIMPL.into())
-    }
-    fn Invoke(
-        &self,
-        _dispidmember: i32,
-        _riid: *const windows::core::GUID,
-        _lcid: u32,
-        _wflags: DISPATCH_FLAGS,
-        _pdispparams: *const DISPPARAMS,
-        _pvarresult: *mut windows::Win32::System::Variant::VARIANT,
-        _pexcepinfo: *mut EXCEPINFO,
-        _puargerr: *mut u32,
-    ) -> windows::core::Result<()> {
-        Err(E_NOTIMPL.into())
-    }
+    };
 }
 
-impl IDispatch_Impl for Policy_Impl {
-    fn GetTypeInfoCount(&self) -> windows::core::Result<u32> {
-        Err(E_NOTIMPL.into())
-    }
-    fn GetTypeInfo(&self, _itinfo: u32, _lcid: u32) -> windows::core::Result<ITypeInfo> {
-        Err(E_NOTIMPL.into())
-    }
-    fn GetIDsOfNames(
-        &self,
-        _riid: *const windows::core::GUID,
-        _rgsznames: *const windows::core::PCWSTR,
-        _cnames: u32,
-        _lcid: u32,
-        _rgdispid: *mut i32,
-    ) -> windows::core::Result<()> {
-        Err(E_NOTIMPL.into())
-    }
-    fn Invoke(
-        &self,
-        _dispidmember: i32,
-        _riid: *const windows::core::GUID,
-        _lcid: u32,
-        _wflags: DISPATCH_FLAGS,
-        _pdispparams: *const DISPPARAMS,
-        _pvarresult: *mut windows::Win32::System::Variant::VARIANT,
-        _pexcepinfo: *mut EXCEPINFO,
-        _puargerr: *mut u32,
-    ) -> windows::core::Result<()> {
-        Err(E_NOTIMPL.into())
-    }
-}
-
-impl INetFwRule_Impl for Rule_Impl {
+/// INetFwRule of a rule object (`Rule`, `OldRule`), through its `get` and `set`.
+macro_rules! rule_methods {
+    ($t:ty) => {
+impl INetFwRule_Impl for $t {
     fn Name(&self) -> windows::core::Result<windows::core::BSTR> {
         Ok(BSTR::from(self.get().name))
     }
@@ -172,13 +116,15 @@ impl INetFwRule_Impl for Rule_Impl {
         self.set(|r| r.direction = dir.0)
     }
     fn Interfaces(&self) -> windows::core::Result<windows::Win32::System::Variant::VARIANT> {
-        Err(E_NOTIMPL.into())
+        interfaces_variant(&self.get().interfaces)
     }
     fn SetInterfaces(
         &self,
-        _interfaces: &windows::Win32::System::Variant::VARIANT,
+        interfaces: &windows::Win32::System::Variant::VARIANT,
     ) -> windows::core::Result<()> {
-        Err(E_NOTIMPL.into())
+        // SAFETY: the caller's VARIANT, valid for the call.
+        let names = unsafe { names_in(interfaces) }?;
+        self.set(|r| r.interfaces = names)
     }
     fn InterfaceTypes(&self) -> windows::core::Result<windows::core::BSTR> {
         Ok(BSTR::from(self.get().interface_types))
@@ -212,7 +158,7 @@ impl INetFwRule_Impl for Rule_Impl {
         self.set(|r| r.profiles = profiletypesbitmask)
     }
     fn EdgeTraversal(&self) -> windows::core::Result<windows::Win32::Foundation::VARIANT_BOOL> {
-        Ok(if self.get().edge_traversal {
+        Ok(if self.get().edge_traversal == EDGE_ALLOW {
             VARIANT_TRUE
         } else {
             VARIANT_FALSE
@@ -223,7 +169,7 @@ impl INetFwRule_Impl for Rule_Impl {
         enabled: windows::Win32::Foundation::VARIANT_BOOL,
     ) -> windows::core::Result<()> {
         edge_traversal_allowed(&self.get(), enabled)?;
-        self.set(|r| r.edge_traversal = enabled != VARIANT_FALSE)
+        self.set(|r| r.edge_traversal = i32::from(enabled != VARIANT_FALSE))
     }
     fn Action(&self) -> windows::core::Result<NET_FW_ACTION> {
         Ok(NET_FW_ACTION(self.get().action))
@@ -232,6 +178,78 @@ impl INetFwRule_Impl for Rule_Impl {
         self.set(|r| r.action = action.0)
     }
 }
+    };
+}
+
+rule_dispatch!(Rule_Impl);
+rule_dispatch!(OldRule_Impl);
+
+impl IDispatch_Impl for Rules_Impl {
+    fn GetTypeInfoCount(&self) -> windows::core::Result<u32> {
+        Err(E_NOTIMPL.into())
+    }
+    fn GetTypeInfo(&self, _itinfo: u32, _lcid: u32) -> windows::core::Result<ITypeInfo> {
+        Err(E_NOTIMPL.into())
+    }
+    fn GetIDsOfNames(
+        &self,
+        _riid: *const windows::core::GUID,
+        _rgsznames: *const windows::core::PCWSTR,
+        _cnames: u32,
+        _lcid: u32,
+        _rgdispid: *mut i32,
+    ) -> windows::core::Result<()> {
+        Err(E_NOTIMPL.into())
+    }
+    fn Invoke(
+        &self,
+        _dispidmember: i32,
+        _riid: *const windows::core::GUID,
+        _lcid: u32,
+        _wflags: DISPATCH_FLAGS,
+        _pdispparams: *const DISPPARAMS,
+        _pvarresult: *mut windows::Win32::System::Variant::VARIANT,
+        _pexcepinfo: *mut EXCEPINFO,
+        _puargerr: *mut u32,
+    ) -> windows::core::Result<()> {
+        Err(E_NOTIMPL.into())
+    }
+}
+
+impl IDispatch_Impl for Policy_Impl {
+    fn GetTypeInfoCount(&self) -> windows::core::Result<u32> {
+        Err(E_NOTIMPL.into())
+    }
+    fn GetTypeInfo(&self, _itinfo: u32, _lcid: u32) -> windows::core::Result<ITypeInfo> {
+        Err(E_NOTIMPL.into())
+    }
+    fn GetIDsOfNames(
+        &self,
+        _riid: *const windows::core::GUID,
+        _rgsznames: *const windows::core::PCWSTR,
+        _cnames: u32,
+        _lcid: u32,
+        _rgdispid: *mut i32,
+    ) -> windows::core::Result<()> {
+        Err(E_NOTIMPL.into())
+    }
+    fn Invoke(
+        &self,
+        _dispidmember: i32,
+        _riid: *const windows::core::GUID,
+        _lcid: u32,
+        _wflags: DISPATCH_FLAGS,
+        _pdispparams: *const DISPPARAMS,
+        _pvarresult: *mut windows::Win32::System::Variant::VARIANT,
+        _pexcepinfo: *mut EXCEPINFO,
+        _puargerr: *mut u32,
+    ) -> windows::core::Result<()> {
+        Err(E_NOTIMPL.into())
+    }
+}
+
+rule_methods!(Rule_Impl);
+rule_methods!(OldRule_Impl);
 
 impl INetFwRules_Impl for Rules_Impl {
     fn Count(&self) -> windows::core::Result<i32> {
