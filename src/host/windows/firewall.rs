@@ -174,6 +174,13 @@ pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
         let fw = policy()?;
         let rule: INetFwRule =
             CoCreateInstance(&NetFwRule, None, CLSCTX_INPROC_SERVER).map_err(api(op()))?;
+        if let Some(why) = super::firewall_unset::cannot_set(&rule, &r.unset).map_err(api(op()))? {
+            return Err(HostError::Api {
+                op: op(),
+                code: windows::Win32::Foundation::E_NOINTERFACE.0 as u32,
+                message: why,
+            });
+        }
         rule.SetName(&BSTR::from(r.name.as_str()))
             .map_err(api(op()))?;
         rule.SetDescription(&BSTR::from(r.description.as_str()))

@@ -34,14 +34,33 @@ fn present<I>(asked: windows::core::Result<I>) -> windows::core::Result<Option<I
     }
 }
 
-/// The error of a property that cannot be put back on this Windows: its interface is absent.
-fn absent(interface: &str, what: &str) -> windows::core::Error {
-    windows::core::Error::new(
-        E_NOINTERFACE,
+/// Why the rule object cannot take `u` whole, if it cannot: a property only INetFwRule2 or
+/// INetFwRule3 sets, and this Windows lacks it (`optional`). Asked before anything is set or
+/// added, so that a refusal changes nothing; the rule would otherwise come back narrower or
+/// wider than it was read.
+pub(super) fn cannot_set(rule: &INetFwRule, u: &Unset) -> windows::core::Result<Option<String>> {
+    let nd = u.not_default();
+    let why = |interface: &str, what: &str| {
         format!(
-            "the rule has {what}, which only {interface} sets, and this Windows has no {interface}: it cannot be put back whole"
-        ),
-    )
+            "the rule has {what}, which only {interface} sets, and this Windows has no {interface} (QueryInterface: E_NOINTERFACE): it cannot be put back whole"
+        )
+    };
+    if nd.edge_traversal
+        && u.edge() != EDGE_TRAVERSAL_ALLOW
+        && optional::<INetFwRule2>(rule)?.is_none()
+    {
+        return Ok(Some(why(
+            "INetFwRule2",
+            "edge traversal deferred to the application or user",
+        )));
+    }
+    if nd.app_container && optional::<INetFwRule3>(rule)?.is_none() {
+        return Ok(Some(why(
+            "INetFwRule3",
+            "an app container, user or IPsec scope",
+        )));
+    }
+    Ok(None)
 }
 
 /// The properties as the rule holds them (INetFwRule's pages for LocalAddresses,
@@ -114,13 +133,9 @@ unsafe fn names_in(v: &VARIANT) -> windows::core::Result<Vec<String>> {
         let array = inner.Anonymous.parray;
         let of_variants = inner.vt == VT_ARRAY | VT_VARIANT;
         if array.is_null() || !(of_variants || inner.vt == VT_ARRAY | VT_BSTR) {
-            return Err(windows::core::Error::new(
-                E_INVALIDARG,
-                format!(
-                    "INetFwRule::Interfaces answered a VARIANT of type {:#x}",
-                    inner.vt.0
-                ),
-            ));
+            // windows::core::Error::new would originate a WinRT error (RoOriginateErrorW,
+            // which Wine 8 lacks): the HRESULT alone.
+            return Err(E_INVALIDARG.into());
         }
         let mut names = Vec::new();
         for i in SafeArrayGetLBound(array, 1)?..=SafeArrayGetUBound(array, 1)? {
@@ -146,8 +161,7 @@ unsafe fn names_in(v: &VARIANT) -> windows::core::Result<Vec<String>> {
 /// undo). After the protocol ("The Protocol property must be set before the RemotePorts
 /// property or an error will be returned", Microsoft's INetFwRule::RemotePorts page) and the
 /// direction (edge traversal only on an inbound rule, [MS-FASP] 2.2.35). A property whose
-/// interface this Windows lacks is an error (`absent`): the rule would come back narrower
-/// or wider than it was.
+/// interface this Windows lacks was refused before (`cannot_set`).
 ///
 /// # Safety
 /// `rule` is a live rule object of this thread's COM.
@@ -169,7 +183,8 @@ pub(super) unsafe fn set(rule: &INetFwRule, u: &Unset) -> windows::core::Result<
             match optional::<INetFwRule2>(rule)? {
                 Some(r2) => r2.SetEdgeTraversalOptions(u.edge())?,
                 None if u.edge() == EDGE_TRAVERSAL_ALLOW => rule.SetEdgeTraversal(VARIANT_TRUE)?,
-                None => return Err(absent("INetFwRule2", "edge traversal deferred")),
+                // `cannot_set` refused this before.
+                None => return Err(E_NOINTERFACE.into()),
             }
         }
         if nd.grouping {
@@ -183,7 +198,8 @@ pub(super) unsafe fn set(rule: &INetFwRule, u: &Unset) -> windows::core::Result<
         }
         if nd.app_container {
             let Some(r3) = optional::<INetFwRule3>(rule)? else {
-                return Err(absent("INetFwRule3", "an app container scope"));
+                // `cannot_set` refused this before.
+                return Err(E_NOINTERFACE.into());
             };
             set_app_container(&r3, &u.app_container)?;
         }
