@@ -14,8 +14,11 @@
 //! every one of them (a guess, the harmful one: Microsoft's Remove page says only that it
 //! "removes a rule from the collection"), and of an unknown name succeeds ("has no effect"),
 //! a name matched exactly (the page says nothing of case: the conservative reading);
-//! LocalAddresses, RemotePorts, InterfaceTypes, EdgeTraversal, Grouping and ServiceName are
-//! kept as set, and a new rule's read back as Windows' defaults (`Fields::with_defaults`).
+//! LocalAddresses, RemotePorts, InterfaceTypes, EdgeTraversal, Grouping, ServiceName and
+//! Interfaces are kept as set, and a new rule's read back as Windows' defaults
+//! (`Fields::with_defaults`); a rule object has INetFwRule2 (EdgeTraversalOptions, one value
+//! with EdgeTraversal) and INetFwRule3 (its app container properties), `rule3.rs`, unless
+//! `rule-interfaces.json` says `1`: then INetFwRule alone (`OldRule`), as Wine's own.
 //! `get__NewEnum` enumerates every rule, in the order added, as `IDispatch` VARIANTs (its page:
 //! "an object supporting IEnumVARIANT that can be used to iterate through all the rules in the
 //! collection"). Rules live in the prefix's `C:\calicoctl-win-firewall\rules.json`.
@@ -38,8 +41,8 @@ use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use windows::Win32::Foundation::{
-    CLASS_E_CLASSNOTAVAILABLE, CLASS_E_NOAGGREGATION, E_INVALIDARG, E_NOTIMPL, E_POINTER, S_FALSE, S_OK,
-    VARIANT_FALSE, VARIANT_TRUE,
+    CLASS_E_CLASSNOTAVAILABLE, CLASS_E_NOAGGREGATION, E_INVALIDARG, E_NOTIMPL, E_POINTER, S_FALSE,
+    S_OK, VARIANT_FALSE, VARIANT_TRUE,
 };
 use windows::Win32::NetworkManagement::WindowsFirewall::*;
 use windows::Win32::System::Com::*;
@@ -158,7 +161,11 @@ impl Fields {
             service_name: s("ServiceName"),
             interfaces: v["Interfaces"]
                 .as_array()
-                .map(|a| a.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|n| n.as_str().map(str::to_owned))
+                        .collect()
+                })
                 .unwrap_or_default(),
             local_app_package_id: s("LocalAppPackageId"),
             local_user_owner: s("LocalUserOwner"),
