@@ -58,6 +58,33 @@ fn a_run_keeps_a_rule_tightened_in_a_property_we_do_not_set() {
     assert_eq!(host.firewall_rules(&made().name).expect("read"), before);
 }
 
+/// A rule an administrator narrowed after the plan through its interfaces, INetFwRule2's
+/// edge traversal options or one of INetFwRule3's properties is kept by the run, said. (It
+/// was removed as ours: those properties were not read.)
+#[test]
+fn a_run_keeps_a_rule_narrowed_by_interfaces_edge_options_or_app_container() {
+    let edits: [fn(&mut FirewallRule); 3] = [
+        |r| r.unset.interfaces = vec!["Ethernet 2".into()],
+        |r| r.unset.edge_traversal_options = 3,
+        |r| r.unset.app_container.local_app_package_id = "S-1-15-2-1".into(),
+    ];
+    for edit in edits {
+        let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+        host.firewall_add(&made()).expect("add");
+        host.admin_edit_firewall_rules(&made().name, edit)
+            .expect("admin edit");
+        let before = host.firewall_rules(&made().name).expect("read");
+        let warnings = super::execute(&host, &[remove()], options(), &mut |_| {}).expect("run");
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("kept the firewall rule")),
+            "{before:?}: {warnings:?}"
+        );
+        assert_eq!(host.firewall_rules(&made().name).expect("read"), before);
+    }
+}
+
 /// The rule the firewall holds under the name in another case, and with any address where it
 /// was made from `0.0.0.0/0`, is the rule made: a run removes it, and the undo of a run that
 /// fails after puts it back as it was read, not as it was made. (It was kept: the name was
@@ -109,6 +136,10 @@ fn firewall_contract_an_undo_from_the_journal_puts_back_every_property_read() {
     if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() {
         return;
     }
+    // The stand-in's knobs (a Windows without INetFwRule3) are another test's turn.
+    let _turn = crate::host::contract::on_windows::FIREWALL_POLICY
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     journal_undo_puts_back_every_property_read(&crate::host::windows::WindowsHost::new(), true);
 }
 
@@ -124,6 +155,16 @@ fn journal_undo_puts_back_every_property_read(host: &dyn crate::host::Host, wind
             edge_traversal: true,
             grouping: "Monitoring".into(),
             service_name: "CalicoNode".into(),
+            interfaces: vec!["Ethernet".into(), "vEthernet (Ethernet)".into()],
+            edge_traversal_options: 2,
+            app_container: crate::host::AppContainerScope {
+                local_app_package_id: "S-1-15-2-1".into(),
+                local_user_owner: "S-1-5-21-1-2-3-500".into(),
+                local_user_authorized_list: "O:LSD:(A;;CC;;;S-1-5-18)".into(),
+                remote_user_authorized_list: "O:LSD:(A;;CC;;;S-1-5-11)".into(),
+                remote_machine_authorized_list: "O:LSD:(A;;CC;;;S-1-5-11)".into(),
+                secure_flags: 1,
+            },
         },
         ..made()
     };
@@ -168,6 +209,18 @@ fn journal_undo_puts_back_every_property_read(host: &dyn crate::host::Host, wind
     let spelled_back = host.firewall_rules(&spelled.name).expect("read");
     let _ = host.firewall_remove(&spelled.name);
     assert!(crate::host::firewall::only(&back, &read), "{back:?}");
+    // Put back whole: not as it would be without its interfaces, its edge traversal options
+    // or any one of INetFwRule3's properties.
+    let partial: [fn(&mut Unset); 3] = [
+        |u| u.interfaces.clear(),
+        |u| u.edge_traversal_options = 0,
+        |u| u.app_container.remote_machine_authorized_list.clear(),
+    ];
+    for strip in partial {
+        let mut without = read.clone();
+        strip(&mut without.unset);
+        assert!(!crate::host::firewall::only(&back, &without), "{back:?}");
+    }
     assert!(
         crate::host::firewall::only(&spelled_back, &spelled),
         "{spelled_back:?}"

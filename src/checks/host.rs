@@ -488,6 +488,33 @@ fn remote_access(s: &HostSnapshot, c: &Config) -> Check {
     }
 }
 
+/// The failure of a VXLAN rule that would let UDP 4789 in but for a property calicoctl-win
+/// does not set (`Unset::lets_all_in`), each named.
+fn narrowed(r: &FirewallRule) -> Check {
+    let u = &r.unset;
+    Check::fail(
+        "firewall-vxlan",
+        format!(
+            "firewall rule {} lets UDP 4789 in only for local addresses {}, remote ports {}, interface types {}, service '{}', interfaces [{}]{}: VXLAN (from any source port, RFC 7348) is dropped in part or whole",
+            r.name,
+            u.local_addresses,
+            u.remote_ports,
+            u.interface_types,
+            u.service_name,
+            u.interfaces.join(", "),
+            if u.app_container.is_default() {
+                ""
+            } else {
+                ", and an app container, user, remote machine or IPsec requirement"
+            }
+        ),
+        format!(
+            "Set-NetFirewallRule -DisplayName '{}' -LocalAddress Any -RemotePort Any -InterfaceType Any -Service Any; or remove it (Remove-NetFirewallRule -DisplayName '{}'): install creates the rule again",
+            r.name, r.name
+        ),
+    )
+}
+
 fn firewall_vxlan(s: &HostSnapshot, c: &Config) -> Check {
     const ID: &str = "firewall-vxlan";
     if c.backend != Backend::Vxlan {
@@ -531,23 +558,12 @@ fn firewall_vxlan(s: &HostSnapshot, c: &Config) -> Check {
                 format!("Set-NetFirewallRule -DisplayName '{}' -Profile Any", r.name),
             );
         }
-        let u = &r.unset;
         let whole = FirewallRule {
             unset: Default::default(),
             ..all_but_profiles
         };
         if whole.opens(Protocol::Udp, 4789) {
-            return Check::fail(
-                ID,
-                format!(
-                    "firewall rule {} lets UDP 4789 in only for local addresses {}, remote ports {}, interface types {}, service '{}': VXLAN (from any source port, RFC 7348) is dropped in part or whole",
-                    r.name, u.local_addresses, u.remote_ports, u.interface_types, u.service_name
-                ),
-                format!(
-                    "Set-NetFirewallRule -DisplayName '{}' -LocalAddress Any -RemotePort Any -InterfaceType Any -Service Any",
-                    r.name
-                ),
-            );
+            return narrowed(r);
         }
         return Check::fail(
             ID,

@@ -519,6 +519,7 @@ pub fn firewall_unset(h: &dyn Host) {
             edge_traversal: true,
             grouping: "Monitoring".into(),
             service_name: "CalicoNode".into(),
+            ..crate::host::Unset::default()
         },
         ..plain.clone()
     };
@@ -1271,7 +1272,7 @@ pub(crate) mod on_windows {
     }
 
     /// The tests that read or change the stand-in's `LocalPolicyModifyState` take turns.
-    static FIREWALL_POLICY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    pub(crate) static FIREWALL_POLICY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
     /// `LocalPolicyModifyState` is read through INetFwPolicy2 and its three answers mapped
     /// (icftypes.h: OK 0, GP_OVERRIDE 1, INBOUND_BLOCKED 2; the stand-in's `modify-state.json`).

@@ -3,6 +3,10 @@
 use super::error::HostResult;
 use serde::{Deserialize, Serialize};
 
+#[path = "firewall_unset.rs"]
+mod unset;
+pub use unset::{AppContainerScope, EDGE_TRAVERSAL_ALLOW, NotDefault, Unset};
+
 /// A firewall rule (calicoctl-win makes inbound ones only).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FirewallRule {
@@ -38,135 +42,6 @@ pub struct FirewallRule {
     /// which made every rule with them).
     #[serde(flatten)]
     pub unset: Unset,
-}
-
-/// The `INetFwRule` properties calicoctl-win never sets, read so that an administrator who
-/// tightened a rule through one of them has it judged no longer as made (and kept), and so
-/// that a rule put back is put back as it was read. `Default` is what Windows gives a rule
-/// that does not set them (Microsoft's INetFwRule pages, cited on each field); a field at its
-/// default is left out of a record or journal.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Unset {
-    /// `INetFwRule::LocalAddresses`: "\"*\" is the default value" (its page), any local address.
-    #[serde(skip_serializing_if = "is_star")]
-    pub local_addresses: String,
-    /// `INetFwRule::RemotePorts`: `*`, any port, when none was set. Its page gives no
-    /// default ("This property is optional"); `*` is the reference's "any" of the address
-    /// lists (INetFwRule::RemoteAddresses: "The default value is \"*\""), taken for the ports
-    /// too, a guess. A rule read back otherwise is judged changed and kept, never removed.
-    #[serde(skip_serializing_if = "is_star")]
-    pub remote_ports: String,
-    /// `INetFwRule::InterfaceTypes`: one or more of "RemoteAccess", "Wireless", "Lan" and
-    /// "All" (its page); `All` when none was set (its page gives no default; every interface
-    /// type is what a rule that names none applies to, a guess as for `remote_ports`).
-    #[serde(skip_serializing_if = "is_all")]
-    pub interface_types: String,
-    /// `INetFwRule::EdgeTraversal`: "New rules have the EdgeTraversal property disabled by
-    /// default" (its page).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub edge_traversal: bool,
-    /// `INetFwRule::Grouping`, the group the firewall's console shows the rule in: none
-    /// unless set ("This property is optional", its page).
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub grouping: String,
-    /// `INetFwRule::ServiceName`, the service whose traffic alone it lets in: none unless set
-    /// ("This property is optional", its page; `*` is any service).
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub service_name: String,
-}
-
-impl Default for Unset {
-    fn default() -> Self {
-        Self {
-            local_addresses: "*".into(),
-            remote_ports: "*".into(),
-            interface_types: "All".into(),
-            edge_traversal: false,
-            grouping: String::new(),
-            service_name: String::new(),
-        }
-    }
-}
-
-fn is_star(s: &str) -> bool {
-    s == "*"
-}
-
-fn is_all(s: &str) -> bool {
-    s.eq_ignore_ascii_case("all")
-}
-
-/// A comma-separated list as a set to compare: each token trimmed, in lower case (keywords
-/// such as `LocalSubnet` are "not case-sensitive", Microsoft's INetFwRule::LocalAddresses
-/// page), addresses as `normal_address` has them, sorted; empty is `empty`.
-fn token_set(text: &str, empty: &str) -> Vec<String> {
-    let mut v: Vec<String> = text
-        .split(',')
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(|t| normal_address(t).to_ascii_lowercase())
-        .collect();
-    if v.is_empty() {
-        v.push(empty.into());
-    }
-    v.sort_unstable();
-    v.dedup();
-    v
-}
-
-impl Unset {
-    /// Which fields are not at Windows' default, as `key` compares them (a read-back `""` or
-    /// `" * "` is the default `*`): local addresses, remote ports, interface types, edge
-    /// traversal, grouping, service name. What a rule put back sets, and nothing else.
-    pub fn not_default(&self) -> [bool; 6] {
-        let (a, b) = (self.key(), Unset::default());
-        let d = b.key();
-        [
-            a.0 != d.0,
-            a.1 != d.1,
-            a.2 != d.2,
-            a.3 != d.3,
-            a.4 != d.4,
-            a.5 != d.5,
-        ]
-    }
-
-    /// Whether they let in what a rule without them lets in on a node's network: any local
-    /// address, any remote port (VXLAN's source port is a hash of the inner packet, RFC 7348
-    /// section 5, so a rule of some remote ports drops some of it), no service (a rule of
-    /// a service, `*` too, lets in only a service's traffic: Microsoft's
-    /// INetFwRule::ServiceName page; the kernel's VXLAN is none), and interface types `All`
-    /// or a list holding `Lan` (its page's values). Edge traversal and grouping narrow
-    /// nothing.
-    pub fn lets_all_in(&self) -> bool {
-        let (local, remote, types, ..) = self.key();
-        local == ["*"]
-            && remote == ["*"]
-            && self.service_name.trim().is_empty()
-            && types.iter().any(|t| t == "all" || t == "lan")
-    }
-
-    /// The fields as compared: every list as a set (`token_set`), the service name in any
-    /// case (the service control manager's names are).
-    fn key(&self) -> (Vec<String>, Vec<String>, Vec<String>, bool, &str, String) {
-        let Unset {
-            local_addresses,
-            remote_ports,
-            interface_types,
-            edge_traversal,
-            grouping,
-            service_name,
-        } = self;
-        (
-            token_set(local_addresses, "*"),
-            token_set(remote_ports, "*"),
-            token_set(interface_types, "all"),
-            *edge_traversal,
-            grouping.as_str(),
-            service_name.to_ascii_lowercase(),
-        )
-    }
 }
 
 /// One `RemoteAddresses` token in the form a comparison needs. Microsoft's

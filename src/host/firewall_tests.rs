@@ -231,24 +231,136 @@ fn a_rule_narrowed_in_a_property_we_do_not_set_does_not_open_its_port() {
 }
 
 /// What a rule put back sets is decided as `same` compares: a read-back default in another
-/// spelling (`""`, ` * `, `all`) is the default, set not at all (setting `""` as remote ports
-/// would be refused or mean something else).
+/// spelling (`""`, ` * `, `all`, a blank interface name) is the default, set not at all
+/// (setting `""` as remote ports would be refused or mean something else).
 #[test]
 fn a_default_in_another_spelling_is_not_set_on_a_rule_put_back() {
     let spelled = Unset {
         local_addresses: " * ".into(),
         remote_ports: String::new(),
         interface_types: "all".into(),
+        interfaces: vec![" ".into()],
+        app_container: AppContainerScope {
+            local_user_owner: " ".into(),
+            ..AppContainerScope::default()
+        },
         ..Unset::default()
     };
-    assert_eq!(spelled.not_default(), [false; 6]);
-    let set = Unset {
+    assert!(!spelled.not_default().any(), "{:?}", spelled.not_default());
+    assert!(narrowed_every_way().not_default().all());
+}
+
+/// Every property of `Unset` away from its default.
+fn narrowed_every_way() -> Unset {
+    Unset {
         local_addresses: "10.0.2.15".into(),
         remote_ports: "40000".into(),
         interface_types: "Lan".into(),
         edge_traversal: true,
         grouping: "Monitoring".into(),
         service_name: "CalicoNode".into(),
+        interfaces: vec!["Ethernet".into()],
+        edge_traversal_options: 3,
+        app_container: AppContainerScope {
+            remote_machine_authorized_list: "O:LSD:(A;;CC;;;S-1-5-21-1-2-3-1105)".into(),
+            ..AppContainerScope::default()
+        },
+    }
+}
+
+/// The properties INetFwRule2 and INetFwRule3 add, and INetFwRule's interfaces: a rule an
+/// administrator narrowed through one of them (Set-NetFirewallRule -InterfaceAlias,
+/// -EdgeTraversalPolicy DeferToUser, -Package, -Owner, -LocalUser, -RemoteUser,
+/// -RemoteMachine, -Authentication) is no longer ours, and does not open its port (edge
+/// traversal apart, which narrows nothing). (They were not read: such a rule was ours, and
+/// opened VXLAN's port.)
+#[test]
+fn a_rule_narrowed_by_interfaces_edge_options_or_app_container_is_not_ours() {
+    let open = FirewallRule {
+        program: None,
+        remote_addresses: Vec::new(),
+        ..made()
     };
-    assert_eq!(set.not_default(), [true; 6]);
+    type Edit = fn(&mut Unset);
+    let edits: [(Edit, bool); 9] = [
+        (|u| u.interfaces = vec!["Ethernet 2".into()], true),
+        (|u| u.edge_traversal_options = 2, false),
+        (|u| u.edge_traversal_options = 3, false),
+        (
+            |u| u.app_container.local_app_package_id = "S-1-15-2-1".into(),
+            true,
+        ),
+        (
+            |u| u.app_container.local_user_owner = "S-1-5-21-1-2-3-500".into(),
+            true,
+        ),
+        (
+            |u| u.app_container.local_user_authorized_list = "O:LSD:(A;;CC;;;S-1-5-18)".into(),
+            true,
+        ),
+        (
+            |u| u.app_container.remote_user_authorized_list = "O:LSD:(A;;CC;;;S-1-5-11)".into(),
+            true,
+        ),
+        (
+            |u| u.app_container.remote_machine_authorized_list = "O:LSD:(A;;CC;;;S-1-5-11)".into(),
+            true,
+        ),
+        (|u| u.app_container.secure_flags = 1, true),
+    ];
+    for (edit, narrows) in edits {
+        let mut narrowed = open.clone();
+        edit(&mut narrowed.unset);
+        assert!(!open.same(&narrowed), "{:?}", narrowed.unset);
+        assert!(!ours(std::slice::from_ref(&narrowed), Some(&open)));
+        assert_eq!(
+            narrowed.opens(Protocol::Tcp, 9091),
+            !narrows,
+            "{:?}",
+            narrowed.unset
+        );
+    }
+    // Edge traversal allowed through either property is one value.
+    let flag = FirewallRule {
+        unset: Unset {
+            edge_traversal: true,
+            ..Unset::default()
+        },
+        ..open.clone()
+    };
+    let option = FirewallRule {
+        unset: Unset {
+            edge_traversal: true,
+            edge_traversal_options: crate::host::firewall::EDGE_TRAVERSAL_ALLOW,
+            ..Unset::default()
+        },
+        ..open.clone()
+    };
+    assert!(flag.same(&option));
+    assert!(!open.same(&flag));
+}
+
+/// A record or journal keeps the new properties only where they are not at their default,
+/// and reads them back.
+#[test]
+fn the_new_properties_are_kept_in_a_record_only_when_set() {
+    let json = serde_json::to_value(made()).expect("json");
+    for key in [
+        "interfaces",
+        "edge_traversal_options",
+        "local_user_owner",
+        "secure_flags",
+    ] {
+        assert!(json.get(key).is_none(), "{key}: {json}");
+    }
+    let narrowed = FirewallRule {
+        unset: narrowed_every_way(),
+        ..made()
+    };
+    let json = serde_json::to_value(&narrowed).expect("json");
+    assert_eq!(json["interfaces"], serde_json::json!(["Ethernet"]));
+    assert_eq!(json["edge_traversal_options"], 3);
+    assert!(json["remote_machine_authorized_list"].is_string(), "{json}");
+    let back: FirewallRule = serde_json::from_value(json).expect("back");
+    assert_eq!(back, narrowed);
 }

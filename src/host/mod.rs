@@ -42,7 +42,8 @@ pub use events::{EventLevel, EventLog};
 pub(crate) use files::open_to_write;
 pub use files::{Access, DirEntry, Files, READ_CAP, read_capped};
 pub use firewall::{
-    ALL_PROFILES, Direction, Firewall, FirewallModifyState, FirewallRule, Protocol, Unset,
+    ALL_PROFILES, AppContainerScope, Direction, Firewall, FirewallModifyState, FirewallRule,
+    Protocol, Unset,
 };
 pub use hns::{Hns, HnsEndpoint, HnsNetwork};
 pub use network::{

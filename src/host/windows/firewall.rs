@@ -1,9 +1,7 @@
 //! Windows Firewall rules through the INetFwPolicy2 COM API. A rule's name here is the name
 //! the firewall shows (PowerShell's DisplayName).
 
-use crate::host::{
-    Direction, FirewallModifyState, FirewallRule, HostError, HostResult, Protocol, Unset,
-};
+use crate::host::{Direction, FirewallModifyState, FirewallRule, HostError, HostResult, Protocol};
 use windows::Win32::Foundation::{VARIANT_FALSE, VARIANT_TRUE};
 use windows::Win32::NetworkManagement::WindowsFirewall::{
     INetFwPolicy2, INetFwRule, NET_FW_ACTION_ALLOW, NET_FW_ACTION_BLOCK,
@@ -120,12 +118,11 @@ pub fn rules(name: &str) -> HostResult<Vec<FirewallRule>> {
 }
 
 /// A rule as it says itself, every property calicoctl-win sets and every one it does not
-/// (`Unset`) that narrows what the rule lets in (Microsoft's INetFwRule reference: Description
-/// as set, Protocol an IANA number or NET_FW_IP_PROTOCOL_ANY, Direction NET_FW_RULE_DIR_IN or
-/// _OUT, ApplicationName the program's path or empty for every program; LocalAddresses,
-/// RemotePorts, InterfaceTypes, EdgeTraversal, Grouping and ServiceName through their get_
-/// methods). Interfaces (a VARIANT array of interface names) and IcmpTypesAndCodes (ICMP
-/// rules only) are not read.
+/// (`Unset`, `firewall_unset::read`: INetFwRule's, INetFwRule2's and INetFwRule3's) that
+/// narrows what the rule lets in (Microsoft's INetFwRule reference: Description as set,
+/// Protocol an IANA number or NET_FW_IP_PROTOCOL_ANY, Direction NET_FW_RULE_DIR_IN or _OUT,
+/// ApplicationName the program's path or empty for every program). IcmpTypesAndCodes (ICMP
+/// rules only; calicoctl-win makes none) is not read.
 ///
 /// # Safety
 /// `rule` is a live rule object of this thread's COM.
@@ -153,51 +150,9 @@ unsafe fn read(rule: &INetFwRule) -> windows::core::Result<FirewallRule> {
             remote_addresses: FirewallRule::remote_addresses_from(
                 &rule.RemoteAddresses()?.to_string(),
             ),
-            unset: Unset {
-                local_addresses: rule.LocalAddresses()?.to_string(),
-                remote_ports: rule.RemotePorts()?.to_string(),
-                interface_types: rule.InterfaceTypes()?.to_string(),
-                edge_traversal: rule.EdgeTraversal()? != VARIANT_FALSE,
-                grouping: rule.Grouping()?.to_string(),
-                service_name: rule.ServiceName()?.to_string(),
-            },
+            unset: super::firewall_unset::read(rule)?,
         })
     }
-}
-
-/// Sets on a rule about to be added the properties calicoctl-win does not set where they are
-/// not Windows' defaults (`Unset::not_default`, as `same` compares them): a rule put back as
-/// it was read (an undo). After the protocol ("The Protocol property must be set before the
-/// RemotePorts property or an error will be returned", Microsoft's INetFwRule::RemotePorts
-/// page) and the direction (edge traversal only on an inbound rule, [MS-FASP] 2.2.35).
-///
-/// # Safety
-/// `rule` is a live rule object of this thread's COM.
-unsafe fn set_unset(rule: &INetFwRule, u: &Unset) -> windows::core::Result<()> {
-    let [local, remote, types, edge, group, service] = u.not_default();
-    let bstr = |s: &str| BSTR::from(s);
-    // SAFETY: property writes on the live rule object.
-    unsafe {
-        if local {
-            rule.SetLocalAddresses(&bstr(&u.local_addresses))?;
-        }
-        if remote {
-            rule.SetRemotePorts(&bstr(&u.remote_ports))?;
-        }
-        if types {
-            rule.SetInterfaceTypes(&bstr(&u.interface_types))?;
-        }
-        if edge {
-            rule.SetEdgeTraversal(VARIANT_TRUE)?;
-        }
-        if group {
-            rule.SetGrouping(&bstr(&u.grouping))?;
-        }
-        if service {
-            rule.SetServiceName(&bstr(&u.service_name))?;
-        }
-    }
-    Ok(())
 }
 
 pub fn add(r: &FirewallRule) -> HostResult<()> {
@@ -219,6 +174,13 @@ pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
         let fw = policy()?;
         let rule: INetFwRule =
             CoCreateInstance(&NetFwRule, None, CLSCTX_INPROC_SERVER).map_err(api(op()))?;
+        if let Some(why) = super::firewall_unset::cannot_set(&rule, &r.unset).map_err(api(op()))? {
+            return Err(HostError::Api {
+                op: op(),
+                code: windows::Win32::Foundation::E_NOINTERFACE.0 as u32,
+                message: why,
+            });
+        }
         rule.SetName(&BSTR::from(r.name.as_str()))
             .map_err(api(op()))?;
         rule.SetDescription(&BSTR::from(r.description.as_str()))
@@ -249,7 +211,7 @@ pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
         rule.SetProfiles(r.profiles as i32).map_err(api(op()))?;
         rule.SetRemoteAddresses(&BSTR::from(r.remote_addresses_text()))
             .map_err(api(op()))?;
-        set_unset(&rule, &r.unset).map_err(api(op()))?;
+        super::firewall_unset::set(&rule, &r.unset).map_err(api(op()))?;
         rule.SetEnabled(if r.enabled {
             VARIANT_TRUE
         } else {
@@ -303,6 +265,30 @@ pub fn modify_state() -> HostResult<FirewallModifyState> {
         NET_FW_MODIFY_STATE_INBOUND_BLOCKED => FirewallModifyState::InboundBlocked,
         _ => FirewallModifyState::Ok,
     })
+}
+
+/// Tests: the properties calicoctl-win does not set, as a rule object made by
+/// `CoCreateInstance(NetFwRule)` and given only a name and TCP holds them, not added to the
+/// firewall (nothing on the host changes).
+#[cfg(test)]
+pub(crate) fn of_a_fresh_rule() -> HostResult<crate::host::Unset> {
+    use windows::Win32::NetworkManagement::WindowsFirewall::NetFwRule;
+    use windows::Win32::System::Com::{CLSCTX_INPROC_SERVER, CoCreateInstance};
+    let api = |e: windows::core::Error| HostError::Api {
+        op: "read a fresh firewall rule object".into(),
+        code: e.code().0 as u32,
+        message: e.message(),
+    };
+    let _com = com_init();
+    // SAFETY: a fresh rule object of this thread's COM, dropped before `_com`.
+    unsafe {
+        let rule: INetFwRule =
+            CoCreateInstance(&NetFwRule, None, CLSCTX_INPROC_SERVER).map_err(api)?;
+        rule.SetName(&BSTR::from("calicoctl-win fresh rule"))
+            .map_err(api)?;
+        rule.SetProtocol(6).map_err(api)?;
+        super::firewall_unset::read(&rule).map_err(api)
+    }
 }
 
 /// Tests: every rule of this name gone, as an administrator's `Remove-NetFirewallRule

@@ -11,6 +11,9 @@ mod eventlog;
 mod ffi;
 pub(crate) mod files;
 pub(crate) mod firewall;
+mod firewall_unset;
+#[cfg(test)]
+mod firewall_unset_tests;
 mod hcn;
 #[cfg(test)]
 mod hcn_tests;

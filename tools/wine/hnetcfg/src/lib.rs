@@ -14,8 +14,11 @@
 //! every one of them (a guess, the harmful one: Microsoft's Remove page says only that it
 //! "removes a rule from the collection"), and of an unknown name succeeds ("has no effect"),
 //! a name matched exactly (the page says nothing of case: the conservative reading);
-//! LocalAddresses, RemotePorts, InterfaceTypes, EdgeTraversal, Grouping and ServiceName are
-//! kept as set, and a new rule's read back as Windows' defaults (`Fields::with_defaults`).
+//! LocalAddresses, RemotePorts, InterfaceTypes, EdgeTraversal, Grouping, ServiceName and
+//! Interfaces are kept as set, and a new rule's read back as Windows' defaults
+//! (`Fields::with_defaults`); a rule object has INetFwRule2 (EdgeTraversalOptions, one value
+//! with EdgeTraversal) and INetFwRule3 (its app container properties), `rule3.rs`, unless
+//! `rule-interfaces.json` says `1`: then INetFwRule alone (`OldRule`), as Wine's own.
 //! `get__NewEnum` enumerates every rule, in the order added, as `IDispatch` VARIANTs (its page:
 //! "an object supporting IEnumVARIANT that can be used to iterate through all the rules in the
 //! collection"). Rules live in the prefix's `C:\calicoctl-win-firewall\rules.json`.
@@ -29,14 +32,17 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 mod generated;
+mod rule3;
+
+use rule3::{interfaces_variant, names_in};
 
 use serde_json::{Value, json};
 use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use windows::Win32::Foundation::{
-    CLASS_E_CLASSNOTAVAILABLE, CLASS_E_NOAGGREGATION, E_INVALIDARG, E_NOTIMPL, E_POINTER, S_FALSE, S_OK,
-    VARIANT_FALSE, VARIANT_TRUE,
+    CLASS_E_CLASSNOTAVAILABLE, CLASS_E_NOAGGREGATION, E_INVALIDARG, E_NOTIMPL, E_POINTER, S_FALSE,
+    S_OK, VARIANT_FALSE, VARIANT_TRUE,
 };
 use windows::Win32::NetworkManagement::WindowsFirewall::*;
 use windows::Win32::System::Com::*;
@@ -68,9 +74,21 @@ pub struct Fields {
     local_addresses: String,
     remote_ports: String,
     interface_types: String,
-    edge_traversal: bool,
+    /// `NET_FW_EDGE_TRAVERSAL_TYPE`: INetFwRule's EdgeTraversal and INetFwRule2's
+    /// EdgeTraversalOptions are one property (the enumeration's page: `_DENY` and `_ALLOW`
+    /// are "the same as setting the EdgeTraversal property" false and true).
+    edge_traversal: i32,
     grouping: String,
     service_name: String,
+    /// INetFwRule::Interfaces, friendly names; none is every interface.
+    interfaces: Vec<String>,
+    /// INetFwRule3's properties, none set on a new rule.
+    local_app_package_id: String,
+    local_user_owner: String,
+    local_user_authorized_list: String,
+    remote_user_authorized_list: String,
+    remote_machine_authorized_list: String,
+    secure_flags: i32,
 }
 
 impl Fields {
@@ -108,7 +126,13 @@ impl Fields {
             "RemoteAddresses": self.remote_addresses, "ApplicationName": self.application_name,
             "LocalAddresses": self.local_addresses, "RemotePorts": self.remote_ports,
             "InterfaceTypes": self.interface_types, "EdgeTraversal": self.edge_traversal,
-            "Grouping": self.grouping, "ServiceName": self.service_name})
+            "Grouping": self.grouping, "ServiceName": self.service_name,
+            "Interfaces": self.interfaces, "LocalAppPackageId": self.local_app_package_id,
+            "LocalUserOwner": self.local_user_owner,
+            "LocalUserAuthorizedList": self.local_user_authorized_list,
+            "RemoteUserAuthorizedList": self.remote_user_authorized_list,
+            "RemoteMachineAuthorizedList": self.remote_machine_authorized_list,
+            "SecureFlags": self.secure_flags})
     }
 
     fn from_json(v: &Value) -> Self {
@@ -132,9 +156,23 @@ impl Fields {
             local_addresses: s("LocalAddresses"),
             remote_ports: s("RemotePorts"),
             interface_types: s("InterfaceTypes"),
-            edge_traversal: v["EdgeTraversal"].as_bool().unwrap_or(false),
+            edge_traversal: n("EdgeTraversal"),
             grouping: s("Grouping"),
             service_name: s("ServiceName"),
+            interfaces: v["Interfaces"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|n| n.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            local_app_package_id: s("LocalAppPackageId"),
+            local_user_owner: s("LocalUserOwner"),
+            local_user_authorized_list: s("LocalUserAuthorizedList"),
+            remote_user_authorized_list: s("RemoteUserAuthorizedList"),
+            remote_machine_authorized_list: s("RemoteMachineAuthorizedList"),
+            secure_flags: n("SecureFlags"),
         }
         .with_defaults()
     }
@@ -165,7 +203,7 @@ fn save(rules: &[Fields]) -> windows::core::Result<()> {
 
 fn add(rule: &INetFwRule) -> windows::core::Result<()> {
     // SAFETY: reading the properties of a live rule object.
-    let fields = unsafe {
+    let mut fields = unsafe {
         Fields {
             name: rule.Name()?.to_string(),
             description: rule.Description()?.to_string(),
@@ -180,12 +218,15 @@ fn add(rule: &INetFwRule) -> windows::core::Result<()> {
             local_addresses: rule.LocalAddresses()?.to_string(),
             remote_ports: rule.RemotePorts()?.to_string(),
             interface_types: rule.InterfaceTypes()?.to_string(),
-            edge_traversal: rule.EdgeTraversal()? != VARIANT_FALSE,
+            edge_traversal: i32::from(rule.EdgeTraversal()? != VARIANT_FALSE),
             grouping: rule.Grouping()?.to_string(),
             service_name: rule.ServiceName()?.to_string(),
+            interfaces: names_in(&rule.Interfaces()?)?,
+            ..Fields::default()
         }
         .with_defaults()
     };
+    rule3::add_newer(rule, &mut fields)?;
     // Test-only: rules named in `refuse.json` are refused with E_ACCESSDENIED, the HRESULT of
     // a refused access (HRESULT_FROM_WIN32(ERROR_ACCESS_DENIED), winerror.h). Which code a
     // locked-down node's firewall would give is a guess, not read from Microsoft's reference.
@@ -249,8 +290,12 @@ fn ports_allowed(rule: &Fields) -> windows::core::Result<()> {
     }
 }
 
+/// `NET_FW_EDGE_TRAVERSAL_TYPE_ALLOW` (icftypes.h).
+const EDGE_ALLOW: i32 = 1;
+
 /// `SetEdgeTraversal(true)` refused on an outbound rule (direction 2): [MS-FASP] 2.2.35
-/// (FW_RULE_FLAGS_ROUTEABLE_ADDRS_TRAVERSE, the edge traversal flag): it is valid only on
+/// (FW_RULE_FLAGS_ROUTEABLE_ADDRS_TRAVERSE, the edge traversal flag, and its _DEFER_APP and
+/// _DEFER_USER forms, which INetFwRule2's EdgeTraversalOptions sets): it is valid only on
 /// inbound rules. Edge traversal off is always accepted.
 fn edge_traversal_allowed(
     rule: &Fields,
@@ -287,13 +332,33 @@ fn item(name: &str) -> windows::core::Result<INetFwRule> {
         .into_iter()
         .find(|r| r.name.eq_ignore_ascii_case(name))
     {
-        Some(f) => Ok(Rule(Mutex::new(f)).into()),
+        Some(f) => rule_object(f).cast(),
         None => Err(NOT_FOUND.into()),
     }
 }
 
-#[implement(INetFwRule)]
+/// A rule object of today's Windows: INetFwRule3, and INetFwRule2 and INetFwRule with it.
+#[implement(INetFwRule3)]
 pub struct Rule(Mutex<Fields>);
+
+/// A rule object with INetFwRule alone, as on Windows before 7 (INetFwRule2's and
+/// INetFwRule3's pages: Windows 7 / Server 2008 R2 and Windows 8 / Server 2012 on) and as
+/// Wine's own hnetcfg.dll makes one (dlls/hnetcfg/policy.c, `netfw_rule_QueryInterface`:
+/// INetFwRule, IDispatch and IUnknown, E_NOINTERFACE for the rest).
+#[implement(INetFwRule)]
+pub struct OldRule(Mutex<Fields>);
+
+/// The rule object: `Rule`, or `OldRule` while `rule-interfaces.json` beside the rules says
+/// `1` (a test's way of playing a Windows without INetFwRule2 and INetFwRule3).
+fn rule_object(fields: Fields) -> IUnknown {
+    let old = std::fs::read_to_string(file().with_file_name("rule-interfaces.json"))
+        .is_ok_and(|t| t.trim() == "1");
+    if old {
+        OldRule(Mutex::new(fields)).into()
+    } else {
+        Rule(Mutex::new(fields)).into()
+    }
+}
 
 /// The rules as they were when `get__NewEnum` was asked, and the next one's place.
 #[implement(IEnumVARIANT)]
@@ -314,8 +379,7 @@ impl IEnumVARIANT_Impl for Enum_Impl {
         let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let mut n = 0u32;
         while n < celt && g.1 < g.0.len() {
-            let rule: INetFwRule = Rule(Mutex::new(g.0[g.1].clone())).into();
-            let Ok(dispatch) = rule.cast::<IDispatch>() else {
+            let Ok(dispatch) = rule_object(g.0[g.1].clone()).cast::<IDispatch>() else {
                 return E_POINTER;
             };
             let mut v = VARIANT::default();
@@ -365,6 +429,17 @@ impl Rule_Impl {
     }
 }
 
+impl OldRule_Impl {
+    fn get(&self) -> Fields {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set(&self, f: impl FnOnce(&mut Fields)) -> windows::core::Result<()> {
+        f(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        Ok(())
+    }
+}
+
 #[implement(INetFwRules)]
 pub struct Rules;
 
@@ -390,7 +465,7 @@ impl IClassFactory_Impl for Factory_Impl {
         let unknown: IUnknown = if self.0 == CLSID_POLICY {
             Policy.into()
         } else {
-            Rule(Mutex::new(Fields::new())).into()
+            rule_object(Fields::new())
         };
         // SAFETY: riid and ppv were checked above; query sets *ppv or null.
         unsafe { unknown.query(riid, ppv).ok() }

@@ -1,0 +1,295 @@
+//! The properties of a firewall rule calicoctl-win never sets, as the firewall holds them.
+
+use super::normal_address;
+use serde::{Deserialize, Serialize};
+
+/// `NET_FW_EDGE_TRAVERSAL_TYPE_ALLOW` (icftypes.h; Microsoft's NET_FW_EDGE_TRAVERSAL_TYPE
+/// page: "Edge traversal traffic is always allowed. This is the same as setting the
+/// EdgeTraversal property using INetFwRule to VARIANT_TRUE"). `_DENY` is 0 ("the same as
+/// setting the EdgeTraversal property ... to VARIANT_FALSE"), `_DEFER_TO_APP` 2,
+/// `_DEFER_TO_USER` 3.
+pub const EDGE_TRAVERSAL_ALLOW: i32 = 1;
+
+/// The `INetFwRule` properties calicoctl-win never sets, read so that an administrator who
+/// tightened a rule through one of them has it judged no longer as made (and kept), and so
+/// that a rule put back is put back as it was read. `Default` is what Windows gives a rule
+/// that does not set them (Microsoft's pages, cited on each field; where none states it, the
+/// Windows workflow's `a_fresh_rule_reads_back_the_defaults_relied_on` checks it on real
+/// Windows); a field at its default is left out of a record or journal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Unset {
+    /// `INetFwRule::LocalAddresses`: "\"*\" is the default value" (Microsoft's
+    /// INetFwRule::get_LocalAddresses page), any local address.
+    #[serde(skip_serializing_if = "is_star")]
+    pub local_addresses: String,
+    /// `INetFwRule::RemotePorts`: `*`, any port, when none was set. No Microsoft page states
+    /// this default: INetFwRule::get_RemotePorts says only "This property is optional", and
+    /// PowerShell's New-NetFirewallRule gives `-RemotePort` the keyword `Any` and no default;
+    /// `*` is the reference's "any" of the address lists (INetFwRule::get_RemoteAddresses:
+    /// "The default value is \"*\""). The Windows workflow reads it back from a fresh rule
+    /// on real Windows. A rule read back otherwise is judged changed and kept, never removed.
+    #[serde(skip_serializing_if = "is_star")]
+    pub remote_ports: String,
+    /// `INetFwRule::InterfaceTypes`: one or more of "RemoteAccess", "Wireless", "Lan" and
+    /// "All" (INetFwRule::get_InterfaceTypes); `All` when none was set: PowerShell's
+    /// New-NetFirewallRule page, `-InterfaceType`: "The default value is Any" (the same rule
+    /// store, the same property). The Windows workflow reads `All` back from a fresh rule.
+    #[serde(skip_serializing_if = "is_all")]
+    pub interface_types: String,
+    /// `INetFwRule::EdgeTraversal`: "New rules have the EdgeTraversal property disabled by
+    /// default" (its page).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub edge_traversal: bool,
+    /// `INetFwRule::Grouping`, the group the firewall's console shows the rule in: none
+    /// unless set ("This property is optional", its page).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub grouping: String,
+    /// `INetFwRule::ServiceName`, the service whose traffic alone it lets in: none unless set
+    /// ("This property is optional", its page; `*` is any service).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub service_name: String,
+    /// `INetFwRule::Interfaces`, the interfaces it applies on by friendly name (a VARIANT
+    /// array): none, every interface, unless set (INetFwRule::get_Interfaces: "This property
+    /// is optional. The interfaces in the list are represented by their friendly name").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<String>,
+    /// `INetFwRule2::EdgeTraversalOptions`, a `NET_FW_EDGE_TRAVERSAL_TYPE`: `_DENY` (0) by
+    /// default, as `edge_traversal` is false (the enumeration's page ties `_DENY` and `_ALLOW`
+    /// to it); `_DEFER_TO_APP` and `_DEFER_TO_USER` only through INetFwRule2 (Windows 7,
+    /// Server 2008 R2 on: INetFwRule2's page).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub edge_traversal_options: i32,
+    /// INetFwRule3's properties (Windows 8, Server 2012 on: its page).
+    #[serde(flatten)]
+    pub app_container: AppContainerScope,
+}
+
+/// The properties of `INetFwRule3` ("provide access to the requirements of app
+/// containers", its page), each of which narrows whom or what a rule lets in. None is set on
+/// a rule that does not set them: their pages give no default, and PowerShell's
+/// New-NetFirewallRule gives each of `-Package`, `-Owner`, `-LocalUser`, `-RemoteUser`,
+/// `-RemoteMachine` "Default value: None"; `SecureFlags` 0 is `NET_FW_AUTHENTICATE_NONE`
+/// (icftypes.h), `-Authentication NotRequired`. The Windows workflow reads them back from a
+/// fresh rule on real Windows.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AppContainerScope {
+    /// `LocalAppPackageId`: "the package identifier or the app container identifier of a
+    /// process" whose traffic alone it lets in.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub local_app_package_id: String,
+    /// `LocalUserOwner`: "the user security identifier (SID) of the user who is the owner of
+    /// the rule".
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub local_user_owner: String,
+    /// `LocalUserAuthorizedList`: "a list of authorized local users for an app container".
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub local_user_authorized_list: String,
+    /// `RemoteUserAuthorizedList`: "a list of remote users who are authorized to access an
+    /// app container".
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub remote_user_authorized_list: String,
+    /// `RemoteMachineAuthorizedList`: "a list of remote computers which are authorized to
+    /// access an app container".
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub remote_machine_authorized_list: String,
+    /// `SecureFlags`, a `NET_FW_AUTHENTICATE_TYPE`: which IPsec protection traffic needs to
+    /// be let in ([MS-FASP] 2.2.35 FW_RULE_FLAGS_AUTHENTICATE: "traffic that matches the rule
+    /// is allowed only if it has been authenticated by IPsec; otherwise, traffic is blocked").
+    #[serde(skip_serializing_if = "is_zero")]
+    pub secure_flags: i32,
+}
+
+impl AppContainerScope {
+    /// Whether every property is at its default (`Default`), as compared (`key`).
+    pub fn is_default(&self) -> bool {
+        self.key() == AppContainerScope::default().key() && self.secure_flags == 0
+    }
+
+    /// The properties as compared: each string trimmed (an SDDL string or SID as written).
+    fn key(&self) -> [&str; 5] {
+        [
+            self.local_app_package_id.trim(),
+            self.local_user_owner.trim(),
+            self.local_user_authorized_list.trim(),
+            self.remote_user_authorized_list.trim(),
+            self.remote_machine_authorized_list.trim(),
+        ]
+    }
+}
+
+impl Default for Unset {
+    fn default() -> Self {
+        Self {
+            local_addresses: "*".into(),
+            remote_ports: "*".into(),
+            interface_types: "All".into(),
+            edge_traversal: false,
+            grouping: String::new(),
+            service_name: String::new(),
+            interfaces: Vec::new(),
+            edge_traversal_options: 0,
+            app_container: AppContainerScope::default(),
+        }
+    }
+}
+
+fn is_star(s: &str) -> bool {
+    s == "*"
+}
+
+fn is_all(s: &str) -> bool {
+    s.eq_ignore_ascii_case("all")
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
+}
+
+/// A comma-separated list as a set to compare: each token trimmed, in lower case (keywords
+/// such as `LocalSubnet` are "not case-sensitive", Microsoft's INetFwRule::LocalAddresses
+/// page), addresses as `normal_address` has them, sorted; empty is `empty`.
+fn token_set(text: &str, empty: &str) -> Vec<String> {
+    let mut v: Vec<String> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| normal_address(t).to_ascii_lowercase())
+        .collect();
+    if v.is_empty() {
+        v.push(empty.into());
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Which of `Unset`'s properties are not at Windows' default, as `same` compares them: what
+/// a rule put back sets, and nothing else.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NotDefault {
+    pub local_addresses: bool,
+    pub remote_ports: bool,
+    pub interface_types: bool,
+    /// Edge traversal other than denied (`Unset::edge`), through `EdgeTraversal` or
+    /// INetFwRule2's `EdgeTraversalOptions`.
+    pub edge_traversal: bool,
+    pub grouping: bool,
+    pub service_name: bool,
+    pub interfaces: bool,
+    /// Any of INetFwRule3's properties (`AppContainerScope`).
+    pub app_container: bool,
+}
+
+impl NotDefault {
+    /// Whether any property is not at its default.
+    pub fn any(&self) -> bool {
+        self.all_of().iter().any(|b| *b)
+    }
+
+    /// Whether every property is not at its default.
+    pub fn all(&self) -> bool {
+        self.all_of().iter().all(|b| *b)
+    }
+
+    fn all_of(&self) -> [bool; 8] {
+        [
+            self.local_addresses,
+            self.remote_ports,
+            self.interface_types,
+            self.edge_traversal,
+            self.grouping,
+            self.service_name,
+            self.interfaces,
+            self.app_container,
+        ]
+    }
+}
+
+/// `Unset` as compared (`Unset::key`).
+pub(super) type UnsetKey<'a> = (
+    [Vec<String>; 3],
+    i32,
+    (&'a str, String),
+    Vec<String>,
+    ([&'a str; 5], i32),
+);
+
+impl Unset {
+    /// Which fields are not at Windows' default, as `key` compares them (a read-back `""` or
+    /// `" * "` is the default `*`).
+    pub fn not_default(&self) -> NotDefault {
+        let (a, b) = (self.key(), Unset::default());
+        let d = b.key();
+        NotDefault {
+            local_addresses: a.0[0] != d.0[0],
+            remote_ports: a.0[1] != d.0[1],
+            interface_types: a.0[2] != d.0[2],
+            edge_traversal: a.1 != d.1,
+            grouping: a.2.0 != d.2.0,
+            service_name: a.2.1 != d.2.1,
+            interfaces: a.3 != d.3,
+            app_container: a.4 != d.4,
+        }
+    }
+
+    /// The edge traversal as one `NET_FW_EDGE_TRAVERSAL_TYPE`: `edge_traversal_options`
+    /// when it says more than denied, else `_ALLOW` or `_DENY` from `edge_traversal` (a rule
+    /// of a record that kept the flag only, or read where INetFwRule2 is absent).
+    pub fn edge(&self) -> i32 {
+        if self.edge_traversal_options != 0 {
+            self.edge_traversal_options
+        } else {
+            i32::from(self.edge_traversal)
+        }
+    }
+
+    /// Whether they let in what a rule without them lets in on a node's network: any local
+    /// address, any remote port (VXLAN's source port is a hash of the inner packet, RFC 7348
+    /// section 5, so a rule of some remote ports drops some of it), no service (a rule of
+    /// a service, `*` too, lets in only a service's traffic: Microsoft's
+    /// INetFwRule::ServiceName page; the kernel's VXLAN is none), interface types `All`
+    /// or a list holding `Lan` (its page's values), every interface (a list of some lets in
+    /// nothing on the others, the vSwitch's among them), and none of INetFwRule3's
+    /// properties (each lets in only an app container's, a user's or an IPsec-authenticated
+    /// peer's traffic). Edge traversal and grouping narrow nothing.
+    pub fn lets_all_in(&self) -> bool {
+        let ([local, remote, types], ..) = self.key();
+        local == ["*"]
+            && remote == ["*"]
+            && self.service_name.trim().is_empty()
+            && types.iter().any(|t| t == "all" || t == "lan")
+            && self.interfaces.iter().all(|i| i.trim().is_empty())
+            && self.app_container.is_default()
+    }
+
+    /// The fields as compared: every list as a set (`token_set`), the service name in any
+    /// case (the service control manager's names are), the interfaces as a set of names as
+    /// written (trimmed: a name in another case is judged another rule, and kept), edge
+    /// traversal as one value (`edge`).
+    pub(super) fn key(&self) -> UnsetKey<'_> {
+        let mut interfaces: Vec<String> = self
+            .interfaces
+            .iter()
+            .map(|i| i.trim().to_owned())
+            .filter(|i| !i.is_empty())
+            .collect();
+        interfaces.sort_unstable();
+        interfaces.dedup();
+        (
+            [
+                token_set(&self.local_addresses, "*"),
+                token_set(&self.remote_ports, "*"),
+                token_set(&self.interface_types, "all"),
+            ],
+            self.edge(),
+            (
+                self.grouping.as_str(),
+                self.service_name.to_ascii_lowercase(),
+            ),
+            interfaces,
+            (self.app_container.key(), self.app_container.secure_flags),
+        )
+    }
+}

@@ -1,0 +1,299 @@
+//! The rule properties calicoctl-win does not set (`Unset`), read and put back through
+//! INetFwRule, INetFwRule2 and INetFwRule3.
+
+use crate::host::firewall::{AppContainerScope, EDGE_TRAVERSAL_ALLOW, Unset};
+use std::ffi::c_void;
+use std::mem::ManuallyDrop;
+use windows::Win32::Foundation::{E_INVALIDARG, E_NOINTERFACE, E_OUTOFMEMORY, VARIANT_TRUE};
+use windows::Win32::NetworkManagement::WindowsFirewall::{INetFwRule, INetFwRule2, INetFwRule3};
+use windows::Win32::System::Ole::{
+    SafeArrayCreateVector, SafeArrayGetElement, SafeArrayGetLBound, SafeArrayGetUBound,
+    SafeArrayPutElement,
+};
+use windows::Win32::System::Variant::{
+    VARENUM, VARIANT, VT_ARRAY, VT_BSTR, VT_EMPTY, VT_NULL, VT_VARIANT, VariantClear,
+};
+use windows::core::{BSTR, Interface};
+
+/// The rule's `I` (INetFwRule2, INetFwRule3), or `None` where the object has none: its
+/// QueryInterface answered E_NOINTERFACE, as on Windows before 7 (INetFwRule2) or before 8
+/// (INetFwRule3), their pages' "Minimum supported server", and as Wine's own hnetcfg.dll
+/// answers for both (dlls/hnetcfg/policy.c, `netfw_rule_QueryInterface`: INetFwRule,
+/// IDispatch and IUnknown only). Its properties are then at their defaults, as no rule there
+/// can have them. Any other failure is an error, never taken for "absent".
+pub(super) fn optional<I: Interface>(rule: &INetFwRule) -> windows::core::Result<Option<I>> {
+    present(rule.cast::<I>())
+}
+
+/// An interface asked for: `None` for E_NOINTERFACE alone, any other error kept.
+fn present<I>(asked: windows::core::Result<I>) -> windows::core::Result<Option<I>> {
+    match asked {
+        Ok(i) => Ok(Some(i)),
+        Err(e) if e.code() == E_NOINTERFACE => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Why the rule object cannot take `u` whole, if it cannot: a property only INetFwRule2 or
+/// INetFwRule3 sets, and this Windows lacks it (`optional`). Asked before anything is set or
+/// added, so that a refusal changes nothing; the rule would otherwise come back narrower or
+/// wider than it was read.
+pub(super) fn cannot_set(rule: &INetFwRule, u: &Unset) -> windows::core::Result<Option<String>> {
+    let nd = u.not_default();
+    let why = |interface: &str, what: &str| {
+        format!(
+            "the rule has {what}, which only {interface} sets, and this Windows has no {interface} (QueryInterface: E_NOINTERFACE): it cannot be put back whole"
+        )
+    };
+    if nd.edge_traversal
+        && u.edge() != EDGE_TRAVERSAL_ALLOW
+        && optional::<INetFwRule2>(rule)?.is_none()
+    {
+        return Ok(Some(why(
+            "INetFwRule2",
+            "edge traversal deferred to the application or user",
+        )));
+    }
+    if nd.app_container && optional::<INetFwRule3>(rule)?.is_none() {
+        return Ok(Some(why(
+            "INetFwRule3",
+            "an app container, user or IPsec scope",
+        )));
+    }
+    Ok(None)
+}
+
+/// The properties as the rule holds them (INetFwRule's pages for LocalAddresses,
+/// RemotePorts, InterfaceTypes, EdgeTraversal, Grouping, ServiceName and Interfaces;
+/// INetFwRule2's EdgeTraversalOptions; INetFwRule3's app container properties), those of an
+/// absent interface (`optional`) at their defaults.
+///
+/// # Safety
+/// `rule` is a live rule object of this thread's COM.
+pub(super) unsafe fn read(rule: &INetFwRule) -> windows::core::Result<Unset> {
+    // SAFETY: property reads on the live rule object and the interfaces it answers.
+    unsafe {
+        let edge_traversal_options = match optional::<INetFwRule2>(rule)? {
+            Some(r2) => r2.EdgeTraversalOptions()?,
+            None => 0,
+        };
+        let app_container = match optional::<INetFwRule3>(rule)? {
+            Some(r3) => AppContainerScope {
+                local_app_package_id: r3.LocalAppPackageId()?.to_string(),
+                local_user_owner: r3.LocalUserOwner()?.to_string(),
+                local_user_authorized_list: r3.LocalUserAuthorizedList()?.to_string(),
+                remote_user_authorized_list: r3.RemoteUserAuthorizedList()?.to_string(),
+                remote_machine_authorized_list: r3.RemoteMachineAuthorizedList()?.to_string(),
+                secure_flags: r3.SecureFlags()?,
+            },
+            None => AppContainerScope::default(),
+        };
+        Ok(Unset {
+            local_addresses: rule.LocalAddresses()?.to_string(),
+            remote_ports: rule.RemotePorts()?.to_string(),
+            interface_types: rule.InterfaceTypes()?.to_string(),
+            edge_traversal: rule.EdgeTraversal()? != windows::Win32::Foundation::VARIANT_FALSE,
+            grouping: rule.Grouping()?.to_string(),
+            service_name: rule.ServiceName()?.to_string(),
+            interfaces: interfaces(rule)?,
+            edge_traversal_options,
+            app_container,
+        })
+    }
+}
+
+/// `INetFwRule::Interfaces`: VT_EMPTY (or VT_NULL) for none, else a SAFEARRAY of VARIANTs
+/// holding each name as a BSTR (as Microsoft's "Adding a Per Interface Rule" samples set it:
+/// a VBScript `Array`, a C++ SAFEARRAY of `variant_t`), or of BSTRs. Another type is an
+/// error, not "every interface".
+///
+/// # Safety
+/// `rule` is a live rule object of this thread's COM.
+unsafe fn interfaces(rule: &INetFwRule) -> windows::core::Result<Vec<String>> {
+    // SAFETY: the VARIANT the rule returns is owned here, read while alive, then cleared.
+    unsafe {
+        let mut v = rule.Interfaces()?;
+        let names = names_in(&v);
+        let _ = VariantClear(&mut v);
+        names
+    }
+}
+
+/// The names a VARIANT holds (`interfaces`).
+///
+/// # Safety
+/// `v` is a valid VARIANT.
+unsafe fn names_in(v: &VARIANT) -> windows::core::Result<Vec<String>> {
+    // SAFETY: the union is read as its `vt` says; every element copied out is cleared.
+    unsafe {
+        let inner = &v.Anonymous.Anonymous;
+        if inner.vt == VT_EMPTY || inner.vt == VT_NULL {
+            return Ok(Vec::new());
+        }
+        let array = inner.Anonymous.parray;
+        let of_variants = inner.vt == VT_ARRAY | VT_VARIANT;
+        if array.is_null() || !(of_variants || inner.vt == VT_ARRAY | VT_BSTR) {
+            // windows::core::Error::new would originate a WinRT error (RoOriginateErrorW,
+            // which Wine 8 lacks): the HRESULT alone.
+            return Err(E_INVALIDARG.into());
+        }
+        let mut names = Vec::new();
+        for i in SafeArrayGetLBound(array, 1)?..=SafeArrayGetUBound(array, 1)? {
+            if of_variants {
+                let mut item = VARIANT::default();
+                SafeArrayGetElement(array, &i, &mut item as *mut VARIANT as *mut c_void)?;
+                let it = &item.Anonymous.Anonymous;
+                let name = (it.vt == VT_BSTR).then(|| it.Anonymous.bstrVal.to_string());
+                let _ = VariantClear(&mut item);
+                names.extend(name);
+            } else {
+                let mut name = BSTR::new();
+                SafeArrayGetElement(array, &i, &mut name as *mut BSTR as *mut c_void)?;
+                names.push(name.to_string());
+            }
+        }
+        Ok(names)
+    }
+}
+
+/// Sets on a rule about to be added the properties that are not Windows' defaults
+/// (`Unset::not_default`, as `same` compares them): a rule put back as it was read (an
+/// undo). After the protocol ("The Protocol property must be set before the RemotePorts
+/// property or an error will be returned", Microsoft's INetFwRule::RemotePorts page) and the
+/// direction (edge traversal only on an inbound rule, [MS-FASP] 2.2.35). A property whose
+/// interface this Windows lacks was refused before (`cannot_set`).
+///
+/// # Safety
+/// `rule` is a live rule object of this thread's COM.
+pub(super) unsafe fn set(rule: &INetFwRule, u: &Unset) -> windows::core::Result<()> {
+    let nd = u.not_default();
+    let bstr = |s: &str| BSTR::from(s);
+    // SAFETY: property writes on the live rule object and the interfaces it answers.
+    unsafe {
+        if nd.local_addresses {
+            rule.SetLocalAddresses(&bstr(&u.local_addresses))?;
+        }
+        if nd.remote_ports {
+            rule.SetRemotePorts(&bstr(&u.remote_ports))?;
+        }
+        if nd.interface_types {
+            rule.SetInterfaceTypes(&bstr(&u.interface_types))?;
+        }
+        if nd.edge_traversal {
+            match optional::<INetFwRule2>(rule)? {
+                Some(r2) => r2.SetEdgeTraversalOptions(u.edge())?,
+                None if u.edge() == EDGE_TRAVERSAL_ALLOW => rule.SetEdgeTraversal(VARIANT_TRUE)?,
+                // `cannot_set` refused this before.
+                None => return Err(E_NOINTERFACE.into()),
+            }
+        }
+        if nd.grouping {
+            rule.SetGrouping(&bstr(&u.grouping))?;
+        }
+        if nd.service_name {
+            rule.SetServiceName(&bstr(&u.service_name))?;
+        }
+        if nd.interfaces {
+            set_interfaces(rule, &u.interfaces)?;
+        }
+        if nd.app_container {
+            let Some(r3) = optional::<INetFwRule3>(rule)? else {
+                // `cannot_set` refused this before.
+                return Err(E_NOINTERFACE.into());
+            };
+            set_app_container(&r3, &u.app_container)?;
+        }
+    }
+    Ok(())
+}
+
+/// INetFwRule3's properties that are set (not empty, not 0).
+///
+/// # Safety
+/// `r3` is a live rule object of this thread's COM.
+unsafe fn set_app_container(r3: &INetFwRule3, a: &AppContainerScope) -> windows::core::Result<()> {
+    let set = |text: &str, put: &dyn Fn(&BSTR) -> windows::core::Result<()>| {
+        if text.trim().is_empty() {
+            Ok(())
+        } else {
+            put(&BSTR::from(text))
+        }
+    };
+    // SAFETY: property writes on the live rule object.
+    unsafe {
+        set(&a.local_app_package_id, &|b| r3.SetLocalAppPackageId(b))?;
+        set(&a.local_user_owner, &|b| r3.SetLocalUserOwner(b))?;
+        set(&a.local_user_authorized_list, &|b| {
+            r3.SetLocalUserAuthorizedList(b)
+        })?;
+        set(&a.remote_user_authorized_list, &|b| {
+            r3.SetRemoteUserAuthorizedList(b)
+        })?;
+        set(&a.remote_machine_authorized_list, &|b| {
+            r3.SetRemoteMachineAuthorizedList(b)
+        })?;
+        if a.secure_flags != 0 {
+            r3.SetSecureFlags(a.secure_flags)?;
+        }
+    }
+    Ok(())
+}
+
+/// `INetFwRule::put_Interfaces` with the names (blank ones left out) as a SAFEARRAY of
+/// VARIANTs, each a BSTR, in a VT_ARRAY | VT_VARIANT VARIANT.
+///
+/// # Safety
+/// `rule` is a live rule object of this thread's COM.
+unsafe fn set_interfaces(rule: &INetFwRule, names: &[String]) -> windows::core::Result<()> {
+    let names: Vec<&str> = names
+        .iter()
+        .map(|n| n.trim())
+        .filter(|n| !n.is_empty())
+        .collect();
+    // SAFETY: the array is owned by `v` from its creation and freed by its VariantClear;
+    // SafeArrayPutElement copies each item, which is cleared after.
+    unsafe {
+        let array = SafeArrayCreateVector(VT_VARIANT, 0, names.len() as u32);
+        if array.is_null() {
+            return Err(E_OUTOFMEMORY.into());
+        }
+        let mut v = VARIANT::default();
+        let inner = &mut *v.Anonymous.Anonymous;
+        inner.vt = VARENUM(VT_ARRAY.0 | VT_VARIANT.0);
+        inner.Anonymous.parray = array;
+        let mut put = Ok(());
+        for (i, name) in (0i32..).zip(&names) {
+            let mut item = VARIANT::default();
+            let it = &mut *item.Anonymous.Anonymous;
+            it.vt = VT_BSTR;
+            it.Anonymous.bstrVal = ManuallyDrop::new(BSTR::from(*name));
+            put = SafeArrayPutElement(array, &i, &item as *const VARIANT as *const c_void);
+            let _ = VariantClear(&mut item);
+            if put.is_err() {
+                break;
+            }
+        }
+        let done = put.and_then(|()| rule.SetInterfaces(&v));
+        let _ = VariantClear(&mut v);
+        done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Only E_NOINTERFACE says an interface is absent; any other failure of QueryInterface
+    /// is an error, never read as a rule without the interface's properties.
+    #[test]
+    fn only_e_nointerface_is_an_absent_interface() {
+        use windows::Win32::Foundation::{E_ACCESSDENIED, E_NOINTERFACE, E_UNEXPECTED};
+        assert!(matches!(
+            super::present::<()>(Err(E_NOINTERFACE.into())),
+            Ok(None)
+        ));
+        for code in [E_ACCESSDENIED, E_UNEXPECTED] {
+            let e = super::present::<()>(Err(code.into())).expect_err("an error");
+            assert_eq!(e.code(), code);
+        }
+        assert!(matches!(super::present(Ok(7)), Ok(Some(7))));
+    }
+}

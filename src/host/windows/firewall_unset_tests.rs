@@ -1,0 +1,102 @@
+//! The properties calicoctl-win does not set, through the Windows host: Windows' defaults on
+//! a fresh rule, and a Windows without INetFwRule2 and INetFwRule3.
+
+use crate::host::contract::on_windows::{Defer, FIREWALL_POLICY, real_host};
+use crate::host::contract::unique;
+use crate::host::{AppContainerScope, Firewall, FirewallRule, HostError, Protocol, Unset};
+
+/// The defaults calicoctl-win relies on (`Unset::default`), as Windows gives them to a rule
+/// object made by the COM API that sets none of them, read as written (not as `same`
+/// compares): LocalAddresses `*`, RemotePorts `*`, InterfaceTypes `All`, no interfaces, edge
+/// traversal denied, none of INetFwRule3's properties. Nothing is added to the firewall. The
+/// Windows workflow runs it on real Windows (`CALICOCTL_WIN_REAL_HOST`) and prints them;
+/// under Wine it reads the stand-in, whose defaults are these.
+#[test]
+fn firewall_contract_a_fresh_rule_reads_back_the_defaults_relied_on() {
+    if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() && !real_host() {
+        return;
+    }
+    let _turn = FIREWALL_POLICY.lock().unwrap_or_else(|p| p.into_inner());
+    let fresh = super::firewall::of_a_fresh_rule().expect("read a fresh rule");
+    println!("a fresh rule's properties calicoctl-win does not set: {fresh:#?}");
+    assert_eq!(fresh.local_addresses, "*");
+    assert_eq!(fresh.remote_ports, "*");
+    assert_eq!(fresh.interface_types, "All");
+    assert_eq!(fresh, Unset::default());
+}
+
+fn rule(name: &str, unset: Unset) -> FirewallRule {
+    FirewallRule {
+        name: unique(name),
+        description: crate::host::firewall::MARKER.into(),
+        protocol: Protocol::Tcp,
+        direction: crate::host::Direction::In,
+        program: None,
+        local_port: 9095,
+        allow: true,
+        enabled: true,
+        profiles: crate::host::ALL_PROFILES,
+        remote_addresses: Vec::new(),
+        unset,
+    }
+}
+
+/// On a Windows whose rule objects have INetFwRule alone (before Windows 7 and 8; Wine's own
+/// hnetcfg.dll: the stand-in's `rule-interfaces.json`), a rule reads back with INetFwRule2's
+/// and INetFwRule3's properties at their defaults (QueryInterface's E_NOINTERFACE), its
+/// interfaces as set; a rule put back with an app container scope or a deferred edge
+/// traversal is refused, naming the interface, and nothing is added. (The read failed, or
+/// the rule was put back without them.)
+#[test]
+fn firewall_contract_without_inetfwrule2_and_3_reads_defaults_and_refuses_what_it_cannot_set() {
+    if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() {
+        return;
+    }
+    let _turn = FIREWALL_POLICY.lock().unwrap_or_else(|p| p.into_inner());
+    let knob = std::path::Path::new(r"C:\calicoctl-win-firewall\rule-interfaces.json");
+    std::fs::create_dir_all(knob.parent().expect("dir")).expect("dir");
+    std::fs::write(knob, "1").expect("write");
+    let _gone = Defer(|| {
+        let _ = std::fs::remove_file(knob);
+    });
+    let h = crate::host::windows::WindowsHost::new();
+    let on_some = rule(
+        "Calico contract old interfaces TCP ",
+        Unset {
+            interfaces: vec!["Ethernet".into()],
+            edge_traversal: true,
+            ..Unset::default()
+        },
+    );
+    h.firewall_add(&on_some).expect("add");
+    let read = h.firewall_rules(&on_some.name).expect("read");
+    let _ = h.firewall_remove(&on_some.name);
+    assert_eq!(read.len(), 1, "{read:?}");
+    assert_eq!(read[0].unset.app_container, AppContainerScope::default());
+    assert!(crate::host::firewall::only(&read, &on_some), "{read:?}");
+    let scoped = rule(
+        "Calico contract old scoped TCP ",
+        Unset {
+            app_container: AppContainerScope {
+                local_app_package_id: "S-1-15-2-1".into(),
+                ..AppContainerScope::default()
+            },
+            ..Unset::default()
+        },
+    );
+    let deferred = rule(
+        "Calico contract old deferred TCP ",
+        Unset {
+            edge_traversal_options: 2,
+            ..Unset::default()
+        },
+    );
+    for (r, interface) in [(&scoped, "INetFwRule3"), (&deferred, "INetFwRule2")] {
+        let err = h.firewall_add(r).expect_err("refused");
+        assert!(
+            matches!(&err, HostError::Api { code: 0x8000_4002, message, .. } if message.contains(interface)),
+            "{err}"
+        );
+        assert_eq!(h.firewall_rules(&r.name).expect("read"), []);
+    }
+}
