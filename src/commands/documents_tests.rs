@@ -182,7 +182,10 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
         ),
         (
             "`uninstall` `cluster_left`",
-            keys(&super::uninstall::ClusterLeft::default()),
+            keys(&super::uninstall::ClusterLeft {
+                uid: Some("uid".into()),
+                ..Default::default()
+            }),
         ),
         ("`reconfigure`", keys(&changing(reconfigure))),
         ("`reconfigure` `pods`", keys(&pods)),
