@@ -495,23 +495,36 @@ fn narrowed(r: &FirewallRule) -> Check {
     Check::fail(
         "firewall-vxlan",
         format!(
-            "firewall rule {} lets UDP 4789 in only for local addresses {}, remote ports {}, interface types {}, service '{}', interfaces [{}]{}: VXLAN (from any source port, RFC 7348) is dropped in part or whole",
+            "firewall rule {} lets UDP 4789 in only for local addresses {}, remote ports {}, interface types {}, service '{}'{}{}: VXLAN (from any source port, RFC 7348) is dropped in part or whole",
             r.name,
             u.local_addresses,
             u.remote_ports,
             u.interface_types,
             u.service_name,
-            u.interfaces.join(", "),
+            if u.interfaces.is_empty() {
+                String::new()
+            } else {
+                format!(", interfaces [{}]", u.interfaces.join(", "))
+            },
             if u.app_container.is_default() {
                 ""
             } else {
                 ", and an app container, user, remote machine or IPsec requirement"
             }
         ),
-        format!(
-            "Set-NetFirewallRule -DisplayName '{}' -LocalAddress Any -RemotePort Any -InterfaceType Any -Service Any; or remove it (Remove-NetFirewallRule -DisplayName '{}'): install creates the rule again",
-            r.name, r.name
-        ),
+        if u.app_container.is_default() && u.interfaces.is_empty() {
+            format!(
+                "Set-NetFirewallRule -DisplayName '{}' -LocalAddress Any -RemotePort Any -InterfaceType Any -Service Any; or remove it (Remove-NetFirewallRule -DisplayName '{}'): install creates the rule again",
+                r.name, r.name
+            )
+        } else {
+            // What clears an interface list or an app container, user, machine or IPsec
+            // requirement is not one Set-NetFirewallRule form: the rule made again is.
+            format!(
+                "remove it (Remove-NetFirewallRule -DisplayName '{}'): install creates the rule again, open to every interface and with no app container, user, remote machine or IPsec requirement",
+                r.name
+            )
+        },
     )
 }
 

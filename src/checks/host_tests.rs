@@ -210,6 +210,19 @@ fn firewall_vxlan_passes_when_open_or_to_be_opened_and_fails_on_a_blocking_rule(
     s.vxlan_rules.as_mut().expect("rules")[0].unset.remote_ports = "50000-50100".into();
     let t = assert_verdict("firewall-vxlan", &s, &c, Verdict::Fail);
     assert!(t.contains("remote ports 50000-50100"), "{t}");
+    assert!(
+        t.contains("-RemotePort Any") && !t.contains("interfaces ["),
+        "{t}"
+    );
+    // Narrowed to one interface: no Set-NetFirewallRule form is offered, the rule made again is.
+    s.vxlan_rules.as_mut().expect("rules")[0].unset = Default::default();
+    s.vxlan_rules.as_mut().expect("rules")[0].unset.interfaces = vec!["Ethernet 2".into()];
+    let t = assert_verdict("firewall-vxlan", &s, &c, Verdict::Fail);
+    assert!(t.contains("interfaces [Ethernet 2]"), "{t}");
+    assert!(
+        t.contains("Remove-NetFirewallRule") && !t.contains("Set-NetFirewallRule"),
+        "{t}"
+    );
     s.vxlan_rules.as_mut().expect("rules")[0].unset = Default::default();
     s.vxlan_rules.as_mut().expect("rules")[0].enabled = false;
     assert_verdict("firewall-vxlan", &s, &c, Verdict::Fail);

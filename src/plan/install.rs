@@ -642,7 +642,7 @@ fn registry_and_firewall(
         // two of a name, which removal by name could not tell apart.
         if !present && !taken.is_empty() {
             anyhow::bail!(
-                "the firewall rule '{VXLAN_RULE}' cannot be made: the firewall holds {}, which does not let inbound UDP {} in on every profile from any remote port, left as it is (install makes no second rule of that name); let it in (Set-NetFirewallRule -DisplayName '{VXLAN_RULE}' -Enabled True -Action Allow -Profile Any -LocalAddress Any -RemotePort Any -InterfaceType Any -Service Any) or remove it (Remove-NetFirewallRule -DisplayName '{VXLAN_RULE}')",
+                "the firewall rule '{VXLAN_RULE}' cannot be made: the firewall holds {}, which does not let inbound UDP {} in on every profile from any remote port, left as it is (install makes no second rule of that name); remove it (Remove-NetFirewallRule -DisplayName '{VXLAN_RULE}'; install makes it again, open) or let it in (Set-NetFirewallRule -DisplayName '{VXLAN_RULE}' -Enabled True -Action Allow -Profile Any -LocalAddress Any -RemotePort Any -InterfaceType Any -Service Any, when no interface list, app container, user, remote machine or IPsec requirement narrows it)",
                 crate::host::firewall::held(&taken),
                 rule.local_port
             );

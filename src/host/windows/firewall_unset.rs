@@ -145,7 +145,9 @@ unsafe fn names_in(v: &VARIANT) -> windows::core::Result<Vec<String>> {
                 let it = &item.Anonymous.Anonymous;
                 let name = (it.vt == VT_BSTR).then(|| it.Anonymous.bstrVal.to_string());
                 let _ = VariantClear(&mut item);
-                names.extend(name);
+                // An element of another type is no interface read: were it skipped, a rule
+                // narrowed to it would read as open on every interface.
+                names.push(name.ok_or(windows::core::Error::from(E_INVALIDARG))?);
             } else {
                 let mut name = BSTR::new();
                 SafeArrayGetElement(array, &i, &mut name as *mut BSTR as *mut c_void)?;
