@@ -325,11 +325,6 @@ fn run(
         Action::ProtectDir { path, .. } => protect_dir(host, path)?,
         Action::RestoreSecurity { path, sddl } => super::undo::restore_security(host, path, sddl)?,
         Action::RemoveRenewalGrant { .. } => warnings.extend(remove_grant(opts, action)?),
-        Action::RemoveEarlierGrant {
-            namespace,
-            name,
-            uids,
-        } => warnings.extend(remove_earlier_grant(opts, (namespace, name), uids)),
         // The rest change or wait for the cluster (`Action::in_cluster`).
         _ => cluster_step(action, opts, watch)?,
     }
@@ -349,30 +344,6 @@ fn remove_grant(opts: &Options<'_>, action: &Action) -> anyhow::Result<Vec<Strin
     };
     opts.cluster()?
         .remove_grant(namespace, name, (uids, *uids_kept))
-}
-
-/// `RemoveEarlierGrant`: the earlier grant's objects of `uids` deleted; what stays, and a
-/// delete that failed (refused, 403, or unanswered), said: the install record still names
-/// the grant, so the next install or `uninstall --purge` removes what is left. Failing the
-/// step instead would roll back an install that is done, and the earlier grant with it
-/// would go back into a record whose objects may be half deleted.
-fn remove_earlier_grant(
-    opts: &Options<'_>,
-    (namespace, name): (&str, &str),
-    uids: &crate::cluster::renewal::GrantUids,
-) -> Vec<String> {
-    let removed = (opts.cluster()).and_then(|c| c.remove_grant(namespace, name, (uids, true)));
-    removed.unwrap_or_else(|e| {
-        vec![format!(
-            "the Role and RoleBinding {name} in {namespace} an earlier install made stay: {e:#}; the install record keeps them, so the next install or 'calicoctl-win uninstall --purge' removes them (or 'kubectl -n {namespace} delete rolebinding,role {name}', after checking they are the ones of uids {})",
-            [&uids.binding, &uids.role]
-                .into_iter()
-                .flatten()
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
-        )]
-    })
 }
 
 /// A step that changes or waits for the cluster, not the host.

@@ -285,16 +285,6 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         uids_kept: bool,
     },
-    /// Install's last step when the grant's namespace or name changed: deletes the Role and
-    /// RoleBinding of the grant an earlier install made (those of `uids` only; one gone
-    /// already is skipped). What stays, and a delete that fails, is said, not a failure: the
-    /// install record names the grant until a later install finds nothing of it left.
-    RemoveEarlierGrant {
-        namespace: String,
-        name: String,
-        /// The uids the earlier install recorded of the objects still there.
-        uids: crate::cluster::renewal::GrantUids,
-    },
     /// The node no longer says calicoctl-win runs Calico there: its `calicoctl-win/*`
     /// annotations removed and `CalicoWindowsReady` False, for the reason `left` says
     /// (`HandedToOperator`, or `NotInstalled` after uninstall).
@@ -459,7 +449,6 @@ impl Action {
                 | Self::MarkCordoned { .. }
                 | Self::WaitOperatorDaemonSet { .. }
                 | Self::RemoveRenewalGrant { .. }
-                | Self::RemoveEarlierGrant { .. }
                 | Self::ForgetNode { .. }
                 | Self::EvictPods { .. }
                 | Self::Drain { .. }
@@ -515,18 +504,6 @@ fn operator_text(action: &Action) -> String {
             namespace, name, ..
         } => format!(
             "delete Role and RoleBinding {name} in {namespace} (CalicoNode's grant to renew calico-node's token)"
-        ),
-        Action::RemoveEarlierGrant {
-            namespace,
-            name,
-            uids,
-        } => format!(
-            "delete {} {name} in {namespace}, the grant an earlier install made to renew calico-node's token (another namespace or name now)",
-            match (&uids.role, &uids.binding) {
-                (Some(_), Some(_)) => "Role and RoleBinding",
-                (Some(_), None) => "Role",
-                _ => "RoleBinding",
-            }
         ),
         Action::ForgetNode { node, left } => format!(
             "remove node {node}'s calicoctl-win annotations and set its CalicoWindowsReady condition False ({})",

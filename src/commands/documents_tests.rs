@@ -182,10 +182,7 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
         ),
         (
             "`uninstall` `cluster_left`",
-            keys(&super::uninstall::ClusterLeft {
-                uid: Some("uid".into()),
-                ..Default::default()
-            }),
+            keys(&super::uninstall::ClusterLeft::default()),
         ),
         ("`reconfigure`", keys(&changing(reconfigure))),
         ("`reconfigure` `pods`", keys(&pods)),

@@ -57,7 +57,6 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let inputs = reconfigure::Inputs {
         install: Inputs {
             renewal: None,
-            earlier_grants: None,
             config,
             files: rendered,
             extra_owned: kept,

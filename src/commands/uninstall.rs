@@ -33,10 +33,6 @@ pub(crate) struct ClusterLeft {
     pub namespace: String,
     pub name: String,
     pub delete: String,
-    /// The uid the install record names of it: the object to delete is that one (one made
-    /// again since under its name is another's).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub uid: Option<String>,
 }
 
 impl ClusterLeft {
@@ -47,32 +43,17 @@ impl ClusterLeft {
                 namespace: m.namespace.clone(),
                 name: m.name.clone(),
                 delete,
-                uid: None,
             })
             .collect()
     }
 
-    /// What of the grant `g` the install record says is ours: the parts it names a uid of
-    /// (a part without one was there before install, or made by someone else, and was never
-    /// ours to remove); both when the record, of an older version, keeps no uids (the label
-    /// told them). With the parts the record does not name, which it says are not ours.
-    fn of_grant(g: &crate::cluster::renewal::Grant) -> (Vec<Self>, Vec<&'static str>) {
-        let all = !g.keeps_uids();
+    fn of_grant(g: &crate::cluster::renewal::Grant) -> Vec<Self> {
         let m = crate::cluster::making::Making {
-            role: all || g.uids.role.is_some(),
-            binding: all || g.uids.binding.is_some(),
+            role: true,
+            binding: true,
             ..crate::cluster::making::Making::of(g)
         };
-        let mut left = Self::of_made(&m);
-        for l in &mut left {
-            l.uid = match l.kind {
-                "Role" => g.uids.role.clone(),
-                _ => g.uids.binding.clone(),
-            };
-        }
-        let unknown = [("RoleBinding", m.binding), ("Role", m.role)];
-        let unknown = unknown.iter().filter(|(_, ours)| !ours).map(|(k, _)| *k);
-        (left, unknown.collect())
+        Self::of_made(&m)
     }
 }
 
@@ -92,14 +73,10 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let Some(rec) = installed(ctx, host.as_ref(), &root, change.journal.as_ref())? else {
         return nothing_installed(ctx, host.as_ref(), &root, left);
     };
-    // The node's grant, and those earlier installs made under another name still to remove.
-    let grants: Vec<_> = (rec.renewal.iter().chain(&rec.renewal_earlier))
-        .filter(|_| args.purge)
-        .cloned()
-        .collect();
+    let grant = rec.renewal.clone().filter(|_| args.purge);
     let ran_as = ran_as(host.as_ref(), &root);
     let at = (ran_as, rec.config_hash.as_deref());
-    let cluster = cluster_part(ctx, &grants, at, args.skip_cluster);
+    let cluster = cluster_part(ctx, grant.as_ref(), at, args.skip_cluster);
     left.extend(cluster.left.iter().cloned());
     let actions = uninstall::plan(
         host.as_ref(),
@@ -300,7 +277,7 @@ struct ClusterPart {
 
 fn cluster_part(
     ctx: &mut Context,
-    grant: &[crate::cluster::renewal::Grant],
+    grant: Option<&crate::cluster::renewal::Grant>,
     (ran_as, hash): (Option<String>, Option<&str>),
     skip_cluster: bool,
 ) -> ClusterPart {
@@ -338,10 +315,15 @@ fn cluster_part(
         }
         Err(why) => {
             let no_kubeconfig = why == NO_KUBECONFIG;
-            for g in grant {
-                let w = grant_left(g, &why, &mut part.left);
+            if let Some(g) = grant {
+                let w = format!(
+                    "the Role and RoleBinding {} that let this node renew calico-node's token stay ({why}): '{}' removes them",
+                    g.name,
+                    g.delete_command()
+                );
                 ctx.printer.warn(&w);
                 part.warnings.push(w);
+                part.left = ClusterLeft::of_grant(g);
             }
             match &node {
                 // Without a kubeconfig, this is how uninstall is run on a node only: said, not
@@ -363,43 +345,6 @@ fn cluster_part(
     part
 }
 
-/// What stays of the grant `g` when the cluster is not reached (`why`), said, and listed in
-/// `left`: only what the install record says is ours (`ClusterLeft::of_grant`).
-fn grant_left(
-    g: &crate::cluster::renewal::Grant,
-    why: &str,
-    left: &mut Vec<ClusterLeft>,
-) -> String {
-    let (ours, unknown) = ClusterLeft::of_grant(g);
-    let kinds: Vec<&str> = ours.iter().rev().map(|l| l.kind).collect();
-    let command = match ours.as_slice() {
-        [one] => one.delete.clone(),
-        _ => g.delete_command(),
-    };
-    let mut w = match kinds.len() {
-        0 => format!(
-            "the install record names no uid of the Role or RoleBinding {} in {}: neither is calicoctl-win's to remove",
-            g.name, g.namespace
-        ),
-        _ => format!(
-            "the {} {} in {} that let this node renew calico-node's token stay{} ({why}): '{command}' removes {}",
-            kinds.join(" and "),
-            g.name,
-            g.namespace,
-            if kinds.len() == 1 { "s" } else { "" },
-            if kinds.len() == 1 { "it" } else { "them" }
-        ),
-    };
-    if !unknown.is_empty() && !ours.is_empty() {
-        w.push_str(&format!(
-            "; the install record names no uid of its {}: not calicoctl-win's, it is not listed",
-            unknown.join(" or ")
-        ));
-    }
-    left.extend(ours);
-    w
-}
-
 /// The cluster's steps when it answers: the grant removed and the node forgotten, unless the
 /// node is another install's now (said).
 fn reached_steps(
@@ -408,7 +353,7 @@ fn reached_steps(
     (c, node_there): (&crate::cluster::Cluster, bool),
     (node, grant, hash): (
         Option<&str>,
-        &[crate::cluster::renewal::Grant],
+        Option<&crate::cluster::renewal::Grant>,
         Option<&str>,
     ),
 ) {
@@ -419,14 +364,16 @@ fn reached_steps(
         .filter(|_| node_there)
         .and_then(|n| another_install(c, n, hash));
     part.steps
-        .extend(grant.iter().filter(|_| foreign.is_none()).map(|g| {
-            apply::Action::RemoveRenewalGrant {
-                namespace: g.namespace.clone(),
-                name: g.name.clone(),
-                uids: g.uids.clone(),
-                uids_kept: g.uids_kept,
-            }
-        }));
+        .extend(
+            grant
+                .filter(|_| foreign.is_none())
+                .map(|g| apply::Action::RemoveRenewalGrant {
+                    namespace: g.namespace.clone(),
+                    name: g.name.clone(),
+                    uids: g.uids.clone(),
+                    uids_kept: g.uids_kept,
+                }),
+        );
     match node {
         Some(n) if node_there => match foreign {
             None => part.steps.push(apply::Action::ForgetNode {
@@ -495,7 +442,7 @@ fn ran_as(host: &dyn crate::host::Host, root: &InstallRoot) -> Option<String> {
 /// that does not answer. `Err` names the right missing.
 fn refused_right(
     c: &crate::cluster::Cluster,
-    grant: &[crate::cluster::renewal::Grant],
+    grant: Option<&crate::cluster::renewal::Grant>,
     node: &str,
     node_there: bool,
 ) -> Result<(), String> {
@@ -511,7 +458,7 @@ fn refused_right(
         };
     let rbac = "rbac.authorization.k8s.io";
     let mut wanted = Vec::new();
-    for g in grant {
+    if let Some(g) = grant {
         for kind in ["rolebindings", "roles"] {
             // Read first: only a grant that is calicoctl-win's is deleted.
             wanted.push(right("get", rbac, kind, &g.name, Some(&g.namespace)));

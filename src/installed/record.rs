@@ -63,13 +63,6 @@ pub struct InstallRecord {
     /// The node's grant in the cluster to renew calico-node's token, which `--purge` deletes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub renewal: Option<crate::cluster::renewal::Grant>,
-    /// Grants earlier installs of this node made under another namespace or name (a config
-    /// changed since), each with the uids of its objects still to remove: the install that
-    /// replaced one removes them as its last step, and an install or `uninstall --purge`
-    /// after it (one cut off, or whose delete failed) removes what is left. Dropped by the
-    /// install that finds nothing of one left that is ours.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub renewal_earlier: Vec<crate::cluster::renewal::Grant>,
 }
 
 /// A directory install protected, and its access list before.

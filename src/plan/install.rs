@@ -48,12 +48,6 @@ pub struct Inputs<'a> {
     pub expect_vsid: Option<u32>,
     /// The node's grant to renew its token; `None` keeps the previous record's.
     pub renewal: Option<crate::cluster::renewal::Grant>,
-    /// Grants earlier installs made under another namespace or name that still have objects
-    /// of ours (`renewal::earlier`): recorded, and removed by the plan's last steps, after
-    /// everything a failure would roll back, so that a rolled back run leaves the earlier
-    /// install its grant. `None` keeps the previous record's (reconfigure, which keeps the
-    /// grant as it is, and an install without the admin kubeconfig).
-    pub earlier_grants: Option<Vec<crate::cluster::renewal::Grant>>,
     /// The hash of the fleet-wide configuration (`config::fleet_hash`), kept in the record.
     pub config_hash: Option<String>,
     /// The adapter the External network binds (`desired::choose_uplink`), as recorded.
@@ -297,22 +291,7 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
     if i.start || !stopped.is_empty() {
         actions.extend(start_and_wait(host, i, &wanted, &svc.up, &stopped, routes)?);
     }
-    // 7. The grants earlier installs made under another name, once nothing can roll back.
-    actions.extend(earlier_grant_removals(i));
     Ok(actions)
-}
-
-/// The removal of each grant an earlier install made under another namespace or name
-/// (`Inputs::earlier_grants`): last, so that a run that fails and rolls back leaves the
-/// earlier install, whose record it puts back, its grant.
-fn earlier_grant_removals(i: &Inputs<'_>) -> Vec<Action> {
-    (i.earlier_grants.iter().flatten())
-        .map(|g| Action::RemoveEarlierGrant {
-            namespace: g.namespace.clone(),
-            name: g.name.clone(),
-            uids: g.uids.clone(),
-        })
-        .collect()
 }
 
 type Protection = (String, Vec<String>, Option<String>);
@@ -842,12 +821,6 @@ fn record_write(
             .renewal
             .clone()
             .or_else(|| i.previous.as_ref().and_then(|p| p.renewal.clone())),
-        renewal_earlier: match &i.earlier_grants {
-            Some(earlier) => earlier.clone(),
-            None => (i.previous.as_ref())
-                .map(|p| p.renewal_earlier.clone())
-                .unwrap_or_default(),
-        },
     };
     let bytes = record
         .to_bytes()

@@ -3,7 +3,6 @@
 
 mod beginning;
 mod document;
-mod earlier;
 mod grant;
 mod prepare;
 
@@ -11,7 +10,6 @@ use super::change::{Change, Changing, ChecksBlocked, Failed};
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, stage};
 pub(crate) use document::{FromOperator, Install};
-use earlier::earlier_grants;
 use grant::{Journaling, grant_then_hand_over, refuse_earlier_grant};
 use prepare::{Credentials, credentials, merged_config};
 
@@ -188,7 +186,6 @@ fn install(
         start: !args.no_start,
         wait_timeout: args.wait_timeout,
         renewal: with_earlier_uids(renewal.clone(), c.previous.as_ref()),
-        earlier_grants: earlier_grants(ctx, &c.cluster, renewal.as_ref(), c.previous.as_ref())?,
         previous: c.previous.take(),
         journal: seen.as_ref(),
         restart: plan::install::Restart::All,
