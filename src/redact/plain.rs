@@ -31,9 +31,12 @@ pub(super) fn redact_plain_values(key: &Regex, bytes: &[u8]) -> Vec<u8> {
             .iter()
             .rposition(|b| *b == b'\n')
             .map_or(0, |i| i + 1);
-        let before = &bytes[line_start..name.start()];
-        let in_braces = depth(before) > 0;
-        if !shaped(before, &bytes[name.range()], in_braces, blank.is_empty()) {
+        let in_braces = depth(&bytes[line_start..name.start()]) > 0;
+        // A value of many words follows a name wherever it stands on its line (after a log
+        // record's prefix, in a JSON string, in prose): a message after a secret's name in
+        // prose (client-go's `Unable to rotate token: failed to read ...`) goes with it, as no
+        // rule tells a message from a secret of many words, and the secret must not leave.
+        if blank.is_empty() && !in_braces {
             continue;
         }
         let start = blank.end();
@@ -48,22 +51,6 @@ pub(super) fn redact_plain_values(key: &Regex, bytes: &[u8]) -> Vec<u8> {
     }
     out.extend_from_slice(&bytes[at..]);
     out
-}
-
-/// Whether a name (`name`, with `before` it on its line) stands where a multi-word value
-/// follows it: Go's `%+v` field (no blank, in `{`); a YAML flow mapping's key, just after its
-/// `{` or `,`; a key that starts its line (YAML, `Format-List`, after blanks or a list's `- `);
-/// or a password's name anywhere. A name inside prose (`Unable to rotate token: failed to
-/// read token file ...`, client-go's error; `getting credentials: exec: ...`) is followed by
-/// the message, not a secret of many words: only its first word goes (the shapes').
-fn shaped(before: &[u8], name: &[u8], in_braces: bool, go_struct: bool) -> bool {
-    let lead = before.trim_ascii_end();
-    let lower = name.to_ascii_lowercase();
-    let password = lower.windows(6).any(|w| w == b"passwo" || w == b"passwd");
-    if in_braces {
-        return go_struct || password || matches!(lead.last(), Some(b'{' | b','));
-    }
-    !go_struct && (password || lead.is_empty() || lead.trim_ascii_start() == b"-")
 }
 
 /// How many `{` before a name on its line are not closed.
@@ -84,9 +71,10 @@ fn value_len(rest: &[u8], in_braces: bool, go_struct: bool) -> usize {
     {
         return 0;
     }
-    // The next field after an empty value (`%+v`'s `Password: Other:x`, a map's
-    // `map[password: user:admin]`): nothing to hide, and the field stays.
-    if !go_struct && next_field(rest) {
+    // The next field after an empty value in `{` (`%+v`'s `Password: Other:x`): nothing to
+    // hide, and the fields after it stay. Outside `{` a `word:` after the blank may be the
+    // secret's own first word (`password: correct:horse battery`): it goes.
+    if in_braces && !go_struct && next_field(rest) {
         return 0;
     }
     let mut i = 0;
