@@ -85,10 +85,28 @@ pub fn writers(h: &dyn Host, path: &str, admin: Option<&str>) -> Vec<String> {
 /// change, so that what this process, SYSTEM in the fleet's DaemonSet, writes there would go
 /// wherever they point it (`installed::protection::untrusted_link`).
 pub fn refused(h: &dyn Host, path: &str, admin: Option<&str>) -> Option<String> {
-    let (link, who) = crate::installed::protection::untrusted_link(h, path, admin)?;
+    refused_for(h, path, admin, program().as_deref())
+}
+
+/// `refused`, with `program` the executable this process runs (a link it is read through is
+/// judged by its owner only: `installed::protection::untrusted_link`).
+pub fn refused_for(
+    h: &dyn Host,
+    path: &str,
+    admin: Option<&str>,
+    program: Option<&str>,
+) -> Option<String> {
+    let (link, who) = crate::installed::protection::untrusted_link(h, path, admin, program)?;
     Some(format!(
-        "{link} is a junction or symbolic link that SYSTEM or Administrators do not own ({who}): what is written through it goes wherever its owner points it, so {path} is neither read nor written (give --position a path without links, or one whose links SYSTEM or Administrators own)"
+        "{link} is a junction or symbolic link that someone but SYSTEM and Administrators owns or may change ({who}): what is written through it goes wherever it is pointed, so {path} is neither read nor written (give --position a path without links, or one whose links only SYSTEM and Administrators own and may change)"
     ))
+}
+
+/// This process's own executable, as Windows names it.
+fn program() -> Option<String> {
+    std::env::current_exe()
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
 }
 
 /// The position file, held open while the follower runs: opened through the host, one record

@@ -113,8 +113,9 @@ fn a_position_file_others_may_change_is_not_trusted_and_made_anew() {
 }
 
 /// A position path through a symbolic link (the simulated host's junction) a user owns is
-/// refused: nothing is written through it, and why is said. A link Administrators own (a
-/// container runtime's volume link, whatever its inherited list) is followed.
+/// refused: nothing is written through it, and why is said. A link Administrators own whose
+/// list lets others write is refused too, unless this program is read through it (a container
+/// runtime's volume mount point); one only SYSTEM and Administrators may change is followed.
 #[cfg(unix)]
 #[test]
 fn a_position_path_through_a_link_others_may_change_is_refused() {
@@ -125,19 +126,22 @@ fn a_position_path_through_a_link_others_may_change_is_refused() {
     std::os::unix::fs::symlink(&target, &link).expect("link");
     let path = r"C:\pos\link\felix.pos";
     // A link owned by Administrators, its list inherited from the drive root (Users may
-    // create files there), as hcsshim's volume mount point of a HostProcess container is: the
-    // program and config are read through it too, so it is followed.
-    assert_eq!(refused(&h, path, None), None);
-    // The same link made by a user, who owns what they make: refused.
-    h.set_security(r"C:\pos\link", "O:BUD:(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;BU)")
-        .expect("a user's link");
-    let why = refused(&h, path, None).expect("refused");
+    // create files there, which is FILE_WRITE_DATA: enough to point it elsewhere): refused,
+    // unless this process's own program is read through it, as through hcsshim's volume mount
+    // point of a HostProcess container (refusing it there would protect nothing).
+    let why = refused_for(&h, path, None, None).expect("refused");
     assert!(
-        why.starts_with(
-            r"C:\pos\link is a junction or symbolic link that SYSTEM or Administrators do not own (its owner Users"
-        ),
+        why.starts_with(r"C:\pos\link is a junction or symbolic link that someone but SYSTEM and Administrators owns or may change (Users may"),
         "{why}"
     );
+    let program = Some(r"C:\pos\link\calicoctl-win.exe");
+    assert_eq!(refused_for(&h, path, None, program), None);
+    assert!(refused_for(&h, path, None, Some(r"C:\pos\linked\calicoctl-win.exe")).is_some());
+    // The same link made by a user, who owns what they make: refused, the program in it or not.
+    h.set_security(r"C:\pos\link", "O:BUD:(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;BU)")
+        .expect("a user's link");
+    let why = refused_for(&h, path, None, program).expect("refused");
+    assert!(why.contains("(its owner Users"), "{why}");
     assert!(why.contains("neither read nor written"), "{why}");
     let mut kept = Kept::new(&h, path, None);
     kept.keep(&position());

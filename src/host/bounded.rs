@@ -24,7 +24,7 @@ pub fn one_at_a_time<T: Send + 'static>(
     if busy.swap(true, Ordering::SeqCst) {
         return Err(HostError::Refused {
             what: what.to_owned(),
-            reason: "an earlier call of its kind has not returned yet (it timed out; its outcome is not known): none is sent beside it until it returns; if this stays, WMI's provider is hung: see whether 'Get-CimInstance Win32_NetworkAdapterConfiguration' answers, and restart the node when it does not (restarting CalicoNode would send the call again beside the hung one)".into(),
+            reason: "an earlier call of its kind has not returned yet (it timed out; its outcome is not known): none is sent beside it until it returns; if this stays, WMI's provider is hung: see whether 'Get-CimInstance Win32_NetworkAdapterConfiguration' answers, and reboot the machine when it does not (restarting CalicoNode would send the call again beside the hung one)".into(),
         });
     }
     // Cleared when the call returns, on its own thread, or when it never runs.

@@ -76,24 +76,38 @@ pub fn file_writers(h: &dyn Host, path: &str, admin: Option<&str>) -> Vec<String
 }
 
 /// The first reparse point on the way to the file at `path` (each directory below the drive,
-/// then the file itself) that someone but SYSTEM and Administrators owns, with who: what a
-/// SYSTEM process writes there goes wherever its maker points it, and whoever makes a link
-/// owns it (a user's junction is the user's). One whose kind or owner cannot be read counts as
-/// one. A link SYSTEM or Administrators own is followed whatever its list: a container
-/// runtime's volume link (hcsshim mounts a HostProcess container's volume at `C:\C\<id>` or
-/// `C:\hpc\<id>` as SYSTEM, its list inherited from the drive root, which lets Users create
-/// files there) is the one the program and the config this process runs with are read
-/// through as well, so refusing the position there would protect nothing and lose it.
-/// Judged by the link's own owner (`Files::link_security`), never its target's. Each is told a reparse point by
+/// then the file itself) that someone but SYSTEM and Administrators owns or may change, with
+/// who: what a SYSTEM process writes there goes wherever the link points, and a link's target
+/// is changed by anyone its list grants write (MS-FSA 2.1.5.10.37, FSCTL_SET_REPARSE_POINT:
+/// FILE_WRITE_DATA or FILE_WRITE_ATTRIBUTES on it), not its owner only. One whose kind or
+/// security cannot be read counts as one. A link SYSTEM or Administrators own whose list lets
+/// others write is followed only when `program` (this process's own executable) is read
+/// through it: a HostProcess container's volume mount point (hcsshim mounts it at `C:\C\<id>`
+/// or `C:\hpc\<id>` as SYSTEM, its list inherited from the drive root, which lets Users
+/// create files there) holds the program and config this process runs with, so refusing the
+/// position there would protect nothing and lose it. Judged by the link's own security
+/// (`Files::link_security`), never its target's. Each is told a reparse point by
 /// `Files::is_reparse_point`, which install's protected directories are checked with too
 /// (`reparse_points`; on Windows its FILE_ATTRIBUTE_REPARSE_POINT read without following the
 /// link, as Microsoft's "Reparse Point Operations" says to tell one).
-pub fn untrusted_link(h: &dyn Host, path: &str, admin: Option<&str>) -> Option<(String, String)> {
+pub fn untrusted_link(
+    h: &dyn Host,
+    path: &str,
+    admin: Option<&str>,
+    program: Option<&str>,
+) -> Option<(String, String)> {
     let path = path.replace('/', "\\");
+    let through = |at: &str| {
+        program.is_some_and(|p| {
+            let (p, at) = (p.to_ascii_lowercase(), at.to_ascii_lowercase());
+            p.strip_prefix(at.trim_end_matches('\\'))
+                .is_some_and(|rest| rest.starts_with('\\'))
+        })
+    };
     for at in ancestors(&path) {
         let who = match h.is_reparse_point(&at) {
             Ok(false) => continue,
-            Ok(true) => link_owner(h.link_security(&at), admin),
+            Ok(true) => link_writers(h.link_security(&at), admin, through(&at)),
             Err(e) => vec![format!("whether it is one cannot be read: {e}")],
         };
         if !who.is_empty() {
@@ -103,15 +117,20 @@ pub fn untrusted_link(h: &dyn Host, path: &str, admin: Option<&str>) -> Option<(
     None
 }
 
-/// Who owns the link of the security `read`, when that is someone but SYSTEM, Administrators
-/// and `admin`; an unreadable one with why.
-fn link_owner(read: crate::host::HostResult<Option<String>>, admin: Option<&str>) -> Vec<String> {
+/// Who but SYSTEM, Administrators and `admin` owns the link of the security `read` or, unless
+/// `holds_program`, may change it; an unreadable one with why.
+fn link_writers(
+    read: crate::host::HostResult<Option<String>>,
+    admin: Option<&str>,
+    holds_program: bool,
+) -> Vec<String> {
     match read {
         Ok(None) => Vec::new(),
         Ok(Some(sddl)) => match crate::host::acl::parse(&sddl) {
-            Ok(desc) => crate::host::acl::owner_but(&desc, admin)
+            Ok(desc) if holds_program => crate::host::acl::owner_but(&desc, admin)
                 .into_iter()
                 .collect(),
+            Ok(desc) => crate::host::acl::writers_but(&desc, admin),
             Err(why) => vec![format!("its access list cannot be read ({why}): {sddl}")],
         },
         Err(e) => vec![format!("its access list cannot be read: {e}")],

@@ -166,7 +166,7 @@ fn restart_programmers(
                 return Err(Stopped);
             }
             Err(e)
-                if stop_given_up(&e)
+                if matches!(e, SuperviseError::StopGivenUp(_))
                     && started_late(host, name, s.service_stop_wait(), stop, log) =>
             {
                 log.info(&format!(
@@ -245,7 +245,11 @@ pub fn restart(
             }
             .into())
         },
-    )?;
+    )
+    .map_err(|e| match e {
+        SuperviseError::Host(h) if stop_given_up(&h) => SuperviseError::StopGivenUp(h),
+        e => e,
+    })?;
     if stop.requested() {
         return Err(SuperviseError::Stopped);
     }
@@ -255,12 +259,8 @@ pub fn restart(
 /// Whether `restart` failed by giving up on the stop (undelivered, 1053, or not taken within
 /// its bound): only then may the stop still be taken late. A start refused, access denied or a
 /// service gone (1060, 1061) leaves no stop outstanding, and nothing is waited for.
-pub(super) fn stop_given_up(e: &SuperviseError) -> bool {
-    match e {
-        SuperviseError::Host(HostError::Timeout { .. }) => true,
-        SuperviseError::Host(e) => e.os_code() == Some(ERROR_SERVICE_REQUEST_TIMEOUT),
-        _ => false,
-    }
+pub(super) fn stop_given_up(e: &HostError) -> bool {
+    matches!(e, HostError::Timeout { .. }) || e.os_code() == Some(ERROR_SERVICE_REQUEST_TIMEOUT)
 }
 
 /// After a restart given up on, whether `name` was started all the same: a stop given up on

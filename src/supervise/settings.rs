@@ -67,6 +67,11 @@ pub enum SuperviseError {
     KubeProxyWait { what: String, after: Duration },
     #[error(transparent)]
     Host(#[from] HostError),
+    /// A restart's stop given up on (`hns_watch::stop_given_up`): not delivered (1053) or not
+    /// taken within its bound, so that it may still be taken late. A start's own error is
+    /// `Host`.
+    #[error(transparent)]
+    StopGivenUp(HostError),
     /// A child that could not be looked at or stopped: the service ends rather than start a
     /// second copy beside it. Its kill-on-close job (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`), when
     /// it is in one, ends it with the service, yet no sooner than its pending I/O completes
