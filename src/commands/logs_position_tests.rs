@@ -137,6 +137,13 @@ fn a_position_path_through_a_link_others_may_change_is_refused() {
     let program = Some(r"C:\pos\link\calicoctl-win.exe");
     assert_eq!(refused_for(&h, path, None, program), None);
     assert!(refused_for(&h, path, None, Some(r"C:\pos\linked\calicoctl-win.exe")).is_some());
+    // The link beside the program (hcsshim's link to a volume in the sandbox, through which
+    // the config is read too): followed.
+    assert_eq!(
+        refused_for(&h, path, None, Some(r"C:\pos\calicoctl-win.exe")),
+        None
+    );
+    assert!(refused_for(&h, path, None, Some(r"C:\other\calicoctl-win.exe")).is_some());
     // The same link made by a user, who owns what they make: refused, the program in it or not.
     h.set_security(r"C:\pos\link", "O:BUD:(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;BU)")
         .expect("a user's link");

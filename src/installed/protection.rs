@@ -82,7 +82,7 @@ pub fn file_writers(h: &dyn Host, path: &str, admin: Option<&str>) -> Vec<String
 /// FILE_WRITE_DATA or FILE_WRITE_ATTRIBUTES on it), not its owner only. One whose kind or
 /// security cannot be read counts as one. A link SYSTEM or Administrators own whose list lets
 /// others write is followed only when `program` (this process's own executable) is read
-/// through it: a HostProcess container's volume mount point (hcsshim mounts it at `C:\C\<id>`
+/// through it or sits in a directory above it: a HostProcess container's volume mount point (hcsshim mounts it at `C:\C\<id>`
 /// or `C:\hpc\<id>` as SYSTEM, its list inherited from the drive root, which lets Users
 /// create files there) holds the program and config this process runs with, so refusing the
 /// position there would protect nothing and lose it. Judged by the link's own security
@@ -97,11 +97,19 @@ pub fn untrusted_link(
     program: Option<&str>,
 ) -> Option<(String, String)> {
     let path = path.replace('/', "\\");
+    // `inner` below `outer` (`C:\a\b` below `C:\a`), case aside.
+    let below = |inner: &str, outer: &str| {
+        let (inner, outer) = (inner.to_ascii_lowercase(), outer.to_ascii_lowercase());
+        inner
+            .strip_prefix(outer.trim_end_matches('\\'))
+            .is_some_and(|rest| rest.starts_with('\\'))
+    };
+    // The program read through the link (the sandbox's volume mount point), or the link in
+    // the program's own directory (hcsshim's links to the volumes beside it, through which the
+    // config is read too).
     let through = |at: &str| {
         program.is_some_and(|p| {
-            let (p, at) = (p.to_ascii_lowercase(), at.to_ascii_lowercase());
-            p.strip_prefix(at.trim_end_matches('\\'))
-                .is_some_and(|rest| rest.starts_with('\\'))
+            below(p, at) || p.rsplit_once('\\').is_some_and(|(dir, _)| below(at, dir))
         })
     };
     for at in ancestors(&path) {
