@@ -85,28 +85,30 @@ pub fn writers(h: &dyn Host, path: &str, admin: Option<&str>) -> Vec<String> {
 /// change, so that what this process, SYSTEM in the fleet's DaemonSet, writes there would go
 /// wherever they point it (`installed::protection::untrusted_link`).
 pub fn refused(h: &dyn Host, path: &str, admin: Option<&str>) -> Option<String> {
-    refused_for(h, path, admin, program().as_deref())
+    refused_for(h, path, admin, sandbox().as_deref())
 }
 
-/// `refused`, with `program` the executable this process runs (a link it is read through is
-/// judged by its owner only: `installed::protection::untrusted_link`).
+/// `refused`, with `sandbox` the HostProcess container's sandbox this process runs in (a link
+/// there is judged by its owner only: `installed::protection::untrusted_link`).
 pub fn refused_for(
     h: &dyn Host,
     path: &str,
     admin: Option<&str>,
-    program: Option<&str>,
+    sandbox: Option<&str>,
 ) -> Option<String> {
-    let (link, who) = crate::installed::protection::untrusted_link(h, path, admin, program)?;
+    let (link, who) = crate::installed::protection::untrusted_link(h, path, admin, sandbox)?;
     Some(format!(
         "{link} is a junction or symbolic link that someone but SYSTEM and Administrators owns or may change ({who}): what is written through it goes wherever it is pointed, so {path} is neither read nor written (give --position a path without links, or one whose links only SYSTEM and Administrators own and may change)"
     ))
 }
 
-/// This process's own executable, as Windows names it.
-fn program() -> Option<String> {
-    std::env::current_exe()
+/// The sandbox of the HostProcess container this process runs in: hcsshim sets
+/// `CONTAINER_SANDBOX_MOUNT_POINT` in every HostProcess container's environment (Kubernetes,
+/// "Create a Windows HostProcess Pod", Volume mounts); none elsewhere.
+fn sandbox() -> Option<String> {
+    std::env::var("CONTAINER_SANDBOX_MOUNT_POINT")
         .ok()
-        .map(|p| p.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty())
 }
 
 /// The position file, held open while the follower runs: opened through the host, one record

@@ -114,8 +114,8 @@ fn a_position_file_others_may_change_is_not_trusted_and_made_anew() {
 
 /// A position path through a symbolic link (the simulated host's junction) a user owns is
 /// refused: nothing is written through it, and why is said. A link Administrators own whose
-/// list lets others write is refused too, unless this program is read through it (a container
-/// runtime's volume mount point); one only SYSTEM and Administrators may change is followed.
+/// list lets others write is refused too, unless it is in the HostProcess container's sandbox
+/// this runs in; one only SYSTEM and Administrators may change is followed.
 #[cfg(unix)]
 #[test]
 fn a_position_path_through_a_link_others_may_change_is_refused() {
@@ -127,27 +127,35 @@ fn a_position_path_through_a_link_others_may_change_is_refused() {
     let path = r"C:\pos\link\felix.pos";
     // A link owned by Administrators, its list inherited from the drive root (Users may
     // create files there, which is FILE_WRITE_DATA: enough to point it elsewhere): refused,
-    // unless this process's own program is read through it, as through hcsshim's volume mount
-    // point of a HostProcess container (refusing it there would protect nothing).
+    // unless it is in the sandbox of the HostProcess container this runs in, through which
+    // its program and config are read too (refusing it there would protect nothing).
     let why = refused_for(&h, path, None, None).expect("refused");
     assert!(
         why.starts_with(r"C:\pos\link is a junction or symbolic link that someone but SYSTEM and Administrators owns or may change (Users may"),
         "{why}"
     );
-    let program = Some(r"C:\pos\link\calicoctl-win.exe");
-    assert_eq!(refused_for(&h, path, None, program), None);
-    assert!(refused_for(&h, path, None, Some(r"C:\pos\linked\calicoctl-win.exe")).is_some());
-    // The link beside the program (hcsshim's link to a volume in the sandbox, through which
-    // the config is read too): followed.
-    assert_eq!(
-        refused_for(&h, path, None, Some(r"C:\pos\calicoctl-win.exe")),
-        None
-    );
-    assert!(refused_for(&h, path, None, Some(r"C:\other\calicoctl-win.exe")).is_some());
-    // The same link made by a user, who owns what they make: refused, the program in it or not.
+    // In the sandbox of the HostProcess container this runs in: the link is its volume mount
+    // point, or one of its links to the volumes (with or without the trailing `\` hcsshim's
+    // variable has).
+    for sandbox in [r"C:\pos\link\", r"C:\pos\link", r"C:\pos"] {
+        assert_eq!(
+            refused_for(&h, path, None, Some(sandbox)),
+            None,
+            "{sandbox}"
+        );
+    }
+    // Another sandbox, or a drive's root: refused.
+    for sandbox in [r"C:\pos\linked", r"C:\other\", r"C:\", "C:"] {
+        assert!(
+            refused_for(&h, path, None, Some(sandbox)).is_some(),
+            "{sandbox}"
+        );
+    }
+    let sandbox = Some(r"C:\pos\link\");
+    // The same link made by a user, who owns what they make: refused, in the sandbox or not.
     h.set_security(r"C:\pos\link", "O:BUD:(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;BU)")
         .expect("a user's link");
-    let why = refused_for(&h, path, None, program).expect("refused");
+    let why = refused_for(&h, path, None, sandbox).expect("refused");
     assert!(why.contains("(its owner Users"), "{why}");
     assert!(why.contains("neither read nor written"), "{why}");
     let mut kept = Kept::new(&h, path, None);

@@ -81,10 +81,11 @@ pub fn file_writers(h: &dyn Host, path: &str, admin: Option<&str>) -> Vec<String
 /// is changed by anyone its list grants write (MS-FSA 2.1.5.10.37, FSCTL_SET_REPARSE_POINT:
 /// FILE_WRITE_DATA or FILE_WRITE_ATTRIBUTES on it), not its owner only. One whose kind or
 /// security cannot be read counts as one. A link SYSTEM or Administrators own whose list lets
-/// others write is followed only when `program` (this process's own executable) is read
-/// through it or sits in a directory above it: a HostProcess container's volume mount point (hcsshim mounts it at `C:\C\<id>`
-/// or `C:\hpc\<id>` as SYSTEM, its list inherited from the drive root, which lets Users
-/// create files there) holds the program and config this process runs with, so refusing the
+/// others write is followed only inside `sandbox`, the HostProcess container this process runs
+/// in (`CONTAINER_SANDBOX_MOUNT_POINT`): the sandbox's volume mount point (hcsshim mounts it at
+/// `C:\C\<id>` or `C:\hpc\<id>` as SYSTEM, its list inherited from the drive root, which lets
+/// Users create files there) and its links to the volumes hold the program and the config this
+/// process runs with, so refusing the
 /// position there would protect nothing and lose it. Judged by the link's own security
 /// (`Files::link_security`), never its target's. Each is told a reparse point by
 /// `Files::is_reparse_point`, which install's protected directories are checked with too
@@ -94,7 +95,7 @@ pub fn untrusted_link(
     h: &dyn Host,
     path: &str,
     admin: Option<&str>,
-    program: Option<&str>,
+    sandbox: Option<&str>,
 ) -> Option<(String, String)> {
     let path = path.replace('/', "\\");
     // `inner` below `outer` (`C:\a\b` below `C:\a`), case aside.
@@ -104,13 +105,14 @@ pub fn untrusted_link(
             .strip_prefix(outer.trim_end_matches('\\'))
             .is_some_and(|rest| rest.starts_with('\\'))
     };
-    // The program read through the link (the sandbox's volume mount point), or the link in
-    // the program's own directory (hcsshim's links to the volumes beside it, through which the
-    // config is read too).
+    // The sandbox itself, a link above it (its volume mount point) or one in it (hcsshim's
+    // links to the volumes, through which the program's config is read too). A drive's root
+    // is no sandbox.
+    let sandbox = sandbox
+        .map(|s| s.trim_end_matches('\\'))
+        .filter(|s| s.contains('\\'));
     let through = |at: &str| {
-        program.is_some_and(|p| {
-            below(p, at) || p.rsplit_once('\\').is_some_and(|(dir, _)| below(at, dir))
-        })
+        sandbox.is_some_and(|s| s.eq_ignore_ascii_case(at) || below(s, at) || below(at, s))
     };
     for at in ancestors(&path) {
         let who = match h.is_reparse_point(&at) {

@@ -34,8 +34,9 @@ pub(super) fn redact_plain_values(key: &Regex, bytes: &[u8]) -> Vec<u8> {
         let in_braces = depth(&bytes[line_start..name.start()]) > 0;
         // A value of many words follows a name wherever it stands on its line (after a log
         // record's prefix, in a JSON string, in prose): a message after a secret's name in
-        // prose (client-go's `Unable to rotate token: failed to read ...`) goes with it, as no
-        // rule tells a message from a secret of many words, and the secret must not leave.
+        // prose (client-go's `Unable to rotate token: failed to read ...`) goes with it, and so
+        // do the fields after an empty one (`{Password: Other:x}`), as no rule tells them from
+        // a secret of many words (`password: correct:horse battery`), which must not leave.
         if blank.is_empty() && !in_braces {
             continue;
         }
@@ -69,12 +70,6 @@ fn value_len(rest: &[u8], in_braces: bool, go_struct: bool) -> usize {
         .first()
         .is_none_or(|b| b.is_ascii_whitespace() || b"\"'`\\[{<|>&*!".contains(b))
     {
-        return 0;
-    }
-    // The next field after an empty value in `{` (`%+v`'s `Password: Other:x`): nothing to
-    // hide, and the fields after it stay. Outside `{` a `word:` after the blank may be the
-    // secret's own first word (`password: correct:horse battery`): it goes.
-    if in_braces && !go_struct && next_field(rest) {
         return 0;
     }
     let mut i = 0;
