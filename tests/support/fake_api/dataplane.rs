@@ -82,6 +82,11 @@ pub struct Dataplane {
     pub pods_linger: bool,
     /// The cluster's DNS domain (kubelet's `clusterDomain`); `cluster.local` when `None`.
     pub cluster_domain: Option<String>,
+    /// A test's scripted event, not a modelled behaviour: the node stops posting its status
+    /// (Ready `Unknown`, as the node lifecycle controller marks it) as soon as the pod of this
+    /// name runs on it, once. A test that waits for the pod from outside may miss it on a
+    /// loaded machine; this happens under the server's lock, between two requests of the run.
+    pub node_dies_when_running: Option<String>,
     /// Pods pulling their image, by object path, until when.
     pulling: Vec<(String, Instant)>,
     /// When each pod by name ran.

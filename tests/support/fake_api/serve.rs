@@ -813,6 +813,7 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
                 st.objects
                     .insert(format!("/api/v1/namespaces/{ns}/events/{name}"), event);
             }
+            node_dies_when_running(st, &body);
         }
         ("v1", "services") => super::dataplane::allocate(&mut st.dataplane, &mut body),
         ("networking.k8s.io/v1", "networkpolicies") => {
@@ -822,6 +823,25 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
     }
     st.objects.insert(path, body.clone());
     respond(StatusCode::CREATED, &body)
+}
+
+/// The node of a pod named by `node_dies_when_running` stops posting its status once that pod
+/// runs (dataplane.rs): Ready `Unknown` with the node lifecycle controller's message
+/// (pkg/controller/nodelifecycle/node_lifecycle_controller.go `tryUpdateNodeHealth`).
+fn node_dies_when_running(st: &mut State, pod: &Value) {
+    if pod["status"]["phase"] != "Running"
+        || st.dataplane.node_dies_when_running.as_deref() != pod["metadata"]["name"].as_str()
+    {
+        return;
+    }
+    st.dataplane.node_dies_when_running = None;
+    let Some(node) = pod["spec"]["nodeName"].as_str() else {
+        return;
+    };
+    if let Some(n) = st.objects.get_mut(&format!("/api/v1/nodes/{node}")) {
+        n["status"]["conditions"] = json!([{"type": "Ready", "status": "Unknown",
+            "message": "Kubelet stopped posting node status."}]);
+    }
 }
 
 /// What Kubernetes' token controller does to a new service-account token secret, at once:
