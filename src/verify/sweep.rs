@@ -69,11 +69,23 @@ pub fn sweep(c: &Cluster, (wait, until): (Duration, Instant)) -> Result<Swept, C
             Ok(Some(why)) => swept.left.push(format!("namespace {name} {why}")),
             Err(e) => swept.left.push(format!(
                 "namespace {name} is left Terminating: {e} ({})",
-                e.hint()
+                refused_hint(&e)
             )),
         }
     }
     Ok(swept)
+}
+
+/// The hint of a sweep's failure; a refused call (403) names the role that grants what the
+/// sweep does, which a role written by an older version may lack.
+fn refused_hint(e: &ClusterError) -> String {
+    match e {
+        ClusterError::Api { code: 403, .. } => format!(
+            "{}; 'calicoctl-win fleet rbac --identity verify' writes every right a run and its sweep use: apply its output again where the role was written by an older version",
+            e.hint()
+        ),
+        _ => e.hint(),
+    }
 }
 
 /// A Terminating leftover: its probe pods Terminating on a node not Ready or gone deleted at
@@ -171,4 +183,31 @@ fn controller_says(n: &Namespace) -> Option<String> {
         .map(|c| c.message.clone().unwrap_or_else(|| c.type_.clone()))
         .collect();
     (!said.is_empty()).then(|| said.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(code: u16) -> ClusterError {
+        ClusterError::Api {
+            server: "https://127.0.0.1:6443".into(),
+            verb: "delete".into(),
+            resource: "pods".into(),
+            code,
+            message: "refused".into(),
+        }
+    }
+
+    /// A refused call names the role to apply again; any other failure keeps its own hint.
+    #[test]
+    fn a_refused_sweep_names_the_verify_role() {
+        let refused = refused_hint(&api(403));
+        assert!(refused.starts_with(&api(403).hint()), "{refused}");
+        assert!(
+            refused.contains("'calicoctl-win fleet rbac --identity verify'"),
+            "{refused}"
+        );
+        assert_eq!(refused_hint(&api(500)), api(500).hint());
+    }
 }
