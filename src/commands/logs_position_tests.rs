@@ -290,3 +290,69 @@ fn a_position_file_that_is_another_files_second_name_or_a_link_is_refused() {
         );
     }
 }
+
+/// On Windows the handle says where it opened: `GetFinalPathNameByHandleW` gives the path the
+/// file is at (where std's `canonicalize` says its name leads), and a second name of another
+/// file (`CreateHardLinkW`) reads as no plain file with one name and is refused. Where a
+/// symbolic link can be made (an administrator on real Windows; Wine 8 makes none, though
+/// CreateSymbolicLinkW says it did), a directory swapped for one between the judgement and
+/// the opening is seen in the handle's final path and refused.
+#[cfg(windows)]
+#[test]
+fn the_handle_says_where_it_opened_and_another_place_or_name_is_refused_on_windows() {
+    use crate::host::same_final_path;
+    let h = crate::host::windows::WindowsHost::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let at = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let rec = record(&position()).expect("record");
+    let plain = at("plain.pos");
+    h.write_file(&plain, &rec, Access::Secret).expect("kept");
+    let judged = h.final_path(&plain).expect("final").expect("there");
+    let canonical = fs_err::canonicalize(&plain).expect("canonical");
+    assert!(
+        same_final_path(&judged, &canonical.to_string_lossy()),
+        "{judged}"
+    );
+    let opened = h.open_update(&plain).expect("open").expect("there");
+    assert!(
+        same_final_path(&opened.final_path, &judged),
+        "{}",
+        opened.final_path
+    );
+    assert!(opened.sole_plain);
+    assert!(bound(&plain, &judged, opened).is_ok());
+
+    let theirs = at("system.dat");
+    fs_err::write(&theirs, b"another file").expect("theirs");
+    let hard = at("hard.pos");
+    fs_err::hard_link(&theirs, &hard).expect("hard link");
+    let judged = h.final_path(&hard).expect("final").expect("there");
+    let opened = h.open_update(&hard).expect("open").expect("there");
+    assert!(!opened.sole_plain, "a second name reads as one");
+    let e = bound(&hard, &judged, opened)
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("not a plain file with one name"), "{e}");
+
+    let d = dir.path().join("d");
+    let elsewhere = dir.path().join("elsewhere");
+    for place in [&d, &elsewhere] {
+        fs_err::create_dir(place).expect("dir");
+        fs_err::write(place.join("felix.pos"), &rec).expect("kept");
+    }
+    let path = d.join("felix.pos").to_string_lossy().into_owned();
+    let judged = h.final_path(&path).expect("final").expect("there");
+    fs_err::rename(&d, dir.path().join("aside")).expect("aside");
+    if std::os::windows::fs::symlink_dir(&elsewhere, &d).is_err()
+        || fs_err::symlink_metadata(&d).is_err()
+    {
+        eprintln!("skipped the swap: no symbolic link could be made here");
+        return;
+    }
+    let opened = h.open_update(&path).expect("open").expect("there");
+    assert!(!same_final_path(&opened.final_path, &judged), "{judged}");
+    let e = bound(&path, &judged, opened)
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("what was opened is"), "{e}");
+}
