@@ -303,6 +303,12 @@ impl crate::host::Files for Racy<'_> {
     fn list_dir(&self, path: &str) -> HostResult<Option<Vec<crate::host::DirEntry>>> {
         self.host.list_dir(path)
     }
+    fn open_update(&self, path: &str) -> HostResult<Option<crate::host::OpenedFile>> {
+        self.host.open_update(path)
+    }
+    fn final_path(&self, path: &str) -> HostResult<Option<String>> {
+        self.host.final_path(path)
+    }
     fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>> {
         self.host.read_file(path)
     }

@@ -182,6 +182,12 @@ impl Files for WindowsHost {
             Err(e) => Err(HostError::io(format!("remove {path}"), e)),
         }
     }
+    fn open_update(&self, path: &str) -> HostResult<Option<crate::host::OpenedFile>> {
+        files::open_update(path)
+    }
+    fn final_path(&self, path: &str) -> HostResult<Option<String>> {
+        files::final_path(path)
+    }
     fn dir_exists(&self, path: &str) -> HostResult<bool> {
         Ok(Path::new(path).is_dir())
     }
