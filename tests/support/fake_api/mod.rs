@@ -174,6 +174,8 @@ pub struct State {
     pub marks_after_refusal: bool,
     /// What the nodes do with pods, Services, NetworkPolicies and the pod proxy (`verify`).
     pub dataplane: dataplane::Dataplane,
+    /// Tests' scripted events (`FakeApi::when`), not modelled behaviours.
+    pub scripted: Vec<Scripted>,
     /// The fleet DaemonSet's pods' diagnostics endpoints, by `namespace/pod` (`fleet diags`).
     pub diags: BTreeMap<String, diags::Endpoint>,
     /// What each `GET /diags` carried in `diags_auth::HEADER`, by `namespace/pod`, in order.
@@ -182,6 +184,64 @@ pub struct State {
     ca_pem: String,
     /// Counts issued tokens, so each is different.
     issued: u64,
+}
+
+/// A test's scripted event, not a modelled behaviour: what the test does, under the server's
+/// lock, when the `nth` request of `method` (any, when empty) whose path starts with `prefix`
+/// arrives, from `not_before` on, before that request is served. A test that waits from
+/// outside (polling) for a state the client passes through may miss it on a loaded machine,
+/// and one that acts after a pause of its own may act before the client even started; an
+/// event taken here, between two requests of the client, neither misses nor precedes them.
+pub struct Scripted {
+    pub method: String,
+    pub prefix: String,
+    pub nth: usize,
+    pub not_before: Option<std::time::Instant>,
+    pub then: Box<dyn FnOnce(&mut State) + Send>,
+}
+
+impl Scripted {
+    /// `then` at the first request `after` from now (scheduled by another event: a while
+    /// after a request of the client's, counted from it, not from the test's start).
+    pub fn later(
+        after: std::time::Duration,
+        then: impl FnOnce(&mut State) + Send + 'static,
+    ) -> Self {
+        Self {
+            method: String::new(),
+            prefix: String::new(),
+            nth: 1,
+            not_before: Some(std::time::Instant::now() + after),
+            then: Box::new(then),
+        }
+    }
+
+    fn matches(&self, method: &str, path: &str, now: std::time::Instant) -> bool {
+        (self.method.is_empty() || self.method == method)
+            && path.starts_with(&self.prefix)
+            && self.not_before.is_none_or(|t| now >= t)
+    }
+}
+
+impl State {
+    /// Counts `method` on `path` for each scripted event it matches, and takes those whose
+    /// request it is, once (serve.rs).
+    pub fn scripted_for(&mut self, method: &str, path: &str) {
+        let now = std::time::Instant::now();
+        let mut due = Vec::new();
+        for (at, s) in self.scripted.iter_mut().enumerate() {
+            if s.matches(method, path, now) {
+                s.nth = s.nth.saturating_sub(1);
+                if s.nth == 0 {
+                    due.push(at);
+                }
+            }
+        }
+        for at in due.into_iter().rev() {
+            let event = self.scripted.remove(at);
+            (event.then)(self);
+        }
+    }
 }
 
 /// A running fake API server; it stops when dropped.
@@ -336,6 +396,7 @@ impl FakeApi {
             issuer: "https://kubernetes.default.svc".into(),
             node_binding: true,
             dataplane: dataplane::Dataplane::healthy(),
+            scripted: Vec::new(),
             diags: BTreeMap::new(),
             diags_tokens: Vec::new(),
             ca_pem: ca.pem(),
@@ -709,6 +770,27 @@ impl FakeApi {
     /// Lets a held write go (it is answered 503, not applied, unless `pause_write_at` held it).
     pub fn release_write(&self) {
         self.lock().hold_write = None;
+    }
+
+    /// Scripts `then` for the first `method` request whose path starts with `prefix`: run
+    /// under the server's lock before that request is served (`Scripted`).
+    pub fn when(&self, method: &str, prefix: &str, then: impl FnOnce(&mut State) + Send + 'static) {
+        self.when_nth((method, prefix, 1), then);
+    }
+
+    /// Scripts `then` for the `nth` such request (`Scripted`).
+    pub fn when_nth(
+        &self,
+        (method, prefix, nth): (&str, &str, usize),
+        then: impl FnOnce(&mut State) + Send + 'static,
+    ) {
+        self.lock().scripted.push(Scripted {
+            method: method.into(),
+            prefix: prefix.into(),
+            nth,
+            not_before: None,
+            then: Box::new(then),
+        });
     }
 
     pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {
