@@ -188,17 +188,22 @@ pub struct State {
 
 /// A test's scripted event, not a modelled behaviour: what the test does, under the server's
 /// lock, when the `nth` request of `method` (any, when empty) whose path starts with `prefix`
-/// arrives, from `not_before` on, before that request is served. A test that waits from
-/// outside (polling) for a state the client passes through may miss it on a loaded machine,
-/// and one that acts after a pause of its own may act before the client even started; an
-/// event taken here, between two requests of the client, neither misses nor precedes them.
+/// arrives, from `not_before` on and once `seen` holds of the state, before that request is
+/// served. A test that waits from outside (polling) for a state the client passes through
+/// may miss it on a loaded machine, and one that acts after a pause of its own may act before
+/// the client even started; an event taken here, between two requests of the client, neither
+/// misses nor precedes them.
 pub struct Scripted {
     pub method: String,
     pub prefix: String,
     pub nth: usize,
     pub not_before: Option<std::time::Instant>,
+    pub seen: Option<Seen>,
     pub then: Box<dyn FnOnce(&mut State) + Send>,
 }
+
+/// What a scripted event waits to find true of the state.
+pub type Seen = Box<dyn Fn(&State) -> bool + Send>;
 
 impl Scripted {
     /// `then` at the first request `after` from now (scheduled by another event: a while
@@ -208,18 +213,28 @@ impl Scripted {
         then: impl FnOnce(&mut State) + Send + 'static,
     ) -> Self {
         Self {
+            not_before: Some(std::time::Instant::now() + after),
+            ..Self::any(then)
+        }
+    }
+
+    /// `then` at the first request of any kind.
+    fn any(then: impl FnOnce(&mut State) + Send + 'static) -> Self {
+        Self {
             method: String::new(),
             prefix: String::new(),
             nth: 1,
-            not_before: Some(std::time::Instant::now() + after),
+            not_before: None,
+            seen: None,
             then: Box::new(then),
         }
     }
 
-    fn matches(&self, method: &str, path: &str, now: std::time::Instant) -> bool {
+    fn matches(&self, (method, path): (&str, &str), now: std::time::Instant, st: &State) -> bool {
         (self.method.is_empty() || self.method == method)
             && path.starts_with(&self.prefix)
             && self.not_before.is_none_or(|t| now >= t)
+            && self.seen.as_ref().is_none_or(|seen| seen(st))
     }
 }
 
@@ -228,17 +243,20 @@ impl State {
     /// request it is, once (serve.rs).
     pub fn scripted_for(&mut self, method: &str, path: &str) {
         let now = std::time::Instant::now();
-        let mut due = Vec::new();
-        for (at, s) in self.scripted.iter_mut().enumerate() {
-            if s.matches(method, path, now) {
+        let (mut due, mut kept) = (Vec::new(), Vec::new());
+        for mut s in std::mem::take(&mut self.scripted) {
+            if s.matches((method, path), now, self) {
                 s.nth = s.nth.saturating_sub(1);
                 if s.nth == 0 {
-                    due.push(at);
+                    due.push(s);
+                    continue;
                 }
             }
+            kept.push(s);
         }
-        for at in due.into_iter().rev() {
-            let event = self.scripted.remove(at);
+        // Events that these schedule go after those kept.
+        self.scripted = kept;
+        for event in due {
             (event.then)(self);
         }
     }
@@ -788,8 +806,20 @@ impl FakeApi {
             method: method.into(),
             prefix: prefix.into(),
             nth,
-            not_before: None,
-            then: Box::new(then),
+            ..Scripted::any(then)
+        });
+    }
+
+    /// Scripts `then` for the first request that finds `seen` true of the state (a state the
+    /// client makes and then leaves: looked at between every two of its requests).
+    pub fn when_seen(
+        &self,
+        seen: impl Fn(&State) -> bool + Send + 'static,
+        then: impl FnOnce(&mut State) + Send + 'static,
+    ) {
+        self.lock().scripted.push(Scripted {
+            seen: Some(Box::new(seen)),
+            ..Scripted::any(then)
         });
     }
 
