@@ -865,7 +865,10 @@ pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod
         let sampler = s.spawn(|| {
             let mut most = 0;
             let mut left = std::collections::BTreeSet::new();
-            while !finished.load(std::sync::atomic::Ordering::Relaxed) {
+            loop {
+                // Read before the look: the last look comes after the drive ended and sees
+                // what it left (failed nodes stay cordoned), however late this thread ran.
+                let last = finished.load(std::sync::atomic::Ordering::SeqCst);
                 most = most.max(machines.iter().filter(|m| cordoned(api, &m.name)).count());
                 // The set stays locked while its nodes are looked at: the driver takes a
                 // node out of it (under this lock) before it labels the node done, so a node
@@ -877,6 +880,9 @@ pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod
                     }
                 }
                 drop(now);
+                if last {
+                    break;
+                }
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
             (most, left)
@@ -987,7 +993,7 @@ pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod
                 out.failed.push((m.name.clone(), doc));
             }
         }
-        finished.store(true, std::sync::atomic::Ordering::Relaxed);
+        finished.store(true, std::sync::atomic::Ordering::SeqCst);
         let (most, mut left) = sampler.join().expect("sampler");
         left.extend(ended_outside);
         out.most_out = most;

@@ -94,7 +94,9 @@ pub(crate) fn options(out: &Path) -> Gather {
         node_selector: None,
         out: out.to_owned(),
         concurrency: diags_gather::CONCURRENCY,
-        node_timeout: Duration::from_secs(2),
+        // Generous: no test here waits it out (those that do set their own), and a node's
+        // bundle must land whole within it on a loaded machine too (2 s was missed in CI).
+        node_timeout: Duration::from_secs(30),
         total_timeout: Duration::from_secs(120),
         cap: diags_gather::BUNDLE_CAP,
     }

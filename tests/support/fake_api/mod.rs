@@ -174,6 +174,8 @@ pub struct State {
     pub marks_after_refusal: bool,
     /// What the nodes do with pods, Services, NetworkPolicies and the pod proxy (`verify`).
     pub dataplane: dataplane::Dataplane,
+    /// Tests' scripted events (`FakeApi::when`), not modelled behaviours.
+    pub scripted: Vec<Scripted>,
     /// The fleet DaemonSet's pods' diagnostics endpoints, by `namespace/pod` (`fleet diags`).
     pub diags: BTreeMap<String, diags::Endpoint>,
     /// What each `GET /diags` carried in `diags_auth::HEADER`, by `namespace/pod`, in order.
@@ -182,6 +184,82 @@ pub struct State {
     ca_pem: String,
     /// Counts issued tokens, so each is different.
     issued: u64,
+}
+
+/// A test's scripted event, not a modelled behaviour: what the test does, under the server's
+/// lock, when the `nth` request of `method` (any, when empty) whose path starts with `prefix`
+/// arrives, from `not_before` on and once `seen` holds of the state, before that request is
+/// served. A test that waits from outside (polling) for a state the client passes through
+/// may miss it on a loaded machine, and one that acts after a pause of its own may act before
+/// the client even started; an event taken here, between two requests of the client, neither
+/// misses nor precedes them.
+pub struct Scripted {
+    pub method: String,
+    pub prefix: String,
+    pub nth: usize,
+    pub not_before: Option<std::time::Instant>,
+    pub seen: Option<Seen>,
+    pub then: Box<dyn FnOnce(&mut State) + Send>,
+}
+
+/// What a scripted event waits to find true of the state.
+pub type Seen = Box<dyn Fn(&State) -> bool + Send>;
+
+impl Scripted {
+    /// `then` at the first request `after` from now (scheduled by another event: a while
+    /// after a request of the client's, counted from it, not from the test's start).
+    pub fn later(
+        after: std::time::Duration,
+        then: impl FnOnce(&mut State) + Send + 'static,
+    ) -> Self {
+        Self {
+            not_before: Some(std::time::Instant::now() + after),
+            ..Self::any(then)
+        }
+    }
+
+    /// `then` at the first request of any kind.
+    fn any(then: impl FnOnce(&mut State) + Send + 'static) -> Self {
+        Self {
+            method: String::new(),
+            prefix: String::new(),
+            nth: 1,
+            not_before: None,
+            seen: None,
+            then: Box::new(then),
+        }
+    }
+
+    fn matches(&self, (method, path): (&str, &str), now: std::time::Instant, st: &State) -> bool {
+        (self.method.is_empty() || self.method == method)
+            && path.starts_with(&self.prefix)
+            && self.not_before.is_none_or(|t| now >= t)
+            && self.seen.as_ref().is_none_or(|seen| seen(st))
+    }
+}
+
+impl State {
+    /// Counts `method` on `path` for each scripted event it matches, and takes those whose
+    /// request it is, once (serve.rs).
+    pub fn scripted_for(&mut self, method: &str, path: &str) {
+        let now = std::time::Instant::now();
+        let (mut due, mut kept) = (Vec::new(), Vec::new());
+        for mut s in std::mem::take(&mut self.scripted) {
+            if s.matches((method, path), now, self) {
+                s.nth = s.nth.saturating_sub(1);
+                if s.nth == 0 {
+                    due.push(s);
+                    continue;
+                }
+            }
+            kept.push(s);
+        }
+        // Events that these schedule go after those kept.
+        self.scripted = kept;
+        for event in due {
+            (event.then)(self);
+        }
+    }
 }
 
 /// A running fake API server; it stops when dropped.
@@ -336,6 +414,7 @@ impl FakeApi {
             issuer: "https://kubernetes.default.svc".into(),
             node_binding: true,
             dataplane: dataplane::Dataplane::healthy(),
+            scripted: Vec::new(),
             diags: BTreeMap::new(),
             diags_tokens: Vec::new(),
             ca_pem: ca.pem(),
@@ -709,6 +788,39 @@ impl FakeApi {
     /// Lets a held write go (it is answered 503, not applied, unless `pause_write_at` held it).
     pub fn release_write(&self) {
         self.lock().hold_write = None;
+    }
+
+    /// Scripts `then` for the first `method` request whose path starts with `prefix`: run
+    /// under the server's lock before that request is served (`Scripted`).
+    pub fn when(&self, method: &str, prefix: &str, then: impl FnOnce(&mut State) + Send + 'static) {
+        self.when_nth((method, prefix, 1), then);
+    }
+
+    /// Scripts `then` for the `nth` such request (`Scripted`).
+    pub fn when_nth(
+        &self,
+        (method, prefix, nth): (&str, &str, usize),
+        then: impl FnOnce(&mut State) + Send + 'static,
+    ) {
+        self.lock().scripted.push(Scripted {
+            method: method.into(),
+            prefix: prefix.into(),
+            nth,
+            ..Scripted::any(then)
+        });
+    }
+
+    /// Scripts `then` for the first request that finds `seen` true of the state (a state the
+    /// client makes and then leaves: looked at between every two of its requests).
+    pub fn when_seen(
+        &self,
+        seen: impl Fn(&State) -> bool + Send + 'static,
+        then: impl FnOnce(&mut State) + Send + 'static,
+    ) {
+        self.lock().scripted.push(Scripted {
+            seen: Some(Box::new(seen)),
+            ..Scripted::any(then)
+        });
     }
 
     pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {

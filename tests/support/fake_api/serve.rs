@@ -294,6 +294,7 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     }
     let mut st = state.lock().expect("fake api state");
     st.requests.push((method.clone(), path.clone()));
+    st.scripted_for(&method, &path);
     if method == "POST" {
         st.post_queries.push((path.clone(), query.clone()));
     }
