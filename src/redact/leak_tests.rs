@@ -48,6 +48,20 @@ fn a_value_of_many_words_cut_between_pieces_goes_on_into_the_next() {
         out,
         ["{password: <redacted> ", "<redacted>, other: x}", "next"]
     );
+    // The `{` or `map[` a piece before left open still ends the values of the next.
+    let out = by_piece(
+        &["{User:admin ", "Password:two words Other:x} more"],
+        "next",
+    );
+    assert_eq!(
+        out,
+        ["{User:admin ", "Password:<redacted> Other:x} more", "next"]
+    );
+    let out = by_piece(&["map[a:b ", "c:d ", "password:two words e:f]"], "next");
+    assert_eq!(
+        out,
+        ["map[a:b ", "c:d ", "password:<redacted> e:f]", "next"]
+    );
     // A whole line's value ends with its line.
     assert_eq!(
         by_line("password: two words\nnext"),

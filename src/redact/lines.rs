@@ -6,7 +6,7 @@
 use super::Redactor;
 use super::env::{closing, json_quote, names_a_secret};
 use super::names::{NAMES, REDACTED};
-use super::plain::{Around, continued, open_at_end};
+use super::plain::{Around, continued, open_around, open_at_end};
 use super::record::starts_a_record;
 use super::table;
 use regex::bytes::Regex;
@@ -53,6 +53,9 @@ pub enum Pending {
     /// A secret's value of many words ran to the end of a piece of a line cut before its end
     /// (`redact_piece`): the next piece goes on with it, up to what ends such a value.
     Rest(Around),
+    /// A piece of a line cut before its end left a `{` or Go's `map[` open (`Flow`, `Map`):
+    /// the next piece's values end as they would inside it.
+    Within(Around),
     /// A line that may be a `Format-Table` header with columns named as secrets between these
     /// columns (`table::header`): a row of dashes next makes it one.
     Header(u16, u16),
@@ -279,8 +282,8 @@ impl Redactor {
     /// `line` (without its line break) redacted, what an earlier line left pending applied
     /// first, and what it leaves pending for the next.
     pub fn redact_line(&self, pending: Pending, line: &[u8]) -> (Vec<u8>, Pending) {
-        match self.redact_part(pending, line) {
-            (out, Pending::Rest(_)) => (out, Pending::None),
+        match self.redact_within(pending, line) {
+            (out, Pending::Rest(_) | Pending::Within(_)) => (out, Pending::None),
             done => done,
         }
     }
@@ -289,12 +292,32 @@ impl Redactor {
     /// cut), redacted as `redact_line` redacts a line; a secret's value of many words that
     /// runs to its end goes on into the next piece (`Pending::Rest`).
     pub fn redact_piece(&self, pending: Pending, piece: &[u8]) -> (Vec<u8>, Pending) {
-        match self.redact_part(pending, piece) {
+        let seen = match pending {
+            Pending::Within(around) => [opener(around), piece].concat(),
+            _ => piece.to_vec(),
+        };
+        match self.redact_within(pending, piece) {
             (out, Pending::None) => {
-                let rest = open_at_end(&self.plain, piece).map_or(Pending::None, Pending::Rest);
-                (out, rest)
+                let rest = open_at_end(&self.plain, &seen).map(Pending::Rest);
+                let within = || Some(open_around(&seen)).filter(|a| *a != Around::Line);
+                let next = rest.or_else(|| within().map(Pending::Within));
+                (out, next.unwrap_or_default())
             }
             done => done,
+        }
+    }
+
+    /// `redact_part`, a piece inside a `{` or `map[` the piece before opened (`Within`) read
+    /// as if that opening began it.
+    fn redact_within(&self, pending: Pending, piece: &[u8]) -> (Vec<u8>, Pending) {
+        let Pending::Within(around) = pending else {
+            return self.redact_part(pending, piece);
+        };
+        let open = opener(around);
+        let (out, next) = self.redact_part(Pending::None, &[open, piece].concat());
+        match out.strip_prefix(open) {
+            Some(out) => (out.to_vec(), next),
+            None => self.redact_part(Pending::None, piece),
         }
     }
 
@@ -390,12 +413,10 @@ impl Redactor {
                 (Vec::new(), 0, None)
             }
             Pending::Table(a, b) => self.table_row(line, a, b),
-            Pending::Rest(around) => match continued(line, around) {
-                (len, true) => self.hide(line, 0, len, pending),
-                (0, false) => (Vec::new(), 0, None),
-                (len, false) => self.hide(line, 0, len, Pending::None),
-            },
-            Pending::Under(_) | Pending::Item(..) | Pending::Klog => (Vec::new(), 0, None),
+            Pending::Rest(around) => self.rest_of_value(line, around),
+            Pending::Under(_) | Pending::Item(..) | Pending::Klog | Pending::Within(_) => {
+                (Vec::new(), 0, None)
+            }
         }
     }
 
@@ -450,6 +471,15 @@ impl Redactor {
             out.extend_from_slice(&line[body.len()..]);
         }
         out
+    }
+
+    /// The part of a piece that goes on a value of many words the piece before cut (`Rest`).
+    fn rest_of_value(&self, line: &[u8], around: Around) -> (Vec<u8>, usize, Option<Pending>) {
+        match continued(line, around) {
+            (len, true) => self.hide(line, 0, len, Pending::Rest(around)),
+            (0, false) => (Vec::new(), 0, None),
+            (len, false) => self.hide(line, 0, len, Pending::None),
+        }
     }
 
     /// A row of a `Format-Table` whose columns from `a` to `b` are secrets': those go, the
@@ -534,4 +564,12 @@ fn escaped_end(q: u8, text: &[u8]) -> Option<(usize, bool)> {
         run = 0;
     }
     None
+}
+
+/// What opens the text of a value's `Around` (`Pending::Within`).
+fn opener(around: Around) -> &'static [u8] {
+    match around {
+        Around::Map => b"map[",
+        _ => b"{",
+    }
 }

@@ -117,6 +117,16 @@ pub enum Around {
     Map,
 }
 
+/// What holds the end of `text`'s last line: a `{` or `map[` not closed on it (`Flow`, `Map`),
+/// or nothing (`Line`).
+pub(super) fn open_around(text: &[u8]) -> Around {
+    let line = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    match enclosure(&text[line..]) {
+        Around::Struct => Around::Flow,
+        around => around,
+    }
+}
+
 /// The innermost `{` or `map[` before a name on its line that is not closed (a `[` of
 /// another kind aside).
 fn enclosure(before: &[u8]) -> Around {
