@@ -647,6 +647,40 @@ fn a_secret_after_its_name_in_the_next_piece_is_redacted() {
     assert!(!text.contains("cutsecret2"), "{}", &text[text.len() - 80..]);
 }
 
+/// A line longer than a chunk cut inside a secret's value of many words: its words in the
+/// next piece go too, up to what ends the value; the lines after it stay.
+#[test]
+fn a_value_of_many_words_cut_at_a_chunk_goes_on_into_the_next_piece() {
+    for before in (CHUNK - 40..CHUNK - 2).step_by(3) {
+        for (value, after) in [
+            (" password: correct horse battery staple", ""),
+            (
+                " {Password:correct horse battery staple Other:kept1}",
+                "Other:kept1}",
+            ),
+            (
+                " map[password:correct horse battery staple other:kept2]",
+                "other:kept2]",
+            ),
+        ] {
+            let n = Node::new();
+            n.append(
+                "calico-felix.log",
+                &format!("{}{value}\nnext line\n", "x".repeat(before)),
+            );
+            let text = read(&mut n.reader(), Start::Tail(u64::MAX));
+            let tail = &text[before - 10..];
+            for word in ["correct", "horse", "battery", "staple"] {
+                assert!(!text.contains(word), "{word} at {before}: {tail}");
+            }
+            assert!(
+                text.contains(after) && text.ends_with("next line\n"),
+                "at {before}: {tail}"
+            );
+        }
+    }
+}
+
 /// A reader starting inside a private key whose BEGIN line it cannot see (further back than
 /// it looks, or in a file removed since: the log starts inside the key) hides the key's lines
 /// up to its END line, which a key's block holds; the lines after it are shown.

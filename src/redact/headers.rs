@@ -26,13 +26,14 @@ pub(super) fn header_list() -> [String; 3] {
 }
 
 /// A credential header's value outside a list: as HTTP sends it (`Cookie: a=b; c=d`, to the
-/// line's end or the JSON string's `"` that holds it), and in quotes, `\"` escaped too
+/// line's end or the JSON string's `"` that holds it, a cookie's value in quotes after its
+/// `=` inside it: RFC 6265 4.1.1, `id="a"`), and in quotes, `\"` escaped too
 /// (`"Set-Cookie": "id=a; Path=/"`).
 pub(super) fn header_values() -> [(String, &'static str); 3] {
     [
         (
             format!(
-                r#"(?i-u)((?:^|[^A-Za-z0-9_-])(?:{VALUE_HEADERS})[ \t]*:[ \t]*)[^\s"'\[\\](?:[^\s"\\]|\\[^tnr\s"]|[ \t]+[^\s"\\])*"#
+                r#"(?i-u)((?:^|[^A-Za-z0-9_-])(?:{VALUE_HEADERS})[ \t]*:[ \t]*)[^\s"'\[\\](?:=\\?"[^"\r\n]*?\\?"|[^\s"\\]|\\[^tnr\s"]|[ \t]+[^\s"\\])*"#
             ),
             "${1}<redacted>",
         ),
@@ -105,11 +106,16 @@ pub(super) fn bearer() -> (String, &'static str) {
 /// A Digest credential after an `Authorization` name (RFC 7616 3.4: its parameters hold
 /// quoted strings, so it goes whole): in a JSON string (`"Digest username=\"a\", ..."`) to
 /// the string's closing quote when a JSON `,`, `}` or `]` follows it, so JSON stays JSON;
-/// elsewhere (`Authorization="Digest username="a", response="X"`) to the line's end.
+/// elsewhere (`Authorization="Digest username="a", response="X" text`) to the end of its
+/// parameters (RFC 7616 3.4, RFC 9110 11.4: `name=token` or `name="quoted string"`, a `,`
+/// or blanks between), the text after them staying.
 pub(super) fn digest(sep: &str) -> (String, &'static str) {
+    // A quoted value, in quotes escaped too (`\"a\"`: in a JSON string), or a token.
+    let value = r#"(?:"(?:[^"\\\r\n]|\\.)*"|\\"(?:[^"\\\r\n]|\\[^"\r\n])*\\"|[^\s",\\]+)"#;
+    let param = format!(r#"[A-Za-z0-9!#$%&*+.^_|~-]+[ \t]*=[ \t]*{value}"#);
     (
         format!(
-            r#"(?i-u)(?:(authorization{sep}(?:\[\s*)?"digest\s+)(?:[^"\\\r\n]|\\.)*("\s*[,}}\]])|(authorization{sep}(?:\[\s*)?(?:\\?["'])?digest\s+)[^\r\n]+)"#
+            r#"(?i-u)(?:(authorization{sep}(?:\[\s*)?"digest\s+)(?:[^"\\\r\n]|\\.)*("\s*[,}}\]])|(authorization{sep}(?:\[\s*)?(?:\\?["'])?digest\s+){param}(?:(?:[ \t]*,[ \t]*|[ \t]+){param})*,?)"#
         ),
         "${1}${3}<redacted>${2}",
     )

@@ -6,6 +6,9 @@
 use super::Redactor;
 use super::env::{closing, json_quote, names_a_secret};
 use super::names::{NAMES, REDACTED};
+use super::plain::{Around, continued, open_around, open_at_end};
+use super::record::starts_a_record;
+use super::table;
 use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +50,18 @@ pub enum Pending {
     /// A JSON or flow object whose `name` named a secret, its `value` not yet seen, for so
     /// many lines (`kubectl get -o json`'s `{"name": "X_TOKEN",\n "value": "X"}`).
     Object(u16),
+    /// A secret's value of many words ran to the end of a piece of a line cut before its end
+    /// (`redact_piece`): the next piece goes on with it, up to what ends such a value.
+    Rest(Around),
+    /// A piece of a line cut before its end left a `{` or Go's `map[` open (`Flow`, `Map`):
+    /// the next piece's values end as they would inside it.
+    Within(Around),
+    /// A line that may be a `Format-Table` header with columns named as secrets between these
+    /// columns (`table::header`): a row of dashes next makes it one.
+    Header(u16, u16),
+    /// The rows of a `Format-Table` whose columns between these (`u16::MAX`: to the row's
+    /// end) are secrets', up to a blank line.
+    Table(u16, u16),
 }
 
 impl Pending {
@@ -72,6 +87,9 @@ pub(super) struct Leads {
     flag: Regex,
     /// `token: |`: a block scalar as a named secret's value (group 1: the indentation).
     block: Regex,
+    /// `password: two`, a plain scalar as a named secret's value, starting its line (group 1:
+    /// the indentation): the lines after it indented more are its own (YAML 1.2 7.3.3).
+    continues: Regex,
     /// `- name: X` or `name: X` alone on its line (1: indentation, 2: `- `, 3: the name).
     item: Regex,
     /// A `name` key of a flow mapping or JSON object and its name (group 1).
@@ -80,6 +98,8 @@ pub(super) struct Leads {
     value: Regex,
     /// klog's `key=<` ending a line, the key naming a secret.
     klog: Regex,
+    /// `table::column_name`.
+    column: Regex,
 }
 
 impl Leads {
@@ -96,6 +116,9 @@ impl Leads {
             block: build(&format!(
                 r#"(?i-u)^([ \t]*)(?:-[ \t]+)?{name}[ \t]*[|>][0-9+-]{{0,2}}[ \t]*(?:#[^\r\n]*)?\s*$"#
             )),
+            continues: build(&format!(
+                r#"(?i-u)^([ \t]*)(?:-[ \t]+)?["']?[A-Za-z0-9_.-]*{NAMES}["']?[ \t]*:[ \t]+[^\s"'|>#&*!{{\[][^\r\n]*\r?$"#
+            )),
             item: build(
                 r#"(?i-u)^([ \t]*)(-[ \t]+)?["']?name["']?[ \t]*:[ \t]*["']?([A-Za-z0-9_.-]+)["']?[ \t]*(?:#[^\r\n]*)?\s*$"#,
             ),
@@ -104,6 +127,7 @@ impl Leads {
             ),
             value: build(r#"(?i-u)(?:^|[\s{,])\\?["']?value\\?["']?\s*:[ \t]*"#),
             klog: build(&format!(r#"(?i-u)(?:^|\s)[A-Za-z0-9_.-]*{NAMES}=<\s*$"#)),
+            column: build(&table::column_name()),
         }
     }
 
@@ -112,24 +136,33 @@ impl Leads {
     fn after(&self, line: &[u8]) -> (Pending, Option<usize>) {
         match self.carried(line) {
             (Pending::None, _) => (self.after_line(line), None),
+            // A table's header only when the line leaves nothing else.
+            (Pending::Header(..), _) if self.after_line(line) != Pending::None => {
+                (self.after_line(line), None)
+            }
             carried => carried,
         }
     }
 
     /// What `line` carries over lines in any text, not only a log's: a secret's quote not
-    /// closed on it (and where the secret begins), or klog's `key=<`.
+    /// closed on it (and where the secret begins), klog's `key=<`, a secret's block scalar or
+    /// plain scalar whose lines go on indented more.
     fn carried(&self, line: &[u8]) -> (Pending, Option<usize>) {
         if let Some((p, at)) = self.open_quote(line) {
             return (p, Some(at));
         }
-        let klog = self.klog.is_match(line);
-        (if klog { Pending::Klog } else { Pending::None }, None)
+        if self.klog.is_match(line) {
+            return (Pending::Klog, None);
+        }
+        let under = [&self.block, &self.continues]
+            .into_iter()
+            .find_map(|re| re.captures(line))
+            .map(|c| Pending::Under(c.get(1).map_or(0, |m| m.len())));
+        let header = || table::header(&self.column, line).map(|(s, e)| Pending::Header(s, e));
+        (under.or_else(header).unwrap_or_default(), None)
     }
 
     fn after_line(&self, line: &[u8]) -> Pending {
-        if let Some(c) = self.block.captures(line) {
-            return Pending::Under(c.get(1).map_or(0, |m| m.len()));
-        }
         if self.flag.is_match(line) {
             return Pending::Flag;
         }
@@ -249,6 +282,46 @@ impl Redactor {
     /// `line` (without its line break) redacted, what an earlier line left pending applied
     /// first, and what it leaves pending for the next.
     pub fn redact_line(&self, pending: Pending, line: &[u8]) -> (Vec<u8>, Pending) {
+        match self.redact_within(pending, line) {
+            (out, Pending::Rest(_) | Pending::Within(_)) => (out, Pending::None),
+            done => done,
+        }
+    }
+
+    /// `piece`, a line's part that ends before its line break (a line longer than a chunk is
+    /// cut), redacted as `redact_line` redacts a line; a secret's value of many words that
+    /// runs to its end goes on into the next piece (`Pending::Rest`).
+    pub fn redact_piece(&self, pending: Pending, piece: &[u8]) -> (Vec<u8>, Pending) {
+        let seen = match pending {
+            Pending::Within(around) => [opener(around), piece].concat(),
+            _ => piece.to_vec(),
+        };
+        match self.redact_within(pending, piece) {
+            (out, Pending::None) => {
+                let rest = open_at_end(&self.plain, &seen).map(Pending::Rest);
+                let within = || Some(open_around(&seen)).filter(|a| *a != Around::Line);
+                let next = rest.or_else(|| within().map(Pending::Within));
+                (out, next.unwrap_or_default())
+            }
+            done => done,
+        }
+    }
+
+    /// `redact_part`, a piece inside a `{` or `map[` the piece before opened (`Within`) read
+    /// as if that opening began it.
+    fn redact_within(&self, pending: Pending, piece: &[u8]) -> (Vec<u8>, Pending) {
+        let Pending::Within(around) = pending else {
+            return self.redact_part(pending, piece);
+        };
+        let open = opener(around);
+        let (out, next) = self.redact_part(Pending::None, &[open, piece].concat());
+        match out.strip_prefix(open) {
+            Some(out) => (out.to_vec(), next),
+            None => self.redact_part(Pending::None, piece),
+        }
+    }
+
+    fn redact_part(&self, pending: Pending, line: &[u8]) -> (Vec<u8>, Pending) {
         let (mut out, used, kept) = self.take(pending, line, false);
         let rest = &line[used..];
         let (next, open) = kept.map_or_else(|| self.lines.after(rest), |p| (p, None));
@@ -332,7 +405,18 @@ impl Redactor {
             Pending::Item(..) if skip => keep(pending),
             Pending::Item(dash, col) if indent > dash => item_line(line, dash, col, indent),
             Pending::Object(n) => self.object_line(line, n),
-            Pending::Under(_) | Pending::Item(..) | Pending::Klog => (Vec::new(), 0, None),
+            Pending::Header(s, e) => match table::columns(line, s, e) {
+                Some((a, b)) => keep(Pending::Table(a, b)),
+                None => (Vec::new(), 0, None),
+            },
+            Pending::Table(..) if text.is_empty() || indent == 0 && starts_a_record(text) => {
+                (Vec::new(), 0, None)
+            }
+            Pending::Table(a, b) => self.table_row(line, a, b),
+            Pending::Rest(around) => self.rest_of_value(line, around),
+            Pending::Under(_) | Pending::Item(..) | Pending::Klog | Pending::Within(_) => {
+                (Vec::new(), 0, None)
+            }
         }
     }
 
@@ -387,6 +471,34 @@ impl Redactor {
             out.extend_from_slice(&line[body.len()..]);
         }
         out
+    }
+
+    /// The part of a piece that goes on a value of many words the piece before cut (`Rest`).
+    fn rest_of_value(&self, line: &[u8], around: Around) -> (Vec<u8>, usize, Option<Pending>) {
+        match continued(line, around) {
+            (len, true) => self.hide(line, 0, len, Pending::Rest(around)),
+            (0, false) => (Vec::new(), 0, None),
+            (len, false) => self.hide(line, 0, len, Pending::None),
+        }
+    }
+
+    /// A row of a `Format-Table` whose columns from `a` to `b` are secrets': those go, the
+    /// columns before them redacted as any text.
+    fn table_row(&self, line: &[u8], a: u16, b: u16) -> (Vec<u8>, usize, Option<Pending>) {
+        let from = usize::from(a).min(line.len());
+        let to = usize::from(b).min(line.trim_ascii_end().len()).max(from);
+        let mut out = self.redact(&line[..from]);
+        let cell = &line[from..to];
+        if cell.trim_ascii().is_empty() {
+            out.extend_from_slice(cell);
+        } else {
+            out.extend_from_slice(REDACTED.as_bytes());
+            // The next column stays in its place, or at least apart.
+            let pad = cell.len().saturating_sub(REDACTED.len());
+            let apart = usize::from(b != u16::MAX);
+            out.extend(std::iter::repeat_n(b' ', pad.max(apart)));
+        }
+        (out, to, Some(Pending::Table(a, b)))
     }
 
     /// A line of an object whose name named a secret: its `value`'s, or the object's end.
@@ -454,19 +566,10 @@ fn escaped_end(q: u8, text: &[u8]) -> Option<(usize, bool)> {
     None
 }
 
-/// Whether a line's text starts like a log record, not like a value carried from the line
-/// before (asked of an unindented line only: a logger writes its record at column 0, and an
-/// indented value may begin with a date): a JSON object (`{`), a date (`2026-11-26`, Calico's text format: projectcalico/calico v3.32.1
-/// libcalico-go/lib/logutils/logutils.go, `Formatter.Format`), logrus' own text format, which
-/// a logrus program writes before it sets Calico's (`time="..." level=info msg=...`:
-/// sirupsen/logrus text_formatter.go, its `time` key first), or klog's header (`I1126 `,
-/// `E1126 `: k8s.io/klog/v2 formats a header as severity letter, month, day).
-fn starts_a_record(text: &[u8]) -> bool {
-    let digits = |b: &[u8]| b.iter().all(u8::is_ascii_digit);
-    match text {
-        [b'{', ..] | [b't', b'i', b'm', b'e', b'=', ..] => true,
-        [a, b, c, d, b'-', ..] => digits(&[*a, *b, *c, *d]),
-        [b'I' | b'W' | b'E' | b'F', m @ ..] if m.len() >= 5 => digits(&m[..4]) && m[4] == b' ',
-        _ => false,
+/// What opens the text of a value's `Around` (`Pending::Within`).
+fn opener(around: Around) -> &'static [u8] {
+    match around {
+        Around::Map => b"map[",
+        _ => b"{",
     }
 }

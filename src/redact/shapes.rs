@@ -77,13 +77,13 @@ fn shapes() -> [(String, &'static str); 22] {
         quoted_after_blank(&flag, '"'),
         quoted_after_blank(&flag, '\''),
         // A value named as a secret in double or single quotes, whole (it may hold blanks):
-        // `"password": "two words"`, `AWS_SECRET_ACCESS_KEY='x'`.
+        // `"password": "two words"`, `AWS_SECRET_ACCESS_KEY='x'`, a pointer's (`Password:*"x"`).
         (
-            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}")(?:[^"\\\r\n]|\\.)+"#),
+            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}\*?")(?:[^"\\\r\n]|\\.)+"#),
             "${1}<redacted>",
         ),
         (
-            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}')(?:[^'\r\n]|'')+"#),
+            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}\*?')(?:[^'\r\n]|'')+"#),
             "${1}<redacted>",
         ),
         json_non_string(),
