@@ -237,8 +237,14 @@ fn open(h: &dyn Host, path: &str, admin: Option<&str>) -> anyhow::Result<(File, 
     if !h.dir_exists(dir)? {
         return Err(no_dir());
     }
-    // Where the path leads as it was judged (its directory's, with its name, when not there).
-    let judged = h.final_path(path)?.ok_or_else(no_dir)?;
+    // Where the path leads as it was judged: its directory's final path with its name, the
+    // last name not followed, as the handle opens it (`Files::open_update`: a link there is
+    // opened itself, then refused as no plain file).
+    let name = path.rsplit_once(['\\', '/']).map_or(path, |(_, n)| n);
+    let judged = h
+        .final_path(dir)?
+        .map(|d| format!("{}\\{name}", d.trim_end_matches('\\')))
+        .ok_or_else(no_dir)?;
     let protect = |e| anyhow::anyhow!("cannot protect {path}: {e}");
     let fresh = if h.file_access(path)?.is_none() {
         h.write_file(path, b"", Access::Secret).map_err(protect)?;

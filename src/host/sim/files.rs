@@ -306,7 +306,18 @@ impl Files for SimHost {
             r => r.map_err(|e| HostError::io(format!("open {path} to write"), e))?,
         };
         let read = |e| HostError::io(format!("read where {path} was opened"), e);
-        let final_path = self.host_path_of(&handle_final_path(&file, &local).map_err(read)?);
+        let link = std::fs::symlink_metadata(&local)
+            .map_err(read)?
+            .is_symlink();
+        // A link at the last name: Windows opens the link itself (FILE_FLAG_OPEN_REPARSE_POINT,
+        // CreateFileW's documentation), whose final path is its own: its directory's, with its
+        // name. Linux's open follows it; the handle's path would be the target's.
+        let final_path = match (link, local.parent(), local.file_name()) {
+            (true, Some(dir), Some(name)) => {
+                self.host_path_of(&std::fs::canonicalize(dir).map_err(read)?.join(name))
+            }
+            _ => self.host_path_of(&handle_final_path(&file, &local).map_err(read)?),
+        };
         let sole_plain = is_sole_plain(&file, &local).map_err(read)?;
         Ok(Some(crate::host::OpenedFile {
             file,
