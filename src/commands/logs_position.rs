@@ -237,14 +237,14 @@ fn open(h: &dyn Host, path: &str, admin: Option<&str>) -> anyhow::Result<(File, 
     if !h.dir_exists(dir)? {
         return Err(no_dir());
     }
-    // Where the path leads as it was judged: its directory's final path with its name, the
-    // last name not followed, as the handle opens it (`Files::open_update`: a link there is
-    // opened itself, then refused as no plain file).
-    let name = path.rsplit_once(['\\', '/']).map_or(path, |(_, n)| n);
-    let judged = h
-        .final_path(dir)?
-        .map(|d| format!("{}\\{name}", d.trim_end_matches('\\')))
-        .ok_or_else(no_dir)?;
+    // A link at the last name is refused before anything is made or read through it: the
+    // handle would open the link itself (`Files::open_update`), whose final path is its own.
+    if h.is_reparse_point(path)? {
+        return Err(not_plain(path, path));
+    }
+    // Where the path leads as it was judged (its directory's, with its name, when not there),
+    // as the file system names it: a short (8.3) name, a trailing dot, a drive's root.
+    let judged = h.final_path(path)?.ok_or_else(no_dir)?;
     let protect = |e| anyhow::anyhow!("cannot protect {path}: {e}");
     let fresh = if h.file_access(path)?.is_none() {
         h.write_file(path, b"", Access::Secret).map_err(protect)?;
@@ -275,11 +275,16 @@ fn bound(path: &str, judged: &str, opened: crate::host::OpenedFile) -> anyhow::R
         );
     }
     if !opened.sole_plain {
-        anyhow::bail!(
-            "{path} ({at}) is not a plain file with one name: a junction or link itself, or a second name (hard link) of another file, which what is written there would change; nothing is written (remove it: del \"{path}\")"
-        );
+        return Err(not_plain(path, at));
     }
     Ok(opened.file)
+}
+
+/// Why the position file `path`, at `at`, is not written: no plain file with one name.
+fn not_plain(path: &str, at: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{path} ({at}) is not a plain file with one name: a junction or link itself, or a second name (hard link) of another file, which what is written there would change; nothing is written (remove it: del \"{path}\")"
+    )
 }
 
 impl Drop for Kept<'_> {
