@@ -784,3 +784,19 @@ fn a_hidden_key_line_keeps_its_indentation() {
         assert_eq!(read(&mut n.reader(), Start::Tail(u64::MAX)), want);
     }
 }
+
+/// What a rotated file's last line leaves pending (a secret's quote not closed, a piece of a
+/// line without its line break) ends with its file: the next file's lines are its own.
+#[test]
+fn a_rotated_files_pending_value_ends_with_the_file() {
+    let n = Node::new();
+    n.append("calico-felix-20251121T080000Z.log", "password: \"abc\n");
+    n.append(
+        "calico-felix-20251121T090000Z.log",
+        "{Password:correct horse",
+    );
+    n.append("calico-felix.log", &lines(0..2));
+    let all = read(&mut n.reader(), Start::Tail(u64::MAX));
+    assert!(!all.contains("abc") && !all.contains("horse"), "{all}");
+    assert!(all.ends_with(&lines(0..2)), "{all}");
+}
