@@ -15,6 +15,8 @@ mod names;
 mod plain;
 mod record;
 #[cfg(test)]
+mod review3_tests;
+#[cfg(test)]
 mod review_tests;
 mod shapes;
 mod table;

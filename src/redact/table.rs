@@ -33,7 +33,7 @@ pub(super) fn header(name: &Regex, line: &[u8]) -> Option<(u16, u16)> {
 /// The part of each row a header's secret columns (`start`..`end` on it) hold, from the row
 /// of dashes under the header: from the start of the dashes under the first to the start of
 /// the next column's after the last (`u16::MAX`: to the row's end). None when `line` is no
-/// row of dashes under them.
+/// row of dashes under them, or under a line of one column.
 pub(super) fn columns(line: &[u8], start: u16, end: u16) -> Option<(u16, u16)> {
     let text = line.trim_ascii_end();
     if text.is_empty() || !text.iter().all(|b| matches!(b, b'-' | b' ')) {
@@ -48,6 +48,11 @@ pub(super) fn columns(line: &[u8], start: u16, end: u16) -> Option<(u16, u16)> {
         })
         .filter(|(s, e)| e > s)
         .collect();
+    // A table has two columns at least: one row of dashes under a line of prose (a title
+    // underlined, a separator) is no table's.
+    if runs.len() < 2 {
+        return None;
+    }
     let (start, end) = (usize::from(start), usize::from(end));
     let first = runs.iter().position(|(s, e)| start < *e && end > *s)?;
     let last = runs.iter().rposition(|(s, e)| start < *e && end > *s)?;
