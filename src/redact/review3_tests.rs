@@ -32,3 +32,23 @@ fn a_plain_values_continuation_ends_at_its_keys_siblings_and_a_blank_line() {
         "- password: <redacted>\n    <redacted>\n  user: admin\n",
     );
 }
+
+/// A line of many names in a `{` costs a pass over it, not one per name: the bytes read to
+/// find what encloses each name grow as the line does (a hostile line of 200 KB took a
+/// minute when each name read its line from its start).
+#[test]
+fn what_encloses_the_names_of_a_line_is_read_once() {
+    let r = super::Redactor::new(&[]);
+    for n in [100usize, 1000] {
+        let line = format!("{{{}", "password:a b ".repeat(n));
+        super::plain::enclosure_scanned();
+        let _ = r.redact_piece(super::Pending::None, line.as_bytes());
+        let _ = r.redact(line.as_bytes());
+        let scanned = super::plain::enclosure_scanned();
+        assert!(
+            scanned <= 8 * line.len(),
+            "{scanned} bytes read for {}",
+            line.len()
+        );
+    }
+}
