@@ -66,6 +66,10 @@ pub enum Pending {
     /// the line before) go on its value (YAML 1.2 7.3.3), up to a blank line or a line that
     /// is an entry of its own (`key: value`, `- key: value`): a plain scalar holds no `: `.
     Continued(usize),
+    /// A piece of a line cut before its end inside a value that runs to its line's end (an
+    /// HTTP credential header's, RFC 9110 5.5: `Cookie:`, `Authorization: Digest ...`, or a
+    /// Docker config's `auths` object not closed): the line's next pieces go whole.
+    Line,
 }
 
 impl Pending {
@@ -106,6 +110,10 @@ pub(super) struct Leads {
     klog: Regex,
     /// `table::column_name`.
     column: Regex,
+    /// An HTTP credential header's name and `:` (group 1: a `"` before it, a JSON key's).
+    header: Regex,
+    /// `docker::auths`' `auths` key and its `{`.
+    auths: Regex,
 }
 
 impl Leads {
@@ -134,7 +142,26 @@ impl Leads {
             value: build(r#"(?i-u)(?:^|[\s{,])\\?["']?value\\?["']?\s*:[ \t]*"#),
             klog: build(&format!(r#"(?i-u)(?:^|\s)[A-Za-z0-9_.-]*{NAMES}=<\s*$"#)),
             column: build(&table::column_name()),
+            header: build(
+                r#"(?i-u)(?:^|[\s'{,\[]|(\\?"))(?:(?:set-)?cookie|(?:proxy-)?authorization|x-api-key|x-auth-token)\\?["']?\s*:\s*"#,
+            ),
+            auths: build(&super::docker::auths()[0]),
         }
+    }
+
+    /// Whether a piece of a line cut before its end is inside a value that runs to the line's
+    /// end (`Pending::Line`): after a credential header's name, its value in a JSON string not
+    /// closed, or bare (to the line's end); in an `auths` object not closed.
+    fn open_line(&self, piece: &[u8]) -> bool {
+        let auths = self.auths.find_iter(piece).last();
+        if auths.is_some_and(|m| super::docker::object_end(&piece[m.end()..]).is_none()) {
+            return true;
+        }
+        let Some(c) = self.header.captures_iter(piece).last() else {
+            return false;
+        };
+        let after = c.get(0).map_or(&piece[..0], |m| &piece[m.end()..]);
+        c.get(1).is_none() || memchr::memchr_iter(b'"', after).count() % 2 == 1
     }
 
     /// What `line` leaves pending, and where on it a secret's value begins that it does not
@@ -288,7 +315,7 @@ impl Redactor {
     /// first, and what it leaves pending for the next.
     pub fn redact_line(&self, pending: Pending, line: &[u8]) -> (Vec<u8>, Pending) {
         match self.redact_within(pending, line) {
-            (out, Pending::Rest(_) | Pending::Within(_)) => (out, Pending::None),
+            (out, Pending::Rest(_) | Pending::Within(_) | Pending::Line) => (out, Pending::None),
             done => done,
         }
     }
@@ -302,6 +329,7 @@ impl Redactor {
             _ => piece.to_vec(),
         };
         match self.redact_within(pending, piece) {
+            (out, Pending::None) if self.lines.open_line(&seen) => (out, Pending::Line),
             (out, Pending::None) => {
                 let rest = open_at_end(&self.plain, &seen).map(Pending::Rest);
                 let within = || Some(open_around(&seen)).filter(|a| *a != Around::Line);
@@ -422,6 +450,7 @@ impl Redactor {
             }
             Pending::Table(a, b) => self.table_row(line, a, b),
             Pending::Rest(around) => self.rest_of_value(line, around),
+            Pending::Line => self.hide(line, 0, line.trim_ascii_end().len(), pending),
             // `Under`, `Continued`, `Item`, `Klog` at a line not theirs, and `Within`.
             _ => (Vec::new(), 0, None),
         }
