@@ -52,3 +52,17 @@ fn what_encloses_the_names_of_a_line_is_read_once() {
         );
     }
 }
+
+/// Go's `%+v` of a list of `EnvVar`s: a secret's `Value` goes up to `ValueFrom` or `}`, of
+/// one word or many.
+#[test]
+fn a_go_env_vars_value_named_as_a_secret_goes() {
+    same(
+        "Env:[{Name:ETCD_PASSWORD Value:s3cret ValueFrom:nil} {Name:NODENAME Value:n1 ValueFrom:nil}]",
+        "Env:[{Name:ETCD_PASSWORD Value:<redacted> ValueFrom:nil} {Name:NODENAME Value:n1 ValueFrom:nil}]",
+    );
+    same(
+        "Env:[{Name:ETCD_PASSWORD Value:correct horse battery}]",
+        "Env:[{Name:ETCD_PASSWORD Value:<redacted>}]",
+    );
+}
