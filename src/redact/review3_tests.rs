@@ -66,3 +66,15 @@ fn a_go_env_vars_value_named_as_a_secret_goes() {
         "Env:[{Name:ETCD_PASSWORD Value:<redacted>}]",
     );
 }
+
+/// A `Format-Table` header cut by its column's width (`ClientSec...`, `Passw…`) or naming a
+/// `SecretText` still names its column a secret's.
+#[test]
+fn a_format_table_header_cut_short_still_names_a_secret() {
+    for header in ["ClientSec...", "Passw…", "SecretText"] {
+        let dashes = "-".repeat(header.chars().count());
+        let text = format!("Name  {header}\n----  {dashes}\nfoo   abcdefghij\n");
+        let want = format!("Name  {header}\n----  {dashes}\nfoo   <redacted>\n");
+        same(&text, &want);
+    }
+}

@@ -6,9 +6,37 @@
 use super::names::NAMES;
 use regex::bytes::Regex;
 
-/// A column's name naming a secret (`Password`, `ClientSecret`, `Token`), whole.
+/// The secrets' words a column's name ends in that a narrow column cuts (PowerShell's
+/// `TableView` ends a name too long for its column with `...` in Windows PowerShell, `…` in
+/// PowerShell 7): `ClientSec...`, `Passw…`.
+const CUT_WORDS: [&str; 9] = [
+    "token",
+    "password",
+    "passphrase",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "credential",
+    "secret",
+    "secrettext",
+];
+
+/// A column's name naming a secret (`Password`, `ClientSecret`, `Token`, `SecretText`),
+/// whole or cut by its column's width after three letters of its secret's word at least.
 pub(super) fn column_name() -> String {
-    format!(r"(?i-u)^[A-Za-z0-9_.]*{NAMES}$")
+    let cut: Vec<String> = CUT_WORDS.iter().map(|w| prefixes(w)).collect();
+    let cut = cut.join("|");
+    format!(r"(?i-u)^[A-Za-z0-9_.]*(?:{NAMES}|secrettext|(?:{cut})(?:\.\.\.|\xE2\x80\xA6))$")
+}
+
+/// `word`'s first three letters and then each longer start of it, as a regex.
+fn prefixes(word: &str) -> String {
+    let (head, tail) = word.split_at(3);
+    let mut opt = String::new();
+    for c in tail.chars().rev() {
+        opt = format!("(?:{c}{opt})?");
+    }
+    format!("{head}{opt}")
 }
 
 /// Where the columns named as secrets stand on a line that may be a table's header (words
