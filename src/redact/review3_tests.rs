@@ -78,3 +78,18 @@ fn a_format_table_header_cut_short_still_names_a_secret() {
         same(&text, &want);
     }
 }
+
+/// `text` as `diags` redacts a file's tail.
+fn tail(text: &str) -> String {
+    String::from_utf8_lossy(&super::Redactor::new(&[]).redact_tail(text.as_bytes())).into_owned()
+}
+
+/// A tail starting inside a single-quoted value hides its end; a stack trace then a line
+/// with one stray `"` in prose is no value's end and stays.
+#[test]
+fn a_tails_head_is_hidden_only_up_to_what_ends_a_value() {
+    let out = tail("  def'\nnext: 1\n");
+    assert!(!out.contains("def") && out.contains("next: 1"), "{out}");
+    let kept = "\tgoroutine trace\nmain.main()\n\t/go/x.go:1\nError: bad \"thing\nmore\n";
+    assert_eq!(tail(kept), kept);
+}
