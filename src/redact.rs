@@ -15,6 +15,8 @@ mod names;
 mod plain;
 mod record;
 #[cfg(test)]
+mod review3_tests;
+#[cfg(test)]
 mod review_tests;
 mod shapes;
 mod table;
@@ -35,7 +37,7 @@ use regex::bytes::Regex;
 /// Whether a word (lower case) leads into a secret's value: a name `shapes` knows, an HTTP
 /// credential's scheme, or a `name` or `value` key (an `env:` item's). The logs cut a long line before such a word, never after it.
 pub fn leads_into_value(word: &[u8]) -> bool {
-    const ENDS: [&[u8]; 21] = [
+    const ENDS: [&[u8]; 22] = [
         b"token",
         b"password",
         b"passwd",
@@ -55,6 +57,8 @@ pub fn leads_into_value(word: &[u8]) -> bool {
         b"authorization",
         b"bearer",
         b"basic",
+        // A Docker config's `"auth":"` (`docker::auths`).
+        b"auth",
         // An `env:` item's `"name":"X_TOKEN"` and `"value":"X"`, cut from their keys.
         b"name",
         b"value",

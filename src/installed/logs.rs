@@ -502,6 +502,11 @@ impl<'a> Reader<'a> {
                         break;
                     }
                 }
+                // A value a rotated file's last line left open ends with its file: the
+                // next file's lines are its writer's new ones.
+                if !last {
+                    self.pending = Pending::None;
+                }
                 // Where to go on: this file, also when nothing was written from it yet.
                 self.moved(&head, head_len, offset, save);
             }

@@ -784,3 +784,70 @@ fn a_hidden_key_line_keeps_its_indentation() {
         assert_eq!(read(&mut n.reader(), Start::Tail(u64::MAX)), want);
     }
 }
+
+/// What a rotated file's last line leaves pending (a secret's quote not closed, a piece of a
+/// line without its line break) ends with its file: the next file's lines are its own.
+#[test]
+fn a_rotated_files_pending_value_ends_with_the_file() {
+    let n = Node::new();
+    n.append("calico-felix-20251121T080000Z.log", "password: \"abc\n");
+    n.append(
+        "calico-felix-20251121T090000Z.log",
+        "{Password:correct horse",
+    );
+    n.append("calico-felix.log", &lines(0..2));
+    let all = read(&mut n.reader(), Start::Tail(u64::MAX));
+    assert!(!all.contains("abc") && !all.contains("horse"), "{all}");
+    assert!(all.ends_with(&lines(0..2)), "{all}");
+}
+
+/// A line longer than a chunk, its pieces cut as `poll` cuts them and each redacted alone.
+fn by_pieces(text: &[u8]) -> String {
+    let r = Redactor::new(&[]);
+    let (mut p, mut out, mut rest) = (Pending::None, Vec::new(), text);
+    while !rest.is_empty() {
+        let buf = &rest[..rest.len().min(CHUNK)];
+        let whole = match memchr::memrchr(b'\n', buf) {
+            Some(a) => a + 1,
+            None if buf.len() == CHUNK => cut(buf),
+            None => buf.len(),
+        };
+        for line in buf[..whole].split_inclusive(|b| *b == b'\n') {
+            let (t, q) = match line.strip_suffix(b"\n") {
+                Some(l) => r.redact_line(p, l),
+                None => r.redact_piece(p, line),
+            };
+            (p, rest) = (q, &rest[line.len()..]);
+            out.extend_from_slice(&t);
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A value that runs to its line's end (a cookie, a Digest credential, a Docker config's
+/// `auth`) cut by a chunk's end, wherever in it: no part of it leaves, nor after the cut.
+#[test]
+fn a_credential_headers_value_cut_by_a_chunk_leaves_nothing() {
+    for (before, after, gone) in [
+        (" Cookie: a=1; sid=SECRET", "PART; c=3", "PART"),
+        (" Set-Cookie: sid=\"abc ", "defghi\"; Path=/", "defghi"),
+        (
+            " Authorization: Digest username=\"admin\", realm=\"r\", nonce=\"n\", response=\"6629fae49393",
+            "a05397450978507c4ef1\" x",
+            "a0539745",
+        ),
+        (
+            " {\"auths\":{\"reg.io\":{\"auth\":\"dXNlcjpwYXNz",
+            "d29yZA==\"}}}",
+            "d29yZA",
+        ),
+    ] {
+        for shift in [0, 3, 9] {
+            let fill = CHUNK - before.len() - 4 + shift;
+            let line = format!("msg {}{before}{after}\n", "f".repeat(fill));
+            let out = by_pieces(line.as_bytes());
+            assert!(!out.contains(gone), "{gone} left: {}", &out[fill..]);
+            assert!(out.starts_with("msg ffff"), "{}", &out[..20]);
+        }
+    }
+}

@@ -33,7 +33,7 @@ pub(super) fn redact_auths(re: &[Regex; 2], bytes: &[u8]) -> Vec<u8> {
 
 /// Where the object whose `{` came just before `rest` closes (its braces counted, those in
 /// strings too: a registry's name or a credential holds none).
-fn object_end(rest: &[u8]) -> Option<usize> {
+pub(super) fn object_end(rest: &[u8]) -> Option<usize> {
     let mut depth = 1usize;
     for (i, b) in rest.iter().enumerate() {
         match b {

@@ -49,7 +49,7 @@ const UNCLOSED: &str = r#"\\?["'][^\r\n]*"#;
 const PS_VALUE: &str = r#""(?:[^"`\r\n]|`.)*"?|'(?:[^'\r\n]|'')*'?|[^\s;,)]+"#;
 
 /// The shapes of a name and its value: group `n` the name, `v` the value.
-pub(super) fn pairs() -> [String; 5] {
+pub(super) fn pairs() -> [String; 6] {
     // A key of a flow mapping or JSON object, quoted or not, its quotes perhaps escaped (at
     // the text's start: a piece of a long line cut after its `{"`).
     let key = |k: &str| format!(r#"(?:^|[{{,])\s*(?:\\?["'])?{k}(?:\\?["'])?\s*:[ \t]*"#);
@@ -73,6 +73,9 @@ pub(super) fn pairs() -> [String; 5] {
         format!(
             r#"(?i-u)(?:\$env:(?P<n>[A-Za-z0-9_.-]+)\s*=|SetEnvironmentVariable\(\s*["'](?P<m>[A-Za-z0-9_.-]+)["']\s*,)[ \t]*(?P<v>{PS_VALUE})"#
         ),
+        // Go's `%+v` of a k8s.io/api core/v1 `EnvVar` (fields `Name`, `Value`, `ValueFrom`,
+        // fmt's `{Name:X Value:two words ValueFrom:nil}`): the value up to `ValueFrom` or `}`.
+        r"(?-u)\{Name:(?P<n>[A-Za-z0-9_.-]+) Value:(?P<v>[^}\s][^}\r\n]*?)(?: ValueFrom:|\})".into(),
     ]
 }
 

@@ -29,8 +29,8 @@ pub enum Pending {
     /// A flag or a name naming a secret ended its line (`- --token`, `[--token,`, `token:`,
     /// a comment after it): the next item, after blank and comment lines, is its value.
     Flag,
-    /// The lines indented more than this are a secret's (a block scalar's, YAML 1.2 8.1; a
-    /// plain scalar's continuation, 7.3.3), blank lines among them.
+    /// The lines indented more than this are a secret's (a block scalar's, YAML 1.2 8.1, or
+    /// the lines under a secret's name with no value on its line), blank lines among them.
     Under(usize),
     /// Inside a secret in this quote (`"` or `'`) not closed on its line, for so many lines
     /// (YAML 1.2 7.3.1, 7.3.2: a quoted scalar may span lines).
@@ -62,6 +62,14 @@ pub enum Pending {
     /// The rows of a `Format-Table` whose columns between these (`u16::MAX`: to the row's
     /// end) are secrets', up to a blank line.
     Table(u16, u16),
+    /// The lines indented more than this (the column of the key whose plain value began on
+    /// the line before) go on its value (YAML 1.2 7.3.3), up to a blank line or a line that
+    /// is an entry of its own (`key: value`, `- key: value`): a plain scalar holds no `: `.
+    Continued(usize),
+    /// A piece of a line cut before its end inside a value that runs to its line's end (an
+    /// HTTP credential header's, RFC 9110 5.5: `Cookie:`, `Authorization: Digest ...`, or a
+    /// Docker config's `auths` object not closed): the line's next pieces go whole.
+    Line,
 }
 
 impl Pending {
@@ -73,6 +81,7 @@ impl Pending {
             (r, Pending::None) => r,
             (Pending::Quote(q, a), Pending::Quote(p, b)) if q == p => Pending::Quote(q, a.min(b)),
             (Pending::Under(a), Pending::Under(b)) => Pending::Under(a.min(b)),
+            (Pending::Continued(a), Pending::Continued(b)) => Pending::Continued(a.min(b)),
             (Pending::Object(a), Pending::Object(b)) => Pending::Object(a.min(b)),
             (_, f) => f,
         }
@@ -88,7 +97,8 @@ pub(super) struct Leads {
     /// `token: |`: a block scalar as a named secret's value (group 1: the indentation).
     block: Regex,
     /// `password: two`, a plain scalar as a named secret's value, starting its line (group 1:
-    /// the indentation): the lines after it indented more are its own (YAML 1.2 7.3.3).
+    /// the indentation and a `- `, the key's column): the lines after it indented more are
+    /// its own (YAML 1.2 7.3.3).
     continues: Regex,
     /// `- name: X` or `name: X` alone on its line (1: indentation, 2: `- `, 3: the name).
     item: Regex,
@@ -100,6 +110,10 @@ pub(super) struct Leads {
     klog: Regex,
     /// `table::column_name`.
     column: Regex,
+    /// An HTTP credential header's name and `:` (group 1: a `"` before it, a JSON key's).
+    header: Regex,
+    /// `docker::auths`' `auths` key and its `{`.
+    auths: Regex,
 }
 
 impl Leads {
@@ -117,7 +131,7 @@ impl Leads {
                 r#"(?i-u)^([ \t]*)(?:-[ \t]+)?{name}[ \t]*[|>][0-9+-]{{0,2}}[ \t]*(?:#[^\r\n]*)?\s*$"#
             )),
             continues: build(&format!(
-                r#"(?i-u)^([ \t]*)(?:-[ \t]+)?["']?[A-Za-z0-9_.-]*{NAMES}["']?[ \t]*:[ \t]+[^\s"'|>#&*!{{\[][^\r\n]*\r?$"#
+                r#"(?i-u)^([ \t]*(?:-[ \t]+)?)["']?[A-Za-z0-9_.-]*{NAMES}["']?[ \t]*:[ \t]+[^\s"'|>#&*!{{\[][^\r\n]*\r?$"#
             )),
             item: build(
                 r#"(?i-u)^([ \t]*)(-[ \t]+)?["']?name["']?[ \t]*:[ \t]*["']?([A-Za-z0-9_.-]+)["']?[ \t]*(?:#[^\r\n]*)?\s*$"#,
@@ -128,7 +142,26 @@ impl Leads {
             value: build(r#"(?i-u)(?:^|[\s{,])\\?["']?value\\?["']?\s*:[ \t]*"#),
             klog: build(&format!(r#"(?i-u)(?:^|\s)[A-Za-z0-9_.-]*{NAMES}=<\s*$"#)),
             column: build(&table::column_name()),
+            header: build(
+                r#"(?i-u)(?:^|[\s'{,\[]|(\\?"))(?:(?:set-)?cookie|(?:proxy-)?authorization|x-api-key|x-auth-token)\\?["']?\s*:\s*"#,
+            ),
+            auths: build(&super::docker::auths()[0]),
         }
+    }
+
+    /// Whether a piece of a line cut before its end is inside a value that runs to the line's
+    /// end (`Pending::Line`): after a credential header's name, its value in a JSON string not
+    /// closed, or bare (to the line's end); in an `auths` object not closed.
+    fn open_line(&self, piece: &[u8]) -> bool {
+        let auths = self.auths.find_iter(piece).last();
+        if auths.is_some_and(|m| super::docker::object_end(&piece[m.end()..]).is_none()) {
+            return true;
+        }
+        let Some(c) = self.header.captures_iter(piece).last() else {
+            return false;
+        };
+        let after = c.get(0).map_or(&piece[..0], |m| &piece[m.end()..]);
+        c.get(1).is_none() || memchr::memchr_iter(b'"', after).count() % 2 == 1
     }
 
     /// What `line` leaves pending, and where on it a secret's value begins that it does not
@@ -154,10 +187,9 @@ impl Leads {
         if self.klog.is_match(line) {
             return (Pending::Klog, None);
         }
-        let under = [&self.block, &self.continues]
-            .into_iter()
-            .find_map(|re| re.captures(line))
-            .map(|c| Pending::Under(c.get(1).map_or(0, |m| m.len())));
+        let column = |c: regex::bytes::Captures| c.get(1).map_or(0, |m| m.len());
+        let under = (self.block.captures(line).map(|c| Pending::Under(column(c))))
+            .or_else(|| (self.continues.captures(line)).map(|c| Pending::Continued(column(c))));
         let header = || table::header(&self.column, line).map(|(s, e)| Pending::Header(s, e));
         (under.or_else(header).unwrap_or_default(), None)
     }
@@ -273,7 +305,7 @@ fn value_at(line: &[u8], at: usize, under: Option<usize>) -> (Vec<u8>, usize, Op
             let end = text.iter().position(|b| matches!(b, b',' | b'}' | b']'));
             let len = end.filter(|_| !q.is_empty()).unwrap_or(text.len());
             out.extend_from_slice(&[q, REDACTED.as_bytes(), q].concat());
-            (out, start + len, under.map(Pending::Under))
+            (out, start + len, under.map(Pending::Continued))
         }
     }
 }
@@ -283,7 +315,7 @@ impl Redactor {
     /// first, and what it leaves pending for the next.
     pub fn redact_line(&self, pending: Pending, line: &[u8]) -> (Vec<u8>, Pending) {
         match self.redact_within(pending, line) {
-            (out, Pending::Rest(_) | Pending::Within(_)) => (out, Pending::None),
+            (out, Pending::Rest(_) | Pending::Within(_) | Pending::Line) => (out, Pending::None),
             done => done,
         }
     }
@@ -297,6 +329,7 @@ impl Redactor {
             _ => piece.to_vec(),
         };
         match self.redact_within(pending, piece) {
+            (out, Pending::None) if self.lines.open_line(&seen) => (out, Pending::Line),
             (out, Pending::None) => {
                 let rest = open_at_end(&self.plain, &seen).map(Pending::Rest);
                 let within = || Some(open_around(&seen)).filter(|a| *a != Around::Line);
@@ -373,6 +406,9 @@ impl Redactor {
             }
             Pending::Under(_) if text.is_empty() => keep(pending),
             Pending::Under(d) if indent > d => self.hide(line, indent, text.len(), pending),
+            Pending::Continued(d) if indent > d && !text.is_empty() && !entry(text) => {
+                self.hide(line, indent, text.len(), pending)
+            }
             // A log record of its own ends a quote a stray `"` seemed to open.
             Pending::Quote(..) | Pending::Escaped(_) if indent == 0 && starts_a_record(text) => {
                 (Vec::new(), 0, None)
@@ -414,9 +450,9 @@ impl Redactor {
             }
             Pending::Table(a, b) => self.table_row(line, a, b),
             Pending::Rest(around) => self.rest_of_value(line, around),
-            Pending::Under(_) | Pending::Item(..) | Pending::Klog | Pending::Within(_) => {
-                (Vec::new(), 0, None)
-            }
+            Pending::Line => self.hide(line, 0, line.trim_ascii_end().len(), pending),
+            // `Under`, `Continued`, `Item`, `Klog` at a line not theirs, and `Within`.
+            _ => (Vec::new(), 0, None),
         }
     }
 
@@ -564,6 +600,21 @@ fn escaped_end(q: u8, text: &[u8]) -> Option<(usize, bool)> {
         run = 0;
     }
     None
+}
+
+/// Whether `text` (a line from its first non-blank) is a mapping entry of its own: a key and
+/// its `:` then a blank or the end, after a sequence's `- ` or not (YAML 1.2 7.3.3: a plain
+/// scalar's line holds no `: `, so no such line goes on one).
+fn entry(text: &[u8]) -> bool {
+    let text = text
+        .strip_prefix(b"- ")
+        .map_or(text, |t| t.trim_ascii_start());
+    let key = text
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric() || b"_.-\"'".contains(b))
+        .count();
+    let rest = text[key..].trim_ascii_start();
+    key > 0 && rest.first() == Some(&b':') && rest.get(1).is_none_or(|b| matches!(b, b' ' | b'\t'))
 }
 
 /// What opens the text of a value's `Around` (`Pending::Within`).

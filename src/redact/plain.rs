@@ -64,24 +64,19 @@ struct Value {
 fn values(key: &Regex, bytes: &[u8]) -> Vec<Value> {
     let mut found = Vec::new();
     let mut from = 0;
+    // Names come in order: what encloses each is read on from the one before's place.
+    let mut enclosures = Enclosures::default();
     while let Some(c) = key.captures_at(bytes, from) {
         let (Some(name), Some(blank)) = (c.get(1), c.get(2)) else {
             break;
         };
         from = blank.end().max(from + 1);
-        let line_start = bytes[..name.start()]
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(0, |i| i + 1);
         // A value of many words follows a name wherever it stands on its line (after a log
         // record's prefix, in a JSON string, in prose): a message after a secret's name in
         // prose (client-go's `Unable to rotate token: failed to read ...`) goes with it, and so
         // do the fields after an empty one (`{Password: Other:x}`), as no rule tells them from
         // a secret of many words (`password: correct:horse battery`), which must not leave.
-        let around = match (
-            enclosure(&bytes[line_start..name.start()]),
-            blank.is_empty(),
-        ) {
+        let around = match (enclosures.at(bytes, name.start()), blank.is_empty()) {
             (Around::Line, true) => continue,
             (Around::Flow, true) => Around::Struct,
             (a, _) => a,
@@ -130,23 +125,44 @@ pub(super) fn open_around(text: &[u8]) -> Around {
 /// The innermost `{` or `map[` before a name on its line that is not closed (a `[` of
 /// another kind aside).
 fn enclosure(before: &[u8]) -> Around {
-    let mut open: Vec<Option<Around>> = Vec::new();
-    for (i, b) in before.iter().enumerate() {
-        match b {
-            b'{' => open.push(Some(Around::Flow)),
-            b'[' if before[..i].ends_with(b"map") => open.push(Some(Around::Map)),
-            b'[' => open.push(None),
-            b'}' | b']' => {
-                open.pop();
+    Enclosures::default().at(before, before.len())
+}
+
+/// The brackets open at a place of a text, read on as the place moves forward, so that a
+/// line's names cost one pass over it.
+#[derive(Default)]
+struct Enclosures {
+    /// For each bracket open, the innermost `{` or `map[` at its depth (`None`: none).
+    open: Vec<Option<Around>>,
+    /// Where the reading is, and where its line starts.
+    at: usize,
+    line: usize,
+}
+
+impl Enclosures {
+    /// What encloses `to` in `text` (at or after the last place asked).
+    fn at(&mut self, text: &[u8], to: usize) -> Around {
+        #[cfg(test)]
+        SCANNED.with(|c| c.set(c.get() + to.saturating_sub(self.at)));
+        for i in self.at..to {
+            let inner = self.open.last().copied().flatten();
+            match text[i] {
+                b'\n' => {
+                    self.open.clear();
+                    self.line = i + 1;
+                }
+                b'{' => self.open.push(Some(Around::Flow)),
+                b'[' if text[self.line..i].ends_with(b"map") => self.open.push(Some(Around::Map)),
+                b'[' => self.open.push(inner),
+                b'}' | b']' => {
+                    self.open.pop();
+                }
+                _ => {}
             }
-            _ => {}
         }
+        self.at = self.at.max(to);
+        self.open.last().copied().flatten().unwrap_or(Around::Line)
     }
-    open.into_iter()
-        .rev()
-        .flatten()
-        .next()
-        .unwrap_or(Around::Line)
 }
 
 /// The length of the value at the start of `rest` (`scan`'s), 0 when it starts with a quote,
@@ -193,4 +209,16 @@ fn next_field(rest: &[u8], in_map: bool) -> bool {
         .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_' || in_map && b"-.".contains(b))
         .count();
     name > 0 && !rest[0].is_ascii_digit() && rest.get(name) == Some(&b':')
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The bytes read to find what encloses the names (`enclosure`), on this thread.
+    static SCANNED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The bytes read to find what encloses the names since the last call, on this thread.
+#[cfg(test)]
+pub(super) fn enclosure_scanned() -> usize {
+    SCANNED.with(|c| c.replace(0))
 }

@@ -522,13 +522,16 @@ fn a_plain_value_of_many_words_goes_whole_and_the_next_field_stays() {
             r#"{"msg":"retry with token: <redacted>","level":"info"}"#,
         ),
         // The line indented more goes on the value (YAML 1.2 7.3.3: a plain scalar's
-        // continuation), whatever it holds.
+        // continuation), unless it is an entry of its own (a plain scalar holds no `: `):
+        // a sequence's entry is redacted as any line.
         (
             "token: two words
+  more words
   - token: three more words
 ",
             "token: <redacted>
   <redacted>
+  - token: <redacted>
 ",
         ),
     ] {

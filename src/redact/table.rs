@@ -6,9 +6,37 @@
 use super::names::NAMES;
 use regex::bytes::Regex;
 
-/// A column's name naming a secret (`Password`, `ClientSecret`, `Token`), whole.
+/// The secrets' words a column's name ends in that a narrow column cuts (PowerShell's
+/// `TableView` ends a name too long for its column with `...` in Windows PowerShell, `…` in
+/// PowerShell 7): `ClientSec...`, `Passw…`.
+const CUT_WORDS: [&str; 9] = [
+    "token",
+    "password",
+    "passphrase",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "credential",
+    "secret",
+    "secrettext",
+];
+
+/// A column's name naming a secret (`Password`, `ClientSecret`, `Token`, `SecretText`),
+/// whole or cut by its column's width after three letters of its secret's word at least.
 pub(super) fn column_name() -> String {
-    format!(r"(?i-u)^[A-Za-z0-9_.]*{NAMES}$")
+    let cut: Vec<String> = CUT_WORDS.iter().map(|w| prefixes(w)).collect();
+    let cut = cut.join("|");
+    format!(r"(?i-u)^[A-Za-z0-9_.]*(?:{NAMES}|secrettext|(?:{cut})(?:\.\.\.|\xE2\x80\xA6))$")
+}
+
+/// `word`'s first three letters and then each longer start of it, as a regex.
+fn prefixes(word: &str) -> String {
+    let (head, tail) = word.split_at(3);
+    let mut opt = String::new();
+    for c in tail.chars().rev() {
+        opt = format!("(?:{c}{opt})?");
+    }
+    format!("{head}{opt}")
 }
 
 /// Where the columns named as secrets stand on a line that may be a table's header (words
@@ -33,7 +61,7 @@ pub(super) fn header(name: &Regex, line: &[u8]) -> Option<(u16, u16)> {
 /// The part of each row a header's secret columns (`start`..`end` on it) hold, from the row
 /// of dashes under the header: from the start of the dashes under the first to the start of
 /// the next column's after the last (`u16::MAX`: to the row's end). None when `line` is no
-/// row of dashes under them.
+/// row of dashes under them, or under a line of one column.
 pub(super) fn columns(line: &[u8], start: u16, end: u16) -> Option<(u16, u16)> {
     let text = line.trim_ascii_end();
     if text.is_empty() || !text.iter().all(|b| matches!(b, b'-' | b' ')) {
@@ -48,6 +76,11 @@ pub(super) fn columns(line: &[u8], start: u16, end: u16) -> Option<(u16, u16)> {
         })
         .filter(|(s, e)| e > s)
         .collect();
+    // A table has two columns at least: one row of dashes under a line of prose (a title
+    // underlined, a separator) is no table's.
+    if runs.len() < 2 {
+        return None;
+    }
     let (start, end) = (usize::from(start), usize::from(end));
     let first = runs.iter().position(|(s, e)| start < *e && end > *s)?;
     let last = runs.iter().rposition(|(s, e)| start < *e && end > *s)?;

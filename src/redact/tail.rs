@@ -10,8 +10,10 @@ const MAX_LINES: usize = 64;
 /// How much of `tail`'s head to hide: the lines before the line that ends a value begun before
 /// the cut, and that line's part before its end (a lone `"`, or klog's ` >`). A value's lines
 /// after its first are no record of their own (`starts_a_record`), so the search stops at one.
-/// - A quoted value's end: the first line with an odd count of `"` not escaped closes a quote
-///   whose opening the cut took (YAML 1.2 7.3.1, a logger's `%q`-less quoting); up to that `"`.
+/// - A quoted value's end: the first line with an odd count of `"` (or `'`: YAML 1.2 7.3.2)
+///   not escaped, the first followed by what follows a value (`closing_quote`), closes a
+///   quote whose opening the cut took (YAML 1.2 7.3.1, a logger's `%q`-less quoting); up to
+///   that quote.
 /// - klog's multi-line value (`key=<`, then each line after a tab, then ` >`: k8s.io/klog/v2
 ///   internal/serialize keyvalues.go, `writeStringValue`): tab-led lines at the head up to a
 ///   line that is ` >`; those lines whole.
@@ -35,13 +37,32 @@ pub(super) fn cut_value(tail: &[u8]) -> usize {
     0
 }
 
-/// The first `"` not escaped on a line that holds an odd count of them.
+/// The first quote not escaped on a line that holds an odd count of that quote (`"`, or `'`
+/// of a YAML single-quoted scalar, its `''` a quote inside), when what follows it ends a
+/// value: a line with a stray quote in prose (`Error: bad "thing`, `don't`) ends none.
 fn closing_quote(line: &[u8]) -> Option<usize> {
+    [b'"', b'\'']
+        .into_iter()
+        .filter_map(|q| closing(line, q))
+        .min()
+}
+
+fn closing(line: &[u8], q: u8) -> Option<usize> {
     let mut quotes = line
         .iter()
         .enumerate()
-        .filter(|(i, b)| **b == b'"' && (*i == 0 || line[i - 1] != b'\\'))
+        .filter(|(i, b)| **b == q && (*i == 0 || line[i - 1] != b'\\'))
         .map(|(i, _)| i);
     let first = quotes.next()?;
-    (quotes.count() % 2 == 0).then_some(first)
+    (quotes.count() % 2 == 0 && ends_value(&line[first + 1..])).then_some(first)
+}
+
+/// Whether `after` (a line after a quote) is what follows a value's end: nothing, a `,`, `}`,
+/// `]` or a blank (a quoted value's end may be followed by any text: `secret" then more`); a
+/// quote before a letter opens a word (`"thing`) and ends no value.
+fn ends_value(after: &[u8]) -> bool {
+    matches!(
+        after.first(),
+        None | Some(b',' | b'}' | b']' | b'\r' | b' ' | b'\t')
+    )
 }
