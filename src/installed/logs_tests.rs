@@ -841,6 +841,12 @@ fn a_credential_headers_value_cut_by_a_chunk_leaves_nothing() {
             "d29yZA==\"}}}",
             "d29yZA",
         ),
+        // Go's encoding/json of an http.Header: the Digest's own quotes escaped in its string.
+        (
+            r#" {"headers":{"Authorization":["Digest username=\"u\", response=\"6629fae49393"#,
+            r#"a05397450978507c4ef1\"]}}"#,
+            "a0539745",
+        ),
     ] {
         for shift in [0, 3, 9] {
             let fill = CHUNK - before.len() - 4 + shift;

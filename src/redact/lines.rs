@@ -161,7 +161,16 @@ impl Leads {
             return false;
         };
         let after = c.get(0).map_or(&piece[..0], |m| &piece[m.end()..]);
-        c.get(1).is_none() || memchr::memchr_iter(b'"', after).count() % 2 == 1
+        let Some(quote) = c.get(1) else {
+            return true;
+        };
+        // The quotes of the string the name stands in: escaped (`\"`) when the name's are,
+        // else unescaped, the value's own escaped quotes (a Digest's) not counted.
+        let escaped = quote.as_bytes().starts_with(b"\\");
+        let quotes = memchr::memchr_iter(b'"', after)
+            .filter(|&i| (i > 0 && after[i - 1] == b'\\') == escaped)
+            .count();
+        quotes % 2 == 1
     }
 
     /// What `line` leaves pending, and where on it a secret's value begins that it does not

@@ -14,6 +14,17 @@ fn prose_above_a_row_of_dashes_is_no_table() {
     );
 }
 
+/// A table of one column named as a secret (`[pscustomobject]@{Token=$t}`, `Select-Object
+/// Password`) loses its values: its name starts where its dashes do.
+#[test]
+fn a_table_of_one_secret_column_loses_its_values() {
+    same("Token\n-----\nabc123\n", "Token\n-----\n<redacted>\n");
+    same(
+        "Password\n--------\nhunter2 x\n\nafter\n",
+        "Password\n--------\n<redacted>\n\nafter\n",
+    );
+}
+
 /// A plain value's continuation (YAML 1.2 7.3.3) is the lines indented more than its key,
 /// up to a blank line or an entry of their own: a list item's sibling keys and the lines after
 /// a blank one stay.
@@ -92,4 +103,9 @@ fn a_tails_head_is_hidden_only_up_to_what_ends_a_value() {
     assert!(!out.contains("def") && out.contains("next: 1"), "{out}");
     let kept = "\tgoroutine trace\nmain.main()\n\t/go/x.go:1\nError: bad \"thing\nmore\n";
     assert_eq!(tail(kept), kept);
+    // A value's end followed by a sign, and a `"` value holding a `'`.
+    let out = tail("    s3cret\").\nnext: 1\n");
+    assert!(!out.contains("s3cret") && out.contains("next: 1"), "{out}");
+    let out = tail("  abc' def\" then\nnext: 1\n");
+    assert!(!out.contains("def") && out.contains("then"), "{out}");
 }

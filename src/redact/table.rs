@@ -76,12 +76,15 @@ pub(super) fn columns(line: &[u8], start: u16, end: u16) -> Option<(u16, u16)> {
         })
         .filter(|(s, e)| e > s)
         .collect();
-    // A table has two columns at least: one row of dashes under a line of prose (a title
-    // underlined, a separator) is no table's.
-    if runs.len() < 2 {
+    let (start, end) = (usize::from(start), usize::from(end));
+    // One row of dashes under a line of prose (a title underlined, a separator) is no table's;
+    // one column's table (`Select-Object Password`) is: its name starts where its dashes do
+    // and they run under all of it, as `TableView` writes them.
+    if let [(s, e)] = runs[..]
+        && (s != start || e < end)
+    {
         return None;
     }
-    let (start, end) = (usize::from(start), usize::from(end));
     let first = runs.iter().position(|(s, e)| start < *e && end > *s)?;
     let last = runs.iter().rposition(|(s, e)| start < *e && end > *s)?;
     let to = runs

@@ -44,7 +44,8 @@ fn closing_quote(line: &[u8]) -> Option<usize> {
     [b'"', b'\'']
         .into_iter()
         .filter_map(|q| closing(line, q))
-        .min()
+        // Both: the later one (`abc' def"` is a `"` value holding a `'`), which hides more.
+        .max()
 }
 
 fn closing(line: &[u8], q: u8) -> Option<usize> {
@@ -57,12 +58,12 @@ fn closing(line: &[u8], q: u8) -> Option<usize> {
     (quotes.count() % 2 == 0 && ends_value(&line[first + 1..])).then_some(first)
 }
 
-/// Whether `after` (a line after a quote) is what follows a value's end: nothing, a `,`, `}`,
-/// `]` or a blank (a quoted value's end may be followed by any text: `secret" then more`); a
-/// quote before a letter opens a word (`"thing`) and ends no value.
+/// Whether `after` (a line after a quote) is what follows a value's end: nothing, a blank or
+/// a sign (`,`, `}`, `]`, `)`, `.`: a quoted value's end may be followed by any text,
+/// `secret" then more`, `secret").`); a quote before a letter or digit opens a word
+/// (`"thing`) and ends no value.
 fn ends_value(after: &[u8]) -> bool {
-    matches!(
-        after.first(),
-        None | Some(b',' | b'}' | b']' | b'\r' | b' ' | b'\t')
-    )
+    after
+        .first()
+        .is_none_or(|b| !b.is_ascii_alphanumeric() && *b != b'_' && *b != b'"' && *b != b'\'')
 }
