@@ -318,7 +318,7 @@ impl Files for SimHost {
             }
             _ => self.host_path_of(&handle_final_path(&file, &local).map_err(read)?),
         };
-        let sole_plain = is_sole_plain(&file, &local).map_err(read)?;
+        let sole_plain = crate::host::lock::is_sole_plain_file(&file, &local).map_err(read)?;
         Ok(Some(crate::host::OpenedFile {
             file,
             final_path,
@@ -422,25 +422,6 @@ fn handle_final_path(file: &std::fs::File, local: &Path) -> std::io::Result<Path
     {
         let _ = file;
         std::fs::canonicalize(local)
-    }
-}
-
-/// Whether the open `file` is a plain file with one name, `local` itself no link: as
-/// `host::lock` judges its record (the name read without following it, the same file, one
-/// link, `st_nlink`); on Windows `host::windows::files::is_sole_plain_file`.
-fn is_sole_plain(file: &std::fs::File, local: &Path) -> std::io::Result<bool> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let (open, named) = (file.metadata()?, std::fs::symlink_metadata(local)?);
-        Ok(named.file_type().is_file()
-            && (open.dev(), open.ino()) == (named.dev(), named.ino())
-            && open.nlink() == 1)
-    }
-    #[cfg(windows)]
-    {
-        let _ = local;
-        crate::host::windows::files::is_sole_plain_file(file)
     }
 }
 
