@@ -108,4 +108,10 @@ fn a_tails_head_is_hidden_only_up_to_what_ends_a_value() {
     assert!(!out.contains("s3cret") && out.contains("next: 1"), "{out}");
     let out = tail("  abc' def\" then\nnext: 1\n");
     assert!(!out.contains("def") && out.contains("then"), "{out}");
+    // A quote of the other kind inside the value, before a sign, ends nothing.
+    let out = tail("  p4ss'(w0rd\n  rest\"\nnext: 1\n");
+    assert!(
+        !out.contains("w0rd") && !out.contains("rest") && out.contains("next: 1"),
+        "{out}"
+    );
 }

@@ -58,12 +58,13 @@ fn closing(line: &[u8], q: u8) -> Option<usize> {
     (quotes.count() % 2 == 0 && ends_value(&line[first + 1..])).then_some(first)
 }
 
-/// Whether `after` (a line after a quote) is what follows a value's end: nothing, a blank or
-/// a sign (`,`, `}`, `]`, `)`, `.`: a quoted value's end may be followed by any text,
-/// `secret" then more`, `secret").`); a quote before a letter or digit opens a word
-/// (`"thing`) and ends no value.
+/// Whether `after` (a line after a quote) is what follows a value's end: nothing, a blank, or
+/// `,`, `}`, `]`, `)`, `.`, `;` (a quoted value's end may be followed by any text after a
+/// blank, `secret" then more`, or end a call or a sentence, `secret").`); a quote before a
+/// letter, a digit or another sign (`"thing`, `'(w0rd`) opens a word and ends no value.
 fn ends_value(after: &[u8]) -> bool {
-    after
-        .first()
-        .is_none_or(|b| !b.is_ascii_alphanumeric() && *b != b'_' && *b != b'"' && *b != b'\'')
+    matches!(
+        after.first(),
+        None | Some(b',' | b'}' | b']' | b')' | b'.' | b';' | b'\r' | b' ' | b'\t')
+    )
 }
