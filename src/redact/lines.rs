@@ -114,6 +114,9 @@ pub(super) struct Leads {
     header: Regex,
     /// `docker::auths`' `auths` key and its `{`.
     auths: Regex,
+    /// Go's `%+v` of an `EnvVar` (`env::pairs`' last) whose value runs to the text's end
+    /// (group 1: the name, 2: the value).
+    go_env: Regex,
 }
 
 impl Leads {
@@ -146,6 +149,7 @@ impl Leads {
                 r#"(?i-u)(?:^|[\s'{,\[]|(\\?"))(?:(?:set-)?cookie|(?:proxy-)?authorization|x-api-key|x-auth-token)\\?["']?\s*:\s*"#,
             ),
             auths: build(&super::docker::auths()[0]),
+            go_env: build(r"(?-u)\{Name:([A-Za-z0-9_.-]+) Value:([^}\r\n]*)$"),
         }
     }
 
@@ -171,6 +175,14 @@ impl Leads {
             .filter(|&i| (i > 0 && after[i - 1] == b'\\') == escaped)
             .count();
         quotes % 2 == 1
+    }
+
+    /// Where the value of Go's `%+v` of an `EnvVar` named as a secret begins in a piece of a
+    /// line cut before the value's end (` ValueFrom:` or `}`, `env::pairs`).
+    fn open_go_env(&self, piece: &[u8]) -> Option<usize> {
+        let c = self.go_env.captures(piece)?;
+        let (name, value) = (c.get(1)?, c.get(2)?);
+        names_a_secret(name.as_bytes()).then_some(value.start())
     }
 
     /// What `line` leaves pending, and where on it a secret's value begins that it does not
@@ -339,6 +351,17 @@ impl Redactor {
         };
         match self.redact_within(pending, piece) {
             (out, Pending::None) if self.lines.open_line(&seen) => (out, Pending::Line),
+            // Go's `{Name:X_PASSWORD Value:two words ValueFrom:nil}` cut inside its value:
+            // the value goes, and the next piece's part of it, up to ` ValueFrom:` or `}`.
+            (mut out, Pending::None) if self.lines.open_go_env(&out).is_some() => {
+                let at = self.lines.open_go_env(&out).unwrap_or(out.len());
+                if !out[at..].trim_ascii().is_empty() {
+                    out.truncate(at);
+                    out.extend_from_slice(REDACTED.as_bytes());
+                    out.push(b' ');
+                }
+                (out, Pending::Rest(Around::Struct))
+            }
             (out, Pending::None) => {
                 let rest = open_at_end(&self.plain, &seen).map(Pending::Rest);
                 let within = || Some(open_around(&seen)).filter(|a| *a != Around::Line);

@@ -1,0 +1,61 @@
+//! Inputs a fourth review ran: values that left through shapes and cuts the rounds before
+//! missed.
+
+use super::review_tests::same;
+use super::{Pending, Redactor};
+
+/// Kubernetes' generated `String()` of a core/v1 `EnvVar` (gogo protobuf's, in
+/// staging/src/k8s.io/api/core/v1/generated.pb.go: `&EnvVar{`, then `Name:`, `Value:` and
+/// `ValueFrom:` each with its `,`, then `}`; a `Container`'s `Env:[]EnvVar{` joins its items'
+/// with the `&` dropped, each with its `,`), alone and in a list: a secret's `Value` goes,
+/// another's stays (the flow mapping's `name`/`value` pair, `env::pairs`).
+#[test]
+fn a_generated_env_var_strings_value_named_as_a_secret_goes() {
+    same(
+        "&EnvVar{Name:CALICO_DATASTORE_PASSWORD,Value:s3cret words,ValueFrom:nil,}",
+        "&EnvVar{Name:CALICO_DATASTORE_PASSWORD,Value:<redacted>,ValueFrom:nil,}",
+    );
+    same(
+        "Env:[]EnvVar{EnvVar{Name:ETCD_KEY,Value:abc,ValueFrom:nil,},EnvVar{Name:HOME,Value:/root,ValueFrom:nil,},}",
+        "Env:[]EnvVar{EnvVar{Name:ETCD_KEY,Value:<redacted>,ValueFrom:nil,},EnvVar{Name:HOME,Value:/root,ValueFrom:nil,},}",
+    );
+}
+
+/// `text` cut in two at `at` as `logs` cuts a line longer than a chunk (the first piece
+/// redacted alone, `redact_piece`, the second after it with what it left), joined.
+fn cut_at(text: &str, at: usize) -> String {
+    let r = Redactor::new(&[]);
+    let (first, p) = r.redact_piece(Pending::None, &text.as_bytes()[..at]);
+    let (second, _) = r.redact_line(p, &text.as_bytes()[at..]);
+    String::from_utf8_lossy(&[first, second].concat()).into_owned()
+}
+
+/// The places `logs`' `cut` may end a piece of `text`: after a blank, a quote or `,{}[]`,
+/// or before a `{` or `[` (installed::logs `cut`).
+fn cuts(text: &str) -> impl Iterator<Item = usize> + '_ {
+    let b = text.as_bytes();
+    let free = |c: u8| c.is_ascii_whitespace() || b"\"',{}[]".contains(&c);
+    (1..b.len()).filter(move |&i| free(b[i - 1]) || matches!(b[i], b'{' | b'['))
+}
+
+/// Go's `%+v` of an `EnvVar` cut by a 64 KiB piece's end inside ` ValueFrom:` or right
+/// after its value: no part of the value leaves, wherever the cut.
+#[test]
+fn a_go_env_vars_value_cut_by_a_piece_leaves_nothing() {
+    let text = format!(
+        "{}Env:[{{Name:ETCD_PASSWORD Value:two words ValueFrom:nil}} {{Name:NODENAME Value:n1 ValueFrom:nil}}]",
+        "x".repeat(100)
+    );
+    for at in cuts(&text) {
+        let out = cut_at(&text, at);
+        assert!(
+            !out.contains("two") && !out.contains("words"),
+            "cut at {at}: {out}"
+        );
+        // A cut before `Value` hides the rest of the line (`Pending::Object`): more than the
+        // value, nothing of it.
+        if at > text.find("Value:").unwrap_or(0) {
+            assert!(out.contains("n1 ValueFrom:nil}]"), "cut at {at}: {out}");
+        }
+    }
+}
