@@ -63,9 +63,15 @@ pub enum Pending {
     /// end) are secrets', up to a blank line.
     Table(u16, u16),
     /// The lines indented more than this (the column of the key whose plain value began on
-    /// the line before) go on its value (YAML 1.2 7.3.3), up to a blank line or a line that
-    /// is an entry of its own (`key: value`, `- key: value`): a plain scalar holds no `: `.
+    /// the line before) go on its value (YAML 1.2 7.3.3), blank lines among them, up to a
+    /// line that is an entry of its own (`key: value`, `- key: value`): a plain scalar holds
+    /// no `: `.
     Continued(usize),
+    /// `Continued`'s lines after a secret's plain value that began its line (`password: x`,
+    /// `Format-List`'s `Password : x`), the second the value's column: a line indented just
+    /// there goes on the value whatever it holds (`Format-List` wraps a long value to its
+    /// column; in YAML such a line after a plain scalar can be no entry of its own).
+    Wrapped(usize, usize),
     /// A piece of a line cut before its end inside a value that runs to its line's end (an
     /// HTTP credential header's, RFC 9110 5.5: `Cookie:`, `Authorization: Digest ...`, or a
     /// Docker config's `auths` object not closed): the line's next pieces go whole.
@@ -97,8 +103,8 @@ pub(super) struct Leads {
     /// `token: |`: a block scalar as a named secret's value (group 1: the indentation).
     block: Regex,
     /// `password: two`, a plain scalar as a named secret's value, starting its line (group 1:
-    /// the indentation and a `- `, the key's column): the lines after it indented more are
-    /// its own (YAML 1.2 7.3.3).
+    /// the indentation and a `- `, the key's column; group 2 ends at the value's column): the
+    /// lines after it indented more are its own (YAML 1.2 7.3.3).
     continues: Regex,
     /// `- name: X` or `name: X` alone on its line (1: indentation, 2: `- `, 3: the name).
     item: Regex,
@@ -134,7 +140,7 @@ impl Leads {
                 r#"(?i-u)^([ \t]*)(?:-[ \t]+)?{name}[ \t]*[|>][0-9+-]{{0,2}}[ \t]*(?:#[^\r\n]*)?\s*$"#
             )),
             continues: build(&format!(
-                r#"(?i-u)^([ \t]*(?:-[ \t]+)?)["']?[A-Za-z0-9_.-]*{NAMES}["']?[ \t]*:[ \t]+[^\s"'|>#&*!{{\[][^\r\n]*\r?$"#
+                r#"(?i-u)^(([ \t]*(?:-[ \t]+)?)["']?[A-Za-z0-9_.-]*{NAMES}["']?[ \t]*:[ \t]+)[^\s"'|>#&*!{{\[][^\r\n]*\r?$"#
             )),
             item: build(
                 r#"(?i-u)^([ \t]*)(-[ \t]+)?["']?name["']?[ \t]*:[ \t]*["']?([A-Za-z0-9_.-]+)["']?[ \t]*(?:#[^\r\n]*)?\s*$"#,
@@ -208,9 +214,13 @@ impl Leads {
         if self.klog.is_match(line) {
             return (Pending::Klog, None);
         }
-        let column = |c: regex::bytes::Captures| c.get(1).map_or(0, |m| m.len());
-        let under = (self.block.captures(line).map(|c| Pending::Under(column(c))))
-            .or_else(|| (self.continues.captures(line)).map(|c| Pending::Continued(column(c))));
+        let column = |c: &regex::bytes::Captures, i| c.get(i).map_or(0, |m| m.len());
+        let wrapped = |c: regex::bytes::Captures| Pending::Wrapped(column(&c, 2), column(&c, 1));
+        let under = (self
+            .block
+            .captures(line)
+            .map(|c| Pending::Under(column(&c, 1))))
+        .or_else(|| (self.continues.captures(line)).map(wrapped));
         let header = || table::header(&self.column, line).map(|(s, e)| Pending::Header(s, e));
         (under.or_else(header).unwrap_or_default(), None)
     }
@@ -438,9 +448,7 @@ impl Redactor {
             }
             Pending::Under(_) if text.is_empty() => keep(pending),
             Pending::Under(d) if indent > d => self.hide(line, indent, text.len(), pending),
-            Pending::Continued(d) if indent > d && !text.is_empty() && !entry(text) => {
-                self.hide(line, indent, text.len(), pending)
-            }
+            Pending::Continued(_) | Pending::Wrapped(..) => self.plain_line(line, indent, pending),
             // A log record of its own ends a quote a stray `"` seemed to open.
             Pending::Quote(..) | Pending::Escaped(_) if indent == 0 && starts_a_record(text) => {
                 (Vec::new(), 0, None)
@@ -486,6 +494,30 @@ impl Redactor {
             // `Under`, `Continued`, `Item`, `Klog` at a line not theirs, and `Within`.
             _ => (Vec::new(), 0, None),
         }
+    }
+
+    /// A line after a secret's plain value (`Continued`, `Wrapped`): a blank one (a multi-line
+    /// plain scalar may hold empty lines, YAML 1.2 7.3.3), one indented more than its key and
+    /// no entry of its own, and one indented to the value's column go on the value.
+    fn plain_line(
+        &self,
+        line: &[u8],
+        indent: usize,
+        pending: Pending,
+    ) -> (Vec<u8>, usize, Option<Pending>) {
+        let text = line[indent..].trim_ascii_end();
+        let (key, at) = match pending {
+            Pending::Continued(d) => (d, None),
+            Pending::Wrapped(d, v) => (d, Some(v)),
+            _ => return (Vec::new(), 0, None),
+        };
+        if text.is_empty() {
+            return (line.to_vec(), line.len(), Some(pending));
+        }
+        if at == Some(indent) || indent > key && !entry(text) {
+            return self.hide(line, indent, text.len(), pending);
+        }
+        (Vec::new(), 0, None)
     }
 
     /// `line` with the `len` bytes from `indent` hidden as `REDACTED` (the rest after them

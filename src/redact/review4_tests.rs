@@ -59,3 +59,64 @@ fn a_go_env_vars_value_cut_by_a_piece_leaves_nothing() {
         }
     }
 }
+
+/// A `Format-Table` header cut by its column's width before the secret's word shows
+/// (`ServicePrinc…`, `ClientSe...`) names a secret's column when what shows begins a secret's
+/// name; `Name…` and `Status…` stay a column of their own.
+#[test]
+fn a_format_table_header_cut_before_its_secrets_word_still_names_a_secret() {
+    for header in [
+        "ServicePrinc…",
+        "ClientSe…",
+        "ClientSe...",
+        "Passw…",
+        "Pass...",
+    ] {
+        let dashes = "-".repeat(header.chars().count());
+        let text = format!("Name  {header}\n----  {dashes}\nfoo   abcdefghij\n");
+        let want = format!("Name  {header}\n----  {dashes}\nfoo   <redacted>\n");
+        same(&text, &want);
+    }
+    for header in ["Name…", "Status…", "Status..."] {
+        let dashes = "-".repeat(header.chars().count());
+        let text = format!("{header}  Other\n{dashes}  -----\nRunning  abcdefghij\n");
+        same(&text, &text);
+    }
+}
+
+/// A plain secret's value goes on past blank lines (YAML 1.2 7.3.3: a multi-line plain scalar
+/// may hold empty lines) while the next line is indented more than its key and no entry of
+/// its own.
+#[test]
+fn a_plain_secrets_value_goes_on_past_blank_lines() {
+    same(
+        "password: first\n\n  second\nnext: 1\n",
+        "password: <redacted>\n\n  <redacted>\nnext: 1\n",
+    );
+    same(
+        "- password: first\n\n\n    second\n  user: admin\n",
+        "- password: <redacted>\n\n\n    <redacted>\n  user: admin\n",
+    );
+    same(
+        "password: first\n\n  note: x\n\n  kept\n",
+        "password: <redacted>\n\n  note: x\n\n  kept\n",
+    );
+    same(
+        "token: abc\n  note: something\n\n  after blank\n",
+        "token: <redacted>\n  note: something\n\n  after blank\n",
+    );
+}
+
+/// `Format-List` wraps a secret's long value onto lines indented to its value's column (the
+/// column after `: `): such a line goes on the value even when it reads as `key: value`.
+#[test]
+fn a_format_list_values_wrapped_line_goes_with_it_whatever_it_holds() {
+    same(
+        "Password : abc def\n           ghi: jkl\nName     : foo\n",
+        "Password : <redacted>\n           <redacted>\nName     : foo\n",
+    );
+    same(
+        "ClientSecret : abc\n               x: y\n               z\nStatus       : Running\n",
+        "ClientSecret : <redacted>\n               <redacted>\n               <redacted>\nStatus       : Running\n",
+    );
+}
