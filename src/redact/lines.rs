@@ -160,27 +160,20 @@ impl Leads {
     }
 
     /// Whether a piece of a line cut before its end is inside a value that runs to the line's
-    /// end (`Pending::Line`): after a credential header's name, its value in a JSON string not
-    /// closed, or bare (to the line's end); in an `auths` object not closed.
+    /// end (`Pending::Line`): after a credential header's name, its value not ended before
+    /// the piece's end (`header_value_open`); in an `auths` object not closed.
     fn open_line(&self, piece: &[u8]) -> bool {
         let auths = self.auths.find_iter(piece).last();
         if auths.is_some_and(|m| super::docker::object_end(&piece[m.end()..]).is_none()) {
             return true;
         }
-        let Some(c) = self.header.captures_iter(piece).last() else {
-            return false;
-        };
-        let after = c.get(0).map_or(&piece[..0], |m| &piece[m.end()..]);
-        let Some(quote) = c.get(1) else {
-            return true;
-        };
-        // The quotes of the string the name stands in: escaped (`\"`) when the name's are,
-        // else unescaped, the value's own escaped quotes (a Digest's) not counted.
-        let escaped = quote.as_bytes().starts_with(b"\\");
-        let quotes = memchr::memchr_iter(b'"', after)
-            .filter(|&i| (i > 0 && after[i - 1] == b'\\') == escaped)
-            .count();
-        quotes % 2 == 1
+        // In order, each read only up to its value's end: a line of many names costs a pass.
+        self.header.captures_iter(piece).any(|c| {
+            let Some(m) = c.get(0) else {
+                return false;
+            };
+            header_value_open(piece[m.start()], c.get(1), &piece[m.end()..])
+        })
     }
 
     /// Where the value of Go's `%+v` of an `EnvVar` named as a secret begins in a piece of a
@@ -664,6 +657,45 @@ fn escaped_end(q: u8, text: &[u8]) -> Option<(usize, bool)> {
         run = 0;
     }
     None
+}
+
+/// Whether a credential header's value (`after` its name and `:`, the name's match starting
+/// with `first`) runs to the end of `after`: in a JSON string (`quote`: the name's own `"` or
+/// `\"`) up to that string's closing quote, its items' in a JSON list up to the `]`, up to a
+/// `,` or `}` after it; in Go's `%v` of an http.Header (`Cookie:[a=b]`) up to its `]`; in
+/// quotes around the header (`'Cookie: a=b'`) up to the closing `'`; in a flow mapping up to
+/// its `,` or `}`; else (HTTP's own form) to the line's end.
+fn header_value_open(first: u8, quote: Option<regex::bytes::Match>, after: &[u8]) -> bool {
+    let list = after.first() == Some(&b'[');
+    let Some(quote) = quote else {
+        return match first {
+            _ if list => memchr::memchr(b']', after).is_none(),
+            b'\'' => memchr::memchr(b'\'', after).is_none(),
+            b'{' => !after.iter().any(|b| matches!(b, b',' | b'}')),
+            _ => true,
+        };
+    };
+    // A quote after an odd run of backslashes is escaped once (`\"`: the inner string's own,
+    // when the name's quotes are escaped), after a run of 3 (mod 4) twice (a quote inside an
+    // escaped string's value); after an even run (`\\"`: an escaped backslash) it is bare.
+    let escaped = quote.as_bytes().starts_with(b"\\");
+    let (mut inside, mut run) = (false, 0usize);
+    for b in after {
+        match b {
+            b'\\' => {
+                run += 1;
+                continue;
+            }
+            // A bare quote ends the outer string that holds an escaped one.
+            b'"' if escaped && run % 2 == 0 => return false,
+            b'"' if (escaped && run % 4 == 1) || (!escaped && run % 2 == 0) => inside = !inside,
+            b']' if list && !inside => return false,
+            b',' | b'}' if !list && !inside => return false,
+            _ => {}
+        }
+        run = 0;
+    }
+    inside || list && !after.is_empty()
 }
 
 /// Whether `text` (a line from its first non-blank) is a mapping entry of its own: a key and

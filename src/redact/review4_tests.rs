@@ -120,3 +120,38 @@ fn a_format_list_values_wrapped_line_goes_with_it_whatever_it_holds() {
         "ClientSecret : <redacted>\n               <redacted>\n               <redacted>\nStatus       : Running\n",
     );
 }
+
+/// A credential header's value in a JSON string ending in an escaped backslash (`\\"`) is
+/// closed by that quote: the rest of the line, cut into the next piece, stays.
+#[test]
+fn a_header_value_ending_in_an_escaped_backslash_is_closed() {
+    let first = r#"{"Cookie":"C:\\dir\\", "n":2} took "#;
+    let out = cut_at(&format!("{first}12ms to answer"), first.len());
+    assert!(
+        !out.contains("dir") && out.ends_with("took 12ms to answer"),
+        "{out}"
+    );
+    let first = r#"{"log":"{\"Cookie\":\"a\\\\\", \"msg\":\"hello "#;
+    let out = cut_at(&format!("{first}world\\\"}}\"}}"), first.len());
+    assert!(out.contains("hello world"), "{out}");
+}
+
+/// A credential header whose value ended before a piece's end (Go's `%v` of an http.Header,
+/// a header in quotes) leaves the rest of its line, in the next piece, as it is.
+#[test]
+fn a_header_value_ended_before_a_pieces_end_leaves_the_next_piece() {
+    for first in [
+        "req map[Authorization:[Bearer abc123] Accept:[*/*]] took ",
+        "sent 'Cookie: id=abc123' then ",
+    ] {
+        let out = cut_at(&format!("{first}12ms to answer"), first.len());
+        assert!(
+            !out.contains("abc123") && out.ends_with("12ms to answer"),
+            "{out}"
+        );
+    }
+    // A header whose value runs to the piece's end still hides the next piece.
+    let first = "Cookie: id=abc; other=";
+    let out = cut_at(&format!("{first}def ghi"), first.len());
+    assert!(!out.contains("def") && !out.contains("ghi"), "{out}");
+}
