@@ -602,6 +602,15 @@ impl Redactor {
         };
         let mut out = self.redact(&line[..m.start()]);
         out.extend_from_slice(&line[m.start()..m.end()]);
+        // Go's `%+v` of an `EnvVar` cut before its `Value:` (`{Name:X_PASSWORD ` ended the
+        // piece before): the value up to ` ValueFrom:` or `}`, as `env::pairs` ends it.
+        let go = line[m.start()..m.end()].trim_ascii_start() == b"Value:";
+        if go && line.get(m.end()).is_some_and(|b| !b.is_ascii_whitespace()) {
+            let (len, _) = continued(&line[m.end()..], Around::Struct);
+            let (v, used, p) = self.hide(line, m.end(), len, Pending::None);
+            out.extend_from_slice(&v[m.end()..]);
+            return (out, used, p);
+        }
         let (v, used, p) = value_at(line, m.end(), None);
         out.extend_from_slice(&v[..]);
         (out, used, p)
