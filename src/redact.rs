@@ -17,6 +17,8 @@ mod record;
 #[cfg(test)]
 mod review3_tests;
 #[cfg(test)]
+mod review4_tests;
+#[cfg(test)]
 mod review_tests;
 mod shapes;
 mod table;

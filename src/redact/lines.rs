@@ -63,9 +63,15 @@ pub enum Pending {
     /// end) are secrets', up to a blank line.
     Table(u16, u16),
     /// The lines indented more than this (the column of the key whose plain value began on
-    /// the line before) go on its value (YAML 1.2 7.3.3), up to a blank line or a line that
-    /// is an entry of its own (`key: value`, `- key: value`): a plain scalar holds no `: `.
+    /// the line before) go on its value (YAML 1.2 7.3.3), blank lines among them, up to a
+    /// line that is an entry of its own (`key: value`, `- key: value`): a plain scalar holds
+    /// no `: `.
     Continued(usize),
+    /// `Continued`'s lines after a secret's plain value that began its line (`password: x`,
+    /// `Format-List`'s `Password : x`), the second the value's column: a line indented just
+    /// there goes on the value whatever it holds (`Format-List` wraps a long value to its
+    /// column; in YAML such a line after a plain scalar can be no entry of its own).
+    Wrapped(usize, usize),
     /// A piece of a line cut before its end inside a value that runs to its line's end (an
     /// HTTP credential header's, RFC 9110 5.5: `Cookie:`, `Authorization: Digest ...`, or a
     /// Docker config's `auths` object not closed): the line's next pieces go whole.
@@ -97,8 +103,8 @@ pub(super) struct Leads {
     /// `token: |`: a block scalar as a named secret's value (group 1: the indentation).
     block: Regex,
     /// `password: two`, a plain scalar as a named secret's value, starting its line (group 1:
-    /// the indentation and a `- `, the key's column): the lines after it indented more are
-    /// its own (YAML 1.2 7.3.3).
+    /// the indentation and a `- `, the key's column; group 2 ends at the value's column): the
+    /// lines after it indented more are its own (YAML 1.2 7.3.3).
     continues: Regex,
     /// `- name: X` or `name: X` alone on its line (1: indentation, 2: `- `, 3: the name).
     item: Regex,
@@ -114,6 +120,9 @@ pub(super) struct Leads {
     header: Regex,
     /// `docker::auths`' `auths` key and its `{`.
     auths: Regex,
+    /// Go's `%+v` of an `EnvVar` (`env::pairs`' last) whose value runs to the text's end
+    /// (group 1: the name, 2: the value).
+    go_env: Regex,
 }
 
 impl Leads {
@@ -131,7 +140,7 @@ impl Leads {
                 r#"(?i-u)^([ \t]*)(?:-[ \t]+)?{name}[ \t]*[|>][0-9+-]{{0,2}}[ \t]*(?:#[^\r\n]*)?\s*$"#
             )),
             continues: build(&format!(
-                r#"(?i-u)^([ \t]*(?:-[ \t]+)?)["']?[A-Za-z0-9_.-]*{NAMES}["']?[ \t]*:[ \t]+[^\s"'|>#&*!{{\[][^\r\n]*\r?$"#
+                r#"(?i-u)^(([ \t]*(?:-[ \t]+)?)["']?[A-Za-z0-9_.-]*{NAMES}["']?[ \t]*:[ \t]+)[^\s"'|>#&*!{{\[][^\r\n]*\r?$"#
             )),
             item: build(
                 r#"(?i-u)^([ \t]*)(-[ \t]+)?["']?name["']?[ \t]*:[ \t]*["']?([A-Za-z0-9_.-]+)["']?[ \t]*(?:#[^\r\n]*)?\s*$"#,
@@ -146,31 +155,33 @@ impl Leads {
                 r#"(?i-u)(?:^|[\s'{,\[]|(\\?"))(?:(?:set-)?cookie|(?:proxy-)?authorization|x-api-key|x-auth-token)\\?["']?\s*:\s*"#,
             ),
             auths: build(&super::docker::auths()[0]),
+            go_env: build(r"(?-u)\{Name:([A-Za-z0-9_.-]+) Value:([^}\r\n]*)$"),
         }
     }
 
     /// Whether a piece of a line cut before its end is inside a value that runs to the line's
-    /// end (`Pending::Line`): after a credential header's name, its value in a JSON string not
-    /// closed, or bare (to the line's end); in an `auths` object not closed.
+    /// end (`Pending::Line`): after a credential header's name, its value not ended before
+    /// the piece's end (`header_value_open`); in an `auths` object not closed.
     fn open_line(&self, piece: &[u8]) -> bool {
         let auths = self.auths.find_iter(piece).last();
         if auths.is_some_and(|m| super::docker::object_end(&piece[m.end()..]).is_none()) {
             return true;
         }
-        let Some(c) = self.header.captures_iter(piece).last() else {
-            return false;
-        };
-        let after = c.get(0).map_or(&piece[..0], |m| &piece[m.end()..]);
-        let Some(quote) = c.get(1) else {
-            return true;
-        };
-        // The quotes of the string the name stands in: escaped (`\"`) when the name's are,
-        // else unescaped, the value's own escaped quotes (a Digest's) not counted.
-        let escaped = quote.as_bytes().starts_with(b"\\");
-        let quotes = memchr::memchr_iter(b'"', after)
-            .filter(|&i| (i > 0 && after[i - 1] == b'\\') == escaped)
-            .count();
-        quotes % 2 == 1
+        // In order, each read only up to its value's end: a line of many names costs a pass.
+        self.header.captures_iter(piece).any(|c| {
+            let Some(m) = c.get(0) else {
+                return false;
+            };
+            header_value_open(piece[m.start()], c.get(1), &piece[m.end()..])
+        })
+    }
+
+    /// Where the value of Go's `%+v` of an `EnvVar` named as a secret begins in a piece of a
+    /// line cut before the value's end (` ValueFrom:` or `}`, `env::pairs`).
+    fn open_go_env(&self, piece: &[u8]) -> Option<usize> {
+        let c = self.go_env.captures(piece)?;
+        let (name, value) = (c.get(1)?, c.get(2)?);
+        names_a_secret(name.as_bytes()).then_some(value.start())
     }
 
     /// What `line` leaves pending, and where on it a secret's value begins that it does not
@@ -196,9 +207,13 @@ impl Leads {
         if self.klog.is_match(line) {
             return (Pending::Klog, None);
         }
-        let column = |c: regex::bytes::Captures| c.get(1).map_or(0, |m| m.len());
-        let under = (self.block.captures(line).map(|c| Pending::Under(column(c))))
-            .or_else(|| (self.continues.captures(line)).map(|c| Pending::Continued(column(c))));
+        let column = |c: &regex::bytes::Captures, i| c.get(i).map_or(0, |m| m.len());
+        let wrapped = |c: regex::bytes::Captures| Pending::Wrapped(column(&c, 2), column(&c, 1));
+        let under = (self
+            .block
+            .captures(line)
+            .map(|c| Pending::Under(column(&c, 1))))
+        .or_else(|| (self.continues.captures(line)).map(wrapped));
         let header = || table::header(&self.column, line).map(|(s, e)| Pending::Header(s, e));
         (under.or_else(header).unwrap_or_default(), None)
     }
@@ -339,6 +354,17 @@ impl Redactor {
         };
         match self.redact_within(pending, piece) {
             (out, Pending::None) if self.lines.open_line(&seen) => (out, Pending::Line),
+            // Go's `{Name:X_PASSWORD Value:two words ValueFrom:nil}` cut inside its value:
+            // the value goes, and the next piece's part of it, up to ` ValueFrom:` or `}`.
+            (mut out, Pending::None) if self.lines.open_go_env(&out).is_some() => {
+                let at = self.lines.open_go_env(&out).unwrap_or(out.len());
+                if !out[at..].trim_ascii().is_empty() {
+                    out.truncate(at);
+                    out.extend_from_slice(REDACTED.as_bytes());
+                    out.push(b' ');
+                }
+                (out, Pending::Rest(Around::Struct))
+            }
             (out, Pending::None) => {
                 let rest = open_at_end(&self.plain, &seen).map(Pending::Rest);
                 let within = || Some(open_around(&seen)).filter(|a| *a != Around::Line);
@@ -415,9 +441,7 @@ impl Redactor {
             }
             Pending::Under(_) if text.is_empty() => keep(pending),
             Pending::Under(d) if indent > d => self.hide(line, indent, text.len(), pending),
-            Pending::Continued(d) if indent > d && !text.is_empty() && !entry(text) => {
-                self.hide(line, indent, text.len(), pending)
-            }
+            Pending::Continued(_) | Pending::Wrapped(..) => self.plain_line(line, indent, pending),
             // A log record of its own ends a quote a stray `"` seemed to open.
             Pending::Quote(..) | Pending::Escaped(_) if indent == 0 && starts_a_record(text) => {
                 (Vec::new(), 0, None)
@@ -463,6 +487,30 @@ impl Redactor {
             // `Under`, `Continued`, `Item`, `Klog` at a line not theirs, and `Within`.
             _ => (Vec::new(), 0, None),
         }
+    }
+
+    /// A line after a secret's plain value (`Continued`, `Wrapped`): a blank one (a multi-line
+    /// plain scalar may hold empty lines, YAML 1.2 7.3.3), one indented more than its key and
+    /// no entry of its own, and one indented to the value's column go on the value.
+    fn plain_line(
+        &self,
+        line: &[u8],
+        indent: usize,
+        pending: Pending,
+    ) -> (Vec<u8>, usize, Option<Pending>) {
+        let text = line[indent..].trim_ascii_end();
+        let (key, at) = match pending {
+            Pending::Continued(d) => (d, None),
+            Pending::Wrapped(d, v) => (d, Some(v)),
+            _ => return (Vec::new(), 0, None),
+        };
+        if text.is_empty() {
+            return (line.to_vec(), line.len(), Some(pending));
+        }
+        if at == Some(indent) || indent > key && !entry(text) {
+            return self.hide(line, indent, text.len(), pending);
+        }
+        (Vec::new(), 0, None)
     }
 
     /// `line` with the `len` bytes from `indent` hidden as `REDACTED` (the rest after them
@@ -554,6 +602,15 @@ impl Redactor {
         };
         let mut out = self.redact(&line[..m.start()]);
         out.extend_from_slice(&line[m.start()..m.end()]);
+        // Go's `%+v` of an `EnvVar` cut before its `Value:` (`{Name:X_PASSWORD ` ended the
+        // piece before): the value up to ` ValueFrom:` or `}`, as `env::pairs` ends it.
+        let go = line[m.start()..m.end()].trim_ascii_start() == b"Value:";
+        if go && line.get(m.end()).is_some_and(|b| !b.is_ascii_whitespace()) {
+            let (len, _) = continued(&line[m.end()..], Around::Struct);
+            let (v, used, p) = self.hide(line, m.end(), len, Pending::None);
+            out.extend_from_slice(&v[m.end()..]);
+            return (out, used, p);
+        }
         let (v, used, p) = value_at(line, m.end(), None);
         out.extend_from_slice(&v[..]);
         (out, used, p)
@@ -609,6 +666,45 @@ fn escaped_end(q: u8, text: &[u8]) -> Option<(usize, bool)> {
         run = 0;
     }
     None
+}
+
+/// Whether a credential header's value (`after` its name and `:`, the name's match starting
+/// with `first`) runs to the end of `after`: in a JSON string (`quote`: the name's own `"` or
+/// `\"`) up to that string's closing quote, its items' in a JSON list up to the `]`, up to a
+/// `,` or `}` after it; in Go's `%v` of an http.Header (`Cookie:[a=b]`) up to its `]`; in
+/// quotes around the header (`'Cookie: a=b'`) up to the closing `'`; in a flow mapping up to
+/// its `,` or `}`; else (HTTP's own form) to the line's end.
+fn header_value_open(first: u8, quote: Option<regex::bytes::Match>, after: &[u8]) -> bool {
+    let list = after.first() == Some(&b'[');
+    let Some(quote) = quote else {
+        return match first {
+            _ if list => memchr::memchr(b']', after).is_none(),
+            b'\'' => memchr::memchr(b'\'', after).is_none(),
+            b'{' => !after.iter().any(|b| matches!(b, b',' | b'}')),
+            _ => true,
+        };
+    };
+    // A quote after an odd run of backslashes is escaped once (`\"`: the inner string's own,
+    // when the name's quotes are escaped), after a run of 3 (mod 4) twice (a quote inside an
+    // escaped string's value); after an even run (`\\"`: an escaped backslash) it is bare.
+    let escaped = quote.as_bytes().starts_with(b"\\");
+    let (mut inside, mut run) = (false, 0usize);
+    for b in after {
+        match b {
+            b'\\' => {
+                run += 1;
+                continue;
+            }
+            // A bare quote ends the outer string that holds an escaped one.
+            b'"' if escaped && run % 2 == 0 => return false,
+            b'"' if (escaped && run % 4 == 1) || (!escaped && run % 2 == 0) => inside = !inside,
+            b']' if list && !inside => return false,
+            b',' | b'}' if !list && !inside => return false,
+            _ => {}
+        }
+        run = 0;
+    }
+    inside || list && !after.is_empty()
 }
 
 /// Whether `text` (a line from its first non-blank) is a mapping entry of its own: a key and

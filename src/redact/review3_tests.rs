@@ -26,10 +26,10 @@ fn a_table_of_one_secret_column_loses_its_values() {
 }
 
 /// A plain value's continuation (YAML 1.2 7.3.3) is the lines indented more than its key,
-/// up to a blank line or an entry of their own: a list item's sibling keys and the lines after
-/// a blank one stay.
+/// up to an entry of their own: a list item's sibling keys and the lines after such an entry
+/// (a blank line between) stay.
 #[test]
-fn a_plain_values_continuation_ends_at_its_keys_siblings_and_a_blank_line() {
+fn a_plain_values_continuation_ends_at_its_keys_siblings_and_an_entry() {
     same(
         "- password: x\n  user: admin\n  host: db.example\n",
         "- password: <redacted>\n  user: admin\n  host: db.example\n",

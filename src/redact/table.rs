@@ -21,17 +21,40 @@ const CUT_WORDS: [&str; 9] = [
     "secrettext",
 ];
 
+/// The names of columns that hold secrets whole (`Get-AzADServicePrincipal`'s and an app
+/// registration's, a credential object's): what a narrow column shows of one (`ServicePrinc…`,
+/// `ClientSe...`) names a secret's column though the secret's word was cut away.
+const SECRET_COLUMNS: [&str; 12] = [
+    "serviceprincipalsecret",
+    "clientsecret",
+    "password",
+    "passphrase",
+    "token",
+    "accesstoken",
+    "apikey",
+    "accesskey",
+    "privatekey",
+    "credential",
+    "secret",
+    "secrettext",
+];
+
 /// A column's name naming a secret (`Password`, `ClientSecret`, `Token`, `SecretText`),
-/// whole or cut by its column's width after three letters of its secret's word at least.
+/// whole or cut by its column's width: after three letters of its secret's word at least
+/// (`MyPassw…`), or anywhere in a name of `SECRET_COLUMNS` (`ServicePrinc…`).
 pub(super) fn column_name() -> String {
-    let cut: Vec<String> = CUT_WORDS.iter().map(|w| prefixes(w)).collect();
+    let cut: Vec<String> = CUT_WORDS.iter().map(|w| prefixes(w, 3)).collect();
     let cut = cut.join("|");
-    format!(r"(?i-u)^[A-Za-z0-9_.]*(?:{NAMES}|secrettext|(?:{cut})(?:\.\.\.|\xE2\x80\xA6))$")
+    let whole: Vec<String> = SECRET_COLUMNS.iter().map(|w| prefixes(w, 1)).collect();
+    let whole = whole.join("|");
+    format!(
+        r"(?i-u)^(?:[A-Za-z0-9_.]*(?:{NAMES}|secrettext|(?:{cut})(?:\.\.\.|\xE2\x80\xA6))|(?:{whole})(?:\.\.\.|\xE2\x80\xA6))$"
+    )
 }
 
-/// `word`'s first three letters and then each longer start of it, as a regex.
-fn prefixes(word: &str) -> String {
-    let (head, tail) = word.split_at(3);
+/// `word`'s first `head` letters and then each longer start of it, as a regex.
+fn prefixes(word: &str, head: usize) -> String {
+    let (head, tail) = word.split_at(head);
     let mut opt = String::new();
     for c in tail.chars().rev() {
         opt = format!("(?:{c}{opt})?");
