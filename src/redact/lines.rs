@@ -167,12 +167,23 @@ impl Leads {
         if auths.is_some_and(|m| super::docker::object_end(&piece[m.end()..]).is_none()) {
             return true;
         }
+        // A header's name at the piece's very end, its `:` in the next piece.
+        if header_name_at_end(piece) {
+            return true;
+        }
         // In order, each read only up to its value's end: a line of many names costs a pass.
         self.header.captures_iter(piece).any(|c| {
             let Some(m) = c.get(0) else {
                 return false;
             };
-            header_value_open(piece[m.start()], c.get(1), &piece[m.end()..])
+            let key_quoted = m
+                .as_bytes()
+                .trim_ascii_end()
+                .strip_suffix(b":")
+                .is_some_and(|k| {
+                    k.trim_ascii_end().ends_with(b"\"") || k.trim_ascii_end().ends_with(b"'")
+                });
+            header_value_open(piece[m.start()], c.get(1), key_quoted, &piece[m.end()..])
         })
     }
 
@@ -669,25 +680,75 @@ fn escaped_end(q: u8, text: &[u8]) -> Option<(usize, bool)> {
 }
 
 /// Whether a credential header's value (`after` its name and `:`, the name's match starting
-/// with `first`) runs to the end of `after`: in a JSON string (`quote`: the name's own `"` or
-/// `\"`) up to that string's closing quote, its items' in a JSON list up to the `]`, up to a
-/// `,` or `}` after it; in Go's `%v` of an http.Header (`Cookie:[a=b]`) up to its `]`; in
-/// quotes around the header (`'Cookie: a=b'`) up to the closing `'`; in a flow mapping up to
-/// its `,` or `}`; else (HTTP's own form) to the line's end.
-fn header_value_open(first: u8, quote: Option<regex::bytes::Match>, after: &[u8]) -> bool {
+/// with `first`, its key in quotes or not) runs to the end of `after`. A header inside a
+/// string (`"Cookie: a=b"`, `\"Cookie: a=b\"`, `'Cookie: a=b'`) runs to that string's closing
+/// quote, whatever commas it holds; a quoted key's value (`"Cookie": "a=b"`,
+/// `'Cookie': 'a=b'`) and a flow mapping's (`{Cookie: a=b, x: y}`) to its own closing quote
+/// when quoted, else to a `,` or `}`; a JSON list's items up to the `]`; Go's `%v` of an
+/// http.Header (`Cookie:[a=b]`) up to its `]`; else (HTTP's own form) to the line's end. A
+/// value not begun within `after` is open.
+fn header_value_open(
+    first: u8,
+    quote: Option<regex::bytes::Match>,
+    key_quoted: bool,
+    after: &[u8],
+) -> bool {
     let list = after.first() == Some(&b'[');
-    let Some(quote) = quote else {
-        return match first {
-            _ if list => memchr::memchr(b']', after).is_none(),
-            b'\'' => memchr::memchr(b'\'', after).is_none(),
-            b'{' => !after.iter().any(|b| matches!(b, b',' | b'}')),
-            _ => true,
-        };
-    };
-    // A quote after an odd run of backslashes is escaped once (`\"`: the inner string's own,
-    // when the name's quotes are escaped), after a run of 3 (mod 4) twice (a quote inside an
-    // escaped string's value); after an even run (`\\"`: an escaped backslash) it is bare.
-    let escaped = quote.as_bytes().starts_with(b"\\");
+    if list {
+        return list_open(after);
+    }
+    match (quote, first, key_quoted) {
+        // The header inside a string: the string's own closing quote ends it.
+        (Some(q), _, false) if q.as_bytes().starts_with(b"\\") => {
+            escaped_end(b'"', after).is_none()
+        }
+        (Some(_), _, false) => quoted_end(after, b'"').is_none(),
+        (None, b'\'', false) => quoted_end(after, b'\'').is_none(),
+        // A quoted key's or a flow mapping's value: its own quotes, or a `,` or `}`.
+        (Some(_), _, true) | (None, b'\'' | b'{', _) => own_value_open(after),
+        _ => true,
+    }
+}
+
+/// Whether a value after a key (`after` its `:`) runs to the end of `after`: in quotes, up to
+/// the closing one (backslash runs counted); else up to a `,` or `}`.
+fn own_value_open(after: &[u8]) -> bool {
+    let t = after.trim_ascii_start();
+    if let Some(rest) = t.strip_prefix(b"\\\"") {
+        return escaped_end(b'"', rest).is_none();
+    }
+    match t.first() {
+        None => true,
+        Some(&q @ (b'"' | b'\'')) => quoted_end(&t[1..], q).is_none(),
+        Some(_) => !t.iter().any(|b| matches!(b, b',' | b'}')),
+    }
+}
+
+/// Whether `piece` ends with a credential header's name (its quotes, backslashes and blanks
+/// after it), so that its `:` and value are in the next piece.
+fn header_name_at_end(piece: &[u8]) -> bool {
+    let end = piece
+        .iter()
+        .rposition(|b| !(b.is_ascii_whitespace() || b"\\\"'".contains(b)))
+        .map_or(0, |i| i + 1);
+    let word = &piece[..end];
+    [
+        "set-cookie",
+        "cookie",
+        "proxy-authorization",
+        "authorization",
+        "x-api-key",
+        "x-auth-token",
+    ]
+    .iter()
+    .any(|n| {
+        word.len() >= n.len() && word[word.len() - n.len()..].eq_ignore_ascii_case(n.as_bytes())
+    })
+}
+
+/// Whether a list (`after` from its `[`) runs to the end of `after`: its `]` outside quotes
+/// ends it.
+fn list_open(after: &[u8]) -> bool {
     let (mut inside, mut run) = (false, 0usize);
     for b in after {
         match b {
@@ -695,16 +756,29 @@ fn header_value_open(first: u8, quote: Option<regex::bytes::Match>, after: &[u8]
                 run += 1;
                 continue;
             }
-            // A bare quote ends the outer string that holds an escaped one.
-            b'"' if escaped && run % 2 == 0 => return false,
-            b'"' if (escaped && run % 4 == 1) || (!escaped && run % 2 == 0) => inside = !inside,
-            b']' if list && !inside => return false,
-            b',' | b'}' if !list && !inside => return false,
+            b'"' if run % 2 == 0 => inside = !inside,
+            b']' if !inside => return false,
             _ => {}
         }
         run = 0;
     }
-    inside || list && !after.is_empty()
+    true
+}
+
+/// Where the first `q` after an even run of backslashes (not escaped) is in `text`.
+fn quoted_end(text: &[u8], q: u8) -> Option<usize> {
+    let mut run = 0;
+    for (i, b) in text.iter().enumerate() {
+        if *b == b'\\' {
+            run += 1;
+            continue;
+        }
+        if *b == q && run % 2 == 0 {
+            return Some(i);
+        }
+        run = 0;
+    }
+    None
 }
 
 /// Whether `text` (a line from its first non-blank) is a mapping entry of its own: a key and

@@ -73,7 +73,16 @@ fn a_format_table_header_cut_before_its_secrets_word_still_names_a_secret() {
         let want = format!("Name  {header}\n----  {dashes}\nfoo   <redacted>\n");
         same(&text, &want);
     }
-    for header in ["Name…", "Status…", "Status..."] {
+    for header in [
+        "Name…",
+        "Status…",
+        "Status...",
+        "Pr…",
+        "Ac…",
+        "S…",
+        "Pa…",
+        "Profil…",
+    ] {
         let dashes = "-".repeat(header.chars().count());
         let text = format!("{header}  Other\n{dashes}  -----\nRunning  abcdefghij\n");
         same(&text, &text);
@@ -150,4 +159,27 @@ fn a_header_value_ended_before_a_pieces_end_leaves_the_next_piece() {
     let first = "Cookie: id=abc; other=";
     let out = cut_at(&format!("{first}def ghi"), first.len());
     assert!(!out.contains("def") && !out.contains("ghi"), "{out}");
+}
+
+/// A credential header's value cut by a piece's end leaves nothing, wherever the cut: a quoted
+/// key's quoted value (`'Cookie': 'a=b; …'`), a flow mapping's quoted value holding commas, a
+/// header inside a string (`"Cookie: a=b; …"`, its commas the string's own), in a JSON string
+/// too (a fifth review's inputs: each cut after `a=b; ` or inside the Digest's parameters
+/// left the rest).
+#[test]
+fn a_header_values_rest_in_the_next_piece_goes_whatever_its_quotes() {
+    let pad = "x".repeat(100);
+    for tail in [
+        "{'User-Agent': 'x', 'Cookie': 'a=b; sid=SECRET'} done",
+        r#"{Authorization: "Digest username=\"u\", response=\"SECRET\""} done"#,
+        r#"["-H", "Cookie: a=b; sid=SECRET"] done"#,
+        r#"{"args":"Authorization: Digest username=\"u\", response=\"SECRET\"", "n":1} done"#,
+        r#"{"log":"{\"Cookie\": \"a=b, c=d; sid=SECRET\"}"} done"#,
+    ] {
+        let text = format!("{pad} {tail}");
+        for at in cuts(&text) {
+            let out = cut_at(&text, at);
+            assert!(!out.contains("SECRET"), "cut at {at}: {out}");
+        }
+    }
 }

@@ -41,11 +41,17 @@ const SECRET_COLUMNS: [&str; 12] = [
 
 /// A column's name naming a secret (`Password`, `ClientSecret`, `Token`, `SecretText`),
 /// whole or cut by its column's width: after three letters of its secret's word at least
-/// (`MyPassw…`), or anywhere in a name of `SECRET_COLUMNS` (`ServicePrinc…`).
+/// (`MyPassw…`), or after four letters of a name of `SECRET_COLUMNS` (`ServicePrinc…`,
+/// `Pass...`).
 pub(super) fn column_name() -> String {
     let cut: Vec<String> = CUT_WORDS.iter().map(|w| prefixes(w, 3)).collect();
     let cut = cut.join("|");
-    let whole: Vec<String> = SECRET_COLUMNS.iter().map(|w| prefixes(w, 1)).collect();
+    // Four letters at least: fewer (`Pr…`, `Ac…`, `S…`) begin ordinary columns' names as
+    // often (Profile, Action, Status), and a table's secret columns hide those between them.
+    let whole: Vec<String> = SECRET_COLUMNS
+        .iter()
+        .map(|w| prefixes(w, w.len().min(4)))
+        .collect();
     let whole = whole.join("|");
     format!(
         r"(?i-u)^(?:[A-Za-z0-9_.]*(?:{NAMES}|secrettext|(?:{cut})(?:\.\.\.|\xE2\x80\xA6))|(?:{whole})(?:\.\.\.|\xE2\x80\xA6))$"
