@@ -22,27 +22,15 @@ const CUT_WORDS: [&str; 9] = [
 ];
 
 /// The names of columns that hold secrets whole (`Get-AzADServicePrincipal`'s and an app
-/// registration's, a credential object's): what a narrow column shows of one (`ServicePrinc…`,
-/// `ClientSe...`) names a secret's column though the secret's word was cut away.
-const SECRET_COLUMNS: [&str; 12] = [
-    "serviceprincipalsecret",
-    "clientsecret",
-    "password",
-    "passphrase",
-    "token",
-    "accesstoken",
-    "apikey",
-    "accesskey",
-    "privatekey",
-    "credential",
-    "secret",
-    "secrettext",
-];
+/// registration's, a credential object's) besides `CUT_WORDS`: what a narrow column shows of
+/// one (`ServicePrinc…`, `ClientSe...`) names a secret's column though the secret's word was
+/// cut away.
+const SECRET_COLUMNS: [&str; 3] = ["serviceprincipalsecret", "clientsecret", "accesstoken"];
 
 /// A column's name naming a secret (`Password`, `ClientSecret`, `Token`, `SecretText`),
 /// whole or cut by its column's width: after three letters of its secret's word at least
-/// (`MyPassw…`), or after four letters of a name of `SECRET_COLUMNS` (`ServicePrinc…`,
-/// `Pass...`).
+/// (`MyPassw…`), or after four letters of a name of `SECRET_COLUMNS` or `CUT_WORDS`
+/// (`ServicePrinc…`, `Pass...`).
 pub(super) fn column_name() -> String {
     let cut: Vec<String> = CUT_WORDS.iter().map(|w| prefixes(w, 3)).collect();
     let cut = cut.join("|");
@@ -50,6 +38,7 @@ pub(super) fn column_name() -> String {
     // often (Profile, Action, Status), and a table's secret columns hide those between them.
     let whole: Vec<String> = SECRET_COLUMNS
         .iter()
+        .chain(CUT_WORDS.iter())
         .map(|w| prefixes(w, w.len().min(4)))
         .collect();
     let whole = whole.join("|");
