@@ -62,8 +62,10 @@ pub enum Pending {
     /// The rows of a `Format-Table` whose columns between these (`u16::MAX`: to the row's
     /// end) are secrets', up to a blank line.
     Table(u16, u16),
-    /// The lines indented more than this (the column of the key whose plain value began on
-    /// the line before) go on its value (YAML 1.2 7.3.3), blank lines among them, up to a
+    /// What a `logs` position saved by an earlier version holds for `Wrapped` (this version
+    /// makes `Wrapped` only; the state is kept so that such a record still loads): the lines
+    /// indented more than this (the column of the key whose plain value began on the line
+    /// before) go on its value (YAML 1.2 7.3.3), blank lines among them, up to a
     /// line that is an entry of its own (`key: value`, `- key: value`): a plain scalar holds
     /// no `: `.
     Continued(usize),
