@@ -28,9 +28,9 @@ fn standin() -> Option<Library> {
 
 /// Asks the stand-in to count the frees of its strings before main, while this process has
 /// one thread: Wine's allocator crashes a thread that allocates while a malloc spy is being
-/// registered (tools/wine/computenetwork/src/spy.rs). The loader runs the pointers in
-/// `.CRT$XCU` before main, as the C runtime's initialisers, and Rust's std puts its own there.
-/// Without it, `stats` fails every test here.
+/// registered (tools/wine/computenetwork/src/spy.rs). The C runtime's start-up calls the
+/// pointers in `.CRT$XCA`..`.CRT$XCZ` before main (mingw-w64's crtexe.c, `_initterm`).
+/// Without it, `stats` fails every test here (seen).
 #[used]
 #[unsafe(link_section = ".CRT$XCU")]
 static COUNT_FREES_BEFORE_MAIN: extern "C" fn() = count_frees;
