@@ -1895,6 +1895,13 @@ fn a_calico_node_token_gets_only_its_own_nodes_token_of_at_most_a_year() {
     assert_eq!(doc["replaced"], true, "{doc}");
     let fresh = fs_err::read_to_string(&token_file).expect("token");
     assert!(api.accepts(&fresh));
+    // Counted in the DaemonSet's metrics file (`calicoctl_win_token_renewals_total` adds it
+    // to CalicoNode's): the refused attempt above counted nothing.
+    let counts =
+        fs_err::read_to_string(node.c_drive("calicowindows/calicoctl-win-metrics-verify.json"))
+            .expect("the DaemonSet's metrics file");
+    let counts: serde_json::Value = serde_json::from_str(&counts).expect("json");
+    assert_eq!(counts["calicoctl_win_token_renewals_total"], 1, "{counts}");
     let c = crate::support::fake_api::claims(&fresh);
     let life = c["exp"].as_i64().unwrap_or_default() - c["iat"].as_i64().unwrap_or_default();
     assert_eq!(life, 365 * 86400, "{c}");
@@ -2032,7 +2039,14 @@ fn the_daemonset_has_a_log_container_per_service() {
         .collect();
     assert_eq!(
         names,
-        ["calicoctl-win", "node", "felix", "confd", "kube-proxy"]
+        [
+            "calicoctl-win",
+            "node",
+            "felix",
+            "confd",
+            "kube-proxy",
+            "install"
+        ]
     );
     assert_eq!(
         pod["securityContext"]["windowsOptions"]["hostProcess"],
@@ -2047,7 +2061,11 @@ fn the_daemonset_has_a_log_container_per_service() {
         .expect("the positions' volume");
     assert_eq!(empty_dir["emptyDir"], json!({}));
     for c in &containers[1..] {
-        let role = c["name"].as_str().expect("name");
+        // calicoctl-win's own log is `install`'s: `calicoctl-win` is the rollout's container.
+        let role = match c["name"].as_str().expect("name") {
+            "install" => "calicoctl-win",
+            name => name,
+        };
         let command: Vec<&str> = c["command"]
             .as_array()
             .expect("command")
