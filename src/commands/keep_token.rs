@@ -174,7 +174,8 @@ fn replace(
     host.replace_file(&path, issued.token.expose().as_bytes(), Access::Secret)?;
     crate::installed::token_records::keep_issued(host, &record)?;
     // The token is written: a count that cannot be kept changes nothing of that (metrics never
-    // stop the node); this process is its file's one writer (`metrics::VERIFY_FILE`).
+    // stop the node). The DaemonSet's keep-token is its file's one writer (`metrics::VERIFY_FILE`);
+    // a `--once` run by hand beside it may lose a count.
     let _ = crate::installed::metrics::count(
         host,
         crate::installed::metrics::VERIFY_FILE,

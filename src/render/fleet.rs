@@ -597,7 +597,7 @@ impl Fleet {
     }
 
     /// The log containers: one per service, and calicoctl-win's own log's (`logs
-    /// calicoctl-win`: a detached install's or reconfigure's), named `install` as the name
+    /// calicoctl-win`: what `install --detach` wrote), named `install` as the name
     /// `calicoctl-win` is the rollout's container's.
     fn log_containers(&self) -> Vec<Container> {
         let mut all: Vec<Container> = crate::layout::Role::ALL
