@@ -7,6 +7,7 @@ use super::Redactor;
 use super::env::{closing, json_quote, names_a_secret};
 use super::names::{NAMES, REDACTED};
 use super::plain::{Around, continued, open_around, open_at_end};
+use super::quotes::{digest_open, double_end, single_end, twice_escaped_end};
 use super::record::starts_a_record;
 use super::table;
 use regex::bytes::Regex;
@@ -154,7 +155,7 @@ impl Leads {
             klog: build(&format!(r#"(?i-u)(?:^|\s)[A-Za-z0-9_.-]*{NAMES}=<\s*$"#)),
             column: build(&table::column_name()),
             header: build(
-                r#"(?i-u)(?:^|[\s'{,\[]|(\\?"))(?:(?:set-)?cookie|(?:proxy-)?authorization|x-api-key|x-auth-token)\\?["']?\s*:\s*"#,
+                r#"(?i-u)(?:^|[\s'{,\[]|(\\*"))(?:(?:set-)?cookie|(?:proxy-)?authorization|x-api-key|x-auth-token)(?:\\*["'])?\s*:\s*"#,
             ),
             auths: build(&super::docker::auths()[0]),
             go_env: build(r"(?-u)\{Name:([A-Za-z0-9_.-]+) Value:([^}\r\n]*)$"),
@@ -695,17 +696,24 @@ fn header_value_open(
     key_quoted: bool,
     after: &[u8],
 ) -> bool {
-    let list = after.first() == Some(&b'[');
-    if list {
-        return list_open(after);
+    // Go's `%#v` of an http.Header: its `[]string{` list's `}` ends it (a piece may end
+    // inside the `[]string{`).
+    if !after.is_empty() && b"[]string{".starts_with(after) {
+        return true;
+    }
+    if let Some(items) = after.strip_prefix(b"[]string{") {
+        return list_open(items, b'}');
+    }
+    if after.first() == Some(&b'[') {
+        return list_open(after, b']');
     }
     match (quote, first, key_quoted) {
         // The header inside a string: the string's own closing quote ends it.
         (Some(q), _, false) if q.as_bytes().starts_with(b"\\") => {
             escaped_end(b'"', after).is_none()
         }
-        (Some(_), _, false) => quoted_end(after, b'"').is_none(),
-        (None, b'\'', false) => quoted_end(after, b'\'').is_none(),
+        (Some(_), _, false) => double_end(after).is_none(),
+        (None, b'\'', false) => single_end(after).is_none(),
         // A quoted key's or a flow mapping's value: its own quotes, or a `,` or `}`.
         (Some(_), _, true) | (None, b'\'' | b'{', _) => own_value_open(after),
         _ => true,
@@ -716,12 +724,19 @@ fn header_value_open(
 /// the closing one (backslash runs counted); else up to a `,` or `}`.
 fn own_value_open(after: &[u8]) -> bool {
     let t = after.trim_ascii_start();
+    if let Some(rest) = t.strip_prefix(br#"\\\""#) {
+        return twice_escaped_end(rest).is_none();
+    }
     if let Some(rest) = t.strip_prefix(b"\\\"") {
         return escaped_end(b'"', rest).is_none();
     }
+    if t.len() > 7 && t[..7].eq_ignore_ascii_case(b"digest ") {
+        return digest_open(&t[7..]);
+    }
     match t.first() {
         None => true,
-        Some(&q @ (b'"' | b'\'')) => quoted_end(&t[1..], q).is_none(),
+        Some(b'"') => double_end(&t[1..]).is_none(),
+        Some(b'\'') => single_end(&t[1..]).is_none(),
         Some(_) => !t.iter().any(|b| matches!(b, b',' | b'}')),
     }
 }
@@ -748,9 +763,9 @@ fn header_name_at_end(piece: &[u8]) -> bool {
     })
 }
 
-/// Whether a list (`after` from its `[`) runs to the end of `after`: its `]` outside quotes
-/// ends it.
-fn list_open(after: &[u8]) -> bool {
+/// Whether a list (`after` from its opening) runs to the end of `after`: its `close` outside
+/// quotes ends it.
+fn list_open(after: &[u8], close: u8) -> bool {
     let (mut inside, mut run) = (false, 0usize);
     for b in after {
         match b {
@@ -759,28 +774,12 @@ fn list_open(after: &[u8]) -> bool {
                 continue;
             }
             b'"' if run % 2 == 0 => inside = !inside,
-            b']' if !inside => return false,
+            b if *b == close && !inside => return false,
             _ => {}
         }
         run = 0;
     }
     true
-}
-
-/// Where the first `q` after an even run of backslashes (not escaped) is in `text`.
-fn quoted_end(text: &[u8], q: u8) -> Option<usize> {
-    let mut run = 0;
-    for (i, b) in text.iter().enumerate() {
-        if *b == b'\\' {
-            run += 1;
-            continue;
-        }
-        if *b == q && run % 2 == 0 {
-            return Some(i);
-        }
-        run = 0;
-    }
-    None
 }
 
 /// Whether `text` (a line from its first non-blank) is a mapping entry of its own: a key and

@@ -1,0 +1,103 @@
+//! Inputs a fifth review ran: leaks of credential headers in shapes and cuts the rounds
+//! before missed, and text after a secret hidden though it was none.
+
+use super::Redactor;
+use super::review4_tests::{cut_at, cuts};
+
+/// `text` redacted whole (`redact`), as one line (`redact_line`), and cut in two at every
+/// place `logs` may cut it: `secret` never shows, and each of `kept` does (cut, when the cut
+/// is at or after its start: a cut inside a header's value hides the rest of its line).
+fn never_leaks(text: &str, secret: &str, kept: &[&str]) {
+    let r = Redactor::new(&[]);
+    let whole = String::from_utf8_lossy(&r.redact(text.as_bytes())).into_owned();
+    let (line, _) = r.redact_line(super::Pending::None, text.as_bytes());
+    let line = String::from_utf8_lossy(&line).into_owned();
+    for (how, out) in [("whole", whole), ("line", line)] {
+        assert!(!out.contains(secret), "{how}: {out}");
+        for k in kept {
+            assert!(out.contains(k), "{how} lost {k}: {out}");
+        }
+    }
+    for at in cuts(text) {
+        let out = cut_at(text, at);
+        assert!(!out.contains(secret), "cut at {at}: {out}");
+        for k in kept
+            .iter()
+            .filter(|k| text.find(*k).is_some_and(|i| i <= at))
+        {
+            assert!(out.contains(k), "cut at {at} lost {k}: {out}");
+        }
+    }
+}
+
+/// Go's `%#v` of an http.Header (`http.Header{"Cookie":[]string{"a=b"}}`): a credential
+/// header's items go, up to its list's `}`; the next key's items stay.
+#[test]
+fn a_go_syntax_http_header_loses_its_credentials_only() {
+    let pad = "x".repeat(40);
+    never_leaks(
+        &format!(
+            r#"{pad} req http.Header{{"Cookie":[]string{{"a=b; sid=S3CRET"}}, "Accept":[]string{{"*/*"}}}} done"#
+        ),
+        "S3CRET",
+        &[r#""Accept":[]string{"*/*"}} done"#],
+    );
+    never_leaks(
+        &format!(r#"{pad} req http.Header{{"Authorization":[]string{{"Bearer S3CRET"}}}} done"#),
+        "S3CRET",
+        &["} done"],
+    );
+}
+
+/// A single-quoted value holding a doubled `''` (YAML 1.2 7.3.2, PowerShell's verbatim
+/// string: an escaped quote; a backslash is plain there) goes whole, wherever it is cut.
+#[test]
+fn a_single_quoted_header_value_with_a_doubled_quote_goes_whole() {
+    let pad = "x".repeat(40);
+    for tail in [
+        "{Cookie: 'a=b; it''s; sid=S3CRET'} done",
+        "Cookie: 'a=b; it''s; sid=S3CRET'",
+    ] {
+        never_leaks(&format!("{pad} {tail}"), "S3CRET", &[]);
+    }
+    // A cut right after the closing `'` hides the `}`: that `'` might begin a `''`.
+    never_leaks(
+        &format!("{pad} {{Cookie: 'a=b; it''s; sid=S3CRET'}} done"),
+        "S3CRET",
+        &[" done"],
+    );
+}
+
+/// PowerShell's backtick escapes a `"` inside a double-quoted string: the header's string
+/// goes on past `` `" ``.
+#[test]
+fn a_powershell_backtick_quote_does_not_end_a_header_string() {
+    let pad = "x".repeat(40);
+    never_leaks(
+        &format!(r#"{pad} "Cookie: a=b; `"x`"; sid=S3CRET" done"#),
+        "S3CRET",
+        &[],
+    );
+}
+
+/// An unquoted Digest credential in a flow mapping: its parameters' commas are its own.
+#[test]
+fn an_unquoted_digest_in_a_flow_mapping_goes_whatever_the_cut() {
+    let pad = "x".repeat(40);
+    never_leaks(
+        &format!(r#"{pad} {{Authorization: Digest username="u", response="S3CRET", nc=1}} done"#),
+        "S3CRET",
+        &[],
+    );
+}
+
+/// A header in JSON escaped twice (a JSON string holding a JSON string holding the header).
+#[test]
+fn a_header_in_json_escaped_twice_goes() {
+    let pad = "x".repeat(40);
+    never_leaks(
+        &format!(r#"{pad} {{"log":"{{\\\"Cookie\\\":\\\"sid=S3CRET\\\"}}"}} done"#),
+        "S3CRET",
+        &[],
+    );
+}
