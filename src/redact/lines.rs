@@ -7,7 +7,7 @@ use super::Redactor;
 use super::env::{closing, json_quote, names_a_secret};
 use super::names::{NAMES, REDACTED};
 use super::plain::{Around, continued, open_around, open_at_end};
-use super::quotes::{digest_open, double_end, single_end, twice_escaped_end};
+use super::quotes::{FlowScan, Place, digest_open, double_end, single_end, twice_escaped_end};
 use super::record::starts_a_record;
 use super::table;
 use regex::bytes::Regex;
@@ -79,6 +79,10 @@ pub enum Pending {
     /// HTTP credential header's, RFC 9110 5.5: `Cookie:`, `Authorization: Digest ...`, or a
     /// Docker config's `auths` object not closed): the line's next pieces go whole.
     Line,
+    /// A piece of a line cut before its end ended in a credential header's name (its quotes
+    /// and blanks after it): the next piece goes whole (`Line`) when the name's `:` begins it;
+    /// else the name was none of a header's (a list's item, `["Authorization", "Accept"]`).
+    Named,
 }
 
 impl Pending {
@@ -170,11 +174,8 @@ impl Leads {
         if auths.is_some_and(|m| super::docker::object_end(&piece[m.end()..]).is_none()) {
             return true;
         }
-        // A header's name at the piece's very end, its `:` in the next piece.
-        if header_name_at_end(piece) {
-            return true;
-        }
         // In order, each read only up to its value's end: a line of many names costs a pass.
+        let mut flow = FlowScan::default();
         self.header.captures_iter(piece).any(|c| {
             let Some(m) = c.get(0) else {
                 return false;
@@ -186,7 +187,14 @@ impl Leads {
                 .is_some_and(|k| {
                     k.trim_ascii_end().ends_with(b"\"") || k.trim_ascii_end().ends_with(b"'")
                 });
-            header_value_open(piece[m.start()], c.get(1), key_quoted, &piece[m.end()..])
+            let (first, after) = (piece[m.start()], &piece[m.end()..]);
+            // After a blank or `,`: in a flow mapping (`{a: 1, Cookie: x, b: 2}`) its `,` or
+            // `}` ends the value, as after its `{`; in a string, the string's quote.
+            match (first, flow.at(piece, m.start())) {
+                (b' ' | b'\t' | b',', Place::Flow) => own_value_open(after),
+                (b' ' | b'\t' | b',', Place::String) => double_end(after).is_none(),
+                _ => header_value_open(first, c.get(1), key_quoted, after),
+            }
         })
     }
 
@@ -353,7 +361,9 @@ impl Redactor {
     /// first, and what it leaves pending for the next.
     pub fn redact_line(&self, pending: Pending, line: &[u8]) -> (Vec<u8>, Pending) {
         match self.redact_within(pending, line) {
-            (out, Pending::Rest(_) | Pending::Within(_) | Pending::Line) => (out, Pending::None),
+            (out, Pending::Rest(_) | Pending::Within(_) | Pending::Line | Pending::Named) => {
+                (out, Pending::None)
+            }
             done => done,
         }
     }
@@ -368,6 +378,8 @@ impl Redactor {
         };
         match self.redact_within(pending, piece) {
             (out, Pending::None) if self.lines.open_line(&seen) => (out, Pending::Line),
+            // A header's name at the piece's very end, its `:` perhaps in the next piece.
+            (out, Pending::None) if header_name_at_end(&seen) => (out, Pending::Named),
             // Go's `{Name:X_PASSWORD Value:two words ValueFrom:nil}` cut inside its value:
             // the value goes, and the next piece's part of it, up to ` ValueFrom:` or `}`.
             (mut out, Pending::None) if self.lines.open_go_env(&out).is_some() => {
@@ -496,8 +508,7 @@ impl Redactor {
                 (Vec::new(), 0, None)
             }
             Pending::Table(a, b) => self.table_row(line, a, b),
-            Pending::Rest(around) => self.rest_of_value(line, around),
-            Pending::Line => self.hide(line, 0, line.trim_ascii_end().len(), pending),
+            Pending::Rest(_) | Pending::Line | Pending::Named => self.next_piece(line, pending),
             // `Under`, `Continued`, `Item`, `Klog` at a line not theirs, and `Within`.
             _ => (Vec::new(), 0, None),
         }
@@ -578,6 +589,18 @@ impl Redactor {
             out.extend_from_slice(&line[body.len()..]);
         }
         out
+    }
+
+    /// What a line's piece after one that left `pending` (`Rest`, `Line`, `Named`) hides.
+    fn next_piece(&self, line: &[u8], pending: Pending) -> (Vec<u8>, usize, Option<Pending>) {
+        let all = line.trim_ascii_end().len();
+        match pending {
+            Pending::Rest(around) => self.rest_of_value(line, around),
+            Pending::Line => self.hide(line, 0, all, pending),
+            // After a header's name, only when its `:` begins the piece.
+            Pending::Named if starts_with_colon(line) => self.hide(line, 0, all, Pending::Line),
+            _ => (Vec::new(), 0, None),
+        }
     }
 
     /// The part of a piece that goes on a value of many words the piece before cut (`Rest`).
@@ -759,8 +782,23 @@ fn header_name_at_end(piece: &[u8]) -> bool {
     ]
     .iter()
     .any(|n| {
-        word.len() >= n.len() && word[word.len() - n.len()..].eq_ignore_ascii_case(n.as_bytes())
+        let Some(at) = word.len().checked_sub(n.len()) else {
+            return false;
+        };
+        // A word that only ends with a name (`XsrfCookie`) is another's.
+        let bound =
+            at == 0 || !(word[at - 1].is_ascii_alphanumeric() || b"_-".contains(&word[at - 1]));
+        bound && word[at..].eq_ignore_ascii_case(n.as_bytes())
     })
+}
+
+/// Whether `piece` begins with a `:` (after blanks and a name's closing quote, escaped or
+/// not): a header's name that ended the piece before is one (`Pending::Named`).
+fn starts_with_colon(piece: &[u8]) -> bool {
+    piece
+        .iter()
+        .find(|b| !(b.is_ascii_whitespace() || b"\\\"'".contains(b)))
+        .is_some_and(|b| *b == b':')
 }
 
 /// Whether a list (`after` from its opening) runs to the end of `after`: its `close` outside

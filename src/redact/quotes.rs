@@ -105,3 +105,60 @@ pub(super) fn digest_open(text: &[u8]) -> bool {
         }
     }
 }
+
+/// Where a place of a piece of a line stands (`FlowScan::at`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Place {
+    /// Directly in a `{` not closed before it, no quote or backslash between them (YAML 1.2
+    /// 7.4: a flow mapping's plain scalar holds no `,`).
+    Flow,
+    /// In a `"` string opened on the piece (an odd count of `"` not escaped before it): the
+    /// string's closing quote ends what is in it.
+    String,
+    /// Anywhere else.
+    Other,
+}
+
+/// The brackets and strings open at a place of a piece, read on as the place moves forward
+/// (a line's header names cost one pass over it).
+#[derive(Default)]
+pub(super) struct FlowScan {
+    /// Where the reading is.
+    at: usize,
+    /// Each bracket open outside a string (`{` or `[`), and whether no quote or backslash
+    /// came after it: text in a string may hold a `, ` that is no mapping's.
+    open: Vec<(u8, bool)>,
+    /// Inside a `"` string; the run of backslashes just read.
+    string: bool,
+    run: usize,
+}
+
+impl FlowScan {
+    /// Where `to` in `text` (at or after the last place asked) stands.
+    pub(super) fn at(&mut self, text: &[u8], to: usize) -> Place {
+        for &b in &text[self.at.min(to)..to] {
+            let escaped = self.run % 2 == 1;
+            self.run = if b == b'\\' { self.run + 1 } else { 0 };
+            match b {
+                b'"' if !escaped => self.string = !self.string,
+                b'{' | b'[' if !self.string => self.open.push((b, true)),
+                b'}' | b']' if !self.string => {
+                    let clean = self.open.pop().is_none_or(|(_, c)| c);
+                    if let Some(top) = self.open.last_mut() {
+                        top.1 &= clean;
+                    }
+                }
+                _ => {}
+            }
+            if let Some(top) = self.open.last_mut().filter(|_| b"\"'\\".contains(&b)) {
+                top.1 = false;
+            }
+        }
+        self.at = self.at.max(to);
+        match (self.string, self.open.last()) {
+            (true, _) => Place::String,
+            (false, Some((b'{', true))) => Place::Flow,
+            _ => Place::Other,
+        }
+    }
+}

@@ -101,3 +101,73 @@ fn a_header_in_json_escaped_twice_goes() {
         &[],
     );
 }
+
+/// A piece that ends in a word only ending with a header's name (`"XsrfCookie"`), or in a
+/// header's name that is a list's item (no `:` begins the next piece), leaves the next piece
+/// as it is; a header's name whose `:` begins the next piece still hides it.
+#[test]
+fn a_headers_name_at_a_pieces_end_hides_the_next_only_before_its_colon() {
+    for (first, rest) in [
+        (r#"{"XsrfCookie""#, r#": "on", "n": 1} took 12ms"#),
+        (
+            r#"{"allowedHeaders":["Authorization""#,
+            r#", "Accept"], "n": 1} took 12ms"#,
+        ),
+        ("headers Cookie ", "and Accept took 12ms"),
+    ] {
+        let out = cut_at(&format!("{first}{rest}"), first.len());
+        assert!(out.ends_with(rest), "{out}");
+    }
+    for (first, rest) in [
+        ("req Cookie", ": a=b; sid=S3CRET"),
+        (r#"{"Cookie""#, r#":"a=b; sid=S3CRET"}"#),
+        (r#"{\"Authorization\""#, r#": \"Basic S3CRET\"}"#),
+    ] {
+        let out = cut_at(&format!("{first}{rest}"), first.len());
+        assert!(!out.contains("S3CRET"), "{out}");
+    }
+}
+
+/// A credential header after a blank or `,` inside a flow mapping ends at its `,` or `}`
+/// (YAML 1.2 7.4: a plain scalar in a flow holds no `,`): the pieces after it stay (the whole
+/// line, read as HTTP's own `Cookie: a=b, c=d`, hides them). Inside a JSON string the string's
+/// quote ends it, whatever commas it holds.
+#[test]
+fn a_header_inside_a_flow_mapping_ends_at_its_comma() {
+    let pad = "x".repeat(40);
+    for tail in [
+        "{a: 1, Cookie: a=S3CRET, b: 2} took 12ms",
+        "{a: 1,Cookie: a=S3CRET, b: 2} took 12ms",
+        "{ Cookie: a=S3CRET, b: 2} took 12ms",
+    ] {
+        let text = format!("{pad} {tail}");
+        never_leaks(&text, "S3CRET", &[]);
+        let after = text.find("b: 2").unwrap_or(0);
+        for at in cuts(&text).filter(|at| *at >= after) {
+            let out = cut_at(&text, at);
+            assert!(out.ends_with(" 12ms"), "cut at {at}: {out}");
+        }
+    }
+    never_leaks(
+        &format!(r#"{pad} {{"msg":"got Cookie: a=b, sid=S3CRET", "n": 1}} done"#),
+        "S3CRET",
+        &[r#""n": 1} done"#],
+    );
+}
+
+/// A backslash is plain inside single quotes (YAML 1.2 7.3.2, PowerShell's verbatim string):
+/// `'C:\dir\'` ends at its `'`, so the text after it stays, cut or not; a tail that starts
+/// inside such a value ends it there.
+#[test]
+fn a_backslash_before_a_single_quote_escapes_nothing() {
+    let pad = "x".repeat(40);
+    never_leaks(
+        &format!(r"{pad} {{'Cookie': 'C:\dir\', 'n': 2}} took 12ms"),
+        "dir",
+        &["'n': 2} took 12ms"],
+    );
+    let r = Redactor::new(&[]);
+    let out = r.redact_tail(b"  C:\\dir\\', next: 1\nI1126 12:00:00.000000 1 main.go:1] go\n");
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.starts_with("  <redacted>', next: 1\nI1126"), "{out}");
+}
