@@ -87,7 +87,8 @@ pub enum Pending {
 
 impl Pending {
     /// The stricter of two states of the same place (a position's record, what the lines
-    /// before it leave): the one that hides, the longer-lasting of the same kind, else `found`.
+    /// before it leave): the one that hides, the longer-lasting or wider of the same kind,
+    /// else `found`.
     pub fn stricter(self, found: Pending) -> Pending {
         match (self, found) {
             (Pending::None, f) => f,
@@ -95,6 +96,12 @@ impl Pending {
             (Pending::Quote(q, a), Pending::Quote(p, b)) if q == p => Pending::Quote(q, a.min(b)),
             (Pending::Under(a), Pending::Under(b)) => Pending::Under(a.min(b)),
             (Pending::Continued(a), Pending::Continued(b)) => Pending::Continued(a.min(b)),
+            // The lower key's column hides every line indented more than it that is no entry
+            // of its own; on a tie, the lower value column.
+            (Pending::Wrapped(a, v), Pending::Wrapped(b, w)) => {
+                let (k, c) = (a, v).min((b, w));
+                Pending::Wrapped(k, c)
+            }
             (Pending::Object(a), Pending::Object(b)) => Pending::Object(a.min(b)),
             (_, f) => f,
         }
@@ -380,25 +387,28 @@ impl Redactor {
             (out, Pending::None) if self.lines.open_line(&seen) => (out, Pending::Line),
             // A header's name at the piece's very end, its `:` perhaps in the next piece.
             (out, Pending::None) if header_name_at_end(&seen) => (out, Pending::Named),
-            // Go's `{Name:X_PASSWORD Value:two words ValueFrom:nil}` cut inside its value:
-            // the value goes, and the next piece's part of it, up to ` ValueFrom:` or `}`.
-            (mut out, Pending::None) if self.lines.open_go_env(&out).is_some() => {
-                let at = self.lines.open_go_env(&out).unwrap_or(out.len());
-                if !out[at..].trim_ascii().is_empty() {
-                    out.truncate(at);
-                    out.extend_from_slice(REDACTED.as_bytes());
-                    out.push(b' ');
-                }
-                (out, Pending::Rest(Around::Struct))
-            }
-            (out, Pending::None) => {
-                let rest = open_at_end(&self.plain, &seen).map(Pending::Rest);
-                let within = || Some(open_around(&seen)).filter(|a| *a != Around::Line);
-                let next = rest.or_else(|| within().map(Pending::Within));
-                (out, next.unwrap_or_default())
-            }
+            (out, Pending::None) => self.piece_end(out, &seen),
             done => done,
         }
+    }
+
+    /// What a piece (`seen`, redacted as `out`) that left nothing else leaves for the next:
+    /// the rest of a Go `EnvVar`'s value, of a value of many words, or the `{` it left open.
+    fn piece_end(&self, mut out: Vec<u8>, seen: &[u8]) -> (Vec<u8>, Pending) {
+        // Go's `{Name:X_PASSWORD Value:two words ValueFrom:nil}` cut inside its value: the
+        // value goes, and the next piece's part of it, up to ` ValueFrom:` or `}`.
+        if let Some(at) = self.lines.open_go_env(&out) {
+            if !out[at..].trim_ascii().is_empty() {
+                out.truncate(at);
+                out.extend_from_slice(REDACTED.as_bytes());
+                out.push(b' ');
+            }
+            return (out, Pending::Rest(Around::Struct));
+        }
+        let rest = open_at_end(&self.plain, seen).map(Pending::Rest);
+        let within = || Some(open_around(seen)).filter(|a| *a != Around::Line);
+        let next = rest.or_else(|| within().map(Pending::Within));
+        (out, next.unwrap_or_default())
     }
 
     /// `redact_part`, a piece inside a `{` or `map[` the piece before opened (`Within`) read

@@ -171,3 +171,14 @@ fn a_backslash_before_a_single_quote_escapes_nothing() {
     let out = String::from_utf8_lossy(&out);
     assert!(out.starts_with("  <redacted>', next: 1\nI1126"), "{out}");
 }
+
+/// Of two `Wrapped` states of one place (a kept position's record, what the lines before it
+/// leave), the stricter is the one whose key's column is lower, whichever comes first: it
+/// hides every line the other hides as indented more than its key.
+#[test]
+fn the_stricter_of_two_wrapped_states_hides_more() {
+    use super::Pending::Wrapped;
+    assert_eq!(Wrapped(0, 6).stricter(Wrapped(4, 10)), Wrapped(0, 6));
+    assert_eq!(Wrapped(4, 10).stricter(Wrapped(0, 6)), Wrapped(0, 6));
+    assert_eq!(Wrapped(2, 9).stricter(Wrapped(2, 7)), Wrapped(2, 7));
+}
