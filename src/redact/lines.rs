@@ -75,6 +75,12 @@ pub enum Pending {
     /// there goes on the value whatever it holds (`Format-List` wraps a long value to its
     /// column; in YAML such a line after a plain scalar can be no entry of its own).
     Wrapped(usize, usize),
+    /// `Wrapped` after a `Format-List` name (`Password : x`, blanks before its `:`): its
+    /// wrapped lines go on the value up to a blank line, which ends the list's object
+    /// (Format-List writes a blank line between objects and after the last); an indented line
+    /// after the blank (an error's stack trace) is no part of it. YAML's plain scalar goes on
+    /// past a blank line (`Wrapped`).
+    Listed(usize, usize),
     /// A piece of a line cut before its end inside a value that runs to its line's end (an
     /// HTTP credential header's, RFC 9110 5.5: `Cookie:`, `Authorization: Digest ...`, or a
     /// Docker config's `auths` object not closed): the line's next pieces go whole.
@@ -101,6 +107,10 @@ impl Pending {
             (Pending::Wrapped(a, v), Pending::Wrapped(b, w)) => {
                 let (k, c) = (a, v).min((b, w));
                 Pending::Wrapped(k, c)
+            }
+            (Pending::Listed(a, v), Pending::Listed(b, w)) => {
+                let (k, c) = (a, v).min((b, w));
+                Pending::Listed(k, c)
             }
             (Pending::Object(a), Pending::Object(b)) => Pending::Object(a.min(b)),
             (_, f) => f,
@@ -237,7 +247,16 @@ impl Leads {
             return (Pending::Klog, None);
         }
         let column = |c: &regex::bytes::Captures, i| c.get(i).map_or(0, |m| m.len());
-        let wrapped = |c: regex::bytes::Captures| Pending::Wrapped(column(&c, 2), column(&c, 1));
+        let wrapped = |c: regex::bytes::Captures| {
+            let (key, value) = (column(&c, 2), column(&c, 1));
+            let name = c.get(1).map_or(&b""[..], |m| m.as_bytes().trim_ascii_end());
+            let listed = name.strip_suffix(b":").is_some_and(|n| n.ends_with(b" "));
+            if listed {
+                Pending::Listed(key, value)
+            } else {
+                Pending::Wrapped(key, value)
+            }
+        };
         let under = (self
             .block
             .captures(line)
@@ -477,7 +496,9 @@ impl Redactor {
             }
             Pending::Under(_) if text.is_empty() => keep(pending),
             Pending::Under(d) if indent > d => self.hide(line, indent, text.len(), pending),
-            Pending::Continued(_) | Pending::Wrapped(..) => self.plain_line(line, indent, pending),
+            Pending::Continued(_) | Pending::Wrapped(..) | Pending::Listed(..) => {
+                self.plain_line(line, indent, pending)
+            }
             // A log record of its own ends a quote a stray `"` seemed to open.
             Pending::Quote(..) | Pending::Escaped(_) if indent == 0 && starts_a_record(text) => {
                 (Vec::new(), 0, None)
@@ -524,9 +545,10 @@ impl Redactor {
         }
     }
 
-    /// A line after a secret's plain value (`Continued`, `Wrapped`): a blank one (a multi-line
-    /// plain scalar may hold empty lines, YAML 1.2 7.3.3), one indented more than its key and
-    /// no entry of its own, and one indented to the value's column go on the value.
+    /// A line after a secret's plain value (`Continued`, `Wrapped`, `Listed`): a blank one (a
+    /// multi-line plain scalar may hold empty lines, YAML 1.2 7.3.3; a blank ends `Listed`),
+    /// one indented more than its key and no entry of its own, and one indented to the value's
+    /// column go on the value.
     fn plain_line(
         &self,
         line: &[u8],
@@ -536,9 +558,12 @@ impl Redactor {
         let text = line[indent..].trim_ascii_end();
         let (key, at) = match pending {
             Pending::Continued(d) => (d, None),
-            Pending::Wrapped(d, v) => (d, Some(v)),
+            Pending::Wrapped(d, v) | Pending::Listed(d, v) => (d, Some(v)),
             _ => return (Vec::new(), 0, None),
         };
+        if text.is_empty() && matches!(pending, Pending::Listed(..)) {
+            return (Vec::new(), 0, None);
+        }
         if text.is_empty() {
             return (line.to_vec(), line.len(), Some(pending));
         }

@@ -2,6 +2,7 @@
 //! before missed, and text after a secret hidden though it was none.
 
 use super::Redactor;
+use super::review_tests::same;
 use super::review4_tests::{cut_at, cuts};
 
 /// `text` redacted whole (`redact`), as one line (`redact_line`), and cut in two at every
@@ -181,4 +182,23 @@ fn the_stricter_of_two_wrapped_states_hides_more() {
     assert_eq!(Wrapped(0, 6).stricter(Wrapped(4, 10)), Wrapped(0, 6));
     assert_eq!(Wrapped(4, 10).stricter(Wrapped(0, 6)), Wrapped(0, 6));
     assert_eq!(Wrapped(2, 9).stricter(Wrapped(2, 7)), Wrapped(2, 7));
+}
+
+/// `Format-List` wraps a long value onto lines at its value's column, and a blank line ends
+/// its list: indented lines after the blank (an error's stack trace) are no part of the
+/// secret's value. A YAML plain scalar's value goes on past a blank line (YAML 1.2 7.3.3).
+#[test]
+fn a_format_list_values_wrap_ends_at_a_blank_line() {
+    same(
+        "Password : abc\n           def\n\n    at Foo.Bar()\n    at Baz()\nName : x\n",
+        "Password : <redacted>\n           <redacted>\n\n    at Foo.Bar()\n    at Baz()\nName : x\n",
+    );
+    same(
+        "ClientSecret : abc\n\n   at Foo.Bar()\n",
+        "ClientSecret : <redacted>\n\n   at Foo.Bar()\n",
+    );
+    same(
+        "password: first\n\n    at second\nnext: 1\n",
+        "password: <redacted>\n\n    <redacted>\nnext: 1\n",
+    );
 }
