@@ -37,6 +37,8 @@ pub(super) fn header_list() -> [String; 3] {
 /// JSON string in a JSON string, its closing quote after three backslashes).
 pub(super) fn header_values() -> [(String, &'static str); 5] {
     let name = format!(r#"(?:^|[^A-Za-z0-9_-])(?:{VALUE_HEADERS})"#);
+    // A key in quotes ending in a header's name (`"session_cookie"`) is taken as one.
+    let key = format!(r#"(?:{name}|(?:{VALUE_HEADERS})["'])"#);
     [
         (
             format!(
@@ -45,11 +47,11 @@ pub(super) fn header_values() -> [(String, &'static str); 5] {
             "${1}<redacted>",
         ),
         (
-            format!(r#"(?i-u)({name}["']?\s*:\s*")(?:[^"\\`\r\n]|[\\`].)+"#),
+            format!(r#"(?i-u)({key}\s*:\s*")(?:[^"\\`\r\n]|[\\`].)+"#),
             "${1}<redacted>",
         ),
         (
-            format!(r#"(?i-u)({name}["']?\s*:\s*')(?:[^'\r\n]|'')+"#),
+            format!(r#"(?i-u)({key}\s*:\s*')(?:[^'\r\n]|'')+"#),
             "${1}<redacted>",
         ),
         (

@@ -202,3 +202,13 @@ fn a_format_list_values_wrap_ends_at_a_blank_line() {
         "password: <redacted>\n\n    <redacted>\nnext: 1\n",
     );
 }
+
+/// A quoted key that ends in a header's name (`"session_cookie"`) keeps its value hidden, as
+/// a quoted key's value was before a boundary was asked of an unquoted name.
+#[test]
+fn a_quoted_key_ending_in_a_headers_name_keeps_its_value_hidden() {
+    same(
+        r#"{"session_cookie": "abc123", "n": 1}"#,
+        r#"{"session_cookie": "<redacted>", "n": 1}"#,
+    );
+}
