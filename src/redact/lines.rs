@@ -89,6 +89,10 @@ pub enum Pending {
     /// and blanks after it): the next piece goes whole (`Line`) when the name's `:` begins it;
     /// else the name was none of a header's (a list's item, `["Authorization", "Accept"]`).
     Named,
+    /// A piece of a line cut before its end ended at the `'` that closes a secret's
+    /// single-quoted value: it may be the first of a `''` (a quote inside, YAML 1.2 7.3.2)
+    /// whose second begins the next piece, and then the value goes on in it to its `'`.
+    Doubled,
 }
 
 impl Pending {
@@ -213,6 +217,31 @@ impl Leads {
                 _ => header_value_open(first, c.get(1), key_quoted, after),
             }
         })
+    }
+
+    /// Whether `piece` ends at the `'` that closes a secret's single-quoted value
+    /// (`Pending::Doubled`).
+    fn single_closed_at_end(&self, piece: &[u8]) -> bool {
+        let mut at = 0;
+        while let Some(c) = self.quote.captures_at(piece, at) {
+            let (Some(whole), Some(q)) = (c.get(0), c.get(1)) else {
+                return false;
+            };
+            let rest = &piece[whole.end()..];
+            let close = match q.as_bytes() {
+                [b'\\', q] => escaped_end(*q, rest).map(|(i, _)| i + 1),
+                [q] => closing(*q, rest),
+                _ => None,
+            };
+            let Some(i) = close else {
+                return false;
+            };
+            if q.as_bytes() == b"'" && whole.end() + i + 1 == piece.len() {
+                return true;
+            }
+            at = whole.end() + i + 1;
+        }
+        false
     }
 
     /// Where the value of Go's `%+v` of an `EnvVar` named as a secret begins in a piece of a
@@ -387,9 +416,14 @@ impl Redactor {
     /// first, and what it leaves pending for the next.
     pub fn redact_line(&self, pending: Pending, line: &[u8]) -> (Vec<u8>, Pending) {
         match self.redact_within(pending, line) {
-            (out, Pending::Rest(_) | Pending::Within(_) | Pending::Line | Pending::Named) => {
-                (out, Pending::None)
-            }
+            (
+                out,
+                Pending::Rest(_)
+                | Pending::Within(_)
+                | Pending::Line
+                | Pending::Named
+                | Pending::Doubled,
+            ) => (out, Pending::None),
             done => done,
         }
     }
@@ -406,6 +440,9 @@ impl Redactor {
             (out, Pending::None) if self.lines.open_line(&seen) => (out, Pending::Line),
             // A header's name at the piece's very end, its `:` perhaps in the next piece.
             (out, Pending::None) if header_name_at_end(&seen) => (out, Pending::Named),
+            (out, Pending::None) if self.lines.single_closed_at_end(&seen) => {
+                (out, Pending::Doubled)
+            }
             (out, Pending::None) => self.piece_end(out, &seen),
             done => done,
         }
@@ -539,9 +576,9 @@ impl Redactor {
                 (Vec::new(), 0, None)
             }
             Pending::Table(a, b) => self.table_row(line, a, b),
-            Pending::Rest(_) | Pending::Line | Pending::Named => self.next_piece(line, pending),
-            // `Under`, `Continued`, `Item`, `Klog` at a line not theirs, and `Within`.
-            _ => (Vec::new(), 0, None),
+            // A line's next piece (`Rest`, `Line`, `Named`, `Doubled`); `Under`, `Item`,
+            // `Klog` at a line not theirs, and `Within`, nothing.
+            _ => self.next_piece(line, pending),
         }
     }
 
@@ -626,7 +663,8 @@ impl Redactor {
         out
     }
 
-    /// What a line's piece after one that left `pending` (`Rest`, `Line`, `Named`) hides.
+    /// What a line's piece after one that left `pending` (`Rest`, `Line`, `Named`, `Doubled`)
+    /// hides.
     fn next_piece(&self, line: &[u8], pending: Pending) -> (Vec<u8>, usize, Option<Pending>) {
         let all = line.trim_ascii_end().len();
         match pending {
@@ -634,6 +672,11 @@ impl Redactor {
             Pending::Line => self.hide(line, 0, all, pending),
             // After a header's name, only when its `:` begins the piece.
             Pending::Named if starts_with_colon(line) => self.hide(line, 0, all, Pending::Line),
+            // The second `'` of a `''`: the value goes on to its closing `'`.
+            Pending::Doubled if line.first() == Some(&b'\'') => match closing(b'\'', &line[1..]) {
+                Some(i) => self.hide(line, 0, i + 1, Pending::None),
+                None => self.hide(line, 0, all, Pending::Line),
+            },
             _ => (Vec::new(), 0, None),
         }
     }

@@ -212,3 +212,17 @@ fn a_quoted_key_ending_in_a_headers_name_keeps_its_value_hidden() {
         r#"{"session_cookie": "<redacted>", "n": 1}"#,
     );
 }
+
+/// A secret's single-quoted value cut between the two quotes of a `''` (YAML 1.2 7.3.2: a
+/// quote inside it) goes on in the next piece to its closing `'`.
+#[test]
+fn a_single_quoted_secret_cut_inside_a_doubled_quote_goes_on() {
+    let pad = "x".repeat(40);
+    for tail in [
+        "password: 'a b it''s S3CRET' done",
+        "{password: 'a b it''s S3CRET', n: 1} done",
+        "--token 'a b it''s S3CRET' done",
+    ] {
+        never_leaks(&format!("{pad} {tail}"), "S3CRET", &[" done"]);
+    }
+}
