@@ -108,13 +108,15 @@ impl Pending {
             (Pending::Continued(a), Pending::Continued(b)) => Pending::Continued(a.min(b)),
             // The lower key's column hides every line indented more than it that is no entry
             // of its own; on a tie, the lower value column.
-            (Pending::Wrapped(a, v), Pending::Wrapped(b, w)) => {
-                let (k, c) = (a, v).min((b, w));
-                Pending::Wrapped(k, c)
-            }
             (Pending::Listed(a, v), Pending::Listed(b, w)) => {
                 let (k, c) = (a, v).min((b, w));
                 Pending::Listed(k, c)
+            }
+            // `Wrapped` goes on past a blank line, which ends `Listed`: with either, `Wrapped`.
+            (Pending::Wrapped(a, v) | Pending::Listed(a, v), Pending::Wrapped(b, w))
+            | (Pending::Wrapped(a, v), Pending::Listed(b, w)) => {
+                let (k, c) = (a, v).min((b, w));
+                Pending::Wrapped(k, c)
             }
             (Pending::Object(a), Pending::Object(b)) => Pending::Object(a.min(b)),
             (_, f) => f,

@@ -226,3 +226,13 @@ fn a_single_quoted_secret_cut_inside_a_doubled_quote_goes_on() {
         never_leaks(&format!("{pad} {tail}"), "S3CRET", &[" done"]);
     }
 }
+
+/// A `Wrapped` state and a `Listed` one of one place: the stricter goes on past a blank line
+/// (`Wrapped`) from the lower key's column, whichever comes first.
+#[test]
+fn the_stricter_of_a_wrapped_and_a_listed_state_goes_past_blank_lines() {
+    use super::Pending::{Listed, Wrapped};
+    assert_eq!(Listed(0, 11).stricter(Wrapped(2, 9)), Wrapped(0, 11));
+    assert_eq!(Wrapped(2, 9).stricter(Listed(0, 11)), Wrapped(0, 11));
+    assert_eq!(Listed(4, 11).stricter(Listed(0, 9)), Listed(0, 9));
+}
