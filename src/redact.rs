@@ -13,11 +13,14 @@ mod leak_tests;
 mod lines;
 mod names;
 mod plain;
+mod quotes;
 mod record;
 #[cfg(test)]
 mod review3_tests;
 #[cfg(test)]
 mod review4_tests;
+#[cfg(test)]
+mod review5_tests;
 #[cfg(test)]
 mod review_tests;
 mod shapes;

@@ -11,14 +11,17 @@ const VALUE_HEADERS: &str = r"(?:set-)?cookie|x-api-key|x-auth-token";
 
 /// A credential header's list as Go's encoding/json writes an http.Header
 /// (`map[string][]string`: `{"Authorization":["Bearer a","Basic b"]}`, `{"Cookie":["a=b"]}`),
-/// perhaps escaped in a JSON string (group 1: up to the `[`, 2: the name, 3: the list's
-/// items); a credential in an `Authorization` item after its scheme, if any (group 1: the
+/// perhaps escaped in a JSON string, and as Go's `%#v` writes it
+/// (`http.Header{"Cookie":[]string{"a=b"}}`) (group 1: up to the `:` and blanks, 2: the name,
+/// 3 or 5: the list's opening, 4 or 6: its items); a credential in an `Authorization` item after its scheme, if any (group 1: the
 /// item's quote and scheme); and any other header's item whole in its quotes, `\"` escaped
 /// too (groups 1 to 6: the quotes). Every item's goes; `shapes`' takes the first only.
 pub(super) fn header_list() -> [String; 3] {
     [
+        // Go's `%#v` (`"Cookie":[]string{"a=b"}`): quoted items up to the list's `}` (groups 3,
+        // 4); its `%v` and JSON (`Cookie:[a=b]`): up to the `]` (groups 5, 6).
         format!(
-            r#"(?i-u)(((?:proxy-)?authorization|{VALUE_HEADERS})\\?["']?\s*:\s*\[)([^\]\r\n]*)"#
+            r#"(?i-u)(((?:proxy-)?authorization|{VALUE_HEADERS})\\?["']?\s*:\s*)(?:(\[\]string\{{)((?:"(?:[^"\\\r\n]|\\.)*"|[^"}}\r\n])*)|(\[)([^\]\r\n]*))"#
         ),
         r#"(?i-u)(\\?["'](?:[a-z]+\s+)?)[^\s"'\\,\[\]]+"#.into(),
         format!(r#"(?-u)(\\")(?:{ESCAPED})?(\\")|(")(?:[^"\\\r\n]|\\.)*(")|(')[^'\r\n]*(')"#),
@@ -26,23 +29,39 @@ pub(super) fn header_list() -> [String; 3] {
 }
 
 /// A credential header's value outside a list: as HTTP sends it (`Cookie: a=b; c=d`, to the
-/// line's end or the JSON string's `"` that holds it, a cookie's value in quotes after its
-/// `=` inside it: RFC 6265 4.1.1, `id="a"`), and in quotes, `\"` escaped too
-/// (`"Set-Cookie": "id=a; Path=/"`).
-pub(super) fn header_values() -> [(String, &'static str); 3] {
+/// line's end or the JSON string's `"` that holds it, PowerShell's `` `" `` inside it, a
+/// cookie's value in quotes after its `=` inside it: RFC 6265 4.1.1, `id="a"`), and in quotes
+/// after its name, quoted or not: `"Set-Cookie": "id=a; Path=/"`, `{Cookie: 'a=b'}` (a
+/// single-quoted one to its `'`, `''` a quote inside it: YAML 1.2 7.3.2, PowerShell's
+/// verbatim string), `\"` escaped, and escaped twice (`\\\"Cookie\\\":\\\"a=b\\\"`: JSON in a
+/// JSON string in a JSON string, its closing quote after three backslashes).
+pub(super) fn header_values() -> [(String, &'static str); 5] {
+    let name = format!(r#"(?:^|[^A-Za-z0-9_-])(?:{VALUE_HEADERS})"#);
+    // A key in quotes ending in a header's name (`"session_cookie"`) is taken as one.
+    let key = format!(r#"(?:{name}|(?:{VALUE_HEADERS})["'])"#);
     [
         (
             format!(
-                r#"(?i-u)((?:^|[^A-Za-z0-9_-])(?:{VALUE_HEADERS})[ \t]*:[ \t]*)[^\s"'\[\\](?:=\\?"[^"\r\n]*?\\?"|[^\s"\\]|\\[^tnr\s"]|[ \t]+[^\s"\\])*"#
+                r#"(?i-u)({name}[ \t]*:[ \t]*)[^\s"'\[\\](?:=\\?"[^"\r\n]*?\\?"|\\[^tnr\s"]|[ \t]*(?:`"|[^\s"\\]))*"#
             ),
             "${1}<redacted>",
         ),
         (
-            format!(r#"(?i-u)((?:{VALUE_HEADERS})["']\s*:\s*["'])(?:[^"'\\\r\n]|\\.)+"#),
+            format!(r#"(?i-u)({key}\s*:\s*")(?:[^"\\`\r\n]|[\\`].)+"#),
+            "${1}<redacted>",
+        ),
+        (
+            format!(r#"(?i-u)({key}\s*:\s*')(?:[^'\r\n]|'')+"#),
             "${1}<redacted>",
         ),
         (
             format!(r#"(?i-u)((?:{VALUE_HEADERS})\\["']\s*:\s*\\["']){ESCAPED}"#),
+            "${1}<redacted>",
+        ),
+        (
+            format!(
+                r#"(?i-u)((?:{VALUE_HEADERS})\\\\\\["']\s*:\s*\\\\\\["'])(?:[^"\\\r\n]|\\{{1,2}}[^"\\\r\n]|\\{{4,}}[^"\\\r\n]|\\{{7}}")+"#
+            ),
             "${1}<redacted>",
         ),
     ]
@@ -55,7 +74,8 @@ pub(super) fn header_values() -> [(String, &'static str); 3] {
 pub(super) fn redact_header_lists(re: &[Regex; 3], bytes: &[u8]) -> Vec<u8> {
     let [list, item, whole] = re;
     list.replace_all(bytes, |c: &regex::bytes::Captures| {
-        let items = c.get(3).map_or(&b""[..], |m| m.as_bytes());
+        let part = |i: usize| c.get(i).or(c.get(i + 2)).map_or(&b""[..], |m| m.as_bytes());
+        let (open, items) = (part(3), part(4));
         let auth = c[2].to_ascii_lowercase().ends_with(b"authorization");
         let items = match (items.iter().any(|b| b"\"'\\".contains(b)), auth) {
             (true, true) => item.replace_all(items, &b"${1}<redacted>"[..]).into_owned(),
@@ -64,7 +84,7 @@ pub(super) fn redact_header_lists(re: &[Regex; 3], bytes: &[u8]) -> Vec<u8> {
                 .into_owned(),
             (false, _) => unquoted_credentials(items, auth),
         };
-        [&c[1], &items[..]].concat()
+        [&c[1], open, &items[..]].concat()
     })
     .into_owned()
 }

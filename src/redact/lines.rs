@@ -7,6 +7,7 @@ use super::Redactor;
 use super::env::{closing, json_quote, names_a_secret};
 use super::names::{NAMES, REDACTED};
 use super::plain::{Around, continued, open_around, open_at_end};
+use super::quotes::{FlowScan, Place, digest_open, double_end, single_end, twice_escaped_end};
 use super::record::starts_a_record;
 use super::table;
 use regex::bytes::Regex;
@@ -74,15 +75,30 @@ pub enum Pending {
     /// there goes on the value whatever it holds (`Format-List` wraps a long value to its
     /// column; in YAML such a line after a plain scalar can be no entry of its own).
     Wrapped(usize, usize),
+    /// `Wrapped` after a `Format-List` name (`Password : x`, blanks before its `:`): its
+    /// wrapped lines go on the value up to a blank line, which ends the list's object
+    /// (Format-List writes a blank line between objects and after the last); an indented line
+    /// after the blank (an error's stack trace) is no part of it. YAML's plain scalar goes on
+    /// past a blank line (`Wrapped`).
+    Listed(usize, usize),
     /// A piece of a line cut before its end inside a value that runs to its line's end (an
     /// HTTP credential header's, RFC 9110 5.5: `Cookie:`, `Authorization: Digest ...`, or a
     /// Docker config's `auths` object not closed): the line's next pieces go whole.
     Line,
+    /// A piece of a line cut before its end ended in a credential header's name (its quotes
+    /// and blanks after it): the next piece goes whole (`Line`) when the name's `:` begins it;
+    /// else the name was none of a header's (a list's item, `["Authorization", "Accept"]`).
+    Named,
+    /// A piece of a line cut before its end ended at the `'` that closes a secret's
+    /// single-quoted value: it may be the first of a `''` (a quote inside, YAML 1.2 7.3.2)
+    /// whose second begins the next piece, and then the value goes on in it to its `'`.
+    Doubled,
 }
 
 impl Pending {
     /// The stricter of two states of the same place (a position's record, what the lines
-    /// before it leave): the one that hides, the longer-lasting of the same kind, else `found`.
+    /// before it leave): the one that hides, the longer-lasting or wider of the same kind,
+    /// else `found`.
     pub fn stricter(self, found: Pending) -> Pending {
         match (self, found) {
             (Pending::None, f) => f,
@@ -90,6 +106,18 @@ impl Pending {
             (Pending::Quote(q, a), Pending::Quote(p, b)) if q == p => Pending::Quote(q, a.min(b)),
             (Pending::Under(a), Pending::Under(b)) => Pending::Under(a.min(b)),
             (Pending::Continued(a), Pending::Continued(b)) => Pending::Continued(a.min(b)),
+            // The lower key's column hides every line indented more than it that is no entry
+            // of its own; on a tie, the lower value column.
+            (Pending::Listed(a, v), Pending::Listed(b, w)) => {
+                let (k, c) = (a, v).min((b, w));
+                Pending::Listed(k, c)
+            }
+            // `Wrapped` goes on past a blank line, which ends `Listed`: with either, `Wrapped`.
+            (Pending::Wrapped(a, v) | Pending::Listed(a, v), Pending::Wrapped(b, w))
+            | (Pending::Wrapped(a, v), Pending::Listed(b, w)) => {
+                let (k, c) = (a, v).min((b, w));
+                Pending::Wrapped(k, c)
+            }
             (Pending::Object(a), Pending::Object(b)) => Pending::Object(a.min(b)),
             (_, f) => f,
         }
@@ -154,7 +182,7 @@ impl Leads {
             klog: build(&format!(r#"(?i-u)(?:^|\s)[A-Za-z0-9_.-]*{NAMES}=<\s*$"#)),
             column: build(&table::column_name()),
             header: build(
-                r#"(?i-u)(?:^|[\s'{,\[]|(\\?"))(?:(?:set-)?cookie|(?:proxy-)?authorization|x-api-key|x-auth-token)\\?["']?\s*:\s*"#,
+                r#"(?i-u)(?:^|[\s'{,\[]|(\\*"))(?:(?:set-)?cookie|(?:proxy-)?authorization|x-api-key|x-auth-token)(?:\\*["'])?\s*:\s*"#,
             ),
             auths: build(&super::docker::auths()[0]),
             go_env: build(r"(?-u)\{Name:([A-Za-z0-9_.-]+) Value:([^}\r\n]*)$"),
@@ -169,11 +197,8 @@ impl Leads {
         if auths.is_some_and(|m| super::docker::object_end(&piece[m.end()..]).is_none()) {
             return true;
         }
-        // A header's name at the piece's very end, its `:` in the next piece.
-        if header_name_at_end(piece) {
-            return true;
-        }
         // In order, each read only up to its value's end: a line of many names costs a pass.
+        let mut flow = FlowScan::default();
         self.header.captures_iter(piece).any(|c| {
             let Some(m) = c.get(0) else {
                 return false;
@@ -185,8 +210,40 @@ impl Leads {
                 .is_some_and(|k| {
                     k.trim_ascii_end().ends_with(b"\"") || k.trim_ascii_end().ends_with(b"'")
                 });
-            header_value_open(piece[m.start()], c.get(1), key_quoted, &piece[m.end()..])
+            let (first, after) = (piece[m.start()], &piece[m.end()..]);
+            // After a blank or `,`: in a flow mapping (`{a: 1, Cookie: x, b: 2}`) its `,` or
+            // `}` ends the value, as after its `{`; in a string, the string's quote.
+            match (first, flow.at(piece, m.start())) {
+                (b' ' | b'\t' | b',', Place::Flow) => own_value_open(after),
+                (b' ' | b'\t' | b',', Place::String) => double_end(after).is_none(),
+                _ => header_value_open(first, c.get(1), key_quoted, after),
+            }
         })
+    }
+
+    /// Whether `piece` ends at the `'` that closes a secret's single-quoted value
+    /// (`Pending::Doubled`).
+    fn single_closed_at_end(&self, piece: &[u8]) -> bool {
+        let mut at = 0;
+        while let Some(c) = self.quote.captures_at(piece, at) {
+            let (Some(whole), Some(q)) = (c.get(0), c.get(1)) else {
+                return false;
+            };
+            let rest = &piece[whole.end()..];
+            let close = match q.as_bytes() {
+                [b'\\', q] => escaped_end(*q, rest).map(|(i, _)| i + 1),
+                [q] => closing(*q, rest),
+                _ => None,
+            };
+            let Some(i) = close else {
+                return false;
+            };
+            if q.as_bytes() == b"'" && whole.end() + i + 1 == piece.len() {
+                return true;
+            }
+            at = whole.end() + i + 1;
+        }
+        false
     }
 
     /// Where the value of Go's `%+v` of an `EnvVar` named as a secret begins in a piece of a
@@ -221,7 +278,16 @@ impl Leads {
             return (Pending::Klog, None);
         }
         let column = |c: &regex::bytes::Captures, i| c.get(i).map_or(0, |m| m.len());
-        let wrapped = |c: regex::bytes::Captures| Pending::Wrapped(column(&c, 2), column(&c, 1));
+        let wrapped = |c: regex::bytes::Captures| {
+            let (key, value) = (column(&c, 2), column(&c, 1));
+            let name = c.get(1).map_or(&b""[..], |m| m.as_bytes().trim_ascii_end());
+            let listed = name.strip_suffix(b":").is_some_and(|n| n.ends_with(b" "));
+            if listed {
+                Pending::Listed(key, value)
+            } else {
+                Pending::Wrapped(key, value)
+            }
+        };
         let under = (self
             .block
             .captures(line)
@@ -352,7 +418,14 @@ impl Redactor {
     /// first, and what it leaves pending for the next.
     pub fn redact_line(&self, pending: Pending, line: &[u8]) -> (Vec<u8>, Pending) {
         match self.redact_within(pending, line) {
-            (out, Pending::Rest(_) | Pending::Within(_) | Pending::Line) => (out, Pending::None),
+            (
+                out,
+                Pending::Rest(_)
+                | Pending::Within(_)
+                | Pending::Line
+                | Pending::Named
+                | Pending::Doubled,
+            ) => (out, Pending::None),
             done => done,
         }
     }
@@ -367,25 +440,33 @@ impl Redactor {
         };
         match self.redact_within(pending, piece) {
             (out, Pending::None) if self.lines.open_line(&seen) => (out, Pending::Line),
-            // Go's `{Name:X_PASSWORD Value:two words ValueFrom:nil}` cut inside its value:
-            // the value goes, and the next piece's part of it, up to ` ValueFrom:` or `}`.
-            (mut out, Pending::None) if self.lines.open_go_env(&out).is_some() => {
-                let at = self.lines.open_go_env(&out).unwrap_or(out.len());
-                if !out[at..].trim_ascii().is_empty() {
-                    out.truncate(at);
-                    out.extend_from_slice(REDACTED.as_bytes());
-                    out.push(b' ');
-                }
-                (out, Pending::Rest(Around::Struct))
+            // A header's name at the piece's very end, its `:` perhaps in the next piece.
+            (out, Pending::None) if header_name_at_end(&seen) => (out, Pending::Named),
+            (out, Pending::None) if self.lines.single_closed_at_end(&seen) => {
+                (out, Pending::Doubled)
             }
-            (out, Pending::None) => {
-                let rest = open_at_end(&self.plain, &seen).map(Pending::Rest);
-                let within = || Some(open_around(&seen)).filter(|a| *a != Around::Line);
-                let next = rest.or_else(|| within().map(Pending::Within));
-                (out, next.unwrap_or_default())
-            }
+            (out, Pending::None) => self.piece_end(out, &seen),
             done => done,
         }
+    }
+
+    /// What a piece (`seen`, redacted as `out`) that left nothing else leaves for the next:
+    /// the rest of a Go `EnvVar`'s value, of a value of many words, or the `{` it left open.
+    fn piece_end(&self, mut out: Vec<u8>, seen: &[u8]) -> (Vec<u8>, Pending) {
+        // Go's `{Name:X_PASSWORD Value:two words ValueFrom:nil}` cut inside its value: the
+        // value goes, and the next piece's part of it, up to ` ValueFrom:` or `}`.
+        if let Some(at) = self.lines.open_go_env(&out) {
+            if !out[at..].trim_ascii().is_empty() {
+                out.truncate(at);
+                out.extend_from_slice(REDACTED.as_bytes());
+                out.push(b' ');
+            }
+            return (out, Pending::Rest(Around::Struct));
+        }
+        let rest = open_at_end(&self.plain, seen).map(Pending::Rest);
+        let within = || Some(open_around(seen)).filter(|a| *a != Around::Line);
+        let next = rest.or_else(|| within().map(Pending::Within));
+        (out, next.unwrap_or_default())
     }
 
     /// `redact_part`, a piece inside a `{` or `map[` the piece before opened (`Within`) read
@@ -454,7 +535,9 @@ impl Redactor {
             }
             Pending::Under(_) if text.is_empty() => keep(pending),
             Pending::Under(d) if indent > d => self.hide(line, indent, text.len(), pending),
-            Pending::Continued(_) | Pending::Wrapped(..) => self.plain_line(line, indent, pending),
+            Pending::Continued(_) | Pending::Wrapped(..) | Pending::Listed(..) => {
+                self.plain_line(line, indent, pending)
+            }
             // A log record of its own ends a quote a stray `"` seemed to open.
             Pending::Quote(..) | Pending::Escaped(_) if indent == 0 && starts_a_record(text) => {
                 (Vec::new(), 0, None)
@@ -495,16 +578,16 @@ impl Redactor {
                 (Vec::new(), 0, None)
             }
             Pending::Table(a, b) => self.table_row(line, a, b),
-            Pending::Rest(around) => self.rest_of_value(line, around),
-            Pending::Line => self.hide(line, 0, line.trim_ascii_end().len(), pending),
-            // `Under`, `Continued`, `Item`, `Klog` at a line not theirs, and `Within`.
-            _ => (Vec::new(), 0, None),
+            // A line's next piece (`Rest`, `Line`, `Named`, `Doubled`); `Under`, `Item`,
+            // `Klog` at a line not theirs, and `Within`, nothing.
+            _ => self.next_piece(line, pending),
         }
     }
 
-    /// A line after a secret's plain value (`Continued`, `Wrapped`): a blank one (a multi-line
-    /// plain scalar may hold empty lines, YAML 1.2 7.3.3), one indented more than its key and
-    /// no entry of its own, and one indented to the value's column go on the value.
+    /// A line after a secret's plain value (`Continued`, `Wrapped`, `Listed`): a blank one (a
+    /// multi-line plain scalar may hold empty lines, YAML 1.2 7.3.3; a blank ends `Listed`),
+    /// one indented more than its key and no entry of its own, and one indented to the value's
+    /// column go on the value.
     fn plain_line(
         &self,
         line: &[u8],
@@ -514,9 +597,12 @@ impl Redactor {
         let text = line[indent..].trim_ascii_end();
         let (key, at) = match pending {
             Pending::Continued(d) => (d, None),
-            Pending::Wrapped(d, v) => (d, Some(v)),
+            Pending::Wrapped(d, v) | Pending::Listed(d, v) => (d, Some(v)),
             _ => return (Vec::new(), 0, None),
         };
+        if text.is_empty() && matches!(pending, Pending::Listed(..)) {
+            return (Vec::new(), 0, None);
+        }
         if text.is_empty() {
             return (line.to_vec(), line.len(), Some(pending));
         }
@@ -577,6 +663,24 @@ impl Redactor {
             out.extend_from_slice(&line[body.len()..]);
         }
         out
+    }
+
+    /// What a line's piece after one that left `pending` (`Rest`, `Line`, `Named`, `Doubled`)
+    /// hides.
+    fn next_piece(&self, line: &[u8], pending: Pending) -> (Vec<u8>, usize, Option<Pending>) {
+        let all = line.trim_ascii_end().len();
+        match pending {
+            Pending::Rest(around) => self.rest_of_value(line, around),
+            Pending::Line => self.hide(line, 0, all, pending),
+            // After a header's name, only when its `:` begins the piece.
+            Pending::Named if starts_with_colon(line) => self.hide(line, 0, all, Pending::Line),
+            // The second `'` of a `''`: the value goes on to its closing `'`.
+            Pending::Doubled if line.first() == Some(&b'\'') => match closing(b'\'', &line[1..]) {
+                Some(i) => self.hide(line, 0, i + 1, Pending::None),
+                None => self.hide(line, 0, all, Pending::Line),
+            },
+            _ => (Vec::new(), 0, None),
+        }
     }
 
     /// The part of a piece that goes on a value of many words the piece before cut (`Rest`).
@@ -695,17 +799,24 @@ fn header_value_open(
     key_quoted: bool,
     after: &[u8],
 ) -> bool {
-    let list = after.first() == Some(&b'[');
-    if list {
-        return list_open(after);
+    // Go's `%#v` of an http.Header: its `[]string{` list's `}` ends it (a piece may end
+    // inside the `[]string{`).
+    if !after.is_empty() && b"[]string{".starts_with(after) {
+        return true;
+    }
+    if let Some(items) = after.strip_prefix(b"[]string{") {
+        return list_open(items, b'}');
+    }
+    if after.first() == Some(&b'[') {
+        return list_open(after, b']');
     }
     match (quote, first, key_quoted) {
         // The header inside a string: the string's own closing quote ends it.
         (Some(q), _, false) if q.as_bytes().starts_with(b"\\") => {
             escaped_end(b'"', after).is_none()
         }
-        (Some(_), _, false) => quoted_end(after, b'"').is_none(),
-        (None, b'\'', false) => quoted_end(after, b'\'').is_none(),
+        (Some(_), _, false) => double_end(after).is_none(),
+        (None, b'\'', false) => single_end(after).is_none(),
         // A quoted key's or a flow mapping's value: its own quotes, or a `,` or `}`.
         (Some(_), _, true) | (None, b'\'' | b'{', _) => own_value_open(after),
         _ => true,
@@ -716,12 +827,19 @@ fn header_value_open(
 /// the closing one (backslash runs counted); else up to a `,` or `}`.
 fn own_value_open(after: &[u8]) -> bool {
     let t = after.trim_ascii_start();
+    if let Some(rest) = t.strip_prefix(br#"\\\""#) {
+        return twice_escaped_end(rest).is_none();
+    }
     if let Some(rest) = t.strip_prefix(b"\\\"") {
         return escaped_end(b'"', rest).is_none();
     }
+    if t.len() > 7 && t[..7].eq_ignore_ascii_case(b"digest ") {
+        return digest_open(&t[7..]);
+    }
     match t.first() {
         None => true,
-        Some(&q @ (b'"' | b'\'')) => quoted_end(&t[1..], q).is_none(),
+        Some(b'"') => double_end(&t[1..]).is_none(),
+        Some(b'\'') => single_end(&t[1..]).is_none(),
         Some(_) => !t.iter().any(|b| matches!(b, b',' | b'}')),
     }
 }
@@ -744,13 +862,28 @@ fn header_name_at_end(piece: &[u8]) -> bool {
     ]
     .iter()
     .any(|n| {
-        word.len() >= n.len() && word[word.len() - n.len()..].eq_ignore_ascii_case(n.as_bytes())
+        let Some(at) = word.len().checked_sub(n.len()) else {
+            return false;
+        };
+        // A word that only ends with a name (`XsrfCookie`) is another's.
+        let bound =
+            at == 0 || !(word[at - 1].is_ascii_alphanumeric() || b"_-".contains(&word[at - 1]));
+        bound && word[at..].eq_ignore_ascii_case(n.as_bytes())
     })
 }
 
-/// Whether a list (`after` from its `[`) runs to the end of `after`: its `]` outside quotes
-/// ends it.
-fn list_open(after: &[u8]) -> bool {
+/// Whether `piece` begins with a `:` (after blanks and a name's closing quote, escaped or
+/// not): a header's name that ended the piece before is one (`Pending::Named`).
+fn starts_with_colon(piece: &[u8]) -> bool {
+    piece
+        .iter()
+        .find(|b| !(b.is_ascii_whitespace() || b"\\\"'".contains(b)))
+        .is_some_and(|b| *b == b':')
+}
+
+/// Whether a list (`after` from its opening) runs to the end of `after`: its `close` outside
+/// quotes ends it.
+fn list_open(after: &[u8], close: u8) -> bool {
     let (mut inside, mut run) = (false, 0usize);
     for b in after {
         match b {
@@ -759,28 +892,12 @@ fn list_open(after: &[u8]) -> bool {
                 continue;
             }
             b'"' if run % 2 == 0 => inside = !inside,
-            b']' if !inside => return false,
+            b if *b == close && !inside => return false,
             _ => {}
         }
         run = 0;
     }
     true
-}
-
-/// Where the first `q` after an even run of backslashes (not escaped) is in `text`.
-fn quoted_end(text: &[u8], q: u8) -> Option<usize> {
-    let mut run = 0;
-    for (i, b) in text.iter().enumerate() {
-        if *b == b'\\' {
-            run += 1;
-            continue;
-        }
-        if *b == q && run % 2 == 0 {
-            return Some(i);
-        }
-        run = 0;
-    }
-    None
 }
 
 /// Whether `text` (a line from its first non-blank) is a mapping entry of its own: a key and

@@ -23,7 +23,7 @@ fn a_generated_env_var_strings_value_named_as_a_secret_goes() {
 
 /// `text` cut in two at `at` as `logs` cuts a line longer than a chunk (the first piece
 /// redacted alone, `redact_piece`, the second after it with what it left), joined.
-fn cut_at(text: &str, at: usize) -> String {
+pub(super) fn cut_at(text: &str, at: usize) -> String {
     let r = Redactor::new(&[]);
     let (first, p) = r.redact_piece(Pending::None, &text.as_bytes()[..at]);
     let (second, _) = r.redact_line(p, &text.as_bytes()[at..]);
@@ -32,7 +32,7 @@ fn cut_at(text: &str, at: usize) -> String {
 
 /// The places `logs`' `cut` may end a piece of `text`: after a blank, a quote or `,{}[]`,
 /// or before a `{` or `[` (installed::logs `cut`).
-fn cuts(text: &str) -> impl Iterator<Item = usize> + '_ {
+pub(super) fn cuts(text: &str) -> impl Iterator<Item = usize> + '_ {
     let b = text.as_bytes();
     let free = |c: u8| c.is_ascii_whitespace() || b"\"',{}[]".contains(&c);
     (1..b.len()).filter(move |&i| free(b[i - 1]) || matches!(b[i], b'{' | b'['))

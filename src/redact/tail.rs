@@ -52,7 +52,8 @@ fn closing(line: &[u8], q: u8) -> Option<usize> {
     let mut quotes = line
         .iter()
         .enumerate()
-        .filter(|(i, b)| **b == q && (*i == 0 || line[i - 1] != b'\\'))
+        // A backslash escapes a `"` only: in `'` it is plain (YAML 1.2 7.3.2).
+        .filter(|(i, b)| **b == q && (q == b'\'' || *i == 0 || line[i - 1] != b'\\'))
         .map(|(i, _)| i);
     let first = quotes.next()?;
     (quotes.count() % 2 == 0 && ends_value(&line[first + 1..])).then_some(first)
