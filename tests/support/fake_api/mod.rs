@@ -23,6 +23,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+/// A write an admission webhook denies (`State::webhook_denials`).
+pub struct WebhookDenial {
+    pub verb: String,
+    pub resource: String,
+    pub webhook: String,
+    pub message: String,
+}
+
 /// The objects and rules the server answers from.
 pub struct State {
     /// Objects by path, like `/api/v1/namespaces/calico-system`.
@@ -45,6 +53,9 @@ pub struct State {
     /// `(verb, resource)` pairs the identity may not do: requests get 403, access reviews
     /// `allowed: false`. A subresource is named `serviceaccounts/token`.
     pub forbidden: Vec<(String, String)>,
+    /// Writes an admission webhook denies (`FakeApi::deny_by_webhook`), after RBAC allowed
+    /// them, as admission comes after authorization.
+    pub webhook_denials: Vec<WebhookDenial>,
     /// How far the API server's clock is from this host's, in seconds: its `Date` and the
     /// `creationTimestamp` it gives (clock skew between the two).
     pub clock_offset_s: i64,
@@ -377,6 +388,7 @@ impl FakeApi {
             unknown_fields: BTreeMap::new(),
             strict_validation: true,
             forbidden: Vec::new(),
+            webhook_denials: Vec::new(),
             clock_offset_s: 0,
             no_date: false,
             api_dropped: false,
@@ -670,6 +682,17 @@ impl FakeApi {
 
     pub fn forbid(&self, verb: &str, resource: &str) {
         self.lock().forbidden.push((verb.into(), resource.into()));
+    }
+
+    /// A validating admission webhook `webhook` denies every `verb` (a write: webhooks are
+    /// not called for reads) of `resource`, saying `message`.
+    pub fn deny_by_webhook(&self, verb: &str, resource: &str, webhook: &str, message: &str) {
+        self.lock().webhook_denials.push(WebhookDenial {
+            verb: verb.into(),
+            resource: resource.into(),
+            webhook: webhook.into(),
+            message: message.into(),
+        });
     }
 
     pub fn requests(&self) -> Vec<(String, String)> {
