@@ -283,16 +283,16 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     let eviction = method == "POST" && path.ends_with("/eviction");
     if eviction {
         let delay = {
-            let mut st = state.lock().expect("fake api state");
+            let mut st = super::lock_state(state);
             st.in_flight += 1;
             st.max_in_flight = st.max_in_flight.max(st.in_flight);
             st.eviction_times.push(std::time::Instant::now());
             st.eviction_delay
         };
         tokio::time::sleep(delay).await;
-        state.lock().expect("fake api state").in_flight -= 1;
+        super::lock_state(state).in_flight -= 1;
     }
-    let mut st = state.lock().expect("fake api state");
+    let mut st = super::lock_state(state);
     st.requests.push((method.clone(), path.clone()));
     st.scripted_for(&method, &path);
     if method == "POST" {
@@ -431,10 +431,10 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             drop(st);
             // Blocking this worker only (the runtime has others): no await while a guard of
             // the state could be thought held across it.
-            while state.lock().expect("fake api state").hold_write.is_some() {
+            while super::lock_state(state).hold_write.is_some() {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            st = state.lock().expect("fake api state");
+            st = super::lock_state(state);
             if !std::mem::take(&mut st.pass_held) {
                 return status(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -1673,7 +1673,7 @@ fn already_exists(t: &Target, name: &str) -> Reply {
     respond(StatusCode::CONFLICT, &body)
 }
 
-fn status(code: StatusCode, reason: &str, message: &str) -> Reply {
+pub(super) fn status(code: StatusCode, reason: &str, message: &str) -> Reply {
     let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": message, "reason": reason, "code": code.as_u16()});
     respond(code, &body)
