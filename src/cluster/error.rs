@@ -86,9 +86,13 @@ impl ClusterError {
             ClusterError::Api { code: 401, .. } => {
                 "the kubeconfig's credentials were rejected: renew the token or pass another kubeconfig with --kubeconfig".into()
             }
-            ClusterError::Api { code: 403, verb, resource, .. } => format!(
-                "the identity in the kubeconfig may not {verb} {resource}; grant it in a ClusterRole (check with 'kubectl auth can-i {verb} {resource}')"
-            ),
+            // An admission webhook's denial is no missing right (`forbidden::judge`).
+            ClusterError::Api { code: 403, verb, resource, message, .. } => match super::forbidden::webhook(message) {
+                Some(webhook) => super::forbidden::webhook_hint(&webhook),
+                None => format!(
+                    "the identity in the kubeconfig may not {verb} {resource}; grant it in a ClusterRole (check with 'kubectl auth can-i {verb} {resource}')"
+                ),
+            },
             ClusterError::Api { code: 429, .. } => {
                 "the API server is overloaded (429 Too Many Requests) or its priority and fairness limits refused this client: run the command again in a minute".into()
             }

@@ -21,6 +21,9 @@ mod hcn_tests;
 mod job_tests;
 mod listen;
 mod network;
+/// A test's own route removed (the Host trait has no route delete).
+#[cfg(test)]
+pub(crate) use network::delete_route;
 #[cfg(test)]
 mod probe_tests;
 pub mod process;

@@ -9,6 +9,7 @@ pub mod dataplane;
 pub mod diags;
 mod fields;
 mod namespace_controller;
+mod panics;
 mod pod_security;
 mod proto;
 pub mod rbac;
@@ -22,6 +23,21 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+/// The state, also after a handler panicked holding it (the lock is then poisoned): the
+/// panic was answered and recorded (`panics::answer`), and the test reads on from the state
+/// as the panic left it, instead of failing at every later request with a PoisonError.
+pub(crate) fn lock_state(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A write an admission webhook denies (`State::webhook_denials`).
+pub struct WebhookDenial {
+    pub verb: String,
+    pub resource: String,
+    pub webhook: String,
+    pub message: String,
+}
 
 /// The objects and rules the server answers from.
 pub struct State {
@@ -45,6 +61,11 @@ pub struct State {
     /// `(verb, resource)` pairs the identity may not do: requests get 403, access reviews
     /// `allowed: false`. A subresource is named `serviceaccounts/token`.
     pub forbidden: Vec<(String, String)>,
+    /// Writes an admission webhook denies (`FakeApi::deny_by_webhook`), after RBAC allowed
+    /// them, as admission comes after authorization.
+    pub webhook_denials: Vec<WebhookDenial>,
+    /// Every panic of a handler, naming the request it answered (`panics::answer`).
+    pub panics: Vec<String>,
     /// How far the API server's clock is from this host's, in seconds: its `Date` and the
     /// `creationTimestamp` it gives (clock skew between the two).
     pub clock_offset_s: i64,
@@ -377,6 +398,8 @@ impl FakeApi {
             unknown_fields: BTreeMap::new(),
             strict_validation: true,
             forbidden: Vec::new(),
+            webhook_denials: Vec::new(),
+            panics: Vec::new(),
             clock_offset_s: 0,
             no_date: false,
             api_dropped: false,
@@ -433,7 +456,7 @@ impl FakeApi {
                 let Ok((tcp, _)) = listener.accept().await else {
                     continue;
                 };
-                st.lock().expect("fake api state").connections += 1;
+                lock_state(&st).connections += 1;
                 let (acceptor, st) = (acceptor.clone(), st.clone());
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
@@ -442,15 +465,13 @@ impl FakeApi {
                     let service = hyper::service::service_fn(move |req| {
                         let st = st.clone();
                         async move {
-                            if st.lock().expect("fake api state").api_dropped
-                                && req.uri().path() == "/api"
-                            {
+                            if lock_state(&st).api_dropped && req.uri().path() == "/api" {
                                 // hyper closes the connection on a service's error.
                                 return Err(std::io::Error::other("connection dropped"));
                             }
-                            let stalled = || st.lock().expect("fake api state").stalled;
+                            let stalled = || lock_state(&st).stalled;
                             let mut r = if stalled() {
-                                st.lock().expect("fake api state").stalled_held += 1;
+                                lock_state(&st).stalled_held += 1;
                                 while stalled() {
                                     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                                 }
@@ -458,7 +479,7 @@ impl FakeApi {
                             } else {
                                 let asked = (req.method().to_string(), req.uri().path().to_owned());
                                 let held = {
-                                    let mut s = st.lock().expect("fake api state");
+                                    let mut s = lock_state(&st);
                                     let hit = s.answers_held == 0
                                         && s.stall_answer_to.as_ref() == Some(&asked);
                                     if hit {
@@ -466,10 +487,8 @@ impl FakeApi {
                                     }
                                     hit
                                 };
-                                let r = serve::handle(req, &st).await;
-                                while held
-                                    && st.lock().expect("fake api state").stall_answer_to.is_some()
-                                {
+                                let r = panics::answer(req, &st).await;
+                                while held && lock_state(&st).stall_answer_to.is_some() {
                                     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                                 }
                                 r
@@ -482,7 +501,7 @@ impl FakeApi {
                                 tokio::time::sleep(*d).await;
                             }
                             let (offset, no_date) = {
-                                let s = st.lock().expect("fake api state");
+                                let s = lock_state(&st);
                                 (s.clock_offset_s, s.no_date)
                             };
                             // kube-apiserver's answers carry its clock (Go's net/http sets
@@ -672,6 +691,17 @@ impl FakeApi {
         self.lock().forbidden.push((verb.into(), resource.into()));
     }
 
+    /// A validating admission webhook `webhook` denies every `verb` (a write: webhooks are
+    /// not called for reads) of `resource`, saying `message`.
+    pub fn deny_by_webhook(&self, verb: &str, resource: &str, webhook: &str, message: &str) {
+        self.lock().webhook_denials.push(WebhookDenial {
+            verb: verb.into(),
+            resource: resource.into(),
+            webhook: webhook.into(),
+            message: message.into(),
+        });
+    }
+
     pub fn requests(&self) -> Vec<(String, String)> {
         self.lock().requests.clone()
     }
@@ -824,7 +854,7 @@ impl FakeApi {
     }
 
     pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().expect("fake api state")
+        lock_state(&self.state)
     }
 
     /// Writes an admin kubeconfig for this server into `dir` (the CA as a file beside it) and

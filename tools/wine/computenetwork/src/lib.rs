@@ -658,12 +658,21 @@ pub unsafe extern "system" fn HcnModifyNamespace(
         .unwrap_or_default()
         .to_ascii_lowercase();
     let Some(mut e) = load("endpoints", &endpoint) else {
-        return unsafe { fail(record, HCN_E_ENDPOINT_NOT_FOUND, "The endpoint was not found") };
+        return unsafe {
+            fail(
+                record,
+                HCN_E_ENDPOINT_NOT_FOUND,
+                "The endpoint was not found",
+            )
+        };
     };
     let in_ns = e["HostComputeNamespace"]
         .as_str()
         .is_some_and(|n| n.eq_ignore_ascii_case(&ns));
-    match (request["ResourceType"].as_str(), request["RequestType"].as_str()) {
+    match (
+        request["ResourceType"].as_str(),
+        request["RequestType"].as_str(),
+    ) {
         (Some("Endpoint"), Some("Remove")) if in_ns => {
             if let Some(o) = e.as_object_mut() {
                 o.remove("HostComputeNamespace");
