@@ -86,9 +86,11 @@ impl ClusterError {
             ClusterError::Api { code: 401, .. } => {
                 "the kubeconfig's credentials were rejected: renew the token or pass another kubeconfig with --kubeconfig".into()
             }
-            // An admission webhook's denial is no missing right (`forbidden::judge`).
-            ClusterError::Api { code: 403, verb, resource, message, .. } => match super::forbidden::webhook(message) {
-                Some(webhook) => super::forbidden::webhook_hint(&webhook),
+            // An admission webhook's or policy's denial is no missing right (`forbidden::judge`),
+            // nor is another refusal admission makes.
+            ClusterError::Api { code: 403, verb, resource, message, .. } => match super::forbidden::admission_hint(message) {
+                Some(hint) => hint,
+                None if super::forbidden::other_admission(message) => "the cluster's admission refused the request, not a missing right (Pod Security admission, a ResourceQuota, or a namespace being deleted): see the API server's message above".into(),
                 None => format!(
                     "the identity in the kubeconfig may not {verb} {resource}; grant it in a ClusterRole (check with 'kubectl auth can-i {verb} {resource}')"
                 ),

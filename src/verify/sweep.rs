@@ -79,7 +79,7 @@ pub fn sweep(c: &Cluster, (wait, until): (Duration, Instant)) -> Result<Swept, R
     Ok(swept)
 }
 
-/// A sweep's call refused by RBAC or an admission webhook, as the sweep's refusal with its
+/// A sweep's call refused by RBAC, an admission webhook or a ValidatingAdmissionPolicy, as the sweep's refusal with its
 /// hint; any other failure as it is.
 fn refused(e: ClusterError) -> RunError {
     match &e {
@@ -116,6 +116,10 @@ fn refused_hint(e: &ClusterError) -> String {
         Some(Forbidden::Webhook { name, said }) => format!(
             "{} (it said: {said}); the namespaces killed runs left stay until it admits their delete or an administrator deletes them",
             forbidden::webhook_hint(&name)
+        ),
+        Some(Forbidden::Policy { name, said }) => format!(
+            "{} (it said: {said}); the namespaces killed runs left stay until it admits their delete or an administrator deletes them",
+            forbidden::policy_hint(&name)
         ),
         None => e.hint(),
     }
