@@ -250,7 +250,7 @@ mod tests {
             "{hint}"
         );
         assert!(
-            hint.contains("'kubectl auth can-i delete pods -n calicoctl-win-verify-k'"),
+            hint.contains("'kubectl auth can-i delete pods -n calicoctl-win-verify-k --as "),
             "{hint}"
         );
         let webhook = api(

@@ -44,7 +44,7 @@ fn a_sweep_refused_by_rbac_names_the_right_it_lacks() {
     );
     assert!(hint.contains("killed runs"), "{error}");
     assert!(
-        hint.contains("'kubectl auth can-i delete namespaces'"),
+        hint.contains("'kubectl auth can-i delete namespaces --as "),
         "{error}"
     );
     assert!(!hint.contains("webhook"), "{error}");

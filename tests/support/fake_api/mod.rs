@@ -292,6 +292,22 @@ pub struct FakeApi {
     _runtime: tokio::runtime::Runtime,
 }
 
+/// A handler's panic fails the test that made the server, once it is done with it: the
+/// client saw only a 500, which a path that tolerates failures (a best-effort clean-up, a
+/// retry) would pass over. A test that means to make one clears `State::panics`.
+impl Drop for FakeApi {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let panics = std::mem::take(&mut lock_state(&self.state).panics);
+        assert!(
+            panics.is_empty(),
+            "the fake API server's handlers panicked: {panics:?}"
+        );
+    }
+}
+
 /// A certificate authority made for one test.
 pub struct TestCa {
     pub issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
