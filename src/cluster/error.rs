@@ -265,3 +265,51 @@ mod answer_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn forbidden(message: &str) -> String {
+        ClusterError::Api {
+            server: "https://127.0.0.1:6443".into(),
+            verb: "create".into(),
+            resource: "pods".into(),
+            code: 403,
+            message: message.into(),
+        }
+        .hint()
+    }
+
+    /// A 403 names a missing right only when no admission refused the request: a webhook's,
+    /// a policy's, Pod Security's and a quota's refusals send the reader elsewhere.
+    #[test]
+    fn only_an_authorizers_403_is_told_to_grant_a_right() {
+        let rbac = forbidden(
+            "pods \"p\" is forbidden: User \"u\" cannot create resource \"pods\" in API group \"\" in the namespace \"n\"",
+        );
+        assert!(rbac.contains("grant it in a ClusterRole"), "{rbac}");
+        for (message, names) in [
+            (
+                "pods \"p\" is forbidden: admission webhook \"w.example.com\" denied the request: no",
+                "w.example.com",
+            ),
+            (
+                "pods \"p\" is forbidden: ValidatingAdmissionPolicy 'pol' with binding 'b' denied request: no",
+                "'pol'",
+            ),
+            (
+                "pods \"p\" is forbidden: violates PodSecurity \"restricted:latest\": privileged",
+                "Pod Security",
+            ),
+            (
+                "pods \"p\" is forbidden: exceeded quota: q, requested: pods=1",
+                "ResourceQuota",
+            ),
+        ] {
+            let hint = forbidden(message);
+            assert!(!hint.contains("ClusterRole"), "{message}: {hint}");
+            assert!(hint.contains(names), "{message}: {hint}");
+        }
+    }
+}
