@@ -91,6 +91,11 @@ impl ClusterError {
             ClusterError::Api { code: 403, verb, resource, message, .. } => match super::forbidden::admission_hint(message) {
                 Some(hint) => hint,
                 None if super::forbidden::other_admission(message) => "the cluster's admission refused the request, not a missing right (Pod Security admission, a ResourceQuota, or a namespace being deleted): see the API server's message above".into(),
+                // A message in no form known (another admission plugin's, another authorizer's):
+                // no right is named as missing.
+                None if super::forbidden::judge(message).is_none() => format!(
+                    "the API server refused the request (403), and its message above names no right the identity lacks in RBAC's words: an admission plugin or policy, or another authorizer, refused it; if it names a missing right, 'kubectl auth can-i {verb} {resource}' checks it"
+                ),
                 None => format!(
                     "the identity in the kubeconfig may not {verb} {resource}; grant it in a ClusterRole (check with 'kubectl auth can-i {verb} {resource}')"
                 ),
@@ -305,6 +310,10 @@ mod tests {
             (
                 "pods \"p\" is forbidden: exceeded quota: q, requested: pods=1",
                 "ResourceQuota",
+            ),
+            (
+                "pods \"p\" is forbidden: maximum cpu usage per Pod is 2, but limit is 4",
+                "admission plugin or policy",
             ),
         ] {
             let hint = forbidden(message);
