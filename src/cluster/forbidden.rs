@@ -269,6 +269,9 @@ mod tests {
             panic!("{:?}", judge(&long))
         };
         assert!(said.starts_with("a b "), "{said}");
-        assert!(said.ends_with("...") && said.len() <= SAID_CAP + 3, "{said}");
+        assert!(
+            said.ends_with("...") && said.len() <= SAID_CAP + 3,
+            "{said}"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! HTTP credentials: an `Authorization` header's value, a cookie, an API key header's, in
 //! every shape a program prints them.
 
-use super::names::{ESCAPED, REDACTED};
+use super::names::{ESCAPED, NAMES, REDACTED};
 use regex::bytes::Regex;
 
 /// The headers whose whole value is a credential besides `Authorization`: a session's cookies
@@ -12,7 +12,8 @@ const VALUE_HEADERS: &str = r"(?:set-)?cookie|x-api-key|x-auth-token";
 /// A credential header's list as Go's encoding/json writes an http.Header
 /// (`map[string][]string`: `{"Authorization":["Bearer a","Basic b"]}`, `{"Cookie":["a=b"]}`),
 /// perhaps escaped in a JSON string, and as Go's `%#v` writes it
-/// (`http.Header{"Cookie":[]string{"a=b"}}`) (group 1: up to the `:` and blanks, 2: the name,
+/// (`http.Header{"Cookie":[]string{"a=b"}}`), and a `map[string][]string` (a `url.Values`)
+/// under a key naming a secret (`map[password:[a]]`, `url.Values{"password":[]string{"a"}}`) (group 1: up to the `:` and blanks, 2: the name,
 /// 3 or 5: the list's opening, 4 or 6: its items); a credential in an `Authorization` item after its scheme, if any (group 1: the
 /// item's quote and scheme); and any other header's item whole in its quotes, `\"` escaped
 /// too (groups 1 to 6: the quotes). Every item's goes; `shapes`' takes the first only.
@@ -21,7 +22,7 @@ pub(super) fn header_list() -> [String; 3] {
         // Go's `%#v` (`"Cookie":[]string{"a=b"}`): quoted items up to the list's `}` (groups 3,
         // 4); its `%v` and JSON (`Cookie:[a=b]`): up to the `]` (groups 5, 6).
         format!(
-            r#"(?i-u)(((?:proxy-)?authorization|{VALUE_HEADERS})\\?["']?\s*:\s*)(?:(\[\]string\{{)((?:"(?:[^"\\\r\n]|\\.)*"|[^"}}\r\n])*)|(\[)([^\]\r\n]*))"#
+            r#"(?i-u)(((?:proxy-)?authorization|{VALUE_HEADERS}|[A-Za-z0-9_.-]*{NAMES})\\?["']?\s*:\s*)(?:(\[\]string\{{)((?:"(?:[^"\\\r\n]|\\.)*"|[^"}}\r\n])*)|(\[)([^\]\r\n]*))"#
         ),
         r#"(?i-u)(\\?["'](?:[a-z]+\s+)?)[^\s"'\\,\[\]]+"#.into(),
         format!(r#"(?-u)(\\")(?:{ESCAPED})?(\\")|(")(?:[^"\\\r\n]|\\.)*(")|(')[^'\r\n]*(')"#),

@@ -85,9 +85,10 @@ pub enum Pending {
     /// HTTP credential header's, RFC 9110 5.5: `Cookie:`, `Authorization: Digest ...`, or a
     /// Docker config's `auths` object not closed): the line's next pieces go whole.
     Line,
-    /// A piece of a line cut before its end ended in a credential header's name (its quotes
-    /// and blanks after it): the next piece goes whole (`Line`) when the name's `:` begins it;
-    /// else the name was none of a header's (a list's item, `["Authorization", "Accept"]`).
+    /// A piece of a line cut before its end ended in a credential header's name or a key
+    /// naming a secret (its quotes and blanks after it): the next piece goes whole (`Line`)
+    /// when the name's `:` begins it; else the name was none of a header's or a key's (a
+    /// list's item, `["Authorization", "Accept"]`).
     Named,
     /// A piece of a line cut before its end ended at the `'` that closes a secret's
     /// single-quoted value: it may be the first of a `''` (a quote inside, YAML 1.2 7.3.2)
@@ -148,6 +149,13 @@ pub(super) struct Leads {
     column: Regex,
     /// An HTTP credential header's name and `:` (group 1: a `"` before it, a JSON key's).
     header: Regex,
+    /// Go's `%v` or `%#v` of a `[]string` under a key naming a secret (`map[password:[a`,
+    /// `"password":[]string{"a`, or cut inside its `[]string{`), not closed at the text's end
+    /// (group 1: up to its opening).
+    list: Regex,
+    /// A key naming a secret at the text's end, its quotes (escaped or not) and blanks after
+    /// it (`"password"`, `\"token\"`): its `:` and value may begin the next piece.
+    key_end: Regex,
     /// `docker::auths`' `auths` key and its `{`.
     auths: Regex,
     /// Go's `%+v` of an `EnvVar` (`env::pairs`' last) whose value runs to the text's end
@@ -184,6 +192,12 @@ impl Leads {
             header: build(
                 r#"(?i-u)(?:^|[\s'{,\[]|(\\*"))(?:(?:set-)?cookie|(?:proxy-)?authorization|x-api-key|x-auth-token)(?:\\*["'])?\s*:\s*"#,
             ),
+            list: build(&format!(
+                r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}\\?["']?\s*:\s*(?:\[\](?:string\{{?)?|\[))[^\]}}\r\n]*$"#
+            )),
+            key_end: build(&format!(
+                r#"(?i-u)(?:^|[^A-Za-z0-9_.-])[A-Za-z0-9_.-]*{NAMES}(?:\\*["'])?\s*$"#
+            )),
             auths: build(&super::docker::auths()[0]),
             go_env: build(r"(?-u)\{Name:([A-Za-z0-9_.-]+) Value:([^}\r\n]*)$"),
         }
@@ -219,6 +233,12 @@ impl Leads {
                 _ => header_value_open(first, c.get(1), key_quoted, after),
             }
         })
+    }
+
+    /// Where the items of a secret's list not closed at the end of `piece` (redacted) begin
+    /// (`list`): the rest of its line is the list's (`Pending::Line`).
+    fn open_list(&self, piece: &[u8]) -> Option<usize> {
+        self.list.captures(piece)?.get(1).map(|m| m.end())
     }
 
     /// Whether `piece` ends at the `'` that closes a secret's single-quoted value
@@ -441,9 +461,24 @@ impl Redactor {
         match self.redact_within(pending, piece) {
             (out, Pending::None) if self.lines.open_line(&seen) => (out, Pending::Line),
             // A header's name at the piece's very end, its `:` perhaps in the next piece.
-            (out, Pending::None) if header_name_at_end(&seen) => (out, Pending::Named),
+            // So a secret's key (`"password"`, `\"token\"`).
+            (out, Pending::None)
+                if header_name_at_end(&seen) || self.lines.key_end.is_match(&seen) =>
+            {
+                (out, Pending::Named)
+            }
             (out, Pending::None) if self.lines.single_closed_at_end(&seen) => {
                 (out, Pending::Doubled)
+            }
+            // Go's `map[password:[a b` cut inside the list: its items go, in this piece and
+            // the rest of the line.
+            (mut out, Pending::None) if self.lines.open_list(&out).is_some() => {
+                let at = self.lines.open_list(&out).unwrap_or(out.len());
+                if !out[at..].trim_ascii().is_empty() {
+                    out.truncate(at);
+                    out.extend_from_slice(REDACTED.as_bytes());
+                }
+                (out, Pending::Line)
             }
             (out, Pending::None) => self.piece_end(out, &seen),
             done => done,
