@@ -1,7 +1,7 @@
 //! HTTP credentials: an `Authorization` header's value, a cookie, an API key header's, in
 //! every shape a program prints them.
 
-use super::names::{ESCAPED, NAMES, REDACTED};
+use super::names::{ESCAPED, NAMES, REDACTED, TWICE_ESCAPED};
 use regex::bytes::Regex;
 
 /// The headers whose whole value is a credential besides `Authorization`: a session's cookies
@@ -16,16 +16,18 @@ const VALUE_HEADERS: &str = r"(?:set-)?cookie|x-api-key|x-auth-token";
 /// under a key naming a secret (`map[password:[a]]`, `url.Values{"password":[]string{"a"}}`) (group 1: up to the `:` and blanks, 2: the name,
 /// 3 or 5: the list's opening, 4 or 6: its items); a credential in an `Authorization` item after its scheme, if any (group 1: the
 /// item's quote and scheme); and any other header's item whole in its quotes, `\"` escaped
-/// too (groups 1 to 6: the quotes). Every item's goes; `shapes`' takes the first only.
+/// once or twice (`\\\"`) too (groups 1 to 8: the quotes). Every item's goes; `shapes`' takes the first only.
 pub(super) fn header_list() -> [String; 3] {
     [
         // Go's `%#v` (`"Cookie":[]string{"a=b"}`): quoted items up to the list's `}` (groups 3,
         // 4); its `%v` and JSON (`Cookie:[a=b]`): up to the `]` (groups 5, 6).
         format!(
-            r#"(?i-u)(((?:proxy-)?authorization|{VALUE_HEADERS}|[A-Za-z0-9_.-]*{NAMES})\\?["']?\s*:\s*)(?:(\[\]string\{{)((?:"(?:[^"\\\r\n]|\\.)*"|[^"}}\r\n])*)|(\[)([^\]\r\n]*))"#
+            r#"(?i-u)(((?:proxy-)?authorization|{VALUE_HEADERS}|[A-Za-z0-9_.-]*{NAMES})(?:\\{{1,3}})?["']?\s*:\s*)(?:(\[\]string\{{)((?:"(?:[^"\\\r\n]|\\.)*"|[^"}}\r\n])*)|(\[)([^\]\r\n]*))"#
         ),
         r#"(?i-u)(\\?["'](?:[a-z]+\s+)?)[^\s"'\\,\[\]]+"#.into(),
-        format!(r#"(?-u)(\\")(?:{ESCAPED})?(\\")|(")(?:[^"\\\r\n]|\\.)*(")|(')[^'\r\n]*(')"#),
+        format!(
+            r#"(?-u)(\\\\\\")(?:{TWICE_ESCAPED})?(\\\\\\")|(\\")(?:{ESCAPED})?(\\")|(")(?:[^"\\\r\n]|\\.)*(")|(')[^'\r\n]*(')"#
+        ),
     ]
 }
 
@@ -60,9 +62,7 @@ pub(super) fn header_values() -> [(String, &'static str); 5] {
             "${1}<redacted>",
         ),
         (
-            format!(
-                r#"(?i-u)((?:{VALUE_HEADERS})\\\\\\["']\s*:\s*\\\\\\["'])(?:[^"\\\r\n]|\\{{1,2}}[^"\\\r\n]|\\{{4,}}[^"\\\r\n]|\\{{7}}")+"#
-            ),
+            format!(r#"(?i-u)((?:{VALUE_HEADERS})\\\\\\["']\s*:\s*\\\\\\["']){TWICE_ESCAPED}"#),
             "${1}<redacted>",
         ),
     ]
@@ -81,7 +81,7 @@ pub(super) fn redact_header_lists(re: &[Regex; 3], bytes: &[u8]) -> Vec<u8> {
         let items = match (items.iter().any(|b| b"\"'\\".contains(b)), auth) {
             (true, true) => item.replace_all(items, &b"${1}<redacted>"[..]).into_owned(),
             (true, false) => whole
-                .replace_all(items, &b"${1}${3}${5}<redacted>${2}${4}${6}"[..])
+                .replace_all(items, &b"${1}${3}${5}${7}<redacted>${2}${4}${6}${8}"[..])
                 .into_owned(),
             (false, _) => unquoted_credentials(items, auth),
         };

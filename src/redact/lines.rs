@@ -166,10 +166,11 @@ pub(super) struct Leads {
 impl Leads {
     pub(super) fn new(build: impl Fn(&str) -> Regex) -> Self {
         let flag = format!(r#"(?:^|[\s"'\[,(=])-{{1,2}}[a-z0-9-]*{NAMES}\\?["']?"#);
-        let name = format!(r#"[A-Za-z0-9_.-]*{NAMES}\\?["']?\s*[:=]"#);
+        // A key's quotes escaped once or twice (`\"password\":`, `\\\"password\\\":`).
+        let name = format!(r#"[A-Za-z0-9_.-]*{NAMES}(?:\\{{1,3}})?["']?\s*[:=]"#);
         Self {
             quote: build(&format!(
-                r#"(?i-u)(?:{name}\s*|{flag}(?:[ \t]+|\s*,\s*))(\\?["'])"#
+                r#"(?i-u)(?:{name}\s*|{flag}(?:[ \t]+|\s*,\s*))(\\\\\\["']|\\?["'])"#
             )),
             flag: build(&format!(
                 r#"(?i-u)(?:{flag}\s*,?|{name})[ \t]*(?:#[^\r\n]*)?\s*$"#
@@ -342,6 +343,10 @@ impl Leads {
             let (whole, q) = (c.get(0)?, c.get(1)?.as_bytes());
             let rest = &line[whole.end()..];
             let (close, open) = match q {
+                // Escaped twice: the next piece's `\"` closes it as a once-escaped one's.
+                [b'\\', b'\\', b'\\', q] => {
+                    (twice_escaped_end(rest).map(|i| i + 1), Pending::Escaped(*q))
+                }
                 [b'\\', q] => (
                     escaped_end(*q, rest).map(|(i, _)| i + 1),
                     Pending::Escaped(*q),
