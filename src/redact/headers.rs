@@ -37,7 +37,9 @@ pub(super) fn header_list() -> [String; 3] {
 /// after its name, quoted or not: `"Set-Cookie": "id=a; Path=/"`, `{Cookie: 'a=b'}` (a
 /// single-quoted one to its `'`, `''` a quote inside it: YAML 1.2 7.3.2, PowerShell's
 /// verbatim string), `\"` escaped, and escaped twice (`\\\"Cookie\\\":\\\"a=b\\\"`: JSON in a
-/// JSON string in a JSON string, its closing quote after three backslashes).
+/// JSON string in a JSON string, its closing quote after three backslashes). After `=` only
+/// a quoted value (logrus' and klog's `Cookie="a=b"`, PowerShell's `@{ Cookie = 'a=b' }`):
+/// an unquoted `cookie=` is prose.
 pub(super) fn header_values() -> [(String, &'static str); 5] {
     let name = format!(r#"(?:^|[^A-Za-z0-9_-])(?:{VALUE_HEADERS})"#);
     // A key in quotes ending in a header's name (`"session_cookie"`) is taken as one.
@@ -50,11 +52,11 @@ pub(super) fn header_values() -> [(String, &'static str); 5] {
             "${1}<redacted>",
         ),
         (
-            format!(r#"(?i-u)({key}\s*:\s*")(?:[^"\\`\r\n]|[\\`].)+"#),
+            format!(r#"(?i-u)({key}\s*[:=]\s*")(?:[^"\\`\r\n]|[\\`].)+"#),
             "${1}<redacted>",
         ),
         (
-            format!(r#"(?i-u)({key}\s*:\s*')(?:[^'\r\n]|'')+"#),
+            format!(r#"(?i-u)({key}\s*[:=]\s*')(?:[^'\r\n]|'')+"#),
             "${1}<redacted>",
         ),
         (

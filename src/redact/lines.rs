@@ -191,7 +191,7 @@ impl Leads {
             klog: build(&format!(r#"(?i-u)(?:^|\s)[A-Za-z0-9_.-]*{NAMES}=<\s*$"#)),
             column: build(&table::column_name()),
             header: build(
-                r#"(?i-u)(?:^|[\s'{,\[]|(\\*"))(?:(?:set-)?cookie|(?:proxy-)?authorization|x-api-key|x-auth-token)(?:\\*["'])?\s*:\s*"#,
+                r#"(?i-u)(?:^|[\s'{,\[]|(\\*"))(?:(?:set-)?cookie|(?:proxy-)?authorization|x-api-key|x-auth-token)(?:\\*["'])?\s*[:=]\s*"#,
             ),
             list: build(&format!(
                 r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}\\?["']?\s*:\s*(?:\[\](?:string\{{?)?|\[))[^\]}}\r\n]*$"#
@@ -226,6 +226,17 @@ impl Leads {
                     k.trim_ascii_end().ends_with(b"\"") || k.trim_ascii_end().ends_with(b"'")
                 });
             let (first, after) = (piece[m.start()], &piece[m.end()..]);
+            // After `=` only a quoted value is a header's (`Cookie="a=b"`), to its own quote
+            // (`quotes`' rules: `\"` and PowerShell's `` `" `` inside it, `''` in `'`).
+            if m.as_bytes().trim_ascii_end().ends_with(b"=") {
+                return match after.first() {
+                    Some(b'"') => double_end(&after[1..]).is_none(),
+                    Some(b'\'') => single_end(&after[1..]).is_none(),
+                    // Its quote may begin the next piece: that piece goes whole.
+                    None => true,
+                    Some(_) => false,
+                };
+            }
             // After a blank or `,`: in a flow mapping (`{a: 1, Cookie: x, b: 2}`) its `,` or
             // `}` ends the value, as after its `{`; in a string, the string's quote.
             match (first, flow.at(piece, m.start())) {
@@ -915,10 +926,14 @@ fn header_name_at_end(piece: &[u8]) -> bool {
 /// Whether `piece` begins with a `:` (after blanks and a name's closing quote, escaped or
 /// not): a header's name that ended the piece before is one (`Pending::Named`).
 fn starts_with_colon(piece: &[u8]) -> bool {
-    piece
-        .iter()
-        .find(|b| !(b.is_ascii_whitespace() || b"\\\"'".contains(b)))
-        .is_some_and(|b| *b == b':')
+    let skip = |b: &u8| b.is_ascii_whitespace() || b"\\\"'".contains(b);
+    let at = piece.iter().position(|b| !skip(b));
+    match at.map(|i| (piece[i], &piece[i + 1..])) {
+        Some((b':', _)) => true,
+        // After `=` only a quoted value is a header's (`Cookie = "a=b"`).
+        Some((b'=', rest)) => matches!(rest.trim_ascii_start().first(), Some(b'"' | b'\'')),
+        _ => false,
+    }
 }
 
 /// Whether a list (`after` from its opening) runs to the end of `after`: its `close` outside

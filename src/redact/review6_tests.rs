@@ -40,3 +40,27 @@ fn a_secret_in_json_escaped_twice_goes() {
         &[r#"\\\"Accept\\\":[\\\"KEEP\\\"]}\"} done"}"#],
     );
 }
+
+/// A credential header's quoted value after `=` (logrus' and klog's `key="value"`, a
+/// PowerShell hashtable's `@{ Cookie = "X" }`) goes to its closing quote; what follows stays.
+#[test]
+fn a_credential_headers_quoted_value_after_an_equals_sign_goes() {
+    let pad = "x".repeat(40);
+    for (text, kept) in [
+        (r#"msg=req Cookie="s=QQ1" k=KEEP"#, " k=KEEP"),
+        (r#"msg=req cookie="s=QQ1 t=QQ1" k=KEEP"#, " k=KEEP"),
+        (
+            r#"@{ Cookie = "session=QQ1"; Accept = 'KEEP' }"#,
+            "; Accept = 'KEEP' }",
+        ),
+    ] {
+        never_leaks(&format!("{pad} {text}"), "QQ1", &[kept]);
+    }
+    // A piece ending at a single-quoted value's `'` may end inside a `''`: the rest of the
+    // line goes, as after a header's value cut anywhere.
+    never_leaks(
+        &format!("{pad} -Headers @{{ Cookie = 'session=QQ1' }} KEEP"),
+        "QQ1",
+        &[],
+    );
+}
