@@ -64,3 +64,31 @@ fn a_credential_headers_quoted_value_after_an_equals_sign_goes() {
         &[],
     );
 }
+
+/// A Felix line whose escaped JSON key naming a secret ends a piece as `logs` cuts it
+/// (`installed::logs::cut`: before the words leading into a value, `\"password\"` one of
+/// them): no value shows in the pieces, the text before the cut stays.
+#[test]
+fn a_piece_cut_after_an_escaped_secret_key_shows_no_value() {
+    let text = format!(
+        r#"{} felix/x.go 1: body="{{\"password\":\"QQ1\",\"token\":\"QQ2\"}}" next=KEEP"#,
+        "x".repeat(40)
+    );
+    let key = text.find(r#"\"password\""#).unwrap_or(0) + r#"\"password\""#.len();
+    let at = crate::installed::logs::cut(&text.as_bytes()[..key]);
+    // Before the key's word, as before an unescaped one's.
+    let word = text.find("password").unwrap_or(0);
+    assert!(at <= word, "cut at {at}, after the key's word at {word}");
+    let out = super::review4_tests::cut_at(&text, at);
+    assert!(
+        !out.contains("QQ1") && !out.contains("QQ2"),
+        "cut at {at}: {out}"
+    );
+    assert!(out.contains("felix/x.go 1: body="), "cut at {at}: {out}");
+    // Cut there however `logs` cuts, the next piece shows no value.
+    let out = super::review4_tests::cut_at(&text, key);
+    assert!(
+        !out.contains("QQ1") && !out.contains("QQ2"),
+        "cut at {key}: {out}"
+    );
+}
