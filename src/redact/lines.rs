@@ -497,6 +497,12 @@ impl Redactor {
                 (out, Pending::Line)
             }
             (out, Pending::None) => self.piece_end(out, &seen),
+            // A plain value beginning its line (`password: x`) runs to the line's end, past
+            // the piece's: the line's next pieces go whole. (The lines after the long line
+            // are no longer read as its continuation.)
+            (out, Pending::Continued(_) | Pending::Wrapped(..) | Pending::Listed(..)) => {
+                (out, Pending::Line)
+            }
             done => done,
         }
     }

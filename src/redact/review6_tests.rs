@@ -92,3 +92,16 @@ fn a_piece_cut_after_an_escaped_secret_key_shows_no_value() {
         "cut at {key}: {out}"
     );
 }
+
+/// A plain value of many words beginning its line (`password: x`, `Format-List`'s
+/// `Token : x`) cut by a piece's end: the rest of its line goes too.
+#[test]
+fn a_plain_value_beginning_its_line_cut_by_a_piece_goes_to_the_lines_end() {
+    for (text, at) in [("password: QQ3 QQ4 QQ5", 14), ("Token : QQ3 QQ4", 12)] {
+        let out = super::review4_tests::cut_at(text, at);
+        assert!(
+            !out.contains("QQ3") && !out.contains("QQ4") && !out.contains("QQ5"),
+            "cut at {at}: {out}"
+        );
+    }
+}
