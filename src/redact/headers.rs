@@ -118,6 +118,16 @@ fn unquoted_credentials(items: &[u8], schemes: bool) -> Vec<u8> {
     out
 }
 
+/// An `Authorization` value in double quotes after its name (`Authorization = "Bearer X"`,
+/// `"Authorization": "Basic X"`): after its scheme, whole to its closing quote, a `\"` or
+/// PowerShell's `` `" `` (about_Special_Characters) inside it (`quotes::double_end`'s rules).
+pub(super) fn quoted_authorization(sep: &str) -> (String, &'static str) {
+    (
+        format!(r#"(?i-u)(authorization{sep}"(?:[a-z]+\s+)?)(?:[^"\\`\r\n]|[\\`].)+"#),
+        "${1}<redacted>",
+    )
+}
+
 /// A bearer token after its scheme's name (RFC 6750 2.1: `Bearer` then b64token).
 pub(super) fn bearer() -> (String, &'static str) {
     (

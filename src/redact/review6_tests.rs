@@ -105,3 +105,16 @@ fn a_plain_value_beginning_its_line_cut_by_a_piece_goes_to_the_lines_end() {
         );
     }
 }
+
+/// PowerShell's escaped quote (`` `" ``, about_Special_Characters) inside a double-quoted
+/// `Authorization` value or a secret's value after `=` does not end it: all of it goes.
+#[test]
+fn a_powershell_backtick_quote_does_not_end_an_authorization_or_secret_value() {
+    let pad = "x".repeat(40);
+    for text in [
+        "$h = @{ Authorization = \"Bearer QQ1`\"QQ2\" }; KEEP",
+        "$password = \"QQ1`\"QQ2\"; KEEP",
+    ] {
+        never_leaks(&format!("{pad} {text}"), "QQ2", &["; KEEP"]);
+    }
+}

@@ -1,6 +1,8 @@
 //! The table of secrets recognised by their shape, applied in its order.
 
-use super::headers::{bearer, digest, escaped_digest, header_values, quoted_credential};
+use super::headers::{
+    bearer, digest, escaped_digest, header_values, quoted_authorization, quoted_credential,
+};
 use super::keys::base64_key;
 use super::names::{ESCAPED, NAMES, REDACTED, TWICE_ESCAPED};
 use super::yaml::{yaml_flow_item, yaml_flow_quoted_item, yaml_list_item};
@@ -18,7 +20,7 @@ pub(super) fn all() -> Vec<(String, &'static str)> {
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 23] {
+fn shapes() -> [(String, &'static str); 24] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     // A flag naming a secret (`--token`, `-password`) at a word's start: `re-token` is none.
@@ -37,6 +39,7 @@ fn shapes() -> [(String, &'static str); 23] {
             "${1}<redacted>@",
         ),
         digest(sep),
+        quoted_authorization(sep),
         // An HTTP credential: `Authorization: Basic X`, `Proxy-Authorization: X`, `Bearer X`,
         // Go's `%v` of an http.Header (`Authorization:[Bearer X]`) and its encoding/json
         // (`{"Authorization":["Basic X"]}`: a list of quoted strings).
@@ -70,9 +73,10 @@ fn shapes() -> [(String, &'static str); 23] {
         quoted_after_blank(&flag, '"'),
         quoted_after_blank(&flag, '\''),
         // A value named as a secret in double or single quotes, whole (it may hold blanks):
-        // `"password": "two words"`, `AWS_SECRET_ACCESS_KEY='x'`, a pointer's (`Password:*"x"`).
+        // `"password": "two words"`, `AWS_SECRET_ACCESS_KEY='x'`, a pointer's (`Password:*"x"`),
+        // PowerShell's `` `" `` inside double quotes (about_Special_Characters).
         (
-            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}\*?")(?:[^"\\\r\n]|\\.)+"#),
+            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}\*?")(?:[^"\\`\r\n]|[\\`].)+"#),
             "${1}<redacted>",
         ),
         (
