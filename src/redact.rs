@@ -22,6 +22,8 @@ mod review4_tests;
 #[cfg(test)]
 mod review5_tests;
 #[cfg(test)]
+mod review6_tests;
+#[cfg(test)]
 mod review_tests;
 mod shapes;
 mod table;

@@ -95,14 +95,14 @@ fn after(names: &[String], name: &str, stem: &str) -> usize {
 /// `redact::leads_into_value` knows), so that no secret the redactor
 /// knows is cut in two; before a `{` or `[` that is that byte. A piece without such a byte
 /// is cut at its end.
-fn cut(piece: &[u8]) -> usize {
+pub(crate) fn cut(piece: &[u8]) -> usize {
     let free = |b: &u8| b.is_ascii_whitespace() || b"\"',{}[]".contains(b);
     let Some(at) = piece.iter().rposition(free) else {
         return piece.len();
     };
     // Before the words leading into a value that end there (`token":"`, `Bearer `, and
-    // `Authorization: ` before `Basic `).
-    let seps = |b: &u8| b.is_ascii_whitespace() || b"\"':=".contains(b);
+    // `Authorization: ` before `Basic `), their quotes perhaps escaped (`\"password\":\"`).
+    let seps = |b: &u8| b.is_ascii_whitespace() || b"\"':=\\".contains(b);
     // Before an opening brace or bracket (Go's `map[`), which tells where the values after it
     // end (`{Password:two words Other:x}`): the next piece starts with it.
     let mut end = match piece[at] {

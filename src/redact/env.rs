@@ -283,13 +283,14 @@ fn key_line(top: &mut Item, text: &[u8], offset: usize) {
     }
 }
 
-/// Where the quote `q` that opened `inner` closes on its line (`\"` escapes in `"`, `''` is a
-/// quote in `'`); `None` for an unquoted scalar or one continued on the next line.
+/// Where the quote `q` that opened `inner` closes on its line (`\"` and PowerShell's `` `" ``
+/// escape in `"`, `''` is a quote in `'`); `None` for an unquoted scalar or one continued on
+/// the next line.
 pub(super) fn closing(q: u8, inner: &[u8]) -> Option<usize> {
     let mut i = 0;
     while i < inner.len() {
         match (q, inner[i]) {
-            (b'"', b'\\') => i += 1,
+            (b'"', b'\\' | b'`') => i += 1,
             (b'"', b'"') => return Some(i),
             (b'\'', b'\'') if inner.get(i + 1) == Some(&b'\'') => i += 1,
             (b'\'', b'\'') => return Some(i),

@@ -1,7 +1,7 @@
 //! HTTP credentials: an `Authorization` header's value, a cookie, an API key header's, in
 //! every shape a program prints them.
 
-use super::names::{ESCAPED, REDACTED};
+use super::names::{ESCAPED, NAMES, REDACTED, TWICE_ESCAPED};
 use regex::bytes::Regex;
 
 /// The headers whose whole value is a credential besides `Authorization`: a session's cookies
@@ -12,19 +12,22 @@ const VALUE_HEADERS: &str = r"(?:set-)?cookie|x-api-key|x-auth-token";
 /// A credential header's list as Go's encoding/json writes an http.Header
 /// (`map[string][]string`: `{"Authorization":["Bearer a","Basic b"]}`, `{"Cookie":["a=b"]}`),
 /// perhaps escaped in a JSON string, and as Go's `%#v` writes it
-/// (`http.Header{"Cookie":[]string{"a=b"}}`) (group 1: up to the `:` and blanks, 2: the name,
+/// (`http.Header{"Cookie":[]string{"a=b"}}`), and a `map[string][]string` (a `url.Values`)
+/// under a key naming a secret (`map[password:[a]]`, `url.Values{"password":[]string{"a"}}`) (group 1: up to the `:` and blanks, 2: the name,
 /// 3 or 5: the list's opening, 4 or 6: its items); a credential in an `Authorization` item after its scheme, if any (group 1: the
 /// item's quote and scheme); and any other header's item whole in its quotes, `\"` escaped
-/// too (groups 1 to 6: the quotes). Every item's goes; `shapes`' takes the first only.
+/// once or twice (`\\\"`) too (groups 1 to 8: the quotes). Every item's goes; `shapes`' takes the first only.
 pub(super) fn header_list() -> [String; 3] {
     [
         // Go's `%#v` (`"Cookie":[]string{"a=b"}`): quoted items up to the list's `}` (groups 3,
         // 4); its `%v` and JSON (`Cookie:[a=b]`): up to the `]` (groups 5, 6).
         format!(
-            r#"(?i-u)(((?:proxy-)?authorization|{VALUE_HEADERS})\\?["']?\s*:\s*)(?:(\[\]string\{{)((?:"(?:[^"\\\r\n]|\\.)*"|[^"}}\r\n])*)|(\[)([^\]\r\n]*))"#
+            r#"(?i-u)(((?:proxy-)?authorization|{VALUE_HEADERS}|[A-Za-z0-9_.-]*{NAMES})(?:\\{{1,3}})?["']?\s*:\s*)(?:(\[\]string\{{)((?:"(?:[^"\\\r\n]|\\.)*"|[^"}}\r\n])*)|(\[)([^\]\r\n]*))"#
         ),
         r#"(?i-u)(\\?["'](?:[a-z]+\s+)?)[^\s"'\\,\[\]]+"#.into(),
-        format!(r#"(?-u)(\\")(?:{ESCAPED})?(\\")|(")(?:[^"\\\r\n]|\\.)*(")|(')[^'\r\n]*(')"#),
+        format!(
+            r#"(?-u)(\\\\\\")(?:{TWICE_ESCAPED})?(\\\\\\")|(\\")(?:{ESCAPED})?(\\")|(")(?:[^"\\\r\n]|\\.)*(")|(')[^'\r\n]*(')"#
+        ),
     ]
 }
 
@@ -34,7 +37,9 @@ pub(super) fn header_list() -> [String; 3] {
 /// after its name, quoted or not: `"Set-Cookie": "id=a; Path=/"`, `{Cookie: 'a=b'}` (a
 /// single-quoted one to its `'`, `''` a quote inside it: YAML 1.2 7.3.2, PowerShell's
 /// verbatim string), `\"` escaped, and escaped twice (`\\\"Cookie\\\":\\\"a=b\\\"`: JSON in a
-/// JSON string in a JSON string, its closing quote after three backslashes).
+/// JSON string in a JSON string, its closing quote after three backslashes). After `=` only
+/// a quoted value (logrus' and klog's `Cookie="a=b"`, PowerShell's `@{ Cookie = 'a=b' }`):
+/// an unquoted `cookie=` is prose.
 pub(super) fn header_values() -> [(String, &'static str); 5] {
     let name = format!(r#"(?:^|[^A-Za-z0-9_-])(?:{VALUE_HEADERS})"#);
     // A key in quotes ending in a header's name (`"session_cookie"`) is taken as one.
@@ -47,11 +52,11 @@ pub(super) fn header_values() -> [(String, &'static str); 5] {
             "${1}<redacted>",
         ),
         (
-            format!(r#"(?i-u)({key}\s*:\s*")(?:[^"\\`\r\n]|[\\`].)+"#),
+            format!(r#"(?i-u)({key}\s*[:=]\s*")(?:[^"\\`\r\n]|[\\`].)+"#),
             "${1}<redacted>",
         ),
         (
-            format!(r#"(?i-u)({key}\s*:\s*')(?:[^'\r\n]|'')+"#),
+            format!(r#"(?i-u)({key}\s*[:=]\s*')(?:[^'\r\n]|'')+"#),
             "${1}<redacted>",
         ),
         (
@@ -59,9 +64,7 @@ pub(super) fn header_values() -> [(String, &'static str); 5] {
             "${1}<redacted>",
         ),
         (
-            format!(
-                r#"(?i-u)((?:{VALUE_HEADERS})\\\\\\["']\s*:\s*\\\\\\["'])(?:[^"\\\r\n]|\\{{1,2}}[^"\\\r\n]|\\{{4,}}[^"\\\r\n]|\\{{7}}")+"#
-            ),
+            format!(r#"(?i-u)((?:{VALUE_HEADERS})\\\\\\["']\s*:\s*\\\\\\["']){TWICE_ESCAPED}"#),
             "${1}<redacted>",
         ),
     ]
@@ -80,7 +83,7 @@ pub(super) fn redact_header_lists(re: &[Regex; 3], bytes: &[u8]) -> Vec<u8> {
         let items = match (items.iter().any(|b| b"\"'\\".contains(b)), auth) {
             (true, true) => item.replace_all(items, &b"${1}<redacted>"[..]).into_owned(),
             (true, false) => whole
-                .replace_all(items, &b"${1}${3}${5}<redacted>${2}${4}${6}"[..])
+                .replace_all(items, &b"${1}${3}${5}${7}<redacted>${2}${4}${6}${8}"[..])
                 .into_owned(),
             (false, _) => unquoted_credentials(items, auth),
         };
@@ -113,6 +116,16 @@ fn unquoted_credentials(items: &[u8], schemes: bool) -> Vec<u8> {
         out.extend_from_slice(&piece[word.len()..]);
     }
     out
+}
+
+/// An `Authorization` value in double quotes after its name (`Authorization = "Bearer X"`,
+/// `"Authorization": "Basic X"`): after its scheme, whole to its closing quote, a `\"` or
+/// PowerShell's `` `" `` (about_Special_Characters) inside it (`quotes::double_end`'s rules).
+pub(super) fn quoted_authorization(sep: &str) -> (String, &'static str) {
+    (
+        format!(r#"(?i-u)(authorization{sep}"(?:[a-z]+\s+)?)(?:[^"\\`\r\n]|[\\`].)+"#),
+        "${1}<redacted>",
+    )
 }
 
 /// A bearer token after its scheme's name (RFC 6750 2.1: `Bearer` then b64token).

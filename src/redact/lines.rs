@@ -85,9 +85,10 @@ pub enum Pending {
     /// HTTP credential header's, RFC 9110 5.5: `Cookie:`, `Authorization: Digest ...`, or a
     /// Docker config's `auths` object not closed): the line's next pieces go whole.
     Line,
-    /// A piece of a line cut before its end ended in a credential header's name (its quotes
-    /// and blanks after it): the next piece goes whole (`Line`) when the name's `:` begins it;
-    /// else the name was none of a header's (a list's item, `["Authorization", "Accept"]`).
+    /// A piece of a line cut before its end ended in a credential header's name or a key
+    /// naming a secret (its quotes and blanks after it): the next piece goes whole (`Line`)
+    /// when the name's `:` begins it; else the name was none of a header's or a key's (a
+    /// list's item, `["Authorization", "Accept"]`).
     Named,
     /// A piece of a line cut before its end ended at the `'` that closes a secret's
     /// single-quoted value: it may be the first of a `''` (a quote inside, YAML 1.2 7.3.2)
@@ -148,6 +149,13 @@ pub(super) struct Leads {
     column: Regex,
     /// An HTTP credential header's name and `:` (group 1: a `"` before it, a JSON key's).
     header: Regex,
+    /// Go's `%v` or `%#v` of a `[]string` under a key naming a secret (`map[password:[a`,
+    /// `"password":[]string{"a`, or cut inside its `[]string{`), not closed at the text's end
+    /// (group 1: up to its opening).
+    list: Regex,
+    /// A key naming a secret at the text's end, its quotes (escaped or not) and blanks after
+    /// it (`"password"`, `\"token\"`): its `:` and value may begin the next piece.
+    key_end: Regex,
     /// `docker::auths`' `auths` key and its `{`.
     auths: Regex,
     /// Go's `%+v` of an `EnvVar` (`env::pairs`' last) whose value runs to the text's end
@@ -158,10 +166,11 @@ pub(super) struct Leads {
 impl Leads {
     pub(super) fn new(build: impl Fn(&str) -> Regex) -> Self {
         let flag = format!(r#"(?:^|[\s"'\[,(=])-{{1,2}}[a-z0-9-]*{NAMES}\\?["']?"#);
-        let name = format!(r#"[A-Za-z0-9_.-]*{NAMES}\\?["']?\s*[:=]"#);
+        // A key's quotes escaped once or twice (`\"password\":`, `\\\"password\\\":`).
+        let name = format!(r#"[A-Za-z0-9_.-]*{NAMES}(?:\\{{1,3}})?["']?\s*[:=]"#);
         Self {
             quote: build(&format!(
-                r#"(?i-u)(?:{name}\s*|{flag}(?:[ \t]+|\s*,\s*))(\\?["'])"#
+                r#"(?i-u)(?:{name}\s*|{flag}(?:[ \t]+|\s*,\s*))(\\\\\\["']|\\?["'])"#
             )),
             flag: build(&format!(
                 r#"(?i-u)(?:{flag}\s*,?|{name})[ \t]*(?:#[^\r\n]*)?\s*$"#
@@ -182,8 +191,14 @@ impl Leads {
             klog: build(&format!(r#"(?i-u)(?:^|\s)[A-Za-z0-9_.-]*{NAMES}=<\s*$"#)),
             column: build(&table::column_name()),
             header: build(
-                r#"(?i-u)(?:^|[\s'{,\[]|(\\*"))(?:(?:set-)?cookie|(?:proxy-)?authorization|x-api-key|x-auth-token)(?:\\*["'])?\s*:\s*"#,
+                r#"(?i-u)(?:^|[\s'{,\[]|(\\*"))(?:(?:set-)?cookie|(?:proxy-)?authorization|x-api-key|x-auth-token)(?:\\*["'])?\s*[:=]\s*"#,
             ),
+            list: build(&format!(
+                r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}\\?["']?\s*:\s*(?:\[\](?:string\{{?)?|\[))[^\]}}\r\n]*$"#
+            )),
+            key_end: build(&format!(
+                r#"(?i-u)(?:^|[^A-Za-z0-9_.-])[A-Za-z0-9_.-]*{NAMES}(?:\\*["'])?\s*$"#
+            )),
             auths: build(&super::docker::auths()[0]),
             go_env: build(r"(?-u)\{Name:([A-Za-z0-9_.-]+) Value:([^}\r\n]*)$"),
         }
@@ -211,6 +226,17 @@ impl Leads {
                     k.trim_ascii_end().ends_with(b"\"") || k.trim_ascii_end().ends_with(b"'")
                 });
             let (first, after) = (piece[m.start()], &piece[m.end()..]);
+            // After `=` only a quoted value is a header's (`Cookie="a=b"`), to its own quote
+            // (`quotes`' rules: `\"` and PowerShell's `` `" `` inside it, `''` in `'`).
+            if m.as_bytes().trim_ascii_end().ends_with(b"=") {
+                return match after.first() {
+                    Some(b'"') => double_end(&after[1..]).is_none(),
+                    Some(b'\'') => single_end(&after[1..]).is_none(),
+                    // Its quote may begin the next piece: that piece goes whole.
+                    None => true,
+                    Some(_) => false,
+                };
+            }
             // After a blank or `,`: in a flow mapping (`{a: 1, Cookie: x, b: 2}`) its `,` or
             // `}` ends the value, as after its `{`; in a string, the string's quote.
             match (first, flow.at(piece, m.start())) {
@@ -219,6 +245,12 @@ impl Leads {
                 _ => header_value_open(first, c.get(1), key_quoted, after),
             }
         })
+    }
+
+    /// Where the items of a secret's list not closed at the end of `piece` (redacted) begin
+    /// (`list`): the rest of its line is the list's (`Pending::Line`).
+    fn open_list(&self, piece: &[u8]) -> Option<usize> {
+        self.list.captures(piece)?.get(1).map(|m| m.end())
     }
 
     /// Whether `piece` ends at the `'` that closes a secret's single-quoted value
@@ -322,6 +354,10 @@ impl Leads {
             let (whole, q) = (c.get(0)?, c.get(1)?.as_bytes());
             let rest = &line[whole.end()..];
             let (close, open) = match q {
+                // Escaped twice: the next piece's `\"` closes it as a once-escaped one's.
+                [b'\\', b'\\', b'\\', q] => {
+                    (twice_escaped_end(rest).map(|i| i + 1), Pending::Escaped(*q))
+                }
                 [b'\\', q] => (
                     escaped_end(*q, rest).map(|(i, _)| i + 1),
                     Pending::Escaped(*q),
@@ -441,11 +477,32 @@ impl Redactor {
         match self.redact_within(pending, piece) {
             (out, Pending::None) if self.lines.open_line(&seen) => (out, Pending::Line),
             // A header's name at the piece's very end, its `:` perhaps in the next piece.
-            (out, Pending::None) if header_name_at_end(&seen) => (out, Pending::Named),
+            // So a secret's key (`"password"`, `\"token\"`).
+            (out, Pending::None)
+                if header_name_at_end(&seen) || self.lines.key_end.is_match(&seen) =>
+            {
+                (out, Pending::Named)
+            }
             (out, Pending::None) if self.lines.single_closed_at_end(&seen) => {
                 (out, Pending::Doubled)
             }
+            // Go's `map[password:[a b` cut inside the list: its items go, in this piece and
+            // the rest of the line.
+            (mut out, Pending::None) if self.lines.open_list(&out).is_some() => {
+                let at = self.lines.open_list(&out).unwrap_or(out.len());
+                if !out[at..].trim_ascii().is_empty() {
+                    out.truncate(at);
+                    out.extend_from_slice(REDACTED.as_bytes());
+                }
+                (out, Pending::Line)
+            }
             (out, Pending::None) => self.piece_end(out, &seen),
+            // A plain value beginning its line (`password: x`) runs to the line's end, past
+            // the piece's: the line's next pieces go whole. (The lines after the long line
+            // are no longer read as its continuation.)
+            (out, Pending::Continued(_) | Pending::Wrapped(..) | Pending::Listed(..)) => {
+                (out, Pending::Line)
+            }
             done => done,
         }
     }
@@ -875,10 +932,14 @@ fn header_name_at_end(piece: &[u8]) -> bool {
 /// Whether `piece` begins with a `:` (after blanks and a name's closing quote, escaped or
 /// not): a header's name that ended the piece before is one (`Pending::Named`).
 fn starts_with_colon(piece: &[u8]) -> bool {
-    piece
-        .iter()
-        .find(|b| !(b.is_ascii_whitespace() || b"\\\"'".contains(b)))
-        .is_some_and(|b| *b == b':')
+    let skip = |b: &u8| b.is_ascii_whitespace() || b"\\\"'".contains(b);
+    let at = piece.iter().position(|b| !skip(b));
+    match at.map(|i| (piece[i], &piece[i + 1..])) {
+        Some((b':', _)) => true,
+        // After `=` only a quoted value is a header's (`Cookie = "a=b"`).
+        Some((b'=', rest)) => matches!(rest.trim_ascii_start().first(), Some(b'"' | b'\'')),
+        _ => false,
+    }
 }
 
 /// Whether a list (`after` from its opening) runs to the end of `after`: its `close` outside

@@ -16,3 +16,9 @@ pub(super) const ESCAPED: &str = r#"(?:[^"\\\r\n]|\\[^"\\\r\n]|\\\\(?:\\.|[^"\\\
 
 /// Comment lines after a flow list's `,` (YAML 1.2 6.6: a comment runs to its line's end).
 pub(super) const FLOW_COMMENTS: &str = r"(?:#[^\r\n]*\r?\n\s*)*";
+
+/// A value in `\\\"` (JSON in a JSON string in a JSON string) after its opening `\\\"`, to
+/// its closing one: a quote in the value is `\\\\\\\"` (seven backslashes), a backslash's
+/// run of four or more.
+pub(super) const TWICE_ESCAPED: &str =
+    r#"(?:[^"\\\r\n]|\\{1,2}[^"\\\r\n]|\\{4,}[^"\\\r\n]|\\{7}")+"#;

@@ -8,7 +8,7 @@ use super::review4_tests::{cut_at, cuts};
 /// `text` redacted whole (`redact`), as one line (`redact_line`), and cut in two at every
 /// place `logs` may cut it: `secret` never shows, and each of `kept` does (cut, when the cut
 /// is at or after its start: a cut inside a header's value hides the rest of its line).
-fn never_leaks(text: &str, secret: &str, kept: &[&str]) {
+pub(super) fn never_leaks(text: &str, secret: &str, kept: &[&str]) {
     let r = Redactor::new(&[]);
     let whole = String::from_utf8_lossy(&r.redact(text.as_bytes())).into_owned();
     let (line, _) = r.redact_line(super::Pending::None, text.as_bytes());
