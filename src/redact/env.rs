@@ -290,7 +290,9 @@ pub(super) fn closing(q: u8, inner: &[u8]) -> Option<usize> {
     let mut i = 0;
     while i < inner.len() {
         match (q, inner[i]) {
-            (b'"', b'\\' | b'`') => i += 1,
+            (b'"', b'\\') => i += 1,
+            // PowerShell's `` `" ``; a backtick before anything else is itself.
+            (b'"', b'`') if inner.get(i + 1) == Some(&b'"') => i += 1,
             (b'"', b'"') => return Some(i),
             (b'\'', b'\'') if inner.get(i + 1) == Some(&b'\'') => i += 1,
             (b'\'', b'\'') => return Some(i),

@@ -52,7 +52,7 @@ pub(super) fn header_values() -> [(String, &'static str); 5] {
             "${1}<redacted>",
         ),
         (
-            format!(r#"(?i-u)({key}\s*[:=]\s*")(?:[^"\\`\r\n]|[\\`].)+"#),
+            format!(r#"(?i-u)({key}\s*[:=]\s*")(?:`"|[^"\\\r\n]|\\.)+"#),
             "${1}<redacted>",
         ),
         (
@@ -80,7 +80,13 @@ pub(super) fn redact_header_lists(re: &[Regex; 3], bytes: &[u8]) -> Vec<u8> {
         let part = |i: usize| c.get(i).or(c.get(i + 2)).map_or(&b""[..], |m| m.as_bytes());
         let (open, items) = (part(3), part(4));
         let auth = c[2].to_ascii_lowercase().ends_with(b"authorization");
-        let items = match (items.iter().any(|b| b"\"'\\".contains(b)), auth) {
+        // Go's `%v` prints items raw (a quote or backslash in one is the secret's own): a list
+        // is quoted only when its first item opens with a quote.
+        let quoted = items
+            .trim_ascii_start()
+            .first()
+            .is_some_and(|b| b"\"'\\".contains(b));
+        let items = match (quoted, auth) {
             (true, true) => item.replace_all(items, &b"${1}<redacted>"[..]).into_owned(),
             (true, false) => whole
                 .replace_all(items, &b"${1}${3}${5}${7}<redacted>${2}${4}${6}${8}"[..])
@@ -123,7 +129,7 @@ fn unquoted_credentials(items: &[u8], schemes: bool) -> Vec<u8> {
 /// PowerShell's `` `" `` (about_Special_Characters) inside it (`quotes::double_end`'s rules).
 pub(super) fn quoted_authorization(sep: &str) -> (String, &'static str) {
     (
-        format!(r#"(?i-u)(authorization{sep}"(?:[a-z]+\s+)?)(?:[^"\\`\r\n]|[\\`].)+"#),
+        format!(r#"(?i-u)(authorization{sep}"(?:[a-z]+\s+)?)(?:`"|[^"\\\r\n]|\\.)+"#),
         "${1}<redacted>",
     )
 }

@@ -32,7 +32,9 @@ pub(super) fn double_end(text: &[u8]) -> Option<usize> {
                 i += 1;
                 continue;
             }
-            b'`' if run % 2 == 0 => i += 1,
+            // PowerShell's `` `" `` only: a backtick before a `\` is itself (`` `\" `` in JSON
+            // is a backtick, then an escaped quote).
+            b'`' if run % 2 == 0 && text.get(i + 1) == Some(&b'"') => i += 1,
             b'"' if run % 2 == 0 => return Some(i),
             _ => {}
         }

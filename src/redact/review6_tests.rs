@@ -118,3 +118,43 @@ fn a_powershell_backtick_quote_does_not_end_an_authorization_or_secret_value() {
         never_leaks(&format!("{pad} {text}"), "QQ2", &["; KEEP"]);
     }
 }
+
+/// A seventh review's: Go's `%v` prints a list's items raw, so a secret holding a quote or a
+/// backslash is no quoted item (`map[password:[hunter"2]]`): every word goes.
+#[test]
+fn a_raw_list_item_holding_a_quote_or_backslash_goes() {
+    let pad = "x".repeat(40);
+    for (line, secret) in [
+        (
+            format!("{pad} form=map[password:[hun\"ter2x] username:[KEEP]] done"),
+            "ter2x",
+        ),
+        (
+            format!("{pad} form=map[password:[it's-secret] username:[KEEP]] done"),
+            "s-secret",
+        ),
+        (
+            format!("{pad} form=map[password:[CORP\\pw9x] username:[KEEP]] done"),
+            "pw9x",
+        ),
+    ] {
+        never_leaks(&line, secret, &["username:[KEEP]] done"]);
+    }
+}
+
+/// A backtick escapes only the quote after it (PowerShell's `` `" ``): in JSON or logrus' `%q`
+/// a value holding a backtick before an escaped quote (`` `\" ``) goes on past that quote.
+#[test]
+fn a_backtick_before_an_escaped_quote_does_not_end_the_value() {
+    let pad = "x".repeat(40);
+    never_leaks(
+        &format!("{pad} password=\"ab`\\\"SECRET9\" user=KEEP"),
+        "SECRET9",
+        &["user=KEEP"],
+    );
+    never_leaks(
+        &format!("{pad} {{\"password\":\"ab`\\\"SECRET9\",\"user\":\"KEEP\"}}"),
+        "SECRET9",
+        &["\"user\":\"KEEP\"}"],
+    );
+}

@@ -76,7 +76,7 @@ fn shapes() -> [(String, &'static str); 24] {
         // `"password": "two words"`, `AWS_SECRET_ACCESS_KEY='x'`, a pointer's (`Password:*"x"`),
         // PowerShell's `` `" `` inside double quotes (about_Special_Characters).
         (
-            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}\*?")(?:[^"\\`\r\n]|[\\`].)+"#),
+            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}\*?")(?:`"|[^"\\\r\n]|\\.)+"#),
             "${1}<redacted>",
         ),
         (
