@@ -28,6 +28,8 @@ mod review_tests;
 mod shapes;
 mod table;
 mod tail;
+#[cfg(test)]
+mod upstream_tests;
 mod yaml;
 
 pub use keys::pem_body_line;
@@ -44,7 +46,7 @@ use regex::bytes::Regex;
 /// Whether a word (lower case) leads into a secret's value: a name `shapes` knows, an HTTP
 /// credential's scheme, or a `name` or `value` key (an `env:` item's). The logs cut a long line before such a word, never after it.
 pub fn leads_into_value(word: &[u8]) -> bool {
-    const ENDS: [&[u8]; 22] = [
+    const ENDS: [&[u8]; 23] = [
         b"token",
         b"password",
         b"passwd",
@@ -66,8 +68,10 @@ pub fn leads_into_value(word: &[u8]) -> bool {
         b"basic",
         // A Docker config's `"auth":"` (`docker::auths`).
         b"auth",
-        // An `env:` item's `"name":"X_TOKEN"` and `"value":"X"`, cut from their keys.
+        // An `env:` item's `"name":"X_TOKEN"` and `"value":"X"`, cut from their keys; a
+        // protobuf map entry's `key:"etcdpassword"` before its `value:` (`env::pairs`).
         b"name",
+        b"key",
         b"value",
     ];
     ENDS.iter().any(|e| word.ends_with(e)) || memchr::memmem::find(word, b"secret").is_some()

@@ -101,8 +101,9 @@ pub(crate) fn cut(piece: &[u8]) -> usize {
         return piece.len();
     };
     // Before the words leading into a value that end there (`token":"`, `Bearer `, and
-    // `Authorization: ` before `Basic `), their quotes perhaps escaped (`\"password\":\"`).
-    let seps = |b: &u8| b.is_ascii_whitespace() || b"\"':=\\".contains(b);
+    // `Authorization: ` before `Basic `), their quotes perhaps escaped (`\"password\":\"`),
+    // or a `;` after them (confd's `Key=/calico/bgp/v1/global/node_mesh_password; Value=X`).
+    let seps = |b: &u8| b.is_ascii_whitespace() || b"\"':;=\\".contains(b);
     // Before an opening brace or bracket (Go's `map[`), which tells where the values after it
     // end (`{Password:two words Other:x}`): the next piece starts with it.
     let mut end = match piece[at] {

@@ -49,7 +49,7 @@ const UNCLOSED: &str = r#"\\?["'][^\r\n]*"#;
 const PS_VALUE: &str = r#""(?:[^"`\r\n]|`.)*"?|'(?:[^'\r\n]|'')*'?|[^\s;,)]+"#;
 
 /// The shapes of a name and its value: group `n` the name, `v` the value.
-pub(super) fn pairs() -> [String; 6] {
+pub(super) fn pairs() -> [String; 8] {
     // A key of a flow mapping or JSON object, quoted or not, its quotes perhaps escaped (at
     // the text's start: a piece of a long line cut after its `{"`).
     let key = |k: &str| format!(r#"(?:^|[{{,])\s*(?:\\?["'])?{k}(?:\\?["'])?\s*:[ \t]*"#);
@@ -76,6 +76,15 @@ pub(super) fn pairs() -> [String; 6] {
         // Go's `%+v` of a k8s.io/api core/v1 `EnvVar` (fields `Name`, `Value`, `ValueFrom`,
         // fmt's `{Name:X Value:two words ValueFrom:nil}`): the value up to `ValueFrom` or `}`.
         r"(?-u)\{Name:(?P<n>[A-Za-z0-9_.-]+) Value:(?P<v>[^}\s][^}\r\n]*?)(?: ValueFrom:|\})".into(),
+        // A protobuf map entry in text form (Felix v3.32.1's `ConfigUpdate` logged whole,
+        // `felix/daemon/daemon.go` 1517: `config:{key:"etcdpassword" value:"X"}`; protobuf-go's
+        // text format may put one or two spaces between fields).
+        r#"(?i-u)\bkey:\s*"(?P<n>[A-Za-z0-9_.-]+)"\s*value:\s*(?P<v>"(?:[^"\\\r\n]|\\.)*")"#.into(),
+        // confd before v3.31.6 and v3.32.0 (`confd/pkg/backends/calico/client.go`'s
+        // `ParseFailed`: `Unable to parse datastore entry Key=%s; Value=%s`): the name is the
+        // key's last segment (`/calico/bgp/v1/global/node_mesh_password`), the value runs to
+        // the line's end.
+        r"(?-u)\bKey=(?:[^;\s]*/)?(?P<n>[A-Za-z0-9_.-]+); Value=(?P<v>[^\r\n]+)".into(),
     ]
 }
 

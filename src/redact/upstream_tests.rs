@@ -1,0 +1,111 @@
+//! Log lines the real programs write that hold a secret, built from their source at a tag
+//! (the forms, not the values: timestamps, ids and secrets are invented). Calico v3.32.1
+//! (`felix/config/env_var_loader.go` 40-45, `felix/config/config_params.go` 660, 792, 797, 825,
+//! `felix/daemon/daemon.go` 362 and 1517, `felix/calc/event_sequencer.go` 290 and 305, logged
+//! through `libcalico-go/lib/logutils`' formatter); Calico before v3.31.6 and v3.32.0
+//! ("Sanitize log output", projectcalico/calico#12604: `cni-plugin/pkg/k8s/k8s.go`'s stdin
+//! dump and pod dump, `confd/pkg/backends/calico/client.go`'s unparsed entry); client-go's
+//! `transport/round_trippers.go` at the versions before its masking (CVE-2019-11250,
+//! CVE-2020-8565) in klog's text format. The second list is what upstream already masks: it
+//! stays readable.
+
+use super::Redactor;
+use super::review4_tests::cut_at;
+
+/// One line per entry, each holding the secret `QQSECRET`.
+const LEAKS: &str = r#"
+2026-04-24 14:56:54.123 [INFO][5108] felix/env_var_loader.go 45: Found felix environment variable: etcdendpoints="https://calico:QQSECRET@10.0.0.5:2379"
+2026-04-24 14:56:54.124 [INFO][5108] felix/config_params.go 660: Merging in config from environment variable: map[etcdendpoints:https://calico:QQSECRET@10.0.0.5:2379 etcdpassword:QQSECRET felixhostname:win-node-1 metadataaddr:none vxlanvni:4096]
+2026-04-24 14:56:54.124 [INFO][5108] felix/config_params.go 797: Parsing value for EtcdEndpoints: https://calico:QQSECRET@10.0.0.5:2379 (from environment variable)
+2026-04-24 14:56:55.010 [WARNING][5108] felix/config_params.go 792: Ignoring local-only configuration EtcdEndpoints="https://calico:QQSECRET@10.0.0.5:2379" from datastore (global)
+2026-04-24 14:56:54.125 [WARNING][5108] felix/config_params.go 825: Replacing invalid value with default default=[]string(nil) error=failed to parse config parameter EtcdEndpoints; value "https://calico:QQSECRET@10.0.0.5:2379": endpoint contained unsupported URL part; expected http(s)://hostname:port only. source=environment variable
+2026-04-24 14:56:54.300 [INFO][5108] felix/daemon.go 362: Successfully loaded configuration. GOMAXPROCS=2 builddate="2026-04-24T00:00:00+0000" config=&config.Config{UseInternalDataplaneDriver:true, DataplaneDriver:"calico-iptables-plugin", DataplaneWatchdogTimeout:90000000000, EtcdEndpoints:[]string(nil), FelixHostname:"win-node-1", internalOverrides:map[string]string{}, sourceToRawConfig:map[config.Source]map[string]string{0x5:map[string]string{"etcdendpoints":"https://calico:QQSECRET@10.0.0.5:2379", "etcdpassword":"QQSECRET", "felixhostname":"win-node-1"}}, rawValues:map[string]string{"EtcdEndpoints":"https://calico:QQSECRET@10.0.0.5:2379", "FelixHostname":"win-node-1", "etcdpassword":"QQSECRET"}, Err:error(nil), loadClientConfigFromEnvironment:(func() (*apiconfig.CalicoAPIConfig, error))(0x1a2b3c0), useNodeResourceUpdates:false, RequireMTUFile:false} gitcommit="0123abcd" version="v3.32.1"
+2026-04-24 14:56:55.001 [INFO][5108] felix/daemon.go 1517: Configuration update from calculation graph. configBySource=map[string]map[string]string{"environment variable":map[string]string{"etcdpassword":"QQSECRET", "felixhostname":"win-node-1"}} configUpdate=source_to_raw_config:{key:5 value:{source:"environment variable" config:{key:"etcdpassword" value:"QQSECRET"} config:{key:"felixhostname" value:"win-node-1"}}} config:{key:"FelixHostname" value:"win-node-1"} config:{key:"etcdpassword" value:"QQSECRET"}
+2026-04-24 14:56:55.000 [INFO][5108] felix/event_sequencer.go 305: Config changed. Sending ConfigUpdate message. merged=map[string]string{"FelixHostname":"win-node-1", "etcdpassword":"QQSECRET"}
+2026-04-24 14:56:55.000 [INFO][5108] felix/event_sequencer.go 290: Possible config update. global=map[string]string{"LogSeverityScreen":"Info", "etcdpassword":"QQSECRET"} host=map[string]string{} selector=map[string]string{}
+Environment variable ETCD_ENDPOINTS is already set: https://calico:QQSECRET@10.0.0.5:2379
+2025-06-01 10:00:00.000 [INFO][5108] felix/env_var_loader.go 40: Found felix environment variable: "etcdpassword"="QQSECRET"
+2025-06-01 10:00:00.000 [ERROR][4711] cni-plugin/k8s.go 300: Error Marshaling data ContainerID="0123abcd" stdinData=map[string]interface {}{"cniVersion":"0.3.1", "kubernetes":map[string]interface {}{"kubeconfig":"c:\\CalicoWindows\\calico-kube-config"}, "name":"Calico", "policy":map[string]interface {}{"k8s_auth_token":"QQSECRET", "k8s_client_key":"QQSECRET", "type":"k8s"}, "type":"calico"}
+2025-06-01 10:00:00.000 [DEBUG][4711] cni-plugin/k8s.go 968: pod info &Pod{ObjectMeta:{web-0  default  1d2c3b4a 12345 0 2025-06-01 10:00:00 +0000 UTC <nil> <nil> map[app:web] map[] [] [] []},Spec:PodSpec{Volumes:[]Volume{},Containers:[]Container{Container{Name:app,Image:nginx,Command:[],Args:[],WorkingDir:,Ports:[]ContainerPort{},Env:[]EnvVar{EnvVar{Name:DB_PASSWORD,Value:QQSECRET,ValueFrom:nil,},},},},},Status:PodStatus{},}
+2025-06-01 10:00:00.000 [ERROR][6220] confd/client.go 1816: Unable to parse datastore entry Key=/calico/bgp/v1/global/node_mesh_password; Value=QQSECRET
+I0424 14:56:54.123470    4321 round_trippers.go:426]     Authorization: Bearer QQSECRET
+I0424 14:56:54.123480    4321 round_trippers.go:423] curl -k -v -XGET  -H "Authorization: Bearer QQSECRET" -H "Accept: application/json, */*" 'https://10.0.0.1:6443/api/v1/nodes/win-node-1'
+"#;
+
+/// Every line, whole and cut wherever `logs` would cut it (its piece ending at any byte),
+/// loses `QQSECRET`: the lines that leak, and how.
+#[test]
+fn what_upstream_writes_of_a_secret_never_leaves() {
+    let r = Redactor::new(&[]);
+    let mut leaks = Vec::new();
+    for line in LEAKS.lines() {
+        let whole = String::from_utf8_lossy(&r.redact(line.as_bytes())).into_owned();
+        let mut outs = vec![("whole".to_string(), whole)];
+        let b = line.as_bytes();
+        let mut ends: Vec<usize> = (1..b.len())
+            .map(|n| crate::installed::logs::cut(&b[..n]))
+            .filter(|end| *end < b.len())
+            .collect();
+        ends.dedup();
+        outs.extend(
+            ends.into_iter()
+                .map(|at| (format!("cut at {at}"), cut_at(line, at))),
+        );
+        leaks.extend(
+            outs.into_iter()
+                .filter(|(_, out)| out.contains("QQSECRET"))
+                .take(1),
+        );
+    }
+    assert!(leaks.is_empty(), "{leaks:#?}");
+}
+
+/// Lines upstream writes with the secret already masked (client-go's `maskValue`,
+/// `rest.Config`'s `GoString`, confd's `=redacted`, a pointer for a peer's password), and what
+/// of each must stay readable: the request, the peer, a key file's path.
+const MASKED: [(&str, &[&str]); 6] = [
+    (
+        "2026-04-24 14:56:54.123 [INFO][5108] felix/env_var_loader.go 43: Found felix environment variable: etcdpassword=<redacted>",
+        &["Found felix environment variable: etcdpassword="],
+    ),
+    (
+        "2026-04-24 14:56:54.500 [DEBUG][6220] confd/client.go 1810: Cache entry updated from event type 2: /calico/bgp/v1/global/node_mesh_password=redacted",
+        &["Cache entry updated from event type 2: /calico/bgp/v1/global/node_mesh_password="],
+    ),
+    (
+        r#"2026-04-24 14:56:54.600 [DEBUG][6220] confd/client.go 691: Peer: &calico.bgpPeer{PeerIP:net.IP{IP:net.IP{0xa, 0x0, 0x0, 0x5}}, ASNum:0xfde8, Password:(*string)(0xc0004a2b30), SourceAddr:"UseNodeIP", Port:0x0}"#,
+        &[
+            "PeerIP:net.IP{IP:net.IP{0xa, 0x0, 0x0, 0x5}}, ASNum:0xfde8",
+            r#"SourceAddr:"UseNodeIP", Port:0x0}"#,
+        ],
+    ),
+    (
+        r#"2026-04-24 14:56:54.010 [INFO][6220] confd/config.go 62: Found FELIX_TYPHAKEYFILE=c:\CalicoWindows\typha.key"#,
+        &[r#"Found FELIX_TYPHAKEYFILE=c:\CalicoWindows\typha.key"#],
+    ),
+    (
+        r#"2026-04-24 14:56:54.700 [DEBUG][3012] cni-config-monitor/token_watch.go 84: running cni.BuildClientSet KUBECONFIG="" cfg=&rest.Config{Host:"https://10.96.0.1:443", APIPath:"", Username:"", Password:"", BearerToken:"--- REDACTED ---", BearerTokenFile:"/var/run/secrets/kubernetes.io/serviceaccount/token", UserAgent:""}"#,
+        &[
+            r#"cfg=&rest.Config{Host:"https://10.96.0.1:443""#,
+            r#"BearerTokenFile:"/var/run/secrets/kubernetes.io/serviceaccount/token", UserAgent:""}"#,
+        ],
+    ),
+    (
+        r#"I0424 14:56:54.123480    4321 round_trippers.go:466] curl -v -XGET  -H "Authorization: Bearer <masked>" -H "Accept: application/vnd.kubernetes.protobuf,application/json" 'https://10.0.0.1:6443/api/v1/nodes/win-node-1'"#,
+        &[
+            r#"-H "Accept: application/vnd.kubernetes.protobuf,application/json" 'https://10.0.0.1:6443/api/v1/nodes/win-node-1'"#,
+        ],
+    ),
+];
+
+/// What upstream already masked keeps what triage needs.
+#[test]
+fn what_upstream_masked_stays_readable() {
+    let r = Redactor::new(&[]);
+    for (line, kept) in MASKED {
+        let out = String::from_utf8_lossy(&r.redact(line.as_bytes())).into_owned();
+        for k in kept {
+            assert!(out.contains(k), "lost {k}: {out}");
+        }
+    }
+}
