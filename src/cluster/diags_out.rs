@@ -65,12 +65,17 @@ pub fn prepare_out(out: &Path) -> Result<(), OutError> {
         }
         Err(e) => return Err(io(e)),
     };
-    let mut ours = Vec::new();
+    let mut found = Vec::new();
     for entry in entries {
         let entry = entry.map_err(io)?;
         let name = entry.file_name().to_string_lossy().into_owned();
         // A run writes plain files only: a directory or a link of one of its names is not one.
-        let file = entry.file_type().map_err(io)?.is_file();
+        found.push((name, entry.file_type().map_err(io)?.is_file()));
+    }
+    // In name order, so that the entry a refusal names is the same at every try.
+    found.sort();
+    let mut ours = Vec::new();
+    for (name, file) in found {
         match left_by_a_run(&name).filter(|_| file) {
             Some(left) => ours.push((name, left)),
             None => return Err(OutError::NotEmpty(out.to_owned(), name)),
