@@ -4,7 +4,7 @@
 //! later request.
 
 use crate::support::fake_api::{FakeApi, meta};
-use calicoctl_win::cluster::{Cluster, ClusterError};
+use calicoctl_win::cluster::ClusterError;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use serde_json::json;
@@ -23,12 +23,7 @@ fn a_handler_panic_is_answered_once_by_name_and_the_server_goes_on() {
         )],
     );
     let kubeconfig = api.kubeconfig(dir.path(), None);
-    let c = Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect");
+    let c = crate::support::connect(&kubeconfig);
     let namespaces: Api<Namespace> = Api::all(c.client.clone());
     let err = c
         .call(
@@ -65,12 +60,7 @@ fn a_panic_while_the_server_stalls_is_recorded() {
     let api = FakeApi::start();
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = api.kubeconfig(dir.path(), None);
-    let c = Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect");
+    let c = crate::support::connect(&kubeconfig);
     {
         let mut st = api.lock();
         st.stalled = true;

@@ -3,7 +3,7 @@
 //! request's namespace), so a RoleBinding in NAME may grant it and one elsewhere does not.
 
 use crate::support::fake_api::{FakeApi, meta};
-use calicoctl_win::cluster::{Cluster, ClusterError};
+use calicoctl_win::cluster::ClusterError;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use serde_json::json;
@@ -49,12 +49,7 @@ fn a_rolebinding_in_a_namespace_grants_deleting_that_namespace_alone() {
     api.put(&format!("{RBAC}/clusterroles/namespace-deleter"), role);
     let kubeconfig =
         crate::support::service_account_kubeconfig(&api, dir.path(), "kube-system", "deleter");
-    let c = Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect");
+    let c = crate::support::connect(&kubeconfig);
     let namespaces: Api<Namespace> = Api::all(c.client.clone());
     let delete = |name: &str| {
         c.call(
