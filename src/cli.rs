@@ -791,6 +791,7 @@ pub enum LogRole {
     Felix,
     Confd,
     KubeProxy,
+    #[value(name = crate::layout::OWN_LOG_ROLE)]
     CalicoctlWin,
 }
 

@@ -349,6 +349,11 @@ impl std::fmt::Display for InstallRoot {
 
 // The services.
 
+/// The role name of calicoctl-win's own log (what `install --detach` wrote) beside the
+/// services' (`Role::name`): `logs calicoctl-win` reads it, and the fleet DaemonSet's
+/// `install` container follows it by this name.
+pub const OWN_LOG_ROLE: &str = "calicoctl-win";
+
 /// A Calico Windows service whose environment is rendered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {

@@ -192,13 +192,13 @@ pub async fn all(
 }
 
 /// The name a node's bundle is written under while it comes.
-fn part_of(out: &Path, node: &str) -> std::path::PathBuf {
+pub(super) fn part_of(out: &Path, node: &str) -> std::path::PathBuf {
     out.join(format!(".{node}.zip.part"))
 }
 
 /// Whether a node's name is a file name as it stands (a DNS subdomain, as the API server
 /// makes sure; checked again, as it becomes a path).
-fn is_file_name(node: &str) -> bool {
+pub(super) fn is_file_name(node: &str) -> bool {
     !node.is_empty()
         && !node.starts_with('.')
         && node

@@ -15,11 +15,12 @@ pub use super::diags_fetch::{
     ANSWER_HEADER, Gather, NODE_BUILD_TIME, NODE_REVIEW_TIME, NODE_SEND_TIME, NODE_TIMEOUT,
     NodeBundle, PATH, Reason,
 };
+pub use super::diags_out::{OutError, prepare_out};
 use super::{Cluster, ClusterError};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The default number of nodes asked at once: so many that a fleet of 100 is asked in two
 /// waves, and a node that does not answer, holding its slot for the whole `--node-timeout`,
@@ -39,29 +40,6 @@ pub struct Index {
     pub gathered: usize,
     pub failed: usize,
     pub run_timed_out: bool,
-}
-
-/// An output directory that is not empty: nothing is gathered into it.
-#[derive(Debug, thiserror::Error)]
-pub enum OutError {
-    #[error("the output directory {0} is not empty")]
-    NotEmpty(PathBuf),
-    #[error("cannot use the output directory {0}")]
-    Io(PathBuf, #[source] std::io::Error),
-}
-
-/// Makes `out`, or takes it when it exists and is empty; refuses anything else.
-pub fn prepare_out(out: &Path) -> Result<(), OutError> {
-    match fs_err::read_dir(out) {
-        Ok(mut entries) => match entries.next() {
-            None => Ok(()),
-            Some(_) => Err(OutError::NotEmpty(out.to_owned())),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            fs_err::create_dir_all(out).map_err(|e| OutError::Io(out.to_owned(), e))
-        }
-        Err(e) => Err(OutError::Io(out.to_owned(), e)),
-    }
 }
 
 /// Gathers the selected nodes' bundles into `g.out` (which `prepare_out` made). Reading the

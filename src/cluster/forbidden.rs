@@ -29,12 +29,26 @@ pub enum Forbidden {
 /// cause keeps it whole.
 const SAID_CAP: usize = 500;
 
-/// `said` on one line, control characters as blanks, at most `SAID_CAP` bytes (cut at a
-/// character's boundary, `...` after).
+/// Whether `c` breaks a line: a control character, or Unicode's line and paragraph
+/// separators (U+2028, U+2029), which editors and terminals also start a new line at.
+fn breaks_line(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// Whether `c` is a bidi control (Unicode's `Bidi_Control`: the marks U+061C, U+200E,
+/// U+200F, the embeddings and overrides U+202A..U+202E, the isolates U+2066..U+2069), which
+/// can show text in another order than it is read.
+fn bidi_control(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `said` on one line, what breaks a line as blanks, bidi controls dropped, at most
+/// `SAID_CAP` bytes (cut at a character's boundary, `...` after).
 fn clean(said: &str) -> String {
     let one: String = said
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .filter(|c| !bidi_control(*c))
+        .map(|c| if breaks_line(c) { ' ' } else { c })
         .collect();
     if one.len() <= SAID_CAP {
         return one;
@@ -60,9 +74,26 @@ pub struct MissingRight {
 }
 
 impl MissingRight {
+    /// The namespace a refusal of one namespace object (`namespaces/NAME`, or its `status`
+    /// or `finalize`) names: kube-apiserver judges such a request in the namespace NAME
+    /// (kubernetes, staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go,
+    /// `NewRequestInfo`: the segment after `namespaces` is the request's namespace), so its
+    /// message's `in the namespace "NAME"` is the object itself.
+    fn namespace_object(&self) -> Option<&str> {
+        let core_namespaces =
+            self.group.is_empty() && self.resource.split('/').next() == Some("namespaces");
+        self.namespace.as_deref().filter(|_| core_namespaces)
+    }
+
     /// `delete namespaces at the cluster scope`, `create networkpolicies (API group
-    /// networking.k8s.io) in namespace N`.
+    /// networking.k8s.io) in namespace N`, `delete namespaces N (the namespace itself: ...)`.
     pub fn text(&self) -> String {
+        if let Some(ns) = self.namespace_object() {
+            return format!(
+                "{} {} {ns} (the namespace itself: a ClusterRoleBinding or a RoleBinding in {ns} grants it)",
+                self.verb, self.resource
+            );
+        }
         let group = match self.group.as_str() {
             "" => String::new(),
             g => format!(" (API group {g})"),
@@ -77,24 +108,49 @@ impl MissingRight {
     /// The `kubectl auth can-i` that asks for this right as the identity refused (`--as`: an
     /// administrator asking for themselves would mostly be told yes). kubectl reads
     /// `TYPE/NAME` as a resource's name, so a subresource goes in `--subresource`
-    /// (kubectl's `pkg/cmd/auth/cani.go`).
-    pub fn can_i(&self) -> String {
+    /// (kubectl's `pkg/cmd/auth/cani.go`); `None` when no quoting of the user serves
+    /// PowerShell and sh alike (`quoted_user`). A namespace object is asked for by its name in
+    /// its own namespace, the review kube-apiserver made of the refused request.
+    pub fn can_i(&self) -> Option<String> {
         let (resource, sub) = match self.resource.split_once('/') {
             Some((r, sub)) => (r, format!(" --subresource {sub}")),
             None => (self.resource.as_str(), String::new()),
         };
-        let resource = match self.group.as_str() {
-            "" => resource.to_owned(),
-            g => format!("{resource}.{g}"),
+        let resource = match (self.group.as_str(), self.namespace_object()) {
+            (_, Some(ns)) => format!("{resource}/{ns}"),
+            ("", None) => resource.to_owned(),
+            (g, None) => format!("{resource}.{g}"),
         };
         let scope = match &self.namespace {
             Some(ns) => format!(" -n {ns}"),
             None => String::new(),
         };
-        format!(
+        Some(format!(
             "kubectl auth can-i {} {resource}{sub}{scope} --as {}",
-            self.verb, self.user
-        )
+            self.verb,
+            quoted_user(&self.user)?
+        ))
+    }
+}
+
+/// `user` as one word that PowerShell and sh both read as itself: bare when it holds only
+/// `[A-Za-z0-9:._@-]`, else in single quotes, inside which neither shell expands anything
+/// (sh: POSIX "Single-Quotes"; PowerShell: about_Quoting_Rules). A quote inside has no form
+/// both read alike: sh ends the string at `'` and can only splice `'\''`, which PowerShell
+/// reads otherwise, while PowerShell's `''` is sh's two strings; and PowerShell also ends a
+/// single-quoted string at U+2018..U+201B. So such a name, or one with a control character,
+/// line separator or bidi control (a command shown otherwise than it runs), gets `None`.
+fn quoted_user(user: &str) -> Option<String> {
+    let bare = |c: char| c.is_ascii_alphanumeric() || ":._@-".contains(c);
+    if !user.is_empty() && user.chars().all(bare) {
+        return Some(user.to_owned());
+    }
+    let unquotable = |c: char| {
+        c == '\'' || ('\u{2018}'..='\u{201b}').contains(&c) || breaks_line(c) || bidi_control(c)
+    };
+    match user.chars().any(unquotable) {
+        true => None,
+        false => Some(format!("'{user}'")),
     }
 }
 
@@ -195,8 +251,8 @@ mod tests {
         assert_eq!(r.user, "system:serviceaccount:kube-system:v");
         assert_eq!(r.text(), "delete namespaces at the cluster scope");
         assert_eq!(
-            r.can_i(),
-            "kubectl auth can-i delete namespaces --as system:serviceaccount:kube-system:v"
+            r.can_i().as_deref(),
+            Some("kubectl auth can-i delete namespaces --as system:serviceaccount:kube-system:v")
         );
         let namespaced = "networkpolicies.networking.k8s.io is forbidden: User \"u\" cannot create resource \"networkpolicies\" in API group \"networking.k8s.io\" in the namespace \"ns\"";
         let Some(Forbidden::MissingRight(r)) = judge(namespaced) else {
@@ -207,8 +263,8 @@ mod tests {
             "create networkpolicies (API group networking.k8s.io) in namespace ns"
         );
         assert_eq!(
-            r.can_i(),
-            "kubectl auth can-i create networkpolicies.networking.k8s.io -n ns --as u"
+            r.can_i().as_deref(),
+            Some("kubectl auth can-i create networkpolicies.networking.k8s.io -n ns --as u")
         );
         let webhook = "namespaces \"v-1\" is forbidden: admission webhook \"deny.example.com\" denied the request: User \"u\" cannot delete it";
         assert_eq!(
@@ -252,9 +308,94 @@ mod tests {
             panic!("{:?}", judge(exec))
         };
         assert_eq!(
-            r.can_i(),
-            "kubectl auth can-i create pods --subresource exec -n n --as u"
+            r.can_i().as_deref(),
+            Some("kubectl auth can-i create pods --subresource exec -n n --as u")
         );
+    }
+
+    /// A refusal of one namespace object is judged in that namespace (kube-apiserver's
+    /// request info): the hint names the namespace itself, not a right "in" it, and the
+    /// `can-i` asks for that object in that namespace, as the API server judged it.
+    #[test]
+    fn a_namespace_objects_refusal_names_the_namespace_itself() {
+        let delete = "namespaces \"v-1\" is forbidden: User \"u\" cannot delete resource \"namespaces\" in API group \"\" in the namespace \"v-1\"";
+        let Some(Forbidden::MissingRight(r)) = judge(delete) else {
+            panic!("{:?}", judge(delete))
+        };
+        assert_eq!(
+            r.text(),
+            "delete namespaces v-1 (the namespace itself: a ClusterRoleBinding or a RoleBinding in v-1 grants it)"
+        );
+        assert_eq!(
+            r.can_i().as_deref(),
+            Some("kubectl auth can-i delete namespaces/v-1 -n v-1 --as u")
+        );
+        let finalize = "namespaces \"v-1\" is forbidden: User \"u\" cannot update resource \"namespaces/finalize\" in API group \"\" in the namespace \"v-1\"";
+        let Some(Forbidden::MissingRight(r)) = judge(finalize) else {
+            panic!("{:?}", judge(finalize))
+        };
+        assert_eq!(
+            r.can_i().as_deref(),
+            Some("kubectl auth can-i update namespaces/v-1 --subresource finalize -n v-1 --as u")
+        );
+        // Another group's `namespaces` is an ordinary namespaced resource.
+        let other = "namespaces.example.com is forbidden: User \"u\" cannot list resource \"namespaces\" in API group \"example.com\" in the namespace \"n\"";
+        let Some(Forbidden::MissingRight(r)) = judge(other) else {
+            panic!("{:?}", judge(other))
+        };
+        assert_eq!(
+            r.text(),
+            "list namespaces (API group example.com) in namespace n"
+        );
+    }
+
+    /// A user name of other characters than `[A-Za-z0-9:._@-]` is single-quoted, which
+    /// PowerShell and sh read alike; one holding a quote (PowerShell's four included) or a
+    /// control character has no form both read alike, and gets no command.
+    #[test]
+    fn can_i_quotes_the_user_for_powershell_and_sh_alike() {
+        let as_user = |user: &str| {
+            let message = format!(
+                "pods is forbidden: User \"{user}\" cannot list resource \"pods\" in API group \"\" in the namespace \"n\""
+            );
+            let Some(Forbidden::MissingRight(r)) = judge(&message) else {
+                panic!("{:?}", judge(&message))
+            };
+            r.can_i()
+        };
+        let plain = "kubectl auth can-i list pods -n n --as system:serviceaccount:a.b:c-d_e@f";
+        assert_eq!(
+            as_user("system:serviceaccount:a.b:c-d_e@f").as_deref(),
+            Some(plain)
+        );
+        assert_eq!(
+            as_user("jane doe$(rm -rf ~)`;|&<>*").as_deref(),
+            Some("kubectl auth can-i list pods -n n --as 'jane doe$(rm -rf ~)`;|&<>*'")
+        );
+        assert_eq!(
+            as_user("Dürer").as_deref(),
+            Some("kubectl auth can-i list pods -n n --as 'Dürer'")
+        );
+        for unquotable in [
+            "o'brien",
+            "o\u{2019}brien",
+            "o\u{2018}b",
+            "o\u{201a}b",
+            "o\u{201b}b",
+            "a\tb",
+            "a\u{2028}b",
+            "a\u{202e}b",
+        ] {
+            assert_eq!(as_user(unquotable), None, "{unquotable:?}");
+        }
+    }
+
+    /// Unicode's line and paragraph separators are blanks, as control characters are, and
+    /// bidi controls (which can show text in another order than it is read) are dropped.
+    #[test]
+    fn what_a_webhook_said_loses_unicode_line_breaks_and_bidi_controls() {
+        let said = "a\u{2028}b\u{2029}c\u{85}d \u{202a}e\u{202b}f\u{202c}g\u{202d}h\u{202e}i\u{2066}j\u{2067}k\u{2068}l\u{2069}m\u{200e}n\u{200f}o\u{61c}p";
+        assert_eq!(clean(said), "a b c d efghijklmnop");
     }
 
     /// What a webhook said is kept on one line and capped; the cut is at a character's

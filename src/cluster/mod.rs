@@ -8,6 +8,7 @@ mod client;
 pub mod diags_auth;
 mod diags_fetch;
 pub mod diags_gather;
+mod diags_out;
 pub mod diags_rights;
 pub mod drain;
 pub mod error;

@@ -73,7 +73,7 @@ pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     diags_gather::prepare_out(&args.out).map_err(|e| {
         UsageError::new(
             format!("{e}"),
-            "give --out a directory that does not exist yet, or an empty one",
+            "give --out a directory that does not exist yet, an empty one, or one a run of 'fleet diags' left (its zips and index, or a cut-short run's partial files), which the run empties first",
         )
     })?;
     let g = Gather {

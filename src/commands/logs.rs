@@ -44,7 +44,7 @@ fn log_set(role: LogRole, logs_dir: &str) -> (&'static str, LogSet) {
                 dir: KEPT_LOGS_DIR.into(),
                 stem: "install".into(),
             };
-            return ("calicoctl-win", set);
+            return (crate::layout::OWN_LOG_ROLE, set);
         }
     };
     let set = LogSet {

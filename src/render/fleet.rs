@@ -603,7 +603,7 @@ impl Fleet {
         let mut all: Vec<Container> = crate::layout::Role::ALL
             .map(|r| self.log_container(r.name(), r.name()))
             .into();
-        all.push(self.log_container(INSTALL_LOG_CONTAINER, "calicoctl-win"));
+        all.push(self.log_container(INSTALL_LOG_CONTAINER, crate::layout::OWN_LOG_ROLE));
         all
     }
 

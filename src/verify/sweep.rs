@@ -105,12 +105,15 @@ fn refused_hint(e: &ClusterError) -> String {
     };
     match forbidden::judge(message) {
         Some(Forbidden::MissingRight(right)) => format!(
-            "the identity in the kubeconfig ({}) may not {}, which the sweep at a verify run's start needs: a run without --namespace lists the namespaces killed runs left (label {}={}), deletes them and the probe pods that hold them; grant it in a ClusterRole (check with '{}'), or run verify with --namespace {}, which 'calicoctl-win fleet rbac --identity verify' makes with every right a run there needs",
+            "the identity in the kubeconfig ({}) may not {}, which the sweep at a verify run's start needs: a run without --namespace lists the namespaces killed runs left (label {}={}), deletes them and the probe pods that hold them; grant it in a ClusterRole (check with {}), or run verify with --namespace {}, which 'calicoctl-win fleet rbac --identity verify' makes with every right a run there needs",
             right.user,
             right.text(),
             objects::OWNER_LABEL,
             objects::OWNER_VALUE,
-            right.can_i(),
+            right.can_i().map_or_else(
+                || "'kubectl auth can-i' as that identity: its name holds a quote or control character that no one quoting serves in both PowerShell and sh".to_owned(),
+                |cmd| format!("'{cmd}'")
+            ),
             crate::cluster::verify_rights::NAMESPACE,
         ),
         Some(Forbidden::Webhook { name, said }) => format!(

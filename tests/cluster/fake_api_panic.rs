@@ -4,7 +4,7 @@
 //! later request.
 
 use crate::support::fake_api::{FakeApi, meta};
-use calicoctl_win::cluster::{Cluster, ClusterError};
+use calicoctl_win::cluster::ClusterError;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use serde_json::json;
@@ -23,12 +23,7 @@ fn a_handler_panic_is_answered_once_by_name_and_the_server_goes_on() {
         )],
     );
     let kubeconfig = api.kubeconfig(dir.path(), None);
-    let c = Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect");
+    let c = crate::support::connect(&kubeconfig);
     let namespaces: Api<Namespace> = Api::all(c.client.clone());
     let err = c
         .call(
@@ -55,4 +50,28 @@ fn a_handler_panic_is_answered_once_by_name_and_the_server_goes_on() {
     let panics = std::mem::take(&mut api.lock().panics);
     assert_eq!(panics.len(), 1, "{panics:?}");
     assert!(panics[0].contains("mergeOnto"), "{panics:?}");
+}
+
+/// A panic while the server stalls (here its count of held requests, which a test set to the
+/// most it can hold, cannot grow) is answered and recorded as a handler's is: the server's
+/// drop fails the test.
+#[test]
+fn a_panic_while_the_server_stalls_is_recorded() {
+    let api = FakeApi::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = api.kubeconfig(dir.path(), None);
+    let c = crate::support::connect(&kubeconfig);
+    {
+        let mut st = api.lock();
+        st.stalled = true;
+        st.stalled_held = usize::MAX;
+    }
+    let namespaces: Api<Namespace> = Api::all(c.client.clone());
+    let err = c
+        .call("get", "namespaces/a", namespaces.get("a"))
+        .expect_err("the stalled path panicked");
+    let panics = std::mem::take(&mut api.lock().panics);
+    assert_eq!(panics.len(), 1, "{panics:?} {err}");
+    assert!(panics[0].contains("GET /api/v1/namespaces/a"), "{panics:?}");
+    assert!(err.to_string().contains("panicked"), "{err}");
 }

@@ -189,3 +189,42 @@ fn fleet_diags_refuses_bad_input_with_exit_2() {
     assert!(out.join("win-a.zip").is_file());
     drop(api);
 }
+
+/// A run cut short (Ctrl-C, killed) leaves its partial `.NODE.zip.part` files, finished zips
+/// and no index: a rerun into the same --out takes it (the partial files removed, every node
+/// gathered again, its zip replaced); a directory that holds anything else is refused, naming
+/// it, and left as it was.
+#[test]
+fn fleet_diags_reruns_into_what_an_interrupted_run_left_and_nothing_else() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_api, kubeconfig) = cluster(dir.path());
+    let port = PORT.to_string();
+    let out = dir.path().join("interrupted");
+    fs_err::create_dir_all(&out).expect("dir");
+    fs_err::write(out.join(".win-b.zip.part"), "half a zip").expect("part");
+    fs_err::write(out.join("win-a.zip"), "an old zip").expect("zip");
+    let (code, doc, err) = fleet_diags(&kubeconfig, &out, &["--port", &port]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(doc["gathered"], 3, "{doc}");
+    assert!(!out.join(".win-b.zip.part").exists());
+    assert_ne!(
+        fs_err::read(out.join("win-a.zip")).expect("zip"),
+        b"an old zip",
+        "gathered again"
+    );
+    // And again, over a whole run's zips and index.
+    let (code, _, err) = fleet_diags(&kubeconfig, &out, &["--port", &port]);
+    assert_eq!(code, 0, "{err}");
+
+    let theirs = dir.path().join("theirs");
+    fs_err::create_dir_all(&theirs).expect("dir");
+    fs_err::write(theirs.join(".win-b.zip.part"), "half a zip").expect("part");
+    fs_err::write(theirs.join("notes.txt"), "mine").expect("notes");
+    let (code, _, err) = fleet_diags(&kubeconfig, &theirs, &["--port", &port]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("notes.txt"), "{err}");
+    assert!(
+        theirs.join(".win-b.zip.part").exists(),
+        "a refusal changes nothing"
+    );
+}

@@ -7,6 +7,7 @@ mod support;
 mod calico_v3;
 mod cluster_preflight;
 mod fake_api_panic;
+mod fake_api_rbac;
 mod fetch_etcd;
 mod fetch_kubeconfig;
 mod fleet;

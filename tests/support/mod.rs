@@ -175,6 +175,16 @@ pub fn calico_vsid(sim: &Path) -> Option<u64> {
 
 /// A kubeconfig of the service account `namespace`/`name`, as an admin writes it with
 /// `fetch installer-kubeconfig` (a 2 h token), in `dir`.
+/// A client of the cluster `kubeconfig` names, as the commands connect.
+pub fn connect(kubeconfig: &Path) -> calicoctl_win::cluster::Cluster {
+    calicoctl_win::cluster::Cluster::connect(
+        std::slice::from_ref(&kubeconfig.to_path_buf()),
+        &Default::default(),
+        false,
+    )
+    .expect("connect")
+}
+
 pub fn service_account_kubeconfig(
     api: &fake_api::FakeApi,
     dir: &Path,

@@ -293,10 +293,11 @@ pub(super) fn resolve<T>(lib: &Library, name: &[u8]) -> HostResult<Symbol<T>> {
     })
 }
 
-pub fn add_route(route: &Route) -> HostResult<()> {
-    let lib = iphlpapi()?;
-    let initialize: Symbol<InitializeRow> = resolve(&lib, b"InitializeIpForwardEntry\0")?;
-    let create: Symbol<CreateRow> = resolve(&lib, b"CreateIpForwardEntry2\0")?;
+/// The row naming `route` (`InitializeIpForwardEntry`'s defaults, then its interface,
+/// destination prefix and next hop: the members `CreateIpForwardEntry2` and
+/// `DeleteIpForwardEntry2` find a route by, Microsoft's netioapi.h reference).
+fn route_row(lib: &Library, route: &Route) -> HostResult<MIB_IPFORWARD_ROW2> {
+    let initialize: Symbol<InitializeRow> = resolve(lib, b"InitializeIpForwardEntry\0")?;
     // SAFETY: MIB_IPFORWARD_ROW2 is plain data; InitializeIpForwardEntry sets its defaults.
     let mut row: MIB_IPFORWARD_ROW2 = unsafe { std::mem::zeroed() };
     // SAFETY: row is a writable MIB_IPFORWARD_ROW2.
@@ -305,6 +306,13 @@ pub fn add_route(route: &Route) -> HostResult<()> {
     row.DestinationPrefix.Prefix = sockaddr(route.destination);
     row.DestinationPrefix.PrefixLength = route.prefix_len;
     row.NextHop = sockaddr(route.next_hop);
+    Ok(row)
+}
+
+pub fn add_route(route: &Route) -> HostResult<()> {
+    let lib = iphlpapi()?;
+    let create: Symbol<CreateRow> = resolve(&lib, b"CreateIpForwardEntry2\0")?;
+    let mut row = route_row(&lib, route)?;
     row.Metric = route.metric;
     row.Protocol = MIB_IPPROTO_NETMGMT;
     // SAFETY: row is fully initialised.
@@ -331,16 +339,8 @@ pub fn add_route(route: &Route) -> HostResult<()> {
 pub(crate) fn delete_route(route: &Route) -> HostResult<()> {
     type DeleteRow = unsafe extern "system" fn(*const MIB_IPFORWARD_ROW2) -> u32;
     let lib = iphlpapi()?;
-    let initialize: Symbol<InitializeRow> = resolve(&lib, b"InitializeIpForwardEntry\0")?;
     let delete: Symbol<DeleteRow> = resolve(&lib, b"DeleteIpForwardEntry2\0")?;
-    // SAFETY: MIB_IPFORWARD_ROW2 is plain data; InitializeIpForwardEntry sets its defaults.
-    let mut row: MIB_IPFORWARD_ROW2 = unsafe { std::mem::zeroed() };
-    // SAFETY: row is a writable MIB_IPFORWARD_ROW2.
-    unsafe { initialize(&mut row) };
-    row.InterfaceIndex = route.interface_index;
-    row.DestinationPrefix.Prefix = sockaddr(route.destination);
-    row.DestinationPrefix.PrefixLength = route.prefix_len;
-    row.NextHop = sockaddr(route.next_hop);
+    let row = route_row(&lib, route)?;
     // SAFETY: row names the route by the members the call reads.
     match unsafe { delete(&row) } {
         0 => Ok(()),

@@ -308,6 +308,55 @@ impl Drop for FakeApi {
     }
 }
 
+/// The answer to one request: held while the server stalls (then a 503), else the handler's,
+/// held on while its answer is (`State::stall_answer_to`), relayed, delayed and dated.
+async fn answer_one(
+    req: hyper::Request<hyper::body::Incoming>,
+    st: &Arc<Mutex<State>>,
+) -> serve::Reply {
+    let stalled = || lock_state(st).stalled;
+    let mut r = if stalled() {
+        lock_state(st).stalled_held += 1;
+        while stalled() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        serve::unavailable()
+    } else {
+        let asked = (req.method().to_string(), req.uri().path().to_owned());
+        let held = {
+            let mut s = lock_state(st);
+            let hit = s.answers_held == 0 && s.stall_answer_to.as_ref() == Some(&asked);
+            if hit {
+                s.answers_held += 1;
+            }
+            hit
+        };
+        let r = serve::handle(req, st).await;
+        while held && lock_state(st).stall_answer_to.is_some() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        r
+    };
+    // A relay to a real pod endpoint, once the state is let go.
+    if let Some(relay) = r.extensions_mut().remove::<diags::Relay>() {
+        r = diags::relay(relay).await;
+    }
+    if let Some(serve::Delay(d)) = r.extensions().get::<serve::Delay>() {
+        tokio::time::sleep(*d).await;
+    }
+    let (offset, no_date) = {
+        let s = lock_state(st);
+        (s.clock_offset_s, s.no_date)
+    };
+    // kube-apiserver's answers carry its clock (Go's net/http sets
+    // `Date` on every response, RFC 9110 IMF-fixdate), unless a test
+    // says it has none (`no_date`).
+    if let Some(date) = serve::http_date(offset).filter(|_| !no_date) {
+        r.headers_mut().insert("date", date);
+    }
+    r
+}
+
 /// A certificate authority made for one test.
 pub struct TestCa {
     pub issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
@@ -485,48 +534,9 @@ impl FakeApi {
                                 // hyper closes the connection on a service's error.
                                 return Err(std::io::Error::other("connection dropped"));
                             }
-                            let stalled = || lock_state(&st).stalled;
-                            let mut r = if stalled() {
-                                lock_state(&st).stalled_held += 1;
-                                while stalled() {
-                                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                                }
-                                serve::unavailable()
-                            } else {
-                                let asked = (req.method().to_string(), req.uri().path().to_owned());
-                                let held = {
-                                    let mut s = lock_state(&st);
-                                    let hit = s.answers_held == 0
-                                        && s.stall_answer_to.as_ref() == Some(&asked);
-                                    if hit {
-                                        s.answers_held += 1;
-                                    }
-                                    hit
-                                };
-                                let r = panics::answer(req, &st).await;
-                                while held && lock_state(&st).stall_answer_to.is_some() {
-                                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                                }
-                                r
-                            };
-                            // A relay to a real pod endpoint, once the state is let go.
-                            if let Some(relay) = r.extensions_mut().remove::<diags::Relay>() {
-                                r = diags::relay(relay).await;
-                            }
-                            if let Some(serve::Delay(d)) = r.extensions().get::<serve::Delay>() {
-                                tokio::time::sleep(*d).await;
-                            }
-                            let (offset, no_date) = {
-                                let s = lock_state(&st);
-                                (s.clock_offset_s, s.no_date)
-                            };
-                            // kube-apiserver's answers carry its clock (Go's net/http sets
-                            // `Date` on every response, RFC 9110 IMF-fixdate), unless a test
-                            // says it has none (`no_date`).
-                            if let Some(date) = serve::http_date(offset).filter(|_| !no_date) {
-                                r.headers_mut().insert("date", date);
-                            }
-                            Ok::<_, std::io::Error>(r)
+                            // The whole answer, the stalled path's too, runs where a
+                            // panic is answered and recorded (`panics::answer`).
+                            Ok::<_, std::io::Error>(panics::answer(req, &st).await)
                         }
                     });
                     // hyper adds a `Date` of its own unless told not to: the handler sets it

@@ -1,5 +1,5 @@
-//! A panic in a handler (a test's set-up the fake cannot apply, such as a `mergeOnto` of an
-//! object that is not there) answered as a 500 that names the request and the panic, and
+//! A panic in a handler or on the way to its answer (a test's set-up the fake cannot apply,
+//! such as a `mergeOnto` of an object that is not there) answered as a 500 that names the request and the panic, and
 //! recorded once in `State::panics`. Without this, hyper drops the connection (the client
 //! sees an unexplained EOF) and the state's lock, poisoned by the guard the handler held,
 //! fails every later request and `FakeApi::lock` with a PoisonError that hides the message.
@@ -8,12 +8,13 @@ use super::State;
 use super::serve::Reply;
 use std::sync::{Arc, Mutex};
 
-/// The handler's answer to `req`, or a 500 naming its panic.
+/// The answer to `req` (`answer_one`: the stalled path, the handler, the held answer, the
+/// relay), or a 500 naming a panic anywhere on that way.
 pub async fn answer(req: hyper::Request<hyper::body::Incoming>, st: &Arc<Mutex<State>>) -> Reply {
     let asked = format!("{} {}", req.method(), req.uri().path());
     let state = st.clone();
     // Run as a task of its own, whose panic tokio catches and hands back as a JoinError.
-    let done = tokio::spawn(async move { super::serve::handle(req, &state).await }).await;
+    let done = tokio::spawn(async move { super::answer_one(req, &state).await }).await;
     match done {
         Ok(reply) => reply,
         Err(e) => {

@@ -207,6 +207,21 @@ struct Target {
 }
 
 impl Target {
+    /// The namespace a request is judged in (RBAC, and its 403's `in the namespace`). For one
+    /// namespace object it is that namespace: kube-apiserver's `RequestInfoFactory.
+    /// NewRequestInfo` (kubernetes, staging/src/k8s.io/apiserver/pkg/endpoints/request/
+    /// requestinfo.go, "URL forms: /namespaces/{namespace}/{kind}/*") takes the segment after
+    /// `namespaces` as the request's namespace, and with nothing after it (or `status`,
+    /// `finalize`: `namespaceSubresources`) leaves the parts `namespaces/NAME`, resource
+    /// `namespaces` named NAME. So a RoleBinding in NAME may grant a get, update, patch or
+    /// delete of NAME; the list and the create (`/api/v1/namespaces`) stay cluster-scoped.
+    fn rbac_namespace(&self) -> Option<&str> {
+        match (self.resource.plural, self.resource.gv, &self.name) {
+            ("namespaces", "v1", Some(name)) => Some(name),
+            _ => self.namespace.as_deref(),
+        }
+    }
+
     fn object_path(&self) -> Option<String> {
         self.name
             .as_ref()
@@ -375,7 +390,7 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         verb,
         group,
         resource: &resource,
-        namespace: target.namespace.as_deref(),
+        namespace: target.rbac_namespace(),
         // A create names no object, except a subresource's (a TokenRequest names its
         // service account).
         name: target
