@@ -121,9 +121,12 @@ impl MissingRight {
             ("", None) => resource.to_owned(),
             (g, None) => format!("{resource}.{g}"),
         };
+        // Without a namespace kubectl asks in the kubeconfig's (cani.go's `Complete`), where a
+        // RoleBinding could answer yes for a right the refusal needed cluster-wide; `-A`
+        // (`--all-namespaces`) asks with none, as the refused request was judged.
         let scope = match &self.namespace {
             Some(ns) => format!(" -n {ns}"),
-            None => String::new(),
+            None => " -A".to_owned(),
         };
         Some(format!(
             "kubectl auth can-i {} {resource}{sub}{scope} --as {}",
@@ -252,7 +255,9 @@ mod tests {
         assert_eq!(r.text(), "delete namespaces at the cluster scope");
         assert_eq!(
             r.can_i().as_deref(),
-            Some("kubectl auth can-i delete namespaces --as system:serviceaccount:kube-system:v")
+            Some(
+                "kubectl auth can-i delete namespaces -A --as system:serviceaccount:kube-system:v"
+            )
         );
         let namespaced = "networkpolicies.networking.k8s.io is forbidden: User \"u\" cannot create resource \"networkpolicies\" in API group \"networking.k8s.io\" in the namespace \"ns\"";
         let Some(Forbidden::MissingRight(r)) = judge(namespaced) else {
