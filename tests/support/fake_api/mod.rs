@@ -168,6 +168,8 @@ pub struct State {
     /// one deleted and made again under its name is another object; the name-derived uids
     /// otherwise stand for that.
     pub uid_generation: u32,
+    /// How many times each path was created: a re-creation gets a fresh uid (`create`).
+    pub creations: std::collections::HashMap<String, u32>,
     /// The namespace controller reaches a pod of a namespace being deleted (its
     /// `deletionTimestamp` set, kube-controller-manager's namespaced-resources deleter deleting
     /// the namespace's pods) right after the first eviction of it refused there.
@@ -346,6 +348,7 @@ impl FakeApi {
             held: false,
             pass_held: false,
             uid_generation: 0,
+            creations: std::collections::HashMap::new(),
             marks_after_refusal: false,
         }));
         let st = state.clone();

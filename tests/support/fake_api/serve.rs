@@ -775,6 +775,14 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
         m["namespace"] = json!(ns);
     }
     m["uid"] = json!(format!("uid-{name}"));
+    // Each creation of a path a new uid, as kube-apiserver gives every object it creates
+    // (`rest.FillObjectMetaSystemFields`, `uuid.NewUUID()`): one deleted and made again under
+    // its name is another object. The first keeps the name-derived form tests read.
+    let made = st.creations.entry(path.clone()).or_insert(0);
+    *made += 1;
+    if *made > 1 {
+        m["uid"] = json!(format!("uid-{name}-c{made}"));
+    }
     if st.uid_generation > 0 {
         m["uid"] = json!(format!("uid-{name}-{}", st.uid_generation));
     }
