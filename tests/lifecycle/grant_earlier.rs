@@ -281,3 +281,22 @@ fn uninstall_lists_and_removes_the_earlier_grant_still_to_remove() {
         assert!(api.get(&gone).is_none(), "{gone}: {stderr}");
     }
 }
+
+/// The earlier grant whose delete was refused (403) is removed by the next command that finds
+/// the install committed: here `repair`, which has nothing else to do.
+#[test]
+fn repair_finishes_the_removal_of_the_earlier_grant() {
+    let api = FakeApi::start();
+    let (node, args) = installed(&api);
+    api.forbid("delete", "rolebindings");
+    api.forbid("delete", "roles");
+    let skip = ["--skip", "rbac"];
+    let (code, _, stderr) = node.run(&[&as_win_2(&args)[..], &skip[..]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    api.lock().forbidden.clear();
+    let (code, _, stderr) = node.run(&["repair"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_none() && api.get(&binding()).is_none(), "{stderr}");
+    assert!(record(&node).get("renewal_earlier").is_none(), "{stderr}");
+    assert!(win_2_granted(&api), "{stderr}");
+}
