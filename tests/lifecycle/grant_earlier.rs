@@ -296,7 +296,10 @@ fn repair_finishes_the_removal_of_the_earlier_grant() {
     api.lock().forbidden.clear();
     let (code, _, stderr) = node.run(&["repair"]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(api.get(&role()).is_none() && api.get(&binding()).is_none(), "{stderr}");
+    assert!(
+        api.get(&role()).is_none() && api.get(&binding()).is_none(),
+        "{stderr}"
+    );
     assert!(record(&node).get("renewal_earlier").is_none(), "{stderr}");
     assert!(win_2_granted(&api), "{stderr}");
 }
