@@ -1,5 +1,5 @@
-//! A grant an install made under a name it no longer uses (the config changed: here the
-//! node's name) is removed after the install that replaced it is committed, and only while it
+//! A grant an install made under a name or namespace it no longer uses (the config changed:
+//! the node's name; or the cluster moved Calico from kube-system to calico-system) is removed after the install that replaced it is committed, and only while it
 //! is positively that install's: its recorded uids, its owner annotation, deleted on the uid and
 //! resourceVersion read. One made again, or taken by a new node of the old name, stays, said; a
 //! refused delete leaves it in the record for the next run or `uninstall --purge`; a rollback
@@ -302,4 +302,88 @@ fn repair_finishes_the_removal_of_the_earlier_grant() {
     );
     assert!(record(&node).get("renewal_earlier").is_none(), "{stderr}");
     assert!(win_2_granted(&api), "{stderr}");
+}
+
+const RBAC_KUBE_SYSTEM: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-system";
+
+/// A node installed while Calico ran in kube-system (no calico-system namespace: a manifest
+/// install), its grant made there; the cluster then moved to the operator's calico-system.
+/// The install's arguments and its grant's uids.
+fn installed_in_kube_system(api: &FakeApi) -> (Node, Vec<String>, Value) {
+    api.healthy_calico();
+    api.remove("/api/v1/namespaces/calico-system");
+    api.put(
+        "/api/v1/namespaces/kube-system/serviceaccounts/calico-node",
+        crate::support::fake_api::meta("v1", "ServiceAccount", "calico-node", Some("kube-system")),
+    );
+    let node = Node::new(api);
+    let args = install_args(&node);
+    let (code, _, stderr) = node.run(&strs(&args));
+    assert_eq!(code, 0, "{stderr}");
+    let rec = record(&node);
+    assert_eq!(rec["renewal"]["namespace"], "kube-system", "{rec}");
+    assert!(api.get(&kube_system("roles")).is_some(), "{stderr}");
+    api.healthy_calico();
+    (node, args, rec["renewal"]["uids"].clone())
+}
+
+/// `args` with a new token asked for (the kept one is kube-system's calico-node's, whose
+/// namespace the grant follows: `install::prepare`).
+fn anew(args: &[String]) -> Vec<&str> {
+    [&strs(args)[..], &["--token-keep-if-valid-for", "100y"][..]].concat()
+}
+
+fn kube_system(kind: &str) -> String {
+    format!("{RBAC_KUBE_SYSTEM}/{kind}/{GRANT}")
+}
+
+/// The reinstall after the move makes the grant in calico-system and deletes the one in
+/// kube-system on the uids recorded of it.
+#[test]
+fn a_reinstall_in_another_namespace_removes_the_earlier_grant_by_its_uids() {
+    let api = FakeApi::start();
+    let (node, args, uids) = installed_in_kube_system(&api);
+    let (code, _, stderr) = node.run(&anew(&args));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_some() && api.get(&binding()).is_some());
+    for kind in ["roles", "rolebindings"] {
+        assert!(api.get(&kube_system(kind)).is_none(), "{kind}: {stderr}");
+    }
+    let rec = record(&node);
+    assert_eq!(rec["renewal"]["namespace"], "calico-system", "{rec}");
+    assert!(rec.get("renewal_earlier").is_none(), "{rec}");
+    let deletes = api.lock().delete_options.clone();
+    for (kind, part) in [("roles", "role"), ("rolebindings", "binding")] {
+        let of = deletes.iter().find(|(p, _)| *p == kube_system(kind));
+        let of = of.expect("deleted");
+        assert_eq!(of.1["preconditions"]["uid"], uids[part], "{deletes:?}");
+    }
+}
+
+/// RBAC refuses the delete in kube-system only: the install succeeds, says what of the grant
+/// stays there with the command that removes it, and its record keeps that grant to remove.
+#[test]
+fn an_earlier_grant_in_a_namespace_refusing_its_delete_is_left_and_said() {
+    let api = FakeApi::start();
+    let (node, args, _) = installed_in_kube_system(&api);
+    api.forbid_in("delete", "rolebindings", "kube-system");
+    api.forbid_in("delete", "roles", "kube-system");
+    let (code, _, stderr) = node.run(&anew(&args));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(api.get(&role()).is_some() && api.get(&binding()).is_some());
+    for kind in ["roles", "rolebindings"] {
+        assert!(api.get(&kube_system(kind)).is_some(), "{kind}: {stderr}");
+    }
+    for kind in ["role", "rolebinding"] {
+        let command = format!("kubectl -n kube-system delete {kind} {GRANT}");
+        assert!(stderr.contains(&command), "{stderr}");
+    }
+    let rec = record(&node);
+    assert_eq!(rec["renewal"]["namespace"], "calico-system", "{rec}");
+    let earlier = &rec["renewal_earlier"][0];
+    assert_eq!(
+        (&earlier["namespace"], &earlier["name"]),
+        (&json!("kube-system"), &json!(GRANT)),
+        "{rec}"
+    );
 }

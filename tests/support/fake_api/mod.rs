@@ -45,6 +45,10 @@ pub struct State {
     /// `(verb, resource)` pairs the identity may not do: requests get 403, access reviews
     /// `allowed: false`. A subresource is named `serviceaccounts/token`.
     pub forbidden: Vec<(String, String)>,
+    /// `(verb, resource, namespace)`: what the identity may not do in that namespace only, as
+    /// RBAC refuses a right a RoleBinding grants in another namespace (requests get
+    /// kube-apiserver's 403 naming the namespace, access reviews `allowed: false`).
+    pub forbidden_in: Vec<(String, String, String)>,
     /// How far the API server's clock is from this host's, in seconds: its `Date` and the
     /// `creationTimestamp` it gives (clock skew between the two).
     pub clock_offset_s: i64,
@@ -301,6 +305,7 @@ impl FakeApi {
             unknown_fields: BTreeMap::new(),
             strict_validation: true,
             forbidden: Vec::new(),
+            forbidden_in: Vec::new(),
             clock_offset_s: 0,
             no_date: false,
             api_dropped: false,
@@ -590,6 +595,12 @@ impl FakeApi {
 
     pub fn remove(&self, path: &str) {
         self.lock().objects.remove(path);
+    }
+
+    /// `verb` on `resource` refused in `namespace` only (`State::forbidden_in`).
+    pub fn forbid_in(&self, verb: &str, resource: &str, namespace: &str) {
+        let refused = (verb.into(), resource.into(), namespace.into());
+        self.lock().forbidden_in.push(refused);
     }
 
     pub fn forbid(&self, verb: &str, resource: &str) {

@@ -383,7 +383,7 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             .filter(|_| verb != "create" || target.sub.is_some())
             .or(listed.as_deref()),
     };
-    if !super::rbac::allows(&st.objects, &who, &request) {
+    if !super::rbac::allows(&st.objects, &who, &request) || refused_in(&st, &request) {
         return forbidden(&who, &request, target.resource.plural);
     }
     // A write refused by a server in trouble (etcd unavailable: kube-apiserver's 500 with
@@ -601,6 +601,7 @@ fn access_review(st: &State, who: &super::rbac::Identity, mut review: Value) -> 
         name: Some(name.as_str()).filter(|n| !n.is_empty()),
     };
     let allowed = super::rbac::allows(&st.objects, who, &request)
+        && !refused_in(st, &request)
         && !st
             .forbidden
             .iter()
@@ -609,6 +610,13 @@ fn access_review(st: &State, who: &super::rbac::Identity, mut review: Value) -> 
     review["apiVersion"] = json!("authorization.k8s.io/v1");
     review["kind"] = json!("SelfSubjectAccessReview");
     respond(StatusCode::CREATED, &review)
+}
+
+/// Whether the test refused `r` in its namespace (`State::forbidden_in`).
+fn refused_in(st: &State, r: &super::rbac::Request) -> bool {
+    st.forbidden_in
+        .iter()
+        .any(|(v, res, ns)| v == r.verb && res == r.resource && Some(ns.as_str()) == r.namespace)
 }
 
 /// kube-apiserver's 403 for a request RBAC does not allow (its `forbidden` message,
