@@ -1,9 +1,10 @@
 //! A grant an install made under a name or namespace it no longer uses (the config changed:
-//! the node's name; or the cluster moved Calico from kube-system to calico-system) is removed after the install that replaced it is committed, and only while it
-//! is positively that install's: its recorded uids, its owner annotation, deleted on the uid and
-//! resourceVersion read. One made again, or taken by a new node of the old name, stays, said; a
-//! refused delete leaves it in the record for the next run or `uninstall --purge`; a rollback
-//! keeps it; uninstall without the cluster lists only what the record says is ours.
+//! the node's name; or the cluster moved Calico from kube-system to calico-system) is removed
+//! after the install that replaced it is committed, and only while it is positively that
+//! install's: its recorded uids, its owner annotation, deleted on the uid and resourceVersion
+//! read. One made again, or taken by a new node of the old name, stays, said; a refused delete
+//! leaves it in the record for the next run or `uninstall --purge`; a rollback keeps it;
+//! uninstall without the cluster lists only what the record says is ours.
 
 #![cfg(unix)]
 
