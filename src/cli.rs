@@ -526,7 +526,9 @@ Only a pod whose controller is the DaemonSet (its uid, read once) and that runs 
 (hostNetwork, its address its node's) is given a token and asked; another pod with the DaemonSet's \
 labels is named in the index as skipped.\n\n\
 The nodes must serve it: their config sets metrics.enabled, metrics.diags and metrics.source_ranges \
-holding the API server's addresses (the pod proxy connects from them). Each request carries a token \
+holding the addresses the pod proxy connects from (the API server's; where it reaches the nodes \
+through the Konnectivity service, its agents': the address of the node an agent runs on when \
+its traffic is masqueraded, else the agent pod's). Each request carries a token \
 of the ServiceAccount calicoctl-win-diags in --namespace, made for that node alone (audience \
 calicoctl-win-diags:NODE, ten minutes), which the node checks with a TokenReview before anything \
 else: metrics.diags_namespace on the nodes names that namespace. The port is --port, else \

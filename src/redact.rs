@@ -4,20 +4,36 @@
 //! `password=` value, an environment variable's value when its name names a secret) even
 //! when no file holds it.
 
+mod docker;
 mod env;
 mod headers;
 mod keys;
+#[cfg(test)]
+mod leak_tests;
 mod lines;
 mod names;
 mod plain;
+mod quotes;
+mod record;
+#[cfg(test)]
+mod review3_tests;
+#[cfg(test)]
+mod review4_tests;
+#[cfg(test)]
+mod review5_tests;
+#[cfg(test)]
+mod review6_tests;
 #[cfg(test)]
 mod review_tests;
 mod shapes;
+mod table;
+mod tail;
 mod yaml;
 
 pub use keys::pem_body_line;
 pub use lines::{Pending, QUOTE_LINES};
 pub use names::REDACTED;
+pub use plain::Around;
 
 use headers::{header_list, redact_header_lists};
 use keys::{PEM_END, PEM_KEY, by_line, cut_head, redact_keys};
@@ -28,10 +44,14 @@ use regex::bytes::Regex;
 /// Whether a word (lower case) leads into a secret's value: a name `shapes` knows, an HTTP
 /// credential's scheme, or a `name` or `value` key (an `env:` item's). The logs cut a long line before such a word, never after it.
 pub fn leads_into_value(word: &[u8]) -> bool {
-    const ENDS: [&[u8]; 17] = [
+    const ENDS: [&[u8]; 22] = [
         b"token",
         b"password",
         b"passwd",
+        b"passphrase",
+        b"private_key",
+        b"private-key",
+        b"privatekey",
         b"apikey",
         b"api_key",
         b"api-key",
@@ -44,6 +64,8 @@ pub fn leads_into_value(word: &[u8]) -> bool {
         b"authorization",
         b"bearer",
         b"basic",
+        // A Docker config's `"auth":"` (`docker::auths`).
+        b"auth",
         // An `env:` item's `"name":"X_TOKEN"` and `"value":"X"`, cut from their keys.
         b"name",
         b"value",
@@ -65,6 +87,8 @@ pub struct Redactor {
     plain: Regex,
     /// `header_list`'s: a list, an `Authorization` item, any other item.
     headers: [Regex; 3],
+    /// `docker::auths`'.
+    auths: [Regex; 2],
     /// `PEM_KEY`, `PEM_END`.
     pem: [Regex; 2],
     /// What a line leaves pending (`redact_line`).
@@ -96,6 +120,7 @@ impl Redactor {
             pairs: env::pairs().iter().map(|re| build(re)).collect(),
             plain: build(&plain::plain_key()),
             headers: header_list().map(|re| build(&re)),
+            auths: docker::auths().map(|re| build(&re)),
             pem: [build(PEM_KEY), build(PEM_END)],
             lines: lines::Leads::new(build),
             hid: std::cell::Cell::new(false),
@@ -116,6 +141,7 @@ impl Redactor {
             out = env::redact_pairs(re, &out, REDACTED.as_bytes());
         }
         out = redact_header_lists(&self.headers, &out);
+        out = docker::redact_auths(&self.auths, &out);
         out = plain::redact_plain_values(&self.plain, &out);
         for (re, with) in &self.shapes {
             out = re.replace_all(&out, with.as_bytes()).into_owned();
@@ -127,11 +153,27 @@ impl Redactor {
 impl Redactor {
     /// `tail`, a file's last part cut at a line's start (`diags`' log tails), redacted: its
     /// head's lines that a private key's body can hold are hidden (`cut_head`), as a tail cut
-    /// inside a key's block with neither its BEGIN nor its END in it starts with them.
+    /// inside a key's block with neither its BEGIN nor its END in it starts with them; so is
+    /// the end of a quoted or klog multi-line value begun before the cut (`tail::cut_value`),
+    /// as its name, cut off, may have been a secret's.
     pub fn redact_tail(&self, tail: &[u8]) -> Vec<u8> {
         let head = cut_head(tail);
         let mut out = by_line(&tail[..head]);
-        out.extend_from_slice(&self.redact(&tail[head..]));
+        let rest = &tail[head..];
+        let value = tail::cut_value(rest);
+        let whole = rest[..value]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        out.extend_from_slice(&by_line(&rest[..whole]));
+        if value > whole {
+            // Its line's indentation stays, as `by_line` keeps it.
+            let line = &rest[whole..value];
+            let indent = line.iter().take_while(|b| matches!(b, b' ' | b'\t'));
+            out.extend_from_slice(&line[..indent.count()]);
+            out.extend_from_slice(REDACTED.as_bytes());
+        }
+        out.extend_from_slice(&self.redact(&rest[value..]));
         out
     }
 }
@@ -182,7 +224,7 @@ fn values_in(text: &str) -> Vec<String> {
             .trim()
             .trim_matches(['"', '\'', '-', ' '])
             .to_ascii_lowercase();
-        if ["token", "password", "secret", "key-data"]
+        if ["token", "password", "passphrase", "secret", "key-data"]
             .iter()
             .any(|k| key.contains(k))
         {

@@ -86,9 +86,20 @@ impl ClusterError {
             ClusterError::Api { code: 401, .. } => {
                 "the kubeconfig's credentials were rejected: renew the token or pass another kubeconfig with --kubeconfig".into()
             }
-            ClusterError::Api { code: 403, verb, resource, .. } => format!(
-                "the identity in the kubeconfig may not {verb} {resource}; grant it in a ClusterRole (check with 'kubectl auth can-i {verb} {resource}')"
-            ),
+            // An admission webhook's or policy's denial is no missing right (`forbidden::judge`),
+            // nor is another refusal admission makes.
+            ClusterError::Api { code: 403, verb, resource, message, .. } => match super::forbidden::admission_hint(message) {
+                Some(hint) => hint,
+                None if super::forbidden::other_admission(message) => "the cluster's admission refused the request, not a missing right (Pod Security admission, a ResourceQuota, or a namespace being deleted): see the API server's message above".into(),
+                // A message in no form known (another admission plugin's, another authorizer's):
+                // no right is named as missing.
+                None if super::forbidden::judge(message).is_none() => format!(
+                    "the API server refused the request (403), and its message above names no right the identity lacks in RBAC's words: an admission plugin or policy, or another authorizer, refused it; if it names a missing right, 'kubectl auth can-i {verb} {resource}' checks it"
+                ),
+                None => format!(
+                    "the identity in the kubeconfig may not {verb} {resource}; grant it in a ClusterRole (check with 'kubectl auth can-i {verb} {resource}')"
+                ),
+            },
             ClusterError::Api { code: 429, .. } => {
                 "the API server is overloaded (429 Too Many Requests) or its priority and fairness limits refused this client: run the command again in a minute".into()
             }
@@ -256,6 +267,58 @@ mod answer_tests {
         assert!(!big.hint().contains("proxy"), "{}", big.hint());
         for e in [&busy, &big] {
             assert!(!e.hint().contains("HTTPS_PROXY"), "{}", e.hint());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn forbidden(message: &str) -> String {
+        ClusterError::Api {
+            server: "https://127.0.0.1:6443".into(),
+            verb: "create".into(),
+            resource: "pods".into(),
+            code: 403,
+            message: message.into(),
+        }
+        .hint()
+    }
+
+    /// A 403 names a missing right only when no admission refused the request: a webhook's,
+    /// a policy's, Pod Security's and a quota's refusals send the reader elsewhere.
+    #[test]
+    fn only_an_authorizers_403_is_told_to_grant_a_right() {
+        let rbac = forbidden(
+            "pods \"p\" is forbidden: User \"u\" cannot create resource \"pods\" in API group \"\" in the namespace \"n\"",
+        );
+        assert!(rbac.contains("grant it in a ClusterRole"), "{rbac}");
+        for (message, names) in [
+            (
+                "pods \"p\" is forbidden: admission webhook \"w.example.com\" denied the request: no",
+                "w.example.com",
+            ),
+            (
+                "pods \"p\" is forbidden: ValidatingAdmissionPolicy 'pol' with binding 'b' denied request: no",
+                "'pol'",
+            ),
+            (
+                "pods \"p\" is forbidden: violates PodSecurity \"restricted:latest\": privileged",
+                "Pod Security",
+            ),
+            (
+                "pods \"p\" is forbidden: exceeded quota: q, requested: pods=1",
+                "ResourceQuota",
+            ),
+            (
+                "pods \"p\" is forbidden: maximum cpu usage per Pod is 2, but limit is 4",
+                "admission plugin or policy",
+            ),
+        ] {
+            let hint = forbidden(message);
+            assert!(!hint.contains("ClusterRole"), "{message}: {hint}");
+            assert!(hint.contains(names), "{message}: {hint}");
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod facts;
 pub mod fix;
 pub mod fleet_traffic;
 pub mod fleet_view;
+pub mod forbidden;
 mod guard;
 pub mod installation;
 pub mod ipam;

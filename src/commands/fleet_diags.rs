@@ -48,7 +48,7 @@ impl Diagnose for NotGathered {
             Self::Failed { .. } => Diagnosis::new(
                 Exit::Failed,
                 Kind::Failed,
-                "index.txt tells the node's own answers from the API server's; a node gives its zip only with metrics.enabled and metrics.diags set, metrics.source_ranges holding the API server's addresses, metrics.diags_namespace naming --namespace and calico-node allowed to review the tokens ('fleet rbac --identity diags'); run 'calicoctl-win diags' on a node that still fails",
+                "index.txt tells the node's own answers from the API server's; a node gives its zip only with metrics.enabled and metrics.diags set, metrics.source_ranges holding the addresses the pod proxy connects from (the API server's, or the Konnectivity agents'), metrics.diags_namespace naming --namespace and calico-node allowed to review the tokens ('fleet rbac --identity diags'); run 'calicoctl-win diags' on a node that still fails",
             ),
             Self::TimedOut { .. } => Diagnosis::new(
                 Exit::Timeout,
@@ -144,7 +144,7 @@ fn port(args: &FleetDiagsArgs, ctx: &Context) -> anyhow::Result<u16> {
                 "{}: the nodes given this config serve no /diags",
                 path.display()
             ),
-            "set metrics.enabled: true, metrics.diags: true and metrics.source_ranges (with the API server's addresses) in it and roll it out with 'fleet plan', or give --port",
+            "set metrics.enabled: true, metrics.diags: true and metrics.source_ranges (with the addresses the pod proxy connects from: the API server's, or the Konnectivity agents') in it and roll it out with 'fleet plan', or give --port",
         )
         .into());
     }

@@ -173,6 +173,15 @@ fn replace(
     let path = crate::render::kubeconfig::token_path(kubeconfig);
     host.replace_file(&path, issued.token.expose().as_bytes(), Access::Secret)?;
     crate::installed::token_records::keep_issued(host, &record)?;
+    // The token is written: a count that cannot be kept changes nothing of that (metrics never
+    // stop the node). The DaemonSet's keep-token is its file's one writer (`metrics::VERIFY_FILE`);
+    // a `--once` run by hand beside it may lose a count.
+    let _ = crate::installed::metrics::count(
+        host,
+        crate::installed::metrics::VERIFY_FILE,
+        crate::installed::metrics::TOKEN_RENEWALS,
+        1,
+    );
     let said = format!(
         "the API server refused calico-node's token (401; {cause}): wrote a new one into {path}, from {namespace}/calico-node{}, valid until {}, with this pod's own credential",
         if issued.unbound.is_some() {

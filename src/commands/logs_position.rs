@@ -226,16 +226,25 @@ impl<'h> Kept<'h> {
 /// may be made while the follower runs), or in a directory that is not there (never made
 /// here); made anew, empty, SYSTEM and Administrators only, when it is not there or someone
 /// else may change it (`Files::write_file` with `Access::Secret`: a temporary made with those
-/// rights, renamed over).
+/// rights, renamed over). The judgement is bound to the handle (`bound`): where the path led
+/// when it was judged is where the handle opened, after the file was made too.
 fn open(h: &dyn Host, path: &str, admin: Option<&str>) -> anyhow::Result<(File, bool)> {
     if let Some(why) = refused(h, path, admin) {
         anyhow::bail!("{why}");
     }
-    if let Some((dir, _)) = path.rsplit_once(['\\', '/'])
-        && !h.dir_exists(dir)?
-    {
-        anyhow::bail!("cannot write {path}: {dir} is no directory");
+    let dir = path.rsplit_once(['\\', '/']).map_or(path, |(d, _)| d);
+    let no_dir = || anyhow::anyhow!("cannot write {path}: {dir} is no directory");
+    if !h.dir_exists(dir)? {
+        return Err(no_dir());
     }
+    // A link at the last name is refused before anything is made or read through it: the
+    // handle would open the link itself (`Files::open_update`), whose final path is its own.
+    if h.is_reparse_point(path)? {
+        return Err(not_plain(path, path));
+    }
+    // Where the path leads as it was judged (its directory's, with its name, when not there),
+    // as the file system names it: a short (8.3) name, a trailing dot, a drive's root.
+    let judged = h.final_path(path)?.ok_or_else(no_dir)?;
     let protect = |e| anyhow::anyhow!("cannot protect {path}: {e}");
     let fresh = if h.file_access(path)?.is_none() {
         h.write_file(path, b"", Access::Secret).map_err(protect)?;
@@ -246,10 +255,36 @@ fn open(h: &dyn Host, path: &str, admin: Option<&str>) -> anyhow::Result<(File, 
     } else {
         false
     };
-    let file = h
+    let opened = h
         .open_update(path)?
         .ok_or_else(|| anyhow::anyhow!("cannot write {path}: it is gone"))?;
-    Ok((file, fresh))
+    Ok((bound(path, &judged, opened)?, fresh))
+}
+
+/// The file `opened` when it is what was judged: where its handle says it is
+/// (`OpenedFile::final_path`) is where `path` led when it was judged (`judged`), and it is a
+/// plain file with one name. Else it is closed, nothing written: a junction or link on the
+/// way changed since (by one allowed to change it, or a directory replaced where its parent
+/// lets others create), or the name is a link or another file's second name (a hard link),
+/// and what this process, SYSTEM in the fleet's DaemonSet, writes would go to another file.
+fn bound(path: &str, judged: &str, opened: crate::host::OpenedFile) -> anyhow::Result<File> {
+    let at = opened.final_path.as_str();
+    if !crate::host::same_final_path(at, judged) {
+        anyhow::bail!(
+            "{path} led to {judged} when it was judged, but what was opened is {at}: a junction or link on its way changed since, so nothing is written there (give --position a path whose directories only SYSTEM and Administrators may change)"
+        );
+    }
+    if !opened.sole_plain {
+        return Err(not_plain(path, at));
+    }
+    Ok(opened.file)
+}
+
+/// Why the position file `path`, at `at`, is not written: no plain file with one name.
+fn not_plain(path: &str, at: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{path} ({at}) is not a plain file with one name: a junction or link itself, or a second name (hard link) of another file, which what is written there would change; nothing is written (remove it: del \"{path}\")"
+    )
 }
 
 impl Drop for Kept<'_> {

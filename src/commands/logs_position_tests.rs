@@ -214,3 +214,145 @@ fn a_position_file_is_protected_and_one_users_may_change_is_made_anew_on_windows
     let bytes = h.read_file(&weak).expect("read").expect("kept");
     assert_eq!(parse(&bytes).expect("parsed"), p);
 }
+
+/// A directory on the position's way swapped for a junction (a symbolic link here) between
+/// the judgement and the opening, as anyone may where its parent lets them create: the handle
+/// opened is somewhere else than the path judged leads, so it is refused, both named, and
+/// nothing is written there (here a file of SYSTEM's own, trusted as a position would be).
+#[cfg(unix)]
+#[test]
+fn a_link_swapped_in_between_the_judgement_and_the_opening_is_refused() {
+    let h = node();
+    h.create_dir(r"C:\pos\d").expect("dir");
+    h.create_dir(r"C:\elsewhere").expect("dir");
+    let path = r"C:\pos\d\felix.pos";
+    let rec = record(&position()).expect("record");
+    h.write_file(path, &rec, Access::Secret).expect("kept");
+    let theirs: &[u8] = b"SYSTEM's own file of this name, no position";
+    h.write_file(r"C:\elsewhere\felix.pos", theirs, Access::Secret)
+        .expect("theirs");
+    let d = h.local_path(r"C:\pos\d").expect("local");
+    let elsewhere = h.local_path(r"C:\elsewhere").expect("local");
+    h.before_next_open_update(Box::new(move || {
+        fs_err::rename(&d, d.with_file_name("aside")).expect("aside");
+        std::os::unix::fs::symlink(&elsewhere, &d).expect("the junction");
+    }));
+    let mut p = position();
+    p.offset = 7;
+    let e = Kept::new(&h, path, None)
+        .save(&p)
+        .expect_err("refused")
+        .to_string()
+        .to_ascii_lowercase();
+    assert!(e.contains(r"c:\pos\d\felix.pos"), "{e}");
+    assert!(e.contains(r"c:\elsewhere\felix.pos"), "{e}");
+    assert_eq!(
+        h.read_file(r"C:\elsewhere\felix.pos").expect("read"),
+        Some(theirs.to_vec()),
+        "nothing written through the link"
+    );
+}
+
+/// A position file that is another file's second name (a hard link), or itself a link SYSTEM
+/// and Administrators own, in a directory only they may change: its name is judged trusted,
+/// but what would be written is another file. The handle is neither a plain file with one
+/// name, so it is refused and that file keeps what it held.
+#[cfg(unix)]
+#[test]
+fn a_position_file_that_is_another_files_second_name_or_a_link_is_refused() {
+    let h = node();
+    h.set_security(r"C:\pos", crate::host::acl::PROTECTED_DIR)
+        .expect("protect");
+    let theirs: &[u8] = b"SYSTEM's own file, no position";
+    h.write_file(r"C:\pos\system.dat", theirs, Access::Secret)
+        .expect("theirs");
+    let target = h.local_path(r"C:\pos\system.dat").expect("local");
+    type Make = fn(&std::path::Path, &std::path::Path) -> std::io::Result<()>;
+    let hard: Make = |t, l| std::fs::hard_link(t, l);
+    let soft: Make = |t, l| std::os::unix::fs::symlink(t, l);
+    for (name, make) in [("hard.pos", hard), ("soft.pos", soft)] {
+        let path = format!(r"C:\pos\{name}");
+        make(&target, &h.local_path(&path).expect("local")).expect("link");
+        assert_eq!(
+            refused(&h, &path, None),
+            None,
+            "{name}: its name is trusted"
+        );
+        let e = Kept::new(&h, &path, None)
+            .save(&position())
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains("not a plain file with one name"), "{name}: {e}");
+        assert_eq!(
+            h.read_file(r"C:\pos\system.dat").expect("read"),
+            Some(theirs.to_vec()),
+            "{name}: the other file is not written"
+        );
+    }
+}
+
+/// On Windows the handle says where it opened: `GetFinalPathNameByHandleW` gives the path the
+/// file is at (where std's `canonicalize` says its name leads), and a second name of another
+/// file (`CreateHardLinkW`) reads as no plain file with one name and is refused. Where a
+/// symbolic link can be made (an administrator on real Windows; Wine 8 makes none, though
+/// CreateSymbolicLinkW says it did), a directory swapped for one between the judgement and
+/// the opening is seen in the handle's final path and refused.
+#[cfg(windows)]
+#[test]
+fn the_handle_says_where_it_opened_and_another_place_or_name_is_refused_on_windows() {
+    use crate::host::same_final_path;
+    let h = crate::host::windows::WindowsHost::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let at = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let rec = record(&position()).expect("record");
+    let plain = at("plain.pos");
+    h.write_file(&plain, &rec, Access::Secret).expect("kept");
+    let judged = h.final_path(&plain).expect("final").expect("there");
+    let canonical = fs_err::canonicalize(&plain).expect("canonical");
+    assert!(
+        same_final_path(&judged, &canonical.to_string_lossy()),
+        "{judged}"
+    );
+    let opened = h.open_update(&plain).expect("open").expect("there");
+    assert!(
+        same_final_path(&opened.final_path, &judged),
+        "{}",
+        opened.final_path
+    );
+    assert!(opened.sole_plain);
+    assert!(bound(&plain, &judged, opened).is_ok());
+
+    let theirs = at("system.dat");
+    fs_err::write(&theirs, b"another file").expect("theirs");
+    let hard = at("hard.pos");
+    fs_err::hard_link(&theirs, &hard).expect("hard link");
+    let judged = h.final_path(&hard).expect("final").expect("there");
+    let opened = h.open_update(&hard).expect("open").expect("there");
+    assert!(!opened.sole_plain, "a second name reads as one");
+    let e = bound(&hard, &judged, opened)
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("not a plain file with one name"), "{e}");
+
+    let d = dir.path().join("d");
+    let elsewhere = dir.path().join("elsewhere");
+    for place in [&d, &elsewhere] {
+        fs_err::create_dir(place).expect("dir");
+        fs_err::write(place.join("felix.pos"), &rec).expect("kept");
+    }
+    let path = d.join("felix.pos").to_string_lossy().into_owned();
+    let judged = h.final_path(&path).expect("final").expect("there");
+    fs_err::rename(&d, dir.path().join("aside")).expect("aside");
+    if std::os::windows::fs::symlink_dir(&elsewhere, &d).is_err()
+        || fs_err::symlink_metadata(&d).is_err()
+    {
+        eprintln!("skipped the swap: no symbolic link could be made here");
+        return;
+    }
+    let opened = h.open_update(&path).expect("open").expect("there");
+    assert!(!same_final_path(&opened.final_path, &judged), "{judged}");
+    let e = bound(&path, &judged, opened)
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("what was opened is"), "{e}");
+}

@@ -330,7 +330,7 @@ pub static SETTINGS: &[Spec] = &[
         "metrics.diags",
         Kind::Scalar,
         Value("false"),
-        "Also answer GET /diags on metrics.port with the node's redacted diags zip, for 'fleet diags'; needs metrics.enabled, and metrics.source_ranges must then hold the API server's addresses (the pod proxy connects from them). Each request must carry a token of the ServiceAccount calicoctl-win-diags in metrics.diags_namespace made for this node, which CalicoNode checks with a TokenReview (calico-node's account needs create tokenreviews: 'fleet rbac --identity diags').",
+        "Also answer GET /diags on metrics.port with the node's redacted diags zip, for 'fleet diags'; needs metrics.enabled, and metrics.source_ranges must then hold the addresses the pod proxy connects from (the API server's; where it reaches the nodes through the Konnectivity service, its agents': see 'fleet diags'). Each request must carry a token of the ServiceAccount calicoctl-win-diags in metrics.diags_namespace made for this node, which CalicoNode checks with a TokenReview (calico-node's account needs create tokenreviews: 'fleet rbac --identity diags').",
     ),
     own(
         "metrics.diags_namespace",

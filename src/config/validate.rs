@@ -50,7 +50,7 @@ fn diags_needs_metrics(c: &Config, r: &mut Resolver) {
         && involved_ok(r, &["metrics.diags", "metrics.enabled"])
     {
         add(r, "metrics.diags", Some("true".into()),
-            "metrics.diags is served on calicoctl-win's metrics endpoint: set metrics.enabled too (and metrics.source_ranges to the API server's addresses)".into());
+            "metrics.diags is served on calicoctl-win's metrics endpoint: set metrics.enabled too (and metrics.source_ranges to the addresses the pod proxy connects from: the API server's, or the Konnectivity agents')".into());
     }
 }
 

@@ -1265,8 +1265,8 @@ pub(crate) mod on_windows {
     }
 
     /// Whether this is real Windows (`CALICOCTL_WIN_REAL_HOST`, set by the Windows workflow):
-    /// the firewall, IP helper and HNS contracts then run against the host's own, leaving a
-    /// TEST-NET-1 route (192.0.2.0/24) that the workflow removes.
+    /// the firewall, IP helper and HNS contracts then run against the host's own (the routes
+    /// contract deletes the TEST-NET-1 route it adds, and the workflow any a killed run left).
     pub(crate) fn real_host() -> bool {
         std::env::var_os("CALICOCTL_WIN_REAL_HOST").is_some()
     }
@@ -1307,7 +1307,46 @@ pub(crate) mod on_windows {
             return;
         }
         let _turn = ROUTES.lock().unwrap_or_else(|p| p.into_inner());
-        routes(&WindowsHost::new());
+        let h = WindowsHost::new();
+        let before = test_net(&h.routes().expect("routes"));
+        {
+            let _added = AddedRoutes {
+                h: &h,
+                before: before.clone(),
+            };
+            routes(&h);
+        }
+        assert_eq!(
+            test_net(&h.routes().expect("routes")),
+            before,
+            "the route the contract added is left"
+        );
+    }
+
+    /// Deletes, however the test ends (passed or panicked), the TEST-NET-1 routes that were
+    /// not there before it: the routes contract adds one, and the Host trait removes none.
+    struct AddedRoutes<'a> {
+        h: &'a WindowsHost,
+        before: Vec<Route>,
+    }
+
+    impl Drop for AddedRoutes<'_> {
+        fn drop(&mut self) {
+            let now = test_net(&self.h.routes().unwrap_or_default());
+            for r in now.iter().filter(|r| !self.before.contains(r)) {
+                if let Err(e) = crate::host::windows::delete_route(r) {
+                    eprintln!("the routes contract's {} is left: {e}", r.describe());
+                }
+            }
+        }
+    }
+
+    /// The TEST-NET-1 routes (192.0.2.0/24, RFC 5737) among `all`.
+    fn test_net(all: &[Route]) -> Vec<Route> {
+        all.iter()
+            .filter(|r| r.destination.octets()[..3] == [192, 0, 2])
+            .cloned()
+            .collect()
     }
 
     /// Through the stand-in: both adapters with their MAC, DNS servers, gateway and DHCP

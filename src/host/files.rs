@@ -73,6 +73,52 @@ pub(crate) fn open_to_write(
         .map_err(|e| HostError::io(format!("write {path}"), e))
 }
 
+/// A file opened to be written in place (`Files::open_update`), with what its handle says of
+/// the file it opened: read from the handle, not the name, so a link changed since the name
+/// was judged shows.
+pub struct OpenedFile {
+    pub file: std::fs::File,
+    /// The handle's final path, every junction and link on the way resolved (`\\?\` aside).
+    pub final_path: String,
+    /// Neither a directory nor a reparse point, and no other name (one link): a hard link
+    /// to another file would have that file written.
+    pub sole_plain: bool,
+}
+
+/// Whether two final paths name the same place: case aside (Windows names are
+/// case-insensitive), the `\\?\` prefix aside.
+pub fn same_final_path(a: &str, b: &str) -> bool {
+    without_verbatim(a).eq_ignore_ascii_case(&without_verbatim(b))
+}
+
+/// `\\?\C:\x` as `C:\x`, `\\?\UNC\server\x` as `\\server\x`: the prefix
+/// `GetFinalPathNameByHandleW` gives a DOS path (Microsoft, "Naming Files, Paths, and
+/// Namespaces": Win32 file namespaces).
+pub fn without_verbatim(p: &str) -> String {
+    if let Some(unc) = p.strip_prefix("\\\\?\\UNC\\") {
+        return format!("\\\\{unc}");
+    }
+    p.strip_prefix("\\\\?\\").unwrap_or(p).to_owned()
+}
+
+/// Where `local` leads now (`std::fs::canonicalize`, every link resolved): the file, or for
+/// one not there, its directory's with its name; `None` when the directory is not there.
+pub(crate) fn resolve_final(local: &Path) -> std::io::Result<Option<std::path::PathBuf>> {
+    match std::fs::canonicalize(local) {
+        Ok(p) => return Ok(Some(p)),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        Err(_) => {}
+    }
+    let (Some(dir), Some(name)) = (local.parent(), local.file_name()) else {
+        return Ok(None);
+    };
+    match std::fs::canonicalize(dir) {
+        Ok(d) => Ok(Some(d.join(name))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// An entry of a directory on the host.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DirEntry {
@@ -199,24 +245,17 @@ pub trait Files {
         }
     }
     /// An existing regular file opened to read and write in place, neither emptied nor
-    /// appended to (a record overwritten where it is, `logs --position`); `None` when there is
-    /// no regular file. Shared as `open_read`'s handle is.
-    fn open_update(&self, path: &str) -> HostResult<Option<std::fs::File>> {
-        let local = self.local_path(path)?;
-        if !local.is_file() {
-            return Ok(None);
-        }
-        match std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&local)
-        {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            r => r
-                .map(Some)
-                .map_err(|e| HostError::io(format!("open {path} to write"), e)),
-        }
-    }
+    /// appended to (a record overwritten where it is, `logs --position`), with what its handle
+    /// says of the file it opened (`OpenedFile`): its last name opened itself, never followed
+    /// (a link there reads as no plain file); `None` when there is no regular file. Shared as
+    /// `open_read`'s handle is.
+    fn open_update(&self, path: &str) -> HostResult<Option<OpenedFile>>;
+    /// Where `path` leads now: its final path, every junction and link on the way resolved
+    /// (on Windows `GetFinalPathNameByHandleW`, which `std::fs::canonicalize` calls); for a
+    /// file not there yet, its directory's with its name; `None` when its directory is not
+    /// there either. Compared with `OpenedFile::final_path`, it binds a judgement of the path
+    /// to the handle opened after it.
+    fn final_path(&self, path: &str) -> HostResult<Option<String>>;
     /// A file opened for writing, its parent directories created: emptied first, or appended
     /// to (`append`, a download resumed). For what is written in a stream under the install
     /// root's cache (the release's download and its staged extraction); everything the plan

@@ -159,14 +159,14 @@ fn remove_name(path: &Path) -> std::io::Result<()> {
 
 /// Whether the open `file` is a plain file whose one name is `name`.
 #[cfg(windows)]
-fn is_sole_plain_file(file: &File, _name: &Path) -> std::io::Result<bool> {
+pub(crate) fn is_sole_plain_file(file: &File, _name: &Path) -> std::io::Result<bool> {
     crate::host::windows::files::is_sole_plain_file(file)
 }
 
 /// Whether the open `file` is a plain file whose one name is `name`: the file `name` names
 /// without following a link (which `open` followed), with no other link to it (`st_nlink`).
 #[cfg(unix)]
-fn is_sole_plain_file(file: &File, name: &Path) -> std::io::Result<bool> {
+pub(crate) fn is_sole_plain_file(file: &File, name: &Path) -> std::io::Result<bool> {
     use std::os::unix::fs::MetadataExt;
     let (open, named) = (file.metadata()?, std::fs::symlink_metadata(name)?);
     Ok(named.file_type().is_file()

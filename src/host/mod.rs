@@ -40,7 +40,7 @@ pub(crate) mod contract;
 pub use error::{HostError, HostResult, win32_message};
 pub use events::{EventLevel, EventLog};
 pub(crate) use files::open_to_write;
-pub use files::{Access, DirEntry, Files, READ_CAP, read_capped};
+pub use files::{Access, DirEntry, Files, OpenedFile, READ_CAP, read_capped, same_final_path};
 pub use firewall::{
     ALL_PROFILES, AppContainerScope, Direction, Firewall, FirewallModifyState, FirewallRule,
     Protocol, Unset,

@@ -93,16 +93,23 @@ fn after(names: &[String], name: &str, stem: &str) -> usize {
 /// the last byte no secret holds (a space, a quote, `,{}[]`), and before the word leading
 /// into a value there (`Bearer `, `token: `, `"password":"`, `FOO_API_KEY=`: the words
 /// `redact::leads_into_value` knows), so that no secret the redactor
-/// knows is cut in two. A piece without such a byte is cut at its end.
-fn cut(piece: &[u8]) -> usize {
+/// knows is cut in two; before a `{` or `[` that is that byte. A piece without such a byte
+/// is cut at its end.
+pub(crate) fn cut(piece: &[u8]) -> usize {
     let free = |b: &u8| b.is_ascii_whitespace() || b"\"',{}[]".contains(b);
     let Some(at) = piece.iter().rposition(free) else {
         return piece.len();
     };
     // Before the words leading into a value that end there (`token":"`, `Bearer `, and
-    // `Authorization: ` before `Basic `).
-    let seps = |b: &u8| b.is_ascii_whitespace() || b"\"':=".contains(b);
-    let mut end = at + 1;
+    // `Authorization: ` before `Basic `), their quotes perhaps escaped (`\"password\":\"`).
+    let seps = |b: &u8| b.is_ascii_whitespace() || b"\"':=\\".contains(b);
+    // Before an opening brace or bracket (Go's `map[`), which tells where the values after it
+    // end (`{Password:two words Other:x}`): the next piece starts with it.
+    let mut end = match piece[at] {
+        b'[' if piece[..at].ends_with(b"map") => at - 3,
+        b'{' | b'[' => at,
+        _ => at + 1,
+    };
     loop {
         let word_end = piece[..end]
             .iter()
@@ -495,6 +502,11 @@ impl<'a> Reader<'a> {
                         break;
                     }
                 }
+                // A value a rotated file's last line left open ends with its file: the
+                // next file's lines are its writer's new ones.
+                if !last {
+                    self.pending = Pending::None;
+                }
                 // Where to go on: this file, also when nothing was written from it yet.
                 self.moved(&head, head_len, offset, save);
             }
@@ -570,8 +582,11 @@ impl<'a> Reader<'a> {
                 out.write_all(crate::redact::REDACTED.as_bytes())
                     .map_err(w)?;
             } else {
-                let line = line.strip_suffix(b"\n").unwrap_or(line);
-                let (text, pending) = self.redactor.redact_line(self.pending, line);
+                // A piece of a line longer than a chunk ends without its line break.
+                let (text, pending) = match line.strip_suffix(b"\n") {
+                    Some(line) => self.redactor.redact_line(self.pending, line),
+                    None => self.redactor.redact_piece(self.pending, line),
+                };
                 self.pending = pending;
                 out.write_all(&text).map_err(w)?;
             }

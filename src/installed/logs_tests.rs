@@ -303,6 +303,12 @@ impl crate::host::Files for Racy<'_> {
     fn list_dir(&self, path: &str) -> HostResult<Option<Vec<crate::host::DirEntry>>> {
         self.host.list_dir(path)
     }
+    fn open_update(&self, path: &str) -> HostResult<Option<crate::host::OpenedFile>> {
+        self.host.open_update(path)
+    }
+    fn final_path(&self, path: &str) -> HostResult<Option<String>> {
+        self.host.final_path(path)
+    }
     fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>> {
         self.host.read_file(path)
     }
@@ -641,6 +647,40 @@ fn a_secret_after_its_name_in_the_next_piece_is_redacted() {
     assert!(!text.contains("cutsecret2"), "{}", &text[text.len() - 80..]);
 }
 
+/// A line longer than a chunk cut inside a secret's value of many words: its words in the
+/// next piece go too, up to what ends the value; the lines after it stay.
+#[test]
+fn a_value_of_many_words_cut_at_a_chunk_goes_on_into_the_next_piece() {
+    for before in (CHUNK - 40..CHUNK - 2).step_by(3) {
+        for (value, after) in [
+            (" password: correct horse battery staple", ""),
+            (
+                " {Password:correct horse battery staple Other:kept1}",
+                "Other:kept1}",
+            ),
+            (
+                " map[password:correct horse battery staple other:kept2]",
+                "other:kept2]",
+            ),
+        ] {
+            let n = Node::new();
+            n.append(
+                "calico-felix.log",
+                &format!("{}{value}\nnext line\n", "x".repeat(before)),
+            );
+            let text = read(&mut n.reader(), Start::Tail(u64::MAX));
+            let tail = &text[before - 10..];
+            for word in ["correct", "horse", "battery", "staple"] {
+                assert!(!text.contains(word), "{word} at {before}: {tail}");
+            }
+            assert!(
+                text.contains(after) && text.ends_with("next line\n"),
+                "at {before}: {tail}"
+            );
+        }
+    }
+}
+
 /// A reader starting inside a private key whose BEGIN line it cannot see (further back than
 /// it looks, or in a file removed since: the log starts inside the key) hides the key's lines
 /// up to its END line, which a key's block holds; the lines after it are shown.
@@ -742,5 +782,78 @@ fn a_hidden_key_line_keeps_its_indentation() {
         let n = Node::new();
         n.append("calico-felix.log", text);
         assert_eq!(read(&mut n.reader(), Start::Tail(u64::MAX)), want);
+    }
+}
+
+/// What a rotated file's last line leaves pending (a secret's quote not closed, a piece of a
+/// line without its line break) ends with its file: the next file's lines are its own.
+#[test]
+fn a_rotated_files_pending_value_ends_with_the_file() {
+    let n = Node::new();
+    n.append("calico-felix-20251121T080000Z.log", "password: \"abc\n");
+    n.append(
+        "calico-felix-20251121T090000Z.log",
+        "{Password:correct horse",
+    );
+    n.append("calico-felix.log", &lines(0..2));
+    let all = read(&mut n.reader(), Start::Tail(u64::MAX));
+    assert!(!all.contains("abc") && !all.contains("horse"), "{all}");
+    assert!(all.ends_with(&lines(0..2)), "{all}");
+}
+
+/// A line longer than a chunk, its pieces cut as `poll` cuts them and each redacted alone.
+fn by_pieces(text: &[u8]) -> String {
+    let r = Redactor::new(&[]);
+    let (mut p, mut out, mut rest) = (Pending::None, Vec::new(), text);
+    while !rest.is_empty() {
+        let buf = &rest[..rest.len().min(CHUNK)];
+        let whole = match memchr::memrchr(b'\n', buf) {
+            Some(a) => a + 1,
+            None if buf.len() == CHUNK => cut(buf),
+            None => buf.len(),
+        };
+        for line in buf[..whole].split_inclusive(|b| *b == b'\n') {
+            let (t, q) = match line.strip_suffix(b"\n") {
+                Some(l) => r.redact_line(p, l),
+                None => r.redact_piece(p, line),
+            };
+            (p, rest) = (q, &rest[line.len()..]);
+            out.extend_from_slice(&t);
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A value that runs to its line's end (a cookie, a Digest credential, a Docker config's
+/// `auth`) cut by a chunk's end, wherever in it: no part of it leaves, nor after the cut.
+#[test]
+fn a_credential_headers_value_cut_by_a_chunk_leaves_nothing() {
+    for (before, after, gone) in [
+        (" Cookie: a=1; sid=SECRET", "PART; c=3", "PART"),
+        (" Set-Cookie: sid=\"abc ", "defghi\"; Path=/", "defghi"),
+        (
+            " Authorization: Digest username=\"admin\", realm=\"r\", nonce=\"n\", response=\"6629fae49393",
+            "a05397450978507c4ef1\" x",
+            "a0539745",
+        ),
+        (
+            " {\"auths\":{\"reg.io\":{\"auth\":\"dXNlcjpwYXNz",
+            "d29yZA==\"}}}",
+            "d29yZA",
+        ),
+        // Go's encoding/json of an http.Header: the Digest's own quotes escaped in its string.
+        (
+            r#" {"headers":{"Authorization":["Digest username=\"u\", response=\"6629fae49393"#,
+            r#"a05397450978507c4ef1\"]}}"#,
+            "a0539745",
+        ),
+    ] {
+        for shift in [0, 3, 9] {
+            let fill = CHUNK - before.len() - 4 + shift;
+            let line = format!("msg {}{before}{after}\n", "f".repeat(fill));
+            let out = by_pieces(line.as_bytes());
+            assert!(!out.contains(gone), "{gone} left: {}", &out[fill..]);
+            assert!(out.starts_with("msg ffff"), "{}", &out[..20]);
+        }
     }
 }

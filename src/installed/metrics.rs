@@ -1,6 +1,6 @@
 //! calicoctl-win's own metrics, kept in small files under the install root (SYSTEM and
 //! Administrators only), one per writer so that no two processes write one file: CalicoNode's,
-//! repair's and the scheduled verify's (`service keep-token --verify-every`); the threads of
+//! repair's and the fleet DaemonSet's (`service keep-token`: its renewals and scheduled verify); the threads of
 //! a writer update its file one at a time (`update`). CalicoNode serves them (`supervise::metrics_server`) in Prometheus' text
 //! exposition format, version 0.0.4 (prometheus/docs
 //! `content/docs/instrumenting/exposition_formats.md`: `# HELP` and `# TYPE` lines, then one
@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 pub const NODE_FILE: &str = crate::layout::METRICS_FILES[0];
 /// repair's file.
 pub const REPAIR_FILE: &str = crate::layout::METRICS_FILES[1];
-/// The scheduled verify's file (the fleet DaemonSet's `keep-token --verify-every`).
+/// The fleet DaemonSet's `service keep-token`'s file: the renewals it made as the renewer of
+/// last resort, and its scheduled verify's verdict (`--verify-every`).
 pub const VERIFY_FILE: &str = crate::layout::METRICS_FILES[2];
 
 pub const TOKEN_RENEWALS: &str = "calicoctl_win_token_renewals_total";
@@ -48,7 +49,7 @@ const METRICS: &[(&str, &str, &str)] = &[
     (
         TOKEN_RENEWALS,
         "counter",
-        "calico-node tokens CalicoNode renewed.",
+        "calico-node tokens renewed: by CalicoNode, and by the fleet DaemonSet's renewer of last resort after the API server refused the token.",
     ),
     (
         TOKEN_REFUSALS,

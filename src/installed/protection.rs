@@ -217,3 +217,8 @@ pub fn link_on_the_way(h: &dyn Host, dir: &str) -> Option<String> {
         .into_iter()
         .find(|a| h.is_reparse_point(a).unwrap_or(true))
 }
+
+// The simulated host's junctions are symbolic links, which only Unix gives it.
+#[cfg(all(test, unix))]
+#[path = "protection_tests.rs"]
+mod tests;

@@ -201,3 +201,7 @@ fn remove_unwanted(
 #[cfg(test)]
 #[path = "metrics_rules_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "metrics_rules_contract_tests.rs"]
+mod contract;

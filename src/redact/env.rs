@@ -49,7 +49,7 @@ const UNCLOSED: &str = r#"\\?["'][^\r\n]*"#;
 const PS_VALUE: &str = r#""(?:[^"`\r\n]|`.)*"?|'(?:[^'\r\n]|'')*'?|[^\s;,)]+"#;
 
 /// The shapes of a name and its value: group `n` the name, `v` the value.
-pub(super) fn pairs() -> [String; 5] {
+pub(super) fn pairs() -> [String; 6] {
     // A key of a flow mapping or JSON object, quoted or not, its quotes perhaps escaped (at
     // the text's start: a piece of a long line cut after its `{"`).
     let key = |k: &str| format!(r#"(?:^|[{{,])\s*(?:\\?["'])?{k}(?:\\?["'])?\s*:[ \t]*"#);
@@ -73,6 +73,9 @@ pub(super) fn pairs() -> [String; 5] {
         format!(
             r#"(?i-u)(?:\$env:(?P<n>[A-Za-z0-9_.-]+)\s*=|SetEnvironmentVariable\(\s*["'](?P<m>[A-Za-z0-9_.-]+)["']\s*,)[ \t]*(?P<v>{PS_VALUE})"#
         ),
+        // Go's `%+v` of a k8s.io/api core/v1 `EnvVar` (fields `Name`, `Value`, `ValueFrom`,
+        // fmt's `{Name:X Value:two words ValueFrom:nil}`): the value up to `ValueFrom` or `}`.
+        r"(?-u)\{Name:(?P<n>[A-Za-z0-9_.-]+) Value:(?P<v>[^}\s][^}\r\n]*?)(?: ValueFrom:|\})".into(),
     ]
 }
 
@@ -280,13 +283,16 @@ fn key_line(top: &mut Item, text: &[u8], offset: usize) {
     }
 }
 
-/// Where the quote `q` that opened `inner` closes on its line (`\"` escapes in `"`, `''` is a
-/// quote in `'`); `None` for an unquoted scalar or one continued on the next line.
+/// Where the quote `q` that opened `inner` closes on its line (`\"` and PowerShell's `` `" ``
+/// escape in `"`, `''` is a quote in `'`); `None` for an unquoted scalar or one continued on
+/// the next line.
 pub(super) fn closing(q: u8, inner: &[u8]) -> Option<usize> {
     let mut i = 0;
     while i < inner.len() {
         match (q, inner[i]) {
             (b'"', b'\\') => i += 1,
+            // PowerShell's `` `" ``; a backtick before anything else is itself.
+            (b'"', b'`') if inner.get(i + 1) == Some(&b'"') => i += 1,
             (b'"', b'"') => return Some(i),
             (b'\'', b'\'') if inner.get(i + 1) == Some(&b'\'') => i += 1,
             (b'\'', b'\'') => return Some(i),

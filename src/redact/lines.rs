@@ -6,6 +6,10 @@
 use super::Redactor;
 use super::env::{closing, json_quote, names_a_secret};
 use super::names::{NAMES, REDACTED};
+use super::plain::{Around, continued, open_around, open_at_end};
+use super::quotes::{FlowScan, Place, digest_open, double_end, single_end, twice_escaped_end};
+use super::record::starts_a_record;
+use super::table;
 use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
 
@@ -26,8 +30,8 @@ pub enum Pending {
     /// A flag or a name naming a secret ended its line (`- --token`, `[--token,`, `token:`,
     /// a comment after it): the next item, after blank and comment lines, is its value.
     Flag,
-    /// The lines indented more than this are a secret's (a block scalar's, YAML 1.2 8.1; a
-    /// plain scalar's continuation, 7.3.3), blank lines among them.
+    /// The lines indented more than this are a secret's (a block scalar's, YAML 1.2 8.1, or
+    /// the lines under a secret's name with no value on its line), blank lines among them.
     Under(usize),
     /// Inside a secret in this quote (`"` or `'`) not closed on its line, for so many lines
     /// (YAML 1.2 7.3.1, 7.3.2: a quoted scalar may span lines).
@@ -47,17 +51,74 @@ pub enum Pending {
     /// A JSON or flow object whose `name` named a secret, its `value` not yet seen, for so
     /// many lines (`kubectl get -o json`'s `{"name": "X_TOKEN",\n "value": "X"}`).
     Object(u16),
+    /// A secret's value of many words ran to the end of a piece of a line cut before its end
+    /// (`redact_piece`): the next piece goes on with it, up to what ends such a value.
+    Rest(Around),
+    /// A piece of a line cut before its end left a `{` or Go's `map[` open (`Flow`, `Map`):
+    /// the next piece's values end as they would inside it.
+    Within(Around),
+    /// A line that may be a `Format-Table` header with columns named as secrets between these
+    /// columns (`table::header`): a row of dashes next makes it one.
+    Header(u16, u16),
+    /// The rows of a `Format-Table` whose columns between these (`u16::MAX`: to the row's
+    /// end) are secrets', up to a blank line.
+    Table(u16, u16),
+    /// What a `logs` position saved by an earlier version holds for `Wrapped` (this version
+    /// makes `Wrapped` only; the state is kept so that such a record still loads): the lines
+    /// indented more than this (the column of the key whose plain value began on the line
+    /// before) go on its value (YAML 1.2 7.3.3), blank lines among them, up to a
+    /// line that is an entry of its own (`key: value`, `- key: value`): a plain scalar holds
+    /// no `: `.
+    Continued(usize),
+    /// `Continued`'s lines after a secret's plain value that began its line (`password: x`,
+    /// `Format-List`'s `Password : x`), the second the value's column: a line indented just
+    /// there goes on the value whatever it holds (`Format-List` wraps a long value to its
+    /// column; in YAML such a line after a plain scalar can be no entry of its own).
+    Wrapped(usize, usize),
+    /// `Wrapped` after a `Format-List` name (`Password : x`, blanks before its `:`): its
+    /// wrapped lines go on the value up to a blank line, which ends the list's object
+    /// (Format-List writes a blank line between objects and after the last); an indented line
+    /// after the blank (an error's stack trace) is no part of it. YAML's plain scalar goes on
+    /// past a blank line (`Wrapped`).
+    Listed(usize, usize),
+    /// A piece of a line cut before its end inside a value that runs to its line's end (an
+    /// HTTP credential header's, RFC 9110 5.5: `Cookie:`, `Authorization: Digest ...`, or a
+    /// Docker config's `auths` object not closed): the line's next pieces go whole.
+    Line,
+    /// A piece of a line cut before its end ended in a credential header's name or a key
+    /// naming a secret (its quotes and blanks after it): the next piece goes whole (`Line`)
+    /// when the name's `:` begins it; else the name was none of a header's or a key's (a
+    /// list's item, `["Authorization", "Accept"]`).
+    Named,
+    /// A piece of a line cut before its end ended at the `'` that closes a secret's
+    /// single-quoted value: it may be the first of a `''` (a quote inside, YAML 1.2 7.3.2)
+    /// whose second begins the next piece, and then the value goes on in it to its `'`.
+    Doubled,
 }
 
 impl Pending {
     /// The stricter of two states of the same place (a position's record, what the lines
-    /// before it leave): the one that hides, the longer-lasting of the same kind, else `found`.
+    /// before it leave): the one that hides, the longer-lasting or wider of the same kind,
+    /// else `found`.
     pub fn stricter(self, found: Pending) -> Pending {
         match (self, found) {
             (Pending::None, f) => f,
             (r, Pending::None) => r,
             (Pending::Quote(q, a), Pending::Quote(p, b)) if q == p => Pending::Quote(q, a.min(b)),
             (Pending::Under(a), Pending::Under(b)) => Pending::Under(a.min(b)),
+            (Pending::Continued(a), Pending::Continued(b)) => Pending::Continued(a.min(b)),
+            // The lower key's column hides every line indented more than it that is no entry
+            // of its own; on a tie, the lower value column.
+            (Pending::Listed(a, v), Pending::Listed(b, w)) => {
+                let (k, c) = (a, v).min((b, w));
+                Pending::Listed(k, c)
+            }
+            // `Wrapped` goes on past a blank line, which ends `Listed`: with either, `Wrapped`.
+            (Pending::Wrapped(a, v) | Pending::Listed(a, v), Pending::Wrapped(b, w))
+            | (Pending::Wrapped(a, v), Pending::Listed(b, w)) => {
+                let (k, c) = (a, v).min((b, w));
+                Pending::Wrapped(k, c)
+            }
             (Pending::Object(a), Pending::Object(b)) => Pending::Object(a.min(b)),
             (_, f) => f,
         }
@@ -72,6 +133,10 @@ pub(super) struct Leads {
     flag: Regex,
     /// `token: |`: a block scalar as a named secret's value (group 1: the indentation).
     block: Regex,
+    /// `password: two`, a plain scalar as a named secret's value, starting its line (group 1:
+    /// the indentation and a `- `, the key's column; group 2 ends at the value's column): the
+    /// lines after it indented more are its own (YAML 1.2 7.3.3).
+    continues: Regex,
     /// `- name: X` or `name: X` alone on its line (1: indentation, 2: `- `, 3: the name).
     item: Regex,
     /// A `name` key of a flow mapping or JSON object and its name (group 1).
@@ -80,21 +145,41 @@ pub(super) struct Leads {
     value: Regex,
     /// klog's `key=<` ending a line, the key naming a secret.
     klog: Regex,
+    /// `table::column_name`.
+    column: Regex,
+    /// An HTTP credential header's name and `:` (group 1: a `"` before it, a JSON key's).
+    header: Regex,
+    /// Go's `%v` or `%#v` of a `[]string` under a key naming a secret (`map[password:[a`,
+    /// `"password":[]string{"a`, or cut inside its `[]string{`), not closed at the text's end
+    /// (group 1: up to its opening).
+    list: Regex,
+    /// A key naming a secret at the text's end, its quotes (escaped or not) and blanks after
+    /// it (`"password"`, `\"token\"`): its `:` and value may begin the next piece.
+    key_end: Regex,
+    /// `docker::auths`' `auths` key and its `{`.
+    auths: Regex,
+    /// Go's `%+v` of an `EnvVar` (`env::pairs`' last) whose value runs to the text's end
+    /// (group 1: the name, 2: the value).
+    go_env: Regex,
 }
 
 impl Leads {
     pub(super) fn new(build: impl Fn(&str) -> Regex) -> Self {
         let flag = format!(r#"(?:^|[\s"'\[,(=])-{{1,2}}[a-z0-9-]*{NAMES}\\?["']?"#);
-        let name = format!(r#"[A-Za-z0-9_.-]*{NAMES}\\?["']?\s*[:=]"#);
+        // A key's quotes escaped once or twice (`\"password\":`, `\\\"password\\\":`).
+        let name = format!(r#"[A-Za-z0-9_.-]*{NAMES}(?:\\{{1,3}})?["']?\s*[:=]"#);
         Self {
             quote: build(&format!(
-                r#"(?i-u)(?:{name}\s*|{flag}(?:[ \t]+|\s*,\s*))(\\?["'])"#
+                r#"(?i-u)(?:{name}\s*|{flag}(?:[ \t]+|\s*,\s*))(\\\\\\["']|\\?["'])"#
             )),
             flag: build(&format!(
                 r#"(?i-u)(?:{flag}\s*,?|{name})[ \t]*(?:#[^\r\n]*)?\s*$"#
             )),
             block: build(&format!(
                 r#"(?i-u)^([ \t]*)(?:-[ \t]+)?{name}[ \t]*[|>][0-9+-]{{0,2}}[ \t]*(?:#[^\r\n]*)?\s*$"#
+            )),
+            continues: build(&format!(
+                r#"(?i-u)^(([ \t]*(?:-[ \t]+)?)["']?[A-Za-z0-9_.-]*{NAMES}["']?[ \t]*:[ \t]+)[^\s"'|>#&*!{{\[][^\r\n]*\r?$"#
             )),
             item: build(
                 r#"(?i-u)^([ \t]*)(-[ \t]+)?["']?name["']?[ \t]*:[ \t]*["']?([A-Za-z0-9_.-]+)["']?[ \t]*(?:#[^\r\n]*)?\s*$"#,
@@ -104,7 +189,101 @@ impl Leads {
             ),
             value: build(r#"(?i-u)(?:^|[\s{,])\\?["']?value\\?["']?\s*:[ \t]*"#),
             klog: build(&format!(r#"(?i-u)(?:^|\s)[A-Za-z0-9_.-]*{NAMES}=<\s*$"#)),
+            column: build(&table::column_name()),
+            header: build(
+                r#"(?i-u)(?:^|[\s'{,\[]|(\\*"))(?:(?:set-)?cookie|(?:proxy-)?authorization|x-api-key|x-auth-token)(?:\\*["'])?\s*[:=]\s*"#,
+            ),
+            list: build(&format!(
+                r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}\\?["']?\s*:\s*(?:\[\](?:string\{{?)?|\[))[^\]}}\r\n]*$"#
+            )),
+            key_end: build(&format!(
+                r#"(?i-u)(?:^|[^A-Za-z0-9_.-])[A-Za-z0-9_.-]*{NAMES}(?:\\*["'])?\s*$"#
+            )),
+            auths: build(&super::docker::auths()[0]),
+            go_env: build(r"(?-u)\{Name:([A-Za-z0-9_.-]+) Value:([^}\r\n]*)$"),
         }
+    }
+
+    /// Whether a piece of a line cut before its end is inside a value that runs to the line's
+    /// end (`Pending::Line`): after a credential header's name, its value not ended before
+    /// the piece's end (`header_value_open`); in an `auths` object not closed.
+    fn open_line(&self, piece: &[u8]) -> bool {
+        let auths = self.auths.find_iter(piece).last();
+        if auths.is_some_and(|m| super::docker::object_end(&piece[m.end()..]).is_none()) {
+            return true;
+        }
+        // In order, each read only up to its value's end: a line of many names costs a pass.
+        let mut flow = FlowScan::default();
+        self.header.captures_iter(piece).any(|c| {
+            let Some(m) = c.get(0) else {
+                return false;
+            };
+            let key_quoted = m
+                .as_bytes()
+                .trim_ascii_end()
+                .strip_suffix(b":")
+                .is_some_and(|k| {
+                    k.trim_ascii_end().ends_with(b"\"") || k.trim_ascii_end().ends_with(b"'")
+                });
+            let (first, after) = (piece[m.start()], &piece[m.end()..]);
+            // After `=` only a quoted value is a header's (`Cookie="a=b"`), to its own quote
+            // (`quotes`' rules: `\"` and PowerShell's `` `" `` inside it, `''` in `'`).
+            if m.as_bytes().trim_ascii_end().ends_with(b"=") {
+                return match after.first() {
+                    Some(b'"') => double_end(&after[1..]).is_none(),
+                    Some(b'\'') => single_end(&after[1..]).is_none(),
+                    // Its quote may begin the next piece: that piece goes whole.
+                    None => true,
+                    Some(_) => false,
+                };
+            }
+            // After a blank or `,`: in a flow mapping (`{a: 1, Cookie: x, b: 2}`) its `,` or
+            // `}` ends the value, as after its `{`; in a string, the string's quote.
+            match (first, flow.at(piece, m.start())) {
+                (b' ' | b'\t' | b',', Place::Flow) => own_value_open(after),
+                (b' ' | b'\t' | b',', Place::String) => double_end(after).is_none(),
+                _ => header_value_open(first, c.get(1), key_quoted, after),
+            }
+        })
+    }
+
+    /// Where the items of a secret's list not closed at the end of `piece` (redacted) begin
+    /// (`list`): the rest of its line is the list's (`Pending::Line`).
+    fn open_list(&self, piece: &[u8]) -> Option<usize> {
+        self.list.captures(piece)?.get(1).map(|m| m.end())
+    }
+
+    /// Whether `piece` ends at the `'` that closes a secret's single-quoted value
+    /// (`Pending::Doubled`).
+    fn single_closed_at_end(&self, piece: &[u8]) -> bool {
+        let mut at = 0;
+        while let Some(c) = self.quote.captures_at(piece, at) {
+            let (Some(whole), Some(q)) = (c.get(0), c.get(1)) else {
+                return false;
+            };
+            let rest = &piece[whole.end()..];
+            let close = match q.as_bytes() {
+                [b'\\', q] => escaped_end(*q, rest).map(|(i, _)| i + 1),
+                [q] => closing(*q, rest),
+                _ => None,
+            };
+            let Some(i) = close else {
+                return false;
+            };
+            if q.as_bytes() == b"'" && whole.end() + i + 1 == piece.len() {
+                return true;
+            }
+            at = whole.end() + i + 1;
+        }
+        false
+    }
+
+    /// Where the value of Go's `%+v` of an `EnvVar` named as a secret begins in a piece of a
+    /// line cut before the value's end (` ValueFrom:` or `}`, `env::pairs`).
+    fn open_go_env(&self, piece: &[u8]) -> Option<usize> {
+        let c = self.go_env.captures(piece)?;
+        let (name, value) = (c.get(1)?, c.get(2)?);
+        names_a_secret(name.as_bytes()).then_some(value.start())
     }
 
     /// What `line` leaves pending, and where on it a secret's value begins that it does not
@@ -112,24 +291,45 @@ impl Leads {
     fn after(&self, line: &[u8]) -> (Pending, Option<usize>) {
         match self.carried(line) {
             (Pending::None, _) => (self.after_line(line), None),
+            // A table's header only when the line leaves nothing else.
+            (Pending::Header(..), _) if self.after_line(line) != Pending::None => {
+                (self.after_line(line), None)
+            }
             carried => carried,
         }
     }
 
     /// What `line` carries over lines in any text, not only a log's: a secret's quote not
-    /// closed on it (and where the secret begins), or klog's `key=<`.
+    /// closed on it (and where the secret begins), klog's `key=<`, a secret's block scalar or
+    /// plain scalar whose lines go on indented more.
     fn carried(&self, line: &[u8]) -> (Pending, Option<usize>) {
         if let Some((p, at)) = self.open_quote(line) {
             return (p, Some(at));
         }
-        let klog = self.klog.is_match(line);
-        (if klog { Pending::Klog } else { Pending::None }, None)
+        if self.klog.is_match(line) {
+            return (Pending::Klog, None);
+        }
+        let column = |c: &regex::bytes::Captures, i| c.get(i).map_or(0, |m| m.len());
+        let wrapped = |c: regex::bytes::Captures| {
+            let (key, value) = (column(&c, 2), column(&c, 1));
+            let name = c.get(1).map_or(&b""[..], |m| m.as_bytes().trim_ascii_end());
+            let listed = name.strip_suffix(b":").is_some_and(|n| n.ends_with(b" "));
+            if listed {
+                Pending::Listed(key, value)
+            } else {
+                Pending::Wrapped(key, value)
+            }
+        };
+        let under = (self
+            .block
+            .captures(line)
+            .map(|c| Pending::Under(column(&c, 1))))
+        .or_else(|| (self.continues.captures(line)).map(wrapped));
+        let header = || table::header(&self.column, line).map(|(s, e)| Pending::Header(s, e));
+        (under.or_else(header).unwrap_or_default(), None)
     }
 
     fn after_line(&self, line: &[u8]) -> Pending {
-        if let Some(c) = self.block.captures(line) {
-            return Pending::Under(c.get(1).map_or(0, |m| m.len()));
-        }
         if self.flag.is_match(line) {
             return Pending::Flag;
         }
@@ -154,6 +354,10 @@ impl Leads {
             let (whole, q) = (c.get(0)?, c.get(1)?.as_bytes());
             let rest = &line[whole.end()..];
             let (close, open) = match q {
+                // Escaped twice: the next piece's `\"` closes it as a once-escaped one's.
+                [b'\\', b'\\', b'\\', q] => {
+                    (twice_escaped_end(rest).map(|i| i + 1), Pending::Escaped(*q))
+                }
                 [b'\\', q] => (
                     escaped_end(*q, rest).map(|(i, _)| i + 1),
                     Pending::Escaped(*q),
@@ -240,7 +444,7 @@ fn value_at(line: &[u8], at: usize, under: Option<usize>) -> (Vec<u8>, usize, Op
             let end = text.iter().position(|b| matches!(b, b',' | b'}' | b']'));
             let len = end.filter(|_| !q.is_empty()).unwrap_or(text.len());
             out.extend_from_slice(&[q, REDACTED.as_bytes(), q].concat());
-            (out, start + len, under.map(Pending::Under))
+            (out, start + len, under.map(Pending::Continued))
         }
     }
 }
@@ -249,6 +453,94 @@ impl Redactor {
     /// `line` (without its line break) redacted, what an earlier line left pending applied
     /// first, and what it leaves pending for the next.
     pub fn redact_line(&self, pending: Pending, line: &[u8]) -> (Vec<u8>, Pending) {
+        match self.redact_within(pending, line) {
+            (
+                out,
+                Pending::Rest(_)
+                | Pending::Within(_)
+                | Pending::Line
+                | Pending::Named
+                | Pending::Doubled,
+            ) => (out, Pending::None),
+            done => done,
+        }
+    }
+
+    /// `piece`, a line's part that ends before its line break (a line longer than a chunk is
+    /// cut), redacted as `redact_line` redacts a line; a secret's value of many words that
+    /// runs to its end goes on into the next piece (`Pending::Rest`).
+    pub fn redact_piece(&self, pending: Pending, piece: &[u8]) -> (Vec<u8>, Pending) {
+        let seen = match pending {
+            Pending::Within(around) => [opener(around), piece].concat(),
+            _ => piece.to_vec(),
+        };
+        match self.redact_within(pending, piece) {
+            (out, Pending::None) if self.lines.open_line(&seen) => (out, Pending::Line),
+            // A header's name at the piece's very end, its `:` perhaps in the next piece.
+            // So a secret's key (`"password"`, `\"token\"`).
+            (out, Pending::None)
+                if header_name_at_end(&seen) || self.lines.key_end.is_match(&seen) =>
+            {
+                (out, Pending::Named)
+            }
+            (out, Pending::None) if self.lines.single_closed_at_end(&seen) => {
+                (out, Pending::Doubled)
+            }
+            // Go's `map[password:[a b` cut inside the list: its items go, in this piece and
+            // the rest of the line.
+            (mut out, Pending::None) if self.lines.open_list(&out).is_some() => {
+                let at = self.lines.open_list(&out).unwrap_or(out.len());
+                if !out[at..].trim_ascii().is_empty() {
+                    out.truncate(at);
+                    out.extend_from_slice(REDACTED.as_bytes());
+                }
+                (out, Pending::Line)
+            }
+            (out, Pending::None) => self.piece_end(out, &seen),
+            // A plain value beginning its line (`password: x`) runs to the line's end, past
+            // the piece's: the line's next pieces go whole. (The lines after the long line
+            // are no longer read as its continuation.)
+            (out, Pending::Continued(_) | Pending::Wrapped(..) | Pending::Listed(..)) => {
+                (out, Pending::Line)
+            }
+            done => done,
+        }
+    }
+
+    /// What a piece (`seen`, redacted as `out`) that left nothing else leaves for the next:
+    /// the rest of a Go `EnvVar`'s value, of a value of many words, or the `{` it left open.
+    fn piece_end(&self, mut out: Vec<u8>, seen: &[u8]) -> (Vec<u8>, Pending) {
+        // Go's `{Name:X_PASSWORD Value:two words ValueFrom:nil}` cut inside its value: the
+        // value goes, and the next piece's part of it, up to ` ValueFrom:` or `}`.
+        if let Some(at) = self.lines.open_go_env(&out) {
+            if !out[at..].trim_ascii().is_empty() {
+                out.truncate(at);
+                out.extend_from_slice(REDACTED.as_bytes());
+                out.push(b' ');
+            }
+            return (out, Pending::Rest(Around::Struct));
+        }
+        let rest = open_at_end(&self.plain, seen).map(Pending::Rest);
+        let within = || Some(open_around(seen)).filter(|a| *a != Around::Line);
+        let next = rest.or_else(|| within().map(Pending::Within));
+        (out, next.unwrap_or_default())
+    }
+
+    /// `redact_part`, a piece inside a `{` or `map[` the piece before opened (`Within`) read
+    /// as if that opening began it.
+    fn redact_within(&self, pending: Pending, piece: &[u8]) -> (Vec<u8>, Pending) {
+        let Pending::Within(around) = pending else {
+            return self.redact_part(pending, piece);
+        };
+        let open = opener(around);
+        let (out, next) = self.redact_part(Pending::None, &[open, piece].concat());
+        match out.strip_prefix(open) {
+            Some(out) => (out.to_vec(), next),
+            None => self.redact_part(Pending::None, piece),
+        }
+    }
+
+    fn redact_part(&self, pending: Pending, line: &[u8]) -> (Vec<u8>, Pending) {
         let (mut out, used, kept) = self.take(pending, line, false);
         let rest = &line[used..];
         let (next, open) = kept.map_or_else(|| self.lines.after(rest), |p| (p, None));
@@ -300,6 +592,9 @@ impl Redactor {
             }
             Pending::Under(_) if text.is_empty() => keep(pending),
             Pending::Under(d) if indent > d => self.hide(line, indent, text.len(), pending),
+            Pending::Continued(_) | Pending::Wrapped(..) | Pending::Listed(..) => {
+                self.plain_line(line, indent, pending)
+            }
             // A log record of its own ends a quote a stray `"` seemed to open.
             Pending::Quote(..) | Pending::Escaped(_) if indent == 0 && starts_a_record(text) => {
                 (Vec::new(), 0, None)
@@ -332,8 +627,46 @@ impl Redactor {
             Pending::Item(..) if skip => keep(pending),
             Pending::Item(dash, col) if indent > dash => item_line(line, dash, col, indent),
             Pending::Object(n) => self.object_line(line, n),
-            Pending::Under(_) | Pending::Item(..) | Pending::Klog => (Vec::new(), 0, None),
+            Pending::Header(s, e) => match table::columns(line, s, e) {
+                Some((a, b)) => keep(Pending::Table(a, b)),
+                None => (Vec::new(), 0, None),
+            },
+            Pending::Table(..) if text.is_empty() || indent == 0 && starts_a_record(text) => {
+                (Vec::new(), 0, None)
+            }
+            Pending::Table(a, b) => self.table_row(line, a, b),
+            // A line's next piece (`Rest`, `Line`, `Named`, `Doubled`); `Under`, `Item`,
+            // `Klog` at a line not theirs, and `Within`, nothing.
+            _ => self.next_piece(line, pending),
         }
+    }
+
+    /// A line after a secret's plain value (`Continued`, `Wrapped`, `Listed`): a blank one (a
+    /// multi-line plain scalar may hold empty lines, YAML 1.2 7.3.3; a blank ends `Listed`),
+    /// one indented more than its key and no entry of its own, and one indented to the value's
+    /// column go on the value.
+    fn plain_line(
+        &self,
+        line: &[u8],
+        indent: usize,
+        pending: Pending,
+    ) -> (Vec<u8>, usize, Option<Pending>) {
+        let text = line[indent..].trim_ascii_end();
+        let (key, at) = match pending {
+            Pending::Continued(d) => (d, None),
+            Pending::Wrapped(d, v) | Pending::Listed(d, v) => (d, Some(v)),
+            _ => return (Vec::new(), 0, None),
+        };
+        if text.is_empty() && matches!(pending, Pending::Listed(..)) {
+            return (Vec::new(), 0, None);
+        }
+        if text.is_empty() {
+            return (line.to_vec(), line.len(), Some(pending));
+        }
+        if at == Some(indent) || indent > key && !entry(text) {
+            return self.hide(line, indent, text.len(), pending);
+        }
+        (Vec::new(), 0, None)
     }
 
     /// `line` with the `len` bytes from `indent` hidden as `REDACTED` (the rest after them
@@ -389,6 +722,52 @@ impl Redactor {
         out
     }
 
+    /// What a line's piece after one that left `pending` (`Rest`, `Line`, `Named`, `Doubled`)
+    /// hides.
+    fn next_piece(&self, line: &[u8], pending: Pending) -> (Vec<u8>, usize, Option<Pending>) {
+        let all = line.trim_ascii_end().len();
+        match pending {
+            Pending::Rest(around) => self.rest_of_value(line, around),
+            Pending::Line => self.hide(line, 0, all, pending),
+            // After a header's name, only when its `:` begins the piece.
+            Pending::Named if starts_with_colon(line) => self.hide(line, 0, all, Pending::Line),
+            // The second `'` of a `''`: the value goes on to its closing `'`.
+            Pending::Doubled if line.first() == Some(&b'\'') => match closing(b'\'', &line[1..]) {
+                Some(i) => self.hide(line, 0, i + 1, Pending::None),
+                None => self.hide(line, 0, all, Pending::Line),
+            },
+            _ => (Vec::new(), 0, None),
+        }
+    }
+
+    /// The part of a piece that goes on a value of many words the piece before cut (`Rest`).
+    fn rest_of_value(&self, line: &[u8], around: Around) -> (Vec<u8>, usize, Option<Pending>) {
+        match continued(line, around) {
+            (len, true) => self.hide(line, 0, len, Pending::Rest(around)),
+            (0, false) => (Vec::new(), 0, None),
+            (len, false) => self.hide(line, 0, len, Pending::None),
+        }
+    }
+
+    /// A row of a `Format-Table` whose columns from `a` to `b` are secrets': those go, the
+    /// columns before them redacted as any text.
+    fn table_row(&self, line: &[u8], a: u16, b: u16) -> (Vec<u8>, usize, Option<Pending>) {
+        let from = usize::from(a).min(line.len());
+        let to = usize::from(b).min(line.trim_ascii_end().len()).max(from);
+        let mut out = self.redact(&line[..from]);
+        let cell = &line[from..to];
+        if cell.trim_ascii().is_empty() {
+            out.extend_from_slice(cell);
+        } else {
+            out.extend_from_slice(REDACTED.as_bytes());
+            // The next column stays in its place, or at least apart.
+            let pad = cell.len().saturating_sub(REDACTED.len());
+            let apart = usize::from(b != u16::MAX);
+            out.extend(std::iter::repeat_n(b' ', pad.max(apart)));
+        }
+        (out, to, Some(Pending::Table(a, b)))
+    }
+
     /// A line of an object whose name named a secret: its `value`'s, or the object's end.
     fn object_line(&self, line: &[u8], n: u16) -> (Vec<u8>, usize, Option<Pending>) {
         let Some(m) = self.lines.value.find(line) else {
@@ -397,6 +776,15 @@ impl Redactor {
         };
         let mut out = self.redact(&line[..m.start()]);
         out.extend_from_slice(&line[m.start()..m.end()]);
+        // Go's `%+v` of an `EnvVar` cut before its `Value:` (`{Name:X_PASSWORD ` ended the
+        // piece before): the value up to ` ValueFrom:` or `}`, as `env::pairs` ends it.
+        let go = line[m.start()..m.end()].trim_ascii_start() == b"Value:";
+        if go && line.get(m.end()).is_some_and(|b| !b.is_ascii_whitespace()) {
+            let (len, _) = continued(&line[m.end()..], Around::Struct);
+            let (v, used, p) = self.hide(line, m.end(), len, Pending::None);
+            out.extend_from_slice(&v[m.end()..]);
+            return (out, used, p);
+        }
         let (v, used, p) = value_at(line, m.end(), None);
         out.extend_from_slice(&v[..]);
         (out, used, p)
@@ -454,19 +842,144 @@ fn escaped_end(q: u8, text: &[u8]) -> Option<(usize, bool)> {
     None
 }
 
-/// Whether a line's text starts like a log record, not like a value carried from the line
-/// before (asked of an unindented line only: a logger writes its record at column 0, and an
-/// indented value may begin with a date): a JSON object (`{`), a date (`2026-11-26`, Calico's text format: projectcalico/calico v3.32.1
-/// libcalico-go/lib/logutils/logutils.go, `Formatter.Format`), logrus' own text format, which
-/// a logrus program writes before it sets Calico's (`time="..." level=info msg=...`:
-/// sirupsen/logrus text_formatter.go, its `time` key first), or klog's header (`I1126 `,
-/// `E1126 `: k8s.io/klog/v2 formats a header as severity letter, month, day).
-fn starts_a_record(text: &[u8]) -> bool {
-    let digits = |b: &[u8]| b.iter().all(u8::is_ascii_digit);
-    match text {
-        [b'{', ..] | [b't', b'i', b'm', b'e', b'=', ..] => true,
-        [a, b, c, d, b'-', ..] => digits(&[*a, *b, *c, *d]),
-        [b'I' | b'W' | b'E' | b'F', m @ ..] if m.len() >= 5 => digits(&m[..4]) && m[4] == b' ',
+/// Whether a credential header's value (`after` its name and `:`, the name's match starting
+/// with `first`, its key in quotes or not) runs to the end of `after`. A header inside a
+/// string (`"Cookie: a=b"`, `\"Cookie: a=b\"`, `'Cookie: a=b'`) runs to that string's closing
+/// quote, whatever commas it holds; a quoted key's value (`"Cookie": "a=b"`,
+/// `'Cookie': 'a=b'`) and a flow mapping's (`{Cookie: a=b, x: y}`) to its own closing quote
+/// when quoted, else to a `,` or `}`; a JSON list's items up to the `]`; Go's `%v` of an
+/// http.Header (`Cookie:[a=b]`) up to its `]`; else (HTTP's own form) to the line's end. A
+/// value not begun within `after` is open.
+fn header_value_open(
+    first: u8,
+    quote: Option<regex::bytes::Match>,
+    key_quoted: bool,
+    after: &[u8],
+) -> bool {
+    // Go's `%#v` of an http.Header: its `[]string{` list's `}` ends it (a piece may end
+    // inside the `[]string{`).
+    if !after.is_empty() && b"[]string{".starts_with(after) {
+        return true;
+    }
+    if let Some(items) = after.strip_prefix(b"[]string{") {
+        return list_open(items, b'}');
+    }
+    if after.first() == Some(&b'[') {
+        return list_open(after, b']');
+    }
+    match (quote, first, key_quoted) {
+        // The header inside a string: the string's own closing quote ends it.
+        (Some(q), _, false) if q.as_bytes().starts_with(b"\\") => {
+            escaped_end(b'"', after).is_none()
+        }
+        (Some(_), _, false) => double_end(after).is_none(),
+        (None, b'\'', false) => single_end(after).is_none(),
+        // A quoted key's or a flow mapping's value: its own quotes, or a `,` or `}`.
+        (Some(_), _, true) | (None, b'\'' | b'{', _) => own_value_open(after),
+        _ => true,
+    }
+}
+
+/// Whether a value after a key (`after` its `:`) runs to the end of `after`: in quotes, up to
+/// the closing one (backslash runs counted); else up to a `,` or `}`.
+fn own_value_open(after: &[u8]) -> bool {
+    let t = after.trim_ascii_start();
+    if let Some(rest) = t.strip_prefix(br#"\\\""#) {
+        return twice_escaped_end(rest).is_none();
+    }
+    if let Some(rest) = t.strip_prefix(b"\\\"") {
+        return escaped_end(b'"', rest).is_none();
+    }
+    if t.len() > 7 && t[..7].eq_ignore_ascii_case(b"digest ") {
+        return digest_open(&t[7..]);
+    }
+    match t.first() {
+        None => true,
+        Some(b'"') => double_end(&t[1..]).is_none(),
+        Some(b'\'') => single_end(&t[1..]).is_none(),
+        Some(_) => !t.iter().any(|b| matches!(b, b',' | b'}')),
+    }
+}
+
+/// Whether `piece` ends with a credential header's name (its quotes, backslashes and blanks
+/// after it), so that its `:` and value are in the next piece.
+fn header_name_at_end(piece: &[u8]) -> bool {
+    let end = piece
+        .iter()
+        .rposition(|b| !(b.is_ascii_whitespace() || b"\\\"'".contains(b)))
+        .map_or(0, |i| i + 1);
+    let word = &piece[..end];
+    [
+        "set-cookie",
+        "cookie",
+        "proxy-authorization",
+        "authorization",
+        "x-api-key",
+        "x-auth-token",
+    ]
+    .iter()
+    .any(|n| {
+        let Some(at) = word.len().checked_sub(n.len()) else {
+            return false;
+        };
+        // A word that only ends with a name (`XsrfCookie`) is another's.
+        let bound =
+            at == 0 || !(word[at - 1].is_ascii_alphanumeric() || b"_-".contains(&word[at - 1]));
+        bound && word[at..].eq_ignore_ascii_case(n.as_bytes())
+    })
+}
+
+/// Whether `piece` begins with a `:` (after blanks and a name's closing quote, escaped or
+/// not): a header's name that ended the piece before is one (`Pending::Named`).
+fn starts_with_colon(piece: &[u8]) -> bool {
+    let skip = |b: &u8| b.is_ascii_whitespace() || b"\\\"'".contains(b);
+    let at = piece.iter().position(|b| !skip(b));
+    match at.map(|i| (piece[i], &piece[i + 1..])) {
+        Some((b':', _)) => true,
+        // After `=` only a quoted value is a header's (`Cookie = "a=b"`).
+        Some((b'=', rest)) => matches!(rest.trim_ascii_start().first(), Some(b'"' | b'\'')),
         _ => false,
+    }
+}
+
+/// Whether a list (`after` from its opening) runs to the end of `after`: its `close` outside
+/// quotes ends it.
+fn list_open(after: &[u8], close: u8) -> bool {
+    let (mut inside, mut run) = (false, 0usize);
+    for b in after {
+        match b {
+            b'\\' => {
+                run += 1;
+                continue;
+            }
+            b'"' if run % 2 == 0 => inside = !inside,
+            b if *b == close && !inside => return false,
+            _ => {}
+        }
+        run = 0;
+    }
+    true
+}
+
+/// Whether `text` (a line from its first non-blank) is a mapping entry of its own: a key and
+/// its `:` then a blank or the end, after a sequence's `- ` or not (YAML 1.2 7.3.3: a plain
+/// scalar's line holds no `: `, so no such line goes on one).
+fn entry(text: &[u8]) -> bool {
+    let text = text
+        .strip_prefix(b"- ")
+        .map_or(text, |t| t.trim_ascii_start());
+    let key = text
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric() || b"_.-\"'".contains(b))
+        .count();
+    let rest = text[key..].trim_ascii_start();
+    key > 0 && rest.first() == Some(&b':') && rest.get(1).is_none_or(|b| matches!(b, b' ' | b'\t'))
+}
+
+/// What opens the text of a value's `Around` (`Pending::Within`).
+fn opener(around: Around) -> &'static [u8] {
+    match around {
+        Around::Map => b"map[",
+        _ => b"{",
     }
 }

@@ -4,12 +4,12 @@
 use super::{Pending, Redactor};
 
 /// `text` redacted whole.
-fn whole(text: &str) -> String {
+pub(super) fn whole(text: &str) -> String {
     String::from_utf8(Redactor::new(&[]).redact(text.as_bytes())).expect("utf8")
 }
 
 /// `text` redacted a line at a time, the state carried from line to line.
-fn by_line(text: &str) -> String {
+pub(super) fn by_line(text: &str) -> String {
     let r = Redactor::new(&[]);
     let mut pending = Pending::None;
     let mut out = Vec::new();
@@ -30,7 +30,7 @@ fn assert_json_lines(out: &str) {
 }
 
 /// Both paths of `text`: neither holds `gone`, both hold `kept`, and JSON lines stay JSON.
-fn check(text: &str, gone: &str, kept: &str) {
+pub(super) fn check(text: &str, gone: &str, kept: &str) {
     for (path, out) in [("whole", whole(text)), ("by line", by_line(text))] {
         assert!(!out.contains(gone), "{path}: {gone} survived: {out}");
         assert!(out.contains(kept), "{path}: {kept} not in {out}");
@@ -151,7 +151,7 @@ fn a_flag_value_with_an_escape_in_a_json_string_is_redacted_whole() {
 }
 
 /// Both paths of `text` give `want`, exactly (the redacted text keeps the input's shape).
-fn same(text: &str, want: &str) {
+pub(super) fn same(text: &str, want: &str) {
     assert_eq!(whole(text), want, "whole");
     assert_eq!(by_line(text), want, "by line");
 }
@@ -403,7 +403,7 @@ fn a_base64_private_key_under_any_name_goes() {
 }
 
 /// An `Authorization` list printed over lines (pretty JSON of an http.Header) loses each
-/// quoted credential on its own line; a Digest credential goes whole to its line's end.
+/// quoted credential on its own line; a Digest credential goes whole to its parameters' end.
 #[test]
 fn a_credential_on_its_own_line_and_a_digest_credential_go() {
     let text = "{\n  \"Authorization\": [\n    \"Basic dXNlcjpwYXNzd29yZA==\",\n    \"Bearer abcd.efgh-ijkl\"\n  ]\n}\n";
@@ -415,7 +415,8 @@ fn a_credential_on_its_own_line_and_a_digest_credential_go() {
         "Authorization: Digest username=\"admin\", response=\"6629fae49393a05397450978507c4ef1\"\nnext",
         "Authorization: Digest <redacted>\nnext",
     );
-    // A quote before Digest that opens no JSON string: to the line's end.
+    // A quote before Digest that opens no JSON string: to its parameters' end (here the
+    // line's: the quote is never closed).
     same(
         r#"Authorization="Digest username="a", response="6629fae4""#,
         "Authorization=\"Digest <redacted>",
@@ -520,11 +521,16 @@ fn a_plain_value_of_many_words_goes_whole_and_the_next_field_stays() {
             r#"{"msg":"retry with token: two words","level":"info"}"#,
             r#"{"msg":"retry with token: <redacted>","level":"info"}"#,
         ),
+        // The line indented more goes on the value (YAML 1.2 7.3.3: a plain scalar's
+        // continuation), unless it is an entry of its own (a plain scalar holds no `: `):
+        // a sequence's entry is redacted as any line.
         (
             "token: two words
+  more words
   - token: three more words
 ",
             "token: <redacted>
+  <redacted>
   - token: <redacted>
 ",
         ),

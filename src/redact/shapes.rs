@@ -1,8 +1,10 @@
 //! The table of secrets recognised by their shape, applied in its order.
 
-use super::headers::{bearer, digest, escaped_digest, header_values, quoted_credential};
+use super::headers::{
+    bearer, digest, escaped_digest, header_values, quoted_authorization, quoted_credential,
+};
 use super::keys::base64_key;
-use super::names::{ESCAPED, NAMES, REDACTED};
+use super::names::{ESCAPED, NAMES, REDACTED, TWICE_ESCAPED};
 use super::yaml::{yaml_flow_item, yaml_flow_quoted_item, yaml_list_item};
 
 /// Every shape, in the order they apply: a credential header's value, a Digest credential in
@@ -18,7 +20,7 @@ pub(super) fn all() -> Vec<(String, &'static str)> {
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 22] {
+fn shapes() -> [(String, &'static str); 24] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     // A flag naming a secret (`--token`, `-password`) at a word's start: `re-token` is none.
@@ -37,6 +39,7 @@ fn shapes() -> [(String, &'static str); 22] {
             "${1}<redacted>@",
         ),
         digest(sep),
+        quoted_authorization(sep),
         // An HTTP credential: `Authorization: Basic X`, `Proxy-Authorization: X`, `Bearer X`,
         // Go's `%v` of an http.Header (`Authorization:[Bearer X]`) and its encoding/json
         // (`{"Authorization":["Basic X"]}`: a list of quoted strings).
@@ -65,25 +68,19 @@ fn shapes() -> [(String, &'static str); 22] {
         yaml_flow_item(false),
         yaml_flow_quoted_item('"'),
         yaml_flow_quoted_item('\''),
-        // A value named as a secret in quotes escaped inside a JSON string (a service's
-        // command line, an event's text, a log line quoting JSON): `{\"token\":\"X\"}`,
-        // `PASSWORD=\"X\"`, `--etcd-password \"X\"`, `-token \"X\"`, whole up to its closing `\"`.
-        (
-            format!(
-                r#"(?im-u)((?:[A-Za-z0-9_.-]*{NAMES}(?:\\["'])?\s*[:=]\s*|{flag}\s+)\\["']){ESCAPED}"#
-            ),
-            "${1}<redacted>",
-        ),
+        twice_escaped(),
+        escaped(&flag),
         quoted_after_blank(&flag, '"'),
         quoted_after_blank(&flag, '\''),
         // A value named as a secret in double or single quotes, whole (it may hold blanks):
-        // `"password": "two words"`, `AWS_SECRET_ACCESS_KEY='x'`.
+        // `"password": "two words"`, `AWS_SECRET_ACCESS_KEY='x'`, a pointer's (`Password:*"x"`),
+        // PowerShell's `` `" `` inside double quotes (about_Special_Characters).
         (
-            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}")(?:[^"\\\r\n]|\\.)+"#),
+            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}\*?")(?:`"|[^"\\\r\n]|\\.)+"#),
             "${1}<redacted>",
         ),
         (
-            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}')(?:[^'\r\n]|'')+"#),
+            format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}{sep}\*?')(?:[^'\r\n]|'')+"#),
             "${1}<redacted>",
         ),
         json_non_string(),
@@ -128,6 +125,27 @@ fn quoted_after_blank(flag: &str, quote: char) -> (String, &'static str) {
 fn single_quoted_list_item() -> (String, &'static str) {
     (
         format!(r#"(?i-u)('-{{1,2}}[a-z0-9-]*{NAMES}'\s*,\s*')(?:[^'\n]|'')+"#),
+        "${1}<redacted>",
+    )
+}
+
+/// A value named as a secret in quotes escaped twice (JSON in a JSON string in a JSON
+/// string: `{\\\"password\\\":\\\"X\\\"}`), whole up to its closing `\\\"`.
+fn twice_escaped() -> (String, &'static str) {
+    (
+        format!(r#"(?i-u)([A-Za-z0-9_.-]*{NAMES}\\\\\\["']\s*:\s*\\\\\\["']){TWICE_ESCAPED}"#),
+        "${1}<redacted>",
+    )
+}
+
+/// A value named as a secret in quotes escaped inside a JSON string (a service's
+/// command line, an event's text, a log line quoting JSON): `{\"token\":\"X\"}`,
+/// `PASSWORD=\"X\"`, `--etcd-password \"X\"`, `-token \"X\"`, whole up to its closing `\"`.
+fn escaped(flag: &str) -> (String, &'static str) {
+    (
+        format!(
+            r#"(?im-u)((?:[A-Za-z0-9_.-]*{NAMES}(?:\\["'])?\s*[:=]\s*|{flag}\s+)\\["']){ESCAPED}"#
+        ),
         "${1}<redacted>",
     )
 }

@@ -45,6 +45,8 @@ const APP_LABEL: &str = "app.kubernetes.io/name";
 /// Where the log containers keep their positions: an emptyDir, the pod's own, which outlives
 /// a container's restart and goes with the pod.
 pub const POSITIONS_MOUNT: &str = "C:\\log-positions";
+/// The container that follows calicoctl-win's own log (`kubectl logs ... -c install`).
+pub const INSTALL_LOG_CONTAINER: &str = "install";
 /// The DaemonSet's first container, which `kubectl logs` shows when none is named.
 pub const MAIN_CONTAINER: &str = "calicoctl-win";
 
@@ -560,7 +562,7 @@ impl Fleet {
             ..Container::default()
         };
         let mut containers = vec![container];
-        containers.extend(crate::layout::Role::ALL.map(|r| self.log_container(r)));
+        containers.extend(self.log_containers());
         PodSpec {
             containers,
             host_network: Some(true),
@@ -594,7 +596,18 @@ impl Fleet {
         }
     }
 
-    /// A container that shows a service's log (`kubectl logs ds/NAME -c felix`, as the
+    /// The log containers: one per service, and calicoctl-win's own log's (`logs
+    /// calicoctl-win`: what `install --detach` wrote), named `install` as the name
+    /// `calicoctl-win` is the rollout's container's.
+    fn log_containers(&self) -> Vec<Container> {
+        let mut all: Vec<Container> = crate::layout::Role::ALL
+            .map(|r| self.log_container(r.name(), r.name()))
+            .into();
+        all.push(self.log_container(INSTALL_LOG_CONTAINER, "calicoctl-win"));
+        all
+    }
+
+    /// A container that shows a service's log, or calicoctl-win's own (`kubectl logs ds/NAME -c felix`, as the
     /// operator's calico-node-windows pods have a container per component: tigera/operator
     /// v1.40.0 `pkg/render/windows.go`, `nodeContainer`, `felixContainer`, `confdContainer`):
     /// `logs ROLE --follow` with its position in the pod's emptyDir, so that a restarted
@@ -605,15 +618,17 @@ impl Fleet {
     /// HostProcess Pod", Limitations; `validateWindowsHostProcessPod` in
     /// pkg/apis/core/validation/validation.go). A role that does not run on a node (confd
     /// without BGP, kube-proxy unless `kube_proxy.path`) waits quietly for its log.
-    fn log_container(&self, role: crate::layout::Role) -> Container {
+    /// The container `name` following the log of `role` (`logs ROLE --follow`), its position
+    /// kept in the pod's emptyDir.
+    fn log_container(&self, name: &str, role: &str) -> Container {
         let mount = POSITIONS_MOUNT.trim_start_matches("C:");
-        let position = format!("{SANDBOX}{mount}\\{}.json", role.name());
+        let position = format!("{SANDBOX}{mount}\\{role}.json");
         let mut command = vec!["cmd.exe".to_owned(), "/c".to_owned(), Self::exe()];
         command.extend(["--config".to_owned(), Self::config_path()]);
-        command.extend(["logs", role.name(), "--follow", "--position"].map(String::from));
+        command.extend(["logs", role, "--follow", "--position"].map(String::from));
         command.push(position);
         Container {
-            name: role.name().into(),
+            name: name.into(),
             image: Some(self.image.clone()),
             command: Some(command),
             volume_mounts: Some(vec![

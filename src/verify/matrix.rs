@@ -231,6 +231,10 @@ pub enum PlanError {
         cause: String,
         fate: String,
     },
+    /// The sweep of the namespaces killed runs left was refused (403) by RBAC or an admission
+    /// webhook; `hint` says which, and the right or the webhook (`sweep::refused_hint`).
+    #[error("the sweep of the namespaces killed verify runs left was refused: {cause}")]
+    SweepRefused { cause: String, hint: String },
     #[error("node {node} was waited for {waited_s} s and is not ready: {missing}")]
     NeverReady {
         node: String,
@@ -300,6 +304,9 @@ impl crate::error::Diagnose for PlanError {
                 Kind::Failed,
                 "the renewal needs 'update' on the run's namespace (or, with --namespace, on configmaps/calicoctl-win-verify-run there, which 'calicoctl-win fleet rbac --identity verify' grants): give the identity that right, or look at the cause (an admission webhook, the API server), then run 'calicoctl-win verify' again",
             ),
+            PlanError::SweepRefused { hint, .. } => {
+                Diagnosis::new(Exit::Failed, Kind::ClusterRefused, hint.clone())
+            }
             PlanError::BuildNotCarried { .. } => Diagnosis::new(
                 Exit::Usage,
                 Kind::Usage,

@@ -10,10 +10,12 @@
 //! namespace is counted removed only once it is gone; otherwise the run says it is left, and
 //! why. A living run's namespace (its lease ahead) is never touched.
 
+use super::matrix::{PlanError, RunError};
 use super::objects;
 use super::probe;
 use super::step::POLL;
 use super::wedged;
+use crate::cluster::forbidden::{self, Forbidden};
 use crate::cluster::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, poll_quietly};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
@@ -39,10 +41,11 @@ pub struct Swept {
 
 /// Sweeps the leftovers of killed runs, judged by the API server's clock (none when it gives
 /// no `Date`); a Terminating one's pods forced and its end waited for at most `wait`, every
-/// call by `until`.
-pub fn sweep(c: &Cluster, (wait, until): (Duration, Instant)) -> Result<Swept, ClusterError> {
+/// call by `until`. A listing or a delete refused (403) by RBAC or an admission webhook is
+/// the sweep's refusal, which says which (`refused`).
+pub fn sweep(c: &Cluster, (wait, until): (Duration, Instant)) -> Result<Swept, RunError> {
     let mut swept = Swept::default();
-    let found = probe::our_namespaces(c)?;
+    let found = probe::our_namespaces(c).map_err(refused)?;
     if found.is_empty() {
         return Ok(swept);
     }
@@ -58,7 +61,7 @@ pub fn sweep(c: &Cluster, (wait, until): (Duration, Instant)) -> Result<Swept, C
             n.metadata.uid.as_deref(),
             n.metadata.resource_version.as_deref(),
         );
-        if probe::delete_namespace(c, &name, as_read)? {
+        if probe::delete_namespace(c, &name, as_read).map_err(refused)? {
             swept.removed.push(name);
         }
     }
@@ -69,11 +72,57 @@ pub fn sweep(c: &Cluster, (wait, until): (Duration, Instant)) -> Result<Swept, C
             Ok(Some(why)) => swept.left.push(format!("namespace {name} {why}")),
             Err(e) => swept.left.push(format!(
                 "namespace {name} is left Terminating: {e} ({})",
-                e.hint()
+                refused_hint(&e)
             )),
         }
     }
     Ok(swept)
+}
+
+/// A sweep's call refused by RBAC, an admission webhook or a ValidatingAdmissionPolicy, as the sweep's refusal with its
+/// hint; any other failure as it is.
+fn refused(e: ClusterError) -> RunError {
+    match &e {
+        ClusterError::Api {
+            code: 403, message, ..
+        } if forbidden::judge(message).is_some() => RunError::Plan(PlanError::SweepRefused {
+            hint: refused_hint(&e),
+            cause: e.to_string(),
+        }),
+        _ => RunError::Cluster(e),
+    }
+}
+
+/// The hint of a sweep's failure. A right RBAC refused is named (verb, resource, scope) as
+/// one the sweep needs; an admission webhook's denial is the webhook's, not a missing right
+/// (`cluster::forbidden`); any other failure keeps its own hint.
+fn refused_hint(e: &ClusterError) -> String {
+    let ClusterError::Api {
+        code: 403, message, ..
+    } = e
+    else {
+        return e.hint();
+    };
+    match forbidden::judge(message) {
+        Some(Forbidden::MissingRight(right)) => format!(
+            "the identity in the kubeconfig ({}) may not {}, which the sweep at a verify run's start needs: a run without --namespace lists the namespaces killed runs left (label {}={}), deletes them and the probe pods that hold them; grant it in a ClusterRole (check with '{}'), or run verify with --namespace {}, which 'calicoctl-win fleet rbac --identity verify' makes with every right a run there needs",
+            right.user,
+            right.text(),
+            objects::OWNER_LABEL,
+            objects::OWNER_VALUE,
+            right.can_i(),
+            crate::cluster::verify_rights::NAMESPACE,
+        ),
+        Some(Forbidden::Webhook { name, said }) => format!(
+            "{} (it said: {said}); the namespaces killed runs left stay until it admits their delete or an administrator deletes them",
+            forbidden::webhook_hint(&name)
+        ),
+        Some(Forbidden::Policy { name, said }) => format!(
+            "{} (it said: {said}); the namespaces killed runs left stay until it admits their delete or an administrator deletes them",
+            forbidden::policy_hint(&name)
+        ),
+        None => e.hint(),
+    }
 }
 
 /// A Terminating leftover: its probe pods Terminating on a node not Ready or gone deleted at
@@ -171,4 +220,50 @@ fn controller_says(n: &Namespace) -> Option<String> {
         .map(|c| c.message.clone().unwrap_or_else(|| c.type_.clone()))
         .collect();
     (!said.is_empty()).then(|| said.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(code: u16, message: &str) -> ClusterError {
+        ClusterError::Api {
+            server: "https://127.0.0.1:6443".into(),
+            verb: "delete".into(),
+            resource: "pods".into(),
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// A right RBAC refused is named with its scope and how to ask for it; a webhook's denial
+    /// names the webhook and no right; any other failure keeps its own hint.
+    #[test]
+    fn a_refused_sweep_names_the_right_or_the_webhook() {
+        let rbac = api(
+            403,
+            "pods \"server\" is forbidden: User \"v\" cannot delete resource \"pods\" in API group \"\" in the namespace \"calicoctl-win-verify-k\"",
+        );
+        let hint = refused_hint(&rbac);
+        assert!(
+            hint.contains("may not delete pods in namespace calicoctl-win-verify-k"),
+            "{hint}"
+        );
+        assert!(
+            hint.contains("'kubectl auth can-i delete pods -n calicoctl-win-verify-k --as "),
+            "{hint}"
+        );
+        let webhook = api(
+            403,
+            "pods \"server\" is forbidden: admission webhook \"w.example\" denied the request: no",
+        );
+        let hint = refused_hint(&webhook);
+        assert!(hint.contains("admission webhook \"w.example\""), "{hint}");
+        assert!(!hint.contains("may not delete"), "{hint}");
+        assert!(matches!(refused(webhook), RunError::Plan(_)));
+        let quota = api(403, "pods \"p\" is forbidden: exceeded quota: q");
+        assert_eq!(refused_hint(&quota), quota.hint());
+        assert!(matches!(refused(quota), RunError::Cluster(_)));
+        assert_eq!(refused_hint(&api(500, "x")), api(500, "x").hint());
+    }
 }

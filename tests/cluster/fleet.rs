@@ -865,7 +865,10 @@ pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod
         let sampler = s.spawn(|| {
             let mut most = 0;
             let mut left = std::collections::BTreeSet::new();
-            while !finished.load(std::sync::atomic::Ordering::Relaxed) {
+            loop {
+                // Read before the look: the last look comes after the drive ended and sees
+                // what it left (failed nodes stay cordoned), however late this thread ran.
+                let last = finished.load(std::sync::atomic::Ordering::SeqCst);
                 most = most.max(machines.iter().filter(|m| cordoned(api, &m.name)).count());
                 // The set stays locked while its nodes are looked at: the driver takes a
                 // node out of it (under this lock) before it labels the node done, so a node
@@ -877,6 +880,9 @@ pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod
                     }
                 }
                 drop(now);
+                if last {
+                    break;
+                }
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
             (most, left)
@@ -987,7 +993,7 @@ pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod
                 out.failed.push((m.name.clone(), doc));
             }
         }
-        finished.store(true, std::sync::atomic::Ordering::Relaxed);
+        finished.store(true, std::sync::atomic::Ordering::SeqCst);
         let (most, mut left) = sampler.join().expect("sampler");
         left.extend(ended_outside);
         out.most_out = most;
@@ -1889,6 +1895,13 @@ fn a_calico_node_token_gets_only_its_own_nodes_token_of_at_most_a_year() {
     assert_eq!(doc["replaced"], true, "{doc}");
     let fresh = fs_err::read_to_string(&token_file).expect("token");
     assert!(api.accepts(&fresh));
+    // Counted in the DaemonSet's metrics file (`calicoctl_win_token_renewals_total` adds it
+    // to CalicoNode's): the refused attempt above counted nothing.
+    let counts =
+        fs_err::read_to_string(node.c_drive("calicowindows/calicoctl-win-metrics-verify.json"))
+            .expect("the DaemonSet's metrics file");
+    let counts: serde_json::Value = serde_json::from_str(&counts).expect("json");
+    assert_eq!(counts["calicoctl_win_token_renewals_total"], 1, "{counts}");
     let c = crate::support::fake_api::claims(&fresh);
     let life = c["exp"].as_i64().unwrap_or_default() - c["iat"].as_i64().unwrap_or_default();
     assert_eq!(life, 365 * 86400, "{c}");
@@ -2026,7 +2039,14 @@ fn the_daemonset_has_a_log_container_per_service() {
         .collect();
     assert_eq!(
         names,
-        ["calicoctl-win", "node", "felix", "confd", "kube-proxy"]
+        [
+            "calicoctl-win",
+            "node",
+            "felix",
+            "confd",
+            "kube-proxy",
+            "install"
+        ]
     );
     assert_eq!(
         pod["securityContext"]["windowsOptions"]["hostProcess"],
@@ -2041,7 +2061,11 @@ fn the_daemonset_has_a_log_container_per_service() {
         .expect("the positions' volume");
     assert_eq!(empty_dir["emptyDir"], json!({}));
     for c in &containers[1..] {
-        let role = c["name"].as_str().expect("name");
+        // calicoctl-win's own log is `install`'s: `calicoctl-win` is the rollout's container.
+        let role = match c["name"].as_str().expect("name") {
+            "install" => "calicoctl-win",
+            name => name,
+        };
         let command: Vec<&str> = c["command"]
             .as_array()
             .expect("command")

@@ -94,7 +94,9 @@ pub(crate) fn options(out: &Path) -> Gather {
         node_selector: None,
         out: out.to_owned(),
         concurrency: diags_gather::CONCURRENCY,
-        node_timeout: Duration::from_secs(2),
+        // Generous: no test here waits it out (those that do set their own), and a node's
+        // bundle must land whole within it on a loaded machine too (2 s was missed in CI).
+        node_timeout: Duration::from_secs(30),
         total_timeout: Duration::from_secs(120),
         cap: diags_gather::BUNDLE_CAP,
     }
@@ -139,6 +141,9 @@ fn a_hundred_nodes_are_gathered_past_one_that_does_not_answer() {
     // too (it missed a 2 s bound once in CI); the 100 nodes' time is printed, not asserted.
     let mut g = options(&out);
     g.node_timeout = Duration::from_secs(20);
+    // The run's own bound only keeps the test from hanging: far past what the run takes, so
+    // that a slow machine is no failure (the 2-minute target is `benches/fleet_diags.rs`').
+    g.total_timeout = Duration::from_secs(900);
     let index = diags_gather::gather(&c, &g).expect("gathers");
     println!("gathered 100 nodes in {:?}", started.elapsed());
     assert_eq!((index.gathered, index.failed), (99, 1), "{index:#?}");

@@ -6,6 +6,7 @@ mod support;
 
 mod calico_v3;
 mod cluster_preflight;
+mod fake_api_panic;
 mod fetch_etcd;
 mod fetch_kubeconfig;
 mod fleet;
@@ -30,5 +31,6 @@ mod verify_keeper;
 mod verify_lease;
 mod verify_peers;
 mod verify_rights;
+mod verify_sweep;
 mod verify_turns;
 mod verify_wedged;

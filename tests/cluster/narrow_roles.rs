@@ -8,7 +8,7 @@
 //! --migrate`).
 
 use super::fleet::fleet_plan;
-use crate::support::fake_api::FakeApi;
+use crate::support::fake_api::{FakeApi, Scripted};
 use crate::support::operator::FakeOperator;
 use crate::support::snapshot::{assert_same, snapshot};
 use crate::support::{Node, on_node};
@@ -78,25 +78,30 @@ fn refusals(api: &FakeApi) {
     st.pdb_retry_after = 1;
 }
 
-/// `reconfigure --drain` with a VNI change as `kubeconfig`'s identity, while, 1.5 s in, the
-/// namespace controller finishes `doomed` and the budget allows web-1's eviction: its exit
-/// code and stderr.
+/// `reconfigure --drain` with a VNI change as `kubeconfig`'s identity, while, 1.5 s after
+/// the drain first asked to evict `late`, the namespace controller finishes `doomed` and the
+/// budget allows web-1's eviction: its exit code and stderr. A scripted event of the fake
+/// API server's, counted from the drain's own request (a loaded machine may start the
+/// command later than 1.5 s after the test).
 fn drain_as(api: &FakeApi, node: &Node, kubeconfig: &std::path::Path) -> (i32, String) {
     api.set_felix_vni(4097);
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
-            std::thread::sleep(std::time::Duration::from_millis(1500));
-            let mut st = api.lock();
-            st.objects.retain(|p, _| !p.contains("/namespaces/doomed"));
-            st.eviction_blocked.clear();
-        });
-        let args = ["reconfigure", "--set", "vxlan.vni=4097", "--drain"];
-        let (code, _, err) = node.run_as(
-            kubeconfig,
-            &[&args[..], &["--drain-timeout", "30s"]].concat(),
-        );
-        (code, err)
-    })
+    api.when(
+        "POST",
+        "/api/v1/namespaces/doomed/pods/late/eviction",
+        |st| {
+            let done = Scripted::later(std::time::Duration::from_millis(1500), |st| {
+                st.objects.retain(|p, _| !p.contains("/namespaces/doomed"));
+                st.eviction_blocked.clear();
+            });
+            st.scripted.push(done);
+        },
+    );
+    let args = ["reconfigure", "--set", "vxlan.vni=4097", "--drain"];
+    let (code, _, err) = node.run_as(
+        kubeconfig,
+        &[&args[..], &["--drain-timeout", "30s"]].concat(),
+    );
+    (code, err)
 }
 
 /// The drain's refusals (a 429, a 403 `NamespaceTerminating`) and its read of the refused pod

@@ -14,13 +14,18 @@ use std::time::Duration;
 fn conditions(api: &FakeApi, node: &str, ready: &str, calico: Option<&str>) {
     let path = format!("/api/v1/nodes/{node}");
     let mut n = api.get(&path).expect("node");
+    set_conditions(&mut n, ready, calico);
+    api.put(&path, n);
+}
+
+/// The node's `Ready` and, when given, `CalicoWindowsReady` conditions.
+fn set_conditions(n: &mut serde_json::Value, ready: &str, calico: Option<&str>) {
     let mut cs = vec![json!({"type": "Ready", "status": ready,
         "reason": "KubeletNotReady", "message": "container runtime network not ready"})];
     if let Some(s) = calico {
         cs.push(json!({"type": "CalicoWindowsReady", "status": s, "reason": "Felix"}));
     }
     n["status"]["conditions"] = json!(cs);
-    api.put(&path, n);
 }
 
 fn connect(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
@@ -274,28 +279,16 @@ fn a_killed_runs_turn_taken_over_by_another_run_is_not_swept_nor_its_pods() {
 fn a_node_ready_late_still_gets_the_whole_checks_window() {
     let (api, dir) = cluster();
     conditions(&api, "win-a", "False", None);
-    let mut o = options(12);
+    let mut o = options(20);
     o.wait_ready = true;
-    let looked = |api: &FakeApi| {
-        api.requests()
-            .iter()
-            .filter(|(m, p)| m == "GET" && p.starts_with("/api/v1/nodes/win-a"))
-            .count()
-    };
-    let done = std::sync::atomic::AtomicBool::new(false);
-    let r = std::thread::scope(|s| {
-        s.spawn(|| {
-            // One look a second: Ready after about 10 s of the 12, past the 9 s the checks'
-            // deadline (12 s less the clean-up's quarter) would have allowed from the start.
-            while looked(&api) < 11 && !done.load(std::sync::atomic::Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            conditions(&api, "win-a", "True", Some("True"));
-        });
-        let r = run(&connect(&api, &dir), &o);
-        done.store(true, std::sync::atomic::Ordering::SeqCst);
-        r
+    // One look a second: Ready at the 17th look, after 16 s of the 20, past the 15 s the
+    // checks' deadline (20 s less the clean-up's quarter) would have allowed from the start.
+    // A scripted event under the server's lock, not the test's thread watching the looks.
+    api.when_nth(("GET", "/api/v1/nodes/win-a", 17), |st| {
+        let n = st.objects.get_mut("/api/v1/nodes/win-a").expect("node");
+        set_conditions(n, "True", Some("True"));
     });
+    let r = run(&connect(&api, &dir), &o);
     let r = r.expect("the run waits for the node, then runs");
     assert!(r.passed, "{:#?}", r.checks);
     nothing_left(&api);

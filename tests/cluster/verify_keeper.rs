@@ -427,8 +427,14 @@ fn a_renewal_whose_date_could_not_be_read_writes_nothing() {
             let every = (&run_stop, Duration::from_millis(200));
             lease::keep(&c, &held, every, &mut |_| {})
         });
-        // Many intervals: the keeper ends on its own once the lease is lost.
-        std::thread::sleep(Duration::from_millis(1500));
+        // The keeper ends on its own once the lease is lost (three intervals); a bound of a
+        // minute, not a guess at how long three intervals take on a loaded machine.
+        for _ in 0..1200 {
+            if keeper.is_finished() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
         held.stop();
         keeper.join().expect("the keeper");
     });

@@ -201,25 +201,14 @@ fn a_turn_lost_during_the_clean_up_does_not_fail_a_passed_run() {
         renew: Duration::from_millis(200),
         ..in_namespace()
     };
+    // Another run takes the turn over as this one's clean-up deletes its first pod (a
+    // scripted event, under the server's lock): the clean-up then waits for its pods.
+    api.when("DELETE", &format!("/api/v1/namespaces/{NS}/pods/"), |st| {
+        let turn = st.objects.get_mut(TURN).expect("the run's turn");
+        turn["data"]["run"] = json!("other");
+        turn["metadata"]["resourceVersion"] = json!("9999");
+    });
     let running = std::thread::spawn(move || run(&c, &o).expect("run"));
-    let pods = format!("/api/v1/namespaces/{NS}/pods/");
-    let cleaning = || {
-        api.requests()
-            .iter()
-            .any(|(m, p)| m == "DELETE" && p.starts_with(&pods))
-    };
-    for _ in 0..1200 {
-        if cleaning() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(cleaning(), "the run's clean-up began");
-    // Another run takes the turn over while this one waits for its pods.
-    let mut turn = api.get(TURN).expect("the run's turn");
-    turn["data"]["run"] = json!("other");
-    turn["metadata"]["resourceVersion"] = json!("9999");
-    api.put(TURN, turn);
     let r = running.join().expect("joins");
     assert!(r.passed, "{r:#?}");
     assert!(r.lease_lost.is_none(), "{r:#?}");
@@ -445,25 +434,22 @@ fn a_turn_taken_over_mid_run_ends_with_the_checks_done_and_a_finding() {
     let mut o = in_namespace();
     o.policy_wait = Duration::from_secs(30);
     o.renew = Duration::from_millis(200);
-    let running = std::thread::spawn(move || run(&c, &o));
+    // Another run takes the turn over as the run makes its policy (a scripted event, under
+    // the server's lock): the policy check then waits, until the run is stopped.
     let policy = format!("/apis/networking.k8s.io/v1/namespaces/{NS}/networkpolicies");
-    let made = || {
-        api.requests()
-            .iter()
-            .any(|(m, p)| m == "POST" && p.starts_with(&policy))
-    };
-    for _ in 0..1200 {
-        if made() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(made(), "the run made its policy");
-    let mut turn = api.get(TURN).expect("the run's turn");
-    turn["data"]["run"] = json!("other");
-    turn["metadata"]["resourceVersion"] = json!("9999");
-    api.put(TURN, turn);
-    let r = running.join().expect("joins").expect("a report");
+    let made = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = made.clone();
+    api.when("POST", &policy, move |st| {
+        let turn = st.objects.get_mut(TURN).expect("the run's turn");
+        turn["data"]["run"] = json!("other");
+        turn["metadata"]["resourceVersion"] = json!("9999");
+        seen.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let r = run(&c, &o).expect("a report");
+    assert!(
+        made.load(std::sync::atomic::Ordering::SeqCst),
+        "the run made its policy"
+    );
     let lost = r.lease_lost.as_ref().expect("the finding");
     assert_eq!(lost.code, Code::VerifyLeaseLost);
     assert!(

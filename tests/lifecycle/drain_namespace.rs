@@ -4,6 +4,7 @@
 //! the fake API server) is no failure.
 
 use crate::support::Node;
+use crate::support::fake_api::Scripted;
 use serde_json::json;
 
 const VNI_4097: &[&str] = &["--set", "vxlan.vni=4097"];
@@ -33,6 +34,23 @@ fn installed() -> Node {
     n
 }
 
+/// The namespace `doomed` is gone (its pods with it) 1.5 s after the drain first asked to
+/// evict `late`, well before kubectl's 5 s to ask again: a scripted event of the fake API
+/// server's, counted from the drain's own request, not from the test's start (a loaded
+/// machine may start the command later than that).
+fn doomed_goes_after_lates_first_eviction(n: &Node) {
+    n.api().when(
+        "POST",
+        "/api/v1/namespaces/doomed/pods/late/eviction",
+        |st| {
+            let gone = Scripted::later(std::time::Duration::from_millis(1500), |st| {
+                st.objects.retain(|p, _| !p.contains("/namespaces/doomed"));
+            });
+            st.scripted.push(gone);
+        },
+    );
+}
+
 fn asked(n: &Node, pod: &str) -> usize {
     let end = format!("/namespaces/doomed/pods/{pod}/eviction");
     let requests = n.api().requests();
@@ -48,23 +66,17 @@ fn asked(n: &Node, pod: &str) -> usize {
 #[test]
 fn pods_in_a_namespace_being_deleted_are_waited_for_as_kubectl_does() {
     let n = installed();
-    let (code, _, err) = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            // The namespace controller and the kubelet finish with both pods, then the
-            // namespace goes: until then, the admission refuses even a pod that is gone.
-            std::thread::sleep(std::time::Duration::from_millis(1500));
-            let mut st = n.api().lock();
-            st.objects.retain(|p, _| !p.contains("/namespaces/doomed"));
-        });
-        n.run(
-            &[
-                &["reconfigure"][..],
-                VNI_4097,
-                &["--drain", "--drain-timeout", "30s"],
-            ]
-            .concat(),
-        )
-    });
+    // The namespace controller and the kubelet finish with both pods, then the namespace
+    // goes: until then, the admission refuses even a pod that is gone.
+    doomed_goes_after_lates_first_eviction(&n);
+    let (code, _, err) = n.run(
+        &[
+            &["reconfigure"][..],
+            VNI_4097,
+            &["--drain", "--drain-timeout", "30s"],
+        ]
+        .concat(),
+    );
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         asked(&n, "old"),
@@ -85,21 +97,15 @@ fn pods_in_a_namespace_being_deleted_are_waited_for_as_kubectl_does() {
 fn a_pod_marked_deleted_after_its_refusal_is_waited_for_not_asked_again() {
     let n = installed();
     n.api().lock().marks_after_refusal = true;
-    let (code, _, err) = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            std::thread::sleep(std::time::Duration::from_millis(1500));
-            let mut st = n.api().lock();
-            st.objects.retain(|p, _| !p.contains("/namespaces/doomed"));
-        });
-        n.run(
-            &[
-                &["reconfigure"][..],
-                VNI_4097,
-                &["--drain", "--drain-timeout", "30s"],
-            ]
-            .concat(),
-        )
-    });
+    doomed_goes_after_lates_first_eviction(&n);
+    let (code, _, err) = n.run(
+        &[
+            &["reconfigure"][..],
+            VNI_4097,
+            &["--drain", "--drain-timeout", "30s"],
+        ]
+        .concat(),
+    );
     assert_eq!(code, 0, "{err}");
     assert_eq!(asked(&n, "old"), 1);
     assert_eq!(

@@ -288,7 +288,18 @@ fn a_role_another_made_first_is_not_taken_for_ours() {
     let all = [&args[..], &["--sim-fault", LATER_STEP_FAILS]].concat();
     let run = std::thread::scope(|s| {
         let h = s.spawn(|| node.run(&all));
+        // Bounded: a run that ends or stalls before its write is held fails here, by name.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
         while !api.lock().held {
+            assert!(
+                !h.is_finished(),
+                "the install ended before the Role's write was held"
+            );
+            if std::time::Instant::now() >= deadline {
+                // Nothing is held yet; a write held later is let go, so the run can end.
+                api.release_write();
+                panic!("the install's Role write was never held");
+            }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         api.put(&role(), theirs.clone());

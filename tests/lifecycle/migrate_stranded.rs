@@ -212,7 +212,7 @@ fn an_operator_that_does_not_render_windows_gets_its_installation_back() {
     assert_eq!(n["spec"]["unschedulable"], Value::Null, "{n}");
     assert_eq!(n["metadata"]["annotations"][MARK], Value::Null, "{n}");
     // The operator, given its Installation back, is not Degraded.
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    operator.looked_again();
     let status = node
         .api()
         .get("/apis/operator.tigera.io/v1/tigerastatuses/calico")
@@ -223,6 +223,30 @@ fn an_operator_that_does_not_render_windows_gets_its_installation_back() {
     );
 }
 
+/// `then`, under the fake API's lock, at the first request of migrate's that finds the
+/// Installation patched to the HNS dataplane (a scripted event, between two of its requests:
+/// the patched Installation lasts only the pods' wait of 2 s, which a test thread watching
+/// it from outside may miss on a loaded machine); whether it came.
+fn once_patched_to_hns(
+    node: &Node,
+    then: impl FnOnce(&mut crate::support::fake_api::State) + Send + 'static,
+) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let came = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = came.clone();
+    node.api().when_seen(
+        |st| {
+            st.objects
+                .get(INSTALLATION)
+                .is_some_and(|i| i["spec"]["calicoNetwork"]["windowsDataplane"] == "HNS")
+        },
+        move |st| {
+            then(st);
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        },
+    );
+    came
+}
+
 /// The rollback puts back only what it sees as it left it: an administrator who changes a
 /// field migrate's patch set (here `windowsNodes.cniBinDir`) while the run waits keeps the
 /// change, and the Installation is not reverted (the warning says which field).
@@ -231,26 +255,15 @@ fn a_rollback_keeps_an_installation_the_administrator_changed_since() {
     let node = installed_with_pods();
     let operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
     operator.hold_render(true);
-    let state = node.api().state.clone();
-    let admin = std::thread::spawn(move || {
-        for _ in 0..400 {
-            let mut st = state.lock().expect("state");
-            if let Some(inst) = st.objects.get_mut(INSTALLATION)
-                && inst["spec"]["calicoNetwork"]["windowsDataplane"] == "HNS"
-            {
-                // As `kubectl edit` would: the field, and a new resourceVersion.
-                inst["spec"]["windowsNodes"]["cniBinDir"] = json!("c:/admin/cni/bin");
-                inst["metadata"]["resourceVersion"] = json!("9999");
-                return true;
-            }
-            drop(st);
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        false
+    let admin = once_patched_to_hns(&node, |st| {
+        let inst = st.objects.get_mut(INSTALLATION).expect("installation");
+        // As `kubectl edit` would: the field, and a new resourceVersion.
+        inst["spec"]["windowsNodes"]["cniBinDir"] = json!("c:/admin/cni/bin");
+        inst["metadata"]["resourceVersion"] = json!("9999");
     });
     let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "2s"]);
     assert!(
-        admin.join().expect("admin"),
+        admin.load(std::sync::atomic::Ordering::SeqCst),
         "migrate never patched the Installation"
     );
     assert_eq!(code, 4, "{err} {doc}");
@@ -351,27 +364,13 @@ fn a_status_write_during_the_restore_does_not_keep_the_installation() {
     let node = installed_with_pods();
     let operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
     operator.hold_render(true);
-    let state = node.api().state.clone();
-    let racer = std::thread::spawn(move || {
-        for _ in 0..400 {
-            let mut st = state.lock().expect("state");
-            if st
-                .objects
-                .get(INSTALLATION)
-                .is_some_and(|i| i["spec"]["calicoNetwork"]["windowsDataplane"] == "HNS")
-            {
-                st.status_written_before_patch
-                    .insert(INSTALLATION.to_owned());
-                return true;
-            }
-            drop(st);
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        false
+    let racer = once_patched_to_hns(&node, |st| {
+        st.status_written_before_patch
+            .insert(INSTALLATION.to_owned());
     });
     let (code, doc, err) = node.run(&["migrate", "to-operator", "--pod-timeout", "2s"]);
     assert!(
-        racer.join().expect("racer"),
+        racer.load(std::sync::atomic::Ordering::SeqCst),
         "migrate never patched the Installation"
     );
     assert_eq!(code, 4, "{err} {doc}");
@@ -388,12 +387,12 @@ fn a_status_write_during_the_restore_does_not_keep_the_installation() {
 #[test]
 fn a_degraded_operator_is_refused_before_any_change() {
     let node = installed_with_pods();
-    let _operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
+    let operator = FakeOperator::start(node.api().state.clone(), "win-1", node.sim());
     // windowsNodes while Windows is off: the operator's validation refuses it.
     let mut inst = node.api().get(INSTALLATION).expect("installation");
     inst["spec"]["windowsNodes"] = json!({"cniBinDir": "C:/x"});
     node.api().put(INSTALLATION, inst);
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    operator.looked_again();
     let (code, _, err) =
         refused_changing_nothing(&node, &["migrate", "to-operator"], "a Degraded operator");
     assert_eq!(code, 3, "{err}");

@@ -2,7 +2,7 @@
 //! pods on it, taken from VXLAN VNI 4096 to 4097 (drain, new Calico network, uncordon), and
 //! the refusals, the PodDisruptionBudget timeout, interruptions and files-only changes.
 
-use crate::support::fake_api::FakeApi;
+use crate::support::fake_api::{FakeApi, Scripted};
 use crate::support::release::release_zip;
 use crate::support::snapshot::{assert_same, snapshot};
 use crate::support::{Node, on_node};
@@ -161,20 +161,27 @@ fn an_eviction_refused_for_a_while_is_retried_until_the_budget_allows_it() {
         .lock()
         .eviction_blocked
         .insert("default/web-2".into());
-    let (code, err) = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            std::thread::sleep(std::time::Duration::from_millis(1500));
-            n.api().lock().eviction_blocked.clear();
-        });
-        n.run_raw(
-            &[
-                &["reconfigure"][..],
-                VNI_4097,
-                &["--drain", "--drain-timeout", "30s"],
-            ]
-            .concat(),
-        )
-    });
+    // The budget allows it 1.5 s after the drain first asked: a scripted event of the fake
+    // API server's, counted from the drain's own request, not from the test's start (a
+    // loaded machine may start the command later than that).
+    n.api().when(
+        "POST",
+        "/api/v1/namespaces/default/pods/web-2/eviction",
+        |st| {
+            let allowed = Scripted::later(std::time::Duration::from_millis(1500), |st| {
+                st.eviction_blocked.clear();
+            });
+            st.scripted.push(allowed);
+        },
+    );
+    let (code, err) = n.run_raw(
+        &[
+            &["reconfigure"][..],
+            VNI_4097,
+            &["--drain", "--drain-timeout", "30s"],
+        ]
+        .concat(),
+    );
     assert_eq!(code, 0, "{err}");
     let refused = n
         .api()

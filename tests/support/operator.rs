@@ -47,6 +47,8 @@ pub struct FakeOperator {
     handle: Option<std::thread::JoinHandle<()>>,
     /// What it did, in order.
     pub log: Arc<Mutex<Vec<String>>>,
+    /// How many steps it finished.
+    steps: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl FakeOperator {
@@ -64,6 +66,8 @@ impl FakeOperator {
             log.clone(),
             node.to_owned(),
         );
+        let steps = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let done = steps.clone();
         let handle = std::thread::spawn(move || {
             while !s.load(Ordering::SeqCst) {
                 let held = Hold {
@@ -71,6 +75,7 @@ impl FakeOperator {
                     render: r.load(Ordering::SeqCst),
                 };
                 step(&api, &node, &sim, &l, held);
+                done.fetch_add(1, Ordering::SeqCst);
                 std::thread::sleep(std::time::Duration::from_millis(30));
             }
         });
@@ -80,7 +85,21 @@ impl FakeOperator {
             hold_render,
             handle: Some(handle),
             log,
+            steps,
         }
+    }
+
+    /// Returns once a whole step begun after this call is done (the state as it is now
+    /// looked at), within a minute: not a pause a loaded machine may not fit a step in.
+    pub fn looked_again(&self) {
+        let until = self.steps.load(Ordering::SeqCst) + 2;
+        for _ in 0..2400 {
+            if self.steps.load(Ordering::SeqCst) >= until {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        panic!("the fake operator took no step in a minute");
     }
 
     /// Holds the node's pod back (or lets it come).

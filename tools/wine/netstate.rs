@@ -131,7 +131,10 @@ pub fn store(state: &Value) -> std::io::Result<()> {
 pub fn create_vswitch(named: Option<&str>) -> std::io::Result<Ipv4Addr> {
     let mut s = load();
     let mut adapters: Vec<Value> = s["adapters"].as_array().cloned().unwrap_or_default();
-    if let Some(v) = adapters.iter().find(|a| a["description"] == VSWITCH_DESCRIPTION) {
+    if let Some(v) = adapters
+        .iter()
+        .find(|a| a["description"] == VSWITCH_DESCRIPTION)
+    {
         return Ok(ipv4(&v["ip"]).unwrap_or(Ipv4Addr::UNSPECIFIED));
     }
     let default_index = s["routes"]
@@ -141,12 +144,17 @@ pub fn create_vswitch(named: Option<&str>) -> std::io::Result<Ipv4Addr> {
         .find(|r| r["prefix_len"] == 0)
         .and_then(|r| r["interface_index"].as_u64());
     let Some(at) = adapters.iter().position(|a| match named {
-        Some(n) => a["name"].as_str().is_some_and(|x| x.eq_ignore_ascii_case(n)),
+        Some(n) => a["name"]
+            .as_str()
+            .is_some_and(|x| x.eq_ignore_ascii_case(n)),
         None => a["index"].as_u64() == default_index,
     }) else {
         return Err(std::io::Error::new(
             std::io::ErrorKind::NotFound,
-            format!("no network adapter {}", named.unwrap_or("of the default route")),
+            format!(
+                "no network adapter {}",
+                named.unwrap_or("of the default route")
+            ),
         ));
     };
     let index = s["next_index"].as_u64().unwrap_or(10) as u32;
@@ -154,7 +162,10 @@ pub fn create_vswitch(named: Option<&str>) -> std::io::Result<Ipv4Addr> {
     let uplink = adapters[at].clone();
     let old = uplink["index"].clone();
     let mut vnic = uplink.clone();
-    vnic["name"] = json!(format!("vEthernet ({})", uplink["name"].as_str().unwrap_or_default()));
+    vnic["name"] = json!(format!(
+        "vEthernet ({})",
+        uplink["name"].as_str().unwrap_or_default()
+    ));
     vnic["index"] = json!(index);
     vnic["description"] = json!(VSWITCH_DESCRIPTION);
     vnic["uplink_index"] = old.clone();
@@ -175,14 +186,20 @@ pub fn create_vswitch(named: Option<&str>) -> std::io::Result<Ipv4Addr> {
 pub fn delete_vswitch() -> std::io::Result<()> {
     let mut s = load();
     let mut adapters: Vec<Value> = s["adapters"].as_array().cloned().unwrap_or_default();
-    let Some(v) = adapters.iter().position(|a| a["description"] == VSWITCH_DESCRIPTION) else {
+    let Some(v) = adapters
+        .iter()
+        .position(|a| a["description"] == VSWITCH_DESCRIPTION)
+    else {
         return Ok(());
     };
     let vnic = adapters.remove(v);
     let gone = vnic["index"].clone();
     let mut routes: Vec<Value> = s["routes"].as_array().cloned().unwrap_or_default();
     routes.retain(|r| r["interface_index"] != gone);
-    if let Some(a) = adapters.iter_mut().find(|a| a["index"] == vnic["uplink_index"]) {
+    if let Some(a) = adapters
+        .iter_mut()
+        .find(|a| a["index"] == vnic["uplink_index"])
+    {
         a["ip"] = vnic["ip"].clone();
         if let Some(o) = a.as_object_mut() {
             o.remove("ipv4");

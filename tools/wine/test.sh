@@ -53,21 +53,39 @@ rm -rf "$WINEPREFIX"
 wineserver=$(dirname "$wine")/wineserver
 [ -x "$wineserver" ] || wineserver=$(command -v wineserver)
 "$wineserver" -w
+# A crash ends the process with its exception's code. wineboot sets AeDebug's Debugger to
+# winedbg, which Wine starts on an unhandled exception; winedbg then crashed itself and held
+# CI until its time ran out. An empty Debugger starts nothing (seen: a write to address 0
+# exits at once with code 5).
+"$wine" reg add 'HKLM\Software\Microsoft\Windows NT\CurrentVersion\AeDebug' \
+    /v Debugger /t REG_SZ /d '' /f >/dev/null
+"$wineserver" -w
 cp "$work/bcryptprimitives.dll" "$WINEPREFIX/drive_c/windows/system32/"
 
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$wine" CALICOCTL_WIN_TEST_UNDER_WINE=1
 target=x86_64-pc-windows-gnu
 cleanup() { "$wineserver" -k 2>/dev/null || true; }
 trap cleanup EXIT
+# Each step has a limit, so that a hung Wine program fails its step by name instead of
+# running out CI's time. The longest step takes about two minutes on a 2-core machine.
+limit=900
+bounded() {
+    local rc=0
+    timeout --kill-after=30 "$limit" "$@" || rc=$?
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        echo "error: this step did not finish within $limit s: $*" >&2
+    fi
+    return "$rc"
+}
 
 # The unit tests and the host contract suite, against the real Windows implementation.
 cargo build --locked --target $target --bin calicoctl-win --example contract-test-service --example fake-calico-node
-cargo test --locked --target $target --lib "$@"
+bounded cargo test --locked --target $target --lib "$@"
 
 # The exe itself starts on a host without HNS and reports it as a failed check (exit 3).
 out="$work/preflight.json"
 set +e
-"$wine" "$target_dir/$target/debug/calicoctl-win.exe" preflight -o json --set node.name=wine >"$out" 2>"$work/preflight.err"
+bounded "$wine" "$target_dir/$target/debug/calicoctl-win.exe" preflight -o json --set node.name=wine >"$out" 2>"$work/preflight.err"
 code=$?
 set -e
 if [ "$code" != 3 ] || ! grep -q '"id": "hns"' "$out" || ! grep -q 'computenetwork.dll' "$out"; then
@@ -98,17 +116,25 @@ CARGO_TARGET_DIR="$work/standin" cargo build --locked \
     --manifest-path tools/wine/iphlpapi/Cargo.toml --target x86_64-pc-windows-gnu
 cp "$work/standin/x86_64-pc-windows-gnu/debug/iphlpapi.dll" "$WINEPREFIX/drive_c/windows/system32/"
 export WINEDLLOVERRIDES="$WINEDLLOVERRIDES;hnetcfg=n"
-CALICOCTL_WIN_HCN_STANDIN=1 CALICOCTL_WIN_FW_STANDIN=1 CALICOCTL_WIN_IPHLP_STANDIN=1 \
+CALICOCTL_WIN_FW_STANDIN=1 CALICOCTL_WIN_IPHLP_STANDIN=1 \
     WINEDLLOVERRIDES="$WINEDLLOVERRIDES;iphlpapi=n" \
-    cargo test --locked --target $target --lib -- hcn_tests firewall_contract routes_contract adapters_contract "$@"
+    bounded cargo test --locked --target $target --lib -- firewall_contract routes_contract adapters_contract "$@"
+# The HNS contract in a process of its own, one test at a time: with the stand-in's malloc
+# spy registered (it counts the frees of its strings), the firewall tests beside it crashed or
+# read corrupted memory in 4 runs of 100; the HNS tests alone, none in 300. (Without the spy,
+# the firewall, route and adapter tests on a fresh prefix: none in 500; on a prefix that earlier
+# runs had left hundreds of routes in, 2 crashes in 250, not yet explained.)
+CALICOCTL_WIN_HCN_STANDIN=1 CALICOCTL_WIN_IPHLP_STANDIN=1 \
+    WINEDLLOVERRIDES="$WINEDLLOVERRIDES;iphlpapi=n" \
+    bounded cargo test --locked --target $target --lib -- hcn_tests --test-threads=1 "$@"
 # The vSwitch through both stand-ins, alone (the network it makes takes an adapter): the
 # adapter it binds has IPv4 unbound, so AF_INET leaves it out and GetIfTable2 lists it.
 CALICOCTL_WIN_HCN_STANDIN=1 CALICOCTL_WIN_IPHLP_STANDIN=1 \
     WINEDLLOVERRIDES="$WINEDLLOVERRIDES;iphlpapi=n" \
-    cargo test --locked --target $target --lib -- --exact \
+    bounded cargo test --locked --target $target --lib -- --exact \
     host::contract::on_windows::the_uplink_behind_the_vswitch_is_read_from_the_interface_table
 set +e
-"$wine" "$target_dir/$target/debug/calicoctl-win.exe" preflight --offline -o json --set node.name=wine >"$out" 2>"$work/preflight.err"
+bounded "$wine" "$target_dir/$target/debug/calicoctl-win.exe" preflight --offline -o json --set node.name=wine >"$out" 2>"$work/preflight.err"
 set -e
 if ! grep -A1 '"id": "hns"' "$out" | grep -q '"verdict": "pass"'; then
     echo "error: with the stand-in computenetwork.dll the hns check should pass:" >&2
@@ -123,7 +149,7 @@ echo "wine: the HNS contract holds through the stand-in computenetwork.dll, noth
 # A Linux test drives the Windows programs (tests/windows/wine_lifecycle.rs).
 CALICOCTL_WIN_WINE_LIFECYCLE=1 CALICOCTL_WIN_WINE="$wine" \
     CALICOCTL_WIN_WINDOWS_BIN="$target_dir/$target/debug" \
-    cargo test --locked --test windows wine_lifecycle
+    bounded cargo test --locked --test windows wine_lifecycle
 echo "wine: the whole lifecycle (vxlan and windows-bgp) returns the prefix to its initial state"
 
 # The lifecycle test the Windows workflow runs on real Windows, here as a Windows program under
@@ -131,5 +157,5 @@ echo "wine: the whole lifecycle (vxlan and windows-bgp) returns the prefix to it
 # firewall and the IP helper.
 CALICOCTL_WIN_LIFECYCLE=1 CALICOCTL_WIN_HCN_STANDIN=1 \
     WINEDLLOVERRIDES="$WINEDLLOVERRIDES;iphlpapi=n" \
-    cargo test --locked --target $target --test windows windows_lifecycle
+    bounded cargo test --locked --target $target --test windows windows_lifecycle
 echo "wine: install, status, install again and uninstall --purge as a Windows program"

@@ -94,6 +94,31 @@ impl SimHost {
         Ok(acl::to_sddl(&d))
     }
 
+    /// The host path of `local`, a place under the simulated file system (`<dir>/fs/c/x` as
+    /// `c:\\x`, in the lower case the host writes); what lies outside it, as this machine names it.
+    fn host_path_of(&self, local: &Path) -> String {
+        let norm = |p: &Path| crate::host::files::without_verbatim(&p.to_string_lossy());
+        let root =
+            std::fs::canonicalize(self.dir.join("fs")).unwrap_or_else(|_| self.dir.join("fs"));
+        let (root, local) = (norm(&root), norm(local));
+        let rest = local
+            .get(..root.len())
+            .filter(|r| r.eq_ignore_ascii_case(&root))
+            .and_then(|_| local.get(root.len()..));
+        let Some(rest) = rest else {
+            return local;
+        };
+        let mut parts = rest.split(['/', '\\']).filter(|p| !p.is_empty());
+        match parts.next() {
+            Some("unc") => format!("\\\\{}", parts.collect::<Vec<_>>().join("\\")),
+            Some(drive) => std::iter::once(format!("{drive}:"))
+                .chain(parts.map(str::to_owned))
+                .collect::<Vec<_>>()
+                .join("\\"),
+            None => local,
+        }
+    }
+
     /// Writes a file without counting a mutating call (profiles seed files this way).
     pub(super) fn put_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()> {
         self.put(path, Contents::Bytes(contents), access)
@@ -256,6 +281,58 @@ impl Files for SimHost {
         })
     }
 
+    /// As on Windows (`host::windows::files::open_update`): the links above the last name
+    /// followed, where they led read from the handle (`handle_final_path`), a link at the last
+    /// name or a second name of the file read as no plain file (`is_sole_plain`).
+    fn open_update(&self, path: &str) -> HostResult<Option<crate::host::OpenedFile>> {
+        let hook = self
+            .before_open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(hook) = hook {
+            hook();
+        }
+        let local = self.sim_path(path)?;
+        if !local.is_file() {
+            return Ok(None);
+        }
+        let file = match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&local)
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            r => r.map_err(|e| HostError::io(format!("open {path} to write"), e))?,
+        };
+        let read = |e| HostError::io(format!("read where {path} was opened"), e);
+        let link = std::fs::symlink_metadata(&local)
+            .map_err(read)?
+            .is_symlink();
+        // A link at the last name: Windows opens the link itself (FILE_FLAG_OPEN_REPARSE_POINT,
+        // CreateFileW's documentation), whose final path is its own: its directory's, with its
+        // name. Linux's open follows it; the handle's path would be the target's.
+        let final_path = match (link, local.parent(), local.file_name()) {
+            (true, Some(dir), Some(name)) => {
+                self.host_path_of(&std::fs::canonicalize(dir).map_err(read)?.join(name))
+            }
+            _ => self.host_path_of(&handle_final_path(&file, &local).map_err(read)?),
+        };
+        let sole_plain = crate::host::lock::is_sole_plain_file(&file, &local).map_err(read)?;
+        Ok(Some(crate::host::OpenedFile {
+            file,
+            final_path,
+            sole_plain,
+        }))
+    }
+
+    fn final_path(&self, path: &str) -> HostResult<Option<String>> {
+        let local = self.sim_path(path)?;
+        crate::host::files::resolve_final(&local)
+            .map(|p| p.map(|p| self.host_path_of(&p)))
+            .map_err(|e| HostError::io(format!("read where {path} leads"), e))
+    }
+
     fn dir_exists(&self, path: &str) -> HostResult<bool> {
         Ok(self.sim_path(path)?.is_dir())
     }
@@ -322,6 +399,29 @@ impl Files for SimHost {
 
     fn local_path(&self, path: &str) -> HostResult<PathBuf> {
         self.sim_path(path)
+    }
+}
+
+/// Where the open `file` is: on Linux the name the kernel keeps for its descriptor
+/// (`/proc/self/fd/N`, proc(5): "a symbolic link to the actual file"), the model of
+/// `GetFinalPathNameByHandleW`; on Windows (the simulated host under Wine) that call itself;
+/// elsewhere `local` resolved again.
+fn handle_final_path(file: &std::fs::File, local: &Path) -> std::io::Result<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let _ = local;
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+    }
+    #[cfg(windows)]
+    {
+        let _ = local;
+        crate::host::windows::files::final_path_of(file).map(PathBuf::from)
+    }
+    #[cfg(not(any(target_os = "linux", windows)))]
+    {
+        let _ = file;
+        std::fs::canonicalize(local)
     }
 }
 

@@ -112,8 +112,13 @@ pub struct SimHost {
     /// A fault matched by description (`At::Op`) has hit its call.
     pub(super) fired: std::sync::atomic::AtomicBool,
     pub(super) start_hook: Option<StartHook>,
+    /// Run once at the next `open_update`, before it opens (`before_next_open_update`).
+    pub(super) before_open: Mutex<Option<OpenHook>>,
     pub(super) in_memory: bool,
 }
+
+/// What a test does to the file system at an opening (`SimHost::before_next_open_update`).
+pub type OpenHook = Box<dyn FnOnce() + Send>;
 
 impl SimHost {
     /// Opens the host in `dir`, creating it from `profile` (default `ws2022`) when `dir` holds
@@ -178,6 +183,7 @@ impl SimHost {
             pause_in_write: std::sync::atomic::AtomicBool::new(false),
             fired: std::sync::atomic::AtomicBool::new(false),
             start_hook: None,
+            before_open: Mutex::new(None),
             in_memory: false,
         }
     }
@@ -189,6 +195,16 @@ impl SimHost {
 
     pub fn set_start_hook(&mut self, hook: StartHook) {
         self.start_hook = Some(hook);
+    }
+
+    /// Has `hook` run once at the next `Files::open_update`, before it opens: a junction (a
+    /// symbolic link here) swapped between a judgement of the path and its opening, as anyone
+    /// may who may change that link or create where it stands.
+    pub fn before_next_open_update(&self, hook: OpenHook) {
+        *self
+            .before_open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(hook);
     }
 
     /// The directory holding `state.json` and the simulated files.

@@ -444,6 +444,83 @@ pub fn is_sole_plain_file(file: &std::fs::File) -> std::io::Result<bool> {
     Ok(info.dwFileAttributes & odd == 0 && info.nNumberOfLinks == 1)
 }
 
+/// The existing regular file `path` opened to read and write in place (`Files::open_update`),
+/// its last name opened itself: `FILE_FLAG_OPEN_REPARSE_POINT` (Microsoft's CreateFileW
+/// documentation: "normal reparse point processing will not occur; CreateFile will attempt to
+/// open the reparse point"), so a link there is opened, not followed, and reads as no plain
+/// file; the junctions and links above it are followed, and where they led is read from the
+/// handle (`final_path_of`). Shared as std's `OpenOptions` shares (read, write, delete).
+pub fn open_update(path: &str) -> HostResult<Option<crate::host::OpenedFile>> {
+    use std::os::windows::fs::OpenOptionsExt;
+    use windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT;
+    if !Path::new(path).is_file() {
+        return Ok(None);
+    }
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(path);
+    let file = match opened {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        r => r.map_err(io(format!("open {path} to write")))?,
+    };
+    let final_path = final_path_of(&file).map_err(io(format!("read where {path} was opened")))?;
+    let sole_plain =
+        is_sole_plain_file(&file).map_err(io(format!("read what {path} opened is")))?;
+    Ok(Some(crate::host::OpenedFile {
+        file,
+        final_path,
+        sole_plain,
+    }))
+}
+
+/// Where `path` leads now (`Files::final_path`): std's `canonicalize`, which opens it and reads
+/// `GetFinalPathNameByHandleW` (rust-lang/rust `library/std/src/sys/fs/windows.rs`,
+/// `canonicalize`), or its directory's for a file not there yet; the `\\?\` prefix aside.
+pub fn final_path(path: &str) -> HostResult<Option<String>> {
+    crate::host::files::resolve_final(Path::new(path))
+        .map(|p| p.map(|p| crate::host::files::without_verbatim(&p.to_string_lossy())))
+        .map_err(io(format!("read where {path} leads")))
+}
+
+/// The final path of the open `file`, where the junctions and links on the way to it led:
+/// `GetFinalPathNameByHandleW` with `FILE_NAME_NORMALIZED | VOLUME_NAME_DOS` (Microsoft's
+/// GetFinalPathNameByHandleW documentation: the return value is the length without the NUL,
+/// or, when the buffer is too small, the size it needs with the NUL; 0 on failure), the
+/// `\\?\` prefix it gives aside.
+pub fn final_path_of(file: &std::fs::File) -> std::io::Result<String> {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Win32::Storage::FileSystem::{
+        FILE_NAME_NORMALIZED, GetFinalPathNameByHandleW, VOLUME_NAME_DOS,
+    };
+    let mut buf = vec![0u16; 512];
+    // Twice at most: the second time with the size the first said it needs.
+    for _ in 0..2 {
+        let cap = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+        // SAFETY: the handle is open while `file` is borrowed; `buf` holds `cap` u16s.
+        let n = unsafe {
+            GetFinalPathNameByHandleW(
+                file.as_raw_handle(),
+                buf.as_mut_ptr(),
+                cap,
+                FILE_NAME_NORMALIZED | VOLUME_NAME_DOS,
+            )
+        };
+        if n == 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if n < cap {
+            let name = String::from_utf16_lossy(&buf[..n as usize]);
+            return Ok(crate::host::files::without_verbatim(&name));
+        }
+        buf.resize(n as usize, 0);
+    }
+    Err(std::io::Error::other(
+        "GetFinalPathNameByHandleW asked for a larger buffer twice",
+    ))
+}
+
 /// The owner and access list of `path` in SDDL; `None` when it does not exist.
 pub fn security(path: &str) -> HostResult<Option<String>> {
     if !Path::new(path).exists() {

@@ -21,6 +21,9 @@ mod hcn_tests;
 mod job_tests;
 mod listen;
 mod network;
+/// A test's own route removed (the Host trait has no route delete).
+#[cfg(test)]
+pub(crate) use network::delete_route;
 #[cfg(test)]
 mod probe_tests;
 pub mod process;
@@ -181,6 +184,12 @@ impl Files for WindowsHost {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(HostError::io(format!("remove {path}"), e)),
         }
+    }
+    fn open_update(&self, path: &str) -> HostResult<Option<crate::host::OpenedFile>> {
+        files::open_update(path)
+    }
+    fn final_path(&self, path: &str) -> HostResult<Option<String>> {
+        files::final_path(path)
     }
     fn dir_exists(&self, path: &str) -> HostResult<bool> {
         Ok(Path::new(path).is_dir())

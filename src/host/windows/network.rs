@@ -323,6 +323,31 @@ pub fn add_route(route: &Route) -> HostResult<()> {
     }
 }
 
+/// Deletes a route: the Host trait has none (calicoctl-win removes no route), so only a test
+/// removes the route it added. `DeleteIpForwardEntry2` (Microsoft's netioapi.h reference)
+/// finds the route by `DestinationPrefix`, `NextHop` and `InterfaceLuid` or `InterfaceIndex`,
+/// and answers `ERROR_NOT_FOUND` for one that is not there.
+#[cfg(test)]
+pub(crate) fn delete_route(route: &Route) -> HostResult<()> {
+    type DeleteRow = unsafe extern "system" fn(*const MIB_IPFORWARD_ROW2) -> u32;
+    let lib = iphlpapi()?;
+    let initialize: Symbol<InitializeRow> = resolve(&lib, b"InitializeIpForwardEntry\0")?;
+    let delete: Symbol<DeleteRow> = resolve(&lib, b"DeleteIpForwardEntry2\0")?;
+    // SAFETY: MIB_IPFORWARD_ROW2 is plain data; InitializeIpForwardEntry sets its defaults.
+    let mut row: MIB_IPFORWARD_ROW2 = unsafe { std::mem::zeroed() };
+    // SAFETY: row is a writable MIB_IPFORWARD_ROW2.
+    unsafe { initialize(&mut row) };
+    row.InterfaceIndex = route.interface_index;
+    row.DestinationPrefix.Prefix = sockaddr(route.destination);
+    row.DestinationPrefix.PrefixLength = route.prefix_len;
+    row.NextHop = sockaddr(route.next_hop);
+    // SAFETY: row names the route by the members the call reads.
+    match unsafe { delete(&row) } {
+        0 => Ok(()),
+        other => Err(win32(&format!("delete {}", route.describe()), other)),
+    }
+}
+
 type InterfaceRowCall = unsafe extern "system" fn(*mut MIB_IPINTERFACE_ROW) -> u32;
 type InitializeAddress = unsafe extern "system" fn(*mut MIB_UNICASTIPADDRESS_ROW);
 type CreateAddress = unsafe extern "system" fn(*const MIB_UNICASTIPADDRESS_ROW) -> u32;

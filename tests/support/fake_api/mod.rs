@@ -9,6 +9,7 @@ pub mod dataplane;
 pub mod diags;
 mod fields;
 mod namespace_controller;
+mod panics;
 mod pod_security;
 mod proto;
 pub mod rbac;
@@ -22,6 +23,21 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+/// The state, also after a handler panicked holding it (the lock is then poisoned): the
+/// panic was answered and recorded (`panics::answer`), and the test reads on from the state
+/// as the panic left it, instead of failing at every later request with a PoisonError.
+pub(crate) fn lock_state(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A write an admission webhook denies (`State::webhook_denials`).
+pub struct WebhookDenial {
+    pub verb: String,
+    pub resource: String,
+    pub webhook: String,
+    pub message: String,
+}
 
 /// The objects and rules the server answers from.
 pub struct State {
@@ -49,6 +65,11 @@ pub struct State {
     /// RBAC refuses a right a RoleBinding grants in another namespace (requests get
     /// kube-apiserver's 403 naming the namespace, access reviews `allowed: false`).
     pub forbidden_in: Vec<(String, String, String)>,
+    /// Writes an admission webhook denies (`FakeApi::deny_by_webhook`), after RBAC allowed
+    /// them, as admission comes after authorization.
+    pub webhook_denials: Vec<WebhookDenial>,
+    /// Every panic of a handler, naming the request it answered (`panics::answer`).
+    pub panics: Vec<String>,
     /// How far the API server's clock is from this host's, in seconds: its `Date` and the
     /// `creationTimestamp` it gives (clock skew between the two).
     pub clock_offset_s: i64,
@@ -180,6 +201,8 @@ pub struct State {
     pub marks_after_refusal: bool,
     /// What the nodes do with pods, Services, NetworkPolicies and the pod proxy (`verify`).
     pub dataplane: dataplane::Dataplane,
+    /// Tests' scripted events (`FakeApi::when`), not modelled behaviours.
+    pub scripted: Vec<Scripted>,
     /// The fleet DaemonSet's pods' diagnostics endpoints, by `namespace/pod` (`fleet diags`).
     pub diags: BTreeMap<String, diags::Endpoint>,
     /// What each `GET /diags` carried in `diags_auth::HEADER`, by `namespace/pod`, in order.
@@ -190,6 +213,82 @@ pub struct State {
     issued: u64,
 }
 
+/// A test's scripted event, not a modelled behaviour: what the test does, under the server's
+/// lock, when the `nth` request of `method` (any, when empty) whose path starts with `prefix`
+/// arrives, from `not_before` on and once `seen` holds of the state, before that request is
+/// served. A test that waits from outside (polling) for a state the client passes through
+/// may miss it on a loaded machine, and one that acts after a pause of its own may act before
+/// the client even started; an event taken here, between two requests of the client, neither
+/// misses nor precedes them.
+pub struct Scripted {
+    pub method: String,
+    pub prefix: String,
+    pub nth: usize,
+    pub not_before: Option<std::time::Instant>,
+    pub seen: Option<Seen>,
+    pub then: Box<dyn FnOnce(&mut State) + Send>,
+}
+
+/// What a scripted event waits to find true of the state.
+pub type Seen = Box<dyn Fn(&State) -> bool + Send>;
+
+impl Scripted {
+    /// `then` at the first request `after` from now (scheduled by another event: a while
+    /// after a request of the client's, counted from it, not from the test's start).
+    pub fn later(
+        after: std::time::Duration,
+        then: impl FnOnce(&mut State) + Send + 'static,
+    ) -> Self {
+        Self {
+            not_before: Some(std::time::Instant::now() + after),
+            ..Self::any(then)
+        }
+    }
+
+    /// `then` at the first request of any kind.
+    fn any(then: impl FnOnce(&mut State) + Send + 'static) -> Self {
+        Self {
+            method: String::new(),
+            prefix: String::new(),
+            nth: 1,
+            not_before: None,
+            seen: None,
+            then: Box::new(then),
+        }
+    }
+
+    fn matches(&self, (method, path): (&str, &str), now: std::time::Instant, st: &State) -> bool {
+        (self.method.is_empty() || self.method == method)
+            && path.starts_with(&self.prefix)
+            && self.not_before.is_none_or(|t| now >= t)
+            && self.seen.as_ref().is_none_or(|seen| seen(st))
+    }
+}
+
+impl State {
+    /// Counts `method` on `path` for each scripted event it matches, and takes those whose
+    /// request it is, once (serve.rs).
+    pub fn scripted_for(&mut self, method: &str, path: &str) {
+        let now = std::time::Instant::now();
+        let (mut due, mut kept) = (Vec::new(), Vec::new());
+        for mut s in std::mem::take(&mut self.scripted) {
+            if s.matches((method, path), now, self) {
+                s.nth = s.nth.saturating_sub(1);
+                if s.nth == 0 {
+                    due.push(s);
+                    continue;
+                }
+            }
+            kept.push(s);
+        }
+        // Events that these schedule go after those kept.
+        self.scripted = kept;
+        for event in due {
+            (event.then)(self);
+        }
+    }
+}
+
 /// A running fake API server; it stops when dropped.
 pub struct FakeApi {
     pub url: String,
@@ -197,6 +296,22 @@ pub struct FakeApi {
     pub ca_pem: String,
     pub state: Arc<Mutex<State>>,
     _runtime: tokio::runtime::Runtime,
+}
+
+/// A handler's panic fails the test that made the server, once it is done with it: the
+/// client saw only a 500, which a path that tolerates failures (a best-effort clean-up, a
+/// retry) would pass over. A test that means to make one clears `State::panics`.
+impl Drop for FakeApi {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let panics = std::mem::take(&mut lock_state(&self.state).panics);
+        assert!(
+            panics.is_empty(),
+            "the fake API server's handlers panicked: {panics:?}"
+        );
+    }
 }
 
 /// A certificate authority made for one test.
@@ -306,6 +421,8 @@ impl FakeApi {
             strict_validation: true,
             forbidden: Vec::new(),
             forbidden_in: Vec::new(),
+            webhook_denials: Vec::new(),
+            panics: Vec::new(),
             clock_offset_s: 0,
             no_date: false,
             api_dropped: false,
@@ -343,6 +460,7 @@ impl FakeApi {
             issuer: "https://kubernetes.default.svc".into(),
             node_binding: true,
             dataplane: dataplane::Dataplane::healthy(),
+            scripted: Vec::new(),
             diags: BTreeMap::new(),
             diags_tokens: Vec::new(),
             ca_pem: ca.pem(),
@@ -362,7 +480,7 @@ impl FakeApi {
                 let Ok((tcp, _)) = listener.accept().await else {
                     continue;
                 };
-                st.lock().expect("fake api state").connections += 1;
+                lock_state(&st).connections += 1;
                 let (acceptor, st) = (acceptor.clone(), st.clone());
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
@@ -371,15 +489,13 @@ impl FakeApi {
                     let service = hyper::service::service_fn(move |req| {
                         let st = st.clone();
                         async move {
-                            if st.lock().expect("fake api state").api_dropped
-                                && req.uri().path() == "/api"
-                            {
+                            if lock_state(&st).api_dropped && req.uri().path() == "/api" {
                                 // hyper closes the connection on a service's error.
                                 return Err(std::io::Error::other("connection dropped"));
                             }
-                            let stalled = || st.lock().expect("fake api state").stalled;
+                            let stalled = || lock_state(&st).stalled;
                             let mut r = if stalled() {
-                                st.lock().expect("fake api state").stalled_held += 1;
+                                lock_state(&st).stalled_held += 1;
                                 while stalled() {
                                     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                                 }
@@ -387,7 +503,7 @@ impl FakeApi {
                             } else {
                                 let asked = (req.method().to_string(), req.uri().path().to_owned());
                                 let held = {
-                                    let mut s = st.lock().expect("fake api state");
+                                    let mut s = lock_state(&st);
                                     let hit = s.answers_held == 0
                                         && s.stall_answer_to.as_ref() == Some(&asked);
                                     if hit {
@@ -395,10 +511,8 @@ impl FakeApi {
                                     }
                                     hit
                                 };
-                                let r = serve::handle(req, &st).await;
-                                while held
-                                    && st.lock().expect("fake api state").stall_answer_to.is_some()
-                                {
+                                let r = panics::answer(req, &st).await;
+                                while held && lock_state(&st).stall_answer_to.is_some() {
                                     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                                 }
                                 r
@@ -411,7 +525,7 @@ impl FakeApi {
                                 tokio::time::sleep(*d).await;
                             }
                             let (offset, no_date) = {
-                                let s = st.lock().expect("fake api state");
+                                let s = lock_state(&st);
                                 (s.clock_offset_s, s.no_date)
                             };
                             // kube-apiserver's answers carry its clock (Go's net/http sets
@@ -607,6 +721,17 @@ impl FakeApi {
         self.lock().forbidden.push((verb.into(), resource.into()));
     }
 
+    /// A validating admission webhook `webhook` denies every `verb` (a write: webhooks are
+    /// not called for reads) of `resource`, saying `message`.
+    pub fn deny_by_webhook(&self, verb: &str, resource: &str, webhook: &str, message: &str) {
+        self.lock().webhook_denials.push(WebhookDenial {
+            verb: verb.into(),
+            resource: resource.into(),
+            webhook: webhook.into(),
+            message: message.into(),
+        });
+    }
+
     pub fn requests(&self) -> Vec<(String, String)> {
         self.lock().requests.clone()
     }
@@ -725,8 +850,41 @@ impl FakeApi {
         self.lock().hold_write = None;
     }
 
+    /// Scripts `then` for the first `method` request whose path starts with `prefix`: run
+    /// under the server's lock before that request is served (`Scripted`).
+    pub fn when(&self, method: &str, prefix: &str, then: impl FnOnce(&mut State) + Send + 'static) {
+        self.when_nth((method, prefix, 1), then);
+    }
+
+    /// Scripts `then` for the `nth` such request (`Scripted`).
+    pub fn when_nth(
+        &self,
+        (method, prefix, nth): (&str, &str, usize),
+        then: impl FnOnce(&mut State) + Send + 'static,
+    ) {
+        self.lock().scripted.push(Scripted {
+            method: method.into(),
+            prefix: prefix.into(),
+            nth,
+            ..Scripted::any(then)
+        });
+    }
+
+    /// Scripts `then` for the first request that finds `seen` true of the state (a state the
+    /// client makes and then leaves: looked at between every two of its requests).
+    pub fn when_seen(
+        &self,
+        seen: impl Fn(&State) -> bool + Send + 'static,
+        then: impl FnOnce(&mut State) + Send + 'static,
+    ) {
+        self.lock().scripted.push(Scripted {
+            seen: Some(Box::new(seen)),
+            ..Scripted::any(then)
+        });
+    }
+
     pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().expect("fake api state")
+        lock_state(&self.state)
     }
 
     /// Writes an admin kubeconfig for this server into `dir` (the CA as a file beside it) and

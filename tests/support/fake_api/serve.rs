@@ -283,17 +283,18 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
     let eviction = method == "POST" && path.ends_with("/eviction");
     if eviction {
         let delay = {
-            let mut st = state.lock().expect("fake api state");
+            let mut st = super::lock_state(state);
             st.in_flight += 1;
             st.max_in_flight = st.max_in_flight.max(st.in_flight);
             st.eviction_times.push(std::time::Instant::now());
             st.eviction_delay
         };
         tokio::time::sleep(delay).await;
-        state.lock().expect("fake api state").in_flight -= 1;
+        super::lock_state(state).in_flight -= 1;
     }
-    let mut st = state.lock().expect("fake api state");
+    let mut st = super::lock_state(state);
     st.requests.push((method.clone(), path.clone()));
+    st.scripted_for(&method, &path);
     if method == "POST" {
         st.post_queries.push((path.clone(), query.clone()));
     }
@@ -430,10 +431,10 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             drop(st);
             // Blocking this worker only (the runtime has others): no await while a guard of
             // the state could be thought held across it.
-            while state.lock().expect("fake api state").hold_write.is_some() {
+            while super::lock_state(state).hold_write.is_some() {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            st = state.lock().expect("fake api state");
+            st = super::lock_state(state);
             if !std::mem::take(&mut st.pass_held) {
                 return status(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -448,10 +449,14 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         .iter()
         .any(|(v, r)| v == verb && *r == resource)
     {
-        let msg = format!(
-            "{resource} is forbidden: User \"admin\" cannot {verb} resource \"{resource}\""
-        );
-        return status(StatusCode::FORBIDDEN, "Forbidden", &msg);
+        return forbidden(&who, &request, target.resource.plural);
+    }
+    if let Some(denial) = st
+        .webhook_denials
+        .iter()
+        .find(|d| d.verb == verb && d.resource == resource)
+    {
+        return webhook_denied(denial, &request, target.resource.plural);
     }
     let decoded = if content_type.contains("protobuf") {
         super::proto::decode(&body)
@@ -641,6 +646,27 @@ fn forbidden(who: &super::rbac::Identity, r: &super::rbac::Request, plural: &str
         r.verb, r.resource, r.group
     );
     status(StatusCode::FORBIDDEN, "Forbidden", &msg)
+}
+
+/// A validating admission webhook's denial, as kube-apiserver answers it (kubernetes
+/// `staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/errors/statuserror.go`,
+/// `ToStatusErr`): the webhook's own code (0 taken as 403) and reason Forbidden, the message
+/// `RESOURCE "NAME" is forbidden: admission webhook "WEBHOOK" denied the request: ITS MESSAGE`
+/// (the name "Unknown" for a request that names none), details naming the object.
+fn webhook_denied(d: &super::WebhookDenial, r: &super::rbac::Request, plural: &str) -> Reply {
+    let group_resource = match r.group {
+        "" => plural.to_owned(),
+        g => format!("{plural}.{g}"),
+    };
+    let name = r.name.unwrap_or("Unknown");
+    let message = format!(
+        "{group_resource} \"{name}\" is forbidden: admission webhook \"{}\" denied the request: {}",
+        d.webhook, d.message
+    );
+    let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": "Forbidden", "code": 403,
+        "details": {"group": r.group, "kind": plural, "name": name}});
+    respond(StatusCode::FORBIDDEN, &body)
 }
 
 /// The claims of a JWT; `None` for another token (the admin's).
@@ -1663,7 +1689,7 @@ fn already_exists(t: &Target, name: &str) -> Reply {
     respond(StatusCode::CONFLICT, &body)
 }
 
-fn status(code: StatusCode, reason: &str, message: &str) -> Reply {
+pub(super) fn status(code: StatusCode, reason: &str, message: &str) -> Reply {
     let body = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": message, "reason": reason, "code": code.as_u16()});
     respond(code, &body)

@@ -19,9 +19,11 @@
 //!   policy, the management IP (the host's address), as HNS answers for a network bound to a
 //!   NIC; other types with 127.0.0.1;
 //! - state lives in `C:\calicoctl-win-hcn\` of the Wine prefix, one JSON file per object;
-//! - every string handed out comes from `CoTaskMemAlloc`, and a malloc spy registered at the
-//!   first call counts which of them the caller frees; handles opened and closed are counted
-//!   too. `HcnStandinStats` reports both, so a test fails on a leak.
+//! - every string handed out comes from `CoTaskMemAlloc`. A malloc spy counts which of them
+//!   the caller frees, once a test process asked for it with `HcnStandinCountFrees` before its
+//!   second thread started (`spy.rs` says why). Handles opened and closed are counted too.
+//!   `HcnStandinStats` reports both, so a test fails on a leak; it refuses while frees are not
+//!   counted.
 //!
 //! - a query's `Filter` (a JSON object as a string, hcsshim's `HostComputeQuery.Filter`) keeps
 //!   the objects whose fields equal its values (GUIDs compared without case); `VirtualNetwork`
@@ -34,7 +36,8 @@
 //!   directory; without one, and for any other call, `{"Success":false,"Error":..}`. The
 //!   version is the test's, never a claim about a real HNS;
 //!
-//! Test-only exports: `HcnStandinStats`, `HcnStandinOpens` (objects opened so far),
+//! Test-only exports: `HcnStandinCountFrees`, `HcnStandinStats`, `HcnStandinOpens` (objects
+//! opened so far),
 //! `HcnStandinAddEndpoint`, `HcnStandinGhost` (lists an
 //! id that does not exist, as a network deleted between enumeration and open),
 //! `HcnStandinRecordOnSuccess` (the next call succeeds but writes an error record).
@@ -58,6 +61,8 @@ use windows_sys::core::{GUID, HRESULT, PCWSTR, PWSTR};
 const S_OK: HRESULT = 0;
 const E_POINTER: HRESULT = 0x8000_4003_u32 as HRESULT;
 const E_OUTOFMEMORY: HRESULT = 0x8007_000E_u32 as HRESULT;
+/// winerror.h: "Object is not registered".
+const CO_E_OBJNOTREG: HRESULT = 0x8004_01FB_u32 as HRESULT;
 const HCN_E_NETWORK_NOT_FOUND: u32 = 0x803B_0001;
 const HCN_E_ENDPOINT_NOT_FOUND: u32 = 0x803B_0002;
 const HCN_E_INVALID_NETWORK: u32 = 0x803B_000A;
@@ -191,7 +196,6 @@ unsafe fn read_wide(p: PCWSTR) -> Option<String> {
 
 /// A string for the caller, from CoTaskMemAlloc, counted until it is freed.
 fn hand_out(text: &str) -> Result<PWSTR, HRESULT> {
-    spy::ensure();
     let wide: Vec<u16> = text.encode_utf16().chain(std::iter::once(0)).collect();
     // SAFETY: CoTaskMemAlloc has no preconditions; the block is filled below.
     let p = unsafe { CoTaskMemAlloc(wide.len() * 2) } as *mut u16;
@@ -654,12 +658,21 @@ pub unsafe extern "system" fn HcnModifyNamespace(
         .unwrap_or_default()
         .to_ascii_lowercase();
     let Some(mut e) = load("endpoints", &endpoint) else {
-        return unsafe { fail(record, HCN_E_ENDPOINT_NOT_FOUND, "The endpoint was not found") };
+        return unsafe {
+            fail(
+                record,
+                HCN_E_ENDPOINT_NOT_FOUND,
+                "The endpoint was not found",
+            )
+        };
     };
     let in_ns = e["HostComputeNamespace"]
         .as_str()
         .is_some_and(|n| n.eq_ignore_ascii_case(&ns));
-    match (request["ResourceType"].as_str(), request["RequestType"].as_str()) {
+    match (
+        request["ResourceType"].as_str(),
+        request["RequestType"].as_str(),
+    ) {
         (Some("Endpoint"), Some("Remove")) if in_ns => {
             if let Some(o) = e.as_object_mut() {
                 o.remove("HostComputeNamespace");
@@ -710,7 +723,17 @@ pub unsafe extern "system" fn HcnStandinEndpointNamespace(name: PCWSTR, ns: PCWS
     S_OK
 }
 
-/// Test-only: strings handed out and not freed, and handles open.
+/// Test-only: registers the malloc spy that counts the caller's frees. A process calls it
+/// while it has one thread: Wine's allocator cannot take a spy registered during an
+/// allocation (`spy.rs`). The spy's `CoRegisterMallocSpy` result: `S_OK`, or its error.
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn HcnStandinCountFrees() -> HRESULT {
+    spy::register()
+}
+
+/// Test-only: strings handed out and not freed, and handles open; `CO_E_OBJNOTREG` while
+/// frees are not counted (`HcnStandinCountFrees` was not called or failed), for then every
+/// string would look leaked.
 #[unsafe(no_mangle)]
 pub unsafe extern "system" fn HcnStandinStats(
     live_strings: *mut i64,
@@ -718,6 +741,9 @@ pub unsafe extern "system" fn HcnStandinStats(
 ) -> HRESULT {
     if live_strings.is_null() || open_handles.is_null() {
         return E_POINTER;
+    }
+    if !spy::registered() {
+        return CO_E_OBJNOTREG;
     }
     let live = LIVE
         .lock()

@@ -1,9 +1,10 @@
 //! A COM malloc spy (`IMallocSpy`, registered with `CoRegisterMallocSpy`): every
 //! `CoTaskMemFree` of the process passes through `PreFree`, which is how the stand-in learns
-//! that a string it handed out was freed. The vtable follows objidl.h's order.
+//! that a string it handed out was freed. The vtable follows objidl.h's order. A test process
+//! registers it through `HcnStandinCountFrees` before its second thread starts.
 
 use std::ffi::c_void;
-use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
 use windows_sys::Win32::System::Com::CoRegisterMallocSpy;
 use windows_sys::Win32::System::LibraryLoader::{
     GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS, GET_MODULE_HANDLE_EX_FLAG_PIN, GetModuleHandleExW,
@@ -12,6 +13,7 @@ use windows_sys::core::{GUID, HRESULT};
 
 const S_OK: HRESULT = 0;
 const E_NOINTERFACE: HRESULT = 0x8000_4002_u32 as HRESULT;
+const E_FAIL: HRESULT = 0x8000_4005_u32 as HRESULT;
 const IID_IUNKNOWN: GUID = GUID::from_u128(0x00000000_0000_0000_c000_000000000046);
 const IID_IMALLOCSPY: GUID = GUID::from_u128(0x0000001d_0000_0000_c000_000000000046);
 
@@ -129,34 +131,41 @@ static VTBL: Vtbl = Vtbl {
 };
 
 static SPY: Spy = Spy { vtbl: &VTBL };
-static REGISTER: Once = Once::new();
+static REGISTERED: AtomicBool = AtomicBool::new(false);
 
-/// Registers the spy once, before the first string is handed out.
-pub fn ensure() {
-    REGISTER.call_once(|| {
-        // COM keeps calling the spy after the caller frees the library (hcn.rs loads it per
-        // call): pin this DLL so the spy's code and vtable stay mapped for the process.
-        let mut module = std::ptr::null_mut();
-        // SAFETY: the address is inside this DLL; the handle is only pinned, never freed.
-        let pinned = unsafe {
-            GetModuleHandleExW(
-                GET_MODULE_HANDLE_EX_FLAG_PIN | GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS,
-                std::ptr::addr_of!(SPY) as *const u16,
-                &mut module,
-            )
-        };
-        if pinned == 0 {
-            eprintln!(
-                "computenetwork stand-in: cannot pin itself; the malloc spy is not registered"
-            );
-            return;
-        }
-        // SAFETY: SPY is a static IMallocSpy whose methods never fail; COM keeps the pointer.
-        let hr = unsafe { CoRegisterMallocSpy(std::ptr::addr_of!(SPY) as *mut c_void) };
-        if hr < 0 {
-            // Without the spy frees cannot be seen: every string would count as leaked, so
-            // the stats would say so rather than hide it.
-            eprintln!("computenetwork stand-in: CoRegisterMallocSpy failed ({hr:#x})");
-        }
-    });
+/// Whether the spy counts frees.
+pub fn registered() -> bool {
+    REGISTERED.load(Ordering::SeqCst)
+}
+
+/// Registers the spy, once. The caller has one thread. Wine's allocator reads the spy twice
+/// in one allocation and enters its critical section only if the first read saw one
+/// (Wine 8's dlls/combase/malloc.c, `allocator_Alloc` and `allocator_Realloc`: `if
+/// (allocator.spy)` before `HeapAlloc` and again after it). A spy registered by one thread
+/// while another allocates between the two reads makes that thread leave a section it never
+/// entered; the process then crashed, one run in forty, and Wine's debugger hung the run.
+pub fn register() -> HRESULT {
+    if registered() {
+        return S_OK;
+    }
+    // COM keeps calling the spy after the caller frees the library (hcn.rs loads it per
+    // call): pin this DLL so the spy's code and vtable stay mapped for the process.
+    let mut module = std::ptr::null_mut();
+    // SAFETY: the address is inside this DLL; the handle is only pinned, never freed.
+    let pinned = unsafe {
+        GetModuleHandleExW(
+            GET_MODULE_HANDLE_EX_FLAG_PIN | GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS,
+            std::ptr::addr_of!(SPY) as *const u16,
+            &mut module,
+        )
+    };
+    if pinned == 0 {
+        return E_FAIL;
+    }
+    // SAFETY: SPY is a static IMallocSpy whose methods never fail; COM keeps the pointer.
+    let hr = unsafe { CoRegisterMallocSpy(std::ptr::addr_of!(SPY) as *mut c_void) };
+    if hr >= 0 {
+        REGISTERED.store(true, Ordering::SeqCst);
+    }
+    hr
 }

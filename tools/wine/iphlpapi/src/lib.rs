@@ -50,8 +50,8 @@ use std::ffi::c_void;
 use std::net::Ipv4Addr;
 use std::sync::Mutex;
 use windows_sys::Win32::Foundation::{
-    ERROR_ACCESS_DENIED, ERROR_BUFFER_OVERFLOW, ERROR_INVALID_PARAMETER, ERROR_NOT_FOUND, ERROR_NOT_SUPPORTED,
-    ERROR_OBJECT_ALREADY_EXISTS,
+    ERROR_ACCESS_DENIED, ERROR_BUFFER_OVERFLOW, ERROR_INVALID_PARAMETER, ERROR_NOT_FOUND,
+    ERROR_NOT_SUPPORTED, ERROR_OBJECT_ALREADY_EXISTS,
 };
 use windows_sys::Win32::NetworkManagement::IpHelper::{
     GAA_FLAG_INCLUDE_ALL_INTERFACES, GAA_FLAG_INCLUDE_GATEWAYS, GAA_FLAG_SKIP_DNS_SERVER,
@@ -185,7 +185,9 @@ unsafe fn fill_lists(b: &mut Block, a: &Value, flags: u32) {
         }
     }
     if flags & GAA_FLAG_INCLUDE_GATEWAYS != 0
-        && let Some(gw) = a["gateway"].as_str().and_then(|g| g.parse::<Ipv4Addr>().ok())
+        && let Some(gw) = a["gateway"]
+            .as_str()
+            .and_then(|g| g.parse::<Ipv4Addr>().ok())
     {
         b.gateway_sa = sockaddr_in(gw);
         b.gateway.Anonymous.Anonymous.Length =
@@ -234,7 +236,10 @@ pub unsafe extern "system" fn GetAdaptersAddresses(
         wide(&mut b.friendly, a["name"].as_str().unwrap_or_default());
         wide(
             &mut b.description,
-            a["description"].as_str().or(a["name"].as_str()).unwrap_or_default(),
+            a["description"]
+                .as_str()
+                .or(a["name"].as_str())
+                .unwrap_or_default(),
         );
         wide(&mut b.suffix, a["suffix"].as_str().unwrap_or_default());
         let index = a["index"].as_u64().unwrap_or(0) as u32;
@@ -358,11 +363,24 @@ fn if_row(a: &Value) -> MIB_IF_ROW2 {
     for (i, d) in row.InterfaceGuid.data4[2..].iter_mut().enumerate() {
         *d = u8::from_str_radix(&tail[2 * i..2 * i + 2], 16).unwrap_or(0);
     }
-    for (d, c) in row.Alias.iter_mut().zip(a["name"].as_str().unwrap_or_default().encode_utf16().take(256)) {
+    for (d, c) in row.Alias.iter_mut().zip(
+        a["name"]
+            .as_str()
+            .unwrap_or_default()
+            .encode_utf16()
+            .take(256),
+    ) {
         *d = c;
     }
-    let description = a["description"].as_str().or(a["name"].as_str()).unwrap_or_default();
-    for (d, c) in row.Description.iter_mut().zip(description.encode_utf16().take(256)) {
+    let description = a["description"]
+        .as_str()
+        .or(a["name"].as_str())
+        .unwrap_or_default();
+    for (d, c) in row
+        .Description
+        .iter_mut()
+        .zip(description.encode_utf16().take(256))
+    {
         *d = c;
     }
     let mac: Vec<u8> = a["mac"]
@@ -610,7 +628,9 @@ pub unsafe extern "system" fn InitializeUnicastIpAddressEntry(row: *mut MIB_UNIC
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "system" fn CreateUnicastIpAddressEntry(row: *const MIB_UNICASTIPADDRESS_ROW) -> u32 {
+pub unsafe extern "system" fn CreateUnicastIpAddressEntry(
+    row: *const MIB_UNICASTIPADDRESS_ROW,
+) -> u32 {
     if row.is_null() {
         return ERROR_INVALID_PARAMETER;
     }

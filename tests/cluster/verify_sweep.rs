@@ -1,0 +1,88 @@
+//! `verify`'s sweep of the namespaces killed runs left, refused (403): a missing right (RBAC,
+//! kube-apiserver's `forbiddenMessage`) is named as the right the sweep needs, verb, resource
+//! and scope; an admission webhook's denial (its `ToStatusErr`) is named as the webhook's, not
+//! read as a missing right.
+
+use super::verify::cluster;
+use crate::support::Node;
+use crate::support::fake_api::{FakeApi, meta};
+use calicoctl_win::verify::lease::EXPIRES;
+use serde_json::{Value, json};
+
+const KILLED: &str = "calicoctl-win-verify-killed";
+
+/// A killed run's namespace, its lease run out a minute ago.
+fn killed_run(api: &FakeApi) {
+    let now = jiff::Timestamp::now().as_second();
+    let at = |s: i64| jiff::Timestamp::from_second(s).expect("time").to_string();
+    let mut ns = meta("v1", "Namespace", KILLED, None);
+    ns["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
+    ns["metadata"]["creationTimestamp"] = json!(at(now - 7200));
+    ns["metadata"]["annotations"] = json!({ EXPIRES: at(now - 60) });
+    api.put(&format!("/api/v1/namespaces/{KILLED}"), ns);
+}
+
+/// `verify` on win-a: its exit code, its error document and stderr.
+fn refused_run(api: &FakeApi) -> (i32, Value, String) {
+    let (code, doc, err) = Node::new(api).run(&["verify", "--node", "win-a"]);
+    (code, doc["error"].clone(), err)
+}
+
+/// The sweep may not delete namespaces: the hint names that right (verb, resource, its scope)
+/// as the sweep's, and what grants it; the killed run's namespace is left as it was.
+#[test]
+fn a_sweep_refused_by_rbac_names_the_right_it_lacks() {
+    let (api, _dir) = cluster();
+    killed_run(&api);
+    api.forbid("delete", "namespaces");
+    let (code, error, err) = refused_run(&api);
+    assert_eq!(code, 1, "{error}\n{err}");
+    let hint = error["hint"].as_str().unwrap_or_default();
+    assert!(
+        hint.contains("may not delete namespaces at the cluster scope"),
+        "{error}"
+    );
+    assert!(hint.contains("killed runs"), "{error}");
+    assert!(
+        hint.contains("'kubectl auth can-i delete namespaces --as "),
+        "{error}"
+    );
+    assert!(!hint.contains("webhook"), "{error}");
+    let left = api.get(&format!("/api/v1/namespaces/{KILLED}"));
+    assert!(left.is_some_and(|n| n["metadata"]["deletionTimestamp"].is_null()));
+    // Nor may it list them: that right named, at its scope.
+    api.lock().forbidden = vec![("list".into(), "namespaces".into())];
+    let (code, error, err) = refused_run(&api);
+    assert_eq!(code, 1, "{error}\n{err}");
+    let hint = error["hint"].as_str().unwrap_or_default();
+    assert!(
+        hint.contains("may not list namespaces at the cluster scope"),
+        "{error}"
+    );
+}
+
+/// An admission webhook denies the sweep's delete: the hint names the webhook and what it
+/// said, and does not send the administrator to grant a right the identity has.
+#[test]
+fn a_sweep_denied_by_an_admission_webhook_is_the_webhooks_not_a_missing_right() {
+    let (api, _dir) = cluster();
+    killed_run(&api);
+    api.deny_by_webhook(
+        "delete",
+        "namespaces",
+        "protect.namespaces.example.com",
+        "namespaces labelled app.kubernetes.io/managed-by may not be deleted",
+    );
+    let (code, error, err) = refused_run(&api);
+    assert_eq!(code, 1, "{error}\n{err}");
+    let hint = error["hint"].as_str().unwrap_or_default();
+    assert!(
+        hint.contains("admission webhook \"protect.namespaces.example.com\""),
+        "{error}"
+    );
+    assert!(hint.contains("may not be deleted"), "{error}");
+    assert!(!hint.contains("grant"), "{error}");
+    assert!(!hint.contains("can-i"), "{error}");
+    let left = api.get(&format!("/api/v1/namespaces/{KILLED}"));
+    assert!(left.is_some_and(|n| n["metadata"]["deletionTimestamp"].is_null()));
+}
