@@ -388,3 +388,26 @@ fn an_earlier_grant_in_a_namespace_refusing_its_delete_is_left_and_said() {
         "{rec}"
     );
 }
+
+/// Another client writes win-1's Role (its content the same, its resourceVersion moved) just
+/// before its delete arrives: the delete on the resourceVersion read is refused (409); the
+/// Role, read again, is still positively the install's and is deleted on its new one.
+#[test]
+fn an_earlier_grant_changed_while_it_is_deleted_is_read_again_and_deleted() {
+    let api = FakeApi::start();
+    let (node, args) = installed(&api);
+    api.lock().touched_before_delete.insert(role(), 1);
+    let (code, _, stderr) = node.run(&as_win_2(&args));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        api.get(&role()).is_none() && api.get(&binding()).is_none(),
+        "{stderr}"
+    );
+    let deletes = api.lock().delete_options.clone();
+    assert_eq!(
+        deletes.iter().filter(|(p, _)| *p == role()).count(),
+        2,
+        "{deletes:?}"
+    );
+    assert!(record(&node).get("renewal_earlier").is_none(), "{stderr}");
+}

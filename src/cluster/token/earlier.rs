@@ -68,8 +68,14 @@ fn delete_command(g: &Grant, kind: &str) -> String {
     format!("kubectl -n {} delete {kind} {}", g.namespace, g.name)
 }
 
+/// How many times a part changed while it was being removed (a 409 on the delete's
+/// preconditions) is read and judged again before it is kept for the next run, said.
+const TRIES: usize = 3;
+
 /// One part of `g` (`kind`, the uid recorded of it): deleted when positively ours, else what
-/// stays of it, said (`None` when gone or never ours to remove).
+/// stays of it, said (`None` when gone or never ours to remove). A delete refused as the part
+/// changed since it was read (409: another client wrote it) reads it again and judges it again:
+/// a write that kept it ours (its uid, label and owner annotation) does not leave it.
 fn part<K>(
     c: &Cluster,
     api: &Api<K>,
@@ -83,6 +89,37 @@ where
         // No uid recorded: never this install's to remove.
         return Ok(None);
     };
+    let mut tries = 1;
+    loop {
+        match try_part(c, api, g, (kind, uid)) {
+            Err(ClusterError::Api { code: 409, .. }) if tries < TRIES => tries += 1,
+            // Changed each time: still to judge, kept (`remove`'s unsettled part).
+            done => return done,
+        }
+    }
+}
+
+/// What stays of the part `kind` of `g`, and why, said with its command.
+fn stays(g: &Grant, kind: &str, why: &str) -> Option<String> {
+    Some(format!(
+        "{kind}s/{} in {}, of the grant an earlier install made to renew calico-node's token, stays: {why}; '{}' removes it if it is not wanted",
+        g.name,
+        g.namespace,
+        delete_command(g, kind)
+    ))
+}
+
+/// One read, judgement and delete of a part (see `part`): the 409 of a delete refused as the
+/// part changed since it was read, as an error.
+fn try_part<K>(
+    c: &Cluster,
+    api: &Api<K>,
+    g: &Grant,
+    (kind, uid): (&str, &str),
+) -> Result<Option<String>, ClusterError>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     let (ns, name) = (&g.namespace, &g.name);
     let what = format!("{kind}s/{name} in {ns}");
     let Some(there) = c.call_opt("get", &what, api.get(name))? else {
@@ -94,14 +131,10 @@ where
         && labelled_ours(meta)
         && g.owner.is_some()
         && owner == g.owner.as_ref();
-    let stays = |why: &str| {
-        Some(format!(
-            "{what}, of the grant an earlier install made to renew calico-node's token, stays: {why}; '{}' removes it if it is not wanted",
-            delete_command(g, kind)
-        ))
-    };
     if !ours {
         return Ok(stays(
+            g,
+            kind,
             "it is no longer positively this install's (made again since, taken by another install, or of an older version that marked none)",
         ));
     }
@@ -112,11 +145,6 @@ where
         }),
         ..DeleteParams::default()
     };
-    match c.call_opt("delete", &what, api.delete(name, &dp)) {
-        Ok(_) => Ok(None),
-        Err(ClusterError::Api { code: 409, .. }) => {
-            Ok(stays("it was changed while it was being removed"))
-        }
-        Err(e) => Err(e),
-    }
+    c.call_opt("delete", &what, api.delete(name, &dp))?;
+    Ok(None)
 }
