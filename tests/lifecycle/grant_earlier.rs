@@ -411,3 +411,25 @@ fn an_earlier_grant_changed_while_it_is_deleted_is_read_again_and_deleted() {
     );
     assert!(record(&node).get("renewal_earlier").is_none(), "{stderr}");
 }
+
+/// A reinstall after an uninstall (which keeps the grant) takes it by its label and writes its
+/// owner annotation on the resourceVersion read; another client writes the Role just before
+/// (its resourceVersion moved): the patch is refused (409), the Role read again, still the
+/// same, and patched on its new resourceVersion.
+#[test]
+fn a_grant_written_while_it_is_taken_is_read_again_and_taken() {
+    let api = FakeApi::start();
+    let (node, args) = installed(&api);
+    let (code, _, stderr) = node.run(&["uninstall"]);
+    assert_eq!(code, 0, "{stderr}");
+    api.lock().status_written_before_patch.insert(role());
+    let (code, _, stderr) = node.run(&strs(&args));
+    assert_eq!(code, 0, "{stderr}");
+    let patches = api.writes();
+    let patches = patches.iter().filter(|(m, p)| m == "PATCH" && *p == role());
+    assert_eq!(patches.count(), 2, "{stderr}");
+    let owner = record(&node)["renewal"]["owner"].clone();
+    assert!(owner.is_string(), "{owner}");
+    let taken = api.get(&role()).expect("role");
+    assert_eq!(taken["metadata"]["annotations"][OWNER], owner, "{taken}");
+}

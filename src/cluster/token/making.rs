@@ -246,7 +246,10 @@ pub fn ensure(
 /// The object found there (`meta`) taken as the grant's (`uid`, its own): its `OWNER`
 /// annotation made this install's (`Grant::owner`) when it names another or none. A write, so
 /// its resourceVersion moves: an install that made it under this name before and removes it
-/// since its name changed (`earlier::remove`, on the resourceVersion it read) leaves it.
+/// since its name changed (`earlier::remove`, on the resourceVersion it read) leaves it. The
+/// patch carries the resourceVersion read, so that it writes only over what was judged; one
+/// refused as written since (409) is read again and sent again while the object is the same
+/// (its uid, our label, the owner annotation first read), up to `CLAIM_TRIES` times.
 fn claim<K>(
     c: &Cluster,
     api: &Api<K>,
@@ -254,7 +257,7 @@ fn claim<K>(
     (meta, uid): (&ObjectMeta, Option<String>),
 ) -> Result<Option<String>, ClusterError>
 where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
     let theirs = meta.annotations.as_ref().and_then(|a| a.get(OWNER));
     let Some(owner) = g.owner.as_ref().filter(|o| Some(*o) != theirs) else {
@@ -263,14 +266,39 @@ where
     if uid.is_none() || uid != meta.uid {
         return Ok(uid);
     }
-    let patch = serde_json::json!({"metadata": {"annotations": {OWNER: owner}}});
     let what = format!("{}/{} in {}", kind, g.name, g.namespace);
     let params = kube::api::PatchParams::default();
-    let patch = kube::api::Patch::Merge(&patch);
-    let sent = api.patch(&g.name, &params, &patch);
-    c.call("patch", &what, sent)?;
-    Ok(uid)
+    let mut version = meta.resource_version.clone();
+    let mut tries = 1;
+    loop {
+        let patch = serde_json::json!({"metadata": {
+            "annotations": {OWNER: owner}, "resourceVersion": version}});
+        let patch = kube::api::Patch::Merge(&patch);
+        let refused = match c.call("patch", &what, api.patch(&g.name, &params, &patch)) {
+            Ok(_) => return Ok(uid),
+            Err(e @ ClusterError::Api { code: 409, .. }) if tries < CLAIM_TRIES => e,
+            Err(e) => return Err(e),
+        };
+        tries += 1;
+        let again = c.call_opt("get", &what, api.get(&g.name))?;
+        let Some(again) = again.filter(|o| o.meta().uid == uid && labelled_ours(o.meta())) else {
+            // Deleted or made again since: not the object judged ours.
+            return Err(refused);
+        };
+        let now = again.meta().annotations.as_ref().and_then(|a| a.get(OWNER));
+        if now == Some(owner) {
+            return Ok(uid);
+        }
+        if now != theirs {
+            // Taken by another install meanwhile: not for this one to write over.
+            return Err(refused);
+        }
+        version.clone_from(&again.meta().resource_version);
+    }
 }
+
+/// How many times `claim` sends its patch.
+const CLAIM_TRIES: usize = 3;
 
 /// Which of `Making`'s objects, its flag, uid and whether an older journal flagged it
 /// (`Making::unmarked`).
