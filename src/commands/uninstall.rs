@@ -303,7 +303,10 @@ fn cluster_part(
             // One read tells that the cluster answers, and whether the node is there at all.
             Some(n) => crate::cluster::node::exists(&c, n)
                 .map_err(|e| e.to_string())
-                .and_then(|there| refused_right(&c, grant, n, there).map(|()| (c, there))),
+                .and_then(|there| {
+                    let grants = grant.into_iter().chain(earlier);
+                    refused_right(&c, grants, n, there).map(|()| (c, there))
+                }),
             None => Ok((c, false)),
         },
         Ok(None) => Err(NO_KUBECONFIG.to_owned()),
@@ -481,9 +484,9 @@ fn ran_as(host: &dyn crate::host::Host, root: &InstallRoot) -> Option<String> {
 /// may not take would stop every rerun at the same place (a kubeconfig that may read nodes
 /// and no more, such as kubelet's own at `C:\k\config`), so such a cluster is treated as one
 /// that does not answer. `Err` names the right missing.
-fn refused_right(
+fn refused_right<'a>(
     c: &crate::cluster::Cluster,
-    grant: Option<&crate::cluster::renewal::Grant>,
+    grants: impl Iterator<Item = &'a crate::cluster::renewal::Grant>,
     node: &str,
     node_there: bool,
 ) -> Result<(), String> {
@@ -499,7 +502,9 @@ fn refused_right(
         };
     let rbac = "rbac.authorization.k8s.io";
     let mut wanted = Vec::new();
-    if let Some(g) = grant {
+    // The grant, and those made under an earlier namespace or name still to remove, each in
+    // its own namespace.
+    for g in grants {
         for kind in ["rolebindings", "roles"] {
             // Read first: only a grant that is calicoctl-win's is deleted.
             wanted.push(right("get", rbac, kind, &g.name, Some(&g.namespace)));

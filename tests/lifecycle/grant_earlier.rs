@@ -433,3 +433,27 @@ fn a_grant_written_while_it_is_taken_is_read_again_and_taken() {
     let taken = api.get(&role()).expect("role");
     assert_eq!(taken["metadata"]["annotations"][OWNER], owner, "{taken}");
 }
+
+/// `uninstall --purge` while RBAC still refuses the delete in kube-system, where the earlier
+/// grant stays: its check of the kubeconfig's rights covers that namespace too, so the grant
+/// is not left in a warning alone with the record that named it deleted: it is in
+/// `cluster_left`, with its command.
+#[test]
+fn uninstall_refused_in_the_earlier_grants_namespace_lists_it_as_left() {
+    let api = FakeApi::start();
+    let (node, args, _) = installed_in_kube_system(&api);
+    api.forbid_in("delete", "rolebindings", "kube-system");
+    api.forbid_in("delete", "roles", "kube-system");
+    let (code, _, stderr) = node.run(&anew(&args));
+    assert_eq!(code, 0, "{stderr}");
+    let (code, doc, stderr) = node.run(&["uninstall", "--purge"]);
+    assert_eq!(code, 0, "{stderr}");
+    for kind in ["roles", "rolebindings"] {
+        assert!(api.get(&kube_system(kind)).is_some(), "{kind}: {stderr}");
+    }
+    let left = doc["cluster_left"].as_array().cloned().unwrap_or_default();
+    for kind in ["role", "rolebinding"] {
+        let command = json!(format!("kubectl -n kube-system delete {kind} {GRANT}"));
+        assert!(left.iter().any(|l| l["delete"] == command), "{doc}");
+    }
+}
