@@ -355,6 +355,7 @@ fn remove_earlier(opts: &Options<'_>, action: &Action) -> anyhow::Result<Vec<Str
         name,
         uids,
         owner,
+        node_hash,
     } = action
     else {
         return Ok(Vec::new());
@@ -362,6 +363,7 @@ fn remove_earlier(opts: &Options<'_>, action: &Action) -> anyhow::Result<Vec<Str
     let mut g = crate::cluster::renewal::Grant::for_node(namespace, "", "");
     (g.name, g.uids, g.uids_kept) = (name.clone(), uids.clone(), true);
     g.owner.clone_from(owner);
+    g.node_hash.clone_from(node_hash);
     Ok(opts.cluster()?.remove_earlier_grant(&g).left)
 }
 

@@ -297,6 +297,10 @@ pub enum Action {
         /// versions, whose grant then stays, said.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         owner: Option<String>,
+        /// Made under an earlier node name: the config hash that Node carried while this
+        /// install ran as it (`Grant::node_hash`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node_hash: Option<String>,
     },
     /// The node no longer says calicoctl-win runs Calico there: its `calicoctl-win/*`
     /// annotations removed and `CalicoWindowsReady` False, for the reason `left` says

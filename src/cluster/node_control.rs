@@ -194,6 +194,7 @@ impl NodeControl for Cluster {
             uids: uids.clone(),
             uids_kept,
             owner: None,
+            node_hash: None,
         };
         Ok(renewal::remove(self, &g)?)
     }

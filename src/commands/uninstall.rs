@@ -386,6 +386,7 @@ fn earlier_removal(g: &crate::cluster::renewal::Grant) -> apply::Action {
         name: g.name.clone(),
         uids: g.uids.clone(),
         owner: g.owner.clone(),
+        node_hash: g.node_hash.clone(),
     }
 }
 

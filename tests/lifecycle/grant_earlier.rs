@@ -457,3 +457,37 @@ fn uninstall_refused_in_the_earlier_grants_namespace_lists_it_as_left() {
         assert!(left.iter().any(|l| l["delete"] == command), "{doc}");
     }
 }
+
+/// The node renamed win-2 may not delete win-1's grant at first (403), so its record keeps it.
+/// A new node then installed as win-1 by a version that takes the grant by its label without
+/// writing its owner annotation (the Role and RoleBinding unchanged) annotates Node win-1 with
+/// its config hash: the renamed node's next install sees another install's config on win-1 and
+/// leaves the grant, said, and drops it from its record.
+#[test]
+fn an_earlier_grant_whose_node_another_install_runs_as_is_not_deleted() {
+    const HASH: &str = "calicoctl-win/config-hash";
+    let api = FakeApi::start();
+    let (node, args) = installed(&api);
+    api.forbid("delete", "rolebindings");
+    api.forbid("delete", "roles");
+    let skip = ["--skip", "rbac"];
+    let (code, _, stderr) = node.run(&[&as_win_2(&args)[..], &skip[..]].concat());
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(record(&node)["renewal_earlier"][0]["name"], GRANT);
+    api.lock().forbidden.clear();
+
+    let mut win_1 = api.get("/api/v1/nodes/win-1").expect("node");
+    let hash = &mut win_1["metadata"]["annotations"][HASH];
+    assert!(hash.is_string(), "{win_1}");
+    *hash = json!("sha256:another-install");
+    api.put("/api/v1/nodes/win-1", win_1);
+
+    let (code, _, stderr) = node.run(&as_win_2(&args));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        api.get(&role()).is_some() && api.get(&binding()).is_some(),
+        "{stderr}"
+    );
+    assert!(stderr.contains("another install's config"), "{stderr}");
+    assert!(record(&node).get("renewal_earlier").is_none(), "{stderr}");
+}

@@ -6,7 +6,7 @@
 //! another install took since (a new node of the old name adopting it by its label rewrites
 //! the annotation: `making::claim`, its resourceVersion moved) or one made again stays.
 
-use super::renewal::{Grant, OWNER, labelled_ours};
+use super::renewal::{Grant, NAME_PREFIX, OWNER, labelled_ours};
 use crate::cluster::{Cluster, ClusterError};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::api::{DeleteParams, Preconditions};
@@ -37,6 +37,32 @@ pub fn remove(c: &Cluster, g: &Grant) -> Removal {
             )],
         };
     }
+    match another_install(c, g) {
+        Ok(None) => {}
+        Ok(Some(why)) => {
+            return Removal {
+                settled: true,
+                left: vec![format!(
+                    "the Role and RoleBinding {} in {} an earlier install made to renew calico-node's token stay: {why}, whose grant they may be now; '{}' removes them if they are not wanted",
+                    g.name,
+                    g.namespace,
+                    g.delete_command()
+                )],
+            };
+        }
+        Err(e) => {
+            let left = format!(
+                "the Role and RoleBinding {} in {}, of the grant an earlier install made to renew calico-node's token, stay for now: {e}; the install record keeps them, so the next install, reconfigure, repair or 'calicoctl-win uninstall --purge' removes them (or '{}')",
+                g.name,
+                g.namespace,
+                g.delete_command()
+            );
+            return Removal {
+                settled: false,
+                left: vec![left],
+            };
+        }
+    }
     let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
     let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), &g.namespace);
     let mut out = Removal {
@@ -62,6 +88,30 @@ pub fn remove(c: &Cluster, g: &Grant) -> Removal {
         }
     }
     out
+}
+
+/// Why the grant `g`, made under an earlier node name, may be another install's now: the Node
+/// of that name carries a config hash (`calicoctl-win/config-hash`, as uninstall's
+/// `another_install` reads it) other than the one it carried while this install ran as it
+/// (`Grant::node_hash`), so another install runs as it (one of an older version takes the
+/// grant by its label without writing its owner annotation). `None` for a grant of the same
+/// node name (its namespace changed), or no Node of that name.
+fn another_install(c: &Cluster, g: &Grant) -> Result<Option<String>, ClusterError> {
+    let Some(ours) = g.node_hash.as_ref() else {
+        return Ok(None);
+    };
+    let Some(node) = g.name.strip_prefix(NAME_PREFIX) else {
+        return Ok(None);
+    };
+    let key = crate::cluster::node::ANNOTATION_CONFIG_HASH;
+    let annotations = match crate::cluster::node::annotations(c, node) {
+        Ok(a) => a,
+        Err(ClusterError::Api { code: 404, .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    Ok(annotations.get(key).filter(|theirs| *theirs != ours).map(|theirs| {
+        format!("node {node} carries another install's config ({key} {theirs}, this install's there was {ours})")
+    }))
 }
 
 fn delete_command(g: &Grant, kind: &str) -> String {

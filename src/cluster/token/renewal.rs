@@ -53,6 +53,12 @@ pub struct Grant {
     /// it for its own, in its objects' `OWNER` annotation. Absent in records of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// Of a grant made under an earlier node name only: the config hash
+    /// (`calicoctl-win/config-hash`) its Node carried while this install ran as it. A Node of
+    /// that name carrying another is another install's, whose grant this may be now
+    /// (`earlier::remove` leaves it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_hash: Option<String>,
 }
 
 /// The uids of a grant's Role and RoleBinding, each as install knew it.
@@ -79,6 +85,7 @@ impl Grant {
             uids: GrantUids::default(),
             uids_kept: false,
             owner: None,
+            node_hash: None,
         }
     }
 

@@ -34,12 +34,22 @@ pub(super) fn pending(g: Option<&Grant>, previous: Option<&InstallRecord>) -> Op
     let g = g?;
     let at = |x: &Grant| (x.namespace.clone(), x.name.clone());
     let mut out: Vec<Grant> = Vec::new();
-    let recorded = previous
-        .into_iter()
-        .flat_map(|p| p.renewal.iter().chain(&p.renewal_earlier));
+    // The previous record's grant, made under another node name, with the config hash its
+    // Node carried (`Grant::node_hash`); those it names still to remove carry their own.
+    let renamed = |e: &Grant| {
+        let mut e = e.clone();
+        if e.name != g.name && e.node_hash.is_none() {
+            e.node_hash = previous.and_then(|p| p.config_hash.clone());
+        }
+        e
+    };
+    let recorded = previous.into_iter().flat_map(|p| {
+        let current = p.renewal.iter().map(renamed);
+        current.chain(p.renewal_earlier.iter().cloned())
+    });
     for e in recorded {
-        if at(e) != at(g) && !out.iter().any(|x| at(x) == at(e)) {
-            out.push(e.clone());
+        if at(&e) != at(g) && !out.iter().any(|x| at(x) == at(&e)) {
+            out.push(e);
         }
     }
     Some(out)
@@ -58,6 +68,7 @@ fn removal(g: &Grant) -> Action {
         name: g.name.clone(),
         uids: g.uids.clone(),
         owner: g.owner.clone(),
+        node_hash: g.node_hash.clone(),
     }
 }
 
