@@ -71,6 +71,7 @@ pub(super) fn prepare_undo(
         | Action::MarkCordoned { .. }
         | Action::WaitOperatorDaemonSet { .. }
         | Action::RemoveRenewalGrant { .. }
+        | Action::RemoveEarlierGrant { .. }
         | Action::ForgetNode { .. }
         | Action::EvictPods { .. }
         | Action::RecreateDaemonSetPods { .. }

@@ -470,3 +470,62 @@ pub(crate) fn every_rule_is_needed(
     }
     assert!(unused.is_empty(), "rules {who} never need: {unused:#?}");
 }
+
+/// An install over a grant it did not make in this run takes it for its own (its owner
+/// annotation written: `making::claim`, a PATCH) under the installer's roles: a reinstall after
+/// an uninstall (which keeps the grant), adopting it by its label; and an upgrade, whose record
+/// of an older version names no owner (nor do the objects).
+#[test]
+fn an_installer_reinstalling_over_its_grant_takes_it_with_the_rbac_roles() {
+    const OWNER: &str = "calicoctl-win/grant-owner";
+    const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/calico-system";
+    const RECORD: &str = "calicoctl-win-install.json";
+    let api = cluster();
+    for m in manifests() {
+        assert!(api.apply(&m));
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = installer_kubeconfig(&api, dir.path());
+    let node = Node::new(&api);
+    let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+    let install = ["install", "--release-zip", zip.to_str().expect("utf-8")];
+    let (code, _, err) = node.run_as(&kubeconfig, &install);
+    assert_eq!(code, 0, "{err}");
+    let parts =
+        ["roles", "rolebindings"].map(|k| format!("{RBAC}/{k}/calicoctl-win-token-renewal-win-1"));
+    let owner = |api: &FakeApi| -> Vec<Value> {
+        let of = |p: &String| api.get(p).expect("there")["metadata"]["annotations"][OWNER].clone();
+        parts.iter().map(of).collect()
+    };
+    let first = owner(&api);
+    assert!(first[0].is_string(), "{first:?}");
+
+    let (code, _, err) = node.run_as(&kubeconfig, &["uninstall"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = node.run_as(&kubeconfig, &install);
+    assert_eq!(code, 0, "{err}");
+    let second = owner(&api);
+    assert!(second[0].is_string() && second != first, "{second:?}");
+
+    // An older version's record and objects: no owner.
+    let record = node.c_drive(&format!("calicowindows/{RECORD}"));
+    let mut rec: Value =
+        serde_json::from_str(&fs_err::read_to_string(&record).expect("record")).expect("json");
+    rec["renewal"]
+        .as_object_mut()
+        .expect("renewal")
+        .remove("owner");
+    fs_err::write(&record, rec.to_string()).expect("write");
+    for p in &parts {
+        let mut o = api.get(p).expect("there");
+        o["metadata"]["annotations"]
+            .as_object_mut()
+            .expect("annotations")
+            .remove(OWNER);
+        api.put(p, o);
+    }
+    let (code, _, err) = node.run_as(&kubeconfig, &install);
+    assert_eq!(code, 0, "{err}");
+    let third = owner(&api);
+    assert!(third[0].is_string() && third[1] == third[0], "{third:?}");
+}
