@@ -24,6 +24,8 @@ mod review5_tests;
 #[cfg(test)]
 mod review6_tests;
 #[cfg(test)]
+mod review7_tests;
+#[cfg(test)]
 mod review_tests;
 mod shapes;
 mod table;

@@ -101,7 +101,7 @@ pub(super) fn redact_header_lists(re: &[Regex; 3], bytes: &[u8]) -> Vec<u8> {
 /// The words of Go's `%v` of a credential header's values, each replaced: of an
 /// `Authorization` header (`schemes`), a word that names a scheme (IANA's HTTP Authentication
 /// Scheme Registry: `Basic`, `Bearer`, `Digest`, `Negotiate`, `NTLM`, `DPoP`) stays.
-fn unquoted_credentials(items: &[u8], schemes: bool) -> Vec<u8> {
+pub(super) fn unquoted_credentials(items: &[u8], schemes: bool) -> Vec<u8> {
     const SCHEMES: [&[u8]; 6] = [
         b"basic",
         b"bearer",
@@ -177,4 +177,40 @@ pub(super) fn escaped_digest() -> (String, &'static str) {
         format!(r#"(?i-u)(authorization\\"\s*:\s*(?:\[\s*)?\\"digest\s+){ESCAPED}"#),
         "${1}<redacted>",
     )
+}
+
+/// A line of a credential's list items (`text`, from its first item, up to the list's end if
+/// any): each quoted item's words, or an unquoted item, replaced as `unquoted_credentials`
+/// replaces them (`schemes`: an `Authorization` header's), quotes and `,` kept. An item whose
+/// quote is not closed goes to the end.
+pub(super) fn list_items(text: &[u8], schemes: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let b = text[i];
+        if b.is_ascii_whitespace() || b == b',' {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            let Some(j) = super::env::closing(b'"', &text[i + 1..]) else {
+                out.push(b'"');
+                out.extend_from_slice(REDACTED.as_bytes());
+                return out;
+            };
+            out.push(b'"');
+            out.extend_from_slice(&unquoted_credentials(&text[i + 1..i + 1 + j], schemes));
+            out.push(b'"');
+            i += j + 2;
+            continue;
+        }
+        let len = text[i..]
+            .iter()
+            .take_while(|b| !(b.is_ascii_whitespace() || **b == b','))
+            .count();
+        out.extend_from_slice(REDACTED.as_bytes());
+        i += len;
+    }
+    out
 }

@@ -1,0 +1,42 @@
+//! Inputs a seventh review ran: header lists over lines, PowerShell's views and quotes, and
+//! cuts the rounds before missed.
+
+use super::review_tests::{by_line, whole};
+
+/// `text` redacted whole and a line at a time: no `secrets` show, each of `kept` does.
+fn hides(text: &str, secrets: &[&str], kept: &[&str]) {
+    for (how, out) in [("whole", whole(text)), ("by line", by_line(text))] {
+        for s in secrets {
+            assert!(!out.contains(s), "{how} showed {s}: {out}");
+        }
+        for k in kept {
+            assert!(out.contains(k), "{how} lost {k}: {out}");
+        }
+    }
+}
+
+/// A credential header's list spread over lines (Go's `json.MarshalIndent` of an http.Header,
+/// YAML's block list): its items go, the next key's stay.
+#[test]
+fn a_credential_headers_list_over_lines_loses_its_items() {
+    hides(
+        "{\n  \"Cookie\": [\n    \"session=QQ1\"\n  ],\n  \"Accept\": [\n    \"KEEP\"\n  ]\n}\n",
+        &["QQ1"],
+        &["KEEP"],
+    );
+    hides(
+        "{\n  \"Authorization\": [\n    \"Basic QQ3\",\n    \"QQ4\"\n  ],\n  \"Accept\": [\n    \"KEEP\"\n  ]\n}\n",
+        &["QQ3", "QQ4"],
+        &["KEEP"],
+    );
+    hides(
+        "headers:\n  Cookie:\n  - session=QQ1\n  - QQ2\n  Accept:\n  - KEEP\n",
+        &["QQ1", "QQ2"],
+        &["KEEP"],
+    );
+    hides(
+        "headers:\n  Authorization:\n    - Basic QQ3\n    - QQ4\n  Accept:\n    - KEEP\n",
+        &["QQ3", "QQ4"],
+        &["KEEP"],
+    );
+}
