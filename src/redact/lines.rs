@@ -105,6 +105,14 @@ pub enum Pending {
     /// `- ` items at its column (YAML 1.2 8.2.1: a mapping's block sequence may stand at its
     /// key's column), go, blank lines among them; the second as `Items`'.
     Dashes(usize, bool),
+    /// PowerShell's `Format-List` of a dictionary's entry (`$h.GetEnumerator() |
+    /// Format-List`) whose `Name :` or `Key :` named a credential's header or a secret: its
+    /// `Value :` goes, and the lines it wraps onto (`Listed`).
+    ListEntry,
+    /// PowerShell's `Format-Table` of a dictionary's entries (a hashtable at the prompt: a
+    /// `Name` and a `Value` column), the `Value` column's start: a row whose name is a
+    /// credential's header or a secret's loses its value, up to a blank line.
+    TableEntries(u16),
 }
 
 impl Pending {
@@ -169,6 +177,12 @@ pub(super) struct Leads {
     key_end: Regex,
     /// `docker::auths`' `auths` key and its `{`.
     auths: Regex,
+    /// `Format-List`'s `Name :` or `Key :` of a dictionary's entry (group 1: the name).
+    entry_key: Regex,
+    /// `Format-List`'s `Value :` of a dictionary's entry.
+    entry_value: Regex,
+    /// `Format-Table`'s header of a dictionary's entries (group 1: up to the `Value` column).
+    entry_table: Regex,
     /// A key ending its line (group 2: the key, a credential header's name or naming a secret),
     /// after it a `[` (group 3) or nothing (group 1: the indentation and a `- `, the key's
     /// column).
@@ -215,6 +229,9 @@ impl Leads {
                 r#"(?i-u)(?:^|[^A-Za-z0-9_.-])[A-Za-z0-9_.-]*{NAMES}(?:\\*["'])?\s*$"#
             )),
             auths: build(&super::docker::auths()[0]),
+            entry_key: build(r"(?i-u)^(?:name|key)[ \t]*:[ \t]*([A-Za-z0-9_.-]+)[ \t]*\r?$"),
+            entry_value: build(r"(?i-u)^value[ \t]*:[ \t]*"),
+            entry_table: build(r"(?-u)^(Name[ \t]+)Value[ \t]*\r?$"),
             list_head: build(&format!(
                 r#"(?i-u)^([ \t]*(?:-[ \t]+)?)(?:\\?["'])?([A-Za-z0-9_.-]*{NAMES}|[A-Za-z-]+)(?:\\?["'])?[ \t]*:[ \t]*(\[)?[ \t]*\r?$"#
             )),
@@ -269,6 +286,26 @@ impl Leads {
     /// (`list`): the rest of its line is the list's (`Pending::Line`).
     fn open_list(&self, piece: &[u8]) -> Option<usize> {
         self.list.captures(piece)?.get(1).map(|m| m.end())
+    }
+
+    /// The entries of a dictionary PowerShell prints that a line begins (`ListEntry`,
+    /// `TableEntries`).
+    fn entries(&self, line: &[u8]) -> Option<Pending> {
+        if let Some(c) = self.entry_table.captures(line) {
+            let at = c.get(1).map_or(0, |m| m.len());
+            return u16::try_from(at).ok().map(Pending::TableEntries);
+        }
+        let name = self.entry_key.captures(line)?.get(1)?;
+        self.credential_name(name.as_bytes())
+            .then_some(Pending::ListEntry)
+    }
+
+    /// Whether a dictionary's key names a credential's header or a secret.
+    fn credential_name(&self, name: &[u8]) -> bool {
+        HEADER_NAMES
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+            || self.key_end.is_match(name)
     }
 
     /// The list a line ending in a credential header's name (`Cookie:`, YAML's block list
@@ -343,7 +380,7 @@ impl Leads {
         if self.klog.is_match(line) {
             return (Pending::Klog, None);
         }
-        if let Some(list) = self.list_head(line) {
+        if let Some(list) = self.list_head(line).or_else(|| self.entries(line)) {
             return (list, None);
         }
         let column = |c: &regex::bytes::Captures, i| c.get(i).map_or(0, |m| m.len());
@@ -661,7 +698,6 @@ impl Redactor {
             Pending::Klog if line.first() == Some(&b'\t') => {
                 self.hide(line, 1, line[1..].trim_ascii_end().len(), pending)
             }
-            Pending::Items(..) | Pending::Dashes(..) => self.list_line(line, indent, pending),
             Pending::Item(..) if skip => keep(pending),
             Pending::Item(dash, col) if indent > dash => item_line(line, dash, col, indent),
             Pending::Object(n) => self.object_line(line, n),
@@ -673,8 +709,9 @@ impl Redactor {
                 (Vec::new(), 0, None)
             }
             Pending::Table(a, b) => self.table_row(line, a, b),
-            // A line's next piece (`Rest`, `Line`, `Named`, `Doubled`); `Under`, `Item`,
-            // `Klog` at a line not theirs, and `Within`, nothing.
+            // A line's next piece (`Rest`, `Line`, `Named`, `Doubled`); the items of a
+            // credential's list and a dictionary's entries PowerShell prints (`list_line`);
+            // `Under`, `Item`, `Klog` at a line not theirs, and `Within`, nothing.
             _ => self.next_piece(line, pending),
         }
     }
@@ -707,7 +744,8 @@ impl Redactor {
         (Vec::new(), 0, None)
     }
 
-    /// A line of a credential's list (`Items`, `Dashes`): its items go, up to the list's end.
+    /// A line of a credential's list (`Items`, `Dashes`): its items go, up to the list's end;
+    /// or of a dictionary's entries PowerShell prints (`entry_line`).
     fn list_line(
         &self,
         line: &[u8],
@@ -729,6 +767,42 @@ impl Redactor {
                 let items = unquoted_credentials(&line[at..indent + text.len()], auth);
                 let out = [&line[..at], &items[..]].concat();
                 (out, indent + text.len(), Some(p))
+            }
+            Pending::ListEntry | Pending::TableEntries(_) => self.entry_line(line, p),
+            _ => (Vec::new(), 0, None),
+        }
+    }
+
+    /// A line of a dictionary's entries PowerShell prints (`ListEntry`, `TableEntries`).
+    fn entry_line(&self, line: &[u8], p: Pending) -> (Vec<u8>, usize, Option<Pending>) {
+        let text = line.trim_ascii_end();
+        let keep = |p| (line.to_vec(), line.len(), Some(p));
+        match p {
+            Pending::ListEntry => match self.lines.entry_value.find(line) {
+                Some(m) => self.hide(
+                    line,
+                    m.end(),
+                    text.len() - m.end(),
+                    Pending::Listed(0, m.end()),
+                ),
+                None if self.lines.entry_key.is_match(line) => keep(p),
+                None => (Vec::new(), 0, None),
+            },
+            Pending::TableEntries(_) if text.is_empty() => (Vec::new(), 0, None),
+            Pending::TableEntries(_) if text.iter().all(|b| matches!(b, b'-' | b' ' | b'\t')) => {
+                keep(p)
+            }
+            Pending::TableEntries(col) => {
+                let col = usize::from(col);
+                let name = text
+                    .split(|b| b.is_ascii_whitespace())
+                    .next()
+                    .unwrap_or_default();
+                if col < text.len() && self.lines.credential_name(name) {
+                    self.hide(line, col, text.len() - col, p)
+                } else {
+                    (Vec::new(), 0, Some(p))
+                }
             }
             _ => (Vec::new(), 0, None),
         }
@@ -825,7 +899,13 @@ impl Redactor {
                 Some(i) => self.hide(line, 0, i + 1, Pending::None),
                 None => self.hide(line, 0, all, Pending::Line),
             },
-            _ => (Vec::new(), 0, None),
+            _ => {
+                let indent = line
+                    .iter()
+                    .take_while(|b| matches!(b, b' ' | b'\t'))
+                    .count();
+                self.list_line(line, indent, pending)
+            }
         }
     }
 

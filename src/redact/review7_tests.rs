@@ -40,3 +40,34 @@ fn a_credential_headers_list_over_lines_loses_its_items() {
         &["KEEP"],
     );
 }
+/// PowerShell's list view of a headers hashtable (`$h.GetEnumerator() | Format-List`): the
+/// `Value` of a credential header's entry goes, wrapped or not; another's stays.
+#[test]
+fn a_powershell_list_view_of_headers_loses_a_credentials_value() {
+    hides(
+        "Name  : Cookie\nKey   : Cookie\nValue : session=QQ1\n\nName  : Accept\nKey   : Accept\nValue : KEEP\n",
+        &["QQ1"],
+        &["KEEP"],
+    );
+    hides(
+        "Key   : Cookie\nValue : session=QQ1\n\nKey   : Accept\nValue : KEEP\n",
+        &["QQ1"],
+        &["KEEP"],
+    );
+    hides(
+        "Key   : Authorization\nValue : Basic QQ3\n        QQ4\n\nKey   : Accept\nValue : KEEP\n",
+        &["QQ3", "QQ4"],
+        &["KEEP"],
+    );
+}
+
+/// PowerShell's table view of a headers hashtable (`$h` at the prompt): a credential
+/// header's row's `Value` goes, another's stays.
+#[test]
+fn a_powershell_table_view_of_headers_loses_a_credentials_value() {
+    hides(
+        "Name                           Value\n----                           -----\nCookie                         session=QQ1\nAccept                         KEEP\n",
+        &["QQ1"],
+        &["KEEP"],
+    );
+}
