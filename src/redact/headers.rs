@@ -134,6 +134,31 @@ pub(super) fn quoted_authorization(sep: &str) -> (String, &'static str) {
     )
 }
 
+/// A value in double quotes after `=` holding a `""` (PowerShell's assignment:
+/// `@{ Cookie = "a""b" }`, `$env:TOKEN = "a""b"`), whole: in PowerShell a `""` inside a
+/// double-quoted string is a quote (about_Quoting_Rules), as `` `" `` is. Only after `=`: JSON
+/// and YAML after a `:` never double a quote (`"a":"" , "b":"c"` is an empty string, then
+/// another key). `name`: the regex of the name before the `=`; `scheme`: of what stays after
+/// the opening quote.
+pub(super) fn assigned_doubled(name: &str, scheme: &str) -> (String, &'static str) {
+    let char = r#"(?:`"|[^"\\\r\n]|\\.)"#;
+    (
+        format!(r#"(?i-u)({name}["']?[ \t]*=[ \t]*\*?"{scheme}){char}*""(?:""|{char})*"#),
+        "${1}<redacted>",
+    )
+}
+
+/// `assigned_doubled` of a credential header's value.
+pub(super) fn doubled_header() -> (String, &'static str) {
+    assigned_doubled(&format!(r"(?:^|[^A-Za-z0-9_-])(?:{VALUE_HEADERS})"), "")
+}
+
+/// `assigned_doubled` of an `Authorization` header's value: its scheme's name stays (after
+/// `digest`, which takes a Digest's parameters).
+pub(super) fn doubled_authorization() -> (String, &'static str) {
+    assigned_doubled("(?:proxy-)?authorization", r"(?:[a-z]+[ \t]+)?")
+}
+
 /// A bearer token after its scheme's name (RFC 6750 2.1: `Bearer` then b64token).
 pub(super) fn bearer() -> (String, &'static str) {
     (

@@ -71,3 +71,25 @@ fn a_powershell_table_view_of_headers_loses_a_credentials_value() {
         &["KEEP"],
     );
 }
+
+/// PowerShell's `""` inside a double-quoted string is a quote in it: the whole value goes.
+#[test]
+fn a_powershell_doubled_quote_does_not_end_a_secrets_value() {
+    hides(
+        r#"@{ Cookie = "s=""QQ1"" QQ2"; Accept = 'KEEP' }"#,
+        &["QQ1", "QQ2"],
+        &["Accept = 'KEEP'"],
+    );
+    hides(r#"$env:TOKEN = "a""QQ3""#, &["QQ3"], &[]);
+    hides(
+        r#"Invoke-RestMethod -Headers @{Authorization = "Basic ""QQ4"""} -Uri KEEP"#,
+        &["QQ4"],
+        &["-Uri KEEP"],
+    );
+    // JSON never doubles a quote: an empty string and the next key stay.
+    hides(
+        r#"{"token":"" , "b":"KEEP"}"#,
+        &[],
+        &[r#""" , "b":"KEEP"}"#],
+    );
+}
