@@ -46,7 +46,7 @@ use regex::bytes::Regex;
 /// Whether a word (lower case) leads into a secret's value: a name `shapes` knows, an HTTP
 /// credential's scheme, or a `name` or `value` key (an `env:` item's). The logs cut a long line before such a word, never after it.
 pub fn leads_into_value(word: &[u8]) -> bool {
-    const ENDS: [&[u8]; 22] = [
+    const ENDS: [&[u8]; 23] = [
         b"token",
         b"password",
         b"passwd",
@@ -57,6 +57,7 @@ pub fn leads_into_value(word: &[u8]) -> bool {
         b"apikey",
         b"api_key",
         b"api-key",
+        b"accesskey",
         b"access_key",
         b"access-key",
         b"key-data",

@@ -93,3 +93,38 @@ fn a_powershell_doubled_quote_does_not_end_a_secrets_value() {
         &[r#""" , "b":"KEEP"}"#],
     );
 }
+
+/// Every name `NAMES` makes a secret's, alone and at a longer name's end, leads into its
+/// value (`leads_into_value`): `logs` never cuts a long line between it and its value
+/// (`accesskey: ` then the key in the next piece).
+#[test]
+fn every_secret_name_leads_into_its_value() {
+    let names = regex::Regex::new(&format!("(?i)^[A-Za-z0-9_.-]*{}$", super::names::NAMES))
+        .expect("NAMES is a valid regex");
+    for name in [
+        "token",
+        "password",
+        "passwd",
+        "passphrase",
+        "apikey",
+        "api_key",
+        "api-key",
+        "accesskey",
+        "access_key",
+        "access-key",
+        "privatekey",
+        "private_key",
+        "private-key",
+        "key-data",
+        "etcd_key",
+        "credential",
+        "credentials",
+        "secret",
+        "secret_name",
+    ] {
+        for word in [name.to_owned(), format!("aws_{name}")] {
+            assert!(names.is_match(&word), "NAMES lost {word}");
+            assert!(super::leads_into_value(word.as_bytes()), "{word}");
+        }
+    }
+}
