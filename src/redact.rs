@@ -24,6 +24,8 @@ mod review5_tests;
 #[cfg(test)]
 mod review6_tests;
 #[cfg(test)]
+mod review7_tests;
+#[cfg(test)]
 mod review_tests;
 mod shapes;
 mod table;
@@ -57,6 +59,7 @@ pub fn leads_into_value(word: &[u8]) -> bool {
         b"apikey",
         b"api_key",
         b"api-key",
+        b"accesskey",
         b"access_key",
         b"access-key",
         b"key-data",

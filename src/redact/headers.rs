@@ -42,8 +42,10 @@ pub(super) fn header_list() -> [String; 3] {
 /// an unquoted `cookie=` is prose.
 pub(super) fn header_values() -> [(String, &'static str); 5] {
     let name = format!(r#"(?:^|[^A-Za-z0-9_-])(?:{VALUE_HEADERS})"#);
-    // A key in quotes ending in a header's name (`"session_cookie"`) is taken as one.
-    let key = format!(r#"(?:{name}|(?:{VALUE_HEADERS})["'])"#);
+    // A key in quotes that is a header's name, or ends in one after a `_`, `-` or `.`
+    // (`"session_cookie"`), is taken as one; one that only ends in its letters
+    // (`"XsrfCookie"`) is another word.
+    let key = format!(r#"(?:{name}|(?:^|[^A-Za-z0-9])(?:{VALUE_HEADERS})["'])"#);
     [
         (
             format!(
@@ -101,7 +103,7 @@ pub(super) fn redact_header_lists(re: &[Regex; 3], bytes: &[u8]) -> Vec<u8> {
 /// The words of Go's `%v` of a credential header's values, each replaced: of an
 /// `Authorization` header (`schemes`), a word that names a scheme (IANA's HTTP Authentication
 /// Scheme Registry: `Basic`, `Bearer`, `Digest`, `Negotiate`, `NTLM`, `DPoP`) stays.
-fn unquoted_credentials(items: &[u8], schemes: bool) -> Vec<u8> {
+pub(super) fn unquoted_credentials(items: &[u8], schemes: bool) -> Vec<u8> {
     const SCHEMES: [&[u8]; 6] = [
         b"basic",
         b"bearer",
@@ -132,6 +134,31 @@ pub(super) fn quoted_authorization(sep: &str) -> (String, &'static str) {
         format!(r#"(?i-u)(authorization{sep}"(?:[a-z]+\s+)?)(?:`"|[^"\\\r\n]|\\.)+"#),
         "${1}<redacted>",
     )
+}
+
+/// A value in double quotes after `=` holding a `""` (PowerShell's assignment:
+/// `@{ Cookie = "a""b" }`, `$env:TOKEN = "a""b"`), whole: in PowerShell a `""` inside a
+/// double-quoted string is a quote (about_Quoting_Rules), as `` `" `` is. Only after `=`: JSON
+/// and YAML after a `:` never double a quote (`"a":"" , "b":"c"` is an empty string, then
+/// another key). `name`: the regex of the name before the `=`; `scheme`: of what stays after
+/// the opening quote.
+pub(super) fn assigned_doubled(name: &str, scheme: &str) -> (String, &'static str) {
+    let char = r#"(?:`"|[^"\\\r\n]|\\.)"#;
+    (
+        format!(r#"(?i-u)({name}["']?[ \t]*=[ \t]*\*?"{scheme}){char}*""(?:""|{char})*"#),
+        "${1}<redacted>",
+    )
+}
+
+/// `assigned_doubled` of a credential header's value.
+pub(super) fn doubled_header() -> (String, &'static str) {
+    assigned_doubled(&format!(r"(?:^|[^A-Za-z0-9_-])(?:{VALUE_HEADERS})"), "")
+}
+
+/// `assigned_doubled` of an `Authorization` header's value: its scheme's name stays (after
+/// `digest`, which takes a Digest's parameters).
+pub(super) fn doubled_authorization() -> (String, &'static str) {
+    assigned_doubled("(?:proxy-)?authorization", r"(?:[a-z]+[ \t]+)?")
 }
 
 /// A bearer token after its scheme's name (RFC 6750 2.1: `Bearer` then b64token).
@@ -177,4 +204,40 @@ pub(super) fn escaped_digest() -> (String, &'static str) {
         format!(r#"(?i-u)(authorization\\"\s*:\s*(?:\[\s*)?\\"digest\s+){ESCAPED}"#),
         "${1}<redacted>",
     )
+}
+
+/// A line of a credential's list items (`text`, from its first item, up to the list's end if
+/// any): each quoted item's words, or an unquoted item, replaced as `unquoted_credentials`
+/// replaces them (`schemes`: an `Authorization` header's), quotes and `,` kept. An item whose
+/// quote is not closed goes to the end.
+pub(super) fn list_items(text: &[u8], schemes: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let b = text[i];
+        if b.is_ascii_whitespace() || b == b',' {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            let Some(j) = super::env::closing(b'"', &text[i + 1..]) else {
+                out.push(b'"');
+                out.extend_from_slice(REDACTED.as_bytes());
+                return out;
+            };
+            out.push(b'"');
+            out.extend_from_slice(&unquoted_credentials(&text[i + 1..i + 1 + j], schemes));
+            out.push(b'"');
+            i += j + 2;
+            continue;
+        }
+        let len = text[i..]
+            .iter()
+            .take_while(|b| !(b.is_ascii_whitespace() || **b == b','))
+            .count();
+        out.extend_from_slice(REDACTED.as_bytes());
+        i += len;
+    }
+    out
 }

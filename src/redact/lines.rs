@@ -5,6 +5,7 @@
 
 use super::Redactor;
 use super::env::{closing, json_quote, names_a_secret};
+use super::headers::{list_items, unquoted_credentials};
 use super::names::{NAMES, REDACTED};
 use super::plain::{Around, continued, open_around, open_at_end};
 use super::quotes::{FlowScan, Place, digest_open, double_end, single_end, twice_escaped_end};
@@ -94,6 +95,24 @@ pub enum Pending {
     /// single-quoted value: it may be the first of a `''` (a quote inside, YAML 1.2 7.3.2)
     /// whose second begins the next piece, and then the value goes on in it to its `'`.
     Doubled,
+    /// The items of a credential header's or a secret's JSON list whose `[` ended its line
+    /// (Go's `json.MarshalIndent` of an http.Header: `"Cookie": [`), for so many lines: each
+    /// line goes up to the `]` that closes the list.
+    /// The second: an `Authorization` header's (a scheme's name stays).
+    Items(u16, bool),
+    /// The items of a credential header's YAML block list whose name ended its line
+    /// (`Cookie:`, then `- a` lines), the name's column: the lines indented more, and the
+    /// `- ` items at its column (YAML 1.2 8.2.1: a mapping's block sequence may stand at its
+    /// key's column), go, blank lines among them; the second as `Items`'.
+    Dashes(usize, bool),
+    /// PowerShell's `Format-List` of a dictionary's entry (`$h.GetEnumerator() |
+    /// Format-List`) whose `Name :` or `Key :` named a credential's header or a secret: its
+    /// `Value :` goes, and the lines it wraps onto (`Listed`).
+    ListEntry,
+    /// PowerShell's `Format-Table` of a dictionary's entries (a hashtable at the prompt: a
+    /// `Name` and a `Value` column), the `Value` column's start: a row whose name is a
+    /// credential's header or a secret's loses its value, up to a blank line.
+    TableEntries(u16),
 }
 
 impl Pending {
@@ -158,6 +177,16 @@ pub(super) struct Leads {
     key_end: Regex,
     /// `docker::auths`' `auths` key and its `{`.
     auths: Regex,
+    /// `Format-List`'s `Name :` or `Key :` of a dictionary's entry (group 1: the name).
+    entry_key: Regex,
+    /// `Format-List`'s `Value :` of a dictionary's entry.
+    entry_value: Regex,
+    /// `Format-Table`'s header of a dictionary's entries (group 1: up to the `Value` column).
+    entry_table: Regex,
+    /// A key ending its line (group 2: the key, a credential header's name or naming a secret),
+    /// after it a `[` (group 3) or nothing (group 1: the indentation and a `- `, the key's
+    /// column).
+    list_head: Regex,
     /// Go's `%+v` of an `EnvVar` (`env::pairs`' last) whose value runs to the text's end
     /// (group 1: the name, 2: the value).
     go_env: Regex,
@@ -200,6 +229,12 @@ impl Leads {
                 r#"(?i-u)(?:^|[^A-Za-z0-9_.-])[A-Za-z0-9_.-]*{NAMES}(?:\\*["'])?\s*$"#
             )),
             auths: build(&super::docker::auths()[0]),
+            entry_key: build(r"(?i-u)^(?:name|key)[ \t]*:[ \t]*([A-Za-z0-9_.-]+)[ \t]*\r?$"),
+            entry_value: build(r"(?i-u)^value[ \t]*:[ \t]*"),
+            entry_table: build(r"(?-u)^(Name[ \t]+)Value[ \t]*\r?$"),
+            list_head: build(&format!(
+                r#"(?i-u)^([ \t]*(?:-[ \t]+)?)(?:\\?["'])?([A-Za-z0-9_.-]*{NAMES}|[A-Za-z-]+)(?:\\?["'])?[ \t]*:[ \t]*(\[)?[ \t]*\r?$"#
+            )),
             go_env: build(r"(?-u)\{Name:([A-Za-z0-9_.-]+) Value:([^}\r\n]*)$"),
         }
     }
@@ -251,6 +286,42 @@ impl Leads {
     /// (`list`): the rest of its line is the list's (`Pending::Line`).
     fn open_list(&self, piece: &[u8]) -> Option<usize> {
         self.list.captures(piece)?.get(1).map(|m| m.end())
+    }
+
+    /// The entries of a dictionary PowerShell prints that a line begins (`ListEntry`,
+    /// `TableEntries`).
+    fn entries(&self, line: &[u8]) -> Option<Pending> {
+        if let Some(c) = self.entry_table.captures(line) {
+            let at = c.get(1).map_or(0, |m| m.len());
+            return u16::try_from(at).ok().map(Pending::TableEntries);
+        }
+        let name = self.entry_key.captures(line)?.get(1)?;
+        self.credential_name(name.as_bytes())
+            .then_some(Pending::ListEntry)
+    }
+
+    /// Whether a dictionary's key names a credential's header or a secret.
+    fn credential_name(&self, name: &[u8]) -> bool {
+        HEADER_NAMES
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+            || self.key_end.is_match(name)
+    }
+
+    /// The list a line ending in a credential header's name (`Cookie:`, YAML's block list
+    /// next) or in its or a secret's key and a `[` (`"Cookie": [`, JSON's items next) opens.
+    fn list_head(&self, line: &[u8]) -> Option<Pending> {
+        let c = self.list_head.captures(line)?;
+        let name = c.get(2)?.as_bytes();
+        let header = HEADER_NAMES
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n.as_bytes()));
+        let auth = name.to_ascii_lowercase().ends_with(b"authorization");
+        match c.get(3) {
+            Some(_) if header || self.key_end.is_match(name) => Some(Pending::Items(0, auth)),
+            None if header => Some(Pending::Dashes(c.get(1).map_or(0, |m| m.len()), auth)),
+            _ => None,
+        }
     }
 
     /// Whether `piece` ends at the `'` that closes a secret's single-quoted value
@@ -308,6 +379,9 @@ impl Leads {
         }
         if self.klog.is_match(line) {
             return (Pending::Klog, None);
+        }
+        if let Some(list) = self.list_head(line).or_else(|| self.entries(line)) {
+            return (list, None);
         }
         let column = |c: &regex::bytes::Captures, i| c.get(i).map_or(0, |m| m.len());
         let wrapped = |c: regex::bytes::Captures| {
@@ -635,8 +709,9 @@ impl Redactor {
                 (Vec::new(), 0, None)
             }
             Pending::Table(a, b) => self.table_row(line, a, b),
-            // A line's next piece (`Rest`, `Line`, `Named`, `Doubled`); `Under`, `Item`,
-            // `Klog` at a line not theirs, and `Within`, nothing.
+            // A line's next piece (`Rest`, `Line`, `Named`, `Doubled`); the items of a
+            // credential's list and a dictionary's entries PowerShell prints (`list_line`);
+            // `Under`, `Item`, `Klog` at a line not theirs, and `Within`, nothing.
             _ => self.next_piece(line, pending),
         }
     }
@@ -667,6 +742,94 @@ impl Redactor {
             return self.hide(line, indent, text.len(), pending);
         }
         (Vec::new(), 0, None)
+    }
+
+    /// A line of a credential's list (`Items`, `Dashes`): its items go, up to the list's end;
+    /// or of a dictionary's entries PowerShell prints (`entry_line`).
+    fn list_line(
+        &self,
+        line: &[u8],
+        indent: usize,
+        p: Pending,
+    ) -> (Vec<u8>, usize, Option<Pending>) {
+        let text = line[indent..].trim_ascii_end();
+        match p {
+            Pending::Items(..) if indent == 0 && starts_a_record(text) => (Vec::new(), 0, None),
+            Pending::Items(n, auth) => self.list_item_line(line, indent, n, auth),
+            Pending::Dashes(..) if text.is_empty() => (line.to_vec(), line.len(), Some(p)),
+            Pending::Dashes(d, auth) if indent > d || indent == d && text.starts_with(b"- ") => {
+                let at = if text.starts_with(b"- ") {
+                    indent + 2
+                } else {
+                    indent
+                };
+                self.hid.set(true);
+                let items = unquoted_credentials(&line[at..indent + text.len()], auth);
+                let out = [&line[..at], &items[..]].concat();
+                (out, indent + text.len(), Some(p))
+            }
+            Pending::ListEntry | Pending::TableEntries(_) => self.entry_line(line, p),
+            _ => (Vec::new(), 0, None),
+        }
+    }
+
+    /// A line of a dictionary's entries PowerShell prints (`ListEntry`, `TableEntries`).
+    fn entry_line(&self, line: &[u8], p: Pending) -> (Vec<u8>, usize, Option<Pending>) {
+        let text = line.trim_ascii_end();
+        let keep = |p| (line.to_vec(), line.len(), Some(p));
+        match p {
+            Pending::ListEntry => match self.lines.entry_value.find(line) {
+                Some(m) => self.hide(
+                    line,
+                    m.end(),
+                    text.len() - m.end(),
+                    Pending::Listed(0, m.end()),
+                ),
+                None if self.lines.entry_key.is_match(line) => keep(p),
+                None => (Vec::new(), 0, None),
+            },
+            Pending::TableEntries(_) if text.is_empty() => (Vec::new(), 0, None),
+            Pending::TableEntries(_) if text.iter().all(|b| matches!(b, b'-' | b' ' | b'\t')) => {
+                keep(p)
+            }
+            Pending::TableEntries(col) => {
+                let col = usize::from(col);
+                let name = text
+                    .split(|b| b.is_ascii_whitespace())
+                    .next()
+                    .unwrap_or_default();
+                if col < text.len() && self.lines.credential_name(name) {
+                    self.hide(line, col, text.len() - col, p)
+                } else {
+                    (Vec::new(), 0, Some(p))
+                }
+            }
+            _ => (Vec::new(), 0, None),
+        }
+    }
+
+    /// A line of a JSON list's items (`Items`): up to its `]` (the list's end) they go.
+    fn list_item_line(
+        &self,
+        line: &[u8],
+        indent: usize,
+        n: u16,
+        auth: bool,
+    ) -> (Vec<u8>, usize, Option<Pending>) {
+        let end = list_end(line, b']');
+        let to = end
+            .unwrap_or_else(|| line.trim_ascii_end().len())
+            .max(indent);
+        if end.is_none() && n >= MAX_LINES {
+            return (Vec::new(), 0, None);
+        }
+        self.hid.set(true);
+        let out = [&line[..indent], &list_items(&line[indent..to], auth)[..]].concat();
+        (
+            out,
+            to,
+            end.is_none().then_some(Pending::Items(n + 1, auth)),
+        )
     }
 
     /// `line` with the `len` bytes from `indent` hidden as `REDACTED` (the rest after them
@@ -736,7 +899,13 @@ impl Redactor {
                 Some(i) => self.hide(line, 0, i + 1, Pending::None),
                 None => self.hide(line, 0, all, Pending::Line),
             },
-            _ => (Vec::new(), 0, None),
+            _ => {
+                let indent = line
+                    .iter()
+                    .take_while(|b| matches!(b, b' ' | b'\t'))
+                    .count();
+                self.list_line(line, indent, pending)
+            }
         }
     }
 
@@ -901,6 +1070,17 @@ fn own_value_open(after: &[u8]) -> bool {
     }
 }
 
+/// The names of the headers whose values are credentials (`headers::VALUE_HEADERS` and
+/// `Authorization`'s).
+const HEADER_NAMES: [&str; 6] = [
+    "set-cookie",
+    "cookie",
+    "proxy-authorization",
+    "authorization",
+    "x-api-key",
+    "x-auth-token",
+];
+
 /// Whether `piece` ends with a credential header's name (its quotes, backslashes and blanks
 /// after it), so that its `:` and value are in the next piece.
 fn header_name_at_end(piece: &[u8]) -> bool {
@@ -909,16 +1089,7 @@ fn header_name_at_end(piece: &[u8]) -> bool {
         .rposition(|b| !(b.is_ascii_whitespace() || b"\\\"'".contains(b)))
         .map_or(0, |i| i + 1);
     let word = &piece[..end];
-    [
-        "set-cookie",
-        "cookie",
-        "proxy-authorization",
-        "authorization",
-        "x-api-key",
-        "x-auth-token",
-    ]
-    .iter()
-    .any(|n| {
+    HEADER_NAMES.iter().any(|n| {
         let Some(at) = word.len().checked_sub(n.len()) else {
             return false;
         };
@@ -945,20 +1116,25 @@ fn starts_with_colon(piece: &[u8]) -> bool {
 /// Whether a list (`after` from its opening) runs to the end of `after`: its `close` outside
 /// quotes ends it.
 fn list_open(after: &[u8], close: u8) -> bool {
+    list_end(after, close).is_none()
+}
+
+/// Where a list's `close` outside quotes is in `text` (from inside the list).
+fn list_end(text: &[u8], close: u8) -> Option<usize> {
     let (mut inside, mut run) = (false, 0usize);
-    for b in after {
+    for (i, b) in text.iter().enumerate() {
         match b {
             b'\\' => {
                 run += 1;
                 continue;
             }
             b'"' if run % 2 == 0 => inside = !inside,
-            b if *b == close && !inside => return false,
+            b if *b == close && !inside => return Some(i),
             _ => {}
         }
         run = 0;
     }
-    true
+    None
 }
 
 /// Whether `text` (a line from its first non-blank) is a mapping entry of its own: a key and

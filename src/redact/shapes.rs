@@ -1,17 +1,20 @@
 //! The table of secrets recognised by their shape, applied in its order.
 
 use super::headers::{
-    bearer, digest, escaped_digest, header_values, quoted_authorization, quoted_credential,
+    assigned_doubled, bearer, digest, doubled_authorization, doubled_header, escaped_digest,
+    header_values, quoted_authorization, quoted_credential,
 };
 use super::keys::base64_key;
 use super::names::{ESCAPED, NAMES, REDACTED, TWICE_ESCAPED};
 use super::yaml::{yaml_flow_item, yaml_flow_quoted_item, yaml_list_item};
 
-/// Every shape, in the order they apply: a credential header's value, a Digest credential in
+/// Every shape, in the order they apply: a credential header's value (PowerShell's `""`
+/// inside its quotes first), a Digest credential in
 /// escaped JSON, then `shapes`.
 pub(super) fn all() -> Vec<(String, &'static str)> {
-    header_values()
+    [doubled_header()]
         .into_iter()
+        .chain(header_values())
         .chain([escaped_digest()])
         .chain(shapes())
         .collect()
@@ -20,7 +23,7 @@ pub(super) fn all() -> Vec<(String, &'static str)> {
 /// Secrets recognised by their shape. ASCII only (`-u`): the input may be any bytes. Each
 /// pattern is linear in its input (the regex crate has no backtracking) and the logs hand it
 /// one line (at most a chunk) at a time, so memory stays bounded.
-fn shapes() -> [(String, &'static str); 24] {
+fn shapes() -> [(String, &'static str); 26] {
     // The separator between a name and its value: `NAME=`, `NAME: `, `"NAME": `, `'NAME' = `.
     let sep = r#"["']?\s*[:=]\s*"#;
     // A flag naming a secret (`--token`, `-password`) at a word's start: `re-token` is none.
@@ -39,6 +42,7 @@ fn shapes() -> [(String, &'static str); 24] {
             "${1}<redacted>@",
         ),
         digest(sep),
+        doubled_authorization(),
         quoted_authorization(sep),
         // An HTTP credential: `Authorization: Basic X`, `Proxy-Authorization: X`, `Bearer X`,
         // Go's `%v` of an http.Header (`Authorization:[Bearer X]`) and its encoding/json
@@ -72,6 +76,7 @@ fn shapes() -> [(String, &'static str); 24] {
         escaped(&flag),
         quoted_after_blank(&flag, '"'),
         quoted_after_blank(&flag, '\''),
+        assigned_doubled(&format!("[A-Za-z0-9_.-]*{NAMES}"), ""),
         // A value named as a secret in double or single quotes, whole (it may hold blanks):
         // `"password": "two words"`, `AWS_SECRET_ACCESS_KEY='x'`, a pointer's (`Password:*"x"`),
         // PowerShell's `` `" `` inside double quotes (about_Special_Characters).
