@@ -48,7 +48,7 @@ use regex::bytes::Regex;
 /// Whether a word (lower case) leads into a secret's value: a name `shapes` knows, an HTTP
 /// credential's scheme, or a `name` or `value` key (an `env:` item's). The logs cut a long line before such a word, never after it.
 pub fn leads_into_value(word: &[u8]) -> bool {
-    const ENDS: [&[u8]; 23] = [
+    const ENDS: [&[u8]; 24] = [
         b"token",
         b"password",
         b"passwd",

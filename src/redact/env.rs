@@ -49,7 +49,7 @@ const UNCLOSED: &str = r#"\\?["'][^\r\n]*"#;
 const PS_VALUE: &str = r#""(?:[^"`\r\n]|`.)*"?|'(?:[^'\r\n]|'')*'?|[^\s;,)]+"#;
 
 /// The shapes of a name and its value: group `n` the name, `v` the value.
-pub(super) fn pairs() -> [String; 8] {
+pub(super) fn pairs() -> [String; 9] {
     // A key of a flow mapping or JSON object, quoted or not, its quotes perhaps escaped (at
     // the text's start: a piece of a long line cut after its `{"`).
     let key = |k: &str| format!(r#"(?:^|[{{,])\s*(?:\\?["'])?{k}(?:\\?["'])?\s*:[ \t]*"#);
@@ -76,6 +76,11 @@ pub(super) fn pairs() -> [String; 8] {
         // Go's `%+v` of a k8s.io/api core/v1 `EnvVar` (fields `Name`, `Value`, `ValueFrom`,
         // fmt's `{Name:X Value:two words ValueFrom:nil}`): the value up to `ValueFrom` or `}`.
         r"(?-u)\{Name:(?P<n>[A-Za-z0-9_.-]+) Value:(?P<v>[^}\s][^}\r\n]*?)(?: ValueFrom:|\})".into(),
+        // The generated `String()` of a core/v1 `EnvVar` (gogo protobuf's `generated.pb.go`:
+        // `&EnvVar{Name:X,Value:Y,ValueFrom:nil,}`, the value written as it is, commas and
+        // all; the Calico CNI plugin's pod dump before v3.31.6; `EnvVar` may have ended the piece
+        // before): the value to `,ValueFrom:`.
+        r"(?-u)\{Name:(?P<n>[A-Za-z0-9_.-]+),Value:(?P<v>[^\r\n]*?),ValueFrom:".into(),
         // A protobuf map entry in text form (Felix v3.32.1's `ConfigUpdate` logged whole,
         // `felix/daemon/daemon.go` 1517: `config:{key:"etcdpassword" value:"X"}`; protobuf-go's
         // text format may put one or two spaces between fields).

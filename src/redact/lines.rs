@@ -187,8 +187,8 @@ pub(super) struct Leads {
     /// after it a `[` (group 3) or nothing (group 1: the indentation and a `- `, the key's
     /// column).
     list_head: Regex,
-    /// Go's `%+v` of an `EnvVar` (`env::pairs`' last) whose value runs to the text's end
-    /// (group 1: the name, 2: the value).
+    /// Go's `%+v` of an `EnvVar`, or its generated `String()` (`EnvVar{Name:X,Value:Y,`,
+    /// `env::pairs`), whose value runs to the text's end (group 1: the name, 2: the value).
     go_env: Regex,
 }
 
@@ -235,7 +235,7 @@ impl Leads {
             list_head: build(&format!(
                 r#"(?i-u)^([ \t]*(?:-[ \t]+)?)(?:\\?["'])?([A-Za-z0-9_.-]*{NAMES}|[A-Za-z-]+)(?:\\?["'])?[ \t]*:[ \t]*(\[)?[ \t]*\r?$"#
             )),
-            go_env: build(r"(?-u)\{Name:([A-Za-z0-9_.-]+) Value:([^}\r\n]*)$"),
+            go_env: build(r"(?-u)\{Name:([A-Za-z0-9_.-]+)[ ,]Value:([^}\r\n]*)$"),
         }
     }
 

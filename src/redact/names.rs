@@ -7,7 +7,7 @@ pub const REDACTED: &str = "<redacted>";
 /// these (`token`, `FOO_TOKEN`, `DB_PASSWORD`, `FOO_API_KEY`, `client-key-data`) or holding
 /// `secret` as a word (`AWS_SECRET_ACCESS_KEY`, `client_secret`, `--secret-file`). A name that
 /// merely begins with one (`token_expires`, `secretName`, `passwordless`) is no secret's.
-pub(super) const NAMES: &str = r"(?:token|password|passwd|passphrase|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?key|key-data|etcd[_-]?key|credentials?|secret(?:[_-][A-Za-z0-9_-]*)?)";
+pub(super) const NAMES: &str = r"(?:token|password|passwd|passphrase|api[_-]?key|access[_-]?key|private[_-]?key|key-data|etcd[_-]?key|credentials?|secret(?:[_-][A-Za-z0-9_-]*)?)";
 
 /// A value in `\"` (JSON inside a JSON string) after its opening `\"`, to its closing one: the
 /// outer string's escapes (`\n`, `\\`), and the inner one's escapes escaped again (`\\\"`, a

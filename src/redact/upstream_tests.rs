@@ -20,15 +20,19 @@ const LEAKS: &str = r#"
 2026-04-24 14:56:55.010 [WARNING][5108] felix/config_params.go 792: Ignoring local-only configuration EtcdEndpoints="https://calico:QQSECRET@10.0.0.5:2379" from datastore (global)
 2026-04-24 14:56:54.125 [WARNING][5108] felix/config_params.go 825: Replacing invalid value with default default=[]string(nil) error=failed to parse config parameter EtcdEndpoints; value "https://calico:QQSECRET@10.0.0.5:2379": endpoint contained unsupported URL part; expected http(s)://hostname:port only. source=environment variable
 2026-04-24 14:56:54.300 [INFO][5108] felix/daemon.go 362: Successfully loaded configuration. GOMAXPROCS=2 builddate="2026-04-24T00:00:00+0000" config=&config.Config{UseInternalDataplaneDriver:true, DataplaneDriver:"calico-iptables-plugin", DataplaneWatchdogTimeout:90000000000, EtcdEndpoints:[]string(nil), FelixHostname:"win-node-1", internalOverrides:map[string]string{}, sourceToRawConfig:map[config.Source]map[string]string{0x5:map[string]string{"etcdendpoints":"https://calico:QQSECRET@10.0.0.5:2379", "etcdpassword":"QQSECRET", "felixhostname":"win-node-1"}}, rawValues:map[string]string{"EtcdEndpoints":"https://calico:QQSECRET@10.0.0.5:2379", "FelixHostname":"win-node-1", "etcdpassword":"QQSECRET"}, Err:error(nil), loadClientConfigFromEnvironment:(func() (*apiconfig.CalicoAPIConfig, error))(0x1a2b3c0), useNodeResourceUpdates:false, RequireMTUFile:false} gitcommit="0123abcd" version="v3.32.1"
-2026-04-24 14:56:55.001 [INFO][5108] felix/daemon.go 1517: Configuration update from calculation graph. configBySource=map[string]map[string]string{"environment variable":map[string]string{"etcdpassword":"QQSECRET", "felixhostname":"win-node-1"}} configUpdate=source_to_raw_config:{key:5 value:{source:"environment variable" config:{key:"etcdpassword" value:"QQSECRET"} config:{key:"felixhostname" value:"win-node-1"}}} config:{key:"FelixHostname" value:"win-node-1"} config:{key:"etcdpassword" value:"QQSECRET"}
+2026-04-24 14:56:55.001 [INFO][5108] felix/daemon.go 1517: Configuration update from calculation graph. configBySource=map[string]map[string]string{"environment variable":map[string]string{"etcdpassword":"QQSECRET", "felixhostname":"win-node-1"}} configUpdate=config:{key:"FelixHostname"  value:"win-node-1"} config:{key:"etcdpassword" value:"QQSECRET"} source_to_raw_config:{key:5 value:{source:"environment variable" config:{key:"etcdpassword"  value:"QQSECRET"} config:{key:"felixhostname" value:"win-node-1"}}}
 2026-04-24 14:56:55.000 [INFO][5108] felix/event_sequencer.go 305: Config changed. Sending ConfigUpdate message. merged=map[string]string{"FelixHostname":"win-node-1", "etcdpassword":"QQSECRET"}
 2026-04-24 14:56:55.000 [INFO][5108] felix/event_sequencer.go 290: Possible config update. global=map[string]string{"LogSeverityScreen":"Info", "etcdpassword":"QQSECRET"} host=map[string]string{} selector=map[string]string{}
 Environment variable ETCD_ENDPOINTS is already set: https://calico:QQSECRET@10.0.0.5:2379
 2025-06-01 10:00:00.000 [INFO][5108] felix/env_var_loader.go 40: Found felix environment variable: "etcdpassword"="QQSECRET"
-2025-06-01 10:00:00.000 [ERROR][4711] cni-plugin/k8s.go 300: Error Marshaling data ContainerID="0123abcd" stdinData=map[string]interface {}{"cniVersion":"0.3.1", "kubernetes":map[string]interface {}{"kubeconfig":"c:\\CalicoWindows\\calico-kube-config"}, "name":"Calico", "policy":map[string]interface {}{"k8s_auth_token":"QQSECRET", "k8s_client_key":"QQSECRET", "type":"k8s"}, "type":"calico"}
+2025-06-01 10:00:00.000 [ERROR][4711] cni-plugin/k8s.go 300: Error Marshaling data ContainerID="0123abcd" stdinData=map[string]interface {}{"cniVersion":"0.3.1", "kubernetes":map[string]interface {}{"kubeconfig":"c:\\CalicoWindows\\calico-kube-config"}, "name":"Calico", "policy":map[string]interface {}{"k8s_auth_token":"QQSECRET", "k8s_client_key":"c:\\k\\client.key", "type":"k8s"}, "type":"calico"}
 2025-06-01 10:00:00.000 [DEBUG][4711] cni-plugin/k8s.go 968: pod info &Pod{ObjectMeta:{web-0  default  1d2c3b4a 12345 0 2025-06-01 10:00:00 +0000 UTC <nil> <nil> map[app:web] map[] [] [] []},Spec:PodSpec{Volumes:[]Volume{},Containers:[]Container{Container{Name:app,Image:nginx,Command:[],Args:[],WorkingDir:,Ports:[]ContainerPort{},Env:[]EnvVar{EnvVar{Name:DB_PASSWORD,Value:QQSECRET,ValueFrom:nil,},},},},},Status:PodStatus{},}
+2025-06-01 10:00:00.000 [DEBUG][4711] cni-plugin/k8s.go 968: pod info &Pod{ObjectMeta:{web-0  default  1d2c3b4a 12345 0 2025-06-01 10:00:00 +0000 UTC <nil> <nil> map[app:web] map[] [] [] []},Spec:PodSpec{Volumes:[]Volume{},Containers:[]Container{Container{Name:app,Image:nginx,Command:[],Args:[],WorkingDir:,Ports:[]ContainerPort{},Env:[]EnvVar{EnvVar{Name:DB_PASSWORD,Value:p@ss,QQSECRET,ValueFrom:nil,},},},},},Status:PodStatus{},}
+2025-06-01 10:00:00.000 [DEBUG][4711] cni-plugin/k8s.go 968: pod info &Pod{ObjectMeta:{web-0  default  1d2c3b4a 12345 0 2025-06-01 10:00:00 +0000 UTC <nil> <nil> map[app:web] map[kubectl.kubernetes.io/last-applied-configuration:{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-0","namespace":"default"},"spec":{"containers":[{"env":[{"name":"DB_PASSWORD","value":"QQSECRET"}],"image":"nginx","name":"app"}]}}
+] [] [] []},Spec:PodSpec{}}
 2025-06-01 10:00:00.000 [ERROR][6220] confd/client.go 1816: Unable to parse datastore entry Key=/calico/bgp/v1/global/node_mesh_password; Value=QQSECRET
 I0424 14:56:54.123470    4321 round_trippers.go:426]     Authorization: Bearer QQSECRET
+I0424 14:56:54.123471    4321 round_trippers.go:426]     Authorization: Basic QQSECRET
 I0424 14:56:54.123480    4321 round_trippers.go:423] curl -k -v -XGET  -H "Authorization: Bearer QQSECRET" -H "Accept: application/json, */*" 'https://10.0.0.1:6443/api/v1/nodes/win-node-1'
 "#;
 
@@ -60,10 +64,19 @@ fn what_upstream_writes_of_a_secret_never_leaves() {
     assert!(leaks.is_empty(), "{leaks:#?}");
 }
 
-/// Lines upstream writes with the secret already masked (client-go's `maskValue`,
+/// Lines upstream writes with the secret already masked (client-go's `maskValue`, its
+/// multi-line `headers=<` block since v0.33,
 /// `rest.Config`'s `GoString`, confd's `=redacted`, a pointer for a peer's password), and what
 /// of each must stay readable: the request, the peer, a key file's path.
-const MASKED: [(&str, &[&str]); 6] = [
+const MASKED: [(&str, &[&str]); 7] = [
+    (
+        "I0424 14:56:54.123456    4321 round_trippers.go:527] \"Request\" verb=\"GET\" url=\"https://10.0.0.1:6443/api/v1/nodes/win-node-1\" headers=<\n\tAccept: application/vnd.kubernetes.protobuf,application/json\n\tAuthorization: Bearer <masked>\n\tUser-Agent: kube-proxy.exe/v1.33.0 (windows/amd64) kubernetes/abcdef0\n >",
+        &[
+            "url=\"https://10.0.0.1:6443/api/v1/nodes/win-node-1\" headers=<",
+            "\tAccept: application/vnd.kubernetes.protobuf,application/json\n",
+            "\tUser-Agent: kube-proxy.exe/v1.33.0 (windows/amd64) kubernetes/abcdef0\n >",
+        ],
+    ),
     (
         "2026-04-24 14:56:54.123 [INFO][5108] felix/env_var_loader.go 43: Found felix environment variable: etcdpassword=<redacted>",
         &["Found felix environment variable: etcdpassword="],
