@@ -470,8 +470,8 @@ default; list ippools and ipamblocks; list migration.projectcalico.org datastore
 Calico's datastore under way (the installer only); get servicecidrs named kubernetes and the operator's installations named default and overlay; \
 in projectcalico.org, with ipamconfigurations, where the cluster serves Calico's resources there: --calico-api), \
 a Role in --calico-namespace (get configmaps calico-config and kube-root-ca.crt; create \
-serviceaccounts/token of calico-node; get, create, patch and delete roles and rolebindings, for each node's \
-grant to renew its token (patch: its owner annotation); with --datastore etcdv3 get secrets calico-etcd-secrets) and a Role in \
+serviceaccounts/token of calico-node; get, create and delete roles and rolebindings, for each node's \
+grant to renew its token; with --datastore etcdv3 get secrets calico-etcd-secrets) and a Role in \
 kube-system (get services kube-dns). No wildcard. The list is the code's own \
 (src/cluster/rights.rs), tested against an API server that enforces RBAC.\n\n\
 --identity fleet writes the fleet jobs' account and roles instead (as 'fleet plan' does); a node's own \

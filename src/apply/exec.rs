@@ -325,7 +325,6 @@ fn run(
         Action::ProtectDir { path, .. } => protect_dir(host, path)?,
         Action::RestoreSecurity { path, sddl } => super::undo::restore_security(host, path, sddl)?,
         Action::RemoveRenewalGrant { .. } => warnings.extend(remove_grant(opts, action)?),
-        Action::RemoveEarlierGrant { .. } => warnings.extend(remove_earlier(opts, action)?),
         // The rest change or wait for the cluster (`Action::in_cluster`).
         _ => cluster_step(action, opts, watch)?,
     }
@@ -345,26 +344,6 @@ fn remove_grant(opts: &Options<'_>, action: &Action) -> anyhow::Result<Vec<Strin
     };
     opts.cluster()?
         .remove_grant(namespace, name, (uids, *uids_kept))
-}
-
-/// `RemoveEarlierGrant`: what of the grant is still the install's deleted (never undone); what
-/// stays, said.
-fn remove_earlier(opts: &Options<'_>, action: &Action) -> anyhow::Result<Vec<String>> {
-    let Action::RemoveEarlierGrant {
-        namespace,
-        name,
-        uids,
-        owner,
-        node_hash,
-    } = action
-    else {
-        return Ok(Vec::new());
-    };
-    let mut g = crate::cluster::renewal::Grant::for_node(namespace, "", "");
-    (g.name, g.uids, g.uids_kept) = (name.clone(), uids.clone(), true);
-    g.owner.clone_from(owner);
-    g.node_hash.clone_from(node_hash);
-    Ok(opts.cluster()?.remove_earlier_grant(&g).left)
 }
 
 /// A step that changes or waits for the cluster, not the host.

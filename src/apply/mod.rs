@@ -285,23 +285,6 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         uids_kept: bool,
     },
-    /// Deletes the Role and RoleBinding of a grant this install made under a namespace or
-    /// name it no longer uses, while they are still positively its own (`cluster::earlier`):
-    /// run once the install is committed, never undone; what stays is said, not a failure.
-    RemoveEarlierGrant {
-        namespace: String,
-        name: String,
-        /// The uids the install record names of it: only those objects go.
-        uids: crate::cluster::renewal::GrantUids,
-        /// The install's id its objects carry (`renewal::OWNER`); none in records of older
-        /// versions, whose grant then stays, said.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        owner: Option<String>,
-        /// Made under an earlier node name: the config hash that Node carried while this
-        /// install ran as it (`Grant::node_hash`).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        node_hash: Option<String>,
-    },
     /// The node no longer says calicoctl-win runs Calico there: its `calicoctl-win/*`
     /// annotations removed and `CalicoWindowsReady` False, for the reason `left` says
     /// (`HandedToOperator`, or `NotInstalled` after uninstall).
@@ -466,7 +449,6 @@ impl Action {
                 | Self::MarkCordoned { .. }
                 | Self::WaitOperatorDaemonSet { .. }
                 | Self::RemoveRenewalGrant { .. }
-                | Self::RemoveEarlierGrant { .. }
                 | Self::ForgetNode { .. }
                 | Self::EvictPods { .. }
                 | Self::Drain { .. }
@@ -522,19 +504,6 @@ fn operator_text(action: &Action) -> String {
             namespace, name, ..
         } => format!(
             "delete Role and RoleBinding {name} in {namespace} (CalicoNode's grant to renew calico-node's token)"
-        ),
-        Action::RemoveEarlierGrant {
-            namespace,
-            name,
-            uids,
-            ..
-        } => format!(
-            "delete {} {name} in {namespace} (the grant to renew calico-node's token this install made under its earlier namespace or name), once the install is committed, while still its own",
-            match (&uids.role, &uids.binding) {
-                (Some(_), Some(_)) => "Role and RoleBinding",
-                (Some(_), None) => "Role",
-                _ => "RoleBinding",
-            }
         ),
         Action::ForgetNode { node, left } => format!(
             "remove node {node}'s calicoctl-win annotations and set its CalicoWindowsReady condition False ({})",

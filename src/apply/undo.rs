@@ -71,7 +71,6 @@ pub(super) fn prepare_undo(
         | Action::MarkCordoned { .. }
         | Action::WaitOperatorDaemonSet { .. }
         | Action::RemoveRenewalGrant { .. }
-        | Action::RemoveEarlierGrant { .. }
         | Action::ForgetNode { .. }
         | Action::EvictPods { .. }
         | Action::RecreateDaemonSetPods { .. }

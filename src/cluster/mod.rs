@@ -40,4 +40,4 @@ pub use error::ClusterError;
 pub use kubeconfig::{InCluster, OnHost, ReadFile, pem};
 pub use node_control::NodeControl;
 /// The token's modules by the names they had before they shared a room.
-pub use token::{check as token_check, credentials, earlier, making, renewal};
+pub use token::{check as token_check, credentials, making, renewal};

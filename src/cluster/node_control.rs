@@ -73,9 +73,6 @@ pub trait NodeControl {
         name: &str,
         uids: (&renewal::GrantUids, bool),
     ) -> anyhow::Result<Vec<String>>;
-    /// Removes what of a grant the install made under an earlier namespace or name is still
-    /// its own (`earlier::remove`).
-    fn remove_earlier_grant(&self, g: &renewal::Grant) -> super::earlier::Removal;
     /// Deletes what an install made of the node's grant (`making::remove_made`); what stays.
     fn remove_made_grant(&self, made: &super::making::Making) -> anyhow::Result<Vec<String>>;
     /// Removes calicoctl-win's annotations and says why it left the node (`left`).
@@ -193,14 +190,8 @@ impl NodeControl for Cluster {
             service_account: String::new(),
             uids: uids.clone(),
             uids_kept,
-            owner: None,
-            node_hash: None,
         };
         Ok(renewal::remove(self, &g)?)
-    }
-
-    fn remove_earlier_grant(&self, g: &renewal::Grant) -> super::earlier::Removal {
-        super::earlier::remove(self, g)
     }
 
     fn remove_made_grant(&self, made: &super::making::Making) -> anyhow::Result<Vec<String>> {

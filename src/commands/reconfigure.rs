@@ -57,7 +57,6 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let inputs = reconfigure::Inputs {
         install: Inputs {
             renewal: None,
-            earlier_grants: None,
             config,
             files: rendered,
             extra_owned: kept,
@@ -114,8 +113,7 @@ fn print_done<D: serde::Serialize>(
     super::verify::print_verified(ctx, verify, cluster, node_name, doc)
 }
 
-/// After a run that succeeded: the file stats kept, the node annotated, the steps counted, the
-/// earlier grants still to remove removed (`install::remove_pending`).
+/// After a run that succeeded: the file stats kept, the node annotated, the steps counted.
 fn finished(
     ctx: &mut Context,
     change: &Change,
@@ -126,8 +124,6 @@ fn finished(
     change.keep_file_stats(ctx);
     change.annotate(ctx, cluster, node_name);
     ctx.printer.text(&format!("Reconfigured: {steps} step(s)."));
-    // Committed: the grants made under an earlier namespace or name still to remove go now.
-    super::install::remove_pending(ctx, change.host, &change.root, cluster);
 }
 
 /// After a run that changed nothing (not a dry run): the installed files' sizes and times are

@@ -87,21 +87,6 @@ pub(crate) struct Repair<'a> {
     pub interrupted: bool,
 }
 
-/// The journal of an interrupted repair, taken to go on with; outside a dry run, the grants
-/// the install made under an earlier namespace or name still to remove removed first
-/// (`install::remove_pending`): the install is committed, since `Change::begin` refuses
-/// another command's unfinished journal.
-fn begun(
-    ctx: &mut Context,
-    change: &mut Change,
-    c: &Cluster,
-) -> Option<crate::apply::journal::Journal> {
-    if !ctx.options.dry_run {
-        super::install::remove_pending(ctx, change.host, &change.root, Some(c));
-    }
-    change.journal.take()
-}
-
 pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
     check_grace(args.grace)?;
     let host = ctx.open_host_to_change("repair")?;
@@ -112,7 +97,7 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
     } = target(ctx, host.as_ref())?;
     let journal_path = root.journal();
     let mut change = Change::begin(ctx, host.as_ref(), "repair", &root, journal_path)?;
-    let interrupted = begun(ctx, &mut change, &c);
+    let interrupted = change.journal.take();
     let (judged, actions) = planned(ctx, host.as_ref(), &c, &node, args)?;
     let faults: Vec<&Judged> = judged.iter().filter(|j| j.verdict.is_fault()).collect();
     let suspect: Vec<&Judged> = judged

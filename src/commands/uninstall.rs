@@ -47,15 +47,10 @@ impl ClusterLeft {
             .collect()
     }
 
-    /// What of the grant `g` the install record says is ours: the parts it names a uid of (a
-    /// part without one in a record that keeps uids was there before install, or another's,
-    /// and never ours to remove); both in a record of an older version, which kept no uids
-    /// (the label told them).
     fn of_grant(g: &crate::cluster::renewal::Grant) -> Vec<Self> {
-        let all = !g.keeps_uids();
         let m = crate::cluster::making::Making {
-            role: all || g.uids.role.is_some(),
-            binding: all || g.uids.binding.is_some(),
+            role: true,
+            binding: true,
             ..crate::cluster::making::Making::of(g)
         };
         Self::of_made(&m)
@@ -79,13 +74,9 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return nothing_installed(ctx, host.as_ref(), &root, left);
     };
     let grant = rec.renewal.clone().filter(|_| args.purge);
-    // The grants this install made under an earlier namespace or name, still to remove.
-    let earlier = (rec.renewal_earlier.clone().into_iter()).filter(|_| args.purge);
-    let earlier: Vec<_> = earlier.collect();
     let ran_as = ran_as(host.as_ref(), &root);
     let at = (ran_as, rec.config_hash.as_deref());
-    let grants = (grant.as_ref(), earlier.as_slice());
-    let cluster = cluster_part(ctx, grants, at, args.skip_cluster);
+    let cluster = cluster_part(ctx, grant.as_ref(), at, args.skip_cluster);
     left.extend(cluster.left.iter().cloned());
     let actions = uninstall::plan(
         host.as_ref(),
@@ -286,10 +277,7 @@ struct ClusterPart {
 
 fn cluster_part(
     ctx: &mut Context,
-    (grant, earlier): (
-        Option<&crate::cluster::renewal::Grant>,
-        &[crate::cluster::renewal::Grant],
-    ),
+    grant: Option<&crate::cluster::renewal::Grant>,
     (ran_as, hash): (Option<String>, Option<&str>),
     skip_cluster: bool,
 ) -> ClusterPart {
@@ -303,10 +291,7 @@ fn cluster_part(
             // One read tells that the cluster answers, and whether the node is there at all.
             Some(n) => crate::cluster::node::exists(&c, n)
                 .map_err(|e| e.to_string())
-                .and_then(|there| {
-                    let grants = grant.into_iter().chain(earlier);
-                    refused_right(&c, grants, n, there).map(|()| (c, there))
-                }),
+                .and_then(|there| refused_right(&c, grant, n, there).map(|()| (c, there))),
             None => Ok((c, false)),
         },
         Ok(None) => Err(NO_KUBECONFIG.to_owned()),
@@ -326,19 +311,19 @@ fn cluster_part(
                 (&c, node_there),
                 (node.as_deref(), grant, hash),
             );
-            part.steps.extend(earlier.iter().map(earlier_removal));
             part.cluster = Some(c);
         }
         Err(why) => {
             let no_kubeconfig = why == NO_KUBECONFIG;
-            for g in grant.into_iter().chain(earlier) {
-                let ours = ClusterLeft::of_grant(g);
-                let Some(w) = grant_left(g, &ours, &why) else {
-                    continue;
-                };
+            if let Some(g) = grant {
+                let w = format!(
+                    "the Role and RoleBinding {} that let this node renew calico-node's token stay ({why}): '{}' removes them",
+                    g.name,
+                    g.delete_command()
+                );
                 ctx.printer.warn(&w);
                 part.warnings.push(w);
-                part.left.extend(ours);
+                part.left = ClusterLeft::of_grant(g);
             }
             match &node {
                 // Without a kubeconfig, this is how uninstall is run on a node only: said, not
@@ -358,36 +343,6 @@ fn cluster_part(
         }
     }
     part
-}
-
-/// What stays of the grant `g` (`ours`, the parts the record says are ours) when the cluster
-/// is not reached (`why`), said; `None` when nothing of it is ours.
-fn grant_left(
-    g: &crate::cluster::renewal::Grant,
-    ours: &[ClusterLeft],
-    why: &str,
-) -> Option<String> {
-    let (kinds, command) = match ours {
-        [] => return None,
-        [one] => (one.kind, one.delete.clone()),
-        _ => ("Role and RoleBinding", g.delete_command()),
-    };
-    Some(format!(
-        "the {kinds} {} in {} that let this node renew calico-node's token stay ({why}): '{command}' removes them",
-        g.name, g.namespace
-    ))
-}
-
-/// The removal of a grant this install made under an earlier namespace or name, while still
-/// positively its own (`cluster::earlier::remove`).
-fn earlier_removal(g: &crate::cluster::renewal::Grant) -> apply::Action {
-    apply::Action::RemoveEarlierGrant {
-        namespace: g.namespace.clone(),
-        name: g.name.clone(),
-        uids: g.uids.clone(),
-        owner: g.owner.clone(),
-        node_hash: g.node_hash.clone(),
-    }
 }
 
 /// The cluster's steps when it answers: the grant removed and the node forgotten, unless the
@@ -485,9 +440,9 @@ fn ran_as(host: &dyn crate::host::Host, root: &InstallRoot) -> Option<String> {
 /// may not take would stop every rerun at the same place (a kubeconfig that may read nodes
 /// and no more, such as kubelet's own at `C:\k\config`), so such a cluster is treated as one
 /// that does not answer. `Err` names the right missing.
-fn refused_right<'a>(
+fn refused_right(
     c: &crate::cluster::Cluster,
-    grants: impl Iterator<Item = &'a crate::cluster::renewal::Grant>,
+    grant: Option<&crate::cluster::renewal::Grant>,
     node: &str,
     node_there: bool,
 ) -> Result<(), String> {
@@ -503,9 +458,7 @@ fn refused_right<'a>(
         };
     let rbac = "rbac.authorization.k8s.io";
     let mut wanted = Vec::new();
-    // The grant, and those made under an earlier namespace or name still to remove, each in
-    // its own namespace.
-    for g in grants {
+    if let Some(g) = grant {
         for kind in ["rolebindings", "roles"] {
             // Read first: only a grant that is calicoctl-win's is deleted.
             wanted.push(right("get", rbac, kind, &g.name, Some(&g.namespace)));

@@ -63,13 +63,6 @@ pub struct InstallRecord {
     /// The node's grant in the cluster to renew calico-node's token, which `--purge` deletes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub renewal: Option<crate::cluster::renewal::Grant>,
-    /// Grants this install made under a namespace or name it no longer uses (a reinstall or
-    /// `reconfigure` changed them), still to remove: written before their removal, which runs
-    /// once the install is committed (`cluster::earlier::remove`), and dropped when one is
-    /// removed or found no longer ours; a run cut off before leaves them to the next install,
-    /// reconfigure, repair or `uninstall --purge`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub renewal_earlier: Vec<crate::cluster::renewal::Grant>,
 }
 
 /// A directory install protected, and its access list before.

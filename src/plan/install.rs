@@ -48,10 +48,6 @@ pub struct Inputs<'a> {
     pub expect_vsid: Option<u32>,
     /// The node's grant to renew its token; `None` keeps the previous record's.
     pub renewal: Option<crate::cluster::renewal::Grant>,
-    /// The grants this install made under another namespace or name, still to remove after
-    /// the install is committed (`InstallRecord::renewal_earlier`); `None` keeps the previous
-    /// record's (reconfigure, and an install without the admin kubeconfig).
-    pub earlier_grants: Option<Vec<crate::cluster::renewal::Grant>>,
     /// The hash of the fleet-wide configuration (`config::fleet_hash`), kept in the record.
     pub config_hash: Option<String>,
     /// The adapter the External network binds (`desired::choose_uplink`), as recorded.
@@ -825,12 +821,6 @@ fn record_write(
             .renewal
             .clone()
             .or_else(|| i.previous.as_ref().and_then(|p| p.renewal.clone())),
-        renewal_earlier: match &i.earlier_grants {
-            Some(earlier) => earlier.clone(),
-            None => (i.previous.as_ref())
-                .map(|p| p.renewal_earlier.clone())
-                .unwrap_or_default(),
-        },
     };
     let bytes = record
         .to_bytes()

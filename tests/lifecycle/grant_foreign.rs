@@ -53,7 +53,7 @@ fn record(node: &Node) -> Value {
 
 /// Install over an administrator's Role (the grant's rule, not ours: used, its uid not
 /// recorded); the administrator then gives it our label (copied from our RoleBinding).
-pub(crate) fn installed_over_administrators_role(api: &FakeApi) -> (Node, Value) {
+fn installed_over_administrators_role(api: &FakeApi) -> (Node, Value) {
     let (node, zip) = fresh(api);
     api.put(&role(), administrators_role());
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);

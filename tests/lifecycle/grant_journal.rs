@@ -17,20 +17,6 @@ pub(super) const AFTER_GRANT: &str = "crash:~write C:\\CalicoWindows\\calico-nod
 /// A later step of the plan that fails: the run rolls back.
 pub(super) const LATER_STEP_FAILS: &str = "fail:~write C:\\CalicoWindows\\calico-node.env";
 
-/// What of an object found there must be kept: all but the owner annotation the install that
-/// takes it for its grant writes (`renewal::OWNER`, moving its resourceVersion).
-fn kept(mut v: serde_json::Value) -> serde_json::Value {
-    let m = &mut v["metadata"];
-    if let Some(a) = m.get_mut("annotations").and_then(|a| a.as_object_mut()) {
-        a.remove("calicoctl-win/grant-owner");
-        if a.is_empty() {
-            m.as_object_mut().map(|m| m.remove("annotations"));
-        }
-    }
-    m.as_object_mut().map(|m| m.remove("resourceVersion"));
-    v
-}
-
 pub(super) fn role() -> String {
     format!("{RBAC}/roles/{GRANT}")
 }
@@ -111,17 +97,13 @@ fn a_grant_there_before_the_install_is_kept_by_its_undoing() {
     assert!(api.get(&binding()).is_some());
     let (code, _, stderr) = node.run(&["uninstall"]);
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(
-        api.get(&role()).map(kept),
-        Some(kept(theirs.clone())),
-        "{stderr}"
-    );
+    assert_eq!(api.get(&role()), Some(theirs.clone()), "{stderr}");
     assert!(api.get(&binding()).is_none(), "{stderr}");
 
     let args = ["install", "--no-start", "--release-zip", &zip];
     let (code, _, stderr) = node.run(&[&args[..], &["--sim-fault", LATER_STEP_FAILS]].concat());
     assert_ne!(code, 0, "{stderr}");
-    assert_eq!(api.get(&role()).map(kept), Some(kept(theirs)), "{stderr}");
+    assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
     assert!(api.get(&binding()).is_none(), "{stderr}");
 }
 
@@ -257,9 +239,11 @@ fn a_grant_whose_create_answer_was_lost_is_undone_by_the_failed_install() {
     let rec = node.c_drive("calicowindows/calicoctl-win-install.json");
     let rec: serde_json::Value =
         serde_json::from_str(&fs_err::read_to_string(rec).unwrap()).unwrap();
-    // The Role made again (the failed run's was deleted): another uid, the one recorded.
-    let made = api.get(&role()).expect("role")["metadata"]["uid"].clone();
-    assert_eq!(rec["renewal"]["uids"]["role"], made, "{stderr}");
+    assert_eq!(
+        rec["renewal"]["uids"]["role"],
+        "uid-".to_owned() + GRANT,
+        "{stderr}"
+    );
 }
 
 /// A Role of the grant's name made by someone else between this run's look and its create
@@ -308,7 +292,7 @@ fn a_role_another_made_first_is_not_taken_for_ours() {
     });
     let (code, _, stderr) = run;
     assert_ne!(code, 0, "{stderr}");
-    assert_eq!(api.get(&role()).map(kept), Some(kept(theirs)), "{stderr}");
+    assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
     assert!(api.get(&binding()).is_none(), "{stderr}");
 }
 

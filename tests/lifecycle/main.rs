@@ -9,7 +9,6 @@ mod documents;
 mod download_checks;
 mod drain_namespace;
 mod endpoint_kinds;
-mod grant_earlier;
 mod grant_foreign;
 mod grant_journal;
 mod grant_nonce;

@@ -5,7 +5,7 @@
 
 use super::create::{CREATE_TIMEOUT, create_within, may_be_there, throttled};
 use super::foreign::{refuse_binding, refuse_role};
-use super::renewal::{Grant, GrantUids, Known, OWNER, labelled_ours, node_owner, remove_parts};
+use super::renewal::{Grant, GrantUids, Known, labelled_ours, node_owner, remove_parts};
 use crate::cluster::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, poll_quietly};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
@@ -50,10 +50,6 @@ pub struct Making {
     /// a journal of an older version, whose creates the server's own (60 s unless set) bound.
     #[serde(default)]
     pub timed: bool,
-    /// The install's id the objects are marked with (`Grant::owner`), journaled so that a
-    /// rerun of a cut-off install marks with the same.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<String>,
 }
 
 fn is_neither(parts: &(bool, bool)) -> bool {
@@ -67,7 +63,6 @@ impl Making {
             namespace: g.namespace.clone(),
             name: g.name.clone(),
             timed: true,
-            owner: g.owner.clone(),
             ..Self::default()
         }
     }
@@ -195,9 +190,9 @@ pub fn ensure(
     let once = &c.client_without_retries;
     let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
     let marks = |m: &mut ObjectMeta, nonce: &Option<String>| {
-        if let Some(n) = nonce.clone() {
-            (m.annotations.get_or_insert_with(BTreeMap::new)).insert(NONCE.to_owned(), n);
-        }
+        m.annotations = nonce
+            .clone()
+            .map(|n| BTreeMap::from([(NONCE.to_owned(), n)]));
     };
     let role = match c.call_opt("get", &what("roles"), roles.get(&g.name))? {
         Some(r) => {
@@ -206,8 +201,7 @@ pub fn ensure(
             }
             let part: Part = |m| (&mut m.role, &mut m.uids.role, &mut m.unmarked.0);
             let adopt = !g.keeps_uids();
-            let uid = found_saved(making, part, (&g.uids.role, adopt), &r.metadata, save)?;
-            claim(c, &roles, (g, "roles"), (&r.metadata, uid))?
+            found_saved(making, part, (&g.uids.role, adopt), &r.metadata, save)?
         }
         None => {
             let mut role = g.role(owner.clone());
@@ -225,8 +219,7 @@ pub fn ensure(
             }
             let part: Part = |m| (&mut m.binding, &mut m.uids.binding, &mut m.unmarked.1);
             let adopt = !g.keeps_uids();
-            let uid = found_saved(making, part, (&g.uids.binding, adopt), &b.metadata, save)?;
-            claim(c, &bindings, (g, "rolebindings"), (&b.metadata, uid))?
+            found_saved(making, part, (&g.uids.binding, adopt), &b.metadata, save)?
         }
         None => {
             let mut binding = g.binding(owner);
@@ -242,63 +235,6 @@ pub fn ensure(
     };
     Ok(GrantUids { role, binding })
 }
-
-/// The object found there (`meta`) taken as the grant's (`uid`, its own): its `OWNER`
-/// annotation made this install's (`Grant::owner`) when it names another or none. A write, so
-/// its resourceVersion moves: an install that made it under this name before and removes it
-/// since its name changed (`earlier::remove`, on the resourceVersion it read) leaves it. The
-/// patch carries the resourceVersion read, so that it writes only over what was judged; one
-/// refused as written since (409) is read again and sent again while the object is the same
-/// (its uid, our label, the owner annotation first read), up to `CLAIM_TRIES` times.
-fn claim<K>(
-    c: &Cluster,
-    api: &Api<K>,
-    (g, kind): (&Grant, &str),
-    (meta, uid): (&ObjectMeta, Option<String>),
-) -> Result<Option<String>, ClusterError>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let theirs = meta.annotations.as_ref().and_then(|a| a.get(OWNER));
-    let Some(owner) = g.owner.as_ref().filter(|o| Some(*o) != theirs) else {
-        return Ok(uid);
-    };
-    if uid.is_none() || uid != meta.uid {
-        return Ok(uid);
-    }
-    let what = format!("{}/{} in {}", kind, g.name, g.namespace);
-    let params = kube::api::PatchParams::default();
-    let mut version = meta.resource_version.clone();
-    let mut tries = 1;
-    loop {
-        let patch = serde_json::json!({"metadata": {
-            "annotations": {OWNER: owner}, "resourceVersion": version}});
-        let patch = kube::api::Patch::Merge(&patch);
-        let refused = match c.call("patch", &what, api.patch(&g.name, &params, &patch)) {
-            Ok(_) => return Ok(uid),
-            Err(e @ ClusterError::Api { code: 409, .. }) if tries < CLAIM_TRIES => e,
-            Err(e) => return Err(e),
-        };
-        tries += 1;
-        let again = c.call_opt("get", &what, api.get(&g.name))?;
-        let Some(again) = again.filter(|o| o.meta().uid == uid && labelled_ours(o.meta())) else {
-            // Deleted or made again since: not the object judged ours.
-            return Err(refused);
-        };
-        let now = again.meta().annotations.as_ref().and_then(|a| a.get(OWNER));
-        if now == Some(owner) {
-            return Ok(uid);
-        }
-        if now != theirs {
-            // Taken by another install meanwhile: not for this one to write over.
-            return Err(refused);
-        }
-        version.clone_from(&again.meta().resource_version);
-    }
-}
-
-/// How many times `claim` sends its patch.
-const CLAIM_TRIES: usize = 3;
 
 /// Which of `Making`'s objects, its flag, uid and whether an older journal flagged it
 /// (`Making::unmarked`).

@@ -8,7 +8,6 @@
 pub mod check;
 mod create;
 pub mod credentials;
-pub mod earlier;
 mod foreign;
 pub mod making;
 pub mod renewal;

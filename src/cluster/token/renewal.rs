@@ -23,10 +23,6 @@ pub const NAME_PREFIX: &str = "calicoctl-win-token-renewal-";
 /// The annotation carrying the nonce of the install run that created the object
 /// (`making::Making::nonce`).
 pub const NONCE: &str = "calicoctl-win/install-nonce";
-/// The annotation naming the install (`Grant::owner`) whose grant the object is: written when
-/// install makes the object or takes it for its own, so that the removal of a grant an install
-/// made under an earlier name (`earlier::remove`) tells it from one another install took since.
-pub const OWNER: &str = "calicoctl-win/grant-owner";
 pub(super) const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "calicoctl-win");
 
 /// A node's grant: where it is and whom it lets renew.
@@ -49,16 +45,6 @@ pub struct Grant {
     /// `keeps_uids`: a record naming any uid keeps them.
     #[serde(default)]
     pub uids_kept: bool,
-    /// The id of the install (kept from one reinstall to the next) that made the grant or took
-    /// it for its own, in its objects' `OWNER` annotation. Absent in records of older versions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<String>,
-    /// Of a grant made under an earlier node name only: the config hash
-    /// (`calicoctl-win/config-hash`) its Node carried while this install ran as it. A Node of
-    /// that name carrying another is another install's, whose grant this may be now
-    /// (`earlier::remove` leaves it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_hash: Option<String>,
 }
 
 /// The uids of a grant's Role and RoleBinding, each as install knew it.
@@ -84,18 +70,7 @@ impl Grant {
             service_account: service_account.into(),
             uids: GrantUids::default(),
             uids_kept: false,
-            owner: None,
-            node_hash: None,
         }
-    }
-
-    /// A new install's id, for `owner`: not a secret, it only tells one install's grants from
-    /// another's.
-    pub fn new_owner() -> String {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        format!("{:x}-{nanos:x}", std::process::id())
     }
 
     /// Whether `uids` names every object of the grant that is ours: `uids_kept`, or any uid
@@ -144,7 +119,6 @@ impl Grant {
             name: Some(self.name.clone()),
             namespace: Some(self.namespace.clone()),
             labels: Some(BTreeMap::from([(MANAGED_BY.0.into(), MANAGED_BY.1.into())])),
-            annotations: (self.owner.clone()).map(|o| BTreeMap::from([(OWNER.to_owned(), o)])),
             owner_references: owner.map(|o| vec![o]),
             ..ObjectMeta::default()
         }

@@ -3,7 +3,6 @@
 
 mod beginning;
 mod document;
-mod earlier;
 mod grant;
 mod prepare;
 
@@ -11,7 +10,6 @@ use super::change::{Change, Changing, ChecksBlocked, Failed};
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, stage};
 pub(crate) use document::{FromOperator, Install};
-pub(crate) use earlier::remove_pending;
 use grant::{Journaling, grant_then_hand_over, refuse_earlier_grant};
 use prepare::{Credentials, credentials, merged_config};
 
@@ -187,8 +185,7 @@ fn install(
         legacy: std::mem::take(&mut c.legacy),
         start: !args.no_start,
         wait_timeout: args.wait_timeout,
-        renewal: with_earlier_uids(renewal.clone(), c.previous.as_ref(), seen.as_ref()),
-        earlier_grants: earlier::pending(renewal.as_ref(), c.previous.as_ref()),
+        renewal: with_earlier_uids(renewal.clone(), c.previous.as_ref()),
         previous: c.previous.take(),
         journal: seen.as_ref(),
         restart: plan::install::Restart::All,
@@ -203,7 +200,7 @@ fn install(
         version: version.as_deref(),
         config,
         prepare: &prepare,
-        actions: &earlier::shown(&actions, inputs.earlier_grants.as_deref()),
+        actions: &actions,
         taint: taint.as_ref(),
         checked: &c,
     };
@@ -234,11 +231,7 @@ fn install(
 /// The grant with the uids an earlier install recorded of it: its objects, not ones made
 /// again since (`making::ensure` keeps them), and the record they are in unchanged. (Called
 /// in `Inputs` before `previous` is taken from `Checked`: fields are evaluated in order.)
-fn with_earlier_uids(
-    g: Option<Grant>,
-    previous: Option<&record::InstallRecord>,
-    journal: Option<&apply::journal::Journal>,
-) -> Option<Grant> {
+fn with_earlier_uids(g: Option<Grant>, previous: Option<&record::InstallRecord>) -> Option<Grant> {
     let mut g = g?;
     if let Some(e) = previous.and_then(|p| p.renewal.as_ref())
         && (&g.namespace, &g.name) == (&e.namespace, &e.name)
@@ -246,7 +239,7 @@ fn with_earlier_uids(
         g.uids = e.uids.clone();
         g.uids_kept = e.uids_kept;
     }
-    Some(earlier::with_owner(g, previous, journal))
+    Some(g)
 }
 
 /// The plan as shown with the grant's uids in its install record, when they are not the ones
@@ -310,8 +303,7 @@ fn hand_over(
     Ok(())
 }
 
-/// After a successful run: the node tainted (when asked) and annotated, the earlier grants
-/// still to remove removed (`remove_pending`), the result printed.
+/// After a successful run: the node tainted (when asked) and annotated, the result printed.
 fn finish(
     ctx: &mut Context,
     (change, cluster, node_name): (&Change, &ClusterRead, &str),
@@ -338,8 +330,6 @@ fn finish(
         ClusterRead::Read(c, _) => Some(c.as_ref()),
         _ => None,
     };
-    // Committed: the grants made under an earlier namespace or name still to remove go now.
-    remove_pending(ctx, change.host, &change.root, c);
     let restarted = super::verify_restarted::Restarted::of(&doc);
     let verify = (args.verify_with(), "installed", restarted);
     super::verify::print_verified(ctx, verify, c, node_name, doc)
@@ -414,7 +404,7 @@ fn before_any_change(
     // A cut-off run's grant this run neither makes nor can remove refuses it here, before
     // any change (the dry run's, once its credentials are made: `staged`).
     let journal = c.change.journal.as_ref();
-    let g = with_earlier_uids(made.renewal.clone(), c.previous.as_ref(), journal);
+    let g = with_earlier_uids(made.renewal.clone(), c.previous.as_ref());
     refuse_earlier_grant(journal, g.as_ref(), &c.cluster)?;
     if !read {
         release::check_download(&mut c.want, &ctx.env)?;
@@ -439,7 +429,7 @@ fn staged(
         Some(made) => Ok(made),
         None => {
             let made = credentials_of(ctx, args, config, c)?;
-            let g = with_earlier_uids(made.renewal.clone(), c.previous.as_ref(), journal);
+            let g = with_earlier_uids(made.renewal.clone(), c.previous.as_ref());
             refuse_earlier_grant(journal, g.as_ref(), &c.cluster)?;
             Ok(made)
         }

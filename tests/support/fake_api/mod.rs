@@ -61,10 +61,6 @@ pub struct State {
     /// `(verb, resource)` pairs the identity may not do: requests get 403, access reviews
     /// `allowed: false`. A subresource is named `serviceaccounts/token`.
     pub forbidden: Vec<(String, String)>,
-    /// `(verb, resource, namespace)`: what the identity may not do in that namespace only, as
-    /// RBAC refuses a right a RoleBinding grants in another namespace (requests get
-    /// kube-apiserver's 403 naming the namespace, access reviews `allowed: false`).
-    pub forbidden_in: Vec<(String, String, String)>,
     /// Writes an admission webhook denies (`FakeApi::deny_by_webhook`), after RBAC allowed
     /// them, as admission comes after authorization.
     pub webhook_denials: Vec<WebhookDenial>,
@@ -193,8 +189,6 @@ pub struct State {
     /// one deleted and made again under its name is another object; the name-derived uids
     /// otherwise stand for that.
     pub uid_generation: u32,
-    /// How many times each path was created: a re-creation gets a fresh uid (`create`).
-    pub creations: std::collections::HashMap<String, u32>,
     /// The namespace controller reaches a pod of a namespace being deleted (its
     /// `deletionTimestamp` set, kube-controller-manager's namespaced-resources deleter deleting
     /// the namespace's pods) right after the first eviction of it refused there.
@@ -469,7 +463,6 @@ impl FakeApi {
             unknown_fields: BTreeMap::new(),
             strict_validation: true,
             forbidden: Vec::new(),
-            forbidden_in: Vec::new(),
             webhook_denials: Vec::new(),
             panics: Vec::new(),
             clock_offset_s: 0,
@@ -520,7 +513,6 @@ impl FakeApi {
             held: false,
             pass_held: false,
             uid_generation: 0,
-            creations: std::collections::HashMap::new(),
             marks_after_refusal: false,
         }));
         let st = state.clone();
@@ -719,12 +711,6 @@ impl FakeApi {
 
     pub fn remove(&self, path: &str) {
         self.lock().objects.remove(path);
-    }
-
-    /// `verb` on `resource` refused in `namespace` only (`State::forbidden_in`).
-    pub fn forbid_in(&self, verb: &str, resource: &str, namespace: &str) {
-        let refused = (verb.into(), resource.into(), namespace.into());
-        self.lock().forbidden_in.push(refused);
     }
 
     pub fn forbid(&self, verb: &str, resource: &str) {

@@ -399,7 +399,7 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             .filter(|_| verb != "create" || target.sub.is_some())
             .or(listed.as_deref()),
     };
-    if !super::rbac::allows(&st.objects, &who, &request) || refused_in(&st, &request) {
+    if !super::rbac::allows(&st.objects, &who, &request) {
         return forbidden(&who, &request, target.resource.plural);
     }
     // A write refused by a server in trouble (etcd unavailable: kube-apiserver's 500 with
@@ -621,7 +621,6 @@ fn access_review(st: &State, who: &super::rbac::Identity, mut review: Value) -> 
         name: Some(name.as_str()).filter(|n| !n.is_empty()),
     };
     let allowed = super::rbac::allows(&st.objects, who, &request)
-        && !refused_in(st, &request)
         && !st
             .forbidden
             .iter()
@@ -630,13 +629,6 @@ fn access_review(st: &State, who: &super::rbac::Identity, mut review: Value) -> 
     review["apiVersion"] = json!("authorization.k8s.io/v1");
     review["kind"] = json!("SelfSubjectAccessReview");
     respond(StatusCode::CREATED, &review)
-}
-
-/// Whether the test refused `r` in its namespace (`State::forbidden_in`).
-fn refused_in(st: &State, r: &super::rbac::Request) -> bool {
-    st.forbidden_in
-        .iter()
-        .any(|(v, res, ns)| v == r.verb && res == r.resource && Some(ns.as_str()) == r.namespace)
 }
 
 /// kube-apiserver's 403 for a request RBAC does not allow (its `forbidden` message,
@@ -824,14 +816,6 @@ fn create(st: &mut State, t: &Target, mut body: Value) -> Reply {
         m["namespace"] = json!(ns);
     }
     m["uid"] = json!(format!("uid-{name}"));
-    // Each creation of a path a new uid, as kube-apiserver gives every object it creates
-    // (`rest.FillObjectMetaSystemFields`, `uuid.NewUUID()`): one deleted and made again under
-    // its name is another object. The first keeps the name-derived form tests read.
-    let made = st.creations.entry(path.clone()).or_insert(0);
-    *made += 1;
-    if *made > 1 {
-        m["uid"] = json!(format!("uid-{name}-c{made}"));
-    }
     if st.uid_generation > 0 {
         m["uid"] = json!(format!("uid-{name}-{}", st.uid_generation));
     }
