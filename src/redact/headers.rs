@@ -42,10 +42,8 @@ pub(super) fn header_list() -> [String; 3] {
 /// an unquoted `cookie=` is prose.
 pub(super) fn header_values() -> [(String, &'static str); 5] {
     let name = format!(r#"(?:^|[^A-Za-z0-9_-])(?:{VALUE_HEADERS})"#);
-    // A key in quotes that is a header's name, or ends in one after a `_`, `-` or `.`
-    // (`"session_cookie"`), is taken as one; one that only ends in its letters
-    // (`"XsrfCookie"`) is another word.
-    let key = format!(r#"(?:{name}|(?:^|[^A-Za-z0-9])(?:{VALUE_HEADERS})["'])"#);
+    // A key in quotes ending in a header's name (`"session_cookie"`) is taken as one.
+    let key = format!(r#"(?:{name}|(?:{VALUE_HEADERS})["'])"#);
     [
         (
             format!(

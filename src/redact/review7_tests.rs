@@ -128,21 +128,3 @@ fn every_secret_name_leads_into_its_value() {
         }
     }
 }
-
-/// A name that only ends in a header's name (`XsrfCookie`), or holds it as a part
-/// (`X-Xsrf-Cookie-Name`), is no credential header's: its value stays.
-#[test]
-fn a_name_only_ending_in_a_headers_name_keeps_its_value() {
-    hides(
-        r#"{"XsrfCookie": "on", "n": 1}"#,
-        &[],
-        &[r#""XsrfCookie": "on""#],
-    );
-    hides(
-        "X-Xsrf-Cookie-Name: KEEP",
-        &[],
-        &["X-Xsrf-Cookie-Name: KEEP"],
-    );
-    hides(r#"{"session_cookie": "QQ1"}"#, &["QQ1"], &[]);
-    hides("Set-Cookie: QQ2", &["QQ2"], &[]);
-}
