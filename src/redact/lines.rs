@@ -782,7 +782,8 @@ impl Redactor {
                 Some(m) => self.hide(
                     line,
                     m.end(),
-                    text.len() - m.end(),
+                    // `entry_value` takes up blanks `text` trimmed (`Value : ` with none after).
+                    text.len().saturating_sub(m.end()),
                     Pending::Listed(0, m.end()),
                 ),
                 None if self.lines.entry_key.is_match(line) => keep(p),
@@ -798,10 +799,21 @@ impl Redactor {
                     .split(|b| b.is_ascii_whitespace())
                     .next()
                     .unwrap_or_default();
-                if col < text.len() && self.lines.credential_name(name) {
-                    self.hide(line, col, text.len() - col, p)
-                } else {
-                    (Vec::new(), 0, Some(p))
+                // A row: its name at the line's start, blanks from it to the `Value` column
+                // (or nothing after it). Anything else (a log's next line) ends the table, and
+                // is read as any line is.
+                let gap = text
+                    .get(name.len()..col.min(text.len()))
+                    .unwrap_or_default();
+                let row = !name.is_empty()
+                    && name.len() < col
+                    && gap.iter().all(|b| matches!(b, b' ' | b'\t'));
+                match row {
+                    false => (Vec::new(), 0, None),
+                    true if col < text.len() && self.lines.credential_name(name) => {
+                        self.hide(line, col, text.len() - col, p)
+                    }
+                    true => keep(p),
                 }
             }
             _ => (Vec::new(), 0, None),

@@ -128,3 +128,34 @@ fn every_secret_name_leads_into_its_value() {
         }
     }
 }
+
+/// A review's inputs after the table and list views: a `Value :` with nothing after it does
+/// not panic, and a table view ends at the first line that is no row of it, so a secret's
+/// value over lines after it goes and a log's next line keeps its words.
+#[test]
+fn a_table_view_ends_at_a_line_that_is_no_row() {
+    hides("Name  : token\nValue : \nNext", &[], &["Next"]);
+    hides("name: token\nvalue: \nKEEP", &[], &["KEEP"]);
+    hides(
+        "Name      Value\n----      -----\nAccept    KEEP\nx\nETCD_PASSWORD: \"QQ7\n  QQ8\"\n",
+        &["QQ7", "QQ8"],
+        &["Accept    KEEP"],
+    );
+    hides(
+        "Name                           Value\n----                           -----\nAccept                         KEEP\n  password: |\n    QQ9\ntoken refresh failed: token expired for sa KEEP2\n",
+        &["QQ9"],
+        &["token refresh failed: token expired for sa KEEP2"],
+    );
+}
+
+/// A quoted key ending in `Cookie` in camelCase (`sessionCookie`) is a cookie's: its value
+/// goes (a name that only ends in a header's letters, `XsrfCookie`, goes too: hiding a
+/// setting's value is the lesser fault).
+#[test]
+fn a_camel_case_cookie_key_loses_its_value() {
+    hides(
+        r#"{"sessionCookie":"QQ1","authCookie":"QQ2","n":"KEEP"}"#,
+        &["QQ1", "QQ2"],
+        &["KEEP"],
+    );
+}
