@@ -184,8 +184,9 @@ pub(super) struct Leads {
     /// `Format-Table`'s header of a dictionary's entries (group 1: up to the `Value` column).
     entry_table: Regex,
     /// A key ending its line (group 2: the key, a credential header's name or naming a secret),
-    /// after it a `[` (group 3) or nothing (group 1: the indentation and a `- `, the key's
-    /// column).
+    /// perhaps after its object's or list's opening (Python's `pprint`: `{'Cookie': ['a',`),
+    /// after it a `[` and the first items, the list not closed on the line (group 3), or nothing
+    /// but a YAML comment (group 1: the indentation and a `- `, the key's column).
     list_head: Regex,
     /// Go's `%+v` of an `EnvVar`, or its generated `String()` (`EnvVar{Name:X,Value:Y,`,
     /// `env::pairs`), whose value runs to the text's end (group 1: the name, 2: the value).
@@ -233,7 +234,7 @@ impl Leads {
             entry_value: build(r"(?i-u)^value[ \t]*:[ \t]*"),
             entry_table: build(r"(?-u)^(Name[ \t]+)Value[ \t]*\r?$"),
             list_head: build(&format!(
-                r#"(?i-u)^([ \t]*(?:-[ \t]+)?)(?:\\?["'])?([A-Za-z0-9_.-]*{NAMES}|[A-Za-z-]+)(?:\\?["'])?[ \t]*:[ \t]*(\[)?[ \t]*\r?$"#
+                r#"(?i-u)^([ \t]*(?:-[ \t]+)?)(?:[{{\[][ \t]*)?(?:\\?["'])?([A-Za-z0-9_.-]*{NAMES}|[A-Za-z-]+)(?:\\?["'])?[ \t]*:[ \t]*(\[[^\]\r\n]*)?(?:[ \t]#[^\r\n]*)?[ \t]*\r?$"#
             )),
             go_env: build(r"(?-u)\{Name:([A-Za-z0-9_.-]+)[ ,]Value:([^}\r\n]*)$"),
         }

@@ -159,3 +159,30 @@ fn a_camel_case_cookie_key_loses_its_value() {
         &["KEEP"],
     );
 }
+
+/// A credential header's list whose first items stand on the line that opens it (Python's
+/// `pprint`, YAML's flow list over lines, JSON written so), and a YAML comment after the
+/// header's name before its block list: every item goes, what follows the list stays.
+#[test]
+fn a_header_list_opened_with_items_or_a_comment_loses_every_item() {
+    hides(
+        "{\n  \"Cookie\": [\"a=QQ1\",\n    \"b=QQ2\"\n  ],\n  \"Accept\": [\"KEEP\"]\n}\n",
+        &["QQ1", "QQ2"],
+        &["\"Accept\": [\"KEEP\"]"],
+    );
+    hides(
+        "headers:\n  Cookie: [a=QQ1,\n    b=QQ2]\n  Accept: KEEP\n",
+        &["QQ1", "QQ2"],
+        &["Accept: KEEP"],
+    );
+    hides(
+        "{'Cookie': ['a=QQ1',\n            'b=QQ2'],\n 'Accept': ['KEEP']}\n",
+        &["QQ1", "QQ2"],
+        &["'Accept': ['KEEP']"],
+    );
+    hides(
+        "headers:\n  Cookie: # sent\n  - a=QQ1\n  - b=QQ2\n  Accept: KEEP\n",
+        &["QQ1", "QQ2"],
+        &["Accept: KEEP"],
+    );
+}
