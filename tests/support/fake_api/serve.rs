@@ -1736,7 +1736,6 @@ fn now_secs() -> i64 {
         .unwrap_or(0)
 }
 
-/// RFC 3339 time `offset` seconds from now.
 /// The answer to a request held while the server stalled (`State::stalled`): a server going
 /// away, nothing applied.
 pub fn unavailable() -> Reply {
@@ -1760,6 +1759,7 @@ pub fn http_date(offset: i64) -> Option<hyper::header::HeaderValue> {
     text.parse().ok()
 }
 
+/// RFC 3339 time `offset` seconds from now.
 pub(super) fn now_text(offset: i64) -> String {
     jiff::Timestamp::from_second(now_secs() + offset)
         .map(|t| t.to_string())
