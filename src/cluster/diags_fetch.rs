@@ -42,7 +42,7 @@ pub struct Gather {
     pub port: u16,
     /// Labels the nodes must have besides `kubernetes.io/os=windows` (a label selector).
     pub node_selector: Option<String>,
-    /// The directory the zips and the index go to: made here; an existing one must be empty.
+    /// The directory the zips and the index go to, taken by `diags_out::prepare_out`.
     pub out: PathBuf,
     pub concurrency: usize,
     pub node_timeout: Duration,

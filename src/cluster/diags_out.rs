@@ -4,18 +4,20 @@
 //! the index does not list, an `index.txt` without `index.json`, a file of another name)
 //! refuses the run, naming the first such entry by name, before anything is changed.
 //!
-//! A run holds `.fleet-diags.lock` (made with `create_new`) while it writes, so two runs never
-//! share a directory. It removes only the partial files before gathering; an earlier run's
-//! zips and index stay until this run's gathering finished (a node's new zip renames over its
-//! old one), so a rerun that fails changes nothing but the partial files.
+//! A run holds the operating system's exclusive lock on `.fleet-diags.lock` (`File::try_lock`:
+//! `LockFileEx` on Windows, `flock` elsewhere) while it writes, so two runs never share a
+//! directory; the lock dies with its process, so a run stopped by Ctrl-C or killed leaves none
+//! held. The file stays (as `host::lock`'s does: a run that removed it while another opened it
+//! could let two hold a lock each). A run removes only the partial files before gathering; an
+//! earlier run's zips and index stay until this run's gathering finished (a node's new zip
+//! renames over its old one), so a rerun that fails changes nothing but the partial files.
 
 use std::collections::BTreeSet;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The index's files (`diags_gather::write_index`).
 const INDEX: [&str; 2] = ["index.json", "index.txt"];
-/// The lock a run holds on its output directory while it writes there.
+/// The file whose lock a run holds on its output directory while it writes there.
 pub const LOCK: &str = ".fleet-diags.lock";
 
 /// An output directory a run does not take: nothing in it was changed.
@@ -27,10 +29,8 @@ pub enum OutError {
     NotOurs(PathBuf, String),
     #[error("{0} is not an index fleet diags writes")]
     BadIndex(PathBuf, #[source] serde_json::Error),
-    #[error(
-        "{0} exists: another run of fleet diags writes into this directory, or one was stopped before it removed its lock"
-    )]
-    Locked(PathBuf),
+    #[error("another run of fleet diags writes into {0} now (it holds the lock on {1})")]
+    Locked(PathBuf, String),
     #[error("cannot use the output directory {0}")]
     Io(PathBuf, #[source] std::io::Error),
 }
@@ -39,10 +39,7 @@ impl OutError {
     /// What to do about it.
     pub fn hint(&self) -> String {
         match self {
-            Self::Locked(lock) => format!(
-                "when no 'calicoctl-win fleet diags' runs with this --out (the lock names the process id that made it), remove {}",
-                lock.display()
-            ),
+            Self::Locked(..) => "wait for it to end, or give --out another directory".into(),
             _ => "give --out a directory that does not exist yet, an empty one, or one a run of 'fleet diags' wrote (its zips and index, or a cut-short first run's partial files)".into(),
         }
     }
@@ -122,6 +119,8 @@ fn listed_zips(out: &Path) -> Result<BTreeSet<String>, OutError> {
 pub struct OutDir {
     dir: PathBuf,
     earlier: BTreeSet<String>,
+    /// Held locked until dropped, when closing it releases the lock.
+    _lock: std::fs::File,
 }
 
 impl OutDir {
@@ -136,44 +135,47 @@ impl OutDir {
     }
 }
 
-impl Drop for OutDir {
-    fn drop(&mut self) {
-        // Made by this run (`create_new`), so positively ours.
-        let _ = fs_err::remove_file(self.dir.join(LOCK));
-    }
-}
-
 /// Makes `out`, or takes it when it is empty or holds only a run's own files; holds its lock
 /// and removes the partial files (positively dead: no other run writes while the lock is held).
 /// Refuses anything else, changing nothing.
 pub fn prepare_out(out: &Path) -> Result<OutDir, OutError> {
     let io = |e| OutError::Io(out.to_owned(), e);
     fs_err::create_dir_all(out).map_err(io)?;
-    let lock = out.join(LOCK);
-    match fs_err::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&lock)
-    {
-        Ok(mut f) => {
-            let _ = writeln!(f, "fleet diags, process id {}", std::process::id());
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return Err(OutError::Locked(lock));
-        }
+    // Judged before the lock file is made, so that a refusal changes nothing; judged again
+    // under the lock, which another run may have held meanwhile.
+    classify(out)?;
+    let path = out.join(LOCK);
+    // Opened only as a plain file: a link of its name would lock (and make) another file.
+    match fs_err::symlink_metadata(&path) {
+        Ok(m) if !m.is_file() => return Err(OutError::NotOurs(out.to_owned(), LOCK.into())),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(io(e)),
     }
-    // From here, a refusal drops `taken`, which removes the lock again.
-    let mut taken = OutDir {
-        dir: out.to_owned(),
-        earlier: BTreeSet::new(),
-    };
+    let lock = fs_err::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io)?
+        .into_parts()
+        .0;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(OutError::Locked(out.to_owned(), LOCK.into()));
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+    }
     let (earlier, partial) = classify(out)?;
-    taken.earlier = earlier;
     for name in partial {
         fs_err::remove_file(out.join(name)).map_err(io)?;
     }
-    Ok(taken)
+    Ok(OutDir {
+        dir: out.to_owned(),
+        earlier,
+        _lock: lock,
+    })
 }
 
 /// The zips the directory's index lists and its partial files, when everything in it is a

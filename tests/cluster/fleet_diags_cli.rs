@@ -216,7 +216,7 @@ fn fleet_diags_rerun_keeps_the_earlier_zips_until_it_finished() {
     let (code, _, err) = fleet_diags(&kubeconfig, &out, &["--port", &port]);
     assert_eq!(code, 0, "{err}");
     let earlier = contents(&out);
-    assert_eq!(earlier.len(), 5, "3 zips and the index");
+    assert_eq!(earlier.len(), 6, "3 zips, the index and the lock file");
 
     fs_err::write(out.join(".win-b.zip.part"), "half a zip").expect("part");
     api.forbid("list", "nodes");
@@ -237,7 +237,16 @@ fn fleet_diags_rerun_keeps_the_earlier_zips_until_it_finished() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(doc["gathered"], 2, "{doc}");
     let names: Vec<String> = contents(&out).into_iter().map(|(n, _)| n).collect();
-    assert_eq!(names, ["index.json", "index.txt", "win-a.zip", "win-b.zip"]);
+    assert_eq!(
+        names,
+        [
+            ".fleet-diags.lock",
+            "index.json",
+            "index.txt",
+            "win-a.zip",
+            "win-b.zip"
+        ]
+    );
 }
 
 /// A first run cut short leaves its partial files alone: a rerun takes the directory. One that
