@@ -42,7 +42,7 @@ pub struct Gather {
     pub port: u16,
     /// Labels the nodes must have besides `kubernetes.io/os=windows` (a label selector).
     pub node_selector: Option<String>,
-    /// The directory the zips and the index go to: made here; an existing one must be empty.
+    /// The directory the zips and the index go to, taken by `diags_out::prepare_out`.
     pub out: PathBuf,
     pub concurrency: usize,
     pub node_timeout: Duration,
@@ -230,6 +230,9 @@ async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBu
         Ok(r) => r,
     };
     let file = format!("{node}.zip");
+    // Replaces an earlier run's zip of the node in one step, on Windows too: std::fs::rename
+    // is MoveFileExW with MOVEFILE_REPLACE_EXISTING there (its documentation, "Platform-specific
+    // behavior"); one open in another program fails it, and the old zip stays.
     let outcome = outcome.and_then(|(size, sha)| {
         fs_err::rename(&part, g.out.join(&file))
             .map(|()| (size, sha))

@@ -15,7 +15,7 @@ pub use super::diags_fetch::{
     ANSWER_HEADER, Gather, NODE_BUILD_TIME, NODE_REVIEW_TIME, NODE_SEND_TIME, NODE_TIMEOUT,
     NodeBundle, PATH, Reason,
 };
-pub use super::diags_out::{OutError, prepare_out};
+pub use super::diags_out::{LOCK, OutDir, OutError, prepare_out};
 use super::{Cluster, ClusterError};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -40,6 +40,10 @@ pub struct Index {
     pub gathered: usize,
     pub failed: usize,
     pub run_timed_out: bool,
+    /// An earlier run's zips this run did not replace and could not remove (one open in
+    /// another program on Windows): the next run takes the directory by them and removes them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub earlier_zips: Vec<String>,
 }
 
 /// Gathers the selected nodes' bundles into `g.out` (which `prepare_out` made). Reading the
@@ -119,6 +123,7 @@ pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
         nodes: lines,
         gathered,
         run_timed_out,
+        earlier_zips: Vec::new(),
     })
 }
 
@@ -323,6 +328,42 @@ pub fn summary(index: &Index) -> String {
     out
 }
 
+/// Ends a run whose gathering finished: the earlier run's zips it did not replace are removed,
+/// then its index is written. A zip that cannot be removed is listed in the index's
+/// `earlier_zips`, so that the next run takes the directory and removes it; the first such
+/// error is returned after the index was written.
+pub fn finish(out: &OutDir, index: &mut Index) -> std::io::Result<()> {
+    finish_with(out, index, |p| fs_err::remove_file(p))
+}
+
+/// `finish`, removing each zip with `remove`.
+fn finish_with(
+    out: &OutDir,
+    index: &mut Index,
+    remove: impl Fn(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let written: std::collections::BTreeSet<&str> = index
+        .nodes
+        .iter()
+        .filter_map(|l| l.file.as_deref())
+        .collect();
+    let mut kept = Vec::new();
+    let mut first_error = None;
+    for zip in out.earlier_zips().filter(|z| !written.contains(z)) {
+        match remove(&out.path().join(zip)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                kept.push(zip.to_owned());
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    index.earlier_zips = kept;
+    write_index(out.path(), index)?;
+    first_error.map_or(Ok(()), Err)
+}
+
 /// Writes the index (`index.json`, `index.txt`) into the output directory, each atomically.
 pub fn write_index(out: &Path, index: &Index) -> std::io::Result<()> {
     let json = serde_json::to_vec_pretty(index).map_err(std::io::Error::other)?;
@@ -336,3 +377,7 @@ pub fn write_index(out: &Path, index: &Index) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "diags_gather_tests.rs"]
+mod tests;

@@ -85,6 +85,18 @@ impl MissingRight {
         self.namespace.as_deref().filter(|_| core_namespaces)
     }
 
+    /// The user as shown in a sentence: a character that breaks a line or is a bidi control
+    /// written as its escape (`\u{202e}`), so that the name cannot change how the text reads.
+    pub fn shown_user(&self) -> String {
+        self.user
+            .chars()
+            .map(|c| match breaks_line(c) || bidi_control(c) {
+                true => c.escape_unicode().to_string(),
+                false => c.to_string(),
+            })
+            .collect()
+    }
+
     /// `delete namespaces at the cluster scope`, `create networkpolicies (API group
     /// networking.k8s.io) in namespace N`, `delete namespaces N (the namespace itself: ...)`.
     pub fn text(&self) -> String {
@@ -142,14 +154,20 @@ impl MissingRight {
 /// both read alike: sh ends the string at `'` and can only splice `'\''`, which PowerShell
 /// reads otherwise, while PowerShell's `''` is sh's two strings; and PowerShell also ends a
 /// single-quoted string at U+2018..U+201B. So such a name, or one with a control character,
-/// line separator or bidi control (a command shown otherwise than it runs), gets `None`.
+/// line separator or bidi control (a command shown otherwise than it runs), or bytes that were
+/// not UTF-8, gets `None`.
 fn quoted_user(user: &str) -> Option<String> {
     let bare = |c: char| c.is_ascii_alphanumeric() || ":._@-".contains(c);
     if !user.is_empty() && user.chars().all(bare) {
         return Some(user.to_owned());
     }
+    // U+FFFD stands for bytes that were not UTF-8 (`go_quote`): no name one can type.
     let unquotable = |c: char| {
-        c == '\'' || ('\u{2018}'..='\u{201b}').contains(&c) || breaks_line(c) || bidi_control(c)
+        c == '\''
+            || c == '\u{fffd}'
+            || ('\u{2018}'..='\u{201b}').contains(&c)
+            || breaks_line(c)
+            || bidi_control(c)
     };
     match user.chars().any(unquotable) {
         true => None,
@@ -182,8 +200,10 @@ pub fn judge(message: &str) -> Option<Forbidden> {
             said: clean(said),
         });
     }
-    let rest = said.strip_prefix("User \"")?;
-    let (user, rest) = rest.split_once("\" cannot ")?;
+    // The user is `%q`-quoted: read up to its closing quote, not to the first `" cannot `,
+    // which a quote in the name (`\" cannot `) would forge.
+    let (user, rest) = super::go_quote::unquote_prefix(said.strip_prefix("User \"")?)?;
+    let rest = rest.strip_prefix(" cannot ")?;
     let (verb, rest) = rest.split_once(" resource \"")?;
     let (resource, rest) = rest.split_once("\" in API group \"")?;
     let (group, rest) = rest.split_once('"')?;
@@ -193,7 +213,7 @@ pub fn judge(message: &str) -> Option<Forbidden> {
         None => return None,
     };
     Some(Forbidden::MissingRight(MissingRight {
-        user: user.to_owned(),
+        user,
         verb: verb.to_owned(),
         resource: resource.to_owned(),
         group: group.to_owned(),
@@ -393,6 +413,47 @@ mod tests {
         ] {
             assert_eq!(as_user(unquotable), None, "{unquotable:?}");
         }
+    }
+
+    /// kube-apiserver writes the user with Go's `%q` and then its sanitizer's `&amp;` `&lt;`
+    /// `&gt;` (`go_quote`): the user is read back as it is, so `--as` names the real user, a
+    /// tab or a bidi control the server escaped reaches the no-command branch, and a quote in
+    /// the name cannot forge the rest of the message.
+    #[test]
+    fn the_user_is_read_back_from_gos_quoting() {
+        let as_sent = |quoted: &str| {
+            let message = format!(
+                "pods is forbidden: User \"{quoted}\" cannot list resource \"pods\" in API group \"\" in the namespace \"n\""
+            );
+            let Some(Forbidden::MissingRight(r)) = judge(&message) else {
+                panic!("{:?}", judge(&message))
+            };
+            r
+        };
+        let r = as_sent(r#"jane \"j\" doe"#);
+        assert_eq!(r.user, r#"jane "j" doe"#);
+        assert_eq!(
+            r.can_i().as_deref(),
+            Some(r#"kubectl auth can-i list pods -n n --as 'jane "j" doe'"#)
+        );
+        assert_eq!(as_sent(r#"back\\slash"#).user, r"back\slash");
+        assert_eq!(as_sent("o&amp;b&lt;c&gt;").user, "o&b<c>");
+        for (sent, user) in [
+            (r"a\tb", "a\tb"),
+            (r"a\u202eb", "a\u{202e}b"),
+            (r"a\U00002028b", "a\u{2028}b"),
+            (r"a\xffb", "a\u{fffd}b"),
+        ] {
+            let r = as_sent(sent);
+            assert_eq!(r.user, user);
+            assert_eq!(r.can_i(), None, "{sent}");
+        }
+        let forged = as_sent(r#"x\" cannot delete resource \"secrets"#);
+        assert_eq!(forged.user, r#"x" cannot delete resource "secrets"#);
+        assert_eq!(
+            (forged.verb.as_str(), forged.resource.as_str()),
+            ("list", "pods")
+        );
     }
 
     /// Unicode's line and paragraph separators are blanks, as control characters are, and

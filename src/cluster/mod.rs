@@ -19,6 +19,7 @@ pub mod fix;
 pub mod fleet_traffic;
 pub mod fleet_view;
 pub mod forbidden;
+mod go_quote;
 mod guard;
 pub mod installation;
 pub mod ipam;

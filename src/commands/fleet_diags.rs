@@ -70,12 +70,8 @@ pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .into());
     }
     let c = ctx.require_cluster()?;
-    diags_gather::prepare_out(&args.out).map_err(|e| {
-        UsageError::new(
-            format!("{e}"),
-            "give --out a directory that does not exist yet, an empty one, or one a run of 'fleet diags' left (its zips and index, or a cut-short run's partial files), which the run empties first",
-        )
-    })?;
+    let taken = diags_gather::prepare_out(&args.out)
+        .map_err(|e| UsageError::new(format!("{e}"), e.hint()))?;
     let g = Gather {
         namespace: args.namespace.clone(),
         daemon_set: args.name.clone(),
@@ -88,10 +84,12 @@ pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         total_timeout: args.timeout,
         cap: diags_gather::BUNDLE_CAP,
     };
-    let index = diags_gather::gather(&c, &g)?;
+    // A failed gathering leaves the earlier run's zips and index as they were.
+    let mut index = diags_gather::gather(&c, &g)?;
     let out = args.out.display().to_string();
-    diags_gather::write_index(&args.out, &index)
-        .with_context(|| format!("cannot write the index into {out}"))?;
+    diags_gather::finish(&taken, &mut index)
+        .with_context(|| format!("cannot write the index into {out}, or remove an earlier run's zip there (index.json lists it in earlier_zips; the next run removes it)"))?;
+    drop(taken);
     ctx.printer.text(diags_gather::summary(&index).trim_end());
     ctx.printer.json(&FleetDiags {
         out: out.clone(),

@@ -105,16 +105,17 @@ fn refused_hint(e: &ClusterError) -> String {
     };
     match forbidden::judge(message) {
         Some(Forbidden::MissingRight(right)) => format!(
-            "the identity in the kubeconfig ({}) may not {}, which the sweep at a verify run's start needs: a run without --namespace lists the namespaces killed runs left (label {}={}), deletes them and the probe pods that hold them; grant it in a ClusterRole (check with {}), or run verify with --namespace {}, which 'calicoctl-win fleet rbac --identity verify' makes with every right a run there needs",
-            right.user,
+            "the identity in the kubeconfig ({}) may not {}, which the sweep at a verify run's start needs: a run without --namespace lists the namespaces killed runs left (label {}={}), deletes them and the probe pods that hold them; grant it in a ClusterRole, or run verify with --namespace {}, which 'calicoctl-win fleet rbac --identity verify' makes with every right a run there needs; {}",
+            right.shown_user(),
             right.text(),
             objects::OWNER_LABEL,
             objects::OWNER_VALUE,
-            right.can_i().map_or_else(
-                || "'kubectl auth can-i' as that identity: its name holds a quote or control character that no one quoting serves in both PowerShell and sh".to_owned(),
-                |cmd| format!("'{cmd}'")
-            ),
             crate::cluster::verify_rights::NAMESPACE,
+            // The command last, after `run: `, so that it is copied whole with its own quotes.
+            right.can_i().map_or_else(
+                || "check it with 'kubectl auth can-i' as that identity: its name holds a quote or control character that no one quoting serves in both PowerShell and sh".to_owned(),
+                |cmd| format!("to check the right, run: {cmd}")
+            ),
         ),
         Some(Forbidden::Webhook { name, said }) => format!(
             "{} (it said: {said}); the namespaces killed runs left stay until it admits their delete or an administrator deletes them",
@@ -253,7 +254,27 @@ mod tests {
             "{hint}"
         );
         assert!(
-            hint.contains("'kubectl auth can-i delete pods -n calicoctl-win-verify-k --as "),
+            hint.ends_with("run: kubectl auth can-i delete pods -n calicoctl-win-verify-k --as v"),
+            "{hint}"
+        );
+        // A quoted user's command is copyable as it stands: no quotes around it.
+        let quoted = api(
+            403,
+            "pods \"server\" is forbidden: User \"jane doe\" cannot delete resource \"pods\" in API group \"\" in the namespace \"k\"",
+        );
+        let hint = refused_hint(&quoted);
+        assert!(
+            hint.ends_with("run: kubectl auth can-i delete pods -n k --as 'jane doe'"),
+            "{hint}"
+        );
+        // A name with a line break is shown escaped, on the hint's one line.
+        let broken = api(
+            403,
+            "pods \"server\" is forbidden: User \"a\\nb\" cannot delete resource \"pods\" in API group \"\" in the namespace \"k\"",
+        );
+        let hint = refused_hint(&broken);
+        assert!(
+            hint.contains("(a\\u{a}b)") && !hint.contains('\n'),
             "{hint}"
         );
         let webhook = api(

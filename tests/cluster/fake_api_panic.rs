@@ -52,9 +52,9 @@ fn a_handler_panic_is_answered_once_by_name_and_the_server_goes_on() {
     assert!(panics[0].contains("mergeOnto"), "{panics:?}");
 }
 
-/// A panic while the server stalls (here its count of held requests, which a test set to the
-/// most it can hold, cannot grow) is answered and recorded as a handler's is: the server's
-/// drop fails the test.
+/// A panic while the server stalls (provoked by its knob `panic_while_stalled`, as a fault
+/// there would panic) is answered and recorded as a handler's is: the server's drop fails the
+/// test.
 #[test]
 fn a_panic_while_the_server_stalls_is_recorded() {
     let api = FakeApi::start();
@@ -64,7 +64,7 @@ fn a_panic_while_the_server_stalls_is_recorded() {
     {
         let mut st = api.lock();
         st.stalled = true;
-        st.stalled_held = usize::MAX;
+        st.panic_while_stalled = true;
     }
     let namespaces: Api<Namespace> = Api::all(c.client.clone());
     let err = c

@@ -78,3 +78,50 @@ fn a_rolebinding_in_a_namespace_grants_deleting_that_namespace_alone() {
     bind_in(&api, "target");
     delete("target").expect("a RoleBinding in target grants deleting target");
 }
+
+/// `status` and `finalize` after a namespace's name are that Namespace's subresources, as
+/// kube-apiserver's request info reads them (`namespaceSubresources`), judged in that
+/// namespace: not a resource named `status` in it.
+#[test]
+fn a_namespaces_status_and_finalize_are_its_subresources() {
+    let api = FakeApi::start();
+    for ns in ["kube-system", "target"] {
+        api.put(
+            &format!("/api/v1/namespaces/{ns}"),
+            meta("v1", "Namespace", ns, None),
+        );
+    }
+    api.put(
+        "/api/v1/namespaces/kube-system/serviceaccounts/deleter",
+        meta("v1", "ServiceAccount", "deleter", Some("kube-system")),
+    );
+    api.put("/api/v1/nodes/win-1", meta("v1", "Node", "win-1", None));
+    let token = api.pod_token("kube-system", "deleter", "win-1");
+    for sub in ["status", "finalize"] {
+        let (code, body) = api.get_as(&token, &format!("/api/v1/namespaces/target/{sub}"));
+        assert_eq!(code, 403, "{body}");
+        let said = format!(
+            "cannot get resource \"namespaces/{sub}\" in API group \"\" in the namespace \"target\""
+        );
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap_or_default()
+                .ends_with(&said),
+            "{body}"
+        );
+    }
+    let mut role = meta(
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRole",
+        "namespace-deleter",
+        None,
+    );
+    role["rules"] =
+        json!([{"apiGroups": [""], "resources": ["namespaces/status"], "verbs": ["get"]}]);
+    api.put(&format!("{RBAC}/clusterroles/namespace-deleter"), role);
+    bind_in(&api, "target");
+    let (code, body) = api.get_as(&token, "/api/v1/namespaces/target/status");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["metadata"]["name"], "target", "{body}");
+}

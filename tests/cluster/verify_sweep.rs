@@ -48,7 +48,7 @@ fn a_sweep_refused_by_rbac_names_the_right_it_lacks() {
     assert!(hint.contains("killed runs"), "{error}");
     assert!(
         hint.contains(&format!(
-            "'kubectl auth can-i delete namespaces/{KILLED} -n {KILLED} --as "
+            "run: kubectl auth can-i delete namespaces/{KILLED} -n {KILLED} --as "
         )),
         "{error}"
     );

@@ -85,6 +85,9 @@ pub struct State {
     pub stalled: bool,
     /// How many requests came while the server stalled.
     pub stalled_held: usize,
+    /// A test's knob: the stalled path panics at the next request, as a fault in it would, so
+    /// that a test proves such a panic is answered and recorded (`panics`).
+    pub panic_while_stalled: bool,
     /// The first request of this method and path is applied, then its answer held until this
     /// is cleared: a write the server committed whose answer did not reach the client before
     /// it gave up waiting (a slow or lost answer on the way back; HTTP gives a client no way
@@ -316,6 +319,10 @@ async fn answer_one(
 ) -> serve::Reply {
     let stalled = || lock_state(st).stalled;
     let mut r = if stalled() {
+        let fault = std::mem::take(&mut lock_state(st).panic_while_stalled);
+        if fault {
+            panic!("the stalled path panicked (State::panic_while_stalled)");
+        }
         lock_state(st).stalled_held += 1;
         while stalled() {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -474,6 +481,7 @@ impl FakeApi {
             late_write: None,
             late: None,
             stalled_held: 0,
+            panic_while_stalled: false,
             stall_answer_to: None,
             answers_held: 0,
             made_again_before_write: BTreeSet::new(),

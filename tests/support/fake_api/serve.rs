@@ -237,7 +237,13 @@ fn parse_target(path: &str) -> Option<Target> {
         _ => return None,
     };
     let prefix = parts[..parts.len() - rest.len()].join("/");
+    // `status` and `finalize` after a namespace's name are that Namespace's subresources, not
+    // resources in it (kubernetes, staging/src/k8s.io/apiserver/pkg/endpoints/request/
+    // requestinfo.go, `namespaceSubresources = sets.New("status", "finalize")`: "this list
+    // allows the parser to distinguish between a namespace subresource, and a namespaced
+    // resource"; `NewRequestInfo` then keeps the parts `namespaces/NAME/SUB`).
     let (namespace, rest) = match rest {
+        ["namespaces", _, "status" | "finalize"] => (None, rest.to_vec()),
         ["namespaces", ns, plural, tail @ ..] => (Some((*ns).to_owned()), {
             let mut v = vec![*plural];
             v.extend_from_slice(tail);
@@ -509,6 +515,11 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             super::token_review::review(&st, &body)
         }
         ("GET", true, None) => get(&st, &target),
+        // A Namespace's status reads as the Namespace (kubernetes, pkg/registry/core/namespace/
+        // storage/storage.go, `StatusREST.Get`: `r.store.Get`).
+        ("GET", true, Some("status")) if target.resource.plural == "namespaces" => {
+            get(&st, &target)
+        }
         ("GET", false, None) => list(&st, &target, &query),
         ("POST", false, None) => create(&mut st, &target, body),
         ("POST", true, Some("token")) if target.resource.plural == "serviceaccounts" => {
@@ -1709,7 +1720,6 @@ fn now_secs() -> i64 {
         .unwrap_or(0)
 }
 
-/// RFC 3339 time `offset` seconds from now.
 /// The answer to a request held while the server stalled (`State::stalled`): a server going
 /// away, nothing applied.
 pub fn unavailable() -> Reply {
@@ -1733,6 +1743,7 @@ pub fn http_date(offset: i64) -> Option<hyper::header::HeaderValue> {
     text.parse().ok()
 }
 
+/// RFC 3339 time `offset` seconds from now.
 pub(super) fn now_text(offset: i64) -> String {
     jiff::Timestamp::from_second(now_secs() + offset)
         .map(|t| t.to_string())
