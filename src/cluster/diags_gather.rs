@@ -40,8 +40,9 @@ pub struct Index {
     pub gathered: usize,
     pub failed: usize,
     pub run_timed_out: bool,
-    /// An earlier run's zips this run did not replace and could not remove (one open in
-    /// another program on Windows): the next run takes the directory by them and removes them.
+    /// An earlier run's zips this run kept: a node's that failed now (its last bundle), or one
+    /// it could not remove (open in another program on Windows). The next run takes the
+    /// directory by them: it replaces a node's when it gathers it, removes one no longer asked.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub earlier_zips: Vec<String>,
 }
@@ -328,11 +329,13 @@ pub fn summary(index: &Index) -> String {
     out
 }
 
-/// Ends a run whose gathering finished: the earlier run's zips it did not replace are removed,
-/// then its index is written. A zip that cannot be removed is listed in the index's
-/// `earlier_zips`, so that the next run takes the directory and removes it; the first such
-/// error is returned after the index was written.
-pub fn finish(out: &OutDir, index: &mut Index) -> std::io::Result<()> {
+/// Ends a run whose gathering finished: the earlier run's zips of nodes this run did not ask
+/// (no longer selected, or gone) are removed, then its index is written. A node asked that
+/// failed now keeps its earlier zip, its last bundle (a rerun during an outage loses nothing),
+/// and so does a zip that cannot be removed (on Windows, one open in another program): both are
+/// listed in the index's `earlier_zips`, so that the next run takes the directory. The first
+/// removal's error is returned, for a warning, once the index was written.
+pub fn finish(out: &OutDir, index: &mut Index) -> std::io::Result<Option<std::io::Error>> {
     finish_with(out, index, |p| fs_err::remove_file(p))
 }
 
@@ -341,15 +344,25 @@ fn finish_with(
     out: &OutDir,
     index: &mut Index,
     remove: impl Fn(&Path) -> std::io::Result<()>,
-) -> std::io::Result<()> {
+) -> std::io::Result<Option<std::io::Error>> {
     let written: std::collections::BTreeSet<&str> = index
         .nodes
         .iter()
         .filter_map(|l| l.file.as_deref())
         .collect();
+    // The zip each node asked would have (`diags_fetch`'s `NODE.zip`).
+    let asked: std::collections::BTreeSet<String> = index
+        .nodes
+        .iter()
+        .map(|l| format!("{}.zip", l.node))
+        .collect();
     let mut kept = Vec::new();
     let mut first_error = None;
     for zip in out.earlier_zips().filter(|z| !written.contains(z)) {
+        if asked.contains(zip) {
+            kept.push(zip.to_owned());
+            continue;
+        }
         match remove(&out.path().join(zip)) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -361,7 +374,7 @@ fn finish_with(
     }
     index.earlier_zips = kept;
     write_index(out.path(), index)?;
-    first_error.map_or(Ok(()), Err)
+    Ok(first_error)
 }
 
 /// Writes the index (`index.json`, `index.txt`) into the output directory, each atomically.

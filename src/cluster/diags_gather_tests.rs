@@ -46,7 +46,8 @@ fn a_removal_failing_midway_leaves_a_directory_the_next_run_takes() {
             fs_err::remove_file(p)
         }
     };
-    assert!(finish_with(&taken, &mut index, open_elsewhere).is_err());
+    let not_removed = finish_with(&taken, &mut index, open_elsewhere).expect("index written");
+    assert!(not_removed.is_some(), "the removal's error, for a warning");
     drop(taken);
     assert!(out.join("win-a.zip").exists() && !out.join("win-b.zip").exists());
     assert_eq!(index.earlier_zips, ["win-a.zip"]);
@@ -57,4 +58,36 @@ fn a_removal_failing_midway_leaves_a_directory_the_next_run_takes() {
     assert!(!out.join("win-a.zip").exists(), "removed by the next run");
     assert!(out.join("win-c.zip").exists());
     assert!(index.earlier_zips.is_empty());
+}
+
+/// A rerun in which a node asked failed (its pod not answering, the run's timeout) keeps that
+/// node's earlier zip, its last bundle, listed in `earlier_zips`; a node no longer asked loses
+/// its zip; the next run takes the directory.
+#[test]
+fn a_node_failing_now_keeps_its_earlier_bundle() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path();
+    write_index(out, &index_of(vec![ok_line("win-a"), ok_line("win-b")])).expect("index");
+    for zip in ["win-a.zip", "win-b.zip"] {
+        fs_err::write(out.join(zip), "old").expect("zip");
+    }
+    let taken = prepare_out(out).expect("taken");
+    let failed = NodeBundle {
+        result: "failed",
+        file: None,
+        size: None,
+        sha256: None,
+        ..ok_line("win-a")
+    };
+    let mut index = index_of(vec![failed]);
+    let not_removed = finish(&taken, &mut index).expect("index written");
+    drop(taken);
+    assert!(not_removed.is_none());
+    assert_eq!(
+        fs_err::read_to_string(out.join("win-a.zip")).expect("kept"),
+        "old"
+    );
+    assert!(!out.join("win-b.zip").exists(), "no longer asked: removed");
+    assert_eq!(index.earlier_zips, ["win-a.zip"]);
+    prepare_out(out).expect("the next run takes it");
 }

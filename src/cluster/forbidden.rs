@@ -155,7 +155,9 @@ impl MissingRight {
 /// reads otherwise, while PowerShell's `''` is sh's two strings; and PowerShell also ends a
 /// single-quoted string at U+2018..U+201B. So such a name, or one with a control character,
 /// line separator or bidi control (a command shown otherwise than it runs), or bytes that were
-/// not UTF-8, gets `None`.
+/// not UTF-8, gets `None`; so does one holding `%`: kube-apiserver before v1.32 passed the
+/// message as a format string (`NewForbidden(..., fmt.Errorf(errMsg))` in
+/// `responsewriters/errors.go`, v0.31.0 of k8s.io/apiserver), so `%` in a name arrives altered.
 fn quoted_user(user: &str) -> Option<String> {
     let bare = |c: char| c.is_ascii_alphanumeric() || ":._@-".contains(c);
     if !user.is_empty() && user.chars().all(bare) {
@@ -164,6 +166,7 @@ fn quoted_user(user: &str) -> Option<String> {
     // U+FFFD stands for bytes that were not UTF-8 (`go_quote`): no name one can type.
     let unquotable = |c: char| {
         c == '\''
+            || c == '%'
             || c == '\u{fffd}'
             || ('\u{2018}'..='\u{201b}').contains(&c)
             || breaks_line(c)
@@ -410,6 +413,7 @@ mod tests {
             "a\tb",
             "a\u{2028}b",
             "a\u{202e}b",
+            "a%b",
         ] {
             assert_eq!(as_user(unquotable), None, "{unquotable:?}");
         }
