@@ -40,7 +40,7 @@ impl OutError {
     pub fn hint(&self) -> String {
         match self {
             Self::Locked(..) => "wait for it to end, or give --out another directory".into(),
-            _ => "give --out a directory that does not exist yet, an empty one, or one a run of 'fleet diags' wrote (its zips and index, or a cut-short first run's partial files)".into(),
+            _ => "give --out a directory that does not exist yet, an empty one, or one a run of 'fleet diags' wrote (its zips and index, or a cut-short first run's partial files); a zip a run stopped before writing its index left is listed nowhere: remove it, or give another directory".into(),
         }
     }
 }
@@ -142,9 +142,15 @@ pub fn prepare_out(out: &Path) -> Result<OutDir, OutError> {
     let io = |e| OutError::Io(out.to_owned(), e);
     fs_err::create_dir_all(out).map_err(io)?;
     // Judged before the lock file is made, so that a refusal changes nothing; judged again
-    // under the lock, which another run may have held meanwhile.
-    classify(out)?;
+    // under the lock, which another run may have held meanwhile. A run going on writes zips
+    // its index does not list yet: refused for them, the refusal says that run holds the lock.
     let path = out.join(LOCK);
+    if let Err(refused) = classify(out) {
+        return Err(match held_elsewhere(&path) {
+            true => OutError::Locked(out.to_owned(), LOCK.into()),
+            false => refused,
+        });
+    }
     // Opened only as a plain file: a link of its name would lock (and make) another file.
     match fs_err::symlink_metadata(&path) {
         Ok(m) if !m.is_file() => return Err(OutError::NotOurs(out.to_owned(), LOCK.into())),
@@ -176,6 +182,14 @@ pub fn prepare_out(out: &Path) -> Result<OutDir, OutError> {
         earlier,
         _lock: lock,
     })
+}
+
+/// Whether another process holds the lock file `path` (an existing plain file, opened
+/// without making it: asking changes nothing).
+fn held_elsewhere(path: &Path) -> bool {
+    let plain = fs_err::symlink_metadata(path).is_ok_and(|m| m.is_file());
+    let open = || std::fs::OpenOptions::new().write(true).open(path).ok();
+    plain && open().is_some_and(|f| matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)))
 }
 
 /// The zips the directory's index lists and its partial files, when everything in it is a

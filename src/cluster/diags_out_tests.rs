@@ -121,6 +121,11 @@ fn a_second_run_into_a_locked_directory_is_refused() {
     let first = prepare_out(dir.path()).expect("taken");
     let err = prepare_out(dir.path()).expect_err("locked");
     assert!(matches!(err, OutError::Locked(..)), "{err}");
+    // The first run's zip, renamed into place before its index lists it: still the lock.
+    fs_err::write(dir.path().join("win-a.zip"), "new").expect("zip");
+    let err = prepare_out(dir.path()).expect_err("locked");
+    assert!(matches!(err, OutError::Locked(..)), "{err}");
+    fs_err::remove_file(dir.path().join("win-a.zip")).expect("removed");
     drop(first);
     prepare_out(dir.path()).expect("taken once the first ended");
     // A link of the lock's name is not ours: refused, not followed.
