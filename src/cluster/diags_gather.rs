@@ -40,9 +40,8 @@ pub struct Index {
     pub gathered: usize,
     pub failed: usize,
     pub run_timed_out: bool,
-    /// An earlier run's zips this run kept: a node's that failed now (its last bundle), or one
-    /// it could not remove (open in another program on Windows). The next run takes the
-    /// directory by them: it replaces a node's when it gathers it, removes one no longer asked.
+    /// An earlier run's zips this run did not replace (a node that failed now, one no longer
+    /// selected or gone): kept, and the next run takes the directory by them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub earlier_zips: Vec<String>,
 }
@@ -315,6 +314,11 @@ pub fn summary(index: &Index) -> String {
             out.push_str(&format!("{}  skipped {s}\n", l.node));
         }
     }
+    for zip in &index.earlier_zips {
+        out.push_str(&format!(
+            "{zip}  kept from an earlier run (this run did not gather its node)\n"
+        ));
+    }
     out.push_str(&format!(
         "{} node(s): {} gathered, {} failed{}\n",
         index.nodes.len(),
@@ -329,52 +333,22 @@ pub fn summary(index: &Index) -> String {
     out
 }
 
-/// Ends a run whose gathering finished: the earlier run's zips of nodes this run did not ask
-/// (no longer selected, or gone) are removed, then its index is written. A node asked that
-/// failed now keeps its earlier zip, its last bundle (a rerun during an outage loses nothing),
-/// and so does a zip that cannot be removed (on Windows, one open in another program): both are
-/// listed in the index's `earlier_zips`, so that the next run takes the directory. The first
-/// removal's error is returned, for a warning, once the index was written.
-pub fn finish(out: &OutDir, index: &mut Index) -> std::io::Result<Option<std::io::Error>> {
-    finish_with(out, index, |p| fs_err::remove_file(p))
-}
-
-/// `finish`, removing each zip with `remove`.
-fn finish_with(
-    out: &OutDir,
-    index: &mut Index,
-    remove: impl Fn(&Path) -> std::io::Result<()>,
-) -> std::io::Result<Option<std::io::Error>> {
+/// Ends a run whose gathering finished: its index is written, naming in `earlier_zips` the
+/// earlier run's zips it did not replace (a node that failed now, one no longer selected, one
+/// gone). None is removed: an earlier bundle is often the one wanted (a node gone in an
+/// outage), and a removal could fail halfway (on Windows, a zip open in another program).
+pub fn finish(out: &OutDir, index: &mut Index) -> std::io::Result<()> {
     let written: std::collections::BTreeSet<&str> = index
         .nodes
         .iter()
         .filter_map(|l| l.file.as_deref())
         .collect();
-    // The zip each node asked would have (`diags_fetch`'s `NODE.zip`).
-    let asked: std::collections::BTreeSet<String> = index
-        .nodes
-        .iter()
-        .map(|l| format!("{}.zip", l.node))
+    index.earlier_zips = out
+        .earlier_zips()
+        .filter(|z| !written.contains(z))
+        .map(str::to_owned)
         .collect();
-    let mut kept = Vec::new();
-    let mut first_error = None;
-    for zip in out.earlier_zips().filter(|z| !written.contains(z)) {
-        if asked.contains(zip) {
-            kept.push(zip.to_owned());
-            continue;
-        }
-        match remove(&out.path().join(zip)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                kept.push(zip.to_owned());
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    index.earlier_zips = kept;
-    write_index(out.path(), index)?;
-    Ok(first_error)
+    write_index(out.path(), index)
 }
 
 /// Writes the index (`index.json`, `index.txt`) into the output directory, each atomically.

@@ -23,52 +23,17 @@ fn index_of(nodes: Vec<NodeBundle>) -> Index {
     }
 }
 
-/// An earlier run's zip that cannot be removed (on Windows, open in Explorer: a sharing
-/// violation) stays listed in the new index's `earlier_zips`: the next run takes the
-/// directory, with this run's new zips, and removes it then.
+/// A rerun keeps every earlier zip it did not replace (a node that failed now: its last
+/// bundle; a node not asked), names them in `earlier_zips` and in its text, and the next run
+/// takes the directory; a later run that gathers such a node replaces its zip and no longer
+/// names it.
 #[test]
-fn a_removal_failing_midway_leaves_a_directory_the_next_run_takes() {
+fn a_rerun_keeps_the_earlier_bundles_it_did_not_replace() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path();
-    let earlier = index_of(vec![ok_line("win-a"), ok_line("win-b")]);
+    let earlier = index_of(vec![ok_line("win-a"), ok_line("win-b"), ok_line("win-c")]);
     write_index(out, &earlier).expect("index");
-    for zip in ["win-a.zip", "win-b.zip"] {
-        fs_err::write(out.join(zip), "old").expect("zip");
-    }
-    let taken = prepare_out(out).expect("taken");
-    // This run gathered win-c only (win-a and win-b are no longer selected).
-    fs_err::write(out.join("win-c.zip"), "new").expect("zip");
-    let mut index = index_of(vec![ok_line("win-c")]);
-    let open_elsewhere = |p: &Path| {
-        if p.ends_with("win-a.zip") {
-            Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied))
-        } else {
-            fs_err::remove_file(p)
-        }
-    };
-    let not_removed = finish_with(&taken, &mut index, open_elsewhere).expect("index written");
-    assert!(not_removed.is_some(), "the removal's error, for a warning");
-    drop(taken);
-    assert!(out.join("win-a.zip").exists() && !out.join("win-b.zip").exists());
-    assert_eq!(index.earlier_zips, ["win-a.zip"]);
-
-    let again = prepare_out(out).expect("the next run takes it");
-    let mut index = index_of(vec![ok_line("win-c")]);
-    finish(&again, &mut index).expect("finished");
-    assert!(!out.join("win-a.zip").exists(), "removed by the next run");
-    assert!(out.join("win-c.zip").exists());
-    assert!(index.earlier_zips.is_empty());
-}
-
-/// A rerun in which a node asked failed (its pod not answering, the run's timeout) keeps that
-/// node's earlier zip, its last bundle, listed in `earlier_zips`; a node no longer asked loses
-/// its zip; the next run takes the directory.
-#[test]
-fn a_node_failing_now_keeps_its_earlier_bundle() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out = dir.path();
-    write_index(out, &index_of(vec![ok_line("win-a"), ok_line("win-b")])).expect("index");
-    for zip in ["win-a.zip", "win-b.zip"] {
+    for zip in ["win-a.zip", "win-b.zip", "win-c.zip"] {
         fs_err::write(out.join(zip), "old").expect("zip");
     }
     let taken = prepare_out(out).expect("taken");
@@ -79,15 +44,23 @@ fn a_node_failing_now_keeps_its_earlier_bundle() {
         sha256: None,
         ..ok_line("win-a")
     };
-    let mut index = index_of(vec![failed]);
-    let not_removed = finish(&taken, &mut index).expect("index written");
+    fs_err::write(out.join("win-c.zip"), "new").expect("zip");
+    let mut index = index_of(vec![failed, ok_line("win-c")]);
+    finish(&taken, &mut index).expect("index written");
     drop(taken);
-    assert!(not_removed.is_none());
-    assert_eq!(
-        fs_err::read_to_string(out.join("win-a.zip")).expect("kept"),
-        "old"
+    for zip in ["win-a.zip", "win-b.zip"] {
+        assert_eq!(fs_err::read_to_string(out.join(zip)).expect("kept"), "old");
+    }
+    assert_eq!(index.earlier_zips, ["win-a.zip", "win-b.zip"]);
+    let text = fs_err::read_to_string(out.join("index.txt")).expect("text");
+    assert!(
+        text.contains("win-a.zip  kept from an earlier run"),
+        "{text}"
     );
-    assert!(!out.join("win-b.zip").exists(), "no longer asked: removed");
-    assert_eq!(index.earlier_zips, ["win-a.zip"]);
-    prepare_out(out).expect("the next run takes it");
+
+    let again = prepare_out(out).expect("the next run takes it");
+    fs_err::write(out.join("win-a.zip"), "newer").expect("zip");
+    let mut index = index_of(vec![ok_line("win-a")]);
+    finish(&again, &mut index).expect("index written");
+    assert_eq!(index.earlier_zips, ["win-b.zip", "win-c.zip"]);
 }

@@ -78,7 +78,7 @@ fn left_by_a_run(name: &str) -> Option<Left> {
 }
 
 /// The part of an earlier run's `index.json` a rerun reads: its lines' zips, and the zips it
-/// could not remove (`earlier_zips`). The counts are required, so that only our index parses.
+/// kept from a run before it (`earlier_zips`). The counts are required, so that only our index parses.
 #[derive(serde::Deserialize)]
 struct EarlierIndex {
     nodes: Vec<EarlierLine>,
@@ -188,7 +188,7 @@ pub fn prepare_out(out: &Path) -> Result<OutDir, OutError> {
 /// without making it: asking changes nothing).
 fn held_elsewhere(path: &Path) -> bool {
     let plain = fs_err::symlink_metadata(path).is_ok_and(|m| m.is_file());
-    let open = || std::fs::OpenOptions::new().write(true).open(path).ok();
+    let open = || std::fs::OpenOptions::new().read(true).open(path).ok();
     plain && open().is_some_and(|f| matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)))
 }
 

@@ -125,8 +125,14 @@ fn a_second_run_into_a_locked_directory_is_refused() {
     fs_err::write(dir.path().join("win-a.zip"), "new").expect("zip");
     let err = prepare_out(dir.path()).expect_err("locked");
     assert!(matches!(err, OutError::Locked(..)), "{err}");
-    fs_err::remove_file(dir.path().join("win-a.zip")).expect("removed");
     drop(first);
+    // The lock file left, held by none: the zip no index lists is refused as not ours.
+    let err = prepare_out(dir.path()).expect_err("not ours");
+    assert!(
+        matches!(&err, OutError::NotOurs(_, n) if n == "win-a.zip"),
+        "{err}"
+    );
+    fs_err::remove_file(dir.path().join("win-a.zip")).expect("removed");
     prepare_out(dir.path()).expect("taken once the first ended");
     // A link of the lock's name is not ours: refused, not followed.
     #[cfg(unix)]

@@ -87,14 +87,9 @@ pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     // A failed gathering leaves the earlier run's zips and index as they were.
     let mut index = diags_gather::gather(&c, &g)?;
     let out = args.out.display().to_string();
-    let not_removed = diags_gather::finish(&taken, &mut index)
+    diags_gather::finish(&taken, &mut index)
         .with_context(|| format!("cannot write the index into {out}"))?;
     drop(taken);
-    if let Some(e) = not_removed {
-        ctx.printer.warn(&format!(
-            "an earlier run's zip in {out} could not be removed ({e}); index.json lists it in earlier_zips and the next run removes it"
-        ));
-    }
     ctx.printer.text(diags_gather::summary(&index).trim_end());
     ctx.printer.json(&FleetDiags {
         out: out.clone(),

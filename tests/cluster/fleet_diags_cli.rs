@@ -206,7 +206,7 @@ fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 /// A rerun into the same --out keeps the earlier run's zips and index until its gathering
 /// finished: one that fails (the node list refused) changes nothing but the partial files; one
-/// that finishes removes the zips of the nodes no longer selected (listed in the earlier index).
+/// that finishes keeps the zips of the nodes no longer selected, named in `earlier_zips`.
 #[test]
 fn fleet_diags_rerun_keeps_the_earlier_zips_until_it_finished() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -244,8 +244,14 @@ fn fleet_diags_rerun_keeps_the_earlier_zips_until_it_finished() {
             "index.json",
             "index.txt",
             "win-a.zip",
-            "win-b.zip"
+            "win-b.zip",
+            "win-c.zip"
         ]
+    );
+    assert_eq!(
+        doc["earlier_zips"],
+        serde_json::json!(["win-c.zip"]),
+        "{doc}"
     );
 }
 
