@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 
 /// The index's files (`diags_gather::write_index`).
 const INDEX: [&str; 2] = ["index.json", "index.txt"];
+/// The most an earlier run's `index.json` may hold (a line is under 1 KiB: 16,000 nodes).
+const INDEX_CAP: u64 = 16 << 20;
 /// The file whose lock a run holds on its output directory while it writes there.
 pub const LOCK: &str = ".fleet-diags.lock";
 
@@ -102,8 +104,22 @@ struct EarlierLine {
 
 /// The zips `out/index.json` lists, each a bare zip name (never a path elsewhere).
 fn listed_zips(out: &Path) -> Result<BTreeSet<String>, OutError> {
+    use std::io::Read;
     let path = out.join("index.json");
-    let text = fs_err::read(&path).map_err(|e| OutError::Io(out.to_owned(), e))?;
+    let io = |e| OutError::Io(out.to_owned(), e);
+    let mut text = Vec::new();
+    fs_err::File::open(&path)
+        .map_err(io)?
+        .take(INDEX_CAP + 1)
+        .read_to_end(&mut text)
+        .map_err(io)?;
+    if text.len() as u64 > INDEX_CAP {
+        let too_long = std::io::Error::other(format!(
+            "{} is longer than {INDEX_CAP} bytes",
+            path.display()
+        ));
+        return Err(io(too_long));
+    }
     let index: EarlierIndex =
         serde_json::from_slice(&text).map_err(|e| OutError::BadIndex(path, e))?;
     let files = index.nodes.into_iter().filter_map(|l| l.file);
@@ -114,7 +130,8 @@ fn listed_zips(out: &Path) -> Result<BTreeSet<String>, OutError> {
 }
 
 /// An output directory a run took: its lock held until dropped, and the zips the earlier
-/// run's index listed, which `diags_gather::finish` removes when this run did not replace them.
+/// run's index listed, which `diags_gather::finish` names as kept when this run did not
+/// replace them.
 #[derive(Debug)]
 pub struct OutDir {
     dir: PathBuf,

@@ -148,3 +148,14 @@ fn a_second_run_into_a_locked_directory_is_refused() {
         assert!(!target.exists(), "nothing made through the link");
     }
 }
+
+/// An `index.json` longer than a run writes is refused unread past its cap, nothing changed.
+#[test]
+fn an_index_past_its_cap_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let big = vec![b' '; usize::try_from(INDEX_CAP).expect("fits") + 1];
+    fs_err::write(dir.path().join("index.json"), big).expect("index");
+    let err = prepare_out(dir.path()).expect_err("too long");
+    assert!(matches!(err, OutError::Io(..)), "{err}");
+    assert!(!dir.path().join(LOCK).exists(), "nothing made");
+}

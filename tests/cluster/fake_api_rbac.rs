@@ -25,11 +25,9 @@ fn bind_in(api: &FakeApi, ns: &str) {
     api.put(&format!("{RBAC}/namespaces/{ns}/rolebindings/deleter"), b);
 }
 
-#[test]
-fn a_rolebinding_in_a_namespace_grants_deleting_that_namespace_alone() {
-    let api = FakeApi::start();
-    let dir = tempfile::tempdir().expect("tempdir");
-    for ns in ["kube-system", "target", "elsewhere"] {
+/// The namespaces `names` and the service account `kube-system/deleter`.
+fn namespaces_and_deleter(api: &FakeApi, names: &[&str]) {
+    for ns in names {
         api.put(
             &format!("/api/v1/namespaces/{ns}"),
             meta("v1", "Namespace", ns, None),
@@ -39,6 +37,13 @@ fn a_rolebinding_in_a_namespace_grants_deleting_that_namespace_alone() {
         "/api/v1/namespaces/kube-system/serviceaccounts/deleter",
         meta("v1", "ServiceAccount", "deleter", Some("kube-system")),
     );
+}
+
+#[test]
+fn a_rolebinding_in_a_namespace_grants_deleting_that_namespace_alone() {
+    let api = FakeApi::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    namespaces_and_deleter(&api, &["kube-system", "target", "elsewhere"]);
     let mut role = meta(
         "rbac.authorization.k8s.io/v1",
         "ClusterRole",
@@ -85,16 +90,7 @@ fn a_rolebinding_in_a_namespace_grants_deleting_that_namespace_alone() {
 #[test]
 fn a_namespaces_status_and_finalize_are_its_subresources() {
     let api = FakeApi::start();
-    for ns in ["kube-system", "target"] {
-        api.put(
-            &format!("/api/v1/namespaces/{ns}"),
-            meta("v1", "Namespace", ns, None),
-        );
-    }
-    api.put(
-        "/api/v1/namespaces/kube-system/serviceaccounts/deleter",
-        meta("v1", "ServiceAccount", "deleter", Some("kube-system")),
-    );
+    namespaces_and_deleter(&api, &["kube-system", "target"]);
     api.put("/api/v1/nodes/win-1", meta("v1", "Node", "win-1", None));
     let token = api.pod_token("kube-system", "deleter", "win-1");
     for sub in ["status", "finalize"] {
