@@ -387,6 +387,7 @@ pub fn token_policy(sa: &str, namespace: &str) -> Vec<serde_json::Value> {
 /// - kubelet (kubernetes `pkg/volume/projected/projected.go`, through
 ///   `pkg/kubelet/token/token_manager.go`): each pod's projected token, as
 ///   `system:node:<node>`, bound to the Pod.
+///
 /// Lost: an unbound request for calico-node's token is not judged (docs/security.md).
 pub fn calico_node_token_policy(calico_namespace: &str) -> Vec<serde_json::Value> {
     let bound = serde_json::json!({"name": "node-bound-only", "expression": NODE_BOUND});
