@@ -340,7 +340,7 @@ pub fn migrate() -> Vec<Right> {
 }
 
 /// What the admission policy needs of the cluster, said where it is written.
-pub const TOKEN_POLICY_NEEDS: &str = "the admission policies calicoctl-win-token-per-node and calicoctl-win-token-calico-node keep each node's pod, and each calico-node token, to its own node's calico-node token of at most a year: they need Kubernetes 1.30 or later (ValidatingAdmissionPolicy; an older server refuses the manifests, and the fleet's and calico-node's accounts may then ask for calico-node's token for any node), the node claim in pod tokens (on by default from 1.30, GA in 1.32) and tokens bound to Nodes (on by default from 1.31, GA in 1.33): where they are not, the policies refuse the renewers' requests, and a refused token is replaced with 'fetch kubeconfig'";
+pub const TOKEN_POLICY_NEEDS: &str = "the admission policies calicoctl-win-token-per-node and calicoctl-win-token-calico-node keep each node's pod to its own node's calico-node token, and a calico-node token's requests for Node-bound calico-node tokens to its own Node's (Calico's own unbound requests are not judged), of at most a year: they need Kubernetes 1.30 or later (ValidatingAdmissionPolicy; an older server refuses the manifests, and the fleet's and calico-node's accounts may then ask for calico-node's token for any node), the node claim in pod tokens (on by default from 1.30, GA in 1.32) and tokens bound to Nodes (on by default from 1.31, GA in 1.33): where they are not, the policies refuse the renewers' requests, and a refused token is replaced with 'fetch kubeconfig'";
 
 /// The name of the admission policy that keeps the fleet's token requests to its own Node.
 pub const TOKEN_POLICY: &str = "calicoctl-win-token-per-node";
@@ -363,23 +363,68 @@ pub const TOKEN_LIFETIME_CAP: std::time::Duration = std::time::Duration::from_se
 /// `TOKEN_LIFETIME_CAP`. A server without the node claim has no such key, and the policy then
 /// refuses every request: said in docs/security.md.
 pub fn token_policy(sa: &str, namespace: &str) -> Vec<serde_json::Value> {
-    per_node_policy(TOKEN_POLICY, sa, namespace)
+    per_node_policy(TOKEN_POLICY, sa, namespace, None)
 }
 
 /// The same policy for the `calico-node` service account in Calico's namespace, which the
-/// node's renewal grant lets create its own tokens: every holder of a calico-node token (each
-/// Linux calico-node pod's projected token too) gets only a token bound to the Node its own
-/// token names (a Node-bound token carries its Node's name as the node claim, as a pod's does
-/// its pod's Node), of at most a year; an unbound token, or one for another node, is refused.
+/// node's renewal grant lets create its own tokens: a calico-node token's request for a
+/// calico-node token bound to a Node (what CalicoNode's renewer asks) gets only its own Node's
+/// (a Node-bound token carries its Node's name as the node claim, as a pod's does its pod's
+/// Node), of at most a year.
+///
+/// It judges no request without a Node binding, as no Calico, operator or Kubernetes
+/// component makes one. Every TokenRequest they make, read at their tags:
+/// - calico v3.20.0 (projectcalico/node `pkg/cni/token_watch.go`) to v3.23.1: none; the CNI
+///   kubeconfig gets calico-node's projected token as it is.
+/// - calico v3.23.2 to v3.25.x (v3.25.2 `node/pkg/cni/token_watch.go`, `UpdateToken`): the
+///   CNI plugin's token as `calico-node` itself (`defaultServiceAccountName`), with
+///   calico-node's pod token, in its own namespace (kube-system or calico-system):
+///   `audiences: []`, `expirationSeconds: 86400`, no `boundObjectRef`.
+/// - calico v3.26.0 and v3.32.1 (same file): the same request for `calico-cni-plugin`.
+/// - tigera/operator v1.30.0, v1.43.0, release-v1.44: none of its own (it only grants
+///   `serviceaccounts/token`: `pkg/render/node.go`; `ClusterRoleForKubeSystemNode` in
+///   `pkg/controller/migration/namespace_migration.go`, for the v3.25 request above).
+/// - kubelet (kubernetes `pkg/volume/projected/projected.go`, through
+///   `pkg/kubelet/token/token_manager.go`): each pod's projected token, as
+///   `system:node:<node>`, bound to the Pod.
+///
+/// Lost: an unbound request for calico-node's token is not judged (docs/security.md).
 pub fn calico_node_token_policy(calico_namespace: &str) -> Vec<serde_json::Value> {
-    per_node_policy(CALICO_NODE_TOKEN_POLICY, "calico-node", calico_namespace)
+    let bound = serde_json::json!({"name": "node-bound-only", "expression": NODE_BOUND});
+    per_node_policy(
+        CALICO_NODE_TOKEN_POLICY,
+        "calico-node",
+        calico_namespace,
+        Some(bound),
+    )
 }
 
-fn per_node_policy(name: &str, sa: &str, namespace: &str) -> Vec<serde_json::Value> {
+/// A TokenRequest bound to a Node, as calicoctl-win's renewers ask (`supervise::renew`,
+/// `commands::keep_token`, through `credentials::token_request_body`).
+const NODE_BOUND: &str =
+    "has(object.spec.boundObjectRef) && object.spec.boundObjectRef.kind == 'Node'";
+
+/// The policy and its binding for `sa`'s requests for calico-node's token, and `also` as a
+/// match condition (the fleet's account is calicoctl-win's own: all its requests are judged).
+fn per_node_policy(
+    name: &str,
+    sa: &str,
+    namespace: &str,
+    also: Option<serde_json::Value>,
+) -> Vec<serde_json::Value> {
     use serde_json::json;
     let user = format!("system:serviceaccount:{namespace}:{sa}");
     let claim = "request.userInfo.extra['authentication.kubernetes.io/node-name']";
     let cap = TOKEN_LIFETIME_CAP.as_secs();
+    let mut conditions = vec![
+        json!({"name": "this-account-only",
+            "expression": format!("request.userInfo.username == '{user}'")}),
+        // Only calico-node's own token: the account may ask for others' (calico v3.32.1
+        // `node/pkg/cni/token_watch.go`: `calico-cni-plugin`'s). `request.name` of a
+        // subresource is its object's.
+        json!({"name": "calico-node-token-only", "expression": "request.name == 'calico-node'"}),
+    ];
+    conditions.extend(also);
     vec![
         json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
             "metadata": {"name": name},
@@ -387,16 +432,9 @@ fn per_node_policy(name: &str, sa: &str, namespace: &str) -> Vec<serde_json::Val
                 "failurePolicy": "Fail",
                 "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
                     "operations": ["CREATE"], "resources": ["serviceaccounts/token"]}]},
-                // Only calico-node's own token: the account may ask for others' (Linux
-                // calico-node refreshes the CNI plugin's `calico-cni-plugin` token, unbound, a
-                // day long: calico v3.32.1 `node/pkg/cni/token_watch.go`), and those are not
-                // this policy's to judge. `request.name` of a subresource is its object's.
-                "matchConditions": [{"name": "this-account-only",
-                    "expression": format!("request.userInfo.username == '{user}'")},
-                    {"name": "calico-node-token-only",
-                    "expression": "request.name == 'calico-node'"}],
+                "matchConditions": conditions,
                 "validations": [
-                    {"expression": format!("'authentication.kubernetes.io/node-name' in request.userInfo.extra && has(object.spec.boundObjectRef) && object.spec.boundObjectRef.kind == 'Node' && object.spec.boundObjectRef.name == {claim}[0]"),
+                    {"expression": format!("'authentication.kubernetes.io/node-name' in request.userInfo.extra && {NODE_BOUND} && object.spec.boundObjectRef.name == {claim}[0]"),
                         "message": format!("{sa} may only request a token bound to its own Node"),
                         "reason": "Forbidden"},
                     // kube-apiserver defaults an absent expirationSeconds to an hour.

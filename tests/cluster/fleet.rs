@@ -1908,10 +1908,10 @@ fn a_calico_node_token_gets_only_its_own_nodes_token_of_at_most_a_year() {
     assert_eq!(c["kubernetes.io"]["node"]["name"], "win-1", "{c}");
 }
 
-/// The policies judge only calico-node's own token: a Linux calico-node pod still gets the
-/// CNI plugin's token it refreshes every day, unbound (calico v3.32.1
-/// `node/pkg/cni/token_watch.go`: `calico-cni-plugin`, 24 h, no bound object), while an
-/// unbound calico-node token is refused.
+/// The policies judge only Node-bound requests for calico-node's own token: a Linux
+/// calico-node pod still gets the CNI plugin's token it refreshes every day, unbound (calico
+/// `node/pkg/cni/token_watch.go`, 24 h, no bound object: `calico-cni-plugin`'s at v3.32.1,
+/// calico-node's own at v3.25.2), and the caller's own Node's only.
 fn calico_node_still_refreshes_the_cni_plugins_token_under_the_policies() {
     let api = FakeApi::start();
     api.healthy_calico();
@@ -1933,6 +1933,11 @@ fn calico_node_still_refreshes_the_cni_plugins_token_under_the_policies() {
     {
         api.apply(m);
     }
+    // The right Calico v3.25's ClusterRole gives calico-node, as a node's renewal grant does.
+    let grant =
+        calicoctl_win::cluster::renewal::Grant::for_node("calico-system", "win-1", "calico-node");
+    api.apply(&serde_json::to_value(grant.role(None)).expect("json"));
+    api.apply(&serde_json::to_value(grant.binding(None)).expect("json"));
     let pod = api.pod_token("calico-system", "calico-node", "win-1");
     let unbound = serde_json::json!({"apiVersion": "authentication.k8s.io/v1",
         "kind": "TokenRequest", "spec": {"audiences": [], "expirationSeconds": 86400}});
@@ -1947,7 +1952,19 @@ fn calico_node_still_refreshes_the_cni_plugins_token_under_the_policies() {
         "/api/v1/namespaces/calico-system/serviceaccounts/calico-node/token",
         &unbound,
     );
-    assert_eq!(code, 403, "an unbound calico-node token: {answer}");
+    assert_eq!(
+        code, 201,
+        "calico v3.25's unbound calico-node token: {answer}"
+    );
+    let bound = serde_json::json!({"apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest", "spec": {"expirationSeconds": 86400,
+            "boundObjectRef": {"apiVersion": "v1", "kind": "Node", "name": "win-2"}}});
+    let (code, answer) = api.post_as(
+        &pod,
+        "/api/v1/namespaces/calico-system/serviceaccounts/calico-node/token",
+        &bound,
+    );
+    assert_eq!(code, 403, "another Node's calico-node token: {answer}");
 }
 
 /// `service keep-token --once` on `node` as the fleet DaemonSet's pod `pod` runs it.

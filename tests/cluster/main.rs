@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod admission_policies;
 mod calico_v3;
 mod cluster_preflight;
 mod fake_api_panic;

@@ -1,6 +1,7 @@
 //! Shared helpers for the binary's integration tests.
 #![allow(dead_code)] // Each test crate uses a different subset.
 
+pub mod admission;
 pub mod client_go;
 pub mod documents;
 pub mod etcd;

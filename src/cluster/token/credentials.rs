@@ -402,16 +402,10 @@ pub fn token_request(
     Ok(issued)
 }
 
-/// One TokenRequest, bound to the Node `node` when given.
-fn request_token(
-    c: &Cluster,
-    namespace: &str,
-    name: &str,
-    lifetime: Duration,
-    node: Option<&str>,
-) -> Result<TokenRequest, ClusterError> {
-    let api: Api<ServiceAccount> = Api::namespaced(c.client.clone(), namespace);
-    let request = TokenRequest {
+/// The TokenRequest every renewer sends (`token_request`): `lifetime` long, bound to the Node
+/// `node` when given. What the admission policies judge (`rights::calico_node_token_policy`).
+pub fn token_request_body(lifetime: Duration, node: Option<&str>) -> TokenRequest {
+    TokenRequest {
         metadata: ObjectMeta::default(),
         spec: TokenRequestSpec {
             audiences: Vec::new(),
@@ -424,7 +418,19 @@ fn request_token(
             }),
         },
         status: None,
-    };
+    }
+}
+
+/// One TokenRequest, bound to the Node `node` when given.
+fn request_token(
+    c: &Cluster,
+    namespace: &str,
+    name: &str,
+    lifetime: Duration,
+    node: Option<&str>,
+) -> Result<TokenRequest, ClusterError> {
+    let api: Api<ServiceAccount> = Api::namespaced(c.client.clone(), namespace);
+    let request = token_request_body(lifetime, node);
     let what = format!("serviceaccounts/{name}/token in {namespace}");
     c.call(
         "create",

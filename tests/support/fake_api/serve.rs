@@ -986,15 +986,13 @@ fn token_request(st: &mut State, t: &Target, body: &Value) -> Reply {
 }
 
 /// The admission policies on TokenRequests (`cluster::rights::token_policy`,
-/// `calico_node_token_policy`), each when it and its binding exist, as kube-apiserver's
-/// validating admission policy plugin applies them (k8s.io/apiserver
-/// `pkg/admission/plugin/policy/validating`: the match conditions first, then each validation
-/// in order; the first that fails, with `reason: Forbidden`, is a 403 with its message). Their
-/// CEL is evaluated here by what it says: for the user its match condition names, the request
-/// must be bound to a Node named as the caller's node claim (`authentication.kubernetes.io/
-/// node-name` in `userInfo.extra`, which kube-apiserver fills from the token's `kubernetes.io`
-/// / `node`, a pod's Node or the Node a token is bound to), and ask for no more seconds than
-/// the second validation's `expirationSeconds <= N` (an absent one is an hour).
+/// `calico_node_token_policy`), each when it and its binding exist, judged as kube-apiserver's
+/// validating admission policy plugin does (`support::admission`, their CEL run by a CEL
+/// engine); the first denial, `reason: Forbidden`, is a 403 with its message. The caller's
+/// `userInfo` is kube-apiserver's for a service-account token: its `sub`, and its node claim
+/// (`kubernetes.io` / `node`: a pod's Node or the Node it is bound to) as
+/// `authentication.kubernetes.io/node-name` in `extra` (k8s.io/apiserver
+/// `pkg/authentication/serviceaccount/util.go`).
 fn admit_token_request(
     st: &State,
     claims: &Value,
@@ -1002,59 +1000,29 @@ fn admit_token_request(
     account: Option<&str>,
 ) -> Option<Reply> {
     let base = "/apis/admissionregistration.k8s.io/v1";
+    let mut extra = json!({});
+    if let Some(node) = claims.pointer("/kubernetes.io/node/name") {
+        extra["authentication.kubernetes.io/node-name"] = json!([node]);
+    }
+    let request = json!({"operation": "CREATE", "name": account, "subResource": "token",
+        "resource": {"group": "", "version": "v1", "resource": "serviceaccounts"},
+        "userInfo": {"username": claims["sub"].as_str().unwrap_or_default(), "extra": extra}});
     for name in [
         "calicoctl-win-token-per-node",
         "calicoctl-win-token-calico-node",
     ] {
-        let Some(policy) = st
+        let policy = st
             .objects
-            .get(&format!("{base}/validatingadmissionpolicies/{name}"))
-        else {
+            .get(&format!("{base}/validatingadmissionpolicies/{name}"));
+        let bound = st
+            .objects
+            .contains_key(&format!("{base}/validatingadmissionpolicybindings/{name}"));
+        let Some(policy) = policy.filter(|_| bound) else {
             continue;
         };
-        if !st
-            .objects
-            .contains_key(&format!("{base}/validatingadmissionpolicybindings/{name}"))
+        if let crate::support::admission::Judged::Denied(message) =
+            crate::support::admission::judge(policy, &request, body)
         {
-            continue;
-        }
-        let condition = policy["spec"]["matchConditions"][0]["expression"].as_str()?;
-        let user = condition.split('\'').nth(1)?;
-        if claims["sub"].as_str() != Some(user) {
-            continue;
-        }
-        // Every match condition must hold (Kubernetes' ValidatingAdmissionPolicy docs: "If
-        // any match condition evaluates to false, the policy is skipped"): the second names
-        // the account whose token is asked for (`request.name == '...'`).
-        let wanted = policy["spec"]["matchConditions"][1]["expression"]
-            .as_str()
-            .and_then(|e| e.split('\'').nth(1));
-        if wanted.is_some_and(|w| account != Some(w)) {
-            continue;
-        }
-        let node_claim = claims
-            .pointer("/kubernetes.io/node/name")
-            .and_then(Value::as_str);
-        let bound = &body["spec"]["boundObjectRef"];
-        let own_node = node_claim.is_some_and(|n| {
-            bound["kind"].as_str() == Some("Node") && bound["name"].as_str() == Some(n)
-        });
-        let cap = policy["spec"]["validations"][1]["expression"]
-            .as_str()
-            .and_then(|e| e.split("expirationSeconds <= ").nth(1))
-            .and_then(|n| n.trim().parse::<i64>().ok());
-        let asked = body["spec"]["expirationSeconds"].as_i64().unwrap_or(3600);
-        let failed = if !own_node {
-            Some(0)
-        } else if cap.is_some_and(|c| asked > c) {
-            Some(1)
-        } else {
-            None
-        };
-        if let Some(i) = failed {
-            let message = policy["spec"]["validations"][i]["message"]
-                .as_str()
-                .unwrap_or("denied");
             return Some(status(
                 StatusCode::FORBIDDEN,
                 "Forbidden",
