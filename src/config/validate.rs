@@ -65,7 +65,7 @@ fn metrics(c: &Config, r: &mut Resolver) {
     }
     if m.source_ranges.is_empty() && involved_ok(r, &["metrics.source_ranges"]) {
         add(r, "metrics.source_ranges", None,
-            "metrics.enabled needs the CIDRs allowed to scrape (their ports are opened to nobody else), like 10.0.0.0/8".into());
+            "metrics.enabled needs the CIDRs scrapes arrive from (their ports are opened to nobody else), like 10.0.0.0/16: a Prometheus pod's scrape arrives from its node's address where its IP pool has natOutgoing (Calico's default), so list the nodes' subnet".into());
     }
     // calicoctl-win's endpoint listens on IPv4's every address (0.0.0.0), not IPv6's: an IPv6
     // source could reach Felix's port and never this one. Refused, not half served.
