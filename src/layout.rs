@@ -37,6 +37,10 @@ pub const ADDRESSING_VALUE: &str = "AddressingBeforeVswitch";
 /// The registry value (REG_SZ, JSON) CalicoNode keeps while it cannot listen on
 /// `metrics.port` (`installed::metrics_findings::EndpointDown`).
 pub const METRICS_ENDPOINT_VALUE: &str = "MetricsEndpoint";
+/// The registry value (REG_SZ, JSON) where CalicoNode keeps when its metrics endpoint began to
+/// listen and last accepted a connection from beyond the node
+/// (`installed::metrics_findings::Scrapes`).
+pub const METRICS_SCRAPES_VALUE: &str = "MetricsScrapes";
 /// The registry value (REG_SZ, JSON) CalicoNode keeps while the API server refuses it the
 /// TokenReview of `GET /diags` (`installed::metrics_findings::DiagsReviewRefused`).
 pub const DIAGS_REVIEW_VALUE: &str = "DiagsReviewRefused";
@@ -45,7 +49,7 @@ pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
 
 /// Every value calicoctl-win and its services keep under `CALICO_KEY` (uninstall deletes the
 /// key with them; the snapshot a rollback compares reads these).
-pub const CALICO_VALUES: [&str; 18] = [
+pub const CALICO_VALUES: [&str; 19] = [
     BOOT_ID_VALUE,
     LEGACY_BOOT_VALUE,
     FAILURES_VALUE,
@@ -58,6 +62,7 @@ pub const CALICO_VALUES: [&str; 18] = [
     ENDPOINT_FAULTS_VALUE,
     ADDRESSING_VALUE,
     METRICS_ENDPOINT_VALUE,
+    METRICS_SCRAPES_VALUE,
     DIAGS_REVIEW_VALUE,
     INSTALL_ROOT_VALUE,
     CHILD_VALUES[0],

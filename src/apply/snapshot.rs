@@ -50,10 +50,12 @@ impl Scope {
         }
         let calico = crate::layout::CALICO_KEY;
         // A service's last child (`layout::CHILD_VALUES`) changes with every restart of it, a
-        // rollback's included: it is no change of the command's to measure.
+        // rollback's included, and CalicoNode's metrics endpoint's listening and connections
+        // (`METRICS_SCRAPES_VALUE`) with each restart and scrape: no change of the command's to
+        // measure.
         let children = crate::layout::CHILD_VALUES;
         for name in crate::layout::CALICO_VALUES {
-            if !children.contains(&name) {
+            if !children.contains(&name) && name != crate::layout::METRICS_SCRAPES_VALUE {
                 s.registry.push((calico.to_owned(), name.to_owned()));
             }
         }

@@ -203,11 +203,6 @@ impl Reader {
             ));
         } else if value.is_empty() {
             self.out.left_default.push(skip("empty, left unset"));
-        } else if name.starts_with("FELIX_PROMETHEUS") || name == "FELIX_WINDOWSMANAGEFIREWALLRULES"
-        {
-            // extra_env may not set them (config::validate): Felix's endpoint would be open to
-            // every address.
-            self.out.not_understood.push(skip("Felix's Prometheus endpoint is metrics.enabled, with metrics.source_ranges (its port opened only to them): set those by hand"));
         } else if self.values.get(&name).is_some() && !forced {
             self.out.left_default.push(skip(
                 "already set above; Set-EnvVarIfNotSet keeps the earlier value",

@@ -12,11 +12,14 @@ const MANAGED_ENV: &[(&str, &str)] = &[
     ("FELIX_METADATAADDR", "(always none on Windows)"),
     ("USE_POD_CIDR", "cni.ipam_type"),
     ("CALICO_NODENAME_FILE", "install_root"),
-    // An administrator's Felix Prometheus would be open to every address: metrics.enabled
-    // turns it on, with its own firewall rule, or off.
+];
+
+/// Felix's Prometheus variables, derived from settings with `metrics.enabled` only (its
+/// firewall rule opens metrics.felix_port): with metrics off the tool renders neither, and
+/// extra_env sets them as config.ps1 would (`render::env::felix_metrics`).
+const METRICS_ENV: &[(&str, &str)] = &[
     ("FELIX_PROMETHEUSMETRICSENABLED", "metrics.enabled"),
     ("FELIX_PROMETHEUSMETRICSPORT", "metrics.felix_port"),
-    ("FELIX_WINDOWSMANAGEFIREWALLRULES", "(always Disabled)"),
 ];
 
 /// The node's own listening TCP ports, which a metrics port may not take: Kubernetes' defaults
@@ -62,7 +65,7 @@ fn metrics(c: &Config, r: &mut Resolver) {
     }
     if m.source_ranges.is_empty() && involved_ok(r, &["metrics.source_ranges"]) {
         add(r, "metrics.source_ranges", None,
-            "metrics.enabled needs the CIDRs allowed to scrape (their ports are opened to nobody else), like 10.0.0.0/8".into());
+            "metrics.enabled needs the CIDRs scrapes arrive from (their ports are opened to nobody else), like 10.0.0.0/16: a Prometheus pod's scrape arrives from its node's address where its IP pool has natOutgoing (Calico's default), so list the nodes' subnet".into());
     }
     // calicoctl-win's endpoint listens on IPv4's every address (0.0.0.0), not IPv6's: an IPv6
     // source could reach Felix's port and never this one. Refused, not half served.
@@ -284,14 +287,14 @@ fn lists_and_names(c: &Config, r: &mut Resolver) {
         ("extra_env.confd", &c.extra_env.confd),
     ] {
         for (name, value) in vars {
-            if let Some(problem) = env_var_problem(name, value) {
+            if let Some(problem) = env_var_problem(name, value, c.metrics.enabled) {
                 add(r, key, Some(format!("{name}={value}")), problem);
             }
         }
     }
 }
 
-fn env_var_problem(name: &str, value: &str) -> Option<String> {
+fn env_var_problem(name: &str, value: &str, metrics_on: bool) -> Option<String> {
     let valid = name
         .chars()
         .next()
@@ -309,6 +312,11 @@ fn env_var_problem(name: &str, value: &str) -> Option<String> {
     if let Some((_, key)) = MANAGED_ENV.iter().find(|(n, _)| *n == upper) {
         return Some(format!(
             "{name} is set by calicoctl-win from {key}; change that setting instead"
+        ));
+    }
+    if let Some((_, key)) = METRICS_ENV.iter().find(|(n, _)| metrics_on && *n == upper) {
+        return Some(format!(
+            "{name} is set by calicoctl-win from {key} while metrics.enabled is true; remove it from extra_env"
         ));
     }
     super::spec::SETTINGS

@@ -23,3 +23,52 @@ pub(super) fn metrics(h: &dyn Host, n: &mut Notes) {
         )),
     }
 }
+
+/// Status's alone (the config, the admin kubeconfig): with metrics on, CalicoNode's endpoint
+/// listening for an hour with no connection from beyond the node in that hour, while the fleet's
+/// metrics Service (`fleet plan --metrics-service`: a port `calicoctl-win` of metrics.port, in
+/// metrics.diags_namespace, the fleet's) is there for a Prometheus to scrape it through: its
+/// rule admits no scraper. Said, not a problem (the node's traffic is not at fault). Without
+/// such a Service, or when the Services cannot be read, nothing is said: no scraper is known
+/// to be meant.
+pub(super) fn unscraped(
+    h: &dyn Host,
+    config: &crate::config::Config,
+    cluster: &crate::cluster::read::ClusterRead,
+    n: &mut Notes,
+) {
+    use crate::installed::metrics_findings::{scrapes, unscraped};
+    let m = &config.metrics;
+    let crate::cluster::read::ClusterRead::Read(c, _) = cluster else {
+        return;
+    };
+    let Some(kept) = scrapes(h).filter(|_| m.enabled) else {
+        return;
+    };
+    let now = crate::duration::now();
+    if unscraped(&kept, now, m.port.0, "").is_none() {
+        return;
+    }
+    let ns = m.diags_namespace.to_string();
+    let services: kube::Api<k8s_openapi::api::core::v1::Service> =
+        kube::Api::namespaced(c.client.clone(), &ns);
+    let lp = kube::api::ListParams::default().labels(crate::render::fleet::APP_LABEL);
+    let Ok(list) = c.call("list", &format!("services in {ns}"), services.list(&lp)) else {
+        return;
+    };
+    let ours = list.items.iter().find(|s| {
+        s.spec
+            .as_ref()
+            .and_then(|s| s.ports.as_ref())
+            .is_some_and(|ports| {
+                ports.iter().any(|p| {
+                    p.name.as_deref() == Some(crate::render::fleet::METRICS_PORT_NAME)
+                        && p.port == i32::from(m.port.0)
+                })
+            })
+    });
+    if let Some(svc) = ours {
+        let name = format!("{ns}/{}", svc.metadata.name.as_deref().unwrap_or_default());
+        n.shown.metrics_unscraped = unscraped(&kept, now, m.port.0, &name);
+    }
+}

@@ -105,6 +105,9 @@ fn steps(
         r.dir_access = host_facts::dir_access(h, a.config, n);
     }
     metrics_facts::metrics(h, n);
+    if let Some(a) = admin {
+        metrics_facts::unscraped(h, a.config, &a.seen.cluster, n);
+    }
     // Admin kubeconfigs left on the node and the datastore's API group: status's alone (an
     // access review with each kubeconfig found, the cluster's locks).
     if let (Some(a), Some(rec)) = (admin, rec) {

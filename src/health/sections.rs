@@ -158,6 +158,10 @@ pub struct Shown {
     /// `MaybeConfigureWindowsFirewallRules`, which nothing runs once that Felix is gone). Advice
     /// about an object left behind, not a fault of the node's traffic: said, not a problem.
     pub felix_rule: Option<Finding>,
+    /// CalicoNode's metrics endpoint reached by no scraper in an hour while the fleet's
+    /// metrics Service is there (`metrics_facts::unscraped`): its rule admits none. Not a
+    /// fault of the node's traffic: said, not a problem.
+    pub metrics_unscraped: Option<Finding>,
 }
 
 /// What the node's own look read of the Node with calico-node's credential: its

@@ -110,9 +110,13 @@ fn the_cluster(r: &InstalledReport) -> Vec<String> {
             .map(|k| format!("kube-proxy: {}", k.message)),
     );
     out.extend(r.shown.datastore.clone());
-    for f in [&r.shown.diags_review, &r.shown.felix_rule]
-        .into_iter()
-        .flatten()
+    for f in [
+        &r.shown.diags_review,
+        &r.shown.felix_rule,
+        &r.shown.metrics_unscraped,
+    ]
+    .into_iter()
+    .flatten()
     {
         out.push(format!("{f:2}"));
     }

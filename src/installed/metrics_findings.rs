@@ -1,10 +1,13 @@
 //! What can leave the metrics ports other than the config says: a firewall rule Felix made for
-//! its Prometheus port, open to every address, and CalicoNode's endpoint not listening.
+//! its Prometheus port, open to every address, CalicoNode's endpoint not listening, and its
+//! rule admitting no scraper.
 
 use super::health::{Code, Finding};
 use crate::host::listen::ListenRefusal;
 use crate::host::{FirewallRule, Host, HostResult, Protocol, RegValue};
-use crate::layout::{CALICO_KEY, DIAGS_REVIEW_VALUE, METRICS_ENDPOINT_VALUE};
+use crate::layout::{
+    CALICO_KEY, DIAGS_REVIEW_VALUE, METRICS_ENDPOINT_VALUE, METRICS_SCRAPES_VALUE,
+};
 use serde::{Deserialize, Serialize};
 
 /// CalicoNode's metrics endpoint, not listening: kept in Calico's registry key
@@ -89,6 +92,107 @@ pub fn endpoint(d: &EndpointDown) -> Finding {
     )
 }
 
+/// CalicoNode's endpoint, listening: since when, and when a connection from beyond the node
+/// last came through its firewall rule (`MetricsScrapes`, JSON, in Calico's registry key),
+/// for status to tell a rule that admits no scraper from one that does.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scrapes {
+    /// When the endpoint last began to listen, in seconds since 1970.
+    pub listening_since: i64,
+    /// When the last connection from another address than the loopback's was accepted.
+    pub last_connection: Option<i64>,
+}
+
+/// How long a connection's time may be kept unwritten: a scrape every 15 s (Prometheus'
+/// default scrape_interval is 1m; 15 s is the common setting) writes once a minute.
+const SCRAPE_WRITE_EVERY: i64 = 60;
+
+/// What CalicoNode keeps of its endpoint's connections (a value that does not read is none).
+pub fn scrapes(host: &dyn Host) -> Option<Scrapes> {
+    match host.reg_get(CALICO_KEY, METRICS_SCRAPES_VALUE) {
+        Ok(Some(RegValue::Sz(text))) if text.len() <= 4096 => serde_json::from_str(&text).ok(),
+        _ => None,
+    }
+}
+
+fn keep_scrapes(host: &dyn Host, s: &Scrapes) -> HostResult<()> {
+    let text = serde_json::to_string(s).unwrap_or_default();
+    host.reg_set(CALICO_KEY, METRICS_SCRAPES_VALUE, &RegValue::Sz(text))
+}
+
+/// The endpoint listens from `now`: kept, with the last connection an earlier run saw.
+pub fn keep_listening(host: &dyn Host, now: i64) -> HostResult<()> {
+    let last_connection = scrapes(host).and_then(|s| s.last_connection);
+    keep_scrapes(
+        host,
+        &Scrapes {
+            listening_since: now,
+            last_connection,
+        },
+    )
+}
+
+/// The endpoint accepted a connection from `peer` at `now`: kept when it came from beyond the
+/// node (the firewall rule let it in; the loopback passes no rule) and the time kept is a
+/// minute old or more. Called by the server for each connection it accepts.
+pub fn keep_connection(host: &dyn Host, peer: std::net::IpAddr, now: i64) -> HostResult<()> {
+    if peer.is_loopback() {
+        return Ok(());
+    }
+    let kept = scrapes(host);
+    if kept
+        .as_ref()
+        .and_then(|s| s.last_connection)
+        .is_some_and(|t| now - t < SCRAPE_WRITE_EVERY)
+    {
+        return Ok(());
+    }
+    keep_scrapes(
+        host,
+        &Scrapes {
+            listening_since: kept.map_or(now, |s| s.listening_since),
+            last_connection: Some(now),
+        },
+    )
+}
+
+/// How long an endpoint may listen with no connection before status says its rule admits no
+/// scraper: an hour, many scrape intervals.
+pub const UNSCRAPED_AFTER: i64 = 3600;
+
+/// The endpoint has listened for `UNSCRAPED_AFTER` and no connection came in that long, while
+/// a Service for a Prometheus to scrape the nodes through (`service`, `NS/NAME`) exists: the
+/// rule admits no scraper. A scrape from a pod arrives from its node's address, not the pod's,
+/// where the pod's IP pool has natOutgoing (calico v3.32.1 felix/rules/nat.go
+/// `makeNATOutgoingRuleIPTables`: MASQUERADE from a natOutgoing pool to any address outside
+/// every pool, and outside every host's too only with `natOutgoingExclusions:
+/// IPPoolsAndHostIPs`, whose default is `IPPoolsOnly`, felix/config/config_params.go; a pod on
+/// a Windows node likewise, cni-plugin/pkg/dataplane/windows/dataplane_windows.go: OutBoundNAT
+/// with only the pools excepted).
+pub fn unscraped(s: &Scrapes, now: i64, port: u16, service: &str) -> Option<Finding> {
+    let quiet_since = s.last_connection.unwrap_or(s.listening_since);
+    if now - s.listening_since < UNSCRAPED_AFTER || now - quiet_since < UNSCRAPED_AFTER {
+        return None;
+    }
+    let last = s.last_connection.map_or_else(
+        || {
+            format!(
+                "since it began to listen at {}",
+                crate::duration::time_text(s.listening_since)
+            )
+        },
+        |t| format!("since {}", crate::duration::time_text(t)),
+    );
+    Some(Finding::new(
+        Code::MetricsNotScraped,
+        "metrics",
+        format!(
+            "no scraper has reached CalicoNode's metrics endpoint (TCP port {port}) {last}, while the Service {service} is there to scrape it through: its firewall rule admits metrics.source_ranges only, and a scrape from a pod comes from its node's address where the pod's IP pool has natOutgoing"
+        ),
+        Code::MetricsNotScraped.remedy().to_owned(),
+    ))
+}
+
 /// The API server refused CalicoNode the TokenReview of a `GET /diags` (403): kept in Calico's
 /// registry key (`DiagsReviewRefused`, JSON) from the first refusal until a review is answered;
 /// meanwhile every `GET /diags` is refused (never served without its token reviewed).
@@ -148,8 +252,8 @@ pub fn diags_review(d: &DiagsReviewRefused) -> Finding {
 /// -LocalPort <PrometheusMetricsPort> -Protocol TCP`, no remote address, no program). Felix
 /// makes it, and removes it, only inside a HostProcess container (`InHostProcessContainer`:
 /// `CONTAINER_SANDBOX_MOUNT_POINT` set) with `WindowsManageFirewallRules` `Enabled`: an
-/// operator-managed node's Felix, never the Felix CalicoFelix runs (a Windows service, whose
-/// environment also says `Disabled`). One left by the operator's Felix before `migrate` stays
+/// operator-managed node's Felix, never the Felix CalicoFelix runs (a Windows service's child).
+/// One left by the operator's Felix before `migrate` stays
 /// for good: nothing removes it once that Felix is gone.
 pub const FELIX_RULE: &str = "Calico Prometheus Ports (calico-managed rule)";
 
@@ -224,6 +328,63 @@ mod tests {
             assert_eq!(felix_rule(Some(&r)), None, "{r:?}");
         }
         assert_eq!(felix_rule(None), None);
+    }
+
+    /// The endpoint's listening and its connections from beyond the node are kept (the
+    /// loopback's never, a connection within a minute of the last kept not written again);
+    /// status says the rule admits no scraper only past an hour of listening with none in
+    /// that hour, naming the Service (nothing was kept: a rule that admitted no scraper and
+    /// one that did looked alike).
+    #[test]
+    fn an_endpoint_no_scraper_reached_in_an_hour_is_told_from_a_scraped_one() {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+        let t0 = 1_700_000_000;
+        keep_listening(&host, t0).expect("keep");
+        keep_connection(&host, [127, 0, 0, 1].into(), t0 + 10).expect("keep");
+        let kept = scrapes(&host).expect("kept");
+        assert_eq!(kept.last_connection, None, "the loopback is no scraper");
+        keep_connection(&host, [10, 0, 0, 7].into(), t0 + 20).expect("keep");
+        keep_connection(&host, [10, 0, 0, 7].into(), t0 + 50).expect("keep");
+        assert_eq!(
+            scrapes(&host).expect("kept").last_connection,
+            Some(t0 + 20),
+            "written at most once a minute"
+        );
+        keep_connection(&host, [10, 0, 0, 7].into(), t0 + 90).expect("keep");
+        let kept = scrapes(&host).expect("kept");
+        assert_eq!(
+            (kept.listening_since, kept.last_connection),
+            (t0, Some(t0 + 90))
+        );
+        // A restart keeps the last connection, listening anew.
+        keep_listening(&host, t0 + 100).expect("keep");
+        let kept = scrapes(&host).expect("kept");
+        assert_eq!(
+            (kept.listening_since, kept.last_connection),
+            (t0 + 100, Some(t0 + 90))
+        );
+        let svc = "system-upgrade/calicoctl-win-metrics";
+        // Scraped within the hour, or listening less than an hour: nothing to say.
+        assert_eq!(unscraped(&kept, t0 + 100 + 3599, 9095, svc), None);
+        let scraped = Scrapes {
+            listening_since: t0,
+            last_connection: Some(t0 + 7000),
+        };
+        assert_eq!(unscraped(&scraped, t0 + 7200, 9095, svc), None);
+        let never = Scrapes {
+            listening_since: t0,
+            last_connection: None,
+        };
+        let found = unscraped(&never, t0 + 3600, 9095, svc).expect("a finding");
+        assert_eq!(found.code, Code::MetricsNotScraped);
+        assert!(found.message.contains("TCP port 9095"), "{found}");
+        assert!(found.message.contains(svc), "{found}");
+        assert!(found.message.contains("natOutgoing"), "{found}");
+        assert!(
+            unscraped(&kept, t0 + 100 + 3600, 9095, svc).is_some(),
+            "an hour since its last connection"
+        );
     }
 
     #[test]

@@ -69,10 +69,9 @@ impl EnvVars {
     pub const FELIX_HEALTHENABLED: &'static str = "FELIX_HEALTHENABLED";
     pub const FELIX_HEALTHHOST: &'static str = "FELIX_HEALTHHOST";
     pub const FELIX_HEALTHPORT: &'static str = "FELIX_HEALTHPORT";
-    /// Felix's Prometheus endpoint, with metrics.enabled (CalicoFelix only).
+    /// Felix's Prometheus endpoint, with metrics.enabled only (CalicoFelix only).
     pub const FELIX_PROMETHEUSMETRICSENABLED: &'static str = "FELIX_PROMETHEUSMETRICSENABLED";
     pub const FELIX_PROMETHEUSMETRICSPORT: &'static str = "FELIX_PROMETHEUSMETRICSPORT";
-    pub const FELIX_WINDOWSMANAGEFIREWALLRULES: &'static str = "FELIX_WINDOWSMANAGEFIREWALLRULES";
     /// kube-proxy's binary and kubeconfig (the kube-proxy service only).
     pub const KUBE_PROXY_PATH: &'static str = "KUBE_PROXY_PATH";
     pub const KUBE_PROXY_KUBECONFIG: &'static str = "KUBE_PROXY_KUBECONFIG";
@@ -119,7 +118,6 @@ pub const ALL: &[&str] = &[
     EnvVars::FELIX_HEALTHPORT,
     EnvVars::FELIX_PROMETHEUSMETRICSENABLED,
     EnvVars::FELIX_PROMETHEUSMETRICSPORT,
-    EnvVars::FELIX_WINDOWSMANAGEFIREWALLRULES,
     EnvVars::KUBE_PROXY_PATH,
     EnvVars::KUBE_PROXY_KUBECONFIG,
 ];

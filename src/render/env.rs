@@ -126,42 +126,33 @@ fn joined<T: ToString>(items: &[T]) -> String {
         .join(",")
 }
 
-/// Felix's Prometheus endpoint and its firewall setting, from `metrics`.
+/// Felix's Prometheus endpoint, with `metrics.enabled` only. Off, nothing is rendered, as
+/// Calico's own scripts render nothing (v3.32.1 node/windows-packaging/CalicoWindows
+/// config.ps1 and felix/felix-service.ps1 set no FELIX_PROMETHEUS* nor
+/// FELIX_WINDOWSMANAGEFIREWALLRULES): environment outranks the datastore (felix/config
+/// config_params.go SourcesInDescendingOrder), so a value here would silently override a
+/// FelixConfiguration's `prometheusMetricsEnabled` and the administrator's `extra_env.felix`.
+/// FELIX_WINDOWSMANAGEFIREWALLRULES is never rendered: Felix acts on it only inside a
+/// HostProcess container (libcalico-go/lib/winutils/winutils.go
+/// MaybeConfigureWindowsFirewallRules returns unless InHostProcessContainer, i.e.
+/// CONTAINER_SANDBOX_MOUNT_POINT set), which the Felix CalicoFelix runs, a service's child,
+/// never is. A rule an operator-managed Felix left is status' finding
+/// (`installed::metrics_findings`).
 fn felix_metrics(c: &Config, env: &mut BTreeMap<String, String>) {
-    // Felix programs the firewall for its Prometheus port only inside a HostProcess
-    // container (calico v3.32.1 libcalico-go/lib/winutils/winutils.go
-    // MaybeConfigureWindowsFirewallRules returns unless InHostProcessContainer, i.e.
-    // CONTAINER_SANDBOX_MOUNT_POINT set) with WindowsManageFirewallRules Enabled, and
-    // its rule opens the port to every address. The Felix CalicoFelix runs is a
-    // service's child, not in such a container, so it never does; Disabled (env vars
-    // outrank the datastore: config_params.go SourcesInDescendingOrder) keeps it so
-    // whatever a FelixConfiguration says. A rule an operator-managed Felix left is
-    // status' finding (`installed::metrics_findings`).
-    env.insert(
-        EnvVars::FELIX_WINDOWSMANAGEFIREWALLRULES.into(),
-        "Disabled".into(),
-    );
     if c.metrics.enabled {
-        // Felix serves Prometheus on Windows as elsewhere (calico v3.32.1
-        // felix/daemon/daemon.go: ServePrometheusMetricsHTTP on PrometheusMetricsHost
-        // and PrometheusMetricsPort when PrometheusMetricsEnabled; driver_windows.go
-        // ConfigurePrometheusMetrics); our rule opens the port to
-        // metrics.source_ranges only.
-        for (k, v) in [
-            (EnvVars::FELIX_PROMETHEUSMETRICSENABLED, "true".into()),
-            (
-                EnvVars::FELIX_PROMETHEUSMETRICSPORT,
-                c.metrics.felix_port.0.to_string(),
-            ),
-        ] {
-            env.insert(k.into(), v);
-        }
-    } else {
-        // Off, whatever a FelixConfiguration says: its endpoint would have no rule of
-        // ours, and one of its own is open to every address.
+        // Deviation from Calico's scripts, with metrics on only: Felix serves Prometheus on
+        // Windows as elsewhere (felix/daemon/daemon.go: ServePrometheusMetricsHTTP on
+        // PrometheusMetricsHost and PrometheusMetricsPort when PrometheusMetricsEnabled;
+        // driver_windows.go ConfigurePrometheusMetrics), on the port our rule opens to
+        // metrics.source_ranges only. extra_env may not set these two then
+        // (config::validate), so nothing of the administrator's is overridden.
         env.insert(
             EnvVars::FELIX_PROMETHEUSMETRICSENABLED.into(),
-            "false".into(),
+            "true".into(),
+        );
+        env.insert(
+            EnvVars::FELIX_PROMETHEUSMETRICSPORT.into(),
+            c.metrics.felix_port.0.to_string(),
         );
     }
 }

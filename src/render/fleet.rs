@@ -41,7 +41,9 @@ pub const NODE_NAME: &str = "%SYSTEM_UPGRADE_NODE_NAME%";
 pub const VERIFY_NAMESPACE: &str = "calicoctl-win-verify";
 /// How the container's command line names its sandbox (cmd.exe expands it).
 pub const SANDBOX: &str = "%CONTAINER_SANDBOX_MOUNT_POINT%";
-const APP_LABEL: &str = "app.kubernetes.io/name";
+pub const APP_LABEL: &str = "app.kubernetes.io/name";
+/// The metrics Service's port of CalicoNode's endpoint, by which status finds the Service.
+pub const METRICS_PORT_NAME: &str = "calicoctl-win";
 /// Where the log containers keep their positions: an emptyDir, the pod's own, which outlives
 /// a container's restart and goes with the pod.
 pub const POSITIONS_MOUNT: &str = "C:\\log-positions";
@@ -381,7 +383,7 @@ impl Fleet {
                 publish_not_ready_addresses: Some(true),
                 selector: Some(self.labels()),
                 ports: Some(vec![
-                    port("calicoctl-win", ports[0]),
+                    port(METRICS_PORT_NAME, ports[0]),
                     port("felix", ports[1]),
                 ]),
                 ..ServiceSpec::default()

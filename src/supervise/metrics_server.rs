@@ -15,7 +15,9 @@ use super::turn_away::{Count, Full, TurnAway};
 use crate::duration::Stop;
 use crate::host::Host;
 use crate::host::listen::ListenRefusal;
-use crate::installed::metrics_findings::{EndpointDown, keep_endpoint_down};
+use crate::installed::metrics_findings::{
+    EndpointDown, keep_connection, keep_endpoint_down, keep_listening,
+};
 use crate::layout::InstallRoot;
 use std::io::Write;
 use std::net::{IpAddr, TcpListener, TcpStream};
@@ -95,6 +97,9 @@ pub fn run(
         log.info(&format!("metrics endpoint: listening on TCP port {port}"));
     }
     forget();
+    if let Err(e) = keep_listening(host, crate::duration::now()) {
+        log.warn(&format!("metrics endpoint: {e}"));
+    }
     serve(host, root, diags, &listener, stop, log);
 }
 
@@ -131,7 +136,14 @@ pub fn serve_with(
             log.warn(&format!("metrics endpoint: {e}"));
         }
     };
-    accept(&metrics, diags, listener, stop, (log, &count));
+    // Each connection from beyond the node, kept (at most once a minute) for status to tell
+    // a rule that admits no scraper (`metrics_findings::unscraped`).
+    let seen = |peer: IpAddr| {
+        if let Err(e) = keep_connection(host, peer, crate::duration::now()) {
+            log.warn(&format!("metrics endpoint: {e}"));
+        }
+    };
+    accept(&metrics, diags, listener, stop, (log, &count, &seen));
 }
 
 /// The most connections answered at once, each on a thread of its own; one more is answered
@@ -195,13 +207,14 @@ impl Open {
 /// Accepts until a stop, handing each connection to a thread of its own (at most
 /// `CONNECTIONS`, `PER_SOURCE` from one address) that reads its request and answers it with
 /// `metrics` (or hands it to `diags`); one past a cap is answered busy (`turn_away`, counted
-/// by `count`); at the stop, the connections still open are cut and their threads waited for.
+/// by `count`); each connection's remote address is told to `seen` as it is accepted; at the
+/// stop, the connections still open are cut and their threads waited for.
 pub fn accept(
     metrics: &(dyn Fn() -> String + Sync),
     diags: Option<&super::diags_server::Diags<'_>>,
     listener: &TcpListener,
     stop: &Stop,
-    (log, count): (&Log, Count<'_>),
+    (log, count, seen): (&Log, Count<'_>, &dyn Fn(IpAddr)),
 ) {
     if let Err(e) = listener.set_nonblocking(true) {
         log.warn(&format!("metrics endpoint: {e}"));
@@ -214,6 +227,7 @@ pub fn accept(
             turn.tend();
             match listener.accept() {
                 Ok((conn, peer)) => {
+                    seen(peer.ip());
                     let id = match open.enter(&conn, peer.ip()) {
                         Ok(id) => id,
                         // Past the cap, or its source's: answered busy.
@@ -413,7 +427,7 @@ mod tests {
         let counted = std::sync::Mutex::new(Vec::new());
         let count = |r: &str, n: u64| counted.lock().expect("lock").push((r.to_owned(), n));
         std::thread::scope(|scope| {
-            scope.spawn(|| super::accept(metrics, None, &listener, &stop, (&log, &count)));
+            scope.spawn(|| super::accept(metrics, None, &listener, &stop, (&log, &count, &|_| {})));
             // A failed assertion in `body` stops the server too, so that the test fails
             // rather than waits for it.
             let _stop = StopOnDrop(&stop);

@@ -82,7 +82,7 @@ fn v3_23_as_shipped_leaves_placeholders_to_the_defaults() {
 
 #[test]
 fn an_edited_file_keeps_every_value_and_lists_what_it_cannot_import() {
-    let shown = import_case("v3.26-quickstart-edited", &[2, 3, 34, 36, 37, 38]);
+    let shown = import_case("v3.26-quickstart-edited", &[2, 3, 36, 37, 38]);
     let s = &shown["settings"];
     assert_eq!(s["backend"]["value"], "windows-bgp");
     assert_eq!(
@@ -91,6 +91,12 @@ fn an_edited_file_keeps_every_value_and_lists_what_it_cannot_import() {
     );
     assert_eq!(s["node.startup_valid_ip_timeout"]["value"], "120s");
     assert_eq!(s["extra_env.felix"]["value"]["FELIX_HEALTHENABLED"], "true");
+    // Felix's Prometheus turned on the config.ps1 way is kept, and rendered as given with
+    // metrics.enabled off (it was left out, and rendered `false`).
+    assert_eq!(
+        s["extra_env.felix"]["value"]["FELIX_PROMETHEUSMETRICSENABLED"],
+        "true"
+    );
     assert_eq!(s["logs.felix_screen_severity"]["value"], "warning");
     assert!(
         s["node.name"]["source"]

@@ -231,7 +231,7 @@ fn a_node_past_its_connection_cap_is_named_busy() {
         }
     }
     let index = std::thread::scope(|s| {
-        s.spawn(|| accept(&metrics, None, &listener, &stop, (&log, &count)));
+        s.spawn(|| accept(&metrics, None, &listener, &stop, (&log, &count, &|_| {})));
         // A failure below stops the endpoint too, so that the test fails rather than waits.
         let _stop = StopOnDrop(&stop);
         let held: Vec<TcpStream> = (0..PER_SOURCE)

@@ -490,3 +490,66 @@ fn status_says_a_refused_diags_review_as_no_problem() {
         "{doc}"
     );
 }
+
+/// With metrics on, an endpoint that has listened two hours with no connection from beyond the
+/// node while the fleet's metrics Service exists is said by status, beside its sections and no
+/// problem (`metrics-not-scraped`: its rule admits no scraper, as when pods' scrapes arrive
+/// masqueraded to their node's address); without the Service, or scraped within the hour, it
+/// is not. (Status called such a rule healthy: nothing kept when a scrape last came.)
+#[test]
+fn status_tells_an_endpoint_no_scraper_reaches_from_a_scraped_one() {
+    use calicoctl_win::host::{RegValue, Registry};
+    let s = Node::healthy()
+        .created()
+        .serving("3.30.2", "calico-node.exe")
+        .build();
+    let on = [
+        "--set",
+        "metrics.enabled=true",
+        "--set",
+        "metrics.source_ranges=10.0.0.0/8",
+    ];
+    let status = [&on[..], &["status"]].concat();
+    let (code, _, stderr) = s.install(&on);
+    assert_eq!(code, 0, "{stderr}");
+    let kept = |last: Option<i64>| {
+        let now = calicoctl_win::duration::now();
+        let host = calicoctl_win::host::sim::SimHost::open_or_create(&s.sim(), None).expect("sim");
+        let text = json!({"listening_since": now - 7200, "last_connection": last.map(|a| now - a)});
+        host.reg_set(
+            calicoctl_win::layout::CALICO_KEY,
+            calicoctl_win::layout::METRICS_SCRAPES_VALUE,
+            &RegValue::Sz(text.to_string()),
+        )
+        .expect("kept");
+    };
+    let said = || s.run_text(&status).1.contains("[metrics-not-scraped]");
+    kept(None);
+    assert!(!said(), "no Service: no scraper is known to be meant");
+    s.api().put(
+        "/api/v1/namespaces/system-upgrade/services/calicoctl-win-metrics",
+        json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "calicoctl-win-metrics", "namespace": "system-upgrade",
+                "labels": {"app.kubernetes.io/name": "calicoctl-win"}},
+            "spec": {"clusterIP": "None", "ports": [
+                {"name": "calicoctl-win", "port": 9095, "protocol": "TCP"},
+                {"name": "felix", "port": 9091, "protocol": "TCP"}]}
+        }),
+    );
+    let (_, text) = s.run_text(&status);
+    assert!(text.contains("[metrics-not-scraped]"), "{text}");
+    assert!(
+        text.contains("system-upgrade/calicoctl-win-metrics"),
+        "{text}"
+    );
+    let (_, doc, _) = s.run(&status);
+    assert!(
+        !doc["findings"].to_string().contains("metrics-not-scraped"),
+        "no problem: {doc}"
+    );
+    kept(Some(600));
+    assert!(!said(), "scraped ten minutes ago");
+    kept(Some(4000));
+    assert!(said(), "last scraped over an hour ago");
+}

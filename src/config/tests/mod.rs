@@ -387,10 +387,15 @@ fn metrics_are_off_by_default_and_need_a_source_range_when_on() {
     let c = load(&inputs(None, &[], &[])).expect("defaults").config;
     assert!(!c.metrics.enabled);
     let env = crate::render::env::environment(&c, crate::layout::Role::Felix, None);
-    // Off means off, whatever a FelixConfiguration says (the environment outranks it).
-    assert_eq!(env["FELIX_PROMETHEUSMETRICSENABLED"], "false");
-    // Felix never programs the firewall for its port, whatever a FelixConfiguration says.
-    assert_eq!(env["FELIX_WINDOWSMANAGEFIREWALLRULES"], "Disabled");
+    // Off leaves Felix's Prometheus to the cluster's FelixConfiguration, as Calico's scripts
+    // do (the environment would outrank it); the firewall setting is never rendered.
+    for var in [
+        "FELIX_PROMETHEUSMETRICSENABLED",
+        "FELIX_PROMETHEUSMETRICSPORT",
+        "FELIX_WINDOWSMANAGEFIREWALLRULES",
+    ] {
+        assert!(!env.contains_key(var), "{var}: {env:?}");
+    }
 
     let p = problems(&inputs(None, &[], &["metrics.enabled=true"]));
     assert_eq!(p.len(), 1, "{p:?}");
@@ -420,12 +425,12 @@ fn metrics_are_off_by_default_and_need_a_source_range_when_on() {
     let env = crate::render::env::environment(&c, crate::layout::Role::Felix, None);
     assert_eq!(env["FELIX_PROMETHEUSMETRICSENABLED"], "true");
     assert_eq!(env["FELIX_PROMETHEUSMETRICSPORT"], "9091");
-    assert_eq!(env["FELIX_WINDOWSMANAGEFIREWALLRULES"], "Disabled");
+    assert!(!env.contains_key("FELIX_WINDOWSMANAGEFIREWALLRULES"));
 }
 
 /// A metrics port that is one of the node's own (kubelet's, kube-proxy's, Felix's health, BGP)
-/// or the other metrics port is refused before any change; so is an extra_env that would turn
-/// Felix's Prometheus on, or move it, past metrics.enabled (open to every address).
+/// or the other metrics port is refused before any change; so is, with metrics on, an
+/// extra_env that would turn Felix's Prometheus off or move it from the port its rule opens.
 #[test]
 fn metrics_ports_of_the_node_and_felix_prometheus_in_extra_env_are_refused() {
     let on = ["metrics.enabled=true", "metrics.source_ranges=10.0.0.0/8"];
@@ -446,16 +451,39 @@ fn metrics_ports_of_the_node_and_felix_prometheus_in_extra_env_are_refused() {
     for var in [
         "FELIX_PROMETHEUSMETRICSENABLED",
         "felix_prometheusmetricsport",
-        "FELIX_WINDOWSMANAGEFIREWALLRULES",
     ] {
         let p = problems(&inputs(
             None,
             &[],
-            &[&format!("extra_env.felix.{var}=true")],
+            &[on[0], on[1], &format!("extra_env.felix.{var}=false")],
         ));
         assert_eq!(p.len(), 1, "{var}: {p:?}");
         assert!(p[0].message.contains("set by calicoctl-win"), "{p:?}");
     }
+}
+
+/// With metrics off (the default) Felix's Prometheus variables are the administrator's, as in
+/// Calico's config.ps1: an extra_env `FELIX_PROMETHEUSMETRICSENABLED=true` (Calico's
+/// FelixConfiguration field, set the config.ps1 way) is rendered as given, not overridden
+/// `false` (it was refused, and the rendered `false` outranked a FelixConfiguration too), and
+/// so is `FELIX_WINDOWSMANAGEFIREWALLRULES`.
+#[test]
+fn with_metrics_off_felix_prometheus_in_extra_env_is_rendered_as_given() {
+    let c = load(&inputs(
+        None,
+        &[],
+        &[
+            "extra_env.felix.FELIX_PROMETHEUSMETRICSENABLED=true",
+            "extra_env.felix.FELIX_PROMETHEUSMETRICSPORT=9191",
+            "extra_env.felix.FELIX_WINDOWSMANAGEFIREWALLRULES=Enabled",
+        ],
+    ))
+    .expect("valid")
+    .config;
+    let env = crate::render::env::environment(&c, crate::layout::Role::Felix, None);
+    assert_eq!(env["FELIX_PROMETHEUSMETRICSENABLED"], "true");
+    assert_eq!(env["FELIX_PROMETHEUSMETRICSPORT"], "9191");
+    assert_eq!(env["FELIX_WINDOWSMANAGEFIREWALLRULES"], "Enabled");
 }
 
 /// An IPv6 source range is refused: calicoctl-win's endpoint listens on 0.0.0.0 only, so an

@@ -73,6 +73,9 @@ pub enum Code {
     FelixMetricsRule,
     /// CalicoNode cannot listen on `metrics.port` (another program holds it).
     MetricsEndpointDown,
+    /// No connection has reached CalicoNode's metrics endpoint in an hour while a Service to
+    /// scrape it through exists: its rule admits no scraper. Shown, not a problem.
+    MetricsNotScraped,
     /// The state of a pod's endpoint HNS did not give: shown, not a problem.
     EndpointStateUnknown,
     /// `fleet status`: a value on the Node calicoctl-win wrote does not have its form.
@@ -169,6 +172,7 @@ impl Code {
         Code::ApiGroup,
         Code::FelixMetricsRule,
         Code::MetricsEndpointDown,
+        Code::MetricsNotScraped,
         Code::EndpointStateUnknown,
         Code::NodeValueMalformed,
         Code::CalicoDegraded,
