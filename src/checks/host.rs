@@ -132,6 +132,8 @@ pub fn kube_proxy_facts(h: &dyn Host) -> super::kube_proxy::KubeProxyFacts {
                 build: f.build,
                 ubr: f.ubr.unwrap_or(0),
             }),
+        // The Node's, set by the command that read the cluster.
+        version: None,
     }
 }
 
@@ -208,10 +210,9 @@ pub fn evaluate(s: &HostSnapshot, c: &Config) -> Vec<Check> {
     ]
 }
 
-/// Windows Server 2025's build: known, but not yet supported by Calico upstream.
-const WINDOWS_SERVER_2025: u32 = 26100;
-
-/// The supported Windows Server builds (docs/preflight.md has the same table).
+/// The supported Windows Server builds (docs/preflight.md has the same table). What breaks on
+/// one build at some updates and releases is in the known-issues table (`known_issues.rs`),
+/// Windows Server 2025's network policy among them.
 pub const SUPPORTED_BUILDS: &[(u32, &str, Option<u32>)] = &[
     (17763, "Windows Server 2019 (1809)", Some(1432)),
     (18362, "Windows Server 1903", None),
@@ -276,16 +277,6 @@ fn os_build(s: &HostSnapshot) -> Check {
             format!(
                 "confirm with 'Get-ItemProperty \"HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\" UBR' that UBR >= {min}"
             ),
-        ),
-        // Calico upstream does not support Server 2025 yet (projectcalico/calico#11691).
-        (_, ubr) if sys.build == WINDOWS_SERVER_2025 => Check::warn(
-            ID,
-            format!(
-                "{release}, build {}{}: Calico does not support Windows Server 2025 yet (projectcalico/calico#11691)",
-                sys.build,
-                ubr.map(|u| format!(".{u}")).unwrap_or_default()
-            ),
-            "use Windows Server 2022 for production nodes until Calico supports 2025; this node may work, untested upstream",
         ),
         (_, ubr) => Check::pass(
             ID,
@@ -712,13 +703,39 @@ pub fn known_issues(
     calico: Option<&str>,
     allowed: &[String],
 ) -> Check {
+    let windows = s.system.as_ref().ok().map(|f| (f.build, f.ubr));
+    let kubelet = s.kubelet_service.as_ref().map(|k| k.command_line.as_str());
+    let params = s.kubelet_app_parameters.as_deref();
+    judge_known_issues(c, calico, windows, (kubelet, params), allowed)
+}
+
+/// The `known-issues` check as `status` runs it: the same table, from the facts it reads of
+/// the host itself (the installed release, no entry accepted).
+pub fn known_issues_on(h: &dyn Host, c: &Config, calico: Option<&str>) -> Check {
+    let windows = h.system_facts().ok().map(|f| (f.build, f.ubr));
+    let kubelet = h.service_query("kubelet").ok().flatten();
+    let params = match h.reg_get(KUBELET_PARAMETERS_KEY, "AppParameters") {
+        Ok(Some(RegValue::Sz(s) | RegValue::ExpandSz(s))) => Some(s),
+        _ => None,
+    };
+    let kubelet = kubelet.as_ref().map(|k| k.command_line.as_str());
+    judge_known_issues(c, calico, windows, (kubelet, params.as_deref()), &[])
+}
+
+fn judge_known_issues(
+    c: &Config,
+    calico: Option<&str>,
+    windows: Option<(u32, Option<u32>)>,
+    (kubelet, params): (Option<&str>, Option<&str>),
+    allowed: &[String],
+) -> Check {
     let version = calico.and_then(|v| crate::release::version::CalicoVersion::parse(v).ok());
     let facts = super::known_issues::Facts {
         calico: version.as_ref(),
         backend: c.backend,
-        windows: s.system.as_ref().ok().map(|f| (f.build, f.ubr)),
-        kubelet_command_line: s.kubelet_service.as_ref().map(|k| k.command_line.as_str()),
-        kubelet_app_parameters: s.kubelet_app_parameters.as_deref(),
+        windows,
+        kubelet_command_line: kubelet,
+        kubelet_app_parameters: params,
         install_root: c.install_root.as_str(),
     };
     super::known_issues::check(&facts, allowed)

@@ -109,6 +109,10 @@ fn the_cluster(r: &InstalledReport) -> Vec<String> {
             .as_ref()
             .map(|k| format!("kube-proxy: {}", k.message)),
     );
+    out.extend(r.known_issues.as_ref().map(|k| match &k.remedy {
+        Some(fix) => format!("known issues: {} (fix: {fix})", k.message),
+        None => format!("known issues: {}", k.message),
+    }));
     out.extend(r.shown.datastore.clone());
     for f in [&r.shown.diags_review, &r.shown.felix_rule]
         .into_iter()
