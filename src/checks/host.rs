@@ -28,6 +28,9 @@ pub struct HostSnapshot {
     /// HNS networks; `Err` with the reason when HNS cannot be used.
     pub hns: Result<Vec<HnsNetwork>, String>,
     pub runtime: Result<Option<RuntimeFacts>, String>,
+    /// The runtime's version as the Node reports it (`status.nodeInfo.containerRuntimeVersion`,
+    /// `containerd://1.7.20`), set by the command that read the cluster.
+    pub runtime_version: Option<String>,
     pub remote_access: Option<InstalledService>,
     /// The VXLAN rules found; `Err` with the reason when the firewall cannot be read.
     pub vxlan_rules: Result<Vec<FirewallRule>, String>,
@@ -75,6 +78,7 @@ pub fn snapshot(h: &dyn Host) -> HostSnapshot {
         dotnet_strong_crypto: dword(h, DOTNET_4, "SchUseStrongCrypto"),
         hns: h.hns_networks().map_err(text),
         runtime: crate::host::runtime::detect(h).map_err(text),
+        runtime_version: None,
         remote_access: service("RemoteAccess"),
         vxlan_rules,
         firewall_modify_state: h.firewall_modify_state().map_err(text),
@@ -404,8 +408,45 @@ fn container_runtime(s: &HostSnapshot, c: &Config) -> Check {
             ),
             format!("Start-Service {}", f.name),
         ),
-        (_, Some(f)) => Check::pass(ID, format!("{} is running ({})", f.name, f.install_dir)),
+        (_, Some(f)) => match s
+            .runtime_version
+            .as_deref()
+            .and_then(containerd_out_of_support)
+        {
+            Some(why) => Check::warn(
+                ID,
+                format!("{} is running ({}); {why}", f.name, f.install_dir),
+                "move to a supported containerd release (2.0, or 2.3 the current LTS line) before its fixes stop reaching this node",
+            ),
+            None => Check::pass(ID, format!("{} is running ({})", f.name, f.install_dir)),
+        },
     }
+}
+
+/// Why a containerd release the Node reports (`containerd://1.7.20`) is out of support, if it
+/// is: containerd's RELEASES.md ("Current State of containerd Releases", at v2.3.4 and on main
+/// at 301026e58) gives 1.6 End of Life on August 23, 2025, 2.1 on July 3, 2026, and 1.7 LTS
+/// through September 2026 (its extended support only for Kubernetes 1.30-1.32 on GKE).
+fn containerd_out_of_support(version: &str) -> Option<String> {
+    let v = version
+        .strip_prefix("containerd://")?
+        .trim_start_matches('v');
+    let mut n = v.split('.');
+    let line = (
+        n.next()?.parse::<u32>().ok()?,
+        n.next()?.parse::<u32>().ok()?,
+    );
+    let ended = match line {
+        (1, 6) => "August 23, 2025",
+        (1, 7) => "September 2026",
+        (2, 1) => "July 3, 2026",
+        (1, 0..=5) => "before 2023",
+        _ => return None,
+    };
+    Some(format!(
+        "containerd {v} is out of support: the {}.{} line's support ended {ended} (containerd's RELEASES.md)",
+        line.0, line.1
+    ))
 }
 
 fn cni_dirs(s: &HostSnapshot, c: &Config) -> Check {

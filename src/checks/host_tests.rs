@@ -307,3 +307,26 @@ fn node_name_must_match_kubelets() {
     s.kubelet_service = None;
     assert_verdict("node-name", &s, &config(&[]), Verdict::Skip);
 }
+
+/// containerd's support, from the version the Node reports: 1.6 and 1.7 are out of support
+/// (containerd's RELEASES.md), 2.0 and 2.3 are not; without a version nothing is said.
+#[test]
+fn containerd_out_of_support_is_warned() {
+    let c = config(&[]);
+    let mut s = snap("ws2022");
+    assert_verdict("container-runtime", &s, &c, Verdict::Pass);
+    for (version, verdict) in [
+        ("containerd://1.6.39", Verdict::Warn),
+        ("containerd://1.7.20", Verdict::Warn),
+        ("containerd://2.0.6", Verdict::Pass),
+        ("containerd://2.3.4", Verdict::Pass),
+    ] {
+        s.runtime_version = Some(version.into());
+        let t = assert_verdict("container-runtime", &s, &c, verdict);
+        assert_eq!(
+            t.contains("out of support"),
+            verdict == Verdict::Warn,
+            "{version}: {t}"
+        );
+    }
+}

@@ -55,6 +55,7 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
     if let ClusterRead::Read(_, f) = &cluster {
         snapshot.kube_proxy.version = f.kube_proxy_version();
+        snapshot.runtime_version = f.runtime_version();
     }
     let mut results = checks::host::evaluate(&snapshot, &loaded.config);
     let mut access = checks::host::dir_access(host.as_ref(), &loaded.config);

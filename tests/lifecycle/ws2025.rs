@@ -95,3 +95,56 @@ fn server_2025_is_judged_by_its_update_and_its_felix_in_preflight_and_status() {
         );
     }
 }
+
+/// The Node's kube-proxy (`status.nodeInfo.kubeProxyVersion`) is judged on Server 2025 by
+/// preflight and status: 1.33.1 has ModifyLoadBalancer's breakage on HNS 15.4 (fixed in 1.33.2),
+/// 1.33.6 has neither it nor the stale remote endpoints (fixed in 1.33.6); containerd 1.7 is out
+/// of support, 2.3 is not.
+#[test]
+fn the_nodes_kube_proxy_is_warned_with_its_fix_until_the_fixed_release() {
+    for (version, runtime, warned) in [
+        ("v1.33.1", "containerd://1.7.20", true),
+        ("v1.33.6", "containerd://2.3.4", false),
+    ] {
+        let api = FakeApi::start();
+        api.healthy_calico();
+        let path = "/api/v1/nodes/win-1";
+        let mut n = api.get(path).expect("node");
+        n["status"]["nodeInfo"] = json!({"architecture": "amd64", "bootID": "", "containerRuntimeVersion": runtime,
+            "kernelVersion": "10.0.26100.32690", "kubeProxyVersion": version, "kubeletVersion": version,
+            "machineID": "win-1", "operatingSystem": "windows", "osImage": "Windows Server 2025 Datacenter", "systemUUID": ""});
+        api.put(path, n);
+        let node = Node::on(&api)
+            .profile("ws2025-april2026")
+            .installed()
+            .build();
+        let (_, doc, err) = node.run(&["preflight"]);
+        let check = doc["checks"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{err}"))
+            .iter()
+            .find(|c| c["id"] == "kube-proxy")
+            .cloned()
+            .expect("kube-proxy check");
+        // containerd's support, from the Node's containerRuntimeVersion (1.7: out of support).
+        let runtime_check = doc["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .find(|c| c["id"] == "container-runtime")
+            .cloned()
+            .expect("container-runtime check");
+        let want = if warned { "warn" } else { "pass" };
+        assert_eq!(runtime_check["verdict"], want, "{runtime}: {runtime_check}");
+        let (_, status, _) = node.run(&["status"]);
+        let said = [check.to_string(), status["kube_proxy"].to_string()];
+        for s in said {
+            assert_eq!(
+                s.contains("kube-proxy 1.32.6, 1.33.2, 1.34.0 or later"),
+                warned,
+                "{version}: {s}"
+            );
+            assert_eq!(s.contains("ModifyLoadBalancer"), warned, "{version}: {s}");
+        }
+    }
+}
