@@ -74,8 +74,8 @@ pub struct Global {
     #[arg(long, global = true, value_name = "DIR")]
     pub sim_host: Option<PathBuf>,
     /// Profile of a new simulated host: ws2019, ws2019-unpatched, ws20h2, ws2022 (default),
-    /// ws2025, ws2022-docker, ws2022-no-hns, ws2022-flannel, ws2022-aks, ws2022-two-nics,
-    /// ws2022-legacy-calico
+    /// ws2025, ws2025-april2026, ws2022-docker, ws2022-no-hns, ws2022-flannel, ws2022-aks,
+    /// ws2022-two-nics, ws2022-legacy-calico
     #[arg(long, global = true, value_name = "NAME")]
     pub sim_profile: Option<String>,
     /// Make the simulated host fail (fail:N), refuse as the OS does with access denied

@@ -28,6 +28,9 @@ pub struct HostSnapshot {
     /// HNS networks; `Err` with the reason when HNS cannot be used.
     pub hns: Result<Vec<HnsNetwork>, String>,
     pub runtime: Result<Option<RuntimeFacts>, String>,
+    /// The runtime's version as the Node reports it (`status.nodeInfo.containerRuntimeVersion`,
+    /// `containerd://1.7.20`), set by the command that read the cluster.
+    pub runtime_version: Option<String>,
     pub remote_access: Option<InstalledService>,
     /// The VXLAN rules found; `Err` with the reason when the firewall cannot be read.
     pub vxlan_rules: Result<Vec<FirewallRule>, String>,
@@ -75,6 +78,7 @@ pub fn snapshot(h: &dyn Host) -> HostSnapshot {
         dotnet_strong_crypto: dword(h, DOTNET_4, "SchUseStrongCrypto"),
         hns: h.hns_networks().map_err(text),
         runtime: crate::host::runtime::detect(h).map_err(text),
+        runtime_version: None,
         remote_access: service("RemoteAccess"),
         vxlan_rules,
         firewall_modify_state: h.firewall_modify_state().map_err(text),
@@ -132,6 +136,8 @@ pub fn kube_proxy_facts(h: &dyn Host) -> super::kube_proxy::KubeProxyFacts {
                 build: f.build,
                 ubr: f.ubr.unwrap_or(0),
             }),
+        // The Node's, set by the command that read the cluster.
+        version: None,
     }
 }
 
@@ -208,10 +214,9 @@ pub fn evaluate(s: &HostSnapshot, c: &Config) -> Vec<Check> {
     ]
 }
 
-/// Windows Server 2025's build: known, but not yet supported by Calico upstream.
-const WINDOWS_SERVER_2025: u32 = 26100;
-
-/// The supported Windows Server builds (docs/preflight.md has the same table).
+/// The supported Windows Server builds (docs/preflight.md has the same table). What breaks on
+/// one build at some updates and releases is in the known-issues table (`known_issues.rs`),
+/// Windows Server 2025's network policy among them.
 pub const SUPPORTED_BUILDS: &[(u32, &str, Option<u32>)] = &[
     (17763, "Windows Server 2019 (1809)", Some(1432)),
     (18362, "Windows Server 1903", None),
@@ -276,16 +281,6 @@ fn os_build(s: &HostSnapshot) -> Check {
             format!(
                 "confirm with 'Get-ItemProperty \"HKLM:\\SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\" UBR' that UBR >= {min}"
             ),
-        ),
-        // Calico upstream does not support Server 2025 yet (projectcalico/calico#11691).
-        (_, ubr) if sys.build == WINDOWS_SERVER_2025 => Check::warn(
-            ID,
-            format!(
-                "{release}, build {}{}: Calico does not support Windows Server 2025 yet (projectcalico/calico#11691)",
-                sys.build,
-                ubr.map(|u| format!(".{u}")).unwrap_or_default()
-            ),
-            "use Windows Server 2022 for production nodes until Calico supports 2025; this node may work, untested upstream",
         ),
         (_, ubr) => Check::pass(
             ID,
@@ -413,8 +408,45 @@ fn container_runtime(s: &HostSnapshot, c: &Config) -> Check {
             ),
             format!("Start-Service {}", f.name),
         ),
-        (_, Some(f)) => Check::pass(ID, format!("{} is running ({})", f.name, f.install_dir)),
+        (_, Some(f)) => match s
+            .runtime_version
+            .as_deref()
+            .and_then(containerd_out_of_support)
+        {
+            Some(why) => Check::warn(
+                ID,
+                format!("{} is running ({}); {why}", f.name, f.install_dir),
+                "move to a supported containerd release (2.0, or 2.3 the current LTS line) before its fixes stop reaching this node",
+            ),
+            None => Check::pass(ID, format!("{} is running ({})", f.name, f.install_dir)),
+        },
     }
+}
+
+/// Why a containerd release the Node reports (`containerd://1.7.20`) is out of support, if it
+/// is: containerd's RELEASES.md ("Current State of containerd Releases", at v2.3.4 and on main
+/// at 301026e58) gives 1.6 End of Life on August 23, 2025, 2.1 on July 3, 2026, and 1.7 LTS
+/// through September 2026 (its extended support only for Kubernetes 1.30-1.32 on GKE).
+fn containerd_out_of_support(version: &str) -> Option<String> {
+    let v = version
+        .strip_prefix("containerd://")?
+        .trim_start_matches('v');
+    let mut n = v.split('.');
+    let line = (
+        n.next()?.parse::<u32>().ok()?,
+        n.next()?.parse::<u32>().ok()?,
+    );
+    let ended = match line {
+        (1, 6) => "August 23, 2025",
+        (1, 7) => "September 2026",
+        (2, 1) => "July 3, 2026",
+        (1, 0..=5) => "before 2023",
+        _ => return None,
+    };
+    Some(format!(
+        "containerd {v} is out of support: the {}.{} line's support ended {ended} (containerd's RELEASES.md)",
+        line.0, line.1
+    ))
 }
 
 fn cni_dirs(s: &HostSnapshot, c: &Config) -> Check {
@@ -712,13 +744,39 @@ pub fn known_issues(
     calico: Option<&str>,
     allowed: &[String],
 ) -> Check {
+    let windows = s.system.as_ref().ok().map(|f| (f.build, f.ubr));
+    let kubelet = s.kubelet_service.as_ref().map(|k| k.command_line.as_str());
+    let params = s.kubelet_app_parameters.as_deref();
+    judge_known_issues(c, calico, windows, (kubelet, params), allowed)
+}
+
+/// The `known-issues` check as `status` runs it: the same table, from the facts it reads of
+/// the host itself (the installed release, no entry accepted).
+pub fn known_issues_on(h: &dyn Host, c: &Config, calico: Option<&str>) -> Check {
+    let windows = h.system_facts().ok().map(|f| (f.build, f.ubr));
+    let kubelet = h.service_query("kubelet").ok().flatten();
+    let params = match h.reg_get(KUBELET_PARAMETERS_KEY, "AppParameters") {
+        Ok(Some(RegValue::Sz(s) | RegValue::ExpandSz(s))) => Some(s),
+        _ => None,
+    };
+    let kubelet = kubelet.as_ref().map(|k| k.command_line.as_str());
+    judge_known_issues(c, calico, windows, (kubelet, params.as_deref()), &[])
+}
+
+fn judge_known_issues(
+    c: &Config,
+    calico: Option<&str>,
+    windows: Option<(u32, Option<u32>)>,
+    (kubelet, params): (Option<&str>, Option<&str>),
+    allowed: &[String],
+) -> Check {
     let version = calico.and_then(|v| crate::release::version::CalicoVersion::parse(v).ok());
     let facts = super::known_issues::Facts {
         calico: version.as_ref(),
         backend: c.backend,
-        windows: s.system.as_ref().ok().map(|f| (f.build, f.ubr)),
-        kubelet_command_line: s.kubelet_service.as_ref().map(|k| k.command_line.as_str()),
-        kubelet_app_parameters: s.kubelet_app_parameters.as_deref(),
+        windows,
+        kubelet_command_line: kubelet,
+        kubelet_app_parameters: params,
         install_root: c.install_root.as_str(),
     };
     super::known_issues::check(&facts, allowed)

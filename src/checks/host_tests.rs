@@ -74,8 +74,8 @@ fn os_build_needs_the_dsr_update_on_2019_and_warns_when_ubr_is_unknown() {
     let t = assert_verdict("os-build", &snap("ws2019-unpatched"), &c, Verdict::Fail);
     assert!(t.contains("17763.1000") && t.contains("17763.1432"), "{t}");
     assert_verdict("os-build", &snap("ws20h2"), &c, Verdict::Pass);
-    let t = assert_verdict("os-build", &snap("ws2025"), &c, Verdict::Warn);
-    assert!(t.contains("calico#11691"), "{t}");
+    // Server 2025's verdict is the known-issues table's, by update and release.
+    assert_verdict("os-build", &snap("ws2025"), &c, Verdict::Pass);
     let mut s = snap("ws2022");
     if let Ok(sys) = &mut s.system {
         sys.ubr = None;
@@ -306,4 +306,27 @@ fn node_name_must_match_kubelets() {
     let mut s = s;
     s.kubelet_service = None;
     assert_verdict("node-name", &s, &config(&[]), Verdict::Skip);
+}
+
+/// containerd's support, from the version the Node reports: 1.6 and 1.7 are out of support
+/// (containerd's RELEASES.md), 2.0 and 2.3 are not; without a version nothing is said.
+#[test]
+fn containerd_out_of_support_is_warned() {
+    let c = config(&[]);
+    let mut s = snap("ws2022");
+    assert_verdict("container-runtime", &s, &c, Verdict::Pass);
+    for (version, verdict) in [
+        ("containerd://1.6.39", Verdict::Warn),
+        ("containerd://1.7.20", Verdict::Warn),
+        ("containerd://2.0.6", Verdict::Pass),
+        ("containerd://2.3.4", Verdict::Pass),
+    ] {
+        s.runtime_version = Some(version.into());
+        let t = assert_verdict("container-runtime", &s, &c, verdict);
+        assert_eq!(
+            t.contains("out of support"),
+            verdict == Verdict::Warn,
+            "{version}: {t}"
+        );
+    }
 }

@@ -32,11 +32,12 @@ pub enum When {
         backend: Option<Backend>,
     },
     /// A Windows build whose update revision (UBR) is in this inclusive range, with this
-    /// backend (any when `None`).
+    /// backend (any when `None`) and a Calico release in these ranges (any when `None`).
     Windows {
         build: u32,
         ubr: (u32, u32),
         backend: Option<Backend>,
+        calico: Option<&'static [(Release, Release)]>,
     },
     /// kubelet's service runs Calico's old `kubelet-service.ps1` from the install root.
     KubeletFromInstallRoot,
@@ -97,6 +98,7 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
             build: 20348,
             ubr: (2322, 2761),
             backend: Some(Backend::WindowsBgp),
+            calico: None,
         },
         severity: Severity::Warn,
         upstream: "https://github.com/projectcalico/calico/issues/8529 (20348.1970 and earlier work; 20348.2322 and 20348.2582 break)",
@@ -111,6 +113,7 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
             build: 20348,
             ubr: (2582, 2761),
             backend: None,
+            calico: None,
         },
         severity: Severity::Warn,
         upstream: "https://github.com/projectcalico/calico/issues/9019, https://github.com/projectcalico/calico/issues/9043, https://github.com/microsoft/Windows-Containers/issues/516",
@@ -118,18 +121,47 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
         fix: "install KB5044281 (October 2024, 20348.2762) or a later cumulative update",
         worked_around: false,
     },
+    // Windows Server 2025 (26100). Before the April 2026 cumulative update HNS did not apply
+    // an endpoint's ACL policies (microsoft/Windows-Containers#616, reported 2025-10 on
+    // 26100). After it (KB5082063, "2026-04 Security Update (KB5082063) (26100.32690)" as
+    // Windows Update names it; https://support.microsoft.com/help/5082063) they apply, and
+    // "when any ACL policy is applied on an HNS endpoint, HNS switches the endpoint to a
+    // default-deny posture", by design (sureshbabu-msft on #616, 2026-05-11): what no rule
+    // allows is dropped. A Felix whose rule set ends each tier with its own verdict and then
+    // allows the host (endpoint_mgr.go from v3.29.0: GetPolicySetRules per tier with
+    // endOfTierDrop, then NewHostRule) decides every packet itself, so the posture changes
+    // nothing. Felix before v3.29.0 (endpoint_mgr.go at v3.28.5) programs only
+    // `workload.Tiers[0]`, ending it with a block and never a pass (policysets.go
+    // GetPolicySetRules without endOfTierDrop): policy in any later tier, the default tier
+    // behind a tier of the operator's, is never programmed, and what it allows is dropped.
     KnownIssue {
         id: "ws2025-acl-policies",
-        breaks: "on Windows Server 2025 HNS endpoint ACL policies do not apply, and they are how Felix enforces network policy",
+        breaks: "on Windows Server 2025 before the April 2026 cumulative update (26100.32690) HNS does not apply endpoint ACL policies, and they are how Felix enforces network policy: policies do not apply",
         when: When::Windows {
             build: 26100,
-            ubr: (0, u32::MAX),
+            ubr: (0, 32689),
             backend: None,
+            calico: None,
         },
         severity: Severity::Warn,
-        upstream: "https://github.com/microsoft/Windows-Containers/issues/616; Calico does not support Server 2025 yet (https://github.com/projectcalico/calico/issues/11691)",
-        source: "the report",
-        fix: "use Windows Server 2022 for nodes that need network policy",
+        upstream: "https://github.com/microsoft/Windows-Containers/issues/616 (ACLs apply after KB5082062/KB5082063, 2026-04)",
+        source: "the report, and Microsoft's answer on it of 2026-05-11; KB5082063 is 26100.32690 (its Windows Update title)",
+        fix: "install KB5082063 (April 2026, 26100.32690) or a later cumulative update",
+        worked_around: false,
+    },
+    KnownIssue {
+        id: "ws2025-first-tier-only",
+        breaks: "on Windows Server 2025 from the April 2026 cumulative update (26100.32690) HNS denies what no ACL allows, and Felix before v3.29.0 programs only the first policy tier, ending it with a block: traffic that a later tier (the default tier behind a tier of your own) or a tier's Pass action allows is dropped",
+        when: When::Windows {
+            build: 26100,
+            ubr: (32690, u32::MAX),
+            backend: None,
+            calico: Some(&[((3, 0, 0), (3, 28, 999))]),
+        },
+        severity: Severity::Warn,
+        upstream: "https://github.com/microsoft/Windows-Containers/issues/616 (default deny once any ACL applies); per-tier rules by https://github.com/projectcalico/calico/pull/9085 and https://github.com/projectcalico/calico/pull/9329 (3d8faf0dd0, 9a00af57b2, first in v3.29.0)",
+        source: "felix/dataplane/windows/endpoint_mgr.go: Tiers[0] only at v3.28.5; per tier with endOfTierDrop and NewHostRule at v3.29.0 through v3.32.1",
+        fix: "upgrade the cluster's Calico to v3.29.0 or later (calicoctl-win installs the cluster's release)",
         worked_around: false,
     },
     KnownIssue {
@@ -187,24 +219,28 @@ pub struct Facts<'a> {
     pub install_root: &'a str,
 }
 
+/// Whether the release is known and in one of `ranges`.
+fn in_ranges(v: Option<&CalicoVersion>, ranges: &[(Release, Release)]) -> bool {
+    v.is_some_and(|v| {
+        let n = (v.major, v.minor, v.patch);
+        ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&n))
+    })
+}
+
 impl KnownIssue {
     /// Whether the entry applies to `f`.
     pub fn applies(&self, f: &Facts<'_>) -> bool {
         let backend_ok = |b: Option<Backend>| b.is_none_or(|b| b == f.backend);
         match self.when {
-            When::Calico { ranges, backend } => {
-                backend_ok(backend)
-                    && f.calico.is_some_and(|v| {
-                        let n = (v.major, v.minor, v.patch);
-                        ranges.iter().any(|(lo, hi)| (*lo..=*hi).contains(&n))
-                    })
-            }
+            When::Calico { ranges, backend } => backend_ok(backend) && in_ranges(f.calico, ranges),
             When::Windows {
                 build,
                 ubr: (lo, hi),
                 backend,
+                calico,
             } => {
                 backend_ok(backend)
+                    && calico.is_none_or(|ranges| in_ranges(f.calico, ranges))
                     && f.windows.is_some_and(|(b, u)| {
                         b == build
                             && match u {
@@ -231,8 +267,10 @@ impl KnownIssue {
     /// Whether the entry is for this Windows build but the update revision is unknown, so
     /// whether it applies cannot be told.
     fn undecided(&self, f: &Facts<'_>) -> bool {
-        matches!(self.when, When::Windows { build, .. }
-            if f.windows == Some((build, None)) && !self.applies(f))
+        matches!(self.when, When::Windows { build, calico, .. }
+            if f.windows == Some((build, None))
+                && calico.is_none_or(|ranges| in_ranges(f.calico, ranges))
+                && !self.applies(f))
     }
 }
 
@@ -417,6 +455,55 @@ mod tests {
         assert_eq!(
             verdict("3.31.6", Backend::Vxlan, (26100, 1), &[]).verdict,
             Warn
+        );
+    }
+
+    /// Windows Server 2025 by update and release: before KB5082063 (26100.32690) policies do
+    /// not apply; from it, a Felix that programs every tier (v3.29.0 on) gets no policy
+    /// warning, and one before v3.29.0 is told what breaks and the release to move to.
+    #[test]
+    fn windows_server_2025_is_judged_by_its_update_and_the_felix_release() {
+        use super::super::Verdict::{Pass, Warn};
+        for (ubr, release, want) in [
+            (1742, "3.31.6", Some("ws2025-acl-policies")),
+            (32689, "3.31.6", Some("ws2025-acl-policies")),
+            (32689, "3.28.5", Some("ws2025-acl-policies")),
+            (32690, "3.28.5", Some("ws2025-first-tier-only")),
+            (32690, "3.29.0", None),
+            (32698, "3.31.6", None),
+        ] {
+            let c = verdict(release, Backend::Vxlan, (26100, ubr), &[]);
+            let said: Vec<&str> = KNOWN_ISSUES
+                .iter()
+                .filter(|k| k.id.starts_with("ws2025") && c.message.contains(k.id))
+                .map(|k| k.id)
+                .collect();
+            assert_eq!(
+                said,
+                want.into_iter().collect::<Vec<_>>(),
+                "26100.{ubr} {release}: {}",
+                c.message
+            );
+            if want == Some("ws2025-first-tier-only") {
+                assert_eq!(c.verdict, Warn);
+                assert!(
+                    c.remedy
+                        .as_deref()
+                        .is_some_and(|r| r.contains("v3.29.0 or later")),
+                    "{:?}",
+                    c.remedy
+                );
+            }
+        }
+        assert_eq!(
+            verdict("3.31.6", Backend::Vxlan, (26100, 32690), &[]).verdict,
+            Pass
+        );
+        let c = verdict("3.31.6", Backend::Vxlan, (26100, 32689), &[]);
+        assert!(
+            c.remedy.as_deref().is_some_and(|r| r.contains("KB5082063")),
+            "{:?}",
+            c.remedy
         );
     }
 

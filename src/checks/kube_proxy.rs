@@ -30,6 +30,118 @@ pub struct KubeProxyFacts {
     /// The Windows build, for DSR (shown with the system facts).
     #[serde(skip)]
     pub os_build: Option<OsBuild>,
+    /// kube-proxy's version as the Node reports it (`status.nodeInfo.kubeProxyVersion`,
+    /// `v1.33.1`), when the cluster was read and the kubelet sets it.
+    pub version: Option<String>,
+}
+
+/// A kube-proxy release, `(major, minor, patch)`.
+type Release = (u32, u32, u32);
+
+/// A kube-proxy (winkernel) breakage on Windows, by kube-proxy version.
+struct Breakage {
+    /// What breaks, in one sentence.
+    breaks: &'static str,
+    /// The Windows build it needs (`None`: any).
+    build: Option<u32>,
+    /// The kube-proxy releases in it, inclusive `(major, minor, patch)` ranges.
+    affected: &'static [(Release, Release)],
+    /// The releases that fix it, and the upstream issue and fix.
+    fix: &'static str,
+}
+
+/// kube-proxy's breakage on Windows Server 2025 and in winkernel, each read in
+/// kubernetes/kubernetes's CHANGELOG-1.3x.md (the release notes of the fix and its
+/// cherry-picks). Left out: the panic on an HNS load balancer without port mappings
+/// (kubernetes#141488, fixed by #141489 in v1.38.0-alpha.1, cherry-picked by #141681 and
+/// #141707 to 1.37 and 1.36 in no patch release read), as no released fix could be read.
+const BREAKAGE: &[Breakage] = &[
+    // kubernetes#131466: with HNS 15.4 (Windows Server 2025) ModifyLoadBalancer, which
+    // kube-proxy calls from 1.31 (#124092), left the load balancer's old endpoints. Fixed by
+    // #131506 (CHANGELOG-1.34.md, v1.34.0-beta.0), #131652 (CHANGELOG-1.32.md, 1.32.6) and
+    // #131649 (CHANGELOG-1.33.md, 1.33.2); no 1.31 cherry-pick (asked on #131649, none made).
+    Breakage {
+        breaks: "on Windows Server 2025 (HNS 15.4) kube-proxy's ModifyLoadBalancer leaves a Service's load balancer on its old endpoints: scaled or replaced pods are not reached through the Service",
+        build: Some(26100),
+        affected: &[
+            ((1, 31, 0), (1, 31, 999)),
+            ((1, 32, 0), (1, 32, 5)),
+            ((1, 33, 0), (1, 33, 1)),
+        ],
+        fix: "kube-proxy 1.32.6, 1.33.2, 1.34.0 or later (kubernetes/kubernetes#131466, fixed by #131506)",
+    },
+    // kubernetes#135144: with one Deployment behind several Services, endpointsMapChange()
+    // cleared terminatedEndpoints on each Service's update, so remote endpoints stayed
+    // (reported on 1.31 and later). Fixed by #135146 (CHANGELOG-1.35.md, v1.35.0-beta.0),
+    // #135172 (1.32.10), #135171 (1.33.6) and #135170 (1.34.2).
+    Breakage {
+        breaks: "kube-proxy (winkernel) leaves stale remote endpoints when one Deployment backs several Services",
+        build: None,
+        affected: &[
+            ((1, 31, 0), (1, 31, 999)),
+            ((1, 32, 0), (1, 32, 9)),
+            ((1, 33, 0), (1, 33, 5)),
+            ((1, 34, 0), (1, 34, 1)),
+        ],
+        fix: "kube-proxy 1.32.10, 1.33.6, 1.34.2, 1.35.0 or later (kubernetes/kubernetes#135144, fixed by #135146)",
+    },
+];
+
+/// `v1.33.1` (a `+build` or `-pre` suffix aside) as `(1, 33, 1)`.
+fn release(version: &str) -> Option<Release> {
+    let v = version.trim().trim_start_matches('v');
+    let v = v.split(['-', '+']).next()?;
+    let mut n = v.split('.').map(str::parse::<u32>);
+    Some((n.next()?.ok()?, n.next()?.ok()?, n.next()?.ok()?))
+}
+
+/// The known breakage of this kube-proxy version on this build, each with its fix.
+fn breakage(f: &KubeProxyFacts) -> Vec<Finding> {
+    let Some(v) = f.version.as_deref().and_then(release) else {
+        return Vec::new();
+    };
+    BREAKAGE
+        .iter()
+        .filter(|b| {
+            b.build
+                .is_none_or(|want| f.os_build.is_some_and(|o| o.build == want))
+        })
+        .filter(|b| b.affected.iter().any(|(lo, hi)| (*lo..=*hi).contains(&v)))
+        .map(|b| {
+            (
+                format!(
+                    "kube-proxy {}: {}",
+                    f.version.as_deref().unwrap_or_default(),
+                    b.breaks
+                ),
+                format!("move kube-proxy to {}", b.fix),
+            )
+        })
+        .collect()
+}
+
+/// The kube-proxy check with its known breakage: each said as a warning (a failure stays one).
+pub fn check(f: &KubeProxyFacts, c: &Config) -> Check {
+    let base = check_setup(f, c);
+    let found = breakage(f);
+    if found.is_empty() || c.backend == Backend::None {
+        return base;
+    }
+    let mut warns = found;
+    if base.verdict != super::Verdict::Pass && base.verdict != super::Verdict::Skip {
+        warns.insert(
+            0,
+            (
+                base.message.clone(),
+                base.remedy.clone().unwrap_or_default(),
+            ),
+        );
+    }
+    if base.verdict == super::Verdict::Fail {
+        let (fails, warns) = warns.split_at(1);
+        return verdict(fails, warns);
+    }
+    verdict(&[], &warns)
 }
 
 /// The value of `--name=V` or `--name V` in `args`.
@@ -58,8 +170,8 @@ fn gate_on(args: &[String], gate: &str) -> bool {
 /// A problem found, with what fixes it.
 type Finding = (String, String);
 
-/// The kube-proxy check: every problem at once, the worst verdict.
-pub fn check(f: &KubeProxyFacts, c: &Config) -> Check {
+/// How kube-proxy is set up: every problem at once, the worst verdict.
+fn check_setup(f: &KubeProxyFacts, c: &Config) -> Check {
     if c.backend == Backend::None {
         return Check::skip(ID, "backend none: kube-proxy is configured by the platform");
     }
@@ -262,7 +374,50 @@ mod tests {
             calico_network: true,
             source_vip_endpoint: Some("10.244.1.2".into()),
             os_build: Some(build.parse().expect("build")),
+            version: None,
         }
+    }
+
+    /// Each known breakage: a kube-proxy in it is warned with the release to move to, one
+    /// at the fixed release (and on a build the entry does not need) is not.
+    #[test]
+    fn known_kube_proxy_breakage_is_warned_with_its_fix() {
+        let good = "c:\\k\\kube-proxy.exe --network-name=Calico --source-vip=10.244.1.2 --enable-dsr=true --feature-gates=WinDSR=true";
+        for (build, version, want) in [
+            // ModifyLoadBalancer on HNS 15.4 (kubernetes#131466): Server 2025 only.
+            ("26100.32690", "v1.32.5", Some("kube-proxy 1.32.6")),
+            ("26100.32690", "v1.33.1", Some("kube-proxy 1.32.6")),
+            ("26100.32690", "v1.31.9", Some("kube-proxy 1.32.6")),
+            ("26100.32690", "v1.32.10", None),
+            ("26100.32690", "v1.33.6", None),
+            // Stale remote endpoints (kubernetes#135144): any build.
+            ("20348.2762", "v1.34.1", Some("kube-proxy 1.32.10")),
+            ("20348.2762", "v1.32.9", Some("kube-proxy 1.32.10")),
+            ("20348.2762", "v1.34.2", None),
+            ("20348.2762", "v1.35.0", None),
+            ("20348.2762", "v1.30.14", None),
+        ] {
+            let f = KubeProxyFacts {
+                version: Some(version.into()),
+                ..facts(good, build)
+            };
+            let c = check(&f, &config("vxlan"));
+            let remedy = c.said.remedy.clone().unwrap_or_default();
+            match want {
+                Some(fix) => {
+                    assert_eq!(c.verdict, Verdict::Warn, "{build} {version}: {c:?}");
+                    assert!(remedy.contains(fix), "{build} {version}: {remedy}");
+                    assert!(c.message.contains(version), "{c:?}");
+                }
+                None => assert_eq!(c.verdict, Verdict::Pass, "{build} {version}: {c:?}"),
+            }
+        }
+        // Server 2025's entry does not apply on 2022.
+        let f = KubeProxyFacts {
+            version: Some("v1.35.0".into()),
+            ..facts(good, "20348.2762")
+        };
+        assert_eq!(check(&f, &config("vxlan")).verdict, Verdict::Pass);
     }
 
     fn config(backend: &str) -> Config {

@@ -155,6 +155,34 @@ pub struct ClusterFacts {
     pub node_object: Option<Node>,
 }
 
+impl ClusterFacts {
+    /// kube-proxy's version as the Node reports it (`status.nodeInfo.kubeProxyVersion`); the
+    /// kubelet may leave it empty (kubernetes `DisableNodeKubeProxyVersion`).
+    pub fn kube_proxy_version(&self) -> Option<String> {
+        let info = self
+            .node_object
+            .as_ref()?
+            .status
+            .as_ref()?
+            .node_info
+            .as_ref()?;
+        Some(info.kube_proxy_version.clone()).filter(|v| !v.is_empty())
+    }
+
+    /// The container runtime's version as the Node reports it
+    /// (`status.nodeInfo.containerRuntimeVersion`, `containerd://1.7.20`).
+    pub fn runtime_version(&self) -> Option<String> {
+        let info = self
+            .node_object
+            .as_ref()?
+            .status
+            .as_ref()?
+            .node_info
+            .as_ref()?;
+        Some(info.container_runtime_version.clone()).filter(|v| !v.is_empty())
+    }
+}
+
 /// Whether a read of the cluster asks for the identity's rights (`preflight`, `install`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rights {

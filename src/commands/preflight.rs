@@ -37,7 +37,7 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     check_known_issue_ids(&args.allow_known_issue)?;
     let host = ctx.open_host(Intent::Read)?;
     let base = ctx.load_config()?;
-    let snapshot = checks::host::snapshot(host.as_ref());
+    let mut snapshot = checks::host::snapshot(host.as_ref());
     let node = base.config.node.name.to_string();
     let mut cluster = read_cluster(args.offline, ctx, &node, facts::Rights::Ask)?;
     let mut loaded = with_cluster(ctx, &cluster, base)?;
@@ -53,6 +53,10 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
         }
     }
 
+    if let ClusterRead::Read(_, f) = &cluster {
+        snapshot.kube_proxy.version = f.kube_proxy_version();
+        snapshot.runtime_version = f.runtime_version();
+    }
     let mut results = checks::host::evaluate(&snapshot, &loaded.config);
     let mut access = checks::host::dir_access(host.as_ref(), &loaded.config);
     if args.fix && access.verdict == Verdict::Fail {

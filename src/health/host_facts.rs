@@ -113,13 +113,33 @@ pub(super) fn metadata_route(
 /// kube-proxy as preflight's `kube-proxy` check sees it: a misconfiguration (the wrong
 /// network, a source VIP that is not `Calico_ep`'s, DSR the build lacks) is a problem; no
 /// kube-proxy service (it may run as a HostProcess DaemonSet) or DSR left off is shown only.
-pub(super) fn kube_proxy(host: &dyn Host, config: &Config, n: &mut Notes) -> KubeProxy {
+pub(super) fn kube_proxy(
+    host: &dyn Host,
+    config: &Config,
+    version: Option<String>,
+    n: &mut Notes,
+) -> KubeProxy {
     use crate::checks::Verdict;
-    let facts = crate::checks::host::kube_proxy_facts(host);
+    let facts = crate::checks::kube_proxy::KubeProxyFacts {
+        version,
+        ..crate::checks::host::kube_proxy_facts(host)
+    };
     let check = crate::checks::kube_proxy::check(&facts, config);
     if check.verdict == Verdict::Fail {
         n.findings.push(health::kube_proxy(check.said.clone()));
     }
+    KubeProxy {
+        verdict: check.verdict,
+        message: check.message.clone(),
+        remedy: check.remedy.clone(),
+    }
+}
+
+/// The known-issues table (`checks::known_issues`) for this build and update, the installed
+/// release and the config's backend, as preflight judges it: shown beside kube-proxy (what
+/// breaks and its fix is the table's; the findings judge what the node does now).
+pub(super) fn known_issues(host: &dyn Host, config: &Config, calico: Option<&str>) -> KubeProxy {
+    let check = crate::checks::host::known_issues_on(host, config, calico);
     KubeProxy {
         verdict: check.verdict,
         message: check.message.clone(),

@@ -101,7 +101,13 @@ fn steps(
         r.node = cluster_facts::node(cluster, look.node, n)?;
         r.ipam = cluster_facts::ipam(cluster, a.config, look.node, n)?;
         r.token = token::token(h, a.config, cluster, a.seen.asked.as_ref(), n);
-        r.kube_proxy = Some(host_facts::kube_proxy(h, a.config, n));
+        let version = match cluster {
+            crate::cluster::read::ClusterRead::Read(_, f) => f.kube_proxy_version(),
+            _ => None,
+        };
+        r.kube_proxy = Some(host_facts::kube_proxy(h, a.config, version, n));
+        let calico = rec.and_then(|r| r.calico_version.as_deref());
+        r.known_issues = Some(host_facts::known_issues(h, a.config, calico));
         r.dir_access = host_facts::dir_access(h, a.config, n);
     }
     metrics_facts::metrics(h, n);

@@ -38,6 +38,8 @@ pub struct InstalledReport {
     pub ipam: Option<s::Ipam>,
     pub token: Option<s::Token>,
     pub kube_proxy: Option<s::KubeProxy>,
+    /// The known-issues check for this build, update and installed release (preflight's).
+    pub known_issues: Option<s::KubeProxy>,
     pub dir_access: Vec<s::DirAccess>,
     pub admin_kubeconfigs: Vec<String>,
     pub under_way: Option<s::UnderWay>,

@@ -184,7 +184,7 @@ pub struct TokenShown {
     pub past_unmeasured: bool,
 }
 
-/// kube-proxy as preflight's `kube-proxy` check sees it.
+/// A check of preflight's as status shows it: kube-proxy's, and the known issues'.
 #[derive(Serialize)]
 pub struct KubeProxy {
     pub verdict: Verdict,

@@ -109,6 +109,12 @@ fn the_cluster(r: &InstalledReport) -> Vec<String> {
             .as_ref()
             .map(|k| format!("kube-proxy: {}", k.message)),
     );
+    // The fix of each is preflight's and status -o json's.
+    out.extend(
+        r.known_issues
+            .as_ref()
+            .map(|k| format!("known issues: {}", k.message)),
+    );
     out.extend(r.shown.datastore.clone());
     for f in [
         &r.shown.diags_review,

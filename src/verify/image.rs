@@ -1,25 +1,36 @@
 //! The probe image: agnhost, the image the Kubernetes e2e suites run on Windows and Linux
 //! alike, and the Windows Server builds it is published for.
 //!
-//! kubernetes/kubernetes: `test/utils/image/manifest.go` (`configs[Agnhost]`, agnhost 2.52 from
-//! the promoter's e2e registry `registry.k8s.io/e2e-test-images`); `test/images/agnhost/BASEIMAGE`
+//! kubernetes/kubernetes: `test/utils/image/manifest.go` (`configs[Agnhost]`, from the
+//! promoter's e2e registry `registry.k8s.io/e2e-test-images`); `test/images/agnhost/BASEIMAGE`
 //! lists the variants of the manifest list: `linux/amd64`, `linux/arm64`, ... and
-//! `windows/amd64/1809` and `windows/amd64/ltsc2022` only. A Windows container must match its
-//! host's build under process isolation, so a Windows node on any other build gets no probe
-//! pod from this image (its pull would fail with "no matching manifest"): `verify` says so and
-//! names `--image` for a mirror built for that build, instead of waiting for a pull that cannot
-//! succeed.
+//! `windows/amd64/1809` and `windows/amd64/ltsc2022` up to 2.61 (every BASEIMAGE stored here);
+//! kubernetes/kubernetes#136727 ("Add Windows Server 2025 support for agnhost image", merged
+//! 2026-02-03, on #132235's `ltsc2025` base images) adds `windows/amd64/ltsc2025`, and
+//! kubernetes/k8s.io#9057 promoted 2.62 to registry.k8s.io as the agnhost "which includes ...
+//! 2025 os support". The BASEIMAGE of 2.62 itself could not be read here (the kubernetes
+//! repository is too large to fetch); its `ltsc2025` key is named as #132235 named it.
+//!
+//! A Windows container must match its host's build under process isolation: containerd picks
+//! the manifest list's variant whose `os.version` is the node's, so each node runs its own from
+//! the one reference, and the probe pod names the variant (`VARIANT_ANNOTATION`). A Windows
+//! node on any other build gets no probe pod from this image (its pull would fail with "no
+//! matching manifest"): `verify` says so and names `--image` for a mirror built for that build.
 
 /// The image `verify` runs unless `--image` names another (a mirror, for air-gapped clusters).
-pub const AGNHOST: &str = "registry.k8s.io/e2e-test-images/agnhost:2.52";
+pub const AGNHOST: &str = "registry.k8s.io/e2e-test-images/agnhost:2.62";
 
-/// The Windows Server builds agnhost's manifest list carries (BASEIMAGE's `windows/amd64/1809`
-/// and `windows/amd64/ltsc2022`), as the build number the node's
-/// `node.kubernetes.io/windows-build` label starts with (`10.0.17763`, `10.0.20348`).
-pub const WINDOWS_BUILDS: &[(&str, &str)] = &[
-    ("10.0.17763", "Windows Server 2019 (1809)"),
-    ("10.0.20348", "Windows Server 2022 (ltsc2022)"),
+/// The Windows variants agnhost's manifest list carries (BASEIMAGE's keys), by the build
+/// number the node's `node.kubernetes.io/windows-build` label holds (`10.0.20348`).
+pub const WINDOWS_VARIANTS: &[(&str, &str)] = &[
+    ("10.0.17763", "windows/amd64/1809"),
+    ("10.0.20348", "windows/amd64/ltsc2022"),
+    ("10.0.26100", "windows/amd64/ltsc2025"),
 ];
+
+/// The annotation on a Windows probe pod naming the variant of the default image its node
+/// runs (none for a mirror given by `--image`, taken at its word).
+pub const VARIANT_ANNOTATION: &str = "calicoctl-win.projectcalico.org/image-variant";
 
 /// The port netexec serves HTTP on (`--http-port`, its default 8080) and UDP on (`--udp-port`,
 /// its default 8081). The UDP server must run: netexec's `/healthz` answers 200 only once it
@@ -27,10 +38,19 @@ pub const WINDOWS_BUILDS: &[(&str, &str)] = &[
 pub const HTTP_PORT: i32 = 8080;
 pub const UDP_PORT: i32 = 8081;
 
-/// Whether the default image carries a variant for this Windows build (the label's value, such
-/// as `10.0.20348`). A mirror given by `--image` is taken at its word.
+/// The default image's variant for this Windows build (the label's value, such as
+/// `10.0.20348`); `None` for another image or a build it lacks.
+pub fn variant(image: &str, windows_build: &str) -> Option<&'static str> {
+    (image == AGNHOST)
+        .then(|| WINDOWS_VARIANTS.iter().find(|(b, _)| *b == windows_build))
+        .flatten()
+        .map(|(_, v)| *v)
+}
+
+/// Whether the default image carries a variant for this Windows build. A mirror given by
+/// `--image` is taken at its word.
 pub fn carries_build(image: &str, windows_build: &str) -> bool {
-    image != AGNHOST || WINDOWS_BUILDS.iter().any(|(b, _)| *b == windows_build)
+    image != AGNHOST || variant(image, windows_build).is_some()
 }
 
 #[cfg(test)]
@@ -38,10 +58,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_default_image_carries_2019_and_2022_only() {
-        assert!(carries_build(AGNHOST, "10.0.17763"));
-        assert!(carries_build(AGNHOST, "10.0.20348"));
-        assert!(!carries_build(AGNHOST, "10.0.26100"));
-        assert!(carries_build("mirror.local/agnhost:2.52", "10.0.26100"));
+    fn the_default_image_carries_2019_2022_and_2025() {
+        assert_eq!(variant(AGNHOST, "10.0.17763"), Some("windows/amd64/1809"));
+        assert_eq!(
+            variant(AGNHOST, "10.0.20348"),
+            Some("windows/amd64/ltsc2022")
+        );
+        assert_eq!(
+            variant(AGNHOST, "10.0.26100"),
+            Some("windows/amd64/ltsc2025")
+        );
+        assert!(carries_build(AGNHOST, "10.0.26100"));
+        assert!(!carries_build(AGNHOST, "10.0.19042"));
+        assert!(carries_build("mirror.local/agnhost:2.62", "10.0.19042"));
+        assert_eq!(variant("mirror.local/agnhost:2.62", "10.0.26100"), None);
     }
 }

@@ -48,7 +48,8 @@ fn a_full_cluster_gets_every_check_and_a_linux_worker() {
 
 #[test]
 fn a_cluster_without_peers_skips_the_cross_node_checks_and_says_why() {
-    let nodes = [win("win-a", "10.0.20348"), win("win-c", "10.0.26100")];
+    // 20H2 (19042): a build agnhost is not published for.
+    let nodes = [win("win-a", "10.0.20348"), win("win-c", "10.0.19042")];
     let m = plan("win-a", &nodes, image::AGNHOST, None).unwrap();
     let skipped: Vec<CheckId> = m.skipped.iter().map(|s| s.id).collect();
     assert_eq!(
@@ -78,10 +79,13 @@ fn a_control_plane_is_taken_when_it_is_the_only_linux_node() {
 
 #[test]
 fn a_node_the_image_lacks_or_not_windows_is_refused_before_anything() {
-    let nodes = [linux("cp", true), win("win-new", "10.0.26100")];
-    let err = plan("win-new", &nodes, image::AGNHOST, None).unwrap_err();
+    let nodes = [linux("cp", true), win("win-old", "10.0.19042")];
+    let err = plan("win-old", &nodes, image::AGNHOST, None).unwrap_err();
     assert!(matches!(err, PlanError::BuildNotCarried { .. }), "{err}");
-    assert!(plan("win-new", &nodes, "mirror/agnhost:2.52", None).is_ok());
+    assert!(plan("win-old", &nodes, "mirror/agnhost:2.52", None).is_ok());
+    // Windows Server 2025 is carried (agnhost 2.62's ltsc2025): verified, not refused.
+    let nodes = [linux("cp", true), win("win-new", "10.0.26100")];
+    assert!(plan("win-new", &nodes, image::AGNHOST, None).is_ok());
     assert_eq!(
         plan("cp", &nodes, image::AGNHOST, None),
         Err(PlanError::NotWindows("cp".into()))

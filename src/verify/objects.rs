@@ -91,6 +91,11 @@ pub fn pod(ns: &str, p: &Placement, image: &str, owner: &OwnerReference) -> Pod 
             name: Some(role.to_owned()),
             namespace: Some(ns.to_owned()),
             labels: labels(&[(OWNER_LABEL, OWNER_VALUE), (ROLE_LABEL, role)]),
+            annotations: p
+                .windows_build
+                .as_deref()
+                .and_then(|b| super::image::variant(image, b))
+                .and_then(|v| labels(&[(super::image::VARIANT_ANNOTATION, v)])),
             owner_references: Some(vec![owner.clone()]),
             ..Default::default()
         },

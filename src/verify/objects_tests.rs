@@ -32,7 +32,7 @@ fn a_windows_probe_pod_selects_the_nodes_build_and_is_pinned_by_name() {
         &json!({"key": "metadata.name", "operator": "In", "values": ["win-a"]})
     );
     let c = &spec["containers"][0];
-    assert_eq!(c["image"], "registry.k8s.io/e2e-test-images/agnhost:2.52");
+    assert_eq!(c["image"], "registry.k8s.io/e2e-test-images/agnhost:2.62");
     assert_eq!(
         c["args"],
         json!(["netexec", "--http-port=8080", "--udp-port=8081"])

@@ -116,7 +116,7 @@ fn the_plan_with_verify_runs_verify_after_the_reconfigure_and_is_what_the_contro
     );
     let images = policy["spec"]["validations"][0]["expression"].to_string();
     assert!(
-        images.contains("['registry.k8s.io/e2e-test-images/agnhost:2.52']"),
+        images.contains("['registry.k8s.io/e2e-test-images/agnhost:2.62']"),
         "{images}"
     );
     for b in verify_roles.iter().filter(|m| m["subjects"].is_array()) {
@@ -366,7 +366,7 @@ fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
             // The fleet's --verify-image, here the default's own name.
             .args([
                 "--verify-image",
-                "registry.k8s.io/e2e-test-images/agnhost:2.52",
+                "registry.k8s.io/e2e-test-images/agnhost:2.62",
             ])
             .output()
             .expect("runs");
@@ -460,7 +460,7 @@ fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
         // The fleet's --verify-image, here the default's own name.
         .args([
             "--verify-image",
-            "registry.k8s.io/e2e-test-images/agnhost:2.52",
+            "registry.k8s.io/e2e-test-images/agnhost:2.62",
         ])
         .output()
         .expect("runs");

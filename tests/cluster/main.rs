@@ -26,6 +26,7 @@ mod real_clusters;
 mod rights;
 mod verify;
 mod verify_bounds;
+mod verify_builds;
 mod verify_events;
 mod verify_gates;
 mod verify_guards;

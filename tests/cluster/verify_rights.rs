@@ -263,7 +263,7 @@ fn the_admission_policy_is_valid_and_names_the_account_and_the_image() {
     );
     let images = policy["spec"]["validations"][0]["expression"].to_string();
     assert!(
-        images.contains("['registry.k8s.io/e2e-test-images/agnhost:2.52']"),
+        images.contains("['registry.k8s.io/e2e-test-images/agnhost:2.62']"),
         "{images}"
     );
     let out = on_node()

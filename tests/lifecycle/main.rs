@@ -34,3 +34,4 @@ mod repair_ends;
 mod service_run;
 mod token_renewal;
 mod token_trouble;
+mod ws2025;

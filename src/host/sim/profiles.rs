@@ -18,7 +18,11 @@ pub const PROFILES: &[(&str, &str)] = &[
     ("ws2022", "Windows Server 2022, 20348.2227, containerd"),
     (
         "ws2025",
-        "Windows Server 2025, 26100.1742, containerd (not yet supported by Calico)",
+        "Windows Server 2025, 26100.1742 (before the April 2026 update: HNS applies no endpoint ACL), containerd",
+    ),
+    (
+        "ws2025-april2026",
+        "Windows Server 2025, 26100.32690 (the April 2026 update, KB5082063: endpoint ACLs apply, default deny), containerd",
     ),
     (
         "ws2022-docker",
@@ -48,6 +52,13 @@ pub const PROFILES: &[(&str, &str)] = &[
 
 pub const DEFAULT_PROFILE: &str = "ws2022";
 
+/// Windows Server 2025 at 26100.1742, or at the April 2026 update's 26100.32690 (KB5082063,
+/// "2026-04 Security Update (KB5082063) (26100.32690)"; checks/known_issues.rs).
+fn ws2025(name: &str) -> (u32, u32, &'static str) {
+    let ubr = if name == "ws2025" { 1742 } else { 32690 };
+    (26100, ubr, "Windows Server 2025 Datacenter")
+}
+
 /// A file the profile places on the host: path and contents.
 pub type SeedFile = (String, Vec<u8>);
 
@@ -58,7 +69,7 @@ pub fn build(name: &str) -> Option<(State, Vec<SeedFile>)> {
         "ws2019" => (17763, 1432, "Windows Server 2019 Datacenter"),
         "ws2019-unpatched" => (17763, 1000, "Windows Server 2019 Datacenter"),
         "ws20h2" => (19042, 1415, "Windows Server Datacenter"),
-        "ws2025" => (26100, 1742, "Windows Server 2025 Datacenter"),
+        "ws2025" | "ws2025-april2026" => ws2025(name),
         _ => (20348, 2227, "Windows Server 2022 Datacenter"),
     };
     let mut state = base(name, build, ubr, product);

@@ -52,6 +52,15 @@ pub struct Dataplane {
     pub policy_applies_after: Option<Duration>,
     /// How long after its deletion a NetworkPolicy stops being enforced; `None`: never.
     pub policy_removed_after: Option<Duration>,
+    /// Nodes whose HNS applies no endpoint ACL, so no NetworkPolicy drops a packet to their
+    /// pods: Windows Server 2025 before its April 2026 update (KB5082063, 26100.32690;
+    /// microsoft/Windows-Containers#616). From that update an endpoint with any ACL denies
+    /// what none allows (Microsoft on #616, 2026-05-11); Felix from v3.29.0 ends every tier
+    /// with its own verdict and allows the host (endpoint_mgr.go), so such a node enforces
+    /// policy as this dataplane does by default.
+    pub acls_ignored_on: BTreeSet<String>,
+    /// Every pod the kubelets ran, as made (its `spec.nodeName` set).
+    pub pods_run: Vec<Value>,
     /// Addresses outside the cluster that answer (`host:port`).
     pub outside: BTreeSet<String>,
     /// How long the image pull takes on every node (`Duration::MAX`: it never ends); none by
@@ -126,6 +135,7 @@ pub fn run_pod(d: &mut Dataplane, ns: &str, pod: &mut Value) -> Option<Value> {
         .or(pod["spec"]["nodeName"].as_str())?
         .to_owned();
     pod["spec"]["nodeName"] = json!(node);
+    d.pods_run.push(pod.clone());
     let name = pod["metadata"]["name"]
         .as_str()
         .unwrap_or_default()
@@ -158,7 +168,7 @@ pub fn run_pod(d: &mut Dataplane, ns: &str, pod: &mut Value) -> Option<Value> {
             ns,
             &name,
             "Pulling",
-            "Pulling image \"registry.k8s.io/e2e-test-images/agnhost:2.52\"",
+            "Pulling image \"registry.k8s.io/e2e-test-images/agnhost:2.62\"",
         ));
     }
     if d.stuck_on.contains(&node) {
@@ -257,17 +267,19 @@ pub fn policy_deleted(d: &mut Dataplane, key: &str) {
 /// `policyTypes: [Ingress]` and no rule drops every packet to the pods it selects).
 fn denied(d: &Dataplane, p: &Value) -> bool {
     let ns = p["metadata"]["namespace"].as_str().unwrap_or_default();
-    d.policies.iter().any(|(k, (selects, made, gone))| {
-        k.starts_with(&format!("{ns}/"))
-            && selects
-                .as_object()
-                .is_some_and(|m| m.iter().all(|(l, v)| p["metadata"]["labels"][l] == *v))
-            && d.policy_applies_after.is_some_and(|a| made.elapsed() >= a)
-            && match gone {
-                None => true,
-                Some(g) => d.policy_removed_after.is_none_or(|r| g.elapsed() < r),
-            }
-    })
+    let node = p["spec"]["nodeName"].as_str().unwrap_or_default();
+    !d.acls_ignored_on.contains(node)
+        && d.policies.iter().any(|(k, (selects, made, gone))| {
+            k.starts_with(&format!("{ns}/"))
+                && selects
+                    .as_object()
+                    .is_some_and(|m| m.iter().all(|(l, v)| p["metadata"]["labels"][l] == *v))
+                && d.policy_applies_after.is_some_and(|a| made.elapsed() >= a)
+                && match gone {
+                    None => true,
+                    Some(g) => d.policy_removed_after.is_none_or(|r| g.elapsed() < r),
+                }
+        })
 }
 
 /// The path of a pod proxy request: namespace, pod, port, the path behind it.

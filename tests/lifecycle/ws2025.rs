@@ -1,0 +1,150 @@
+//! Windows Server 2025 as a node: the simulated host before the April 2026 update (26100.1742,
+//! HNS applies no endpoint ACL) and at it (26100.32690, KB5082063: ACLs apply, default deny),
+//! each with a Calico release whose Felix programs every tier (v3.31.7) and one whose Felix
+//! programs the first tier only (v3.28.5; felix/dataplane/windows/endpoint_mgr.go at each
+//! tag). install, preflight, status, repair and `lint policies` run on each; preflight's and
+//! status's known-issues verdicts are the table's (src/checks/known_issues.rs).
+
+use crate::support::fake_api::FakeApi;
+use crate::support::node::Node;
+use serde_json::{Value, json};
+
+const CLUSTER_INFO: &str = "/apis/crd.projectcalico.org/v1/clusterinformations/default";
+
+/// The ws2025 known-issue ids `message` names.
+fn ws2025_ids(message: &str) -> Vec<&'static str> {
+    ["ws2025-acl-policies", "ws2025-first-tier-only"]
+        .into_iter()
+        .filter(|id| message.contains(id))
+        .collect()
+}
+
+#[test]
+fn server_2025_is_judged_by_its_update_and_its_felix_in_preflight_and_status() {
+    for (profile, version, want) in [
+        ("ws2025", "3.31.7", Some("ws2025-acl-policies")),
+        ("ws2025", "3.28.5", Some("ws2025-acl-policies")),
+        ("ws2025-april2026", "3.31.7", None),
+        ("ws2025-april2026", "3.28.5", Some("ws2025-first-tier-only")),
+    ] {
+        let what = format!("{profile} with Calico {version}");
+        let api = FakeApi::start();
+        api.healthy_calico();
+        let mut info = api.get(CLUSTER_INFO).expect("info");
+        info["spec"]["calicoVersion"] = json!(format!("v{version}"));
+        api.put(CLUSTER_INFO, info);
+        let node = Node::on(&api)
+            .profile(profile)
+            .release(version, "calico-node.exe")
+            .installed()
+            .build();
+        let (code, doc, err) = node.run(&["preflight"]);
+        assert!(code == 0 || code == 3, "{what}: {err}");
+        let check = doc["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .find(|c| c["id"] == "known-issues")
+            .cloned()
+            .unwrap_or_else(|| panic!("{what}: no known-issues check: {doc}"));
+        let os = doc["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .find(|c| c["id"] == "os-build")
+            .cloned()
+            .expect("os-build");
+        assert_eq!(os["verdict"], "pass", "{what}: {os}");
+        let message = check["message"].as_str().expect("message");
+        assert_eq!(
+            ws2025_ids(message),
+            want.into_iter().collect::<Vec<_>>(),
+            "{what}: preflight {check}"
+        );
+        if want == Some("ws2025-first-tier-only") {
+            assert!(
+                check["remedy"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("v3.29.0 or later")),
+                "{what}: {check}"
+            );
+        }
+
+        let (_, doc, err) = node.run(&["status"]);
+        let status = &doc["known_issues"];
+        let said = status["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{what}: {doc} {err}"));
+        assert_eq!(
+            ws2025_ids(said),
+            want.into_iter().collect::<Vec<_>>(),
+            "{what}: status {status}"
+        );
+        assert_eq!(
+            status["verdict"], check["verdict"],
+            "{what}: status and preflight differ"
+        );
+
+        let (code, doc, err) = node.run(&["repair"]);
+        assert_eq!(code, 0, "{what}: repair {doc} {err}");
+        let (code, doc, err) = node.run(&["lint", "policies"]);
+        assert_eq!(code, 0, "{what}: lint policies {doc} {err}");
+        assert!(
+            doc.get("policies").is_some_and(Value::is_array),
+            "{what}: {doc}"
+        );
+    }
+}
+
+/// The Node's kube-proxy (`status.nodeInfo.kubeProxyVersion`) is judged on Server 2025 by
+/// preflight and status: 1.33.1 has ModifyLoadBalancer's breakage on HNS 15.4 (fixed in 1.33.2),
+/// 1.33.6 has neither it nor the stale remote endpoints (fixed in 1.33.6); containerd 1.7 is out
+/// of support, 2.3 is not.
+#[test]
+fn the_nodes_kube_proxy_is_warned_with_its_fix_until_the_fixed_release() {
+    for (version, runtime, warned) in [
+        ("v1.33.1", "containerd://1.7.20", true),
+        ("v1.33.6", "containerd://2.3.4", false),
+    ] {
+        let api = FakeApi::start();
+        api.healthy_calico();
+        let path = "/api/v1/nodes/win-1";
+        let mut n = api.get(path).expect("node");
+        n["status"]["nodeInfo"] = json!({"architecture": "amd64", "bootID": "", "containerRuntimeVersion": runtime,
+            "kernelVersion": "10.0.26100.32690", "kubeProxyVersion": version, "kubeletVersion": version,
+            "machineID": "win-1", "operatingSystem": "windows", "osImage": "Windows Server 2025 Datacenter", "systemUUID": ""});
+        api.put(path, n);
+        let node = Node::on(&api)
+            .profile("ws2025-april2026")
+            .installed()
+            .build();
+        let (_, doc, err) = node.run(&["preflight"]);
+        let check = doc["checks"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{err}"))
+            .iter()
+            .find(|c| c["id"] == "kube-proxy")
+            .cloned()
+            .expect("kube-proxy check");
+        // containerd's support, from the Node's containerRuntimeVersion (1.7: out of support).
+        let runtime_check = doc["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .find(|c| c["id"] == "container-runtime")
+            .cloned()
+            .expect("container-runtime check");
+        let want = if warned { "warn" } else { "pass" };
+        assert_eq!(runtime_check["verdict"], want, "{runtime}: {runtime_check}");
+        let (_, status, _) = node.run(&["status"]);
+        let said = [check.to_string(), status["kube_proxy"].to_string()];
+        for s in said {
+            assert_eq!(
+                s.contains("kube-proxy 1.32.6, 1.33.2, 1.34.0 or later"),
+                warned,
+                "{version}: {s}"
+            );
+            assert_eq!(s.contains("ModifyLoadBalancer"), warned, "{version}: {s}");
+        }
+    }
+}
