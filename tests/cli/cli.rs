@@ -327,6 +327,27 @@ fn help_says_what_each_command_changes_on_the_host() {
     }
 }
 
+/// `repair` restarts no service (docs/commands/repair.md): neither its help nor the top-level
+/// list of commands says it does, and it has no flag for a service's stop or start.
+#[test]
+fn repair_help_claims_no_restart() {
+    for args in [&["--help"][..], &["repair", "--help"]] {
+        let out = cmd().args(args).output().expect("runs");
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        let repair = &text[text.find("repair").expect("repair")..];
+        let line = repair.lines().next().unwrap_or_default();
+        let said = if args.len() == 1 { line } else { &text };
+        for claim in ["restart Felix", "restarts CalicoFelix", "--service-timeout"] {
+            assert!(!said.contains(claim), "{args:?}: {claim:?} in {said}");
+        }
+        assert!(
+            said.contains("nothing is restarted") || said.contains("Nothing is restarted"),
+            "{args:?}: {said}"
+        );
+    }
+}
+
 #[test]
 fn the_documented_commands_have_docs_pages() {
     for page in ["render.md", "config-show.md", "config-import-ps1.md"] {
