@@ -194,8 +194,9 @@ pub const SCHEMA: u32 = 1;
 
 /// The schema of a document that holds `verify`'s reports (`verify`, and `install` or
 /// `reconfigure` with `--verify`): 2 since a check the run's stop cut is `stopped`, no
-/// longer `not-run` by `pod-address`.
-pub const VERIFY_SCHEMA: u32 = 2;
+/// longer `not-run` by `pod-address`; 3 since a check the run's deadline cut, or never
+/// reached, is `timed-out`, no longer missing from `checks`.
+pub const VERIFY_SCHEMA: u32 = 3;
 
 /// The document of a failed command (`-o json`): what went wrong and the exit code.
 #[derive(serde::Serialize)]
