@@ -819,6 +819,17 @@ fn a_dry_run_without_an_admin_kubeconfig_shows_its_plan_and_refuses_as_the_insta
     let warnings = doc["warnings"].to_string();
     assert!(warnings.contains("no-admin-kubeconfig"), "{doc}");
     assert!(warnings.contains("SHA-256"), "{doc}");
+    // The plan's document holds the refusal, as the error document has it.
+    assert!(doc["actions"].is_array(), "{doc}");
+    assert_eq!(doc["error"]["kind"], "no-admin-kubeconfig", "{doc}");
+    assert!(
+        doc["error"]["message"].as_str().is_some_and(
+            |m| m.starts_with("install needs the cluster to get calico-node's kubeconfig")
+        ),
+        "{doc}"
+    );
+    assert!(doc["error"]["hint"].is_string(), "{doc}");
+    assert_eq!(doc["exit_code"], 2, "{doc}");
 }
 
 /// `status -o json` on a node where Calico is not installed has the keys an installed node's
