@@ -748,6 +748,11 @@ pub struct FleetPlanArgs {
     /// agnhost)
     #[arg(long, value_name = "IMAGE", value_parser = crate::verify::options::image_flag, conflicts_with = "migrate")]
     pub verify_image: Option<String>,
+    /// The DaemonSet's pod also gets a container per service log ('kubectl logs POD -c
+    /// felix'), which copies that log into kubelet's container logs for the pod's life: off by
+    /// default, as kubelet's rotation of them is not reliable on Windows (docs: fleet.md)
+    #[arg(long, conflicts_with = "migrate")]
+    pub log_containers: bool,
     /// Roll a migration instead of a reconfigure: a Plan that runs 'migrate to-operator' or
     /// 'migrate from-operator' on each Windows node, one at a time
     #[arg(long, value_enum, value_name = "WAY")]
