@@ -199,18 +199,22 @@ cordoned, pods on it) when the admin kubeconfig is available; and the expiry of 
 Exits 0 when healthy, 1 when degraded, with every reason listed (-o json: \"problems\"). Changes nothing."
     )]
     Status(StatusArgs),
-    /// Remove stuck and stale HNS endpoints, evict the pods that held them and restart Felix
+    /// Remove the Calico network's HNS endpoints that break pods and evict the pods that held them (nothing is restarted)
     #[command(
-        long_about = "Judges each endpoint of the Calico HNS network against the pods (as status does): stuck \
-(a pod's endpoint that is not attached, still Created, or Detached, Degraded or Destroyed, past --grace), stale \
-(an endpoint whose address no pod on this node has, or that is not attached while another endpoint with its \
-address is) and remote-stale (another host's endpoint whose address no pod in the cluster has). \
-AttachedSharing is the state of every running pod's endpoint and is no fault.\n\n\
-Then: evicts the pods whose endpoints are stuck through the Eviction API, as a drain does (PodDisruptionBudgets \
-honoured until --drain-timeout; pods without a controller only with --force; at most --drain-concurrency \
-requests in flight), so that their controllers recreate them with new endpoints; deletes the stuck and stale \
-endpoints; restarts CalicoFelix (and the kube-proxy service when this tool runs it); and waits up to \
---wait-timeout until no endpoint is at fault. A repair that cannot finish says what remains (exit 1).\n\n\
+        long_about = "Judges each endpoint of the Calico HNS network against the pods (as status does) and \
+deletes only two kinds, told by how their makers name and mark them, once a fault has lasted longer than \
+--grace: a pod's endpoint made by Calico's CNI plugin on this node that is stuck (still Created, or \
+Detached, Degraded or Destroyed) or stale (no pod on this node has its address, or it is not attached while \
+another endpoint with its address is), and kube-proxy's endpoint for a Service backend on another host \
+(remote-stale) whose address no pod and no EndpointSlice has, while kube-proxy does not run. Calico_ep, the \
+block's .2 and any other endpoint are never deleted. AttachedSharing is the state of every running pod's \
+endpoint and is no fault.\n\n\
+Then: evicts the pods whose endpoints are stuck, and the pods left with no endpoint, through the Eviction API \
+as a drain does (PodDisruptionBudgets honoured until --drain-timeout; pods without a controller only with \
+--force; at most --drain-concurrency requests in flight), so that their controllers recreate them with new \
+endpoints; deletes the endpoints at fault; and waits up to --wait-timeout until no endpoint is at fault. \
+Nothing is restarted: Felix and kube-proxy keep running. A repair that cannot finish says what remains \
+(exit 1).\n\n\
 Every step is journaled; a run that was cut off is finished by the next one. --dry-run prints the plan. Needs \
 the admin kubeconfig (or a reader's that may evict pods)."
     )]
@@ -744,6 +748,11 @@ pub struct FleetPlanArgs {
     /// agnhost)
     #[arg(long, value_name = "IMAGE", value_parser = crate::verify::options::image_flag, conflicts_with = "migrate")]
     pub verify_image: Option<String>,
+    /// The DaemonSet's pod also gets a container per service log ('kubectl logs POD -c
+    /// felix'), which copies that log into kubelet's container logs for the pod's life: off by
+    /// default, as kubelet's rotation of them is not reliable on Windows (docs: fleet.md)
+    #[arg(long, conflicts_with = "migrate")]
+    pub log_containers: bool,
     /// Roll a migration instead of a reconfigure: a Plan that runs 'migrate to-operator' or
     /// 'migrate from-operator' on each Windows node, one at a time
     #[arg(long, value_enum, value_name = "WAY")]
@@ -1179,9 +1188,6 @@ pub struct RepairArgs {
     /// How long to wait, after the repair, until no endpoint is at fault
     #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = crate::duration::parse)]
     pub wait_timeout: std::time::Duration,
-    /// How long to wait for a service to stop or start
-    #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = crate::duration::parse)]
-    pub service_timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]

@@ -156,10 +156,10 @@ impl Printer {
                 p.to_string().trim_end().replace('\n', "\n    ")
             ));
         }
-        let causes: Vec<String> = e.error.chain().skip(1).map(ToString::to_string).collect();
-        if !causes.is_empty() {
+        let doc = ErrorDocument::of(e);
+        if !doc.error.causes.is_empty() {
             text.push_str("Caused by:\n");
-            for c in &causes {
+            for c in &doc.error.causes {
                 text.push_str(&format!("  {c}\n"));
             }
         }
@@ -168,18 +168,25 @@ impl Printer {
         }
         let _ = self.err.write_all(text.as_bytes());
         if self.format == Format::Json && !self.json_printed {
-            let doc = ErrorDocument {
-                error: ErrorBody {
-                    kind: e.kind,
-                    message: e.error.to_string(),
-                    causes,
-                    problems: crate::config::problems_in(&e.error),
-                    hint: e.hint.as_deref(),
-                },
-                exit_code: e.exit as i32,
-            };
             self.json(&doc);
         }
+    }
+
+    /// A command's document when the command then fails with `e` (a dry run whose real run
+    /// would be refused): its own keys, then `error` and `exit_code` as the error document
+    /// has them, so that a script reading stdout alone knows why.
+    pub fn json_refused(&mut self, doc: &impl serde::Serialize, e: &CliError) {
+        #[derive(serde::Serialize)]
+        struct Refused<'a, T> {
+            #[serde(flatten)]
+            doc: &'a T,
+            #[serde(flatten)]
+            refusal: ErrorDocument<'a>,
+        }
+        self.json(&Refused {
+            doc,
+            refusal: ErrorDocument::of(e),
+        });
     }
 
     pub fn flush(&mut self) {
@@ -194,14 +201,30 @@ pub const SCHEMA: u32 = 1;
 
 /// The schema of a document that holds `verify`'s reports (`verify`, and `install` or
 /// `reconfigure` with `--verify`): 2 since a check the run's stop cut is `stopped`, no
-/// longer `not-run` by `pod-address`.
-pub const VERIFY_SCHEMA: u32 = 2;
+/// longer `not-run` by `pod-address`; 3 since a check the run's deadline cut, or never
+/// reached, is `timed-out`, no longer missing from `checks`.
+pub const VERIFY_SCHEMA: u32 = 3;
 
 /// The document of a failed command (`-o json`): what went wrong and the exit code.
 #[derive(serde::Serialize)]
 pub struct ErrorDocument<'a> {
     pub error: ErrorBody<'a>,
     pub exit_code: i32,
+}
+
+impl<'a> ErrorDocument<'a> {
+    pub fn of(e: &'a CliError) -> Self {
+        ErrorDocument {
+            error: ErrorBody {
+                kind: e.kind,
+                message: e.error.to_string(),
+                causes: e.error.chain().skip(1).map(ToString::to_string).collect(),
+                problems: crate::config::problems_in(&e.error),
+                hint: e.hint.as_deref(),
+            },
+            exit_code: e.exit as i32,
+        }
+    }
 }
 
 /// The error itself: its kind (docs/errors.md), message, causes, the configuration's

@@ -481,6 +481,7 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         verify: args.verify.then_some(VERIFY_JOB),
         verify_every: args.verify_every,
         verify_image: verify_image(args)?,
+        log_containers: args.log_containers,
     })
 }
 

@@ -28,6 +28,10 @@ pub enum NotGathered {
     #[error("no Windows node matches (kubernetes.io/os=windows{selector}): nothing was gathered")]
     NoNodes { selector: String },
     #[error(
+        "the DaemonSet {name} does not exist in namespace {namespace}: nothing was gathered (its pods answer for their nodes)"
+    )]
+    NoDaemonSet { name: String, namespace: String },
+    #[error(
         "the run's timeout came before every node answered: {failed} of {nodes} node(s) gave no diags zip (index.txt in {out})"
     )]
     TimedOut {
@@ -44,6 +48,11 @@ impl Diagnose for NotGathered {
                 Exit::Failed,
                 Kind::Failed,
                 "check --selector against 'kubectl get nodes -l kubernetes.io/os=windows --show-labels'",
+            ),
+            Self::NoDaemonSet { .. } => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                "apply the DaemonSet 'fleet plan --engine daemonset' writes, or give its --name and --namespace ('kubectl get daemonsets -A -l app.kubernetes.io/name')",
             ),
             Self::Failed { .. } => Diagnosis::new(
                 Exit::Failed,
@@ -85,7 +94,20 @@ pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         cap: diags_gather::BUNDLE_CAP,
     };
     // A failed gathering leaves the earlier run's zips and index as they were.
-    let mut index = diags_gather::gather(&c, &g)?;
+    let mut index = diags_gather::gather(&c, &g).map_err(|e| match e {
+        // Only the DaemonSet's GET answers 404: a list in a namespace that is not there is
+        // empty.
+        crate::cluster::ClusterError::Api {
+            code: 404,
+            resource,
+            ..
+        } if resource == "daemonsets" => NotGathered::NoDaemonSet {
+            name: g.daemon_set.clone(),
+            namespace: g.namespace.clone(),
+        }
+        .into(),
+        e => anyhow::Error::from(e),
+    })?;
     let out = args.out.display().to_string();
     diags_gather::finish(&taken, &mut index)
         .with_context(|| format!("cannot write the index into {out}"))?;

@@ -1,6 +1,6 @@
 //! `repair`: the Calico network's stuck and stale HNS endpoints removed, the pods that held the
-//! stuck ones evicted so that their controllers recreate them, Felix (and kube-proxy) restarted,
-//! then a wait until no endpoint is at fault.
+//! stuck ones evicted so that their controllers recreate them, then a wait until no endpoint is
+//! at fault. No service is restarted (`plan::repair`: its plan's `restarts` is empty).
 
 use super::change::{Change, Changing};
 use super::common::{ClusterRead, read_cluster};
@@ -140,7 +140,7 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Ok(());
     }
     let recheck = |id: &str| still_at_fault(host.as_ref(), &c, &node, args.grace, id);
-    let mut opts = options(ctx, args, change.journal_path.clone(), interrupted, &c);
+    let mut opts = options(ctx, change.journal_path.clone(), interrupted, &c);
     opts.recheck = Some(&recheck);
     let stop = opts.stop.clone();
     if let Err(f) = change.run(ctx, &actions, opts)? {
@@ -414,7 +414,6 @@ fn refused(node: &str, judged: &[Judged], r: repair::Refusal) -> anyhow::Error {
 /// and the wait for the node's health after it.
 fn options<'a>(
     ctx: &mut Context,
-    args: &RepairArgs,
     journal_path: String,
     journal: Option<crate::apply::journal::Journal>,
     cluster: &'a Cluster,
@@ -426,7 +425,8 @@ fn options<'a>(
             "repair",
             journal_path,
             false,
-            args.service_timeout,
+            // Its plan stops and starts no service (`plan::repair`).
+            Duration::ZERO,
             journal,
             cluster,
         )

@@ -213,6 +213,7 @@ pub fn table(r: &Report) -> String {
             Outcome::Blocked { by } => ("not run", format!("  ({} did not pass)", by.word())),
             Outcome::Skipped { why } => ("skipped", format!("  ({why})")),
             Outcome::Stopped => ("not run", "  (the run was stopped)".to_owned()),
+            Outcome::TimedOut => ("not run", "  (the run's --timeout came first)".to_owned()),
         };
         let took = format!("{:.1}s", v.took_ms as f64 / 1000.0);
         let extra = match (v.attempts, v.delay_ms) {
@@ -456,6 +457,29 @@ pub fn verify_after(
 #[cfg(test)]
 mod ending_tests {
     use crate::verify::failure::Failed;
+
+    /// A check the run's deadline cut is a row of the table, said as not run for it.
+    #[test]
+    fn a_check_the_deadline_cut_is_in_the_table() {
+        use crate::verify::judge::{Outcome, Verdict};
+        let report = crate::verify::run::Report {
+            node: "win-a".into(),
+            timed_out: true,
+            checks: vec![Verdict {
+                check: crate::verify::matrix::CheckId::PolicyRemoved,
+                outcome: Outcome::TimedOut,
+                took_ms: 0,
+                attempts: 0,
+                delay_ms: None,
+            }],
+            ..Default::default()
+        };
+        let table = super::table(&report);
+        assert!(
+            table.contains("policy-removed     not run") && table.contains("--timeout came first"),
+            "{table}"
+        );
+    }
 
     /// A run stopped for its lost lease ends the command with "verify did not finish" only
     /// when no check had failed before it; with one failed, the node does not pass traffic.

@@ -76,9 +76,14 @@ pub fn windows_config(
         ));
     }
     // Without the ConfigMap only the Windows controller stops (TigeraStatus calico-windows,
-    // `windows_controller.go`: "Error reading services endpoint configmap"); the rest is the
-    // core controller's validation too, which stops it for every node.
-    let whom = if endpoint_missing && missing.len() == 1 {
+    // `windows_controller.go`: `GetK8sServiceEndPoint`'s NotFound, "Error reading services
+    // endpoint configmap"): the core controller's `PopulateK8sServiceEndPoint` (`utils.go`)
+    // ignores a NotFound and keeps `k8sapi.Endpoint` from the operator's own
+    // KUBERNETES_SERVICE_HOST and _PORT (`k8sapi/k8s-endpoint.go` `init`), which pass its
+    // validation. A ConfigMap lacking a key sets that address empty, which the core
+    // controller's validation refuses too (`core_controller.go` `Reconcile`:
+    // `validateCustomResource`, TigeraStatus calico), as it refuses the rest: for every node.
+    let whom = if endpoint.is_none() && missing.len() == 1 {
         "set TigeraStatus calico-windows Degraded and render nothing for Windows"
     } else {
         "set TigeraStatus calico Degraded and render nothing, for Linux nodes too"

@@ -67,7 +67,21 @@ fn a_valid_windows_install_passes() {
         SERVER,
         &[],
     );
-    assert!(r.is_some_and(|r| r.message.contains("lacks")));
+    // It stops the core controller (TigeraStatus calico), not only the Windows one.
+    let r = r.expect("refused");
+    assert!(r.message.contains("lacks"), "{}", r.message);
+    assert!(
+        r.message.contains("TigeraStatus calico Degraded") && r.message.contains("Linux"),
+        "{}",
+        r.message
+    );
+    // No ConfigMap at all stops only the Windows controller.
+    let r = windows_config(&i, ("tigera-operator", None), SERVER, &[]).expect("refused");
+    assert!(
+        r.message.contains("TigeraStatus calico-windows Degraded") && !r.message.contains("Linux"),
+        "{}",
+        r.message
+    );
     // The computed spec counts when the spec leaves the field to the operator.
     let computed = Installation::of(&json!({"spec": {},
         "status": {"computed": {"serviceCIDRs": ["10.96.0.0/12"],

@@ -149,6 +149,8 @@ pub struct Fleet {
     pub verify_every: Option<std::time::Duration>,
     /// The probe image of both (`fleet plan --verify-image`): verify's `--image`, else agnhost.
     pub verify_image: Option<String>,
+    /// The DaemonSet's pod has a log container per service (`fleet plan --log-containers`).
+    pub log_containers: bool,
 }
 
 /// The bounds of a Plan's job that runs `verify` after the reconfigure: the job's deadline is
@@ -579,34 +581,51 @@ impl Fleet {
                 }),
                 ..PodSecurityContext::default()
             }),
-            volumes: Some(vec![
-                Volume {
+            volumes: Some(
+                vec![Volume {
                     name: "config".into(),
                     secret: Some(SecretVolumeSource {
                         secret_name: Some(self.config_secret.clone()),
                         ..SecretVolumeSource::default()
                     }),
                     ..Volume::default()
-                },
-                Volume {
-                    name: "log-positions".into(),
-                    empty_dir: Some(EmptyDirVolumeSource::default()),
-                    ..Volume::default()
-                },
-            ]),
+                }]
+                .into_iter()
+                .chain(self.positions_volume())
+                .collect(),
+            ),
             ..PodSpec::default()
         }
     }
 
-    /// The log containers: one per service, and calicoctl-win's own log's (`logs
-    /// calicoctl-win`: what `install --detach` wrote), named `install` as the name
-    /// `calicoctl-win` is the rollout's container's.
+    /// The log containers, only when asked for (`--log-containers`): one per service, and
+    /// calicoctl-win's own log's (`logs calicoctl-win`: what `install --detach` wrote), named
+    /// `install` as the name `calicoctl-win` is the rollout's container's.
+    ///
+    /// Opt-in: each copies its log into kubelet's container log for the pod's whole life, and
+    /// kubelet's rotation of container logs is not to be relied on under containerd on Windows
+    /// (containerd/containerd#7075, open: rotation stops after the first rotated file;
+    /// kubernetes/kubernetes#124443: a followed log cannot be renamed, "being used by another
+    /// process"; kubernetes/kubernetes#112114: `--container-log-max-size` and `-max-files` not
+    /// held), so nothing bounds the copy's disk use.
     fn log_containers(&self) -> Vec<Container> {
+        if !self.log_containers {
+            return Vec::new();
+        }
         let mut all: Vec<Container> = crate::layout::Role::ALL
             .map(|r| self.log_container(r.name(), r.name()))
             .into();
         all.push(self.log_container(INSTALL_LOG_CONTAINER, crate::layout::OWN_LOG_ROLE));
         all
+    }
+
+    /// The log containers' positions' emptyDir, with them only.
+    fn positions_volume(&self) -> Option<Volume> {
+        self.log_containers.then(|| Volume {
+            name: "log-positions".into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Volume::default()
+        })
     }
 
     /// A container that shows a service's log, or calicoctl-win's own (`kubectl logs ds/NAME -c felix`, as the

@@ -5,7 +5,6 @@
 //! mend, but the cluster's, or another run's).
 
 use super::judge::Outcome;
-use super::matrix::CheckId;
 use super::run::Report;
 use crate::error::{Diagnose, Diagnosis, Exit, Kind};
 
@@ -88,9 +87,11 @@ pub fn of(r: &Report, timeout_s: u64) -> Option<Failed> {
     }
     let mut checks = failed.join(", ");
     if r.timed_out {
-        // Every check is judged, skipped or not reached; `PolicyRemoved` is the last of them.
-        let all = CheckId::PolicyRemoved as usize + 1;
-        let n = all.saturating_sub(r.checks.len() + r.skipped.len());
+        let n = r
+            .checks
+            .iter()
+            .filter(|v| v.outcome == Outcome::TimedOut)
+            .count();
         checks.push_str(&format!(
             " ({n} checks not judged: the run timed out at {timeout_s} s)"
         ));

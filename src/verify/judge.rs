@@ -50,6 +50,9 @@ pub enum Outcome {
     /// Not run: the run was stopped (Ctrl-C, a termination signal, or its lease lost, which
     /// the report's `lease_lost` then says) before this check was judged. No layer is blamed.
     Stopped,
+    /// Not run: the run's deadline (`--timeout`) came before this check was judged, or cut
+    /// its wait. No layer is blamed.
+    TimedOut,
 }
 
 /// One named check with its result, the time it took and, for a check that dials, how many
@@ -261,6 +264,16 @@ fn next_step(id: CheckId, node: &str) -> String {
     }
 }
 
+/// The next step of an overlay failure seen from the Linux peer, where calicoctl-win does not
+/// run: its calico-node pod (labelled `k8s-app=calico-node` in `calico-system` by the operator,
+/// tigera/operator release-v1.44 `pkg/controller/utils/component.go`; in `kube-system` by
+/// calico.yaml, projectcalico/calico v3.32.1 `manifests/calico.yaml`), then the Windows node.
+fn linux_peer_step(node: &str) -> String {
+    format!(
+        "allow UDP 4789 between the nodes; on {node}: its calico-node pod must be Ready ('kubectl get pods -A -l k8s-app=calico-node --field-selector spec.nodeName={node}') and its log say why not ('kubectl logs -n NAMESPACE POD -c calico-node'); on the Windows node: 'calicoctl-win status' (vni-hns, vni-cluster: the VNI must match Felix's; address-mismatch: the node's BGP address against its InternalIP)"
+    )
+}
+
 /// A dialling check: the client reached what it should.
 pub fn dial(id: CheckId, from: &PodState, what: &str, a: &Answer, expect: Option<&str>) -> Outcome {
     if reached(a, expect) {
@@ -280,6 +293,8 @@ pub fn dial(id: CheckId, from: &PodState, what: &str, a: &Answer, expect: Option
     };
     let next = if code == Code::TrafficDns {
         next_step(CheckId::DnsService, &from.node)
+    } else if code == Code::TrafficOverlay && from.name == Role::Linux.pod_name() {
+        linux_peer_step(&from.node)
     } else {
         next_step(id, &from.node)
     };

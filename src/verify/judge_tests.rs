@@ -87,6 +87,22 @@ fn each_dialling_check_names_its_own_layer() {
             "{id:?}"
         );
     }
+    // Seen from the Linux peer, where calicoctl-win does not run: its calico-node pod.
+    let mut linux = pod("client-linux", Some("10.0.0.3"));
+    linux.node = "linux-1".into();
+    let Outcome::Fail { finding } = dial(CheckId::LinuxToWindows, &linux, "x", &timeout, None)
+    else {
+        unreachable!()
+    };
+    let next = finding.remedy.clone().unwrap_or_default();
+    assert!(
+        !next.contains("on linux-1: 'calicoctl-win status'"),
+        "{next}"
+    );
+    assert!(
+        next.contains("k8s-app=calico-node --field-selector spec.nodeName=linux-1"),
+        "{next}"
+    );
     let ok = Answer::Reached(vec!["server".into()]);
     assert_eq!(
         dial(CheckId::ClusterIp, &from, "x", &ok, Some("server")),

@@ -290,32 +290,35 @@ fn checks_and_clean_up(
     run: &Begun,
 ) -> Result<(Report, Instant, Option<lease::Lost>), RunError> {
     let (name, held) = (run.name, run.held);
-    let (ledger, timed_out, pull) = match checks(c, o, m, (name, run.owner, held), run.checks_until)
-    {
-        Ok(done) => done,
-        // A call the stop cut before the checks: the run was interrupted, none judged.
-        Err(_) if interrupted(o) => {
-            let mut ledger = Ledger::default();
-            let all: Vec<CheckId> = m.checks.iter().map(|c| c.id).collect();
-            ledger.stopped(&all);
-            (ledger, false, Duration::ZERO)
-        }
-        Err(e) => {
-            // What was made goes, whatever stopped the run, unless kept (and marked so, or
-            // the next run's sweep would delete it).
-            if o.keep_on_failure {
-                lease::keep_all(c, (name, held, run.own), &format!("kept after: {e}"));
-            } else {
-                let until = cleanup_until(o, Instant::now() + run.reserve.max(POLL));
-                clean_up(c, (name, held, run.own), until, &mut None);
+    let (mut ledger, timed_out, pull) =
+        match checks(c, o, m, (name, run.owner, held), run.checks_until) {
+            Ok(done) => done,
+            // A call the stop cut before the checks: the run was interrupted, none judged.
+            Err(_) if interrupted(o) => {
+                let mut ledger = Ledger::default();
+                let all: Vec<CheckId> = m.checks.iter().map(|c| c.id).collect();
+                ledger.stopped(&all);
+                (ledger, false, Duration::ZERO)
             }
-            return Err(pod_security(e, name));
-        }
-    };
+            Err(e) => {
+                // What was made goes, whatever stopped the run, unless kept (and marked so, or
+                // the next run's sweep would delete it).
+                if o.keep_on_failure {
+                    lease::keep_all(c, (name, held, run.own), &format!("kept after: {e}"));
+                } else {
+                    let until = cleanup_until(o, Instant::now() + run.reserve.max(POLL));
+                    clean_up(c, (name, held, run.own), until, &mut None);
+                }
+                return Err(pod_security(e, name));
+            }
+        };
     // The lease as the checks ended: a loss in the clean-up after them judges no check.
     let lost = lease::lost_by_now((held, run.own), name);
     let stopped = interrupted(o);
     let timed_out = timed_out && !stopped;
+    if timed_out {
+        ledger.timed_out(m.checks.iter().map(|c| c.id));
+    }
     let passed = ledger.passed() && !timed_out && !stopped;
     let cleaning = Instant::now();
     let mut clean_up_error = None;

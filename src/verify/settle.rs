@@ -91,6 +91,22 @@ impl Ledger {
         }
     }
 
+    /// Records every check of `planned` not judged yet as not run because the run's deadline
+    /// came first: each check planned is in the report.
+    pub fn timed_out(&mut self, planned: impl IntoIterator<Item = CheckId>) {
+        for check in planned {
+            if !self.verdicts.iter().any(|v| v.check == check) {
+                self.verdicts.push(Verdict {
+                    check,
+                    outcome: Outcome::TimedOut,
+                    took_ms: 0,
+                    attempts: 0,
+                    delay_ms: None,
+                });
+            }
+        }
+    }
+
     /// Whether every check passed or was skipped: exit 0.
     pub fn passed(&self) -> bool {
         self.verdicts

@@ -327,6 +327,27 @@ fn help_says_what_each_command_changes_on_the_host() {
     }
 }
 
+/// `repair` restarts no service (docs/commands/repair.md): neither its help nor the top-level
+/// list of commands says it does, and it has no flag for a service's stop or start.
+#[test]
+fn repair_help_claims_no_restart() {
+    for args in [&["--help"][..], &["repair", "--help"]] {
+        let out = cmd().args(args).output().expect("runs");
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        let repair = &text[text.find("repair").expect("repair")..];
+        let line = repair.lines().next().unwrap_or_default();
+        let said = if args.len() == 1 { line } else { &text };
+        for claim in ["restart Felix", "restarts CalicoFelix", "--service-timeout"] {
+            assert!(!said.contains(claim), "{args:?}: {claim:?} in {said}");
+        }
+        assert!(
+            said.contains("nothing is restarted") || said.contains("Nothing is restarted"),
+            "{args:?}: {said}"
+        );
+    }
+}
+
 #[test]
 fn the_documented_commands_have_docs_pages() {
     for page in ["render.md", "config-show.md", "config-import-ps1.md"] {
@@ -798,6 +819,17 @@ fn a_dry_run_without_an_admin_kubeconfig_shows_its_plan_and_refuses_as_the_insta
     let warnings = doc["warnings"].to_string();
     assert!(warnings.contains("no-admin-kubeconfig"), "{doc}");
     assert!(warnings.contains("SHA-256"), "{doc}");
+    // The plan's document holds the refusal, as the error document has it.
+    assert!(doc["actions"].is_array(), "{doc}");
+    assert_eq!(doc["error"]["kind"], "no-admin-kubeconfig", "{doc}");
+    assert!(
+        doc["error"]["message"].as_str().is_some_and(
+            |m| m.starts_with("install needs the cluster to get calico-node's kubeconfig")
+        ),
+        "{doc}"
+    );
+    assert!(doc["error"]["hint"].is_string(), "{doc}");
+    assert_eq!(doc["exit_code"], 2, "{doc}");
 }
 
 /// `status -o json` on a node where Calico is not installed has the keys an installed node's

@@ -336,6 +336,7 @@ fn the_daemonset_decodes_into_kubernetes_types_and_a_broken_one_does_not() {
         CONFIG,
         "--image",
         "registry.example.com/calicoctl-win:1.2.0",
+        "--log-containers",
     ]);
     assert_eq!(code, 0, "{err}");
     let ds = manifest(&doc, "DaemonSet").clone();
@@ -2024,12 +2025,44 @@ fn the_metrics_service_selects_the_daemonsets_pods_with_both_ports() {
     assert_eq!(dropped, Vec::<String>::new());
 }
 
-/// The DaemonSet's pod has a container per service (`kubectl logs ds/NAME -c felix`), each
-/// following its log with its position in the pod's emptyDir; `kubectl logs` without `-c`
-/// still shows the rollout's; only that container has the readiness by `status`; every
-/// container is HostProcess as SYSTEM by the pod's security context alone (Kubernetes refuses
-/// a pod whose containers differ in it); and the whole DaemonSet still decodes strictly into
-/// Kubernetes' types and kubectl's.
+/// By default the DaemonSet's pod has the rollout's container alone: no log container copies
+/// a service's log into kubelet's container logs, and no positions' emptyDir.
+#[test]
+fn the_daemonset_has_no_log_containers_unless_asked() {
+    let (code, doc, err) = fleet_plan(&[
+        "--config",
+        CONFIG,
+        "--image",
+        "i:1",
+        "--engine",
+        "daemonset",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let ds = manifest(&doc, "DaemonSet").clone();
+    assert_eq!(daemonset_problems(&ds), Vec::<String>::new());
+    let template = &ds["spec"]["template"];
+    let names: Vec<&str> = template["spec"]["containers"]
+        .as_array()
+        .expect("containers")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["calicoctl-win"]);
+    let volumes = template["spec"]["volumes"].to_string();
+    assert!(!volumes.contains("log-positions"), "{volumes}");
+    // The default container is the one there is.
+    assert_eq!(
+        template["metadata"]["annotations"]["kubectl.kubernetes.io/default-container"],
+        "calicoctl-win"
+    );
+}
+
+/// With --log-containers the DaemonSet's pod has a container per service (`kubectl logs
+/// ds/NAME -c felix`), each following its log with its position in the pod's emptyDir;
+/// `kubectl logs` without `-c` still shows the rollout's; only that container has the
+/// readiness by `status`; every container is HostProcess as SYSTEM by the pod's security
+/// context alone (Kubernetes refuses a pod whose containers differ in it); and the whole
+/// DaemonSet still decodes strictly into Kubernetes' types and kubectl's.
 #[test]
 fn the_daemonset_has_a_log_container_per_service() {
     let (code, doc, err) = fleet_plan(&[
@@ -2039,6 +2072,7 @@ fn the_daemonset_has_a_log_container_per_service() {
         "i:1",
         "--engine",
         "daemonset",
+        "--log-containers",
     ]);
     assert_eq!(code, 0, "{err}");
     let ds = manifest(&doc, "DaemonSet").clone();

@@ -190,6 +190,27 @@ fn fleet_diags_refuses_bad_input_with_exit_2() {
     drop(api);
 }
 
+/// Without the DaemonSet, the run names it and its namespace (exit 1), not Calico.
+#[test]
+fn fleet_diags_without_the_daemonset_names_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (api, kubeconfig) = cluster(dir.path());
+    api.remove(&format!(
+        "/apis/apps/v1/namespaces/{NS}/daemonsets/calicoctl-win"
+    ));
+    let (code, doc, err) = fleet_diags(&kubeconfig, &dir.path().join("out"), &[]);
+    assert_eq!(code, 1, "{err}");
+    let said = doc["error"].to_string();
+    assert!(
+        said.contains(&format!(
+            "the DaemonSet calicoctl-win does not exist in namespace {NS}"
+        )),
+        "{said}"
+    );
+    assert!(said.contains("fleet plan --engine daemonset"), "{said}");
+    assert!(!said.contains("Calico installed"), "{said}");
+}
+
 /// The names in `dir`, sorted, each with its content.
 fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut all: Vec<_> = fs_err::read_dir(dir)

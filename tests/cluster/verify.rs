@@ -255,6 +255,35 @@ fn the_overall_timeout_holds_and_the_run_still_cleans_up() {
     assert!(r.timed_out, "{:#?}", r.checks);
     assert!(!r.passed);
     assert!(r.cleaned_up);
+    // Every check planned is in the report: a check the deadline cut, or never reached, as
+    // not run for it (JSON `timed-out`), in `checks` and in the table.
+    let listed: BTreeSet<CheckId> = r
+        .checks
+        .iter()
+        .map(|v| v.check)
+        .chain(r.skipped.iter().map(|s| s.id))
+        .collect();
+    assert_eq!(
+        listed.len(),
+        CheckId::PolicyRemoved as usize + 1,
+        "{:#?}",
+        r.checks
+    );
+    assert!(listed.contains(&CheckId::DnsKubernetes) && listed.contains(&CheckId::PolicyRemoved));
+    let cut: Vec<CheckId> = r
+        .checks
+        .iter()
+        .filter(|v| v.outcome == Outcome::TimedOut)
+        .map(|v| v.check)
+        .collect();
+    assert!(cut.contains(&CheckId::PolicyRemoved), "{:#?}", r.checks);
+    let doc = serde_json::to_value(&r).expect("json");
+    assert!(
+        doc["checks"]
+            .to_string()
+            .contains(r#""result":"timed-out""#),
+        "{doc}"
+    );
     nothing_left(&api);
 }
 
@@ -629,8 +658,9 @@ mod command {
         let (code, doc, stderr) = node.run(&["verify", "--node", "win-a"]);
         assert_eq!(code, 0, "{stderr}\n{doc:#}");
         assert_eq!(doc["passed"], true);
-        // A check cut by a stop is `stopped` since schema 2 (output::VERIFY_SCHEMA).
-        assert_eq!(doc["schema"], 2);
+        // A check cut by a stop is `stopped` since schema 2, by the deadline `timed-out` since
+        // 3 (output::VERIFY_SCHEMA).
+        assert_eq!(doc["schema"], 3);
         let doc = &doc["nodes"][0];
         assert_eq!(doc["node"], "win-a");
         assert_eq!(
@@ -790,7 +820,7 @@ pub(crate) mod install {
         let node = installed_cluster();
         let (code, doc, stderr) = node.install_local(&["--verify"]);
         assert_eq!(code, 0, "{stderr}\n{doc:#}");
-        assert_eq!(doc["schema"], 2, "{doc:#}");
+        assert_eq!(doc["schema"], 3, "{doc:#}");
         assert_eq!(doc["changed"], true, "{doc:#}");
         assert_eq!(
             doc["verify"]["checks"].as_array().map(Vec::len),

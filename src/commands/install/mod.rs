@@ -489,14 +489,21 @@ fn end_dry_run(
         ));
     }
     ctx.printer.note("--dry-run: nothing was changed");
-    ctx.printer.json(doc);
     if !blocking.is_empty() {
+        ctx.printer.json(doc);
         return Err(Blocked {
             ids: blocking.to_vec(),
         }
         .into());
     }
-    refused.map_or(Ok(()), Err)
+    let Some(refused) = refused else {
+        ctx.printer.json(doc);
+        return Ok(());
+    };
+    // The refusal in the document too: stdout alone says why the dry run exits so.
+    let e = crate::commands::known_errors::failure(refused);
+    ctx.printer.json_refused(doc, &e);
+    Err(e.error)
 }
 
 /// Runs the plan, journaled, rolled back on failure.
