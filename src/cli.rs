@@ -1188,6 +1188,10 @@ pub struct RepairArgs {
     /// How long to wait, after the repair, until no endpoint is at fault
     #[arg(long, value_name = "DURATION", default_value = "2m", value_parser = crate::duration::parse)]
     pub wait_timeout: std::time::Duration,
+    /// Accepted and ignored, so that scripts written for earlier releases keep working: repair
+    /// restarts no service, so it waits for none (hidden from the help).
+    #[arg(long, value_name = "DURATION", hide = true, value_parser = crate::duration::parse)]
+    pub service_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Args)]
