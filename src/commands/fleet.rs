@@ -51,6 +51,12 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         docs.push(serde_json::to_value(fleet.plan())?);
     }
     if fleet.migrate.is_none() && matches!(args.engine, Engine::Daemonset | Engine::Both) {
+        docs.extend(crate::cluster::rights::turn_role(
+            &fleet.service_account,
+            &args.namespace,
+            &fleet.name,
+            fleet.concurrency,
+        ));
         docs.push(serde_json::to_value(fleet.daemon_set())?);
     }
     if args.metrics_service {

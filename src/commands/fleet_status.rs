@@ -17,6 +17,8 @@ pub(crate) struct FleetStatus<'a> {
     pub config_hash: Option<&'a str>,
     /// The fleet DaemonSet's `--verify-every`, against which traffic verdicts are judged.
     pub verify_every: Option<String>,
+    /// The fleet's turns (`reconfigure --turn`): each slot, its holder and whether it failed.
+    pub turns: &'a [crate::cluster::turn::Slot],
     pub healthy: bool,
     pub problems: &'a [String],
 }
@@ -48,6 +50,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
             None
         }
     };
+    let turns = read_turns(ctx, &c, args);
     let now = crate::duration::now();
     let mut rows: Vec<NodeRow> = Vec::new();
     let mut votes = HashVotes::default();
@@ -83,6 +86,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
     );
     let sentences: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
     print_table(ctx, &rows, fleet_hash.as_deref());
+    print_turns(ctx, &turns);
     let findings = code_counts(&rows);
     if !findings.is_empty() {
         let said: Vec<String> = findings
@@ -98,6 +102,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
         findings: &findings,
         config_hash: fleet_hash.as_deref(),
         verify_every: every.map(crate::duration::show),
+        turns: &turns,
         healthy,
         problems: &sentences,
     });
@@ -112,6 +117,38 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
         ctx.printer.text(&format!("  - {f:4}"));
     }
     Err(super::common::Degraded(problems).into())
+}
+
+/// The fleet DaemonSet's turns, read once; refused (no right to list leases), none, said.
+fn read_turns(
+    ctx: &mut Context,
+    c: &crate::cluster::Cluster,
+    args: &crate::cli::FleetStatusArgs,
+) -> Vec<crate::cluster::turn::Slot> {
+    crate::cluster::turn::slots(c, &args.namespace, &args.name).unwrap_or_else(|e| {
+        ctx.printer.warn(&format!(
+            "cannot read the turns of {}/{} ({e}): who holds them is not shown",
+            args.namespace, args.name
+        ));
+        Vec::new()
+    })
+}
+
+/// The turns held, each with its node, since when and its failure, escaped as the table is.
+fn print_turns(ctx: &mut Context, turns: &[crate::cluster::turn::Slot]) {
+    let held: Vec<String> = turns
+        .iter()
+        .filter(|t| t.node.is_some())
+        .map(|t| shown(&crate::cluster::turn::said(t)))
+        .collect();
+    if !turns.is_empty() {
+        let said = if held.is_empty() {
+            "none held".to_owned()
+        } else {
+            held.join(", ")
+        };
+        ctx.printer.text(&format!("Turns: {said}"));
+    }
 }
 
 /// The table, every value escaped (`fleet_view::shown`); the NODE column as wide as the

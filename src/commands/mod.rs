@@ -28,6 +28,7 @@ mod render;
 mod repair;
 pub mod service;
 mod status;
+mod turn;
 mod uninstall;
 mod verify;
 pub mod verify_restarted;

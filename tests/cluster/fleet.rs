@@ -548,7 +548,7 @@ impl Pod {
         ]
     }
 
-    fn sandbox(&self) -> &Path {
+    pub(crate) fn sandbox(&self) -> &Path {
         self.sandbox.path()
     }
 }
