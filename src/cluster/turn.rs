@@ -31,6 +31,7 @@
 //!   node, or by deleting the Lease.
 
 use super::{Cluster, ClusterError};
+use crate::error::{Diagnosis, Exit, Kind};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
@@ -38,6 +39,49 @@ use kube::Api;
 use kube::api::{ListParams, PostParams};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+
+/// Why a run with a turn failed on its own account.
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    #[error("no turn of {turns} came within {}: {}", crate::duration::show(*.after), .held.join(", "))]
+    Waited {
+        turns: String,
+        after: Duration,
+        held: Vec<String>,
+    },
+    #[error("node {node} is not healthy {} after its change: {}", crate::duration::show(*.after), .findings.join("; "))]
+    Unhealthy {
+        node: String,
+        after: Duration,
+        findings: Vec<String>,
+    },
+    #[error(
+        "the turn {slot} was taken over by another node (its renewals failed for longer than its lease): the change was stopped"
+    )]
+    Lost { slot: String },
+}
+
+impl crate::error::Diagnose for TurnError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        match self {
+            Self::Waited { .. } => Diagnosis::new(
+                Exit::Timeout,
+                Kind::TurnTimeout,
+                "the nodes named hold the turns: wait (the DaemonSet's container restarts and waits again), or fix a failed node or delete its Lease (kubectl delete lease)",
+            ),
+            Self::Unhealthy { .. } => Diagnosis::new(
+                Exit::Timeout,
+                Kind::Timeout,
+                "the turn stays held, marked failed, until the node is healthy: fix what 'calicoctl-win status' names on the node",
+            ),
+            Self::Lost { .. } => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                "check the node's connection to the API server; the container restarts and waits for a turn again",
+            ),
+        }
+    }
+}
 
 /// The annotation of a failed turn: `{"code": "<error kind>", "at": "<RFC 3339 time>"}`.
 pub const FAILED: &str = "calicoctl-win/turn-failed";

@@ -275,6 +275,15 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     docs.extend(crate::cluster::rights::calico_node_token_policy(
         &args.calico_namespace,
     ));
+    if args.identity == RbacIdentity::Fleet {
+        // The turns of `fleet plan`'s DaemonSet with its defaults.
+        docs.extend(crate::cluster::rights::turn_role(
+            name,
+            namespace,
+            "calicoctl-win",
+            DEFAULT_CONCURRENCY,
+        ));
+    }
     ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
@@ -527,10 +536,15 @@ fn concurrency(args: &FleetPlanArgs, migrating: bool) -> Result<u32, UsageError>
             "leave out --concurrency (1 with --verify), or leave out --verify and run 'calicoctl-win verify' after the rollout",
         ));
     }
-    Ok(args
-        .concurrency
-        .unwrap_or(if migrating || args.verify { 1 } else { 2 }))
+    Ok(args.concurrency.unwrap_or(if migrating || args.verify {
+        1
+    } else {
+        DEFAULT_CONCURRENCY
+    }))
 }
+
+/// Nodes changed at once when nothing else is said.
+const DEFAULT_CONCURRENCY: u32 = 2;
 
 /// The Plan's (and DaemonSet's) name, the jobs' account and the config's Secret: as given,
 /// else a reconfigure's or, for a migration, its own (so that applying it replaces neither

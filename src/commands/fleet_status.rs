@@ -50,10 +50,8 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
             None
         }
     };
-    let turns = read_turns(ctx, &c, args);
-    let now = crate::duration::now();
-    let mut rows: Vec<NodeRow> = Vec::new();
-    let mut votes = HashVotes::default();
+    let (turns, now) = (read_turns(ctx, &c, args), crate::duration::now());
+    let (mut rows, mut votes): (Vec<NodeRow>, _) = (Vec::new(), HashVotes::default());
     crate::cluster::node::for_each_windows_node(&c, |n| {
         let mut row = node_row(n, now);
         row.traffic = fleet_traffic::of_node(n, every, now, &mut row.malformed);
@@ -85,8 +83,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
             .flat_map(|r| r.problems.iter().map(Into::into)),
     );
     let sentences: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
-    print_table(ctx, &rows, fleet_hash.as_deref());
-    print_turns(ctx, &turns);
+    print_table(ctx, &rows, (fleet_hash.as_deref(), &turns));
     let findings = code_counts(&rows);
     if !findings.is_empty() {
         let said: Vec<String> = findings
@@ -153,7 +150,11 @@ fn print_turns(ctx: &mut Context, turns: &[crate::cluster::turn::Slot]) {
 
 /// The table, every value escaped (`fleet_view::shown`); the NODE column as wide as the
 /// longest name (cloud names like ip-10-0-1-23.us-west-2.compute.internal), at most 63.
-fn print_table(ctx: &mut Context, rows: &[NodeRow], fleet_hash: Option<&str>) {
+fn print_table(
+    ctx: &mut Context,
+    rows: &[NodeRow],
+    (fleet_hash, turns): (Option<&str>, &[crate::cluster::turn::Slot]),
+) {
     let cell = |v: &Option<String>| v.as_deref().map_or("-".to_owned(), shown);
     let width = rows
         .iter()
@@ -189,6 +190,7 @@ fn print_table(ctx: &mut Context, rows: &[NodeRow], fleet_hash: Option<&str>) {
         rows.len(),
         fleet_hash.unwrap_or("none recorded")
     ));
+    print_turns(ctx, turns);
 }
 
 /// A node's traffic verdict, judged against the DaemonSet's interval, as findings: the

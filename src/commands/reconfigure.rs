@@ -19,10 +19,7 @@ use crate::plan::reconfigure::{self, NodeSteps, network_changes};
 use anyhow::Context as _;
 
 pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    match &args.turn {
-        Some((ns, name)) if !ctx.options.dry_run => super::turn::run(args, ctx, (ns, name)),
-        _ => attempt(args, ctx, None).map(drop),
-    }
+    attempt(args, ctx, None).map(drop)
 }
 
 /// How a run ended: done (changed, or nothing to change), or it has something to change and
@@ -75,33 +72,22 @@ pub(super) fn attempt(
         vni: new_net.vni,
     };
     let node = node_plan(args, config, cluster, &node_name, &need)?;
-    let install = Inputs {
-        uplink: uplink.adapter.clone(),
-        ..install_inputs(
+    let files = (rendered, kept, uplink.adapter.clone());
+    let inputs = reconfigure::Inputs {
+        install: install_inputs(
             args,
             &loaded,
             (&rec, recreate, new_net.vni),
-            (rendered, kept),
+            files,
             journal.as_ref(),
-        )
-    };
-    let inputs = reconfigure::Inputs {
-        install,
+        ),
         installed_services: rec.services.iter().map(|s| s.name.clone()).collect(),
         delete,
         node: node.steps,
     };
     let actions = reconfigure::plan(host.as_ref(), &inputs)?;
-    // With --turn: a change waits for a turn, asked without the host lock held; a turn held
-    // with nothing (left) to change is given back once the node is healthy.
-    let changing = !actions.is_empty() && !ctx.options.dry_run;
-    match turn.as_deref_mut() {
-        None if changing && args.turn.is_some() => return Ok(Pass::NeedsTurn),
-        Some(t) if !changing => {
-            change.let_go();
-            (t.settle)(ctx)?;
-        }
-        _ => {}
+    if let Some(pass) = gate(args, ctx, (turn.as_deref_mut(), &mut change), &actions)? {
+        return Ok(pass);
     }
     let shown = Shown {
         root: &root,
@@ -133,15 +119,36 @@ pub(super) fn attempt(
     print_done(ctx, args, cluster, &node_name, doc.done()).map(|()| Pass::Done)
 }
 
+/// With `--turn`: a change waits for a turn (`Pass::NeedsTurn`), asked without the host lock
+/// held; a turn held with nothing (left) to change is given back once the node is healthy.
+fn gate(
+    args: &ReconfigureArgs,
+    ctx: &mut Context,
+    (turn, change): (Option<&mut Turn<'_>>, &mut Change<'_>),
+    actions: &[Action],
+) -> anyhow::Result<Option<Pass>> {
+    let changing = !actions.is_empty() && !ctx.options.dry_run;
+    match turn {
+        None if changing && args.turn.is_some() => return Ok(Some(Pass::NeedsTurn)),
+        Some(t) if !changing => {
+            change.let_go();
+            (t.settle)(ctx)?;
+        }
+        _ => {}
+    }
+    Ok(None)
+}
+
 /// The install's inputs of the change: the new files, the release kept, the restart and the
 /// VSID the new network must have.
 fn install_inputs<'a>(
     args: &ReconfigureArgs,
     loaded: &'a crate::config::Loaded,
     (rec, recreate, vni): (&record::InstallRecord, bool, u32),
-    (files, kept): (
+    (files, kept, uplink): (
         Vec<crate::plan::install::DesiredFile>,
         Vec<crate::installed::record::RecordedFile>,
+        Option<String>,
     ),
     journal: Option<&'a crate::apply::journal::Journal>,
 ) -> Inputs<'a> {
@@ -166,7 +173,7 @@ fn install_inputs<'a>(
         },
         expect_vsid: (config.backend == Backend::Vxlan).then_some(vni),
         config_hash: Some(crate::config::fleet_hash(loaded)),
-        uplink: None,
+        uplink,
     }
 }
 

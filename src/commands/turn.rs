@@ -13,57 +13,13 @@
 use super::reconfigure::{self, Pass};
 use crate::cli::{ReconfigureArgs, StatusArgs};
 use crate::cluster::Cluster;
-use crate::cluster::turn::{self, Held, Seen, Turns};
+use crate::cluster::turn::{self, Held, Seen, TurnError, Turns};
 use crate::context::Context;
 use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
-use crate::error::{Diagnose, Diagnosis, Exit, Kind};
 use std::hash::BuildHasher;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-
-/// Why a run with a turn failed on its own account.
-#[derive(Debug, thiserror::Error)]
-pub enum TurnError {
-    #[error("no turn of {turns} came within {}: {}", crate::duration::show(*.after), .held.join(", "))]
-    Waited {
-        turns: String,
-        after: Duration,
-        held: Vec<String>,
-    },
-    #[error("node {node} is not healthy {} after its change: {}", crate::duration::show(*.after), .findings.join("; "))]
-    Unhealthy {
-        node: String,
-        after: Duration,
-        findings: Vec<String>,
-    },
-    #[error(
-        "the turn {slot} was taken over by another node (its renewals failed for longer than its lease): the change was stopped"
-    )]
-    Lost { slot: String },
-}
-
-impl Diagnose for TurnError {
-    fn diagnose(&self) -> Option<Diagnosis> {
-        match self {
-            Self::Waited { .. } => Diagnosis::new(
-                Exit::Timeout,
-                Kind::TurnTimeout,
-                "the nodes named hold the turns: wait (the DaemonSet's container restarts and waits again), or fix a failed node or delete its Lease (kubectl delete lease)",
-            ),
-            Self::Unhealthy { .. } => Diagnosis::new(
-                Exit::Timeout,
-                Kind::Timeout,
-                "the turn stays held, marked failed, until the node is healthy: fix what 'calicoctl-win status' names on the node",
-            ),
-            Self::Lost { .. } => Diagnosis::new(
-                Exit::Failed,
-                Kind::Failed,
-                "check the node's connection to the API server; the container restarts and waits for a turn again",
-            ),
-        }
-    }
-}
 
 /// reconfigure with the fleet's turn `(namespace, name)`.
 pub fn run(
@@ -159,8 +115,9 @@ fn wait(
     got
 }
 
-/// The change holding the turn, renewed beside it; then the turn given back, or on a failure
-/// marked failed and kept.
+/// The change holding the turn, renewed beside it; the turn given back once the node is
+/// healthy (before the run's document is printed: a turn not given back is the run's error),
+/// or on a failure marked failed and kept.
 fn hold(
     args: &ReconfigureArgs,
     ctx: &mut Context,
@@ -171,8 +128,11 @@ fn hold(
     let caught = ctx.catch_stop(Stop::new(), super::common::CHANGE_UNCAUGHT);
     let change_stop = caught.part();
     let (ending, lost) = (Stop::new(), AtomicBool::new(false));
-    let held = Mutex::new(held);
-    let mut settle = |ctx: &mut Context| healthy(args, ctx, (t.lease, me));
+    let held = Mutex::new(Some(held));
+    let mut settle = |ctx: &mut Context| -> anyhow::Result<()> {
+        healthy(args, ctx, (t.lease, me))?;
+        give_back(ctx, c, (t, me), &held)
+    };
     let ran = std::thread::scope(|s| {
         s.spawn(|| keep(c, (t, me), &held, &ending, (&lost, &change_stop)));
         let mut turn = reconfigure::Turn {
@@ -183,50 +143,72 @@ fn hold(
         ending.request();
         ran
     });
-    let mut held = held.into_inner().unwrap_or_else(|p| p.into_inner());
-    match ran {
+    let held = held.into_inner().unwrap_or_else(|p| p.into_inner());
+    let e = match ran {
+        Ok(_) => return Ok(()),
+        Err(e) => e,
+    };
+    // Healthy and given back (or its giving back failed, said): no failure of the node's.
+    let Some(mut held) = held else {
+        return Err(e);
+    };
+    if lost.load(Ordering::SeqCst) {
+        let slot = held.name().to_owned();
+        return Err(e.context(TurnError::Lost { slot }));
+    }
+    // Stopped: the turn runs out unrenewed, unless this node's next pod takes it back.
+    if !caught.requested() {
+        let code = super::known_errors::failure_kind(&e).name();
+        if let Err(w) = turn::fail(c, t, me, &mut held, &code) {
+            ctx.printer.warn(&format!(
+                "the turn {} was not marked failed ({w}): it runs out unrenewed",
+                held.name()
+            ));
+        }
+    }
+    Err(e)
+}
+
+/// Gives the held turn back (the renewals end with it).
+fn give_back(
+    ctx: &mut Context,
+    c: &Cluster,
+    (t, me): (&Turns, &str),
+    held: &Mutex<Option<Held>>,
+) -> anyhow::Result<()> {
+    let mut slot = held.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(mut h) = slot.take() else {
+        return Ok(());
+    };
+    match turn::release(c, t, me, &mut h) {
         Ok(_) => {
-            match turn::release(c, t, me, &mut held) {
-                Ok(_) => ctx
-                    .printer
-                    .note(&format!("gave the turn {} back", held.name())),
-                Err(e) => ctx.printer.warn(&format!(
-                    "the turn {} was not given back ({e}): it runs out unrenewed",
-                    held.name()
-                )),
-            }
+            ctx.printer
+                .note(&format!("gave the turn {} back", h.name()));
             Ok(())
         }
-        Err(e) if lost.load(Ordering::SeqCst) => Err(e.context(TurnError::Lost {
-            slot: held.name().to_owned(),
-        })),
-        // Stopped: the turn runs out unrenewed, unless this node's next pod takes it back.
-        Err(e) if caught.requested() => Err(e),
-        Err(e) => {
-            let code = super::known_errors::failure_kind(&e).name();
-            if let Err(w) = turn::fail(c, t, me, &mut held, &code) {
-                ctx.printer.warn(&format!(
-                    "the turn {} was not marked failed ({w}): it runs out unrenewed",
-                    held.name()
-                ));
-            }
-            Err(e)
-        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!(
+            "node {me} is healthy, but its turn {} was not given back: it runs out unrenewed",
+            h.name()
+        ))),
     }
 }
 
-/// Renews the turn every third of its lease until `ending`; a turn found another node's stops
-/// the change (`change`) and says so (`lost`). A renewal that fails is tried again at the next.
+/// Renews the turn every third of its lease until `ending` or its giving back; a turn found
+/// another node's stops the change (`change`) and says so (`lost`). A renewal that fails is
+/// tried again at the next.
 fn keep(
     c: &Cluster,
     (t, me): (&Turns, &str),
-    held: &Mutex<Held>,
+    held: &Mutex<Option<Held>>,
     ending: &Stop,
     (lost, change): (&AtomicBool, &Stop),
 ) {
     while !ending.wait(t.lease / 3) {
-        let mut h = held.lock().unwrap_or_else(|p| p.into_inner());
-        if let Ok(false) = turn::renew(c, t, me, &mut h) {
+        let mut slot = held.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(h) = slot.as_mut() else {
+            return;
+        };
+        if let Ok(false) = turn::renew(c, t, me, h) {
             lost.store(true, Ordering::SeqCst);
             change.request();
             return;

@@ -23,6 +23,7 @@ struct Fleet {
     machines: Vec<Machine>,
     pod: Pod,
     command: Vec<String>,
+    admin: std::path::PathBuf,
     _dirs: Vec<tempfile::TempDir>,
 }
 
@@ -77,6 +78,7 @@ impl Fleet {
             machines,
             pod,
             command,
+            admin,
             _dirs: vec![admin_dir, cfg_dir, sa_dir],
         }
     }
@@ -110,6 +112,20 @@ impl Fleet {
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         (out.status.code().unwrap_or(-1), doc, err)
+    }
+
+    /// `fleet status` with the admin kubeconfig: its text and its JSON document.
+    fn status(&self) -> (String, Value) {
+        let run = |format: &str| {
+            crate::support::cmd()
+                .args(["-o", format, "fleet", "status", "--kubeconfig"])
+                .arg(&self.admin)
+                .output()
+                .expect("runs")
+                .stdout
+        };
+        let text = String::from_utf8_lossy(&run("text")).into_owned();
+        (text, crate::support::json(&run("json")))
     }
 
     fn slot(&self) -> Value {
@@ -266,6 +282,19 @@ fn a_failed_node_keeps_its_turn_until_it_succeeds_or_its_node_is_gone() {
     assert_eq!(doc["error"]["kind"], "turn-timeout", "{doc}");
     assert!(!cordoned(&f.api, "win-g"));
     assert_eq!(f.machine("win-g").calico_vsid(), Some(4096));
+    // fleet status says who holds it, since when, and that it failed.
+    let (text, doc) = f.status();
+    let turn = &doc["turns"][0];
+    assert_eq!(turn["slot"], "calicoctl-win-turn-0", "{doc}");
+    assert_eq!(turn["node"], "win-f", "{doc}");
+    assert!(
+        turn["since"].is_string() && turn["failed"]["code"].is_string(),
+        "{doc}"
+    );
+    assert!(
+        text.contains("Turns: calicoctl-win-turn-0 (win-f since ") && text.contains("failed: "),
+        "{text}"
+    );
 
     // The failed node's next pod (the container restarted) takes its own turn back.
     let (code, doc, err) = f.run("win-f", &["--turn-lease=1s", "--turn-timeout=4s"]);
