@@ -449,13 +449,15 @@ fn kubectl_parses_the_manifests() {
             "ValidatingAdmissionPolicyBinding",
             "Secret",
             "Plan",
+            "Role",
+            "RoleBinding",
             "DaemonSet"
         ]
     );
     for i in &items {
         assert_eq!(i["metadata"]["annotations"]["checked"], "yes", "{i}");
     }
-    let ds = &items[13];
+    let ds = &items[15];
     assert_eq!(
         ds["spec"]["template"]["spec"]["securityContext"]["windowsOptions"]["hostProcess"],
         true
