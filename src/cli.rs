@@ -1141,6 +1141,32 @@ pub struct ReconfigureArgs {
     /// The probe image of --verify: agnhost, or a mirror of it for an air-gapped cluster
     #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST, requires = "verify")]
     pub verify_image: String,
+    /// Before changing the node, take one of the fleet's turns (the Leases NAME-turn-0 ..
+    /// in NAMESPACE; fleet plan's DaemonSet passes it), held until the node is healthy again
+    #[arg(long, value_name = "NAMESPACE/NAME", value_parser = parse_turn)]
+    pub turn: Option<(String, String)>,
+    /// With --turn: how many nodes change at once (the fleet's --concurrency)
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "turn", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub turns: u32,
+    /// With --turn: how long to wait for a turn (then exit 4; the DaemonSet's container
+    /// restarts and waits again)
+    #[arg(long, value_name = "DURATION", default_value = "24h", requires = "turn", value_parser = crate::duration::parse)]
+    pub turn_timeout: std::time::Duration,
+    /// The duration of a turn held without renewal (tests)
+    #[arg(long, hide = true, value_name = "DURATION", default_value = "60s", value_parser = crate::duration::parse)]
+    pub turn_lease: std::time::Duration,
+}
+
+/// `--turn NAMESPACE/NAME`: two Kubernetes names.
+fn parse_turn(s: &str) -> Result<(String, String), String> {
+    match s.split_once('/') {
+        Some((ns, name)) if crate::k8s_name::is_label(ns) && crate::k8s_name::is_label(name) => {
+            Ok((ns.to_owned(), name.to_owned()))
+        }
+        _ => Err(
+            "give NAMESPACE/NAME, two Kubernetes names (like system-upgrade/calicoctl-win)".into(),
+        ),
+    }
 }
 
 /// How pods are evicted, by a drain's rules (reconfigure's drain, repair).

@@ -92,6 +92,8 @@ pub enum Kind {
     InputUnreadable,
     /// `verify`: the node does not pass traffic (a check failed).
     TrafficFailed,
+    /// `reconfigure --turn`: no turn of the fleet came within `--turn-timeout`.
+    TurnTimeout,
 }
 
 impl Kind {
@@ -143,6 +145,7 @@ impl Kind {
         Kind::InvalidInput,
         Kind::InputUnreadable,
         Kind::TrafficFailed,
+        Kind::TurnTimeout,
     ];
 
     /// The name in JSON (`needs-drain`).
@@ -181,7 +184,8 @@ impl Kind {
             | Kind::DownloadTimeout
             | Kind::Timeout
             | Kind::AdapterAddress
-            | Kind::OperatorPodTimeout => &[Timeout],
+            | Kind::OperatorPodTimeout
+            | Kind::TurnTimeout => &[Timeout],
             Kind::NeedsDrain => &[NeedsDrain],
             Kind::Failed
             | Kind::LockFailed

@@ -34,6 +34,7 @@ pub mod read;
 pub mod refusal;
 pub mod rights;
 pub mod token;
+pub mod turn;
 pub mod verify_rights;
 
 pub use client::{CALL_TIMEOUT, Cluster, CutHere, PAGE, PAGES_CAP, cut_here};

@@ -275,6 +275,32 @@ pub const FLEET: &[Right] = &[
     INSTALLER[16], // serviceaccounts/token, calico-node's only: the node's renewer of last resort
 ];
 
+/// The fleet DaemonSet's turns (`reconfigure --turn`, `cluster::turn`): a Role
+/// `<fleet>-turn` in the fleet's namespace, bound to its account `sa`, that may get and
+/// update its `count` Leases `<fleet>-turn-<i>` by name, and create Leases: a create cannot
+/// be narrowed to a name (kubernetes.io RBAC docs: "You cannot restrict create or
+/// deletecollection requests by their resource name"). Whether a failed turn's holder still
+/// exists is read with FLEET's `get nodes`.
+pub fn turn_role(sa: &str, namespace: &str, fleet: &str, count: u32) -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let name = format!("{fleet}-turn");
+    let names: Vec<String> = (0..count).map(|i| format!("{fleet}-turn-{i}")).collect();
+    let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
+    vec![
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "rules": [
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                    "verbs": ["get", "update"], "resourceNames": names},
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                    "verbs": ["create"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]}),
+    ]
+}
+
 /// What `migrate to-operator` and `migrate from-operator` call besides the installer's
 /// rights (`fleet plan --migrate`'s jobs): the Installation patched (its DaemonSet's affinity,
 /// `windowsDataplane`) and the Windows nodes listed (the ones calicoctl-win installed get the

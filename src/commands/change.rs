@@ -106,6 +106,13 @@ impl<'h> Change<'h> {
         })
     }
 
+    /// Lets the host lock go before the change ends: its run is over, and what follows
+    /// (`reconfigure --turn`'s wait for the node's health) reads the host as `status` does,
+    /// which takes a held lock for a change under way.
+    pub fn let_go(&mut self) {
+        self._lock = None;
+    }
+
     /// Whether this change holds the host lock (a real run's does).
     pub fn holds_lock(&self) -> bool {
         self._lock.is_some()

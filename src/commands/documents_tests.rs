@@ -214,6 +214,7 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
                 findings: &findings,
                 config_hash: None,
                 verify_every: None,
+                turns: &[],
                 healthy: true,
                 problems: &[],
             }),

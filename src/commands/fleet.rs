@@ -51,6 +51,12 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         docs.push(serde_json::to_value(fleet.plan())?);
     }
     if fleet.migrate.is_none() && matches!(args.engine, Engine::Daemonset | Engine::Both) {
+        docs.extend(crate::cluster::rights::turn_role(
+            &fleet.service_account,
+            &args.namespace,
+            &fleet.name,
+            fleet.concurrency,
+        ));
         docs.push(serde_json::to_value(fleet.daemon_set())?);
     }
     if args.metrics_service {
@@ -269,6 +275,15 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     docs.extend(crate::cluster::rights::calico_node_token_policy(
         &args.calico_namespace,
     ));
+    if args.identity == RbacIdentity::Fleet {
+        // The turns of `fleet plan`'s DaemonSet with its defaults.
+        docs.extend(crate::cluster::rights::turn_role(
+            name,
+            namespace,
+            "calicoctl-win",
+            DEFAULT_CONCURRENCY,
+        ));
+    }
     ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
@@ -522,10 +537,15 @@ fn concurrency(args: &FleetPlanArgs, migrating: bool) -> Result<u32, UsageError>
             "leave out --concurrency (1 with --verify), or leave out --verify and run 'calicoctl-win verify' after the rollout",
         ));
     }
-    Ok(args
-        .concurrency
-        .unwrap_or(if migrating || args.verify { 1 } else { 2 }))
+    Ok(args.concurrency.unwrap_or(if migrating || args.verify {
+        1
+    } else {
+        DEFAULT_CONCURRENCY
+    }))
 }
+
+/// Nodes changed at once when nothing else is said.
+const DEFAULT_CONCURRENCY: u32 = 2;
 
 /// The Plan's (and DaemonSet's) name, the jobs' account and the config's Secret: as given,
 /// else a reconfigure's or, for a migration, its own (so that applying it replaces neither

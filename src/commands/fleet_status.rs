@@ -17,6 +17,8 @@ pub(crate) struct FleetStatus<'a> {
     pub config_hash: Option<&'a str>,
     /// The fleet DaemonSet's `--verify-every`, against which traffic verdicts are judged.
     pub verify_every: Option<String>,
+    /// The fleet's turns (`reconfigure --turn`): each slot, its holder and whether it failed.
+    pub turns: &'a [crate::cluster::turn::Slot],
     pub healthy: bool,
     pub problems: &'a [String],
 }
@@ -48,9 +50,8 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
             None
         }
     };
-    let now = crate::duration::now();
-    let mut rows: Vec<NodeRow> = Vec::new();
-    let mut votes = HashVotes::default();
+    let (turns, now) = (read_turns(ctx, &c, args), crate::duration::now());
+    let (mut rows, mut votes): (Vec<NodeRow>, _) = (Vec::new(), HashVotes::default());
     crate::cluster::node::for_each_windows_node(&c, |n| {
         let mut row = node_row(n, now);
         row.traffic = fleet_traffic::of_node(n, every, now, &mut row.malformed);
@@ -82,7 +83,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
             .flat_map(|r| r.problems.iter().map(Into::into)),
     );
     let sentences: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
-    print_table(ctx, &rows, fleet_hash.as_deref());
+    print_table(ctx, &rows, (fleet_hash.as_deref(), &turns));
     let findings = code_counts(&rows);
     if !findings.is_empty() {
         let said: Vec<String> = findings
@@ -98,6 +99,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
         findings: &findings,
         config_hash: fleet_hash.as_deref(),
         verify_every: every.map(crate::duration::show),
+        turns: &turns,
         healthy,
         problems: &sentences,
     });
@@ -114,9 +116,45 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
     Err(super::common::Degraded(problems).into())
 }
 
+/// The fleet DaemonSet's turns, read once; refused (no right to list leases), none, said.
+fn read_turns(
+    ctx: &mut Context,
+    c: &crate::cluster::Cluster,
+    args: &crate::cli::FleetStatusArgs,
+) -> Vec<crate::cluster::turn::Slot> {
+    crate::cluster::turn::slots(c, &args.namespace, &args.name).unwrap_or_else(|e| {
+        ctx.printer.warn(&format!(
+            "cannot read the turns of {}/{} ({e}): who holds them is not shown",
+            args.namespace, args.name
+        ));
+        Vec::new()
+    })
+}
+
+/// The turns held, each with its node, since when and its failure, escaped as the table is.
+fn print_turns(ctx: &mut Context, turns: &[crate::cluster::turn::Slot]) {
+    let held: Vec<String> = turns
+        .iter()
+        .filter(|t| t.node.is_some())
+        .map(|t| shown(&crate::cluster::turn::said(t)))
+        .collect();
+    if !turns.is_empty() {
+        let said = if held.is_empty() {
+            "none held".to_owned()
+        } else {
+            held.join(", ")
+        };
+        ctx.printer.text(&format!("Turns: {said}"));
+    }
+}
+
 /// The table, every value escaped (`fleet_view::shown`); the NODE column as wide as the
 /// longest name (cloud names like ip-10-0-1-23.us-west-2.compute.internal), at most 63.
-fn print_table(ctx: &mut Context, rows: &[NodeRow], fleet_hash: Option<&str>) {
+fn print_table(
+    ctx: &mut Context,
+    rows: &[NodeRow],
+    (fleet_hash, turns): (Option<&str>, &[crate::cluster::turn::Slot]),
+) {
     let cell = |v: &Option<String>| v.as_deref().map_or("-".to_owned(), shown);
     let width = rows
         .iter()
@@ -152,6 +190,7 @@ fn print_table(ctx: &mut Context, rows: &[NodeRow], fleet_hash: Option<&str>) {
         rows.len(),
         fleet_hash.unwrap_or("none recorded")
     ));
+    print_turns(ctx, turns);
 }
 
 /// A node's traffic verdict, judged against the DaemonSet's interval, as findings: the

@@ -31,9 +31,18 @@ const KNOWN_ERRORS: &[Recogniser] = &[
     recognise::<crate::commands::fleet_diags::NotGathered>,
     recognise::<crate::verify::matrix::PlanError>,
     recognise::<super::verify_restarted::NotReady>,
+    recognise::<crate::cluster::turn::TurnError>,
 ];
 
 /// The error a command failed with, with its exit code and hint.
 pub fn failure(error: anyhow::Error) -> CliError {
     CliError::new(error, KNOWN_ERRORS)
+}
+
+/// The kind of the error a command failed with, as its JSON says it (`error.kind`).
+pub fn failure_kind(error: &anyhow::Error) -> crate::error::Kind {
+    error
+        .chain()
+        .find_map(|cause| KNOWN_ERRORS.iter().find_map(|r| r(cause)))
+        .map_or(crate::error::Kind::Failed, |d| d.kind)
 }

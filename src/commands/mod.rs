@@ -28,6 +28,7 @@ mod render;
 mod repair;
 pub mod service;
 mod status;
+mod turn;
 mod uninstall;
 mod verify;
 pub mod verify_restarted;
@@ -48,7 +49,11 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
         Command::Preflight(args) => preflight::run(args, ctx),
         Command::Install(args) => install::run(args, ctx),
         Command::Uninstall(args) => uninstall::run(args, ctx),
-        Command::Reconfigure(args) => reconfigure::run(args, ctx),
+        // The fleet DaemonSet's pod: its change in one of the fleet's turns (a dry run takes none).
+        Command::Reconfigure(args) => match &args.turn {
+            Some((ns, name)) if !ctx.options.dry_run => turn::run(args, ctx, (ns, name)),
+            _ => reconfigure::run(args, ctx),
+        },
         Command::Status(args) => status::run(args, ctx),
         Command::Repair(args) => repair::run(args, ctx),
         Command::Service(ServiceCommand::Run(args)) => service::run(args, ctx),

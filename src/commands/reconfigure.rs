@@ -19,6 +19,30 @@ use crate::plan::reconfigure::{self, NodeSteps, network_changes};
 use anyhow::Context as _;
 
 pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    attempt(args, ctx, None).map(drop)
+}
+
+/// How a run ended: done (changed, or nothing to change), or it has something to change and
+/// no turn yet (`--turn`: nothing was changed; `commands::turn` waits for one).
+pub(super) enum Pass {
+    Done,
+    NeedsTurn,
+}
+
+/// A run within a fleet's turn (`commands::turn`): the change's stop (Ctrl-C's, and the
+/// turn's loss), and the wait, with the host lock let go, until the node is healthy again.
+pub(super) struct Turn<'a> {
+    pub stop: crate::duration::Stop,
+    pub settle: &'a mut dyn FnMut(&mut Context) -> anyhow::Result<()>,
+}
+
+/// One run: checks, plan, change. `turn`: `None` asked from `--turn` (a change then ends the
+/// run with `Pass::NeedsTurn`, before anything changes), `Some` while the turn is held.
+pub(super) fn attempt(
+    args: &ReconfigureArgs,
+    ctx: &mut Context,
+    mut turn: Option<&mut Turn<'_>>,
+) -> anyhow::Result<Pass> {
     let host = ctx.open_host_to_change("reconfigure")?;
     let base = ctx.load_config()?;
     let node_name = base.config.node.name.to_string();
@@ -48,36 +72,23 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
         vni: new_net.vni,
     };
     let node = node_plan(args, config, cluster, &node_name, &need)?;
-
-    let restart = if recreate {
-        Restart::AlreadyStopped
-    } else {
-        Restart::Affected
-    };
+    let files = (rendered, kept, uplink.adapter.clone());
     let inputs = reconfigure::Inputs {
-        install: Inputs {
-            renewal: None,
-            config,
-            files: rendered,
-            extra_owned: kept,
-            extra_dirs: Vec::new(),
-            calico_version: rec.calico_version.clone(),
-            cni_version: rec.cni_version.clone(),
-            legacy: Vec::new(),
-            start: true,
-            wait_timeout: args.wait_timeout,
-            previous: Some(rec.clone()),
-            journal: journal.as_ref(),
-            restart,
-            expect_vsid: (config.backend == Backend::Vxlan).then_some(new_net.vni),
-            config_hash: Some(crate::config::fleet_hash(&loaded)),
-            uplink: uplink.adapter.clone(),
-        },
+        install: install_inputs(
+            args,
+            &loaded,
+            (&rec, recreate, new_net.vni),
+            files,
+            journal.as_ref(),
+        ),
         installed_services: rec.services.iter().map(|s| s.name.clone()).collect(),
         delete,
         node: node.steps,
     };
     let actions = reconfigure::plan(host.as_ref(), &inputs)?;
+    if let Some(pass) = gate(args, ctx, (turn.as_deref_mut(), &mut change), &actions)? {
+        return Ok(pass);
+    }
     let shown = Shown {
         root: &root,
         node_name: &node_name,
@@ -87,15 +98,83 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
     let Some(doc) = show(ctx, &change, &shown, &actions)? else {
         nothing_to_change(ctx, &change, &actions);
-        return Ok(());
+        return Ok(Pass::Done);
     };
     let cluster = node.cluster.as_deref();
-    let opts = options(ctx, args, change.journal_path.clone(), journal, cluster);
+    let stop = turn.as_ref().map(|t| t.stop.clone());
+    let opts = options(
+        ctx,
+        args,
+        (change.journal_path.clone(), journal, stop),
+        cluster,
+    );
     if let Err(e) = change.run(ctx, &actions, opts)? {
         return Err(failed(*e, &node_name));
     }
     finished(ctx, &change, cluster, &node_name, actions.len());
-    print_done(ctx, args, cluster, &node_name, doc.done())
+    if let Some(t) = turn {
+        change.let_go();
+        (t.settle)(ctx)?;
+    }
+    print_done(ctx, args, cluster, &node_name, doc.done()).map(|()| Pass::Done)
+}
+
+/// With `--turn`: a change waits for a turn (`Pass::NeedsTurn`), asked without the host lock
+/// held; a turn held with nothing (left) to change is given back once the node is healthy.
+fn gate(
+    args: &ReconfigureArgs,
+    ctx: &mut Context,
+    (turn, change): (Option<&mut Turn<'_>>, &mut Change<'_>),
+    actions: &[Action],
+) -> anyhow::Result<Option<Pass>> {
+    let changing = !actions.is_empty() && !ctx.options.dry_run;
+    match turn {
+        None if changing && args.turn.is_some() => return Ok(Some(Pass::NeedsTurn)),
+        Some(t) if !changing => {
+            change.let_go();
+            (t.settle)(ctx)?;
+        }
+        _ => {}
+    }
+    Ok(None)
+}
+
+/// The install's inputs of the change: the new files, the release kept, the restart and the
+/// VSID the new network must have.
+fn install_inputs<'a>(
+    args: &ReconfigureArgs,
+    loaded: &'a crate::config::Loaded,
+    (rec, recreate, vni): (&record::InstallRecord, bool, u32),
+    (files, kept, uplink): (
+        Vec<crate::plan::install::DesiredFile>,
+        Vec<crate::installed::record::RecordedFile>,
+        Option<String>,
+    ),
+    journal: Option<&'a crate::apply::journal::Journal>,
+) -> Inputs<'a> {
+    let config = &loaded.config;
+    Inputs {
+        renewal: None,
+        config,
+        files,
+        extra_owned: kept,
+        extra_dirs: Vec::new(),
+        calico_version: rec.calico_version.clone(),
+        cni_version: rec.cni_version.clone(),
+        legacy: Vec::new(),
+        start: true,
+        wait_timeout: args.wait_timeout,
+        previous: Some(rec.clone()),
+        journal,
+        restart: if recreate {
+            Restart::AlreadyStopped
+        } else {
+            Restart::Affected
+        },
+        expect_vsid: (config.backend == Backend::Vxlan).then_some(vni),
+        config_hash: Some(crate::config::fleet_hash(loaded)),
+        uplink,
+    }
 }
 
 /// The document printed, after `--verify` when asked (for a CalicoWindowsReady written since
@@ -140,13 +219,20 @@ fn nothing_to_change(ctx: &mut Context, change: &Change, actions: &[apply::Actio
 fn options<'a>(
     ctx: &mut Context,
     args: &ReconfigureArgs,
-    journal_path: String,
-    journal: Option<crate::apply::journal::Journal>,
+    (journal_path, journal, stop): (
+        String,
+        Option<crate::apply::journal::Journal>,
+        Option<crate::duration::Stop>,
+    ),
     cluster: Option<&'a crate::cluster::Cluster>,
 ) -> apply::Options<'a> {
     let cluster = cluster.map(|c| c as &dyn crate::cluster::NodeControl);
+    // A turn's own stop is part of Ctrl-C's (`commands::turn`).
+    let stop = stop.unwrap_or_else(|| {
+        ctx.catch_stop(crate::duration::Stop::new(), super::common::CHANGE_UNCAUGHT)
+    });
     apply::Options {
-        stop: ctx.catch_stop(crate::duration::Stop::new(), super::common::CHANGE_UNCAUGHT),
+        stop,
         ..apply::Options::for_change(
             "reconfigure",
             journal_path,

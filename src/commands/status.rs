@@ -17,6 +17,20 @@ use crate::layout::InstallRoot;
 use crate::plan::drift;
 
 pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
+    let report = survey(args, ctx)?;
+    for line in health::text::lines(&report) {
+        ctx.printer.text(&line);
+    }
+    ctx.printer.json(&report);
+    if report.healthy() {
+        Ok(())
+    } else {
+        Err(Degraded(report.findings().iter().map(Into::into).collect()).into())
+    }
+}
+
+/// The node's report, as status prints it (`reconfigure --turn` waits on it).
+pub(super) fn survey(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<health::NodeReport> {
     let host = ctx.open_host(Intent::Read)?;
     let h = host.as_ref();
     let base = ctx.load_config()?;
@@ -46,15 +60,7 @@ pub fn run(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
             desired: &want,
         }),
     })?;
-    for line in health::text::lines(&report) {
-        ctx.printer.text(&line);
-    }
-    ctx.printer.json(&report);
-    if report.healthy() {
-        Ok(())
-    } else {
-        Err(Degraded(report.findings().iter().map(Into::into).collect()).into())
-    }
+    Ok(report)
 }
 
 /// What the config wants of the node (`plan/`): its services, and the files that differ from

@@ -132,7 +132,7 @@ pub struct Fleet {
     pub config_secret: String,
     /// The config file's text, which every node gets.
     pub config: String,
-    /// Nodes changed at once (the Plan's concurrency, the DaemonSet's maxUnavailable).
+    /// Nodes changed at once (the Plan's concurrency, the DaemonSet's turns and maxUnavailable).
     pub concurrency: u32,
     /// Labels a node needs besides `kubernetes.io/os=windows`.
     pub node_selector: BTreeMap<String, String>,
@@ -280,6 +280,10 @@ impl Fleet {
             if self.delete_emptydir_data {
                 args.push("--delete-emptydir-data".into());
             }
+            // The DaemonSet's pacing: the controller starts every node's pod at once, so each
+            // takes one of the fleet's turns before it changes its node (`cluster::turn`).
+            args.push(format!("--turn={}/{}", self.namespace, self.name));
+            args.push(format!("--turns={}", self.concurrency));
         }
         args
     }
@@ -471,11 +475,13 @@ impl Fleet {
         }
     }
 
-    /// The HostProcess DaemonSet: on each Windows node, `reconfigure --drain` (the node drains
-    /// itself; this pod, a DaemonSet pod, stays), then the container stays running as the
-    /// node's renewer of last resort (`service keep-token`). The pod
-    /// is Ready while `status` finds the node healthy, so a rolling update with
-    /// `maxUnavailable: concurrency` moves on only from healthy nodes and stops at a failing one.
+    /// The HostProcess DaemonSet: on each Windows node, `reconfigure --drain --turn` (the node
+    /// drains itself in one of the fleet's `concurrency` turns, held until it is healthy again;
+    /// this pod, a DaemonSet pod, stays), then the container stays running as the node's
+    /// renewer of last resort (`service keep-token`). The turns pace the first apply, a node's
+    /// joining and a new config alike: the controller starts every pod it has to make at once,
+    /// and `maxUnavailable` only paces the replacement of old pods (`cluster::turn`). The pod is
+    /// Ready while `status` finds the node healthy.
     pub fn daemon_set(&self) -> DaemonSet {
         let pod = self.pod();
         DaemonSet {

@@ -450,13 +450,15 @@ fn kubectl_parses_the_manifests() {
             "ValidatingAdmissionPolicyBinding",
             "Secret",
             "Plan",
+            "Role",
+            "RoleBinding",
             "DaemonSet"
         ]
     );
     for i in &items {
         assert_eq!(i["metadata"]["annotations"]["checked"], "yes", "{i}");
     }
-    let ds = &items[13];
+    let ds = &items[15];
     assert_eq!(
         ds["spec"]["template"]["spec"]["securityContext"]["windowsOptions"]["hostProcess"],
         true
@@ -549,7 +551,7 @@ impl Pod {
         ]
     }
 
-    fn sandbox(&self) -> &Path {
+    pub(crate) fn sandbox(&self) -> &Path {
         self.sandbox.path()
     }
 }
@@ -1562,16 +1564,19 @@ fn fleet_status_reads_the_traffic_verdict_against_the_daemonsets_interval() {
         !problems.contains("win-1") && !problems.contains("win-4"),
         "{problems}"
     );
-    // Flat in the number of nodes: one read of the DaemonSet, the nodes listed a page at a time.
+    // Flat in the number of nodes: one read of the DaemonSet and one list of its turns, the
+    // nodes listed a page at a time.
     let ds_reads = asked
         .iter()
         .filter(|(_, p)| p.contains("daemonsets"))
         .count();
     assert_eq!(ds_reads, 1, "{asked:?}");
+    let turn_reads = asked.iter().filter(|(_, p)| p.contains("leases")).count();
+    assert_eq!(turn_reads, 1, "{asked:?}");
     assert!(
-        asked
-            .iter()
-            .all(|(_, p)| p.contains("daemonsets") || p == "/api/v1/nodes"),
+        asked.iter().all(|(_, p)| p.contains("daemonsets")
+            || p.ends_with("/leases")
+            || p == "/api/v1/nodes"),
         "{asked:?}"
     );
     // No DaemonSet schedules verify: no verdict is judged stale, a False still a problem.
@@ -1730,8 +1735,8 @@ fn the_daemonset_pod_replaces_a_refused_token_for_its_own_node_only() {
         .filter(|m| api.apply(m))
         .count();
     assert_eq!(
-        applied, 11,
-        "roles, bindings, the account and the two admission policies"
+        applied, 13,
+        "roles (the turns' too), bindings, the account and the two admission policies"
     );
     let node = crate::support::Node::new(&api);
     let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");

@@ -17,6 +17,7 @@ mod fleet_diags_cli;
 mod fleet_diags_node;
 mod fleet_diags_redacted;
 mod fleet_migrate;
+mod fleet_turn;
 mod fleet_verify;
 mod kubeconfig_files;
 mod kubectl_fake_api;

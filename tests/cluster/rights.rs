@@ -320,7 +320,16 @@ fn every_fleet_rule_is_needed_and_enough() {
         api.put_pod("default", "web-1", "win-1", Some("ReplicaSet"));
         let mut failed = None;
         for args in [
-            &["reconfigure", "--drain", "--set", "vxlan.vni=4097"][..],
+            // In its turn, as the DaemonSet runs it (`fleet plan`'s default name and
+            // concurrency): the Leases got, made and given back.
+            &[
+                "reconfigure",
+                "--drain",
+                "--turn=system-upgrade/calicoctl-win",
+                "--turns=2",
+                "--set",
+                "vxlan.vni=4097",
+            ][..],
             &["status"][..],
             &["service", "keep-token", "--once"][..],
         ] {

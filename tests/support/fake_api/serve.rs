@@ -42,6 +42,8 @@ static RESOURCES: &[Resource] = &[
     r("v1", "serviceaccounts", "ServiceAccount", true),
     r("apps/v1", "daemonsets", "DaemonSet", true),
     r("apps/v1", "deployments", "Deployment", true),
+    // The fleet DaemonSet's turns (`reconfigure --turn`: get, create, update).
+    r("coordination.k8s.io/v1", "leases", "Lease", true),
     r(
         "policy/v1",
         "poddisruptionbudgets",

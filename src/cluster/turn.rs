@@ -1,0 +1,481 @@
+//! A fleet's turns: at most `count` nodes of the fleet DaemonSet change at once, each holding
+//! one of the coordination.k8s.io/v1 Leases `<name>-turn-0` .. `<name>-turn-<count - 1>` in
+//! the fleet's namespace while it changes and until it is healthy again.
+//!
+//! Why in the pod's command: the DaemonSet controller paces only a rolling update, by deleting
+//! pods of an old revision within `maxUnavailable` (kubernetes v1.33
+//! `pkg/controller/daemon/update.go`, `rollingUpdate`); every eligible node without a pod gets
+//! one at once, in slow-start batches (`daemon_controller.go`, `manage`, `syncNodes`): the
+//! DaemonSet's creation and a node's joining start them all together.
+//!
+//! The design, the simplest we found sound:
+//! - Taking: a slot that does not exist is created (409: another node made it first, read it
+//!   again next look); a free one is written with an update carrying the resourceVersion read
+//!   (409: another node won). kube-apiserver's `Create` and `Update` (apiserver
+//!   `pkg/registry/generic/registry/store.go`) make sure one node wins.
+//! - Expiry as client-go's leader election judges it (client-go v0.33.0,
+//!   `tools/leaderelection/leaderelection.go`, `tryAcquireOrRenew`, `isLeaseValid`,
+//!   `setObservedRecord`): a contender notes, by its own monotonic clock, when it first saw a
+//!   slot's current record, and takes it only once the record's `leaseDurationSeconds`
+//!   passed with no change. No node's clock is compared with another's, so neither a skew nor
+//!   a clock step moves a turn; the times written are for people.
+//! - Holding: renewed every third of its duration; given back (the holder cleared) once the
+//!   node is healthy again. A pod killed while holding renews no more: its slot is taken over
+//!   once its duration passed unseen.
+//! - Failing: the node keeps its slot and marks it (`FAILED`: the failure's kind and time);
+//!   nobody renews it, and no other node takes it, however old, unless the holder's Node is
+//!   gone (404): the rollout stops there, as system-upgrade-controller's stops at a failed job
+//!   (v0.19.0 `pkg/upgrade/plan/plan.go` `SelectConcurrentNodes`: a node whose job failed stays
+//!   in `status.applying` and holds its slot). The node's next pod (the kubelet restarts the
+//!   container) takes its own slot back and tries again; a person frees it by fixing the
+//!   node, or by deleting the Lease.
+
+use super::{Cluster, ClusterError};
+use crate::error::{Diagnosis, Exit, Kind};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::Api;
+use kube::api::{ListParams, PostParams};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Why a run with a turn failed on its own account.
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    #[error("no turn of {turns} came within {}: {}", crate::duration::show(*.after), .held.join(", "))]
+    Waited {
+        turns: String,
+        after: Duration,
+        held: Vec<String>,
+    },
+    #[error("node {node} is not healthy {} after its change: {}", crate::duration::show(*.after), .findings.join("; "))]
+    Unhealthy {
+        node: String,
+        after: Duration,
+        findings: Vec<String>,
+    },
+    #[error(
+        "the turn {slot} was taken over by another node (its renewals failed for longer than its lease): the change was stopped"
+    )]
+    Lost { slot: String },
+}
+
+impl crate::error::Diagnose for TurnError {
+    fn diagnose(&self) -> Option<crate::error::Diagnosis> {
+        match self {
+            Self::Waited { .. } => Diagnosis::new(
+                Exit::Timeout,
+                Kind::TurnTimeout,
+                "the nodes named hold the turns: wait (the DaemonSet's container restarts and waits again), or fix a failed node or delete its Lease (kubectl delete lease)",
+            ),
+            Self::Unhealthy { .. } => Diagnosis::new(
+                Exit::Timeout,
+                Kind::Timeout,
+                "the turn stays held, marked failed, until the node is healthy: fix what 'calicoctl-win status' names on the node",
+            ),
+            Self::Lost { .. } => Diagnosis::new(
+                Exit::Failed,
+                Kind::Failed,
+                "check the node's connection to the API server; the container restarts and waits for a turn again",
+            ),
+        }
+    }
+}
+
+/// The annotation of a failed turn: `{"code": "<error kind>", "at": "<RFC 3339 time>"}`.
+pub const FAILED: &str = "calicoctl-win/turn-failed";
+/// The label every slot carries, with the fleet's name (`fleet status` lists them by it).
+const LABEL: &str = "app.kubernetes.io/name";
+
+/// A fleet's turns.
+#[derive(Clone, Debug)]
+pub struct Turns {
+    pub namespace: String,
+    /// The DaemonSet's name: the slots are `<name>-turn-<i>`, labelled with it.
+    pub name: String,
+    pub count: u32,
+    /// The duration written in a slot this node holds.
+    pub lease: Duration,
+}
+
+impl Turns {
+    /// The name of slot `i`.
+    pub fn slot(&self, i: u32) -> String {
+        format!("{}-turn-{i}", self.name)
+    }
+
+    fn api(&self, c: &Cluster) -> Api<Lease> {
+        Api::namespaced(c.client.clone(), &self.namespace)
+    }
+}
+
+/// A failed turn's mark.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Failure {
+    /// The kind of the failure (`error.kind` of the command's JSON).
+    pub code: String,
+    pub at: String,
+}
+
+/// A slot as `fleet status` shows it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Slot {
+    pub slot: String,
+    /// Its holder (a node's name); `None` when free.
+    pub node: Option<String>,
+    /// When its holder took it (`acquireTime`).
+    pub since: Option<String>,
+    pub failed: Option<Failure>,
+}
+
+impl Slot {
+    fn of(l: &Lease) -> Self {
+        let spec = l.spec.as_ref();
+        Self {
+            slot: l.metadata.name.clone().unwrap_or_default(),
+            node: holder(l).map(str::to_owned),
+            since: spec.and_then(|s| s.acquire_time.as_ref().map(|t| t.0.to_string())),
+            failed: failure(l),
+        }
+    }
+}
+
+/// The holder of a slot, if any.
+fn holder(l: &Lease) -> Option<&str> {
+    l.spec
+        .as_ref()
+        .and_then(|s| s.holder_identity.as_deref())
+        .filter(|h| !h.is_empty())
+}
+
+/// The failure a slot is marked with, if any (a mark that does not parse is one all the same:
+/// its code is the text).
+pub fn failure(l: &Lease) -> Option<Failure> {
+    let text = l.metadata.annotations.as_ref()?.get(FAILED)?;
+    Some(serde_json::from_str(text).unwrap_or_else(|_| Failure {
+        code: text.clone(),
+        at: String::new(),
+    }))
+}
+
+/// What a contender saw of each slot, and when it first saw that, by its monotonic clock.
+#[derive(Default)]
+pub struct Seen(BTreeMap<String, (Record, Instant)>);
+
+/// A slot's record, as client-go compares it: the spec, and here the failure's mark.
+#[derive(Clone, PartialEq)]
+struct Record(Option<LeaseSpec>, Option<Failure>);
+
+impl Seen {
+    /// Whether `l` ran out by `now`: its record seen unchanged for its `leaseDurationSeconds`
+    /// (a record not seen before is noted now, and has not).
+    fn ran_out(&mut self, l: &Lease, now: Instant) -> bool {
+        let name = l.metadata.name.clone().unwrap_or_default();
+        let record = Record(l.spec.clone(), failure(l));
+        let secs = l
+            .spec
+            .as_ref()
+            .and_then(|s| s.lease_duration_seconds)
+            .unwrap_or(0);
+        let since = match self.0.get(&name) {
+            Some((r, at)) if *r == record => *at,
+            _ => {
+                self.0.insert(name, (record, now));
+                now
+            }
+        };
+        let lasts = Duration::from_secs(u64::try_from(secs).unwrap_or(0));
+        now.saturating_duration_since(since) >= lasts
+    }
+}
+
+/// A slot this node holds: the Lease as it last wrote (or read) it, whose resourceVersion is
+/// the next write's precondition.
+#[derive(Clone, Debug)]
+pub struct Held(pub Lease);
+
+impl Held {
+    pub fn name(&self) -> &str {
+        self.0.metadata.name.as_deref().unwrap_or_default()
+    }
+}
+
+/// One look at the slots (a get of each): this node's own slot (a restarted container's) is
+/// taken back; with `seen`, else the first that is free, or ran out (a failed one only when
+/// its holder's Node is gone). `Err` of the look's answer: who holds each slot, said.
+pub fn look(
+    c: &Cluster,
+    t: &Turns,
+    me: &str,
+    seen: Option<&mut Seen>,
+) -> Result<Result<Held, Vec<String>>, ClusterError> {
+    let api = t.api(c);
+    let now = Instant::now();
+    let mut read = Vec::new();
+    for i in 0..t.count {
+        let name = t.slot(i);
+        let l = c.call_opt("get", &format!("leases/{name}"), api.get(&name))?;
+        read.push((name, l));
+    }
+    let own = read
+        .iter()
+        .find_map(|(_, l)| l.as_ref().filter(|l| holder(l) == Some(me)));
+    if let Some(l) = own {
+        return Ok(take(c, t, l.clone(), me, true)?.ok_or_else(Vec::new));
+    }
+    let Some(seen) = seen else {
+        return Ok(Err(Vec::new()));
+    };
+    let mut held_by = Vec::new();
+    for (name, l) in read {
+        let taken = match l {
+            None => create(c, t, &name, me)?,
+            Some(l) if free(c, &l, seen, now)? => take(c, t, l, me, false)?,
+            Some(l) => {
+                held_by.push(said(&Slot::of(&l)));
+                None
+            }
+        };
+        if let Some(h) = taken {
+            return Ok(Ok(h));
+        }
+    }
+    Ok(Err(held_by))
+}
+
+/// A held slot in words: `calicoctl-win-turn-0 (win-1 since ..., failed: drain-timeout)`.
+pub fn said(s: &Slot) -> String {
+    let who = s.node.as_deref().unwrap_or("nobody");
+    let since = s.since.as_deref().unwrap_or("-");
+    match &s.failed {
+        Some(f) => format!("{} ({who} since {since}, failed: {})", s.slot, f.code),
+        None => format!("{} ({who} since {since})", s.slot),
+    }
+}
+
+/// Whether another node's slot `l` may be taken: no holder, or run out (a failed one only
+/// when its holder's Node no longer exists).
+fn free(c: &Cluster, l: &Lease, seen: &mut Seen, now: Instant) -> Result<bool, ClusterError> {
+    let Some(h) = holder(l) else {
+        return Ok(true);
+    };
+    if !seen.ran_out(l, now) {
+        return Ok(false);
+    }
+    if failure(l).is_none() {
+        return Ok(true);
+    }
+    let nodes: Api<Node> = Api::all(c.client.clone());
+    Ok(c.call_opt("get", &format!("nodes/{h}"), nodes.get(h))?
+        .is_none())
+}
+
+fn now_micro() -> MicroTime {
+    MicroTime(jiff::Timestamp::now())
+}
+
+/// The spec of a slot `me` holds from now.
+fn holding(t: &Turns, me: &str, spec: &mut LeaseSpec, back: bool) {
+    let now = now_micro();
+    if !back {
+        spec.acquire_time = Some(now.clone());
+        spec.lease_transitions = Some(spec.lease_transitions.unwrap_or(0).saturating_add(1));
+    }
+    spec.holder_identity = Some(me.to_owned());
+    spec.lease_duration_seconds = Some(i32::try_from(t.lease.as_secs()).unwrap_or(i32::MAX));
+    spec.renew_time = Some(now);
+}
+
+/// Takes `l` (taken `back`: this node's own, its failure mark dropped as it tries again);
+/// `None` when another node wrote it first (409).
+fn take(
+    c: &Cluster,
+    t: &Turns,
+    mut l: Lease,
+    me: &str,
+    back: bool,
+) -> Result<Option<Held>, ClusterError> {
+    holding(t, me, l.spec.get_or_insert_default(), back);
+    if let Some(a) = l.metadata.annotations.as_mut() {
+        a.remove(FAILED);
+    }
+    let name = l.metadata.name.clone().unwrap_or_default();
+    let what = format!("leases/{name}");
+    match c.call(
+        "update",
+        &what,
+        t.api(c).replace(&name, &PostParams::default(), &l),
+    ) {
+        Ok(w) => Ok(Some(Held(w))),
+        Err(ClusterError::Api { code: 409, .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Makes slot `name`, held by `me`; `None` when another node made it first (409).
+fn create(c: &Cluster, t: &Turns, name: &str, me: &str) -> Result<Option<Held>, ClusterError> {
+    let mut spec = LeaseSpec::default();
+    holding(t, me, &mut spec, false);
+    let l = Lease {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some(BTreeMap::from([(LABEL.to_owned(), t.name.clone())])),
+            ..ObjectMeta::default()
+        },
+        spec: Some(spec),
+    };
+    match c.call(
+        "create",
+        "leases",
+        t.api(c).create(&PostParams::default(), &l),
+    ) {
+        Ok(w) => Ok(Some(Held(w))),
+        Err(ClusterError::Api { code: 409, .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes `change` on the held slot: `false` when it is not this node's any more (another
+/// took it, or it was deleted). A 409 is read again: a slot still held by `me` (a write that
+/// timed out but was made) is written once more on what was read.
+fn rewrite(
+    c: &Cluster,
+    t: &Turns,
+    (me, held): (&str, &mut Held),
+    change: &dyn Fn(&mut Lease),
+) -> Result<bool, ClusterError> {
+    let name = held.name().to_owned();
+    let what = format!("leases/{name}");
+    let api = t.api(c);
+    for _ in 0..2 {
+        let mut l = held.0.clone();
+        change(&mut l);
+        match c.call(
+            "update",
+            &what,
+            api.replace(&name, &PostParams::default(), &l),
+        ) {
+            Ok(w) => {
+                held.0 = w;
+                return Ok(true);
+            }
+            Err(ClusterError::Api { code: 409, .. }) => {}
+            Err(ClusterError::Api { code: 404, .. }) => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        match c.call_opt("get", &what, api.get(&name))? {
+            Some(r) if holder(&r) == Some(me) => held.0 = r,
+            _ => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
+/// One renewal: `false` when the slot is not this node's any more.
+pub fn renew(c: &Cluster, t: &Turns, me: &str, held: &mut Held) -> Result<bool, ClusterError> {
+    rewrite(c, t, (me, held), &|l| {
+        l.spec.get_or_insert_default().renew_time = Some(now_micro());
+    })
+}
+
+/// Marks the held slot failed with `code`: kept, never taken by another node while its
+/// holder's Node exists.
+pub fn fail(
+    c: &Cluster,
+    t: &Turns,
+    me: &str,
+    held: &mut Held,
+    code: &str,
+) -> Result<bool, ClusterError> {
+    let mark = Failure {
+        code: code.to_owned(),
+        at: jiff::Timestamp::now().to_string(),
+    };
+    let text = serde_json::to_string(&mark).unwrap_or_default();
+    rewrite(c, t, (me, held), &|l| {
+        l.metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(FAILED.to_owned(), text.clone());
+    })
+}
+
+/// Gives the held slot back: no holder, no failure mark.
+pub fn release(c: &Cluster, t: &Turns, me: &str, held: &mut Held) -> Result<bool, ClusterError> {
+    rewrite(c, t, (me, held), &|l| {
+        let spec = l.spec.get_or_insert_default();
+        spec.holder_identity = None;
+        spec.renew_time = Some(now_micro());
+        if let Some(a) = l.metadata.annotations.as_mut() {
+            a.remove(FAILED);
+        }
+    })
+}
+
+/// The slots of the fleet `name` in `namespace`, by their label (`fleet status`).
+pub fn slots(c: &Cluster, namespace: &str, name: &str) -> Result<Vec<Slot>, ClusterError> {
+    let api: Api<Lease> = Api::namespaced(c.client.clone(), namespace);
+    let lp = ListParams::default().labels(&format!("{LABEL}={name}"));
+    let mut out: Vec<Slot> = c
+        .call("list", "leases", api.list(&lp))?
+        .items
+        .iter()
+        .map(Slot::of)
+        .collect();
+    out.sort_by(|a, b| a.slot.cmp(&b.slot));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(holder: &str, secs: i32, renewed: i64) -> Lease {
+        Lease {
+            metadata: ObjectMeta {
+                name: Some("f-turn-0".into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(holder.into()),
+                lease_duration_seconds: Some(secs),
+                renew_time: Some(MicroTime(
+                    jiff::Timestamp::from_second(renewed).expect("time"),
+                )),
+                ..LeaseSpec::default()
+            }),
+        }
+    }
+
+    /// Expiry by this contender's own clock, as client-go's: a record is judged from when it
+    /// was first seen, whatever time it says (a renewTime a day ahead or behind, as a clock
+    /// step writes it, changes nothing); a renewal seen starts the count again. Instants made
+    /// up: no time passes.
+    #[test]
+    fn a_turn_runs_out_only_after_its_duration_unchanged_on_this_clock() {
+        let mut seen = Seen::default();
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let behind = lease("win-1", 60, 1_700_000_000 - 86_400);
+        assert!(!seen.ran_out(&behind, at(0)), "first seen now");
+        assert!(!seen.ran_out(&behind, at(59)));
+        assert!(seen.ran_out(&behind, at(60)));
+        // Renewed (another record), even with a time far in the past: counted from now.
+        let renewed = lease("win-1", 60, 1_600_000_000);
+        assert!(!seen.ran_out(&renewed, at(61)));
+        assert!(!seen.ran_out(&renewed, at(120)));
+        assert!(seen.ran_out(&renewed, at(121)));
+        // A failure's mark is a new record too.
+        let mut failed = renewed.clone();
+        failed.metadata.annotations = Some(BTreeMap::from([(
+            FAILED.to_owned(),
+            r#"{"code":"drain-timeout","at":"2026-01-01T00:00:00Z"}"#.to_owned(),
+        )]));
+        assert!(!seen.ran_out(&failed, at(130)));
+        assert_eq!(
+            failure(&failed).map(|f| f.code),
+            Some("drain-timeout".into())
+        );
+    }
+}

@@ -1,0 +1,269 @@
+//! `reconfigure --turn NAMESPACE/NAME`: the fleet DaemonSet's pod changes its node only in one
+//! of the fleet's turns (`cluster::turn`: the Leases, and why the pacing is here).
+//!
+//! The run: the node's own slot is taken back if it held one (its container restarted); else
+//! reconfigure plans as usual and, when it has something to change, lets the host lock go and
+//! waits for a turn (a pod with nothing to change takes none), then plans again holding it, so
+//! that every check that can refuse runs again before the first change. The turn is renewed
+//! beside the change; once the change is done the host lock is let go and the node awaited
+//! until `status --offline` (the pod's readiness) finds it healthy, within `--wait-timeout`;
+//! then the turn is given back. A failure marks the turn failed and keeps it; a stop (the
+//! container's, Ctrl-C) leaves it to run out.
+
+use super::reconfigure::{self, Pass};
+use crate::cli::{ReconfigureArgs, StatusArgs};
+use crate::cluster::Cluster;
+use crate::cluster::turn::{self, Held, Seen, TurnError, Turns};
+use crate::context::Context;
+use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
+use std::hash::BuildHasher;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// reconfigure with the fleet's turn `(namespace, name)`.
+pub fn run(
+    args: &ReconfigureArgs,
+    ctx: &mut Context,
+    (ns, name): (&str, &str),
+) -> anyhow::Result<()> {
+    let turns = Turns {
+        namespace: ns.to_owned(),
+        name: name.to_owned(),
+        count: args.turns,
+        lease: args.turn_lease.max(Duration::from_secs(1)),
+    };
+    // The node's name, as reconfigure finds it (kubelet's, read from the host).
+    let host = ctx.open_host(crate::host::select::Intent::Read)?;
+    let me = ctx.load_config()?.config.node.name.to_string();
+    drop(host);
+    let c = ctx.require_cluster()?;
+    let held = match turn::look(&c, &turns, &me, None)? {
+        Ok(h) => h,
+        Err(_) => match reconfigure::attempt(args, ctx, None)? {
+            Pass::Done => return Ok(()),
+            Pass::NeedsTurn => wait(ctx, &c, (&turns, &me), args.turn_timeout)?,
+        },
+    };
+    ctx.printer
+        .note(&format!("node {me} holds the turn {}", held.name()));
+    hold(args, ctx, &c, (&turns, &me), held)
+}
+
+/// A look's pause: half the lease, give or take half of that at random, so that the fleet's
+/// waiting pods do not look together. The load this makes: each waiting pod gets every slot
+/// once a look, so 1,000 nodes waiting on the default 60 s lease with `--concurrency 2` ask
+/// about 67 small gets a second (a Lease is a few hundred bytes). A killed pod's slot is taken
+/// 60 s after a contender first saw its last renewal, at its next look: 60 to 150 s after that
+/// renewal, nearer 60 s the more pods wait.
+fn pause(lease: Duration, look: u32) -> Duration {
+    let r = std::collections::hash_map::RandomState::new().hash_one(look) % 1000;
+    lease / 4 + (lease / 2) * u32::try_from(r).unwrap_or(0) / 1000
+}
+
+/// Waits for a turn, within `timeout` (`TurnError::Waited`, exit 4); Ctrl-C or the container's
+/// stop ends it.
+fn wait(
+    ctx: &mut Context,
+    c: &Cluster,
+    (t, me): (&Turns, &str),
+    timeout: Duration,
+) -> anyhow::Result<Held> {
+    let stop = ctx.catch_stop(Stop::new(), super::common::CHANGE_UNCAUGHT);
+    let mut seen = Seen::default();
+    let (mut looks, mut said) = (0_u32, Vec::new());
+    let what = format!(
+        "a turn of {} in {} ({} at once)",
+        t.name, t.namespace, t.count
+    );
+    let got = poll_until(
+        Wait {
+            what: &what,
+            timeout,
+            pauses: Pauses::every(t.lease),
+            stop: &stop,
+            say: &mut |l| said.push(l.to_owned()),
+        },
+        || -> anyhow::Result<Look<Held, Vec<String>>> {
+            looks += 1;
+            let next = pause(t.lease, looks);
+            Ok(match turn::look(c, t, me, Some(&mut seen)) {
+                Ok(Ok(h)) => Look::Done(h),
+                Ok(Err(held)) => Look::Again(held, next),
+                // A refusal is for a person to fix; anything else may pass.
+                Err(
+                    e @ crate::cluster::ClusterError::Api {
+                        code: 401 | 403, ..
+                    },
+                ) => {
+                    return Err(e.into());
+                }
+                Err(e) => Look::Again(vec![e.to_string()], next),
+            })
+        },
+        |held| {
+            Err(TurnError::Waited {
+                turns: format!("{}/{}-turn-*", t.namespace, t.name),
+                after: timeout,
+                held,
+            }
+            .into())
+        },
+    );
+    for l in said {
+        ctx.printer.note(&l);
+    }
+    got
+}
+
+/// The change holding the turn, renewed beside it; the turn given back once the node is
+/// healthy (before the run's document is printed: a turn not given back is the run's error),
+/// or on a failure marked failed and kept.
+fn hold(
+    args: &ReconfigureArgs,
+    ctx: &mut Context,
+    c: &Cluster,
+    (t, me): (&Turns, &str),
+    held: Held,
+) -> anyhow::Result<()> {
+    let caught = ctx.catch_stop(Stop::new(), super::common::CHANGE_UNCAUGHT);
+    let change_stop = caught.part();
+    let (ending, lost) = (Stop::new(), AtomicBool::new(false));
+    let held = Mutex::new(Some(held));
+    let mut settle = |ctx: &mut Context| -> anyhow::Result<()> {
+        healthy(args, ctx, (t.lease, me))?;
+        give_back(ctx, c, (t, me), &held)
+    };
+    let ran = std::thread::scope(|s| {
+        s.spawn(|| keep(c, (t, me), &held, &ending, (&lost, &change_stop)));
+        let mut turn = reconfigure::Turn {
+            stop: change_stop.clone(),
+            settle: &mut settle,
+        };
+        let ran = reconfigure::attempt(args, ctx, Some(&mut turn));
+        ending.request();
+        ran
+    });
+    let held = held.into_inner().unwrap_or_else(|p| p.into_inner());
+    let e = match ran {
+        Ok(_) => return Ok(()),
+        Err(e) => e,
+    };
+    // Healthy and given back (or its giving back failed, said): no failure of the node's.
+    let Some(mut held) = held else {
+        return Err(e);
+    };
+    if lost.load(Ordering::SeqCst) {
+        let slot = held.name().to_owned();
+        return Err(e.context(TurnError::Lost { slot }));
+    }
+    // Stopped: the turn runs out unrenewed, unless this node's next pod takes it back.
+    if !caught.requested() {
+        let code = super::known_errors::failure_kind(&e).name();
+        if let Err(w) = turn::fail(c, t, me, &mut held, &code) {
+            ctx.printer.warn(&format!(
+                "the turn {} was not marked failed ({w}): it runs out unrenewed",
+                held.name()
+            ));
+        }
+    }
+    Err(e)
+}
+
+/// Gives the held turn back (the renewals end with it).
+fn give_back(
+    ctx: &mut Context,
+    c: &Cluster,
+    (t, me): (&Turns, &str),
+    held: &Mutex<Option<Held>>,
+) -> anyhow::Result<()> {
+    let mut slot = held.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(mut h) = slot.take() else {
+        return Ok(());
+    };
+    match turn::release(c, t, me, &mut h) {
+        Ok(_) => {
+            ctx.printer
+                .note(&format!("gave the turn {} back", h.name()));
+            Ok(())
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!(
+            "node {me} is healthy, but its turn {} was not given back: it runs out unrenewed",
+            h.name()
+        ))),
+    }
+}
+
+/// Renews the turn every third of its lease until `ending` or its giving back; a turn found
+/// another node's stops the change (`change`) and says so (`lost`). A renewal that fails is
+/// tried again at the next.
+fn keep(
+    c: &Cluster,
+    (t, me): (&Turns, &str),
+    held: &Mutex<Option<Held>>,
+    ending: &Stop,
+    (lost, change): (&AtomicBool, &Stop),
+) {
+    while !ending.wait(t.lease / 3) {
+        let mut slot = held.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(h) = slot.as_mut() else {
+            return;
+        };
+        if let Ok(false) = turn::renew(c, t, me, h) {
+            lost.store(true, Ordering::SeqCst);
+            change.request();
+            return;
+        }
+    }
+}
+
+/// Waits until `status --offline` finds the node healthy, within `--wait-timeout`; Ctrl-C or
+/// the container's stop ends it.
+fn healthy(
+    args: &ReconfigureArgs,
+    ctx: &mut Context,
+    (lease, me): (Duration, &str),
+) -> anyhow::Result<()> {
+    let status = StatusArgs {
+        offline: true,
+        verify: false,
+        grace: crate::installed::endpoints::DEFAULT_GRACE,
+    };
+    let stop = ctx.catch_stop(Stop::new(), super::common::CHANGE_UNCAUGHT);
+    let mut said = Vec::new();
+    let what = format!("node {me} to be healthy again (status --offline)");
+    let got = poll_until(
+        Wait {
+            what: &what,
+            timeout: args.wait_timeout,
+            pauses: Pauses::every(lease / 6),
+            stop: &stop,
+            say: &mut |l| said.push(l.to_owned()),
+        },
+        || -> anyhow::Result<Look<(), Vec<String>>> {
+            let report = super::status::survey(&status, ctx)?;
+            if report.healthy() {
+                return Ok(Look::Done(()));
+            }
+            Ok(Look::Pending(
+                report
+                    .findings()
+                    .iter()
+                    .map(|f| f.message.clone())
+                    .collect(),
+            ))
+        },
+        |findings| {
+            Err(TurnError::Unhealthy {
+                node: me.to_owned(),
+                after: args.wait_timeout,
+                findings,
+            }
+            .into())
+        },
+    );
+    for l in said {
+        ctx.printer.note(&l);
+    }
+    got
+}
