@@ -326,14 +326,10 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub while_cordoned: bool,
     /// Run in this existing namespace instead of one of its own (no namespace made or
-    /// deleted; runs in it take turns): 'fleet rbac --identity verify' makes
+    /// deleted; runs in it go at once): 'fleet rbac --identity verify' makes
     /// calicoctl-win-verify and the Role verify needs there
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
-    /// With --namespace: how long the wait for its turn may take (another run holds it), the
-    /// --timeout counting from when the turn is held (default: within --timeout; at most 30m)
-    #[arg(long, value_name = "DURATION", value_parser = crate::verify::options::turn_timeout_flag, requires = "namespace")]
-    pub turn_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Subcommand)]
