@@ -286,7 +286,7 @@ and deleted by the next run.\n\n\
 Exits 0 when every check passes, 1 when one fails, 2 for bad usage (a node that is not a Windows node, or on a \
 Windows build the image has no variant for), 4 when --timeout passed first. Changes in the cluster: only its \
 own namespace.\n\nWith --namespace NS it runs in NS, which it neither makes nor deletes: what it made there is deleted, and \
-runs in NS take turns (the ConfigMap calicoctl-win-verify-run). 'fleet rbac --identity verify' writes that \
+runs in NS go at once, each with its own objects and Lease. 'fleet rbac --identity verify' writes that \
 namespace and the least roles for it."
     )]
     Verify(VerifyArgs),
@@ -473,9 +473,9 @@ kube-system (get services kube-dns). No wildcard. The list is the code's own \
 --identity fleet writes the fleet jobs' account and roles instead (as 'fleet plan' does); a node's own \
 right to renew its token is made per node by install.\n\n\
 --identity verify writes the namespace calicoctl-win-verify (Pod Security restricted enforced), a Role \
-there (create, delete, list pods; get pods/proxy; create, delete, get services; create, delete \
-networking.k8s.io networkpolicies, get networkpolicies deny-server-ingress; list, delete events; create configmaps; get, delete configmaps \
-calicoctl-win-verify-run, its runs' turn), a Role \
+there (create, delete, list pods; get pods/proxy; create, delete, get, list services; create, delete, list \
+networking.k8s.io networkpolicies; list, delete events; create, get, list, update, delete coordination.k8s.io \
+leases, its runs' own), a Role \
 in default (get services named kubernetes) and a ClusterRole (list nodes): for 'verify --namespace \
 calicoctl-win-verify', which makes and deletes no namespace; and, as documents of their own after \
 those, a ValidatingAdmissionPolicy and its binding (admissionregistration.k8s.io/v1, Kubernetes 1.30 or \

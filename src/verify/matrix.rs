@@ -309,7 +309,7 @@ impl crate::error::Diagnose for PlanError {
             PlanError::LeaseLost { .. } => Diagnosis::new(
                 Exit::Failed,
                 Kind::Failed,
-                "the renewal needs 'update' on the run's namespace (or, with --namespace, on configmaps/calicoctl-win-verify-run there, which 'calicoctl-win fleet rbac --identity verify' grants): give the identity that right, or look at the cause (an admission webhook, the API server), then run 'calicoctl-win verify' again",
+                "the renewal needs 'update' on the run's namespace (or, with --namespace, on the run's Lease there, which 'calicoctl-win fleet rbac --identity verify' grants): give the identity that right, or look at the cause (an admission webhook, the API server), then run 'calicoctl-win verify' again",
             ),
             PlanError::SweepRefused { hint, .. } => {
                 Diagnosis::new(Exit::Failed, Kind::ClusterRefused, hint.clone())

@@ -68,6 +68,11 @@ fn workload(api: &FakeApi, dir: &std::path::Path) -> Option<String> {
     let mut pod = meta("v1", "Pod", "server-killed1", Some(NS));
     pod["metadata"]["labels"] = labels;
     api.put(&format!("/api/v1/namespaces/{NS}/pods/server-killed1"), pod);
+    // And an old pod of a run killed before it wrote its Lease (its Lease looked for by name).
+    let mut pod = meta("v1", "Pod", "server-gone1", Some(NS));
+    pod["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify",
+        "calicoctl-win.projectcalico.org/verify-run": "gone1"});
+    api.put(&format!("/api/v1/namespaces/{NS}/pods/server-gone1"), pod);
     let node = Node::new(api);
     let args = ["verify", "--node", "win-a", "--namespace", NS];
     let (code, all, err) = node.run_as(&kubeconfig, &args);
@@ -76,7 +81,7 @@ fn workload(api: &FakeApi, dir: &std::path::Path) -> Option<String> {
     if code != 0 || doc["cleaned_up"] != true {
         return Some(format!("a healthy run: exit {code}, {err}, {doc}"));
     }
-    if doc["leftovers_removed"] != json!([format!("{NS}/killed1")]) {
+    if doc["leftovers_removed"] != json!([format!("{NS}/killed1"), format!("{NS}/gone1")]) {
         return Some(format!("the killed run's objects: {doc}"));
     }
     api.lock().dataplane.stuck_on.insert("linux-1".into());
