@@ -27,7 +27,7 @@ pub const SERVICE_PORT: i32 = 80;
 pub struct Addresses {
     pub namespace: String,
     /// The run's names: its pods' and its Service's.
-    pub names: super::objects::Names,
+    pub names: super::matrix::Names,
     pub pods: BTreeMap<Role, String>,
     pub service_ip: Option<String>,
     pub api_server_ip: Option<String>,

@@ -68,6 +68,48 @@ impl Role {
     }
 }
 
+/// The label every object of a run carries, its value the run's id: the run's clean-up, and
+/// the sweep of a run whose Lease ran out, delete by it, and the Service and the policy
+/// select only their run's pods by it.
+pub const RUN_LABEL: &str = "calicoctl-win.projectcalico.org/verify-run";
+
+/// A run's names (the objects are objects.rs'): its id (`RUN_LABEL`'s value, its Lease's
+/// name's end) and the tag its objects' names end with: none in a namespace of its own, `-ID`
+/// in a namespace given, where runs meet and go at once.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Names {
+    pub id: String,
+    pub tag: String,
+}
+
+impl Names {
+    pub fn new(id: &str, given: bool) -> Self {
+        Self {
+            id: id.to_owned(),
+            tag: if given {
+                format!("-{id}")
+            } else {
+                String::new()
+            },
+        }
+    }
+
+    /// An object's name: `base` and the run's tag.
+    pub fn of(&self, base: &str) -> String {
+        format!("{base}{}", self.tag)
+    }
+
+    /// The label selector of the run's objects.
+    pub fn selector(&self) -> String {
+        format!("{RUN_LABEL}={}", self.id)
+    }
+
+    /// The run's Lease: `calicoctl-win-verify-ID`.
+    pub fn lease(&self) -> String {
+        format!("calicoctl-win-verify-{}", self.id)
+    }
+}
+
 /// One probe pod, placed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placement {

@@ -21,47 +21,7 @@ pub const OWNER_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const OWNER_VALUE: &str = "calicoctl-win-verify";
 /// The label that tells the probe pods' parts apart.
 pub const ROLE_LABEL: &str = "calicoctl-win.projectcalico.org/verify-role";
-/// The label every object of a run carries, its value the run's id: the run's clean-up, and
-/// the sweep of a run whose Lease ran out, delete by it, and the Service and the policy
-/// select only their run's pods by it.
-pub const RUN_LABEL: &str = "calicoctl-win.projectcalico.org/verify-run";
-
-/// A run's names: its id (`RUN_LABEL`'s value, the name of its Lease after
-/// `NAMESPACE_PREFIX`) and the tag its objects' names end with: none in a namespace of its
-/// own, `-ID` in a namespace given, where runs meet and go at once.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Names {
-    pub id: String,
-    pub tag: String,
-}
-
-impl Names {
-    pub fn new(id: &str, given: bool) -> Self {
-        Self {
-            id: id.to_owned(),
-            tag: if given {
-                format!("-{id}")
-            } else {
-                String::new()
-            },
-        }
-    }
-
-    /// An object's name: `base` and the run's tag.
-    pub fn of(&self, base: &str) -> String {
-        format!("{base}{}", self.tag)
-    }
-
-    /// The label selector of the run's objects.
-    pub fn selector(&self) -> String {
-        format!("{RUN_LABEL}={}", self.id)
-    }
-
-    /// The run's Lease.
-    pub fn lease(&self) -> String {
-        format!("{NAMESPACE_PREFIX}{}", self.id)
-    }
-}
+pub use super::matrix::{Names, RUN_LABEL};
 /// The namespace's name before its random suffix.
 pub const NAMESPACE_PREFIX: &str = "calicoctl-win-verify-";
 /// The NetworkPolicy that denies the server's ingress.
