@@ -225,3 +225,24 @@ fn a_runs_lease_controls_its_pods_and_goes_with_them() {
     });
     assert!(left(&api).is_empty(), "{:?}", left(&api));
 }
+
+/// A run's Lease judged run out that its run renews between the sweep's read and its delete
+/// (a living run late with a renewal): the delete carries the resourceVersion read and is
+/// refused, 409, and neither the Lease nor the run's objects are touched.
+#[test]
+fn a_lease_renewed_after_the_sweeps_read_keeps_its_runs_objects() {
+    let (api, dir) = cluster();
+    given(&api);
+    let now = jiff::Timestamp::now().as_second();
+    lease(&api, "late1", now - 120, 60);
+    let theirs = objects(&api, "late1", now - 120);
+    let path = format!("{LEASES}/calicoctl-win-verify-late1");
+    api.lock().touched_before_delete.insert(path.clone(), 1);
+    let r = run(&connect(&api, &dir), &in_namespace("win-a", "r3")).expect("run");
+    assert!(r.passed, "{:#?}", r.checks);
+    assert!(r.leftovers_removed.is_empty(), "{r:#?}");
+    assert!(api.get(&path).is_some());
+    for p in &theirs {
+        assert!(api.get(p).is_some(), "{p} kept");
+    }
+}
