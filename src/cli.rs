@@ -725,7 +725,7 @@ pub struct FleetPlanArgs {
     /// After each node's reconfigure, the Plan's job runs 'verify' for it (in the namespace
     /// calicoctl-win-verify, which the manifests make, with its roles for the jobs' account):
     /// a node that does not pass traffic fails its job, stays cordoned and stops the rollout.
-    /// One node at a time (the runs take turns in that namespace); the job's deadline is the
+    /// One node at a time unless --concurrency; the job's deadline is the
     /// drain's, reconfigure's and verify's bounds
     #[arg(long, conflicts_with = "migrate")]
     pub verify: bool,
@@ -1562,7 +1562,7 @@ pub fn unknown_flag_tip(flag: &str, args: &[String]) -> Option<String> {
 }
 
 /// `--verify-every`: a duration of at least 10 minutes (a run takes up to its 120 s timeout
-/// and the runs of the fleet's nodes take turns in one namespace).
+/// and the fleet's nodes run it in one namespace).
 fn verify_every(s: &str) -> Result<std::time::Duration, String> {
     let d = crate::duration::parse(s)?;
     if d < std::time::Duration::from_secs(600) {
