@@ -290,7 +290,7 @@ and deleted by the next run.\n\n\
 Exits 0 when every check passes, 1 when one fails, 2 for bad usage (a node that is not a Windows node, or on a \
 Windows build the image has no variant for), 4 when --timeout passed first. Changes in the cluster: only its \
 own namespace.\n\nWith --namespace NS it runs in NS, which it neither makes nor deletes: what it made there is deleted, and \
-runs in NS take turns (the ConfigMap calicoctl-win-verify-run). 'fleet rbac --identity verify' writes that \
+runs in NS go at once, each with its own objects and Lease. 'fleet rbac --identity verify' writes that \
 namespace and the least roles for it."
     )]
     Verify(VerifyArgs),
@@ -330,14 +330,10 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub while_cordoned: bool,
     /// Run in this existing namespace instead of one of its own (no namespace made or
-    /// deleted; runs in it take turns): 'fleet rbac --identity verify' makes
+    /// deleted; runs in it go at once): 'fleet rbac --identity verify' makes
     /// calicoctl-win-verify and the Role verify needs there
     #[arg(long, value_name = "NS")]
     pub namespace: Option<String>,
-    /// With --namespace: how long the wait for its turn may take (another run holds it), the
-    /// --timeout counting from when the turn is held (default: within --timeout; at most 30m)
-    #[arg(long, value_name = "DURATION", value_parser = crate::verify::options::turn_timeout_flag, requires = "namespace")]
-    pub turn_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -481,9 +477,9 @@ kube-system (get services kube-dns). No wildcard. The list is the code's own \
 --identity fleet writes the fleet jobs' account and roles instead (as 'fleet plan' does); a node's own \
 right to renew its token is made per node by install.\n\n\
 --identity verify writes the namespace calicoctl-win-verify (Pod Security restricted enforced), a Role \
-there (create, delete, list pods; get pods/proxy; create, delete, get services; create, delete \
-networking.k8s.io networkpolicies, get networkpolicies deny-server-ingress; list, delete events; create configmaps; get, delete configmaps \
-calicoctl-win-verify-run, its runs' turn), a Role \
+there (create, delete, list pods; get pods/proxy; create, delete, get, list services; create, delete, list \
+networking.k8s.io networkpolicies; list, delete events; create, get, list, update, delete coordination.k8s.io \
+leases, its runs' own), a Role \
 in default (get services named kubernetes) and a ClusterRole (list nodes): for 'verify --namespace \
 calicoctl-win-verify', which makes and deletes no namespace; and, as documents of their own after \
 those, a ValidatingAdmissionPolicy and its binding (admissionregistration.k8s.io/v1, Kubernetes 1.30 or \
@@ -733,7 +729,7 @@ pub struct FleetPlanArgs {
     /// After each node's reconfigure, the Plan's job runs 'verify' for it (in the namespace
     /// calicoctl-win-verify, which the manifests make, with its roles for the jobs' account):
     /// a node that does not pass traffic fails its job, stays cordoned and stops the rollout.
-    /// One node at a time (the runs take turns in that namespace); the job's deadline is the
+    /// One node at a time unless --concurrency; the job's deadline is the
     /// drain's, reconfigure's and verify's bounds
     #[arg(long, conflicts_with = "migrate")]
     pub verify: bool,
@@ -1602,7 +1598,7 @@ pub fn unknown_flag_tip(flag: &str, args: &[String]) -> Option<String> {
 }
 
 /// `--verify-every`: a duration of at least 10 minutes (a run takes up to its 120 s timeout
-/// and the runs of the fleet's nodes take turns in one namespace).
+/// and the fleet's nodes run it in one namespace).
 fn verify_every(s: &str) -> Result<std::time::Duration, String> {
     let d = crate::duration::parse(s)?;
     if d < std::time::Duration::from_secs(600) {

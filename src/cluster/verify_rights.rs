@@ -42,12 +42,9 @@ const fn r(
 /// (`verify::objects`).
 pub const ENFORCE_LEVEL: &str = "restricted";
 
-/// The ConfigMap a run holds while it runs in the namespace (`verify::shared`).
-pub const TURN: &str = "calicoctl-win-verify-run";
-const TURNS: &[&str] = &[TURN];
-/// The policy's name (`verify::objects::POLICY_NAME`).
-const POLICIES: &[&str] = &["deny-server-ingress"];
 const NP: &str = "networking.k8s.io";
+/// A run's Lease (`verify::shared`).
+const CO: &str = "coordination.k8s.io";
 
 /// Cluster-wide (a ClusterRole): where the probe pods go.
 pub const CLUSTER: &[Right] = &[r("nodes", "", &["list"], &[], "where the probe pods go")];
@@ -104,6 +101,13 @@ pub const IN_NAMESPACE: &[Right] = &[
     r("services", "", &["delete"], &[], "the Service deleted"),
     r("services", "", &["get"], &[], "the Service's ClusterIP"),
     r(
+        "services",
+        "",
+        &["list"],
+        &[],
+        "a run's Service found by its label, and a killed run's",
+    ),
+    r(
         "networkpolicies",
         NP,
         &["create"],
@@ -114,31 +118,32 @@ pub const IN_NAMESPACE: &[Right] = &[
     r(
         "networkpolicies",
         NP,
+        &["list"],
+        &[],
+        "a run's policy found by its label, and a killed run's",
+    ),
+    r("leases", CO, &["create"], &[], "a run's Lease taken"),
+    r("leases", CO, &["update"], &[], "a run's Lease renewed"),
+    r(
+        "leases",
+        CO,
         &["get"],
-        POLICIES,
-        "a killed run's policy read, deleted by its uid only when labelled verify's",
-    ),
-    r("configmaps", "", &["create"], &[], "a run's turn taken"),
-    r(
-        "configmaps",
-        "",
-        &["get"],
-        TURNS,
-        "a killed run's turn found",
+        &[],
+        "a run's Lease read again after a conflict, or found for a run's objects",
     ),
     r(
-        "configmaps",
-        "",
-        &["update"],
-        TURNS,
-        "a killed run's turn taken over",
+        "leases",
+        CO,
+        &["list"],
+        &[],
+        "the Leases of killed runs found",
     ),
     r(
-        "configmaps",
-        "",
+        "leases",
+        CO,
         &["delete"],
-        TURNS,
-        "a run's turn given back",
+        &[],
+        "a run's Lease given back, or a killed run's deleted",
     ),
 ];
 

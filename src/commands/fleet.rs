@@ -478,7 +478,7 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         .into());
     }
     let migrate = migration(args)?;
-    let concurrency = concurrency(args, migrate.is_some())?;
+    let concurrency = concurrency(args, migrate.is_some());
     Ok(Fleet {
         name,
         namespace: args.namespace.clone(),
@@ -517,31 +517,13 @@ fn verify_image(args: &FleetPlanArgs) -> Result<Option<String>, UsageError> {
 pub(crate) const VERIFY_JOB: VerifyJob = VerifyJob {
     timeout: Duration::from_secs(120),
     pull_timeout: crate::verify::options::PULL_TIMEOUT,
-    turn_timeout: Duration::from_secs(10 * 60),
     reconfigure: Duration::from_secs(5 * 60 + 8 * 60),
 };
 
-/// Nodes changed at once: as given, else 2 (1 for a migration or with `--verify`). With
-/// `--verify` only 1: the jobs' `verify` runs take turns in the one namespace
-/// (`verify::shared`), so a second node's job would wait for the first's verify within its one
-/// `--turn-timeout` (the job's deadline counts one such wait), and fail when it runs out.
-fn concurrency(args: &FleetPlanArgs, migrating: bool) -> Result<u32, UsageError> {
-    if args.verify
-        && let Some(n) = args.concurrency.filter(|n| *n > 1)
-    {
-        return Err(UsageError::new(
-            format!(
-                "--concurrency {n} with --verify: the jobs' verify runs take turns in the one namespace calicoctl-win-verify, so jobs changing nodes at once would wait on each other's verify (each up to its --pull-timeout and --timeout) within one --turn-timeout of {}m each, and a job whose wait runs out fails with its node left cordoned",
-                VERIFY_JOB.turn_timeout.as_secs() / 60
-            ),
-            "leave out --concurrency (1 with --verify), or leave out --verify and run 'calicoctl-win verify' after the rollout",
-        ));
-    }
-    Ok(args.concurrency.unwrap_or(if migrating || args.verify {
-        1
-    } else {
-        DEFAULT_CONCURRENCY
-    }))
+/// Nodes changed at once: as given, else 2 (1 for a migration or with `--verify`).
+fn concurrency(args: &FleetPlanArgs, migrating: bool) -> u32 {
+    args.concurrency
+        .unwrap_or(if migrating || args.verify { 1 } else { DEFAULT_CONCURRENCY })
 }
 
 /// Nodes changed at once when nothing else is said.

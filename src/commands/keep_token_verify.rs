@@ -33,8 +33,8 @@ pub const NOT_RUN: &str = crate::cluster::fleet_traffic::NOT_RUN;
 pub const STALE: &str = crate::cluster::fleet_traffic::STALE;
 
 /// The scheduled runs of one node: at the same moment of each interval, its phase, spread
-/// over the interval by its name (`phase_s`), so that the fleet's nodes do not all ask for
-/// the one namespace's turn at once.
+/// over the interval by its name (`phase_s`), so that the fleet's nodes do not all run at
+/// once.
 pub struct Schedule {
     every: Duration,
     due: Instant,

@@ -46,7 +46,6 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
             .unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.to_owned()),
         timeout: args.timeout,
         pull_timeout: args.pull_timeout,
-        turn_timeout: args.turn_timeout,
         keep_on_failure: args.keep_on_failure,
         namespace: args.namespace.clone(),
         while_cordoned: args.while_cordoned,
@@ -166,14 +165,11 @@ fn plan_gate(ctx: &mut Context, here: Option<&(String, Option<String>)>) -> Plan
     }
 }
 
-/// `--namespace` with more than one node is refused: the runs in a namespace given take turns
-/// and their objects have fixed names.
+/// `--namespace` with more than one node is refused: a run there verifies one node.
 fn one_node_in_a_namespace_given(args: &VerifyArgs, nodes: &[String]) -> Result<(), UsageError> {
     match (&args.namespace, nodes) {
         (Some(ns), [_, _, ..]) => Err(UsageError::new(
-            format!(
-                "verify --namespace {ns} verifies one node a run: the runs in a namespace given take turns, and its objects have fixed names"
-            ),
+            format!("verify --namespace {ns} verifies one node a run"),
             "run 'calicoctl-win verify --namespace' once for each node, or leave out --namespace (each node's run then gets a namespace of its own)",
         )),
         _ => Ok(()),
@@ -283,11 +279,10 @@ fn given_end(r: &Report) -> String {
             r.namespace
         ),
         (None, false) => format!(
-            "what this run made in namespace {ns} is kept: kubectl -n {ns} delete pods,services,networkpolicies -l {l}={v}, then configmap {t}, when done",
+            "what this run made in namespace {ns} is kept: kubectl -n {ns} delete pods,services,networkpolicies,leases -l {l}={v} when done",
             ns = r.namespace,
-            l = crate::verify::objects::OWNER_LABEL,
-            v = crate::verify::objects::OWNER_VALUE,
-            t = crate::verify::shared::TURN,
+            l = crate::verify::objects::RUN_LABEL,
+            v = r.run,
         ),
     }
 }

@@ -161,9 +161,6 @@ pub struct VerifyJob {
     pub timeout: std::time::Duration,
     /// `verify --pull-timeout`, passed on the job's command line.
     pub pull_timeout: std::time::Duration,
-    /// `verify --turn-timeout`: the wait for the namespace's turn (another node's scheduled
-    /// run, or a human's run holding it), passed on the job's command line.
-    pub turn_timeout: std::time::Duration,
     /// The longest the reconfigure's own waits take with their defaults.
     pub reconfigure: std::time::Duration,
 }
@@ -183,7 +180,6 @@ impl VerifyJob {
     pub fn deadline_secs(&self, drain: std::time::Duration) -> i64 {
         let all = drain
             + self.reconfigure
-            + self.turn_timeout
             + self.pull_timeout
             // Twice: verify's wait for the node's Ready and `CalicoWindowsReady` before its
             // checks (`--while-cordoned`), then the checks, each within `--timeout`.
@@ -317,10 +313,6 @@ impl Fleet {
             args.push(format!(
                 "--pull-timeout={}",
                 crate::duration::show(v.pull_timeout)
-            ));
-            args.push(format!(
-                "--turn-timeout={}",
-                crate::duration::show(v.turn_timeout)
             ));
             if let Some(image) = &self.verify_image {
                 args.push(format!("--image={image}"));

@@ -26,6 +26,8 @@ pub const SERVICE_PORT: i32 = 80;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Addresses {
     pub namespace: String,
+    /// The run's names: its pods' and its Service's.
+    pub names: super::matrix::Names,
     pub pods: BTreeMap<Role, String>,
     pub service_ip: Option<String>,
     pub api_server_ip: Option<String>,
@@ -61,7 +63,7 @@ pub fn dial(from: Role, to: &Target, a: &Addresses) -> Option<Dial> {
         // one a Windows pod searches; a name with a dot is taken as fully qualified there
         // (Kubernetes' docs, "DNS for Services and Pods", DNS resolution on Windows nodes).
         Target::ServiceName => (
-            SERVICE_NAME.to_owned(),
+            a.names.of(SERVICE_NAME),
             SERVICE_PORT.to_string(),
             "hostname",
             Some(Role::Server.pod_name()),
@@ -84,7 +86,13 @@ pub fn dial(from: Role, to: &Target, a: &Addresses) -> Option<Dial> {
         }
     };
     Some(Dial {
-        path: proxy_path(&a.namespace, from.pod_name(), &host, &port, request),
+        path: proxy_path(
+            &a.namespace,
+            &a.names.of(from.pod_name()),
+            &host,
+            &port,
+            request,
+        ),
         expect: expect.map(str::to_owned),
         name: host.parse::<std::net::IpAddr>().is_err().then_some(host),
     })

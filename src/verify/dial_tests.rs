@@ -3,6 +3,7 @@ use super::*;
 fn addresses() -> Addresses {
     Addresses {
         namespace: "calicoctl-win-verify-x1".into(),
+        names: crate::verify::objects::Names::new("x1", false),
         pods: [
             (Role::Server, "10.244.1.5".to_owned()),
             (Role::Local, "10.244.1.6".to_owned()),

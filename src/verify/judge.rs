@@ -117,7 +117,7 @@ pub fn pulling(p: &PodState) -> bool {
 /// Whether the pod can be dialled from and to: it runs, has an address and is Ready (the
 /// server's readiness is the kubelet-probe check's, so the server needs to run only).
 pub fn usable(p: &PodState) -> bool {
-    p.ip.is_some() && p.phase == "Running" && (p.ready || p.name == Role::Server.pod_name())
+    p.ip.is_some() && p.phase == "Running" && (p.ready || Role::Server.is(&p.name))
 }
 
 /// The probe image is present on every node: no pull failed, and none lasted longer than

@@ -175,7 +175,7 @@ pub fn keep(c: &Cluster, held: &Held, (run, every): (&Stop, Duration), say: &mut
     keeper::keep(c, held, (&what, run, every), say);
 }
 
-/// What the run made kept (`--keep-on-failure`), `why`: in a namespace given, the turn held
+/// What the run made kept (`--keep-on-failure`), `why`: in a namespace given, its Lease held
 /// while they are looked at, then the next run deletes them; its own namespace marked kept
 /// (`lease::KEPT`), which no run's sweep deletes. Why the mark could not be written, if not.
 pub fn keep_all(
@@ -184,7 +184,7 @@ pub fn keep_all(
     why: &str,
 ) -> Option<String> {
     if let Some(h) = held {
-        let _ = super::shared::keep_for(c, name, h, super::options::LEFTOVER_AGE.as_secs() as i64);
+        let _ = super::shared::keep_for(c, h, super::options::LEFTOVER_AGE.as_secs() as i64);
     }
     let l = own?;
     match keep_marked(c, l, why) {
@@ -206,36 +206,22 @@ pub type Lost = (String, String);
 /// unanswered until it would run out; the run was stopped for it): the lease, named, and why.
 /// Read where the checks end: a loss during the clean-up, every check judged, is the
 /// clean-up's to report, not the run's.
-pub fn lost_by_now(
-    (held, own): (Option<&super::shared::Held>, Option<&Held>),
-    namespace: &str,
-) -> Option<Lost> {
+pub fn lost_by_now((held, own): (Option<&super::shared::Held>, Option<&Held>)) -> Option<Lost> {
     match (held, own) {
-        (Some(h), _) => Some((
-            format!(
-                "configmaps/{} in namespace {namespace}",
-                super::shared::TURN
-            ),
-            h.refused()?,
-        )),
+        (Some(h), _) => Some((h.named(), h.refused()?)),
         (None, Some(l)) => Some((format!("namespace {}", l.name), l.lost()?)),
         (None, None) => None,
     }
 }
 
 /// The run's lease lost mid-run (`lost_by_now`, read where the checks ended): the finding
-/// that says so, naming the lease, why, and what became of what the run made (a turn taken
-/// over: only the pods the run made were deleted, the rest is the other run's). The report
+/// that says so, naming the lease, why, and what became of what the run made. The report
 /// carries it beside the checks done.
 pub fn lost(
     (lease, cause): Lost,
-    taken_over: bool,
     (cleaned_up, clean_up_error): (bool, &Option<String>),
 ) -> crate::installed::health::Finding {
-    let only = super::shared::ONLY_OWN_PODS;
     let fate = match (clean_up_error, cleaned_up) {
-        (Some(e), _) if taken_over && e.ends_with(only) => format!("the run stopped; {only}"),
-        (Some(e), _) if taken_over => format!("the run stopped; {e}"),
         (_, true) => "the run stopped and deleted what it made".to_owned(),
         (Some(e), false) => format!("the run stopped; what it made is not deleted: {e}"),
         (None, false) => "the run stopped; what it made is left to the next run".to_owned(),
@@ -268,42 +254,6 @@ pub fn refused(c: &Cluster, own: &Held, e: ClusterError) -> super::matrix::RunEr
         cause: format!("{e} ({})", e.hint()),
         fate,
     })
-}
-
-#[cfg(test)]
-mod fate_tests {
-    /// A turn taken over: the finding says the run deleted only the pods it made, not that
-    /// what it made is not deleted; a clean-up that failed is said as it failed.
-    #[test]
-    fn a_turn_taken_over_says_only_the_runs_own_pods_were_deleted() {
-        let only = super::super::shared::ONLY_OWN_PODS;
-        let lost = || {
-            (
-                "configmaps/t in namespace n".to_owned(),
-                "taken over".to_owned(),
-            )
-        };
-        let said = Some(format!(
-            "another run took this run's turn in n over: {only}"
-        ));
-        let f = super::lost(lost(), true, (false, &said));
-        assert!(!f.message.contains("not deleted"), "{}", f.message);
-        assert!(
-            f.message
-                .ends_with(&format!("taken over; the run stopped; {only}")),
-            "{}",
-            f.message
-        );
-        let failed = Some("another run took it; deleting this run's own pods failed: x".into());
-        let f = super::lost(lost(), true, (false, &failed));
-        assert!(
-            f.message.ends_with(
-                "the run stopped; another run took it; deleting this run's own pods failed: x"
-            ),
-            "{}",
-            f.message
-        );
-    }
 }
 
 #[cfg(test)]

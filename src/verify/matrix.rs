@@ -59,6 +59,55 @@ impl Role {
             Role::Remote => "client-windows",
         }
     }
+
+    /// Whether a pod's name is this role's: its name, alone or with a run's tag
+    /// (`objects::Names`).
+    pub fn is(self, pod: &str) -> bool {
+        pod.strip_prefix(self.pod_name())
+            .is_some_and(|t| t.is_empty() || t.starts_with('-'))
+    }
+}
+
+/// The label every object of a run carries, its value the run's id: the run's clean-up, and
+/// the sweep of a run whose Lease ran out, delete by it, and the Service and the policy
+/// select only their run's pods by it.
+pub const RUN_LABEL: &str = "calicoctl-win.projectcalico.org/verify-run";
+
+/// A run's names (the objects are objects.rs'): its id (`RUN_LABEL`'s value, its Lease's
+/// name's end) and the tag its objects' names end with: none in a namespace of its own, `-ID`
+/// in a namespace given, where runs meet and go at once.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Names {
+    pub id: String,
+    pub tag: String,
+}
+
+impl Names {
+    pub fn new(id: &str, given: bool) -> Self {
+        Self {
+            id: id.to_owned(),
+            tag: if given {
+                format!("-{id}")
+            } else {
+                String::new()
+            },
+        }
+    }
+
+    /// An object's name: `base` and the run's tag.
+    pub fn of(&self, base: &str) -> String {
+        format!("{base}{}", self.tag)
+    }
+
+    /// The label selector of the run's objects.
+    pub fn selector(&self) -> String {
+        format!("{RUN_LABEL}={}", self.id)
+    }
+
+    /// The run's Lease: `calicoctl-win-verify-ID`.
+    pub fn lease(&self) -> String {
+        format!("calicoctl-win-verify-{}", self.id)
+    }
 }
 
 /// One probe pod, placed.
@@ -302,7 +351,7 @@ impl crate::error::Diagnose for PlanError {
             PlanError::LeaseLost { .. } => Diagnosis::new(
                 Exit::Failed,
                 Kind::Failed,
-                "the renewal needs 'update' on the run's namespace (or, with --namespace, on configmaps/calicoctl-win-verify-run there, which 'calicoctl-win fleet rbac --identity verify' grants): give the identity that right, or look at the cause (an admission webhook, the API server), then run 'calicoctl-win verify' again",
+                "the renewal needs 'update' on the run's namespace (or, with --namespace, on the run's Lease there, which 'calicoctl-win fleet rbac --identity verify' grants): give the identity that right, or look at the cause (an admission webhook, the API server), then run 'calicoctl-win verify' again",
             ),
             PlanError::SweepRefused { hint, .. } => {
                 Diagnosis::new(Exit::Failed, Kind::ClusterRefused, hint.clone())

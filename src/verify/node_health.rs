@@ -95,6 +95,7 @@ mod tests {
         Report {
             node: "win-1".into(),
             namespace: "ns".into(),
+            run: "r".into(),
             image: "i".into(),
             peers: Vec::new(),
             checks,

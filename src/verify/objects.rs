@@ -21,6 +21,7 @@ pub const OWNER_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const OWNER_VALUE: &str = "calicoctl-win-verify";
 /// The label that tells the probe pods' parts apart.
 pub const ROLE_LABEL: &str = "calicoctl-win.projectcalico.org/verify-role";
+pub use super::matrix::{Names, RUN_LABEL};
 /// The namespace's name before its random suffix.
 pub const NAMESPACE_PREFIX: &str = "calicoctl-win-verify-";
 /// The NetworkPolicy that denies the server's ingress.
@@ -59,17 +60,18 @@ pub fn namespace(suffix: &str) -> Namespace {
     }
 }
 
-/// The probe pods' controller: the run's ConfigMap `name` (uid `uid`) in their namespace.
+/// The probe pods' controller: the run's Lease (in a namespace given) or ConfigMap (in its
+/// own) `name` (uid `uid`) in their namespace.
 /// A pod with a controller is evicted by a drain without `--force` (kubectl's
 /// `staging/src/k8s.io/kubectl/pkg/drain/filters.go`, `unreplicatedFilter`: a pod whose
 /// `metav1.GetControllerOf` is set passes; calicoctl-win's `cluster::drain::select` the
 /// same), so a probe pod left on a node never blocks its drain. No `blockOwnerDeletion`, so
 /// that OwnerReferencesPermissionEnforcement asks no right on the ConfigMap's finalizers.
-/// The garbage collector deletes the pods once the ConfigMap is gone.
-pub fn controller(name: &str, uid: &str) -> OwnerReference {
+/// The garbage collector deletes the pods once their controller is gone.
+pub fn controller((api_version, kind): (&str, &str), name: &str, uid: &str) -> OwnerReference {
     OwnerReference {
-        api_version: "v1".into(),
-        kind: "ConfigMap".into(),
+        api_version: api_version.into(),
+        kind: kind.into(),
         name: name.to_owned(),
         uid: uid.to_owned(),
         controller: Some(true),
@@ -80,7 +82,7 @@ pub fn controller(name: &str, uid: &str) -> OwnerReference {
 /// A probe pod: netexec serving HTTP on 8080 and UDP on 8081, placed on its node by name and,
 /// on Windows, on the node's OS build (the image variant must match the host's build),
 /// controlled by `owner` (`controller`).
-pub fn pod(ns: &str, p: &Placement, image: &str, owner: &OwnerReference) -> Pod {
+pub fn pod(ns: &str, p: &Placement, image: &str, (owner, run): (&OwnerReference, &Names)) -> Pod {
     let role = p.role.pod_name();
     let mut selector = BTreeMap::from([("kubernetes.io/os".to_owned(), os_word(p.os).to_owned())]);
     if let Some(build) = &p.windows_build {
@@ -88,9 +90,13 @@ pub fn pod(ns: &str, p: &Placement, image: &str, owner: &OwnerReference) -> Pod 
     }
     Pod {
         metadata: ObjectMeta {
-            name: Some(role.to_owned()),
+            name: Some(run.of(role)),
             namespace: Some(ns.to_owned()),
-            labels: labels(&[(OWNER_LABEL, OWNER_VALUE), (ROLE_LABEL, role)]),
+            labels: labels(&[
+                (OWNER_LABEL, OWNER_VALUE),
+                (ROLE_LABEL, role),
+                (RUN_LABEL, &run.id),
+            ]),
             annotations: p
                 .windows_build
                 .as_deref()
@@ -108,6 +114,10 @@ pub fn pod(ns: &str, p: &Placement, image: &str, owner: &OwnerReference) -> Pod 
                 name: os_word(p.os).to_owned(),
             }),
             security_context: Some(pod_security(p.os)),
+            // netexec's `/hostname` answers the role whatever the pod's name: the kubelet
+            // names a pod's host by `spec.hostname` when set (kubernetes
+            // `pkg/kubelet/kubelet_pods.go`, `GeneratePodHostNameAndDomain`).
+            hostname: Some(role.to_owned()),
             node_selector: Some(selector),
             affinity: Some(on_node(&p.node)),
             tolerations: Some(super::matrix::tolerations()),
@@ -221,16 +231,16 @@ fn netexec(image: &str, role: Role) -> Container {
 }
 
 /// The Service in front of the server: port 80 to netexec's 8080.
-pub fn service(ns: &str) -> Service {
+pub fn service(ns: &str, run: &Names) -> Service {
     Service {
         metadata: ObjectMeta {
-            name: Some(SERVICE_NAME.into()),
+            name: Some(run.of(SERVICE_NAME)),
             namespace: Some(ns.to_owned()),
-            labels: labels(&[(OWNER_LABEL, OWNER_VALUE)]),
+            labels: labels(&[(OWNER_LABEL, OWNER_VALUE), (RUN_LABEL, &run.id)]),
             ..Default::default()
         },
         spec: Some(ServiceSpec {
-            selector: labels(&[(ROLE_LABEL, Role::Server.pod_name())]),
+            selector: labels(&[(ROLE_LABEL, Role::Server.pod_name()), (RUN_LABEL, &run.id)]),
             ports: Some(vec![ServicePort {
                 port: SERVICE_PORT,
                 target_port: Some(IntOrString::Int(HTTP_PORT)),
@@ -245,17 +255,20 @@ pub fn service(ns: &str) -> Service {
 
 /// The policy that denies all ingress to the server: it selects the server and allows no
 /// ingress (`policyTypes: [Ingress]` with no rules).
-pub fn deny_server_ingress(ns: &str) -> NetworkPolicy {
+pub fn deny_server_ingress(ns: &str, run: &Names) -> NetworkPolicy {
     NetworkPolicy {
         metadata: ObjectMeta {
-            name: Some(POLICY_NAME.into()),
+            name: Some(run.of(POLICY_NAME)),
             namespace: Some(ns.to_owned()),
-            labels: labels(&[(OWNER_LABEL, OWNER_VALUE)]),
+            labels: labels(&[(OWNER_LABEL, OWNER_VALUE), (RUN_LABEL, &run.id)]),
             ..Default::default()
         },
         spec: Some(NetworkPolicySpec {
             pod_selector: Some(LabelSelector {
-                match_labels: labels(&[(ROLE_LABEL, Role::Server.pod_name())]),
+                match_labels: labels(&[
+                    (ROLE_LABEL, Role::Server.pod_name()),
+                    (RUN_LABEL, &run.id),
+                ]),
                 ..Default::default()
             }),
             policy_types: Some(vec!["Ingress".into()]),

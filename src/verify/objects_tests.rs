@@ -17,7 +17,7 @@ fn a_windows_probe_pod_selects_the_nodes_build_and_is_pinned_by_name() {
         "ns1",
         &server(),
         super::super::image::AGNHOST,
-        &owner(),
+        (&owner(), &Names::new("r1", false)),
     ))
     .unwrap();
     let spec = &p["spec"];
@@ -42,6 +42,7 @@ fn a_windows_probe_pod_selects_the_nodes_build_and_is_pinned_by_name() {
         json!({"path": "/healthz", "port": 8080})
     );
     assert_eq!(p["metadata"]["labels"][ROLE_LABEL], "server");
+    assert_eq!(p["metadata"]["labels"][RUN_LABEL], "r1");
 }
 
 #[test]
@@ -50,7 +51,8 @@ fn only_the_server_has_the_readiness_probe_and_linux_pods_select_linux() {
     linux.role = Role::Linux;
     linux.os = Os::Linux;
     linux.windows_build = None;
-    let p = serde_json::to_value(pod("ns1", &linux, "m/agnhost:1", &owner())).unwrap();
+    let run = Names::new("r1", false);
+    let p = serde_json::to_value(pod("ns1", &linux, "m/agnhost:1", (&owner(), &run))).unwrap();
     assert_eq!(
         p["spec"]["nodeSelector"],
         json!({"kubernetes.io/os": "linux"})
@@ -59,17 +61,20 @@ fn only_the_server_has_the_readiness_probe_and_linux_pods_select_linux() {
     assert_eq!(p["metadata"]["name"], "client-linux");
 }
 
+/// In a namespace given, the Service and the policy are the run's own by name and select
+/// only its own server (another run's goes on beside it).
 #[test]
-fn the_service_and_the_policy_select_the_server() {
-    let s = serde_json::to_value(service("ns1")).unwrap();
-    assert_eq!(s["spec"]["selector"], json!({ROLE_LABEL: "server"}));
+fn the_service_and_the_policy_select_the_runs_own_server() {
+    let run = Names::new("r1", true);
+    let s = serde_json::to_value(service("ns1", &run)).unwrap();
+    assert_eq!(s["metadata"]["name"], "server-r1");
+    let own = json!({ROLE_LABEL: "server", RUN_LABEL: "r1"});
+    assert_eq!(s["spec"]["selector"], own);
     assert_eq!(s["spec"]["ports"][0]["port"], 80);
     assert_eq!(s["spec"]["ports"][0]["targetPort"], 8080);
-    let n = serde_json::to_value(deny_server_ingress("ns1")).unwrap();
-    assert_eq!(
-        n["spec"]["podSelector"]["matchLabels"],
-        json!({ROLE_LABEL: "server"})
-    );
+    let n = serde_json::to_value(deny_server_ingress("ns1", &run)).unwrap();
+    assert_eq!(n["metadata"]["name"], "deny-server-ingress-r1");
+    assert_eq!(n["spec"]["podSelector"]["matchLabels"], own);
     assert_eq!(n["spec"]["policyTypes"], json!(["Ingress"]));
     assert!(
         n["spec"].get("ingress").is_none(),
@@ -108,7 +113,7 @@ fn only_our_old_namespaces_are_leftovers() {
 }
 
 fn owner() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
-    controller("calicoctl-win-verify-run", "uid-1")
+    controller(("v1", "ConfigMap"), "calicoctl-win-verify-run", "uid-1")
 }
 
 /// A namespace with a run's lease is judged by it, not by its age: a young one whose lease ran

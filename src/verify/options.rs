@@ -33,10 +33,6 @@ pub const DIAL_WITHIN: Duration = Duration::from_secs(10);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// The longest `--pull-timeout` accepted.
 pub const MAX_PULL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
-/// The longest `--turn-timeout` accepted. A run waiting for the turn has made nothing yet (the
-/// turn it then takes is made at that moment, its age counted from there), so the wait is no
-/// part of `LEFTOVER_AGE`; it is capped as the other bounds are, below the job deadlines.
-pub const MAX_TURN_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// What a run may take beyond `--timeout` and its pull: the sweep of a killed run's turn at
 /// its start (now within `--timeout` too), and the calls in flight at its deadline, each
 /// bounded by the cluster client's own timeout.
@@ -91,11 +87,6 @@ pub fn image_flag(s: &str) -> Result<String, String> {
             "{s:.80} is not an image reference like registry.example/agnhost:2.52"
         ))
     }
-}
-
-/// `--turn-timeout`: a duration of at most `MAX_TURN_TIMEOUT`.
-pub fn turn_timeout_flag(s: &str) -> Result<Duration, String> {
-    capped(s, MAX_TURN_TIMEOUT)
 }
 
 /// `--egress`: `HOST:PORT`, the host an IPv4 address or a DNS name (at most 253
@@ -157,9 +148,6 @@ pub struct Options {
     /// seconds, the node's clock): the command's start (`ready::written_since`).
     pub calico_since: Option<i64>,
     pub timeout: Duration,
-    /// How long the wait for a namespace's turn may take (`--turn-timeout`), the checks' clock
-    /// starting once it is held; none: within `timeout`, as the checks.
-    pub turn_timeout: Option<Duration>,
     pub keep_on_failure: bool,
     /// The namespace's random suffix.
     pub suffix: String,
@@ -221,7 +209,6 @@ impl Options {
             wait_ready: false,
             calico_since: None,
             timeout: Duration::from_secs(120),
-            turn_timeout: None,
             keep_on_failure: false,
             suffix: suffix(),
             namespace: None,
@@ -235,6 +222,13 @@ impl Options {
             stop: Stop::new(),
             said: Said::default(),
         }
+    }
+}
+
+impl Options {
+    /// The run's names (`objects::Names`): its id the random suffix.
+    pub fn names(&self) -> super::objects::Names {
+        super::objects::Names::new(&self.suffix, self.namespace.is_some())
     }
 }
 
@@ -253,27 +247,4 @@ pub fn suffix() -> String {
         n /= 36;
     }
     out
-}
-
-#[cfg(test)]
-mod turn_tests {
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
-
-    /// `--turn-timeout` bounds the wait for a namespace's turn: only with `--namespace`, at
-    /// most 30m.
-    #[test]
-    fn the_turn_timeout_needs_a_namespace_and_is_capped() {
-        let parse = |extra: &[&str]| {
-            let mut argv = vec!["calicoctl-win", "verify"];
-            argv.extend_from_slice(extra);
-            Cli::try_parse_from(argv).map(|c| c.command)
-        };
-        let Ok(Command::Verify(v)) = parse(&["--namespace", "ns", "--turn-timeout", "10m"]) else {
-            panic!("parses")
-        };
-        assert_eq!(v.turn_timeout, Some(std::time::Duration::from_secs(600)));
-        assert!(parse(&["--turn-timeout", "10m"]).is_err());
-        assert!(parse(&["--namespace", "ns", "--turn-timeout", "31m"]).is_err());
-    }
 }

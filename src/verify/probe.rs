@@ -135,57 +135,6 @@ where
         .map(|made| made.meta().uid.clone())
 }
 
-/// Whether a create of `name` answered with `e` may have made its object all the same: a 5xx
-/// (kube-apiserver answers 504 when a request outlives its deadline while its storage write
-/// goes on: `finisher.go` `asyncFinisher`), no answer, or one that could not be read; a 409
-/// only when the object of that name carries our owner label (kube-apiserver's create answers
-/// AlreadyExists for any object of the name: a client's retry of a POST that committed meets
-/// ours, an administrator's own `server` Service is theirs), or cannot be read. A refusal
-/// (400, 403 with Pod Security's or RBAC's reason, 422, 429 before the handler) made nothing.
-pub fn may_have_made(
-    e: &ClusterError,
-    read: impl FnOnce() -> Result<Option<kube::api::ObjectMeta>, ClusterError>,
-) -> bool {
-    match e {
-        ClusterError::Api { code: 409, .. } => match read() {
-            Ok(Some(meta)) => labelled_ours(&meta),
-            Ok(None) => false,
-            Err(_) => true,
-        },
-        ClusterError::Api { code, .. } => *code >= 500,
-        ClusterError::Timeout { .. }
-        | ClusterError::Unreachable { .. }
-        | ClusterError::BadAnswer { .. }
-        | ClusterError::TooLarge { .. } => true,
-        _ => false,
-    }
-}
-
-/// The object `name` as `api` reads it (`get`), its metadata: for `may_have_made`.
-pub fn read_meta<K>(
-    c: &Cluster,
-    api: &Api<K>,
-    name: &str,
-) -> Result<Option<kube::api::ObjectMeta>, ClusterError>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    Ok(c.call_opt("get", name, api.get(name))?
-        .map(|o| o.meta().clone()))
-}
-
-/// The pod `name`, its metadata, read by a list of that one name (the verify role lists pods
-/// and may not get them): for `may_have_made`.
-pub fn pod_meta(
-    c: &Cluster,
-    pods: &Api<k8s_openapi::api::core::v1::Pod>,
-    name: &str,
-) -> Result<Option<kube::api::ObjectMeta>, ClusterError> {
-    let lp = kube::api::ListParams::default().fields(&format!("metadata.name={name}"));
-    let listed = c.call("list", "pods", pods.list(&lp))?;
-    Ok(listed.items.into_iter().next().map(|p| p.metadata))
-}
-
 /// Whether an object carries the owner label every object of a run carries.
 pub fn labelled_ours(meta: &kube::api::ObjectMeta) -> bool {
     meta.labels
@@ -273,11 +222,13 @@ pub fn cluster_ip(c: &Cluster, ns: &str, name: &str) -> Result<Option<String>, C
 }
 
 /// The probe pods as they are now, each with its events.
-pub fn pods(c: &Cluster, ns: &str) -> Result<Vec<PodState>, ClusterError> {
+pub fn pods(
+    c: &Cluster,
+    (ns, run): (&str, &objects::Names),
+) -> Result<Vec<PodState>, ClusterError> {
     let api: Api<Pod> = Api::namespaced(c.client.clone(), ns);
-    let pods = c
-        .call("list", "pods", api.list(&ListParams::default()))?
-        .items;
+    let lp = ListParams::default().labels(&run.selector());
+    let pods = c.call("list", "pods", api.list(&lp))?.items;
     // Why a pod has no address is in its events: a missing right to read them is said, not
     // waited out.
     let events = events(c, ns)?;
@@ -416,26 +367,22 @@ fn pinned_to(p: &Pod) -> Option<String> {
     field.values.as_ref()?.first().cloned()
 }
 
-/// Applies the deny-ingress policy (its uid as made), or deletes it, by `uid` when given
-/// (the one this run made: in a namespace given, one of the same name another run made is
-/// that run's, 409).
+/// Applies the run's deny-ingress policy (its uid as made), or deletes it, by `uid` when
+/// given (the one this run made).
 pub fn policy(
     c: &Cluster,
-    ns: &str,
+    (ns, run): (&str, &objects::Names),
     on: bool,
     uid: Option<&str>,
 ) -> Result<Option<String>, ClusterError> {
     let api: Api<NetworkPolicy> = Api::namespaced(c.client.clone(), ns);
-    let what = format!("networkpolicies/{}", objects::POLICY_NAME);
+    let name = run.of(objects::POLICY_NAME);
+    let what = format!("networkpolicies/{name}");
     if on {
-        create(c, &api, &what, &objects::deny_server_ingress(ns))
+        create(c, &api, &what, &objects::deny_server_ingress(ns, run))
     } else {
-        c.call_opt(
-            "delete",
-            &what,
-            api.delete(objects::POLICY_NAME, &only(uid)),
-        )
-        .map(|_| None)
+        c.call_opt("delete", &what, api.delete(&name, &only(uid)))
+            .map(|_| None)
     }
 }
 

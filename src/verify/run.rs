@@ -26,6 +26,10 @@ use std::time::{Duration, Instant};
 /// that the whole run stays within it (a quarter of it when it is short).
 pub const CLEANUP_WAIT: Duration = Duration::from_secs(30);
 pub use super::sweep::LEFTOVER_AGE_S;
+/// The probe pods' controller in the run's own namespace.
+const OWNER: &str = "calicoctl-win-verify-run";
+/// The run's Lease, the probe pods' controller in a namespace given.
+const LEASE_KIND: (&str, &str) = ("coordination.k8s.io/v1", "Lease");
 
 /// What the run found.
 #[derive(Debug, Serialize)]
@@ -33,6 +37,8 @@ pub use super::sweep::LEFTOVER_AGE_S;
 pub struct Report {
     pub node: String,
     pub namespace: String,
+    /// The run's id: the value of the label its objects carry (`objects::RUN_LABEL`).
+    pub run: String,
     pub image: String,
     /// The other nodes chosen to carry a client pod (a Linux node, another Windows node).
     pub peers: Vec<matrix::Peer>,
@@ -98,7 +104,7 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
             c,
             (super::sweep::GONE_WAIT.min(o.timeout / 10), checks_until),
         )?,
-        // A killed run's objects in a namespace given are swept when its turn is taken over.
+        // A killed run's objects in a namespace given are swept before its Lease is taken.
         Some(_) => Default::default(),
     };
     for line in &swept.left {
@@ -107,18 +113,17 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let mut leftovers_removed = swept.removed;
     let nodes = shared::while_cordoned(probe::nodes(c)?, o);
     let m = matrix::plan(&o.node, &nodes, &o.image, o.egress.as_deref())?;
-    let (name, held, own) = take_namespace(c, o, checks_until, &mut leftovers_removed)?;
+    let (name, held, own) = take_namespace(c, o, &mut leftovers_removed)?;
     let (held, own) = (held.as_ref(), own.as_ref());
-    let (begun, checks_until) = checks_clock(o, (start, checks_until), Instant::now(), reserve);
-    // The probe pods' controller (`objects::controller`): the turn in a namespace given,
-    // else a ConfigMap made first in the run's own namespace (deleted with it).
+    // The probe pods' controller (`objects::controller`): the run's Lease in a namespace
+    // given, else a ConfigMap made first in the run's own namespace (deleted with it).
     let owner = match (held, own) {
-        (Some(h), _) => objects::controller(shared::TURN, &h.uid),
+        (Some(h), _) => objects::controller(LEASE_KIND, &h.names.lease(), &h.uid),
         (None, own) => run_configmap(c, &name).map_err(|e| owner_not_made(c, own, e))?,
     };
     let run = Begun {
         owner: &owner,
-        start: begun,
+        start,
         reserve,
         checks_until,
         name: &name,
@@ -126,11 +131,11 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         own,
     };
     let (mut report, cleaned, lost) = std::thread::scope(|s| {
-        // The turn renewed while the run lives, its clean-up included; the namespace's
-        // lease until the clean-up deletes the namespace (`clean_up`).
+        // The run's Lease renewed while the run lives, its clean-up included; the
+        // namespace's lease until the clean-up deletes the namespace (`clean_up`).
         if let Some(h) = held {
-            let (every, ns) = ((&o.stop, o.renew), name.as_str());
-            s.spawn(move || shared::keep(c, ns, h, every, &mut |l| o.said.say(l)));
+            let every = (&o.stop, o.renew);
+            s.spawn(move || shared::keep(c, h, every, &mut |l| o.said.say(l)));
         }
         if let Some(l) = own {
             let every = (&o.stop, o.renew);
@@ -169,7 +174,7 @@ fn lease_lost(
 ) {
     let taken_over = held.is_some_and(shared::Held::lost);
     let Some(lost) = lost else {
-        let later = lease::lost_by_now((held, own), &report.namespace);
+        let later = lease::lost_by_now((held, own));
         if let Some((lease, cause)) = later.filter(|_| !taken_over && !report.cleaned_up) {
             let lease_lost =
                 format!("the run's lease on {lease} was lost during its clean-up: {cause}");
@@ -181,7 +186,7 @@ fn lease_lost(
         return;
     };
     let ended = (report.cleaned_up, &report.clean_up_error);
-    report.lease_lost = Some(lease::lost(lost, taken_over, ended));
+    report.lease_lost = Some(lease::lost(lost, ended));
     report.passed = false;
     report.interrupted = whole.requested();
 }
@@ -202,12 +207,11 @@ fn own_stop(c: &Cluster, o: &Options) -> (Options, crate::cluster::CutHere) {
     (o, cut)
 }
 
-/// The run's namespace taken: made (its lease proven by a first renewal), or, given, its turn
-/// claimed (and proven so); a killed run's turn taken over is added to `swept`.
+/// The run's namespace taken: made (its lease proven by a first renewal), or, given, the
+/// run's Lease taken there (and proven so) after the sweep of killed runs, added to `swept`.
 fn take_namespace(
     c: &Cluster,
     o: &Options,
-    checks_until: Instant,
     swept: &mut Vec<String>,
 ) -> Result<(String, Option<shared::Held>, Option<lease::Held>), RunError> {
     Ok(match &o.namespace {
@@ -217,34 +221,12 @@ fn take_namespace(
             (made.name.clone(), None, Some(made))
         }
         Some(ns) => {
-            let until = turn_wait_until(o, Instant::now(), checks_until);
-            let claimed = shared::claim(c, (ns, &o.suffix), until, o)?;
-            shared::prove(c, ns, &claimed.held)?;
-            swept.extend(claimed.swept);
-            (ns.clone(), Some(claimed.held), None)
+            let (held, killed) = shared::claim(c, ns, o)?;
+            swept.extend(killed);
+            shared::prove(c, &held)?;
+            (ns.clone(), Some(held), None)
         }
     })
-}
-
-/// When the wait for a namespace's turn ends, begun `now`: with `--turn-timeout` a bound of
-/// its own, else the checks' end (`checks_until`), as the rest of the run.
-fn turn_wait_until(o: &Options, now: Instant, checks_until: Instant) -> Instant {
-    o.turn_timeout.map_or(checks_until, |t| now + t)
-}
-
-/// When the checks start and must end, the turn (if any) held at `held`: with
-/// `--turn-timeout`, the run's clock starts again there, so a long wait leaves the checks
-/// their whole `--timeout` (less the clean-up's `reserve`); else the run's start and end stand.
-fn checks_clock(
-    o: &Options,
-    (start, checks_until): (Instant, Instant),
-    held: Instant,
-    reserve: Duration,
-) -> (Instant, Instant) {
-    match o.turn_timeout {
-        Some(_) => (held, held + o.timeout - reserve),
-        None => (start, checks_until),
-    }
 }
 
 /// A run under way: its start, the clean-up's reserve, the checks' end, its namespace and
@@ -266,7 +248,7 @@ fn run_configmap(c: &Cluster, ns: &str) -> Result<OwnerReference, ClusterError> 
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
     let cm = ConfigMap {
         metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            name: Some(shared::TURN.into()),
+            name: Some(OWNER.into()),
             labels: Some(BTreeMap::from([(
                 objects::OWNER_LABEL.into(),
                 objects::OWNER_VALUE.into(),
@@ -275,10 +257,10 @@ fn run_configmap(c: &Cluster, ns: &str) -> Result<OwnerReference, ClusterError> 
         },
         ..Default::default()
     };
-    let what = format!("configmaps/{}", shared::TURN);
+    let what = format!("configmaps/{OWNER}");
     let made = c.call("create", &what, api.create(&Default::default(), &cm))?;
     let uid = made.metadata.uid.unwrap_or_default();
-    Ok(objects::controller(shared::TURN, &uid))
+    Ok(objects::controller(("v1", "ConfigMap"), OWNER, &uid))
 }
 
 /// The checks run, then what the run made deleted (or kept on failure): the report, when
@@ -290,30 +272,29 @@ fn checks_and_clean_up(
     run: &Begun,
 ) -> Result<(Report, Instant, Option<lease::Lost>), RunError> {
     let (name, held) = (run.name, run.held);
-    let (mut ledger, timed_out, pull) =
-        match checks(c, o, m, (name, run.owner, held), run.checks_until) {
-            Ok(done) => done,
-            // A call the stop cut before the checks: the run was interrupted, none judged.
-            Err(_) if interrupted(o) => {
-                let mut ledger = Ledger::default();
-                let all: Vec<CheckId> = m.checks.iter().map(|c| c.id).collect();
-                ledger.stopped(&all);
-                (ledger, false, Duration::ZERO)
+    let (mut ledger, timed_out, pull) = match checks(c, o, m, (name, run.owner), run.checks_until) {
+        Ok(done) => done,
+        // A call the stop cut before the checks: the run was interrupted, none judged.
+        Err(_) if interrupted(o) => {
+            let mut ledger = Ledger::default();
+            let all: Vec<CheckId> = m.checks.iter().map(|c| c.id).collect();
+            ledger.stopped(&all);
+            (ledger, false, Duration::ZERO)
+        }
+        Err(e) => {
+            // What was made goes, whatever stopped the run, unless kept (and marked so, or
+            // the next run's sweep would delete it).
+            if o.keep_on_failure {
+                lease::keep_all(c, (name, held, run.own), &format!("kept after: {e}"));
+            } else {
+                let until = cleanup_until(o, Instant::now() + run.reserve.max(POLL));
+                clean_up(c, (name, held, run.own), until, &mut None);
             }
-            Err(e) => {
-                // What was made goes, whatever stopped the run, unless kept (and marked so, or
-                // the next run's sweep would delete it).
-                if o.keep_on_failure {
-                    lease::keep_all(c, (name, held, run.own), &format!("kept after: {e}"));
-                } else {
-                    let until = cleanup_until(o, Instant::now() + run.reserve.max(POLL));
-                    clean_up(c, (name, held, run.own), until, &mut None);
-                }
-                return Err(pod_security(e, name));
-            }
-        };
+            return Err(pod_security(e, name));
+        }
+    };
     // The lease as the checks ended: a loss in the clean-up after them judges no check.
-    let lost = lease::lost_by_now((held, run.own), name);
+    let lost = lease::lost_by_now((held, run.own));
     let stopped = interrupted(o);
     let timed_out = timed_out && !stopped;
     if timed_out {
@@ -334,6 +315,7 @@ fn checks_and_clean_up(
     let report = Report {
         node: o.node.clone(),
         namespace: name.to_owned(),
+        run: o.suffix.clone(),
         image: o.image.clone(),
         peers: Vec::new(),
         checks: ledger.verdicts,
@@ -447,34 +429,21 @@ fn clean_up(
     error: &mut Option<String>,
 ) -> bool {
     if let Some(held) = held {
-        let released = shared::release(c, ns, held, until);
-        let over = format!("another run took this run's turn in {ns} over, or deleted it");
-        let turn = format!("configmaps/{} in {ns}", shared::TURN);
-        *error = match (&released, held.lost()) {
-            (Err(e), true) => Some(format!(
-                "{over}; deleting this run's own pods failed: {e} ({})",
-                e.hint()
-            )),
-            (Err(e), false) => Some(format!("{e} ({})", e.hint())),
-            (Ok(shared::Released::Lost), _) => Some(format!("{over}: {}", shared::ONLY_OWN_PODS)),
-            // Lost while the release ran (or at its give-back), its own objects deleted by their uids.
-            (Ok(_), true) => Some(format!(
-                "{over} while this run's clean-up ran: what is left is that run's to sweep"
-            )),
-            (Ok(shared::Released::PodsLeft), false) => Some(
-                "its pods are still terminating; the turn was handed on and the next run deletes them"
-                    .to_owned(),
-            ),
-            (Ok(shared::Released::Unsettled), false) => Some(
-                "a create of this run got no answer it could trust, so what it made may be left: the turn was handed on and the next run deletes what is left"
-                    .to_owned(),
-            ),
-            (Ok(shared::Released::TurnLeft), false) => Some(format!(
-                "the turn {turn} could not be given back (two conflicts in a row): it remains until its lease runs out, within a minute"
-            )),
-            (Ok(_), false) => error.take(),
+        let over = "its Lease was deleted by another run, which judged it run out";
+        return match (shared::release(c, ns, held, until), held.lost()) {
+            (Ok(true), _) => true,
+            (Ok(false), lost) => {
+                *error = Some(match lost {
+                    true => format!("{over}; its pods are still terminating"),
+                    false => "its pods are still terminating: the next run deletes them once this run's Lease runs out, within a minute".to_owned(),
+                });
+                false
+            }
+            (Err(e), _) => {
+                *error = Some(format!("{e} ({})", e.hint()));
+                false
+            }
         };
-        return matches!(released, Ok(shared::Released::Done));
     }
     // The renewals end before the delete: kube-apiserver marks the namespace Terminating
     // through an update (`REST.Delete`'s `GuaranteedUpdate`, kubernetes
@@ -546,11 +515,11 @@ fn checks(
     c: &Cluster,
     o: &Options,
     m: &Matrix,
-    (ns, owner, held): (&str, &OwnerReference, Option<&shared::Held>),
+    (ns, owner): (&str, &OwnerReference),
     deadline: Instant,
 ) -> Result<(Ledger, bool, Duration), ClusterError> {
     let mut ledger = Ledger::default();
-    let made = make(c, o, m, (ns, owner, held), deadline)?;
+    let made = make(c, o, m, (ns, owner), deadline)?;
     let deadline = deadline + made.pull;
     let all: Vec<PodState> = made.states.values().cloned().collect();
     let still: Vec<&PodState> = all.iter().filter(|s| judge::pulling(s)).collect();
@@ -595,18 +564,9 @@ fn checks(
         addresses: &addresses,
         deadline,
         policy: std::cell::RefCell::new(None),
-        policy_unsettled: std::cell::Cell::new(false),
         cut: std::cell::Cell::new(false),
     };
-    let cut = each_check(&run, m, (&all, &rest), &mut ledger);
-    // The policy made, recorded for the clean-up also when a check failed the run.
-    if let Some(h) = held {
-        h.made_named(shared::Named::Policy, run.policy.take());
-        if run.policy_unsettled.get() {
-            h.made_unsettled();
-        }
-    }
-    let cut = cut?;
+    let cut = each_check(&run, m, (&all, &rest), &mut ledger)?;
     Ok((ledger, cut, made.pull))
 }
 
@@ -620,11 +580,12 @@ fn addresses(
 ) -> Result<Addresses, ClusterError> {
     Ok(Addresses {
         namespace: ns.to_owned(),
+        names: o.names(),
         pods: states
             .iter()
             .filter_map(|(r, s)| Some((*r, s.ip.clone()?)))
             .collect(),
-        service_ip: probe::cluster_ip(c, ns, dial::SERVICE_NAME)?,
+        service_ip: probe::cluster_ip(c, ns, &o.names().of(dial::SERVICE_NAME))?,
         api_server_ip: probe::cluster_ip(c, "default", "kubernetes")?,
         cluster_domain: o.cluster_domain.clone(),
     })
@@ -699,53 +660,20 @@ struct Made {
     pull: Duration,
 }
 
-/// Creates the Service and the pods; in a namespace given, each recorded by its uid for the
-/// clean-up, or the turn marked unsettled when a create's answer is an error.
+/// Creates the Service and the pods, named and labelled for the run (`objects::Names`).
 fn create_all(
     c: &Cluster,
     o: &Options,
     m: &Matrix,
-    (ns, owner, held): (&str, &OwnerReference, Option<&shared::Held>),
+    (ns, owner): (&str, &OwnerReference),
 ) -> Result<(), ClusterError> {
+    let run = o.names();
     let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
-    // A create answered so that it may have made its object all the same (`probe::
-    // may_have_made`): the turn's clean-up then hands the turn on (`Held::made_unsettled`).
-    let unsettled = |made: bool| {
-        if let Some(h) = held
-            && made
-        {
-            h.made_unsettled();
-        }
-    };
-    let name = super::dial::SERVICE_NAME;
-    let made = match probe::create(c, &services, "services", &objects::service(ns)) {
-        Ok(made) => made,
-        Err(e) => {
-            unsettled(
-                held.is_some() && probe::may_have_made(&e, || probe::read_meta(c, &services, name)),
-            );
-            return Err(e);
-        }
-    };
-    if let Some(h) = held {
-        h.made_named(shared::Named::Service, made);
-    }
+    probe::create(c, &services, "services", &objects::service(ns, &run))?;
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
     for p in &m.pods {
-        let pod = objects::pod(ns, p, &o.image, owner);
-        let made = match c.call("create", "pods", pods.create(&Default::default(), &pod)) {
-            Ok(made) => made,
-            Err(e) => {
-                let name = pod.metadata.name.as_deref().unwrap_or_default();
-                unsettled(
-                    held.is_some() && probe::may_have_made(&e, || probe::pod_meta(c, &pods, name)),
-                );
-                return Err(e);
-            }
-        };
-        if let Some(h) = held {
-            h.made(made.metadata.uid);
-        }
+        let pod = objects::pod(ns, p, &o.image, (owner, &run));
+        c.call("create", "pods", pods.create(&Default::default(), &pod))?;
     }
     Ok(())
 }
@@ -756,10 +684,10 @@ fn make(
     c: &Cluster,
     o: &Options,
     m: &Matrix,
-    (ns, owner, held): (&str, &OwnerReference, Option<&shared::Held>),
+    (ns, owner): (&str, &OwnerReference),
     deadline: Instant,
 ) -> Result<Made, ClusterError> {
-    create_all(c, o, m, (ns, owner, held))?;
+    create_all(c, o, m, (ns, owner))?;
     let made_at = Instant::now();
     let window = deadline.saturating_duration_since(made_at);
     let (mut pull, mut last) = (Duration::ZERO, made_at);
@@ -770,8 +698,9 @@ fn make(
     // Each look says when the wait ends (the pull moves it); this bounds them all.
     let most = deadline.min(made_at + pods_wait) + o.pull_timeout + 2 * POLL;
     let what = "the probe pods to run, or one to fail for good";
+    let run = o.names();
     let ended = super::step::poll(o, what, most, || {
-        let states = probe::pods(c, ns)?;
+        let states = probe::pods(c, (ns, &run))?;
         let now = Instant::now();
         let pulling = states.iter().any(judge::pulling);
         if pulling {
@@ -818,13 +747,12 @@ fn by_role(m: &Matrix, states: Vec<PodState>) -> BTreeMap<Role, PodState> {
     m.pods
         .iter()
         .map(|p| {
-            let name = p.role.pod_name();
             let s = states
                 .iter()
-                .find(|s| s.name == name)
+                .find(|s| p.role.is(&s.name))
                 .cloned()
                 .unwrap_or(PodState {
-                    name: name.to_owned(),
+                    name: p.role.pod_name().to_owned(),
                     node: p.node.clone(),
                     phase: "not made".into(),
                     ..Default::default()
@@ -832,37 +760,4 @@ fn by_role(m: &Matrix, states: Vec<PodState>) -> BTreeMap<Role, PodState> {
             (p.role, s)
         })
         .collect()
-}
-
-#[cfg(test)]
-mod clock_tests {
-    use super::*;
-
-    /// With `--turn-timeout`, the wait for the turn is bounded by it, not by the checks' end,
-    /// and once the turn changes hands to this run the run's clock starts again there: the
-    /// checks get their whole `--timeout` after any wait. Without it, the wait and the checks
-    /// share the run's one clock. Instants made up, no time passes.
-    #[test]
-    fn the_turn_timeout_bounds_the_wait_and_the_checks_clock_starts_when_the_turn_is_held() {
-        let start = Instant::now();
-        let reserve = Duration::from_secs(30);
-        let mut o = Options::for_node("win-a");
-        o.timeout = Duration::from_secs(120);
-        let checks_until = start + o.timeout - reserve;
-        assert_eq!(turn_wait_until(&o, start, checks_until), checks_until);
-        let held = start + Duration::from_secs(400);
-        assert_eq!(
-            checks_clock(&o, (start, checks_until), held, reserve),
-            (start, checks_until)
-        );
-        o.turn_timeout = Some(Duration::from_secs(600));
-        assert_eq!(
-            turn_wait_until(&o, start, checks_until),
-            start + Duration::from_secs(600)
-        );
-        assert_eq!(
-            checks_clock(&o, (start, checks_until), held, reserve),
-            (held, held + Duration::from_secs(90))
-        );
-    }
 }

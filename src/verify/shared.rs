@@ -1,120 +1,78 @@
 //! `verify --namespace NS`: the run in a namespace it is given (`fleet rbac --identity verify`
 //! makes `calicoctl-win-verify`) instead of one of its own, so that its rights can be a Role
-//! in that namespace (no namespace made or deleted, no pod made elsewhere). Its objects have
-//! fixed names, so runs in the one namespace take turns: a run holds the ConfigMap
-//! `calicoctl-win-verify-run`, which says which run holds it and until when (`run`,
-//! `expires`), renewed every `RENEW` for `LEASE` while the run lives: a run killed outright
-//! (a console closed, its pod's container stopped, a kill) holds it at most `LEASE`. Its create is refused, 409, while another run holds it
-//! (kube-apiserver's create of an existing name, `staging/src/k8s.io/apiserver/pkg/registry/
-//! generic/registry/store.go` `Create`); a turn that ran out by the API server's clock is a
-//! killed run's and is taken over by an update that carries the resourceVersion read, so that
-//! of two runs taking it over one gets 409 Conflict and waits (`store.go` `Update`). The
-//! holder deletes the killed run's objects, runs, deletes what it made (its pods by the uids
-//! listed, and their events, matched by those uids), and gives the turn back with a delete that carries the uid and resourceVersion it wrote
-//! (preconditions: a turn someone else took over meanwhile is theirs and stays; one its own
-//! renewal moved meanwhile is read again and deleted by that, `give_back`). When its
-//! pods are not gone in time, it hands the turn on as run out, for the next run to sweep.
+//! in that namespace. Runs there go at once: each names its objects with its run id
+//! (`objects::Names`) and labels them with it (`objects::RUN_LABEL`), and holds one
+//! coordination.k8s.io/v1 Lease named for it, written by the API server's time and renewed
+//! every `RENEW` for `LEASE` while the run lives (`keeper::keep`). Its create refusing a
+//! name taken (409: kube-apiserver's `Create`, `staging/src/k8s.io/apiserver/pkg/registry/
+//! generic/registry/store.go`) is what keeps two runs' ids apart.
+//!
+//! At its start a run sweeps what killed runs left: a Lease run out by the API server's clock
+//! (its `renewTime` + `leaseDurationSeconds` against the server's `Date`: never this host's
+//! clock, which a step could move) is deleted with preconditions, the uid and
+//! resourceVersion it was judged by (the generic registry's `Delete` refuses another, 409:
+//! `staging/src/k8s.io/apiserver/pkg/storage/interfaces.go` `Preconditions.Check`), so that a
+//! living run that renewed it meanwhile keeps it; only once that delete is done are its run's
+//! objects deleted, each by its uid. Objects of a run with no Lease (killed before it wrote
+//! one, or after a sweep deleted it) go once older than `LEFTOVER_AGE`. Only objects carrying
+//! verify's labels are listed, and so touched.
 
 use super::keeper;
 use super::matrix::{NodeFacts, PlanError, RunError};
-use super::objects::{OWNER_LABEL, OWNER_VALUE, POLICY_NAME};
+use super::objects::{Names, OWNER_LABEL, OWNER_VALUE, RUN_LABEL};
 use super::options::Options;
 use super::probe;
-use super::wedged;
 use crate::cluster::{Cluster, ClusterError};
-use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_quietly, poll_until};
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
+use crate::duration::{Look, Pauses, Stop, poll_quietly};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::{Event, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Api;
-use kube::api::{DeleteParams, ListParams, PostParams, Preconditions};
-use std::collections::BTreeMap;
+use kube::api::{DeleteParams, ListParams, Preconditions};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// What a run whose turn another run took over (or deleted) deleted: the objects of the same
-/// names are the other run's now.
-pub const ONLY_OWN_PODS: &str =
-    "only this run's own pods were deleted (the Service, policy and turn are that run's)";
-/// The ConfigMap a run holds while it runs in the namespace.
-pub const TURN: &str = crate::cluster::verify_rights::TURN;
+pub use super::options::{LEASE, RENEW};
 const POLL: Duration = Duration::from_secs(1);
-/// How long a takeover waits for a killed run's pods: half the lease it just wrote, since the
-/// renewals start only once the turn is claimed.
-const TAKEOVER_WAIT: Duration = Duration::from_secs(LEASE.as_secs() / 2);
-pub use super::options::{LEASE, REFUSALS_BEFORE_LOST, RENEW};
-/// A turn written without `expires` (by an older calicoctl-win) runs out this long after its
-/// creation: longer than any run and its clean-up, as a killed run's namespace (run.rs).
-const UNDATED_TURN_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
+/// A run's objects without its Lease older than this are a killed run's.
+const LEFTOVER_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
 
-/// The turn as this run holds it: its run and the resourceVersion it last wrote, which its
-/// renewals, release and hand-on carry as their precondition; `done` once given back, kept
-/// or lost (the renewals stop).
+/// The run's Lease as it holds it: the object it last wrote (its resourceVersion the
+/// precondition of the next write); `done` once the run is over or the Lease is not its own
+/// any more (deleted by a sweep that judged it run out).
 #[derive(Debug)]
 pub struct Held {
-    run: String,
-    /// The namespace given.
+    pub names: Names,
     ns: String,
-    /// The turn's uid: the probe pods' controller (`objects::controller`). A takeover is an
-    /// update, so the uid stays the ConfigMap's.
+    /// The Lease's uid: the probe pods' controller (`objects::controller`).
     pub uid: String,
-    /// The turn as this run last wrote (or read) it: its resourceVersion the precondition of
-    /// the next write.
-    last: std::sync::Mutex<ConfigMap>,
+    last: Mutex<Lease>,
     done: AtomicBool,
-    /// Another run took the turn over, or it was deleted: set only by `keep`'s 409 or 404.
+    /// The Lease was deleted, or made again by someone else, while the run ran.
     lost: AtomicBool,
-    /// The uids of the pods this run made: its clean-up deletes only those.
-    made: std::sync::Mutex<Vec<String>>,
-    /// The uids of the Service and the policy this run made (`Named`): its clean-up deletes
-    /// them by those (`preconditions`), never by name alone.
-    named: std::sync::Mutex<[Option<String>; 2]>,
-    /// A create of this run got no answer it could trust (an error, a timeout, a cut): what
-    /// it made may be there without a uid this run knows, so its clean-up hands the turn on
-    /// for the next run to sweep by name instead of giving it back.
-    unsettled: AtomicBool,
-    /// Requested when the renewals end (the turn given back, kept or lost, or the run's
-    /// stop): wakes their wait and cuts a renewal under way.
+    /// Requested when the renewals end (the run over, or its stop): wakes their wait.
     ending: Stop,
-    /// Why the renewals were refused until the turn would run out, once they were (`keep`).
-    refused: std::sync::Mutex<Option<String>>,
+    /// Why the renewals were refused until the Lease would run out, once they were.
+    refused: Mutex<Option<String>>,
 }
 
 impl Held {
-    /// Whether another run took the turn over (or it was deleted) while this one ran.
+    /// Whether the Lease was deleted (or made again by someone else) while the run ran.
     pub fn lost(&self) -> bool {
         self.lost.load(Ordering::SeqCst)
     }
 
-    /// A pod this run made, by its uid.
-    pub fn made(&self, uid: Option<String>) {
-        if let Some(u) = uid {
-            self.made.lock().unwrap_or_else(|e| e.into_inner()).push(u);
-        }
-    }
-
-    /// The Service or the policy this run made, by its uid.
-    pub fn made_named(&self, what: Named, uid: Option<String>) {
-        self.named.lock().unwrap_or_else(|e| e.into_inner())[what as usize] = uid;
-    }
-
-    /// A create whose answer leaves open whether it made its object (`probe::may_have_made`):
-    /// what it made, if anything, has no uid here.
-    pub fn made_unsettled(&self) {
-        self.unsettled.store(true, Ordering::SeqCst);
-    }
-
-    /// The uid of the Service or the policy this run made, if it made it.
-    pub fn named(&self, what: Named) -> Option<String> {
-        self.named.lock().unwrap_or_else(|e| e.into_inner())[what as usize].clone()
-    }
-
-    /// The renewals stopped (the run is over).
+    /// The renewals stopped: one under way ends first (it holds the lock), none follows.
     pub fn stop(&self) {
-        drop(self.last());
+        self.ending.request();
+        let _last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        self.done.store(true, Ordering::SeqCst);
     }
 
-    /// Why the turn's renewals were refused until it would run out (the run was stopped for
+    /// Why the renewals were refused until the Lease would run out (the run was stopped for
     /// it), if they were.
     pub fn refused(&self) -> Option<String> {
         self.refused
@@ -123,30 +81,17 @@ impl Held {
             .clone()
     }
 
-    /// Whether the turn as read is still this run's: its uid (a takeover is an update, a
-    /// delete and create makes another), not being deleted, and its `run` this run's (a
-    /// takeover writes the other run's).
-    fn ours(&self, t: &ConfigMap) -> bool {
-        t.metadata.uid.as_deref() == Some(self.uid.as_str())
-            && t.metadata.deletion_timestamp.is_none()
-            && t.data.as_ref().and_then(|d| d.get("run")) == Some(&self.run)
+    /// The Lease's name, as a run's messages say it.
+    pub fn named(&self) -> String {
+        format!("leases/{} in namespace {}", self.names.lease(), self.ns)
     }
 
-    /// The version last written, with the renewals stopped for good: the renewals' wait is
-    /// ended (a renewal under way cut), then the lock taken, so that none follows.
-    fn last(&self) -> Option<String> {
-        self.ending.request();
-        let v = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        self.done.store(true, Ordering::SeqCst);
-        v.metadata.resource_version.clone()
+    fn ours(&self, l: &Lease) -> bool {
+        l.metadata.uid.as_deref() == Some(self.uid.as_str())
+            && l.metadata.deletion_timestamp.is_none()
+            && l.spec.as_ref().and_then(|s| s.holder_identity.as_deref())
+                == Some(self.names.id.as_str())
     }
-}
-
-/// An object of a fixed name the run makes besides its pods.
-#[derive(Clone, Copy, Debug)]
-pub enum Named {
-    Service,
-    Policy,
 }
 
 impl keeper::Lease for Held {
@@ -154,9 +99,8 @@ impl keeper::Lease for Held {
         &self.ending
     }
 
-    /// Taken over (or deleted), the turn is another run's now, never taken back. A turn
-    /// made without `expires` (no time from the server then) is judged by its age: nothing
-    /// to renew until the server's time is known.
+    /// A Lease made without a `renewTime` (no time from the server then) is judged by its
+    /// age: nothing to renew until the server's time is known.
     fn renew_by(
         &self,
         c: &Cluster,
@@ -168,23 +112,9 @@ impl keeper::Lease for Held {
             return Ok(Some(true));
         }
         let Some(at_s) = at_s else {
-            let dated = last
-                .data
-                .as_ref()
-                .is_some_and(|d| d.contains_key("expires"));
-            return Ok((!dated).then_some(true));
+            return Ok(renewed(&last).is_none().then_some(true));
         };
-        let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), &self.ns);
-        let what = format!("configmaps/{TURN}");
-        let change = |t: ConfigMap| turn(&self.run, Some(at_s), t.metadata.resource_version);
-        let ours = |t: &ConfigMap| self.ours(t);
-        let written = keeper::write(
-            c,
-            (&api, TURN, &what),
-            &mut last,
-            (&change, &ours),
-            (&self.ending, by),
-        )?;
+        let written = write(c, self, &mut last, (Some(at_s), keeper::lease_s()), by)?;
         if written == Some(false) {
             self.lost.store(true, Ordering::SeqCst);
             self.done.store(true, Ordering::SeqCst);
@@ -198,582 +128,374 @@ impl keeper::Lease for Held {
 
     fn gone(&self) -> String {
         format!(
-            "another run took the turn in {} over, or deleted it",
-            self.ns
+            "{} was deleted, or made again by someone else",
+            self.named()
         )
     }
 }
 
-/// The turn taken: held, and the killed run (`NS/run`) whose objects were deleted, if any.
-#[derive(Debug)]
-pub struct Claimed {
-    pub held: Held,
-    pub swept: Vec<String>,
+/// The Lease renewed at `renew_s` (none: judged by its age) for `for_s` seconds
+/// (`keeper::write`, its resourceVersion the precondition).
+fn write(
+    c: &Cluster,
+    held: &Held,
+    last: &mut Lease,
+    (renew_s, for_s): (Option<i64>, i64),
+    by: Instant,
+) -> Result<Option<bool>, ClusterError> {
+    let api: Api<Lease> = Api::namespaced(c.client.clone(), &held.ns);
+    let name = held.names.lease();
+    let what = format!("leases/{name}");
+    let change = |mut l: Lease| {
+        let spec = l.spec.get_or_insert_with(Default::default);
+        spec.renew_time = renew_s.and_then(micro);
+        spec.lease_duration_seconds = Some(i32::try_from(for_s).unwrap_or(i32::MAX));
+        l
+    };
+    let ours = |l: &Lease| held.ours(l);
+    keeper::write(
+        c,
+        (&api, &name, &what),
+        last,
+        (&change, &ours),
+        (&Stop::never(), by),
+    )
 }
 
-/// The turn of `run`, running out at `expires_s` (none: judged by its creation's age).
-fn turn(run: &str, expires_s: Option<i64>, version: Option<String>) -> ConfigMap {
-    let mut data = BTreeMap::from([("run".into(), run.to_owned())]);
-    if let Some(t) = expires_s {
-        data.insert("expires".into(), crate::duration::time_text(t));
+fn micro(s: i64) -> Option<MicroTime> {
+    jiff::Timestamp::from_second(s).ok().map(MicroTime)
+}
+
+/// When the Lease was last renewed (unix seconds), if it says.
+fn renewed(l: &Lease) -> Option<i64> {
+    let spec = l.spec.as_ref()?;
+    Some(spec.renew_time.as_ref()?.0.as_second())
+}
+
+/// Whether a Lease has run out at `now` (the API server's time): its `renewTime` and
+/// `leaseDurationSeconds`, the times the run wrote by the server's clock; without them, its
+/// creation (the server's clock too) and `LEFTOVER_AGE`.
+pub fn run_out(l: &Lease, now: i64) -> bool {
+    let held_s = l.spec.as_ref().and_then(|s| s.lease_duration_seconds);
+    match (renewed(l), held_s) {
+        (Some(t), Some(d)) => now > t + i64::from(d),
+        _ => older(&l.metadata, now),
     }
-    ConfigMap {
+}
+
+fn older(meta: &ObjectMeta, now: i64) -> bool {
+    meta.creation_timestamp
+        .as_ref()
+        .is_some_and(|t| now > t.0.as_second() + LEFTOVER_AGE_S)
+}
+
+/// The run's Lease taken in `ns` for `LEASE` by the API server's time (`keep` renews it),
+/// after the sweep of what killed runs left there: the Lease held and the runs swept
+/// (`NS/ID`).
+pub fn claim(c: &Cluster, ns: &str, o: &Options) -> Result<(Held, Vec<String>), RunError> {
+    let names = o.names();
+    let now = probe::server_now(c)?;
+    if let Some(t) = now {
+        c.note_server_date(t);
+    }
+    let swept = match now {
+        Some(now) => sweep(c, ns, now)?,
+        // No `Date` from the server: nothing is judged run out.
+        None => Vec::new(),
+    };
+    let now = now.or_else(|| c.server_clock(RENEW));
+    let lease = Lease {
         metadata: ObjectMeta {
-            name: Some(TURN.into()),
-            labels: Some(BTreeMap::from([(OWNER_LABEL.into(), OWNER_VALUE.into())])),
-            resource_version: version,
+            name: Some(names.lease()),
+            labels: Some(BTreeMap::from([
+                (OWNER_LABEL.into(), OWNER_VALUE.into()),
+                (RUN_LABEL.into(), names.id.clone()),
+            ])),
             ..Default::default()
         },
-        data: Some(data),
-        ..Default::default()
-    }
-}
-
-fn held((run, ns): (&str, &str), written: &ConfigMap, stop: &Stop) -> Held {
-    Held {
-        ending: stop.part(),
-        refused: std::sync::Mutex::new(None),
-        run: run.to_owned(),
+        spec: Some(LeaseSpec {
+            holder_identity: Some(names.id.clone()),
+            lease_duration_seconds: Some(i32::try_from(keeper::lease_s()).unwrap_or(60)),
+            acquire_time: now.and_then(micro),
+            renew_time: now.and_then(micro),
+            ..Default::default()
+        }),
+    };
+    let api: Api<Lease> = Api::namespaced(c.client.clone(), ns);
+    let what = format!("leases/{}", names.lease());
+    let made = c.call("create", &what, api.create(&Default::default(), &lease))?;
+    let held = Held {
+        names,
         ns: ns.to_owned(),
-        uid: written.metadata.uid.clone().unwrap_or_default(),
-        last: std::sync::Mutex::new(written.clone()),
+        uid: made.metadata.uid.clone().unwrap_or_default(),
+        last: Mutex::new(made),
         done: AtomicBool::new(false),
         lost: AtomicBool::new(false),
-        made: std::sync::Mutex::new(Vec::new()),
-        named: std::sync::Mutex::new([None, None]),
-        unsettled: AtomicBool::new(false),
-    }
+        ending: o.stop.part(),
+        refused: Mutex::new(None),
+    };
+    Ok((held, swept))
 }
 
-/// Renews the turn every `every` until it is given back, kept or lost (`keeper::keep`): run
-/// beside the run, on a thread of its own.
-pub fn keep(
-    c: &Cluster,
-    ns: &str,
-    held: &Held,
-    (run, every): (&Stop, Duration),
-    say: &mut dyn FnMut(&str),
-) {
-    let what = format!("the run's end, renewing its turn in {ns}");
+/// Renews the Lease every `every` until the run is over or it is not the run's any more
+/// (`keeper::keep`): run beside the run, on a thread of its own.
+pub fn keep(c: &Cluster, held: &Held, (run, every): (&Stop, Duration), say: &mut dyn FnMut(&str)) {
+    let what = format!("the run's end, renewing {}", held.named());
     keeper::keep(c, held, (&what, run, every), say);
 }
 
-/// The turn's first renewal, before any pod is made: proves that the run may renew it (the
-/// identity's `update` on it, which `fleet rbac --identity verify` grants), so that a run
-/// that could not keep its turn refuses before it runs. Refused, the turn is given back
-/// (nothing of the run's is in the namespace yet) and the error says so.
-pub fn prove(c: &Cluster, ns: &str, held: &Held) -> Result<(), RunError> {
-    // Not renewed for want of the server's time, or by two conflicts, the turn just made
-    // still runs on; taken over or deleted already, the run refuses.
-    let cause = match renew(c, held, RENEW) {
+/// The Lease's first renewal, before any pod is made: proves that the run may renew it (the
+/// identity's `update leases`), so that a run that could not keep it refuses before it runs;
+/// refused, the Lease is deleted (nothing of the run's is in the namespace yet).
+pub fn prove(c: &Cluster, held: &Held) -> Result<(), RunError> {
+    let Some(now) = keeper::server_time(c) else {
+        return Ok(());
+    };
+    let by = Instant::now() + RENEW;
+    let cause = match keeper::Lease::renew_by(held, c, Some(now), by) {
         Ok(Some(true) | None) => return Ok(()),
-        Ok(Some(false)) => format!("another run took the turn in {ns} over, or deleted it"),
+        Ok(Some(false)) => keeper::Lease::gone(held),
         Err(e) => format!("{e} ({})", e.hint()),
     };
-    let fate = match release(c, ns, held, Instant::now() + RENEW) {
-        Ok(_) => "nothing was run: the turn was given back".to_owned(),
-        Err(r) => format!(
-            "nothing was run; giving the turn back failed too ({r}): it runs out within a minute"
+    held.stop();
+    let fate = match delete_lease(c, held, Instant::now() + RENEW) {
+        Ok(()) => "nothing was run: the Lease was deleted".to_owned(),
+        Err(e) => format!(
+            "nothing was run; deleting the Lease failed too ({e}): it runs out within a minute"
         ),
     };
     Err(RunError::Plan(PlanError::LeaseLost {
-        lease: format!("configmaps/{TURN} in namespace {ns}"),
+        lease: held.named(),
         cause,
         fate,
     }))
 }
 
-/// One renewal of the turn, by the API server's time (`keeper::server_time`), the whole of
-/// it (that time read, a 409's re-read and retry) ended by the renewals' end or `within`:
-/// whether the turn is still this run's (`None`: not renewed this time, the lease runs on
-/// to the next).
-pub fn renew(c: &Cluster, held: &Held, within: Duration) -> Result<Option<bool>, ClusterError> {
-    let by = Instant::now() + within;
-    let at = keeper::server_time_unless(c, Some((&held.ending, within)));
-    keeper::Lease::renew_by(held, c, at.map(|t| t + keeper::lease_s()), by)
-}
-
-/// When a turn runs out (unix seconds): its `expires`, else (one written without it) its
-/// creation and `leftover_age_s`.
-pub fn expiry(cm: &ConfigMap, leftover_age_s: i64) -> Option<i64> {
-    let written = cm.data.as_ref().and_then(|d| d.get("expires"));
-    match written {
-        Some(t) => t.parse::<jiff::Timestamp>().ok().map(|t| t.as_second()),
-        None => cm
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map(|t| t.0.as_second() + leftover_age_s),
-    }
-}
-
-/// Takes the namespace's turn for `LEASE` (`keep` renews it), waiting (within `deadline`,
-/// a look every `POLL`, ended by the run's stop) while another run holds it; a turn that ran
-/// out is taken over and its run's objects deleted. Waited out (or stopped), the last
-/// refusal (409) is the error.
-pub fn claim(
-    c: &Cluster,
-    (ns, run): (&str, &str),
-    deadline: Instant,
-    o: &Options,
-) -> Result<Claimed, RunError> {
-    let what = format!("the turn in {ns} (configmaps/{TURN}) that another run holds");
-    let mut last: Option<ClusterError> = None;
-    let started = Instant::now();
-    let look = || -> Result<Look<Claimed, ()>, Claiming> {
-        match try_claim(c, (ns, run), deadline, &o.stop)? {
-            Ok(claimed) => Ok(Look::Done(claimed)),
-            Err(refused) => {
-                last = Some(refused);
-                Ok(Look::Pending(()))
-            }
-        }
-    };
-    let wait = Wait {
-        what: &what,
-        timeout: super::step::last_look(deadline).saturating_duration_since(started),
-        pauses: Pauses::every(POLL),
-        stop: &o.stop,
-        say: &mut |l| o.said.say(l),
-    };
-    let ended = poll_until(wait, look, |()| Err(Claiming::WaitedOut));
-    match ended {
-        Ok(claimed) => Ok(claimed),
-        Err(Claiming::Run(e)) => Err(e),
-        Err(Claiming::WaitedOut | Claiming::Stopped) => Err(last
-            .unwrap_or_else(|| ClusterError::Timeout {
-                server: c.server.clone(),
-                what: format!("claim the turn in {ns}: stopped before it was asked"),
-                after: started.elapsed(),
-            })
-            .into()),
-    }
-}
-
-/// How a wait for the turn ended, other than with it.
-enum Claiming {
-    Run(RunError),
-    WaitedOut,
-    Stopped,
-}
-
-impl From<Stopped> for Claiming {
-    fn from(_: Stopped) -> Self {
-        Self::Stopped
-    }
-}
-
-impl From<RunError> for Claiming {
-    fn from(e: RunError) -> Self {
-        Self::Run(e)
-    }
-}
-
-impl From<ClusterError> for Claiming {
-    fn from(e: ClusterError) -> Self {
-        Self::Run(e.into())
-    }
-}
-
-/// One try at the turn: taken (made, or taken over from a killed run, whose objects are
-/// deleted), or the refusal while another run holds it.
-fn try_claim(
-    c: &Cluster,
-    (ns, run): (&str, &str),
-    deadline: Instant,
-    stop: &Stop,
-) -> Result<Result<Claimed, ClusterError>, RunError> {
-    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
-    let what = format!("configmaps/{TURN}");
-    let pp = PostParams::default();
-    // Its `expires` by the API server's time: its `Date`, else the last `Date` it sent this
-    // client moved on by the monotonic time since; without either, none (judged by its age):
-    // never this host's wall clock, which a step would put behind the server's.
-    let now = probe::server_now(c)?;
-    if let Some(t) = now {
-        c.note_server_date(t);
-    }
-    let server = now.or_else(|| c.server_clock(RENEW));
-    let expires = server.map(|t| t + keeper::lease_s());
-    let refused = match c.call("create", &what, api.create(&pp, &turn(run, expires, None))) {
-        Ok(made) => {
-            return Ok(Ok(Claimed {
-                held: held((run, ns), &made, stop),
-                swept: Vec::new(),
-            }));
-        }
-        Err(e @ ClusterError::Api { code: 409, .. }) => e,
-        Err(e) => return Err(e.into()),
-    };
-    // Run out by the API server's clock (none is taken over without its `Date`).
-    if let Some(now) = now
-        && let Some(current) = c.call_opt("get", &what, api.get(TURN))?
-        && expiry(&current, UNDATED_TURN_AGE_S).is_some_and(|t| now > t)
-    {
-        let version = current.metadata.resource_version.clone();
-        match c.call(
-            "update",
-            &what,
-            api.replace(TURN, &pp, &turn(run, expires, version)),
-        ) {
-            Ok(taken) => {
-                let killed = current.data.and_then(|d| d.get("run").cloned());
-                let held = held((run, ns), &taken, stop);
-                // The killed run's objects go before this run makes its own, of the same
-                // names; a failure hands the turn on for the next run.
-                let until = takeover_until(Instant::now(), deadline);
-                if let Err(e) = sweep_killed(c, ns, until) {
-                    let _ = hand_on(c, ns, &held, Instant::now() + RENEW);
-                    return Err(e);
-                }
-                let name = killed.as_deref().unwrap_or(TURN);
-                return Ok(Ok(Claimed {
-                    held,
-                    swept: vec![format!("{ns}/{name}")],
-                }));
-            }
-            // Another run took it over first: its turn now.
-            Err(ClusterError::Api { code: 409, .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(Err(refused))
-}
-
-/// When a takeover's clean-up of a killed run's objects, begun `now`, must end: within half
-/// the lease just written (no renewal runs yet), and within the run's `deadline`.
-fn takeover_until(now: Instant, deadline: Instant) -> Instant {
-    (now + TAKEOVER_WAIT).min(deadline)
-}
-
-/// A killed run's objects deleted (until `until`); its pods still Terminating on a node not
-/// Ready (or gone) deleted at once (`wedged`); pods still there, named in an error (no pod
-/// of this run is made: theirs have the same names).
-fn sweep_killed(c: &Cluster, ns: &str, until: Instant) -> Result<(), RunError> {
-    let left = remove_objects(c, ns, None, until)?;
-    if left.is_empty() {
-        return Ok(());
-    }
-    let left = if wedged::force_dead(c, ns, &left, until)?.is_empty() {
-        left
-    } else {
-        pods_left(c, ns, None, Instant::now() + 3 * POLL)?
-    };
-    if left.is_empty() {
-        return Ok(());
-    }
-    let pods = wedged::stuck(&left)
-        .iter()
-        .map(|s| format!("{} on node {}", s.pod, s.node))
-        .collect::<Vec<_>>()
-        .join(", ");
-    Err(RunError::Plan(PlanError::Wedged {
-        namespace: ns.to_owned(),
-        pods,
-    }))
-}
-
-/// How a release ended.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Released {
-    /// The run's objects gone and the turn given back.
-    Done,
-    /// Pods not gone in time: the turn handed on as run out, for the next run to sweep.
-    PodsLeft,
-    /// The objects gone, the turn not deleted (still this run's after a second 409): it
-    /// remains until its lease runs out.
-    TurnLeft,
-    /// The turn was another run's (taken over) or deleted: only this run's pods deleted.
-    Lost,
-    /// The run's objects known by uid gone, but a create of this run got an error for its
-    /// answer (it may have made an object this run cannot name by uid): the turn handed on as
-    /// run out, for the next run to sweep by name.
-    Unsettled,
-    /// The run's objects gone (by their uids), the turn found another run's (taken over) or
-    /// deleted when it was to be given back.
-    LostAtGiveBack,
-}
-
-/// Deletes the run's objects, waits (until `until`) for its pods to be gone, then gives the
-/// turn back; pods not gone by then, it hands the turn on as run out. How it ended.
-pub fn release(
-    c: &Cluster,
-    ns: &str,
-    held: &Held,
-    until: Instant,
-) -> Result<Released, ClusterError> {
-    if held.lost() || !still_ours(c, ns, held, until)? {
-        held.lost.store(true, Ordering::SeqCst);
-        release_lost(c, ns, held, until)?;
-        return Ok(Released::Lost);
-    }
-    // The turn may change hands from here on: what is deleted is this run's by its uids.
-    if !remove_objects(c, ns, Some(held), until)?.is_empty() {
-        hand_on(c, ns, held, until)?;
-        return Ok(Released::PodsLeft);
-    }
-    // A create answered with an error may have committed all the same (kube-apiserver's
-    // handler goes on after the request's deadline, `finisher.go` `asyncFinisher`; a client
-    // retry of a committed POST meets 409 AlreadyExists): its object has no uid here. Handed
-    // on as run out, the turn is the next run's to take over at once, and a takeover sweeps
-    // every pod of the owner label, the Service and the policy by name (`sweep_killed`).
-    if held.unsettled.load(Ordering::SeqCst) {
-        hand_on(c, ns, held, until)?;
-        return Ok(Released::Unsettled);
-    }
-    give_back(c, ns, held, until)
-}
-
-/// The turn deleted while it is the one this run last wrote: the delete carries its uid and
-/// resourceVersion as `DeleteOptions.preconditions`, which kube-apiserver checks against the
-/// object it is about to delete and refuses with 409 Conflict when either differs
-/// (`staging/src/k8s.io/apiserver/pkg/storage/interfaces.go` `Preconditions.Check`, called
-/// by the generic registry's `Delete`, `staging/src/k8s.io/apiserver/pkg/registry/generic/
-/// registry/store.go`). A 409 is read again: a renewal the run gave up on (cut by the
-/// release's end of the renewals) that the server committed all the same moved the
-/// resourceVersion, and the turn, still this run's (`Held::ours`), is deleted once more by
-/// the one read, within `until`; taken over or gone, it is the other run's (or no one's) and
-/// stays, and the turn is lost. A second 409 leaves it to run out within its lease
-/// (`TurnLeft`).
-fn give_back(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<Released, ClusterError> {
-    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
-    let what = format!("configmaps/{TURN}");
-    let mut version = held.last();
-    for again in [false, true] {
-        let dp = DeleteParams {
-            preconditions: Some(Preconditions {
-                resource_version: version.clone(),
-                uid: Some(held.uid.clone()).filter(|u| !u.is_empty()),
-            }),
-            ..Default::default()
-        };
-        match c.call_opt_by(until, ("delete", &what), api.delete(TURN, &dp)) {
-            Ok(_) => return Ok(Released::Done),
-            Err(ClusterError::Api { code: 409, .. }) if !again => {
-                match c.call_opt_by(until, ("get", &what), api.get(TURN))? {
-                    Some(now) if held.ours(&now) => version = now.metadata.resource_version,
-                    // Taken over meanwhile (this run outlived its turn): the other run's now.
-                    _ => {
-                        held.lost.store(true, Ordering::SeqCst);
-                        return Ok(Released::LostAtGiveBack);
-                    }
-                }
-            }
-            // Still this run's after a second 409: it runs out within its lease.
-            Err(ClusterError::Api { code: 409, .. }) => return Ok(Released::TurnLeft),
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(Released::TurnLeft)
-}
-
-/// Whether the turn is still this run's: another run's takeover, or a delete, is seen before
-/// anything is deleted by name. The one this run last wrote (its resourceVersion) is; one of
-/// another resourceVersion is judged as the renewals judge it (`Held::ours`): a renewal the
-/// run gave up on that the server committed all the same moved it. That turn, as read, is
-/// then the one held, so that the turn's delete carries its resourceVersion.
-fn still_ours(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
-    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
-    let version = |l: &ConfigMap| l.metadata.resource_version.clone();
-    let before = version(&held.last.lock().unwrap_or_else(|e| e.into_inner()));
-    let what = format!("configmaps/{TURN}");
-    let Some(current) = c.call_opt_by(until, ("get", &what), api.get(TURN))? else {
-        return Ok(false);
-    };
-    if version(&current) == before {
-        return Ok(true);
-    }
-    if !held.ours(&current) {
-        return Ok(false);
-    }
+/// What the run made kept (`--keep-on-failure`): its Lease written to hold `for_s` more
+/// seconds by the API server's time (without that time, without `renewTime`: judged by its
+/// age, which `for_s` is), after which the next run's sweep deletes them.
+pub fn keep_for(c: &Cluster, held: &Held, for_s: i64) -> Result<(), ClusterError> {
+    let now = keeper::server_time(c);
+    held.ending.request();
     let mut last = held.last.lock().unwrap_or_else(|e| e.into_inner());
-    // A renewal written since the read is newer than the turn read: it stays the one held.
-    if version(&last) == before {
-        *last = current;
+    held.done.store(true, Ordering::SeqCst);
+    write(c, held, &mut last, (now, for_s), Instant::now() + RENEW).map(|_| ())
+}
+
+/// The run's clean-up: its objects deleted (by its label, each by its uid), its pods waited
+/// for until `until`, then its Lease deleted. Whether all is gone; pods still terminating
+/// leave the Lease to run out, and the next run deletes what is left.
+pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
+    held.stop();
+    remove_run(c, ns, &held.names.id, until)?;
+    if !pods_left(c, ns, &held.names.selector(), until)?.is_empty() {
+        return Ok(false);
     }
+    delete_lease(c, held, until)?;
     Ok(true)
 }
 
-/// A run that lost its turn deletes only the pods it made, by their uids: the Service, the
-/// policy, the events and the turn are the new holder's (same names), and stay.
-fn release_lost(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<(), ClusterError> {
-    held.stop();
+/// The Lease deleted while it is the one this run last wrote (uid and resourceVersion).
+fn delete_lease(c: &Cluster, held: &Held, until: Instant) -> Result<(), ClusterError> {
+    let api: Api<Lease> = Api::namespaced(c.client.clone(), &held.ns);
+    let name = held.names.lease();
+    let what = format!("leases/{name}");
+    let version = held
+        .last
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .metadata
+        .resource_version
+        .clone();
+    let dp = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(held.uid.clone()),
+            resource_version: version,
+        }),
+        ..Default::default()
+    };
+    gone(c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)))
+}
+
+/// The sweep at a run's start in `ns`, judged at `now` (the API server's time): the runs
+/// whose Lease ran out, the Lease deleted as judged and then their objects; the objects of
+/// runs without a Lease, older than `LEFTOVER_AGE`. The runs swept, as `NS/ID`.
+fn sweep(c: &Cluster, ns: &str, now: i64) -> Result<Vec<String>, RunError> {
+    let until = Instant::now() + super::sweep::GONE_WAIT + RENEW;
+    let leases: Api<Lease> = Api::namespaced(c.client.clone(), ns);
+    let ours = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
+    let found = c
+        .call_by(until, ("list", "leases"), leases.list(&ours))?
+        .items;
+    let mut living = BTreeSet::new();
+    let mut swept = Vec::new();
+    for l in &found {
+        let Some(id) = l.metadata.labels.as_ref().and_then(|m| m.get(RUN_LABEL)) else {
+            continue;
+        };
+        if !run_out(l, now) {
+            living.insert(id.clone());
+            continue;
+        }
+        let name = l.metadata.name.clone().unwrap_or_default();
+        let dp = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: l.metadata.uid.clone(),
+                resource_version: l.metadata.resource_version.clone(),
+            }),
+            ..Default::default()
+        };
+        let what = format!("leases/{name}");
+        match c.call_opt_by(until, ("delete", &what), leases.delete(&name, &dp)) {
+            Ok(_) => {
+                remove_run(c, ns, id, until)?;
+                swept.push(format!("{ns}/{id}"));
+            }
+            // Renewed (or deleted and made again) since it was read: a living run's.
+            Err(ClusterError::Api { code: 409, .. }) => {
+                living.insert(id.clone());
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    // Runs without a Lease: their objects once old.
+    for id in leaseless(c, ns, &living, now, until)? {
+        remove_run(c, ns, &id, until)?;
+        swept.push(format!("{ns}/{id}"));
+    }
+    Ok(swept)
+}
+
+/// The ids of the runs whose objects in `ns` are older than `LEFTOVER_AGE` and whose Lease is
+/// not among the `living`, nor there now.
+fn leaseless(
+    c: &Cluster,
+    ns: &str,
+    living: &BTreeSet<String>,
+    now: i64,
+    until: Instant,
+) -> Result<BTreeSet<String>, ClusterError> {
+    let lp = ListParams::default().labels(RUN_LABEL);
+    let mut old = BTreeSet::new();
+    let mut add = |meta: &ObjectMeta| {
+        let id = meta.labels.as_ref().and_then(|m| m.get(RUN_LABEL));
+        if let Some(id) = id.filter(|id| !living.contains(*id))
+            && probe::labelled_ours(meta)
+            && older(meta, now)
+        {
+            old.insert(id.clone());
+        }
+    };
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
-    let made = held.made.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
-    let listed = c.call_by(until, ("list", "pods"), pods.list(&lp))?.items;
-    for p in listed
-        .iter()
-        .filter(|p| p.metadata.uid.as_ref().is_some_and(|u| made.contains(u)))
+    for p in c.call_by(until, ("list", "pods"), pods.list(&lp))?.items {
+        add(&p.metadata);
+    }
+    let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
+    for s in c
+        .call_by(until, ("list", "services"), services.list(&lp))?
+        .items
     {
-        let name = p.metadata.name.clone().unwrap_or_default();
-        let dp = probe::only(p.metadata.uid.as_deref());
-        let what = format!("pods/{name}");
-        gone(c.call_opt_by(until, ("delete", &what), pods.delete(&name, &dp)))?;
+        add(&s.metadata);
+    }
+    let policies: Api<NetworkPolicy> = Api::namespaced(c.client.clone(), ns);
+    let what = ("list", "networkpolicies");
+    for p in c.call_by(until, what, policies.list(&lp))?.items {
+        add(&p.metadata);
+    }
+    // A Lease there now (made since the list) is a living run's.
+    let leases: Api<Lease> = Api::namespaced(c.client.clone(), ns);
+    let mut gone_runs = BTreeSet::new();
+    for id in old {
+        let name = Names::new(&id, true).lease();
+        let what = format!("leases/{name}");
+        if c.call_opt_by(until, ("get", &what), leases.get(&name))?
+            .is_none()
+        {
+            gone_runs.insert(id);
+        }
+    }
+    Ok(gone_runs)
+}
+
+/// Deletes the objects of the run `id` in `ns`, each by its uid as listed by its label: its
+/// pods (those Terminating on a node not Ready or gone at once, `wedged`), their events
+/// (matched by the pods' uids), its Service and its policy.
+fn remove_run(c: &Cluster, ns: &str, id: &str, until: Instant) -> Result<(), ClusterError> {
+    let lp = ListParams::default().labels(&format!("{RUN_LABEL}={id}"));
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
+    let listed = c.call_by(until, ("list", "pods"), pods.list(&lp))?.items;
+    let listed: Vec<Pod> = listed
+        .into_iter()
+        .filter(|p| probe::labelled_ours(&p.metadata))
+        .collect();
+    super::wedged::force_dead(c, ns, &listed, until)?;
+    for p in &listed {
+        delete(c, &pods, (&p.metadata, "pods"), until)?;
+    }
+    let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
+    for s in c
+        .call_by(until, ("list", "services"), services.list(&lp))?
+        .items
+    {
+        delete(c, &services, (&s.metadata, "services"), until)?;
+    }
+    let policies: Api<NetworkPolicy> = Api::namespaced(c.client.clone(), ns);
+    let what = ("list", "networkpolicies");
+    for p in c.call_by(until, what, policies.list(&lp))?.items {
+        delete(c, &policies, (&p.metadata, "networkpolicies"), until)?;
+    }
+    let uids: Vec<&str> = listed
+        .iter()
+        .filter_map(|p| p.metadata.uid.as_deref())
+        .collect();
+    let events: Api<Event> = Api::namespaced(c.client.clone(), ns);
+    for e in probe::events_by(c, ns, Some(until))? {
+        if e.involved_object
+            .uid
+            .as_deref()
+            .is_some_and(|u| uids.contains(&u))
+        {
+            delete(c, &events, (&e.metadata, "events"), until)?;
+        }
     }
     Ok(())
 }
 
-/// The turn written as run out, while it is still this run's: the next run takes it over
-/// at once and deletes what is left.
-fn hand_on(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<(), ClusterError> {
-    hold_until(c, ns, held, Some(0), until)
-}
-
-/// What the run made kept (`--keep-on-failure`): the turn held for `for_s` more seconds by
-/// the API server's time (`keeper::server_time`), then the next run takes it over and
-/// deletes them; without that time, written without `expires`: judged by its age
-/// (`UNDATED_TURN_AGE_S`, which `for_s` is), never by this host's clock.
-pub fn keep_for(c: &Cluster, ns: &str, held: &Held, for_s: i64) -> Result<(), ClusterError> {
-    let now = keeper::server_time(c);
-    hold_until(c, ns, held, now.map(|t| t + for_s), Instant::now() + RENEW)
-}
-
-/// The turn's last write, while it is still this run's: `expires` at `until_s` (none:
-/// judged by its age), no renewal after it.
-fn hold_until(
-    c: &Cluster,
-    ns: &str,
-    held: &Held,
-    until_s: Option<i64>,
-    until: Instant,
-) -> Result<(), ClusterError> {
-    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
-    let version = held.last();
-    let out = turn(&held.run, until_s, version);
-    let what = format!("configmaps/{TURN}");
-    let pp = PostParams::default();
-    match c.call_opt_by(until, ("update", &what), api.replace(TURN, &pp, &out)) {
-        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-/// Deletes a run's objects in `ns` and waits (until `until`) for its pods to be gone: the
-/// next run makes pods of the same names. The pods not gone. A killed run's (`own` none,
-/// swept by the run that just took its turn over): every pod of the owner label, the Service
-/// and the policy by name. This run's own (`own`): only the pods, the Service and the policy
-/// it made, each deleted by its uid (`DeleteOptions.preconditions`, which kube-apiserver's
-/// `Delete` checks against the object, 409 Conflict on a mismatch: `staging/src/k8s.io/
-/// apiserver/pkg/registry/generic/registry/store.go`), so that a run that took the turn over
-/// meanwhile keeps what it made of the same names (a 409 there: not this run's, left).
-fn remove_objects(
-    c: &Cluster,
-    ns: &str,
-    own: Option<&Held>,
-    until: Instant,
-) -> Result<Vec<Pod>, ClusterError> {
-    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
-    let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
-    let listed = c.call_by(until, ("list", "pods"), pods.list(&lp))?.items;
-    let made = own.map(|h| h.made.lock().unwrap_or_else(|e| e.into_inner()).clone());
-    let uids: Vec<String> = listed
-        .iter()
-        .filter_map(|p| p.metadata.uid.clone())
-        .filter(|u| made.as_ref().is_none_or(|m| m.contains(u)))
-        .collect();
-    for p in &listed {
-        let Some(uid) = p
-            .metadata
-            .uid
-            .as_deref()
-            .filter(|u| uids.iter().any(|o| o == u))
-        else {
-            continue;
-        };
-        let name = p.metadata.name.clone().unwrap_or_default();
-        let dp = probe::only(Some(uid));
-        let what = format!("pods/{name}");
-        gone(c.call_opt_by(until, ("delete", &what), pods.delete(&name, &dp)))?;
-    }
-    // This run's own Service and policy by the uids it recorded (one it did not make, its
-    // create refused, is not its to delete); a killed run's by the uid of the one of that
-    // name found carrying the owner label (an administrator's `server` Service is not ours).
-    let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
-    let policies: Api<NetworkPolicy> = Api::namespaced(c.client.clone(), ns);
-    let service = super::dial::SERVICE_NAME;
-    let uid = match own {
-        Some(h) => h.named(Named::Service),
-        None => labelled_uid(c, &services, service, until)?,
-    };
-    if let Some(uid) = uid {
-        let what = format!("services/{service}");
-        let dp = probe::only(Some(&uid));
-        let gone_now = services.delete(service, &dp);
-        gone(c.call_opt_by(until, ("delete", &what), gone_now))?;
-    }
-    let uid = match own {
-        Some(h) => h.named(Named::Policy),
-        None => labelled_uid(c, &policies, POLICY_NAME, until)?,
-    };
-    if let Some(uid) = uid {
-        let what = format!("networkpolicies/{POLICY_NAME}");
-        let dp = probe::only(Some(&uid));
-        let gone_now = policies.delete(POLICY_NAME, &dp);
-        gone(c.call_opt_by(until, ("delete", &what), gone_now))?;
-    }
-    // The pods' events go too, matched by the pods' uids (probe.rs reads them so).
-    let events: Api<Event> = Api::namespaced(c.client.clone(), ns);
-    let all = probe::events_by(c, ns, Some(until))?;
-    let ours = |e: &Event| {
-        e.involved_object
-            .uid
-            .as_ref()
-            .is_some_and(|u| uids.contains(u))
-    };
-    for e in all.iter().filter(|e| ours(e)) {
-        let name = e.metadata.name.clone().unwrap_or_default();
-        let dp = probe::only(e.metadata.uid.as_deref());
-        let what = format!("events/{name}");
-        gone(c.call_opt_by(until, ("delete", &what), events.delete(&name, &dp)))?;
-    }
-    // The next run makes pods of the same names: the turn is given back once they are gone.
-    pods_left(c, ns, made.as_deref(), until)
-}
-
-/// The uid of the object `name` when it is there and carries the owner label (a killed run's
-/// of a fixed name), else none: what is not labelled ours is not deleted.
-fn labelled_uid<K>(
+/// One object deleted by its uid (`DeleteOptions.preconditions`), if it carries verify's
+/// label; gone already, or no longer the object listed, is fine.
+fn delete<K>(
     c: &Cluster,
     api: &Api<K>,
-    name: &str,
+    (meta, kind): (&ObjectMeta, &str),
     until: Instant,
-) -> Result<Option<String>, ClusterError>
+) -> Result<(), ClusterError>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    let found = c.call_opt_by(until, ("get", name), api.get(name))?;
-    Ok(found
-        .filter(|o| probe::labelled_ours(o.meta()))
-        .and_then(|o| o.meta().uid.clone()))
+    let name = meta.name.clone().unwrap_or_default();
+    let what = format!("{kind}/{name}");
+    let dp = probe::only(meta.uid.as_deref());
+    gone(c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)))
 }
 
-/// The run's pods in `ns` (only those of the uids `made`, when given), waited for (until
-/// `until`) to be gone: those not gone.
+/// The run's pods in `ns` (by `selector`), waited for (until `until`) to be gone: those not
+/// gone.
 fn pods_left(
     c: &Cluster,
     ns: &str,
-    made: Option<&[String]>,
+    selector: &str,
     until: Instant,
 ) -> Result<Vec<Pod>, ClusterError> {
     let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
-    let lp = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
+    let lp = ListParams::default().labels(selector);
     // Quietly, and not cut by the stop: a stopped run's clean-up comes after it.
-    // The last look, at `until`, has no time left: the pods seen before are those left.
     let mut seen: Option<Vec<Pod>> = None;
     poll_quietly(
         super::step::last_look(until),
         Pauses::every(POLL),
         || {
-            let left: Vec<Pod> = match c.call_by(until, ("list", "pods"), pods.list(&lp)) {
-                Ok(l) => l
-                    .items
-                    .into_iter()
-                    .filter(|p| {
-                        let uid = p.metadata.uid.as_ref();
-                        made.is_none_or(|m| uid.is_some_and(|u| m.contains(u)))
-                    })
-                    .collect(),
+            let left = match c.call_by(until, ("list", "pods"), pods.list(&lp)) {
+                Ok(l) => l.items,
                 Err(ClusterError::Timeout { .. }) if seen.is_some() => {
                     return Ok(Look::Pending(seen.clone().unwrap_or_default()));
                 }
@@ -812,18 +534,31 @@ pub fn while_cordoned(mut nodes: Vec<NodeFacts>, o: &super::options::Options) ->
 }
 
 #[cfg(test)]
-mod takeover_tests {
+mod tests {
     use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-    /// A takeover's clean-up of a killed run's objects ends at half the lease it just wrote
-    /// (no renewal runs until the turn is claimed, so the lease must outlast it), or at the
-    /// run's deadline when that comes first. Instants made up, no time passes.
+    fn lease(renewed: Option<i64>, for_s: Option<i32>, created: i64) -> Lease {
+        Lease {
+            metadata: ObjectMeta {
+                creation_timestamp: jiff::Timestamp::from_second(created).ok().map(Time),
+                ..Default::default()
+            },
+            spec: Some(LeaseSpec {
+                renew_time: renewed.and_then(micro),
+                lease_duration_seconds: for_s,
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// A Lease runs out by its `renewTime` and `leaseDurationSeconds` against the server's
+    /// time, whatever its age; one without them, by its age.
     #[test]
-    fn a_takeovers_clean_up_is_capped_by_half_the_lease_and_the_runs_deadline() {
-        let now = Instant::now();
-        let far = now + Duration::from_secs(600);
-        assert_eq!(takeover_until(now, far), now + LEASE / 2);
-        let near = now + Duration::from_secs(10);
-        assert_eq!(takeover_until(now, near), near);
+    fn a_lease_runs_out_by_its_renewal_else_by_its_age() {
+        assert!(!run_out(&lease(Some(1000), Some(60), 0), 1060));
+        assert!(run_out(&lease(Some(1000), Some(60), 0), 1061));
+        assert!(!run_out(&lease(None, None, 1000), 1000 + LEFTOVER_AGE_S));
+        assert!(run_out(&lease(None, None, 1000), 1001 + LEFTOVER_AGE_S));
     }
 }

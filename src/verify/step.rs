@@ -100,11 +100,8 @@ pub struct Step<'a> {
     pub states: &'a BTreeMap<Role, PodState>,
     pub addresses: &'a Addresses,
     pub deadline: Instant,
-    /// The uid of the policy this run made: deleted by it (in a namespace given, one of the
-    /// same name another run made is that run's), and recorded for the clean-up.
+    /// The uid of the policy this run made: deleted by it.
     pub policy: std::cell::RefCell<Option<String>>,
-    /// The policy's create got an error for its answer: it may be there without a uid known.
-    pub policy_unsettled: std::cell::Cell<bool>,
     /// A wait was cut by the run's deadline, or by an interruption.
     pub cut: std::cell::Cell<bool>,
 }
@@ -139,7 +136,7 @@ impl Step<'_> {
         }
         let until = self.window(self.o.settle);
         let mut attempts = 0;
-        let name = Role::Server.pod_name();
+        let name = server.name.as_str();
         let what = format!("the API server to reach pod {name} (its /healthz)");
         let ended = poll(self.o, &what, until, || {
             attempts += 1;
@@ -248,14 +245,8 @@ impl Step<'_> {
         };
         // A policy that cannot be changed is the run's failure, not a check's.
         let uid = self.policy.borrow().clone();
-        let made = probe::policy(self.c, self.ns, on, uid.as_deref()).inspect_err(|e| {
-            let api: kube::Api<k8s_openapi::api::networking::v1::NetworkPolicy> =
-                kube::Api::namespaced(self.c.client.clone(), self.ns);
-            let read = || probe::read_meta(self.c, &api, super::objects::POLICY_NAME);
-            if on && probe::may_have_made(e, read) {
-                self.policy_unsettled.set(true);
-            }
-        })?;
+        let names = &self.addresses.names;
+        let made = probe::policy(self.c, (self.ns, names), on, uid.as_deref())?;
         // Deleted, the policy is no uid of the run's any more; made, its uid is.
         *self.policy.borrow_mut() = made;
         let start = Instant::now();
@@ -309,7 +300,7 @@ fn describe(to: &Target, a: &Addresses) -> String {
     match to {
         Target::Pod(r) => format!(
             "pod {} ({})",
-            r.pod_name(),
+            a.names.of(r.pod_name()),
             a.pods.get(r).cloned().unwrap_or_default()
         ),
         Target::ServiceIp => format!(
@@ -319,7 +310,7 @@ fn describe(to: &Target, a: &Addresses) -> String {
         ),
         Target::ServiceName => format!(
             "the Service by name ({}.{})",
-            dial::SERVICE_NAME,
+            a.names.of(dial::SERVICE_NAME),
             a.namespace
         ),
         Target::ApiServerIp => format!("the kubernetes Service {}:443", ip(&a.api_server_ip)),

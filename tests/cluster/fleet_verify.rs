@@ -63,21 +63,19 @@ fn the_plan_with_verify_runs_verify_after_the_reconfigure_and_is_what_the_contro
             "calicoctl-win-verify",
             "--while-cordoned",
             "--timeout=2m",
-            "--pull-timeout=10m",
-            "--turn-timeout=10m"
+            "--pull-timeout=10m"
         ]
     );
     // The job's deadline is the run's own bounds, not the controller's 600 s: the drain's
-    // 10m, reconfigure's waits (13m), the turn's 10m (another node's scheduled run or a
-    // human's run may hold it), the pull's 10m, verify's 2m twice (its wait for the node's
-    // word, then its checks) and a 5m margin.
-    assert_eq!(plan["spec"]["jobActiveDeadlineSecs"], 3120, "{plan}");
+    // 10m, reconfigure's waits (13m), the pull's 10m, verify's 2m twice (its wait for the
+    // node's word, then its checks) and a 5m margin: no wait for another run's verify.
+    assert_eq!(plan["spec"]["jobActiveDeadlineSecs"], 2520, "{plan}");
     let longer = plan_with_verify(&["--drain-timeout", "30m"]);
     assert_eq!(
         manifest(&longer, "Plan")["spec"]["jobActiveDeadlineSecs"],
-        4320
+        3720
     );
-    // One node at a time: the jobs' verify runs take turns in the one namespace.
+    // One node at a time unless asked.
     assert_eq!(plan["spec"]["concurrency"], 1);
     // Verify's namespace and roles, bound to the jobs' account (no second account).
     let all = doc["manifests"].as_array().expect("manifests");
@@ -151,10 +149,11 @@ fn the_plan_with_verify_runs_verify_after_the_reconfigure_and_is_what_the_contro
     assert_eq!(code, 2, "{err}");
 }
 
-/// `--verify` with more than one node at a time is refused before anything is written: every
-/// job's `verify` takes the one namespace's turn, so all but one would wait it out and fail.
+/// `--verify` with more than one node at a time is a Plan of that concurrency: the jobs'
+/// verify runs go at once in the one namespace, each with its own objects and Lease (it was
+/// refused while they took turns there).
 #[test]
-fn verify_with_several_nodes_at_once_is_refused() {
+fn verify_with_several_nodes_at_once_is_planned() {
     let (code, doc, err) = fleet_plan(&[
         "--config",
         CONFIG,
@@ -164,25 +163,8 @@ fn verify_with_several_nodes_at_once_is_refused() {
         "--concurrency",
         "2",
     ]);
-    assert_eq!(code, 2, "{err}");
-    assert!(doc.is_null() || doc["manifests"].is_null(), "{doc}");
-    assert!(
-        err.contains("--concurrency 2 with --verify")
-            && err.contains("take turns")
-            && err.contains("within one --turn-timeout of 10m")
-            && !err.contains("wait for the turn until its --timeout"),
-        "{err}"
-    );
-    let (code, _, err) = fleet_plan(&[
-        "--config",
-        CONFIG,
-        "--image",
-        "r/x:1",
-        "--verify",
-        "--concurrency",
-        "1",
-    ]);
     assert_eq!(code, 0, "{err}");
+    assert_eq!(manifest(&doc, "Plan")["spec"]["concurrency"], 2, "{doc}");
 }
 
 /// Three Windows nodes and a Linux one, the Plan with `--verify` one node at a time. The

@@ -35,6 +35,6 @@ mod verify_keeper;
 mod verify_lease;
 mod verify_peers;
 mod verify_rights;
+mod verify_runs;
 mod verify_sweep;
-mod verify_turns;
 mod verify_wedged;

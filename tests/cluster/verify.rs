@@ -54,7 +54,6 @@ pub(crate) fn options(timeout_s: u64) -> Options {
         wait_ready: false,
         calico_since: None,
         timeout: Duration::from_secs(timeout_s),
-        turn_timeout: None,
         keep_on_failure: false,
         suffix: "t1".into(),
         namespace: None,

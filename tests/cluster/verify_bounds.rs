@@ -238,17 +238,17 @@ fn a_stopped_run_against_a_slow_server_returns_within_the_bound_and_says_what_it
     assert_eq!(next.leftovers_removed, [r.namespace], "{next:#?}");
 }
 
-/// In a namespace given, an identity that may not update the turn cannot renew it: the run
-/// refuses before any pod (the turn's first renewal) and gives the turn back.
+/// In a namespace given, an identity that may not update leases cannot renew the run's: the
+/// run refuses before any pod (the Lease's first renewal) and deletes the Lease.
 #[test]
-fn a_turn_whose_first_renewal_is_refused_is_given_back_before_any_pod() {
+fn a_lease_whose_first_renewal_is_refused_is_deleted_before_any_pod() {
     let (api, dir) = cluster();
     let ns = "calicoctl-win-verify";
     api.put(
         &format!("/api/v1/namespaces/{ns}"),
         crate::support::fake_api::meta("v1", "Namespace", ns, None),
     );
-    api.forbid("update", "configmaps");
+    api.forbid("update", "leases");
     let c = connect(&api, &dir);
     let mut o = options(120);
     o.namespace = Some(ns.into());
@@ -256,17 +256,18 @@ fn a_turn_whose_first_renewal_is_refused_is_given_back_before_any_pod() {
     let RunError::Plan(PlanError::LeaseLost { lease, cause, fate }) = &err else {
         panic!("{err:?}");
     };
-    assert!(lease.contains("calicoctl-win-verify-run"), "{lease}");
+    let name = format!("calicoctl-win-verify-{}", o.suffix);
+    assert!(lease.contains(&format!("leases/{name}")), "{lease}");
     assert!(cause.contains("403"), "{cause}");
-    assert!(fate.contains("the turn was given back"), "{fate}");
+    assert!(fate.contains("the Lease was deleted"), "{fate}");
     assert!(
         !api.requests()
             .iter()
             .any(|(m, p)| m == "POST" && p.ends_with("/pods")),
         "no pod made"
     );
-    let turn = format!("/api/v1/namespaces/{ns}/configmaps/calicoctl-win-verify-run");
-    assert!(api.get(&turn).is_none(), "given back");
+    let lease = format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}");
+    assert!(api.get(&lease).is_none(), "deleted");
 }
 
 /// A server that stops answering mid-run: each renewal (the server's `Date` and the update)

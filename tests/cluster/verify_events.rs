@@ -25,6 +25,7 @@ fn a_pods_event_past_the_first_page_is_read() {
     let (api, dir) = cluster();
     let mut pod = meta("v1", "Pod", "server", Some(NS));
     pod["metadata"]["uid"] = json!("server-uid");
+    pod["metadata"]["labels"] = json!({"calicoctl-win.projectcalico.org/verify-run": "ev"});
     pod["spec"] = json!({"nodeName": "win-a"});
     pod["status"] = json!({"phase": "Pending"});
     api.put(&format!("/api/v1/namespaces/{NS}/pods/server"), pod);
@@ -47,7 +48,8 @@ fn a_pods_event_past_the_first_page_is_read() {
     )
     .expect("connect");
     assert_eq!(probe::events(&c, NS).expect("events").len(), 1201);
-    let states = probe::pods(&c, NS).expect("pods");
+    let run = calicoctl_win::verify::objects::Names::new("ev", false);
+    let states = probe::pods(&c, (NS, &run)).expect("pods");
     assert_eq!(
         states[0].events,
         ["FailedCreatePodSandBox: FailedCreatePodSandBox happened"]

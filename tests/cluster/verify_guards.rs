@@ -192,7 +192,7 @@ fn a_pod_security_refusal_is_named_as_such_not_as_a_missing_right() {
     let hint = e.diagnose().expect("diagnosed");
     assert_eq!(hint.exit, Exit::Failed);
     assert!(!hint.hint.unwrap_or_default().contains("ClusterRole"));
-    // What the run made there is gone, its turn too.
+    // What the run made there is gone, its Lease too.
     let left: Vec<String> = api
         .lock()
         .objects
@@ -228,48 +228,6 @@ fn a_leftover_made_again_by_another_run_before_the_sweeps_delete_is_kept() {
         kept["metadata"]["uid"],
         "uid-calicoctl-win-verify-old-again"
     );
-}
-
-fn given_namespace(api: &FakeApi) {
-    let ns = crate::support::fake_api::meta("v1", "Namespace", "calicoctl-win-verify", None);
-    api.put("/api/v1/namespaces/calicoctl-win-verify", ns);
-}
-
-#[test]
-fn a_killed_runs_turn_taken_over_by_another_run_is_not_swept_nor_its_pods() {
-    let (api, dir) = cluster();
-    given_namespace(&api);
-    let base = "/api/v1/namespaces/calicoctl-win-verify";
-    let mut turn = crate::support::fake_api::meta(
-        "v1",
-        "ConfigMap",
-        "calicoctl-win-verify-run",
-        Some("calicoctl-win-verify"),
-    );
-    turn["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
-    let an_hour_ago = jiff::Timestamp::now().as_second() - 3600;
-    let at = jiff::Timestamp::from_second(an_hour_ago).expect("time");
-    turn["metadata"]["creationTimestamp"] = json!(at.to_string());
-    turn["data"] = json!({"run": "killed"});
-    let turn_path = format!("{base}/configmaps/calicoctl-win-verify-run");
-    api.put(&turn_path, turn);
-    // The fresh run's server, made under the turn it took.
-    let mut pod =
-        crate::support::fake_api::meta("v1", "Pod", "server", Some("calicoctl-win-verify"));
-    pod["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
-    api.put(&format!("{base}/pods/server"), pod);
-    api.lock().made_again_before_write.insert(turn_path.clone());
-    let mut o = options(4);
-    o.namespace = Some("calicoctl-win-verify".into());
-    // The turn is held to the end: the run does not get it.
-    let err = run(&connect(&api, &dir), &o).unwrap_err();
-    assert!(format!("{err:?}").contains("409"), "{err:?}");
-    let kept = api.get(&turn_path).expect("the fresh run's turn stays");
-    assert_eq!(
-        kept["metadata"]["uid"],
-        "uid-calicoctl-win-verify-run-again"
-    );
-    assert!(api.get(&format!("{base}/pods/server")).is_some());
 }
 
 /// The wait for Ready has `--timeout` of its own and the checks' window starts after it: a

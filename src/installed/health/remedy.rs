@@ -181,7 +181,7 @@ fn traffic_remedy(code: Code) -> &'static str {
             "'kubectl get node NODE -o yaml': a deletionTimestamp means the node is going away (the change stays; nothing on the node to fix); a ToBeDeletedByClusterAutoscaler taint is set by a scale-down in progress: its value is the Unix time the autoscaler set it; only when that is long past and the autoscaler's status (ConfigMap kube-system/cluster-autoscaler-status, its events) shows no scale-down of this node is the taint stale, and then it is removed with 'kubectl taint node NODE ToBeDeletedByClusterAutoscaler-', then verify again"
         }
         Code::VerifyLeaseLost => {
-            "run 'calicoctl-win verify' again; if it recurs: a refused renewal needs 'update' on the run's namespace (with --namespace, on configmaps/calicoctl-win-verify-run there, which 'calicoctl-win fleet rbac --identity verify' grants), a turn taken over means two runs shared one namespace (the other's report holds the verdict), an API server that stopped answering is the control plane's to look at"
+            "run 'calicoctl-win verify' again; if it recurs: a refused renewal needs 'update' on the run's namespace (with --namespace, on leases there, which 'calicoctl-win fleet rbac --identity verify' grants), a Lease deleted means another run judged it run out (the API server stopped answering this run's renewals), an API server that stopped answering is the control plane's to look at"
         }
         _ => "",
     }

@@ -490,5 +490,10 @@ fn pod_answers(
     {
         return None;
     }
-    p["metadata"]["name"].as_str().map(str::to_owned)
+    // netexec's `/hostname` is the pod's host name: `spec.hostname` when set, else its name
+    // (kubernetes `pkg/kubelet/kubelet_pods.go`, `GeneratePodHostNameAndDomain`).
+    p["spec"]["hostname"]
+        .as_str()
+        .or(p["metadata"]["name"].as_str())
+        .map(str::to_owned)
 }

@@ -38,6 +38,7 @@ static RESOURCES: &[Resource] = &[
     r("v1", "secrets", "Secret", true),
     r("v1", "services", "Service", true),
     r("v1", "configmaps", "ConfigMap", true),
+    r("coordination.k8s.io/v1", "leases", "Lease", true),
     r("v1", "events", "Event", true),
     r("v1", "serviceaccounts", "ServiceAccount", true),
     r("apps/v1", "daemonsets", "DaemonSet", true),
