@@ -228,7 +228,6 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
                     gathered: 0,
                     failed: 0,
                     run_timed_out: false,
-                    earlier_zips: vec!["a.zip".into()],
                 },
             }),
         ),

@@ -84,12 +84,17 @@ pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         total_timeout: args.timeout,
         cap: diags_gather::BUNDLE_CAP,
     };
-    // A failed gathering leaves the earlier run's zips and index as they were.
-    let mut index = diags_gather::gather(&c, &g)?;
+    // A gathering that fails asks no node: the directory is given back as it was.
+    let index = match diags_gather::gather(&c, &g) {
+        Ok(index) => index,
+        Err(e) => {
+            taken.abandon();
+            return Err(e.into());
+        }
+    };
     let out = args.out.display().to_string();
-    diags_gather::finish(&taken, &mut index)
+    diags_gather::write_index(taken.path(), &index)
         .with_context(|| format!("cannot write the index into {out}"))?;
-    drop(taken);
     ctx.printer.text(diags_gather::summary(&index).trim_end());
     ctx.printer.json(&FleetDiags {
         out: out.clone(),

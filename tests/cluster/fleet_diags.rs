@@ -267,8 +267,7 @@ fn each_node_that_fails_is_named_with_why() {
     );
     assert!(said("i").contains("its own limit (45s)"), "{}", said("i"));
     assert!(!out.join("e.zip").exists() && !out.join(".e.zip.part").exists());
-    // An output directory of zips alone (no index nor partial file shows them a run's) is
-    // refused before anything is asked.
+    // A directory a run wrote is refused: each run writes a new one.
     assert!(diags_gather::prepare_out(&out).is_err());
 
     let out = dir.path().join("selected");
