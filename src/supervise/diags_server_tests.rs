@@ -412,7 +412,7 @@ fn a_refused_review_refuses_the_request_and_is_kept_for_status() {
 /// A request told 503 because a bundle is in the making has what it sent past its head read
 /// and dropped, so that the answer is not reset away before the client reads it.
 #[test]
-fn the_busy_503_is_closed_lingering() {
+fn the_busy_503_is_read_whole_after_a_body() {
     let node = Node::new();
     let program = node.builder(1_000, true);
     node.serving(

@@ -331,34 +331,42 @@ pub fn answer(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async {
-        let io = tokio_io(conn)?;
-        let send_by = Cell::new(Instant::now() + head_time + ANSWER_TIME);
-        let service = hyper::service::service_fn(|req: Request<hyper::body::Incoming>| {
-            let send_by = &send_by;
-            async move {
-                let (head, body) = req.into_parts();
-                // What the client sent past its head, read and dropped.
-                let _ = http_body_util::Limited::new(body, MAX_BODY).collect().await;
-                // The handlers run on this connection's thread, holding only its answer.
-                let (answer, send_time) = route(&head, metrics, diags);
-                // The time of this answer (for a record of the last request, here).
-                send_by.set(Instant::now() + send_time);
-                Ok::<_, std::convert::Infallible>(answer)
-            }
-        });
-        let served = http1(head_time).serve_connection(io, service);
-        tokio::pin!(served);
-        loop {
-            let by = send_by.get();
-            tokio::select! {
-                end = &mut served => return end.map_err(std::io::Error::other),
-                // Read anew when it passes: a handler that answered gave its answer its time.
-                () = tokio::time::sleep_until(by.into()) => if send_by.get() <= by {
+    std::thread::scope(|scope| {
+        runtime.block_on(async {
+            let io = tokio_io(conn)?;
+            // When the answer must be sent by; none while a handler makes it.
+            let send_by = Cell::new(Some(Instant::now() + head_time + ANSWER_TIME));
+            let service = hyper::service::service_fn(|req: Request<hyper::body::Incoming>| {
+                let send_by = &send_by;
+                async move {
+                    let (head, body) = req.into_parts();
+                    // What the client sent past its head, read and dropped.
+                    let _ = http_body_util::Limited::new(body, MAX_BODY).collect().await;
+                    // The handlers block (a review through the cluster's own runtime, a
+                    // build, files read): on a thread of their own, outside this runtime.
+                    send_by.set(None);
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    std::thread::Builder::new().spawn_scoped(scope, move || {
+                        let _ = tx.send(route(&head, metrics, diags));
+                    })?;
+                    let (answer, send_time) = rx.await.map_err(std::io::Error::other)?;
+                    // The time of this answer (for a record of the last request, here).
+                    send_by.set(Some(Instant::now() + send_time));
+                    Ok::<_, std::io::Error>(answer)
+                }
+            });
+            let served = http1(head_time).serve_connection(io, service);
+            tokio::pin!(served);
+            loop {
+                tokio::select! {
+                    end = &mut served => return end.map_err(std::io::Error::other),
+                    () = tokio::time::sleep(Duration::from_millis(100)) => {}
+                }
+                if send_by.get().is_some_and(|by| Instant::now() >= by) {
                     return Err(std::io::ErrorKind::TimedOut.into());
-                },
+                }
             }
-        }
+        })
     })
 }
 

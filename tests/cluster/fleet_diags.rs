@@ -168,6 +168,7 @@ fn a_hundred_nodes_are_gathered_past_one_that_does_not_answer() {
         line(&index, "win-007").size,
         Some(bundle(7, 3 << 20).len() as u64)
     );
+    diags_gather::write_index(&out, &index).expect("index");
     let left: Vec<_> = fs_err::read_dir(&out)
         .expect("out")
         .filter_map(Result::ok)
@@ -176,7 +177,6 @@ fn a_hundred_nodes_are_gathered_past_one_that_does_not_answer() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
     assert!(!out.join("win-042.zip").exists());
-    diags_gather::write_index(&out, &index).expect("index");
     let doc: serde_json::Value =
         serde_json::from_slice(&fs_err::read(out.join("index.json")).expect("json")).expect("json");
     assert_eq!(doc["nodes"].as_array().map(Vec::len), Some(100));
