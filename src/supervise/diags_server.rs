@@ -18,7 +18,6 @@
 //! diags` tells it from the API server's.
 
 use super::log::Log;
-use super::metrics_server::Answer;
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
 use crate::host::Host;
 use crate::host::process::{Output, ProcessSpec};
@@ -40,6 +39,10 @@ pub const CAP: u64 = 8 << 20;
 pub const BUILD_TIME: Duration = NODE_BUILD_TIME;
 /// How long sending it may take after it is built.
 const SEND_TIME: Duration = NODE_SEND_TIME;
+/// An answer of the metrics endpoint, whole in memory (a bundle is at most `CAP`).
+pub type Answer = hyper::Response<http_body_util::Full<bytes::Bytes>>;
+/// How long an answer without a bundle (the metrics' text, a refusal) may take to send.
+pub const ANSWER_TIME: Duration = Duration::from_secs(5);
 /// What a client told 503 is asked to wait, in seconds.
 const RETRY_AFTER: u64 = 10;
 /// How many requests' tokens are reviewed at once; more are told 503.
@@ -317,7 +320,7 @@ pub fn marked(status: StatusCode, word: &'static str) -> Answer {
 
 /// A refusal before the bundle's slot, with its time to send.
 fn refused(status: StatusCode, word: &'static str) -> (Answer, Duration) {
-    (marked(status, word), super::metrics_server::ANSWER_TIME)
+    (marked(status, word), ANSWER_TIME)
 }
 
 #[cfg(all(test, unix))]

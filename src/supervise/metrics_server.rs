@@ -8,7 +8,7 @@
 //! loopback only.
 
 use super::diags_review::Review;
-use super::diags_server::Diags;
+use super::diags_server::{ANSWER_TIME, Answer, Diags};
 use super::log::Log;
 use super::turn_away::{Count, Full, TurnAway};
 use crate::duration::Stop;
@@ -16,24 +16,18 @@ use crate::host::Host;
 use crate::host::listen::ListenRefusal;
 use crate::installed::metrics_findings::{EndpointDown, keep_endpoint_down};
 use crate::layout::InstallRoot;
-use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::header::{CONTENT_TYPE, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Method, Request, StatusCode};
 use std::cell::Cell;
 use std::net::{IpAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
-
-/// An answer, whole in memory (a bundle is at most `diags_server::CAP`).
-pub type Answer = Response<http_body_util::Full<Bytes>>;
 
 /// The largest request head read; a longer one is answered 431 (by hyper).
 const MAX_REQUEST: usize = 8 * 1024;
 /// The most of a request's body read (and dropped) before it is answered: a client that sent
 /// one is not reset by a close with its body unread.
 const MAX_BODY: usize = 64 * 1024;
-/// How long an answer without a bundle (the metrics' text, a refusal) may take to send.
-pub(super) const ANSWER_TIME: Duration = Duration::from_secs(5);
 /// The most turned-away connections answered at once; one more is closed at once.
 const HELD: usize = 32;
 /// The longest wait between two tries to listen on a port another program holds.
@@ -389,7 +383,7 @@ fn route(
         (true, true) => (StatusCode::OK, metrics()),
         (true, false) => (StatusCode::NOT_FOUND, String::new()),
     };
-    let mut answer = Response::new(body.into());
+    let mut answer = Answer::new(body.into());
     *answer.status_mut() = status;
     answer.headers_mut().insert(
         CONTENT_TYPE,
