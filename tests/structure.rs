@@ -620,6 +620,16 @@ const SLEEPS: &[(&str, &str, &str)] = &[
         "a stop turned into a future, looked at every 100 ms",
     ),
     (
+        "supervise/metrics_server.rs",
+        "accept",
+        "the accept loop's look at the stop every 100 ms, and its pause of 1 s after a failed accept",
+    ),
+    (
+        "supervise/metrics_server.rs",
+        "answer",
+        "a connection's look at its answer's deadline every 100 ms (hyper has no write timeout)",
+    ),
+    (
         "commands/verify.rs",
         "run_all",
         "the scope's join of its verify runs: each run's waits are poll_until's, bounded by --timeout",

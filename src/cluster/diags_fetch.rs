@@ -230,9 +230,7 @@ async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBu
         Ok(r) => r,
     };
     let file = format!("{node}.zip");
-    // Replaces an earlier run's zip of the node in one step, on Windows too: std::fs::rename
-    // is MoveFileExW with MOVEFILE_REPLACE_EXISTING there (its documentation, "Platform-specific
-    // behavior"); one open in another program fails it, and the old zip stays.
+    // Named NODE.zip only when whole: the run's directory is its own (`diags_out`).
     let outcome = outcome.and_then(|(size, sha)| {
         fs_err::rename(&part, g.out.join(&file))
             .map(|()| (size, sha))

@@ -15,7 +15,7 @@ pub use super::diags_fetch::{
     ANSWER_HEADER, Gather, NODE_BUILD_TIME, NODE_REVIEW_TIME, NODE_SEND_TIME, NODE_TIMEOUT,
     NodeBundle, PATH, Reason,
 };
-pub use super::diags_out::{LOCK, OutDir, OutError, prepare_out};
+pub use super::diags_out::{OutDir, OutError, prepare_out};
 use super::{Cluster, ClusterError};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -40,10 +40,6 @@ pub struct Index {
     pub gathered: usize,
     pub failed: usize,
     pub run_timed_out: bool,
-    /// An earlier run's zips this run did not replace (a node that failed now, one no longer
-    /// selected or gone): kept, and the next run takes the directory by them.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub earlier_zips: Vec<String>,
 }
 
 /// Gathers the selected nodes' bundles into `g.out` (which `prepare_out` made). Reading the
@@ -123,7 +119,6 @@ pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
         nodes: lines,
         gathered,
         run_timed_out,
-        earlier_zips: Vec::new(),
     })
 }
 
@@ -314,11 +309,6 @@ pub fn summary(index: &Index) -> String {
             out.push_str(&format!("{}  skipped {s}\n", l.node));
         }
     }
-    for zip in &index.earlier_zips {
-        out.push_str(&format!(
-            "{zip}  kept from an earlier run (this run did not gather its node)\n"
-        ));
-    }
     out.push_str(&format!(
         "{} node(s): {} gathered, {} failed{}\n",
         index.nodes.len(),
@@ -331,24 +321,6 @@ pub fn summary(index: &Index) -> String {
         }
     ));
     out
-}
-
-/// Ends a run whose gathering finished: its index is written, naming in `earlier_zips` the
-/// earlier run's zips it did not replace (a node that failed now, one no longer selected, one
-/// gone). None is removed: an earlier bundle is often the one wanted (a node gone in an
-/// outage), and a removal could fail halfway (on Windows, a zip open in another program).
-pub fn finish(out: &OutDir, index: &mut Index) -> std::io::Result<()> {
-    let written: std::collections::BTreeSet<&str> = index
-        .nodes
-        .iter()
-        .filter_map(|l| l.file.as_deref())
-        .collect();
-    index.earlier_zips = out
-        .earlier_zips()
-        .filter(|z| !written.contains(z))
-        .map(str::to_owned)
-        .collect();
-    write_index(out.path(), index)
 }
 
 /// Writes the index (`index.json`, `index.txt`) into the output directory, each atomically.
@@ -364,7 +336,3 @@ pub fn write_index(out: &Path, index: &Index) -> std::io::Result<()> {
     }
     Ok(())
 }
-
-#[cfg(test)]
-#[path = "diags_gather_tests.rs"]
-mod tests;

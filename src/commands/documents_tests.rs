@@ -229,7 +229,6 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
                     gathered: 0,
                     failed: 0,
                     run_timed_out: false,
-                    earlier_zips: vec!["a.zip".into()],
                 },
             }),
         ),

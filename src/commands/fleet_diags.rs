@@ -93,25 +93,30 @@ pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         total_timeout: args.timeout,
         cap: diags_gather::BUNDLE_CAP,
     };
-    // A failed gathering leaves the earlier run's zips and index as they were.
-    let mut index = diags_gather::gather(&c, &g).map_err(|e| match e {
-        // Only the DaemonSet's GET answers 404: a list in a namespace that is not there is
-        // empty.
-        crate::cluster::ClusterError::Api {
-            code: 404,
-            resource,
-            ..
-        } if resource == "daemonsets" => NotGathered::NoDaemonSet {
-            name: g.daemon_set.clone(),
-            namespace: g.namespace.clone(),
+    // A gathering that fails asks no node: the directory is given back as it was.
+    let index = match diags_gather::gather(&c, &g) {
+        Ok(index) => index,
+        Err(e) => {
+            taken.abandon();
+            return Err(match e {
+                // Only the DaemonSet's GET answers 404: a list in a namespace that is not
+                // there is empty.
+                crate::cluster::ClusterError::Api {
+                    code: 404,
+                    resource,
+                    ..
+                } if resource == "daemonsets" => NotGathered::NoDaemonSet {
+                    name: g.daemon_set.clone(),
+                    namespace: g.namespace.clone(),
+                }
+                .into(),
+                e => anyhow::Error::from(e),
+            });
         }
-        .into(),
-        e => anyhow::Error::from(e),
-    })?;
+    };
     let out = args.out.display().to_string();
-    diags_gather::finish(&taken, &mut index)
+    diags_gather::write_index(taken.path(), &index)
         .with_context(|| format!("cannot write the index into {out}"))?;
-    drop(taken);
     ctx.printer.text(diags_gather::summary(&index).trim_end());
     ctx.printer.json(&FleetDiags {
         out: out.clone(),

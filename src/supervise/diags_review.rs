@@ -192,18 +192,6 @@ pub fn jwt_shaped(token: &str) -> bool {
         && b64.decode(signature).is_ok()
 }
 
-/// The token a request's head carries in `diags_auth::HEADER`, if any (the header's name in
-/// any case, as HTTP/1.1 allows).
-pub fn token_of(head: &str) -> Option<&str> {
-    head.split("\r\n").skip(1).find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.trim()
-            .eq_ignore_ascii_case(diags_auth::HEADER)
-            .then(|| value.trim())
-            .filter(|v| !v.is_empty())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,14 +333,5 @@ mod tests {
             Verdict::Failed { why, .. } => assert!(why.contains("stopping"), "{why}"),
             other => panic!("{other:?}"),
         }
-    }
-
-    #[test]
-    fn the_token_is_read_from_its_header_in_any_case() {
-        let head = "GET /diags HTTP/1.1\r\nHost: x\r\nCalicoctl-Win-Diags-Token:  abc \r\n\r\n";
-        assert_eq!(token_of(head), Some("abc"));
-        assert_eq!(token_of("GET /diags HTTP/1.1\r\nHost: x\r\n\r\n"), None);
-        let empty = "GET /diags HTTP/1.1\r\ncalicoctl-win-diags-token:\r\n\r\n";
-        assert_eq!(token_of(empty), None);
     }
 }

@@ -3,7 +3,7 @@
 //! is built by `calicoctl-win diags --offline` itself, run as a child (the same code and
 //! redaction as on the command line), into a file under the install root's own directory
 //! (`DIR`, which inherits the root's access list: no world-writable temporary directory),
-//! streamed out and removed. One bundle at a time (another request meanwhile gets 503 with
+//! read and removed, then sent. One bundle at a time (another request meanwhile gets 503 with
 //! Retry-After), each within `BUILD_TIME` and `CAP` (a larger one is refused with 413, never
 //! cut short), on a thread of its own so that `/metrics` is answered meanwhile.
 //!
@@ -22,13 +22,13 @@ use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
 use crate::host::Host;
 use crate::host::process::{Output, ProcessSpec};
 use crate::layout::InstallRoot;
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use hyper::StatusCode;
+use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER as RETRY};
+use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::answer_close::{ANSWER_TIME, left, linger};
-use super::diags_review::{Review, Reviewed, jwt_shaped, token_of};
+use super::diags_review::{Review, Reviewed, jwt_shaped};
 use crate::cluster::diags_auth::Verdict;
 use crate::cluster::diags_gather::{ANSWER_HEADER, NODE_BUILD_TIME, NODE_SEND_TIME};
 use crate::layout::{DIAGS_SERVE_DIR as DIR, DIAGS_SERVE_FILES};
@@ -39,8 +39,12 @@ pub const CAP: u64 = 8 << 20;
 pub const BUILD_TIME: Duration = NODE_BUILD_TIME;
 /// How long sending it may take after it is built.
 const SEND_TIME: Duration = NODE_SEND_TIME;
+/// An answer of the metrics endpoint, whole in memory (a bundle is at most `CAP`).
+pub type Answer = hyper::Response<http_body_util::Full<bytes::Bytes>>;
+/// How long an answer without a bundle (the metrics' text, a refusal) may take to send.
+pub const ANSWER_TIME: Duration = Duration::from_secs(5);
 /// What a client told 503 is asked to wait, in seconds.
-pub(super) const RETRY_AFTER: u64 = 10;
+const RETRY_AFTER: u64 = 10;
 /// How many requests' tokens are reviewed at once; more are told 503.
 const REVIEWS_AT_ONCE: usize = 2;
 
@@ -84,38 +88,44 @@ impl<'a> Diags<'a> {
         }
     }
 
-    /// Takes a `GET /diags` whose `head` is read, on its connection's thread: 401 at once
-    /// without a token, with a value not shaped like one or one refused lately; 503 when
-    /// `REVIEWS_AT_ONCE` are under way; else its token reviewed (a stop ends the review), then
-    /// 401 when it is refused, 503 when a bundle is in the making, else the bundle built and
-    /// sent there.
-    pub fn take(&self, conn: TcpStream, head: &str) {
-        let token = token_of(head)
+    /// Answers a `GET /diags` carrying `token`, on its connection's thread, with the time its
+    /// answer may take to send: 401 at once without a token, with a value not shaped like one
+    /// or one refused lately; 503 when `REVIEWS_AT_ONCE` are under way; else its token reviewed
+    /// (a stop ends the review), then 401 when it is refused, 503 when a bundle is in the
+    /// making, else the bundle built and sent.
+    pub fn answer(&self, token: Option<&str>) -> (Answer, Duration) {
+        let token = token
+            .map(str::trim)
             .filter(|t| jwt_shaped(t))
             .filter(|t| !self.reviewed.refused_lately(t));
         let Some(token) = token else {
-            self.refuse(&conn, "401 Unauthorized", "unauthenticated");
-            return;
+            return refused(StatusCode::UNAUTHORIZED, "unauthenticated");
         };
         if self.reviewing.fetch_add(1, Ordering::SeqCst) >= REVIEWS_AT_ONCE {
             self.reviewing.fetch_sub(1, Ordering::SeqCst);
-            self.refuse(&conn, "503 Service Unavailable", "busy");
-            return;
+            return refused(StatusCode::SERVICE_UNAVAILABLE, "busy");
         }
         let verdict = self.reviewed.verdict(token, self.review, self.stop);
         self.reviewing.fetch_sub(1, Ordering::SeqCst);
         if self.stop.requested() {
-            return;
+            return refused(StatusCode::SERVICE_UNAVAILABLE, "stopping");
         }
-        if self.judged(&conn, verdict) {
-            self.build_and_send(conn);
+        if let Some(refusal) = self.judged(verdict) {
+            return refusal;
         }
+        // The bundle's slot.
+        if self.busy.swap(true, Ordering::SeqCst) {
+            return refused(StatusCode::SERVICE_UNAVAILABLE, "busy");
+        }
+        let answer = self.bundle();
+        self.busy.store(false, Ordering::SeqCst);
+        (answer, SEND_TIME)
     }
 
-    /// Whether the reviewed request goes on; answered (401, 503) and said otherwise. What the
-    /// API server says of the review is kept for status while it refuses it (403).
-    fn judged(&self, conn: &TcpStream, verdict: Verdict) -> bool {
-        let refused = match &verdict {
+    /// The refusal of the reviewed request, said; none when it goes on. What the API server
+    /// says of the review is kept for status while it refuses it (403).
+    fn judged(&self, verdict: Verdict) -> Option<(Answer, Duration)> {
+        let refused_review = match &verdict {
             Verdict::Failed {
                 forbidden: true,
                 why,
@@ -125,74 +135,85 @@ impl<'a> Diags<'a> {
         if matches!(
             verdict,
             Verdict::Allowed | Verdict::Denied(_) | Verdict::Unsettled(_)
-        ) || refused.is_some()
+        ) || refused_review.is_some()
         {
-            let kept =
-                crate::installed::metrics_findings::keep_diags_review_refused(self.host, refused);
+            let kept = crate::installed::metrics_findings::keep_diags_review_refused(
+                self.host,
+                refused_review,
+            );
             if let Err(e) = kept {
                 self.log.warn(&format!("diags endpoint: {e}"));
             }
         }
         match verdict {
-            Verdict::Allowed => return true,
+            Verdict::Allowed => None,
             Verdict::Denied(why) | Verdict::Unsettled(why) => {
                 self.log
                     .info(&format!("diags endpoint: refused a request: {why}"));
-                self.refuse(conn, "401 Unauthorized", "unauthenticated");
+                Some(refused(StatusCode::UNAUTHORIZED, "unauthenticated"))
             }
             Verdict::Failed { why, .. } => {
                 self.log.warn(&format!(
                     "diags endpoint: cannot review a request's token, so it is refused: {why}"
                 ));
-                self.refuse(conn, "503 Service Unavailable", "review-failed");
+                Some(refused(StatusCode::SERVICE_UNAVAILABLE, "review-failed"))
             }
         }
-        false
     }
 
-    /// The bundle's slot: 503 when it is taken, else the bundle built and sent.
-    fn build_and_send(&self, conn: TcpStream) {
-        if self.busy.swap(true, Ordering::SeqCst) {
-            self.refuse(&conn, "503 Service Unavailable", "busy");
-            return;
-        }
-        if let Err(e) = self.answer(conn) {
-            self.log.warn(&format!("diags endpoint: {e}"));
-        }
-        self.busy.store(false, Ordering::SeqCst);
-    }
-
-    /// An answer given before the bundle's slot, closed as every answer is (`reply`).
-    fn refuse(&self, conn: &TcpStream, status: &str, word: &str) {
-        let _ = self.reply(conn, Instant::now() + ANSWER_TIME, status, word);
-    }
-
-    /// Builds the bundle, answers with it (or why not) and removes it.
-    fn answer(&self, conn: TcpStream) -> std::io::Result<()> {
+    /// Builds the bundle, reads it and removes it: the answer with it, or why not.
+    fn bundle(&self) -> Answer {
         let dir = self.root.path(DIR);
         let [file, tmp, none] = DIAGS_SERVE_FILES.map(|f| crate::layout::join(&dir, f));
         // What a killed build left is ours: the directory is only this endpoint's.
         let _ = self.host.remove_tree(&dir);
         let built = self.host.create_dir(&dir).map_err(std::io::Error::other);
         let built = built.and_then(|_| self.build(&file, &tmp, &none));
-        let deadline = Instant::now() + SEND_TIME;
-        let out = match built {
-            Ok(Built::Whole(size)) => self.send(&conn, deadline, &file, size),
-            Ok(Built::TooBig) => self.reply(&conn, deadline, "413 Content Too Large", "too-big"),
-            Ok(Built::TimedOut) => {
-                self.reply(&conn, deadline, "504 Gateway Timeout", "build-timed-out")
+        let failed = |e: std::io::Error| {
+            self.log
+                .warn(&format!("diags endpoint: building the bundle: {e}"));
+            marked(StatusCode::INTERNAL_SERVER_ERROR, "build-failed")
+        };
+        let answer = match built {
+            Ok(Built::Whole(size)) => match self.read(&file, size) {
+                Ok(zip) => {
+                    let mut answer = marked(StatusCode::OK, "bundle");
+                    let headers = answer.headers_mut();
+                    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/zip"));
+                    *answer.body_mut() = zip.into();
+                    answer
+                }
+                Err(e) => failed(e),
+            },
+            Ok(Built::TooBig) => {
+                let mut answer = marked(StatusCode::PAYLOAD_TOO_LARGE, "too-big");
+                // RFC 9110 15.5.14's name.
+                answer
+                    .extensions_mut()
+                    .insert(hyper::ext::ReasonPhrase::from_static(b"Content Too Large"));
+                answer
             }
-            Ok(Built::Stopped) => {
-                self.reply(&conn, deadline, "503 Service Unavailable", "stopping")
-            }
-            Err(e) => {
-                self.log
-                    .warn(&format!("diags endpoint: building the bundle: {e}"));
-                self.reply(&conn, deadline, "500 Internal Server Error", "build-failed")
-            }
+            Ok(Built::TimedOut) => marked(StatusCode::GATEWAY_TIMEOUT, "build-timed-out"),
+            Ok(Built::Stopped) => marked(StatusCode::SERVICE_UNAVAILABLE, "stopping"),
+            Err(e) => failed(e),
         };
         let _ = self.host.remove_tree(&dir);
-        out
+        answer
+    }
+
+    /// The whole bundle, `size` bytes.
+    fn read(&self, file: &str, size: u64) -> std::io::Result<Vec<u8>> {
+        let f = self
+            .host
+            .open_read(file)
+            .map_err(std::io::Error::other)?
+            .ok_or_else(|| std::io::Error::other("the bundle is gone"))?;
+        let mut zip = Vec::new();
+        f.take(size).read_to_end(&mut zip)?;
+        if zip.len() as u64 != size {
+            return Err(std::io::Error::other("the bundle is shorter than it was"));
+        }
+        Ok(zip)
     }
 
     /// Runs `calicoctl-win diags` into `file`, watching its size (and its temporary's, `tmp`,
@@ -263,65 +284,6 @@ impl<'a> Diags<'a> {
         }
         Ok(end)
     }
-
-    /// Streams the whole bundle as the answer's body.
-    fn send(
-        &self,
-        conn: &TcpStream,
-        deadline: Instant,
-        file: &str,
-        size: u64,
-    ) -> std::io::Result<()> {
-        let mut f = self
-            .host
-            .open_read(file)
-            .map_err(std::io::Error::other)?
-            .ok_or_else(|| std::io::Error::other("the bundle is gone"))?;
-        send_head(
-            conn,
-            deadline,
-            "200 OK",
-            &format!(
-                "Content-Type: application/zip\r\nContent-Length: {size}\r\n{ANSWER_HEADER}: bundle\r\n"
-            ),
-        )?;
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut sent = 0u64;
-        let mut w = conn;
-        while sent < size {
-            let n = f.read(&mut buf)?;
-            if n == 0 {
-                return Err(std::io::Error::other("the bundle is shorter than it was"));
-            }
-            let n = n.min(usize::try_from(size - sent).unwrap_or(usize::MAX));
-            // One timeout for the rest of the answer: on Windows a socket whose send timed out
-            // is not to be used again (SO_SNDTIMEO, "Winsock SOL_SOCKET socket options",
-            // Microsoft Learn), so a timeout ends the answer; a stop cuts it
-            // (`metrics_server`'s open connections).
-            w.set_write_timeout(Some(left(deadline)?))?;
-            w.write_all(&buf[..n])?;
-            sent += n as u64;
-        }
-        linger(conn, deadline)
-    }
-
-    /// An answer without a body, marked with `word`; a lingering close.
-    fn reply(
-        &self,
-        conn: &TcpStream,
-        deadline: Instant,
-        status: &str,
-        word: &str,
-    ) -> std::io::Result<()> {
-        let extra = if status.starts_with("503") {
-            format!("Retry-After: {RETRY_AFTER}\r\n")
-        } else {
-            String::new()
-        };
-        let headers = format!("{extra}{ANSWER_HEADER}: {word}\r\nContent-Length: 0\r\n");
-        send_head(conn, deadline, status, &headers)?;
-        linger(conn, deadline)
-    }
 }
 
 /// How building a bundle ended.
@@ -344,17 +306,21 @@ impl From<Stopped> for BuildEnded {
     }
 }
 
-/// The status line and `headers` (each ending in CRLF), then the head's end.
-fn send_head(
-    conn: &TcpStream,
-    deadline: Instant,
-    status: &str,
-    headers: &str,
-) -> std::io::Result<()> {
-    let mut w = conn;
-    w.set_write_timeout(Some(left(deadline)?))?;
-    w.write_all(format!("HTTP/1.1 {status}\r\n{headers}Connection: close\r\n\r\n").as_bytes())?;
-    w.flush()
+/// An answer without a body, marked with `word` (`ANSWER_HEADER`); a 503 with `Retry-After`.
+pub fn marked(status: StatusCode, word: &'static str) -> Answer {
+    let mut answer = Answer::new(Default::default());
+    *answer.status_mut() = status;
+    let headers = answer.headers_mut();
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        headers.insert(RETRY, HeaderValue::from(RETRY_AFTER));
+    }
+    headers.insert(ANSWER_HEADER, HeaderValue::from_static(word));
+    answer
+}
+
+/// A refusal before the bundle's slot, with its time to send.
+fn refused(status: StatusCode, word: &'static str) -> (Answer, Duration) {
+    (marked(status, word), ANSWER_TIME)
 }
 
 #[cfg(all(test, unix))]

@@ -147,8 +147,13 @@ fn ask(addr: SocketAddr, request: &str) -> (String, String, Vec<u8>) {
     let mut all = Vec::new();
     c.read_to_end(&mut all).expect("read");
     let end = all.windows(4).position(|w| w == b"\r\n\r\n").expect("head") + 4;
-    let head = String::from_utf8_lossy(&all[..end]).into_owned();
-    let status = head.lines().next().unwrap_or_default().to_owned();
+    // Header names compared in lower case, as HTTP's are without case (RFC 9110 5.1).
+    let head = String::from_utf8_lossy(&all[..end]).to_ascii_lowercase();
+    let status = String::from_utf8_lossy(&all[..end])
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
     (status, head, all[end..].to_vec())
 }
 
@@ -200,12 +205,12 @@ fn a_bundle_is_built_under_the_root_streamed_whole_and_removed_while_metrics_ans
                 assert!(String::from_utf8_lossy(&body).contains("# TYPE"));
                 let (status, head, _) = get(addr, "/diags");
                 assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
-                assert!(head.contains("Retry-After: 10\r\n"), "{head}");
+                assert!(head.contains("retry-after: 10\r\n"), "{head}");
                 fs_err::write(node.at("release"), "").expect("release");
                 let (status, head, body) = first.join().expect("first");
                 assert_eq!(status, "HTTP/1.1 200 OK", "{head}");
-                assert!(head.contains("Content-Type: application/zip\r\n"), "{head}");
-                assert!(head.contains("Content-Length: 300000\r\n"), "{head}");
+                assert!(head.contains("content-type: application/zip\r\n"), "{head}");
+                assert!(head.contains("content-length: 300000\r\n"), "{head}");
                 assert_eq!(body.len(), 300_000);
                 assert_eq!(&body[..4], b"PK\x03\x04");
             });
@@ -404,11 +409,10 @@ fn a_refused_review_refuses_the_request_and_is_kept_for_status() {
     );
 }
 
-/// A request told 503 because a bundle is in the making gets the lingering close every other
-/// answer gets: what it sent past its head is read and dropped, so that the answer is not
-/// reset away before the client reads it.
+/// A request told 503 because a bundle is in the making has what it sent past its head read
+/// and dropped, so that the answer is not reset away before the client reads it.
 #[test]
-fn the_busy_503_is_closed_lingering() {
+fn the_busy_503_is_read_whole_after_a_body() {
     let node = Node::new();
     let program = node.builder(1_000, true);
     node.serving(

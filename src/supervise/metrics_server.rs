@@ -1,15 +1,14 @@
-//! CalicoNode's metrics endpoint, with `metrics.enabled`: a tiny HTTP/1 server (RFC 9112) that
+//! CalicoNode's metrics endpoint, with `metrics.enabled`: an HTTP/1 server (hyper) that
 //! answers `GET /metrics` with calicoctl-win's own metrics (`installed::metrics`) and nothing
 //! else, each connection on a thread of its own (at most `CONNECTIONS` at once, `PER_SOURCE` of
-//! them from one remote address), each request
-//! capped in size and time (`HEAD_TIME`: a client trickling a byte at a time holds only its
-//! own connection, and only that long). The port is open
+//! them from one remote address), each request capped in size and time (`HEAD_TIME`: a client
+//! trickling a byte at a time holds only its own connection, and only that long). The port is open
 //! only to `metrics.source_ranges` (its firewall rule), and held by CalicoNode alone
 //! (`Host::listen_tcp`: SO_EXCLUSIVEADDRUSE on Windows); on a simulated host it listens on the
 //! loopback only.
 
-use super::answer_close::{ANSWER_TIME, left, linger, read_by};
 use super::diags_review::Review;
+use super::diags_server::{ANSWER_TIME, Answer, Diags};
 use super::log::Log;
 use super::turn_away::{Count, Full, TurnAway};
 use crate::duration::Stop;
@@ -19,12 +18,20 @@ use crate::installed::metrics_findings::{
     EndpointDown, keep_connection, keep_endpoint_down, keep_listening,
 };
 use crate::layout::InstallRoot;
-use std::io::Write;
+use http_body_util::BodyExt;
+use hyper::header::{CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, StatusCode};
+use std::cell::Cell;
 use std::net::{IpAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-/// The largest request head read; a longer one is answered 431.
+/// The largest request head read; a longer one is answered 431 (by hyper).
 const MAX_REQUEST: usize = 8 * 1024;
+/// The most of a request's body read (and dropped) before it is answered: a client that sent
+/// one is not reset by a close with its body unread.
+const MAX_BODY: usize = 64 * 1024;
+/// The most turned-away connections answered at once; one more is closed at once.
+const HELD: usize = 32;
 /// The longest wait between two tries to listen on a port another program holds.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
@@ -147,9 +154,9 @@ pub fn serve_with(
 }
 
 /// The most connections answered at once, each on a thread of its own; one more is answered
-/// `503` busy at once and closed (`turn_away`). The accept thread only accepts: a client slow to send its request or to close
+/// `503` busy and closed (`busy`). The accept thread only accepts: a client slow to send its request or to close
 /// after its answer, or a slow read of the metrics files, holds its own connection's thread
-/// (for at most `HEAD_TIME`, then `answer_close::ANSWER_TIME` and `LINGER`), never the accepting one nor
+/// (for at most `HEAD_TIME`, then `ANSWER_TIME`), never the accepting one nor
 /// another client's, and a flood of connections costs at most this many sockets and threads.
 const CONNECTIONS: usize = 16;
 /// The most of them one remote address holds: a caller in `metrics.source_ranges` that opens
@@ -205,151 +212,197 @@ impl Open {
 }
 
 /// Accepts until a stop, handing each connection to a thread of its own (at most
-/// `CONNECTIONS`, `PER_SOURCE` from one address) that reads its request and answers it with
-/// `metrics` (or hands it to `diags`); one past a cap is answered busy (`turn_away`, counted
-/// by `count`); each connection's remote address is told to `seen` as it is accepted; at the
-/// stop, the connections still open are cut and their threads waited for.
+/// `CONNECTIONS`, `PER_SOURCE` from one address) that answers it with `metrics` (or hands a
+/// `GET /diags` to `diags`); one past a cap is answered busy (`busy`, counted by `count`); each
+/// connection's remote address is told to `seen` as it is accepted; at the stop, the connections still open are cut and their threads waited for.
 pub fn accept(
     metrics: &(dyn Fn() -> String + Sync),
-    diags: Option<&super::diags_server::Diags<'_>>,
+    diags: Option<&Diags<'_>>,
     listener: &TcpListener,
     stop: &Stop,
-    (log, count, seen): (&Log, Count<'_>, &dyn Fn(IpAddr)),
+    (log, count, seen): (&Log, Count<'_>, &(dyn Fn(IpAddr) + Sync)),
 ) {
-    if let Err(e) = listener.set_nonblocking(true) {
-        log.warn(&format!("metrics endpoint: {e}"));
-        return;
-    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let listener = listener.try_clone().and_then(|l| {
+        l.set_nonblocking(true)?;
+        Ok(l)
+    });
+    let (runtime, listener) = match (runtime, listener) {
+        (Ok(r), Ok(l)) => (r, l),
+        (Err(e), _) | (_, Err(e)) => {
+            log.warn(&format!("metrics endpoint: {e}"));
+            return;
+        }
+    };
     let open = Open::default();
     let mut turn = TurnAway::new(log, count);
     std::thread::scope(|scope| {
-        while !stop.requested() {
-            turn.tend();
-            match listener.accept() {
-                Ok((conn, peer)) => {
-                    seen(peer.ip());
-                    let id = match open.enter(&conn, peer.ip()) {
-                        Ok(id) => id,
-                        // Past the cap, or its source's: answered busy.
-                        Err(Some(full)) => {
-                            turn.away(conn, peer.ip(), full);
-                            continue;
-                        }
-                        Err(None) => continue,
-                    };
-                    let accepted = Instant::now();
-                    let open = &open;
-                    let answering = std::thread::Builder::new().spawn_scoped(scope, move || {
-                        // A client that misbehaves costs only its own answer.
-                        let _ = answer_or_hand(conn, accepted, diags, |path| {
-                            (path == "/metrics").then(metrics)
-                        });
-                        open.leave(id);
-                    });
-                    if answering.is_err() {
-                        // No thread: the connection went with the closure, closed.
-                        open.leave(id);
+        runtime.block_on(async {
+            let listener = match tokio::net::TcpListener::from_std(listener) {
+                Ok(l) => l,
+                Err(e) => return log.warn(&format!("metrics endpoint: {e}")),
+            };
+            let mut turned = tokio::task::JoinSet::new();
+            while !stop.requested() {
+                turn.tend();
+                while turned.try_join_next().is_some() {}
+                let accepted = tokio::select! {
+                    a = listener.accept() => a,
+                    () = tokio::time::sleep(Duration::from_millis(100)) => continue,
+                };
+                let (conn, peer) = match accepted.and_then(|(c, p)| Ok((c.into_std()?, p))) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        log.warn(&format!("metrics endpoint: accept: {e}"));
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        continue;
                     }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    stop.wait(Duration::from_millis(100));
-                }
-                Err(e) => {
-                    log.warn(&format!("metrics endpoint: accept: {e}"));
-                    stop.wait(Duration::from_secs(1));
+                };
+                seen(peer.ip());
+                let id = match open.enter(&conn, peer.ip()) {
+                    Ok(id) => id,
+                    // Past the cap, or its source's: answered busy.
+                    Err(Some(full)) => {
+                        turn.away(peer.ip(), full);
+                        if turned.len() < HELD {
+                            turned.spawn(busy(conn));
+                        }
+                        continue;
+                    }
+                    Err(None) => continue,
+                };
+                let open = &open;
+                let answering = std::thread::Builder::new().spawn_scoped(scope, move || {
+                    // A client that misbehaves costs only its own answer.
+                    let _ = answer(conn, HEAD_TIME, metrics, diags);
+                    open.leave(id);
+                });
+                if answering.is_err() {
+                    // No thread: the connection went with the closure, closed.
+                    open.leave(id);
                 }
             }
-        }
+        });
         open.cut_all();
     });
     turn.say();
 }
 
-/// Reads one request head (capped) and answers it by `deadline`: `body_of` gives the body of a
-/// path it serves to GET.
+/// The answer to a connection past a cap: `503` with `Retry-After` and the mark of
+/// `diags_server`'s own busy answer, so that `fleet diags`, through the API server's pod
+/// proxy, names the node `node-busy` rather than unreachable (a connection closed unanswered is
+/// the proxy's `503 error trying to reach service: EOF`: k8s.io/apimachinery
+/// `pkg/util/proxy/transport.go`). Within `HEAD_TIME` and `ANSWER_TIME`.
+async fn busy(conn: TcpStream) {
+    let Ok(io) = tokio_io(conn) else { return };
+    let service = hyper::service::service_fn(|_| async {
+        Ok::<_, std::convert::Infallible>(super::diags_server::marked(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+        ))
+    });
+    let served = http1(HEAD_TIME).serve_connection(io, service);
+    let _ = tokio::time::timeout(HEAD_TIME + ANSWER_TIME, served).await;
+}
+
+/// The server's settings for one connection: the head within `head_time` and `MAX_REQUEST`,
+/// one request (the answer closes the connection).
+fn http1(head_time: Duration) -> hyper::server::conn::http1::Builder {
+    let mut b = hyper::server::conn::http1::Builder::new();
+    b.timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(head_time)
+        .max_header_size(MAX_REQUEST)
+        .keep_alive(false);
+    b
+}
+
+fn tokio_io(conn: TcpStream) -> std::io::Result<hyper_util::rt::TokioIo<tokio::net::TcpStream>> {
+    conn.set_nonblocking(true)?;
+    Ok(hyper_util::rt::TokioIo::new(
+        tokio::net::TcpStream::from_std(conn)?,
+    ))
+}
+
+/// Answers one connection on this thread: its request head read within `head_time`, a
+/// `GET /metrics` answered with `metrics`, a `GET /diags` handed to `diags` when it is on; 405
+/// to another method, 404 to another path. The answer is sent within `ANSWER_TIME` after it is
+/// made (a bundle within `diags_server`'s send time).
 pub fn answer(
     conn: TcpStream,
-    deadline: Instant,
-    body_of: impl FnOnce(&str) -> Option<String>,
+    head_time: Duration,
+    metrics: &(dyn Fn() -> String + Sync),
+    diags: Option<&Diags<'_>>,
 ) -> std::io::Result<()> {
-    let head = read_head(&conn, deadline)?;
-    answer_head(conn, &head, deadline, body_of)
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::scope(|scope| {
+        runtime.block_on(async {
+            let io = tokio_io(conn)?;
+            // When the answer must be sent by; none while a handler makes it.
+            let send_by = Cell::new(Some(Instant::now() + head_time + ANSWER_TIME));
+            let service = hyper::service::service_fn(|req: Request<hyper::body::Incoming>| {
+                let send_by = &send_by;
+                async move {
+                    let (head, body) = req.into_parts();
+                    // What the client sent past its head, read and dropped.
+                    let _ = http_body_util::Limited::new(body, MAX_BODY).collect().await;
+                    // The handlers block (a review through the cluster's own runtime, a
+                    // build, files read): on a thread of their own, outside this runtime.
+                    send_by.set(None);
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    std::thread::Builder::new().spawn_scoped(scope, move || {
+                        let _ = tx.send(route(&head, metrics, diags));
+                    })?;
+                    let (answer, send_time) = rx.await.map_err(std::io::Error::other)?;
+                    // The time of this answer (for a record of the last request, here).
+                    send_by.set(Some(Instant::now() + send_time));
+                    Ok::<_, std::io::Error>(answer)
+                }
+            });
+            let served = http1(head_time).serve_connection(io, service);
+            tokio::pin!(served);
+            loop {
+                tokio::select! {
+                    end = &mut served => return end.map_err(std::io::Error::other),
+                    () = tokio::time::sleep(Duration::from_millis(100)) => {}
+                }
+                if send_by.get().is_some_and(|by| Instant::now() >= by) {
+                    return Err(std::io::ErrorKind::TimedOut.into());
+                }
+            }
+        })
+    })
 }
 
-/// Reads the request head of a connection accepted at `accepted` (within `HEAD_TIME`) and
-/// answers it, a `GET /diags` going to `diags` when it is on.
-fn answer_or_hand(
-    conn: TcpStream,
-    accepted: Instant,
-    diags: Option<&super::diags_server::Diags<'_>>,
-    body_of: impl FnOnce(&str) -> Option<String>,
-) -> std::io::Result<()> {
-    let head = read_head(&conn, accepted + HEAD_TIME)?;
-    let text = String::from_utf8_lossy(&head);
-    let (method, path) = request_line(&text);
+/// The answer to a request whose head is `head`, and how long it may take to send.
+fn route(
+    head: &hyper::http::request::Parts,
+    metrics: &(dyn Fn() -> String + Sync),
+    diags: Option<&Diags<'_>>,
+) -> (Answer, Duration) {
+    let path = head.uri.path();
     if let Some(d) = diags
-        && method == "GET"
+        && head.method == Method::GET
         && path == crate::cluster::diags_gather::PATH
-        && head.len() <= MAX_REQUEST
     {
-        d.take(conn, &text);
-        return Ok(());
+        let token = head.headers.get(crate::cluster::diags_auth::HEADER);
+        return d.answer(token.and_then(|t| t.to_str().ok()));
     }
-    answer_head(conn, &head, Instant::now() + ANSWER_TIME, body_of)
-}
-
-/// The request head, read by `deadline`: up to its end, or past `MAX_REQUEST`.
-fn read_head(mut conn: &TcpStream, deadline: Instant) -> std::io::Result<Vec<u8>> {
-    conn.set_nonblocking(false)?;
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() <= MAX_REQUEST {
-        let n = read_by(&mut conn, &mut buf, deadline)?;
-        if n == 0 {
-            break;
-        }
-        head.extend_from_slice(&buf[..n]);
-    }
-    Ok(head)
-}
-
-/// The method and the path of a request head's first line.
-fn request_line(text: &str) -> (&str, &str) {
-    let mut parts = text.lines().next().unwrap_or_default().split(' ');
-    (
-        parts.next().unwrap_or_default(),
-        parts.next().unwrap_or_default(),
-    )
-}
-
-/// Answers the request whose `head` is read, by `deadline`: 431 past `MAX_REQUEST`, 405 to
-/// another method than GET, else `body_of` the path (404 without one).
-fn answer_head(
-    mut conn: TcpStream,
-    head: &[u8],
-    deadline: Instant,
-    body_of: impl FnOnce(&str) -> Option<String>,
-) -> std::io::Result<()> {
-    let text = String::from_utf8_lossy(head);
-    let (method, path) = request_line(&text);
-    let (status, body) = if head.len() > MAX_REQUEST {
-        ("431 Request Header Fields Too Large", String::new())
-    } else if method != "GET" {
-        ("405 Method Not Allowed", String::new())
-    } else {
-        match body_of(path) {
-            Some(b) => ("200 OK", b),
-            None => ("404 Not Found", String::new()),
-        }
+    let (status, body) = match (head.method == Method::GET, path == "/metrics") {
+        (false, _) => (StatusCode::METHOD_NOT_ALLOWED, String::new()),
+        (true, true) => (StatusCode::OK, metrics()),
+        (true, false) => (StatusCode::NOT_FOUND, String::new()),
     };
-    let reply = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
+    let mut answer = Answer::new(body.into());
+    *answer.status_mut() = status;
+    answer.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
     );
-    conn.set_write_timeout(Some(left(deadline)?))?;
-    conn.write_all(reply.as_bytes())?;
-    conn.flush()?;
-    linger(&conn, deadline)
+    (answer, ANSWER_TIME)
 }
 
 #[cfg(test)]
@@ -357,13 +410,13 @@ mod tests {
     use std::io::Write;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
-    /// A client that trickles its request a byte at a time, each within the read timeout, is
-    /// cut off at the connection's deadline, not served when it pleases (it once held the
-    /// endpoint, and CalicoNode's stop, for as long as it kept trickling).
+    /// A client that trickles its request head a byte at a time is cut off when its head's
+    /// time (here 500 ms) is up, not served when it pleases (it once held the endpoint, and
+    /// CalicoNode's stop, for as long as it kept trickling).
     #[test]
-    fn a_trickling_client_is_cut_off_at_the_connections_deadline() {
+    fn a_trickling_client_is_cut_off_when_its_heads_time_is_up() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
         let sent = Arc::new(AtomicUsize::new(0));
@@ -379,17 +432,39 @@ mod tests {
             }
         });
         let (conn, _) = listener.accept().expect("accept");
-        let answered = super::answer(conn, Instant::now() + Duration::from_millis(500), |_| {
-            Some("x".into())
-        });
+        let answered = super::answer(conn, Duration::from_millis(500), &|| "x".into(), None);
         let sent_by_then = sent.load(Ordering::SeqCst);
         client.join().expect("client");
         assert!(answered.is_err(), "served a trickling client: {answered:?}");
         // Cut off after a few bytes, not at the end of the head (a byte each 200 ms; half the
-        // head is 3.6 s past the deadline).
+        // head is 3.6 s past the head's time).
         assert!(
             sent_by_then < REQUEST.len() / 2,
             "the answer waited for the whole trickle ({sent_by_then} bytes)"
+        );
+    }
+
+    /// A request head past `MAX_REQUEST` is refused with 431, and the client reads it whole
+    /// (not reset away by a close with its head unread).
+    #[test]
+    fn a_request_head_past_the_cap_is_431() {
+        use std::io::Read;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let client = std::thread::spawn(move || {
+            let mut c = std::net::TcpStream::connect(addr).expect("connect");
+            let long = format!("GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(20_000));
+            let _ = c.write_all(long.as_bytes());
+            let mut answer = String::new();
+            let read = c.read_to_string(&mut answer);
+            (read.map_err(|e| e.kind()), answer)
+        });
+        let (conn, _) = listener.accept().expect("accept");
+        let _ = super::answer(conn, Duration::from_secs(5), &|| "x".into(), None);
+        let (read, answer) = client.join().expect("client");
+        assert!(
+            answer.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
+            "{read:?} {answer:?}"
         );
     }
 
@@ -451,7 +526,7 @@ mod tests {
             let idle: Vec<TcpStream> = (0..super::PER_SOURCE - 2)
                 .map(|_| TcpStream::connect(addr).expect("connect"))
                 .collect();
-            // Answered 404, and never closed: its answer's lingering close waits for it.
+            // Answered 404, and never closed by the client.
             let mut lingering = TcpStream::connect(addr).expect("connect");
             lingering
                 .write_all(b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -516,10 +591,11 @@ mod tests {
             let mut answer = String::new();
             first.read_to_string(&mut answer).expect("answer");
             assert!(got.is_ok(), "the connection past the cap: {got:?} {busy}");
+            let head = busy.to_ascii_lowercase();
             assert!(
                 busy.starts_with("HTTP/1.1 503 Service Unavailable\r\n")
-                    && busy.contains("\r\nRetry-After: 10\r\n")
-                    && busy.contains("\r\ncalicoctl-win-diags: busy\r\n")
+                    && head.contains("\r\nretry-after: 10\r\n")
+                    && head.contains("\r\ncalicoctl-win-diags: busy\r\n")
                     && busy.ends_with("\r\n\r\n"),
                 "{busy:?}"
             );

@@ -12,7 +12,6 @@
 //! request; a child's environment is exactly the rendered `calico-<role>.env`.
 
 mod agent;
-mod answer_close;
 mod api_group;
 mod child;
 pub mod cni;

@@ -145,7 +145,7 @@ fn fleet_diags_refuses_bad_input_with_exit_2() {
     fs_err::write(full.join("x"), "x").expect("file");
     let (code, _, err) = fleet_diags(&kubeconfig, &full, &[]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("holds x, which is not fleet diags'"), "{err}");
+    assert!(err.contains("is not empty (it holds x)"), "{err}");
 
     let config = dir.path().join("calico-windows.yaml");
     fs_err::write(
@@ -225,43 +225,20 @@ fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
     all
 }
 
-/// A rerun into the same --out keeps the earlier run's zips and index until its gathering
-/// finished: one that fails (the node list refused) changes nothing but the partial files; one
-/// that finishes keeps the zips of the nodes no longer selected, named in `earlier_zips`.
+/// Each run writes a new directory: a second run into one a run wrote is refused (exit 2),
+/// changing nothing; a run whose gathering fails (the node list refused) leaves no directory.
 #[test]
-fn fleet_diags_rerun_keeps_the_earlier_zips_until_it_finished() {
+fn fleet_diags_writes_each_run_into_a_new_directory() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (api, kubeconfig) = cluster(dir.path());
     let port = PORT.to_string();
     let out = dir.path().join("out");
     let (code, _, err) = fleet_diags(&kubeconfig, &out, &["--port", &port]);
     assert_eq!(code, 0, "{err}");
-    let earlier = contents(&out);
-    assert_eq!(earlier.len(), 6, "3 zips, the index and the lock file");
-
-    fs_err::write(out.join(".win-b.zip.part"), "half a zip").expect("part");
-    api.forbid("list", "nodes");
-    let (code, _, err) = fleet_diags(&kubeconfig, &out, &["--port", &port]);
-    assert_ne!(code, 0, "{err}");
-    assert_eq!(contents(&out), earlier, "only the partial file went");
-
-    api.lock().forbidden.clear();
-    let node = "/api/v1/nodes/win-c";
-    let mut c = api.get(node).expect("node");
-    c["metadata"]["labels"]["pool"] = serde_json::json!("b");
-    api.put(node, c);
-    let (code, doc, err) = fleet_diags(
-        &kubeconfig,
-        &out,
-        &["--port", &port, "--selector", "pool=a"],
-    );
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(doc["gathered"], 2, "{doc}");
     let names: Vec<String> = contents(&out).into_iter().map(|(n, _)| n).collect();
     assert_eq!(
         names,
         [
-            ".fleet-diags.lock",
             "index.json",
             "index.txt",
             "win-a.zip",
@@ -269,38 +246,15 @@ fn fleet_diags_rerun_keeps_the_earlier_zips_until_it_finished() {
             "win-c.zip"
         ]
     );
-    assert_eq!(
-        doc["earlier_zips"],
-        serde_json::json!(["win-c.zip"]),
-        "{doc}"
-    );
-}
-
-/// A first run cut short leaves its partial files alone: a rerun takes the directory. One that
-/// holds anything not shown to be a run's (an index.txt without index.json, a zip no index
-/// lists, another file) is refused, naming the first such entry, and left as it was.
-#[test]
-fn fleet_diags_reruns_into_what_a_run_left_and_nothing_else() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (_api, kubeconfig) = cluster(dir.path());
-    let port = PORT.to_string();
-    let out = dir.path().join("interrupted");
-    fs_err::create_dir_all(&out).expect("dir");
-    fs_err::write(out.join(".win-b.zip.part"), "half a zip").expect("part");
-    fs_err::write(out.join(".index.json.part"), "{").expect("part");
-    let (code, doc, err) = fleet_diags(&kubeconfig, &out, &["--port", &port]);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(doc["gathered"], 3, "{doc}");
-    assert!(!out.join(".win-b.zip.part").exists());
-
-    let theirs = dir.path().join("theirs");
-    fs_err::create_dir_all(&theirs).expect("dir");
-    fs_err::write(theirs.join(".win-b.zip.part"), "half a zip").expect("part");
-    fs_err::write(theirs.join("index.txt"), "a summary").expect("index");
-    fs_err::write(theirs.join("logs.zip"), "their zip").expect("zip");
-    let before = contents(&theirs);
-    let (code, _, err) = fleet_diags(&kubeconfig, &theirs, &["--port", &port]);
+    let before = contents(&out);
+    let (code, _, err) = fleet_diags(&kubeconfig, &out, &["--port", &port]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("index.txt"), "{err}");
-    assert_eq!(contents(&theirs), before, "a refusal changes nothing");
+    assert!(err.contains("is not empty"), "{err}");
+    assert_eq!(contents(&out), before, "a refusal changes nothing");
+
+    api.forbid("list", "nodes");
+    let failed = dir.path().join("failed");
+    let (code, _, err) = fleet_diags(&kubeconfig, &failed, &["--port", &port]);
+    assert_ne!(code, 0, "{err}");
+    assert!(!failed.exists(), "the failed run left its directory");
 }

@@ -309,10 +309,10 @@ fn the_metrics_endpoint_answers_only_get_metrics_and_caps_the_request() {
     let server = std::thread::spawn(move || {
         for _ in 0..3 {
             let (conn, _) = listener.accept().expect("accept");
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-            let _ = calicoctl_win::supervise::metrics_server::answer(conn, deadline, |p| {
-                (p == "/metrics").then(|| "x 1\n".to_owned())
-            });
+            let head_time = std::time::Duration::from_secs(5);
+            let metrics = || "x 1\n".to_owned();
+            let _ =
+                calicoctl_win::supervise::metrics_server::answer(conn, head_time, &metrics, None);
         }
     });
     assert_eq!(
