@@ -37,6 +37,9 @@ pub enum Kind {
     /// Go's `%v` and `%+v` of a map or struct (`map[a:x b:y]`, `{A:x B:y}`), which quote
     /// nothing: up to the next ` name:` or `, name:`, or the `]` or `}` that closes it.
     Fields,
+    /// `Fields` whose piece ended at a blank: a `name:` beginning the next piece is the next
+    /// field's (the blank was ` name:`'s).
+    FieldsAfterBlank,
     /// gogo protobuf's `String()` of a core/v1 `EnvVar` (`&EnvVar{Name:X,Value:Y,ValueFrom:nil,}`,
     /// k8s.io/api core/v1 generated.pb.go), which writes the value as it is, commas and all:
     /// up to `,ValueFrom:`.
@@ -58,12 +61,24 @@ impl Kind {
             Kind::Quote(q) => quote_end(q, rest),
             Kind::Escaped => memchr::memmem::find(rest, b"\\\""),
             Kind::Fields => fields_end(rest),
+            Kind::FieldsAfterBlank => fields_end(&[b" ", rest].concat()).map(|e| e.saturating_sub(1)),
             Kind::Env => memchr::memmem::find(rest, b",ValueFrom:"),
             Kind::Line => None,
         };
         match end {
             Some(e) => (at..at + e, None),
-            None => (at..text.len(), Some(self)),
+            None if matches!(self, Kind::Fields | Kind::FieldsAfterBlank) && text.ends_with(b" ") => {
+                (at..text.len(), Some(Kind::FieldsAfterBlank))
+            }
+            None => (at..text.len(), Some(self.continued())),
+        }
+    }
+
+    /// The kind a value's next piece goes on with.
+    fn continued(self) -> Kind {
+        match self {
+            Kind::FieldsAfterBlank => Kind::Fields,
+            k => k,
         }
     }
 
