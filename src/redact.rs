@@ -35,6 +35,12 @@ pub enum Pending {
     Rest(Kind),
 }
 
+/// `text` (a URL a user gave, a message naming one) with what the shapes find hidden, for
+/// output: a SAS URL's `sig=`, a URL's password.
+pub fn shown(text: &str) -> String {
+    String::from_utf8_lossy(&Redactor::new(&[]).redact(text.as_bytes())).into_owned()
+}
+
 /// Replaces secrets in bytes.
 pub struct Redactor {
     /// The values of known secrets, longest first (a value inside a longer one goes with it).

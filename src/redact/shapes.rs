@@ -61,13 +61,17 @@ impl Kind {
             Kind::Quote(q) => quote_end(q, rest),
             Kind::Escaped => memchr::memmem::find(rest, b"\\\""),
             Kind::Fields => fields_end(rest),
-            Kind::FieldsAfterBlank => fields_end(&[b" ", rest].concat()).map(|e| e.saturating_sub(1)),
+            Kind::FieldsAfterBlank => {
+                fields_end(&[b" ", rest].concat()).map(|e| e.saturating_sub(1))
+            }
             Kind::Env => memchr::memmem::find(rest, b",ValueFrom:"),
             Kind::Line => None,
         };
         match end {
             Some(e) => (at..at + e, None),
-            None if matches!(self, Kind::Fields | Kind::FieldsAfterBlank) && text.ends_with(b" ") => {
+            None if matches!(self, Kind::Fields | Kind::FieldsAfterBlank)
+                && text.ends_with(b" ") =>
+            {
                 (at..text.len(), Some(Kind::FieldsAfterBlank))
             }
             None => (at..text.len(), Some(self.continued())),

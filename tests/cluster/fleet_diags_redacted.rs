@@ -84,7 +84,9 @@ fn a_nodes_token_is_in_no_member_of_its_gathered_zip() {
         basic += text
             .matches("planted: Authorization: Basic <redacted>")
             .count();
-        env += text.matches("{Name:DATASTORE_PASSWORD,Value:<redacted>,ValueFrom:nil,}").count();
+        env += text
+            .matches("{Name:DATASTORE_PASSWORD,Value:<redacted>,ValueFrom:nil,}")
+            .count();
         planted += text.matches("planted: the token is <redacted>").count();
     }
     // The logs' lines are in the zip, their token taken out.
