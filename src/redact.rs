@@ -16,13 +16,10 @@ mod structured_tests;
 mod upstream_tests;
 
 pub use keys::pem_body_line;
-pub use shapes::{Kind, leads_into_value};
+pub use shapes::{Kind, REDACTED, leads_into_value};
 
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
-
-/// What replaces a secret.
-pub const REDACTED: &str = "<redacted>";
 
 /// What a piece of a line longer than a chunk (`logs` cuts such a line: `installed::logs::cut`)
 /// leaves for the next piece: a secret's value that ran to the piece's end goes on in the next

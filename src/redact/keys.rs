@@ -1,6 +1,6 @@
 //! PEM private keys: a block whole, a tail cut inside one, a key in base64.
 
-use super::REDACTED;
+use super::shapes::REDACTED;
 use regex::bytes::Regex;
 use std::sync::LazyLock;
 

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 use std::ops::Range;
 use std::sync::LazyLock;
 
+/// What replaces a secret.
+pub const REDACTED: &str = "<redacted>";
+
 /// The names whose value is a secret, as a regex alternation: a name ending in one of these
 /// (`token`, `etcdpassword`, `k8s_auth_token`, `client-key-data`, `AccountKey`,
 /// `Ocp-Apim-Subscription-Key`, `--certificate-key`). A name that merely begins with one
