@@ -166,14 +166,18 @@ impl Redactor {
     /// when `text` is none: the values under a key naming a secret (`shapes::secret_key`), an
     /// `env` item's `value` whose `name` names one (`shapes::names_a_secret`), every other
     /// string as a text (it may hold a log line, a command line, JSON again). Written back
-    /// indented as it was or on one line.
+    /// indented as it was or on one line; as it was when nothing in it is a secret.
     fn structured(&self, text: &[u8]) -> Option<Vec<u8>> {
         let t = text.trim_ascii();
         if !matches!(t.first(), Some(b'{' | b'[')) {
             return None;
         }
         let mut v: serde_json::Value = serde_json::from_slice(t).ok()?;
+        let before = v.clone();
         self.walk(&mut v, false);
+        if v == before {
+            return Some(text.to_vec());
+        }
         let body = if t.contains(&b'\n') {
             serde_json::to_vec_pretty(&v)
         } else {
