@@ -11,6 +11,8 @@ mod cut_tests;
 #[cfg(test)]
 mod known_values_tests;
 #[cfg(test)]
+mod linear_tests;
+#[cfg(test)]
 mod structured_tests;
 #[cfg(test)]
 mod upstream_tests;

@@ -323,44 +323,49 @@ impl Shapes {
     /// end of `text`, if any.
     pub(super) fn find(&self, text: &[u8], hidden: &mut Vec<Range<usize>>) -> Option<Kind> {
         let mut open_at_end = None;
-        let mut add = |(r, open): (Range<usize>, Option<Kind>)| {
-            hidden.push(r);
-            open_at_end = open_at_end.or(open);
-        };
+        // How far each search's values reach: a name found inside a value already hidden is
+        // passed by, so that a line of many values never closed (`password:"` over and over)
+        // costs one pass, not one per name.
+        let mut reach = [0usize; 9];
+        let mut add =
+            |search: usize, start: usize, value: &dyn Fn() -> (Range<usize>, Option<Kind>)| {
+                if start >= reach[search] {
+                    let (r, open) = value();
+                    reach[search] = r.end;
+                    hidden.push(r);
+                    open_at_end = open_at_end.or(open);
+                }
+            };
         for c in self.named.captures_iter(text) {
             let (Some(m), Some(name), Some(sep)) = (c.get(0), c.get(1), c.get(2)) else {
                 continue;
             };
-            let mut at = m.end();
+            let at = m.end();
             if name
                 .as_bytes()
                 .to_ascii_lowercase()
                 .ends_with(b"authorization")
             {
-                add(self.authorization(text, at));
+                add(0, m.start(), &|| self.authorization(text, at));
                 continue;
             }
             // Go's `%v` writes `name:value`, no blank between, quoting nothing.
             let go = sep.as_bytes() == b":" && at == sep.end();
             let unquoted = if go { Kind::Fields } else { Kind::Word };
-            if text.get(at) == Some(&b'*') && go {
-                at += 1;
+            add(0, m.start(), &|| open(text, at, unquoted));
+        }
+        for (search, re) in [(1, &self.flag), (2, &self.secure_string)] {
+            for m in re.find_iter(text) {
+                add(search, m.start(), &|| open(text, m.end(), Kind::Word));
             }
-            add(open(text, at, unquoted));
         }
-        for m in self.flag.find_iter(text) {
-            add(open(text, m.end(), Kind::Word));
-        }
-        for m in self.secure_string.find_iter(text) {
-            add(open(text, m.end(), Kind::Word));
-        }
-        for (re, kind) in &self.named_by {
+        for (i, (re, kind)) in self.named_by.iter().enumerate() {
             for c in re.captures_iter(text) {
                 let (Some(m), Some(n)) = (c.get(0), c.name("n")) else {
                     continue;
                 };
                 if names_a_secret(n.as_bytes()) {
-                    add(open(text, m.end(), *kind));
+                    add(3 + i, m.start(), &|| open(text, m.end(), *kind));
                 }
             }
         }
