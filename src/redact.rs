@@ -1,200 +1,237 @@
-//! Taking secrets out of text that leaves the node (`diags`): the values of the secret files
-//! install wrote, wherever they appear and whatever their shape, and anything shaped like a
-//! secret (a service-account JWT, a PEM private key, a bearer token, a `token:` or
-//! `password=` value, an environment variable's value when its name names a secret) even
-//! when no file holds it.
+//! Taking secrets out of text that leaves the node (`diags`' zip, `logs`' lines): the values
+//! of the secret files install wrote, wherever they appear (`known`); a JSON document or line
+//! by its keys (`structured`); and what the programs whose output `diags` and `logs` read
+//! write of a secret, each shape tied to the source line that writes it (`shapes`).
 
-mod docker;
-mod env;
-mod headers;
 mod keys;
-#[cfg(test)]
-mod leak_tests;
-mod lines;
-mod names;
-mod plain;
-mod quotes;
-mod record;
-#[cfg(test)]
-mod review3_tests;
-#[cfg(test)]
-mod review4_tests;
-#[cfg(test)]
-mod review5_tests;
-#[cfg(test)]
-mod review6_tests;
-#[cfg(test)]
-mod review7_tests;
-#[cfg(test)]
-mod review_tests;
 mod shapes;
-mod table;
-mod tail;
+
+#[cfg(test)]
+mod cut_tests;
+#[cfg(test)]
+mod known_values_tests;
+#[cfg(test)]
+mod linear_tests;
+#[cfg(test)]
+mod structured_tests;
 #[cfg(test)]
 mod upstream_tests;
-mod yaml;
 
 pub use keys::pem_body_line;
-pub use lines::{Pending, QUOTE_LINES};
-pub use names::REDACTED;
-pub use plain::Around;
+pub use shapes::{Kind, REDACTED, leads_into_value};
 
-use headers::{header_list, redact_header_lists};
-use keys::{PEM_END, PEM_KEY, by_line, cut_head, redact_keys};
-use yaml::{block_scalar_head, redact_block_scalars};
+use serde::{Deserialize, Serialize};
+use std::ops::Range;
 
-use regex::bytes::Regex;
+/// What a piece of a line longer than a chunk (`logs` cuts such a line: `installed::logs::cut`)
+/// leaves for the next piece: a secret's value that ran to the piece's end goes on in the next
+/// one, up to what ends a value of its kind. A whole line leaves nothing: no shape kept here
+/// carries a secret over a line break (a private key's block is `installed::logs::key_line`'s).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Pending {
+    #[default]
+    None,
+    Rest(Kind),
+}
 
-/// Whether a word (lower case) leads into a secret's value: a name `shapes` knows, an HTTP
-/// credential's scheme, or a `name` or `value` key (an `env:` item's). The logs cut a long line before such a word, never after it.
-pub fn leads_into_value(word: &[u8]) -> bool {
-    const ENDS: [&[u8]; 24] = [
-        b"token",
-        b"password",
-        b"passwd",
-        b"passphrase",
-        b"private_key",
-        b"private-key",
-        b"privatekey",
-        b"apikey",
-        b"api_key",
-        b"api-key",
-        b"accesskey",
-        b"access_key",
-        b"access-key",
-        b"key-data",
-        b"etcd_key",
-        b"credential",
-        b"credentials",
-        b"authorization",
-        b"bearer",
-        b"basic",
-        // A Docker config's `"auth":"` (`docker::auths`).
-        b"auth",
-        // An `env:` item's `"name":"X_TOKEN"` and `"value":"X"`, cut from their keys; a
-        // protobuf map entry's `key:"etcdpassword"` before its `value:` (`env::pairs`).
-        b"name",
-        b"key",
-        b"value",
-    ];
-    ENDS.iter().any(|e| word.ends_with(e)) || memchr::memmem::find(word, b"secret").is_some()
+/// `text` (a URL a user gave, a message naming one) with what the shapes find hidden, for
+/// output: a SAS URL's `sig=`, a URL's password.
+pub fn shown(text: &str) -> String {
+    String::from_utf8_lossy(&Redactor::new(&[]).redact(text.as_bytes())).into_owned()
 }
 
 /// Replaces secrets in bytes.
 pub struct Redactor {
-    /// The values of known secrets, longest first (so a value inside a longer one goes with
-    /// the longer).
-    known: Vec<String>,
-    shapes: Vec<(Regex, &'static str)>,
-    /// `block_scalar_head`'s.
-    block: Regex,
-    /// `env::pairs`'.
-    pairs: Vec<Regex>,
-    /// `plain::plain_key`'s.
-    plain: Regex,
-    /// `header_list`'s: a list, an `Authorization` item, any other item.
-    headers: [Regex; 3],
-    /// `docker::auths`'.
-    auths: [Regex; 2],
-    /// `PEM_KEY`, `PEM_END`.
-    pem: [Regex; 2],
-    /// What a line leaves pending (`redact_line`).
-    lines: lines::Leads,
-    /// Whether lines were hidden whole since it was last asked (`hid_lines`).
-    hid: std::cell::Cell<bool>,
+    /// The values of known secrets, longest first (a value inside a longer one goes with it).
+    known: Vec<Vec<u8>>,
 }
 
 impl Redactor {
-    /// A redactor that takes out, besides every secret shape, the secret values found in
+    /// A redactor that takes out, besides every shape, the secret values found in
     /// `secret_files` (the texts of files only SYSTEM and Administrators may read).
     pub fn new(secret_files: &[String]) -> Self {
-        let mut values: Vec<String> = secret_files.iter().flat_map(|t| values_in(t)).collect();
-        values.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        values.dedup();
-        // Cannot fail: the patterns are the literals above, and every unit test below builds
-        // them.
-        let build = |re: &str| {
-            Regex::new(re).unwrap_or_else(|e| panic!("the built-in pattern {re} is valid: {e}"))
-        };
-        let shapes = shapes::all()
-            .into_iter()
-            .map(|(re, with)| (build(&re), with))
+        let mut known: Vec<Vec<u8>> = secret_files
+            .iter()
+            .flat_map(|t| values_in(t))
+            .map(String::into_bytes)
             .collect();
-        Self {
-            known: values,
-            shapes,
-            block: build(&block_scalar_head()),
-            pairs: env::pairs().iter().map(|re| build(re)).collect(),
-            plain: build(&plain::plain_key()),
-            headers: header_list().map(|re| build(&re)),
-            auths: docker::auths().map(|re| build(&re)),
-            pem: [build(PEM_KEY), build(PEM_END)],
-            lines: lines::Leads::new(build),
-            hid: std::cell::Cell::new(false),
-        }
+        known.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        known.dedup();
+        Self { known }
     }
 
-    pub fn redact(&self, bytes: &[u8]) -> Vec<u8> {
-        let mut out = bytes.to_vec();
-        for value in &self.known {
-            out = replace_literal(&out, value.as_bytes(), REDACTED.as_bytes());
+    /// A whole text (a `diags` member): a JSON document by its keys, else its private keys'
+    /// blocks (one `<redacted>` a line) and then each line.
+    pub fn redact(&self, text: &[u8]) -> Vec<u8> {
+        if let Some(out) = self.structured(text) {
+            return out;
         }
-        let [pem, end] = &self.pem;
-        out = redact_keys(pem, end, &out);
-        out = self.redact_carried(&out);
-        out = redact_block_scalars(&self.block, &out);
-        out = env::redact_block_items(&out, REDACTED.as_bytes());
-        for re in &self.pairs {
-            out = env::redact_pairs(re, &out, REDACTED.as_bytes());
-        }
-        out = redact_header_lists(&self.headers, &out);
-        out = docker::redact_auths(&self.auths, &out);
-        out = plain::redact_plain_values(&self.plain, &out);
-        for (re, with) in &self.shapes {
-            out = re.replace_all(&out, with.as_bytes()).into_owned();
+        let text = keys::redact_keys(text);
+        let mut out = Vec::with_capacity(text.len());
+        for line in text.split_inclusive(|b| *b == b'\n') {
+            let body = line.strip_suffix(b"\n").unwrap_or(line);
+            out.extend_from_slice(&self.redact_line(Pending::None, body).0);
+            out.extend_from_slice(&line[body.len()..]);
         }
         out
     }
+
+    /// `tail`, a file's last part cut at a line's start (`diags`' log tails): a tail cut inside
+    /// a private key's block, its BEGIN before the cut, starts with lines a key's body can
+    /// hold (`keys::cut_head`): those are hidden too.
+    pub fn redact_tail(&self, tail: &[u8]) -> Vec<u8> {
+        let head = keys::cut_head(tail);
+        let mut out = keys::by_line(&tail[..head]);
+        out.extend_from_slice(&self.redact(&tail[head..]));
+        out
+    }
+
+    /// One line (without its line break), after what the piece before it left.
+    pub fn redact_line(&self, pending: Pending, line: &[u8]) -> (Vec<u8>, Pending) {
+        (self.text(pending, line, false).0, Pending::None)
+    }
+
+    /// A piece of a line cut before its end (`logs`' `cut`): a value running to its end goes
+    /// on in the next piece (`Pending::Rest`).
+    pub fn redact_piece(&self, pending: Pending, piece: &[u8]) -> (Vec<u8>, Pending) {
+        self.text(pending, piece, true)
+    }
+
+    /// Where a piece of a long line may end, given where `cut` would end it: never inside a
+    /// known secret's value, so that neither piece holds a part of it that the other's
+    /// replacement would miss: before such a value (or after it, when it starts the piece).
+    pub fn clear_of_known(&self, piece: &[u8], mut end: usize) -> usize {
+        for _ in 0..self.known.len() + 1 {
+            let Some(start) = self.known_across(piece, end) else {
+                return end;
+            };
+            end = match start {
+                0 => self
+                    .known
+                    .iter()
+                    .filter(|v| piece.starts_with(v))
+                    .map(Vec::len)
+                    .max()
+                    .unwrap_or(piece.len()),
+                s => s,
+            };
+        }
+        end
+    }
+
+    /// The earliest start of a known value, or of a part of one that runs to the piece's end,
+    /// that `end` falls inside.
+    fn known_across(&self, piece: &[u8], end: usize) -> Option<usize> {
+        let mut first = None;
+        for v in &self.known {
+            for start in end.saturating_sub(v.len() - 1)..end {
+                let seen = &piece[start..piece.len().min(start + v.len())];
+                if start + v.len() > end && v.starts_with(seen) {
+                    first = Some(first.map_or(start, |f: usize| f.min(start)));
+                    break;
+                }
+            }
+        }
+        first
+    }
+
+    /// `text` (a line, a piece of one, or a JSON document's string) redacted: what the piece
+    /// before left goes first, then known values and every shape; a whole line that is a
+    /// JSON document goes by its keys. Also what the next piece goes on with.
+    fn text(&self, pending: Pending, text: &[u8], piece: bool) -> (Vec<u8>, Pending) {
+        let mut hidden = Vec::new();
+        if let Pending::Rest(kind) = pending {
+            match kind.end(text, 0) {
+                Some(r) => hidden.push(r),
+                None => {
+                    let next = if piece { pending } else { Pending::None };
+                    return (REDACTED.as_bytes().to_vec(), next);
+                }
+            }
+        } else if !piece && let Some(out) = self.structured(text) {
+            return (out, Pending::None);
+        }
+        for v in &self.known {
+            for at in memchr::memmem::find_iter(text, v) {
+                hidden.push(at..at + v.len());
+            }
+        }
+        let open = shapes::SHAPES.find(text, &mut hidden);
+        let next = match open {
+            Some(kind) if piece => Pending::Rest(kind),
+            _ => Pending::None,
+        };
+        (replace(text, hidden), next)
+    }
+
+    /// A JSON document (a `diags` member, a line that is one) redacted by its keys, `None`
+    /// when `text` is none: the values under a key naming a secret (`shapes::secret_key`), an
+    /// `env` item's `value` whose `name` names one (`shapes::names_a_secret`), every other
+    /// string as a text (it may hold a log line, a command line, JSON again). Written back
+    /// indented as it was or on one line; as it was when nothing in it is a secret.
+    fn structured(&self, text: &[u8]) -> Option<Vec<u8>> {
+        let t = text.trim_ascii();
+        if !matches!(t.first(), Some(b'{' | b'[')) {
+            return None;
+        }
+        let mut v: serde_json::Value = serde_json::from_slice(t).ok()?;
+        let before = v.clone();
+        self.walk(&mut v, false);
+        if v == before {
+            return Some(text.to_vec());
+        }
+        let body = if t.contains(&b'\n') {
+            serde_json::to_vec_pretty(&v)
+        } else {
+            serde_json::to_vec(&v)
+        };
+        let lead = text.len() - text.trim_ascii_start().len();
+        let trail = text.trim_ascii_end().len();
+        Some([&text[..lead], &body.ok()?, &text[trail..]].concat())
+    }
+
+    fn walk(&self, v: &mut serde_json::Value, secret: bool) {
+        use serde_json::Value;
+        match v {
+            Value::String(s) if secret && !s.is_empty() => *s = REDACTED.into(),
+            Value::String(s) => {
+                let out = self.redact(s.as_bytes());
+                *s = String::from_utf8_lossy(&out).into_owned();
+            }
+            Value::Number(_) | Value::Bool(_) if secret => *v = REDACTED.into(),
+            Value::Array(items) => items.iter_mut().for_each(|x| self.walk(x, secret)),
+            Value::Object(m) => {
+                let env = m
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| shapes::names_a_secret(n.as_bytes()));
+                for (k, x) in m.iter_mut() {
+                    let named = shapes::secret_key(k.as_bytes()) || (env && k == "value");
+                    self.walk(x, secret || named);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
-impl Redactor {
-    /// `tail`, a file's last part cut at a line's start (`diags`' log tails), redacted: its
-    /// head's lines that a private key's body can hold are hidden (`cut_head`), as a tail cut
-    /// inside a key's block with neither its BEGIN nor its END in it starts with them; so is
-    /// the end of a quoted or klog multi-line value begun before the cut (`tail::cut_value`),
-    /// as its name, cut off, may have been a secret's.
-    pub fn redact_tail(&self, tail: &[u8]) -> Vec<u8> {
-        let head = cut_head(tail);
-        let mut out = by_line(&tail[..head]);
-        let rest = &tail[head..];
-        let value = tail::cut_value(rest);
-        let whole = rest[..value]
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(0, |i| i + 1);
-        out.extend_from_slice(&by_line(&rest[..whole]));
-        if value > whole {
-            // Its line's indentation stays, as `by_line` keeps it.
-            let line = &rest[whole..value];
-            let indent = line.iter().take_while(|b| matches!(b, b' ' | b'\t'));
-            out.extend_from_slice(&line[..indent.count()]);
+/// `text` with each range in `hidden` (they may overlap) replaced by one `REDACTED`.
+fn replace(text: &[u8], mut hidden: Vec<Range<usize>>) -> Vec<u8> {
+    hidden.retain(|r| r.start < r.end);
+    hidden.sort_by_key(|r| r.start);
+    let mut out = Vec::with_capacity(text.len());
+    let mut done = 0;
+    for r in hidden {
+        if r.end <= done {
+            continue;
+        }
+        if r.start >= done {
+            out.extend_from_slice(&text[done..r.start]);
             out.extend_from_slice(REDACTED.as_bytes());
         }
-        out.extend_from_slice(&self.redact(&rest[value..]));
-        out
+        done = r.end;
     }
-}
-
-/// `haystack` with every occurrence of `needle` (not empty) replaced by `with`.
-fn replace_literal(haystack: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(haystack.len());
-    let mut rest = haystack;
-    while let Some(at) = rest.windows(needle.len()).position(|w| w == needle) {
-        out.extend_from_slice(&rest[..at]);
-        out.extend_from_slice(with);
-        rest = &rest[at + needle.len()..];
-    }
-    out.extend_from_slice(rest);
+    out.extend_from_slice(&text[done.min(text.len())..]);
     out
 }
 
@@ -212,12 +249,8 @@ fn values_in(text: &str) -> Vec<String> {
     let mut in_pem = false;
     for line in text.lines() {
         let line = line.trim();
-        if line.starts_with("-----BEGIN ") {
-            in_pem = true;
-            continue;
-        }
-        if line.starts_with("-----END ") {
-            in_pem = false;
+        if line.starts_with("-----BEGIN ") || line.starts_with("-----END ") {
+            in_pem = line.starts_with("-----BEGIN ");
             continue;
         }
         if in_pem {
@@ -241,6 +274,3 @@ fn values_in(text: &str) -> Vec<String> {
     out.retain(|v| v.len() >= MIN);
     out
 }
-
-#[cfg(test)]
-pub(crate) mod tests;

@@ -137,7 +137,7 @@ fn read_all(
     for (name, r) in &mut readers {
         let mut out = Prefixed::new(std::io::stdout().lock(), prefix.then_some(*name));
         let read = r.read(start, &mut out);
-        said(ctx, name, r, &mut false);
+        said(ctx, r);
         match read {
             Err(_) if out.closed() => return Ok(()),
             r => r?,
@@ -183,9 +183,8 @@ fn follow(
         "the process ends where it is; the position kept after the last read holds",
     );
     let mut polls = 0u32;
-    // The last error each reader met, said once until it changes; whether lines it hid were.
+    // The last error each reader met, said once until it changes.
     let mut failing = vec![String::new(); readers.len()];
-    let mut told = vec![false; readers.len()];
     loop {
         polls = polls.wrapping_add(1);
         if polls.is_multiple_of(SECRETS_EVERY) {
@@ -194,13 +193,13 @@ fn follow(
                 r.redactor = record::redactor(h, rec.as_ref());
             }
         }
-        for (((name, r), last), told) in readers.iter_mut().zip(&mut failing).zip(&mut told) {
+        for ((name, r), last) in readers.iter_mut().zip(&mut failing) {
             let mut out = Prefixed::new(std::io::stdout().lock(), prefix.then_some(*name));
             let polled = r.poll(start, &mut out, &mut save);
             if let Some(e) = kept.borrow_mut().as_mut().and_then(|k| k.unsaid()) {
                 ctx.printer.warn(&e);
             }
-            said(ctx, name, r, told);
+            said(ctx, r);
             match polled {
                 // What cannot be written out ends the follower; a log that cannot be listed,
                 // opened or read now (a rotation under way, a file held) is tried again at
@@ -254,17 +253,10 @@ fn keep_position<'h>(
     Some(super::logs_position::Kept::new(h, file, admin))
 }
 
-/// The gaps a reader found, said on stderr; and once (`told`) that the redactor hid lines
-/// whole, which a reader of `<redacted>` alone on a line could not tell from the log.
-fn said(ctx: &mut Context, name: &str, r: &mut Reader, told: &mut bool) {
+/// The gaps a reader found, said on stderr.
+fn said(ctx: &mut Context, r: &mut Reader) {
     for gap in r.gaps.drain(..) {
         ctx.printer.warn(&gap);
-    }
-    if r.redactor.hid_lines() && !std::mem::replace(told, true) {
-        ctx.printer.note(&format!(
-            "{name}: lines that carry a secret's value on from the line before are shown as <redacted>: a quoted value not closed on its line (any {} lines after it, then its indented lines up to its closing quote), a block scalar's lines, klog's key=< block",
-            crate::redact::QUOTE_LINES
-        ));
     }
 }
 

@@ -68,7 +68,10 @@ pub fn parse(bytes: &[u8]) -> anyhow::Result<Position> {
         offset: offset.parse()?,
         at: at.parse()?,
         in_key: in_key == "1",
-        pending: serde_json::from_str(pending.trim_end_matches('_'))?,
+        // A state an older version kept (its variants are gone) hides the rest of the line
+        // the position is in: what it held pending is not shown, one line at most lost.
+        pending: serde_json::from_str(pending.trim_end_matches('_'))
+            .unwrap_or(crate::redact::Pending::Rest(crate::redact::Kind::Line)),
     })
 }
 

@@ -9,7 +9,7 @@ fn position() -> Position {
         offset: 1234,
         at: -5,
         in_key: true,
-        pending: crate::redact::Pending::Quote(34, 3),
+        pending: crate::redact::Pending::Rest(crate::redact::Kind::Quote(34)),
     }
 }
 

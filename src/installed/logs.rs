@@ -94,8 +94,15 @@ fn after(names: &[String], name: &str, stem: &str) -> usize {
 /// into a value there (`Bearer `, `token: `, `"password":"`, `FOO_API_KEY=`: the words
 /// `redact::leads_into_value` knows), so that no secret the redactor
 /// knows is cut in two; before a `{` or `[` that is that byte. A piece without such a byte
-/// is cut at its end.
-pub(crate) fn cut(piece: &[u8]) -> usize {
+/// is cut at its end. Never inside a known secret's value (`Redactor::clear_of_known`): a
+/// token with no such byte near the cut would leave half of it in each piece, neither
+/// replaced.
+pub(crate) fn cut(piece: &[u8], redactor: &Redactor) -> usize {
+    redactor.clear_of_known(piece, cut_at_free(piece))
+}
+
+/// `cut`'s end from the bytes alone.
+fn cut_at_free(piece: &[u8]) -> usize {
     let free = |b: &u8| b.is_ascii_whitespace() || b"\"',{}[]".contains(b);
     let Some(at) = piece.iter().rposition(free) else {
         return piece.len();
@@ -103,7 +110,8 @@ pub(crate) fn cut(piece: &[u8]) -> usize {
     // Before the words leading into a value that end there (`token":"`, `Bearer `, and
     // `Authorization: ` before `Basic `), their quotes perhaps escaped (`\"password\":\"`),
     // or a `;` after them (confd's `Key=/calico/bgp/v1/global/node_mesh_password; Value=X`).
-    let seps = |b: &u8| b.is_ascii_whitespace() || b"\"':;=\\".contains(b);
+    // A `,` too: a JSON `env` item's `"name":"X_TOKEN",` before its `"value"`.
+    let seps = |b: &u8| b.is_ascii_whitespace() || b"\"':;=\\,".contains(b);
     // Before an opening brace or bracket (Go's `map[`), which tells where the values after it
     // end (`{Password:two words Other:x}`): the next piece starts with it.
     let mut end = match piece[at] {
@@ -147,7 +155,8 @@ pub struct Position {
     /// Inside a private key's block there (`key_line`).
     #[serde(default)]
     pub in_key: bool,
-    /// What the line before it left pending (a secret's value to come: `Redactor::redact_line`).
+    /// What the piece of a long line before it left pending (a secret's value going on:
+    /// `Redactor::redact_piece`).
     #[serde(default)]
     pub pending: Pending,
 }
@@ -338,9 +347,11 @@ impl<'a> Reader<'a> {
     fn begin(&mut self, names: &[String], start: Start) -> HostResult<(usize, u64)> {
         let (i, offset) = self.start(names, start)?;
         self.checked = true;
-        (self.in_key, self.pending) = match names.get(i) {
+        // A line starts there: no value is pending (`Pending`).
+        self.pending = Pending::None;
+        self.in_key = match names.get(i) {
             Some(name) => self.key_before(name, offset)?,
-            None => (false, Pending::None),
+            None => false,
         };
         Ok((i, offset))
     }
@@ -486,7 +497,7 @@ impl<'a> Reader<'a> {
                         Some(at) => at + 1,
                         // A line as long as the buffer goes out in pieces; a rotated file's
                         // last line goes out at its end.
-                        None if filled == buf.len() => cut(&buf[..filled]),
+                        None if filled == buf.len() => cut(&buf[..filled], &self.redactor),
                         None if n == 0 && !last => filled,
                         None => 0,
                     };
@@ -596,12 +607,11 @@ impl<'a> Reader<'a> {
         out.flush().map_err(w)
     }
 
-    /// Whether `offset` in `name` is inside a private key's block, and what the line before
-    /// it left pending: the lines of the few KiB before it read as `write_lines` reads them
-    /// (a reader starting there).
-    fn key_before(&self, name: &str, offset: u64) -> HostResult<(bool, Pending)> {
+    /// Whether `offset` in `name` is inside a private key's block: the lines of the few KiB
+    /// before it read as `write_lines` reads them (a reader starting there).
+    fn key_before(&self, name: &str, offset: u64) -> HostResult<bool> {
         let Some((mut f, _)) = self.open(name)? else {
-            return Ok((false, Pending::None));
+            return Ok(false);
         };
         let path = self.set.path(name);
         let from = offset.saturating_sub(KEY_BACK);
@@ -615,13 +625,7 @@ impl<'a> Reader<'a> {
         if from > 0 {
             lines.next();
         }
-        let (in_key, pending) = lines.fold((false, Pending::None), |(in_key, p), line| {
-            let text = line.strip_suffix(b"\n").unwrap_or(line);
-            (
-                key_line(in_key, line).1,
-                self.redactor.redact_line(p, text).1,
-            )
-        });
+        let in_key = lines.fold(false, |in_key, line| key_line(in_key, line).1);
         // Its BEGIN line further back than that (or in a file before): the lines from here
         // up to a key's END line, each one a key's block can hold, are a key's.
         buf.clear();
@@ -629,18 +633,16 @@ impl<'a> Reader<'a> {
             .take(KEY_BACK)
             .read_to_end(&mut buf)
             .map_err(read_err(&path))?;
-        Ok((in_key || key_ahead(&buf), pending))
+        Ok(in_key || key_ahead(&buf))
     }
 
-    /// The state a position's record gives, made the stricter with what the log itself says
-    /// before its offset (`key_before`), the first time a record is used: a record edited, or
-    /// written without that state (an older one), does not show the rest of a secret.
+    /// The state a position's record gives, with what the log itself says before its offset
+    /// (`key_before`) the first time a record is used: a record edited, or written without
+    /// that state (an older one), does not show the rest of a private key.
     fn restored(&mut self, p: &Position, name: Option<&String>) -> HostResult<()> {
         (self.in_key, self.pending) = (p.in_key, p.pending);
         if let Some(name) = name.filter(|_| !std::mem::replace(&mut self.checked, true)) {
-            let (in_key, pending) = self.key_before(name, p.offset)?;
-            self.in_key |= in_key;
-            self.pending = self.pending.stricter(pending);
+            self.in_key |= self.key_before(name, p.offset)?;
         }
         Ok(())
     }

@@ -192,7 +192,8 @@ pub fn release_files(
                 .as_deref()
                 .map_or("--sha256 not given".to_owned(), |s| format!("sha256 {s}"));
             prepare.push(format!(
-                "would download {url} ({sha}) into {}, check it and extract it",
+                "would download {} ({sha}) into {}, check it and extract it",
+                crate::redact::shown(url),
                 root.join(crate::layout::CACHE_DIR).as_str()
             ));
             let bin = version

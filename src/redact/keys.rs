@@ -1,21 +1,25 @@
 //! PEM private keys: a block whole, a tail cut inside one, a key in base64.
 
-use super::names::REDACTED;
+use super::shapes::REDACTED;
 use regex::bytes::Regex;
+use std::sync::LazyLock;
 
-/// A PEM private key block, whole (`redact_keys`).
-pub(super) const PEM_KEY: &str =
-    r"(?s-u)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----";
-
-/// A PEM private key's END line (`redact_keys`).
-pub(super) const PEM_END: &str = r"(?-u)-----END [A-Z ]*PRIVATE KEY-----";
+/// A PEM private key block, whole (RFC 7468), and a key's END line (`redact_keys`).
+static PEM: LazyLock<[Regex; 2]> = LazyLock::new(|| {
+    [
+        r"(?s-u)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----",
+        r"(?-u)-----END [A-Z ]*PRIVATE KEY-----",
+    ]
+    .map(|re| Regex::new(re).unwrap_or_else(|e| panic!("the built-in pattern {re} is valid: {e}")))
+});
 
 /// `bytes` with each private key block `pem` finds replaced by `REDACTED`, one per line of
 /// it, its indentation and line breaks kept: a file's lines stay where they were. A text whose first key END
 /// line (`end`) has no BEGIN before it starts inside a key (a tail cut in its block, as
 /// `diags` takes the last bytes of a log) when all before that END is a key's body
 /// (`cut_key`): from its start to that END goes the same way.
-pub(super) fn redact_keys(pem: &Regex, end: &Regex, bytes: &[u8]) -> Vec<u8> {
+pub(super) fn redact_keys(bytes: &[u8]) -> Vec<u8> {
+    let [pem, end] = &*PEM;
     // A BEGIN before the first END makes a block `pem` finds starting before that END.
     let orphan = end
         .find(bytes)
@@ -86,14 +90,4 @@ pub fn pem_body_line(line: &[u8]) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(b))
         || text.starts_with(b"Proc-Type:")
         || text.starts_with(b"DEK-Info:")
-}
-
-/// A PEM block in base64 (a Secret's `data`, client-go's `-v=9` body), under any name,
-/// whole: its run starts with the base64 of `-----BEGIN `, then of its label's first letter,
-/// any but `C` (a `CERTIFICATE`, which stays: the 16th character `D` is that `C`'s).
-pub(super) fn base64_key() -> (String, &'static str) {
-    (
-        r"(?-u)LS0tLS1CRUdJTiB[A-CE-Za-z0-9+/][A-Za-z0-9+/]*=*".into(),
-        REDACTED,
-    )
 }

@@ -9,8 +9,9 @@
 //! CVE-2020-8565) in klog's text format. The second list is what upstream already masks: it
 //! stays readable.
 
+use super::Pending;
 use super::Redactor;
-use super::review4_tests::cut_at;
+use super::cut_tests::cut_at;
 
 /// One line per entry, each holding the secret `QQSECRET`.
 const LEAKS: &str = r#"
@@ -40,19 +41,33 @@ I0424 14:56:54.123480    4321 round_trippers.go:423] curl -k -v -XGET  -H "Autho
 /// loses `QQSECRET`: the lines that leak, and how.
 #[test]
 fn what_upstream_writes_of_a_secret_never_leaves() {
+    let leaks = leaks(LEAKS);
+    assert!(leaks.is_empty(), "{leaks:#?}");
+}
+
+/// The lines of `corpus` that keep `QQSECRET` in `logs` (whole, or cut wherever `logs` would
+/// cut it) or in `diags` (the line in a log's tail, and in a JSON member's string, as
+/// `host/events.json` holds an event's message): each with how.
+fn leaks(corpus: &str) -> Vec<(String, String)> {
     let r = Redactor::new(&[]);
     let mut leaks = Vec::new();
-    for line in LEAKS.lines() {
+    for line in corpus.lines() {
+        let json = serde_json::to_vec_pretty(&serde_json::json!({ "message": line }));
+        let json = r.redact(&json.unwrap_or_default());
+        let tail = r.redact_tail(format!("{line}\n").as_bytes());
+        for (how, out) in [("diags json", json), ("diags tail", tail)] {
+            let out = String::from_utf8_lossy(&out).into_owned();
+            if out.contains("QQSECRET") {
+                leaks.push((how.to_owned(), out));
+            }
+        }
         let whole = String::from_utf8_lossy(&r.redact(line.as_bytes())).into_owned();
-        let mut outs = vec![("whole".to_string(), whole)];
-        let b = line.as_bytes();
-        let mut ends: Vec<usize> = (1..b.len())
-            .map(|n| crate::installed::logs::cut(&b[..n]))
-            .filter(|end| *end < b.len())
-            .collect();
-        ends.dedup();
+        let one = r.redact_line(Pending::None, line.as_bytes()).0;
+        let one = String::from_utf8_lossy(&one).into_owned();
+        let mut outs = vec![("whole".to_string(), whole), ("line".to_string(), one)];
         outs.extend(
-            ends.into_iter()
+            super::cut_tests::ends(line, &r)
+                .into_iter()
                 .map(|at| (format!("cut at {at}"), cut_at(line, at))),
         );
         leaks.extend(
@@ -61,7 +76,64 @@ fn what_upstream_writes_of_a_secret_never_leaves() {
                 .take(1),
         );
     }
+    leaks
+}
+
+/// The credentials Windows nodes carry, each as the program or document that writes it does
+/// (the values invented), in a log line or a command line that reaches a service's log or
+/// the event log: each passed the redactor before this one (none was hidden).
+/// - An Azure Storage connection string (learn.microsoft.com/azure/storage/common/
+///   storage-configure-connection-string: `DefaultEndpointsProtocol=https;AccountName=...;
+///   AccountKey=...;EndpointSuffix=core.windows.net`).
+/// - A SAS URL (learn.microsoft.com/rest/api/storageservices/create-service-sas: the
+///   signature is `sig=`), as `install --release-zip URL` names it in its errors and plan.
+/// - kubeadm's `--certificate-key` (kubernetes.io/docs/reference/setup-tools/kubeadm/
+///   kubeadm-join: `kubeadm join ... --control-plane --certificate-key <hex>`), and its
+///   `--token` (a bootstrap token, `[a-z0-9]{6}.[a-z0-9]{16}`).
+/// - An API Management subscription key header (learn.microsoft.com/azure/api-management/
+///   api-management-subscriptions: `Ocp-Apim-Subscription-Key`).
+/// - AWS Signature Version 4's Authorization header (docs.aws.amazon.com/IAM/latest/UserGuide/
+///   reference_sigv-create-signed-request.html: `Authorization: AWS4-HMAC-SHA256
+///   Credential=..., SignedHeaders=..., Signature=...`), and its query form `X-Amz-Signature=`.
+/// - PowerShell's ConvertTo-SecureString of a plain text (learn.microsoft.com/powershell/
+///   module/microsoft.powershell.security/convertto-securestring: `[-String] <String>
+///   -AsPlainText [-Force]`), positional and named.
+const CREDENTIALS: &str = r#"
+2026-11-27T10:00:00Z [calicoctl-win] release: DefaultEndpointsProtocol=https;AccountName=calicowin;AccountKey=QQSECRETbase64+/AbC==;EndpointSuffix=core.windows.net
+error: cannot download https://calicowin.blob.core.windows.net/releases/calico-windows-v3.32.1.zip?sv=2022-11-02&ss=b&srt=o&sp=r&se=2026-12-01T00:00:00Z&st=2026-11-01T00:00:00Z&spr=https&sig=QQSECRET%2Bab%3D
+BlobEndpoint=https://calicowin.blob.core.windows.net/;SharedAccessSignature=sv=2022-11-02&ss=b&sp=r&sig=QQSECRET%2Bab%3D
+kubeadm join 10.0.0.1:6443 --token abcdef.QQSECRET0123456 --discovery-token-ca-cert-hash sha256:0123abcd --control-plane --certificate-key QQSECRET0123456789abcdef0123456789abcdef
+I1127 10:00:00.000000    4321 round_trippers.go:426]     Ocp-Apim-Subscription-Key: QQSECRET0123456789abcdef
+Authorization: AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, Signature=QQSECRETfe5f80f77d5fa3beca038a248ff027d0445342fe2855ddc963176630326f1024
+GET https://examplebucket.s3.amazonaws.com/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature=QQSECRETaeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404
+$cred = New-Object PSCredential('admin', (ConvertTo-SecureString 'P@ssQQSECRET' -AsPlainText -Force))
+ConvertTo-SecureString -String "QQSECRET two words" -AsPlainText -Force
+ConvertTo-SecureString -AsPlainText -Force -String 'QQSECRET''s'
+"#;
+
+/// What each credential's line keeps: the account, the URL's path and its other parameters,
+/// the join's other flags, the header's name, the signed headers, the cmdlet's switches.
+const CREDENTIALS_KEEP: [&str; 9] = [
+    "AccountName=calicowin;AccountKey=<redacted>;EndpointSuffix=core.windows.net",
+    "calico-windows-v3.32.1.zip?sv=2022-11-02&ss=b",
+    "&spr=https&sig=<redacted>",
+    "--discovery-token-ca-cert-hash sha256:0123abcd --control-plane --certificate-key <redacted>",
+    "Ocp-Apim-Subscription-Key: <redacted>",
+    "AWS4-HMAC-SHA256 ",
+    "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, Signature=<redacted>",
+    "X-Amz-Signature=<redacted>",
+    "-AsPlainText -Force",
+];
+
+#[test]
+fn the_credentials_windows_nodes_carry_never_leave() {
+    let leaks = leaks(CREDENTIALS);
     assert!(leaks.is_empty(), "{leaks:#?}");
+    let r = Redactor::new(&[]);
+    let out = String::from_utf8_lossy(&r.redact(CREDENTIALS.as_bytes())).into_owned();
+    for kept in CREDENTIALS_KEEP {
+        assert!(out.contains(kept), "lost {kept}: {out}");
+    }
 }
 
 /// Lines upstream writes with the secret already masked (client-go's `maskValue`, its

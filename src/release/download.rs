@@ -60,9 +60,9 @@ fn client(
     want: &Want,
     env: &BTreeMap<String, String>,
 ) -> Result<reqwest::blocking::Client, ReleaseError> {
-    let fail = |source| ReleaseError::Download {
+    let fail = |source: reqwest::Error| ReleaseError::Download {
         url: url.into(),
-        source,
+        source: source.without_url(),
     };
     let parsed = reqwest::Url::parse(url).map_err(|e| ReleaseError::BadUrl {
         url: url.into(),
@@ -131,7 +131,8 @@ fn send(
         } else {
             ReleaseError::Download {
                 url: url.into(),
-                source,
+                // reqwest's message names the URL: it is said once, shown (`ReleaseError`).
+                source: source.without_url(),
             }
         }
     })
@@ -182,7 +183,7 @@ pub fn download(
     }
     if !complete_already {
         let total = resp.content_length().map(|l| l + have);
-        progress.begin(url, total, have);
+        progress.begin(&crate::redact::shown(url), total, have);
         let body = Body {
             resp: &mut resp,
             file: &mut file,
@@ -302,7 +303,8 @@ fn receive(
                 ReleaseError::io(
                     format!(
                         "the download of {} broke off (the partial file {} is resumed by the next run)",
-                        limits.url, b.part
+                        crate::redact::shown(limits.url),
+                        b.part
                     ),
                     e,
                 )

@@ -1,27 +1,33 @@
 //! Why a release could not be used, with a hint for each reason.
 
+use crate::redact::shown;
 use std::time::Duration;
 
-/// Why a release could not be used. Nothing is left behind when one occurs.
+/// Why a release could not be used. Nothing is left behind when one occurs. A URL is shown
+/// with its secrets hidden (`redact::shown`): `--release-zip` may be a SAS URL, its `sig=` a
+/// credential to the storage account.
 #[derive(Debug, thiserror::Error)]
 pub enum ReleaseError {
     #[error("--sha256 {0:?} is not a SHA-256 checksum (64 hexadecimal digits)")]
     BadChecksumArg(String),
-    #[error("downloading {url} needs the release's SHA-256 checksum")]
+    #[error("downloading {} needs the release's SHA-256 checksum", shown(url))]
     NeedChecksum { url: String },
-    #[error("{url:?} is not a valid URL: {message}")]
+    #[error("{:?} is not a valid URL: {message}", shown(url))]
     BadUrl { url: String, message: String },
-    #[error("{url} is plain HTTP: the release could be altered on the way")]
+    #[error(
+        "{} is plain HTTP: the release could be altered on the way",
+        shown(url)
+    )]
     PlainHttp { url: String },
-    #[error("cannot download {url}")]
+    #[error("cannot download {}", shown(url))]
     Download {
         url: String,
         #[source]
         source: reqwest::Error,
     },
-    #[error("{url} answered {status}")]
+    #[error("{} answered {status}", shown(url))]
     Status { url: String, status: u16 },
-    #[error("{}", timeout_text(url, *idle, *after))]
+    #[error("{}", timeout_text(&shown(url), *idle, *after))]
     Timeout {
         url: String,
         after: Duration,

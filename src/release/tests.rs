@@ -469,3 +469,38 @@ fn find(hay: &[u8], needle: &[u8]) -> usize {
         .position(|w| w == needle)
         .expect("needle")
 }
+
+/// `--release-zip` given as an Azure SAS URL (learn.microsoft.com/rest/api/storageservices/
+/// create-service-sas: its `sig=` is the signature, a credential to the account) is said in
+/// errors and output with the signature hidden, the rest of it kept.
+#[test]
+fn a_sas_urls_signature_is_said_nowhere() {
+    let url = "https://acct.blob.core.windows.net/rel/calico-windows-v3.30.0.zip?sv=2022-11-02&sp=r&sig=Zm9vYmFy%2Bsig%3D";
+    let want = Want {
+        chosen: true,
+        source: Source::parse(url),
+        sha256: None,
+        version: None,
+        allow_http: false,
+        skip_checksum: false,
+        ca_pem: None,
+        timeout: Duration::from_secs(1),
+        idle_timeout: Duration::from_secs(1),
+    };
+    let said = [
+        want.source.show(),
+        check_url(&want, url).expect_err("no checksum").to_string(),
+        ReleaseError::Status {
+            url: url.into(),
+            status: 403,
+        }
+        .to_string(),
+    ];
+    for text in said {
+        assert!(!text.contains("Zm9vYmFy"), "{text}");
+        assert!(
+            text.contains("calico-windows-v3.30.0.zip?sv=2022-11-02&sp=r&sig=<redacted>"),
+            "{text}"
+        );
+    }
+}

@@ -22,10 +22,11 @@ impl Source {
         }
     }
 
+    /// The zip as said in output: a URL with its secrets hidden (a SAS URL's `sig=`).
     pub fn show(&self) -> String {
         match self {
             Self::Path(p) => p.display().to_string(),
-            Self::Url(u) => u.clone(),
+            Self::Url(u) => crate::redact::shown(u),
         }
     }
 

@@ -9,10 +9,11 @@ use crate::support::fake_api::diags::Answer;
 use calicoctl_win::cluster::{diags_gather, diags_rights};
 use std::io::Read;
 
-/// An HTTP credential and an environment's password (as a pod spec or `kubectl describe`
-/// prints them), in no secret file: a literal replacement of known files' contents misses them.
+/// An HTTP credential (client-go's round_trippers.go before its masking) and an environment's
+/// password (the Calico CNI plugin's pod dump before v3.31.6, cni-plugin/pkg/k8s/k8s.go), in
+/// no secret file: a literal replacement of known files' contents misses them.
 const BASIC: &str = "planted: Authorization: Basic dXNlcjpodW50ZXIyeGJhc2lj\n";
-const ENV: &str = "planted env:\n    - name: DATASTORE_PASSWORD\n      value: hunter2x\n";
+const ENV: &str = "2025-06-01 10:00:00.000 [DEBUG][4711] cni-plugin/k8s.go 968: pod info &Pod{Spec:PodSpec{Containers:[]Container{Container{Name:app,Env:[]EnvVar{EnvVar{Name:DATASTORE_PASSWORD,Value:hunter2x,ValueFrom:nil,},},},},},}\n";
 
 #[test]
 fn a_nodes_token_is_in_no_member_of_its_gathered_zip() {
@@ -83,7 +84,9 @@ fn a_nodes_token_is_in_no_member_of_its_gathered_zip() {
         basic += text
             .matches("planted: Authorization: Basic <redacted>")
             .count();
-        env += text.matches("- name: DATASTORE_PASSWORD").count();
+        env += text
+            .matches("{Name:DATASTORE_PASSWORD,Value:<redacted>,ValueFrom:nil,}")
+            .count();
         planted += text.matches("planted: the token is <redacted>").count();
     }
     // The logs' lines are in the zip, their token taken out.

@@ -93,3 +93,23 @@ fn without_the_cluster_its_refusal_comes_before_the_checksum_as_in_the_dry_run()
         assert_same(&s.snapshot(), &initial, how);
     }
 }
+
+/// `--release-zip` as an Azure SAS URL (learn.microsoft.com/rest/api/storageservices/
+/// create-service-sas: `sig=` signs it, a credential to the storage account): the dry run's
+/// plan and warning and the real run's refusal name the URL with its signature hidden.
+#[test]
+fn a_sas_urls_signature_is_in_no_output() {
+    let s = setup();
+    let ca = s.served().ca.display().to_string();
+    let sas = format!(
+        "{}?sv=2022-11-02&sp=r&sig=SasSig0123%2Bsecret%3D",
+        s.served().url
+    );
+    let install = ["install", "--release-zip", &sas, "--release-ca-cert", &ca];
+    for how in [&["--sim-fault", "crash:1"][..], &["--dry-run"][..]] {
+        let (_, doc, stderr) = s.run(&[&install[..], how].concat());
+        let all = format!("{doc}{stderr}");
+        assert!(!all.contains("SasSig0123"), "{how:?}: {all}");
+        assert!(all.contains("&sp=r&sig=<redacted>"), "{how:?}: {all}");
+    }
+}

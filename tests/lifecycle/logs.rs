@@ -49,33 +49,6 @@ fn logs_show_a_services_log_with_its_secrets_redacted() {
     assert!(out.contains("[node] the last line\n"), "{out}");
 }
 
-/// Lines the redactor hides whole (a quoted secret over lines, klog's `token=<` block) are
-/// said once on stderr, however many; a log without any says nothing of them.
-#[test]
-fn lines_hidden_whole_are_said_once() {
-    let node = Node::healthy().installed().build();
-    let log = node.c_drive("calicowindows/logs/calico-node.log");
-    fs_err::create_dir_all(log.parent().expect("dir")).expect("dir");
-    fs_err::write(&log, "plain line\n").expect("log");
-    let (code, _, err) = logs(&node, &["logs", "node"]);
-    assert_eq!(code, 0, "{err}");
-    assert!(!err.contains("shown as <redacted>"), "{err}");
-    fs_err::write(
-        &log,
-        "password: \"abc\n  def\"\nI1126 18:00:00.000000    1 a.go:1] \"x\" token=<\n\tsecret1\n\tsecret2\n >\nafter\n",
-    )
-    .expect("log");
-    let (code, out, err) = logs(&node, &["logs", "node"]);
-    assert_eq!(code, 0, "{err}");
-    assert!(!out.contains("def") && !out.contains("secret1"), "{out}");
-    assert!(out.ends_with(" >\nafter\n"), "{out}");
-    assert_eq!(err.matches("shown as <redacted>").count(), 1, "{err}");
-    assert!(
-        err.contains("node: lines that carry a secret's value"),
-        "{err}"
-    );
-}
-
 /// A role, a duration or a flag that is wrong is refused with what is accepted (exit 2).
 #[test]
 fn logs_refuse_a_bad_role_duration_or_flag() {

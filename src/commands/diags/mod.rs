@@ -82,7 +82,7 @@ pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         install_root: root.as_str(),
         files: b.members.iter().map(|(n, _)| n.as_str()).collect(),
         problems: &b.problems,
-        redacted: "tokens, keys and passwords are replaced by <redacted>; a secret over lines (a private key, a quoted value, a block) by one <redacted> per line, so each file keeps its lines",
+        redacted: "tokens, keys and passwords are replaced by <redacted>; a private key by one <redacted> per line, so each file keeps its lines",
     };
     let index = pretty(&index);
     b.members.push(("diags.json".to_owned(), index));
