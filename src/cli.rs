@@ -435,8 +435,10 @@ or --version runs the plan again. With --verify the job then runs 'calicoctl-win
 (in the namespace calicoctl-win-verify, with verify's roles for the jobs' account, which the manifests \
 hold): a node that does not pass traffic fails its job, stays cordoned and stops the rollout there.\n\
 - a HostProcess DaemonSet: on each Windows node 'calicoctl-win reconfigure --drain' (the node drains \
-itself), then the pod stays; it is Ready while 'status' finds the node healthy, and the rolling \
-update (maxUnavailable --concurrency) stops at a node that is not. A changed config changes the pod \
+itself) once it holds one of --concurrency turns (the Leases NAME-turn-N in --namespace; a pod with \
+nothing to change takes none), then the pod stays; a node keeps its turn until 'status' finds it \
+healthy, and a failed or cordoned node keeps it, so the rollout stops there; the first apply, a node \
+joining and a changed config are paced alike. A changed config changes the pod \
 template (its sha256 is an annotation), which rolls the DaemonSet. With --verify-every DURATION the pod \
 also runs 'calicoctl-win verify' for its node that often and publishes the result in the Node's \
 condition CalicoWindowsTraffic (set with calico-node's credential).\n\n\

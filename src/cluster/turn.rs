@@ -56,7 +56,7 @@ pub enum TurnError {
         findings: Vec<String>,
     },
     #[error(
-        "the turn {slot} was taken over by another node (its renewals failed for longer than its lease): the change was stopped"
+        "the turn {slot} could not be renewed in time, or another node took it: the change was stopped"
     )]
     Lost { slot: String },
 }
@@ -254,8 +254,11 @@ pub fn said(s: &Slot) -> String {
     }
 }
 
-/// Whether another node's slot `l` may be taken: no holder, or run out (a failed one only
-/// when its holder's Node no longer exists).
+/// Whether another node's slot `l` may be taken: no holder, or run out, and its holder's
+/// Node either gone or neither marked failed nor cordoned. A holder killed after its cordon
+/// (a reboot, a crash loop whose back-off outlasts the lease) leaves its node cordoned and its
+/// change half done: its slot stays its own, or a second node would drain while the first is
+/// still out, and the rollout stops there as at a failed node.
 fn free(c: &Cluster, l: &Lease, seen: &mut Seen, now: Instant) -> Result<bool, ClusterError> {
     let Some(h) = holder(l) else {
         return Ok(true);
@@ -263,12 +266,16 @@ fn free(c: &Cluster, l: &Lease, seen: &mut Seen, now: Instant) -> Result<bool, C
     if !seen.ran_out(l, now) {
         return Ok(false);
     }
-    if failure(l).is_none() {
-        return Ok(true);
-    }
     let nodes: Api<Node> = Api::all(c.client.clone());
-    Ok(c.call_opt("get", &format!("nodes/{h}"), nodes.get(h))?
-        .is_none())
+    let Some(node) = c.call_opt("get", &format!("nodes/{h}"), nodes.get(h))? else {
+        return Ok(true);
+    };
+    let cordoned = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.unschedulable)
+        .unwrap_or(false);
+    Ok(failure(l).is_none() && !cordoned)
 }
 
 fn now_micro() -> MicroTime {

@@ -82,7 +82,7 @@ fn metrics_service(
     if !m.enabled {
         return Err(UsageError::new(
             "--metrics-service: the config the nodes get does not turn metrics on",
-            "set metrics.enabled: true and metrics.source_ranges (the scraper's CIDRs) in the config file",
+            "set metrics.enabled: true and metrics.source_ranges (the addresses scrapes arrive from: the nodes' subnet under Calico's default natOutgoing) in the config file",
         )
         .into());
     }
@@ -275,15 +275,9 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     docs.extend(crate::cluster::rights::calico_node_token_policy(
         &args.calico_namespace,
     ));
-    if args.identity == RbacIdentity::Fleet {
-        // The turns of `fleet plan`'s DaemonSet with its defaults.
-        docs.extend(crate::cluster::rights::turn_role(
-            name,
-            namespace,
-            "calicoctl-win",
-            DEFAULT_CONCURRENCY,
-        ));
-    }
+    // No turn Role here: `fleet plan` writes the one its DaemonSet needs, named for its slots
+    // (`--concurrency`); one written here under the same name for the default count would,
+    // applied after a plan with more, take the later slots' rights away.
     ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }

@@ -196,7 +196,10 @@ fn give_back(
 
 /// Renews the turn every third of its lease until `ending` or its giving back; a turn found
 /// another node's stops the change (`change`) and says so (`lost`). A renewal that fails is
-/// tried again at the next.
+/// tried again at the next, until two thirds of the lease have passed since the last that
+/// succeeded: then the change stops too, before a contender (which waits a whole lease unseen)
+/// can take the turn, as client-go's leader election gives up at its `RenewDeadline` short of
+/// its `LeaseDuration` (client-go v0.33.0 `tools/leaderelection/leaderelection.go`, `renew`).
 fn keep(
     c: &Cluster,
     (t, me): (&Turns, &str),
@@ -204,12 +207,21 @@ fn keep(
     ending: &Stop,
     (lost, change): (&AtomicBool, &Stop),
 ) {
+    let mut renewed = std::time::Instant::now();
     while !ending.wait(t.lease / 3) {
         let mut slot = held.lock().unwrap_or_else(|p| p.into_inner());
         let Some(h) = slot.as_mut() else {
             return;
         };
-        if let Ok(false) = turn::renew(c, t, me, h) {
+        let gone = match turn::renew(c, t, me, h) {
+            Ok(true) => {
+                renewed = std::time::Instant::now();
+                false
+            }
+            Ok(false) => true,
+            Err(_) => renewed.elapsed() >= t.lease * 2 / 3,
+        };
+        if gone {
             lost.store(true, Ordering::SeqCst);
             change.request();
             return;

@@ -664,7 +664,7 @@ pub(crate) fn cordoned(api: &FakeApi, node: &str) -> bool {
     api.get(&format!("/api/v1/nodes/{node}")).expect("node")["spec"]["unschedulable"] == true
 }
 
-fn set_cordon(api: &FakeApi, node: &str, on: bool) {
+pub(crate) fn set_cordon(api: &FakeApi, node: &str, on: bool) {
     let path = format!("/api/v1/nodes/{node}");
     let mut n = api.get(&path).expect("node");
     n["spec"]["unschedulable"] = json!(on);

@@ -6,7 +6,7 @@
 //! turn frees it once the lease ran out; a failed node keeps it (until its own next pod
 //! succeeds, or its Node is gone); a pod with nothing to change takes none.
 
-use super::fleet::{CONFIG, Machine, Pod, cordoned, fleet_plan, manifest};
+use super::fleet::{CONFIG, Machine, Pod, cordoned, fleet_plan, manifest, set_cordon};
 use crate::support::fake_api::FakeApi;
 use serde_json::{Value, json};
 use std::process::{Child, Command, Stdio};
@@ -266,6 +266,39 @@ fn a_pod_killed_holding_its_turn_frees_it_once_its_lease_ran_out() {
 /// A node whose change fails keeps its turn, marked failed: another node waits it out
 /// (exit 4 at its --turn-timeout) however long ago it ran out; the failed node's next pod
 /// takes it back and succeeds. A failed turn whose holder's Node is gone is taken over.
+/// A pod killed after its node's cordon (a reboot, a crash loop whose back-off outlasts the
+/// lease) leaves the node out and its change half done: its turn stays its own however long
+/// it runs unrenewed, so no second node drains meanwhile; once the node is uncordoned, it is
+/// free again.
+#[test]
+fn a_holder_killed_with_its_node_cordoned_keeps_its_turn() {
+    let f = Fleet::new(&["win-a", "win-b"], "1");
+    let marker = format!("{}.paused", f.machine("win-a").sim().display());
+    let mut a = f.start("win-a", &["--turn-lease=1s", "--sim-fault", "pause:1"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while fs_err::read_to_string(&marker).map_or(true, |m| m.is_empty()) {
+        assert!(
+            a.try_wait().expect("wait").is_none(),
+            "win-a ended before its change"
+        );
+        assert!(Instant::now() < deadline, "win-a never paused");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    a.kill().expect("SIGKILL");
+    a.wait().expect("reap");
+    // As if killed after its cordon.
+    set_cordon(&f.api, "win-a", true);
+    let (code, doc, err) = f.run("win-b", &["--turn-lease=1s", "--turn-timeout=4s"]);
+    assert_eq!(code, 4, "{err} {doc}");
+    assert!(!cordoned(&f.api, "win-b"));
+    assert_eq!(f.machine("win-b").calico_vsid(), Some(4096));
+    assert_eq!(f.slot()["spec"]["holderIdentity"], "win-a");
+    set_cordon(&f.api, "win-a", false);
+    let (code, doc, err) = f.run("win-b", &["--turn-lease=1s", "--turn-timeout=30s"]);
+    assert_eq!(code, 0, "{err} {doc}");
+    assert_eq!(f.machine("win-b").calico_vsid(), Some(4097));
+}
+
 #[test]
 fn a_failed_node_keeps_its_turn_until_it_succeeds_or_its_node_is_gone() {
     let f = Fleet::new(&["win-f", "win-g"], "1");
