@@ -52,8 +52,8 @@ pub fn run(
 
 /// A look's pause: half the lease, give or take half of that at random, so that the fleet's
 /// waiting pods do not look together. The load this makes: each waiting pod gets every slot
-/// once a look, so 1,000 nodes waiting on the default 60 s lease with `--concurrency 2` ask
-/// about 67 small gets a second (a Lease is a few hundred bytes). A killed pod's slot is taken
+/// once a look, so 1,000 nodes waiting on the default 60 s lease ask about 33 small gets a
+/// second a turn (67 with `--concurrency 2`, 330 with 10; a Lease is a few hundred bytes). A killed pod's slot is taken
 /// 60 s after a contender first saw its last renewal, at its next look: 60 to 150 s after that
 /// renewal, nearer 60 s the more pods wait.
 fn pause(lease: Duration, look: u32) -> Duration {
