@@ -29,8 +29,8 @@ pub(super) fn metrics(h: &dyn Host, n: &mut Notes) {
 /// metrics Service (`fleet plan --metrics-service`: a port `calicoctl-win` of metrics.port, in
 /// metrics.diags_namespace, the fleet's) is there for a Prometheus to scrape it through: its
 /// rule admits no scraper. Said, not a problem (the node's traffic is not at fault). Without
-/// such a Service, or when the Services cannot be read, nothing is said: no scraper is known
-/// to be meant.
+/// such a Service nothing is said: no scraper is known to be meant. When the Services cannot
+/// be read, it is said with that doubt.
 pub(super) fn unscraped(
     h: &dyn Host,
     config: &crate::config::Config,
@@ -53,8 +53,15 @@ pub(super) fn unscraped(
     let services: kube::Api<k8s_openapi::api::core::v1::Service> =
         kube::Api::namespaced(c.client.clone(), &ns);
     let lp = kube::api::ListParams::default().labels(crate::render::fleet::APP_LABEL);
-    let Ok(list) = c.call("list", &format!("services in {ns}"), services.list(&lp)) else {
-        return;
+    let list = match c.call("list", &format!("services in {ns}"), services.list(&lp)) {
+        Ok(list) => list,
+        // Refused (the installer's narrow roles list no Services): whether a scraper is meant
+        // cannot be told, and the endpoint's silence is said all the same, as such.
+        Err(e) => {
+            let why = format!("of the fleet in {ns}, if there is one (its Services could not be listed: {e}),");
+            n.shown.metrics_unscraped = unscraped(&kept, now, m.port.0, &why);
+            return;
+        }
     };
     let ours = list.items.iter().find(|s| {
         s.spec
