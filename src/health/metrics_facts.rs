@@ -58,7 +58,9 @@ pub(super) fn unscraped(
         // Refused (the installer's narrow roles list no Services): whether a scraper is meant
         // cannot be told, and the endpoint's silence is said all the same, as such.
         Err(e) => {
-            let why = format!("of the fleet in {ns}, if there is one (its Services could not be listed: {e}),");
+            let why = format!(
+                "of the fleet in {ns}, if there is one (its Services could not be listed: {e}),"
+            );
             n.shown.metrics_unscraped = unscraped(&kept, now, m.port.0, &why);
             return;
         }

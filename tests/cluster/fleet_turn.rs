@@ -150,6 +150,24 @@ impl Fleet {
     }
 }
 
+/// `name`'s pod started with `lease`, paused holding its turn before its first change, and
+/// killed there (SIGKILL).
+fn kill_holding(f: &Fleet, name: &str, lease: &str) {
+    let marker = format!("{}.paused", f.machine(name).sim().display());
+    let mut a = f.start(name, &[lease, "--sim-fault", "pause:1"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while fs_err::read_to_string(&marker).map_or(true, |m| m.is_empty()) {
+        assert!(
+            a.try_wait().expect("wait").is_none(),
+            "{name} ended before its change"
+        );
+        assert!(Instant::now() < deadline, "{name} never paused");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    a.kill().expect("SIGKILL");
+    a.wait().expect("reap");
+}
+
 /// The DaemonSet container's first command (before cmd.exe's `&&`), as a HostProcess
 /// container runs it: `%CONTAINER_SANDBOX_MOUNT_POINT%` is the pod's sandbox.
 fn reconfigure_command(ds: &Value, pod: &Pod) -> Vec<String> {
@@ -233,19 +251,7 @@ fn three_nodes_started_at_once_drain_one_at_a_time() {
 #[test]
 fn a_pod_killed_holding_its_turn_frees_it_once_its_lease_ran_out() {
     let f = Fleet::new(&["win-a", "win-b"], "1");
-    let marker = format!("{}.paused", f.machine("win-a").sim().display());
-    let mut a = f.start("win-a", &["--turn-lease=2s", "--sim-fault", "pause:1"]);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while fs_err::read_to_string(&marker).map_or(true, |m| m.is_empty()) {
-        assert!(
-            a.try_wait().expect("wait").is_none(),
-            "win-a ended before its change"
-        );
-        assert!(Instant::now() < deadline, "win-a never paused");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    a.kill().expect("SIGKILL");
-    a.wait().expect("reap");
+    kill_holding(&f, "win-a", "--turn-lease=2s");
     assert_eq!(f.slot()["spec"]["holderIdentity"], "win-a");
     let started = Instant::now();
     let (code, doc, err) = f.run("win-b", &["--turn-lease=2s", "--turn-timeout=60s"]);
@@ -273,19 +279,7 @@ fn a_pod_killed_holding_its_turn_frees_it_once_its_lease_ran_out() {
 #[test]
 fn a_holder_killed_with_its_node_cordoned_keeps_its_turn() {
     let f = Fleet::new(&["win-a", "win-b"], "1");
-    let marker = format!("{}.paused", f.machine("win-a").sim().display());
-    let mut a = f.start("win-a", &["--turn-lease=1s", "--sim-fault", "pause:1"]);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while fs_err::read_to_string(&marker).map_or(true, |m| m.is_empty()) {
-        assert!(
-            a.try_wait().expect("wait").is_none(),
-            "win-a ended before its change"
-        );
-        assert!(Instant::now() < deadline, "win-a never paused");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    a.kill().expect("SIGKILL");
-    a.wait().expect("reap");
+    kill_holding(&f, "win-a", "--turn-lease=1s");
     // As if killed after its cordon.
     set_cordon(&f.api, "win-a", true);
     let (code, doc, err) = f.run("win-b", &["--turn-lease=1s", "--turn-timeout=4s"]);
