@@ -39,7 +39,11 @@ pub const NODE_NAME: &str = "%SYSTEM_UPGRADE_NODE_NAME%";
 /// The namespace `verify --namespace` runs in for the fleet (`cluster::verify_rights` writes it
 /// and its roles).
 pub const VERIFY_NAMESPACE: &str = "calicoctl-win-verify";
-/// How the container's command line names its sandbox (cmd.exe expands it).
+/// How the container's command line names its sandbox (cmd.exe expands it). Every command
+/// runs under `cmd.exe /c`: on a host with file binding hcsshim runs `cmd /c <line>` anyway
+/// (microsoft/hcsshim `internal/jobcontainers/jobcontainer.go`, `CreateProcess`, `if
+/// fileBindingSupport`), each command is two steps joined by `&&`, and the Plan's node name
+/// is a cmd.exe variable.
 pub const SANDBOX: &str = "%CONTAINER_SANDBOX_MOUNT_POINT%";
 pub const APP_LABEL: &str = "app.kubernetes.io/name";
 /// The metrics Service's port of CalicoNode's endpoint, by which status finds the Service.

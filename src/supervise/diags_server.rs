@@ -16,6 +16,11 @@
 //! refuses CalicoNode the review itself, every request is refused (503) and status says why
 //! (`diags-review-refused`). Every answer is marked `ANSWER_HEADER: WORD`, so that `fleet
 //! diags` tells it from the API server's.
+//!
+//! Plain HTTP, not TLS: the pod proxy dials `https:` pods with the API server's proxy
+//! transport, whose TLS config is `InsecureSkipVerify: true` (kubernetes/kubernetes
+//! `cmd/kube-apiserver/app/server.go`, `CreateProxyTransport`), so a certificate here would
+//! not be checked and would keep out only a passive reader.
 
 use super::log::Log;
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
