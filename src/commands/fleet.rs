@@ -522,8 +522,11 @@ pub(crate) const VERIFY_JOB: VerifyJob = VerifyJob {
 
 /// Nodes changed at once: as given, else 2 (1 for a migration or with `--verify`).
 fn concurrency(args: &FleetPlanArgs, migrating: bool) -> u32 {
-    args.concurrency
-        .unwrap_or(if migrating || args.verify { 1 } else { DEFAULT_CONCURRENCY })
+    args.concurrency.unwrap_or(if migrating || args.verify {
+        1
+    } else {
+        DEFAULT_CONCURRENCY
+    })
 }
 
 /// Nodes changed at once when nothing else is said.

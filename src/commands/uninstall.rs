@@ -355,7 +355,11 @@ fn reached_steps(
     ctx: &mut Context,
     part: &mut ClusterPart,
     (c, node_there): (&crate::cluster::Cluster, bool),
-    (node, grant, ours): (Option<&str>, Option<&crate::cluster::renewal::Grant>, Ours<'_>),
+    (node, grant, ours): (
+        Option<&str>,
+        Option<&crate::cluster::renewal::Grant>,
+        Ours<'_>,
+    ),
 ) {
     use crate::cluster::node::Left;
     // A node another install annotated since (re-provisioned under this name) keeps
@@ -405,17 +409,17 @@ fn reached_steps(
 fn another_install(c: &crate::cluster::Cluster, n: &str, ours: Ours<'_>) -> Option<String> {
     use crate::cluster::node::{ANNOTATION_CONFIG_HASH, ANNOTATION_INSTALL_ID};
     let mut theirs = crate::cluster::node::annotations(c, n).ok()?;
-    let (key, theirs, ours) = match (theirs.remove(ANNOTATION_INSTALL_ID), ours.id) {
-        (Some(t), Some(o)) => (ANNOTATION_INSTALL_ID, t, o),
+    let ((what, key), theirs, ours) = match (theirs.remove(ANNOTATION_INSTALL_ID), ours.id) {
+        (Some(t), Some(o)) => (("id", ANNOTATION_INSTALL_ID), t, o),
         _ => (
-            ANNOTATION_CONFIG_HASH,
+            ("config", ANNOTATION_CONFIG_HASH),
             theirs.remove(ANNOTATION_CONFIG_HASH)?,
             ours.hash?,
         ),
     };
     (theirs != ours).then(|| {
         format!(
-            "node {n} carries another install's {key} {theirs} (this install's is {ours}): uninstall leaves its annotations, its condition and its token-renewal grant as they are"
+            "node {n} carries another install's {what} ({key} {theirs}, this install's {ours}): uninstall leaves its annotations, its condition and its token-renewal grant as they are"
         )
     })
 }

@@ -251,9 +251,7 @@ pub fn annotations_for(rec: &InstallRecord) -> std::collections::BTreeMap<String
         ),
     ]
     .into_iter()
-    .chain(
-        (rec.install_id.clone()).map(|id| (crate::cluster::node::ANNOTATION_INSTALL_ID, id)),
-    )
+    .chain((rec.install_id.clone()).map(|id| (crate::cluster::node::ANNOTATION_INSTALL_ID, id)))
     .map(|(k, v)| (k.to_owned(), v))
     .collect()
 }
