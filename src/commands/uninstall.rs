@@ -77,7 +77,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let ran_as = ran_as(host.as_ref(), &root);
     let ours = Ours {
         id: rec.install_id.as_deref(),
-        hash: rec.config_hash.as_deref(),
+        hash: rec.config_hash.as_ref().map(|h| h.0.as_str()),
     };
     let at = (ran_as, ours);
     let cluster = cluster_part(ctx, grant.as_ref(), at, args.skip_cluster);

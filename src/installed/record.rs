@@ -47,7 +47,7 @@ pub struct InstallRecord {
     /// The hash of the fleet-wide configuration applied (`config::fleet_hash`), which the
     /// Node is annotated with (absent in records of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config_hash: Option<String>,
+    pub config_hash: Option<crate::config::ConfigHash>,
     /// This install's own id, random, made at its first install and kept by every later
     /// install and reconfigure of it, which the Node is annotated with: uninstall tells by it
     /// that the Node is still this install's, not that of another host installed since under
@@ -245,7 +245,7 @@ pub fn annotations_for(rec: &InstallRecord) -> std::collections::BTreeMap<String
         ),
         (
             crate::cluster::node::ANNOTATION_CONFIG_HASH,
-            rec.config_hash.clone().unwrap_or_else(|| {
+            rec.config_hash.clone().map(|h| h.0).unwrap_or_else(|| {
                 format!("sha256:{}", crate::files::sha256_hex(listing.as_bytes()))
             }),
         ),

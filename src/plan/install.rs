@@ -49,7 +49,7 @@ pub struct Inputs<'a> {
     /// The node's grant to renew its token; `None` keeps the previous record's.
     pub renewal: Option<crate::cluster::renewal::Grant>,
     /// The hash of the fleet-wide configuration (`config::fleet_hash`), kept in the record.
-    pub config_hash: Option<String>,
+    pub config_hash: Option<crate::config::ConfigHash>,
     /// The install's id (`record::install_id`), kept in the record.
     pub install_id: Option<String>,
     /// The adapter the External network binds (`desired::choose_uplink`), as recorded.

@@ -133,7 +133,7 @@ pub(crate) fn run_within(
 /// What the checks found and what is installed: what the plan is made from.
 struct Checked<'h> {
     /// The hash of the fleet-wide configuration (`config::fleet_hash`).
-    config_hash: String,
+    config_hash: crate::config::ConfigHash,
     /// The install's id: the previous record's, else a new one (`record::install_id`).
     install_id: String,
     want: release::Want,
