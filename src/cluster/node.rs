@@ -60,6 +60,9 @@ pub fn exists(c: &Cluster, node: &str) -> Result<bool, ClusterError> {
 pub const ANNOTATION_CALICO_VERSION: &str = "calicoctl-win/calico-version";
 pub const ANNOTATION_TOOL_VERSION: &str = "calicoctl-win/version";
 pub const ANNOTATION_CONFIG_HASH: &str = "calicoctl-win/config-hash";
+/// The install's own id (`InstallRecord::install_id`), which tells one install from another
+/// made since from the same config under the same node name.
+pub const ANNOTATION_INSTALL_ID: &str = "calicoctl-win/install-id";
 /// The finding codes of CalicoNode's last look (docs/findings.md), `{"heartbeat": "<the
 /// condition's lastHeartbeatTime>", "codes": [...]}` written in the same patch as
 /// `CONDITION_CALICO_READY`, so that `fleet status` reads them as data, and trusts them only
@@ -165,6 +168,7 @@ pub fn forget(c: &Cluster, node: &str, left: Left) -> Result<(), ClusterError> {
         ANNOTATION_CALICO_VERSION,
         ANNOTATION_TOOL_VERSION,
         ANNOTATION_CONFIG_HASH,
+        ANNOTATION_INSTALL_ID,
         ANNOTATION_FINDING_CODES,
         ANNOTATION_TRAFFIC_CODES,
     ]

@@ -173,6 +173,7 @@ fn install_inputs<'a>(
         },
         expect_vsid: (config.backend == Backend::Vxlan).then_some(vni),
         config_hash: Some(crate::config::fleet_hash(loaded)),
+        install_id: rec.install_id.clone(),
         uplink,
     }
 }

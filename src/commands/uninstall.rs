@@ -75,7 +75,11 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     };
     let grant = rec.renewal.clone().filter(|_| args.purge);
     let ran_as = ran_as(host.as_ref(), &root);
-    let at = (ran_as, rec.config_hash.as_deref());
+    let ours = Ours {
+        id: rec.install_id.as_deref(),
+        hash: rec.config_hash.as_ref().map(|h| h.0.as_str()),
+    };
+    let at = (ran_as, ours);
     let cluster = cluster_part(ctx, grant.as_ref(), at, args.skip_cluster);
     left.extend(cluster.left.iter().cloned());
     let actions = uninstall::plan(
@@ -278,7 +282,7 @@ struct ClusterPart {
 fn cluster_part(
     ctx: &mut Context,
     grant: Option<&crate::cluster::renewal::Grant>,
-    (ran_as, hash): (Option<String>, Option<&str>),
+    (ran_as, ours): (Option<String>, Ours<'_>),
     skip_cluster: bool,
 ) -> ClusterPart {
     let node = node_to_forget(ctx, ran_as);
@@ -309,7 +313,7 @@ fn cluster_part(
                 ctx,
                 &mut part,
                 (&c, node_there),
-                (node.as_deref(), grant, hash),
+                (node.as_deref(), grant, ours),
             );
             part.cluster = Some(c);
         }
@@ -329,11 +333,11 @@ fn cluster_part(
                 // Without a kubeconfig, this is how uninstall is run on a node only: said, not
                 // warned.
                 Some(n) if no_kubeconfig => ctx.printer.text(&format!(
-                    "Node {n} keeps its calicoctl-win annotations and CalicoWindowsReady condition (no kubeconfig): 'kubectl annotate node {n} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash- calicoctl-win/finding-codes-' removes the annotations (its CalicoWindowsReady condition keeps its last value)."
+                    "Node {n} keeps its calicoctl-win annotations and CalicoWindowsReady condition (no kubeconfig): 'kubectl annotate node {n} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash- calicoctl-win/install-id- calicoctl-win/finding-codes-' removes the annotations (its CalicoWindowsReady condition keeps its last value)."
                 )),
                 Some(n) => {
                     let w = format!(
-                        "node {n} keeps its calicoctl-win annotations and CalicoWindowsReady condition ({why}): 'kubectl annotate node {n} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash- calicoctl-win/finding-codes-' removes the annotations (its CalicoWindowsReady condition keeps its last value)"
+                        "node {n} keeps its calicoctl-win annotations and CalicoWindowsReady condition ({why}): 'kubectl annotate node {n} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash- calicoctl-win/install-id- calicoctl-win/finding-codes-' removes the annotations (its CalicoWindowsReady condition keeps its last value)"
                     );
                     ctx.printer.warn(&w);
                     part.warnings.push(w);
@@ -351,18 +355,21 @@ fn reached_steps(
     ctx: &mut Context,
     part: &mut ClusterPart,
     (c, node_there): (&crate::cluster::Cluster, bool),
-    (node, grant, hash): (
+    (node, grant, ours): (
         Option<&str>,
         Option<&crate::cluster::renewal::Grant>,
-        Option<&str>,
+        Ours<'_>,
     ),
 ) {
     use crate::cluster::node::Left;
     // A node another install annotated since (re-provisioned under this name) keeps
-    // its annotations, its condition and its grant, which are that install's now.
+    // its annotations, its condition and its grant, which are that install's now. The grant
+    // carries nothing of the install that made it (named by node, adopted by its label by
+    // the next install on that name: `renewal::ensure`), so the Node's install id is the
+    // proof for it too.
     let foreign = node
         .filter(|_| node_there)
-        .and_then(|n| another_install(c, n, hash));
+        .and_then(|n| another_install(c, n, ours));
     part.steps
         .extend(
             grant
@@ -392,19 +399,40 @@ fn reached_steps(
     }
 }
 
-/// Why node `n` is not this install's to forget, if it is not: its `calicoctl-win/config-hash`
-/// annotation names another config than this install's record (`hash`; a record of an older
-/// version has none, and then the node is taken as named). A node with no such annotation has
-/// nothing of ours but its condition, which is forgotten.
-fn another_install(c: &crate::cluster::Cluster, n: &str, hash: Option<&str>) -> Option<String> {
-    let key = crate::cluster::node::ANNOTATION_CONFIG_HASH;
-    let theirs = crate::cluster::node::annotations(c, n).ok()?.remove(key)?;
-    let ours = hash?;
+/// Why node `n` is not this install's to forget, if it is not: its `calicoctl-win/install-id`
+/// annotation names another install than this install's record (`ours`). A node without one
+/// (annotated by an older version), or a record without one (an older install), is told by
+/// the `calicoctl-win/config-hash` annotation instead, which every install from the same
+/// config shares: another config's is another install's (a record without a hash takes the
+/// node as named). A node with neither has nothing of ours but its condition, which is
+/// forgotten.
+fn another_install(c: &crate::cluster::Cluster, n: &str, ours: Ours<'_>) -> Option<String> {
+    use crate::cluster::node::{ANNOTATION_CONFIG_HASH, ANNOTATION_INSTALL_ID};
+    let mut theirs = crate::cluster::node::annotations(c, n).ok()?;
+    let ((what, key), theirs, ours) = match (theirs.remove(ANNOTATION_INSTALL_ID), ours.id) {
+        (Some(t), Some(o)) => (("id", ANNOTATION_INSTALL_ID), t, o),
+        // Only an install that keeps an id writes one on its Node, and this one keeps none (its
+        // record is an older version's, and reconfigure writes no id for it): the id is
+        // another install's.
+        (Some(t), None) => (("id", ANNOTATION_INSTALL_ID), t, "none"),
+        _ => (
+            ("config", ANNOTATION_CONFIG_HASH),
+            theirs.remove(ANNOTATION_CONFIG_HASH)?,
+            ours.hash?,
+        ),
+    };
     (theirs != ours).then(|| {
         format!(
-            "node {n} carries another install's config ({key} {theirs}, this install's {ours}): uninstall leaves its annotations, its condition and its token-renewal grant as they are"
+            "node {n} carries another install's {what} ({key} {theirs}, this install's {ours}): uninstall leaves its annotations, its condition and its token-renewal grant as they are"
         )
     })
+}
+
+/// What tells this install's Node: the record's install id and config hash.
+#[derive(Clone, Copy)]
+struct Ours<'a> {
+    id: Option<&'a str>,
+    hash: Option<&'a str>,
 }
 
 /// The node uninstall forgets: the one this host's Calico ran as (`ran_as`) when it differs

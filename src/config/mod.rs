@@ -162,15 +162,24 @@ pub fn per_node_settings(path: PathBuf, text: &str) -> Result<Vec<String>, Confi
 /// container runtime's directories). Two nodes given one config file get the same hash; any
 /// fleet-wide setting that differs, from the file, a flag, the environment or the cluster,
 /// gives another. What install and reconfigure annotate the Node with (`fleet status`).
-pub fn fleet_hash(loaded: &Loaded) -> String {
+pub fn fleet_hash(loaded: &Loaded) -> ConfigHash {
     let listing: String = loaded
         .shown
         .iter()
         .filter(|(key, shown)| !PER_NODE.contains(key) && shown.source != layer::Source::Host)
         .map(|(key, shown)| format!("{key}={}\n", shown.value))
         .collect();
-    format!("sha256:{}", crate::files::sha256_hex(listing.as_bytes()))
+    ConfigHash(format!(
+        "sha256:{}",
+        crate::files::sha256_hex(listing.as_bytes())
+    ))
 }
+
+/// A hash of the fleet-wide configuration (`fleet_hash`), as kept in the install record and
+/// written in the Node's `calicoctl-win/config-hash` annotation.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct ConfigHash(pub String);
 
 /// Computes the effective configuration from its inputs, reporting every problem at once.
 pub fn load(inputs: &Inputs) -> Result<Loaded, ConfigError> {

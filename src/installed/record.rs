@@ -47,7 +47,13 @@ pub struct InstallRecord {
     /// The hash of the fleet-wide configuration applied (`config::fleet_hash`), which the
     /// Node is annotated with (absent in records of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config_hash: Option<String>,
+    pub config_hash: Option<crate::config::ConfigHash>,
+    /// This install's own id, random, made at its first install and kept by every later
+    /// install and reconfigure of it, which the Node is annotated with: uninstall tells by it
+    /// that the Node is still this install's, not that of another host installed since under
+    /// the same name from the same config (absent in records of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install_id: Option<String>,
     /// The settings the Calico network was made with, which cannot change without recreating
     /// it (absent in records of older versions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -197,10 +203,23 @@ pub fn redactor(h: &dyn Files, rec: Option<&InstallRecord>) -> crate::redact::Re
     crate::redact::Redactor::new(&secrets)
 }
 
+/// The id of the install `previous` records, else a new one: 16 random bytes from the
+/// operating system, in hex.
+pub fn install_id(previous: Option<&InstallRecord>) -> anyhow::Result<String> {
+    if let Some(id) = previous.and_then(|p| p.install_id.clone()) {
+        return Ok(id);
+    }
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| anyhow::anyhow!("cannot make an install id (no random bytes: {e})"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// The annotations for what an install record says: the Calico release, the version of
 /// calicoctl-win that wrote it, and the hash of the fleet-wide configuration applied (the same
 /// on every node given the same config: `config::fleet_hash`). A record of an older version
-/// without one gives the hash of its rendered files, as those versions annotated.
+/// without one gives the hash of its rendered files, as those versions annotated. With them,
+/// the record's install id, when it has one.
 pub fn annotations_for(rec: &InstallRecord) -> std::collections::BTreeMap<String, String> {
     let mut rendered: Vec<(String, &str)> = rec
         .files
@@ -226,12 +245,13 @@ pub fn annotations_for(rec: &InstallRecord) -> std::collections::BTreeMap<String
         ),
         (
             crate::cluster::node::ANNOTATION_CONFIG_HASH,
-            rec.config_hash.clone().unwrap_or_else(|| {
+            rec.config_hash.clone().map(|h| h.0).unwrap_or_else(|| {
                 format!("sha256:{}", crate::files::sha256_hex(listing.as_bytes()))
             }),
         ),
     ]
     .into_iter()
+    .chain((rec.install_id.clone()).map(|id| (crate::cluster::node::ANNOTATION_INSTALL_ID, id)))
     .map(|(k, v)| (k.to_owned(), v))
     .collect()
 }

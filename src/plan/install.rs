@@ -49,7 +49,9 @@ pub struct Inputs<'a> {
     /// The node's grant to renew its token; `None` keeps the previous record's.
     pub renewal: Option<crate::cluster::renewal::Grant>,
     /// The hash of the fleet-wide configuration (`config::fleet_hash`), kept in the record.
-    pub config_hash: Option<String>,
+    pub config_hash: Option<crate::config::ConfigHash>,
+    /// The install's id (`record::install_id`), kept in the record.
+    pub install_id: Option<String>,
     /// The adapter the External network binds (`desired::choose_uplink`), as recorded.
     pub uplink: Option<String>,
 }
@@ -815,6 +817,7 @@ fn record_write(
         addresses_before: routes.addresses_before.clone(),
         networks: networks(c),
         config_hash: i.config_hash.clone(),
+        install_id: i.install_id.clone(),
         network: Some(record::NetworkSettings::of(c, i.uplink.as_deref())),
         protected,
         renewal: i

@@ -17,6 +17,7 @@ mod host_defaults;
 mod hostile;
 mod install;
 mod install_etcd;
+mod install_id;
 mod logs;
 mod metrics;
 mod metrics_diags;

@@ -481,7 +481,8 @@ fn uninstall_purge_leaves_a_grant_made_again_since_install_with_our_label() {
 }
 
 /// A node whose config-hash annotation names another install's config (reinstalled elsewhere
-/// under the same name, or a copied config) is not forgotten: its annotations stay, said.
+/// under the same name, or a copied config) by an older version, which wrote no install id,
+/// is not forgotten: its annotations stay, said.
 #[test]
 fn uninstall_leaves_a_node_another_install_annotated() {
     let api = FakeApi::start();
@@ -494,6 +495,10 @@ fn uninstall_leaves_a_node_another_install_annotated() {
     let mut n = api.get("/api/v1/nodes/win-1").expect("node");
     let theirs = format!("sha256:{}", "b".repeat(64));
     n["metadata"]["annotations"]["calicoctl-win/config-hash"] = serde_json::json!(theirs);
+    n["metadata"]["annotations"]
+        .as_object_mut()
+        .and_then(|a| a.remove("calicoctl-win/install-id"))
+        .expect("install id");
     api.put("/api/v1/nodes/win-1", n);
     let (code, doc, stderr) = node.run(&["uninstall", "--purge"]);
     assert_eq!(code, 0, "{stderr}");

@@ -6,8 +6,8 @@ use std::path::Path;
 
 /// The simulated host's state as a value to compare: `state.json` without counters, pids and
 /// generated ids, and every file with its checksum (a kubeconfig's token, the logs' lines and
-/// the record's checksum of the kubeconfig, the installed files' modification times vary from
-/// run to run, so only their presence counts).
+/// the record's checksum of the kubeconfig and install id, the installed files' modification
+/// times vary from run to run, so only their presence counts).
 pub fn snapshot(sim: &Path) -> Value {
     let text = fs_err::read_to_string(sim.join("state.json")).expect("state.json");
     let mut state: Value = serde_json::from_str(&text).expect("state");
@@ -115,6 +115,10 @@ fn walk(base: &Path, dir: &Path, out: &mut serde_json::Map<String, Value>) {
                 }) {
                     f["sha256"] = json!("token");
                 }
+            }
+            // The install's id, random at each first install (`record::install_id`).
+            if rec["install_id"].is_string() {
+                rec["install_id"] = json!("id");
             }
             out.insert(rel, rec);
         } else {

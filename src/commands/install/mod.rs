@@ -101,6 +101,7 @@ pub(crate) fn run_within(
     )?;
     let root = config.root();
     let previous = record::read(host.as_ref(), &root)?;
+    let install_id = record::install_id(previous.as_ref())?;
     let journal_path = root.journal();
     let internal_ip = match &cluster {
         ClusterRead::Read(_, f) => f.node_internal_ip,
@@ -113,6 +114,7 @@ pub(crate) fn run_within(
     refuse_network_changes(host.as_ref(), previous.as_ref(), config, &uplink)?;
     let checked = Checked {
         config_hash: crate::config::fleet_hash(&loaded),
+        install_id,
         want,
         legacy,
         cluster,
@@ -131,7 +133,9 @@ pub(crate) fn run_within(
 /// What the checks found and what is installed: what the plan is made from.
 struct Checked<'h> {
     /// The hash of the fleet-wide configuration (`config::fleet_hash`).
-    config_hash: String,
+    config_hash: crate::config::ConfigHash,
+    /// The install's id: the previous record's, else a new one (`record::install_id`).
+    install_id: String,
     want: release::Want,
     legacy: Vec<crate::host::InstalledService>,
     cluster: ClusterRead,
@@ -191,6 +195,7 @@ fn install(
         restart: plan::install::Restart::All,
         expect_vsid: None,
         config_hash: Some(c.config_hash.clone()),
+        install_id: Some(c.install_id.clone()),
         uplink: c.uplink.adapter.clone(),
     };
     let actions = plan::install::plan(host, &inputs)?;

@@ -304,7 +304,7 @@ fn two_nodes_from_one_config_share_the_fleet_hash() {
             ..Default::default()
         }
         .layer();
-        fleet_hash(&load(&i).expect("loads"))
+        fleet_hash(&load(&i).expect("loads")).0
     };
     let a = node("WIN-A", &[]);
     assert!(a.starts_with("sha256:") && a.len() == 71, "{a}");
@@ -323,7 +323,7 @@ fn two_nodes_from_one_config_share_the_fleet_hash() {
     from_cluster
         .cluster
         .insert("service_cidrs", Raw::Scalar("10.96.0.0/16".into()));
-    assert_ne!(a, fleet_hash(&load(&from_cluster).expect("loads")));
+    assert_ne!(a, fleet_hash(&load(&from_cluster).expect("loads")).0);
 }
 
 /// A config file that exists but cannot be used is not told to "pass an existing file": the
