@@ -156,30 +156,26 @@ pub struct ClusterFacts {
 }
 
 impl ClusterFacts {
-    /// kube-proxy's version as the Node reports it (`status.nodeInfo.kubeProxyVersion`); the
-    /// kubelet may leave it empty (kubernetes `DisableNodeKubeProxyVersion`).
-    pub fn kube_proxy_version(&self) -> Option<String> {
-        let info = self
-            .node_object
+    /// The Node's `status.nodeInfo`, when it was read.
+    fn node_info(&self) -> Option<&k8s_openapi::api::core::v1::NodeSystemInfo> {
+        self.node_object
             .as_ref()?
             .status
             .as_ref()?
             .node_info
-            .as_ref()?;
-        Some(info.kube_proxy_version.clone()).filter(|v| !v.is_empty())
+            .as_ref()
+    }
+
+    /// kube-proxy's version as the Node reports it (`status.nodeInfo.kubeProxyVersion`); the
+    /// kubelet may leave it empty (kubernetes `DisableNodeKubeProxyVersion`).
+    pub fn kube_proxy_version(&self) -> Option<String> {
+        Some(self.node_info()?.kube_proxy_version.clone()).filter(|v| !v.is_empty())
     }
 
     /// The container runtime's version as the Node reports it
     /// (`status.nodeInfo.containerRuntimeVersion`, `containerd://1.7.20`).
     pub fn runtime_version(&self) -> Option<String> {
-        let info = self
-            .node_object
-            .as_ref()?
-            .status
-            .as_ref()?
-            .node_info
-            .as_ref()?;
-        Some(info.container_runtime_version.clone()).filter(|v| !v.is_empty())
+        Some(self.node_info()?.container_runtime_version.clone()).filter(|v| !v.is_empty())
     }
 }
 
