@@ -214,7 +214,7 @@ pub fn evaluate(s: &HostSnapshot, c: &Config) -> Vec<Check> {
     ]
 }
 
-/// The supported Windows Server builds (docs/preflight.md has the same table). What breaks on
+/// The supported Windows Server builds (docs/commands/preflight.md has the same table). What breaks on
 /// one build at some updates and releases is in the known-issues table (`known_issues.rs`),
 /// Windows Server 2025's network policy among them.
 pub const SUPPORTED_BUILDS: &[(u32, &str, Option<u32>)] = &[
@@ -257,7 +257,7 @@ fn os_build(s: &HostSnapshot) -> Check {
                 "Windows build {} is not supported by Calico for Windows",
                 sys.build
             ),
-            "use Windows Server 2019 (17763.1432+), 2022 (20348.169+) or 2025; see docs/preflight.md",
+            "use Windows Server 2019 (17763.1432+), 2022 (20348.169+) or 2025; see docs/commands/preflight.md",
         );
     };
     match (min_ubr, sys.ubr) {
