@@ -161,8 +161,6 @@ pub(super) fn restore_security(host: &dyn Host, path: &str, sddl: &str) -> anyho
     Ok(())
 }
 
-/// Undoes every journaled action in reverse, then removes the journal and the directories
-/// the run created. Returns the undo steps that failed.
 /// Undoes what an interrupted run journaled at `journal_path` (in reverse), then removes the
 /// journal and the directories it created: what a failed install does, for a later command.
 /// Returns what could not be undone (the journal stays then).
