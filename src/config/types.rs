@@ -382,7 +382,7 @@ impl WinPath {
 }
 
 /// The device names Windows reserves in every directory, with or without an extension
-/// (Microsoft's "Naming Files, Paths, and Namespaces"), the superscript digits included.
+/// (Microsoft's "Naming Files, Paths, and Namespaces").
 const DEVICES: &[&str] = &["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"];
 
 fn is_device(component: &str) -> bool {
@@ -400,10 +400,7 @@ fn is_device(component: &str) -> bool {
         .or_else(|| stem.strip_prefix("LPT"));
     port.is_some_and(|n| {
         let mut c = n.chars();
-        matches!(
-            (c.next(), c.next()),
-            (Some('0'..='9' | '\u{b9}' | '\u{b2}' | '\u{b3}'), None)
-        )
+        matches!((c.next(), c.next()), (Some('0'..='9'), None))
     })
 }
 
@@ -701,7 +698,6 @@ mod tests {
             ("C:\\CON\\x", "device name"),
             ("C:\\k\\nul.txt", "device name"),
             ("C:\\k\\LPT1", "device name"),
-            ("C:\\k\\com\u{b9}", "device name"),
             ("C:\\CalicoWindows.", "dot or a space"),
             ("C:\\CalicoWindows \\x", "dot or a space"),
             ("C:\\k\\file.exe:stream", "':'"),

@@ -67,13 +67,10 @@ pub fn wanted(c: &Config, felix: &str) -> Vec<FirewallRule> {
     .collect()
 }
 
-/// Adds the actions that take the host's metrics rules to the wanted ones, and returns the
-/// rules the install then owns. A rule is removed only while it is the one rule of its name
-/// and as made (`firewall::ours`: every property we set, the description marker too): beside another rule of
-/// its name (an administrator's), or changed, it stays and is no longer ours. A wanted rule
-/// is made only where no rule has its name; a name another rule holds (an administrator's,
-/// or ours changed and no longer recorded) refuses the plan, before any change: Windows would
-/// keep the two side by side, and removal by name could not tell them apart.
+/// Adds the actions that take the host's metrics rules to the wanted ones; returns the rules
+/// the install then owns. A rule is removed only while it is alone under its name and as made
+/// (`firewall::ours`); a wanted rule is made only where no rule has its name, else the plan is
+/// refused before any change (removal is by name and could not tell two apart).
 pub fn plan(
     host: &dyn Host,
     c: &Config,
