@@ -40,8 +40,7 @@ pub struct Global {
     /// Admin kubeconfig for talking to the cluster (default: $KUBECONFIG, then ~/.kube/config)
     #[arg(long, global = true, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
-    /// Let a kubeconfig's credential plugin (user.exec, an auth-provider's cmd-path) run:
-    /// calicoctl-win may run elevated (on a node, as an administrator or SYSTEM), and the plugin would too
+    /// Let a kubeconfig's credential plugin (user.exec, an auth-provider's cmd-path) run, elevated as calicoctl-win is
     #[arg(long, global = true)]
     pub allow_exec_plugin: bool,
     /// Override one setting, like --set vxlan.vni=4097 (repeatable; lists comma-separated;
@@ -692,9 +691,8 @@ pub struct FleetPlanArgs {
     /// Calico's namespace, where the jobs read calico-config
     #[arg(long, value_name = "NS", default_value = "calico-system")]
     pub calico_namespace: String,
-    /// With --migrate: the namespace the operator reads its settings in (its Deployment's, or
-    /// its OPERATOR_NAMESPACE; a Helm release's namespace), where the migrate account may get
-    /// configmaps kubernetes-services-endpoint; refused without --migrate, which alone uses it
+    /// With --migrate only: the namespace the operator reads its settings in (its
+    /// OPERATOR_NAMESPACE), where the migrate account may get configmaps kubernetes-services-endpoint
     #[arg(
         long,
         value_name = "NS",
@@ -706,8 +704,7 @@ pub struct FleetPlanArgs {
     #[arg(long, value_enum, default_value = "auto")]
     pub calico_api: CalicoApi,
     /// The Secret that holds the config file (default: calicoctl-win-config; with --migrate,
-    /// calicoctl-win-migrate-config, so that a migration's config never re-runs the
-    /// reconfigure Plan, which watches its own Secret)
+    /// calicoctl-win-migrate-config)
     #[arg(long, value_name = "NAME")]
     pub config_secret: Option<String>,
     /// How many nodes are changed at once (default 2; a migration moves one at a time)
@@ -747,8 +744,7 @@ pub struct FleetPlanArgs {
     #[arg(long, value_name = "IMAGE", value_parser = crate::verify::options::image_flag, conflicts_with = "migrate")]
     pub verify_image: Option<String>,
     /// The DaemonSet's pod also gets a container per service log ('kubectl logs POD -c
-    /// felix'), which copies that log into kubelet's container logs for the pod's life: off by
-    /// default, as kubelet's rotation of them is not reliable on Windows (docs: fleet.md)
+    /// felix'), copying that log into kubelet's container logs (off by default: see fleet.md)
     #[arg(long, conflicts_with = "migrate")]
     pub log_containers: bool,
     /// Roll a migration instead of a reconfigure: a Plan that runs 'migrate to-operator' or
@@ -1084,9 +1080,8 @@ pub struct StatusArgs {
     /// the API server takes calico-node's token is still asked, once, with its own kubeconfig
     #[arg(long)]
     pub offline: bool,
-    /// Hash every installed file against the install record. Without it, a file whose size
-    /// and modification time are those it had after the last install or reconfigure is not
-    /// hashed again
+    /// Hash every installed file against the install record (without it, a file with its
+    /// recorded size and modification time is not hashed again)
     #[arg(long)]
     pub verify: bool,
     /// How long a pod's HNS endpoint may take to attach, and a new endpoint's address to be
@@ -1496,8 +1491,7 @@ pub struct ServiceRunArgs {
     #[arg(long, hide = true, value_name = "PATH")]
     pub program: Option<String>,
     /// The installed Calico release, which decides how its binary is started (-complete-startup
-    /// from 3.31, calico.exe from 3.33); install sets it. Without it calico-node.exe gets only
-    /// the flags every release knows
+    /// from 3.31, calico.exe from 3.33); install sets it
     #[arg(long, value_name = "X.Y.Z", value_parser = crate::release::CalicoVersion::parse_release)]
     pub calico_version: Option<crate::release::CalicoVersion>,
     /// The cloud (node.platform; install sets it unless it is auto): without it CalicoNode

@@ -223,12 +223,9 @@ fn clean_up(
     Ok(())
 }
 
-/// Removes the rule of `name` while it is `made` alone under it (`firewall::ours`), judged
-/// again as the removal runs: one an administrator changed since the plan stays, said. When
-/// the plan adds a rule of that name after it (in `later`), the kept rule fails the step
-/// instead, before anything of it changed, and the run is undone: the add would be refused
-/// (`Exists`) after more steps, and leaving the kept rule in place of the wanted one would
-/// leave the node unlike its config; a new plan refuses the name in the same words.
+/// Removes the rule of `name` while it is `made` alone under it (`firewall::ours`): one an
+/// administrator changed since the plan stays, said; when the plan adds a rule of that name
+/// later (`later`), the kept rule fails the step before anything changed, and the run is undone.
 fn remove_rule(
     host: &dyn Host,
     name: &str,

@@ -161,8 +161,6 @@ pub(super) fn restore_security(host: &dyn Host, path: &str, sddl: &str) -> anyho
     Ok(())
 }
 
-/// Undoes every journaled action in reverse, then removes the journal and the directories
-/// the run created. Returns the undo steps that failed.
 /// Undoes what an interrupted run journaled at `journal_path` (in reverse), then removes the
 /// journal and the directories it created: what a failed install does, for a later command.
 /// Returns what could not be undone (the journal stays then).
@@ -237,23 +235,22 @@ pub struct Rolled {
 }
 
 pub(super) fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -> Rolled {
-    let mut kept_logs = None;
-    let mut kept = Vec::new();
-    let failures = undo_all(host, journal, opts, &mut kept_logs, &mut kept);
-    Rolled {
-        failures,
-        kept,
-        kept_logs,
-    }
+    let mut rolled = Rolled {
+        failures: Vec::new(),
+        kept: Vec::new(),
+        kept_logs: None,
+    };
+    rolled.failures = undo_all(host, journal, opts, &mut rolled);
+    rolled
 }
 
 fn undo_all(
     host: &dyn Host,
     journal: &Journal,
     opts: &Options<'_>,
-    kept_logs: &mut Option<String>,
-    kept: &mut Vec<String>,
+    rolled: &mut Rolled,
 ) -> Vec<String> {
+    let kept = &mut rolled.kept;
     let mut failures = Vec::new();
     for e in journal.entries.iter().rev() {
         if let Err(err) = undo(host, &e.undo, opts, kept) {
@@ -307,7 +304,7 @@ fn undo_all(
             });
             if created {
                 match keep_service_logs(host, logs, &journal.command) {
-                    Ok(kept) => *kept_logs = kept,
+                    Ok(logs) => rolled.kept_logs = logs,
                     Err(f) => failures.extend(f),
                 }
                 dirs.push(logs.clone());

@@ -44,28 +44,18 @@ enum Block {
     Other,
 }
 
-/// The text of a config.ps1 as PowerShell reads it: UTF-16LE or UTF-16BE with a byte-order
-/// mark (what Windows PowerShell 5.1's `Out-File` and `>` write), UTF-8 with or without one;
-/// without a mark, bytes that are not UTF-8 are read as Windows-1252's Latin range, as
-/// PowerShell 5.1 reads a BOM-less file in the ANSI code page.
+/// The text of a config.ps1 as PowerShell reads it: UTF-16LE with a byte-order mark (what
+/// Windows PowerShell 5.1's `Out-File` and `>` write), UTF-8 with or without one; without a
+/// mark, bytes that are not UTF-8 are read as Windows-1252's Latin range (the ANSI code page).
 pub fn decode(bytes: &[u8]) -> String {
-    let utf16 = |rest: &[u8], le: bool| {
-        let units: Vec<u16> = rest
-            .chunks(2)
-            .map(|c| {
-                let pair = [c[0], c.get(1).copied().unwrap_or(0)];
-                if le {
-                    u16::from_le_bytes(pair)
-                } else {
-                    u16::from_be_bytes(pair)
-                }
-            })
-            .collect();
-        String::from_utf16_lossy(&units)
-    };
     match bytes {
-        [0xFF, 0xFE, rest @ ..] => utf16(rest, true),
-        [0xFE, 0xFF, rest @ ..] => utf16(rest, false),
+        [0xFF, 0xFE, rest @ ..] => {
+            let units: Vec<u16> = rest
+                .chunks(2)
+                .map(|c| u16::from_le_bytes([c[0], c.get(1).copied().unwrap_or(0)]))
+                .collect();
+            String::from_utf16_lossy(&units)
+        }
         [0xEF, 0xBB, 0xBF, rest @ ..] => String::from_utf8_lossy(rest).into_owned(),
         _ => match std::str::from_utf8(bytes) {
             Ok(s) => s.to_owned(),
@@ -77,34 +67,17 @@ pub fn decode(bytes: &[u8]) -> String {
 /// Reads config.ps1 text, in time linear in its length.
 pub fn import(text: &str) -> Import {
     let mut reader = Reader::default();
-    // The line a `<#` comment was opened on, while it is open.
-    let mut block_comment: Option<(usize, String)> = None;
+    let mut in_block_comment = false;
     for (i, raw_line) in text.lines().enumerate() {
-        let n = i + 1;
         let line = raw_line.trim();
-        if block_comment.is_some() {
-            if line.contains("#>") {
-                block_comment = None;
-            }
-            continue;
-        }
-        if line.starts_with("<#") {
-            if !line.contains("#>") {
-                block_comment = Some((n, line.to_owned()));
-            }
+        if in_block_comment || line.starts_with("<#") {
+            in_block_comment = !line.contains("#>");
             continue;
         }
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        reader.line(n, line);
-    }
-    if let Some((line, text)) = block_comment {
-        reader.out.not_understood.push(Skipped {
-            line,
-            text,
-            reason: "a <# block comment that is never closed: PowerShell refuses the whole file, and nothing after this line was imported".into(),
-        });
+        reader.line(i + 1, line);
     }
     reader.finish()
 }

@@ -24,157 +24,83 @@ macro_rules! string_shown {
     };
 }
 
-/// Calico's networking backend (`CALICO_NETWORKING_BACKEND`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    Vxlan,
-    WindowsBgp,
-    /// A third-party CNI plugin; Calico enforces policy only.
-    None,
-}
+/// An enum of named choices, parsed in any case (aliases after `|`), shown by its first name.
+macro_rules! choice {
+    ($(#[$m:meta])* $name:ident, $allowed:literal,
+     $($variant:ident => $text:literal $(| $alias:literal)*),+ $(,)?) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name { $($variant),+ }
 
-impl Setting for Backend {
-    fn parse(raw: &str) -> Result<Self, Rejection> {
-        match raw.to_ascii_lowercase().as_str() {
-            "vxlan" => Ok(Self::Vxlan),
-            "windows-bgp" | "bgp" => Ok(Self::WindowsBgp),
-            "none" => Ok(Self::None),
-            _ => Err("allowed: vxlan, windows-bgp (alias bgp), none".into()),
+        impl Setting for $name {
+            fn parse(raw: &str) -> Result<Self, Rejection> {
+                match raw.to_ascii_lowercase().as_str() {
+                    $($text $(| $alias)* => Ok(Self::$variant),)+
+                    _ => Err($allowed.into()),
+                }
+            }
+            string_shown!($name);
         }
-    }
-    string_shown!(Backend);
-}
 
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Vxlan => "vxlan",
-            Self::WindowsBgp => "windows-bgp",
-            Self::None => "none",
-        })
-    }
-}
-
-/// Where Calico keeps its data (`CALICO_DATASTORE_TYPE`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Datastore {
-    Kubernetes,
-    Etcdv3,
-}
-
-impl Setting for Datastore {
-    fn parse(raw: &str) -> Result<Self, Rejection> {
-        match raw.to_ascii_lowercase().as_str() {
-            "kubernetes" => Ok(Self::Kubernetes),
-            "etcdv3" => Ok(Self::Etcdv3),
-            _ => Err("allowed: kubernetes, etcdv3".into()),
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(match self { $(Self::$variant => $text),+ })
+            }
         }
-    }
-    string_shown!(Datastore);
+    };
 }
 
-impl fmt::Display for Datastore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Kubernetes => "kubernetes",
-            Self::Etcdv3 => "etcdv3",
-        })
-    }
-}
-
-/// The CNI IPAM plugin (`CNI_IPAM_TYPE`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IpamType {
-    CalicoIpam,
-    HostLocal,
-}
-
-impl Setting for IpamType {
-    fn parse(raw: &str) -> Result<Self, Rejection> {
-        match raw.to_ascii_lowercase().as_str() {
-            "calico-ipam" => Ok(Self::CalicoIpam),
-            "host-local" => Ok(Self::HostLocal),
-            _ => Err("allowed: calico-ipam, host-local".into()),
+/// `Display` of a newtype over a `String`: its text.
+macro_rules! display_text {
+    ($($t:ty),+) => {$(
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
         }
-    }
-    string_shown!(IpamType);
+    )+};
 }
 
-impl fmt::Display for IpamType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::CalicoIpam => "calico-ipam",
-            Self::HostLocal => "host-local",
-        })
-    }
-}
+choice!(
+    /// Calico's networking backend (`CALICO_NETWORKING_BACKEND`); `None`: a third-party CNI
+    /// plugin, Calico enforces policy only.
+    Backend, "allowed: vxlan, windows-bgp (alias bgp), none",
+    Vxlan => "vxlan", WindowsBgp => "windows-bgp" | "bgp", None => "none",
+);
+choice!(
+    /// Where Calico keeps its data (`CALICO_DATASTORE_TYPE`).
+    Datastore, "allowed: kubernetes, etcdv3",
+    Kubernetes => "kubernetes", Etcdv3 => "etcdv3",
+);
+choice!(
+    /// The CNI IPAM plugin (`CNI_IPAM_TYPE`).
+    IpamType, "allowed: calico-ipam, host-local",
+    CalicoIpam => "calico-ipam", HostLocal => "host-local",
+);
+choice!(
+    /// The container runtime kubelet uses on this node; it decides the CNI directories and
+    /// route policy type.
+    ContainerRuntime, "allowed: containerd, docker",
+    Containerd => "containerd", Docker => "docker",
+);
+choice!(
+    /// The cloud the node runs on, which decides whether CalicoNode restores the metadata route
+    /// the vSwitch drops: `auto` probes the metadata services at start-up as Calico's scripts do.
+    PlatformChoice, "allowed: auto, bare-metal, ec2, gce, eks, aks",
+    Auto => "auto", BareMetal => "bare-metal", Ec2 => "ec2", Gce => "gce", Eks => "eks",
+    Aks => "aks",
+);
 
-/// The container runtime kubelet uses on this node; it decides the CNI directories and route policy type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ContainerRuntime {
-    Containerd,
-    Docker,
-}
-
-impl Setting for ContainerRuntime {
-    fn parse(raw: &str) -> Result<Self, Rejection> {
-        match raw.to_ascii_lowercase().as_str() {
-            "containerd" => Ok(Self::Containerd),
-            "docker" => Ok(Self::Docker),
-            _ => Err("allowed: containerd, docker".into()),
-        }
-    }
-    string_shown!(ContainerRuntime);
-}
-
-impl fmt::Display for ContainerRuntime {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Containerd => "containerd",
-            Self::Docker => "docker",
-        })
-    }
-}
-
-/// The cloud the node runs on, which decides whether CalicoNode restores the metadata route
-/// the vSwitch drops: `auto` probes the metadata services at start-up as Calico's scripts do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PlatformChoice {
-    Auto,
-    BareMetal,
-    Ec2,
-    Gce,
-    Eks,
-    Aks,
-}
-
-impl Setting for PlatformChoice {
-    fn parse(raw: &str) -> Result<Self, Rejection> {
-        match raw.to_ascii_lowercase().as_str() {
-            "auto" => Ok(Self::Auto),
-            "bare-metal" => Ok(Self::BareMetal),
-            "ec2" => Ok(Self::Ec2),
-            "gce" => Ok(Self::Gce),
-            "eks" => Ok(Self::Eks),
-            "aks" => Ok(Self::Aks),
-            _ => Err("allowed: auto, bare-metal, ec2, gce, eks, aks".into()),
-        }
-    }
-    string_shown!(PlatformChoice);
-}
-
-impl fmt::Display for PlatformChoice {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Auto => "auto",
-            Self::BareMetal => "bare-metal",
-            Self::Ec2 => "ec2",
-            Self::Gce => "gce",
-            Self::Eks => "eks",
-            Self::Aks => "aks",
-        })
-    }
-}
+display_text!(
+    MacPrefix,
+    NodeName,
+    Namespace,
+    WinPath,
+    EtcdEndpoint,
+    NetworkPattern,
+    Text,
+    Domain
+);
 
 /// A VXLAN network identifier usable on Windows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,12 +171,6 @@ impl Setting for MacPrefix {
         Ok(Self(raw.to_ascii_uppercase()))
     }
     string_shown!(MacPrefix);
-}
-
-impl fmt::Display for MacPrefix {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
 }
 
 /// An IP network in CIDR notation with no host bits set.
@@ -384,12 +304,6 @@ impl Setting for NodeName {
     string_shown!(NodeName);
 }
 
-impl fmt::Display for NodeName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 /// A Kubernetes namespace's name: a lower-case DNS-1123 label.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Namespace(pub String);
@@ -403,12 +317,6 @@ impl Setting for Namespace {
         }
     }
     string_shown!(Namespace);
-}
-
-impl fmt::Display for Namespace {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
 }
 
 /// A duration written as `90s`, `2m`, `1h` or a bare number of seconds (as config.ps1 writes it).
@@ -474,7 +382,7 @@ impl WinPath {
 }
 
 /// The device names Windows reserves in every directory, with or without an extension
-/// (Microsoft's "Naming Files, Paths, and Namespaces"), the superscript digits included.
+/// (Microsoft's "Naming Files, Paths, and Namespaces").
 const DEVICES: &[&str] = &["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"];
 
 fn is_device(component: &str) -> bool {
@@ -492,10 +400,7 @@ fn is_device(component: &str) -> bool {
         .or_else(|| stem.strip_prefix("LPT"));
     port.is_some_and(|n| {
         let mut c = n.chars();
-        matches!(
-            (c.next(), c.next()),
-            (Some('0'..='9' | '\u{b9}' | '\u{b2}' | '\u{b3}'), None)
-        )
+        matches!((c.next(), c.next()), (Some('0'..='9'), None))
     })
 }
 
@@ -563,12 +468,6 @@ impl Setting for WinPath {
     string_shown!(WinPath);
 }
 
-impl fmt::Display for WinPath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 /// An etcd endpoint URL: `http(s)://host:port`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EtcdEndpoint(String);
@@ -590,12 +489,6 @@ impl Setting for EtcdEndpoint {
         Ok(Self(raw.trim_end_matches('/').to_owned()))
     }
     string_shown!(EtcdEndpoint);
-}
-
-impl fmt::Display for EtcdEndpoint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
 }
 
 /// A log level for felix or confd.
@@ -650,12 +543,6 @@ fn first_line(s: &str) -> &str {
     s.lines().last().unwrap_or(s).trim()
 }
 
-impl fmt::Display for NetworkPattern {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 /// A free-form text value that must stay on one line (it ends up in environment blocks and JSON).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Text(String);
@@ -675,12 +562,6 @@ impl Setting for Text {
         }
     }
     string_shown!(Text);
-}
-
-impl fmt::Display for Text {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
 }
 
 /// A DNS search domain.
@@ -703,12 +584,6 @@ impl Setting for Domain {
         }
     }
     string_shown!(Domain);
-}
-
-impl fmt::Display for Domain {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
 }
 
 /// A TCP port other than 0.
@@ -823,7 +698,6 @@ mod tests {
             ("C:\\CON\\x", "device name"),
             ("C:\\k\\nul.txt", "device name"),
             ("C:\\k\\LPT1", "device name"),
-            ("C:\\k\\com\u{b9}", "device name"),
             ("C:\\CalicoWindows.", "dot or a space"),
             ("C:\\CalicoWindows \\x", "dot or a space"),
             ("C:\\k\\file.exe:stream", "':'"),

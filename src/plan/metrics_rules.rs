@@ -11,23 +11,14 @@ const PREFIX: &str = "Calico metrics ";
 /// Who serves a metrics port, as the rule's name says it.
 const WHO: [&str; 2] = ["calicoctl-win", "Felix"];
 
-/// Whether two names are one rule's: the firewall reads rules by name in any case
-/// (`Firewall::firewall_rules`, as the Windows host and its stand-ins do; Microsoft's
-/// INetFwRules::Item and Remove pages say only "Name of the rule", not how it is compared),
-/// so two names that differ only in case are one name to the plan as well.
-pub(crate) fn same_name(a: &str, b: &str) -> bool {
-    a.eq_ignore_ascii_case(b)
-}
-
-/// Whether `name` is the name `wanted` gives a metrics rule, for some port, in any case.
+/// Whether `name` is the name `wanted` gives a metrics rule, for some port.
 fn is_metrics_rule(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    let Some(rest) = lower.strip_prefix(&PREFIX.to_ascii_lowercase()) else {
+    let Some(rest) = name.strip_prefix(PREFIX) else {
         return false;
     };
     WHO.iter().any(|who| {
-        rest.strip_prefix(&who.to_ascii_lowercase())
-            .and_then(|r| r.strip_prefix(" tcp "))
+        rest.strip_prefix(who)
+            .and_then(|r| r.strip_prefix(" TCP "))
             .is_some_and(|port| port.parse::<u16>().is_ok_and(|p| p.to_string() == port))
     })
 }
@@ -76,13 +67,10 @@ pub fn wanted(c: &Config, felix: &str) -> Vec<FirewallRule> {
     .collect()
 }
 
-/// Adds the actions that take the host's metrics rules to the wanted ones, and returns the
-/// rules the install then owns. A rule is removed only while it is the one rule of its name
-/// and as made (`firewall::ours`: every property we set, the description marker too): beside another rule of
-/// its name (an administrator's), or changed, it stays and is no longer ours. A wanted rule
-/// is made only where no rule has its name; a name another rule holds (an administrator's,
-/// or ours changed and no longer recorded) refuses the plan, before any change: Windows would
-/// keep the two side by side, and removal by name could not tell them apart.
+/// Adds the actions that take the host's metrics rules to the wanted ones; returns the rules
+/// the install then owns. A rule is removed only while it is alone under its name and as made
+/// (`firewall::ours`); a wanted rule is made only where no rule has its name, else the plan is
+/// refused before any change (removal is by name and could not tell two apart).
 pub fn plan(
     host: &dyn Host,
     c: &Config,
@@ -113,10 +101,10 @@ pub fn plan(
         // it a second time, and the firewall holds the latest.
         let journaled = added
             .iter()
-            .filter(|(n, _)| same_name(n, &rule.name))
+            .filter(|(n, _)| *n == rule.name)
             .map(|(_, made)| *made)
             .find(|made| firewall::ours(&now, *made));
-        if now.is_empty() || removed.iter().any(|n| same_name(n, &rule.name)) {
+        if now.is_empty() || removed.contains(&rule.name) {
             actions.push(Action::AddFirewallRule { rule: rule.clone() });
         } else if firewall::only(&now, &rule) || previous.iter().any(|r| r.same(&rule)) {
             // As wanted; or ours as recorded, changed since or joined by another rule of its
@@ -160,16 +148,10 @@ fn remove_unwanted(
         added
             .iter()
             .map(|(n, _)| *n)
-            .filter(|n| !wanted.iter().any(|w| same_name(&w.name, n))),
+            .filter(|n| !wanted.iter().any(|w| w.name == *n)),
     );
     unwanted.sort_unstable();
-    // One name in any case once: the first of it.
-    let mut seen: Vec<&str> = Vec::new();
-    unwanted.retain(|n| {
-        let first = !seen.iter().any(|s| same_name(s, n));
-        seen.push(n);
-        first
-    });
+    unwanted.dedup();
     let mut removed = Vec::new();
     for name in unwanted {
         let now = host.firewall_rules(name)?;
@@ -178,12 +160,12 @@ fn remove_unwanted(
         // one, and the firewall holds that, unlike the record).
         let made: Option<Option<&FirewallRule>> = previous
             .iter()
-            .filter(|r| same_name(&r.name, name))
+            .filter(|r| r.name == name)
             .map(Some)
             .chain(
                 added
                     .iter()
-                    .filter(|(n, _)| same_name(n, name))
+                    .filter(|(n, _)| *n == name)
                     .map(|(_, made)| *made),
             )
             .find(|made| firewall::ours(&now, *made));

@@ -462,59 +462,6 @@ fn a_rule_recorded_from_any_ipv4_address_and_read_back_as_any_is_removed() {
     );
 }
 
-/// A journal that names the rules in another case than the config's (the firewall reads a
-/// name in any case): they are the metrics rules all the same, removed with metrics off and
-/// made again with another range; never refused as someone else's. (The plan compared the
-/// names exactly: the rules were left for good, and the plan wanting them was refused.)
-#[test]
-fn names_in_another_case_are_the_same_rules_to_the_plan() {
-    let dir = tempfile::tempdir().expect("dir");
-    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
-    let made: Vec<FirewallRule> = wanted(&on("9095"), FELIX)
-        .into_iter()
-        .map(|r| FirewallRule {
-            name: r.name.to_ascii_uppercase(),
-            ..r
-        })
-        .collect();
-    let mut journal = Journal::default();
-    for rule in &made {
-        host.firewall_add(rule).expect("add");
-        journal.entries.push(Entry {
-            action: format!("add firewall rule \"{}\"", rule.name),
-            undo: Undo::RemoveFirewallRule {
-                name: rule.name.clone(),
-                rule: Some(rule.clone()),
-            },
-            done: true,
-            irreversible: false,
-        });
-    }
-    let mut actions = Vec::new();
-    plan(
-        &host,
-        &config(&[]),
-        FELIX,
-        &[],
-        Some(&journal),
-        &mut actions,
-    )
-    .expect("plan");
-    assert_eq!(removed(&actions).len(), 2, "{actions:?}");
-    let wider = config(&[
-        "metrics.enabled=true",
-        "metrics.source_ranges=10.0.0.0/16",
-        "metrics.port=9095",
-    ]);
-    let mut actions = Vec::new();
-    plan(&host, &wider, FELIX, &[], Some(&journal), &mut actions).expect("not refused");
-    assert_eq!(removed(&actions).len(), 2, "{actions:?}");
-    // As wanted but for the case of its name: left as it is.
-    let mut actions = Vec::new();
-    plan(&host, &on("9095"), FELIX, &made, None, &mut actions).expect("plan");
-    assert!(actions.is_empty(), "{actions:?}");
-}
-
 /// A record and a journal of the previous version, which kept none of the properties install
 /// does not set: their rules read with Windows' defaults, the ones that version made every
 /// rule with, so the rules the firewall holds as made are theirs: removed with metrics off,

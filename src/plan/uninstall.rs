@@ -130,12 +130,9 @@ fn remove_record(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) 
     Ok(())
 }
 
-/// The removal of each of these rules still on the host as install made it and alone
-/// (`firewall::only`: every property install sets, its description marker too, and no other
-/// rule of its name): a rule of its name that is not (an administrator's made again under it,
-/// or ours changed since), or one beside it, leaves every rule of that name (`changed_rules`
-/// says so). Removal is by name (`INetFwRules::Remove`), which could take another rule of the
-/// name; the removal carries the rule as made and is judged again as it runs.
+/// The removal of each of these rules still on the host as install made it and alone under its
+/// name (`firewall::only`); any other leaves every rule of that name (`changed_rules` says so).
+/// Removal is by name (`INetFwRules::Remove`): it carries the rule as made, judged again as it runs.
 fn remove_rules(host: &dyn Host, rules: &[FirewallRule]) -> HostResult<Vec<Action>> {
     let mut out = Vec::new();
     for rule in rules {

@@ -33,7 +33,7 @@ pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, PolicyError> {
         }
         let meta = fs_err::metadata(p).map_err(|e| unreadable(p, e))?;
         if meta.is_dir() {
-            walk(p, 0, &mut Vec::new(), &mut out)?;
+            walk(p, 0, &mut out)?;
         } else {
             out.push(p.clone());
         }
@@ -41,31 +41,14 @@ pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, PolicyError> {
     Ok(out)
 }
 
-/// Walks `dir`; `above` holds the directories it is in (as the file system resolves them),
-/// so that a link back to one of them is said as the loop it is.
-fn walk(
-    dir: &Path,
-    depth: usize,
-    above: &mut Vec<PathBuf>,
-    out: &mut Vec<PathBuf>,
-) -> Result<(), PolicyError> {
-    let real = fs_err::canonicalize(dir).map_err(|e| unreadable(dir, e))?;
-    if let Some(first) = above.iter().find(|a| **a == real) {
-        return Err(unreadable(
-            dir,
-            format!(
-                "a link loop: it leads back to {}, which holds it; remove the link or pass the directories apart",
-                first.display()
-            ),
-        ));
-    }
+/// Walks `dir` (a link loop ends at the depth cap).
+fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), PolicyError> {
     if depth > DEPTH_CAP {
         return Err(unreadable(
             dir,
             format!("directories nested deeper than {DEPTH_CAP}, lint's cap"),
         ));
     }
-    above.push(real);
     let mut entries: Vec<PathBuf> = fs_err::read_dir(dir)
         .map_err(|e| unreadable(dir, e))?
         .map(|e| e.map(|e| e.path()))
@@ -74,7 +57,7 @@ fn walk(
     entries.sort();
     for p in entries {
         if p.is_dir() {
-            walk(&p, depth + 1, above, out)?;
+            walk(&p, depth + 1, out)?;
         } else if p
             .extension()
             .and_then(|e| e.to_str())
@@ -86,7 +69,6 @@ fn walk(
             }
         }
     }
-    above.pop();
     Ok(())
 }
 

@@ -298,51 +298,31 @@ impl VersionScan {
 
     /// The next block of the binary.
     pub fn feed(&mut self, block: &[u8]) {
-        let rest = match &mut self.state {
-            Scan::Decided(_) => return,
-            Scan::Reading(_) => block,
-            Scan::Searching(tail) => match Self::marker_end(tail, block) {
-                Some(end) => {
-                    self.state = Scan::Reading(Vec::new());
-                    &block[end..]
-                }
-                None => {
+        match &mut self.state {
+            Scan::Decided(_) => {}
+            Scan::Searching(tail) => {
+                tail.extend_from_slice(block);
+                match memchr::memmem::find(tail, BUILDINFO_MARKER) {
+                    Some(at) => {
+                        let rest = tail.split_off(at + BUILDINFO_MARKER.len());
+                        self.state = Scan::Reading(Vec::new());
+                        self.feed(&rest);
+                    }
                     // Keep what a marker split by the next block could begin with.
-                    let keep = BUILDINFO_MARKER.len() - 1;
-                    if block.len() >= keep {
-                        tail.clear();
-                        tail.extend_from_slice(&block[block.len() - keep..]);
-                    } else {
-                        tail.extend_from_slice(block);
-                        let cut = tail.len().saturating_sub(keep);
+                    None => {
+                        let cut = tail.len().saturating_sub(BUILDINFO_MARKER.len() - 1);
                         tail.drain(..cut);
                     }
-                    return;
                 }
-            },
-        };
-        if let Scan::Reading(text) = &mut self.state {
-            let end = rest.iter().position(|&b| !is_version_byte(b));
-            text.extend_from_slice(&rest[..end.unwrap_or(rest.len())]);
-            if end.is_some() || text.len() > VERSION_TEXT_CAP {
-                self.state = Scan::Decided(Self::parse(text));
+            }
+            Scan::Reading(text) => {
+                let end = block.iter().position(|&b| !is_version_byte(b));
+                text.extend_from_slice(&block[..end.unwrap_or(block.len())]);
+                if end.is_some() || text.len() > VERSION_TEXT_CAP {
+                    self.state = Scan::Decided(Self::parse(text));
+                }
             }
         }
-    }
-
-    /// Where in `block` the first marker ends, counting one that began in `tail`.
-    fn marker_end(tail: &[u8], block: &[u8]) -> Option<usize> {
-        let finder = memchr::memmem::Finder::new(BUILDINFO_MARKER);
-        let head = &block[..block.len().min(BUILDINFO_MARKER.len() - 1)];
-        let mut joined = Vec::with_capacity(tail.len() + head.len());
-        joined.extend_from_slice(tail);
-        joined.extend_from_slice(head);
-        if let Some(at) = finder.find(&joined)
-            && at < tail.len()
-        {
-            return Some(at + BUILDINFO_MARKER.len() - tail.len());
-        }
-        finder.find(block).map(|at| at + BUILDINFO_MARKER.len())
     }
 
     fn parse(text: &[u8]) -> Option<CalicoVersion> {

@@ -126,18 +126,12 @@ fn joined<T: ToString>(items: &[T]) -> String {
         .join(",")
 }
 
-/// Felix's Prometheus endpoint, with `metrics.enabled` only. Off, nothing is rendered, as
-/// Calico's own scripts render nothing (v3.32.1 node/windows-packaging/CalicoWindows
-/// config.ps1 and felix/felix-service.ps1 set no FELIX_PROMETHEUS* nor
-/// FELIX_WINDOWSMANAGEFIREWALLRULES): environment outranks the datastore (felix/config
-/// config_params.go SourcesInDescendingOrder), so a value here would silently override a
-/// FelixConfiguration's `prometheusMetricsEnabled` and the administrator's `extra_env.felix`.
-/// FELIX_WINDOWSMANAGEFIREWALLRULES is never rendered: Felix acts on it only inside a
-/// HostProcess container (libcalico-go/lib/winutils/winutils.go
-/// MaybeConfigureWindowsFirewallRules returns unless InHostProcessContainer, i.e.
-/// CONTAINER_SANDBOX_MOUNT_POINT set), which the Felix CalicoFelix runs, a service's child,
-/// never is. A rule an operator-managed Felix left is status' finding
-/// (`installed::metrics_findings`).
+/// Felix's Prometheus endpoint, with `metrics.enabled` only; off, nothing, as Calico's
+/// scripts render none (v3.32.1 CalicoWindows config.ps1, felix/felix-service.ps1), since
+/// environment outranks the datastore (felix/config config_params.go
+/// SourcesInDescendingOrder). FELIX_WINDOWSMANAGEFIREWALLRULES is never rendered: Felix acts
+/// on it only in a HostProcess container (libcalico-go winutils.go
+/// MaybeConfigureWindowsFirewallRules), which CalicoFelix never is.
 fn felix_metrics(c: &Config, env: &mut BTreeMap<String, String>) {
     if c.metrics.enabled {
         // Deviation from Calico's scripts, with metrics on only: Felix serves Prometheus on
