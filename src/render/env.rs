@@ -137,7 +137,7 @@ fn joined<T: ToString>(items: &[T]) -> String {
 /// MaybeConfigureWindowsFirewallRules returns unless InHostProcessContainer, i.e.
 /// CONTAINER_SANDBOX_MOUNT_POINT set), which the Felix CalicoFelix runs, a service's child,
 /// never is. A rule an operator-managed Felix left is status' finding
-/// (`installed::metrics_findings`).
+/// (`health::metrics_findings`).
 fn felix_metrics(c: &Config, env: &mut BTreeMap<String, String>) {
     if c.metrics.enabled {
         // Deviation from Calico's scripts, with metrics on only: Felix serves Prometheus on
