@@ -35,14 +35,14 @@ pub const ENDPOINT_FAULTS_VALUE: &str = "EndpointFaults";
 /// before the vSwitch (`installed::addressing`).
 pub const ADDRESSING_VALUE: &str = "AddressingBeforeVswitch";
 /// The registry value (REG_SZ, JSON) CalicoNode keeps while it cannot listen on
-/// `metrics.port` (`installed::metrics_findings::EndpointDown`).
+/// `metrics.port` (`health::metrics_findings::EndpointDown`).
 pub const METRICS_ENDPOINT_VALUE: &str = "MetricsEndpoint";
 /// The registry value (REG_SZ, JSON) where CalicoNode keeps when its metrics endpoint began to
 /// listen and last accepted a connection from beyond the node
-/// (`installed::metrics_findings::Scrapes`).
+/// (`health::metrics_findings::Scrapes`).
 pub const METRICS_SCRAPES_VALUE: &str = "MetricsScrapes";
 /// The registry value (REG_SZ, JSON) CalicoNode keeps while the API server refuses it the
-/// TokenReview of `GET /diags` (`installed::metrics_findings::DiagsReviewRefused`).
+/// TokenReview of `GET /diags` (`health::metrics_findings::DiagsReviewRefused`).
 pub const DIAGS_REVIEW_VALUE: &str = "DiagsReviewRefused";
 /// The registry value install sets under `HKLM\Software\Tigera\Calico`.
 pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";

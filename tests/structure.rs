@@ -285,8 +285,8 @@ const RANKS: &[(&str, u32)] = &[
     ("cluster", 6),
     ("installed", 7),
     ("context", 8),
-    ("checks", 8),
-    ("verify", 8),
+    ("checks", 10),
+    ("verify", 10),
     ("apply", 9),
     ("health", 10),
     ("supervise", 11),
@@ -313,7 +313,7 @@ fn status_gathers_nothing_itself() {
         "apply::detached",
         "cluster::token_check",
         "installed::endpoints",
-        "installed::health",
+        "health::judge",
     ];
     let found: Vec<&String> = status
         .iter()

@@ -5,7 +5,7 @@ use crate::cluster::facts::{ClusterFacts, IpPool};
 use crate::cluster::ipam;
 use crate::config::Config;
 use crate::config::types::Backend;
-use crate::installed::health;
+use crate::health::judge;
 
 /// The ids of the cluster checks, in the order they are shown.
 pub const IDS: &[&str] = &[
@@ -119,7 +119,7 @@ fn node_address(f: &ClusterFacts) -> Check {
             "the Node has no InternalIP or calico-node has not set its BGP address yet",
         );
     };
-    match health::node_address(&f.node, (Some(internal), Some(bgp)), &[], None).pop() {
+    match judge::node_address(&f.node, (Some(internal), Some(bgp)), &[], None).pop() {
         None => Check::pass(
             ID,
             format!("InternalIP and BGP address are both {internal}"),
@@ -406,11 +406,11 @@ fn vxlan_vni(f: &ClusterFacts, c: &Config, asked: &Asked) -> Check {
         return Check::skip(ID, format!("backend is {}", c.backend));
     }
     let cluster = f.felix.vni();
-    let judged = health::vni_cluster(c.vxlan.vni.get(), &f.felix).filter(|_| asked.vni_explicit);
+    let judged = judge::vni_cluster(c.vxlan.vni.get(), &f.felix).filter(|_| asked.vni_explicit);
     match judged {
         None => Check::pass(
             ID,
-            format!("VNI {cluster} ({})", health::vni_source(&f.felix)),
+            format!("VNI {cluster} ({})", judge::vni_source(&f.felix)),
         ),
         Some(finding) => Check::of(ID, super::Verdict::Fail, finding.said),
     }

@@ -7,7 +7,7 @@ pub mod host;
 pub mod known_issues;
 pub mod kube_proxy;
 
-use crate::installed::health::Said;
+use crate::health::judge::Said;
 use serde::Serialize;
 
 /// The outcome of one check.
@@ -32,7 +32,7 @@ impl Verdict {
 }
 
 /// One check's result: its id and verdict, its sentence and fix in the shape the node's
-/// findings have (`installed::health::Said`).
+/// findings have (`health::judge::Said`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Check {
     pub id: &'static str,

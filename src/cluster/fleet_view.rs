@@ -285,7 +285,7 @@ pub fn code_counts(rows: &[NodeRow]) -> BTreeMap<String, usize> {
 }
 
 /// What is not as it should be with a node, by kind: each kind is a finding code of the one
-/// catalogue, with its remedy (`installed::health::fleet_row`).
+/// catalogue, with its remedy (`health::judge::fleet_row`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Trouble {
     /// A value that does not have its form (`malformed`).

@@ -17,7 +17,7 @@ pub struct Degraded(pub Vec<Problem>);
 #[derive(Debug)]
 pub struct Problem {
     pub message: String,
-    pub code: Option<crate::installed::health::Code>,
+    pub code: Option<crate::health::judge::Code>,
     pub remedy: Option<String>,
 }
 
@@ -32,8 +32,8 @@ impl Problem {
     }
 }
 
-impl From<&crate::installed::health::Finding> for Problem {
-    fn from(f: &crate::installed::health::Finding) -> Self {
+impl From<&crate::health::judge::Finding> for Problem {
+    fn from(f: &crate::health::judge::Finding) -> Self {
         Self {
             message: f.message.clone(),
             code: Some(f.code),
@@ -118,7 +118,7 @@ impl ClusterRead {
         use crate::cluster::calico_api::Group;
         match self {
             Self::Read(_, f) => f.calico_locks.pin().map(Group::api_version),
-            _ => crate::installed::api_group::pinned(host, root).map(Group::api_version),
+            _ => crate::health::api_group::pinned(host, root).map(Group::api_version),
         }
     }
 }
@@ -216,7 +216,7 @@ pub(crate) fn causes(e: &dyn std::error::Error) -> String {
 pub(crate) fn print_findings(
     ctx: &mut Context,
     lead: &str,
-    findings: &[crate::installed::health::Finding],
+    findings: &[crate::health::judge::Finding],
 ) {
     for f in findings {
         ctx.printer.text(&format!("{lead}{f:4}"));
@@ -288,7 +288,7 @@ pub(crate) struct WithVerify<D> {
 #[cfg(test)]
 mod degraded_tests {
     use super::{Degraded, MAX_FIX, Problem};
-    use crate::installed::health::{Code, Finding};
+    use crate::health::judge::{Code, Finding};
 
     /// The error line names each finding's code and its fix, a long fix cut.
     #[test]

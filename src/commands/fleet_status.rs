@@ -6,7 +6,7 @@ use crate::cluster::fleet_view::{
     HashVotes, NodeRow, code_counts, node_row, row_troubles, short_hash, shown,
 };
 use crate::context::Context;
-use crate::installed::health::{Finding, fleet_row};
+use crate::health::judge::{Finding, fleet_row};
 
 /// `fleet status`'s document: a row per Windows node, how many nodes have each finding code,
 /// the fleet's config hash, whether all is well and each reason it is not.
@@ -24,7 +24,7 @@ pub(crate) struct FleetStatus<'a> {
 }
 
 /// A node's row, and what is not as it should be on it: each a finding of the one catalogue,
-/// with its code and its fix (`installed::health::fleet_row`).
+/// with its code and its fix (`health::judge::fleet_row`).
 #[derive(serde::Serialize)]
 pub(crate) struct Row<'a> {
     #[serde(flatten)]
@@ -197,7 +197,7 @@ fn print_table(
 /// verdict's (`traffic-fails`, `traffic-unjudged`), then each code of a False verdict's failing
 /// checks with its own fix (a code this calicoctl-win does not know is in `traffic.codes`).
 fn traffic_findings(r: &NodeRow) -> Vec<Finding> {
-    use crate::installed::health::Code;
+    use crate::health::judge::Code;
     let Some((t, sentence)) = r
         .traffic
         .as_ref()

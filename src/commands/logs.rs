@@ -146,17 +146,6 @@ fn read_all(
     Ok(())
 }
 
-/// Says, before following, that the position's directory is none: it cannot be kept.
-fn warn_unkept_position(ctx: &mut Context, h: &dyn crate::host::Host, position: &str) {
-    if let Some((dir, _)) = position.rsplit_once(['\\', '/'])
-        && !h.dir_exists(dir).unwrap_or(false)
-    {
-        ctx.printer.warn(&format!(
-            "{dir} is no directory: the position cannot be kept, a follower started again repeats or skips lines"
-        ));
-    }
-}
-
 /// Follows the logs until the stop signal or the process's end: every `POLL`, what was
 /// written since.
 fn follow(
@@ -249,7 +238,6 @@ fn keep_position<'h>(
     if let Some(r) = first {
         r.position = load_position(ctx, h, file, admin.as_deref());
     }
-    warn_unkept_position(ctx, h, file);
     Some(super::logs_position::Kept::new(h, file, admin))
 }
 

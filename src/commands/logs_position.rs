@@ -1,8 +1,7 @@
 //! A follower's kept position (`logs --follow --position FILE`): one fixed-width record
 //! overwritten in place by one write per line (a killed process leaves the last record whole),
 //! with a checksum that tells a record a power loss tore or never wrote (zeros) from one that
-//! holds; synced at most every `SYNC` and at the end. The JSON document older followers kept is
-//! read too. The file is read, judged, made and opened through the host's `Files`, judged as
+//! holds; synced at most every `SYNC` and at the end. The file is read, judged, made and opened through the host's `Files`, judged as
 //! `installed::protection` judges what a SYSTEM process reads: someone else's file is not
 //! trusted and is made anew, someone else's link on its way is not followed.
 
@@ -43,11 +42,8 @@ pub fn record(p: &Position) -> Option<Vec<u8>> {
     (text.len() == RECORD).then(|| text.into_bytes())
 }
 
-/// The position in a file's bytes: a record (its first `RECORD` bytes), or the older JSON.
+/// The position in a file's bytes: its first `RECORD` bytes.
 pub fn parse(bytes: &[u8]) -> anyhow::Result<Position> {
-    if bytes.first() == Some(&b'{') {
-        return Ok(serde_json::from_slice(bytes)?);
-    }
     let torn = || anyhow::anyhow!("it holds no whole position record (torn, or never written)");
     let rec = bytes.get(..RECORD).ok_or_else(torn)?;
     let text = std::str::from_utf8(rec).map_err(|_| torn())?;
@@ -68,10 +64,7 @@ pub fn parse(bytes: &[u8]) -> anyhow::Result<Position> {
         offset: offset.parse()?,
         at: at.parse()?,
         in_key: in_key == "1",
-        // A state an older version kept (its variants are gone) hides the rest of the line
-        // the position is in: what it held pending is not shown, one line at most lost.
-        pending: serde_json::from_str(pending.trim_end_matches('_'))
-            .unwrap_or(crate::redact::Pending::Rest(crate::redact::Kind::Line)),
+        pending: serde_json::from_str(pending.trim_end_matches('_'))?,
     })
 }
 
@@ -123,7 +116,7 @@ pub struct Kept<'h> {
     /// This elevated process's account (`writers`).
     admin: Option<String>,
     file: Option<File>,
-    /// Whether the file was cut to one record (an older, longer document may follow it).
+    /// Whether the file was cut to one record (a longer file may have been there).
     sized: bool,
     /// A record written and not yet synced.
     dirty: bool,

@@ -18,7 +18,7 @@ fn a_record_is_read_back_and_a_torn_or_zero_one_is_refused() {
     let rec = record(&position()).expect("a record");
     assert_eq!(rec.len(), RECORD);
     assert_eq!(parse(&rec).expect("parsed"), position());
-    // An older, longer document left after it (a kill before the cut) changes nothing.
+    // A longer file's rest left after it (a kill before the cut) changes nothing.
     let mut longer = rec.clone();
     longer.extend_from_slice(b"\"offset\": 9}\n");
     assert_eq!(parse(&longer).expect("parsed"), position());
@@ -32,12 +32,6 @@ fn a_record_is_read_back_and_a_torn_or_zero_one_is_refused() {
     let mut changed = rec;
     changed[70] = b'9';
     assert!(parse(&changed).is_err());
-}
-
-#[test]
-fn the_older_json_document_is_read() {
-    let json = serde_json::to_vec(&position()).expect("json");
-    assert_eq!(parse(&json).expect("parsed"), position());
 }
 
 /// A simulated node (its file system under a temporary directory) with the directory
@@ -56,7 +50,7 @@ fn kept_at(h: &SimHost, path: &str) -> Position {
 fn a_kept_file_is_overwritten_in_place_and_cut_to_one_record() {
     let h = node();
     let path = r"C:\pos\felix.pos";
-    // The older, longer JSON document an older follower kept.
+    // A longer file there before.
     h.write_file(path, &[b'{'; 400], Access::Secret)
         .expect("older");
     let mut kept = Kept::new(&h, path, None);

@@ -562,7 +562,7 @@ fn vni_refusal(
     need: &Need<'_>,
 ) -> Option<UsageError> {
     if config.backend == Backend::Vxlan && need.recreate && !args.allow_vni_mismatch {
-        let said = crate::installed::health::vni_cluster(need.vni, &facts.felix)?.said;
+        let said = crate::health::judge::vni_cluster(need.vni, &facts.felix)?.said;
         return Some(
             UsageError::new(
                 said.message,

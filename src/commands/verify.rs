@@ -324,8 +324,8 @@ fn services_ready(ctx: &mut Context, r: Restarted, o: &Options) -> anyhow::Resul
 /// This node's own findings, judged as CalicoNode's minute look judges them without the
 /// cluster (`health::installed_on_node`); none when Calico is not installed here or this node
 /// cannot be read.
-fn host_findings(ctx: &mut Context) -> Vec<crate::installed::health::Finding> {
-    let judged = (|| -> anyhow::Result<Vec<crate::installed::health::Finding>> {
+fn host_findings(ctx: &mut Context) -> Vec<crate::health::judge::Finding> {
+    let judged = (|| -> anyhow::Result<Vec<crate::health::judge::Finding>> {
         let host = ctx.open_host(crate::host::select::Intent::Read)?;
         let config = ctx.load_config()?.config;
         let node = config.node.name.to_string();

@@ -35,8 +35,8 @@
 //!   the Service checks' own settling dials (`verify::settle`) cover that.
 
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
+use crate::health::judge::{Code, Finding};
 use crate::host::{Host, ServiceState};
-use crate::installed::health::{Code, Finding};
 use crate::layout::{InstallRoot, Role};
 use std::time::Duration;
 

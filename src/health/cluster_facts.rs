@@ -1,13 +1,13 @@
 //! The node as the cluster holds it: Ready and cordoned, its pods, its IPAM blocks, the API
 //! group Calico's resources are read through, and admin kubeconfigs left on the node.
 
+use super::judge;
 use super::look::Notes;
 use super::sections::{CalicoApi, Ipam, NodeState};
 use crate::cluster::drain;
 use crate::cluster::read::ClusterRead;
 use crate::config::Config;
 use crate::host::Host;
-use crate::installed::health;
 use crate::installed::record::InstallRecord;
 use crate::layout::InstallRoot;
 use std::collections::BTreeMap;
@@ -25,7 +25,7 @@ pub(super) fn node(
             return Ok(None);
         }
         ClusterRead::Failed(e) => {
-            n.findings.push(health::cluster_unreadable(
+            n.findings.push(judge::cluster_unreadable(
                 "cluster",
                 format!("the cluster cannot be read: {e}"),
             ));
@@ -57,7 +57,7 @@ pub(super) fn node(
             .collect(),
         Err(e @ crate::cluster::ClusterError::Timeout { .. }) => return Err(e.into()),
         Err(e) => {
-            n.findings.push(health::cluster_unreadable(
+            n.findings.push(judge::cluster_unreadable(
                 node_name,
                 format!("the pods on node {node_name} cannot be read: {e}"),
             ));
@@ -65,7 +65,7 @@ pub(super) fn node(
         }
     };
     n.findings
-        .extend(health::node_state(node_name, &ready, cordoned));
+        .extend(judge::node_state(node_name, &ready, cordoned));
     Ok(Some(NodeState {
         name: node_name.to_owned(),
         ready: ready.is_ok(),
@@ -92,7 +92,7 @@ pub(super) fn ipam(
     let max_pods = facts.node_max_pods;
     if config.windows_use_single_network && !blocks.is_empty() {
         n.findings
-            .extend(health::ipam_capacity(node_name, max_pods, capacity, pods));
+            .extend(judge::ipam_capacity(node_name, max_pods, capacity, pods));
     }
     Ok(Some(Ipam {
         blocks,
@@ -105,7 +105,7 @@ pub(super) fn ipam(
 /// The group Calico's resources are read through, and a datastore migration under way (said
 /// as its phase, not as a problem: Calico's components pause and keep the data plane, by the
 /// sentence preflight's `datastore-migration` says); a migration that cannot be read, said.
-/// The group this node's components read, judged against the locks (`installed::api_group`).
+/// The group this node's components read, judged against the locks (`health::api_group`).
 pub(super) fn datastore_migration(
     h: &dyn Host,
     (rec, root): (&InstallRecord, &InstallRoot),
@@ -115,15 +115,13 @@ pub(super) fn datastore_migration(
     let ClusterRead::Read(_, f) = cluster else {
         return None;
     };
-    let pin = crate::installed::api_group::pinned(h, root);
+    let pin = crate::health::api_group::pinned(h, root);
     let release = rec
         .calico_version
         .as_deref()
         .and_then(|v| crate::release::version::CalicoVersion::parse(v).ok());
-    let components = crate::installed::api_group::read_by_components(&f.calico_locks, pin);
-    if let Some(finding) =
-        crate::installed::api_group::judge(&f.calico_locks, pin, release.as_ref())
-    {
+    let components = crate::health::api_group::read_by_components(&f.calico_locks, pin);
+    if let Some(finding) = crate::health::api_group::judge(&f.calico_locks, pin, release.as_ref()) {
         n.findings.push(finding);
     }
     let state = f.datastore_state();
@@ -131,7 +129,7 @@ pub(super) fn datastore_migration(
     n.shown.datastore_unreadable = f
         .datastore_migration_unreadable
         .as_deref()
-        .map(health::datastore_unreadable);
+        .map(judge::datastore_unreadable);
     Some(CalicoApi {
         group: f.calico_api,
         datastore_ready: f.datastore_ready,
@@ -174,7 +172,7 @@ pub(super) fn admin_kubeconfigs(
             crate::cluster::facts::can_i(&c, &crate::cluster::facts::Permission::anything())
         });
         if let Ok(true) = admin {
-            n.findings.push(health::admin_kubeconfig(&path));
+            n.findings.push(judge::admin_kubeconfig(&path));
             found.push(path);
         }
     }

@@ -2,6 +2,7 @@
 //! last HNS restart), the VNI in each layer, the node's address in each layer and the
 //! vSwitch adapter's addressing.
 
+use super::judge;
 use super::look::Notes;
 use super::sections::{Address, AddressingNow, Vni};
 use crate::cluster::read::ClusterRead;
@@ -9,7 +10,6 @@ use crate::config::Config;
 use crate::duration::time_text;
 use crate::host::{HnsNetwork, Host};
 use crate::installed::endpoints;
-use crate::installed::health;
 use crate::layout::{CALICO_NETWORK, EXTERNAL_NETWORK};
 use anyhow::Context as _;
 use std::net::Ipv4Addr;
@@ -47,7 +47,7 @@ pub(super) fn networks(
     }
     for name in recorded {
         if !networks.iter().any(|net| &net.name == name) {
-            n.findings.push(health::network_missing(name));
+            n.findings.push(judge::network_missing(name));
         }
     }
     n.shown.network_endpoints = summaries.into_iter().collect();
@@ -79,18 +79,16 @@ pub(super) fn endpoints(
         // A wait that ran out is status's end, as everywhere: cluster-timeout, exit 4.
         Err(e) if is_cluster_timeout(&e) && !n.lenient => return Err(e),
         Err(e) => {
-            n.findings
-                .push(health::endpoints_unjudged(format!("{e:#}")));
+            n.findings.push(judge::endpoints_unjudged(format!("{e:#}")));
             Vec::new()
         }
     };
-    n.findings
-        .extend(judged.iter().filter_map(health::endpoint));
+    n.findings.extend(judged.iter().filter_map(judge::endpoint));
     let unknown = judged
         .iter()
         .filter(|j| j.is_pod_endpoint() && j.state.is_none())
         .count();
-    n.shown.endpoint_states = (unknown > 0).then(|| health::endpoint_states_unknown(unknown));
+    n.shown.endpoint_states = (unknown > 0).then(|| judge::endpoint_states_unknown(unknown));
     Ok(judged)
 }
 
@@ -101,7 +99,7 @@ pub(super) fn hns_restart(
     n: &mut Notes,
 ) -> Option<crate::installed::hns_restart::HnsRestart> {
     let last = crate::installed::hns_restart::last(h)?;
-    n.findings.extend(health::hns_restart(
+    n.findings.extend(judge::hns_restart(
         &last.still_failing(h),
         &time_text(last.at),
     ));
@@ -126,7 +124,7 @@ pub(super) fn vni(
     let cluster_vni = felix.map(crate::cluster::facts::Felix::vni);
     let config_vni = config.vxlan.vni.get();
     if config.backend == crate::config::types::Backend::Vxlan {
-        n.findings.extend(health::vni(config_vni, hns_vni, felix));
+        n.findings.extend(judge::vni(config_vni, hns_vni, felix));
     }
     Vni {
         config: config_vni,
@@ -153,14 +151,14 @@ pub(super) fn addressing(h: &dyn Host, n: &mut Notes) -> Option<AddressingNow> {
     let adapters = match h.adapters() {
         Ok(adapters) => adapters,
         Err(e) => {
-            n.findings.push(health::host_unreadable(
+            n.findings.push(judge::host_unreadable(
                 "network adapters",
                 format!("the network adapters cannot be read: {e}"),
             ));
             return alone(before);
         }
     };
-    n.findings.extend(health::addressing(&before, &adapters));
+    n.findings.extend(judge::addressing(&before, &adapters));
     let Some(now) = before.host_adapter(&adapters) else {
         return alone(before);
     };
@@ -186,9 +184,9 @@ pub(super) fn address(
     node_name: &str,
     n: &mut Notes,
 ) -> Address {
-    let ours = health::management_ips(networks);
+    let ours = judge::management_ips(networks);
     let adapters = h.adapters().ok();
-    n.findings.extend(health::node_address(
+    n.findings.extend(judge::node_address(
         node_name,
         (internal, bgp),
         &ours,

@@ -1,13 +1,13 @@
 //! The node's own services, routes, files, Felix, kube-proxy and protected directories, each
-//! judged by its judge (`installed::health`).
+//! judged by its judge (`health::judge`).
 
+use super::judge;
 use super::look::{Desired, Notes};
 use super::sections::{DirAccess, KubeProxy, Service};
 use crate::config::Config;
 use crate::duration::{now, time_text};
 use crate::host::{Host, ServiceSpec};
 use crate::installed::file_stat::FileDrift;
-use crate::installed::health;
 use crate::installed::record::InstallRecord;
 use crate::layout::InstallRoot;
 use anyhow::Context as _;
@@ -38,7 +38,7 @@ pub(super) fn services(
             None => Vec::new(),
         };
         if !config_drift.is_empty() {
-            n.findings.push(health::service_drift(name, &config_drift));
+            n.findings.push(judge::service_drift(name, &config_drift));
         }
         services.push(Service {
             name: name.clone(),
@@ -78,7 +78,7 @@ pub(super) fn service(
         .with_context(|| format!("the service {name} cannot be read"));
     let found = n.unread(read, name)?;
     if let Some(q) = &found {
-        n.findings.extend(health::service(name, q.as_ref()));
+        n.findings.extend(judge::service(name, q.as_ref()));
     }
     Ok(found)
 }
@@ -104,7 +104,7 @@ pub(super) fn metadata_route(
     };
     for route in kept {
         if !crate::installed::routes::has_destination(&now, route) {
-            n.findings.push(health::route_missing(route));
+            n.findings.push(judge::route_missing(route));
         }
     }
     Ok(())
@@ -126,7 +126,7 @@ pub(super) fn kube_proxy(
     };
     let check = crate::checks::kube_proxy::check(&facts, config);
     if check.verdict == Verdict::Fail {
-        n.findings.push(health::kube_proxy(check.said.clone()));
+        n.findings.push(judge::kube_proxy(check.said.clone()));
     }
     KubeProxy {
         verdict: check.verdict,
@@ -158,7 +158,7 @@ pub(super) fn felix_health(
         crate::installed::felix_health::read(h, root).context("Felix's health cannot be asked");
     let health = n.unread(read, "Felix")?;
     if let Some(said) = &health {
-        n.findings.extend(health::felix(said, now()));
+        n.findings.extend(judge::felix(said, now()));
     }
     Ok(health)
 }
@@ -170,7 +170,7 @@ pub(super) fn file_drift(files: &[FileDrift], n: &mut Notes) {
     for f in files {
         let renders = f.state == FileState::DiffersFromConfig;
         n.findings
-            .push(health::file_drift(f.path.as_str(), f.describe(), renders));
+            .push(judge::file_drift(f.path.as_str(), f.describe(), renders));
     }
 }
 
@@ -180,7 +180,7 @@ pub(super) fn dir_access(h: &dyn Host, config: &Config, n: &mut Notes) -> Vec<Di
     crate::installed::protection::weak_dirs(h, config)
         .into_iter()
         .map(|(dir, who)| {
-            n.findings.push(health::dir_access(&dir, &who));
+            n.findings.push(judge::dir_access(&dir, &who));
             DirAccess { dir, writers: who }
         })
         .collect()

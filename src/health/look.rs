@@ -2,10 +2,10 @@
 
 use crate::cluster::read::ClusterRead;
 use crate::config::Config;
+use crate::health::judge::Finding;
 use crate::host::{Host, InstalledService, ServiceSpec};
 use crate::installed::endpoints::{Ageing, Remote, Survey};
 use crate::installed::file_stat::FileDrift;
-use crate::installed::health::Finding;
 use crate::installed::record::InstallRecord;
 use crate::layout::InstallRoot;
 use std::collections::BTreeMap;
@@ -118,7 +118,7 @@ impl Notes {
             Err(e) if self.lenient => {
                 let said = format!("{e:#}");
                 self.findings
-                    .push(crate::installed::health::host_unreadable(subject, said));
+                    .push(crate::health::judge::host_unreadable(subject, said));
                 Ok(None)
             }
             Err(e) => Err(e),

@@ -1,12 +1,12 @@
 //! The metrics ports as status sees them: a rule Felix left open to every address, and
-//! CalicoNode's endpoint not listening (`installed::metrics_findings`).
+//! CalicoNode's endpoint not listening (`health::metrics_findings`).
 
+use super::judge;
 use super::look::Notes;
-use crate::host::Host;
-use crate::installed::health;
-use crate::installed::metrics_findings::{
+use crate::health::metrics_findings::{
     FELIX_RULE, diags_review, diags_review_refused, endpoint, endpoint_down, felix_rule,
 };
+use crate::host::Host;
 
 /// CalicoNode's endpoint when it cannot listen, a firewall that cannot be read; and, said but
 /// no problem, Felix's own Prometheus rule when it lets every address in (a leftover of the
@@ -17,7 +17,7 @@ pub(super) fn metrics(h: &dyn Host, n: &mut Notes) {
     n.shown.diags_review = diags_review_refused(h).as_ref().map(diags_review);
     match h.firewall_rule(FELIX_RULE) {
         Ok(rule) => n.shown.felix_rule = felix_rule(rule.as_ref()),
-        Err(e) => n.findings.push(health::host_unreadable(
+        Err(e) => n.findings.push(judge::host_unreadable(
             "firewall",
             format!("the firewall rule '{FELIX_RULE}' cannot be read: {e}"),
         )),
@@ -37,7 +37,7 @@ pub(super) fn unscraped(
     cluster: &crate::cluster::read::ClusterRead,
     n: &mut Notes,
 ) {
-    use crate::installed::metrics_findings::{scrapes, unscraped};
+    use crate::health::metrics_findings::{scrapes, unscraped};
     let m = &config.metrics;
     let crate::cluster::read::ClusterRead::Read(c, _) = cluster else {
         return;

@@ -1,5 +1,5 @@
 //! The node's health as one value. `survey` gathers the node's facts once and judges each with
-//! its judge (`installed::health`, docs/findings.md); the `NodeReport` it returns is what
+//! its judge (`health::judge`, docs/findings.md); the `NodeReport` it returns is what
 //! `status -o json` prints, and `text` what status prints for people. The same survey is the
 //! node's own look (`Mode::Own`: no config, no admin kubeconfig, lenient), by the same steps
 //! in the same order less those that need what it has not: CalicoNode's minute look (its
@@ -9,11 +9,14 @@
 //! cluster is read, from the command) is handed in; the survey asks calico-node's token
 //! (`see`), who holds the host lock and what a detached run left itself.
 
+pub mod api_group;
 mod cluster_facts;
 mod hns_facts;
 mod host_facts;
+pub mod judge;
 mod look;
 mod metrics_facts;
+pub mod metrics_findings;
 mod node_look;
 mod report;
 pub mod sections;
@@ -27,8 +30,8 @@ pub use node_look::OwnView;
 pub use report::{InstalledReport, NodeReport, NotInstalledReport};
 pub use seen::{Seen, see};
 
+use crate::health::judge::Finding;
 use crate::installed::endpoints;
-use crate::installed::health::Finding;
 use crate::installed::record::InstallRecord;
 use crate::layout::{CALICO_NETWORK, InstallRoot, Role};
 use look::Notes;
@@ -176,7 +179,7 @@ fn not_installed(
 ) -> NodeReport {
     if n.findings.is_empty() {
         n.findings
-            .push(crate::installed::health::not_installed(root.as_str()));
+            .push(crate::health::judge::not_installed(root.as_str()));
     }
     NodeReport::NotInstalled(NotInstalledReport {
         installed: false,
@@ -191,9 +194,9 @@ fn not_installed(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::health::judge::Code;
     use crate::host::sim::SimHost;
     use crate::host::{Access, Files as _};
-    use crate::installed::health::Code;
 
     /// The node's own look makes a finding of an install record it cannot read and goes on
     /// (Felix, the Calico network), where it once took the record for none and said nothing.

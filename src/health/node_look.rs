@@ -4,11 +4,11 @@
 //! look (its condition and the codes beside it, `supervise::condition`), repair after its run
 //! and `verify` read.
 
+use super::judge::{self, Finding};
 use super::look::{Look, Mode, Notes};
 use super::report::NodeReport;
 use super::sections::{NodeRead, UnderWay};
 use crate::cluster::read::ClusterRead;
-use crate::installed::health::{self, Finding};
 use std::net::Ipv4Addr;
 
 /// What the node's own look tells the condition, repair and `verify`: a view of its report.
@@ -42,7 +42,7 @@ impl OwnView {
             }
             Err(e) => {
                 return Self {
-                    findings: vec![health::host_unreadable("the node", format!("{e:#}"))],
+                    findings: vec![judge::host_unreadable("the node", format!("{e:#}"))],
                     ..Self::default()
                 };
             }
@@ -99,7 +99,7 @@ pub(super) fn addresses(
         }
         Err(e) => {
             own.refused = matches!(e, crate::cluster::ClusterError::Api { code: 401, .. });
-            n.findings.push(health::cluster_unreadable(
+            n.findings.push(judge::cluster_unreadable(
                 look.node,
                 format!("the Node's addresses cannot be read: {e}"),
             ));

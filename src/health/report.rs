@@ -1,10 +1,10 @@
 //! The node as `status` reports it, one typed value: its JSON is `status -o json`.
 
 use super::sections as s;
+use crate::health::judge::Finding;
 use crate::host::HnsNetwork;
 use crate::installed::endpoints;
 use crate::installed::file_stat::FileDrift;
-use crate::installed::health::Finding;
 use serde::Serialize;
 
 /// The node as `status` reports it: one JSON document (`status -o json`), its keys those

@@ -5,8 +5,8 @@
 use crate::checks::Verdict;
 use crate::cluster::calico_api::{Group, Locks, Migration};
 use crate::cluster::ipam::BlockUse;
+use crate::health::judge::Finding;
 use crate::installed::addressing::Addressing;
-use crate::installed::health::Finding;
 use serde::Serialize;
 use std::net::Ipv4Addr;
 

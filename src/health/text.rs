@@ -1,13 +1,13 @@
 //! The report for people, rendered from its typed sections: each section's line, then healthy,
-//! or each finding with its code and its fix (the findings' one form, `installed::health::Said`).
+//! or each finding with its code and its fix (the findings' one form, `health::judge::Said`).
 
 use super::report::{InstalledReport, NodeReport, NotInstalledReport};
 use super::sections::{Address, Answered, Ipam, NodeState, Service, Token, TokenShown};
 use crate::cluster::credentials::unbound_sentence;
 use crate::duration::time_text;
+use crate::health::judge::Code;
 use crate::host::HnsNetwork;
 use crate::installed::endpoints::{Judged, Verdict};
-use crate::installed::health::Code;
 
 /// The lines status prints, in order.
 pub fn lines(report: &NodeReport) -> Vec<String> {
@@ -247,7 +247,7 @@ fn token(section: &Token, shown: &TokenShown) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::installed::health::cut_off;
+    use crate::health::judge::cut_off;
 
     /// What is under way on a node with no install record is said as every finding is: its
     /// sentence with its code, and its fix.

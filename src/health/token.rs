@@ -2,6 +2,7 @@
 //! calico-node's own kubeconfig), how long it stays valid by the API server's clock, and a
 //! failed renewal with its cause (`cluster::refusal`).
 
+use super::judge;
 use super::look::Notes;
 use super::sections::{Answered, Asked, RenewalFailed, Token, TokenJudged, TokenShown};
 use crate::cluster::read::ClusterRead;
@@ -9,7 +10,6 @@ use crate::cluster::token_check;
 use crate::config::Config;
 use crate::duration::{now, time_text};
 use crate::host::Host;
-use crate::installed::health;
 
 /// A token closer to its expiry than this is a problem worth reporting.
 const TOKEN_WARN_SECS: i64 = 7 * 24 * 3600;
@@ -34,7 +34,7 @@ pub(super) fn token(
         Err(error) => return Some(Token::missing(path, error)),
     };
     if let Some(why) = token.unusable() {
-        n.findings.push(health::token_unusable(&path, &why));
+        n.findings.push(judge::token_unusable(&path, &why));
         return Some(Token {
             present: true,
             usable: Some(false),
@@ -45,7 +45,7 @@ pub(super) fn token(
     // renewed it; a record also says the clock difference with the API server.
     let record = renew::issued(host, &token).unwrap_or_else(|e| {
         n.findings
-            .push(health::token_record_unreadable("renewal", &e));
+            .push(judge::token_record_unreadable("renewal", &e));
         None
     });
     let clock = Clock::of(record.as_ref());
@@ -54,7 +54,7 @@ pub(super) fn token(
         Some(token_check::Answer::Refused(_)) => {
             let cause = cause_of_refusal(&token, clock, cluster);
             n.findings
-                .push(health::token_refused_now(&path, cause.as_ref()));
+                .push(judge::token_refused_now(&path, cause.as_ref()));
             true
         }
         _ => false,
@@ -64,7 +64,7 @@ pub(super) fn token(
     let taken_past_expiry = taken && expiry.is_some_and(|e| e <= clock.server_now);
     if !(refused_now || taken_past_expiry) {
         let overdue = overdue(&token, record.as_ref());
-        n.findings.extend(health::token_expiry(
+        n.findings.extend(judge::token_expiry(
             &path,
             expiry,
             overdue,
@@ -203,14 +203,14 @@ fn node_token(
     let kubeconfig = match host.read_file(path) {
         Ok(Some(k)) => k,
         Ok(None) => {
-            n.findings.push(health::token_missing(
+            n.findings.push(judge::token_missing(
                 path,
                 Some(format!("calico-node's kubeconfig {path} is missing")),
             ));
             return Err(None);
         }
         Err(e) => {
-            n.findings.push(health::token_missing(
+            n.findings.push(judge::token_missing(
                 path,
                 Some(format!("calico-node's kubeconfig: {e}")),
             ));
@@ -220,15 +220,12 @@ fn node_token(
     match credentials::node_token_in(host, &String::from_utf8_lossy(&kubeconfig)) {
         Ok(Some(token)) => Ok(token),
         Ok(None) => {
-            n.findings.push(health::token_missing(path, None));
+            n.findings.push(judge::token_missing(path, None));
             Err(None)
         }
         Err(e) => {
-            n.findings.push(health::token(
-                "calico-node's token",
-                e.to_string(),
-                e.hint(),
-            ));
+            n.findings
+                .push(judge::token("calico-node's token", e.to_string(), e.hint()));
             Err(Some(e.to_string()))
         }
     }
@@ -249,7 +246,7 @@ fn refused_renewal(
     let refused = crate::installed::token_records::refused(host)
         .unwrap_or_else(|e| {
             n.findings
-                .push(health::token_record_unreadable("failed renewal", &e));
+                .push(judge::token_record_unreadable("failed renewal", &e));
             None
         })
         .filter(|f| f.is_of(token));
@@ -261,7 +258,7 @@ fn refused_renewal(
         } else {
             None
         };
-        n.findings.push(health::token_refused(
+        n.findings.push(judge::token_refused(
             f,
             expiry,
             clock.server_now,

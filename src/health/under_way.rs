@@ -2,11 +2,11 @@
 //! calicoctl-win's state directory), a detached run that died (its result written now), or a run cut off (its journal is still in the install root and
 //! nobody holds the lock), each with the command that finishes or undoes it.
 
+use super::judge;
 use super::look::Notes;
 use super::sections::{Interrupted, UnderWay};
 use crate::duration::time_text;
 use crate::host::Host;
-use crate::installed::health;
 use crate::layout::InstallRoot;
 use std::path::Path;
 
@@ -21,7 +21,7 @@ pub(super) fn under_way(
 ) -> anyhow::Result<Option<UnderWay>> {
     if let Some(holder) = busy {
         let who = holder.map_or_else(|| "a command".to_owned(), |h| h.to_string());
-        n.findings.push(health::changing_now(&who));
+        n.findings.push(judge::changing_now(&who));
         return Ok(Some(UnderWay::Running { running: who }));
     }
     // Nobody holds the lock: a detached run that ended without its result has died, and its
@@ -31,7 +31,7 @@ pub(super) fn under_way(
         .transpose()?
         .flatten()
     {
-        n.findings.push(health::detached_died(died));
+        n.findings.push(judge::detached_died(died));
     }
     let mut cut_off = Vec::new();
     for path in root.journals() {
@@ -57,7 +57,7 @@ fn interrupted(j: &crate::apply::journal::Journal, n: &mut Notes) -> Interrupted
         .find(|e| !e.done)
         .or(j.entries.last())
         .map_or(String::new(), |e| format!(" (at: {})", e.action));
-    n.findings.push(health::cut_off(
+    n.findings.push(judge::cut_off(
         &j.command,
         done,
         &stopped_at,

@@ -276,7 +276,7 @@ fn status_tells_lost_when_made_from_changed_since() {
         &adapter("Ethernet 2", 6, false, Some("10.0.0.6"), &[], 15),
         9,
     );
-    let found = crate::installed::health::addressing(&kept, std::slice::from_ref(&bare));
+    let found = crate::health::judge::addressing(&kept, std::slice::from_ref(&bare));
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(
         found[0]
@@ -297,7 +297,7 @@ fn status_tells_lost_when_made_from_changed_since() {
         9,
     );
     assert_eq!(
-        crate::installed::health::addressing(&kept, std::slice::from_ref(&changed)),
+        crate::health::judge::addressing(&kept, std::slice::from_ref(&changed)),
         []
     );
     assert!(matches!(

@@ -20,17 +20,11 @@
 //!   one for every Service backend not on its node): while kube-proxy runs they are left to it;
 //!   otherwise one is in use when an EndpointSlice or a pod has its address.
 //!
-//! Which states are healthy, from the sources: HNS names an endpoint's states Created 1,
-//! Attached 2, AttachedSharing 3, Detached 4, Degraded 5, Destroyed 6 (hcsshim
-//! internal/hns/hnsendpoint.go, `EndpointState`). A running pod's endpoint is AttachedSharing:
-//! Microsoft's own network policy manager for Windows asks HCN for the endpoints in State 3 and
-//! says "All running Windows pods with networking must be in this state"
-//! (azure-container-networking npm/pkg/dataplane/dataplane_windows.go,
-//! `hcnEndpointStateAttachedSharing`). So State 3 is no fault by itself, although
-//! projectcalico/calico#11203 and #12795 (and microsoft/Windows-Containers#618) report pods
-//! without DNS whose endpoints showed it: those reports call 3 "detached" or "not attached",
-//! which is not what HNS names it, and were closed without a cause. An endpoint of a pod that
-//! is still Created, or Detached, Degraded or Destroyed, after the grace period is stuck.
+//! Healthy states: HNS's Created 1, Attached 2, AttachedSharing 3, Detached 4, Degraded 5,
+//! Destroyed 6 (hcsshim internal/hns/hnsendpoint.go, `EndpointState`); a running pod's endpoint
+//! is AttachedSharing (azure-container-networking npm/pkg/dataplane/dataplane_windows.go,
+//! `hcnEndpointStateAttachedSharing`). A pod's endpoint in 1, 4, 5 or 6 past the grace period
+//! is stuck.
 
 use crate::cluster::Cluster;
 use crate::cluster::drain::PodRef;

@@ -180,8 +180,6 @@ pub struct Reader<'a> {
     in_key: bool,
     /// What the last line written left pending.
     pending: Pending,
-    /// Whether the position given (`position`) was checked against the log (`restored`).
-    checked: bool,
     /// What a gap said, for the caller to show.
     pub gaps: Vec<String>,
     /// The bytes read from the logs so far (what bounds a tail).
@@ -209,7 +207,6 @@ impl<'a> Reader<'a> {
             position: None,
             in_key: false,
             pending: Pending::None,
-            checked: false,
             gaps: Vec::new(),
             read: std::cell::Cell::new(0),
         }
@@ -265,11 +262,10 @@ impl<'a> Reader<'a> {
             Some(p) => {
                 let found = self.locate(&mut names, &p)?;
                 // Where it left off, inside a key's block or not; a gap starts a file.
-                if found.1.is_some() {
-                    self.restored(&p, names.get(found.0))?;
-                } else {
-                    (self.in_key, self.pending) = (false, Pending::None);
-                }
+                (self.in_key, self.pending) = match found.1 {
+                    Some(_) => (p.in_key, p.pending),
+                    None => (false, Pending::None),
+                };
                 found
             }
         };
@@ -346,7 +342,6 @@ impl<'a> Reader<'a> {
     /// The file and offset `start` begins at, and whether that is inside a key's block.
     fn begin(&mut self, names: &[String], start: Start) -> HostResult<(usize, u64)> {
         let (i, offset) = self.start(names, start)?;
-        self.checked = true;
         // A line starts there: no value is pending (`Pending`).
         self.pending = Pending::None;
         self.in_key = match names.get(i) {
@@ -634,17 +629,6 @@ impl<'a> Reader<'a> {
             .read_to_end(&mut buf)
             .map_err(read_err(&path))?;
         Ok(in_key || key_ahead(&buf))
-    }
-
-    /// The state a position's record gives, with what the log itself says before its offset
-    /// (`key_before`) the first time a record is used: a record edited, or written without
-    /// that state (an older one), does not show the rest of a private key.
-    fn restored(&mut self, p: &Position, name: Option<&String>) -> HostResult<()> {
-        (self.in_key, self.pending) = (p.in_key, p.pending);
-        if let Some(name) = name.filter(|_| !std::mem::replace(&mut self.checked, true)) {
-            self.in_key |= self.key_before(name, p.offset)?;
-        }
-        Ok(())
     }
 }
 

@@ -634,30 +634,6 @@ fn a_private_key_whose_begin_is_not_seen_is_hidden_to_its_end() {
     );
 }
 
-/// A position's record without the key's state (edited, or written before the state was
-/// kept) whose offset is inside a private key: the key's lines after it stay hidden, as the
-/// log before the offset says.
-#[test]
-fn a_record_without_the_keys_state_does_not_show_the_rest_of_a_key() {
-    let first = "-----BEGIN PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n";
-    let n = Node::new();
-    n.append("calico-felix.log", first);
-    let mut saved = None;
-    poll(&mut n.reader(), &mut saved);
-    let mut p = saved.take().expect("a position");
-    assert_eq!(p.offset, first.len() as u64);
-    (p.in_key, p.pending) = (false, Pending::None);
-    n.append(
-        "calico-felix.log",
-        "c2VjcmV0a2V5Ym9keQ\n-----END PRIVATE KEY-----\nnext\n",
-    );
-    let mut r = n.reader();
-    r.position = Some(p);
-    let out = poll(&mut r, &mut saved);
-    assert!(!out.contains("c2VjcmV0"), "shown: {out}");
-    assert!(out.ends_with("next\n"), "{out}");
-}
-
 /// An indented private key (klog prints each line of a multi-line value after a tab, a YAML
 /// block scalar indents its lines with blanks) is hidden as an unindented one is.
 #[test]

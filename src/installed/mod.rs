@@ -6,18 +6,15 @@
 //! them, and the services of Calico's legacy script-driven install.
 
 pub mod addressing;
-pub mod api_group;
 pub mod boot_marker;
 pub mod endpoints;
 pub mod failure;
 pub mod felix_health;
 pub mod file_stat;
-pub mod health;
 pub mod hns_restart;
 pub mod legacy;
 pub mod logs;
 pub mod metrics;
-pub mod metrics_findings;
 pub mod platform;
 pub mod protection;
 pub mod record;

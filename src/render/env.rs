@@ -131,7 +131,8 @@ fn joined<T: ToString>(items: &[T]) -> String {
 /// environment outranks the datastore (felix/config config_params.go
 /// SourcesInDescendingOrder). FELIX_WINDOWSMANAGEFIREWALLRULES is never rendered: Felix acts
 /// on it only in a HostProcess container (libcalico-go winutils.go
-/// MaybeConfigureWindowsFirewallRules), which CalicoFelix never is.
+/// MaybeConfigureWindowsFirewallRules), which CalicoFelix never is. A rule an
+/// operator-managed Felix left is status' finding (`health::metrics_findings`).
 fn felix_metrics(c: &Config, env: &mut BTreeMap<String, String>) {
     if c.metrics.enabled {
         // Deviation from Calico's scripts, with metrics on only: Felix serves Prometheus on

@@ -18,8 +18,9 @@
 
 use super::log::Log;
 use crate::cluster::Cluster;
+use crate::health::judge;
 use crate::host::Host;
-use crate::installed::{endpoints, health};
+use crate::installed::endpoints;
 use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -290,7 +291,7 @@ fn condition(ready: bool, reasons: &[String], changed_state: bool) -> serde_json
 /// A finding as the condition's message gives it: its sentence and its code, for people
 /// reading `kubectl describe node` (docs/findings.md names each code); no program reads it,
 /// `fleet status` reads the codes annotation.
-fn said(f: health::Finding) -> String {
+fn said(f: judge::Finding) -> String {
     format!("{} [{}]", f.message, f.code.word())
 }
 
@@ -333,7 +334,7 @@ pub fn reasons(
     for v in seen
         .findings
         .iter()
-        .filter_map(|f| health::verdict_of(f.code))
+        .filter_map(|f| judge::verdict_of(f.code))
     {
         *faults.entry(v.word().to_owned()).or_insert(0) += 1;
     }

@@ -142,7 +142,7 @@ impl<'a> Diags<'a> {
             Verdict::Allowed | Verdict::Denied(_) | Verdict::Unsettled(_)
         ) || refused_review.is_some()
         {
-            let kept = crate::installed::metrics_findings::keep_diags_review_refused(
+            let kept = crate::health::metrics_findings::keep_diags_review_refused(
                 self.host,
                 refused_review,
             );

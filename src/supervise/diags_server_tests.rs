@@ -387,7 +387,7 @@ fn a_value_not_shaped_as_a_token_or_refused_lately_is_401_without_a_review() {
 /// answered again.
 #[test]
 fn a_refused_review_refuses_the_request_and_is_kept_for_status() {
-    use crate::installed::metrics_findings::diags_review_refused;
+    use crate::health::metrics_findings::diags_review_refused;
     let node = Node::new();
     let program = node.builder(1_000, false);
     node.serving(

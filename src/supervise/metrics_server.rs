@@ -12,11 +12,11 @@ use super::diags_server::{ANSWER_TIME, Answer, Diags};
 use super::log::Log;
 use super::turn_away::{Count, Full, TurnAway};
 use crate::duration::Stop;
-use crate::host::Host;
-use crate::host::listen::ListenRefusal;
-use crate::installed::metrics_findings::{
+use crate::health::metrics_findings::{
     EndpointDown, keep_connection, keep_endpoint_down, keep_listening,
 };
+use crate::host::Host;
+use crate::host::listen::ListenRefusal;
 use crate::layout::InstallRoot;
 use http_body_util::BodyExt;
 use hyper::header::{CONTENT_TYPE, HeaderValue};
@@ -40,7 +40,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// the system keeps it in an excluded range) is tried again, 1 s after the first try and
 /// twice as long after each (at most a minute), until it listens or a stop: said in CalicoNode's
 /// log at the first refusal and whenever the reason changes, and kept for status
-/// (`installed::metrics_findings::EndpointDown`) until it listens. With no port, what an earlier
+/// (`health::metrics_findings::EndpointDown`) until it listens. With no port, what an earlier
 /// run kept is forgotten. With `diags` (the review of its requests' tokens) it answers
 /// `GET /diags` too.
 pub fn run(
@@ -651,9 +651,9 @@ mod tests {
     #[test]
     fn a_refused_port_is_kept_with_its_holders_pid_or_as_excluded() {
         use crate::duration::Stop;
+        use crate::health::metrics_findings::endpoint_down;
         use crate::host::listen::ListenRefusal;
         use crate::host::sim::SimHost;
-        use crate::installed::metrics_findings::endpoint_down;
         use crate::supervise::log::{Log, LogSettings};
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())

@@ -47,7 +47,7 @@ impl Diagnose for Failed {
             Failed::LeaseLost { .. } => Diagnosis::new(
                 Exit::Failed,
                 Kind::Failed,
-                crate::installed::health::Code::VerifyLeaseLost.remedy(),
+                crate::health::judge::Code::VerifyLeaseLost.remedy(),
             ),
         }
     }

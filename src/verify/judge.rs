@@ -1,11 +1,11 @@
 //! Each check's observation judged into a verdict: passed, or failed with a finding that names
-//! its layer (the code, from the one catalogue `installed::health`), one sentence and the next
+//! its layer (the code, from the one catalogue `health::judge`), one sentence and the next
 //! step. A check that could not be judged because another failed under it is `blocked` by
 //! that one (settle.rs), so each fault is named once, by its own layer.
 
 use super::dial::{Answer, reached};
 use super::matrix::{CheckId, Role};
-use crate::installed::health::{Code, Finding};
+use crate::health::judge::{Code, Finding};
 use serde::Serialize;
 
 /// A probe pod as the run last saw it.

@@ -220,14 +220,14 @@ pub fn lost_by_now((held, own): (Option<&super::shared::Held>, Option<&Held>)) -
 pub fn lost(
     (lease, cause): Lost,
     (cleaned_up, clean_up_error): (bool, &Option<String>),
-) -> crate::installed::health::Finding {
+) -> crate::health::judge::Finding {
     let fate = match (clean_up_error, cleaned_up) {
         (_, true) => "the run stopped and deleted what it made".to_owned(),
         (Some(e), false) => format!("the run stopped; what it made is not deleted: {e}"),
         (None, false) => "the run stopped; what it made is left to the next run".to_owned(),
     };
-    let code = crate::installed::health::Code::VerifyLeaseLost;
-    crate::installed::health::Finding::new(
+    let code = crate::health::judge::Code::VerifyLeaseLost;
+    crate::health::judge::Finding::new(
         code,
         lease.clone(),
         format!("the run's lease on {lease} was lost: {cause}; {fate}"),

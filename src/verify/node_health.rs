@@ -7,7 +7,7 @@
 use super::judge::{Explained, Outcome};
 use super::matrix::CheckId;
 use super::run::Report;
-use crate::installed::health::{Code, Finding};
+use crate::health::judge::{Code, Finding};
 
 /// Joins the node's own findings (`own`) to its report: all of them in `node_health`, and to
 /// each failing check those that bear on its layer (`explained`).
@@ -117,7 +117,7 @@ mod tests {
     }
 
     fn stopped(service: &str) -> Finding {
-        crate::installed::health::service(service, None).expect("a finding")
+        crate::health::judge::service(service, None).expect("a finding")
     }
 
     #[test]

@@ -51,7 +51,7 @@ pub struct Report {
     /// The run's lease was lost mid-run and the run stopped for it (`verify-lease-lost`): the
     /// checks judged by then keep their verdicts, the rest are `stopped`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub lease_lost: Option<crate::installed::health::Finding>,
+    pub lease_lost: Option<crate::health::judge::Finding>,
     /// The namespaces of killed runs this run deleted (a Terminating one: once seen gone).
     pub leftovers_removed: Vec<String>,
     /// The Terminating namespaces of killed runs this run left, each with why.
@@ -71,7 +71,7 @@ pub struct Report {
     pub took_ms: u64,
     /// This node's own health findings, when `verify` runs on the node it verifies.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub node_health: Vec<crate::installed::health::Finding>,
+    pub node_health: Vec<crate::health::judge::Finding>,
     /// The failing checks whose layer one of `node_health` explains (`node_health::join`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub explained: Vec<super::judge::Explained>,

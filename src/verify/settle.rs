@@ -118,7 +118,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::installed::health::{Code, Finding};
+    use crate::health::judge::{Code, Finding};
 
     fn v(check: CheckId, ok: bool) -> Verdict {
         let outcome = if ok {

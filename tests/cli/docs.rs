@@ -676,8 +676,8 @@ fn every_environment_key_is_in_the_configuration_page() {
     assert_eq!(listed, calicoctl_win::layout::env::ALL);
 }
 
-/// The source a name in backticks points at, or why it points nowhere: `installed/health.rs`
-/// (a path from the repository's root, or under `src/`) must exist; `installed::health::vni`
+/// The source a name in backticks points at, or why it points nowhere: `health/judge.rs`
+/// (a path from the repository's root, or under `src/`) must exist; `health::judge::vni`
 /// (a module path whose first segment is a room of `src/`) must name modules that exist, and
 /// what follows the last module must be defined in its file (an item, a field, a variant) or
 /// re-exported there (`pub use`). Names of other crates
@@ -772,9 +772,9 @@ fn the_docs_name_todays_modules_and_files() {
 
 #[test]
 fn a_stale_module_or_file_name_is_found() {
-    assert_eq!(stale_reference("installed::api_group::judge"), None);
+    assert_eq!(stale_reference("health::api_group::judge"), None);
     assert_eq!(stale_reference("layout::env::EnvVars"), None);
-    assert_eq!(stale_reference("src/installed/health/mod.rs"), None);
+    assert_eq!(stale_reference("src/health/judge/mod.rs"), None);
     assert_eq!(stale_reference("std::fs::rename"), None);
     assert!(
         stale_reference("supervise::renew::keep_refused").is_some(),

@@ -5,7 +5,7 @@
 
 use crate::support::fake_api::{FakeApi, meta};
 use calicoctl_win::cluster::Cluster;
-use calicoctl_win::installed::health::Code;
+use calicoctl_win::health::judge::Code;
 use calicoctl_win::verify::judge::Outcome;
 use calicoctl_win::verify::matrix::CheckId;
 use calicoctl_win::verify::run::{Options, Report, run};

@@ -8,7 +8,7 @@
 use super::verify::{cluster, options};
 use crate::support::fake_api::FakeApi;
 use calicoctl_win::cluster::Cluster;
-use calicoctl_win::installed::health::Code;
+use calicoctl_win::health::judge::Code;
 use calicoctl_win::verify::judge::Outcome;
 use calicoctl_win::verify::lease::{self, EXPIRES, KEPT};
 use calicoctl_win::verify::matrix::{PlanError, RunError};

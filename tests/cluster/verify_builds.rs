@@ -6,7 +6,7 @@
 
 use crate::support::fake_api::{FakeApi, meta};
 use crate::verify::{failed, node, options, verify};
-use calicoctl_win::installed::health::Code;
+use calicoctl_win::health::judge::Code;
 use calicoctl_win::verify::image::VARIANT_ANNOTATION;
 use calicoctl_win::verify::matrix::CheckId;
 use serde_json::json;

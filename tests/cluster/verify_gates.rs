@@ -7,7 +7,7 @@ use super::verify::{cluster, failed, nothing_left, options, verify};
 use crate::support::fake_api::FakeApi;
 use calicoctl_win::cluster::Cluster;
 use calicoctl_win::error::Diagnose;
-use calicoctl_win::installed::health::Code;
+use calicoctl_win::health::judge::Code;
 use calicoctl_win::verify::judge::Outcome;
 use calicoctl_win::verify::matrix::{CheckId, PlanError};
 use calicoctl_win::verify::run::{RunError, run};

@@ -568,10 +568,9 @@ fn a_followers_position_is_overwritten_in_place() {
 }
 
 /// A position file a power loss left zeroed (written, never synced) holds no position: said,
-/// and the follower starts as one without a position (the last 100 lines); an older
-/// follower's JSON document is read.
+/// and the follower starts as one without a position (the last 100 lines).
 #[test]
-fn a_zeroed_position_is_said_and_an_older_one_is_read() {
+fn a_zeroed_position_is_said() {
     let node = Node::healthy().installed().build();
     let dir = node.c_drive("calicowindows/logs");
     fs_err::create_dir_all(&dir).expect("dir");
@@ -581,14 +580,6 @@ fn a_zeroed_position_is_said_and_an_older_one_is_read() {
     let (code, out, err) = logs_briefly(&node, &position);
     assert_eq!((code, out.as_str()), (None, "felix 0\nfelix 1\n"), "{err}");
     assert!(err.contains("holds no whole position record"), "{err}");
-    // The head of the log's first 16 bytes (`installed/logs.rs`: a file shorter than 1 KiB
-    // is known by all of it), 8 bytes in.
-    let head = calicoctl_win::files::sha256_hex(b"felix 0\nfelix 1\n");
-    let older = format!(r#"{{"head":"{head}","head_len":16,"offset":8,"at":0}}"#);
-    plant(&node, &position, older.as_bytes());
-    let (_, out, err) = logs_briefly(&node, &position);
-    assert_eq!(out, "felix 1\n", "{err}");
-    assert_eq!(err, "");
 }
 
 /// A follower with `--position FILE`, killed once its position is kept past its first read.

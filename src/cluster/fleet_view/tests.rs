@@ -125,11 +125,7 @@ fn codes_are_trusted_only_beside_the_heartbeat_they_were_written_with() {
         // The fix is the finding's remedy, not folded into its sentence.
         let fixes: Vec<String> = row_troubles(&r, Some(HASH))
             .iter()
-            .filter_map(|t| {
-                crate::installed::health::fleet_row(&r.name, t)
-                    .remedy
-                    .clone()
-            })
+            .filter_map(|t| crate::health::judge::fleet_row(&r.name, t).remedy.clone())
             .collect();
         assert!(
             problems.contains("node win-1: the finding codes of its CalicoNode are unknown: it predates codes as data")
@@ -248,7 +244,7 @@ fn a_node_handed_to_the_operator_is_judged_by_calico_nodes_network_condition() {
 /// subject, the sentence as `row_problems` says it and the code's remedy.
 #[test]
 fn each_rows_trouble_is_a_finding_with_its_code_and_remedy() {
-    use crate::installed::health::{Code, fleet_row};
+    use crate::health::judge::{Code, fleet_row};
     let mut r = node_row(
         &node(
             "win-1",

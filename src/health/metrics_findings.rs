@@ -2,7 +2,7 @@
 //! its Prometheus port, open to every address, CalicoNode's endpoint not listening, and its
 //! rule admitting no scraper.
 
-use super::health::{Code, Finding};
+use super::judge::{Code, Finding};
 use crate::host::listen::ListenRefusal;
 use crate::host::{FirewallRule, Host, HostResult, Protocol, RegValue};
 use crate::layout::{

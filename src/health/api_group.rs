@@ -2,7 +2,7 @@
 //! needs them on (`cluster::calico_api::Locks::pin`): after a datastore migration the v1
 //! group stays locked, and a component that reads it refuses every new pod.
 
-use super::health::{Code, Finding};
+use super::judge::{Code, Finding};
 use crate::cluster::calico_api::{Group, Locks};
 use crate::host::Host;
 use crate::layout::env::EnvVars;
