@@ -2,11 +2,8 @@
 
 use std::time::Duration;
 
-/// What a host call can fail with. An error the OS (or a Windows API) gave keeps its code and
-/// message in its own text, `add route 169.254.169.254/32 via 10.0.0.1 on interface 5: Access
-/// is denied. (os error 5)`, so that however it is formatted (a log line's `{e}`, an event, a
-/// cause in the JSON) the reason reaches the reader; it is not a separate `source`, which a
-/// `{e}` would drop.
+/// What a host call can fail with. An OS error keeps its code and message in its own text
+/// (`... Access is denied. (os error 5)`), not as a `source` that `{e}` would drop.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     #[error("{what} does not exist")]

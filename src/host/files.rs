@@ -23,9 +23,8 @@ impl Access {
     }
 }
 
-/// The most `Files::read_file` reads of one file: every file calicoctl-win reads whole (the
-/// install record, its journal, kubeconfigs, environment and CNI files, the services' logs for
-/// `diags`, which rotate at 10 MB) is far smaller. Enforced while reading.
+/// The most `Files::read_file` reads of one file (every file read whole is far smaller);
+/// enforced while reading.
 pub const READ_CAP: u64 = 64 << 20;
 
 /// Reads the file at `local` (named `path` in errors) whole, at most `READ_CAP` bytes;
@@ -74,8 +73,7 @@ pub(crate) fn open_to_write(
 }
 
 /// A file opened to be written in place (`Files::open_update`), with what its handle says of
-/// the file it opened: read from the handle, not the name, so a link changed since the name
-/// was judged shows.
+/// the file it opened (not the name).
 pub struct OpenedFile {
     pub file: std::fs::File,
     /// The handle's final path, every junction and link on the way resolved (`\\?\` aside).
@@ -91,9 +89,8 @@ pub fn same_final_path(a: &str, b: &str) -> bool {
     without_verbatim(a).eq_ignore_ascii_case(&without_verbatim(b))
 }
 
-/// `\\?\C:\x` as `C:\x`, `\\?\UNC\server\x` as `\\server\x`: the prefix
-/// `GetFinalPathNameByHandleW` gives a DOS path (Microsoft, "Naming Files, Paths, and
-/// Namespaces": Win32 file namespaces).
+/// `\\?\C:\x` as `C:\x`, `\\?\UNC\server\x` as `\\server\x` (Microsoft, "Naming Files,
+/// Paths, and Namespaces").
 pub fn without_verbatim(p: &str) -> String {
     if let Some(unc) = p.strip_prefix("\\\\?\\UNC\\") {
         return format!("\\\\{unc}");
@@ -155,9 +152,8 @@ pub trait Files {
     /// Copies a file from this machine's file system (calicoctl-win itself) onto the host,
     /// streamed and atomically (a temporary file renamed).
     fn copy_in(&self, from: &Path, to: &str) -> HostResult<()>;
-    /// Copies a file on the host to another path on it with `access` (a backup before a
-    /// replacement, and putting it back), streamed and atomically; `false` when `from` does
-    /// not exist.
+    /// Copies a host file to another path with `access`, streamed and atomically; `false`
+    /// when `from` does not exist.
     fn copy_file(&self, from: &str, to: &str, access: Access) -> HostResult<bool>;
     /// Removes a file; returns whether it existed.
     fn remove_file(&self, path: &str) -> HostResult<bool>;
@@ -225,12 +221,8 @@ pub trait Files {
             .map(Some)
             .map_err(|e| HostError::io(format!("read {path}"), e))
     }
-    /// A file opened for reading (streamed, or at offsets while another handle still writes
-    /// it: a release zip followed as it downloads); `None` when there is no regular file.
-    /// On Windows both handles share read, write and delete (Rust's std
-    /// `library/std/src/sys/fs/windows.rs`, `OpenOptions::new`: `share_mode` is
-    /// `FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE`), so neither blocks the other
-    /// nor the rename that gives the finished download its name.
+    /// A file opened for reading (also while another handle writes it); `None` when there is
+    /// no regular file. Shares read, write and delete (std's `OpenOptions::new` on Windows).
     fn open_read(&self, path: &str) -> HostResult<Option<std::fs::File>> {
         let local = self.local_path(path)?;
         if !local.is_file() {
@@ -244,22 +236,14 @@ pub trait Files {
                 .map_err(|e| HostError::io(format!("read {path}"), e)),
         }
     }
-    /// An existing regular file opened to read and write in place, neither emptied nor
-    /// appended to (a record overwritten where it is, `logs --position`), with what its handle
-    /// says of the file it opened (`OpenedFile`): its last name opened itself, never followed
-    /// (a link there reads as no plain file); `None` when there is no regular file. Shared as
-    /// `open_read`'s handle is.
+    /// An existing regular file opened to read and write in place, with what its handle says
+    /// of it (`OpenedFile`): its last name never followed; `None` when there is no such file.
     fn open_update(&self, path: &str) -> HostResult<Option<OpenedFile>>;
-    /// Where `path` leads now: its final path, every junction and link on the way resolved
-    /// (on Windows `GetFinalPathNameByHandleW`, which `std::fs::canonicalize` calls); for a
-    /// file not there yet, its directory's with its name; `None` when its directory is not
-    /// there either. Compared with `OpenedFile::final_path`, it binds a judgement of the path
-    /// to the handle opened after it.
+    /// Where `path` leads now, every link resolved (`GetFinalPathNameByHandleW`); for a file
+    /// not there yet, its directory's with its name; `None` without that directory either.
     fn final_path(&self, path: &str) -> HostResult<Option<String>>;
-    /// A file opened for writing, its parent directories created: emptied first, or appended
-    /// to (`append`, a download resumed). For what is written in a stream under the install
-    /// root's cache (the release's download and its staged extraction); everything the plan
-    /// puts in place is written atomically by the methods above.
+    /// A file opened for writing, its parent directories created: emptied, or appended to
+    /// (`append`). For the release's download and staging only.
     fn open_write(&self, path: &str, append: bool) -> HostResult<std::fs::File> {
         open_to_write(&self.local_path(path)?, path, append)
     }
@@ -290,9 +274,8 @@ pub trait Files {
         Ok(out)
     }
 
-    /// The parent directories of `path` that a new install may call its own, outermost first:
-    /// those missing, and those holding nothing but the temporary files of killed writes (and
-    /// such directories): what a run killed while it created them leaves.
+    /// The parent directories of `path` a new install may call its own, outermost first:
+    /// missing, or holding only killed writes' temporaries.
     fn vacant_parents(&self, path: &str) -> HostResult<Vec<String>> {
         let mut out = self.missing_parents(path)?;
         let mut cur = out.first().map_or(path, String::as_str).to_owned();
@@ -345,19 +328,14 @@ pub trait Files {
     fn link_security(&self, path: &str) -> HostResult<Option<String>>;
     /// Creates a directory and its parents; `false` when it was there.
     fn create_dir(&self, path: &str) -> HostResult<bool>;
-    /// Whether `path` itself is a reparse point (a junction, a mount point or a symbolic
-    /// link), read without following it; `false` when it does not exist. Any local user may
-    /// make a junction where they may make a directory (`mklink /J` needs no privilege).
+    /// Whether `path` itself is a reparse point, not followed; `false` when missing. Any user
+    /// may `mklink /J` where they may make a directory.
     fn is_reparse_point(&self, path: &str) -> HostResult<bool>;
     /// Gives an existing file or directory the owner and access list of `sddl` (protected
     /// from inheritance when it says `P`).
     fn set_security(&self, path: &str, sddl: &str) -> HostResult<()>;
-    /// Where a host path lives in this machine's file system: the path itself on Windows, a
-    /// file under the state directory on SimHost. Only for what another program's API needs
-    /// as a path of its own: the service logs a process keeps open and appends to.
-    /// Everything else goes through the methods above (the admin kubeconfig at `C:\k\config`
-    /// too: it and the files it names are read as bytes, `cluster::OnHost`; the release is
-    /// downloaded and staged through `open_write`, `open_read` and `rename`, `ReleaseDisk`).
+    /// Where a host path lives in this machine's file system (the path itself on Windows, a
+    /// file under the state directory on SimHost), for the service logs another program opens.
     fn local_path(&self, path: &str) -> HostResult<std::path::PathBuf>;
 }
 

@@ -1,4 +1,4 @@
-//! The HNS documents' tests: networks and endpoints read from HCN's and HNS v1's JSON, HCN's
+//! The HNS documents' tests: networks and endpoints read from HCN's JSON, HCN's
 //! answers, HNS's version and policy lists.
 
 use super::*;
@@ -29,15 +29,7 @@ mod tests {
     }
 
     #[test]
-    fn reads_a_v1_network_and_defaults_a_missing_type_to_nat() {
-        let doc = json!({
-            "ID": "abc", "Name": "Calico", "Type": "Overlay", "ManagementIP": "10.0.0.5",
-            "Subnets": [{"AddressPrefix": "10.244.1.0/26", "GatewayAddress": "10.244.1.1",
-                         "Policies": [{"Type": "VSID", "VSID": 4096}]}]
-        });
-        let n = parse_network(&doc).expect("network");
-        assert_eq!(n.vsid(), Some(4096));
-        assert_eq!(n.management_ip.as_deref(), Some("10.0.0.5"));
+    fn a_missing_type_is_nat_and_a_missing_id_no_network() {
         let nat = parse_network(&json!({"ID": "x", "Name": "nat"})).expect("nat");
         assert_eq!(nat.network_type, "NAT");
         assert!(parse_network(&json!({"Name": "no id"})).is_none());
@@ -127,9 +119,8 @@ mod version_tests {
         );
     }
 
-    /// The state comes from HNS v1 only (`HNSEndpoint.State`, hcsshim: "dependent on HNS v1
-    /// api"): a v2 document's `State`, or an absent one, is replaced by v1's; with no v1 answer
-    /// no endpoint has a state (and none is called stuck on it).
+    /// The state comes from HNS v1 only (hcsshim: "dependent on HNS v1 api"): v2's is replaced;
+    /// with no v1 answer no endpoint has one.
     #[test]
     fn endpoint_states_are_hns_v1s() {
         let answer = r#"{"Success":true,"Output":[

@@ -36,9 +36,7 @@ impl Route {
     }
 }
 
-/// A network adapter as the IP helper's `GetAdaptersAddresses` describes it (Microsoft's
-/// iphlpapi reference, `IP_ADAPTER_ADDRESSES_LH`, on every Windows Server the tool supports):
-/// what the adapter the vSwitch binds is chosen by and what it must keep across it.
+/// A network adapter as `GetAdaptersAddresses` describes it (`IP_ADAPTER_ADDRESSES_LH`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Adapter {
     /// `FriendlyName`: `Ethernet`, `vEthernet (Ethernet)`.
@@ -130,15 +128,11 @@ impl Adapter {
 /// IP configuration.
 pub trait Network {
     fn ipv4_addresses(&self) -> HostResult<Vec<InterfaceAddress>>;
-    /// Every adapter with IPv4 enabled, with its IPv4 configuration (loopback included):
-    /// `GetAdaptersAddresses(AF_INET)`, which Microsoft's iphlpapi reference documents as
-    /// "Return only IPv4 addresses associated with adapters with IPv4 enabled". The physical
-    /// adapter an External vSwitch binds has IPv4 unbound and is not among them
-    /// (`ethernet_interfaces` lists it; the adapter choice reads both).
+    /// Every adapter with IPv4 enabled, with its IPv4 configuration:
+    /// `GetAdaptersAddresses(AF_INET)`. A vSwitch's physical adapter is not among them.
     fn adapters(&self) -> HostResult<Vec<Adapter>>;
-    /// Every Ethernet interface Windows lists, IPv4 bound or not (`GetIfTable2`, which lists
-    /// every interface, filter modules left out): name, index, description, MAC and GUID, with
-    /// no addresses and no IPv4 settings.
+    /// Every Ethernet interface, IPv4 bound or not (`GetIfTable2`, filter modules left out),
+    /// without addresses or IPv4 settings.
     fn ethernet_interfaces(&self) -> HostResult<Vec<Adapter>>;
     /// Sets an interface's IPv4 metric and turns its automatic metric off
     /// (`GetIpInterfaceEntry` and `SetIpInterfaceEntry`, netioapi.h, Windows Vista and later).
@@ -146,8 +140,7 @@ pub trait Network {
     /// Adds a manual IPv4 address to an interface (`CreateUnicastIpAddressEntry`, netioapi.h,
     /// Windows Vista and later); one already there is `Exists`.
     fn add_address(&self, index: u32, ip: Ipv4Addr, prefix_len: u8) -> HostResult<()>;
-    /// Makes a setting of an interface's IPv4 configuration through WMI's
-    /// `Win32_NetworkAdapterConfiguration`, which tells the DHCP and DNS clients
+    /// Makes an IPv4 setting through WMI's `Win32_NetworkAdapterConfiguration`
     /// (`ip_config::AdapterSetting`); an interface no instance has is `NotFound`.
     fn configure_adapter(&self, index: u32, setting: &ip_config::AdapterSetting) -> HostResult<()>;
 
@@ -164,12 +157,8 @@ pub trait Network {
     ) -> HostResult<Option<http_probe::Answer>>;
 }
 
-/// Calls an API that fills a buffer and answers "too small, this many bytes" (`overflow`, the
-/// size written back into its in-out argument), growing the buffer up to `attempts` times, as
-/// `GetAdaptersAddresses` is called ("the recommended method ... is to call it in a loop",
-/// Microsoft's documentation). The filled buffer, 8-byte aligned; `Err(code)` with the last
-/// answer when it failed, or when the buffer was still too small after the last attempt (never
-/// an unfilled buffer read as if it were the answer).
+/// Calls an API that fills a buffer and answers "too small, this many bytes" (`overflow`),
+/// growing it up to `attempts` times (as `GetAdaptersAddresses` is documented to be called).
 pub fn with_growing_buffer(
     mut size: u32,
     attempts: u32,

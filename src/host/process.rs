@@ -133,10 +133,8 @@ impl LocalChild {
         let mut child = cmd
             .spawn()
             .map_err(|e| HostError::io(format!("start {}", spec.program), e))?;
-        // In the service host's kill-on-close job, so that a crashed or killed host leaves no
-        // orphan (super::windows::process::KillOnCloseJob). A child that cannot be put there
-        // (a host already in a job that forbids it) is not refused: it runs as before, and
-        // `in_job` says so (a stop that fails then does not claim the job ends it).
+        // In the service host's kill-on-close job, so a killed host leaves no orphan; a child
+        // that cannot be put there runs anyway, and `in_job` says so.
         #[cfg(windows)]
         let in_job =
             super::windows::process::service_job().is_some_and(|j| j.assign(&child).is_ok());
@@ -239,9 +237,8 @@ impl Child for LocalChild {
             // reused pid.
             Err(_) => {}
         }
-        // The program ignored the request, or could not be looked at: kill it
-        // (TerminateProcess / SIGKILL), and wait for its end within a bound (a process stuck in
-        // a driver call may never end).
+        // Ignored, or not to be looked at: kill it and wait within a bound (a process stuck
+        // in a driver call may never end).
         let _ = self.child.kill();
         match self.wait_timeout(KILLED_WAIT)? {
             Some(code) => Ok(code),
@@ -323,9 +320,8 @@ pub trait Processes {
     fn spawn(&self, spec: &ProcessSpec) -> HostResult<Box<dyn Child>>;
     /// The pid of a running process with this image name (`kubelet.exe`), if any.
     fn process_pid(&self, image_name: &str) -> HostResult<Option<u32>>;
-    /// Whether process `pid` runs, with a mark of when it started where the system says one
-    /// (`None` once it has ended): the judgement the host lock makes of its holder
-    /// (`lock::running`: Windows' process creation time, Linux's `/proc/PID/stat`).
+    /// Whether process `pid` runs, with its start where the system says one; `None` once it
+    /// has ended (`lock::running`).
     fn process_running(&self, pid: u32) -> Option<Option<u64>>;
 }
 

@@ -1,23 +1,10 @@
-//! The adapter the External network's vSwitch binds (its uplink), chosen by the node's IP.
+//! The adapter the External network's vSwitch binds (its uplink), chosen by the node's IP:
+//! HNS binds the default-route adapter otherwise (rancher/rke2#3533,
+//! projectcalico/calico#10536). Addresses compare as addresses, never as text.
 //!
-//! HNS binds the default-route adapter when the network document names none, so a node whose
-//! node IP is on another adapter advertises one address and tunnels from another
-//! (rancher/rke2#3533, projectcalico/calico#10536). The uplink is therefore the adapter that
-//! holds the node IP: the Node's InternalIP, else kubelet's `--node-ip`, else the default
-//! route's adapter. Addresses compare as addresses, never as text (rke2's
-//! `pkg/windows/utils.go` matches with `strings.Contains`, so node IP 10.0.0.1 picked the
-//! adapter holding 10.0.0.15).
-//!
-//! Once the vSwitch exists the node IP is on its host adapter, `vEthernet (<uplink>)`, which
-//! carries the uplink's MAC (antrea `pkg/agent/util/net_windows.go`, `adapterIPExists`, finds
-//! it by address, that MAC and the `vEthernet` name): the uplink is then read back from the
-//! External network (the adapter HNS reports it bound) or, failing that, from the one adapter
-//! with that MAC whose name the vEthernet adapter's carries; never from the name alone. The
-//! physical adapter then has IPv4 unbound, so `GetAdaptersAddresses(AF_INET)` leaves it out
-//! (Microsoft's iphlpapi reference: "Return only IPv4 addresses associated with adapters with
-//! IPv4 enabled"): it is read from the interface table (`every_adapter`). When neither HNS nor
-//! Windows tells it, the choice is unknown (`None`), which install and reconfigure take as no
-//! change: the External network stays where it is.
+//! Behind the vSwitch the uplink is read back from the External network, or from the one
+//! adapter with the host adapter's MAC and name (antrea `pkg/agent/util/net_windows.go`,
+//! `adapterIPExists`); when neither tells, it is unknown (`None`): no change.
 
 use super::{Adapter, Route, hns::HnsNetwork};
 use serde::Serialize;
@@ -110,9 +97,8 @@ impl ChoiceError {
     }
 }
 
-/// `, the vSwitch X`: the name in a vSwitch host adapter's `vEthernet (X)`, which is the
-/// switch's name for one made with `New-VMSwitch` (Microsoft Learn, "Create a virtual switch
-/// for Hyper-V virtual machines") and the bound adapter's for one HNS made.
+/// `, the vSwitch X`: the X of a host adapter's `vEthernet (X)`: a `New-VMSwitch` switch's
+/// name, or the bound adapter's for one HNS made.
 fn switch_named(adapter: &str) -> String {
     adapter
         .strip_prefix("vEthernet (")
@@ -151,10 +137,8 @@ fn listed(adapters: &[Adapter]) -> String {
     }
 }
 
-/// Every adapter Windows lists: those with IPv4 enabled (`Network::adapters`) and, without
-/// addresses, the Ethernet interfaces with IPv4 unbound (`Network::ethernet_interfaces`),
-/// among them the physical adapter under an External vSwitch, which
-/// `GetAdaptersAddresses(AF_INET)` leaves out.
+/// Every adapter Windows lists: those with IPv4 enabled and the Ethernet interfaces with IPv4
+/// unbound (a vSwitch's physical adapter).
 pub fn every_adapter(host: &dyn super::Host) -> super::HostResult<Vec<Adapter>> {
     let mut all = host.adapters()?;
     let unbound: Vec<Adapter> = host
@@ -166,10 +150,8 @@ pub fn every_adapter(host: &dyn super::Host) -> super::HostResult<Vec<Adapter>> 
     Ok(all)
 }
 
-/// Whether `vnic` is the vSwitch host adapter made on the adapter `name` whose MAC is `mac`:
-/// a vSwitch port with that MAC named `vEthernet (<name>)` (antrea
-/// `pkg/agent/util/net_windows.go`, `adapterIPExists`, finds it by the MAC and the `vEthernet`
-/// name); never by the name alone, and no MAC is no match.
+/// Whether `vnic` is the vSwitch host adapter of adapter `name` with MAC `mac`: by MAC and the
+/// `vEthernet (<name>)` name together (antrea `adapterIPExists`); no MAC is no match.
 pub fn is_host_adapter_of(vnic: &Adapter, name: &str, mac: &str) -> bool {
     vnic.is_vswitch_port()
         && !mac.is_empty()
@@ -179,10 +161,8 @@ pub fn is_host_adapter_of(vnic: &Adapter, name: &str, mac: &str) -> bool {
             .eq_ignore_ascii_case(&format!("vEthernet ({name})"))
 }
 
-/// The name of the physical adapter under a vSwitch host adapter of the External network, or
-/// `None` when the vSwitch is not ours (`external` is `None`: no External network) or cannot
-/// be told. `adapters` is every adapter Windows lists (`every_adapter`), the physical one
-/// with IPv4 unbound among them.
+/// The physical adapter under the External network's vSwitch host adapter, from `adapters`
+/// (`every_adapter`); `None` when the vSwitch is not ours or cannot be told.
 pub fn uplink_of(
     vnic: &Adapter,
     adapters: &[Adapter],
@@ -192,9 +172,8 @@ pub fn uplink_of(
     let same_mac = |a: &&Adapter| {
         !a.is_vswitch_port() && !vnic.mac.is_empty() && a.mac.eq_ignore_ascii_case(&vnic.mac)
     };
-    // What HNS says it bound, when it says (HNS v1's `NetworkAdapterName`, or the policy):
-    // the adapter of that name with the vEthernet adapter's MAC, or HNS's word alone when
-    // Windows lists no adapter of that name (none contradicts it).
+    // What HNS says it bound (`NetAdapterName`): the adapter of that name with the vEthernet
+    // adapter's MAC, or HNS's word alone when Windows lists none of that name.
     if let Some(bound) = external.and_then(|n| n.adapter.as_deref()) {
         let mut named = adapters
             .iter()

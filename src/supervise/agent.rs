@@ -78,9 +78,8 @@ fn clear_generated(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
     Ok(())
 }
 
-/// Waits until CalicoNode has initialised in this boot; after `init_timeout` it warns (and
-/// again every `init_timeout`) but keeps waiting: running felix on networks about to be
-/// deleted would be worse.
+/// Waits until CalicoNode has initialised in this boot, warning every `init_timeout` but
+/// waiting on: felix on networks about to be deleted would be worse.
 fn wait_for_init(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
     if init_done(host)? {
         return Ok(());

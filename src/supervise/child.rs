@@ -113,10 +113,8 @@ fn keep(host: &dyn Host, s: &Settings, pid: u32, log: &Log) {
     }
 }
 
-/// Before a child starts: the one kept by an earlier run (`keep`) that still runs as the same
-/// process (its pid, with the same start: the host lock's judgement of its holder) is waited
-/// for up to `Timing::earlier_wait`, and ends the start (`EarlierStillRuns`) if still there.
-/// One whose start was not known, or whose pid now names another process, is taken as ended.
+/// Before a child starts: one an earlier run kept that still runs as the same process (pid and
+/// start) is waited for up to `Timing::earlier_wait`, else the start ends (`EarlierStillRuns`).
 fn earlier(host: &dyn Host, s: &Settings, launch: &Launch, stop: &Stop, log: &Log) -> Result<()> {
     let kept = match host.reg_get(crate::layout::CALICO_KEY, s.role.child_value())? {
         Some(crate::host::RegValue::Sz(text)) => text,

@@ -1,20 +1,7 @@
-//! CalicoNode tells the cluster how Calico on this node is: a Node condition,
-//! `CalicoWindowsReady`, True when nothing below is wrong and False with the reasons, set
-//! whenever that changes. It is set with calico-node's own credential: Calico's ClusterRole
-//! `calico-node` may patch `nodes/status` and list pods (projectcalico/calico v3.31.7
-//! `manifests/calico.yaml`, ClusterRole calico-node: "Needed for clearing NodeNetworkUnavailable
-//! flag"; "Used by Calico for policy information"). `fleet status` reads it for every node.
-//!
-//! What counts is what the node judges of itself (`health::survey` in the node's own mode:
-//! the steps and judges status's survey takes, which repair takes too): a service the install
-//! made not running, the cloud metadata route the node had before the install missing, an
-//! install record it cannot read, CalicoFelix not live or ready (its health endpoint), an HNS
-//! network the install made missing, this host's HNS endpoints at fault
-//! (`installed::endpoints`, with the default grace period; another host's endpoints are left
-//! to `status` and `repair`, which ask the cluster about each address), a service the HNS
-//! restart watchdog could not restart, the node's address differing between the layers, the
-//! vSwitch adapter's addressing, the metrics ports, and what a run left under way while no
-//! command holds the host lock.
+//! CalicoNode's Node condition `CalicoWindowsReady`: True when the node's own survey
+//! (`health::survey`) finds nothing wrong, else False with the reasons; set when it changes,
+//! with calico-node's credential (projectcalico/calico v3.31.7 `manifests/calico.yaml`,
+//! ClusterRole calico-node may patch `nodes/status`). `fleet status` reads it.
 
 use super::log::Log;
 use crate::cluster::Cluster;
@@ -30,17 +17,12 @@ pub use crate::cluster::node::CONDITION_CALICO_READY as CONDITION;
 /// How often CalicoNode looks again.
 pub const EVERY: Duration = Duration::from_secs(60);
 
-/// How often the condition is set although its answer is the same, so that its
-/// `lastHeartbeatTime` says CalicoNode still looks: kubelet's own node status cadence
-/// (`nodeStatusReportFrequency`, 5m by default: kubernetes pkg/kubelet/apis/config/v1beta1
-/// defaults). `fleet status` takes an older heartbeat for a CalicoNode that stopped looking.
+/// How often an unchanged condition is set again, so `lastHeartbeatTime` shows CalicoNode
+/// looks: kubelet's `nodeStatusReportFrequency` (kubernetes pkg/kubelet/apis/config/v1beta1).
 pub use crate::cluster::node::CONDITION_HEARTBEAT as HEARTBEAT;
 
-/// How long a change of the advice codes alone is held back after one was set: a code that
-/// comes and goes at every look (an endpoint whose state flickers) patches the Node at most
-/// once in this time instead of every minute. A held change is set with the next heartbeat or
-/// after this time, whichever comes first; a change of the reasons (a new failure, one gone) is
-/// set at once.
+/// How long a change of the advice codes alone is held back after one was set (a flickering
+/// code patches the Node at most once in this time); a change of the reasons is set at once.
 pub const ADVICE_HOLD: Duration = Duration::from_secs(15 * 60);
 
 /// At most this many reasons are named in the condition's message, which is for people: every
@@ -236,15 +218,10 @@ impl Published {
     }
 }
 
-/// What a look sets, given what was last set (`None`: nothing set since CalicoNode
-/// started) and the status the Node carries now (`on_node`): nothing when the reasons and the
-/// codes are the same and no heartbeat is due (no patch every minute on every node; an advice
-/// code that comes or goes under a True is set at once, as a reason is); else the status and
-/// whether it changed (a new transition time). A CalicoNode that just started compares with
-/// the Node's condition, as kubelet's own conditions keep their transition time across its
-/// restarts (kubernetes pkg/kubelet/nodestatus/setters.go, `ReadyCondition`: `LastTransitionTime` moves only
-/// when the status differs from the one the Node holds). A patch that failed set nothing, so
-/// the next look sets it again.
+/// What a look sets, given what was last set (`None` since start) and the Node's condition
+/// now: nothing when unchanged and no heartbeat is due, else the status and whether it
+/// changed. The transition time survives restarts, as kubelet's does (kubernetes
+/// pkg/kubelet/nodestatus/setters.go, `ReadyCondition`).
 fn to_set(
     last: Option<&Set>,
     now: &Set,
@@ -287,9 +264,8 @@ fn condition(ready: bool, reasons: &[String], changed_state: bool) -> serde_json
     c
 }
 
-/// A finding as the condition's message gives it: its sentence and its code, for people
-/// reading `kubectl describe node` (docs/findings.md names each code); no program reads it,
-/// `fleet status` reads the codes annotation.
+/// A finding as the condition's message gives it, for `kubectl describe node`: its sentence
+/// and code (docs/findings.md).
 fn said(f: health::Finding) -> String {
     format!("{} [{}]", f.message, f.code.word())
 }
@@ -403,9 +379,8 @@ mod tests {
         );
     }
 
-    /// An advice code that comes or goes under the same reasons (a True with no reason at
-    /// all) is set at the look that finds it, not at the next heartbeat: the codes annotation
-    /// is what `fleet status` reads.
+    /// An advice code that comes or goes under the same reasons is set at once: `fleet status`
+    /// reads the codes annotation.
     #[test]
     fn a_code_that_comes_or_goes_under_the_same_reasons_is_set_at_once() {
         let ok = set(&[], &[]);

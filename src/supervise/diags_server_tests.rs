@@ -1,6 +1,5 @@
-//! `GET /diags` on the metrics endpoint, on loopback with a simulated host: the bundle's
-//! builder is a script standing in for `calicoctl-win diags` (given its arguments), writing the
-//! zip where the simulated host keeps the install root.
+//! `GET /diags` on loopback with a simulated host; a script stands in for `calicoctl-win
+//! diags`, writing the zip where the simulated host keeps the install root.
 
 use super::{DIR, Diags};
 use crate::cluster::diags_auth::Verdict;
@@ -102,9 +101,8 @@ impl Node {
     }
 }
 
-/// The API server's review, as far as the endpoint can tell: `good` is `fleet diags`' token
-/// for this node, `forbidden` is refused its review (calico-node may not create
-/// tokenreviews), any other is not authenticated for this node.
+/// The API server's review: `good` is `fleet diags`' token for this node, `forbidden` is
+/// refused the review, any other is not authenticated.
 struct FakeReview;
 
 /// Every token the fake review was asked of (in every test: each test's tokens are its own).
@@ -184,9 +182,8 @@ fn wait_for(path: &Path) {
     }
 }
 
-/// A bundle is built by `calicoctl-win diags --offline` into the install root's own
-/// directory, streamed whole and removed; while it is made, `/metrics` is answered and a
-/// second `/diags` is told 503 with Retry-After.
+/// A bundle is built into the root's own directory, sent whole and removed; meanwhile
+/// `/metrics` is answered and a second `/diags` told 503 with Retry-After.
 #[test]
 fn a_bundle_is_built_under_the_root_streamed_whole_and_removed_while_metrics_answer() {
     let node = Node::new();
@@ -350,9 +347,7 @@ fn a_request_without_a_token_for_this_node_is_401_before_the_bundles_slot() {
     );
 }
 
-/// A value not shaped like a ServiceAccount token is answered 401 without a review, and a
-/// token a review refused is refused again without one; neither takes a review's place.
-/// (Every value was reviewed, each time it came.)
+/// A value not shaped like a token, and a token refused lately, are 401 without a review.
 #[test]
 fn a_value_not_shaped_as_a_token_or_refused_lately_is_401_without_a_review() {
     let node = Node::new();
@@ -382,9 +377,8 @@ fn a_value_not_shaped_as_a_token_or_refused_lately_is_401_without_a_review() {
     assert!(!node.at("started").exists(), "a bundle was made");
 }
 
-/// While the API server refuses CalicoNode the review (403), every request is refused (503,
-/// marked) rather than served, and status is told (`diags-review-refused`) until a review is
-/// answered again.
+/// While the API server refuses CalicoNode the review (403), requests are refused 503 and
+/// status is told (`diags-review-refused`) until a review is answered again.
 #[test]
 fn a_refused_review_refuses_the_request_and_is_kept_for_status() {
     use crate::installed::metrics_findings::diags_review_refused;

@@ -1,7 +1,5 @@
-//! The service log, `<logs dir>\calico-<role>.log`: the service host's own lines and the
-//! child's output, rotated by size and by age as NSSM did (10 MB or one day by default).
-//!
-//! A rotated file is renamed `calico-<role>-<UTC time>.log`; the newest `keep` of those stay.
+//! The service log, `<logs dir>\calico-<role>.log`, rotated by size and age as NSSM did, to
+//! `calico-<role>-<UTC time>.log`; the newest `keep` stay.
 
 use crate::host::LineSink;
 use std::io::Write as _;
@@ -100,10 +98,8 @@ impl RotatingFile {
             .open(&self.path)?;
         let meta = f.metadata()?;
         self.size = meta.len();
-        // An existing log keeps its age across service restarts: the time of its first line,
-        // never its creation time, which NTFS "tunnelling" gives a file made under a name that
-        // was renamed away within 15 seconds (the rotated log's, days old: Microsoft's "File
-        // Times" page), so that every restart after a day would rotate at once.
+        // Its age is its first line's time: NTFS tunnelling gives a new file the rotated one's
+        // creation time (Microsoft's "File Times").
         self.opened = if self.size > 0 {
             first_line_time(&self.path).unwrap_or(now)
         } else {
@@ -124,10 +120,8 @@ impl RotatingFile {
             n += 1;
         }
         if let Err(e) = (self.rename)(&self.path, &target) {
-            // A reader that opened the log without FILE_SHARE_DELETE (Get-Content -Wait, most
-            // tailers) makes a rename fail with a sharing violation (Microsoft's "Creating and
-            // Opening Files"). The log goes on in the same file, and the rotation is tried
-            // again later: no line is dropped while someone reads.
+            // A reader without FILE_SHARE_DELETE makes the rename fail: go on in the same
+            // file and try again later, dropping no line.
             self.retry_at = Some(now + ROTATE_RETRY);
             self.open(now)?;
             let note = format!(
@@ -199,8 +193,7 @@ fn prune(dir: &Path, stem: &str, keep: usize) -> std::io::Result<()> {
 }
 
 /// A rotated file's time and number (`<stem>-20251121T080003Z.2.log`: `("20251121T080003Z",
-/// 2)`, none being 0), the order `rotate` wrote them in, which their names alone do not sort
-/// (`.10` before `.2`, `.1.log` before `.log`); `None` for a name `rotate` gives no file.
+/// 2)`), in `rotate`'s order; `None` for a name `rotate` gives no file.
 fn rotated(name: &str, stem: &str) -> Option<(String, u32)> {
     let rest = name
         .strip_prefix(stem)?
@@ -385,9 +378,8 @@ mod tests {
         );
     }
 
-    /// A clock far ahead of the machine's, so that the file system's own times (a new file's
-    /// creation time is the machine's now) look days old to the log, as an NTFS-tunnelled
-    /// creation time does on Windows.
+    /// A clock far ahead of the machine's, so a new file's creation time looks days old, as
+    /// an NTFS-tunnelled one does.
     fn ahead(secs: Arc<AtomicU64>) -> Clock {
         Arc::new(move || SystemTime::UNIX_EPOCH + Duration::from_secs(secs.load(Ordering::SeqCst)))
     }

@@ -67,15 +67,11 @@ pub enum SuperviseError {
     KubeProxyWait { what: String, after: Duration },
     #[error(transparent)]
     Host(#[from] HostError),
-    /// A restart's stop given up on (`hns_watch::stop_given_up`): not delivered (1053) or not
-    /// taken within its bound, so that it may still be taken late. A start's own error is
-    /// `Host`.
+    /// A restart's stop given up on (`hns_watch::stop_given_up`), which may still be taken.
     #[error(transparent)]
     StopGivenUp(HostError),
     /// A child that could not be looked at or stopped: the service ends rather than start a
-    /// second copy beside it. Its kill-on-close job (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`), when
-    /// it is in one, ends it with the service, yet no sooner than its pending I/O completes
-    /// (TerminateProcess remarks); the service's next start waits for it (`child::earlier`).
+    /// second copy; the next start waits for it (`child::earlier`).
     #[error(
         "{program} (pid {pid}) could not be stopped: {error}; the service ends so that no second copy runs beside it ({})",
         if *.in_job { "its job object ends it with the service; the next start waits for it to end" } else { "it is in no job of the service's and may run on; the next start waits for it to end" }
@@ -86,9 +82,7 @@ pub enum SuperviseError {
         error: String,
         in_job: bool,
     },
-    /// A child an earlier run of the service started still runs after the wait for it: no
-    /// failed start (the child did not run). The service bodies look again after their
-    /// back-off without counting it; the simulated service start ends with it.
+    /// A child an earlier run started still runs after the wait for it: no failed start.
     #[error(
         "{program} (pid {pid}) that an earlier run of this service started still runs after {}s; no second copy is started beside it until it has ended: end that process",
         .after.as_secs()
@@ -250,9 +244,8 @@ pub struct Settings {
 pub const STOP_HINT_SLACK: Duration = Duration::from_secs(5);
 
 impl Settings {
-    /// How long a service running this body may take to stop: its stop timeout (after which
-    /// the child is killed) and the slack of its SCM wait hint. Whoever stops one of the
-    /// services waits at least this long.
+    /// How long a service running this body may take to stop: its stop timeout and the slack
+    /// of its SCM wait hint.
     pub fn service_stop_wait(&self) -> Duration {
         self.stop_timeout + STOP_HINT_SLACK
     }
@@ -296,11 +289,9 @@ pub fn environment(host: &dyn Host, s: &Settings) -> Result<BTreeMap<String, Str
     Ok(env)
 }
 
-/// The variables a child takes from the service's own environment, as NSSM and Calico's
-/// scripts passed the whole of theirs: where Windows and its tools are (confd on Calico up to
-/// 3.27.1 runs `powershell` by name, found on `PATH`), where temporary files go, and a
-/// machine-wide proxy (Go's `http.ProxyFromEnvironment` reads `HTTPS_PROXY`, `NO_PROXY` and
-/// their lower-case forms). Nothing else: no user's variables, no secrets.
+/// The variables a child takes from the service's environment: where Windows and its tools are
+/// (confd up to 3.27.1 runs `powershell`), temporary files, and the proxy (Go's
+/// `http.ProxyFromEnvironment`). Nothing else.
 pub const INHERITED: &[&str] = &[
     "SystemRoot",
     "SystemDrive",

@@ -1,6 +1,5 @@
-//! The simulated host's handle: the state behind its lock, the faults it injects, and how it
-//! is opened, counted and saved. The Host traits are implemented in the parent and its
-//! siblings.
+//! The simulated host's handle: its state behind a lock, its faults, how it is opened,
+//! counted and saved.
 
 use super::profiles::{self, DEFAULT_PROFILE};
 use super::state::{self, State};
@@ -37,9 +36,8 @@ pub enum FaultKind {
     Deny,
     /// The process exits at once (code 86), as if the machine lost power mid-run.
     Crash,
-    /// The process stops and waits to be killed from outside: in the middle of a file write
-    /// (its temporary file written, not yet renamed), before any other call. It first creates
-    /// `<host dir>.paused` holding the call, for the killer to wait on.
+    /// The process waits to be killed mid-write (temporary written, not renamed), first
+    /// creating `<host dir>.paused` for the killer.
     Pause,
 }
 
@@ -197,9 +195,8 @@ impl SimHost {
         self.start_hook = Some(hook);
     }
 
-    /// Has `hook` run once at the next `Files::open_update`, before it opens: a junction (a
-    /// symbolic link here) swapped between a judgement of the path and its opening, as anyone
-    /// may who may change that link or create where it stands.
+    /// Has `hook` run once at the next `Files::open_update`, before it opens: a link swapped
+    /// between a judgement of the path and its opening.
     pub fn before_next_open_update(&self, hook: OpenHook) {
         *self
             .before_open
@@ -288,9 +285,7 @@ impl SimHost {
         }
         match fault.kind {
             FaultKind::Fail => {
-                // Said as it fires: a caller may retry a call and succeed (the release's
-                // extraction that follows the download starts again), and a test walking
-                // every call tells such a run from one past the last call.
+                // Said as it fires, so a test walking every call tells a retried call apart.
                 eprintln!("simulated host: a failure injected at mutating call {n} ({op})");
                 Err(HostError::Injected {
                     n,

@@ -258,9 +258,8 @@ fn cloud_nic() -> super::state::SimAdapter {
     }
 }
 
-/// A second NIC on the first one's subnet, without a default route: the node IP kubelet is
-/// given is on it, and HNS left to itself would bind the vSwitch to Ethernet (the default
-/// route's), the case of rancher/rke2#3533.
+/// A second NIC on the first one's subnet holding the node IP, without a default route
+/// (rancher/rke2#3533).
 fn two_nics(state: &mut State) {
     state.interfaces.push(InterfaceAddress {
         interface: "Ethernet 2".into(),
@@ -336,7 +335,7 @@ fn aks(state: &mut State) {
         "Ipams": [{"Type": "Static", "Subnets": [{
             "IpAddressPrefix": "10.240.0.0/16",
             "Routes": [{"NextHop": "10.240.0.1", "DestinationPrefix": "0.0.0.0/0"}]}]}],
-        "ManagementIP": "10.240.0.4"
+        "Policies": [{"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.240.0.4"}}]
     }));
 }
 
@@ -385,9 +384,8 @@ fn legacy_calico(state: &mut State, files: &mut Vec<SeedFile>) {
     );
 }
 
-/// SYSTEM's regional settings as a Windows Server installed in en-US writes them (the values
-/// `Control Panel\International` holds: LocaleName, sShortDate, sTimeFormat, s1159, s2359),
-/// which the operator's scripts format the boot marker with.
+/// SYSTEM's regional settings as an en-US Windows Server writes them (`Control
+/// Panel\International`), for the boot marker's format.
 fn system_international(state: &mut State) {
     for (k, v) in [
         ("LocaleName", "en-US"),

@@ -198,10 +198,7 @@ pub struct SimSettings {
     /// (E_NOTIMPL).
     #[serde(default)]
     pub firewall_unreadable: bool,
-    /// What `LocalPolicyModifyState` answers: Group Policy may override local rules, or a
-    /// profile block all inbound traffic.
-    /// What `GET /globals/version` answers; `None`: vmcompute.dll has no answer (as under
-    /// Wine), and callers fall back to the Windows build.
+    /// What `GET /globals/version` answers; `None` as under Wine.
     #[serde(default)]
     pub hns_version: Option<(u32, u32)>,
     #[serde(default)]
@@ -210,31 +207,22 @@ pub struct SimSettings {
     #[serde(default)]
     pub felix_health: SimFelixHealth,
     /// Whether kube-proxy takes its Node as eligible (kubernetes
-    /// `pkg/proxy/healthcheck/proxy_health.go` `NodeEligible`): false while the Node has a
-    /// deletion timestamp or the `ToBeDeletedByClusterAutoscaler` taint.
+    /// `pkg/proxy/healthcheck/proxy_health.go` `NodeEligible`).
     #[serde(default)]
     pub kube_proxy_node_ineligible: bool,
     /// While true, a vSwitch made on a static adapter gives its host adapter DHCP instead of
     /// the address (projectcalico/calico#4631): it holds only an APIPA address.
     #[serde(default)]
     pub vswitch_takes_dhcp: bool,
-    /// While true, HNS reports a network's management IP only once the vSwitch's host adapter
-    /// holds an address that is not 169.254/16, and reports that one: the case calico v3.32.1
-    /// `calico.psm1` `Wait-ForManagementIP` waits out (it loops while `ManagementIP` is null).
-    /// Whether HNS on a host adapter left on APIPA reports null or latches the APIPA address
-    /// (the default here, `vswitch_ip`) is not documented; the real-Windows workflow records
-    /// what it sees.
+    /// While true, HNS reports a management IP only once the vSwitch's host adapter holds a
+    /// non-APIPA address (calico v3.32.1 `calico.psm1` `Wait-ForManagementIP` waits for it).
     #[serde(default)]
     pub management_ip_needs_stable_address: bool,
-    /// Other programs listening on TCP ports of the host's IPv4 addresses (`0.0.0.0`), by
-    /// port: their pid, as `GetExtendedTcpTable` (`TCP_TABLE_OWNER_PID_LISTENER`, `AF_INET`)
-    /// names it. A bind of such a port is refused as another socket's (a squatter that bound
-    /// it first).
+    /// Other programs listening on IPv4 TCP ports, by port: their pid, as
+    /// `GetExtendedTcpTable` names it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tcp_listeners: BTreeMap<u16, u32>,
-    /// The same on IPv6's every address (`[::]`), dual-stack (`IPV6_V6ONLY` off: the IPv4
-    /// port held too, as Microsoft's "Dual-Stack Sockets for IPv6 Winsock Applications" says),
-    /// named by `GetExtendedTcpTable`'s `AF_INET6` table.
+    /// The same on IPv6's `[::]`, dual-stack (holding the IPv4 port too).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tcp6_listeners: BTreeMap<u16, u32>,
     /// TCP port ranges (first, last) the system keeps from every program (`netsh int ipv4
@@ -245,10 +233,8 @@ pub struct SimSettings {
     /// process handle fails `WaitForSingleObject`/`TerminateProcess`).
     #[serde(default)]
     pub children_unstoppable: bool,
-    /// While set, a program started from now on is still there this many milliseconds after
-    /// it was started, whatever is done to it: a process TerminateProcess was called on that
-    /// ends only once its pending I/O completes (Microsoft, "TerminateProcess function",
-    /// Remarks), its kill-on-close job ending it no sooner.
+    /// While set, a program started from now on outlives anything done to it for this many
+    /// milliseconds (TerminateProcess waits for pending I/O).
     #[serde(default)]
     pub children_linger_ms: Option<u64>,
     /// The simulated programs still there, by pid: when each started and when it ends (Unix
@@ -261,10 +247,8 @@ pub struct SimSettings {
     pub stop_undelivered: BTreeMap<String, Undelivered>,
 }
 
-/// A stop the Service Control Manager could not deliver: each send blocks `takes_ms`, as
-/// ControlService blocks up to `ServicesPipeTimeout` while a service is busy with a control
-/// (Microsoft, "ControlService function (winsvc.h)", Remarks), then is refused; the first
-/// `first` sends, or every one.
+/// A stop the SCM could not deliver: each send blocks `takes_ms`, then is refused (Microsoft,
+/// "ControlService", Remarks); the first `first` sends, or every one.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Undelivered {
     /// How many sends are refused; `None`: every one.
@@ -272,9 +256,8 @@ pub struct Undelivered {
     pub takes_ms: u64,
     /// How many sends were refused so far.
     pub refused: u32,
-    /// Each refused send's control is taken all the same once the busy handler is free (the
-    /// control was written to the service's pipe before the SCM gave up waiting, a case
-    /// Microsoft's ControlService page leaves open): the service is stopped after the refusal.
+    /// Each refused send's control is taken once the busy handler is free: the service stops
+    /// after the refusal.
     #[serde(default)]
     pub taken_late: bool,
 }
@@ -427,12 +410,8 @@ impl State {
             .find(|n| n.get("Name").and_then(|v| v.as_str()) == Some(name))
     }
 
-    /// Every adapter: the described ones, and a plain Ethernet (or loopback) adapter for an
-    /// index only `interfaces` names. Values written under the interface's TCP/IP parameters
-    /// in the registry (`EnableDHCP`, `NameServer`, `Domain`) change nothing here: Windows
-    /// reads them at a restart or a DHCP renewal (Microsoft's TCP/IP registry reference for
-    /// Windows Server 2003, each entry's "Activation Method"); `configure_adapter`'s WMI
-    /// methods do.
+    /// Every adapter: the described ones, and a plain one for an index only `interfaces`
+    /// names. Registry TCP/IP values change nothing here; `configure_adapter` does.
     pub fn all_adapters(&self) -> Vec<Adapter> {
         let mut out: Vec<Adapter> = self
             .adapters
@@ -447,10 +426,7 @@ impl State {
         out
     }
 
-    /// The adapters with IPv4 enabled, as `GetAdaptersAddresses(AF_INET)` lists them
-    /// (Microsoft's iphlpapi reference: "Return only IPv4 addresses associated with adapters
-    /// with IPv4 enabled"): all but the one the vSwitch binds, whose IPv4 is unbound while the
-    /// vSwitch exists (its host adapter, `vEthernet (<adapter>)`, has the IP configuration).
+    /// The adapters `GetAdaptersAddresses(AF_INET)` lists: all but the one the vSwitch binds.
     pub fn ipv4_adapters(&self) -> Vec<Adapter> {
         let bound = self.vswitch.map(|(nic, _)| nic);
         self.all_adapters()
@@ -459,9 +435,8 @@ impl State {
             .collect()
     }
 
-    /// Every Ethernet interface, IPv4 bound or not, as `GetIfTable2` lists it (Microsoft's
-    /// netioapi reference, `MIB_IF_ROW2`: alias, description, MAC, GUID; no IP settings): the
-    /// adapters with a MAC.
+    /// Every Ethernet interface, IPv4 bound or not, as `GetIfTable2` lists it: the adapters
+    /// with a MAC.
     pub fn ethernet_interfaces(&self) -> Vec<Adapter> {
         self.all_adapters()
             .into_iter()
@@ -478,9 +453,8 @@ impl State {
             .collect()
     }
 
-    /// The adapter of an interface index, described from now on (so that a change to it
-    /// stays); an index no adapter has is `NotFound`, as the IP helper answers
-    /// (ERROR_NOT_FOUND).
+    /// The adapter of an interface index, described from now on; an unknown index is
+    /// `NotFound` (ERROR_NOT_FOUND).
     pub fn described_adapter(&mut self, index: u32) -> Result<&mut SimAdapter, HostError> {
         if !self.adapters.iter().any(|a| a.index == index) {
             let i = self
@@ -532,10 +506,8 @@ impl State {
         }
     }
 
-    /// The adapter HNS binds the vSwitch to: the one the network document names
-    /// (`NetAdapterName`), else the one the default route with the lowest metric leaves by
-    /// (rancher/rke2#3533, projectcalico/calico#10536: with no adapter named, HNS takes the
-    /// default-route adapter).
+    /// The adapter HNS binds the vSwitch to: the one named (`NetAdapterName`), else the
+    /// default route's (rancher/rke2#3533).
     fn uplink(&self, named: Option<&str>) -> Result<SimAdapter, HostError> {
         let all = self.all_adapters();
         let found = match named {
@@ -571,11 +543,8 @@ impl State {
             .unwrap_or_else(|| SimAdapter::of(a)))
     }
 
-    /// Creating the first non-NAT network creates the vSwitch on the uplink: the uplink's
-    /// addresses move to a new `vEthernet (<uplink>)` adapter with the uplink's MAC (antrea
-    /// `pkg/agent/util/net_windows.go`, `adapterIPExists`, finds it by that MAC and the
-    /// `vEthernet` name), its routes follow, and persistent /32 link-local routes such as the
-    /// cloud metadata route are lost (node-service.ps1 restores that one).
+    /// Creating the first non-NAT network makes the vSwitch: the uplink's addresses and routes
+    /// move to `vEthernet (<uplink>)` with its MAC; /32 link-local routes are lost.
     pub fn create_vswitch(&mut self, named: Option<&str>) -> Result<(), HostError> {
         let uplink = self.uplink(named)?;
         let old = uplink.index;
@@ -595,10 +564,8 @@ impl State {
         if !self.adapters.iter().any(|a| a.index == old) {
             self.adapters.push(uplink.clone());
         }
-        // A static adapter's DNS servers and suffix do not come over to the vEthernet adapter
-        // (microsoft/SDN#498, kubernetes-sigs/sig-windows-tools#162: "DNS servers vanish");
-        // with `vswitch_takes_dhcp` its address does not either, and the vEthernet adapter asks
-        // DHCP, and holds only an APIPA address where none answers (projectcalico/calico#4631).
+        // A static adapter's DNS does not come over (microsoft/SDN#498); with
+        // `vswitch_takes_dhcp` neither does its address (projectcalico/calico#4631).
         let mut vnic = SimAdapter {
             name,
             index: new,
@@ -629,9 +596,8 @@ impl State {
         Ok(())
     }
 
-    /// Deleting the last network removes the vSwitch: the address returns to the NIC, with
-    /// its own name and index; the vEthernet's routes go with it, but for those of the NIC's
-    /// configuration (the /32 link-local routes added on the vEthernet are lost).
+    /// Deleting the last network removes the vSwitch: the address and the NIC's routes
+    /// return to the NIC; /32 link-local routes added on the vEthernet are lost.
     pub fn remove_vswitch(&mut self) {
         let Some((old, new)) = self.vswitch.take() else {
             return;

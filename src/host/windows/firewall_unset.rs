@@ -15,12 +15,9 @@ use windows::Win32::System::Variant::{
 };
 use windows::core::{BSTR, Interface};
 
-/// The rule's `I` (INetFwRule2, INetFwRule3), or `None` where the object has none: its
-/// QueryInterface answered E_NOINTERFACE, as on Windows before 7 (INetFwRule2) or before 8
-/// (INetFwRule3), their pages' "Minimum supported server", and as Wine's own hnetcfg.dll
-/// answers for both (dlls/hnetcfg/policy.c, `netfw_rule_QueryInterface`: INetFwRule,
-/// IDispatch and IUnknown only). Its properties are then at their defaults, as no rule there
-/// can have them. Any other failure is an error, never taken for "absent".
+/// The rule's `I` (INetFwRule2, INetFwRule3), or `None` on E_NOINTERFACE (older Windows; Wine's
+/// hnetcfg.dll, dlls/hnetcfg/policy.c `netfw_rule_QueryInterface`); its properties are then at
+/// their defaults. Any other failure is an error.
 pub(super) fn optional<I: Interface>(rule: &INetFwRule) -> windows::core::Result<Option<I>> {
     present(rule.cast::<I>())
 }
@@ -34,10 +31,8 @@ fn present<I>(asked: windows::core::Result<I>) -> windows::core::Result<Option<I
     }
 }
 
-/// Why the rule object cannot take `u` whole, if it cannot: a property only INetFwRule2 or
-/// INetFwRule3 sets, and this Windows lacks it (`optional`). Asked before anything is set or
-/// added, so that a refusal changes nothing; the rule would otherwise come back narrower or
-/// wider than it was read.
+/// Why the rule object cannot take `u` whole, if it cannot (a property of an interface this
+/// Windows lacks); asked before anything is set.
 pub(super) fn cannot_set(rule: &INetFwRule, u: &Unset) -> windows::core::Result<Option<String>> {
     let nd = u.not_default();
     let why = |interface: &str, what: &str| {
@@ -63,10 +58,7 @@ pub(super) fn cannot_set(rule: &INetFwRule, u: &Unset) -> windows::core::Result<
     Ok(None)
 }
 
-/// The properties as the rule holds them (INetFwRule's pages for LocalAddresses,
-/// RemotePorts, InterfaceTypes, EdgeTraversal, Grouping, ServiceName and Interfaces;
-/// INetFwRule2's EdgeTraversalOptions; INetFwRule3's app container properties), those of an
-/// absent interface (`optional`) at their defaults.
+/// The properties as the rule holds them, those of an absent interface at their defaults.
 ///
 /// # Safety
 /// `rule` is a live rule object of this thread's COM.
@@ -102,10 +94,8 @@ pub(super) unsafe fn read(rule: &INetFwRule) -> windows::core::Result<Unset> {
     }
 }
 
-/// `INetFwRule::Interfaces`: VT_EMPTY (or VT_NULL) for none, else a SAFEARRAY of VARIANTs
-/// holding each name as a BSTR (as Microsoft's "Adding a Per Interface Rule" samples set it:
-/// a VBScript `Array`, a C++ SAFEARRAY of `variant_t`), or of BSTRs. Another type is an
-/// error, not "every interface".
+/// `INetFwRule::Interfaces`: VT_EMPTY or VT_NULL for none, else a SAFEARRAY of BSTR VARIANTs
+/// (Microsoft's "Adding a Per Interface Rule") or of BSTRs; another type is an error.
 ///
 /// # Safety
 /// `rule` is a live rule object of this thread's COM.
@@ -158,12 +148,8 @@ unsafe fn names_in(v: &VARIANT) -> windows::core::Result<Vec<String>> {
     }
 }
 
-/// Sets on a rule about to be added the properties that are not Windows' defaults
-/// (`Unset::not_default`, as `same` compares them): a rule put back as it was read (an
-/// undo). After the protocol ("The Protocol property must be set before the RemotePorts
-/// property or an error will be returned", Microsoft's INetFwRule::RemotePorts page) and the
-/// direction (edge traversal only on an inbound rule, [MS-FASP] 2.2.35). A property whose
-/// interface this Windows lacks was refused before (`cannot_set`).
+/// Sets on a rule about to be added the properties not at Windows' defaults (an undo), after
+/// the protocol (INetFwRule::RemotePorts page) and the direction ([MS-FASP] 2.2.35).
 ///
 /// # Safety
 /// `rule` is a live rule object of this thread's COM.

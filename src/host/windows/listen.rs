@@ -1,9 +1,6 @@
-//! A TCP listener on every address, bound with SO_EXCLUSIVEADDRUSE: no other program binds
-//! the port beside it, however it sets its socket (Microsoft's "Using SO_REUSEADDR and
-//! SO_EXCLUSIVEADDRUSE": "Once the first socket has SO_EXCLUSIVEADDRUSE set, ... any other
-//! socket [is] prevented from binding to the same port"; and the option "must be set prior to
-//! calling bind"). The socket is made, set, bound and listening here, then handed to std.
-//! A refused bind names the listener holding the port when `GetExtendedTcpTable` can.
+//! A TCP listener on every address, bound with SO_EXCLUSIVEADDRUSE so no other program binds
+//! the port beside it (Microsoft's "Using SO_REUSEADDR and SO_EXCLUSIVEADDRUSE"). A refused
+//! bind names the holder when `GetExtendedTcpTable` can.
 
 use crate::host::listen::{ListenError, ListenRefusal, refusal};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
@@ -115,14 +112,9 @@ fn failed(step: &str, code: i32) -> ListenError {
     }
 }
 
-/// The listener on `port` (its pid and address), from `GetExtendedTcpTable` with
-/// `TCP_TABLE_OWNER_PID_LISTENER` (Microsoft's iphlpapi reference), the IPv4 table
-/// (`AF_INET`: `MIB_TCPROW_OWNER_PID` rows, `dwLocalAddr` in network byte order) first, then
-/// the IPv6 one (`AF_INET6`: `MIB_TCP6ROW_OWNER_PID` rows, `ucLocalAddr` the address's 16
-/// bytes), where a dual-stack listener on `[::]`, which holds the IPv4 port too, is listed; in
-/// both `dwLocalPort` is in network byte order in its low 16 bits and `dwOwningPid` the
-/// process. None when no listener holds it or the tables cannot be read (a host whose
-/// iphlpapi.dll lacks the function).
+/// The listener on `port` (pid and address), from `GetExtendedTcpTable`
+/// (`TCP_TABLE_OWNER_PID_LISTENER`), IPv4 then IPv6 (a dual-stack `[::]` holds the IPv4 port
+/// too); `None` when none holds it or the tables cannot be read.
 fn listener(port: u16) -> Option<(u32, SocketAddr)> {
     use windows_sys::Win32::NetworkManagement::IpHelper::{
         MIB_TCP6ROW_OWNER_PID, MIB_TCPROW_OWNER_PID,
@@ -233,9 +225,8 @@ mod tests {
         }
     }
 
-    /// The port listened on is ours alone: a second listen is refused as held (by this
-    /// process, when the listener table names it), a squatter asking to share the address
-    /// is refused, and the port is free again once the listener is dropped.
+    /// The port is ours alone: a second listen is refused as held by this process, a sharing
+    /// squatter refused, and the port free once dropped.
     #[test]
     fn the_port_is_held_exclusively_and_a_second_bind_names_its_holder() {
         let first = super::listen(0).expect("listen");
@@ -305,9 +296,7 @@ mod tests {
         }
     }
 
-    /// A program listening dual-stack on `[::]` holds the IPv4 port too: the listen is
-    /// refused as held, and the holder named with the address it listens on (it is in the
-    /// IPv6 listener table). (Only the IPv4 table was read: the holder went unnamed.)
+    /// A dual-stack listener on `[::]` holds the IPv4 port: refused as held and named.
     #[test]
     fn a_dual_stack_listener_on_ipv6_is_named_with_its_address() {
         let squatter = dual_stack_listener();

@@ -208,10 +208,8 @@ fn delayed_auto_start(svc: &Service) -> bool {
     ok != 0 && info.fDelayedAutostart != 0
 }
 
-/// The services a service depends on. QueryServiceConfigW reports them on Windows; Wine's
-/// services.exe leaves them out (`lpDependencies = NULL; /* TODO */` in programs/services/rpc.c),
-/// so an empty answer is checked against the SCM's own store, the service key's
-/// `DependOnService` value (Microsoft's "CurrentControlSet\Services registry tree").
+/// The services a service depends on; when QueryServiceConfigW reports none (Wine leaves them
+/// out: programs/services/rpc.c), the service key's `DependOnService`.
 fn dependencies(name: &str, reported: &[ServiceDependency]) -> HostResult<Vec<String>> {
     if !reported.is_empty() {
         return Ok(reported
@@ -264,9 +262,8 @@ pub fn update(spec: &ServiceSpec) -> HostResult<()> {
     configure_extras(&svc, spec)
 }
 
-/// Removes every dependency: ChangeServiceConfigW leaves them as they are for a NULL list,
-/// which is what windows-service passes for an empty one, and removes them for an empty
-/// double-NUL list (Microsoft's ChangeServiceConfigW documentation, `lpDependencies`).
+/// Removes every dependency with an empty double-NUL list (ChangeServiceConfigW keeps them
+/// for the NULL that windows-service passes).
 fn clear_dependencies(svc: &Service, name: &str) -> HostResult<()> {
     use windows_sys::Win32::System::Services::{ChangeServiceConfigW, SERVICE_NO_CHANGE};
     let empty: [u16; 2] = [0, 0];
@@ -377,13 +374,8 @@ pub fn stop(name: &str, timeout: Duration) -> HostResult<()> {
                     },
                 )
             }
-            // ERROR_SERVICE_REQUEST_TIMEOUT after up to `ServicesPipeTimeout` (30 s): the SCM
-            // could not deliver the stop, maybe for another service busy with a control
-            // (`host::ERROR_SERVICE_REQUEST_TIMEOUT`). It also comes for a process that never
-            // called StartServiceCtrlDispatcher. Sent again while the time left holds another
-            // send as long (`send_stop_again`), else refused. Wine's services.exe waits
-            // `service_pipe_timeout`, 10 s (wine-mirror/wine programs/services/services.c,
-            // process_send_command).
+            // ERROR_SERVICE_REQUEST_TIMEOUT: the SCM could not deliver the stop; sent again
+            // while the time left holds another send (`send_stop_again`), else refused.
             Err(e) if os_code(&e) == Some(ERROR_SERVICE_REQUEST_TIMEOUT) => {
                 undelivered += 1;
                 let refused = stop_undelivered(name, undelivered, started.elapsed());

@@ -14,9 +14,8 @@ use std::net::Ipv4Addr;
 /// The service this body is, in what it records.
 pub(super) const NODE: &str = "CalicoNode";
 
-/// After the vSwitch: the routes it dropped put back (those a start before this one made it
-/// and stopped before restoring too), kept in the registry until all are back, and the
-/// metadata route where the platform needs it.
+/// After the vSwitch: the routes it dropped put back (kept in the registry until all are),
+/// and the metadata route where the platform needs it.
 pub(super) fn keep_routes(
     host: &dyn Host,
     snapshot: &[Route],
@@ -81,9 +80,8 @@ pub(super) fn routes_before_vswitch(
     })
 }
 
-/// Adds back the routes of the snapshot that creating the vSwitch dropped; a route whose
-/// interface went away moves to the vSwitch's host adapter (`vnic`, found by address, MAC
-/// and name; else the one holding the management IP).
+/// Adds back the routes the vSwitch dropped; one whose interface went moves to `vnic` (else
+/// the adapter holding the management IP).
 fn restore_routes(
     host: &dyn Host,
     snapshot: &[Route],

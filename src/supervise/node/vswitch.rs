@@ -1,6 +1,5 @@
-//! The External vSwitch: the stale networks deleted after a boot, the External network made
-//! on an adapter holding a stable address, its host adapter and management IP found, and
-//! what it dropped of the adapter's addressing put back.
+//! The External vSwitch: stale networks deleted after a boot, the network made on a stable
+//! address, its host adapter and management IP found, the lost addressing put back.
 
 use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
 use crate::host::{HnsNetwork, Host, HostError};
@@ -83,9 +82,8 @@ pub(super) fn delete_stale_networks(
     })
 }
 
-/// Creates the External network from the rendered document unless it exists; retries with
-/// backoff up to the network timeout. `None` when it existed; else the adapter it binds as
-/// it was before (`None` inside when the document names none and HNS picks).
+/// Creates the External network unless it exists, retried with backoff up to the network
+/// timeout: `None` when it existed, else the adapter it binds (`None` inside: HNS picks).
 pub(super) fn ensure_external(
     host: &dyn Host,
     s: &Settings,
@@ -181,10 +179,8 @@ impl Uplink {
     }
 }
 
-/// Waits until the adapter the External network binds holds a Preferred IPv4 address that is
-/// not 169.254/16: a vSwitch made on a tentative or APIPA address keeps it as the node's
-/// provider address (Azure/AgentBaker 6e2dbb2a24 added the same wait to AKS's
-/// `azurecnifunc.ps1`).
+/// Waits until the External adapter holds a Preferred, non-APIPA IPv4 address
+/// (Azure/AgentBaker 6e2dbb2a24, `azurecnifunc.ps1`).
 fn wait_for_stable_address(
     host: &dyn Host,
     s: &Settings,
@@ -244,9 +240,8 @@ fn wait_for_stable_address(
     })
 }
 
-/// The vSwitch's host adapter for `uplink`, found by its address, the uplink's MAC and its
-/// `vEthernet` name together, never by the name alone (antrea `pkg/agent/util/net_windows.go`,
-/// `adapterIPExists`); its interface index.
+/// The vSwitch's host adapter for `uplink` by address, MAC and `vEthernet` name together
+/// (antrea `adapterIPExists`); its interface index.
 pub(super) fn find_vswitch_adapter(
     host: &dyn Host,
     s: &Settings,
@@ -337,9 +332,8 @@ pub(super) fn wait_for_management_ip(
     })
 }
 
-/// What the vSwitch dropped of its adapter's addressing (static address, DHCP off, DNS servers
-/// and suffix, metric), found right after it was made and put back once (`addressing`); never
-/// what changed since. A record of a network that is gone is dropped.
+/// What the vSwitch dropped of its adapter's addressing, put back once (`addressing`); a
+/// record of a gone network is dropped.
 pub(super) fn put_back_addressing(host: &dyn Host, log: &Log) -> Result<()> {
     let Some(mut kept) = addressing::recorded(host) else {
         return Ok(());

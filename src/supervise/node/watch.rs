@@ -1,6 +1,5 @@
-//! The CalicoNode service body: after the start-up, calico-node startup whenever kubelet's
-//! process or the node's address changes, with the token's renewal, the HNS watchdog and the
-//! node's condition beside it.
+//! The CalicoNode service body: calico-node startup whenever kubelet's process or the node's
+//! address changes, with the token's renewal, the HNS watchdog and the condition beside it.
 
 use super::startup::{init, startup};
 use crate::duration::Stop;
@@ -16,10 +15,8 @@ use crate::supervise::settings::{
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-/// The CalicoNode service body: start-up, then startup runs until stopped, with the renewal
-/// of calico-node's token beside it. Calico's own token refresher (`-monitor-token`) is not
-/// run: node-service.ps1 runs it only inside a HostProcess container, which these services
-/// never are (see `release::version`).
+/// The CalicoNode service body: start-up, then startup runs until stopped, with the token's
+/// renewal beside it (no `-monitor-token`: node-service.ps1 runs it only in a HostProcess pod).
 pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
     let env = environment(host, s)?;
     let program = required(host, s, Component::Startup)?;
@@ -51,8 +48,7 @@ pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> 
 }
 
 /// Runs calico-node startup whenever kubelet's process changes (node-service.ps1's loop),
-/// renews calico-node's token when it is due, answers an HNS restart (`hns_watch`) and keeps
-/// the node's condition in the cluster (`condition`).
+/// with the token's renewal, the HNS watchdog and the node's condition.
 fn watch_kubelet(
     host: &dyn Host,
     s: &Settings,
@@ -142,11 +138,8 @@ fn start_calico_node(
     Ok(())
 }
 
-/// The node's addresses as calico-node's startup last ran with them: the host's stable IPv4
-/// addresses and the Node's InternalIP. A change is followed at once, without waiting for
-/// kubelet to restart (projectcalico/calico#8700: after a node IP change pods stayed
-/// unreachable until calico-node was restarted by hand, since node-service.ps1 reruns it only
-/// when kubelet's process changes).
+/// The node's addresses as calico-node's startup last ran with them: a change is followed at
+/// once (projectcalico/calico#8700).
 #[derive(Debug, Default)]
 pub(crate) struct AddressWatch {
     host: Vec<Ipv4Addr>,
@@ -154,10 +147,7 @@ pub(crate) struct AddressWatch {
 }
 
 impl AddressWatch {
-    /// The node's Preferred IPv4 addresses but loopback and 169.254/16, sorted: those of the
-    /// External vSwitch's host adapter only (`addressing::external_adapter`), whose address
-    /// calico-node's startup takes; another adapter's (a second NIC renewing its DHCP lease) is
-    /// not the node's, and neither is `Calico_ep`'s, which comes and goes with the pod network.
+    /// The External adapter's Preferred IPv4 addresses but loopback and 169.254/16, sorted.
     fn host_addresses(host: &dyn Host) -> Vec<Ipv4Addr> {
         // The physical adapter under a vSwitch has IPv4 unbound: only the interface table
         // lists it (`uplink::every_adapter`), and the External network's port is found by it.

@@ -320,9 +320,8 @@ fn environment_files_parse_like_the_renderer_writes_them() {
     assert_eq!(env.len(), 2);
 }
 
-/// Children get the service's PATH, TEMP, Windows' directories and a machine-wide proxy (as
-/// NSSM and Calico's scripts passed their whole environment), under the env file's values,
-/// and nothing outside the allow-list.
+/// Children get the allow-listed service environment (PATH, TEMP, Windows' directories, the
+/// proxy) under the env file's values, and nothing else.
 #[test]
 fn children_take_the_allow_listed_service_environment_under_the_env_file() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -363,8 +362,7 @@ fn children_take_the_allow_listed_service_environment_under_the_env_file() {
 }
 
 /// A Felix that can be neither looked at nor stopped is not started again beside itself: the
-/// service ends with `NotStopped` (its job object then ends the child), where it once
-/// restarted Felix after its back-off.
+/// service ends with `NotStopped`.
 #[test]
 fn an_agent_that_cannot_be_stopped_ends_the_service_and_is_not_started_twice() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -397,10 +395,8 @@ fn an_agent_that_cannot_be_stopped_ends_the_service_and_is_not_started_twice() {
     assert_eq!(felix, 1, "felix started once: {:?}\n{text}", host.started());
 }
 
-/// A Felix killed but still there (TerminateProcess ends a process only once its pending I/O
-/// completes) is not started beside: the service's next start, as the SCM's restart makes it,
-/// waits for the pid and start it recorded to end before starting Felix again. It once
-/// started the second Felix at once.
+/// A Felix killed but still there (TerminateProcess waits for pending I/O) is waited for by
+/// the service's next start, never started beside.
 #[test]
 fn the_next_start_waits_for_an_agent_killed_but_still_there() {
     let host = SimHost::in_memory("ws2022").expect("host");

@@ -3,9 +3,8 @@
 use super::*;
 use crate::host::Processes;
 
-/// The kube-proxy service waits for Calico's network and `Calico_ep`, then runs kube-proxy as
-/// Calico's kube-proxy-service.ps1 did: its version read first, `--source-vip` from
-/// `Calico_ep`, DSR where the build has it (Server 2022 does), `KUBE_NETWORK=Calico`.
+/// kube-proxy waits for Calico's network and `Calico_ep`, then runs as kube-proxy-service.ps1
+/// ran it: version first, `--source-vip`, DSR where the build has it, `KUBE_NETWORK=Calico`.
 #[test]
 fn kube_proxy_waits_for_calico_then_runs_with_the_scripts_arguments() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -100,10 +99,7 @@ fn kept_kube_proxy(host: &SimHost) -> u32 {
         .expect("pid")
 }
 
-/// kube-proxy runs under the services' one child runner: its pid and start are kept in
-/// `KubeProxyChild`, and a kube-proxy stopped but still there (TerminateProcess ends a process
-/// only once its pending I/O completes) is waited for by the service's next start, which
-/// starts the second only once the first has ended, never beside it.
+/// A kube-proxy stopped but still there is waited for by the next start, never run beside.
 #[test]
 fn the_next_kube_proxy_start_waits_for_one_stopped_but_still_there() {
     let (host, s) = kube_proxy_ready();

@@ -50,9 +50,8 @@ fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_in
     assert!(text.contains("calico-node startup finished"), "{text}");
 }
 
-/// A boot whose time the kernel did not give is neither a reboot (which would delete every
-/// pod's network) nor the boot CalicoNode last initialised in: init stops with "unknown boot",
-/// touches no network and writes no marker; an empty marker an older version wrote is no boot.
+/// A boot whose time the kernel did not give stops init with "unknown boot": no network
+/// touched, no marker; an older version's empty marker is no boot.
 #[test]
 fn an_unknown_boot_stops_init_and_deletes_no_network() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -206,9 +205,8 @@ fn creating_external_is_retried_until_it_succeeds() {
     );
 }
 
-/// A route the OS refuses to add (ERROR_ACCESS_DENIED, as a locked-down node's policy
-/// answers): the service runs on, and its log, the event log and the record install's wait
-/// reads all carry the operation, the route and the OS's code.
+/// A route the OS refuses (ERROR_ACCESS_DENIED): the service runs on, and the log, the event
+/// log and install's record carry the operation, the route and the code.
 #[test]
 fn a_refused_route_keeps_the_os_error_in_the_log_the_event_log_and_the_record() {
     let host = SimHost::in_memory("ws2022")
@@ -420,11 +418,8 @@ fn startups(host: &SimHost) -> usize {
         .count()
 }
 
-/// A startup an earlier run left still running after the wait for it is no failed attempt:
-/// calico-node did not run. The simulated service start, which gives up after three failed
-/// attempts, ends with it after that one bounded wait, started nothing beside it, and says
-/// what it is. It was once counted as an attempt: three waits, then "did not succeed after 3
-/// attempts".
+/// A startup an earlier run left running is no failed attempt: one bounded wait, nothing
+/// started beside it, and said.
 #[test]
 fn an_earlier_startup_still_running_is_no_failed_attempt_of_the_start() {
     let host = SimHost::in_memory("ws2022").expect("host");

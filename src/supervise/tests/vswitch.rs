@@ -122,10 +122,8 @@ fn the_vswitch_adapter_is_known_by_address_mac_and_name_together() {
     }
 }
 
-/// A static adapter's DNS servers do not come over to the vSwitch's host adapter
-/// (microsoft/SDN#498, as the simulated host models it): CalicoNode puts them back, where
-/// Windows reads them, and `Calico_ep` is kept above the LAN's metric
-/// (projectcalico/calico#4664).
+/// A static adapter's DNS servers lost to the vSwitch (microsoft/SDN#498) are put back, and
+/// `Calico_ep` kept above the LAN's metric (projectcalico/calico#4664).
 #[test]
 fn what_the_vswitch_loses_of_a_static_adapter_is_put_back() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
@@ -171,9 +169,8 @@ fn what_the_vswitch_loses_of_a_static_adapter_is_put_back() {
     assert_eq!(ep.metric, 115, "{text}");
 }
 
-/// projectcalico/calico#4631: the vSwitch left a static adapter's host adapter on DHCP with
-/// an APIPA address. CalicoNode finds it by MAC and name and puts the static address back
-/// (DHCP off, the address added), before the routes go on it.
+/// projectcalico/calico#4631: the host adapter left on DHCP with APIPA is found by MAC and name
+/// and its static address put back before the routes.
 #[test]
 fn a_static_address_that_did_not_come_over_is_put_back() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
@@ -245,9 +242,7 @@ fn an_administrators_later_dns_servers_are_not_put_back() {
     );
 }
 
-/// projectcalico/calico#4631's node put back once; renumbered since by its administrator, its
-/// old address is not added beside the new one at the next start (an address conflict once
-/// that address is another host's).
+/// An address put back once and renumbered since is not added back beside the new one.
 #[test]
 fn a_renumbered_static_node_does_not_get_its_old_address_back() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
@@ -296,10 +291,7 @@ fn addressing_kept_for_a_network_that_is_gone_is_dropped() {
     );
 }
 
-/// projectcalico/calico#4631 where HNS gives the vSwitch no management IP while its host
-/// adapter holds only an APIPA address: the static address is put back before the wait for
-/// the management IP, which then comes (calico v3.32.1 `Wait-ForManagementIP` would wait for
-/// ever).
+/// projectcalico/calico#4631: the static address is put back before the management IP wait.
 #[test]
 fn the_lost_static_address_is_put_back_before_the_wait_for_the_management_ip() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
