@@ -66,8 +66,7 @@ const WRITE_OWNER: u32 = 0x8_0000;
 const GENERIC_ALL: u32 = 0x1000_0000;
 const GENERIC_WRITE: u32 = 0x4000_0000;
 
-/// The rights that let someone change what runs: write or add, delete, change the access
-/// list, take ownership.
+/// The rights that let someone change what runs: write or add, delete, WRITE_DAC, ownership.
 const CHANGES: u32 = WRITE_DATA
     | APPEND_DATA
     | WRITE_EA
@@ -188,8 +187,7 @@ fn ace(text: &str) -> Result<Ace, String> {
     })
 }
 
-/// Where each part (`O:`, `G:`, `D:`, `S:`) of an SDDL string begins: a tag letter and a
-/// colon outside an entry's parentheses (a SID never holds a colon).
+/// Where each part (`O:`, `G:`, `D:`, `S:`) of an SDDL string begins, outside parentheses.
 fn parts(sddl: &str) -> Vec<(u8, &str)> {
     let b = sddl.as_bytes();
     let mut starts = Vec::new();
@@ -378,8 +376,7 @@ pub fn writers_but(d: &Descriptor, admin: Option<&str>) -> Vec<String> {
     out
 }
 
-/// Its owner, said as `writers_but` says it, when that is neither SYSTEM, Administrators nor
-/// `admin`.
+/// Its owner, said as `writers_but` says it, unless SYSTEM, Administrators or `admin`.
 pub fn owner_but(d: &Descriptor, admin: Option<&str>) -> Option<String> {
     d.owner
         .as_deref()
@@ -411,8 +408,7 @@ mod tests {
     /// `Users:(I)(CI)(AD)`, `Users:(I)(CI)(WD)`).
     const UNDER_ROOT: &str = "O:BAD:AI(A;OICIIOID;GA;;;CO)(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;CIID;LC;;;BU)(A;CIID;DC;;;BU)(A;OICIID;0x1200a9;;;BU)";
 
-    /// Windows writes the built-in Administrator as `LA` (a domain-relative alias), and a
-    /// directory that account owns or may change is the administrators', not a stranger's.
+    /// The built-in Administrator written `LA` is an administrator, not a stranger.
     #[test]
     fn the_built_in_administrator_written_as_la_is_trusted_and_others_are_named() {
         let d =
@@ -437,8 +433,7 @@ mod tests {
         let made = inherited_from(&root, true);
         assert_eq!(writers(&made), writers(&d));
         assert_eq!(parse(&to_sddl(&made)).expect("round trip"), made);
-        // A file an administrator writes there does not inherit the right (both entries are
-        // for folders only); a user may still add a file beside it.
+        // A file written there inherits no such right (folders only); a user may add beside it.
         assert!(writers(&inherited_from(&made, false)).is_empty());
         // Under Program Files nobody else may: containerd's directories are safe as made.
         let pf = parse(PROGRAM_FILES).expect("sddl");

@@ -46,8 +46,7 @@ mod tests {
     fn a_clock_step_does_not_move_the_boot_instant() {
         let before = boot_instant(BOOT, 0, 0);
         assert_eq!(before, Some((1_763_942_400, 1_763_942_400)));
-        // The clock set an hour ahead, then 90 s back: KeSetSystemTime moves BootTime and
-        // BootTimeBias by the same delta each time.
+        // An hour ahead, then 90 s back: BootTime and BootTimeBias move alike each time.
         for delta in [HOUR, HOUR - 900_000_000] {
             let after = boot_instant(BOOT + delta, delta as u64, 0);
             assert_eq!(after, before, "a step of {delta} ticks moved the boot");

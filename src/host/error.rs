@@ -33,8 +33,7 @@ pub enum HostError {
     Injected { n: u64, op: String },
 }
 
-/// A Windows error code as Windows tools print it: a Win32 error as `os error 5` (as Rust's
-/// `io::Error` does), an HRESULT in hex.
+/// A Windows error code as Windows tools print it: `os error 5`, or an HRESULT in hex.
 fn code_text(code: u32) -> String {
     if code <= 0xFFFF {
         format!("os error {code}")
@@ -43,8 +42,7 @@ fn code_text(code: u32) -> String {
     }
 }
 
-/// The message of a Win32 error as Windows words it (FormatMessage's text), for the few codes
-/// the simulated host gives; others by number.
+/// A Win32 error's FormatMessage text for the codes the simulated host gives; others by number.
 pub fn win32_message(code: u32) -> String {
     match code {
         2 => "The system cannot find the file specified.".into(),

@@ -48,8 +48,7 @@ impl LoggedEvent {
     }
 }
 
-/// `EventData/Binary` (hexadecimal) as UTF-16LE text up to the first NUL; `None` when it is
-/// not text (odd length, not hex, a code unit that is no character or a control).
+/// `EventData/Binary` (hex) as UTF-16LE text up to the first NUL; `None` when it is no text.
 fn binary_text(hex: &str) -> Option<String> {
     let hex = hex.trim();
     if hex.is_empty() || !hex.len().is_multiple_of(4) || hex.len() > 4 * MAX_DATUM {
@@ -69,8 +68,7 @@ fn binary_text(hex: &str) -> Option<String> {
 }
 
 impl EventQuery<'_> {
-    /// The XPath filter for `EvtQuery`. Provider names and the channel come from this program,
-    /// never from input; a quote in one is refused by leaving it out of the filter's reach.
+    /// The XPath filter for `EvtQuery`; a provider name with a quote is left out.
     pub fn xpath(&self) -> String {
         let mut parts = Vec::new();
         let providers: Vec<String> = self
@@ -177,8 +175,7 @@ pub enum EventLevel {
     Error,
 }
 
-/// The Windows Application event log, where the service bodies report their start, stop and
-/// failure.
+/// The Application event log, where the service bodies report start, stop and failure.
 pub trait EventLog {
     /// Writes one event of `source` with `message` as its text.
     fn report_event(

@@ -1,5 +1,4 @@
-//! The host's file system: the trait every file on the node is read and written through,
-//! and the capped read both hosts share.
+//! The host's file system: the `Files` trait, and the capped read both hosts share.
 
 use super::error::{HostError, HostResult};
 use super::sharing;
@@ -27,8 +26,7 @@ impl Access {
 /// enforced while reading.
 pub const READ_CAP: u64 = 64 << 20;
 
-/// Reads the file at `local` (named `path` in errors) whole, at most `READ_CAP` bytes;
-/// `None` when it does not exist. How both hosts' `read_file` reads.
+/// Reads `local` (named `path` in errors) whole, at most `READ_CAP`; `None` when missing.
 pub fn read_capped(local: &std::path::Path, path: &str) -> HostResult<Option<Vec<u8>>> {
     use std::io::Read;
     let file = match std::fs::File::open(local) {
@@ -52,8 +50,7 @@ pub fn read_capped(local: &std::path::Path, path: &str) -> HostResult<Option<Vec
     Ok(Some(out))
 }
 
-/// Opens `local`, the host's `path`, to write (emptied, or appended to), making its
-/// directories.
+/// Opens `local`, the host's `path`, to write (emptied or appended), making its directories.
 pub(crate) fn open_to_write(
     local: &std::path::Path,
     path: &str,
@@ -78,13 +75,11 @@ pub struct OpenedFile {
     pub file: std::fs::File,
     /// The handle's final path, every junction and link on the way resolved (`\\?\` aside).
     pub final_path: String,
-    /// Neither a directory nor a reparse point, and no other name (one link): a hard link
-    /// to another file would have that file written.
+    /// A plain file with one name: a hard link would have another file written.
     pub sole_plain: bool,
 }
 
-/// Whether two final paths name the same place: case aside (Windows names are
-/// case-insensitive), the `\\?\` prefix aside.
+/// Whether two final paths name the same place, case and the `\\?\` prefix aside.
 pub fn same_final_path(a: &str, b: &str) -> bool {
     without_verbatim(a).eq_ignore_ascii_case(&without_verbatim(b))
 }
@@ -98,8 +93,7 @@ pub fn without_verbatim(p: &str) -> String {
     p.strip_prefix("\\\\?\\").unwrap_or(p).to_owned()
 }
 
-/// Where `local` leads now (`std::fs::canonicalize`, every link resolved): the file, or for
-/// one not there, its directory's with its name; `None` when the directory is not there.
+/// Where `local` leads now (`canonicalize`); for a missing file its directory's with its name.
 pub(crate) fn resolve_final(local: &Path) -> std::io::Result<Option<std::path::PathBuf>> {
     match std::fs::canonicalize(local) {
         Ok(p) => return Ok(Some(p)),
@@ -144,13 +138,11 @@ pub trait Files {
         self.replace_file(path, contents, access)?;
         Ok(true)
     }
-    /// Writes atomically (temporary file, then rename), creating parent directories; a secret
-    /// is restricted before it gets its name.
+    /// Writes atomically (temporary, then rename), making parents; a secret restricted first.
     fn replace_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()>;
     /// The access a file was written with, `None` if it does not exist.
     fn file_access(&self, path: &str) -> HostResult<Option<Access>>;
-    /// Copies a file from this machine's file system (calicoctl-win itself) onto the host,
-    /// streamed and atomically (a temporary file renamed).
+    /// Copies a file of this machine (calicoctl-win itself) onto the host, atomically.
     fn copy_in(&self, from: &Path, to: &str) -> HostResult<()>;
     /// Copies a host file to another path with `access`, streamed and atomically; `false`
     /// when `from` does not exist.
@@ -159,11 +151,9 @@ pub trait Files {
     fn remove_file(&self, path: &str) -> HostResult<bool>;
     /// Removes a directory if it is empty; returns whether it was removed.
     fn remove_empty_dir(&self, path: &str) -> HostResult<bool>;
-    /// Removes a directory and everything in it (a link in it is removed, never followed);
-    /// whether it was there.
+    /// Removes a directory and all in it (links removed, never followed); whether it was there.
     fn remove_tree(&self, path: &str) -> HostResult<bool>;
-    /// The entries of a directory, sorted by name, each read without following it (a
-    /// junction is no directory here); `None` when the directory does not exist.
+    /// A directory's entries sorted by name, not followed; `None` when it does not exist.
     fn list_dir(&self, path: &str) -> HostResult<Option<Vec<DirEntry>>> {
         let local = self.local_path(path)?;
         let entries = match std::fs::read_dir(&local) {
@@ -183,8 +173,7 @@ pub trait Files {
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Some(out))
     }
-    /// A file's size and modification time (nanoseconds since 1970; NTFS keeps 100 ns
-    /// ticks); `None` when there is no regular file at `path`.
+    /// A file's size and modification time (ns since 1970); `None` without a regular file.
     fn stat(&self, path: &str) -> HostResult<Option<(u64, u128)>> {
         let local = self.local_path(path)?;
         let Ok(meta) = std::fs::metadata(&local) else {
@@ -210,8 +199,7 @@ pub trait Files {
             .map(Some)
             .map_err(|e| HostError::io(format!("read {path}"), e))
     }
-    /// The last `max` bytes of a file from its first whole line (all of a shorter file), read
-    /// from the end; `None` when there is no file at `path`.
+    /// The last `max` bytes of a file from its first whole line; `None` without a file.
     fn read_tail(&self, path: &str, max: u64) -> HostResult<Option<Vec<u8>>> {
         let local = self.local_path(path)?;
         if !local.is_file() {
@@ -247,8 +235,7 @@ pub trait Files {
     fn open_write(&self, path: &str, append: bool) -> HostResult<std::fs::File> {
         open_to_write(&self.local_path(path)?, path, append)
     }
-    /// Renames a file (a finished download to its name), replacing what had `to`'s name (on
-    /// Windows std's `rename` is `MoveFileExW` with `MOVEFILE_REPLACE_EXISTING`, same file).
+    /// Renames a file over `to` (std's `rename`: `MoveFileExW`, `MOVEFILE_REPLACE_EXISTING`).
     fn rename(&self, from: &str, to: &str) -> HostResult<()> {
         let (f, t) = (self.local_path(from)?, self.local_path(to)?);
         // A Go reader's handle blocks a rename for a moment on Windows (`sharing`).
@@ -307,8 +294,7 @@ pub trait Files {
         Ok(true)
     }
 
-    /// Removes `dir` (a host path) when it is vacant (`is_vacant`): its vacant subdirectories
-    /// first, then it; whether it is gone.
+    /// Removes vacant `dir` (`is_vacant`), its vacant subdirectories first; whether it is gone.
     fn remove_vacant(&self, dir: &str) -> HostResult<bool> {
         if !self.is_vacant(dir)? {
             return Ok(false);
@@ -320,19 +306,16 @@ pub trait Files {
         }
         self.remove_empty_dir(dir)
     }
-    /// The owner and access list of a file or directory in SDDL, which `acl` reads by meaning;
-    /// `None` when it does not exist.
+    /// The owner and DACL in SDDL, read by `acl`; `None` when it does not exist.
     fn security(&self, path: &str) -> HostResult<Option<String>>;
-    /// The owner and access list of `path` itself in SDDL, a reparse point's own (who made a
-    /// junction or link, who may change it), never its target's; `None` when nothing is there.
+    /// The owner and DACL of `path` itself, a link's own, never its target's; `None` if none.
     fn link_security(&self, path: &str) -> HostResult<Option<String>>;
     /// Creates a directory and its parents; `false` when it was there.
     fn create_dir(&self, path: &str) -> HostResult<bool>;
     /// Whether `path` itself is a reparse point, not followed; `false` when missing. Any user
     /// may `mklink /J` where they may make a directory.
     fn is_reparse_point(&self, path: &str) -> HostResult<bool>;
-    /// Gives an existing file or directory the owner and access list of `sddl` (protected
-    /// from inheritance when it says `P`).
+    /// Gives an existing file or directory `sddl`'s owner and DACL (protected with `P`).
     fn set_security(&self, path: &str, sddl: &str) -> HostResult<()>;
     /// Where a host path lives in this machine's file system (the path itself on Windows, a
     /// file under the state directory on SimHost), for the service logs another program opens.

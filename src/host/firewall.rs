@@ -12,8 +12,7 @@ pub use unset::{AppContainerScope, EDGE_TRAVERSAL_ALLOW, NotDefault, Unset};
 pub struct FirewallRule {
     /// The name the firewall shows (PowerShell's DisplayName; INetFwRule's Name).
     pub name: String,
-    /// `INetFwRule::Description`: `MARKER` on every rule calicoctl-win makes (and on every
-    /// rule a record or journal names, which kept no description: it made each with it).
+    /// `INetFwRule::Description`: `MARKER` on every rule calicoctl-win makes.
     #[serde(default = "marker", skip_serializing_if = "is_marker")]
     pub description: String,
     pub protocol: Protocol,
@@ -29,8 +28,7 @@ pub struct FirewallRule {
     /// The profiles it applies in (`NET_FW_PROFILE_TYPE2`: Domain 1, Private 2, Public 4).
     #[serde(default = "all_profiles")]
     pub profiles: u32,
-    /// The remote addresses it lets in, as CIDRs (`INetFwRule::RemoteAddresses`); empty for
-    /// any address.
+    /// The remote addresses it lets in, as CIDRs; empty for any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remote_addresses: Vec<String>,
     /// The properties calicoctl-win does not set, as the firewall holds them (absent in
@@ -105,8 +103,7 @@ impl FirewallRule {
             && self.unset.lets_all_in()
     }
 
-    /// `INetFwRule::RemoteAddresses` for the rule: `*` (any), or the CIDRs comma-separated
-    /// (Microsoft's INetFwRule::RemoteAddresses page: a subnet in prefix or mask notation).
+    /// `INetFwRule::RemoteAddresses` for the rule: `*`, or the CIDRs comma-separated.
     pub fn remote_addresses_text(&self) -> String {
         if self.remote_addresses.is_empty() {
             "*".into()
@@ -181,24 +178,20 @@ impl FirewallRule {
     }
 }
 
-/// Whether rules added on this host take effect (`INetFwPolicy2::LocalPolicyModifyState`,
-/// `NET_FW_MODIFY_STATE` in icftypes.h, for the profiles in effect now).
+/// Whether rules added here take effect (`INetFwPolicy2::LocalPolicyModifyState`, icftypes.h).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FirewallModifyState {
     /// `NET_FW_MODIFY_STATE_OK`: a local rule takes effect.
     #[default]
     Ok,
-    /// `NET_FW_MODIFY_STATE_GP_OVERRIDE`: Group Policy overrides local rules; one added here
-    /// does not take effect.
+    /// `NET_FW_MODIFY_STATE_GP_OVERRIDE`: Group Policy overrides local rules.
     GroupPolicyOverride,
-    /// `NET_FW_MODIFY_STATE_INBOUND_BLOCKED`: inbound traffic is blocked whatever the rules
-    /// say (the profile's "block all inbound connections").
+    /// `NET_FW_MODIFY_STATE_INBOUND_BLOCKED`: all inbound traffic blocked.
     InboundBlocked,
 }
 
-/// `INetFwRule::Protocol`: an IANA protocol number (TCP 6, UDP 17), or any
-/// (`NET_FW_IP_PROTOCOL_ANY`, 256, icftypes.h).
+/// `INetFwRule::Protocol`: an IANA number (TCP 6, UDP 17), or any (`NET_FW_IP_PROTOCOL_ANY`, 256).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
@@ -261,8 +254,7 @@ pub fn ours(rules: &[FirewallRule], made: Option<&FirewallRule>) -> bool {
     }
 }
 
-/// The warning of a rule calicoctl-win made that is left because the firewall holds under its
-/// name something else than that rule alone as made (`ours`).
+/// The warning of a made rule left because its name holds something else than it alone.
 pub fn kept(name: &str, rules: &[FirewallRule]) -> String {
     format!(
         "kept the firewall rule '{name}': the firewall holds {} now (an administrator's rule of that name, or ours changed since), left as it is; remove it yourself if it is not wanted (Get-NetFirewallRule -DisplayName '{name}')",
@@ -290,8 +282,7 @@ pub trait Firewall {
     fn firewall_rule(&self, name: &str) -> HostResult<Option<FirewallRule>> {
         Ok(self.firewall_rules(name)?.into_iter().next())
     }
-    /// Adds a rule; a taken name is refused with `Exists` (Windows itself would add a second
-    /// rule of the name).
+    /// Adds a rule; a taken name is `Exists` (Windows would add a second).
     fn firewall_add(&self, rule: &FirewallRule) -> HostResult<()>;
     /// Removes the one rule of this name; returns whether there was one. Refused while several
     /// have the name: `INetFwRules::Remove` does not say which it takes.

@@ -324,8 +324,7 @@ fn a_rule_narrowed_by_interfaces_edge_options_or_app_container_is_not_ours() {
     assert!(!open.same(&flag));
 }
 
-/// A record or journal keeps the new properties only where they are not at their default,
-/// and reads them back.
+/// A record keeps the new properties only where not at their default, and reads them back.
 #[test]
 fn the_new_properties_are_kept_in_a_record_only_when_set() {
     let json = serde_json::to_value(made()).expect("json");

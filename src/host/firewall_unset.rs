@@ -3,8 +3,7 @@
 use super::normal_address;
 use serde::{Deserialize, Serialize};
 
-/// `NET_FW_EDGE_TRAVERSAL_TYPE_ALLOW` (icftypes.h); `_DENY` 0, `_DEFER_TO_APP` 2,
-/// `_DEFER_TO_USER` 3.
+/// icftypes.h's `NET_FW_EDGE_TRAVERSAL_TYPE_ALLOW` (`_DENY` 0, `_DEFER_TO_APP` 2, `_DEFER_TO_USER` 3).
 pub const EDGE_TRAVERSAL_ALLOW: i32 = 1;
 
 /// The `INetFwRule` properties calicoctl-win never sets, read so a rule an administrator
@@ -13,28 +12,23 @@ pub const EDGE_TRAVERSAL_ALLOW: i32 = 1;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Unset {
-    /// `INetFwRule::LocalAddresses`: "\"*\" is the default value" (Microsoft's
-    /// INetFwRule::get_LocalAddresses page), any local address.
+    /// `INetFwRule::LocalAddresses`: "\"*\" is the default value", any local address.
     #[serde(skip_serializing_if = "is_star")]
     pub local_addresses: String,
-    /// `INetFwRule::RemotePorts`: `*` when none was set (read back from a fresh rule by the
-    /// Windows workflow).
+    /// `INetFwRule::RemotePorts`: `*` when none was set (the Windows workflow reads it back).
     #[serde(skip_serializing_if = "is_star")]
     pub remote_ports: String,
     /// `INetFwRule::InterfaceTypes`: `All` when none was set (New-NetFirewallRule
     /// `-InterfaceType`: "The default value is Any").
     #[serde(skip_serializing_if = "is_all")]
     pub interface_types: String,
-    /// `INetFwRule::EdgeTraversal`: "New rules have the EdgeTraversal property disabled by
-    /// default" (its page).
+    /// `INetFwRule::EdgeTraversal`: "disabled by default" (its page).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub edge_traversal: bool,
-    /// `INetFwRule::Grouping`, the group the firewall's console shows the rule in: none
-    /// unless set ("This property is optional", its page).
+    /// `INetFwRule::Grouping`, the console's group: none unless set.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub grouping: String,
-    /// `INetFwRule::ServiceName`, the service whose traffic alone it lets in: none unless set
-    /// ("This property is optional", its page; `*` is any service).
+    /// `INetFwRule::ServiceName`, the one service it lets in: none unless set (`*`: any).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub service_name: String,
     /// `INetFwRule::Interfaces` by friendly name: none is every interface.
@@ -53,23 +47,19 @@ pub struct Unset {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AppContainerScope {
-    /// `LocalAppPackageId`: "the package identifier or the app container identifier of a
-    /// process" whose traffic alone it lets in.
+    /// `LocalAppPackageId`: the package or app container whose traffic alone it lets in.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub local_app_package_id: String,
-    /// `LocalUserOwner`: "the user security identifier (SID) of the user who is the owner of
-    /// the rule".
+    /// `LocalUserOwner`: the SID of the rule's owner.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub local_user_owner: String,
     /// `LocalUserAuthorizedList`: "a list of authorized local users for an app container".
     #[serde(skip_serializing_if = "String::is_empty")]
     pub local_user_authorized_list: String,
-    /// `RemoteUserAuthorizedList`: "a list of remote users who are authorized to access an
-    /// app container".
+    /// `RemoteUserAuthorizedList`: remote users authorized to reach an app container.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub remote_user_authorized_list: String,
-    /// `RemoteMachineAuthorizedList`: "a list of remote computers which are authorized to
-    /// access an app container".
+    /// `RemoteMachineAuthorizedList`: remote computers authorized to reach an app container.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub remote_machine_authorized_list: String,
     /// `SecureFlags` (`NET_FW_AUTHENTICATE_TYPE`): the IPsec protection traffic needs
@@ -141,15 +131,13 @@ fn token_set(text: &str, empty: &str) -> Vec<String> {
     v
 }
 
-/// Which of `Unset`'s properties are not at Windows' default, as `same` compares them: what
-/// a rule put back sets, and nothing else.
+/// Which of `Unset`'s properties are not at Windows' default: what a rule put back sets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NotDefault {
     pub local_addresses: bool,
     pub remote_ports: bool,
     pub interface_types: bool,
-    /// Edge traversal other than denied (`Unset::edge`), through `EdgeTraversal` or
-    /// INetFwRule2's `EdgeTraversalOptions`.
+    /// Edge traversal other than denied, through `EdgeTraversal` or `EdgeTraversalOptions`.
     pub edge_traversal: bool,
     pub grouping: bool,
     pub service_name: bool,
@@ -193,8 +181,7 @@ pub(super) type UnsetKey<'a> = (
 );
 
 impl Unset {
-    /// Which fields are not at Windows' default, as `key` compares them (a read-back `""` or
-    /// `" * "` is the default `*`).
+    /// Which fields are not at the default, as `key` compares them (`""`, `" * "` are `*`).
     pub fn not_default(&self) -> NotDefault {
         let (a, b) = (self.key(), Unset::default());
         let d = b.key();

@@ -1,5 +1,4 @@
-//! HNS networks and endpoints as the tool sees them, read from HCN's schema 2.0 documents and
-//! HNS v1's (`Subnets[].AddressPrefix`, `Policies[].VSID`, `ManagementIP`).
+//! HNS networks and endpoints as the tool sees them, read from HCN's schema 2.0 documents.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -47,19 +46,16 @@ pub struct HnsEndpoint {
     /// An endpoint of another host (VXLAN's remote endpoints): HCN's `Flags` bit 1 (hcsshim
     /// hcn/hcnendpoint.go), HNS v1's `IsRemoteEndpoint`.
     pub remote: bool,
-    /// The endpoint's `State` (hcsshim internal/hns/hnsendpoint.go `EndpointState`: Created 1
-    /// to Destroyed 6).
+    /// The endpoint's `State` (hcsshim internal/hns/hnsendpoint.go `EndpointState`).
     pub state: Option<u16>,
-    /// The HCN namespace (a pod's network compartment) it is in, when it is in one (HCN's
-    /// `HostComputeNamespace`, hcsshim hcn/hcnendpoint.go).
+    /// The HCN namespace it is in (`HostComputeNamespace`, hcsshim hcn/hcnendpoint.go).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// The provider address of an Overlay endpoint (projectcalico/calico v3.31.0
     /// `cni-plugin/pkg/dataplane/windows/dataplane_windows.go`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider_address: Option<String>,
-    /// The endpoint's MAC address (HCN's and HNS v1's `MacAddress`), as its maker gave it:
-    /// kube-proxy conjures its remote endpoints' from their address (`installed::endpoints`).
+    /// The endpoint's `MacAddress` as its maker gave it (`installed::endpoints`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
 }
@@ -78,8 +74,7 @@ pub trait Hns {
     /// Takes an endpoint out of its HCN namespace (hcsshim hcn/hcnnamespace.go
     /// `RemoveNamespaceEndpoint`); `NotFound` without such a namespace or endpoint.
     fn hns_remove_namespace_endpoint(&self, namespace: &str, endpoint: &str) -> HostResult<()>;
-    /// The HNS service's version, (major, minor): hcsshim's `GetGlobals`, an HNS v1 call
-    /// (`HNSCall("GET", "/globals/version")` of vmcompute.dll).
+    /// HNS's (major, minor) version: hcsshim's `GetGlobals` (`HNSCall GET /globals/version`).
     fn hns_version(&self) -> HostResult<(u32, u32)>;
     /// HNS's policy lists (kube-proxy's load balancers) through HNS v1's
     /// `GET /policylists/` (hcsshim internal/hns/hnspolicylist.go), at most `MAX_POLICY_LISTS`.
@@ -274,8 +269,7 @@ pub fn checked_spec(spec_json: &str) -> Result<(Value, String), crate::host::Hos
     Ok((doc, name))
 }
 
-/// Checks a network document before creation the way hnslib's `Create()` does: a name, and for
-/// every subnet a prefix with a default route that has a next hop.
+/// Checks a network document as hnslib's `Create()` does: a name, each subnet a default route.
 pub fn validate_spec(doc: &Value) -> Result<String, String> {
     let name = str_field(doc, &["Name"]).ok_or("the network document has no Name")?;
     for ipam in doc
@@ -317,8 +311,7 @@ pub fn dsr_supported(version: (u32, u32)) -> bool {
     }
 }
 
-/// The `Output` of an HNS v1 answer (hcsshim internal/hns/hnsfuncs.go `hnsResponse`:
-/// `Success`, `Error`, `Output`), or HNS's error.
+/// The `Output` of an HNS v1 answer (hcsshim internal/hns/hnsfuncs.go `hnsResponse`).
 pub fn hns_output(answer: &str) -> Result<Value, String> {
     let mut doc: Value = serde_json::from_str(answer).map_err(|e| format!("not JSON ({e})"))?;
     if doc["Success"].as_bool() != Some(true) {
@@ -382,8 +375,7 @@ pub fn parse_v1_endpoint_states(answer: &str) -> Result<BTreeMap<String, u16>, S
         .collect())
 }
 
-/// Gives each endpoint its state from HNS v1 (`parse_v1_endpoint_states`), the only source
-/// of it; with none (v1 did not answer), no endpoint has a state, whatever HCN v2 said.
+/// Gives each endpoint its HNS v1 state, the only source of it; none without a v1 answer.
 pub fn with_v1_states(endpoints: &mut [HnsEndpoint], states: Option<&BTreeMap<String, u16>>) {
     for e in endpoints {
         e.state = states.and_then(|s| s.get(&e.id.to_ascii_lowercase()).copied());

@@ -1,5 +1,4 @@
-//! The HNS documents' tests: networks and endpoints read from HCN's JSON, HCN's
-//! answers, HNS's version and policy lists.
+//! The HNS documents' tests: HCN's networks, endpoints and answers; HNS v1's version and lists.
 
 use super::*;
 
@@ -80,8 +79,7 @@ mod outcome_tests {
     fn missing_networks_and_endpoints_are_not_found() {
         let e = hcn_outcome(HCN_E_NETWORK_ALREADY_EXISTS as i32, "", "create").unwrap_err();
         assert!(matches!(e, HostError::Exists { .. }), "{e}");
-        // 0x80070490 (ERROR_NOT_FOUND): an object deleted while the list was read; hcsshim's
-        // IsNotFoundError counts it (ErrElementNotFound), and a listing skips it.
+        // 0x80070490 (ERROR_NOT_FOUND): deleted while listed; hcsshim's IsNotFoundError.
         for code in [
             HCN_E_NETWORK_NOT_FOUND,
             HCN_E_ENDPOINT_NOT_FOUND,
@@ -96,8 +94,7 @@ mod outcome_tests {
 mod version_tests {
     use super::*;
 
-    /// hcsshim's `hnsResponse` envelope: the lists in `Output`, HNS's error kept, none as
-    /// an empty list, and no more than the cap.
+    /// hcsshim's `hnsResponse` envelope: lists in `Output`, errors kept, none empty, capped.
     #[test]
     fn policy_lists_are_read_from_hnss_answer() {
         let one = r#"{"Success":true,"Output":[{"ID":"a","EndpointReferences":[],"Policies":[{"Type":"ELB"}]}]}"#;
@@ -214,8 +211,7 @@ mod endpoint_doc_tests {
         let plain = json!({"ID": "e3", "HostComputeNetwork": "n1", "Flags": 2});
         let e = parse_endpoint(&plain).expect("endpoint");
         assert_eq!((e.remote, e.state, e.mac), (false, None, None));
-        // `MacAddress` in both schemas (hcn `HostComputeEndpoint`, v1 `HNSEndpoint`): kube-proxy
-        // gives another host's endpoint for a Service backend one of its own making.
+        // `MacAddress` in both schemas: kube-proxy gives remote endpoints one of its own making.
         let v2 = json!({"ID": "e4", "HostComputeNetwork": "n1", "Flags": 1,
             "MacAddress": "02-11-0a-f4-09-09"});
         assert_eq!(

@@ -17,8 +17,7 @@ pub struct Answer {
 }
 
 impl Answer {
-    /// Success as Calico's own probe takes it: 2xx or 3xx (node/pkg/health/health.go
-    /// `checkFelixHealth`: `resp.StatusCode < 200 || resp.StatusCode >= 400` is a failure).
+    /// 2xx or 3xx, as Calico's probe takes it (node/pkg/health/health.go `checkFelixHealth`).
     pub fn is_good(&self) -> bool {
         (200..400).contains(&self.code)
     }

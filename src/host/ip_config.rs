@@ -7,8 +7,7 @@ use std::net::Ipv4Addr;
 /// One setting made on an interface.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AdapterSetting {
-    /// `EnableStatic`: DHCP off, and these addresses (with their prefix lengths) the
-    /// interface's static ones.
+    /// `EnableStatic`: DHCP off, these addresses (with prefix lengths) static.
     Static(Vec<(Ipv4Addr, u8)>),
     /// `SetDNSServerSearchOrder`: the DNS servers, in order.
     DnsServers(Vec<Ipv4Addr>),

@@ -1,5 +1,4 @@
-//! Listening on a TCP port of the host, the port held for this process alone, and why a
-//! port could not be had.
+//! Listening on a host TCP port held for this process alone, and why a port could not be had.
 
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -24,8 +23,7 @@ pub enum ListenRefusal {
 }
 
 impl ListenRefusal {
-    /// Who holds the port, when the host could tell: `process 4242 listens on it at
-    /// [::]:9095 (IPv6)`.
+    /// Who holds the port, when told: `process 4242 listens on it at [::]:9095 (IPv6)`.
     pub fn holder(&self) -> Option<String> {
         let Self::Held { pid: Some(pid), at } = self else {
             return None;
@@ -100,8 +98,7 @@ mod tests {
         assert_eq!(refusal(10055, || Some((7, v4))), ListenRefusal::Other);
     }
 
-    /// The holder is named with its address and the address's family, an IPv6 one in
-    /// brackets; a record kept before the address was has none.
+    /// The holder is named with its address and family; an older record has none.
     #[test]
     fn the_holder_is_named_with_its_address_and_family() {
         let at = |a: &str| ListenRefusal::Held {

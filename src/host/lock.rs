@@ -16,8 +16,7 @@ pub struct Holder {
     pub pid: u32,
     /// Unix seconds.
     pub started: i64,
-    /// When its process started, as the operating system says (`running`): with the pid it
-    /// names that process, and no later one given the same pid.
+    /// When its process started (`running`): with the pid it names that process alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<u64>,
 }
@@ -64,16 +63,14 @@ impl LockError {
 #[derive(Debug)]
 pub struct HostLock {
     _file: File,
-    /// The record of who holds it, kept open to empty it on release: opening it again then
-    /// could be refused (a reader that shares no writing, an attribute set meanwhile).
+    /// The record, kept open to empty it on release (reopening could be refused).
     record: File,
     info: PathBuf,
 }
 
 impl Drop for HostLock {
     fn drop(&mut self) {
-        // Nobody holds it now; both files stay (see the module documentation). A record left
-        // full names this process, which is believed no more once it has ended.
+        // Nobody holds it now; both files stay. A full record names an ended process.
         if let Err(e) = self.record.set_len(0) {
             eprintln!(
                 "warning: cannot empty {}, which says who holds the host lock: {e}",
@@ -121,8 +118,7 @@ pub(crate) fn is_sole_plain_file(file: &File, _name: &Path) -> std::io::Result<b
     crate::host::windows::files::is_sole_plain_file(file)
 }
 
-/// Whether the open `file` is a plain file whose one name is `name`: the file `name` names
-/// without following a link (which `open` followed), with no other link to it (`st_nlink`).
+/// Whether the open `file` is `name`'s plain file, not followed through a link, one link only.
 #[cfg(unix)]
 pub(crate) fn is_sole_plain_file(file: &File, name: &Path) -> std::io::Result<bool> {
     use std::os::unix::fs::MetadataExt;
@@ -167,15 +163,13 @@ fn said(lock: &Path, running: &Running<'_>) -> Said {
         (None, _) => Said::Stale,
         (Some(Some(now)), Some(then)) if now == then => Said::Runs(h),
         (Some(Some(_)), Some(_)) => Said::Stale,
-        // An earlier version's record, which says no start: judged by its pid alone, as that
-        // version judged it, at once (a command of that version may hold the lock now).
+        // An earlier version's record says no start: judged by its pid, as that version did.
         (Some(_), None) => Said::Runs(h),
         (Some(None), Some(_)) => Said::Maybe(h),
     }
 }
 
-/// Reads who holds the lock, to be asked while it is held: `None` while the holder has not
-/// written it yet, and when the record is one a command killed left (its process ended).
+/// Who holds the lock: `None` until the holder writes, and for a killed command's record.
 pub fn holder(lock: &Path) -> Option<Holder> {
     match said(lock, &running) {
         Said::Runs(h) | Said::Maybe(h) => Some(h),
@@ -235,8 +229,7 @@ fn busy_with(dir: &Path, running: &Running<'_>) -> Option<Option<Holder>> {
 enum Held {
     /// Taken, by the one that looked.
     Free,
-    /// Held, by the command named, believed (`Said::Runs`, or `Said::Maybe` all along), or
-    /// by one that has not said who it is.
+    /// Held by the command named, believed, or by one not yet named.
     By(Option<Holder>),
     /// Held, and the record names a command that has ended.
     Stale,
@@ -296,8 +289,7 @@ fn stat_started(stat: &str) -> Option<u64> {
         .and_then(|t| t.parse().ok())
 }
 
-/// The state field of a `/proc/PID/stat` line: after the command, which is in parentheses
-/// and may itself hold spaces and parentheses (hence the last `)`).
+/// Whether a `/proc/PID/stat` line's state is Z or X (after the last `)` of the command).
 #[cfg(not(windows))]
 fn state_is_defunct(stat: &str) -> bool {
     stat.rsplit_once(')')
@@ -309,8 +301,7 @@ fn state_is_defunct(stat: &str) -> bool {
 /// every user add files to its folders, and elevated commands read what is here.
 pub fn make_state_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    // A link (on Windows a junction, which any user who could add a folder may make) would
-    // send what is written here, and the access list set here, wherever it points.
+    // A link (a junction any user may make) would send what is written here elsewhere.
     if std::fs::symlink_metadata(dir)?.file_type().is_symlink() || is_junction(dir)? {
         return Err(std::io::Error::other(format!(
             "{} is a link to another directory, not a directory of calicoctl-win's own: remove the link (rmdir) and run the command again",
@@ -322,8 +313,7 @@ pub fn make_state_dir(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Whether `dir` is a reparse point (a junction or mount point, which `is_symlink` does not
-/// report).
+/// Whether `dir` is a reparse point (a junction, which `is_symlink` does not report).
 #[cfg(windows)]
 fn is_junction(dir: &Path) -> std::io::Result<bool> {
     use std::os::windows::fs::MetadataExt;
@@ -378,8 +368,7 @@ fn acquire_with(dir: &Path, command: &str, running: &Running<'_>) -> Result<Host
     match wait_for_holder(&file, &path, running).map_err(io)? {
         Held::Free => {}
         Held::By(holder) => return Err(LockError::Busy { holder, lock: path }),
-        // Held still after a second, the record its killed writer left saying nobody: a
-        // look's, or a command's that has not written yet.
+        // Held after a second with a killed writer's record: a look's, or an unwritten one's.
         Held::Stale => {
             return Err(LockError::Busy {
                 holder: None,

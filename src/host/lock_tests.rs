@@ -67,15 +67,13 @@ fn the_state_dir_is_protected_when_the_lock_is_taken() {
     let dir = tmp.path().join("state");
     std::fs::create_dir(&dir).expect("dir");
     let path = dir.to_string_lossy().into_owned();
-    // As an earlier version could leave it (made with %ProgramData%'s access list, where
-    // every user may add files), here opened to everyone outright.
+    // As an earlier version could leave it, here opened to everyone.
     files::set_security(
         &path,
         "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;WD)",
     )
     .expect("open it");
-    // Wine keeps no access list, only the Unix mode it maps one onto (its owner reads
-    // back as a user of its own): there only Everyone's right to write is seen to go.
+    // Wine keeps only a Unix mode: there only Everyone's write is seen to go.
     let full_acl = !crate::host::contract::on_windows::under_wine();
     let others_write = || {
         let sddl = files::security(&path).expect("read").expect("there");
@@ -145,8 +143,7 @@ fn a_look_reading_who_holds_the_lock_never_stops_the_next_command() {
     drop(second);
 }
 
-/// A link where the record goes, as one a user could put there before the directory was
-/// protected, is replaced, and what it names left as it was.
+/// A symbolic link where the record goes is replaced; what it names is left as it was.
 #[cfg(unix)]
 #[test]
 fn a_link_in_place_of_the_record_is_not_written_through() {
@@ -185,8 +182,7 @@ fn a_hard_link_in_place_of_the_record_is_not_written_through() {
     assert_eq!(std::fs::read_to_string(&info).expect("record"), "");
 }
 
-/// A record written while another process holds the lock, as a look holds it: a command that
-/// took it from a look, or one another test of this process holds.
+/// A record written while another process holds the lock, as a look holds it.
 fn hold_with_record(dir: &Path, record: &str) -> File {
     drop(acquire(dir, "install").expect("the lock file made"));
     let path = dir.join(LOCK_FILE);
@@ -233,8 +229,7 @@ fn a_holder_whose_start_is_unknown_is_not_taken_for_sure() {
     let dir = tempfile::tempdir().expect("tempdir");
     let record = format!(r#"{{"command":"install","pid":{DEAD},"started":1,"process":5}}"#);
     let look = hold_with_record(dir.path(), &record);
-    // The look lets go once the record has been judged (explicitly: Windows releases a lock
-    // left to the closing of its file when it gets to it).
+    // The look lets go once the record is judged (explicitly: LockFileEx remarks).
     let running = |pid| {
         if pid == DEAD {
             let _ = look.unlock();
@@ -259,8 +254,7 @@ fn a_holder_whose_start_is_unknown_is_not_taken_for_sure() {
     drop(look);
 }
 
-/// A process that has ended: a child that ran and was waited for. Its `Child` is kept,
-/// so that on Windows its process object stays (an ended process that is still known).
+/// An ended process (its `Child` kept, so its Windows process object stays).
 fn ended_process() -> std::process::Child {
     #[cfg(windows)]
     let mut child = std::process::Command::new("cmd.exe")
@@ -321,8 +315,7 @@ fn a_record_left_by_a_dead_command_never_names_the_holder() {
     dead.wait().expect("ended");
 }
 
-/// A look that only tests the lock (CalicoNode's, every minute) never makes a command
-/// that takes it then fail as though another command held it.
+/// A look that only tests the lock never makes a command taking it fail as busy.
 #[test]
 fn a_command_takes_the_lock_while_a_look_tests_it() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -350,8 +343,7 @@ fn a_command_takes_the_lock_while_a_look_tests_it() {
     });
 }
 
-/// Another process has the record open for a moment and shares no writing (an editor, a
-/// virus scanner): the command that took the lock writes it once that one lets go.
+/// A reader sharing no writing delays the record; the command writes it once let go.
 #[cfg(windows)]
 #[test]
 fn a_reader_that_shares_no_writing_only_delays_the_record() {
@@ -402,8 +394,7 @@ fn the_record_is_emptied_on_release_beside_a_reader_that_shares_no_writing() {
     assert_eq!(std::fs::read_to_string(&info).expect("record"), "");
 }
 
-/// A record an earlier version wrote says no start: a live pid is taken for its writer at
-/// once, as that version took it, not after a second of looks (`running` asked once).
+/// An earlier version's record (no start): a live pid is its writer at once (one look).
 #[test]
 fn an_earlier_versions_record_is_judged_by_its_pid_at_once() {
     let dir = tempfile::tempdir().expect("tempdir");

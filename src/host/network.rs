@@ -42,8 +42,7 @@ pub struct Adapter {
     /// `FriendlyName`: `Ethernet`, `vEthernet (Ethernet)`.
     pub name: String,
     pub index: u32,
-    /// `Description`, the driver's name: `Hyper-V Virtual Ethernet Adapter` for a vSwitch's
-    /// host adapter, `Microsoft Network Adapter Multiplexor Driver` for an LBFO team.
+    /// `Description`, the driver's name (`Hyper-V Virtual Ethernet Adapter` for a vSwitch's).
     pub description: String,
     /// `PhysicalAddress`, written `00-15-5D-01-02-03` as `Get-NetAdapter` shows it.
     pub mac: String,
@@ -58,8 +57,7 @@ pub struct Adapter {
     pub dns_suffix: String,
     /// `Ipv4Metric`: the interface metric.
     pub metric: u32,
-    /// `AdapterName`, the interface's GUID (`{...}`): its key under
-    /// `HKLM\SYSTEM\CurrentControlSet\Services\Tcpip\Parameters\Interfaces`.
+    /// `AdapterName`, the interface's GUID: its key under `...\Tcpip\Parameters\Interfaces`.
     #[serde(default)]
     pub guid: String,
 }
@@ -69,8 +67,7 @@ pub struct Adapter {
 pub struct AdapterAddress {
     pub ip: Ipv4Addr,
     pub prefix_len: u8,
-    /// `DadState` is `IpDadStatePreferred`: duplicate address detection is done and the
-    /// address is in use (a tentative or duplicate one is not).
+    /// `DadState` is `IpDadStatePreferred`: the address is in use, not tentative.
     pub preferred: bool,
 }
 
@@ -78,8 +75,7 @@ pub struct AdapterAddress {
 pub const VSWITCH_ADAPTER_DESCRIPTION: &str = "Hyper-V Virtual Ethernet Adapter";
 
 impl Adapter {
-    /// A vSwitch's host adapter (its description, `Hyper-V Virtual Ethernet Adapter`, with
-    /// ` #2` and so on when there are several).
+    /// A vSwitch's host adapter (`Hyper-V Virtual Ethernet Adapter`, maybe with ` #2`).
     pub fn is_vswitch_port(&self) -> bool {
         self.description.starts_with(VSWITCH_ADAPTER_DESCRIPTION)
     }
@@ -99,8 +95,7 @@ impl Adapter {
 
 #[cfg(test)]
 impl Adapter {
-    /// An Ethernet adapter on DHCP with these Preferred /24 addresses, metric 15, no DNS: the
-    /// tests' starting point, changed with struct update syntax.
+    /// A DHCP Ethernet adapter with these Preferred /24 addresses, metric 15: tests' start.
     pub fn for_test(name: &str, index: u32, mac: &str, ips: &[&str]) -> Self {
         Self {
             name: name.into(),
@@ -134,11 +129,9 @@ pub trait Network {
     /// Every Ethernet interface, IPv4 bound or not (`GetIfTable2`, filter modules left out),
     /// without addresses or IPv4 settings.
     fn ethernet_interfaces(&self) -> HostResult<Vec<Adapter>>;
-    /// Sets an interface's IPv4 metric and turns its automatic metric off
-    /// (`GetIpInterfaceEntry` and `SetIpInterfaceEntry`, netioapi.h, Windows Vista and later).
+    /// Sets an interface's IPv4 metric, automatic metric off (`SetIpInterfaceEntry`).
     fn set_interface_metric(&self, index: u32, metric: u32) -> HostResult<()>;
-    /// Adds a manual IPv4 address to an interface (`CreateUnicastIpAddressEntry`, netioapi.h,
-    /// Windows Vista and later); one already there is `Exists`.
+    /// Adds a manual IPv4 address (`CreateUnicastIpAddressEntry`); one already there is `Exists`.
     fn add_address(&self, index: u32, ip: Ipv4Addr, prefix_len: u8) -> HostResult<()>;
     /// Makes an IPv4 setting through WMI's `Win32_NetworkAdapterConfiguration`
     /// (`ip_config::AdapterSetting`); an interface no instance has is `NotFound`.
@@ -147,8 +140,7 @@ pub trait Network {
     fn routes(&self) -> HostResult<Vec<Route>>;
     /// Adds a route; an identical existing route is refused with `Exists`.
     fn add_route(&self, route: &Route) -> HostResult<()>;
-    /// `GET path` from a server on the host's loopback (`127.0.0.1:port`), within `timeout`:
-    /// its answer, or `None` when nothing listens (Felix's health endpoint).
+    /// `GET path` from `127.0.0.1:port` within `timeout`; `None` when nothing listens.
     fn local_http_get(
         &self,
         port: u16,

@@ -100,8 +100,7 @@ fn cni_dirs(text: &str) -> (Option<String>, Option<String>) {
     (None, None)
 }
 
-/// Whether two Windows paths name the same directory (case, slashes and a trailing separator
-/// do not matter).
+/// Whether two Windows paths name the same directory (case, slashes, trailing separator aside).
 pub fn same_dir(a: &str, b: &str) -> bool {
     let norm = |p: &str| {
         p.replace('/', "\\")

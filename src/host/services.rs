@@ -1,5 +1,4 @@
-//! The service control manager: what a service is registered with, its state and the
-//! trait that registers, starts and stops services.
+//! The service control manager: a service's registration and state, and the `Services` trait.
 
 use super::error::HostResult;
 use serde::{Deserialize, Serialize};
@@ -134,8 +133,7 @@ pub fn split_command_line(line: &str) -> (String, Vec<String>) {
                         arg.extend(std::iter::repeat_n('\\', run));
                     }
                 }
-                // Wine's CommandLineToArgvW: a third quote in a row emits one and ends the
-                // quoted part.
+                // Wine's CommandLineToArgvW: a third quote in a row emits one, ends the part.
                 '"' if quoted && chars.get(i + 1) == Some(&'"') => {
                     arg.push('"');
                     quoted = false;
@@ -196,8 +194,7 @@ impl AfterCannotAccept {
 /// not deliver this one within `ServicesPipeTimeout` (Microsoft, "ControlService", Remarks).
 pub const ERROR_SERVICE_REQUEST_TIMEOUT: u32 = 1053;
 
-/// Whether a stop the SCM could not deliver is sent again: only while the time left holds
-/// another send as long as the last one took, so no send runs past the caller's bound.
+/// Whether an undelivered stop is sent again: only while the time left holds another send.
 pub fn send_stop_again(last_took: Duration, left: Duration) -> bool {
     !left.is_zero() && left >= last_took
 }
@@ -225,8 +222,7 @@ pub struct InstalledService {
     pub name: String,
     pub state: ServiceState,
     pub pid: Option<u32>,
-    /// Unix seconds when the service's process started; `None` when it is not running or
-    /// the time cannot be read (the process ended while it was asked).
+    /// Unix seconds when the service's process started; `None` when not running or unknown.
     #[serde(default)]
     pub since: Option<i64>,
     pub display_name: String,
@@ -363,8 +359,7 @@ mod command_line_tests {
 mod cannot_accept_tests {
     use super::{AfterCannotAccept, ServiceState};
 
-    /// ControlService answers 1061 for a service that is stopped, starting or stopping: a
-    /// stop then finishes, retries once it runs, or waits for the stop under way; never fails.
+    /// On 1061 a stop finishes, retries once the service runs, or waits for the stop under way.
     #[test]
     fn a_stop_refused_while_pending_waits_instead_of_failing() {
         assert_eq!(

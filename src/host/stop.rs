@@ -5,8 +5,7 @@
 use crate::duration::Stop;
 use std::time::Duration;
 
-/// `CTRL_C_EVENT`, `CTRL_BREAK_EVENT`, `CTRL_CLOSE_EVENT`, `CTRL_LOGOFF_EVENT`,
-/// `CTRL_SHUTDOWN_EVENT` (wincon.h).
+/// `CTRL_C_EVENT` to `CTRL_SHUTDOWN_EVENT` (wincon.h).
 pub const EVENTS: [u32; 5] = [0, 1, 2, 5, 6];
 
 /// How long the handler holds `event`: none for Ctrl-C and Ctrl-Break, within 5 s for a

@@ -21,8 +21,7 @@ pub struct NodeIp {
 /// The adapter chosen and why, as `config show`, `render` and the install plan say it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Choice {
-    /// The adapter's name; `None` when nothing names one (no node IP and no default route:
-    /// HNS picks).
+    /// The adapter's name; `None` when nothing names one (HNS picks).
     pub adapter: Option<String>,
     pub why: String,
 }
@@ -40,8 +39,7 @@ impl Choice {
 }
 
 impl Choice {
-    /// An unknown is no change: with no adapter chosen (the one behind our vSwitch cannot be
-    /// told, or nothing names one), the adapter the install record keeps (`recorded`) stays.
+    /// With no adapter chosen (not told, or none named), the recorded one stays: no change.
     pub fn or_recorded(self, recorded: Option<&str>) -> Choice {
         match (&self.adapter, recorded) {
             (None, Some(kept)) => Choice {
@@ -137,8 +135,7 @@ fn listed(adapters: &[Adapter]) -> String {
     }
 }
 
-/// Every adapter Windows lists: those with IPv4 enabled and the Ethernet interfaces with IPv4
-/// unbound (a vSwitch's physical adapter).
+/// Every adapter Windows lists: IPv4 enabled, and Ethernet with IPv4 unbound (under a vSwitch).
 pub fn every_adapter(host: &dyn super::Host) -> super::HostResult<Vec<Adapter>> {
     let mut all = host.adapters()?;
     let unbound: Vec<Adapter> = host
@@ -161,8 +158,7 @@ pub fn is_host_adapter_of(vnic: &Adapter, name: &str, mac: &str) -> bool {
             .eq_ignore_ascii_case(&format!("vEthernet ({name})"))
 }
 
-/// The physical adapter under the External network's vSwitch host adapter, from `adapters`
-/// (`every_adapter`); `None` when the vSwitch is not ours or cannot be told.
+/// The physical adapter under the External vSwitch's host adapter; `None` if not ours or untold.
 pub fn uplink_of(
     vnic: &Adapter,
     adapters: &[Adapter],
@@ -194,8 +190,7 @@ pub fn uplink_of(
     candidates.next().is_none().then(|| one.name.clone())
 }
 
-/// The adapter the default route with the lowest metric (route plus interface metric, as
-/// Windows sums them) leaves by.
+/// The adapter the default route with the lowest route-plus-interface metric leaves by.
 pub fn default_route_adapter<'a>(adapters: &'a [Adapter], routes: &[Route]) -> Option<&'a Adapter> {
     routes
         .iter()
@@ -208,8 +203,7 @@ pub fn default_route_adapter<'a>(adapters: &'a [Adapter], routes: &[Route]) -> O
         .map(|(_, a)| a)
 }
 
-/// Chooses the uplink: the configured adapter, else the one holding the node IP, else the
-/// default route's (read through the vSwitch when it exists).
+/// Chooses the uplink: configured, else holding the node IP, else the default route's.
 pub fn choose(
     configured: Option<&str>,
     node_ip: Option<&NodeIp>,
@@ -275,8 +269,7 @@ pub fn choose(
         })
 }
 
-/// The adapter `vxlan.adapter` names, read back through our vSwitch when it names its host
-/// adapter.
+/// The adapter `vxlan.adapter` names, read back through our vSwitch when it names its port.
 fn by_name(
     name: &str,
     adapters: &[Adapter],
@@ -307,8 +300,7 @@ fn by_name(
 /// Why a choice through our vSwitch is unknown: an unknown is no change (`NetworkSettings`).
 const UNTOLD: &str = "the External vSwitch's host adapter, whose physical adapter neither HNS nor Windows tells: the External network stays on the adapter it is bound to";
 
-/// The physical adapter under our External vSwitch's host adapter `vnic`: `None` when it
-/// cannot be told; another vSwitch's host adapter is `Foreign`.
+/// The physical adapter under our vSwitch port `vnic` (`None`: untold); another's is `Foreign`.
 fn through_vswitch(
     vnic: &Adapter,
     adapters: &[Adapter],
@@ -376,8 +368,7 @@ impl crate::error::Diagnose for ChoiceError {
 /// which kubelet's service reads: kubernetes-sigs/sig-windows-tools `PrepareNode.ps1`).
 pub const KUBEADM_FLAGS: &str = r"C:\var\lib\kubelet\kubeadm-flags.env";
 
-/// The IPv4 address of `--node-ip=A[,B]` or `--node-ip A` among kubelet's arguments (a
-/// dual-stack value gives its IPv4 one).
+/// The IPv4 address of `--node-ip=A[,B]` or `--node-ip A` among kubelet's arguments.
 pub fn node_ip_flag<'a>(args: impl IntoIterator<Item = &'a str>) -> Option<Ipv4Addr> {
     let mut args = args.into_iter();
     while let Some(a) = args.next() {
@@ -393,8 +384,7 @@ pub fn node_ip_flag<'a>(args: impl IntoIterator<Item = &'a str>) -> Option<Ipv4A
     None
 }
 
-/// The node IP: the Node's InternalIP, else kubelet's `--node-ip` from its service's command
-/// line, else from kubeadm's flags file.
+/// The node IP: the Node's InternalIP, else kubelet's `--node-ip`, else kubeadm's flags file.
 pub fn node_ip(
     internal_ip: Option<Ipv4Addr>,
     kubelet_command_line: Option<&str>,

@@ -1,5 +1,4 @@
-//! CalicoFelix and CalicoConfd: wait for CalicoNode's initialisation, then run the component
-//! and restart it when it exits (`felix-service.ps1`, `confd-service.ps1`).
+//! CalicoFelix and CalicoConfd (`felix-service.ps1`, `confd-service.ps1`).
 
 use super::child::{Backoff, ChildEnd, run_child};
 use super::log::Log;
@@ -122,8 +121,7 @@ fn wait_for_init(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Resul
     )
 }
 
-/// Felix's start, kept where `status` reads it: Felix is aged by its own start, not by its
-/// service's, which runs on while Felix is restarted.
+/// Felix's own start, kept where `status` reads it (its service outlives Felix's restarts).
 fn note_start(host: &dyn Host, s: &Settings, log: &Log) {
     if s.role != Role::Felix {
         return;
@@ -138,8 +136,7 @@ fn note_start(host: &dyn Host, s: &Settings, log: &Log) {
     }
 }
 
-/// Runs the component until a stop is requested: again at once after `reload_exit`, else
-/// after a doubling delay (reset when it had run longer than the longest delay).
+/// Runs the component until a stop: at once after `reload_exit`, else after a doubling delay.
 pub(super) fn supervise(
     host: &dyn Host,
     s: &Settings,

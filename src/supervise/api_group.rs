@@ -9,8 +9,7 @@ use crate::cluster::calico_api::Group;
 use crate::host::Host;
 use std::collections::BTreeMap;
 
-/// The environment variable that pins the group (libcalico-go `apiconfig`
-/// `CalicoAPIGroup`, read from `CALICO_API_GROUP`).
+/// The variable that pins the group (libcalico-go `apiconfig` `CalicoAPIGroup`).
 pub const PIN: &str = "CALICO_API_GROUP";
 
 /// The group the components run with, and what a new look changes.
@@ -29,8 +28,7 @@ impl GroupWatch {
         }
     }
 
-    /// The group discovered now: `Some((from, to))` when the components started with another
-    /// (the first look only records it). A pinned group is never followed.
+    /// The group now: `Some((from, to))` when the components started with another; never pinned.
     pub fn changed(&mut self, now: Group) -> Option<(Group, Group)> {
         if self.pinned {
             return None;

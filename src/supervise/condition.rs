@@ -25,8 +25,7 @@ pub use crate::cluster::node::CONDITION_HEARTBEAT as HEARTBEAT;
 /// code patches the Node at most once in this time); a change of the reasons is set at once.
 pub const ADVICE_HOLD: Duration = Duration::from_secs(15 * 60);
 
-/// At most this many reasons are named in the condition's message, which is for people: every
-/// finding's code is in the codes annotation beside it (`cluster::node::report`).
+/// At most this many reasons named in the message; every code is in the codes annotation.
 const MAX_REASONS: usize = 10;
 
 /// CalicoNode's reporter: its credential and what it last set.
@@ -47,8 +46,7 @@ pub struct Reporter {
 }
 
 impl Reporter {
-    /// The reporter of node `NODENAME` with calico-node's kubeconfig (`KUBECONFIG`), when the
-    /// datastore is Kubernetes.
+    /// The reporter of node `NODENAME` with calico-node's kubeconfig, on a Kubernetes datastore.
     pub fn prepare(
         env: &BTreeMap<String, String>,
         root: &crate::layout::InstallRoot,
@@ -188,8 +186,7 @@ struct Published {
 }
 
 impl Published {
-    /// Whether a look at `at` that found `now` sets the condition (`to_set`), with a change of
-    /// the advice codes alone held back for `ADVICE_HOLD` after the last one set.
+    /// Whether a look at `at` finding `now` sets the condition, advice-only changes held back.
     fn due(&self, now: &Set, on_node: Option<bool>, at: Instant) -> Option<(bool, bool)> {
         let beat_due = self.at.is_none_or(|t| at.duration_since(t) >= HEARTBEAT);
         let held = self
@@ -239,8 +236,7 @@ fn to_set(
     Some((ready, changed))
 }
 
-/// The condition, as the API server keeps one: the transition time only when the status
-/// changed.
+/// The condition as the API server keeps it: a new transition time only on a status change.
 fn condition(ready: bool, reasons: &[String], changed_state: bool) -> serde_json::Value {
     let now = crate::duration::time_text(crate::duration::now());
     let mut shown: Vec<String> = reasons.iter().take(MAX_REASONS).cloned().collect();
@@ -264,8 +260,7 @@ fn condition(ready: bool, reasons: &[String], changed_state: bool) -> serde_json
     c
 }
 
-/// A finding as the condition's message gives it, for `kubectl describe node`: its sentence
-/// and code (docs/findings.md).
+/// A finding as the condition's message gives it: its sentence and code (docs/findings.md).
 fn said(f: health::Finding) -> String {
     format!("{} [{}]", f.message, f.code.word())
 }
@@ -379,8 +374,7 @@ mod tests {
         );
     }
 
-    /// An advice code that comes or goes under the same reasons is set at once: `fleet status`
-    /// reads the codes annotation.
+    /// An advice code coming or going under the same reasons is set at once.
     #[test]
     fn a_code_that_comes_or_goes_under_the_same_reasons_is_set_at_once() {
         let ok = set(&[], &[]);
@@ -405,8 +399,7 @@ mod tests {
         );
     }
 
-    /// A CalicoNode restart is no transition: its first look keeps the time when the Node
-    /// already carries the same status, and sets one when the status differs.
+    /// A CalicoNode restart keeps the transition time when the Node has the same status.
     #[test]
     fn a_restarted_calico_node_keeps_the_transition_time_of_the_same_status() {
         let ok = set(&[], &[]);
@@ -420,8 +413,7 @@ mod tests {
         assert_eq!(to_set(None, &felix, true, Some(true)), Some((false, true)));
     }
 
-    /// An advice code that comes and goes at every look patches the Node at most once per
-    /// `ADVICE_HOLD` beside the heartbeats; a new failure is set at the look that finds it.
+    /// A flickering advice code patches at most once per `ADVICE_HOLD`; a new failure at once.
     #[test]
     fn a_flapping_advice_code_is_held_back_and_a_new_failure_is_not() {
         let ok = set(&[], &[]);
@@ -438,8 +430,7 @@ mod tests {
                 patches.push(minute);
             }
         }
-        // The first set, the first change at once, then the heartbeats (every 5 minutes) and
-        // at most one held change per 15 minutes: far from the 60 of a patch per look.
+        // First set, first change, heartbeats (5 min) and one held change per 15 min.
         assert!(patches.len() <= 1 + 60 / 5 + 60 / 15, "{patches:?}");
         assert_eq!(&patches[..2], [0, 1], "{patches:?}");
         let per_hold = ADVICE_HOLD.as_secs() / 60;

@@ -36,8 +36,7 @@ impl<'a> ClusterReview<'a> {
         }
     }
 
-    /// calico-node's cluster client, from its kubeconfig and the token file it names (read at
-    /// each review: CalicoNode renews it).
+    /// calico-node's cluster client, its token file read at each review.
     fn cluster(&self) -> Result<Cluster, String> {
         let kubeconfig = self
             .env
@@ -133,8 +132,7 @@ impl Reviewed {
         holds(&self.refused, &key, REFUSED_FOR) || holds(&self.unsettled, &key, UNSETTLED_FOR)
     }
 
-    /// `token`'s verdict: kept, else `review`'s (kept when allowed or denied, briefly when the
-    /// refusal may pass; never when the review failed, which says nothing of the token).
+    /// `token`'s verdict: kept, else `review`'s (a failed review is never kept).
     pub fn verdict(&self, token: &str, review: &dyn Review, stop: &Stop) -> Verdict {
         let key = key_of(token);
         if holds(&self.allowed, &key, KEPT_FOR) {
@@ -231,8 +229,7 @@ mod tests {
         kept.verdict("t3", &down, &stop);
         assert_eq!(down.0.load(Ordering::SeqCst), 2);
         assert!(!kept.refused_lately("t3"));
-        // A refusal with the authenticator's error (nearly every real one) is kept too, but
-        // for `UNSETTLED_FOR` alone, as it may pass.
+        // A refusal with the authenticator's error is kept only `UNSETTLED_FOR`.
         let unsettled = Counting(AtomicUsize::new(0), Verdict::Unsettled("key".into()));
         kept.verdict("t4", &unsettled, &stop);
         assert!(kept.refused_lately("t4"));

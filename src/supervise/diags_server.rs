@@ -24,8 +24,7 @@ use crate::cluster::diags_gather::{ANSWER_HEADER, NODE_BUILD_TIME, NODE_SEND_TIM
 use crate::layout::{DIAGS_SERVE_DIR as DIR, DIAGS_SERVE_FILES};
 /// The most a bundle may hold: what `fleet diags` reads of one (`diags_gather::BUNDLE_CAP`).
 pub const CAP: u64 = 8 << 20;
-/// How long building a bundle may take; `fleet diags`' default node timeout covers it, the
-/// send and the review (`diags_gather::NODE_TIMEOUT`).
+/// How long building a bundle may take, within `fleet diags`' node timeout.
 pub const BUILD_TIME: Duration = NODE_BUILD_TIME;
 /// How long sending it may take after it is built.
 const SEND_TIME: Duration = NODE_SEND_TIME;
@@ -49,8 +48,7 @@ pub struct Diags<'a> {
     reviewing: AtomicUsize,
     review: &'a dyn Review,
     reviewed: Reviewed,
-    /// The program that builds the bundle; `calicoctl-win.exe` under the root unless a test
-    /// gives another (it gets the same arguments).
+    /// The program that builds the bundle: `calicoctl-win.exe` under the root, or a test's.
     pub program: String,
     pub build_time: Duration,
     pub cap: u64,
@@ -109,8 +107,7 @@ impl<'a> Diags<'a> {
         (answer, SEND_TIME)
     }
 
-    /// The refusal of the reviewed request, said; none when it goes on. What the API server
-    /// says of the review is kept for status while it refuses it (403).
+    /// The refusal of a reviewed request, said; a 403 on the review is kept for status.
     fn judged(&self, verdict: Verdict) -> Option<(Answer, Duration)> {
         let refused_review = match &verdict {
             Verdict::Failed {
@@ -243,8 +240,7 @@ impl<'a> Diags<'a> {
             if size().max(size_of(tmp)).is_some_and(|s| s > self.cap) {
                 return Ok(Look::Done(Built::TooBig));
             }
-            // `diags` exits 2 after writing the zip when the configuration cannot be read: the
-            // zip is what counts.
+            // `diags` exits 2 after writing the zip when the config cannot be read: the zip counts.
             let exited = child
                 .wait_timeout(Duration::ZERO)
                 .map_err(|e| BuildEnded::Io(std::io::Error::other(e)))?;

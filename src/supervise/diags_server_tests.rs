@@ -16,8 +16,7 @@ use std::time::Duration;
 
 const ROOT: &str = r"C:\CalicoWindows";
 
-/// A node with its install root, and a builder that writes `size` bytes of zip once `release`
-/// exists (at once without one), saying it started in `started` and its arguments in `args`.
+/// A node with its install root and a scratch directory for the stand-in builder.
 struct Node {
     host: SimHost,
     root: InstallRoot,
@@ -44,8 +43,7 @@ impl Node {
         self.builder_into("bundle.zip", size, wait_for_release, false)
     }
 
-    /// The builder, writing `into` (`bundle.zip`, or `diags`' temporary), waiting for the
-    /// release before (`wait_first`) or after it writes.
+    /// The builder, writing `into`, waiting for `release` before or (`after`) after it writes.
     fn builder_into(&self, into: &str, size: usize, wait: bool, after: bool) -> String {
         let out = self
             .host
@@ -93,8 +91,7 @@ impl Node {
                     &self.host, &self.root, d, &listener, &stop, &log,
                 )
             });
-            // A failed assertion in `body` stops the server too, so that the test fails rather
-            // than waits for it.
+            // A failed assertion stops the server too, so the test fails rather than waits.
             let _stop = StopOnDrop(&stop);
             body(addr);
         });
@@ -195,8 +192,7 @@ fn a_bundle_is_built_under_the_root_streamed_whole_and_removed_while_metrics_ans
             std::thread::scope(|s| {
                 let first = s.spawn(|| get(addr, "/diags"));
                 wait_for(&node.at("started"));
-                // Were the bundle made on the accepting thread, neither would be answered before
-                // the build's deadline, and the build waits for the release below.
+                // Built on the accepting thread, neither would be answered before the deadline.
                 let (status, _, body) = get(addr, "/metrics");
                 assert_eq!(status, "HTTP/1.1 200 OK");
                 assert!(String::from_utf8_lossy(&body).contains("# TYPE"));
@@ -224,8 +220,7 @@ fn a_bundle_is_built_under_the_root_streamed_whole_and_removed_while_metrics_ans
     );
 }
 
-/// A bundle larger than the cap is refused with 413, not cut short; one not made by the
-/// deadline is 504; the endpoint is free again after each.
+/// A bundle past the cap is 413, not cut short; one not made in time is 504; free after each.
 #[test]
 fn a_bundle_over_the_cap_is_413_and_one_too_slow_is_504() {
     let node = Node::new();
@@ -266,8 +261,7 @@ fn a_bundle_over_the_cap_is_413_and_one_too_slow_is_504() {
     );
 }
 
-/// `diags` writes its zip under a temporary name and renames it when whole: one growing past
-/// the cap there is refused at once (413), not left to write on until the deadline.
+/// A bundle growing past the cap under `diags`' temporary name is refused at once (413).
 #[test]
 fn a_bundle_growing_past_the_cap_under_its_temporary_name_is_413() {
     let node = Node::new();
@@ -308,8 +302,7 @@ fn diags_off_is_404_and_another_method_405() {
     assert!(!node.at("started").exists(), "a bundle was made");
 }
 
-/// A request without `fleet diags`' token for this node is answered 401 (marked), before the
-/// bundle's slot: one in the making does not make it 503, and none is built for it.
+/// A request without this node's `fleet diags` token is 401 before the bundle's slot.
 #[test]
 fn a_request_without_a_token_for_this_node_is_401_before_the_bundles_slot() {
     let node = Node::new();
@@ -403,8 +396,7 @@ fn a_refused_review_refuses_the_request_and_is_kept_for_status() {
     );
 }
 
-/// A request told 503 because a bundle is in the making has what it sent past its head read
-/// and dropped, so that the answer is not reset away before the client reads it.
+/// A 503 while a bundle is made reads the request's body first, so it is not reset away.
 #[test]
 fn the_busy_503_is_read_whole_after_a_body() {
     let node = Node::new();

@@ -232,8 +232,7 @@ pub fn restart(
     Ok(host.service_start(name, wait)?)
 }
 
-/// Whether `restart` gave up on the stop (1053 or past its bound): only then may it still be
-/// taken late.
+/// Whether `restart` gave up on the stop (1053 or past its bound), which may still be taken.
 pub(super) fn stop_given_up(e: &HostError) -> bool {
     matches!(e, HostError::Timeout { .. }) || e.os_code() == Some(ERROR_SERVICE_REQUEST_TIMEOUT)
 }

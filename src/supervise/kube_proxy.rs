@@ -61,8 +61,7 @@ pub fn arguments(i: &Inputs) -> Vec<String> {
     args
 }
 
-/// The version in `kube-proxy --version`'s output (`Kubernetes v1.33.2`), as the script's
-/// `v([0-9])\.([0-9]+)` read it.
+/// The version in `kube-proxy --version` (`Kubernetes v1.33.2`), as the script's regex read it.
 pub fn parse_version(output: &str) -> Option<(u32, u32)> {
     let at = output.find('v')?;
     output[at..].split_whitespace().find_map(|w| {
@@ -153,8 +152,7 @@ fn prepare(
     })
 }
 
-/// Whether HNS does DSR: by its version where HNS answers it (hcsshim's `DSRSupported`, as
-/// rke2 decides), else by the Windows build (Calico's `Get-IsDSRSupported`), said in the log.
+/// Whether HNS does DSR: by HNS's version (hcsshim's `DSRSupported`), else the build's.
 fn dsr(host: &dyn Host, log: &Log) -> Result<bool> {
     match host.hns_version() {
         Ok(v) => {
@@ -277,8 +275,7 @@ fn version(host: &dyn Host, exe: &str, stop: &Stop, log: &Log) -> Result<(u32, u
 mod tests {
     use super::*;
 
-    /// The version's wait is cut by the service's stop, as every wait of the service is: a
-    /// kube-proxy.exe that does not answer does not hold the stop for the version's timeout.
+    /// The service's stop cuts the version's wait.
     #[cfg(unix)]
     #[test]
     fn the_version_wait_ends_with_the_stop() {
@@ -343,8 +340,7 @@ mod tests {
                 "--feature-gates=WinDSR=true",
             ]
         );
-        // From 1.33 WinDSR is on by default (1.34 locks it; its removal is approved): no
-        // gate, so a kube-proxy that no longer knows it still starts.
+        // From 1.33 WinDSR is on by default: no gate, so a kube-proxy without it still starts.
         for version in [(1, 33), (1, 34), (1, 36)] {
             let new = arguments(&inputs(version, true, Some("10.244.1.2")));
             assert!(new.contains(&"--enable-dsr=true".to_owned()), "{new:?}");

@@ -22,8 +22,7 @@ use std::time::{Duration, Instant};
 
 /// The largest request head read; a longer one is answered 431 (by hyper).
 const MAX_REQUEST: usize = 8 * 1024;
-/// The most of a request's body read (and dropped) before it is answered: a client that sent
-/// one is not reset by a close with its body unread.
+/// The most of a request's body read and dropped, so the answer is not reset away.
 const MAX_BODY: usize = 64 * 1024;
 /// The most turned-away connections answered at once; one more is closed at once.
 const HELD: usize = 32;
@@ -113,8 +112,7 @@ pub fn serve(
     serve_with(host, root, diags.as_ref(), listener, stop, log);
 }
 
-/// `serve` with the `/diags` endpoint given (a test's, whose builder is its own); every
-/// connection's thread ends before this returns.
+/// `serve` with the `/diags` endpoint given; every connection's thread ends before it returns.
 pub fn serve_with(
     host: &dyn Host,
     root: &InstallRoot,
@@ -131,8 +129,7 @@ pub fn serve_with(
             log.warn(&format!("metrics endpoint: {e}"));
         }
     };
-    // Each connection from beyond the node, kept (at most once a minute) for status to tell
-    // a rule that admits no scraper (`metrics_findings::unscraped`).
+    // Each connection from beyond the node kept, for status's `metrics_findings::unscraped`.
     let seen = |peer: IpAddr| {
         if let Err(e) = keep_connection(host, peer, crate::duration::now()) {
             log.warn(&format!("metrics endpoint: {e}"));
@@ -282,8 +279,7 @@ async fn busy(conn: TcpStream) {
     let _ = tokio::time::timeout(HEAD_TIME + ANSWER_TIME, served).await;
 }
 
-/// The server's settings for one connection: the head within `head_time` and `MAX_REQUEST`,
-/// one request (the answer closes the connection).
+/// One connection's server settings: the head within `head_time` and `MAX_REQUEST`, one request.
 fn http1(head_time: Duration) -> hyper::server::conn::http1::Builder {
     let mut b = hyper::server::conn::http1::Builder::new();
     b.timer(hyper_util::rt::TokioTimer::new())
@@ -322,8 +318,7 @@ pub fn answer(
                     let (head, body) = req.into_parts();
                     // What the client sent past its head, read and dropped.
                     let _ = http_body_util::Limited::new(body, MAX_BODY).collect().await;
-                    // The handlers block (a review through the cluster's own runtime, a
-                    // build, files read): on a thread of their own, outside this runtime.
+                    // The handlers block: on a thread of their own, outside this runtime.
                     send_by.set(None);
                     let (tx, rx) = tokio::sync::oneshot::channel();
                     std::thread::Builder::new().spawn_scoped(scope, move || {
@@ -408,16 +403,14 @@ mod tests {
         let sent_by_then = sent.load(Ordering::SeqCst);
         client.join().expect("client");
         assert!(answered.is_err(), "served a trickling client: {answered:?}");
-        // Cut off after a few bytes, not at the end of the head (a byte each 200 ms; half the
-        // head is 3.6 s past the head's time).
+        // Cut off after a few bytes, not at the end of the head.
         assert!(
             sent_by_then < REQUEST.len() / 2,
             "the answer waited for the whole trickle ({sent_by_then} bytes)"
         );
     }
 
-    /// A request head past `MAX_REQUEST` is refused with 431, and the client reads it whole
-    /// (not reset away by a close with its head unread).
+    /// A request head past `MAX_REQUEST` is 431, read whole by the client.
     #[test]
     fn a_request_head_past_the_cap_is_431() {
         use std::io::Read;
@@ -442,8 +435,7 @@ mod tests {
 
     const REQUEST: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
 
-    /// Whether the server has closed `c` (read returns its end, or a reset), rather than
-    /// kept it open and unanswered (the read would block).
+    /// Whether the server has closed `c` (end or reset), not left it open and unanswered.
     fn closed_by_server(c: &std::net::TcpStream) -> bool {
         use std::io::Read;
         c.set_nonblocking(true).expect("nonblocking");
@@ -452,8 +444,7 @@ mod tests {
         !matches!(&got, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
     }
 
-    /// Serves `metrics` on a loopback port until `body` returns; CalicoNode's log's text and
-    /// what was counted, after.
+    /// Serves `metrics` on loopback until `body` returns; the log's text and the counts.
     fn serving(
         metrics: &(dyn Fn() -> String + Sync),
         body: impl FnOnce(std::net::SocketAddr),
@@ -475,8 +466,7 @@ mod tests {
         let count = |r: &str, n: u64| counted.lock().expect("lock").push((r.to_owned(), n));
         std::thread::scope(|scope| {
             scope.spawn(|| super::accept(metrics, None, &listener, &stop, (&log, &count, &|_| {})));
-            // A failed assertion in `body` stops the server too, so that the test fails
-            // rather than waits for it.
+            // A failed assertion stops the server too, so the test fails rather than waits.
             let _stop = StopOnDrop(&stop);
             body(addr);
         });

@@ -36,8 +36,7 @@ use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// The log of a role: `<CALICO_LOG_DIR or install root\logs>\calico-<role>.log`, on this
-/// machine's file system.
+/// The log of a role: `<CALICO_LOG_DIR or root\logs>\calico-<role>.log`, on this machine.
 pub fn open_log(
     host: &dyn Host,
     s: &Settings,
@@ -60,8 +59,7 @@ pub fn role_name(role: Role) -> &'static str {
 /// The event ids: a service body started, stopped on request, failed (listed in `layout`).
 pub use crate::layout::{EVENT_FAILED, EVENT_STARTED, EVENT_STOPPED};
 
-/// Runs a role until a stop is requested (then `Ok`) or it fails; its start, its stop and its
-/// failure are written to the Application event log too.
+/// Runs a role until a stop (`Ok`) or a failure, its start, stop and failure in the event log.
 pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
     let service = Role::service_name(s.role);
     let event = |level, id, message: String| {
@@ -120,8 +118,7 @@ pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
     }
 }
 
-/// The service registration of a role: calicoctl-win itself (`service run ROLE`), LocalSystem,
-/// automatic start, felix and confd after CalicoNode, restarts on failure.
+/// A role's service registration: `service run ROLE`, LocalSystem, automatic, with recovery.
 pub fn service_spec(role: Role, exe: &str, args: Vec<String>) -> ServiceSpec {
     let (display, description) = match role {
         Role::Node => (

@@ -28,11 +28,9 @@ pub(super) fn count(host: &dyn Host, name: &str, log: &Log) {
 
 /// How often a token that never expires, or a node without one, is looked at again.
 const IDLE: Duration = Duration::from_secs(3600);
-/// The lifetime asked for when the current token's is unknown: the TokenRequest API's own
-/// default (`expirationSeconds` 3600, kube-apiserver's defaulting).
+/// The lifetime asked when the token's is unknown: the TokenRequest API's default, 3600 s.
 const DEFAULT_LIFETIME: i64 = 3600;
-/// The shortest lifetime the TokenRequest API grants (`expirationSeconds` of at least 10
-/// minutes, kube-apiserver's validation).
+/// The shortest lifetime the TokenRequest API grants (10 minutes).
 const MIN_LIFETIME: i64 = 600;
 /// The most time between successful renewals may shrink to; less for a shorter-lived token.
 const FLOOR: i64 = 60;
@@ -61,8 +59,7 @@ fn due(token: &Token, record: Option<&IssuedRecord>, now: i64) -> Option<i64> {
     due_at(token)
 }
 
-/// How long after a success the next renewal is: two thirds of the granted life, never less
-/// than the floor (a minute, or half the life of a shorter-lived token).
+/// The wait after a success: two thirds of the granted life, at least the floor.
 pub fn after_success(lifetime: i64) -> Duration {
     let floor = FLOOR.min(lifetime / 2).max(1);
     secs((lifetime.saturating_mul(2) / 3).max(floor))
@@ -190,8 +187,7 @@ impl Renewal {
             }
         };
         let record = token_records::issued(host, &token).ok().flatten();
-        // A token someone else wrote and recorded (the fleet's renewer of last resort) is
-        // this node's renewal: the refusal of the one before is over.
+        // A token another renewer wrote and recorded ends the earlier refusal.
         if record.is_some() && self.refused {
             log.info("calico-node's token was replaced (by the fleet's renewer): taken as this node's renewal");
             self.refused = false;
@@ -244,8 +240,7 @@ impl Renewal {
         self.next = Instant::now() + after_success(fresh.lifetime);
     }
 
-    /// The service account the token is for: its subject, else the last renewal's record,
-    /// else calico-node in the kubeconfig's namespace (a token that is no JWT).
+    /// The token's service account: its subject, else the record's, else calico-node.
     fn service_account(
         &self,
         token: &Token,
@@ -286,8 +281,7 @@ impl Renewal {
             .ok_or_else(|| anyhow::anyhow!("{} is missing", self.kubeconfig))?;
         let text = String::from_utf8_lossy(&text);
         let (namespace, name) = self.service_account(token, record, &text)?;
-        // At most what the admission policy admits of calico-node's account (a token made
-        // longer by install's --token-lifetime is renewed at the cap).
+        // At most what the admission policy admits of calico-node's account.
         let cap =
             i64::try_from(crate::cluster::rights::TOKEN_LIFETIME_CAP.as_secs()).unwrap_or(i64::MAX);
         let lifetime = match (token.issued_at(), token.expiry(), record) {

@@ -1,5 +1,4 @@
-//! What a service body runs with: its settings and environment, the release's layout and the
-//! component to launch, and why it stops with an error.
+//! What a service body runs with: settings, environment, the release's layout, its errors.
 
 use super::log::LogSettings;
 use crate::host::{Host, HostError};
@@ -178,8 +177,7 @@ pub struct Timing {
     pub backoff_max: Duration,
     /// The networking stack's grace period after the vSwitch appears (the scripts: 10 s).
     pub settle: Duration,
-    /// How long a start waits for the child an earlier run of the service left (a process
-    /// killed with I/O pending ends only once the I/O completes: TerminateProcess remarks).
+    /// How long a start waits for a child an earlier run left (TerminateProcess remarks).
     pub earlier_wait: Duration,
 }
 
@@ -210,13 +208,11 @@ pub struct Settings {
     pub init_timeout: Duration,
     /// Bound on HNS work: deleting old networks, creating External, its management IP.
     pub network_timeout: Duration,
-    /// How long the External network's adapter gets to hold a stable address before the
-    /// vSwitch is made on it.
+    /// How long the External adapter gets to hold a stable address before the vSwitch.
     pub adapter_address_timeout: Duration,
     /// Bound on one calico-node startup run.
     pub startup_timeout: Duration,
-    /// After a boot, delete every non-NAT HNS network as Calico's scripts do, instead of only
-    /// Calico's own (`Calico`, `Calico-*`, `External`).
+    /// After a boot, delete every non-NAT HNS network as Calico's scripts do.
     pub delete_all_non_nat_networks: bool,
     pub probes: crate::installed::platform::Probes,
     /// The platform as configured; `Auto` probes.
@@ -225,18 +221,14 @@ pub struct Settings {
     pub metrics_port: Option<u16>,
     /// Whether the metrics endpoint answers `GET /diags` too (`metrics.diags`).
     pub diags: bool,
-    /// The namespace of the ServiceAccount whose tokens `GET /diags` takes
-    /// (`metrics.diags_namespace`).
+    /// The namespace of the ServiceAccount `GET /diags` takes (`metrics.diags_namespace`).
     pub diags_namespace: String,
     pub timing: Timing,
-    /// Runs this program (on this machine) instead of the installed Calico binary, with the
-    /// same arguments: for tests and for trying a build by hand.
+    /// Runs this program instead of the installed binary, with the same arguments (tests).
     pub program: Option<String>,
-    /// The installed Calico release, which decides the start-up flags; unknown, only the
-    /// flags every release of the binary knows are used.
+    /// The installed release, which decides the start-up flags (unknown: common ones only).
     pub calico_version: Option<CalicoVersion>,
-    /// What the children take from the service's own environment (`INHERITED`), under the
-    /// role's env file, which wins.
+    /// What children take from the service's environment, under the role's env file.
     pub inherited: BTreeMap<String, String>,
 }
 
@@ -320,8 +312,7 @@ pub const INHERITED: &[&str] = &[
     "no_proxy",
 ];
 
-/// The allow-listed variables of `env` (the process's own, read once by `main`). Windows
-/// names variables without regard to case, so `Path` is `PATH`.
+/// The allow-listed variables of `env`, names without regard to case (`Path` is `PATH`).
 pub fn inherited(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let windows_names = cfg!(windows);
     env.iter()
@@ -341,8 +332,7 @@ pub fn inherited(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
 /// `NAME=VALUE` lines, as install renders them (`render::env::parse`).
 pub use crate::render::env::parse as parse_env;
 
-/// How the installed release is run: its binary and the start-up flags that release knows
-/// (`release::version` has the facts, from Calico's service scripts at each tag).
+/// The installed release's binary and the start-up flags it knows (`release::version`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout(pub Features);
 
@@ -355,8 +345,7 @@ pub enum Component {
 }
 
 impl Layout {
-    /// Reads the binary from the files in the install root (checking that it exists, never
-    /// reading it), and the flags from the installed version when it is known and matches.
+    /// Reads the binary's name (checked to exist, never read) and the installed version's flags.
     pub fn detect(host: &dyn Host, s: &Settings) -> Result<Self> {
         let binary = if host.file_access(&s.path("calico.exe"))?.is_some() {
             Binary::Calico
@@ -370,8 +359,7 @@ impl Layout {
         Ok(Self::of(binary, s.calico_version.as_ref()))
     }
 
-    /// The layout of `binary` in release `version`; a version whose binary is another one is
-    /// not this release's, so only the binary's name counts then.
+    /// The layout of `binary` in `version`; another binary's version counts only its name.
     pub fn of(binary: Binary, version: Option<&CalicoVersion>) -> Self {
         match version.map(CalicoVersion::features) {
             Some(f) if f.binary == binary => Self(f),
@@ -422,8 +410,7 @@ pub(super) struct Launch {
     pub(super) cwd: Option<String>,
 }
 
-/// How to run a component: the installed binary, in the install root (confd in its confdir),
-/// unless `Settings::program` overrides the program (then in the current directory).
+/// How to run a component: the installed binary in the root (confd in its confdir), or `program`.
 pub(super) fn required(host: &dyn Host, s: &Settings, c: Component) -> Result<Launch> {
     let layout = match &s.program {
         Some(_) => Layout::of(Binary::CalicoNode, s.calico_version.as_ref()),

@@ -23,8 +23,7 @@ const ERROR_SERVICE_CANNOT_ACCEPT_CTRL: i32 = 1061;
 const ERROR_SERVICE_REQUEST_TIMEOUT: i32 = 1053;
 const ERROR_INVALID_HANDLE: i32 = 6;
 const ERROR_SERVICE_EXISTS: i32 = 1073;
-// CreateService: "The display name already exists in the service control manager database
-// either as a service name or as another display name."
+// CreateService: "The display name already exists ..." (ERROR_DUPLICATE_SERVICE_NAME).
 const ERROR_DUPLICATE_SERVICE_NAME: i32 = 1078;
 const ERROR_INVALID_LEVEL: i32 = 124;
 
@@ -105,13 +104,11 @@ fn configure_extras(svc: &Service, spec: &ServiceSpec) -> HostResult<()> {
     let op = |what: &str| format!("set the {what} of service {}", spec.name);
     svc.set_description(&spec.description)
         .map_err(|e| api(op("description"), e))?;
-    // Set both ways: an update from delayed to plain automatic start clears the flag, which
-    // ChangeServiceConfigW leaves as it was.
+    // Set both ways: ChangeServiceConfigW alone leaves a delayed start as it was.
     if matches!(spec.start, StartType::Auto | StartType::DelayedAuto) {
         match svc.set_delayed_auto_start(spec.start == StartType::DelayedAuto) {
             Ok(()) => {}
-            // Wine's SCM lacks SERVICE_CONFIG_DELAYED_AUTO_START_INFO, which every Windows
-            // since Vista has: only there does a plain automatic start leave it unset.
+            // Wine's SCM lacks SERVICE_CONFIG_DELAYED_AUTO_START_INFO.
             Err(e)
                 if os_code(&e) == Some(ERROR_INVALID_LEVEL)
                     && super::ffi::is_wine()
@@ -138,8 +135,7 @@ fn configure_extras(svc: &Service, spec: &ServiceSpec) -> HostResult<()> {
         if r.on_non_crash_failures {
             match svc.set_failure_actions_on_non_crash_failures(true) {
                 Ok(()) => {}
-                // Wine's SCM lacks SERVICE_CONFIG_FAILURE_ACTIONS_FLAG, which every Windows
-                // since Vista has: only there is the flag left unset.
+                // Wine's SCM lacks SERVICE_CONFIG_FAILURE_ACTIONS_FLAG.
                 Err(e) if os_code(&e) == Some(ERROR_INVALID_LEVEL) && super::ffi::is_wine() => {}
                 Err(e) => return Err(api(op("failure actions flag"), e)),
             }
@@ -184,8 +180,7 @@ pub fn query(name: &str) -> HostResult<Option<InstalledService>> {
     }))
 }
 
-/// Whether an automatic service starts delayed: QueryServiceConfig2W's
-/// SERVICE_CONFIG_DELAYED_AUTO_START_INFO, which QueryServiceConfigW does not report.
+/// Whether an automatic service starts delayed (SERVICE_CONFIG_DELAYED_AUTO_START_INFO).
 fn delayed_auto_start(svc: &Service) -> bool {
     use windows_sys::Win32::System::Services::{
         QueryServiceConfig2W, SERVICE_CONFIG_DELAYED_AUTO_START_INFO,

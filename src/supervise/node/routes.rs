@@ -1,5 +1,4 @@
-//! The routes the vSwitch drops: kept in the registry before it is made, put back after, and
-//! the cloud metadata service's route ensured.
+//! The routes the vSwitch drops, kept in the registry and put back; the metadata route ensured.
 
 use crate::host::{Host, HostError, RegValue, Route};
 use crate::installed::failure::Blocks;
@@ -28,8 +27,7 @@ pub(super) fn keep_routes(
     if created_external {
         restored = restore_routes(host, snapshot, (mgmt, vnic), log)?;
     } else if host.reg_get(CALICO_KEY, ROUTES_VALUE)?.is_some() {
-        // A start before this one created the vSwitch and stopped before restoring, or could
-        // not restore them all.
+        // An earlier start made the vSwitch but did not restore them all.
         restored = restore_routes(host, snapshot, (mgmt, None), log)?;
     }
     let now = host.routes()?;
@@ -47,8 +45,7 @@ pub(super) fn keep_routes(
     Ok(restored)
 }
 
-/// The routes before the vSwitch, kept in the registry until they are restored, so that a
-/// start cut off between creating the vSwitch and restoring them still knows.
+/// The routes before the vSwitch, kept in the registry until all are restored.
 pub(super) fn routes_before_vswitch(
     host: &dyn Host,
     first_run_since_boot: bool,

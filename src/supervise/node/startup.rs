@@ -1,5 +1,4 @@
-//! CalicoNode's start-up: boot detection, the networks made ready for calico-node, the
-//! init-done marker, and calico-node's startup run until it succeeds.
+//! CalicoNode's start-up: boot detection, the networks, the marker, calico-node's startup.
 
 use super::routes::{NODE, keep_routes, routes_before_vswitch};
 use super::vswitch::{
@@ -34,8 +33,7 @@ pub struct StartPhase {
     pub platform: Option<Platform>,
 }
 
-/// The start-up and, when kubelet runs, one successful calico-node startup (a few attempts):
-/// what starting CalicoNode does on a simulated host.
+/// What starting CalicoNode does on a simulated host: the start-up and one calico-node startup.
 pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<StartPhase> {
     let env = environment(host, s)?;
     let program = required(host, s, Component::Startup)?;
@@ -92,8 +90,7 @@ fn init_steps(
     log: &Log,
 ) -> Result<StartPhase> {
     let facts = host.system_facts()?;
-    // Neither a new boot (which deletes every pod's network) nor the same one (which keeps a
-    // network a real reboot left in an unknown state) is guessed: init stops and says so.
+    // An unknown boot is not guessed either way: init stops and says so.
     let Some(boot) = facts.boot_id.clone() else {
         return Err(SuperviseError::UnknownBoot);
     };

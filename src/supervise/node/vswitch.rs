@@ -17,8 +17,7 @@ fn is_ours(n: &HnsNetwork, all_non_nat: bool) -> bool {
     n.name == "Calico" || n.name.starts_with("Calico-") || n.name == EXTERNAL_NETWORK
 }
 
-/// After a boot the networks are in an unknown state: delete Calico's own (or every non-NAT
-/// network with `delete_all_non_nat_networks`) and check that they are gone.
+/// After a boot: delete Calico's networks (every non-NAT one with `delete_all_non_nat_networks`).
 pub(super) fn delete_stale_networks(
     host: &dyn Host,
     s: &Settings,
@@ -155,8 +154,7 @@ pub(super) fn ensure_external(
     Ok(Some(uplink))
 }
 
-/// The adapter the vSwitch is made on, as it was just before: its name, MAC and the stable
-/// address it held.
+/// The adapter the vSwitch is made on, as it was just before: name, MAC, stable address.
 #[derive(Clone, Debug)]
 pub(crate) struct Uplink {
     pub(crate) name: String,
@@ -167,8 +165,7 @@ pub(crate) struct Uplink {
 }
 
 impl Uplink {
-    /// Whether `a` is the vSwitch's host adapter made on it: a vSwitch port with its MAC, a
-    /// `vEthernet` name, and its address; any one alone is not enough.
+    /// Whether `a` is its vSwitch host adapter: a vSwitch port with its MAC, name and address.
     pub(crate) fn is_its_vswitch_adapter(&self, a: &crate::host::Adapter) -> bool {
         self.is_its_vswitch_adapter_but_address(a) && a.holds(self.ip)
     }
@@ -260,8 +257,7 @@ pub(super) fn find_vswitch_adapter(
             ));
             return Ok(Look::Done(a.index));
         }
-        // A static adapter's address may not come over at all (projectcalico/calico#4631):
-        // its host adapter, known by MAC and name, gets it back from what was kept.
+        // A static address may not come over (projectcalico/calico#4631): put back from the record.
         if !uplink.dhcp
             && let Some(a) = adapters_now(host)?
                 .into_iter()

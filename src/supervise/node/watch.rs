@@ -122,8 +122,7 @@ fn watch_kubelet(
     }
 }
 
-/// calico-node's startup run to success, then the CNI config released to kubelet and
-/// `Calico_ep`'s metric kept.
+/// Startup run to success, then the CNI config released and `Calico_ep`'s metric kept.
 fn start_calico_node(
     host: &dyn Host,
     s: &Settings,
@@ -149,8 +148,7 @@ pub(crate) struct AddressWatch {
 impl AddressWatch {
     /// The External adapter's Preferred IPv4 addresses but loopback and 169.254/16, sorted.
     fn host_addresses(host: &dyn Host) -> Vec<Ipv4Addr> {
-        // The physical adapter under a vSwitch has IPv4 unbound: only the interface table
-        // lists it (`uplink::every_adapter`), and the External network's port is found by it.
+        // A vSwitch's physical adapter is listed only by the interface table (`every_adapter`).
         let adapters = crate::host::uplink::every_adapter(host).unwrap_or_default();
         let networks = host.hns_networks().unwrap_or_default();
         let kept = addressing::current(host, &networks);
@@ -166,8 +164,7 @@ impl AddressWatch {
         out
     }
 
-    /// What calico-node's startup just ran with (the addresses now); for the tests, which run
-    /// on Unix only (`supervise::tests`).
+    /// What calico-node's startup just ran with (the addresses now), for the Unix-only tests.
     #[cfg(all(test, unix))]
     pub(crate) fn ran(&mut self, host: &dyn Host, internal: Option<Ipv4Addr>) {
         self.ran_with(Self::look(host), internal);
@@ -178,15 +175,13 @@ impl AddressWatch {
         Self::host_addresses(host)
     }
 
-    /// What calico-node's startup ran with: the addresses as it began (`look`), so that a
-    /// change while it ran is followed at the next look, not taken as what it ran with.
+    /// What startup ran with: the addresses as it began, so a change meanwhile is followed.
     pub(crate) fn ran_with(&mut self, seen: Vec<Ipv4Addr>, internal: Option<Ipv4Addr>) {
         self.host = seen;
         self.internal = internal.or(self.internal);
     }
 
-    /// What changed since, in words: the host's addresses (not while it has none: an address
-    /// being renewed), or the Node's InternalIP (one first read is taken, not a change).
+    /// What changed since, in words: the host's addresses (not while it has none) or InternalIP.
     pub(crate) fn changed(
         &mut self,
         host: &dyn Host,
@@ -219,8 +214,7 @@ impl AddressWatch {
     }
 }
 
-/// Says that the node's address changed and calico-node's startup runs again for it: in the
-/// log and, as information, in the Application event log.
+/// Says in the log and the Application event log that startup runs again for a new address.
 fn follow_address(host: &dyn Host, log: &Log, what: &str) {
     let line = format!(
         "{what}: running calico-node startup again, so that the Calico Node's BGP address follows; pods made before keep the old provider address until 'calicoctl-win repair' recreates them"
@@ -236,8 +230,7 @@ fn follow_address(host: &dyn Host, log: &Log, what: &str) {
     }
 }
 
-/// `Calico_ep`'s interface metric kept above the LAN's host adapter's, once calico-node made
-/// it (projectcalico/calico#4664).
+/// `Calico_ep`'s metric kept above the LAN host adapter's (projectcalico/calico#4664).
 fn keep_ep_metric(host: &dyn Host, log: &Log) {
     let networks = host.hns_networks().unwrap_or_default();
     let Some(before) = addressing::current(host, &networks) else {

@@ -8,8 +8,7 @@ fn felix_restarts_at_once_after_129_and_with_growing_delays_after_a_crash() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fake = counting(dir.path(), "felix", "[ $n -le 2 ] && exit 129\nexit 3");
     let (host, mut s) = initialised(Role::Felix, &[], fake);
-    // The delay resets after a run longer than the longest delay: a minute here, so that a
-    // loaded machine's slow shell start is never taken for a run that went well.
+    // The delay resets after a run longer than the longest delay (a minute here).
     s.timing.backoff_max = Duration::from_secs(60);
     let text = run_until(&host, &s, "felix run 6");
     let reload = "exited with 129 to reload its configuration; restarting now";
@@ -58,8 +57,7 @@ fn felix_waits_for_calico_node_warns_after_the_timeout_and_then_runs() {
     assert!(text.contains("felix up"), "{text}");
 }
 
-/// A stop while Felix waits for CalicoNode's initialisation ends the wait as every wait ends:
-/// it says what it waited for and that it stopped (the wait once ended without a word).
+/// A stop while Felix waits for CalicoNode ends the wait, saying what it waited for.
 #[test]
 fn a_stop_while_felix_waits_for_calico_node_ends_the_wait_and_says_so() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -303,8 +301,7 @@ fn the_service_registration_runs_calicoctl_win_with_recovery() {
         spec.command_line(),
         r"C:\CalicoWindows\calicoctl-win.exe service run felix --install-root C:\CalicoWindows"
     );
-    // No SCM dependency on HNS (Calico's Install-NodeService registers none): CalicoNode
-    // starts it itself.
+    // No SCM dependency on HNS: CalicoNode starts it itself.
     assert!(
         service_spec(Role::Node, "x", vec![])
             .dependencies

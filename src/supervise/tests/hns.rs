@@ -2,8 +2,7 @@
 
 use super::*;
 
-/// CalicoNode's loop answers an HNS restart while it runs (the watchdog's call in
-/// `watch_kubelet`, not only `HnsWatch::check` alone).
+/// CalicoNode's loop answers an HNS restart while it runs.
 #[test]
 fn calico_node_answers_an_hns_restart_while_it_runs() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -141,8 +140,7 @@ fn the_hns_watchdog_waits_for_a_felix_slow_to_stop_and_starts_it_again() {
         .expect("there");
     assert_eq!(felix.state, crate::host::ServiceState::Running);
 
-    // Slower than even that wait: still StopPending when it ends, so it is waited for once
-    // more and started once it is Stopped.
+    // Still StopPending when that wait ends: waited for once more, then started.
     let wait = s.service_stop_wait();
     host.set_stop_takes("CalicoFelix", wait + Duration::from_millis(300))
         .expect("slower");
@@ -240,8 +238,7 @@ fn a_stop_the_scm_never_delivers_is_given_up_within_the_bound_said_once() {
     assert_eq!(felix_pid(&host), before);
 }
 
-/// The host's own stop (a reconfigure's, with its `--service-timeout`) sends a stop the SCM
-/// could not deliver again while its timeout holds another send, as the Windows host does.
+/// The host's own stop sends an undelivered stop again while its timeout holds another send.
 #[test]
 fn the_hosts_own_stop_sends_an_undelivered_stop_again_within_its_timeout() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -313,8 +310,7 @@ fn a_stop_during_the_hns_restart_ends_it_and_the_next_start_answers_it() {
     );
 }
 
-/// A failure recorded once is a fault only while the service still does not run: one the SCM
-/// or an admin started since is none (a failure once kept CalicoWindowsReady False forever).
+/// A recorded failure is a fault only while the service still does not run.
 #[test]
 fn a_failed_restart_counts_only_while_the_service_is_still_down() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -332,8 +328,7 @@ fn a_failed_restart_counts_only_while_the_service_is_still_down() {
     assert_eq!(r.still_failing(&host), [r.failed[0].as_str()]);
 }
 
-/// HNS's process id is kept across a restart of CalicoNode (a new watch): an HNS restart
-/// in between is answered; after a reboot the kept id is another boot's and nothing is.
+/// HNS's pid is kept across a CalicoNode restart; after a reboot the kept id is stale.
 #[test]
 fn the_hns_process_id_outlives_calico_node_but_not_the_boot() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -425,8 +420,7 @@ fn the_simulated_scm_keeps_dependency_rules() {
     }
 }
 
-/// With no SCM dependency to start it, CalicoNode's start-up starts a stopped HNS before it
-/// makes the networks.
+/// CalicoNode's start-up starts a stopped HNS before making the networks.
 #[test]
 fn calico_node_starts_a_stopped_hns_before_making_the_networks() {
     let host = SimHost::in_memory("ws2022").expect("host");

@@ -1,5 +1,4 @@
-//! CalicoNode's start-up on SimHost: boot detection, the networks, its bounded waits and what
-//! it records when it gives up.
+//! CalicoNode's start-up on SimHost: boot detection, the networks, bounded waits, give-ups.
 
 use super::*;
 
@@ -322,8 +321,7 @@ fn a_management_ip_that_never_appears_is_bounded_and_one_that_comes_late_is_wait
             host.set_management_ip_pending(false).expect("ready");
         });
         let phase = node::start_phase(&host, &patient, &log).expect("start phase");
-        // The first attempt never finished, so this is still the first run since boot: its
-        // half-made External network is deleted and made again.
+        // Still the first run since boot: its half-made External network is made again.
         assert!(phase.first_run_since_boot);
         assert_eq!(phase.deleted_networks, ["External"]);
     });
@@ -344,8 +342,7 @@ fn on_ec2_the_metadata_route_is_ensured_on_every_start() {
     });
     let (log, path) = log_for(&host, &s);
     node::start_phase(&host, &s, &log).expect("first start");
-    // Something removes the route later (another vSwitch change); a restart puts it back even
-    // though External already exists.
+    // A route removed later is put back by a restart though External exists.
     let dir = host.state_dir().to_owned();
     let state = dir.join("state.json");
     let mut doc: serde_json::Value =
@@ -450,8 +447,7 @@ fn an_earlier_startup_still_running_is_no_failed_attempt_of_the_start() {
     );
 }
 
-/// The service body looks again after its back-off while an earlier startup still runs, says
-/// that calico-node did not run (not that it failed), and runs it once the earlier one ended.
+/// An earlier startup still running is said, not failed; startup runs once it has ended.
 #[test]
 fn calico_node_runs_startup_once_an_earlier_one_has_ended_without_calling_it_failed() {
     let host = SimHost::in_memory("ws2022").expect("host");

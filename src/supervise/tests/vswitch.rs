@@ -33,8 +33,7 @@ fn the_vswitch_waits_for_a_stable_address_and_its_absence_is_its_own_error() {
     );
     assert!(read(&path).contains("waiting up to 100ms for Ethernet to hold a stable IPv4 address"));
 
-    // An adapter with only an APIPA address (the other NIC's address lets the boot's
-    // usable-address wait pass): the same.
+    // Only an APIPA address (the other NIC passes the usable-address wait): the same.
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
     install(&host, &["vxlan.adapter=Ethernet 2"]);
     let mut adapters = host.adapters().expect("adapters");
@@ -199,8 +198,7 @@ fn a_static_address_that_did_not_come_over_is_put_back() {
     assert_eq!(crate::installed::addressing::drift(&before, vnic), []);
 }
 
-/// What the vSwitch dropped is put back once, right after it was made: DNS servers an
-/// administrator set later (`Set-DnsClientServerAddress`) stay at the next CalicoNode start.
+/// DNS servers an administrator set later are not put back at the next start.
 #[test]
 fn an_administrators_later_dns_servers_are_not_put_back() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
@@ -224,8 +222,7 @@ fn an_administrators_later_dns_servers_are_not_put_back() {
         .expect("External");
     let kept = crate::installed::addressing::recorded(&host).expect("kept");
     assert_eq!(kept.network.as_deref(), Some(external.id.as_str()));
-    // The administrator's Set-DnsClientServerAddress: the DNS client's setter, as WMI's
-    // SetDNSServerSearchOrder is.
+    // The administrator's Set-DnsClientServerAddress.
     let admins = vec![Ipv4Addr::new(10, 0, 0, 3)];
     let index = adapter_named(&host, vnic).index;
     host.configure_adapter(
@@ -264,8 +261,7 @@ fn a_renumbered_static_node_does_not_get_its_old_address_back() {
     );
 }
 
-/// A record of an External network that is gone is dropped, not put back on whatever adapter
-/// the next vSwitch has.
+/// A record of a gone External network is dropped, not put back on the next vSwitch.
 #[test]
 fn addressing_kept_for_a_network_that_is_gone_is_dropped() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");

@@ -1,5 +1,4 @@
-//! A service stop during each of CalicoNode's and kube-proxy's waits ends it promptly, with the
-//! stop and not a timeout.
+//! A stop during each of CalicoNode's and kube-proxy's waits ends it, not its timeout.
 
 use super::*;
 
@@ -77,8 +76,7 @@ fn a_stop_ends_the_wait_for_the_management_ip() {
     assert!(!init_done(&host).expect("read"));
 }
 
-/// After a boot, stale networks HNS refuses to delete (a denial is every time): the wait for
-/// them to go ends with the stop.
+/// After a boot, stale networks HNS refuses to delete: the wait for them ends with the stop.
 #[test]
 fn a_stop_ends_the_wait_for_stale_networks_to_go() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -1,5 +1,4 @@
-//! CalicoNode's watch: calico-node startup when kubelet starts or the node's address changes,
-//! and the CNI config withheld until it has run.
+//! CalicoNode's watch: startup on kubelet or address changes, the CNI config withheld till then.
 
 use super::*;
 
