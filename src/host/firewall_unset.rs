@@ -3,7 +3,7 @@
 use super::normal_address;
 use serde::{Deserialize, Serialize};
 
-/// icftypes.h's `NET_FW_EDGE_TRAVERSAL_TYPE_ALLOW` (`_DENY` 0, `_DEFER_TO_APP` 2, `_DEFER_TO_USER` 3).
+/// `NET_FW_EDGE_TRAVERSAL_TYPE_ALLOW` (icftypes.h; `_DENY` 0, `_DEFER_TO_APP` 2, `..._USER` 3).
 pub const EDGE_TRAVERSAL_ALLOW: i32 = 1;
 
 /// The `INetFwRule` properties calicoctl-win never sets, read so a rule an administrator
