@@ -19,8 +19,7 @@ pub enum Component {
     Other,
 }
 
-/// What a Calico binary does with a command line: a component to run, or a refusal (its exit
-/// code and message) as the release's own argument parser gives it.
+/// What a Calico binary does with a command line: a component, or its parser's refusal.
 pub type Parsed = Result<Component, (i32, String)>;
 
 /// Reads the component from `calico-node.exe -startup|-felix|-confd|-monitor-token` or
@@ -198,8 +197,7 @@ fn source_vip_endpoint(host: &SimHost, block: &str, log: &mut String) -> HostRes
     Ok(())
 }
 
-/// calico-node startup's HNS part on any host: also what the Wine test ring's fake
-/// calico-node.exe does through the real HCN calls, with `block` as the node's IPAM block.
+/// calico-node startup's HNS part on any host (also the Wine ring's fake calico-node.exe).
 pub fn startup_on(
     host: &dyn Hns,
     env: &std::collections::BTreeMap<String, String>,

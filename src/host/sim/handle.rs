@@ -31,8 +31,7 @@ pub enum At {
 pub enum FaultKind {
     /// The call fails with `HostError::Injected` and changes nothing.
     Fail,
-    /// The OS refuses the call with ERROR_ACCESS_DENIED (5), as a locked-down node's policy
-    /// might; nothing changes. By description (`deny:~TEXT`) every matching call is refused.
+    /// The call refused with ERROR_ACCESS_DENIED (5), nothing changed; `deny:~TEXT` every match.
     Deny,
     /// The process exits at once (code 86), as if the machine lost power mid-run.
     Crash,
@@ -66,8 +65,7 @@ impl std::str::FromStr for Fault {
     }
 }
 
-/// What a calicoctl-win service runs at start-up on the simulated host (the service-host role
-/// code, wired in where the program is assembled so that `host` does not depend on it).
+/// What a calicoctl-win service runs at start-up on the simulated host (wired in by `main`).
 pub type StartHook = Arc<dyn Fn(&SimHost, &ServiceStart) -> anyhow::Result<()> + Send + Sync>;
 
 /// A calicoctl-win service being started: its name and its `service run` arguments.
@@ -119,8 +117,7 @@ pub struct SimHost {
 pub type OpenHook = Box<dyn FnOnce() + Send>;
 
 impl SimHost {
-    /// Opens the host in `dir`, creating it from `profile` (default `ws2022`) when `dir` holds
-    /// none yet. A profile that differs from an existing host's is refused.
+    /// Opens the host in `dir`, made from `profile` (default `ws2022`) when new; another refused.
     pub fn open_or_create(dir: &Path, profile: Option<&str>) -> Result<Self, SimError> {
         let state_file = dir.join("state.json");
         if state_file.exists() {
@@ -224,8 +221,7 @@ impl SimHost {
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock leaves a consistent state (changes are applied to a
-        // copy first), so a poisoned lock is safe to reuse.
+        // Changes apply to a copy first, so a poisoned lock is safe to reuse.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -233,8 +229,7 @@ impl SimHost {
         f(&self.lock())
     }
 
-    /// Runs one mutating call: counts it, injects the configured fault, applies `f` to a copy
-    /// of the state and persists it only if `f` succeeds.
+    /// One mutating call: counted, the fault injected, `f` applied to a copy, saved on success.
     pub(super) fn mutate<T>(
         &self,
         op: &str,

@@ -224,8 +224,7 @@ impl SimHost {
     }
 }
 
-/// Events of the simulated machine's world, not calls the tool makes: they are not counted as
-/// mutating calls and never fail by injection.
+/// Events of the simulated world, not the tool's calls: never counted, never failed.
 impl SimHost {
     fn world<T>(&self, f: impl FnOnce(&mut State) -> T) -> HostResult<T> {
         let mut guard = self.lock();
@@ -304,8 +303,7 @@ impl SimHost {
         })
     }
 
-    /// An administrator's `Remove-NetFirewallRule -DisplayName`: every rule of the name
-    /// ("Deletes one or more firewall rules that match the specified criteria", its page).
+    /// An administrator's `Remove-NetFirewallRule -DisplayName`: every rule of the name.
     pub fn admin_remove_firewall_rules(&self, name: &str) -> HostResult<()> {
         self.mutate("administrator removes firewall rules", |s| {
             s.firewall.remove(&name.to_ascii_lowercase());
@@ -386,26 +384,22 @@ impl SimHost {
         })
     }
 
-    /// While true, a vSwitch made on a static adapter leaves its host adapter on DHCP with an
-    /// APIPA address (`SimSettings::vswitch_takes_dhcp`).
+    /// Sets `SimSettings::vswitch_takes_dhcp`.
     pub fn set_vswitch_takes_dhcp(&self, on: bool) -> HostResult<()> {
         self.world(|s| s.settings.vswitch_takes_dhcp = on)
     }
 
-    /// HNS reports a management IP only once the vSwitch's host adapter holds an address
-    /// that is not APIPA (`SimSettings::management_ip_needs_stable_address`).
+    /// Sets `SimSettings::management_ip_needs_stable_address`.
     pub fn set_management_ip_needs_stable_address(&self, on: bool) -> HostResult<()> {
         self.world(|s| s.settings.management_ip_needs_stable_address = on)
     }
 
-    /// While true, every program started from now on can be neither looked at nor stopped
-    /// (`SimSettings::children_unstoppable`).
+    /// Sets `SimSettings::children_unstoppable`.
     pub fn set_children_unstoppable(&self, on: bool) -> HostResult<()> {
         self.world(|s| s.settings.children_unstoppable = on)
     }
 
-    /// While `Some`, every program started from now on is still there that long after its
-    /// start, whatever is done to it (`SimSettings::children_linger_ms`).
+    /// Sets `SimSettings::children_linger_ms`.
     pub fn set_children_linger(&self, linger: Option<Duration>) -> HostResult<()> {
         let ms = linger.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         self.world(|s| s.settings.children_linger_ms = ms)
@@ -432,8 +426,7 @@ impl SimHost {
         })
     }
 
-    /// As `set_stop_undelivered` for every send, each refused send's stop taken all the same
-    /// after its refusal (`Undelivered::taken_late`).
+    /// As `set_stop_undelivered` for every send, each taken late (`Undelivered::taken_late`).
     pub fn set_stop_taken_late(&self, name: &str, takes: Duration) -> HostResult<()> {
         self.set_stop_undelivered(name, None, takes)?;
         self.world(|s| {
@@ -467,14 +460,12 @@ impl SimHost {
         self.world(|s| s.settings.management_ip_pending = pending)
     }
 
-    /// Whether the kernel's answer gives the boot time (`false`: `system_facts` has no boot
-    /// identity, as when `NtQuerySystemInformation` fails or gives a boot before 1601).
+    /// Whether the kernel gives the boot time (`false`: no boot identity).
     pub fn set_boot_known(&self, known: bool, boot_id: &str) -> HostResult<()> {
         self.world(|s| s.system.boot_id = known.then(|| boot_id.to_owned()))
     }
 
-    /// How long the service `name` takes to stop once asked (a Felix that does not exit on
-    /// its first stop signal); a caller that waits less finds it StopPending.
+    /// How long the service `name` takes to stop once asked.
     pub fn set_stop_takes(&self, name: &str, takes: Duration) -> HostResult<()> {
         self.world(|s| {
             if let Some(svc) = s.services.get_mut(&name.to_ascii_lowercase()) {
@@ -509,8 +500,7 @@ impl SimHost {
         })
     }
 
-    /// Puts the endpoints named `name` in the HCN namespace `namespace`, as a container's
-    /// start does.
+    /// Puts the endpoints named `name` in HCN namespace `namespace`, as a container's start.
     pub fn put_in_namespace(&self, name: &str, namespace: &str) -> HostResult<()> {
         self.world(|s| {
             for e in s.endpoints.iter_mut().filter(|e| e.name == name) {
@@ -651,8 +641,7 @@ impl Network for SimHost {
     fn add_route(&self, route: &Route) -> HostResult<()> {
         let what = format!("route {}/{}", route.destination, route.prefix_len);
         self.mutate(&format!("add {}", route.describe()), |s| {
-            // CreateIpForwardEntry2 answers ERROR_NOT_FOUND for an interface index that no
-            // interface has (Microsoft's netioapi reference).
+            // CreateIpForwardEntry2's ERROR_NOT_FOUND for an unknown interface index.
             if !s
                 .interfaces
                 .iter()
@@ -785,8 +774,7 @@ impl Processes for SimHost {
             Some(Ok(calico_node::Component::MonitorToken)) => {
                 calico_node::monitor_token(self, spec)?
             }
-            // `kube-proxy --version` prints `Kubernetes v1.33.2` (Kubernetes' version command)
-            // and exits; the simulated kube-proxy.exe holds the version it reports.
+            // `kube-proxy --version` prints `Kubernetes v1.33.2`: the file holds the version.
             None if spec.args == ["--version"]
                 && spec
                     .program
@@ -912,8 +900,7 @@ impl Firewall for SimHost {
 }
 
 impl EventLog for SimHost {
-    /// Not a mutating call of the fault walks: writing an event changes nothing a command
-    /// relies on. As on Windows, a source nobody registered writes too.
+    /// Not a mutating call of the fault walks; an unregistered source writes too, as on Windows.
     fn report_event(
         &self,
         source: &str,

@@ -52,8 +52,7 @@ pub const PROFILES: &[(&str, &str)] = &[
 
 pub const DEFAULT_PROFILE: &str = "ws2022";
 
-/// Windows Server 2025 at 26100.1742, or at the April 2026 update's 26100.32690 (KB5082063,
-/// "2026-04 Security Update (KB5082063) (26100.32690)"; checks/known_issues.rs).
+/// Windows Server 2025 at 26100.1742, or at April 2026's 26100.32690 (KB5082063).
 fn ws2025(name: &str) -> (u32, u32, &'static str) {
     let ubr = if name == "ws2025" { 1742 } else { 32690 };
     (26100, ubr, "Windows Server 2025 Datacenter")

@@ -17,8 +17,7 @@ fn not_found(name: &str) -> HostError {
 }
 
 impl SimHost {
-    /// Sends the stop control as `windows::services::stop` does: an undelivered send
-    /// (`SimSettings::stop_undelivered`) blocks its time and is sent again while time allows.
+    /// Sends the stop as `windows::services::stop` does, undelivered sends sent again in time.
     fn send_stop(&self, name: &str, key: &str, timeout: Duration) -> HostResult<()> {
         let started = Instant::now();
         let mut sends = 0_u32;
@@ -246,8 +245,7 @@ impl Services for SimHost {
             if svc.state == ServiceState::Stopped {
                 return Ok(false);
             }
-            // A body slower to stop than the caller waits: the control was sent, the service
-            // stays StopPending until its time comes, and the caller's wait ends first.
+            // A body slower to stop than the caller waits: StopPending past the caller's wait.
             let now = super::state::unix_now_ms();
             let at = match (svc.state, svc.stop_takes_ms) {
                 (ServiceState::StopPending, _) => svc.stopped_at_ms.unwrap_or(now),
@@ -268,8 +266,7 @@ impl Services for SimHost {
         if !pending {
             return Ok(());
         }
-        // The caller's wait, as on Windows (`windows::services::wait_for`): a look every 100 ms
-        // until the timeout, which runs out before the service's time comes.
+        // The caller's wait, as `windows::services::wait_for`: a look every 100 ms.
         let look = || -> HostResult<Look<(), ()>> {
             let g = self.lock();
             let stopped = g.services.get(&key).is_none_or(|s| {

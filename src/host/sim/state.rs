@@ -1,5 +1,4 @@
-//! The simulated host's state, kept as JSON in `<dir>/state.json` (file contents live under
-//! `<dir>/fs/`).
+//! The simulated host's state, as JSON in `<dir>/state.json` (files under `<dir>/fs/`).
 
 use crate::host::{
     Adapter, AdapterAddress, FirewallRule, HostError, InterfaceAddress, Recovery, RegValue, Route,
@@ -30,8 +29,7 @@ pub struct State {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub security: BTreeMap<String, String>,
     pub interfaces: Vec<InterfaceAddress>,
-    /// What `GetAdaptersAddresses` says of each adapter beside its addresses (which are
-    /// `interfaces`, by index); an index with no entry here is described by `default_adapter`.
+    /// What `GetAdaptersAddresses` says of each adapter besides `interfaces`' addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adapters: Vec<SimAdapter>,
     pub routes: Vec<Route>,
@@ -39,16 +37,14 @@ pub struct State {
     pub processes: BTreeMap<String, u32>,
     /// Firewall rules by lower-case name: the first of each name.
     pub firewall: BTreeMap<String, FirewallRule>,
-    /// The other rules of a name `firewall` holds, in the order added: Windows keeps several
-    /// rules of one name side by side (`SimHost::admin_add_firewall_rule`).
+    /// The other rules of a name `firewall` holds, in the order added.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub firewall_more: Vec<FirewallRule>,
     pub settings: SimSettings,
     /// While the vSwitch exists: the NIC's own interface index and the vEthernet's.
     #[serde(default)]
     pub vswitch: Option<(u32, u32)>,
-    /// The command line of every program started on the host, in order (for tests: what a
-    /// release's binary was asked to do).
+    /// Every program started on the host, in order (tests: what a binary was asked to do).
     #[serde(default)]
     pub started: Vec<String>,
     /// The Application event log: what was reported, in order (history, as `started`).
@@ -190,12 +186,10 @@ pub struct SimSettings {
     pub pod_block: String,
     pub next_pid: u32,
     pub next_id: u64,
-    /// While true, HNS reports no management IP on any network (the vSwitch has not got the
-    /// host's address yet).
+    /// While true, HNS reports no management IP on any network.
     #[serde(default)]
     pub management_ip_pending: bool,
-    /// While true, reading a firewall rule fails as the firewall COM API does under Wine
-    /// (E_NOTIMPL).
+    /// While true, reading a firewall rule fails as under Wine (E_NOTIMPL).
     #[serde(default)]
     pub firewall_unreadable: bool,
     /// What `GET /globals/version` answers; `None` as under Wine.
@@ -210,8 +204,7 @@ pub struct SimSettings {
     /// `pkg/proxy/healthcheck/proxy_health.go` `NodeEligible`).
     #[serde(default)]
     pub kube_proxy_node_ineligible: bool,
-    /// While true, a vSwitch made on a static adapter gives its host adapter DHCP instead of
-    /// the address (projectcalico/calico#4631): it holds only an APIPA address.
+    /// While true, a vSwitch leaves a static adapter on DHCP, APIPA (projectcalico/calico#4631).
     #[serde(default)]
     pub vswitch_takes_dhcp: bool,
     /// While true, HNS reports a management IP only once the vSwitch's host adapter holds a
@@ -225,24 +218,20 @@ pub struct SimSettings {
     /// The same on IPv6's `[::]`, dual-stack (holding the IPv4 port too).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tcp6_listeners: BTreeMap<u16, u32>,
-    /// TCP port ranges (first, last) the system keeps from every program (`netsh int ipv4
-    /// show excludedportrange protocol=tcp`): a bind in one is denied with WSAEACCES.
+    /// TCP port ranges (first, last) the system reserves: a bind in one is WSAEACCES.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub excluded_tcp_ports: Vec<(u16, u16)>,
-    /// While true, a program started here cannot be looked at or stopped (a fault: its
-    /// process handle fails `WaitForSingleObject`/`TerminateProcess`).
+    /// While true, a program started here can be neither looked at nor stopped.
     #[serde(default)]
     pub children_unstoppable: bool,
     /// While set, a program started from now on outlives anything done to it for this many
     /// milliseconds (TerminateProcess waits for pending I/O).
     #[serde(default)]
     pub children_linger_ms: Option<u64>,
-    /// The simulated programs still there, by pid: when each started and when it ends (Unix
-    /// milliseconds), as `process_running` reads them.
+    /// The simulated programs still there, by pid: their start and end (Unix ms).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub lingering: BTreeMap<u32, (u64, i64)>,
-    /// Services (lower-case names) whose stop control the Service Control Manager could not
-    /// deliver (ControlService's ERROR_SERVICE_REQUEST_TIMEOUT: `host::services`).
+    /// Services (lower case) whose stop control the SCM could not deliver (1053).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stop_undelivered: BTreeMap<String, Undelivered>,
 }
@@ -302,8 +291,7 @@ pub struct SimService {
     /// Unix seconds when it started (the machine's clock).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<i64>,
-    /// How long its body takes to stop after the SCM's stop control (a Felix that does not
-    /// exit on the first signal is killed after CalicoFelix's own stop timeout); `None`: at once.
+    /// How long its body takes to stop after the stop control; `None`: at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_takes_ms: Option<u64>,
     /// While StopPending: when (Unix milliseconds) it reaches Stopped.
@@ -348,8 +336,7 @@ pub struct SimEndpoint {
     /// Another host's endpoint (HCN `Flags` bit 1).
     #[serde(default)]
     pub remote: bool,
-    /// `State` as HNS reports it (see `HnsEndpoint::state`); a pod's endpoint the CNI plugin
-    /// attached reads 3 (AttachedSharing).
+    /// `State` as HNS reports it; a pod's attached endpoint reads 3 (AttachedSharing).
     #[serde(default)]
     pub state: Option<u16>,
     /// The HCN namespace (a pod's compartment) it is in.
@@ -628,8 +615,7 @@ impl State {
     pub fn vswitch_ip(&self) -> Option<String> {
         let (_, new) = self.vswitch?;
         let on = |i: &&InterfaceAddress| i.index == new;
-        // An APIPA address is what HNS latches when the host adapter has no other
-        // (Azure/AgentBaker 6e2dbb2a24), so it is taken when it is the only one.
+        // HNS latches an APIPA address when the host adapter has no other (AgentBaker 6e2dbb2a24).
         self.interfaces
             .iter()
             .filter(on)

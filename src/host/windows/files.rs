@@ -67,8 +67,7 @@ pub fn replace_with(path: &str, contents: Contents<'_>, access: Access) -> HostR
     renamed
 }
 
-/// A rename that a reader without `FILE_SHARE_DELETE` (a Go program) blocks for a moment is
-/// tried again (`host::sharing`); the running image's lock is no reader's and is not waited on.
+/// A rename blocked a moment by a Go reader is tried again (`sharing`); the running image not.
 fn rename_shared(from: &Path, to: &Path) -> std::io::Result<()> {
     crate::host::sharing::retried(
         || rename_through(from, to),
@@ -311,8 +310,7 @@ fn sddl_of(path: &str, what: u32) -> HostResult<String> {
     sddl_text(sd, what, path)
 }
 
-/// The security descriptor `sd` (from GetNamedSecurityInfoW or GetSecurityInfo, freed here)
-/// as SDDL: the parts `what` names.
+/// The security descriptor `sd` (freed here) as SDDL, the parts `what` names.
 fn sddl_text(sd: PSECURITY_DESCRIPTOR, what: u32, path: &str) -> HostResult<String> {
     let mut text: *mut u16 = std::ptr::null_mut();
     // SAFETY: sd is valid; text is freed with LocalFree below.
@@ -360,8 +358,7 @@ pub fn remove(path: &str) -> HostResult<bool> {
     match removed {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        // uninstall run from <install root>\calicoctl-win.exe: its own image cannot be deleted
-        // while it runs, and would fail every later uninstall the same way.
+        // Uninstall run from the root: its own running image cannot be deleted.
         Err(e)
             if e.kind() == std::io::ErrorKind::PermissionDenied
                 && is_running_image(Path::new(path)) =>
@@ -534,8 +531,7 @@ pub fn set_security(path: &str, sddl: &str) -> HostResult<()> {
         GetSecurityDescriptorDacl(sd, &mut present, &mut dacl, &mut defaulted);
         GetSecurityDescriptorOwner(sd, &mut owner, &mut defaulted);
     }
-    // A protected list cuts inheritance; an unprotected one takes the parent's entries again
-    // (the ones marked inherited in `sddl` are recomputed, as SetNamedSecurityInfo documents).
+    // Protected cuts inheritance; unprotected recomputes the inherited entries.
     let protected = crate::host::acl::parse(sddl).is_ok_and(|d| d.protected);
     let mut what = DACL_SECURITY_INFORMATION;
     if protected {
@@ -570,8 +566,7 @@ pub fn set_security(path: &str, sddl: &str) -> HostResult<()> {
     }
     let owner_refused = rc == ERROR_INVALID_OWNER;
     if owner_refused {
-        // The access list is what guards the directory: it is set, and the owner that could
-        // not be said so.
+        // The DACL guards the directory: set, and the owner that could not be said.
         rc = set(what & !OWNER_SECURITY_INFORMATION);
     }
     // SAFETY: sd came from ConvertStringSecurityDescriptorToSecurityDescriptorW.
@@ -599,8 +594,7 @@ fn owner_refused_error(path: &str) -> HostError {
 /// `ERROR_INVALID_OWNER`: the owner may not be assigned by this caller.
 const ERROR_INVALID_OWNER: u32 = 1307;
 
-/// Enables SeRestorePrivilege in this process's token (present, disabled, in an elevated
-/// administrator's); whether it is enabled now.
+/// Enables SeRestorePrivilege (in an elevated administrator's token); whether it is on now.
 fn enable_restore_privilege() -> bool {
     use windows_sys::Win32::Foundation::{CloseHandle, GetLastError, HANDLE, LUID};
     use windows_sys::Win32::Security::{

@@ -1,5 +1,4 @@
-//! Windows Firewall rules through the INetFwPolicy2 COM API. A rule's name here is the name
-//! the firewall shows (PowerShell's DisplayName).
+//! Windows Firewall rules through INetFwPolicy2; a name is the one the firewall shows.
 
 use crate::host::{Direction, FirewallModifyState, FirewallRule, HostError, HostResult, Protocol};
 use windows::Win32::Foundation::{VARIANT_FALSE, VARIANT_TRUE};
@@ -155,8 +154,7 @@ pub fn add(r: &FirewallRule) -> HostResult<()> {
     add_beside(r)
 }
 
-/// `INetFwRules::Add` itself, which keeps a rule beside any of its name (tests: an
-/// administrator's rule of a taken name).
+/// `INetFwRules::Add` itself, beside any rule of its name (tests: an administrator's).
 pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
     let op = || format!("add firewall rule {}", r.name);
     // SAFETY: COM calls on freshly created objects; BSTRs are owned by this frame.
@@ -178,8 +176,7 @@ pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
             .map_err(api(op()))?;
         rule.SetProtocol(r.protocol.number()).map_err(api(op()))?;
         if matches!(r.protocol, Protocol::Tcp | Protocol::Udp) {
-            // Only a TCP or UDP rule has ports: "The Protocol property must be set before
-            // the LocalPorts property or an error will be returned" (its page).
+            // Only TCP or UDP rules have ports, set after the protocol (its page).
             rule.SetLocalPorts(&BSTR::from(r.local_port.to_string()))
                 .map_err(api(op()))?;
         }

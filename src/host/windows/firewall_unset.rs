@@ -1,5 +1,4 @@
-//! The rule properties calicoctl-win does not set (`Unset`), read and put back through
-//! INetFwRule, INetFwRule2 and INetFwRule3.
+//! The rule properties calicoctl-win does not set (`Unset`), through INetFwRule2 and 3.
 
 use crate::host::firewall::{AppContainerScope, EDGE_TRAVERSAL_ALLOW, Unset};
 use std::ffi::c_void;
@@ -123,8 +122,7 @@ unsafe fn names_in(v: &VARIANT) -> windows::core::Result<Vec<String>> {
         let array = inner.Anonymous.parray;
         let of_variants = inner.vt == VT_ARRAY | VT_VARIANT;
         if array.is_null() || !(of_variants || inner.vt == VT_ARRAY | VT_BSTR) {
-            // windows::core::Error::new would originate a WinRT error (RoOriginateErrorW,
-            // which Wine 8 lacks): the HRESULT alone.
+            // The HRESULT alone: `Error::new` calls RoOriginateErrorW, which Wine 8 lacks.
             return Err(E_INVALIDARG.into());
         }
         let mut names = Vec::new();
@@ -135,8 +133,7 @@ unsafe fn names_in(v: &VARIANT) -> windows::core::Result<Vec<String>> {
                 let it = &item.Anonymous.Anonymous;
                 let name = (it.vt == VT_BSTR).then(|| it.Anonymous.bstrVal.to_string());
                 let _ = VariantClear(&mut item);
-                // An element of another type is no interface read: were it skipped, a rule
-                // narrowed to it would read as open on every interface.
+                // Another element type is an error: skipped, a narrowed rule would read open.
                 names.push(name.ok_or(windows::core::Error::from(E_INVALIDARG))?);
             } else {
                 let mut name = BSTR::new();
@@ -269,8 +266,7 @@ unsafe fn set_interfaces(rule: &INetFwRule, names: &[String]) -> windows::core::
 
 #[cfg(test)]
 mod tests {
-    /// Only E_NOINTERFACE says an interface is absent; any other failure of QueryInterface
-    /// is an error, never read as a rule without the interface's properties.
+    /// Only E_NOINTERFACE says an interface is absent; other failures are errors.
     #[test]
     fn only_e_nointerface_is_an_absent_interface() {
         use windows::Win32::Foundation::{E_ACCESSDENIED, E_NOINTERFACE, E_UNEXPECTED};

@@ -1,5 +1,4 @@
-//! The properties calicoctl-win does not set, through the Windows host: Windows' defaults on
-//! a fresh rule, and a Windows without INetFwRule2 and INetFwRule3.
+//! Windows' defaults on a fresh rule, and a Windows without INetFwRule2 and INetFwRule3.
 
 use crate::host::contract::on_windows::{Defer, FIREWALL_POLICY, real_host};
 use crate::host::contract::unique;

@@ -14,8 +14,7 @@ use windows_sys::Win32::Networking::WinSock::{
 
 /// Listens on `0.0.0.0:port`, the port held exclusively.
 pub fn listen(port: u16) -> Result<TcpListener, ListenError> {
-    // Once per process: Winsock stays up for the process (std's sockets start it the same
-    // way and never clean it up either), so no WSACleanup.
+    // Once per process, never cleaned up (as std's sockets).
     static STARTED: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
     // SAFETY: WSAStartup fills the WSADATA given.
     let started = *STARTED.get_or_init(|| unsafe {
@@ -64,8 +63,7 @@ pub fn listen(port: u16) -> Result<TcpListener, ListenError> {
     }
 }
 
-/// Sets SO_EXCLUSIVEADDRUSE on `s`, binds it to the port of every address and listens; the
-/// step that failed and its Winsock error otherwise.
+/// Sets SO_EXCLUSIVEADDRUSE, binds every address's `port` and listens; else the failed step.
 fn exclusive_bind(s: SOCKET, port: u16) -> Result<(), (&'static str, i32)> {
     let on: i32 = 1;
     let addr = SOCKADDR_IN {
@@ -133,8 +131,7 @@ fn listener(port: u16) -> Option<(u32, SocketAddr)> {
     })
 }
 
-/// The listener rows of `family`'s table (`Row` its row type): a u32 count, then that many
-/// rows from offset 4.
+/// The listener rows of `family`'s table: a u32 count, then the rows from offset 4.
 fn rows<Row: Copy>(family: u16) -> Option<Vec<Row>> {
     use windows_sys::Win32::Foundation::ERROR_INSUFFICIENT_BUFFER;
     use windows_sys::Win32::NetworkManagement::IpHelper::TCP_TABLE_OWNER_PID_LISTENER;
@@ -182,8 +179,7 @@ mod tests {
         SOCKADDR, SOCKADDR_IN, SOL_SOCKET, WSASocketW, bind, closesocket, setsockopt,
     };
 
-    /// Binds a socket that asks to share the address (SO_REUSEADDR) to the loopback's `port`,
-    /// as a program hijacking the port would; whether the bind succeeded.
+    /// Binds a socket asking to share the address (SO_REUSEADDR) to `port`, as a hijacker.
     fn squat(port: u16) -> bool {
         let on: i32 = 1;
         let addr = SOCKADDR_IN {
@@ -247,8 +243,7 @@ mod tests {
         assert!(super::listen(port).is_ok(), "the port was not let go");
     }
 
-    /// A listener on IPv6's every address with IPV6_V6ONLY off (dual-stack: Microsoft's
-    /// "Dual-Stack Sockets for IPv6 Winsock Applications"), as a program would make it.
+    /// A dual-stack listener on `[::]` (IPV6_V6ONLY off), as a program would make it.
     fn dual_stack_listener() -> std::net::TcpListener {
         use std::os::windows::io::FromRawSocket;
         use windows_sys::Win32::Networking::WinSock::{
@@ -305,8 +300,7 @@ mod tests {
         let ListenRefusal::Held { pid, at } = refused.refusal else {
             panic!("not held: {refused:?}");
         };
-        // Named by the address it listens on (Wine's IPv6 table lists it too); Wine's table
-        // may not name the process, Windows' does.
+        // Named by its address (Wine's IPv6 table lists it; its pid only on Windows).
         assert!(at.is_some_and(|a| a.port() == port), "{refused:?}");
         if std::env::var_os("CALICOCTL_WIN_TEST_UNDER_WINE").is_none() {
             assert_eq!(pid, Some(std::process::id()), "{refused:?}");

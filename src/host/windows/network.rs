@@ -374,8 +374,7 @@ pub fn set_interface_metric(index: u32, metric: u32) -> HostResult<()> {
     }
 }
 
-/// Adds a manual IPv4 address: `InitializeUnicastIpAddressEntry`, then
-/// `CreateUnicastIpAddressEntry` (Microsoft's netioapi reference).
+/// Adds a manual IPv4 address (`CreateUnicastIpAddressEntry`, netioapi).
 pub fn add_address(index: u32, ip: Ipv4Addr, prefix_len: u8) -> HostResult<()> {
     let lib = iphlpapi()?;
     let initialize: Symbol<InitializeAddress> =

@@ -288,16 +288,14 @@ fn clear_dependencies(svc: &Service, name: &str) -> HostResult<()> {
     Ok(())
 }
 
-/// Polls the service until it reaches `want`, fails if it stops on the way to running. A
-/// host call's own bound (`poll_quietly`): the caller's stop is looked at between its steps.
+/// Polls the service until it reaches `want` (fails if it stops on the way to running).
 fn wait_for(svc: &Service, name: &str, want: WinState, timeout: Duration) -> HostResult<()> {
     let mut fresh: Option<Service> = None;
     // Pending with the error to give at the deadline instead of the timeout, if any.
     let look = || -> HostResult<Look<(), Option<HostError>>> {
         let status = match fresh.as_ref().unwrap_or(svc).query_status() {
             Ok(s) => s,
-            // Wine's SCM has answered ERROR_INVALID_HANDLE for a valid handle while another
-            // service was being deleted; a new handle reads the state.
+            // Wine's SCM has answered ERROR_INVALID_HANDLE for a valid handle: a new one reads.
             Err(e) if os_code(&e) == Some(ERROR_INVALID_HANDLE) => {
                 let failed = api(format!("query service {name}"), e);
                 fresh = Some(open_existing(name, ServiceAccess::QUERY_STATUS)?);
@@ -345,8 +343,7 @@ pub fn stop(name: &str, timeout: Duration) -> HostResult<()> {
     let started = Instant::now();
     let deadline = started + timeout;
     let mut undelivered = 0_u32;
-    // Done with whether the stop was asked for (then its end is waited for), or not needed;
-    // pending with the error to give at the deadline instead of the timeout, if any.
+    // Done: whether the stop was asked for; pending: the error to give at the deadline.
     let look = || -> HostResult<Look<bool, Option<HostError>>> {
         let sent = Instant::now();
         match svc.stop() {

@@ -163,8 +163,7 @@ fn instance_path(wmi: &IWbemServices, index: u32, op: &str) -> HostResult<BSTR> 
     Ok(unsafe { (*path.0.Anonymous.Anonymous.Anonymous.bstrVal).clone() })
 }
 
-/// Calls `call` on the `Win32_NetworkAdapterConfiguration` of interface `index`: its
-/// `ReturnValue`, as `ip_config::wmi_result` reads it.
+/// Calls `call` on interface `index`'s configuration: its `ReturnValue`.
 pub fn call_method(index: u32, call: &WmiCall) -> HostResult<()> {
     let op = format!("{} on interface {index}", call.method);
     let call = call.clone();
@@ -173,8 +172,7 @@ pub fn call_method(index: u32, call: &WmiCall) -> HostResult<()> {
     })
 }
 
-/// A WMI method call has not returned (one timed out may still run in WMI's provider and
-/// take effect): no other is sent beside it, where the earlier one could land after it.
+/// A WMI call has not returned (it may still land): none is sent beside it.
 static UNDER_WAY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The most a WMI method call is waited for: its connection's 2 minutes and the query's 30 s.
