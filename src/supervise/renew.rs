@@ -432,6 +432,8 @@ mod tests {
         assert_eq!(due_at(&jwt(r#"{"exp":1900}"#)), Some(1700));
         // A legacy secret's token never expires.
         assert_eq!(due_at(&jwt(r#"{"sub":"x"}"#)), None);
+        // Not a JWT and no record: due now, so that the renewal learns its expiry.
+        assert_eq!(due(&Token::new("opaque"), None, 7), Some(7));
     }
 
     #[test]
