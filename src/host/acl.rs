@@ -1,10 +1,6 @@
-//! Who may change a file or directory, read from its security descriptor by meaning (never
-//! compared as text): the owner and the DACL's entries, in SDDL as Windows writes it
-//! (`O:BAD:PAI(A;OICI;FA;;;SY)...`, Microsoft's "Security Descriptor String Format").
-//!
-//! What runs as SYSTEM must come from directories only SYSTEM and Administrators can change;
-//! `writers` names every other identity that may write, delete, change the access list or take
-//! ownership there, and `PROTECTED_DIR` is what install gives such a directory.
+//! Who may change a file or directory, read from its SDDL by meaning (Microsoft's "Security
+//! Descriptor String Format"). What runs as SYSTEM must come from directories only SYSTEM and
+//! Administrators can change: `writers` names every other identity that may write there.
 
 /// What install gives the directories whose files run as SYSTEM: owned by Administrators,
 /// full control for SYSTEM and Administrators, read and execute for Users, inherited by what
@@ -70,8 +66,7 @@ const WRITE_OWNER: u32 = 0x8_0000;
 const GENERIC_ALL: u32 = 0x1000_0000;
 const GENERIC_WRITE: u32 = 0x4000_0000;
 
-/// The rights that let someone change what runs: write or add, delete, change the access
-/// list, take ownership.
+/// The rights that let someone change what runs: write or add, delete, WRITE_DAC, ownership.
 const CHANGES: u32 = WRITE_DATA
     | APPEND_DATA
     | WRITE_EA
@@ -141,10 +136,8 @@ pub struct Descriptor {
     pub aces: Vec<Ace>,
 }
 
-/// The SDDL aliases of SIDs relative to the machine's (or the domain's) own SID, which
-/// ConvertSecurityDescriptorToStringSecurityDescriptor writes for them ("LA" for the built-in
-/// Administrator, RID 500; Microsoft's "SID Strings" page). The machine's SID is not in the
-/// text, so each stands for its RID under a placeholder domain; `trusted` knows RID 500.
+/// The SDDL aliases of SIDs relative to the machine's own ("LA" for the built-in
+/// Administrator, RID 500; Microsoft's "SID Strings"), each under a placeholder domain.
 const RELATIVE_ALIASES: &[(&str, u32, &str)] = &[
     ("LA", 500, "Administrator (the built-in account)"),
     ("LG", 501, "Guest (the built-in account)"),
@@ -194,8 +187,7 @@ fn ace(text: &str) -> Result<Ace, String> {
     })
 }
 
-/// Where each part (`O:`, `G:`, `D:`, `S:`) of an SDDL string begins: a tag letter and a
-/// colon outside an entry's parentheses (a SID never holds a colon).
+/// Where each part (`O:`, `G:`, `D:`, `S:`) of an SDDL string begins, outside parentheses.
 fn parts(sddl: &str) -> Vec<(u8, &str)> {
     let b = sddl.as_bytes();
     let mut starts = Vec::new();
@@ -287,9 +279,8 @@ pub fn to_sddl(d: &Descriptor) -> String {
     out
 }
 
-/// What a file (`dir == false`) or directory made under `parent` gets, with no access list
-/// of its own: the parent's entries inherited by such objects, marked inherited, owned by
-/// Administrators (what an elevated administrator's process makes).
+/// What a file (`dir == false`) or directory made under `parent` without an access list of
+/// its own gets, owned by Administrators.
 pub fn inherited_from(parent: &Descriptor, dir: bool) -> Descriptor {
     let aces = parent
         .aces
@@ -316,23 +307,12 @@ pub fn inherited_from(parent: &Descriptor, dir: bool) -> Descriptor {
     }
 }
 
-/// The drive root as Windows Server 2019 and 2022 ship it, as DISA's Windows Server STIG
-/// states the default it requires (WN19-00-000140 / WN22-00-000140, "Permissions for the system
-/// drive root directory"): owned by TrustedInstaller; SYSTEM and Administrators full control;
-/// Users read and execute; Users "create folders / append data" on this folder and subfolders
-/// and "create files / write data" on subfolders only; CREATOR OWNER full control of what it
-/// makes. (Client Windows instead gives Authenticated Users modify.) A folder an administrator
-/// makes under it therefore lets every user add files and folders to it: a DLL beside a
-/// service's exe, which Windows loads from the exe's own directory first, or a file planted
-/// before install writes its own.
+/// The drive root as Windows Server 2019 and 2022 ship it (DISA STIG WN19-00-000140 /
+/// WN22-00-000140): Users may add files and folders to a folder made under it.
 pub const DRIVE_ROOT: &str = "O:S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464D:PAI(A;OICIIO;GA;;;CO)(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;CI;LC;;;BU)(A;CIIO;DC;;;BU)(A;OICI;0x1200a9;;;BU)";
 
-/// `C:\Program Files` as Windows Server ships it (`icacls "C:\Program Files"`, reproduced
-/// from that well-known default, not read off a machine here, so a guess where a release
-/// differs): owned by
-/// TrustedInstaller, protected; SYSTEM, Administrators and TrustedInstaller change it, Users
-/// and app packages read and run, CREATOR OWNER has full control of what it makes. What an
-/// installer makes there inherits no right of ordinary users to change it.
+/// `C:\Program Files` as Windows Server ships it (`icacls "C:\Program Files"`): only SYSTEM,
+/// Administrators and TrustedInstaller change what is made there.
 pub const PROGRAM_FILES: &str = "O:S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464D:PAI(A;;0x1301bf;;;S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464)(A;CIIO;GA;;;S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464)(A;;0x1301bf;;;SY)(A;OICIIO;GA;;;SY)(A;;0x1301bf;;;BA)(A;OICIIO;GA;;;BA)(A;;0x1200a9;;;BU)(A;OICIIO;GXGR;;;BU)(A;OICIIO;GA;;;CO)(A;;0x1200a9;;;AC)(A;OICIIO;GXGR;;;AC)";
 
 /// A secret file's: SYSTEM and Administrators only (what `Access::Secret` writes).
@@ -364,9 +344,8 @@ fn rights(mask: u32) -> String {
     out.join(", ")
 }
 
-/// Everyone other than SYSTEM, Administrators, TrustedInstaller, CREATOR OWNER or an
-/// administrator owner who may change the object or what is put under it, in words
-/// (`Users may write (inherited from the parent)`).
+/// Every identity but SYSTEM, Administrators, TrustedInstaller, CREATOR OWNER or an admin
+/// owner that may change the object, in words (`Users may write (inherited from the parent)`).
 pub fn writers(d: &Descriptor) -> Vec<String> {
     writers_but(d, None)
 }
@@ -397,8 +376,7 @@ pub fn writers_but(d: &Descriptor, admin: Option<&str>) -> Vec<String> {
     out
 }
 
-/// Its owner, said as `writers_but` says it, when that is neither SYSTEM, Administrators nor
-/// `admin`.
+/// Its owner, said as `writers_but` says it, unless SYSTEM, Administrators or `admin`.
 pub fn owner_but(d: &Descriptor, admin: Option<&str>) -> Option<String> {
     d.owner
         .as_deref()
@@ -426,15 +404,11 @@ pub fn is_protected(d: &Descriptor) -> bool {
 mod tests {
     use super::*;
 
-    /// A folder an administrator creates under it: owned by Administrators, the root's
-    /// inheritable entries inherited, the inherit-only one now applying to the folder too.
-    /// What a folder an elevated administrator makes under Server's drive root gets by the
-    /// inheritance rules (an entry inherited by a subfolder applies to it: `CIIO` becomes `CI`),
-    /// as `icacls` shows it there: `Users:(I)(CI)(AD)`, `Users:(I)(CI)(WD)`.
+    /// A folder an administrator makes under it, by the inheritance rules (`icacls`:
+    /// `Users:(I)(CI)(AD)`, `Users:(I)(CI)(WD)`).
     const UNDER_ROOT: &str = "O:BAD:AI(A;OICIIOID;GA;;;CO)(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;CIID;LC;;;BU)(A;CIID;DC;;;BU)(A;OICIID;0x1200a9;;;BU)";
 
-    /// Windows writes the built-in Administrator as `LA` (a domain-relative alias), and a
-    /// directory that account owns or may change is the administrators', not a stranger's.
+    /// The built-in Administrator written `LA` is an administrator, not a stranger.
     #[test]
     fn the_built_in_administrator_written_as_la_is_trusted_and_others_are_named() {
         let d =
@@ -459,8 +433,7 @@ mod tests {
         let made = inherited_from(&root, true);
         assert_eq!(writers(&made), writers(&d));
         assert_eq!(parse(&to_sddl(&made)).expect("round trip"), made);
-        // A file an administrator writes there does not inherit the right (both entries are
-        // for folders only); a user may still add a file beside it.
+        // A file written there inherits no such right (folders only); a user may add beside it.
         assert!(writers(&inherited_from(&made, false)).is_empty());
         // Under Program Files nobody else may: containerd's directories are safe as made.
         let pf = parse(PROGRAM_FILES).expect("sddl");

@@ -1,28 +1,16 @@
-//! When the machine booted, as a value that a clock step does not move.
-//!
-//! `NtQuerySystemInformation(SystemTimeOfDayInformation)` gives `BootTime`, which the kernel
-//! moves with every change of the system time, and `BootTimeBias`, the sum of those moves:
-//! `KeSetSystemTime` adds the same delta to both ("Update the boot time to reflect the delta.
-//! This keeps time based on boot time constant ... Track the overall bias applied to the boot
-//! time", ReactOS `ntoskrnl/ke/clock.c`, after NT's). So `BootTime - BootTimeBias` is the same
-//! for the whole boot, whatever w32time, an admin or a resumed VM does to the clock; `BootTime`
-//! alone changes at every step, and CalicoNode would take the next start for a reboot (and make
-//! the HNS networks again, dropping every pod's network).
+//! When the machine booted, as a value that a clock step does not move: `BootTime -
+//! BootTimeBias` from `NtQuerySystemInformation(SystemTimeOfDayInformation)`, as
+//! `KeSetSystemTime` moves both alike (ReactOS `ntoskrnl/ke/clock.c`). `BootTime` alone moves
+//! at every step, and CalicoNode would take the next start for a reboot.
 
 /// FILETIME ticks (100 ns since 1601) to Unix seconds.
 pub fn unix(ticks: i64) -> i64 {
     ticks / 10_000_000 - 11_644_473_600
 }
 
-/// The boot instant in Unix seconds (the same in every culture and time zone), and the same
-/// instant on the local wall clock, from the three fields of SYSTEM_TIMEOFDAY_INFORMATION;
-/// `None` when the kernel gave no boot time.
-///
-/// `BootTimeBias` is declared unsigned (`ULONGLONG`) but the kernel adds each step's signed
-/// delta to it with wrapping 64-bit arithmetic (`KeBootTimeBias = KeBootTimeBias + DeltaTime.QuadPart;`
-/// in ReactOS `ntoskrnl/ke/clock.c` `KeSetSystemTime`, after NT's `TimeDelta`): after a net backward step (Hyper-V or VMware time sync at
-/// boot or resume, `w32tm /resync` when the RTC runs fast) it holds a negative delta in two's
-/// complement, far above `i64::MAX` when read unsigned. It is subtracted as the kernel added it.
+/// The boot instant in Unix seconds, and on the local wall clock, from
+/// SYSTEM_TIMEOFDAY_INFORMATION; `None` without a boot time. `BootTimeBias` wraps negative
+/// after a backward step (ReactOS `KeSetSystemTime`), so it is subtracted wrapping.
 pub fn boot_instant(
     boot_time: i64,
     boot_time_bias: u64,
@@ -37,13 +25,8 @@ pub fn boot_instant(
     Some((unix(boot), unix(boot.checked_sub(time_zone_bias)?)))
 }
 
-/// The boot time on the local wall clock as Windows reports it now: `BootTime` itself, which
-/// every clock step since the boot moved, less the time zone's bias. That is WMI's
-/// `Win32_OperatingSystem.LastBootUpTime`, which Calico's scripts format into `LastBootTime`
-/// (`calico.psm1` `Get-LastBootTime`): Microsoft documents PowerShell's `Get-Uptime -Since`,
-/// the current time less the time since boot, as "the same as the LastBootUpTime property of
-/// the Win32_OperatingSystem class" (PowerShell 7 `Get-Uptime` notes), and a step moves the
-/// current time and `BootTime` alike (the ReactOS comment above). `None` without a boot time.
+/// The boot time on the local wall clock as Windows reports it now (`BootTime` less the time
+/// zone's bias): WMI's `LastBootUpTime`, which Calico's `calico.psm1` `Get-LastBootTime` reads.
 pub fn reported_local(boot_time: i64, time_zone_bias: i64) -> Option<i64> {
     if boot_time <= 0 {
         return None;
@@ -63,8 +46,7 @@ mod tests {
     fn a_clock_step_does_not_move_the_boot_instant() {
         let before = boot_instant(BOOT, 0, 0);
         assert_eq!(before, Some((1_763_942_400, 1_763_942_400)));
-        // The clock set an hour ahead, then 90 s back: KeSetSystemTime moves BootTime and
-        // BootTimeBias by the same delta each time.
+        // An hour ahead, then 90 s back: BootTime and BootTimeBias move alike each time.
         for delta in [HOUR, HOUR - 900_000_000] {
             let after = boot_instant(BOOT + delta, delta as u64, 0);
             assert_eq!(after, before, "a step of {delta} ticks moved the boot");
@@ -86,10 +68,7 @@ mod tests {
         assert_eq!(boot_instant(0, 0, 0), None);
     }
 
-    /// A net backward step: `KeSetSystemTime` adds the negative delta to `BootTime` and, with
-    /// wrapping arithmetic, to the unsigned `BootTimeBias`, which then reads as a number above
-    /// `i64::MAX`. The boot instant is the same as before any step (it once gave `None`, and
-    /// CalicoNode took the start for a new boot and deleted every pod's network).
+    /// A net backward step wraps `BootTimeBias` above `i64::MAX`; the instant is unchanged.
     #[test]
     fn a_backward_clock_step_does_not_move_the_boot_instant() {
         let before = boot_instant(BOOT, 0, 0);

@@ -1,20 +1,13 @@
-//! A host call that can block with no bound of its own, run on a thread of its own and
-//! waited for at most a given time. Synchronous WMI calls are such calls: `GetObject` and
-//! `ExecMethod` with `WBEM_FLAG_RETURN_WBEM_COMPLETE` return only when WMI and its provider
-//! are done (Microsoft: IWbemServices::ExecMethod, "the call does not return until the
-//! method has executed"), and a provider held on the network configuration's lock holds the
-//! caller with it. Past the bound the call is said timed out and its thread is left to end on
-//! its own: no thread can be cut out of a COM call.
+//! A host call with no bound of its own (synchronous WMI: IWbemServices::ExecMethod), run on
+//! its own thread and waited for at most a given time; past it, said timed out and left.
 
 use crate::duration::{Look, Pauses, poll_quietly};
 use crate::host::{HostError, HostResult};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// `within`, one call at a time of those `busy` marks: while an earlier call has not returned
-/// (it timed out and still runs, its outcome not known), another is refused at once rather
-/// than sent beside it, where it could be overtaken by the earlier one's late effect. A
-/// timed-out call is said with its outcome unknown.
+/// `within`, one call at a time of those `busy` marks: while a timed-out call still runs,
+/// another is refused at once, not sent beside it.
 pub fn one_at_a_time<T: Send + 'static>(
     busy: &'static AtomicBool,
     what: &str,

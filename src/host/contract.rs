@@ -195,14 +195,9 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
     assert_eq!(h.service_query(&name).expect("query"), None);
 }
 
-/// Starts a service, and under Wine once more when Wine itself failed to start its process.
-/// Wine 8's services.exe answers StartService with the CreateProcessW error, and Wine's
-/// CreateProcessW gives ERROR_INTERNAL_ERROR (1359) when the new process died without a word
-/// before its loader reported in (wine-8.0 dlls/ntdll/unix/process.c, NtCreateUserProcess:
-/// "if (!status) status = STATUS_INTERNAL_ERROR"). That report comes from unix/loader.c's
-/// start_main_thread, before any of the program's code runs, so the program under test had not
-/// run; services.c's process_terminate has marked the service stopped again, and a second
-/// start tests the same thing. It happened once in CI. Other hosts get one start.
+/// Starts a service, and under Wine once more on ERROR_INTERNAL_ERROR (1359): Wine 8 gives it
+/// when the process died before its loader reported in (wine-8.0
+/// dlls/ntdll/unix/process.c, NtCreateUserProcess), before any of its code ran.
 fn start_service(h: &dyn Host, name: &str) -> HostResult<()> {
     match h.service_start(name, WAIT) {
         #[cfg(windows)]
@@ -224,10 +219,9 @@ pub fn network(name: &str) -> String {
     .to_string()
 }
 
-/// HNS: a created network is listed with its VSID and a management IP; its name cannot be
-/// taken twice; its endpoints are listed with it, one is deleted alone (a second time:
-/// NotFound), the rest with the network; a second deletion is NotFound. `attach` puts an endpoint on a network as the CNI plugin would. Returns the
-/// network as created (now deleted).
+/// HNS: a created network is listed with its VSID and management IP; its name cannot be taken
+/// twice; its endpoints (`attach`, as the CNI plugin) go one alone or with it; a second
+/// deletion is NotFound. Returns the network as created (now deleted).
 pub fn hns(h: &dyn Host, name: &str, attach: &dyn Fn(&str, &str, &str)) -> HnsNetwork {
     let n = h.hns_create_network(&network(name)).expect("create");
     assert_eq!(n.name, name);
@@ -309,10 +303,9 @@ pub fn tree(h: &dyn Host, root: &str) {
     assert!(!h.remove_tree(&dir).expect("remove again"));
 }
 
-/// Files written and read as streams (the release's download and staging): a new file's
-/// directories are made, it is read while its writer still holds it, appended to, renamed over
-/// another; a missing file or a directory opens as `None`. The same calls through
-/// `ReleaseDisk`, as the release sees them.
+/// Files as streams (the release's download and staging): directories made, read while
+/// written, appended, renamed over; a missing file or a directory opens as `None`; the same
+/// through `ReleaseDisk`.
 pub fn streams(h: &dyn Host, root: &str) {
     use crate::release::Disk;
     use std::io::{Read, Write};
@@ -423,10 +416,7 @@ pub fn firewall(h: &dyn Host) {
         Some(scoped.clone())
     );
     assert!(h.firewall_remove(&scoped.name).expect("remove"));
-    // A rule's direction, protocol and program read back as they are: an outbound rule, an
-    // ICMP one (protocol 1) and one for one program are none of them an inbound TCP or UDP
-    // rule for every program (the read-back once took every rule for inbound, and every
-    // protocol but TCP for UDP).
+    // Direction, protocol and program read back as they are.
     for (what, odd) in [
         (
             "outbound",
@@ -534,11 +524,9 @@ pub fn firewall_unset(h: &dyn Host) {
     assert!(h.firewall_remove(&tightened.name).expect("remove"));
 }
 
-/// Several rules of one name, an administrator's made beside ours (`admin_add`, as
-/// `New-NetFirewallRule -DisplayName` makes it): every one reads back, in the order made;
-/// they are not ours alone; removal by name is refused and leaves both; adding the name
-/// again is `Exists`. An administrator's rule of the name with its own description reads
-/// back with it and is not ours. `admin_remove` takes every rule of the name away.
+/// Several rules of one name, an administrator's beside ours (`New-NetFirewallRule
+/// -DisplayName`): all read back, are not ours alone, removal by name is refused, adding again
+/// is `Exists`; `admin_remove` takes them all.
 pub fn firewall_duplicates(
     h: &dyn Host,
     admin_add: &dyn Fn(&FirewallRule),
@@ -801,13 +789,8 @@ pub fn files(h: &dyn Host, root: &str, acls: bool) {
     );
     if acls {
         assert_eq!(h.file_access(&path).expect("access"), Some(Access::Secret));
-        // A temporary file planted where the next write makes its own, with an access list
-        // that lets everyone write (WD): the write makes a new one (CREATE_NEW), so nothing
-        // of the planted file's owner or access list reaches what is written. Real Windows
-        // keeps an existing file's security when it is opened with CREATE_ALWAYS ("CreateFile
-        // ignores lpSecurityAttributes" for an existing file, Microsoft's CreateFileW page);
-        // Wine 8 gives it a new one, so under Wine the old reuse passed this too: only the
-        // real-Windows workflow can show that difference.
+        // A planted temporary file with a world-writable DACL: the write makes its own
+        // (CREATE_NEW; CreateFileW keeps an existing file's security).
         let (dir, name) = path.rsplit_once('\\').expect("a file in a directory");
         let planted = format!("{dir}\\.{name}.calicoctl-win.tmp");
         h.write_file(&planted, b"planted", Access::Normal)
@@ -827,11 +810,8 @@ pub fn files(h: &dyn Host, root: &str, acls: bool) {
         );
         assert!(h.write_file(&path, b"two", Access::Secret).expect("write"));
     }
-    // Written over while a reader of ours has it open (sharing read, write and delete): the
-    // write-through rename (`MoveFileExW`) refuses such a target on Windows, and the write
-    // still replaces it (std's rename with POSIX semantics, `FileRenameInfoEx`). Wine 8
-    // refuses both (ERROR_ACCESS_DENIED, as seen under tools/wine/test.sh, also with std's
-    // rename alone): only the real-Windows workflow shows this.
+    // Written over while a reader of ours has it open (std's POSIX rename); Wine 8
+    // refuses it, so only real Windows runs this.
     #[cfg(windows)]
     let wine = on_windows::under_wine();
     #[cfg(not(windows))]
@@ -884,10 +864,8 @@ pub fn files(h: &dyn Host, root: &str, acls: bool) {
     assert!(!h.dir_exists(&dir).expect("dir"));
 }
 
-/// Directories get access lists by meaning: a directory made, then one granting Everyone
-/// full control (detected as such), then the protected one (Everyone's write gone). With
-/// `full_acl` (not under Wine, which keeps no DACL but maps one onto the Unix mode) the
-/// protected list also reads back as protected, and the owner as Administrators.
+/// Directories get access lists by meaning: made, Everyone full control (detected), then
+/// protected. With `full_acl` (not Wine) it also reads back protected, owned by Administrators.
 pub fn security(h: &dyn Host, base: &str, full_acl: bool) {
     let dir = format!(r"{base}\{}", unique("acl"));
     assert_eq!(h.security(&dir).expect("read"), None);
@@ -1020,38 +998,6 @@ mod on_simhost {
         )
         .expect("sddl");
         assert!(acl::writers(&f).is_empty(), "{f:?}");
-    }
-
-    #[test]
-    fn a_service_whose_dependents_run_cannot_be_stopped_and_dependencies_start_first() {
-        let h = host();
-        let program = r"C:\CalicoWindows\calicoctl-win.exe";
-        h.write_file(program, b"exe", Access::Normal).expect("seed");
-        let spec = |name: &str, deps: &[&str]| ServiceSpec {
-            name: name.into(),
-            display_name: name.into(),
-            description: String::new(),
-            program: program.into(),
-            args: vec![],
-            dependencies: deps.iter().map(|d| (*d).to_owned()).collect(),
-            start: StartType::Auto,
-            recovery: None,
-        };
-        h.service_create(&spec("CalicoNode", &[])).expect("create");
-        h.service_create(&spec("CalicoFelix", &["CalicoNode"]))
-            .expect("create");
-        h.service_start("CalicoFelix", WAIT).expect("start");
-        let node = h.service_query("caliconode");
-        assert_eq!(
-            node.expect("query").map(|q| q.state),
-            Some(ServiceState::Running)
-        );
-        assert!(matches!(
-            h.service_stop("CalicoNode", WAIT),
-            Err(HostError::Refused { .. })
-        ));
-        h.service_stop("CalicoFelix", WAIT).expect("stop");
-        h.service_stop("CalicoNode", WAIT).expect("stop");
     }
 
     #[test]
@@ -1384,11 +1330,8 @@ pub(crate) mod on_windows {
         interface_settings(&WindowsHost::new(), "Ethernet 2");
     }
 
-    /// Through both stand-ins, HCN's and the IP helper's (`tools/wine/test.sh` runs it alone:
-    /// the network it makes takes an adapter into a vSwitch): the adapter the vSwitch binds
-    /// has IPv4 unbound, so `GetAdaptersAddresses(AF_INET)` leaves it out and `GetIfTable2`
-    /// lists it, through which the uplink is read back. Not on a real host, whose one adapter
-    /// it would take (the lifecycle there makes the vSwitch).
+    /// Through HCN's and the IP helper's stand-ins: the vSwitch's physical adapter has IPv4
+    /// unbound and is read back from `GetIfTable2`. Not on a real host.
     #[test]
     fn the_uplink_behind_the_vswitch_is_read_from_the_interface_table() {
         if std::env::var_os("CALICOCTL_WIN_IPHLP_STANDIN").is_none()
@@ -1400,13 +1343,8 @@ pub(crate) mod on_windows {
         vswitch_adapter(&WindowsHost::new(), "Ethernet 2");
     }
 
-    /// Real Windows only (the workflow sets `CALICOCTL_WIN_REAL_HOST`; Wine's WMI has no
-    /// `Win32_NetworkAdapterConfiguration` methods): what WMI's setters make is what
-    /// `GetAdaptersAddresses` reads back, on the default route's adapter. Its DNS suffix is set
-    /// to a test name and back (`SetDNSDomain`), its DNS servers to the ones it has
-    /// (`SetDNSServerSearchOrder`; on a DHCP adapter then cleared, which should hand them back
-    /// to DHCP: printed, not asserted). `EnableStatic` is not run here: it would end the
-    /// runner's DHCP lease.
+    /// Real Windows only: what WMI's setters make (`SetDNSDomain`, `SetDNSServerSearchOrder`)
+    /// is what `GetAdaptersAddresses` reads back on the default route's adapter.
     #[test]
     fn wmi_settings_are_read_back_on_a_real_host() {
         use crate::host::ip_config::AdapterSetting;
@@ -1572,10 +1510,8 @@ pub(crate) mod on_windows {
         path
     }
 
-    /// calicoctl-win.exe as a real service of the SCM: `service run felix` starts, waits for
-    /// the init-done marker, runs a child (a fake calico-node.exe) with the rendered
-    /// environment and its output in the log, stops it on Stop, and the service is deleted.
-    /// Only under Wine: it writes Calico's own registry key.
+    /// calicoctl-win.exe as a real SCM service, under Wine: `service run felix` waits for the
+    /// marker, runs a fake calico-node with the rendered environment, logs it, stops on Stop.
     #[test]
     fn calicoctl_win_runs_as_a_service_with_a_child() {
         use crate::layout::{BOOT_ID_VALUE, CALICO_KEY};

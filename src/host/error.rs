@@ -2,11 +2,8 @@
 
 use std::time::Duration;
 
-/// What a host call can fail with. An error the OS (or a Windows API) gave keeps its code and
-/// message in its own text, `add route 169.254.169.254/32 via 10.0.0.1 on interface 5: Access
-/// is denied. (os error 5)`, so that however it is formatted (a log line's `{e}`, an event, a
-/// cause in the JSON) the reason reaches the reader; it is not a separate `source`, which a
-/// `{e}` would drop.
+/// What a host call can fail with. An OS error keeps its code and message in its own text
+/// (`... Access is denied. (os error 5)`), not as a `source` that `{e}` would drop.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     #[error("{what} does not exist")]
@@ -36,8 +33,7 @@ pub enum HostError {
     Injected { n: u64, op: String },
 }
 
-/// A Windows error code as Windows tools print it: a Win32 error as `os error 5` (as Rust's
-/// `io::Error` does), an HRESULT in hex.
+/// A Windows error code as Windows tools print it: `os error 5`, or an HRESULT in hex.
 fn code_text(code: u32) -> String {
     if code <= 0xFFFF {
         format!("os error {code}")
@@ -46,8 +42,7 @@ fn code_text(code: u32) -> String {
     }
 }
 
-/// The message of a Win32 error as Windows words it (FormatMessage's text), for the few codes
-/// the simulated host gives; others by number.
+/// A Win32 error's FormatMessage text for the codes the simulated host gives; others by number.
 pub fn win32_message(code: u32) -> String {
     match code {
         2 => "The system cannot find the file specified.".into(),

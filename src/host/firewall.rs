@@ -12,45 +12,34 @@ pub use unset::{AppContainerScope, EDGE_TRAVERSAL_ALLOW, NotDefault, Unset};
 pub struct FirewallRule {
     /// The name the firewall shows (PowerShell's DisplayName; INetFwRule's Name).
     pub name: String,
-    /// `INetFwRule::Description`: `MARKER` on every rule calicoctl-win makes (and on every
-    /// rule a record or journal names, which kept no description: it made each with it).
+    /// `INetFwRule::Description`: `MARKER` on every rule calicoctl-win makes.
     #[serde(default = "marker", skip_serializing_if = "is_marker")]
     pub description: String,
     pub protocol: Protocol,
     /// `INetFwRule::Direction`: inbound or outbound traffic (a rule read back says which).
     #[serde(default, skip_serializing_if = "Direction::is_in")]
     pub direction: Direction,
-    /// `INetFwRule::ApplicationName`: the program whose traffic it lets in, a full path; none
-    /// for every program's (Microsoft's INetFwRule::ApplicationName page: "the friendly name of
-    /// the application to which this rule applies", the executable's path).
+    /// `INetFwRule::ApplicationName`: the program's full path; none for every program.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<String>,
     pub local_port: u16,
     pub allow: bool,
     pub enabled: bool,
-    /// The firewall profiles it applies in (`NET_FW_PROFILE_TYPE2`: Domain 1, Private 2,
-    /// Public 4; `ALL_PROFILES` for every one). A rule of one profile does nothing while the
-    /// node's network is in another.
+    /// The profiles it applies in (`NET_FW_PROFILE_TYPE2`: Domain 1, Private 2, Public 4).
     #[serde(default = "all_profiles")]
     pub profiles: u32,
-    /// The remote addresses it lets in, as CIDRs (`INetFwRule::RemoteAddresses`); empty for
-    /// any address.
+    /// The remote addresses it lets in, as CIDRs; empty for any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub remote_addresses: Vec<String>,
-    /// The properties calicoctl-win does not set, as the firewall holds them: Windows'
-    /// defaults on every rule it makes (absent in records and journals of older versions,
-    /// which made every rule with them).
+    /// The properties calicoctl-win does not set, as the firewall holds them (absent in
+    /// older records: Windows' defaults).
     #[serde(flatten)]
     pub unset: Unset,
 }
 
-/// One `RemoteAddresses` token in the form a comparison needs. Microsoft's
-/// INetFwRule::put_RemoteAddresses page: "A subnet can be specified using either the subnet
-/// mask or network prefix notation. If neither a subnet mask not a network prefix is
-/// specified, the subnet mask defaults to 255.255.255.255"; an IPv6 address stands alone. So
-/// `1.2.3.4`, `1.2.3.4/32` and `1.2.3.4/255.255.255.255` are `1.2.3.4/32`, `10.0.0.0/8` and
-/// `10.0.0.0/255.0.0.0` are `10.0.0.0/8` (host bits cleared), an IPv6 address `/128`. A range
-/// (`a-b`), a keyword (`LocalSubnet`) or a mask that is no prefix is kept as written.
+/// One `RemoteAddresses` token as compared: bare, prefix and mask notation are one
+/// (Microsoft's INetFwRule::put_RemoteAddresses), host bits cleared; IPv6 alone is `/128`; a
+/// range, a keyword or a non-prefix mask is kept as written.
 pub fn normal_address(token: &str) -> String {
     use std::net::{IpAddr, Ipv4Addr};
     let token = token.trim();
@@ -78,10 +67,7 @@ pub fn normal_address(token: &str) -> String {
     }
 }
 
-/// Every IPv4 address, which rules made before `metrics.source_ranges` refused it were made
-/// with: Windows may keep it as any address and read it back as `*` (Microsoft's
-/// INetFwRule::RemoteAddresses page: "\"*\" indicates any remote address"), so the two are
-/// one when a rule is compared.
+/// Every IPv4 address, which Windows may read back as `*` (INetFwRule::RemoteAddresses).
 const ANY_IPV4: &str = "0.0.0.0/0";
 
 /// The description calicoctl-win gives every rule it makes, which marks it as made by it.
@@ -105,9 +91,7 @@ fn all_profiles() -> u32 {
 
 impl FirewallRule {
     /// Whether the rule lets inbound `protocol` traffic to `port` in, in every profile, for
-    /// every program (one scoped to a program does not let the kernel's VXLAN traffic in),
-    /// with none of the properties calicoctl-win does not set narrowing it
-    /// (`Unset::lets_all_in`).
+    /// every program, unnarrowed (`Unset::lets_all_in`).
     pub fn opens(&self, protocol: Protocol, port: u16) -> bool {
         self.enabled
             && self.allow
@@ -119,8 +103,7 @@ impl FirewallRule {
             && self.unset.lets_all_in()
     }
 
-    /// `INetFwRule::RemoteAddresses` for the rule: `*` (any), or the CIDRs comma-separated
-    /// (Microsoft's INetFwRule::RemoteAddresses page: a subnet in prefix or mask notation).
+    /// `INetFwRule::RemoteAddresses` for the rule: `*`, or the CIDRs comma-separated.
     pub fn remote_addresses_text(&self) -> String {
         if self.remote_addresses.is_empty() {
             "*".into()
@@ -129,9 +112,8 @@ impl FirewallRule {
         }
     }
 
-    /// The remote addresses from `INetFwRule::RemoteAddresses`: `*` is any; each other token
-    /// as `normal_address` has it, so that a subnet Windows reads back in mask notation
-    /// (`10.0.0.0/255.0.0.0`) or a single address without a prefix is a CIDR again.
+    /// The remote addresses from `INetFwRule::RemoteAddresses`: `*` is any; each token as
+    /// `normal_address` has it.
     pub fn remote_addresses_from(text: &str) -> Vec<String> {
         text.split(',')
             .map(str::trim)
@@ -145,11 +127,8 @@ impl FirewallRule {
         self.key() == other.key()
     }
 
-    /// The rule as compared: its name in any case (the firewall reads rules by name in any
-    /// case: `Firewall::firewall_rules`), its program too (Windows' paths are), its remote
-    /// addresses as one set of `normal_address` tokens (in any order, in prefix or mask
-    /// notation; `0.0.0.0/0` as any, which Windows may read back as `*`), the properties it
-    /// does not set as `Unset::key` has them, every other field as it is.
+    /// The rule as compared: name and program in any case, remote addresses as a set of
+    /// `normal_address` tokens, the unset properties by `Unset::key`, the rest as it is.
     fn key(&self) -> impl PartialEq + '_ {
         let FirewallRule {
             name,
@@ -199,24 +178,20 @@ impl FirewallRule {
     }
 }
 
-/// Whether rules added on this host take effect (`INetFwPolicy2::LocalPolicyModifyState`,
-/// `NET_FW_MODIFY_STATE` in icftypes.h, for the profiles in effect now).
+/// Whether rules added here take effect (`INetFwPolicy2::LocalPolicyModifyState`, icftypes.h).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FirewallModifyState {
     /// `NET_FW_MODIFY_STATE_OK`: a local rule takes effect.
     #[default]
     Ok,
-    /// `NET_FW_MODIFY_STATE_GP_OVERRIDE`: Group Policy overrides local rules; one added here
-    /// does not take effect.
+    /// `NET_FW_MODIFY_STATE_GP_OVERRIDE`: Group Policy overrides local rules.
     GroupPolicyOverride,
-    /// `NET_FW_MODIFY_STATE_INBOUND_BLOCKED`: inbound traffic is blocked whatever the rules
-    /// say (the profile's "block all inbound connections").
+    /// `NET_FW_MODIFY_STATE_INBOUND_BLOCKED`: all inbound traffic blocked.
     InboundBlocked,
 }
 
-/// `INetFwRule::Protocol`: an IANA protocol number (TCP 6, UDP 17), or any
-/// (`NET_FW_IP_PROTOCOL_ANY`, 256, icftypes.h).
+/// `INetFwRule::Protocol`: an IANA number (TCP 6, UDP 17), or any (`NET_FW_IP_PROTOCOL_ANY`, 256).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
@@ -264,21 +239,14 @@ impl Direction {
     }
 }
 
-/// Whether `rules`, every rule the firewall holds under a name, are exactly the one rule
-/// `made`: no other rule of that name beside it (an administrator's, or a copy), and it as
-/// made (`FirewallRule::same`: every property calicoctl-win sets, its description marker
-/// too, and every one it leaves at Windows' defaults, `Unset`). Only then is a rule of that
-/// name ours to keep or remove.
+/// Whether `rules` (all of one name) are exactly the rule `made`, alone: only then is it ours
+/// to keep or remove.
 pub fn only(rules: &[FirewallRule], made: &FirewallRule) -> bool {
     matches!(rules, [one] if one.same(made))
 }
 
-/// Whether `rules`, every rule the firewall holds under the name of a rule calicoctl-win
-/// made, are that rule alone and as made (`only`), so ours to remove; with `made` unknown (a
-/// journal written before it kept the rule, which kept the name only), the one rule of the
-/// name while it carries `MARKER`: every version made each rule with that description, and
-/// made rules no other way, so a rule without it is an administrator's (or ours changed
-/// since). The one judge of every removal: planned, run, and undone.
+/// Whether `rules` of a made rule's name are ours to remove: `only` it; with `made` unknown (an
+/// older journal), the one rule of the name carrying `MARKER`. The one judge of every removal.
 pub fn ours(rules: &[FirewallRule], made: Option<&FirewallRule>) -> bool {
     match made {
         Some(made) => only(rules, made),
@@ -286,8 +254,7 @@ pub fn ours(rules: &[FirewallRule], made: Option<&FirewallRule>) -> bool {
     }
 }
 
-/// The warning of a rule calicoctl-win made that is left because the firewall holds under its
-/// name something else than that rule alone as made (`ours`).
+/// The warning of a made rule left because its name holds something else than it alone.
 pub fn kept(name: &str, rules: &[FirewallRule]) -> String {
     format!(
         "kept the firewall rule '{name}': the firewall holds {} now (an administrator's rule of that name, or ours changed since), left as it is; remove it yourself if it is not wanted (Get-NetFirewallRule -DisplayName '{name}')",
@@ -295,9 +262,8 @@ pub fn kept(name: &str, rules: &[FirewallRule]) -> String {
     )
 }
 
-/// What the firewall holds under a name that is not one rule as install made it, in words
-/// for a finding: `2 rules of that name` or `one rule of that name, not as calicoctl-win
-/// made it`.
+/// What the firewall holds under a name that is not one rule as made, in words for a
+/// finding.
 pub fn held(rules: &[FirewallRule]) -> String {
     match rules.len() {
         0 => "no rule of that name".into(),
@@ -306,27 +272,20 @@ pub fn held(rules: &[FirewallRule]) -> String {
     }
 }
 
-/// Windows Firewall rules, by the name the firewall shows. A name is no key: Windows keeps
-/// several rules of one name side by side (PowerShell's New-NetFirewallRule: a rule's `-Name`,
-/// its ID, is "just like a file name, in that only one rule with a given name may exist in a
-/// policy store", while `-DisplayName`, INetFwRule's Name, has no such rule; and INetFwRules::Add
-/// overwrites only a rule "with the same rule identifier", which INetFwRule does not set).
+/// Windows Firewall rules, by the name the firewall shows; several may share a name
+/// (PowerShell's New-NetFirewallRule: only `-Name`, the ID, is unique).
 pub trait Firewall {
     /// Every rule of this name (any case), in the firewall's order.
     fn firewall_rules(&self, name: &str) -> HostResult<Vec<FirewallRule>>;
-    /// One rule of this name, the first: for reading what the firewall lets in (as
-    /// `INetFwRules::Item` gives one; which of several, Microsoft's Item page does not say),
-    /// never for deciding whether a rule is ours (`firewall_rules` and `only` decide that).
+    /// One rule of this name, the first (as `INetFwRules::Item` gives): for reading only,
+    /// never for deciding whether a rule is ours.
     fn firewall_rule(&self, name: &str) -> HostResult<Option<FirewallRule>> {
         Ok(self.firewall_rules(name)?.into_iter().next())
     }
-    /// Adds a rule; a taken name is refused with `Exists` (Windows itself would add a second
-    /// rule of the name).
+    /// Adds a rule; a taken name is `Exists` (Windows would add a second).
     fn firewall_add(&self, rule: &FirewallRule) -> HostResult<()>;
     /// Removes the one rule of this name; returns whether there was one. Refused while several
-    /// rules have the name: `INetFwRules::Remove` takes a name, and Microsoft's Remove page
-    /// says only that it "removes a rule from the collection", not which of several, so it
-    /// could take an administrator's rule.
+    /// have the name: `INetFwRules::Remove` does not say which it takes.
     fn firewall_remove(&self, name: &str) -> HostResult<bool>;
     /// Whether a rule added here takes effect in the profiles in effect now.
     fn firewall_modify_state(&self) -> HostResult<FirewallModifyState>;

@@ -46,9 +46,7 @@ fn remote_addresses_compare_in_prefix_mask_or_bare_notation() {
     }));
 }
 
-/// With no copy of the rule (an older journal's), the one rule of the name is ours only
-/// while it carries the marker every version made it with: an administrator's rule of
-/// the name without it stays.
+/// Without a copy of the rule (an older journal), only a rule carrying the marker is ours.
 #[test]
 fn a_rule_without_the_marker_is_not_an_older_journals() {
     let rule = FirewallRule {
@@ -90,10 +88,8 @@ fn made() -> FirewallRule {
     }
 }
 
-/// An administrator who tightened the rule through a property calicoctl-win does not set
-/// (Set-NetFirewallRule -LocalAddress, -RemotePort, -InterfaceType, -EdgeTraversalPolicy,
-/// -Group, -Service) has it no longer as made: not ours, kept. (Those properties were not
-/// read: the rule was ours, removed, and put back by an undo without the change.)
+/// A rule an administrator tightened through a property calicoctl-win does not set is not
+/// ours, and kept.
 #[test]
 fn a_rule_tightened_in_a_property_we_do_not_set_is_not_as_made() {
     let edits: [fn(&mut Unset); 6] = [
@@ -122,9 +118,7 @@ fn a_rule_tightened_in_a_property_we_do_not_set_is_not_as_made() {
     assert!(made().same(&spelled));
 }
 
-/// A rule made from `0.0.0.0/0` (before `metrics.source_ranges` refused it) that Windows reads
-/// back as `*` (any address) is the rule made: uninstall removes it. (It was kept for good,
-/// as an administrator's.)
+/// A rule made from `0.0.0.0/0` that Windows reads back as `*` is the rule made.
 #[test]
 fn any_ipv4_address_made_is_any_address_read_back() {
     let from_any = FirewallRule {
@@ -157,10 +151,8 @@ fn names_compare_in_any_case() {
     assert!(!made().same(&other));
 }
 
-/// A rule as a record or journal of the previous version kept it (none of the properties it
-/// does not set): read with Windows' defaults, the ones it made every rule with, so it is
-/// the rule the firewall holds; and a rule with the defaults is written without them, as
-/// that version wrote it.
+/// A rule as the previous version's record kept it reads with Windows' defaults, and is
+/// written without them.
 #[test]
 fn a_rule_of_an_older_record_reads_with_the_defaults() {
     let old = serde_json::json!({
@@ -191,10 +183,8 @@ fn a_rule_of_an_older_record_reads_with_the_defaults() {
     );
 }
 
-/// A rule narrowed by a property calicoctl-win does not set does not open its port: remote
-/// ports (VXLAN's source port is a hash, RFC 7348 section 5), a service (`*` too), interface
-/// types without Lan, a narrow local address. Edge traversal, a group, `All` or a list
-/// holding `Lan` in any spelling, and `*` as ` * ` narrow nothing.
+/// A rule narrowed by a property calicoctl-win does not set opens nothing (remote ports:
+/// VXLAN's source port is a hash, RFC 7348 section 5); edge traversal, a group, `Lan` don't.
 #[test]
 fn a_rule_narrowed_in_a_property_we_do_not_set_does_not_open_its_port() {
     let open = FirewallRule {
@@ -230,9 +220,7 @@ fn a_rule_narrowed_in_a_property_we_do_not_set_does_not_open_its_port() {
     }
 }
 
-/// What a rule put back sets is decided as `same` compares: a read-back default in another
-/// spelling (`""`, ` * `, `all`, a blank interface name) is the default, set not at all
-/// (setting `""` as remote ports would be refused or mean something else).
+/// A read-back default in another spelling (`""`, ` * `, `all`) is not set on a rule put back.
 #[test]
 fn a_default_in_another_spelling_is_not_set_on_a_rule_put_back() {
     let spelled = Unset {
@@ -268,12 +256,8 @@ fn narrowed_every_way() -> Unset {
     }
 }
 
-/// The properties INetFwRule2 and INetFwRule3 add, and INetFwRule's interfaces: a rule an
-/// administrator narrowed through one of them (Set-NetFirewallRule -InterfaceAlias,
-/// -EdgeTraversalPolicy DeferToUser, -Package, -Owner, -LocalUser, -RemoteUser,
-/// -RemoteMachine, -Authentication) is no longer ours, and does not open its port (edge
-/// traversal apart, which narrows nothing). (They were not read: such a rule was ours, and
-/// opened VXLAN's port.)
+/// A rule narrowed through INetFwRule2, INetFwRule3 or its interfaces is not ours and opens
+/// nothing (edge traversal apart).
 #[test]
 fn a_rule_narrowed_by_interfaces_edge_options_or_app_container_is_not_ours() {
     let open = FirewallRule {
@@ -340,8 +324,7 @@ fn a_rule_narrowed_by_interfaces_edge_options_or_app_container_is_not_ours() {
     assert!(!open.same(&flag));
 }
 
-/// A record or journal keeps the new properties only where they are not at their default,
-/// and reads them back.
+/// A record keeps the new properties only where not at their default, and reads them back.
 #[test]
 fn the_new_properties_are_kept_in_a_record_only_when_set() {
     let json = serde_json::to_value(made()).expect("json");

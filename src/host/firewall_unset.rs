@@ -3,61 +3,38 @@
 use super::normal_address;
 use serde::{Deserialize, Serialize};
 
-/// `NET_FW_EDGE_TRAVERSAL_TYPE_ALLOW` (icftypes.h; Microsoft's NET_FW_EDGE_TRAVERSAL_TYPE
-/// page: "Edge traversal traffic is always allowed. This is the same as setting the
-/// EdgeTraversal property using INetFwRule to VARIANT_TRUE"). `_DENY` is 0 ("the same as
-/// setting the EdgeTraversal property ... to VARIANT_FALSE"), `_DEFER_TO_APP` 2,
-/// `_DEFER_TO_USER` 3.
+/// `NET_FW_EDGE_TRAVERSAL_TYPE_ALLOW` (icftypes.h; `_DENY` 0, `_DEFER_TO_APP` 2, `..._USER` 3).
 pub const EDGE_TRAVERSAL_ALLOW: i32 = 1;
 
-/// The `INetFwRule` properties calicoctl-win never sets, read so that an administrator who
-/// tightened a rule through one of them has it judged no longer as made (and kept), and so
-/// that a rule put back is put back as it was read. `Default` is what Windows gives a rule
-/// that does not set them (Microsoft's pages, cited on each field; where none states it, the
-/// Windows workflow's `a_fresh_rule_reads_back_the_defaults_relied_on` checks it on real
-/// Windows); a field at its default is left out of a record or journal.
+/// The `INetFwRule` properties calicoctl-win never sets, read so a rule an administrator
+/// tightened is judged changed and kept, and one put back is as read. `Default` is Windows'
+/// (checked by `a_fresh_rule_reads_back_the_defaults_relied_on`); defaults are not recorded.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Unset {
-    /// `INetFwRule::LocalAddresses`: "\"*\" is the default value" (Microsoft's
-    /// INetFwRule::get_LocalAddresses page), any local address.
+    /// `INetFwRule::LocalAddresses`: "\"*\" is the default value", any local address.
     #[serde(skip_serializing_if = "is_star")]
     pub local_addresses: String,
-    /// `INetFwRule::RemotePorts`: `*`, any port, when none was set. No Microsoft page states
-    /// this default: INetFwRule::get_RemotePorts says only "This property is optional", and
-    /// PowerShell's New-NetFirewallRule gives `-RemotePort` the keyword `Any` and no default;
-    /// `*` is the reference's "any" of the address lists (INetFwRule::get_RemoteAddresses:
-    /// "The default value is \"*\""). The Windows workflow reads it back from a fresh rule
-    /// on real Windows. A rule read back otherwise is judged changed and kept, never removed.
+    /// `INetFwRule::RemotePorts`: `*` when none was set (the Windows workflow reads it back).
     #[serde(skip_serializing_if = "is_star")]
     pub remote_ports: String,
-    /// `INetFwRule::InterfaceTypes`: one or more of "RemoteAccess", "Wireless", "Lan" and
-    /// "All" (INetFwRule::get_InterfaceTypes); `All` when none was set: PowerShell's
-    /// New-NetFirewallRule page, `-InterfaceType`: "The default value is Any" (the same rule
-    /// store, the same property). The Windows workflow reads `All` back from a fresh rule.
+    /// `INetFwRule::InterfaceTypes`: `All` when none was set (New-NetFirewallRule
+    /// `-InterfaceType`: "The default value is Any").
     #[serde(skip_serializing_if = "is_all")]
     pub interface_types: String,
-    /// `INetFwRule::EdgeTraversal`: "New rules have the EdgeTraversal property disabled by
-    /// default" (its page).
+    /// `INetFwRule::EdgeTraversal`: "disabled by default" (its page).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub edge_traversal: bool,
-    /// `INetFwRule::Grouping`, the group the firewall's console shows the rule in: none
-    /// unless set ("This property is optional", its page).
+    /// `INetFwRule::Grouping`, the console's group: none unless set.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub grouping: String,
-    /// `INetFwRule::ServiceName`, the service whose traffic alone it lets in: none unless set
-    /// ("This property is optional", its page; `*` is any service).
+    /// `INetFwRule::ServiceName`, the one service it lets in: none unless set (`*`: any).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub service_name: String,
-    /// `INetFwRule::Interfaces`, the interfaces it applies on by friendly name (a VARIANT
-    /// array): none, every interface, unless set (INetFwRule::get_Interfaces: "This property
-    /// is optional. The interfaces in the list are represented by their friendly name").
+    /// `INetFwRule::Interfaces` by friendly name: none is every interface.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub interfaces: Vec<String>,
-    /// `INetFwRule2::EdgeTraversalOptions`, a `NET_FW_EDGE_TRAVERSAL_TYPE`: `_DENY` (0) by
-    /// default, as `edge_traversal` is false (the enumeration's page ties `_DENY` and `_ALLOW`
-    /// to it); `_DEFER_TO_APP` and `_DEFER_TO_USER` only through INetFwRule2 (Windows 7,
-    /// Server 2008 R2 on: INetFwRule2's page).
+    /// `INetFwRule2::EdgeTraversalOptions`: `_DENY` (0) by default.
     #[serde(skip_serializing_if = "is_zero")]
     pub edge_traversal_options: i32,
     /// INetFwRule3's properties (Windows 8, Server 2012 on: its page).
@@ -65,38 +42,28 @@ pub struct Unset {
     pub app_container: AppContainerScope,
 }
 
-/// The properties of `INetFwRule3` ("provide access to the requirements of app
-/// containers", its page), each of which narrows whom or what a rule lets in. None is set on
-/// a rule that does not set them: their pages give no default, and PowerShell's
-/// New-NetFirewallRule gives each of `-Package`, `-Owner`, `-LocalUser`, `-RemoteUser`,
-/// `-RemoteMachine` "Default value: None"; `SecureFlags` 0 is `NET_FW_AUTHENTICATE_NONE`
-/// (icftypes.h), `-Authentication NotRequired`. The Windows workflow reads them back from a
-/// fresh rule on real Windows.
+/// The properties of `INetFwRule3`, each narrowing whom a rule lets in; none set by default
+/// (New-NetFirewallRule: "Default value: None"; `SecureFlags` 0, NET_FW_AUTHENTICATE_NONE).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AppContainerScope {
-    /// `LocalAppPackageId`: "the package identifier or the app container identifier of a
-    /// process" whose traffic alone it lets in.
+    /// `LocalAppPackageId`: the package or app container whose traffic alone it lets in.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub local_app_package_id: String,
-    /// `LocalUserOwner`: "the user security identifier (SID) of the user who is the owner of
-    /// the rule".
+    /// `LocalUserOwner`: the SID of the rule's owner.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub local_user_owner: String,
     /// `LocalUserAuthorizedList`: "a list of authorized local users for an app container".
     #[serde(skip_serializing_if = "String::is_empty")]
     pub local_user_authorized_list: String,
-    /// `RemoteUserAuthorizedList`: "a list of remote users who are authorized to access an
-    /// app container".
+    /// `RemoteUserAuthorizedList`: remote users authorized to reach an app container.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub remote_user_authorized_list: String,
-    /// `RemoteMachineAuthorizedList`: "a list of remote computers which are authorized to
-    /// access an app container".
+    /// `RemoteMachineAuthorizedList`: remote computers authorized to reach an app container.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub remote_machine_authorized_list: String,
-    /// `SecureFlags`, a `NET_FW_AUTHENTICATE_TYPE`: which IPsec protection traffic needs to
-    /// be let in ([MS-FASP] 2.2.35 FW_RULE_FLAGS_AUTHENTICATE: "traffic that matches the rule
-    /// is allowed only if it has been authenticated by IPsec; otherwise, traffic is blocked").
+    /// `SecureFlags` (`NET_FW_AUTHENTICATE_TYPE`): the IPsec protection traffic needs
+    /// ([MS-FASP] 2.2.35).
     #[serde(skip_serializing_if = "is_zero")]
     pub secure_flags: i32,
 }
@@ -147,9 +114,8 @@ fn is_zero(n: &i32) -> bool {
     *n == 0
 }
 
-/// A comma-separated list as a set to compare: each token trimmed, in lower case (keywords
-/// such as `LocalSubnet` are "not case-sensitive", Microsoft's INetFwRule::LocalAddresses
-/// page), addresses as `normal_address` has them, sorted; empty is `empty`.
+/// A comma-separated list as a sorted set of trimmed, lower-case tokens, addresses as
+/// `normal_address` has them; empty is `empty`.
 fn token_set(text: &str, empty: &str) -> Vec<String> {
     let mut v: Vec<String> = text
         .split(',')
@@ -165,15 +131,13 @@ fn token_set(text: &str, empty: &str) -> Vec<String> {
     v
 }
 
-/// Which of `Unset`'s properties are not at Windows' default, as `same` compares them: what
-/// a rule put back sets, and nothing else.
+/// Which of `Unset`'s properties are not at Windows' default: what a rule put back sets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NotDefault {
     pub local_addresses: bool,
     pub remote_ports: bool,
     pub interface_types: bool,
-    /// Edge traversal other than denied (`Unset::edge`), through `EdgeTraversal` or
-    /// INetFwRule2's `EdgeTraversalOptions`.
+    /// Edge traversal other than denied, through `EdgeTraversal` or `EdgeTraversalOptions`.
     pub edge_traversal: bool,
     pub grouping: bool,
     pub service_name: bool,
@@ -217,8 +181,7 @@ pub(super) type UnsetKey<'a> = (
 );
 
 impl Unset {
-    /// Which fields are not at Windows' default, as `key` compares them (a read-back `""` or
-    /// `" * "` is the default `*`).
+    /// Which fields are not at the default, as `key` compares them (`""`, `" * "` are `*`).
     pub fn not_default(&self) -> NotDefault {
         let (a, b) = (self.key(), Unset::default());
         let d = b.key();
@@ -234,9 +197,8 @@ impl Unset {
         }
     }
 
-    /// The edge traversal as one `NET_FW_EDGE_TRAVERSAL_TYPE`: `edge_traversal_options`
-    /// when it says more than denied, else `_ALLOW` or `_DENY` from `edge_traversal` (a rule
-    /// of a record that kept the flag only, or read where INetFwRule2 is absent).
+    /// The edge traversal as one `NET_FW_EDGE_TRAVERSAL_TYPE`: the options when they say more
+    /// than denied, else `_ALLOW` or `_DENY` from `edge_traversal`.
     pub fn edge(&self) -> i32 {
         if self.edge_traversal_options != 0 {
             self.edge_traversal_options
@@ -245,15 +207,9 @@ impl Unset {
         }
     }
 
-    /// Whether they let in what a rule without them lets in on a node's network: any local
-    /// address, any remote port (VXLAN's source port is a hash of the inner packet, RFC 7348
-    /// section 5, so a rule of some remote ports drops some of it), no service (a rule of
-    /// a service, `*` too, lets in only a service's traffic: Microsoft's
-    /// INetFwRule::ServiceName page; the kernel's VXLAN is none), interface types `All`
-    /// or a list holding `Lan` (its page's values), every interface (a list of some lets in
-    /// nothing on the others, the vSwitch's among them), and none of INetFwRule3's
-    /// properties (each lets in only an app container's, a user's or an IPsec-authenticated
-    /// peer's traffic). Edge traversal and grouping narrow nothing.
+    /// Whether they let in what a rule without them does on a node's network: any local
+    /// address and remote port (VXLAN's source port is a hash, RFC 7348 section 5), no service,
+    /// interface types `All` or with `Lan`, every interface, no INetFwRule3 property.
     pub fn lets_all_in(&self) -> bool {
         let ([local, remote, types], ..) = self.key();
         local == ["*"]
@@ -264,10 +220,8 @@ impl Unset {
             && self.app_container.is_default()
     }
 
-    /// The fields as compared: every list as a set (`token_set`), the service name in any
-    /// case (the service control manager's names are), the interfaces as a set of names as
-    /// written (trimmed: a name in another case is judged another rule, and kept), edge
-    /// traversal as one value (`edge`).
+    /// The fields as compared: lists as sets, the service name in any case, interfaces as a
+    /// set of trimmed names, edge traversal as one value.
     pub(super) fn key(&self) -> UnsetKey<'_> {
         let mut interfaces: Vec<String> = self
             .interfaces

@@ -1,9 +1,4 @@
-//! HNS networks and endpoints as the tool sees them, read from the JSON documents HCN returns.
-//!
-//! HCN answers in schema 2.0 (`Ipams[].Subnets[].Policies[Type=VSID].Settings.IsolationId`,
-//! the gateway as the default route's `NextHop`, the management IP as the `ProviderAddress`
-//! policy); HNS v1 documents (`Subnets[].AddressPrefix`, `GatewayAddress`, `Policies[].VSID`,
-//! `ManagementIP`) are read too, since both appear in the field.
+//! HNS networks and endpoints as the tool sees them, read from HCN's schema 2.0 documents.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -48,27 +43,19 @@ pub struct HnsEndpoint {
     pub name: String,
     pub network_id: String,
     pub ip: Option<String>,
-    /// An endpoint of another host (VXLAN's remote endpoints): HCN's `Flags` bit
-    /// `EndpointFlagsRemoteEndpoint` = 1 (hcsshim hcn/hcnendpoint.go), HNS v1's
-    /// `IsRemoteEndpoint` (hcsshim internal/hns/hnsendpoint.go).
+    /// An endpoint of another host (VXLAN's remote endpoints): HCN's `Flags` bit 1 (hcsshim
+    /// hcn/hcnendpoint.go), HNS v1's `IsRemoteEndpoint`.
     pub remote: bool,
-    /// The endpoint's `State` when HNS reports one (hcsshim internal/hns/hnsendpoint.go
-    /// `EndpointState`: Created 1, Attached 2, AttachedSharing 3, Detached 4, Degraded 5,
-    /// Destroyed 6; azure-container-networking's Windows policy manager queries HCN for
-    /// `{"State": 3}`, which it says every running pod's endpoint is in).
+    /// The endpoint's `State` (hcsshim internal/hns/hnsendpoint.go `EndpointState`).
     pub state: Option<u16>,
-    /// The HCN namespace (a pod's network compartment) it is in, when it is in one (HCN's
-    /// `HostComputeNamespace`, hcsshim hcn/hcnendpoint.go).
+    /// The HCN namespace it is in (`HostComputeNamespace`, hcsshim hcn/hcnendpoint.go).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
-    /// The provider address the endpoint's traffic is encapsulated from: the network's
-    /// management IP when the CNI plugin made it (projectcalico/calico v3.31.0
-    /// `cni-plugin/pkg/dataplane/windows/dataplane_windows.go` writes both HNS v1's
-    /// `{"Type":"PA","PA":...}` and HCN's `ProviderAddress` policy for an Overlay endpoint).
+    /// The provider address of an Overlay endpoint (projectcalico/calico v3.31.0
+    /// `cni-plugin/pkg/dataplane/windows/dataplane_windows.go`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider_address: Option<String>,
-    /// The endpoint's MAC address (HCN's and HNS v1's `MacAddress`), as its maker gave it:
-    /// kube-proxy conjures its remote endpoints' from their address (`installed::endpoints`).
+    /// The endpoint's `MacAddress` as its maker gave it (`installed::endpoints`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
 }
@@ -84,17 +71,13 @@ pub trait Hns {
     fn hns_delete_network(&self, id: &str) -> HostResult<()>;
     /// Deletes one endpoint (`HcnDeleteEndpoint`); `NotFound` when there is none with `id`.
     fn hns_delete_endpoint(&self, id: &str) -> HostResult<()>;
-    /// Takes an endpoint out of the HCN namespace it is in (`HcnModifyNamespace` with a
-    /// `Remove` of the `Endpoint`, as hcsshim hcn/hcnnamespace.go `RemoveNamespaceEndpoint`
-    /// asks it, which containerd calls before it deletes a pod's endpoint); `NotFound` when
-    /// there is no such namespace or endpoint.
+    /// Takes an endpoint out of its HCN namespace (hcsshim hcn/hcnnamespace.go
+    /// `RemoveNamespaceEndpoint`); `NotFound` without such a namespace or endpoint.
     fn hns_remove_namespace_endpoint(&self, namespace: &str, endpoint: &str) -> HostResult<()>;
-    /// The HNS service's version, (major, minor): hcsshim's `GetGlobals`, an HNS v1 call
-    /// (`HNSCall("GET", "/globals/version")` of vmcompute.dll).
+    /// HNS's (major, minor) version: hcsshim's `GetGlobals` (`HNSCall GET /globals/version`).
     fn hns_version(&self) -> HostResult<(u32, u32)>;
-    /// HNS's policy lists (what `Get-HnsPolicyList` shows: kube-proxy's load balancers), an
-    /// HNS v1 call (`HNSCall("GET", "/policylists/")`, hcsshim internal/hns/hnspolicylist.go),
-    /// at most `hns::MAX_POLICY_LISTS`.
+    /// HNS's policy lists (kube-proxy's load balancers) through HNS v1's
+    /// `GET /policylists/` (hcsshim internal/hns/hnspolicylist.go), at most `MAX_POLICY_LISTS`.
     fn hns_policy_lists(&self) -> HostResult<Vec<serde_json::Value>>;
 }
 
@@ -115,16 +98,14 @@ pub fn state_name(state: u16) -> &'static str {
 pub const HCN_E_NETWORK_NOT_FOUND: u32 = 0x803B_0001;
 /// HCN's "endpoint not found" (`HCN_E_ENDPOINT_NOT_FOUND`).
 pub const HCN_E_ENDPOINT_NOT_FOUND: u32 = 0x803B_0002;
-/// `HRESULT_FROM_WIN32(ERROR_NOT_FOUND)`: what HCN answers for an object deleted since it was
-/// listed. hcsshim counts it as not found too (`hcn.IsNotFoundError`: `ErrElementNotFound`,
-/// `syscall.Errno(0x490)`, which its syscall wrappers make of a 0x8007xxxx HRESULT).
+/// `HRESULT_FROM_WIN32(ERROR_NOT_FOUND)` for an object deleted since listed (hcsshim
+/// `hcn.IsNotFoundError`).
 pub const E_ELEMENT_NOT_FOUND: u32 = 0x8007_0490;
 /// HCN's "a network with this name already exists" (`HCN_E_NETWORK_ALREADY_EXISTS`).
 pub const HCN_E_NETWORK_ALREADY_EXISTS: u32 = 0x803B_0010;
 
-/// The outcome of an HCN call from its HRESULT and its error record, as hcsshim's
-/// `checkForErrors` reads them: a failed HRESULT, or a non-empty error record even with a
-/// successful one, is an error; a missing network or endpoint is `NotFound`.
+/// The outcome of an HCN call, as hcsshim's `checkForErrors` reads it: a failed HRESULT or a
+/// non-empty error record is an error; a missing network or endpoint is `NotFound`.
 pub fn hcn_outcome(hr: i32, record: &str, op: &str) -> Result<(), crate::host::HostError> {
     use crate::host::HostError;
     if hr >= 0 && record.is_empty() {
@@ -145,9 +126,7 @@ pub fn hcn_outcome(hr: i32, record: &str, op: &str) -> Result<(), crate::host::H
             what: format!("{op}: a network of that name"),
         });
     }
-    // A record that is HNS's JSON result (`Success`, `Error`, `ErrorCode`; the shape the
-    // stand-in writes is a guess, said in tools/wine/README.md) gives its `Error` text; a
-    // record of another shape is shown as it came.
+    // An error record's `Error` text (HNS's JSON result), else the record as it came.
     let said = serde_json::from_str::<Value>(record)
         .ok()
         .and_then(|v| v["Error"].as_str().map(str::to_owned))
@@ -174,9 +153,9 @@ pub fn document_adapter(doc: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Reads a network from an HCN (or HNS v1) JSON document; `None` without an id or a name.
+/// Reads a network from an HCN (schema 2.0) JSON document; `None` without an id or a name.
 pub fn parse_network(doc: &Value) -> Option<HnsNetwork> {
-    let id = str_field(doc, &["ID", "Id", "id"])?;
+    let id = str_field(doc, &["ID"])?;
     let name = str_field(doc, &["Name"])?;
     let network_type = str_field(doc, &["Type"]).unwrap_or_else(|| "NAT".to_owned());
     let policies = doc.get("Policies").and_then(Value::as_array);
@@ -188,7 +167,7 @@ pub fn parse_network(doc: &Value) -> Option<HnsNetwork> {
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
-    let mut subnets: Vec<HnsSubnet> = doc
+    let subnets = doc
         .get("Ipams")
         .and_then(Value::as_array)
         .into_iter()
@@ -197,25 +176,14 @@ pub fn parse_network(doc: &Value) -> Option<HnsNetwork> {
         .flatten()
         .filter_map(parse_v2_subnet)
         .collect();
-    if subnets.is_empty() {
-        subnets = doc
-            .get("Subnets")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(parse_v1_subnet)
-            .collect();
-    }
     Some(HnsNetwork {
         id,
         name,
         network_type,
         subnets,
-        management_ip: policy("ProviderAddress", "ProviderAddress")
-            .or_else(|| str_field(doc, &["ManagementIP", "ManagementIp"])),
-        dr_mac: policy("DrMacAddress", "Address").or_else(|| str_field(doc, &["DRMACAddress"])),
-        adapter: policy("NetAdapterName", "NetworkAdapterName")
-            .or_else(|| str_field(doc, &["NetworkAdapterName"])),
+        management_ip: policy("ProviderAddress", "ProviderAddress"),
+        dr_mac: policy("DrMacAddress", "Address"),
+        adapter: policy("NetAdapterName", "NetworkAdapterName"),
     })
 }
 
@@ -239,21 +207,6 @@ fn parse_v2_subnet(s: &Value) -> Option<HnsSubnet> {
     Some(HnsSubnet {
         prefix: str_field(s, &["IpAddressPrefix"])?,
         gateway,
-        vsid,
-    })
-}
-
-fn parse_v1_subnet(s: &Value) -> Option<HnsSubnet> {
-    let vsid = s
-        .get("Policies")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .find_map(|p| p.get("VSID").and_then(Value::as_u64))
-        .and_then(|v| u32::try_from(v).ok());
-    Some(HnsSubnet {
-        prefix: str_field(s, &["AddressPrefix"])?,
-        gateway: str_field(s, &["GatewayAddress"]),
         vsid,
     })
 }
@@ -316,8 +269,7 @@ pub fn checked_spec(spec_json: &str) -> Result<(Value, String), crate::host::Hos
     Ok((doc, name))
 }
 
-/// Checks a network document before creation the way hnslib's `Create()` does: a name, and for
-/// every subnet a prefix with a default route that has a next hop.
+/// Checks a network document as hnslib's `Create()` does: a name, each subnet a default route.
 pub fn validate_spec(doc: &Value) -> Result<String, String> {
     let name = str_field(doc, &["Name"]).ok_or("the network document has no Name")?;
     for ipam in doc
@@ -349,10 +301,8 @@ pub fn validate_spec(doc: &Value) -> Result<String, String> {
     Ok(name)
 }
 
-/// Whether HNS of this version does Direct Server Return, as hcsshim decides it
-/// (`hcn/hcnglobals.go`, `DSRVersion`: "HNS 9.3 through 10.0 (not included), and 10.2+ allows
-/// for Direct Server Return for loadbalancing"; `hcn.DSRSupported()`, which rke2 asks before it
-/// gives kube-proxy `--enable-dsr`).
+/// Whether HNS of this version does Direct Server Return (hcsshim `hcn/hcnglobals.go`,
+/// `DSRVersion`: 9.3 up to 10.0, and 10.2 on).
 pub fn dsr_supported(version: (u32, u32)) -> bool {
     match version {
         (9, minor) => minor >= 3,
@@ -361,8 +311,7 @@ pub fn dsr_supported(version: (u32, u32)) -> bool {
     }
 }
 
-/// The `Output` of an HNS v1 answer (hcsshim internal/hns/hnsfuncs.go `hnsResponse`:
-/// `Success`, `Error`, `Output`), or HNS's error.
+/// The `Output` of an HNS v1 answer (hcsshim internal/hns/hnsfuncs.go `hnsResponse`).
 pub fn hns_output(answer: &str) -> Result<Value, String> {
     let mut doc: Value = serde_json::from_str(answer).map_err(|e| format!("not JSON ({e})"))?;
     if doc["Success"].as_bool() != Some(true) {
@@ -376,9 +325,8 @@ pub fn hns_output(answer: &str) -> Result<Value, String> {
 /// The most policy lists kept for diags.
 pub const MAX_POLICY_LISTS: usize = 10_000;
 
-/// The policy lists of an answer to `GET /policylists/` (hcsshim internal/hns/hnspolicylist.go
-/// `HNSListPolicyListRequest`: `ID`, `EndpointReferences`, `Policies`), at most
-/// `MAX_POLICY_LISTS`.
+/// The policy lists of an answer to `GET /policylists/` (hcsshim `HNSListPolicyListRequest`),
+/// at most `MAX_POLICY_LISTS`.
 pub fn parse_policy_lists(answer: &str) -> Result<Vec<Value>, String> {
     match hns_output(answer)? {
         Value::Array(mut lists) => {
@@ -390,9 +338,8 @@ pub fn parse_policy_lists(answer: &str) -> Result<Vec<Value>, String> {
     }
 }
 
-/// The `HcnModifyNamespace` settings that take `endpoint` out of a namespace, as hcsshim
-/// hcn/hcnnamespace.go `RemoveNamespaceEndpoint` writes them (`ModifyNamespaceSettingRequest`
-/// with `ResourceType` `Endpoint`, `RequestType` `Remove` and `Settings` `{"EndpointId": id}`).
+/// The `HcnModifyNamespace` request that takes `endpoint` out of a namespace, as hcsshim
+/// hcn/hcnnamespace.go `RemoveNamespaceEndpoint` writes it.
 pub fn remove_namespace_endpoint_request(endpoint: &str) -> String {
     serde_json::json!({
         "ResourceType": "Endpoint",
@@ -405,12 +352,9 @@ pub fn remove_namespace_endpoint_request(endpoint: &str) -> String {
 /// The most endpoints whose v1 state is kept.
 pub const MAX_V1_ENDPOINTS: usize = 65_536;
 
-/// Each endpoint's `State` by its id (lower case) from an HNS v1 answer to `GET /endpoints/`
-/// (hcsshim internal/hns/hnsendpoint.go `HNSListEndpointRequest`, `HNSEndpoint.State`).
-/// `State` is an HNS v1 field: "This attribute is used by calico to define stale containers
-/// and is dependent on HNS v1 api" (the same file, `EndpointState`); Felix reads it so
-/// (projectcalico/calico felix/dataplane/windows/endpoint_mgr.go `RefreshHnsEndpointCache`,
-/// through hcsshim's v1 `HNSListEndpointRequest`). An endpoint without one is left out.
+/// Each endpoint's `State` by its lower-case id from HNS v1's `GET /endpoints/`, as Felix
+/// reads it (projectcalico/calico felix/dataplane/windows/endpoint_mgr.go
+/// `RefreshHnsEndpointCache`). An endpoint without one is left out.
 pub fn parse_v1_endpoint_states(answer: &str) -> Result<BTreeMap<String, u16>, String> {
     let list = match hns_output(answer)? {
         Value::Array(list) => list,
@@ -431,17 +375,15 @@ pub fn parse_v1_endpoint_states(answer: &str) -> Result<BTreeMap<String, u16>, S
         .collect())
 }
 
-/// Gives each endpoint its state from HNS v1 (`parse_v1_endpoint_states`), the only source
-/// of it; with none (v1 did not answer), no endpoint has a state, whatever HCN v2 said.
+/// Gives each endpoint its HNS v1 state, the only source of it; none without a v1 answer.
 pub fn with_v1_states(endpoints: &mut [HnsEndpoint], states: Option<&BTreeMap<String, u16>>) {
     for e in endpoints {
         e.state = states.and_then(|s| s.get(&e.id.to_ascii_lowercase()).copied());
     }
 }
 
-/// The version in an HNS v1 answer to `GET /globals/version`
-/// (`{"Success":true,"Output":{"Major":13,"Minor":3}}`; hcsshim's `hnsCall` reads `Success`,
-/// `Error` and `Output`).
+/// The version in HNS v1's answer to `GET /globals/version`
+/// (`{"Success":true,"Output":{"Major":13,"Minor":3}}`; hcsshim's `hnsCall`).
 pub fn parse_version(answer: &str) -> Result<(u32, u32), String> {
     let output = hns_output(answer)?;
     let part = |k: &str| {

@@ -1,5 +1,4 @@
-//! The HNS documents' tests: networks and endpoints read from HCN's and HNS v1's JSON, HCN's
-//! answers, HNS's version and policy lists.
+//! The HNS documents' tests: HCN's networks, endpoints and answers; HNS v1's version and lists.
 
 use super::*;
 
@@ -29,15 +28,7 @@ mod tests {
     }
 
     #[test]
-    fn reads_a_v1_network_and_defaults_a_missing_type_to_nat() {
-        let doc = json!({
-            "ID": "abc", "Name": "Calico", "Type": "Overlay", "ManagementIP": "10.0.0.5",
-            "Subnets": [{"AddressPrefix": "10.244.1.0/26", "GatewayAddress": "10.244.1.1",
-                         "Policies": [{"Type": "VSID", "VSID": 4096}]}]
-        });
-        let n = parse_network(&doc).expect("network");
-        assert_eq!(n.vsid(), Some(4096));
-        assert_eq!(n.management_ip.as_deref(), Some("10.0.0.5"));
+    fn a_missing_type_is_nat_and_a_missing_id_no_network() {
         let nat = parse_network(&json!({"ID": "x", "Name": "nat"})).expect("nat");
         assert_eq!(nat.network_type, "NAT");
         assert!(parse_network(&json!({"Name": "no id"})).is_none());
@@ -88,8 +79,7 @@ mod outcome_tests {
     fn missing_networks_and_endpoints_are_not_found() {
         let e = hcn_outcome(HCN_E_NETWORK_ALREADY_EXISTS as i32, "", "create").unwrap_err();
         assert!(matches!(e, HostError::Exists { .. }), "{e}");
-        // 0x80070490 (ERROR_NOT_FOUND): an object deleted while the list was read; hcsshim's
-        // IsNotFoundError counts it (ErrElementNotFound), and a listing skips it.
+        // 0x80070490 (ERROR_NOT_FOUND): deleted while listed; hcsshim's IsNotFoundError.
         for code in [
             HCN_E_NETWORK_NOT_FOUND,
             HCN_E_ENDPOINT_NOT_FOUND,
@@ -104,8 +94,7 @@ mod outcome_tests {
 mod version_tests {
     use super::*;
 
-    /// hcsshim's `hnsResponse` envelope: the lists in `Output`, HNS's error kept, none as
-    /// an empty list, and no more than the cap.
+    /// hcsshim's `hnsResponse` envelope: lists in `Output`, errors kept, none empty, capped.
     #[test]
     fn policy_lists_are_read_from_hnss_answer() {
         let one = r#"{"Success":true,"Output":[{"ID":"a","EndpointReferences":[],"Policies":[{"Type":"ELB"}]}]}"#;
@@ -127,9 +116,8 @@ mod version_tests {
         );
     }
 
-    /// The state comes from HNS v1 only (`HNSEndpoint.State`, hcsshim: "dependent on HNS v1
-    /// api"): a v2 document's `State`, or an absent one, is replaced by v1's; with no v1 answer
-    /// no endpoint has a state (and none is called stuck on it).
+    /// The state comes from HNS v1 only (hcsshim: "dependent on HNS v1 api"): v2's is replaced;
+    /// with no v1 answer no endpoint has one.
     #[test]
     fn endpoint_states_are_hns_v1s() {
         let answer = r#"{"Success":true,"Output":[
@@ -223,8 +211,7 @@ mod endpoint_doc_tests {
         let plain = json!({"ID": "e3", "HostComputeNetwork": "n1", "Flags": 2});
         let e = parse_endpoint(&plain).expect("endpoint");
         assert_eq!((e.remote, e.state, e.mac), (false, None, None));
-        // `MacAddress` in both schemas (hcn `HostComputeEndpoint`, v1 `HNSEndpoint`): kube-proxy
-        // gives another host's endpoint for a Service backend one of its own making.
+        // `MacAddress` in both schemas: kube-proxy gives remote endpoints one of its own making.
         let v2 = json!({"ID": "e4", "HostComputeNetwork": "n1", "Flags": 1,
             "MacAddress": "02-11-0a-f4-09-09"});
         assert_eq!(

@@ -1,7 +1,5 @@
-//! A GET to a server on this machine's loopback, for a health endpoint (Felix's): the status
-//! code and a bounded body, or `None` when nothing listens, through the one HTTP/1 exchange
-//! (`http1`): the body ends with the connection; every step has the one timeout, and at most
-//! `MAX_ANSWER` bytes are read.
+//! A GET to a server on the loopback (Felix's health endpoint): the status and at most
+//! `MAX_ANSWER` bytes, or `None` when nothing listens; every step has one timeout.
 
 use super::{HostError, HostResult};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -19,8 +17,7 @@ pub struct Answer {
 }
 
 impl Answer {
-    /// Success as Calico's own probe takes it: 2xx or 3xx (node/pkg/health/health.go
-    /// `checkFelixHealth`: `resp.StatusCode < 200 || resp.StatusCode >= 400` is a failure).
+    /// 2xx or 3xx, as Calico's probe takes it (node/pkg/health/health.go `checkFelixHealth`).
     pub fn is_good(&self) -> bool {
         (200..400).contains(&self.code)
     }
@@ -31,11 +28,8 @@ pub fn get(port: u16, path: &str, timeout: Duration) -> HostResult<Option<Answer
     get_with(port, path, timeout, TcpStream::connect_timeout)
 }
 
-/// Whether a failed connect to the loopback means nothing listens there: refused, or timed
-/// out. Windows answers a connect to a loopback port with no listener only after its SYN
-/// retries, about 2 s (Microsoft KB175523, "Winsock TCP connection performance to unused
-/// ports": "the client will try to connect three times"), as long as the probe's own timeout,
-/// so a Felix that is down reads as a timeout there, where Linux refuses at once.
+/// Whether a failed loopback connect means nothing listens: refused, or timed out (Windows
+/// retries the SYN for about 2 s: Microsoft KB175523).
 fn not_listening(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
@@ -80,9 +74,8 @@ mod tests {
     use std::io::{Read, Write};
     use std::net::TcpListener;
 
-    /// A loopback server that answers one request with `answer`, as Felix's health server
-    /// does (libcalico-go lib/health/health.go `genResponse`: 200 with the reporters' table,
-    /// 204 when there is no detail, 503 when not live or not ready).
+    /// A loopback server answering one request with `answer`, as Felix's health server does
+    /// (libcalico-go lib/health/health.go `genResponse`).
     fn serve(answer: &'static [u8]) -> u16 {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = l.local_addr().expect("addr").port();
@@ -130,9 +123,8 @@ mod tests {
         );
     }
 
-    /// A connect that Windows' SYN retries time out (KB175523: about 2 s to a loopback port
-    /// with no listener, the probe's own timeout) is nothing listening, as a refusal is; any
-    /// other failure is still an error.
+    /// A loopback connect timed out (Windows' SYN retries, KB175523) is nothing listening;
+    /// any other failure is an error.
     #[test]
     fn a_loopback_connect_that_times_out_is_nothing_listening() {
         use std::io::{Error, ErrorKind};

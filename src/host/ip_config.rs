@@ -1,22 +1,13 @@
-//! Settings of an adapter's IPv4 configuration made through WMI's
-//! `Win32_NetworkAdapterConfiguration` methods (Microsoft's cimwin32 reference: `EnableStatic`,
-//! `SetDNSServerSearchOrder`, `SetDNSDomain`, on every Windows Server the tool supports), which
-//! tell the DHCP and DNS clients. Writing the interface's TCP/IP parameters in the registry
-//! (`EnableDHCP`, `NameServer`, `Domain`) notifies neither: Microsoft's TCP/IP parameters
-//! reference says of such a value "If this interface is configured by DHCP, then a change in
-//! parameters will take effect if you enter the command ipconfig /renew ... Otherwise, you must
-//! restart the computer". `SetInterfaceDnsSettings` (IP Helper) would do the DNS part but
-//! exists from Windows 10 build 19041 only, not on Server 2019 (17763).
-//!
-//! What each setting asks of WMI is said here, so that the Windows code only makes the call.
+//! An adapter's IPv4 settings made through WMI's `Win32_NetworkAdapterConfiguration` methods
+//! (`EnableStatic`, `SetDNSServerSearchOrder`, `SetDNSDomain`), which tell the DHCP and DNS
+//! clients; the registry's TCP/IP parameters take effect only after a renew or restart.
 
 use std::net::Ipv4Addr;
 
 /// One setting made on an interface.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AdapterSetting {
-    /// `EnableStatic`: DHCP off, and these addresses (with their prefix lengths) the
-    /// interface's static ones.
+    /// `EnableStatic`: DHCP off, these addresses (with prefix lengths) static.
     Static(Vec<(Ipv4Addr, u8)>),
     /// `SetDNSServerSearchOrder`: the DNS servers, in order.
     DnsServers(Vec<Ipv4Addr>),
@@ -80,9 +71,8 @@ impl AdapterSetting {
     }
 }
 
-/// What a method's `ReturnValue` means (Microsoft's reference of these methods: 0 done, 1
-/// done with a reboot required, the rest an error). A reboot required is taken as done: the
-/// caller reads the setting back, which says whether it took.
+/// What a method's `ReturnValue` means: 0 done, 1 done with a reboot required (the caller
+/// reads the setting back), the rest an error.
 pub fn wmi_result(method: &str, code: u32) -> Result<(), String> {
     let why = match code {
         0 | 1 => return Ok(()),

@@ -1,5 +1,4 @@
-//! Listening on a TCP port of the host, the port held for this process alone, and why a
-//! port could not be had.
+//! Listening on a host TCP port held for this process alone, and why a port could not be had.
 
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
@@ -8,17 +7,15 @@ use std::net::SocketAddr;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum ListenRefusal {
-    /// Another socket holds the port (WSAEADDRINUSE): `pid` is its process and `at` the
-    /// address it listens on (IPv4's or IPv6's: a dual-stack listener on `[::]` holds the IPv4
-    /// port too), when the host can tell (`GetExtendedTcpTable`'s listeners).
+    /// Another socket holds the port (WSAEADDRINUSE): its process and address (a dual-stack
+    /// `[::]` holds the IPv4 port too), when `GetExtendedTcpTable` tells.
     Held {
         pid: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         at: Option<SocketAddr>,
     },
-    /// The port is in a range the system keeps from every program (WSAEACCES with no
-    /// listener on it: `netsh int ipv4 show excludedportrange protocol=tcp`, the ranges
-    /// Hyper-V and WinNAT reserve).
+    /// The port is in a range the system reserves (WSAEACCES, no listener: `netsh int ipv4
+    /// show excludedportrange protocol=tcp`).
     Excluded,
     /// Anything else (no socket could be made, a listen that failed).
     #[serde(other)]
@@ -26,8 +23,7 @@ pub enum ListenRefusal {
 }
 
 impl ListenRefusal {
-    /// Who holds the port, when the host could tell: `process 4242 listens on it at
-    /// [::]:9095 (IPv6)`.
+    /// Who holds the port, when told: `process 4242 listens on it at [::]:9095 (IPv6)`.
     pub fn holder(&self) -> Option<String> {
         let Self::Held { pid: Some(pid), at } = self else {
             return None;
@@ -53,13 +49,9 @@ impl std::fmt::Display for ListenError {
     }
 }
 
-/// Windows' answer to a bind (Winsock error codes, winerror.h): a port another socket holds
-/// (`WSAEADDRINUSE`, 10048) or one the bind is denied (`WSAEACCES`, 10013). Microsoft's
-/// "Using SO_REUSEADDR and SO_EXCLUSIVEADDRUSE" (Winsock) gives a second bind with
-/// SO_EXCLUSIVEADDRUSE to a wildcard address WSAEADDRINUSE whatever the first socket set,
-/// so WSAEACCES is a port no socket holds: an excluded range. `holder` names the listener
-/// on the port (its pid and address), asked only when it is needed; a denied bind whose port a
-/// listener does hold after all is that listener's.
+/// Windows' answer to a bind: `WSAEADDRINUSE` (10048) is a held port, `WSAEACCES` (10013) one
+/// no socket holds, an excluded range (Microsoft's "Using SO_REUSEADDR and
+/// SO_EXCLUSIVEADDRUSE"), unless `holder` names a listener after all.
 pub fn refusal(code: i32, holder: impl FnOnce() -> Option<(u32, SocketAddr)>) -> ListenRefusal {
     const WSAEACCES: i32 = 10013;
     const WSAEADDRINUSE: i32 = 10048;
@@ -106,8 +98,7 @@ mod tests {
         assert_eq!(refusal(10055, || Some((7, v4))), ListenRefusal::Other);
     }
 
-    /// The holder is named with its address and the address's family, an IPv6 one in
-    /// brackets; a record kept before the address was has none.
+    /// The holder is named with its address and family; an older record has none.
     #[test]
     fn the_holder_is_named_with_its_address_and_family() {
         let at = |a: &str| ListenRefusal::Held {

@@ -1,20 +1,8 @@
-//! One command at a time changes a host. `install`, `uninstall`, `reconfigure` and the `fetch`
-//! commands that write take an exclusive lock on a file before they read the state they plan
-//! from; a second command finds it held and stops within a second, naming the command that
-//! holds it.
-//!
-//! The lock is the operating system's (`LockFileEx` on Windows, `flock` elsewhere, through
-//! `File::try_lock`), so it dies with its process: a command killed from outside leaves no
-//! stale lock, and the next command takes it over without guessing whether a pid is alive.
-//! Who holds it is written beside it (`<lock>.json`): Windows locks byte ranges mandatorily, so
-//! the locked file itself cannot be read by the command that finds it busy. The lock file is
-//! never deleted: a command that removed it while another waited could let two hold the lock.
-//! Nor is the record: it is written over in place and emptied on release, as Windows only
-//! marks a file deleted while another (a look reading it) has it open, and refuses to open or
-//! replace it until that one closes it (Microsoft's DeleteFileW remarks: "Subsequent calls to
-//! CreateFile to open the file fail with ERROR_ACCESS_DENIED"). The lock is what is true; the
-//! record only says who: one left by a command that was killed names a process that has ended
-//! (or whose pid now names a later process), and is never reported.
+//! One command at a time changes a host: `install`, `uninstall`, `reconfigure` and the
+//! writing `fetch` commands take an exclusive lock (`File::try_lock`: `LockFileEx`, `flock`)
+//! before they plan; a second stops within a second, naming the holder. The lock dies with
+//! its process. Who holds it is written beside it (`<lock>.json`), overwritten in place and
+//! emptied on release, never deleted (DeleteFileW remarks); a killed command's is not reported.
 
 use crate::layout::LOCK_FILE;
 use serde::{Deserialize, Serialize};
@@ -28,8 +16,7 @@ pub struct Holder {
     pub pid: u32,
     /// Unix seconds.
     pub started: i64,
-    /// When its process started, as the operating system says (`running`): with the pid it
-    /// names that process, and no later one given the same pid.
+    /// When its process started (`running`): with the pid it names that process alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<u64>,
 }
@@ -76,16 +63,14 @@ impl LockError {
 #[derive(Debug)]
 pub struct HostLock {
     _file: File,
-    /// The record of who holds it, kept open to empty it on release: opening it again then
-    /// could be refused (a reader that shares no writing, an attribute set meanwhile).
+    /// The record, kept open to empty it on release (reopening could be refused).
     record: File,
     info: PathBuf,
 }
 
 impl Drop for HostLock {
     fn drop(&mut self) {
-        // Nobody holds it now; both files stay (see the module documentation). A record left
-        // full names this process, which is believed no more once it has ended.
+        // Nobody holds it now; both files stay. A full record names an ended process.
         if let Err(e) = self.record.set_len(0) {
             eprintln!(
                 "warning: cannot empty {}, which says who holds the host lock: {e}",
@@ -95,44 +80,19 @@ impl Drop for HostLock {
     }
 }
 
-/// Opens the record to write who holds the lock over what it said, in place (see the module
-/// documentation), emptied; a look reading it meanwhile finds it empty or cut short, which
-/// says nobody. It is opened without emptying it first, and written only when the name is
-/// the file's one name: a link put there before the directory was protected (nobody but an
-/// administrator may add one since) is removed, never written through; removing a link,
-/// symbolic or hard, removes that name, not what it names (DeleteFileW remarks, unlink(2)).
+/// Opens the record to write over in place, emptied. A link at its name (made before the
+/// directory was protected) is removed, never written through.
 fn open_record(info: &Path) -> std::io::Result<File> {
-    match std::fs::symlink_metadata(info) {
-        // A directory of someone's at the name (not a link to one) is never removed with what
-        // is in it: said at once, with the remedy, not taken for a reader's passing refusal.
-        Ok(m) if m.is_dir() => std::fs::remove_dir(info).map_err(|_| {
-            std::io::Error::other(format!(
-                "{0} is a directory, where calicoctl-win keeps the record of who holds the host lock: move it elsewhere or remove it (rmdir /s \"{0}\") and run the command again",
-                info.display()
-            ))
-        })?,
-        Ok(m) if !m.file_type().is_file() => remove_name(info)?,
-        _ => {}
+    if std::fs::symlink_metadata(info).is_ok_and(|m| !m.file_type().is_file()) {
+        remove_name(info)?;
     }
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(false);
-    // Not CREATE_ALWAYS (`truncate`), which would empty what a hard link names and is refused
-    // on a file that is hidden or a system file (CreateFileW remarks); a symbolic link or
-    // junction is opened itself (FILE_FLAG_OPEN_REPARSE_POINT), not what it names.
+    // Not `truncate`, which would empty what a hard link names; a link is opened itself
+    // (FILE_FLAG_OPEN_REPARSE_POINT).
     #[cfg(windows)]
     std::os::windows::fs::OpenOptionsExt::custom_flags(&mut options, 0x0020_0000);
-    let file = match options.open(info) {
-        // A read-only file is refused for writing (ERROR_ACCESS_DENIED, CreateFileW remarks),
-        // also without emptying it: the attribute cleared (SetFileAttributesW), it is opened.
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && read_only(info) => {
-            let mut p = std::fs::symlink_metadata(info)?.permissions();
-            #[allow(clippy::permissions_set_readonly_false)]
-            p.set_readonly(false);
-            std::fs::set_permissions(info, p)?;
-            options.open(info)?
-        }
-        opened => opened?,
-    };
+    let file = options.open(info)?;
     let file = if is_sole_plain_file(&file, info)? {
         file
     } else {
@@ -147,11 +107,6 @@ fn open_record(info: &Path) -> std::io::Result<File> {
     Ok(file)
 }
 
-/// Whether `path` is a plain file marked read-only.
-fn read_only(path: &Path) -> bool {
-    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.permissions().readonly())
-}
-
 /// Removes the name `path`: a link to a file or one to a directory.
 fn remove_name(path: &Path) -> std::io::Result<()> {
     std::fs::remove_file(path).or_else(|e| std::fs::remove_dir(path).map_err(|_| e))
@@ -163,8 +118,7 @@ pub(crate) fn is_sole_plain_file(file: &File, _name: &Path) -> std::io::Result<b
     crate::host::windows::files::is_sole_plain_file(file)
 }
 
-/// Whether the open `file` is a plain file whose one name is `name`: the file `name` names
-/// without following a link (which `open` followed), with no other link to it (`st_nlink`).
+/// Whether the open `file` is `name`'s plain file, not followed through a link, one link only.
 #[cfg(unix)]
 pub(crate) fn is_sole_plain_file(file: &File, name: &Path) -> std::io::Result<bool> {
     use std::os::unix::fs::MetadataExt;
@@ -174,9 +128,8 @@ pub(crate) fn is_sole_plain_file(file: &File, name: &Path) -> std::io::Result<bo
         && open.nlink() == 1)
 }
 
-/// Whether an error opening the record may pass: another process has it open and shares no
-/// writing (`ERROR_SHARING_VIOLATION`, 32), or locks a part of it (`ERROR_LOCK_VIOLATION`,
-/// 33), or it is refused for now (a file being deleted: DeleteFileW remarks).
+/// Whether an error opening the record may pass: a sharing (32) or lock (33) violation, or
+/// a refusal for now (a file being deleted).
 fn is_transient(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::PermissionDenied
         || (cfg!(windows) && matches!(e.raw_os_error(), Some(32 | 33)))
@@ -193,9 +146,8 @@ type Running<'a> = dyn Fn(u32) -> Option<Option<u64>> + 'a;
 enum Said {
     /// Its writer runs: the same process, as the system and the record say when it started.
     Runs(Holder),
-    /// Its pid names a running process whose start the system does not say (one this
-    /// process may not open) while the record does: maybe its writer, maybe a later process
-    /// given the same pid.
+    /// Its pid runs but the system does not say its start while the record does: maybe its
+    /// writer, maybe a later process.
     Maybe(Holder),
     /// Empty, cut short or missing: a command that has not written it yet, or a look.
     Unwritten,
@@ -211,15 +163,13 @@ fn said(lock: &Path, running: &Running<'_>) -> Said {
         (None, _) => Said::Stale,
         (Some(Some(now)), Some(then)) if now == then => Said::Runs(h),
         (Some(Some(_)), Some(_)) => Said::Stale,
-        // An earlier version's record, which says no start: judged by its pid alone, as that
-        // version judged it, at once (a command of that version may hold the lock now).
+        // An earlier version's record says no start: judged by its pid, as that version did.
         (Some(_), None) => Said::Runs(h),
         (Some(None), Some(_)) => Said::Maybe(h),
     }
 }
 
-/// Reads who holds the lock, to be asked while it is held: `None` while the holder has not
-/// written it yet, and when the record is one a command killed left (its process ended).
+/// Who holds the lock: `None` until the holder writes, and for a killed command's record.
 pub fn holder(lock: &Path) -> Option<Holder> {
     match said(lock, &running) {
         Said::Runs(h) | Said::Maybe(h) => Some(h),
@@ -241,9 +191,8 @@ pub fn windows_state_dir(env: &std::collections::BTreeMap<String, String>) -> Pa
     .join("calicoctl-win")
 }
 
-/// Where calicoctl-win keeps its own state on this machine (the host lock, a detached run's
-/// log and result): `%ProgramData%\calicoctl-win` on Windows, a simulated host's directory;
-/// `None` for a throw-away in-memory host, which ends with the process.
+/// Where calicoctl-win keeps its own state (the host lock, a detached run's log and result):
+/// `%ProgramData%\calicoctl-win`, a simulated host's directory, or `None` in memory.
 pub fn state_dir(
     host: &dyn crate::host::Host,
     env: &std::collections::BTreeMap<String, String>,
@@ -255,9 +204,8 @@ pub fn state_dir(
     }
 }
 
-/// Whether a command holds the lock in `dir` now, without taking it: `Some(holder)` (the
-/// holder `None` while it has not written who it is), `None` when nobody does. For commands
-/// that only read (`status`), which hold no lock of their own.
+/// Whether a command holds the lock in `dir` now, without taking it (for `status`):
+/// `Some(holder)`, the holder `None` until written; `None` when nobody does.
 pub fn busy(dir: &Path) -> Option<Option<Holder>> {
     busy_with(dir, &running)
 }
@@ -266,17 +214,12 @@ fn busy_with(dir: &Path, running: &Running<'_>) -> Option<Option<Holder>> {
     let path = dir.join(LOCK_FILE);
     let file = std::fs::OpenOptions::new().write(true).open(&path).ok()?;
     let held = wait_for_holder(&file, &path, running);
-    // Free: let it go at once. Windows releases a lock left to the closing of its file only
-    // when it gets to it ("the time it takes for the operating system to unlock these locks
-    // depends upon available system resources": Microsoft's LockFileEx remarks), so a command
-    // taking the lock then could find it held by a look. Not taken, nothing is let go.
+    // Free: let it go at once; Windows may release a lock left to the file's close late
+    // (Microsoft's LockFileEx remarks).
     let _ = file.unlock();
     match held.ok()? {
         Held::By(h) => Some(h),
-        // Held, while the record names one that has ended: a live command holds it that has
-        // not written its record yet (its write may wait out a reader that shares no
-        // writing), so it is held by one not named, as `acquire` says; never "nobody", which
-        // would make a look take a live run's journal for one cut off.
+        // Held while the record names an ended command: a live one has not written yet.
         Held::Stale => Some(None),
         Held::Free => None,
     }
@@ -286,22 +229,15 @@ fn busy_with(dir: &Path, running: &Running<'_>) -> Option<Option<Holder>> {
 enum Held {
     /// Taken, by the one that looked.
     Free,
-    /// Held, by the command named, believed (`Said::Runs`, or `Said::Maybe` all along), or
-    /// by one that has not said who it is.
+    /// Held by the command named, believed, or by one not yet named.
     By(Option<Holder>),
     /// Held, and the record names a command that has ended.
     Stale,
 }
 
-/// Tries the lock through `file` and, while another holds it, reads who does, for up to a
-/// second: a command writes who it is just after it takes the lock (and the record its killed
-/// predecessor left names that one until then), and a look (`busy`, CalicoNode's every
-/// minute) holds it only for a moment. It ends early only when taken, or when the record
-/// names a command that surely runs: a pid that runs is taken for its writer's only where
-/// the system and the record say when it started, and they agree (a later process may have
-/// been given the same pid, and one this process may not open says nothing of when), or
-/// where the record, an earlier version's, says no start at all (judged by its pid, as that
-/// version did).
+/// Tries the lock and, while another holds it, reads who does, for up to a second. It ends
+/// early when taken, or when the record names a command that surely runs: pid and start
+/// agree, or an earlier version's record gives no start.
 fn wait_for_holder(file: &File, path: &Path, running: &Running<'_>) -> std::io::Result<Held> {
     use crate::duration::{Look, Pauses, poll_quietly};
     let look = || {
@@ -325,11 +261,8 @@ fn wait_for_holder(file: &File, path: &Path, running: &Running<'_>) -> std::io::
     })
 }
 
-/// Whether process `pid` runs, with a mark of when it started where the system says one:
-/// `None` once it has ended. On Windows its creation time (`process::running`). On Linux
-/// `/proc/PID/stat`, whose third field is the state, `Z` for a zombie (ended, waiting to be
-/// reaped) and `X` for a dead one, and whose 22nd the start time in ticks since boot
-/// (proc(5)). Elsewhere every process is taken for running, when is not known.
+/// Whether process `pid` runs, with its start where the system says: Windows' creation time,
+/// Linux's `/proc/PID/stat` (state `Z`/`X` is ended; field 22 the start, proc(5)).
 #[cfg(windows)]
 fn running(pid: u32) -> Option<Option<u64>> {
     crate::host::windows::process::running(pid)
@@ -356,8 +289,7 @@ fn stat_started(stat: &str) -> Option<u64> {
         .and_then(|t| t.parse().ok())
 }
 
-/// The state field of a `/proc/PID/stat` line: after the command, which is in parentheses
-/// and may itself hold spaces and parentheses (hence the last `)`).
+/// Whether a `/proc/PID/stat` line's state is Z or X (after the last `)` of the command).
 #[cfg(not(windows))]
 fn state_is_defunct(stat: &str) -> bool {
     stat.rsplit_once(')')
@@ -365,14 +297,11 @@ fn state_is_defunct(stat: &str) -> bool {
         .is_some_and(|state| state == "Z" || state == "X")
 }
 
-/// Makes the state directory `dir` if it is missing. On Windows it gets the access list of
-/// install's directories (`acl::PROTECTED_DIR`), also when an earlier version made it without:
-/// `%ProgramData%` lets every user add files to the folders made in it, and elevated commands
-/// write here (the lock, who holds it, a detached run's log and result) and read what is here.
+/// Makes the state directory `dir`, on Windows with `acl::PROTECTED_DIR`: `%ProgramData%` lets
+/// every user add files to its folders, and elevated commands read what is here.
 pub fn make_state_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    // A link (on Windows a junction, which any user who could add a folder may make) would
-    // send what is written here, and the access list set here, wherever it points.
+    // A link (a junction any user may make) would send what is written here elsewhere.
     if std::fs::symlink_metadata(dir)?.file_type().is_symlink() || is_junction(dir)? {
         return Err(std::io::Error::other(format!(
             "{} is a link to another directory, not a directory of calicoctl-win's own: remove the link (rmdir) and run the command again",
@@ -384,8 +313,7 @@ pub fn make_state_dir(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Whether `dir` is a reparse point (a junction or mount point, which `is_symlink` does not
-/// report).
+/// Whether `dir` is a reparse point (a junction, which `is_symlink` does not report).
 #[cfg(windows)]
 fn is_junction(dir: &Path) -> std::io::Result<bool> {
     use std::os::windows::fs::MetadataExt;
@@ -440,8 +368,7 @@ fn acquire_with(dir: &Path, command: &str, running: &Running<'_>) -> Result<Host
     match wait_for_holder(&file, &path, running).map_err(io)? {
         Held::Free => {}
         Held::By(holder) => return Err(LockError::Busy { holder, lock: path }),
-        // Held still after a second, the record its killed writer left saying nobody: a
-        // look's, or a command's that has not written yet.
+        // Held after a second with a killed writer's record: a look's, or an unwritten one's.
         Held::Stale => {
             return Err(LockError::Busy {
                 holder: None,
@@ -470,9 +397,8 @@ fn acquire_with(dir: &Path, command: &str, running: &Running<'_>) -> Result<Host
     })
 }
 
-/// Writes the record of who holds the lock, this command now holding it. Another process may
-/// have it open for a moment and share no writing (an editor, a virus scanner): a second to
-/// let it go.
+/// Writes the record of who holds the lock; a process holding it open without sharing
+/// writing (an editor, a virus scanner) gets a second to let it go.
 fn write_record(info: &Path, text: &[u8]) -> std::io::Result<File> {
     use crate::duration::{Look, Pauses, poll_quietly};
     use std::io::Write;

@@ -48,9 +48,7 @@ fn a_state_dir_that_is_a_link_is_refused() {
     if std::os::windows::fs::symlink_dir(&elsewhere, &link).is_err()
         || std::fs::symlink_metadata(&link).is_err()
     {
-        // Windows lets only a privileged or developer-mode user make a symbolic link;
-        // Wine makes none at all, though it says it did (CreateSymbolicLinkW in
-        // dlls/kernelbase/file.c at wine-8.0 is a stub that returns TRUE).
+        // Symbolic links need privilege on Windows; Wine's CreateSymbolicLinkW is a stub.
         eprintln!("skipped: no symbolic link could be made here, so there is none to refuse");
         return;
     }
@@ -69,15 +67,13 @@ fn the_state_dir_is_protected_when_the_lock_is_taken() {
     let dir = tmp.path().join("state");
     std::fs::create_dir(&dir).expect("dir");
     let path = dir.to_string_lossy().into_owned();
-    // As an earlier version could leave it (made with %ProgramData%'s access list, where
-    // every user may add files), here opened to everyone outright.
+    // As an earlier version could leave it, here opened to everyone.
     files::set_security(
         &path,
         "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;WD)",
     )
     .expect("open it");
-    // Wine keeps no access list, only the Unix mode it maps one onto (its owner reads
-    // back as a user of its own): there only Everyone's right to write is seen to go.
+    // Wine keeps only a Unix mode: there only Everyone's write is seen to go.
     let full_acl = !crate::host::contract::on_windows::under_wine();
     let others_write = || {
         let sddl = files::security(&path).expect("read").expect("there");
@@ -95,9 +91,8 @@ fn the_state_dir_is_protected_when_the_lock_is_taken() {
     assert!(!others_write().0, "{:?}", others_write().1);
 }
 
-/// Takes the lock in `dir` again just after it was let go. Other tests of this process
-/// fork children, which hold a copy of the locked file until they exec: the lock may
-/// outlive its holder by that moment.
+/// Takes the lock again just after it was let go: forked children of other tests may hold
+/// the locked file a moment longer.
 fn take_again(dir: &Path, command: &str) -> HostLock {
     let mut again = acquire(dir, command);
     for _ in 0..100 {
@@ -131,10 +126,8 @@ fn a_second_taker_is_refused_with_the_holder_and_takes_it_once_released() {
     drop(again);
 }
 
-/// A look reads who holds the lock (`busy`, CalicoNode's every minute) just as that
-/// command lets it go: the next command still takes it. Windows only marks a file deleted
-/// while another has it open, and refuses to open it again until that one closes it
-/// (Microsoft's DeleteFileW remarks), which a record deleted and written anew met.
+/// A look reading the record as its command lets the lock go never stops the next command
+/// (DeleteFileW remarks: a file being deleted cannot be opened).
 #[test]
 fn a_look_reading_who_holds_the_lock_never_stops_the_next_command() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -150,8 +143,7 @@ fn a_look_reading_who_holds_the_lock_never_stops_the_next_command() {
     drop(second);
 }
 
-/// A link where the record goes, as one a user could put there before the directory was
-/// protected, is replaced, and what it names left as it was.
+/// A symbolic link where the record goes is replaced; what it names is left as it was.
 #[cfg(unix)]
 #[test]
 fn a_link_in_place_of_the_record_is_not_written_through() {
@@ -171,10 +163,7 @@ fn a_link_in_place_of_the_record_is_not_written_through() {
     assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "kept");
 }
 
-/// A hard link where the record goes, to a file elsewhere (one a user could add before the
-/// directory was protected, to a file the user may read but not write): the command, which
-/// runs as an administrator, removes the name and writes a file of its own; what the link
-/// named keeps what it said, also once the lock is let go.
+/// A hard link where the record goes is removed, never written through.
 #[test]
 fn a_hard_link_in_place_of_the_record_is_not_written_through() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -193,8 +182,7 @@ fn a_hard_link_in_place_of_the_record_is_not_written_through() {
     assert_eq!(std::fs::read_to_string(&info).expect("record"), "");
 }
 
-/// A record written while another process holds the lock, as a look holds it: a command that
-/// took it from a look, or one another test of this process holds.
+/// A record written while another process holds the lock, as a look holds it.
 fn hold_with_record(dir: &Path, record: &str) -> File {
     drop(acquire(dir, "install").expect("the lock file made"));
     let path = dir.join(LOCK_FILE);
@@ -210,9 +198,8 @@ fn hold_with_record(dir: &Path, record: &str) -> File {
 const DEAD: u32 = 4_000_001;
 const LIVE: u32 = 4_000_002;
 
-/// A command takes the lock its killed predecessor held, whose record still names that one,
-/// and writes who it is a moment later: a look then names it, not nobody (which would have
-/// `status` read its journal as a run cut off, and let a detached run start beside it).
+/// A command taking a killed predecessor's lock is named by a look once it writes, never
+/// "nobody".
 #[test]
 fn a_look_waits_for_the_holder_to_replace_a_dead_ones_record() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -235,17 +222,14 @@ fn a_look_waits_for_the_holder_to_replace_a_dead_ones_record() {
     drop(look);
 }
 
-/// A record whose pid runs, as a process this one may not open (running, when it started
-/// unknown), may name a later process given a killed command's pid: a command waits, and
-/// takes the lock once the one that held it lets it go, rather than stop at once naming a
-/// command that may have ended.
+/// A record whose pid runs with an unknown start may be a later process: a command waits for
+/// the lock rather than stop at once naming it.
 #[test]
 fn a_holder_whose_start_is_unknown_is_not_taken_for_sure() {
     let dir = tempfile::tempdir().expect("tempdir");
     let record = format!(r#"{{"command":"install","pid":{DEAD},"started":1,"process":5}}"#);
     let look = hold_with_record(dir.path(), &record);
-    // The look lets go once the record has been judged (explicitly: Windows releases a lock
-    // left to the closing of its file when it gets to it).
+    // The look lets go once the record is judged (explicitly: LockFileEx remarks).
     let running = |pid| {
         if pid == DEAD {
             let _ = look.unlock();
@@ -270,8 +254,7 @@ fn a_holder_whose_start_is_unknown_is_not_taken_for_sure() {
     drop(look);
 }
 
-/// A process that has ended: a child that ran and was waited for. Its `Child` is kept,
-/// so that on Windows its process object stays (an ended process that is still known).
+/// An ended process (its `Child` kept, so its Windows process object stays).
 fn ended_process() -> std::process::Child {
     #[cfg(windows)]
     let mut child = std::process::Command::new("cmd.exe")
@@ -284,10 +267,8 @@ fn ended_process() -> std::process::Child {
     child
 }
 
-/// A command killed leaves its record of who holds the lock; the lock itself went with
-/// it. A look that holds the lock for a moment then makes the next command wait, never
-/// name the dead one; nor is a record taken for the holder's when its pid now names
-/// another process (one that started after the record was written).
+/// A killed command's record never names it: not while a look holds the lock, nor when its
+/// pid now names a later process.
 #[cfg(any(windows, target_os = "linux"))]
 #[test]
 fn a_record_left_by_a_dead_command_never_names_the_holder() {
@@ -334,8 +315,7 @@ fn a_record_left_by_a_dead_command_never_names_the_holder() {
     dead.wait().expect("ended");
 }
 
-/// A look that only tests the lock (CalicoNode's, every minute) never makes a command
-/// that takes it then fail as though another command held it.
+/// A look that only tests the lock never makes a command taking it fail as busy.
 #[test]
 fn a_command_takes_the_lock_while_a_look_tests_it() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -363,53 +343,7 @@ fn a_command_takes_the_lock_while_a_look_tests_it() {
     });
 }
 
-/// A record another user made hidden and a system file before the directory was protected:
-/// written over all the same (CREATE_ALWAYS, which would ask for a plain file, is refused
-/// on such a file: CreateFileW remarks).
-#[cfg(windows)]
-#[test]
-fn a_hidden_system_record_is_written_over() {
-    use std::os::windows::fs::OpenOptionsExt;
-    const HIDDEN_SYSTEM: u32 = 0x2 | 0x4;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let info = info_path(&dir.path().join(LOCK_FILE));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .attributes(HIDDEN_SYSTEM)
-        .open(&info)
-        .expect("planted");
-    let lock = acquire(dir.path(), "install").expect("lock");
-    assert_eq!(
-        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
-        Some("install".into())
-    );
-    drop(lock);
-}
-
-/// A record marked read-only (before the directory was protected, or by hand) is written
-/// over, its attribute cleared: Windows refuses to open a read-only file for writing
-/// (CreateFileW remarks). Wine running as root does not enforce the attribute, so this can
-/// fail only on real Windows.
-#[cfg(windows)]
-#[test]
-fn a_read_only_record_is_written_over() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let info = info_path(&dir.path().join(LOCK_FILE));
-    std::fs::write(&info, "{}").expect("planted");
-    let mut p = std::fs::metadata(&info).expect("meta").permissions();
-    p.set_readonly(true);
-    std::fs::set_permissions(&info, p).expect("read-only");
-    let lock = acquire(dir.path(), "install").expect("lock");
-    assert_eq!(
-        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
-        Some("install".into())
-    );
-    drop(lock);
-}
-
-/// Another process has the record open for a moment and shares no writing (an editor, a
-/// virus scanner): the command that took the lock writes it once that one lets go.
+/// A reader sharing no writing delays the record; the command writes it once let go.
 #[cfg(windows)]
 #[test]
 fn a_reader_that_shares_no_writing_only_delays_the_record() {
@@ -442,10 +376,7 @@ fn a_reader_that_shares_no_writing_only_delays_the_record() {
     drop(lock);
 }
 
-/// A reader that shares no writing (an editor, a virus scanner) would keep the record from
-/// being opened again when the lock is let go, and it would go on naming the command that
-/// held it: the holder keeps it open, so that such a reader cannot open it meanwhile, and
-/// empties it through its own handle.
+/// A reader that shares no writing cannot keep the record from being emptied on release.
 #[cfg(windows)]
 #[test]
 fn the_record_is_emptied_on_release_beside_a_reader_that_shares_no_writing() {
@@ -463,8 +394,7 @@ fn the_record_is_emptied_on_release_beside_a_reader_that_shares_no_writing() {
     assert_eq!(std::fs::read_to_string(&info).expect("record"), "");
 }
 
-/// A record an earlier version wrote says no start: a live pid is taken for its writer at
-/// once, as that version took it, not after a second of looks (`running` asked once).
+/// An earlier version's record (no start): a live pid is its writer at once (one look).
 #[test]
 fn an_earlier_versions_record_is_judged_by_its_pid_at_once() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -486,30 +416,4 @@ fn an_earlier_versions_record_is_judged_by_its_pid_at_once() {
     assert_eq!(found.map(|h| h.pid), Some(LIVE));
     assert_eq!(asked.get(), 1, "the record was looked at more than once");
     drop(look);
-}
-
-/// A directory with files in it at the record's name is left as it is, and said at once with
-/// its path and the remedy: never taken for a reader's passing refusal (waited on a second).
-#[test]
-fn a_directory_at_the_records_name_is_said_with_its_remedy() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let info = info_path(&dir.path().join(LOCK_FILE));
-    std::fs::create_dir(&info).expect("dir");
-    std::fs::write(info.join("kept.txt"), b"an administrator's").expect("file");
-    let e = acquire(dir.path(), "install").expect_err("refused");
-    let LockError::Io { source, .. } = &e else {
-        panic!("{e}");
-    };
-    assert!(!is_transient(source), "{source}");
-    let text = e.to_string();
-    assert!(text.contains(&info.display().to_string()), "{text}");
-    assert!(
-        text.contains("is a directory") && text.contains("rmdir /s"),
-        "{text}"
-    );
-    assert!(info.join("kept.txt").is_file());
-    // An empty one is taken for what a killed run may leave, and replaced.
-    std::fs::remove_file(info.join("kept.txt")).expect("emptied");
-    drop(acquire(dir.path(), "install").expect("taken"));
-    assert!(info.is_file());
 }

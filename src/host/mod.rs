@@ -1,12 +1,6 @@
 //! Everything calicoctl-win touches on a Windows node, as small traits with two
-//! implementations: the real host (`windows/`, Windows only) and SimHost (`sim/`), a
-//! directory-backed simulated Windows host with the same contracts. Each trait lives beside
-//! its types, one file a concept (registry, services, hns, files, network, firewall, events,
-//! system, process), as `windows/` and `sim/` implement them; `Host` is their sum, and every
-//! type is re-exported here (`crate::host::ServiceSpec`).
-//!
-//! Paths on the host are Windows paths (`C:\CalicoWindows\...`) given as strings; registry keys
-//! are written with their root (`HKLM\Software\Tigera\Calico`).
+//! implementations: the real host (`windows/`) and SimHost (`sim/`). `Host` is their sum.
+//! Paths are Windows paths; registry keys are written with their root (`HKLM\...`).
 
 pub mod acl;
 pub mod boot;
@@ -81,15 +75,12 @@ pub trait Host:
     Registry + Services + Hns + Files + Network + SystemInfo + Processes + Firewall + EventLog + Sync
 {
     fn kind(&self) -> HostKind;
-    /// Listens on TCP `port` of every address (the loopback's on a simulated host), the port
-    /// held for this process alone: on Windows bound with SO_EXCLUSIVEADDRUSE, so that no
-    /// other program binds it beside us (Microsoft's "Using SO_REUSEADDR and
-    /// SO_EXCLUSIVEADDRUSE").
+    /// Listens on TCP `port` of every address (loopback on a simulated host), held alone:
+    /// SO_EXCLUSIVEADDRUSE on Windows (Microsoft's "Using SO_REUSEADDR and SO_EXCLUSIVEADDRUSE").
     fn listen_tcp(&self, port: u16) -> Result<std::net::TcpListener, listen::ListenError>;
 }
 
-/// The node's file system as the release's download and extraction see it: the install
-/// root's cache on the node, every file opened, made, renamed and removed through `Files`
+/// The node's file system as the release's download and extraction see it, through `Files`
 /// (so the simulated host's faults and the contract reach it).
 pub struct ReleaseDisk<'a>(pub &'a dyn Host);
 

@@ -36,16 +36,13 @@ impl Route {
     }
 }
 
-/// A network adapter as the IP helper's `GetAdaptersAddresses` describes it (Microsoft's
-/// iphlpapi reference, `IP_ADAPTER_ADDRESSES_LH`, on every Windows Server the tool supports):
-/// what the adapter the vSwitch binds is chosen by and what it must keep across it.
+/// A network adapter as `GetAdaptersAddresses` describes it (`IP_ADAPTER_ADDRESSES_LH`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Adapter {
     /// `FriendlyName`: `Ethernet`, `vEthernet (Ethernet)`.
     pub name: String,
     pub index: u32,
-    /// `Description`, the driver's name: `Hyper-V Virtual Ethernet Adapter` for a vSwitch's
-    /// host adapter, `Microsoft Network Adapter Multiplexor Driver` for an LBFO team.
+    /// `Description`, the driver's name (`Hyper-V Virtual Ethernet Adapter` for a vSwitch's).
     pub description: String,
     /// `PhysicalAddress`, written `00-15-5D-01-02-03` as `Get-NetAdapter` shows it.
     pub mac: String,
@@ -60,8 +57,7 @@ pub struct Adapter {
     pub dns_suffix: String,
     /// `Ipv4Metric`: the interface metric.
     pub metric: u32,
-    /// `AdapterName`, the interface's GUID (`{...}`): its key under
-    /// `HKLM\SYSTEM\CurrentControlSet\Services\Tcpip\Parameters\Interfaces`.
+    /// `AdapterName`, the interface's GUID: its key under `...\Tcpip\Parameters\Interfaces`.
     #[serde(default)]
     pub guid: String,
 }
@@ -71,8 +67,7 @@ pub struct Adapter {
 pub struct AdapterAddress {
     pub ip: Ipv4Addr,
     pub prefix_len: u8,
-    /// `DadState` is `IpDadStatePreferred`: duplicate address detection is done and the
-    /// address is in use (a tentative or duplicate one is not).
+    /// `DadState` is `IpDadStatePreferred`: the address is in use, not tentative.
     pub preferred: bool,
 }
 
@@ -80,8 +75,7 @@ pub struct AdapterAddress {
 pub const VSWITCH_ADAPTER_DESCRIPTION: &str = "Hyper-V Virtual Ethernet Adapter";
 
 impl Adapter {
-    /// A vSwitch's host adapter (its description, `Hyper-V Virtual Ethernet Adapter`, with
-    /// ` #2` and so on when there are several).
+    /// A vSwitch's host adapter (`Hyper-V Virtual Ethernet Adapter`, maybe with ` #2`).
     pub fn is_vswitch_port(&self) -> bool {
         self.description.starts_with(VSWITCH_ADAPTER_DESCRIPTION)
     }
@@ -101,8 +95,7 @@ impl Adapter {
 
 #[cfg(test)]
 impl Adapter {
-    /// An Ethernet adapter on DHCP with these Preferred /24 addresses, metric 15, no DNS: the
-    /// tests' starting point, changed with struct update syntax.
+    /// A DHCP Ethernet adapter with these Preferred /24 addresses, metric 15: tests' start.
     pub fn for_test(name: &str, index: u32, mac: &str, ips: &[&str]) -> Self {
         Self {
             name: name.into(),
@@ -130,32 +123,24 @@ impl Adapter {
 /// IP configuration.
 pub trait Network {
     fn ipv4_addresses(&self) -> HostResult<Vec<InterfaceAddress>>;
-    /// Every adapter with IPv4 enabled, with its IPv4 configuration (loopback included):
-    /// `GetAdaptersAddresses(AF_INET)`, which Microsoft's iphlpapi reference documents as
-    /// "Return only IPv4 addresses associated with adapters with IPv4 enabled". The physical
-    /// adapter an External vSwitch binds has IPv4 unbound and is not among them
-    /// (`ethernet_interfaces` lists it; the adapter choice reads both).
+    /// Every adapter with IPv4 enabled, with its IPv4 configuration:
+    /// `GetAdaptersAddresses(AF_INET)`. A vSwitch's physical adapter is not among them.
     fn adapters(&self) -> HostResult<Vec<Adapter>>;
-    /// Every Ethernet interface Windows lists, IPv4 bound or not (`GetIfTable2`, which lists
-    /// every interface, filter modules left out): name, index, description, MAC and GUID, with
-    /// no addresses and no IPv4 settings.
+    /// Every Ethernet interface, IPv4 bound or not (`GetIfTable2`, filter modules left out),
+    /// without addresses or IPv4 settings.
     fn ethernet_interfaces(&self) -> HostResult<Vec<Adapter>>;
-    /// Sets an interface's IPv4 metric and turns its automatic metric off
-    /// (`GetIpInterfaceEntry` and `SetIpInterfaceEntry`, netioapi.h, Windows Vista and later).
+    /// Sets an interface's IPv4 metric, automatic metric off (`SetIpInterfaceEntry`).
     fn set_interface_metric(&self, index: u32, metric: u32) -> HostResult<()>;
-    /// Adds a manual IPv4 address to an interface (`CreateUnicastIpAddressEntry`, netioapi.h,
-    /// Windows Vista and later); one already there is `Exists`.
+    /// Adds a manual IPv4 address (`CreateUnicastIpAddressEntry`); one already there is `Exists`.
     fn add_address(&self, index: u32, ip: Ipv4Addr, prefix_len: u8) -> HostResult<()>;
-    /// Makes a setting of an interface's IPv4 configuration through WMI's
-    /// `Win32_NetworkAdapterConfiguration`, which tells the DHCP and DNS clients
+    /// Makes an IPv4 setting through WMI's `Win32_NetworkAdapterConfiguration`
     /// (`ip_config::AdapterSetting`); an interface no instance has is `NotFound`.
     fn configure_adapter(&self, index: u32, setting: &ip_config::AdapterSetting) -> HostResult<()>;
 
     fn routes(&self) -> HostResult<Vec<Route>>;
     /// Adds a route; an identical existing route is refused with `Exists`.
     fn add_route(&self, route: &Route) -> HostResult<()>;
-    /// `GET path` from a server on the host's loopback (`127.0.0.1:port`), within `timeout`:
-    /// its answer, or `None` when nothing listens (Felix's health endpoint).
+    /// `GET path` from `127.0.0.1:port` within `timeout`; `None` when nothing listens.
     fn local_http_get(
         &self,
         port: u16,
@@ -164,12 +149,8 @@ pub trait Network {
     ) -> HostResult<Option<http_probe::Answer>>;
 }
 
-/// Calls an API that fills a buffer and answers "too small, this many bytes" (`overflow`, the
-/// size written back into its in-out argument), growing the buffer up to `attempts` times, as
-/// `GetAdaptersAddresses` is called ("the recommended method ... is to call it in a loop",
-/// Microsoft's documentation). The filled buffer, 8-byte aligned; `Err(code)` with the last
-/// answer when it failed, or when the buffer was still too small after the last attempt (never
-/// an unfilled buffer read as if it were the answer).
+/// Calls an API that fills a buffer and answers "too small, this many bytes" (`overflow`),
+/// growing it up to `attempts` times (as `GetAdaptersAddresses` is documented to be called).
 pub fn with_growing_buffer(
     mut size: u32,
     attempts: u32,

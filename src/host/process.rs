@@ -45,8 +45,7 @@ impl PartialEq for LineSink {
 
 impl Eq for LineSink {}
 
-/// Copies a pipe into the sink line by line until the pipe closes (the child and anything
-/// it started have ended). The thread is not joined: a grandchild may hold the pipe open.
+/// Copies a pipe into the sink line by line until it closes; not joined (a grandchild may hold it).
 fn forward(
     pipe: impl std::io::Read + Send + 'static,
     sink: LineSink,
@@ -64,8 +63,7 @@ fn forward(
     })
 }
 
-/// A program to run. The environment is exactly `env`: nothing is inherited, so a
-/// machine-wide variable cannot leak into a Calico component.
+/// A program to run, with exactly `env`: nothing inherited leaks into a Calico component.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProcessSpec {
     pub program: String,
@@ -82,8 +80,7 @@ pub trait Child: Send {
     fn wait_timeout(&mut self, timeout: Duration) -> HostResult<Option<i32>>;
     /// Asks the program to stop, waits up to `grace`, then kills it; returns its exit code.
     fn stop(&mut self, grace: Duration) -> HostResult<i32>;
-    /// Whether it is in the service host's kill-on-close job, which ends it when the host
-    /// ends (Windows); false where it could not be put there, and off Windows.
+    /// Whether it is in the service host's kill-on-close job (Windows only).
     fn in_job(&self) -> bool {
         false
     }
@@ -101,8 +98,7 @@ pub struct LocalChild {
 }
 
 impl LocalChild {
-    /// Starts `spec` with a clean environment. On Windows the child gets its own process group
-    /// so that a Ctrl-Break can stop it gracefully.
+    /// Starts `spec` with a clean environment, on Windows in its own process group (Ctrl-Break).
     pub fn spawn(spec: &ProcessSpec) -> HostResult<Self> {
         let mut cmd = std::process::Command::new(&spec.program);
         cmd.args(&spec.args).env_clear().envs(&spec.env);
@@ -133,10 +129,8 @@ impl LocalChild {
         let mut child = cmd
             .spawn()
             .map_err(|e| HostError::io(format!("start {}", spec.program), e))?;
-        // In the service host's kill-on-close job, so that a crashed or killed host leaves no
-        // orphan (super::windows::process::KillOnCloseJob). A child that cannot be put there
-        // (a host already in a job that forbids it) is not refused: it runs as before, and
-        // `in_job` says so (a stop that fails then does not claim the job ends it).
+        // In the service host's kill-on-close job, so a killed host leaves no orphan; a child
+        // that cannot be put there runs anyway, and `in_job` says so.
         #[cfg(windows)]
         let in_job =
             super::windows::process::service_job().is_some_and(|j| j.assign(&child).is_ok());
@@ -160,8 +154,7 @@ impl LocalChild {
         })
     }
 
-    /// Once it has exited, lets its last output reach the log before the exit is reported
-    /// (a bounded wait: a grandchild may hold the pipes open).
+    /// Once it has exited, lets its last output reach the log (bounded: grandchildren).
     fn drain_output(&mut self) {
         use crate::duration::{Look, Pauses, poll_quietly};
         let deadline = Instant::now() + Duration::from_secs(1);
@@ -222,8 +215,7 @@ impl Child for LocalChild {
     }
 
     fn stop(&mut self, grace: Duration) -> HostResult<i32> {
-        // On Windows a look that fails (the handle cannot be waited on) still ends in the kill
-        // below: no second agent may start beside one whose state is unknown.
+        // On Windows a failed look still ends in the kill below: no second agent beside it.
         match self.poll() {
             Ok(Some(code)) => return Ok(code),
             Ok(None) => {
@@ -232,16 +224,13 @@ impl Child for LocalChild {
                     return Ok(code);
                 }
             }
-            // On Unix a child std cannot wait on was reaped elsewhere (ECHILD): it has ended,
-            // and its pid may be another process's by now, so no signal is sent to it.
+            // On Unix ECHILD means reaped elsewhere: ended, its pid maybe reused, so no signal.
             Err(e) if cfg!(unix) => return Err(e),
-            // On Windows the kill goes through the process handle (TerminateProcess), never a
-            // reused pid.
+            // On Windows the kill goes through the process handle, never a reused pid.
             Err(_) => {}
         }
-        // The program ignored the request, or could not be looked at: kill it
-        // (TerminateProcess / SIGKILL), and wait for its end within a bound (a process stuck in
-        // a driver call may never end).
+        // Ignored, or not to be looked at: kill it and wait within a bound (a process stuck
+        // in a driver call may never end).
         let _ = self.child.kill();
         match self.wait_timeout(KILLED_WAIT)? {
             Some(code) => Ok(code),
@@ -323,9 +312,8 @@ pub trait Processes {
     fn spawn(&self, spec: &ProcessSpec) -> HostResult<Box<dyn Child>>;
     /// The pid of a running process with this image name (`kubelet.exe`), if any.
     fn process_pid(&self, image_name: &str) -> HostResult<Option<u32>>;
-    /// Whether process `pid` runs, with a mark of when it started where the system says one
-    /// (`None` once it has ended): the judgement the host lock makes of its holder
-    /// (`lock::running`: Windows' process creation time, Linux's `/proc/PID/stat`).
+    /// Whether process `pid` runs, with its start where the system says one; `None` once it
+    /// has ended (`lock::running`).
     fn process_running(&self, pid: u32) -> Option<Option<u64>>;
 }
 

@@ -1,6 +1,5 @@
-//! The container runtime on a host: the containerd service (and the CNI directories from its
-//! `config.toml`) or docker, found the way Calico's `Get-IsContainerdRunning` and
-//! `getContainerdPath` find them.
+//! The container runtime on a host, found as Calico's `Get-IsContainerdRunning` and
+//! `getContainerdPath` find it: containerd (with its config's CNI directories) or docker.
 
 use super::{Files, HostResult, ServiceState, Services, split_command_line};
 use serde::Serialize;
@@ -67,9 +66,8 @@ fn parent(program: &str) -> String {
     }
 }
 
-/// The CNI `bin_dir` and `conf_dir` in a containerd config: the CRI plugin of containerd 1.x
-/// (`io.containerd.grpc.v1.cri`) or 2.x (`io.containerd.cri.v1.runtime`, with `bin_dirs`).
-/// A file that is not valid TOML yields nothing, and Calico's defaults apply.
+/// The CNI `bin_dir` and `conf_dir` of containerd 1.x's (`io.containerd.grpc.v1.cri`) or 2.x's
+/// (`io.containerd.cri.v1.runtime`) CRI plugin config; invalid TOML gives Calico's defaults.
 fn cni_dirs(text: &str) -> (Option<String>, Option<String>) {
     let Ok(doc) = text.parse::<toml::Table>() else {
         return (None, None);
@@ -102,8 +100,7 @@ fn cni_dirs(text: &str) -> (Option<String>, Option<String>) {
     (None, None)
 }
 
-/// Whether two Windows paths name the same directory (case, slashes and a trailing separator
-/// do not matter).
+/// Whether two Windows paths name the same directory (case, slashes, trailing separator aside).
 pub fn same_dir(a: &str, b: &str) -> bool {
     let norm = |p: &str| {
         p.replace('/', "\\")

@@ -24,8 +24,7 @@ pub enum Intent {
     Change,
 }
 
-/// The opened host, still concrete, so that where the program is assembled it can give a
-/// simulated host its service start hook before the host is used behind `dyn Host`.
+/// The opened host, still concrete, so a simulated host gets its start hook before use.
 pub enum Opened {
     Sim(Box<SimHost>),
     #[cfg(windows)]

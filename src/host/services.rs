@@ -1,5 +1,4 @@
-//! The service control manager: what a service is registered with, its state and the
-//! trait that registers, starts and stops services.
+//! The service control manager: a service's registration and state, and the `Services` trait.
 
 use super::error::HostResult;
 use serde::{Deserialize, Serialize};
@@ -44,9 +43,8 @@ pub struct ServiceSpec {
 }
 
 impl ServiceSpec {
-    /// The command line the SCM stores when the service is registered through
-    /// windows-service: the program and each argument escaped by its `shell_escape::escape`
-    /// (quoted only when they hold a space, tab, newline or quote, or are empty).
+    /// The command line the SCM stores for the service as windows-service registers it (each
+    /// part escaped by its `shell_escape::escape`).
     pub fn command_line(&self) -> String {
         std::iter::once(quote_arg(&self.program))
             .chain(self.args.iter().map(|a| quote_arg(a)))
@@ -55,17 +53,14 @@ impl ServiceSpec {
     }
 
     /// Whether a stored command line runs this program with these arguments, compared as
-    /// Windows parses it (CommandLineToArgvW), never as text: `"C:\x.exe" a` and `C:\x.exe a`
-    /// are the same command, and so are paths differing only in case.
+    /// CommandLineToArgvW parses it, paths in any case.
     pub fn same_command(&self, stored: &str) -> bool {
         let (program, args) = split_command_line(stored);
         program.eq_ignore_ascii_case(&self.program) && args == self.args
     }
 }
 
-/// One argument escaped as windows-service 0.8 escapes it (its `shell_escape.rs`, after
-/// "Everyone quotes command line arguments the wrong way"): backslashes are doubled only
-/// before a quote or the closing quote.
+/// One argument escaped as windows-service 0.8's `shell_escape.rs` escapes it.
 fn quote_arg(a: &str) -> String {
     if !a.is_empty() && !a.contains([' ', '\t', '\n', '\u{b}', '"']) {
         return a.to_owned();
@@ -93,13 +88,8 @@ fn quote_arg(a: &str) -> String {
     out
 }
 
-/// Splits a command line into the program and its arguments as Windows does
-/// (CommandLineToArgvW, as documented and as Wine implements it): the program runs to the
-/// first space or tab, or between quotes with no escapes; in the arguments, 2n backslashes
-/// and a quote are n backslashes and a quote that opens or closes, 2n+1 backslashes and a
-/// quote are n backslashes and a literal quote, other backslashes are literal, and `""`
-/// inside quotes is a literal quote that also ends the quoted part. Under Wine a test
-/// compares this with the real CommandLineToArgvW (`host::windows::cmdline_tests`).
+/// Splits a command line into the program and its arguments as CommandLineToArgvW does
+/// (checked against it under Wine: `host::windows::cmdline_tests`).
 pub fn split_command_line(line: &str) -> (String, Vec<String>) {
     let chars: Vec<char> = line.chars().collect();
     let mut i = 0;
@@ -143,8 +133,7 @@ pub fn split_command_line(line: &str) -> (String, Vec<String>) {
                         arg.extend(std::iter::repeat_n('\\', run));
                     }
                 }
-                // Wine's CommandLineToArgvW: a third quote in a row emits one and ends the
-                // quoted part.
+                // Wine's CommandLineToArgvW: a third quote in a row emits one, ends the part.
                 '"' if quoted && chars.get(i + 1) == Some(&'"') => {
                     arg.push('"');
                     quoted = false;
@@ -177,11 +166,8 @@ pub enum ServiceState {
     Other,
 }
 
-/// What a stop does next when the SCM answered `ERROR_SERVICE_CANNOT_ACCEPT_CTRL` (1061):
-/// "the state of the service is SERVICE_STOPPED, SERVICE_START_PENDING, or
-/// SERVICE_STOP_PENDING" (Microsoft's ControlService documentation). A service still starting
-/// (RemoteAccess restarted a moment ago) is waited for until it runs, then stopped; one already
-/// stopping is waited for until it has stopped; both within the stop's timeout.
+/// What a stop does on `ERROR_SERVICE_CANNOT_ACCEPT_CTRL` (1061; Microsoft's ControlService):
+/// wait for a starting service to run, then stop it; wait for a stopping one to stop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AfterCannotAccept {
     /// Stopped already: done.
@@ -204,17 +190,11 @@ impl AfterCannotAccept {
     }
 }
 
-/// ControlService's ERROR_SERVICE_REQUEST_TIMEOUT: the Service Control Manager could not
-/// deliver the control. It "processes service control notifications in a serial fashion", so
-/// the call "will block for 30 seconds if any service is busy handling a control code", then
-/// fails with this (Microsoft, "ControlService function (winsvc.h)", Remarks); the 30 s is the
-/// default of `HKLM\SYSTEM\CurrentControlSet\Control\ServicesPipeTimeout`, which
-/// administrators raise (Microsoft, "Event ID 7009 — Basic Service Operations"). The busy
-/// service may be another one, so a later send may be delivered; each may block as long again.
+/// ControlService's ERROR_SERVICE_REQUEST_TIMEOUT: the SCM, busy with another control, could
+/// not deliver this one within `ServicesPipeTimeout` (Microsoft, "ControlService", Remarks).
 pub const ERROR_SERVICE_REQUEST_TIMEOUT: u32 = 1053;
 
-/// Whether a stop the SCM could not deliver is sent again: only while the time left holds
-/// another send as long as the last one took, so no send runs past the caller's bound.
+/// Whether an undelivered stop is sent again: only while the time left holds another send.
 pub fn send_stop_again(last_took: Duration, left: Duration) -> bool {
     !left.is_zero() && left >= last_took
 }
@@ -242,8 +222,7 @@ pub struct InstalledService {
     pub name: String,
     pub state: ServiceState,
     pub pid: Option<u32>,
-    /// Unix seconds when the service's process started; `None` when it is not running or
-    /// the time cannot be read (the process ended while it was asked).
+    /// Unix seconds when the service's process started; `None` when not running or unknown.
     #[serde(default)]
     pub since: Option<i64>,
     pub display_name: String,
@@ -380,8 +359,7 @@ mod command_line_tests {
 mod cannot_accept_tests {
     use super::{AfterCannotAccept, ServiceState};
 
-    /// ControlService answers 1061 for a service that is stopped, starting or stopping: a
-    /// stop then finishes, retries once it runs, or waits for the stop under way; never fails.
+    /// On 1061 a stop finishes, retries once the service runs, or waits for the stop under way.
     #[test]
     fn a_stop_refused_while_pending_waits_instead_of_failing() {
         assert_eq!(

@@ -1,13 +1,7 @@
-//! A rename or delete that another process's open handle blocks for a moment, tried again.
-//!
-//! Go opens files without `FILE_SHARE_DELETE` (golang/go `src/syscall/syscall_windows.go`,
-//! `Open`: `sharemode := uint32(FILE_SHARE_READ | FILE_SHARE_WRITE)`), so while containerd
-//! re-reads the CNI config directory, the CNI plugin reads calico-node's kubeconfig or client-go
-//! re-reads the token file, a rename over that file or its deletion fails with
-//! `ERROR_SHARING_VIOLATION` (32), or `ERROR_ACCESS_DENIED` (5) when the file is pending delete
-//! (Microsoft's "DeleteFile function": "the file is marked for deletion on close ... subsequent
-//! calls to CreateFile to open the file fail with ERROR_ACCESS_DENIED"). Such readers hold the
-//! file for milliseconds: the operation is tried again for about two seconds.
+//! A rename or delete that another process's open handle blocks for a moment, tried again
+//! for about two seconds: Go opens files without `FILE_SHARE_DELETE` (golang/go
+//! `src/syscall/syscall_windows.go`, `Open`), giving ERROR_SHARING_VIOLATION (32) or, pending
+//! delete, ERROR_ACCESS_DENIED (5).
 
 use std::time::Duration;
 

@@ -30,16 +30,12 @@ pub struct SystemFacts {
     /// unmoved by clock steps (`host::boot::boot_instant`).
     #[serde(default)]
     pub boot_local_seconds: Option<i64>,
-    /// The same on the local wall clock as Windows reports it now, moved by every clock step
-    /// since the boot (`host::boot::reported_local`): what Calico's scripts format into the
-    /// legacy `LastBootTime` and compare with it. `None` where nothing stepped the clock
-    /// (a simulated host): then `boot_local_seconds` (`SystemFacts::boot_local_reported`).
+    /// The boot on the local wall clock as Windows reports it now (`boot::reported_local`),
+    /// what Calico's scripts format into `LastBootTime`; `None` on a simulated host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_local_seconds_reported: Option<i64>,
-    /// The reported boot on the local wall clock by the time zone's rule for the boot's date
-    /// (daylight saving time as it was then, `SystemTimeToTzSpecificLocalTimeEx`). Where it is
-    /// not `boot_local_seconds_reported`, a DST change since the boot leaves open which of the
-    /// two Calico's scripts format.
+    /// The reported boot by the time zone's rule for the boot's date
+    /// (`SystemTimeToTzSpecificLocalTimeEx`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_local_seconds_dated: Option<i64>,
     /// The host's name as `hostname` prints it; kubelet's node name unless it is overridden.

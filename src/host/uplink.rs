@@ -1,23 +1,10 @@
-//! The adapter the External network's vSwitch binds (its uplink), chosen by the node's IP.
+//! The adapter the External network's vSwitch binds (its uplink), chosen by the node's IP:
+//! HNS binds the default-route adapter otherwise (rancher/rke2#3533,
+//! projectcalico/calico#10536). Addresses compare as addresses, never as text.
 //!
-//! HNS binds the default-route adapter when the network document names none, so a node whose
-//! node IP is on another adapter advertises one address and tunnels from another
-//! (rancher/rke2#3533, projectcalico/calico#10536). The uplink is therefore the adapter that
-//! holds the node IP: the Node's InternalIP, else kubelet's `--node-ip`, else the default
-//! route's adapter. Addresses compare as addresses, never as text (rke2's
-//! `pkg/windows/utils.go` matches with `strings.Contains`, so node IP 10.0.0.1 picked the
-//! adapter holding 10.0.0.15).
-//!
-//! Once the vSwitch exists the node IP is on its host adapter, `vEthernet (<uplink>)`, which
-//! carries the uplink's MAC (antrea `pkg/agent/util/net_windows.go`, `adapterIPExists`, finds
-//! it by address, that MAC and the `vEthernet` name): the uplink is then read back from the
-//! External network (the adapter HNS reports it bound) or, failing that, from the one adapter
-//! with that MAC whose name the vEthernet adapter's carries; never from the name alone. The
-//! physical adapter then has IPv4 unbound, so `GetAdaptersAddresses(AF_INET)` leaves it out
-//! (Microsoft's iphlpapi reference: "Return only IPv4 addresses associated with adapters with
-//! IPv4 enabled"): it is read from the interface table (`every_adapter`). When neither HNS nor
-//! Windows tells it, the choice is unknown (`None`), which install and reconfigure take as no
-//! change: the External network stays where it is.
+//! Behind the vSwitch the uplink is read back from the External network, or from the one
+//! adapter with the host adapter's MAC and name (antrea `pkg/agent/util/net_windows.go`,
+//! `adapterIPExists`); when neither tells, it is unknown (`None`): no change.
 
 use super::{Adapter, Route, hns::HnsNetwork};
 use serde::Serialize;
@@ -34,8 +21,7 @@ pub struct NodeIp {
 /// The adapter chosen and why, as `config show`, `render` and the install plan say it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Choice {
-    /// The adapter's name; `None` when nothing names one (no node IP and no default route:
-    /// HNS picks).
+    /// The adapter's name; `None` when nothing names one (HNS picks).
     pub adapter: Option<String>,
     pub why: String,
 }
@@ -53,8 +39,7 @@ impl Choice {
 }
 
 impl Choice {
-    /// An unknown is no change: with no adapter chosen (the one behind our vSwitch cannot be
-    /// told, or nothing names one), the adapter the install record keeps (`recorded`) stays.
+    /// With no adapter chosen (not told, or none named), the recorded one stays: no change.
     pub fn or_recorded(self, recorded: Option<&str>) -> Choice {
         match (&self.adapter, recorded) {
             (None, Some(kept)) => Choice {
@@ -110,9 +95,8 @@ impl ChoiceError {
     }
 }
 
-/// `, the vSwitch X`: the name in a vSwitch host adapter's `vEthernet (X)`, which is the
-/// switch's name for one made with `New-VMSwitch` (Microsoft Learn, "Create a virtual switch
-/// for Hyper-V virtual machines") and the bound adapter's for one HNS made.
+/// `, the vSwitch X`: the X of a host adapter's `vEthernet (X)`: a `New-VMSwitch` switch's
+/// name, or the bound adapter's for one HNS made.
 fn switch_named(adapter: &str) -> String {
     adapter
         .strip_prefix("vEthernet (")
@@ -151,10 +135,7 @@ fn listed(adapters: &[Adapter]) -> String {
     }
 }
 
-/// Every adapter Windows lists: those with IPv4 enabled (`Network::adapters`) and, without
-/// addresses, the Ethernet interfaces with IPv4 unbound (`Network::ethernet_interfaces`),
-/// among them the physical adapter under an External vSwitch, which
-/// `GetAdaptersAddresses(AF_INET)` leaves out.
+/// Every adapter Windows lists: IPv4 enabled, and Ethernet with IPv4 unbound (under a vSwitch).
 pub fn every_adapter(host: &dyn super::Host) -> super::HostResult<Vec<Adapter>> {
     let mut all = host.adapters()?;
     let unbound: Vec<Adapter> = host
@@ -166,10 +147,8 @@ pub fn every_adapter(host: &dyn super::Host) -> super::HostResult<Vec<Adapter>> 
     Ok(all)
 }
 
-/// Whether `vnic` is the vSwitch host adapter made on the adapter `name` whose MAC is `mac`:
-/// a vSwitch port with that MAC named `vEthernet (<name>)` (antrea
-/// `pkg/agent/util/net_windows.go`, `adapterIPExists`, finds it by the MAC and the `vEthernet`
-/// name); never by the name alone, and no MAC is no match.
+/// Whether `vnic` is the vSwitch host adapter of adapter `name` with MAC `mac`: by MAC and the
+/// `vEthernet (<name>)` name together (antrea `adapterIPExists`); no MAC is no match.
 pub fn is_host_adapter_of(vnic: &Adapter, name: &str, mac: &str) -> bool {
     vnic.is_vswitch_port()
         && !mac.is_empty()
@@ -179,10 +158,7 @@ pub fn is_host_adapter_of(vnic: &Adapter, name: &str, mac: &str) -> bool {
             .eq_ignore_ascii_case(&format!("vEthernet ({name})"))
 }
 
-/// The name of the physical adapter under a vSwitch host adapter of the External network, or
-/// `None` when the vSwitch is not ours (`external` is `None`: no External network) or cannot
-/// be told. `adapters` is every adapter Windows lists (`every_adapter`), the physical one
-/// with IPv4 unbound among them.
+/// The physical adapter under the External vSwitch's host adapter; `None` if not ours or untold.
 pub fn uplink_of(
     vnic: &Adapter,
     adapters: &[Adapter],
@@ -192,9 +168,8 @@ pub fn uplink_of(
     let same_mac = |a: &&Adapter| {
         !a.is_vswitch_port() && !vnic.mac.is_empty() && a.mac.eq_ignore_ascii_case(&vnic.mac)
     };
-    // What HNS says it bound, when it says (HNS v1's `NetworkAdapterName`, or the policy):
-    // the adapter of that name with the vEthernet adapter's MAC, or HNS's word alone when
-    // Windows lists no adapter of that name (none contradicts it).
+    // What HNS says it bound (`NetAdapterName`): the adapter of that name with the vEthernet
+    // adapter's MAC, or HNS's word alone when Windows lists none of that name.
     if let Some(bound) = external.and_then(|n| n.adapter.as_deref()) {
         let mut named = adapters
             .iter()
@@ -215,8 +190,7 @@ pub fn uplink_of(
     candidates.next().is_none().then(|| one.name.clone())
 }
 
-/// The adapter the default route with the lowest metric (route plus interface metric, as
-/// Windows sums them) leaves by.
+/// The adapter the default route with the lowest route-plus-interface metric leaves by.
 pub fn default_route_adapter<'a>(adapters: &'a [Adapter], routes: &[Route]) -> Option<&'a Adapter> {
     routes
         .iter()
@@ -229,8 +203,7 @@ pub fn default_route_adapter<'a>(adapters: &'a [Adapter], routes: &[Route]) -> O
         .map(|(_, a)| a)
 }
 
-/// Chooses the uplink: the configured adapter, else the one holding the node IP, else the
-/// default route's (read through the vSwitch when it exists).
+/// Chooses the uplink: configured, else holding the node IP, else the default route's.
 pub fn choose(
     configured: Option<&str>,
     node_ip: Option<&NodeIp>,
@@ -296,8 +269,7 @@ pub fn choose(
         })
 }
 
-/// The adapter `vxlan.adapter` names, read back through our vSwitch when it names its host
-/// adapter.
+/// The adapter `vxlan.adapter` names, read back through our vSwitch when it names its port.
 fn by_name(
     name: &str,
     adapters: &[Adapter],
@@ -328,8 +300,7 @@ fn by_name(
 /// Why a choice through our vSwitch is unknown: an unknown is no change (`NetworkSettings`).
 const UNTOLD: &str = "the External vSwitch's host adapter, whose physical adapter neither HNS nor Windows tells: the External network stays on the adapter it is bound to";
 
-/// The physical adapter under our External vSwitch's host adapter `vnic`: `None` when it
-/// cannot be told; another vSwitch's host adapter is `Foreign`.
+/// The physical adapter under our vSwitch port `vnic` (`None`: untold); another's is `Foreign`.
 fn through_vswitch(
     vnic: &Adapter,
     adapters: &[Adapter],
@@ -397,8 +368,7 @@ impl crate::error::Diagnose for ChoiceError {
 /// which kubelet's service reads: kubernetes-sigs/sig-windows-tools `PrepareNode.ps1`).
 pub const KUBEADM_FLAGS: &str = r"C:\var\lib\kubelet\kubeadm-flags.env";
 
-/// The IPv4 address of `--node-ip=A[,B]` or `--node-ip A` among kubelet's arguments (a
-/// dual-stack value gives its IPv4 one).
+/// The IPv4 address of `--node-ip=A[,B]` or `--node-ip A` among kubelet's arguments.
 pub fn node_ip_flag<'a>(args: impl IntoIterator<Item = &'a str>) -> Option<Ipv4Addr> {
     let mut args = args.into_iter();
     while let Some(a) = args.next() {
@@ -414,8 +384,7 @@ pub fn node_ip_flag<'a>(args: impl IntoIterator<Item = &'a str>) -> Option<Ipv4A
     None
 }
 
-/// The node IP: the Node's InternalIP, else kubelet's `--node-ip` from its service's command
-/// line, else from kubeadm's flags file.
+/// The node IP: the Node's InternalIP, else kubelet's `--node-ip`, else kubeadm's flags file.
 pub fn node_ip(
     internal_ip: Option<Ipv4Addr>,
     kubelet_command_line: Option<&str>,

@@ -41,8 +41,7 @@ fn external(adapter: Option<&str>) -> HnsNetwork {
     }
 }
 
-/// rke2's `pkg/windows/utils.go` matched the node IP as text (`strings.Contains`): the
-/// adapter listed first whose address contains it.
+/// rke2's `pkg/windows/utils.go` matched the node IP as text (`strings.Contains`).
 fn by_substring<'a>(adapters: &'a [Adapter], ip: &str) -> Option<&'a Adapter> {
     adapters
         .iter()
@@ -138,8 +137,7 @@ fn behind_the_vswitch_the_uplink_is_found_by_address_mac_and_name_together() {
     let c = choose(None, None, &adapters, &[default_route(9, 0)], Some(&ext)).expect("choice");
     assert_eq!(c.adapter.as_deref(), Some("Ethernet"));
 
-    // A name alone is not enough: the MAC must be the uplink's too. What cannot be told is
-    // no adapter (an unknown, which is no change), not a guess and not an error.
+    // A name alone is not enough: the MAC must match; the untold is no change, not an error.
     let renamed_mac = [
         nic("Ethernet", 4, "00-15-5D-00-00-04", &[]),
         vnic("Ethernet", 9, "00-15-5D-00-00-99", &["10.0.0.5"]),
@@ -170,8 +168,7 @@ fn behind_the_vswitch_the_uplink_is_found_by_address_mac_and_name_together() {
     )
     .expect("bound");
     assert_eq!(c.adapter.as_deref(), Some("Ethernet"));
-    // HNS's word alone when Windows lists no adapter of that name; not when one of that name
-    // has another MAC.
+    // HNS's word alone when Windows lists none of that name; not when that name has another MAC.
     let unlisted = [vnic("Ethernet", 9, "00-15-5D-00-00-04", &["10.0.0.5"])];
     let c = choose(None, Some(&node("10.0.0.5")), &unlisted, &[], Some(&bound)).expect("HNS");
     assert_eq!(c.adapter.as_deref(), Some("Ethernet"));
@@ -253,8 +250,7 @@ fn a_configured_vswitch_adapter_is_read_back_when_ours_and_refused_when_not() {
     );
 }
 
-/// An unknown is no change: no adapter chosen keeps the one the install record names; a
-/// choice made is never overridden by the record.
+/// No adapter chosen keeps the recorded one; a choice made is never overridden by it.
 #[test]
 fn an_adapter_that_cannot_be_told_keeps_the_recorded_one() {
     let unknown = Choice {

@@ -1,5 +1,4 @@
-//! CalicoFelix and CalicoConfd: wait for CalicoNode's initialisation, then run the component
-//! and restart it when it exits (`felix-service.ps1`, `confd-service.ps1`).
+//! CalicoFelix and CalicoConfd (`felix-service.ps1`, `confd-service.ps1`).
 
 use super::child::{Backoff, ChildEnd, run_child};
 use super::log::Log;
@@ -78,9 +77,8 @@ fn clear_generated(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
     Ok(())
 }
 
-/// Waits until CalicoNode has initialised in this boot; after `init_timeout` it warns (and
-/// again every `init_timeout`) but keeps waiting: running felix on networks about to be
-/// deleted would be worse.
+/// Waits until CalicoNode has initialised in this boot, warning every `init_timeout` but
+/// waiting on: felix on networks about to be deleted would be worse.
 fn wait_for_init(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
     if init_done(host)? {
         return Ok(());
@@ -123,8 +121,7 @@ fn wait_for_init(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Resul
     )
 }
 
-/// Felix's start, kept where `status` reads it: Felix is aged by its own start, not by its
-/// service's, which runs on while Felix is restarted.
+/// Felix's own start, kept where `status` reads it (its service outlives Felix's restarts).
 fn note_start(host: &dyn Host, s: &Settings, log: &Log) {
     if s.role != Role::Felix {
         return;
@@ -139,8 +136,7 @@ fn note_start(host: &dyn Host, s: &Settings, log: &Log) {
     }
 }
 
-/// Runs the component until a stop is requested: again at once after `reload_exit`, else
-/// after a doubling delay (reset when it had run longer than the longest delay).
+/// Runs the component until a stop: at once after `reload_exit`, else after a doubling delay.
 pub(super) fn supervise(
     host: &dyn Host,
     s: &Settings,

@@ -1,19 +1,15 @@
-//! Calico's API group under the running components. libcalico-go picks the group once, at a
-//! component's start (projectcalico/calico v3.32.1 `libcalico-go/lib/backend/k8s/discovery.go`
-//! `UsingV3CRDs`, unless `CALICO_API_GROUP` pins it), so when a datastore migration's clean-up
-//! deletes the `crd.projectcalico.org` CRDs the components keep reading a group that is gone.
-//! CalicoNode discovers the group with calico-node's credential at each look of its condition
-//! (a GET of `/apis`, which any authenticated identity may make) and, when it changed since
-//! the components started, restarts them once: CalicoFelix and CalicoConfd, and calico-node's
-//! start-up again.
+//! Calico's API group under the running components. libcalico-go picks the group once at
+//! start (projectcalico/calico v3.32.1 `libcalico-go/lib/backend/k8s/discovery.go`
+//! `UsingV3CRDs`), so after a migration deletes `crd.projectcalico.org` the components read a
+//! gone group. CalicoNode discovers the group at each look and, when it changed, restarts
+//! CalicoFelix, CalicoConfd and calico-node's start-up once.
 
 use super::log::Log;
 use crate::cluster::calico_api::Group;
 use crate::host::Host;
 use std::collections::BTreeMap;
 
-/// The environment variable that pins the group (libcalico-go `apiconfig`
-/// `CalicoAPIGroup`, read from `CALICO_API_GROUP`).
+/// The variable that pins the group (libcalico-go `apiconfig` `CalicoAPIGroup`).
 pub const PIN: &str = "CALICO_API_GROUP";
 
 /// The group the components run with, and what a new look changes.
@@ -32,8 +28,7 @@ impl GroupWatch {
         }
     }
 
-    /// The group discovered now: `Some((from, to))` when the components started with another
-    /// (the first look only records it). A pinned group is never followed.
+    /// The group now: `Some((from, to))` when the components started with another; never pinned.
     pub fn changed(&mut self, now: Group) -> Option<(Group, Group)> {
         if self.pinned {
             return None;
@@ -45,9 +40,8 @@ impl GroupWatch {
     }
 }
 
-/// Restarts the registered Calico services that read Calico's resources (CalicoFelix,
-/// CalicoConfd), said in the log and the event log; the names restarted, or `Stopped` when
-/// CalicoNode's stop came during a restart.
+/// Restarts the registered CalicoFelix and CalicoConfd, said in the log and the event log;
+/// the names restarted, or `Stopped`.
 pub fn restart_components(
     host: &dyn Host,
     (from, to): (Group, Group),

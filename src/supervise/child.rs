@@ -1,5 +1,4 @@
-//! Running one child under a service body: until it exits, times out or is stopped, with a
-//! back-off between restarts; and a failure said in the log, the event log and the record.
+//! Running one child under a service body, restarts with back-off, failures said and recorded.
 
 use super::log::Log;
 use super::settings::{Launch, Result, Settings, SuperviseError, Timing};
@@ -17,8 +16,7 @@ pub(super) enum ChildEnd {
     TimedOut,
 }
 
-/// Runs a child with exactly `env`, its output in the log, until it exits, runs past `limit`
-/// (stopped, `TimedOut`), or a stop is requested (stopped gracefully, then killed; `Stopped`).
+/// Runs a child with exactly `env` until it exits, runs past `limit` (`TimedOut`) or a stop.
 pub(super) fn run_child(
     host: &dyn Host,
     s: &Settings,
@@ -46,8 +44,7 @@ pub(super) fn run_child(
     let pid = child.pid();
     keep(host, s, pid, log);
     let in_job = child.in_job();
-    // A child that runs for good (an agent) is no wait to follow look by look: its start and
-    // its end are said, not that it still runs every half-minute.
+    // A child that runs for good is no wait: its start and end are said, not each look.
     let say = &mut |l: &str| {
         if limit.is_some() || !l.starts_with(STILL_WAITING) {
             log.info(l);
@@ -88,8 +85,7 @@ pub(super) fn run_child(
             log.info(&format!("pid {pid} ended with exit code {code}"));
             Err(SuperviseError::Stopped)
         }
-        // A look that failed leaves no child behind for the next start to run beside: one
-        // that cannot be stopped either ends the service (`NotStopped`), never a restart.
+        // A failed look leaves no child to run beside: one that cannot be stopped ends the service.
         Err(e) => match child.stop(s.stop_timeout) {
             Ok(_) => Err(e),
             Err(stop) => {
@@ -100,8 +96,7 @@ pub(super) fn run_child(
     }
 }
 
-/// Keeps the child's pid and start (`PID START`, the start as `process_running` says it) in
-/// the role's registry value, for the service's next start to wait on (`earlier`).
+/// Keeps the child's pid and start in the role's registry value for the next start (`earlier`).
 fn keep(host: &dyn Host, s: &Settings, pid: u32, log: &Log) {
     let started = host
         .process_running(pid)
@@ -113,10 +108,8 @@ fn keep(host: &dyn Host, s: &Settings, pid: u32, log: &Log) {
     }
 }
 
-/// Before a child starts: the one kept by an earlier run (`keep`) that still runs as the same
-/// process (its pid, with the same start: the host lock's judgement of its holder) is waited
-/// for up to `Timing::earlier_wait`, and ends the start (`EarlierStillRuns`) if still there.
-/// One whose start was not known, or whose pid now names another process, is taken as ended.
+/// Before a child starts: one an earlier run kept that still runs as the same process (pid and
+/// start) is waited for up to `Timing::earlier_wait`, else the start ends (`EarlierStillRuns`).
 fn earlier(host: &dyn Host, s: &Settings, launch: &Launch, stop: &Stop, log: &Log) -> Result<()> {
     let kept = match host.reg_get(crate::layout::CALICO_KEY, s.role.child_value())? {
         Some(crate::host::RegValue::Sz(text)) => text,
@@ -192,8 +185,7 @@ impl Backoff {
 /// The event id of a failure CalicoNode records for the waits (listed in `layout`).
 pub use crate::layout::EVENT_FAILURE;
 
-/// Says a failure in the service's log and the event log and records it for the waits
-/// (`installed::failure`), which then end at once with the service's own error.
+/// Says a failure in the log and the event log, and records it for the waits (`failure`).
 pub fn report_failure(
     host: &dyn Host,
     service: &str,

@@ -1,10 +1,7 @@
-//! The CNI config withheld while Calico's network is not ready after a boot. At boot
-//! CalicoNode deletes and makes again Calico's HNS networks, so a pod that kubelet starts
-//! before that gets an endpoint on a network about to go, and loses its networking
-//! (projectcalico/calico#5828). The CNI config is moved aside when the machine shuts down
-//! (and, after a power loss, when CalicoNode first starts in a boot), so kubelet cannot set up
-//! a pod sandbox; it is put back once calico-node startup has finished on the new network.
-//! Without the config, the runtime reports its network not ready and kubelet waits.
+//! The CNI config withheld while Calico's network is not ready after a boot: a pod started
+//! before CalicoNode remakes the HNS networks loses its networking (projectcalico/calico#5828).
+//! The config is moved aside at shutdown (or at the first start of a boot) and put back once
+//! calico-node startup has finished; kubelet waits meanwhile.
 
 use super::log::Log;
 use crate::host::{Access, Host, HostResult};

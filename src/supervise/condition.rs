@@ -1,20 +1,7 @@
-//! CalicoNode tells the cluster how Calico on this node is: a Node condition,
-//! `CalicoWindowsReady`, True when nothing below is wrong and False with the reasons, set
-//! whenever that changes. It is set with calico-node's own credential: Calico's ClusterRole
-//! `calico-node` may patch `nodes/status` and list pods (projectcalico/calico v3.31.7
-//! `manifests/calico.yaml`, ClusterRole calico-node: "Needed for clearing NodeNetworkUnavailable
-//! flag"; "Used by Calico for policy information"). `fleet status` reads it for every node.
-//!
-//! What counts is what the node judges of itself (`health::survey` in the node's own mode:
-//! the steps and judges status's survey takes, which repair takes too): a service the install
-//! made not running, the cloud metadata route the node had before the install missing, an
-//! install record it cannot read, CalicoFelix not live or ready (its health endpoint), an HNS
-//! network the install made missing, this host's HNS endpoints at fault
-//! (`installed::endpoints`, with the default grace period; another host's endpoints are left
-//! to `status` and `repair`, which ask the cluster about each address), a service the HNS
-//! restart watchdog could not restart, the node's address differing between the layers, the
-//! vSwitch adapter's addressing, the metrics ports, and what a run left under way while no
-//! command holds the host lock.
+//! CalicoNode's Node condition `CalicoWindowsReady`: True when the node's own survey
+//! (`health::survey`) finds nothing wrong, else False with the reasons; set when it changes,
+//! with calico-node's credential (projectcalico/calico v3.31.7 `manifests/calico.yaml`,
+//! ClusterRole calico-node may patch `nodes/status`). `fleet status` reads it.
 
 use super::log::Log;
 use crate::cluster::Cluster;
@@ -31,21 +18,15 @@ pub use crate::cluster::node::CONDITION_CALICO_READY as CONDITION;
 /// How often CalicoNode looks again.
 pub const EVERY: Duration = Duration::from_secs(60);
 
-/// How often the condition is set although its answer is the same, so that its
-/// `lastHeartbeatTime` says CalicoNode still looks: kubelet's own node status cadence
-/// (`nodeStatusReportFrequency`, 5m by default: kubernetes pkg/kubelet/apis/config/v1beta1
-/// defaults). `fleet status` takes an older heartbeat for a CalicoNode that stopped looking.
+/// How often an unchanged condition is set again, so `lastHeartbeatTime` shows CalicoNode
+/// looks: kubelet's `nodeStatusReportFrequency` (kubernetes pkg/kubelet/apis/config/v1beta1).
 pub use crate::cluster::node::CONDITION_HEARTBEAT as HEARTBEAT;
 
-/// How long a change of the advice codes alone is held back after one was set: a code that
-/// comes and goes at every look (an endpoint whose state flickers) patches the Node at most
-/// once in this time instead of every minute. A held change is set with the next heartbeat or
-/// after this time, whichever comes first; a change of the reasons (a new failure, one gone) is
-/// set at once.
+/// How long a change of the advice codes alone is held back after one was set (a flickering
+/// code patches the Node at most once in this time); a change of the reasons is set at once.
 pub const ADVICE_HOLD: Duration = Duration::from_secs(15 * 60);
 
-/// At most this many reasons are named in the condition's message, which is for people: every
-/// finding's code is in the codes annotation beside it (`cluster::node::report`).
+/// At most this many reasons named in the message; every code is in the codes annotation.
 const MAX_REASONS: usize = 10;
 
 /// CalicoNode's reporter: its credential and what it last set.
@@ -66,8 +47,7 @@ pub struct Reporter {
 }
 
 impl Reporter {
-    /// The reporter of node `NODENAME` with calico-node's kubeconfig (`KUBECONFIG`), when the
-    /// datastore is Kubernetes.
+    /// The reporter of node `NODENAME` with calico-node's kubeconfig, on a Kubernetes datastore.
     pub fn prepare(
         env: &BTreeMap<String, String>,
         root: &crate::layout::InstallRoot,
@@ -207,8 +187,7 @@ struct Published {
 }
 
 impl Published {
-    /// Whether a look at `at` that found `now` sets the condition (`to_set`), with a change of
-    /// the advice codes alone held back for `ADVICE_HOLD` after the last one set.
+    /// Whether a look at `at` finding `now` sets the condition, advice-only changes held back.
     fn due(&self, now: &Set, on_node: Option<bool>, at: Instant) -> Option<(bool, bool)> {
         let beat_due = self.at.is_none_or(|t| at.duration_since(t) >= HEARTBEAT);
         let held = self
@@ -237,15 +216,10 @@ impl Published {
     }
 }
 
-/// What a look sets, given what was last set (`None`: nothing set since CalicoNode
-/// started) and the status the Node carries now (`on_node`): nothing when the reasons and the
-/// codes are the same and no heartbeat is due (no patch every minute on every node; an advice
-/// code that comes or goes under a True is set at once, as a reason is); else the status and
-/// whether it changed (a new transition time). A CalicoNode that just started compares with
-/// the Node's condition, as kubelet's own conditions keep their transition time across its
-/// restarts (kubernetes pkg/kubelet/nodestatus/setters.go, `ReadyCondition`: `LastTransitionTime` moves only
-/// when the status differs from the one the Node holds). A patch that failed set nothing, so
-/// the next look sets it again.
+/// What a look sets, given what was last set (`None` since start) and the Node's condition
+/// now: nothing when unchanged and no heartbeat is due, else the status and whether it
+/// changed. The transition time survives restarts, as kubelet's does (kubernetes
+/// pkg/kubelet/nodestatus/setters.go, `ReadyCondition`).
 fn to_set(
     last: Option<&Set>,
     now: &Set,
@@ -263,8 +237,7 @@ fn to_set(
     Some((ready, changed))
 }
 
-/// The condition, as the API server keeps one: the transition time only when the status
-/// changed.
+/// The condition as the API server keeps it: a new transition time only on a status change.
 fn condition(ready: bool, reasons: &[String], changed_state: bool) -> serde_json::Value {
     let now = crate::duration::time_text(crate::duration::now());
     let mut shown: Vec<String> = reasons.iter().take(MAX_REASONS).cloned().collect();
@@ -288,9 +261,7 @@ fn condition(ready: bool, reasons: &[String], changed_state: bool) -> serde_json
     c
 }
 
-/// A finding as the condition's message gives it: its sentence and its code, for people
-/// reading `kubectl describe node` (docs/findings.md names each code); no program reads it,
-/// `fleet status` reads the codes annotation.
+/// A finding as the condition's message gives it: its sentence and code (docs/findings.md).
 fn said(f: judge::Finding) -> String {
     format!("{} [{}]", f.message, f.code.word())
 }
@@ -404,9 +375,7 @@ mod tests {
         );
     }
 
-    /// An advice code that comes or goes under the same reasons (a True with no reason at
-    /// all) is set at the look that finds it, not at the next heartbeat: the codes annotation
-    /// is what `fleet status` reads.
+    /// An advice code coming or going under the same reasons is set at once.
     #[test]
     fn a_code_that_comes_or_goes_under_the_same_reasons_is_set_at_once() {
         let ok = set(&[], &[]);
@@ -431,8 +400,7 @@ mod tests {
         );
     }
 
-    /// A CalicoNode restart is no transition: its first look keeps the time when the Node
-    /// already carries the same status, and sets one when the status differs.
+    /// A CalicoNode restart keeps the transition time when the Node has the same status.
     #[test]
     fn a_restarted_calico_node_keeps_the_transition_time_of_the_same_status() {
         let ok = set(&[], &[]);
@@ -446,8 +414,7 @@ mod tests {
         assert_eq!(to_set(None, &felix, true, Some(true)), Some((false, true)));
     }
 
-    /// An advice code that comes and goes at every look patches the Node at most once per
-    /// `ADVICE_HOLD` beside the heartbeats; a new failure is set at the look that finds it.
+    /// A flickering advice code patches at most once per `ADVICE_HOLD`; a new failure at once.
     #[test]
     fn a_flapping_advice_code_is_held_back_and_a_new_failure_is_not() {
         let ok = set(&[], &[]);
@@ -464,8 +431,7 @@ mod tests {
                 patches.push(minute);
             }
         }
-        // The first set, the first change at once, then the heartbeats (every 5 minutes) and
-        // at most one held change per 15 minutes: far from the 60 of a patch per look.
+        // First set, first change, heartbeats (5 min) and one held change per 15 min.
         assert!(patches.len() <= 1 + 60 / 5 + 60 / 15, "{patches:?}");
         assert_eq!(&patches[..2], [0, 1], "{patches:?}");
         let per_hold = ADVICE_HOLD.as_secs() / 60;

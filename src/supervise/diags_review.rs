@@ -1,11 +1,6 @@
-//! Whether a `GET /diags` may have the node's bundle: its token (`cluster::diags_auth::HEADER`)
-//! reviewed by the API server as CalicoNode's own identity (calico-node's kubeconfig and the
-//! token CalicoNode renews), for this node's audience and the one ServiceAccount `fleet diags`
-//! uses (`cluster::diags_auth`). A positive review is kept a short while, by the token's
-//! sha256 (never the token), so that a gatherer that asks again after a 503 is not reviewed
-//! again; a refused one too, a shorter while, so that a caller repeating a bad token costs no
-//! review; and a value not shaped like a ServiceAccount token (a JWT) is refused before any
-//! review. Nothing of a token is logged.
+//! Whether a `GET /diags` may have the bundle: its token reviewed by the API server
+//! (`cluster::diags_auth`) for this node's audience and `fleet diags`' ServiceAccount. Verdicts
+//! are kept a short while by the token's sha256; nothing of a token is logged.
 
 use crate::cluster::Cluster;
 use crate::cluster::credentials::Token;
@@ -41,8 +36,7 @@ impl<'a> ClusterReview<'a> {
         }
     }
 
-    /// calico-node's cluster client, from its kubeconfig and the token file it names (read at
-    /// each review: CalicoNode renews it).
+    /// calico-node's cluster client, its token file read at each review.
     fn cluster(&self) -> Result<Cluster, String> {
         let kubeconfig = self
             .env
@@ -95,10 +89,8 @@ const KEPT_AT_MOST: usize = 16;
 const REFUSED_FOR: Duration = Duration::from_secs(30);
 /// How many refused tokens are kept at most (the oldest goes first).
 const REFUSED_AT_MOST: usize = 64;
-/// How long a token refused with the authenticator's error (`Verdict::Unsettled`) is refused
-/// again without a review: kube-apiserver gives one with nearly every refusal (`jwt.go`'s
-/// wrong audience, expiry, signature), and some pass (a signing key another API server has not
-/// loaded yet), so such a refusal is kept briefly.
+/// How long a token refused with the authenticator's error is refused again without a
+/// review: some such refusals pass (a signing key not loaded yet).
 const UNSETTLED_FOR: Duration = Duration::from_secs(5);
 
 /// Tokens by their sha256, each with when it was kept.
@@ -140,8 +132,7 @@ impl Reviewed {
         holds(&self.refused, &key, REFUSED_FOR) || holds(&self.unsettled, &key, UNSETTLED_FOR)
     }
 
-    /// `token`'s verdict: kept, else `review`'s (kept when allowed or denied, briefly when the
-    /// refusal may pass; never when the review failed, which says nothing of the token).
+    /// `token`'s verdict: kept, else `review`'s (a failed review is never kept).
     pub fn verdict(&self, token: &str, review: &dyn Review, stop: &Stop) -> Verdict {
         let key = key_of(token);
         if holds(&self.allowed, &key, KEPT_FOR) {
@@ -165,13 +156,9 @@ impl Reviewed {
 /// The most a token may hold: a ServiceAccount token for one audience is about 1 KiB.
 const TOKEN_CAP: usize = 4096;
 
-/// Whether `token` is shaped like a ServiceAccount token, as kube-apiserver's authenticator
-/// reads one before anything else (kubernetes/kubernetes `pkg/serviceaccount/jwt.go`,
-/// `hasCorrectIssuer`: three parts split by `.`, the payload RawURL base64 of JSON, else not
-/// authenticated; `jwt.ParseSigned` then reads the protected header as JSON): three base64url
-/// parts without padding, the header a JSON object naming its `alg`, the payload a JSON
-/// object, at most `TOKEN_CAP` bytes. Any other value is refused without a review: no review
-/// could authenticate it.
+/// Whether `token` is shaped like a ServiceAccount token (a JWT of at most `TOKEN_CAP`
+/// bytes), as kube-apiserver reads one first (kubernetes/kubernetes
+/// `pkg/serviceaccount/jwt.go`, `hasCorrectIssuer`); no review could authenticate another.
 pub fn jwt_shaped(token: &str) -> bool {
     use base64::Engine;
     let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -214,9 +201,7 @@ mod tests {
         format!("{header}.{payload}.c2lnbmF0dXJl")
     }
 
-    /// A positive review is kept by the token's hash; so is a refused one (a repeated bad
-    /// token is not reviewed again), but not a failed review, which says nothing of the token.
-    /// (Refused tokens were reviewed again at each request.)
+    /// Allowed and refused reviews are kept by the token's hash; a failed review is not.
     #[test]
     fn reviews_are_kept_by_the_tokens_hash_allowed_and_refused_but_not_failed() {
         let kept = Reviewed::default();
@@ -244,8 +229,7 @@ mod tests {
         kept.verdict("t3", &down, &stop);
         assert_eq!(down.0.load(Ordering::SeqCst), 2);
         assert!(!kept.refused_lately("t3"));
-        // A refusal with the authenticator's error (nearly every real one) is kept too, but
-        // for `UNSETTLED_FOR` alone, as it may pass.
+        // A refusal with the authenticator's error is kept only `UNSETTLED_FOR`.
         let unsettled = Counting(AtomicUsize::new(0), Verdict::Unsettled("key".into()));
         kept.verdict("t4", &unsettled, &stop);
         assert!(kept.refused_lately("t4"));
@@ -298,9 +282,7 @@ mod tests {
         }
     }
 
-    /// A stop during a review the API server does not answer ends it at once, so that
-    /// CalicoNode's stop (and a shutdown's CNI withhold after it) does not wait for the
-    /// call's timeout. (The review ran on to its 15 s timeout.)
+    /// A stop ends a review the API server does not answer at once.
     #[test]
     fn a_stop_abandons_a_review_the_api_server_does_not_answer() {
         use crate::host::{Access, Files};

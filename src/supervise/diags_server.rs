@@ -1,26 +1,11 @@
-//! `GET /diags` on CalicoNode's metrics endpoint, with `metrics.diags`: the node's redacted
-//! `diags` zip, for `fleet diags` (which asks through kube-apiserver's pod proxy). The bundle
-//! is built by `calicoctl-win diags --offline` itself, run as a child (the same code and
-//! redaction as on the command line), into a file under the install root's own directory
-//! (`DIR`, which inherits the root's access list: no world-writable temporary directory),
-//! read and removed, then sent. One bundle at a time (another request meanwhile gets 503 with
-//! Retry-After), each within `BUILD_TIME` and `CAP` (a larger one is refused with 413, never
-//! cut short), on a thread of its own so that `/metrics` is answered meanwhile.
+//! `GET /diags` on CalicoNode's metrics endpoint (`metrics.diags`): the node's redacted zip
+//! for `fleet diags`, built by `calicoctl-win diags --offline` as a child into the root's own
+//! `DIR`, one at a time, within `BUILD_TIME` and `CAP` (413 past it). Only a token the API
+//! server reviews as `fleet diags`' for this node is served (`diags_review`); each answer
+//! carries `ANSWER_HEADER`.
 //!
-//! Only a request whose token the API server finds to be `fleet diags`' for this node is
-//! served (`diags_review`): one without, or with a value no review could authenticate (not
-//! shaped like a ServiceAccount token) or that a review refused a short while ago, is answered
-//! 401 at once; one whose token is refused 401 after its review, and all before the bundle's
-//! slot is taken. Each is answered on its connection's own thread (`metrics_server`), so
-//! that neither a refusal nor a review holds another client's answer. While the API server
-//! refuses CalicoNode the review itself, every request is refused (503) and status says why
-//! (`diags-review-refused`). Every answer is marked `ANSWER_HEADER: WORD`, so that `fleet
-//! diags` tells it from the API server's.
-//!
-//! Plain HTTP, not TLS: the pod proxy dials `https:` pods with the API server's proxy
-//! transport, whose TLS config is `InsecureSkipVerify: true` (kubernetes/kubernetes
-//! `cmd/kube-apiserver/app/server.go`, `CreateProxyTransport`), so a certificate here would
-//! not be checked and would keep out only a passive reader.
+//! Plain HTTP: the pod proxy does not verify pod certificates (kubernetes/kubernetes
+//! `cmd/kube-apiserver/app/server.go`, `CreateProxyTransport`: `InsecureSkipVerify`).
 
 use super::log::Log;
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
@@ -39,8 +24,7 @@ use crate::cluster::diags_gather::{ANSWER_HEADER, NODE_BUILD_TIME, NODE_SEND_TIM
 use crate::layout::{DIAGS_SERVE_DIR as DIR, DIAGS_SERVE_FILES};
 /// The most a bundle may hold: what `fleet diags` reads of one (`diags_gather::BUNDLE_CAP`).
 pub const CAP: u64 = 8 << 20;
-/// How long building a bundle may take; `fleet diags`' default node timeout covers it, the
-/// send and the review (`diags_gather::NODE_TIMEOUT`).
+/// How long building a bundle may take, within `fleet diags`' node timeout.
 pub const BUILD_TIME: Duration = NODE_BUILD_TIME;
 /// How long sending it may take after it is built.
 const SEND_TIME: Duration = NODE_SEND_TIME;
@@ -64,8 +48,7 @@ pub struct Diags<'a> {
     reviewing: AtomicUsize,
     review: &'a dyn Review,
     reviewed: Reviewed,
-    /// The program that builds the bundle; `calicoctl-win.exe` under the root unless a test
-    /// gives another (it gets the same arguments).
+    /// The program that builds the bundle: `calicoctl-win.exe` under the root, or a test's.
     pub program: String,
     pub build_time: Duration,
     pub cap: u64,
@@ -93,11 +76,8 @@ impl<'a> Diags<'a> {
         }
     }
 
-    /// Answers a `GET /diags` carrying `token`, on its connection's thread, with the time its
-    /// answer may take to send: 401 at once without a token, with a value not shaped like one
-    /// or one refused lately; 503 when `REVIEWS_AT_ONCE` are under way; else its token reviewed
-    /// (a stop ends the review), then 401 when it is refused, 503 when a bundle is in the
-    /// making, else the bundle built and sent.
+    /// Answers a `GET /diags` carrying `token`, with the time its answer may take to send:
+    /// 401 for no token or a bad one, 503 when busy, else the bundle.
     pub fn answer(&self, token: Option<&str>) -> (Answer, Duration) {
         let token = token
             .map(str::trim)
@@ -127,8 +107,7 @@ impl<'a> Diags<'a> {
         (answer, SEND_TIME)
     }
 
-    /// The refusal of the reviewed request, said; none when it goes on. What the API server
-    /// says of the review is kept for status while it refuses it (403).
+    /// The refusal of a reviewed request, said; a 403 on the review is kept for status.
     fn judged(&self, verdict: Verdict) -> Option<(Answer, Duration)> {
         let refused_review = match &verdict {
             Verdict::Failed {
@@ -221,13 +200,11 @@ impl<'a> Diags<'a> {
         Ok(zip)
     }
 
-    /// Runs `calicoctl-win diags` into `file`, watching its size (and its temporary's, `tmp`,
-    /// which `diags` renames to `file` once whole) and its time; `none` is the empty config
-    /// written when the root holds none.
+    /// Runs `calicoctl-win diags` into `file`, watching its size (and its temporary `tmp`'s)
+    /// and time; `none` is the empty config written when the root holds none.
     fn build(&self, file: &str, tmp: &str, none: &str) -> std::io::Result<Built> {
-        // The root's own config, else an empty one of ours: never the default path's
-        // (C:\CalicoWindows\calico-windows.yaml, in a directory any user may make on a node
-        // whose root is elsewhere), which `diags` reads as SYSTEM when no --config is given.
+        // The root's own config, else an empty one: never the default path's, in a directory
+        // any user may make, which `diags` would read as SYSTEM.
         let mut config = self.root.path("calico-windows.yaml");
         if self.host.stat(&config).ok().flatten().is_none() {
             self.host
@@ -263,8 +240,7 @@ impl<'a> Diags<'a> {
             if size().max(size_of(tmp)).is_some_and(|s| s > self.cap) {
                 return Ok(Look::Done(Built::TooBig));
             }
-            // `diags` exits 2 after writing the zip when the configuration cannot be read: the
-            // zip is what counts.
+            // `diags` exits 2 after writing the zip when the config cannot be read: the zip counts.
             let exited = child
                 .wait_timeout(Duration::ZERO)
                 .map_err(|e| BuildEnded::Io(std::io::Error::other(e)))?;

@@ -1,6 +1,5 @@
-//! `GET /diags` on the metrics endpoint, on loopback with a simulated host: the bundle's
-//! builder is a script standing in for `calicoctl-win diags` (given its arguments), writing the
-//! zip where the simulated host keeps the install root.
+//! `GET /diags` on loopback with a simulated host; a script stands in for `calicoctl-win
+//! diags`, writing the zip where the simulated host keeps the install root.
 
 use super::{DIR, Diags};
 use crate::cluster::diags_auth::Verdict;
@@ -17,8 +16,7 @@ use std::time::Duration;
 
 const ROOT: &str = r"C:\CalicoWindows";
 
-/// A node with its install root, and a builder that writes `size` bytes of zip once `release`
-/// exists (at once without one), saying it started in `started` and its arguments in `args`.
+/// A node with its install root and a scratch directory for the stand-in builder.
 struct Node {
     host: SimHost,
     root: InstallRoot,
@@ -45,8 +43,7 @@ impl Node {
         self.builder_into("bundle.zip", size, wait_for_release, false)
     }
 
-    /// The builder, writing `into` (`bundle.zip`, or `diags`' temporary), waiting for the
-    /// release before (`wait_first`) or after it writes.
+    /// The builder, writing `into`, waiting for `release` before or (`after`) after it writes.
     fn builder_into(&self, into: &str, size: usize, wait: bool, after: bool) -> String {
         let out = self
             .host
@@ -94,17 +91,15 @@ impl Node {
                     &self.host, &self.root, d, &listener, &stop, &log,
                 )
             });
-            // A failed assertion in `body` stops the server too, so that the test fails rather
-            // than waits for it.
+            // A failed assertion stops the server too, so the test fails rather than waits.
             let _stop = StopOnDrop(&stop);
             body(addr);
         });
     }
 }
 
-/// The API server's review, as far as the endpoint can tell: `good` is `fleet diags`' token
-/// for this node, `forbidden` is refused its review (calico-node may not create
-/// tokenreviews), any other is not authenticated for this node.
+/// The API server's review: `good` is `fleet diags`' token for this node, `forbidden` is
+/// refused the review, any other is not authenticated.
 struct FakeReview;
 
 /// Every token the fake review was asked of (in every test: each test's tokens are its own).
@@ -184,9 +179,8 @@ fn wait_for(path: &Path) {
     }
 }
 
-/// A bundle is built by `calicoctl-win diags --offline` into the install root's own
-/// directory, streamed whole and removed; while it is made, `/metrics` is answered and a
-/// second `/diags` is told 503 with Retry-After.
+/// A bundle is built into the root's own directory, sent whole and removed; meanwhile
+/// `/metrics` is answered and a second `/diags` told 503 with Retry-After.
 #[test]
 fn a_bundle_is_built_under_the_root_streamed_whole_and_removed_while_metrics_answer() {
     let node = Node::new();
@@ -198,8 +192,7 @@ fn a_bundle_is_built_under_the_root_streamed_whole_and_removed_while_metrics_ans
             std::thread::scope(|s| {
                 let first = s.spawn(|| get(addr, "/diags"));
                 wait_for(&node.at("started"));
-                // Were the bundle made on the accepting thread, neither would be answered before
-                // the build's deadline, and the build waits for the release below.
+                // Built on the accepting thread, neither would be answered before the deadline.
                 let (status, _, body) = get(addr, "/metrics");
                 assert_eq!(status, "HTTP/1.1 200 OK");
                 assert!(String::from_utf8_lossy(&body).contains("# TYPE"));
@@ -227,8 +220,7 @@ fn a_bundle_is_built_under_the_root_streamed_whole_and_removed_while_metrics_ans
     );
 }
 
-/// A bundle larger than the cap is refused with 413, not cut short; one not made by the
-/// deadline is 504; the endpoint is free again after each.
+/// A bundle past the cap is 413, not cut short; one not made in time is 504; free after each.
 #[test]
 fn a_bundle_over_the_cap_is_413_and_one_too_slow_is_504() {
     let node = Node::new();
@@ -269,8 +261,7 @@ fn a_bundle_over_the_cap_is_413_and_one_too_slow_is_504() {
     );
 }
 
-/// `diags` writes its zip under a temporary name and renames it when whole: one growing past
-/// the cap there is refused at once (413), not left to write on until the deadline.
+/// A bundle growing past the cap under `diags`' temporary name is refused at once (413).
 #[test]
 fn a_bundle_growing_past_the_cap_under_its_temporary_name_is_413() {
     let node = Node::new();
@@ -311,8 +302,7 @@ fn diags_off_is_404_and_another_method_405() {
     assert!(!node.at("started").exists(), "a bundle was made");
 }
 
-/// A request without `fleet diags`' token for this node is answered 401 (marked), before the
-/// bundle's slot: one in the making does not make it 503, and none is built for it.
+/// A request without this node's `fleet diags` token is 401 before the bundle's slot.
 #[test]
 fn a_request_without_a_token_for_this_node_is_401_before_the_bundles_slot() {
     let node = Node::new();
@@ -350,9 +340,7 @@ fn a_request_without_a_token_for_this_node_is_401_before_the_bundles_slot() {
     );
 }
 
-/// A value not shaped like a ServiceAccount token is answered 401 without a review, and a
-/// token a review refused is refused again without one; neither takes a review's place.
-/// (Every value was reviewed, each time it came.)
+/// A value not shaped like a token, and a token refused lately, are 401 without a review.
 #[test]
 fn a_value_not_shaped_as_a_token_or_refused_lately_is_401_without_a_review() {
     let node = Node::new();
@@ -382,9 +370,8 @@ fn a_value_not_shaped_as_a_token_or_refused_lately_is_401_without_a_review() {
     assert!(!node.at("started").exists(), "a bundle was made");
 }
 
-/// While the API server refuses CalicoNode the review (403), every request is refused (503,
-/// marked) rather than served, and status is told (`diags-review-refused`) until a review is
-/// answered again.
+/// While the API server refuses CalicoNode the review (403), requests are refused 503 and
+/// status is told (`diags-review-refused`) until a review is answered again.
 #[test]
 fn a_refused_review_refuses_the_request_and_is_kept_for_status() {
     use crate::health::metrics_findings::diags_review_refused;
@@ -409,8 +396,7 @@ fn a_refused_review_refuses_the_request_and_is_kept_for_status() {
     );
 }
 
-/// A request told 503 because a bundle is in the making has what it sent past its head read
-/// and dropped, so that the answer is not reset away before the client reads it.
+/// A 503 while a bundle is made reads the request's body first, so it is not reset away.
 #[test]
 fn the_busy_503_is_read_whole_after_a_body() {
     let node = Node::new();

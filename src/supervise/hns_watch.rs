@@ -1,20 +1,8 @@
-//! CalicoNode's HNS restart watchdog. When the Host Network Service restarts (a crash, an
-//! update), HNS forgets the policies it held while Felix and kube-proxy keep programming from
-//! what they believe HNS has, until they are restarted (projectcalico/calico#5164: pods cannot
-//! be reached after an HNS restart). AKS runs a scheduled task for exactly this:
-//! Azure/AgentBaker `staging/cse/windows/provisioningscripts/hnsremediator.ps1` reads the `hns`
-//! service's process id (`Win32_Service.ProcessId`) and, when it changed, restarts kube-proxy
-//! and Calico's services.
-//! CalicoNode does the same each time it looks for kubelet: once per change of HNS's process id
-//! it restarts CalicoFelix and the kube-proxy service (those registered), with a log line, an
-//! Application event and the registry value `HnsRestart` that `status` shows. The process id
-//! it last saw is kept in the registry (`HnsProcess`, with the boot it was seen in), so an HNS
-//! restart while CalicoNode itself restarts is answered too, and a reboot is not one.
-//!
-//! A restart waits for each service as long as that service may take to stop
-//! (`Settings::service_stop_wait`: CalicoFelix waits its stop timeout before it kills Felix,
-//! and tells the SCM so in its wait hint), and starts it once it reaches Stopped: a Felix slow
-//! to stop right after an HNS restart once timed the wait out and was never started again.
+//! CalicoNode's HNS restart watchdog: after an HNS restart, Felix and kube-proxy program from
+//! stale state until restarted (projectcalico/calico#5164). As AKS does (Azure/AgentBaker
+//! `staging/cse/windows/provisioningscripts/hnsremediator.ps1`), a change of HNS's process id
+//! restarts CalicoFelix and kube-proxy once, said in the log, an event and `HnsRestart`. The
+//! id last seen is kept in the registry (`HnsProcess`, with its boot).
 
 use super::log::Log;
 use super::settings::Settings;
@@ -41,10 +29,8 @@ pub struct HnsWatch {
     loaded: bool,
 }
 
-/// Starts the Host Network Service unless it runs, before CalicoNode makes its networks: the
-/// SCM no longer starts it as a dependency (`service_spec`), and it is demand-start. A host
-/// without the service registered is left to HNS's own answer (preflight's `hns` check says
-/// what is missing; under Wine the HCN stand-in answers without one).
+/// Starts the Host Network Service unless it runs, before CalicoNode makes its networks: it is
+/// demand-start and no dependency of ours (`service_spec`). An unregistered one is left alone.
 pub fn ensure_running(host: &dyn Host, s: &Settings, log: &Log) -> crate::host::HostResult<()> {
     let Some(state) = host.service_query(HNS_SERVICE)?.map(|q| q.state) else {
         log.warn(&format!(
@@ -88,11 +74,8 @@ fn keep_pid(host: &dyn Host, pid: u32, log: &Log) {
 }
 
 impl HnsWatch {
-    /// Looks at HNS's process id; after a change from one running process to another, restarts
-    /// the services that program HNS and says so. A stopped HNS (no process) is only noted:
-    /// the restart is answered once HNS runs again. CalicoNode's stop during the restart ends
-    /// it with `Stopped`, and the new process id is then not kept: the next CalicoNode answers
-    /// the restart again.
+    /// Looks at HNS's process id; after a change between running processes, restarts the
+    /// services that program HNS. A stop during the restart leaves the new id unkept.
     pub fn check(
         &mut self,
         host: &dyn Host,
@@ -183,19 +166,12 @@ fn restart_programmers(
     Ok(out)
 }
 
-/// Stops `name`, waiting up to twice `wait` (the service's own stop timeout and hint, then
-/// once more as long for a stop still pending), and starts it once it is Stopped. Each look
-/// sends the stop again without waiting in the host call (a service still starting refuses
-/// it until it runs), so CalicoNode's own stop ends the wait at once with `Stopped`: the body
-/// then ends and withholds the CNI config instead of being killed in the middle.
+/// Stops `name`, waiting up to twice `wait`, and starts it once Stopped. The stop is sent
+/// again at each look, so CalicoNode's own stop ends the wait at once.
 ///
-/// A send the Service Control Manager could not deliver (ERROR_SERVICE_REQUEST_TIMEOUT, 1053)
-/// is a stop still pending, sent again within the same bound: the SCM delivers one control at
-/// a time and fails a send after `ServicesPipeTimeout` (30 s by default) while any service is
-/// busy with one (Microsoft, "ControlService function (winsvc.h)", Remarks), not only this
-/// one, so a later send may be delivered. Such a send itself takes up to those 30 s, which count
-/// against the bound: another is sent only while the time left holds one as long
-/// (`send_stop_again`), else the restart is given up with the refusal, said once.
+/// ERROR_SERVICE_REQUEST_TIMEOUT (1053) is a stop still pending, sent again while the time
+/// left holds another send (the SCM delivers one control at a time: Microsoft,
+/// "ControlService function (winsvc.h)", Remarks).
 pub fn restart(
     host: &dyn Host,
     name: &str,
@@ -256,17 +232,13 @@ pub fn restart(
     Ok(host.service_start(name, wait)?)
 }
 
-/// Whether `restart` failed by giving up on the stop (undelivered, 1053, or not taken within
-/// its bound): only then may the stop still be taken late. A start refused, access denied or a
-/// service gone (1060, 1061) leaves no stop outstanding, and nothing is waited for.
+/// Whether `restart` gave up on the stop (1053 or past its bound), which may still be taken.
 pub(super) fn stop_given_up(e: &HostError) -> bool {
     matches!(e, HostError::Timeout { .. }) || e.os_code() == Some(ERROR_SERVICE_REQUEST_TIMEOUT)
 }
 
-/// After a restart given up on, whether `name` was started all the same: a stop given up on
-/// may still be taken (a control the SCM could not deliver in time is run once the busy
-/// handler is free), and then nothing would start the service again. It is looked at for up
-/// to `wait` more: once Stopped (from StopPending, or already), it is started.
+/// After a restart given up on, whether `name` was started all the same: a late-delivered
+/// stop is waited for up to `wait`, then the service started.
 fn started_late(host: &dyn Host, name: &str, wait: Duration, stop: &Stop, log: &Log) -> bool {
     let settled = poll_until(
         Wait {

@@ -1,22 +1,9 @@
-//! The kube-proxy service (opt-in: `kube_proxy.path`), doing what Calico's
-//! `kubernetes\kube-proxy-service.ps1` (up to v3.30) did before it ran kube-proxy, with every
-//! wait bounded:
-//!
-//! - wait for the HNS network `Calico`;
-//! - read `kube-proxy --version` (overlay needs 1.14 or later);
-//! - `--hostname-override=$NODENAME --v=4 --proxy-mode=kernelspace --kubeconfig=...`;
-//! - DSR (`--enable-dsr=true`, and the feature gate `WinDSR=true` before kube-proxy 1.33,
-//!   where it became on by default; 1.34 locks it) where the Windows build has it
-//!   (`Get-IsDSRSupported`: 17763.1432 or 18317 and later);
-//! - on an Overlay network, wait for the host endpoint `Calico_ep` and pass its address as
-//!   `--source-vip` (and `WinOverlay=true`, which is on by default from kube-proxy 1.20, so it
-//!   is passed only before: Kubernetes' feature gate table);
-//! - `KUBE_NETWORK=Calico` (a literal name: the config's may be felix's pattern).
-//!
-//! The script also deleted every HNS policy list first, "because kube-proxy doesn't handle
-//! resync". kube-proxy does that itself when it starts since 1.14 (`NewProxier` in
-//! `pkg/proxy/winkernel`: "Cleaning up old HNS policy lists"), so it is not done again here.
-//! kube-proxy then runs, restarted with backoff when it exits, until the service stops.
+//! The kube-proxy service (opt-in: `kube_proxy.path`), as Calico's
+//! `kubernetes\kube-proxy-service.ps1` (up to v3.30) ran it, every wait bounded: wait for the
+//! HNS network `Calico`; read `kube-proxy --version`; DSR where the build has it
+//! (`Get-IsDSRSupported`); on Overlay, `--source-vip` from `Calico_ep`; `KUBE_NETWORK=Calico`.
+//! Policy lists are not deleted first: kube-proxy does it since 1.14 (`pkg/proxy/winkernel`
+//! `NewProxier`).
 
 use super::log::Log;
 use super::settings::{Launch, Result, Settings, SuperviseError, environment};
@@ -55,10 +42,8 @@ pub fn arguments(i: &Inputs) -> Vec<String> {
     ];
     let mut gates = Vec::new();
     if i.dsr && i.version >= (1, 14) {
-        // WinDSR is on by default from 1.33 (beta) and GA, locked on, in 1.34; its removal
-        // is approved (kubernetes/kubernetes#142125), and a gate kube-proxy does not know
-        // makes it refuse to start: it is passed only where it is off by default
-        // (pkg/features/kube_features.go: WinDSR 1.14 alpha, 1.33 beta on, 1.34 GA locked).
+        // An unknown gate stops kube-proxy: WinDSR only before 1.33
+        // (pkg/features/kube_features.go: 1.33 beta on, 1.34 GA locked).
         if i.version < (1, 33) {
             gates.push("WinDSR=true");
         }
@@ -76,8 +61,7 @@ pub fn arguments(i: &Inputs) -> Vec<String> {
     args
 }
 
-/// The version in `kube-proxy --version`'s output (`Kubernetes v1.33.2`), as the script's
-/// `v([0-9])\.([0-9]+)` read it.
+/// The version in `kube-proxy --version` (`Kubernetes v1.33.2`), as the script's regex read it.
 pub fn parse_version(output: &str) -> Option<(u32, u32)> {
     let at = output.find('v')?;
     output[at..].split_whitespace().find_map(|w| {
@@ -168,8 +152,7 @@ fn prepare(
     })
 }
 
-/// Whether HNS does DSR: by its version where HNS answers it (hcsshim's `DSRSupported`, as
-/// rke2 decides), else by the Windows build (Calico's `Get-IsDSRSupported`), said in the log.
+/// Whether HNS does DSR: by HNS's version (hcsshim's `DSRSupported`), else the build's.
 fn dsr(host: &dyn Host, log: &Log) -> Result<bool> {
     match host.hns_version() {
         Ok(v) => {
@@ -292,8 +275,7 @@ fn version(host: &dyn Host, exe: &str, stop: &Stop, log: &Log) -> Result<(u32, u
 mod tests {
     use super::*;
 
-    /// The version's wait is cut by the service's stop, as every wait of the service is: a
-    /// kube-proxy.exe that does not answer does not hold the stop for the version's timeout.
+    /// The service's stop cuts the version's wait.
     #[cfg(unix)]
     #[test]
     fn the_version_wait_ends_with_the_stop() {
@@ -310,9 +292,7 @@ mod tests {
         assert!(matches!(err, SuperviseError::Stopped), "{err:?}");
     }
 
-    /// DSR by what HNS says of itself where it answers (hcsshim's `DSRSupported`), else by
-    /// the build: Server 2022 has the build but an HNS 9.2 would not do DSR; an old Server 2019
-    /// build with an HNS 10.2 would.
+    /// DSR by HNS's own version where it answers (hcsshim's `DSRSupported`), else by the build.
     #[test]
     fn dsr_is_chosen_by_the_hns_version_where_hns_answers() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -360,8 +340,7 @@ mod tests {
                 "--feature-gates=WinDSR=true",
             ]
         );
-        // From 1.33 WinDSR is on by default (1.34 locks it; its removal is approved): no
-        // gate, so a kube-proxy that no longer knows it still starts.
+        // From 1.33 WinDSR is on by default: no gate, so a kube-proxy without it still starts.
         for version in [(1, 33), (1, 34), (1, 36)] {
             let new = arguments(&inputs(version, true, Some("10.244.1.2")));
             assert!(new.contains(&"--enable-dsr=true".to_owned()), "{new:?}");

@@ -1,7 +1,5 @@
-//! The service log, `<logs dir>\calico-<role>.log`: the service host's own lines and the
-//! child's output, rotated by size and by age as NSSM did (10 MB or one day by default).
-//!
-//! A rotated file is renamed `calico-<role>-<UTC time>.log`; the newest `keep` of those stay.
+//! The service log, `<logs dir>\calico-<role>.log`, rotated by size and age as NSSM did, to
+//! `calico-<role>-<UTC time>.log`; the newest `keep` stay.
 
 use crate::host::LineSink;
 use std::io::Write as _;
@@ -100,10 +98,8 @@ impl RotatingFile {
             .open(&self.path)?;
         let meta = f.metadata()?;
         self.size = meta.len();
-        // An existing log keeps its age across service restarts: the time of its first line,
-        // never its creation time, which NTFS "tunnelling" gives a file made under a name that
-        // was renamed away within 15 seconds (the rotated log's, days old: Microsoft's "File
-        // Times" page), so that every restart after a day would rotate at once.
+        // Its age is its first line's time: NTFS tunnelling gives a new file the rotated one's
+        // creation time (Microsoft's "File Times").
         self.opened = if self.size > 0 {
             first_line_time(&self.path).unwrap_or(now)
         } else {
@@ -124,10 +120,8 @@ impl RotatingFile {
             n += 1;
         }
         if let Err(e) = (self.rename)(&self.path, &target) {
-            // A reader that opened the log without FILE_SHARE_DELETE (Get-Content -Wait, most
-            // tailers) makes a rename fail with a sharing violation (Microsoft's "Creating and
-            // Opening Files"). The log goes on in the same file, and the rotation is tried
-            // again later: no line is dropped while someone reads.
+            // A reader without FILE_SHARE_DELETE makes the rename fail: go on in the same
+            // file and try again later, dropping no line.
             self.retry_at = Some(now + ROTATE_RETRY);
             self.open(now)?;
             let note = format!(
@@ -143,8 +137,7 @@ impl RotatingFile {
             return Ok(());
         }
         self.retry_at = None;
-        // The new file first: a rotated file that cannot be removed (a reader holds it without
-        // FILE_SHARE_DELETE) costs a warning and is tried at the next rotation, never a line.
+        // The new file first: an old log that cannot be removed costs a warning, never a line.
         self.open(now)?;
         if let Err(e) = prune(&dir, &stem, self.settings.keep) {
             let note = format!(
@@ -160,8 +153,7 @@ impl RotatingFile {
     }
 }
 
-/// The time of a log's first line (`2026-11-24T16:00:37Z [calicoctl-win] ...`); `None` when it
-/// does not start with one (a child's line came first).
+/// The time of a log's first line; `None` when a child's line came first.
 fn first_line_time(path: &Path) -> Option<SystemTime> {
     use std::io::Read as _;
     let mut head = [0u8; 20];
@@ -180,8 +172,7 @@ fn stem_and_dir(path: &Path) -> (String, PathBuf) {
     (stem, dir)
 }
 
-/// Removes the oldest rotated files beyond `keep`, in the order they were written (`rotated`):
-/// each it can, the first failure returned.
+/// Removes the oldest rotated files beyond `keep` (`rotated` order); the first failure returned.
 fn prune(dir: &Path, stem: &str, keep: usize) -> std::io::Result<()> {
     let mut old: Vec<_> = fs_err::read_dir(dir)?
         .filter_map(Result::ok)
@@ -199,8 +190,7 @@ fn prune(dir: &Path, stem: &str, keep: usize) -> std::io::Result<()> {
 }
 
 /// A rotated file's time and number (`<stem>-20251121T080003Z.2.log`: `("20251121T080003Z",
-/// 2)`, none being 0), the order `rotate` wrote them in, which their names alone do not sort
-/// (`.10` before `.2`, `.1.log` before `.log`); `None` for a name `rotate` gives no file.
+/// 2)`), in `rotate`'s order; `None` for a name `rotate` gives no file.
 fn rotated(name: &str, stem: &str) -> Option<(String, u32)> {
     let rest = name
         .strip_prefix(stem)?
@@ -221,8 +211,7 @@ pub fn utc_stamp(now: SystemTime, format: &str) -> String {
         .unwrap_or_else(|_| "unknown-time".into())
 }
 
-/// The service log: cheap to clone, shared by the body and the threads that copy the child's
-/// output. With `echo` (`--console`) every line also goes to stderr.
+/// The service log, shared by the body and the output threads; `echo` copies to stderr.
 #[derive(Clone)]
 pub struct Log {
     file: Arc<Mutex<RotatingFile>>,
@@ -385,9 +374,7 @@ mod tests {
         );
     }
 
-    /// A clock far ahead of the machine's, so that the file system's own times (a new file's
-    /// creation time is the machine's now) look days old to the log, as an NTFS-tunnelled
-    /// creation time does on Windows.
+    /// A clock far ahead, so a new file's creation time looks days old (NTFS tunnelling).
     fn ahead(secs: Arc<AtomicU64>) -> Clock {
         Arc::new(move || SystemTime::UNIX_EPOCH + Duration::from_secs(secs.load(Ordering::SeqCst)))
     }
@@ -425,8 +412,7 @@ mod tests {
             keep: 2,
         };
         let log = Log::with_clock(path.clone(), settings, false, ahead(secs.clone()));
-        // As Windows answers while a reader holds the file without FILE_SHARE_DELETE:
-        // ERROR_SHARING_VIOLATION (32).
+        // ERROR_SHARING_VIOLATION (32), as from a reader without FILE_SHARE_DELETE.
         log.file.lock().expect("lock").rename = |_, _| Err(std::io::Error::from_raw_os_error(32));
         for i in 0..10 {
             log.info(&format!("line {i} of the felix log"));
@@ -455,8 +441,7 @@ mod tests {
         }
     }
 
-    /// An old log that cannot be removed costs a warning in the new file, not the line that
-    /// rotated: the others beyond `keep` are still removed.
+    /// An old log that cannot be removed costs a warning, not a line; the others still go.
     #[test]
     fn an_old_log_that_cannot_be_removed_drops_no_line() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -482,8 +467,7 @@ mod tests {
         assert!(!names(dir.path()).contains(&"calico-felix-20000101T000000Z.log".to_owned()));
     }
 
-    /// The oldest are removed in the order they were written, by the time and number in
-    /// their names (`.log`, `.2.log`, then `.10.log`).
+    /// The oldest go first, by time and number (`.log`, `.2.log`, then `.10.log`).
     #[test]
     fn old_logs_are_removed_in_the_order_they_were_written() {
         let dir = tempfile::tempdir().expect("tempdir");

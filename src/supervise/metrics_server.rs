@@ -1,11 +1,6 @@
-//! CalicoNode's metrics endpoint, with `metrics.enabled`: an HTTP/1 server (hyper) that
-//! answers `GET /metrics` with calicoctl-win's own metrics (`installed::metrics`) and nothing
-//! else, each connection on a thread of its own (at most `CONNECTIONS` at once, `PER_SOURCE` of
-//! them from one remote address), each request capped in size and time (`HEAD_TIME`: a client
-//! trickling a byte at a time holds only its own connection, and only that long). The port is open
-//! only to `metrics.source_ranges` (its firewall rule), and held by CalicoNode alone
-//! (`Host::listen_tcp`: SO_EXCLUSIVEADDRUSE on Windows); on a simulated host it listens on the
-//! loopback only.
+//! CalicoNode's metrics endpoint (`metrics.enabled`): hyper answers `GET /metrics` (and
+//! `GET /diags` with `metrics.diags`), each connection on its own thread, capped in number,
+//! per source, size and time. The port is held alone (`Host::listen_tcp`).
 
 use super::diags_review::Review;
 use super::diags_server::{ANSWER_TIME, Answer, Diags};
@@ -27,22 +22,16 @@ use std::time::{Duration, Instant};
 
 /// The largest request head read; a longer one is answered 431 (by hyper).
 const MAX_REQUEST: usize = 8 * 1024;
-/// The most of a request's body read (and dropped) before it is answered: a client that sent
-/// one is not reset by a close with its body unread.
+/// The most of a request's body read and dropped, so the answer is not reset away.
 const MAX_BODY: usize = 64 * 1024;
 /// The most turned-away connections answered at once; one more is closed at once.
 const HELD: usize = 32;
 /// The longest wait between two tries to listen on a port another program holds.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
-/// CalicoNode's endpoint on `port` (none with metrics off), served until a stop. A port it
-/// cannot listen on (another program holds it, named by its pid when the host can tell, or
-/// the system keeps it in an excluded range) is tried again, 1 s after the first try and
-/// twice as long after each (at most a minute), until it listens or a stop: said in CalicoNode's
-/// log at the first refusal and whenever the reason changes, and kept for status
-/// (`health::metrics_findings::EndpointDown`) until it listens. With no port, what an earlier
-/// run kept is forgotten. With `diags` (the review of its requests' tokens) it answers
-/// `GET /diags` too.
+/// Serves CalicoNode's endpoint on `port` until a stop; none with metrics off. A refused port
+/// is tried again with backoff (1 s doubling to a minute), said and kept for status
+/// (`health::metrics_findings::EndpointDown`) until it listens.
 pub fn run(
     host: &dyn Host,
     root: &InstallRoot,
@@ -110,9 +99,7 @@ pub fn run(
     serve(host, root, diags, &listener, stop, log);
 }
 
-/// Serves until a stop is requested; a failed accept is said and tried again.
-/// With `diags` (`metrics.diags`: the review of its requests' tokens) it answers `GET /diags`
-/// too (`diags_server`).
+/// Serves until a stop; with `diags` it answers `GET /diags` too (`diags_server`).
 pub fn serve(
     host: &dyn Host,
     root: &InstallRoot,
@@ -125,8 +112,7 @@ pub fn serve(
     serve_with(host, root, diags.as_ref(), listener, stop, log);
 }
 
-/// `serve` with the `/diags` endpoint given (a test's, whose builder is its own); every
-/// connection's thread ends before this returns.
+/// `serve` with the `/diags` endpoint given; every connection's thread ends before it returns.
 pub fn serve_with(
     host: &dyn Host,
     root: &InstallRoot,
@@ -143,8 +129,7 @@ pub fn serve_with(
             log.warn(&format!("metrics endpoint: {e}"));
         }
     };
-    // Each connection from beyond the node, kept (at most once a minute) for status to tell
-    // a rule that admits no scraper (`metrics_findings::unscraped`).
+    // Each connection from beyond the node kept, for status's `metrics_findings::unscraped`.
     let seen = |peer: IpAddr| {
         if let Err(e) = keep_connection(host, peer, crate::duration::now()) {
             log.warn(&format!("metrics endpoint: {e}"));
@@ -153,23 +138,16 @@ pub fn serve_with(
     accept(&metrics, diags, listener, stop, (log, &count, &seen));
 }
 
-/// The most connections answered at once, each on a thread of its own; one more is answered
-/// `503` busy and closed (`busy`). The accept thread only accepts: a client slow to send its request or to close
-/// after its answer, or a slow read of the metrics files, holds its own connection's thread
-/// (for at most `HEAD_TIME`, then `ANSWER_TIME`), never the accepting one nor
-/// another client's, and a flood of connections costs at most this many sockets and threads.
+/// The most connections answered at once, each on its own thread; one more is answered 503.
 const CONNECTIONS: usize = 16;
-/// The most of them one remote address holds: a caller in `metrics.source_ranges` that opens
-/// connections and sends nothing (or trickles) keeps at most this many, and the rest stay for
-/// the others (the scraper, the API server's pod proxy that `fleet diags` comes through).
-/// Callers behind one address (pods masqueraded to their node's address) share it.
+/// The most of them one remote address holds, so an idle caller leaves room for the scraper
+/// and the API server's pod proxy (`fleet diags`).
 pub const PER_SOURCE: usize = 4;
 /// How long a client may take to send its request head, from its accept.
 const HEAD_TIME: Duration = Duration::from_secs(3);
 
-/// The connections being answered, each by its remote address and a clone of its socket:
-/// counted against `CONNECTIONS` and `PER_SOURCE`, and shut down at a stop, so that the stop
-/// waits for no client.
+/// The connections being answered, by remote address with a clone of the socket: counted
+/// against the caps, and shut down at a stop.
 #[derive(Default)]
 struct Open(std::sync::Mutex<(u64, Vec<Entered>)>);
 
@@ -177,9 +155,8 @@ struct Open(std::sync::Mutex<(u64, Vec<Entered>)>);
 type Entered = (u64, IpAddr, TcpStream);
 
 impl Open {
-    /// `conn` from `source` counted, by the id returned; refused, with the cap it is past, when
-    /// `CONNECTIONS` are open, or `PER_SOURCE` from `source` (or without one when its socket
-    /// cannot be cloned: it could not be cut at a stop).
+    /// Counts `conn` from `source`, by the id returned; refused with the cap it is past (or
+    /// none when its socket cannot be cloned, so could not be cut at a stop).
     fn enter(&self, conn: &TcpStream, source: IpAddr) -> Result<u64, Option<Full>> {
         let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let of_source = open.1.iter().filter(|(_, s, _)| *s == source).count();
@@ -211,10 +188,8 @@ impl Open {
     }
 }
 
-/// Accepts until a stop, handing each connection to a thread of its own (at most
-/// `CONNECTIONS`, `PER_SOURCE` from one address) that answers it with `metrics` (or hands a
-/// `GET /diags` to `diags`); one past a cap is answered busy (`busy`, counted by `count`); each
-/// connection's remote address is told to `seen` as it is accepted; at the stop, the connections still open are cut and their threads waited for.
+/// Accepts until a stop, each connection answered on its own thread within the caps; one
+/// past a cap is answered busy and counted; at the stop the open ones are cut and joined.
 pub fn accept(
     metrics: &(dyn Fn() -> String + Sync),
     diags: Option<&Diags<'_>>,
@@ -290,11 +265,8 @@ pub fn accept(
     turn.say();
 }
 
-/// The answer to a connection past a cap: `503` with `Retry-After` and the mark of
-/// `diags_server`'s own busy answer, so that `fleet diags`, through the API server's pod
-/// proxy, names the node `node-busy` rather than unreachable (a connection closed unanswered is
-/// the proxy's `503 error trying to reach service: EOF`: k8s.io/apimachinery
-/// `pkg/util/proxy/transport.go`). Within `HEAD_TIME` and `ANSWER_TIME`.
+/// The answer past a cap: 503 with `Retry-After` and the diags busy mark, so `fleet diags`
+/// says `node-busy`, not the proxy's `EOF` (k8s.io/apimachinery `pkg/util/proxy/transport.go`).
 async fn busy(conn: TcpStream) {
     let Ok(io) = tokio_io(conn) else { return };
     let service = hyper::service::service_fn(|_| async {
@@ -307,8 +279,7 @@ async fn busy(conn: TcpStream) {
     let _ = tokio::time::timeout(HEAD_TIME + ANSWER_TIME, served).await;
 }
 
-/// The server's settings for one connection: the head within `head_time` and `MAX_REQUEST`,
-/// one request (the answer closes the connection).
+/// One connection's server settings: the head within `head_time` and `MAX_REQUEST`, one request.
 fn http1(head_time: Duration) -> hyper::server::conn::http1::Builder {
     let mut b = hyper::server::conn::http1::Builder::new();
     b.timer(hyper_util::rt::TokioTimer::new())
@@ -325,10 +296,8 @@ fn tokio_io(conn: TcpStream) -> std::io::Result<hyper_util::rt::TokioIo<tokio::n
     ))
 }
 
-/// Answers one connection on this thread: its request head read within `head_time`, a
-/// `GET /metrics` answered with `metrics`, a `GET /diags` handed to `diags` when it is on; 405
-/// to another method, 404 to another path. The answer is sent within `ANSWER_TIME` after it is
-/// made (a bundle within `diags_server`'s send time).
+/// Answers one connection on this thread: the head within `head_time`, `GET /metrics`,
+/// `GET /diags` when on, 405 to another method, 404 to another path; sent within its time.
 pub fn answer(
     conn: TcpStream,
     head_time: Duration,
@@ -349,8 +318,7 @@ pub fn answer(
                     let (head, body) = req.into_parts();
                     // What the client sent past its head, read and dropped.
                     let _ = http_body_util::Limited::new(body, MAX_BODY).collect().await;
-                    // The handlers block (a review through the cluster's own runtime, a
-                    // build, files read): on a thread of their own, outside this runtime.
+                    // The handlers block: on a thread of their own, outside this runtime.
                     send_by.set(None);
                     let (tx, rx) = tokio::sync::oneshot::channel();
                     std::thread::Builder::new().spawn_scoped(scope, move || {
@@ -412,9 +380,8 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
-    /// A client that trickles its request head a byte at a time is cut off when its head's
-    /// time (here 500 ms) is up, not served when it pleases (it once held the endpoint, and
-    /// CalicoNode's stop, for as long as it kept trickling).
+    /// A client trickling its request head a byte at a time is cut off when its head's time
+    /// (here 500 ms) is up.
     #[test]
     fn a_trickling_client_is_cut_off_when_its_heads_time_is_up() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -436,16 +403,14 @@ mod tests {
         let sent_by_then = sent.load(Ordering::SeqCst);
         client.join().expect("client");
         assert!(answered.is_err(), "served a trickling client: {answered:?}");
-        // Cut off after a few bytes, not at the end of the head (a byte each 200 ms; half the
-        // head is 3.6 s past the head's time).
+        // Cut off after a few bytes, not at the end of the head.
         assert!(
             sent_by_then < REQUEST.len() / 2,
             "the answer waited for the whole trickle ({sent_by_then} bytes)"
         );
     }
 
-    /// A request head past `MAX_REQUEST` is refused with 431, and the client reads it whole
-    /// (not reset away by a close with its head unread).
+    /// A request head past `MAX_REQUEST` is 431, read whole by the client.
     #[test]
     fn a_request_head_past_the_cap_is_431() {
         use std::io::Read;
@@ -470,8 +435,7 @@ mod tests {
 
     const REQUEST: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
 
-    /// Whether the server has closed `c` (read returns its end, or a reset), rather than
-    /// kept it open and unanswered (the read would block).
+    /// Whether the server has closed `c` (end or reset), not left it open and unanswered.
     fn closed_by_server(c: &std::net::TcpStream) -> bool {
         use std::io::Read;
         c.set_nonblocking(true).expect("nonblocking");
@@ -480,8 +444,7 @@ mod tests {
         !matches!(&got, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
     }
 
-    /// Serves `metrics` on a loopback port until `body` returns; CalicoNode's log's text and
-    /// what was counted, after.
+    /// Serves `metrics` on loopback until `body` returns; the log's text and the counts.
     fn serving(
         metrics: &(dyn Fn() -> String + Sync),
         body: impl FnOnce(std::net::SocketAddr),
@@ -503,8 +466,7 @@ mod tests {
         let count = |r: &str, n: u64| counted.lock().expect("lock").push((r.to_owned(), n));
         std::thread::scope(|scope| {
             scope.spawn(|| super::accept(metrics, None, &listener, &stop, (&log, &count, &|_| {})));
-            // A failed assertion in `body` stops the server too, so that the test fails
-            // rather than waits for it.
+            // A failed assertion stops the server too, so the test fails rather than waits.
             let _stop = StopOnDrop(&stop);
             body(addr);
         });
@@ -512,10 +474,7 @@ mod tests {
         (text, counted.into_inner().expect("lock"))
     }
 
-    /// Clients that connect and send nothing, and one told 401 that never closes, do not
-    /// delay another client: a scrape is answered while they are all still held open
-    /// (each on its own thread). (One thread answered every connection in turn: the scrape
-    /// waited for the idle clients' timeouts, by when the server had closed them.)
+    /// Idle clients and one that never closes do not delay a scrape.
     #[test]
     fn idle_and_lingering_clients_do_not_delay_a_scrape() {
         use std::io::Read;
@@ -550,13 +509,8 @@ mod tests {
         });
     }
 
-    /// At most `PER_SOURCE` connections of one remote address are answered at once: while
-    /// they are held (a slow read of the metrics files, clients that send nothing), one more
-    /// from it is answered `503` at once, with `Retry-After` and the mark of the diags
-    /// server's busy answer (which `fleet diags` names `node-busy`), and closed; it is said in
-    /// the node's log and counted by reason; the held one is answered when it is let go. (One
-    /// past the cap was closed unanswered and unsaid: through the API server's pod proxy a
-    /// `503 error trying to reach service: EOF`, which `fleet diags` named unreachable.)
+    /// One past `PER_SOURCE` is answered 503 busy at once (with `Retry-After` and the diags
+    /// busy mark), said and counted; the held one is answered when let go.
     #[test]
     fn a_connection_past_its_sources_cap_is_answered_busy_at_once() {
         use super::PER_SOURCE;
@@ -611,9 +565,8 @@ mod tests {
         assert_eq!(counted, [("per-source-cap".to_owned(), 1)]);
     }
 
-    /// The caps in the order connections come and go: one address holds at most
-    /// `PER_SOURCE`, another still comes in beside it, one that left makes room for its
-    /// source, and all together hold at most `CONNECTIONS`, a new address refused past them.
+    /// One address holds at most `PER_SOURCE`, another comes in beside it, one that left makes
+    /// room, and all hold at most `CONNECTIONS`.
     #[test]
     fn one_source_holds_its_share_and_all_at_most_the_cap() {
         use super::{CONNECTIONS, Full, Open, PER_SOURCE};
@@ -644,10 +597,8 @@ mod tests {
         assert_eq!(past, Err(Some(Full::All)));
     }
 
-    /// A program that bound the metrics port first (a squatter, which the simulated host
-    /// names as `GetExtendedTcpTable` would) is named by its pid and address (IPv4's or
-    /// IPv6's) in CalicoNode's log and in what status reads; a port in an excluded range,
-    /// which no program holds, is told apart. (An IPv6 holder went unnamed.)
+    /// A port another program holds is kept with its pid and address (IPv4 or IPv6); an
+    /// excluded range is told apart.
     #[test]
     fn a_refused_port_is_kept_with_its_holders_pid_or_as_excluded() {
         use crate::duration::Stop;

@@ -1,15 +1,6 @@
 //! The body of the Calico Windows services, replacing NSSM and Calico's `node-service.ps1`,
-//! `felix-service.ps1` and `confd-service.ps1` (reference §3.2):
-//!
-//! - CalicoNode (`node`): the start-up after a boot (HNS clean-up, the `External` vSwitch
-//!   network, routes, the init-done marker), then `calico-node startup` whenever kubelet's
-//!   process changes;
-//! - CalicoFelix (`felix`): waits for the marker, runs felix, restarts it;
-//! - CalicoConfd (`confd`): the same for confd, windows-bgp only.
-//!
-//! Everything here is plain logic against the host traits, so it runs on SimHost in tests; the
-//! Windows service dispatcher glue is `scm.rs`. Every wait is bounded or watches the stop
-//! request; a child's environment is exactly the rendered `calico-<role>.env`.
+//! `felix-service.ps1` and `confd-service.ps1` (reference §3.2): CalicoNode, CalicoFelix and
+//! CalicoConfd. Plain logic on the host traits; the SCM glue is `scm.rs`.
 
 mod agent;
 mod api_group;
@@ -45,8 +36,7 @@ use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// The log of a role: `<CALICO_LOG_DIR or install root\logs>\calico-<role>.log`, on this
-/// machine's file system.
+/// The log of a role: `<CALICO_LOG_DIR or root\logs>\calico-<role>.log`, on this machine.
 pub fn open_log(
     host: &dyn Host,
     s: &Settings,
@@ -69,8 +59,7 @@ pub fn role_name(role: Role) -> &'static str {
 /// The event ids: a service body started, stopped on request, failed (listed in `layout`).
 pub use crate::layout::{EVENT_FAILED, EVENT_STARTED, EVENT_STOPPED};
 
-/// Runs a role until a stop is requested (then `Ok`) or it fails; its start, its stop and its
-/// failure are written to the Application event log too.
+/// Runs a role until a stop (`Ok`) or a failure, its start, stop and failure in the event log.
 pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
     let service = Role::service_name(s.role);
     let event = |level, id, message: String| {
@@ -119,9 +108,8 @@ pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> 
     }
 }
 
-/// What starting the service does on a simulated host, where no process keeps running: the
-/// role's start-up phase, for real (CalicoNode: the whole initialisation and one successful
-/// calico-node startup; felix and confd: their checks before they would run).
+/// What starting the service does on a simulated host: the role's start-up phase (CalicoNode
+/// initialises and runs startup once; felix and confd check what they would run).
 pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
     match s.role {
         Role::Node => node::start_phase(host, s, log).map(|_| ()),
@@ -130,8 +118,7 @@ pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
     }
 }
 
-/// The service registration of a role: calicoctl-win itself (`service run ROLE`), LocalSystem,
-/// automatic start, felix and confd after CalicoNode, restarts on failure.
+/// A role's service registration: `service run ROLE`, LocalSystem, automatic, with recovery.
 pub fn service_spec(role: Role, exe: &str, args: Vec<String>) -> ServiceSpec {
     let (display, description) = match role {
         Role::Node => (
@@ -159,13 +146,8 @@ pub fn service_spec(role: Role, exe: &str, args: Vec<String>) -> ServiceSpec {
         program: exe.into(),
         args,
         dependencies: match role {
-            // None on the Host Network Service, as Calico's own `Install-NodeService`
-            // (v3.32.1 `calico.psm1`) registers none: the SCM refuses to stop a service with
-            // a running dependent (`Restart-Service hns` fails without -Force) and never
-            // starts a dependent again itself (PowerShell's -Force starts again only those it
-            // stopped: an HNS stopped by Windows or a `Stop-Service -Force` would leave Calico
-            // stopped).
-            // CalicoNode starts HNS in its start-up instead (`hns_watch::ensure_running`).
+            // No dependency on HNS, as Calico's `Install-NodeService` (v3.32.1 `calico.psm1`):
+            // CalicoNode starts HNS itself (`hns_watch::ensure_running`).
             Role::Node => Vec::new(),
             Role::Felix | Role::Confd | Role::KubeProxy => vec!["CalicoNode".into()],
         },

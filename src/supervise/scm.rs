@@ -1,5 +1,4 @@
-//! The Windows service dispatcher glue: registers the control handler, reports the states,
-//! turns Stop and Shutdown into the stop request, and runs the body. No logic here.
+//! The Windows service dispatcher glue: states, Stop and Shutdown to the stop request, no logic.
 
 use super::Stop;
 use std::sync::Mutex;
@@ -13,14 +12,12 @@ use windows_service::{define_windows_service, service_dispatcher};
 /// The body the dispatcher's thread runs: gets the stop request, returns the exit code.
 pub type Body = Box<dyn FnOnce(&Stop) -> u32 + Send>;
 
-/// The body handed from `run` to `service_main`: the dispatcher calls a plain function, so
-/// this is the one place a value crosses through a static.
+/// The body handed from `run` to `service_main` (the dispatcher calls a plain function).
 static BODY: Mutex<Option<(String, Duration, Body)>> = Mutex::new(None);
 
 define_windows_service!(ffi_service_main, service_main);
 
-/// Connects to the SCM and runs `body` as the service `name` until it returns. Fails with OS
-/// error 1063 when the process was not started by the SCM.
+/// Runs `body` as the service `name` until it returns; OS error 1063 outside the SCM.
 pub fn run(name: &str, stop_wait_hint: Duration, body: Body) -> windows_service::Result<()> {
     *BODY.lock().unwrap_or_else(|p| p.into_inner()) = Some((name.to_owned(), stop_wait_hint, body));
     service_dispatcher::start(name, ffi_service_main)
@@ -87,8 +84,7 @@ fn service_main(_args: Vec<std::ffi::OsString>) {
     let ended = Stop::new();
     let body_ended = ended.clone();
     let reporter = std::thread::spawn(move || {
-        // Reports StopPending as soon as the stop is requested, and again with the next
-        // checkpoint every half wait hint while the child stops.
+        // StopPending at once, its checkpoint advanced every half wait hint while the child stops.
         while !watcher.wait(Duration::from_secs(3600)) {}
         let every = (hint / 2).max(Duration::from_millis(500));
         let mut checkpoint = 1;

@@ -1,5 +1,4 @@
-//! What a service body runs with: its settings and environment, the release's layout and the
-//! component to launch, and why it stops with an error.
+//! What a service body runs with: settings, environment, the release's layout, its errors.
 
 use super::log::LogSettings;
 use crate::host::{Host, HostError};
@@ -67,15 +66,11 @@ pub enum SuperviseError {
     KubeProxyWait { what: String, after: Duration },
     #[error(transparent)]
     Host(#[from] HostError),
-    /// A restart's stop given up on (`hns_watch::stop_given_up`): not delivered (1053) or not
-    /// taken within its bound, so that it may still be taken late. A start's own error is
-    /// `Host`.
+    /// A restart's stop given up on (`hns_watch::stop_given_up`), which may still be taken.
     #[error(transparent)]
     StopGivenUp(HostError),
     /// A child that could not be looked at or stopped: the service ends rather than start a
-    /// second copy beside it. Its kill-on-close job (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`), when
-    /// it is in one, ends it with the service, yet no sooner than its pending I/O completes
-    /// (TerminateProcess remarks); the service's next start waits for it (`child::earlier`).
+    /// second copy; the next start waits for it (`child::earlier`).
     #[error(
         "{program} (pid {pid}) could not be stopped: {error}; the service ends so that no second copy runs beside it ({})",
         if *.in_job { "its job object ends it with the service; the next start waits for it to end" } else { "it is in no job of the service's and may run on; the next start waits for it to end" }
@@ -86,9 +81,7 @@ pub enum SuperviseError {
         error: String,
         in_job: bool,
     },
-    /// A child an earlier run of the service started still runs after the wait for it: no
-    /// failed start (the child did not run). The service bodies look again after their
-    /// back-off without counting it; the simulated service start ends with it.
+    /// A child an earlier run started still runs after the wait for it: no failed start.
     #[error(
         "{program} (pid {pid}) that an earlier run of this service started still runs after {}s; no second copy is started beside it until it has ended: end that process",
         .after.as_secs()
@@ -184,8 +177,7 @@ pub struct Timing {
     pub backoff_max: Duration,
     /// The networking stack's grace period after the vSwitch appears (the scripts: 10 s).
     pub settle: Duration,
-    /// How long a start waits for the child an earlier run of the service left (a process
-    /// killed with I/O pending ends only once the I/O completes: TerminateProcess remarks).
+    /// How long a start waits for a child an earlier run left (TerminateProcess remarks).
     pub earlier_wait: Duration,
 }
 
@@ -216,13 +208,11 @@ pub struct Settings {
     pub init_timeout: Duration,
     /// Bound on HNS work: deleting old networks, creating External, its management IP.
     pub network_timeout: Duration,
-    /// How long the External network's adapter gets to hold a stable address before the
-    /// vSwitch is made on it.
+    /// How long the External adapter gets to hold a stable address before the vSwitch.
     pub adapter_address_timeout: Duration,
     /// Bound on one calico-node startup run.
     pub startup_timeout: Duration,
-    /// After a boot, delete every non-NAT HNS network as Calico's scripts do, instead of only
-    /// Calico's own (`Calico`, `Calico-*`, `External`).
+    /// After a boot, delete every non-NAT HNS network as Calico's scripts do.
     pub delete_all_non_nat_networks: bool,
     pub probes: crate::installed::platform::Probes,
     /// The platform as configured; `Auto` probes.
@@ -231,18 +221,14 @@ pub struct Settings {
     pub metrics_port: Option<u16>,
     /// Whether the metrics endpoint answers `GET /diags` too (`metrics.diags`).
     pub diags: bool,
-    /// The namespace of the ServiceAccount whose tokens `GET /diags` takes
-    /// (`metrics.diags_namespace`).
+    /// The namespace of the ServiceAccount `GET /diags` takes (`metrics.diags_namespace`).
     pub diags_namespace: String,
     pub timing: Timing,
-    /// Runs this program (on this machine) instead of the installed Calico binary, with the
-    /// same arguments: for tests and for trying a build by hand.
+    /// Runs this program instead of the installed binary, with the same arguments (tests).
     pub program: Option<String>,
-    /// The installed Calico release, which decides the start-up flags; unknown, only the
-    /// flags every release of the binary knows are used.
+    /// The installed release, which decides the start-up flags (unknown: common ones only).
     pub calico_version: Option<CalicoVersion>,
-    /// What the children take from the service's own environment (`INHERITED`), under the
-    /// role's env file, which wins.
+    /// What children take from the service's environment, under the role's env file.
     pub inherited: BTreeMap<String, String>,
 }
 
@@ -250,9 +236,8 @@ pub struct Settings {
 pub const STOP_HINT_SLACK: Duration = Duration::from_secs(5);
 
 impl Settings {
-    /// How long a service running this body may take to stop: its stop timeout (after which
-    /// the child is killed) and the slack of its SCM wait hint. Whoever stops one of the
-    /// services waits at least this long.
+    /// How long a service running this body may take to stop: its stop timeout and the slack
+    /// of its SCM wait hint.
     pub fn service_stop_wait(&self) -> Duration {
         self.stop_timeout + STOP_HINT_SLACK
     }
@@ -296,11 +281,9 @@ pub fn environment(host: &dyn Host, s: &Settings) -> Result<BTreeMap<String, Str
     Ok(env)
 }
 
-/// The variables a child takes from the service's own environment, as NSSM and Calico's
-/// scripts passed the whole of theirs: where Windows and its tools are (confd on Calico up to
-/// 3.27.1 runs `powershell` by name, found on `PATH`), where temporary files go, and a
-/// machine-wide proxy (Go's `http.ProxyFromEnvironment` reads `HTTPS_PROXY`, `NO_PROXY` and
-/// their lower-case forms). Nothing else: no user's variables, no secrets.
+/// The variables a child takes from the service's environment: where Windows and its tools are
+/// (confd up to 3.27.1 runs `powershell`), temporary files, and the proxy (Go's
+/// `http.ProxyFromEnvironment`). Nothing else.
 pub const INHERITED: &[&str] = &[
     "SystemRoot",
     "SystemDrive",
@@ -329,8 +312,7 @@ pub const INHERITED: &[&str] = &[
     "no_proxy",
 ];
 
-/// The allow-listed variables of `env` (the process's own, read once by `main`). Windows
-/// names variables without regard to case, so `Path` is `PATH`.
+/// The allow-listed variables of `env`, names without regard to case (`Path` is `PATH`).
 pub fn inherited(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let windows_names = cfg!(windows);
     env.iter()
@@ -350,8 +332,7 @@ pub fn inherited(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
 /// `NAME=VALUE` lines, as install renders them (`render::env::parse`).
 pub use crate::render::env::parse as parse_env;
 
-/// How the installed release is run: its binary and the start-up flags that release knows
-/// (`release::version` has the facts, from Calico's service scripts at each tag).
+/// The installed release's binary and the start-up flags it knows (`release::version`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout(pub Features);
 
@@ -364,8 +345,7 @@ pub enum Component {
 }
 
 impl Layout {
-    /// Reads the binary from the files in the install root (checking that it exists, never
-    /// reading it), and the flags from the installed version when it is known and matches.
+    /// Reads the binary's name (checked to exist, never read) and the installed version's flags.
     pub fn detect(host: &dyn Host, s: &Settings) -> Result<Self> {
         let binary = if host.file_access(&s.path("calico.exe"))?.is_some() {
             Binary::Calico
@@ -379,8 +359,7 @@ impl Layout {
         Ok(Self::of(binary, s.calico_version.as_ref()))
     }
 
-    /// The layout of `binary` in release `version`; a version whose binary is another one is
-    /// not this release's, so only the binary's name counts then.
+    /// The layout of `binary` in `version`; another binary's version counts only its name.
     pub fn of(binary: Binary, version: Option<&CalicoVersion>) -> Self {
         match version.map(CalicoVersion::features) {
             Some(f) if f.binary == binary => Self(f),
@@ -431,8 +410,7 @@ pub(super) struct Launch {
     pub(super) cwd: Option<String>,
 }
 
-/// How to run a component: the installed binary, in the install root (confd in its confdir),
-/// unless `Settings::program` overrides the program (then in the current directory).
+/// How to run a component: the installed binary in the root (confd in its confdir), or `program`.
 pub(super) fn required(host: &dyn Host, s: &Settings, c: Component) -> Result<Launch> {
     let layout = match &s.program {
         Some(_) => Layout::of(Binary::CalicoNode, s.calico_version.as_ref()),

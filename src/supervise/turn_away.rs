@@ -1,7 +1,5 @@
-//! The connections CalicoNode's metrics endpoint turns away past its caps (`metrics_server`,
-//! which answers each `503` busy): said in CalicoNode's log at most once a `SAY_EVERY` with how
-//! many and why, and counted in the node's metrics (`installed::metrics::REFUSED_CONNECTIONS`,
-//! by reason) when it is said.
+//! The connections the metrics endpoint turns away past its caps: said in CalicoNode's log at
+//! most once a `SAY_EVERY`, and counted (`installed::metrics::REFUSED_CONNECTIONS`).
 
 use super::log::Log;
 use std::net::IpAddr;

@@ -1,10 +1,6 @@
-//! SimHost playing calico-node: what `calico-node.exe -startup` (or `calico.exe component node
-//! startup`) does to HNS on a Windows node, so the whole lifecycle can run on a simulated host.
-//!
-//! Like the real startup (`SetupVxlanNetwork` in Calico's Windows dataplane), it **reuses an
-//! existing `Calico` network whose type, subnet and gateway match, without comparing its VSID**.
-//! So after the VNI in the service environment changes, the network keeps the old VSID: this is
-//! exactly the silent VNI problem that `reconfigure` solves, reproduced on the simulated host.
+//! SimHost playing calico-node: what `calico-node.exe -startup` does to HNS. Like the real
+//! `SetupVxlanNetwork`, it reuses an existing `Calico` network without comparing its VSID:
+//! the silent VNI change `reconfigure` solves.
 
 use super::handle::SimHost;
 use crate::host::{Files, Hns, HostResult, ProcessSpec};
@@ -23,17 +19,13 @@ pub enum Component {
     Other,
 }
 
-/// What a Calico binary does with a command line: a component to run, or a refusal (its exit
-/// code and message) as the release's own argument parser gives it.
+/// What a Calico binary does with a command line: a component, or its parser's refusal.
 pub type Parsed = Result<Component, (i32, String)>;
 
 /// Reads the component from `calico-node.exe -startup|-felix|-confd|-monitor-token` or
-/// `calico.exe component node startup|monitor-token`, `component felix|confd`; `None` for
-/// other programs. `release` is the version the simulated binary records (`None`: every flag
-/// is known). Like the real binaries: calico-node.exe parses with Go's `flag` package (an
-/// unknown flag exits 2 with "flag provided but not defined"; `-complete-startup` exists from
-/// v3.31, `-monitor-token` from v3.28); calico.exe with cobra (an unknown command or flag
-/// exits 1).
+/// `calico.exe component ...`; `None` for other programs. Flags a `release` lacks are refused
+/// as Go's `flag` (exit 2) and cobra (exit 1) do (`-complete-startup` from v3.31,
+/// `-monitor-token` from v3.28).
 pub fn component(spec: &ProcessSpec, release: Option<&CalicoVersion>) -> Option<Parsed> {
     let file = spec
         .program
@@ -109,9 +101,8 @@ fn calico_subcommands(args: &[String]) -> Parsed {
     }
 }
 
-/// The token refresher: reads the namespace file and writes the CNI plugin's kubeconfig under
-/// `CONTAINER_SANDBOX_MOUNT_POINT` (or at the drive's root without it), as token_watch.go does;
-/// a missing namespace file is fatal. Returns `Some(exit code)` when it ends at once.
+/// The token refresher (token_watch.go): reads the namespace file, writes the CNI plugin's
+/// kubeconfig; `Some(exit code)` when it ends at once.
 pub fn monitor_token(host: &SimHost, spec: &ProcessSpec) -> HostResult<(Option<i32>, String)> {
     let base = spec
         .env
@@ -168,13 +159,9 @@ pub fn startup(host: &SimHost, spec: &ProcessSpec) -> HostResult<(i32, String)> 
     Ok((code, log))
 }
 
-/// The host endpoint `Calico_ep` calico-node makes on the Calico network (block .2): the
-/// address kube-proxy takes as its source VIP on overlay (Calico's `SetupVxlanNetwork` and
-/// `SetupL2bridgeNetwork`); added when the network has none with block .2. On an Overlay
-/// network it is a remote endpoint (projectcalico/calico v3.32.1
-/// `cni-plugin/pkg/dataplane/windows/dataplane_windows.go`, `createAndAttachVxlanHostEP`:
-/// `IsRemoteEndpoint: true`), on L2Bridge a local one attached to the host
-/// (`CreateAndAttachHostEP`: `HostAttach(1)`).
+/// The host endpoint `Calico_ep` (block .2), kube-proxy's source VIP: remote on Overlay
+/// (projectcalico/calico v3.32.1 `cni-plugin/pkg/dataplane/windows/dataplane_windows.go`,
+/// `createAndAttachVxlanHostEP`), attached to the host on L2Bridge (`CreateAndAttachHostEP`).
 fn source_vip_endpoint(host: &SimHost, block: &str, log: &mut String) -> HostResult<()> {
     let Some(calico) = host
         .hns_networks()?
@@ -210,8 +197,7 @@ fn source_vip_endpoint(host: &SimHost, block: &str, log: &mut String) -> HostRes
     Ok(())
 }
 
-/// calico-node startup's HNS part on any host: also what the Wine test ring's fake
-/// calico-node.exe does through the real HCN calls, with `block` as the node's IPAM block.
+/// calico-node startup's HNS part on any host (also the Wine ring's fake calico-node.exe).
 pub fn startup_on(
     host: &dyn Hns,
     env: &std::collections::BTreeMap<String, String>,

@@ -23,11 +23,9 @@ fn security_key(path: &str) -> String {
 }
 
 impl SimHost {
-    /// Where a host path lives under the state directory. Windows names are case-insensitive
-    /// and case-preserving ("Naming Files, Paths, and Namespaces", Microsoft Learn: "do not
-    /// assume case sensitivity"; NTFS keeps the case a name was created with): the host's own
-    /// writes store lower-case names, and a name this machine's file calls made in another case
-    /// (a release extracted, a temporary directory) is found by its name in any case.
+    /// Where a host path lives under the state directory: names stored lower-case, and one
+    /// made in another case found in any case (Microsoft Learn, "Naming Files, Paths, and
+    /// Namespaces").
     fn sim_path(&self, path: &str) -> HostResult<PathBuf> {
         if !is_windows_path(path) {
             return Err(HostError::Refused {
@@ -160,10 +158,7 @@ impl SimHost {
         fs_err::rename(&tmp, &local).map_err(|e| HostError::io(op("replace"), e))?;
         let key = path.to_ascii_lowercase();
         let mut state = self.lock();
-        // The renamed temporary keeps its own security: a file moved within an NTFS volume
-        // keeps its permissions (Microsoft, "How permissions are handled when you copy and move
-        // files and folders", KB310316), so the result has the directory's inherited list and
-        // the caller as owner, never the list or owner the replaced file had.
+        // The renamed temporary keeps its own security (Microsoft KB310316).
         state.security.remove(&security_key(path));
         if access == Access::Secret {
             state.secrets.insert(key);
@@ -281,9 +276,8 @@ impl Files for SimHost {
         })
     }
 
-    /// As on Windows (`host::windows::files::open_update`): the links above the last name
-    /// followed, where they led read from the handle (`handle_final_path`), a link at the last
-    /// name or a second name of the file read as no plain file (`is_sole_plain`).
+    /// As on Windows (`windows::files::open_update`): the last name never followed, where
+    /// the handle led read from it (`handle_final_path`).
     fn open_update(&self, path: &str) -> HostResult<Option<crate::host::OpenedFile>> {
         let hook = self
             .before_open
@@ -309,9 +303,8 @@ impl Files for SimHost {
         let link = std::fs::symlink_metadata(&local)
             .map_err(read)?
             .is_symlink();
-        // A link at the last name: Windows opens the link itself (FILE_FLAG_OPEN_REPARSE_POINT,
-        // CreateFileW's documentation), whose final path is its own: its directory's, with its
-        // name. Linux's open follows it; the handle's path would be the target's.
+        // A link at the last name is opened itself on Windows (FILE_FLAG_OPEN_REPARSE_POINT):
+        // its final path is its own.
         let final_path = match (link, local.parent(), local.file_name()) {
             (true, Some(dir), Some(name)) => {
                 self.host_path_of(&std::fs::canonicalize(dir).map_err(read)?.join(name))
@@ -402,10 +395,8 @@ impl Files for SimHost {
     }
 }
 
-/// Where the open `file` is: on Linux the name the kernel keeps for its descriptor
-/// (`/proc/self/fd/N`, proc(5): "a symbolic link to the actual file"), the model of
-/// `GetFinalPathNameByHandleW`; on Windows (the simulated host under Wine) that call itself;
-/// elsewhere `local` resolved again.
+/// Where the open `file` is, as `GetFinalPathNameByHandleW` says: `/proc/self/fd/N` on Linux
+/// (proc(5)), the call itself under Wine, `local` resolved elsewhere.
 fn handle_final_path(file: &std::fs::File, local: &Path) -> std::io::Result<PathBuf> {
     #[cfg(target_os = "linux")]
     {

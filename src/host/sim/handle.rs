@@ -1,6 +1,5 @@
-//! The simulated host's handle: the state behind its lock, the faults it injects, and how it
-//! is opened, counted and saved. The Host traits are implemented in the parent and its
-//! siblings.
+//! The simulated host's handle: its state behind a lock, its faults, how it is opened,
+//! counted and saved.
 
 use super::profiles::{self, DEFAULT_PROFILE};
 use super::state::{self, State};
@@ -32,14 +31,12 @@ pub enum At {
 pub enum FaultKind {
     /// The call fails with `HostError::Injected` and changes nothing.
     Fail,
-    /// The OS refuses the call with ERROR_ACCESS_DENIED (5), as a locked-down node's policy
-    /// might; nothing changes. By description (`deny:~TEXT`) every matching call is refused.
+    /// The call refused with ERROR_ACCESS_DENIED (5), nothing changed; `deny:~TEXT` every match.
     Deny,
     /// The process exits at once (code 86), as if the machine lost power mid-run.
     Crash,
-    /// The process stops and waits to be killed from outside: in the middle of a file write
-    /// (its temporary file written, not yet renamed), before any other call. It first creates
-    /// `<host dir>.paused` holding the call, for the killer to wait on.
+    /// The process waits to be killed mid-write (temporary written, not renamed), first
+    /// creating `<host dir>.paused` for the killer.
     Pause,
 }
 
@@ -68,8 +65,7 @@ impl std::str::FromStr for Fault {
     }
 }
 
-/// What a calicoctl-win service runs at start-up on the simulated host (the service-host role
-/// code, wired in where the program is assembled so that `host` does not depend on it).
+/// What a calicoctl-win service runs at start-up on the simulated host (wired in by `main`).
 pub type StartHook = Arc<dyn Fn(&SimHost, &ServiceStart) -> anyhow::Result<()> + Send + Sync>;
 
 /// A calicoctl-win service being started: its name and its `service run` arguments.
@@ -121,8 +117,7 @@ pub struct SimHost {
 pub type OpenHook = Box<dyn FnOnce() + Send>;
 
 impl SimHost {
-    /// Opens the host in `dir`, creating it from `profile` (default `ws2022`) when `dir` holds
-    /// none yet. A profile that differs from an existing host's is refused.
+    /// Opens the host in `dir`, made from `profile` (default `ws2022`) when new; another refused.
     pub fn open_or_create(dir: &Path, profile: Option<&str>) -> Result<Self, SimError> {
         let state_file = dir.join("state.json");
         if state_file.exists() {
@@ -197,9 +192,8 @@ impl SimHost {
         self.start_hook = Some(hook);
     }
 
-    /// Has `hook` run once at the next `Files::open_update`, before it opens: a junction (a
-    /// symbolic link here) swapped between a judgement of the path and its opening, as anyone
-    /// may who may change that link or create where it stands.
+    /// Has `hook` run once at the next `Files::open_update`, before it opens: a link swapped
+    /// between a judgement of the path and its opening.
     pub fn before_next_open_update(&self, hook: OpenHook) {
         *self
             .before_open
@@ -227,8 +221,7 @@ impl SimHost {
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock leaves a consistent state (changes are applied to a
-        // copy first), so a poisoned lock is safe to reuse.
+        // Changes apply to a copy first, so a poisoned lock is safe to reuse.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -236,8 +229,7 @@ impl SimHost {
         f(&self.lock())
     }
 
-    /// Runs one mutating call: counts it, injects the configured fault, applies `f` to a copy
-    /// of the state and persists it only if `f` succeeds.
+    /// One mutating call: counted, the fault injected, `f` applied to a copy, saved on success.
     pub(super) fn mutate<T>(
         &self,
         op: &str,
@@ -288,9 +280,7 @@ impl SimHost {
         }
         match fault.kind {
             FaultKind::Fail => {
-                // Said as it fires: a caller may retry a call and succeed (the release's
-                // extraction that follows the download starts again), and a test walking
-                // every call tells such a run from one past the last call.
+                // Said as it fires, so a test walking every call tells a retried call apart.
                 eprintln!("simulated host: a failure injected at mutating call {n} ({op})");
                 Err(HostError::Injected {
                     n,

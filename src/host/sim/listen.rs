@@ -1,7 +1,5 @@
-//! The simulated host's TCP listeners: the loopback's port, refused as Windows refuses a
-//! bind with SO_EXCLUSIVEADDRUSE to a wildcard address (Microsoft's "Using SO_REUSEADDR and
-//! SO_EXCLUSIVEADDRUSE": WSAEADDRINUSE whatever the socket that holds the port set; WSAEACCES
-//! in an excluded range).
+//! The simulated host's TCP listeners on the loopback, refused as Windows refuses an exclusive
+//! wildcard bind (WSAEADDRINUSE when held; WSAEACCES in an excluded range).
 
 use super::state::SimSettings;
 use crate::host::listen::{ListenError, ListenRefusal, refusal};
@@ -10,9 +8,8 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 const IN_USE: &str = "Only one usage of each socket address (protocol/network address/port) is normally permitted. (os error 10048)";
 const DENIED: &str = "An attempt was made to access a socket in a way forbidden by its access permissions. (os error 10013)";
 
-/// Listens on the loopback's `port`, unless the settings give it to another program (a
-/// squatter's pid, on IPv4's or IPv6's every address) or an excluded range; a port a real socket holds on this machine is
-/// refused as held too.
+/// Listens on the loopback's `port`, unless the settings give it to another program or an
+/// excluded range; a port a real socket holds here is refused as held too.
 pub fn listen(settings: &SimSettings, port: u16) -> Result<TcpListener, ListenError> {
     let holder = || {
         let v4 = |pid: &u32| (*pid, SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)));

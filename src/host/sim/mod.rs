@@ -1,10 +1,5 @@
-//! SimHost: a simulated Windows host in a directory (`state.json` plus the files under `fs/`),
-//! with the same contracts as the real one, and fault injection for reliability tests.
-//!
-//! It is not a mock: a running service cannot be deleted, a service whose dependents run cannot
-//! be stopped, a network name cannot be taken twice, deleting a network deletes its endpoints,
-//! and creating the first network on the adapter drops the cloud metadata route, as creating a
-//! vSwitch does on Windows.
+//! SimHost: a simulated Windows host in a directory (`state.json` and `fs/`), with the real
+//! one's contracts (`host::contract`) and fault injection.
 
 pub mod calico_node;
 mod files;
@@ -229,8 +224,7 @@ impl SimHost {
     }
 }
 
-/// Events of the simulated machine's world, not calls the tool makes: they are not counted as
-/// mutating calls and never fail by injection.
+/// Events of the simulated world, not the tool's calls: never counted, never failed.
 impl SimHost {
     fn world<T>(&self, f: impl FnOnce(&mut State) -> T) -> HostResult<T> {
         let mut guard = self.lock();
@@ -239,9 +233,8 @@ impl SimHost {
         Ok(out)
     }
 
-    /// Reboots the machine: a new boot identity, kubelet and the other automatic services
-    /// running again with new pids, calicoctl-win's own services stopped (a test starts them
-    /// as the SCM would). HNS networks survive, as they do on Windows.
+    /// Reboots: a new boot identity, automatic services running with new pids,
+    /// calicoctl-win's own stopped; HNS networks survive.
     pub fn reboot(&self) -> HostResult<()> {
         self.world(|s| {
             let next = s
@@ -251,9 +244,7 @@ impl SimHost {
                 .and_then(|b| b.parse::<i64>().ok())
                 .unwrap_or(0)
                 + 3600;
-            // The System log of a clean restart: the Event Log service stopped (6006) as the
-            // machine went down and started (6005) as it came up (EventLog's events, which
-            // Microsoft Learn's "Determine when a computer was last restarted" reads).
+            // A clean restart's System log: EventLog stopped (6006) and started (6005).
             for (id, time, message) in [
                 (6006, next - 1, "The Event log service was stopped."),
                 (6005, next, "The Event log service was started."),
@@ -297,10 +288,7 @@ impl SimHost {
         })
     }
 
-    /// Starts (`Some(pid)`) or ends (`None`) a process with this image name, like kubelet.
-    /// An administrator's `New-NetFirewallRule -DisplayName`: the rule is added beside any of
-    /// the same name (the name the firewall shows is no key; PowerShell's New-NetFirewallRule
-    /// reference: only `-Name`, the rule's ID, is unique in a policy store).
+    /// An administrator's `New-NetFirewallRule -DisplayName`: added beside any of the name.
     pub fn admin_add_firewall_rule(&self, rule: &FirewallRule) -> HostResult<()> {
         self.mutate("administrator adds a firewall rule", |s| {
             match s.firewall.entry(rule.name.to_ascii_lowercase()) {
@@ -315,8 +303,7 @@ impl SimHost {
         })
     }
 
-    /// An administrator's `Remove-NetFirewallRule -DisplayName`: every rule of the name
-    /// ("Deletes one or more firewall rules that match the specified criteria", its page).
+    /// An administrator's `Remove-NetFirewallRule -DisplayName`: every rule of the name.
     pub fn admin_remove_firewall_rules(&self, name: &str) -> HostResult<()> {
         self.mutate("administrator removes firewall rules", |s| {
             s.firewall.remove(&name.to_ascii_lowercase());
@@ -359,11 +346,8 @@ impl SimHost {
         self.world(|s| s.interfaces = addresses)
     }
 
-    /// The node's address changes from `from` to `to` on its adapter, as a new DHCP lease or a
-    /// re-addressed VM does; the HNS networks' management IP follows it, and the endpoints
-    /// made before keep the provider address they were stamped with (the pods of
-    /// projectcalico/calico#8700, unreachable after a node IP change). That HNS updates the
-    /// networks' management IP is the issue's account of it, not verified on Windows.
+    /// The node's address changes from `from` to `to`: the networks' management IP follows,
+    /// the endpoints keep their provider address (projectcalico/calico#8700's account).
     pub fn readdress(&self, from: Ipv4Addr, to: Ipv4Addr) -> HostResult<()> {
         self.world(|s| {
             for a in s.interfaces.iter_mut().filter(|a| a.ip == from) {
@@ -400,34 +384,29 @@ impl SimHost {
         })
     }
 
-    /// While true, a vSwitch made on a static adapter leaves its host adapter on DHCP with an
-    /// APIPA address (`SimSettings::vswitch_takes_dhcp`).
+    /// Sets `SimSettings::vswitch_takes_dhcp`.
     pub fn set_vswitch_takes_dhcp(&self, on: bool) -> HostResult<()> {
         self.world(|s| s.settings.vswitch_takes_dhcp = on)
     }
 
-    /// HNS reports a management IP only once the vSwitch's host adapter holds an address
-    /// that is not APIPA (`SimSettings::management_ip_needs_stable_address`).
+    /// Sets `SimSettings::management_ip_needs_stable_address`.
     pub fn set_management_ip_needs_stable_address(&self, on: bool) -> HostResult<()> {
         self.world(|s| s.settings.management_ip_needs_stable_address = on)
     }
 
-    /// While true, every program started from now on can be neither looked at nor stopped
-    /// (`SimSettings::children_unstoppable`).
+    /// Sets `SimSettings::children_unstoppable`.
     pub fn set_children_unstoppable(&self, on: bool) -> HostResult<()> {
         self.world(|s| s.settings.children_unstoppable = on)
     }
 
-    /// While `Some`, every program started from now on is still there that long after its
-    /// start, whatever is done to it (`SimSettings::children_linger_ms`).
+    /// Sets `SimSettings::children_linger_ms`.
     pub fn set_children_linger(&self, linger: Option<Duration>) -> HostResult<()> {
         let ms = linger.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         self.world(|s| s.settings.children_linger_ms = ms)
     }
 
-    /// The first `first` sends of a stop of `name` from now on (`None`: every one) block for
-    /// `takes`, then are refused as Windows' are when the Service Control Manager could not
-    /// deliver the control (`SimSettings::stop_undelivered`).
+    /// The first `first` sends of a stop of `name` (`None`: every one) block for `takes`, then
+    /// are refused as undelivered.
     pub fn set_stop_undelivered(
         &self,
         name: &str,
@@ -447,8 +426,7 @@ impl SimHost {
         })
     }
 
-    /// As `set_stop_undelivered` for every send, each refused send's stop taken all the same
-    /// after its refusal (`Undelivered::taken_late`).
+    /// As `set_stop_undelivered` for every send, each taken late (`Undelivered::taken_late`).
     pub fn set_stop_taken_late(&self, name: &str, takes: Duration) -> HostResult<()> {
         self.set_stop_undelivered(name, None, takes)?;
         self.world(|s| {
@@ -482,14 +460,12 @@ impl SimHost {
         self.world(|s| s.settings.management_ip_pending = pending)
     }
 
-    /// Whether the kernel's answer gives the boot time (`false`: `system_facts` has no boot
-    /// identity, as when `NtQuerySystemInformation` fails or gives a boot before 1601).
+    /// Whether the kernel gives the boot time (`false`: no boot identity).
     pub fn set_boot_known(&self, known: bool, boot_id: &str) -> HostResult<()> {
         self.world(|s| s.system.boot_id = known.then(|| boot_id.to_owned()))
     }
 
-    /// How long the service `name` takes to stop once asked (a Felix that does not exit on
-    /// its first stop signal); a caller that waits less finds it StopPending.
+    /// How long the service `name` takes to stop once asked.
     pub fn set_stop_takes(&self, name: &str, takes: Duration) -> HostResult<()> {
         self.world(|s| {
             if let Some(svc) = s.services.get_mut(&name.to_ascii_lowercase()) {
@@ -498,9 +474,8 @@ impl SimHost {
         })
     }
 
-    /// Writes an event to the System log as the Service Control Manager does: its message
-    /// names the service by `display_name`, its binary data by `key` (with `/<state>` for
-    /// 7036).
+    /// Writes a System log event as the SCM does: `display_name` in the message, `key` in
+    /// the binary data (with `/<state>` for 7036).
     pub fn log_scm_event(&self, id: u32, display_name: &str, key: &str) -> HostResult<()> {
         self.world(|s| {
             let (message, binary) = match id {
@@ -525,8 +500,7 @@ impl SimHost {
         })
     }
 
-    /// Puts the endpoints named `name` in the HCN namespace `namespace`, as a container's
-    /// start does.
+    /// Puts the endpoints named `name` in HCN namespace `namespace`, as a container's start.
     pub fn put_in_namespace(&self, name: &str, namespace: &str) -> HostResult<()> {
         self.world(|s| {
             for e in s.endpoints.iter_mut().filter(|e| e.name == name) {
@@ -540,9 +514,8 @@ impl SimHost {
         self.world(|s| s.settings.hns_version = version)
     }
 
-    /// Attaches an endpoint to a network, as the CNI plugin does for a pod.
-    /// A pod's endpoint as Calico's CNI plugin makes it: attached, stamped with the
-    /// network's management IP as its provider address.
+    /// A pod's endpoint as Calico's CNI plugin makes it: attached, its provider address the
+    /// network's management IP.
     pub fn add_endpoint(&self, network_id: &str, name: &str, ip: &str) -> HostResult<()> {
         self.push_endpoint(network_id, name, ip, false)
     }
@@ -613,9 +586,8 @@ impl Network for SimHost {
         })
     }
 
-    /// As Microsoft documents the methods: `EnableStatic` turns DHCP off and makes the
-    /// addresses given the interface's, `SetDNSServerSearchOrder` and `SetDNSDomain` set the
-    /// servers and the suffix `GetAdaptersAddresses` then reports.
+    /// `EnableStatic` turns DHCP off and sets the addresses; `SetDNSServerSearchOrder` and
+    /// `SetDNSDomain` set what `GetAdaptersAddresses` then reports.
     fn configure_adapter(&self, index: u32, setting: &ip_config::AdapterSetting) -> HostResult<()> {
         use ip_config::AdapterSetting;
         self.mutate(&format!("configure interface {index}"), |s| {
@@ -669,8 +641,7 @@ impl Network for SimHost {
     fn add_route(&self, route: &Route) -> HostResult<()> {
         let what = format!("route {}/{}", route.destination, route.prefix_len);
         self.mutate(&format!("add {}", route.describe()), |s| {
-            // CreateIpForwardEntry2 answers ERROR_NOT_FOUND for an interface index that no
-            // interface has (Microsoft's netioapi reference).
+            // CreateIpForwardEntry2's ERROR_NOT_FOUND for an unknown interface index.
             if !s
                 .interfaces
                 .iter()
@@ -692,10 +663,8 @@ impl Network for SimHost {
         })
     }
 
-    /// The simulated loopback has two servers: kube-proxy's `/healthz`, and Felix's health endpoint (its default port,
-    /// `layout::FELIX_HEALTH_PORT`), while CalicoFelix runs, answering as libcalico-go
-    /// lib/health/health.go does (`/liveness`, `/readiness`: 200 with the reporters' table
-    /// when good, 503 when not); `SimSettings::felix_health` picks the answer.
+    /// The simulated loopback's servers: kube-proxy's `/healthz`, and Felix's health endpoint
+    /// while CalicoFelix runs (libcalico-go lib/health/health.go; `SimSettings::felix_health`).
     fn local_http_get(
         &self,
         port: u16,
@@ -710,12 +679,8 @@ impl Network for SimHost {
                     .is_some_and(|f| f.state == crate::host::ServiceState::Running)
             })
         };
-        // kube-proxy's health server while kube-proxy runs, its proxier synced, as kubernetes
-        // pkg/proxy/healthcheck/proxy_health.go (the newest stored version, with
-        // `nodeManager`) answers: `/livez` judges the proxier only (`livezHandler`: 200);
-        // `/healthz` also the Node (`healthzHandler`: `healthy && nodeEligible`, 503 and
-        // `"nodeEligible":false` while the Node is being deleted or carries
-        // `ToBeDeletedByClusterAutoscaler`); any other path, the mux's 404.
+        // kube-proxy's health server (kubernetes pkg/proxy/healthcheck/proxy_health.go):
+        // `/livez` 200, `/healthz` 503 with `"nodeEligible":false` unless the Node is eligible.
         if port == crate::layout::KUBE_PROXY_HEALTHZ_PORT {
             if !runs(crate::layout::Role::KubeProxy) {
                 return Ok(None);
@@ -809,8 +774,7 @@ impl Processes for SimHost {
             Some(Ok(calico_node::Component::MonitorToken)) => {
                 calico_node::monitor_token(self, spec)?
             }
-            // `kube-proxy --version` prints `Kubernetes v1.33.2` (Kubernetes' version command)
-            // and exits; the simulated kube-proxy.exe holds the version it reports.
+            // `kube-proxy --version` prints `Kubernetes v1.33.2`: the file holds the version.
             None if spec.args == ["--version"]
                 && spec
                     .program
@@ -847,9 +811,7 @@ impl Processes for SimHost {
         Ok(self.read(|s| s.processes.get(&image_name.to_ascii_lowercase()).copied()))
     }
 
-    /// Only a lingering simulated program runs (`set_children_linger`); one the simulated
-    /// host only pretends to run has ended once stopped, and a test's real child is never
-    /// looked up (its pid is this machine's, not the simulated one's).
+    /// Only a lingering simulated program runs (`set_children_linger`).
     fn process_running(&self, pid: u32) -> Option<Option<u64>> {
         let now = state::unix_now_ms();
         self.read(|s| s.settings.lingering.get(&pid).copied())
@@ -858,25 +820,16 @@ impl Processes for SimHost {
     }
 }
 
-/// A rule as the Windows host reads it, the properties install does not set as they were
-/// added (a rule that did not set them has `Unset::default()`, Windows' defaults as
-/// Microsoft's INetFwRule pages give them, cited there): its remote addresses as Windows keeps them
-/// (`stored_remote_addresses`), read through `FirewallRule::remote_addresses_from` as the
-/// Windows host's read does, so that a read that broke would fail here too.
+/// A rule as the Windows host reads it: its remote addresses as Windows keeps them, read
+/// through `FirewallRule::remote_addresses_from` as the Windows host does.
 fn read_back(mut rule: FirewallRule) -> FirewallRule {
     let stored = stored_remote_addresses(&rule.remote_addresses_text());
     rule.remote_addresses = FirewallRule::remote_addresses_from(&stored);
     rule
 }
 
-/// What Windows keeps of `INetFwRule::RemoteAddresses`, and reads back. Microsoft's
-/// INetFwRule::put_RemoteAddresses page: "A subnet can be specified using either the subnet
-/// mask or network prefix notation. If neither a subnet mask not a network prefix is
-/// specified, the subnet mask defaults to 255.255.255.255"; MS-FASP 2.2.x FW_IPV4_SUBNET keeps
-/// an IPv4 subnet as an address and a mask (no prefix length). So each IPv4 token is kept as
-/// address and mask and read back in mask notation (`10.0.0.0/8` as `10.0.0.0/255.0.0.0`),
-/// one of mask 255.255.255.255 (`/32`, or none) as the bare address. Anything else (IPv6, a
-/// range, a keyword, `*`, a prefix of 0, whose mask FW_IPV4_SUBNET calls invalid) as written.
+/// What Windows keeps of `INetFwRule::RemoteAddresses` (MS-FASP FW_IPV4_SUBNET: address and
+/// mask): IPv4 read back in mask notation, `/32` bare; anything else as written.
 fn stored_remote_addresses(text: &str) -> String {
     use std::net::Ipv4Addr;
     let token = |t: &str| {
@@ -947,8 +900,7 @@ impl Firewall for SimHost {
 }
 
 impl EventLog for SimHost {
-    /// Not a mutating call of the fault walks: writing an event changes nothing a command
-    /// relies on. As on Windows, a source nobody registered writes too.
+    /// Not a mutating call of the fault walks; an unregistered source writes too, as on Windows.
     fn report_event(
         &self,
         source: &str,

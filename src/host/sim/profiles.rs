@@ -52,8 +52,7 @@ pub const PROFILES: &[(&str, &str)] = &[
 
 pub const DEFAULT_PROFILE: &str = "ws2022";
 
-/// Windows Server 2025 at 26100.1742, or at the April 2026 update's 26100.32690 (KB5082063,
-/// "2026-04 Security Update (KB5082063) (26100.32690)"; checks/known_issues.rs).
+/// Windows Server 2025 at 26100.1742, or at April 2026's 26100.32690 (KB5082063).
 fn ws2025(name: &str) -> (u32, u32, &'static str) {
     let ubr = if name == "ws2025" { 1742 } else { 32690 };
     (26100, ubr, "Windows Server 2025 Datacenter")
@@ -258,9 +257,8 @@ fn cloud_nic() -> super::state::SimAdapter {
     }
 }
 
-/// A second NIC on the first one's subnet, without a default route: the node IP kubelet is
-/// given is on it, and HNS left to itself would bind the vSwitch to Ethernet (the default
-/// route's), the case of rancher/rke2#3533.
+/// A second NIC on the first one's subnet holding the node IP, without a default route
+/// (rancher/rke2#3533).
 fn two_nics(state: &mut State) {
     state.interfaces.push(InterfaceAddress {
         interface: "Ethernet 2".into(),
@@ -336,7 +334,7 @@ fn aks(state: &mut State) {
         "Ipams": [{"Type": "Static", "Subnets": [{
             "IpAddressPrefix": "10.240.0.0/16",
             "Routes": [{"NextHop": "10.240.0.1", "DestinationPrefix": "0.0.0.0/0"}]}]}],
-        "ManagementIP": "10.240.0.4"
+        "Policies": [{"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.240.0.4"}}]
     }));
 }
 
@@ -385,9 +383,8 @@ fn legacy_calico(state: &mut State, files: &mut Vec<SeedFile>) {
     );
 }
 
-/// SYSTEM's regional settings as a Windows Server installed in en-US writes them (the values
-/// `Control Panel\International` holds: LocaleName, sShortDate, sTimeFormat, s1159, s2359),
-/// which the operator's scripts format the boot marker with.
+/// SYSTEM's regional settings as an en-US Windows Server writes them (`Control
+/// Panel\International`), for the boot marker's format.
 fn system_international(state: &mut State) {
     for (k, v) in [
         ("LocaleName", "en-US"),

@@ -17,10 +17,7 @@ fn not_found(name: &str) -> HostError {
 }
 
 impl SimHost {
-    /// Sends the stop control as the Windows host does (`windows::services::stop`): a send the
-    /// Service Control Manager could not deliver (`SimSettings::stop_undelivered`) blocks its
-    /// time, then is sent again while the time left holds another send as long
-    /// (`send_stop_again`), else the stop is refused with ERROR_SERVICE_REQUEST_TIMEOUT.
+    /// Sends the stop as `windows::services::stop` does, undelivered sends sent again in time.
     fn send_stop(&self, name: &str, key: &str, timeout: Duration) -> HostResult<()> {
         let started = Instant::now();
         let mut sends = 0_u32;
@@ -178,13 +175,8 @@ impl Services for SimHost {
                 reason: "the service is disabled".into(),
             });
         }
-        // The SCM starts the services a service depends on first ("If any service in the
-        // array is not running then, the SCM tries to start them": learn.microsoft.com,
-        // ServiceInstaller.ServicesDependedOn; "Automatically Starting Services": an
-        // auto-start service's demand-start dependencies start with it). The other way round
-        // nothing happens: starting a service starts none of the services that depend on it
-        // (StartService starts the one service and its dependencies), so the dependents a
-        // forced stop took down stay stopped.
+        // Dependencies start first; dependents never do (Microsoft,
+        // ServiceInstaller.ServicesDependedOn; "Automatically Starting Services").
         for dep in &svc.dependencies {
             self.service_start(dep, timeout)?;
         }
@@ -237,10 +229,7 @@ impl Services for SimHost {
         let key = name.to_ascii_lowercase();
         self.send_stop(name, &key, timeout)?;
         let pending = self.mutate(&format!("stop service {name}"), |s| {
-            // "If the SCM determines that other running services are dependent on the
-            // specified service, it will not forward the stop request. Instead, it returns
-            // ERROR_DEPENDENT_SERVICES_RUNNING" (learn.microsoft.com, "Stopping a Service");
-            // the Windows implementation answers that error as this refusal.
+            // ERROR_DEPENDENT_SERVICES_RUNNING (Microsoft, "Stopping a Service").
             let running_dependent = s.services.values().find(|d| {
                 d.state != ServiceState::Stopped
                     && d.dependencies.iter().any(|x| x.eq_ignore_ascii_case(name))
@@ -256,8 +245,7 @@ impl Services for SimHost {
             if svc.state == ServiceState::Stopped {
                 return Ok(false);
             }
-            // A body slower to stop than the caller waits: the control was sent, the service
-            // stays StopPending until its time comes, and the caller's wait ends first.
+            // A body slower to stop than the caller waits: StopPending past the caller's wait.
             let now = super::state::unix_now_ms();
             let at = match (svc.state, svc.stop_takes_ms) {
                 (ServiceState::StopPending, _) => svc.stopped_at_ms.unwrap_or(now),
@@ -278,8 +266,7 @@ impl Services for SimHost {
         if !pending {
             return Ok(());
         }
-        // The caller's wait, as on Windows (`windows::services::wait_for`): a look every 100 ms
-        // until the timeout, which runs out before the service's time comes.
+        // The caller's wait, as `windows::services::wait_for`: a look every 100 ms.
         let look = || -> HostResult<Look<(), ()>> {
             let g = self.lock();
             let stopped = g.services.get(&key).is_none_or(|s| {

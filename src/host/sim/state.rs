@@ -1,5 +1,4 @@
-//! The simulated host's state, kept as JSON in `<dir>/state.json` (file contents live under
-//! `<dir>/fs/`).
+//! The simulated host's state, as JSON in `<dir>/state.json` (files under `<dir>/fs/`).
 
 use crate::host::{
     Adapter, AdapterAddress, FirewallRule, HostError, InterfaceAddress, Recovery, RegValue, Route,
@@ -30,8 +29,7 @@ pub struct State {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub security: BTreeMap<String, String>,
     pub interfaces: Vec<InterfaceAddress>,
-    /// What `GetAdaptersAddresses` says of each adapter beside its addresses (which are
-    /// `interfaces`, by index); an index with no entry here is described by `default_adapter`.
+    /// What `GetAdaptersAddresses` says of each adapter besides `interfaces`' addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adapters: Vec<SimAdapter>,
     pub routes: Vec<Route>,
@@ -39,16 +37,14 @@ pub struct State {
     pub processes: BTreeMap<String, u32>,
     /// Firewall rules by lower-case name: the first of each name.
     pub firewall: BTreeMap<String, FirewallRule>,
-    /// The other rules of a name `firewall` holds, in the order added: Windows keeps several
-    /// rules of one name side by side (`SimHost::admin_add_firewall_rule`).
+    /// The other rules of a name `firewall` holds, in the order added.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub firewall_more: Vec<FirewallRule>,
     pub settings: SimSettings,
     /// While the vSwitch exists: the NIC's own interface index and the vEthernet's.
     #[serde(default)]
     pub vswitch: Option<(u32, u32)>,
-    /// The command line of every program started on the host, in order (for tests: what a
-    /// release's binary was asked to do).
+    /// Every program started on the host, in order (tests: what a binary was asked to do).
     #[serde(default)]
     pub started: Vec<String>,
     /// The Application event log: what was reported, in order (history, as `started`).
@@ -190,18 +186,13 @@ pub struct SimSettings {
     pub pod_block: String,
     pub next_pid: u32,
     pub next_id: u64,
-    /// While true, HNS reports no management IP on any network (the vSwitch has not got the
-    /// host's address yet).
+    /// While true, HNS reports no management IP on any network.
     #[serde(default)]
     pub management_ip_pending: bool,
-    /// While true, reading a firewall rule fails as the firewall COM API does under Wine
-    /// (E_NOTIMPL).
+    /// While true, reading a firewall rule fails as under Wine (E_NOTIMPL).
     #[serde(default)]
     pub firewall_unreadable: bool,
-    /// What `LocalPolicyModifyState` answers: Group Policy may override local rules, or a
-    /// profile block all inbound traffic.
-    /// What `GET /globals/version` answers; `None`: vmcompute.dll has no answer (as under
-    /// Wine), and callers fall back to the Windows build.
+    /// What `GET /globals/version` answers; `None` as under Wine.
     #[serde(default)]
     pub hns_version: Option<(u32, u32)>,
     #[serde(default)]
@@ -210,61 +201,43 @@ pub struct SimSettings {
     #[serde(default)]
     pub felix_health: SimFelixHealth,
     /// Whether kube-proxy takes its Node as eligible (kubernetes
-    /// `pkg/proxy/healthcheck/proxy_health.go` `NodeEligible`): false while the Node has a
-    /// deletion timestamp or the `ToBeDeletedByClusterAutoscaler` taint.
+    /// `pkg/proxy/healthcheck/proxy_health.go` `NodeEligible`).
     #[serde(default)]
     pub kube_proxy_node_ineligible: bool,
-    /// While true, a vSwitch made on a static adapter gives its host adapter DHCP instead of
-    /// the address (projectcalico/calico#4631): it holds only an APIPA address.
+    /// While true, a vSwitch leaves a static adapter on DHCP, APIPA (projectcalico/calico#4631).
     #[serde(default)]
     pub vswitch_takes_dhcp: bool,
-    /// While true, HNS reports a network's management IP only once the vSwitch's host adapter
-    /// holds an address that is not 169.254/16, and reports that one: the case calico v3.32.1
-    /// `calico.psm1` `Wait-ForManagementIP` waits out (it loops while `ManagementIP` is null).
-    /// Whether HNS on a host adapter left on APIPA reports null or latches the APIPA address
-    /// (the default here, `vswitch_ip`) is not documented; the real-Windows workflow records
-    /// what it sees.
+    /// While true, HNS reports a management IP only once the vSwitch's host adapter holds a
+    /// non-APIPA address (calico v3.32.1 `calico.psm1` `Wait-ForManagementIP` waits for it).
     #[serde(default)]
     pub management_ip_needs_stable_address: bool,
-    /// Other programs listening on TCP ports of the host's IPv4 addresses (`0.0.0.0`), by
-    /// port: their pid, as `GetExtendedTcpTable` (`TCP_TABLE_OWNER_PID_LISTENER`, `AF_INET`)
-    /// names it. A bind of such a port is refused as another socket's (a squatter that bound
-    /// it first).
+    /// Other programs listening on IPv4 TCP ports, by port: their pid, as
+    /// `GetExtendedTcpTable` names it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tcp_listeners: BTreeMap<u16, u32>,
-    /// The same on IPv6's every address (`[::]`), dual-stack (`IPV6_V6ONLY` off: the IPv4
-    /// port held too, as Microsoft's "Dual-Stack Sockets for IPv6 Winsock Applications" says),
-    /// named by `GetExtendedTcpTable`'s `AF_INET6` table.
+    /// The same on IPv6's `[::]`, dual-stack (holding the IPv4 port too).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tcp6_listeners: BTreeMap<u16, u32>,
-    /// TCP port ranges (first, last) the system keeps from every program (`netsh int ipv4
-    /// show excludedportrange protocol=tcp`): a bind in one is denied with WSAEACCES.
+    /// TCP port ranges (first, last) the system reserves: a bind in one is WSAEACCES.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub excluded_tcp_ports: Vec<(u16, u16)>,
-    /// While true, a program started here cannot be looked at or stopped (a fault: its
-    /// process handle fails `WaitForSingleObject`/`TerminateProcess`).
+    /// While true, a program started here can be neither looked at nor stopped.
     #[serde(default)]
     pub children_unstoppable: bool,
-    /// While set, a program started from now on is still there this many milliseconds after
-    /// it was started, whatever is done to it: a process TerminateProcess was called on that
-    /// ends only once its pending I/O completes (Microsoft, "TerminateProcess function",
-    /// Remarks), its kill-on-close job ending it no sooner.
+    /// While set, a program started from now on outlives anything done to it for this many
+    /// milliseconds (TerminateProcess waits for pending I/O).
     #[serde(default)]
     pub children_linger_ms: Option<u64>,
-    /// The simulated programs still there, by pid: when each started and when it ends (Unix
-    /// milliseconds), as `process_running` reads them.
+    /// The simulated programs still there, by pid: their start and end (Unix ms).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub lingering: BTreeMap<u32, (u64, i64)>,
-    /// Services (lower-case names) whose stop control the Service Control Manager could not
-    /// deliver (ControlService's ERROR_SERVICE_REQUEST_TIMEOUT: `host::services`).
+    /// Services (lower case) whose stop control the SCM could not deliver (1053).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stop_undelivered: BTreeMap<String, Undelivered>,
 }
 
-/// A stop the Service Control Manager could not deliver: each send blocks `takes_ms`, as
-/// ControlService blocks up to `ServicesPipeTimeout` while a service is busy with a control
-/// (Microsoft, "ControlService function (winsvc.h)", Remarks), then is refused; the first
-/// `first` sends, or every one.
+/// A stop the SCM could not deliver: each send blocks `takes_ms`, then is refused (Microsoft,
+/// "ControlService", Remarks); the first `first` sends, or every one.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Undelivered {
     /// How many sends are refused; `None`: every one.
@@ -272,9 +245,8 @@ pub struct Undelivered {
     pub takes_ms: u64,
     /// How many sends were refused so far.
     pub refused: u32,
-    /// Each refused send's control is taken all the same once the busy handler is free (the
-    /// control was written to the service's pipe before the SCM gave up waiting, a case
-    /// Microsoft's ControlService page leaves open): the service is stopped after the refusal.
+    /// Each refused send's control is taken once the busy handler is free: the service stops
+    /// after the refusal.
     #[serde(default)]
     pub taken_late: bool,
 }
@@ -319,8 +291,7 @@ pub struct SimService {
     /// Unix seconds when it started (the machine's clock).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<i64>,
-    /// How long its body takes to stop after the SCM's stop control (a Felix that does not
-    /// exit on the first signal is killed after CalicoFelix's own stop timeout); `None`: at once.
+    /// How long its body takes to stop after the stop control; `None`: at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_takes_ms: Option<u64>,
     /// While StopPending: when (Unix milliseconds) it reaches Stopped.
@@ -365,8 +336,7 @@ pub struct SimEndpoint {
     /// Another host's endpoint (HCN `Flags` bit 1).
     #[serde(default)]
     pub remote: bool,
-    /// `State` as HNS reports it (see `HnsEndpoint::state`); a pod's endpoint the CNI plugin
-    /// attached reads 3 (AttachedSharing).
+    /// `State` as HNS reports it; a pod's attached endpoint reads 3 (AttachedSharing).
     #[serde(default)]
     pub state: Option<u16>,
     /// The HCN namespace (a pod's compartment) it is in.
@@ -427,12 +397,8 @@ impl State {
             .find(|n| n.get("Name").and_then(|v| v.as_str()) == Some(name))
     }
 
-    /// Every adapter: the described ones, and a plain Ethernet (or loopback) adapter for an
-    /// index only `interfaces` names. Values written under the interface's TCP/IP parameters
-    /// in the registry (`EnableDHCP`, `NameServer`, `Domain`) change nothing here: Windows
-    /// reads them at a restart or a DHCP renewal (Microsoft's TCP/IP registry reference for
-    /// Windows Server 2003, each entry's "Activation Method"); `configure_adapter`'s WMI
-    /// methods do.
+    /// Every adapter: the described ones, and a plain one for an index only `interfaces`
+    /// names. Registry TCP/IP values change nothing here; `configure_adapter` does.
     pub fn all_adapters(&self) -> Vec<Adapter> {
         let mut out: Vec<Adapter> = self
             .adapters
@@ -447,10 +413,7 @@ impl State {
         out
     }
 
-    /// The adapters with IPv4 enabled, as `GetAdaptersAddresses(AF_INET)` lists them
-    /// (Microsoft's iphlpapi reference: "Return only IPv4 addresses associated with adapters
-    /// with IPv4 enabled"): all but the one the vSwitch binds, whose IPv4 is unbound while the
-    /// vSwitch exists (its host adapter, `vEthernet (<adapter>)`, has the IP configuration).
+    /// The adapters `GetAdaptersAddresses(AF_INET)` lists: all but the one the vSwitch binds.
     pub fn ipv4_adapters(&self) -> Vec<Adapter> {
         let bound = self.vswitch.map(|(nic, _)| nic);
         self.all_adapters()
@@ -459,9 +422,8 @@ impl State {
             .collect()
     }
 
-    /// Every Ethernet interface, IPv4 bound or not, as `GetIfTable2` lists it (Microsoft's
-    /// netioapi reference, `MIB_IF_ROW2`: alias, description, MAC, GUID; no IP settings): the
-    /// adapters with a MAC.
+    /// Every Ethernet interface, IPv4 bound or not, as `GetIfTable2` lists it: the adapters
+    /// with a MAC.
     pub fn ethernet_interfaces(&self) -> Vec<Adapter> {
         self.all_adapters()
             .into_iter()
@@ -478,9 +440,8 @@ impl State {
             .collect()
     }
 
-    /// The adapter of an interface index, described from now on (so that a change to it
-    /// stays); an index no adapter has is `NotFound`, as the IP helper answers
-    /// (ERROR_NOT_FOUND).
+    /// The adapter of an interface index, described from now on; an unknown index is
+    /// `NotFound` (ERROR_NOT_FOUND).
     pub fn described_adapter(&mut self, index: u32) -> Result<&mut SimAdapter, HostError> {
         if !self.adapters.iter().any(|a| a.index == index) {
             let i = self
@@ -532,10 +493,8 @@ impl State {
         }
     }
 
-    /// The adapter HNS binds the vSwitch to: the one the network document names
-    /// (`NetAdapterName`), else the one the default route with the lowest metric leaves by
-    /// (rancher/rke2#3533, projectcalico/calico#10536: with no adapter named, HNS takes the
-    /// default-route adapter).
+    /// The adapter HNS binds the vSwitch to: the one named (`NetAdapterName`), else the
+    /// default route's (rancher/rke2#3533).
     fn uplink(&self, named: Option<&str>) -> Result<SimAdapter, HostError> {
         let all = self.all_adapters();
         let found = match named {
@@ -571,11 +530,8 @@ impl State {
             .unwrap_or_else(|| SimAdapter::of(a)))
     }
 
-    /// Creating the first non-NAT network creates the vSwitch on the uplink: the uplink's
-    /// addresses move to a new `vEthernet (<uplink>)` adapter with the uplink's MAC (antrea
-    /// `pkg/agent/util/net_windows.go`, `adapterIPExists`, finds it by that MAC and the
-    /// `vEthernet` name), its routes follow, and persistent /32 link-local routes such as the
-    /// cloud metadata route are lost (node-service.ps1 restores that one).
+    /// Creating the first non-NAT network makes the vSwitch: the uplink's addresses and routes
+    /// move to `vEthernet (<uplink>)` with its MAC; /32 link-local routes are lost.
     pub fn create_vswitch(&mut self, named: Option<&str>) -> Result<(), HostError> {
         let uplink = self.uplink(named)?;
         let old = uplink.index;
@@ -595,10 +551,8 @@ impl State {
         if !self.adapters.iter().any(|a| a.index == old) {
             self.adapters.push(uplink.clone());
         }
-        // A static adapter's DNS servers and suffix do not come over to the vEthernet adapter
-        // (microsoft/SDN#498, kubernetes-sigs/sig-windows-tools#162: "DNS servers vanish");
-        // with `vswitch_takes_dhcp` its address does not either, and the vEthernet adapter asks
-        // DHCP, and holds only an APIPA address where none answers (projectcalico/calico#4631).
+        // A static adapter's DNS does not come over (microsoft/SDN#498); with
+        // `vswitch_takes_dhcp` neither does its address (projectcalico/calico#4631).
         let mut vnic = SimAdapter {
             name,
             index: new,
@@ -629,9 +583,8 @@ impl State {
         Ok(())
     }
 
-    /// Deleting the last network removes the vSwitch: the address returns to the NIC, with
-    /// its own name and index; the vEthernet's routes go with it, but for those of the NIC's
-    /// configuration (the /32 link-local routes added on the vEthernet are lost).
+    /// Deleting the last network removes the vSwitch: the address and the NIC's routes
+    /// return to the NIC; /32 link-local routes added on the vEthernet are lost.
     pub fn remove_vswitch(&mut self) {
         let Some((old, new)) = self.vswitch.take() else {
             return;
@@ -662,8 +615,7 @@ impl State {
     pub fn vswitch_ip(&self) -> Option<String> {
         let (_, new) = self.vswitch?;
         let on = |i: &&InterfaceAddress| i.index == new;
-        // An APIPA address is what HNS latches when the host adapter has no other
-        // (Azure/AgentBaker 6e2dbb2a24), so it is taken when it is the only one.
+        // HNS latches an APIPA address when the host adapter has no other (AgentBaker 6e2dbb2a24).
         self.interfaces
             .iter()
             .filter(on)

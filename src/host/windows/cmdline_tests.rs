@@ -1,5 +1,4 @@
-//! `split_command_line` against the real CommandLineToArgvW (shell32), run under Wine in CI:
-//! how Windows reads a service's ImagePath is a fact of the platform, not of our model.
+//! `split_command_line` against the real CommandLineToArgvW (shell32), under Wine in CI.
 
 use crate::host::split_command_line;
 use windows_sys::Win32::Foundation::LocalFree;

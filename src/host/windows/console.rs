@@ -1,8 +1,6 @@
 //! The console's control events as the stop signal (`host::stop`): `SetConsoleCtrlHandler`
-//! with a handler that requests the stop and, for a close, logoff or shutdown, holds the event
-//! (`hold`, given: `host::stop::hold`) so that the run can delete what it made before the process ends. The
-//! handler is called on a thread the system makes and carries no context, so the stop is a
-//! process-wide static, set once.
+//! requests the stop and holds a close, logoff or shutdown (`host::stop::hold`). The handler
+//! carries no context, so the stop is a process-wide static, set once.
 
 use crate::duration::Stop as StopSignal;
 use std::sync::OnceLock;

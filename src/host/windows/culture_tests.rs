@@ -1,8 +1,5 @@
 //! The boot marker's "G" format (`installed::boot_marker::Culture::general`) against Windows'
-//! own formatter of the same pictures: GetDateFormatEx and GetTimeFormatEx (kernel32's NLS,
-//! whose picture language .NET's custom formats follow for d, M, y, h, H, m, s and tt), and
-//! SYSTEM's settings read through the real registry at `HKEY_USERS\.DEFAULT`. Run under Wine
-//! in CI; on a real Windows node by the real-Windows workflow.
+//! GetDateFormatEx and GetTimeFormatEx, with SYSTEM's settings from `HKEY_USERS\.DEFAULT`.
 
 use super::ffi::{take_wide, wide};
 use crate::host::{RegValue, Registry};

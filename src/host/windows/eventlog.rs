@@ -1,7 +1,5 @@
-//! The Windows event logs: writing to Application (RegisterEventSourceW, ReportEventW,
-//! DeregisterEventSource) and reading any log (EvtQuery, EvtNext, EvtRender, EvtClose).
-//! The source's registration (its key under `...\Services\EventLog\Application`, with the
-//! message file the viewer formats the text with) is install's, as registry values.
+//! The Windows event logs: writing to Application (RegisterEventSourceW, ReportEventW) and
+//! reading any log (EvtQuery, EvtNext, EvtRender). The source's registration is install's.
 
 use super::ffi::wide;
 use crate::host::events::{EventQuery, LoggedEvent};
@@ -181,10 +179,8 @@ mod tests {
         }
     }
 
-    /// Reading a log through wevtapi: on real Windows (the workflow sets
-    /// CALICOCTL_WIN_REAL_HOST) the System log has the Event Log service's start (6005) of
-    /// this boot, read newest first with its provider; elsewhere (Wine, whose wevtapi does not
-    /// implement queries) the log is unavailable, said as such, never a crash.
+    /// On real Windows the System log has this boot's 6005, read newest first; under Wine
+    /// (no wevtapi queries) the log is unavailable, said as such.
     #[test]
     fn the_system_log_is_read_newest_first() {
         let q = EventQuery {

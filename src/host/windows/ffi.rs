@@ -1,5 +1,4 @@
-//! The small conversions every Windows API file shares: UTF-16 strings in and out, and
-//! whether this is Wine.
+//! UTF-16 strings in and out, and whether this is Wine.
 
 /// Whether this is Wine rather than Windows: Wine's ntdll exports `wine_get_version`.
 pub fn is_wine() -> bool {

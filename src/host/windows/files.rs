@@ -53,9 +53,8 @@ pub fn replace_with(path: &str, contents: Contents<'_>, access: Access) -> HostR
         return Err(HostError::io(format!("write {tmp_s}"), e));
     }
     let renamed = match rename_shared(&tmp, p) {
-        // Windows keeps a running program's image locked: it cannot be replaced, but it can
-        // be renamed. The running calicoctl-win.exe (an upgrade run from the install root) is
-        // moved aside, deleted at the next reboot, and the new one takes its name.
+        // A running image cannot be replaced but can be renamed: an upgrade run from the root
+        // moves calicoctl-win.exe aside, deleted at the next reboot.
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && is_running_image(p) => {
             move_running_image_aside(p)
                 .and_then(|()| rename_shared(&tmp, p).map_err(io(format!("replace {path}"))))
@@ -68,8 +67,7 @@ pub fn replace_with(path: &str, contents: Contents<'_>, access: Access) -> HostR
     renamed
 }
 
-/// A rename that a reader without `FILE_SHARE_DELETE` (a Go program) blocks for a moment is
-/// tried again (`host::sharing`); the running image's lock is no reader's and is not waited on.
+/// A rename blocked a moment by a Go reader is tried again (`sharing`); the running image not.
 fn rename_shared(from: &Path, to: &Path) -> std::io::Result<()> {
     crate::host::sharing::retried(
         || rename_through(from, to),
@@ -78,15 +76,9 @@ fn rename_shared(from: &Path, to: &Path) -> std::io::Result<()> {
     )
 }
 
-/// Renames `from` (written and flushed: `FlushFileBuffers`) over `to`, the rename itself on
-/// the disk before it returns, so that a power loss after it finds the new file, as the
-/// journal's next step assumes: `MoveFileExW` with `MOVEFILE_REPLACE_EXISTING |
-/// MOVEFILE_WRITE_THROUGH` (Microsoft's MoveFileExW documentation: "The function does not
-/// return until the file is actually moved on the disk"). It refuses a target another process
-/// has open, also sharing delete (a reader of ours, a scrape of the metrics): then std's
-/// rename, which on `ERROR_ACCESS_DENIED` renames with POSIX semantics (`FileRenameInfoEx`,
-/// rust-lang/rust `library/std/src/sys/fs/windows.rs`, `rename`), and the file renamed is
-/// flushed after it, as far as it may be opened to write (its data was flushed already).
+/// Renames the flushed `from` over `to` on the disk before returning (`MoveFileExW` with
+/// `MOVEFILE_WRITE_THROUGH`); a target another process has open falls back to std's POSIX
+/// rename (rust-lang/rust `library/std/src/sys/fs/windows.rs`, `rename`), then flushed.
 fn rename_through(from: &Path, to: &Path) -> std::io::Result<()> {
     use windows_sys::Win32::Storage::FileSystem::{
         MOVEFILE_REPLACE_EXISTING, MOVEFILE_WRITE_THROUGH, MoveFileExW,
@@ -118,9 +110,8 @@ fn is_running_image(path: &Path) -> bool {
     }
 }
 
-/// Renames the running image `path` to `<path>.calicoctl-win-old-<pid>` and has Windows delete
-/// it at the next reboot (`MoveFileExW` with `MOVEFILE_DELAY_UNTIL_REBOOT`, which needs an
-/// administrator), with its folder when that is empty by then.
+/// Renames the running image aside (`<path>.calicoctl-win-old-<pid>`), deleted at the next
+/// reboot with its folder if empty (`MOVEFILE_DELAY_UNTIL_REBOOT`).
 fn move_running_image_aside(path: &Path) -> HostResult<()> {
     use windows_sys::Win32::Storage::FileSystem::{MOVEFILE_DELAY_UNTIL_REBOOT, MoveFileExW};
     let aside = path.with_file_name(format!(
@@ -154,12 +145,9 @@ fn move_running_image_aside(path: &Path) -> HostResult<()> {
     Ok(())
 }
 
-/// A new temporary file, never one that was there: a temporary left by a killed run, or one a
-/// user planted, is removed first, and the file is made with `CREATE_NEW`, so no owner or
-/// access list of another's carries into what calicoctl-win writes. A secret's temporary is
-/// made with its access list (SYSTEM and Administrators only) in the one `CreateFileW` that
-/// makes it, and share mode 0: no other handle can be opened on it before or while the secret
-/// is written (Microsoft's CreateFileW documentation: `lpSecurityAttributes`, `dwShareMode`).
+/// A new temporary file, never one that was there (removed, then `CREATE_NEW`), so no one
+/// else's owner or DACL carries over. A secret's is made with its DACL and share mode 0 in the
+/// one `CreateFileW` (Microsoft's CreateFileW documentation).
 fn create_temporary(tmp: &str, access: Access) -> HostResult<std::fs::File> {
     use std::os::windows::io::FromRawHandle;
     use windows_sys::Win32::Foundation::{GENERIC_WRITE, INVALID_HANDLE_VALUE};
@@ -224,10 +212,8 @@ fn create_temporary(tmp: &str, access: Access) -> HostResult<std::fs::File> {
     Ok(unsafe { std::fs::File::from_raw_handle(handle) })
 }
 
-/// Whether a DACL in SDDL is the secret one by meaning: protected, and exactly full access
-/// for SYSTEM and Administrators in any order. Windows reads back the DACL it was given with
-/// control flags of its own (`D:PAI(...)`: SetNamedSecurityInfo marks it auto-inherited), so
-/// the text is not compared.
+/// Whether a DACL in SDDL is the secret one by meaning: protected, full access for SYSTEM and
+/// Administrators only (Windows adds its own control flags, so text is not compared).
 fn is_secret_dacl(sddl: &str) -> bool {
     let Some(rest) = sddl.strip_prefix("D:") else {
         return false;
@@ -250,14 +236,9 @@ pub fn access(path: &str) -> HostResult<Option<Access>> {
     }))
 }
 
-/// The owner and access list of `path` itself in SDDL, a reparse point's own: opened with
-/// `FILE_FLAG_OPEN_REPARSE_POINT` (Microsoft's CreateFileW documentation: "normal reparse point
-/// processing will not occur; CreateFile will attempt to open the reparse point"; its "Symbolic
-/// Link Effects on File Systems Functions": a handle opened so is the link's, not its target's)
-/// and `FILE_FLAG_BACKUP_SEMANTICS` (which a directory's handle needs), for `READ_CONTROL` only,
-/// then read by handle (`GetSecurityInfo`). `GetNamedSecurityInfoW` opens the name as a path is
-/// opened, through the link; a junction planted by a user into a protected directory would
-/// read as that directory's. `None` when nothing is there.
+/// The owner and DACL of `path` itself in SDDL, a link's own (opened with
+/// `FILE_FLAG_OPEN_REPARSE_POINT`, read by handle): a planted junction is not read as its
+/// target. `None` when nothing is there.
 pub fn link_security(path: &str) -> HostResult<Option<String>> {
     use std::os::windows::fs::OpenOptionsExt;
     use std::os::windows::io::AsRawHandle;
@@ -329,8 +310,7 @@ fn sddl_of(path: &str, what: u32) -> HostResult<String> {
     sddl_text(sd, what, path)
 }
 
-/// The security descriptor `sd` (from GetNamedSecurityInfoW or GetSecurityInfo, freed here)
-/// as SDDL: the parts `what` names.
+/// The security descriptor `sd` (freed here) as SDDL, the parts `what` names.
 fn sddl_text(sd: PSECURITY_DESCRIPTOR, what: u32, path: &str) -> HostResult<String> {
     let mut text: *mut u16 = std::ptr::null_mut();
     // SAFETY: sd is valid; text is freed with LocalFree below.
@@ -378,8 +358,7 @@ pub fn remove(path: &str) -> HostResult<bool> {
     match removed {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        // uninstall run from <install root>\calicoctl-win.exe: its own image cannot be deleted
-        // while it runs, and would fail every later uninstall the same way.
+        // Uninstall run from the root: its own running image cannot be deleted.
         Err(e)
             if e.kind() == std::io::ErrorKind::PermissionDenied
                 && is_running_image(Path::new(path)) =>
@@ -407,13 +386,8 @@ pub fn remove_empty_dir(path: &str) -> HostResult<bool> {
     }
 }
 
-/// Whether `path` itself is a reparse point: its attributes read without following it
-/// (`symlink_metadata` opens with FILE_FLAG_OPEN_REPARSE_POINT), FILE_ATTRIBUTE_REPARSE_POINT
-/// set for a junction, a mount point and a symbolic link alike. Microsoft's "Reparse Point
-/// Operations": "To determine whether a file or directory contains a reparse point, use the
-/// GetFileAttributes function. If the file or directory has an associated reparse point, the
-/// FILE_ATTRIBUTE_REPARSE_POINT attribute is set"; CreateFile with FILE_FLAG_OPEN_REPARSE_POINT
-/// opens the reparse point itself, not what it points to.
+/// Whether `path` itself is a reparse point (junction, mount point or symbolic link;
+/// Microsoft's "Reparse Point Operations").
 pub fn is_reparse_point(path: &str) -> HostResult<bool> {
     use std::os::windows::fs::MetadataExt;
     const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
@@ -424,10 +398,8 @@ pub fn is_reparse_point(path: &str) -> HostResult<bool> {
     }
 }
 
-/// Whether the open `file` is a plain file that has no other name: neither a directory nor a
-/// reparse point (a link opened itself, with FILE_FLAG_OPEN_REPARSE_POINT), and one link to
-/// it (`nNumberOfLinks`: Microsoft's BY_HANDLE_FILE_INFORMATION page; a hard link made with
-/// CreateHardLinkW adds one).
+/// Whether the open `file` is a plain file with no other name: no directory, no reparse
+/// point, one link (`nNumberOfLinks`, BY_HANDLE_FILE_INFORMATION).
 pub fn is_sole_plain_file(file: &std::fs::File) -> std::io::Result<bool> {
     use std::os::windows::io::AsRawHandle;
     use windows_sys::Win32::Storage::FileSystem::{
@@ -445,11 +417,8 @@ pub fn is_sole_plain_file(file: &std::fs::File) -> std::io::Result<bool> {
 }
 
 /// The existing regular file `path` opened to read and write in place (`Files::open_update`),
-/// its last name opened itself: `FILE_FLAG_OPEN_REPARSE_POINT` (Microsoft's CreateFileW
-/// documentation: "normal reparse point processing will not occur; CreateFile will attempt to
-/// open the reparse point"), so a link there is opened, not followed, and reads as no plain
-/// file; the junctions and links above it are followed, and where they led is read from the
-/// handle (`final_path_of`). Shared as std's `OpenOptions` shares (read, write, delete).
+/// its last name not followed (`FILE_FLAG_OPEN_REPARSE_POINT`), where it led read from the
+/// handle (`final_path_of`).
 pub fn open_update(path: &str) -> HostResult<Option<crate::host::OpenedFile>> {
     use std::os::windows::fs::OpenOptionsExt;
     use windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT;
@@ -484,11 +453,8 @@ pub fn final_path(path: &str) -> HostResult<Option<String>> {
         .map_err(io(format!("read where {path} leads")))
 }
 
-/// The final path of the open `file`, where the junctions and links on the way to it led:
-/// `GetFinalPathNameByHandleW` with `FILE_NAME_NORMALIZED | VOLUME_NAME_DOS` (Microsoft's
-/// GetFinalPathNameByHandleW documentation: the return value is the length without the NUL,
-/// or, when the buffer is too small, the size it needs with the NUL; 0 on failure), the
-/// `\\?\` prefix it gives aside.
+/// The final path of the open `file` (`GetFinalPathNameByHandleW`, `FILE_NAME_NORMALIZED |
+/// VOLUME_NAME_DOS`), without the `\\?\` prefix.
 pub fn final_path_of(file: &std::fs::File) -> std::io::Result<String> {
     use std::os::windows::io::AsRawHandle;
     use windows_sys::Win32::Storage::FileSystem::{
@@ -565,8 +531,7 @@ pub fn set_security(path: &str, sddl: &str) -> HostResult<()> {
         GetSecurityDescriptorDacl(sd, &mut present, &mut dacl, &mut defaulted);
         GetSecurityDescriptorOwner(sd, &mut owner, &mut defaulted);
     }
-    // A protected list cuts inheritance; an unprotected one takes the parent's entries again
-    // (the ones marked inherited in `sddl` are recomputed, as SetNamedSecurityInfo documents).
+    // Protected cuts inheritance; unprotected recomputes the inherited entries.
     let protected = crate::host::acl::parse(sddl).is_ok_and(|d| d.protected);
     let mut what = DACL_SECURITY_INFORMATION;
     if protected {
@@ -601,8 +566,7 @@ pub fn set_security(path: &str, sddl: &str) -> HostResult<()> {
     }
     let owner_refused = rc == ERROR_INVALID_OWNER;
     if owner_refused {
-        // The access list is what guards the directory: it is set, and the owner that could
-        // not be said so.
+        // The DACL guards the directory: set, and the owner that could not be said.
         rc = set(what & !OWNER_SECURITY_INFORMATION);
     }
     // SAFETY: sd came from ConvertStringSecurityDescriptorToSecurityDescriptorW.
@@ -630,8 +594,7 @@ fn owner_refused_error(path: &str) -> HostError {
 /// `ERROR_INVALID_OWNER`: the owner may not be assigned by this caller.
 const ERROR_INVALID_OWNER: u32 = 1307;
 
-/// Enables SeRestorePrivilege in this process's token (present, disabled, in an elevated
-/// administrator's); whether it is enabled now.
+/// Enables SeRestorePrivilege (in an elevated administrator's token); whether it is on now.
 fn enable_restore_privilege() -> bool {
     use windows_sys::Win32::Foundation::{CloseHandle, GetLastError, HANDLE, LUID};
     use windows_sys::Win32::Security::{
@@ -709,10 +672,8 @@ mod tests {
         assert!(!is_secret_dacl(""));
     }
 
-    /// A Go reader (containerd, the CNI plugin, client-go) opens without `FILE_SHARE_DELETE`
-    /// (golang/go `syscall_windows.go`): a replace of the file it reads fails until it lets
-    /// go, and is tried again; a reader that never lets go fails the write, which leaves no
-    /// temporary behind. Runs on Windows (under Wine in CI).
+    /// A Go reader without `FILE_SHARE_DELETE` (golang/go `syscall_windows.go`) delays a
+    /// replace, which is tried again; one that never lets go fails it, leaving no temporary.
     #[test]
     fn a_replace_waits_for_a_reader_without_share_delete() {
         use std::os::windows::fs::OpenOptionsExt;

@@ -1,5 +1,4 @@
-//! Windows Firewall rules through the INetFwPolicy2 COM API. A rule's name here is the name
-//! the firewall shows (PowerShell's DisplayName).
+//! Windows Firewall rules through INetFwPolicy2; a name is the one the firewall shows.
 
 use crate::host::{Direction, FirewallModifyState, FirewallRule, HostError, HostResult, Protocol};
 use windows::Win32::Foundation::{VARIANT_FALSE, VARIANT_TRUE};
@@ -21,12 +20,9 @@ fn api(op: String) -> impl FnOnce(windows::core::Error) -> HostError {
     }
 }
 
-/// The firewall policy object and this thread's COM initialisation, undone when it is dropped:
-/// every successful CoInitializeEx (S_OK, or S_FALSE when COM was initialised already) is
-/// balanced by one CoUninitialize (Microsoft's CoInitializeEx page); RPC_E_CHANGED_MODE (COM
-/// already up in another mode) counts no initialisation of ours and leaves COM usable. The
-/// policy is released first (fields drop in order), and callers bind it before using what it
-/// gives, so nothing of COM outlives the initialisation.
+/// The firewall policy object and this thread's COM initialisation, undone on drop: each
+/// successful CoInitializeEx balanced by CoUninitialize; RPC_E_CHANGED_MODE counts none.
+/// The policy is released first (fields drop in order).
 struct Policy {
     policy: INetFwPolicy2,
     _com: ComInit,
@@ -65,10 +61,8 @@ fn policy() -> HostResult<Policy> {
     Ok(Policy { policy, _com: com })
 }
 
-/// Every rule of this name (any case), through `INetFwRules::get__NewEnum` ("an object
-/// supporting IEnumVARIANT that can be used to iterate through all the rules in the
-/// collection", Microsoft's INetFwRules page): `Item` gives one rule of a name, and Windows
-/// keeps several rules of one name side by side.
+/// Every rule of this name (any case), through `INetFwRules::get__NewEnum`: `Item` gives one
+/// rule of a name, and Windows keeps several side by side.
 pub fn rules(name: &str) -> HostResult<Vec<FirewallRule>> {
     use windows::Win32::System::Com::IDispatch;
     use windows::Win32::System::Ole::IEnumVARIANT;
@@ -117,12 +111,8 @@ pub fn rules(name: &str) -> HostResult<Vec<FirewallRule>> {
     Ok(out)
 }
 
-/// A rule as it says itself, every property calicoctl-win sets and every one it does not
-/// (`Unset`, `firewall_unset::read`: INetFwRule's, INetFwRule2's and INetFwRule3's) that
-/// narrows what the rule lets in (Microsoft's INetFwRule reference: Description as set,
-/// Protocol an IANA number or NET_FW_IP_PROTOCOL_ANY, Direction NET_FW_RULE_DIR_IN or _OUT,
-/// ApplicationName the program's path or empty for every program). IcmpTypesAndCodes (ICMP
-/// rules only; calicoctl-win makes none) is not read.
+/// A rule as it says itself: every property calicoctl-win sets and every unset one that
+/// narrows it (`firewall_unset::read`). IcmpTypesAndCodes (ICMP only) is not read.
 ///
 /// # Safety
 /// `rule` is a live rule object of this thread's COM.
@@ -164,8 +154,7 @@ pub fn add(r: &FirewallRule) -> HostResult<()> {
     add_beside(r)
 }
 
-/// `INetFwRules::Add` itself, which keeps a rule beside any of its name (tests: an
-/// administrator's rule of a taken name).
+/// `INetFwRules::Add` itself, beside any rule of its name (tests: an administrator's).
 pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
     let op = || format!("add firewall rule {}", r.name);
     // SAFETY: COM calls on freshly created objects; BSTRs are owned by this frame.
@@ -187,8 +176,7 @@ pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
             .map_err(api(op()))?;
         rule.SetProtocol(r.protocol.number()).map_err(api(op()))?;
         if matches!(r.protocol, Protocol::Tcp | Protocol::Udp) {
-            // Only a TCP or UDP rule has ports: "The Protocol property must be set before
-            // the LocalPorts property or an error will be returned" (its page).
+            // Only TCP or UDP rules have ports, set after the protocol (its page).
             rule.SetLocalPorts(&BSTR::from(r.local_port.to_string()))
                 .map_err(api(op()))?;
         }
@@ -222,11 +210,8 @@ pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
     }
 }
 
-/// Removes the one rule of this name (any case); refused while several have it (which of
-/// them `INetFwRules::Remove` would take, Microsoft's Remove page does not say). `Remove` is
-/// given the name as the firewall holds it, not as asked: its page says a name not in the
-/// collection "has no effect", and says nothing of case, so the exact name is the safe one.
-/// The rules are read again after, and a rule still there is an error, not a removal.
+/// Removes the one rule of this name (any case), given as the firewall holds it; refused while
+/// several have it. A rule still there after is an error.
 pub fn remove(name: &str) -> HostResult<bool> {
     let held = match rules(name)?.as_slice() {
         [] => return Ok(false),

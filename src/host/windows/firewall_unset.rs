@@ -1,5 +1,4 @@
-//! The rule properties calicoctl-win does not set (`Unset`), read and put back through
-//! INetFwRule, INetFwRule2 and INetFwRule3.
+//! The rule properties calicoctl-win does not set (`Unset`), through INetFwRule2 and 3.
 
 use crate::host::firewall::{AppContainerScope, EDGE_TRAVERSAL_ALLOW, Unset};
 use std::ffi::c_void;
@@ -15,12 +14,9 @@ use windows::Win32::System::Variant::{
 };
 use windows::core::{BSTR, Interface};
 
-/// The rule's `I` (INetFwRule2, INetFwRule3), or `None` where the object has none: its
-/// QueryInterface answered E_NOINTERFACE, as on Windows before 7 (INetFwRule2) or before 8
-/// (INetFwRule3), their pages' "Minimum supported server", and as Wine's own hnetcfg.dll
-/// answers for both (dlls/hnetcfg/policy.c, `netfw_rule_QueryInterface`: INetFwRule,
-/// IDispatch and IUnknown only). Its properties are then at their defaults, as no rule there
-/// can have them. Any other failure is an error, never taken for "absent".
+/// The rule's `I` (INetFwRule2, INetFwRule3), or `None` on E_NOINTERFACE (older Windows; Wine's
+/// hnetcfg.dll, dlls/hnetcfg/policy.c `netfw_rule_QueryInterface`); its properties are then at
+/// their defaults. Any other failure is an error.
 pub(super) fn optional<I: Interface>(rule: &INetFwRule) -> windows::core::Result<Option<I>> {
     present(rule.cast::<I>())
 }
@@ -34,10 +30,8 @@ fn present<I>(asked: windows::core::Result<I>) -> windows::core::Result<Option<I
     }
 }
 
-/// Why the rule object cannot take `u` whole, if it cannot: a property only INetFwRule2 or
-/// INetFwRule3 sets, and this Windows lacks it (`optional`). Asked before anything is set or
-/// added, so that a refusal changes nothing; the rule would otherwise come back narrower or
-/// wider than it was read.
+/// Why the rule object cannot take `u` whole, if it cannot (a property of an interface this
+/// Windows lacks); asked before anything is set.
 pub(super) fn cannot_set(rule: &INetFwRule, u: &Unset) -> windows::core::Result<Option<String>> {
     let nd = u.not_default();
     let why = |interface: &str, what: &str| {
@@ -63,10 +57,7 @@ pub(super) fn cannot_set(rule: &INetFwRule, u: &Unset) -> windows::core::Result<
     Ok(None)
 }
 
-/// The properties as the rule holds them (INetFwRule's pages for LocalAddresses,
-/// RemotePorts, InterfaceTypes, EdgeTraversal, Grouping, ServiceName and Interfaces;
-/// INetFwRule2's EdgeTraversalOptions; INetFwRule3's app container properties), those of an
-/// absent interface (`optional`) at their defaults.
+/// The properties as the rule holds them, those of an absent interface at their defaults.
 ///
 /// # Safety
 /// `rule` is a live rule object of this thread's COM.
@@ -102,10 +93,8 @@ pub(super) unsafe fn read(rule: &INetFwRule) -> windows::core::Result<Unset> {
     }
 }
 
-/// `INetFwRule::Interfaces`: VT_EMPTY (or VT_NULL) for none, else a SAFEARRAY of VARIANTs
-/// holding each name as a BSTR (as Microsoft's "Adding a Per Interface Rule" samples set it:
-/// a VBScript `Array`, a C++ SAFEARRAY of `variant_t`), or of BSTRs. Another type is an
-/// error, not "every interface".
+/// `INetFwRule::Interfaces`: VT_EMPTY or VT_NULL for none, else a SAFEARRAY of BSTR VARIANTs
+/// (Microsoft's "Adding a Per Interface Rule") or of BSTRs; another type is an error.
 ///
 /// # Safety
 /// `rule` is a live rule object of this thread's COM.
@@ -133,8 +122,7 @@ unsafe fn names_in(v: &VARIANT) -> windows::core::Result<Vec<String>> {
         let array = inner.Anonymous.parray;
         let of_variants = inner.vt == VT_ARRAY | VT_VARIANT;
         if array.is_null() || !(of_variants || inner.vt == VT_ARRAY | VT_BSTR) {
-            // windows::core::Error::new would originate a WinRT error (RoOriginateErrorW,
-            // which Wine 8 lacks): the HRESULT alone.
+            // The HRESULT alone: `Error::new` calls RoOriginateErrorW, which Wine 8 lacks.
             return Err(E_INVALIDARG.into());
         }
         let mut names = Vec::new();
@@ -145,8 +133,7 @@ unsafe fn names_in(v: &VARIANT) -> windows::core::Result<Vec<String>> {
                 let it = &item.Anonymous.Anonymous;
                 let name = (it.vt == VT_BSTR).then(|| it.Anonymous.bstrVal.to_string());
                 let _ = VariantClear(&mut item);
-                // An element of another type is no interface read: were it skipped, a rule
-                // narrowed to it would read as open on every interface.
+                // Another element type is an error: skipped, a narrowed rule would read open.
                 names.push(name.ok_or(windows::core::Error::from(E_INVALIDARG))?);
             } else {
                 let mut name = BSTR::new();
@@ -158,12 +145,8 @@ unsafe fn names_in(v: &VARIANT) -> windows::core::Result<Vec<String>> {
     }
 }
 
-/// Sets on a rule about to be added the properties that are not Windows' defaults
-/// (`Unset::not_default`, as `same` compares them): a rule put back as it was read (an
-/// undo). After the protocol ("The Protocol property must be set before the RemotePorts
-/// property or an error will be returned", Microsoft's INetFwRule::RemotePorts page) and the
-/// direction (edge traversal only on an inbound rule, [MS-FASP] 2.2.35). A property whose
-/// interface this Windows lacks was refused before (`cannot_set`).
+/// Sets on a rule about to be added the properties not at Windows' defaults (an undo), after
+/// the protocol (INetFwRule::RemotePorts page) and the direction ([MS-FASP] 2.2.35).
 ///
 /// # Safety
 /// `rule` is a live rule object of this thread's COM.
@@ -283,8 +266,7 @@ unsafe fn set_interfaces(rule: &INetFwRule, names: &[String]) -> windows::core::
 
 #[cfg(test)]
 mod tests {
-    /// Only E_NOINTERFACE says an interface is absent; any other failure of QueryInterface
-    /// is an error, never read as a rule without the interface's properties.
+    /// Only E_NOINTERFACE says an interface is absent; other failures are errors.
     #[test]
     fn only_e_nointerface_is_an_absent_interface() {
         use windows::Win32::Foundation::{E_ACCESSDENIED, E_NOINTERFACE, E_UNEXPECTED};

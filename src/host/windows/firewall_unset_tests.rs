@@ -1,16 +1,11 @@
-//! The properties calicoctl-win does not set, through the Windows host: Windows' defaults on
-//! a fresh rule, and a Windows without INetFwRule2 and INetFwRule3.
+//! Windows' defaults on a fresh rule, and a Windows without INetFwRule2 and INetFwRule3.
 
 use crate::host::contract::on_windows::{Defer, FIREWALL_POLICY, real_host};
 use crate::host::contract::unique;
 use crate::host::{AppContainerScope, Firewall, FirewallRule, HostError, Protocol, Unset};
 
-/// The defaults calicoctl-win relies on (`Unset::default`), as Windows gives them to a rule
-/// object made by the COM API that sets none of them, read as written (not as `same`
-/// compares): LocalAddresses `*`, RemotePorts `*`, InterfaceTypes `All`, no interfaces, edge
-/// traversal denied, none of INetFwRule3's properties. Nothing is added to the firewall. The
-/// Windows workflow runs it on real Windows (`CALICOCTL_WIN_REAL_HOST`) and prints them;
-/// under Wine it reads the stand-in, whose defaults are these.
+/// The defaults calicoctl-win relies on (`Unset::default`), as Windows gives a fresh rule
+/// object: read as written, nothing added. Printed on real Windows by the workflow.
 #[test]
 fn firewall_contract_a_fresh_rule_reads_back_the_defaults_relied_on() {
     if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() && !real_host() {
@@ -41,12 +36,9 @@ fn rule(name: &str, unset: Unset) -> FirewallRule {
     }
 }
 
-/// On a Windows whose rule objects have INetFwRule alone (before Windows 7 and 8; Wine's own
-/// hnetcfg.dll: the stand-in's `rule-interfaces.json`), a rule reads back with INetFwRule2's
-/// and INetFwRule3's properties at their defaults (QueryInterface's E_NOINTERFACE), its
-/// interfaces as set; a rule put back with an app container scope or a deferred edge
-/// traversal is refused, naming the interface, and nothing is added. (The read failed, or
-/// the rule was put back without them.)
+/// Rule objects with INetFwRule alone (the stand-in's `rule-interfaces.json`): INetFwRule2's
+/// and 3's properties read as defaults; putting back an app container scope or a deferred
+/// edge traversal is refused, naming the interface, and nothing is added.
 #[test]
 fn firewall_contract_without_inetfwrule2_and_3_reads_defaults_and_refuses_what_it_cannot_set() {
     if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() {

@@ -263,10 +263,8 @@ fn free(p: PWSTR) {
     }
 }
 
-/// Reads and frees an HCN string.
-/// `HNSCall` of vmcompute.dll, the HNS v1 entry point hcsshim's `hnsCall` uses
-/// (`//sys _hnsCall(method string, path string, object string, response **uint16) (hr error)
-/// = vmcompute.HNSCall?`); the response is CoTaskMemAlloc'd.
+/// `HNSCall` of vmcompute.dll, hcsshim's `hnsCall` entry point; the response is
+/// CoTaskMemAlloc'd.
 type HnsCall = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR, *mut PWSTR) -> HRESULT;
 
 /// vmcompute.dll, loaded at run time for HNS v1's `HNSCall`.

@@ -1,7 +1,5 @@
-//! The HNS part of the host contract against the real Windows implementation (hcn.rs), run
-//! under Wine through the project's stand-in `computenetwork.dll` (tools/wine/computenetwork),
-//! which `tools/wine/test.sh` builds into the prefix's System32 and announces with
-//! CALICOCTL_WIN_HCN_STANDIN. Every HCN string must be freed and every handle closed.
+//! The HNS contract against hcn.rs under Wine, through the stand-in `computenetwork.dll`
+//! (tools/wine/computenetwork, CALICOCTL_WIN_HCN_STANDIN). Every HCN string and handle is freed.
 
 use super::WindowsHost;
 use super::ffi::wide;
@@ -26,11 +24,8 @@ fn standin() -> Option<Library> {
     )
 }
 
-/// Asks the stand-in to count the frees of its strings before main, while this process has
-/// one thread: Wine's allocator crashes a thread that allocates while a malloc spy is being
-/// registered (tools/wine/computenetwork/src/spy.rs). The C runtime's start-up calls the
-/// pointers in `.CRT$XCA`..`.CRT$XCZ` before main (mingw-w64's crtexe.c, `_initterm`).
-/// Without it, `stats` fails every test here (seen).
+/// Asks the stand-in to count its string frees before main, while this process has one thread
+/// (Wine's allocator crashes otherwise: tools/wine/computenetwork/src/spy.rs), via `.CRT$XCU`.
 #[used]
 #[unsafe(link_section = ".CRT$XCU")]
 static COUNT_FREES_BEFORE_MAIN: extern "C" fn() = count_frees;
@@ -252,10 +247,8 @@ fn the_hns_version_is_read_through_hnscall() {
     assert!(err.to_string().contains("no version.json"), "{err}");
 }
 
-/// An endpoint's state and whether it is another host's: the stand-in sets `State` (hcsshim's
-/// `EndpointState`, which only HNS v1's `GET /endpoints/` answers, as hcsshim says of it) and
-/// HCN `Flags` bit 1; the endpoint is listed with both, the state read through `HNSCall` (read
-/// from HCN's v2 document, as before, it would be none), then deleted alone (`HcnDeleteEndpoint`).
+/// An endpoint's HNS v1 `State` (read through `HNSCall`) and remote flag (HCN `Flags` bit 1)
+/// are listed, and it is deleted alone.
 #[test]
 fn an_endpoints_state_and_remote_flag_are_read_and_it_is_deleted_alone() {
     let Some(lib) = standin() else { return };
@@ -362,10 +355,8 @@ fn the_policy_lists_are_read_through_hnscall() {
     assert_eq!(lists[0]["Policies"][0]["Type"], "ELB");
 }
 
-/// The HNS contract on a host whose HNS must not be disturbed (real Windows, where the
-/// workflow sets CALICOCTL_WIN_REAL_HOST; the stand-in too): a NAT network, which takes no
-/// network adapter into a vSwitch, is created, listed, refused a second time by name, has no
-/// endpoints, is deleted and is then not found; HNS answers its version.
+/// The HNS contract where HNS must not be disturbed (real Windows too): a NAT network is made,
+/// listed, refused by name twice, deleted; HNS answers its version.
 #[test]
 fn a_nat_network_lives_and_dies_on_this_host() {
     let real = crate::host::contract::on_windows::real_host();

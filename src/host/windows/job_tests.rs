@@ -1,6 +1,5 @@
-//! The kill-on-close job: when its last handle closes, as when the service host crashes or is
-//! killed, Windows ends the processes in it (JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE). Run under
-//! Wine in CI, which implements the limit; on a real host by the Windows workflow.
+//! The kill-on-close job: closing its last handle ends its processes
+//! (JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE).
 
 use super::process::KillOnCloseJob;
 use std::time::{Duration, Instant};

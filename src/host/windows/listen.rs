@@ -1,9 +1,6 @@
-//! A TCP listener on every address, bound with SO_EXCLUSIVEADDRUSE: no other program binds
-//! the port beside it, however it sets its socket (Microsoft's "Using SO_REUSEADDR and
-//! SO_EXCLUSIVEADDRUSE": "Once the first socket has SO_EXCLUSIVEADDRUSE set, ... any other
-//! socket [is] prevented from binding to the same port"; and the option "must be set prior to
-//! calling bind"). The socket is made, set, bound and listening here, then handed to std.
-//! A refused bind names the listener holding the port when `GetExtendedTcpTable` can.
+//! A TCP listener on every address, bound with SO_EXCLUSIVEADDRUSE so no other program binds
+//! the port beside it (Microsoft's "Using SO_REUSEADDR and SO_EXCLUSIVEADDRUSE"). A refused
+//! bind names the holder when `GetExtendedTcpTable` can.
 
 use crate::host::listen::{ListenError, ListenRefusal, refusal};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
@@ -17,8 +14,7 @@ use windows_sys::Win32::Networking::WinSock::{
 
 /// Listens on `0.0.0.0:port`, the port held exclusively.
 pub fn listen(port: u16) -> Result<TcpListener, ListenError> {
-    // Once per process: Winsock stays up for the process (std's sockets start it the same
-    // way and never clean it up either), so no WSACleanup.
+    // Once per process, never cleaned up (as std's sockets).
     static STARTED: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
     // SAFETY: WSAStartup fills the WSADATA given.
     let started = *STARTED.get_or_init(|| unsafe {
@@ -67,8 +63,7 @@ pub fn listen(port: u16) -> Result<TcpListener, ListenError> {
     }
 }
 
-/// Sets SO_EXCLUSIVEADDRUSE on `s`, binds it to the port of every address and listens; the
-/// step that failed and its Winsock error otherwise.
+/// Sets SO_EXCLUSIVEADDRUSE, binds every address's `port` and listens; else the failed step.
 fn exclusive_bind(s: SOCKET, port: u16) -> Result<(), (&'static str, i32)> {
     let on: i32 = 1;
     let addr = SOCKADDR_IN {
@@ -115,14 +110,9 @@ fn failed(step: &str, code: i32) -> ListenError {
     }
 }
 
-/// The listener on `port` (its pid and address), from `GetExtendedTcpTable` with
-/// `TCP_TABLE_OWNER_PID_LISTENER` (Microsoft's iphlpapi reference), the IPv4 table
-/// (`AF_INET`: `MIB_TCPROW_OWNER_PID` rows, `dwLocalAddr` in network byte order) first, then
-/// the IPv6 one (`AF_INET6`: `MIB_TCP6ROW_OWNER_PID` rows, `ucLocalAddr` the address's 16
-/// bytes), where a dual-stack listener on `[::]`, which holds the IPv4 port too, is listed; in
-/// both `dwLocalPort` is in network byte order in its low 16 bits and `dwOwningPid` the
-/// process. None when no listener holds it or the tables cannot be read (a host whose
-/// iphlpapi.dll lacks the function).
+/// The listener on `port` (pid and address), from `GetExtendedTcpTable`
+/// (`TCP_TABLE_OWNER_PID_LISTENER`), IPv4 then IPv6 (a dual-stack `[::]` holds the IPv4 port
+/// too); `None` when none holds it or the tables cannot be read.
 fn listener(port: u16) -> Option<(u32, SocketAddr)> {
     use windows_sys::Win32::NetworkManagement::IpHelper::{
         MIB_TCP6ROW_OWNER_PID, MIB_TCPROW_OWNER_PID,
@@ -141,8 +131,7 @@ fn listener(port: u16) -> Option<(u32, SocketAddr)> {
     })
 }
 
-/// The listener rows of `family`'s table (`Row` its row type): a u32 count, then that many
-/// rows from offset 4.
+/// The listener rows of `family`'s table: a u32 count, then the rows from offset 4.
 fn rows<Row: Copy>(family: u16) -> Option<Vec<Row>> {
     use windows_sys::Win32::Foundation::ERROR_INSUFFICIENT_BUFFER;
     use windows_sys::Win32::NetworkManagement::IpHelper::TCP_TABLE_OWNER_PID_LISTENER;
@@ -190,8 +179,7 @@ mod tests {
         SOCKADDR, SOCKADDR_IN, SOL_SOCKET, WSASocketW, bind, closesocket, setsockopt,
     };
 
-    /// Binds a socket that asks to share the address (SO_REUSEADDR) to the loopback's `port`,
-    /// as a program hijacking the port would; whether the bind succeeded.
+    /// Binds a socket asking to share the address (SO_REUSEADDR) to `port`, as a hijacker.
     fn squat(port: u16) -> bool {
         let on: i32 = 1;
         let addr = SOCKADDR_IN {
@@ -233,9 +221,8 @@ mod tests {
         }
     }
 
-    /// The port listened on is ours alone: a second listen is refused as held (by this
-    /// process, when the listener table names it), a squatter asking to share the address
-    /// is refused, and the port is free again once the listener is dropped.
+    /// The port is ours alone: a second listen is refused as held by this process, a sharing
+    /// squatter refused, and the port free once dropped.
     #[test]
     fn the_port_is_held_exclusively_and_a_second_bind_names_its_holder() {
         let first = super::listen(0).expect("listen");
@@ -256,8 +243,7 @@ mod tests {
         assert!(super::listen(port).is_ok(), "the port was not let go");
     }
 
-    /// A listener on IPv6's every address with IPV6_V6ONLY off (dual-stack: Microsoft's
-    /// "Dual-Stack Sockets for IPv6 Winsock Applications"), as a program would make it.
+    /// A dual-stack listener on `[::]` (IPV6_V6ONLY off), as a program would make it.
     fn dual_stack_listener() -> std::net::TcpListener {
         use std::os::windows::io::FromRawSocket;
         use windows_sys::Win32::Networking::WinSock::{
@@ -305,9 +291,7 @@ mod tests {
         }
     }
 
-    /// A program listening dual-stack on `[::]` holds the IPv4 port too: the listen is
-    /// refused as held, and the holder named with the address it listens on (it is in the
-    /// IPv6 listener table). (Only the IPv4 table was read: the holder went unnamed.)
+    /// A dual-stack listener on `[::]` holds the IPv4 port: refused as held and named.
     #[test]
     fn a_dual_stack_listener_on_ipv6_is_named_with_its_address() {
         let squatter = dual_stack_listener();
@@ -316,8 +300,7 @@ mod tests {
         let ListenRefusal::Held { pid, at } = refused.refusal else {
             panic!("not held: {refused:?}");
         };
-        // Named by the address it listens on (Wine's IPv6 table lists it too); Wine's table
-        // may not name the process, Windows' does.
+        // Named by its address (Wine's IPv6 table lists it; its pid only on Windows).
         assert!(at.is_some_and(|a| a.port() == port), "{refused:?}");
         if std::env::var_os("CALICOCTL_WIN_TEST_UNDER_WINE").is_none() {
             assert_eq!(pid, Some(std::process::id()), "{refused:?}");

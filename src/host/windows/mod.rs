@@ -44,8 +44,7 @@ pub use ffi::is_wine;
 use std::path::Path;
 use std::time::Duration;
 
-/// This machine. HCN's `computenetwork.dll` and HNS v1's `vmcompute.dll` are loaded at the
-/// first call that needs them and kept for the host's life (not loaded and freed per call).
+/// This machine; `computenetwork.dll` and `vmcompute.dll` loaded at first need, kept.
 #[derive(Default)]
 pub struct WindowsHost {
     hcn: std::sync::OnceLock<hcn::Hcn>,
@@ -119,8 +118,7 @@ impl Hns for WindowsHost {
     fn hns_networks(&self) -> HostResult<Vec<HnsNetwork>> {
         self.hcn()?.networks()
     }
-    /// The endpoints from HCN v2; their state from HNS v1 (`hns::with_v1_states`), as Felix
-    /// reads it; none when v1 does not answer.
+    /// The endpoints from HCN v2, their state from HNS v1 (`hns::with_v1_states`).
     fn hns_endpoints(&self, network_id: &str) -> HostResult<Vec<HnsEndpoint>> {
         let mut endpoints = self.hcn()?.endpoints(network_id)?;
         let states = self.vmcompute().and_then(|v| v.endpoint_states()).ok();

@@ -95,9 +95,8 @@ unsafe fn ansi(p: *const u8) -> String {
         .into_owned()
 }
 
-/// Every adapter with IPv4 enabled, with its IPv4 configuration (Microsoft's iphlpapi
-/// reference, `GetAdaptersAddresses` and `IP_ADAPTER_ADDRESSES_LH`, present from Windows Vista
-/// on; `AF_INET` lists "only ... adapters with IPv4 enabled", so not the one a vSwitch binds).
+/// Every adapter with IPv4 enabled, with its IPv4 configuration (`GetAdaptersAddresses`,
+/// `AF_INET`): not a vSwitch's physical adapter.
 pub fn adapters() -> HostResult<Vec<Adapter>> {
     let flags = GAA_FLAG_SKIP_ANYCAST | GAA_FLAG_SKIP_MULTICAST | GAA_FLAG_INCLUDE_GATEWAYS;
     let buf = crate::host::with_growing_buffer(16 * 1024, 4, ERROR_BUFFER_OVERFLOW, |buf, size| {
@@ -177,10 +176,8 @@ fn wide_array(w: &[u16]) -> String {
 /// (netioapi.h: `HardwareInterface : 1; FilterInterface : 1; ...`).
 const FILTER_INTERFACE: u8 = 0b10;
 
-/// Every Ethernet interface, IPv4 bound or not: `GetIfTable2` (Microsoft's netioapi
-/// reference, Windows Vista and later), the rows of `IF_TYPE_ETHERNET_CSMACD` with a MAC that
-/// are not a filter module's (`FilterInterface`: a lightweight filter's interface carries its
-/// adapter's MAC). `Alias` is the name `GetAdaptersAddresses` calls `FriendlyName`.
+/// Every Ethernet interface, IPv4 bound or not: `GetIfTable2` rows of
+/// `IF_TYPE_ETHERNET_CSMACD` with a MAC, filter modules left out.
 pub fn ethernet_interfaces() -> HostResult<Vec<Adapter>> {
     let mut table: *mut MIB_IF_TABLE2 = std::ptr::null_mut();
     // SAFETY: table is an out-pointer freed with FreeMibTable below.
@@ -267,9 +264,8 @@ pub fn routes() -> HostResult<Vec<Route>> {
 type InitializeRow = unsafe extern "system" fn(*mut MIB_IPFORWARD_ROW2);
 type CreateRow = unsafe extern "system" fn(*const MIB_IPFORWARD_ROW2) -> u32;
 
-/// iphlpapi.dll, for the functions some hosts lack (Wine 8 has neither
-/// `InitializeIpForwardEntry` nor `CreateIpForwardEntry2`): resolved when called, so a
-/// missing one is an error, never a process that cannot start or aborts.
+/// iphlpapi.dll loaded at call time for the functions Wine 8 lacks, so a missing one is an
+/// error, not an abort.
 pub(super) fn iphlpapi() -> HostResult<Library> {
     // SAFETY: iphlpapi.dll is a system DLL whose initialisation has no preconditions; the
     // search is restricted to System32.
@@ -293,9 +289,7 @@ pub(super) fn resolve<T>(lib: &Library, name: &[u8]) -> HostResult<Symbol<T>> {
     })
 }
 
-/// The row naming `route` (`InitializeIpForwardEntry`'s defaults, then its interface,
-/// destination prefix and next hop: the members `CreateIpForwardEntry2` and
-/// `DeleteIpForwardEntry2` find a route by, Microsoft's netioapi.h reference).
+/// The row naming `route` (`InitializeIpForwardEntry`, then interface, prefix and next hop).
 fn route_row(lib: &Library, route: &Route) -> HostResult<MIB_IPFORWARD_ROW2> {
     let initialize: Symbol<InitializeRow> = resolve(lib, b"InitializeIpForwardEntry\0")?;
     // SAFETY: MIB_IPFORWARD_ROW2 is plain data; InitializeIpForwardEntry sets its defaults.
@@ -331,10 +325,7 @@ pub fn add_route(route: &Route) -> HostResult<()> {
     }
 }
 
-/// Deletes a route: the Host trait has none (calicoctl-win removes no route), so only a test
-/// removes the route it added. `DeleteIpForwardEntry2` (Microsoft's netioapi.h reference)
-/// finds the route by `DestinationPrefix`, `NextHop` and `InterfaceLuid` or `InterfaceIndex`,
-/// and answers `ERROR_NOT_FOUND` for one that is not there.
+/// Deletes a test's route (`DeleteIpForwardEntry2`); the Host trait deletes none.
 #[cfg(test)]
 pub(crate) fn delete_route(route: &Route) -> HostResult<()> {
     type DeleteRow = unsafe extern "system" fn(*const MIB_IPFORWARD_ROW2) -> u32;
@@ -352,9 +343,8 @@ type InterfaceRowCall = unsafe extern "system" fn(*mut MIB_IPINTERFACE_ROW) -> u
 type InitializeAddress = unsafe extern "system" fn(*mut MIB_UNICASTIPADDRESS_ROW);
 type CreateAddress = unsafe extern "system" fn(*const MIB_UNICASTIPADDRESS_ROW) -> u32;
 
-/// Sets an interface's IPv4 metric: its row read with `GetIpInterfaceEntry`, `Metric` set and
-/// `UseAutomaticMetric` off, written with `SetIpInterfaceEntry` (Microsoft's netioapi
-/// reference: for IPv4 `SitePrefixLength` must be 0 when the row is set).
+/// Sets an interface's IPv4 metric (`GetIpInterfaceEntry`, `SetIpInterfaceEntry` with
+/// `UseAutomaticMetric` off and `SitePrefixLength` 0).
 pub fn set_interface_metric(index: u32, metric: u32) -> HostResult<()> {
     let lib = iphlpapi()?;
     let get: Symbol<InterfaceRowCall> = resolve(&lib, b"GetIpInterfaceEntry\0")?;
@@ -384,8 +374,7 @@ pub fn set_interface_metric(index: u32, metric: u32) -> HostResult<()> {
     }
 }
 
-/// Adds a manual IPv4 address: `InitializeUnicastIpAddressEntry`, then
-/// `CreateUnicastIpAddressEntry` (Microsoft's netioapi reference).
+/// Adds a manual IPv4 address (`CreateUnicastIpAddressEntry`, netioapi).
 pub fn add_address(index: u32, ip: Ipv4Addr, prefix_len: u8) -> HostResult<()> {
     let lib = iphlpapi()?;
     let initialize: Symbol<InitializeAddress> =
@@ -421,9 +410,7 @@ pub fn add_address(index: u32, ip: Ipv4Addr, prefix_len: u8) -> HostResult<()> {
 mod tests {
     use super::*;
 
-    /// Wine 8's iphlpapi lacks both functions: adding a route is then an error that names
-    /// the missing function, where a static import used to abort the process. Where the
-    /// functions exist nothing is called: a route added here would change the machine.
+    /// Where Wine 8's iphlpapi lacks the functions, adding a route is an error naming them.
     #[test]
     fn a_missing_route_function_is_an_error_not_an_abort() {
         let lib = iphlpapi().expect("iphlpapi.dll loads");

@@ -1,14 +1,7 @@
-//! What only a real node can say, recorded for the real-Windows workflow
-//! (`.github/workflows/windows.yml`, job `real-node-facts`): with CALICOCTL_WIN_PROBE_OUT set
-//! to a directory, this writes there, as JSON, the endpoint documents HNS gives for a running
-//! container's endpoint, an endpoint never attached and another host's (remote) endpoint, each
-//! as `HcnQueryEndpointProperties` answers with `Flags` 0 and 1 and as HNS v1 lists it
-//! (`HNSCall GET /endpoints/`); what `HcnDeleteEndpoint` answers for an endpoint still in a
-//! namespace; and how long a connect to a loopback port nobody listens on takes. It records;
-//! the code's assumptions (the state is HNS v1's, a timed-out loopback connect is nothing
-//! listening, an endpoint leaves its namespace before it is deleted) are checked against what
-//! it writes by whoever reads the artifact. Without the variable (Linux CI, Wine) it does
-//! nothing. Everything it makes it deletes, however it ends.
+//! What only a real node can say, recorded for the real-Windows workflow (job
+//! `real-node-facts`, with CALICOCTL_WIN_PROBE_OUT): HNS's endpoint documents (attached, never
+//! attached, remote; HCN and v1), `HcnDeleteEndpoint` on an endpoint in a namespace, and a
+//! loopback connect's time. Without the variable it does nothing; it deletes what it makes.
 
 use super::ffi::wide;
 use libloading::os::windows::{Library, Symbol};

@@ -11,11 +11,8 @@ use windows_sys::Win32::System::Diagnostics::ToolHelp::{
 pub const CREATE_NEW_PROCESS_GROUP: u32 =
     windows_sys::Win32::System::Threading::CREATE_NEW_PROCESS_GROUP;
 
-/// A job object whose processes Windows ends when its last handle closes
-/// (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`, Microsoft's JOBOBJECT_BASIC_LIMIT_INFORMATION page).
-/// The service host keeps one for its life: if it crashes or is killed, the kernel closes the
-/// handle and ends calico-node, felix, confd or kube-proxy with it, so the SCM's restart never
-/// meets an orphan that still holds the binaries mapped.
+/// A job object whose processes end when its last handle closes
+/// (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`): a crashed service host leaves no orphan child.
 pub struct KillOnCloseJob(windows_sys::Win32::Foundation::HANDLE);
 
 // SAFETY: a job handle may be used from any thread.
@@ -155,13 +152,9 @@ pub fn pid_of(image: &str) -> HostResult<Option<u32>> {
     Ok(found)
 }
 
-/// Whether process `pid` runs, with when it was created (`FILETIME` ticks, 100 ns since 1601)
-/// when Windows says: `None` when it has ended or no process has that id. A process object
-/// stays while a handle to it is open, also after the process has ended: it is signaled then
-/// (Microsoft's "Process objects" / WaitForSingleObject pages), which tells an ended process;
-/// not its exit code, as a process may itself end with `STILL_ACTIVE` (GetExitCodeProcess
-/// remarks). A process Windows will not let this one open (`ERROR_ACCESS_DENIED`: the System
-/// process, a protected one; OpenProcess remarks) is taken as running, its creation unknown.
+/// Whether process `pid` runs, with its creation time; `None` when it has ended (its object
+/// signaled) or no process has the id. One this process may not open is taken as running,
+/// its creation unknown (OpenProcess remarks).
 pub fn running(pid: u32) -> Option<Option<u64>> {
     use windows_sys::Win32::Foundation::{ERROR_ACCESS_DENIED, FILETIME, WAIT_OBJECT_0};
     use windows_sys::Win32::System::Threading::{

@@ -23,8 +23,7 @@ const ERROR_SERVICE_CANNOT_ACCEPT_CTRL: i32 = 1061;
 const ERROR_SERVICE_REQUEST_TIMEOUT: i32 = 1053;
 const ERROR_INVALID_HANDLE: i32 = 6;
 const ERROR_SERVICE_EXISTS: i32 = 1073;
-// CreateService: "The display name already exists in the service control manager database
-// either as a service name or as another display name."
+// CreateService: "The display name already exists ..." (ERROR_DUPLICATE_SERVICE_NAME).
 const ERROR_DUPLICATE_SERVICE_NAME: i32 = 1078;
 const ERROR_INVALID_LEVEL: i32 = 124;
 
@@ -105,13 +104,11 @@ fn configure_extras(svc: &Service, spec: &ServiceSpec) -> HostResult<()> {
     let op = |what: &str| format!("set the {what} of service {}", spec.name);
     svc.set_description(&spec.description)
         .map_err(|e| api(op("description"), e))?;
-    // Set both ways: an update from delayed to plain automatic start clears the flag, which
-    // ChangeServiceConfigW leaves as it was.
+    // Set both ways: ChangeServiceConfigW alone leaves a delayed start as it was.
     if matches!(spec.start, StartType::Auto | StartType::DelayedAuto) {
         match svc.set_delayed_auto_start(spec.start == StartType::DelayedAuto) {
             Ok(()) => {}
-            // Wine's SCM lacks SERVICE_CONFIG_DELAYED_AUTO_START_INFO, which every Windows
-            // since Vista has: only there does a plain automatic start leave it unset.
+            // Wine's SCM lacks SERVICE_CONFIG_DELAYED_AUTO_START_INFO.
             Err(e)
                 if os_code(&e) == Some(ERROR_INVALID_LEVEL)
                     && super::ffi::is_wine()
@@ -138,8 +135,7 @@ fn configure_extras(svc: &Service, spec: &ServiceSpec) -> HostResult<()> {
         if r.on_non_crash_failures {
             match svc.set_failure_actions_on_non_crash_failures(true) {
                 Ok(()) => {}
-                // Wine's SCM lacks SERVICE_CONFIG_FAILURE_ACTIONS_FLAG, which every Windows
-                // since Vista has: only there is the flag left unset.
+                // Wine's SCM lacks SERVICE_CONFIG_FAILURE_ACTIONS_FLAG.
                 Err(e) if os_code(&e) == Some(ERROR_INVALID_LEVEL) && super::ffi::is_wine() => {}
                 Err(e) => return Err(api(op("failure actions flag"), e)),
             }
@@ -184,8 +180,7 @@ pub fn query(name: &str) -> HostResult<Option<InstalledService>> {
     }))
 }
 
-/// Whether an automatic service starts delayed: QueryServiceConfig2W's
-/// SERVICE_CONFIG_DELAYED_AUTO_START_INFO, which QueryServiceConfigW does not report.
+/// Whether an automatic service starts delayed (SERVICE_CONFIG_DELAYED_AUTO_START_INFO).
 fn delayed_auto_start(svc: &Service) -> bool {
     use windows_sys::Win32::System::Services::{
         QueryServiceConfig2W, SERVICE_CONFIG_DELAYED_AUTO_START_INFO,
@@ -208,10 +203,8 @@ fn delayed_auto_start(svc: &Service) -> bool {
     ok != 0 && info.fDelayedAutostart != 0
 }
 
-/// The services a service depends on. QueryServiceConfigW reports them on Windows; Wine's
-/// services.exe leaves them out (`lpDependencies = NULL; /* TODO */` in programs/services/rpc.c),
-/// so an empty answer is checked against the SCM's own store, the service key's
-/// `DependOnService` value (Microsoft's "CurrentControlSet\Services registry tree").
+/// The services a service depends on; when QueryServiceConfigW reports none (Wine leaves them
+/// out: programs/services/rpc.c), the service key's `DependOnService`.
 fn dependencies(name: &str, reported: &[ServiceDependency]) -> HostResult<Vec<String>> {
     if !reported.is_empty() {
         return Ok(reported
@@ -264,9 +257,8 @@ pub fn update(spec: &ServiceSpec) -> HostResult<()> {
     configure_extras(&svc, spec)
 }
 
-/// Removes every dependency: ChangeServiceConfigW leaves them as they are for a NULL list,
-/// which is what windows-service passes for an empty one, and removes them for an empty
-/// double-NUL list (Microsoft's ChangeServiceConfigW documentation, `lpDependencies`).
+/// Removes every dependency with an empty double-NUL list (ChangeServiceConfigW keeps them
+/// for the NULL that windows-service passes).
 fn clear_dependencies(svc: &Service, name: &str) -> HostResult<()> {
     use windows_sys::Win32::System::Services::{ChangeServiceConfigW, SERVICE_NO_CHANGE};
     let empty: [u16; 2] = [0, 0];
@@ -296,16 +288,14 @@ fn clear_dependencies(svc: &Service, name: &str) -> HostResult<()> {
     Ok(())
 }
 
-/// Polls the service until it reaches `want`, fails if it stops on the way to running. A
-/// host call's own bound (`poll_quietly`): the caller's stop is looked at between its steps.
+/// Polls the service until it reaches `want` (fails if it stops on the way to running).
 fn wait_for(svc: &Service, name: &str, want: WinState, timeout: Duration) -> HostResult<()> {
     let mut fresh: Option<Service> = None;
     // Pending with the error to give at the deadline instead of the timeout, if any.
     let look = || -> HostResult<Look<(), Option<HostError>>> {
         let status = match fresh.as_ref().unwrap_or(svc).query_status() {
             Ok(s) => s,
-            // Wine's SCM has answered ERROR_INVALID_HANDLE for a valid handle while another
-            // service was being deleted; a new handle reads the state.
+            // Wine's SCM has answered ERROR_INVALID_HANDLE for a valid handle: a new one reads.
             Err(e) if os_code(&e) == Some(ERROR_INVALID_HANDLE) => {
                 let failed = api(format!("query service {name}"), e);
                 fresh = Some(open_existing(name, ServiceAccess::QUERY_STATUS)?);
@@ -353,8 +343,7 @@ pub fn stop(name: &str, timeout: Duration) -> HostResult<()> {
     let started = Instant::now();
     let deadline = started + timeout;
     let mut undelivered = 0_u32;
-    // Done with whether the stop was asked for (then its end is waited for), or not needed;
-    // pending with the error to give at the deadline instead of the timeout, if any.
+    // Done: whether the stop was asked for; pending: the error to give at the deadline.
     let look = || -> HostResult<Look<bool, Option<HostError>>> {
         let sent = Instant::now();
         match svc.stop() {
@@ -377,13 +366,8 @@ pub fn stop(name: &str, timeout: Duration) -> HostResult<()> {
                     },
                 )
             }
-            // ERROR_SERVICE_REQUEST_TIMEOUT after up to `ServicesPipeTimeout` (30 s): the SCM
-            // could not deliver the stop, maybe for another service busy with a control
-            // (`host::ERROR_SERVICE_REQUEST_TIMEOUT`). It also comes for a process that never
-            // called StartServiceCtrlDispatcher. Sent again while the time left holds another
-            // send as long (`send_stop_again`), else refused. Wine's services.exe waits
-            // `service_pipe_timeout`, 10 s (wine-mirror/wine programs/services/services.c,
-            // process_send_command).
+            // ERROR_SERVICE_REQUEST_TIMEOUT: the SCM could not deliver the stop; sent again
+            // while the time left holds another send (`send_stop_again`), else refused.
             Err(e) if os_code(&e) == Some(ERROR_SERVICE_REQUEST_TIMEOUT) => {
                 undelivered += 1;
                 let refused = stop_undelivered(name, undelivered, started.elapsed());

@@ -1,8 +1,5 @@
-//! A stop the service does not answer. The Service Control Manager sends one control at a time
-//! and gives up delivering it after a bound of its own (Microsoft, "ControlService function
-//! (winsvc.h)", Remarks: up to 30 seconds, `ServicesPipeTimeout`, then
-//! ERROR_SERVICE_REQUEST_TIMEOUT; Wine's services.exe, 10 s). Run under Wine in CI; on a real
-//! host by the Windows workflow.
+//! A stop the service does not answer: the SCM gives up after `ServicesPipeTimeout`
+//! (ERROR_SERVICE_REQUEST_TIMEOUT; Wine's services.exe after 10 s).
 
 use super::WindowsHost;
 use crate::host::contract::on_windows::{Defer, SCM, built, remove_service_at_end};
@@ -13,16 +10,12 @@ use std::time::Duration;
 
 /// The start's timeout, longer than the SCM's bound.
 const LONGER_THAN_THE_SCM: Duration = Duration::from_secs(120);
-/// The stop's own timeout: longer than one send's bound (30 s), shorter than two, so the SCM's
-/// answer to the first send ends the stop, with no time left for a second
-/// (`host::services::send_stop_again`).
+/// The stop's timeout: between one send's bound (30 s) and two.
 const ONE_SEND: Duration = Duration::from_secs(45);
 
 #[test]
 fn a_stop_the_scm_could_not_deliver_is_refused_with_1053_naming_the_service_when_no_time_is_left() {
-    // Real Windows only: under Wine the held control left services.exe unable to serve the
-    // later service tests of the same run (two `plan::wine_tests` hung after this one passed,
-    // in three runs), which no real SCM is documented to do.
+    // Real Windows only: under Wine the held control hung later service tests.
     if !crate::host::contract::on_windows::real_host() {
         return;
     }

@@ -255,11 +255,9 @@ fn boot_time() -> Option<Boot> {
     ))
 }
 
-/// A UTC time in FILETIME ticks on the local wall clock by the current time zone's rule for
-/// that date's year: `GetTimeZoneInformationForYear` (no zone given: the current one) and
-/// `SystemTimeToTzSpecificLocalTime` with it, which applies daylight saving time as that
-/// year's rule has it on that date (Microsoft Learn). Not `SystemTimeToTzSpecificLocalTimeEx`:
-/// Wine 8.0 has it as a stub that aborts the process.
+/// A UTC time in FILETIME ticks on the local wall clock by that year's time zone rule
+/// (`GetTimeZoneInformationForYear`, `SystemTimeToTzSpecificLocalTime`; Wine 8 aborts in the
+/// `Ex` form).
 fn local_by_date_rule(utc_ticks: i64) -> Option<i64> {
     use windows_sys::Win32::Foundation::{FILETIME, SYSTEMTIME};
     use windows_sys::Win32::System::Time::{

@@ -35,8 +35,7 @@ fn version_string(exe: &std::path::Path, name: &str) -> Option<String> {
 
 #[test]
 fn the_exe_carries_its_version_and_description() {
-    // The test binary is target/<triple>/debug/deps/calicoctl_win-*.exe; the exe is beside
-    // deps/.
+    // The exe is beside the test binary's deps/.
     let exe = std::env::current_exe()
         .expect("current exe")
         .parent()

@@ -1,8 +1,5 @@
-//! The WinHTTP proxy read through the real `WinHttpGetDefaultProxyConfiguration` (winhttp.dll),
-//! run under Wine in CI. `netsh winhttp set proxy` stores the setting in HKLM as the binary
-//! value `...\Internet Settings\Connections\WinHttpSettings`; the layout written here is the
-//! one Wine's winhttp reads (dlls/winhttp/session.c: a header of magic 0x18, zero and flags,
-//! PROXY_TYPE_PROXY = 2, then the proxy and the bypass list, each a length and ANSI bytes).
+//! The WinHTTP proxy read through `WinHttpGetDefaultProxyConfiguration` under Wine, from the
+//! `WinHttpSettings` value in the layout Wine's dlls/winhttp/session.c reads.
 
 use super::system::winhttp_proxy;
 use crate::host::SystemProxy;

@@ -1,8 +1,5 @@
-//! A `Win32_NetworkAdapterConfiguration` method called through WMI's COM API (`IWbemLocator`,
-//! `IWbemServices::ExecQuery` and `ExecMethod`, Microsoft's "Calling a Provider Method" steps:
-//! the class's method's input signature, `SpawnInstance`, `Put` of each argument,
-//! `ExecMethod` on the instance's `__PATH`, its `ReturnValue`). What to call is
-//! `host::ip_config`'s.
+//! A `Win32_NetworkAdapterConfiguration` method called through WMI's COM API (Microsoft's
+//! "Calling a Provider Method"); what to call is `host::ip_config`'s.
 
 use crate::host::ip_config::{self, WmiArg, WmiCall};
 use crate::host::{HostError, HostResult};
@@ -22,10 +19,7 @@ use windows::core::{BSTR, HSTRING, PCWSTR};
 const AUTHN_WINNT: u32 = 10;
 const AUTHZ_NONE: u32 = 0;
 
-/// How long the query's first object is waited for. `IEnumWbemClassObject::Next` blocks for
-/// at most its `lTimeout` in milliseconds and returns `WBEM_S_TIMEDOUT` when the enumeration
-/// has no object by then (Microsoft's "IEnumWbemClassObject::Next method (wbemcli.h)"); with
-/// `WBEM_INFINITE` it would block until WMI answers, however long that is.
+/// How long the query's first object is waited for (`IEnumWbemClassObject::Next`'s timeout).
 const NEXT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn api(op: &str) -> impl FnOnce(windows::core::Error) -> HostError + '_ {
@@ -102,10 +96,8 @@ fn services(op: &str) -> HostResult<IWbemServices> {
     let locator: IWbemLocator =
         unsafe { CoCreateInstance(&WbemLocator, None, CLSCTX_INPROC_SERVER) }.map_err(api(op))?;
     let none = BSTR::new();
-    // SAFETY: a local connection to ROOT\CIMV2 as the caller, no context. The connection is
-    // bounded: with WBEM_FLAG_CONNECT_USE_MAX_WAIT "the call returns in 2 minutes or less
-    // whether successful or not" (Microsoft: WBEM_CONNECT_OPTIONS enumeration, wbemcli.h);
-    // Wine's wbemprox takes the flag with a FIXME and connects as before.
+    // SAFETY: a local connection to ROOT\CIMV2, no context; bounded by
+    // WBEM_FLAG_CONNECT_USE_MAX_WAIT (2 minutes).
     let services = unsafe {
         locator.ConnectServer(
             &BSTR::from(r"ROOT\CIMV2"),
@@ -171,8 +163,7 @@ fn instance_path(wmi: &IWbemServices, index: u32, op: &str) -> HostResult<BSTR> 
     Ok(unsafe { (*path.0.Anonymous.Anonymous.Anonymous.bstrVal).clone() })
 }
 
-/// Calls `call` on the `Win32_NetworkAdapterConfiguration` of interface `index`: its
-/// `ReturnValue`, as `ip_config::wmi_result` reads it.
+/// Calls `call` on interface `index`'s configuration: its `ReturnValue`.
 pub fn call_method(index: u32, call: &WmiCall) -> HostResult<()> {
     let op = format!("{} on interface {index}", call.method);
     let call = call.clone();
@@ -181,13 +172,10 @@ pub fn call_method(index: u32, call: &WmiCall) -> HostResult<()> {
     })
 }
 
-/// A WMI method call has not returned (one timed out may still run in WMI's provider and
-/// take effect): no other is sent beside it, where the earlier one could land after it.
+/// A WMI call has not returned (it may still land): none is sent beside it.
 static UNDER_WAY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// The most a WMI method call (its connection, the instance's query, the class and the
-/// method) is waited for: the connection alone may take its 2 minutes
-/// (`WBEM_FLAG_CONNECT_USE_MAX_WAIT`), and the query's `Next` its 30 s.
+/// The most a WMI method call is waited for: its connection's 2 minutes and the query's 30 s.
 const CALL_WITHIN: std::time::Duration = std::time::Duration::from_secs(180);
 
 /// `call_method` on the calling thread, with no bound of its own.

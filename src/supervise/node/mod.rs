@@ -1,7 +1,5 @@
-//! CalicoNode: the start-up after a boot, then calico-node startup whenever kubelet restarts
-//! (`node-service.ps1`, reference §3.2 and §3.6–3.7, with every wait bounded): the start-up
-//! (startup.rs), the External vSwitch (vswitch.rs), the routes it drops (routes.rs) and the
-//! service's watch over kubelet (watch.rs).
+//! CalicoNode (`node-service.ps1`, reference §3.2, §3.6–3.7): start-up, the External vSwitch,
+//! routes, and the watch over kubelet.
 
 mod routes;
 mod startup;

@@ -1,5 +1,4 @@
-//! The routes the vSwitch drops: kept in the registry before it is made, put back after, and
-//! the cloud metadata service's route ensured.
+//! The routes the vSwitch drops, kept in the registry and put back; the metadata route ensured.
 
 use crate::host::{Host, HostError, RegValue, Route};
 use crate::installed::failure::Blocks;
@@ -14,9 +13,8 @@ use std::net::Ipv4Addr;
 /// The service this body is, in what it records.
 pub(super) const NODE: &str = "CalicoNode";
 
-/// After the vSwitch: the routes it dropped put back (those a start before this one made it
-/// and stopped before restoring too), kept in the registry until all are back, and the
-/// metadata route where the platform needs it.
+/// After the vSwitch: the routes it dropped put back (kept in the registry until all are),
+/// and the metadata route where the platform needs it.
 pub(super) fn keep_routes(
     host: &dyn Host,
     snapshot: &[Route],
@@ -29,8 +27,7 @@ pub(super) fn keep_routes(
     if created_external {
         restored = restore_routes(host, snapshot, (mgmt, vnic), log)?;
     } else if host.reg_get(CALICO_KEY, ROUTES_VALUE)?.is_some() {
-        // A start before this one created the vSwitch and stopped before restoring, or could
-        // not restore them all.
+        // An earlier start made the vSwitch but did not restore them all.
         restored = restore_routes(host, snapshot, (mgmt, None), log)?;
     }
     let now = host.routes()?;
@@ -48,8 +45,7 @@ pub(super) fn keep_routes(
     Ok(restored)
 }
 
-/// The routes before the vSwitch, kept in the registry until they are restored, so that a
-/// start cut off between creating the vSwitch and restoring them still knows.
+/// The routes before the vSwitch, kept in the registry until all are restored.
 pub(super) fn routes_before_vswitch(
     host: &dyn Host,
     first_run_since_boot: bool,
@@ -81,9 +77,8 @@ pub(super) fn routes_before_vswitch(
     })
 }
 
-/// Adds back the routes of the snapshot that creating the vSwitch dropped; a route whose
-/// interface went away moves to the vSwitch's host adapter (`vnic`, found by address, MAC
-/// and name; else the one holding the management IP).
+/// Adds back the routes the vSwitch dropped; one whose interface went moves to `vnic` (else
+/// the adapter holding the management IP).
 fn restore_routes(
     host: &dyn Host,
     snapshot: &[Route],

@@ -1,5 +1,4 @@
-//! CalicoNode's start-up: boot detection, the networks made ready for calico-node, the
-//! init-done marker, and calico-node's startup run until it succeeds.
+//! CalicoNode's start-up: boot detection, the networks, the marker, calico-node's startup.
 
 use super::routes::{NODE, keep_routes, routes_before_vswitch};
 use super::vswitch::{
@@ -34,8 +33,7 @@ pub struct StartPhase {
     pub platform: Option<Platform>,
 }
 
-/// The start-up and, when kubelet runs, one successful calico-node startup (a few attempts):
-/// what starting CalicoNode does on a simulated host.
+/// What starting CalicoNode does on a simulated host: the start-up and one calico-node startup.
 pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<StartPhase> {
     let env = environment(host, s)?;
     let program = required(host, s, Component::Startup)?;
@@ -58,9 +56,8 @@ pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<StartPhas
     Ok(phase)
 }
 
-/// Steps 1–6: boot detection, HNS clean-up after a boot, a usable address, the External
-/// network and its management IP, routes, RemoteAccess, and the init-done marker. A failure
-/// is recorded where install's wait reads it (`failure`), so the wait ends with it.
+/// Steps 1–6: boot detection, HNS clean-up, a usable address, the External network, routes,
+/// RemoteAccess, the init-done marker. A failure is recorded for install's wait (`failure`).
 pub(super) fn init(
     host: &dyn Host,
     s: &Settings,
@@ -93,8 +90,7 @@ fn init_steps(
     log: &Log,
 ) -> Result<StartPhase> {
     let facts = host.system_facts()?;
-    // Neither a new boot (which deletes every pod's network) nor the same one (which keeps a
-    // network a real reboot left in an unknown state) is guessed: init stops and says so.
+    // An unknown boot is not guessed either way: init stops and says so.
     let Some(boot) = facts.boot_id.clone() else {
         return Err(SuperviseError::UnknownBoot);
     };
@@ -130,9 +126,8 @@ fn init_steps(
     Ok(phase)
 }
 
-/// The networks of a vxlan or windows-bgp node made ready for calico-node: after a boot the
-/// stale ones deleted, the external vSwitch made (the routes it took put back), the metadata
-/// route, RemoteAccess for BGP.
+/// A vxlan or windows-bgp node's networks made ready: stale ones deleted after a boot, the
+/// vSwitch made and its routes put back, the metadata route, RemoteAccess for BGP.
 fn prepare_networks(
     host: &dyn Host,
     s: &Settings,
@@ -161,10 +156,8 @@ fn prepare_networks(
         Some(before) => Some(find_vswitch_adapter(host, s, before, stop, log)?),
         None => None,
     };
-    // What the vSwitch lost of the adapter's addressing, back before the wait for the
-    // management IP: a host adapter left on DHCP or APIPA (projectcalico/calico#4631) may
-    // give HNS no management IP until its static address is back (calico v3.32.1
-    // `calico.psm1`, `Wait-ForManagementIP`, waits for one that is not null).
+    // The static addressing the vSwitch lost, back before the management IP wait
+    // (projectcalico/calico#4631; v3.32.1 `calico.psm1`, `Wait-ForManagementIP`).
     put_back_addressing(host, log)?;
     let mgmt = wait_for_management_ip(host, s, stop, log)?;
     if let Some(u) = uplink.as_ref().filter(|u| u.ip != mgmt) {
@@ -279,11 +272,8 @@ fn write_marker(host: &dyn Host, boot: &str, boot_local_seconds: Option<i64>) ->
     Ok(())
 }
 
-/// Runs calico-node startup until it succeeds (or `max_attempts` runs failed), with backoff.
-/// A start that found the startup an earlier run left still running after its own wait
-/// (`EarlierStillRuns`) is no failed attempt: calico-node did not run. The service looks
-/// again after the back-off, uncounted; a start with `max_attempts` (the simulated service
-/// start) ends with it at once, as its wait was bounded on its own.
+/// Runs calico-node startup until it succeeds or `max_attempts` failed, with backoff. An
+/// earlier startup still running (`EarlierStillRuns`) is not a failed attempt.
 pub(super) fn startup(
     host: &dyn Host,
     s: &Settings,

@@ -1,6 +1,5 @@
-//! The External vSwitch: the stale networks deleted after a boot, the External network made
-//! on an adapter holding a stable address, its host adapter and management IP found, and
-//! what it dropped of the adapter's addressing put back.
+//! The External vSwitch: stale networks deleted after a boot, the network made on a stable
+//! address, its host adapter and management IP found, the lost addressing put back.
 
 use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
 use crate::host::{HnsNetwork, Host, HostError};
@@ -18,8 +17,7 @@ fn is_ours(n: &HnsNetwork, all_non_nat: bool) -> bool {
     n.name == "Calico" || n.name.starts_with("Calico-") || n.name == EXTERNAL_NETWORK
 }
 
-/// After a boot the networks are in an unknown state: delete Calico's own (or every non-NAT
-/// network with `delete_all_non_nat_networks`) and check that they are gone.
+/// After a boot: delete Calico's networks (every non-NAT one with `delete_all_non_nat_networks`).
 pub(super) fn delete_stale_networks(
     host: &dyn Host,
     s: &Settings,
@@ -83,9 +81,8 @@ pub(super) fn delete_stale_networks(
     })
 }
 
-/// Creates the External network from the rendered document unless it exists; retries with
-/// backoff up to the network timeout. `None` when it existed; else the adapter it binds as
-/// it was before (`None` inside when the document names none and HNS picks).
+/// Creates the External network unless it exists, retried with backoff up to the network
+/// timeout: `None` when it existed, else the adapter it binds (`None` inside: HNS picks).
 pub(super) fn ensure_external(
     host: &dyn Host,
     s: &Settings,
@@ -157,8 +154,7 @@ pub(super) fn ensure_external(
     Ok(Some(uplink))
 }
 
-/// The adapter the vSwitch is made on, as it was just before: its name, MAC and the stable
-/// address it held.
+/// The adapter the vSwitch is made on, as it was just before: name, MAC, stable address.
 #[derive(Clone, Debug)]
 pub(crate) struct Uplink {
     pub(crate) name: String,
@@ -169,8 +165,7 @@ pub(crate) struct Uplink {
 }
 
 impl Uplink {
-    /// Whether `a` is the vSwitch's host adapter made on it: a vSwitch port with its MAC, a
-    /// `vEthernet` name, and its address; any one alone is not enough.
+    /// Whether `a` is its vSwitch host adapter: a vSwitch port with its MAC, name and address.
     pub(crate) fn is_its_vswitch_adapter(&self, a: &crate::host::Adapter) -> bool {
         self.is_its_vswitch_adapter_but_address(a) && a.holds(self.ip)
     }
@@ -181,10 +176,8 @@ impl Uplink {
     }
 }
 
-/// Waits until the adapter the External network binds holds a Preferred IPv4 address that is
-/// not 169.254/16: a vSwitch made on a tentative or APIPA address keeps it as the node's
-/// provider address (Azure/AgentBaker 6e2dbb2a24 added the same wait to AKS's
-/// `azurecnifunc.ps1`).
+/// Waits until the External adapter holds a Preferred, non-APIPA IPv4 address
+/// (Azure/AgentBaker 6e2dbb2a24, `azurecnifunc.ps1`).
 fn wait_for_stable_address(
     host: &dyn Host,
     s: &Settings,
@@ -244,9 +237,8 @@ fn wait_for_stable_address(
     })
 }
 
-/// The vSwitch's host adapter for `uplink`, found by its address, the uplink's MAC and its
-/// `vEthernet` name together, never by the name alone (antrea `pkg/agent/util/net_windows.go`,
-/// `adapterIPExists`); its interface index.
+/// The vSwitch's host adapter for `uplink` by address, MAC and `vEthernet` name together
+/// (antrea `adapterIPExists`); its interface index.
 pub(super) fn find_vswitch_adapter(
     host: &dyn Host,
     s: &Settings,
@@ -265,8 +257,7 @@ pub(super) fn find_vswitch_adapter(
             ));
             return Ok(Look::Done(a.index));
         }
-        // A static adapter's address may not come over at all (projectcalico/calico#4631):
-        // its host adapter, known by MAC and name, gets it back from what was kept.
+        // A static address may not come over (projectcalico/calico#4631): put back from the record.
         if !uplink.dhcp
             && let Some(a) = adapters_now(host)?
                 .into_iter()
@@ -337,9 +328,8 @@ pub(super) fn wait_for_management_ip(
     })
 }
 
-/// What the vSwitch dropped of its adapter's addressing (static address, DHCP off, DNS servers
-/// and suffix, metric), found right after it was made and put back once (`addressing`); never
-/// what changed since. A record of a network that is gone is dropped.
+/// What the vSwitch dropped of its adapter's addressing, put back once (`addressing`); a
+/// record of a gone network is dropped.
 pub(super) fn put_back_addressing(host: &dyn Host, log: &Log) -> Result<()> {
     let Some(mut kept) = addressing::recorded(host) else {
         return Ok(());

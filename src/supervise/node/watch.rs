@@ -1,6 +1,5 @@
-//! The CalicoNode service body: after the start-up, calico-node startup whenever kubelet's
-//! process or the node's address changes, with the token's renewal, the HNS watchdog and the
-//! node's condition beside it.
+//! The CalicoNode service body: calico-node startup whenever kubelet's process or the node's
+//! address changes, with the token's renewal, the HNS watchdog and the condition beside it.
 
 use super::startup::{init, startup};
 use crate::duration::Stop;
@@ -16,10 +15,8 @@ use crate::supervise::settings::{
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-/// The CalicoNode service body: start-up, then startup runs until stopped, with the renewal
-/// of calico-node's token beside it. Calico's own token refresher (`-monitor-token`) is not
-/// run: node-service.ps1 runs it only inside a HostProcess container, which these services
-/// never are (see `release::version`).
+/// The CalicoNode service body: start-up, then startup runs until stopped, with the token's
+/// renewal beside it (no `-monitor-token`: node-service.ps1 runs it only in a HostProcess pod).
 pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
     let env = environment(host, s)?;
     let program = required(host, s, Component::Startup)?;
@@ -51,8 +48,7 @@ pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> 
 }
 
 /// Runs calico-node startup whenever kubelet's process changes (node-service.ps1's loop),
-/// renews calico-node's token when it is due, answers an HNS restart (`hns_watch`) and keeps
-/// the node's condition in the cluster (`condition`).
+/// with the token's renewal, the HNS watchdog and the node's condition.
 fn watch_kubelet(
     host: &dyn Host,
     s: &Settings,
@@ -126,8 +122,7 @@ fn watch_kubelet(
     }
 }
 
-/// calico-node's startup run to success, then the CNI config released to kubelet and
-/// `Calico_ep`'s metric kept.
+/// Startup run to success, then the CNI config released and `Calico_ep`'s metric kept.
 fn start_calico_node(
     host: &dyn Host,
     s: &Settings,
@@ -142,11 +137,8 @@ fn start_calico_node(
     Ok(())
 }
 
-/// The node's addresses as calico-node's startup last ran with them: the host's stable IPv4
-/// addresses and the Node's InternalIP. A change is followed at once, without waiting for
-/// kubelet to restart (projectcalico/calico#8700: after a node IP change pods stayed
-/// unreachable until calico-node was restarted by hand, since node-service.ps1 reruns it only
-/// when kubelet's process changes).
+/// The node's addresses as calico-node's startup last ran with them: a change is followed at
+/// once (projectcalico/calico#8700).
 #[derive(Debug, Default)]
 pub(crate) struct AddressWatch {
     host: Vec<Ipv4Addr>,
@@ -154,13 +146,9 @@ pub(crate) struct AddressWatch {
 }
 
 impl AddressWatch {
-    /// The node's Preferred IPv4 addresses but loopback and 169.254/16, sorted: those of the
-    /// External vSwitch's host adapter only (`addressing::external_adapter`), whose address
-    /// calico-node's startup takes; another adapter's (a second NIC renewing its DHCP lease) is
-    /// not the node's, and neither is `Calico_ep`'s, which comes and goes with the pod network.
+    /// The External adapter's Preferred IPv4 addresses but loopback and 169.254/16, sorted.
     fn host_addresses(host: &dyn Host) -> Vec<Ipv4Addr> {
-        // The physical adapter under a vSwitch has IPv4 unbound: only the interface table
-        // lists it (`uplink::every_adapter`), and the External network's port is found by it.
+        // A vSwitch's physical adapter is listed only by the interface table (`every_adapter`).
         let adapters = crate::host::uplink::every_adapter(host).unwrap_or_default();
         let networks = host.hns_networks().unwrap_or_default();
         let kept = addressing::current(host, &networks);
@@ -176,8 +164,7 @@ impl AddressWatch {
         out
     }
 
-    /// What calico-node's startup just ran with (the addresses now); for the tests, which run
-    /// on Unix only (`supervise::tests`).
+    /// What calico-node's startup just ran with (the addresses now), for the Unix-only tests.
     #[cfg(all(test, unix))]
     pub(crate) fn ran(&mut self, host: &dyn Host, internal: Option<Ipv4Addr>) {
         self.ran_with(Self::look(host), internal);
@@ -188,15 +175,13 @@ impl AddressWatch {
         Self::host_addresses(host)
     }
 
-    /// What calico-node's startup ran with: the addresses as it began (`look`), so that a
-    /// change while it ran is followed at the next look, not taken as what it ran with.
+    /// What startup ran with: the addresses as it began, so a change meanwhile is followed.
     pub(crate) fn ran_with(&mut self, seen: Vec<Ipv4Addr>, internal: Option<Ipv4Addr>) {
         self.host = seen;
         self.internal = internal.or(self.internal);
     }
 
-    /// What changed since, in words: the host's addresses (not while it has none: an address
-    /// being renewed), or the Node's InternalIP (one first read is taken, not a change).
+    /// What changed since, in words: the host's addresses (not while it has none) or InternalIP.
     pub(crate) fn changed(
         &mut self,
         host: &dyn Host,
@@ -229,8 +214,7 @@ impl AddressWatch {
     }
 }
 
-/// Says that the node's address changed and calico-node's startup runs again for it: in the
-/// log and, as information, in the Application event log.
+/// Says in the log and the Application event log that startup runs again for a new address.
 fn follow_address(host: &dyn Host, log: &Log, what: &str) {
     let line = format!(
         "{what}: running calico-node startup again, so that the Calico Node's BGP address follows; pods made before keep the old provider address until 'calicoctl-win repair' recreates them"
@@ -246,8 +230,7 @@ fn follow_address(host: &dyn Host, log: &Log, what: &str) {
     }
 }
 
-/// `Calico_ep`'s interface metric kept above the LAN's host adapter's, once calico-node made
-/// it (projectcalico/calico#4664).
+/// `Calico_ep`'s metric kept above the LAN host adapter's (projectcalico/calico#4664).
 fn keep_ep_metric(host: &dyn Host, log: &Log) {
     let networks = host.hns_networks().unwrap_or_default();
     let Some(before) = addressing::current(host, &networks) else {

@@ -8,8 +8,7 @@ fn felix_restarts_at_once_after_129_and_with_growing_delays_after_a_crash() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fake = counting(dir.path(), "felix", "[ $n -le 2 ] && exit 129\nexit 3");
     let (host, mut s) = initialised(Role::Felix, &[], fake);
-    // The delay resets after a run longer than the longest delay: a minute here, so that a
-    // loaded machine's slow shell start is never taken for a run that went well.
+    // The delay resets after a run longer than the longest delay (a minute here).
     s.timing.backoff_max = Duration::from_secs(60);
     let text = run_until(&host, &s, "felix run 6");
     let reload = "exited with 129 to reload its configuration; restarting now";
@@ -58,8 +57,7 @@ fn felix_waits_for_calico_node_warns_after_the_timeout_and_then_runs() {
     assert!(text.contains("felix up"), "{text}");
 }
 
-/// A stop while Felix waits for CalicoNode's initialisation ends the wait as every wait ends:
-/// it says what it waited for and that it stopped (the wait once ended without a word).
+/// A stop while Felix waits for CalicoNode ends the wait, saying what it waited for.
 #[test]
 fn a_stop_while_felix_waits_for_calico_node_ends_the_wait_and_says_so() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -303,8 +301,7 @@ fn the_service_registration_runs_calicoctl_win_with_recovery() {
         spec.command_line(),
         r"C:\CalicoWindows\calicoctl-win.exe service run felix --install-root C:\CalicoWindows"
     );
-    // No SCM dependency on HNS (Calico's Install-NodeService registers none): CalicoNode
-    // starts it itself.
+    // No SCM dependency on HNS: CalicoNode starts it itself.
     assert!(
         service_spec(Role::Node, "x", vec![])
             .dependencies
@@ -320,9 +317,8 @@ fn environment_files_parse_like_the_renderer_writes_them() {
     assert_eq!(env.len(), 2);
 }
 
-/// Children get the service's PATH, TEMP, Windows' directories and a machine-wide proxy (as
-/// NSSM and Calico's scripts passed their whole environment), under the env file's values,
-/// and nothing outside the allow-list.
+/// Children get the allow-listed service environment (PATH, TEMP, Windows' directories, the
+/// proxy) under the env file's values, and nothing else.
 #[test]
 fn children_take_the_allow_listed_service_environment_under_the_env_file() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -363,8 +359,7 @@ fn children_take_the_allow_listed_service_environment_under_the_env_file() {
 }
 
 /// A Felix that can be neither looked at nor stopped is not started again beside itself: the
-/// service ends with `NotStopped` (its job object then ends the child), where it once
-/// restarted Felix after its back-off.
+/// service ends with `NotStopped`.
 #[test]
 fn an_agent_that_cannot_be_stopped_ends_the_service_and_is_not_started_twice() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -397,10 +392,8 @@ fn an_agent_that_cannot_be_stopped_ends_the_service_and_is_not_started_twice() {
     assert_eq!(felix, 1, "felix started once: {:?}\n{text}", host.started());
 }
 
-/// A Felix killed but still there (TerminateProcess ends a process only once its pending I/O
-/// completes) is not started beside: the service's next start, as the SCM's restart makes it,
-/// waits for the pid and start it recorded to end before starting Felix again. It once
-/// started the second Felix at once.
+/// A Felix killed but still there (TerminateProcess waits for pending I/O) is waited for by
+/// the service's next start, never started beside.
 #[test]
 fn the_next_start_waits_for_an_agent_killed_but_still_there() {
     let host = SimHost::in_memory("ws2022").expect("host");

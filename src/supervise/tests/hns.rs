@@ -2,8 +2,7 @@
 
 use super::*;
 
-/// CalicoNode's loop answers an HNS restart while it runs (the watchdog's call in
-/// `watch_kubelet`, not only `HnsWatch::check` alone).
+/// CalicoNode's loop answers an HNS restart while it runs.
 #[test]
 fn calico_node_answers_an_hns_restart_while_it_runs() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -45,9 +44,8 @@ fn calico_node_answers_an_hns_restart_while_it_runs() {
     assert_eq!(counted.get(HNS_RESTARTS), Some(&1), "{counted:?} {text}");
 }
 
-/// The HNS restart watchdog (Azure/AgentBaker hnsremediator.ps1's rule: a changed process id of
-/// the `hns` service is a restart): Felix restarted once per restart, the restart recorded in
-/// the registry and the Application event log; a stopped HNS is no restart yet.
+/// The HNS restart watchdog (Azure/AgentBaker hnsremediator.ps1): Felix restarted once per
+/// change of HNS's pid, recorded in the registry and the event log; a stopped HNS is none yet.
 #[test]
 fn an_hns_restart_restarts_felix_once_and_is_recorded() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -109,11 +107,7 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
     assert_eq!(felix_pid(&host), after);
 }
 
-/// A Felix that does not exit on its first stop signal: CalicoFelix kills it after its own
-/// stop timeout, so its service takes longer than that to stop. The watchdog waits as long as
-/// the service may take (its stop timeout and its SCM wait hint), then starts it. It once
-/// waited only CalicoNode's own stop timeout, recorded `"restarted":[]` with a timeout in
-/// `failed`, and left CalicoFelix stopped (seen under Wine).
+/// A Felix slow to stop: the watchdog waits as long as its service may take, then starts it.
 #[test]
 fn the_hns_watchdog_waits_for_a_felix_slow_to_stop_and_starts_it_again() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -146,8 +140,7 @@ fn the_hns_watchdog_waits_for_a_felix_slow_to_stop_and_starts_it_again() {
         .expect("there");
     assert_eq!(felix.state, crate::host::ServiceState::Running);
 
-    // Slower than even that wait: still StopPending when it ends, so it is waited for once
-    // more and started once it is Stopped.
+    // Still StopPending when that wait ends: waited for once more, then started.
     let wait = s.service_stop_wait();
     host.set_stop_takes("CalicoFelix", wait + Duration::from_millis(300))
         .expect("slower");
@@ -164,10 +157,8 @@ fn the_hns_watchdog_waits_for_a_felix_slow_to_stop_and_starts_it_again() {
     assert_eq!(felix.state, crate::host::ServiceState::Running);
 }
 
-/// A stop the Service Control Manager could not deliver (ControlService's
-/// ERROR_SERVICE_REQUEST_TIMEOUT, 1053: any service busy with a control holds the SCM up to
-/// `ServicesPipeTimeout`) is a stop still pending: sent again, Felix is restarted once a send
-/// is delivered, and the first refusal is said once. It once gave the restart up at the first.
+/// A stop the SCM could not deliver (1053) is sent again; Felix is restarted once one is
+/// delivered, and the first refusal said once.
 #[test]
 fn a_stop_the_scm_could_not_deliver_is_sent_again_and_felix_restarted() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -202,11 +193,8 @@ fn a_stop_the_scm_could_not_deliver_is_sent_again_and_felix_restarted() {
     );
 }
 
-/// A stop the SCM never delivers is given up within the restart's bound (twice the service's
-/// stop wait), counting the time each send blocks (up to `ServicesPipeTimeout` on Windows):
-/// no send is begun that the time left cannot hold, so with sends of 700 ms in a bound of 2 s
-/// at most two are made (a third, begun at 1.6 s, would end past the bound). The refusal is
-/// said once and Felix, never stopped, is left running.
+/// A stop never delivered is given up within twice the stop wait, counting each send's time
+/// (sends of 700 ms in 2 s: at most two); said once, Felix left running.
 #[test]
 fn a_stop_the_scm_never_delivers_is_given_up_within_the_bound_said_once() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -250,8 +238,7 @@ fn a_stop_the_scm_never_delivers_is_given_up_within_the_bound_said_once() {
     assert_eq!(felix_pid(&host), before);
 }
 
-/// The host's own stop (a reconfigure's, with its `--service-timeout`) sends a stop the SCM
-/// could not deliver again while its timeout holds another send, as the Windows host does.
+/// The host's own stop sends an undelivered stop again while its timeout holds another send.
 #[test]
 fn the_hosts_own_stop_sends_an_undelivered_stop_again_within_its_timeout() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -272,11 +259,8 @@ fn the_hosts_own_stop_sends_an_undelivered_stop_again_within_its_timeout() {
     assert_eq!(host.stops_undelivered("CalicoFelix"), 1);
 }
 
-/// CalicoNode's stop while the watchdog waits for a Felix slow to stop ends the wait at once
-/// with `Stopped` (the body then ends and withholds the CNI config), not after twice the
-/// service's stop wait; the new HNS process id is not kept, so the next CalicoNode answers
-/// the restart. The wait once took no stop and ran on (up to three waits per service) while
-/// Windows could kill CalicoNode before the CNI config was withheld.
+/// CalicoNode's stop ends the wait for a Felix slow to stop at once, and the new HNS process
+/// id is not kept, so the next CalicoNode answers the restart.
 #[test]
 fn a_stop_during_the_hns_restart_ends_it_and_the_next_start_answers_it() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -326,8 +310,7 @@ fn a_stop_during_the_hns_restart_ends_it_and_the_next_start_answers_it() {
     );
 }
 
-/// A failure recorded once is a fault only while the service still does not run: one the SCM
-/// or an admin started since is none (a failure once kept CalicoWindowsReady False forever).
+/// A recorded failure is a fault only while the service still does not run.
 #[test]
 fn a_failed_restart_counts_only_while_the_service_is_still_down() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -345,8 +328,7 @@ fn a_failed_restart_counts_only_while_the_service_is_still_down() {
     assert_eq!(r.still_failing(&host), [r.failed[0].as_str()]);
 }
 
-/// HNS's process id is kept across a restart of CalicoNode (a new watch): an HNS restart
-/// in between is answered; after a reboot the kept id is another boot's and nothing is.
+/// HNS's pid is kept across a CalicoNode restart; after a reboot the kept id is stale.
 #[test]
 fn the_hns_process_id_outlives_calico_node_but_not_the_boot() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -382,10 +364,8 @@ fn the_hns_process_id_outlives_calico_node_but_not_the_boot() {
     );
 }
 
-/// `Restart-Service hns` stops HNS and starts it again; PowerShell refuses the stop without
-/// -Force while a service that depends on HNS runs (PowerShell `Service.cs`, `DoStopService`:
-/// "ServiceHasDependentServices"), as the SCM does (`ERROR_DEPENDENT_SERVICES_RUNNING`). With
-/// no SCM dependency on HNS, the restart goes through and Calico's services keep running.
+/// `Restart-Service hns` goes through with Calico's services running: no SCM dependency on
+/// HNS (PowerShell `Service.cs`, `DoStopService`: "ServiceHasDependentServices").
 #[test]
 fn restart_service_hns_goes_through_and_calico_keeps_running() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -403,11 +383,8 @@ fn restart_service_hns_goes_through_and_calico_keeps_running() {
     }
 }
 
-/// The simulated SCM's dependency rules, as Microsoft documents them: a service with a running
-/// dependent is not stopped; starting a service starts its dependencies first; starting a
-/// service starts none of its dependents. So with CalicoNode depending on HNS, a forced stop
-/// of HNS (its dependents first, as `Stop-Service -Force` does) and a start of HNS left Calico
-/// stopped: what dropping the dependency avoids.
+/// The simulated SCM's dependency rules: a service with a running dependent is not stopped;
+/// a start starts dependencies first and no dependents.
 #[test]
 fn the_simulated_scm_keeps_dependency_rules() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -443,8 +420,7 @@ fn the_simulated_scm_keeps_dependency_rules() {
     }
 }
 
-/// With no SCM dependency to start it, CalicoNode's start-up starts a stopped HNS before it
-/// makes the networks.
+/// CalicoNode's start-up starts a stopped HNS before making the networks.
 #[test]
 fn calico_node_starts_a_stopped_hns_before_making_the_networks() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -464,9 +440,7 @@ fn calico_node_starts_a_stopped_hns_before_making_the_networks() {
     assert!(read(&path).contains("the Host Network Service is stopped: starting it"));
 }
 
-/// A stop the Service Control Manager could not deliver in time but took all the same once
-/// the busy handler was free: the restart was given up on with the service stopped, and
-/// nothing else would start it. The watchdog looks once more and starts it.
+/// A stop given up on but taken late leaves the service stopped: the watchdog starts it.
 #[test]
 fn a_stop_taken_after_it_was_given_up_on_is_followed_by_the_start() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -507,10 +481,7 @@ fn a_stop_taken_after_it_was_given_up_on_is_followed_by_the_start() {
     );
 }
 
-/// Only a stop given up on (not delivered, 1053, or not taken within its bound) is looked at
-/// again for a late stop: a stop refused otherwise (access denied, a dependent running) leaves
-/// no stop outstanding, and the watchdog does not wait for one beside a service that runs on.
-/// A start's own error stays `Host` (`restart` marks only its stop's as `StopGivenUp`).
+/// Only a stop given up on (1053 or past its bound) is looked at again for a late stop.
 #[test]
 fn only_a_stop_given_up_on_is_waited_for_again() {
     use crate::host::HostError;

@@ -3,9 +3,8 @@
 use super::*;
 use crate::host::Processes;
 
-/// The kube-proxy service waits for Calico's network and `Calico_ep`, then runs kube-proxy as
-/// Calico's kube-proxy-service.ps1 did: its version read first, `--source-vip` from
-/// `Calico_ep`, DSR where the build has it (Server 2022 does), `KUBE_NETWORK=Calico`.
+/// kube-proxy waits for Calico's network and `Calico_ep`, then runs as kube-proxy-service.ps1
+/// ran it: version first, `--source-vip`, DSR where the build has it, `KUBE_NETWORK=Calico`.
 #[test]
 fn kube_proxy_waits_for_calico_then_runs_with_the_scripts_arguments() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -38,8 +37,7 @@ fn kube_proxy_waits_for_calico_then_runs_with_the_scripts_arguments() {
     }
 }
 
-/// Without Calico's network, the kube-proxy service gives up after its bound (and the service
-/// manager starts it again); a kube-proxy.exe that is not there is named.
+/// Without Calico's network kube-proxy gives up after its bound; a missing binary is named.
 #[test]
 fn kube_proxy_gives_up_after_its_bound_and_names_a_missing_binary() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -62,8 +60,7 @@ fn kube_proxy_gives_up_after_its_bound_and_names_a_missing_binary() {
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
-/// A host where CalicoNode made its networks and `Calico_ep`, with the simulated kube-proxy.exe
-/// and its service's settings.
+/// A host with CalicoNode's networks and `Calico_ep`, a simulated kube-proxy.exe, its settings.
 fn kube_proxy_ready() -> (SimHost, Settings) {
     let host = SimHost::in_memory("ws2022").expect("host");
     install(&host, &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
@@ -100,10 +97,7 @@ fn kept_kube_proxy(host: &SimHost) -> u32 {
         .expect("pid")
 }
 
-/// kube-proxy runs under the services' one child runner: its pid and start are kept in
-/// `KubeProxyChild`, and a kube-proxy stopped but still there (TerminateProcess ends a process
-/// only once its pending I/O completes) is waited for by the service's next start, which
-/// starts the second only once the first has ended, never beside it.
+/// A kube-proxy stopped but still there is waited for by the next start, never run beside.
 #[test]
 fn the_next_kube_proxy_start_waits_for_one_stopped_but_still_there() {
     let (host, s) = kube_proxy_ready();
@@ -144,8 +138,7 @@ fn the_next_kube_proxy_start_waits_for_one_stopped_but_still_there() {
     assert_ne!(kept_kube_proxy(&host), first, "the second is recorded");
 }
 
-/// An earlier kube-proxy that outlasts the wait for it is never run beside: the service says
-/// so and looks again after its back-off, starting none while it runs.
+/// An earlier kube-proxy outlasting the wait is never run beside: said, looked at again later.
 #[test]
 fn no_kube_proxy_is_started_beside_an_earlier_one_that_outlasts_the_wait() {
     let (host, s) = kube_proxy_ready();

@@ -1,5 +1,4 @@
-//! State-machine tests of the service bodies on SimHost, with real fake children (shell
-//! scripts) where a component's exit codes matter.
+//! The service bodies on SimHost, with fake children (shell scripts) where exit codes matter.
 
 use super::*;
 use crate::config::{Inputs, load};
@@ -27,8 +26,7 @@ mod watch;
 
 const ROOT: &str = r"C:\CalicoWindows";
 
-/// Writes what install leaves for the services: the Calico binary, the rendered environments
-/// and the External network document, from the config with these `--set`s.
+/// Writes what install leaves for the services, from the config with these `--set`s.
 fn install(host: &SimHost, sets: &[&str]) {
     let inputs = Inputs {
         file: None,
@@ -115,8 +113,7 @@ fn script(dir: &std::path::Path, name: &str, body: &str) -> String {
     path.display().to_string()
 }
 
-/// A fake component that counts its runs in `$n` (1, 2, ...), says `NAME run $n`, then runs
-/// `then` (shell, with builtins only: the child has no PATH).
+/// A fake component that counts its runs, says `NAME run $n`, then runs `then` (builtins only).
 fn counting(dir: &std::path::Path, name: &str, then: &str) -> String {
     let count = dir.join(format!("{name}.count"));
     script(
@@ -138,8 +135,7 @@ fn mark_init_done(host: &SimHost) {
         .expect("marker");
 }
 
-/// A host where install ran (with `sets`) and CalicoNode has initialised, and the settings of
-/// `role` with `program` as the Calico binary.
+/// An installed host CalicoNode has initialised, and `role`'s settings running `program`.
 fn initialised(role: Role, sets: &[&str], program: String) -> (SimHost, Settings) {
     let host = SimHost::in_memory("ws2022").expect("host");
     install(&host, sets);
@@ -161,8 +157,7 @@ fn wait_for_log(path: &PathBuf, needle: &str, times: usize) -> String {
     }
 }
 
-/// Runs the role's body on a thread, calls `during` with its log, then requests the stop and
-/// checks that the body ends cleanly; returns the whole log.
+/// Runs the role's body, calls `during` with its log, then stops it cleanly; returns the log.
 fn while_running(host: &SimHost, s: &Settings, during: impl FnOnce(&PathBuf)) -> String {
     let (log, path) = log_for(host, s);
     let stop = Stop::new();

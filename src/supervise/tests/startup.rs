@@ -1,5 +1,4 @@
-//! CalicoNode's start-up on SimHost: boot detection, the networks, its bounded waits and what
-//! it records when it gives up.
+//! CalicoNode's start-up on SimHost: boot detection, the networks, bounded waits, give-ups.
 
 use super::*;
 
@@ -50,9 +49,8 @@ fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_in
     assert!(text.contains("calico-node startup finished"), "{text}");
 }
 
-/// A boot whose time the kernel did not give is neither a reboot (which would delete every
-/// pod's network) nor the boot CalicoNode last initialised in: init stops with "unknown boot",
-/// touches no network and writes no marker; an empty marker an older version wrote is no boot.
+/// A boot whose time the kernel did not give stops init with "unknown boot": no network
+/// touched, no marker; an older version's empty marker is no boot.
 #[test]
 fn an_unknown_boot_stops_init_and_deletes_no_network() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -206,9 +204,8 @@ fn creating_external_is_retried_until_it_succeeds() {
     );
 }
 
-/// A route the OS refuses to add (ERROR_ACCESS_DENIED, as a locked-down node's policy
-/// answers): the service runs on, and its log, the event log and the record install's wait
-/// reads all carry the operation, the route and the OS's code.
+/// A route the OS refuses (ERROR_ACCESS_DENIED): the service runs on, and the log, the event
+/// log and install's record carry the operation, the route and the code.
 #[test]
 fn a_refused_route_keeps_the_os_error_in_the_log_the_event_log_and_the_record() {
     let host = SimHost::in_memory("ws2022")
@@ -324,8 +321,7 @@ fn a_management_ip_that_never_appears_is_bounded_and_one_that_comes_late_is_wait
             host.set_management_ip_pending(false).expect("ready");
         });
         let phase = node::start_phase(&host, &patient, &log).expect("start phase");
-        // The first attempt never finished, so this is still the first run since boot: its
-        // half-made External network is deleted and made again.
+        // Still the first run since boot: its half-made External network is made again.
         assert!(phase.first_run_since_boot);
         assert_eq!(phase.deleted_networks, ["External"]);
     });
@@ -346,8 +342,7 @@ fn on_ec2_the_metadata_route_is_ensured_on_every_start() {
     });
     let (log, path) = log_for(&host, &s);
     node::start_phase(&host, &s, &log).expect("first start");
-    // Something removes the route later (another vSwitch change); a restart puts it back even
-    // though External already exists.
+    // A route removed later is put back by a restart though External exists.
     let dir = host.state_dir().to_owned();
     let state = dir.join("state.json");
     let mut doc: serde_json::Value =
@@ -420,11 +415,8 @@ fn startups(host: &SimHost) -> usize {
         .count()
 }
 
-/// A startup an earlier run left still running after the wait for it is no failed attempt:
-/// calico-node did not run. The simulated service start, which gives up after three failed
-/// attempts, ends with it after that one bounded wait, started nothing beside it, and says
-/// what it is. It was once counted as an attempt: three waits, then "did not succeed after 3
-/// attempts".
+/// A startup an earlier run left running is no failed attempt: one bounded wait, nothing
+/// started beside it, and said.
 #[test]
 fn an_earlier_startup_still_running_is_no_failed_attempt_of_the_start() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -455,8 +447,7 @@ fn an_earlier_startup_still_running_is_no_failed_attempt_of_the_start() {
     );
 }
 
-/// The service body looks again after its back-off while an earlier startup still runs, says
-/// that calico-node did not run (not that it failed), and runs it once the earlier one ended.
+/// An earlier startup still running is said, not failed; startup runs once it has ended.
 #[test]
 fn calico_node_runs_startup_once_an_earlier_one_has_ended_without_calling_it_failed() {
     let host = SimHost::in_memory("ws2022").expect("host");

@@ -33,8 +33,7 @@ fn the_vswitch_waits_for_a_stable_address_and_its_absence_is_its_own_error() {
     );
     assert!(read(&path).contains("waiting up to 100ms for Ethernet to hold a stable IPv4 address"));
 
-    // An adapter with only an APIPA address (the other NIC's address lets the boot's
-    // usable-address wait pass): the same.
+    // Only an APIPA address (the other NIC passes the usable-address wait): the same.
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
     install(&host, &["vxlan.adapter=Ethernet 2"]);
     let mut adapters = host.adapters().expect("adapters");
@@ -122,10 +121,8 @@ fn the_vswitch_adapter_is_known_by_address_mac_and_name_together() {
     }
 }
 
-/// A static adapter's DNS servers do not come over to the vSwitch's host adapter
-/// (microsoft/SDN#498, as the simulated host models it): CalicoNode puts them back, where
-/// Windows reads them, and `Calico_ep` is kept above the LAN's metric
-/// (projectcalico/calico#4664).
+/// A static adapter's DNS servers lost to the vSwitch (microsoft/SDN#498) are put back, and
+/// `Calico_ep` kept above the LAN's metric (projectcalico/calico#4664).
 #[test]
 fn what_the_vswitch_loses_of_a_static_adapter_is_put_back() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
@@ -171,9 +168,8 @@ fn what_the_vswitch_loses_of_a_static_adapter_is_put_back() {
     assert_eq!(ep.metric, 115, "{text}");
 }
 
-/// projectcalico/calico#4631: the vSwitch left a static adapter's host adapter on DHCP with
-/// an APIPA address. CalicoNode finds it by MAC and name and puts the static address back
-/// (DHCP off, the address added), before the routes go on it.
+/// projectcalico/calico#4631: the host adapter left on DHCP with APIPA is found by MAC and name
+/// and its static address put back before the routes.
 #[test]
 fn a_static_address_that_did_not_come_over_is_put_back() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
@@ -202,8 +198,7 @@ fn a_static_address_that_did_not_come_over_is_put_back() {
     assert_eq!(crate::installed::addressing::drift(&before, vnic), []);
 }
 
-/// What the vSwitch dropped is put back once, right after it was made: DNS servers an
-/// administrator set later (`Set-DnsClientServerAddress`) stay at the next CalicoNode start.
+/// DNS servers an administrator set later are not put back at the next start.
 #[test]
 fn an_administrators_later_dns_servers_are_not_put_back() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
@@ -227,8 +222,7 @@ fn an_administrators_later_dns_servers_are_not_put_back() {
         .expect("External");
     let kept = crate::installed::addressing::recorded(&host).expect("kept");
     assert_eq!(kept.network.as_deref(), Some(external.id.as_str()));
-    // The administrator's Set-DnsClientServerAddress: the DNS client's setter, as WMI's
-    // SetDNSServerSearchOrder is.
+    // The administrator's Set-DnsClientServerAddress.
     let admins = vec![Ipv4Addr::new(10, 0, 0, 3)];
     let index = adapter_named(&host, vnic).index;
     host.configure_adapter(
@@ -245,9 +239,7 @@ fn an_administrators_later_dns_servers_are_not_put_back() {
     );
 }
 
-/// projectcalico/calico#4631's node put back once; renumbered since by its administrator, its
-/// old address is not added beside the new one at the next start (an address conflict once
-/// that address is another host's).
+/// An address put back once and renumbered since is not added back beside the new one.
 #[test]
 fn a_renumbered_static_node_does_not_get_its_old_address_back() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
@@ -269,8 +261,7 @@ fn a_renumbered_static_node_does_not_get_its_old_address_back() {
     );
 }
 
-/// A record of an External network that is gone is dropped, not put back on whatever adapter
-/// the next vSwitch has.
+/// A record of a gone External network is dropped, not put back on the next vSwitch.
 #[test]
 fn addressing_kept_for_a_network_that_is_gone_is_dropped() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
@@ -296,10 +287,7 @@ fn addressing_kept_for_a_network_that_is_gone_is_dropped() {
     );
 }
 
-/// projectcalico/calico#4631 where HNS gives the vSwitch no management IP while its host
-/// adapter holds only an APIPA address: the static address is put back before the wait for
-/// the management IP, which then comes (calico v3.32.1 `Wait-ForManagementIP` would wait for
-/// ever).
+/// projectcalico/calico#4631: the static address is put back before the management IP wait.
 #[test]
 fn the_lost_static_address_is_put_back_before_the_wait_for_the_management_ip() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");

@@ -1,11 +1,9 @@
-//! A service stop during each of CalicoNode's and kube-proxy's waits ends it promptly, with the
-//! stop and not a timeout.
+//! A stop during each of CalicoNode's and kube-proxy's waits ends it, not its timeout.
 
 use super::*;
 
-/// Runs the role's body until its log says it waits for `what`, then requests the stop: the
-/// body ends with the stop, cleanly, not with the wait's timeout (a minute away); returns the
-/// log.
+/// Runs the role's body until it logs waiting for `what`, then stops it: the body ends with
+/// the stop, not the wait's timeout; returns the log.
 fn stops_while_waiting(host: &SimHost, s: &Settings, what: &str) -> String {
     let (log, path) = log_for(host, s);
     let stop = Stop::new();
@@ -78,8 +76,7 @@ fn a_stop_ends_the_wait_for_the_management_ip() {
     assert!(!init_done(&host).expect("read"));
 }
 
-/// After a boot, stale networks HNS refuses to delete (a denial is every time): the wait for
-/// them to go ends with the stop.
+/// After a boot, stale networks HNS refuses to delete: the wait for them ends with the stop.
 #[test]
 fn a_stop_ends_the_wait_for_stale_networks_to_go() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -115,9 +112,7 @@ fn a_stop_ends_kube_proxys_wait_for_calicos_network() {
     stops_while_waiting(&host, &patient(Role::KubeProxy), "the HNS network Calico");
 }
 
-/// A stop ends the wait for a child (here with an hour's limit, as calico-node's startup has
-/// one) as it ends every wait: at once, with the stop and not the limit, said in the log as
-/// every wait says it; the child is stopped.
+/// A stop ends the wait for a child (an hour's limit) at once, said, and the child stopped.
 #[test]
 fn a_stop_ends_the_wait_for_a_child() {
     let dir = tempfile::tempdir().expect("tempdir");

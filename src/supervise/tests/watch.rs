@@ -1,5 +1,4 @@
-//! CalicoNode's watch: calico-node startup when kubelet starts or the node's address changes,
-//! and the CNI config withheld until it has run.
+//! CalicoNode's watch: startup on kubelet or address changes, the CNI config withheld till then.
 
 use super::*;
 
@@ -45,10 +44,8 @@ fn a_failing_startup_is_retried_with_backoff_until_it_succeeds() {
     assert!(text.contains("calico-node run 3"), "{text}");
 }
 
-/// After a boot no pod sandbox can get a network before Calico's is made again
-/// (projectcalico/calico#5828): kubelet's runtime sets a sandbox up only from the CNI config,
-/// which is withheld from the machine's shutdown until calico-node startup has finished in the
-/// new boot; after a power loss, from CalicoNode's first start.
+/// projectcalico/calico#5828: the CNI config is withheld from shutdown until calico-node
+/// startup has finished in the new boot; after a power loss, from the first start.
 #[test]
 fn the_cni_config_is_withheld_from_shutdown_until_startup_has_finished_after_the_boot() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -73,9 +70,7 @@ fn the_cni_config_is_withheld_from_shutdown_until_startup_has_finished_after_the
     });
     assert!(!there(conf) && there(&withheld), "withheld at shutdown");
 
-    // The next boot: from CalicoNode's start until its startup has finished on the new
-    // network, the runtime finds no CNI config. The file is looked at before the log, and the
-    // log says "finished" before the config comes back, so a sample cannot mislead.
+    // The next boot: no CNI config until startup has finished on the new network.
     host.reboot().expect("reboot");
     let stop = Stop::new();
     let samples = std::thread::scope(|scope| {
@@ -120,10 +115,8 @@ fn the_cni_config_is_withheld_from_shutdown_until_startup_has_finished_after_the
     assert!(there(conf) && !there(&withheld));
 }
 
-/// projectcalico/calico#8700: after the node's IP changed, pods stayed unreachable until
-/// calico-node was restarted by hand. CalicoNode follows the change without kubelet
-/// restarting: calico-node's startup runs again (so the Calico Node's BGP address follows) and
-/// the Application event log says why.
+/// projectcalico/calico#8700: a node IP change reruns calico-node startup without kubelet
+/// restarting, and the event log says why.
 #[test]
 fn calico_node_follows_a_change_of_the_nodes_address_without_kubelet_restarting() {
     let host = SimHost::in_memory("ws2022").expect("host");
@@ -200,9 +193,7 @@ fn only_a_real_change_of_address_is_followed() {
     assert_eq!(w.changed(&host, ip(9)), None);
 }
 
-/// Without an addressing record (no adapter named: HNS picks), a second NIC renewing its
-/// DHCP lease is not the node's address changing: only the External vSwitch's host adapter is
-/// followed.
+/// A second NIC renewing its DHCP lease is not the node's address changing.
 #[test]
 fn only_the_external_networks_adapter_is_followed() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
