@@ -126,14 +126,14 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
     // 26100). After it (KB5082063, "2026-04 Security Update (KB5082063) (26100.32690)" as
     // Windows Update names it; https://support.microsoft.com/help/5082063) they apply, and
     // "when any ACL policy is applied on an HNS endpoint, HNS switches the endpoint to a
-    // default-deny posture", by design (sureshbabu-msft on #616, 2026-05-11): what no rule
-    // allows is dropped. A Felix whose rule set ends each tier with its own verdict and then
-    // allows the host (endpoint_mgr.go from v3.29.0: GetPolicySetRules per tier with
-    // endOfTierDrop, then NewHostRule) decides every packet itself, so the posture changes
-    // nothing. Felix before v3.29.0 (endpoint_mgr.go at v3.28.5) programs only
-    // `workload.Tiers[0]`, ending it with a block and never a pass (policysets.go
-    // GetPolicySetRules without endOfTierDrop): policy in any later tier, the default tier
-    // behind a tier of the operator's, is never programmed, and what it allows is dropped.
+    // default-deny posture", by design (sureshbabu-msft on #616, 2026-05-11). That posture
+    // decides no packet Felix programs, on any build: Felix ends each direction's rules with
+    // its own block (policysets.go GetPolicySetRules: `NewRule`, Block, protocol 256, at v3.25.0
+    // to v3.32.1) and then allows the host (`NewHostRule`). Nor does Felix before v3.29.0
+    // leave a tier out: it programs only `workload.Tiers[0]` (endpoint_mgr.go at v3.28.5), but
+    // Calico has no Tier resource before v3.29.0 (api/pkg/apis/projectcalico/v3/tier.go and the
+    // tiers CRD first there, #9085: policy_sorter.go at v3.28.5 keeps one tier), so the default
+    // tier is all there is. From the update a 26100 node behaves as 17763 and 20348 do.
     KnownIssue {
         id: "ws2025-acl-policies",
         breaks: "on Windows Server 2025 before the April 2026 cumulative update (26100.32690) HNS does not apply endpoint ACL policies, and they are how Felix enforces network policy: policies do not apply",
@@ -147,21 +147,6 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
         upstream: "https://github.com/microsoft/Windows-Containers/issues/616 (ACLs apply after KB5082062/KB5082063, 2026-04)",
         source: "the report, and Microsoft's answer on it of 2026-05-11; KB5082063 is 26100.32690 (its Windows Update title)",
         fix: "install KB5082063 (April 2026, 26100.32690) or a later cumulative update",
-        worked_around: false,
-    },
-    KnownIssue {
-        id: "ws2025-first-tier-only",
-        breaks: "on Windows Server 2025 from the April 2026 cumulative update (26100.32690) HNS denies what no ACL allows, and Felix before v3.29.0 programs only the first policy tier, ending it with a block: traffic that a later tier (the default tier behind a tier of your own) or a tier's Pass action allows is dropped",
-        when: When::Windows {
-            build: 26100,
-            ubr: (32690, u32::MAX),
-            backend: None,
-            calico: Some(&[((3, 0, 0), (3, 28, 999))]),
-        },
-        severity: Severity::Warn,
-        upstream: "https://github.com/microsoft/Windows-Containers/issues/616 (default deny once any ACL applies); per-tier rules by https://github.com/projectcalico/calico/pull/9085 and https://github.com/projectcalico/calico/pull/9329 (3d8faf0dd0, 9a00af57b2, first in v3.29.0)",
-        source: "felix/dataplane/windows/endpoint_mgr.go: Tiers[0] only at v3.28.5; per tier with endOfTierDrop and NewHostRule at v3.29.0 through v3.32.1",
-        fix: "upgrade the cluster's Calico to v3.29.0 or later (calicoctl-win installs the cluster's release)",
         worked_around: false,
     },
     KnownIssue {
@@ -321,8 +306,9 @@ pub fn check(f: &Facts<'_>, allowed: &[String]) -> Check {
     let remedy = counted
         .iter()
         .map(|k| format!("{}: {}", k.id, k.fix))
+        // status judges too, but only these commands take the flag.
         .chain(std::iter::once(format!(
-            "or accept one with --allow-known-issue {}",
+            "or accept one with --allow-known-issue {} (preflight, install, reconfigure)",
             counted[0].id
         )))
         .collect::<Vec<_>>()
@@ -458,42 +444,32 @@ mod tests {
         );
     }
 
-    /// Windows Server 2025 by update and release: before KB5082063 (26100.32690) policies do
-    /// not apply; from it, a Felix that programs every tier (v3.29.0 on) gets no policy
-    /// warning, and one before v3.29.0 is told what breaks and the release to move to.
+    /// Network policy by build, update and release: on 26100 before KB5082063 (26100.32690)
+    /// policies do not apply; from it a 26100 node is judged as 17763 and 20348 are, whatever
+    /// the Felix release (no tier is left out before v3.29.0: the default tier is the only one).
     #[test]
-    fn windows_server_2025_is_judged_by_its_update_and_the_felix_release() {
-        use super::super::Verdict::{Pass, Warn};
-        for (ubr, release, want) in [
-            (1742, "3.31.6", Some("ws2025-acl-policies")),
-            (32689, "3.31.6", Some("ws2025-acl-policies")),
-            (32689, "3.28.5", Some("ws2025-acl-policies")),
-            (32690, "3.28.5", Some("ws2025-first-tier-only")),
-            (32690, "3.29.0", None),
-            (32698, "3.31.6", None),
+    fn policy_is_judged_by_the_build_and_update_alike_for_every_felix_release() {
+        use super::super::Verdict::Pass;
+        for (windows, release, want) in [
+            ((17763, 1), "3.28.5", None),
+            ((20348, 2762), "3.28.5", None),
+            ((26100, 1742), "3.28.5", Some("ws2025-acl-policies")),
+            ((26100, 32689), "3.31.6", Some("ws2025-acl-policies")),
+            ((26100, 32690), "3.28.5", None),
+            ((26100, 32698), "3.29.0", None),
         ] {
-            let c = verdict(release, Backend::Vxlan, (26100, ubr), &[]);
+            let c = verdict(release, Backend::Vxlan, windows, &[]);
             let said: Vec<&str> = KNOWN_ISSUES
                 .iter()
-                .filter(|k| k.id.starts_with("ws2025") && c.message.contains(k.id))
+                .filter(|k| matches!(k.when, When::Windows { .. }) && c.message.contains(k.id))
                 .map(|k| k.id)
                 .collect();
             assert_eq!(
                 said,
                 want.into_iter().collect::<Vec<_>>(),
-                "26100.{ubr} {release}: {}",
+                "{windows:?} {release}: {}",
                 c.message
             );
-            if want == Some("ws2025-first-tier-only") {
-                assert_eq!(c.verdict, Warn);
-                assert!(
-                    c.remedy
-                        .as_deref()
-                        .is_some_and(|r| r.contains("v3.29.0 or later")),
-                    "{:?}",
-                    c.remedy
-                );
-            }
         }
         assert_eq!(
             verdict("3.31.6", Backend::Vxlan, (26100, 32690), &[]).verdict,

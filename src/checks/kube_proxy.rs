@@ -8,9 +8,15 @@
 use super::Check;
 use crate::config::Config;
 use crate::config::types::Backend;
-use crate::host::{InstalledService, ServiceState, split_command_line};
+use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
+use crate::host::{
+    Host, HostError, InstalledService, LineSink, Output, ProcessSpec, ServiceState,
+    split_command_line,
+};
 use crate::layout::CALICO_NETWORK;
 use crate::render::facts::OsBuild;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 pub const ID: &str = "kube-proxy";
 pub use crate::layout::SOURCE_VIP_ENDPOINT;
@@ -30,9 +36,85 @@ pub struct KubeProxyFacts {
     /// The Windows build, for DSR (shown with the system facts).
     #[serde(skip)]
     pub os_build: Option<OsBuild>,
-    /// kube-proxy's version as the Node reports it (`status.nodeInfo.kubeProxyVersion`,
-    /// `v1.33.1`), when the cluster was read and the kubelet sets it.
+    /// kube-proxy's version (`v1.33.1`): its binary's for calicoctl-win's own service
+    /// (`own_version`), else the Node's (`status.nodeInfo.kubeProxyVersion`) when read and set.
     pub version: Option<String>,
+}
+
+/// How long `kube-proxy --version` may take.
+pub const VERSION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `<exe> --version`'s answer (`Kubernetes v1.33.2`), within `VERSION_TIMEOUT` and cut by
+/// `stop`; `None` when it gave none in time. calicoctl-win's kube-proxy service reads it at
+/// each start (`supervise::kube_proxy`), and preflight and status judge that binary by it.
+pub fn version_answer<E: From<HostError> + From<Stopped>>(
+    host: &dyn Host,
+    exe: &str,
+    stop: &Stop,
+    say: &mut dyn FnMut(&str),
+) -> Result<Option<String>, E> {
+    let output = Arc::new(Mutex::new(String::new()));
+    let sink = Arc::clone(&output);
+    let spec = ProcessSpec {
+        program: exe.to_owned(),
+        args: vec!["--version".to_owned()],
+        env: Default::default(),
+        cwd: None,
+        output: Output::Lines(LineSink::new(move |line| {
+            if let Ok(mut o) = sink.lock() {
+                o.push_str(&String::from_utf8_lossy(line));
+            }
+        })),
+    };
+    let mut child = host.spawn(&spec)?;
+    let wait = Wait {
+        what: &format!("{exe} --version to answer"),
+        timeout: VERSION_TIMEOUT,
+        pauses: Pauses::every(Duration::from_millis(100)),
+        stop,
+        say,
+    };
+    let answered = poll_until(
+        wait,
+        || -> Result<Look<bool, ()>, E> {
+            Ok(match child.wait_timeout(Duration::ZERO)? {
+                Some(_) => Look::Done(true),
+                None => Look::Pending(()),
+            })
+        },
+        |()| Ok(false),
+    );
+    if !matches!(answered, Ok(true)) {
+        let _ = child.stop(Duration::from_secs(1));
+        return answered.map(|_| None);
+    }
+    Ok(Some(
+        output
+            .lock()
+            .map(|o| o.trim().to_owned())
+            .unwrap_or_default(),
+    ))
+}
+
+/// The version of the kube-proxy calicoctl-win's own service runs (`kube_proxy.path`), as the
+/// binary answers; `None` without that service or an answer. The Node's `kubeProxyVersion` is
+/// the kubelet's version, and empty where `DisableNodeKubeProxyVersion` is on (KEP-4004).
+pub fn own_version(h: &dyn Host, f: &KubeProxyFacts, c: &Config) -> Option<String> {
+    let exe = c.kube_proxy.path.as_ref()?;
+    if !f.service.as_ref().is_some_and(own_service) {
+        return None;
+    }
+    let answer =
+        version_answer::<anyhow::Error>(h, exe.as_str(), &Stop::new(), &mut |_| {}).ok()??;
+    let found = answer.split_whitespace().find(|w| release(w).is_some());
+    found.map(str::to_owned)
+}
+
+/// Whether the service runs calicoctl-win's `service run kube-proxy`.
+fn own_service(svc: &InstalledService) -> bool {
+    let (_, args) = split_command_line(&svc.command_line);
+    args.windows(3)
+        .any(|w| w == ["service", "run", "kube-proxy"])
 }
 
 /// A kube-proxy release, `(major, minor, patch)`.
@@ -188,13 +270,10 @@ fn check_setup(f: &KubeProxyFacts, c: &Config) -> Check {
             "run kube-proxy as the kube-proxy-windows DaemonSet (sigwindowstools/kube-proxy:<version>-calico-hostprocess), or register a kube-proxy service with --network-name=Calico",
         );
     };
-    let (_, args) = split_command_line(&svc.command_line);
-    if args
-        .windows(3)
-        .any(|w| w == ["service", "run", "kube-proxy"])
-    {
+    if own_service(svc) {
         return own_role(svc, f, c);
     }
+    let (_, args) = split_command_line(&svc.command_line);
     if c.kube_proxy.path.is_some() {
         return Check::fail(
             ID,

@@ -53,10 +53,13 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
         }
     }
 
+    // The kube-proxy calicoctl-win runs is judged by its binary, else by the Node's word.
+    let kp = checks::kube_proxy::own_version(host.as_ref(), &snapshot.kube_proxy, &loaded.config);
     if let ClusterRead::Read(_, f) = &cluster {
         snapshot.kube_proxy.version = f.kube_proxy_version();
         snapshot.runtime_version = f.runtime_version();
     }
+    snapshot.kube_proxy.version = kp.or(snapshot.kube_proxy.version.take());
     let mut results = checks::host::evaluate(&snapshot, &loaded.config);
     let mut access = checks::host::dir_access(host.as_ref(), &loaded.config);
     if args.fix && access.verdict == Verdict::Fail {

@@ -120,9 +120,11 @@ pub(super) fn kube_proxy(
     n: &mut Notes,
 ) -> KubeProxy {
     use crate::checks::Verdict;
-    let facts = crate::checks::kube_proxy::KubeProxyFacts {
-        version,
-        ..crate::checks::host::kube_proxy_facts(host)
+    use crate::checks::kube_proxy::{KubeProxyFacts, own_version};
+    let facts = crate::checks::host::kube_proxy_facts(host);
+    let facts = KubeProxyFacts {
+        version: own_version(host, &facts, config).or(version),
+        ..facts
     };
     let check = crate::checks::kube_proxy::check(&facts, config);
     if check.verdict == Verdict::Fail {

@@ -7,18 +7,14 @@
 
 use super::log::Log;
 use super::settings::{Launch, Result, Settings, SuperviseError, environment};
+use crate::checks::kube_proxy::VERSION_TIMEOUT;
 use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
-use crate::host::{Host, Output, ProcessSpec};
+use crate::host::Host;
 use crate::layout::CALICO_NETWORK;
 use crate::layout::SOURCE_VIP_ENDPOINT;
 use crate::layout::env::EnvVars;
 use crate::render::facts::OsBuild;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-/// How long `kube-proxy --version` may take.
-const VERSION_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What kube-proxy is started with, from what the node says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -223,52 +219,15 @@ fn wait<T>(
     })
 }
 
-/// `kube-proxy --version`, bounded in time and cut by the service's stop (`poll_until`).
+/// `kube-proxy --version`, bounded in time and cut by the service's stop.
 fn version(host: &dyn Host, exe: &str, stop: &Stop, log: &Log) -> Result<(u32, u32)> {
-    let output = Arc::new(Mutex::new(String::new()));
-    let sink = Arc::clone(&output);
-    let spec = ProcessSpec {
-        program: exe.to_owned(),
-        args: vec!["--version".to_owned()],
-        env: BTreeMap::new(),
-        cwd: None,
-        output: Output::Lines(crate::host::LineSink::new(move |line| {
-            if let Ok(mut o) = sink.lock() {
-                o.push_str(&String::from_utf8_lossy(line));
-            }
-        })),
-    };
-    let mut child = host.spawn(&spec)?;
-    let wait = Wait {
-        what: &format!("{exe} --version to answer"),
-        timeout: VERSION_TIMEOUT,
-        pauses: Pauses::every(Duration::from_millis(100)),
-        stop,
-        say: &mut |l: &str| log.info(l),
-    };
-    let answered = poll_until(
-        wait,
-        || -> Result<Look<(), ()>> {
-            Ok(match child.wait_timeout(Duration::ZERO)? {
-                Some(_) => Look::Done(()),
-                None => Look::Pending(()),
-            })
-        },
-        |()| {
-            Err(SuperviseError::KubeProxyVersion {
-                found: format!("no answer to --version within {VERSION_TIMEOUT:?}"),
-            })
-        },
-    );
-    if let Err(e) = answered {
-        let _ = child.stop(Duration::from_secs(1));
-        return Err(e);
-    }
-    let text = output.lock().map(|o| o.clone()).unwrap_or_default();
-    log.info(&format!("{exe} --version: {}", text.trim()));
-    parse_version(&text).ok_or_else(|| SuperviseError::KubeProxyVersion {
-        found: text.trim().to_owned(),
-    })
+    let say = &mut |l: &str| log.info(l);
+    let text = crate::checks::kube_proxy::version_answer::<SuperviseError>(host, exe, stop, say)?
+        .ok_or_else(|| SuperviseError::KubeProxyVersion {
+        found: format!("no answer to --version within {VERSION_TIMEOUT:?}"),
+    })?;
+    log.info(&format!("{exe} --version: {text}"));
+    parse_version(&text).ok_or(SuperviseError::KubeProxyVersion { found: text })
 }
 
 #[cfg(test)]

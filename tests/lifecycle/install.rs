@@ -1991,7 +1991,7 @@ fn the_kube_proxy_service_runs_on_calicos_network_and_goes_with_uninstall() {
     s.api()
         .set_node_ready("win-1", "True", "kubelet is posting ready status");
     let exe = s.c_drive("k/kube-proxy.exe");
-    fs_err::write(&exe, "kube-proxy v1.33.2 (simulated)\n").expect("kube-proxy.exe");
+    fs_err::write(&exe, "kube-proxy v1.33.6 (simulated)\n").expect("kube-proxy.exe");
     let zip = s.zip().display().to_string();
     let with_kube_proxy = ["--set", r"kube_proxy.path=C:\k\kube-proxy.exe"];
     let (code, doc, err) =

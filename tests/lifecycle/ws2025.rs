@@ -1,9 +1,8 @@
 //! Windows Server 2025 as a node: the simulated host before the April 2026 update (26100.1742,
 //! HNS applies no endpoint ACL) and at it (26100.32690, KB5082063: ACLs apply, default deny),
-//! each with a Calico release whose Felix programs every tier (v3.31.7) and one whose Felix
-//! programs the first tier only (v3.28.5; felix/dataplane/windows/endpoint_mgr.go at each
-//! tag). install, preflight, status, repair and `lint policies` run on each; preflight's and
-//! status's known-issues verdicts are the table's (src/checks/known_issues.rs).
+//! each with Calico v3.31.7 and v3.28.5 (whose Felix programs the first tier only, when there
+//! is no other tier: src/checks/known_issues.rs). install, preflight, status, repair and
+//! `lint policies` run on each; preflight's and status's known-issues verdicts are the table's.
 
 use crate::support::fake_api::FakeApi;
 use crate::support::node::Node;
@@ -11,11 +10,12 @@ use serde_json::{Value, json};
 
 const CLUSTER_INFO: &str = "/apis/crd.projectcalico.org/v1/clusterinformations/default";
 
-/// The ws2025 known-issue ids `message` names.
-fn ws2025_ids(message: &str) -> Vec<&'static str> {
-    ["ws2025-acl-policies", "ws2025-first-tier-only"]
-        .into_iter()
-        .filter(|id| message.contains(id))
+/// The ws2025 known-issue ids `message` names (`id: what breaks`).
+fn ws2025_ids(message: &str) -> Vec<&str> {
+    message
+        .split_whitespace()
+        .filter_map(|w| w.strip_suffix(':'))
+        .filter(|w| w.starts_with("ws2025-"))
         .collect()
 }
 
@@ -25,7 +25,7 @@ fn server_2025_is_judged_by_its_update_and_its_felix_in_preflight_and_status() {
         ("ws2025", "3.31.7", Some("ws2025-acl-policies")),
         ("ws2025", "3.28.5", Some("ws2025-acl-policies")),
         ("ws2025-april2026", "3.31.7", None),
-        ("ws2025-april2026", "3.28.5", Some("ws2025-first-tier-only")),
+        ("ws2025-april2026", "3.28.5", None),
     ] {
         let what = format!("{profile} with Calico {version}");
         let api = FakeApi::start();
@@ -61,14 +61,6 @@ fn server_2025_is_judged_by_its_update_and_its_felix_in_preflight_and_status() {
             want.into_iter().collect::<Vec<_>>(),
             "{what}: preflight {check}"
         );
-        if want == Some("ws2025-first-tier-only") {
-            assert!(
-                check["remedy"]
-                    .as_str()
-                    .is_some_and(|r| r.contains("v3.29.0 or later")),
-                "{what}: {check}"
-            );
-        }
 
         let (_, doc, err) = node.run(&["status"]);
         let status = &doc["known_issues"];
@@ -84,6 +76,13 @@ fn server_2025_is_judged_by_its_update_and_its_felix_in_preflight_and_status() {
             status["verdict"], check["verdict"],
             "{what}: status and preflight differ"
         );
+        // status takes no --allow-known-issue: its remedy names the commands that do.
+        if let Some(remedy) = status["remedy"].as_str() {
+            assert!(
+                remedy.contains("(preflight, install, reconfigure)"),
+                "{what}: {remedy}"
+            );
+        }
 
         let (code, doc, err) = node.run(&["repair"]);
         assert_eq!(code, 0, "{what}: repair {doc} {err}");
@@ -145,6 +144,49 @@ fn the_nodes_kube_proxy_is_warned_with_its_fix_until_the_fixed_release() {
                 "{version}: {s}"
             );
             assert_eq!(s.contains("ModifyLoadBalancer"), warned, "{version}: {s}");
+        }
+    }
+}
+
+/// The kube-proxy calicoctl-win runs (`kube_proxy.path`) is judged by what its binary answers
+/// to `--version`, not by the Node's `kubeProxyVersion` (the kubelet's version, KEP-4004): a
+/// 1.33.1 binary is warned with its fix though the Node says 1.33.6, a 1.33.6 one is not
+/// though the Node says 1.33.1.
+#[test]
+fn the_kube_proxy_calicoctl_win_runs_is_judged_by_its_binary() {
+    for (binary, node_says, warned) in [("v1.33.1", "v1.33.6", true), ("v1.33.6", "v1.33.1", false)]
+    {
+        let api = FakeApi::start();
+        api.healthy_calico();
+        let path = "/api/v1/nodes/win-1";
+        let mut n = api.get(path).expect("node");
+        n["status"]["nodeInfo"]["kubeProxyVersion"] = json!(node_says);
+        api.put(path, n);
+        let node = Node::on(&api)
+            .profile("ws2025-april2026")
+            .release("3.30.2", "calico-node.exe")
+            .build();
+        fs_err::create_dir_all(node.c_drive("k")).expect("k");
+        fs_err::write(
+            node.c_drive("k/kube-proxy.exe"),
+            format!("kube-proxy {binary} (simulated)\n"),
+        )
+        .expect("kube-proxy.exe");
+        let with = ["--set", r"kube_proxy.path=C:\k\kube-proxy.exe"];
+        let (code, doc, err) = node.install_local(&with);
+        assert_eq!(code, 0, "{err} {doc}");
+        let (_, doc, err) = node.run(&[&with[..], &["preflight"]].concat());
+        let check = doc["checks"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{err}"))
+            .iter()
+            .find(|c| c["id"] == "kube-proxy")
+            .cloned()
+            .expect("kube-proxy check");
+        let (_, status, _) = node.run(&[&with[..], &["status"]].concat());
+        for s in [check.to_string(), status["kube_proxy"].to_string()] {
+            assert_eq!(s.contains("ModifyLoadBalancer"), warned, "{binary}: {s}");
+            assert_eq!(s.contains(&format!("kube-proxy {binary}")), warned, "{s}");
         }
     }
 }
