@@ -1,5 +1,5 @@
 //! `reconfigure --turn NAMESPACE/NAME`: the fleet DaemonSet's pod changes its node only in one
-//! of the fleet's turns (`cluster::turn`: the Leases, and why the pacing is here).
+//! of the fleet's turns (`fleet::turn`: the Leases, and why the pacing is here).
 //!
 //! The run: the node's own slot is taken back if it held one (its container restarted); else
 //! reconfigure plans as usual and, when it has something to change, lets the host lock go and
@@ -13,9 +13,9 @@
 use super::reconfigure::{self, Pass};
 use crate::cli::{ReconfigureArgs, StatusArgs};
 use crate::cluster::Cluster;
-use crate::cluster::turn::{self, Held, Seen, TurnError, Turns};
 use crate::context::Context;
 use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
+use crate::fleet::turn::{self, Held, Seen, TurnError, Turns};
 use std::hash::BuildHasher;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,7 +1,7 @@
-//! Whether a `GET /diags` may have the node's bundle: its token (`cluster::diags_auth::HEADER`)
+//! Whether a `GET /diags` may have the node's bundle: its token (`fleet::diags::auth::HEADER`)
 //! reviewed by the API server as CalicoNode's own identity (calico-node's kubeconfig and the
 //! token CalicoNode renews), for this node's audience and the one ServiceAccount `fleet diags`
-//! uses (`cluster::diags_auth`). A positive review is kept a short while, by the token's
+//! uses (`fleet::diags::auth`). A positive review is kept a short while, by the token's
 //! sha256 (never the token), so that a gatherer that asks again after a 503 is not reviewed
 //! again; a refused one too, a shorter while, so that a caller repeating a bad token costs no
 //! review; and a value not shaped like a ServiceAccount token (a JWT) is refused before any
@@ -9,8 +9,8 @@
 
 use crate::cluster::Cluster;
 use crate::cluster::credentials::Token;
-use crate::cluster::diags_auth::{self, Verdict};
 use crate::duration::Stop;
+use crate::fleet::diags::auth::{self, Verdict};
 use crate::host::Host;
 use crate::layout::env::EnvVars;
 use sha2::{Digest, Sha256};
@@ -25,7 +25,7 @@ pub trait Review: Sync {
 }
 
 /// The review as CalicoNode makes it: TokenReview as calico-node, for this node's audience,
-/// `diags_auth::ACCOUNT` in `namespace` (`metrics.diags_namespace`) alone.
+/// `auth::ACCOUNT` in `namespace` (`metrics.diags_namespace`) alone.
 pub struct ClusterReview<'a> {
     host: &'a dyn Host,
     env: BTreeMap<String, String>,
@@ -78,7 +78,7 @@ impl Review for ClusterReview<'_> {
             };
         };
         match self.cluster() {
-            Ok(c) => diags_auth::review_until(&c, token, node, &self.namespace, stop),
+            Ok(c) => auth::review_until(&c, token, node, &self.namespace, stop),
             Err(why) => Verdict::Failed {
                 forbidden: false,
                 why: format!("cannot reach the API server as calico-node: {why}"),

@@ -11,14 +11,19 @@
 //! content is logged or put in an error: the node redacted it (`crate::redact`), and the
 //! index says only its size and sha256.
 
-pub use super::diags_fetch::{
+pub mod auth;
+mod fetch;
+mod out;
+pub mod rights;
+
+use crate::cluster::{Cluster, ClusterError};
+pub use fetch::{
     ANSWER_HEADER, Gather, NODE_BUILD_TIME, NODE_REVIEW_TIME, NODE_SEND_TIME, NODE_TIMEOUT,
     NodeBundle, PATH, Reason,
 };
-pub use super::diags_out::{OutDir, OutError, prepare_out};
-use super::{Cluster, ClusterError};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
+pub use out::{OutDir, OutError, prepare_out};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -31,7 +36,7 @@ use std::path::Path;
 /// pkg/controlplane/apiserver/config.go).
 pub const CONCURRENCY: usize = 64;
 /// The most one bundle may hold: the API client reads no answer longer (`guard::BODY_CAP`).
-pub const BUNDLE_CAP: u64 = super::guard::BODY_CAP as u64;
+pub const BUNDLE_CAP: u64 = crate::cluster::guard::BODY_CAP as u64;
 
 /// The index of a run: a line per node, by name, and whether the run's timeout came.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -107,7 +112,7 @@ pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
     // Without kube's retries: a node's 503 (nothing listens) is its answer, and a retried GET
     // would make the node build its bundle again.
     let client = c.client_without_retries.clone();
-    let (mut fetched, run_timed_out) = c.run(super::diags_fetch::all(client, g, asked));
+    let (mut fetched, run_timed_out) = c.run(fetch::all(client, g, asked));
     for line in &mut fetched {
         line.skipped = skipped_of.remove(&line.node).unwrap_or_default();
     }
@@ -244,7 +249,7 @@ fn windows_nodes(c: &Cluster, selector: Option<&str>) -> Result<Vec<String>, Clu
     let api: kube::Api<Node> = kube::Api::all(c.client.clone());
     let lp = kube::api::ListParams::default()
         .labels(&labels)
-        .limit(super::PAGE);
+        .limit(crate::cluster::PAGE);
     let mut names = Vec::new();
     c.for_each_page_of(&api, "nodes", &lp, |page| {
         names.extend(page.into_iter().filter_map(|n| n.metadata.name));
@@ -263,7 +268,7 @@ fn pods_by_node(
     let api: kube::Api<Pod> = kube::Api::namespaced(c.client.clone(), namespace);
     let lp = kube::api::ListParams::default()
         .labels(selector)
-        .limit(super::PAGE);
+        .limit(crate::cluster::PAGE);
     let mut by_node: BTreeMap<String, Vec<Pod>> = BTreeMap::new();
     c.for_each_page_of(&api, "pods", &lp, |page| {
         for pod in page {

@@ -7,7 +7,7 @@
 //! status True, False or Unknown; anything else is named `malformed`), and escaped for a
 //! terminal (`shown`) before it is printed.
 
-use super::node::{
+use crate::cluster::node::{
     ANNOTATION_CALICO_VERSION, ANNOTATION_CONFIG_HASH, ANNOTATION_FINDING_CODES,
     ANNOTATION_TOOL_VERSION, CONDITION_CALICO_READY, CONDITION_STALE_AFTER,
     REASON_HANDED_TO_OPERATOR, REASON_NOT_INSTALLED,
@@ -53,12 +53,12 @@ pub struct NodeRow {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub handed_to_operator: bool,
     /// The fleet DaemonSet's scheduled verify's verdict (`CalicoWindowsTraffic`), as judged
-    /// by `fleet_traffic::of_node`; none when the node has no such condition.
+    /// by `traffic::of_node`; none when the node has no such condition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub traffic: Option<Traffic>,
 }
 
-/// A node's `CalicoWindowsTraffic` as judged (JSON `traffic` in a row; `fleet_traffic`).
+/// A node's `CalicoWindowsTraffic` as judged (JSON `traffic` in a row; `traffic`).
 #[derive(Debug, PartialEq, serde::Serialize)]
 pub struct Traffic {
     /// True, False or Unknown: Unknown when the verdict is stale (`reason` `VerifyStale`)

@@ -3,10 +3,10 @@
 //! by its heartbeat against D, which the DaemonSet's own command line says (read once for the
 //! whole fleet, so the requests stay flat in the number of nodes).
 
-pub use super::fleet_view::Traffic;
-use super::fleet_view::{Codes, MAX_TEXT, codes_in, shown};
-use super::node::{ANNOTATION_TRAFFIC_CODES, CONDITION_TRAFFIC};
-use super::{Cluster, ClusterError};
+pub use super::view::Traffic;
+use super::view::{Codes, MAX_TEXT, codes_in, shown};
+use crate::cluster::node::{ANNOTATION_TRAFFIC_CODES, CONDITION_TRAFFIC};
+use crate::cluster::{Cluster, ClusterError};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::Node;
 use std::time::Duration;
@@ -142,7 +142,7 @@ pub fn problem(name: &str, t: &Traffic) -> Option<String> {
 }
 
 /// The interval of the fleet DaemonSet's scheduled verify: the `--verify-every=D` of its
-/// first container's command (`render::fleet`); none when it has no such flag or is not there.
+/// first container's command (`fleet::manifests`); none when it has no such flag or is not there.
 pub fn scheduled_every(
     c: &Cluster,
     namespace: &str,

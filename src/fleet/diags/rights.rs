@@ -1,4 +1,4 @@
-//! What gathering the fleet's diagnostics calls (`diags_gather`), as the RBAC rules that allow
+//! What gathering the fleet's diagnostics calls (`fleet::diags`), as the RBAC rules that allow
 //! it, and the objects that give them to an identity: list the Windows nodes (a ClusterRole),
 //! get the DaemonSet (its uid, which its own pods name as their controller), list its pods
 //! and `get pods/proxy` in the DaemonSet's namespace alone (a Role there). Not `pods/exec`, which runs any command in the pod as SYSTEM on the node. The pod
@@ -6,12 +6,12 @@
 //! (`pods/NAME:PORT/proxy/...`), and the DaemonSet's pods share the node's network, so it
 //! reaches every TCP port of the node the API server's address may reach (docs/security.md).
 //!
-//! Each node's `GET /diags` asks a token of `diags_auth::ACCOUNT` for that node's audience, so
+//! Each node's `GET /diags` asks a token of `auth::ACCOUNT` for that node's audience, so
 //! the identity may `create serviceaccounts/token` of that one account (by resource name); and
 //! CalicoNode reviews it, so calico-node's account may `create tokenreviews` (a ClusterRole of
 //! its own, `REVIEW`: the API has no narrower scope for it, as a TokenReview names no object).
 
-use super::rights::{Right, Scope, policy_rules};
+use crate::cluster::rights::{Right, Scope, policy_rules};
 use serde_json::{Value, json};
 
 const fn r(resource: &'static str, verb: &'static [&'static str], why: &'static str) -> Right {
@@ -42,7 +42,7 @@ pub const IN_NAMESPACE: &[Right] = &[
     r("pods", &["list"], "each node's pod of the DaemonSet"),
     r("pods/proxy", &["get"], "each pod's GET /diags"),
     Right {
-        names: &[super::diags_auth::ACCOUNT],
+        names: &[super::auth::ACCOUNT],
         ..r(
             "serviceaccounts/token",
             &["create"],
@@ -67,7 +67,7 @@ pub const CALICO_NODE: &[Right] = &[Right {
 
 /// The ServiceAccount `name` in `sa_namespace`, the ClusterRole and the Role in the
 /// DaemonSet's namespace `ds_namespace`, each bound to it, all named `name`; the
-/// ServiceAccount the nodes take tokens of (`diags_auth::ACCOUNT`, in `ds_namespace`); and
+/// ServiceAccount the nodes take tokens of (`auth::ACCOUNT`, in `ds_namespace`); and
 /// calico-node's review right (`REVIEW`) for its account in `calico_namespace`.
 pub fn manifests(
     name: &str,
@@ -79,7 +79,7 @@ pub fn manifests(
     let role_ref =
         |kind: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name});
     let rules = |r: &[Right]| policy_rules(r, Scope::Cluster);
-    let account = super::diags_auth::ACCOUNT;
+    let account = super::auth::ACCOUNT;
     let review_subject =
         json!([{"kind": "ServiceAccount", "name": "calico-node", "namespace": calico_namespace}]);
     let mut docs = vec![

@@ -30,7 +30,7 @@
 //!   container) takes its own slot back and tries again; a person frees it by fixing the
 //!   node, or by deleting the Lease.
 
-use super::{Cluster, ClusterError};
+use crate::cluster::{Cluster, ClusterError};
 use crate::error::{Diagnosis, Exit, Kind};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Node;

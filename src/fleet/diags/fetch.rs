@@ -1,6 +1,6 @@
 //! One node's bundle streamed through the pod proxy to a file, and the run's nodes asked at
 //! most `concurrency` at once, each within its timeout and all within the run's
-//! (`diags_gather`).
+//! (`fleet::diags`).
 
 use http_body_util::BodyExt;
 use sha2::{Digest, Sha256};
@@ -42,7 +42,7 @@ pub struct Gather {
     pub port: u16,
     /// Labels the nodes must have besides `kubernetes.io/os=windows` (a label selector).
     pub node_selector: Option<String>,
-    /// The directory the zips and the index go to, taken by `diags_out::prepare_out`.
+    /// The directory the zips and the index go to, taken by `out::prepare_out`.
     pub out: PathBuf,
     pub concurrency: usize,
     pub node_timeout: Duration,
@@ -230,7 +230,7 @@ async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBu
         Ok(r) => r,
     };
     let file = format!("{node}.zip");
-    // Named NODE.zip only when whole: the run's directory is its own (`diags_out`).
+    // Named NODE.zip only when whole: the run's directory is its own (`out`).
     let outcome = outcome.and_then(|(size, sha)| {
         fs_err::rename(&part, g.out.join(&file))
             .map(|()| (size, sha))
@@ -257,7 +257,7 @@ async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBu
 type Failure = (Reason, String);
 
 /// `GET /diags` of `node`'s `pod` through the pod proxy, with a token for that node alone
-/// (`diags_auth`), its body written to `part` frame by frame (never whole in memory), capped
+/// (`auth`), its body written to `part` frame by frame (never whole in memory), capped
 /// at `g.cap`: its size and sha256.
 async fn stream(
     client: &kube::Client,
@@ -265,7 +265,7 @@ async fn stream(
     (node, pod): (&str, &str),
     part: &Path,
 ) -> Result<(u64, String), Failure> {
-    let token = super::diags_auth::mint(client, &g.namespace, node)
+    let token = super::auth::mint(client, &g.namespace, node)
         .await
         .map_err(|e| (Reason::Refused, format!("no token for it: {e}")))?;
     let path = format!(
@@ -276,7 +276,7 @@ async fn stream(
         .map_err(|_| (Reason::Refused, "the token is no header value".to_owned()))?;
     value.set_sensitive(true);
     let request = http::Request::get(path)
-        .header(super::diags_auth::HEADER, value)
+        .header(super::auth::HEADER, value)
         .body(kube::client::Body::empty())
         .map_err(|_| (Reason::Refused, "the request cannot be made".to_owned()))?;
     let answer = client
@@ -323,7 +323,7 @@ async fn stream(
 
 /// A body that failed while it came: longer than the client reads, or cut off.
 fn cut_off(e: &kube::Error, cap: u64) -> Failure {
-    if super::error::cause_of::<super::guard::TooLong>(e).is_some() {
+    if crate::cluster::error::cause_of::<crate::cluster::guard::TooLong>(e).is_some() {
         return too_big(cap);
     }
     (Reason::Unreachable, format!("its answer was cut off: {e}"))

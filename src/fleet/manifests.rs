@@ -36,9 +36,6 @@ pub const PLAN_SECRET_PATH: &str = "/calicoctl-win";
 /// a Plan's job `SYSTEM_UPGRADE_NODE_NAME` from the pod's `spec.nodeName`
 /// (`pkg/upgrade/container/container.go`, `New`).
 pub const NODE_NAME: &str = "%SYSTEM_UPGRADE_NODE_NAME%";
-/// The namespace `verify --namespace` runs in for the fleet (`cluster::verify_rights` writes it
-/// and its roles).
-pub const VERIFY_NAMESPACE: &str = "calicoctl-win-verify";
 /// How the container's command line names its sandbox (cmd.exe expands it). Every command
 /// runs under `cmd.exe /c`: on a host with file binding hcsshim runs `cmd /c <line>` anyway
 /// (microsoft/hcsshim `internal/jobcontainers/jobcontainer.go`, `CreateProcess`, `if
@@ -281,7 +278,7 @@ impl Fleet {
                 args.push("--delete-emptydir-data".into());
             }
             // The DaemonSet's pacing: the controller starts every node's pod at once, so each
-            // takes one of the fleet's turns before it changes its node (`cluster::turn`).
+            // takes one of the fleet's turns before it changes its node (`fleet::turn`).
             args.push(format!("--turn={}/{}", self.namespace, self.name));
             args.push(format!("--turns={}", self.concurrency));
         }
@@ -307,7 +304,7 @@ impl Fleet {
                     "--node",
                     NODE_NAME,
                     "--namespace",
-                    VERIFY_NAMESPACE,
+                    crate::cluster::verify_rights::NAMESPACE,
                     "--while-cordoned",
                 ]
                 .map(String::from),
@@ -476,7 +473,7 @@ impl Fleet {
     /// this pod, a DaemonSet pod, stays), then the container stays running as the node's
     /// renewer of last resort (`service keep-token`). The turns pace the first apply, a node's
     /// joining and a new config alike: the controller starts every pod it has to make at once,
-    /// and `maxUnavailable` only paces the replacement of old pods (`cluster::turn`). The pod is
+    /// and `maxUnavailable` only paces the replacement of old pods (`fleet::turn`). The pod is
     /// Ready while `status` finds the node healthy.
     pub fn daemon_set(&self) -> DaemonSet {
         let pod = self.pod();

@@ -18,7 +18,7 @@
 //! authenticated for `spec.audiences`; a token of none of them is not authenticated), and
 //! only that ServiceAccount's username is let in.
 
-use super::{Cluster, ClusterError};
+use crate::cluster::{Cluster, ClusterError};
 use crate::duration::Stop;
 use k8s_openapi::api::authentication::v1::{
     TokenRequest, TokenRequestSpec, TokenReview, TokenReviewSpec,
