@@ -6,6 +6,7 @@ use crate::cluster::rights::{
     CALICO_NODE_TOKEN_POLICY, INSTALLER, Right, Scope, installer, policy_rules, r,
 };
 use k8s_openapi::api::rbac::v1::PolicyRule;
+use serde_json::{Value, json};
 
 /// What the fleet's jobs call (`fleet plan`: the Plan's `reconfigure --drain=external`, the
 /// DaemonSet's `reconfigure --drain`, its readiness `status` and `service keep-token`): the
@@ -30,30 +31,18 @@ pub const FLEET: &[Right] = &[
     INSTALLER[16], // serviceaccounts/token, calico-node's only: the node's renewer of last resort
 ];
 
-/// The fleet DaemonSet's turns (`reconfigure --turn`, `fleet::turn`): a Role
-/// `<fleet>-turn` in the fleet's namespace, bound to its account `sa`, that may get and
-/// update its `count` Leases `<fleet>-turn-<i>` by name, and create Leases: a create cannot
-/// be narrowed to a name (kubernetes.io RBAC docs: "You cannot restrict create or
-/// deletecollection requests by their resource name"). Whether a failed turn's holder still
-/// exists is read with FLEET's `get nodes`.
-pub fn turn_role(sa: &str, namespace: &str, fleet: &str, count: u32) -> Vec<serde_json::Value> {
-    use serde_json::json;
-    let name = format!("{fleet}-turn");
+/// The fleet DaemonSet's turns (`reconfigure --turn`, `fleet::turn`): a Role `<fleet>-turn`
+/// bound to `sa` that may get and update the `count` Leases `<fleet>-turn-<i>` by name, and
+/// create Leases ("You cannot restrict create ... requests by their resource name":
+/// kubernetes.io RBAC docs).
+pub fn turn_role(sa: &str, namespace: &str, fleet: &str, count: u32) -> Vec<Value> {
     let names: Vec<String> = (0..count).map(|i| format!("{fleet}-turn-{i}")).collect();
-    let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
-    vec![
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "rules": [
-                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                    "verbs": ["get", "update"], "resourceNames": names},
-                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-                    "verbs": ["create"]}]}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]}),
-    ]
+    let leases = |verbs: &[&str]| json!({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": verbs});
+    let mut named = leases(&["get", "update"]);
+    named["resourceNames"] = json!(names);
+    let rules = json!([named, leases(&["create"])]);
+    let subjects = json!([{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]);
+    role(&format!("{fleet}-turn"), Some(namespace), rules, &subjects).into()
 }
 
 /// What `migrate to-operator` and `migrate from-operator` call besides the installer's
@@ -131,43 +120,20 @@ pub const TOKEN_POLICY: &str = "calicoctl-win-token-per-node";
 /// `commands::keep_token`).
 pub const TOKEN_LIFETIME_CAP: std::time::Duration = std::time::Duration::from_secs(365 * 86400);
 
-/// A ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes 1.30 and later)
-/// and its binding that admit a TokenRequest by the fleet's service account `sa` in
-/// `namespace` only when it is bound to the Node named in the caller's node claim
-/// (`request.userInfo.extra["authentication.kubernetes.io/node-name"]`, which kube-apiserver
-/// sets from a pod's projected token: beta from 1.30, GA in 1.32), the pattern of
-/// kubernetes/kubernetes `test/e2e/auth/per_node_update.go`, and lives at most
-/// `TOKEN_LIFETIME_CAP`. A server without the node claim has no such key, and the policy then
-/// refuses every request: said in docs/security.md.
-pub fn token_policy(sa: &str, namespace: &str) -> Vec<serde_json::Value> {
+/// A ValidatingAdmissionPolicy (Kubernetes 1.30 and later) and its binding that admit a
+/// TokenRequest by the fleet's account `sa` only when bound to the Node of the caller's node
+/// claim (kubernetes `test/e2e/auth/per_node_update.go`'s pattern) and of at most
+/// `TOKEN_LIFETIME_CAP`. Without the node claim every request is refused (docs/security.md).
+pub fn token_policy(sa: &str, namespace: &str) -> Vec<Value> {
     per_node_policy(TOKEN_POLICY, sa, namespace, None)
 }
 
-/// The same policy for the `calico-node` service account in Calico's namespace, which the
-/// node's renewal grant lets create its own tokens: a calico-node token's request for a
-/// calico-node token bound to a Node (what CalicoNode's renewer asks) gets only its own Node's
-/// (a Node-bound token carries its Node's name as the node claim, as a pod's does its pod's
-/// Node), of at most a year.
-///
-/// It judges no request without a Node binding, as no Calico, operator or Kubernetes
-/// component makes one. Every TokenRequest they make, read at their tags:
-/// - calico v3.20.0 (projectcalico/node `pkg/cni/token_watch.go`) to v3.23.1: none; the CNI
-///   kubeconfig gets calico-node's projected token as it is.
-/// - calico v3.23.2 to v3.25.x (v3.25.2 `node/pkg/cni/token_watch.go`, `UpdateToken`): the
-///   CNI plugin's token as `calico-node` itself (`defaultServiceAccountName`), with
-///   calico-node's pod token, in its own namespace (kube-system or calico-system):
-///   `audiences: []`, `expirationSeconds: 86400`, no `boundObjectRef`.
-/// - calico v3.26.0 and v3.32.1 (same file): the same request for `calico-cni-plugin`.
-/// - tigera/operator v1.30.0, v1.43.0, release-v1.44: none of its own (it only grants
-///   `serviceaccounts/token`: `pkg/render/node.go`; `ClusterRoleForKubeSystemNode` in
-///   `pkg/controller/migration/namespace_migration.go`, for the v3.25 request above).
-/// - kubelet (kubernetes `pkg/volume/projected/projected.go`, through
-///   `pkg/kubelet/token/token_manager.go`): each pod's projected token, as
-///   `system:node:<node>`, bound to the Pod.
-///
-/// Lost: an unbound request for calico-node's token is not judged (docs/security.md).
-pub fn calico_node_token_policy(calico_namespace: &str) -> Vec<serde_json::Value> {
-    let bound = serde_json::json!({"name": "node-bound-only", "expression": NODE_BOUND});
+/// The same policy for `calico-node` in Calico's namespace (the node's renewal grant lets it
+/// make its own tokens), judging only Node-bound requests (what CalicoNode's renewer asks):
+/// Calico's own are unbound (calico v3.25.2 to v3.32.1 `node/pkg/cni/token_watch.go`,
+/// `UpdateToken`) and stay unjudged (docs/security.md).
+pub fn calico_node_token_policy(calico_namespace: &str) -> Vec<Value> {
+    let bound = json!({"name": "node-bound-only", "expression": NODE_BOUND});
     per_node_policy(
         CALICO_NODE_TOKEN_POLICY,
         "calico-node",
@@ -183,22 +149,14 @@ const NODE_BOUND: &str =
 
 /// The policy and its binding for `sa`'s requests for calico-node's token, and `also` as a
 /// match condition (the fleet's account is calicoctl-win's own: all its requests are judged).
-fn per_node_policy(
-    name: &str,
-    sa: &str,
-    namespace: &str,
-    also: Option<serde_json::Value>,
-) -> Vec<serde_json::Value> {
-    use serde_json::json;
+fn per_node_policy(name: &str, sa: &str, namespace: &str, also: Option<Value>) -> Vec<Value> {
     let user = format!("system:serviceaccount:{namespace}:{sa}");
     let claim = "request.userInfo.extra['authentication.kubernetes.io/node-name']";
     let cap = TOKEN_LIFETIME_CAP.as_secs();
     let mut conditions = vec![
         json!({"name": "this-account-only",
             "expression": format!("request.userInfo.username == '{user}'")}),
-        // Only calico-node's own token: the account may ask for others' (calico v3.32.1
-        // `node/pkg/cni/token_watch.go`: `calico-cni-plugin`'s). `request.name` of a
-        // subresource is its object's.
+        // Only calico-node's own token (`calico-cni-plugin`'s is asked too).
         json!({"name": "calico-node-token-only", "expression": "request.name == 'calico-node'"}),
     ];
     conditions.extend(also);
@@ -228,6 +186,40 @@ fn per_node_policy(
 /// default), where `fleet plan --migrate` grants migrate's reads unless told another.
 pub const OPERATOR_NAMESPACE: &str = "tigera-operator";
 
+/// The label of every object `fleet rbac` writes.
+fn labels() -> Value {
+    json!({"app.kubernetes.io/managed-by": "calicoctl-win"})
+}
+
+/// The ServiceAccount `name` in `namespace`.
+pub fn account(name: &str, namespace: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels()}})
+}
+
+/// A Role in `namespace` (a ClusterRole without one) named `name` with `rules`, and its
+/// binding of the same name to `subjects`.
+pub fn role(name: &str, namespace: Option<&str>, rules: Value, subjects: &Value) -> [Value; 2] {
+    let kind = if namespace.is_some() {
+        "Role"
+    } else {
+        "ClusterRole"
+    };
+    let mut meta = json!({"name": name});
+    if let Some(ns) = namespace {
+        meta["namespace"] = json!(ns);
+    }
+    meta["labels"] = labels();
+    [
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
+            "metadata": meta, "rules": rules}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": format!("{kind}Binding"),
+            "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name},
+            "subjects": subjects}),
+    ]
+}
+
 /// The objects that give an identity `rights`: its ServiceAccount in `namespace`, a
 /// ClusterRole and a Role in each namespace it needs (Calico's, kube-system, the operator's),
 /// each bound to it; all named `name`.
@@ -236,29 +228,15 @@ pub fn manifests(
     (name, namespace): (&str, &str),
     calico_namespace: &str,
     operator_namespace: &str,
-) -> Vec<serde_json::Value> {
-    use serde_json::json;
-    let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
+) -> Vec<Value> {
     let subject = json!([{"kind": "ServiceAccount", "name": name, "namespace": namespace}]);
-    let role_ref =
-        |kind: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name});
-    let mut out = vec![json!({"apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels}})];
+    let mut out = vec![account(name, namespace)];
     let cluster = policy_rules(rights, Scope::Cluster);
     if !cluster.is_empty() {
-        out.push(
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": name, "labels": labels}, "rules": cluster}),
-        );
-        out.push(
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": name, "labels": labels},
-            "roleRef": role_ref("ClusterRole"), "subjects": subject}),
-        );
+        out.extend(role(name, None, json!(cluster), &subject));
     }
-    // One Role a namespace: when Calico's namespace is kube-system (a manifest install), its
-    // rules and kube-system's go into one Role, as two objects of one name would be one
-    // object to `kubectl apply`, which keeps the last.
+    // One Role a namespace: where Calico's namespace is kube-system (a manifest install) both
+    // sets of rules go in one, as `kubectl apply` keeps the last of two objects of one name.
     let mut namespaces: Vec<(&str, Vec<PolicyRule>)> = Vec::new();
     for (scope, ns) in [
         (Scope::Calico, calico_namespace),
@@ -277,19 +255,8 @@ pub fn manifests(
             None => namespaces.push((ns, rules)),
         }
     }
-    for (ns, rules) in namespaces {
-        if rules.is_empty() {
-            continue;
-        }
-        out.push(
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": name, "namespace": ns, "labels": labels}, "rules": rules}),
-        );
-        out.push(
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": name, "namespace": ns, "labels": labels},
-            "roleRef": role_ref("Role"), "subjects": subject}),
-        );
+    for (ns, rules) in namespaces.into_iter().filter(|(_, r)| !r.is_empty()) {
+        out.extend(role(name, Some(ns), json!(rules), &subject));
     }
     out
 }

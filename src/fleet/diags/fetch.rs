@@ -90,7 +90,7 @@ pub enum Reason {
 }
 
 /// One node's line in the index.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct NodeBundle {
     pub node: String,
     /// `ok` or `failed`.
@@ -117,12 +117,9 @@ impl NodeBundle {
         NodeBundle {
             node: node.to_owned(),
             result: "failed",
-            file: None,
-            size: None,
-            sha256: None,
             reason: Some(reason),
             message: Some(message),
-            skipped: Vec::new(),
+            ..NodeBundle::default()
         }
     }
 }
@@ -196,26 +193,9 @@ pub(super) fn part_of(out: &Path, node: &str) -> std::path::PathBuf {
     out.join(format!(".{node}.zip.part"))
 }
 
-/// Whether a node's name is a file name as it stands (a DNS subdomain, as the API server
-/// makes sure; checked again, as it becomes a path).
-pub(super) fn is_file_name(node: &str) -> bool {
-    !node.is_empty()
-        && !node.starts_with('.')
-        && node
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-}
-
 /// One node: its bundle streamed to its `.part` file within its timeout, renamed to
 /// `NODE.zip` when whole; removed otherwise.
 async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBundle {
-    if !is_file_name(node) {
-        return NodeBundle::failed_line(
-            node,
-            Reason::NotWritten,
-            "its name is not a file name".into(),
-        );
-    }
     let part = part_of(&g.out, node);
     let streamed =
         tokio::time::timeout(g.node_timeout, stream(client, g, (node, pod), &part)).await;
@@ -243,9 +223,7 @@ async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBu
             file: Some(file),
             size: Some(size),
             sha256: Some(sha256),
-            reason: None,
-            message: None,
-            skipped: Vec::new(),
+            ..NodeBundle::default()
         },
         Err((reason, message)) => {
             let _ = fs_err::remove_file(&part);
@@ -337,11 +315,8 @@ fn too_big(cap: u64) -> Failure {
 }
 
 /// An answer other than 200: the node's own (marked with `ANSWER_HEADER`), the API server's
-/// (a `Status` in JSON: kube-apiserver writes its own refusals, and the proxy's failure to reach
-/// the pod, as one: k8s.io/apimachinery `pkg/util/proxy/transport.go` makes a failed dial
-/// `NewServiceUnavailable("error trying to reach service: ...")`, which the proxy's responder
-/// writes as a `Status`), or another program's on the port; with the first of its text,
-/// escaped.
+/// (a `Status`, a failed dial too: k8s.io/apimachinery `pkg/util/proxy/transport.go`), or
+/// another program's on the port; with the first of its text, escaped.
 async fn refusal(status: u16, mark: Option<String>, body: &mut kube::client::Body) -> Failure {
     let mut text = Vec::new();
     while text.len() < SHOWN {

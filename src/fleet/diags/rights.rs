@@ -1,17 +1,14 @@
-//! What gathering the fleet's diagnostics calls (`fleet::diags`), as the RBAC rules that allow
-//! it, and the objects that give them to an identity: list the Windows nodes (a ClusterRole),
-//! get the DaemonSet (its uid, which its own pods name as their controller), list its pods
-//! and `get pods/proxy` in the DaemonSet's namespace alone (a Role there). Not `pods/exec`, which runs any command in the pod as SYSTEM on the node. The pod
-//! proxy is narrower but not only `/diags`: it takes any port and path
-//! (`pods/NAME:PORT/proxy/...`), and the DaemonSet's pods share the node's network, so it
-//! reaches every TCP port of the node the API server's address may reach (docs/security.md).
-//!
-//! Each node's `GET /diags` asks a token of `auth::ACCOUNT` for that node's audience, so
-//! the identity may `create serviceaccounts/token` of that one account (by resource name); and
-//! CalicoNode reviews it, so calico-node's account may `create tokenreviews` (a ClusterRole of
-//! its own, `REVIEW`: the API has no narrower scope for it, as a TokenReview names no object).
+//! What `fleet diags` calls, as RBAC rules, and the objects that grant them: list the Windows
+//! nodes (a ClusterRole); get the DaemonSet (its uid), list its pods and `get pods/proxy` in
+//! its namespace (a Role there). Not `pods/exec`, which runs any command as SYSTEM on the
+//! node; the pod proxy is narrower but takes any port and path, and the pods share the node's
+//! network, so it reaches every TCP port of the node the API server may reach
+//! (docs/security.md). A token of `auth::ACCOUNT` is asked per node (`create
+//! serviceaccounts/token` of that account, by name), and CalicoNode reviews it (`create
+//! tokenreviews`, cluster-wide as a TokenReview names no object: `REVIEW`).
 
 use crate::cluster::rights::{Right, Scope, policy_rules};
+use crate::fleet::rights::{account, role};
 use serde_json::{Value, json};
 
 const fn r(resource: &'static str, verb: &'static [&'static str], why: &'static str) -> Right {
@@ -74,40 +71,22 @@ pub fn manifests(
     (sa_namespace, ds_namespace): (&str, &str),
     calico_namespace: &str,
 ) -> Vec<Value> {
-    let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
+    let rules = |r: &[Right]| json!(policy_rules(r, Scope::Cluster));
     let subject = json!([{"kind": "ServiceAccount", "name": name, "namespace": sa_namespace}]);
-    let role_ref =
-        |kind: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name});
-    let rules = |r: &[Right]| policy_rules(r, Scope::Cluster);
-    let account = super::auth::ACCOUNT;
-    let review_subject =
-        json!([{"kind": "ServiceAccount", "name": "calico-node", "namespace": calico_namespace}]);
-    let mut docs = vec![
-        json!({"apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": name, "namespace": sa_namespace, "labels": labels}}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": name, "labels": labels}, "rules": rules(CLUSTER)}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": name, "labels": labels},
-            "roleRef": role_ref("ClusterRole"), "subjects": subject}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": name, "namespace": ds_namespace, "labels": labels},
-            "rules": rules(IN_NAMESPACE)}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": name, "namespace": ds_namespace, "labels": labels},
-            "roleRef": role_ref("Role"), "subjects": subject}),
-    ];
-    if (name, sa_namespace) != (account, ds_namespace) {
-        docs.push(json!({"apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": account, "namespace": ds_namespace, "labels": labels}}));
+    let mut docs = vec![account(name, sa_namespace)];
+    docs.extend(role(name, None, rules(CLUSTER), &subject));
+    docs.extend(role(
+        name,
+        Some(ds_namespace),
+        rules(IN_NAMESPACE),
+        &subject,
+    ));
+    let token_account = super::auth::ACCOUNT;
+    if (name, sa_namespace) != (token_account, ds_namespace) {
+        docs.push(account(token_account, ds_namespace));
     }
-    docs.extend([
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": REVIEW, "labels": labels}, "rules": rules(CALICO_NODE)}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": REVIEW, "labels": labels},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": REVIEW},
-            "subjects": review_subject}),
-    ]);
+    let calico_node =
+        json!([{"kind": "ServiceAccount", "name": "calico-node", "namespace": calico_namespace}]);
+    docs.extend(role(REVIEW, None, rules(CALICO_NODE), &calico_node));
     docs
 }
