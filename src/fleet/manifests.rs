@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// The key of the config file in the Secret.
@@ -47,7 +47,7 @@ pub const MAIN_CONTAINER: &str = "calicoctl-win";
 
 /// system-upgrade-controller's `Plan` (upgrade.cattle.io/v1), with the fields a rollout uses
 /// (v0.19.0 `pkg/apis/upgrade.cattle.io/v1/types.go`; Windows nodes from v0.19).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
     pub api_version: String,
@@ -57,7 +57,7 @@ pub struct Plan {
 }
 
 /// `PlanSpec`: how many nodes at once, which nodes, the job's container and its drain.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanSpec {
     pub concurrency: i64,
@@ -66,19 +66,19 @@ pub struct PlanSpec {
     /// The tag of an image named without one; a new version runs the plan again.
     pub version: String,
     pub secrets: Vec<SecretSpec>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<Toleration>,
     /// The controller's cordon and drain; none for a migration.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub drain: Option<DrainSpec>,
     /// How long a job may run (unset: the controller's default, 600 s).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub job_active_deadline_secs: Option<i64>,
     pub upgrade: ContainerSpec,
 }
 
 /// `SecretSpec`: a Secret mounted into the job's containers.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretSpec {
     pub name: String,
@@ -86,19 +86,18 @@ pub struct SecretSpec {
 }
 
 /// `DrainSpec`: the `kubectl drain` flags the controller's drain container passes.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DrainSpec {
     /// A duration string passed to `kubectl drain --timeout`.
     pub timeout: String,
     pub ignore_daemon_sets: bool,
     pub delete_emptydir_data: bool,
-    #[serde(default)]
     pub force: bool,
 }
 
 /// `ContainerSpec`: the upgrade container.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerSpec {
     pub image: String,

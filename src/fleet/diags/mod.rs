@@ -1,15 +1,8 @@
-//! Every selected Windows node's redacted `diags` zip, gathered through the cluster: each node's
-//! pod of the fleet DaemonSet is asked `GET /diags` through kube-apiserver's pod proxy
-//! (`pods/proxy`, verb get: kubernetes/kubernetes `pkg/registry/core/pod/rest/subresources.go`,
-//! `ProxyREST.Connect`, which dials the pod's IP and port from `pod.ResourceLocation` and
-//! streams the answer back through an `UpgradeAwareProxyHandler`). The pod is on its node's
-//! network, so the port is the node's own.
-//!
-//! Each answer is streamed to a file as it comes (never whole in memory), hashed on the way and
-//! renamed to `NODE.zip` only when it is whole; a node gets `node_timeout`, the whole run
-//! `total_timeout`, and at most `concurrency` nodes are asked at once. Nothing of a bundle's
-//! content is logged or put in an error: the node redacted it (`crate::redact`), and the
-//! index says only its size and sha256.
+//! Every selected Windows node's redacted `diags` zip: each node's pod of the fleet DaemonSet
+//! (on its node's network) is asked `GET /diags` through kube-apiserver's pod proxy (kubernetes
+//! `pkg/registry/core/pod/rest/subresources.go`, `ProxyREST.Connect`). Each answer streams to a
+//! file, hashed on the way, named `NODE.zip` only when whole; a node gets `node_timeout`, the run
+//! `total_timeout`, at most `concurrency` at once. No bundle content is logged or put in an error.
 
 pub mod auth;
 mod fetch;
@@ -43,9 +36,8 @@ pub struct Index {
     pub run_timed_out: bool,
 }
 
-/// Gathers the selected nodes' bundles into `g.out` (which `prepare_out` made). Reading the
-/// DaemonSet, listing the nodes or the pods failing is the run's error; each node's failure is
-/// its line. Only a pod of the DaemonSet's own on its node's network is asked (`not_ours`).
+/// Gathers the selected nodes' bundles into `g.out` (which `prepare_out` made): a failed read
+/// of the DaemonSet, nodes or pods is the run's error, each node's failure its line.
 pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
     let uid = daemon_set_uid(c, &g.namespace, &g.daemon_set)?;
     let nodes = windows_nodes(c, g.node_selector.as_deref())?;
@@ -244,9 +236,8 @@ fn pods_by_node(
     Ok(by_node)
 }
 
-/// Whether the pod runs with an address. Not its readiness: the DaemonSet's pod is Ready
-/// while `status` finds the node healthy, and a node that is not is the one whose bundle is
-/// wanted most.
+/// Whether the pod runs with an address (not its readiness: an unhealthy node's bundle is
+/// wanted most).
 fn is_running(pod: &Pod) -> bool {
     let status = pod.status.as_ref();
     phase(pod) == "Running"
