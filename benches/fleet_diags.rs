@@ -14,7 +14,7 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use calicoctl_win::cluster::diags_gather;
+use calicoctl_win::fleet::diags;
 use serde_json::json;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -109,7 +109,7 @@ fn main() {
     for i in 0..nodes {
         node(&api, i, delay, &zip, silent && i + 1 == nodes);
     }
-    for m in calicoctl_win::cluster::diags_rights::manifests(SA, (NS, NS), "calico-system") {
+    for m in calicoctl_win::fleet::diags::rights::manifests(SA, (NS, NS), "calico-system") {
         assert!(api.apply(&m), "{m}");
     }
     let dir = tempfile::tempdir().expect("tmp");
@@ -139,7 +139,7 @@ fn main() {
         .lines()
         .find_map(|l| l.strip_prefix("peak-kib "))
         .map_or_else(|| "-".into(), |k| format!("{k} KiB"));
-    let concurrency = env_num::<usize>("CONCURRENCY").unwrap_or(diags_gather::CONCURRENCY);
+    let concurrency = env_num::<usize>("CONCURRENCY").unwrap_or(diags::CONCURRENCY);
     println!(
         "fleet diags, {nodes} nodes ({} silent), concurrency {concurrency}: {:.1} s (goal <= 120 s), gathered {}, failed {}, exit {:?}, peak RSS {peak}",
         u8::from(silent),
@@ -157,7 +157,7 @@ fn main() {
     // slot for the node timeout.
     let waves = nodes.div_ceil(concurrency);
     let floor = if silent {
-        (waves - 1) as f64 * delay.as_secs_f64() + diags_gather::NODE_TIMEOUT.as_secs_f64()
+        (waves - 1) as f64 * delay.as_secs_f64() + diags::NODE_TIMEOUT.as_secs_f64()
     } else {
         waves as f64 * delay.as_secs_f64()
     };

@@ -443,7 +443,7 @@ also runs 'calicoctl-win verify' for its node that often and publishes the resul
 condition CalicoWindowsTraffic (set with calico-node's credential).\n\n\
 --image must hold calicoctl-win.exe at its root. The jobs run as --service-account (default \
 calicoctl-win-fleet, in --namespace), which the manifests create with the roles of exactly what the \
-jobs call (src/cluster/rights.rs, FLEET): reads of Calico's resources, get and patch nodes, list pods, \
+jobs call (src/fleet/rights.rs, FLEET): reads of Calico's resources, get and patch nodes, list pods, \
 create pods/eviction; no wildcard, no cluster-admin. The manifests go to standard output as YAML (-o \
 json: one document with a list), or to --out-file. Changes nothing on this machine or in the cluster: \
 apply them with kubectl.\n\n\
@@ -564,7 +564,7 @@ pub struct FleetDiagsArgs {
     #[arg(long, value_name = "DIR", default_value = "calicoctl-win-fleet-diags")]
     pub out: PathBuf,
     /// How many nodes are asked at once
-    #[arg(long, value_name = "N", default_value_t = crate::cluster::diags_gather::CONCURRENCY as u16, value_parser = clap::value_parser!(u16).range(1..=64))]
+    #[arg(long, value_name = "N", default_value_t = crate::fleet::diags::CONCURRENCY as u16, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub concurrency: u16,
     /// How long one node may take to answer whole [default: 110s, the node's own bounds (45s to
     /// build, 30s to send, 25s to review the token) and 10s for the token and the proxy]

@@ -13,6 +13,7 @@
 //! - `config`: the typed configuration, its layers and validation; `output`: the printer;
 //! - `render`: pure functions from config and facts to file contents;
 //! - `cluster`: the Kubernetes API, Calico's facts, credentials, the drain;
+//! - `fleet`: the fleet's manifests, roles, status, turns and `fleet diags`;
 //! - `installed`: what install leaves on the host (the record, file stats, routes, failures);
 //! - `checks`: preflight's verdicts; `context`: what a command gets;
 //! - `supervise`: the Windows services' bodies;
@@ -36,6 +37,7 @@ pub mod context;
 pub mod duration;
 pub mod error;
 pub mod files;
+pub mod fleet;
 pub mod health;
 // The host implementations use std::fs and name the host's own path in each error
 // (`HostError::io`), which fs-err's local paths would not be.

@@ -192,7 +192,7 @@ fn calico_version(f: &ClusterFacts) -> Check {
             ID,
             format!(
                 "the cluster's Calico version {:?} is no release version: which Windows fixes it has is unknown",
-                crate::cluster::fleet_view::shown(v)
+                crate::fleet::view::shown(v)
             ),
             "install a Calico release on the cluster, or pass --calico-version for the Windows release to install",
         ),

@@ -117,7 +117,7 @@ impl ClusterError {
 }
 
 /// The first cause of `e` of type `T`.
-pub(super) fn cause_of<T: std::error::Error + 'static>(e: &kube::Error) -> Option<&T> {
+pub fn cause_of<T: std::error::Error + 'static>(e: &kube::Error) -> Option<&T> {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(c) = cause {
         if let Some(t) = c.downcast_ref::<T>() {

@@ -5,22 +5,15 @@
 
 pub mod calico_api;
 mod client;
-pub mod diags_auth;
-mod diags_fetch;
-pub mod diags_gather;
-mod diags_out;
-pub mod diags_rights;
 pub mod drain;
 pub mod error;
 pub mod etcd;
 mod eviction;
 pub mod facts;
 pub mod fix;
-pub mod fleet_traffic;
-pub mod fleet_view;
 pub mod forbidden;
 mod go_quote;
-mod guard;
+pub mod guard;
 pub mod installation;
 pub mod ipam;
 pub mod kubeconfig;
@@ -34,7 +27,6 @@ pub mod read;
 pub mod refusal;
 pub mod rights;
 pub mod token;
-pub mod turn;
 pub mod verify_rights;
 
 pub use client::{CALL_TIMEOUT, Cluster, CutHere, PAGE, PAGES_CAP, cut_here};

@@ -19,7 +19,7 @@ use super::rights::{Right, Scope, policy_rules};
 use serde_json::{Value, json};
 
 /// The namespace `fleet rbac --identity verify` makes for `verify --namespace`.
-pub const NAMESPACE: &str = crate::render::fleet::VERIFY_NAMESPACE;
+pub const NAMESPACE: &str = "calicoctl-win-verify";
 
 const fn r(
     resource: &'static str,

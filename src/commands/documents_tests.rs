@@ -224,7 +224,7 @@ fn typed() -> Vec<(&'static str, Vec<String>)> {
             "`fleet diags`",
             keys(&super::fleet_diags::FleetDiags {
                 out: String::new(),
-                index: &crate::cluster::diags_gather::Index {
+                index: &crate::fleet::diags::Index {
                     nodes: Vec::new(),
                     gathered: 0,
                     failed: 0,

@@ -4,8 +4,8 @@
 use crate::cli::{Engine, FleetPlanArgs, FleetRbacArgs, MigrateDirection};
 use crate::context::Context;
 use crate::error::UsageError;
+use crate::fleet::manifests::{Fleet, Migration, VerifyJob};
 use crate::k8s_name;
-use crate::render::fleet::{Fleet, Migration, VerifyJob};
 use anyhow::Context as _;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,10 +16,10 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
     dns_label("--operator-namespace", &args.operator_namespace)?;
     let group = calico_api(ctx, args.calico_api)?;
     let rights = match fleet.migrate {
-        Some(_) => crate::cluster::rights::migrate(),
-        None => crate::cluster::rights::FLEET.to_vec(),
+        Some(_) => crate::fleet::rights::migrate(),
+        None => crate::fleet::rights::FLEET.to_vec(),
     };
-    let mut docs = crate::cluster::rights::manifests(
+    let mut docs = crate::fleet::rights::manifests(
         &crate::cluster::rights::in_group(&rights, group),
         (&fleet.service_account, &args.namespace),
         &args.calico_namespace,
@@ -32,14 +32,14 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
             fleet.service_account
         ));
     } else {
-        docs.extend(crate::cluster::rights::token_policy(
+        docs.extend(crate::fleet::rights::token_policy(
             &fleet.service_account,
             &args.namespace,
         ));
-        docs.extend(crate::cluster::rights::calico_node_token_policy(
+        docs.extend(crate::fleet::rights::calico_node_token_policy(
             &args.calico_namespace,
         ));
-        ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
+        ctx.printer.note(crate::fleet::rights::TOKEN_POLICY_NEEDS);
     }
     if fleet.verify.is_some() || fleet.verify_every.is_some() {
         docs.extend(verify_roles(&fleet, &args.namespace));
@@ -51,7 +51,7 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         docs.push(serde_json::to_value(fleet.plan())?);
     }
     if fleet.migrate.is_none() && matches!(args.engine, Engine::Daemonset | Engine::Both) {
-        docs.extend(crate::cluster::rights::turn_role(
+        docs.extend(crate::fleet::rights::turn_role(
             &fleet.service_account,
             &args.namespace,
             &fleet.name,
@@ -246,7 +246,7 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
         RbacIdentity::Fleet | RbacIdentity::Verify | RbacIdentity::Diags => (
             "calicoctl-win-fleet",
             "system-upgrade",
-            crate::cluster::rights::FLEET.to_vec(),
+            crate::fleet::rights::FLEET.to_vec(),
         ),
     };
     let rights = crate::cluster::rights::in_group(&rights, calico_api(ctx, args.calico_api)?);
@@ -261,24 +261,24 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
     // No identity `fleet rbac` writes reads in the operator's namespace (migrate's roles are
     // `fleet plan --migrate`'s).
-    let operator = crate::cluster::rights::OPERATOR_NAMESPACE;
-    let mut docs = crate::cluster::rights::manifests(
+    let operator = crate::fleet::rights::OPERATOR_NAMESPACE;
+    let mut docs = crate::fleet::rights::manifests(
         &rights,
         (name, namespace),
         &args.calico_namespace,
         operator,
     );
     if args.identity == RbacIdentity::Fleet {
-        docs.extend(crate::cluster::rights::token_policy(name, namespace));
+        docs.extend(crate::fleet::rights::token_policy(name, namespace));
     }
     // Every identity that installs makes nodes' renewal grants to calico-node's account.
-    docs.extend(crate::cluster::rights::calico_node_token_policy(
+    docs.extend(crate::fleet::rights::calico_node_token_policy(
         &args.calico_namespace,
     ));
     // No turn Role here: `fleet plan` writes the one its DaemonSet needs, named for its slots
     // (`--concurrency`); one written here under the same name for the default count would,
     // applied after a plan with more, take the later slots' rights away.
-    ctx.printer.note(crate::cluster::rights::TOKEN_POLICY_NEEDS);
+    ctx.printer.note(crate::fleet::rights::TOKEN_POLICY_NEEDS);
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 
@@ -307,7 +307,7 @@ fn rbac_verify(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 
-/// `fleet rbac --identity diags`: `fleet diags`' least roles (`cluster::diags_rights`), the
+/// `fleet rbac --identity diags`: `fleet diags`' least roles (`fleet::diags::rights`), the
 /// ServiceAccount and the Role both in the DaemonSet's namespace, the ServiceAccount whose
 /// tokens the nodes take, and calico-node's right to review them (in --calico-namespace).
 fn rbac_diags(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
@@ -316,7 +316,7 @@ fn rbac_diags(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     dns_label("--name", name)?;
     dns_label("--namespace", namespace)?;
     dns_label("--calico-namespace", &args.calico_namespace)?;
-    let docs = crate::cluster::diags_rights::manifests(
+    let docs = crate::fleet::diags::rights::manifests(
         name,
         (namespace, namespace),
         &args.calico_namespace,

@@ -1,11 +1,11 @@
 //! `fleet diags`: every selected Windows node's `diags` zip gathered through the fleet
-//! DaemonSet's pods (`cluster::diags_gather`), one zip per node and an index of each node's
+//! DaemonSet's pods (`fleet::diags`), one zip per node and an index of each node's
 //! result; exit 1 when any node's failed, 4 when the run's timeout came first.
 
 use crate::cli::FleetDiagsArgs;
-use crate::cluster::diags_gather::{self, Gather, Index};
 use crate::context::Context;
 use crate::error::{Diagnose, Diagnosis, Exit, Kind, UsageError};
+use crate::fleet::diags::{self, Gather, Index};
 use anyhow::Context as _;
 
 /// `fleet diags`' document: where the zips went, then the index written there.
@@ -79,8 +79,8 @@ pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .into());
     }
     let c = ctx.require_cluster()?;
-    let taken = diags_gather::prepare_out(&args.out)
-        .map_err(|e| UsageError::new(format!("{e}"), e.hint()))?;
+    let taken =
+        diags::prepare_out(&args.out).map_err(|e| UsageError::new(format!("{e}"), e.hint()))?;
     let g = Gather {
         namespace: args.namespace.clone(),
         daemon_set: args.name.clone(),
@@ -91,10 +91,10 @@ pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         concurrency: usize::from(args.concurrency),
         node_timeout,
         total_timeout: args.timeout,
-        cap: diags_gather::BUNDLE_CAP,
+        cap: diags::BUNDLE_CAP,
     };
     // A gathering that fails asks no node: the directory is given back as it was.
-    let index = match diags_gather::gather(&c, &g) {
+    let index = match diags::gather(&c, &g) {
         Ok(index) => index,
         Err(e) => {
             taken.abandon();
@@ -115,9 +115,9 @@ pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         }
     };
     let out = args.out.display().to_string();
-    diags_gather::write_index(taken.path(), &index)
+    diags::write_index(taken.path(), &index)
         .with_context(|| format!("cannot write the index into {out}"))?;
-    ctx.printer.text(diags_gather::summary(&index).trim_end());
+    ctx.printer.text(diags::summary(&index).trim_end());
     ctx.printer.json(&FleetDiags {
         out: out.clone(),
         index: &index,
@@ -139,9 +139,9 @@ pub fn run(args: &FleetDiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--node-timeout`, else `diags_gather::NODE_TIMEOUT`: the node's own bounds and the way to it.
+/// `--node-timeout`, else `diags::NODE_TIMEOUT`: the node's own bounds and the way to it.
 fn node_timeout(args: &FleetDiagsArgs) -> std::time::Duration {
-    args.node_timeout.unwrap_or(diags_gather::NODE_TIMEOUT)
+    args.node_timeout.unwrap_or(diags::NODE_TIMEOUT)
 }
 
 /// `--port`, else `metrics.port` of the config file the nodes were given (`--config`), which
@@ -179,9 +179,7 @@ fn port(args: &FleetDiagsArgs, ctx: &Context) -> anyhow::Result<u16> {
 #[cfg(test)]
 mod tests {
     use crate::cli::{Cli, Command, FleetCommand};
-    use crate::cluster::diags_gather::{
-        NODE_BUILD_TIME, NODE_REVIEW_TIME, NODE_SEND_TIME, NODE_TIMEOUT,
-    };
+    use crate::fleet::diags::{NODE_BUILD_TIME, NODE_REVIEW_TIME, NODE_SEND_TIME, NODE_TIMEOUT};
     use clap::{CommandFactory, Parser};
 
     /// Without --node-timeout a node gets longer than its own bounds (building, sending, the

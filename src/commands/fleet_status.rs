@@ -1,11 +1,11 @@
 //! `fleet status`: every Windows node in one view, read a page at a time, and what is not as
-//! it should be (`cluster::fleet_view` judges each node).
+//! it should be (`fleet::view` judges each node).
 
-use crate::cluster::fleet_traffic;
-use crate::cluster::fleet_view::{
+use crate::context::Context;
+use crate::fleet::traffic;
+use crate::fleet::view::{
     HashVotes, NodeRow, code_counts, node_row, row_troubles, short_hash, shown,
 };
-use crate::context::Context;
 use crate::health::judge::{Finding, fleet_row};
 
 /// `fleet status`'s document: a row per Windows node, how many nodes have each finding code,
@@ -18,7 +18,7 @@ pub(crate) struct FleetStatus<'a> {
     /// The fleet DaemonSet's `--verify-every`, against which traffic verdicts are judged.
     pub verify_every: Option<String>,
     /// The fleet's turns (`reconfigure --turn`): each slot, its holder and whether it failed.
-    pub turns: &'a [crate::cluster::turn::Slot],
+    pub turns: &'a [crate::fleet::turn::Slot],
     pub healthy: bool,
     pub problems: &'a [String],
 }
@@ -40,7 +40,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
     let c = ctx.require_cluster()?;
     // One read for the whole fleet: the DaemonSet's interval. Refused, no verdict is judged
     // stale, and that is said.
-    let every = match fleet_traffic::scheduled_every(&c, &args.namespace, &args.name) {
+    let every = match traffic::scheduled_every(&c, &args.namespace, &args.name) {
         Ok(e) => e,
         Err(e) => {
             ctx.printer.warn(&format!(
@@ -54,7 +54,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
     let (mut rows, mut votes): (Vec<NodeRow>, _) = (Vec::new(), HashVotes::default());
     crate::cluster::node::for_each_windows_node(&c, |n| {
         let mut row = node_row(n, now);
-        row.traffic = fleet_traffic::of_node(n, every, now, &mut row.malformed);
+        row.traffic = traffic::of_node(n, every, now, &mut row.malformed);
         votes.add(&row);
         rows.push(row);
     })?;
@@ -121,8 +121,8 @@ fn read_turns(
     ctx: &mut Context,
     c: &crate::cluster::Cluster,
     args: &crate::cli::FleetStatusArgs,
-) -> Vec<crate::cluster::turn::Slot> {
-    crate::cluster::turn::slots(c, &args.namespace, &args.name).unwrap_or_else(|e| {
+) -> Vec<crate::fleet::turn::Slot> {
+    crate::fleet::turn::slots(c, &args.namespace, &args.name).unwrap_or_else(|e| {
         ctx.printer.warn(&format!(
             "cannot read the turns of {}/{} ({e}): who holds them is not shown",
             args.namespace, args.name
@@ -132,11 +132,11 @@ fn read_turns(
 }
 
 /// The turns held, each with its node, since when and its failure, escaped as the table is.
-fn print_turns(ctx: &mut Context, turns: &[crate::cluster::turn::Slot]) {
+fn print_turns(ctx: &mut Context, turns: &[crate::fleet::turn::Slot]) {
     let held: Vec<String> = turns
         .iter()
         .filter(|t| t.node.is_some())
-        .map(|t| shown(&crate::cluster::turn::said(t)))
+        .map(|t| shown(&crate::fleet::turn::said(t)))
         .collect();
     if !turns.is_empty() {
         let said = if held.is_empty() {
@@ -148,12 +148,12 @@ fn print_turns(ctx: &mut Context, turns: &[crate::cluster::turn::Slot]) {
     }
 }
 
-/// The table, every value escaped (`fleet_view::shown`); the NODE column as wide as the
+/// The table, every value escaped (`view::shown`); the NODE column as wide as the
 /// longest name (cloud names like ip-10-0-1-23.us-west-2.compute.internal), at most 63.
 fn print_table(
     ctx: &mut Context,
     rows: &[NodeRow],
-    (fleet_hash, turns): (Option<&str>, &[crate::cluster::turn::Slot]),
+    (fleet_hash, turns): (Option<&str>, &[crate::fleet::turn::Slot]),
 ) {
     let cell = |v: &Option<String>| v.as_deref().map_or("-".to_owned(), shown);
     let width = rows
@@ -201,7 +201,7 @@ fn traffic_findings(r: &NodeRow) -> Vec<Finding> {
     let Some((t, sentence)) = r
         .traffic
         .as_ref()
-        .and_then(|t| Some((t, fleet_traffic::problem(&r.name, t)?)))
+        .and_then(|t| Some((t, traffic::problem(&r.name, t)?)))
     else {
         return Vec::new();
     };

@@ -4,7 +4,7 @@
 //! the node's credential (kubernetes/kubernetes `pkg/kubelet/token/token_manager.go`), so it can
 //! still ask the TokenRequest API for calico-node's token: only calico-node's (the fleet Role's
 //! `resourceNames`) and only bound to this node's Node (the admission policy
-//! `cluster::rights::token_policy`).
+//! `fleet::rights::token_policy`).
 
 use crate::cli::KeepTokenArgs;
 use crate::cluster::credentials::{self, Token};
@@ -159,12 +159,12 @@ fn replace(
         "its cause is told by 'calicoctl-win status' with an admin kubeconfig".to_owned(),
         |c| format!("cause {}: {}", c.word(), c.describe()),
     );
-    // At most what the admission policy admits (`cluster::rights::TOKEN_LIFETIME_CAP`).
+    // At most what the admission policy admits (`fleet::rights::TOKEN_LIFETIME_CAP`).
     let lifetime = match (refused.issued_at(), refused.expiry()) {
         (Some(iat), Some(exp)) if iat < exp => Duration::from_secs((exp - iat).unsigned_abs()),
         _ => DEFAULT_LIFETIME,
     }
-    .min(crate::cluster::rights::TOKEN_LIFETIME_CAP);
+    .min(crate::fleet::rights::TOKEN_LIFETIME_CAP);
     let issued =
         credentials::token_request(cluster, &namespace, "calico-node", lifetime, Some(node))?;
     let received = crate::duration::now();

@@ -28,9 +28,9 @@ const MAX_REASONS: usize = 10;
 /// The longest message the condition carries (a cluster error's text included).
 const MAX_MESSAGE: usize = 1024;
 /// The reason of an Unknown set because the node's run did not judge it.
-pub const NOT_RUN: &str = crate::cluster::fleet_traffic::NOT_RUN;
+pub const NOT_RUN: &str = crate::fleet::traffic::NOT_RUN;
 /// The reason of an Unknown set because the last True is older than two intervals.
-pub const STALE: &str = crate::cluster::fleet_traffic::STALE;
+pub const STALE: &str = crate::fleet::traffic::STALE;
 
 /// The scheduled runs of one node: at the same moment of each interval, its phase, spread
 /// over the interval by its name (`phase_s`), so that the fleet's nodes do not all run at
@@ -279,7 +279,7 @@ pub fn stale(c: Option<&NodeCondition>, every: Duration) -> Option<serde_json::V
     let c = c.filter(|c| c.status == "True")?;
     let beat = c.last_heartbeat_time.as_ref().map(|t| t.0.as_second());
     // The one judge `fleet status` reads the condition by too.
-    if !crate::cluster::fleet_traffic::is_stale(beat, every, crate::duration::now()) {
+    if !crate::fleet::traffic::is_stale(beat, every, crate::duration::now()) {
         return None;
     }
     let at = beat.map_or_else(|| "an unknown time".to_owned(), crate::duration::time_text);
@@ -294,7 +294,7 @@ pub fn stale(c: Option<&NodeCondition>, every: Duration) -> Option<serde_json::V
 }
 
 /// The codes of a report's failing checks, each once in the order found: the codes
-/// annotation beside its condition, which `fleet status` reads (`fleet_traffic::of_node`).
+/// annotation beside its condition, which `fleet status` reads (`traffic::of_node`).
 pub fn codes(r: &Report) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for v in &r.checks {

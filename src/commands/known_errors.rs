@@ -31,7 +31,7 @@ const KNOWN_ERRORS: &[Recogniser] = &[
     recognise::<crate::commands::fleet_diags::NotGathered>,
     recognise::<crate::verify::matrix::PlanError>,
     recognise::<super::verify_restarted::NotReady>,
-    recognise::<crate::cluster::turn::TurnError>,
+    recognise::<crate::fleet::turn::TurnError>,
 ];
 
 /// The error a command failed with, with its exit code and hint.

@@ -1,21 +1,16 @@
 //! `reconfigure --turn NAMESPACE/NAME`: the fleet DaemonSet's pod changes its node only in one
-//! of the fleet's turns (`cluster::turn`: the Leases, and why the pacing is here).
-//!
-//! The run: the node's own slot is taken back if it held one (its container restarted); else
-//! reconfigure plans as usual and, when it has something to change, lets the host lock go and
-//! waits for a turn (a pod with nothing to change takes none), then plans again holding it, so
-//! that every check that can refuse runs again before the first change. The turn is renewed
-//! beside the change; once the change is done the host lock is let go and the node awaited
-//! until `status --offline` (the pod's readiness) finds it healthy, within `--wait-timeout`;
-//! then the turn is given back. A failure marks the turn failed and keeps it; a stop (the
-//! container's, Ctrl-C) leaves it to run out.
+//! of the fleet's turns (`fleet::turn`). Its own slot is taken back if it held one; else a run
+//! with something to change waits for a turn, then plans again holding it (every refusing check
+//! runs again before the first change), renews it beside the change, awaits the node healthy
+//! (`status --offline`) and gives it back. A failure marks the turn failed and keeps it; a stop
+//! leaves it to run out.
 
 use super::reconfigure::{self, Pass};
 use crate::cli::{ReconfigureArgs, StatusArgs};
 use crate::cluster::Cluster;
-use crate::cluster::turn::{self, Held, Seen, TurnError, Turns};
 use crate::context::Context;
 use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
+use crate::fleet::turn::{self, Held, Seen, TurnError, Turns};
 use std::hash::BuildHasher;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,11 +46,8 @@ pub fn run(
 }
 
 /// A look's pause: half the lease, give or take half of that at random, so that the fleet's
-/// waiting pods do not look together. The load this makes: each waiting pod gets every slot
-/// once a look, so 1,000 nodes waiting on the default 60 s lease ask about 33 small gets a
-/// second a turn (67 with `--concurrency 2`, 330 with 10; a Lease is a few hundred bytes). A killed pod's slot is taken
-/// 60 s after a contender first saw its last renewal, at its next look: 60 to 150 s after that
-/// renewal, nearer 60 s the more pods wait.
+/// waiting pods do not look together (1,000 waiting on the default 60 s lease ask about 33
+/// small gets a second a turn).
 fn pause(lease: Duration, look: u32) -> Duration {
     let r = std::collections::hash_map::RandomState::new().hash_one(look) % 1000;
     lease / 4 + (lease / 2) * u32::try_from(r).unwrap_or(0) / 1000
@@ -195,11 +187,9 @@ fn give_back(
 }
 
 /// Renews the turn every third of its lease until `ending` or its giving back; a turn found
-/// another node's stops the change (`change`) and says so (`lost`). A renewal that fails is
-/// tried again at the next, until two thirds of the lease have passed since the last that
-/// succeeded: then the change stops too, before a contender (which waits a whole lease unseen)
-/// can take the turn, as client-go's leader election gives up at its `RenewDeadline` short of
-/// its `LeaseDuration` (client-go v0.33.0 `tools/leaderelection/leaderelection.go`, `renew`).
+/// another node's, or not renewed for two thirds of the lease, stops the change (`change`) and
+/// says so (`lost`), as client-go gives up at `RenewDeadline` (v0.33.0
+/// `tools/leaderelection/leaderelection.go`, `renew`).
 fn keep(
     c: &Cluster,
     (t, me): (&Turns, &str),

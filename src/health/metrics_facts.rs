@@ -52,7 +52,7 @@ pub(super) fn unscraped(
     let ns = m.diags_namespace.to_string();
     let services: kube::Api<k8s_openapi::api::core::v1::Service> =
         kube::Api::namespaced(c.client.clone(), &ns);
-    let lp = kube::api::ListParams::default().labels(crate::render::fleet::APP_LABEL);
+    let lp = kube::api::ListParams::default().labels(crate::fleet::manifests::APP_LABEL);
     let list = match c.call("list", &format!("services in {ns}"), services.list(&lp)) {
         Ok(list) => list,
         // Refused (the installer's narrow roles list no Services): whether a scraper is meant
@@ -71,7 +71,7 @@ pub(super) fn unscraped(
             .and_then(|s| s.ports.as_ref())
             .is_some_and(|ports| {
                 ports.iter().any(|p| {
-                    p.name.as_deref() == Some(crate::render::fleet::METRICS_PORT_NAME)
+                    p.name.as_deref() == Some(crate::fleet::manifests::METRICS_PORT_NAME)
                         && p.port == i32::from(m.port.0)
                 })
             })

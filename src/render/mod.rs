@@ -5,7 +5,6 @@ pub mod cni;
 pub mod env;
 mod error;
 pub mod facts;
-pub mod fleet;
 pub mod hns;
 pub mod kubeconfig;
 pub mod template;

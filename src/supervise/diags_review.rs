@@ -1,11 +1,11 @@
 //! Whether a `GET /diags` may have the bundle: its token reviewed by the API server
-//! (`cluster::diags_auth`) for this node's audience and `fleet diags`' ServiceAccount. Verdicts
+//! (`fleet::diags::auth`) for this node's audience and `fleet diags`' ServiceAccount. Verdicts
 //! are kept a short while by the token's sha256; nothing of a token is logged.
 
 use crate::cluster::Cluster;
 use crate::cluster::credentials::Token;
-use crate::cluster::diags_auth::{self, Verdict};
 use crate::duration::Stop;
+use crate::fleet::diags::auth::{self, Verdict};
 use crate::host::Host;
 use crate::layout::env::EnvVars;
 use sha2::{Digest, Sha256};
@@ -20,7 +20,7 @@ pub trait Review: Sync {
 }
 
 /// The review as CalicoNode makes it: TokenReview as calico-node, for this node's audience,
-/// `diags_auth::ACCOUNT` in `namespace` (`metrics.diags_namespace`) alone.
+/// `auth::ACCOUNT` in `namespace` (`metrics.diags_namespace`) alone.
 pub struct ClusterReview<'a> {
     host: &'a dyn Host,
     env: BTreeMap<String, String>,
@@ -72,7 +72,7 @@ impl Review for ClusterReview<'_> {
             };
         };
         match self.cluster() {
-            Ok(c) => diags_auth::review_until(&c, token, node, &self.namespace, stop),
+            Ok(c) => auth::review_until(&c, token, node, &self.namespace, stop),
             Err(why) => Verdict::Failed {
                 forbidden: false,
                 why: format!("cannot reach the API server as calico-node: {why}"),

@@ -19,10 +19,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::diags_review::{Review, Reviewed, jwt_shaped};
-use crate::cluster::diags_auth::Verdict;
-use crate::cluster::diags_gather::{ANSWER_HEADER, NODE_BUILD_TIME, NODE_SEND_TIME};
+use crate::fleet::diags::auth::Verdict;
+use crate::fleet::diags::{ANSWER_HEADER, NODE_BUILD_TIME, NODE_SEND_TIME};
 use crate::layout::{DIAGS_SERVE_DIR as DIR, DIAGS_SERVE_FILES};
-/// The most a bundle may hold: what `fleet diags` reads of one (`diags_gather::BUNDLE_CAP`).
+/// The most a bundle may hold: what `fleet diags` reads of one (`diags::BUNDLE_CAP`).
 pub const CAP: u64 = 8 << 20;
 /// How long building a bundle may take, within `fleet diags`' node timeout.
 pub const BUILD_TIME: Duration = NODE_BUILD_TIME;

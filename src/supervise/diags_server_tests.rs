@@ -2,8 +2,8 @@
 //! diags`, writing the zip where the simulated host keeps the install root.
 
 use super::{DIR, Diags};
-use crate::cluster::diags_auth::Verdict;
 use crate::duration::Stop;
+use crate::fleet::diags::auth::Verdict;
 use crate::host::Files;
 use crate::host::sim::SimHost;
 use crate::layout::InstallRoot;

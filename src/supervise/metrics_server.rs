@@ -354,9 +354,9 @@ fn route(
     let path = head.uri.path();
     if let Some(d) = diags
         && head.method == Method::GET
-        && path == crate::cluster::diags_gather::PATH
+        && path == crate::fleet::diags::PATH
     {
-        let token = head.headers.get(crate::cluster::diags_auth::HEADER);
+        let token = head.headers.get(crate::fleet::diags::auth::HEADER);
         return d.answer(token.and_then(|t| t.to_str().ok()));
     }
     let (status, body) = match (head.method == Method::GET, path == "/metrics") {

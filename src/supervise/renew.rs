@@ -283,7 +283,7 @@ impl Renewal {
         let (namespace, name) = self.service_account(token, record, &text)?;
         // At most what the admission policy admits of calico-node's account.
         let cap =
-            i64::try_from(crate::cluster::rights::TOKEN_LIFETIME_CAP.as_secs()).unwrap_or(i64::MAX);
+            i64::try_from(crate::fleet::rights::TOKEN_LIFETIME_CAP.as_secs()).unwrap_or(i64::MAX);
         let lifetime = match (token.issued_at(), token.expiry(), record) {
             (Some(iat), Some(exp), _) if iat < exp => (exp - iat).max(MIN_LIFETIME),
             (_, _, Some(r)) => r.lifetime.max(MIN_LIFETIME),

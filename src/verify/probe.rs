@@ -27,15 +27,15 @@ pub fn nodes(c: &Cluster) -> Result<Vec<NodeFacts>, ClusterError> {
 }
 
 /// Why a Windows node's Calico is not known good: its `CalicoWindowsReady` not True, or
-/// stale, as `fleet status` judges it (`fleet_view::node_row`: a heartbeat older than
+/// stale, as `fleet status` judges it (`view::node_row`: a heartbeat older than
 /// `CONDITION_STALE_AFTER` is Unknown).
 fn calico_unready(n: &Node, now: i64) -> Option<String> {
-    let row = crate::cluster::fleet_view::node_row(n, now);
+    let row = crate::fleet::view::node_row(n, now);
     let why = |s: &str| {
         let reasons = row.reasons.as_deref().unwrap_or("no reason given");
         format!(
             "CalicoWindowsReady is {s}: {}",
-            crate::cluster::fleet_view::shown(reasons)
+            crate::fleet::view::shown(reasons)
         )
     };
     match row.calico_ready.as_deref() {

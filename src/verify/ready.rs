@@ -114,7 +114,7 @@ fn written_since(
         .annotations
         .as_ref()
         .and_then(|a| a.get(crate::cluster::node::ANNOTATION_FINDING_CODES))
-        .and_then(|text| crate::cluster::fleet_view::codes_of(text).ok())
+        .and_then(|text| crate::fleet::view::codes_of(text).ok())
         .and_then(|codes| codes.heartbeat);
     let beat = condition.max(annotation);
     if beat.is_some_and(|b| b > since) {

@@ -10,7 +10,7 @@
 use crate::support::admission::{Judged, judge};
 use crate::support::{cmd, json};
 use calicoctl_win::cluster::credentials::token_request_body;
-use calicoctl_win::cluster::rights::TOKEN_LIFETIME_CAP;
+use calicoctl_win::fleet::rights::TOKEN_LIFETIME_CAP;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -245,7 +245,7 @@ fn the_fleets_admission_policies_judge_only_calicoctl_wins_token_requests() {
 
 /// The roles the fleet writes are bound only to the service accounts it writes, but one:
 /// `fleet rbac --identity diags` grants calico-node's account `create tokenreviews`
-/// (`diags_rights::REVIEW`), every calico-node's in the cluster, Linux nodes' too.
+/// (`rights::REVIEW`), every calico-node's in the cluster, Linux nodes' too.
 #[test]
 fn the_fleets_roles_are_bound_only_to_its_own_accounts() {
     for (what, docs) in outputs() {

@@ -1,13 +1,14 @@
 //! Gathering every Windows node's `diags` bundle through kube-apiserver's pod proxy
-//! (`cluster::diags_gather`), on the fake API server with RBAC enforced: the identity holds
-//! only `cluster::diags_rights`, each rule of which is needed; a node that does not answer is
+//! (`fleet::diags`), on the fake API server with RBAC enforced: the identity holds
+//! only `fleet::diags::rights`, each rule of which is needed; a node that does not answer is
 //! named and skipped after its timeout; each bundle lands whole, streamed, with its sha256.
 
 use crate::support::fake_api::FakeApi;
 use crate::support::fake_api::diags::{Answer, Endpoint};
-use calicoctl_win::cluster::diags_auth::{self, Verdict};
-use calicoctl_win::cluster::diags_gather::{self, Gather, Index, Reason};
-use calicoctl_win::cluster::{Cluster, diags_rights};
+use calicoctl_win::cluster::Cluster;
+use calicoctl_win::fleet::diags::auth::{self, Verdict};
+use calicoctl_win::fleet::diags::rights;
+use calicoctl_win::fleet::diags::{self, Gather, Index, Reason};
 use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
@@ -93,16 +94,16 @@ pub(crate) fn options(out: &Path) -> Gather {
         port: PORT,
         node_selector: None,
         out: out.to_owned(),
-        concurrency: diags_gather::CONCURRENCY,
+        concurrency: diags::CONCURRENCY,
         // Generous: no test here waits it out (those that do set their own), and a node's
         // bundle must land whole within it on a loaded machine too (2 s was missed in CI).
         node_timeout: Duration::from_secs(30),
         total_timeout: Duration::from_secs(120),
-        cap: diags_gather::BUNDLE_CAP,
+        cap: diags::BUNDLE_CAP,
     }
 }
 
-pub(crate) fn line<'a>(index: &'a Index, node: &str) -> &'a diags_gather::NodeBundle {
+pub(crate) fn line<'a>(index: &'a Index, node: &str) -> &'a diags::NodeBundle {
     index.nodes.iter().find(|l| l.node == node).expect(node)
 }
 
@@ -132,10 +133,10 @@ fn a_hundred_nodes_are_gathered_past_one_that_does_not_answer() {
     let c = identity(
         &api,
         dir.path(),
-        &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
+        &rights::manifests(SA, (NS, NS), CALICO_NS),
     );
     let out = dir.path().join("bundles");
-    diags_gather::prepare_out(&out).expect("out");
+    diags::prepare_out(&out).expect("out");
     let started = std::time::Instant::now();
     // Each node's bound is generous here: the 3 MiB bundle must land whole on a loaded machine
     // too (it missed a 2 s bound once in CI); the 100 nodes' time is printed, not asserted.
@@ -144,7 +145,7 @@ fn a_hundred_nodes_are_gathered_past_one_that_does_not_answer() {
     // The run's own bound only keeps the test from hanging: far past what the run takes, so
     // that a slow machine is no failure (the 2-minute target is `benches/fleet_diags.rs`').
     g.total_timeout = Duration::from_secs(900);
-    let index = diags_gather::gather(&c, &g).expect("gathers");
+    let index = diags::gather(&c, &g).expect("gathers");
     println!("gathered 100 nodes in {:?}", started.elapsed());
     assert_eq!((index.gathered, index.failed), (99, 1), "{index:#?}");
     assert!(!index.run_timed_out);
@@ -168,7 +169,7 @@ fn a_hundred_nodes_are_gathered_past_one_that_does_not_answer() {
         line(&index, "win-007").size,
         Some(bundle(7, 3 << 20).len() as u64)
     );
-    diags_gather::write_index(&out, &index).expect("index");
+    diags::write_index(&out, &index).expect("index");
     let left: Vec<_> = fs_err::read_dir(&out)
         .expect("out")
         .filter_map(Result::ok)
@@ -222,13 +223,13 @@ fn each_node_that_fails_is_named_with_why() {
     let c = identity(
         &api,
         dir.path(),
-        &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
+        &rights::manifests(SA, (NS, NS), CALICO_NS),
     );
     let out = dir.path().join("bundles");
-    diags_gather::prepare_out(&out).expect("out");
+    diags::prepare_out(&out).expect("out");
     let mut g = options(&out);
     g.cap = 1000;
-    let index = diags_gather::gather(&c, &g).expect("gathers");
+    let index = diags::gather(&c, &g).expect("gathers");
     let reasons: Vec<_> = index
         .nodes
         .iter()
@@ -268,26 +269,21 @@ fn each_node_that_fails_is_named_with_why() {
     assert!(said("i").contains("its own limit (45s)"), "{}", said("i"));
     assert!(!out.join("e.zip").exists() && !out.join(".e.zip.part").exists());
     // A directory a run wrote is refused: each run writes a new one.
-    assert!(diags_gather::prepare_out(&out).is_err());
+    assert!(diags::prepare_out(&out).is_err());
 
     let out = dir.path().join("selected");
-    diags_gather::prepare_out(&out).expect("out");
+    diags::prepare_out(&out).expect("out");
     let mut g = options(&out);
     g.node_selector = Some("kubernetes.io/hostname=none".into());
-    assert!(
-        diags_gather::gather(&c, &g)
-            .expect("gathers")
-            .nodes
-            .is_empty()
-    );
+    assert!(diags::gather(&c, &g).expect("gathers").nodes.is_empty());
 
     let out = dir.path().join("run-timeout");
-    diags_gather::prepare_out(&out).expect("out");
+    diags::prepare_out(&out).expect("out");
     serve(&api, "g", Answer::Silent);
     let mut g = options(&out);
     g.node_timeout = Duration::from_secs(3600);
     g.total_timeout = Duration::from_secs(1);
-    let index = diags_gather::gather(&c, &g).expect("gathers");
+    let index = diags::gather(&c, &g).expect("gathers");
     assert!(index.run_timed_out);
     assert_eq!(line(&index, "g").reason, Some(Reason::RunTimedOut));
 }
@@ -319,7 +315,7 @@ fn every_diags_rule_is_needed_and_enough() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(
         doc["manifests"],
-        json!(diags_rights::manifests(SA, (NS, NS), CALICO_NS))
+        json!(rights::manifests(SA, (NS, NS), CALICO_NS))
     );
     crate::rights::every_rule_is_needed(&doc, "fleet diags", |objects| {
         let api = FakeApi::start();
@@ -328,15 +324,15 @@ fn every_diags_rule_is_needed_and_enough() {
         let dir = tempfile::tempdir().expect("tempdir");
         let c = identity(&api, dir.path(), objects);
         let out = dir.path().join("bundles");
-        diags_gather::prepare_out(&out).expect("out");
-        match diags_gather::gather(&c, &options(&out)) {
+        diags::prepare_out(&out).expect("out");
+        match diags::gather(&c, &options(&out)) {
             Err(e) => Some(format!("{e:#}")),
             Ok(index) if index.failed > 0 => Some(format!("{index:?}")),
             // The node lets the request in only when calico-node may review its token.
             Ok(_) => {
                 let node_c = calico_node(&api, dir.path());
                 tokens(&api).into_iter().find_map(|(node, t)| {
-                    match diags_auth::review(&node_c, t.as_deref().unwrap_or_default(), &node, NS) {
+                    match auth::review(&node_c, t.as_deref().unwrap_or_default(), &node, NS) {
                         Verdict::Allowed => None,
                         v => Some(format!("{v:?}")),
                     }
@@ -389,11 +385,11 @@ fn each_request_carries_a_token_for_its_node_alone_that_calico_node_reviews() {
         serve(&api, node, Answer::Bundle(bundle(i as u32, 100).into()));
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let manifests = diags_rights::manifests(SA, (NS, NS), CALICO_NS);
+    let manifests = rights::manifests(SA, (NS, NS), CALICO_NS);
     let c = identity(&api, dir.path(), &manifests);
     let out = dir.path().join("bundles");
-    diags_gather::prepare_out(&out).expect("out");
-    let index = diags_gather::gather(&c, &options(&out)).expect("gathers");
+    diags::prepare_out(&out).expect("out");
+    let index = diags::gather(&c, &options(&out)).expect("gathers");
     assert_eq!(index.gathered, 2, "{index:#?}");
     let node_c = calico_node(&api, dir.path());
     let carried = tokens(&api);
@@ -401,14 +397,11 @@ fn each_request_carries_a_token_for_its_node_alone_that_calico_node_reviews() {
     for (node, token) in carried {
         let token = token.expect("the request carried a token");
         let other = if node == "win-1" { "win-2" } else { "win-1" };
-        assert_eq!(
-            diags_auth::review(&node_c, &token, &node, NS),
-            Verdict::Allowed
-        );
+        assert_eq!(auth::review(&node_c, &token, &node, NS), Verdict::Allowed);
         for (n, ns) in [(other, NS), (node.as_str(), "elsewhere")] {
             // Another node's audience is refused with the authenticator's error (jwt.go:
             // "token audiences ... is invalid"), another namespace's account plainly.
-            let v = diags_auth::review(&node_c, &token, n, ns);
+            let v = auth::review(&node_c, &token, n, ns);
             assert!(
                 matches!(v, Verdict::Denied(_) | Verdict::Unsettled(_)),
                 "{n} {ns}: {v:?}"
@@ -424,11 +417,11 @@ fn each_request_carries_a_token_for_its_node_alone_that_calico_node_reviews() {
         &api.token,
         &format!("/api/v1/namespaces/{CALICO_NS}/serviceaccounts/calico-node/token"),
         &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-            "spec": {"audiences": [diags_auth::audience("win-1")], "expirationSeconds": 600}}),
+            "spec": {"audiences": [auth::audience("win-1")], "expirationSeconds": 600}}),
     );
     assert_eq!(code, 201, "{answer}");
     let theirs = answer["status"]["token"].as_str().expect("token");
-    let v = diags_auth::review(&node_c, theirs, "win-1", NS);
+    let v = auth::review(&node_c, theirs, "win-1", NS);
     assert!(
         matches!(v, Verdict::Denied(ref why) if why.contains("calico-node")),
         "{v:?}"
@@ -436,10 +429,10 @@ fn each_request_carries_a_token_for_its_node_alone_that_calico_node_reviews() {
     // Without the review right, the review itself is refused.
     api.remove(&format!(
         "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
-        diags_rights::REVIEW
+        rights::REVIEW
     ));
     let (_, token) = &tokens(&api)[0];
-    let v = diags_auth::review(&node_c, token.as_deref().expect("token"), "win-1", NS);
+    let v = auth::review(&node_c, token.as_deref().expect("token"), "win-1", NS);
     assert!(
         matches!(v, Verdict::Failed { forbidden: true, ref why } if why.contains("tokenreviews")),
         "{v:?}"
@@ -462,13 +455,13 @@ fn a_node_that_builds_for_longer_than_the_clients_read_bound_is_gathered() {
     let c = identity(
         &api,
         dir.path(),
-        &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
+        &rights::manifests(SA, (NS, NS), CALICO_NS),
     );
     let out = dir.path().join("bundles");
-    diags_gather::prepare_out(&out).expect("out");
+    diags::prepare_out(&out).expect("out");
     let mut g = options(&out);
-    g.node_timeout = diags_gather::NODE_TIMEOUT;
-    let index = diags_gather::gather(&c, &g).expect("gathers");
+    g.node_timeout = diags::NODE_TIMEOUT;
+    let index = diags::gather(&c, &g).expect("gathers");
     let want = calicoctl_win::files::sha256_hex(&b);
     assert_eq!(
         line(&index, "win-slow").sha256.as_deref(),

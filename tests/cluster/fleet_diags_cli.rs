@@ -6,7 +6,7 @@
 use super::fleet_diags::{CALICO_NS, NS, PORT, SA, bundle, node_with_pod, serve};
 use crate::support::fake_api::FakeApi;
 use crate::support::fake_api::diags::Answer;
-use calicoctl_win::cluster::diags_rights;
+use calicoctl_win::fleet::diags::rights;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -17,7 +17,7 @@ fn cluster(dir: &Path) -> (FakeApi, PathBuf) {
         node_with_pod(&api, node, &format!("10.0.0.{}", i + 10));
         serve(&api, node, Answer::Bundle(bundle(i as u32, 1000).into()));
     }
-    for m in diags_rights::manifests(SA, (NS, NS), CALICO_NS) {
+    for m in rights::manifests(SA, (NS, NS), CALICO_NS) {
         assert!(api.apply(&m), "{m}");
     }
     let kubeconfig = crate::support::service_account_kubeconfig(&api, dir, NS, SA);

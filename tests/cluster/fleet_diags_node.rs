@@ -9,9 +9,9 @@ use super::fleet_diags::{
 };
 use crate::support::fake_api::FakeApi;
 use crate::support::fake_api::diags::Answer;
-use calicoctl_win::cluster::diags_auth;
-use calicoctl_win::cluster::diags_gather::{self, Reason};
-use calicoctl_win::cluster::diags_rights;
+use calicoctl_win::fleet::diags::auth;
+use calicoctl_win::fleet::diags::rights;
+use calicoctl_win::fleet::diags::{self, Reason};
 use serde_json::json;
 
 /// A pod with the DaemonSet's labels on `node` that is not its own in the way `how` says, and
@@ -103,11 +103,11 @@ fn only_the_daemon_sets_own_pods_on_the_nodes_network_are_asked() {
     let c = identity(
         &api,
         dir.path(),
-        &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
+        &rights::manifests(SA, (NS, NS), CALICO_NS),
     );
     let out = dir.path().join("bundles");
-    diags_gather::prepare_out(&out).expect("out");
-    let index = diags_gather::gather(&c, &options(&out)).expect("gathers");
+    diags::prepare_out(&out).expect("out");
+    let index = diags::gather(&c, &options(&out)).expect("gathers");
     assert_eq!((index.gathered, index.failed), (5, 3), "{index:#?}");
     let l = line(&index, "h");
     assert_eq!(l.reason, Some(Reason::Unreachable), "{l:?}");
@@ -147,7 +147,7 @@ fn only_the_daemon_sets_own_pods_on_the_nodes_network_are_asked() {
     for pod in impostors.iter().chain([&e]) {
         assert!(!asked.contains(&format!("{NS}/{pod}")), "{pod} was asked");
     }
-    let text = diags_gather::summary(&index);
+    let text = diags::summary(&index);
     assert!(
         text.contains(&format!("a  skipped pod {}", impostors[0])),
         "{text}"
@@ -158,9 +158,9 @@ fn only_the_daemon_sets_own_pods_on_the_nodes_network_are_asked() {
         "/apis/apps/v1/namespaces/{NS}/daemonsets/calicoctl-win"
     ));
     let out = dir.path().join("again");
-    diags_gather::prepare_out(&out).expect("out");
+    diags::prepare_out(&out).expect("out");
     let before = api.lock().diags_tokens.len();
-    let e = diags_gather::gather(&c, &options(&out)).expect_err("no DaemonSet");
+    let e = diags::gather(&c, &options(&out)).expect_err("no DaemonSet");
     assert!(format!("{e:#}").contains("daemonsets"), "{e:#}");
     assert_eq!(api.lock().diags_tokens.len(), before);
 }
@@ -181,7 +181,7 @@ fn a_token_without_audiences_is_no_nodes() {
         assert_eq!(code, 201, "{answer}");
         answer["status"].clone()
     };
-    let node = review(json!([diags_auth::audience("win-1")]));
+    let node = review(json!([auth::audience("win-1")]));
     assert_eq!(node["authenticated"], json!(false), "{node}");
     let own = review(json!(["https://kubernetes.default.svc"]));
     assert_eq!(own["authenticated"], json!(true), "{own}");
@@ -210,7 +210,7 @@ fn a_node_past_its_connection_cap_is_named_busy() {
     let c = identity(
         &api,
         dir.path(),
-        &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
+        &rights::manifests(SA, (NS, NS), CALICO_NS),
     );
     // Each held connection's scrape is held until the test lets them go.
     let (entered, held) = mpsc::channel();
@@ -244,8 +244,8 @@ fn a_node_past_its_connection_cap_is_named_busy() {
             })
             .collect();
         let out = dir.path().join("bundles");
-        diags_gather::prepare_out(&out).expect("out");
-        let index = diags_gather::gather(&c, &options(&out));
+        diags::prepare_out(&out).expect("out");
+        let index = diags::gather(&c, &options(&out));
         drop(release);
         drop(held);
         index
@@ -261,8 +261,8 @@ mod end_to_end {
     use super::super::fleet_diags::calico_node;
     use super::*;
     use calicoctl_win::cluster::Cluster;
-    use calicoctl_win::cluster::diags_auth::Verdict;
     use calicoctl_win::duration::Stop;
+    use calicoctl_win::fleet::diags::auth::Verdict;
     use calicoctl_win::host::Files;
     use calicoctl_win::host::sim::SimHost;
     use calicoctl_win::layout::InstallRoot;
@@ -275,7 +275,7 @@ mod end_to_end {
 
     const ROOT: &str = r"C:\CalicoWindows";
 
-    /// CalicoNode's review as it makes it (`diags_auth::review` as calico-node, for its own node
+    /// CalicoNode's review as it makes it (`auth::review` as calico-node, for its own node
     /// and `metrics.diags_namespace`), with calico-node's client given rather than read from the
     /// node's kubeconfig.
     struct AsCalicoNode<'a> {
@@ -285,7 +285,7 @@ mod end_to_end {
 
     impl Review for AsCalicoNode<'_> {
         fn review(&self, token: &str, stop: &Stop) -> Verdict {
-            diags_auth::review_until(self.cluster, token, &self.node, NS, stop)
+            auth::review_until(self.cluster, token, &self.node, NS, stop)
         }
     }
 
@@ -371,7 +371,7 @@ mod end_to_end {
         let c = identity(
             &api,
             dir.path(),
-            &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
+            &rights::manifests(SA, (NS, NS), CALICO_NS),
         );
         let node_c = calico_node(&api, dir.path());
         let reviews: Vec<AsCalicoNode> = names
@@ -414,12 +414,12 @@ mod end_to_end {
             }
             let _stop = StopOnDrop(&stops);
             let out = dir.path().join("bundles");
-            diags_gather::prepare_out(&out).expect("out");
+            diags::prepare_out(&out).expect("out");
             let mut g = options(&out);
             // The quiet node is waited out; the others' bundles must land within it on a
             // loaded machine too.
             g.node_timeout = Duration::from_secs(20);
-            let index = diags_gather::gather(&c, &g).expect("gathers");
+            let index = diags::gather(&c, &g).expect("gathers");
             assert_eq!((index.gathered, index.failed), (3, 1), "{index:#?}");
             for (name, zip) in names.iter().zip(&zips) {
                 let l = line(&index, name);
@@ -438,14 +438,14 @@ mod end_to_end {
             // Without calico-node's review right, every node refuses: the review is the node's.
             api.remove(&format!(
                 "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
-                diags_rights::REVIEW
+                rights::REVIEW
             ));
             let out = dir.path().join("refused");
-            diags_gather::prepare_out(&out).expect("out");
+            diags::prepare_out(&out).expect("out");
             api.remove("/api/v1/nodes/win-4");
             let mut g = options(&out);
             g.node_timeout = Duration::from_secs(30);
-            let index = diags_gather::gather(&c, &g).expect("gathers");
+            let index = diags::gather(&c, &g).expect("gathers");
             let reasons: Vec<_> = index.nodes.iter().map(|l| l.reason).collect();
             assert_eq!(reasons, [Some(Reason::NodeRefused); 3], "{index:#?}");
         });

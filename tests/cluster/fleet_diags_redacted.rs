@@ -6,7 +6,7 @@
 use super::fleet_diags::{CALICO_NS, NS, SA, identity, line, node_with_pod, options, serve};
 use crate::support::fake_api::FakeApi;
 use crate::support::fake_api::diags::Answer;
-use calicoctl_win::cluster::{diags_gather, diags_rights};
+use calicoctl_win::fleet::diags::{self, rights};
 use std::io::Read;
 
 /// An HTTP credential (client-go's round_trippers.go before its masking) and an environment's
@@ -54,11 +54,11 @@ fn a_nodes_token_is_in_no_member_of_its_gathered_zip() {
     let c = identity(
         &api,
         dir.path(),
-        &diags_rights::manifests(SA, (NS, NS), CALICO_NS),
+        &rights::manifests(SA, (NS, NS), CALICO_NS),
     );
     let out = dir.path().join("bundles");
-    diags_gather::prepare_out(&out).expect("out");
-    let index = diags_gather::gather(&c, &options(&out)).expect("gathers");
+    diags::prepare_out(&out).expect("out");
+    let index = diags::gather(&c, &options(&out)).expect("gathers");
     assert!(line(&index, "win-1").sha256.is_some(), "{index:#?}");
     let gathered = fs_err::read(out.join("win-1.zip")).expect("gathered");
     assert_eq!(gathered, zip, "the zip gathered is the one the node built");

@@ -1,8 +1,8 @@
-//! `fleet status`'s judge of a node's row (`cluster::fleet_view::row_troubles`): each trouble
+//! `fleet status`'s judge of a node's row (`fleet::view::row_troubles`): each trouble
 //! a finding of the one catalogue, about the node, with its remedy.
 
 use super::finding::{Code, Finding};
-use crate::cluster::fleet_view::Trouble;
+use crate::fleet::view::Trouble;
 
 /// A node's trouble as `fleet status` says it, with its code and its fix.
 pub fn fleet_row(node: &str, (trouble, sentence): &(Trouble, String)) -> Finding {

@@ -69,7 +69,7 @@ pub async fn relay(r: Relay) -> super::serve::Reply {
     let token = r
         .token
         .as_deref()
-        .map(|t| format!("{}: {t}\r\n", calicoctl_win::cluster::diags_auth::HEADER))
+        .map(|t| format!("{}: {t}\r\n", calicoctl_win::fleet::diags::auth::HEADER))
         .unwrap_or_default();
     let request = format!(
         "GET /diags HTTP/1.1\r\nHost: {}\r\nUser-Agent: kube-apiserver\r\nAccept-Encoding: gzip\r\n{token}\r\n",
@@ -199,7 +199,7 @@ pub fn answer(
         .insert("content-type", content_type.parse().expect("header"));
     if let Some(word) = mark {
         r.headers_mut().insert(
-            calicoctl_win::cluster::diags_gather::ANSWER_HEADER,
+            calicoctl_win::fleet::diags::ANSWER_HEADER,
             word.parse().expect("header"),
         );
     }

@@ -294,7 +294,7 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
         .map(str::to_owned);
     let diags_token = req
         .headers()
-        .get(calicoctl_win::cluster::diags_auth::HEADER)
+        .get(calicoctl_win::fleet::diags::auth::HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let body = req
@@ -988,7 +988,7 @@ fn token_request(st: &mut State, t: &Target, body: &Value) -> Reply {
     )
 }
 
-/// The admission policies on TokenRequests (`cluster::rights::token_policy`,
+/// The admission policies on TokenRequests (`fleet::rights::token_policy`,
 /// `calico_node_token_policy`), each when it and its binding exist, judged as kube-apiserver's
 /// validating admission policy plugin does (`support::admission`, their CEL run by a CEL
 /// engine); the first denial, `reason: Forbidden`, is a 403 with its message. The caller's

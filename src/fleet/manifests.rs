@@ -15,53 +15,39 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// The key of the config file in the Secret.
 pub const CONFIG_KEY: &str = "calico-windows.yaml";
-/// Where the Secret is mounted in the container. A HostProcess container sees its volumes
-/// under `%CONTAINER_SANDBOX_MOUNT_POINT%` with the drive letter dropped, on containerd 1.6
-/// (links) and on 1.7 (whose bind mounts keep that path working: microsoft/hcsshim#1443).
+/// Where the Secret is mounted: a HostProcess container sees it under its sandbox, the drive
+/// letter dropped (microsoft/hcsshim#1443).
 pub const CONFIG_MOUNT: &str = "C:\\calicoctl-win";
-/// The Plan's secret path, which puts the Secret at `CONFIG_MOUNT` in the job's container.
-/// system-upgrade-controller v0.19.0 (`pkg/upgrade/container/container.go`, `WithSecrets`,
-/// lines 19-24) uses a path that starts with `/` as the mount path and joins any other under
-/// `/run/system-upgrade/secrets/` (`C:\calicoctl-win` became
-/// `/run/system-upgrade/secrets/C:\calicoctl-win`, which no Windows container can mount);
-/// kubelet on Windows makes `/calicoctl-win` into `c:/calicoctl-win`
-/// (`pkg/volume/util/util.go`, `MakeAbsolutePath`: a path that starts with a slash gets `c:`).
+/// The Plan's secret path, which puts the Secret at `CONFIG_MOUNT`: system-upgrade-controller
+/// v0.19.0 mounts a path that starts with `/` as it is and joins any other under
+/// `/run/system-upgrade/secrets/` (`pkg/upgrade/container/container.go`, `WithSecrets`);
+/// kubelet on Windows gives it `c:` (`pkg/volume/util/util.go`, `MakeAbsolutePath`).
 pub const PLAN_SECRET_PATH: &str = "/calicoctl-win";
-/// The job's node, as cmd.exe expands it: system-upgrade-controller gives every container of
-/// a Plan's job `SYSTEM_UPGRADE_NODE_NAME` from the pod's `spec.nodeName`
-/// (`pkg/upgrade/container/container.go`, `New`).
+/// The job's node, as cmd.exe expands it (system-upgrade-controller
+/// `pkg/upgrade/container/container.go`, `New`).
 pub const NODE_NAME: &str = "%SYSTEM_UPGRADE_NODE_NAME%";
-/// The namespace `verify --namespace` runs in for the fleet (`cluster::verify_rights` writes it
-/// and its roles).
-pub const VERIFY_NAMESPACE: &str = "calicoctl-win-verify";
 /// How the container's command line names its sandbox (cmd.exe expands it). Every command
-/// runs under `cmd.exe /c`: on a host with file binding hcsshim runs `cmd /c <line>` anyway
-/// (microsoft/hcsshim `internal/jobcontainers/jobcontainer.go`, `CreateProcess`, `if
-/// fileBindingSupport`), each command is two steps joined by `&&`, and the Plan's node name
-/// is a cmd.exe variable.
+/// runs under `cmd.exe /c`, as hcsshim does with file binding anyway
+/// (microsoft/hcsshim `internal/jobcontainers/jobcontainer.go`, `CreateProcess`).
 pub const SANDBOX: &str = "%CONTAINER_SANDBOX_MOUNT_POINT%";
 pub const APP_LABEL: &str = "app.kubernetes.io/name";
 /// The metrics Service's port of CalicoNode's endpoint, by which status finds the Service.
 pub const METRICS_PORT_NAME: &str = "calicoctl-win";
-/// Where the log containers keep their positions: an emptyDir, the pod's own, which outlives
-/// a container's restart and goes with the pod.
+/// Where the log containers keep their positions: the pod's emptyDir.
 pub const POSITIONS_MOUNT: &str = "C:\\log-positions";
 /// The container that follows calicoctl-win's own log (`kubectl logs ... -c install`).
 pub const INSTALL_LOG_CONTAINER: &str = "install";
 /// The DaemonSet's first container, which `kubectl logs` shows when none is named.
 pub const MAIN_CONTAINER: &str = "calicoctl-win";
 
-/// system-upgrade-controller's `Plan` (upgrade.cattle.io/v1), with the fields of
-/// `pkg/apis/upgrade.cattle.io/v1/types.go` at v0.19.0 that a calicoctl-win rollout uses.
-/// Windows nodes are supported from v0.19: on a node labelled `kubernetes.io/os=windows` the
-/// job's containers run as HostProcess containers as `NT AUTHORITY\SYSTEM`, and the cordon and
-/// drain use `SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE_WINDOWS` (`pkg/upgrade/job/job.go`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// system-upgrade-controller's `Plan` (upgrade.cattle.io/v1), with the fields a rollout uses
+/// (v0.19.0 `pkg/apis/upgrade.cattle.io/v1/types.go`; Windows nodes from v0.19).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Plan {
     pub api_version: String,
@@ -71,32 +57,28 @@ pub struct Plan {
 }
 
 /// `PlanSpec`: how many nodes at once, which nodes, the job's container and its drain.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanSpec {
     pub concurrency: i64,
     pub node_selector: LabelSelector,
     pub service_account_name: String,
-    /// The tag of an image named without one, and part of the plan's hash: a new version
-    /// runs the plan again on every node.
+    /// The tag of an image named without one; a new version runs the plan again.
     pub version: String,
     pub secrets: Vec<SecretSpec>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<Toleration>,
-    /// The node is cordoned and drained before the upgrade container runs, and uncordoned
-    /// when its job completes (exit code 0). None for a migration: its pods stay.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The controller's cordon and drain; none for a migration.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub drain: Option<DrainSpec>,
-    /// How long a job may run before Kubernetes stops it (`job.go` v0.19.0: unset is the
-    /// controller's `SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS`, 600 by default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// How long a job may run (unset: the controller's default, 600 s).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub job_active_deadline_secs: Option<i64>,
     pub upgrade: ContainerSpec,
 }
 
-/// `SecretSpec`: a Secret mounted into the job's containers; a change to it runs the plan
-/// again (unless `ignoreUpdates`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// `SecretSpec`: a Secret mounted into the job's containers.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretSpec {
     pub name: String,
@@ -104,19 +86,18 @@ pub struct SecretSpec {
 }
 
 /// `DrainSpec`: the `kubectl drain` flags the controller's drain container passes.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DrainSpec {
     /// A duration string passed to `kubectl drain --timeout`.
     pub timeout: String,
     pub ignore_daemon_sets: bool,
     pub delete_emptydir_data: bool,
-    #[serde(default)]
     pub force: bool,
 }
 
 /// `ContainerSpec`: the upgrade container.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerSpec {
     pub image: String,
@@ -174,13 +155,8 @@ pub struct VerifyJob {
 pub const VERIFY_JOB_MARGIN: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl VerifyJob {
-    /// The job's `activeDeadlineSeconds`: system-upgrade-controller v0.19.0 gives a Plan's
-    /// job `spec.jobActiveDeadlineSecs` when it is above 0, else its
-    /// `SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS` (600 s by default), and clamps either to
-    /// `SYSTEM_UPGRADE_JOB_ACTIVE_DEADLINE_SECONDS_MAX` when that is set
-    /// (`pkg/upgrade/job/job.go`, `New`; `pkg/apis/upgrade.cattle.io/v1/types.go`,
-    /// `PlanSpec.JobActiveDeadlineSecs`). The job's deadline counts from its start, so the
-    /// controller's drain (an init container) is in it.
+    /// The job's `jobActiveDeadlineSecs`, counted from its start, the controller's drain
+    /// included (system-upgrade-controller v0.19.0 `pkg/upgrade/job/job.go`, `New`).
     pub fn deadline_secs(&self, drain: std::time::Duration) -> i64 {
         let all = drain
             + self.reconfigure
@@ -241,16 +217,32 @@ impl Fleet {
         format!("{SANDBOX}\\calicoctl-win.exe")
     }
 
+    /// A container's command: calicoctl-win with the config, then `args`, under cmd.exe.
+    fn command(args: &[&str]) -> Vec<String> {
+        let mut command = vec!["cmd.exe".to_owned(), "/c".to_owned(), Self::exe()];
+        command.extend(["--config".to_owned(), Self::config_path()]);
+        command.extend(args.iter().map(|a| (*a).to_owned()));
+        command
+    }
+
+    /// The config Secret's mount.
+    fn config_mount() -> VolumeMount {
+        VolumeMount {
+            name: "config".into(),
+            mount_path: CONFIG_MOUNT.into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        }
+    }
+
     /// The config file, where the container sees the Secret.
     pub fn config_path() -> String {
         let mount = CONFIG_MOUNT.trim_start_matches("C:");
         format!("{SANDBOX}{mount}\\{CONFIG_KEY}")
     }
 
-    /// calicoctl-win's arguments for a job that `engine_drains` (the Plan: the controller
-    /// cordoned and drained the node, and uncordons it) or that drains the node itself (the
-    /// DaemonSet). `reconfigure` installs nothing: a node without Calico fails with
-    /// `not-installed`, and stops the rollout there.
+    /// calicoctl-win's arguments for a job whose engine drains the node (the Plan) or that
+    /// drains it itself (the DaemonSet).
     pub fn args(&self, engine_drains: bool) -> Vec<String> {
         let mut args = vec![
             "--config".to_owned(),
@@ -280,8 +272,7 @@ impl Fleet {
             if self.delete_emptydir_data {
                 args.push("--delete-emptydir-data".into());
             }
-            // The DaemonSet's pacing: the controller starts every node's pod at once, so each
-            // takes one of the fleet's turns before it changes its node (`cluster::turn`).
+            // The DaemonSet's pacing (`fleet::turn`).
             args.push(format!("--turn={}/{}", self.namespace, self.name));
             args.push(format!("--turns={}", self.concurrency));
         }
@@ -289,10 +280,8 @@ impl Fleet {
     }
 
     /// The Plan's job: `reconfigure --drain=external`, then, with `verify`, `verify` for the
-    /// node in verify's namespace. cmd.exe runs the command after `&&` only when the one
-    /// before exited 0, and exits with the code of the last it ran (Microsoft's cmd docs:
-    /// "command1 && command2"): a change that failed, or a node that does not pass traffic,
-    /// fails the job, which leaves the node cordoned and holds its slot.
+    /// node, after `&&`: a change that failed, or a node that does not pass traffic, fails the
+    /// job, which leaves the node cordoned and holds its slot.
     fn plan_args(&self) -> Vec<String> {
         let mut args = self.args(true);
         if let (Some(v), None) = (&self.verify, &self.migrate) {
@@ -307,7 +296,7 @@ impl Fleet {
                     "--node",
                     NODE_NAME,
                     "--namespace",
-                    VERIFY_NAMESPACE,
+                    crate::cluster::verify_rights::NAMESPACE,
                     "--while-cordoned",
                 ]
                 .map(String::from),
@@ -366,9 +355,8 @@ impl Fleet {
         }
     }
 
-    /// The headless Service over the DaemonSet's pods (`clusterIP: None`: its endpoints are
-    /// the pods' addresses, a HostProcess pod's being its node's), with the metrics ports
-    /// (calicoctl-win's, Felix's), for a Prometheus' Kubernetes service discovery.
+    /// The headless Service over the DaemonSet's pods with the metrics ports (calicoctl-win's,
+    /// Felix's), for a Prometheus' Kubernetes service discovery.
     pub fn metrics_service(&self, ports: [u16; 2]) -> Service {
         let port = |name: &str, p: u16| ServicePort {
             name: Some(name.into()),
@@ -380,8 +368,7 @@ impl Fleet {
             metadata: self.meta(&format!("{}-metrics", self.name)),
             spec: Some(ServiceSpec {
                 cluster_ip: Some("None".into()),
-                // A pod is not Ready while its node is degraded (the readiness probe is
-                // `status`): its metrics are wanted then most, so it stays in the endpoints.
+                // A degraded node's pod is not Ready, and its metrics are wanted then most.
                 publish_not_ready_addresses: Some(true),
                 selector: Some(self.labels()),
                 ports: Some(vec![
@@ -413,16 +400,10 @@ impl Fleet {
     }
 
     /// The system-upgrade-controller Plan: `concurrency` nodes at a time, each cordoned and
-    /// drained by the controller, then `reconfigure --drain=external` in a HostProcess
-    /// container; exit code 0 uncordons the node, any other stops there. For a migration:
-    /// `migrate` in that container, no drain (migrate cordons and uncordons the node itself).
-    ///
-    /// The nodes are selected by the labels asked for, never by the label `migrate` moves
-    /// (`cluster::operator::LABEL`): system-upgrade-controller v0.19.0 keeps a node in
-    /// `status.applying` only while it matches the selector (`pkg/upgrade/plan/plan.go`
-    /// `SelectConcurrentNodes`), deletes the job of a node that left it as "running
-    /// out-of-turn" (`pkg/upgrade/handle_batch.go`) and starts the next node: a migration
-    /// halfway, and two at once.
+    /// drained by the controller, then `reconfigure --drain=external` (or `migrate`, no drain)
+    /// in a HostProcess container; exit code 0 uncordons the node, any other stops there.
+    /// Never selected by the label `migrate` moves: the controller deletes the job of a node
+    /// that leaves the selector (v0.19.0 `pkg/upgrade/handle_batch.go`, "running out-of-turn").
     pub fn plan(&self) -> Plan {
         let node_selector = LabelSelector {
             match_expressions: Some(
@@ -471,13 +452,9 @@ impl Fleet {
         }
     }
 
-    /// The HostProcess DaemonSet: on each Windows node, `reconfigure --drain --turn` (the node
-    /// drains itself in one of the fleet's `concurrency` turns, held until it is healthy again;
-    /// this pod, a DaemonSet pod, stays), then the container stays running as the node's
-    /// renewer of last resort (`service keep-token`). The turns pace the first apply, a node's
-    /// joining and a new config alike: the controller starts every pod it has to make at once,
-    /// and `maxUnavailable` only paces the replacement of old pods (`cluster::turn`). The pod is
-    /// Ready while `status` finds the node healthy.
+    /// The HostProcess DaemonSet: on each Windows node, `reconfigure --drain --turn` (paced by
+    /// the fleet's turns, `fleet::turn`), then `service keep-token` as the node's renewer of
+    /// last resort. The pod is Ready while `status` finds the node healthy.
     pub fn daemon_set(&self) -> DaemonSet {
         let pod = self.pod();
         DaemonSet {
@@ -526,40 +503,19 @@ impl Fleet {
     fn pod(&self) -> PodSpec {
         let mut command = vec!["cmd.exe".to_owned(), "/c".to_owned(), Self::exe()];
         command.extend(self.args(false));
-        // cmd.exe runs what follows only when calicoctl-win exited 0: then the container stays
-        // as the node's renewer of last resort for calico-node's token (`service keep-token`),
-        // with this pod's own service-account token, which kubelet renews.
-        command.extend([
-            "&&".to_owned(),
-            Self::exe(),
-            "--config".to_owned(),
-            Self::config_path(),
-        ]);
-        command.extend(["service", "keep-token"].map(String::from));
+        // After `&&`, once the change exited 0: the renewer of last resort for calico-node's
+        // token, with this pod's own token, which kubelet renews.
+        command.extend(["&&".to_owned(), Self::exe(), "--config".to_owned()]);
+        command.extend([Self::config_path(), "service".into(), "keep-token".into()]);
         command.extend(self.scheduled_verify());
-        let status = [
-            "cmd.exe".to_owned(),
-            "/c".to_owned(),
-            Self::exe(),
-            "--config".to_owned(),
-            Self::config_path(),
-            "-q".to_owned(),
-            "status".to_owned(),
-            "--offline".to_owned(),
-        ];
         let container = Container {
             name: MAIN_CONTAINER.into(),
             image: Some(self.image.clone()),
             command: Some(command),
-            volume_mounts: Some(vec![VolumeMount {
-                name: "config".into(),
-                mount_path: CONFIG_MOUNT.into(),
-                read_only: Some(true),
-                ..VolumeMount::default()
-            }]),
+            volume_mounts: Some(vec![Self::config_mount()]),
             readiness_probe: Some(Probe {
                 exec: Some(ExecAction {
-                    command: Some(status.to_vec()),
+                    command: Some(Self::command(&["-q", "status", "--offline"])),
                 }),
                 period_seconds: Some(30),
                 timeout_seconds: Some(20),
@@ -601,15 +557,8 @@ impl Fleet {
     }
 
     /// The log containers, only when asked for (`--log-containers`): one per service, and
-    /// calicoctl-win's own log's (`logs calicoctl-win`: what `install --detach` wrote), named
-    /// `install` as the name `calicoctl-win` is the rollout's container's.
-    ///
-    /// Opt-in: each copies its log into kubelet's container log for the pod's whole life, and
-    /// kubelet's rotation of container logs is not to be relied on under containerd on Windows
-    /// (containerd/containerd#7075, open: rotation stops after the first rotated file;
-    /// kubernetes/kubernetes#124443: a followed log cannot be renamed, "being used by another
-    /// process"; kubernetes/kubernetes#112114: `--container-log-max-size` and `-max-files` not
-    /// held), so nothing bounds the copy's disk use.
+    /// calicoctl-win's own log's, named `install`. Opt-in, as nothing bounds the copy's disk
+    /// use: kubelet's log rotation fails under containerd on Windows (containerd/containerd#7075).
     fn log_containers(&self) -> Vec<Container> {
         if !self.log_containers {
             return Vec::new();
@@ -630,37 +579,26 @@ impl Fleet {
         })
     }
 
-    /// A container that shows a service's log, or calicoctl-win's own (`kubectl logs ds/NAME -c felix`, as the
-    /// operator's calico-node-windows pods have a container per component: tigera/operator
-    /// v1.40.0 `pkg/render/windows.go`, `nodeContainer`, `felixContainer`, `confdContainer`):
-    /// `logs ROLE --follow` with its position in the pod's emptyDir, so that a restarted
-    /// container goes on where the last one stopped. It is a HostProcess container as SYSTEM
-    /// by the pod's security context: Kubernetes refuses a pod whose containers differ in it
-    /// ("All of a Pod's containers must have the same effective HostProcess value":
-    /// `WindowsSecurityContextOptions.hostProcess`; kubernetes.io "Create a Windows
-    /// HostProcess Pod", Limitations; `validateWindowsHostProcessPod` in
-    /// pkg/apis/core/validation/validation.go). A role that does not run on a node (confd
-    /// without BGP, kube-proxy unless `kube_proxy.path`) waits quietly for its log.
-    /// The container `name` following the log of `role` (`logs ROLE --follow`), its position
-    /// kept in the pod's emptyDir.
+    /// The container `name` following the log of `role` (`logs ROLE --follow`, as the
+    /// operator's calico-node-windows has a container per component: tigera/operator v1.40.0
+    /// `pkg/render/windows.go`), its position kept in the pod's emptyDir. HostProcess by the
+    /// pod's security context, as all of a pod's containers must be
+    /// (`validateWindowsHostProcessPod`, pkg/apis/core/validation/validation.go).
     fn log_container(&self, name: &str, role: &str) -> Container {
         let mount = POSITIONS_MOUNT.trim_start_matches("C:");
         let position = format!("{SANDBOX}{mount}\\{role}.json");
-        let mut command = vec!["cmd.exe".to_owned(), "/c".to_owned(), Self::exe()];
-        command.extend(["--config".to_owned(), Self::config_path()]);
-        command.extend(["logs", role, "--follow", "--position"].map(String::from));
-        command.push(position);
         Container {
             name: name.into(),
             image: Some(self.image.clone()),
-            command: Some(command),
+            command: Some(Self::command(&[
+                "logs",
+                role,
+                "--follow",
+                "--position",
+                &position,
+            ])),
             volume_mounts: Some(vec![
-                VolumeMount {
-                    name: "config".into(),
-                    mount_path: CONFIG_MOUNT.into(),
-                    read_only: Some(true),
-                    ..VolumeMount::default()
-                },
+                Self::config_mount(),
                 VolumeMount {
                     name: "log-positions".into(),
                     mount_path: POSITIONS_MOUNT.into(),

@@ -1,12 +1,11 @@
 //! The Node condition `CalicoWindowsTraffic` as `fleet status` reads it: the verdict of the
-//! fleet DaemonSet's scheduled `verify` (`service keep-token --verify-every D`), judged stale
-//! by its heartbeat against D, which the DaemonSet's own command line says (read once for the
-//! whole fleet, so the requests stay flat in the number of nodes).
+//! DaemonSet's scheduled `verify` (`--verify-every D`), judged stale by its heartbeat against
+//! D, read once from the DaemonSet's command line.
 
-pub use super::fleet_view::Traffic;
-use super::fleet_view::{Codes, MAX_TEXT, codes_in, shown};
-use super::node::{ANNOTATION_TRAFFIC_CODES, CONDITION_TRAFFIC};
-use super::{Cluster, ClusterError};
+pub use super::view::Traffic;
+use super::view::{capped, codes_with, shown};
+use crate::cluster::node::{ANNOTATION_TRAFFIC_CODES, CONDITION_TRAFFIC};
+use crate::cluster::{Cluster, ClusterError};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::Node;
 use std::time::Duration;
@@ -18,23 +17,15 @@ pub const STALE: &str = "VerifyStale";
 /// The flag of `service keep-token` that schedules the runs, as `fleet plan` writes it.
 const EVERY_FLAG: &str = "--verify-every=";
 
-/// The verdict no run has refreshed: stale by its heartbeat, or said so by the node.
-fn stale(t: &Traffic) -> bool {
-    t.reason.as_deref() == Some(STALE)
-}
-
-/// Whether a verdict whose heartbeat is `beat` (seconds since 1970; none: unknown) is older
-/// than two intervals of `every` at `now`: no scheduled run has published since. The one
-/// judge of it: the DaemonSet's pod marks its own condition by it, `fleet status` reads by it.
+/// Whether a verdict of heartbeat `beat` (seconds; none: unknown) is older than two intervals
+/// of `every` at `now`: the one judge, for the pod's own mark and for `fleet status`.
 pub fn is_stale(beat: Option<i64>, every: Duration, now: i64) -> bool {
     let two = i64::try_from(2 * every.as_secs()).unwrap_or(i64::MAX);
     beat.is_none_or(|b| now.saturating_sub(b) > two)
 }
 
-/// The node's condition as judged at `now`, given the DaemonSet's interval (`every`; none
-/// when no DaemonSet runs verify on a schedule, and then no verdict is judged stale), with a
-/// False verdict's codes (`codes_beside`); none when the node has no such condition. A codes
-/// annotation without its form is named in `malformed`.
+/// The node's condition as judged at `now` against the DaemonSet's interval (none: never
+/// stale), with a False verdict's codes; a malformed codes annotation is named in `malformed`.
 pub fn of_node(
     n: &Node,
     every: Option<Duration>,
@@ -48,7 +39,6 @@ pub fn of_node(
         .as_ref()?
         .iter()
         .find(|c| c.type_ == CONDITION_TRAFFIC)?;
-    let capped = |s: &str| s.chars().take(MAX_TEXT).collect::<String>();
     let beat = c.last_heartbeat_time.as_ref().map(|t| t.0.as_second());
     let mut t = Traffic {
         status: capped(&c.status),
@@ -76,9 +66,8 @@ pub fn of_node(
         t.status = "Unknown".into();
         t.reason = Some(STALE.into());
     }
-    // Runs that each could not judge (the turn never theirs, a refused call, an image that
-    // lacks the build) keep the heartbeat fresh: unjudged since the condition last changed,
-    // for more than two intervals, is stale too.
+    // Runs that could not judge keep the heartbeat fresh: unjudged since the condition last
+    // changed, for more than two intervals, is stale too.
     let since = c.last_transition_time.as_ref().map(|t| t.0.as_second());
     if let Some(every) = every.filter(|e| {
         t.reason.as_deref() == Some(NOT_RUN) && since.is_some() && is_stale(since, *e, now)
@@ -94,34 +83,11 @@ pub fn of_node(
         t.reason = Some(STALE.into());
     }
     if t.status == "False" {
-        let codes = codes_beside(n, beat, malformed);
+        let codes = codes_with(n, ANNOTATION_TRAFFIC_CODES, beat, malformed);
         t.codes_unknown = codes.is_none();
         t.codes = codes.unwrap_or_default();
     }
     Some(t)
-}
-
-/// A False verdict's codes: its codes annotation when it was written in the same patch as the
-/// verdict (its heartbeat the condition's `lastHeartbeatTime`, `beat`), else `None`: unknown.
-/// An annotation an earlier run wrote (its heartbeat older: a later patch set the condition
-/// alone, as a stale mark does) or that an older calicoctl-win left must not stand for this
-/// verdict. A malformed one is named in `malformed`.
-fn codes_beside(n: &Node, beat: Option<i64>, malformed: &mut Vec<String>) -> Option<Vec<String>> {
-    let written = n
-        .metadata
-        .annotations
-        .as_ref()?
-        .get(ANNOTATION_TRAFFIC_CODES)?;
-    match codes_in(ANNOTATION_TRAFFIC_CODES, written) {
-        Ok(Codes {
-            heartbeat: at,
-            codes,
-        }) => (at.is_some() && at == beat).then_some(codes),
-        Err(bad) => {
-            malformed.push(bad);
-            None
-        }
-    }
 }
 
 /// What is not as it should be in node `name`'s traffic: a verdict False, or a stale one.
@@ -133,7 +99,7 @@ pub fn problem(name: &str, t: &Traffic) -> Option<String> {
             shown(name)
         ));
     }
-    stale(t).then(|| {
+    (t.reason.as_deref() == Some(STALE)).then(|| {
         format!(
             "node {}: its {CONDITION_TRAFFIC} verdict is stale: {said}",
             shown(name)
@@ -141,8 +107,7 @@ pub fn problem(name: &str, t: &Traffic) -> Option<String> {
     })
 }
 
-/// The interval of the fleet DaemonSet's scheduled verify: the `--verify-every=D` of its
-/// first container's command (`render::fleet`); none when it has no such flag or is not there.
+/// The interval of the fleet DaemonSet's scheduled verify (`every_of`); none without one.
 pub fn scheduled_every(
     c: &Cluster,
     namespace: &str,
@@ -340,16 +305,5 @@ mod tests {
         assert!(t.codes_unknown);
         assert_eq!(bad.len(), 1);
         assert!(bad[0].contains(ANNOTATION_TRAFFIC_CODES), "{bad:?}");
-    }
-
-    #[test]
-    fn the_interval_is_read_from_the_daemonsets_command() {
-        let mut ds = DaemonSet::default();
-        assert_eq!(every_of(&ds), None);
-        let doc = serde_json::json!({"spec": {"selector": {}, "template": {"spec": {"containers": [
-            {"name": "calicoctl-win", "command": ["cmd.exe", "/c", "x.exe", "service", "keep-token", "--verify-every=6h"]}
-        ]}}}});
-        ds = serde_json::from_value(doc).expect("a DaemonSet");
-        assert_eq!(every_of(&ds), Some(Duration::from_secs(6 * 3600)));
     }
 }

@@ -85,60 +85,6 @@ fn a_stale_heartbeat_is_unknown_with_its_age() {
     assert_eq!(none.calico_ready.as_deref(), Some("Unknown"));
 }
 
-/// The codes are data, never read from the message: a degraded node with no codes
-/// annotation, or with one not written with the condition's heartbeat (a CalicoNode rolled
-/// back to one that predates it leaves the old one), or the plain list of an older CalicoNode,
-/// has its codes unknown, a problem with its remedy, whatever codes its message names.
-#[test]
-fn codes_are_trusted_only_beside_the_heartbeat_they_were_written_with() {
-    let message = "HNS endpoint web1_Calico is stuck [endpoint-stuck]";
-    let with = |list: Option<&str>| {
-        let mut n = node("win-1", HASH, "False", message, Some(30));
-        if let Some(list) = list {
-            n.metadata
-                .annotations
-                .get_or_insert_default()
-                .insert(ANNOTATION_FINDING_CODES.into(), list.into());
-        }
-        node_row(&n, NOW)
-    };
-    let beat = |ago: i64| crate::duration::time_text(NOW - ago);
-    let fresh = with(Some(
-        &serde_json::json!({"heartbeat": beat(30), "codes": ["felix-unhealthy"]}).to_string(),
-    ));
-    assert_eq!(fresh.codes, ["felix-unhealthy"], "{fresh:?}");
-    assert!(!fresh.codes_unknown);
-    assert!(
-        row_problems(&fresh, Some(HASH))
-            .iter()
-            .all(|p| !p.contains("unknown"))
-    );
-    let stale = serde_json::json!({"heartbeat": beat(3600), "codes": ["felix-unhealthy"]});
-    for r in [
-        with(None),
-        with(Some(&stale.to_string())),
-        with(Some(r#"["felix-unhealthy"]"#)),
-    ] {
-        assert!(r.codes.is_empty() && r.codes_unknown, "{r:?}");
-        assert!(r.malformed.is_empty(), "{r:?}");
-        let problems = row_problems(&r, Some(HASH)).join("; ");
-        // The fix is the finding's remedy, not folded into its sentence.
-        let fixes: Vec<String> = row_troubles(&r, Some(HASH))
-            .iter()
-            .filter_map(|t| crate::health::judge::fleet_row(&r.name, t).remedy.clone())
-            .collect();
-        assert!(
-            problems.contains("node win-1: the finding codes of its CalicoNode are unknown: it predates codes as data")
-                && !problems.contains("upgrade calicoctl-win")
-                && fixes.iter().any(|f| f == "upgrade calicoctl-win on the node"),
-            "{problems} {fixes:?}"
-        );
-    }
-    let healthy = node_row(&node("win-2", HASH, "True", "", Some(30)), NOW);
-    assert!(healthy.codes.is_empty() && !healthy.codes_unknown);
-    assert_eq!(code_counts(&[fresh, healthy]).len(), 1);
-}
-
 /// The codes annotation CalicoNode writes beside its condition is read whole: a node with
 /// more findings than the message names (ten, then "and N more") has every code counted, and
 /// no text is parsed for them. A value that is no list of codes is named, not guessed at; a

@@ -1,24 +1,13 @@
 //! The credential `fleet diags` gives each node's `GET /diags`, and how the node checks it.
-//!
-//! kube-apiserver deletes the `Authorization` header of a request it authenticated
-//! (k8s.io/apiserver `pkg/endpoints/filters/authentication.go`, `WithAuthentication`:
-//! `req.Header.Del("Authorization")`), so the gatherer's own credential never reaches the pod;
-//! the node's travels in a header of its own (`HEADER`), which the pod proxy passes on with the
-//! others (k8s.io/apimachinery `pkg/util/proxy/upgradeaware.go`, `UpgradeAwareHandler.ServeHTTP`:
-//! `utilnet.CloneHeader(req.Header)` handed to `httputil.ReverseProxy`, which drops only the
-//! hop-by-hop headers).
-//!
-//! The token: a TokenRequest, per node, for the ServiceAccount `ACCOUNT` in the DaemonSet's
-//! namespace, its audience `calicoctl-win-diags:<node>` (so it is taken by that node alone, and
-//! by no API server: kube-apiserver's authenticator refuses a token none of whose audiences is
-//! its own), for the least lifetime kube-apiserver grants, ten minutes
-//! (`pkg/apis/authentication/validation/validation.go`, `ValidateTokenRequest`: "may not specify a
-//! duration less than 10 minutes"). The node: a TokenReview with its own audience alone
-//! (`pkg/registry/authentication/tokenreview/storage.go`, `REST.Create`: the token is
-//! authenticated for `spec.audiences`; a token of none of them is not authenticated), and
-//! only that ServiceAccount's username is let in.
+//! kube-apiserver drops the `Authorization` header of a request it authenticated
+//! (k8s.io/apiserver `pkg/endpoints/filters/authentication.go`), so the node's token travels in
+//! `HEADER`, which the pod proxy passes on (`pkg/util/proxy/upgradeaware.go`). The token: a
+//! TokenRequest of `ACCOUNT` per node, its audience `calicoctl-win-diags:<node>` (taken by that
+//! node alone and by no API server), for the least lifetime granted, ten minutes
+//! (`pkg/apis/authentication/validation/validation.go`). The node: a TokenReview with that
+//! audience alone, letting in only `ACCOUNT`'s username.
 
-use super::{Cluster, ClusterError};
+use crate::cluster::{Cluster, ClusterError};
 use crate::duration::Stop;
 use k8s_openapi::api::authentication::v1::{
     TokenRequest, TokenRequestSpec, TokenReview, TokenReviewSpec,
@@ -130,10 +119,9 @@ fn judge(r: TokenReview, node: &str, namespace: &str) -> Verdict {
         return Verdict::Denied("the review has no status".into());
     };
     if status.authenticated != Some(true) {
-        // kube-apiserver reports an authenticator's error beside `authenticated: false` rather
-        // than as an HTTP error (`pkg/registry/authentication/tokenreview/storage.go`,
-        // `REST.Create`: `tokenReview.Status.Error = err.Error()`); the error's text is not
-        // kept, as it may quote the token's claims.
+        // An authenticator's error comes beside `authenticated: false`
+        // (`pkg/registry/authentication/tokenreview/storage.go`); its text may quote the
+        // token's claims, and is not kept.
         let why = "the token is not authenticated for this node".to_owned();
         return match status.error.filter(|e| !e.is_empty()) {
             Some(_) => Verdict::Unsettled(format!("{why} (the API server gave an error)")),
@@ -145,9 +133,7 @@ fn judge(r: TokenReview, node: &str, namespace: &str) -> Verdict {
     if user != want {
         return Verdict::Denied(format!("the token is {user:?}'s, not {want:?}'s"));
     }
-    // kube-apiserver answers an authenticated review with the audiences it was authenticated
-    // for (`status.audiences`, never empty when `spec.audiences` is not: `REST.Create` refuses
-    // an authenticator's answer that shares none); ours must be among them.
+    // The audiences it was authenticated for (`status.audiences`): ours must be among them.
     let ours = audience(node);
     if status.audiences.is_some_and(|a| a.contains(&ours)) {
         Verdict::Allowed

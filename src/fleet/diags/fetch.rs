@@ -1,6 +1,6 @@
 //! One node's bundle streamed through the pod proxy to a file, and the run's nodes asked at
 //! most `concurrency` at once, each within its timeout and all within the run's
-//! (`diags_gather`).
+//! (`fleet::diags`).
 
 use http_body_util::BodyExt;
 use sha2::{Digest, Sha256};
@@ -42,7 +42,7 @@ pub struct Gather {
     pub port: u16,
     /// Labels the nodes must have besides `kubernetes.io/os=windows` (a label selector).
     pub node_selector: Option<String>,
-    /// The directory the zips and the index go to, taken by `diags_out::prepare_out`.
+    /// The directory the zips and the index go to, taken by `out::prepare_out`.
     pub out: PathBuf,
     pub concurrency: usize,
     pub node_timeout: Duration,
@@ -90,7 +90,7 @@ pub enum Reason {
 }
 
 /// One node's line in the index.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct NodeBundle {
     pub node: String,
     /// `ok` or `failed`.
@@ -117,12 +117,9 @@ impl NodeBundle {
         NodeBundle {
             node: node.to_owned(),
             result: "failed",
-            file: None,
-            size: None,
-            sha256: None,
             reason: Some(reason),
             message: Some(message),
-            skipped: Vec::new(),
+            ..NodeBundle::default()
         }
     }
 }
@@ -196,26 +193,9 @@ pub(super) fn part_of(out: &Path, node: &str) -> std::path::PathBuf {
     out.join(format!(".{node}.zip.part"))
 }
 
-/// Whether a node's name is a file name as it stands (a DNS subdomain, as the API server
-/// makes sure; checked again, as it becomes a path).
-pub(super) fn is_file_name(node: &str) -> bool {
-    !node.is_empty()
-        && !node.starts_with('.')
-        && node
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-}
-
 /// One node: its bundle streamed to its `.part` file within its timeout, renamed to
 /// `NODE.zip` when whole; removed otherwise.
 async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBundle {
-    if !is_file_name(node) {
-        return NodeBundle::failed_line(
-            node,
-            Reason::NotWritten,
-            "its name is not a file name".into(),
-        );
-    }
     let part = part_of(&g.out, node);
     let streamed =
         tokio::time::timeout(g.node_timeout, stream(client, g, (node, pod), &part)).await;
@@ -230,7 +210,7 @@ async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBu
         Ok(r) => r,
     };
     let file = format!("{node}.zip");
-    // Named NODE.zip only when whole: the run's directory is its own (`diags_out`).
+    // Named NODE.zip only when whole: the run's directory is its own (`out`).
     let outcome = outcome.and_then(|(size, sha)| {
         fs_err::rename(&part, g.out.join(&file))
             .map(|()| (size, sha))
@@ -243,9 +223,7 @@ async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBu
             file: Some(file),
             size: Some(size),
             sha256: Some(sha256),
-            reason: None,
-            message: None,
-            skipped: Vec::new(),
+            ..NodeBundle::default()
         },
         Err((reason, message)) => {
             let _ = fs_err::remove_file(&part);
@@ -257,7 +235,7 @@ async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBu
 type Failure = (Reason, String);
 
 /// `GET /diags` of `node`'s `pod` through the pod proxy, with a token for that node alone
-/// (`diags_auth`), its body written to `part` frame by frame (never whole in memory), capped
+/// (`auth`), its body written to `part` frame by frame (never whole in memory), capped
 /// at `g.cap`: its size and sha256.
 async fn stream(
     client: &kube::Client,
@@ -265,7 +243,7 @@ async fn stream(
     (node, pod): (&str, &str),
     part: &Path,
 ) -> Result<(u64, String), Failure> {
-    let token = super::diags_auth::mint(client, &g.namespace, node)
+    let token = super::auth::mint(client, &g.namespace, node)
         .await
         .map_err(|e| (Reason::Refused, format!("no token for it: {e}")))?;
     let path = format!(
@@ -276,7 +254,7 @@ async fn stream(
         .map_err(|_| (Reason::Refused, "the token is no header value".to_owned()))?;
     value.set_sensitive(true);
     let request = http::Request::get(path)
-        .header(super::diags_auth::HEADER, value)
+        .header(super::auth::HEADER, value)
         .body(kube::client::Body::empty())
         .map_err(|_| (Reason::Refused, "the request cannot be made".to_owned()))?;
     let answer = client
@@ -323,7 +301,7 @@ async fn stream(
 
 /// A body that failed while it came: longer than the client reads, or cut off.
 fn cut_off(e: &kube::Error, cap: u64) -> Failure {
-    if super::error::cause_of::<super::guard::TooLong>(e).is_some() {
+    if crate::cluster::error::cause_of::<crate::cluster::guard::TooLong>(e).is_some() {
         return too_big(cap);
     }
     (Reason::Unreachable, format!("its answer was cut off: {e}"))
@@ -337,11 +315,8 @@ fn too_big(cap: u64) -> Failure {
 }
 
 /// An answer other than 200: the node's own (marked with `ANSWER_HEADER`), the API server's
-/// (a `Status` in JSON: kube-apiserver writes its own refusals, and the proxy's failure to reach
-/// the pod, as one: k8s.io/apimachinery `pkg/util/proxy/transport.go` makes a failed dial
-/// `NewServiceUnavailable("error trying to reach service: ...")`, which the proxy's responder
-/// writes as a `Status`), or another program's on the port; with the first of its text,
-/// escaped.
+/// (a `Status`, a failed dial too: k8s.io/apimachinery `pkg/util/proxy/transport.go`), or
+/// another program's on the port; with the first of its text, escaped.
 async fn refusal(status: u16, mark: Option<String>, body: &mut kube::client::Body) -> Failure {
     let mut text = Vec::new();
     while text.len() < SHOWN {

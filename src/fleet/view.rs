@@ -1,13 +1,9 @@
-//! The fleet as its nodes say it: each Windows node's annotations (what install and
-//! reconfigure put there) and CalicoNode's condition, and what is not as it should be,
-//! against the config most nodes have.
-//!
-//! Whoever may patch a Node writes what is read here: every value is capped as it is kept
-//! (`MAX_TEXT`), checked for its form (a hash is `sha256:` and 64 hex digits, a condition's
-//! status True, False or Unknown; anything else is named `malformed`), and escaped for a
-//! terminal (`shown`) before it is printed.
+//! The fleet as its nodes say it: each Windows node's annotations and CalicoNode's condition,
+//! and what is not as it should be, against the config most nodes have. Whoever may patch a
+//! Node writes what is read here: every value is capped (`MAX_TEXT`), checked for its form
+//! (else named `malformed`), and escaped for a terminal (`shown`).
 
-use super::node::{
+use crate::cluster::node::{
     ANNOTATION_CALICO_VERSION, ANNOTATION_CONFIG_HASH, ANNOTATION_FINDING_CODES,
     ANNOTATION_TOOL_VERSION, CONDITION_CALICO_READY, CONDITION_STALE_AFTER,
     REASON_HANDED_TO_OPERATOR, REASON_NOT_INSTALLED,
@@ -33,11 +29,9 @@ pub struct NodeRow {
     /// older than `CONDITION_STALE_AFTER`, or its status is malformed), or none yet.
     pub calico_ready: Option<String>,
     pub reasons: Option<String>,
-    /// The finding codes of CalicoNode's last look, each once (its codes annotation,
-    /// docs/findings.md, trusted when written with the condition's heartbeat).
+    /// The finding codes of CalicoNode's last look, each once (`codes_with`).
     pub codes: Vec<String>,
-    /// The node is degraded and its codes are not known: its CalicoNode predates codes as
-    /// data (no annotation, or one not written with the condition's heartbeat).
+    /// The node is degraded and its codes are not known.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub codes_unknown: bool,
     /// The condition's `lastHeartbeatTime`, and its age in seconds when read.
@@ -46,38 +40,33 @@ pub struct NodeRow {
     /// Values that do not have their form, named.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub malformed: Vec<String>,
-    /// `migrate to-operator` handed the node to the operator's DaemonSet (the condition's
-    /// reason): its Calico is judged by the NetworkUnavailable condition calico-node keeps
-    /// (False `CalicoIsUp` at each start, True `CalicoIsDown` from its pod's preStop: calico
-    /// v3.32.1 `node/pkg/lifecycle/utils/utils.go`), not by calicoctl-win's condition or config.
+    /// `migrate to-operator` handed the node to the operator: its Calico is judged by
+    /// calico-node's NetworkUnavailable (calico v3.32.1 `node/pkg/lifecycle/utils/utils.go`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub handed_to_operator: bool,
-    /// The fleet DaemonSet's scheduled verify's verdict (`CalicoWindowsTraffic`), as judged
-    /// by `fleet_traffic::of_node`; none when the node has no such condition.
+    /// The scheduled verify's verdict (`traffic::of_node`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub traffic: Option<Traffic>,
 }
 
-/// A node's `CalicoWindowsTraffic` as judged (JSON `traffic` in a row; `fleet_traffic`).
+/// A node's `CalicoWindowsTraffic` as judged (JSON `traffic` in a row; `traffic`).
 #[derive(Debug, PartialEq, serde::Serialize)]
 pub struct Traffic {
-    /// True, False or Unknown: Unknown when the verdict is stale (`reason` `VerifyStale`)
-    /// or its status is none of the three.
+    /// True, False or Unknown (stale, `VerifyStale`, or none of the three).
     pub status: String,
     pub reason: Option<String>,
     pub message: Option<String>,
     pub heartbeat: Option<String>,
     pub heartbeat_age_seconds: Option<i64>,
-    /// The finding codes of a False verdict's failing checks, each once (its codes
-    /// annotation, `ANNOTATION_TRAFFIC_CODES`, trusted when written with this heartbeat).
+    /// A False verdict's finding codes, each once (`codes_with`).
     pub codes: Vec<String>,
-    /// The verdict is False and its codes are not known: no annotation was written with it.
+    /// The verdict is False and its codes are not known.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub codes_unknown: bool,
 }
 
 /// At most `MAX_TEXT` characters of `s`.
-fn capped(s: &str) -> String {
+pub fn capped(s: &str) -> String {
     s.chars().take(MAX_TEXT).collect()
 }
 
@@ -182,11 +171,7 @@ fn operator_down(c: &k8s_openapi::api::core::v1::NodeCondition) -> Option<String
     })
 }
 
-/// A degraded node's finding codes (none for another), by its condition: its codes annotation when it was
-/// written with the condition's heartbeat (`node::report`), else `None`: unknown. A CalicoNode
-/// rolled back to one that predates the annotation's heartbeat leaves an annotation it no
-/// longer writes, which must not stand for its look now. A malformed annotation is named in
-/// `malformed`.
+/// A degraded node's finding codes (none for another), by its condition (`codes_with`).
 fn row_codes(
     n: &Node,
     degraded: Option<&k8s_openapi::api::core::v1::NodeCondition>,
@@ -195,17 +180,22 @@ fn row_codes(
     let Some(c) = degraded.filter(|c| c.reason.as_deref() != Some(REASON_NOT_INSTALLED)) else {
         return Some(Vec::new());
     };
-    let heartbeat = c.last_heartbeat_time.as_ref().map(|t| t.0.as_second());
-    let written = n
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(ANNOTATION_FINDING_CODES))?;
-    match codes_of(written) {
-        Ok(Codes {
-            heartbeat: at,
-            codes,
-        }) => (at.is_some() && at == heartbeat).then_some(codes),
+    let beat = c.last_heartbeat_time.as_ref().map(|t| t.0.as_second());
+    codes_with(n, ANNOTATION_FINDING_CODES, beat, malformed)
+}
+
+/// The codes of the annotation `key` when it was written with the condition's heartbeat
+/// `beat`, else `None`: unknown (one an earlier run or an older calicoctl-win left must not
+/// stand for this look). A malformed one is named in `malformed`.
+pub fn codes_with(
+    n: &Node,
+    key: &str,
+    beat: Option<i64>,
+    malformed: &mut Vec<String>,
+) -> Option<Vec<String>> {
+    let written = n.metadata.annotations.as_ref()?.get(key)?;
+    match codes_in(key, written) {
+        Ok(c) => (c.heartbeat.is_some() && c.heartbeat == beat).then_some(c.codes),
         Err(bad) => {
             malformed.push(bad);
             None
@@ -221,8 +211,8 @@ fn is_code(word: &str) -> bool {
         && word.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
 }
 
-/// The codes annotation as read: its codes, and the condition's heartbeat they were written
-/// with (seconds since 1970; none in the plain list an older CalicoNode wrote).
+/// A codes annotation as read: its codes, and the heartbeat they were written with (seconds;
+/// none in an older CalicoNode's plain list).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Codes {
     pub heartbeat: Option<i64>,
@@ -246,9 +236,8 @@ pub fn codes_of(text: &str) -> Result<Codes, String> {
     codes_in(ANNOTATION_FINDING_CODES, text)
 }
 
-/// A codes annotation (`key`) as `node::report` writes it, read whole with no cap on the
-/// codes' number (the API server bounds all of a node's annotations at 256 KiB), each once
-/// in the order written; anything else is named as malformed.
+/// A codes annotation (`key`) as `node::report` writes it, each code once in the order
+/// written (the API server bounds a node's annotations at 256 KiB); else named malformed.
 pub fn codes_in(key: &str, text: &str) -> Result<Codes, String> {
     let bad = || format!("annotation {key} is no heartbeat with a JSON list of finding codes");
     let (heartbeat, words) = match serde_json::from_str(text).map_err(|_| bad())? {
@@ -261,8 +250,6 @@ pub fn codes_in(key: &str, text: &str) -> Result<Codes, String> {
     if !words.iter().all(|w| is_code(w)) {
         return Err(bad());
     }
-    // Each once, by a set: a list that fills the annotation (some 20,000 words) costs no
-    // more than its length.
     let mut seen = std::collections::HashSet::new();
     let codes = words
         .into_iter()
@@ -323,23 +310,16 @@ pub fn row_troubles(r: &NodeRow, fleet_hash: Option<&str>) -> Vec<(Trouble, Stri
         }
         return out;
     }
+    let why = || r.reasons.as_deref().map_or("no reason given".into(), shown);
     match r.calico_ready.as_deref() {
         Some("True") => {}
-        Some(status) => out.push((
-            if status == "Unknown" {
-                Trouble::Unknown
-            } else {
-                Trouble::Degraded
-            },
-            format!(
-                "Calico on node {name} is {}: {}",
-                if status == "Unknown" {
-                    "unknown"
-                } else {
-                    "degraded"
-                },
-                r.reasons.as_deref().map_or("no reason given".into(), shown)
-            ),
+        Some("Unknown") => out.push((
+            Trouble::Unknown,
+            format!("Calico on node {name} is unknown: {}", why()),
+        )),
+        Some(_) => out.push((
+            Trouble::Degraded,
+            format!("Calico on node {name} is degraded: {}", why()),
         )),
         None => out.push((
             Trouble::NoCondition,
@@ -410,9 +390,8 @@ pub fn short_hash(h: &str) -> String {
     ))
 }
 
-/// A value as a terminal may show it: control characters (escape sequences, newlines that
-/// would forge table lines, carriage returns) written as `\n`, `\x1b`, and at most
-/// `MAX_SHOWN` characters, with an ellipsis when cut.
+/// A value as a terminal may show it: control and bidi characters written out (`\n`,
+/// `\u{1b}`), at most `MAX_SHOWN` characters, with an ellipsis when cut.
 pub fn shown(s: &str) -> String {
     let mut out = String::new();
     let mut count = 0;

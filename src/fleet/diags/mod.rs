@@ -1,37 +1,31 @@
-//! Every selected Windows node's redacted `diags` zip, gathered through the cluster: each node's
-//! pod of the fleet DaemonSet is asked `GET /diags` through kube-apiserver's pod proxy
-//! (`pods/proxy`, verb get: kubernetes/kubernetes `pkg/registry/core/pod/rest/subresources.go`,
-//! `ProxyREST.Connect`, which dials the pod's IP and port from `pod.ResourceLocation` and
-//! streams the answer back through an `UpgradeAwareProxyHandler`). The pod is on its node's
-//! network, so the port is the node's own.
-//!
-//! Each answer is streamed to a file as it comes (never whole in memory), hashed on the way and
-//! renamed to `NODE.zip` only when it is whole; a node gets `node_timeout`, the whole run
-//! `total_timeout`, and at most `concurrency` nodes are asked at once. Nothing of a bundle's
-//! content is logged or put in an error: the node redacted it (`crate::redact`), and the
-//! index says only its size and sha256.
+//! Every selected Windows node's redacted `diags` zip: each node's pod of the fleet DaemonSet
+//! (on its node's network) is asked `GET /diags` through kube-apiserver's pod proxy (kubernetes
+//! `pkg/registry/core/pod/rest/subresources.go`, `ProxyREST.Connect`). Each answer streams to a
+//! file, hashed on the way, named `NODE.zip` only when whole; a node gets `node_timeout`, the run
+//! `total_timeout`, at most `concurrency` at once. No bundle content is logged or put in an error.
 
-pub use super::diags_fetch::{
+pub mod auth;
+mod fetch;
+mod out;
+pub mod rights;
+
+use crate::cluster::{Cluster, ClusterError};
+pub use fetch::{
     ANSWER_HEADER, Gather, NODE_BUILD_TIME, NODE_REVIEW_TIME, NODE_SEND_TIME, NODE_TIMEOUT,
     NodeBundle, PATH, Reason,
 };
-pub use super::diags_out::{OutDir, OutError, prepare_out};
-use super::{Cluster, ClusterError};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
+pub use out::{OutDir, OutError, prepare_out};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The default number of nodes asked at once: so many that a fleet of 100 is asked in two
-/// waves, and a node that does not answer, holding its slot for the whole `--node-timeout`,
-/// is asked within a wave of the start (at 8 it could be asked last, 13 waves in). Each answer
-/// streams to its file (a frame in memory per node asked), and kube-apiserver counts a pod
-/// proxy request as long-running, outside its `--max-requests-inflight`
-/// (`BasicLongRunningRequestCheck` with the `proxy` verb and subresource,
-/// pkg/controlplane/apiserver/config.go).
+/// The default number of nodes asked at once: a fleet of 100 in two waves. Each answer
+/// streams to its file, and kube-apiserver counts a pod proxy request as long-running, outside
+/// `--max-requests-inflight` (pkg/controlplane/apiserver/config.go).
 pub const CONCURRENCY: usize = 64;
 /// The most one bundle may hold: the API client reads no answer longer (`guard::BODY_CAP`).
-pub const BUNDLE_CAP: u64 = super::guard::BODY_CAP as u64;
+pub const BUNDLE_CAP: u64 = crate::cluster::guard::BODY_CAP as u64;
 
 /// The index of a run: a line per node, by name, and whether the run's timeout came.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -42,9 +36,8 @@ pub struct Index {
     pub run_timed_out: bool,
 }
 
-/// Gathers the selected nodes' bundles into `g.out` (which `prepare_out` made). Reading the
-/// DaemonSet, listing the nodes or the pods failing is the run's error; each node's failure is
-/// its line. Only a pod of the DaemonSet's own on its node's network is asked (`not_ours`).
+/// Gathers the selected nodes' bundles into `g.out` (which `prepare_out` made): a failed read
+/// of the DaemonSet, nodes or pods is the run's error, each node's failure its line.
 pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
     let uid = daemon_set_uid(c, &g.namespace, &g.daemon_set)?;
     let nodes = windows_nodes(c, g.node_selector.as_deref())?;
@@ -54,60 +47,24 @@ pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
     let mut skipped_of = BTreeMap::new();
     for node in nodes {
         let (pod, skipped) = own_pod(pods.remove(&node).unwrap_or_default(), &uid, &node);
-        match pod {
-            None if skipped.is_empty() => lines.push(NodeBundle::failed_line(
-                &node,
-                Reason::NoPod,
-                format!(
-                    "no pod of the DaemonSet ({} in {}) is on the node",
-                    g.pod_selector, g.namespace
-                ),
-            )),
-            None => lines.push(NodeBundle {
-                skipped,
-                ..NodeBundle::failed_line(
-                    &node,
-                    Reason::NotOurPod,
-                    format!(
-                        "no pod on it is the DaemonSet {}'s own on the node's network: none was asked",
-                        g.daemon_set
-                    ),
-                )
-            }),
-            Some(pod) if !is_running(&pod) => lines.push(NodeBundle {
-                skipped,
-                ..NodeBundle::failed_line(
-                    &node,
-                    Reason::PodNotRunning,
-                    format!(
-                        "its pod {} does not run (phase {})",
-                        pod.metadata.name.as_deref().unwrap_or_default(),
-                        phase(&pod)
-                    ),
-                )
-            }),
-            Some(pod) if ipv6_address(&pod).is_some() => lines.push(NodeBundle {
-                skipped,
-                ..NodeBundle::failed_line(
-                    &node,
-                    Reason::Unreachable,
-                    format!(
-                        "its pod {} has the address {}, an IPv6 one, which the API server's proxy would dial, and CalicoNode's endpoint listens on IPv4 only (Calico's Windows dataplane has no IPv6): not asked; give the node an IPv4 address first (the kubelet's --node-ip), then delete the pod (the DaemonSet makes it again with that address)",
-                        pod.metadata.name.as_deref().unwrap_or_default(),
-                        ipv6_address(&pod).unwrap_or_default()
-                    ),
-                )
-            }),
-            Some(pod) => {
+        match (unasked(g, pod.as_ref(), skipped.is_empty()), pod) {
+            (None, Some(pod)) => {
                 asked.push((node.clone(), pod.metadata.name.unwrap_or_default()));
                 skipped_of.insert(node, skipped);
+            }
+            (why, _) => {
+                let (reason, message) = why.unwrap_or((Reason::NoPod, String::new()));
+                lines.push(NodeBundle {
+                    skipped,
+                    ..NodeBundle::failed_line(&node, reason, message)
+                });
             }
         }
     }
     // Without kube's retries: a node's 503 (nothing listens) is its answer, and a retried GET
     // would make the node build its bundle again.
     let client = c.client_without_retries.clone();
-    let (mut fetched, run_timed_out) = c.run(super::diags_fetch::all(client, g, asked));
+    let (mut fetched, run_timed_out) = c.run(fetch::all(client, g, asked));
     for line in &mut fetched {
         line.skipped = skipped_of.remove(&line.node).unwrap_or_default();
     }
@@ -122,13 +79,34 @@ pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
     })
 }
 
-/// The pod's address when it is an IPv6 one. The pod proxy dials a pod's first address
-/// (kubernetes/kubernetes `pkg/registry/core/pod/strategy.go`, `getPodIP`: `PodIPs[0]`), a
-/// host-network pod's being its node's first (`pkg/kubelet/kubelet_pods.go`,
-/// `generateAPIPodStatus`: `s.PodIP = hostIPs[0]`), which a node whose kubelet puts IPv6 first
-/// makes IPv6. CalicoNode listens on IPv4 only, as Calico's Windows dataplane runs
-/// (projectcalico/calico v3.32.1 `felix/dataplane/windows/endpoint_mgr.go`: "Windows dataplane
-/// doesn't support IPv6 yet"): such a node is named, not dialled in vain.
+/// Why a node's `pod` (its own, `own_pod`) is not asked, if it is not.
+fn unasked(g: &Gather, pod: Option<&Pod>, none_skipped: bool) -> Option<(Reason, String)> {
+    let Some(pod) = pod else {
+        return Some(if none_skipped {
+            let (sel, ns) = (&g.pod_selector, &g.namespace);
+            let why = format!("no pod of the DaemonSet ({sel} in {ns}) is on the node");
+            (Reason::NoPod, why)
+        } else {
+            let ds = &g.daemon_set;
+            let why = format!(
+                "no pod on it is the DaemonSet {ds}'s own on the node's network: none was asked"
+            );
+            (Reason::NotOurPod, why)
+        });
+    };
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    if !is_running(pod) {
+        let why = format!("its pod {name} does not run (phase {})", phase(pod));
+        return Some((Reason::PodNotRunning, why));
+    }
+    ipv6_address(pod).map(|ip| (Reason::Unreachable, format!(
+        "its pod {name} has the address {ip}, an IPv6 one, which the API server's proxy would dial, and CalicoNode's endpoint listens on IPv4 only (Calico's Windows dataplane has no IPv6): not asked; give the node an IPv4 address first (the kubelet's --node-ip), then delete the pod (the DaemonSet makes it again with that address)"
+    )))
+}
+
+/// The pod's address when it is an IPv6 one, which the pod proxy would dial (kubernetes
+/// `pkg/registry/core/pod/strategy.go`, `getPodIP`) and CalicoNode does not listen on (calico
+/// v3.32.1 `felix/dataplane/windows/endpoint_mgr.go`: no IPv6).
 fn ipv6_address(pod: &Pod) -> Option<&str> {
     let ip = pod.status.as_ref()?.pod_ip.as_deref()?;
     ip.parse::<std::net::Ipv6Addr>().is_ok().then_some(ip)
@@ -138,27 +116,16 @@ fn ipv6_address(pod: &Pod) -> Option<&str> {
 /// is asked (a DaemonSet that is not there refuses the run).
 fn daemon_set_uid(c: &Cluster, namespace: &str, name: &str) -> Result<String, ClusterError> {
     let api: kube::Api<DaemonSet> = kube::Api::namespaced(c.client.clone(), namespace);
-    let ds = c
-        .call("get", "daemonsets", api.get(name))
-        .map_err(|e| match e {
-            // Roles written before the gatherer read the DaemonSet lack the rule.
-            ClusterError::Api {
-                code: 403,
-                server,
-                verb,
-                resource,
-                message,
-            } => ClusterError::Api {
-                code: 403,
-                server,
-                verb,
-                resource,
-                message: format!(
-                    "{message} (a Role written by an earlier `fleet rbac --identity diags` lacks `get daemonsets`: apply `calicoctl-win fleet rbac --identity diags` again)"
-                ),
-            },
-            e => e,
-        })?;
+    let ds = c.call("get", "daemonsets", api.get(name)).map_err(|mut e| {
+        // Roles written before the gatherer read the DaemonSet lack the rule.
+        if let ClusterError::Api {
+            code: 403, message, ..
+        } = &mut e
+        {
+            message.push_str(" (a Role written by an earlier `fleet rbac --identity diags` lacks `get daemonsets`: apply `calicoctl-win fleet rbac --identity diags` again)");
+        }
+        e
+    })?;
     Ok(ds.metadata.uid.unwrap_or_default())
 }
 
@@ -181,15 +148,10 @@ fn own_pod(pods: Vec<Pod>, uid: &str, node: &str) -> (Option<Pod>, Vec<String>) 
     (own, skipped)
 }
 
-/// Why `pod` is not the DaemonSet's own pod on `node`'s network, if it is not. A label is
-/// anyone's to set who may create pods in the namespace; the DaemonSet controller's pods name
-/// it (its `uid`) as their controller (k8s.io/apimachinery `pkg/apis/meta/v1/controller_ref.go`,
-/// `NewControllerRef`; kubernetes/kubernetes `pkg/controller/daemon/daemon_controller.go`
-/// creates each pod with it), and the fleet's pods run on the node's network
-/// (`spec.hostNetwork`), whose address the kubelet reports as the pod's
-/// (`pkg/kubelet/kubelet_pods.go`, `generateAPIPodStatus`: "HostNetwork Pods inherit the node
-/// IPs as PodIPs"). What the pod proxy dials is then the node's own port (docs/security.md says
-/// what this does not keep out).
+/// Why `pod` is not the DaemonSet's own pod on `node`'s network, if it is not: a label is
+/// anyone's who may create pods, but the controller's pods name its `uid` as their controller
+/// (`pkg/controller/daemon/daemon_controller.go`), and a host-network pod's address is its
+/// node's (`pkg/kubelet/kubelet_pods.go`, `generateAPIPodStatus`).
 fn not_ours(pod: &Pod, uid: &str, node: &str) -> Option<String> {
     let controller = pod
         .metadata
@@ -212,10 +174,8 @@ fn not_ours(pod: &Pod, uid: &str, node: &str) -> Option<String> {
         status.and_then(|s| s.pod_ip.as_deref()),
         status.and_then(|s| s.host_ip.as_deref()),
     );
-    // The node's addresses as the kubelet reports them now: `hostIP` (its first) and `hostIPs`
-    // (one per family), which it sets again at every status sync, where a host-network pod's
-    // IPs are set once ("immutable once set"). A pod whose address is none of them is not on
-    // the node, or is from before the node's addresses changed: named, to be recreated.
+    // The node's addresses as the kubelet reports them at every sync (`hostIP`, `hostIPs`); a
+    // host-network pod's are set once, and may be from before the node's changed.
     let now: Vec<&str> = host
         .into_iter()
         .chain(
@@ -244,7 +204,7 @@ fn windows_nodes(c: &Cluster, selector: Option<&str>) -> Result<Vec<String>, Clu
     let api: kube::Api<Node> = kube::Api::all(c.client.clone());
     let lp = kube::api::ListParams::default()
         .labels(&labels)
-        .limit(super::PAGE);
+        .limit(crate::cluster::PAGE);
     let mut names = Vec::new();
     c.for_each_page_of(&api, "nodes", &lp, |page| {
         names.extend(page.into_iter().filter_map(|n| n.metadata.name));
@@ -263,7 +223,7 @@ fn pods_by_node(
     let api: kube::Api<Pod> = kube::Api::namespaced(c.client.clone(), namespace);
     let lp = kube::api::ListParams::default()
         .labels(selector)
-        .limit(super::PAGE);
+        .limit(crate::cluster::PAGE);
     let mut by_node: BTreeMap<String, Vec<Pod>> = BTreeMap::new();
     c.for_each_page_of(&api, "pods", &lp, |page| {
         for pod in page {
@@ -276,9 +236,8 @@ fn pods_by_node(
     Ok(by_node)
 }
 
-/// Whether the pod runs with an address. Not its readiness: the DaemonSet's pod is Ready
-/// while `status` finds the node healthy, and a node that is not is the one whose bundle is
-/// wanted most.
+/// Whether the pod runs with an address (not its readiness: an unhealthy node's bundle is
+/// wanted most).
 fn is_running(pod: &Pod) -> bool {
     let status = pod.status.as_ref();
     phase(pod) == "Running"

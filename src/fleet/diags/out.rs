@@ -8,7 +8,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 /// The file a run takes its directory by: its index while written, renamed to `index.json`
-/// when the run ends (`diags_gather::write_index`).
+/// when the run ends (`diags::write_index`).
 pub const CLAIM: &str = ".index.json.part";
 
 /// An output directory a run does not take: nothing in it was changed.
@@ -91,5 +91,5 @@ pub fn prepare_out(out: &Path) -> Result<OutDir, OutError> {
 }
 
 #[cfg(test)]
-#[path = "diags_out_tests.rs"]
+#[path = "out_tests.rs"]
 mod tests;

@@ -1,36 +1,20 @@
 //! A fleet's turns: at most `count` nodes of the fleet DaemonSet change at once, each holding
-//! one of the coordination.k8s.io/v1 Leases `<name>-turn-0` .. `<name>-turn-<count - 1>` in
-//! the fleet's namespace while it changes and until it is healthy again.
+//! one of the coordination.k8s.io/v1 Leases `<name>-turn-0` .. `<name>-turn-<count - 1>` while
+//! it changes and until it is healthy again. In the pod's command, as the DaemonSet controller
+//! paces only a rolling update (kubernetes v1.33 `pkg/controller/daemon/update.go`): a new
+//! DaemonSet or node starts every pod at once.
 //!
-//! Why in the pod's command: the DaemonSet controller paces only a rolling update, by deleting
-//! pods of an old revision within `maxUnavailable` (kubernetes v1.33
-//! `pkg/controller/daemon/update.go`, `rollingUpdate`); every eligible node without a pod gets
-//! one at once, in slow-start batches (`daemon_controller.go`, `manage`, `syncNodes`): the
-//! DaemonSet's creation and a node's joining start them all together.
-//!
-//! The design, the simplest we found sound:
-//! - Taking: a slot that does not exist is created (409: another node made it first, read it
-//!   again next look); a free one is written with an update carrying the resourceVersion read
-//!   (409: another node won). kube-apiserver's `Create` and `Update` (apiserver
-//!   `pkg/registry/generic/registry/store.go`) make sure one node wins.
-//! - Expiry as client-go's leader election judges it (client-go v0.33.0,
-//!   `tools/leaderelection/leaderelection.go`, `tryAcquireOrRenew`, `isLeaseValid`,
-//!   `setObservedRecord`): a contender notes, by its own monotonic clock, when it first saw a
-//!   slot's current record, and takes it only once the record's `leaseDurationSeconds`
-//!   passed with no change. No node's clock is compared with another's, so neither a skew nor
-//!   a clock step moves a turn; the times written are for people.
-//! - Holding: renewed every third of its duration; given back (the holder cleared) once the
-//!   node is healthy again. A pod killed while holding renews no more: its slot is taken over
-//!   once its duration passed unseen.
-//! - Failing: the node keeps its slot and marks it (`FAILED`: the failure's kind and time);
-//!   nobody renews it, and no other node takes it, however old, unless the holder's Node is
-//!   gone (404): the rollout stops there, as system-upgrade-controller's stops at a failed job
-//!   (v0.19.0 `pkg/upgrade/plan/plan.go` `SelectConcurrentNodes`: a node whose job failed stays
-//!   in `status.applying` and holds its slot). The node's next pod (the kubelet restarts the
-//!   container) takes its own slot back and tries again; a person frees it by fixing the
-//!   node, or by deleting the Lease.
+//! - Taking: a missing slot is created, a free one updated with the resourceVersion read; a
+//!   409 is another node winning (apiserver `pkg/registry/generic/registry/store.go`).
+//! - Expiry as client-go's leader election judges it (v0.33.0
+//!   `tools/leaderelection/leaderelection.go`, `isLeaseValid`): a record seen unchanged for its
+//!   `leaseDurationSeconds` by this node's monotonic clock; no two nodes' clocks are compared.
+//! - Holding: renewed every third of its duration; given back once the node is healthy.
+//! - Failing: the slot is kept and marked (`FAILED`), taken by no other node while the
+//!   holder's Node exists, as system-upgrade-controller stops at a failed job (v0.19.0
+//!   `pkg/upgrade/plan/plan.go`); the node's next pod takes it back and tries again.
 
-use super::{Cluster, ClusterError};
+use crate::cluster::{Cluster, ClusterError};
 use crate::error::{Diagnosis, Exit, Kind};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Node;
@@ -255,10 +239,8 @@ pub fn said(s: &Slot) -> String {
 }
 
 /// Whether another node's slot `l` may be taken: no holder, or run out, and its holder's
-/// Node either gone or neither marked failed nor cordoned. A holder killed after its cordon
-/// (a reboot, a crash loop whose back-off outlasts the lease) leaves its node cordoned and its
-/// change half done: its slot stays its own, or a second node would drain while the first is
-/// still out, and the rollout stops there as at a failed node.
+/// Node either gone or neither marked failed nor cordoned (a holder killed after its cordon
+/// left its change half done: the rollout stops there, as at a failed node).
 fn free(c: &Cluster, l: &Lease, seen: &mut Seen, now: Instant) -> Result<bool, ClusterError> {
     let Some(h) = holder(l) else {
         return Ok(true);
@@ -308,12 +290,17 @@ fn take(
         a.remove(FAILED);
     }
     let name = l.metadata.name.clone().unwrap_or_default();
-    let what = format!("leases/{name}");
-    match c.call(
+    let (api, what) = (t.api(c), format!("leases/{name}"));
+    won(c.call(
         "update",
         &what,
-        t.api(c).replace(&name, &PostParams::default(), &l),
-    ) {
+        api.replace(&name, &PostParams::default(), &l),
+    ))
+}
+
+/// A slot written: `None` when another node wrote it first (409).
+fn won(written: Result<Lease, ClusterError>) -> Result<Option<Held>, ClusterError> {
+    match written {
         Ok(w) => Ok(Some(Held(w))),
         Err(ClusterError::Api { code: 409, .. }) => Ok(None),
         Err(e) => Err(e),
@@ -332,15 +319,11 @@ fn create(c: &Cluster, t: &Turns, name: &str, me: &str) -> Result<Option<Held>, 
         },
         spec: Some(spec),
     };
-    match c.call(
+    won(c.call(
         "create",
         "leases",
         t.api(c).create(&PostParams::default(), &l),
-    ) {
-        Ok(w) => Ok(Some(Held(w))),
-        Err(ClusterError::Api { code: 409, .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
+    ))
 }
 
 /// Writes `change` on the held slot: `false` when it is not this node's any more (another

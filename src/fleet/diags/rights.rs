@@ -1,0 +1,92 @@
+//! What `fleet diags` calls, as RBAC rules, and the objects that grant them: list the Windows
+//! nodes (a ClusterRole); get the DaemonSet (its uid), list its pods and `get pods/proxy` in
+//! its namespace (a Role there). Not `pods/exec`, which runs any command as SYSTEM on the
+//! node; the pod proxy is narrower but takes any port and path, and the pods share the node's
+//! network, so it reaches every TCP port of the node the API server may reach
+//! (docs/security.md). A token of `auth::ACCOUNT` is asked per node (`create
+//! serviceaccounts/token` of that account, by name), and CalicoNode reviews it (`create
+//! tokenreviews`, cluster-wide as a TokenReview names no object: `REVIEW`).
+
+use crate::cluster::rights::{Right, Scope, policy_rules};
+use crate::fleet::rights::{account, role};
+use serde_json::{Value, json};
+
+const fn r(resource: &'static str, verb: &'static [&'static str], why: &'static str) -> Right {
+    Right {
+        scope: Scope::Cluster,
+        group: "",
+        resource,
+        verbs: verb,
+        names: &[],
+        why,
+    }
+}
+
+/// Cluster-wide (a ClusterRole): which nodes are asked.
+pub const CLUSTER: &[Right] = &[r("nodes", &["list"], "the Windows nodes selected")];
+
+/// In the DaemonSet's namespace (a Role there).
+pub const IN_NAMESPACE: &[Right] = &[
+    Right {
+        group: "apps",
+        names: &[],
+        ..r(
+            "daemonsets",
+            &["get"],
+            "the DaemonSet's uid, which its own pods name as their controller",
+        )
+    },
+    r("pods", &["list"], "each node's pod of the DaemonSet"),
+    r("pods/proxy", &["get"], "each pod's GET /diags"),
+    Right {
+        names: &[super::auth::ACCOUNT],
+        ..r(
+            "serviceaccounts/token",
+            &["create"],
+            "a token for each node's GET /diags",
+        )
+    },
+];
+
+/// The ClusterRole (and its binding to calico-node's account) that lets CalicoNode review the
+/// tokens its `GET /diags` is given.
+pub const REVIEW: &str = "calicoctl-win-diags-review";
+
+/// calico-node's right: review a token (cluster-wide, as TokenReviews are).
+pub const CALICO_NODE: &[Right] = &[Right {
+    group: "authentication.k8s.io",
+    ..r(
+        "tokenreviews",
+        &["create"],
+        "CalicoNode's review of the token of each GET /diags",
+    )
+}];
+
+/// The ServiceAccount `name` in `sa_namespace`, the ClusterRole and the Role in the
+/// DaemonSet's namespace `ds_namespace`, each bound to it, all named `name`; the
+/// ServiceAccount the nodes take tokens of (`auth::ACCOUNT`, in `ds_namespace`); and
+/// calico-node's review right (`REVIEW`) for its account in `calico_namespace`.
+pub fn manifests(
+    name: &str,
+    (sa_namespace, ds_namespace): (&str, &str),
+    calico_namespace: &str,
+) -> Vec<Value> {
+    let rules = |r: &[Right]| json!(policy_rules(r, Scope::Cluster));
+    let subject = json!([{"kind": "ServiceAccount", "name": name, "namespace": sa_namespace}]);
+    let mut docs = vec![account(name, sa_namespace)];
+    docs.extend(role(name, None, rules(CLUSTER), &subject));
+    docs.extend(role(
+        name,
+        Some(ds_namespace),
+        rules(IN_NAMESPACE),
+        &subject,
+    ));
+    let token_account = super::auth::ACCOUNT;
+    if (name, sa_namespace) != (token_account, ds_namespace) {
+        docs.push(account(token_account, ds_namespace));
+    }
+    let calico_node =
+        json!([{"kind": "ServiceAccount", "name": "calico-node", "namespace": calico_namespace}]);
+    docs.extend(role(REVIEW, None, rules(CALICO_NODE), &calico_node));
+    docs
+}
