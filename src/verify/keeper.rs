@@ -1,5 +1,4 @@
-//! The one renewal keeper of a run's lease, whichever it holds: its own namespace's
-//! (`lease`) or its turn in a namespace given (`shared`). A renewal writes the lease by the
+//! The renewal keeper of a run's Lease (shared.rs). A renewal writes the lease by the
 //! API server's time with an update that carries the resourceVersion the run last wrote
 //! (kube-apiserver's `Update` refuses another, 409: `staging/src/k8s.io/apiserver/pkg/
 //! registry/generic/registry/store.go`); the run is judged to have lost its lease by the time
@@ -55,38 +54,17 @@ fn server_time_sent(
     }
 }
 
-/// A lease as its keeper renews it.
-pub trait Lease: Sync {
-    /// Requested when the renewals end (the run over, or its stop): wakes their wait and
-    /// cuts a renewal under way.
-    fn ending(&self) -> &Stop;
-    /// One renewal, to run out at `at_s` (`None`: no time from the API server), its every
-    /// call cut by `ending` or at `by`: `Some(true)` written (or nothing to write: over, or
-    /// a lease judged by its age), `Some(false)` not the run's any more, `None` not renewed
-    /// this time.
-    fn renew_by(
-        &self,
-        c: &Cluster,
-        at_s: Option<i64>,
-        by: Instant,
-    ) -> Result<Option<bool>, ClusterError>;
-    /// The lease lost, `why`: kept for the run's error.
-    fn lose(&self, why: String);
-    /// Why, when the lease is not the run's any more.
-    fn gone(&self) -> String;
-}
-
 /// Renews `lease` every `every` (`RENEW`; for `LEASE` from the API server's time) until the
 /// run is over or the lease is not its own: run beside the run, on a thread of its own. Each
 /// renewal (the server's `Date`, the update, a 409's re-read and retry, all together) ends by
 /// `every` after it began. Once `REFUSALS_BEFORE_LOST` intervals (`LEASE − RENEW`) passed
 /// since the last renewal written began, the next could not be written before the lease runs
 /// out under the living run, and another run take it over or delete what it made: the run is
-/// stopped then (`run`), and `Lease::lose` told why; so it is, at once, when the lease is not
+/// stopped then (`run`), and `Held::lose` told why; so it is, at once, when the lease is not
 /// the run's any more.
 pub fn keep(
     c: &Cluster,
-    lease: &dyn Lease,
+    lease: &super::shared::Held,
     (what, run, every): (&str, &Stop, Duration),
     say: &mut dyn FnMut(&str),
 ) {

@@ -1,21 +1,22 @@
-//! `verify --namespace NS`: the run in a namespace it is given (`fleet rbac --identity verify`
-//! makes `calicoctl-win-verify`) instead of one of its own, so that its rights can be a Role
-//! in that namespace. Runs there go at once: each names its objects with its run id
-//! (`objects::Names`) and labels them with it (`objects::RUN_LABEL`), and holds one
-//! coordination.k8s.io/v1 Lease named for it, written by the API server's time and renewed
-//! every `RENEW` for `LEASE` while the run lives (`keeper::keep`). Its create refusing a
-//! name taken (409: kube-apiserver's `Create`, `staging/src/k8s.io/apiserver/pkg/registry/
-//! generic/registry/store.go`) is what keeps two runs' ids apart.
+//! A run's Lease (coordination.k8s.io/v1, k8s-openapi's type), in whichever namespace it
+//! runs: one it made (run.rs) or one it is given (`--namespace`; `fleet rbac --identity verify`
+//! makes `calicoctl-win-verify`). Each run names its objects with its run id
+//! (`objects::Names`) and labels them with it (`objects::RUN_LABEL`), and holds one Lease
+//! named for it, written by the API server's time and renewed every `RENEW` for `LEASE`
+//! while the run lives (`keeper::keep`). Its create refusing a name taken (409:
+//! kube-apiserver's `Create`, `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/
+//! store.go`) is what keeps two runs' ids apart.
 //!
-//! At its start a run sweeps what killed runs left: a Lease run out by the API server's clock
-//! (its `renewTime` + `leaseDurationSeconds` against the server's `Date`: never this host's
-//! clock, which a step could move) is deleted with preconditions, the uid and
-//! resourceVersion it was judged by (the generic registry's `Delete` refuses another, 409:
-//! `staging/src/k8s.io/apiserver/pkg/storage/interfaces.go` `Preconditions.Check`), so that a
-//! living run that renewed it meanwhile keeps it; only once that delete is done are its run's
-//! objects deleted, each by its uid. Objects of a run with no Lease (killed before it wrote
-//! one, or after a sweep deleted it) go once older than `LEFTOVER_AGE`. Only objects carrying
-//! verify's labels are listed, and so touched.
+//! A run's sweep deletes what killed runs left: a Lease run out as client-go reads one
+//! (`renewTime` + `leaseDurationSeconds`: `tools/leaderelection/resourcelock/leaselock.go`),
+//! judged against the API server's `Date` (never this host's clock, which a step could move)
+//! is deleted with preconditions, the uid and resourceVersion it was judged by (the generic
+//! registry's `Delete` refuses another, 409: `staging/src/k8s.io/apiserver/pkg/storage/
+//! interfaces.go` `Preconditions.Check`), so that a living run that renewed it meanwhile keeps
+//! it; only once that delete is done are its run's objects deleted, each by its uid (in a
+//! namespace of its own, the namespace: sweep.rs). Objects of a run with no Lease (killed
+//! before it wrote one, or after a sweep deleted it) go once older than `LEFTOVER_AGE`. Only
+//! objects carrying verify's labels are listed, and so touched.
 
 use super::keeper;
 use super::matrix::{NodeFacts, PlanError, RunError};
@@ -94,14 +95,18 @@ impl Held {
     }
 }
 
-impl keeper::Lease for Held {
-    fn ending(&self) -> &Stop {
+impl Held {
+    /// Requested when the renewals end (the run over, or its stop): wakes their wait and cuts
+    /// a renewal under way.
+    pub fn ending(&self) -> &Stop {
         &self.ending
     }
 
-    /// A Lease made without a `renewTime` (no time from the server then) is judged by its
-    /// age: nothing to renew until the server's time is known.
-    fn renew_by(
+    /// One renewal, to run out `LEASE` from `at_s` (`None`: no time from the API server),
+    /// its every call cut by `ending` or at `by`: `Some(true)` written (or nothing to write:
+    /// over, or a Lease made without a `renewTime`, judged by its age), `Some(false)` not the
+    /// run's any more, `None` not renewed this time (twice in conflict).
+    pub fn renew_by(
         &self,
         c: &Cluster,
         at_s: Option<i64>,
@@ -122,11 +127,13 @@ impl keeper::Lease for Held {
         Ok(written)
     }
 
-    fn lose(&self, why: String) {
+    /// The Lease lost to refused renewals, `why`: kept for the run's report.
+    pub fn lose(&self, why: String) {
         *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
     }
 
-    fn gone(&self) -> String {
+    /// Why, when the Lease is not the run's any more.
+    pub fn gone(&self) -> String {
         format!(
             "{} was deleted, or made again by someone else",
             self.named()
@@ -183,27 +190,31 @@ pub fn run_out(l: &Lease, now: i64) -> bool {
     }
 }
 
-fn older(meta: &ObjectMeta, now: i64) -> bool {
+pub fn older(meta: &ObjectMeta, now: i64) -> bool {
     meta.creation_timestamp
         .as_ref()
         .is_some_and(|t| now > t.0.as_second() + LEFTOVER_AGE_S)
 }
 
-/// The run's Lease taken in `ns` for `LEASE` by the API server's time (`keep` renews it),
-/// after the sweep of what killed runs left there: the Lease held and the runs swept
-/// (`NS/ID`).
+/// The run's Lease taken in the namespace given `ns`, after the sweep of what killed runs
+/// left there: the Lease held and the runs swept (`NS/ID`).
 pub fn claim(c: &Cluster, ns: &str, o: &Options) -> Result<(Held, Vec<String>), RunError> {
-    let names = o.names();
-    let now = probe::server_now(c)?;
-    if let Some(t) = now {
-        c.note_server_date(t);
-    }
-    let swept = match now {
-        Some(now) => sweep(c, ns, now)?,
+    let swept = match probe::server_now(c)? {
+        Some(now) => {
+            c.note_server_date(now);
+            sweep(c, ns, now)?
+        }
         // No `Date` from the server: nothing is judged run out.
         None => Vec::new(),
     };
-    let now = now.or_else(|| c.server_clock(RENEW));
+    Ok((take(c, ns, o)?, swept))
+}
+
+/// The run's Lease made in `ns` for `LEASE` by the API server's time (`keep` renews it);
+/// without that time, without `renewTime`: judged by its age.
+pub fn take(c: &Cluster, ns: &str, o: &Options) -> Result<Held, ClusterError> {
+    let names = o.names();
+    let now = keeper::server_time(c);
     let lease = Lease {
         metadata: ObjectMeta {
             name: Some(names.lease()),
@@ -224,7 +235,7 @@ pub fn claim(c: &Cluster, ns: &str, o: &Options) -> Result<(Held, Vec<String>), 
     let api: Api<Lease> = Api::namespaced(c.client.clone(), ns);
     let what = format!("leases/{}", names.lease());
     let made = c.call("create", &what, api.create(&Default::default(), &lease))?;
-    let held = Held {
+    Ok(Held {
         names,
         ns: ns.to_owned(),
         uid: made.metadata.uid.clone().unwrap_or_default(),
@@ -233,8 +244,7 @@ pub fn claim(c: &Cluster, ns: &str, o: &Options) -> Result<(Held, Vec<String>), 
         lost: AtomicBool::new(false),
         ending: o.stop.part(),
         refused: Mutex::new(None),
-    };
-    Ok((held, swept))
+    })
 }
 
 /// Renews the Lease every `every` until the run is over or it is not the run's any more
@@ -246,23 +256,35 @@ pub fn keep(c: &Cluster, held: &Held, (run, every): (&Stop, Duration), say: &mut
 
 /// The Lease's first renewal, before any pod is made: proves that the run may renew it (the
 /// identity's `update leases`), so that a run that could not keep it refuses before it runs;
-/// refused, the Lease is deleted (nothing of the run's is in the namespace yet).
-pub fn prove(c: &Cluster, held: &Held) -> Result<(), RunError> {
+/// refused, the Lease is deleted, or the namespace the run made (`made`: its uid), by its uid
+/// (nothing of the run's is in it yet).
+pub fn prove(c: &Cluster, held: &Held, made: Option<&str>) -> Result<(), RunError> {
     let Some(now) = keeper::server_time(c) else {
         return Ok(());
     };
     let by = Instant::now() + RENEW;
-    let cause = match keeper::Lease::renew_by(held, c, Some(now), by) {
+    let cause = match held.renew_by(c, Some(now), by) {
         Ok(Some(true) | None) => return Ok(()),
-        Ok(Some(false)) => keeper::Lease::gone(held),
+        Ok(Some(false)) => held.gone(),
         Err(e) => format!("{e} ({})", e.hint()),
     };
     held.stop();
-    let fate = match delete_lease(c, held, Instant::now() + RENEW) {
-        Ok(()) => "nothing was run: the Lease was deleted".to_owned(),
-        Err(e) => format!(
-            "nothing was run; deleting the Lease failed too ({e}): it runs out within a minute"
-        ),
+    let ns = &held.ns;
+    let fate = match made {
+        Some(uid) => match probe::delete_namespace(c, ns, (Some(uid), None)) {
+            Ok(_) => format!(
+                "nothing was run: namespace {ns}, which held nothing yet, was deleted at once (by its uid)"
+            ),
+            Err(d) => {
+                format!("deleting namespace {ns} failed too ({d}): 'kubectl delete namespace {ns}'")
+            }
+        },
+        None => match delete_lease(c, held, Instant::now() + RENEW) {
+            Ok(()) => "nothing was run: the Lease was deleted".to_owned(),
+            Err(e) => format!(
+                "nothing was run; deleting the Lease failed too ({e}): it runs out within a minute"
+            ),
+        },
     };
     Err(RunError::Plan(PlanError::LeaseLost {
         lease: held.named(),
@@ -282,8 +304,38 @@ pub fn keep_for(c: &Cluster, held: &Held, for_s: i64) -> Result<(), ClusterError
     write(c, held, &mut last, (now, for_s), Instant::now() + RENEW).map(|_| ())
 }
 
-/// The run's clean-up: its objects deleted (by its label, each by its uid), its pods waited
-/// for until `until`, then its Lease deleted. Whether all is gone; pods still terminating
+/// A lease lost: the lease, named, and why.
+pub type Lost = (String, String);
+
+/// The run's Lease as lost by now, if it was (its renewals refused or unanswered until it
+/// would run out; the run was stopped for it): the Lease, named, and why. Read where the
+/// checks end: a loss during the clean-up, every check judged, is the clean-up's to report.
+pub fn lost_by_now(held: &Held) -> Option<Lost> {
+    Some((held.named(), held.refused()?))
+}
+
+/// The run's Lease lost mid-run (`lost_by_now`, read where the checks ended): the finding
+/// that says so, naming the Lease, why, and what became of what the run made.
+pub fn lost(
+    (lease, cause): Lost,
+    (cleaned_up, clean_up_error): (bool, &Option<String>),
+) -> crate::installed::health::Finding {
+    let fate = match (clean_up_error, cleaned_up) {
+        (_, true) => "the run stopped and deleted what it made".to_owned(),
+        (Some(e), false) => format!("the run stopped; what it made is not deleted: {e}"),
+        (None, false) => "the run stopped; what it made is left to the next run".to_owned(),
+    };
+    let code = crate::installed::health::Code::VerifyLeaseLost;
+    crate::installed::health::Finding::new(
+        code,
+        lease.clone(),
+        format!("the run's lease on {lease} was lost: {cause}; {fate}"),
+        code.remedy(),
+    )
+}
+
+/// The run's clean-up in a namespace given: its objects deleted (by its label, each by its
+/// uid), its pods waited for until `until`, then its Lease deleted. Whether all is gone; pods still terminating
 /// leave the Lease to run out, and the next run deletes what is left.
 pub fn release(c: &Cluster, ns: &str, held: &Held, until: Instant) -> Result<bool, ClusterError> {
     held.stop();
@@ -318,17 +370,39 @@ fn delete_lease(c: &Cluster, held: &Held, until: Instant) -> Result<(), ClusterE
 }
 
 /// The sweep at a run's start in `ns`, judged at `now` (the API server's time): the runs
-/// whose Lease ran out, the Lease deleted as judged and then their objects; the objects of
-/// runs without a Lease, older than `LEFTOVER_AGE`. The runs swept, as `NS/ID`.
+/// whose Lease ran out (`judge`), then their objects; the objects of runs without a Lease,
+/// older than `LEFTOVER_AGE`. The runs swept, as `NS/ID`.
 fn sweep(c: &Cluster, ns: &str, now: i64) -> Result<Vec<String>, RunError> {
     let until = Instant::now() + super::sweep::GONE_WAIT + RENEW;
+    let (living, ran_out) = judge(c, ns, now, until)?;
+    let mut swept = Vec::new();
+    for id in ran_out {
+        remove_run(c, ns, &id, until)?;
+        swept.push(format!("{ns}/{id}"));
+    }
+    // Runs without a Lease: their objects once old.
+    for id in leaseless(c, ns, &living, now, until)? {
+        remove_run(c, ns, &id, until)?;
+        swept.push(format!("{ns}/{id}"));
+    }
+    Ok(swept)
+}
+
+/// The runs' Leases in `ns`, judged at `now`: the ids of the living runs, and of those whose
+/// Lease ran out (`run_out`) and was deleted as judged (a 409: renewed, or made again, since
+/// it was read: a living run's).
+pub fn judge(
+    c: &Cluster,
+    ns: &str,
+    now: i64,
+    until: Instant,
+) -> Result<(BTreeSet<String>, Vec<String>), ClusterError> {
     let leases: Api<Lease> = Api::namespaced(c.client.clone(), ns);
     let ours = ListParams::default().labels(&format!("{OWNER_LABEL}={OWNER_VALUE}"));
     let found = c
         .call_by(until, ("list", "leases"), leases.list(&ours))?
         .items;
-    let mut living = BTreeSet::new();
-    let mut swept = Vec::new();
+    let (mut living, mut ran_out) = (BTreeSet::new(), Vec::new());
     for l in &found {
         let Some(id) = l.metadata.labels.as_ref().and_then(|m| m.get(RUN_LABEL)) else {
             continue;
@@ -347,23 +421,14 @@ fn sweep(c: &Cluster, ns: &str, now: i64) -> Result<Vec<String>, RunError> {
         };
         let what = format!("leases/{name}");
         match c.call_opt_by(until, ("delete", &what), leases.delete(&name, &dp)) {
-            Ok(_) => {
-                remove_run(c, ns, id, until)?;
-                swept.push(format!("{ns}/{id}"));
-            }
-            // Renewed (or deleted and made again) since it was read: a living run's.
+            Ok(_) => ran_out.push(id.clone()),
             Err(ClusterError::Api { code: 409, .. }) => {
                 living.insert(id.clone());
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e),
         }
     }
-    // Runs without a Lease: their objects once old.
-    for id in leaseless(c, ns, &living, now, until)? {
-        remove_run(c, ns, &id, until)?;
-        swept.push(format!("{ns}/{id}"));
-    }
-    Ok(swept)
+    Ok((living, ran_out))
 }
 
 /// The ids of the runs whose objects in `ns` are older than `LEFTOVER_AGE` and whose Lease is
@@ -536,6 +601,13 @@ pub fn while_cordoned(mut nodes: Vec<NodeFacts>, o: &super::options::Options) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A lease of a minute renewed every 15 s is lost at the third refusal in a row: the
+    /// fourth renewal would come after it ran out.
+    #[test]
+    fn the_lease_is_lost_at_the_refusal_after_which_the_next_renewal_is_too_late() {
+        assert_eq!(crate::verify::options::REFUSALS_BEFORE_LOST, 3);
+    }
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     fn lease(renewed: Option<i64>, for_s: Option<i32>, created: i64) -> Lease {

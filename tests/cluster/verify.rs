@@ -73,14 +73,41 @@ pub(crate) fn options(timeout_s: u64) -> Options {
 }
 
 pub(crate) fn verify(api: &FakeApi, dir: &tempfile::TempDir, o: &Options) -> Report {
-    let kubeconfig = api.kubeconfig(dir.path(), None);
-    let c = Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect");
-    run(&c, o).expect("run")
+    run(&client(api, dir), o).expect("run")
+}
+
+/// A client of the fake API server, its kubeconfig in `dir`.
+pub(crate) fn client(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
+    crate::support::connect(&api.kubeconfig(dir.path(), None))
+}
+
+pub(crate) fn at(s: i64) -> String {
+    jiff::Timestamp::from_second(s).expect("time").to_string()
+}
+
+/// A run's Lease in `ns`, renewed at `renewed` (unix seconds) for `for_s`, as a run writes it.
+pub(crate) fn lease(api: &FakeApi, ns: &str, id: &str, renewed: i64, for_s: i64) {
+    let name = format!("calicoctl-win-verify-{id}");
+    let mut l = meta("coordination.k8s.io/v1", "Lease", &name, Some(ns));
+    l["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify",
+        "calicoctl-win.projectcalico.org/verify-run": id});
+    l["metadata"]["creationTimestamp"] = json!(at(renewed));
+    l["spec"] = json!({"holderIdentity": id, "leaseDurationSeconds": for_s,
+        "renewTime": at(renewed)});
+    let path = format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}");
+    api.put(&path, l);
+}
+
+/// A namespace of a verify run, made at `created` (unix seconds), Terminating or not.
+pub(crate) fn ours(api: &FakeApi, name: &str, created: i64, terminating: bool) {
+    let mut ns = meta("v1", "Namespace", name, None);
+    ns["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
+    ns["metadata"]["creationTimestamp"] = json!(at(created));
+    if terminating {
+        ns["metadata"]["deletionTimestamp"] = json!(at(created + 60));
+        ns["status"] = json!({"phase": "Terminating"});
+    }
+    api.put(&format!("/api/v1/namespaces/{name}"), ns);
 }
 
 /// The layers (finding codes) the failed checks name, and the failed checks.
@@ -379,13 +406,7 @@ fn a_run_cut_off_by_a_failed_write_deletes_what_it_made() {
     let (api, dir) = cluster();
     // Writes: the namespace, the Service, the server pod, then the local client: refused.
     api.fail_write_at(4);
-    let kubeconfig = api.kubeconfig(dir.path(), None);
-    let c = Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect");
+    let c = client(&api, &dir);
     let err = run(&c, &options(120)).unwrap_err();
     assert!(
         err.to_string().contains("pods") || format!("{err:?}").contains("500"),
@@ -422,18 +443,6 @@ fn an_interrupted_run_stops_and_deletes_what_it_made() {
     assert!(r.interrupted && !r.passed && !r.timed_out, "{r:#?}");
     assert!(r.cleaned_up);
     nothing_left(&api);
-}
-
-fn ours(api: &FakeApi, name: &str, created: i64, terminating: bool) {
-    let mut ns = meta("v1", "Namespace", name, None);
-    ns["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
-    let at = |s: i64| jiff::Timestamp::from_second(s).expect("time").to_string();
-    ns["metadata"]["creationTimestamp"] = json!(at(created));
-    if terminating {
-        ns["metadata"]["deletionTimestamp"] = json!(at(created + 60));
-        ns["status"] = json!({"phase": "Terminating"});
-    }
-    api.put(&format!("/api/v1/namespaces/{name}"), ns);
 }
 
 #[test]
@@ -538,13 +547,7 @@ fn a_client_whose_container_does_not_run_is_the_images_not_the_overlays() {
 fn a_refused_pod_proxy_is_a_missing_right_not_the_overlay() {
     let (api, dir) = cluster();
     api.forbid("get", "pods/proxy");
-    let kubeconfig = api.kubeconfig(dir.path(), None);
-    let c = Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect");
+    let c = client(&api, &dir);
     let err = run(&c, &options(120)).unwrap_err();
     let calicoctl_win::verify::run::RunError::Cluster(e) = &err else {
         panic!("{err:?}")

@@ -3,9 +3,8 @@
 //! (named by the scheduling layer, not the CNI), and the fleet Plan's verify waiting for
 //! CalicoNode's word on the node it just changed.
 
-use super::verify::{cluster, failed, nothing_left, options, verify};
+use super::verify::{client, cluster, failed, nothing_left, options, verify};
 use crate::support::fake_api::FakeApi;
-use calicoctl_win::cluster::Cluster;
 use calicoctl_win::error::Diagnose;
 use calicoctl_win::installed::health::Code;
 use calicoctl_win::verify::judge::Outcome;
@@ -14,16 +13,6 @@ use calicoctl_win::verify::run::{RunError, run};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::time::Duration;
-
-fn connect(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
-    let kubeconfig = api.kubeconfig(dir.path(), None);
-    Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect")
-}
 
 fn taint(api: &FakeApi, node: &str, taints: serde_json::Value) {
     let path = format!("/api/v1/nodes/{node}");
@@ -44,7 +33,7 @@ fn a_node_under_test_with_an_untolerated_no_execute_taint_is_refused_before_anyt
             {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown",
              "effect": "NoExecute"}]),
     );
-    let err = run(&connect(&api, &dir), &options(120)).unwrap_err();
+    let err = run(&client(&api, &dir), &options(120)).unwrap_err();
     let RunError::Plan(e @ PlanError::Tainted { .. }) = &err else {
         panic!("{err:?}");
     };
@@ -138,8 +127,10 @@ fn the_plans_verify_waits_for_a_fresh_calico_ready_before_its_checks() {
 }
 
 /// `reconfigure --verify` after a change that restarts Felix waits, within verify's
-/// `--timeout`, for Felix's own readiness (its first dataplane apply) before any check: a
-/// Felix never ready ends it naming that wait, with no probe namespace made. (Without the wait the checks ran at once against a Felix still starting.)
+/// `--timeout` (120 s; 3 s here, by the hidden `--verify-timeout`), for Felix's own readiness
+/// (its first dataplane apply) before any check: a Felix never ready ends it naming that
+/// wait, with no probe namespace made. (Without the wait the checks ran at once against a
+/// Felix still starting.)
 #[test]
 fn a_restarted_felix_never_ready_ends_reconfigure_verify_before_any_check() {
     let node = super::verify::install::installed_cluster();
@@ -149,6 +140,7 @@ fn a_restarted_felix_never_ready_ends_reconfigure_verify_before_any_check() {
     let (code, doc, stderr) = node.run(&[
         "reconfigure",
         "--verify",
+        "--verify-timeout=3s",
         "--set",
         "logs.felix_screen_severity=debug",
     ]);
