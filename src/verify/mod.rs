@@ -10,6 +10,7 @@ pub mod failure;
 pub mod image;
 pub mod judge;
 pub mod keeper;
+pub mod lease;
 pub mod matrix;
 pub mod node_health;
 pub mod objects;

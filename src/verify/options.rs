@@ -42,6 +42,10 @@ const BEYOND: Duration = Duration::from_secs(5 * 60);
 pub const LEFTOVER_AGE: Duration =
     Duration::from_secs(MAX_TIMEOUT.as_secs() + MAX_PULL_TIMEOUT.as_secs() + BEYOND.as_secs());
 const _: () = assert!(PULL_TIMEOUT.as_secs() <= MAX_PULL_TIMEOUT.as_secs());
+/// The longest the sweep waits for a Terminating leftover to go once it deleted the pods
+/// that held it: the namespace controller finishes it at its next pass, from a second later
+/// to its resync (`--namespace-sync-period`, 5 minutes), which no run waits out.
+pub const GONE_WAIT: Duration = Duration::from_secs(5);
 /// The cluster DNS domain the probes' names are asked in when none is given: kubelet's
 /// default `clusterDomain`.
 pub const CLUSTER_DOMAIN: &str = "cluster.local";

@@ -5,6 +5,7 @@
 
 use super::dial::{self, Addresses};
 use super::judge::{self, Outcome, PodState, Verdict};
+use super::lease;
 use super::matrix::{self, CheckId, Matrix, Role, Skipped};
 use super::objects;
 pub use super::options::{Options, PODS_WAIT, POLICY_WAIT, PULL_TIMEOUT, SETTLE};
@@ -98,7 +99,7 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let swept = match &o.namespace {
         None => super::sweep::sweep(
             c,
-            (super::sweep::GONE_WAIT.min(o.timeout / 10), checks_until),
+            (super::options::GONE_WAIT.min(o.timeout / 10), checks_until),
         )?,
         // A killed run's objects in a namespace given are swept before its Lease is taken.
         Some(_) => Default::default(),
@@ -125,7 +126,7 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
         // The run's Lease renewed while the run lives, until its clean-up ends it.
         let every = (&o.stop, o.renew);
         let h = &held;
-        s.spawn(move || shared::keep(c, h, every, &mut |l| o.said.say(l)));
+        s.spawn(move || lease::keep(c, h, every, &mut |l| o.said.say(l)));
         let done = checks_and_clean_up(c, o, &m, &run);
         held.stop();
         done
@@ -140,7 +141,7 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     Ok(report)
 }
 
-/// A lease lost by the checks' end (`lost`, `shared::lost_by_now`) fails the run (exit 1):
+/// A lease lost by the checks' end (`lost`, `lease::lost_by_now`) fails the run (exit 1):
 /// the report carries its finding, the checks done keep their verdicts and the rest were
 /// stopped; it says `interrupted` only when a stop of the whole (`whole`: Ctrl-C, a
 /// container's stop) came. One lost later, during the clean-up, every check judged, leaves
@@ -148,13 +149,13 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
 /// taken over.
 fn lease_lost(
     report: &mut Report,
-    lost: Option<shared::Lost>,
-    held: &shared::Held,
+    lost: Option<lease::Lost>,
+    held: &lease::Held,
     whole: &crate::duration::Stop,
 ) {
     let taken_over = held.lost();
     let Some(lost) = lost else {
-        let later = shared::lost_by_now(held);
+        let later = lease::lost_by_now(held);
         if let Some((lease, cause)) = later.filter(|_| !taken_over && !report.cleaned_up) {
             let lease_lost =
                 format!("the run's lease on {lease} was lost during its clean-up: {cause}");
@@ -166,7 +167,7 @@ fn lease_lost(
         return;
     };
     let ended = (report.cleaned_up, &report.clean_up_error);
-    report.lease_lost = Some(shared::lost(lost, ended));
+    report.lease_lost = Some(lease::lost(lost, ended));
     report.passed = false;
     report.interrupted = whole.requested();
 }
@@ -194,21 +195,20 @@ fn take_namespace(
     c: &Cluster,
     o: &Options,
     swept: &mut Vec<String>,
-) -> Result<(String, shared::Held, Option<String>), RunError> {
+) -> Result<(String, lease::Held, Option<String>), RunError> {
     Ok(match &o.namespace {
         None => {
             let ns = make_namespace(c, o)?;
             let name = ns.metadata.name.unwrap_or_default();
             let uid = ns.metadata.uid.unwrap_or_default();
-            let held =
-                shared::take(c, &name, o).map_err(|e| owner_not_made(c, (&name, &uid), e))?;
-            shared::prove(c, &held, Some(&uid))?;
+            let held = lease::take(c, &name, o).map_err(|e| owner_not_made(c, (&name, &uid), e))?;
+            lease::prove(c, &held, Some(&uid))?;
             (name, held, Some(uid))
         }
         Some(ns) => {
             let (held, killed) = shared::claim(c, ns, o)?;
             swept.extend(killed);
-            shared::prove(c, &held, None)?;
+            lease::prove(c, &held, None)?;
             (ns.clone(), held, None)
         }
     })
@@ -221,7 +221,7 @@ struct Begun<'a> {
     reserve: Duration,
     checks_until: Instant,
     name: &'a str,
-    held: &'a shared::Held,
+    held: &'a lease::Held,
     /// The namespace's uid, when the run made it.
     made: Option<&'a str>,
     owner: &'a OwnerReference,
@@ -234,7 +234,7 @@ fn checks_and_clean_up(
     o: &Options,
     m: &Matrix,
     run: &Begun,
-) -> Result<(Report, Instant, Option<shared::Lost>), RunError> {
+) -> Result<(Report, Instant, Option<lease::Lost>), RunError> {
     let (name, held) = (run.name, (run.held, run.made));
     let (mut ledger, timed_out, pull) = match checks(c, o, m, (name, run.owner), run.checks_until) {
         Ok(done) => done,
@@ -258,7 +258,7 @@ fn checks_and_clean_up(
         }
     };
     // The lease as the checks ended: a loss in the clean-up after them judges no check.
-    let lost = shared::lost_by_now(run.held);
+    let lost = lease::lost_by_now(run.held);
     let stopped = interrupted(o);
     let timed_out = timed_out && !stopped;
     if timed_out {
@@ -365,7 +365,7 @@ fn owner_not_made(c: &Cluster, (ns, uid): (&str, &str), e: ClusterError) -> RunE
 fn keep_all(c: &Cluster, (ns, (held, made)): (&str, HeldIn), why: &str) -> Option<String> {
     if made.is_none() {
         let for_s = super::options::LEFTOVER_AGE.as_secs() as i64;
-        return shared::keep_for(c, held, for_s)
+        return lease::keep_for(c, held, for_s)
             .err()
             .map(|e| format!("{e} ({})", e.hint()));
     }
@@ -380,7 +380,7 @@ fn keep_all(c: &Cluster, (ns, (held, made)): (&str, HeldIn), why: &str) -> Optio
 }
 
 /// The run's Lease, and its namespace's uid when the run made it.
-type HeldIn<'a> = (&'a shared::Held, Option<&'a str>);
+type HeldIn<'a> = (&'a lease::Held, Option<&'a str>);
 
 /// How long a stopped run's clean-up may take, its every call included (each bounded by what
 /// is left of it): a console closed gives the process about 5 s (Microsoft's

@@ -23,11 +23,6 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Api;
 use std::time::{Duration, Instant};
 
-/// The longest the sweep waits for a Terminating leftover to go once it deleted the pods
-/// that held it: the namespace controller finishes it at its next pass, from a second later
-/// to its resync (`--namespace-sync-period`, 5 minutes), which no run waits out.
-pub const GONE_WAIT: Duration = Duration::from_secs(5);
-
 /// What the sweep did: the namespaces it removed (deleted, or, Terminating, seen gone), and
 /// the Terminating ones it left, each with why.
 #[derive(Debug, Default)]
@@ -56,7 +51,7 @@ pub fn sweep(c: &Cluster, (wait, until): (Duration, Instant)) -> Result<Swept, R
             continue;
         }
         let (living, ran_out) = super::shared::judge(c, &name, now, until).map_err(refused)?;
-        let old = super::shared::older(&n.metadata, now);
+        let old = super::lease::older(&n.metadata, now);
         if !living.is_empty() || (ran_out.is_empty() && !old && !terminating) {
             continue;
         }

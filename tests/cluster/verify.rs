@@ -66,7 +66,7 @@ pub(crate) fn options(timeout_s: u64) -> Options {
         // at once unless a test says otherwise.
         settle: Duration::from_secs(2),
         dial_within: Duration::from_secs(10),
-        renew: calicoctl_win::verify::shared::RENEW,
+        renew: calicoctl_win::verify::options::RENEW,
         stop: calicoctl_win::duration::Stop::new(),
         said: Default::default(),
     }
@@ -123,6 +123,48 @@ pub(crate) fn failed(r: &Report) -> (BTreeSet<Code>, Vec<CheckId>) {
     (codes, ids)
 }
 
+/// The run failed `ids`, each by the layer `code` alone.
+pub(crate) fn fails_as(r: &Report, code: Code, ids: &[CheckId]) {
+    let (codes, failed) = failed(r);
+    assert_eq!(codes, BTreeSet::from([code]), "{:#?}", r.checks);
+    assert_eq!(failed, ids);
+}
+
+/// `o`'s run on a thread of its own: its end, to be awaited.
+pub(crate) fn spawn_run(
+    api: &FakeApi,
+    dir: &tempfile::TempDir,
+    o: Options,
+) -> std::sync::mpsc::Receiver<Result<Report, calicoctl_win::verify::run::RunError>> {
+    let c = client(api, dir);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run(&c, &o));
+    });
+    rx
+}
+
+/// Waits (up to a minute) until the fake holds the server pod of a run's own namespace: its
+/// path.
+pub(crate) fn until_pods_made(api: &FakeApi) -> String {
+    for _ in 0..1200 {
+        let made = api
+            .lock()
+            .objects
+            .keys()
+            .find(|k| {
+                k.starts_with("/api/v1/namespaces/calicoctl-win-verify-")
+                    && k.ends_with("/pods/server")
+            })
+            .cloned();
+        if let Some(path) = made {
+            return path;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the run made no server pod");
+}
+
 pub(crate) fn nothing_left(api: &FakeApi) {
     let left: Vec<String> = api
         .lock()
@@ -169,50 +211,35 @@ fn broken(set: impl FnOnce(&mut crate::support::fake_api::dataplane::Dataplane))
 #[test]
 fn no_overlay_between_the_oses_is_named_the_overlay_only() {
     let r = broken(|d| d.no_overlay = true);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficOverlay]),
-        "{:#?}",
-        r.checks
-    );
     // The API server is on Linux: its pod proxy to the Windows server crosses the overlay,
     // and reaches the Linux client.
-    assert_eq!(ids, [CheckId::ApiToPods]);
+    fails_as(&r, Code::TrafficOverlay, &[CheckId::ApiToPods]);
 }
 
 #[test]
 fn no_service_load_balancer_is_named_kube_proxy_only() {
     let r = broken(|d| d.no_service_lb = true);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficKubeProxy]),
-        "{:#?}",
-        r.checks
+    fails_as(
+        &r,
+        Code::TrafficKubeProxy,
+        &[CheckId::ClusterIp, CheckId::ApiServer],
     );
-    assert_eq!(ids, [CheckId::ClusterIp, CheckId::ApiServer]);
 }
 
 #[test]
 fn no_dns_is_named_dns_only() {
     let r = broken(|d| d.no_dns = true);
-    let (codes, ids) = failed(&r);
-    assert_eq!(codes, BTreeSet::from([Code::TrafficDns]), "{:#?}", r.checks);
-    assert_eq!(ids, [CheckId::DnsService, CheckId::DnsKubernetes]);
+    fails_as(
+        &r,
+        Code::TrafficDns,
+        &[CheckId::DnsService, CheckId::DnsKubernetes],
+    );
 }
 
 #[test]
 fn a_policy_never_applied_is_named_felix_and_its_removal_blocked() {
     let r = broken(|d| d.policy_applies_after = None);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficPolicy]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::PolicyApplied]);
+    fails_as(&r, Code::TrafficPolicy, &[CheckId::PolicyApplied]);
     let removed = r
         .checks
         .iter()
@@ -229,14 +256,7 @@ fn a_policy_never_applied_is_named_felix_and_its_removal_blocked() {
 #[test]
 fn a_policy_never_removed_is_named_felix() {
     let r = broken(|d| d.policy_removed_after = None);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficPolicy]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::PolicyRemoved]);
+    fails_as(&r, Code::TrafficPolicy, &[CheckId::PolicyRemoved]);
 }
 
 #[test]
@@ -244,9 +264,7 @@ fn a_pod_stuck_without_an_address_is_the_cnis_with_its_event() {
     let r = broken(|d| {
         d.stuck_on.insert("linux-1".into());
     });
-    let (codes, ids) = failed(&r);
-    assert_eq!(codes, BTreeSet::from([Code::TrafficCni]), "{:#?}", r.checks);
-    assert_eq!(ids, [CheckId::PodAddress]);
+    fails_as(&r, Code::TrafficCni, &[CheckId::PodAddress]);
     let Outcome::Fail { finding } = &r.checks[1].outcome else {
         panic!()
     };
@@ -326,14 +344,7 @@ fn a_server_never_ready_within_default_waits_is_named_not_timed_out() {
     // The default pods' wait (90 s) is longer than this --timeout: it is capped at half the
     // checks' window, and the pods are judged as they are.
     let r = verify(&api, &dir, &options(12));
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficFirewall]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::KubeletProbe]);
+    fails_as(&r, Code::TrafficFirewall, &[CheckId::KubeletProbe]);
     nothing_left(&api);
 }
 
@@ -422,14 +433,7 @@ fn a_server_the_kubelet_never_reaches_is_the_firewall_only() {
     let mut o = options(120);
     o.pods_wait = Duration::from_secs(2);
     let r = verify(&api, &dir, &o);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficFirewall]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::KubeletProbe]);
+    fails_as(&r, Code::TrafficFirewall, &[CheckId::KubeletProbe]);
     assert!(!r.timed_out);
     nothing_left(&api);
 }
@@ -505,14 +509,7 @@ fn a_pull_past_its_limit_is_the_images_only() {
     o.pull_timeout = Duration::from_secs(2);
     o.pods_wait = Duration::from_secs(5);
     let r = verify(&api, &dir, &o);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficImage]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::ImagePull]);
+    fails_as(&r, Code::TrafficImage, &[CheckId::ImagePull]);
     assert!(!r.timed_out);
     nothing_left(&api);
 }
@@ -522,14 +519,7 @@ fn a_client_whose_container_does_not_run_is_the_images_not_the_overlays() {
     let r = broken(|d| {
         d.crash_on.insert("linux-1".into());
     });
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficImage]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::PodAddress]);
+    fails_as(&r, Code::TrafficImage, &[CheckId::PodAddress]);
     let w2l = r
         .checks
         .iter()
@@ -574,22 +564,17 @@ fn a_dns_lookup_that_never_returns_is_dns_not_the_proxy() {
     let mut o = options(120);
     o.dial_within = Duration::from_secs(1);
     let r = verify(&api, &dir, &o);
-    let (codes, ids) = failed(&r);
-    assert_eq!(codes, BTreeSet::from([Code::TrafficDns]), "{:#?}", r.checks);
-    assert_eq!(ids, [CheckId::DnsService, CheckId::DnsKubernetes]);
+    fails_as(
+        &r,
+        Code::TrafficDns,
+        &[CheckId::DnsService, CheckId::DnsKubernetes],
+    );
 }
 
 #[test]
 fn no_path_from_the_api_server_to_the_pods_is_the_control_planes_and_the_rest_not_run() {
     let r = broken(|d| d.proxy_broken = true);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficControlPlane]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::ApiToPods]);
+    fails_as(&r, Code::TrafficControlPlane, &[CheckId::ApiToPods]);
     let p2p = r
         .checks
         .iter()

@@ -5,7 +5,7 @@
 //! stopped while the server answers slowly returns within the 5 s a HostProcess container's
 //! process is left, saying what it left for the next run.
 
-use super::verify::{at, client, cluster, options};
+use super::verify::{at, client, cluster, options, until_pods_made};
 use crate::support::fake_api::FakeApi;
 use calicoctl_win::installed::health::Code;
 use calicoctl_win::verify::judge::Outcome;
@@ -25,20 +25,6 @@ fn our_namespaces(api: &FakeApi) -> Vec<String> {
         .filter(|k| k.matches('/').count() == 4)
         .cloned()
         .collect()
-}
-
-/// Waits (up to a minute) until the fake holds the server pod of the run's namespace.
-fn until_pods_made(api: &FakeApi) {
-    for _ in 0..1200 {
-        let made = api.lock().objects.keys().any(|k| {
-            k.contains("/namespaces/calicoctl-win-verify-") && k.ends_with("/pods/server")
-        });
-        if made {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("the run made no server pod");
 }
 
 /// An identity that may not update leases cannot renew the run's Lease: the run refuses

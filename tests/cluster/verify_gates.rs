@@ -3,7 +3,7 @@
 //! (named by the scheduling layer, not the CNI), and the fleet Plan's verify waiting for
 //! CalicoNode's word on the node it just changed.
 
-use super::verify::{client, cluster, failed, nothing_left, options, verify};
+use super::verify::{client, cluster, fails_as, nothing_left, options, verify};
 use crate::support::fake_api::FakeApi;
 use calicoctl_win::error::Diagnose;
 use calicoctl_win::installed::health::Code;
@@ -11,7 +11,6 @@ use calicoctl_win::verify::judge::Outcome;
 use calicoctl_win::verify::matrix::{CheckId, PlanError};
 use calicoctl_win::verify::run::{RunError, run};
 use serde_json::json;
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 fn taint(api: &FakeApi, node: &str, taints: serde_json::Value) {
@@ -59,14 +58,7 @@ fn a_pod_the_scheduler_places_nowhere_is_named_scheduling_not_the_cni() {
     o.pods_wait = Duration::from_secs(4);
     let r = verify(&api, &dir, &o);
     assert!(!r.passed);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficScheduling]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::PodAddress]);
+    fails_as(&r, Code::TrafficScheduling, &[CheckId::PodAddress]);
     let v = r.checks.iter().find(|v| v.check == CheckId::PodAddress);
     let Some(Outcome::Fail { finding }) = v.map(|v| &v.outcome) else {
         panic!("{:#?}", r.checks)

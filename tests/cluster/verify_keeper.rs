@@ -2,22 +2,21 @@
 //! each renewal (its 409's re-read and retry included) ends within its interval, and a run
 //! stopped for a lost lease against a stalled server returns within its clean-up's bound.
 
-use super::verify::{client, cluster, options};
+use super::verify::{client, cluster, options, spawn_run};
 use calicoctl_win::cluster::{Cluster, ClusterError};
 use calicoctl_win::duration::Stop;
-use calicoctl_win::verify::run::run;
-use calicoctl_win::verify::{keeper, shared};
+use calicoctl_win::verify::{keeper, lease};
 use std::time::{Duration, Instant};
 
 const LEASE: &str =
     "/apis/coordination.k8s.io/v1/namespaces/calicoctl-win-verify/leases/calicoctl-win-verify-k1";
 
 /// The run `k1`'s Lease, made from the server's time in a namespace given, held.
-fn held(c: &Cluster) -> shared::Held {
+fn held(c: &Cluster) -> lease::Held {
     let mut o = options(120);
     o.suffix = "k1".into();
     o.namespace = Some("calicoctl-win-verify".into());
-    shared::take(c, "calicoctl-win-verify", &o).expect("made")
+    lease::take(c, "calicoctl-win-verify", &o).expect("made")
 }
 
 /// Runs `f` on a thread of its own, its answer awaited `within` (far longer than the bound
@@ -87,14 +86,10 @@ fn a_run_that_lost_its_lease_to_a_stalled_server_returns_within_the_clean_ups_bo
         "GET".into(),
         "/api/v1/namespaces/calicoctl-win-verify-t1/pods".into(),
     ));
-    let c = client(&api, &dir);
     let mut o = options(120);
     o.renew = Duration::from_millis(200);
     let outer = o.stop.clone();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(run(&c, &o));
-    });
+    let rx = spawn_run(&api, &dir, o);
     for _ in 0..1200 {
         if api.lock().answers_held > 0 {
             break;
@@ -142,14 +137,10 @@ fn ctrl_c_still_cuts_the_clean_up_of_a_run_that_lost_its_lease() {
     api.lock().dataplane.never_ready = true;
     let path = "/api/v1/namespaces/calicoctl-win-verify-t1";
     api.lock().stall_answer_to = Some(("DELETE".into(), path.into()));
-    let c = client(&api, &dir);
     let mut o = options(120);
     o.renew = Duration::from_millis(200);
     let outer = o.stop.clone();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(run(&c, &o));
-    });
+    let rx = spawn_run(&api, &dir, o);
     let pods = format!("{path}/pods");
     let made = || {
         api.requests()
@@ -201,7 +192,7 @@ fn a_renewal_whose_date_could_not_be_read_writes_nothing() {
     std::thread::scope(|s| {
         let keeper = s.spawn(|| {
             let every = (&run_stop, Duration::from_millis(200));
-            shared::keep(&c, &held, every, &mut |_| {})
+            lease::keep(&c, &held, every, &mut |_| {})
         });
         // The keeper ends on its own once the lease is lost (three intervals); a bound of a
         // minute, not a guess at how long three intervals take on a loaded machine.

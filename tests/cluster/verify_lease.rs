@@ -3,7 +3,9 @@
 //! soon as its Lease ran out and never a living run's; a run whose Lease is refused deletes
 //! its namespace at once.
 
-use super::verify::{client, cluster, lease, nothing_left, options, ours, verify};
+use super::verify::{
+    client, cluster, lease, nothing_left, options, ours, spawn_run, until_pods_made, verify,
+};
 use crate::support::fake_api::{FakeApi, meta};
 use calicoctl_win::verify::run::run;
 
@@ -72,23 +74,7 @@ fn a_renewal_committed_after_the_run_gave_up_on_it_leaves_the_lease_the_runs() {
     o.pods_wait = Duration::from_secs(50);
     let stop = o.stop.clone();
     let running = std::thread::spawn(move || run(&c, &o));
-    let path = (0..1200)
-        .find_map(|_| {
-            let found = api
-                .lock()
-                .objects
-                .keys()
-                .find(|k| {
-                    k.starts_with("/api/v1/namespaces/calicoctl-win-verify-")
-                        && k.ends_with("/pods/server")
-                })
-                .cloned();
-            if found.is_none() {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            found
-        })
-        .expect("the run made its pods");
+    let path = until_pods_made(&api);
     let ns = path
         .trim_end_matches("/pods/server")
         .rsplit('/')
@@ -139,13 +125,9 @@ fn a_renewal_committed_after_the_run_gave_up_on_it_leaves_the_lease_the_runs() {
 fn a_passing_run_is_not_judged_to_have_lost_its_lease_to_its_own_clean_up() {
     let (api, dir) = cluster();
     api.lock().dataplane.namespaces_linger = true;
-    let c = client(&api, &dir);
     let mut o = options(120);
     o.renew = std::time::Duration::from_millis(200);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(run(&c, &o));
-    });
+    let rx = spawn_run(&api, &dir, o);
     let path = "/api/v1/namespaces/calicoctl-win-verify-t1";
     let terminating = || {
         api.get(path)

@@ -1,0 +1,435 @@
+//! A run's Lease (coordination.k8s.io/v1, k8s-openapi's type) in the namespace it runs in,
+//! its own or one given: named for the run (`Names::lease`), labelled with its id, written by
+//! the API server's time (`keeper::server_time`) for `LEASE` and renewed every `RENEW` while
+//! the run lives, each write an update carrying the resourceVersion the run last wrote
+//! (`keeper::write`). Its create refusing a name taken (409: kube-apiserver's `Create`,
+//! `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go`) keeps two runs'
+//! ids apart. Whether one ran out is read as client-go reads it (`renewTime` +
+//! `leaseDurationSeconds`: `tools/leaderelection/resourcelock/leaselock.go`), against the
+//! API server's `Date`, never this host's clock.
+
+use super::keeper::{self, server_time_sent};
+use super::matrix::{PlanError, RunError};
+use super::objects::{Names, OWNER_LABEL, OWNER_VALUE, RUN_LABEL};
+use super::options::{Options, REFUSALS_BEFORE_LOST};
+use super::probe;
+use crate::cluster::{Cluster, ClusterError};
+use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Stopped, Wait, poll_until};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::Api;
+use kube::api::{DeleteParams, Preconditions};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+pub use super::options::{LEASE, RENEW};
+/// A Lease without `renewTime` older than this is a killed run's.
+const LEFTOVER_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
+
+/// The run's Lease as it holds it: the object it last wrote (its resourceVersion the
+/// precondition of the next write); `done` once the run is over or the Lease is not its own
+/// any more (deleted by a sweep that judged it run out).
+#[derive(Debug)]
+pub struct Held {
+    pub names: Names,
+    ns: String,
+    /// The Lease's uid: the probe pods' controller (`objects::controller`).
+    pub uid: String,
+    last: Mutex<Lease>,
+    done: AtomicBool,
+    /// The Lease was deleted, or made again by someone else, while the run ran.
+    lost: AtomicBool,
+    /// Requested when the renewals end (the run over, or its stop): wakes their wait.
+    ending: Stop,
+    /// Why the renewals were refused until the Lease would run out, once they were.
+    refused: Mutex<Option<String>>,
+}
+
+impl Held {
+    /// Whether the Lease was deleted (or made again by someone else) while the run ran.
+    pub fn lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
+    }
+
+    /// The renewals stopped: one under way ends first (it holds the lock), none follows.
+    pub fn stop(&self) {
+        self.ending.request();
+        let _last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        self.done.store(true, Ordering::SeqCst);
+    }
+
+    /// Why the renewals were refused until the Lease would run out (the run was stopped for
+    /// it), if they were.
+    pub fn refused(&self) -> Option<String> {
+        self.refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The Lease's name, as a run's messages say it.
+    pub fn named(&self) -> String {
+        format!("leases/{} in namespace {}", self.names.lease(), self.ns)
+    }
+
+    fn ours(&self, l: &Lease) -> bool {
+        l.metadata.uid.as_deref() == Some(self.uid.as_str())
+            && l.metadata.deletion_timestamp.is_none()
+            && l.spec.as_ref().and_then(|s| s.holder_identity.as_deref())
+                == Some(self.names.id.as_str())
+    }
+}
+
+impl Held {
+    /// Requested when the renewals end (the run over, or its stop): wakes their wait and cuts
+    /// a renewal under way.
+    pub fn ending(&self) -> &Stop {
+        &self.ending
+    }
+
+    /// One renewal, to run out `LEASE` from `at_s` (`None`: no time from the API server),
+    /// its every call cut by `ending` or at `by`: `Some(true)` written (or nothing to write:
+    /// over, or a Lease made without a `renewTime`, judged by its age), `Some(false)` not the
+    /// run's any more, `None` not renewed this time (twice in conflict).
+    pub fn renew_by(
+        &self,
+        c: &Cluster,
+        at_s: Option<i64>,
+        by: Instant,
+    ) -> Result<Option<bool>, ClusterError> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if self.done.load(Ordering::SeqCst) || self.ending.requested() {
+            return Ok(Some(true));
+        }
+        let Some(at_s) = at_s else {
+            return Ok(renewed(&last).is_none().then_some(true));
+        };
+        let written = write(c, self, &mut last, (Some(at_s), keeper::lease_s()), by)?;
+        if written == Some(false) {
+            self.lost.store(true, Ordering::SeqCst);
+            self.done.store(true, Ordering::SeqCst);
+        }
+        Ok(written)
+    }
+
+    /// The Lease lost to refused renewals, `why`: kept for the run's report.
+    pub fn lose(&self, why: String) {
+        *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+    }
+
+    /// Why, when the Lease is not the run's any more.
+    pub fn gone(&self) -> String {
+        format!(
+            "{} was deleted, or made again by someone else",
+            self.named()
+        )
+    }
+}
+
+/// The Lease renewed at `renew_s` (none: judged by its age) for `for_s` seconds
+/// (`keeper::write`, its resourceVersion the precondition).
+fn write(
+    c: &Cluster,
+    held: &Held,
+    last: &mut Lease,
+    (renew_s, for_s): (Option<i64>, i64),
+    by: Instant,
+) -> Result<Option<bool>, ClusterError> {
+    let api: Api<Lease> = Api::namespaced(c.client.clone(), &held.ns);
+    let name = held.names.lease();
+    let what = format!("leases/{name}");
+    let change = |mut l: Lease| {
+        let spec = l.spec.get_or_insert_with(Default::default);
+        spec.renew_time = renew_s.and_then(micro);
+        spec.lease_duration_seconds = Some(i32::try_from(for_s).unwrap_or(i32::MAX));
+        l
+    };
+    let ours = |l: &Lease| held.ours(l);
+    keeper::write(
+        c,
+        (&api, &name, &what),
+        last,
+        (&change, &ours),
+        (&Stop::never(), by),
+    )
+}
+
+fn micro(s: i64) -> Option<MicroTime> {
+    jiff::Timestamp::from_second(s).ok().map(MicroTime)
+}
+
+/// When the Lease was last renewed (unix seconds), if it says.
+fn renewed(l: &Lease) -> Option<i64> {
+    let spec = l.spec.as_ref()?;
+    Some(spec.renew_time.as_ref()?.0.as_second())
+}
+
+/// Whether a Lease has run out at `now` (the API server's time): its `renewTime` and
+/// `leaseDurationSeconds`, the times the run wrote by the server's clock; without them, its
+/// creation (the server's clock too) and `LEFTOVER_AGE`.
+pub fn run_out(l: &Lease, now: i64) -> bool {
+    let held_s = l.spec.as_ref().and_then(|s| s.lease_duration_seconds);
+    match (renewed(l), held_s) {
+        (Some(t), Some(d)) => now > t + i64::from(d),
+        _ => older(&l.metadata, now),
+    }
+}
+
+pub fn older(meta: &ObjectMeta, now: i64) -> bool {
+    meta.creation_timestamp
+        .as_ref()
+        .is_some_and(|t| now > t.0.as_second() + LEFTOVER_AGE_S)
+}
+
+/// The run's Lease made in `ns` for `LEASE` by the API server's time (`keep` renews it);
+/// without that time, without `renewTime`: judged by its age.
+pub fn take(c: &Cluster, ns: &str, o: &Options) -> Result<Held, ClusterError> {
+    let names = o.names();
+    let now = keeper::server_time(c);
+    let lease = Lease {
+        metadata: ObjectMeta {
+            name: Some(names.lease()),
+            labels: Some(BTreeMap::from([
+                (OWNER_LABEL.into(), OWNER_VALUE.into()),
+                (RUN_LABEL.into(), names.id.clone()),
+            ])),
+            ..Default::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(names.id.clone()),
+            lease_duration_seconds: Some(i32::try_from(keeper::lease_s()).unwrap_or(60)),
+            acquire_time: now.and_then(micro),
+            renew_time: now.and_then(micro),
+            ..Default::default()
+        }),
+    };
+    let api: Api<Lease> = Api::namespaced(c.client.clone(), ns);
+    let what = format!("leases/{}", names.lease());
+    let made = c.call("create", &what, api.create(&Default::default(), &lease))?;
+    Ok(Held {
+        names,
+        ns: ns.to_owned(),
+        uid: made.metadata.uid.clone().unwrap_or_default(),
+        last: Mutex::new(made),
+        done: AtomicBool::new(false),
+        lost: AtomicBool::new(false),
+        ending: o.stop.part(),
+        refused: Mutex::new(None),
+    })
+}
+
+/// Renews the Lease every `every` until the run is over or it is not the run's any more
+/// (`keeper::keep`): run beside the run, on a thread of its own.
+pub fn keep(c: &Cluster, held: &Held, (run, every): (&Stop, Duration), say: &mut dyn FnMut(&str)) {
+    let what = format!("the run's end, renewing {}", held.named());
+    keep_renewed(c, held, (&what, run, every), say);
+}
+
+/// The Lease's first renewal, before any pod is made: proves that the run may renew it (the
+/// identity's `update leases`), so that a run that could not keep it refuses before it runs;
+/// refused, the Lease is deleted, or the namespace the run made (`made`: its uid), by its uid
+/// (nothing of the run's is in it yet).
+pub fn prove(c: &Cluster, held: &Held, made: Option<&str>) -> Result<(), RunError> {
+    let Some(now) = keeper::server_time(c) else {
+        return Ok(());
+    };
+    let by = Instant::now() + RENEW;
+    let cause = match held.renew_by(c, Some(now), by) {
+        Ok(Some(true) | None) => return Ok(()),
+        Ok(Some(false)) => held.gone(),
+        Err(e) => format!("{e} ({})", e.hint()),
+    };
+    held.stop();
+    let ns = &held.ns;
+    let fate = match made {
+        Some(uid) => match probe::delete_namespace(c, ns, (Some(uid), None)) {
+            Ok(_) => format!(
+                "nothing was run: namespace {ns}, which held nothing yet, was deleted at once (by its uid)"
+            ),
+            Err(d) => {
+                format!("deleting namespace {ns} failed too ({d}): 'kubectl delete namespace {ns}'")
+            }
+        },
+        None => match delete_lease(c, held, Instant::now() + RENEW) {
+            Ok(()) => "nothing was run: the Lease was deleted".to_owned(),
+            Err(e) => format!(
+                "nothing was run; deleting the Lease failed too ({e}): it runs out within a minute"
+            ),
+        },
+    };
+    Err(RunError::Plan(PlanError::LeaseLost {
+        lease: held.named(),
+        cause,
+        fate,
+    }))
+}
+
+/// What the run made kept (`--keep-on-failure`): its Lease written to hold `for_s` more
+/// seconds by the API server's time (without that time, without `renewTime`: judged by its
+/// age, which `for_s` is), after which the next run's sweep deletes them.
+pub fn keep_for(c: &Cluster, held: &Held, for_s: i64) -> Result<(), ClusterError> {
+    let now = keeper::server_time(c);
+    held.ending.request();
+    let mut last = held.last.lock().unwrap_or_else(|e| e.into_inner());
+    held.done.store(true, Ordering::SeqCst);
+    write(c, held, &mut last, (now, for_s), Instant::now() + RENEW).map(|_| ())
+}
+
+/// A lease lost: the lease, named, and why.
+pub type Lost = (String, String);
+
+/// The run's Lease as lost by now, if it was (its renewals refused or unanswered until it
+/// would run out; the run was stopped for it): the Lease, named, and why. Read where the
+/// checks end: a loss during the clean-up, every check judged, is the clean-up's to report.
+pub fn lost_by_now(held: &Held) -> Option<Lost> {
+    Some((held.named(), held.refused()?))
+}
+
+/// The run's Lease lost mid-run (`lost_by_now`, read where the checks ended): the finding
+/// that says so, naming the Lease, why, and what became of what the run made.
+pub fn lost(
+    (lease, cause): Lost,
+    (cleaned_up, clean_up_error): (bool, &Option<String>),
+) -> crate::installed::health::Finding {
+    let fate = match (clean_up_error, cleaned_up) {
+        (_, true) => "the run stopped and deleted what it made".to_owned(),
+        (Some(e), false) => format!("the run stopped; what it made is not deleted: {e}"),
+        (None, false) => "the run stopped; what it made is left to the next run".to_owned(),
+    };
+    let code = crate::installed::health::Code::VerifyLeaseLost;
+    crate::installed::health::Finding::new(
+        code,
+        lease.clone(),
+        format!("the run's lease on {lease} was lost: {cause}; {fate}"),
+        code.remedy(),
+    )
+}
+
+/// The Lease deleted while it is the one this run last wrote (uid and resourceVersion).
+pub fn delete_lease(c: &Cluster, held: &Held, until: Instant) -> Result<(), ClusterError> {
+    let api: Api<Lease> = Api::namespaced(c.client.clone(), &held.ns);
+    let name = held.names.lease();
+    let what = format!("leases/{name}");
+    let version = held
+        .last
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .metadata
+        .resource_version
+        .clone();
+    let dp = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(held.uid.clone()),
+            resource_version: version,
+        }),
+        ..Default::default()
+    };
+    match c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)) {
+        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Renews `lease` every `every` (`RENEW`; for `LEASE` from the API server's time) until the
+/// run is over or the lease is not its own: run beside the run, on a thread of its own. Each
+/// renewal (the server's `Date`, the update, a 409's re-read and retry, all together) ends by
+/// `every` after it began. Once `REFUSALS_BEFORE_LOST` intervals (`LEASE − RENEW`) passed
+/// since the last renewal written began, the next could not be written before the lease runs
+/// out under the living run, and another run take it over or delete what it made: the run is
+/// stopped then (`run`), and `Held::lose` told why; so it is, at once, when the lease is not
+/// the run's any more.
+fn keep_renewed(
+    c: &Cluster,
+    lease: &Held,
+    (what, run, every): (&str, &Stop, Duration),
+    say: &mut dyn FnMut(&str),
+) {
+    let (mut first, mut written) = (true, Instant::now());
+    let lost_after = every.saturating_mul(REFUSALS_BEFORE_LOST);
+    let ending = lease.ending();
+    let lose = |why: String| -> Result<Look<(), ()>, Stopped> {
+        lease.lose(why);
+        run.request();
+        Ok(Look::Done(()))
+    };
+    let look = || -> Result<Look<(), ()>, Stopped> {
+        // The lease was just written (and proven): the first renewal is one `RENEW` later.
+        if std::mem::take(&mut first) {
+            return Ok(Look::Pending(()));
+        }
+        let begun = Instant::now();
+        // The server's `Date` not read: a renewal failed, nothing written (`server_time_sent`).
+        let failed = match server_time_sent(c, Some((ending, every))) {
+            Err(_) if ending.requested() => return Err(Stopped),
+            Err(e) => format!(
+                "the API server's time could not be read: {e} ({})",
+                e.hint()
+            ),
+            Ok(at) => match lease.renew_by(c, at, begun + every) {
+                Ok(Some(true)) => {
+                    written = begun;
+                    return Ok(Look::Pending(()));
+                }
+                Ok(Some(false)) => return lose(lease.gone()),
+                Ok(None) if at.is_none() => "the API server's time could not be read".to_owned(),
+                Ok(None) => "it was not renewed: two conflicts in a row".to_owned(),
+                Err(_) if ending.requested() => return Err(Stopped),
+                Err(e) => format!("{e} ({})", e.hint()),
+            },
+        };
+        if ending.requested() {
+            return Err(Stopped);
+        }
+        if written.elapsed() >= lost_after {
+            return lose(failed);
+        }
+        Ok(Look::Pending(()))
+    };
+    let wait = Wait {
+        what,
+        timeout: NO_LIMIT,
+        pauses: Pauses::every(every),
+        stop: ending,
+        say,
+    };
+    let _ = poll_until(wait, look, |()| Ok::<(), Stopped>(()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lease of a minute renewed every 15 s is lost at the third refusal in a row: the
+    /// fourth renewal would come after it ran out.
+    #[test]
+    fn the_lease_is_lost_at_the_refusal_after_which_the_next_renewal_is_too_late() {
+        assert_eq!(crate::verify::options::REFUSALS_BEFORE_LOST, 3);
+    }
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn lease(renewed: Option<i64>, for_s: Option<i32>, created: i64) -> Lease {
+        Lease {
+            metadata: ObjectMeta {
+                creation_timestamp: jiff::Timestamp::from_second(created).ok().map(Time),
+                ..Default::default()
+            },
+            spec: Some(LeaseSpec {
+                renew_time: renewed.and_then(micro),
+                lease_duration_seconds: for_s,
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// A Lease runs out by its `renewTime` and `leaseDurationSeconds` against the server's
+    /// time, whatever its age; one without them, by its age.
+    #[test]
+    fn a_lease_runs_out_by_its_renewal_else_by_its_age() {
+        assert!(!run_out(&lease(Some(1000), Some(60), 0), 1060));
+        assert!(run_out(&lease(Some(1000), Some(60), 0), 1061));
+        assert!(!run_out(&lease(None, None, 1000), 1000 + LEFTOVER_AGE_S));
+        assert!(run_out(&lease(None, None, 1000), 1001 + LEFTOVER_AGE_S));
+    }
+}
