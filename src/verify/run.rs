@@ -145,8 +145,8 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
 /// the report carries its finding, the checks done keep their verdicts and the rest were
 /// stopped; it says `interrupted` only when a stop of the whole (`whole`: Ctrl-C, a
 /// container's stop) came. One lost later, during the clean-up, every check judged, leaves
-/// the verdict alone: the clean-up's error says it, unless it already says the turn was
-/// taken over.
+/// the verdict alone: the clean-up's error says it, unless it already says the Lease was
+/// deleted by another run.
 fn lease_lost(
     report: &mut Report,
     lost: Option<lease::Lost>,
