@@ -72,6 +72,17 @@ fn a_pod_the_scheduler_places_nowhere_is_named_scheduling_not_the_cni() {
     nothing_left(&api);
 }
 
+/// No probe namespace nor object was made.
+fn nothing_made(api: &FakeApi) {
+    let made: Vec<String> = (api.requests().into_iter())
+        .filter(|(m, p)| {
+            m == "POST" && (p == "/api/v1/namespaces" || p.contains("calicoctl-win-verify"))
+        })
+        .map(|(_, p)| p)
+        .collect();
+    assert!(made.is_empty(), "{made:?}");
+}
+
 fn calico_ready(api: &FakeApi, node: &str, status: &str, age_s: i64) {
     let path = format!("/api/v1/nodes/{node}");
     let mut n = api.get(&path).expect("node");
@@ -141,16 +152,7 @@ fn a_restarted_felix_never_ready_ends_reconfigure_verify_before_any_check() {
         stderr.contains("not ready: Felix's /readiness on 127.0.0.1:9099"),
         "{stderr}"
     );
-    let made: Vec<String> = node
-        .api()
-        .requests()
-        .into_iter()
-        .filter(|(m, p)| {
-            m == "POST" && (p == "/api/v1/namespaces" || p.contains("calicoctl-win-verify"))
-        })
-        .map(|(_, p)| p)
-        .collect();
-    assert!(made.is_empty(), "{made:?}");
+    nothing_made(node.api());
 }
 
 /// `install --verify` that starts kube-proxy on a node being removed: kube-proxy's `/healthz`
@@ -188,14 +190,5 @@ fn a_node_being_removed_ends_install_verify_at_kube_proxys_first_answer() {
         !stderr.contains("waiting up to") && !stderr.contains("gave up waiting"),
         "{stderr}"
     );
-    let made: Vec<String> = node
-        .api()
-        .requests()
-        .into_iter()
-        .filter(|(m, p)| {
-            m == "POST" && (p == "/api/v1/namespaces" || p.contains("calicoctl-win-verify"))
-        })
-        .map(|(_, p)| p)
-        .collect();
-    assert!(made.is_empty(), "{made:?}");
+    nothing_made(node.api());
 }
