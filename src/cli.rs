@@ -284,8 +284,8 @@ answered again within 30 s).\n\n\
 A failure names its layer (the CNI and IPAM, the image, the overlay, kube-proxy, DNS, Felix's policy, the \
 host firewall, egress) as a finding of docs/findings.md, with the next step; a check that failed because one \
 under it failed is blocked by that one. The namespace and everything in it is deleted at the end and waited \
-for, unless --keep-on-failure and a check failed; a namespace a killed run left is found by its label and age \
-and deleted by the next run.\n\n\
+for, unless --keep-on-failure and a check failed; each run holds a Lease in its namespace, and a namespace \
+a killed run left is found by its label and deleted by the next run once that Lease ran out.\n\n\
 Exits 0 when every check passes, 1 when one fails, 2 for bad usage (a node that is not a Windows node, or on a \
 Windows build the image has no variant for), 4 when --timeout passed first. Changes in the cluster: only its \
 own namespace.\n\nWith --namespace NS it runs in NS, which it neither makes nor deletes: what it made there is deleted, and \
@@ -1058,19 +1058,24 @@ pub struct InstallArgs {
     /// The probe image of --verify: agnhost, or a mirror of it for an air-gapped cluster
     #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST, requires = "verify")]
     pub verify_image: String,
+    /// --verify's --timeout (tests)
+    #[arg(long, hide = true, value_name = "DURATION", default_value = "120s", requires = "verify", value_parser = crate::verify::options::timeout_flag)]
+    pub verify_timeout: std::time::Duration,
 }
 
 impl InstallArgs {
-    /// `--verify`'s probe image, when `--verify` is asked for.
-    pub fn verify_with(&self) -> Option<&str> {
-        self.verify.then_some(self.verify_image.as_str())
+    /// `--verify`'s probe image and timeout, when `--verify` is asked for.
+    pub fn verify_with(&self) -> Option<(&str, std::time::Duration)> {
+        self.verify
+            .then_some((self.verify_image.as_str(), self.verify_timeout))
     }
 }
 
 impl ReconfigureArgs {
-    /// `--verify`'s probe image, when `--verify` is asked for.
-    pub fn verify_with(&self) -> Option<&str> {
-        self.verify.then_some(self.verify_image.as_str())
+    /// `--verify`'s probe image and timeout, when `--verify` is asked for.
+    pub fn verify_with(&self) -> Option<(&str, std::time::Duration)> {
+        self.verify
+            .then_some((self.verify_image.as_str(), self.verify_timeout))
     }
 }
 
@@ -1134,6 +1139,9 @@ pub struct ReconfigureArgs {
     /// The probe image of --verify: agnhost, or a mirror of it for an air-gapped cluster
     #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST, requires = "verify")]
     pub verify_image: String,
+    /// --verify's --timeout (tests)
+    #[arg(long, hide = true, value_name = "DURATION", default_value = "120s", requires = "verify", value_parser = crate::verify::options::timeout_flag)]
+    pub verify_timeout: std::time::Duration,
     /// Before changing the node, take one of the fleet's turns (the Leases NAME-turn-0 ..
     /// in NAMESPACE; fleet plan's DaemonSet passes it), held until the node is healthy again
     #[arg(long, value_name = "NAMESPACE/NAME", value_parser = parse_turn)]

@@ -340,16 +340,16 @@ fn host_findings(ctx: &mut Context) -> Vec<crate::health::judge::Finding> {
 /// `restarted`, the services the command (re)started).
 pub fn print_verified(
     ctx: &mut Context,
-    (verify, what, restarted): (Option<&str>, &str, Restarted),
+    (verify, what, restarted): (Option<(&str, std::time::Duration)>, &str, Restarted),
     cluster: Option<&crate::cluster::Cluster>,
     node: &str,
     doc: impl serde::Serialize,
 ) -> anyhow::Result<()> {
-    let Some(image) = verify else {
+    let Some(with) = verify else {
         ctx.printer.json(&doc);
         return Ok(());
     };
-    let (verify, failed) = verify_after(ctx, (cluster, image), node, restarted)?;
+    let (verify, failed) = verify_after(ctx, (cluster, with), node, restarted)?;
     ctx.printer.json(&super::common::WithVerify {
         schema: crate::output::VERIFY_SCHEMA,
         doc,
@@ -383,7 +383,10 @@ fn verified_ending(what: &str, e: &crate::verify::failure::Failed) -> String {
 /// any. The change stays.
 pub fn verify_after(
     ctx: &mut Context,
-    (cluster, image): (Option<&crate::cluster::Cluster>, &str),
+    (cluster, (image, timeout)): (
+        Option<&crate::cluster::Cluster>,
+        (&str, std::time::Duration),
+    ),
     node: &str,
     restarted: Restarted,
 ) -> anyhow::Result<(Report, Option<crate::verify::failure::Failed>)> {
@@ -402,6 +405,7 @@ pub fn verify_after(
     let node = node.as_str();
     let o = Options {
         image: image.to_owned(),
+        timeout,
         cluster_domain: domain.unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.into()),
         // kubelet just restarted, or the CNI config just written: the node may take a while
         // to be Ready, and CalicoNode to say Calico is.

@@ -1,14 +1,13 @@
-//! The one renewal keeper of a run's lease, whichever it holds: its own namespace's
-//! (`lease`) or its turn in a namespace given (`shared`). A renewal writes the lease by the
+//! The renewal keeper of a run's Lease (shared.rs). A renewal writes the lease by the
 //! API server's time with an update that carries the resourceVersion the run last wrote
 //! (kube-apiserver's `Update` refuses another, 409: `staging/src/k8s.io/apiserver/pkg/
 //! registry/generic/registry/store.go`); the run is judged to have lost its lease by the time
 //! since its last good write.
 
-use super::options::{LEASE, REFUSALS_BEFORE_LOST};
+use super::options::LEASE;
 use super::probe;
 use crate::cluster::{Cluster, ClusterError};
-use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Stopped, Wait, poll_until};
+use crate::duration::Stop;
 use kube::Api;
 use kube::api::PostParams;
 use std::time::{Duration, Instant};
@@ -41,7 +40,7 @@ pub fn server_time_unless(c: &Cluster, stop: Option<(&Stop, Duration)>) -> Optio
 /// `server_time_unless`, its call failed an error. The keeper writes nothing then: a server
 /// that does not answer its look at the time would not take the renewal either, and it
 /// counts as refused.
-fn server_time_sent(
+pub(super) fn server_time_sent(
     c: &Cluster,
     stop: Option<(&Stop, Duration)>,
 ) -> Result<Option<i64>, ClusterError> {
@@ -53,92 +52,6 @@ fn server_time_sent(
         }
         None => Ok(c.server_clock(super::options::RENEW)),
     }
-}
-
-/// A lease as its keeper renews it.
-pub trait Lease: Sync {
-    /// Requested when the renewals end (the run over, or its stop): wakes their wait and
-    /// cuts a renewal under way.
-    fn ending(&self) -> &Stop;
-    /// One renewal, to run out at `at_s` (`None`: no time from the API server), its every
-    /// call cut by `ending` or at `by`: `Some(true)` written (or nothing to write: over, or
-    /// a lease judged by its age), `Some(false)` not the run's any more, `None` not renewed
-    /// this time.
-    fn renew_by(
-        &self,
-        c: &Cluster,
-        at_s: Option<i64>,
-        by: Instant,
-    ) -> Result<Option<bool>, ClusterError>;
-    /// The lease lost, `why`: kept for the run's error.
-    fn lose(&self, why: String);
-    /// Why, when the lease is not the run's any more.
-    fn gone(&self) -> String;
-}
-
-/// Renews `lease` every `every` (`RENEW`; for `LEASE` from the API server's time) until the
-/// run is over or the lease is not its own: run beside the run, on a thread of its own. Each
-/// renewal (the server's `Date`, the update, a 409's re-read and retry, all together) ends by
-/// `every` after it began. Once `REFUSALS_BEFORE_LOST` intervals (`LEASE − RENEW`) passed
-/// since the last renewal written began, the next could not be written before the lease runs
-/// out under the living run, and another run take it over or delete what it made: the run is
-/// stopped then (`run`), and `Lease::lose` told why; so it is, at once, when the lease is not
-/// the run's any more.
-pub fn keep(
-    c: &Cluster,
-    lease: &dyn Lease,
-    (what, run, every): (&str, &Stop, Duration),
-    say: &mut dyn FnMut(&str),
-) {
-    let (mut first, mut written) = (true, Instant::now());
-    let lost_after = every.saturating_mul(REFUSALS_BEFORE_LOST);
-    let ending = lease.ending();
-    let lose = |why: String| -> Result<Look<(), ()>, Stopped> {
-        lease.lose(why);
-        run.request();
-        Ok(Look::Done(()))
-    };
-    let look = || -> Result<Look<(), ()>, Stopped> {
-        // The lease was just written (and proven): the first renewal is one `RENEW` later.
-        if std::mem::take(&mut first) {
-            return Ok(Look::Pending(()));
-        }
-        let begun = Instant::now();
-        // The server's `Date` not read: a renewal failed, nothing written (`server_time_sent`).
-        let failed = match server_time_sent(c, Some((ending, every))) {
-            Err(_) if ending.requested() => return Err(Stopped),
-            Err(e) => format!(
-                "the API server's time could not be read: {e} ({})",
-                e.hint()
-            ),
-            Ok(at) => match lease.renew_by(c, at, begun + every) {
-                Ok(Some(true)) => {
-                    written = begun;
-                    return Ok(Look::Pending(()));
-                }
-                Ok(Some(false)) => return lose(lease.gone()),
-                Ok(None) if at.is_none() => "the API server's time could not be read".to_owned(),
-                Ok(None) => "it was not renewed: two conflicts in a row".to_owned(),
-                Err(_) if ending.requested() => return Err(Stopped),
-                Err(e) => format!("{e} ({})", e.hint()),
-            },
-        };
-        if ending.requested() {
-            return Err(Stopped);
-        }
-        if written.elapsed() >= lost_after {
-            return lose(failed);
-        }
-        Ok(Look::Pending(()))
-    };
-    let wait = Wait {
-        what,
-        timeout: NO_LIMIT,
-        pauses: Pauses::every(every),
-        stop: ending,
-        say,
-    };
-    let _ = poll_until(wait, look, |()| Ok::<(), Stopped>(()));
 }
 
 /// A lease's change (the object as held to the object to write) and the test of whether an

@@ -1,222 +1,294 @@
-//! The run's own namespace as a lease, as the turn is in a namespace given (shared.rs): its
-//! annotation `EXPIRES` says until when the run that made it lives, by the API server's
-//! clock. It is written at the namespace's creation for `shared::LEASE` and renewed every
-//! `shared::RENEW` while the run lives (until its clean-up deletes it) by an update that
-//! carries the resourceVersion the run last wrote (kube-apiserver's `Update` refuses another, 409:
-//! `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go`). A run killed
-//! outright stops renewing, so the next run deletes its namespace once `EXPIRES` has passed,
-//! with a delete whose preconditions are the uid and resourceVersion it judged by (the
-//! namespace's `Delete` checks both, 409 otherwise: `pkg/registry/core/namespace/storage/
-//! storage.go`): a living run that renewed meanwhile keeps its namespace. A namespace without
-//! the annotation (an older calicoctl-win's) is judged by its age (`objects::leftovers`).
+//! A run's Lease (coordination.k8s.io/v1, k8s-openapi's type) in the namespace it runs in,
+//! its own or one given: named for the run (`Names::lease`), labelled with its id, written by
+//! the API server's time (`keeper::server_time`) for `LEASE` and renewed every `RENEW` while
+//! the run lives, each write an update carrying the resourceVersion the run last wrote
+//! (`keeper::write`). Its create refusing a name taken (409: kube-apiserver's `Create`,
+//! `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go`) keeps two runs'
+//! ids apart. Whether one ran out is read as client-go reads it (`renewTime` +
+//! `leaseDurationSeconds`: `tools/leaderelection/resourcelock/leaselock.go`), against the
+//! API server's `Date`, never this host's clock.
 
-use super::keeper;
+use super::keeper::{self, server_time_sent};
+use super::matrix::{PlanError, RunError};
+use super::objects::{Names, OWNER_LABEL, OWNER_VALUE, RUN_LABEL};
+use super::options::{Options, REFUSALS_BEFORE_LOST};
 use super::probe;
 use crate::cluster::{Cluster, ClusterError};
-use crate::duration::Stop;
-use k8s_openapi::api::core::v1::Namespace;
+use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Stopped, Wait, poll_until};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Api;
+use kube::api::{DeleteParams, Preconditions};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-pub use super::objects::{
-    KEPT, LEASE_EXPIRES as EXPIRES, lease_expires as expires, leased_until as until,
-};
+pub use super::options::{LEASE, RENEW};
+/// A Lease without `renewTime` older than this is a killed run's.
+const LEFTOVER_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
 
-pub use super::keeper::{lease_s, server_time};
-
-/// The run's namespace as it holds it: the object it last wrote (its resourceVersion the
-/// precondition of the next write); `done` once the run is over or the namespace is not its
-/// own any more (deleted, or its lease written by someone else).
+/// The run's Lease as it holds it: the object it last wrote (its resourceVersion the
+/// precondition of the next write); `done` once the run is over or the Lease is not its own
+/// any more (deleted by a sweep that judged it run out).
 #[derive(Debug)]
 pub struct Held {
-    pub name: String,
+    pub names: Names,
+    ns: String,
+    /// The Lease's uid: the probe pods' controller (`objects::controller`).
     pub uid: String,
-    last: Mutex<Namespace>,
+    last: Mutex<Lease>,
     done: AtomicBool,
-    /// Requested when the renewals end (the run over, or the run's stop): wakes their wait.
+    /// The Lease was deleted, or made again by someone else, while the run ran.
+    lost: AtomicBool,
+    /// Requested when the renewals end (the run over, or its stop): wakes their wait.
     ending: Stop,
-    /// Why the lease was lost to refused renewals, once it was (`keep`).
-    lost: Mutex<Option<String>>,
+    /// Why the renewals were refused until the Lease would run out, once they were.
+    refused: Mutex<Option<String>>,
 }
 
 impl Held {
-    /// The namespace as made, held by the run whose stop is `run` (the renewals end with it).
-    pub fn new(written: Namespace, run: &Stop) -> Self {
-        Self {
-            name: written.metadata.name.clone().unwrap_or_default(),
-            uid: written.metadata.uid.clone().unwrap_or_default(),
-            last: Mutex::new(written),
-            done: AtomicBool::new(false),
-            ending: run.part(),
-            lost: Mutex::new(None),
-        }
+    /// Whether the Lease was deleted (or made again by someone else) while the run ran.
+    pub fn lost(&self) -> bool {
+        self.lost.load(Ordering::SeqCst)
     }
 
     /// The renewals stopped: one under way ends first (it holds the lock), none follows.
     pub fn stop(&self) {
-        // The renewal under way cut first, so that the lock is not held long.
         self.ending.request();
         let _last = self.last.lock().unwrap_or_else(|e| e.into_inner());
         self.done.store(true, Ordering::SeqCst);
     }
 
-    /// Why the lease was lost to refused renewals (the run was stopped for it), if it was.
-    pub fn lost(&self) -> Option<String> {
-        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    /// Why the renewals were refused until the Lease would run out (the run was stopped for
+    /// it), if they were.
+    pub fn refused(&self) -> Option<String> {
+        self.refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The Lease's name, as a run's messages say it.
+    pub fn named(&self) -> String {
+        format!("leases/{} in namespace {}", self.names.lease(), self.ns)
+    }
+
+    fn ours(&self, l: &Lease) -> bool {
+        l.metadata.uid.as_deref() == Some(self.uid.as_str())
+            && l.metadata.deletion_timestamp.is_none()
+            && l.spec.as_ref().and_then(|s| s.holder_identity.as_deref())
+                == Some(self.names.id.as_str())
     }
 }
 
-/// One write of the lease, to run out at `at_s`, unless the run is over, within a renewal's
-/// interval: whether the namespace is still the run's (`None`: twice in conflict, not written).
-pub fn renew(c: &Cluster, held: &Held, at_s: i64) -> Result<Option<bool>, ClusterError> {
-    let by = std::time::Instant::now() + super::options::RENEW;
-    keeper::Lease::renew_by(held, c, Some(at_s), by)
-}
-
-impl keeper::Lease for Held {
-    fn ending(&self) -> &Stop {
+impl Held {
+    /// Requested when the renewals end (the run over, or its stop): wakes their wait and cuts
+    /// a renewal under way.
+    pub fn ending(&self) -> &Stop {
         &self.ending
     }
 
-    /// A namespace made without a lease (no time from the server then) is judged by its age:
-    /// nothing to renew until the server's time is known.
-    fn renew_by(
+    /// One renewal, to run out `LEASE` from `at_s` (`None`: no time from the API server),
+    /// its every call cut by `ending` or at `by`: `Some(true)` written (or nothing to write:
+    /// over, or a Lease made without a `renewTime`, judged by its age), `Some(false)` not the
+    /// run's any more, `None` not renewed this time (twice in conflict).
+    pub fn renew_by(
         &self,
         c: &Cluster,
         at_s: Option<i64>,
-        by: std::time::Instant,
+        by: Instant,
     ) -> Result<Option<bool>, ClusterError> {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
         if self.done.load(Ordering::SeqCst) || self.ending.requested() {
             return Ok(Some(true));
         }
         let Some(at_s) = at_s else {
-            return Ok(expires(&last).is_none().then_some(true));
+            return Ok(renewed(&last).is_none().then_some(true));
         };
-        write(
-            c,
-            self,
-            &mut last,
-            &|ns| until(ns, at_s),
-            (&self.ending, by),
-        )
+        let written = write(c, self, &mut last, (Some(at_s), keeper::lease_s()), by)?;
+        if written == Some(false) {
+            self.lost.store(true, Ordering::SeqCst);
+            self.done.store(true, Ordering::SeqCst);
+        }
+        Ok(written)
     }
 
-    fn lose(&self, why: String) {
-        *self.lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+    /// The Lease lost to refused renewals, `why`: kept for the run's report.
+    pub fn lose(&self, why: String) {
+        *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
     }
 
-    fn gone(&self) -> String {
+    /// Why, when the Lease is not the run's any more.
+    pub fn gone(&self) -> String {
         format!(
-            "namespace {} was deleted or made again by someone else",
-            self.name
+            "{} was deleted, or made again by someone else",
+            self.named()
         )
     }
 }
 
-/// The first renewal, before any pod is made: proves that the run may write its lease (the
-/// identity's `update namespaces`, and no admission webhook refusing it), so that a run that
-/// could not keep its namespace leased refuses before it runs. Nothing to prove when the
-/// namespace carries no lease (no `Date` from the server: judged by its age).
-pub fn prove(c: &Cluster, held: &Held) -> Result<(), ClusterError> {
-    let leased = expires(&held.last.lock().unwrap_or_else(|e| e.into_inner())).is_some();
-    match server_time(c) {
-        // Twice in conflict, the namespace just made still runs on its lease; not the run's
-        // any more, the next renewal stops the run.
-        Some(t) if leased => renew(c, held, t + lease_s()).map(|_| ()),
-        _ => Ok(()),
-    }
-}
-
-/// What the run made kept (`--keep-on-failure`): the namespace marked `KEPT`, which no run's
-/// sweep deletes, the renewals stopped. Needs no server time. Whether the namespace is still
-/// the run's (then marked; `None`: twice in conflict, not marked), within a renewal's
-/// interval and not cut by the renewals' end.
-pub fn keep_marked(c: &Cluster, held: &Held, why: &str) -> Result<Option<bool>, ClusterError> {
-    held.ending.request();
-    let mut last = held.last.lock().unwrap_or_else(|e| e.into_inner());
-    held.done.store(true, Ordering::SeqCst);
-    let by = std::time::Instant::now() + super::options::RENEW;
-    let mark = |ns| super::objects::marked_kept(ns, why);
-    write(c, held, &mut last, &mark, (&Stop::never(), by))
-}
-
-/// `change` written on the namespace (`keeper::write`): the namespace of the run's uid, not
-/// being deleted, is still the run's (no other writer touches its lease: another run's sweep
-/// only deletes it, with preconditions), whatever its lease says now.
+/// The Lease renewed at `renew_s` (none: judged by its age) for `for_s` seconds
+/// (`keeper::write`, its resourceVersion the precondition).
 fn write(
     c: &Cluster,
     held: &Held,
-    last: &mut Namespace,
-    change: &dyn Fn(Namespace) -> Namespace,
-    (ending, by): (&Stop, std::time::Instant),
+    last: &mut Lease,
+    (renew_s, for_s): (Option<i64>, i64),
+    by: Instant,
 ) -> Result<Option<bool>, ClusterError> {
-    let api: Api<Namespace> = Api::all(c.client.clone());
-    let what = format!("namespaces/{}", held.name);
-    let ours = |now: &Namespace| {
-        now.metadata.uid.as_deref() == Some(held.uid.as_str())
-            && now.metadata.deletion_timestamp.is_none()
+    let api: Api<Lease> = Api::namespaced(c.client.clone(), &held.ns);
+    let name = held.names.lease();
+    let what = format!("leases/{name}");
+    let change = |mut l: Lease| {
+        let spec = l.spec.get_or_insert_with(Default::default);
+        spec.renew_time = renew_s.and_then(micro);
+        spec.lease_duration_seconds = Some(i32::try_from(for_s).unwrap_or(i32::MAX));
+        l
     };
+    let ours = |l: &Lease| held.ours(l);
     keeper::write(
         c,
-        (&api, &held.name, &what),
+        (&api, &name, &what),
         last,
-        (change, &ours),
-        (ending, by),
+        (&change, &ours),
+        (&Stop::never(), by),
     )
 }
 
-/// Renews the lease every `every` until the run is over or the namespace is no longer its
-/// own (`keeper::keep`): run beside the run, on a thread of its own.
-pub fn keep(c: &Cluster, held: &Held, (run, every): (&Stop, Duration), say: &mut dyn FnMut(&str)) {
-    let what = format!("the run's end, renewing namespace {}'s lease", held.name);
-    keeper::keep(c, held, (&what, run, every), say);
+fn micro(s: i64) -> Option<MicroTime> {
+    jiff::Timestamp::from_second(s).ok().map(MicroTime)
 }
 
-/// What the run made kept (`--keep-on-failure`), `why`: in a namespace given, its Lease held
-/// while they are looked at, then the next run deletes them; its own namespace marked kept
-/// (`lease::KEPT`), which no run's sweep deletes. Why the mark could not be written, if not.
-pub fn keep_all(
-    c: &Cluster,
-    (name, held, own): (&str, Option<&super::shared::Held>, Option<&Held>),
-    why: &str,
-) -> Option<String> {
-    if let Some(h) = held {
-        let _ = super::shared::keep_for(c, h, super::options::LEFTOVER_AGE.as_secs() as i64);
+/// When the Lease was last renewed (unix seconds), if it says.
+fn renewed(l: &Lease) -> Option<i64> {
+    let spec = l.spec.as_ref()?;
+    Some(spec.renew_time.as_ref()?.0.as_second())
+}
+
+/// Whether a Lease has run out at `now` (the API server's time): its `renewTime` and
+/// `leaseDurationSeconds`, the times the run wrote by the server's clock; without them, its
+/// creation (the server's clock too) and `LEFTOVER_AGE`.
+pub fn run_out(l: &Lease, now: i64) -> bool {
+    let held_s = l.spec.as_ref().and_then(|s| s.lease_duration_seconds);
+    match (renewed(l), held_s) {
+        (Some(t), Some(d)) => now > t + i64::from(d),
+        _ => older(&l.metadata, now),
     }
-    let l = own?;
-    match keep_marked(c, l, why) {
-        Ok(Some(true)) => None,
-        Ok(Some(false)) => Some(format!("namespace {name} is no longer this run's to keep")),
-        Ok(None) => Some(format!(
-            "marking namespace {name} kept met two conflicts in a row: the next run deletes it once its lease runs out"
-        )),
-        Err(e) => Some(format!(
-            "marking namespace {name} kept failed ({e}): the next run deletes it once its lease runs out"
-        )),
-    }
+}
+
+pub fn older(meta: &ObjectMeta, now: i64) -> bool {
+    meta.creation_timestamp
+        .as_ref()
+        .is_some_and(|t| now > t.0.as_second() + LEFTOVER_AGE_S)
+}
+
+/// The run's Lease made in `ns` for `LEASE` by the API server's time (`keep` renews it);
+/// without that time, without `renewTime`: judged by its age.
+pub fn take(c: &Cluster, ns: &str, o: &Options) -> Result<Held, ClusterError> {
+    let names = o.names();
+    let now = keeper::server_time(c);
+    let lease = Lease {
+        metadata: ObjectMeta {
+            name: Some(names.lease()),
+            labels: Some(BTreeMap::from([
+                (OWNER_LABEL.into(), OWNER_VALUE.into()),
+                (RUN_LABEL.into(), names.id.clone()),
+            ])),
+            ..Default::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(names.id.clone()),
+            lease_duration_seconds: Some(i32::try_from(keeper::lease_s()).unwrap_or(60)),
+            acquire_time: now.and_then(micro),
+            renew_time: now.and_then(micro),
+            ..Default::default()
+        }),
+    };
+    let api: Api<Lease> = Api::namespaced(c.client.clone(), ns);
+    let what = format!("leases/{}", names.lease());
+    let made = c.call("create", &what, api.create(&Default::default(), &lease))?;
+    Ok(Held {
+        names,
+        ns: ns.to_owned(),
+        uid: made.metadata.uid.clone().unwrap_or_default(),
+        last: Mutex::new(made),
+        done: AtomicBool::new(false),
+        lost: AtomicBool::new(false),
+        ending: o.stop.part(),
+        refused: Mutex::new(None),
+    })
+}
+
+/// Renews the Lease every `every` until the run is over or it is not the run's any more
+/// (`keeper::keep`): run beside the run, on a thread of its own.
+pub fn keep(c: &Cluster, held: &Held, (run, every): (&Stop, Duration), say: &mut dyn FnMut(&str)) {
+    let what = format!("the run's end, renewing {}", held.named());
+    keep_renewed(c, held, (&what, run, every), say);
+}
+
+/// The Lease's first renewal, before any pod is made: proves that the run may renew it (the
+/// identity's `update leases`), so that a run that could not keep it refuses before it runs;
+/// refused, the Lease is deleted, or the namespace the run made (`made`: its uid), by its uid
+/// (nothing of the run's is in it yet).
+pub fn prove(c: &Cluster, held: &Held, made: Option<&str>) -> Result<(), RunError> {
+    let Some(now) = keeper::server_time(c) else {
+        return Ok(());
+    };
+    let by = Instant::now() + RENEW;
+    let cause = match held.renew_by(c, Some(now), by) {
+        Ok(Some(true) | None) => return Ok(()),
+        Ok(Some(false)) => held.gone(),
+        Err(e) => format!("{e} ({})", e.hint()),
+    };
+    held.stop();
+    let ns = &held.ns;
+    let fate = match made {
+        Some(uid) => match probe::delete_namespace(c, ns, (Some(uid), None)) {
+            Ok(_) => format!(
+                "nothing was run: namespace {ns}, which held nothing yet, was deleted at once (by its uid)"
+            ),
+            Err(d) => {
+                format!("deleting namespace {ns} failed too ({d}): 'kubectl delete namespace {ns}'")
+            }
+        },
+        None => match delete_lease(c, held, Instant::now() + RENEW) {
+            Ok(()) => "nothing was run: the Lease was deleted".to_owned(),
+            Err(e) => format!(
+                "nothing was run; deleting the Lease failed too ({e}): it runs out within a minute"
+            ),
+        },
+    };
+    Err(RunError::Plan(PlanError::LeaseLost {
+        lease: held.named(),
+        cause,
+        fate,
+    }))
+}
+
+/// What the run made kept (`--keep-on-failure`): its Lease written to hold `for_s` more
+/// seconds by the API server's time (without that time, without `renewTime`: judged by its
+/// age, which `for_s` is), after which the next run's sweep deletes them.
+pub fn keep_for(c: &Cluster, held: &Held, for_s: i64) -> Result<(), ClusterError> {
+    let now = keeper::server_time(c);
+    held.ending.request();
+    let mut last = held.last.lock().unwrap_or_else(|e| e.into_inner());
+    held.done.store(true, Ordering::SeqCst);
+    write(c, held, &mut last, (now, for_s), Instant::now() + RENEW).map(|_| ())
 }
 
 /// A lease lost: the lease, named, and why.
 pub type Lost = (String, String);
 
-/// The run's lease as lost by now, if it was (taken over, or its renewals refused or
-/// unanswered until it would run out; the run was stopped for it): the lease, named, and why.
-/// Read where the checks end: a loss during the clean-up, every check judged, is the
-/// clean-up's to report, not the run's.
-pub fn lost_by_now((held, own): (Option<&super::shared::Held>, Option<&Held>)) -> Option<Lost> {
-    match (held, own) {
-        (Some(h), _) => Some((h.named(), h.refused()?)),
-        (None, Some(l)) => Some((format!("namespace {}", l.name), l.lost()?)),
-        (None, None) => None,
-    }
+/// The run's Lease as lost by now, if it was (its renewals refused or unanswered until it
+/// would run out; the run was stopped for it): the Lease, named, and why. Read where the
+/// checks end: a loss during the clean-up, every check judged, is the clean-up's to report.
+pub fn lost_by_now(held: &Held) -> Option<Lost> {
+    Some((held.named(), held.refused()?))
 }
 
-/// The run's lease lost mid-run (`lost_by_now`, read where the checks ended): the finding
-/// that says so, naming the lease, why, and what became of what the run made. The report
-/// carries it beside the checks done.
+/// The run's Lease lost mid-run (`lost_by_now`, read where the checks ended): the finding
+/// that says so, naming the Lease, why, and what became of what the run made.
 pub fn lost(
     (lease, cause): Lost,
     (cleaned_up, clean_up_error): (bool, &Option<String>),
@@ -235,33 +307,129 @@ pub fn lost(
     )
 }
 
-/// The first renewal of the run's lease refused, before any pod: the namespace deleted at
-/// once, by its uid, and the error says whether that was done.
-pub fn refused(c: &Cluster, own: &Held, e: ClusterError) -> super::matrix::RunError {
-    own.stop();
-    let fate = match probe::delete_namespace(c, &own.name, (Some(&own.uid), None)) {
-        Ok(_) => format!(
-            "nothing was run: namespace {}, which held nothing yet, was deleted at once (by its uid)",
-            own.name
-        ),
-        Err(d) => format!(
-            "deleting namespace {} failed too ({d}): 'kubectl delete namespace {}'",
-            own.name, own.name
-        ),
+/// The Lease deleted while it is the one this run last wrote (uid and resourceVersion).
+pub fn delete_lease(c: &Cluster, held: &Held, until: Instant) -> Result<(), ClusterError> {
+    let api: Api<Lease> = Api::namespaced(c.client.clone(), &held.ns);
+    let name = held.names.lease();
+    let what = format!("leases/{name}");
+    let version = held
+        .last
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .metadata
+        .resource_version
+        .clone();
+    let dp = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(held.uid.clone()),
+            resource_version: version,
+        }),
+        ..Default::default()
     };
-    super::matrix::RunError::Plan(super::matrix::PlanError::LeaseLost {
-        lease: format!("namespace {}", own.name),
-        cause: format!("{e} ({})", e.hint()),
-        fate,
-    })
+    match c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)) {
+        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Renews `lease` every `every` (`RENEW`; for `LEASE` from the API server's time) until the
+/// run is over or the lease is not its own: run beside the run, on a thread of its own. Each
+/// renewal (the server's `Date`, the update, a 409's re-read and retry, all together) ends by
+/// `every` after it began. Once `REFUSALS_BEFORE_LOST` intervals (`LEASE − RENEW`) passed
+/// since the last renewal written began, the next could not be written before the lease runs
+/// out under the living run, and another run take it over or delete what it made: the run is
+/// stopped then (`run`), and `Held::lose` told why; so it is, at once, when the lease is not
+/// the run's any more.
+fn keep_renewed(
+    c: &Cluster,
+    lease: &Held,
+    (what, run, every): (&str, &Stop, Duration),
+    say: &mut dyn FnMut(&str),
+) {
+    let (mut first, mut written) = (true, Instant::now());
+    let lost_after = every.saturating_mul(REFUSALS_BEFORE_LOST);
+    let ending = lease.ending();
+    let lose = |why: String| -> Result<Look<(), ()>, Stopped> {
+        lease.lose(why);
+        run.request();
+        Ok(Look::Done(()))
+    };
+    let look = || -> Result<Look<(), ()>, Stopped> {
+        // The lease was just written (and proven): the first renewal is one `RENEW` later.
+        if std::mem::take(&mut first) {
+            return Ok(Look::Pending(()));
+        }
+        let begun = Instant::now();
+        // The server's `Date` not read: a renewal failed, nothing written (`server_time_sent`).
+        let failed = match server_time_sent(c, Some((ending, every))) {
+            Err(_) if ending.requested() => return Err(Stopped),
+            Err(e) => format!(
+                "the API server's time could not be read: {e} ({})",
+                e.hint()
+            ),
+            Ok(at) => match lease.renew_by(c, at, begun + every) {
+                Ok(Some(true)) => {
+                    written = begun;
+                    return Ok(Look::Pending(()));
+                }
+                Ok(Some(false)) => return lose(lease.gone()),
+                Ok(None) if at.is_none() => "the API server's time could not be read".to_owned(),
+                Ok(None) => "it was not renewed: two conflicts in a row".to_owned(),
+                Err(_) if ending.requested() => return Err(Stopped),
+                Err(e) => format!("{e} ({})", e.hint()),
+            },
+        };
+        if ending.requested() {
+            return Err(Stopped);
+        }
+        if written.elapsed() >= lost_after {
+            return lose(failed);
+        }
+        Ok(Look::Pending(()))
+    };
+    let wait = Wait {
+        what,
+        timeout: NO_LIMIT,
+        pauses: Pauses::every(every),
+        stop: ending,
+        say,
+    };
+    let _ = poll_until(wait, look, |()| Ok::<(), Stopped>(()));
 }
 
 #[cfg(test)]
-mod refusal_tests {
+mod tests {
+    use super::*;
+
     /// A lease of a minute renewed every 15 s is lost at the third refusal in a row: the
     /// fourth renewal would come after it ran out.
     #[test]
     fn the_lease_is_lost_at_the_refusal_after_which_the_next_renewal_is_too_late() {
         assert_eq!(crate::verify::options::REFUSALS_BEFORE_LOST, 3);
+    }
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn lease(renewed: Option<i64>, for_s: Option<i32>, created: i64) -> Lease {
+        Lease {
+            metadata: ObjectMeta {
+                creation_timestamp: jiff::Timestamp::from_second(created).ok().map(Time),
+                ..Default::default()
+            },
+            spec: Some(LeaseSpec {
+                renew_time: renewed.and_then(micro),
+                lease_duration_seconds: for_s,
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// A Lease runs out by its `renewTime` and `leaseDurationSeconds` against the server's
+    /// time, whatever its age; one without them, by its age.
+    #[test]
+    fn a_lease_runs_out_by_its_renewal_else_by_its_age() {
+        assert!(!run_out(&lease(Some(1000), Some(60), 0), 1060));
+        assert!(run_out(&lease(Some(1000), Some(60), 0), 1061));
+        assert!(!run_out(&lease(None, None, 1000), 1000 + LEFTOVER_AGE_S));
+        assert!(run_out(&lease(None, None, 1000), 1001 + LEFTOVER_AGE_S));
     }
 }

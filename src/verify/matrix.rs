@@ -245,14 +245,10 @@ pub enum PlanError {
         level: String,
         message: String,
     },
-    /// A killed run's pods in a namespace given that would not go (Terminating on a node
-    /// that is still Ready, or refused): no pod of this run is made, the turn is handed on.
-    #[error("a killed run's probe pods in namespace {namespace} are not gone: {pods}")]
-    Wedged { namespace: String, pods: String },
-    /// The run's ConfigMap, the probe pods' owner, refused after the run's namespace was made:
+    /// The run's Lease, the probe pods' owner, refused after the run's namespace was made:
     /// the namespace deleted at once (by its uid), or why not.
     #[error(
-        "making ConfigMap calicoctl-win-verify-run (the probe pods' owner) in namespace {namespace} failed: {cause}; {}",
+        "making the run's Lease (the probe pods' owner) in namespace {namespace} failed: {cause}; {}",
         namespace_fate(namespace, deleted)
     )]
     OwnerNotMade {
@@ -270,8 +266,7 @@ pub enum PlanError {
         taint: String,
         key: String,
     },
-    /// The run's lease (its namespace's, or its turn in a namespace given) could not be
-    /// written: refused at its first renewal, before any pod, or at every renewal until it
+    /// The run's Lease could not be written: refused at its first renewal, before any pod, or at every renewal until it
     /// would run out (another run could then delete what this one still uses). `fate` says
     /// what became of what the run made.
     #[error("the run's lease on {lease} could not be renewed: {cause}; {fate}")]
@@ -292,14 +287,14 @@ pub enum PlanError {
     },
 }
 
-/// What became of a namespace whose run could not make its ConfigMap.
+/// What became of a namespace whose run could not make its Lease.
 fn namespace_fate(ns: &str, deleted: &Result<(), String>) -> String {
     match deleted {
         Ok(()) => format!(
             "namespace {ns}, which held nothing else of this run, was deleted at once (by its uid)"
         ),
         Err(why) => format!(
-            "deleting namespace {ns} failed too ({why}): its lease is no longer renewed, so the next verify run deletes it within a minute ('kubectl delete namespace {ns}' now)"
+            "deleting namespace {ns} failed too ({why}): the next verify run deletes it once it is older than any run ('kubectl delete namespace {ns}' now)"
         ),
     }
 }
@@ -329,13 +324,6 @@ impl crate::error::Diagnose for PlanError {
                     "look at 'kubectl describe node {node}' (kubelet's Ready) and 'calicoctl-win status' on the node (Calico's services), then run 'calicoctl-win verify'"
                 ),
             ),
-            PlanError::Wedged { namespace, .. } => Diagnosis::new(
-                Exit::Failed,
-                Kind::Failed,
-                format!(
-                    "see 'kubectl get pods -n {namespace} -o wide'; once their node is known dead, 'kubectl delete pod -n {namespace} NAME --grace-period=0 --force', then run verify again"
-                ),
-            ),
             PlanError::PodSecurity { namespace, .. } => Diagnosis::new(
                 Exit::Failed,
                 Kind::Failed,
@@ -346,12 +334,12 @@ impl crate::error::Diagnose for PlanError {
             PlanError::OwnerNotMade { .. } => Diagnosis::new(
                 Exit::Failed,
                 Kind::Failed,
-                "look at the cause (a missing right to create configmaps, an admission webhook, a quota), then run 'calicoctl-win verify' again",
+                "look at the cause (a missing right to create leases, an admission webhook, a quota), then run 'calicoctl-win verify' again",
             ),
             PlanError::LeaseLost { .. } => Diagnosis::new(
                 Exit::Failed,
                 Kind::Failed,
-                "the renewal needs 'update' on the run's namespace (or, with --namespace, on the run's Lease there, which 'calicoctl-win fleet rbac --identity verify' grants): give the identity that right, or look at the cause (an admission webhook, the API server), then run 'calicoctl-win verify' again",
+                "the renewal needs 'update' on the run's Lease (with --namespace, 'calicoctl-win fleet rbac --identity verify' grants it): give the identity that right, or look at the cause (an admission webhook, the API server), then run 'calicoctl-win verify' again",
             ),
             PlanError::SweepRefused { hint, .. } => {
                 Diagnosis::new(Exit::Failed, Kind::ClusterRefused, hint.clone())

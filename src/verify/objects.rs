@@ -60,13 +60,12 @@ pub fn namespace(suffix: &str) -> Namespace {
     }
 }
 
-/// The probe pods' controller: the run's Lease (in a namespace given) or ConfigMap (in its
-/// own) `name` (uid `uid`) in their namespace.
+/// The probe pods' controller: the run's Lease `name` (uid `uid`) in their namespace.
 /// A pod with a controller is evicted by a drain without `--force` (kubectl's
 /// `staging/src/k8s.io/kubectl/pkg/drain/filters.go`, `unreplicatedFilter`: a pod whose
 /// `metav1.GetControllerOf` is set passes; calicoctl-win's `cluster::drain::select` the
 /// same), so a probe pod left on a node never blocks its drain. No `blockOwnerDeletion`, so
-/// that OwnerReferencesPermissionEnforcement asks no right on the ConfigMap's finalizers.
+/// that OwnerReferencesPermissionEnforcement asks no right on the Lease's finalizers.
 /// The garbage collector deletes the pods once their controller is gone.
 pub fn controller((api_version, kind): (&str, &str), name: &str, uid: &str) -> OwnerReference {
     OwnerReference {
@@ -278,77 +277,6 @@ pub fn deny_server_ingress(ns: &str, run: &Names) -> NetworkPolicy {
     }
 }
 
-/// The namespaces a killed run left: ours by the label and the prefix, whose run's lease
-/// (`lease::EXPIRES`) has run out by the API server's clock (`server_now`, its `Date`), or,
-/// without one (an older calicoctl-win's), older than `max_age_s` (a run in progress
-/// elsewhere is younger than its own `--timeout` plus cleanup), and not already being deleted
-/// (a namespace whose `deletionTimestamp` is set is the namespace controller's until it is
-/// gone: `terminating_leftovers`).
-pub fn leftovers(found: &[Namespace], server_now: i64, max_age_s: i64) -> Vec<&Namespace> {
-    found
-        .iter()
-        .filter(|n| ours(n) && n.metadata.deletion_timestamp.is_none())
-        // Kept by `--keep-on-failure`: the administrator deletes it (the run said how).
-        .filter(|n| !kept(n))
-        .filter(|n| run_out(n, server_now, max_age_s))
-        .collect()
-}
-
-/// The namespaces of ours being deleted (Terminating) whose run's lease has run out as
-/// `leftovers` judges it: no run lives to finish them, so the next run looks at what holds
-/// them. A kept one is among them: being deleted, someone deleted it. A living run's (its
-/// lease ahead) is not.
-pub fn terminating_leftovers(
-    found: &[Namespace],
-    server_now: i64,
-    max_age_s: i64,
-) -> Vec<&Namespace> {
-    found
-        .iter()
-        .filter(|n| ours(n) && n.metadata.deletion_timestamp.is_some())
-        .filter(|n| run_out(n, server_now, max_age_s))
-        .collect()
-}
-
-/// Ours by the label and the name's prefix.
-fn ours(n: &Namespace) -> bool {
-    let labelled = n
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(OWNER_LABEL))
-        .map(String::as_str)
-        == Some(OWNER_VALUE);
-    labelled
-        && n.metadata
-            .name
-            .as_deref()
-            .is_some_and(|s| s.starts_with(NAMESPACE_PREFIX))
-}
-
-/// Whether the namespace's lease has run out by `server_now`, or, without one, it is older
-/// than `max_age_s`.
-fn run_out(n: &Namespace, server_now: i64, max_age_s: i64) -> bool {
-    match lease_expires(n) {
-        Some(t) => server_now > t,
-        None => n
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .is_some_and(|t| server_now - t.0.as_second() > max_age_s),
-    }
-}
-
-/// The annotation of a namespace of verify's own that says until when its run lives
-/// (RFC 3339): the run's lease (lease.rs).
-pub const LEASE_EXPIRES: &str = "calicoctl-win.projectcalico.org/verify-expires";
-
-/// When the namespace's lease runs out (unix seconds), when it carries one that parses.
-pub fn lease_expires(ns: &Namespace) -> Option<i64> {
-    let text = ns.metadata.annotations.as_ref()?.get(LEASE_EXPIRES)?;
-    text.parse::<jiff::Timestamp>().ok().map(|t| t.as_second())
-}
-
 /// The annotation a `--keep-on-failure` run writes on the namespace it keeps: no run's sweep
 /// deletes it, whatever its lease or age; `kubectl delete namespace` does.
 pub const KEPT: &str = "calicoctl-win.projectcalico.org/verify-kept";
@@ -361,27 +289,11 @@ pub fn kept(ns: &Namespace) -> bool {
         .is_some_and(|a| a.contains_key(KEPT))
 }
 
-/// `ns` marked as kept (`KEPT`), saying why, and labelled `KEPT=true`, which only kept
-/// namespaces carry: `kubectl delete namespace -l` on it spares the living runs'.
-pub fn marked_kept(mut ns: Namespace, why: &str) -> Namespace {
-    ns.metadata
-        .annotations
-        .get_or_insert_with(Default::default)
-        .insert(KEPT.into(), why.to_owned());
-    ns.metadata
-        .labels
-        .get_or_insert_with(Default::default)
-        .insert(KEPT.into(), "true".into());
-    ns
-}
-
-/// `ns` with its lease running out at `at_s` (unix seconds).
-pub fn leased_until(mut ns: Namespace, at_s: i64) -> Namespace {
-    ns.metadata
-        .annotations
-        .get_or_insert_with(Default::default)
-        .insert(LEASE_EXPIRES.into(), crate::duration::time_text(at_s));
-    ns
+/// The merge patch that marks a namespace kept (`KEPT`), saying why, and labels it
+/// `KEPT=true`, which only kept namespaces carry: `kubectl delete namespace -l` on it spares
+/// the living runs'.
+pub fn kept_mark(why: &str) -> serde_json::Value {
+    serde_json::json!({"metadata": {"annotations": {KEPT: why}, "labels": {KEPT: "true"}}})
 }
 
 #[cfg(test)]

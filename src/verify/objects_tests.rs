@@ -1,5 +1,4 @@
 use super::*;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::json;
 
 fn server() -> Placement {
@@ -82,99 +81,17 @@ fn the_service_and_the_policy_select_the_runs_own_server() {
     );
 }
 
-fn ns(name: &str, owned: bool, created: i64) -> Namespace {
-    let mut n = namespace("x");
-    n.metadata.name = Some(name.into());
-    if !owned {
-        n.metadata.labels = None;
-    }
-    n.metadata.creation_timestamp = Some(Time(jiff::Timestamp::from_second(created).unwrap()));
-    n
-}
-
 #[test]
-fn only_our_old_namespaces_are_leftovers() {
-    let found = [
-        ns("calicoctl-win-verify-old", true, 1000),
-        ns("calicoctl-win-verify-now", true, 9900),
-        ns("calicoctl-win-verify-foreign", false, 1000),
-        ns("team-a", true, 1000),
-    ];
-    let names = |l: Vec<&Namespace>| -> Vec<String> {
-        l.iter().filter_map(|n| n.metadata.name.clone()).collect()
-    };
-    assert_eq!(
-        names(leftovers(&found, 10_000, 600)),
-        ["calicoctl-win-verify-old"]
-    );
+fn the_namespace_is_named_and_labelled_as_ours() {
     let made = serde_json::to_value(namespace("ab12")).unwrap();
     assert_eq!(made["metadata"]["name"], "calicoctl-win-verify-ab12");
     assert_eq!(made["metadata"]["labels"][OWNER_LABEL], OWNER_VALUE);
 }
 
 fn owner() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
-    controller(("v1", "ConfigMap"), "calicoctl-win-verify-run", "uid-1")
-}
-
-/// A namespace with a run's lease is judged by it, not by its age: a young one whose lease ran
-/// out is a killed run's, an old one whose lease is renewed is a living run's (a long image
-/// pull); one without the annotation is judged by its age.
-#[test]
-fn a_namespace_with_a_lease_is_a_leftover_once_its_lease_ran_out_whatever_its_age() {
-    let leased =
-        |name: &str, created: i64, expires: i64| leased_until(ns(name, true, created), expires);
-    let found = [
-        leased("calicoctl-win-verify-killed", 9_900, 9_960),
-        leased("calicoctl-win-verify-living", 1_000, 10_050),
-        ns("calicoctl-win-verify-undated", true, 9_900),
-    ];
-    let left: Vec<_> = leftovers(&found, 10_000, 600)
-        .iter()
-        .filter_map(|n| n.metadata.name.clone())
-        .collect();
-    assert_eq!(left, ["calicoctl-win-verify-killed"]);
-    assert_eq!(
-        lease_expires(&found[0]),
-        Some(9_960),
-        "written as RFC 3339 and read back"
-    );
-}
-
-/// A namespace being deleted is never deleted again, but one whose lease ran out (a killed
-/// run's, or one without a lease older than the age) is looked at for what holds it, a kept
-/// one too (someone deleted it); a living run's (its lease ahead) is not.
-#[test]
-fn terminating_namespaces_whose_lease_ran_out_are_looked_at_not_deleted_again() {
-    let deleting = |n: Namespace| {
-        let mut n = n;
-        n.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::from_second(9_990).unwrap()));
-        n
-    };
-    let leased = |name: &str, expires: i64| deleting(leased_until(ns(name, true, 9_900), expires));
-    let found = [
-        leased("calicoctl-win-verify-killed", 9_960),
-        leased("calicoctl-win-verify-living", 10_050),
-        deleting(marked_kept(
-            leased_until(ns("calicoctl-win-verify-kept", true, 9_000), 9_100),
-            "x",
-        )),
-        deleting(ns("calicoctl-win-verify-undated", true, 1_000)),
-        deleting(ns("calicoctl-win-verify-foreign", false, 1_000)),
-        ns("calicoctl-win-verify-old", true, 1_000),
-    ];
-    let names = |l: Vec<&Namespace>| -> Vec<String> {
-        l.iter().filter_map(|n| n.metadata.name.clone()).collect()
-    };
-    assert_eq!(
-        names(terminating_leftovers(&found, 10_000, 600)),
-        [
-            "calicoctl-win-verify-killed",
-            "calicoctl-win-verify-kept",
-            "calicoctl-win-verify-undated"
-        ]
-    );
-    assert_eq!(
-        names(leftovers(&found, 10_000, 600)),
-        ["calicoctl-win-verify-old"]
-    );
+    controller(
+        ("coordination.k8s.io/v1", "Lease"),
+        "calicoctl-win-verify-t1",
+        "uid-1",
+    )
 }

@@ -3,7 +3,7 @@
 use crate::duration::Stop;
 use std::time::Duration;
 
-/// How long a run's lease (its namespace's, or its turn) holds without a renewal: the longest a
+/// How long a run's Lease holds without a renewal: the longest a
 /// killed run blocks the next.
 pub const LEASE: Duration = Duration::from_secs(60);
 /// How often a live run renews its lease: four renewals a lease, so that one or two refused
@@ -33,15 +33,19 @@ pub const DIAL_WITHIN: Duration = Duration::from_secs(10);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// The longest `--pull-timeout` accepted.
 pub const MAX_PULL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
-/// What a run may take beyond `--timeout` and its pull: the sweep of a killed run's turn at
+/// What a run may take beyond `--timeout` and its pull: the sweep of a killed run's objects at
 /// its start (now within `--timeout` too), and the calls in flight at its deadline, each
 /// bounded by the cluster client's own timeout.
 const BEYOND: Duration = Duration::from_secs(5 * 60);
-/// A namespace (or turn) of ours older than this is a killed run's, and the next run deletes
-/// it: no live run lasts as long, since `--timeout` and `--pull-timeout` are capped.
+/// A run's objects without a Lease older than this are a killed run's, and the next run
+/// deletes them: no live run lasts as long, since `--timeout` and `--pull-timeout` are capped.
 pub const LEFTOVER_AGE: Duration =
     Duration::from_secs(MAX_TIMEOUT.as_secs() + MAX_PULL_TIMEOUT.as_secs() + BEYOND.as_secs());
 const _: () = assert!(PULL_TIMEOUT.as_secs() <= MAX_PULL_TIMEOUT.as_secs());
+/// The longest the sweep waits for a Terminating leftover to go once it deleted the pods
+/// that held it: the namespace controller finishes it at its next pass, from a second later
+/// to its resync (`--namespace-sync-period`, 5 minutes), which no run waits out.
+pub const GONE_WAIT: Duration = Duration::from_secs(5);
 /// The cluster DNS domain the probes' names are asked in when none is given: kubelet's
 /// default `clusterDomain`.
 pub const CLUSTER_DOMAIN: &str = "cluster.local";
@@ -166,7 +170,7 @@ pub struct Options {
     pub settle: Duration,
     /// How long one `/dial` through the proxy may take (`DIAL_WITHIN`).
     pub dial_within: Duration,
-    /// How often the run's lease (its namespace's, or its turn) is renewed: `RENEW`,
+    /// How often the run's Lease is renewed: `RENEW`,
     /// four times a lease; shorter only in tests.
     pub renew: Duration,
     /// Requested by Ctrl-C or a termination signal: the run stops where it is and cleans up.

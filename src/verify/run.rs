@@ -15,7 +15,7 @@ use super::shared;
 use super::step::{POLL, interrupted, ms};
 use crate::cluster::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, poll_quietly};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
 use serde::Serialize;
@@ -25,10 +25,7 @@ use std::time::{Duration, Instant};
 /// The longest the namespace's deletion is waited for, kept out of `--timeout`'s checks so
 /// that the whole run stays within it (a quarter of it when it is short).
 pub const CLEANUP_WAIT: Duration = Duration::from_secs(30);
-pub use super::sweep::LEFTOVER_AGE_S;
-/// The probe pods' controller in the run's own namespace.
-const OWNER: &str = "calicoctl-win-verify-run";
-/// The run's Lease, the probe pods' controller in a namespace given.
+/// The run's Lease, the probe pods' controller.
 const LEASE_KIND: (&str, &str) = ("coordination.k8s.io/v1", "Lease");
 
 /// What the run found.
@@ -102,7 +99,7 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let swept = match &o.namespace {
         None => super::sweep::sweep(
             c,
-            (super::sweep::GONE_WAIT.min(o.timeout / 10), checks_until),
+            (super::options::GONE_WAIT.min(o.timeout / 10), checks_until),
         )?,
         // A killed run's objects in a namespace given are swept before its Lease is taken.
         Some(_) => Default::default(),
@@ -113,44 +110,28 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     let mut leftovers_removed = swept.removed;
     let nodes = shared::while_cordoned(probe::nodes(c)?, o);
     let m = matrix::plan(&o.node, &nodes, &o.image, o.egress.as_deref())?;
-    let (name, held, own) = take_namespace(c, o, &mut leftovers_removed)?;
-    let (held, own) = (held.as_ref(), own.as_ref());
-    // The probe pods' controller (`objects::controller`): the run's Lease in a namespace
-    // given, else a ConfigMap made first in the run's own namespace (deleted with it).
-    let owner = match (held, own) {
-        (Some(h), _) => objects::controller(LEASE_KIND, &h.names.lease(), &h.uid),
-        (None, own) => run_configmap(c, &name).map_err(|e| owner_not_made(c, own, e))?,
-    };
+    let (name, held, made) = take_namespace(c, o, &mut leftovers_removed)?;
+    // The probe pods' controller (`objects::controller`): the run's Lease.
+    let owner = objects::controller(LEASE_KIND, &held.names.lease(), &held.uid);
     let run = Begun {
         owner: &owner,
         start,
         reserve,
         checks_until,
         name: &name,
-        held,
-        own,
+        held: &held,
+        made: made.as_deref(),
     };
     let (mut report, cleaned, lost) = std::thread::scope(|s| {
-        // The run's Lease renewed while the run lives, its clean-up included; the
-        // namespace's lease until the clean-up deletes the namespace (`clean_up`).
-        if let Some(h) = held {
-            let every = (&o.stop, o.renew);
-            s.spawn(move || shared::keep(c, h, every, &mut |l| o.said.say(l)));
-        }
-        if let Some(l) = own {
-            let every = (&o.stop, o.renew);
-            s.spawn(move || lease::keep(c, l, every, &mut |line| o.said.say(line)));
-        }
+        // The run's Lease renewed while the run lives, until its clean-up ends it.
+        let every = (&o.stop, o.renew);
+        let h = &held;
+        s.spawn(move || lease::keep(c, h, every, &mut |l| o.said.say(l)));
         let done = checks_and_clean_up(c, o, &m, &run);
-        if let Some(h) = held {
-            h.stop();
-        }
-        if let Some(l) = own {
-            l.stop();
-        }
+        held.stop();
         done
     })?;
-    lease_lost(&mut report, lost, (held, own), &whole);
+    lease_lost(&mut report, lost, &held, &whole);
     report.leftovers_removed = leftovers_removed;
     report.leftovers_left = swept.left;
     report.peers = m.peers();
@@ -164,17 +145,17 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
 /// the report carries its finding, the checks done keep their verdicts and the rest were
 /// stopped; it says `interrupted` only when a stop of the whole (`whole`: Ctrl-C, a
 /// container's stop) came. One lost later, during the clean-up, every check judged, leaves
-/// the verdict alone: the clean-up's error says it, unless it already says the turn was
-/// taken over.
+/// the verdict alone: the clean-up's error says it, unless it already says the Lease was
+/// deleted by another run.
 fn lease_lost(
     report: &mut Report,
     lost: Option<lease::Lost>,
-    (held, own): (Option<&shared::Held>, Option<&lease::Held>),
+    held: &lease::Held,
     whole: &crate::duration::Stop,
 ) {
-    let taken_over = held.is_some_and(shared::Held::lost);
+    let taken_over = held.lost();
     let Some(lost) = lost else {
-        let later = lease::lost_by_now((held, own));
+        let later = lease::lost_by_now(held);
         if let Some((lease, cause)) = later.filter(|_| !taken_over && !report.cleaned_up) {
             let lease_lost =
                 format!("the run's lease on {lease} was lost during its clean-up: {cause}");
@@ -207,60 +188,43 @@ fn own_stop(c: &Cluster, o: &Options) -> (Options, crate::cluster::CutHere) {
     (o, cut)
 }
 
-/// The run's namespace taken: made (its lease proven by a first renewal), or, given, the
-/// run's Lease taken there (and proven so) after the sweep of killed runs, added to `swept`.
+/// The run's namespace and its Lease there (proven by a first renewal): a namespace made
+/// (its uid, `made`), or, given, the Lease taken there after the sweep of killed runs, added
+/// to `swept`.
 fn take_namespace(
     c: &Cluster,
     o: &Options,
     swept: &mut Vec<String>,
-) -> Result<(String, Option<shared::Held>, Option<lease::Held>), RunError> {
+) -> Result<(String, lease::Held, Option<String>), RunError> {
     Ok(match &o.namespace {
         None => {
-            let made = lease::Held::new(make_namespace(c, o)?, &o.stop);
-            lease::prove(c, &made).map_err(|e| lease::refused(c, &made, e))?;
-            (made.name.clone(), None, Some(made))
+            let ns = make_namespace(c, o)?;
+            let name = ns.metadata.name.unwrap_or_default();
+            let uid = ns.metadata.uid.unwrap_or_default();
+            let held = lease::take(c, &name, o).map_err(|e| owner_not_made(c, (&name, &uid), e))?;
+            lease::prove(c, &held, Some(&uid))?;
+            (name, held, Some(uid))
         }
         Some(ns) => {
             let (held, killed) = shared::claim(c, ns, o)?;
             swept.extend(killed);
-            shared::prove(c, &held)?;
-            (ns.clone(), Some(held), None)
+            lease::prove(c, &held, None)?;
+            (ns.clone(), held, None)
         }
     })
 }
 
 /// A run under way: its start, the clean-up's reserve, the checks' end, its namespace and
-/// the turn it holds there.
+/// the Lease it holds there.
 struct Begun<'a> {
     start: Instant,
     reserve: Duration,
     checks_until: Instant,
     name: &'a str,
-    held: Option<&'a shared::Held>,
-    /// The run's own namespace, held as a lease.
-    own: Option<&'a lease::Held>,
+    held: &'a lease::Held,
+    /// The namespace's uid, when the run made it.
+    made: Option<&'a str>,
     owner: &'a OwnerReference,
-}
-
-/// Makes the ConfigMap that controls the probe pods in the run's own namespace: its
-/// controller reference.
-fn run_configmap(c: &Cluster, ns: &str) -> Result<OwnerReference, ClusterError> {
-    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), ns);
-    let cm = ConfigMap {
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            name: Some(OWNER.into()),
-            labels: Some(BTreeMap::from([(
-                objects::OWNER_LABEL.into(),
-                objects::OWNER_VALUE.into(),
-            )])),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let what = format!("configmaps/{OWNER}");
-    let made = c.call("create", &what, api.create(&Default::default(), &cm))?;
-    let uid = made.metadata.uid.unwrap_or_default();
-    Ok(objects::controller(("v1", "ConfigMap"), OWNER, &uid))
 }
 
 /// The checks run, then what the run made deleted (or kept on failure): the report, when
@@ -271,7 +235,7 @@ fn checks_and_clean_up(
     m: &Matrix,
     run: &Begun,
 ) -> Result<(Report, Instant, Option<lease::Lost>), RunError> {
-    let (name, held) = (run.name, run.held);
+    let (name, held) = (run.name, (run.held, run.made));
     let (mut ledger, timed_out, pull) = match checks(c, o, m, (name, run.owner), run.checks_until) {
         Ok(done) => done,
         // A call the stop cut before the checks: the run was interrupted, none judged.
@@ -285,16 +249,16 @@ fn checks_and_clean_up(
             // What was made goes, whatever stopped the run, unless kept (and marked so, or
             // the next run's sweep would delete it).
             if o.keep_on_failure {
-                lease::keep_all(c, (name, held, run.own), &format!("kept after: {e}"));
+                keep_all(c, (name, held), &format!("kept after: {e}"));
             } else {
                 let until = cleanup_until(o, Instant::now() + run.reserve.max(POLL));
-                clean_up(c, (name, held, run.own), until, &mut None);
+                clean_up(c, (name, held), until, &mut None);
             }
             return Err(pod_security(e, name));
         }
     };
     // The lease as the checks ended: a loss in the clean-up after them judges no check.
-    let lost = lease::lost_by_now((held, run.own));
+    let lost = lease::lost_by_now(run.held);
     let stopped = interrupted(o);
     let timed_out = timed_out && !stopped;
     if timed_out {
@@ -306,11 +270,11 @@ fn checks_and_clean_up(
     // A stopped run (Ctrl-C, a container's stop, or its lease lost, which stops it) failed no
     // check: it deletes what it made, within the stopped clean-up's bound.
     let cleaned_up = if o.keep_on_failure && !passed && !stopped {
-        clean_up_error = lease::keep_all(c, (name, held, run.own), "a check failed");
+        clean_up_error = keep_all(c, (name, held), "a check failed");
         false
     } else {
         let until = cleanup_until(o, (run.start + o.timeout + pull).max(cleaning + POLL));
-        clean_up(c, (name, held, run.own), until, &mut clean_up_error)
+        clean_up(c, (name, held), until, &mut clean_up_error)
     };
     let report = Report {
         node: o.node.clone(),
@@ -363,17 +327,12 @@ fn pod_security(e: ClusterError, ns: &str) -> RunError {
     }
 }
 
-/// Makes the namespace, its lease running `lease::LEASE` from the API server's time; a name
-/// taken (a leftover of that name still being deleted, 409 AlreadyExists) is given up for a
-/// fresh random one. The namespace as written.
+/// Makes the namespace; a name taken (a leftover of that name still being deleted, 409
+/// AlreadyExists) is given up for a fresh random one. The namespace as written.
 fn make_namespace(c: &Cluster, o: &Options) -> Result<Namespace, ClusterError> {
     let api = Api::<Namespace>::all(c.client.clone());
     let create = |suffix: &str| {
-        // No lease without the server's time: the namespace is then judged by its age.
-        let ns = match lease::server_time(c) {
-            Some(t) => lease::until(objects::namespace(suffix), t + lease::lease_s()),
-            None => objects::namespace(suffix),
-        };
+        let ns = objects::namespace(suffix);
         c.call("create", "namespaces", api.create(&Default::default(), &ns))
     };
     let mut suffix = o.suffix.clone();
@@ -388,21 +347,40 @@ fn make_namespace(c: &Cluster, o: &Options) -> Result<Namespace, ClusterError> {
     create(&super::options::suffix())
 }
 
-/// The run's ConfigMap (the probe pods' owner) refused after its namespace was made: the
-/// namespace is deleted at once, by its uid, and the error says whether that was done.
-fn owner_not_made(c: &Cluster, own: Option<&lease::Held>, e: ClusterError) -> RunError {
-    let Some(own) = own else {
-        return RunError::Cluster(e);
-    };
-    own.stop();
-    let deleted = probe::delete_namespace(c, &own.name, (Some(&own.uid), None))
+/// The run's Lease refused after its namespace was made: the namespace is deleted at once, by
+/// its uid, and the error says whether that was done.
+fn owner_not_made(c: &Cluster, (ns, uid): (&str, &str), e: ClusterError) -> RunError {
+    let deleted = probe::delete_namespace(c, ns, (Some(uid), None))
         .map_err(|d| format!("{d} ({})", d.hint()));
     RunError::Plan(matrix::PlanError::OwnerNotMade {
-        namespace: own.name.clone(),
+        namespace: ns.to_owned(),
         cause: format!("{e} ({})", e.hint()),
         deleted: deleted.map(|_| ()),
     })
 }
+
+/// What the run made kept (`--keep-on-failure`), `why`: in a namespace given, its Lease
+/// written to hold `LEFTOVER_AGE`, after which the next run deletes them; its own namespace
+/// marked kept (`objects::KEPT`), which no run's sweep deletes. Why not, if not.
+fn keep_all(c: &Cluster, (ns, (held, made)): (&str, HeldIn), why: &str) -> Option<String> {
+    if made.is_none() {
+        let for_s = super::options::LEFTOVER_AGE.as_secs() as i64;
+        return lease::keep_for(c, held, for_s)
+            .err()
+            .map(|e| format!("{e} ({})", e.hint()));
+    }
+    held.stop();
+    let api: Api<Namespace> = Api::all(c.client.clone());
+    let mark = kube::api::Patch::Merge(objects::kept_mark(why));
+    let what = format!("namespaces/{ns}");
+    let marked = c.call("patch", &what, api.patch(ns, &Default::default(), &mark));
+    marked.err().map(|e| {
+        format!("marking namespace {ns} kept failed ({e}): the next run deletes it once its Lease runs out")
+    })
+}
+
+/// The run's Lease, and its namespace's uid when the run made it.
+type HeldIn<'a> = (&'a lease::Held, Option<&'a str>);
 
 /// How long a stopped run's clean-up may take, its every call included (each bounded by what
 /// is left of it): a console closed gives the process about 5 s (Microsoft's
@@ -420,15 +398,15 @@ fn cleanup_until(o: &Options, until: Instant) -> Instant {
     }
 }
 
-/// Deletes the namespace and waits until it is gone, or `until` (in a namespace given, what
-/// the run made, and the turn `held` given back).
+/// Deletes the namespace the run made and waits until it is gone, or `until`; in a namespace
+/// given, what the run made there, and its Lease.
 fn clean_up(
     c: &Cluster,
-    (ns, held, own): (&str, Option<&shared::Held>, Option<&lease::Held>),
+    (ns, (held, made)): (&str, HeldIn),
     until: Instant,
     error: &mut Option<String>,
 ) -> bool {
-    if let Some(held) = held {
+    let Some(uid) = made else {
         let over = "its Lease was deleted by another run, which judged it run out";
         return match (shared::release(c, ns, held, until), held.lost()) {
             (Ok(true), _) => true,
@@ -444,22 +422,15 @@ fn clean_up(
                 false
             }
         };
-    }
-    // The renewals end before the delete: kube-apiserver marks the namespace Terminating
-    // through an update (`REST.Delete`'s `GuaranteedUpdate`, kubernetes
-    // pkg/registry/core/namespace/storage/storage.go), so a renewal after it would meet a
-    // 409 and a namespace being deleted, and judge the lease lost to the run's own clean-up.
-    // Once Terminating no sweep can take it; not deleted, its lease runs out for the next run.
-    if let Some(l) = own {
-        l.stop();
-    }
-    let uid = own.map(|l| l.uid.as_str());
+    };
+    // The renewals end before the delete: the namespace controller deletes the Lease.
+    held.stop();
     let left = |why: String| {
         format!(
             "namespace {ns} {why}: the next verify run deletes it ('kubectl delete namespace {ns}' now)"
         )
     };
-    if let Err(e) = probe::delete_namespace_by(c, ns, (uid, None), Some(until)) {
+    if let Err(e) = probe::delete_namespace_by(c, ns, (Some(uid), None), Some(until)) {
         *error = Some(left(format!("was not deleted ({e})")));
         return false;
     }

@@ -1,14 +1,15 @@
-//! The sweep at a run's start of the namespaces killed runs left (ours by the label, their
-//! lease run out by the API server's clock: `objects::leftovers`). One not yet being deleted
-//! is deleted, by the uid and resourceVersion it was judged by. One already Terminating is
-//! the namespace controller's, which deletes what is in it with graceful deletes and keeps
-//! the namespace while anything remains (kubernetes
+//! The sweep at a run's start of the namespaces killed runs left (ours by the label and
+//! the prefix): one whose run's Lease ran out (deleted as judged: `shared::judge`), or with
+//! no Lease and older than `LEFTOVER_AGE`, is deleted, by the uid and resourceVersion it was
+//! judged by. One marked kept (`objects::KEPT`) is never deleted. One already Terminating with
+//! no living Lease is the namespace controller's, which deletes what is in it with graceful
+//! deletes and keeps the namespace while anything remains (kubernetes
 //! `pkg/controller/namespace/deletion/namespaced_resources_deleter.go`,
 //! `deleteAllContentForGroupVersionResource`, the condition `NamespaceContentRemaining`): a
 //! probe pod on a node not Ready or gone is never confirmed by its kubelet and holds it
 //! forever (wedged.rs). Such pods are deleted at once (grace 0, by their uids) and the
 //! namespace is counted removed only once it is gone; otherwise the run says it is left, and
-//! why. A living run's namespace (its lease ahead) is never touched.
+//! why. A living run's namespace (its Lease ahead) is never touched.
 
 use super::matrix::{PlanError, RunError};
 use super::objects;
@@ -21,15 +22,6 @@ use crate::duration::{Look, Pauses, poll_quietly};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::Api;
 use std::time::{Duration, Instant};
-
-/// A namespace of ours older than this is a killed run's: the longest run (`--timeout` and
-/// `--pull-timeout` capped) and its clean-up are shorter (`options::LEFTOVER_AGE`).
-pub const LEFTOVER_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
-
-/// The longest the sweep waits for a Terminating leftover to go once it deleted the pods
-/// that held it: the namespace controller finishes it at its next pass, from a second later
-/// to its resync (`--namespace-sync-period`, 5 minutes), which no run waits out.
-pub const GONE_WAIT: Duration = Duration::from_secs(5);
 
 /// What the sweep did: the namespaces it removed (deleted, or, Terminating, seen gone), and
 /// the Terminating ones it left, each with why.
@@ -52,28 +44,36 @@ pub fn sweep(c: &Cluster, (wait, until): (Duration, Instant)) -> Result<Swept, R
     let Some(now) = probe::server_now(c)? else {
         return Ok(swept);
     };
-    for n in objects::leftovers(&found, now, LEFTOVER_AGE_S) {
-        // Only the namespace as it was judged: one another run's sweep deleted meanwhile and
-        // a fresh run made again under the same name (its uid), or whose living run renewed
-        // its lease since (its resourceVersion), is that run's (409).
+    for n in &found {
         let name = n.metadata.name.clone().unwrap_or_default();
+        let terminating = n.metadata.deletion_timestamp.is_some();
+        if !name.starts_with(objects::NAMESPACE_PREFIX) || (objects::kept(n) && !terminating) {
+            continue;
+        }
+        let (living, ran_out) = super::shared::judge(c, &name, now, until).map_err(refused)?;
+        let old = super::lease::older(&n.metadata, now);
+        if !living.is_empty() || (ran_out.is_empty() && !old && !terminating) {
+            continue;
+        }
+        if terminating {
+            match unstick(c, n, (wait, until)) {
+                Ok(None) => swept.removed.push(name),
+                Ok(Some(why)) => swept.left.push(format!("namespace {name} {why}")),
+                Err(e) => swept.left.push(format!(
+                    "namespace {name} is left Terminating: {e} ({})",
+                    refused_hint(&e)
+                )),
+            }
+            continue;
+        }
+        // Only the namespace as it was judged: one made again under the same name (its
+        // uid), or marked kept since (its resourceVersion), is not this sweep's (409).
         let as_read = (
             n.metadata.uid.as_deref(),
             n.metadata.resource_version.as_deref(),
         );
         if probe::delete_namespace(c, &name, as_read).map_err(refused)? {
             swept.removed.push(name);
-        }
-    }
-    for n in objects::terminating_leftovers(&found, now, LEFTOVER_AGE_S) {
-        let name = n.metadata.name.clone().unwrap_or_default();
-        match unstick(c, n, (wait, until)) {
-            Ok(None) => swept.removed.push(name),
-            Ok(Some(why)) => swept.left.push(format!("namespace {name} {why}")),
-            Err(e) => swept.left.push(format!(
-                "namespace {name} is left Terminating: {e} ({})",
-                refused_hint(&e)
-            )),
         }
     }
     Ok(swept)
@@ -105,7 +105,7 @@ fn refused_hint(e: &ClusterError) -> String {
     };
     match forbidden::judge(message) {
         Some(Forbidden::MissingRight(right)) => format!(
-            "the identity in the kubeconfig ({}) may not {}, which the sweep at a verify run's start needs: a run without --namespace lists the namespaces killed runs left (label {}={}), deletes them and the probe pods that hold them; grant it in a ClusterRole, or run verify with --namespace {}, which 'calicoctl-win fleet rbac --identity verify' makes with every right a run there needs; {}",
+            "the identity in the kubeconfig ({}) may not {}, which the sweep at a verify run's start needs: a run without --namespace lists the namespaces killed runs left (label {}={}) and the Leases in them, deletes them and the probe pods that hold them; grant it in a ClusterRole, or run verify with --namespace {}, which 'calicoctl-win fleet rbac --identity verify' makes with every right a run there needs; {}",
             right.shown_user(),
             right.text(),
             objects::OWNER_LABEL,

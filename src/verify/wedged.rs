@@ -9,7 +9,7 @@
 //! carries the `node.kubernetes.io/out-of-service` taint (`gcTerminating`:
 //! `pkg/controller/podgc/gc_controller.go`), so on a node merely NotReady it stays forever.
 //! A pod of ours (the owner label, in our namespace, deleted by us or by the deletion of our
-//! namespace, its run over or its turn run out) Terminating on a node not Ready or gone is
+//! namespace, its run over or its Lease run out) Terminating on a node not Ready or gone is
 //! deleted with `gracePeriodSeconds: 0`, which `BeforeDelete` lets remove it at once, by its
 //! uid. One on a Ready node is left to its kubelet, which is alive and stops it.
 
@@ -20,13 +20,6 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
 use std::time::Instant;
-
-/// A pod that would not go, and its node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stuck {
-    pub pod: String,
-    pub node: String,
-}
 
 /// Deletes at once (grace 0, only the pod listed, by its uid) each pod of `left` that is
 /// Terminating on a node not Ready or gone, every call by `until`: the pods force-deleted.
@@ -80,20 +73,6 @@ pub fn dead(c: &Cluster, node: &str, until: Instant) -> Result<bool, ClusterErro
         .iter()
         .filter(|n| n.metadata.name.as_deref() == Some(node))
         .any(ready))
-}
-
-/// The pods left and their nodes, as an error names them.
-pub fn stuck(left: &[Pod]) -> Vec<Stuck> {
-    left.iter()
-        .map(|p| Stuck {
-            pod: p.metadata.name.clone().unwrap_or_default(),
-            node: p
-                .spec
-                .as_ref()
-                .and_then(|s| s.node_name.clone())
-                .unwrap_or_else(|| "(none)".into()),
-        })
-        .collect()
 }
 
 fn ready(n: &Node) -> bool {

@@ -66,21 +66,48 @@ pub(crate) fn options(timeout_s: u64) -> Options {
         // at once unless a test says otherwise.
         settle: Duration::from_secs(2),
         dial_within: Duration::from_secs(10),
-        renew: calicoctl_win::verify::shared::RENEW,
+        renew: calicoctl_win::verify::options::RENEW,
         stop: calicoctl_win::duration::Stop::new(),
         said: Default::default(),
     }
 }
 
 pub(crate) fn verify(api: &FakeApi, dir: &tempfile::TempDir, o: &Options) -> Report {
-    let kubeconfig = api.kubeconfig(dir.path(), None);
-    let c = Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect");
-    run(&c, o).expect("run")
+    run(&client(api, dir), o).expect("run")
+}
+
+/// A client of the fake API server, its kubeconfig in `dir`.
+pub(crate) fn client(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
+    crate::support::connect(&api.kubeconfig(dir.path(), None))
+}
+
+pub(crate) fn at(s: i64) -> String {
+    jiff::Timestamp::from_second(s).expect("time").to_string()
+}
+
+/// A run's Lease in `ns`, renewed at `renewed` (unix seconds) for `for_s`, as a run writes it.
+pub(crate) fn lease(api: &FakeApi, ns: &str, id: &str, renewed: i64, for_s: i64) {
+    let name = format!("calicoctl-win-verify-{id}");
+    let mut l = meta("coordination.k8s.io/v1", "Lease", &name, Some(ns));
+    l["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify",
+        "calicoctl-win.projectcalico.org/verify-run": id});
+    l["metadata"]["creationTimestamp"] = json!(at(renewed));
+    l["spec"] = json!({"holderIdentity": id, "leaseDurationSeconds": for_s,
+        "renewTime": at(renewed)});
+    let path = format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/{name}");
+    api.put(&path, l);
+}
+
+/// A namespace of a verify run, made at `created` (unix seconds), Terminating or not.
+pub(crate) fn ours(api: &FakeApi, name: &str, created: i64, terminating: bool) {
+    let mut ns = meta("v1", "Namespace", name, None);
+    ns["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
+    ns["metadata"]["creationTimestamp"] = json!(at(created));
+    if terminating {
+        ns["metadata"]["deletionTimestamp"] = json!(at(created + 60));
+        ns["status"] = json!({"phase": "Terminating"});
+    }
+    api.put(&format!("/api/v1/namespaces/{name}"), ns);
 }
 
 /// The layers (finding codes) the failed checks name, and the failed checks.
@@ -94,6 +121,48 @@ pub(crate) fn failed(r: &Report) -> (BTreeSet<Code>, Vec<CheckId>) {
         }
     }
     (codes, ids)
+}
+
+/// The run failed `ids`, each by the layer `code` alone.
+pub(crate) fn fails_as(r: &Report, code: Code, ids: &[CheckId]) {
+    let (codes, failed) = failed(r);
+    assert_eq!(codes, BTreeSet::from([code]), "{:#?}", r.checks);
+    assert_eq!(failed, ids);
+}
+
+/// `o`'s run on a thread of its own: its end, to be awaited.
+pub(crate) fn spawn_run(
+    api: &FakeApi,
+    dir: &tempfile::TempDir,
+    o: Options,
+) -> std::sync::mpsc::Receiver<Result<Report, calicoctl_win::verify::run::RunError>> {
+    let c = client(api, dir);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run(&c, &o));
+    });
+    rx
+}
+
+/// Waits (up to a minute) until the fake holds the server pod of a run's own namespace: its
+/// path.
+pub(crate) fn until_pods_made(api: &FakeApi) -> String {
+    for _ in 0..1200 {
+        let made = api
+            .lock()
+            .objects
+            .keys()
+            .find(|k| {
+                k.starts_with("/api/v1/namespaces/calicoctl-win-verify-")
+                    && k.ends_with("/pods/server")
+            })
+            .cloned();
+        if let Some(path) = made {
+            return path;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the run made no server pod");
 }
 
 pub(crate) fn nothing_left(api: &FakeApi) {
@@ -142,50 +211,35 @@ fn broken(set: impl FnOnce(&mut crate::support::fake_api::dataplane::Dataplane))
 #[test]
 fn no_overlay_between_the_oses_is_named_the_overlay_only() {
     let r = broken(|d| d.no_overlay = true);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficOverlay]),
-        "{:#?}",
-        r.checks
-    );
     // The API server is on Linux: its pod proxy to the Windows server crosses the overlay,
     // and reaches the Linux client.
-    assert_eq!(ids, [CheckId::ApiToPods]);
+    fails_as(&r, Code::TrafficOverlay, &[CheckId::ApiToPods]);
 }
 
 #[test]
 fn no_service_load_balancer_is_named_kube_proxy_only() {
     let r = broken(|d| d.no_service_lb = true);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficKubeProxy]),
-        "{:#?}",
-        r.checks
+    fails_as(
+        &r,
+        Code::TrafficKubeProxy,
+        &[CheckId::ClusterIp, CheckId::ApiServer],
     );
-    assert_eq!(ids, [CheckId::ClusterIp, CheckId::ApiServer]);
 }
 
 #[test]
 fn no_dns_is_named_dns_only() {
     let r = broken(|d| d.no_dns = true);
-    let (codes, ids) = failed(&r);
-    assert_eq!(codes, BTreeSet::from([Code::TrafficDns]), "{:#?}", r.checks);
-    assert_eq!(ids, [CheckId::DnsService, CheckId::DnsKubernetes]);
+    fails_as(
+        &r,
+        Code::TrafficDns,
+        &[CheckId::DnsService, CheckId::DnsKubernetes],
+    );
 }
 
 #[test]
 fn a_policy_never_applied_is_named_felix_and_its_removal_blocked() {
     let r = broken(|d| d.policy_applies_after = None);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficPolicy]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::PolicyApplied]);
+    fails_as(&r, Code::TrafficPolicy, &[CheckId::PolicyApplied]);
     let removed = r
         .checks
         .iter()
@@ -202,14 +256,7 @@ fn a_policy_never_applied_is_named_felix_and_its_removal_blocked() {
 #[test]
 fn a_policy_never_removed_is_named_felix() {
     let r = broken(|d| d.policy_removed_after = None);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficPolicy]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::PolicyRemoved]);
+    fails_as(&r, Code::TrafficPolicy, &[CheckId::PolicyRemoved]);
 }
 
 #[test]
@@ -217,9 +264,7 @@ fn a_pod_stuck_without_an_address_is_the_cnis_with_its_event() {
     let r = broken(|d| {
         d.stuck_on.insert("linux-1".into());
     });
-    let (codes, ids) = failed(&r);
-    assert_eq!(codes, BTreeSet::from([Code::TrafficCni]), "{:#?}", r.checks);
-    assert_eq!(ids, [CheckId::PodAddress]);
+    fails_as(&r, Code::TrafficCni, &[CheckId::PodAddress]);
     let Outcome::Fail { finding } = &r.checks[1].outcome else {
         panic!()
     };
@@ -299,14 +344,7 @@ fn a_server_never_ready_within_default_waits_is_named_not_timed_out() {
     // The default pods' wait (90 s) is longer than this --timeout: it is capped at half the
     // checks' window, and the pods are judged as they are.
     let r = verify(&api, &dir, &options(12));
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficFirewall]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::KubeletProbe]);
+    fails_as(&r, Code::TrafficFirewall, &[CheckId::KubeletProbe]);
     nothing_left(&api);
 }
 
@@ -379,13 +417,7 @@ fn a_run_cut_off_by_a_failed_write_deletes_what_it_made() {
     let (api, dir) = cluster();
     // Writes: the namespace, the Service, the server pod, then the local client: refused.
     api.fail_write_at(4);
-    let kubeconfig = api.kubeconfig(dir.path(), None);
-    let c = Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect");
+    let c = client(&api, &dir);
     let err = run(&c, &options(120)).unwrap_err();
     assert!(
         err.to_string().contains("pods") || format!("{err:?}").contains("500"),
@@ -401,14 +433,7 @@ fn a_server_the_kubelet_never_reaches_is_the_firewall_only() {
     let mut o = options(120);
     o.pods_wait = Duration::from_secs(2);
     let r = verify(&api, &dir, &o);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficFirewall]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::KubeletProbe]);
+    fails_as(&r, Code::TrafficFirewall, &[CheckId::KubeletProbe]);
     assert!(!r.timed_out);
     nothing_left(&api);
 }
@@ -422,18 +447,6 @@ fn an_interrupted_run_stops_and_deletes_what_it_made() {
     assert!(r.interrupted && !r.passed && !r.timed_out, "{r:#?}");
     assert!(r.cleaned_up);
     nothing_left(&api);
-}
-
-fn ours(api: &FakeApi, name: &str, created: i64, terminating: bool) {
-    let mut ns = meta("v1", "Namespace", name, None);
-    ns["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
-    let at = |s: i64| jiff::Timestamp::from_second(s).expect("time").to_string();
-    ns["metadata"]["creationTimestamp"] = json!(at(created));
-    if terminating {
-        ns["metadata"]["deletionTimestamp"] = json!(at(created + 60));
-        ns["status"] = json!({"phase": "Terminating"});
-    }
-    api.put(&format!("/api/v1/namespaces/{name}"), ns);
 }
 
 #[test]
@@ -496,14 +509,7 @@ fn a_pull_past_its_limit_is_the_images_only() {
     o.pull_timeout = Duration::from_secs(2);
     o.pods_wait = Duration::from_secs(5);
     let r = verify(&api, &dir, &o);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficImage]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::ImagePull]);
+    fails_as(&r, Code::TrafficImage, &[CheckId::ImagePull]);
     assert!(!r.timed_out);
     nothing_left(&api);
 }
@@ -513,14 +519,7 @@ fn a_client_whose_container_does_not_run_is_the_images_not_the_overlays() {
     let r = broken(|d| {
         d.crash_on.insert("linux-1".into());
     });
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficImage]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::PodAddress]);
+    fails_as(&r, Code::TrafficImage, &[CheckId::PodAddress]);
     let w2l = r
         .checks
         .iter()
@@ -538,13 +537,7 @@ fn a_client_whose_container_does_not_run_is_the_images_not_the_overlays() {
 fn a_refused_pod_proxy_is_a_missing_right_not_the_overlay() {
     let (api, dir) = cluster();
     api.forbid("get", "pods/proxy");
-    let kubeconfig = api.kubeconfig(dir.path(), None);
-    let c = Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect");
+    let c = client(&api, &dir);
     let err = run(&c, &options(120)).unwrap_err();
     let calicoctl_win::verify::run::RunError::Cluster(e) = &err else {
         panic!("{err:?}")
@@ -571,22 +564,17 @@ fn a_dns_lookup_that_never_returns_is_dns_not_the_proxy() {
     let mut o = options(120);
     o.dial_within = Duration::from_secs(1);
     let r = verify(&api, &dir, &o);
-    let (codes, ids) = failed(&r);
-    assert_eq!(codes, BTreeSet::from([Code::TrafficDns]), "{:#?}", r.checks);
-    assert_eq!(ids, [CheckId::DnsService, CheckId::DnsKubernetes]);
+    fails_as(
+        &r,
+        Code::TrafficDns,
+        &[CheckId::DnsService, CheckId::DnsKubernetes],
+    );
 }
 
 #[test]
 fn no_path_from_the_api_server_to_the_pods_is_the_control_planes_and_the_rest_not_run() {
     let r = broken(|d| d.proxy_broken = true);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficControlPlane]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::ApiToPods]);
+    fails_as(&r, Code::TrafficControlPlane, &[CheckId::ApiToPods]);
     let p2p = r
         .checks
         .iter()

@@ -5,26 +5,16 @@
 //! stopped while the server answers slowly returns within the 5 s a HostProcess container's
 //! process is left, saying what it left for the next run.
 
-use super::verify::{cluster, options};
+use super::verify::{at, client, cluster, options, until_pods_made};
 use crate::support::fake_api::FakeApi;
-use calicoctl_win::cluster::Cluster;
 use calicoctl_win::health::judge::Code;
 use calicoctl_win::verify::judge::Outcome;
-use calicoctl_win::verify::lease::{self, EXPIRES, KEPT};
+use calicoctl_win::verify::keeper::server_time;
 use calicoctl_win::verify::matrix::{PlanError, RunError};
+use calicoctl_win::verify::objects::KEPT;
 use calicoctl_win::verify::run::run;
 use serde_json::json;
 use std::time::{Duration, Instant};
-
-fn connect(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
-    let kubeconfig = api.kubeconfig(dir.path(), None);
-    Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect")
-}
 
 /// The run's namespaces on the fake, by path.
 fn our_namespaces(api: &FakeApi) -> Vec<String> {
@@ -37,33 +27,19 @@ fn our_namespaces(api: &FakeApi) -> Vec<String> {
         .collect()
 }
 
-/// Waits (up to a minute) until the fake holds the server pod of the run's namespace.
-fn until_pods_made(api: &FakeApi) {
-    for _ in 0..1200 {
-        let made = api.lock().objects.keys().any(|k| {
-            k.contains("/namespaces/calicoctl-win-verify-") && k.ends_with("/pods/server")
-        });
-        if made {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("the run made no server pod");
-}
-
-/// An identity that may not update namespaces cannot renew the run's lease: the run refuses
+/// An identity that may not update leases cannot renew the run's Lease: the run refuses
 /// before any pod (its first renewal), deletes the namespace it just made and says why.
 #[test]
 fn a_refused_first_renewal_refuses_the_run_before_any_pod() {
     let (api, dir) = cluster();
-    api.forbid("update", "namespaces");
-    let c = connect(&api, &dir);
+    api.forbid("update", "leases");
+    let c = client(&api, &dir);
     let err = run(&c, &options(120)).expect_err("refused");
     let RunError::Plan(PlanError::LeaseLost { lease, cause, fate }) = &err else {
         panic!("{err:?}");
     };
     assert!(
-        lease.starts_with("namespace calicoctl-win-verify-"),
+        lease.starts_with("leases/calicoctl-win-verify-t1 in namespace calicoctl-win-verify-"),
         "{lease}"
     );
     assert!(cause.contains("403"), "{cause}");
@@ -90,13 +66,13 @@ fn renewals_refused_until_the_lease_would_run_out_stop_the_run_with_a_finding() 
     let (api, dir) = cluster();
     // The server never gets Ready: the run waits for it, renewing meanwhile.
     api.lock().dataplane.never_ready = true;
-    let c = connect(&api, &dir);
+    let c = client(&api, &dir);
     let mut o = options(120);
     o.renew = Duration::from_millis(100);
     o.pods_wait = Duration::from_secs(50);
     let running = std::thread::spawn(move || run(&c, &o));
     until_pods_made(&api);
-    api.forbid("update", "namespaces");
+    api.forbid("update", "leases");
     let r = running.join().expect("join").expect("a report");
     let lost = r.lease_lost.as_ref().expect("the finding");
     assert_eq!(lost.code, Code::VerifyLeaseLost);
@@ -120,7 +96,7 @@ fn renewals_refused_until_the_lease_would_run_out_stop_the_run_with_a_finding() 
 fn a_namespace_kept_after_a_cluster_error_is_marked_and_no_sweep_takes_it() {
     let (api, dir) = cluster();
     api.forbid("create", "networkpolicies");
-    let c = connect(&api, &dir);
+    let c = client(&api, &dir);
     let mut o = options(120);
     o.keep_on_failure = true;
     let err = run(&c, &o).expect_err("the policy refused");
@@ -135,13 +111,9 @@ fn a_namespace_kept_after_a_cluster_error_is_marked_and_no_sweep_takes_it() {
         "{ns}"
     );
     assert_eq!(ns["metadata"]["labels"][KEPT], "true", "{ns}");
-    // An hour later: its lease long run out, and older than any run.
-    let hour_ago = jiff::Timestamp::now().as_second() - 3600;
-    let at = jiff::Timestamp::from_second(hour_ago)
-        .expect("time")
-        .to_string();
-    ns["metadata"]["annotations"][EXPIRES] = json!(at);
-    ns["metadata"]["creationTimestamp"] = json!(at);
+    // An hour later: its Lease long run out, and older than any run.
+    let hour_ago = at(jiff::Timestamp::now().as_second() - 3600);
+    ns["metadata"]["creationTimestamp"] = json!(hour_ago);
     api.put(&kept[0], ns);
     api.lock().forbidden.clear();
     let mut again = options(120);
@@ -153,32 +125,39 @@ fn a_namespace_kept_after_a_cluster_error_is_marked_and_no_sweep_takes_it() {
 }
 
 /// An API server that sends no `Date` (after another server of the same process sent one):
-/// the run writes no lease (never this host's clock, nor another server's offset), so its
-/// namespace is judged by its age: a sweep deletes it once it is older than any run.
+/// the run's Lease has no `renewTime` (never this host's clock, nor another server's
+/// offset), so it is judged by its age: a sweep deletes its namespace once it is older than
+/// any run.
 #[test]
-fn without_a_date_no_lease_is_written_and_the_namespace_is_judged_by_its_age() {
+fn without_a_date_the_lease_has_no_renewal_and_is_judged_by_its_age() {
     let (other, other_dir) = cluster();
     other.lock().clock_offset_s = -86_400;
-    assert!(lease::server_time(&connect(&other, &other_dir)).is_some());
+    assert!(server_time(&client(&other, &other_dir)).is_some());
     let (api, dir) = cluster();
     api.lock().no_date = true;
     api.forbid("create", "networkpolicies");
-    let c = connect(&api, &dir);
-    assert_eq!(lease::server_time(&c), None);
+    let c = client(&api, &dir);
+    assert_eq!(server_time(&c), None);
     let mut o = options(120);
     o.keep_on_failure = true;
     run(&c, &o).expect_err("the policy refused");
     let kept = our_namespaces(&api);
     assert_eq!(kept.len(), 1, "{kept:?}");
     let mut ns = api.get(&kept[0]).expect("kept");
-    assert!(ns["metadata"]["annotations"][EXPIRES].is_null(), "{ns}");
+    let lease = format!(
+        "/apis/coordination.k8s.io/v1/namespaces/{}/leases/calicoctl-win-verify-t1",
+        ns["metadata"]["name"].as_str().expect("name")
+    );
+    let mut l = api.get(&lease).expect("the Lease");
+    assert!(l["spec"]["renewTime"].is_null(), "{l}");
     // Its run killed (no mark), 31 minutes after its creation, and the server's Date back:
-    // the next run's sweep judges it by its age.
+    // the next run's sweep judges it by its Lease's age.
     ns["metadata"]["annotations"] = json!({});
-    let old = jiff::Timestamp::now().as_second() - 31 * 60;
-    ns["metadata"]["creationTimestamp"] =
-        json!(jiff::Timestamp::from_second(old).expect("time").to_string());
+    let old = at(jiff::Timestamp::now().as_second() - 31 * 60);
+    ns["metadata"]["creationTimestamp"] = json!(old);
     api.put(&kept[0], ns);
+    l["metadata"]["creationTimestamp"] = json!(old);
+    api.put(&lease, l);
     {
         let mut st = api.lock();
         st.no_date = false;
@@ -199,7 +178,7 @@ fn without_a_date_no_lease_is_written_and_the_namespace_is_judged_by_its_age() {
 fn a_stopped_run_against_a_slow_server_returns_within_the_bound_and_says_what_it_left() {
     let (api, dir) = cluster();
     api.lock().dataplane.never_ready = true;
-    let c = connect(&api, &dir);
+    let c = client(&api, &dir);
     let o = options(120);
     let stop = o.stop.clone();
     let running = std::thread::spawn(move || run(&c, &o));
@@ -224,13 +203,16 @@ fn a_stopped_run_against_a_slow_server_returns_within_the_bound_and_says_what_it
         left.contains(&r.namespace) && left.contains("the next verify run deletes it"),
         "{left}"
     );
-    // The server answers again; the lease, no longer renewed, has run out.
+    // The server answers again; the Lease, no longer renewed, has run out.
     api.lock().stalled = false;
-    let path = format!("/api/v1/namespaces/{}", r.namespace);
-    let mut ns = api.get(&path).expect("left");
-    ns["metadata"]["annotations"][EXPIRES] = json!("2000-01-01T00:00:00Z");
-    api.put(&path, ns);
-    let c = connect(&api, &dir);
+    let lease = format!(
+        "/apis/coordination.k8s.io/v1/namespaces/{}/leases/calicoctl-win-verify-t1",
+        r.namespace
+    );
+    let mut l = api.get(&lease).expect("left");
+    l["spec"]["renewTime"] = json!("2000-01-01T00:00:00.000000Z");
+    api.put(&lease, l);
+    let c = client(&api, &dir);
     let mut again = options(120);
     again.suffix = "t2".into();
     api.lock().dataplane.never_ready = false;
@@ -249,7 +231,7 @@ fn a_lease_whose_first_renewal_is_refused_is_deleted_before_any_pod() {
         crate::support::fake_api::meta("v1", "Namespace", ns, None),
     );
     api.forbid("update", "leases");
-    let c = connect(&api, &dir);
+    let c = client(&api, &dir);
     let mut o = options(120);
     o.namespace = Some(ns.into());
     let err = run(&c, &o).expect_err("refused");
@@ -278,7 +260,7 @@ fn a_lease_whose_first_renewal_is_refused_is_deleted_before_any_pod() {
 fn renewals_unanswered_until_the_lease_would_run_out_stop_the_run_by_time() {
     let (api, dir) = cluster();
     api.lock().dataplane.never_ready = true;
-    let c = connect(&api, &dir);
+    let c = client(&api, &dir);
     let mut o = options(120);
     o.renew = Duration::from_millis(200);
     o.pods_wait = Duration::from_secs(50);
@@ -307,7 +289,7 @@ fn renewals_unanswered_until_the_lease_would_run_out_stop_the_run_by_time() {
 fn a_run_stopped_with_keep_on_failure_deletes_what_it_made() {
     let (api, dir) = cluster();
     api.lock().dataplane.never_ready = true;
-    let c = connect(&api, &dir);
+    let c = client(&api, &dir);
     let mut o = options(120);
     o.keep_on_failure = true;
     let stop = o.stop.clone();
@@ -342,7 +324,7 @@ fn a_run_stopped_while_the_api_server_cannot_reach_the_pod_blames_no_layer() {
     use calicoctl_win::verify::matrix::CheckId;
     let (api, dir) = cluster();
     api.lock().dataplane.proxy_broken = true;
-    let c = connect(&api, &dir);
+    let c = client(&api, &dir);
     let mut o = options(120);
     o.settle = Duration::from_secs(60);
     let stop = o.stop.clone();
@@ -379,7 +361,7 @@ fn a_run_stopped_while_the_api_server_cannot_reach_the_pod_blames_no_layer() {
 fn a_run_stopped_mid_matrix_reports_the_checks_from_the_stop_as_stopped() {
     let (api, dir) = cluster();
     api.lock().dataplane.no_service_lb = true;
-    let c = connect(&api, &dir);
+    let c = client(&api, &dir);
     let mut o = options(120);
     o.settle = Duration::from_secs(60);
     let (stop, said) = (o.stop.clone(), o.said.clone());
@@ -441,7 +423,7 @@ fn a_stop_while_reading_the_services_keeps_the_pulls_verdict() {
         calicoctl_win::verify::dial::SERVICE_NAME
     );
     api.lock().stall_answer_to = Some(("GET".into(), service));
-    let c = connect(&api, &dir);
+    let c = client(&api, &dir);
     let o = options(120);
     let stop = o.stop.clone();
     let running = std::thread::spawn(move || run(&c, &o));

@@ -2,9 +2,8 @@
 //! the first page is read, and a server that never ends its list is read a bounded number of
 //! pages.
 
-use super::verify::cluster;
+use super::verify::{client, cluster};
 use crate::support::fake_api::meta;
-use calicoctl_win::cluster::Cluster;
 use calicoctl_win::verify::probe;
 use serde_json::json;
 
@@ -40,13 +39,7 @@ fn a_pods_event_past_the_first_page_is_read() {
         &format!("/api/v1/namespaces/{NS}/events/z-server"),
         event("z-server", "server-uid", "FailedCreatePodSandBox"),
     );
-    let kubeconfig = api.kubeconfig(dir.path(), None);
-    let c = Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect");
+    let c = client(&api, &dir);
     assert_eq!(probe::events(&c, NS).expect("events").len(), 1201);
     let run = calicoctl_win::verify::objects::Names::new("ev", false);
     let states = probe::pods(&c, (NS, &run)).expect("pods");

@@ -3,27 +3,15 @@
 //! (named by the scheduling layer, not the CNI), and the fleet Plan's verify waiting for
 //! CalicoNode's word on the node it just changed.
 
-use super::verify::{cluster, failed, nothing_left, options, verify};
+use super::verify::{client, cluster, fails_as, nothing_left, options, verify};
 use crate::support::fake_api::FakeApi;
-use calicoctl_win::cluster::Cluster;
 use calicoctl_win::error::Diagnose;
 use calicoctl_win::health::judge::Code;
 use calicoctl_win::verify::judge::Outcome;
 use calicoctl_win::verify::matrix::{CheckId, PlanError};
 use calicoctl_win::verify::run::{RunError, run};
 use serde_json::json;
-use std::collections::BTreeSet;
 use std::time::Duration;
-
-fn connect(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
-    let kubeconfig = api.kubeconfig(dir.path(), None);
-    Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect")
-}
 
 fn taint(api: &FakeApi, node: &str, taints: serde_json::Value) {
     let path = format!("/api/v1/nodes/{node}");
@@ -44,7 +32,7 @@ fn a_node_under_test_with_an_untolerated_no_execute_taint_is_refused_before_anyt
             {"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown",
              "effect": "NoExecute"}]),
     );
-    let err = run(&connect(&api, &dir), &options(120)).unwrap_err();
+    let err = run(&client(&api, &dir), &options(120)).unwrap_err();
     let RunError::Plan(e @ PlanError::Tainted { .. }) = &err else {
         panic!("{err:?}");
     };
@@ -70,14 +58,7 @@ fn a_pod_the_scheduler_places_nowhere_is_named_scheduling_not_the_cni() {
     o.pods_wait = Duration::from_secs(4);
     let r = verify(&api, &dir, &o);
     assert!(!r.passed);
-    let (codes, ids) = failed(&r);
-    assert_eq!(
-        codes,
-        BTreeSet::from([Code::TrafficScheduling]),
-        "{:#?}",
-        r.checks
-    );
-    assert_eq!(ids, [CheckId::PodAddress]);
+    fails_as(&r, Code::TrafficScheduling, &[CheckId::PodAddress]);
     let v = r.checks.iter().find(|v| v.check == CheckId::PodAddress);
     let Some(Outcome::Fail { finding }) = v.map(|v| &v.outcome) else {
         panic!("{:#?}", r.checks)
@@ -89,6 +70,17 @@ fn a_pod_the_scheduler_places_nowhere_is_named_scheduling_not_the_cni() {
         finding.message
     );
     nothing_left(&api);
+}
+
+/// No probe namespace nor object was made.
+fn nothing_made(api: &FakeApi) {
+    let made: Vec<String> = (api.requests().into_iter())
+        .filter(|(m, p)| {
+            m == "POST" && (p == "/api/v1/namespaces" || p.contains("calicoctl-win-verify"))
+        })
+        .map(|(_, p)| p)
+        .collect();
+    assert!(made.is_empty(), "{made:?}");
 }
 
 fn calico_ready(api: &FakeApi, node: &str, status: &str, age_s: i64) {
@@ -138,8 +130,10 @@ fn the_plans_verify_waits_for_a_fresh_calico_ready_before_its_checks() {
 }
 
 /// `reconfigure --verify` after a change that restarts Felix waits, within verify's
-/// `--timeout`, for Felix's own readiness (its first dataplane apply) before any check: a
-/// Felix never ready ends it naming that wait, with no probe namespace made. (Without the wait the checks ran at once against a Felix still starting.)
+/// `--timeout` (120 s; 3 s here, by the hidden `--verify-timeout`), for Felix's own readiness
+/// (its first dataplane apply) before any check: a Felix never ready ends it naming that
+/// wait, with no probe namespace made. (Without the wait the checks ran at once against a
+/// Felix still starting.)
 #[test]
 fn a_restarted_felix_never_ready_ends_reconfigure_verify_before_any_check() {
     let node = super::verify::install::installed_cluster();
@@ -149,6 +143,7 @@ fn a_restarted_felix_never_ready_ends_reconfigure_verify_before_any_check() {
     let (code, doc, stderr) = node.run(&[
         "reconfigure",
         "--verify",
+        "--verify-timeout=3s",
         "--set",
         "logs.felix_screen_severity=debug",
     ]);
@@ -157,16 +152,7 @@ fn a_restarted_felix_never_ready_ends_reconfigure_verify_before_any_check() {
         stderr.contains("not ready: Felix's /readiness on 127.0.0.1:9099"),
         "{stderr}"
     );
-    let made: Vec<String> = node
-        .api()
-        .requests()
-        .into_iter()
-        .filter(|(m, p)| {
-            m == "POST" && (p == "/api/v1/namespaces" || p.contains("calicoctl-win-verify"))
-        })
-        .map(|(_, p)| p)
-        .collect();
-    assert!(made.is_empty(), "{made:?}");
+    nothing_made(node.api());
 }
 
 /// `install --verify` that starts kube-proxy on a node being removed: kube-proxy's `/healthz`
@@ -204,14 +190,5 @@ fn a_node_being_removed_ends_install_verify_at_kube_proxys_first_answer() {
         !stderr.contains("waiting up to") && !stderr.contains("gave up waiting"),
         "{stderr}"
     );
-    let made: Vec<String> = node
-        .api()
-        .requests()
-        .into_iter()
-        .filter(|(m, p)| {
-            m == "POST" && (p == "/api/v1/namespaces" || p.contains("calicoctl-win-verify"))
-        })
-        .map(|(_, p)| p)
-        .collect();
-    assert!(made.is_empty(), "{made:?}");
+    nothing_made(node.api());
 }

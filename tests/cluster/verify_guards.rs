@@ -2,9 +2,8 @@
 //! domain, running its pods under Pod Security's `restricted` profile, and sweeping a killed
 //! run's leftovers only when they are still that run's (uid preconditions).
 
-use super::verify::{cluster, failed, nothing_left, options, verify};
+use super::verify::{client, cluster, failed, nothing_left, options, verify};
 use crate::support::fake_api::FakeApi;
-use calicoctl_win::cluster::Cluster;
 use calicoctl_win::error::{Diagnose, Exit};
 use calicoctl_win::verify::matrix::PlanError;
 use calicoctl_win::verify::run::{RunError, run};
@@ -28,16 +27,6 @@ fn set_conditions(n: &mut serde_json::Value, ready: &str, calico: Option<&str>) 
     n["status"]["conditions"] = json!(cs);
 }
 
-fn connect(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
-    let kubeconfig = api.kubeconfig(dir.path(), None);
-    Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect")
-}
-
 #[test]
 fn after_install_a_node_not_yet_ready_is_waited_for_then_verified() {
     let (api, dir) = cluster();
@@ -59,7 +48,7 @@ fn after_install_a_node_not_yet_ready_is_waited_for_then_verified() {
             }
             conditions(&api, "win-a", "True", Some("True"));
         });
-        let r = run(&connect(&api, &dir), &o);
+        let r = run(&client(&api, &dir), &o);
         done.store(true, std::sync::atomic::Ordering::SeqCst);
         r
     });
@@ -74,7 +63,7 @@ fn a_node_never_ready_ends_the_run_at_its_timeout_naming_what_it_waited_for() {
     conditions(&api, "win-a", "True", Some("False"));
     let mut o = options(3);
     o.wait_ready = true;
-    let err = run(&connect(&api, &dir), &o).unwrap_err();
+    let err = run(&client(&api, &dir), &o).unwrap_err();
     let RunError::Plan(e @ PlanError::NeverReady { .. }) = &err else {
         panic!("{err:?}");
     };
@@ -105,7 +94,7 @@ fn a_cordoned_node_is_not_waited_for() {
     let mut o = options(120);
     o.wait_ready = true;
     let started = std::time::Instant::now();
-    let err = run(&connect(&api, &dir), &o).unwrap_err();
+    let err = run(&client(&api, &dir), &o).unwrap_err();
     assert!(
         matches!(err, RunError::Plan(PlanError::NotUsable(_))),
         "{err:?}"
@@ -178,7 +167,7 @@ fn a_pod_security_refusal_is_named_as_such_not_as_a_missing_right() {
     api.put("/api/v1/namespaces/calicoctl-win-verify", ns);
     let mut o = options(20);
     o.namespace = Some("calicoctl-win-verify".into());
-    let err = run(&connect(&api, &dir), &o).unwrap_err();
+    let err = run(&client(&api, &dir), &o).unwrap_err();
     let RunError::Plan(e @ PlanError::PodSecurity { level, .. }) = &err else {
         panic!("{err:?}");
     };
@@ -246,7 +235,7 @@ fn a_node_ready_late_still_gets_the_whole_checks_window() {
         let n = st.objects.get_mut("/api/v1/nodes/win-a").expect("node");
         set_conditions(n, "True", Some("True"));
     });
-    let r = run(&connect(&api, &dir), &o);
+    let r = run(&client(&api, &dir), &o);
     let r = r.expect("the run waits for the node, then runs");
     assert!(r.passed, "{:#?}", r.checks);
     nothing_left(&api);
@@ -269,7 +258,7 @@ fn a_calico_ready_written_before_the_commands_start_is_not_taken() {
     let mut o = options(3);
     o.wait_ready = true;
     o.calico_since = Some(start);
-    let err = run(&connect(&api, &dir), &o).unwrap_err();
+    let err = run(&client(&api, &dir), &o).unwrap_err();
     let RunError::Plan(e @ PlanError::NeverReady { .. }) = &err else {
         panic!("{err:?}");
     };

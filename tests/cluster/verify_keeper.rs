@@ -2,36 +2,21 @@
 //! each renewal (its 409's re-read and retry included) ends within its interval, and a run
 //! stopped for a lost lease against a stalled server returns within its clean-up's bound.
 
-use super::verify::{cluster, options};
-use crate::support::fake_api::FakeApi;
+use super::verify::{client, cluster, options, spawn_run};
 use calicoctl_win::cluster::{Cluster, ClusterError};
 use calicoctl_win::duration::Stop;
-use calicoctl_win::verify::run::run;
 use calicoctl_win::verify::{keeper, lease};
-use k8s_openapi::api::core::v1::Namespace;
 use std::time::{Duration, Instant};
 
-fn connect(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
-    let kubeconfig = api.kubeconfig(dir.path(), None);
-    Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect")
-}
+const LEASE: &str =
+    "/apis/coordination.k8s.io/v1/namespaces/calicoctl-win-verify/leases/calicoctl-win-verify-k1";
 
-/// The run's namespace, made with its lease from the server's time, held.
-fn own_namespace(c: &Cluster) -> lease::Held {
-    let ns = lease::until(
-        calicoctl_win::verify::objects::namespace("k1"),
-        lease::server_time(c).expect("a Date") + lease::lease_s(),
-    );
-    let api: kube::Api<Namespace> = kube::Api::all(c.client.clone());
-    let made = c
-        .call("create", "namespaces", api.create(&Default::default(), &ns))
-        .expect("made");
-    lease::Held::new(made, &Stop::new())
+/// The run `k1`'s Lease, made from the server's time in a namespace given, held.
+fn held(c: &Cluster) -> lease::Held {
+    let mut o = options(120);
+    o.suffix = "k1".into();
+    o.namespace = Some("calicoctl-win-verify".into());
+    lease::take(c, "calicoctl-win-verify", &o).expect("made")
 }
 
 /// Runs `f` on a thread of its own, its answer awaited `within` (far longer than the bound
@@ -47,21 +32,19 @@ fn within<T: Send + 'static>(
     rx.recv_timeout(within).ok()
 }
 
-/// The run's own namespace the same: twice in conflict is not renewed.
+/// A renewal twice in conflict is not renewed: the Lease keeps what the other writer wrote.
 #[test]
-fn a_namespace_lease_twice_in_conflict_is_not_counted_as_renewed() {
+fn a_lease_twice_in_conflict_is_not_counted_as_renewed() {
     let (api, dir) = cluster();
-    let c = connect(&api, &dir);
-    let held = own_namespace(&c);
-    let path = format!("/api/v1/namespaces/{}", held.name);
-    api.lock().touched_before_update.insert(path.clone(), 2);
-    let at = lease::server_time(&c).expect("a Date") + 120;
-    assert_eq!(lease::renew(&c, &held, at).expect("answered"), None);
-    let ns = api.get(&path).expect("there");
-    assert_ne!(
-        lease::expires(&serde_json::from_value(ns).expect("ns")),
-        Some(at)
-    );
+    let c = client(&api, &dir);
+    let held = held(&c);
+    api.lock().touched_before_update.insert(LEASE.into(), 2);
+    let at = keeper::server_time(&c).expect("a Date") + 120;
+    let by = Instant::now() + Duration::from_secs(5);
+    assert_eq!(held.renew_by(&c, Some(at), by).expect("answered"), None);
+    let l = api.get(LEASE).expect("there");
+    let written = jiff::Timestamp::from_second(at).expect("time").to_string();
+    assert_ne!(l["spec"]["renewTime"], written.as_str(), "{l}");
 }
 
 /// A renewal whose update met a conflict and whose re-read the server then holds: the
@@ -69,18 +52,17 @@ fn a_namespace_lease_twice_in_conflict_is_not_counted_as_renewed() {
 #[test]
 fn a_renewals_re_read_after_a_conflict_ends_within_its_interval() {
     let (api, dir) = cluster();
-    let c = connect(&api, &dir);
-    let held = own_namespace(&c);
-    let path = format!("/api/v1/namespaces/{}", held.name);
+    let c = client(&api, &dir);
+    let held = held(&c);
     {
         let mut st = api.lock();
-        st.touched_before_update.insert(path.clone(), 1);
-        st.stall_answer_to = Some(("GET".into(), path));
+        st.touched_before_update.insert(LEASE.into(), 1);
+        st.stall_answer_to = Some(("GET".into(), LEASE.into()));
     }
-    let at = lease::server_time(&c).expect("a Date") + 120;
+    let at = keeper::server_time(&c).expect("a Date") + 120;
     let renewal = within(Duration::from_secs(10), move || {
         let by = Instant::now() + Duration::from_secs(1);
-        keeper::Lease::renew_by(&held, &c, Some(at), by)
+        held.renew_by(&c, Some(at), by)
     });
     api.lock().stall_answer_to = None;
     match renewal {
@@ -104,14 +86,10 @@ fn a_run_that_lost_its_lease_to_a_stalled_server_returns_within_the_clean_ups_bo
         "GET".into(),
         "/api/v1/namespaces/calicoctl-win-verify-t1/pods".into(),
     ));
-    let c = connect(&api, &dir);
     let mut o = options(120);
     o.renew = Duration::from_millis(200);
     let outer = o.stop.clone();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(run(&c, &o));
-    });
+    let rx = spawn_run(&api, &dir, o);
     for _ in 0..1200 {
         if api.lock().answers_held > 0 {
             break;
@@ -149,7 +127,7 @@ fn a_run_that_lost_its_lease_to_a_stalled_server_returns_within_the_clean_ups_bo
     }
 }
 
-/// A run stopped for its lease (its renewals refused) deletes its namespace; that delete's
+/// A run stopped for its Lease (its renewals refused) deletes its namespace; that delete's
 /// answer is held, and Ctrl-C (the client's stop) comes then: the call is cut by it at once,
 /// not left to run to the stopped clean-up's bound. The run's own stop, requested already,
 /// does not hide the client's.
@@ -159,14 +137,10 @@ fn ctrl_c_still_cuts_the_clean_up_of_a_run_that_lost_its_lease() {
     api.lock().dataplane.never_ready = true;
     let path = "/api/v1/namespaces/calicoctl-win-verify-t1";
     api.lock().stall_answer_to = Some(("DELETE".into(), path.into()));
-    let c = connect(&api, &dir);
     let mut o = options(120);
     o.renew = Duration::from_millis(200);
     let outer = o.stop.clone();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(run(&c, &o));
-    });
+    let rx = spawn_run(&api, &dir, o);
     let pods = format!("{path}/pods");
     let made = || {
         api.requests()
@@ -181,7 +155,7 @@ fn ctrl_c_still_cuts_the_clean_up_of_a_run_that_lost_its_lease() {
     }
     assert!(made(), "the run made its pods");
     // Its lease proven, its renewals are refused from now on: the lease is lost.
-    api.forbid("update", "namespaces");
+    api.forbid("update", "leases");
     for _ in 0..1200 {
         if api.lock().answers_held > 0 {
             break;
@@ -211,9 +185,8 @@ fn ctrl_c_still_cuts_the_clean_up_of_a_run_that_lost_its_lease() {
 #[test]
 fn a_renewal_whose_date_could_not_be_read_writes_nothing() {
     let (api, dir) = cluster();
-    let c = connect(&api, &dir);
-    let held = own_namespace(&c);
-    let path = format!("/api/v1/namespaces/{}", held.name);
+    let c = client(&api, &dir);
+    let held = held(&c);
     api.lock().api_dropped = true;
     let run_stop = Stop::new();
     std::thread::scope(|s| {
@@ -233,8 +206,8 @@ fn a_renewal_whose_date_could_not_be_read_writes_nothing() {
         keeper.join().expect("the keeper");
     });
     let writes = api.writes();
-    assert!(!writes.iter().any(|(_, p)| *p == path), "{writes:?}");
-    let lost = held.lost().expect("the lease lost");
+    assert!(!writes.iter().any(|(_, p)| *p == LEASE), "{writes:?}");
+    let lost = held.refused().expect("the lease lost");
     assert!(
         lost.contains("the API server's time could not be read"),
         "{lost}"

@@ -3,25 +3,14 @@
 //! shared.rs). Two runs at once both pass; a run killed outright (its Lease no longer
 //! renewed) is swept by the next run once its Lease ran out, a living run never.
 
-use super::verify::{cluster, options};
+use super::verify::{client, cluster, options};
 use crate::support::fake_api::{FakeApi, meta};
-use calicoctl_win::cluster::Cluster;
 use calicoctl_win::verify::run::{Options, run};
 use serde_json::json;
 
 const NS: &str = "calicoctl-win-verify";
 const LEASES: &str = "/apis/coordination.k8s.io/v1/namespaces/calicoctl-win-verify/leases";
 const RUN: &str = "calicoctl-win.projectcalico.org/verify-run";
-
-fn connect(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
-    let kubeconfig = api.kubeconfig(dir.path(), None);
-    Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect")
-}
 
 fn given(api: &FakeApi) {
     api.put(
@@ -49,17 +38,9 @@ fn left(api: &FakeApi) -> Vec<String> {
         .collect()
 }
 
-/// A run's Lease, renewed at `renewed` (unix seconds) for `for_s`, as a run writes it.
+/// A run's Lease in the namespace given (`verify::lease`).
 fn lease(api: &FakeApi, id: &str, renewed: i64, for_s: i64) {
-    let name = format!("calicoctl-win-verify-{id}");
-    let mut l = meta("coordination.k8s.io/v1", "Lease", &name, Some(NS));
-    l["metadata"]["labels"] =
-        json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify", RUN: id});
-    let at = jiff::Timestamp::from_second(renewed).expect("time");
-    l["metadata"]["creationTimestamp"] = json!(at.to_string());
-    l["spec"] = json!({"holderIdentity": id, "leaseDurationSeconds": for_s,
-        "renewTime": at.to_string()});
-    api.put(&format!("{LEASES}/{name}"), l);
+    super::verify::lease(api, NS, id, renewed, for_s);
 }
 
 /// A run's pod, Service and policy, made at `created` (unix seconds): their paths.
@@ -108,7 +89,7 @@ fn objects(api: &FakeApi, id: &str, created: i64) -> Vec<String> {
 fn two_runs_in_one_namespace_at_once_both_pass_and_leave_nothing() {
     let (api, dir) = cluster();
     given(&api);
-    let (ca, cb) = (connect(&api, &dir), connect(&api, &dir));
+    let (ca, cb) = (client(&api, &dir), client(&api, &dir));
     let a = in_namespace("win-a", "ra");
     let b = Options {
         // Longer checks than `a`'s: `a` cleans up while `b` still runs.
@@ -163,7 +144,7 @@ fn a_killed_runs_objects_are_swept_once_its_lease_ran_out_and_a_living_runs_neve
     let young = objects(&api, "young1", now);
     // An old run's without a Lease (killed before it wrote one).
     let old = objects(&api, "old1", now - 7200);
-    let r = run(&connect(&api, &dir), &in_namespace("win-a", "r1")).expect("run");
+    let r = run(&client(&api, &dir), &in_namespace("win-a", "r1")).expect("run");
     assert!(r.passed, "{:#?}", r.checks);
     let mut removed = r.leftovers_removed.clone();
     removed.sort();
@@ -191,7 +172,7 @@ fn a_runs_lease_controls_its_pods_and_goes_with_them() {
     let (api, dir) = cluster();
     given(&api);
     api.lock().dataplane.never_ready = true;
-    let c = connect(&api, &dir);
+    let c = client(&api, &dir);
     let o = Options {
         renew: std::time::Duration::from_millis(300),
         ..in_namespace("win-a", "r2")
@@ -238,7 +219,7 @@ fn a_lease_renewed_after_the_sweeps_read_keeps_its_runs_objects() {
     let theirs = objects(&api, "late1", now - 120);
     let path = format!("{LEASES}/calicoctl-win-verify-late1");
     api.lock().touched_before_delete.insert(path.clone(), 1);
-    let r = run(&connect(&api, &dir), &in_namespace("win-a", "r3")).expect("run");
+    let r = run(&client(&api, &dir), &in_namespace("win-a", "r3")).expect("run");
     assert!(r.passed, "{:#?}", r.checks);
     assert!(r.leftovers_removed.is_empty(), "{r:#?}");
     assert!(api.get(&path).is_some());

@@ -3,23 +3,21 @@
 //! and scope; an admission webhook's denial (its `ToStatusErr`) is named as the webhook's, not
 //! read as a missing right.
 
-use super::verify::cluster;
+use super::verify::{cluster, ours};
 use crate::support::Node;
-use crate::support::fake_api::{FakeApi, meta};
-use calicoctl_win::verify::lease::EXPIRES;
-use serde_json::{Value, json};
+use crate::support::fake_api::FakeApi;
+use serde_json::Value;
 
 const KILLED: &str = "calicoctl-win-verify-killed";
 
-/// A killed run's namespace, its lease run out a minute ago.
+/// A killed run's namespace, two hours old, without a Lease.
 fn killed_run(api: &FakeApi) {
-    let now = jiff::Timestamp::now().as_second();
-    let at = |s: i64| jiff::Timestamp::from_second(s).expect("time").to_string();
-    let mut ns = meta("v1", "Namespace", KILLED, None);
-    ns["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
-    ns["metadata"]["creationTimestamp"] = json!(at(now - 7200));
-    ns["metadata"]["annotations"] = json!({ EXPIRES: at(now - 60) });
-    api.put(&format!("/api/v1/namespaces/{KILLED}"), ns);
+    ours(
+        api,
+        KILLED,
+        jiff::Timestamp::now().as_second() - 7200,
+        false,
+    );
 }
 
 /// `verify` on win-a: its exit code, its error document and stderr.

@@ -1,28 +1,13 @@
 //! A run's namespace held Terminating by a probe pod whose node died: the namespace controller
 //! deletes a deleted namespace's pods gracefully, and a dead node's kubelet never confirms
 //! (tests/support/fake_api/namespace_controller.rs). The run's clean-up, and the next run's
-//! sweep once the namespace's lease ran out, delete such pods at once (grace 0, by uid);
+//! sweep once the run's Lease ran out, delete such pods at once (grace 0, by uid);
 //! a pod stopping on a Ready node (its kubelet alive, just slow) is never forced.
 
-use super::verify::{cluster, nothing_left, options, verify};
+use super::verify::{at, client, cluster, lease, nothing_left, options, verify};
 use crate::support::fake_api::{FakeApi, meta};
 use calicoctl_win::cluster::Cluster;
-use calicoctl_win::verify::lease::EXPIRES;
 use serde_json::json;
-
-fn connect(api: &FakeApi, dir: &tempfile::TempDir) -> Cluster {
-    let kubeconfig = api.kubeconfig(dir.path(), None);
-    Cluster::connect(
-        std::slice::from_ref(&kubeconfig),
-        &Default::default(),
-        false,
-    )
-    .expect("connect")
-}
-
-fn at(s: i64) -> String {
-    jiff::Timestamp::from_second(s).expect("time").to_string()
-}
 
 /// The deletes of pods sent with `gracePeriodSeconds: 0`: their paths.
 fn forced(api: &FakeApi) -> Vec<String> {
@@ -34,24 +19,16 @@ fn forced(api: &FakeApi) -> Vec<String> {
         .collect()
 }
 
-/// The namespace's lease written to run out at `expires` (as the killed run last wrote it).
-fn lease_until(api: &FakeApi, name: &str, expires: i64) {
-    let path = format!("/api/v1/namespaces/{name}");
-    let mut ns = api.get(&path).expect("namespace");
-    ns["metadata"]["annotations"][EXPIRES] = json!(at(expires));
-    api.put(&path, ns);
-}
-
-/// A killed run's namespace, leased until `expires`, holding its server pod on `node`; then
-/// `node` dies and the namespace is deleted (by an administrator, or a sweep): Terminating,
-/// held by the pod, which the namespace controller's graceful delete left Terminating.
-fn killed_and_deleted(api: &FakeApi, c: &Cluster, (name, node): (&str, &str), expires: i64) {
+/// A killed run's namespace, holding its server pod on `node`; then `node` dies and the
+/// namespace is deleted (by an administrator, or a sweep): Terminating, held by the pod, which
+/// the namespace controller's graceful delete left Terminating. Its Lease, renewed at
+/// `renewed`, stays while a pod remains, as with `OrderedNamespaceDeletion` (Kubernetes 1.33).
+fn killed_and_deleted(api: &FakeApi, c: &Cluster, (name, node): (&str, &str), renewed: i64) {
     let now = jiff::Timestamp::now().as_second();
     let mut ns = meta("v1", "Namespace", name, None);
     ns["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
     ns["metadata"]["creationTimestamp"] = json!(at(now - 120));
     api.put(&format!("/api/v1/namespaces/{name}"), ns);
-    lease_until(api, name, expires);
     let mut pod = meta("v1", "Pod", "server", Some(name));
     pod["metadata"]["uid"] = json!("killed-server");
     pod["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "calicoctl-win-verify"});
@@ -68,6 +45,7 @@ fn killed_and_deleted(api: &FakeApi, c: &Cluster, (name, node): (&str, &str), ex
         ns["status"]["conditions"][0]["type"], "NamespaceContentRemaining",
         "{ns}"
     );
+    lease(api, name, "killed", renewed, 60);
 }
 
 /// A probe pod's node goes NotReady mid-run: the namespace delete at the run's end leaves that
@@ -77,7 +55,7 @@ fn killed_and_deleted(api: &FakeApi, c: &Cluster, (name, node): (&str, &str), ex
 fn a_probe_pods_node_dying_mid_run_leaves_nothing_after_the_next_run() {
     let (api, dir) = cluster();
     api.lock().dataplane.node_dies_when_running = Some("client-windows".into());
-    let c = connect(&api, &dir);
+    let c = client(&api, &dir);
     let o = options(120);
     let run = std::thread::spawn(move || calicoctl_win::verify::run::run(&c, &o));
     let r = run.join().expect("joined").expect("run");
@@ -101,24 +79,24 @@ fn a_probe_pods_node_dying_mid_run_leaves_nothing_after_the_next_run() {
 }
 
 /// A killed run's namespace, Terminating and held by a pod on a dead node: the next run leaves
-/// it while its lease is ahead (a living run's, whose own clean-up handles it), and once the
+/// it while its Lease is ahead (a living run's, whose own clean-up handles it), and once the
 /// lease ran out deletes the pod at once (by its uid) and counts the namespace removed when
 /// it is gone.
 #[test]
 fn a_killed_runs_terminating_namespace_goes_once_its_lease_ran_out_not_before() {
     let (api, dir) = cluster();
-    let c = connect(&api, &dir);
+    let c = client(&api, &dir);
     let name = "calicoctl-win-verify-killed";
     let now = jiff::Timestamp::now().as_second();
-    killed_and_deleted(&api, &c, (name, "win-b"), now + 3600);
+    killed_and_deleted(&api, &c, (name, "win-b"), now);
     let first = verify(&api, &dir, &options(120));
     assert!(first.passed, "{:#?}", first.checks);
     assert!(forced(&api).is_empty(), "{:?}", forced(&api));
     assert!(!first.leftovers_removed.iter().any(|n| n == name));
     assert!(first.leftovers_left.is_empty(), "{first:#?}");
     assert!(api.get(&format!("/api/v1/namespaces/{name}")).is_some());
-    // Its lease ran out: the run was killed.
-    lease_until(&api, name, now - 10);
+    // Its Lease ran out: the run was killed.
+    lease(&api, name, "killed", now - 70, 60);
     let mut o = options(120);
     o.suffix = "t2".into();
     let second = verify(&api, &dir, &o);
@@ -145,8 +123,6 @@ fn a_pod_stopping_on_a_ready_node_is_never_forced() {
     let first = verify(&api, &dir, &options(20));
     assert!(!first.cleaned_up, "{first:#?}");
     let name = first.namespace.clone();
-    let now = jiff::Timestamp::now().as_second();
-    lease_until(&api, &name, now - 10);
     let mut o = options(20);
     o.suffix = "t2".into();
     let second = verify(&api, &dir, &o);
