@@ -67,17 +67,31 @@ pub fn decode(bytes: &[u8]) -> String {
 /// Reads config.ps1 text, in time linear in its length.
 pub fn import(text: &str) -> Import {
     let mut reader = Reader::default();
-    let mut in_block_comment = false;
+    // The line a `<#` comment was opened on, while it is open. One never closed is said: an
+    // administrator editing config.ps1 by hand before migrating can leave one, and PowerShell
+    // refuses the file (PowerShell tokenizer.cs, MissingTerminatorMultiLineComment).
+    let mut block_comment: Option<(usize, &str)> = None;
     for (i, raw_line) in text.lines().enumerate() {
         let line = raw_line.trim();
-        if in_block_comment || line.starts_with("<#") {
-            in_block_comment = !line.contains("#>");
+        if block_comment.is_some() || line.starts_with("<#") {
+            if line.contains("#>") {
+                block_comment = None;
+            } else if block_comment.is_none() {
+                block_comment = Some((i + 1, line));
+            }
             continue;
         }
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
         reader.line(i + 1, line);
+    }
+    if let Some((line, text)) = block_comment {
+        reader.out.not_understood.push(Skipped {
+            line,
+            text: text.to_owned(),
+            reason: "a <# block comment that is never closed: PowerShell refuses the whole file, and nothing after this line was imported".into(),
+        });
     }
     reader.finish()
 }

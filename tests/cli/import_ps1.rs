@@ -229,3 +229,18 @@ fn utf16_and_utf8_files_with_a_byte_order_mark_import_alike() {
         "{plain}"
     );
 }
+
+#[test]
+fn an_unclosed_block_comment_is_reported_with_its_line() {
+    let text = "Set-EnvVarIfNotSet -var \"VXLAN_VNI\" -defaultValue 4097\n<# notes\nSet-EnvVarIfNotSet -var \"KUBE_NETWORK\" -defaultValue \"azure.*\"\n";
+    let (yaml, doc) = yaml_of(text.as_bytes(), "config.ps1");
+    assert!(yaml.contains("4097") && !yaml.contains("azure"), "{yaml}");
+    let nu = &doc["not_understood"][0];
+    assert_eq!(nu["line"], 2, "{doc}");
+    assert!(
+        nu["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("never closed")),
+        "{nu}"
+    );
+}
