@@ -155,7 +155,9 @@ pub fn document_adapter(doc: &Value) -> Option<String> {
 
 /// Reads a network from an HCN (schema 2.0) JSON document; `None` without an id or a name.
 pub fn parse_network(doc: &Value) -> Option<HnsNetwork> {
-    let id = str_field(doc, &["ID"])?;
+    // hcsshim tags it `ID` (hcn/hcnnetwork.go), Microsoft's HCN JSON schema writes `Id`, and
+    // Go's decoder takes either: both are read, as for endpoints.
+    let id = str_field(doc, &["ID", "Id"])?;
     let name = str_field(doc, &["Name"])?;
     let network_type = str_field(doc, &["Type"]).unwrap_or_else(|| "NAT".to_owned());
     let policies = doc.get("Policies").and_then(Value::as_array);
