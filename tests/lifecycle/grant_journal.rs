@@ -346,19 +346,17 @@ fn a_rollback_killed_while_it_deletes_the_grant_leaves_it_journaled() {
     // The run's writes: calico-node's token requested, the Role and the RoleBinding made,
     // then the rollback's delete of the RoleBinding, held until the run is killed.
     api.hold_write_at(4);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
-        .env_clear()
-        .current_dir(crate::support::root())
-        .args(["install", "--no-start", "--release-zip", &zip])
-        .args(["--sim-fault", LATER_STEP_FAILS, "-o", "json", "--sim-host"])
-        .arg(node.sim())
-        .arg("--kubeconfig")
-        .arg(&node.admin)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start calicoctl-win");
+    let mut child = node.spawn(
+        &[
+            "install",
+            "--no-start",
+            "--release-zip",
+            &zip,
+            "--sim-fault",
+            LATER_STEP_FAILS,
+        ],
+        false,
+    );
     while !api.lock().held {
         assert!(child.try_wait().expect("wait").is_none(), "it ended first");
         std::thread::sleep(std::time::Duration::from_millis(5));

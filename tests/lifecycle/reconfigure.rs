@@ -263,27 +263,13 @@ fn ctrl_c_during_the_drain_ends_its_wait_and_undoes_the_cordon() {
         .eviction_blocked
         .insert("default/web-2".into());
     let before = snapshot(&n.sim());
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
-        .env_clear()
-        .current_dir(crate::support::root())
-        .args(["--set", "node.name=win-1", "reconfigure"])
-        .args(VNI_4097)
-        .args([
-            "--drain",
-            "--drain-timeout",
-            "1h",
-            "-o",
-            "json",
-            "--sim-host",
-        ])
-        .arg(n.sim())
-        .arg("--kubeconfig")
-        .arg(&n.admin)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let args = [
+        &["reconfigure"],
+        VNI_4097,
+        &["--drain", "--drain-timeout", "1h"],
+    ]
+    .concat();
+    let child = n.spawn(&args, true);
     // The eviction the budget refuses was asked for: the drain is waiting.
     let refused = |n: &Node| {
         n.api()

@@ -31,6 +31,15 @@ pub fn cmd() -> Command {
     c
 }
 
+/// The binary as `cmd` makes it, to start in the background (stdin closed).
+pub fn background() -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"));
+    c.env_clear()
+        .current_dir(root())
+        .stdin(std::process::Stdio::null());
+    c
+}
+
 /// The binary as on a node named `win-1`, so results do not depend on this machine's host name.
 pub fn on_node() -> Command {
     let mut c = cmd();

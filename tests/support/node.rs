@@ -236,6 +236,31 @@ impl Node {
         c
     }
 
+    /// `calicoctl-win ARGS` as `command` makes it, started in the background, its stdout and
+    /// stderr piped (`piped`) or dropped.
+    pub fn spawn(&self, args: &[&str], piped: bool) -> std::process::Child {
+        let mut c = super::background();
+        if let Some(name) = &self.name {
+            c.args(["--set", &format!("node.name={name}")]);
+        }
+        let out = || {
+            if piped {
+                std::process::Stdio::piped()
+            } else {
+                std::process::Stdio::null()
+            }
+        };
+        c.args(args)
+            .args(["-o", "json", "--sim-host"])
+            .arg(self.sim())
+            .arg("--kubeconfig")
+            .arg(&self.admin)
+            .stdout(out())
+            .stderr(out())
+            .spawn()
+            .expect("start calicoctl-win")
+    }
+
     /// Runs `calicoctl-win ARGS` on this node as a person does (text output, the admin
     /// kubeconfig): exit code and stdout.
     pub fn run_text(&self, args: &[&str]) -> (i32, String) {
