@@ -1,6 +1,7 @@
 //! The binary's behaviour as a user or a provisioning script sees it.
 
 use crate::support::{cmd, json, on_node, root};
+use assert_cmd::assert::OutputAssertExt;
 use sha2::{Digest, Sha256};
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -17,19 +18,13 @@ fn render_with_no_config_file_writes_the_default_files_and_lists_their_hashes() 
     let out = on_node()
         .args(["-o", "json", "render", "--output-dir"])
         .arg(&out_dir)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let listed = json(&out.stdout);
     assert_eq!(listed["schema"], 1, "{listed}");
-    let names: Vec<String> = listed["files"]
-        .as_array()
-        .expect("a list")
-        .iter()
+    let names: Vec<String> = crate::support::items(&listed, "files")
         .map(|f| {
             let path = std::path::PathBuf::from(f["path"].as_str().expect("path"));
             let bytes = fs_err::read(&path).expect("listed file exists");
@@ -78,18 +73,13 @@ fn render_rewrites_only_changed_files_and_logs_what_it_did() {
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("run.log");
     let run = |vni: &str| {
-        let out = on_node()
+        on_node()
             .args(["--set", &format!("vxlan.vni={vni}"), "--log-file"])
             .arg(&log)
             .args(["render", "--output-dir"])
             .arg(dir.path().join("out"))
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .assert()
+            .success();
     };
     run("4096");
     run("4096");
@@ -158,28 +148,24 @@ fn a_template_that_is_not_json_after_filling_is_rejected() {
     let dir = tempfile::tempdir().expect("tempdir");
     let template = dir.path().join("cni.conf.template");
     fs_err::write(&template, "{\"vni\": __VNI__,}").expect("write");
-    let out = on_node()
+    on_node()
         .args(["--set"])
         .arg(format!("cni.template={}", template.display()))
         .args(["render", "--output-dir"])
         .arg(dir.path().join("out"))
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not valid JSON"));
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not valid JSON"));
 }
 
 #[test]
 fn config_show_with_no_config_file_reports_defaults_as_one_json_document() {
     let out = on_node()
         .args(["-o", "json", "config", "show"])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let doc = json(&out.stdout);
     assert_eq!(doc["config_file"], serde_json::Value::Null);
     let settings = doc["settings"].as_object().expect("settings");
@@ -216,13 +202,10 @@ fn config_show_names_flag_env_and_file_line_sources() {
         .args(["--set", "vxlan.vni=4200", "config", "show"])
         .env("VXLAN_MAC_PREFIX", "0e-2c")
         .env("K8S_SERVICE_CIDR", "10.96.0.0/12,10.112.0.0/16")
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let text = String::from_utf8_lossy(&out.stdout);
     let row = |key: &str| {
         text.lines()
@@ -367,13 +350,10 @@ fn the_shipped_example_config_equals_the_built_in_defaults() {
         }
         let out = c
             .args(["-o", "json", "config", "show"])
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .assert()
+            .success()
+            .get_output()
+            .clone();
         json(&out.stdout)["settings"].clone()
     };
     let from_file = show(Some("templates/calico-windows.yaml"));
@@ -398,7 +378,7 @@ fn the_shipped_example_config_equals_the_built_in_defaults() {
 fn a_cni_file_name_that_clashes_with_another_rendered_file_is_rejected() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out_dir = dir.path().join("out");
-    let out = on_node()
+    on_node()
         .args([
             "--set",
             "cni.conf_filename=external-network.json",
@@ -406,10 +386,9 @@ fn a_cni_file_name_that_clashes_with_another_rendered_file_is_rejected() {
             "--output-dir",
         ])
         .arg(&out_dir)
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cni.conf_filename"));
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cni.conf_filename"));
     assert!(!out_dir.exists());
 }
 
@@ -715,16 +694,11 @@ fn completion_scripts_for_every_shell() {
     let bash = script("bash");
     let file = tempfile::NamedTempFile::new().expect("temp");
     fs_err::write(file.path(), &bash).expect("write");
-    let check = std::process::Command::new("bash")
+    std::process::Command::new("bash")
         .arg("-n")
         .arg(file.path())
-        .output()
-        .expect("bash");
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
+        .assert()
+        .success();
     assert!(bash.contains("install") && bash.contains("--release-zip"));
     for shell in ["zsh", "fish"] {
         assert!(script(shell).contains("uninstall"), "{shell}");

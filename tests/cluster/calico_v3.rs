@@ -26,10 +26,7 @@ fn run(api: &FakeApi, args: &[&str]) -> (i32, Value, String) {
 }
 
 fn verdict(doc: &Value, id: &str) -> Value {
-    doc["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
+    crate::support::items(doc, "checks")
         .find(|c| c["id"] == id)
         .cloned()
         .unwrap_or_else(|| panic!("no check {id}: {doc}"))
@@ -104,10 +101,7 @@ fn a_release_before_3_32_is_refused_on_a_v3_only_cluster() {
 #[test]
 fn fleet_rbac_names_the_group_the_cluster_serves() {
     let groups = |doc: &Value| -> Vec<String> {
-        let mut g: Vec<String> = doc["manifests"]
-            .as_array()
-            .expect("manifests")
-            .iter()
+        let mut g: Vec<String> = crate::support::items(doc, "manifests")
             .flat_map(|m| m["rules"].as_array().cloned().unwrap_or_default())
             .flat_map(|r| r["apiGroups"].as_array().cloned().unwrap_or_default())
             .filter_map(|g| g.as_str().map(str::to_owned))

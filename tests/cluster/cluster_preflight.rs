@@ -39,10 +39,7 @@ fn preflight(api: &FakeApi, token: Option<&str>, extra: &[&str]) -> Run {
         .output()
         .expect("run");
     let doc = parse(&out.stdout);
-    let verdicts = doc["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
+    let verdicts = crate::support::items(&doc, "checks")
         .map(|c| {
             (
                 c["id"].as_str().unwrap_or_default().to_owned(),
@@ -696,10 +693,7 @@ fn fix_asks_on_a_terminal_and_no_applies_nothing() {
 /// fake API server's token, as client-go's exec protocol asks.
 #[test]
 fn a_credential_plugin_runs_only_when_allowed() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let admin = api.kubeconfig(dir.path(), None);
+    let (api, dir, admin) = FakeApi::calico_admin();
     let token = api.token.clone();
     let mark = dir.path().join("plugin-ran");
     let plugin = dir.path().join("plugin.sh");

@@ -283,10 +283,7 @@ fn dry_run_requests_no_token_and_writes_nothing() {
 
 #[test]
 fn off_windows_it_needs_a_simulated_host() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let admin = api.kubeconfig(dir.path(), None);
+    let (api, _dir, admin) = FakeApi::calico_admin();
     let out = on_node()
         .args(["fetch", "kubeconfig", "--kubeconfig"])
         .arg(&admin)

@@ -19,21 +19,15 @@ fn rbac(args: &[&str]) -> Vec<Value> {
     let out = on_node()
         .args(["fleet", "rbac", "-o", "json"])
         .args(args)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     accounts_and_roles(&crate::support::json(&out.stdout))
 }
 
 fn accounts_and_roles(doc: &Value) -> Vec<Value> {
-    doc["manifests"]
-        .as_array()
-        .expect("manifests")
-        .iter()
+    crate::support::items(doc, "manifests")
         .filter(|m| {
             m["kind"]
                 .as_str()

@@ -22,10 +22,7 @@ fn preflight(profile: &str, extra: &[&str]) -> (i32, BTreeMap<String, String>, s
         .output()
         .expect("run");
     let doc = json(&out.stdout);
-    let verdicts = doc["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
+    let verdicts = crate::support::items(&doc, "checks")
         .map(|c| {
             for key in ["id", "verdict", "message", "remedy"] {
                 assert!(c.get(key).is_some(), "check without {key}: {c}");
@@ -71,10 +68,7 @@ fn preflight_edited(
     fs_err::write(&path, state.to_string()).expect("write");
     let doc = run();
     let check = |id: &str| {
-        doc["checks"]
-            .as_array()
-            .expect("checks")
-            .iter()
+        crate::support::items(&doc, "checks")
             .find(|c| c["id"] == id)
             .cloned()
             .unwrap_or_else(|| panic!("no {id} check: {doc}"))

@@ -8,10 +8,7 @@ use crate::support::{Node, on_node};
 use serde_json::{Value, json};
 
 fn verdict<'a>(doc: &'a Value, id: &str) -> &'a Value {
-    doc["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
+    crate::support::items(doc, "checks")
         .find(|c| c["id"] == id)
         .unwrap_or_else(|| panic!("no check {id}: {doc}"))
 }
@@ -107,25 +104,19 @@ fn windows_server_2025_before_its_april_2026_update_is_warned_of_its_acls() {
 #[test]
 fn a_node_ip_with_its_prefix_reaches_calico_node_as_given() {
     let dir = tempfile::tempdir().expect("tmp");
-    let out = on_node()
+    on_node()
         .args(["--set", "node.ip=10.0.0.5/24", "render", "--output-dir"])
         .arg(dir.path())
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success();
     let env = fs_err::read_to_string(dir.path().join("calico-node.env")).expect("env");
     assert!(env.lines().any(|l| l == "IP=10.0.0.5/24"), "{env}");
-    let out = on_node()
+    on_node()
         .args(["--set", "node.ip=10.0.0.5/40", "render", "--output-dir"])
         .arg(dir.path())
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("ADDRESS/PREFIX"));
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("ADDRESS/PREFIX"));
 }
 
 #[test]

@@ -107,10 +107,7 @@ fn from_operators_dry_run_says_what_the_real_run_does() {
     assert_eq!(code, 0, "{err} {doc}");
     assert_eq!(doc["direction"], "from-operator", "{doc}");
     assert_eq!(doc["node"], "win-1", "{doc}");
-    let steps: Vec<&str> = doc["migrate_actions"]
-        .as_array()
-        .expect("migrate's steps")
-        .iter()
+    let steps: Vec<&str> = crate::support::items(&doc, "migrate_actions")
         .filter_map(|a| a["action"].as_str())
         .collect();
     assert!(steps.contains(&"set-node-label"), "{steps:?}");

@@ -2,6 +2,7 @@
 //! what a Windows admin needs, SHA256SUMS and the winget manifests name it by its checksum,
 //! and the same inputs give the same bytes whatever the files' times.
 
+use assert_cmd::assert::OutputAssertExt;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -208,19 +209,14 @@ esac
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = std::process::Command::new("bash")
+    std::process::Command::new("bash")
         .arg(crate::support::root().join("packaging/package.sh"))
         .arg(URL_BASE)
         .env("PATH", path)
         .env("CARGO_TARGET_DIR", &target)
         .env("SOURCE_DATE_EPOCH", "1763856000")
-        .output()
-        .expect("package.sh");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success();
     let zip = format!(
         "calicoctl-win-{}-windows-amd64.zip",
         env!("CARGO_PKG_VERSION")

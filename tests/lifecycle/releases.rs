@@ -35,10 +35,7 @@ fn install(binary: &str, version: &str) -> (Value, Value, Node, FakeApi, Value) 
 }
 
 fn started(state: &Value) -> Vec<String> {
-    state["started"]
-        .as_array()
-        .expect("started")
-        .iter()
+    crate::support::items(state, "started")
         .map(|s| s.as_str().expect("text").to_owned())
         .collect()
 }

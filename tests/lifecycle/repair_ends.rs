@@ -52,10 +52,7 @@ fn seen_since(node: &Node, name: &str, secs: i64) {
         .expect("clock")
         .as_secs() as i64;
     node.edit_state(|state| {
-        let id = state["endpoints"]
-            .as_array()
-            .expect("endpoints")
-            .iter()
+        let id = crate::support::items(state, "endpoints")
             .find(|e| e["name"] == name)
             .and_then(|e| e["id"].as_str())
             .expect("the endpoint")
@@ -129,10 +126,7 @@ fn a_stop_during_the_wait_after_the_run_prints_what_was_done_and_exits_1() {
         doc["actions"].as_array().is_some_and(|a| !a.is_empty()),
         "{doc}"
     );
-    let remaining: Vec<&str> = doc["remaining"]
-        .as_array()
-        .expect("remaining")
-        .iter()
+    let remaining: Vec<&str> = crate::support::items(&doc, "remaining")
         .filter_map(|e| e["name"].as_str())
         .collect();
     assert_eq!(remaining, ["late_Calico"], "{doc}");

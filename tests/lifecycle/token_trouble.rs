@@ -410,13 +410,9 @@ fn tokens_are_bound_to_the_node_where_the_server_allows_and_status_says_which() 
     let (code, doc, err) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        doc["prepare"]
-            .as_array()
-            .expect("prepare")
-            .iter()
-            .any(|p| p.as_str().is_some_and(
-                |p| p.contains("not bound to the Node") && p.contains("Unsupported value")
-            )),
+        crate::support::items(&doc, "prepare").any(|p| p.as_str().is_some_and(|p| p
+            .contains("not bound to the Node")
+            && p.contains("Unsupported value"))),
         "{doc}"
     );
     let (_, doc, _) = node.run(&["status"]);

@@ -40,17 +40,11 @@ fn server_2025_is_judged_by_its_update_and_its_felix_in_preflight_and_status() {
             .build();
         let (code, doc, err) = node.run(&["preflight"]);
         assert!(code == 0 || code == 3, "{what}: {err}");
-        let check = doc["checks"]
-            .as_array()
-            .expect("checks")
-            .iter()
+        let check = crate::support::items(&doc, "checks")
             .find(|c| c["id"] == "known-issues")
             .cloned()
             .unwrap_or_else(|| panic!("{what}: no known-issues check: {doc}"));
-        let os = doc["checks"]
-            .as_array()
-            .expect("checks")
-            .iter()
+        let os = crate::support::items(&doc, "checks")
             .find(|c| c["id"] == "os-build")
             .cloned()
             .expect("os-build");
@@ -127,10 +121,7 @@ fn the_nodes_kube_proxy_is_warned_with_its_fix_until_the_fixed_release() {
             .cloned()
             .expect("kube-proxy check");
         // containerd's support, from the Node's containerRuntimeVersion (1.7: out of support).
-        let runtime_check = doc["checks"]
-            .as_array()
-            .expect("checks")
-            .iter()
+        let runtime_check = crate::support::items(&doc, "checks")
             .find(|c| c["id"] == "container-runtime")
             .cloned()
             .expect("container-runtime check");

@@ -47,6 +47,14 @@ pub fn on_node() -> Command {
     c
 }
 
+/// The entries of the JSON list `doc[key]` (a document's `checks`, `actions`, `findings` ...).
+pub fn items<'a>(doc: &'a serde_json::Value, key: &str) -> std::slice::Iter<'a, serde_json::Value> {
+    doc[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no list {key}: {doc}"))
+        .iter()
+}
+
 /// Parses stdout as one JSON document.
 pub fn json(stdout: &[u8]) -> serde_json::Value {
     serde_json::from_slice(stdout).unwrap_or_else(|e| {
@@ -205,7 +213,7 @@ pub fn service_account_kubeconfig(
     fs_err::create_dir_all(admin.parent().expect("dir")).expect("dir");
     let admin = api.kubeconfig(admin.parent().expect("dir"), None);
     let out = dir.join(format!("{name}.kubeconfig"));
-    let run = on_node()
+    on_node()
         .args(["fetch", "installer-kubeconfig", "-o", "json"])
         .args([
             "--service-account",
@@ -217,13 +225,8 @@ pub fn service_account_kubeconfig(
         .arg(&admin)
         .arg("--out-file")
         .arg(&out)
-        .output()
-        .expect("runs");
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+        .assert()
+        .success();
     fs_err::remove_dir_all(admin.parent().expect("dir")).expect("remove the admin kubeconfig");
     out
 }

@@ -412,10 +412,7 @@ impl Node {
     /// pkg/proxy/winkernel/proxier.go: `conjureMac("02-11", ip)`, `isLocal: false`).
     pub fn add_endpoints(&self, endpoints: &[(&str, &str, u16, bool)]) {
         self.edit_state(|state| {
-            let calico = state["networks"]
-                .as_array()
-                .expect("networks")
-                .iter()
+            let calico = crate::support::items(state, "networks")
                 .find(|n| n["Name"] == "Calico")
                 .expect("the Calico network")["ID"]
                 .clone();
@@ -457,10 +454,7 @@ impl Node {
             .expect("clock")
             .as_secs() as i64;
         self.edit_state(|state| {
-            let seen: serde_json::Map<String, Value> = state["endpoints"]
-                .as_array()
-                .expect("endpoints")
-                .iter()
+            let seen: serde_json::Map<String, Value> = crate::support::items(state, "endpoints")
                 .filter(|e| names.iter().any(|n| e["name"] == *n))
                 .map(|e| {
                     (

@@ -868,6 +868,15 @@ impl FakeApi {
         path
     }
 
+    /// A server with `healthy_calico`, and its admin kubeconfig in a new temp dir.
+    pub fn calico_admin() -> (Self, tempfile::TempDir, PathBuf) {
+        let api = Self::start();
+        api.healthy_calico();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let admin = api.kubeconfig(dir.path(), None);
+        (api, dir, admin)
+    }
+
     /// A cluster with Calico installed by the operator the way Windows nodes want it: VXLAN
     /// pool, strictAffinity, FelixConfiguration with VNI 4096, kube-dns, node `win-1`, the
     /// `calico-node` service account.
