@@ -84,8 +84,7 @@ fn a_device_or_fifo_is_refused_and_left_as_it_was() {
 
 #[test]
 fn dash_is_standard_output_and_a_missing_directory_is_named() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let mut sa = crate::support::fake_api::meta(
         "v1",
         "ServiceAccount",

@@ -36,8 +36,7 @@ fn verdict(doc: &Value, id: &str) -> Value {
 /// projectcalico.org/v3 and `--fix` patches IPAMConfiguration there.
 #[test]
 fn a_v3_only_cluster_is_read_and_fixed_through_projectcalico_org_v3() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let mut info = api.get(CLUSTER_INFO).expect("info");
     info["spec"]["calicoVersion"] = json!("v3.32.1");
     api.put(CLUSTER_INFO, info);
@@ -79,8 +78,7 @@ fn a_v3_only_cluster_is_read_and_fixed_through_projectcalico_org_v3() {
 /// release on a v1 cluster passes.
 #[test]
 fn a_release_before_3_32_is_refused_on_a_v3_only_cluster() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let (code, doc, err) = run(&api, &["preflight"]);
     assert_eq!(code, 0, "{err} {doc}");
     assert_eq!(verdict(&doc, "calico-api")["verdict"], "pass");
@@ -111,8 +109,7 @@ fn fleet_rbac_names_the_group_the_cluster_serves() {
         g.dedup();
         g
     };
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let (code, doc, err) = run(&api, &["fleet", "rbac"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(groups(&doc), ["crd.projectcalico.org"]);
@@ -129,8 +126,7 @@ fn fleet_rbac_names_the_group_the_cluster_serves() {
 
 /// A v3.32.1 cluster that can migrate its datastore.
 fn migrating_cluster() -> FakeApi {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let mut info = api.get(CLUSTER_INFO).expect("info");
     info["spec"]["calicoVersion"] = json!("v3.32.1");
     api.put(CLUSTER_INFO, info);

@@ -15,8 +15,7 @@ fn verdict<'a>(doc: &'a Value, id: &str) -> &'a Value {
 
 #[test]
 fn an_operator_that_installs_windows_itself_stops_the_install_with_a_choice() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let (code, doc, stderr) = node.run(&["preflight"]);
     assert_eq!(code, 0, "{stderr}");
@@ -121,8 +120,7 @@ fn a_node_ip_with_its_prefix_reaches_calico_node_as_given() {
 
 #[test]
 fn policy_only_on_aks_writes_calicos_static_rules_and_uninstall_removes_them() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let out = on_node()
         .args([

@@ -104,8 +104,7 @@ fn break_endpoints(api: &FakeApi, node: &Node) {
 }
 
 fn cluster() -> FakeApi {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.set_node_ready("win-1", "True", "kubelet is posting ready status");
     api
 }

@@ -216,8 +216,7 @@ fn a_rerun_that_makes_another_grant_deletes_the_killed_runs_grant() {
 /// retrying the POST would get a 409 for its own Role and leave it for good.
 #[test]
 fn a_grant_whose_create_answer_was_lost_is_undone_by_the_failed_install() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
@@ -250,8 +249,7 @@ fn a_grant_whose_create_answer_was_lost_is_undone_by_the_failed_install() {
 /// (409, without this run's nonce) is not this install's: its failed run leaves it.
 #[test]
 fn a_role_another_made_first_is_not_taken_for_ours() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
@@ -301,8 +299,7 @@ fn a_role_another_made_first_is_not_taken_for_ours() {
 /// dropped with its beginning; uninstall (allowed again) then deletes it.
 #[test]
 fn a_grant_that_fails_and_cannot_be_undone_keeps_the_journal_the_run_began() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
@@ -338,8 +335,7 @@ fn a_grant_that_fails_and_cannot_be_undone_keeps_the_journal_the_run_began() {
 /// deletes it. A rollback that dropped the journal first would leave it to nobody.
 #[test]
 fn a_rollback_killed_while_it_deletes_the_grant_leaves_it_journaled() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();

@@ -175,8 +175,7 @@ fn the_runtime_and_cni_dirs_come_from_the_hosts_services_and_containerds_config(
 
 #[test]
 fn the_admin_kubeconfig_is_found_at_c_k_config_after_the_usual_places() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let dir = tempfile::tempdir().expect("tmp");
     let sim = dir.path().join("host");
     let (_, doc, _) = run(&sim, &["config", "show"]);

@@ -2309,8 +2309,7 @@ fn status_shows_the_addresses_used_of_the_nodes_block() {
 /// run without that setting: install recorded its root in Calico's registry key.
 #[test]
 fn uninstall_without_the_config_finds_the_install_root_install_recorded() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
     let zip = zip.display().to_string();
@@ -2342,8 +2341,7 @@ fn uninstall_without_the_config_finds_the_install_root_install_recorded() {
 #[test]
 fn an_install_renders_its_releases_cni_version() {
     for (release, cni) in [("3.31.6", "0.3.1"), ("3.31.7", "1.0.0")] {
-        let api = FakeApi::start();
-        api.healthy_calico();
+        let api = FakeApi::calico();
         // A manifest install: with an operator's Installation, its specVersion decides
         // (tests/lifecycle/migrate.rs).
         api.remove("/apis/operator.tigera.io/v1/installations/default");
@@ -2369,8 +2367,7 @@ fn an_install_renders_its_releases_cni_version() {
 /// changes, and goes ahead with --allow-known-issue; v3.31.5 is not refused.
 #[test]
 fn install_refuses_windows_bgp_on_a_release_whose_confd_writes_no_bgp_config() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let run = |release: &str, extra: &[&str]| {
         let zip = release_zip(node.dir.path(), release, "calico-node.exe");
@@ -2413,8 +2410,7 @@ fn install_refuses_windows_bgp_on_a_release_whose_confd_writes_no_bgp_config() {
 #[cfg(unix)]
 #[test]
 fn a_junction_on_the_way_to_the_install_root_is_refused() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let (code, _, err) = node.run(&["preflight", "--offline"]);
     assert!(code == 0 || code == 3, "{err}");
@@ -2475,8 +2471,7 @@ fn a_junction_on_the_way_to_the_install_root_is_refused() {
 /// and status renders the same from the record (no drift).
 #[test]
 fn the_zips_own_template_gives_the_cni_version() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.remove("/apis/operator.tigera.io/v1/installations/default");
     let node = Node::new(&api);
     let mut entries = crate::support::release::entries_of("calico-node.exe", Some("3.31.6"));

@@ -451,8 +451,7 @@ fn a_pod_without_a_controller_is_evicted_only_with_force() {
 
 #[test]
 fn no_install_means_nothing_to_reconfigure() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let out = on_node()
         .args(["reconfigure", "--sim-host"])

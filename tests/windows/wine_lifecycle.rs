@@ -483,8 +483,7 @@ fn the_whole_lifecycle_under_wine_returns_the_prefix_to_its_initial_state() {
         return;
     };
     n.prepare();
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let kc = n.dir.path().join("admin.kubeconfig");
     // The admin kubeconfig names its CA as a Windows program sees it.
     let ca = n.dir.path().join("ca.pem");

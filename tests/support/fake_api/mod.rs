@@ -868,10 +868,16 @@ impl FakeApi {
         path
     }
 
-    /// A server with `healthy_calico`, and its admin kubeconfig in a new temp dir.
-    pub fn calico_admin() -> (Self, tempfile::TempDir, PathBuf) {
+    /// A server with `healthy_calico`.
+    pub fn calico() -> Self {
         let api = Self::start();
         api.healthy_calico();
+        api
+    }
+
+    /// A server with `healthy_calico`, and its admin kubeconfig in a new temp dir.
+    pub fn calico_admin() -> (Self, tempfile::TempDir, PathBuf) {
+        let api = Self::calico();
         let dir = tempfile::tempdir().expect("tempdir");
         let admin = api.kubeconfig(dir.path(), None);
         (api, dir, admin)
