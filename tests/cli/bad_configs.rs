@@ -144,9 +144,10 @@ fn a_path_on_a_network_drive_is_refused() {
             "--sim-host",
         ])
         .arg(&sim)
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let doc = json(&out.stdout);
     let problem = &doc["error"]["problems"][0];
     assert_eq!(problem["key"], "logs.dir", "{doc}");
@@ -172,9 +173,10 @@ fn two_yaml_documents_are_said_as_such() {
         .arg("--config")
         .arg(root().join("tests/bad-configs/53-two-yaml-documents.yaml"))
         .args(["-o", "json", "config", "show"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let doc = json(&out.stdout);
     let said = doc["error"]["problems"].to_string();
     assert!(said.contains("one YAML document expected"), "{said}");

@@ -134,9 +134,10 @@ fn a_template_with_an_unknown_placeholder_fails_before_anything_is_written() {
         .arg(format!("cni.template={}", template.display()))
         .args(["render", "--output-dir"])
         .arg(&out_dir)
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("__NOT_A_PLACEHOLDER__"), "{stderr}");
     assert!(stderr.contains("hint: "), "{stderr}");
@@ -258,9 +259,10 @@ fn the_kubeconfig_variable_chooses_cluster_access_not_calicos_kubeconfig() {
 fn a_missing_config_file_is_a_usage_error() {
     let out = cmd()
         .args(["--config", "no-such-file.yaml", "config", "show"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("no-such-file.yaml") && stderr.contains("Caused by:"),
@@ -270,25 +272,21 @@ fn a_missing_config_file_is_a_usage_error() {
 
 #[test]
 fn bad_usage_exits_2() {
-    let out = cmd()
-        .args(["render", "--no-such-flag"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
-    let out = cmd()
+    cmd().args(["render", "--no-such-flag"]).assert().code(2);
+    cmd()
         .args(["render", "--output-dir", "x", "--os-build", "latest"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2);
 }
 
 #[test]
 fn no_colour_without_a_terminal() {
     let out = cmd()
         .args(["--set", "vxlan.vni=1", "config", "show"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     assert!(
         !out.stderr.contains(&0x1b),
         "ANSI escape in {}",
@@ -655,9 +653,10 @@ fn quiet_color_and_a_dry_run_the_service_body_cannot_honour() {
         let out = cmd()
             .args(["--color", color, "config", "show", "--config"])
             .arg(dir.path().join("missing.yaml"))
-            .output()
-            .expect("runs");
-        assert_eq!(out.status.code(), Some(2));
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
         String::from_utf8_lossy(&out.stderr).contains("\x1b[")
     };
     assert!(painted("always"));
@@ -666,9 +665,10 @@ fn quiet_color_and_a_dry_run_the_service_body_cannot_honour() {
 
     let out = cmd()
         .args(["service", "run", "node", "--dry-run"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("service run has no --dry-run"),
         "{}",
@@ -713,9 +713,10 @@ fn completion_scripts_for_every_shell() {
 fn an_unknown_flag_points_at_the_setting_or_the_commands_that_have_it() {
     let out = cmd()
         .args(["install", "--vni", "4097"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--set vxlan.vni=4097"), "{err}");
     let out = cmd().args(["install", "--offline"]).output().expect("runs");
@@ -742,9 +743,10 @@ fn an_unknown_flag_points_at_the_setting_or_the_commands_that_have_it() {
 fn a_calico_version_without_its_patch_number_is_refused() {
     let out = cmd()
         .args(["install", "--dry-run", "--calico-version", "3.30"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("names no release") && err.contains("3.30.0"),
@@ -761,9 +763,10 @@ fn fetch_without_a_kubeconfig_is_not_offered_offline() {
         .env("HOME", dir.path())
         .args(["fetch", "kubeconfig", "-o", "json", "--sim-host"])
         .arg(dir.path().join("host"))
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let doc = json(&out.stdout);
     let hint = doc["error"]["hint"].as_str().expect("hint");
     assert!(
@@ -814,9 +817,10 @@ fn status_json_has_findings_when_calico_is_not_installed() {
     let out = cmd()
         .args(["status", "--offline", "-o", "json", "--sim-host"])
         .arg(dir.path().join("host"))
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(1));
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
     let doc = json(&out.stdout);
     assert_eq!(doc["installed"], false, "{doc}");
     let findings = doc["findings"].as_array().expect("findings");
@@ -841,9 +845,10 @@ fn an_empty_config_variable_is_unset() {
     let out = cmd()
         .env("CALICOCTL_WIN_CONFIG", &file)
         .args(["config", "show", "-o", "json", "--offline"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(0));
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
     assert!(String::from_utf8_lossy(&out.stdout).contains("4097"));
 }
 

@@ -353,9 +353,10 @@ fn a_server_certificate_from_another_ca_is_refused() {
     let out = on_node()
         .args(["preflight", "-o", "json", "--kubeconfig"])
         .arg(&kubeconfig)
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(3));
+        .assert()
+        .code(3)
+        .get_output()
+        .clone();
     let doc = parse(&out.stdout);
     let c = doc["checks"]
         .as_array()
@@ -545,9 +546,10 @@ fn config_show_warns_when_the_cluster_cannot_be_read() {
     let out = on_node()
         .args(["config", "show", "--kubeconfig"])
         .arg(&kubeconfig)
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(0));
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("the cluster was not read") && stderr.contains("401"),

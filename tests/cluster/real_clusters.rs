@@ -85,9 +85,10 @@ fn windows_server_2025_before_its_april_2026_update_is_warned_of_its_acls() {
             "--sim-host",
         ])
         .arg(dir.path().join("host"))
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(0));
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
     let doc = crate::support::json(&out.stdout);
     assert_eq!(verdict(&doc, "os-build")["verdict"], "pass");
     let k = verdict(&doc, "known-issues");

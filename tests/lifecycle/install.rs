@@ -2309,10 +2309,7 @@ fn status_shows_the_addresses_used_of_the_nodes_block() {
 /// run without that setting: install recorded its root in Calico's registry key.
 #[test]
 fn uninstall_without_the_config_finds_the_install_root_install_recorded() {
-    let api = FakeApi::calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (_api, node, zip) = Node::on_calico_with_zip();
     let (code, _, err) = node.run(&[
         "install",
         "--no-start",

@@ -456,9 +456,10 @@ fn no_install_means_nothing_to_reconfigure() {
     let out = on_node()
         .args(["reconfigure", "--sim-host"])
         .arg(node.sim())
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not installed"), "{err}");
 }

@@ -217,10 +217,7 @@ fn the_node_renews_its_own_token_over_several_lifetimes_without_an_admin_credent
 
 #[test]
 fn a_failed_install_removes_the_grant_it_made() {
-    let api = FakeApi::calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     // The first service registration fails: the plan rolls back.
     let (code, _, stderr) = node.run(&[
         "install",
@@ -250,10 +247,7 @@ fn a_failed_install_removes_the_grant_it_made() {
 
 #[test]
 fn uninstall_purge_without_the_cluster_says_how_to_remove_the_grant() {
-    let api = FakeApi::calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     fs_err::remove_file(&node.admin).expect("remove");
@@ -339,10 +333,7 @@ mod rbac {
 /// there left the grant, and the rerun found nothing installed.)
 #[test]
 fn uninstall_cut_off_in_the_cluster_finishes_there_when_run_again() {
-    let api = FakeApi::calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     api.fail_write_at(1);
@@ -376,10 +367,7 @@ fn uninstall_cut_off_in_the_cluster_finishes_there_when_run_again() {
 /// cluster, instead of stopping at the refused step on every rerun.
 #[test]
 fn uninstall_with_a_kubeconfig_that_may_not_change_the_node_says_so_and_finishes() {
-    let api = FakeApi::calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     api.forbid("patch", "nodes/status");
@@ -403,10 +391,7 @@ fn uninstall_with_a_kubeconfig_that_may_not_change_the_node_says_so_and_finishes
 /// said as a warning, while our RoleBinding goes.
 #[test]
 fn uninstall_purge_leaves_a_grant_that_is_not_ours() {
-    let api = FakeApi::calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     let path = format!("{RBAC}/roles/{GRANT}");
@@ -435,10 +420,7 @@ fn uninstall_purge_leaves_a_grant_that_is_not_ours() {
 /// the Role install made goes. A second install does not adopt the administrator's either.
 #[test]
 fn uninstall_purge_leaves_a_grant_made_again_since_install_with_our_label() {
-    let api = FakeApi::calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     let path = format!("{RBAC}/rolebindings/{GRANT}");
@@ -474,10 +456,7 @@ fn uninstall_purge_leaves_a_grant_made_again_since_install_with_our_label() {
 /// is not forgotten: its annotations stay, said.
 #[test]
 fn uninstall_leaves_a_node_another_install_annotated() {
-    let api = FakeApi::calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     let mut n = api.get("/api/v1/nodes/win-1").expect("node");
@@ -543,10 +522,7 @@ fn uninstall_forgets_the_node_calico_ran_as_not_the_one_the_config_names_now() {
 /// True `CalicoWindowsTraffic` Unknown (`NotInstalled`), since no run refreshes it any more.
 #[test]
 fn uninstall_turns_the_traffic_verdict_unknown() {
-    let api = FakeApi::calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     let mut n = api.get("/api/v1/nodes/win-1").expect("node");

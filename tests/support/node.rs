@@ -145,6 +145,15 @@ impl Node {
         Self::builder(Api::Borrowed(api))
     }
 
+    /// A node on `FakeApi::calico()`, with 3.30.2's release zip on disk (its path as text).
+    pub fn on_calico_with_zip() -> (FakeApi, Self, String) {
+        let api = FakeApi::calico();
+        let node = Self::new(&api);
+        let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+        let zip = zip.display().to_string();
+        (api, node, zip)
+    }
+
     /// A builder for a node with its own fake API server, which runs a healthy Calico
     /// (`FakeApi::healthy_calico`).
     pub fn healthy() -> NodeBuilder<'static> {
