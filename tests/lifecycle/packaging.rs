@@ -2,7 +2,6 @@
 //! what a Windows admin needs, SHA256SUMS and the winget manifests name it by its checksum,
 //! and the same inputs give the same bytes whatever the files' times.
 
-use assert_cmd::assert::OutputAssertExt;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -186,6 +185,7 @@ fn a_plain_http_download_url_is_refused() {
 #[cfg(unix)]
 #[test]
 fn package_sh_honours_cargo_target_dir() {
+    use assert_cmd::assert::OutputAssertExt;
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("tempdir");
     let bin = dir.path().join("bin");
