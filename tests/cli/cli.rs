@@ -1,6 +1,7 @@
 //! The binary's behaviour as a user or a provisioning script sees it.
 
 use crate::support::{cmd, json, on_node, root};
+use assert_cmd::assert::OutputAssertExt;
 use sha2::{Digest, Sha256};
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -17,19 +18,13 @@ fn render_with_no_config_file_writes_the_default_files_and_lists_their_hashes() 
     let out = on_node()
         .args(["-o", "json", "render", "--output-dir"])
         .arg(&out_dir)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let listed = json(&out.stdout);
     assert_eq!(listed["schema"], 1, "{listed}");
-    let names: Vec<String> = listed["files"]
-        .as_array()
-        .expect("a list")
-        .iter()
+    let names: Vec<String> = crate::support::items(&listed, "files")
         .map(|f| {
             let path = std::path::PathBuf::from(f["path"].as_str().expect("path"));
             let bytes = fs_err::read(&path).expect("listed file exists");
@@ -78,18 +73,13 @@ fn render_rewrites_only_changed_files_and_logs_what_it_did() {
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("run.log");
     let run = |vni: &str| {
-        let out = on_node()
+        on_node()
             .args(["--set", &format!("vxlan.vni={vni}"), "--log-file"])
             .arg(&log)
             .args(["render", "--output-dir"])
             .arg(dir.path().join("out"))
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .assert()
+            .success();
     };
     run("4096");
     run("4096");
@@ -144,9 +134,10 @@ fn a_template_with_an_unknown_placeholder_fails_before_anything_is_written() {
         .arg(format!("cni.template={}", template.display()))
         .args(["render", "--output-dir"])
         .arg(&out_dir)
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("__NOT_A_PLACEHOLDER__"), "{stderr}");
     assert!(stderr.contains("hint: "), "{stderr}");
@@ -158,28 +149,24 @@ fn a_template_that_is_not_json_after_filling_is_rejected() {
     let dir = tempfile::tempdir().expect("tempdir");
     let template = dir.path().join("cni.conf.template");
     fs_err::write(&template, "{\"vni\": __VNI__,}").expect("write");
-    let out = on_node()
+    on_node()
         .args(["--set"])
         .arg(format!("cni.template={}", template.display()))
         .args(["render", "--output-dir"])
         .arg(dir.path().join("out"))
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not valid JSON"));
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("not valid JSON"));
 }
 
 #[test]
 fn config_show_with_no_config_file_reports_defaults_as_one_json_document() {
     let out = on_node()
         .args(["-o", "json", "config", "show"])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let doc = json(&out.stdout);
     assert_eq!(doc["config_file"], serde_json::Value::Null);
     let settings = doc["settings"].as_object().expect("settings");
@@ -216,13 +203,10 @@ fn config_show_names_flag_env_and_file_line_sources() {
         .args(["--set", "vxlan.vni=4200", "config", "show"])
         .env("VXLAN_MAC_PREFIX", "0e-2c")
         .env("K8S_SERVICE_CIDR", "10.96.0.0/12,10.112.0.0/16")
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let text = String::from_utf8_lossy(&out.stdout);
     let row = |key: &str| {
         text.lines()
@@ -275,9 +259,10 @@ fn the_kubeconfig_variable_chooses_cluster_access_not_calicos_kubeconfig() {
 fn a_missing_config_file_is_a_usage_error() {
     let out = cmd()
         .args(["--config", "no-such-file.yaml", "config", "show"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("no-such-file.yaml") && stderr.contains("Caused by:"),
@@ -287,25 +272,21 @@ fn a_missing_config_file_is_a_usage_error() {
 
 #[test]
 fn bad_usage_exits_2() {
-    let out = cmd()
-        .args(["render", "--no-such-flag"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
-    let out = cmd()
+    cmd().args(["render", "--no-such-flag"]).assert().code(2);
+    cmd()
         .args(["render", "--output-dir", "x", "--os-build", "latest"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2);
 }
 
 #[test]
 fn no_colour_without_a_terminal() {
     let out = cmd()
         .args(["--set", "vxlan.vni=1", "config", "show"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     assert!(
         !out.stderr.contains(&0x1b),
         "ANSI escape in {}",
@@ -367,13 +348,10 @@ fn the_shipped_example_config_equals_the_built_in_defaults() {
         }
         let out = c
             .args(["-o", "json", "config", "show"])
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .assert()
+            .success()
+            .get_output()
+            .clone();
         json(&out.stdout)["settings"].clone()
     };
     let from_file = show(Some("templates/calico-windows.yaml"));
@@ -398,7 +376,7 @@ fn the_shipped_example_config_equals_the_built_in_defaults() {
 fn a_cni_file_name_that_clashes_with_another_rendered_file_is_rejected() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out_dir = dir.path().join("out");
-    let out = on_node()
+    on_node()
         .args([
             "--set",
             "cni.conf_filename=external-network.json",
@@ -406,10 +384,9 @@ fn a_cni_file_name_that_clashes_with_another_rendered_file_is_rejected() {
             "--output-dir",
         ])
         .arg(&out_dir)
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cni.conf_filename"));
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("cni.conf_filename"));
     assert!(!out_dir.exists());
 }
 
@@ -676,9 +653,10 @@ fn quiet_color_and_a_dry_run_the_service_body_cannot_honour() {
         let out = cmd()
             .args(["--color", color, "config", "show", "--config"])
             .arg(dir.path().join("missing.yaml"))
-            .output()
-            .expect("runs");
-        assert_eq!(out.status.code(), Some(2));
+            .assert()
+            .code(2)
+            .get_output()
+            .clone();
         String::from_utf8_lossy(&out.stderr).contains("\x1b[")
     };
     assert!(painted("always"));
@@ -687,9 +665,10 @@ fn quiet_color_and_a_dry_run_the_service_body_cannot_honour() {
 
     let out = cmd()
         .args(["service", "run", "node", "--dry-run"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("service run has no --dry-run"),
         "{}",
@@ -715,16 +694,11 @@ fn completion_scripts_for_every_shell() {
     let bash = script("bash");
     let file = tempfile::NamedTempFile::new().expect("temp");
     fs_err::write(file.path(), &bash).expect("write");
-    let check = std::process::Command::new("bash")
+    std::process::Command::new("bash")
         .arg("-n")
         .arg(file.path())
-        .output()
-        .expect("bash");
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
+        .assert()
+        .success();
     assert!(bash.contains("install") && bash.contains("--release-zip"));
     for shell in ["zsh", "fish"] {
         assert!(script(shell).contains("uninstall"), "{shell}");
@@ -739,9 +713,10 @@ fn completion_scripts_for_every_shell() {
 fn an_unknown_flag_points_at_the_setting_or_the_commands_that_have_it() {
     let out = cmd()
         .args(["install", "--vni", "4097"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--set vxlan.vni=4097"), "{err}");
     let out = cmd().args(["install", "--offline"]).output().expect("runs");
@@ -768,9 +743,10 @@ fn an_unknown_flag_points_at_the_setting_or_the_commands_that_have_it() {
 fn a_calico_version_without_its_patch_number_is_refused() {
     let out = cmd()
         .args(["install", "--dry-run", "--calico-version", "3.30"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("names no release") && err.contains("3.30.0"),
@@ -787,9 +763,10 @@ fn fetch_without_a_kubeconfig_is_not_offered_offline() {
         .env("HOME", dir.path())
         .args(["fetch", "kubeconfig", "-o", "json", "--sim-host"])
         .arg(dir.path().join("host"))
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let doc = json(&out.stdout);
     let hint = doc["error"]["hint"].as_str().expect("hint");
     assert!(
@@ -840,9 +817,10 @@ fn status_json_has_findings_when_calico_is_not_installed() {
     let out = cmd()
         .args(["status", "--offline", "-o", "json", "--sim-host"])
         .arg(dir.path().join("host"))
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(1));
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
     let doc = json(&out.stdout);
     assert_eq!(doc["installed"], false, "{doc}");
     let findings = doc["findings"].as_array().expect("findings");
@@ -856,26 +834,21 @@ fn status_json_has_findings_when_calico_is_not_installed() {
 /// read.
 #[test]
 fn an_empty_config_variable_is_unset() {
-    let out = cmd()
+    cmd()
         .env("CALICOCTL_WIN_CONFIG", "")
         .args(["config", "show", "-o", "json", "--offline"])
-        .output()
-        .expect("runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success();
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("calico-windows.yaml");
     fs_err::write(&file, "vxlan:\n  vni: 4097\n").expect("write");
     let out = cmd()
         .env("CALICOCTL_WIN_CONFIG", &file)
         .args(["config", "show", "-o", "json", "--offline"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(0));
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
     assert!(String::from_utf8_lossy(&out.stdout).contains("4097"));
 }
 

@@ -38,10 +38,7 @@ fn import_case(name: &str, not_understood: &[u64]) -> serde_json::Value {
         &yaml,
     );
 
-    let lines: Vec<u64> = doc["not_understood"]
-        .as_array()
-        .expect("list")
-        .iter()
+    let lines: Vec<u64> = crate::support::items(&doc, "not_understood")
         .map(|s| s["line"].as_u64().expect("line"))
         .collect();
     assert_eq!(lines, not_understood, "{name}: lines not understood");
@@ -151,12 +148,11 @@ fn an_existing_output_is_not_overwritten_without_yes() {
 
 #[test]
 fn a_missing_ps1_is_a_usage_error() {
-    let out = cmd()
+    cmd()
         .args(["config", "import-ps1", "does-not-exist.ps1"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("does-not-exist.ps1"));
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("does-not-exist.ps1"));
 }
 
 #[test]
@@ -198,13 +194,10 @@ fn yaml_of(bytes: &[u8], name: &str) -> (String, serde_json::Value) {
     let out = cmd()
         .args(["-o", "json", "config", "import-ps1"])
         .arg(&ps1)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let doc = json(&out.stdout);
     (doc["yaml"].as_str().expect("yaml").to_owned(), doc)
 }

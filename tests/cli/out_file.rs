@@ -51,10 +51,7 @@ fn commands(admin: &Path) -> Vec<Vec<String>> {
 
 #[test]
 fn a_device_or_fifo_is_refused_and_left_as_it_was() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let admin = api.kubeconfig(dir.path(), None);
+    let (_api, dir, admin) = FakeApi::calico_admin();
     // A link to a character device (so that a replacement would replace the link, not the
     // device), and a FIFO nobody writes to.
     let device = dir.path().join("device");
@@ -87,8 +84,7 @@ fn a_device_or_fifo_is_refused_and_left_as_it_was() {
 
 #[test]
 fn dash_is_standard_output_and_a_missing_directory_is_named() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let mut sa = crate::support::fake_api::meta(
         "v1",
         "ServiceAccount",
@@ -144,10 +140,7 @@ fn dash_is_standard_output_and_a_missing_directory_is_named() {
 /// is refused alike).
 #[test]
 fn a_dry_run_writes_no_out_file() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let admin = api.kubeconfig(dir.path(), None);
+    let (_api, dir, admin) = FakeApi::calico_admin();
     let out = dir.path().join("manifests.yaml");
     let missing = dir.path().join("no-such-dir/out.yaml");
     for args in commands(&admin).into_iter().take(2) {

@@ -26,10 +26,7 @@ fn run(api: &FakeApi, args: &[&str]) -> (i32, Value, String) {
 }
 
 fn verdict(doc: &Value, id: &str) -> Value {
-    doc["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
+    crate::support::items(doc, "checks")
         .find(|c| c["id"] == id)
         .cloned()
         .unwrap_or_else(|| panic!("no check {id}: {doc}"))
@@ -39,8 +36,7 @@ fn verdict(doc: &Value, id: &str) -> Value {
 /// projectcalico.org/v3 and `--fix` patches IPAMConfiguration there.
 #[test]
 fn a_v3_only_cluster_is_read_and_fixed_through_projectcalico_org_v3() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let mut info = api.get(CLUSTER_INFO).expect("info");
     info["spec"]["calicoVersion"] = json!("v3.32.1");
     api.put(CLUSTER_INFO, info);
@@ -82,8 +78,7 @@ fn a_v3_only_cluster_is_read_and_fixed_through_projectcalico_org_v3() {
 /// release on a v1 cluster passes.
 #[test]
 fn a_release_before_3_32_is_refused_on_a_v3_only_cluster() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let (code, doc, err) = run(&api, &["preflight"]);
     assert_eq!(code, 0, "{err} {doc}");
     assert_eq!(verdict(&doc, "calico-api")["verdict"], "pass");
@@ -104,10 +99,7 @@ fn a_release_before_3_32_is_refused_on_a_v3_only_cluster() {
 #[test]
 fn fleet_rbac_names_the_group_the_cluster_serves() {
     let groups = |doc: &Value| -> Vec<String> {
-        let mut g: Vec<String> = doc["manifests"]
-            .as_array()
-            .expect("manifests")
-            .iter()
+        let mut g: Vec<String> = crate::support::items(doc, "manifests")
             .flat_map(|m| m["rules"].as_array().cloned().unwrap_or_default())
             .flat_map(|r| r["apiGroups"].as_array().cloned().unwrap_or_default())
             .filter_map(|g| g.as_str().map(str::to_owned))
@@ -117,8 +109,7 @@ fn fleet_rbac_names_the_group_the_cluster_serves() {
         g.dedup();
         g
     };
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let (code, doc, err) = run(&api, &["fleet", "rbac"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(groups(&doc), ["crd.projectcalico.org"]);
@@ -135,8 +126,7 @@ fn fleet_rbac_names_the_group_the_cluster_serves() {
 
 /// A v3.32.1 cluster that can migrate its datastore.
 fn migrating_cluster() -> FakeApi {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let mut info = api.get(CLUSTER_INFO).expect("info");
     info["spec"]["calicoVersion"] = json!("v3.32.1");
     api.put(CLUSTER_INFO, info);

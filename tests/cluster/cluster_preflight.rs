@@ -39,10 +39,7 @@ fn preflight(api: &FakeApi, token: Option<&str>, extra: &[&str]) -> Run {
         .output()
         .expect("run");
     let doc = parse(&out.stdout);
-    let verdicts = doc["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
+    let verdicts = crate::support::items(&doc, "checks")
         .map(|c| {
             (
                 c["id"].as_str().unwrap_or_default().to_owned(),
@@ -61,8 +58,7 @@ const CRD: &str = "/apis/crd.projectcalico.org/v1";
 
 #[test]
 fn a_healthy_calico_cluster_passes_every_cluster_check() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let run = preflight(&api, None, &[]);
     assert_eq!(run.code, 0, "{}", run.doc);
     for id in calicoctl_win::checks::cluster::IDS {
@@ -95,8 +91,7 @@ fn a_healthy_calico_cluster_passes_every_cluster_check() {
 
 #[test]
 fn ipip_and_strict_affinity_fail_with_the_documented_patches() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     break_ipip_and_affinity(&api);
     let run = preflight(&api, None, &[]);
     assert_eq!(run.code, 3);
@@ -122,8 +117,7 @@ fn ipip_and_strict_affinity_fail_with_the_documented_patches() {
 /// is compared with the Node's InternalIP: the same passes, another warns with both.
 #[test]
 fn the_bgp_address_left_on_the_node_must_be_its_internal_ip() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let path = "/api/v1/nodes/win-1";
     let mut node = api.get(path).expect("node");
     node["metadata"]["annotations"] = json!({"projectcalico.org/IPv4Address": "10.0.0.5/24"});
@@ -149,8 +143,7 @@ fn the_bgp_address_left_on_the_node_must_be_its_internal_ip() {
 
 #[test]
 fn an_explicit_vni_must_equal_felixs_and_the_port_must_be_4789() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let run = preflight(&api, None, &["--set", "vxlan.vni=4097"]);
     assert_eq!(run.verdicts["vxlan-vni"], "fail");
     assert!(
@@ -167,8 +160,7 @@ fn an_explicit_vni_must_equal_felixs_and_the_port_must_be_4789() {
 
 #[test]
 fn pools_must_be_ipv4_of_one_type_matching_the_backend() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let run = preflight(&api, None, &["--set", "backend=windows-bgp"]);
     assert_eq!(run.verdicts["ip-pools"], "fail", "{}", run.text("ip-pools"));
     api.put(
@@ -189,8 +181,7 @@ fn pools_must_be_ipv4_of_one_type_matching_the_backend() {
 
 #[test]
 fn the_datastore_must_match_and_calico_must_be_installed() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let run = preflight(
         &api,
         None,
@@ -209,8 +200,7 @@ fn the_datastore_must_match_and_calico_must_be_installed() {
     );
     // A version that is no release ("master", empty) is unknown, not "older than 3.12".
     for unreadable in ["master", ""] {
-        let api = FakeApi::start();
-        api.healthy_calico();
+        let api = FakeApi::calico();
         let path = format!("{CRD}/clusterinformations/default");
         let mut info = api.get(&path).expect("info");
         info["spec"]["calicoVersion"] = serde_json::json!(unreadable);
@@ -240,8 +230,7 @@ fn the_datastore_must_match_and_calico_must_be_installed() {
 
 #[test]
 fn a_rejected_token_fails_the_cluster_checks_with_a_hint() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let run = preflight(&api, Some("wrong-token"), &[]);
     assert_eq!(run.code, 3);
     assert_eq!(run.verdicts["calico-version"], "fail");
@@ -261,8 +250,7 @@ fn a_rejected_token_fails_the_cluster_checks_with_a_hint() {
 /// per verb and named object) and names the missing ones with what grants them.
 #[test]
 fn a_missing_right_fails_rbac_naming_it_and_fleet_rbac() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.forbid("create", "serviceaccounts/token");
     let run = preflight(&api, None, &[]);
     assert_eq!(run.verdicts["rbac"], "fail");
@@ -276,8 +264,7 @@ fn a_missing_right_fails_rbac_naming_it_and_fleet_rbac() {
 
 #[test]
 fn a_forbidden_read_names_the_verb_and_resource() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.forbid("list", "ippools");
     let run = preflight(&api, None, &[]);
     let t = run.text("calico-version");
@@ -357,8 +344,7 @@ fn an_unreachable_server_fails_in_bounded_time() {
 
 #[test]
 fn a_server_certificate_from_another_ca_is_refused() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let other = FakeApi::start();
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = api.kubeconfig(dir.path(), None);
@@ -367,9 +353,10 @@ fn a_server_certificate_from_another_ca_is_refused() {
     let out = on_node()
         .args(["preflight", "-o", "json", "--kubeconfig"])
         .arg(&kubeconfig)
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(3));
+        .assert()
+        .code(3)
+        .get_output()
+        .clone();
     let doc = parse(&out.stdout);
     let c = doc["checks"]
         .as_array()
@@ -412,8 +399,7 @@ fn break_ipip_and_affinity(api: &FakeApi) {
 
 #[test]
 fn fix_without_a_terminal_needs_yes_and_changes_nothing() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     break_ipip_and_affinity(&api);
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = api.kubeconfig(dir.path(), None);
@@ -436,8 +422,7 @@ fn fix_without_a_terminal_needs_yes_and_changes_nothing() {
 
 #[test]
 fn fix_with_dry_run_only_shows_the_patches() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     break_ipip_and_affinity(&api);
     let run = preflight(&api, None, &["--fix", "--dry-run"]);
     assert_eq!(run.code, 3);
@@ -449,8 +434,7 @@ fn fix_with_dry_run_only_shows_the_patches() {
 
 #[test]
 fn fix_with_yes_applies_the_patches_and_checks_again() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     break_ipip_and_affinity(&api);
     let run = preflight(&api, None, &["--fix", "--yes"]);
     assert_eq!(run.code, 0, "{}", run.doc);
@@ -479,8 +463,7 @@ fn fix_with_yes_applies_the_patches_and_checks_again() {
 
 #[test]
 fn fix_creates_a_missing_ipamconfig_and_reports_a_refused_patch() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.remove(&format!("{CRD}/ipamconfigs/default"));
     let run = preflight(&api, None, &["--fix", "--yes"]);
     assert_eq!(run.code, 0, "{}", run.doc);
@@ -490,8 +473,7 @@ fn fix_creates_a_missing_ipamconfig_and_reports_a_refused_patch() {
     assert_eq!(ipam["spec"]["strictAffinity"], true);
     assert_eq!(ipam["spec"]["autoAllocateBlocks"], true);
 
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     break_ipip_and_affinity(&api);
     api.forbid("patch", "felixconfigurations");
     let dir = tempfile::tempdir().expect("tempdir");
@@ -517,21 +499,16 @@ fn config_show(api: &FakeApi, extra: &[&str]) -> Value {
         .args(["config", "show", "-o", "json", "--kubeconfig"])
         .arg(&kubeconfig)
         .args(extra)
-        .output()
-        .expect("run");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     parse(&out.stdout)["settings"].clone()
 }
 
 #[test]
 fn config_show_fills_unset_settings_from_the_cluster() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.put(
         &format!("{CRD}/felixconfigurations/default"),
         calico(
@@ -555,8 +532,7 @@ fn config_show_fills_unset_settings_from_the_cluster() {
     assert_eq!(at("service_cidrs"), (json!(["10.0.0.0/16"]), json!("flag")));
 
     // --offline reads nothing and shows the defaults.
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let s = config_show(&api, &["--offline"]);
     assert_eq!(s["dns.servers"]["source"], "default");
     assert!(api.requests().is_empty());
@@ -570,9 +546,10 @@ fn config_show_warns_when_the_cluster_cannot_be_read() {
     let out = on_node()
         .args(["config", "show", "--kubeconfig"])
         .arg(&kubeconfig)
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(0));
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("the cluster was not read") && stderr.contains("401"),
@@ -583,8 +560,7 @@ fn config_show_warns_when_the_cluster_cannot_be_read() {
 
 #[test]
 fn https_proxy_is_used_unless_no_proxy_names_the_server() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let proxy = crate::support::proxy::Proxy::start();
     let dir = tempfile::tempdir().expect("tempdir");
     // The server by name, the proxy by IP: NO_PROXY must be matched against the server.
@@ -628,8 +604,7 @@ fn fix_asks_on_a_terminal_and_no_applies_nothing() {
     let Some(script) = crate::support::tool("script") else {
         return;
     };
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     break_ipip_and_affinity(&api);
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = api.kubeconfig(dir.path(), None);
@@ -696,10 +671,7 @@ fn fix_asks_on_a_terminal_and_no_applies_nothing() {
 /// fake API server's token, as client-go's exec protocol asks.
 #[test]
 fn a_credential_plugin_runs_only_when_allowed() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let admin = api.kubeconfig(dir.path(), None);
+    let (api, dir, admin) = FakeApi::calico_admin();
     let token = api.token.clone();
     let mark = dir.path().join("plugin-ran");
     let plugin = dir.path().join("plugin.sh");
@@ -801,8 +773,7 @@ fn assert_capacity(run: &Run, verdict: &str, names: &str) {
 
 #[test]
 fn a_26_block_fails_kubelets_default_110_pods_and_a_24_block_holds_them() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     with_max_pods(&api, "110", 26);
     let run = preflight(&api, None, &[]);
     assert_eq!(run.code, 3, "{}", run.doc);
@@ -848,8 +819,7 @@ fn a_26_block_fails_kubelets_default_110_pods_and_a_24_block_holds_them() {
 /// A refused token is said once, by the first cluster check; the others point to it.
 #[test]
 fn a_rejected_token_is_said_once_not_by_every_cluster_check() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let run = preflight(&api, Some("wrong-token"), &[]);
     assert_eq!(run.code, 3);
     // "401 " and not "401": the server's port may hold those digits.
@@ -863,8 +833,7 @@ fn a_rejected_token_is_said_once_not_by_every_cluster_check() {
 /// joined yet) is said by calico-version, naming the server.
 #[test]
 fn a_cluster_without_this_node_is_said_with_its_server() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.remove("/api/v1/nodes/win-1");
     let run = preflight(&api, None, &[]);
     assert_eq!(run.verdicts["calico-version"], "warn");
@@ -877,8 +846,7 @@ fn a_cluster_without_this_node_is_said_with_its_server() {
 #[test]
 fn an_expired_kubeconfig_token_is_said_as_expired_with_the_fix() {
     use base64::Engine;
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let enc = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
     let expired = format!(
         "{}.{}.sig",
@@ -908,8 +876,7 @@ fn an_expired_kubeconfig_token_is_said_as_expired_with_the_fix() {
 /// Windows limitations list cross-subnet as not supported (tigera/docs#1547).
 #[test]
 fn a_cross_subnet_vxlan_pool_fails_ip_pools_with_the_patch() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.put(
         &format!("{CRD}/ippools/default-ipv4-ippool"),
         calico(

@@ -39,8 +39,7 @@ fn token_posts(api: &FakeApi) -> usize {
 
 #[test]
 fn a_token_request_kubeconfig_is_written_with_the_admin_server_and_ca() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let (code, doc, stderr) = node.fetch_kubeconfig(&[]);
     assert_eq!(code, 0, "{stderr}");
@@ -111,8 +110,7 @@ fn a_token_request_kubeconfig_is_written_with_the_admin_server_and_ca() {
 
 #[test]
 fn the_server_may_grant_less_and_the_user_is_told() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.lock().max_token_seconds = Some(86_400);
     let node = Node::new(&api);
     let (code, doc, stderr) = node.fetch_kubeconfig(&["--lifetime", "30d"]);
@@ -123,8 +121,7 @@ fn the_server_may_grant_less_and_the_user_is_told() {
 
 #[test]
 fn refresh_if_expiring_within_only_refreshes_a_token_that_expires_soon() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     assert_eq!(node.fetch_kubeconfig(&["--lifetime", "60d"]).0, 0);
     let first = node.written().expect("written");
@@ -148,8 +145,7 @@ fn refresh_if_expiring_within_only_refreshes_a_token_that_expires_soon() {
 
 #[test]
 fn a_legacy_secret_is_created_once_and_its_token_never_expires() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let (code, doc, stderr) = node.fetch_kubeconfig(&["--legacy-secret"]);
     assert_eq!(code, 0, "{stderr}");
@@ -176,8 +172,7 @@ fn a_legacy_secret_is_created_once_and_its_token_never_expires() {
 
 #[test]
 fn a_token_secret_the_controller_never_fills_times_out_with_exit_4() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.lock().token_controller = false;
     let node = Node::new(&api);
     let started = std::time::Instant::now();
@@ -204,8 +199,7 @@ fn assert_fails_writing_nothing(node: &Node, args: &[&str], code: i32, needles: 
 #[test]
 fn bad_input_fails_clearly_and_writes_nothing() {
     // No service account.
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.remove("/api/v1/namespaces/calico-system/serviceaccounts/calico-node");
     let node = Node::new(&api);
     assert_fails_writing_nothing(
@@ -220,8 +214,7 @@ fn bad_input_fails_clearly_and_writes_nothing() {
     assert_fails_writing_nothing(&node, &["--legacy-secret"], 1, &["does not exist"]);
 
     // Forbidden to create tokens.
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.forbid("create", "serviceaccounts/token");
     let node = Node::new(&api);
     assert_fails_writing_nothing(
@@ -235,16 +228,14 @@ fn bad_input_fails_clearly_and_writes_nothing() {
     );
 
     // An admin token the server rejects.
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let dir = node.dir.path();
     api.kubeconfig(dir, Some("revoked-token"));
     assert_fails_writing_nothing(&node, &[], 1, &["401", "renew the token"]);
 
     // A server certificate from another CA.
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let other = FakeApi::start();
     let node = Node::new(&api);
     fs_err::write(node.dir.path().join("fake-api-ca.pem"), &other.ca_pem).expect("write");
@@ -271,8 +262,7 @@ fn an_unreachable_server_fails_in_bounded_time() {
 
 #[test]
 fn dry_run_requests_no_token_and_writes_nothing() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let (code, doc, stderr) = node.fetch_kubeconfig(&["--dry-run"]);
     assert_eq!(code, 0, "{stderr}");
@@ -283,23 +273,18 @@ fn dry_run_requests_no_token_and_writes_nothing() {
 
 #[test]
 fn off_windows_it_needs_a_simulated_host() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let admin = api.kubeconfig(dir.path(), None);
-    let out = on_node()
+    let (api, _dir, admin) = FakeApi::calico_admin();
+    on_node()
         .args(["fetch", "kubeconfig", "--kubeconfig"])
         .arg(&admin)
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2);
     assert!(api.requests().is_empty());
 }
 
 #[test]
 fn an_admin_kubeconfig_without_a_ca_takes_the_clusters_and_never_copies_insecure() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let text = fs_err::read_to_string(&node.admin).expect("read");
     let insecure: String = text

@@ -28,10 +28,7 @@ fn read_the_cluster(doc: &Value) -> bool {
 /// client-go's `fileTokenSource` trims it, not an unreachable server.
 #[test]
 fn a_token_file_ending_in_a_line_break_is_its_token() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let inline = api.kubeconfig(dir.path(), None);
+    let (_api, dir, inline) = FakeApi::calico_admin();
     let text = fs_err::read_to_string(&inline).expect("kubeconfig");
     let token = text
         .lines()
@@ -57,10 +54,7 @@ fn a_token_file_ending_in_a_line_break_is_its_token() {
 /// same cluster, user and context, the first one's are used (`current-context` too).
 #[test]
 fn a_kubeconfig_list_is_merged_with_the_first_file_winning() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let good = api.kubeconfig(dir.path(), None);
+    let (_api, dir, good) = FakeApi::calico_admin();
     let text = fs_err::read_to_string(&good).expect("kubeconfig");
     let dead = dir.path().join("dead.kubeconfig");
     let server = text

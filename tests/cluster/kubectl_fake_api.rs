@@ -42,10 +42,7 @@ fn setup() -> Option<(
     std::path::PathBuf,
 )> {
     let bin = tool("kubectl")?;
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let admin = api.kubeconfig(dir.path(), None);
+    let (api, dir, admin) = FakeApi::calico_admin();
     Some((bin, api, dir, admin))
 }
 

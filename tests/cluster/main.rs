@@ -7,8 +7,6 @@ mod support;
 mod admission_policies;
 mod calico_v3;
 mod cluster_preflight;
-mod fake_api_panic;
-mod fake_api_rbac;
 mod fetch_etcd;
 mod fetch_kubeconfig;
 mod fleet;

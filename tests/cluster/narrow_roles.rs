@@ -19,21 +19,15 @@ fn rbac(args: &[&str]) -> Vec<Value> {
     let out = on_node()
         .args(["fleet", "rbac", "-o", "json"])
         .args(args)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     accounts_and_roles(&crate::support::json(&out.stdout))
 }
 
 fn accounts_and_roles(doc: &Value) -> Vec<Value> {
-    doc["manifests"]
-        .as_array()
-        .expect("manifests")
-        .iter()
+    crate::support::items(doc, "manifests")
         .filter(|m| {
             m["kind"]
                 .as_str()
@@ -45,8 +39,7 @@ fn accounts_and_roles(doc: &Value) -> Vec<Value> {
 
 /// A cluster with Calico and win-1 Ready, the `roles` applied, and win-1 installed by an admin.
 fn installed_with(roles: &[Value]) -> (FakeApi, Node) {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.set_node_ready("win-1", "True", "kubelet is posting ready status");
     for m in roles {
         assert!(api.apply(m), "{m}");
@@ -268,8 +261,7 @@ fn migrate_without_the_right_in_the_operators_namespace_is_refused_naming_it() {
 /// it), and a field the kind does not select on is a 400 (`support::fake_api::fields`).
 #[test]
 fn a_list_by_name_is_judged_by_its_name_and_unknown_fields_are_refused() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let (ns, sa) = ("tigera-operator", "reader");
     let rbac = "rbac.authorization.k8s.io";
     for o in [

@@ -22,10 +22,7 @@ fn preflight(profile: &str, extra: &[&str]) -> (i32, BTreeMap<String, String>, s
         .output()
         .expect("run");
     let doc = json(&out.stdout);
-    let verdicts = doc["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
+    let verdicts = crate::support::items(&doc, "checks")
         .map(|c| {
             for key in ["id", "verdict", "message", "remedy"] {
                 assert!(c.get(key).is_some(), "check without {key}: {c}");
@@ -71,10 +68,7 @@ fn preflight_edited(
     fs_err::write(&path, state.to_string()).expect("write");
     let doc = run();
     let check = |id: &str| {
-        doc["checks"]
-            .as_array()
-            .expect("checks")
-            .iter()
+        crate::support::items(&doc, "checks")
             .find(|c| c["id"] == id)
             .cloned()
             .unwrap_or_else(|| panic!("no {id} check: {doc}"))
@@ -212,9 +206,10 @@ fn a_known_failure_can_be_accepted_with_skip() {
 fn an_unknown_skip_id_is_bad_usage() {
     let out = on_node()
         .args(["preflight", "--skip", "hsn"])
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("--skip hsn") && err.contains("os-build"),
@@ -228,9 +223,10 @@ fn a_failure_prints_the_table_with_remedies_and_exits_3() {
     let out = on_node()
         .args(["preflight", "--sim-profile", "ws2022-flannel", "--sim-host"])
         .arg(dir.path())
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(3));
+        .assert()
+        .code(3)
+        .get_output()
+        .clone();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("FAIL  foreign-cni"), "{stdout}");
     assert!(stdout.contains("fix: Stop-Service flanneld"), "{stdout}");
@@ -257,9 +253,10 @@ fn in_json_mode_a_failure_still_prints_exactly_one_document() {
 fn off_windows_without_sim_host_a_throw_away_ws2022_host_is_used_and_named() {
     let out = on_node()
         .args(["preflight", "-o", "json"])
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(0));
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
     let doc = json(&out.stdout);
     assert_eq!(doc["host"]["kind"]["kind"], "in-memory");
     assert_eq!(doc["host"]["kind"]["profile"], "ws2022");
@@ -297,9 +294,10 @@ fn an_unknown_profile_is_bad_usage_and_lists_the_profiles() {
     let out = on_node()
         .args(["preflight", "--sim-profile", "ws2016", "--sim-host"])
         .arg(dir.path())
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("ws2016") && err.contains("ws2022-legacy-calico"),
@@ -309,16 +307,14 @@ fn an_unknown_profile_is_bad_usage_and_lists_the_profiles() {
 
 #[test]
 fn fault_injection_needs_a_simulated_host() {
-    let out = on_node()
+    on_node()
         .args(["preflight", "--sim-fault", "fail:1"])
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
-    let bad = on_node()
+        .assert()
+        .code(2);
+    on_node()
         .args(["preflight", "--sim-fault", "sometimes"])
-        .output()
-        .expect("run");
-    assert_eq!(bad.status.code(), Some(2));
+        .assert()
+        .code(2);
 }
 
 /// The known-issues check: Windows Server 2025 warns (its ACL policies do not apply); an

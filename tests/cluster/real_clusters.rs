@@ -8,18 +8,14 @@ use crate::support::{Node, on_node};
 use serde_json::{Value, json};
 
 fn verdict<'a>(doc: &'a Value, id: &str) -> &'a Value {
-    doc["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
+    crate::support::items(doc, "checks")
         .find(|c| c["id"] == id)
         .unwrap_or_else(|| panic!("no check {id}: {doc}"))
 }
 
 #[test]
 fn an_operator_that_installs_windows_itself_stops_the_install_with_a_choice() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let (code, doc, stderr) = node.run(&["preflight"]);
     assert_eq!(code, 0, "{stderr}");
@@ -89,9 +85,10 @@ fn windows_server_2025_before_its_april_2026_update_is_warned_of_its_acls() {
             "--sim-host",
         ])
         .arg(dir.path().join("host"))
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(0));
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
     let doc = crate::support::json(&out.stdout);
     assert_eq!(verdict(&doc, "os-build")["verdict"], "pass");
     let k = verdict(&doc, "known-issues");
@@ -107,31 +104,24 @@ fn windows_server_2025_before_its_april_2026_update_is_warned_of_its_acls() {
 #[test]
 fn a_node_ip_with_its_prefix_reaches_calico_node_as_given() {
     let dir = tempfile::tempdir().expect("tmp");
-    let out = on_node()
+    on_node()
         .args(["--set", "node.ip=10.0.0.5/24", "render", "--output-dir"])
         .arg(dir.path())
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success();
     let env = fs_err::read_to_string(dir.path().join("calico-node.env")).expect("env");
     assert!(env.lines().any(|l| l == "IP=10.0.0.5/24"), "{env}");
-    let out = on_node()
+    on_node()
         .args(["--set", "node.ip=10.0.0.5/40", "render", "--output-dir"])
         .arg(dir.path())
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("ADDRESS/PREFIX"));
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("ADDRESS/PREFIX"));
 }
 
 #[test]
 fn policy_only_on_aks_writes_calicos_static_rules_and_uninstall_removes_them() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let out = on_node()
         .args([

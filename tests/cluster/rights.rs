@@ -13,13 +13,10 @@ use std::path::Path;
 fn manifests() -> Vec<Value> {
     let out = on_node()
         .args(["fleet", "rbac", "-o", "json"])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
     doc["manifests"].as_array().expect("manifests").clone()
 }
@@ -107,8 +104,7 @@ fn break_endpoints(api: &FakeApi, node: &Node) {
 }
 
 fn cluster() -> FakeApi {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.set_node_ready("win-1", "True", "kubelet is posting ready status");
     api
 }
@@ -291,13 +287,10 @@ fn every_fleet_rule_is_needed_and_enough() {
             "registry.example.com/calicoctl-win:1",
         ])
         .current_dir(crate::support::root())
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
     every_rule_is_needed(&doc, "the fleet's jobs", |objects| {
         let api = cluster();
@@ -364,13 +357,10 @@ fn every_fleet_rule_is_needed_and_enough() {
 fn fleet_rbac_writes_the_fleets_roles_as_fleet_plan_does() {
     let rbac = on_node()
         .args(["fleet", "rbac", "--identity", "fleet", "-o", "json"])
-        .output()
-        .expect("runs");
-    assert!(
-        rbac.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rbac.stderr)
-    );
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     let rbac: Value = serde_json::from_slice(&rbac.stdout).expect("json");
     let plan = crate::support::cmd()
         .args(["--config", "templates/calico-windows.yaml", "-o", "json"])
@@ -384,10 +374,7 @@ fn fleet_rbac_writes_the_fleets_roles_as_fleet_plan_does() {
         .output()
         .expect("runs");
     let plan: Value = serde_json::from_slice(&plan.stdout).expect("json");
-    let from_plan: Vec<&Value> = plan["manifests"]
-        .as_array()
-        .expect("manifests")
-        .iter()
+    let from_plan: Vec<&Value> = crate::support::items(&plan, "manifests")
         .filter(|m| {
             m["kind"].as_str().is_some_and(|k| {
                 k.contains("Role")
@@ -402,11 +389,7 @@ fn fleet_rbac_writes_the_fleets_roles_as_fleet_plan_does() {
                 .is_some_and(|n| n.ends_with("-turn"))
         })
         .collect();
-    let from_rbac: Vec<&Value> = rbac["manifests"]
-        .as_array()
-        .expect("manifests")
-        .iter()
-        .collect();
+    let from_rbac: Vec<&Value> = crate::support::items(&rbac, "manifests").collect();
     assert_eq!(from_rbac, from_plan);
 }
 
@@ -452,10 +435,7 @@ pub(crate) fn every_rule_is_needed(
     who: &str,
     run: impl Fn(&[Value]) -> Option<String>,
 ) {
-    let rbac: Vec<Value> = doc["manifests"]
-        .as_array()
-        .expect("manifests")
-        .iter()
+    let rbac: Vec<Value> = crate::support::items(doc, "manifests")
         .filter(|m| {
             m["kind"]
                 .as_str()

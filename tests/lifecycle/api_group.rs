@@ -11,8 +11,7 @@ const CLUSTER_INFO: &str = "/apis/crd.projectcalico.org/v1/clusterinformations/d
 
 /// A v3.32.1 cluster and a node installed from v3.32.1's release, which reads the pin.
 fn node_on_migrating_cluster(version: &str) -> (FakeApi, Node) {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let mut info = api.get(CLUSTER_INFO).expect("info");
     info["spec"]["calicoVersion"] = json!(format!("v{version}"));
     api.put(CLUSTER_INFO, info);

@@ -40,10 +40,7 @@ fn node() -> Node {
 }
 
 fn endpoint<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["endpoints"]
-        .as_array()
-        .expect("endpoints")
-        .iter()
+    crate::support::items(doc, "endpoints")
         .find(|e| e["name"] == name)
         .unwrap_or_else(|| panic!("no endpoint {name}: {doc}"))
 }
@@ -85,10 +82,7 @@ fn calicos_remote_host_endpoint_is_infrastructure_and_two_repairs_keep_it() {
         "stale",
         "{doc}"
     );
-    let subjects: Vec<&str> = doc["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
+    let subjects: Vec<&str> = crate::support::items(&doc, "findings")
         .filter_map(|f| f["subject"].as_str())
         .collect();
     assert!(!subjects.contains(&"Calico_ep"), "{doc}");
@@ -96,10 +90,7 @@ fn calicos_remote_host_endpoint_is_infrastructure_and_two_repairs_keep_it() {
     for run in 1..=2 {
         let (code, doc, err) = node.run(&["repair"]);
         assert!(code == 0 || code == 1, "repair {run}: {err} {doc}");
-        let gone: Vec<&str> = doc["endpoints"]
-            .as_array()
-            .expect("endpoints")
-            .iter()
+        let gone: Vec<&str> = crate::support::items(&doc, "endpoints")
             .filter_map(|e| e["name"].as_str())
             .collect();
         assert!(!gone.contains(&"Calico_ep"), "repair {run}: {doc}");
@@ -130,10 +121,7 @@ fn what_cannot_be_told_is_listed_unknown_and_kept_while_a_dead_pods_endpoint_goe
             "{ep}"
         );
     }
-    let unknown: Vec<&Value> = doc["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
+    let unknown: Vec<&Value> = crate::support::items(&doc, "findings")
         .filter(|f| f["code"] == "endpoint-unknown")
         .collect();
     assert_eq!(unknown.len(), 2, "{doc}");
@@ -160,18 +148,12 @@ fn what_cannot_be_told_is_listed_unknown_and_kept_while_a_dead_pods_endpoint_goe
         err.contains("after the repair, ") && err.contains("[endpoint-unknown] (fix: "),
         "{err}"
     );
-    let deleted: Vec<&str> = doc["actions"]
-        .as_array()
-        .expect("actions")
-        .iter()
+    let deleted: Vec<&str> = crate::support::items(&doc, "actions")
         .filter(|a| a["action"] == "delete-endpoint")
         .filter_map(|a| a["name"].as_str())
         .collect();
     assert_eq!(deleted, ["deadbeef_Calico"], "{doc}");
-    let codes: Vec<&str> = doc["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
+    let codes: Vec<&str> = crate::support::items(&doc, "findings")
         .filter_map(|f| f["code"].as_str())
         .collect();
     assert_eq!(codes, ["endpoint-unknown", "endpoint-unknown"], "{doc}");

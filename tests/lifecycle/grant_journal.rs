@@ -216,11 +216,7 @@ fn a_rerun_that_makes_another_grant_deletes_the_killed_runs_grant() {
 /// retrying the POST would get a 409 for its own Role and leave it for good.
 #[test]
 fn a_grant_whose_create_answer_was_lost_is_undone_by_the_failed_install() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     // The run's writes: calico-node's token requested, then the Role created.
     api.timeout_write_at(2);
     let args = ["install", "--no-start", "--release-zip", &zip];
@@ -250,11 +246,7 @@ fn a_grant_whose_create_answer_was_lost_is_undone_by_the_failed_install() {
 /// (409, without this run's nonce) is not this install's: its failed run leaves it.
 #[test]
 fn a_role_another_made_first_is_not_taken_for_ours() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     // Their Role lands while this run's create of it waits: the create is answered 409.
     api.pause_write_at(2);
     let theirs = {
@@ -301,11 +293,7 @@ fn a_role_another_made_first_is_not_taken_for_ours() {
 /// dropped with its beginning; uninstall (allowed again) then deletes it.
 #[test]
 fn a_grant_that_fails_and_cannot_be_undone_keeps_the_journal_the_run_began() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     // The run's writes: calico-node's token requested, the Role, then the RoleBinding, which
     // the server refuses (403: nothing written, so nothing of it is waited for); deleting the
     // Role is refused too (the preflight's check of those rights skipped: it would refuse
@@ -338,27 +326,21 @@ fn a_grant_that_fails_and_cannot_be_undone_keeps_the_journal_the_run_began() {
 /// deletes it. A rollback that dropped the journal first would leave it to nobody.
 #[test]
 fn a_rollback_killed_while_it_deletes_the_grant_leaves_it_journaled() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     // The run's writes: calico-node's token requested, the Role and the RoleBinding made,
     // then the rollback's delete of the RoleBinding, held until the run is killed.
     api.hold_write_at(4);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
-        .env_clear()
-        .current_dir(crate::support::root())
-        .args(["install", "--no-start", "--release-zip", &zip])
-        .args(["--sim-fault", LATER_STEP_FAILS, "-o", "json", "--sim-host"])
-        .arg(node.sim())
-        .arg("--kubeconfig")
-        .arg(&node.admin)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start calicoctl-win");
+    let mut child = node.spawn(
+        &[
+            "install",
+            "--no-start",
+            "--release-zip",
+            &zip,
+            "--sim-fault",
+            LATER_STEP_FAILS,
+        ],
+        false,
+    );
     while !api.lock().held {
         assert!(child.try_wait().expect("wait").is_none(), "it ended first");
         std::thread::sleep(std::time::Duration::from_millis(5));

@@ -10,7 +10,6 @@ use crate::grant_journal::{
 };
 use crate::support::Node;
 use crate::support::fake_api::{FakeApi, meta};
-use crate::support::release::release_zip;
 
 const JOURNAL: &str = "calicowindows/calicoctl-win.journal.json";
 
@@ -86,11 +85,7 @@ fn a_failed_rerun_keeps_a_flagged_role_that_lacks_the_runs_nonce() {
 /// deletes it (its nonce says it is its own); nothing of the grant stays, nor the journal.
 #[test]
 fn a_create_that_commits_after_its_read_back_is_waited_for_and_undone() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     // The run's writes: calico-node's token requested, then the Role created.
     api.late_write_at(2);
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
@@ -145,11 +140,7 @@ fn uninstall_waits_out_a_journaled_create_that_may_still_commit() {
 /// again, and the install goes on.
 #[test]
 fn a_create_refused_with_429_is_sent_again() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     api.throttle_write_at(2);
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
@@ -185,11 +176,7 @@ fn uninstall_dry_run_skipping_the_cluster_lists_the_grant_it_would_leave() {
 /// refuses before any change, its dry run too, rather than bind calico-node to it.
 #[test]
 fn a_foreign_role_with_other_rules_refuses_the_install() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let mut theirs = administrators_role(serde_json::json!([{"apiGroups": [""],
         "resources": ["secrets"], "verbs": ["get", "list"]}]));
     theirs["metadata"]["labels"] = serde_json::json!({});
@@ -259,11 +246,7 @@ fn a_rerun_saves_the_uid_of_a_part_it_adopts_in_the_journal() {
 /// it is read again for, whatever the server's `--request-timeout`.
 #[test]
 fn the_grants_creates_ask_the_server_for_the_clients_deadline() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     let creates: Vec<_> = (api.lock().post_queries.iter())

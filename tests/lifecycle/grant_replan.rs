@@ -6,8 +6,6 @@
 #![cfg(unix)]
 
 use crate::support::Node;
-use crate::support::fake_api::FakeApi;
-use crate::support::release::release_zip;
 
 const GRANT: &str = "calicoctl-win-token-renewal-win-1";
 const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/calico-system";
@@ -18,11 +16,7 @@ const RBAC: &str = "/apis/rbac.authorization.k8s.io/v1/namespaces/calico-system"
 /// objects without a word about someone else's.
 #[test]
 fn a_host_changed_while_the_grant_is_made_is_refused_and_the_new_grant_undone() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     let role = format!("{RBAC}/roles/{GRANT}");
@@ -60,11 +54,7 @@ fn a_host_changed_while_the_grant_is_made_is_refused_and_the_new_grant_undone() 
 /// The same without the host changing: the plan shown runs, its record with the new uids.
 #[test]
 fn a_grant_made_again_is_recorded_by_the_plan_shown() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     api.remove(&format!("{RBAC}/roles/{GRANT}"));

@@ -175,8 +175,7 @@ fn the_runtime_and_cni_dirs_come_from_the_hosts_services_and_containerds_config(
 
 #[test]
 fn the_admin_kubeconfig_is_found_at_c_k_config_after_the_usual_places() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let dir = tempfile::tempdir().expect("tmp");
     let sim = dir.path().join("host");
     let (_, doc, _) = run(&sim, &["config", "show"]);
@@ -223,10 +222,7 @@ fn an_unreadable_firewall_fails_its_check_with_the_error_instead_of_passing() {
     });
     let (code, doc, _) = run(&sim, &["preflight", "--offline"]);
     assert_eq!(code, 3, "{doc}");
-    let c = doc["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
+    let c = crate::support::items(&doc, "checks")
         .find(|c| c["id"] == "firewall-vxlan")
         .expect("check");
     assert_eq!(c["verdict"], "fail", "{c}");
@@ -243,18 +239,13 @@ fn render_decides_loopback_dsr_from_the_hosts_windows_build() {
     // 17763.1000 predates the DSR update (17763.1432); 20348 has it.
     for (profile, dsr) in [("ws2019-unpatched", false), ("ws2022", true)] {
         let dir = tempfile::tempdir().expect("tmp");
-        let out = cmd()
+        cmd()
             .args(["render", "--output-dir"])
             .arg(dir.path().join("out"))
             .args(["--sim-profile", profile, "--sim-host"])
             .arg(dir.path().join("host"))
-            .output()
-            .expect("run");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .assert()
+            .success();
         let conf = fs_err::read_to_string(dir.path().join("out/10-calico.conf")).expect("conf");
         assert!(
             conf.contains(&format!("\"windows_loopback_DSR\": {dsr}")),

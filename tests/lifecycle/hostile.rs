@@ -99,26 +99,18 @@ impl Hostile {
     /// A node with Calico installed (so uninstall, reconfigure and status have work to do),
     /// an admin kubeconfig for a fake API server, and the hostile files.
     fn new() -> Self {
-        let api = FakeApi::start();
-        api.healthy_calico();
-        let dir = tempfile::tempdir().expect("tempdir");
-        let admin = api.kubeconfig(dir.path(), None);
+        let (api, dir, admin) = FakeApi::calico_admin();
         let zip = release_zip(dir.path(), "3.30.2", "calico-node.exe");
         let template = dir.path().join("template");
-        let out = crate::support::on_node()
+        crate::support::on_node()
             .args(["install", "--release-zip"])
             .arg(&zip)
             .arg("--sim-host")
             .arg(&template)
             .arg("--kubeconfig")
             .arg(&admin)
-            .output()
-            .expect("install");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .assert()
+            .success();
         Self {
             dir,
             template,

@@ -132,13 +132,7 @@ fn dry_runs_change_nothing_and_list_every_action() {
     let installed = s.snapshot();
     let (code, doc, stderr) = s.uninstall(&["--purge", "--dry-run"]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(
-        doc["actions"]
-            .as_array()
-            .expect("actions")
-            .iter()
-            .any(|a| a["action"] == "delete-network")
-    );
+    assert!(crate::support::items(&doc, "actions").any(|a| a["action"] == "delete-network"));
     assert_same(&s.snapshot(), &installed, "uninstall --dry-run");
 }
 
@@ -738,10 +732,7 @@ fn a_broken_download_is_resumed_by_the_next_install() {
         before,
         "cache used"
     );
-    let started: Vec<&str> = doc["actions"]
-        .as_array()
-        .expect("actions")
-        .iter()
+    let started: Vec<&str> = crate::support::items(&doc, "actions")
         .filter(|a| a["action"] == "start-service")
         .filter_map(|a| a["name"].as_str())
         .collect();
@@ -801,10 +792,7 @@ fn a_legacy_install_needs_migrate_legacy_and_uninstall_explains_it() {
     let (code, doc, stderr) = s.install_local(&["--migrate-legacy", "--skip", "firewall-vxlan"]);
     assert_eq!(code, 0, "{stderr}");
     // After the directories are protected, before anything else.
-    let first: Vec<&str> = doc["actions"]
-        .as_array()
-        .expect("actions")
-        .iter()
+    let first: Vec<&str> = crate::support::items(&doc, "actions")
         .filter_map(|a| a["action"].as_str())
         .filter(|a| *a != "protect-dir")
         .take(3)
@@ -1100,11 +1088,7 @@ fn a_second_command_is_refused_while_one_runs_and_a_killed_holder_frees_the_host
 fn a_refused_metadata_route_ends_the_wait_with_the_os_error_and_the_rollback_says_what_remains() {
     let s = setup("calico-node.exe");
     let has_metadata = |state: &Value| {
-        state["routes"]
-            .as_array()
-            .expect("routes")
-            .iter()
-            .any(|r| r["destination"] == "169.254.169.254")
+        crate::support::items(state, "routes").any(|r| r["destination"] == "169.254.169.254")
     };
     assert!(
         has_metadata(&s.state()),
@@ -1151,14 +1135,10 @@ fn a_refused_metadata_route_ends_the_wait_with_the_os_error_and_the_rollback_say
         "{message}"
     );
     assert!(
-        state["events"]
-            .as_array()
-            .expect("events")
-            .iter()
-            .any(|e| e["level"] == "warning"
-                && e["message"]
-                    .as_str()
-                    .is_some_and(|m| m.contains("Access is denied. (os error 5)"))),
+        crate::support::items(&state, "events").any(|e| e["level"] == "warning"
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("Access is denied. (os error 5)"))),
         "the event log has the refusal: {}",
         state["events"]
     );
@@ -1175,11 +1155,7 @@ fn the_metadata_route_is_waited_for_restored_after_a_failure_and_put_back_on_the
     let s = setup("calico-node.exe");
     let initial = s.snapshot();
     let has_metadata = |state: &Value| {
-        state["routes"]
-            .as_array()
-            .expect("routes")
-            .iter()
-            .any(|r| r["destination"] == "169.254.169.254")
+        crate::support::items(state, "routes").any(|r| r["destination"] == "169.254.169.254")
     };
     assert!(
         has_metadata(&s.state()),
@@ -1487,10 +1463,7 @@ fn diags_collect_the_node_into_one_zip_with_every_secret_redacted() {
     let out_arg = out.display().to_string();
     let (code, doc, stderr) = s.run(&[&["diags", "--out-file", &out_arg][..], &env].concat());
     assert_eq!(code, 0, "{stderr}");
-    let files: Vec<&str> = doc["files"]
-        .as_array()
-        .expect("files")
-        .iter()
+    let files: Vec<&str> = crate::support::items(&doc, "files")
         .filter_map(Value::as_str)
         .collect();
     for want in [
@@ -2144,10 +2117,7 @@ fn directories_whose_files_run_as_system_are_protected_and_checked() {
     // protected as it begins its journal), and the CNI directories it makes, first.
     let (code, doc, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{doc} {stderr}");
-    let protected: Vec<&str> = doc["actions"]
-        .as_array()
-        .expect("actions")
-        .iter()
+    let protected: Vec<&str> = crate::support::items(&doc, "actions")
         .take_while(|a| a["action"] == "protect-dir")
         .filter_map(|a| a["path"].as_str())
         .collect();
@@ -2339,11 +2309,7 @@ fn status_shows_the_addresses_used_of_the_nodes_block() {
 /// run without that setting: install recorded its root in Calico's registry key.
 #[test]
 fn uninstall_without_the_config_finds_the_install_root_install_recorded() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (_api, node, zip) = Node::on_calico_with_zip();
     let (code, _, err) = node.run(&[
         "install",
         "--no-start",
@@ -2372,8 +2338,7 @@ fn uninstall_without_the_config_finds_the_install_root_install_recorded() {
 #[test]
 fn an_install_renders_its_releases_cni_version() {
     for (release, cni) in [("3.31.6", "0.3.1"), ("3.31.7", "1.0.0")] {
-        let api = FakeApi::start();
-        api.healthy_calico();
+        let api = FakeApi::calico();
         // A manifest install: with an operator's Installation, its specVersion decides
         // (tests/lifecycle/migrate.rs).
         api.remove("/apis/operator.tigera.io/v1/installations/default");
@@ -2399,8 +2364,7 @@ fn an_install_renders_its_releases_cni_version() {
 /// changes, and goes ahead with --allow-known-issue; v3.31.5 is not refused.
 #[test]
 fn install_refuses_windows_bgp_on_a_release_whose_confd_writes_no_bgp_config() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let run = |release: &str, extra: &[&str]| {
         let zip = release_zip(node.dir.path(), release, "calico-node.exe");
@@ -2443,8 +2407,7 @@ fn install_refuses_windows_bgp_on_a_release_whose_confd_writes_no_bgp_config() {
 #[cfg(unix)]
 #[test]
 fn a_junction_on_the_way_to_the_install_root_is_refused() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let (code, _, err) = node.run(&["preflight", "--offline"]);
     assert!(code == 0 || code == 3, "{err}");
@@ -2456,10 +2419,7 @@ fn a_junction_on_the_way_to_the_install_root_is_refused() {
 
     let (code, doc, err) = node.run(&["preflight", "--offline"]);
     assert_eq!(code, 3, "{err}");
-    let access = doc["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
+    let access = crate::support::items(&doc, "checks")
         .find(|c| c["id"] == "dir-access")
         .cloned()
         .expect("dir-access");
@@ -2508,8 +2468,7 @@ fn a_junction_on_the_way_to_the_install_root_is_refused() {
 /// and status renders the same from the record (no drift).
 #[test]
 fn the_zips_own_template_gives_the_cni_version() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.remove("/apis/operator.tigera.io/v1/installations/default");
     let node = Node::new(&api);
     let mut entries = crate::support::release::entries_of("calico-node.exe", Some("3.31.6"));
@@ -2553,10 +2512,7 @@ fn a_file_with_the_right_bytes_but_a_foreign_owner_is_written_anew() {
     fs_err::write(&state_path, serde_json::to_vec_pretty(&st).expect("json")).expect("write");
     let (code, doc, stderr) = s.install_local(&[]);
     assert_eq!(code, 0, "{doc} {stderr}");
-    let writes: Vec<&Value> = doc["actions"]
-        .as_array()
-        .expect("actions")
-        .iter()
+    let writes: Vec<&Value> = crate::support::items(&doc, "actions")
         .filter(|a| a["action"] == "write-file")
         .collect();
     assert_eq!(writes.len(), 1, "{doc}");

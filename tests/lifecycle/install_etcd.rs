@@ -12,8 +12,7 @@ use serde_json::json;
 /// An operator install whose datastore is etcd at `url`: calico-config names the endpoints,
 /// calico-etcd-secrets holds calico-node's client certificate and key and the CA.
 fn etcd_cluster(url: &str, ca: &TestCa, (cert, key): (&str, &str)) -> FakeApi {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.put_secret(
         "calico-system",
         "calico-etcd-secrets",

@@ -44,8 +44,7 @@ fn set_ready(api: &FakeApi) {
 /// install id, the first host's uninstall took the Node, with the same config hash, for its own.)
 #[test]
 fn uninstalling_a_host_replaced_under_its_name_leaves_the_new_install() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let first = Node::new(&api);
     let a = install(&first, &api);
     let second = Node::new(&api);
@@ -120,8 +119,7 @@ fn a_record_without_an_install_id_is_told_by_the_nodes_id_or_else_its_config() {
         api.put(NODE, n);
     };
     // An older install alone: forgotten by its config hash.
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let old = Node::new(&api);
     install(&old, &api);
     strip(&api, &old);
@@ -133,8 +131,7 @@ fn a_record_without_an_install_id_is_told_by_the_nodes_id_or_else_its_config() {
 
     // An older install, then a newer one on another host under the same name: the older's
     // uninstall leaves the newer's Node and grant.
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let first = Node::new(&api);
     install(&first, &api);
     strip(&api, &first);

@@ -99,17 +99,12 @@ fn follow_until_killed_said(node: &Node, position: &Kept, want: &str) -> (String
     let (position, local) = (position.0, position.1.as_path());
     let out_file = local.with_extension(format!("out{}", want.len()));
     let err_file = local.with_extension(format!("err{}", want.len()));
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
-        .env_clear()
-        .current_dir(crate::support::root())
-        .args(["--set", "node.name=win-1", "--sim-host"])
-        .arg(node.sim())
-        .args(["logs", "felix", "--follow", "--position", position])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::fs::File::create(&out_file).expect("out"))
-        .stderr(std::fs::File::create(&err_file).expect("err"))
-        .spawn()
-        .expect("start calicoctl-win");
+    let mut child = background(
+        node,
+        &["logs", "felix", "--follow", "--position", position],
+        std::fs::File::create(&out_file).expect("out"),
+        std::fs::File::create(&err_file).expect("err"),
+    );
     let current = node.c_drive("calicowindows/logs/calico-felix.log");
     let size = fs_err::metadata(&current).expect("log").len();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -141,17 +136,12 @@ fn a_follower_ends_cleanly_on_the_stop_signal() {
     fs_err::create_dir_all(&dir).expect("dir");
     fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
     let (position, local) = kept(&node);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
-        .env_clear()
-        .current_dir(crate::support::root())
-        .args(["--set", "node.name=win-1", "--sim-host"])
-        .arg(node.sim())
-        .args(["logs", "felix", "--follow", "--position", position])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start calicoctl-win");
+    let mut child = background(
+        &node,
+        &["logs", "felix", "--follow", "--position", position],
+        std::process::Stdio::null(),
+        std::process::Stdio::piped(),
+    );
     // Its position kept: it has read, so its stop signal is caught by then. Bounded: a
     // follower that never keeps it (or has ended) fails the test instead of hanging it.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
@@ -250,17 +240,12 @@ fn a_position_path_through_a_link_others_may_change_is_refused() {
     });
     let tmp = tempfile::tempdir().expect("tempdir");
     let (out, err) = (tmp.path().join("out"), tmp.path().join("err"));
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
-        .env_clear()
-        .current_dir(crate::support::root())
-        .args(["--set", "node.name=win-1", "--sim-host"])
-        .arg(node.sim())
-        .args(["logs", "felix", "--follow", "--position", POSITION])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::fs::File::create(&out).expect("out"))
-        .stderr(std::fs::File::create(&err).expect("err"))
-        .spawn()
-        .expect("start calicoctl-win");
+    let mut child = background(
+        &node,
+        &["logs", "felix", "--follow", "--position", POSITION],
+        std::fs::File::create(&out).expect("out"),
+        std::fs::File::create(&err).expect("err"),
+    );
     wait_for(&mut child, &out, &err, |o, e| {
         o == "felix 0\n" && e.contains("following without a kept position")
     });
@@ -341,17 +326,12 @@ fn a_follower_goes_on_past_a_log_it_cannot_read_for_a_while() {
     fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
     let tmp = tempfile::tempdir().expect("tempdir");
     let (out, err) = (tmp.path().join("out"), tmp.path().join("err"));
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
-        .env_clear()
-        .current_dir(crate::support::root())
-        .args(["--set", "node.name=win-1", "--sim-host"])
-        .arg(node.sim())
-        .args(["logs", "felix", "--follow"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::fs::File::create(&out).expect("out"))
-        .stderr(std::fs::File::create(&err).expect("err"))
-        .spawn()
-        .expect("start calicoctl-win");
+    let mut child = background(
+        &node,
+        &["logs", "felix", "--follow"],
+        std::fs::File::create(&out).expect("out"),
+        std::fs::File::create(&err).expect("err"),
+    );
     wait_for(&mut child, &out, &err, |o, _| o == "felix 0\n");
     // The directory's place taken by a file: listing it fails until it is back.
     let aside = tmp.path().join("logs");
@@ -380,23 +360,18 @@ fn a_position_that_cannot_be_kept_is_said() {
     fs_err::write(dir.join("calico-felix.log"), "felix 0\n").expect("log");
     let tmp = tempfile::tempdir().expect("tempdir");
     let (out, err) = (tmp.path().join("out"), tmp.path().join("err"));
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
-        .env_clear()
-        .current_dir(crate::support::root())
-        .args(["--set", "node.name=win-1", "--sim-host"])
-        .arg(node.sim())
-        .args([
+    let mut child = background(
+        &node,
+        &[
             "logs",
             "felix",
             "--follow",
             "--position",
             r"C:\gone\felix.json",
-        ])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::fs::File::create(&out).expect("out"))
-        .stderr(std::fs::File::create(&err).expect("err"))
-        .spawn()
-        .expect("start calicoctl-win");
+        ],
+        std::fs::File::create(&out).expect("out"),
+        std::fs::File::create(&err).expect("err"),
+    );
     wait_for(&mut child, &out, &err, |o, e| {
         o == "felix 0\n" && e.contains("is no directory") && e.contains("cannot keep the position")
     });
@@ -418,17 +393,12 @@ fn logs_say_a_missing_log_and_stop_quietly_when_the_output_closes() {
 
     let line = format!("{}\n", "f".repeat(99));
     fs_err::write(dir.join("calico-felix.log"), line.repeat(20_000)).expect("log");
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
-        .env_clear()
-        .current_dir(crate::support::root())
-        .args(["--set", "node.name=win-1", "--sim-host"])
-        .arg(node.sim())
-        .args(["logs", "felix"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start calicoctl-win");
+    let mut child = background(
+        &node,
+        &["logs", "felix"],
+        std::process::Stdio::piped(),
+        std::process::Stdio::piped(),
+    );
     let mut first = [0u8; 100];
     std::io::Read::read_exact(child.stdout.as_mut().expect("stdout"), &mut first).expect("read");
     drop(child.stdout.take());
@@ -440,20 +410,12 @@ fn logs_say_a_missing_log_and_stop_quietly_when_the_output_closes() {
 
 /// `logs felix --follow` (with `--position FILE` when given) on the node, its stdout a pipe.
 fn follower(node: &Node, position: Option<&Kept>) -> std::process::Child {
-    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"));
-    c.env_clear()
-        .current_dir(crate::support::root())
-        .args(["--set", "node.name=win-1", "--sim-host"])
-        .arg(node.sim())
-        .args(["logs", "felix", "--follow"]);
+    let mut args = vec!["logs", "felix", "--follow"];
     if let Some(p) = position {
-        c.arg("--position").arg(p.0);
+        args.extend(["--position", p.0]);
     }
-    c.stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start calicoctl-win")
+    let (out, err) = (std::process::Stdio::piped(), std::process::Stdio::null());
+    background(node, &args, out, err)
 }
 
 /// Appends `text` to the node's current Felix log.
@@ -587,17 +549,12 @@ fn logs_briefly(node: &Node, position: &Kept) -> (Option<i32>, String, String) {
     let (position, local) = (position.0, position.1.as_path());
     let out_file = local.with_extension("brief");
     let err_file = local.with_extension("err");
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
-        .env_clear()
-        .current_dir(crate::support::root())
-        .args(["--set", "node.name=win-1", "--sim-host"])
-        .arg(node.sim())
-        .args(["logs", "felix", "--follow", "--position", position])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::fs::File::create(&out_file).expect("out"))
-        .stderr(std::fs::File::create(&err_file).expect("err"))
-        .spawn()
-        .expect("start calicoctl-win");
+    let mut child = background(
+        node,
+        &["logs", "felix", "--follow", "--position", position],
+        std::fs::File::create(&out_file).expect("out"),
+        std::fs::File::create(&err_file).expect("err"),
+    );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while kept_offset(local) != Some(16) {
         assert!(
@@ -748,4 +705,21 @@ fn logs_calicoctl_win_reads_the_detached_installs_log() {
         err.contains(r"no calicoctl-win log in C:\ProgramData\calicoctl-win"),
         "{err}"
     );
+}
+
+/// `calicoctl-win ARGS` on the node (no cluster) in the background, its output to `out`, `err`.
+fn background(
+    node: &Node,
+    args: &[&str],
+    out: impl Into<std::process::Stdio>,
+    err: impl Into<std::process::Stdio>,
+) -> std::process::Child {
+    crate::support::background()
+        .args(["--set", "node.name=win-1", "--sim-host"])
+        .arg(node.sim())
+        .args(args)
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .expect("start calicoctl-win")
 }

@@ -84,10 +84,7 @@ fn to_the_operator_and_back_keeps_every_endpoint() {
     assert_eq!(doc["boot_marker"], "21.11.2025 09:00:00", "{doc}");
     // containerd's CNI directories stay for the operator's files (containerd watches the one
     // it made at start only); the install root's empty directories go.
-    let removed_dirs: Vec<&str> = doc["actions"]
-        .as_array()
-        .expect("actions")
-        .iter()
+    let removed_dirs: Vec<&str> = crate::support::items(&doc, "actions")
         .filter(|a| a["action"] == "remove-dir")
         .filter_map(|a| a["path"].as_str())
         .collect();
@@ -149,10 +146,7 @@ fn to_the_operator_and_back_keeps_every_endpoint() {
         "{n}"
     );
     assert_eq!(n["spec"]["unschedulable"], Value::Null, "{n}");
-    let unavailable = n["status"]["conditions"]
-        .as_array()
-        .expect("conditions")
-        .iter()
+    let unavailable = crate::support::items(&n["status"], "conditions")
         .find(|c| c["type"] == "NetworkUnavailable")
         .cloned()
         .expect("the condition the preStop set");

@@ -107,10 +107,7 @@ fn from_operators_dry_run_says_what_the_real_run_does() {
     assert_eq!(code, 0, "{err} {doc}");
     assert_eq!(doc["direction"], "from-operator", "{doc}");
     assert_eq!(doc["node"], "win-1", "{doc}");
-    let steps: Vec<&str> = doc["migrate_actions"]
-        .as_array()
-        .expect("migrate's steps")
-        .iter()
+    let steps: Vec<&str> = crate::support::items(&doc, "migrate_actions")
         .filter_map(|a| a["action"].as_str())
         .collect();
     assert!(steps.contains(&"set-node-label"), "{steps:?}");
@@ -294,19 +291,8 @@ fn from_operator_holds_the_host_lock_through_its_install() {
     let zip = node.zip().display().to_string();
     let api = node.api();
     api.hold_write_at(1);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
-        .current_dir(crate::support::root())
-        .args(["--set", "node.name=win-1", "migrate", "from-operator"])
-        .args(["--pod-timeout", "30s", "--release-zip", &zip])
-        .args(["-o", "json", "--sim-host"])
-        .arg(node.sim())
-        .arg("--kubeconfig")
-        .arg(&node.admin)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start calicoctl-win");
+    let args = ["migrate", "from-operator", "--pod-timeout", "30s"];
+    let mut child = node.spawn(&[&args[..], &["--release-zip", &zip]].concat(), false);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while !api.lock().held {
         assert!(

@@ -139,19 +139,7 @@ fn walk(node: &Node, args: &[&str], (host, objects): (&Path, &BTreeMap<String, V
 fn kill_at_write(node: &Node, args: &[&str], k: usize) -> bool {
     let api = node.api();
     api.hold_write_at(k);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
-        .current_dir(crate::support::root())
-        .args(["--set", "node.name=win-1"])
-        .args(args)
-        .args(["-o", "json", "--sim-host"])
-        .arg(node.sim())
-        .arg("--kubeconfig")
-        .arg(&node.admin)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start calicoctl-win");
+    let mut child = node.spawn(args, false);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     let reached = loop {
         if api.lock().held {

@@ -45,10 +45,7 @@ fn the_external_network_binds_the_adapter_holding_the_nodes_internal_ip() {
     assert_eq!(bound_adapter(&ext).as_deref(), Some("Ethernet 2"), "{ext}");
     // The vSwitch took Ethernet 2: its address is on vEthernet (Ethernet 2), with its MAC.
     let state = node.state();
-    let vnic = state["adapters"]
-        .as_array()
-        .expect("adapters")
-        .iter()
+    let vnic = crate::support::items(&state, "adapters")
         .find(|a| a["name"] == "vEthernet (Ethernet 2)")
         .cloned()
         .expect("the vSwitch's host adapter");
@@ -60,10 +57,7 @@ fn the_external_network_binds_the_adapter_holding_the_nodes_internal_ip() {
     let (_, doc, err) = node.run(&["status"]);
     assert_eq!(doc["address"]["internal_ip"], "10.0.0.6", "{err} {doc}");
     assert_eq!(doc["address"]["networks"]["External"], "10.0.0.6", "{doc}");
-    let codes: Vec<&str> = doc["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
+    let codes: Vec<&str> = crate::support::items(&doc, "findings")
         .filter_map(|f| f["code"].as_str())
         .collect();
     assert!(!codes.contains(&"address-mismatch"), "{doc}");
@@ -93,10 +87,7 @@ fn the_external_network_binds_the_adapter_holding_the_nodes_internal_ip() {
     node.edit_state(no_dns);
     let (code, doc, _) = node.run(&["status"]);
     let drift = |doc: &Value| -> Vec<Value> {
-        doc["findings"]
-            .as_array()
-            .expect("findings")
-            .iter()
+        crate::support::items(doc, "findings")
             .filter(|f| f["code"] == "adapter-drift")
             .cloned()
             .collect()
@@ -180,10 +171,7 @@ fn an_install_that_cannot_choose_the_adapter_stops_before_changing_anything() {
     let (code, doc, _) = node.install_local(&[]);
     assert_eq!(code, 3, "{doc}");
     assert_eq!(doc["blocking"], serde_json::json!(["adapter"]), "{doc}");
-    let check = doc["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
+    let check = crate::support::items(&doc, "checks")
         .find(|c| c["id"] == "adapter")
         .cloned()
         .expect("adapter check");
@@ -328,10 +316,7 @@ fn after_the_nodes_address_changes_status_names_the_pods_left_behind_and_repair_
 
     let (code, doc, err) = node.run(&["status"]);
     assert_eq!(code, 1, "{err} {doc}");
-    let old: Vec<&Value> = doc["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
+    let old: Vec<&Value> = crate::support::items(&doc, "findings")
         .filter(|f| f["code"] == "endpoint-old-address")
         .collect();
     assert_eq!(old.len(), 1, "{doc}");

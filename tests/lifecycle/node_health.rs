@@ -38,10 +38,7 @@ pub(crate) fn broken() -> Node {
 }
 
 fn verdicts(doc: &Value) -> Vec<(String, String)> {
-    doc["endpoints"]
-        .as_array()
-        .expect("endpoints")
-        .iter()
+    crate::support::items(doc, "endpoints")
         .map(|e| {
             (
                 e["name"].as_str().unwrap_or_default().to_owned(),
@@ -96,10 +93,7 @@ fn status_names_stuck_and_stale_endpoints_and_repair_removes_them_and_brings_the
         "{problems:?}"
     );
     // The same as typed findings (docs/findings.md): a code, a subject, a remedy.
-    let stuck = doc["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
+    let stuck = crate::support::items(&doc, "findings")
         .find(|f| f["code"] == "endpoint-stuck")
         .cloned()
         .expect("an endpoint-stuck finding");
@@ -121,10 +115,7 @@ fn status_names_stuck_and_stale_endpoints_and_repair_removes_them_and_brings_the
     let before = snapshot(&node.sim());
     let (code, doc, err) = node.run(&["repair", "--dry-run"]);
     assert_eq!(code, 0, "{err}");
-    let actions: Vec<&str> = doc["actions"]
-        .as_array()
-        .expect("actions")
-        .iter()
+    let actions: Vec<&str> = crate::support::items(&doc, "actions")
         .map(|a| a["action"].as_str().unwrap_or_default())
         .collect();
     assert_eq!(
@@ -201,10 +192,7 @@ fn repair_judges_the_node_again_after_its_run() {
         json!([]),
         "the endpoints are mended: {doc}"
     );
-    let codes: Vec<&str> = doc["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
+    let codes: Vec<&str> = crate::support::items(&doc, "findings")
         .filter_map(|f| f["code"].as_str())
         .collect();
     assert_eq!(codes, ["felix-unhealthy"], "{doc}");
@@ -231,10 +219,7 @@ fn status_names_each_layer_whose_address_differs_from_the_nodes() {
     node.api().put(path, n.clone());
     let (code, doc, _) = node.run(&["status"]);
     assert_eq!(code, 1, "{doc}");
-    let mismatch: Vec<&Value> = doc["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
+    let mismatch: Vec<&Value> = crate::support::items(&doc, "findings")
         .filter(|f| f["code"] == "address-mismatch")
         .collect();
     assert_eq!(mismatch.len(), 1, "{doc}");
@@ -250,10 +235,7 @@ fn status_names_each_layer_whose_address_differs_from_the_nodes() {
     node.api().put(path, n);
     let (code, doc, _) = node.run(&["status"]);
     assert_eq!(code, 1, "{doc}");
-    let subjects: Vec<&str> = doc["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
+    let subjects: Vec<&str> = crate::support::items(&doc, "findings")
         .filter(|f| f["code"] == "address-mismatch")
         .filter_map(|f| f["subject"].as_str())
         .collect();
@@ -538,10 +520,7 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
     );
     let n = node.api().get("/api/v1/nodes/win-1").expect("node");
     assert!(
-        n["status"]["conditions"]
-            .as_array()
-            .expect("conditions")
-            .iter()
+        crate::support::items(&n["status"], "conditions")
             .any(|c| c["type"] == "Ready" && c["status"] == "True"),
         "kubelet's Ready condition was lost: {n}"
     );
@@ -702,19 +681,13 @@ fn remote_endpoints_are_judged_from_one_read_and_only_addresses_are_asked_about(
         "one read of the pods for every address"
     );
     let verdict_of = |doc: &Value, name: &str| {
-        doc["endpoints"]
-            .as_array()
-            .expect("endpoints")
-            .iter()
+        crate::support::items(doc, "endpoints")
             .find(|e| e["name"] == name)
             .map(|e| e["verdict"].clone())
     };
     assert_eq!(verdict_of(&doc, "api-server"), Some(json!("ok")), "{doc}");
     let count = |verdict: &str| {
-        doc["endpoints"]
-            .as_array()
-            .expect("endpoints")
-            .iter()
+        crate::support::items(&doc, "endpoints")
             .filter(|e| e["verdict"] == verdict)
             .count()
     };
@@ -723,10 +696,7 @@ fn remote_endpoints_are_judged_from_one_read_and_only_addresses_are_asked_about(
     // What HNS gives as its address is no address: no MAC kube-proxy would give it, so it
     // cannot be told to be a Service backend's: unknown, kept, and never asked about.
     assert_eq!(count("unknown"), 1, "{doc}");
-    let odd = doc["endpoints"]
-        .as_array()
-        .expect("endpoints")
-        .iter()
+    let odd = crate::support::items(&doc, "endpoints")
         .find(|e| e["name"] == "odd")
         .expect("odd");
     assert_eq!(odd["verdict"], "unknown", "{odd}");
@@ -784,12 +754,8 @@ fn a_pod_without_an_endpoint_is_named_and_evicted() {
         "evicted"
     );
     assert!(
-        !doc["actions"]
-            .as_array()
-            .expect("actions")
-            .iter()
-            .any(|a| a["action"] == "delete-endpoint"
-                && a["id"].as_str().is_some_and(|i| i.starts_with("pod:"))),
+        !crate::support::items(&doc, "actions").any(|a| a["action"] == "delete-endpoint"
+            && a["id"].as_str().is_some_and(|i| i.starts_with("pod:"))),
         "{doc}"
     );
 }
@@ -904,10 +870,7 @@ fn status_text_whole() {
 /// The codes of a document's findings, each once, sorted.
 #[cfg(unix)]
 pub(crate) fn codes_of(doc: &Value) -> Vec<String> {
-    let mut codes: Vec<String> = doc["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
+    let mut codes: Vec<String> = crate::support::items(doc, "findings")
         .filter_map(|f| f["code"].as_str().map(str::to_owned))
         .collect();
     codes.sort();
@@ -1056,10 +1019,7 @@ fn what_a_run_left_and_the_metrics_ports_are_in_the_condition_as_in_status() {
         "the condition's codes: {written} {log}"
     );
     let n = node.api().get("/api/v1/nodes/win-1").expect("node");
-    let ready = n["status"]["conditions"]
-        .as_array()
-        .expect("conditions")
-        .iter()
+    let ready = crate::support::items(&n["status"], "conditions")
         .find(|c| c["type"] == "CalicoWindowsReady")
         .map(|c| c["status"].clone());
     assert_eq!(ready, Some(json!("True")), "{n} {log}");

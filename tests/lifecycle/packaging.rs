@@ -185,6 +185,7 @@ fn a_plain_http_download_url_is_refused() {
 #[cfg(unix)]
 #[test]
 fn package_sh_honours_cargo_target_dir() {
+    use assert_cmd::assert::OutputAssertExt;
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("tempdir");
     let bin = dir.path().join("bin");
@@ -208,19 +209,14 @@ esac
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = std::process::Command::new("bash")
+    std::process::Command::new("bash")
         .arg(crate::support::root().join("packaging/package.sh"))
         .arg(URL_BASE)
         .env("PATH", path)
         .env("CARGO_TARGET_DIR", &target)
         .env("SOURCE_DATE_EPOCH", "1763856000")
-        .output()
-        .expect("package.sh");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success();
     let zip = format!(
         "calicoctl-win-{}-windows-amd64.zip",
         env!("CARGO_PKG_VERSION")

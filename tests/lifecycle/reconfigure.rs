@@ -60,10 +60,7 @@ impl Node {
 }
 
 fn actions(doc: &Value) -> Vec<String> {
-    doc["actions"]
-        .as_array()
-        .expect("actions")
-        .iter()
+    crate::support::items(doc, "actions")
         .map(|a| a["action"].as_str().unwrap_or_default().to_owned())
         .collect()
 }
@@ -86,10 +83,7 @@ fn vni_change_recreates_the_network_after_a_drain_and_uncordons() {
     let (code, doc, err) = n.reconfigure(&[VNI_4097, &["--drain", "--dry-run"]].concat());
     assert_eq!(code, 0, "{err}");
     assert_eq!(doc["change"], "network");
-    let evict: Vec<&str> = doc["pods"]["evict"]
-        .as_array()
-        .expect("evict")
-        .iter()
+    let evict: Vec<&str> = crate::support::items(&doc["pods"], "evict")
         .filter_map(|p| p["name"].as_str())
         .collect();
     assert_eq!(evict, ["web-1", "web-2"]);
@@ -263,27 +257,13 @@ fn ctrl_c_during_the_drain_ends_its_wait_and_undoes_the_cordon() {
         .eviction_blocked
         .insert("default/web-2".into());
     let before = snapshot(&n.sim());
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
-        .env_clear()
-        .current_dir(crate::support::root())
-        .args(["--set", "node.name=win-1", "reconfigure"])
-        .args(VNI_4097)
-        .args([
-            "--drain",
-            "--drain-timeout",
-            "1h",
-            "-o",
-            "json",
-            "--sim-host",
-        ])
-        .arg(n.sim())
-        .arg("--kubeconfig")
-        .arg(&n.admin)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let args = [
+        &["reconfigure"],
+        VNI_4097,
+        &["--drain", "--drain-timeout", "1h"],
+    ]
+    .concat();
+    let child = n.spawn(&args, true);
     // The eviction the budget refuses was asked for: the drain is waiting.
     let refused = |n: &Node| {
         n.api()
@@ -427,10 +407,7 @@ fn a_files_only_change_restarts_only_the_services_concerned() {
     let (code, doc, err) = n.reconfigure(&["--config", &config]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(doc["change"], "files");
-    let described: Vec<&str> = doc["actions"]
-        .as_array()
-        .expect("actions")
-        .iter()
+    let described: Vec<&str> = crate::support::items(&doc, "actions")
         .filter_map(|a| a["description"].as_str())
         .collect();
     let text = described.join("\n");
@@ -474,15 +451,15 @@ fn a_pod_without_a_controller_is_evicted_only_with_force() {
 
 #[test]
 fn no_install_means_nothing_to_reconfigure() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let out = on_node()
         .args(["reconfigure", "--sim-host"])
         .arg(node.sim())
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not installed"), "{err}");
 }
@@ -507,10 +484,7 @@ fn status_is_healthy_after_install_and_names_each_problem_when_degraded() {
     );
     assert_eq!(doc["node"]["ready"], true);
     assert_eq!(doc["node"]["pods"].as_array().expect("pods").len(), 4);
-    let calico = doc["networks"]
-        .as_array()
-        .expect("networks")
-        .iter()
+    let calico = crate::support::items(&doc, "networks")
         .find(|n| n["name"] == "Calico")
         .expect("Calico network");
     assert_eq!(calico["subnets"][0]["vsid"], 4096);
@@ -898,10 +872,7 @@ fn status_and_preflight_check_the_kube_proxy_service() {
         "{problems}"
     );
     // The fix is the kube-proxy finding's remedy, not part of its sentence.
-    let finding = doc["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
+    let finding = crate::support::items(&doc, "findings")
         .find(|f| f["code"] == "kube-proxy")
         .cloned()
         .unwrap_or_default();
@@ -914,10 +885,7 @@ fn status_and_preflight_check_the_kube_proxy_service() {
     assert!(!problems.contains("fix:"), "{problems}");
     assert!(problems.contains("\\\"vxlan0\\\""), "{problems}");
     let (_, doc, _) = n.run(&["preflight"]);
-    let check = doc["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
+    let check = crate::support::items(&doc, "checks")
         .find(|c| c["id"] == "kube-proxy")
         .expect("kube-proxy check")
         .clone();
@@ -1014,10 +982,7 @@ fn a_vni_is_compared_with_felixs_default_when_the_cluster_sets_none() {
     );
     let (code, doc, _) = n.run(&["preflight", "--set", "vxlan.vni=4097"]);
     assert_eq!(code, 3, "{doc}");
-    let check = doc["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
+    let check = crate::support::items(&doc, "checks")
         .find(|c| c["id"] == "vxlan-vni")
         .cloned()
         .expect("vxlan-vni");

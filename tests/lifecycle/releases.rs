@@ -12,8 +12,7 @@ use serde_json::Value;
 /// Installs a release zip named without its version (`calico-windows.zip`), so the version can
 /// only come from the binary; returns the install's JSON, the host state and the node.
 fn install(binary: &str, version: &str) -> (Value, Value, Node, FakeApi, Value) {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let zip = node.dir.path().join("calico-windows.zip");
     write_zip(&zip, &entries_of(binary, Some(version)));
@@ -35,10 +34,7 @@ fn install(binary: &str, version: &str) -> (Value, Value, Node, FakeApi, Value) 
 }
 
 fn started(state: &Value) -> Vec<String> {
-    state["started"]
-        .as_array()
-        .expect("started")
-        .iter()
+    crate::support::items(state, "started")
         .map(|s| s.as_str().expect("text").to_owned())
         .collect()
 }
@@ -101,8 +97,7 @@ fn each_release_is_started_with_its_own_command_lines() {
 
 #[test]
 fn the_version_follows_the_cluster_and_a_downgrade_needs_to_be_asked_for() {
-    let api = FakeApi::start();
-    api.healthy_calico(); // ClusterInformation calicoVersion v3.30.2
+    let api = FakeApi::calico(); // ClusterInformation calicoVersion v3.30.2
     let node = Node::new(&api);
     let initial_dir = node.sim();
 
@@ -164,8 +159,7 @@ fn the_version_follows_the_cluster_and_a_downgrade_needs_to_be_asked_for() {
 /// changes nothing on the node: a cached zip it refuses stays where it is.
 #[test]
 fn a_dry_run_reads_the_cached_zip_and_leaves_a_refused_one_in_place() {
-    let api = FakeApi::start();
-    api.healthy_calico(); // ClusterInformation calicoVersion v3.30.2
+    let api = FakeApi::calico(); // ClusterInformation calicoVersion v3.30.2
     let node = Node::new(&api);
     let (code, _, stderr) = node.run(&["preflight", "--offline"]);
     assert!(code == 0 || code == 3, "{stderr}");
@@ -215,8 +209,7 @@ fn a_dry_run_reads_the_cached_zip_and_leaves_a_refused_one_in_place() {
 /// refuses with the same error (after showing its plan, as a dry run the checks stop does).
 #[test]
 fn a_refused_install_makes_no_change_and_its_dry_run_refuses_alike() {
-    let api = FakeApi::start();
-    api.healthy_calico(); // ClusterInformation calicoVersion v3.30.2
+    let api = FakeApi::calico(); // ClusterInformation calicoVersion v3.30.2
     let node = Node::new(&api);
     let (code, _, stderr) = node.run(&["preflight", "--offline"]);
     assert!(code == 0 || code == 3, "{stderr}");
@@ -272,8 +265,7 @@ fn a_refused_install_makes_no_change_and_its_dry_run_refuses_alike() {
 #[cfg(unix)]
 #[test]
 fn a_killed_looks_release_is_removed_by_the_next_install_and_a_link_is_left() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = Node::new(&api);
     let zip = node.dir.path().join("calico-windows.zip");
     write_zip(&zip, &entries_of("calico-node.exe", Some("3.30.2")));

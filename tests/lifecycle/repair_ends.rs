@@ -52,10 +52,7 @@ fn seen_since(node: &Node, name: &str, secs: i64) {
         .expect("clock")
         .as_secs() as i64;
     node.edit_state(|state| {
-        let id = state["endpoints"]
-            .as_array()
-            .expect("endpoints")
-            .iter()
+        let id = crate::support::items(state, "endpoints")
             .find(|e| e["name"] == name)
             .and_then(|e| e["id"].as_str())
             .expect("the endpoint")
@@ -86,30 +83,9 @@ fn a_stop_during_the_wait_after_the_run_prints_what_was_done_and_exits_1() {
         st.pdb_retry_after = 1;
     }
     let log = node.dir.path().join("repair.log");
-    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"));
-    c.env_clear().current_dir(crate::support::root());
-    if let Some(name) = node.name() {
-        c.args(["--set", &format!("node.name={name}")]);
-    }
-    let mut child = c
-        .args([
-            "repair",
-            "--grace",
-            "60s",
-            "--wait-timeout",
-            "10m",
-            "--log-file",
-        ])
-        .arg(&log)
-        .args(["-o", "json", "--sim-host"])
-        .arg(node.sim())
-        .arg("--kubeconfig")
-        .arg(&node.admin)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start calicoctl-win");
+    let log_file = log.display().to_string();
+    let args = ["repair", "--grace", "60s", "--wait-timeout", "10m"];
+    let mut child = node.spawn(&[&args[..], &["--log-file", &log_file]].concat(), true);
     // The plan is made once the eviction is asked for; the budget lets it go once the stale
     // endpoint has been at fault past the grace period.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
@@ -150,10 +126,7 @@ fn a_stop_during_the_wait_after_the_run_prints_what_was_done_and_exits_1() {
         doc["actions"].as_array().is_some_and(|a| !a.is_empty()),
         "{doc}"
     );
-    let remaining: Vec<&str> = doc["remaining"]
-        .as_array()
-        .expect("remaining")
-        .iter()
+    let remaining: Vec<&str> = crate::support::items(&doc, "remaining")
         .filter_map(|e| e["name"].as_str())
         .collect();
     assert_eq!(remaining, ["late_Calico"], "{doc}");

@@ -225,7 +225,7 @@ fn a_missing_environment_is_a_clear_failure_and_an_error_event() {
 
 #[test]
 fn bad_service_options_are_usage_errors() {
-    let out = cmd()
+    cmd()
         .args([
             "service",
             "run",
@@ -234,10 +234,9 @@ fn bad_service_options_are_usage_errors() {
             "--log-max-size",
             "ten",
         ])
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a size"));
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("is not a size"));
 }
 
 #[test]

@@ -76,8 +76,7 @@ fn state(node: &Node) -> Value {
 
 #[test]
 fn the_node_renews_its_own_token_over_several_lifetimes_without_an_admin_credential() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.lock().max_token_seconds = Some(CAP);
     let node = Node::new(&api);
     let (admin, key) = admin_with_key(&api, node.dir.path());
@@ -201,14 +200,10 @@ fn the_node_renews_its_own_token_over_several_lifetimes_without_an_admin_credent
         .arg(node.sim())
         .arg("--kubeconfig")
         .arg(&admin)
-        .output()
-        .expect("uninstall");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success()
+        .get_output()
+        .clone();
     assert!(api.get(&format!("{RBAC}/roles/{GRANT}")).is_none());
     assert!(api.get(&format!("{RBAC}/rolebindings/{GRANT}")).is_some());
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
@@ -222,11 +217,7 @@ fn the_node_renews_its_own_token_over_several_lifetimes_without_an_admin_credent
 
 #[test]
 fn a_failed_install_removes_the_grant_it_made() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     // The first service registration fails: the plan rolls back.
     let (code, _, stderr) = node.run(&[
         "install",
@@ -256,11 +247,7 @@ fn a_failed_install_removes_the_grant_it_made() {
 
 #[test]
 fn uninstall_purge_without_the_cluster_says_how_to_remove_the_grant() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     fs_err::remove_file(&node.admin).expect("remove");
@@ -346,11 +333,7 @@ mod rbac {
 /// there left the grant, and the rerun found nothing installed.)
 #[test]
 fn uninstall_cut_off_in_the_cluster_finishes_there_when_run_again() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     api.fail_write_at(1);
@@ -384,11 +367,7 @@ fn uninstall_cut_off_in_the_cluster_finishes_there_when_run_again() {
 /// cluster, instead of stopping at the refused step on every rerun.
 #[test]
 fn uninstall_with_a_kubeconfig_that_may_not_change_the_node_says_so_and_finishes() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     api.forbid("patch", "nodes/status");
@@ -412,11 +391,7 @@ fn uninstall_with_a_kubeconfig_that_may_not_change_the_node_says_so_and_finishes
 /// said as a warning, while our RoleBinding goes.
 #[test]
 fn uninstall_purge_leaves_a_grant_that_is_not_ours() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     let path = format!("{RBAC}/roles/{GRANT}");
@@ -445,11 +420,7 @@ fn uninstall_purge_leaves_a_grant_that_is_not_ours() {
 /// the Role install made goes. A second install does not adopt the administrator's either.
 #[test]
 fn uninstall_purge_leaves_a_grant_made_again_since_install_with_our_label() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     let path = format!("{RBAC}/rolebindings/{GRANT}");
@@ -485,11 +456,7 @@ fn uninstall_purge_leaves_a_grant_made_again_since_install_with_our_label() {
 /// is not forgotten: its annotations stay, said.
 #[test]
 fn uninstall_leaves_a_node_another_install_annotated() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     let mut n = api.get("/api/v1/nodes/win-1").expect("node");
@@ -523,8 +490,7 @@ fn uninstall_leaves_a_node_another_install_annotated() {
 /// not turn a living node's condition NotInstalled.
 #[test]
 fn uninstall_forgets_the_node_calico_ran_as_not_the_one_the_config_names_now() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let mut other = api.get("/api/v1/nodes/win-1").expect("node");
     other["metadata"]["name"] = serde_json::json!("win-2");
     other["metadata"]["annotations"] = serde_json::json!({"calicoctl-win/config-hash": "theirs"});
@@ -556,11 +522,7 @@ fn uninstall_forgets_the_node_calico_ran_as_not_the_one_the_config_names_now() {
 /// True `CalicoWindowsTraffic` Unknown (`NotInstalled`), since no run refreshes it any more.
 #[test]
 fn uninstall_turns_the_traffic_verdict_unknown() {
-    let api = FakeApi::start();
-    api.healthy_calico();
-    let node = Node::new(&api);
-    let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
-    let zip = zip.display().to_string();
+    let (api, node, zip) = Node::on_calico_with_zip();
     let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{stderr}");
     let mut n = api.get("/api/v1/nodes/win-1").expect("node");

@@ -101,8 +101,7 @@ fn renewal_events(node: &Node) -> usize {
 
 #[test]
 fn a_renewed_token_is_not_drift() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = installed(&api);
     // What CalicoNode does at a renewal: a new token of the same account over the file.
     let fresh = jwt(&format!(
@@ -133,8 +132,7 @@ fn a_renewed_token_is_not_drift() {
 
 #[test]
 fn an_expired_token_is_not_asked_for_again_every_second_and_status_says_what_to_do() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = installed(&api);
     let expired = jwt(&format!(
         r#"{{"iat":{},"exp":{},"sub":"system:serviceaccount:calico-system:calico-node"}}"#,
@@ -170,8 +168,7 @@ fn an_expired_token_is_not_asked_for_again_every_second_and_status_says_what_to_
 
 #[test]
 fn a_server_clock_behind_the_nodes_cannot_make_renewals_loop() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     {
         let mut st = api.lock();
         // Tokens of 30 s from a server 25 s behind: each is due by its own claims on arrival.
@@ -197,8 +194,7 @@ fn a_server_clock_behind_the_nodes_cannot_make_renewals_loop() {
 
 #[test]
 fn a_token_that_is_no_jwt_takes_its_expiry_from_the_tokenrequest_answer() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     api.lock().opaque_tokens = true;
     api.lock().max_token_seconds = Some(3600);
     let node = installed(&api);
@@ -228,8 +224,7 @@ fn a_token_that_is_no_jwt_takes_its_expiry_from_the_tokenrequest_answer() {
 
 #[test]
 fn absurd_token_claims_are_an_unusable_token_not_a_crash() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = installed(&api);
     for claims in [
         format!(r#"{{"iat":{},"exp":{}}}"#, i64::MIN, i64::MAX),
@@ -250,8 +245,7 @@ fn absurd_token_claims_are_an_unusable_token_not_a_crash() {
 
 #[test]
 fn a_token_file_status_cannot_use_is_one_problem_among_the_others() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = installed(&api);
     let file = token_file(&node);
     // Unreadable: a directory in its place.
@@ -310,8 +304,7 @@ fn cause_said(node: &Node) -> String {
 /// token whose account uid is gone), the issuer changed, the signing key rotated.
 #[test]
 fn status_names_the_cause_of_a_refused_token() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = installed(&api);
     refused_now(&node);
     // Nothing changed in the cluster: the token's account and issuer are current.
@@ -343,8 +336,7 @@ fn status_names_the_cause_of_a_refused_token() {
 /// `status` names the cause.
 #[test]
 fn a_refused_token_is_noticed_at_the_first_look_not_at_its_renewal_time() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = installed(&api);
     api.recreate_service_account("calico-system", "calico-node");
     let before = token_requests(&api);
@@ -377,8 +369,7 @@ fn a_refused_token_is_noticed_at_the_first_look_not_at_its_renewal_time() {
 /// and status say so.
 #[test]
 fn tokens_are_bound_to_the_node_where_the_server_allows_and_status_says_which() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = installed(&api);
     let (_, doc, err) = node.run(&["status"]);
     assert_eq!(doc["token"]["bound_to_node"], "win-1", "{err} {doc}");
@@ -401,8 +392,7 @@ fn tokens_are_bound_to_the_node_where_the_server_allows_and_status_says_which() 
         "{said}"
     );
 
-    let old = FakeApi::start();
-    old.healthy_calico();
+    let old = FakeApi::calico();
     old.set_node_binding(false);
     let node = Node::new(&old);
     let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
@@ -410,13 +400,9 @@ fn tokens_are_bound_to_the_node_where_the_server_allows_and_status_says_which() 
     let (code, doc, err) = node.run(&["install", "--no-start", "--release-zip", &zip]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        doc["prepare"]
-            .as_array()
-            .expect("prepare")
-            .iter()
-            .any(|p| p.as_str().is_some_and(
-                |p| p.contains("not bound to the Node") && p.contains("Unsupported value")
-            )),
+        crate::support::items(&doc, "prepare").any(|p| p.as_str().is_some_and(|p| p
+            .contains("not bound to the Node")
+            && p.contains("Unsupported value"))),
         "{doc}"
     );
     let (_, doc, _) = node.run(&["status"]);
@@ -429,8 +415,7 @@ fn tokens_are_bound_to_the_node_where_the_server_allows_and_status_says_which() 
 /// the program that holds it.
 #[test]
 fn a_new_token_written_over_the_file_is_used_without_a_restart() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = installed(&api);
     let mut felix = crate::support::client_go::FileTokenSource::new(token_file(&node));
     let accepts = |t: &str| api.accepts(t);
@@ -488,8 +473,7 @@ fn fingerprint(token: &str) -> String {
 /// runs it.
 #[test]
 fn status_asks_the_api_server_whether_it_takes_the_token() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = installed(&api);
     api.recreate_service_account("calico-system", "calico-node");
     let (code, doc, err) = node.run(&["status"]);
@@ -526,8 +510,7 @@ fn status_asks_the_api_server_whether_it_takes_the_token() {
 /// new token, the old refusal no longer degrades the node.
 #[test]
 fn a_refusal_of_the_old_token_is_not_the_new_ones() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let node = installed(&api);
     let old = fs_err::read_to_string(token_file(&node)).expect("token");
     let record = json!({"at": now(), "expires": now() + 3600, "unauthorized": false,
@@ -561,8 +544,7 @@ fn a_refusal_of_the_old_token_is_not_the_new_ones() {
 /// unreachable or not.
 #[test]
 fn a_node_clock_two_hours_ahead_does_not_expire_a_working_token() {
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     {
         let mut st = api.lock();
         st.max_token_seconds = Some(3600);

@@ -28,8 +28,7 @@ fn server_2025_is_judged_by_its_update_and_its_felix_in_preflight_and_status() {
         ("ws2025-april2026", "3.28.5", None),
     ] {
         let what = format!("{profile} with Calico {version}");
-        let api = FakeApi::start();
-        api.healthy_calico();
+        let api = FakeApi::calico();
         let mut info = api.get(CLUSTER_INFO).expect("info");
         info["spec"]["calicoVersion"] = json!(format!("v{version}"));
         api.put(CLUSTER_INFO, info);
@@ -40,17 +39,11 @@ fn server_2025_is_judged_by_its_update_and_its_felix_in_preflight_and_status() {
             .build();
         let (code, doc, err) = node.run(&["preflight"]);
         assert!(code == 0 || code == 3, "{what}: {err}");
-        let check = doc["checks"]
-            .as_array()
-            .expect("checks")
-            .iter()
+        let check = crate::support::items(&doc, "checks")
             .find(|c| c["id"] == "known-issues")
             .cloned()
             .unwrap_or_else(|| panic!("{what}: no known-issues check: {doc}"));
-        let os = doc["checks"]
-            .as_array()
-            .expect("checks")
-            .iter()
+        let os = crate::support::items(&doc, "checks")
             .find(|c| c["id"] == "os-build")
             .cloned()
             .expect("os-build");
@@ -105,8 +98,7 @@ fn the_nodes_kube_proxy_is_warned_with_its_fix_until_the_fixed_release() {
         ("v1.33.1", "containerd://1.7.20", true),
         ("v1.33.6", "containerd://2.3.4", false),
     ] {
-        let api = FakeApi::start();
-        api.healthy_calico();
+        let api = FakeApi::calico();
         let path = "/api/v1/nodes/win-1";
         let mut n = api.get(path).expect("node");
         n["status"]["nodeInfo"] = json!({"architecture": "amd64", "bootID": "", "containerRuntimeVersion": runtime,
@@ -126,10 +118,7 @@ fn the_nodes_kube_proxy_is_warned_with_its_fix_until_the_fixed_release() {
             .cloned()
             .expect("kube-proxy check");
         // containerd's support, from the Node's containerRuntimeVersion (1.7: out of support).
-        let runtime_check = doc["checks"]
-            .as_array()
-            .expect("checks")
-            .iter()
+        let runtime_check = crate::support::items(&doc, "checks")
             .find(|c| c["id"] == "container-runtime")
             .cloned()
             .expect("container-runtime check");

@@ -31,11 +31,28 @@ pub fn cmd() -> Command {
     c
 }
 
+/// The binary as `cmd` makes it, to start in the background (stdin closed).
+pub fn background() -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"));
+    c.env_clear()
+        .current_dir(root())
+        .stdin(std::process::Stdio::null());
+    c
+}
+
 /// The binary as on a node named `win-1`, so results do not depend on this machine's host name.
 pub fn on_node() -> Command {
     let mut c = cmd();
     c.args(["--set", "node.name=win-1"]);
     c
+}
+
+/// The entries of the JSON list `doc[key]` (a document's `checks`, `actions`, `findings` ...).
+pub fn items<'a>(doc: &'a serde_json::Value, key: &str) -> std::slice::Iter<'a, serde_json::Value> {
+    doc[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no list {key}: {doc}"))
+        .iter()
 }
 
 /// Parses stdout as one JSON document.
@@ -196,7 +213,7 @@ pub fn service_account_kubeconfig(
     fs_err::create_dir_all(admin.parent().expect("dir")).expect("dir");
     let admin = api.kubeconfig(admin.parent().expect("dir"), None);
     let out = dir.join(format!("{name}.kubeconfig"));
-    let run = on_node()
+    on_node()
         .args(["fetch", "installer-kubeconfig", "-o", "json"])
         .args([
             "--service-account",
@@ -208,13 +225,8 @@ pub fn service_account_kubeconfig(
         .arg(&admin)
         .arg("--out-file")
         .arg(&out)
-        .output()
-        .expect("runs");
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+        .assert()
+        .success();
     fs_err::remove_dir_all(admin.parent().expect("dir")).expect("remove the admin kubeconfig");
     out
 }

@@ -145,6 +145,15 @@ impl Node {
         Self::builder(Api::Borrowed(api))
     }
 
+    /// A node on `FakeApi::calico()`, with 3.30.2's release zip on disk (its path as text).
+    pub fn on_calico_with_zip() -> (FakeApi, Self, String) {
+        let api = FakeApi::calico();
+        let node = Self::new(&api);
+        let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
+        let zip = zip.display().to_string();
+        (api, node, zip)
+    }
+
     /// A builder for a node with its own fake API server, which runs a healthy Calico
     /// (`FakeApi::healthy_calico`).
     pub fn healthy() -> NodeBuilder<'static> {
@@ -234,6 +243,31 @@ impl Node {
             .arg("--kubeconfig")
             .arg(kubeconfig);
         c
+    }
+
+    /// `calicoctl-win ARGS` as `command` makes it, started in the background, its stdout and
+    /// stderr piped (`piped`) or dropped.
+    pub fn spawn(&self, args: &[&str], piped: bool) -> std::process::Child {
+        let mut c = super::background();
+        if let Some(name) = &self.name {
+            c.args(["--set", &format!("node.name={name}")]);
+        }
+        let out = || {
+            if piped {
+                std::process::Stdio::piped()
+            } else {
+                std::process::Stdio::null()
+            }
+        };
+        c.args(args)
+            .args(["-o", "json", "--sim-host"])
+            .arg(self.sim())
+            .arg("--kubeconfig")
+            .arg(&self.admin)
+            .stdout(out())
+            .stderr(out())
+            .spawn()
+            .expect("start calicoctl-win")
     }
 
     /// Runs `calicoctl-win ARGS` on this node as a person does (text output, the admin
@@ -387,10 +421,7 @@ impl Node {
     /// pkg/proxy/winkernel/proxier.go: `conjureMac("02-11", ip)`, `isLocal: false`).
     pub fn add_endpoints(&self, endpoints: &[(&str, &str, u16, bool)]) {
         self.edit_state(|state| {
-            let calico = state["networks"]
-                .as_array()
-                .expect("networks")
-                .iter()
+            let calico = crate::support::items(state, "networks")
                 .find(|n| n["Name"] == "Calico")
                 .expect("the Calico network")["ID"]
                 .clone();
@@ -432,10 +463,7 @@ impl Node {
             .expect("clock")
             .as_secs() as i64;
         self.edit_state(|state| {
-            let seen: serde_json::Map<String, Value> = state["endpoints"]
-                .as_array()
-                .expect("endpoints")
-                .iter()
+            let seen: serde_json::Map<String, Value> = crate::support::items(state, "endpoints")
                 .filter(|e| names.iter().any(|n| e["name"] == *n))
                 .map(|e| {
                     (

@@ -216,8 +216,7 @@ fn install_status_and_purge_on_this_windows_host() {
             let _ = calicoctl(&kc_for_cleanup, &["uninstall", "--purge", "--remove-logs"]);
         }
     });
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let kc = api.kubeconfig(dir.path(), None);
     api.set_node_ready("win-1", "True", "kubelet is posting ready status");
     // The runner's address is not the test's to know: the Node posts none, and status judges

@@ -483,8 +483,7 @@ fn the_whole_lifecycle_under_wine_returns_the_prefix_to_its_initial_state() {
         return;
     };
     n.prepare();
-    let api = FakeApi::start();
-    api.healthy_calico();
+    let api = FakeApi::calico();
     let kc = n.dir.path().join("admin.kubeconfig");
     // The admin kubeconfig names its CA as a Windows program sees it.
     let ca = n.dir.path().join("ca.pem");
@@ -657,10 +656,7 @@ fn refused_metadata_route(n: &Node, kc: &Path, config: &str, zip: &str) {
         "a refused route fails the install at once: {doc}\n{err}"
     );
     assert_eq!(doc["error"]["kind"], "service-failed", "{doc}");
-    let causes: Vec<&str> = doc["error"]["causes"]
-        .as_array()
-        .expect("causes")
-        .iter()
+    let causes: Vec<&str> = crate::support::items(&doc["error"], "causes")
         .filter_map(Value::as_str)
         .collect();
     assert!(

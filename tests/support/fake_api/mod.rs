@@ -9,7 +9,6 @@ pub mod dataplane;
 pub mod diags;
 mod fields;
 mod namespace_controller;
-mod panics;
 mod pod_security;
 mod proto;
 pub mod rbac;
@@ -24,11 +23,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// The state, also after a handler panicked holding it (the lock is then poisoned): the
-/// panic was answered and recorded (`panics::answer`), and the test reads on from the state
-/// as the panic left it, instead of failing at every later request with a PoisonError.
+/// The state (a handler's panic poisons it, failing the test at its next request).
 pub(crate) fn lock_state(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    m.lock().expect("the fake API server's state")
 }
 
 /// A write an admission webhook denies (`State::webhook_denials`).
@@ -64,8 +61,6 @@ pub struct State {
     /// Writes an admission webhook denies (`FakeApi::deny_by_webhook`), after RBAC allowed
     /// them, as admission comes after authorization.
     pub webhook_denials: Vec<WebhookDenial>,
-    /// Every panic of a handler, naming the request it answered (`panics::answer`).
-    pub panics: Vec<String>,
     /// How far the API server's clock is from this host's, in seconds: its `Date` and the
     /// `creationTimestamp` it gives (clock skew between the two).
     pub clock_offset_s: i64,
@@ -85,9 +80,6 @@ pub struct State {
     pub stalled: bool,
     /// How many requests came while the server stalled.
     pub stalled_held: usize,
-    /// A test's knob: the stalled path panics at the next request, as a fault in it would, so
-    /// that a test proves such a panic is answered and recorded (`panics`).
-    pub panic_while_stalled: bool,
     /// The first request of this method and path is applied, then its answer held until this
     /// is cleared: a write the server committed whose answer did not reach the client before
     /// it gave up waiting (a slow or lost answer on the way back; HTTP gives a client no way
@@ -106,12 +98,6 @@ pub struct State {
     /// just before each of this client's next deletes of them arrives, so many times: a
     /// delete whose `preconditions.resourceVersion` was read before that write is refused.
     pub touched_before_delete: BTreeMap<String, usize>,
-    /// Objects another client writes (each path and the object it puts there, a new uid or
-    /// resourceVersion as given) just before this client's first delete of the path keyed
-    /// arrives: another run taking a turn over and making its objects of the same names. A
-    /// value `{"mergeOnto": {"data": {...}}}` is an update of the object there instead (its
-    /// data fields written over, its resourceVersion moved, its uid kept: a takeover).
-    pub written_before_delete: BTreeMap<String, Vec<(String, Value)>>,
     /// The DeleteOptions of every DELETE, by object path, in order.
     pub delete_options: Vec<(String, Value)>,
     /// Objects whose status another client writes just before this client's next patch of
@@ -295,22 +281,6 @@ pub struct FakeApi {
     _runtime: tokio::runtime::Runtime,
 }
 
-/// A handler's panic fails the test that made the server, once it is done with it: the
-/// client saw only a 500, which a path that tolerates failures (a best-effort clean-up, a
-/// retry) would pass over. A test that means to make one clears `State::panics`.
-impl Drop for FakeApi {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            return;
-        }
-        let panics = std::mem::take(&mut lock_state(&self.state).panics);
-        assert!(
-            panics.is_empty(),
-            "the fake API server's handlers panicked: {panics:?}"
-        );
-    }
-}
-
 /// The answer to one request: held while the server stalls (then a 503), else the handler's,
 /// held on while its answer is (`State::stall_answer_to`), relayed, delayed and dated.
 async fn answer_one(
@@ -319,10 +289,6 @@ async fn answer_one(
 ) -> serve::Reply {
     let stalled = || lock_state(st).stalled;
     let mut r = if stalled() {
-        let fault = std::mem::take(&mut lock_state(st).panic_while_stalled);
-        if fault {
-            panic!("the stalled path panicked (State::panic_while_stalled)");
-        }
         lock_state(st).stalled_held += 1;
         while stalled() {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -471,23 +437,20 @@ impl FakeApi {
             strict_validation: true,
             forbidden: Vec::new(),
             webhook_denials: Vec::new(),
-            panics: Vec::new(),
             clock_offset_s: 0,
             no_date: false,
             api_dropped: false,
             stalled: false,
+            stalled_held: 0,
             timeout_write: None,
             throttle_write: None,
             late_write: None,
             late: None,
-            stalled_held: 0,
-            panic_while_stalled: false,
             stall_answer_to: None,
             answers_held: 0,
             made_again_before_write: BTreeSet::new(),
             touched_before_update: BTreeMap::new(),
             touched_before_delete: BTreeMap::new(),
-            written_before_delete: BTreeMap::new(),
             delete_options: Vec::new(),
             status_written_before_patch: BTreeSet::new(),
             requests: Vec::new(),
@@ -542,9 +505,7 @@ impl FakeApi {
                                 // hyper closes the connection on a service's error.
                                 return Err(std::io::Error::other("connection dropped"));
                             }
-                            // The whole answer, the stalled path's too, runs where a
-                            // panic is answered and recorded (`panics::answer`).
-                            Ok::<_, std::io::Error>(panics::answer(req, &st).await)
+                            Ok::<_, std::io::Error>(answer_one(req, &st).await)
                         }
                     });
                     // hyper adds a `Date` of its own unless told not to: the handler sets it
@@ -905,6 +866,21 @@ impl FakeApi {
         );
         fs_err::write(&path, text).expect("write kubeconfig");
         path
+    }
+
+    /// A server with `healthy_calico`.
+    pub fn calico() -> Self {
+        let api = Self::start();
+        api.healthy_calico();
+        api
+    }
+
+    /// A server with `healthy_calico`, and its admin kubeconfig in a new temp dir.
+    pub fn calico_admin() -> (Self, tempfile::TempDir, PathBuf) {
+        let api = Self::calico();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let admin = api.kubeconfig(dir.path(), None);
+        (api, dir, admin)
     }
 
     /// A cluster with Calico installed by the operator the way Windows nodes want it: VXLAN

@@ -1,36 +1,9 @@
-//! kube-controller-manager's namespace controller, for a namespace being deleted
-//! (kubernetes `pkg/controller/namespace/deletion/namespaced_resources_deleter.go`).
-//!
-//! `Delete` finds the namespace marked (`deletionTimestamp`, phase `Terminating`: kube-apiserver's
-//! `REST.Delete`, `pkg/registry/core/namespace/storage/storage.go`) and `deleteAllContent`
-//! deletes what is in it with ordinary deletes: `deleteCollection` sends a `DeleteCollection`
-//! with only `propagationPolicy: Background` (no grace period), which the pod registry serves
-//! as a graceful delete of each pod (`pkg/registry/rest/delete.go`, `BeforeDelete`: the pod
-//! marked and kept until its kubelet confirms with grace 0). It then lists what remains
-//! (`deleteAllContentForGroupVersionResource`); anything left keeps the namespace
-//! `Terminating`, with the condition `NamespaceContentRemaining` True, reason
-//! `SomeResourcesRemain`, message `Some resources are remaining: pods. has N resource
-//! instances` (`status_condition_utils.go`, `ProcessContentTotals`), and the controller
-//! tries again later (`namespace_controller.go`: after the pods' grace estimate, else
-//! rate-limited, and at every resync); only when nothing remains does it finalize the
-//! namespace, which is then gone.
-//!
-//! A pod of a node that is not Ready (or gone) stays so: its kubelet never confirms. Pod GC
-//! (`pkg/controller/podgc/gc_controller.go`) force-deletes a Terminating pod only when its
-//! node carries the `node.kubernetes.io/out-of-service` taint and is not Ready
-//! (`gcTerminating`), or when the Node object is gone, after a 40 s quarantine (`gcOrphaned`);
-//! neither is modelled here (a node merely NotReady, the common case, gets neither), so a
-//! Terminating pod goes only by a delete with grace 0.
-//!
-//! Everything but the pods goes in the first pass here, as the deleter did before
-//! `OrderedNamespaceDeletion` (KEP-5080: beta and on by default from Kubernetes 1.33, locked on
-//! in 1.34, as kubernetes/website's feature-gate page says), from which the pods go first and
-//! the rest only once no pod remains: verify's clean-up judges only the namespace and its
-//! pods, which both orders treat alike; a test that needs the newer order must model it.
-//!
-//! The controller's later tries are made at once here: the namespace goes in the same request
-//! that removes its last content (`finish`), where kube-controller-manager takes from a
-//! second to its resync (`--namespace-sync-period`, 5 minutes) to notice.
+//! kube-controller-manager's namespace controller for a namespace being deleted (kubernetes
+//! v1.33 `pkg/controller/namespace/deletion/namespaced_resources_deleter.go`,
+//! `deleteAllContent`): each pod deleted gracefully (kept Terminating while its kubelet does
+//! not confirm), everything else removed; the namespace goes once no pod remains, else it
+//! says `NamespaceContentRemaining` (`status_condition_utils.go`). Its later passes are made
+//! at once here, in the request that removes the last pod.
 
 use super::State;
 use serde_json::json;

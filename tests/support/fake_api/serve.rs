@@ -210,14 +210,8 @@ struct Target {
 }
 
 impl Target {
-    /// The namespace a request is judged in (RBAC, and its 403's `in the namespace`). For one
-    /// namespace object it is that namespace: kube-apiserver's `RequestInfoFactory.
-    /// NewRequestInfo` (kubernetes, staging/src/k8s.io/apiserver/pkg/endpoints/request/
-    /// requestinfo.go, "URL forms: /namespaces/{namespace}/{kind}/*") takes the segment after
-    /// `namespaces` as the request's namespace, and with nothing after it (or `status`,
-    /// `finalize`: `namespaceSubresources`) leaves the parts `namespaces/NAME`, resource
-    /// `namespaces` named NAME. So a RoleBinding in NAME may grant a get, update, patch or
-    /// delete of NAME; the list and the create (`/api/v1/namespaces`) stay cluster-scoped.
+    /// The namespace a request is judged in: for one Namespace object, that namespace
+    /// (kubernetes v1.33 staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go, `NewRequestInfo`).
     fn rbac_namespace(&self) -> Option<&str> {
         match (self.resource.plural, self.resource.gv, &self.name) {
             ("namespaces", "v1", Some(name)) => Some(name),
@@ -240,13 +234,7 @@ fn parse_target(path: &str) -> Option<Target> {
         _ => return None,
     };
     let prefix = parts[..parts.len() - rest.len()].join("/");
-    // `status` and `finalize` after a namespace's name are that Namespace's subresources, not
-    // resources in it (kubernetes, staging/src/k8s.io/apiserver/pkg/endpoints/request/
-    // requestinfo.go, `namespaceSubresources = sets.New("status", "finalize")`: "this list
-    // allows the parser to distinguish between a namespace subresource, and a namespaced
-    // resource"; `NewRequestInfo` then keeps the parts `namespaces/NAME/SUB`).
     let (namespace, rest) = match rest {
-        ["namespaces", _, "status" | "finalize"] => (None, rest.to_vec()),
         ["namespaces", ns, plural, tail @ ..] => (Some((*ns).to_owned()), {
             let mut v = vec![*plural];
             v.extend_from_slice(tail);
@@ -518,11 +506,6 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             super::token_review::review(&st, &body)
         }
         ("GET", true, None) => get(&st, &target),
-        // A Namespace's status reads as the Namespace (kubernetes, pkg/registry/core/namespace/
-        // storage/storage.go, `StatusREST.Get`: `r.store.Get`).
-        ("GET", true, Some("status")) if target.resource.plural == "namespaces" => {
-            get(&st, &target)
-        }
         ("GET", false, None) => list(&st, &target, &query),
         ("POST", false, None) => create(&mut st, &target, body),
         ("POST", true, Some("token")) if target.resource.plural == "serviceaccounts" => {
@@ -1384,22 +1367,6 @@ fn delete(st: &mut State, t: &Target, options: &Value) -> Reply {
     let path = t.object_path().unwrap_or_default();
     st.delete_options.push((path.clone(), options.clone()));
     made_again(st, &path);
-    for (at, o) in st.written_before_delete.remove(&path).unwrap_or_default() {
-        // `{"mergeOnto": {"data": {...}}}`: another client's update of the object there (its
-        // data fields written over, its resourceVersion moved, uid kept), as a takeover is.
-        if let Some(data) = o["mergeOnto"]["data"].as_object() {
-            let cur = st
-                .objects
-                .get_mut(&at)
-                .unwrap_or_else(|| panic!("mergeOnto: no object at {at} to update"));
-            for (k, v) in data {
-                cur["data"][k] = v.clone();
-            }
-            bump(cur);
-            continue;
-        }
-        st.objects.insert(at, o);
-    }
     if let Some(left) = st.touched_before_delete.get_mut(&path).filter(|n| **n > 0) {
         *left -= 1;
         if let Some(o) = st.objects.get_mut(&path) {
