@@ -129,15 +129,14 @@ fn a_template_with_an_unknown_placeholder_fails_before_anything_is_written() {
     )
     .expect("write");
     let out_dir = dir.path().join("out");
-    let out = on_node()
-        .args(["--set"])
-        .arg(format!("cni.template={}", template.display()))
-        .args(["render", "--output-dir"])
-        .arg(&out_dir)
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
+    let out = crate::support::exits(
+        on_node()
+            .args(["--set"])
+            .arg(format!("cni.template={}", template.display()))
+            .args(["render", "--output-dir"])
+            .arg(&out_dir),
+        2,
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("__NOT_A_PLACEHOLDER__"), "{stderr}");
     assert!(stderr.contains("hint: "), "{stderr}");
@@ -257,12 +256,10 @@ fn the_kubeconfig_variable_chooses_cluster_access_not_calicos_kubeconfig() {
 
 #[test]
 fn a_missing_config_file_is_a_usage_error() {
-    let out = cmd()
-        .args(["--config", "no-such-file.yaml", "config", "show"])
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
+    let out = crate::support::exits(
+        cmd().args(["--config", "no-such-file.yaml", "config", "show"]),
+        2,
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("no-such-file.yaml") && stderr.contains("Caused by:"),
@@ -281,12 +278,7 @@ fn bad_usage_exits_2() {
 
 #[test]
 fn no_colour_without_a_terminal() {
-    let out = cmd()
-        .args(["--set", "vxlan.vni=1", "config", "show"])
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
+    let out = crate::support::exits(cmd().args(["--set", "vxlan.vni=1", "config", "show"]), 2);
     assert!(
         !out.stderr.contains(&0x1b),
         "ANSI escape in {}",
@@ -650,25 +642,19 @@ fn quiet_color_and_a_dry_run_the_service_body_cannot_honour() {
     assert!(dir.path().join("out/10-calico.conf").is_file());
 
     let painted = |color: &str| {
-        let out = cmd()
-            .args(["--color", color, "config", "show", "--config"])
-            .arg(dir.path().join("missing.yaml"))
-            .assert()
-            .code(2)
-            .get_output()
-            .clone();
+        let out = crate::support::exits(
+            cmd()
+                .args(["--color", color, "config", "show", "--config"])
+                .arg(dir.path().join("missing.yaml")),
+            2,
+        );
         String::from_utf8_lossy(&out.stderr).contains("\x1b[")
     };
     assert!(painted("always"));
     assert!(!painted("never"));
     assert!(!painted("auto"), "stderr is not a terminal here");
 
-    let out = cmd()
-        .args(["service", "run", "node", "--dry-run"])
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
+    let out = crate::support::exits(cmd().args(["service", "run", "node", "--dry-run"]), 2);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("service run has no --dry-run"),
         "{}",
@@ -711,12 +697,7 @@ fn completion_scripts_for_every_shell() {
 /// have it (clap's nearest spelling offered `--log-file` for `--offline`).
 #[test]
 fn an_unknown_flag_points_at_the_setting_or_the_commands_that_have_it() {
-    let out = cmd()
-        .args(["install", "--vni", "4097"])
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
+    let out = crate::support::exits(cmd().args(["install", "--vni", "4097"]), 2);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--set vxlan.vni=4097"), "{err}");
     let out = cmd().args(["install", "--offline"]).output().expect("runs");
@@ -741,12 +722,10 @@ fn an_unknown_flag_points_at_the_setting_or_the_commands_that_have_it() {
 /// `--calico-version` names a release: all three numbers.
 #[test]
 fn a_calico_version_without_its_patch_number_is_refused() {
-    let out = cmd()
-        .args(["install", "--dry-run", "--calico-version", "3.30"])
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
+    let out = crate::support::exits(
+        cmd().args(["install", "--dry-run", "--calico-version", "3.30"]),
+        2,
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("names no release") && err.contains("3.30.0"),
@@ -759,14 +738,13 @@ fn a_calico_version_without_its_patch_number_is_refused() {
 #[test]
 fn fetch_without_a_kubeconfig_is_not_offered_offline() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = on_node()
-        .env("HOME", dir.path())
-        .args(["fetch", "kubeconfig", "-o", "json", "--sim-host"])
-        .arg(dir.path().join("host"))
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
+    let out = crate::support::exits(
+        on_node()
+            .env("HOME", dir.path())
+            .args(["fetch", "kubeconfig", "-o", "json", "--sim-host"])
+            .arg(dir.path().join("host")),
+        2,
+    );
     let doc = json(&out.stdout);
     let hint = doc["error"]["hint"].as_str().expect("hint");
     assert!(
@@ -814,13 +792,12 @@ fn a_dry_run_without_an_admin_kubeconfig_shows_its_plan_and_refuses_as_the_insta
 #[test]
 fn status_json_has_findings_when_calico_is_not_installed() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = cmd()
-        .args(["status", "--offline", "-o", "json", "--sim-host"])
-        .arg(dir.path().join("host"))
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
+    let out = crate::support::exits(
+        cmd()
+            .args(["status", "--offline", "-o", "json", "--sim-host"])
+            .arg(dir.path().join("host")),
+        1,
+    );
     let doc = json(&out.stdout);
     assert_eq!(doc["installed"], false, "{doc}");
     let findings = doc["findings"].as_array().expect("findings");
@@ -842,13 +819,16 @@ fn an_empty_config_variable_is_unset() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("calico-windows.yaml");
     fs_err::write(&file, "vxlan:\n  vni: 4097\n").expect("write");
-    let out = cmd()
-        .env("CALICOCTL_WIN_CONFIG", &file)
-        .args(["config", "show", "-o", "json", "--offline"])
-        .assert()
-        .code(0)
-        .get_output()
-        .clone();
+    let out = crate::support::exits(
+        cmd().env("CALICOCTL_WIN_CONFIG", &file).args([
+            "config",
+            "show",
+            "-o",
+            "json",
+            "--offline",
+        ]),
+        0,
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("4097"));
 }
 

@@ -350,13 +350,12 @@ fn a_server_certificate_from_another_ca_is_refused() {
     let kubeconfig = api.kubeconfig(dir.path(), None);
     // The kubeconfig trusts another CA than the one that signed the server's certificate.
     fs_err::write(dir.path().join("fake-api-ca.pem"), &other.ca_pem).expect("write");
-    let out = on_node()
-        .args(["preflight", "-o", "json", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .assert()
-        .code(3)
-        .get_output()
-        .clone();
+    let out = crate::support::exits(
+        on_node()
+            .args(["preflight", "-o", "json", "--kubeconfig"])
+            .arg(&kubeconfig),
+        3,
+    );
     let doc = parse(&out.stdout);
     let c = doc["checks"]
         .as_array()
@@ -543,13 +542,12 @@ fn config_show_warns_when_the_cluster_cannot_be_read() {
     let api = FakeApi::start();
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = api.kubeconfig(dir.path(), Some("expired-token"));
-    let out = on_node()
-        .args(["config", "show", "--kubeconfig"])
-        .arg(&kubeconfig)
-        .assert()
-        .code(0)
-        .get_output()
-        .clone();
+    let out = crate::support::exits(
+        on_node()
+            .args(["config", "show", "--kubeconfig"])
+            .arg(&kubeconfig),
+        0,
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("the cluster was not read") && stderr.contains("401"),

@@ -416,20 +416,15 @@ fn kubectl_parses_the_manifests() {
         out.to_str().expect("utf-8"),
     ]);
     assert_eq!(code, 0, "{err}");
-    let parsed = std::process::Command::new(&kubectl)
+    let parsed = assert_cmd::Command::new(&kubectl)
         .env_clear()
         .env("HOME", dir.path())
         .args(["annotate", "--local", "-o", "json", "checked=yes", "-f"])
         .arg(&out)
-        .output()
-        .expect("kubectl");
-    assert!(
-        parsed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&parsed.stderr)
-    );
+        .assert()
+        .success();
     // One JSON document per manifest.
-    let items: Vec<Value> = serde_json::Deserializer::from_slice(&parsed.stdout)
+    let items: Vec<Value> = serde_json::Deserializer::from_slice(&parsed.get_output().stdout)
         .into_iter()
         .collect::<Result<_, _>>()
         .expect("json documents");
@@ -437,23 +432,18 @@ fn kubectl_parses_the_manifests() {
     assert_eq!(
         kinds,
         [
-            "ServiceAccount",
-            "ClusterRole",
-            "ClusterRoleBinding",
-            "Role",
-            "RoleBinding",
-            "Role",
-            "RoleBinding",
-            "ValidatingAdmissionPolicy",
-            "ValidatingAdmissionPolicyBinding",
-            "ValidatingAdmissionPolicy",
-            "ValidatingAdmissionPolicyBinding",
-            "Secret",
-            "Plan",
-            "Role",
-            "RoleBinding",
-            "DaemonSet"
+            &super::verify_rights::ACCOUNT_KINDS[..],
+            &[
+                "ValidatingAdmissionPolicy",
+                "ValidatingAdmissionPolicyBinding",
+                "Secret",
+                "Plan",
+                "Role",
+                "RoleBinding",
+                "DaemonSet"
+            ]
         ]
+        .concat()
     );
     for i in &items {
         assert_eq!(i["metadata"]["annotations"]["checked"], "yes", "{i}");
@@ -606,6 +596,50 @@ fn in_a_pod_the_service_account_reads_the_cluster() {
 pub(crate) struct Machine {
     pub(crate) name: String,
     pub(crate) node: crate::support::Node,
+}
+
+/// A container's command, which cmd.exe runs (`cmd.exe /c ...`).
+pub(crate) fn cmd_exe_command(command: &Value) -> Vec<&str> {
+    let command: Vec<&str> = command
+        .as_array()
+        .expect("command")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(command[..2], ["cmd.exe", "/c"], "{command:?}");
+    command
+}
+
+/// The fleet's config moved to VNI 4097 (in a temp dir's `config.yaml`) and the document of
+/// `fleet plan` of it with `more` arguments, which passed.
+pub(crate) fn plan_to_vni_4097(more: &[&str]) -> (tempfile::TempDir, PathBuf, Value) {
+    let template = fs_err::read_to_string(crate::support::root().join(CONFIG)).expect("config");
+    let config = template.replace("vni: 4096", "vni: 4097");
+    assert_ne!(config, template);
+    let cfg_dir = tempfile::tempdir().expect("tempdir");
+    let cfg = cfg_dir.path().join("config.yaml");
+    fs_err::write(&cfg, &config).expect("write");
+    let image = "registry.example.com/calicoctl-win:1.2.0";
+    let args = ["--config", cfg.to_str().expect("utf-8"), "--image", image];
+    let (code, doc, err) = fleet_plan(&[&args[..], more].concat());
+    assert_eq!(code, 0, "{err}");
+    (cfg_dir, cfg, doc)
+}
+
+/// A cluster with Calico, an admin kubeconfig (in the temp dir) and Windows machines of these
+/// names, each installed by the admin.
+pub(crate) fn installed_fleet(
+    names: &[&str],
+) -> (FakeApi, tempfile::TempDir, PathBuf, Vec<Machine>) {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let admin_dir = tempfile::tempdir().expect("tempdir");
+    let admin = api.kubeconfig(admin_dir.path(), None);
+    let machines: Vec<Machine> = names.iter().map(|n| Machine::new(&api, n)).collect();
+    for m in &machines {
+        m.install(&admin, &[]);
+    }
+    (api, admin_dir, admin, machines)
 }
 
 impl Machine {
@@ -832,13 +866,7 @@ pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod
     };
     let mut queue: std::collections::VecDeque<&Machine> =
         machines.iter().filter(|m| selects(m)).collect();
-    let command: Vec<&str> = spec["upgrade"]["command"]
-        .as_array()
-        .expect("command")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert_eq!(command[..2], ["cmd.exe", "/c"], "{command:?}");
+    let command = cmd_exe_command(&spec["upgrade"]["command"]);
     assert!(command[2].ends_with("\\calicoctl-win.exe"), "{command:?}");
     let expand = |a: &str| {
         if a.contains("%CONTAINER_SANDBOX_MOUNT_POINT%") {
@@ -1027,21 +1055,7 @@ fn a_rollout_by_the_plan_changes_two_nodes_at_a_time_and_stops_at_failures() {
     }
 
     // The new config, in the Secret the Plan mounts; the cluster moves to VNI 4097 first.
-    let template = fs_err::read_to_string(crate::support::root().join(CONFIG)).expect("config");
-    let config = template.replace("vni: 4096", "vni: 4097");
-    assert_ne!(config, template);
-    let cfg_dir = tempfile::tempdir().expect("tempdir");
-    let cfg = cfg_dir.path().join("config.yaml");
-    fs_err::write(&cfg, &config).expect("write");
-    let (code, doc, err) = fleet_plan(&[
-        "--config",
-        cfg.to_str().expect("utf-8"),
-        "--image",
-        "registry.example.com/calicoctl-win:1.2.0",
-        "--engine",
-        "system-upgrade-controller",
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let (_cfg_dir, cfg, doc) = plan_to_vni_4097(&["--engine", "system-upgrade-controller"]);
     let plan = manifest(&doc, "Plan").clone();
     let secret = manifest(&doc, "Secret");
     // The jobs run as the fleet's service account, with only the roles the manifests give it
@@ -1050,13 +1064,8 @@ fn a_rollout_by_the_plan_changes_two_nodes_at_a_time_and_stops_at_failures() {
     for m in doc["manifests"].as_array().expect("manifests") {
         api.apply(m);
     }
-    let sa_dir = tempfile::tempdir().expect("tempdir");
-    let fleet_kubeconfig = crate::support::service_account_kubeconfig(
-        &api,
-        sa_dir.path(),
-        "system-upgrade",
-        "calicoctl-win-fleet",
-    );
+    let (_sa_dir, fleet_kubeconfig) =
+        crate::support::account(&api, "system-upgrade", "calicoctl-win-fleet");
     let pod = Pod::new(&api, &crate::support::token_in(&fleet_kubeconfig));
     // The Secret where the job's container sees it, by the controller's, kubelet's and
     // containerd's rules (a Plan whose path none of them resolves fails here).
@@ -1180,25 +1189,16 @@ fn fleet_plan_refuses_per_node_settings_and_runs_one_tag_everywhere() {
 #[test]
 fn fleet_rbac_for_calico_in_kube_system_writes_each_object_once() {
     for identity in ["installer", "fleet"] {
-        let out = cmd()
-            .args([
-                "-o",
-                "json",
-                "fleet",
-                "rbac",
-                "--calico-namespace",
-                "kube-system",
-                "--identity",
-                identity,
-            ])
-            .output()
-            .expect("runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc = json(&out.stdout);
+        let doc = crate::support::json_of(cmd().args([
+            "-o",
+            "json",
+            "fleet",
+            "rbac",
+            "--calico-namespace",
+            "kube-system",
+            "--identity",
+            identity,
+        ]));
         let mut seen = std::collections::BTreeSet::new();
         for m in doc["manifests"].as_array().expect("manifests") {
             let key = format!(
@@ -1715,19 +1715,9 @@ fn two_nodes_from_one_config_share_a_hash_and_an_uninstalled_one_is_not_healthy(
 fn the_daemonset_pod_replaces_a_refused_token_for_its_own_node_only() {
     let api = FakeApi::start();
     api.healthy_calico();
-    let out = cmd()
-        .args([
-            "--config", CONFIG, "-o", "json", "fleet", "plan", "--image", "i",
-        ])
-        .current_dir(crate::support::root())
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let plan = json(&out.stdout);
+    let plan = crate::support::json_of(cmd().args([
+        "--config", CONFIG, "-o", "json", "fleet", "plan", "--image", "i",
+    ]));
     let applied = plan["manifests"]
         .as_array()
         .expect("manifests")
@@ -1834,16 +1824,8 @@ fn a_calico_node_token_gets_only_its_own_nodes_token_of_at_most_a_year() {
     calico_node_still_refreshes_the_cni_plugins_token_under_the_policies();
     let api = FakeApi::start();
     api.healthy_calico();
-    let out = cmd()
-        .args(["-o", "json", "fleet", "rbac", "--calico-api", "v1"])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rbac = json(&out.stdout);
+    let rbac =
+        crate::support::json_of(cmd().args(["-o", "json", "fleet", "rbac", "--calico-api", "v1"]));
     let manifests = rbac["manifests"].as_array().expect("manifests");
     assert!(
         manifests.iter().any(

@@ -86,6 +86,18 @@ pub(crate) fn identity(api: &FakeApi, dir: &Path, rules: &[serde_json::Value]) -
     Cluster::connect(&[kubeconfig], &Default::default(), false).expect("connects")
 }
 
+/// `identity` with `rules` (its kubeconfig in the temp dir) and an empty `bundles` folder there.
+pub(crate) fn gatherer(
+    api: &FakeApi,
+    rules: &[serde_json::Value],
+) -> (tempfile::TempDir, Cluster, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = identity(api, dir.path(), rules);
+    let out = dir.path().join("bundles");
+    diags::prepare_out(&out).expect("out");
+    (dir, c, out)
+}
+
 pub(crate) fn options(out: &Path) -> Gather {
     Gather {
         namespace: NS.into(),
@@ -129,14 +141,7 @@ fn a_hundred_nodes_are_gathered_past_one_that_does_not_answer() {
     let mut linux = crate::support::fake_api::meta("v1", "Node", "linux-1", None);
     linux["metadata"]["labels"] = json!({"kubernetes.io/os": "linux"});
     api.put("/api/v1/nodes/linux-1", linux);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let c = identity(
-        &api,
-        dir.path(),
-        &rights::manifests(SA, (NS, NS), CALICO_NS),
-    );
-    let out = dir.path().join("bundles");
-    diags::prepare_out(&out).expect("out");
+    let (_dir, c, out) = gatherer(&api, &rights::manifests(SA, (NS, NS), CALICO_NS));
     let started = std::time::Instant::now();
     // Each node's bound is generous here: the 3 MiB bundle must land whole on a loaded machine
     // too (it missed a 2 s bound once in CI); the 100 nodes' time is printed, not asserted.
@@ -219,14 +224,7 @@ fn each_node_that_fails_is_named_with_why() {
         "f",
         Answer::Bundle(b"<html>login</html>".to_vec().into()),
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let c = identity(
-        &api,
-        dir.path(),
-        &rights::manifests(SA, (NS, NS), CALICO_NS),
-    );
-    let out = dir.path().join("bundles");
-    diags::prepare_out(&out).expect("out");
+    let (dir, c, out) = gatherer(&api, &rights::manifests(SA, (NS, NS), CALICO_NS));
     let mut g = options(&out);
     g.cap = 1000;
     let index = diags::gather(&c, &g).expect("gathers");
@@ -293,26 +291,20 @@ fn each_node_that_fails_is_named_with_why() {
 /// review right of calico-node) the node's review of the request's token is refused.
 #[test]
 fn every_diags_rule_is_needed_and_enough() {
-    let out = crate::support::cmd()
-        .args([
-            "fleet",
-            "rbac",
-            "--identity",
-            "diags",
-            "--name",
-            SA,
-            "--namespace",
-            NS,
-        ])
-        .args(["-o", "json"])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let doc = crate::support::json_of(
+        crate::support::cmd()
+            .args([
+                "fleet",
+                "rbac",
+                "--identity",
+                "diags",
+                "--name",
+                SA,
+                "--namespace",
+                NS,
+            ])
+            .args(["-o", "json"]),
     );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(
         doc["manifests"],
         json!(rights::manifests(SA, (NS, NS), CALICO_NS))
@@ -321,10 +313,7 @@ fn every_diags_rule_is_needed_and_enough() {
         let api = FakeApi::start();
         node_with_pod(&api, "win-1", "10.0.0.5");
         serve(&api, "win-1", Answer::Bundle(bundle(1, 100).into()));
-        let dir = tempfile::tempdir().expect("tempdir");
-        let c = identity(&api, dir.path(), objects);
-        let out = dir.path().join("bundles");
-        diags::prepare_out(&out).expect("out");
+        let (dir, c, out) = gatherer(&api, objects);
         match diags::gather(&c, &options(&out)) {
             Err(e) => Some(format!("{e:#}")),
             Ok(index) if index.failed > 0 => Some(format!("{index:?}")),
@@ -384,11 +373,7 @@ fn each_request_carries_a_token_for_its_node_alone_that_calico_node_reviews() {
         node_with_pod(&api, node, &format!("10.0.0.{}", i + 10));
         serve(&api, node, Answer::Bundle(bundle(i as u32, 100).into()));
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let manifests = rights::manifests(SA, (NS, NS), CALICO_NS);
-    let c = identity(&api, dir.path(), &manifests);
-    let out = dir.path().join("bundles");
-    diags::prepare_out(&out).expect("out");
+    let (dir, c, out) = gatherer(&api, &rights::manifests(SA, (NS, NS), CALICO_NS));
     let index = diags::gather(&c, &options(&out)).expect("gathers");
     assert_eq!(index.gathered, 2, "{index:#?}");
     let node_c = calico_node(&api, dir.path());
@@ -451,14 +436,7 @@ fn a_node_that_builds_for_longer_than_the_clients_read_bound_is_gathered() {
         "win-slow",
         Answer::Built(Duration::from_secs(17), b.clone().into()),
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let c = identity(
-        &api,
-        dir.path(),
-        &rights::manifests(SA, (NS, NS), CALICO_NS),
-    );
-    let out = dir.path().join("bundles");
-    diags::prepare_out(&out).expect("out");
+    let (_dir, c, out) = gatherer(&api, &rights::manifests(SA, (NS, NS), CALICO_NS));
     let mut g = options(&out);
     g.node_timeout = diags::NODE_TIMEOUT;
     let index = diags::gather(&c, &g).expect("gathers");

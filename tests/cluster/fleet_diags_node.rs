@@ -5,7 +5,7 @@
 //! TokenReview, with RBAC enforced.
 
 use super::fleet_diags::{
-    CALICO_NS, NS, SA, bundle, identity, line, node_with_pod, options, serve,
+    CALICO_NS, NS, SA, bundle, gatherer, identity, line, node_with_pod, options, serve,
 };
 use crate::support::fake_api::FakeApi;
 use crate::support::fake_api::diags::Answer;
@@ -99,14 +99,7 @@ fn only_the_daemon_sets_own_pods_on_the_nodes_network_are_asked() {
     let mut p = api.get(&path).expect("pod");
     p["status"]["hostIPs"] = json!([{"ip": "fd00::23"}, {"ip": "10.0.0.23"}]);
     api.put(&path, p);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let c = identity(
-        &api,
-        dir.path(),
-        &rights::manifests(SA, (NS, NS), CALICO_NS),
-    );
-    let out = dir.path().join("bundles");
-    diags::prepare_out(&out).expect("out");
+    let (dir, c, out) = gatherer(&api, &rights::manifests(SA, (NS, NS), CALICO_NS));
     let index = diags::gather(&c, &options(&out)).expect("gathers");
     assert_eq!((index.gathered, index.failed), (5, 3), "{index:#?}");
     let l = line(&index, "h");

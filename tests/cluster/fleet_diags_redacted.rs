@@ -3,7 +3,7 @@
 //! kubeconfig and its service logs, then gathered by `fleet diags` through the pod proxy with
 //! RBAC enforced: the token is in no member of the zip that leaves the node.
 
-use super::fleet_diags::{CALICO_NS, NS, SA, identity, line, node_with_pod, options, serve};
+use super::fleet_diags::{CALICO_NS, NS, SA, gatherer, line, node_with_pod, options, serve};
 use crate::support::fake_api::FakeApi;
 use crate::support::fake_api::diags::Answer;
 use calicoctl_win::fleet::diags::{self, rights};
@@ -50,14 +50,7 @@ fn a_nodes_token_is_in_no_member_of_its_gathered_zip() {
     let api = FakeApi::start();
     node_with_pod(&api, "win-1", "10.0.0.10");
     serve(&api, "win-1", Answer::Bundle(zip.clone().into()));
-    let dir = tempfile::tempdir().expect("tempdir");
-    let c = identity(
-        &api,
-        dir.path(),
-        &rights::manifests(SA, (NS, NS), CALICO_NS),
-    );
-    let out = dir.path().join("bundles");
-    diags::prepare_out(&out).expect("out");
+    let (_dir, c, out) = gatherer(&api, &rights::manifests(SA, (NS, NS), CALICO_NS));
     let index = diags::gather(&c, &options(&out)).expect("gathers");
     assert!(line(&index, "win-1").sha256.is_some(), "{index:#?}");
     let gathered = fs_err::read(out.join("win-1.zip")).expect("gathered");

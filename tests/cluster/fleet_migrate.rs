@@ -96,18 +96,8 @@ fn a_migration_plan_moves_one_node_at_a_time_without_a_drain() {
         "{role}"
     );
 
-    let (code, doc, err) = fleet_plan(&[
-        "--config",
-        &cfg,
-        "--image",
-        "r/x:1",
-        "--migrate",
-        "from-operator",
-        "--release-zip",
-        "https://mirror.example.com/calico-windows-v3.30.2.zip",
-        "--sha256",
-        SHA,
-    ]);
+    let (code, doc, err) =
+        fleet_plan(&[&["--config", &cfg][..], &FROM_OPERATOR, &["--sha256", SHA]].concat());
     assert_eq!(code, 0, "{err}");
     let plan = manifest(&doc, "Plan");
     assert_eq!(plan["metadata"]["name"], "calicoctl-win-from-operator");
@@ -130,6 +120,16 @@ fn a_migration_plan_moves_one_node_at_a_time_without_a_drain() {
     );
 }
 
+/// `fleet plan`'s arguments of a migration from the operator (with a release to install).
+const FROM_OPERATOR: [&str; 6] = [
+    "--image",
+    "r/x:1",
+    "--migrate",
+    "from-operator",
+    "--release-zip",
+    "https://mirror.example.com/calico-windows-v3.30.2.zip",
+];
+
 const SHA: &str = "4b9f3c2a1e0d8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a";
 
 /// A release each node's install would refuse is refused when the Plan is written, before a
@@ -138,18 +138,8 @@ const SHA: &str = "4b9f3c2a1e0d8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4
 fn a_migration_plan_refuses_the_release_flags_install_would_refuse() {
     let cfg = config();
     for (flag, value) in [("--sha256", "ab12"), ("--calico-version", "3.30")] {
-        let (code, _, err) = fleet_plan(&[
-            "--config",
-            &cfg,
-            "--image",
-            "r/x:1",
-            "--migrate",
-            "from-operator",
-            "--release-zip",
-            "https://mirror.example.com/calico-windows-v3.30.2.zip",
-            flag,
-            value,
-        ]);
+        let (code, _, err) =
+            fleet_plan(&[&["--config", &cfg][..], &FROM_OPERATOR, &[flag, value]].concat());
         assert_eq!(code, 2, "{flag} {value}: {err}");
         assert!(err.contains(flag), "{err}");
     }
@@ -449,14 +439,7 @@ struct Fleet {
 
 impl Fleet {
     fn installed(names: &[&str]) -> Self {
-        let api = FakeApi::start();
-        api.healthy_calico();
-        let admin_dir = tempfile::tempdir().expect("tempdir");
-        let admin = api.kubeconfig(admin_dir.path(), None);
-        let machines: Vec<Machine> = names.iter().map(|n| Machine::new(&api, n)).collect();
-        for m in &machines {
-            m.install(&admin, &[]);
-        }
+        let (api, admin_dir, admin, machines) = super::fleet::installed_fleet(names);
         Self {
             api,
             _admin_dir: admin_dir,
@@ -518,13 +501,8 @@ fn apply_plan(api: &FakeApi, extra: &[&str]) -> (Value, String, Value) {
 /// The job's pod: the migrate account's token where a HostProcess container has it, and the
 /// Plan's Secret mounted as the controller, kubelet and containerd mount it.
 fn migrate_pod(api: &FakeApi, plan: &(Value, String, Value)) -> Pod {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = crate::support::service_account_kubeconfig(
-        api,
-        dir.path(),
-        "system-upgrade",
-        "calicoctl-win-migrate",
-    );
+    let (_dir, kubeconfig) =
+        crate::support::account(api, "system-upgrade", "calicoctl-win-migrate");
     let pod = Pod::new(api, &crate::support::token_in(&kubeconfig));
     assert!(mount_plan_secrets(&plan.0, &[&plan.2], &pod));
     pod
@@ -550,6 +528,12 @@ fn clear_done_labels(api: &FakeApi, machines: &[Machine], plan: &str) {
 /// the API server for each of them.)
 #[test]
 fn every_migrate_rule_is_needed_and_enough() {
+    let doc = to_operator_plan();
+    super::rights::every_rule_is_needed(&doc, "a migration", migrate_both_ways);
+}
+
+/// `fleet plan --migrate to-operator` of the template, which passed.
+fn to_operator_plan() -> Value {
     let (code, doc, err) = fleet_plan(&[
         "--config",
         &config(),
@@ -559,7 +543,7 @@ fn every_migrate_rule_is_needed_and_enough() {
         "to-operator",
     ]);
     assert_eq!(code, 0, "{err}");
-    super::rights::every_rule_is_needed(&doc, "a migration", migrate_both_ways);
+    doc
 }
 
 /// A node an admin installed, with a pod's endpoint, moved to the operator and back by the
@@ -594,15 +578,7 @@ fn migrate_both_ways(rbac: &[Value]) -> Option<String> {
 /// but migrate, which must see where the operator runs, refuses with the roles to apply.
 #[test]
 fn roles_without_the_overlay_refuse_a_migration_not_the_rest() {
-    let (code, doc, err) = fleet_plan(&[
-        "--config",
-        &config(),
-        "--image",
-        "r/x:1",
-        "--migrate",
-        "to-operator",
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let doc = to_operator_plan();
     let mut narrowed = 0;
     let mut rbac: Vec<Value> = doc["manifests"].as_array().expect("manifests").clone();
     rbac.retain(|m| {
@@ -654,13 +630,8 @@ impl AccountNode {
                 .to_string();
         let (code, _, err) = node.run(&["install", "--release-zip", &zip]);
         assert_eq!(code, 0, "{err}");
-        let dir = tempfile::tempdir().expect("tempdir");
-        let account = crate::support::service_account_kubeconfig(
-            &api,
-            dir.path(),
-            "system-upgrade",
-            "calicoctl-win-migrate",
-        );
+        let (dir, account) =
+            crate::support::account(&api, "system-upgrade", "calicoctl-win-migrate");
         Self {
             api,
             node,

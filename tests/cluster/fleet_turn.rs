@@ -6,7 +6,9 @@
 //! turn frees it once the lease ran out; a failed node keeps it (until its own next pod
 //! succeeds, or its Node is gone); a pod with nothing to change takes none.
 
-use super::fleet::{CONFIG, Machine, Pod, cordoned, fleet_plan, manifest, set_cordon};
+use super::fleet::{
+    Machine, Pod, cordoned, installed_fleet, manifest, plan_to_vni_4097, set_cordon,
+};
 use crate::support::fake_api::FakeApi;
 use serde_json::{Value, json};
 use std::process::{Child, Command, Stdio};
@@ -29,40 +31,13 @@ struct Fleet {
 
 impl Fleet {
     fn new(names: &[&str], concurrency: &str) -> Self {
-        let api = FakeApi::start();
-        api.healthy_calico();
-        let admin_dir = tempfile::tempdir().expect("tempdir");
-        let admin = api.kubeconfig(admin_dir.path(), None);
-        let machines: Vec<Machine> = names.iter().map(|n| Machine::new(&api, n)).collect();
-        for m in &machines {
-            m.install(&admin, &[]);
-        }
-        let template = fs_err::read_to_string(crate::support::root().join(CONFIG)).expect("config");
-        let config = template.replace("vni: 4096", "vni: 4097");
-        let cfg_dir = tempfile::tempdir().expect("tempdir");
-        let cfg = cfg_dir.path().join("config.yaml");
-        fs_err::write(&cfg, &config).expect("write");
-        let (code, doc, err) = fleet_plan(&[
-            "--config",
-            cfg.to_str().expect("utf-8"),
-            "--image",
-            "registry.example.com/calicoctl-win:1.2.0",
-            "--engine",
-            "daemonset",
-            "--concurrency",
-            concurrency,
-        ]);
-        assert_eq!(code, 0, "{err}");
+        let (api, admin_dir, admin, machines) = installed_fleet(names);
+        let (cfg_dir, _, doc) =
+            plan_to_vni_4097(&["--engine", "daemonset", "--concurrency", concurrency]);
         for m in doc["manifests"].as_array().expect("manifests") {
             api.apply(m);
         }
-        let sa_dir = tempfile::tempdir().expect("tempdir");
-        let account = crate::support::service_account_kubeconfig(
-            &api,
-            sa_dir.path(),
-            NS,
-            "calicoctl-win-fleet",
-        );
+        let (sa_dir, account) = crate::support::account(&api, NS, "calicoctl-win-fleet");
         let pod = Pod::new(&api, &crate::support::token_in(&account));
         // The Secret where the container sees it (`C:\calicoctl-win`, under its sandbox).
         let secret = manifest(&doc, "Secret");
@@ -171,13 +146,8 @@ fn kill_holding(f: &Fleet, name: &str, lease: &str) {
 /// The DaemonSet container's first command (before cmd.exe's `&&`), as a HostProcess
 /// container runs it: `%CONTAINER_SANDBOX_MOUNT_POINT%` is the pod's sandbox.
 fn reconfigure_command(ds: &Value, pod: &Pod) -> Vec<String> {
-    let command: Vec<&str> = ds["spec"]["template"]["spec"]["containers"][0]["command"]
-        .as_array()
-        .expect("command")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert_eq!(command[..2], ["cmd.exe", "/c"], "{command:?}");
+    let command =
+        super::fleet::cmd_exe_command(&ds["spec"]["template"]["spec"]["containers"][0]["command"]);
     let sandbox = pod.sandbox().display().to_string();
     command[3..]
         .iter()

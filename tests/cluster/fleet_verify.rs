@@ -93,30 +93,10 @@ fn the_plan_with_verify_runs_verify_after_the_reconfigure_and_is_what_the_contro
         .iter()
         .filter_map(|m| m["kind"].as_str())
         .collect();
-    assert_eq!(
-        kinds,
-        [
-            "ClusterRole",
-            "ClusterRoleBinding",
-            "Role",
-            "RoleBinding",
-            "Role",
-            "RoleBinding",
-            "ValidatingAdmissionPolicy",
-            "ValidatingAdmissionPolicyBinding"
-        ]
-    );
+    assert_eq!(kinds, super::verify_rights::ACCOUNT_KINDS[1..]);
     // The jobs' pods in verify's namespace run agnhost only.
     let policy = verify_roles[6];
-    assert_eq!(
-        policy["spec"]["matchConditions"][0]["expression"],
-        "request.namespace == 'calicoctl-win-verify' && request.userInfo.username == 'system:serviceaccount:system-upgrade:calicoctl-win-fleet'"
-    );
-    let images = policy["spec"]["validations"][0]["expression"].to_string();
-    assert!(
-        images.contains("['registry.k8s.io/e2e-test-images/agnhost:2.62']"),
-        "{images}"
-    );
+    super::verify_rights::verify_policy_admits(policy, "system-upgrade:calicoctl-win-fleet");
     for b in verify_roles.iter().filter(|m| m["subjects"].is_array()) {
         assert_eq!(
             b["subjects"],
@@ -220,13 +200,8 @@ fn a_node_that_fails_verify_stops_the_rollout_there_cordoned() {
             api.apply(m);
         }
     }
-    let sa_dir = tempfile::tempdir().expect("tempdir");
-    let fleet_kubeconfig = crate::support::service_account_kubeconfig(
-        &api,
-        sa_dir.path(),
-        "system-upgrade",
-        "calicoctl-win-fleet",
-    );
+    let (_sa_dir, fleet_kubeconfig) =
+        crate::support::account(&api, "system-upgrade", "calicoctl-win-fleet");
     let pod = Pod::new(&api, &crate::support::token_in(&fleet_kubeconfig));
     let secret = manifest(&doc, "Secret");
     assert!(super::fleet::mount_plan_secrets(&plan, &[secret], &pod));

@@ -204,12 +204,7 @@ fn a_known_failure_can_be_accepted_with_skip() {
 
 #[test]
 fn an_unknown_skip_id_is_bad_usage() {
-    let out = on_node()
-        .args(["preflight", "--skip", "hsn"])
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
+    let out = crate::support::exits(on_node().args(["preflight", "--skip", "hsn"]), 2);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("--skip hsn") && err.contains("os-build"),
@@ -220,13 +215,12 @@ fn an_unknown_skip_id_is_bad_usage() {
 #[test]
 fn a_failure_prints_the_table_with_remedies_and_exits_3() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = on_node()
-        .args(["preflight", "--sim-profile", "ws2022-flannel", "--sim-host"])
-        .arg(dir.path())
-        .assert()
-        .code(3)
-        .get_output()
-        .clone();
+    let out = crate::support::exits(
+        on_node()
+            .args(["preflight", "--sim-profile", "ws2022-flannel", "--sim-host"])
+            .arg(dir.path()),
+        3,
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("FAIL  foreign-cni"), "{stdout}");
     assert!(stdout.contains("fix: Stop-Service flanneld"), "{stdout}");
@@ -251,12 +245,7 @@ fn in_json_mode_a_failure_still_prints_exactly_one_document() {
 #[cfg(not(windows))]
 #[test]
 fn off_windows_without_sim_host_a_throw_away_ws2022_host_is_used_and_named() {
-    let out = on_node()
-        .args(["preflight", "-o", "json"])
-        .assert()
-        .code(0)
-        .get_output()
-        .clone();
+    let out = crate::support::exits(on_node().args(["preflight", "-o", "json"]), 0);
     let doc = json(&out.stdout);
     assert_eq!(doc["host"]["kind"]["kind"], "in-memory");
     assert_eq!(doc["host"]["kind"]["profile"], "ws2022");
@@ -291,13 +280,12 @@ fn a_simulated_host_keeps_its_profile_and_refuses_another() {
 #[test]
 fn an_unknown_profile_is_bad_usage_and_lists_the_profiles() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = on_node()
-        .args(["preflight", "--sim-profile", "ws2016", "--sim-host"])
-        .arg(dir.path())
-        .assert()
-        .code(2)
-        .get_output()
-        .clone();
+    let out = crate::support::exits(
+        on_node()
+            .args(["preflight", "--sim-profile", "ws2016", "--sim-host"])
+            .arg(dir.path()),
+        2,
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("ws2016") && err.contains("ws2022-legacy-calico"),

@@ -302,13 +302,7 @@ fn every_fleet_rule_is_needed_and_enough() {
             crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
         let (code, _, err) = node.run(&["install", "--release-zip", zip.to_str().expect("utf-8")]);
         assert_eq!(code, 0, "{err}");
-        let dir = tempfile::tempdir().expect("tempdir");
-        let fleet = crate::support::service_account_kubeconfig(
-            &api,
-            dir.path(),
-            "system-upgrade",
-            "calicoctl-win-fleet",
-        );
+        let (_dir, fleet) = crate::support::account(&api, "system-upgrade", "calicoctl-win-fleet");
         api.set_felix_vni(4097);
         api.put_pod("default", "web-1", "win-1", Some("ReplicaSet"));
         let mut failed = None;

@@ -11,17 +11,44 @@ use serde_json::{Value, json};
 
 const NS: &str = "calicoctl-win-verify";
 
-fn manifests() -> Vec<Value> {
-    let out = on_node()
-        .args(["fleet", "rbac", "--identity", "verify", "-o", "json"])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+/// The kinds an identity's rights come in, in the order `fleet rbac` and `fleet plan` write them.
+pub(crate) const ACCOUNT_KINDS: [&str; 9] = [
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "Role",
+    "RoleBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+];
+
+/// Verify's admission policy matches `account`'s requests in verify's namespace and admits
+/// the default agnhost image.
+pub(crate) fn verify_policy_admits(policy: &Value, account: &str) {
+    assert_eq!(
+        policy["spec"]["matchConditions"][0]["expression"],
+        format!(
+            "request.namespace == 'calicoctl-win-verify' && request.userInfo.username == 'system:serviceaccount:{account}'"
+        )
     );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let images = policy["spec"]["validations"][0]["expression"].to_string();
+    assert!(
+        images.contains("['registry.k8s.io/e2e-test-images/agnhost:2.62']"),
+        "{images}"
+    );
+}
+
+fn manifests() -> Vec<Value> {
+    let doc = crate::support::json_of(on_node().args([
+        "fleet",
+        "rbac",
+        "--identity",
+        "verify",
+        "-o",
+        "json",
+    ]));
     doc["manifests"].as_array().expect("manifests").clone()
 }
 
@@ -106,21 +133,7 @@ fn workload(api: &FakeApi, dir: &std::path::Path) -> Option<String> {
 fn the_verify_role_is_enough_and_every_rule_is_needed() {
     let all = manifests();
     let kinds: Vec<&str> = all.iter().filter_map(|m| m["kind"].as_str()).collect();
-    assert_eq!(
-        kinds,
-        [
-            "Namespace",
-            "ServiceAccount",
-            "ClusterRole",
-            "ClusterRoleBinding",
-            "Role",
-            "RoleBinding",
-            "Role",
-            "RoleBinding",
-            "ValidatingAdmissionPolicy",
-            "ValidatingAdmissionPolicyBinding"
-        ]
-    );
+    assert_eq!(kinds, [&["Namespace"][..], &ACCOUNT_KINDS].concat());
     // Pod Security restricted in the namespace (the probe pods meet it); no namespace right, nothing outside it but
     // listing nodes and reading the kubernetes Service.
     assert_eq!(
@@ -218,27 +231,13 @@ fn the_admission_policy_is_valid_and_names_the_account_and_the_image() {
         typed_problems::<ValidatingAdmissionPolicy>(&unknown),
         vec![".spec.validationz".to_owned()]
     );
-    assert_eq!(
-        policy["spec"]["matchConditions"][0]["expression"],
-        "request.namespace == 'calicoctl-win-verify' && request.userInfo.username == 'system:serviceaccount:kube-system:calicoctl-win-verify'"
+    verify_policy_admits(policy, "kube-system:calicoctl-win-verify");
+    let doc = crate::support::json_of(
+        on_node()
+            .args(["fleet", "rbac", "--identity", "verify", "-o", "json"])
+            .args(["--verify-image", "mirror.local/agnhost:2.52"])
+            .args(["--verify-image", "mirror.local/agnhost@sha256:00ff"]),
     );
-    let images = policy["spec"]["validations"][0]["expression"].to_string();
-    assert!(
-        images.contains("['registry.k8s.io/e2e-test-images/agnhost:2.62']"),
-        "{images}"
-    );
-    let out = on_node()
-        .args(["fleet", "rbac", "--identity", "verify", "-o", "json"])
-        .args(["--verify-image", "mirror.local/agnhost:2.52"])
-        .args(["--verify-image", "mirror.local/agnhost@sha256:00ff"])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
     let images = doc["manifests"][8]["spec"]["validations"][0]["expression"].to_string();
     assert!(
         images.contains("['mirror.local/agnhost:2.52', 'mirror.local/agnhost@sha256:00ff']"),

@@ -42,13 +42,8 @@ fn a_download_without_a_checksum_is_refused_before_any_change() {
     let s = setup();
     let initial = s.snapshot();
     let ca = s.served().ca.display().to_string();
-    let install = [
-        "install",
-        "--release-zip",
-        &s.served().url,
-        "--release-ca-cert",
-        &ca,
-    ];
+    let url = &s.served().url;
+    let install = ["install", "--release-zip", url, "--release-ca-cert", &ca];
     let (code, doc, stderr) = s.run(&[&install[..], &["--sim-fault", "crash:1"]].concat());
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(doc["error"]["kind"], "checksum-needed", "{doc}");
@@ -67,15 +62,10 @@ fn a_download_without_a_checksum_is_refused_before_any_change() {
 #[test]
 fn without_the_cluster_its_refusal_comes_before_the_checksum_as_in_the_dry_run() {
     let s = setup();
-    let initial = s.snapshot();
     let ca = s.served().ca.display().to_string();
-    let install = [
-        "install",
-        "--release-zip",
-        &s.served().url,
-        "--release-ca-cert",
-        &ca,
-    ];
+    let url = &s.served().url;
+    let install = ["install", "--release-zip", url, "--release-ca-cert", &ca];
+    let initial = s.snapshot();
     for how in ["--dry-run", "crash:1"] {
         let extra: &[&str] = if how == "--dry-run" {
             &[how]

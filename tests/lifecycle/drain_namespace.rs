@@ -7,7 +7,18 @@ use crate::support::Node;
 use crate::support::fake_api::Scripted;
 use serde_json::json;
 
-const VNI_4097: &[&str] = &["--set", "vxlan.vni=4097"];
+/// `reconfigure --drain` to VNI 4097 with this drain timeout: its exit code and stderr.
+fn drain_to_4097(n: &Node, timeout: &str) -> (i32, String) {
+    let args = [
+        "--set",
+        "vxlan.vni=4097",
+        "--drain",
+        "--drain-timeout",
+        timeout,
+    ];
+    let (code, _, err) = n.run(&[&["reconfigure"][..], &args].concat());
+    (code, err)
+}
 
 /// win-1, Ready, with a pod in `default` and two in `doomed`, a namespace being deleted: `old`
 /// already being deleted by the namespace controller, `late` not yet.
@@ -69,14 +80,7 @@ fn pods_in_a_namespace_being_deleted_are_waited_for_as_kubectl_does() {
     // The namespace controller and the kubelet finish with both pods, then the namespace
     // goes: until then, the admission refuses even a pod that is gone.
     doomed_goes_after_lates_first_eviction(&n);
-    let (code, _, err) = n.run(
-        &[
-            &["reconfigure"][..],
-            VNI_4097,
-            &["--drain", "--drain-timeout", "30s"],
-        ]
-        .concat(),
-    );
+    let (code, err) = drain_to_4097(&n, "30s");
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         asked(&n, "old"),
@@ -98,14 +102,7 @@ fn a_pod_marked_deleted_after_its_refusal_is_waited_for_not_asked_again() {
     let n = installed();
     n.api().lock().marks_after_refusal = true;
     doomed_goes_after_lates_first_eviction(&n);
-    let (code, _, err) = n.run(
-        &[
-            &["reconfigure"][..],
-            VNI_4097,
-            &["--drain", "--drain-timeout", "30s"],
-        ]
-        .concat(),
-    );
+    let (code, err) = drain_to_4097(&n, "30s");
     assert_eq!(code, 0, "{err}");
     assert_eq!(asked(&n, "old"), 1);
     assert_eq!(
@@ -127,14 +124,7 @@ fn a_pod_marked_deleted_after_its_refusal_is_waited_for_not_asked_again() {
 #[test]
 fn a_namespace_that_never_deletes_its_pod_ends_the_drain_at_its_timeout() {
     let n = installed();
-    let (code, _, err) = n.run(
-        &[
-            &["reconfigure"][..],
-            VNI_4097,
-            &["--drain", "--drain-timeout", "2s"],
-        ]
-        .concat(),
-    );
+    let (code, err) = drain_to_4097(&n, "2s");
     assert_eq!(code, 4, "{err}");
     assert!(
         err.contains("evictions refused in a namespace being deleted, whose pods are not yet deleted: doomed/late"),

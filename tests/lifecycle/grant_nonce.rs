@@ -32,52 +32,63 @@ fn grant_rules() -> serde_json::Value {
         "resourceNames": ["calico-node"], "verbs": ["create"]}])
 }
 
-/// An install killed after it flagged the Role (`role: true`, nonce `n1`) and before its
-/// create answered; the Role there is an administrator's, without that nonce.
-fn flagged_but_not_made(api: &FakeApi) -> (Node, String, serde_json::Value) {
-    let (node, zip) = killed_after_grant(api);
+/// The journal's grant: the Role flagged without its uid (`role: true`), with nonce `n1`.
+fn flag_the_role(node: &Node) {
     let path = node.c_drive(JOURNAL);
     let mut journal: serde_json::Value =
         serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
     journal["grant"] = serde_json::json!({"namespace": "calico-system", "name": GRANT,
         "role": true, "nonce": "n1"});
     fs_err::write(&path, journal.to_string()).unwrap();
+}
+
+/// An install killed after it flagged the Role (`role: true`, nonce `n1`) and before its
+/// create answered; the Role there is an administrator's, without that nonce.
+fn flagged_but_not_made(api: &FakeApi) -> (Node, String, serde_json::Value) {
+    let (node, zip) = killed_after_grant(api);
+    flag_the_role(&node);
     let theirs = administrators_role(grant_rules());
     api.put(&role(), theirs.clone());
     (node, zip, theirs)
 }
 
+/// `args` (`ZIP` standing for the release zip) on a node `flagged_but_not_made`: its exit
+/// code and stderr, once the administrator's Role is seen left as it was.
+fn run_beside_theirs(args: &[&str]) -> (i32, String) {
+    let api = FakeApi::start();
+    let (node, zip, theirs) = flagged_but_not_made(&api);
+    let args: Vec<&str> = args
+        .iter()
+        .map(|a| if *a == "ZIP" { zip.as_str() } else { a })
+        .collect();
+    let (code, _, stderr) = node.run(&args);
+    assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
+    (code, stderr)
+}
+
 /// Uninstall does not take a Role flagged without its uid for ours when it lacks the nonce.
 #[test]
 fn uninstall_keeps_a_flagged_role_that_lacks_the_runs_nonce() {
-    let api = FakeApi::start();
-    let (node, _zip, theirs) = flagged_but_not_made(&api);
-    let (code, _, stderr) = node.run(&["uninstall"]);
+    let (code, stderr) = run_beside_theirs(&["uninstall"]);
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
 }
 
 /// Nor does a rerun for another node name, which removes the earlier run's grant.
 #[test]
 fn a_rerun_for_another_node_keeps_a_flagged_role_that_lacks_the_runs_nonce() {
-    let api = FakeApi::start();
-    let (node, zip, theirs) = flagged_but_not_made(&api);
-    let args = ["install", "--no-start", "--release-zip", &zip];
+    let install = ["install", "--no-start", "--release-zip", "ZIP"];
     let other = ["--set", "node.name=win-2", "--skip", "node-name"];
-    let (code, _, stderr) = node.run(&[&args[..], &other[..]].concat());
+    let (code, stderr) = run_beside_theirs(&[&install[..], &other[..]].concat());
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
 }
 
 /// A rerun for the same node, which fails: its rollback keeps that Role too.
 #[test]
 fn a_failed_rerun_keeps_a_flagged_role_that_lacks_the_runs_nonce() {
-    let api = FakeApi::start();
-    let (node, zip, theirs) = flagged_but_not_made(&api);
-    let args = ["install", "--no-start", "--release-zip", &zip];
-    let (code, _, stderr) = node.run(&[&args[..], &["--sim-fault", LATER_STEP_FAILS]].concat());
+    let install = ["install", "--no-start", "--release-zip", "ZIP"];
+    let (code, stderr) =
+        run_beside_theirs(&[&install[..], &["--sim-fault", LATER_STEP_FAILS]].concat());
     assert_ne!(code, 0, "{stderr}");
-    assert_eq!(api.get(&role()), Some(theirs), "{stderr}");
 }
 
 /// The Role's create is answered as lost and commits after the run read it back (not found):
@@ -108,12 +119,8 @@ fn a_create_that_commits_after_its_read_back_is_waited_for_and_undone() {
 fn uninstall_waits_out_a_journaled_create_that_may_still_commit() {
     let api = FakeApi::start();
     let (node, _zip) = killed_after_grant(&api);
+    flag_the_role(&node);
     let path = node.c_drive(JOURNAL);
-    let mut journal: serde_json::Value =
-        serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
-    journal["grant"] = serde_json::json!({"namespace": "calico-system", "name": GRANT,
-        "role": true, "nonce": "n1"});
-    fs_err::write(&path, journal.to_string()).unwrap();
     let mut ours = api.get(&role()).expect("role");
     api.remove(&role());
     ours["metadata"]["annotations"] = serde_json::json!({"calicoctl-win/install-nonce": "n1"});

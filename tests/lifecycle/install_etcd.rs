@@ -120,13 +120,8 @@ fn an_etcd_install_runs_with_the_installers_etcd_roles_and_needs_the_secret_rule
         for m in doc["manifests"].as_array().expect("manifests") {
             assert!(api.apply(m));
         }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let installer = crate::support::service_account_kubeconfig(
-            &api,
-            dir.path(),
-            "kube-system",
-            "calicoctl-win-installer",
-        );
+        let (_dir, installer) =
+            crate::support::account(&api, "kube-system", "calicoctl-win-installer");
         let node = Node::new(&api);
         let zip = release_zip(node.dir.path(), "3.30.2", "calico-node.exe");
         let run = |args: &[&str]| {

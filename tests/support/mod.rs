@@ -65,6 +65,22 @@ pub fn json(stdout: &[u8]) -> serde_json::Value {
     })
 }
 
+/// Runs `command`, which must succeed (else its stderr is shown), and parses its stdout as JSON.
+pub fn json_of(command: &mut Command) -> serde_json::Value {
+    let out = command.output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&out.stdout)
+}
+
+/// Runs `command`, which must exit with `code` (else its output is shown): its output.
+pub fn exits(command: &mut Command, code: i32) -> std::process::Output {
+    command.assert().code(code).get_output().clone()
+}
+
 /// Compares `actual` with the reviewed golden file `golden` (`<golden>.snap`, insta's format:
 /// a short header, then the text): `cargo insta review`, or `INSTA_UPDATE=always cargo test`,
 /// takes an intended change, and `git diff` shows it.
@@ -201,6 +217,17 @@ pub fn connect(kubeconfig: &Path) -> calicoctl_win::cluster::Cluster {
         false,
     )
     .expect("connect")
+}
+
+/// `service_account_kubeconfig` in a temp dir of its own (keep the dir while the file is used).
+pub fn account(
+    api: &fake_api::FakeApi,
+    namespace: &str,
+    name: &str,
+) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = service_account_kubeconfig(api, dir.path(), namespace, name);
+    (dir, kubeconfig)
 }
 
 pub fn service_account_kubeconfig(
