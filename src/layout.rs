@@ -28,6 +28,9 @@ pub const HNS_RESTART_VALUE: &str = "HnsRestart";
 pub const HNS_PID_VALUE: &str = "HnsProcess";
 /// The registry value (REG_SZ, seconds since 1970) of when CalicoFelix last started Felix.
 pub const FELIX_STARTED_VALUE: &str = "FelixStarted";
+/// The registry value (REG_SZ) of `kube-proxy --version`'s answer as calicoctl-win's
+/// kube-proxy service last read it when it started kube-proxy.
+pub const KUBE_PROXY_VERSION_VALUE: &str = "KubeProxyVersion";
 /// The registry value (REG_SZ, JSON) holding when CalicoNode or `repair` first saw each HNS
 /// endpoint at fault, by endpoint id (`installed::endpoints::seen`).
 pub const ENDPOINT_FAULTS_VALUE: &str = "EndpointFaults";
@@ -49,7 +52,7 @@ pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
 
 /// Every value calicoctl-win and its services keep under `CALICO_KEY` (uninstall deletes the
 /// key with them; the snapshot a rollback compares reads these).
-pub const CALICO_VALUES: [&str; 19] = [
+pub const CALICO_VALUES: [&str; 20] = [
     BOOT_ID_VALUE,
     LEGACY_BOOT_VALUE,
     FAILURES_VALUE,
@@ -59,6 +62,7 @@ pub const CALICO_VALUES: [&str; 19] = [
     HNS_RESTART_VALUE,
     HNS_PID_VALUE,
     FELIX_STARTED_VALUE,
+    KUBE_PROXY_VERSION_VALUE,
     ENDPOINT_FAULTS_VALUE,
     ADDRESSING_VALUE,
     METRICS_ENDPOINT_VALUE,

@@ -47,6 +47,9 @@ pub struct HostSnapshot {
     pub hostname: Option<String>,
     /// kube-proxy's service, its network setting and Calico's source VIP endpoint.
     pub kube_proxy: super::kube_proxy::KubeProxyFacts,
+    /// When the facts were read (Unix seconds): the day containerd's support is judged on.
+    #[serde(skip)]
+    pub now: i64,
     /// The network adapters and the routing table (`adapter`, `default-routes`).
     pub adapters: Result<Vec<crate::host::Adapter>, String>,
     pub routes: Result<Vec<crate::host::Route>, String>,
@@ -95,6 +98,7 @@ pub fn snapshot(h: &dyn Host) -> HostSnapshot {
         kubelet_pid: h.process_pid("kubelet.exe").ok().flatten(),
         hostname: h.system_facts().ok().and_then(|f| f.hostname),
         kube_proxy: kube_proxy_facts(h),
+        now: crate::duration::now(),
         adapters: h.adapters().map_err(text),
         routes: h.routes().map_err(text),
     }
@@ -138,6 +142,7 @@ pub fn kube_proxy_facts(h: &dyn Host) -> super::kube_proxy::KubeProxyFacts {
             }),
         // The Node's, set by the command that read the cluster.
         version: None,
+        node_reported: false,
     }
 }
 
@@ -411,23 +416,37 @@ fn container_runtime(s: &HostSnapshot, c: &Config) -> Check {
         (_, Some(f)) => match s
             .runtime_version
             .as_deref()
-            .and_then(containerd_out_of_support)
+            .and_then(|v| containerd_out_of_support(v, s.now))
         {
             Some(why) => Check::warn(
                 ID,
                 format!("{} is running ({}); {why}", f.name, f.install_dir),
-                "move to a supported containerd release (2.0, or 2.3 the current LTS line) before its fixes stop reaching this node",
+                "move to containerd 2.3, the LTS line supported through April 30, 2028 (containerd's RELEASES.md)",
             ),
             None => Check::pass(ID, format!("{} is running ({})", f.name, f.install_dir)),
         },
     }
 }
 
-/// Why a containerd release the Node reports (`containerd://1.7.20`) is out of support, if it
-/// is: containerd's RELEASES.md ("Current State of containerd Releases", at v2.3.4 and on main
-/// at 301026e58) gives 1.6 End of Life on August 23, 2025, 2.1 on July 3, 2026, and 1.7 LTS
-/// through September 2026 (its extended support only for Kubernetes 1.30-1.32 on GKE).
-fn containerd_out_of_support(version: &str) -> Option<String> {
+/// A containerd release line, `(major, minor)`.
+type Line = (u32, u32);
+
+/// Each containerd release line and the last day of its support, from containerd's
+/// RELEASES.md at v2.3.4 ("Current State of containerd Releases"): "September 2026" and
+/// "March, 2027" (1.7's and 2.0's extended support, for GKE only) as their months' last days.
+const CONTAINERD_END_OF_LIFE: &[(Line, (i16, i8, i8))] = &[
+    ((1, 5), (2023, 2, 28)),
+    ((1, 6), (2025, 8, 23)),
+    ((1, 7), (2026, 9, 30)),
+    ((2, 0), (2027, 3, 31)),
+    ((2, 1), (2026, 5, 5)),
+    ((2, 2), (2026, 11, 6)),
+    ((2, 3), (2028, 4, 30)),
+];
+
+/// Why a containerd release the Node reports (`containerd://1.7.20`) is out of support on
+/// `now` (Unix seconds), if it is: its line's end of life (`CONTAINERD_END_OF_LIFE`) passed.
+fn containerd_out_of_support(version: &str, now: i64) -> Option<String> {
     let v = version
         .strip_prefix("containerd://")?
         .trim_start_matches('v');
@@ -436,17 +455,19 @@ fn containerd_out_of_support(version: &str) -> Option<String> {
         n.next()?.parse::<u32>().ok()?,
         n.next()?.parse::<u32>().ok()?,
     );
-    let ended = match line {
-        (1, 6) => "August 23, 2025",
-        (1, 7) => "September 2026",
-        (2, 1) => "July 3, 2026",
-        (1, 0..=5) => "before 2023",
-        _ => return None,
-    };
-    Some(format!(
-        "containerd {v} is out of support: the {}.{} line's support ended {ended} (containerd's RELEASES.md)",
-        line.0, line.1
-    ))
+    let today = jiff::Timestamp::from_second(now)
+        .ok()?
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .date();
+    let key = line.max((1, 5));
+    let (_, (y, m, d)) = CONTAINERD_END_OF_LIFE.iter().find(|(l, _)| *l == key)?;
+    let ended = jiff::civil::date(*y, *m, *d);
+    (today > ended).then(|| {
+        format!(
+            "containerd {v} is out of support: the {}.{} line's support ended {ended} (containerd's RELEASES.md)",
+            line.0, line.1
+        )
+    })
 }
 
 fn cni_dirs(s: &HostSnapshot, c: &Config) -> Check {

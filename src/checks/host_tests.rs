@@ -308,25 +308,40 @@ fn node_name_must_match_kubelets() {
     assert_verdict("node-name", &s, &config(&[]), Verdict::Skip);
 }
 
-/// containerd's support, from the version the Node reports: 1.6 and 1.7 are out of support
-/// (containerd's RELEASES.md), 2.0 and 2.3 are not; without a version nothing is said.
+/// containerd's support, from the version the Node reports, on the day the check runs: a line
+/// is warned once its end of life (containerd's RELEASES.md) has passed, 2.2 from November 7,
+/// 2026; 2.0 and 2.3 are not; without a version nothing is said.
 #[test]
 fn containerd_out_of_support_is_warned() {
     let c = config(&[]);
     let mut s = snap("ws2022");
     assert_verdict("container-runtime", &s, &c, Verdict::Pass);
-    for (version, verdict) in [
-        ("containerd://1.6.39", Verdict::Warn),
-        ("containerd://1.7.20", Verdict::Warn),
-        ("containerd://2.0.6", Verdict::Pass),
-        ("containerd://2.3.4", Verdict::Pass),
+    let day = |d: &str| {
+        format!("{d}T12:00:00Z")
+            .parse::<jiff::Timestamp>()
+            .expect("date")
+            .as_second()
+    };
+    for (on, version, verdict) in [
+        ("2026-11-28", "containerd://1.6.39", Verdict::Warn),
+        ("2026-11-28", "containerd://1.7.20", Verdict::Warn),
+        ("2026-09-30", "containerd://1.7.20", Verdict::Pass),
+        ("2026-11-28", "containerd://2.0.6", Verdict::Pass),
+        ("2026-11-28", "containerd://2.1.4", Verdict::Warn),
+        ("2026-11-06", "containerd://2.2.1", Verdict::Pass),
+        ("2026-11-07", "containerd://2.2.1", Verdict::Warn),
+        ("2026-11-28", "containerd://2.3.4", Verdict::Pass),
     ] {
         s.runtime_version = Some(version.into());
+        s.now = day(on);
         let t = assert_verdict("container-runtime", &s, &c, verdict);
         assert_eq!(
             t.contains("out of support"),
             verdict == Verdict::Warn,
-            "{version}: {t}"
+            "{on} {version}: {t}"
         );
+        if verdict == Verdict::Warn {
+            assert!(t.contains("move to containerd 2.3"), "{t}");
+        }
     }
 }

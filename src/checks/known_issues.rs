@@ -134,6 +134,9 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
     // Calico has no Tier resource before v3.29.0 (api/pkg/apis/projectcalico/v3/tier.go and the
     // tiers CRD first there, #9085: policy_sorter.go at v3.28.5 keeps one tier), so the default
     // tier is all there is. From the update a 26100 node behaves as 17763 and 20348 do.
+    // Under that posture a new pod passes nothing until Felix programs it, as on Linux: the CNI
+    // plugin gives each endpoint a Block-In ACL (65500) unless WindowsDisableDefaultDenyAllPolicy
+    // (calico cni-plugin/pkg/dataplane/windows/dataplane_windows.go:212-258, v3.31.7): no warning.
     KnownIssue {
         id: "ws2025-acl-policies",
         breaks: "on Windows Server 2025 before the April 2026 cumulative update (26100.32690) HNS does not apply endpoint ACL policies, and they are how Felix enforces network policy: policies do not apply",

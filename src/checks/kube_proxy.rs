@@ -9,11 +9,12 @@ use super::Check;
 use crate::config::Config;
 use crate::config::types::Backend;
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
+use crate::host::RegValue;
 use crate::host::{
     Host, HostError, InstalledService, LineSink, Output, ProcessSpec, ServiceState,
     split_command_line,
 };
-use crate::layout::CALICO_NETWORK;
+use crate::layout::{CALICO_KEY, CALICO_NETWORK, KUBE_PROXY_VERSION_VALUE};
 use crate::render::facts::OsBuild;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -36,17 +37,24 @@ pub struct KubeProxyFacts {
     /// The Windows build, for DSR (shown with the system facts).
     #[serde(skip)]
     pub os_build: Option<OsBuild>,
-    /// kube-proxy's version (`v1.33.1`): its binary's for calicoctl-win's own service
-    /// (`own_version`), else the Node's (`status.nodeInfo.kubeProxyVersion`) when read and set.
+    /// kube-proxy's version (`v1.33.1`): calicoctl-win's own kube-proxy's (`own_version`,
+    /// `binary_version`), else the Node's (`status.nodeInfo.kubeProxyVersion`) when read and set.
     pub version: Option<String>,
+    /// Whether `version` is the Node's: the kubelet's report, deprecated and left empty where
+    /// its `DisableNodeKubeProxyVersion` gate is on (KEP-4004).
+    #[serde(skip)]
+    pub node_reported: bool,
 }
 
 /// How long `kube-proxy --version` may take.
 pub const VERSION_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// `<exe> --version`'s answer (`Kubernetes v1.33.2`), within `VERSION_TIMEOUT` and cut by
-/// `stop`; `None` when it gave none in time. calicoctl-win's kube-proxy service reads it at
-/// each start (`supervise::kube_proxy`), and preflight and status judge that binary by it.
+/// How much of `--version`'s answer is kept (`Kubernetes v1.33.2` is 18 bytes).
+const VERSION_CAP: usize = 4096;
+
+/// `<exe> --version`'s answer (`Kubernetes v1.33.2`, its first `VERSION_CAP` bytes), within
+/// `VERSION_TIMEOUT` and cut by `stop`; `None` when it gave none in time. calicoctl-win's
+/// kube-proxy service reads it at each start (`supervise::kube_proxy`) and records it.
 pub fn version_answer<E: From<HostError> + From<Stopped>>(
     host: &dyn Host,
     exe: &str,
@@ -62,7 +70,8 @@ pub fn version_answer<E: From<HostError> + From<Stopped>>(
         cwd: None,
         output: Output::Lines(LineSink::new(move |line| {
             if let Ok(mut o) = sink.lock() {
-                o.push_str(&String::from_utf8_lossy(line));
+                let room = VERSION_CAP.saturating_sub(o.len());
+                o.push_str(&String::from_utf8_lossy(&line[..line.len().min(room)]));
             }
         })),
     };
@@ -96,18 +105,32 @@ pub fn version_answer<E: From<HostError> + From<Stopped>>(
     ))
 }
 
-/// The version of the kube-proxy calicoctl-win's own service runs (`kube_proxy.path`), as the
-/// binary answers; `None` without that service or an answer. The Node's `kubeProxyVersion` is
-/// the kubelet's version, and empty where `DisableNodeKubeProxyVersion` is on (KEP-4004).
-pub fn own_version(h: &dyn Host, f: &KubeProxyFacts, c: &Config) -> Option<String> {
-    let exe = c.kube_proxy.path.as_ref()?;
+/// The release word (`v1.33.2`) in `--version`'s answer.
+fn release_in(answer: &str) -> Option<String> {
+    let found = answer.split_whitespace().find(|w| release(w).is_some());
+    found.map(str::to_owned)
+}
+
+/// The version calicoctl-win's own kube-proxy service recorded when it last started the
+/// binary (`supervise::kube_proxy`); `None` without that service or its record. No process is
+/// run: `status --offline` is the fleet DaemonSet's readiness probe.
+pub fn own_version(h: &dyn Host, f: &KubeProxyFacts) -> Option<String> {
     if !f.service.as_ref().is_some_and(own_service) {
         return None;
     }
+    match h.reg_get(CALICO_KEY, KUBE_PROXY_VERSION_VALUE) {
+        Ok(Some(RegValue::Sz(answer))) => release_in(&answer),
+        _ => None,
+    }
+}
+
+/// `kube_proxy.path --version`, which runs elevated: only once `dir-access` passed
+/// (`protected`), as install requires of that folder (`installed::protection::system_dirs`).
+pub fn binary_version(h: &dyn Host, c: &Config, protected: bool) -> Option<String> {
+    let exe = c.kube_proxy.path.as_ref().filter(|_| protected)?;
     let answer =
         version_answer::<anyhow::Error>(h, exe.as_str(), &Stop::new(), &mut |_| {}).ok()??;
-    let found = answer.split_whitespace().find(|w| release(w).is_some());
-    found.map(str::to_owned)
+    release_in(&answer)
 }
 
 /// Whether the service runs calicoctl-win's `service run kube-proxy`.
@@ -190,9 +213,14 @@ fn breakage(f: &KubeProxyFacts) -> Vec<Finding> {
         })
         .filter(|b| b.affected.iter().any(|(lo, hi)| (*lo..=*hi).contains(&v)))
         .map(|b| {
+            let whose = if f.node_reported {
+                " (the version the Node reports)"
+            } else {
+                ""
+            };
             (
                 format!(
-                    "kube-proxy {}: {}",
+                    "kube-proxy {}{whose}: {}",
                     f.version.as_deref().unwrap_or_default(),
                     b.breaks
                 ),
@@ -204,9 +232,15 @@ fn breakage(f: &KubeProxyFacts) -> Vec<Finding> {
 
 /// The kube-proxy check with its known breakage: each said as a warning (a failure stays one).
 pub fn check(f: &KubeProxyFacts, c: &Config) -> Check {
-    let base = check_setup(f, c);
+    let mut base = check_setup(f, c);
+    if c.backend == Backend::None {
+        return base;
+    }
+    if f.version.is_none() {
+        base.message.push_str(UNJUDGED);
+    }
     let found = breakage(f);
-    if found.is_empty() || c.backend == Backend::None {
+    if found.is_empty() {
         return base;
     }
     let mut warns = found;
@@ -225,6 +259,10 @@ pub fn check(f: &KubeProxyFacts, c: &Config) -> Check {
     }
     verdict(&[], &warns)
 }
+
+/// Said beside the verdict when no kube-proxy version is known: neither calicoctl-win's own
+/// kube-proxy's nor the Node's.
+const UNJUDGED: &str = "; kube-proxy's known issues could not be judged: its version is unknown (no kube-proxy of calicoctl-win's answered, and the Node reports none)";
 
 /// The value of `--name=V` or `--name V` in `args`.
 fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
@@ -454,6 +492,7 @@ mod tests {
             source_vip_endpoint: Some("10.244.1.2".into()),
             os_build: Some(build.parse().expect("build")),
             version: None,
+            node_reported: false,
         }
     }
 
@@ -497,6 +536,34 @@ mod tests {
             ..facts(good, "20348.2762")
         };
         assert_eq!(check(&f, &config("vxlan")).verdict, Verdict::Pass);
+    }
+
+    /// A version from the Node is said to be the Node's report; with no version at all the
+    /// check says kube-proxy's known issues could not be judged.
+    #[test]
+    fn the_nodes_version_is_named_and_no_version_is_said() {
+        let good = "c:\\k\\kube-proxy.exe --network-name=Calico --source-vip=10.244.1.2 --enable-dsr=true --feature-gates=WinDSR=true";
+        let reported = KubeProxyFacts {
+            version: Some("v1.33.1".into()),
+            node_reported: true,
+            ..facts(good, "26100.32690")
+        };
+        let c = check(&reported, &config("vxlan"));
+        assert_eq!(c.verdict, Verdict::Warn, "{c:?}");
+        assert!(
+            c.message
+                .contains("kube-proxy v1.33.1 (the version the Node reports):"),
+            "{}",
+            c.message
+        );
+        for f in [facts(good, "26100.32690"), KubeProxyFacts::default()] {
+            let c = check(&f, &config("vxlan"));
+            assert!(
+                c.message
+                    .contains("kube-proxy's known issues could not be judged"),
+                "{c:?}"
+            );
+        }
     }
 
     fn config(backend: &str) -> Config {

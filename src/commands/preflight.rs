@@ -53,18 +53,18 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
         }
     }
 
-    // The kube-proxy calicoctl-win runs is judged by its binary, else by the Node's word.
-    let kp = checks::kube_proxy::own_version(host.as_ref(), &snapshot.kube_proxy, &loaded.config);
-    if let ClusterRead::Read(_, f) = &cluster {
-        snapshot.kube_proxy.version = f.kube_proxy_version();
-        snapshot.runtime_version = f.runtime_version();
-    }
-    snapshot.kube_proxy.version = kp.or(snapshot.kube_proxy.version.take());
-    let mut results = checks::host::evaluate(&snapshot, &loaded.config);
     let mut access = checks::host::dir_access(host.as_ref(), &loaded.config);
     if args.fix && access.verdict == Verdict::Fail {
         access = fix_dir_access(ctx, &loaded.config)?;
     }
+    let protected = access.verdict == Verdict::Pass;
+    judge_by(
+        host.as_ref(),
+        &mut snapshot,
+        (&cluster, &loaded.config),
+        protected,
+    );
+    let mut results = checks::host::evaluate(&snapshot, &loaded.config);
     results.push(access);
     results.extend(adapter_checks(
         host.as_ref(),
@@ -109,6 +109,24 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     } else {
         Err(Blocked { ids: blocking }.into())
     }
+}
+
+/// The versions judged: the runtime's the Node's; kube-proxy's the one calicoctl-win's service
+/// recorded, else its binary's answer once its folder is `protected`, else the Node's word.
+fn judge_by(
+    h: &dyn crate::host::Host,
+    s: &mut checks::host::HostSnapshot,
+    (cluster, config): (&ClusterRead, &crate::config::Config),
+    protected: bool,
+) {
+    let kp = checks::kube_proxy::own_version(h, &s.kube_proxy)
+        .or_else(|| checks::kube_proxy::binary_version(h, config, protected));
+    if let ClusterRead::Read(_, f) = cluster {
+        s.kube_proxy.version = f.kube_proxy_version();
+        s.runtime_version = f.runtime_version();
+    }
+    s.kube_proxy.node_reported = kp.is_none() && s.kube_proxy.version.is_some();
+    s.kube_proxy.version = kp.or(s.kube_proxy.version.take());
 }
 
 /// `--fix` for `dir-access`: each directory someone else may change gets the protected

@@ -122,8 +122,10 @@ pub(super) fn kube_proxy(
     use crate::checks::Verdict;
     use crate::checks::kube_proxy::{KubeProxyFacts, own_version};
     let facts = crate::checks::host::kube_proxy_facts(host);
+    let own = own_version(host, &facts);
     let facts = KubeProxyFacts {
-        version: own_version(host, &facts, config).or(version),
+        node_reported: own.is_none() && version.is_some(),
+        version: own.or(version),
         ..facts
     };
     let check = crate::checks::kube_proxy::check(&facts, config);

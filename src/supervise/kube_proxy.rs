@@ -10,9 +10,9 @@ use super::settings::{Launch, Result, Settings, SuperviseError, environment};
 use crate::checks::kube_proxy::VERSION_TIMEOUT;
 use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
 use crate::host::Host;
-use crate::layout::CALICO_NETWORK;
 use crate::layout::SOURCE_VIP_ENDPOINT;
 use crate::layout::env::EnvVars;
+use crate::layout::{CALICO_KEY, CALICO_NETWORK, KUBE_PROXY_VERSION_VALUE};
 use crate::render::facts::OsBuild;
 use std::collections::BTreeMap;
 
@@ -227,7 +227,15 @@ fn version(host: &dyn Host, exe: &str, stop: &Stop, log: &Log) -> Result<(u32, u
         found: format!("no answer to --version within {VERSION_TIMEOUT:?}"),
     })?;
     log.info(&format!("{exe} --version: {text}"));
-    parse_version(&text).ok_or(SuperviseError::KubeProxyVersion { found: text })
+    let version = parse_version(&text).ok_or_else(|| SuperviseError::KubeProxyVersion {
+        found: text.clone(),
+    })?;
+    // Kept for `status` and `preflight`, which judge kube-proxy's known issues by it.
+    let answer = crate::host::RegValue::Sz(text);
+    if let Err(e) = host.reg_set(CALICO_KEY, KUBE_PROXY_VERSION_VALUE, &answer) {
+        log.warn(&format!("cannot record kube-proxy's version: {e}"));
+    }
+    Ok(version)
 }
 
 #[cfg(test)]

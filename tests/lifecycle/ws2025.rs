@@ -179,3 +179,70 @@ fn the_kube_proxy_calicoctl_win_runs_is_judged_by_its_binary() {
         }
     }
 }
+
+/// `kube-proxy --version` runs elevated: preflight runs `kube_proxy.path`'s only once its folder
+/// passed `dir-access`, and status runs none (it is the fleet's readiness probe): it judges
+/// the version the kube-proxy service recorded when it started kube-proxy.
+#[test]
+fn kube_proxy_runs_only_from_a_protected_folder_and_never_for_status() {
+    let api = FakeApi::start();
+    api.healthy_calico();
+    let node = Node::on(&api)
+        .profile("ws2025-april2026")
+        .release("3.30.2", "calico-node.exe")
+        .build();
+    fs_err::create_dir_all(node.c_drive("k")).expect("k");
+    fs_err::write(
+        node.c_drive("k/kube-proxy.exe"),
+        "kube-proxy v1.33.1 (simulated)\n",
+    )
+    .expect("kube-proxy.exe");
+    let runs = || {
+        let state = node.state();
+        let started = state["started"].as_array().cloned().unwrap_or_default();
+        started
+            .iter()
+            .filter(|c| c.as_str().is_some_and(|c| c.ends_with("--version")))
+            .count()
+    };
+    let with = ["--set", r"kube_proxy.path=C:\k\kube-proxy.exe"];
+    let kube_proxy = |doc: &Value| {
+        let checks = doc["checks"].as_array().cloned().unwrap_or_default();
+        let found = checks.into_iter().find(|c| c["id"] == "kube-proxy");
+        found.unwrap_or_else(|| panic!("no kube-proxy check: {doc}"))
+    };
+    // Every user may change C:\k: its binary is not run.
+    node.edit_state(|st| {
+        st["security"][r"c:\k"] = json!("O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;BU)");
+    });
+    let (_, doc, err) = node.run(&[&with[..], &["preflight", "--offline"]].concat());
+    assert_eq!(runs(), 0, "{doc} {err}");
+    assert!(
+        !kube_proxy(&doc).to_string().contains("ModifyLoadBalancer"),
+        "{doc}"
+    );
+    // Protected, it is run and judged.
+    let (_, doc, err) = node.run(&[&with[..], &["preflight", "--offline", "--fix"]].concat());
+    assert_eq!(runs(), 1, "{doc} {err}");
+    assert!(
+        kube_proxy(&doc).to_string().contains("kube-proxy v1.33.1:"),
+        "{doc}"
+    );
+    let (code, doc, err) = node.install_local(&with);
+    assert_eq!(code, 0, "{err} {doc}");
+    let before = runs();
+    let (_, status, err) = node.run(&[&with[..], &["status"]].concat());
+    assert_eq!(runs(), before, "status ran a process: {err}");
+    let said = status["kube_proxy"].to_string();
+    assert!(said.contains("kube-proxy v1.33.1:"), "{status}");
+    // Installed, preflight too judges the recorded version, whoever may change C:\k now.
+    node.edit_state(|st| {
+        st["security"][r"c:\k"] = json!("O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;BU)");
+    });
+    let (_, doc, err) = node.run(&[&with[..], &["preflight"]].concat());
+    assert_eq!(runs(), before, "{doc} {err}");
+    assert!(
+        kube_proxy(&doc).to_string().contains("kube-proxy v1.33.1:"),
+        "{doc}"
+    );
+}

@@ -18,11 +18,11 @@ pub const PROFILES: &[(&str, &str)] = &[
     ("ws2022", "Windows Server 2022, 20348.2227, containerd"),
     (
         "ws2025",
-        "Windows Server 2025, 26100.1742 (before the April 2026 update: HNS applies no endpoint ACL), containerd",
+        "Windows Server 2025, 26100.1742 (before the April 2026 update), containerd",
     ),
     (
         "ws2025-april2026",
-        "Windows Server 2025, 26100.32690 (the April 2026 update, KB5082063: endpoint ACLs apply, default deny), containerd",
+        "Windows Server 2025, 26100.32690 (the April 2026 update, KB5082063), containerd",
     ),
     (
         "ws2022-docker",
