@@ -1,8 +1,8 @@
-//! Windows Server 2025 as a node: the simulated host before the April 2026 update (26100.1742,
-//! HNS applies no endpoint ACL) and at it (26100.32690, KB5082063: ACLs apply, default deny),
-//! each with Calico v3.31.7 and v3.28.5 (whose Felix programs the first tier only, when there
-//! is no other tier: src/checks/known_issues.rs). install, preflight, status, repair and
-//! `lint policies` run on each; preflight's and status's known-issues verdicts are the table's.
+//! Windows Server 2025 as a node: the simulated host before the April 2026 update (26100.1742)
+//! and at it (26100.32690, KB5082063); the profiles differ only in the update revision. Each
+//! with Calico v3.31.7 and v3.28.5: install, preflight, status, repair and `lint policies` run
+//! on each, and preflight's and status's known-issue verdicts are the table's
+//! (src/checks/known_issues.rs).
 
 use crate::support::fake_api::FakeApi;
 use crate::support::node::Node;
