@@ -16,7 +16,7 @@
 //! GlobalNetworkPolicies (a namespace selector on the rule; one in ten selects all() with a
 //! source and a destination selector, which is a finding).
 //!
-//! Run with `cargo bench --bench lint`.
+//! Run with `cargo bench --bench lint` (POLICIES=N for another count of policies, at scale 1).
 
 use serde_json::{Value, json};
 use std::path::Path;
@@ -119,12 +119,20 @@ fn scaled_policy(i: usize, k: usize) -> Value {
     }
 }
 
+/// The policies at scale 1: `POLICIES`, 10,000 unless set.
+fn count() -> usize {
+    std::env::var("POLICIES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000)
+}
+
 fn write_inputs(dir: &Path) {
     fs_err::write(dir.join("cluster.json"), cluster().to_string()).expect("cluster");
     let policies = dir.join("policies");
     fs_err::create_dir_all(&policies).expect("dir");
-    for f in 0..100 {
-        let docs: Vec<String> = (f * 100..f * 100 + 100)
+    for f in 0..count().div_ceil(100) {
+        let docs: Vec<String> = (f * 100..(f * 100 + 100).min(count()))
             .map(|i| serde_saphyr::to_string(&policy(i)).expect("yaml"))
             .collect();
         fs_err::write(policies.join(format!("p{f:03}.yaml")), docs.join("---\n")).expect("write");
@@ -151,7 +159,7 @@ fn run(dir: &Path) -> (Duration, Option<i64>) {
     );
     let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(doc["windows_endpoints"], 20_000);
-    assert_eq!(doc["policies"].as_array().map(Vec::len), Some(10_000));
+    assert_eq!(doc["policies"].as_array().map(Vec::len), Some(count()));
     (took, peak_rss_kib())
 }
 
@@ -176,7 +184,7 @@ fn model(k: usize) -> (Duration, u64, usize, Option<i64>) {
     use calicoctl_win::policy::{Collected, felix::DEFAULT_RELEASE, lint};
     let mut c = Collected::default();
     cluster_items(k, &mut |o| c.add(o, "bench").expect("object"));
-    for i in 0..10_000 * k {
+    for i in 0..if k == 1 { count() } else { 10_000 * k } {
         c.add(scaled_policy(i, k), "bench").expect("policy");
     }
     let started = Instant::now();
@@ -221,8 +229,10 @@ fn main() {
     let peak = peak_rss_kib();
     let load = fs_err::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "lint policies: 10,000 policies, 20,000 Windows + 10,000 Linux endpoints (cluster.json {:.1} MB, 100 policy files)",
-        size as f64 / 1e6
+        "lint policies: {} policies, 20,000 Windows + 10,000 Linux endpoints (cluster.json {:.1} MB, {} policy files)",
+        count(),
+        size as f64 / 1e6,
+        count().div_ceil(100)
     );
     println!(
         "  median of {runs} runs: {:.3} s (goal <= 1 s)",
