@@ -29,7 +29,7 @@ pub const HNS_PID_VALUE: &str = "HnsProcess";
 /// The registry value (REG_SZ, seconds since 1970) of when CalicoFelix last started Felix.
 pub const FELIX_STARTED_VALUE: &str = "FelixStarted";
 /// The registry value (REG_SZ) of `kube-proxy --version`'s answer as calicoctl-win's
-/// kube-proxy service last read it when it started kube-proxy.
+/// kube-proxy service read it at its last start (deleted before asking: no answer, no value).
 pub const KUBE_PROXY_VERSION_VALUE: &str = "KubeProxyVersion";
 /// The registry value (REG_SZ, JSON) holding when CalicoNode or `repair` first saw each HNS
 /// endpoint at fault, by endpoint id (`installed::endpoints::seen`).
