@@ -50,8 +50,9 @@ pub const DIAGS_REVIEW_VALUE: &str = "DiagsReviewRefused";
 /// The registry value install sets under `HKLM\Software\Tigera\Calico`.
 pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
 
-/// Every value calicoctl-win and its services keep under `CALICO_KEY` (uninstall deletes the
-/// key with them; the snapshot a rollback compares reads these).
+/// Every value calicoctl-win and its services keep under `CALICO_KEY` (`uninstall --purge`
+/// deletes the key with them, or from a key that predates install all but Calico's
+/// `LastBootTime`; the snapshot a rollback compares reads these).
 pub const CALICO_VALUES: [&str; 20] = [
     BOOT_ID_VALUE,
     LEGACY_BOOT_VALUE,
