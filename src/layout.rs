@@ -29,7 +29,7 @@ pub const HNS_PID_VALUE: &str = "HnsProcess";
 /// The registry value (REG_SZ, seconds since 1970) of when CalicoFelix last started Felix.
 pub const FELIX_STARTED_VALUE: &str = "FelixStarted";
 /// The registry value (REG_SZ) of `kube-proxy --version`'s answer as calicoctl-win's
-/// kube-proxy service last read it when it started kube-proxy.
+/// kube-proxy service read it at its last start (deleted before asking: no answer, no value).
 pub const KUBE_PROXY_VERSION_VALUE: &str = "KubeProxyVersion";
 /// The registry value (REG_SZ, JSON) holding when CalicoNode or `repair` first saw each HNS
 /// endpoint at fault, by endpoint id (`installed::endpoints::seen`).
@@ -50,8 +50,9 @@ pub const DIAGS_REVIEW_VALUE: &str = "DiagsReviewRefused";
 /// The registry value install sets under `HKLM\Software\Tigera\Calico`.
 pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
 
-/// Every value calicoctl-win and its services keep under `CALICO_KEY` (uninstall deletes the
-/// key with them; the snapshot a rollback compares reads these).
+/// Every value calicoctl-win and its services keep under `CALICO_KEY` (`uninstall --purge`
+/// deletes the key with them, or from a key that predates install all but Calico's
+/// `LastBootTime`; the snapshot a rollback compares reads these).
 pub const CALICO_VALUES: [&str; 20] = [
     BOOT_ID_VALUE,
     LEGACY_BOOT_VALUE,

@@ -260,9 +260,10 @@ pub fn check(f: &KubeProxyFacts, c: &Config) -> Check {
     verdict(&[], &warns)
 }
 
-/// Said beside the verdict when no kube-proxy version is known: neither calicoctl-win's own
-/// kube-proxy's nor the Node's.
-const UNJUDGED: &str = "; kube-proxy's known issues could not be judged: its version is unknown (no kube-proxy of calicoctl-win's answered, and the Node reports none)";
+/// Said beside the verdict when no kube-proxy version is known (none recorded, run or read
+/// from a Node, or none was asked: install's checks, `--offline`, an unprotected folder).
+const UNJUDGED: &str =
+    "; kube-proxy's known issues could not be judged: its version is not known here";
 
 /// The value of `--name=V` or `--name V` in `args`.
 fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {

@@ -5,7 +5,7 @@
 use crate::apply::Action;
 use crate::host::{FirewallRule, Host, HostResult, ServiceState, firewall};
 use crate::installed::record::InstallRecord;
-use crate::layout::{ADDRESSING_VALUE, CALICO_KEY, INSTALL_ROOT_VALUE};
+use crate::layout::{ADDRESSING_VALUE, CALICO_KEY, CALICO_VALUES, LEGACY_BOOT_VALUE};
 use anyhow::Context as _;
 
 pub struct Options {
@@ -195,12 +195,72 @@ fn purge(host: &dyn Host, r: &InstallRecord, actions: &mut Vec<Action>) -> anyho
                 key: outermost.clone(),
             });
         }
-    } else if host.reg_get(&r.registry_key, INSTALL_ROOT_VALUE)?.is_some() {
-        actions.push(Action::DeleteRegistryValue {
-            key: r.registry_key.clone(),
-            name: INSTALL_ROOT_VALUE.into(),
-        });
+    } else {
+        // The key predates install (Calico's own install, migrated): calicoctl-win's values go,
+        // the key stays with Calico's `LastBootTime` (calico.psm1 `Set-StoredLastBootTime`) and
+        // the CNI's `PodDeleted` subkey; the addressing is `forget_addressing`'s.
+        let ours = CALICO_VALUES
+            .into_iter()
+            .filter(|v| ![LEGACY_BOOT_VALUE, ADDRESSING_VALUE].contains(v));
+        for name in ours {
+            if host.reg_get(&r.registry_key, name)?.is_some() {
+                actions.push(Action::DeleteRegistryValue {
+                    key: r.registry_key.clone(),
+                    name: name.into(),
+                });
+            }
+        }
     }
     actions.extend(remove_rules(host, r.firewall_rule.as_slice())?);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::{RegValue, Registry};
+    use crate::layout::{BOOT_ID_VALUE, INSTALL_ROOT_VALUE, KUBE_PROXY_VERSION_VALUE};
+
+    /// Where Calico's own install made the key, `--purge` deletes calicoctl-win's values in it
+    /// and keeps the key with Calico's `LastBootTime`.
+    #[test]
+    fn purge_deletes_our_values_from_a_key_that_predates_install() {
+        let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+        for name in [
+            LEGACY_BOOT_VALUE,
+            INSTALL_ROOT_VALUE,
+            BOOT_ID_VALUE,
+            KUBE_PROXY_VERSION_VALUE,
+        ] {
+            host.reg_set(CALICO_KEY, name, &RegValue::Sz("x".into()))
+                .expect("set");
+        }
+        let rec = InstallRecord {
+            install_root: r"C:\CalicoWindows".into(),
+            logs_dir: r"C:\CalicoWindows\logs".into(),
+            registry_key: CALICO_KEY.into(),
+            ..Default::default()
+        };
+        let options = Options {
+            purge: true,
+            remove_logs: false,
+            cluster_steps: Vec::new(),
+        };
+        let mut deleted: Vec<&str> = Vec::new();
+        let actions = plan(&host, &rec, &options).expect("plan");
+        for a in &actions {
+            match a {
+                Action::DeleteRegistryValue { key, name } if key == CALICO_KEY => {
+                    deleted.push(name)
+                }
+                Action::DeleteRegistryKey { key } => panic!("the key {key} is deleted"),
+                _ => {}
+            }
+        }
+        deleted.sort_unstable();
+        assert_eq!(
+            deleted,
+            [BOOT_ID_VALUE, INSTALL_ROOT_VALUE, KUBE_PROXY_VERSION_VALUE]
+        );
+    }
 }

@@ -221,6 +221,10 @@ fn wait<T>(
 
 /// `kube-proxy --version`, bounded in time and cut by the service's stop.
 fn version(host: &dyn Host, exe: &str, stop: &Stop, log: &Log) -> Result<(u32, u32)> {
+    // Forgotten first: a start with no readable answer leaves no earlier binary's record.
+    if let Err(e) = host.reg_delete_value(CALICO_KEY, KUBE_PROXY_VERSION_VALUE) {
+        log.warn(&format!("cannot forget kube-proxy's recorded version: {e}"));
+    }
     let say = &mut |l: &str| log.info(l);
     let text = crate::checks::kube_proxy::version_answer::<SuperviseError>(host, exe, stop, say)?
         .ok_or_else(|| SuperviseError::KubeProxyVersion {
@@ -257,6 +261,30 @@ mod tests {
         stop.request();
         let err = version(&host, &exe.display().to_string(), &stop, &log).unwrap_err();
         assert!(matches!(err, SuperviseError::Stopped), "{err:?}");
+    }
+
+    /// A start whose kube-proxy gives no readable version leaves no record of an earlier one.
+    #[cfg(unix)]
+    #[test]
+    fn an_unreadable_version_forgets_the_recorded_one() {
+        use crate::host::Registry as _;
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = Log::open(dir.path().join("kp.log"), Default::default(), false);
+        let exe = dir.path().join("kube-proxy");
+        fs_err::write(&exe, "#!/bin/sh\necho 'kube-proxy version unknown'\n").expect("write");
+        fs_err::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+        let earlier = crate::host::RegValue::Sz("Kubernetes v1.32.5".into());
+        host.reg_set(CALICO_KEY, KUBE_PROXY_VERSION_VALUE, &earlier)
+            .expect("record");
+        let err = version(&host, &exe.display().to_string(), &Stop::new(), &log).unwrap_err();
+        assert!(
+            matches!(err, SuperviseError::KubeProxyVersion { .. }),
+            "{err:?}"
+        );
+        let kept = host.reg_get(CALICO_KEY, KUBE_PROXY_VERSION_VALUE);
+        assert_eq!(kept.expect("read"), None);
     }
 
     /// DSR by HNS's own version where it answers (hcsshim's `DSRSupported`), else by the build.

@@ -6,7 +6,18 @@
 
 use crate::support::fake_api::FakeApi;
 use crate::support::node::Node;
+use calicoctl_win::checks::Verdict;
+use calicoctl_win::host::sim::SimHost;
 use serde_json::{Value, json};
+
+/// The node's configuration as the library loads it.
+fn config() -> calicoctl_win::config::Config {
+    let inputs = calicoctl_win::config::Inputs {
+        sets: vec!["node.name=win-1".into()],
+        ..Default::default()
+    };
+    calicoctl_win::config::load(&inputs).expect("config").config
+}
 
 const CLUSTER_INFO: &str = "/apis/crd.projectcalico.org/v1/clusterinformations/default";
 
@@ -91,7 +102,7 @@ fn server_2025_is_judged_by_its_update_and_its_felix_in_preflight_and_status() {
 /// The Node's kube-proxy (`status.nodeInfo.kubeProxyVersion`) is judged on Server 2025 by
 /// preflight and status: 1.33.1 has ModifyLoadBalancer's breakage on HNS 15.4 (fixed in 1.33.2),
 /// 1.33.6 has neither it nor the stale remote endpoints (fixed in 1.33.6); containerd 1.7 is out
-/// of support, 2.3 is not.
+/// of support, 2.3 is not on the day given (2026-11-28).
 #[test]
 fn the_nodes_kube_proxy_is_warned_with_its_fix_until_the_fixed_release() {
     for (version, runtime, warned) in [
@@ -117,13 +128,32 @@ fn the_nodes_kube_proxy_is_warned_with_its_fix_until_the_fixed_release() {
             .find(|c| c["id"] == "kube-proxy")
             .cloned()
             .expect("kube-proxy check");
-        // containerd's support, from the Node's containerRuntimeVersion (1.7: out of support).
+        // containerd's support, from the Node's containerRuntimeVersion: 1.7's ended on
+        // 2026-09-30, so preflight warns of it whatever day it runs.
         let runtime_check = crate::support::items(&doc, "checks")
             .find(|c| c["id"] == "container-runtime")
             .cloned()
             .expect("container-runtime check");
-        let want = if warned { "warn" } else { "pass" };
-        assert_eq!(runtime_check["verdict"], want, "{runtime}: {runtime_check}");
+        if warned {
+            assert_eq!(
+                runtime_check["verdict"], "warn",
+                "{runtime}: {runtime_check}"
+            );
+        }
+        // Each judged on this host on an injected day (the snapshot's `now`), never the clock.
+        let host = SimHost::open_or_create(&node.sim(), None).expect("host");
+        let mut s = calicoctl_win::checks::host::snapshot(&host);
+        s.runtime_version = Some(runtime.into());
+        s.now = "2026-11-28T12:00:00Z"
+            .parse::<jiff::Timestamp>()
+            .expect("day")
+            .as_second();
+        let judged = calicoctl_win::checks::host::evaluate(&s, &config())
+            .into_iter()
+            .find(|c| c.id == "container-runtime")
+            .expect("container-runtime check");
+        let want = if warned { Verdict::Warn } else { Verdict::Pass };
+        assert_eq!(judged.verdict, want, "{runtime}: {judged:?}");
         let (_, status, _) = node.run(&["status"]);
         let said = [check.to_string(), status["kube_proxy"].to_string()];
         for s in said {
