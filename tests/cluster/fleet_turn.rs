@@ -327,3 +327,49 @@ fn a_pod_with_nothing_to_change_takes_no_turn() {
     assert!(!cordoned(&f.api, "win-n"));
     assert_eq!(f.machine("win-n").calico_vsid(), Some(4096));
 }
+
+/// Found by the review of issue 78 (not fixed): `fleet plan`'s default `--engine both` writes
+/// a system-upgrade-controller Plan taking `--concurrency` nodes at a time (its job runs
+/// `reconfigure --drain=external`, no turn) and a DaemonSet whose pods take `--concurrency`
+/// turns of their own: applied where system-upgrade-controller runs, up to twice
+/// `--concurrency` nodes are cordoned and changed at once. Ignored until mended (a default of
+/// one engine, or one pacing shared by both).
+#[test]
+#[ignore = "defect: the default engine 'both' paces the Plan and the DaemonSet separately"]
+fn the_default_output_changes_at_most_concurrency_nodes_at_once() {
+    let (code, doc, err) = super::fleet::fleet_plan(&[
+        "--config",
+        "templates/calico-windows.yaml",
+        "--image",
+        "i:1",
+        "--concurrency",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let docs = doc["manifests"].as_array().expect("manifests");
+    let ds_command: Vec<String> = docs
+        .iter()
+        .filter(|d| d["kind"] == "DaemonSet")
+        .flat_map(|d| {
+            super::fleet::cmd_exe_command(
+                &d["spec"]["template"]["spec"]["containers"][0]["command"],
+            )
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+        })
+        .collect();
+    let turn = ds_command.iter().find(|a| a.starts_with("--turn="));
+    let mut at_once = 0;
+    if let Some(turns) = ds_command.iter().find_map(|a| a.strip_prefix("--turns=")) {
+        at_once += turns.parse::<u64>().expect("turns");
+    }
+    for plan in docs.iter().filter(|d| d["kind"] == "Plan") {
+        let args = plan["spec"]["upgrade"]["args"].to_string();
+        let shares_turns = turn.is_some_and(|t| args.contains(t.as_str()));
+        if !shares_turns {
+            at_once += plan["spec"]["concurrency"].as_u64().expect("concurrency");
+        }
+    }
+    assert!(at_once <= 2, "nodes changed at once: {at_once}");
+}
