@@ -433,7 +433,7 @@ stays cordoned, its job's log holds the JSON error, and the plan goes no further
 or --version runs the plan again. With --verify the job then runs 'calicoctl-win verify' for its node \
 (in the namespace calicoctl-win-verify, with verify's roles for the jobs' account, which the manifests \
 hold): a node that does not pass traffic fails its job, stays cordoned and stops the rollout there.\n\
-- a HostProcess DaemonSet: on each Windows node 'calicoctl-win reconfigure --drain' (the node drains \
+- a HostProcess DaemonSet (--engine daemonset): on each Windows node 'calicoctl-win reconfigure --drain' (the node drains \
 itself) once it holds one of --concurrency turns (the Leases NAME-turn-N in --namespace; a pod with \
 nothing to change takes none), then the pod stays; a node keeps its turn until 'status' finds it \
 healthy, and a failed or cordoned node keeps it, so the rollout stops there; the first apply, a node \
@@ -441,10 +441,14 @@ joining and a changed config are paced alike. A changed config changes the pod \
 template (its sha256 is an annotation), which rolls the DaemonSet. With --verify-every DURATION the pod \
 also runs 'calicoctl-win verify' for its node that often and publishes the result in the Node's \
 condition CalicoWindowsTraffic (set with calico-node's credential).\n\n\
+With --engine both (the default) the Plan changes the nodes and the DaemonSet changes nothing: its pod \
+only runs 'calicoctl-win service keep-token' (and --verify-every), so at most --concurrency nodes change \
+at once.\n\n\
 --image must hold calicoctl-win.exe at its root. The jobs run as --service-account (default \
 calicoctl-win-fleet, in --namespace), which the manifests create with the roles of exactly what the \
 jobs call (src/fleet/rights.rs, FLEET): reads of Calico's resources, get and patch nodes, list pods, \
-create pods/eviction; no wildcard, no cluster-admin. The manifests go to standard output as YAML (-o \
+create pods/eviction, create calico-node's token (serviceaccounts/token, that name only) and, with the \
+DaemonSet's turns, the Leases NAME-turn-N; no wildcard, no cluster-admin. The manifests go to standard output as YAML (-o \
 json: one document with a list), or to --out-file. Changes nothing on this machine or in the cluster: \
 apply them with kubectl.\n\n\
 --migrate to-operator or from-operator writes a system-upgrade-controller Plan that rolls 'calicoctl-win \
@@ -506,7 +510,8 @@ calicoctl-win version, the Calico release and the config hash install and reconf
 with, kubelet's Ready, and the CalicoWindowsReady condition CalicoNode sets (its reasons when False), \
 and the CalicoWindowsTraffic verdict of the fleet DaemonSet's scheduled verify (stale when older than \
 two of the --verify-every intervals the DaemonSet --name in --namespace runs with); then which nodes \
-differ from the fleet's config (the hash most nodes have). Needs a kubeconfig that may list nodes (an \
+differ from the fleet's config (the hash most nodes have), and the DaemonSet's turns (the Leases \
+NAME-turn-N in --namespace: who holds each, since when, and whether its change failed). Needs a kubeconfig that may list nodes (an \
 admin's or a reader's), and get the DaemonSet to judge staleness (without, no verdict is judged \
 stale). Changes nothing. Exit 0 when every node is ready, Calico is ready on it, it has the fleet's \
 config and its traffic verdict, if any, is neither False nor stale; 1 otherwise, with each reason."
@@ -654,9 +659,10 @@ pub struct FleetRbacArgs {
 pub enum Engine {
     /// system-upgrade-controller's Plan
     SystemUpgradeController,
-    /// A HostProcess DaemonSet
+    /// A HostProcess DaemonSet that changes each node (paced by turns) and keeps its token
     Daemonset,
-    /// Both
+    /// The Plan changes the nodes; the DaemonSet only keeps their tokens (and --verify-every,
+    /// --metrics-service, --log-containers)
     Both,
 }
 
@@ -707,7 +713,8 @@ pub struct FleetPlanArgs {
     /// calicoctl-win-migrate-config)
     #[arg(long, value_name = "NAME")]
     pub config_secret: Option<String>,
-    /// How many nodes are changed at once (default 2; a migration moves one at a time)
+    /// How many nodes are changed at once (default 2; 1 with --verify; a migration moves one at
+    /// a time)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub concurrency: Option<u32>,
     /// A label the nodes must have besides kubernetes.io/os=windows (repeatable)

@@ -51,13 +51,19 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         docs.push(serde_json::to_value(fleet.plan())?);
     }
     if fleet.migrate.is_none() && matches!(args.engine, Engine::Daemonset | Engine::Both) {
-        docs.extend(crate::fleet::rights::turn_role(
-            &fleet.service_account,
-            &args.namespace,
-            &fleet.name,
-            fleet.concurrency,
-        ));
-        docs.push(serde_json::to_value(fleet.daemon_set())?);
+        // Beside a Plan the DaemonSet changes nothing: two engines each taking `--concurrency`
+        // nodes would change twice as many at once (the controller cordons its nodes before
+        // its job runs, so they cannot share the turns).
+        let changes = args.engine == Engine::Daemonset;
+        if changes {
+            docs.extend(crate::fleet::rights::turn_role(
+                &fleet.service_account,
+                &args.namespace,
+                &fleet.name,
+                fleet.concurrency,
+            ));
+        }
+        docs.push(serde_json::to_value(fleet.daemon_set(changes))?);
     }
     if args.metrics_service {
         docs.push(serde_json::to_value(metrics_service(args, &fleet)?)?);

@@ -324,7 +324,7 @@ pub static SETTINGS: &[Spec] = &[
         "metrics.source_ranges",
         Kind::List,
         Unset,
-        "IPv4 CIDRs allowed to reach the metrics ports (the addresses scrapes arrive from); required when metrics.enabled is true. A Prometheus pod's scrape arrives from its node's address when its IP pool has natOutgoing (Calico's default): list the nodes' subnet; the pods' range only where natOutgoing is off. A prefix of 0 (0.0.0.0/0) is refused: a firewall rule cannot hold it; list the real ranges.",
+        "IPv4 CIDRs allowed to reach the metrics ports (the addresses scrapes arrive from); required when metrics.enabled is true. A Prometheus pod's scrape arrives from its node's address when its IP pool has natOutgoing (Calico's default): list the nodes' subnet; the pods' range where natOutgoing is off or FelixConfiguration `natOutgoingExclusions` is `IPPoolsAndHostIPs`. A prefix of 0 (0.0.0.0/0) is refused: a firewall rule cannot hold it; list the real ranges.",
     ),
     own(
         "metrics.diags",

@@ -452,11 +452,13 @@ impl Fleet {
         }
     }
 
-    /// The HostProcess DaemonSet: on each Windows node, `reconfigure --drain --turn` (paced by
-    /// the fleet's turns, `fleet::turn`), then `service keep-token` as the node's renewer of
-    /// last resort. The pod is Ready while `status` finds the node healthy.
-    pub fn daemon_set(&self) -> DaemonSet {
-        let pod = self.pod();
+    /// The HostProcess DaemonSet: on each Windows node, with `changes`, `reconfigure --drain
+    /// --turn` (paced by the fleet's turns, `fleet::turn`), then `service keep-token` as the
+    /// node's renewer of last resort. Without `changes` (beside a Plan, which changes the nodes
+    /// at its own pace) only `service keep-token`. The pod is Ready while `status` finds the
+    /// node healthy.
+    pub fn daemon_set(&self, changes: bool) -> DaemonSet {
+        let pod = self.pod(changes);
         DaemonSet {
             metadata: self.meta(&self.name),
             spec: Some(DaemonSetSpec {
@@ -500,13 +502,16 @@ impl Fleet {
 
     /// The DaemonSet's pod: calicoctl-win in a HostProcess container as SYSTEM, with the
     /// config from the Secret and `status` as its readiness.
-    fn pod(&self) -> PodSpec {
+    fn pod(&self, changes: bool) -> PodSpec {
         let mut command = vec!["cmd.exe".to_owned(), "/c".to_owned(), Self::exe()];
-        command.extend(self.args(false));
-        // After `&&`, once the change exited 0: the renewer of last resort for calico-node's
-        // token, with this pod's own token, which kubelet renews.
-        command.extend(["&&".to_owned(), Self::exe(), "--config".to_owned()]);
-        command.extend([Self::config_path(), "service".into(), "keep-token".into()]);
+        if changes {
+            command.extend(self.args(false));
+            // After `&&`, once the change exited 0: the renewer of last resort for
+            // calico-node's token, with this pod's own token, which kubelet renews.
+            command.extend(["&&".to_owned(), Self::exe()]);
+        }
+        command.extend(["--config".to_owned(), Self::config_path()]);
+        command.extend(["service".into(), "keep-token".into()]);
         command.extend(self.scheduled_verify());
         let container = Container {
             name: MAIN_CONTAINER.into(),

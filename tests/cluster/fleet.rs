@@ -438,8 +438,6 @@ fn kubectl_parses_the_manifests() {
                 "ValidatingAdmissionPolicyBinding",
                 "Secret",
                 "Plan",
-                "Role",
-                "RoleBinding",
                 "DaemonSet"
             ]
         ]
@@ -448,7 +446,7 @@ fn kubectl_parses_the_manifests() {
     for i in &items {
         assert_eq!(i["metadata"]["annotations"]["checked"], "yes", "{i}");
     }
-    let ds = &items[15];
+    let ds = &items[13];
     assert_eq!(
         ds["spec"]["template"]["spec"]["securityContext"]["windowsOptions"]["hostProcess"],
         true
@@ -1725,8 +1723,8 @@ fn the_daemonset_pod_replaces_a_refused_token_for_its_own_node_only() {
         .filter(|m| api.apply(m))
         .count();
     assert_eq!(
-        applied, 13,
-        "roles (the turns' too), bindings, the account and the two admission policies"
+        applied, 11,
+        "roles, bindings, the account and the two admission policies (no turns beside the Plan)"
     );
     let node = crate::support::Node::new(&api);
     let zip = crate::support::release::release_zip(node.dir.path(), "3.30.2", "calico-node.exe");

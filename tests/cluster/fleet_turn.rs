@@ -328,14 +328,10 @@ fn a_pod_with_nothing_to_change_takes_no_turn() {
     assert_eq!(f.machine("win-n").calico_vsid(), Some(4096));
 }
 
-/// Found by the review of issue 78 (not fixed): `fleet plan`'s default `--engine both` writes
-/// a system-upgrade-controller Plan taking `--concurrency` nodes at a time (its job runs
-/// `reconfigure --drain=external`, no turn) and a DaemonSet whose pods take `--concurrency`
-/// turns of their own: applied where system-upgrade-controller runs, up to twice
-/// `--concurrency` nodes are cordoned and changed at once. Ignored until mended (a default of
-/// one engine, or one pacing shared by both).
+/// `fleet plan`'s default `--engine both` writes a system-upgrade-controller Plan taking
+/// `--concurrency` nodes at a time and a DaemonSet: the DaemonSet's pods change nothing (no
+/// `reconfigure`, no turns), so at most `--concurrency` nodes change at once where both run.
 #[test]
-#[ignore = "defect: the default engine 'both' paces the Plan and the DaemonSet separately"]
 fn the_default_output_changes_at_most_concurrency_nodes_at_once() {
     let (code, doc, err) = super::fleet::fleet_plan(&[
         "--config",

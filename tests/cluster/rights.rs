@@ -285,6 +285,9 @@ fn every_fleet_rule_is_needed_and_enough() {
             "plan",
             "--image",
             "registry.example.com/calicoctl-win:1",
+            // The DaemonSet that changes its node, in its turn (with the turns' Role).
+            "--engine",
+            "daemonset",
         ])
         .current_dir(crate::support::root())
         .assert()

@@ -130,7 +130,7 @@ fn metrics_remedy(code: Code) -> &'static str {
             "stop the program that listens on metrics.port ('Get-NetTCPConnection -LocalPort PORT -State Listen' names it), or set another metrics.port and run 'calicoctl-win reconfigure'"
         }
         Code::MetricsNotScraped => {
-            "put the addresses the scrapes come from in metrics.source_ranges and run 'calicoctl-win reconfigure': the subnet of the nodes the Prometheus pods run on (their pods' IP pool has natOutgoing), or the pods' range where it has not"
+            "put the addresses the scrapes come from in metrics.source_ranges and run 'calicoctl-win reconfigure': the subnet of the nodes the Prometheus pods run on (their pods' IP pool has natOutgoing), or the pods' range where it has not or natOutgoingExclusions is IPPoolsAndHostIPs"
         }
         Code::DiagsReviewRefused => {
             "apply 'calicoctl-win fleet rbac --identity diags --calico-namespace NS' (its ClusterRole calicoctl-win-diags-review lets calico-node create tokenreviews), or set metrics.diags: false"
