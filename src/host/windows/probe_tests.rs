@@ -123,14 +123,7 @@ impl Hcn {
             return Err(outcome(hr, record));
         }
         take(record);
-        Ok(format!(
-            "{}-{}-{}-{}-{}",
-            &id[0..8],
-            &id[8..12],
-            &id[12..16],
-            &id[16..20],
-            &id[20..32]
-        ))
+        Ok(dashed(&id))
     }
 
     fn delete(&self, symbol: &[u8], id: &str) -> Value {
@@ -169,16 +162,14 @@ impl Hcn {
             unsafe { close(ns) };
             o
         };
-        let dashed = format!(
-            "{}-{}-{}-{}-{}",
-            &id[0..8],
-            &id[8..12],
-            &id[12..16],
-            &id[16..20],
-            &id[20..32]
-        );
-        (dashed, json!({"create": made, "add_endpoint": added}))
+        (dashed(&id), json!({"create": made, "add_endpoint": added}))
     }
+}
+
+/// 32 hex digits as a GUID is written, `8-4-4-4-12`.
+fn dashed(id: &str) -> String {
+    let (a, b, c, d, e) = (&id[..8], &id[8..12], &id[12..16], &id[16..20], &id[20..]);
+    format!("{a}-{b}-{c}-{d}-{e}")
 }
 
 /// A random id for what the probe makes (no RNG crate: the clock and the process id).
