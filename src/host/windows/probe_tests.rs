@@ -231,14 +231,10 @@ fn what_a_real_node_says_is_recorded() {
     let mut made = Vec::new();
     let mut facts = serde_json::Map::new();
     // A running container's endpoint, which the workflow started (docker on `nat`).
+    let both = |id: &str| json!({"id": id, "flags0": hcn.endpoint(id, V2), "flags1": hcn.endpoint(id, V2_DETAILED)});
     let running: Vec<String> = hcn.enumerate(V2);
-    facts.insert(
-        "endpoints_before".into(),
-        running
-            .iter()
-            .map(|id| json!({"id": id, "flags0": hcn.endpoint(id, V2), "flags1": hcn.endpoint(id, V2_DETAILED)}))
-            .collect(),
-    );
+    let before = running.iter().map(|id| both(id)).collect();
+    facts.insert("endpoints_before".into(), before);
     let never_attached = json!({"SchemaVersion": {"Major": 2, "Minor": 0},
         "Name": "cw-probe-pending", "HostComputeNetwork": nat.id});
     let remote = json!({"SchemaVersion": {"Major": 2, "Minor": 0},
@@ -248,7 +244,7 @@ fn what_a_real_node_says_is_recorded() {
         let v = match hcn.create_endpoint(&nat.id, &settings) {
             Ok(id) => {
                 made.push(id.clone());
-                json!({"id": id, "flags0": hcn.endpoint(&id, V2), "flags1": hcn.endpoint(&id, V2_DETAILED)})
+                both(&id)
             }
             Err(e) => json!({"create": e}),
         };
