@@ -1151,10 +1151,18 @@ pub(crate) mod on_windows {
 
     /// The firewall's turn where there is a firewall to test: the stand-in's or the host's.
     pub(crate) fn firewall_turn() -> Option<std::sync::MutexGuard<'static, ()>> {
-        if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() && !real_host() {
+        turn("CALICOCTL_WIN_FW_STANDIN", &FIREWALL_POLICY)
+    }
+
+    /// `lock`'s turn where the stand-in `standin` names is installed, or on a real host.
+    fn turn(
+        standin: &str,
+        lock: &'static std::sync::Mutex<()>,
+    ) -> Option<std::sync::MutexGuard<'static, ()>> {
+        if std::env::var_os(standin).is_none() && !real_host() {
             return None;
         }
-        Some(FIREWALL_POLICY.lock().unwrap_or_else(|p| p.into_inner()))
+        Some(lock.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// LocalAddresses, RemotePorts, InterfaceTypes, EdgeTraversal, Grouping and ServiceName
@@ -1217,10 +1225,9 @@ pub(crate) mod on_windows {
     /// table is the Linux machine's. `tools/wine/test.sh` installs it and sets the variable.
     #[test]
     fn routes_contract() {
-        if std::env::var_os("CALICOCTL_WIN_IPHLP_STANDIN").is_none() && !real_host() {
+        let Some(_turn) = turn("CALICOCTL_WIN_IPHLP_STANDIN", &ROUTES) else {
             return;
-        }
-        let _turn = ROUTES.lock().unwrap_or_else(|p| p.into_inner());
+        };
         let h = WindowsHost::new();
         let before = test_net(&h.routes().expect("routes"));
         {
@@ -1267,10 +1274,9 @@ pub(crate) mod on_windows {
     /// state as `GetAdaptersAddresses` fills them (tools/wine/netstate.rs).
     #[test]
     fn adapters_contract() {
-        if std::env::var_os("CALICOCTL_WIN_IPHLP_STANDIN").is_none() && !real_host() {
+        let Some(_turn) = turn("CALICOCTL_WIN_IPHLP_STANDIN", &ROUTES) else {
             return;
-        }
-        let _turn = ROUTES.lock().unwrap_or_else(|p| p.into_inner());
+        };
         let all = adapters(&WindowsHost::new());
         if real_host() {
             return;

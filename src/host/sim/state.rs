@@ -312,19 +312,22 @@ impl SimService {
         if self.state == ServiceState::StopPending
             && self.stopped_at_ms.is_some_and(|t| unix_now_ms() >= t)
         {
-            self.state = ServiceState::Stopped;
-            self.pid = None;
-            self.since = None;
-            self.stopped_at_ms = None;
+            self.stop_now();
         }
+    }
+
+    /// Stopped: no process, no start time, no stop pending.
+    pub fn stop_now(&mut self) {
+        self.state = ServiceState::Stopped;
+        self.pid = None;
+        self.since = None;
+        self.stopped_at_ms = None;
     }
 }
 
 /// The machine's clock in Unix seconds, for start times.
 pub fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+    unix_now_ms() / 1000
 }
 
 pub fn key_of(key: &str) -> String {
