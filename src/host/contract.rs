@@ -16,6 +16,37 @@ pub(crate) fn unique(prefix: &str) -> String {
     format!("{prefix}{}x{nanos:08x}", std::process::id())
 }
 
+/// A manual service of no arguments, dependencies or recovery, its display name its name.
+pub(crate) fn service(name: &str, program: &str) -> ServiceSpec {
+    ServiceSpec {
+        name: name.into(),
+        display_name: name.into(),
+        description: String::new(),
+        program: program.into(),
+        args: Vec::new(),
+        dependencies: Vec::new(),
+        start: StartType::Manual,
+        recovery: None,
+    }
+}
+
+/// An inbound rule for UDP 4789 on every profile, of any address, with the marker.
+pub(crate) fn udp_rule(name: String) -> FirewallRule {
+    FirewallRule {
+        name,
+        description: crate::host::firewall::MARKER.into(),
+        protocol: Protocol::Udp,
+        direction: crate::host::Direction::In,
+        program: None,
+        local_port: 4789,
+        allow: true,
+        enabled: true,
+        profiles: crate::host::ALL_PROFILES,
+        remote_addresses: Vec::new(),
+        unset: Default::default(),
+    }
+}
+
 /// Values of each type round-trip; keys are case-insensitive; deletes are idempotent.
 pub fn registry(h: &dyn Host) {
     let key = format!(r"HKLM\Software\calicoctl-win-contract\{}", unique("k"));
@@ -57,15 +88,13 @@ pub fn registry(h: &dyn Host) {
 pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Recovery>) {
     let name = unique("CwTest");
     let spec = ServiceSpec {
-        name: name.clone(),
         display_name: "calicoctl-win contract test".into(),
         description: "Created and deleted by calicoctl-win's contract tests.".into(),
-        program: program.into(),
         args: args.iter().map(|a| (*a).to_owned()).collect(),
-        dependencies: Vec::new(),
-        start: StartType::Manual,
         recovery,
+        ..service(&name, program)
     };
+    let query = |n: &str| h.service_query(n).expect("query").expect("registered");
     assert_eq!(h.service_query(&name).expect("query"), None);
     assert!(matches!(
         h.service_start(&name, WAIT),
@@ -77,7 +106,7 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
             h.service_create(&spec),
             Err(HostError::Exists { .. })
         ));
-        let q = h.service_query(&name).expect("query").expect("registered");
+        let q = query(&name);
         assert_eq!(q.state, ServiceState::Stopped);
         assert_eq!(q.since, None, "a stopped service has no start time");
         assert_eq!(q.display_name, spec.display_name);
@@ -107,11 +136,7 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
             ..spec.clone()
         };
         h.service_create(&dependent).expect("create the dependent");
-        let deps = h
-            .service_query(&dependent.name)
-            .expect("query")
-            .expect("registered")
-            .dependencies;
+        let deps = query(&dependent.name).dependencies;
         // An update to no dependencies removes them (ChangeServiceConfigW: a NULL list leaves
         // them as they are; an empty one, "\0\0", removes them).
         let independent = ServiceSpec {
@@ -120,11 +145,7 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
         };
         h.service_update(&independent)
             .expect("update the dependent");
-        let deps_after = h
-            .service_query(&dependent.name)
-            .expect("query")
-            .expect("registered")
-            .dependencies;
+        let deps_after = query(&dependent.name).dependencies;
         h.service_delete(&dependent.name)
             .expect("delete the dependent");
         assert_eq!(deps, std::slice::from_ref(&name));
@@ -135,10 +156,7 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
             ..spec.clone()
         };
         h.service_update(&auto).expect("update");
-        assert_eq!(
-            h.service_query(&name).expect("query").map(|q| q.start),
-            Some(StartType::Auto)
-        );
+        assert_eq!(query(&name).start, StartType::Auto);
         // Delayed start reads back (QueryServiceConfigW alone says "automatic"), and an update
         // back to plain automatic start clears it. Wine 8's SCM has no delayed start (it
         // answers ERROR_INVALID_LEVEL): there only the plain one is checked.
@@ -154,14 +172,11 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
                 ..spec.clone()
             })
             .expect("update");
-            assert_eq!(
-                h.service_query(&name).expect("query").map(|q| q.start),
-                Some(start)
-            );
+            assert_eq!(query(&name).start, start);
         }
 
         start_service(h, &name).expect("start");
-        let q = h.service_query(&name).expect("query").expect("registered");
+        let q = query(&name);
         assert_eq!(q.state, ServiceState::Running);
         assert!(q.pid.is_some());
         let now = std::time::SystemTime::now()
@@ -180,10 +195,7 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
             Err(HostError::Refused { .. })
         ));
         h.service_stop(&name, WAIT).expect("stop");
-        assert_eq!(
-            h.service_query(&name).expect("query").map(|q| q.state),
-            Some(ServiceState::Stopped)
-        );
+        assert_eq!(query(&name).state, ServiceState::Stopped);
         h.service_stop(&name, WAIT)
             .expect("stopping a stopped service");
     }));
@@ -371,19 +383,7 @@ pub fn streams(h: &dyn Host, root: &str) {
 pub fn firewall(h: &dyn Host) {
     let name = unique("Calico contract UDP ");
     assert_eq!(h.firewall_rule(&name).expect("read"), None);
-    let rule = FirewallRule {
-        name: name.clone(),
-        description: crate::host::firewall::MARKER.into(),
-        protocol: Protocol::Udp,
-        direction: crate::host::Direction::In,
-        program: None,
-        local_port: 4789,
-        allow: true,
-        enabled: true,
-        profiles: crate::host::ALL_PROFILES,
-        remote_addresses: Vec::new(),
-        unset: Default::default(),
-    };
+    let rule = udp_rule(name.clone());
     h.firewall_add(&rule).expect("add");
     // One of two profiles reads back as such: `opens` needs every profile.
     let private = FirewallRule {
@@ -483,17 +483,10 @@ pub fn firewall(h: &dyn Host) {
 /// an administrator's tightening kept) reads back as set, unlike the default rule.
 pub fn firewall_unset(h: &dyn Host) {
     let plain = FirewallRule {
-        name: unique("Calico contract unset TCP "),
-        description: crate::host::firewall::MARKER.into(),
         protocol: Protocol::Tcp,
-        direction: crate::host::Direction::In,
-        program: None,
         local_port: 9095,
-        allow: true,
-        enabled: true,
-        profiles: crate::host::ALL_PROFILES,
         remote_addresses: vec!["10.0.0.0/8".into()],
-        unset: Default::default(),
+        ..udp_rule(unique("Calico contract unset TCP "))
     };
     h.firewall_add(&plain).expect("add");
     let read = h.firewall_rules(&plain.name).expect("read");
@@ -534,17 +527,11 @@ pub fn firewall_duplicates(
 ) {
     let name = unique("Calico contract twice TCP ");
     let ours = FirewallRule {
-        name: name.clone(),
-        description: crate::host::firewall::MARKER.into(),
         protocol: Protocol::Tcp,
-        direction: crate::host::Direction::In,
         program: Some(r"C:\CalicoWindows\calicoctl-win.exe".into()),
         local_port: 9095,
-        allow: true,
-        enabled: true,
-        profiles: crate::host::ALL_PROFILES,
         remote_addresses: vec!["10.0.0.0/8".into()],
-        unset: Default::default(),
+        ..udp_rule(name.clone())
     };
     h.firewall_add(&ours).expect("add");
     let admins = FirewallRule {
@@ -1004,14 +991,9 @@ mod on_simhost {
     fn a_service_whose_program_is_missing_does_not_start() {
         let h = host();
         let mut spec = ServiceSpec {
-            name: "CalicoNode".into(),
             display_name: "x".into(),
-            description: String::new(),
-            program: r"C:\CalicoWindows\calicoctl-win.exe".into(),
-            args: vec![],
-            dependencies: vec![],
             start: StartType::Auto,
-            recovery: None,
+            ..service("CalicoNode", r"C:\CalicoWindows\calicoctl-win.exe")
         };
         h.service_create(&spec).expect("create");
         let err = h.service_start("CalicoNode", WAIT).unwrap_err();
@@ -1154,19 +1136,6 @@ pub(crate) mod on_windows {
         wine
     }
 
-    /// The example `contract-test-service`, which cargo builds next to the test binaries.
-    fn test_service_exe() -> String {
-        let exe = std::env::current_exe().expect("current exe");
-        let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-        let path = dir.join("examples").join("contract-test-service.exe");
-        assert!(
-            path.is_file(),
-            "{} is missing: build it with cargo test",
-            path.display()
-        );
-        path.display().to_string()
-    }
-
     #[test]
     fn registry_contract() {
         registry(&WindowsHost::new());
@@ -1176,21 +1145,31 @@ pub(crate) mod on_windows {
     /// E_NOTIMPL for rules. `tools/wine/test.sh` installs it and sets the variable.
     #[test]
     fn firewall_contract() {
-        if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() && !real_host() {
-            return;
-        }
-        let _turn = FIREWALL_POLICY.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(_turn) = firewall_turn() else { return };
         firewall(&WindowsHost::new());
+    }
+
+    /// The firewall's turn where there is a firewall to test: the stand-in's or the host's.
+    pub(crate) fn firewall_turn() -> Option<std::sync::MutexGuard<'static, ()>> {
+        turn("CALICOCTL_WIN_FW_STANDIN", &FIREWALL_POLICY)
+    }
+
+    /// `lock`'s turn where the stand-in `standin` names is installed, or on a real host.
+    fn turn(
+        standin: &str,
+        lock: &'static std::sync::Mutex<()>,
+    ) -> Option<std::sync::MutexGuard<'static, ()>> {
+        if std::env::var_os(standin).is_none() && !real_host() {
+            return None;
+        }
+        Some(lock.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// LocalAddresses, RemotePorts, InterfaceTypes, EdgeTraversal, Grouping and ServiceName
     /// read back as Windows' defaults when unset, as set otherwise.
     #[test]
     fn firewall_contract_unset_properties() {
-        if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() && !real_host() {
-            return;
-        }
-        let _turn = FIREWALL_POLICY.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(_turn) = firewall_turn() else { return };
         firewall_unset(&WindowsHost::new());
     }
 
@@ -1198,10 +1177,7 @@ pub(crate) mod on_windows {
     /// does): enumerated both, and removal by name refused.
     #[test]
     fn firewall_contract_rules_of_one_name() {
-        if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() && !real_host() {
-            return;
-        }
-        let _turn = FIREWALL_POLICY.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(_turn) = firewall_turn() else { return };
         use crate::host::windows::firewall::{add_beside, remove_every};
         firewall_duplicates(
             &WindowsHost::new(),
@@ -1249,10 +1225,9 @@ pub(crate) mod on_windows {
     /// table is the Linux machine's. `tools/wine/test.sh` installs it and sets the variable.
     #[test]
     fn routes_contract() {
-        if std::env::var_os("CALICOCTL_WIN_IPHLP_STANDIN").is_none() && !real_host() {
+        let Some(_turn) = turn("CALICOCTL_WIN_IPHLP_STANDIN", &ROUTES) else {
             return;
-        }
-        let _turn = ROUTES.lock().unwrap_or_else(|p| p.into_inner());
+        };
         let h = WindowsHost::new();
         let before = test_net(&h.routes().expect("routes"));
         {
@@ -1299,10 +1274,9 @@ pub(crate) mod on_windows {
     /// state as `GetAdaptersAddresses` fills them (tools/wine/netstate.rs).
     #[test]
     fn adapters_contract() {
-        if std::env::var_os("CALICOCTL_WIN_IPHLP_STANDIN").is_none() && !real_host() {
+        let Some(_turn) = turn("CALICOCTL_WIN_IPHLP_STANDIN", &ROUTES) else {
             return;
-        }
-        let _turn = ROUTES.lock().unwrap_or_else(|p| p.into_inner());
+        };
         let all = adapters(&WindowsHost::new());
         if real_host() {
             return;
@@ -1456,19 +1430,7 @@ pub(crate) mod on_windows {
         std::fs::create_dir_all(refuse.parent().expect("dir")).expect("dir");
         std::fs::write(refuse, json!([name]).to_string()).expect("write");
         let err = WindowsHost::new()
-            .firewall_add(&FirewallRule {
-                name: name.clone(),
-                description: crate::host::firewall::MARKER.into(),
-                protocol: Protocol::Udp,
-                direction: crate::host::Direction::In,
-                program: None,
-                local_port: 4789,
-                allow: true,
-                enabled: true,
-                profiles: crate::host::ALL_PROFILES,
-                remote_addresses: Vec::new(),
-                unset: Default::default(),
-            })
+            .firewall_add(&udp_rule(name.clone()))
             .expect_err("refused");
         std::fs::remove_file(refuse).expect("remove");
         keeps_its_code(&err, &format!("add firewall rule {name}"));
@@ -1546,12 +1508,10 @@ pub(crate) mod on_windows {
         let exe = built("calicoctl-win.exe").display().to_string();
         // The contract builds its own registration (the host ranks below the service bodies,
         // and a test service depends on no CalicoNode, which does not exist here).
-        let spec = crate::host::ServiceSpec {
-            name: name.into(),
+        let spec = ServiceSpec {
             // Not Felix's own display name, which the SCM holds unique among services.
             display_name: "calicoctl-win test (felix role)".into(),
             description: "calicoctl-win's host contract suite".into(),
-            program: exe.clone(),
             args: [
                 "service",
                 "run",
@@ -1563,9 +1523,7 @@ pub(crate) mod on_windows {
             ]
             .map(String::from)
             .to_vec(),
-            dependencies: Vec::new(),
-            start: crate::host::StartType::Manual,
-            recovery: None,
+            ..service(name, &exe)
         };
         h.service_create(&spec).expect("create");
         start_service(&h, name).expect("start");
@@ -1643,16 +1601,7 @@ pub(crate) mod on_windows {
 
         let _turn = SCM.lock().unwrap_or_else(|p| p.into_inner());
         let name = unique("CalicoctlWinMissing");
-        let spec = ServiceSpec {
-            name: name.clone(),
-            display_name: name.clone(),
-            description: String::new(),
-            program: dir.path().join("missing.exe").display().to_string(),
-            args: vec![],
-            dependencies: vec![],
-            start: StartType::Manual,
-            recovery: None,
-        };
+        let spec = service(&name, &dir.path().join("missing.exe").display().to_string());
         h.service_create(&spec).expect("create");
         let err = h.service_start(&name, WAIT).expect_err("no program");
         let _ = h.service_delete(&name);
@@ -1674,7 +1623,9 @@ pub(crate) mod on_windows {
         };
         services(
             &WindowsHost::new(),
-            &test_service_exe(),
+            &built("examples/contract-test-service.exe")
+                .display()
+                .to_string(),
             &["--role", "contract test"],
             Some(recovery),
         );

@@ -17,16 +17,10 @@ fn remote_addresses_compare_in_prefix_mask_or_bare_notation() {
     assert_ne!(normal_address("10.0.0.0/8"), normal_address("10.0.0.0/16"));
     let rule = FirewallRule {
         name: "r".into(),
-        description: MARKER.into(),
-        protocol: Protocol::Tcp,
-        direction: crate::host::Direction::In,
         program: None,
         local_port: 9095,
-        allow: true,
-        enabled: true,
-        profiles: ALL_PROFILES,
         remote_addresses: vec!["10.0.0.0/8".into(), "1.2.3.4/32".into()],
-        unset: Default::default(),
+        ..made()
     };
     let read_back = FirewallRule {
         remote_addresses: FirewallRule::remote_addresses_from(
@@ -51,16 +45,10 @@ fn remote_addresses_compare_in_prefix_mask_or_bare_notation() {
 fn a_rule_without_the_marker_is_not_an_older_journals() {
     let rule = FirewallRule {
         name: "r".into(),
-        description: MARKER.into(),
-        protocol: Protocol::Tcp,
-        direction: Direction::In,
         program: None,
         local_port: 9095,
-        allow: true,
-        enabled: true,
-        profiles: ALL_PROFILES,
         remote_addresses: Vec::new(),
-        unset: Default::default(),
+        ..made()
     };
     assert!(ours(std::slice::from_ref(&rule), None));
     let admins = FirewallRule {

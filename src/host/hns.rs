@@ -1,6 +1,6 @@
 //! HNS networks and endpoints as the tool sees them, read from HCN's schema 2.0 documents.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -36,8 +36,9 @@ impl HnsNetwork {
     }
 }
 
-/// An HNS endpoint (a pod's or the host's interface on a network).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// An HNS endpoint (a pod's or the host's interface on a network); the simulated host keeps
+/// its endpoints as such in its state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HnsEndpoint {
     pub id: String,
     pub name: String,
@@ -45,6 +46,7 @@ pub struct HnsEndpoint {
     pub ip: Option<String>,
     /// An endpoint of another host (VXLAN's remote endpoints): HCN's `Flags` bit 1 (hcsshim
     /// hcn/hcnendpoint.go), HNS v1's `IsRemoteEndpoint`.
+    #[serde(default)]
     pub remote: bool,
     /// The endpoint's `State` (hcsshim internal/hns/hnsendpoint.go `EndpointState`).
     pub state: Option<u16>,

@@ -91,6 +91,11 @@ fn the_state_dir_is_protected_when_the_lock_is_taken() {
     assert!(!others_write().0, "{:?}", others_write().1);
 }
 
+/// The command the record names as holding the lock in `dir`.
+fn held_by(dir: &Path) -> Option<String> {
+    holder(&dir.join(LOCK_FILE)).map(|h| h.command)
+}
+
 /// Takes the lock again just after it was let go: forked children of other tests may hold
 /// the locked file a moment longer.
 fn take_again(dir: &Path, command: &str) -> HostLock {
@@ -119,10 +124,7 @@ fn a_second_taker_is_refused_with_the_holder_and_takes_it_once_released() {
     drop(first);
     assert_eq!(holder(&dir.path().join(LOCK_FILE)), None);
     let again = take_again(dir.path(), "uninstall");
-    assert_eq!(
-        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
-        Some("uninstall".into())
-    );
+    assert_eq!(held_by(dir.path()).as_deref(), Some("uninstall"));
     drop(again);
 }
 
@@ -135,10 +137,7 @@ fn a_look_reading_who_holds_the_lock_never_stops_the_next_command() {
     let look = File::open(info_path(&dir.path().join(LOCK_FILE))).expect("the record");
     drop(first);
     let second = take_again(dir.path(), "repair");
-    assert_eq!(
-        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
-        Some("repair".into())
-    );
+    assert_eq!(held_by(dir.path()).as_deref(), Some("repair"));
     drop(look);
     drop(second);
 }
@@ -155,10 +154,7 @@ fn a_link_in_place_of_the_record_is_not_written_through() {
     let lock = acquire(dir.path(), "install").expect("lock");
     assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "kept");
     assert!(std::fs::symlink_metadata(&info).expect("record").is_file());
-    assert_eq!(
-        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
-        Some("install".into())
-    );
+    assert_eq!(held_by(dir.path()).as_deref(), Some("install"));
     drop(lock);
     assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "kept");
 }
@@ -173,10 +169,7 @@ fn a_hard_link_in_place_of_the_record_is_not_written_through() {
     std::fs::hard_link(&elsewhere, &info).expect("hard link");
     let lock = acquire(dir.path(), "install").expect("lock");
     assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "kept");
-    assert_eq!(
-        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
-        Some("install".into())
-    );
+    assert_eq!(held_by(dir.path()).as_deref(), Some("install"));
     drop(lock);
     assert_eq!(std::fs::read_to_string(&elsewhere).expect("read"), "kept");
     assert_eq!(std::fs::read_to_string(&info).expect("record"), "");
@@ -238,10 +231,7 @@ fn a_holder_whose_start_is_unknown_is_not_taken_for_sure() {
         running(pid)
     };
     let lock = acquire_with(dir.path(), "repair", &running).expect("taken once let go");
-    assert_eq!(
-        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
-        Some("repair".into())
-    );
+    assert_eq!(held_by(dir.path()).as_deref(), Some("repair"));
     drop(lock);
     // Held on, such a holder is named in the end: who holds the lock, as far as is known.
     let look = hold_with_record(dir.path(), &record);
@@ -369,10 +359,7 @@ fn a_reader_that_shares_no_writing_only_delays_the_record() {
         refused,
         "Windows refuses a writer beside a reader that shares no writing"
     );
-    assert_eq!(
-        holder(&dir.path().join(LOCK_FILE)).map(|h| h.command),
-        Some("repair".into())
-    );
+    assert_eq!(held_by(dir.path()).as_deref(), Some("repair"));
     drop(lock);
 }
 

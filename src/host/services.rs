@@ -267,14 +267,8 @@ mod command_line_tests {
 
     fn spec(program: &str, args: &[&str]) -> ServiceSpec {
         ServiceSpec {
-            name: "CalicoNode".into(),
-            display_name: String::new(),
-            description: String::new(),
-            program: program.into(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
-            dependencies: vec![],
-            start: StartType::Auto,
-            recovery: None,
+            ..crate::host::contract::service("CalicoNode", program)
         }
     }
 
@@ -353,26 +347,16 @@ mod command_line_tests {
             odd.command_line()
         );
     }
-}
-
-#[cfg(test)]
-mod cannot_accept_tests {
-    use super::{AfterCannotAccept, ServiceState};
 
     /// On 1061 a stop finishes, retries once the service runs, or waits for the stop under way.
     #[test]
     fn a_stop_refused_while_pending_waits_instead_of_failing() {
-        assert_eq!(
-            AfterCannotAccept::for_state(ServiceState::Stopped),
-            AfterCannotAccept::Done
-        );
-        assert_eq!(
-            AfterCannotAccept::for_state(ServiceState::StopPending),
-            AfterCannotAccept::WaitStopped
-        );
-        assert_eq!(
-            AfterCannotAccept::for_state(ServiceState::StartPending),
-            AfterCannotAccept::RetryStop
-        );
+        for (state, after) in [
+            (ServiceState::Stopped, AfterCannotAccept::Done),
+            (ServiceState::StopPending, AfterCannotAccept::WaitStopped),
+            (ServiceState::StartPending, AfterCannotAccept::RetryStop),
+        ] {
+            assert_eq!(AfterCannotAccept::for_state(state), after, "{state:?}");
+        }
     }
 }

@@ -19,6 +19,11 @@ fn node(ip: &str) -> NodeIp {
     }
 }
 
+/// The choice for the node IP 10.0.0.5, no adapter configured, no routes.
+fn for_node(adapters: &[Adapter], external: Option<&HnsNetwork>) -> Result<Choice, ChoiceError> {
+    choose(None, Some(&node("10.0.0.5")), adapters, &[], external)
+}
+
 fn default_route(index: u32, metric: u32) -> Route {
     Route {
         destination: Ipv4Addr::UNSPECIFIED,
@@ -76,11 +81,11 @@ fn two_adapters_or_none_holding_the_node_ip_is_an_error_naming_them_and_the_fix(
         nic("Ethernet", 4, "00-15-5D-00-00-04", &["10.0.0.5"]),
         nic("Ethernet 2", 6, "00-15-5D-00-00-06", &["10.0.0.5"]),
     ];
-    let e = choose(None, Some(&node("10.0.0.5")), &two, &[], None).expect_err("several");
+    let e = for_node(&two, None).expect_err("several");
     assert!(e.to_string().contains("Ethernet, Ethernet 2"), "{e}");
     assert!(e.remedy().contains("vxlan.adapter"));
     let none = [nic("Ethernet", 4, "00-15-5D-00-00-04", &["10.0.0.6"])];
-    let e = choose(None, Some(&node("10.0.0.5")), &none, &[], None).expect_err("none");
+    let e = for_node(&none, None).expect_err("none");
     assert_eq!(
         e.to_string(),
         "no adapter holds 10.0.0.5 (the Node's InternalIP); the adapters hold Ethernet (10.0.0.6)"
@@ -130,7 +135,7 @@ fn behind_the_vswitch_the_uplink_is_found_by_address_mac_and_name_together() {
         vnic("Ethernet", 9, "00-15-5D-00-00-04", &["10.0.0.5"]),
     ];
     let ext = external(None);
-    let c = choose(None, Some(&node("10.0.0.5")), &adapters, &[], Some(&ext)).expect("choice");
+    let c = for_node(&adapters, Some(&ext)).expect("choice");
     assert_eq!(c.adapter.as_deref(), Some("Ethernet"));
     assert!(c.why.contains("vEthernet (Ethernet)"), "{}", c.why);
     // The default route through the vSwitch reads back the same way.
@@ -142,8 +147,7 @@ fn behind_the_vswitch_the_uplink_is_found_by_address_mac_and_name_together() {
         nic("Ethernet", 4, "00-15-5D-00-00-04", &[]),
         vnic("Ethernet", 9, "00-15-5D-00-00-99", &["10.0.0.5"]),
     ];
-    let c =
-        choose(None, Some(&node("10.0.0.5")), &renamed_mac, &[], Some(&ext)).expect("an unknown");
+    let c = for_node(&renamed_mac, Some(&ext)).expect("an unknown");
     assert_eq!(c.adapter, None);
     assert!(
         c.why.contains("stays on the adapter it is bound to"),
@@ -155,35 +159,21 @@ fn behind_the_vswitch_the_uplink_is_found_by_address_mac_and_name_together() {
         nic("Ethernet", 4, "00-15-5D-00-00-04", &[]),
         vnic("Uplink", 9, "00-15-5D-00-00-04", &["10.0.0.5"]),
     ];
-    let c = choose(None, Some(&node("10.0.0.5")), &other_name, &[], Some(&ext)).expect("unknown");
+    let c = for_node(&other_name, Some(&ext)).expect("unknown");
     assert_eq!(c.adapter, None);
     // What HNS reports bound settles it, MAC checked.
     let bound = external(Some("Ethernet"));
-    let c = choose(
-        None,
-        Some(&node("10.0.0.5")),
-        &other_name,
-        &[],
-        Some(&bound),
-    )
-    .expect("bound");
+    let c = for_node(&other_name, Some(&bound)).expect("bound");
     assert_eq!(c.adapter.as_deref(), Some("Ethernet"));
     // HNS's word alone when Windows lists none of that name; not when that name has another MAC.
     let unlisted = [vnic("Ethernet", 9, "00-15-5D-00-00-04", &["10.0.0.5"])];
-    let c = choose(None, Some(&node("10.0.0.5")), &unlisted, &[], Some(&bound)).expect("HNS");
+    let c = for_node(&unlisted, Some(&bound)).expect("HNS");
     assert_eq!(c.adapter.as_deref(), Some("Ethernet"));
     let contradicted = [
         nic("Ethernet", 4, "00-15-5D-00-00-77", &[]),
         vnic("Uplink", 9, "00-15-5D-00-00-04", &["10.0.0.5"]),
     ];
-    let c = choose(
-        None,
-        Some(&node("10.0.0.5")),
-        &contradicted,
-        &[],
-        Some(&bound),
-    )
-    .expect("unknown");
+    let c = for_node(&contradicted, Some(&bound)).expect("unknown");
     assert_eq!(c.adapter, None);
 }
 
@@ -193,7 +183,7 @@ fn a_vswitch_adapter_with_no_external_network_is_another_vswitch_and_refused() {
         nic("Ethernet", 4, "00-15-5D-00-00-04", &[]),
         vnic("Ethernet", 9, "00-15-5D-00-00-04", &["10.0.0.5"]),
     ];
-    let e = choose(None, Some(&node("10.0.0.5")), &adapters, &[], None).expect_err("foreign");
+    let e = for_node(&adapters, None).expect_err("foreign");
     assert_eq!(
         e.to_string(),
         "vEthernet (Ethernet) holds 10.0.0.5 (the Node's InternalIP) but is the host adapter of a vSwitch calicoctl-win did not make (the vSwitch Ethernet, or the one bound to Ethernet) (no External network is on it): HNS cannot bind another vSwitch to it"

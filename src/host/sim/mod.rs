@@ -106,17 +106,7 @@ impl Hns for SimHost {
             s.endpoints
                 .iter()
                 .filter(|e| e.network_id.eq_ignore_ascii_case(network_id))
-                .map(|e| HnsEndpoint {
-                    id: e.id.clone(),
-                    name: e.name.clone(),
-                    network_id: e.network_id.clone(),
-                    ip: e.ip.clone(),
-                    remote: e.remote,
-                    state: e.state,
-                    namespace: e.namespace.clone(),
-                    provider_address: e.provider_address.clone(),
-                    mac: e.mac.clone(),
-                })
+                .cloned()
                 .collect()
         }))
     }
@@ -549,7 +539,8 @@ impl SimHost {
             let provider_address =
                 hns::parse_network(&s.networks[at]).and_then(|n| n.management_ip);
             let id = s.settings.next_guid();
-            s.endpoints.push(state::SimEndpoint {
+            // A pod's attached endpoint reads 3 (AttachedSharing).
+            s.endpoints.push(HnsEndpoint {
                 id,
                 name: name.to_owned(),
                 network_id: network_id.to_owned(),

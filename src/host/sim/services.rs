@@ -211,11 +211,7 @@ impl Services for SimHost {
         if let Some(s) = guard.services.get_mut(&key) {
             match &started {
                 Ok(()) => s.state = ServiceState::Running,
-                Err(_) => {
-                    s.state = ServiceState::Stopped;
-                    s.pid = None;
-                    s.since = None;
-                }
+                Err(_) => s.stop_now(),
             }
         }
         self.save(&guard)?;
@@ -257,10 +253,7 @@ impl Services for SimHost {
                 svc.stopped_at_ms = Some(at);
                 return Ok(true);
             }
-            svc.state = ServiceState::Stopped;
-            svc.pid = None;
-            svc.since = None;
-            svc.stopped_at_ms = None;
+            svc.stop_now();
             Ok(false)
         })?;
         if !pending {

@@ -18,7 +18,7 @@ pub struct State {
     pub services: BTreeMap<String, SimService>,
     /// HNS networks as HCN documents (with their `ID`).
     pub networks: Vec<serde_json::Value>,
-    pub endpoints: Vec<SimEndpoint>,
+    pub endpoints: Vec<crate::host::HnsEndpoint>,
     /// HNS's policy lists as v1 documents (kube-proxy's load balancers), as a test puts them.
     #[serde(default)]
     pub policy_lists: Vec<serde_json::Value>,
@@ -312,42 +312,22 @@ impl SimService {
         if self.state == ServiceState::StopPending
             && self.stopped_at_ms.is_some_and(|t| unix_now_ms() >= t)
         {
-            self.state = ServiceState::Stopped;
-            self.pid = None;
-            self.since = None;
-            self.stopped_at_ms = None;
+            self.stop_now();
         }
+    }
+
+    /// Stopped: no process, no start time, no stop pending.
+    pub fn stop_now(&mut self) {
+        self.state = ServiceState::Stopped;
+        self.pid = None;
+        self.since = None;
+        self.stopped_at_ms = None;
     }
 }
 
 /// The machine's clock in Unix seconds, for start times.
 pub fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SimEndpoint {
-    pub id: String,
-    pub name: String,
-    pub network_id: String,
-    pub ip: Option<String>,
-    /// Another host's endpoint (HCN `Flags` bit 1).
-    #[serde(default)]
-    pub remote: bool,
-    /// `State` as HNS reports it; a pod's attached endpoint reads 3 (AttachedSharing).
-    #[serde(default)]
-    pub state: Option<u16>,
-    /// The HCN namespace (a pod's compartment) it is in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    /// The provider address the CNI plugin stamped it with (see `HnsEndpoint`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider_address: Option<String>,
-    /// Its MAC address (see `HnsEndpoint::mac`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mac: Option<String>,
+    unix_now_ms() / 1000
 }
 
 pub fn key_of(key: &str) -> String {

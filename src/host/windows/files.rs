@@ -158,25 +158,11 @@ fn create_temporary(tmp: &str, access: Access) -> HostResult<std::fs::File> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(HostError::io(format!("remove the old temporary {tmp}"), e)),
     }
-    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
-    if access == Access::Secret {
-        let wsddl = wide(SECRET_DACL);
-        // SAFETY: wsddl is NUL-terminated; sd is freed with LocalFree below.
-        let ok = unsafe {
-            ConvertStringSecurityDescriptorToSecurityDescriptorW(
-                wsddl.as_ptr(),
-                SDDL_REVISION_1,
-                &mut sd,
-                std::ptr::null_mut(),
-            )
-        };
-        if ok == 0 {
-            return Err(HostError::io(
-                format!("make the access list of {tmp}"),
-                std::io::Error::last_os_error(),
-            ));
-        }
-    }
+    let sd = if access == Access::Secret {
+        descriptor(SECRET_DACL).map_err(io(format!("make the access list of {tmp}")))?
+    } else {
+        std::ptr::null_mut()
+    };
     let attributes = SECURITY_ATTRIBUTES {
         nLength: std::mem::size_of::<SECURITY_ATTRIBUTES>() as u32,
         lpSecurityDescriptor: sd,
@@ -210,6 +196,25 @@ fn create_temporary(tmp: &str, access: Access) -> HostResult<std::fs::File> {
     }
     // SAFETY: a handle CreateFileW just opened, owned by the File from here on.
     Ok(unsafe { std::fs::File::from_raw_handle(handle) })
+}
+
+/// The security descriptor `sddl` says, for the caller to free with `LocalFree`.
+fn descriptor(sddl: &str) -> std::io::Result<PSECURITY_DESCRIPTOR> {
+    let wsddl = wide(sddl);
+    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+    // SAFETY: wsddl is NUL-terminated; sd is an out-pointer.
+    let ok = unsafe {
+        ConvertStringSecurityDescriptorToSecurityDescriptorW(
+            wsddl.as_ptr(),
+            SDDL_REVISION_1,
+            &mut sd,
+            std::ptr::null_mut(),
+        )
+    };
+    if ok == 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(sd)
 }
 
 /// Whether a DACL in SDDL is the secret one by meaning: protected, full access for SYSTEM and
@@ -506,23 +511,7 @@ pub fn create_dir(path: &str) -> HostResult<bool> {
 
 /// Sets the owner and the DACL of `sddl` on `path`, the DACL protected from inheritance.
 pub fn set_security(path: &str, sddl: &str) -> HostResult<()> {
-    let wsddl = wide(sddl);
-    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
-    // SAFETY: wsddl is NUL-terminated; sd is freed with LocalFree below.
-    if unsafe {
-        ConvertStringSecurityDescriptorToSecurityDescriptorW(
-            wsddl.as_ptr(),
-            SDDL_REVISION_1,
-            &mut sd,
-            std::ptr::null_mut(),
-        )
-    } == 0
-    {
-        return Err(HostError::io(
-            format!("read the access list {sddl}"),
-            std::io::Error::last_os_error(),
-        ));
-    }
+    let sd = descriptor(sddl).map_err(io(format!("read the access list {sddl}")))?;
     let (mut present, mut defaulted) = (0, 0);
     let mut dacl: *mut ACL = std::ptr::null_mut();
     let mut owner: PSID = std::ptr::null_mut();

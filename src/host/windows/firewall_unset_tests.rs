@@ -1,17 +1,14 @@
 //! Windows' defaults on a fresh rule, and a Windows without INetFwRule2 and INetFwRule3.
 
-use crate::host::contract::on_windows::{Defer, FIREWALL_POLICY, real_host};
-use crate::host::contract::unique;
+use crate::host::contract::on_windows::{Defer, FIREWALL_POLICY, firewall_turn};
+use crate::host::contract::{udp_rule, unique};
 use crate::host::{AppContainerScope, Firewall, FirewallRule, HostError, Protocol, Unset};
 
 /// The defaults calicoctl-win relies on (`Unset::default`), as Windows gives a fresh rule
 /// object: read as written, nothing added. Printed on real Windows by the workflow.
 #[test]
 fn firewall_contract_a_fresh_rule_reads_back_the_defaults_relied_on() {
-    if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() && !real_host() {
-        return;
-    }
-    let _turn = FIREWALL_POLICY.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(_turn) = firewall_turn() else { return };
     let fresh = super::firewall::of_a_fresh_rule().expect("read a fresh rule");
     println!("a fresh rule's properties calicoctl-win does not set: {fresh:#?}");
     assert_eq!(fresh.local_addresses, "*");
@@ -22,17 +19,10 @@ fn firewall_contract_a_fresh_rule_reads_back_the_defaults_relied_on() {
 
 fn rule(name: &str, unset: Unset) -> FirewallRule {
     FirewallRule {
-        name: unique(name),
-        description: crate::host::firewall::MARKER.into(),
         protocol: Protocol::Tcp,
-        direction: crate::host::Direction::In,
-        program: None,
         local_port: 9095,
-        allow: true,
-        enabled: true,
-        profiles: crate::host::ALL_PROFILES,
-        remote_addresses: Vec::new(),
         unset,
+        ..udp_rule(unique(name))
     }
 }
 

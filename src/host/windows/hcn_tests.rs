@@ -70,6 +70,31 @@ fn stats(lib: &Library) -> (i64, i64) {
     (live, open)
 }
 
+/// Adds an endpoint to the stand-in's network `net`, as the CNI plugin would.
+fn add_endpoint(lib: &Library, net: &str, name: &str, ip: &str) {
+    type Add = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR) -> HRESULT;
+    // SAFETY: the export has this signature.
+    let add: Symbol<Add> = unsafe { lib.get(b"HcnStandinAddEndpoint\0") }.expect("export");
+    let (net, name, ip) = (wide(net), wide(name), wide(ip));
+    // SAFETY: three NUL-terminated strings that outlive the call.
+    assert_eq!(unsafe { add(net.as_ptr(), name.as_ptr(), ip.as_ptr()) }, 0);
+}
+
+/// A NAT network named after `prefix`, made.
+fn nat(h: &WindowsHost, prefix: &str) -> crate::host::HnsNetwork {
+    let spec = serde_json::json!({"SchemaVersion": {"Major": 2, "Minor": 0},
+        "Name": unique(prefix), "Type": "NAT"});
+    h.hns_create_network(&spec.to_string()).expect("create")
+}
+
+/// Writes the stand-in's knob `path`, its directory made.
+fn knob<'a>(path: &'a str, text: &str) -> &'a std::path::Path {
+    let path = std::path::Path::new(path);
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("dir");
+    std::fs::write(path, text).expect("write");
+    path
+}
+
 fn switch(lib: &Library, name: &[u8]) {
     // SAFETY: the test switches take no arguments.
     let f: Symbol<unsafe extern "system" fn()> = unsafe { lib.get(name) }.expect("switch export");
@@ -82,14 +107,9 @@ fn the_hns_contract_holds_through_hcn_with_nothing_leaked() {
     let Some(lib) = standin() else { return };
     let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
     let h = WindowsHost::new();
-    type Add = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR) -> HRESULT;
-    // SAFETY: the export has this signature.
-    let add: Symbol<Add> = unsafe { lib.get(b"HcnStandinAddEndpoint\0") }.expect("export");
     let before = stats(&lib);
     contract::hns(&h, &unique("External-"), &|id, name, ip| {
-        let (id, name, ip) = (wide(id), wide(name), wide(ip));
-        // SAFETY: three NUL-terminated strings that outlive the call.
-        assert_eq!(unsafe { add(id.as_ptr(), name.as_ptr(), ip.as_ptr()) }, 0);
+        add_endpoint(&lib, id, name, ip)
     });
     assert_eq!(
         stats(&lib),
@@ -107,11 +127,7 @@ fn a_network_gone_between_listing_and_opening_is_skipped() {
     WindowsHost::new()
         .hns_networks()
         .expect("a vanished network does not fail the list");
-    assert_eq!(
-        stats(&lib),
-        before,
-        "strings not freed or handles not closed"
-    );
+    assert_eq!(stats(&lib), before, "strings or handles leaked");
 }
 
 #[test]
@@ -136,11 +152,7 @@ fn an_error_record_with_a_successful_result_is_an_error() {
         matches!(&err, HostError::Api { code: 0x803B_000B, message, .. } if message.contains("Invalid network type")),
         "{err}"
     );
-    assert_eq!(
-        stats(&lib),
-        before,
-        "strings not freed or handles not closed"
-    );
+    assert_eq!(stats(&lib), before, "strings or handles leaked");
 }
 
 /// A network HNS refuses (E_ACCESSDENIED with its error record; the stand-in's `refuse.json`,
@@ -151,9 +163,10 @@ fn a_refused_network_keeps_its_hresult_and_record() {
     let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
     let before = stats(&lib);
     let name = unique("Refused-");
-    let refuse = std::path::Path::new(r"C:\calicoctl-win-hcn\refuse.json");
-    std::fs::create_dir_all(refuse.parent().expect("dir")).expect("dir");
-    std::fs::write(refuse, serde_json::json!([name]).to_string()).expect("write");
+    let refuse = knob(
+        r"C:\calicoctl-win-hcn\refuse.json",
+        &serde_json::json!([name]).to_string(),
+    );
     let doc =
         format!(r#"{{"SchemaVersion":{{"Major":2,"Minor":0}},"Name":"{name}","Type":"NAT"}}"#);
     let err = WindowsHost::new()
@@ -166,11 +179,7 @@ fn a_refused_network_keeps_its_hresult_and_record() {
         text.contains(&name) && text.ends_with("Access is denied. (HRESULT 0x80070005)"),
         "{text}"
     );
-    assert_eq!(
-        stats(&lib),
-        before,
-        "strings not freed or handles not closed"
-    );
+    assert_eq!(stats(&lib), before, "strings or handles leaked");
 }
 
 /// Objects the stand-in has opened since it was loaded.
@@ -191,24 +200,12 @@ fn opens(lib: &Library) -> i64 {
 fn the_endpoints_of_one_network_are_listed_with_a_filter() {
     let Some(lib) = standin() else { return };
     let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
-    type Add = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR) -> HRESULT;
-    // SAFETY: the export has this signature.
-    let add: Symbol<Add> = unsafe { lib.get(b"HcnStandinAddEndpoint\0") }.expect("export");
     let h = WindowsHost::new();
-    let make = |name: &str| {
-        let spec = serde_json::json!({"SchemaVersion": {"Major": 2, "Minor": 0},
-            "Name": name, "Type": "NAT"});
-        h.hns_create_network(&spec.to_string()).expect("create")
-    };
-    let (ours, other) = (make(&unique("Ours-")), make(&unique("Other-")));
-    let put = |net: &str, name: &str, ip: &str| {
-        let (net, name, ip) = (wide(net), wide(name), wide(ip));
-        // SAFETY: three NUL-terminated strings that outlive the call.
-        assert_eq!(unsafe { add(net.as_ptr(), name.as_ptr(), ip.as_ptr()) }, 0);
-    };
-    put(&ours.id, "pod-a", "10.9.0.2");
+    let (ours, other) = (nat(&h, "Ours-"), nat(&h, "Other-"));
+    add_endpoint(&lib, &ours.id, "pod-a", "10.9.0.2");
     for i in 0..5 {
-        put(
+        add_endpoint(
+            &lib,
             &other.id,
             &format!("remote-{i}"),
             &format!("10.9.1.{}", i + 2),
@@ -236,9 +233,10 @@ fn the_hns_version_is_read_through_hnscall() {
         return;
     }
     let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
-    let knob = std::path::Path::new(r"C:\calicoctl-win-hcn\version.json");
-    std::fs::create_dir_all(knob.parent().expect("dir")).expect("dir");
-    std::fs::write(knob, r#"{"Major":9,"Minor":2}"#).expect("write");
+    let knob = knob(
+        r"C:\calicoctl-win-hcn\version.json",
+        r#"{"Major":9,"Minor":2}"#,
+    );
     let h = WindowsHost::new();
     let read = h.hns_version();
     std::fs::remove_file(knob).expect("remove");
@@ -253,25 +251,19 @@ fn the_hns_version_is_read_through_hnscall() {
 fn an_endpoints_state_and_remote_flag_are_read_and_it_is_deleted_alone() {
     let Some(lib) = standin() else { return };
     let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
-    type Add = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR) -> HRESULT;
     type SetState = unsafe extern "system" fn(PCWSTR, u32, u32) -> HRESULT;
-    // SAFETY: the exports have these signatures.
-    let add: Symbol<Add> = unsafe { lib.get(b"HcnStandinAddEndpoint\0") }.expect("export");
-    // SAFETY: as above.
+    // SAFETY: the export has this signature.
     let set: Symbol<SetState> = unsafe { lib.get(b"HcnStandinEndpointState\0") }.expect("export");
     let h = WindowsHost::new();
-    let spec = serde_json::json!({"SchemaVersion": {"Major": 2, "Minor": 0},
-        "Name": unique("States-"), "Type": "NAT"});
-    let n = h.hns_create_network(&spec.to_string()).expect("create");
+    let n = nat(&h, "States-");
     for (name, ip, state, flags) in [
         ("stuck_Calico", "10.9.0.2", 1, 0),
         ("remote_x", "10.9.1.2", 3, 1),
     ] {
-        let (net, nm, addr) = (wide(&n.id), wide(name), wide(ip));
-        // SAFETY: NUL-terminated strings that outlive the calls.
-        assert_eq!(unsafe { add(net.as_ptr(), nm.as_ptr(), addr.as_ptr()) }, 0);
-        // SAFETY: as above.
-        assert_eq!(unsafe { set(nm.as_ptr(), state, flags) }, 0);
+        add_endpoint(&lib, &n.id, name, ip);
+        let name = wide(name);
+        // SAFETY: a NUL-terminated string that outlives the call.
+        assert_eq!(unsafe { set(name.as_ptr(), state, flags) }, 0);
     }
     let eps = h.hns_endpoints(&n.id).expect("endpoints");
     let stuck = eps
@@ -295,23 +287,17 @@ fn an_endpoints_state_and_remote_flag_are_read_and_it_is_deleted_alone() {
 fn an_endpoint_is_taken_out_of_its_namespace_before_it_is_deleted() {
     let Some(lib) = standin() else { return };
     let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
-    type Add = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR) -> HRESULT;
     type InNamespace = unsafe extern "system" fn(PCWSTR, PCWSTR) -> HRESULT;
-    // SAFETY: the exports have these signatures.
-    let add: Symbol<Add> = unsafe { lib.get(b"HcnStandinAddEndpoint\0") }.expect("export");
-    // SAFETY: as above.
+    // SAFETY: the export has this signature.
     let put: Symbol<InNamespace> =
         unsafe { lib.get(b"HcnStandinEndpointNamespace\0") }.expect("export");
     let before = stats(&lib);
     let h = WindowsHost::new();
-    let spec = serde_json::json!({"SchemaVersion": {"Major": 2, "Minor": 0},
-        "Name": unique("Namespaced-"), "Type": "NAT"});
-    let n = h.hns_create_network(&spec.to_string()).expect("create");
+    let n = nat(&h, "Namespaced-");
     let ns = "0f0e0d0c-0b0a-4009-8807-060504030201";
-    let (net, nm, addr, nsw) = (wide(&n.id), wide("pod_Calico"), wide("10.9.2.2"), wide(ns));
-    // SAFETY: NUL-terminated strings that outlive the calls.
-    assert_eq!(unsafe { add(net.as_ptr(), nm.as_ptr(), addr.as_ptr()) }, 0);
-    // SAFETY: as above.
+    add_endpoint(&lib, &n.id, "pod_Calico", "10.9.2.2");
+    let (nm, nsw) = (wide("pod_Calico"), wide(ns));
+    // SAFETY: NUL-terminated strings that outlive the call.
     assert_eq!(unsafe { put(nm.as_ptr(), nsw.as_ptr()) }, 0);
     let ep = h.hns_endpoints(&n.id).expect("endpoints").remove(0);
     assert_eq!(ep.namespace.as_deref(), Some(ns), "{ep:?}");
@@ -341,13 +327,10 @@ fn the_policy_lists_are_read_through_hnscall() {
         h.hns_policy_lists().expect("none"),
         Vec::<serde_json::Value>::new()
     );
-    let knob = std::path::Path::new(r"C:\calicoctl-win-hcn\policylists.json");
-    std::fs::create_dir_all(knob.parent().expect("dir")).expect("dir");
-    std::fs::write(
-        knob,
+    let knob = knob(
+        r"C:\calicoctl-win-hcn\policylists.json",
         r#"[{"ID":"5c2a8a6e-0000-4000-8000-000000000001","EndpointReferences":["/endpoints/x"],"Policies":[{"Type":"ELB"}]}]"#,
-    )
-    .expect("write");
+    );
     let read = h.hns_policy_lists();
     std::fs::remove_file(knob).expect("remove");
     let lists = read.expect("lists");

@@ -56,23 +56,23 @@ impl WindowsHost {
         Self::default()
     }
 
-    /// HCN, loaded once; a failed load is tried again at the next call.
     fn hcn(&self) -> HostResult<&hcn::Hcn> {
-        if let Some(h) = self.hcn.get() {
-            return Ok(h);
-        }
-        let loaded = hcn::Hcn::load()?;
-        Ok(self.hcn.get_or_init(|| loaded))
+        once(&self.hcn, hcn::Hcn::load)
     }
 
-    /// HNS v1's entry point, loaded once; a failed load is tried again at the next call.
+    /// HNS v1's entry point.
     fn vmcompute(&self) -> HostResult<&hcn::VmCompute> {
-        if let Some(v) = self.vmcompute.get() {
-            return Ok(v);
-        }
-        let loaded = hcn::VmCompute::load()?;
-        Ok(self.vmcompute.get_or_init(|| loaded))
+        once(&self.vmcompute, hcn::VmCompute::load)
     }
+}
+
+/// A DLL's entry points, loaded once; a failed load is tried again at the next call.
+fn once<T>(cell: &std::sync::OnceLock<T>, load: fn() -> HostResult<T>) -> HostResult<&T> {
+    if let Some(loaded) = cell.get() {
+        return Ok(loaded);
+    }
+    let loaded = load()?;
+    Ok(cell.get_or_init(|| loaded))
 }
 
 impl Registry for WindowsHost {

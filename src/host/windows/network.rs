@@ -136,10 +136,6 @@ pub fn adapters() -> HostResult<Vec<Adapter>> {
             unicast = u.Next;
         }
         let len = (a.PhysicalAddressLength as usize).min(a.PhysicalAddress.len());
-        let mac: Vec<String> = a.PhysicalAddress[..len]
-            .iter()
-            .map(|b| format!("{b:02X}"))
-            .collect();
         // SAFETY: both lists were filled by GetAdaptersAddresses inside buf.
         let dns_servers =
             unsafe { ipv4_list(a.FirstDnsServerAddress, |d| (d.Address.lpSockaddr, d.Next)) };
@@ -150,7 +146,7 @@ pub fn adapters() -> HostResult<Vec<Adapter>> {
             name: super::ffi::take_wide(a.FriendlyName),
             index,
             description: super::ffi::take_wide(a.Description),
-            mac: mac.join("-"),
+            mac: mac_text(&a.PhysicalAddress[..len]),
             addresses,
             // SAFETY: Flags is the variant GetAdaptersAddresses fills.
             dhcp: unsafe { a.Anonymous2.Flags } & IP_ADAPTER_DHCP_ENABLED != 0,
@@ -164,6 +160,12 @@ pub fn adapters() -> HostResult<Vec<Adapter>> {
         adapter = a.Next;
     }
     Ok(out)
+}
+
+/// A MAC address as Windows writes it, `00-15-5D-00-00-04`.
+fn mac_text(bytes: &[u8]) -> String {
+    let octets: Vec<String> = bytes.iter().map(|b| format!("{b:02X}")).collect();
+    octets.join("-")
 }
 
 /// A wide string in a fixed array, up to its NUL.
@@ -198,15 +200,11 @@ pub fn ethernet_interfaces() -> HostResult<Vec<Adapter>> {
         })
         .map(|r| {
             let g = &r.InterfaceGuid;
-            let mac: Vec<String> = r.PhysicalAddress[..6]
-                .iter()
-                .map(|b| format!("{b:02X}"))
-                .collect();
             Adapter {
                 name: wide_array(&r.Alias),
                 index: r.InterfaceIndex,
                 description: wide_array(&r.Description),
-                mac: mac.join("-"),
+                mac: mac_text(&r.PhysicalAddress[..6]),
                 addresses: Vec::new(),
                 dhcp: false,
                 gateways: Vec::new(),

@@ -123,14 +123,7 @@ impl Hcn {
             return Err(outcome(hr, record));
         }
         take(record);
-        Ok(format!(
-            "{}-{}-{}-{}-{}",
-            &id[0..8],
-            &id[8..12],
-            &id[12..16],
-            &id[16..20],
-            &id[20..32]
-        ))
+        Ok(dashed(&id))
     }
 
     fn delete(&self, symbol: &[u8], id: &str) -> Value {
@@ -169,16 +162,14 @@ impl Hcn {
             unsafe { close(ns) };
             o
         };
-        let dashed = format!(
-            "{}-{}-{}-{}-{}",
-            &id[0..8],
-            &id[8..12],
-            &id[12..16],
-            &id[16..20],
-            &id[20..32]
-        );
-        (dashed, json!({"create": made, "add_endpoint": added}))
+        (dashed(&id), json!({"create": made, "add_endpoint": added}))
     }
+}
+
+/// 32 hex digits as a GUID is written, `8-4-4-4-12`.
+fn dashed(id: &str) -> String {
+    let (a, b, c, d, e) = (&id[..8], &id[8..12], &id[12..16], &id[16..20], &id[20..]);
+    format!("{a}-{b}-{c}-{d}-{e}")
 }
 
 /// A random id for what the probe makes (no RNG crate: the clock and the process id).
@@ -240,14 +231,10 @@ fn what_a_real_node_says_is_recorded() {
     let mut made = Vec::new();
     let mut facts = serde_json::Map::new();
     // A running container's endpoint, which the workflow started (docker on `nat`).
+    let both = |id: &str| json!({"id": id, "flags0": hcn.endpoint(id, V2), "flags1": hcn.endpoint(id, V2_DETAILED)});
     let running: Vec<String> = hcn.enumerate(V2);
-    facts.insert(
-        "endpoints_before".into(),
-        running
-            .iter()
-            .map(|id| json!({"id": id, "flags0": hcn.endpoint(id, V2), "flags1": hcn.endpoint(id, V2_DETAILED)}))
-            .collect(),
-    );
+    let before = running.iter().map(|id| both(id)).collect();
+    facts.insert("endpoints_before".into(), before);
     let never_attached = json!({"SchemaVersion": {"Major": 2, "Minor": 0},
         "Name": "cw-probe-pending", "HostComputeNetwork": nat.id});
     let remote = json!({"SchemaVersion": {"Major": 2, "Minor": 0},
@@ -257,7 +244,7 @@ fn what_a_real_node_says_is_recorded() {
         let v = match hcn.create_endpoint(&nat.id, &settings) {
             Ok(id) => {
                 made.push(id.clone());
-                json!({"id": id, "flags0": hcn.endpoint(&id, V2), "flags1": hcn.endpoint(&id, V2_DETAILED)})
+                both(&id)
             }
             Err(e) => json!({"create": e}),
         };

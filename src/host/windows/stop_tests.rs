@@ -3,9 +3,9 @@
 
 use super::WindowsHost;
 use crate::host::contract::on_windows::{Defer, SCM, built, remove_service_at_end};
-use crate::host::contract::unique;
+use crate::host::contract::{service, unique};
 use crate::host::services::Services;
-use crate::host::{HostError, ServiceSpec, StartType};
+use crate::host::{HostError, ServiceSpec};
 use std::time::Duration;
 
 /// The start's timeout, longer than the SCM's bound.
@@ -24,17 +24,12 @@ fn a_stop_the_scm_could_not_deliver_is_refused_with_1053_naming_the_service_when
     let name = unique("CwHold");
     let release = std::env::temp_dir().join(format!("{name}.release"));
     let _ = std::fs::remove_file(&release);
+    let program = built("examples/contract-test-service.exe");
     let spec = ServiceSpec {
-        name: name.clone(),
         display_name: format!("calicoctl-win stop test {name}"),
         description: "Created and deleted by calicoctl-win's stop test.".into(),
-        program: built("examples/contract-test-service.exe")
-            .display()
-            .to_string(),
         args: vec!["--hold-stop".into(), release.display().to_string()],
-        dependencies: Vec::new(),
-        start: StartType::Manual,
-        recovery: None,
+        ..service(&name, &program.display().to_string())
     };
     h.service_create(&spec).expect("create");
     let _removed = remove_service_at_end(&h, &name);
