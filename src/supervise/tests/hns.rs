@@ -2,6 +2,8 @@
 
 use super::*;
 
+const RUNNING: crate::host::ServiceState = crate::host::ServiceState::Running;
+
 /// CalicoNode's loop answers an HNS restart while it runs.
 #[test]
 fn calico_node_answers_an_hns_restart_while_it_runs() {
@@ -21,10 +23,7 @@ fn calico_node_answers_an_hns_restart_while_it_runs() {
     let before = felix_pid(&host);
     let text = while_running(&host, &settings(Role::Node), |path| {
         wait_for_log(path, "calico-node startup finished", 1);
-        host.service_stop("hns", Duration::from_secs(1))
-            .expect("stop");
-        host.service_start("hns", Duration::from_secs(1))
-            .expect("start");
+        restart_hns(&host);
         // Recorded once the restart is done; the body's stop would end one under way.
         wait_for_log(path, "restarted CalicoFelix after the HNS restart", 1);
         for _ in 0..1000 {
@@ -54,16 +53,12 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
     let (log, path) = log_for(&host, &s);
     let mut watch = hns_watch::HnsWatch::default();
     assert_eq!(
-        watch
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
+        check(&mut watch, &host, &s, &log),
         None,
         "the first look only notes HNS"
     );
     assert_eq!(
-        watch
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
+        check(&mut watch, &host, &s, &log),
         None,
         "the same process: no restart"
     );
@@ -72,18 +67,13 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
     host.service_stop("hns", Duration::from_secs(1))
         .expect("stop");
     assert_eq!(
-        watch
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
+        check(&mut watch, &host, &s, &log),
         None,
         "HNS stopped: not answered yet"
     );
     host.service_start("hns", Duration::from_secs(1))
         .expect("start");
-    let r = watch
-        .check(&host, &s, &Stop::never(), &log)
-        .expect("no stop")
-        .expect("a restart");
+    let r = check(&mut watch, &host, &s, &log).expect("a restart");
     assert_eq!(r.restarted, ["CalicoFelix"]);
     assert!(r.failed.is_empty(), "{r:?}");
     assert_ne!(felix_pid(&host), before, "Felix was not restarted");
@@ -97,13 +87,7 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
         host.events()
     );
     let after = felix_pid(&host);
-    assert_eq!(
-        watch
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
-        None,
-        "once per restart"
-    );
+    assert_eq!(check(&mut watch, &host, &s, &log), None, "once per restart");
     assert_eq!(felix_pid(&host), after);
 }
 
@@ -119,42 +103,23 @@ fn the_hns_watchdog_waits_for_a_felix_slow_to_stop_and_starts_it_again() {
         .expect("slow stop");
     let (log, _) = log_for(&host, &s);
     let mut watch = hns_watch::HnsWatch::default();
-    assert_eq!(
-        watch
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
-        None
-    );
+    assert_eq!(check(&mut watch, &host, &s, &log), None);
     let before = felix_pid(&host);
     restart_hns(&host);
-    let r = watch
-        .check(&host, &s, &Stop::never(), &log)
-        .expect("no stop")
-        .expect("a restart");
+    let r = check(&mut watch, &host, &s, &log).expect("a restart");
     assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}");
     assert!(r.failed.is_empty(), "{r:?}");
     assert_ne!(felix_pid(&host), before);
-    let felix = host
-        .service_query("CalicoFelix")
-        .expect("query")
-        .expect("there");
-    assert_eq!(felix.state, crate::host::ServiceState::Running);
+    assert_eq!(state_of(&host, "CalicoFelix"), Some(RUNNING));
 
     // Still StopPending when that wait ends: waited for once more, then started.
     let wait = s.service_stop_wait();
     host.set_stop_takes("CalicoFelix", wait + Duration::from_millis(300))
         .expect("slower");
     restart_hns(&host);
-    let r = watch
-        .check(&host, &s, &Stop::never(), &log)
-        .expect("no stop")
-        .expect("a restart");
+    let r = check(&mut watch, &host, &s, &log).expect("a restart");
     assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}");
-    let felix = host
-        .service_query("CalicoFelix")
-        .expect("query")
-        .expect("there");
-    assert_eq!(felix.state, crate::host::ServiceState::Running);
+    assert_eq!(state_of(&host, "CalicoFelix"), Some(RUNNING));
 }
 
 /// A stop the SCM could not deliver (1053) is sent again; Felix is restarted once one is
@@ -166,20 +131,12 @@ fn a_stop_the_scm_could_not_deliver_is_sent_again_and_felix_restarted() {
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);
     let mut watch = hns_watch::HnsWatch::default();
-    assert_eq!(
-        watch
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
-        None
-    );
+    assert_eq!(check(&mut watch, &host, &s, &log), None);
     let before = felix_pid(&host);
     host.set_stop_undelivered("CalicoFelix", Some(2), Duration::ZERO)
         .expect("fault");
     restart_hns(&host);
-    let r = watch
-        .check(&host, &s, &Stop::never(), &log)
-        .expect("no stop")
-        .expect("a restart");
+    let r = check(&mut watch, &host, &s, &log).expect("a restart");
     let text = read(&path);
     assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}\n{text}");
     assert!(r.failed.is_empty(), "{r:?}");
@@ -336,29 +293,21 @@ fn the_hns_process_id_outlives_calico_node_but_not_the_boot() {
     let s = settings(Role::Node);
     let (log, _) = log_for(&host, &s);
     assert_eq!(
-        hns_watch::HnsWatch::default()
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
+        check(&mut hns_watch::HnsWatch::default(), &host, &s, &log),
         None
     );
     // CalicoNode restarts while HNS does.
     restart_hns(&host);
-    let r = hns_watch::HnsWatch::default()
-        .check(&host, &s, &Stop::never(), &log)
-        .expect("no stop");
+    let r = check(&mut hns_watch::HnsWatch::default(), &host, &s, &log);
     assert!(r.is_some_and(|r| r.restarted == ["CalicoFelix"]));
     assert_eq!(
-        hns_watch::HnsWatch::default()
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
+        check(&mut hns_watch::HnsWatch::default(), &host, &s, &log),
         None
     );
     host.reboot().expect("reboot");
     felix_running_again(&host);
     assert_eq!(
-        hns_watch::HnsWatch::default()
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
+        check(&mut hns_watch::HnsWatch::default(), &host, &s, &log),
         None,
         "a reboot gives HNS a new process: no HNS restart to answer"
     );
@@ -375,11 +324,7 @@ fn restart_service_hns_goes_through_and_calico_keeps_running() {
     host.service_start("hns", Duration::from_secs(1))
         .expect("start");
     for name in ["hns", "CalicoNode", "CalicoFelix"] {
-        assert_eq!(
-            state_of(&host, name),
-            Some(crate::host::ServiceState::Running),
-            "{name}"
-        );
+        assert_eq!(state_of(&host, name), Some(RUNNING), "{name}");
     }
 }
 
@@ -412,11 +357,7 @@ fn the_simulated_scm_keeps_dependency_rules() {
     host.service_start("CalicoFelix", Duration::from_secs(1))
         .expect("start");
     for name in ["hns", "CalicoNode", "CalicoFelix"] {
-        assert_eq!(
-            state_of(&host, name),
-            Some(crate::host::ServiceState::Running),
-            "{name}"
-        );
+        assert_eq!(state_of(&host, name), Some(RUNNING), "{name}");
     }
 }
 
@@ -431,12 +372,7 @@ fn calico_node_starts_a_stopped_hns_before_making_the_networks() {
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);
     node::start_phase(&host, &s, &log).expect("start phase");
-    assert_eq!(
-        state_of(&host, "hns"),
-        Some(crate::host::ServiceState::Running),
-        "{}",
-        read(&path)
-    );
+    assert_eq!(state_of(&host, "hns"), Some(RUNNING), "{}", read(&path));
     assert!(read(&path).contains("the Host Network Service is stopped: starting it"));
 }
 
@@ -448,32 +384,17 @@ fn a_stop_taken_after_it_was_given_up_on_is_followed_by_the_start() {
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);
     let mut watch = hns_watch::HnsWatch::default();
-    assert_eq!(
-        watch
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
-        None
-    );
+    assert_eq!(check(&mut watch, &host, &s, &log), None);
     let before = felix_pid(&host);
     // One send of 8 s in the restart's bound of twice 7 s: no second send fits.
     host.set_stop_taken_late("CalicoFelix", Duration::from_secs(8))
         .expect("fault");
-    host.service_stop("hns", Duration::from_secs(1))
-        .expect("stop");
-    host.service_start("hns", Duration::from_secs(1))
-        .expect("start");
-    let r = watch
-        .check(&host, &s, &Stop::never(), &log)
-        .expect("no stop")
-        .expect("a restart");
+    restart_hns(&host);
+    let r = check(&mut watch, &host, &s, &log).expect("a restart");
     let text = read(&path);
     assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}\n{text}");
     assert!(r.failed.is_empty(), "{r:?}");
-    let now = host
-        .service_query("CalicoFelix")
-        .expect("query")
-        .expect("there");
-    assert_eq!(now.state, crate::host::ServiceState::Running, "{text}");
+    assert_eq!(state_of(&host, "CalicoFelix"), Some(RUNNING), "{text}");
     assert_ne!(felix_pid(&host), before);
     assert!(
         text.contains("its stop was taken after it was given up on"),
@@ -501,4 +422,14 @@ fn only_a_stop_given_up_on_is_waited_for_again() {
     // ERROR_ACCESS_DENIED (5), ERROR_DEPENDENT_SERVICES_RUNNING (1051).
     assert!(!hns_watch::stop_given_up(&api(5)));
     assert!(!hns_watch::stop_given_up(&api(1051)));
+}
+
+/// One look of the watchdog, no stop asked.
+fn check(
+    watch: &mut hns_watch::HnsWatch,
+    host: &SimHost,
+    s: &Settings,
+    log: &Log,
+) -> Option<hns_watch::HnsRestart> {
+    watch.check(host, s, &Stop::never(), log).expect("no stop")
 }

@@ -88,6 +88,15 @@ fn log_for(host: &SimHost, s: &Settings) -> (Log, PathBuf) {
     (log, path)
 }
 
+/// An installed `profile` host (with `sets`), CalicoNode's settings and its log.
+fn node_host(profile: &str, sets: &[&str]) -> (SimHost, Settings, Log, PathBuf) {
+    let host = SimHost::in_memory(profile).expect("host");
+    install(&host, sets);
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    (host, s, log, path)
+}
+
 fn read(path: &PathBuf) -> String {
     fs_err::read_to_string(path).unwrap_or_default()
 }
@@ -98,6 +107,15 @@ fn network_ids(host: &SimHost) -> Vec<(String, String)> {
         .into_iter()
         .map(|n| (n.name, n.id))
         .collect()
+}
+
+/// The External network.
+fn external(host: &SimHost) -> crate::host::HnsNetwork {
+    let networks = host.hns_networks().expect("networks");
+    networks
+        .into_iter()
+        .find(|n| n.name == "External")
+        .expect("External")
 }
 
 fn marker(host: &SimHost) -> Option<RegValue> {

@@ -4,10 +4,7 @@ use super::*;
 
 #[test]
 fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_init_done() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
+    let (host, s, log, path) = node_host("ws2022", &[]);
     assert!(!init_done(&host).expect("read"));
 
     let phase = node::start_phase(&host, &s, &log).expect("start phase");
@@ -53,10 +50,7 @@ fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_in
 /// touched, no marker; an older version's empty marker is no boot.
 #[test]
 fn an_unknown_boot_stops_init_and_deletes_no_network() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
+    let (host, s, log, _) = node_host("ws2022", &[]);
     node::start_phase(&host, &s, &log).expect("first start");
     let before = network_ids(&host);
     let boot = host.system_facts().expect("facts").boot_id.expect("boot");
@@ -87,10 +81,7 @@ fn an_unknown_boot_stops_init_and_deletes_no_network() {
 
 #[test]
 fn a_service_restart_keeps_the_networks_and_a_reboot_recreates_only_calicos() {
-    let host = SimHost::in_memory("ws2022-flannel").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
+    let (host, s, log, _) = node_host("ws2022-flannel", &[]);
     node::start_phase(&host, &s, &log).expect("first start");
     let before = network_ids(&host);
 
@@ -302,11 +293,8 @@ fn creating_external_gives_up_after_the_network_timeout() {
 
 #[test]
 fn a_management_ip_that_never_appears_is_bounded_and_one_that_comes_late_is_waited_for() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let (host, s, log, path) = node_host("ws2022", &[]);
     host.set_management_ip_pending(true).expect("pending");
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
     let err = node::start_phase(&host, &s, &log).unwrap_err();
     assert!(matches!(err, SuperviseError::ManagementIp { .. }), "{err}");
     assert!(read(&path).contains("waiting up to 500ms for the vSwitch's management IP"));
@@ -368,10 +356,10 @@ fn on_ec2_the_metadata_route_is_ensured_on_every_start() {
 
 #[test]
 fn windows_bgp_restarts_remote_access_and_fails_clearly_without_it() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &["backend=windows-bgp", "cni.ipam_type=host-local"]);
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
+    let (host, s, log, _) = node_host(
+        "ws2022",
+        &["backend=windows-bgp", "cni.ipam_type=host-local"],
+    );
     let err = node::start_phase(&host, &s, &log).unwrap_err();
     assert!(matches!(err, SuperviseError::RemoteAccess(_)), "{err}");
     assert!(err.hint().is_some_and(|h| h.contains("RemoteAccess")));
@@ -398,12 +386,7 @@ fn windows_bgp_restarts_remote_access_and_fails_clearly_without_it() {
         .expect("query")
         .expect("there");
     assert_eq!(ra.state, crate::host::ServiceState::Running);
-    let external = host
-        .hns_networks()
-        .expect("networks")
-        .into_iter()
-        .find(|n| n.name == "External")
-        .expect("External");
+    let external = external(&host);
     assert_eq!(external.network_type, "L2Bridge");
 }
 
@@ -419,10 +402,7 @@ fn startups(host: &SimHost) -> usize {
 /// started beside it, and said.
 #[test]
 fn an_earlier_startup_still_running_is_no_failed_attempt_of_the_start() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
+    let (host, s, log, path) = node_host("ws2022", &[]);
     host.set_children_linger(Some(Duration::from_secs(60)))
         .expect("fault");
     node::start_phase(&host, &s, &log).expect("first start");
@@ -450,10 +430,7 @@ fn an_earlier_startup_still_running_is_no_failed_attempt_of_the_start() {
 /// An earlier startup still running is said, not failed; startup runs once it has ended.
 #[test]
 fn calico_node_runs_startup_once_an_earlier_one_has_ended_without_calling_it_failed() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
+    let (host, s, log, _) = node_host("ws2022", &[]);
     host.set_children_linger(Some(Duration::from_secs(3)))
         .expect("fault");
     node::start_phase(&host, &s, &log).expect("first start");

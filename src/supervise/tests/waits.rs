@@ -117,10 +117,7 @@ fn a_stop_ends_kube_proxys_wait_for_calicos_network() {
 fn a_stop_ends_the_wait_for_a_child() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fake = script(dir.path(), "calico-node", &format!("echo up\n{FOREVER}"));
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
+    let (host, s, log, path) = node_host("ws2022", &[]);
     let stop = Stop::new();
     let launch = super::settings::Launch {
         program: fake.clone(),

@@ -147,10 +147,7 @@ fn calico_node_follows_a_change_of_the_nodes_address_without_kubelet_restarting(
 
 #[test]
 fn only_a_real_change_of_address_is_followed() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
+    let (host, s, log, _) = node_host("ws2022", &[]);
     node::start_phase(&host, &s, &log).expect("start phase");
     let ip = |d| Some(Ipv4Addr::new(10, 0, 0, d));
     let mut w = node::AddressWatch::default();
@@ -196,10 +193,7 @@ fn only_a_real_change_of_address_is_followed() {
 /// A second NIC renewing its DHCP lease is not the node's address changing.
 #[test]
 fn only_the_external_networks_adapter_is_followed() {
-    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
+    let (host, s, log, _) = node_host("ws2022-two-nics", &[]);
     node::start_phase(&host, &s, &log).expect("start phase");
     assert_eq!(crate::installed::addressing::recorded(&host), None);
     let mut w = node::AddressWatch::default();
