@@ -191,72 +191,50 @@ fn the_binary_is_found_without_reading_it_and_a_missing_one_is_named() {
 /// release tag (projectcalico/calico, node/windows-packaging/CalicoWindows).
 #[test]
 fn each_release_starts_its_components_as_its_own_service_scripts_do() {
+    use Component::{Confd, Felix, Startup};
     let s = Settings::new(Role::Node, ROOT);
-    let line = |version: &str, c: Component| {
-        let v = CalicoVersion::parse(version).expect("version");
-        let layout = Layout::of(v.features().binary, Some(&v));
-        let (exe, args) = layout.command(&s, c);
-        Some(format!("{exe} {}", args.join(" ")))
-    };
     // No release runs `-monitor-token` outside a HostProcess container (see release::version).
-    let cases: &[(&str, Component, Option<&str>)] = &[
+    let cases = [
         // v3.27.0: `.\calico-node.exe -startup`.
+        ("3.27.0", Startup, r"calico-node.exe -startup"),
+        ("3.27.0", Felix, r"calico-node.exe -felix"),
         (
             "3.27.0",
-            Component::Startup,
-            Some(r"C:\CalicoWindows\calico-node.exe -startup"),
-        ),
-        (
-            "3.27.0",
-            Component::Felix,
-            Some(r"C:\CalicoWindows\calico-node.exe -felix"),
-        ),
-        (
-            "3.27.0",
-            Component::Confd,
-            Some(r"C:\CalicoWindows\calico-node.exe -confd -confd-confdir=C:\CalicoWindows\confd"),
+            Confd,
+            r"calico-node.exe -confd -confd-confdir=C:\CalicoWindows\confd",
         ),
         // v3.28.0 to v3.30: plain startup.
-        (
-            "3.28.0",
-            Component::Startup,
-            Some(r"C:\CalicoWindows\calico-node.exe -startup"),
-        ),
-        (
-            "3.30.4",
-            Component::Startup,
-            Some(r"C:\CalicoWindows\calico-node.exe -startup"),
-        ),
+        ("3.28.0", Startup, r"calico-node.exe -startup"),
+        ("3.30.4", Startup, r"calico-node.exe -startup"),
         // v3.31.0 and v3.32: `-startup -complete-startup`.
         (
             "3.31.0",
-            Component::Startup,
-            Some(r"C:\CalicoWindows\calico-node.exe -startup -complete-startup"),
+            Startup,
+            r"calico-node.exe -startup -complete-startup",
         ),
         (
             "3.32.1",
-            Component::Startup,
-            Some(r"C:\CalicoWindows\calico-node.exe -startup -complete-startup"),
+            Startup,
+            r"calico-node.exe -startup -complete-startup",
         ),
         // release-v3.33: calico.exe with subcommands.
         (
             "3.33.0",
-            Component::Startup,
-            Some(r"C:\CalicoWindows\calico.exe component node startup --complete-startup"),
+            Startup,
+            r"calico.exe component node startup --complete-startup",
         ),
+        ("3.33.0", Felix, r"calico.exe component felix"),
         (
             "3.33.0",
-            Component::Felix,
-            Some(r"C:\CalicoWindows\calico.exe component felix"),
-        ),
-        (
-            "3.33.0",
-            Component::Confd,
-            Some(r"C:\CalicoWindows\calico.exe component confd --confdir=C:\CalicoWindows\confd"),
+            Confd,
+            r"calico.exe component confd --confdir=C:\CalicoWindows\confd",
         ),
     ];
     for (version, c, want) in cases {
-        assert_eq!(line(version, *c).as_deref(), *want, "{version} {c:?}");
+        let v = CalicoVersion::parse(version).expect("version");
+        let (exe, args) = Layout::of(v.features().binary, Some(&v)).command(&s, c);
+        let line = format!("{exe} {}", args.join(" "));
+        assert_eq!(line, format!(r"{ROOT}\{want}"), "{version} {c:?}");
     }
 }
 
@@ -409,17 +387,7 @@ fn the_next_start_waits_for_an_agent_killed_but_still_there() {
         matches!(out, Err(SuperviseError::NotStopped { .. })),
         "{out:?}"
     );
-    let kept = host
-        .reg_get(CALICO_KEY, Role::Felix.child_value())
-        .expect("read");
-    let Some(RegValue::Sz(kept)) = kept else {
-        panic!("no record of the child: {kept:?}");
-    };
-    let first: u32 = kept
-        .split_whitespace()
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("pid");
+    let first = kept_child(&host, Role::Felix);
     assert!(host.process_running(first).is_some(), "still there");
     host.set_children_unstoppable(false).expect("fault off");
     host.set_children_linger(None).expect("fault off");

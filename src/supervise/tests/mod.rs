@@ -286,3 +286,13 @@ fn adapter_named(host: &SimHost, name: &str) -> crate::host::Adapter {
         .find(|a| a.name == name)
         .expect("adapter")
 }
+
+/// The process id of the child `role`'s service ran last, as the service recorded it.
+fn kept_child(host: &SimHost, role: Role) -> u32 {
+    let kept = host.reg_get(CALICO_KEY, role.child_value()).expect("read");
+    let Some(RegValue::Sz(kept)) = kept else {
+        panic!("no record of the child: {kept:?}");
+    };
+    let pid = kept.split_whitespace().next().and_then(|p| p.parse().ok());
+    pid.expect("pid")
+}

@@ -103,12 +103,7 @@ fn a_stop_ends_the_wait_for_stale_networks_to_go() {
 fn a_stop_ends_kube_proxys_wait_for_calicos_network() {
     let host = SimHost::in_memory("ws2022").expect("host");
     install(&host, &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
-    host.write_file(
-        r"C:\k\kube-proxy.exe",
-        b"kube-proxy v1.33.2 (simulated)\n",
-        crate::host::Access::Normal,
-    )
-    .expect("write");
+    super::kube_proxy::put_kube_proxy(&host);
     stops_while_waiting(&host, &patient(Role::KubeProxy), "the HNS network Calico");
 }
 
