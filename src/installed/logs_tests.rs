@@ -448,9 +448,8 @@ fn a_secret_at_the_cut_of_a_long_line_is_redacted() {
     let wide = &[CHUNK - 30, CHUNK - 20, CHUNK - 9, CHUNK - 3][..];
     let cut_parts = &["bGciOi", "fgh123", "eyJhb"][..];
     let words = &["correct", "horse", "battery", "staple"][..];
-    // The line after `before` bytes of padding, where it is cut, what goes, what stays.
     #[rustfmt::skip]
-    let cases: &[(&str, &[usize], &[&str], &[&str])] = &[
+    let cases: &[Cut] = &[
         (" eyJhbGciOi.eyJzdWIiOi.c2ln after", short, cut_parts, &["<redacted>"]),
         (" Bearer abcdefgh12345 after", short, cut_parts, &["Bearer <redacted>"]),
         (r#" "token": "abcdefgh12345" after"#, short, cut_parts, &[r#"token": "<redacted>""#]),
@@ -495,6 +494,9 @@ fn a_secret_at_the_cut_of_a_long_line_is_redacted() {
         }
     }
 }
+
+/// A line after its padding, the paddings, what goes and what stays.
+type Cut<'a> = (&'a str, &'a [usize], &'a [&'a str], &'a [&'a str]);
 
 const KEY: &str = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nc2VjcmV0a2V5Ym9keQ\nbW9yZWtleWJvZHk=\n-----END RSA PRIVATE KEY-----\nafter the key\n";
 

@@ -10,6 +10,7 @@ use crate::layout::InstallRoot;
 use crate::supervise::diags_review::Review;
 use crate::supervise::diags_review::tests::jwt;
 use crate::supervise::log::{Log, LogSettings};
+use crate::supervise::metrics_server::tests::StopOnDrop;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -130,14 +131,6 @@ impl Review for FakeReview {
             },
             _ => Verdict::Denied("not authenticated for this node".into()),
         }
-    }
-}
-
-struct StopOnDrop<'a>(&'a Stop);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.request();
     }
 }
 

@@ -374,7 +374,7 @@ fn route(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::io::Write;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -433,6 +433,15 @@ mod tests {
         );
     }
 
+    /// Requests the stop when dropped: a failed assertion stops the server too.
+    pub(crate) struct StopOnDrop<'a>(pub &'a crate::duration::Stop);
+
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.request();
+        }
+    }
+
     const REQUEST: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
 
     /// Whether the server has closed `c` (end or reset), not left it open and unanswered.
@@ -456,12 +465,6 @@ mod tests {
         let stop = Stop::new();
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
-        struct StopOnDrop<'a>(&'a Stop);
-        impl Drop for StopOnDrop<'_> {
-            fn drop(&mut self) {
-                self.0.request();
-            }
-        }
         let counted = std::sync::Mutex::new(Vec::new());
         let count = |r: &str, n: u64| counted.lock().expect("lock").push((r.to_owned(), n));
         std::thread::scope(|scope| {

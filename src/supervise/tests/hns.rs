@@ -78,7 +78,7 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
     assert!(r.failed.is_empty(), "{r:?}");
     assert_ne!(felix_pid(&host), before, "Felix was not restarted");
     assert_eq!(crate::installed::hns_restart::last(&host), Some(r.clone()));
-    assert!(read(&path).contains("the HNS service restarted"));
+    says(&read(&path), "the HNS service restarted");
     assert!(
         host.events()
             .iter()
@@ -243,10 +243,7 @@ fn a_stop_during_the_hns_restart_ends_it_and_the_next_start_answers_it() {
     requester.join().expect("join");
     assert_eq!(out, Err(crate::duration::Stopped));
     let text = read(&path);
-    assert!(
-        text.contains("stopped waiting for CalicoFelix to stop"),
-        "{text}"
-    );
+    says(&text, "stopped waiting for CalicoFelix to stop");
     assert_eq!(
         crate::installed::hns_restart::last(&host),
         None,
@@ -373,7 +370,10 @@ fn calico_node_starts_a_stopped_hns_before_making_the_networks() {
     let (log, path) = log_for(&host, &s);
     node::start_phase(&host, &s, &log).expect("start phase");
     assert_eq!(state_of(&host, "hns"), Some(RUNNING), "{}", read(&path));
-    assert!(read(&path).contains("the Host Network Service is stopped: starting it"));
+    says(
+        &read(&path),
+        "the Host Network Service is stopped: starting it",
+    );
 }
 
 /// A stop given up on but taken late leaves the service stopped: the watchdog starts it.
@@ -396,10 +396,7 @@ fn a_stop_taken_after_it_was_given_up_on_is_followed_by_the_start() {
     assert!(r.failed.is_empty(), "{r:?}");
     assert_eq!(state_of(&host, "CalicoFelix"), Some(RUNNING), "{text}");
     assert_ne!(felix_pid(&host), before);
-    assert!(
-        text.contains("its stop was taken after it was given up on"),
-        "{text}"
-    );
+    says(&text, "its stop was taken after it was given up on");
 }
 
 /// Only a stop given up on (1053 or past its bound) is looked at again for a late stop.

@@ -115,7 +115,7 @@ fn the_next_kube_proxy_start_waits_for_one_stopped_but_still_there() {
         first_then, None,
         "the second kube-proxy started beside the first: {text}"
     );
-    assert!(text.contains("still runs: waiting for it to end"), "{text}");
+    says(&text, "still runs: waiting for it to end");
     assert_ne!(
         kept_child(&host, Role::KubeProxy),
         first,
@@ -145,7 +145,7 @@ fn no_kube_proxy_is_started_beside_an_earlier_one_that_outlasts_the_wait() {
             >= 2,
         "{text}"
     );
-    assert!(text.contains("retrying in"), "{text}");
+    says(&text, "retrying in");
     assert_eq!(kube_proxies(&host), 1, "{text}");
     assert!(host.process_running(first).is_some());
 }

@@ -97,6 +97,12 @@ fn node_host(profile: &str, sets: &[&str]) -> (SimHost, Settings, Log, PathBuf) 
     (host, s, log, path)
 }
 
+/// Asserts that the log says `needle`.
+#[track_caller]
+fn says(text: &str, needle: &str) {
+    assert!(text.contains(needle), "{needle:?} not in {text}");
+}
+
 fn read(path: &PathBuf) -> String {
     fs_err::read_to_string(path).unwrap_or_default()
 }

@@ -38,12 +38,12 @@ fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_in
     );
     assert!(init_done(&host).expect("read"));
     let text = read(&path);
-    assert!(text.contains("first run since boot"), "{text}");
+    says(&text, "first run since boot");
     assert!(
         text.contains("created HNS network Calico"),
         "the child's output: {text}"
     );
-    assert!(text.contains("calico-node startup finished"), "{text}");
+    says(&text, "calico-node startup finished");
 }
 
 /// A boot whose time the kernel did not give stops init with "unknown boot": no network
@@ -161,7 +161,7 @@ fn no_usable_address_is_a_bounded_wait_then_a_clear_error() {
         !init_done(&host).expect("read"),
         "no marker after a failed start-up"
     );
-    assert!(read(&path).contains("waiting up to 1s for a usable IPv4 address"));
+    says(&read(&path), "waiting up to 1s for a usable IPv4 address");
 }
 
 #[test]
@@ -183,16 +183,14 @@ fn creating_external_is_retried_until_it_succeeds() {
     let phase = node::start_phase(&host, &s, &log).expect("start phase");
     assert!(phase.created_external);
     let text = read(&path);
-    assert!(
-        text.contains("could not create the External network: simulated failure injected"),
-        "{text}"
+    says(
+        &text,
+        "could not create the External network: simulated failure injected",
     );
-    assert!(text.contains("retrying in 10ms"), "{text}");
+    says(&text, "retrying in 10ms");
     // The retry is a wait as every other: it says what it waits for and how long it took.
-    assert!(
-        text.contains("for the External network to be created") && text.contains("] info: waited "),
-        "{text}"
-    );
+    says(&text, "for the External network to be created");
+    says(&text, "] info: waited ");
 }
 
 /// A route the OS refuses (ERROR_ACCESS_DENIED): the service runs on, and the log, the event
@@ -221,7 +219,7 @@ fn a_refused_route_keeps_the_os_error_in_the_log_the_event_log_and_the_record() 
         "could not restore the route 169.254.169.254/32 via 10.0.0.1 that the vSwitch dropped: add route 169.254.169.254/32 via 10.0.0.1 on interface {vswitch}: Access is denied. (os error 5)"
     );
     let text = read(&path);
-    assert!(text.contains(&said), "{text}");
+    says(&text, &said);
     let events = host.events();
     assert!(
         events
@@ -297,7 +295,10 @@ fn a_management_ip_that_never_appears_is_bounded_and_one_that_comes_late_is_wait
     host.set_management_ip_pending(true).expect("pending");
     let err = node::start_phase(&host, &s, &log).unwrap_err();
     assert!(matches!(err, SuperviseError::ManagementIp { .. }), "{err}");
-    assert!(read(&path).contains("waiting up to 500ms for the vSwitch's management IP"));
+    says(
+        &read(&path),
+        "waiting up to 500ms for the vSwitch's management IP",
+    );
     assert!(!init_done(&host).expect("read"));
 
     // The service restarts (SCM recovery); this time the address comes after a while.
@@ -351,7 +352,7 @@ fn on_ec2_the_metadata_route_is_ensured_on_every_start() {
             .any(|r| r.destination == Ipv4Addr::new(169, 254, 169, 254)
                 && r.next_hop.is_unspecified())
     );
-    assert!(read(&path).contains("added the metadata route 169.254.169.254/32"));
+    says(&read(&path), "added the metadata route 169.254.169.254/32");
 }
 
 #[test]
@@ -380,7 +381,7 @@ fn windows_bgp_restarts_remote_access_and_fails_clearly_without_it() {
     .expect("create");
     let (log, path) = log_for(&host, &s);
     node::start_phase(&host, &s, &log).expect("start phase");
-    assert!(read(&path).contains("restarting RemoteAccess"));
+    says(&read(&path), "restarting RemoteAccess");
     let ra = host
         .service_query("RemoteAccess")
         .expect("query")
@@ -444,10 +445,8 @@ fn calico_node_runs_startup_once_an_earlier_one_has_ended_without_calling_it_fai
         2,
         "{text}"
     );
-    assert!(
-        text.contains("calico-node startup did not run") && text.contains("looking again in"),
-        "{text}"
-    );
+    says(&text, "calico-node startup did not run");
+    says(&text, "looking again in");
     assert!(!text.contains("calico-node startup failed"), "{text}");
     assert_eq!(startups(&host), 2, "{text}");
 }

@@ -31,7 +31,10 @@ fn the_vswitch_waits_for_a_stable_address_and_its_absence_is_its_own_error() {
         network_ids(&host).is_empty(),
         "no vSwitch on a tentative address"
     );
-    assert!(read(&path).contains("waiting up to 100ms for Ethernet to hold a stable IPv4 address"));
+    says(
+        &read(&path),
+        "waiting up to 100ms for Ethernet to hold a stable IPv4 address",
+    );
 
     // Only an APIPA address (the other NIC passes the usable-address wait): the same.
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
@@ -64,13 +67,13 @@ fn an_address_that_turns_preferred_while_waited_for_gets_the_vswitch() {
     });
     assert!(phase.created_external);
     let text = read(&path);
-    assert!(
-        text.contains("Ethernet holds 10.0.0.5 (Preferred): making the vSwitch on it"),
-        "{text}"
+    says(
+        &text,
+        "Ethernet holds 10.0.0.5 (Preferred): making the vSwitch on it",
     );
-    assert!(
-        text.contains("the vSwitch's host adapter is vEthernet (Ethernet) (index 5, MAC 00-15-5D-00-00-05, 10.0.0.5)"),
-        "{text}"
+    says(
+        &text,
+        "the vSwitch's host adapter is vEthernet (Ethernet) (index 5, MAC 00-15-5D-00-00-05, 10.0.0.5)",
     );
 }
 
@@ -135,9 +138,9 @@ fn what_the_vswitch_loses_of_a_static_adapter_is_put_back() {
         wait_for_log(path, "calico-node startup finished", 1);
         wait_for_log(path, "Calico_ep) had the interface metric 15", 1);
     });
-    assert!(
-        text.contains("vEthernet (Ethernet 2): put back: Ethernet 2 had the DNS servers 10.0.0.2; vEthernet (Ethernet 2) has none"),
-        "{text}"
+    says(
+        &text,
+        "vEthernet (Ethernet 2): put back: Ethernet 2 had the DNS servers 10.0.0.2; vEthernet (Ethernet 2) has none",
     );
     let now = host.adapters().expect("adapters");
     let vnic = now
@@ -268,5 +271,5 @@ fn the_lost_static_address_is_put_back_before_the_wait_for_the_management_ip() {
     assert!(phase.is_ok(), "{phase:?} {}", read(&path));
     let external = external(&host);
     assert_eq!(external.management_ip.as_deref(), Some("10.0.0.6"));
-    assert!(read(&path).contains("management IP on the vSwitch: 10.0.0.6"));
+    says(&read(&path), "management IP on the vSwitch: 10.0.0.6");
 }

@@ -11,7 +11,7 @@ fn stops_while_waiting(host: &SimHost, s: &Settings, what: &str) -> String {
         let body = scope.spawn(|| run(host, s, &stop, &log));
         let waiting = format!("waiting up to 60s for {what}");
         let text = wait_for_log(&path, &waiting, 1);
-        assert!(text.contains(&waiting), "{text}");
+        says(&text, &waiting);
         stop.request();
         let out = body.join().expect("join");
         assert!(
@@ -20,10 +20,7 @@ fn stops_while_waiting(host: &SimHost, s: &Settings, what: &str) -> String {
         );
     });
     let text = read(&path);
-    assert!(
-        text.contains(&format!("stopped waiting for {what} after ")),
-        "{text}"
-    );
+    says(&text, &format!("stopped waiting for {what} after "));
     text
 }
 
@@ -129,7 +126,7 @@ fn a_stop_ends_the_wait_for_a_child() {
         // Stopped before the assertions: the thread ends whatever they find.
         stop.request();
         let out = child.join().expect("join");
-        assert!(text.contains(&waiting), "{text}");
+        says(&text, &waiting);
         assert!(matches!(out, Err(SuperviseError::Stopped)), "{out:?}");
     });
     let text = read(&path);
@@ -137,5 +134,5 @@ fn a_stop_ends_the_wait_for_a_child() {
         text.contains(&format!("stopped waiting for {fake} (pid ")),
         "{text}"
     );
-    assert!(text.contains("stopping pid "), "{text}");
+    says(&text, "stopping pid ");
 }
