@@ -64,6 +64,13 @@ fn poll(r: &mut Reader, saved: &mut Option<Position>) -> String {
     String::from_utf8(out).expect("utf-8")
 }
 
+/// All of a log holding `text`, as `logs` shows it.
+fn shown(text: &str) -> String {
+    let n = Node::new();
+    n.append("calico-felix.log", text);
+    read(&mut n.reader(), Start::Tail(u64::MAX))
+}
+
 fn read(r: &mut Reader, start: Start) -> String {
     let mut out = Vec::new();
     r.read(start, &mut out).expect("read");
@@ -113,12 +120,7 @@ fn a_tail_reads_only_the_end_of_a_large_log() {
 /// bounded whatever a log holds.
 #[test]
 fn a_huge_line_goes_out_in_pieces() {
-    let n = Node::new();
-    n.append(
-        "calico-felix.log",
-        &format!("{}\nend\n", "y".repeat(3 * CHUNK)),
-    );
-    let text = read(&mut n.reader(), Start::Tail(u64::MAX));
+    let text = shown(&format!("{}\nend\n", "y".repeat(3 * CHUNK)));
     assert!(
         text.lines().all(|l| l.len() <= CHUNK),
         "a piece past the chunk"
@@ -528,12 +530,9 @@ fn a_private_key_is_hidden_from_wherever_reading_starts_and_ends() {
         "<redacted>\n<redacted>\n<redacted>\nafter the key\n"
     );
 
-    let n = Node::new();
-    n.append(
-        "calico-felix.log",
+    let text = shown(
         "-----BEGIN PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nfelix: a line of the log again\nnext\n",
     );
-    let text = read(&mut n.reader(), Start::Tail(u64::MAX));
     assert_eq!(
         text,
         "-----BEGIN PRIVATE KEY-----\n<redacted>\nfelix: a line of the log again\nnext\n"
@@ -580,9 +579,7 @@ fn a_private_key_whose_begin_is_not_seen_is_hidden_to_its_end() {
     let tail = read(&mut n.reader(), Start::Tail(4));
     assert_eq!(tail, "<redacted>\n<redacted>\n<redacted>\nafter the key\n");
 
-    let n = Node::new();
-    n.append("calico-felix.log", &KEY[32..]);
-    let all = read(&mut n.reader(), Start::Tail(u64::MAX));
+    let all = shown(&KEY[32..]);
     assert_eq!(
         all,
         "<redacted>\n<redacted>\n<redacted>\n<redacted>\nafter the key\n"
@@ -608,9 +605,7 @@ fn a_hidden_key_line_keeps_its_indentation() {
             "  key: |\n    -----BEGIN PRIVATE KEY-----\n    <redacted>\n    <redacted>\n    <redacted>\nafter the key\n",
         ),
     ] {
-        let n = Node::new();
-        n.append("calico-felix.log", text);
-        assert_eq!(read(&mut n.reader(), Start::Tail(u64::MAX)), want);
+        assert_eq!(shown(text), want);
     }
 }
 
