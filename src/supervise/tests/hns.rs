@@ -47,16 +47,7 @@ fn calico_node_answers_an_hns_restart_while_it_runs() {
 /// change of HNS's pid, recorded in the registry and the event log; a stopped HNS is none yet.
 #[test]
 fn an_hns_restart_restarts_felix_once_and_is_recorded() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
-    let mut watch = hns_watch::HnsWatch::default();
-    assert_eq!(
-        check(&mut watch, &host, &s, &log),
-        None,
-        "the first look only notes HNS"
-    );
+    let (host, s, log, path, mut watch) = watching();
     assert_eq!(
         check(&mut watch, &host, &s, &log),
         None,
@@ -94,16 +85,11 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
 /// A Felix slow to stop: the watchdog waits as long as its service may take, then starts it.
 #[test]
 fn the_hns_watchdog_waits_for_a_felix_slow_to_stop_and_starts_it_again() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
-    let mut s = settings(Role::Node);
+    let (host, mut s, log, _, mut watch) = watching();
     s.stop_timeout = Duration::from_millis(200);
     // Longer than the stop timeout, within the stop timeout and the wait hint.
     host.set_stop_takes("CalicoFelix", s.stop_timeout + Duration::from_secs(2))
         .expect("slow stop");
-    let (log, _) = log_for(&host, &s);
-    let mut watch = hns_watch::HnsWatch::default();
-    assert_eq!(check(&mut watch, &host, &s, &log), None);
     let before = felix_pid(&host);
     restart_hns(&host);
     let r = check(&mut watch, &host, &s, &log).expect("a restart");
@@ -126,12 +112,7 @@ fn the_hns_watchdog_waits_for_a_felix_slow_to_stop_and_starts_it_again() {
 /// delivered, and the first refusal said once.
 #[test]
 fn a_stop_the_scm_could_not_deliver_is_sent_again_and_felix_restarted() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
-    let mut watch = hns_watch::HnsWatch::default();
-    assert_eq!(check(&mut watch, &host, &s, &log), None);
+    let (host, s, log, path, mut watch) = watching();
     let before = felix_pid(&host);
     host.set_stop_undelivered("CalicoFelix", Some(2), Duration::ZERO)
         .expect("fault");
@@ -154,8 +135,7 @@ fn a_stop_the_scm_could_not_deliver_is_sent_again_and_felix_restarted() {
 /// (sends of 700 ms in 2 s: at most two); said once, Felix left running.
 #[test]
 fn a_stop_the_scm_never_delivers_is_given_up_within_the_bound_said_once() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
+    let host = felix_host();
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);
     let before = felix_pid(&host);
@@ -198,8 +178,7 @@ fn a_stop_the_scm_never_delivers_is_given_up_within_the_bound_said_once() {
 /// The host's own stop sends an undelivered stop again while its timeout holds another send.
 #[test]
 fn the_hosts_own_stop_sends_an_undelivered_stop_again_within_its_timeout() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
+    let host = felix_host();
     host.set_stop_undelivered("CalicoFelix", Some(1), Duration::ZERO)
         .expect("fault");
     host.service_stop("CalicoFelix", Duration::from_secs(5))
@@ -220,8 +199,7 @@ fn the_hosts_own_stop_sends_an_undelivered_stop_again_within_its_timeout() {
 /// id is not kept, so the next CalicoNode answers the restart.
 #[test]
 fn a_stop_during_the_hns_restart_ends_it_and_the_next_start_answers_it() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
+    let host = felix_host();
     let mut s = settings(Role::Node);
     s.stop_timeout = Duration::from_secs(3600);
     host.set_stop_takes("CalicoFelix", Duration::from_secs(7200))
@@ -267,8 +245,7 @@ fn a_stop_during_the_hns_restart_ends_it_and_the_next_start_answers_it() {
 /// A recorded failure is a fault only while the service still does not run.
 #[test]
 fn a_failed_restart_counts_only_while_the_service_is_still_down() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
+    let host = felix_host();
     let r = hns_watch::HnsRestart {
         at: 1,
         from_pid: 1,
@@ -285,8 +262,7 @@ fn a_failed_restart_counts_only_while_the_service_is_still_down() {
 /// HNS's pid is kept across a CalicoNode restart; after a reboot the kept id is stale.
 #[test]
 fn the_hns_process_id_outlives_calico_node_but_not_the_boot() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
+    let host = felix_host();
     let s = settings(Role::Node);
     let (log, _) = log_for(&host, &s);
     assert_eq!(
@@ -379,12 +355,7 @@ fn calico_node_starts_a_stopped_hns_before_making_the_networks() {
 /// A stop given up on but taken late leaves the service stopped: the watchdog starts it.
 #[test]
 fn a_stop_taken_after_it_was_given_up_on_is_followed_by_the_start() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
-    let mut watch = hns_watch::HnsWatch::default();
-    assert_eq!(check(&mut watch, &host, &s, &log), None);
+    let (host, s, log, path, mut watch) = watching();
     let before = felix_pid(&host);
     // One send of 8 s in the restart's bound of twice 7 s: no second send fits.
     host.set_stop_taken_late("CalicoFelix", Duration::from_secs(8))
@@ -429,4 +400,15 @@ fn check(
     log: &Log,
 ) -> Option<hns_watch::HnsRestart> {
     watch.check(host, s, &Stop::never(), log).expect("no stop")
+}
+
+/// CalicoFelix running, CalicoNode's settings and log, and a watchdog past its first look,
+/// which only notes HNS.
+fn watching() -> (SimHost, Settings, Log, PathBuf, hns_watch::HnsWatch) {
+    let host = felix_host();
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    let mut watch = hns_watch::HnsWatch::default();
+    assert_eq!(check(&mut watch, &host, &s, &log), None, "the first look");
+    (host, s, log, path, watch)
 }

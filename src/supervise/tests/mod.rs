@@ -201,6 +201,13 @@ fn run_until(host: &SimHost, s: &Settings, needle: &str) -> String {
     })
 }
 
+/// A host with CalicoFelix registered and running, and the `hns` service's program in place.
+fn felix_host() -> SimHost {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    felix_running(&host);
+    host
+}
+
 /// CalicoFelix registered and running, and the `hns` service's program in place.
 fn felix_running(host: &SimHost) {
     let svchost = r"C:\Windows\system32\svchost.exe";
