@@ -153,10 +153,23 @@ fn counting(dir: &std::path::Path, name: &str, then: &str) -> String {
 /// Loops forever with builtins only.
 const FOREVER: &str = "while :; do read x < /dev/null; done";
 
+fn boot_id(host: &SimHost) -> String {
+    host.system_facts().expect("facts").boot_id.expect("boot")
+}
+
 fn mark_init_done(host: &SimHost) {
-    let boot = host.system_facts().expect("facts").boot_id.expect("boot");
-    host.reg_set(CALICO_KEY, BOOT_ID_VALUE, &RegValue::Sz(boot))
+    let boot = RegValue::Sz(boot_id(host));
+    host.reg_set(CALICO_KEY, BOOT_ID_VALUE, &boot)
         .expect("marker");
+}
+
+/// The index of the vSwitch's host adapter, `vEthernet (Ethernet)`.
+fn vswitch_index(host: &SimHost) -> u32 {
+    let addresses = host.ipv4_addresses().expect("addresses");
+    let vnic = addresses
+        .into_iter()
+        .find(|a| a.interface == "vEthernet (Ethernet)");
+    vnic.expect("vEthernet").index
 }
 
 /// An installed host CalicoNode has initialised, and `role`'s settings running `program`.

@@ -16,21 +16,16 @@ fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_in
     let names: Vec<String> = network_ids(&host).into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["External", "Calico"]);
     // The vSwitch moved the address to a new interface; the route follows it there.
-    let vswitch = host
-        .ipv4_addresses()
-        .expect("addresses")
-        .into_iter()
-        .find(|a| a.interface == "vEthernet (Ethernet)")
-        .expect("vEthernet");
+    let vswitch = vswitch_index(&host);
     let metadata = host
         .routes()
         .expect("routes")
         .into_iter()
         .find(|r| r.destination == Ipv4Addr::new(169, 254, 169, 254))
         .expect("metadata route restored");
-    assert_eq!(metadata.interface_index, vswitch.index);
+    assert_eq!(metadata.interface_index, vswitch);
 
-    let boot = host.system_facts().expect("facts").boot_id.expect("boot");
+    let boot = boot_id(&host);
     assert_eq!(marker(&host), Some(RegValue::Sz(boot)));
     assert_eq!(
         host.reg_get(CALICO_KEY, LEGACY_BOOT_VALUE).expect("read"),
@@ -53,7 +48,7 @@ fn an_unknown_boot_stops_init_and_deletes_no_network() {
     let (host, s, log, _) = node_host("ws2022", &[]);
     node::start_phase(&host, &s, &log).expect("first start");
     let before = network_ids(&host);
-    let boot = host.system_facts().expect("facts").boot_id.expect("boot");
+    let boot = boot_id(&host);
 
     host.set_boot_known(false, &boot)
         .expect("lose the boot time");
@@ -208,13 +203,7 @@ fn a_refused_route_keeps_the_os_error_in_the_log_the_event_log_and_the_record() 
     let (log, path) = log_for(&host, &s);
     let phase = node::start_phase(&host, &s, &log).expect("the service runs on");
     assert!(phase.restored_routes.is_empty(), "{phase:?}");
-    let vswitch = host
-        .ipv4_addresses()
-        .expect("addresses")
-        .into_iter()
-        .find(|a| a.interface == "vEthernet (Ethernet)")
-        .expect("vEthernet")
-        .index;
+    let vswitch = vswitch_index(&host);
     let said = format!(
         "could not restore the route 169.254.169.254/32 via 10.0.0.1 that the vSwitch dropped: add route 169.254.169.254/32 via 10.0.0.1 on interface {vswitch}: Access is denied. (os error 5)"
     );
