@@ -405,4 +405,9 @@ fn the_next_start_waits_for_an_agent_killed_but_still_there() {
         "the second Felix started beside the first: {text}"
     );
     says(&text, "still runs: waiting for it to end");
+    assert_ne!(
+        kept_child(&host, Role::Felix),
+        first,
+        "the second is recorded"
+    );
 }

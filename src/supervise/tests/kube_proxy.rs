@@ -82,47 +82,6 @@ fn kube_proxies(host: &SimHost) -> usize {
         .count()
 }
 
-/// A kube-proxy stopped but still there is waited for by the next start, never run beside.
-#[test]
-fn the_next_kube_proxy_start_waits_for_one_stopped_but_still_there() {
-    let (host, s) = kube_proxy_ready();
-    host.set_children_linger(Some(Duration::from_secs(3)))
-        .expect("fault");
-    run_until(&host, &s, STARTED);
-    let first = kept_child(&host, Role::KubeProxy);
-    assert!(host.process_running(first).is_some(), "still there");
-    host.set_children_linger(None).expect("fault off");
-
-    let (log, path) = log_for(&host, &s);
-    let stop = Stop::new();
-    let (second_at, first_then) = std::thread::scope(|scope| {
-        let body = scope.spawn(|| run(&host, &s, &stop, &log));
-        // Bounded: the first kube-proxy ends 3 s after its start.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while kube_proxies(&host) < 2 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        // Looked at as soon as the second is seen: the first had ended before it.
-        let first_then = host.process_running(first);
-        let second_at = kube_proxies(&host);
-        stop.request();
-        let _ = body.join().expect("join");
-        (second_at, first_then)
-    });
-    let text = read(&path);
-    assert_eq!(second_at, 2, "{text}");
-    assert_eq!(
-        first_then, None,
-        "the second kube-proxy started beside the first: {text}"
-    );
-    says(&text, "still runs: waiting for it to end");
-    assert_ne!(
-        kept_child(&host, Role::KubeProxy),
-        first,
-        "the second is recorded"
-    );
-}
-
 /// An earlier kube-proxy outlasting the wait is never run beside: said, looked at again later.
 #[test]
 fn no_kube_proxy_is_started_beside_an_earlier_one_that_outlasts_the_wait() {
