@@ -180,7 +180,7 @@ pub fn jwt_shaped(token: &str) -> bool {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 

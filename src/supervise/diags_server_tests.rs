@@ -8,9 +8,7 @@ use crate::host::Files;
 use crate::host::sim::SimHost;
 use crate::layout::InstallRoot;
 use crate::supervise::diags_review::Review;
-use crate::supervise::diags_review::tests::jwt;
 use crate::supervise::log::{Log, LogSettings};
-use crate::supervise::metrics_server::tests::StopOnDrop;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -149,6 +147,24 @@ fn ask(addr: SocketAddr, request: &str) -> (String, String, Vec<u8>) {
         .unwrap_or_default()
         .to_owned();
     (status, head, all[end..].to_vec())
+}
+
+/// Requests the stop when dropped: a failed assertion stops the server too.
+struct StopOnDrop<'a>(&'a Stop);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.request();
+    }
+}
+
+/// A token shaped as a ServiceAccount token is (a JWT), whose payload says `sub`.
+fn jwt(sub: &str) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let header = b64.encode(br#"{"alg":"RS256","kid":"k"}"#);
+    let payload = b64.encode(format!(r#"{{"sub":"{sub}"}}"#));
+    format!("{header}.{payload}.c2lnbmF0dXJl")
 }
 
 /// A GET with `fleet diags`' token for this node.

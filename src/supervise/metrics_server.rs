@@ -374,7 +374,7 @@ fn route(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use std::io::Write;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -411,7 +411,7 @@ pub(crate) mod tests {
     }
 
     /// Requests the stop when dropped: a failed assertion stops the server too.
-    pub(crate) struct StopOnDrop<'a>(pub &'a crate::duration::Stop);
+    struct StopOnDrop<'a>(&'a crate::duration::Stop);
 
     impl Drop for StopOnDrop<'_> {
         fn drop(&mut self) {
