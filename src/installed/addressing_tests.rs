@@ -46,20 +46,35 @@ fn vnic(of: &Adapter, index: u32) -> Adapter {
     }
 }
 
+fn adapter_named(host: &SimHost, name: &str) -> Adapter {
+    let adapters = host.adapters().expect("adapters");
+    adapters
+        .into_iter()
+        .find(|a| a.name == name)
+        .expect("adapter")
+}
+
+fn adapter_at(host: &SimHost, index: u32) -> Adapter {
+    let adapters = host.adapters().expect("adapters");
+    adapters
+        .into_iter()
+        .find(|a| a.index == index)
+        .expect("adapter")
+}
+
+/// The host's adapter of `now`'s index replaced by `now`.
+fn set_adapter(host: &SimHost, now: &Adapter) {
+    let mut adapters = host.adapters().expect("adapters");
+    for a in adapters.iter_mut().filter(|a| a.index == now.index) {
+        *a = now.clone();
+    }
+    host.set_adapters(adapters).expect("set");
+}
+
 #[test]
 fn a_static_adapters_lost_dns_dhcp_address_and_metric_are_each_a_drift() {
-    let before = Addressing::of(&adapter(
-        "Ethernet 2",
-        6,
-        false,
-        Some("10.0.0.6"),
-        &["10.0.0.2"],
-        15,
-    ));
-    let same = vnic(
-        &adapter("Ethernet 2", 6, false, Some("10.0.0.6"), &["10.0.0.2"], 15),
-        9,
-    );
+    let nic = adapter("Ethernet 2", 6, false, Some("10.0.0.6"), &["10.0.0.2"], 15);
+    let (before, same) = (Addressing::of(&nic), vnic(&nic, 9));
     assert_eq!(drift(&before, &same), []);
     // microsoft/SDN#498: the DNS servers vanish; calico#4631: DHCP and an APIPA address.
     let lost = Adapter {
@@ -99,14 +114,8 @@ fn a_static_adapters_lost_dns_dhcp_address_and_metric_are_each_a_drift() {
 
 #[test]
 fn a_dhcp_adapter_counts_only_dns_servers_that_vanish() {
-    let before = Addressing::of(&adapter(
-        "Ethernet",
-        4,
-        true,
-        Some("10.0.0.5"),
-        &["10.0.0.2"],
-        15,
-    ));
+    let before = adapter("Ethernet", 4, true, Some("10.0.0.5"), &["10.0.0.2"], 15);
+    let before = Addressing::of(&before);
     // DHCP gave the host adapter another address and server: DHCP's to give.
     let renewed = vnic(
         &adapter("Ethernet", 4, true, Some("10.0.0.8"), &["10.0.0.3"], 15),
@@ -123,39 +132,19 @@ fn a_dhcp_adapter_counts_only_dns_servers_that_vanish() {
 #[test]
 fn what_the_vswitch_dropped_is_put_back_once_with_calls_that_exist_on_server_2019() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
-    let adapters = host.adapters().expect("adapters");
-    let nic = adapters
-        .iter()
-        .find(|a| a.name == "Ethernet 2")
-        .expect("nic");
+    let nic = &adapter_named(&host, "Ethernet 2");
     let mut kept = Addressing::of(nic);
     // The host adapter as microsoft/SDN#498 reports it: no DNS servers, another metric.
     let mut now = nic.clone();
     now.dns_servers.clear();
     now.metric = 5;
-    host.set_adapters(
-        adapters
-            .iter()
-            .map(|a| {
-                if a.index == now.index {
-                    now.clone()
-                } else {
-                    a.clone()
-                }
-            })
-            .collect(),
-    )
-    .expect("set");
+    set_adapter(&host, &now);
     let (done, failed) = put_back(&host, &mut kept, &now);
     assert!(failed.is_empty(), "{failed:?}");
     assert_eq!(done.len(), 2, "{done:?}");
     assert_eq!(kept.lost.as_ref().map(Vec::len), Some(2));
     assert!(kept.pending.is_empty(), "{kept:?}");
-    let after = host.adapters().expect("adapters");
-    let back = after
-        .iter()
-        .find(|a| a.index == now.index)
-        .expect("adapter");
+    let back = &adapter_at(&host, now.index);
     assert_eq!(back.dns_servers, kept.dns_servers);
     assert_eq!(back.metric, 15);
     assert_eq!(drift(&kept, back), []);
@@ -181,11 +170,7 @@ fn what_the_vswitch_dropped_is_put_back_once_with_calls_that_exist_on_server_201
 #[test]
 fn reconcile_turns_dhcp_off_and_sets_dns_through_wmi_and_reads_them_back() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
-    let adapters = host.adapters().expect("adapters");
-    let nic = adapters
-        .iter()
-        .find(|a| a.name == "Ethernet 2")
-        .expect("nic");
+    let nic = &adapter_named(&host, "Ethernet 2");
     let mut kept = Addressing {
         dns_suffix: "corp.example".into(),
         ..Addressing::of(nic)
@@ -197,28 +182,11 @@ fn reconcile_turns_dhcp_off_and_sets_dns_through_wmi_and_reads_them_back() {
         dns_suffix: String::new(),
         ..nic.clone()
     };
-    host.set_adapters(
-        adapters
-            .iter()
-            .map(|a| {
-                if a.index == now.index {
-                    now.clone()
-                } else {
-                    a.clone()
-                }
-            })
-            .collect(),
-    )
-    .expect("set");
+    set_adapter(&host, &now);
     let (done, failed) = put_back(&host, &mut kept, &now);
     assert!(failed.is_empty(), "{failed:?}");
     assert_eq!(done.len(), 3, "{done:?}");
-    let back = host
-        .adapters()
-        .expect("adapters")
-        .into_iter()
-        .find(|a| a.index == now.index)
-        .expect("adapter");
+    let back = adapter_at(&host, now.index);
     assert!(!back.dhcp, "{back:?}");
     assert_eq!(back.dns_servers, kept.dns_servers);
     assert_eq!(back.dns_suffix, "corp.example");
@@ -230,11 +198,7 @@ fn reconcile_turns_dhcp_off_and_sets_dns_through_wmi_and_reads_them_back() {
 #[test]
 fn an_address_is_never_added_beside_a_static_one_of_its_subnet() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
-    let adapters = host.adapters().expect("adapters");
-    let nic = adapters
-        .iter()
-        .find(|a| a.name == "Ethernet 2")
-        .expect("nic");
+    let nic = &adapter_named(&host, "Ethernet 2");
     let mut kept = Addressing::of(nic);
     let mut now = nic.clone();
     now.addresses[0].ip = Ipv4Addr::new(10, 0, 0, 7);
@@ -247,13 +211,7 @@ fn an_address_is_never_added_beside_a_static_one_of_its_subnet() {
             && failed[0].contains("holds the static address 10.0.0.7 of the same subnet"),
         "{failed:?}"
     );
-    assert!(
-        !host
-            .adapters()
-            .expect("adapters")
-            .iter()
-            .any(|a| a.index == now.index && a.holds(Ipv4Addr::new(10, 0, 0, 6)))
-    );
+    assert!(!adapter_at(&host, now.index).holds(Ipv4Addr::new(10, 0, 0, 6)));
     assert_eq!(
         kept.pending,
         [Drift::Address(Ipv4Addr::new(10, 0, 0, 6), 24)]

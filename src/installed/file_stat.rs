@@ -1,20 +1,9 @@
-//! The size and modification time each installed file had when its contents were known to be
-//! what the install record says, kept beside the record after every install and reconfigure.
-//! `status` hashes only a file whose size or modification time differs from them (the quick
-//! check of git's index and of rsync), so it stays flat in the size of the release; `status
-//! --verify` hashes every file.
-//!
-//! A cache, never the authority: the record's SHA-256 is. An entry is written only for a file
-//! that hashed to the record's SHA-256 when its size and time were taken, and counts only for
-//! that hash, so a file replaced by a later install is hashed until its new entry is written;
-//! a missing, unreadable or foreign stats file means hashing everything. What the quick
-//! check cannot see is a change that keeps the size and puts the modification time back
-//! (SetFileTime): only an administrator or SYSTEM can write the install root, and `--verify`
-//! finds it.
-//!
-//! Not in the install record itself: the record is planned before anything is written (and a
-//! run that would write the same record writes nothing), while a file's modification time is
-//! known only after it was written.
+//! The size and modification time each installed file had when it hashed to its install
+//! record's SHA-256, kept beside the record after every install and reconfigure: `status`
+//! hashes only a file whose size or time differs (the quick check of git's index and rsync);
+//! `status --verify` hashes every file. A cache, never the authority: an entry counts only for
+//! the hash it was taken with; a missing, unreadable or foreign stats file means hashing all.
+//! Not in the record itself: the record is planned before anything is written.
 
 use super::record::InstallRecord;
 use crate::host::{Access, Host};

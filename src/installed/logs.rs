@@ -90,13 +90,9 @@ fn after(names: &[String], name: &str, stem: &str) -> usize {
 }
 
 /// Where a piece of a line longer than a chunk ends, each piece being redacted alone: after
-/// the last byte no secret holds (a space, a quote, `,{}[]`), and before the word leading
-/// into a value there (`Bearer `, `token: `, `"password":"`, `FOO_API_KEY=`: the words
-/// `redact::leads_into_value` knows), so that no secret the redactor
-/// knows is cut in two; before a `{` or `[` that is that byte. A piece without such a byte
-/// is cut at its end. Never inside a known secret's value (`Redactor::clear_of_known`): a
-/// token with no such byte near the cut would leave half of it in each piece, neither
-/// replaced.
+/// the last byte no secret holds (a space, a quote, `,{}[]`), before the words leading into a
+/// value there (`redact::leads_into_value`) or a `{`/`[` that is that byte, never inside a
+/// known secret's value (`Redactor::clear_of_known`); at its end when it has no such byte.
 pub(crate) fn cut(piece: &[u8], redactor: &Redactor) -> usize {
     redactor.clear_of_known(piece, cut_at_free(piece))
 }

@@ -263,15 +263,24 @@ pub fn exposition(host: &dyn Host, root: &InstallRoot) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::sim::SimHost;
     use crate::host::{Files, Registry};
+
+    /// A host and its install root, with its install record when `record`.
+    fn installed(record: bool) -> (tempfile::TempDir, SimHost, InstallRoot) {
+        let dir = tempfile::tempdir().expect("dir");
+        let host = SimHost::open_or_create(dir.path(), None).expect("sim");
+        let root = InstallRoot::new(r"C:\CalicoWindows");
+        if record {
+            let put = host.write_file(&root.record(), b"{}", Access::Normal);
+            put.expect("record");
+        }
+        (dir, host, root)
+    }
 
     #[test]
     fn counters_add_up_across_writers_and_a_gauge_is_replaced() {
-        let dir = tempfile::tempdir().expect("dir");
-        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
-        let root = InstallRoot::new(r"C:\CalicoWindows");
-        host.write_file(&root.record(), b"{}", Access::Normal)
-            .expect("record");
+        let (_dir, host, root) = installed(true);
         bump(&host, &root, NODE_FILE, TOKEN_RENEWALS, 2).expect("bump");
         bump(&host, &root, REPAIR_FILE, REPAIRS, 1).expect("bump");
         let faults = BTreeMap::from([("stuck".to_owned(), 3), ("a\"b".to_owned(), 1)]);
@@ -308,9 +317,7 @@ mod tests {
     /// count by CalicoNode or repair writes nothing: it once made the install root again.
     #[test]
     fn a_count_after_uninstall_makes_no_install_root() {
-        let dir = tempfile::tempdir().expect("dir");
-        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
-        let root = InstallRoot::new(r"C:\CalicoWindows");
+        let (_dir, host, root) = installed(false);
         host.reg_set(
             crate::layout::CALICO_KEY,
             crate::layout::INSTALL_ROOT_VALUE,
@@ -328,11 +335,7 @@ mod tests {
     /// comes with when it ran (a pass from days ago once looked current).
     #[test]
     fn zero_series_are_served_and_a_verify_verdict_carries_its_time() {
-        let dir = tempfile::tempdir().expect("dir");
-        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
-        let root = InstallRoot::new(r"C:\CalicoWindows");
-        host.write_file(&root.record(), b"{}", Access::Normal)
-            .expect("record");
+        let (_dir, host, root) = installed(true);
         host.reg_set(
             crate::layout::CALICO_KEY,
             crate::layout::INSTALL_ROOT_VALUE,
@@ -365,11 +368,7 @@ mod tests {
     #[test]
     fn updates_at_once_lose_no_count() {
         use std::sync::atomic::{AtomicBool, Ordering};
-        let dir = tempfile::tempdir().expect("dir");
-        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
-        let root = InstallRoot::new(r"C:\CalicoWindows");
-        host.write_file(&root.record(), b"{}", Access::Normal)
-            .expect("record");
+        let (_dir, host, root) = installed(true);
         let (first_in, second_in) = (AtomicBool::new(false), AtomicBool::new(false));
         std::thread::scope(|scope| {
             scope.spawn(|| {
@@ -395,32 +394,10 @@ mod tests {
         assert_eq!(read(&host, &root, NODE_FILE).get(TOKEN_RENEWALS), Some(&2));
     }
 
-    /// Many bumps from many threads, as CalicoNode's make them: every one counted.
-    #[test]
-    fn concurrent_bumps_are_all_counted() {
-        let dir = tempfile::tempdir().expect("dir");
-        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
-        let root = InstallRoot::new(r"C:\CalicoWindows");
-        host.write_file(&root.record(), b"{}", Access::Normal)
-            .expect("record");
-        std::thread::scope(|scope| {
-            for _ in 0..4 {
-                scope.spawn(|| {
-                    for _ in 0..25 {
-                        bump(&host, &root, NODE_FILE, HNS_RESTARTS, 1).expect("bump");
-                    }
-                });
-            }
-        });
-        assert_eq!(read(&host, &root, NODE_FILE).get(HNS_RESTARTS), Some(&100));
-    }
-
     /// A file past the cap is read as none, not whole: each scrape reads every file.
     #[test]
     fn a_file_past_the_cap_is_read_as_none() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
-        let root = InstallRoot::new(r"C:\CalicoWindows");
+        let (_dir, host, root) = installed(false);
         let pad = " ".repeat(MAX_FILE as usize);
         let path = root.path(NODE_FILE);
         let small = format!("{{\"{TOKEN_RENEWALS}\": 3}}");

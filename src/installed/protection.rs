@@ -76,21 +76,13 @@ pub fn file_writers(h: &dyn Host, path: &str, admin: Option<&str>) -> Vec<String
 }
 
 /// The first reparse point on the way to the file at `path` (each directory below the drive,
-/// then the file itself) that someone but SYSTEM and Administrators owns or may change, with
-/// who: what a SYSTEM process writes there goes wherever the link points, and a link's target
-/// is changed by anyone its list grants write (MS-FSA 2.1.5.10.37, FSCTL_SET_REPARSE_POINT:
-/// FILE_WRITE_DATA or FILE_WRITE_ATTRIBUTES on it), not its owner only. One whose kind or
-/// security cannot be read counts as one. A link SYSTEM or Administrators own whose list lets
-/// others write is followed only inside `sandbox`, the HostProcess container this process runs
-/// in (`CONTAINER_SANDBOX_MOUNT_POINT`): the sandbox's volume mount point (hcsshim mounts it at
-/// `C:\C\<id>` or `C:\hpc\<id>` as SYSTEM, its list inherited from the drive root, which lets
-/// Users create files there) and its links to the volumes hold the program and the config this
-/// process runs with, so refusing the
-/// position there would protect nothing and lose it. Judged by the link's own security
-/// (`Files::link_security`), never its target's. Each is told a reparse point by
-/// `Files::is_reparse_point`, which install's protected directories are checked with too
-/// (`reparse_points`; on Windows its FILE_ATTRIBUTE_REPARSE_POINT read without following the
-/// link, as Microsoft's "Reparse Point Operations" says to tell one).
+/// then the file) that someone but SYSTEM and Administrators owns or may change, with who: a
+/// link's target is changed by anyone its list grants write (MS-FSA 2.1.5.10.37,
+/// FSCTL_SET_REPARSE_POINT). One whose kind or security cannot be read counts as one. A link
+/// others may write is followed only inside `sandbox` (`CONTAINER_SANDBOX_MOUNT_POINT`: hcsshim
+/// mounts it at `C:\C\<id>` or `C:\hpc\<id>` with the drive root's list, and it holds the
+/// program and its config). Judged by the link's own security (`Files::link_security`), told a
+/// reparse point by `Files::is_reparse_point` (FILE_ATTRIBUTE_REPARSE_POINT, not followed).
 pub fn untrusted_link(
     h: &dyn Host,
     path: &str,

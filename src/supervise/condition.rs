@@ -342,76 +342,46 @@ mod tests {
         }
     }
 
+    /// `to_set(last, now, heartbeat due, the Node's status)`: whether the condition is patched,
+    /// with its status and whether its transition time is new.
     #[test]
     fn the_condition_is_set_only_when_the_answer_changes() {
-        let ok = set(&[], &[]);
-        let felix = set(&["CalicoFelix is Stopped"], &["felix-unhealthy"]);
-        let network = set(
+        let ok = &set(&[], &[]);
+        let felix = &set(&["CalicoFelix is Stopped"], &["felix-unhealthy"]);
+        let network = &set(
             &["the HNS network Calico does not exist"],
             &["network-missing"],
         );
-        // The first look on a Node without the condition sets it, with a transition.
-        assert_eq!(to_set(None, &ok, true, None), Some((true, true)));
-        assert_eq!(to_set(None, &felix, true, None), Some((false, true)));
-        // The same answer again: no patch.
-        assert_eq!(to_set(Some(&ok), &ok, false, None), None);
-        assert_eq!(to_set(Some(&felix), &felix, false, None), None);
-        // ... until the heartbeat is due: set again, no new transition time.
-        assert_eq!(to_set(Some(&ok), &ok, true, None), Some((true, false)));
-        assert_eq!(
-            to_set(Some(&felix), &felix, true, None),
-            Some((false, false))
-        );
-        // Other reasons, still False: set, without a new transition time.
-        assert_eq!(
-            to_set(Some(&felix), &network, false, None),
-            Some((false, false))
-        );
-        // Healthy again, or not any more: a transition.
-        assert_eq!(to_set(Some(&felix), &ok, false, None), Some((true, true)));
-        assert_eq!(
-            to_set(Some(&ok), &network, false, None),
-            Some((false, true))
-        );
-    }
-
-    /// An advice code coming or going under the same reasons is set at once.
-    #[test]
-    fn a_code_that_comes_or_goes_under_the_same_reasons_is_set_at_once() {
-        let ok = set(&[], &[]);
-        let advised = set(&[], &["endpoint-state-unknown"]);
-        assert_eq!(
-            to_set(Some(&ok), &advised, false, None),
-            Some((true, false))
-        );
-        assert_eq!(
-            to_set(Some(&advised), &ok, false, None),
-            Some((true, false))
-        );
-        assert_eq!(to_set(Some(&advised), &advised, false, None), None);
-        let felix = set(&["CalicoFelix is Stopped"], &["felix-unhealthy"]);
-        let more = set(
+        let advised = &set(&[], &["endpoint-state-unknown"]);
+        let more = &set(
             &["CalicoFelix is Stopped"],
             &["felix-unhealthy", "endpoint-state-unknown"],
         );
-        assert_eq!(
-            to_set(Some(&felix), &more, false, None),
-            Some((false, false))
-        );
-    }
-
-    /// A CalicoNode restart keeps the transition time when the Node has the same status.
-    #[test]
-    fn a_restarted_calico_node_keeps_the_transition_time_of_the_same_status() {
-        let ok = set(&[], &[]);
-        let felix = set(&["CalicoFelix is Stopped"], &["felix-unhealthy"]);
-        assert_eq!(to_set(None, &ok, true, Some(true)), Some((true, false)));
-        assert_eq!(
-            to_set(None, &felix, true, Some(false)),
-            Some((false, false))
-        );
-        assert_eq!(to_set(None, &ok, true, Some(false)), Some((true, true)));
-        assert_eq!(to_set(None, &felix, true, Some(true)), Some((false, true)));
+        #[rustfmt::skip]
+        let cases = [
+            ("the first look sets it, with a transition", None, ok, true, None, Some((true, true))),
+            ("the first look, not ready", None, felix, true, None, Some((false, true))),
+            ("the same answer again: no patch", Some(ok), ok, false, None, None),
+            ("the same failure again: no patch", Some(felix), felix, false, None, None),
+            ("the heartbeat is due", Some(ok), ok, true, None, Some((true, false))),
+            ("the heartbeat, not ready", Some(felix), felix, true, None, Some((false, false))),
+            ("other reasons, still False", Some(felix), network, false, None, Some((false, false))),
+            ("healthy again", Some(felix), ok, false, None, Some((true, true))),
+            ("not healthy any more", Some(ok), network, false, None, Some((false, true))),
+            // An advice code coming or going under the same reasons is set at once.
+            ("an advice code comes", Some(ok), advised, false, None, Some((true, false))),
+            ("an advice code goes", Some(advised), ok, false, None, Some((true, false))),
+            ("the same advice", Some(advised), advised, false, None, None),
+            ("a code more under a failure", Some(felix), more, false, None, Some((false, false))),
+            // A CalicoNode restart keeps the transition time when the Node has the same status.
+            ("restarted, True on the Node", None, ok, true, Some(true), Some((true, false))),
+            ("restarted, False on the Node", None, felix, true, Some(false), Some((false, false))),
+            ("restarted, healthy again", None, ok, true, Some(false), Some((true, true))),
+            ("restarted, not healthy any more", None, felix, true, Some(true), Some((false, true))),
+        ];
+        for (name, last, now, beat, on_node, want) in cases {
+            assert_eq!(to_set(last, now, beat, on_node), want, "{name}");
+        }
     }
 
     /// A flickering advice code patches at most once per `ADVICE_HOLD`; a new failure at once.

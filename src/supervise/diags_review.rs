@@ -192,7 +192,7 @@ mod tests {
         }
     }
 
-    /// A JWT-shaped token whose payload says `sub`.
+    /// A token shaped as a ServiceAccount token is (a JWT), whose payload says `sub`.
     pub(crate) fn jwt(sub: &str) -> String {
         use base64::Engine;
         let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -76,6 +76,11 @@ impl Node {
         path.display().to_string()
     }
 
+    /// Serves `/diags` built by `program` until `body` returns.
+    fn serve(&self, program: String, body: impl FnOnce(SocketAddr)) {
+        self.serving(true, |d| d.program = program, body);
+    }
+
     /// Serves with `diags` (made by `make`) until `body` returns.
     fn serving(&self, diags: bool, make: impl FnOnce(&mut Diags), body: impl FnOnce(SocketAddr)) {
         let stop = Stop::new();
@@ -127,14 +132,6 @@ impl Review for FakeReview {
     }
 }
 
-struct StopOnDrop<'a>(&'a Stop);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.request();
-    }
-}
-
 /// The status line, the head and the body of one request's answer.
 fn ask(addr: SocketAddr, request: &str) -> (String, String, Vec<u8>) {
     let mut c = TcpStream::connect(addr).expect("connect");
@@ -150,6 +147,15 @@ fn ask(addr: SocketAddr, request: &str) -> (String, String, Vec<u8>) {
         .unwrap_or_default()
         .to_owned();
     (status, head, all[end..].to_vec())
+}
+
+/// Requests the stop when dropped: a failed assertion stops the server too.
+struct StopOnDrop<'a>(&'a Stop);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.request();
+    }
 }
 
 /// A token shaped as a ServiceAccount token is (a JWT), whose payload says `sub`.
@@ -185,30 +191,26 @@ fn wait_for(path: &Path) {
 fn a_bundle_is_built_under_the_root_streamed_whole_and_removed_while_metrics_answer() {
     let node = Node::new();
     let program = node.builder(300_000, true);
-    node.serving(
-        true,
-        |d| d.program = program,
-        |addr| {
-            std::thread::scope(|s| {
-                let first = s.spawn(|| get(addr, "/diags"));
-                wait_for(&node.at("started"));
-                // Built on the accepting thread, neither would be answered before the deadline.
-                let (status, _, body) = get(addr, "/metrics");
-                assert_eq!(status, "HTTP/1.1 200 OK");
-                assert!(String::from_utf8_lossy(&body).contains("# TYPE"));
-                let (status, head, _) = get(addr, "/diags");
-                assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
-                assert!(head.contains("retry-after: 10\r\n"), "{head}");
-                fs_err::write(node.at("release"), "").expect("release");
-                let (status, head, body) = first.join().expect("first");
-                assert_eq!(status, "HTTP/1.1 200 OK", "{head}");
-                assert!(head.contains("content-type: application/zip\r\n"), "{head}");
-                assert!(head.contains("content-length: 300000\r\n"), "{head}");
-                assert_eq!(body.len(), 300_000);
-                assert_eq!(&body[..4], b"PK\x03\x04");
-            });
-        },
-    );
+    node.serve(program, |addr| {
+        std::thread::scope(|s| {
+            let first = s.spawn(|| get(addr, "/diags"));
+            wait_for(&node.at("started"));
+            // Built on the accepting thread, neither would be answered before the deadline.
+            let (status, _, body) = get(addr, "/metrics");
+            assert_eq!(status, "HTTP/1.1 200 OK");
+            assert!(String::from_utf8_lossy(&body).contains("# TYPE"));
+            let (status, head, _) = get(addr, "/diags");
+            assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
+            assert!(head.contains("retry-after: 10\r\n"), "{head}");
+            fs_err::write(node.at("release"), "").expect("release");
+            let (status, head, body) = first.join().expect("first");
+            assert_eq!(status, "HTTP/1.1 200 OK", "{head}");
+            assert!(head.contains("content-type: application/zip\r\n"), "{head}");
+            assert!(head.contains("content-length: 300000\r\n"), "{head}");
+            assert_eq!(body.len(), 300_000);
+            assert_eq!(&body[..4], b"PK\x03\x04");
+        });
+    });
     let args = fs_err::read_to_string(node.at("args")).expect("args");
     assert_eq!(
         args.trim(),
@@ -290,15 +292,11 @@ fn diags_off_is_404_and_another_method_405() {
             assert_eq!(get(addr, "/diags").0, "HTTP/1.1 404 Not Found");
         },
     );
-    node.serving(
-        true,
-        |d| d.program = program,
-        |addr| {
-            let post = "POST /diags HTTP/1.1\r\nHost: node\r\nContent-Length: 0\r\n\r\n";
-            assert_eq!(ask(addr, post).0, "HTTP/1.1 405 Method Not Allowed");
-            assert_eq!(get(addr, "/diags/x").0, "HTTP/1.1 404 Not Found");
-        },
-    );
+    node.serve(program, |addr| {
+        let post = "POST /diags HTTP/1.1\r\nHost: node\r\nContent-Length: 0\r\n\r\n";
+        assert_eq!(ask(addr, post).0, "HTTP/1.1 405 Method Not Allowed");
+        assert_eq!(get(addr, "/diags/x").0, "HTTP/1.1 404 Not Found");
+    });
     assert!(!node.at("started").exists(), "a bundle was made");
 }
 
@@ -307,32 +305,28 @@ fn diags_off_is_404_and_another_method_405() {
 fn a_request_without_a_token_for_this_node_is_401_before_the_bundles_slot() {
     let node = Node::new();
     let program = node.builder(1_000, true);
-    node.serving(
-        true,
-        |d| d.program = program,
-        |addr| {
-            let (status, head, _) = get(addr, "/diags/../diags");
-            assert_eq!(status, "HTTP/1.1 404 Not Found", "{head}");
-            let bare = ask(addr, "GET /diags HTTP/1.1\r\nHost: node\r\n\r\n");
-            assert_eq!(bare.0, "HTTP/1.1 401 Unauthorized", "{}", bare.1);
-            assert!(
-                bare.1.contains("calicoctl-win-diags: unauthenticated\r\n"),
-                "{}",
-                bare.1
-            );
-            assert!(!node.at("started").exists(), "a bundle was made");
-            std::thread::scope(|s| {
-                let first = s.spawn(|| get(addr, "/diags"));
-                wait_for(&node.at("started"));
-                for token in [jwt("other-node"), "other-node".into(), String::new()] {
-                    let (status, head, _) = get_with(addr, "/diags", &token);
-                    assert_eq!(status, "HTTP/1.1 401 Unauthorized", "{token:?}: {head}");
-                }
-                fs_err::write(node.at("release"), "").expect("release");
-                assert_eq!(first.join().expect("first").0, "HTTP/1.1 200 OK");
-            });
-        },
-    );
+    node.serve(program, |addr| {
+        let (status, head, _) = get(addr, "/diags/../diags");
+        assert_eq!(status, "HTTP/1.1 404 Not Found", "{head}");
+        let bare = ask(addr, "GET /diags HTTP/1.1\r\nHost: node\r\n\r\n");
+        assert_eq!(bare.0, "HTTP/1.1 401 Unauthorized", "{}", bare.1);
+        assert!(
+            bare.1.contains("calicoctl-win-diags: unauthenticated\r\n"),
+            "{}",
+            bare.1
+        );
+        assert!(!node.at("started").exists(), "a bundle was made");
+        std::thread::scope(|s| {
+            let first = s.spawn(|| get(addr, "/diags"));
+            wait_for(&node.at("started"));
+            for token in [jwt("other-node"), "other-node".into(), String::new()] {
+                let (status, head, _) = get_with(addr, "/diags", &token);
+                assert_eq!(status, "HTTP/1.1 401 Unauthorized", "{token:?}: {head}");
+            }
+            fs_err::write(node.at("release"), "").expect("release");
+            assert_eq!(first.join().expect("first").0, "HTTP/1.1 200 OK");
+        });
+    });
     let log = fs_err::read_to_string(node.at("node.log")).unwrap_or_default();
     assert!(
         !log.contains("other-node") && !log.contains(&jwt("other-node")),
@@ -346,17 +340,13 @@ fn a_value_not_shaped_as_a_token_or_refused_lately_is_401_without_a_review() {
     let node = Node::new();
     let program = node.builder(1_000, false);
     let (shapeless, refused) = ("shapeless-token-of-this-test", jwt("refused-in-this-test"));
-    node.serving(
-        true,
-        |d| d.program = program,
-        |addr| {
-            for token in [shapeless, &refused, &refused, &refused] {
-                let (status, head, _) = get_with(addr, "/diags", token);
-                assert_eq!(status, "HTTP/1.1 401 Unauthorized", "{head}");
-                assert!(head.contains("calicoctl-win-diags: unauthenticated\r\n"));
-            }
-        },
-    );
+    node.serve(program, |addr| {
+        for token in [shapeless, &refused, &refused, &refused] {
+            let (status, head, _) = get_with(addr, "/diags", token);
+            assert_eq!(status, "HTTP/1.1 401 Unauthorized", "{head}");
+            assert!(head.contains("calicoctl-win-diags: unauthenticated\r\n"));
+        }
+    });
     assert_eq!(
         times_reviewed(shapeless),
         0,
@@ -377,23 +367,19 @@ fn a_refused_review_refuses_the_request_and_is_kept_for_status() {
     use crate::health::metrics_findings::diags_review_refused;
     let node = Node::new();
     let program = node.builder(1_000, false);
-    node.serving(
-        true,
-        |d| d.program = program,
-        |addr| {
-            let (status, head, _) = get_with(addr, "/diags", &jwt("forbidden"));
-            assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{head}");
-            assert!(
-                head.contains("calicoctl-win-diags: review-failed\r\n"),
-                "{head}"
-            );
-            assert!(!node.at("started").exists(), "a bundle was made");
-            let kept = diags_review_refused(&node.host).expect("kept for status");
-            assert!(kept.error.contains("403"), "{kept:?}");
-            assert_eq!(get(addr, "/diags").0, "HTTP/1.1 200 OK");
-            assert_eq!(diags_review_refused(&node.host), None);
-        },
-    );
+    node.serve(program, |addr| {
+        let (status, head, _) = get_with(addr, "/diags", &jwt("forbidden"));
+        assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{head}");
+        assert!(
+            head.contains("calicoctl-win-diags: review-failed\r\n"),
+            "{head}"
+        );
+        assert!(!node.at("started").exists(), "a bundle was made");
+        let kept = diags_review_refused(&node.host).expect("kept for status");
+        assert!(kept.error.contains("403"), "{kept:?}");
+        assert_eq!(get(addr, "/diags").0, "HTTP/1.1 200 OK");
+        assert_eq!(diags_review_refused(&node.host), None);
+    });
 }
 
 /// A 503 while a bundle is made reads the request's body first, so it is not reset away.
@@ -401,10 +387,7 @@ fn a_refused_review_refuses_the_request_and_is_kept_for_status() {
 fn the_busy_503_is_read_whole_after_a_body() {
     let node = Node::new();
     let program = node.builder(1_000, true);
-    node.serving(
-        true,
-        |d| d.program = program,
-        |addr| {
+    node.serve(program, |addr| {
             std::thread::scope(|s| {
                 let first = s.spawn(|| get(addr, "/diags"));
                 wait_for(&node.at("started"));
@@ -426,6 +409,5 @@ fn the_busy_503_is_read_whole_after_a_body() {
                 fs_err::write(node.at("release"), "").expect("release");
                 assert_eq!(first.join().expect("first").0, "HTTP/1.1 200 OK");
             });
-        },
-    );
+        });
 }

@@ -307,17 +307,8 @@ mod tests {
     fn rotates_by_size_between_lines_and_keeps_the_newest() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("logs").join("calico-felix.log");
-        let secs = Arc::new(AtomicU64::new(1_763_712_000));
-        let clock_secs = secs.clone();
-        let clock: Clock = Arc::new(move || {
-            SystemTime::UNIX_EPOCH + Duration::from_secs(clock_secs.load(Ordering::SeqCst))
-        });
-        let settings = LogSettings {
-            max_size: 100,
-            rotate_every: Duration::from_secs(86_400),
-            keep: 2,
-        };
-        let log = Log::with_clock(path.clone(), settings, false, clock);
+        let secs = secs();
+        let log = Log::with_clock(path.clone(), settings(2), false, ahead(secs.clone()));
         for i in 0..5 {
             // Each write is 60 bytes, so every write after the first rotates.
             log.raw(format!("{i:059}\n").as_bytes());
@@ -374,7 +365,7 @@ mod tests {
         );
     }
 
-    /// A clock far ahead, so a new file's creation time looks days old (NTFS tunnelling).
+    /// A clock the test moves (far ahead, a new file's creation time looks days old).
     fn ahead(secs: Arc<AtomicU64>) -> Clock {
         Arc::new(move || SystemTime::UNIX_EPOCH + Duration::from_secs(secs.load(Ordering::SeqCst)))
     }
@@ -405,13 +396,8 @@ mod tests {
     fn a_rotation_that_cannot_rename_drops_no_line_and_is_tried_again() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("calico-felix.log");
-        let secs = Arc::new(AtomicU64::new(1_763_712_000));
-        let settings = LogSettings {
-            max_size: 100,
-            rotate_every: Duration::from_secs(86_400),
-            keep: 2,
-        };
-        let log = Log::with_clock(path.clone(), settings, false, ahead(secs.clone()));
+        let secs = secs();
+        let log = Log::with_clock(path.clone(), settings(2), false, ahead(secs.clone()));
         // ERROR_SHARING_VIOLATION (32), as from a reader without FILE_SHARE_DELETE.
         log.file.lock().expect("lock").rename = |_, _| Err(std::io::Error::from_raw_os_error(32));
         for i in 0..10 {
@@ -431,6 +417,11 @@ mod tests {
         secs.fetch_add(61, Ordering::SeqCst);
         log.info("after the reader");
         assert_eq!(names(dir.path()).len(), 2, "{:?}", names(dir.path()));
+    }
+
+    /// 2025-11-21T08:00:00Z.
+    fn secs() -> Arc<AtomicU64> {
+        Arc::new(AtomicU64::new(1_763_712_000))
     }
 
     fn settings(keep: usize) -> LogSettings {
@@ -453,12 +444,7 @@ mod tests {
             "old\n",
         )
         .expect("old");
-        let log = Log::with_clock(
-            path.clone(),
-            settings(1),
-            false,
-            ahead(Arc::new(AtomicU64::new(1_763_712_000))),
-        );
+        let log = Log::with_clock(path.clone(), settings(1), false, ahead(secs()));
         log.raw(format!("{:059}\n", 0).as_bytes());
         log.raw(format!("{:059}\n", 1).as_bytes());
         let current = fs_err::read_to_string(&path).expect("read");
@@ -476,12 +462,7 @@ mod tests {
             let name = format!("calico-felix-20000101T000000Z{n}.log");
             fs_err::write(dir.path().join(name), "old\n").expect("old");
         }
-        let log = Log::with_clock(
-            path.clone(),
-            settings(2),
-            false,
-            ahead(Arc::new(AtomicU64::new(1_763_712_000))),
-        );
+        let log = Log::with_clock(path.clone(), settings(2), false, ahead(secs()));
         log.raw(format!("{:059}\n", 0).as_bytes());
         log.raw(format!("{:059}\n", 1).as_bytes());
         let got = names(dir.path());

@@ -150,36 +150,25 @@ mod tests {
     /// Service backend, `02-11-22-33-44-55` for an address that is not IPv4.
     #[test]
     fn a_service_backend_is_told_by_the_mac_kube_proxy_conjures() {
-        let remote = |ip: &str, mac| classify(&ep("", ip, true, mac), None);
-        assert_eq!(
-            remote("10.244.9.9", Some("02-11-0a-f4-09-09")),
-            Kind::ServiceBackend
-        );
-        assert_eq!(
-            remote("10.244.9.9", Some("02:11:0A:F4:09:09")),
-            Kind::ServiceBackend
-        );
-        assert_eq!(
-            remote("fd00::9", Some("02-11-22-33-44-55")),
-            Kind::ServiceBackend
-        );
-        assert_eq!(
-            remote("10.244.9.9", Some("02-11-0a-f4-09-08")),
-            Kind::Unknown
-        );
-        assert_eq!(
-            remote("10.244.9.9", Some("00-15-5d-0a-f4-09")),
-            Kind::Unknown
-        );
-        assert_eq!(remote("10.244.9.9", None), Kind::Unknown);
-        // A local endpoint with that MAC is no remote endpoint kube-proxy made for a backend.
-        assert_eq!(
-            classify(
-                &ep("", "10.244.9.9", false, Some("02-11-0a-f4-09-09")),
-                None
-            ),
-            Kind::Unknown
-        );
+        use Kind::{ServiceBackend, Unknown};
+        #[rustfmt::skip]
+        let cases = [
+            ("10.244.9.9", true, Some("02-11-0a-f4-09-09"), ServiceBackend),
+            ("10.244.9.9", true, Some("02:11:0A:F4:09:09"), ServiceBackend),
+            ("fd00::9", true, Some("02-11-22-33-44-55"), ServiceBackend),
+            ("10.244.9.9", true, Some("02-11-0a-f4-09-08"), Unknown),
+            ("10.244.9.9", true, Some("00-15-5d-0a-f4-09"), Unknown),
+            ("10.244.9.9", true, None, Unknown),
+            // A local endpoint with that MAC is no remote endpoint kube-proxy made for a backend.
+            ("10.244.9.9", false, Some("02-11-0a-f4-09-09"), Unknown),
+        ];
+        for (ip, remote, mac, want) in cases {
+            assert_eq!(
+                classify(&ep("", ip, remote, mac), None),
+                want,
+                "{ip} {remote} {mac:?}"
+            );
+        }
     }
 
     /// `Calico_ep` by name, local (L2Bridge) or remote (VXLAN), and whatever holds the block's

@@ -41,11 +41,14 @@ fn pod(name: &str, ip: Option<&str>, age_secs: i64) -> NodePod {
     }
 }
 
+/// No remote address known in use.
+static NONE: BTreeMap<String, bool> = BTreeMap::new();
+
 /// The evidence of the pods `pods` at `NOW`, with the default grace period.
-fn evidence<'a>(pods: &'a [NodePod], remote: &'a BTreeMap<String, bool>) -> Evidence<'a> {
+fn evidence(pods: &[NodePod]) -> Evidence<'_> {
     Evidence {
         pods: Some(pods),
-        remote_in_use: remote,
+        remote_in_use: &NONE,
         kube_proxy_runs: false,
         now: NOW,
         grace: DEFAULT_GRACE,
@@ -66,11 +69,7 @@ fn verdicts(
     let ev = Evidence {
         pods,
         remote_in_use: &remote_in_use,
-        kube_proxy_runs: false,
-        now: NOW,
-        grace: DEFAULT_GRACE,
-        provider: None,
-        source_vip: None,
+        ..evidence(&[])
     };
     judge(eps, "Calico", &ev)
         .iter()
@@ -144,30 +143,15 @@ fn a_remade_sandboxs_endpoint_is_kept_while_its_pod_posts_the_old_address() {
         pod("old", Some("10.244.1.12"), 30 * 86_400),
         pod("web", Some("10.244.1.7"), 3600),
     ];
-    let ev_pods = Some(&pods[..]);
     // The endpoint is kept (unclaimed); the pod, whose posted address has no endpoint, is
     // named `no-endpoint`: a fault only once it has lasted (`age`), and its repair is its
     // eviction, never the endpoint's deletion.
     assert_eq!(
-        verdicts(&eps, ev_pods, &[]),
+        verdicts(&eps, Some(&pods), &[]),
         [Verdict::Unclaimed, Verdict::Ok, Verdict::NoEndpoint]
     );
-    let why = {
-        let none = BTreeMap::new();
-        let ev = Evidence {
-            pods: ev_pods,
-            remote_in_use: &none,
-            kube_proxy_runs: false,
-            now: NOW,
-            grace: DEFAULT_GRACE,
-            provider: None,
-            source_vip: None,
-        };
-        judge(&eps, "Calico", &ev)[0]
-            .why
-            .clone()
-            .unwrap_or_default()
-    };
+    let why = judge(&eps, "Calico", &evidence(&pods))[0].why.clone();
+    let why = why.unwrap_or_default();
     assert!(why.contains("default/old"), "{why}");
 }
 
@@ -187,16 +171,10 @@ fn without_the_finished_pod_its_old_endpoint_is_stale_and_a_new_pod_may_claim_it
 #[test]
 fn a_fault_counts_only_once_seen_for_longer_than_the_grace_period() {
     let eps = [ep("a", "x_Calico", "10.244.1.9", Some(3), false)];
-    let none = BTreeMap::new();
     let pods: [NodePod; 0] = [];
     let ev = |now| Evidence {
-        pods: Some(&pods),
-        remote_in_use: &none,
-        kube_proxy_runs: false,
         now,
-        grace: DEFAULT_GRACE,
-        provider: None,
-        source_vip: None,
+        ..evidence(&pods)
     };
     let mut seen = seen::Seen::default();
     let look = |now: i64, seen: &mut seen::Seen| {
@@ -251,15 +229,9 @@ fn of_two_endpoints_with_one_address_the_one_not_attached_is_stale() {
 #[test]
 fn another_hosts_endpoint_for_the_api_server_is_kept() {
     let eps = [ep("api", "api", "10.0.0.4", None, true)];
-    let none = BTreeMap::new();
     let ev = Evidence {
-        pods: Some(&[]),
-        remote_in_use: &none,
         kube_proxy_runs: true,
-        now: NOW,
-        grace: DEFAULT_GRACE,
-        provider: None,
-        source_vip: None,
+        ..evidence(&[])
     };
     assert_eq!(judge(&eps, "Calico", &ev)[0].verdict, Verdict::Ok);
     // kube-proxy not running: in an EndpointSlice, so in use.
@@ -307,10 +279,9 @@ fn without_the_cluster_nothing_is_called_a_fault() {
 fn a_stuck_endpoint_names_its_pod_and_whether_a_controller_recreates_it() {
     let eps = [ep("a", "x_Calico", "10.244.1.7", Some(1), false)];
     let pods = [pod("web", Some("10.244.1.7"), 600)];
-    let none = BTreeMap::new();
     let ev = Evidence {
         grace: Duration::from_secs(300),
-        ..evidence(&pods, &none)
+        ..evidence(&pods)
     };
     let j = &judge(&eps, "Calico", &ev)[0];
     assert_eq!(j.pod.as_deref(), Some("default/web"));
@@ -348,8 +319,7 @@ fn a_pod_whose_address_has_no_endpoint_is_named() {
         pod("young", Some("10.244.1.10"), 10),
         pod("pending", None, 3600),
     ];
-    let none = BTreeMap::new();
-    let ev = evidence(&pods, &none);
+    let ev = evidence(&pods);
     let j = judge(&eps, "Calico", &ev);
     let lost: Vec<&Judged> = j
         .iter()
@@ -379,10 +349,9 @@ fn a_pods_endpoint_with_the_old_provider_address_is_judged_and_its_pod_named() {
         with("a", "10.244.1.7", Some("10.0.0.5")),
         with("b", "10.244.1.8", Some("10.0.0.7")),
     ];
-    let remote = BTreeMap::new();
     let ev = Evidence {
         provider: Some("10.0.0.7"),
-        ..evidence(&pods, &remote)
+        ..evidence(&pods)
     };
     let judged = judge(&eps, "Calico", &ev);
     assert_eq!(judged[0].verdict, Verdict::OldAddress, "{:?}", judged[0]);
@@ -400,7 +369,7 @@ fn a_pods_endpoint_with_the_old_provider_address_is_judged_and_its_pod_named() {
     // No management IP known, or no provider address on the endpoint: no evidence, no fault.
     let unknown = Evidence {
         provider: None,
-        ..evidence(&pods, &remote)
+        ..evidence(&pods)
     };
     assert!(
         judge(&eps, "Calico", &unknown)
@@ -423,10 +392,9 @@ fn calicos_remote_host_endpoint_is_infrastructure_whatever_the_cluster_says() {
         ..ep("h", SOURCE_VIP_ENDPOINT, "10.244.1.2", None, true)
     };
     let vip = ep("v", "", "10.244.1.2", Some(3), false);
-    let none = BTreeMap::new();
     let ev = Evidence {
         source_vip: Some("10.244.1.2"),
-        ..evidence(&[], &none)
+        ..evidence(&[])
     };
     for e in [host_ep, vip] {
         let j = &judge(std::slice::from_ref(&e), "Calico", &ev)[0];
@@ -459,10 +427,9 @@ fn what_cannot_be_told_is_unknown_and_no_fault() {
     assert!(!got.iter().any(|v| v.is_fault()));
     // Without the cluster too: whose it is needs no pod.
     assert_eq!(verdicts(&eps, None, &[]), [Verdict::Unknown; 3]);
-    let none = BTreeMap::new();
     let runs = Evidence {
         kube_proxy_runs: true,
-        ..evidence(&[], &none)
+        ..evidence(&[])
     };
     let v: Vec<Verdict> = judge(&eps, "Calico", &runs)
         .iter()

@@ -42,10 +42,7 @@ fn felix_waits_for_calico_node_warns_after_the_timeout_and_then_runs() {
     s.program = Some(fake);
     let text = while_running(&host, &s, |path| {
         let text = wait_for_log(path, "has not finished initialising after", 1);
-        assert!(
-            text.contains("waiting for CalicoNode to finish initialising"),
-            "{text}"
-        );
+        says(&text, "waiting for CalicoNode to finish initialising");
         assert!(
             !text.contains("felix up"),
             "felix must not run before init: {text}"
@@ -53,8 +50,8 @@ fn felix_waits_for_calico_node_warns_after_the_timeout_and_then_runs() {
         mark_init_done(&host);
         wait_for_log(path, "felix up", 1);
     });
-    assert!(text.contains("CalicoNode finished initialising"), "{text}");
-    assert!(text.contains("felix up"), "{text}");
+    says(&text, "CalicoNode finished initialising");
+    says(&text, "felix up");
 }
 
 /// A stop while Felix waits for CalicoNode ends the wait, saying what it waited for.
@@ -64,9 +61,9 @@ fn a_stop_while_felix_waits_for_calico_node_ends_the_wait_and_says_so() {
     install(&host, &[]);
     let s = settings(Role::Felix);
     let text = run_until(&host, &s, "waiting for CalicoNode to finish initialising");
-    assert!(
-        text.contains("stopped waiting for CalicoNode to finish initialising after "),
-        "{text}"
+    says(
+        &text,
+        "stopped waiting for CalicoNode to finish initialising after ",
     );
 }
 
@@ -87,10 +84,7 @@ fn stop_is_graceful_first_and_kills_a_child_that_hangs() {
         let (host, mut s) = initialised(Role::Felix, &[], fake);
         s.stop_timeout = Duration::from_millis(300);
         let text = run_until(&host, &s, "ready");
-        assert!(
-            text.contains(&format!("ended with exit code {code}")),
-            "{text}"
-        );
+        says(&text, &format!("ended with exit code {code}"));
     }
 }
 
@@ -100,7 +94,7 @@ fn a_child_gets_exactly_the_rendered_environment() {
     let fake = script(dir.path(), "felix", "/usr/bin/env\nexit 0");
     let (host, s) = initialised(Role::Felix, &["vxlan.vni=4097"], fake);
     let text = run_until(&host, &s, "FELIX_VXLANVNI=4097");
-    assert!(text.contains("FELIX_FELIXHOSTNAME=win-1"), "{text}");
+    says(&text, "FELIX_FELIXHOSTNAME=win-1");
     for leaked in ["\nHOME=", "\nPATH=", "\nUSER="] {
         assert!(
             !text.contains(leaked),
@@ -140,7 +134,7 @@ fn confd_idles_without_bgp_and_clears_stale_files_with_it() {
         &s,
         r"confd -confd -confd-confdir=C:\CalicoWindows\confd",
     );
-    assert!(text.contains("removed the stale"), "{text}");
+    says(&text, "removed the stale");
     assert_eq!(host.read_file(&stale).expect("read"), None);
 }
 
@@ -191,72 +185,50 @@ fn the_binary_is_found_without_reading_it_and_a_missing_one_is_named() {
 /// release tag (projectcalico/calico, node/windows-packaging/CalicoWindows).
 #[test]
 fn each_release_starts_its_components_as_its_own_service_scripts_do() {
+    use Component::{Confd, Felix, Startup};
     let s = Settings::new(Role::Node, ROOT);
-    let line = |version: &str, c: Component| {
-        let v = CalicoVersion::parse(version).expect("version");
-        let layout = Layout::of(v.features().binary, Some(&v));
-        let (exe, args) = layout.command(&s, c);
-        Some(format!("{exe} {}", args.join(" ")))
-    };
     // No release runs `-monitor-token` outside a HostProcess container (see release::version).
-    let cases: &[(&str, Component, Option<&str>)] = &[
+    let cases = [
         // v3.27.0: `.\calico-node.exe -startup`.
+        ("3.27.0", Startup, r"calico-node.exe -startup"),
+        ("3.27.0", Felix, r"calico-node.exe -felix"),
         (
             "3.27.0",
-            Component::Startup,
-            Some(r"C:\CalicoWindows\calico-node.exe -startup"),
-        ),
-        (
-            "3.27.0",
-            Component::Felix,
-            Some(r"C:\CalicoWindows\calico-node.exe -felix"),
-        ),
-        (
-            "3.27.0",
-            Component::Confd,
-            Some(r"C:\CalicoWindows\calico-node.exe -confd -confd-confdir=C:\CalicoWindows\confd"),
+            Confd,
+            r"calico-node.exe -confd -confd-confdir=C:\CalicoWindows\confd",
         ),
         // v3.28.0 to v3.30: plain startup.
-        (
-            "3.28.0",
-            Component::Startup,
-            Some(r"C:\CalicoWindows\calico-node.exe -startup"),
-        ),
-        (
-            "3.30.4",
-            Component::Startup,
-            Some(r"C:\CalicoWindows\calico-node.exe -startup"),
-        ),
+        ("3.28.0", Startup, r"calico-node.exe -startup"),
+        ("3.30.4", Startup, r"calico-node.exe -startup"),
         // v3.31.0 and v3.32: `-startup -complete-startup`.
         (
             "3.31.0",
-            Component::Startup,
-            Some(r"C:\CalicoWindows\calico-node.exe -startup -complete-startup"),
+            Startup,
+            r"calico-node.exe -startup -complete-startup",
         ),
         (
             "3.32.1",
-            Component::Startup,
-            Some(r"C:\CalicoWindows\calico-node.exe -startup -complete-startup"),
+            Startup,
+            r"calico-node.exe -startup -complete-startup",
         ),
         // release-v3.33: calico.exe with subcommands.
         (
             "3.33.0",
-            Component::Startup,
-            Some(r"C:\CalicoWindows\calico.exe component node startup --complete-startup"),
+            Startup,
+            r"calico.exe component node startup --complete-startup",
         ),
+        ("3.33.0", Felix, r"calico.exe component felix"),
         (
             "3.33.0",
-            Component::Felix,
-            Some(r"C:\CalicoWindows\calico.exe component felix"),
-        ),
-        (
-            "3.33.0",
-            Component::Confd,
-            Some(r"C:\CalicoWindows\calico.exe component confd --confdir=C:\CalicoWindows\confd"),
+            Confd,
+            r"calico.exe component confd --confdir=C:\CalicoWindows\confd",
         ),
     ];
     for (version, c, want) in cases {
-        assert_eq!(line(version, *c).as_deref(), *want, "{version} {c:?}");
+        let v = CalicoVersion::parse(version).expect("version");
+        let (exe, args) = Layout::of(v.features().binary, Some(&v)).command(&s, c);
+        let line = format!("{exe} {}", args.join(" "));
+        assert_eq!(line, format!(r"{ROOT}\{want}"), "{version} {c:?}");
     }
 }
 
@@ -337,18 +309,9 @@ fn children_take_the_allow_listed_service_environment_under_the_env_file() {
     let mut s = settings(Role::Felix);
     s.inherited = inherited(&process_env);
     let env = environment(&host, &s).expect("environment");
-    assert_eq!(
-        env.get("PATH").map(String::as_str),
-        Some(r"C:\Windows\system32;C:\Windows")
-    );
-    assert_eq!(
-        env.get("TEMP").map(String::as_str),
-        Some(r"C:\Windows\TEMP")
-    );
-    assert_eq!(
-        env.get("HTTPS_PROXY").map(String::as_str),
-        Some("http://proxy.corp:3128")
-    );
+    for name in ["PATH", "TEMP", "HTTPS_PROXY"] {
+        assert_eq!(env.get(name), process_env.get(name), "{name}");
+    }
     assert!(!env.contains_key("SECRET_TOKEN"), "{env:?}");
     // The env file's KUBECONFIG (calico-node's), never the admin's of the service's env.
     assert_ne!(
@@ -409,17 +372,7 @@ fn the_next_start_waits_for_an_agent_killed_but_still_there() {
         matches!(out, Err(SuperviseError::NotStopped { .. })),
         "{out:?}"
     );
-    let kept = host
-        .reg_get(CALICO_KEY, Role::Felix.child_value())
-        .expect("read");
-    let Some(RegValue::Sz(kept)) = kept else {
-        panic!("no record of the child: {kept:?}");
-    };
-    let first: u32 = kept
-        .split_whitespace()
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("pid");
+    let first = kept_child(&host, Role::Felix);
     assert!(host.process_running(first).is_some(), "still there");
     host.set_children_unstoppable(false).expect("fault off");
     host.set_children_linger(None).expect("fault off");
@@ -451,5 +404,10 @@ fn the_next_start_waits_for_an_agent_killed_but_still_there() {
         first_then, None,
         "the second Felix started beside the first: {text}"
     );
-    assert!(text.contains("still runs: waiting for it to end"), "{text}");
+    says(&text, "still runs: waiting for it to end");
+    assert_ne!(
+        kept_child(&host, Role::Felix),
+        first,
+        "the second is recorded"
+    );
 }

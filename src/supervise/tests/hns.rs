@@ -2,6 +2,8 @@
 
 use super::*;
 
+const RUNNING: crate::host::ServiceState = crate::host::ServiceState::Running;
+
 /// CalicoNode's loop answers an HNS restart while it runs.
 #[test]
 fn calico_node_answers_an_hns_restart_while_it_runs() {
@@ -21,10 +23,7 @@ fn calico_node_answers_an_hns_restart_while_it_runs() {
     let before = felix_pid(&host);
     let text = while_running(&host, &settings(Role::Node), |path| {
         wait_for_log(path, "calico-node startup finished", 1);
-        host.service_stop("hns", Duration::from_secs(1))
-            .expect("stop");
-        host.service_start("hns", Duration::from_secs(1))
-            .expect("start");
+        restart_hns(&host);
         // Recorded once the restart is done; the body's stop would end one under way.
         wait_for_log(path, "restarted CalicoFelix after the HNS restart", 1);
         for _ in 0..1000 {
@@ -48,22 +47,9 @@ fn calico_node_answers_an_hns_restart_while_it_runs() {
 /// change of HNS's pid, recorded in the registry and the event log; a stopped HNS is none yet.
 #[test]
 fn an_hns_restart_restarts_felix_once_and_is_recorded() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
-    let mut watch = hns_watch::HnsWatch::default();
+    let (host, s, log, path, mut watch) = watching();
     assert_eq!(
-        watch
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
-        None,
-        "the first look only notes HNS"
-    );
-    assert_eq!(
-        watch
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
+        check(&mut watch, &host, &s, &log),
         None,
         "the same process: no restart"
     );
@@ -72,23 +58,18 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
     host.service_stop("hns", Duration::from_secs(1))
         .expect("stop");
     assert_eq!(
-        watch
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
+        check(&mut watch, &host, &s, &log),
         None,
         "HNS stopped: not answered yet"
     );
     host.service_start("hns", Duration::from_secs(1))
         .expect("start");
-    let r = watch
-        .check(&host, &s, &Stop::never(), &log)
-        .expect("no stop")
-        .expect("a restart");
+    let r = check(&mut watch, &host, &s, &log).expect("a restart");
     assert_eq!(r.restarted, ["CalicoFelix"]);
     assert!(r.failed.is_empty(), "{r:?}");
     assert_ne!(felix_pid(&host), before, "Felix was not restarted");
     assert_eq!(crate::installed::hns_restart::last(&host), Some(r.clone()));
-    assert!(read(&path).contains("the HNS service restarted"));
+    says(&read(&path), "the HNS service restarted");
     assert!(
         host.events()
             .iter()
@@ -97,89 +78,46 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
         host.events()
     );
     let after = felix_pid(&host);
-    assert_eq!(
-        watch
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
-        None,
-        "once per restart"
-    );
+    assert_eq!(check(&mut watch, &host, &s, &log), None, "once per restart");
     assert_eq!(felix_pid(&host), after);
 }
 
 /// A Felix slow to stop: the watchdog waits as long as its service may take, then starts it.
 #[test]
 fn the_hns_watchdog_waits_for_a_felix_slow_to_stop_and_starts_it_again() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
-    let mut s = settings(Role::Node);
+    let (host, mut s, log, _, mut watch) = watching();
     s.stop_timeout = Duration::from_millis(200);
     // Longer than the stop timeout, within the stop timeout and the wait hint.
     host.set_stop_takes("CalicoFelix", s.stop_timeout + Duration::from_secs(2))
         .expect("slow stop");
-    let (log, _) = log_for(&host, &s);
-    let mut watch = hns_watch::HnsWatch::default();
-    assert_eq!(
-        watch
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
-        None
-    );
     let before = felix_pid(&host);
     restart_hns(&host);
-    let r = watch
-        .check(&host, &s, &Stop::never(), &log)
-        .expect("no stop")
-        .expect("a restart");
+    let r = check(&mut watch, &host, &s, &log).expect("a restart");
     assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}");
     assert!(r.failed.is_empty(), "{r:?}");
     assert_ne!(felix_pid(&host), before);
-    let felix = host
-        .service_query("CalicoFelix")
-        .expect("query")
-        .expect("there");
-    assert_eq!(felix.state, crate::host::ServiceState::Running);
+    assert_eq!(state_of(&host, "CalicoFelix"), Some(RUNNING));
 
     // Still StopPending when that wait ends: waited for once more, then started.
     let wait = s.service_stop_wait();
     host.set_stop_takes("CalicoFelix", wait + Duration::from_millis(300))
         .expect("slower");
     restart_hns(&host);
-    let r = watch
-        .check(&host, &s, &Stop::never(), &log)
-        .expect("no stop")
-        .expect("a restart");
+    let r = check(&mut watch, &host, &s, &log).expect("a restart");
     assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}");
-    let felix = host
-        .service_query("CalicoFelix")
-        .expect("query")
-        .expect("there");
-    assert_eq!(felix.state, crate::host::ServiceState::Running);
+    assert_eq!(state_of(&host, "CalicoFelix"), Some(RUNNING));
 }
 
 /// A stop the SCM could not deliver (1053) is sent again; Felix is restarted once one is
 /// delivered, and the first refusal said once.
 #[test]
 fn a_stop_the_scm_could_not_deliver_is_sent_again_and_felix_restarted() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
-    let mut watch = hns_watch::HnsWatch::default();
-    assert_eq!(
-        watch
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
-        None
-    );
+    let (host, s, log, path, mut watch) = watching();
     let before = felix_pid(&host);
     host.set_stop_undelivered("CalicoFelix", Some(2), Duration::ZERO)
         .expect("fault");
     restart_hns(&host);
-    let r = watch
-        .check(&host, &s, &Stop::never(), &log)
-        .expect("no stop")
-        .expect("a restart");
+    let r = check(&mut watch, &host, &s, &log).expect("a restart");
     let text = read(&path);
     assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}\n{text}");
     assert!(r.failed.is_empty(), "{r:?}");
@@ -197,8 +135,7 @@ fn a_stop_the_scm_could_not_deliver_is_sent_again_and_felix_restarted() {
 /// (sends of 700 ms in 2 s: at most two); said once, Felix left running.
 #[test]
 fn a_stop_the_scm_never_delivers_is_given_up_within_the_bound_said_once() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
+    let host = felix_host();
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);
     let before = felix_pid(&host);
@@ -241,8 +178,7 @@ fn a_stop_the_scm_never_delivers_is_given_up_within_the_bound_said_once() {
 /// The host's own stop sends an undelivered stop again while its timeout holds another send.
 #[test]
 fn the_hosts_own_stop_sends_an_undelivered_stop_again_within_its_timeout() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
+    let host = felix_host();
     host.set_stop_undelivered("CalicoFelix", Some(1), Duration::ZERO)
         .expect("fault");
     host.service_stop("CalicoFelix", Duration::from_secs(5))
@@ -263,8 +199,7 @@ fn the_hosts_own_stop_sends_an_undelivered_stop_again_within_its_timeout() {
 /// id is not kept, so the next CalicoNode answers the restart.
 #[test]
 fn a_stop_during_the_hns_restart_ends_it_and_the_next_start_answers_it() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
+    let host = felix_host();
     let mut s = settings(Role::Node);
     s.stop_timeout = Duration::from_secs(3600);
     host.set_stop_takes("CalicoFelix", Duration::from_secs(7200))
@@ -286,10 +221,7 @@ fn a_stop_during_the_hns_restart_ends_it_and_the_next_start_answers_it() {
     requester.join().expect("join");
     assert_eq!(out, Err(crate::duration::Stopped));
     let text = read(&path);
-    assert!(
-        text.contains("stopped waiting for CalicoFelix to stop"),
-        "{text}"
-    );
+    says(&text, "stopped waiting for CalicoFelix to stop");
     assert_eq!(
         crate::installed::hns_restart::last(&host),
         None,
@@ -313,8 +245,7 @@ fn a_stop_during_the_hns_restart_ends_it_and_the_next_start_answers_it() {
 /// A recorded failure is a fault only while the service still does not run.
 #[test]
 fn a_failed_restart_counts_only_while_the_service_is_still_down() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
+    let host = felix_host();
     let r = hns_watch::HnsRestart {
         at: 1,
         from_pid: 1,
@@ -331,34 +262,25 @@ fn a_failed_restart_counts_only_while_the_service_is_still_down() {
 /// HNS's pid is kept across a CalicoNode restart; after a reboot the kept id is stale.
 #[test]
 fn the_hns_process_id_outlives_calico_node_but_not_the_boot() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
+    let host = felix_host();
     let s = settings(Role::Node);
     let (log, _) = log_for(&host, &s);
     assert_eq!(
-        hns_watch::HnsWatch::default()
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
+        check(&mut hns_watch::HnsWatch::default(), &host, &s, &log),
         None
     );
     // CalicoNode restarts while HNS does.
     restart_hns(&host);
-    let r = hns_watch::HnsWatch::default()
-        .check(&host, &s, &Stop::never(), &log)
-        .expect("no stop");
+    let r = check(&mut hns_watch::HnsWatch::default(), &host, &s, &log);
     assert!(r.is_some_and(|r| r.restarted == ["CalicoFelix"]));
     assert_eq!(
-        hns_watch::HnsWatch::default()
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
+        check(&mut hns_watch::HnsWatch::default(), &host, &s, &log),
         None
     );
     host.reboot().expect("reboot");
     felix_running_again(&host);
     assert_eq!(
-        hns_watch::HnsWatch::default()
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
+        check(&mut hns_watch::HnsWatch::default(), &host, &s, &log),
         None,
         "a reboot gives HNS a new process: no HNS restart to answer"
     );
@@ -375,11 +297,7 @@ fn restart_service_hns_goes_through_and_calico_keeps_running() {
     host.service_start("hns", Duration::from_secs(1))
         .expect("start");
     for name in ["hns", "CalicoNode", "CalicoFelix"] {
-        assert_eq!(
-            state_of(&host, name),
-            Some(crate::host::ServiceState::Running),
-            "{name}"
-        );
+        assert_eq!(state_of(&host, name), Some(RUNNING), "{name}");
     }
 }
 
@@ -412,11 +330,7 @@ fn the_simulated_scm_keeps_dependency_rules() {
     host.service_start("CalicoFelix", Duration::from_secs(1))
         .expect("start");
     for name in ["hns", "CalicoNode", "CalicoFelix"] {
-        assert_eq!(
-            state_of(&host, name),
-            Some(crate::host::ServiceState::Running),
-            "{name}"
-        );
+        assert_eq!(state_of(&host, name), Some(RUNNING), "{name}");
     }
 }
 
@@ -431,54 +345,29 @@ fn calico_node_starts_a_stopped_hns_before_making_the_networks() {
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);
     node::start_phase(&host, &s, &log).expect("start phase");
-    assert_eq!(
-        state_of(&host, "hns"),
-        Some(crate::host::ServiceState::Running),
-        "{}",
-        read(&path)
+    assert_eq!(state_of(&host, "hns"), Some(RUNNING), "{}", read(&path));
+    says(
+        &read(&path),
+        "the Host Network Service is stopped: starting it",
     );
-    assert!(read(&path).contains("the Host Network Service is stopped: starting it"));
 }
 
 /// A stop given up on but taken late leaves the service stopped: the watchdog starts it.
 #[test]
 fn a_stop_taken_after_it_was_given_up_on_is_followed_by_the_start() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
-    let mut watch = hns_watch::HnsWatch::default();
-    assert_eq!(
-        watch
-            .check(&host, &s, &Stop::never(), &log)
-            .expect("no stop"),
-        None
-    );
+    let (host, s, log, path, mut watch) = watching();
     let before = felix_pid(&host);
     // One send of 8 s in the restart's bound of twice 7 s: no second send fits.
     host.set_stop_taken_late("CalicoFelix", Duration::from_secs(8))
         .expect("fault");
-    host.service_stop("hns", Duration::from_secs(1))
-        .expect("stop");
-    host.service_start("hns", Duration::from_secs(1))
-        .expect("start");
-    let r = watch
-        .check(&host, &s, &Stop::never(), &log)
-        .expect("no stop")
-        .expect("a restart");
+    restart_hns(&host);
+    let r = check(&mut watch, &host, &s, &log).expect("a restart");
     let text = read(&path);
     assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}\n{text}");
     assert!(r.failed.is_empty(), "{r:?}");
-    let now = host
-        .service_query("CalicoFelix")
-        .expect("query")
-        .expect("there");
-    assert_eq!(now.state, crate::host::ServiceState::Running, "{text}");
+    assert_eq!(state_of(&host, "CalicoFelix"), Some(RUNNING), "{text}");
     assert_ne!(felix_pid(&host), before);
-    assert!(
-        text.contains("its stop was taken after it was given up on"),
-        "{text}"
-    );
+    says(&text, "its stop was taken after it was given up on");
 }
 
 /// Only a stop given up on (1053 or past its bound) is looked at again for a late stop.
@@ -501,4 +390,25 @@ fn only_a_stop_given_up_on_is_waited_for_again() {
     // ERROR_ACCESS_DENIED (5), ERROR_DEPENDENT_SERVICES_RUNNING (1051).
     assert!(!hns_watch::stop_given_up(&api(5)));
     assert!(!hns_watch::stop_given_up(&api(1051)));
+}
+
+/// One look of the watchdog, no stop asked.
+fn check(
+    watch: &mut hns_watch::HnsWatch,
+    host: &SimHost,
+    s: &Settings,
+    log: &Log,
+) -> Option<hns_watch::HnsRestart> {
+    watch.check(host, s, &Stop::never(), log).expect("no stop")
+}
+
+/// CalicoFelix running, CalicoNode's settings and log, and a watchdog past its first look,
+/// which only notes HNS.
+fn watching() -> (SimHost, Settings, Log, PathBuf, hns_watch::HnsWatch) {
+    let host = felix_host();
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    let mut watch = hns_watch::HnsWatch::default();
+    assert_eq!(check(&mut watch, &host, &s, &log), None, "the first look");
+    (host, s, log, path, watch)
 }

@@ -46,12 +46,7 @@ fn kube_proxy_gives_up_after_its_bound_and_names_a_missing_binary() {
     let (log, _) = log_for(&host, &s);
     let err = run(&host, &s, &Stop::new(), &log).unwrap_err();
     assert!(err.to_string().contains(r"kube-proxy is not at"), "{err}");
-    host.write_file(
-        r"C:\k\kube-proxy.exe",
-        b"kube-proxy v1.33.2 (simulated)\n",
-        crate::host::Access::Normal,
-    )
-    .expect("write");
+    put_kube_proxy(&host);
     let started = Instant::now();
     let err = run(&host, &s, &Stop::new(), &log).unwrap_err();
     assert!(matches!(err, SuperviseError::KubeProxyWait { .. }), "{err}");
@@ -64,16 +59,20 @@ fn kube_proxy_gives_up_after_its_bound_and_names_a_missing_binary() {
 fn kube_proxy_ready() -> (SimHost, Settings) {
     let host = SimHost::in_memory("ws2022").expect("host");
     install(&host, &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
-    host.write_file(
-        r"C:\k\kube-proxy.exe",
-        b"kube-proxy v1.33.2 (simulated)\n",
-        crate::host::Access::Normal,
-    )
-    .expect("write");
+    put_kube_proxy(&host);
     let (log, _) = log_for(&host, &settings(Role::Node));
     node::start_phase(&host, &settings(Role::Node), &log).expect("calico-node");
     (host, settings(Role::KubeProxy))
 }
+
+/// A simulated kube-proxy.exe where the config says it is.
+pub(super) fn put_kube_proxy(host: &SimHost) {
+    let exe = b"kube-proxy v1.33.2 (simulated)\n";
+    host.write_file(r"C:\k\kube-proxy.exe", exe, crate::host::Access::Normal)
+        .expect("write");
+}
+
+const STARTED: &str = r"started C:\k\kube-proxy.exe --hostname-override";
 
 /// The kube-proxy processes started so far (not `--version`).
 fn kube_proxies(host: &SimHost) -> usize {
@@ -83,73 +82,14 @@ fn kube_proxies(host: &SimHost) -> usize {
         .count()
 }
 
-/// The kube-proxy its service ran last, as the service recorded it (`KubeProxyChild`).
-fn kept_kube_proxy(host: &SimHost) -> u32 {
-    let kept = host
-        .reg_get(CALICO_KEY, Role::KubeProxy.child_value())
-        .expect("read");
-    let Some(RegValue::Sz(kept)) = kept else {
-        panic!("no record of kube-proxy: {kept:?}");
-    };
-    kept.split_whitespace()
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("pid")
-}
-
-/// A kube-proxy stopped but still there is waited for by the next start, never run beside.
-#[test]
-fn the_next_kube_proxy_start_waits_for_one_stopped_but_still_there() {
-    let (host, s) = kube_proxy_ready();
-    host.set_children_linger(Some(Duration::from_secs(3)))
-        .expect("fault");
-    run_until(
-        &host,
-        &s,
-        "started C:\\k\\kube-proxy.exe --hostname-override",
-    );
-    let first = kept_kube_proxy(&host);
-    assert!(host.process_running(first).is_some(), "still there");
-    host.set_children_linger(None).expect("fault off");
-
-    let (log, path) = log_for(&host, &s);
-    let stop = Stop::new();
-    let (second_at, first_then) = std::thread::scope(|scope| {
-        let body = scope.spawn(|| run(&host, &s, &stop, &log));
-        // Bounded: the first kube-proxy ends 3 s after its start.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while kube_proxies(&host) < 2 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        // Looked at as soon as the second is seen: the first had ended before it.
-        let first_then = host.process_running(first);
-        let second_at = kube_proxies(&host);
-        stop.request();
-        let _ = body.join().expect("join");
-        (second_at, first_then)
-    });
-    let text = read(&path);
-    assert_eq!(second_at, 2, "{text}");
-    assert_eq!(
-        first_then, None,
-        "the second kube-proxy started beside the first: {text}"
-    );
-    assert!(text.contains("still runs: waiting for it to end"), "{text}");
-    assert_ne!(kept_kube_proxy(&host), first, "the second is recorded");
-}
-
 /// An earlier kube-proxy outlasting the wait is never run beside: said, looked at again later.
 #[test]
 fn no_kube_proxy_is_started_beside_an_earlier_one_that_outlasts_the_wait() {
     let (host, s) = kube_proxy_ready();
     host.set_children_linger(Some(Duration::from_secs(60)))
         .expect("fault");
-    run_until(
-        &host,
-        &s,
-        "started C:\\k\\kube-proxy.exe --hostname-override",
-    );
-    let first = kept_kube_proxy(&host);
+    run_until(&host, &s, STARTED);
+    let first = kept_child(&host, Role::KubeProxy);
     host.set_children_linger(None).expect("fault off");
     let text = while_running(&host, &s, |path| {
         wait_for_log(
@@ -164,7 +104,7 @@ fn no_kube_proxy_is_started_beside_an_earlier_one_that_outlasts_the_wait() {
             >= 2,
         "{text}"
     );
-    assert!(text.contains("retrying in"), "{text}");
+    says(&text, "retrying in");
     assert_eq!(kube_proxies(&host), 1, "{text}");
     assert!(host.process_running(first).is_some());
 }

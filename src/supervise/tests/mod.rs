@@ -88,6 +88,21 @@ fn log_for(host: &SimHost, s: &Settings) -> (Log, PathBuf) {
     (log, path)
 }
 
+/// An installed `profile` host (with `sets`), CalicoNode's settings and its log.
+fn node_host(profile: &str, sets: &[&str]) -> (SimHost, Settings, Log, PathBuf) {
+    let host = SimHost::in_memory(profile).expect("host");
+    install(&host, sets);
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    (host, s, log, path)
+}
+
+/// Asserts that the log says `needle`.
+#[track_caller]
+fn says(text: &str, needle: &str) {
+    assert!(text.contains(needle), "{needle:?} not in {text}");
+}
+
 fn read(path: &PathBuf) -> String {
     fs_err::read_to_string(path).unwrap_or_default()
 }
@@ -98,6 +113,15 @@ fn network_ids(host: &SimHost) -> Vec<(String, String)> {
         .into_iter()
         .map(|n| (n.name, n.id))
         .collect()
+}
+
+/// The External network.
+fn external(host: &SimHost) -> crate::host::HnsNetwork {
+    let networks = host.hns_networks().expect("networks");
+    networks
+        .into_iter()
+        .find(|n| n.name == "External")
+        .expect("External")
 }
 
 fn marker(host: &SimHost) -> Option<RegValue> {
@@ -129,10 +153,23 @@ fn counting(dir: &std::path::Path, name: &str, then: &str) -> String {
 /// Loops forever with builtins only.
 const FOREVER: &str = "while :; do read x < /dev/null; done";
 
+fn boot_id(host: &SimHost) -> String {
+    host.system_facts().expect("facts").boot_id.expect("boot")
+}
+
 fn mark_init_done(host: &SimHost) {
-    let boot = host.system_facts().expect("facts").boot_id.expect("boot");
-    host.reg_set(CALICO_KEY, BOOT_ID_VALUE, &RegValue::Sz(boot))
+    let boot = RegValue::Sz(boot_id(host));
+    host.reg_set(CALICO_KEY, BOOT_ID_VALUE, &boot)
         .expect("marker");
+}
+
+/// The index of the vSwitch's host adapter, `vEthernet (Ethernet)`.
+fn vswitch_index(host: &SimHost) -> u32 {
+    let addresses = host.ipv4_addresses().expect("addresses");
+    let vnic = addresses
+        .into_iter()
+        .find(|a| a.interface == "vEthernet (Ethernet)");
+    vnic.expect("vEthernet").index
 }
 
 /// An installed host CalicoNode has initialised, and `role`'s settings running `program`.
@@ -175,6 +212,13 @@ fn run_until(host: &SimHost, s: &Settings, needle: &str) -> String {
     while_running(host, s, |path| {
         wait_for_log(path, needle, 1);
     })
+}
+
+/// A host with CalicoFelix registered and running, and the `hns` service's program in place.
+fn felix_host() -> SimHost {
+    let host = SimHost::in_memory("ws2022").expect("host");
+    felix_running(&host);
+    host
 }
 
 /// CalicoFelix registered and running, and the `hns` service's program in place.
@@ -267,4 +311,14 @@ fn adapter_named(host: &SimHost, name: &str) -> crate::host::Adapter {
         .into_iter()
         .find(|a| a.name == name)
         .expect("adapter")
+}
+
+/// The process id of the child `role`'s service ran last, as the service recorded it.
+fn kept_child(host: &SimHost, role: Role) -> u32 {
+    let kept = host.reg_get(CALICO_KEY, role.child_value()).expect("read");
+    let Some(RegValue::Sz(kept)) = kept else {
+        panic!("no record of the child: {kept:?}");
+    };
+    let pid = kept.split_whitespace().next().and_then(|p| p.parse().ok());
+    pid.expect("pid")
 }

@@ -4,10 +4,7 @@ use super::*;
 
 #[test]
 fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_init_done() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
+    let (host, s, log, path) = node_host("ws2022", &[]);
     assert!(!init_done(&host).expect("read"));
 
     let phase = node::start_phase(&host, &s, &log).expect("start phase");
@@ -19,21 +16,16 @@ fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_in
     let names: Vec<String> = network_ids(&host).into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["External", "Calico"]);
     // The vSwitch moved the address to a new interface; the route follows it there.
-    let vswitch = host
-        .ipv4_addresses()
-        .expect("addresses")
-        .into_iter()
-        .find(|a| a.interface == "vEthernet (Ethernet)")
-        .expect("vEthernet");
+    let vswitch = vswitch_index(&host);
     let metadata = host
         .routes()
         .expect("routes")
         .into_iter()
         .find(|r| r.destination == Ipv4Addr::new(169, 254, 169, 254))
         .expect("metadata route restored");
-    assert_eq!(metadata.interface_index, vswitch.index);
+    assert_eq!(metadata.interface_index, vswitch);
 
-    let boot = host.system_facts().expect("facts").boot_id.expect("boot");
+    let boot = boot_id(&host);
     assert_eq!(marker(&host), Some(RegValue::Sz(boot)));
     assert_eq!(
         host.reg_get(CALICO_KEY, LEGACY_BOOT_VALUE).expect("read"),
@@ -41,25 +33,22 @@ fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_in
     );
     assert!(init_done(&host).expect("read"));
     let text = read(&path);
-    assert!(text.contains("first run since boot"), "{text}");
+    says(&text, "first run since boot");
     assert!(
         text.contains("created HNS network Calico"),
         "the child's output: {text}"
     );
-    assert!(text.contains("calico-node startup finished"), "{text}");
+    says(&text, "calico-node startup finished");
 }
 
 /// A boot whose time the kernel did not give stops init with "unknown boot": no network
 /// touched, no marker; an older version's empty marker is no boot.
 #[test]
 fn an_unknown_boot_stops_init_and_deletes_no_network() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
+    let (host, s, log, _) = node_host("ws2022", &[]);
     node::start_phase(&host, &s, &log).expect("first start");
     let before = network_ids(&host);
-    let boot = host.system_facts().expect("facts").boot_id.expect("boot");
+    let boot = boot_id(&host);
 
     host.set_boot_known(false, &boot)
         .expect("lose the boot time");
@@ -87,10 +76,7 @@ fn an_unknown_boot_stops_init_and_deletes_no_network() {
 
 #[test]
 fn a_service_restart_keeps_the_networks_and_a_reboot_recreates_only_calicos() {
-    let host = SimHost::in_memory("ws2022-flannel").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
+    let (host, s, log, _) = node_host("ws2022-flannel", &[]);
     node::start_phase(&host, &s, &log).expect("first start");
     let before = network_ids(&host);
 
@@ -170,7 +156,7 @@ fn no_usable_address_is_a_bounded_wait_then_a_clear_error() {
         !init_done(&host).expect("read"),
         "no marker after a failed start-up"
     );
-    assert!(read(&path).contains("waiting up to 1s for a usable IPv4 address"));
+    says(&read(&path), "waiting up to 1s for a usable IPv4 address");
 }
 
 #[test]
@@ -192,16 +178,14 @@ fn creating_external_is_retried_until_it_succeeds() {
     let phase = node::start_phase(&host, &s, &log).expect("start phase");
     assert!(phase.created_external);
     let text = read(&path);
-    assert!(
-        text.contains("could not create the External network: simulated failure injected"),
-        "{text}"
+    says(
+        &text,
+        "could not create the External network: simulated failure injected",
     );
-    assert!(text.contains("retrying in 10ms"), "{text}");
+    says(&text, "retrying in 10ms");
     // The retry is a wait as every other: it says what it waits for and how long it took.
-    assert!(
-        text.contains("for the External network to be created") && text.contains("] info: waited "),
-        "{text}"
-    );
+    says(&text, "for the External network to be created");
+    says(&text, "] info: waited ");
 }
 
 /// A route the OS refuses (ERROR_ACCESS_DENIED): the service runs on, and the log, the event
@@ -219,18 +203,12 @@ fn a_refused_route_keeps_the_os_error_in_the_log_the_event_log_and_the_record() 
     let (log, path) = log_for(&host, &s);
     let phase = node::start_phase(&host, &s, &log).expect("the service runs on");
     assert!(phase.restored_routes.is_empty(), "{phase:?}");
-    let vswitch = host
-        .ipv4_addresses()
-        .expect("addresses")
-        .into_iter()
-        .find(|a| a.interface == "vEthernet (Ethernet)")
-        .expect("vEthernet")
-        .index;
+    let vswitch = vswitch_index(&host);
     let said = format!(
         "could not restore the route 169.254.169.254/32 via 10.0.0.1 that the vSwitch dropped: add route 169.254.169.254/32 via 10.0.0.1 on interface {vswitch}: Access is denied. (os error 5)"
     );
     let text = read(&path);
-    assert!(text.contains(&said), "{text}");
+    says(&text, &said);
     let events = host.events();
     assert!(
         events
@@ -302,14 +280,14 @@ fn creating_external_gives_up_after_the_network_timeout() {
 
 #[test]
 fn a_management_ip_that_never_appears_is_bounded_and_one_that_comes_late_is_waited_for() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let (host, s, log, path) = node_host("ws2022", &[]);
     host.set_management_ip_pending(true).expect("pending");
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
     let err = node::start_phase(&host, &s, &log).unwrap_err();
     assert!(matches!(err, SuperviseError::ManagementIp { .. }), "{err}");
-    assert!(read(&path).contains("waiting up to 500ms for the vSwitch's management IP"));
+    says(
+        &read(&path),
+        "waiting up to 500ms for the vSwitch's management IP",
+    );
     assert!(!init_done(&host).expect("read"));
 
     // The service restarts (SCM recovery); this time the address comes after a while.
@@ -363,15 +341,15 @@ fn on_ec2_the_metadata_route_is_ensured_on_every_start() {
             .any(|r| r.destination == Ipv4Addr::new(169, 254, 169, 254)
                 && r.next_hop.is_unspecified())
     );
-    assert!(read(&path).contains("added the metadata route 169.254.169.254/32"));
+    says(&read(&path), "added the metadata route 169.254.169.254/32");
 }
 
 #[test]
 fn windows_bgp_restarts_remote_access_and_fails_clearly_without_it() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &["backend=windows-bgp", "cni.ipam_type=host-local"]);
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
+    let (host, s, log, _) = node_host(
+        "ws2022",
+        &["backend=windows-bgp", "cni.ipam_type=host-local"],
+    );
     let err = node::start_phase(&host, &s, &log).unwrap_err();
     assert!(matches!(err, SuperviseError::RemoteAccess(_)), "{err}");
     assert!(err.hint().is_some_and(|h| h.contains("RemoteAccess")));
@@ -392,18 +370,13 @@ fn windows_bgp_restarts_remote_access_and_fails_clearly_without_it() {
     .expect("create");
     let (log, path) = log_for(&host, &s);
     node::start_phase(&host, &s, &log).expect("start phase");
-    assert!(read(&path).contains("restarting RemoteAccess"));
+    says(&read(&path), "restarting RemoteAccess");
     let ra = host
         .service_query("RemoteAccess")
         .expect("query")
         .expect("there");
     assert_eq!(ra.state, crate::host::ServiceState::Running);
-    let external = host
-        .hns_networks()
-        .expect("networks")
-        .into_iter()
-        .find(|n| n.name == "External")
-        .expect("External");
+    let external = external(&host);
     assert_eq!(external.network_type, "L2Bridge");
 }
 
@@ -419,10 +392,7 @@ fn startups(host: &SimHost) -> usize {
 /// started beside it, and said.
 #[test]
 fn an_earlier_startup_still_running_is_no_failed_attempt_of_the_start() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
+    let (host, s, log, path) = node_host("ws2022", &[]);
     host.set_children_linger(Some(Duration::from_secs(60)))
         .expect("fault");
     node::start_phase(&host, &s, &log).expect("first start");
@@ -450,10 +420,7 @@ fn an_earlier_startup_still_running_is_no_failed_attempt_of_the_start() {
 /// An earlier startup still running is said, not failed; startup runs once it has ended.
 #[test]
 fn calico_node_runs_startup_once_an_earlier_one_has_ended_without_calling_it_failed() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
+    let (host, s, log, _) = node_host("ws2022", &[]);
     host.set_children_linger(Some(Duration::from_secs(3)))
         .expect("fault");
     node::start_phase(&host, &s, &log).expect("first start");
@@ -467,10 +434,8 @@ fn calico_node_runs_startup_once_an_earlier_one_has_ended_without_calling_it_fai
         2,
         "{text}"
     );
-    assert!(
-        text.contains("calico-node startup did not run") && text.contains("looking again in"),
-        "{text}"
-    );
+    says(&text, "calico-node startup did not run");
+    says(&text, "looking again in");
     assert!(!text.contains("calico-node startup failed"), "{text}");
     assert_eq!(startups(&host), 2, "{text}");
 }

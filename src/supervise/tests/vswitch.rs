@@ -31,7 +31,10 @@ fn the_vswitch_waits_for_a_stable_address_and_its_absence_is_its_own_error() {
         network_ids(&host).is_empty(),
         "no vSwitch on a tentative address"
     );
-    assert!(read(&path).contains("waiting up to 100ms for Ethernet to hold a stable IPv4 address"));
+    says(
+        &read(&path),
+        "waiting up to 100ms for Ethernet to hold a stable IPv4 address",
+    );
 
     // Only an APIPA address (the other NIC passes the usable-address wait): the same.
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
@@ -64,13 +67,13 @@ fn an_address_that_turns_preferred_while_waited_for_gets_the_vswitch() {
     });
     assert!(phase.created_external);
     let text = read(&path);
-    assert!(
-        text.contains("Ethernet holds 10.0.0.5 (Preferred): making the vSwitch on it"),
-        "{text}"
+    says(
+        &text,
+        "Ethernet holds 10.0.0.5 (Preferred): making the vSwitch on it",
     );
-    assert!(
-        text.contains("the vSwitch's host adapter is vEthernet (Ethernet) (index 5, MAC 00-15-5D-00-00-05, 10.0.0.5)"),
-        "{text}"
+    says(
+        &text,
+        "the vSwitch's host adapter is vEthernet (Ethernet) (index 5, MAC 00-15-5D-00-00-05, 10.0.0.5)",
     );
 }
 
@@ -83,21 +86,13 @@ fn the_vswitch_adapter_is_known_by_address_mac_and_name_together() {
         dhcp: true,
     };
     let vnic = crate::host::Adapter {
-        name: "vEthernet (Ethernet)".into(),
-        index: 9,
         description: crate::host::VSWITCH_ADAPTER_DESCRIPTION.into(),
-        mac: "00-15-5d-00-00-05".into(),
-        addresses: vec![crate::host::AdapterAddress {
-            ip: Ipv4Addr::new(10, 0, 0, 5),
-            prefix_len: 24,
-            preferred: true,
-        }],
-        dhcp: true,
-        gateways: Vec::new(),
-        dns_servers: Vec::new(),
-        dns_suffix: String::new(),
-        metric: 15,
-        guid: String::new(),
+        ..crate::host::Adapter::for_test(
+            "vEthernet (Ethernet)",
+            9,
+            "00-15-5d-00-00-05",
+            &["10.0.0.5"],
+        )
     };
     assert!(uplink.is_its_vswitch_adapter(&vnic));
     let other_mac = crate::host::Adapter {
@@ -129,31 +124,23 @@ fn what_the_vswitch_loses_of_a_static_adapter_is_put_back() {
     install(&host, &["vxlan.adapter=Ethernet 2"]);
     // calico-node's host endpoint adapter, made with the LAN's metric.
     let mut adapters = host.adapters().expect("adapters");
-    adapters.push(crate::host::Adapter {
-        name: "vEthernet (Calico_ep)".into(),
-        index: 20,
-        description: crate::host::VSWITCH_ADAPTER_DESCRIPTION.into(),
-        mac: "00-15-5D-AA-00-02".into(),
-        addresses: vec![crate::host::AdapterAddress {
-            ip: Ipv4Addr::new(10, 244, 1, 2),
-            prefix_len: 26,
-            preferred: true,
-        }],
-        dhcp: false,
-        gateways: Vec::new(),
-        dns_servers: Vec::new(),
-        dns_suffix: String::new(),
-        metric: 15,
-        guid: String::new(),
-    });
+    let mut ep = crate::host::Adapter::for_test(
+        "vEthernet (Calico_ep)",
+        20,
+        "00-15-5D-AA-00-02",
+        &["10.244.1.2"],
+    );
+    ep.description = crate::host::VSWITCH_ADAPTER_DESCRIPTION.into();
+    (ep.dhcp, ep.addresses[0].prefix_len) = (false, 26);
+    adapters.push(ep);
     host.set_adapters(adapters).expect("set");
     let text = while_running(&host, &settings(Role::Node), |path| {
         wait_for_log(path, "calico-node startup finished", 1);
         wait_for_log(path, "Calico_ep) had the interface metric 15", 1);
     });
-    assert!(
-        text.contains("vEthernet (Ethernet 2): put back: Ethernet 2 had the DNS servers 10.0.0.2; vEthernet (Ethernet 2) has none"),
-        "{text}"
+    says(
+        &text,
+        "vEthernet (Ethernet 2): put back: Ethernet 2 had the DNS servers 10.0.0.2; vEthernet (Ethernet 2) has none",
     );
     let now = host.adapters().expect("adapters");
     let vnic = now
@@ -172,11 +159,8 @@ fn what_the_vswitch_loses_of_a_static_adapter_is_put_back() {
 /// and its static address put back before the routes.
 #[test]
 fn a_static_address_that_did_not_come_over_is_put_back() {
-    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
-    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    let (host, s, log, path) = node_host("ws2022-two-nics", &["vxlan.adapter=Ethernet 2"]);
     host.set_vswitch_takes_dhcp(true).expect("set");
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
     node::start_phase(&host, &s, &log).expect("start phase");
     let text = read(&path);
     assert!(
@@ -201,10 +185,7 @@ fn a_static_address_that_did_not_come_over_is_put_back() {
 /// DNS servers an administrator set later are not put back at the next start.
 #[test]
 fn an_administrators_later_dns_servers_are_not_put_back() {
-    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
-    install(&host, &["vxlan.adapter=Ethernet 2"]);
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
+    let (host, s, log, path) = node_host("ws2022-two-nics", &["vxlan.adapter=Ethernet 2"]);
     node::start_phase(&host, &s, &log).expect("start phase");
     let vnic = "vEthernet (Ethernet 2)";
     assert_eq!(
@@ -214,12 +195,7 @@ fn an_administrators_later_dns_servers_are_not_put_back() {
         read(&path)
     );
     // Keyed to the External network it was made with.
-    let external = host
-        .hns_networks()
-        .expect("networks")
-        .into_iter()
-        .find(|n| n.name == "External")
-        .expect("External");
+    let external = external(&host);
     let kept = crate::installed::addressing::recorded(&host).expect("kept");
     assert_eq!(kept.network.as_deref(), Some(external.id.as_str()));
     // The administrator's Set-DnsClientServerAddress.
@@ -242,11 +218,8 @@ fn an_administrators_later_dns_servers_are_not_put_back() {
 /// An address put back once and renumbered since is not added back beside the new one.
 #[test]
 fn a_renumbered_static_node_does_not_get_its_old_address_back() {
-    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
-    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    let (host, s, log, path) = node_host("ws2022-two-nics", &["vxlan.adapter=Ethernet 2"]);
     host.set_vswitch_takes_dhcp(true).expect("set");
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
     node::start_phase(&host, &s, &log).expect("start phase");
     let vnic = "vEthernet (Ethernet 2)";
     assert!(adapter_named(&host, vnic).holds(Ipv4Addr::new(10, 0, 0, 6)));
@@ -290,21 +263,13 @@ fn addressing_kept_for_a_network_that_is_gone_is_dropped() {
 /// projectcalico/calico#4631: the static address is put back before the management IP wait.
 #[test]
 fn the_lost_static_address_is_put_back_before_the_wait_for_the_management_ip() {
-    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
-    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    let (host, s, log, path) = node_host("ws2022-two-nics", &["vxlan.adapter=Ethernet 2"]);
     host.set_vswitch_takes_dhcp(true).expect("set");
     host.set_management_ip_needs_stable_address(true)
         .expect("set");
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
     let phase = node::start_phase(&host, &s, &log);
     assert!(phase.is_ok(), "{phase:?} {}", read(&path));
-    let external = host
-        .hns_networks()
-        .expect("networks")
-        .into_iter()
-        .find(|n| n.name == "External")
-        .expect("External");
+    let external = external(&host);
     assert_eq!(external.management_ip.as_deref(), Some("10.0.0.6"));
-    assert!(read(&path).contains("management IP on the vSwitch: 10.0.0.6"));
+    says(&read(&path), "management IP on the vSwitch: 10.0.0.6");
 }

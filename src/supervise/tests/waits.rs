@@ -11,7 +11,7 @@ fn stops_while_waiting(host: &SimHost, s: &Settings, what: &str) -> String {
         let body = scope.spawn(|| run(host, s, &stop, &log));
         let waiting = format!("waiting up to 60s for {what}");
         let text = wait_for_log(&path, &waiting, 1);
-        assert!(text.contains(&waiting), "{text}");
+        says(&text, &waiting);
         stop.request();
         let out = body.join().expect("join");
         assert!(
@@ -20,10 +20,7 @@ fn stops_while_waiting(host: &SimHost, s: &Settings, what: &str) -> String {
         );
     });
     let text = read(&path);
-    assert!(
-        text.contains(&format!("stopped waiting for {what} after ")),
-        "{text}"
-    );
+    says(&text, &format!("stopped waiting for {what} after "));
     text
 }
 
@@ -103,12 +100,7 @@ fn a_stop_ends_the_wait_for_stale_networks_to_go() {
 fn a_stop_ends_kube_proxys_wait_for_calicos_network() {
     let host = SimHost::in_memory("ws2022").expect("host");
     install(&host, &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
-    host.write_file(
-        r"C:\k\kube-proxy.exe",
-        b"kube-proxy v1.33.2 (simulated)\n",
-        crate::host::Access::Normal,
-    )
-    .expect("write");
+    super::kube_proxy::put_kube_proxy(&host);
     stops_while_waiting(&host, &patient(Role::KubeProxy), "the HNS network Calico");
 }
 
@@ -117,10 +109,7 @@ fn a_stop_ends_kube_proxys_wait_for_calicos_network() {
 fn a_stop_ends_the_wait_for_a_child() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fake = script(dir.path(), "calico-node", &format!("echo up\n{FOREVER}"));
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
+    let (host, s, log, path) = node_host("ws2022", &[]);
     let stop = Stop::new();
     let launch = super::settings::Launch {
         program: fake.clone(),
@@ -137,7 +126,7 @@ fn a_stop_ends_the_wait_for_a_child() {
         // Stopped before the assertions: the thread ends whatever they find.
         stop.request();
         let out = child.join().expect("join");
-        assert!(text.contains(&waiting), "{text}");
+        says(&text, &waiting);
         assert!(matches!(out, Err(SuperviseError::Stopped)), "{out:?}");
     });
     let text = read(&path);
@@ -145,5 +134,5 @@ fn a_stop_ends_the_wait_for_a_child() {
         text.contains(&format!("stopped waiting for {fake} (pid ")),
         "{text}"
     );
-    assert!(text.contains("stopping pid "), "{text}");
+    says(&text, "stopping pid ");
 }

@@ -13,16 +13,13 @@ fn kubelet_starting_and_restarting_runs_calico_node_startup_again() {
         host.set_process("kubelet.exe", Some(7001))
             .expect("kubelet");
         let text = wait_for_log(path, "calico-node startup finished", 1);
-        assert!(text.contains("kubelet is running (pid 7001)"), "{text}");
+        says(&text, "kubelet is running (pid 7001)");
         host.set_process("kubelet.exe", Some(7002))
             .expect("kubelet restarted");
         wait_for_log(path, "calico-node startup finished", 2);
     });
-    assert!(
-        text.contains("kubelet is running again (pid 7002)"),
-        "{text}"
-    );
-    assert!(text.contains("[calicoctl-win] info: stopped"), "{text}");
+    says(&text, "kubelet is running again (pid 7002)");
+    says(&text, "[calicoctl-win] info: stopped");
 }
 
 #[test]
@@ -41,7 +38,7 @@ fn a_failing_startup_is_retried_with_backoff_until_it_succeeds() {
         let failed = format!("calico-node startup failed (exit code 1); retrying in {d}");
         assert!(text.contains(&failed), "{d}: {text}");
     }
-    assert!(text.contains("calico-node run 3"), "{text}");
+    says(&text, "calico-node run 3");
 }
 
 /// projectcalico/calico#5828: the CNI config is withheld from shutdown until calico-node
@@ -97,10 +94,7 @@ fn the_cni_config_is_withheld_from_shutdown_until_startup_has_finished_after_the
     assert!(samples > 1, "sampled while CalicoNode started");
     assert!(there(conf) && !there(&withheld), "put back after startup");
     let text = read(&path);
-    assert!(
-        text.contains("calico-node startup has finished: the CNI config"),
-        "{text}"
-    );
+    says(&text, "calico-node startup has finished: the CNI config");
     assert!(network_ids(&host).iter().any(|(n, _)| n == "Calico"));
     // A plain stop (a restart, an upgrade) leaves it in place.
     assert!(there(conf));
@@ -127,9 +121,9 @@ fn calico_node_follows_a_change_of_the_nodes_address_without_kubelet_restarting(
             .expect("readdress");
         wait_for_log(path, "calico-node startup finished", 2);
     });
-    assert!(
-        text.contains("the node's addresses changed from 10.0.0.5 to 10.0.0.7: running calico-node startup again"),
-        "{text}"
+    says(
+        &text,
+        "the node's addresses changed from 10.0.0.5 to 10.0.0.7: running calico-node startup again",
     );
     assert_eq!(
         text.matches("kubelet is running").count(),
@@ -147,10 +141,7 @@ fn calico_node_follows_a_change_of_the_nodes_address_without_kubelet_restarting(
 
 #[test]
 fn only_a_real_change_of_address_is_followed() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
+    let (host, s, log, _) = node_host("ws2022", &[]);
     node::start_phase(&host, &s, &log).expect("start phase");
     let ip = |d| Some(Ipv4Addr::new(10, 0, 0, d));
     let mut w = node::AddressWatch::default();
@@ -196,10 +187,7 @@ fn only_a_real_change_of_address_is_followed() {
 /// A second NIC renewing its DHCP lease is not the node's address changing.
 #[test]
 fn only_the_external_networks_adapter_is_followed() {
-    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
-    install(&host, &[]);
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
+    let (host, s, log, _) = node_host("ws2022-two-nics", &[]);
     node::start_phase(&host, &s, &log).expect("start phase");
     assert_eq!(crate::installed::addressing::recorded(&host), None);
     let mut w = node::AddressWatch::default();
