@@ -5,16 +5,7 @@ use crate::apply::journal::Entry;
 use crate::host::Firewall;
 
 fn config(sets: &[&str]) -> Config {
-    crate::config::load(&crate::config::Inputs {
-        sets: ["node.name=win-1"]
-            .iter()
-            .chain(sets)
-            .map(|s| (*s).to_owned())
-            .collect(),
-        ..crate::config::Inputs::default()
-    })
-    .expect("config")
-    .config
+    crate::config::from_sets(&[&["node.name=win-1"], sets].concat())
 }
 
 fn on(port: &str) -> Config {
