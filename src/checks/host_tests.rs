@@ -6,7 +6,7 @@ use crate::config;
 use crate::host::sim::SimHost;
 
 fn config(sets: &[&str]) -> Config {
-    config::from_sets(&[&["node.name=win-1"], sets].concat())
+    config::tests::from_sets(&[&["node.name=win-1"], sets].concat())
 }
 
 fn snap(profile: &str) -> HostSnapshot {

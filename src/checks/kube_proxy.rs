@@ -572,7 +572,7 @@ mod tests {
     }
 
     fn with(sets: &[&str]) -> Config {
-        crate::config::from_sets(&[&["node.name=win-1"], sets].concat())
+        crate::config::tests::from_sets(&[&["node.name=win-1"], sets].concat())
     }
 
     #[test]

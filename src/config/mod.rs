@@ -525,16 +525,5 @@ pub fn problems_in(error: &anyhow::Error) -> &[Problem] {
         .unwrap_or(&[])
 }
 
-/// The config these `--set`s alone give (tests).
 #[cfg(test)]
-pub fn from_sets(sets: &[&str]) -> Config {
-    load(&Inputs {
-        sets: sets.iter().map(|s| (*s).to_owned()).collect(),
-        ..Inputs::default()
-    })
-    .expect("config")
-    .config
-}
-
-#[cfg(test)]
-mod tests;
+pub(crate) mod tests;

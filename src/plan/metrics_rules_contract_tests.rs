@@ -8,7 +8,7 @@ use super::*;
 /// names hold their ports), open to two ranges and one address.
 fn config() -> Config {
     let port = 20000 + (std::process::id() % 20000) as u16;
-    crate::config::from_sets(&[
+    crate::config::tests::from_sets(&[
         "node.name=win-1",
         "metrics.enabled=true",
         "metrics.source_ranges=10.0.0.0/8,192.168.1.0/24,1.2.3.4/32",
@@ -73,7 +73,7 @@ pub(crate) fn metrics_rules(h: &dyn Host) {
         assert!(again.is_empty(), "a second plan changes {again:?}");
     }
 
-    let off = crate::config::from_sets(&["node.name=win-1"]);
+    let off = crate::config::tests::from_sets(&["node.name=win-1"]);
     let mut removal = Vec::new();
     let kept = plan(h, &off, felix, &owned, None, &mut removal).expect("plan off");
     assert!(kept.is_empty(), "{kept:?}");

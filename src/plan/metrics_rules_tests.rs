@@ -5,7 +5,7 @@ use crate::apply::journal::Entry;
 use crate::host::Firewall;
 
 fn config(sets: &[&str]) -> Config {
-    crate::config::from_sets(&[&["node.name=win-1"], sets].concat())
+    crate::config::tests::from_sets(&[&["node.name=win-1"], sets].concat())
 }
 
 fn on(port: &str) -> Config {

@@ -1,5 +1,15 @@
 use super::*;
 
+/// The config these `--set`s alone give (for the tests of the modules that build one).
+pub(crate) fn from_sets(sets: &[&str]) -> Config {
+    load(&Inputs {
+        sets: sets.iter().map(|s| (*s).to_owned()).collect(),
+        ..Inputs::default()
+    })
+    .expect("config")
+    .config
+}
+
 fn inputs(yaml: Option<&str>, env: &[(&str, &str)], sets: &[&str]) -> Inputs {
     Inputs {
         file: yaml.map(|y| (PathBuf::from("calico-windows.yaml"), y.to_owned())),
