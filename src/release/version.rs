@@ -252,13 +252,6 @@ pub fn read_binary_version(mut f: impl Read) -> std::io::Result<Option<CalicoVer
     Ok(scan.finish())
 }
 
-/// The version a binary's bytes record, for a binary already in memory (a simulated one).
-pub fn version_in(bytes: &[u8]) -> Option<CalicoVersion> {
-    let mut scan = VersionScan::default();
-    scan.feed(bytes);
-    scan.finish()
-}
-
 /// The longest version text read after the marker (`v3.31.2-0.dev-123-gabcdef012345` is 31).
 const VERSION_TEXT_CAP: usize = 64;
 
@@ -373,6 +366,13 @@ mod tests {
 
     fn v(s: &str) -> CalicoVersion {
         CalicoVersion::parse(s).expect("version")
+    }
+
+    /// The version bytes already in memory record.
+    fn version_in(bytes: &[u8]) -> Option<CalicoVersion> {
+        let mut scan = VersionScan::default();
+        scan.feed(bytes);
+        scan.finish()
     }
 
     /// `version.PluginSupports` in `cni-plugin/pkg/plugin/plugin.go`, read at each tag: v3.22.0
