@@ -2,18 +2,11 @@
 
 use super::*;
 use crate::checks::Verdict;
-use crate::config::{self, Inputs};
+use crate::config;
 use crate::host::sim::SimHost;
 
 fn config(sets: &[&str]) -> Config {
-    let mut all = vec!["node.name=win-1".to_owned()];
-    all.extend(sets.iter().map(|s| (*s).to_owned()));
-    config::load(&Inputs {
-        sets: all,
-        ..Inputs::default()
-    })
-    .expect("config")
-    .config
+    config::tests::from_sets(&[&["node.name=win-1"], sets].concat())
 }
 
 fn snap(profile: &str) -> HostSnapshot {

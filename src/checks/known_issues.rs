@@ -336,20 +336,8 @@ pub fn unknown_ids(allowed: &[String]) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn facts(
-        calico: &str,
-        backend: Backend,
-        windows: (u32, u32),
-    ) -> (CalicoVersion, Backend, (u32, u32)) {
-        (
-            CalicoVersion::parse(calico).expect("version"),
-            backend,
-            windows,
-        )
-    }
-
     fn verdict(calico: &str, backend: Backend, windows: (u32, u32), allowed: &[&str]) -> Check {
-        let (v, backend, windows) = facts(calico, backend, windows);
+        let v = CalicoVersion::parse(calico).expect("version");
         let f = Facts {
             calico: Some(&v),
             backend,
@@ -410,41 +398,22 @@ mod tests {
     #[test]
     fn old_releases_and_reported_builds_warn_with_the_fix() {
         use super::super::Verdict::{Pass, Warn};
-        assert_eq!(
-            verdict("3.29.7", Backend::Vxlan, GOOD_2022, &[]).verdict,
-            Warn
-        );
-        assert_eq!(
-            verdict("3.30.7", Backend::Vxlan, GOOD_2022, &[]).verdict,
-            Warn
-        );
-        assert_eq!(
-            verdict("3.31.0", Backend::Vxlan, GOOD_2022, &[]).verdict,
-            Pass
-        );
+        for (release, backend, windows, want) in [
+            ("3.29.7", Backend::Vxlan, GOOD_2022, Warn),
+            ("3.30.7", Backend::Vxlan, GOOD_2022, Warn),
+            ("3.31.0", Backend::Vxlan, GOOD_2022, Pass),
+            ("3.31.6", Backend::Vxlan, (20348, 2582), Warn),
+            ("3.31.6", Backend::Vxlan, (20348, 2581), Pass),
+            ("3.31.6", Backend::Vxlan, (20348, 2762), Pass),
+            ("3.31.6", Backend::WindowsBgp, (20348, 2322), Warn),
+            ("3.31.6", Backend::Vxlan, (20348, 2322), Pass),
+            ("3.31.6", Backend::Vxlan, (26100, 1), Warn),
+        ] {
+            let c = verdict(release, backend, windows, &[]);
+            assert_eq!(c.verdict, want, "{release} {backend:?} {windows:?}");
+        }
         let c = verdict("3.31.6", Backend::Vxlan, (20348, 2582), &[]);
-        assert_eq!(c.verdict, Warn);
         assert!(c.remedy.as_deref().is_some_and(|r| r.contains("KB5044281")));
-        assert_eq!(
-            verdict("3.31.6", Backend::Vxlan, (20348, 2581), &[]).verdict,
-            Pass
-        );
-        assert_eq!(
-            verdict("3.31.6", Backend::Vxlan, (20348, 2762), &[]).verdict,
-            Pass
-        );
-        assert_eq!(
-            verdict("3.31.6", Backend::WindowsBgp, (20348, 2322), &[]).verdict,
-            Warn
-        );
-        assert_eq!(
-            verdict("3.31.6", Backend::Vxlan, (20348, 2322), &[]).verdict,
-            Pass
-        );
-        assert_eq!(
-            verdict("3.31.6", Backend::Vxlan, (26100, 1), &[]).verdict,
-            Warn
-        );
     }
 
     /// Network policy by build, update and release: on 26100 before KB5082063 (26100.32690)

@@ -497,11 +497,13 @@ mod tests {
         }
     }
 
+    /// A kube-proxy on Calico's network with DSR.
+    const GOOD: &str = r"c:\k\kube-proxy.exe --network-name=Calico --source-vip=10.244.1.2 --enable-dsr=true --feature-gates=WinDSR=true";
+
     /// Each known breakage: a kube-proxy in it is warned with the release to move to, one
     /// at the fixed release (and on a build the entry does not need) is not.
     #[test]
     fn known_kube_proxy_breakage_is_warned_with_its_fix() {
-        let good = "c:\\k\\kube-proxy.exe --network-name=Calico --source-vip=10.244.1.2 --enable-dsr=true --feature-gates=WinDSR=true";
         for (build, version, want) in [
             // ModifyLoadBalancer on HNS 15.4 (kubernetes#131466): Server 2025 only.
             ("26100.32690", "v1.32.5", Some("kube-proxy 1.32.6")),
@@ -518,7 +520,7 @@ mod tests {
         ] {
             let f = KubeProxyFacts {
                 version: Some(version.into()),
-                ..facts(good, build)
+                ..facts(GOOD, build)
             };
             let c = check(&f, &config("vxlan"));
             let remedy = c.said.remedy.clone().unwrap_or_default();
@@ -534,7 +536,7 @@ mod tests {
         // Server 2025's entry does not apply on 2022.
         let f = KubeProxyFacts {
             version: Some("v1.35.0".into()),
-            ..facts(good, "20348.2762")
+            ..facts(GOOD, "20348.2762")
         };
         assert_eq!(check(&f, &config("vxlan")).verdict, Verdict::Pass);
     }
@@ -543,11 +545,10 @@ mod tests {
     /// check says kube-proxy's known issues could not be judged.
     #[test]
     fn the_nodes_version_is_named_and_no_version_is_said() {
-        let good = "c:\\k\\kube-proxy.exe --network-name=Calico --source-vip=10.244.1.2 --enable-dsr=true --feature-gates=WinDSR=true";
         let reported = KubeProxyFacts {
             version: Some("v1.33.1".into()),
             node_reported: true,
-            ..facts(good, "26100.32690")
+            ..facts(GOOD, "26100.32690")
         };
         let c = check(&reported, &config("vxlan"));
         assert_eq!(c.verdict, Verdict::Warn, "{c:?}");
@@ -557,7 +558,7 @@ mod tests {
             "{}",
             c.message
         );
-        for f in [facts(good, "26100.32690"), KubeProxyFacts::default()] {
+        for f in [facts(GOOD, "26100.32690"), KubeProxyFacts::default()] {
             let c = check(&f, &config("vxlan"));
             assert!(
                 c.message
@@ -568,12 +569,11 @@ mod tests {
     }
 
     fn config(backend: &str) -> Config {
-        crate::config::load(&crate::config::Inputs {
-            sets: vec!["node.name=win-1".into(), format!("backend={backend}")],
-            ..crate::config::Inputs::default()
-        })
-        .expect("config")
-        .config
+        with(&[&format!("backend={backend}")])
+    }
+
+    fn with(sets: &[&str]) -> Config {
+        crate::config::tests::from_sets(&[&["node.name=win-1"], sets].concat())
     }
 
     #[test]
@@ -607,15 +607,7 @@ mod tests {
         }
         assert_eq!(check(&stopped, &vx).verdict, Verdict::Warn);
 
-        let wants_own = crate::config::load(&crate::config::Inputs {
-            sets: vec![
-                "node.name=win-1".into(),
-                r"kube_proxy.path=C:\k\kube-proxy.exe".into(),
-            ],
-            ..crate::config::Inputs::default()
-        })
-        .expect("config")
-        .config;
+        let wants_own = with(&[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
         let foreign = r"C:\k\kube-proxy.exe --network-name=Calico --source-vip=10.244.1.2";
         let c = check(&facts(foreign, "17763.1000"), &wants_own);
         assert_eq!(c.verdict, Verdict::Fail, "{c:?}");

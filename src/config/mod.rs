@@ -526,4 +526,4 @@ pub fn problems_in(error: &anyhow::Error) -> &[Problem] {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

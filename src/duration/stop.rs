@@ -64,11 +64,6 @@ impl Stop {
         self.asked.load(Ordering::SeqCst) || self.whole.iter().any(|w| w.load(Ordering::SeqCst))
     }
 
-    /// Whether this stop itself was requested, not the whole it is part of.
-    pub fn requested_alone(&self) -> bool {
-        self.asked.load(Ordering::SeqCst)
-    }
-
     /// Sleeps up to `d`; returns true (at once) when a stop is requested.
     pub fn wait(&self, d: Duration) -> bool {
         let (lock, cv) = &*self.wake;
@@ -118,8 +113,8 @@ mod tests {
         let (a, b) = (whole.part(), whole.part());
         let inner = a.part();
         a.request();
-        assert!(a.requested() && a.requested_alone() && inner.requested());
-        assert!(!whole.requested() && !b.requested() && !inner.requested_alone());
+        assert!(a.requested() && inner.requested());
+        assert!(!whole.requested() && !b.requested());
         let waiter = std::thread::spawn(move || b.wait(Duration::from_secs(3600)));
         whole.request();
         assert!(waiter.join().expect("join"), "woken by the whole's request");

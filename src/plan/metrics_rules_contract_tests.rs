@@ -8,19 +8,13 @@ use super::*;
 /// names hold their ports), open to two ranges and one address.
 fn config() -> Config {
     let port = 20000 + (std::process::id() % 20000) as u16;
-    crate::config::load(&crate::config::Inputs {
-        sets: [
-            "node.name=win-1".to_owned(),
-            "metrics.enabled=true".into(),
-            "metrics.source_ranges=10.0.0.0/8,192.168.1.0/24,1.2.3.4/32".into(),
-            format!("metrics.port={port}"),
-            format!("metrics.felix_port={}", port + 1),
-        ]
-        .into(),
-        ..crate::config::Inputs::default()
-    })
-    .expect("config")
-    .config
+    crate::config::tests::from_sets(&[
+        "node.name=win-1",
+        "metrics.enabled=true",
+        "metrics.source_ranges=10.0.0.0/8,192.168.1.0/24,1.2.3.4/32",
+        &format!("metrics.port={port}"),
+        &format!("metrics.felix_port={}", port + 1),
+    ])
 }
 
 /// Removes the rules of these names when dropped: a failed test leaves none on the host.
@@ -79,12 +73,7 @@ pub(crate) fn metrics_rules(h: &dyn Host) {
         assert!(again.is_empty(), "a second plan changes {again:?}");
     }
 
-    let off = crate::config::load(&crate::config::Inputs {
-        sets: vec!["node.name=win-1".into()],
-        ..crate::config::Inputs::default()
-    })
-    .expect("config")
-    .config;
+    let off = crate::config::tests::from_sets(&["node.name=win-1"]);
     let mut removal = Vec::new();
     let kept = plan(h, &off, felix, &owned, None, &mut removal).expect("plan off");
     assert!(kept.is_empty(), "{kept:?}");

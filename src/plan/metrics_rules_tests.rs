@@ -5,16 +5,7 @@ use crate::apply::journal::Entry;
 use crate::host::Firewall;
 
 fn config(sets: &[&str]) -> Config {
-    crate::config::load(&crate::config::Inputs {
-        sets: ["node.name=win-1"]
-            .iter()
-            .chain(sets)
-            .map(|s| (*s).to_owned())
-            .collect(),
-        ..crate::config::Inputs::default()
-    })
-    .expect("config")
-    .config
+    crate::config::tests::from_sets(&[&["node.name=win-1"], sets].concat())
 }
 
 fn on(port: &str) -> Config {
@@ -25,24 +16,56 @@ fn on(port: &str) -> Config {
     ])
 }
 
-/// A journal whose run added these rules and was cut off.
-fn added(names: &[&str]) -> Journal {
+/// A journal whose run added these rules (named, or as made) and was cut off.
+fn journal_of(rules: impl Iterator<Item = (String, Option<FirewallRule>)>) -> Journal {
     Journal {
         command: "reconfigure".into(),
-        entries: names
-            .iter()
-            .map(|n| Entry {
-                action: format!("add firewall rule \"{n}\""),
-                undo: Undo::RemoveFirewallRule {
-                    name: (*n).to_owned(),
-                    rule: None,
-                },
+        entries: rules
+            .map(|(name, rule)| Entry {
+                action: format!("add firewall rule \"{name}\""),
+                undo: Undo::RemoveFirewallRule { name, rule },
                 done: true,
                 irreversible: false,
             })
             .collect(),
         ..Journal::default()
     }
+}
+
+fn added(names: &[&str]) -> Journal {
+    journal_of(names.iter().map(|n| ((*n).to_owned(), None)))
+}
+
+fn added_as(rules: &[&FirewallRule]) -> Journal {
+    journal_of(rules.iter().map(|r| (r.name.clone(), Some((*r).clone()))))
+}
+
+/// A simulated host in its own temporary directory (kept alive beside it).
+fn sim() -> (tempfile::TempDir, crate::host::sim::SimHost) {
+    let dir = tempfile::tempdir().expect("dir");
+    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    (dir, host)
+}
+
+/// Metrics on at port 9095 from `range`.
+fn ranged(range: &str) -> Config {
+    config(&[
+        "metrics.enabled=true",
+        &format!("metrics.source_ranges={range}"),
+        "metrics.port=9095",
+    ])
+}
+
+/// The actions of a plan with metrics off.
+fn off(
+    host: &crate::host::sim::SimHost,
+    recorded: &[FirewallRule],
+    journal: Option<&Journal>,
+) -> Vec<Action> {
+    let mut actions = Vec::new();
+    let owned = plan(host, &config(&[]), FELIX, recorded, journal, &mut actions).expect("plan");
+    assert!(owned.is_empty());
+    actions
 }
 
 fn removed(actions: &[Action]) -> Vec<&str> {
@@ -61,8 +84,7 @@ fn removed(actions: &[Action]) -> Vec<&str> {
 /// open to the sources for good, owned by no record).
 #[test]
 fn rules_an_interrupted_run_added_go_when_the_rerun_no_longer_wants_them() {
-    let dir = tempfile::tempdir().expect("dir");
-    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let (_dir, host) = sim();
     for rule in wanted(&on("9095"), FELIX) {
         host.firewall_add(&rule).expect("add");
     }
@@ -78,19 +100,8 @@ fn rules_an_interrupted_run_added_go_when_the_rerun_no_longer_wants_them() {
         crate::layout::VXLAN_RULE,
     ]);
 
-    let mut actions = Vec::new();
-    let owned = plan(
-        &host,
-        &config(&[]),
-        FELIX,
-        &[],
-        Some(&journal),
-        &mut actions,
-    )
-    .expect("plan");
-    assert!(owned.is_empty());
     assert_eq!(
-        removed(&actions),
+        removed(&off(&host, &[], Some(&journal))),
         [
             "Calico metrics Felix TCP 9091",
             "Calico metrics calicoctl-win TCP 9095"
@@ -130,8 +141,7 @@ fn only_the_exact_names_of_metrics_rules_are_metrics_rules() {
 /// leaves it (it once removed and added it again on every run after an interrupted one).
 #[test]
 fn a_rule_read_back_in_mask_notation_is_the_rule_wanted() {
-    let dir = tempfile::tempdir().expect("dir");
-    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let (_dir, host) = sim();
     let c = config(&[
         "metrics.enabled=true",
         "metrics.source_ranges=10.0.0.0/8,1.2.3.4/32",
@@ -164,8 +174,7 @@ fn a_rule_read_back_in_mask_notation_is_the_rule_wanted() {
 /// rather than a second rule of its name made beside it. (It was removed by its name.)
 #[test]
 fn a_recorded_rule_made_again_by_an_administrator_stays() {
-    let dir = tempfile::tempdir().expect("dir");
-    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let (_dir, host) = sim();
     let made = wanted(&on("9095"), FELIX);
     let admins = FirewallRule {
         program: None,
@@ -174,55 +183,78 @@ fn a_recorded_rule_made_again_by_an_administrator_stays() {
     };
     host.firewall_add(&admins).expect("add");
     host.firewall_add(&made[1]).expect("add");
-    let mut actions = Vec::new();
-    let owned = plan(&host, &config(&[]), FELIX, &made, None, &mut actions).expect("plan");
-    assert!(owned.is_empty());
-    assert_eq!(removed(&actions), ["Calico metrics Felix TCP 9091"]);
+    assert_eq!(
+        removed(&off(&host, &made, None)),
+        ["Calico metrics Felix TCP 9091"]
+    );
     // Wanted again with another range: refused, naming the administrator's rule.
-    let wider = config(&[
-        "metrics.enabled=true",
-        "metrics.source_ranges=10.0.0.0/16",
-        "metrics.port=9095",
-    ]);
-    let err = plan(&host, &wider, FELIX, &made, None, &mut Vec::new())
-        .expect_err("refused")
-        .to_string();
+    let err = plan(
+        &host,
+        &ranged("10.0.0.0/16"),
+        FELIX,
+        &made,
+        None,
+        &mut Vec::new(),
+    )
+    .expect_err("refused")
+    .to_string();
     assert!(
         err.contains("'Calico metrics calicoctl-win TCP 9095' cannot be made: the firewall holds one rule of that name, not as calicoctl-win made it"),
         "{err}"
     );
 }
 
-/// A recorded rule an administrator changed in one property install sets (its
-/// description marker, its protocol, its profiles, its direction, its action) is no longer
-/// ours: it stays when metrics go off, and the plan wanting it again is refused.
+/// A recorded rule an administrator changed in one property install sets (its description
+/// marker, its protocol, its profiles, its direction, its action) or tightened through one it
+/// does not set (its local addresses, remote ports, interface types, edge traversal, group,
+/// service) is no longer ours: it stays when metrics go off, and the plan wanting it again is
+/// refused. (It was removed as ours: the unset properties were not read.)
 #[test]
-fn a_recorded_rule_changed_in_any_property_we_set_stays() {
-    let edits: [fn(&mut FirewallRule); 5] = [
-        |r| r.description = "Prometheus from the monitoring subnet".into(),
-        |r| r.protocol = Protocol::Any,
-        |r| r.profiles = 1,
-        |r| r.direction = Direction::Out,
-        |r| r.allow = false,
+fn a_recorded_rule_changed_in_any_property_stays() {
+    type Edit = fn(&mut FirewallRule);
+    let edits: [(&str, Edit); 11] = [
+        ("description", |r| {
+            r.description = "Prometheus from the monitoring subnet".into()
+        }),
+        ("protocol", |r| r.protocol = Protocol::Any),
+        ("profiles", |r| r.profiles = 1),
+        ("direction", |r| r.direction = Direction::Out),
+        ("action", |r| r.allow = false),
+        ("local addresses", |r| {
+            r.unset.local_addresses = "10.0.2.15".into()
+        }),
+        ("remote ports", |r| {
+            r.unset.remote_ports = "40000-40100".into()
+        }),
+        ("interface types", |r| {
+            r.unset.interface_types = "Lan".into()
+        }),
+        ("edge traversal", |r| r.unset.edge_traversal = true),
+        ("group", |r| r.unset.grouping = "Monitoring".into()),
+        ("service", |r| r.unset.service_name = "CalicoNode".into()),
     ];
-    for edit in edits {
-        let dir = tempfile::tempdir().expect("dir");
-        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    for (what, edit) in edits {
+        let (_dir, host) = sim();
         let made = wanted(&on("9095"), FELIX);
         for rule in &made {
             host.firewall_add(rule).expect("add");
         }
         host.admin_edit_firewall_rules(&made[0].name, edit)
             .expect("admin edit");
-        let mut actions = Vec::new();
-        plan(&host, &config(&[]), FELIX, &made, None, &mut actions).expect("plan");
-        assert_eq!(removed(&actions), ["Calico metrics Felix TCP 9091"]);
-        let wider = config(&[
-            "metrics.enabled=true",
-            "metrics.source_ranges=10.0.0.0/16",
-            "metrics.port=9095",
-        ]);
-        plan(&host, &wider, FELIX, &made, None, &mut Vec::new()).expect_err("refused");
+        assert_eq!(
+            removed(&off(&host, &made, None)),
+            ["Calico metrics Felix TCP 9091"],
+            "{what}"
+        );
+        plan(
+            &host,
+            &ranged("10.0.0.0/16"),
+            FELIX,
+            &made,
+            None,
+            &mut Vec::new(),
+        )
+        .expect_err(what);
     }
 }
 
@@ -230,14 +262,12 @@ fn a_recorded_rule_changed_in_any_property_we_set_stays() {
 /// it is judged again as it runs.
 #[test]
 fn a_removal_carries_the_rule_as_made() {
-    let dir = tempfile::tempdir().expect("dir");
-    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let (_dir, host) = sim();
     let made = wanted(&on("9095"), FELIX);
     for rule in &made {
         host.firewall_add(rule).expect("add");
     }
-    let mut actions = Vec::new();
-    plan(&host, &config(&[]), FELIX, &made, None, &mut actions).expect("plan");
+    let actions = off(&host, &made, None);
     let carried: Vec<Option<&FirewallRule>> = actions
         .iter()
         .filter_map(|a| match a {
@@ -253,8 +283,7 @@ fn a_removal_carries_the_rule_as_made() {
 /// removed beside another of its name either.
 #[test]
 fn a_rule_beside_another_of_its_name_is_not_removed() {
-    let dir = tempfile::tempdir().expect("dir");
-    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let (_dir, host) = sim();
     let made = wanted(&on("9095"), FELIX);
     for rule in &made {
         host.firewall_add(rule).expect("add");
@@ -264,21 +293,12 @@ fn a_rule_beside_another_of_its_name_is_not_removed() {
         };
         host.admin_add_firewall_rule(&admins).expect("admin add");
     }
-    let mut actions = Vec::new();
-    plan(&host, &config(&[]), FELIX, &made, None, &mut actions).expect("plan");
-    assert_eq!(removed(&actions), Vec::<&str>::new());
+    assert_eq!(removed(&off(&host, &made, None)), Vec::<&str>::new());
     let journal = added(&["Calico metrics calicoctl-win TCP 9095"]);
-    let mut actions = Vec::new();
-    plan(
-        &host,
-        &config(&[]),
-        FELIX,
-        &[],
-        Some(&journal),
-        &mut actions,
-    )
-    .expect("plan");
-    assert_eq!(removed(&actions), Vec::<&str>::new());
+    assert_eq!(
+        removed(&off(&host, &[], Some(&journal))),
+        Vec::<&str>::new()
+    );
 }
 
 /// A run that made an interrupted run's rule again with another range was cut off in
@@ -288,43 +308,17 @@ fn a_rule_beside_another_of_its_name_is_not_removed() {
 /// good, or the plan refused).
 #[test]
 fn a_rule_journaled_twice_is_judged_by_every_entry() {
-    let dir = tempfile::tempdir().expect("dir");
-    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
-    let ranged = |r: &str| {
-        config(&[
-            "metrics.enabled=true",
-            &format!("metrics.source_ranges={r}"),
-            "metrics.port=9095",
-        ])
-    };
+    let (_dir, host) = sim();
     let (a, b) = (
         wanted(&ranged("10.0.0.0/8"), FELIX),
         wanted(&ranged("10.1.0.0/16"), FELIX),
     );
     host.firewall_add(&b[0]).expect("add");
-    let mut journal = Journal::default();
-    for made in [&a[0], &b[0]] {
-        journal.entries.push(Entry {
-            action: format!("add firewall rule \"{}\"", made.name),
-            undo: Undo::RemoveFirewallRule {
-                name: made.name.clone(),
-                rule: Some(made.clone()),
-            },
-            done: true,
-            irreversible: false,
-        });
-    }
-    let mut actions = Vec::new();
-    plan(
-        &host,
-        &config(&[]),
-        FELIX,
-        &[],
-        Some(&journal),
-        &mut actions,
-    )
-    .expect("plan");
-    assert_eq!(removed(&actions), [b[0].name.as_str()]);
+    let journal = added_as(&[&a[0], &b[0]]);
+    assert_eq!(
+        removed(&off(&host, &[], Some(&journal))),
+        [b[0].name.as_str()]
+    );
     let mut actions = Vec::new();
     let third = ranged("10.2.0.0/16");
     plan(&host, &third, FELIX, &[], Some(&journal), &mut actions).expect("not refused");
@@ -344,45 +338,14 @@ fn a_rule_journaled_twice_is_judged_by_every_entry() {
 /// record's copy alone, left open to the new range for good, and the record dropped it).
 #[test]
 fn a_recorded_rule_made_again_by_a_cut_off_run_is_judged_by_the_journal_too() {
-    let dir = tempfile::tempdir().expect("dir");
-    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let (_dir, host) = sim();
     let recorded = wanted(&on("9095"), FELIX);
-    let again = wanted(
-        &config(&[
-            "metrics.enabled=true",
-            "metrics.source_ranges=10.1.0.0/16",
-            "metrics.port=9095",
-        ]),
-        FELIX,
-    );
+    let again = wanted(&ranged("10.1.0.0/16"), FELIX);
     host.firewall_add(&again[0]).expect("add");
     host.firewall_add(&recorded[1]).expect("add");
-    let journal = Journal {
-        command: "reconfigure".into(),
-        entries: vec![Entry {
-            action: format!("add firewall rule \"{}\"", again[0].name),
-            undo: Undo::RemoveFirewallRule {
-                name: again[0].name.clone(),
-                rule: Some(again[0].clone()),
-            },
-            done: true,
-            irreversible: false,
-        }],
-        ..Journal::default()
-    };
-    let mut actions = Vec::new();
-    let owned = plan(
-        &host,
-        &config(&[]),
-        FELIX,
-        &recorded,
-        Some(&journal),
-        &mut actions,
-    )
-    .expect("plan");
-    assert!(owned.is_empty());
+    let journal = added_as(&[&again[0]]);
     assert_eq!(
-        removed(&actions),
+        removed(&off(&host, &recorded, Some(&journal))),
         [recorded[1].name.as_str(), recorded[0].name.as_str()]
     );
 }
@@ -398,48 +361,12 @@ fn each_rule_names_the_program_that_listens() {
     assert_eq!(rules[1].program.as_deref(), Some(FELIX));
 }
 
-/// A recorded rule an administrator tightened through a property install does not set (its
-/// local addresses, remote ports, interface types, edge traversal, group, service) is no
-/// longer ours: it stays when metrics go off, and the plan wanting it again is refused. (It
-/// was removed as ours: those properties were not read.)
-#[test]
-fn a_recorded_rule_tightened_in_a_property_we_do_not_set_stays() {
-    let edits: [fn(&mut FirewallRule); 6] = [
-        |r| r.unset.local_addresses = "10.0.2.15".into(),
-        |r| r.unset.remote_ports = "40000-40100".into(),
-        |r| r.unset.interface_types = "Lan".into(),
-        |r| r.unset.edge_traversal = true,
-        |r| r.unset.grouping = "Monitoring".into(),
-        |r| r.unset.service_name = "CalicoNode".into(),
-    ];
-    for edit in edits {
-        let dir = tempfile::tempdir().expect("dir");
-        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
-        let made = wanted(&on("9095"), FELIX);
-        for rule in &made {
-            host.firewall_add(rule).expect("add");
-        }
-        host.admin_edit_firewall_rules(&made[0].name, edit)
-            .expect("admin edit");
-        let mut actions = Vec::new();
-        plan(&host, &config(&[]), FELIX, &made, None, &mut actions).expect("plan");
-        assert_eq!(removed(&actions), ["Calico metrics Felix TCP 9091"]);
-        let wider = config(&[
-            "metrics.enabled=true",
-            "metrics.source_ranges=10.0.0.0/16",
-            "metrics.port=9095",
-        ]);
-        plan(&host, &wider, FELIX, &made, None, &mut Vec::new()).expect_err("refused");
-    }
-}
-
 /// A rule recorded as made from `0.0.0.0/0` (which `metrics.source_ranges` now refuses) and
 /// read back as `*` (any address, as Windows may keep it) is ours: removed when metrics go
 /// off. (It was kept for good as an administrator's.)
 #[test]
 fn a_rule_recorded_from_any_ipv4_address_and_read_back_as_any_is_removed() {
-    let dir = tempfile::tempdir().expect("dir");
-    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let (_dir, host) = sim();
     let recorded: Vec<FirewallRule> = wanted(&on("9095"), FELIX)
         .into_iter()
         .map(|r| FirewallRule {
@@ -454,10 +381,8 @@ fn a_rule_recorded_from_any_ipv4_address_and_read_back_as_any_is_removed() {
         })
         .expect("add");
     }
-    let mut actions = Vec::new();
-    plan(&host, &config(&[]), FELIX, &recorded, None, &mut actions).expect("plan");
     assert_eq!(
-        removed(&actions),
+        removed(&off(&host, &recorded, None)),
         [recorded[1].name.as_str(), recorded[0].name.as_str()]
     );
 }
@@ -468,8 +393,7 @@ fn a_rule_recorded_from_any_ipv4_address_and_read_back_as_any_is_removed() {
 /// and uninstall names none of them as changed.
 #[test]
 fn rules_of_an_older_record_or_journal_are_judged_with_the_defaults() {
-    let dir = tempfile::tempdir().expect("dir");
-    let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
+    let (_dir, host) = sim();
     let made = wanted(&on("9095"), FELIX);
     for rule in &made {
         host.firewall_add(rule).expect("add");
@@ -491,16 +415,7 @@ fn rules_of_an_older_record_or_journal_are_judged_with_the_defaults() {
     assert_eq!(record.metrics_rules, made);
     let kept = crate::plan::uninstall::changed_rules(&host, &record, false).expect("judged");
     assert!(kept.is_empty(), "{kept:?}");
-    let mut actions = Vec::new();
-    plan(
-        &host,
-        &config(&[]),
-        FELIX,
-        &record.metrics_rules,
-        None,
-        &mut actions,
-    )
-    .expect("plan");
+    let actions = off(&host, &record.metrics_rules, None);
     assert_eq!(removed(&actions).len(), 2, "{actions:?}");
 
     let journal: Journal = serde_json::from_value(serde_json::json!({
@@ -512,15 +427,6 @@ fn rules_of_an_older_record_or_journal_are_judged_with_the_defaults() {
         })).collect::<Vec<_>>(),
     }))
     .expect("an older journal");
-    let mut actions = Vec::new();
-    plan(
-        &host,
-        &config(&[]),
-        FELIX,
-        &[],
-        Some(&journal),
-        &mut actions,
-    )
-    .expect("plan");
+    let actions = off(&host, &[], Some(&journal));
     assert_eq!(removed(&actions).len(), 2, "{actions:?}");
 }

@@ -156,15 +156,10 @@ fn the_kube_proxy_service_registers_with_the_real_scm() {
     let _turn = SCM.lock().unwrap_or_else(|p| p.into_inner());
     let h = WindowsHost::new();
     assert_eq!(h.service_query("kube-proxy").expect("query"), None);
-    let c = crate::config::load(&crate::config::Inputs {
-        sets: vec![
-            "node.name=wine".into(),
-            r"kube_proxy.path=C:\k\kube-proxy.exe".into(),
-        ],
-        ..crate::config::Inputs::default()
-    })
-    .expect("config")
-    .config;
+    let c = crate::config::tests::from_sets(&[
+        "node.name=wine",
+        r"kube_proxy.path=C:\k\kube-proxy.exe",
+    ]);
     let specs = crate::plan::install::services(&c, Some("3.31.0"));
     let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["CalicoNode", "CalicoFelix", "kube-proxy"]);

@@ -47,6 +47,29 @@ fn extract_entries(name: &str, entries: &[(&str, &[u8])]) -> Result<Extracted, R
     r
 }
 
+/// A chosen release from `source`, with no checksum, version or exception given.
+fn want(source: Source) -> Want {
+    Want {
+        chosen: true,
+        source,
+        sha256: None,
+        version: None,
+        allow_http: false,
+        skip_checksum: false,
+        ca_pem: None,
+        timeout: Duration::from_secs(1),
+        idle_timeout: Duration::from_secs(1),
+    }
+}
+
+/// A temporary directory holding `r.zip` of `entries`, and the zip's path.
+fn zipped(entries: &[(String, Vec<u8>)]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let zip = dir.path().join("r.zip");
+    zip_of(&zip, &borrowed(entries));
+    (dir, zip)
+}
+
 fn borrowed(v: &[(String, Vec<u8>)]) -> Vec<(&str, &[u8])> {
     v.iter().map(|(n, d)| (n.as_str(), d.as_slice())).collect()
 }
@@ -79,11 +102,9 @@ fn entries_escaping_the_target_are_refused_before_anything_is_written() {
         "C:/evil.txt",
         r"CalicoWindows\..\..\evil.txt",
     ] {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let zip = dir.path().join("r.zip");
         let mut entries = release("calico.exe");
         entries.push((evil.into(), b"x".to_vec()));
-        zip_of(&zip, &borrowed(&entries));
+        let (dir, zip) = zipped(&entries);
         let out = dir.path().join("out");
         let err = extract(on(&zip), on(&out), 1 << 20).expect_err(evil);
         assert!(matches!(err, ReleaseError::Unsafe { .. }), "{evil}: {err}");
@@ -116,9 +137,7 @@ fn an_unknown_layout_says_what_is_missing() {
 
 #[test]
 fn a_truncated_zip_is_not_readable() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let zip = dir.path().join("r.zip");
-    zip_of(&zip, &borrowed(&release("calico.exe")));
+    let (dir, zip) = zipped(&release("calico.exe"));
     let bytes = fs_err::read(&zip).expect("read");
     fs_err::write(&zip, &bytes[..bytes.len() / 2]).expect("truncate");
     let err = extract(on(&zip), on(&dir.path().join("out")), 1 << 20).expect_err("truncated");
@@ -127,17 +146,7 @@ fn a_truncated_zip_is_not_readable() {
 
 #[test]
 fn urls_need_https_and_a_checksum_unless_told_otherwise() {
-    let mut want = Want {
-        chosen: true,
-        source: Source::parse("http://mirror/calico-windows-v3.30.0.zip"),
-        sha256: None,
-        version: None,
-        allow_http: false,
-        skip_checksum: false,
-        ca_pem: None,
-        timeout: Duration::from_secs(1),
-        idle_timeout: Duration::from_secs(1),
-    };
+    let mut want = want(Source::parse("http://mirror/calico-windows-v3.30.0.zip"));
     let url = "http://mirror/calico-windows-v3.30.0.zip";
     assert!(matches!(
         check_url(&want, url),
@@ -177,15 +186,8 @@ fn a_version_mismatch_is_refused_and_an_unknown_version_needs_a_checksum() {
     )
     .expect("layout");
     let mut want = Want {
-        chosen: true,
-        source: Source::Path("x.zip".into()),
-        sha256: None,
         version: Some("3.29.0".into()),
-        allow_http: false,
-        skip_checksum: false,
-        ca_pem: None,
-        timeout: Duration::from_secs(1),
-        idle_timeout: Duration::from_secs(1),
+        ..want(Source::Path("x.zip".into()))
     };
     assert!(matches!(
         check_version(&want, &x, "x.zip"),
@@ -210,9 +212,7 @@ fn entries_that_are_one_file_on_windows_are_refused_before_anything_is_written()
         let mut entries = release("calico.exe");
         entries.push(((*a).into(), b"first".to_vec()));
         entries.push(((*b).into(), b"second".to_vec()));
-        let dir = tempfile::tempdir().expect("tempdir");
-        let zip = dir.path().join("r.zip");
-        zip_of(&zip, &borrowed(&entries));
+        let (dir, zip) = zipped(&entries);
         let out = dir.path().join("out");
         let err = extract(on(&zip), on(&out), 1 << 20).expect_err(b);
         assert!(
@@ -242,9 +242,7 @@ fn entries_that_are_one_file_on_windows_are_refused_before_anything_is_written()
     let mut entries = release("calico.exe");
     entries.push(("CalicoWindows/aaaa.txt".into(), b"first".to_vec()));
     entries.push(("CalicoWindows/bbbb.txt".into(), b"second".to_vec()));
-    let dir = tempfile::tempdir().expect("tempdir");
-    let zip = dir.path().join("r.zip");
-    zip_of(&zip, &borrowed(&entries));
+    let (dir, zip) = zipped(&entries);
     let mut bytes = fs_err::read(&zip).expect("read");
     let (from, to) = (b"CalicoWindows/bbbb.txt", b"CalicoWindows/aaaa.txt");
     let mut i = 0;
@@ -386,9 +384,7 @@ fn a_download_is_extracted_while_it_arrives_and_confirmed_against_the_finished_z
 
 #[test]
 fn a_download_that_fails_or_never_starts_ends_the_follower() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let zip = dir.path().join("r.zip");
-    zip_of(&zip, &borrowed(&release("calico.exe")));
+    let (dir, zip) = zipped(&release("calico.exe"));
     let bytes = fs_err::read(&zip).expect("zip");
     let part = dir.path().join("r.zip.part");
     let staging = dir.path().join("staging");
@@ -476,17 +472,7 @@ fn find(hay: &[u8], needle: &[u8]) -> usize {
 #[test]
 fn a_sas_urls_signature_is_said_nowhere() {
     let url = "https://acct.blob.core.windows.net/rel/calico-windows-v3.30.0.zip?sv=2022-11-02&sp=r&sig=Zm9vYmFy%2Bsig%3D";
-    let want = Want {
-        chosen: true,
-        source: Source::parse(url),
-        sha256: None,
-        version: None,
-        allow_http: false,
-        skip_checksum: false,
-        ca_pem: None,
-        timeout: Duration::from_secs(1),
-        idle_timeout: Duration::from_secs(1),
-    };
+    let want = want(Source::parse(url));
     let said = [
         want.source.show(),
         check_url(&want, url).expect_err("no checksum").to_string(),

@@ -252,13 +252,6 @@ pub fn read_binary_version(mut f: impl Read) -> std::io::Result<Option<CalicoVer
     Ok(scan.finish())
 }
 
-/// The version a binary's bytes record, for a binary already in memory (a simulated one).
-pub fn version_in(bytes: &[u8]) -> Option<CalicoVersion> {
-    let mut scan = VersionScan::default();
-    scan.feed(bytes);
-    scan.finish()
-}
-
 /// The longest version text read after the marker (`v3.31.2-0.dev-123-gabcdef012345` is 31).
 const VERSION_TEXT_CAP: usize = 64;
 
@@ -375,6 +368,13 @@ mod tests {
         CalicoVersion::parse(s).expect("version")
     }
 
+    /// The version bytes already in memory record.
+    fn version_in(bytes: &[u8]) -> Option<CalicoVersion> {
+        let mut scan = VersionScan::default();
+        scan.feed(bytes);
+        scan.finish()
+    }
+
     /// `version.PluginSupports` in `cni-plugin/pkg/plugin/plugin.go`, read at each tag: v3.22.0
     /// "0.1.0".."0.3.1"; v3.23.0, v3.24.0, v3.26.0 and every later one read (to v3.32.1) add
     /// "0.4.0" and "1.0.0".
@@ -477,30 +477,23 @@ mod tests {
     #[test]
     fn the_version_is_read_from_the_go_build_information_across_block_boundaries() {
         let dir = tempfile::tempdir().expect("tmp");
+        let read = |name: &str, bytes: &[u8]| {
+            let p = dir.path().join(name);
+            fs_err::write(&p, bytes).expect("write");
+            read_binary_version(fs_err::File::open(&p).expect("open")).expect("read")
+        };
         let line = b"\tbuild\t-ldflags=\"-X github.com/projectcalico/calico/pkg/buildinfo.Version=v3.31.2 -X github.com/projectcalico/calico/pkg/buildinfo.GitRevision=abc\"\n";
         // Put the marker across the 64 KiB block boundary, and at the very end.
         for offset in [0usize, (1 << 16) - 30, (1 << 16) * 3 - 5] {
             let mut bytes = vec![0u8; offset];
             bytes.extend_from_slice(line);
-            let p = dir.path().join(format!("calico-node-{offset}.exe"));
-            fs_err::write(&p, &bytes).expect("write");
-            assert_eq!(
-                read_binary_version(fs_err::File::open(&p).expect("open")).expect("read"),
-                Some(v("3.31.2")),
-                "{offset}"
-            );
+            let name = format!("calico-node-{offset}.exe");
+            assert_eq!(read(&name, &bytes), Some(v("3.31.2")), "{offset}");
         }
-        let end = dir.path().join("end.exe");
-        fs_err::write(&end, b"xxbuildinfo.Version=v3.28.1").expect("write");
         assert_eq!(
-            read_binary_version(fs_err::File::open(&end).expect("open")).expect("read"),
+            read("end.exe", b"xxbuildinfo.Version=v3.28.1"),
             Some(v("3.28.1"))
         );
-        let none = dir.path().join("none.exe");
-        fs_err::write(&none, vec![7u8; 200_000]).expect("write");
-        assert_eq!(
-            read_binary_version(fs_err::File::open(&none).expect("open")).expect("read"),
-            None
-        );
+        assert_eq!(read("none.exe", &[7u8; 200_000]), None);
     }
 }

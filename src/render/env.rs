@@ -237,14 +237,7 @@ pub fn parse(text: &str) -> BTreeMap<String, String> {
 mod tests {
     use super::*;
 
-    fn config(sets: &[&str]) -> Config {
-        crate::config::load(&crate::config::Inputs {
-            sets: sets.iter().map(|s| (*s).to_owned()).collect(),
-            ..crate::config::Inputs::default()
-        })
-        .expect("config")
-        .config
-    }
+    use crate::config::tests::from_sets as config;
 
     /// Every key a service's file carries is one `layout::env` names (so docs/configuration.md,
     /// which lists them, is complete): the settings that add a key only when set are all set,

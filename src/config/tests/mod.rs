@@ -1,5 +1,15 @@
 use super::*;
 
+/// The config these `--set`s alone give (for the tests of the modules that build one).
+pub(crate) fn from_sets(sets: &[&str]) -> Config {
+    load(&Inputs {
+        sets: sets.iter().map(|s| (*s).to_owned()).collect(),
+        ..Inputs::default()
+    })
+    .expect("config")
+    .config
+}
+
 fn inputs(yaml: Option<&str>, env: &[(&str, &str)], sets: &[&str]) -> Inputs {
     Inputs {
         file: yaml.map(|y| (PathBuf::from("calico-windows.yaml"), y.to_owned())),
@@ -15,6 +25,20 @@ fn inputs(yaml: Option<&str>, env: &[(&str, &str)], sets: &[&str]) -> Inputs {
         .layer(),
         cluster: Default::default(),
     }
+}
+
+/// The config these `--set`s give over the defaults.
+fn with_sets(sets: &[&str]) -> Config {
+    load(&inputs(None, &[], sets)).expect("valid").config
+}
+
+/// The problems these `--set`s give over the defaults.
+fn set_problems(sets: &[&str]) -> Vec<Problem> {
+    problems(&inputs(None, &[], sets))
+}
+
+fn felix_env(c: &Config) -> std::collections::BTreeMap<String, String> {
+    crate::render::env::environment(c, crate::layout::Role::Felix, None)
 }
 
 fn problems(i: &Inputs) -> Vec<Problem> {
@@ -199,14 +223,10 @@ fn extra_env_cannot_override_managed_variables() {
 
 #[test]
 fn set_adds_single_extra_env_variables() {
-    let l = load(&inputs(
-        None,
-        &[],
-        &["extra_env.felix.FELIX_HEALTHENABLED=true"],
-    ))
-    .expect("valid");
     assert_eq!(
-        l.config.extra_env.felix,
+        with_sets(&["extra_env.felix.FELIX_HEALTHENABLED=true"])
+            .extra_env
+            .felix,
         vec![("FELIX_HEALTHENABLED".to_owned(), "true".to_owned())]
     );
 }
@@ -272,7 +292,7 @@ fn node_ip_takes_an_address_alone_or_with_its_prefix_as_calico_node_does() {
         "0.0.0.0/0",
         "fe80::1",
     ] {
-        let p = problems(&inputs(None, &[], &[&format!("node.ip={bad}")]));
+        let p = set_problems(&[&format!("node.ip={bad}")]);
         assert_eq!(p[0].key.as_deref(), Some("node.ip"), "{bad}");
     }
 }
@@ -282,7 +302,7 @@ fn node_ip_takes_an_address_alone_or_with_its_prefix_as_calico_node_does() {
 #[test]
 fn the_kube_proxy_service_needs_a_calico_network() {
     let path = r"kube_proxy.path=C:\k\kube-proxy.exe";
-    let p = problems(&inputs(None, &[], &["backend=none", path]));
+    let p = set_problems(&["backend=none", path]);
     let kp = p
         .iter()
         .find(|p| p.key.as_deref() == Some("kube_proxy.path"))
@@ -384,9 +404,9 @@ fn a_value_with_blanks_around_it_is_read_alike_from_set_and_environment() {
 
 #[test]
 fn metrics_are_off_by_default_and_need_a_source_range_when_on() {
-    let c = load(&inputs(None, &[], &[])).expect("defaults").config;
+    let c = with_sets(&[]);
     assert!(!c.metrics.enabled);
-    let env = crate::render::env::environment(&c, crate::layout::Role::Felix, None);
+    let env = felix_env(&c);
     // Off leaves Felix's Prometheus to the cluster's FelixConfiguration, as Calico's scripts
     // do (the environment would outrank it); the firewall setting is never rendered.
     for var in [
@@ -397,32 +417,22 @@ fn metrics_are_off_by_default_and_need_a_source_range_when_on() {
         assert!(!env.contains_key(var), "{var}: {env:?}");
     }
 
-    let p = problems(&inputs(None, &[], &["metrics.enabled=true"]));
+    let p = set_problems(&["metrics.enabled=true"]);
     assert_eq!(p.len(), 1, "{p:?}");
     assert_eq!(p[0].key.as_deref(), Some("metrics.source_ranges"));
-    let p = problems(&inputs(
-        None,
-        &[],
-        &[
-            "metrics.enabled=true",
-            "metrics.source_ranges=10.0.0.1/8",
-            "metrics.port=9091",
-        ],
-    ));
+    let p = set_problems(&[
+        "metrics.enabled=true",
+        "metrics.source_ranges=10.0.0.1/8",
+        "metrics.port=9091",
+    ]);
     let keys: Vec<&str> = p.iter().filter_map(|p| p.key.as_deref()).collect();
     assert_eq!(keys, ["metrics.source_ranges", "metrics.port"], "{p:?}");
 
-    let c = load(&inputs(
-        None,
-        &[],
-        &[
-            "metrics.enabled=true",
-            "metrics.source_ranges=10.0.0.0/8,192.168.1.0/24",
-        ],
-    ))
-    .expect("valid")
-    .config;
-    let env = crate::render::env::environment(&c, crate::layout::Role::Felix, None);
+    let c = with_sets(&[
+        "metrics.enabled=true",
+        "metrics.source_ranges=10.0.0.0/8,192.168.1.0/24",
+    ]);
+    let env = felix_env(&c);
     assert_eq!(env["FELIX_PROMETHEUSMETRICSENABLED"], "true");
     assert_eq!(env["FELIX_PROMETHEUSMETRICSPORT"], "9091");
     assert!(!env.contains_key("FELIX_WINDOWSMANAGEFIREWALLRULES"));
@@ -443,7 +453,7 @@ fn metrics_ports_of_the_node_and_felix_prometheus_in_extra_env_are_refused() {
         ("metrics.felix_port=179", "metrics.felix_port"),
         ("metrics.port=9091", "metrics.port"),
     ] {
-        let p = problems(&inputs(None, &[], &[on[0], on[1], set]));
+        let p = set_problems(&[on[0], on[1], set]);
         let keys: Vec<&str> = p.iter().filter_map(|p| p.key.as_deref()).collect();
         assert_eq!(keys, [key], "{set}: {p:?}");
     }
@@ -452,11 +462,7 @@ fn metrics_ports_of_the_node_and_felix_prometheus_in_extra_env_are_refused() {
         "FELIX_PROMETHEUSMETRICSENABLED",
         "felix_prometheusmetricsport",
     ] {
-        let p = problems(&inputs(
-            None,
-            &[],
-            &[on[0], on[1], &format!("extra_env.felix.{var}=false")],
-        ));
+        let p = set_problems(&[on[0], on[1], &format!("extra_env.felix.{var}=false")]);
         assert_eq!(p.len(), 1, "{var}: {p:?}");
         assert!(p[0].message.contains("set by calicoctl-win"), "{p:?}");
     }
@@ -469,18 +475,12 @@ fn metrics_ports_of_the_node_and_felix_prometheus_in_extra_env_are_refused() {
 /// so is `FELIX_WINDOWSMANAGEFIREWALLRULES`.
 #[test]
 fn with_metrics_off_felix_prometheus_in_extra_env_is_rendered_as_given() {
-    let c = load(&inputs(
-        None,
-        &[],
-        &[
-            "extra_env.felix.FELIX_PROMETHEUSMETRICSENABLED=true",
-            "extra_env.felix.FELIX_PROMETHEUSMETRICSPORT=9191",
-            "extra_env.felix.FELIX_WINDOWSMANAGEFIREWALLRULES=Enabled",
-        ],
-    ))
-    .expect("valid")
-    .config;
-    let env = crate::render::env::environment(&c, crate::layout::Role::Felix, None);
+    let c = with_sets(&[
+        "extra_env.felix.FELIX_PROMETHEUSMETRICSENABLED=true",
+        "extra_env.felix.FELIX_PROMETHEUSMETRICSPORT=9191",
+        "extra_env.felix.FELIX_WINDOWSMANAGEFIREWALLRULES=Enabled",
+    ]);
+    let env = felix_env(&c);
     assert_eq!(env["FELIX_PROMETHEUSMETRICSENABLED"], "true");
     assert_eq!(env["FELIX_PROMETHEUSMETRICSPORT"], "9191");
     assert_eq!(env["FELIX_WINDOWSMANAGEFIREWALLRULES"], "Enabled");
@@ -490,14 +490,10 @@ fn with_metrics_off_felix_prometheus_in_extra_env_is_rendered_as_given() {
 /// IPv6 scraper would reach Felix's port and never calicoctl-win's.
 #[test]
 fn an_ipv6_metrics_source_range_is_refused() {
-    let p = problems(&inputs(
-        None,
-        &[],
-        &[
-            "metrics.enabled=true",
-            "metrics.source_ranges=10.0.0.0/8,fd00::/64",
-        ],
-    ));
+    let p = set_problems(&[
+        "metrics.enabled=true",
+        "metrics.source_ranges=10.0.0.0/8,fd00::/64",
+    ]);
     assert_eq!(p.len(), 1, "{p:?}");
     assert_eq!(p[0].key.as_deref(), Some("metrics.source_ranges"));
     assert!(p[0].message.contains("fd00::/64"), "{p:?}");
@@ -508,14 +504,10 @@ fn an_ipv6_metrics_source_range_is_refused() {
 /// read back as made.
 #[test]
 fn a_metrics_source_range_of_every_address_is_refused() {
-    let p = problems(&inputs(
-        None,
-        &[],
-        &[
-            "metrics.enabled=true",
-            "metrics.source_ranges=10.0.0.0/8,0.0.0.0/0",
-        ],
-    ));
+    let p = set_problems(&[
+        "metrics.enabled=true",
+        "metrics.source_ranges=10.0.0.0/8,0.0.0.0/0",
+    ]);
     assert_eq!(p.len(), 1, "{p:?}");
     assert_eq!(p[0].key.as_deref(), Some("metrics.source_ranges"));
     assert!(p[0].message.contains("0.0.0.0/0"), "{p:?}");

@@ -261,12 +261,32 @@ fn gnp(name: &str, spec: Value) -> Value {
     json!({"apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy", "metadata": {"name": name}, "spec": spec})
 }
 
-/// The rule outcomes of the first policy.
-fn outcomes(c: &Collected) -> Vec<Outcome> {
+fn acls(acls: u64, remote: u64) -> Outcome {
+    Outcome::Acls {
+        acls,
+        local: 0,
+        remote,
+    }
+}
+
+/// The nodes and a Windows pod `srv` labelled `role: server`.
+fn with_server() -> Vec<Value> {
+    let mut objects = nodes();
+    objects.push(pod(
+        "default",
+        "srv",
+        "win",
+        json!({"role": "server"}),
+        Some("10.200.0.1"),
+    ));
+    objects
+}
+
+/// The rule outcomes of policy `i`.
+fn outcomes(c: &Collected, i: usize) -> Vec<Outcome> {
     let eps = crate::policy::endpoints::Endpoints::of(&c.inventory);
     let mut r = Renderer::new(&eps);
-    let p = &c.policies[0];
-    p.rules.iter().map(|x| r.rule(x).0).collect()
+    c.policies[i].rules.iter().map(|x| r.rule(x).0).collect()
 }
 
 /// policysets_test.go `TestMultiIpPortChunks`' selector-cidr policy: IP sets a ∪ f intersected
@@ -300,13 +320,9 @@ fn a_selectors_addresses_are_intersected_with_the_rules_nets() {
             rule(json!(["12.0.0.0/24"])),
         ]}),
     ));
-    let remote = |n| Outcome::Acls {
-        acls: 1,
-        local: 0,
-        remote: n,
-    };
+    let remote = |n| acls(1, n);
     assert_eq!(
-        outcomes(&collected(objects)),
+        outcomes(&collected(objects), 0),
         [remote(3), remote(1), remote(4), Outcome::NoOp]
     );
 }
@@ -340,24 +356,8 @@ fn a_side_above_4000_addresses_or_ports_is_split_into_more_acls() {
         {"action": "Allow", "source": {"nets": ["10.0.0.0/8"]}},
     ]})));
     assert_eq!(
-        outcomes(&collected(objects)),
-        [
-            Outcome::Acls {
-                acls: 3,
-                local: 0,
-                remote: 9_000
-            },
-            Outcome::Acls {
-                acls: 6,
-                local: 0,
-                remote: 9_000
-            },
-            Outcome::Acls {
-                acls: 1,
-                local: 0,
-                remote: 1
-            },
-        ]
+        outcomes(&collected(objects), 0),
+        [acls(3, 9_000), acls(6, 9_000), acls(1, 1),]
     );
 }
 
@@ -365,14 +365,7 @@ fn a_side_above_4000_addresses_or_ports_is_split_into_more_acls() {
 /// (IPv6 entries dropped; none left: a no-op), as `TestFilterNets` shows; ICMPv6 is IPv6.
 #[test]
 fn ipv6_rules_are_skipped_and_ipv6_nets_dropped() {
-    let mut objects = nodes();
-    objects.push(pod(
-        "default",
-        "srv",
-        "win",
-        json!({"role": "server"}),
-        Some("10.200.0.1"),
-    ));
+    let mut objects = with_server();
     objects.push(gnp(
         "v6",
         json!({"selector": "role == 'server'", "ingress": [
@@ -383,16 +376,12 @@ fn ipv6_rules_are_skipped_and_ipv6_nets_dropped() {
         ]}),
     ));
     assert_eq!(
-        outcomes(&collected(objects)),
+        outcomes(&collected(objects), 0),
         [
             Outcome::Skipped,
             Outcome::Skipped,
             Outcome::NoOp,
-            Outcome::Acls {
-                acls: 1,
-                local: 0,
-                remote: 2
-            },
+            acls(1, 2),
         ]
     );
 }
@@ -402,21 +391,14 @@ fn ipv6_rules_are_skipped_and_ipv6_nets_dropped() {
 /// (policysets.go:656-679, `ErrMissingIPSet`).
 #[test]
 fn a_selector_matching_nothing_drops_the_rule() {
-    let mut objects = nodes();
-    objects.push(pod(
-        "default",
-        "srv",
-        "win",
-        json!({"role": "server"}),
-        Some("10.200.0.1"),
-    ));
+    let mut objects = with_server();
     objects.push(gnp(
         "none",
         json!({"selector": "role == 'server'", "ingress": [
             {"action": "Allow", "source": {"selector": "role == 'nobody'"}},
         ]}),
     ));
-    assert_eq!(outcomes(&collected(objects)), [Outcome::EmptyIpSet]);
+    assert_eq!(outcomes(&collected(objects), 0), [Outcome::EmptyIpSet]);
 }
 
 /// felix/calc/rule_scanner.go:594-612 (`combineMatchesIfPossible`): a notSelector beside a
@@ -425,14 +407,7 @@ fn a_selector_matching_nothing_drops_the_rule() {
 /// selector (libcalico-go updateprocessors/rules.go:110-123).
 #[test]
 fn a_not_selector_beside_a_positive_one_is_folded_in() {
-    let mut objects = nodes();
-    objects.push(pod(
-        "default",
-        "srv",
-        "win",
-        json!({"role": "server"}),
-        Some("10.200.0.1"),
-    ));
+    let mut objects = with_server();
     objects.push(pod(
         "default",
         "c1",
@@ -455,15 +430,9 @@ fn a_not_selector_beside_a_positive_one_is_folded_in() {
         "metadata": {"name": "ns-not", "namespace": "default"},
         "spec": {"selector": "role == 'server'", "ingress": [{"action": "Allow", "source": {"notSelector": "has(bad)"}}]}}));
     let c = collected(objects);
-    let remote = |n| Outcome::Acls {
-        acls: 1,
-        local: 0,
-        remote: n,
-    };
-    assert_eq!(outcomes(&c), [remote(1), Outcome::Skipped]);
-    let eps = crate::policy::endpoints::Endpoints::of(&c.inventory);
-    let mut r = Renderer::new(&eps);
-    assert_eq!(r.rule(&c.policies[1].rules[0]).0, remote(2));
+    let remote = |n| acls(1, n);
+    assert_eq!(outcomes(&c, 0), [remote(1), Outcome::Skipped]);
+    assert_eq!(outcomes(&c, 1), [remote(2)]);
 }
 
 /// `k8sRuleToCalico` (libcalico-go conversion.go:999-1077 at v3.31.7) makes one Calico rule per
@@ -471,14 +440,7 @@ fn a_not_selector_beside_a_positive_one_is_folded_in() {
 /// Windows skips (policysets.go:308-312).
 #[test]
 fn a_kubernetes_named_port_skips_only_its_own_protocols_rule() {
-    let mut objects = nodes();
-    objects.push(pod(
-        "default",
-        "srv",
-        "win",
-        json!({"role": "server"}),
-        Some("10.200.0.1"),
-    ));
+    let mut objects = with_server();
     objects.push(
         json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
         "metadata": {"name": "named", "namespace": "default"},
@@ -496,20 +458,7 @@ fn a_kubernetes_named_port_skips_only_its_own_protocols_rule() {
         .iter()
         .map(|x| (x.protocol, r.rule(x).0))
         .collect();
-    assert_eq!(
-        got,
-        [
-            (6, Outcome::Skipped),
-            (
-                17,
-                Outcome::Acls {
-                    acls: 1,
-                    local: 0,
-                    remote: 0
-                }
-            )
-        ]
-    );
+    assert_eq!(got, [(6, Outcome::Skipped), (17, acls(1, 0))]);
     assert_eq!(
         c.policies[0].rules[1].destination.ports,
         [(53, 53), (5353, 5353)]
