@@ -97,22 +97,9 @@ mod tests {
             namespace: "ns".into(),
             run: "r".into(),
             image: "i".into(),
-            peers: Vec::new(),
             checks,
-            skipped: Vec::new(),
-            passed: false,
-            timed_out: false,
-            interrupted: false,
-            lease_lost: None,
-            leftovers_removed: Vec::new(),
-            leftovers_left: Vec::new(),
             cleaned_up: true,
-            cleanup_ms: 0,
-            namespace_given: false,
-            clean_up_error: None,
-            took_ms: 0,
-            node_health: Vec::new(),
-            explained: Vec::new(),
+            ..Report::default()
         }
     }
 
