@@ -101,14 +101,7 @@ pub fn egress_flag(s: &str) -> Result<String, String> {
     let port_ok = port.len() <= 5
         && port.bytes().all(|b| b.is_ascii_digit())
         && port.parse::<u16>().is_ok_and(|p| p > 0);
-    let name_ok = host.len() <= 253
-        && host.split('.').all(|l| {
-            !l.is_empty()
-                && l.len() <= 63
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        });
+    let name_ok = dns_name(host, |b| b.is_ascii_alphanumeric());
     let ip_ok = host.parse::<std::net::Ipv4Addr>().is_ok();
     // A name of digits and dots alone is an address that did not parse.
     let all_digits = host.bytes().all(|b| b.is_ascii_digit() || b == b'.');
@@ -121,20 +114,23 @@ pub fn egress_flag(s: &str) -> Result<String, String> {
 
 /// `--cluster-domain`: a DNS domain (at most 253 characters, lower-case labels).
 pub fn domain_flag(s: &str) -> Result<String, String> {
-    let ok = s.len() <= 253
+    if dns_name(s, |b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!("{s:.80} is not a DNS domain like cluster.local"))
+    }
+}
+
+/// A DNS name: at most 253 characters, labels of at most 63 of `letter` and inner hyphens.
+fn dns_name(s: &str, letter: fn(&u8) -> bool) -> bool {
+    s.len() <= 253
         && s.split('.').all(|l| {
             !l.is_empty()
                 && l.len() <= 63
                 && !l.starts_with('-')
                 && !l.ends_with('-')
-                && l.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        });
-    if ok {
-        Ok(s.to_owned())
-    } else {
-        Err(format!("{s:.80} is not a DNS domain like cluster.local"))
-    }
+                && l.bytes().all(|b| b == b'-' || letter(&b))
+        })
 }
 
 /// What the run is asked to do.
@@ -227,9 +223,7 @@ impl Options {
             said: Said::default(),
         }
     }
-}
 
-impl Options {
     /// The run's names (`objects::Names`): its id the random suffix.
     pub fn names(&self) -> super::objects::Names {
         super::objects::Names::new(&self.suffix, self.namespace.is_some())

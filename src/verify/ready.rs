@@ -1,16 +1,8 @@
-//! `install --verify` and `reconfigure --verify` run just after kubelet restarted or the CNI
-//! config was written: the node may not be Ready yet, and CalicoNode may not yet have said that
-//! Calico's services run. The run waits for both, within its `--timeout`, before it plans:
-//! the Node's `Ready` condition True (kubelet's, `pkg/kubelet/nodestatus/setters.go`
-//! `ReadyCondition`: False while the runtime's network is not ready, "container runtime
-//! network not ready"), and `CalicoWindowsReady` True (`supervise::condition`, set by
-//! CalicoNode when Felix runs and is ready and the Calico network is there). A cordoned node
-//! is not waited for: the plan refuses it at once (`PlanError::NotUsable`), unless it is the
-//! fleet Plan's (`--while-cordoned`), whose verify waits as these do, for `CalicoWindowsReady`
-//! written since CalicoNode's last start (`commands::verify::plan_gate`).
-//!
-//! A `CalicoWindowsReady` True from before the change says nothing of it: the wait takes it
-//! only when written after the command's start (`written_since`).
+//! `install --verify` and `reconfigure --verify` wait, within `--timeout`, for the Node's `Ready`
+//! True (kubelet `pkg/kubelet/nodestatus/setters.go` `ReadyCondition`) and `CalicoWindowsReady`
+//! True written since the command's start (`written_since`) before they plan. A cordoned node
+//! is refused at once (`PlanError::NotUsable`), unless `--while-cordoned`
+//! (`commands::verify::plan_gate`).
 
 use super::matrix::PlanError;
 use super::options::Options;
