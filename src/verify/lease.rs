@@ -15,7 +15,6 @@ use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Stopped, Wait, poll_until};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Api;
-use kube::api::{DeleteParams, Preconditions};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -314,13 +313,7 @@ pub fn delete_lease(c: &Cluster, held: &Held, until: Instant) -> Result<(), Clus
         .metadata
         .resource_version
         .clone();
-    let dp = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: Some(held.uid.clone()),
-            resource_version: version,
-        }),
-        ..Default::default()
-    };
+    let dp = super::probe::only(Some(&held.uid), version.as_deref());
     match c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)) {
         Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
         Err(e) => Err(e),

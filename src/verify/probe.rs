@@ -166,12 +166,7 @@ pub fn delete_namespace_by(
 ) -> Result<bool, ClusterError> {
     let api: Api<Namespace> = Api::all(c.client.clone());
     let what = format!("namespaces/{name}");
-    let mut dp = only(uid);
-    if let Some(v) = version {
-        dp.preconditions
-            .get_or_insert_with(Default::default)
-            .resource_version = Some(v.to_owned());
-    }
+    let dp = only(uid, version);
     let asked = match until {
         Some(u) => c.call_opt_by(u, ("delete", &what), api.delete(name, &dp)),
         None => c.call_opt("delete", &what, api.delete(name, &dp)),
@@ -183,13 +178,14 @@ pub fn delete_namespace_by(
     }
 }
 
-/// DeleteOptions that delete only the object of `uid` (`preconditions.uid`), when given.
-pub fn only(uid: Option<&str>) -> DeleteParams {
+/// DeleteOptions that delete only the object of `uid` (and `version`), when given.
+pub fn only(uid: Option<&str>, version: Option<&str>) -> DeleteParams {
+    let preconditions = kube::api::Preconditions {
+        uid: uid.map(str::to_owned),
+        resource_version: version.map(str::to_owned),
+    };
     DeleteParams {
-        preconditions: uid.map(|u| kube::api::Preconditions {
-            uid: Some(u.to_owned()),
-            resource_version: None,
-        }),
+        preconditions: (uid.is_some() || version.is_some()).then_some(preconditions),
         ..DeleteParams::default()
     }
 }
@@ -369,7 +365,7 @@ pub fn policy(
     if on {
         create(c, &api, &what, &objects::deny_server_ingress(ns, run))
     } else {
-        c.call_opt("delete", &what, api.delete(&name, &only(uid)))
+        c.call_opt("delete", &what, api.delete(&name, &only(uid, None)))
             .map(|_| None)
     }
 }

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{Event, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
-use kube::api::{DeleteParams, ListParams, Preconditions};
+use kube::api::ListParams;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -94,13 +94,8 @@ pub fn judge(
             continue;
         }
         let name = l.metadata.name.clone().unwrap_or_default();
-        let dp = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: l.metadata.uid.clone(),
-                resource_version: l.metadata.resource_version.clone(),
-            }),
-            ..Default::default()
-        };
+        let meta = &l.metadata;
+        let dp = probe::only(meta.uid.as_deref(), meta.resource_version.as_deref());
         let what = format!("leases/{name}");
         match c.call_opt_by(until, ("delete", &what), leases.delete(&name, &dp)) {
             Ok(_) => ran_out.push(id.clone()),
@@ -221,7 +216,7 @@ where
 {
     let name = meta.name.clone().unwrap_or_default();
     let what = format!("{kind}/{name}");
-    let dp = probe::only(meta.uid.as_deref());
+    let dp = probe::only(meta.uid.as_deref(), None);
     gone(c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)))
 }
 

@@ -36,7 +36,7 @@ pub fn force_dead(
         let name = p.metadata.name.clone().unwrap_or_default();
         let dp = DeleteParams {
             grace_period_seconds: Some(0),
-            ..probe::only(p.metadata.uid.as_deref())
+            ..probe::only(p.metadata.uid.as_deref(), None)
         };
         let what = format!("pods/{name}");
         match c.call_opt_by(until, ("delete", &what), pods.delete(&name, &dp)) {
