@@ -211,53 +211,58 @@ fn forget_node_shows_uninstalls_reason_only() {
     }
 }
 
+/// `plan` (a network deleted first, or not, then two files written) run with a stop requested
+/// as its step 2 begins: the run's end, what it said, and whether each file is there.
+fn stopped_at_step_2(
+    past_no_return: bool,
+) -> (
+    Result<Vec<String>, super::ExecError>,
+    Vec<String>,
+    [bool; 2],
+) {
+    use crate::host::Files;
+    let host = host();
+    let (first, second) = (r"C:\CalicoWindows\a.conf", r"C:\CalicoWindows\b.conf");
+    let delete = super::Action::DeleteNetwork {
+        id: "no-such-network".into(),
+        name: "Calico".into(),
+    };
+    let mut plan = vec![write(first), write(second)];
+    if past_no_return {
+        plan.insert(0, delete);
+    }
+    let mut opts = options("reconfigure", true);
+    let stop = crate::duration::Stop::new();
+    opts.stop = stop.clone();
+    let mut said = Vec::new();
+    let ran = super::execute(&host, &plan, opts, &mut |p| match p {
+        super::Progress::Step(2, _, _) => stop.request(),
+        super::Progress::Said(line) => said.push(line.to_owned()),
+        _ => {}
+    });
+    let there = |path| host.read_file(path).expect("read").is_some();
+    (ran, said, [there(first), there(second)])
+}
+
 /// A stop requested while a run goes on (Ctrl-C) fails the next step before it begins, as a
 /// timeout there would: the steps done are undone, the stopped one never ran.
 #[test]
 fn a_stop_fails_the_next_step_before_it_begins_and_the_run_is_undone() {
-    use crate::host::Files;
-    let host = host();
-    let (first, second) = (r"C:\CalicoWindows\a.conf", r"C:\CalicoWindows\b.conf");
-    let mut opts = options("reconfigure", true);
-    let stop = crate::duration::Stop::new();
-    opts.stop = stop.clone();
-    let e = super::execute(&host, &[write(first), write(second)], opts, &mut |p| {
-        if let super::Progress::Step(2, _, _) = p {
-            stop.request();
-        }
-    })
-    .expect_err("stopped");
+    let (ran, _, there) = stopped_at_step_2(false);
+    let e = ran.expect_err("stopped");
     assert_eq!(e.index, 2, "{e:#}");
     assert!(format!("{:#}", e.source).contains("stopped before it began"));
     assert_eq!(e.rollback_failures, Some(Vec::new()));
-    assert_eq!(host.read_file(first).expect("read"), None, "undone");
-    assert_eq!(host.read_file(second).expect("read"), None, "never written");
+    assert_eq!(there, [false, false], "undone, and never written");
 }
 
 /// Past the point of no return (an HNS network deleted) a stop is not honoured: the run finishes
 /// its steps, rather than leave the node half-changed, and says so.
 #[test]
 fn a_stop_past_the_point_of_no_return_lets_the_run_finish() {
-    use crate::host::Files;
-    let host = host();
-    let delete = super::Action::DeleteNetwork {
-        id: "no-such-network".into(),
-        name: "Calico".into(),
-    };
-    let (first, second) = (r"C:\CalicoWindows\a.conf", r"C:\CalicoWindows\b.conf");
-    let mut opts = options("reconfigure", true);
-    let stop = crate::duration::Stop::new();
-    opts.stop = stop.clone();
-    let mut said = Vec::new();
-    let plan = [delete, write(first), write(second)];
-    super::execute(&host, &plan, opts, &mut |p| match p {
-        super::Progress::Step(2, _, _) => stop.request(),
-        super::Progress::Said(line) => said.push(line.to_owned()),
-        _ => {}
-    })
-    .expect("the run finishes");
-    assert!(host.read_file(first).expect("read").is_some());
-    assert!(host.read_file(second).expect("read").is_some());
+    let (ran, said, there) = stopped_at_step_2(true);
+    ran.expect("the run finishes");
+    assert_eq!(there, [true, true]);
     assert!(
         said.iter()
             .any(|l| l.contains("past the point of no return")),
