@@ -261,8 +261,7 @@ pub fn prove(c: &Cluster, held: &Held, made: Option<&str>) -> Result<(), RunErro
 }
 
 /// What the run made kept (`--keep-on-failure`): its Lease written to hold `for_s` more
-/// seconds by the API server's time (without that time, without `renewTime`: judged by its
-/// age, which `for_s` is), after which the next run's sweep deletes them.
+/// seconds, after which the next run's sweep deletes them.
 pub fn keep_for(c: &Cluster, held: &Held, for_s: i64) -> Result<(), ClusterError> {
     let now = keeper::server_time(c);
     held.ending.request();
@@ -274,9 +273,8 @@ pub fn keep_for(c: &Cluster, held: &Held, for_s: i64) -> Result<(), ClusterError
 /// A lease lost: the lease, named, and why.
 pub type Lost = (String, String);
 
-/// The run's Lease as lost by now, if it was (its renewals refused or unanswered until it
-/// would run out; the run was stopped for it): the Lease, named, and why. Read where the
-/// checks end: a loss during the clean-up, every check judged, is the clean-up's to report.
+/// The run's Lease as lost by now, if it was (the run stopped for it): the Lease, named, and
+/// why.
 pub fn lost_by_now(held: &Held) -> Option<Lost> {
     Some((held.named(), held.refused()?))
 }

@@ -33,9 +33,7 @@ pub const DIAL_WITHIN: Duration = Duration::from_secs(10);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// The longest `--pull-timeout` accepted.
 pub const MAX_PULL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
-/// What a run may take beyond `--timeout` and its pull: the sweep of a killed run's objects at
-/// its start (now within `--timeout` too), and the calls in flight at its deadline, each
-/// bounded by the cluster client's own timeout.
+/// What a run may take beyond `--timeout` and its pull: the calls in flight at its deadline.
 const BEYOND: Duration = Duration::from_secs(5 * 60);
 /// A run's objects without a Lease older than this are a killed run's, and the next run
 /// deletes them: no live run lasts as long, since `--timeout` and `--pull-timeout` are capped.
@@ -43,8 +41,7 @@ pub const LEFTOVER_AGE: Duration =
     Duration::from_secs(MAX_TIMEOUT.as_secs() + MAX_PULL_TIMEOUT.as_secs() + BEYOND.as_secs());
 const _: () = assert!(PULL_TIMEOUT.as_secs() <= MAX_PULL_TIMEOUT.as_secs());
 /// The longest the sweep waits for a Terminating leftover to go once it deleted the pods
-/// that held it: the namespace controller finishes it at its next pass, from a second later
-/// to its resync (`--namespace-sync-period`, 5 minutes), which no run waits out.
+/// that held it (the namespace controller's resync is 5 minutes, which no run waits out).
 pub const GONE_WAIT: Duration = Duration::from_secs(5);
 /// The cluster DNS domain the probes' names are asked in when none is given: kubelet's
 /// default `clusterDomain`.
@@ -177,8 +174,7 @@ pub struct Options {
 }
 
 /// The lines a run's waits say, kept in order (at most `Said::MOST`) for the command to show
-/// once the run is over: the runs go on threads of their own, the printer stays with the
-/// command.
+/// once the run is over.
 #[derive(Clone, Debug, Default)]
 pub struct Said(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
 

@@ -85,15 +85,9 @@ pub fn missing(n: &Node, since: Option<i64>) -> Vec<String> {
         .collect()
 }
 
-/// Why a `CalicoWindowsReady` True is not taken as written after `since`: its heartbeat is
-/// not later. CalicoNode writes the condition with `lastHeartbeatTime` from the node's clock,
-/// and beside it the codes annotation with that heartbeat (`cluster::node::report`), at its
-/// start, whenever its verdict changes, and at least every `CONDITION_HEARTBEAT`
-/// (`supervise::condition`, `to_set`). The later of the two is taken (a patch that set the
-/// annotation and not the condition is none: they are one patch). `install --verify` and
-/// `reconfigure --verify` run on that node, so `since`, their start, is read on the same clock
-/// and no skew allowance is made: a heartbeat counts when its whole second is after the start's
-/// (the times are written in whole seconds, so one in the start's own second may precede it).
+/// Why a `CalicoWindowsReady` True is not taken as written after `since`: neither its
+/// `lastHeartbeatTime` nor the codes annotation's heartbeat (`cluster::node::report`, from the
+/// node's clock, which `since` is read on) is in a whole second after it.
 fn written_since(
     n: &Node,
     c: &k8s_openapi::api::core::v1::NodeCondition,

@@ -87,9 +87,8 @@ fn refused(e: ClusterError) -> RunError {
     }
 }
 
-/// The hint of a sweep's failure. A right RBAC refused is named (verb, resource, scope) as
-/// one the sweep needs; an admission webhook's denial is the webhook's, not a missing right
-/// (`cluster::forbidden`); any other failure keeps its own hint.
+/// The hint of a sweep's failure: the right RBAC refused, or the admission webhook that
+/// denied it (`cluster::forbidden`); any other failure keeps its own hint.
 fn refused_hint(e: &ClusterError) -> String {
     let ClusterError::Api {
         code: 403, message, ..
@@ -171,9 +170,8 @@ fn gone(
     )
 }
 
-/// Why a Terminating leftover is left: the pods forced (the namespace controller's next pass
-/// removes it), each pod of ours still there (stopping on a Ready node, its kubelet alive; or
-/// not yet deleted), or, holding none, what the namespace controller says of it.
+/// Why a Terminating leftover is left: the pods forced, each pod of ours still there, or,
+/// holding none, what the namespace controller says of it.
 fn why_left(n: &Namespace, holding: &[&Pod], forced: &[String]) -> String {
     let mut why = Vec::new();
     if !forced.is_empty() {
