@@ -238,13 +238,9 @@ fn replace(path: &Path, contents: &[u8], durable: bool) -> anyhow::Result<()> {
         .with_context(|| format!("cannot replace {}", path.display()))
 }
 
-/// Renames `tmp` (written and flushed) over `path` so that the rename too survives a power
-/// loss: the directory flushed after it (fsync(2): "Calling fsync() does not necessarily
-/// ensure that the entry in the directory containing the file has also reached disk. For
-/// that an explicit fsync() on a file descriptor for the directory is also needed"). On
-/// Windows, which opens no directory to flush without backup semantics, the file renamed is
-/// flushed (`FlushFileBuffers`) as far as it may be opened to write; what is written on the
-/// node goes through `host::windows::files::rename_through`, written through.
+/// Renames `tmp` (written and flushed) over `path`, the directory flushed after it so that the
+/// rename survives a power loss (fsync(2)); on Windows the file renamed is flushed
+/// (`FlushFileBuffers`) as far as it may be opened (the node's writes: `rename_through`).
 pub fn rename_durably(tmp: &Path, path: &Path) -> std::io::Result<()> {
     fs_err::rename(tmp, path)?;
     #[cfg(windows)]

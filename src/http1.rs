@@ -170,14 +170,14 @@ mod tests {
     /// answer ends it there.
     #[test]
     fn the_answer_is_capped_and_a_late_failure_ends_it() {
-        struct Endless;
-        impl Read for Endless {
+        /// A stream answering what `R` reads, taking any request.
+        struct Stream<R>(R);
+        impl<R: Read> Read for Stream<R> {
             fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-                buf.fill(b'x');
-                Ok(buf.len())
+                self.0.read(buf)
             }
         }
-        impl Write for Endless {
+        impl<R> Write for Stream<R> {
             fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
                 Ok(b.len())
             }
@@ -185,15 +185,17 @@ mod tests {
                 Ok(())
             }
         }
+        let endless = || Stream(std::io::repeat(b'x'));
         let later = Instant::now() + std::time::Duration::from_secs(60);
         assert_eq!(
-            exchange(&mut Endless, "GET / HTTP/1.1\r\n\r\n", 100, later)
+            exchange(&mut endless(), "GET / HTTP/1.1\r\n\r\n", 100, later)
                 .expect("read")
                 .len(),
             100
         );
         // Past the deadline nothing more is read: an endless answer under a large cap ends.
-        assert!(exchange(&mut Endless, "x", u64::MAX, Instant::now()).is_err());
+        assert!(exchange(&mut endless(), "x", u64::MAX, Instant::now()).is_err());
+        /// Answers "HTTP" once (unless `.0`), then fails.
         struct Cut(bool);
         impl Read for Cut {
             fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -205,18 +207,10 @@ mod tests {
                 }
             }
         }
-        impl Write for Cut {
-            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-                Ok(b.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
         assert_eq!(
-            exchange(&mut Cut(false), "x", 100, later).expect("read"),
+            exchange(&mut Stream(Cut(false)), "x", 100, later).expect("read"),
             b"HTTP"
         );
-        assert!(exchange(&mut Cut(true), "x", 100, later).is_err());
+        assert!(exchange(&mut Stream(Cut(true)), "x", 100, later).is_err());
     }
 }

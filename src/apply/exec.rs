@@ -1,9 +1,6 @@
-//! The executor. Before an action runs, the journal on the host records it with what undoes
-//! it (a replaced file is backed up first); after it runs, the journal marks it done. When an
-//! action fails, install rolls back every journaled action in reverse; uninstall stops and
-//! keeps its record so that running it again finishes the job. A run that was cut off (power
-//! loss, a killed process) leaves the journal behind: the next run plans again from what the
-//! host is now, and keeps the old entries so that a later rollback still undoes them.
+//! The executor: the journal on the host records each action with its undo before it runs and
+//! marks it done after. On failure install rolls back in reverse; uninstall stops and keeps its
+//! record. A run cut off leaves the journal: the next plans again and keeps the old entries.
 
 use super::journal::{Entry, Journal, Undo, save};
 use super::ready::{restore_routes, wait_ready};

@@ -4,30 +4,16 @@
 use crate::host::{Firewall, FirewallRule, Unset};
 
 fn made() -> FirewallRule {
-    crate::host::FirewallRule {
-        name: "Calico metrics Felix TCP 9091".into(),
-        description: crate::host::firewall::MARKER.into(),
-        protocol: crate::host::Protocol::Tcp,
-        direction: crate::host::Direction::In,
-        program: Some(r"C:\CalicoWindows\calico-node.exe".into()),
-        local_port: 9091,
-        allow: true,
-        enabled: true,
-        profiles: crate::host::ALL_PROFILES,
-        remote_addresses: vec!["0.0.0.0/0".into()],
-        unset: Unset::default(),
-    }
+    super::tests::rule(
+        "Calico metrics Felix TCP 9091",
+        r"C:\CalicoWindows\calico-node.exe",
+        9091,
+        "0.0.0.0/0",
+    )
 }
 
 fn options<'a>() -> super::Options<'a> {
-    super::Options::for_change(
-        "reconfigure",
-        r"C:\CalicoWindows\calicoctl-win.journal.json".into(),
-        true,
-        std::time::Duration::from_secs(1),
-        None,
-        None,
-    )
+    super::tests::options("reconfigure", true)
 }
 
 fn remove() -> super::Action {
@@ -41,7 +27,7 @@ fn remove() -> super::Action {
 /// is kept by the run, said. (It was removed as ours, and the change with it.)
 #[test]
 fn a_run_keeps_a_rule_tightened_in_a_property_we_do_not_set() {
-    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+    let host = super::tests::host();
     host.firewall_add(&made()).expect("add");
     host.admin_edit_firewall_rules(&made().name, |r| {
         r.unset.local_addresses = "10.0.2.15".into();
@@ -69,7 +55,7 @@ fn a_run_keeps_a_rule_narrowed_by_interfaces_edge_options_or_app_container() {
         |r| r.unset.app_container.local_app_package_id = "S-1-15-2-1".into(),
     ];
     for edit in edits {
-        let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+        let host = super::tests::host();
         host.firewall_add(&made()).expect("add");
         host.admin_edit_firewall_rules(&made().name, edit)
             .expect("admin edit");
@@ -91,7 +77,7 @@ fn a_run_keeps_a_rule_narrowed_by_interfaces_edge_options_or_app_container() {
 /// compared exactly.)
 #[test]
 fn a_run_removes_our_rule_read_back_otherwise_and_its_undo_puts_back_what_was_read() {
-    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+    let host = super::tests::host();
     let read_back = FirewallRule {
         name: made().name.to_ascii_lowercase(),
         remote_addresses: Vec::new(),
@@ -123,10 +109,7 @@ fn a_run_removes_our_rule_read_back_otherwise_and_its_undo_puts_back_what_was_re
 /// among them, and sets none left at a default in another spelling.
 #[test]
 fn an_undo_from_the_journal_puts_back_every_property_read() {
-    journal_undo_puts_back_every_property_read(
-        &crate::host::sim::SimHost::in_memory("ws2022").expect("host"),
-        false,
-    );
+    journal_undo_puts_back_every_property_read(&super::tests::host(), false);
 }
 
 /// Also the Windows host's, under Wine through the stand-in hnetcfg.dll: `set_unset` itself.

@@ -1,11 +1,7 @@
 //! The host before a command and after its rollback, compared: what a failed run leaves
-//! different (services, files, registry values, HNS networks, host addresses, routes, firewall
-//! rules), each with the command that puts it back, so that "the node is as it was" is said
-//! only when it was measured.
-//!
-//! What is looked at is what the plan names (its services, files, registry values and firewall
-//! rules, and the values CalicoNode writes in Calico's key) and, whole, what creating the
-//! vSwitch changes: the HNS networks, the host's addresses and its routes.
+//! different, each with the command that puts it back. What the plan names (services, files,
+//! registry values, firewall rules, Calico's key) and, whole, what the vSwitch changes (HNS
+//! networks, addresses, routes).
 
 use super::Action;
 use crate::host::{FirewallRule, Host, HostResult, InterfaceAddress, RegValue, ServiceState};

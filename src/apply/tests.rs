@@ -42,15 +42,55 @@ fn debug_output_of_a_planned_file_never_holds_its_contents() {
 }
 
 /// How a repair runs its plan, for the tests: journaled, no rollback, no cluster.
-fn repair_options<'a>() -> super::Options<'a> {
+pub(super) fn repair_options<'a>() -> super::Options<'a> {
+    options("repair", false)
+}
+
+/// How `command` runs its plan: journaled, `rollback` or not, no cluster.
+pub(super) fn options<'a>(command: &'static str, rollback: bool) -> super::Options<'a> {
     super::Options::for_change(
-        "repair",
+        command,
         r"C:\CalicoWindows\calicoctl-win.journal.json".into(),
-        false,
+        rollback,
         std::time::Duration::from_secs(1),
         None,
         None,
     )
+}
+
+pub(super) fn host() -> crate::host::sim::SimHost {
+    crate::host::sim::SimHost::in_memory("ws2022").expect("host")
+}
+
+/// A plan's step writing `path` ("x"), not a secret.
+fn write(path: &str) -> super::Action {
+    super::Action::WriteFile {
+        path: path.into(),
+        from: "rendered".into(),
+        sha256: None,
+        secret: false,
+        replaces: false,
+        foreign: Vec::new(),
+        content: super::Content::Bytes(b"x".to_vec()),
+    }
+}
+
+/// A metrics rule as calicoctl-win makes it: inbound TCP `port` for `program`, from `range`.
+pub(super) fn rule(name: &str, program: &str, port: u16, range: &str) -> crate::host::FirewallRule {
+    use crate::host::{Direction, Protocol};
+    crate::host::FirewallRule {
+        name: name.into(),
+        description: crate::host::firewall::MARKER.into(),
+        protocol: Protocol::Tcp,
+        direction: Direction::In,
+        program: Some(program.into()),
+        local_port: port,
+        allow: true,
+        enabled: true,
+        profiles: crate::host::ALL_PROFILES,
+        remote_addresses: vec![range.into()],
+        unset: Default::default(),
+    }
 }
 
 /// A repair looks at each endpoint again just before it deletes it (`Options::recheck`): one
@@ -58,7 +98,7 @@ fn repair_options<'a>() -> super::Options<'a> {
 #[test]
 fn an_endpoint_a_new_look_finds_healthy_is_kept() {
     use crate::host::Hns;
-    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+    let host = host();
     let spec = serde_json::json!({"Name": "Calico", "Type": "NAT",
         "SchemaVersion": {"Major": 2, "Minor": 0}});
     let net = host.hns_create_network(&spec.to_string()).expect("network");
@@ -171,85 +211,58 @@ fn forget_node_shows_uninstalls_reason_only() {
     }
 }
 
+/// `plan` (a network deleted first, or not, then two files written) run with a stop requested
+/// as its step 2 begins: the run's end, what it said, and whether each file is there.
+fn stopped_at_step_2(
+    past_no_return: bool,
+) -> (
+    Result<Vec<String>, super::ExecError>,
+    Vec<String>,
+    [bool; 2],
+) {
+    use crate::host::Files;
+    let host = host();
+    let (first, second) = (r"C:\CalicoWindows\a.conf", r"C:\CalicoWindows\b.conf");
+    let delete = super::Action::DeleteNetwork {
+        id: "no-such-network".into(),
+        name: "Calico".into(),
+    };
+    let mut plan = vec![write(first), write(second)];
+    if past_no_return {
+        plan.insert(0, delete);
+    }
+    let mut opts = options("reconfigure", true);
+    let stop = crate::duration::Stop::new();
+    opts.stop = stop.clone();
+    let mut said = Vec::new();
+    let ran = super::execute(&host, &plan, opts, &mut |p| match p {
+        super::Progress::Step(2, _, _) => stop.request(),
+        super::Progress::Said(line) => said.push(line.to_owned()),
+        _ => {}
+    });
+    let there = |path| host.read_file(path).expect("read").is_some();
+    (ran, said, [there(first), there(second)])
+}
+
 /// A stop requested while a run goes on (Ctrl-C) fails the next step before it begins, as a
 /// timeout there would: the steps done are undone, the stopped one never ran.
 #[test]
 fn a_stop_fails_the_next_step_before_it_begins_and_the_run_is_undone() {
-    use crate::host::Files;
-    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
-    let write = |path: &str| super::Action::WriteFile {
-        path: path.into(),
-        from: "rendered".into(),
-        sha256: None,
-        secret: false,
-        replaces: false,
-        foreign: Vec::new(),
-        content: super::Content::Bytes(b"x".to_vec()),
-    };
-    let (first, second) = (r"C:\CalicoWindows\a.conf", r"C:\CalicoWindows\b.conf");
-    let mut opts = super::Options::for_change(
-        "reconfigure",
-        r"C:\CalicoWindows\calicoctl-win.journal.json".into(),
-        true,
-        std::time::Duration::from_secs(1),
-        None,
-        None,
-    );
-    let stop = crate::duration::Stop::new();
-    opts.stop = stop.clone();
-    let e = super::execute(&host, &[write(first), write(second)], opts, &mut |p| {
-        if let super::Progress::Step(2, _, _) = p {
-            stop.request();
-        }
-    })
-    .expect_err("stopped");
+    let (ran, _, there) = stopped_at_step_2(false);
+    let e = ran.expect_err("stopped");
     assert_eq!(e.index, 2, "{e:#}");
     assert!(format!("{:#}", e.source).contains("stopped before it began"));
     assert_eq!(e.rollback_failures, Some(Vec::new()));
-    assert_eq!(host.read_file(first).expect("read"), None, "undone");
-    assert_eq!(host.read_file(second).expect("read"), None, "never written");
+    assert_eq!(there, [false, false], "undone, and never written");
 }
 
 /// Past the point of no return (an HNS network deleted) a stop is not honoured: the run finishes
 /// its steps, rather than leave the node half-changed, and says so.
 #[test]
 fn a_stop_past_the_point_of_no_return_lets_the_run_finish() {
-    use crate::host::Files;
-    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
-    let write = |path: &str| super::Action::WriteFile {
-        path: path.into(),
-        from: "rendered".into(),
-        sha256: None,
-        secret: false,
-        replaces: false,
-        foreign: Vec::new(),
-        content: super::Content::Bytes(b"x".to_vec()),
-    };
-    let delete = super::Action::DeleteNetwork {
-        id: "no-such-network".into(),
-        name: "Calico".into(),
-    };
-    let (first, second) = (r"C:\CalicoWindows\a.conf", r"C:\CalicoWindows\b.conf");
-    let mut opts = super::Options::for_change(
-        "reconfigure",
-        r"C:\CalicoWindows\calicoctl-win.journal.json".into(),
-        true,
-        std::time::Duration::from_secs(1),
-        None,
-        None,
-    );
-    let stop = crate::duration::Stop::new();
-    opts.stop = stop.clone();
-    let mut said = Vec::new();
-    let plan = [delete, write(first), write(second)];
-    super::execute(&host, &plan, opts, &mut |p| match p {
-        super::Progress::Step(2, _, _) => stop.request(),
-        super::Progress::Said(line) => said.push(line.to_owned()),
-        _ => {}
-    })
-    .expect("the run finishes");
-    assert!(host.read_file(first).expect("read").is_some());
-    assert!(host.read_file(second).expect("read").is_some());
+    let (ran, said, there) = stopped_at_step_2(true);
+    ran.expect("the run finishes");
+    assert_eq!(there, [true, true]);
     assert!(
         said.iter()
             .any(|l| l.contains("past the point of no return")),
@@ -262,21 +275,14 @@ fn a_stop_past_the_point_of_no_return_lets_the_run_finish() {
 /// and the rollback says so; alone, it goes. (It was removed by its name.)
 #[test]
 fn a_rollback_leaves_an_added_rule_beside_another_of_its_name() {
-    use crate::host::{Direction, Firewall, FirewallRule, Protocol};
-    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
-    let added = FirewallRule {
-        name: "Calico metrics calicoctl-win TCP 9095".into(),
-        description: crate::host::firewall::MARKER.into(),
-        protocol: Protocol::Tcp,
-        direction: Direction::In,
-        program: Some(r"C:\CalicoWindows\calicoctl-win.exe".into()),
-        local_port: 9095,
-        allow: true,
-        enabled: true,
-        profiles: crate::host::ALL_PROFILES,
-        remote_addresses: vec!["10.0.0.0/8".into()],
-        unset: Default::default(),
-    };
+    use crate::host::{Firewall, FirewallRule};
+    let host = host();
+    let added = rule(
+        "Calico metrics calicoctl-win TCP 9095",
+        r"C:\CalicoWindows\calicoctl-win.exe",
+        9095,
+        "10.0.0.0/8",
+    );
     host.firewall_add(&added).expect("add");
     let admins = FirewallRule {
         program: None,
@@ -301,21 +307,14 @@ fn a_rollback_leaves_an_added_rule_beside_another_of_its_name() {
 /// with a warning naming it; one still as made goes. (It was removed by its name.)
 #[test]
 fn a_planned_removal_keeps_a_rule_an_administrator_changed_since() {
-    use crate::host::{Direction, Firewall, FirewallRule, Protocol};
-    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
-    let made = FirewallRule {
-        name: "Calico metrics Felix TCP 9091".into(),
-        description: crate::host::firewall::MARKER.into(),
-        protocol: Protocol::Tcp,
-        direction: Direction::In,
-        program: Some(r"C:\CalicoWindows\calico-node.exe".into()),
-        local_port: 9091,
-        allow: true,
-        enabled: true,
-        profiles: crate::host::ALL_PROFILES,
-        remote_addresses: vec!["10.0.0.0/8".into()],
-        unset: Default::default(),
-    };
+    use crate::host::{Firewall, FirewallRule};
+    let host = host();
+    let made = rule(
+        "Calico metrics Felix TCP 9091",
+        r"C:\CalicoWindows\calico-node.exe",
+        9091,
+        "10.0.0.0/8",
+    );
     let remove = || super::Action::RemoveFirewallRule {
         name: made.name.clone(),
         made: Some(made.clone()),
@@ -355,7 +354,7 @@ fn a_planned_removal_keeps_a_rule_an_administrator_changed_since() {
 #[test]
 fn a_removal_that_keeps_a_rule_the_plan_makes_again_fails_the_run_before_the_add() {
     use crate::host::{Files, Firewall};
-    let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+    let host = host();
     let felix = r"C:\CalicoWindows\calico-node.exe";
     let metrics = |range: &str| {
         let sets = [
@@ -374,15 +373,7 @@ fn a_removal_that_keeps_a_rule_the_plan_makes_again_fails_the_run_before_the_add
         host.firewall_add(rule).expect("add");
     }
     let file = r"C:\CalicoWindows\a.conf";
-    let mut actions = vec![super::Action::WriteFile {
-        path: file.into(),
-        from: "rendered".into(),
-        sha256: None,
-        secret: false,
-        replaces: false,
-        foreign: Vec::new(),
-        content: super::Content::Bytes(b"x".to_vec()),
-    }];
+    let mut actions = vec![write(file)];
     let wider = metrics("10.1.0.0/16");
     crate::plan::metrics_rules::plan(&host, &wider, felix, &made, None, &mut actions)
         .expect("plan");
@@ -398,14 +389,7 @@ fn a_removal_that_keeps_a_rule_the_plan_makes_again_fails_the_run_before_the_add
     host.admin_edit_firewall_rules(name, |r| r.description = "Prometheus, keep".into())
         .expect("admin edit");
     let admins = host.firewall_rules(name).expect("read");
-    let opts = super::Options::for_change(
-        "reconfigure",
-        r"C:\CalicoWindows\calicoctl-win.journal.json".into(),
-        true,
-        std::time::Duration::from_secs(1),
-        None,
-        None,
-    );
+    let opts = options("reconfigure", true);
     let e = super::execute(&host, &actions, opts, &mut |_| {}).expect_err("refused");
     assert_eq!(e.index, at + 1, "{e:#}");
     let said = format!("{:#}", e.source);

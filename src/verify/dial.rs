@@ -1,17 +1,9 @@
-//! netexec's `/dial`, asked through the API server's pod proxy and its answer read.
-//!
-//! The question (kubernetes/kubernetes `test/images/agnhost/netexec/netexec.go`, `dialHandler`):
-//! `GET /dial?request=R&protocol=http&host=H&port=P&tries=1` makes the pod itself GET
-//! `http://H:P/R` (`dialHTTP`, a 5 s client timeout) and answer 200 with a JSON map:
-//! `responses` (the bodies, present only when the last try answered) and `errors` (each
-//! failure). A host name is resolved in the pod first (`net.ResolveTCPAddr`); one that does not
-//! resolve is a 400 "host and/or port param are invalid". `/hostname` answers the pod's
-//! hostname, which is its name.
-//!
-//! The path: kube-apiserver's `pods/proxy` subresource with `NAME:PORT`
-//! (`pkg/registry/core/pod/rest/subresources.go` `ProxyREST`, the port split by
-//! `pkg/registry/core/pod/strategy.go` `ResourceLocation`), so `verify` needs `pods/proxy`
-//! and no `pods/exec`. An API server that cannot reach the pod answers 502/503 itself.
+//! netexec's `/dial`, asked through the API server's pod proxy and its answer read
+//! (kubernetes/kubernetes `test/images/agnhost/netexec/netexec.go`, `dialHandler`: 200 with
+//! `responses` and `errors`, 400 "host and/or port param are invalid" for a name that does not
+//! resolve). The path is `pods/NAME:PORT/proxy` (`pkg/registry/core/pod/rest/subresources.go`
+//! `ProxyREST`), so `verify` needs `pods/proxy` and no `pods/exec`; an API server that cannot
+//! reach the pod answers 502/503 itself.
 
 use super::image::HTTP_PORT;
 use super::matrix::{Role, Target};

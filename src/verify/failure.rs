@@ -1,8 +1,5 @@
-//! How a finished `verify` run ends the command that ran it (`verify`, `install --verify`):
-//! every check passed, or one failed (exit 1, the checks not judged counted when `--timeout`
-//! cut the rest), or the run was cut short by `--timeout` with none failed (exit 4), by
-//! Ctrl-C (exit 1) or by its lease lost (exit 1: not `--timeout`'s, which more time would
-//! mend, but the cluster's, or another run's).
+//! How a finished `verify` run ends its command: all passed (0), one failed (1), cut short by
+//! `--timeout` with none failed (4), by Ctrl-C or by its lease lost (1).
 
 use super::judge::Outcome;
 use super::run::Report;

@@ -1,21 +1,9 @@
-//! The probe image: agnhost, the image the Kubernetes e2e suites run on Windows and Linux
-//! alike, and the Windows Server builds it is published for.
-//!
-//! kubernetes/kubernetes: `test/utils/image/manifest.go` (`configs[Agnhost]`, from the
-//! promoter's e2e registry `registry.k8s.io/e2e-test-images`); `test/images/agnhost/BASEIMAGE`
-//! lists the variants of the manifest list: `linux/amd64`, `linux/arm64`, ... and
-//! `windows/amd64/1809` and `windows/amd64/ltsc2022` up to 2.61 (every BASEIMAGE stored here);
-//! kubernetes/kubernetes#136727 ("Add Windows Server 2025 support for agnhost image", merged
-//! 2026-02-03, on #132235's `ltsc2025` base images) adds `windows/amd64/ltsc2025`, and
-//! kubernetes/k8s.io#9057 promoted 2.62 to registry.k8s.io as the agnhost "which includes ...
-//! 2025 os support". The BASEIMAGE of 2.62 itself could not be read here (the kubernetes
-//! repository is too large to fetch); its `ltsc2025` key is named as #132235 named it.
-//!
-//! A Windows container must match its host's build under process isolation: containerd picks
-//! the manifest list's variant whose `os.version` is the node's, so each node runs its own from
-//! the one reference, and the probe pod names the variant (`VARIANT_ANNOTATION`). A Windows
-//! node on any other build gets no probe pod from this image (its pull would fail with "no
-//! matching manifest"): `verify` says so and names `--image` for a mirror built for that build.
+//! The probe image: agnhost, which the Kubernetes e2e suites run on Windows and Linux alike
+//! (kubernetes/kubernetes `test/utils/image/manifest.go`, `configs[Agnhost]`;
+//! `test/images/agnhost/BASEIMAGE`: `windows/amd64/1809` and `ltsc2022`, `ltsc2025` from 2.62,
+//! kubernetes/kubernetes#136727, promoted by kubernetes/k8s.io#9057).
+//! containerd picks the variant whose `os.version` is the node's build (process isolation);
+//! a node on another build gets none, and `verify` names `--image` for a mirror.
 
 /// The image `verify` runs unless `--image` names another (a mirror, for air-gapped clusters).
 pub const AGNHOST: &str = "registry.k8s.io/e2e-test-images/agnhost:2.62";

@@ -264,10 +264,9 @@ fn next_step(id: CheckId, node: &str) -> String {
     }
 }
 
-/// The next step of an overlay failure seen from the Linux peer, where calicoctl-win does not
-/// run: its calico-node pod (labelled `k8s-app=calico-node` in `calico-system` by the operator,
-/// tigera/operator release-v1.44 `pkg/controller/utils/component.go`; in `kube-system` by
-/// calico.yaml, projectcalico/calico v3.32.1 `manifests/calico.yaml`), then the Windows node.
+/// The next step of an overlay failure seen from the Linux peer: its calico-node pod
+/// (`k8s-app=calico-node`: tigera/operator release-v1.44 `pkg/controller/utils/component.go`,
+/// projectcalico/calico v3.32.1 `manifests/calico.yaml`), then the Windows node.
 fn linux_peer_step(node: &str) -> String {
     format!(
         "allow UDP 4789 between the nodes; on {node}: its calico-node pod must be Ready ('kubectl get pods -A -l k8s-app=calico-node --field-selector spec.nodeName={node}') and its log say why not ('kubectl logs -n NAMESPACE POD -c calico-node'); on the Windows node: 'calicoctl-win status' (vni-hns, vni-cluster: the VNI must match Felix's; address-mismatch: the node's BGP address against its InternalIP)"

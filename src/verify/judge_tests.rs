@@ -11,6 +11,14 @@ fn pod(name: &str, ip: Option<&str>) -> PodState {
     }
 }
 
+/// The finding of a failed outcome.
+fn finding(o: Outcome) -> Finding {
+    match o {
+        Outcome::Fail { finding } => finding,
+        o => panic!("not a failure: {o:?}"),
+    }
+}
+
 fn code(o: &Outcome) -> Option<Code> {
     match o {
         Outcome::Fail { finding } => Some(finding.code),
@@ -27,24 +35,14 @@ fn a_pod_without_an_address_is_the_cnis_with_its_events() {
         vec!["FailedCreatePodSandBox: plugin type=\"calico\" failed: no IPAM block".into()];
     let o = pods(&[pod("client-local", Some("10.0.0.2")), stuck]);
     assert_eq!(code(&o), Some(Code::TrafficCni));
-    let Outcome::Fail { finding } = o else {
-        unreachable!()
-    };
+    let f = finding(o);
+    for said in ["ContainerCreating", "no IPAM block"] {
+        assert!(f.message.contains(said), "{said}: {}", f.message);
+    }
     assert!(
-        finding.message.contains("ContainerCreating"),
-        "{}",
-        finding.message
-    );
-    assert!(
-        finding.message.contains("no IPAM block"),
-        "{}",
-        finding.message
-    );
-    assert!(
-        finding
-            .remedy
-            .as_deref()
-            .unwrap_or("")
+        f.remedy
+            .clone()
+            .unwrap_or_default()
             .contains("calicoctl-win status")
     );
     assert_eq!(pods(&[pod("server", Some("10.0.0.1"))]), Outcome::Pass);
@@ -90,11 +88,10 @@ fn each_dialling_check_names_its_own_layer() {
     // Seen from the Linux peer, where calicoctl-win does not run: its calico-node pod.
     let mut linux = pod("client-linux", Some("10.0.0.3"));
     linux.node = "linux-1".into();
-    let Outcome::Fail { finding } = dial(CheckId::LinuxToWindows, &linux, "x", &timeout, None)
-    else {
-        unreachable!()
-    };
-    let next = finding.remedy.clone().unwrap_or_default();
+    let next = finding(dial(CheckId::LinuxToWindows, &linux, "x", &timeout, None))
+        .remedy
+        .clone()
+        .unwrap_or_default();
     assert!(
         !next.contains("on linux-1: 'calicoctl-win status'"),
         "{next}"
@@ -140,19 +137,12 @@ fn a_policy_never_applied_or_never_removed_is_felixs() {
     };
     let o = policy(CheckId::PolicyApplied, &from, &never);
     assert_eq!(code(&o), Some(Code::TrafficPolicy));
-    let Outcome::Fail { finding } = o else {
-        unreachable!()
-    };
-    assert!(finding.message.contains("still answered") && finding.message.contains("30 s"));
-    let o = policy(CheckId::PolicyRemoved, &from, &never);
-    let Outcome::Fail { finding } = o else {
-        unreachable!()
-    };
-    assert!(
-        finding.message.contains("still refused"),
-        "{}",
-        finding.message
-    );
+    let message = finding(o).message.clone();
+    assert!(message.contains("still answered") && message.contains("30 s"));
+    let message = finding(policy(CheckId::PolicyRemoved, &from, &never))
+        .message
+        .clone();
+    assert!(message.contains("still refused"), "{message}");
 }
 
 /// A probe pod kube-scheduler placed on no node is the scheduler's, named `scheduling` with
@@ -166,20 +156,12 @@ fn an_unscheduled_pod_is_named_by_the_scheduling_layer_not_the_cni() {
     );
     let o = pods(&[pod("client-local", Some("10.244.0.2")), p]);
     assert_eq!(code(&o), Some(Code::TrafficScheduling));
-    let Outcome::Fail { finding } = &o else {
-        panic!("{o:?}")
-    };
+    let f = finding(o);
     assert!(
-        finding.message.contains("untolerated taint {gpu: yes}"),
+        f.message.contains("untolerated taint {gpu: yes}"),
         "{}",
-        finding.message
+        f.message
     );
-    assert!(
-        finding
-            .remedy
-            .as_deref()
-            .is_some_and(|r| r.contains("kubectl describe node win-a")),
-        "{:?}",
-        finding.remedy
-    );
+    let remedy = f.remedy.clone().unwrap_or_default();
+    assert!(remedy.contains("kubectl describe node win-a"), "{remedy}");
 }

@@ -17,13 +17,9 @@ pub fn lease_s() -> i64 {
     i64::try_from(LEASE.as_secs()).unwrap_or(60)
 }
 
-/// The API server's time: its `Date` now, else the last `Date` this server sent this client
-/// moved on by the monotonic time since (`Cluster::server_clock`) while that `Date` is
-/// younger than a renewal's interval (`RENEW`: an older one may miss a suspend of a Linux
-/// host, whose CLOCK_MONOTONIC stops then; Windows' QueryPerformanceCounter does not); `None` when
-/// it has sent none, or only an older one (never this host's wall clock: a lease written by a clock behind the server's would
-/// be expired at once, and another run would take over or delete a living run's). A lease
-/// without that time is not written: judged by its age.
+/// The API server's time: its `Date` now, else the last one moved on by the monotonic time
+/// while younger than `RENEW` (`Cluster::server_clock`); `None` otherwise, never this host's
+/// wall clock (a lease written behind the server's clock would be expired at once).
 pub fn server_time(c: &Cluster) -> Option<i64> {
     server_time_unless(c, None)
 }
@@ -58,12 +54,9 @@ pub(super) fn server_time_sent(
 /// object read is still the run's.
 pub type Change<'a, K> = (&'a dyn Fn(K) -> K, &'a dyn Fn(&K) -> bool);
 
-/// One write of a lease: `change` written on `last` (the object as the run last wrote or
-/// read it, which is then the object written), every call cut by `ending` or at `by`. A 409
-/// is looked at again: an object the run's (`ours`: its uid, not being deleted) is written
-/// once more on the object read (a renewal the run gave up on that the server committed all
-/// the same moved its resourceVersion); one deleted (404) or not the run's is `Some(false)`,
-/// two conflicts in a row `None` (still the run's, not written).
+/// One write of a lease: `change` written on `last` (then the object written), every call cut
+/// by `ending` or at `by`. On a 409 an object still `ours` is read and written once more; one
+/// deleted or not the run's is `Some(false)`, two conflicts in a row `None`.
 pub fn write<K>(
     c: &Cluster,
     (api, name, what): (&Api<K>, &str, &str),

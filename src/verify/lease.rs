@@ -1,12 +1,9 @@
-//! A run's Lease (coordination.k8s.io/v1, k8s-openapi's type) in the namespace it runs in,
-//! its own or one given: named for the run (`Names::lease`), labelled with its id, written by
-//! the API server's time (`keeper::server_time`) for `LEASE` and renewed every `RENEW` while
-//! the run lives, each write an update carrying the resourceVersion the run last wrote
-//! (`keeper::write`). Its create refusing a name taken (409: kube-apiserver's `Create`,
-//! `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go`) keeps two runs'
-//! ids apart. Whether one ran out is read as client-go reads it (`renewTime` +
-//! `leaseDurationSeconds`: `tools/leaderelection/resourcelock/leaselock.go`), against the
-//! API server's `Date`, never this host's clock.
+//! A run's Lease (coordination.k8s.io/v1) in the namespace it runs in: named for the run
+//! (`Names::lease`), written by the API server's time (`keeper::server_time`) and renewed every
+//! `RENEW` with the resourceVersion last written (`keeper::write`). A create refused 409 keeps
+//! two runs apart (kube-apiserver `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/
+//! store.go`); run out as client-go reads it (`tools/leaderelection/resourcelock/leaselock.go`),
+//! against the server's `Date`.
 
 use super::keeper::{self, server_time_sent};
 use super::matrix::{PlanError, RunError};
@@ -18,7 +15,6 @@ use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Stopped, Wait, poll_until};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Api;
-use kube::api::{DeleteParams, Preconditions};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -227,10 +223,8 @@ pub fn keep(c: &Cluster, held: &Held, (run, every): (&Stop, Duration), say: &mut
     keep_renewed(c, held, (&what, run, every), say);
 }
 
-/// The Lease's first renewal, before any pod is made: proves that the run may renew it (the
-/// identity's `update leases`), so that a run that could not keep it refuses before it runs;
-/// refused, the Lease is deleted, or the namespace the run made (`made`: its uid), by its uid
-/// (nothing of the run's is in it yet).
+/// The Lease's first renewal, before any pod is made, proves the run may renew it; refused,
+/// the Lease (or the namespace the run made, `made`) is deleted by its uid.
 pub fn prove(c: &Cluster, held: &Held, made: Option<&str>) -> Result<(), RunError> {
     let Some(now) = keeper::server_time(c) else {
         return Ok(());
@@ -267,8 +261,7 @@ pub fn prove(c: &Cluster, held: &Held, made: Option<&str>) -> Result<(), RunErro
 }
 
 /// What the run made kept (`--keep-on-failure`): its Lease written to hold `for_s` more
-/// seconds by the API server's time (without that time, without `renewTime`: judged by its
-/// age, which `for_s` is), after which the next run's sweep deletes them.
+/// seconds, after which the next run's sweep deletes them.
 pub fn keep_for(c: &Cluster, held: &Held, for_s: i64) -> Result<(), ClusterError> {
     let now = keeper::server_time(c);
     held.ending.request();
@@ -280,9 +273,8 @@ pub fn keep_for(c: &Cluster, held: &Held, for_s: i64) -> Result<(), ClusterError
 /// A lease lost: the lease, named, and why.
 pub type Lost = (String, String);
 
-/// The run's Lease as lost by now, if it was (its renewals refused or unanswered until it
-/// would run out; the run was stopped for it): the Lease, named, and why. Read where the
-/// checks end: a loss during the clean-up, every check judged, is the clean-up's to report.
+/// The run's Lease as lost by now, if it was (the run stopped for it): the Lease, named, and
+/// why.
 pub fn lost_by_now(held: &Held) -> Option<Lost> {
     Some((held.named(), held.refused()?))
 }
@@ -319,27 +311,17 @@ pub fn delete_lease(c: &Cluster, held: &Held, until: Instant) -> Result<(), Clus
         .metadata
         .resource_version
         .clone();
-    let dp = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: Some(held.uid.clone()),
-            resource_version: version,
-        }),
-        ..Default::default()
-    };
+    let dp = super::probe::only(Some(&held.uid), version.as_deref());
     match c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)) {
         Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
         Err(e) => Err(e),
     }
 }
 
-/// Renews `lease` every `every` (`RENEW`; for `LEASE` from the API server's time) until the
-/// run is over or the lease is not its own: run beside the run, on a thread of its own. Each
-/// renewal (the server's `Date`, the update, a 409's re-read and retry, all together) ends by
-/// `every` after it began. Once `REFUSALS_BEFORE_LOST` intervals (`LEASE − RENEW`) passed
-/// since the last renewal written began, the next could not be written before the lease runs
-/// out under the living run, and another run take it over or delete what it made: the run is
-/// stopped then (`run`), and `Held::lose` told why; so it is, at once, when the lease is not
-/// the run's any more.
+/// Renews `lease` every `every` until the run is over, on a thread of its own, each renewal
+/// bounded by `every`. Once `REFUSALS_BEFORE_LOST` intervals passed since the last renewal
+/// written, or at once when the lease is not the run's any more, the run is stopped
+/// (`Held::lose` told why).
 fn keep_renewed(
     c: &Cluster,
     lease: &Held,

@@ -1,9 +1,6 @@
 //! The matrix: which probe pods go where and which checks run between them, planned from the
-//! cluster's nodes. Pure: the nodes are read elsewhere and handed over as `NodeFacts`.
-//!
-//! Every probe pod runs agnhost's `netexec`, so each serves HTTP and can be told to dial
-//! another (`/dial`): the server on the node under test, a client beside it, one on a Linux
-//! node and one on another Windows node when the cluster has one.
+//! cluster's nodes (`NodeFacts`). Every probe pod runs agnhost's `netexec`: the server on the
+//! node under test, a client beside it, one on a Linux node and one on another Windows node.
 
 use super::image;
 use k8s_openapi::api::core::v1::{Taint, Toleration};
@@ -68,14 +65,12 @@ impl Role {
     }
 }
 
-/// The label every object of a run carries, its value the run's id: the run's clean-up, and
-/// the sweep of a run whose Lease ran out, delete by it, and the Service and the policy
-/// select only their run's pods by it.
+/// The label every object of a run carries, its value the run's id: the clean-up and the sweep
+/// delete by it, the Service and the policy select by it.
 pub const RUN_LABEL: &str = "calicoctl-win.projectcalico.org/verify-run";
 
-/// A run's names (the objects are objects.rs'): its id (`RUN_LABEL`'s value, its Lease's
-/// name's end) and the tag its objects' names end with: none in a namespace of its own, `-ID`
-/// in a namespace given, where runs meet and go at once.
+/// A run's names: its id (`RUN_LABEL`'s value) and its objects' names' tag: none in a
+/// namespace of its own, `-ID` in a namespace given.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Names {
     pub id: String,
@@ -266,9 +261,8 @@ pub enum PlanError {
         taint: String,
         key: String,
     },
-    /// The run's Lease could not be written: refused at its first renewal, before any pod, or at every renewal until it
-    /// would run out (another run could then delete what this one still uses). `fate` says
-    /// what became of what the run made.
+    /// The run's Lease refused at its first renewal, or at every renewal until it would run
+    /// out; `fate` says what became of what the run made.
     #[error("the run's lease on {lease} could not be renewed: {cause}; {fate}")]
     LeaseLost {
         lease: String,
@@ -470,13 +464,9 @@ fn peer(
     Err(format!(": {}", passed_over.join("; ")))
 }
 
-/// Why a node cannot carry a peer's probe pod: not Ready or cordoned (a cordoned node is being
-/// drained or maintained), or any `NoSchedule` or `NoExecute` taint. A peer is chosen, not the
-/// node asked about, so it need not tolerate what keeps pods off a node: such a node is kept
-/// for others (a control plane, GPU or Windows-only pool), and some run no pod of ours at all
-/// (EKS Fargate's `eks.amazonaws.com/compute-type=fargate:NoSchedule`, a virtual kubelet's
-/// `virtual-kubelet.io/provider=...:NoSchedule`): a probe pod there never gets an address and
-/// would be blamed on the node under test.
+/// Why a node cannot carry a peer's probe pod: not Ready or cordoned, or any `NoSchedule` or
+/// `NoExecute` taint (a node kept for others, such as EKS Fargate's
+/// `eks.amazonaws.com/compute-type=fargate:NoSchedule`, runs no pod of ours).
 fn unfit(n: &NodeFacts) -> Option<String> {
     if !n.usable {
         return Some("not Ready, or cordoned".into());
@@ -492,16 +482,11 @@ fn taint_text(t: &Taint) -> String {
     }
 }
 
-/// The probe pods' tolerations once kube-apiserver admitted them: theirs (`tolerations`), and
-/// the two the DefaultTolerationSeconds admission plugin (on by default) adds to a pod without
-/// them, `node.kubernetes.io/not-ready` and `node.kubernetes.io/unreachable`, `NoExecute`, for
-/// 300 s (kubernetes `plugin/pkg/admission/defaulttolerationseconds/admission.go`, `Admit`).
-/// The node under test is Ready, so a `not-ready` taint still on it is the node lifecycle
-/// controller's, about to go; any other `NoExecute` taint keeps the probe pods off the node:
-/// kube-scheduler's TaintToleration filter places none there, the kubelet refuses one bound
-/// there anyway (its admission checks every untolerated `NoExecute` taint:
-/// `pkg/kubelet/lifecycle/predicate.go`, `generalFilter`), and the taint-eviction controller
-/// deletes one that runs (`pkg/controller/tainteviction/taint_eviction.go`, `processPodOnNode`).
+/// The probe pods' tolerations once admitted: theirs and the `not-ready`/`unreachable`
+/// `NoExecute` ones for 300 s (kubernetes
+/// `plugin/pkg/admission/defaulttolerationseconds/admission.go`, `Admit`). Any other
+/// `NoExecute` taint keeps them off the node (`pkg/kubelet/lifecycle/predicate.go`,
+/// `generalFilter`).
 fn admitted_tolerations() -> Vec<Toleration> {
     let mut all = tolerations();
     for key in [
@@ -533,10 +518,8 @@ fn windows_unfit(n: &NodeFacts, image: &str) -> Option<String> {
     n.calico_unready.clone()
 }
 
-/// The probe pods' tolerations. The node under test may be tainted for Windows workloads
-/// only: the pod is placed by name, so any `NoSchedule` taint is tolerated; a `NoExecute`
-/// taint is not (the node not Ready or unreachable, or kept for others: a pod there would be
-/// evicted), so a peer with one is passed over (`untolerated`).
+/// The probe pods' tolerations: any `NoSchedule` taint (the pod is placed by name), no
+/// `NoExecute` one.
 pub fn tolerations() -> Vec<Toleration> {
     vec![Toleration {
         operator: Some("Exists".into()),
@@ -545,13 +528,9 @@ pub fn tolerations() -> Vec<Toleration> {
     }]
 }
 
-/// The first taint the tolerations do not tolerate, as kube-scheduler's TaintToleration filter
-/// judges a node: only `NoSchedule` and `NoExecute` taints count (kubernetes
-/// `pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go`, `Filter`, with
-/// `v1helper.FindMatchingUntoleratedTaint`), a toleration tolerating a taint as
-/// `staging/src/k8s.io/api/core/v1/toleration.go` `ToleratesTaint` says: its effect empty or
-/// the taint's, its key empty or the taint's, and `Exists`, or `Equal` (the default) with the
-/// taint's value.
+/// The first `NoSchedule` or `NoExecute` taint the tolerations do not tolerate (kubernetes
+/// `pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go`, `Filter`;
+/// `staging/src/k8s.io/api/core/v1/toleration.go` `ToleratesTaint`).
 pub fn untolerated<'a>(taints: &'a [Taint], tolerations: &[Toleration]) -> Option<&'a Taint> {
     let tolerates = |t: &Toleration, taint: &Taint| {
         let effect = t.effect.as_deref().unwrap_or_default();

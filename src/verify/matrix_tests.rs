@@ -2,13 +2,9 @@ use super::*;
 
 fn win(name: &str, build: &str) -> NodeFacts {
     NodeFacts {
-        name: name.into(),
         os: Os::Windows,
         windows_build: Some(build.into()),
-        usable: true,
-        control_plane: false,
-        taints: Vec::new(),
-        calico_unready: None,
+        ..linux(name, false)
     }
 }
 

@@ -1,8 +1,6 @@
-//! The node's own findings joined to a `verify` report of that node: what `status` knows
-//! (`health::survey` in its own mode, as CalicoNode's minute look judges it) put beside the
-//! failing checks whose layer a finding explains, a stopped CalicoFelix under a policy never
-//! applied. The one join `verify`, `install --verify`, `reconfigure --verify` and the fleet
-//! DaemonSet's scheduled run (`service keep-token --verify-every`) make.
+//! The node's own findings (`health::survey`) joined to a `verify` report of that node: each
+//! put beside the failing checks whose layer it explains (a stopped CalicoFelix under a policy
+//! never applied).
 
 use super::judge::{Explained, Outcome};
 use super::matrix::CheckId;
@@ -41,11 +39,9 @@ pub fn said(r: &Report, check: CheckId) -> Option<String> {
     Some(format!("this node: {}", each.join("; ")))
 }
 
-/// Whether the node's finding `f` bears on a failure of traffic `layer`: what on the node
-/// makes that layer's traffic: Felix programs policy and, with VXLAN, the routes to the other
-/// nodes' pods (projectcalico/calico v3.32.1 `felix/dataplane/windows/policy_mgr.go`,
-/// `vxlan_mgr.go`); CalicoNode makes the Calico network the CNI plugin attaches pods to and
-/// sets the node's address; kube-proxy the Services' load balancers, DNS's among them.
+/// Whether the node's finding `f` bears on a failure of traffic `layer`: Felix programs policy
+/// and VXLAN routes (projectcalico/calico v3.32.1 `felix/dataplane/windows/policy_mgr.go`,
+/// `vxlan_mgr.go`), CalicoNode the Calico network, kube-proxy the Services.
 fn bears_on(layer: Code, f: &Finding) -> bool {
     use Code::*;
     let service = |name: &str| match name {
@@ -97,22 +93,9 @@ mod tests {
             namespace: "ns".into(),
             run: "r".into(),
             image: "i".into(),
-            peers: Vec::new(),
             checks,
-            skipped: Vec::new(),
-            passed: false,
-            timed_out: false,
-            interrupted: false,
-            lease_lost: None,
-            leftovers_removed: Vec::new(),
-            leftovers_left: Vec::new(),
             cleaned_up: true,
-            cleanup_ms: 0,
-            namespace_given: false,
-            clean_up_error: None,
-            took_ms: 0,
-            node_health: Vec::new(),
-            explained: Vec::new(),
+            ..Report::default()
         }
     }
 

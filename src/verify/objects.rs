@@ -60,13 +60,10 @@ pub fn namespace(suffix: &str) -> Namespace {
     }
 }
 
-/// The probe pods' controller: the run's Lease `name` (uid `uid`) in their namespace.
-/// A pod with a controller is evicted by a drain without `--force` (kubectl's
-/// `staging/src/k8s.io/kubectl/pkg/drain/filters.go`, `unreplicatedFilter`: a pod whose
-/// `metav1.GetControllerOf` is set passes; calicoctl-win's `cluster::drain::select` the
-/// same), so a probe pod left on a node never blocks its drain. No `blockOwnerDeletion`, so
-/// that OwnerReferencesPermissionEnforcement asks no right on the Lease's finalizers.
-/// The garbage collector deletes the pods once their controller is gone.
+/// The probe pods' controller: the run's Lease `name` (uid `uid`), so a drain without
+/// `--force` evicts them (kubectl `staging/src/k8s.io/kubectl/pkg/drain/filters.go`,
+/// `unreplicatedFilter`) and the garbage collector deletes them once it is gone. No
+/// `blockOwnerDeletion`: no right on the Lease's finalizers is asked.
 pub fn controller((api_version, kind): (&str, &str), name: &str, uid: &str) -> OwnerReference {
     OwnerReference {
         api_version: api_version.into(),
@@ -129,12 +126,9 @@ pub fn pod(ns: &str, p: &Placement, image: &str, (owner, run): (&OwnerReference,
     }
 }
 
-/// Pod Security's `restricted` profile, met as far as the OS allows: every pod runs as a
-/// non-root user (`check_runAsNonRoot.go`); a Linux pod also with the runtime's seccomp
-/// profile (`check_seccompProfile_restricted.go`). A pod whose `spec.os.name` is windows may
-/// not set Linux's fields (pod validation's `validateWindows`), and the profile exempts it
-/// from them (`seccompProfileRestrictedV1Dot25`, `capabilitiesRestricted_1_25`,
-/// `allowPrivilegeEscalation_1_25`).
+/// Pod Security's `restricted` profile: every pod non-root (`check_runAsNonRoot.go`), a Linux
+/// pod with the runtime's seccomp profile too (`check_seccompProfile_restricted.go`); a
+/// Windows pod may not set Linux's fields (pod validation's `validateWindows`).
 fn pod_security(os: Os) -> PodSecurityContext {
     match os {
         Os::Linux => PodSecurityContext {

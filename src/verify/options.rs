@@ -33,9 +33,7 @@ pub const DIAL_WITHIN: Duration = Duration::from_secs(10);
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// The longest `--pull-timeout` accepted.
 pub const MAX_PULL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
-/// What a run may take beyond `--timeout` and its pull: the sweep of a killed run's objects at
-/// its start (now within `--timeout` too), and the calls in flight at its deadline, each
-/// bounded by the cluster client's own timeout.
+/// What a run may take beyond `--timeout` and its pull: the calls in flight at its deadline.
 const BEYOND: Duration = Duration::from_secs(5 * 60);
 /// A run's objects without a Lease older than this are a killed run's, and the next run
 /// deletes them: no live run lasts as long, since `--timeout` and `--pull-timeout` are capped.
@@ -43,8 +41,7 @@ pub const LEFTOVER_AGE: Duration =
     Duration::from_secs(MAX_TIMEOUT.as_secs() + MAX_PULL_TIMEOUT.as_secs() + BEYOND.as_secs());
 const _: () = assert!(PULL_TIMEOUT.as_secs() <= MAX_PULL_TIMEOUT.as_secs());
 /// The longest the sweep waits for a Terminating leftover to go once it deleted the pods
-/// that held it: the namespace controller finishes it at its next pass, from a second later
-/// to its resync (`--namespace-sync-period`, 5 minutes), which no run waits out.
+/// that held it (the namespace controller's resync is 5 minutes, which no run waits out).
 pub const GONE_WAIT: Duration = Duration::from_secs(5);
 /// The cluster DNS domain the probes' names are asked in when none is given: kubelet's
 /// default `clusterDomain`.
@@ -101,14 +98,7 @@ pub fn egress_flag(s: &str) -> Result<String, String> {
     let port_ok = port.len() <= 5
         && port.bytes().all(|b| b.is_ascii_digit())
         && port.parse::<u16>().is_ok_and(|p| p > 0);
-    let name_ok = host.len() <= 253
-        && host.split('.').all(|l| {
-            !l.is_empty()
-                && l.len() <= 63
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        });
+    let name_ok = dns_name(host, |b| b.is_ascii_alphanumeric());
     let ip_ok = host.parse::<std::net::Ipv4Addr>().is_ok();
     // A name of digits and dots alone is an address that did not parse.
     let all_digits = host.bytes().all(|b| b.is_ascii_digit() || b == b'.');
@@ -121,20 +111,23 @@ pub fn egress_flag(s: &str) -> Result<String, String> {
 
 /// `--cluster-domain`: a DNS domain (at most 253 characters, lower-case labels).
 pub fn domain_flag(s: &str) -> Result<String, String> {
-    let ok = s.len() <= 253
+    if dns_name(s, |b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!("{s:.80} is not a DNS domain like cluster.local"))
+    }
+}
+
+/// A DNS name: at most 253 characters, labels of at most 63 of `letter` and inner hyphens.
+fn dns_name(s: &str, letter: fn(&u8) -> bool) -> bool {
+    s.len() <= 253
         && s.split('.').all(|l| {
             !l.is_empty()
                 && l.len() <= 63
                 && !l.starts_with('-')
                 && !l.ends_with('-')
-                && l.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        });
-    if ok {
-        Ok(s.to_owned())
-    } else {
-        Err(format!("{s:.80} is not a DNS domain like cluster.local"))
-    }
+                && l.bytes().all(|b| b == b'-' || letter(&b))
+        })
 }
 
 /// What the run is asked to do.
@@ -181,8 +174,7 @@ pub struct Options {
 }
 
 /// The lines a run's waits say, kept in order (at most `Said::MOST`) for the command to show
-/// once the run is over: the runs go on threads of their own, the printer stays with the
-/// command.
+/// once the run is over.
 #[derive(Clone, Debug, Default)]
 pub struct Said(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
 
@@ -227,9 +219,7 @@ impl Options {
             said: Said::default(),
         }
     }
-}
 
-impl Options {
     /// The run's names (`objects::Names`): its id the random suffix.
     pub fn names(&self) -> super::objects::Names {
         super::objects::Names::new(&self.suffix, self.namespace.is_some())

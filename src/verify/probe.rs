@@ -146,15 +146,9 @@ pub fn labelled_ours(meta: &kube::api::ObjectMeta) -> bool {
 /// Deletes the namespace (the namespace controller deletes what is in it), only while it is
 /// the object of `uid` and, when given, of `version` (its resourceVersion as read): whether
 /// it is being deleted now (or was gone), `false` when it is not this run's to delete.
-/// kube-apiserver (`pkg/registry/core/namespace/storage/storage.go`, `REST.Delete`) checks
-/// the preconditions first, 409 Conflict for a uid or resourceVersion that is not the
-/// object's ("Precondition failed: UID in precondition", "... ResourceVersion in
-/// precondition"); a namespace already Terminating whose preconditions are met is answered
-/// 200 with the namespace as it is (its finalizers not done), not a 409. So "this delete
-/// took it" is told only with `version`: the first delete marks the namespace Terminating
-/// through an update that moves its resourceVersion, so a later delete carrying the version
-/// read before it meets the 409; with the uid alone, `true` may be a namespace someone else
-/// was already deleting (the callers that pass no version count no removal by it).
+/// kube-apiserver (`pkg/registry/core/namespace/storage/storage.go`, `REST.Delete`) answers
+/// 409 to unmet preconditions and 200 to one already Terminating, so only `version` tells
+/// "this delete took it" (the first delete moves it).
 pub fn delete_namespace(
     c: &Cluster,
     name: &str,
@@ -172,12 +166,7 @@ pub fn delete_namespace_by(
 ) -> Result<bool, ClusterError> {
     let api: Api<Namespace> = Api::all(c.client.clone());
     let what = format!("namespaces/{name}");
-    let mut dp = only(uid);
-    if let Some(v) = version {
-        dp.preconditions
-            .get_or_insert_with(Default::default)
-            .resource_version = Some(v.to_owned());
-    }
+    let dp = only(uid, version);
     let asked = match until {
         Some(u) => c.call_opt_by(u, ("delete", &what), api.delete(name, &dp)),
         None => c.call_opt("delete", &what, api.delete(name, &dp)),
@@ -189,13 +178,14 @@ pub fn delete_namespace_by(
     }
 }
 
-/// DeleteOptions that delete only the object of `uid` (`preconditions.uid`), when given.
-pub fn only(uid: Option<&str>) -> DeleteParams {
+/// DeleteOptions that delete only the object of `uid` (and `version`), when given.
+pub fn only(uid: Option<&str>, version: Option<&str>) -> DeleteParams {
+    let preconditions = kube::api::Preconditions {
+        uid: uid.map(str::to_owned),
+        resource_version: version.map(str::to_owned),
+    };
     DeleteParams {
-        preconditions: uid.map(|u| kube::api::Preconditions {
-            uid: Some(u.to_owned()),
-            resource_version: None,
-        }),
+        preconditions: (uid.is_some() || version.is_some()).then_some(preconditions),
         ..DeleteParams::default()
     }
 }
@@ -240,13 +230,9 @@ pub fn pods(
 pub const EVENTS_PAGE: u32 = 500;
 pub const EVENTS_PAGES: usize = 10;
 
-/// The namespace's events, a page of `EVENTS_PAGE` at a time as kube-apiserver pages a list:
-/// `limit`, then the `continue` of each page's metadata until a page has none (kubernetes
-/// `staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/types.go`, `ListOptions.Limit`: "If more
-/// items exist, the server will set the `continue` field on the list metadata"; a page may
-/// hold fewer, "clients should only use the presence of the continue field to determine
-/// whether more results are available"). At most `EVENTS_PAGES` pages: the events past them
-/// are not read (a pod's events are what the run says of it, not what it needs to run).
+/// The namespace's events, a page of `EVENTS_PAGE` at a time by `limit` and `continue`
+/// (kubernetes `staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/types.go`,
+/// `ListOptions.Limit`), at most `EVENTS_PAGES` pages.
 pub fn events(c: &Cluster, ns: &str) -> Result<Vec<Event>, ClusterError> {
     events_by(c, ns, None)
 }
@@ -321,10 +307,8 @@ fn state(p: &Pod, events: &[Event]) -> PodState {
 }
 
 /// Why kube-scheduler placed the pod on no node, while it is not bound: its `PodScheduled`
-/// condition False with reason `Unschedulable` and the scheduler's message, else its latest
-/// `FailedScheduling` event's. kube-scheduler's `handleSchedulingFailure` records both
-/// (kubernetes `pkg/scheduler/schedule_one.go`; `PodReasonUnschedulable` is "Unschedulable",
-/// `staging/src/k8s.io/api/core/v1/types.go`); a pod bound to a node is past them.
+/// False `Unschedulable` message, else its latest `FailedScheduling` event's (kubernetes
+/// `pkg/scheduler/schedule_one.go`, `handleSchedulingFailure`).
 fn unschedulable(p: &Pod, status: &PodStatus, events: &[String]) -> Option<String> {
     if p.spec
         .as_ref()
@@ -381,7 +365,7 @@ pub fn policy(
     if on {
         create(c, &api, &what, &objects::deny_server_ingress(ns, run))
     } else {
-        c.call_opt("delete", &what, api.delete(&name, &only(uid)))
+        c.call_opt("delete", &what, api.delete(&name, &only(uid, None)))
             .map(|_| None)
     }
 }

@@ -1,16 +1,8 @@
-//! `install --verify` and `reconfigure --verify` run just after kubelet restarted or the CNI
-//! config was written: the node may not be Ready yet, and CalicoNode may not yet have said that
-//! Calico's services run. The run waits for both, within its `--timeout`, before it plans:
-//! the Node's `Ready` condition True (kubelet's, `pkg/kubelet/nodestatus/setters.go`
-//! `ReadyCondition`: False while the runtime's network is not ready, "container runtime
-//! network not ready"), and `CalicoWindowsReady` True (`supervise::condition`, set by
-//! CalicoNode when Felix runs and is ready and the Calico network is there). A cordoned node
-//! is not waited for: the plan refuses it at once (`PlanError::NotUsable`), unless it is the
-//! fleet Plan's (`--while-cordoned`), whose verify waits as these do, for `CalicoWindowsReady`
-//! written since CalicoNode's last start (`commands::verify::plan_gate`).
-//!
-//! A `CalicoWindowsReady` True from before the change says nothing of it: the wait takes it
-//! only when written after the command's start (`written_since`).
+//! `install --verify` and `reconfigure --verify` wait, within `--timeout`, for the Node's `Ready`
+//! True (kubelet `pkg/kubelet/nodestatus/setters.go` `ReadyCondition`) and `CalicoWindowsReady`
+//! True written since the command's start (`written_since`) before they plan. A cordoned node
+//! is refused at once (`PlanError::NotUsable`), unless `--while-cordoned`
+//! (`commands::verify::plan_gate`).
 
 use super::matrix::PlanError;
 use super::options::Options;
@@ -93,15 +85,9 @@ pub fn missing(n: &Node, since: Option<i64>) -> Vec<String> {
         .collect()
 }
 
-/// Why a `CalicoWindowsReady` True is not taken as written after `since`: its heartbeat is
-/// not later. CalicoNode writes the condition with `lastHeartbeatTime` from the node's clock,
-/// and beside it the codes annotation with that heartbeat (`cluster::node::report`), at its
-/// start, whenever its verdict changes, and at least every `CONDITION_HEARTBEAT`
-/// (`supervise::condition`, `to_set`). The later of the two is taken (a patch that set the
-/// annotation and not the condition is none: they are one patch). `install --verify` and
-/// `reconfigure --verify` run on that node, so `since`, their start, is read on the same clock
-/// and no skew allowance is made: a heartbeat counts when its whole second is after the start's
-/// (the times are written in whole seconds, so one in the start's own second may precede it).
+/// Why a `CalicoWindowsReady` True is not taken as written after `since`: neither its
+/// `lastHeartbeatTime` nor the codes annotation's heartbeat (`cluster::node::report`, from the
+/// node's clock, which `since` is read on) is in a whole second after it.
 fn written_since(
     n: &Node,
     c: &k8s_openapi::api::core::v1::NodeCondition,

@@ -29,8 +29,7 @@ pub const CLEANUP_WAIT: Duration = Duration::from_secs(30);
 const LEASE_KIND: (&str, &str) = ("coordination.k8s.io/v1", "Lease");
 
 /// What the run found.
-#[derive(Debug, Serialize)]
-#[cfg_attr(test, derive(Default))]
+#[derive(Debug, Default, Serialize)]
 pub struct Report {
     pub node: String,
     pub namespace: String,
@@ -79,9 +78,7 @@ pub use super::matrix::RunError;
 /// Runs `verify` for one node. `--timeout` bounds it all, the sweep of leftovers and the
 /// cleanup included; the image pull is added to it, up to its own limit.
 pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
-    // `install --verify`/`reconfigure --verify` wait for the node to be Ready first, within
-    // `--timeout` of their own: the checks' clock starts after it, so a node Ready late
-    // still gets its whole window.
+    // `install --verify` waits for Ready within a `--timeout` of its own, before the checks'.
     if o.wait_ready {
         super::ready::wait(c, o, Instant::now() + o.timeout).map_err(|e| match e {
             super::ready::NotReady::Plan(e) => RunError::Plan(e),
@@ -141,12 +138,8 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     Ok(report)
 }
 
-/// A lease lost by the checks' end (`lost`, `lease::lost_by_now`) fails the run (exit 1):
-/// the report carries its finding, the checks done keep their verdicts and the rest were
-/// stopped; it says `interrupted` only when a stop of the whole (`whole`: Ctrl-C, a
-/// container's stop) came. One lost later, during the clean-up, every check judged, leaves
-/// the verdict alone: the clean-up's error says it, unless it already says the Lease was
-/// deleted by another run.
+/// A lease lost by the checks' end fails the run (exit 1), `interrupted` only when `whole`
+/// (Ctrl-C) was stopped too; one lost during the clean-up is said in its error alone.
 fn lease_lost(
     report: &mut Report,
     lost: Option<lease::Lost>,
@@ -172,12 +165,8 @@ fn lease_lost(
     report.interrupted = whole.requested();
 }
 
-/// The run's options with a stop of its own, and that stop cutting this thread's calls until
-/// the guard is dropped. A call in flight when Ctrl-C (or a container's stop) comes ends at
-/// once; the run's own stop is a part of that one, which a lease lost to refused renewals
-/// requests alone, and cuts the run's calls too: one that a stalled server holds would
-/// otherwise keep the run up to the call's own limit (15 s) past the lease judged lost,
-/// beyond its stopped clean-up's bound.
+/// The run's options with a stop of its own (a part of Ctrl-C's, requested alone by a lost
+/// lease), cutting this thread's calls in flight until the guard is dropped.
 fn own_stop(c: &Cluster, o: &Options) -> (Options, crate::cluster::CutHere) {
     c.cut_on(&o.stop);
     let o = Options {
@@ -281,22 +270,14 @@ fn checks_and_clean_up(
         namespace: name.to_owned(),
         run: o.suffix.clone(),
         image: o.image.clone(),
-        peers: Vec::new(),
         checks: ledger.verdicts,
-        skipped: Vec::new(),
         passed,
         timed_out,
         interrupted: stopped,
-        lease_lost: None,
-        leftovers_removed: Vec::new(),
-        leftovers_left: Vec::new(),
         cleaned_up,
-        cleanup_ms: 0,
         namespace_given: o.namespace.is_some(),
         clean_up_error,
-        took_ms: 0,
-        node_health: Vec::new(),
-        explained: Vec::new(),
+        ..Report::default()
     };
     Ok((report, cleaning, lost))
 }
@@ -382,11 +363,8 @@ fn keep_all(c: &Cluster, (ns, (held, made)): (&str, HeldIn), why: &str) -> Optio
 /// The run's Lease, and its namespace's uid when the run made it.
 type HeldIn<'a> = (&'a lease::Held, Option<&'a str>);
 
-/// How long a stopped run's clean-up may take, its every call included (each bounded by what
-/// is left of it): a console closed gives the process about 5 s (Microsoft's
-/// `HandlerRoutine`), and hcsshim terminates a HostProcess container's job 5 s after its stop
-/// (`host::stop`); the deletions are asked for at once, and what is not gone by then the next
-/// run removes (its sweep: the lease, no longer renewed, runs out within a minute).
+/// How long a stopped run's clean-up may take, every call included: a closed console gives
+/// about 5 s (Microsoft's `HandlerRoutine`), as hcsshim gives a HostProcess job (`host::stop`).
 pub const STOPPED_CLEANUP_WAIT: Duration = Duration::from_secs(3);
 
 /// The end of the clean-up's wait: `until`, or soon when the run was stopped.
@@ -443,11 +421,8 @@ fn clean_up(
     }
 }
 
-/// Waits until the run's namespace, deleted, is gone, or `until`: why not, if not. A probe
-/// pod the namespace controller's graceful delete left Terminating on a node not Ready or
-/// gone holds it forever (its kubelet never confirms); positively ours (our label, in our
-/// namespace, deleted by our delete of it), it is deleted at once, by its uid, at each look
-/// (wedged.rs). One on a Ready node is left to its kubelet, which stops it.
+/// Waits until the run's namespace, deleted, is gone, or `until`: why not, if not. Our probe
+/// pods Terminating on a node not Ready are deleted at once at each look (wedged.rs).
 fn wait_gone(c: &Cluster, ns: &str, until: Instant) -> Result<(), String> {
     let unforced = std::cell::RefCell::new(None);
     // Quietly, and not cut by the stop: a stopped run's clean-up comes after it.
@@ -680,11 +655,9 @@ fn make(
         last = now;
         let own = made_at + pods_wait + pull;
         let until = (deadline + pull).min(own);
-        // A sandbox the CNI plugin failed to make is retried by the kubelet (SyncPod records
-        // `FailedCreatePodSandBox` and returns; the pod worker syncs the pod again:
-        // kubernetes/kubernetes pkg/kubelet/kuberuntime/kuberuntime_manager.go `SyncPod` step
-        // 4, pkg/kubelet/pod_workers.go): a failure is transient until it persists past half
-        // the pods' wait, then an answer (pod-address names it with its events).
+        // The kubelet retries a failed sandbox (kubernetes/kubernetes
+        // pkg/kubelet/kuberuntime/kuberuntime_manager.go `SyncPod` step 4): an answer only
+        // once it persists past half the pods' wait.
         let sandbox_persists = now >= made_at + pods_wait / 2 + pull;
         let settled = states.iter().all(|s| {
             // A pull that fails or a container that cannot run is an answer (the kubelet

@@ -1,10 +1,8 @@
 //! Each fault named once: a check that failed because one under it failed is `blocked` by
 //! that one, and a client pod the API server cannot reach is not asked again.
 //!
-//! What lies under what: the Service's backend is the server on the same node, once Ready
-//! (cluster-ip needs pod-to-pod and the kubelet's probe); a name resolves through the cluster DNS Service, whose pods usually run
-//! on Linux (the DNS checks need cluster-ip and windows-to-linux); the policy checks measure a
-//! change of traffic that pod-to-pod proved flows (and its removal, that it was applied).
+//! cluster-ip needs pod-to-pod and the kubelet's probe; the DNS checks cluster-ip and
+//! windows-to-linux (the DNS pods usually run on Linux); the policy checks pod-to-pod.
 
 use super::judge::{Outcome, Verdict};
 use super::matrix::{CheckId, Role};

@@ -1,16 +1,9 @@
-//! What the runs in one namespace made, told apart by their run id (`objects::RUN_LABEL`),
-//! each run holding its Lease there (lease.rs): in a namespace given (`verify --namespace`;
-//! `fleet rbac --identity verify` makes `calicoctl-win-verify`), the sweep at a run's start
-//! and the run's clean-up.
-//!
-//! The sweep deletes what killed runs left: a Lease run out (`lease::run_out`) is deleted
-//! with preconditions, the uid and resourceVersion it was judged by (the generic registry's
-//! `Delete` refuses another, 409: `staging/src/k8s.io/apiserver/pkg/storage/interfaces.go`
-//! `Preconditions.Check`), so that a living run that renewed it meanwhile keeps it; only once
-//! that delete is done are its run's objects deleted, each by its uid (in a namespace of its
-//! own, the namespace: sweep.rs). Objects of a run with no Lease (killed before it wrote one,
-//! or after a sweep deleted it) go once older than `LEFTOVER_AGE`. Only objects carrying
-//! verify's labels are listed, and so touched.
+//! What the runs in one namespace given (`verify --namespace`) made, told apart by their run id
+//! (`objects::RUN_LABEL`), each run holding its Lease there: the sweep at a run's start and
+//! the run's clean-up. A Lease run out is deleted with the uid and resourceVersion it was
+//! judged by (`staging/src/k8s.io/apiserver/pkg/storage/interfaces.go`
+//! `Preconditions.Check`), then its run's objects, each by its uid; objects of a run with no
+//! Lease go once older than `LEFTOVER_AGE`. Only objects with verify's labels are touched.
 
 use super::lease::{Held, older, run_out};
 use super::matrix::{NodeFacts, RunError};
@@ -24,7 +17,7 @@ use k8s_openapi::api::core::v1::{Event, Pod, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
-use kube::api::{DeleteParams, ListParams, Preconditions};
+use kube::api::ListParams;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -101,13 +94,8 @@ pub fn judge(
             continue;
         }
         let name = l.metadata.name.clone().unwrap_or_default();
-        let dp = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: l.metadata.uid.clone(),
-                resource_version: l.metadata.resource_version.clone(),
-            }),
-            ..Default::default()
-        };
+        let meta = &l.metadata;
+        let dp = probe::only(meta.uid.as_deref(), meta.resource_version.as_deref());
         let what = format!("leases/{name}");
         match c.call_opt_by(until, ("delete", &what), leases.delete(&name, &dp)) {
             Ok(_) => ran_out.push(id.clone()),
@@ -228,7 +216,7 @@ where
 {
     let name = meta.name.clone().unwrap_or_default();
     let what = format!("{kind}/{name}");
-    let dp = probe::only(meta.uid.as_deref());
+    let dp = probe::only(meta.uid.as_deref(), None);
     gone(c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)))
 }
 

@@ -1,15 +1,9 @@
-//! The sweep at a run's start of the namespaces killed runs left (ours by the label and
-//! the prefix): one whose run's Lease ran out (deleted as judged: `shared::judge`), or with
-//! no Lease and older than `LEFTOVER_AGE`, is deleted, by the uid and resourceVersion it was
-//! judged by. One marked kept (`objects::KEPT`) is never deleted. One already Terminating with
-//! no living Lease is the namespace controller's, which deletes what is in it with graceful
-//! deletes and keeps the namespace while anything remains (kubernetes
-//! `pkg/controller/namespace/deletion/namespaced_resources_deleter.go`,
-//! `deleteAllContentForGroupVersionResource`, the condition `NamespaceContentRemaining`): a
-//! probe pod on a node not Ready or gone is never confirmed by its kubelet and holds it
-//! forever (wedged.rs). Such pods are deleted at once (grace 0, by their uids) and the
-//! namespace is counted removed only once it is gone; otherwise the run says it is left, and
-//! why. A living run's namespace (its Lease ahead) is never touched.
+//! The sweep at a run's start of the namespaces killed runs left (ours by the label and the
+//! prefix): one whose Lease ran out, or with no Lease and older than `LEFTOVER_AGE`, is deleted
+//! by the uid and resourceVersion it was judged by; one marked kept (`objects::KEPT`) or with a
+//! living Lease never. One Terminating is held by pods on nodes not Ready (kubernetes
+//! `pkg/controller/namespace/deletion/namespaced_resources_deleter.go`): they are deleted at
+//! once (wedged.rs) and the namespace counted removed only once gone, else said left, and why.
 
 use super::matrix::{PlanError, RunError};
 use super::objects;
@@ -93,9 +87,8 @@ fn refused(e: ClusterError) -> RunError {
     }
 }
 
-/// The hint of a sweep's failure. A right RBAC refused is named (verb, resource, scope) as
-/// one the sweep needs; an admission webhook's denial is the webhook's, not a missing right
-/// (`cluster::forbidden`); any other failure keeps its own hint.
+/// The hint of a sweep's failure: the right RBAC refused, or the admission webhook that
+/// denied it (`cluster::forbidden`); any other failure keeps its own hint.
 fn refused_hint(e: &ClusterError) -> String {
     let ClusterError::Api {
         code: 403, message, ..
@@ -177,9 +170,8 @@ fn gone(
     )
 }
 
-/// Why a Terminating leftover is left: the pods forced (the namespace controller's next pass
-/// removes it), each pod of ours still there (stopping on a Ready node, its kubelet alive; or
-/// not yet deleted), or, holding none, what the namespace controller says of it.
+/// Why a Terminating leftover is left: the pods forced, each pod of ours still there, or,
+/// holding none, what the namespace controller says of it.
 fn why_left(n: &Namespace, holding: &[&Pod], forced: &[String]) -> String {
     let mut why = Vec::new();
     if !forced.is_empty() {

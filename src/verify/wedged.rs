@@ -1,17 +1,9 @@
-//! Probe pods that never go: a pod on a node whose kubelet is down stays Terminating, since
-//! kube-apiserver's graceful delete only marks it (`pkg/registry/rest/delete.go`,
-//! `BeforeDelete`: `deletionTimestamp` and the grace period set, the object kept) until the
-//! kubelet confirms with grace 0, which a dead node's never does. The namespace controller
-//! deletes a deleted namespace's pods so too, and keeps the namespace Terminating while one
-//! remains (`pkg/controller/namespace/deletion/namespaced_resources_deleter.go`,
-//! `deleteAllContentForGroupVersionResource`). Pod GC force-deletes such a pod only when its
-//! Node object is gone (`gcOrphaned`, after a 40 s quarantine) or the node is not Ready and
-//! carries the `node.kubernetes.io/out-of-service` taint (`gcTerminating`:
-//! `pkg/controller/podgc/gc_controller.go`), so on a node merely NotReady it stays forever.
-//! A pod of ours (the owner label, in our namespace, deleted by us or by the deletion of our
-//! namespace, its run over or its Lease run out) Terminating on a node not Ready or gone is
-//! deleted with `gracePeriodSeconds: 0`, which `BeforeDelete` lets remove it at once, by its
-//! uid. One on a Ready node is left to its kubelet, which is alive and stops it.
+//! Probe pods that never go: a graceful delete only marks a pod until its kubelet confirms
+//! (kubernetes `pkg/registry/rest/delete.go`, `BeforeDelete`), which a dead node's never does,
+//! and pod GC force-deletes it only once the Node is gone or out-of-service
+//! (`pkg/controller/podgc/gc_controller.go`). A pod of ours Terminating on a node not Ready or
+//! gone is deleted with `gracePeriodSeconds: 0`, by its uid; one on a Ready node is left to its
+//! kubelet.
 
 use super::objects::{OWNER_LABEL, OWNER_VALUE};
 use super::probe;
@@ -44,7 +36,7 @@ pub fn force_dead(
         let name = p.metadata.name.clone().unwrap_or_default();
         let dp = DeleteParams {
             grace_period_seconds: Some(0),
-            ..probe::only(p.metadata.uid.as_deref())
+            ..probe::only(p.metadata.uid.as_deref(), None)
         };
         let what = format!("pods/{name}");
         match c.call_opt_by(until, ("delete", &what), pods.delete(&name, &dp)) {
