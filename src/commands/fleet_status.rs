@@ -40,17 +40,20 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
     let c = ctx.require_cluster()?;
     // One read for the whole fleet: the DaemonSet's interval. Refused, no verdict is judged
     // stale, and that is said.
-    let every = match traffic::scheduled_every(&c, &args.namespace, &args.name) {
-        Ok(e) => e,
-        Err(e) => {
-            ctx.printer.warn(&format!(
-                "cannot read DaemonSet {}/{} ({e}): no CalicoWindowsTraffic verdict is judged stale",
-                args.namespace, args.name
-            ));
-            None
-        }
+    let ds = traffic::daemon_set(&c, &args.namespace, &args.name).unwrap_or_else(|e| {
+        ctx.printer.warn(&format!(
+            "cannot read DaemonSet {}/{} ({e}): no CalicoWindowsTraffic verdict is judged stale",
+            args.namespace, args.name
+        ));
+        None
+    });
+    let every = ds.as_ref().and_then(traffic::every_of);
+    // A DaemonSet read that takes no turns (beside a Plan) has none to show.
+    let turns = match &ds {
+        Some(ds) if !traffic::takes_turns(ds) => Vec::new(),
+        _ => read_turns(ctx, &c, args),
     };
-    let (turns, now) = (read_turns(ctx, &c, args), crate::duration::now());
+    let now = crate::duration::now();
     let (mut rows, mut votes): (Vec<NodeRow>, _) = (Vec::new(), HashVotes::default());
     crate::cluster::node::for_each_windows_node(&c, |n| {
         let mut row = node_row(n, now);

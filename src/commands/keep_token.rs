@@ -81,8 +81,10 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
             }
             Ok(None) => {
                 if args.once {
-                    ctx.printer
-                        .text("calico-node's token is taken: nothing to do");
+                    ctx.printer.text(&format!(
+                        "nothing to do: {}",
+                        left_alone(host.as_ref(), &kubeconfig)
+                    ));
                     ctx.printer.json(&KeepToken {
                         replaced: false,
                         said: None,
@@ -106,7 +108,23 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
 const UNCAUGHT: &str =
     "the process ends where it is, and a verify run under way leaves its namespace to the next run";
 
-/// One look: `None` while the API server takes calico-node's token; else the new token
+/// Why a look changed nothing, for `--once`: no kubeconfig of install's, or a token taken.
+fn left_alone(host: &dyn Host, kubeconfig: &str) -> String {
+    let ours = host.read_file(kubeconfig).ok().flatten().is_some_and(|t| {
+        crate::render::kubeconfig::token_file_of(&String::from_utf8_lossy(&t))
+            == Some(crate::render::kubeconfig::token_path(kubeconfig))
+    });
+    if ours {
+        "calico-node's token is taken".to_owned()
+    } else {
+        format!(
+            "{kubeconfig} is not one install wrote (it names no token file beside it): calicoctl-win keeps no token here"
+        )
+    }
+}
+
+/// One look: `None` while the API server takes calico-node's token, or where install wrote no
+/// kubeconfig; else the new token
 /// written and what was done, in words.
 fn look(
     ctx: &mut Context,
@@ -114,13 +132,22 @@ fn look(
     kubeconfig: &str,
     node: &str,
 ) -> anyhow::Result<Option<String>> {
-    let Some(token) = credentials::node_token(host, kubeconfig)? else {
+    let Some(text) = host.read_file(kubeconfig)? else {
         return Ok(None);
     };
-    let text = host
-        .read_file(kubeconfig)?
-        .ok_or_else(|| anyhow::anyhow!("{kubeconfig} is missing"))?;
     let text = String::from_utf8_lossy(&text);
+    // Only a kubeconfig that reads the token file install writes (`token_path`) is kept: with
+    // `--engine both` the pod runs on nodes the Plan has not reached yet, where a kubeconfig
+    // of Calico's own scripts holds its token inline (calico v3.32.1 node/windows-packaging
+    // install-calico-windows.ps1 fills CalicoWindows/calico-kube-config.template's `token:`),
+    // which a new token file beside it would not replace.
+    let token_path = crate::render::kubeconfig::token_path(kubeconfig);
+    if crate::render::kubeconfig::token_file_of(&text).as_deref() != Some(token_path.as_str()) {
+        return Ok(None);
+    }
+    let Some(token) = credentials::node_token_in(host, &text)? else {
+        return Ok(None);
+    };
     let as_node = Cluster::connect_as_node(kubeconfig, &text, &token, &ctx.env)?;
     match crate::cluster::node::addresses(&as_node, node) {
         Err(ClusterError::Api { code: 401, .. }) => {}

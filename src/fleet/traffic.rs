@@ -107,25 +107,38 @@ pub fn problem(name: &str, t: &Traffic) -> Option<String> {
     })
 }
 
-/// The interval of the fleet DaemonSet's scheduled verify (`every_of`); none without one.
-pub fn scheduled_every(
+/// The fleet DaemonSet, if there is one.
+pub fn daemon_set(
     c: &Cluster,
     namespace: &str,
     name: &str,
-) -> Result<Option<Duration>, ClusterError> {
+) -> Result<Option<DaemonSet>, ClusterError> {
     let api: kube::Api<DaemonSet> = kube::Api::namespaced(c.client.clone(), namespace);
-    let ds = c.call_opt("get", &format!("daemonsets/{name}"), api.get(name))?;
-    Ok(ds.as_ref().and_then(every_of))
+    c.call_opt("get", &format!("daemonsets/{name}"), api.get(name))
+}
+
+/// The command of a DaemonSet's first container.
+fn command_of(ds: &DaemonSet) -> &[String] {
+    let first = ds
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.containers.first());
+    first.and_then(|c| c.command.as_deref()).unwrap_or_default()
 }
 
 /// The `--verify-every=D` of a DaemonSet's first container.
 pub fn every_of(ds: &DaemonSet) -> Option<Duration> {
-    let spec = ds.spec.as_ref()?.template.spec.as_ref()?;
-    let command = spec.containers.first()?.command.as_ref()?;
-    command
+    command_of(ds)
         .iter()
         .find_map(|a| a.strip_prefix(EVERY_FLAG))
         .and_then(|d| crate::duration::parse(d).ok())
+}
+
+/// Whether a DaemonSet's pods take turns (`reconfigure --turn`, `fleet plan --engine
+/// daemonset`); beside a Plan they change nothing and take none.
+pub fn takes_turns(ds: &DaemonSet) -> bool {
+    command_of(ds).iter().any(|a| a.starts_with("--turn="))
 }
 
 #[cfg(test)]

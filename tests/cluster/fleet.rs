@@ -1520,8 +1520,9 @@ fn fleet_status_reads_the_traffic_verdict_against_the_daemonsets_interval() {
         json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
             "metadata": {"name": "calicoctl-win", "namespace": "system-upgrade"},
             "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "calicoctl-win",
-                "command": ["cmd.exe", "/c", "calicoctl-win.exe", "service", "keep-token",
-                    "--verify-every=1h"]}]}}}}),
+                "command": ["cmd.exe", "/c", "calicoctl-win.exe", "reconfigure",
+                    "--turn=system-upgrade/calicoctl-win", "--turns=2", "&&", "calicoctl-win.exe",
+                    "service", "keep-token", "--verify-every=1h"]}]}}}}),
     );
     let run = || {
         let before = api.requests().len();
@@ -1577,6 +1578,21 @@ fn fleet_status_reads_the_traffic_verdict_against_the_daemonsets_interval() {
             || p == "/api/v1/nodes"),
         "{asked:?}"
     );
+    // Beside a Plan (`--engine both`) the DaemonSet takes no turns: none are read.
+    api.lock().objects.get_mut(ds_path).expect("ds")["spec"]["template"]["spec"]["containers"][0]
+        ["command"] = json!([
+        "cmd.exe",
+        "/c",
+        "calicoctl-win.exe",
+        "service",
+        "keep-token"
+    ]);
+    let (_, doc, asked) = run();
+    assert!(
+        !asked.iter().any(|(_, p)| p.contains("leases")),
+        "{asked:?}"
+    );
+    assert_eq!(doc["turns"], json!([]), "{doc}");
     // No DaemonSet schedules verify: no verdict is judged stale, a False still a problem.
     api.lock().objects.remove(ds_path);
     let (code, doc, _) = run();
@@ -1809,6 +1825,23 @@ fn the_daemonset_pod_replaces_a_refused_token_for_its_own_node_only() {
         fs_err::read_to_string(&token_file).expect("token"),
         kept,
         "nothing written"
+    );
+
+    // A node the Plan has not reached (`--engine both`), its kubeconfig Calico's own scripts'
+    // with the refused token inline: nothing is written, as no token file would be read.
+    let kubeconfig = node.c_drive("calicowindows/calico-kube-config");
+    let text = fs_err::read_to_string(&kubeconfig).expect("kubeconfig");
+    let mut inline: Value = serde_json::from_str(&text).expect("kubeconfig");
+    inline["users"][0]["user"] = json!({ "token": kept });
+    fs_err::write(&kubeconfig, inline.to_string()).expect("kubeconfig");
+    fs_err::remove_file(&token_file).expect("token file");
+    let out = keep(&own);
+    let doc = json(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{doc}");
+    assert_eq!(doc["replaced"], false, "{doc}");
+    assert!(
+        !token_file.exists(),
+        "no token file written beside an inline token"
     );
 }
 

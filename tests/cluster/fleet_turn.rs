@@ -329,43 +329,59 @@ fn a_pod_with_nothing_to_change_takes_no_turn() {
 }
 
 /// `fleet plan`'s default `--engine both` writes a system-upgrade-controller Plan taking
-/// `--concurrency` nodes at a time and a DaemonSet: the DaemonSet's pods change nothing (no
-/// `reconfigure`, no turns), so at most `--concurrency` nodes change at once where both run.
+/// `--concurrency` nodes at a time and a DaemonSet whose pods change nothing (no `reconfigure`,
+/// no turns), with every option that adds to the DaemonSet: at most `--concurrency` nodes
+/// change at once where both run.
 #[test]
 fn the_default_output_changes_at_most_concurrency_nodes_at_once() {
-    let (code, doc, err) = super::fleet::fleet_plan(&[
-        "--config",
-        "templates/calico-windows.yaml",
-        "--image",
-        "i:1",
-        "--concurrency",
-        "2",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let docs = doc["manifests"].as_array().expect("manifests");
-    let ds_command: Vec<String> = docs
-        .iter()
-        .filter(|d| d["kind"] == "DaemonSet")
-        .flat_map(|d| {
-            super::fleet::cmd_exe_command(
-                &d["spec"]["template"]["spec"]["containers"][0]["command"],
-            )
-            .into_iter()
-            .map(str::to_owned)
-            .collect::<Vec<_>>()
-        })
-        .collect();
-    let turn = ds_command.iter().find(|a| a.starts_with("--turn="));
-    let mut at_once = 0;
-    if let Some(turns) = ds_command.iter().find_map(|a| a.strip_prefix("--turns=")) {
-        at_once += turns.parse::<u64>().expect("turns");
-    }
-    for plan in docs.iter().filter(|d| d["kind"] == "Plan") {
-        let args = plan["spec"]["upgrade"]["args"].to_string();
-        let shares_turns = turn.is_some_and(|t| args.contains(t.as_str()));
-        if !shares_turns {
-            at_once += plan["spec"]["concurrency"].as_u64().expect("concurrency");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let metrics_on = dir.path().join("calico-windows.yaml");
+    let text = fs_err::read_to_string("templates/calico-windows.yaml").expect("config")
+        + "\nmetrics:\n  enabled: true\n  source_ranges: [10.0.0.0/8]\n";
+    fs_err::write(&metrics_on, text).expect("write");
+    let metrics_on = metrics_on.to_str().expect("utf-8");
+    let options: [&[&str]; 5] = [
+        &[],
+        &["--verify"],
+        &["--verify-every", "1h"],
+        &["--log-containers"],
+        &["--metrics-service"],
+    ];
+    for extra in options {
+        let config = if extra == ["--metrics-service"] {
+            metrics_on
+        } else {
+            "templates/calico-windows.yaml"
+        };
+        let base = ["--config", config, "--image", "i:1", "--concurrency", "2"];
+        let (code, doc, err) = super::fleet::fleet_plan(&[&base[..], extra].concat());
+        assert_eq!(code, 0, "{extra:?}: {err}");
+        let docs = doc["manifests"].as_array().expect("manifests");
+        let plan = docs.iter().find(|d| d["kind"] == "Plan").expect("a Plan");
+        let paced = plan["spec"]["concurrency"].as_u64().expect("concurrency");
+        assert!(paced <= 2, "{extra:?}: the Plan takes {paced}");
+        let ds = docs
+            .iter()
+            .find(|d| d["kind"] == "DaemonSet")
+            .expect("a DaemonSet");
+        for c in ds["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .expect("containers")
+        {
+            let command = super::fleet::cmd_exe_command(&c["command"]);
+            assert!(
+                !command
+                    .iter()
+                    .any(|a| *a == "reconfigure" || a.starts_with("--turn")),
+                "{extra:?}: the DaemonSet beside the Plan changes its node: {command:?}"
+            );
         }
+        assert!(
+            !docs.iter().any(|d| d["kind"] == "Role"
+                && d["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with("-turn"))),
+            "{extra:?}: no turns' Role"
+        );
     }
-    assert!(at_once <= 2, "nodes changed at once: {at_once}");
 }
