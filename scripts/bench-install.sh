@@ -7,10 +7,11 @@
 # the release's size), of `status --offline --verify` (which hashes every file) and of
 # `preflight --offline` and of `--version` (the process alone) beside them, interleaved, with
 # the load average.
-# Usage: scripts/bench-install.sh [RUNS]   (default 21; needs python3 and GNU time: apt-get install -y time)
+# Usage: scripts/bench-install.sh [RUNS]   (default 21; needs python3, openssl and GNU time:
+# apt-get install -y time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for tool in python3 /usr/bin/time; do
+for tool in python3 openssl /usr/bin/time; do
     command -v "$tool" >/dev/null || { echo "bench-install: $tool is needed" >&2; exit 1; }
 done
 cargo build --release --quiet
@@ -42,7 +43,11 @@ host = os.path.join(work, "host")
 subprocess.run([exe, "preflight", "--offline", "--sim-host", host, "--set", "node.name=win-1"],
                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 # calico-node's kubeconfig with a token valid for two years, so that install keeps it and
-# needs no cluster.
+# needs no cluster, and the cluster's CA, as install writes it on a node (with a CA the client
+# trusts it alone; without one it would load the system's root certificates).
+ca = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                     "-nodes", "-keyout", os.path.join(work, "ca.key"), "-subj", "/CN=kubernetes",
+                     "-days", "1"], check=True, capture_output=True).stdout
 claims = base64.urlsafe_b64encode(json.dumps({"exp": int(time.time()) + 2 * 365 * 86400}).encode()).decode().rstrip("=")
 kubeconfig = f"""apiVersion: v1
 kind: Config
@@ -50,6 +55,7 @@ clusters:
 - name: c
   cluster:
     server: https://127.0.0.1:6443
+    certificate-authority-data: {base64.b64encode(ca).decode()}
 users:
 - name: calico-node
   user:

@@ -506,6 +506,32 @@ fn status_asks_the_api_server_whether_it_takes_the_token() {
     assert_eq!(doc["token"]["usable"], true, "{doc}");
 }
 
+/// calico-node's kubeconfig carries the cluster's CA, which alone is trusted (client-go leaves
+/// the system roots out when a CA is given): a server whose certificate another CA signed is
+/// never asked, and the answer is unknown, not taken.
+#[test]
+fn a_server_certificate_from_another_ca_than_the_kubeconfigs_leaves_the_answer_unknown() {
+    let api = FakeApi::calico();
+    let node = installed(&api);
+    let (_, doc, _) = status(&node, false);
+    assert_eq!(doc["token"]["api_server"]["answer"], "accepted", "{doc}");
+    let path = node.c_drive("calicowindows/calico-kube-config");
+    let mut kubeconfig: Value =
+        serde_json::from_str(&fs_err::read_to_string(&path).expect("read")).expect("json");
+    let other = FakeApi::start();
+    kubeconfig["clusters"][0]["cluster"]["certificate-authority-data"] =
+        json!(base64::engine::general_purpose::STANDARD.encode(&other.ca_pem));
+    fs_err::write(&path, kubeconfig.to_string()).expect("write");
+    let asked = api.requests().len();
+    let (_, doc, _) = status(&node, false);
+    assert_eq!(doc["token"]["api_server"]["answer"], "unknown", "{doc}");
+    assert_eq!(
+        api.requests().len(),
+        asked,
+        "the TLS handshake failed first"
+    );
+}
+
 /// A recorded refusal is of the one token it was made with: once 'fetch kubeconfig' wrote a
 /// new token, the old refusal no longer degrades the node.
 #[test]
