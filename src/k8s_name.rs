@@ -73,7 +73,8 @@ pub fn is_label_value(s: &str) -> bool {
 pub struct NodeName(String);
 
 impl NodeName {
-    /// A name a user gave (the config's `node.name`, a flag).
+    /// A name given from outside the API server: the config's `node.name`, `verify --node`,
+    /// the `nodename` file calico-node writes, the services' `NODENAME`.
     pub fn parse(raw: &str) -> Result<Self, String> {
         if is_subdomain(raw) {
             Ok(Self(raw.to_owned()))
