@@ -14,7 +14,7 @@ use crate::health::judge::{Finding, fleet_row};
 pub(crate) struct FleetStatus<'a> {
     pub nodes: &'a [Row<'a>],
     pub findings: &'a std::collections::BTreeMap<String, usize>,
-    pub config_hash: Option<&'a str>,
+    pub config_hash: Option<&'a crate::config::ConfigHash>,
     /// The fleet DaemonSet's `--verify-every`, against which traffic verdicts are judged.
     pub verify_every: Option<String>,
     /// The fleet's turns (`reconfigure --turn`): each slot, its holder and whether it failed.
@@ -70,7 +70,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
         .iter()
         .map(|r| Row {
             row: r,
-            problems: row_troubles(r, fleet_hash.as_deref())
+            problems: row_troubles(r, fleet_hash.as_ref())
                 .iter()
                 .map(|t| fleet_row(&r.name, t))
                 .chain(traffic_findings(r))
@@ -83,7 +83,14 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
             .flat_map(|r| r.problems.iter().map(Into::into)),
     );
     let sentences: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
-    print_table(ctx, &rows, (fleet_hash.as_deref(), &turns));
+    print_table(
+        ctx,
+        &rows,
+        (
+            fleet_hash.as_ref().map(crate::config::ConfigHash::as_str),
+            &turns,
+        ),
+    );
     let findings = code_counts(&rows);
     if !findings.is_empty() {
         let said: Vec<String> = findings
@@ -97,7 +104,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
     ctx.printer.json(&FleetStatus {
         nodes: &judged,
         findings: &findings,
-        config_hash: fleet_hash.as_deref(),
+        config_hash: fleet_hash.as_ref(),
         verify_every: every.map(crate::duration::show),
         turns: &turns,
         healthy,

@@ -78,7 +78,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let ran_as = ran_as(host.as_ref(), &root);
     let ours = Ours {
         id: rec.install_id.as_deref(),
-        hash: rec.config_hash.as_ref().map(|h| h.0.as_str()),
+        hash: rec.config_hash.as_ref(),
     };
     let at = (ran_as, ours);
     let cluster = cluster_part(ctx, grant.as_ref(), at, args.skip_cluster);
@@ -419,7 +419,7 @@ fn another_install(c: &crate::cluster::Cluster, n: &NodeName, ours: Ours<'_>) ->
         _ => (
             ("config", ANNOTATION_CONFIG_HASH),
             theirs.remove(ANNOTATION_CONFIG_HASH)?,
-            ours.hash?,
+            ours.hash?.as_str(),
         ),
     };
     (theirs != ours).then(|| {
@@ -433,7 +433,7 @@ fn another_install(c: &crate::cluster::Cluster, n: &NodeName, ours: Ours<'_>) ->
 #[derive(Clone, Copy)]
 struct Ours<'a> {
     id: Option<&'a str>,
-    hash: Option<&'a str>,
+    hash: Option<&'a crate::config::ConfigHash>,
 }
 
 /// The node uninstall forgets: the one this host's Calico ran as (`ran_as`) when it differs
