@@ -300,8 +300,8 @@ pub struct VerifyArgs {
     /// The Windows nodes to verify, each with a server of its own (repeatable, or several
     /// names after one --node; default: this node's Kubernetes name from the configuration,
     /// node.k8s_node_ref)
-    #[arg(long, value_name = "NAME", num_args = 1..)]
-    pub node: Vec<String>,
+    #[arg(long, value_name = "NAME", num_args = 1.., value_parser = crate::k8s_name::NodeName::parse)]
+    pub node: Vec<crate::k8s_name::NodeName>,
     /// The longest the whole run may take once the images are present, the sweep of a killed
     /// run's namespace and the cleanup included (exit 4 when it passes; at most 10m)
     #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = crate::verify::options::timeout_flag)]

@@ -2,7 +2,8 @@
 //! accepts as a DNS-1123 label (namespaces, most object names), a DNS-1123 subdomain (node
 //! names, policy names), a qualified name (a label key) and a label value. The config's node
 //! name, the fleet's flags, the objects `lint policies` reads and the names calicoctl-win puts
-//! in an API path all use it. A leaf: only `std`.
+//! in an API path all use it; `NodeName` carries a node's name from the edge inward. A leaf:
+//! only `std` and serde.
 
 /// `DNS1123LabelMaxLength`.
 pub const LABEL_MAX: usize = 63;
@@ -58,6 +59,65 @@ pub fn is_qualified_name(s: &str) -> bool {
 /// A label value (`IsValidLabelValue`): empty, or a name part.
 pub fn is_label_value(s: &str) -> bool {
     s.is_empty() || is_name_part(s)
+}
+
+/// A Kubernetes node's name: a DNS-1123 subdomain, as kube-apiserver requires of every Node
+/// (kubernetes/kubernetes pkg/apis/core/validation/validation.go: `ValidateNodeName` is
+/// apimachinery's `NameIsDNSSubdomain`). Made once at the edge: `parse` for what a user gives,
+/// `from_api` for a name the API server returned. Serialized as the plain string (journals,
+/// JSON output); read back only from calicoctl-win's own journals.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct NodeName(String);
+
+impl NodeName {
+    /// A name given from outside the API server: the config's `node.name`, `verify --node`,
+    /// the `nodename` file calico-node writes, the services' `NODENAME`.
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        if is_subdomain(raw) {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err("allowed: a lower-case DNS-1123 name (a-z, 0-9, '-' and '.', at most 253 characters), equal to kubelet's node name".into())
+        }
+    }
+
+    /// A name read from the API server (a Node's `metadata.name`, a pod's `spec.nodeName`),
+    /// which validated it when the object was written.
+    pub fn from_api(name: impl Into<String>) -> Self {
+        Self(name.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Test fixtures' literal names (`"win-1".into()`).
+#[cfg(test)]
+impl From<&str> for NodeName {
+    fn from(name: &str) -> Self {
+        Self(name.to_owned())
+    }
+}
+
+impl std::borrow::Borrow<str> for NodeName {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&NodeName> for String {
+    fn from(n: &NodeName) -> String {
+        n.0.clone()
+    }
+}
+
+impl std::fmt::Display for NodeName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 #[cfg(test)]

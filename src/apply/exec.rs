@@ -8,6 +8,7 @@ use super::undo::{ignore_not_found, prepare_undo, rollback};
 use super::{Action, Content, Options};
 use crate::cluster::drain::Watch;
 use crate::host::{Access, Host};
+use crate::k8s_name::NodeName;
 use anyhow::Context as _;
 
 /// A failed run.
@@ -418,7 +419,7 @@ fn delete_endpoint(
 /// The node's DaemonSet pods with a pod network evicted; a line saying which.
 fn recreate_daemonset_pods(
     opts: &Options<'_>,
-    node: &str,
+    node: &NodeName,
     options: &crate::cluster::drain::DrainOptions,
     watch: &mut Watch<'_>,
 ) -> anyhow::Result<Option<String>> {

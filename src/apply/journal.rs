@@ -53,7 +53,7 @@ pub enum Undo {
         rule: FirewallRule,
     },
     Uncordon {
-        node: String,
+        node: crate::k8s_name::NodeName,
     },
     /// A patch of the operator's Installation that puts back what one changed, applied only
     /// while every field `applied` set still holds what it set (a journal written before
@@ -66,7 +66,7 @@ pub enum Undo {
     },
     /// `migrate`'s cordon annotation removed again.
     UnmarkCordoned {
-        node: String,
+        node: crate::k8s_name::NodeName,
     },
     /// A directory made by `ProtectDir`: these, outermost first, are removed when empty.
     RemoveDirs {

@@ -82,6 +82,7 @@ impl<'a> Options<'a> {
 }
 
 use crate::host::{FirewallRule, RegValue, Route, ServiceSpec};
+use crate::k8s_name::NodeName;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -202,11 +203,11 @@ pub enum Action {
     },
     /// Marks the node unschedulable.
     Cordon {
-        node: String,
+        node: NodeName,
     },
     /// Evicts the node's pods (not DaemonSet or mirror pods) and waits until they are gone.
     Drain {
-        node: String,
+        node: NodeName,
         /// The pods that would be evicted when the plan was made.
         evict: Vec<String>,
         /// DaemonSet and mirror pods, which stay.
@@ -216,13 +217,13 @@ pub enum Action {
     },
     /// Waits until the node reports Ready.
     WaitNodeReady {
-        node: String,
+        node: NodeName,
         #[serde(serialize_with = "crate::duration::text::serialize")]
         timeout: Duration,
     },
     /// Marks the node schedulable again.
     Uncordon {
-        node: String,
+        node: NodeName,
     },
     /// A JSON merge patch of the operator's Installation `default`, or of its `overlay` where
     /// that sets the field (`migrate`).
@@ -239,33 +240,33 @@ pub enum Action {
     /// Sets calicoctl-win's node label (`cluster::operator::LABEL`), or removes it (`None`):
     /// the operator's DaemonSet keeps off labelled nodes.
     SetNodeLabel {
-        node: String,
+        node: NodeName,
         value: Option<String>,
     },
     /// Waits until the operator's `calico-node-windows` pod on the node is running and ready,
     /// or gone.
     WaitOperatorPod {
-        node: String,
+        node: NodeName,
         want: crate::cluster::operator::Want,
         #[serde(serialize_with = "crate::duration::text::serialize")]
         timeout: Duration,
     },
     /// The node's `NetworkUnavailable` condition False, as calico-node sets it when it runs.
     ClearNetworkUnavailable {
-        node: String,
+        node: NodeName,
     },
     /// Sets (or removes) the node annotation that says `migrate` cordoned the node
     /// (`cluster::operator::CORDONED_ANNOTATION`): set just before its cordon, removed just
     /// after its uncordon, so that it is never there without the cordon it marks.
     MarkCordoned {
-        node: String,
+        node: NodeName,
         on: bool,
     },
     /// Waits until the operator has rendered its `calico-node-windows` DaemonSet, that
     /// DaemonSet's placement would take this node once calicoctl-win's label is off, and its
     /// TigeraStatus `calico` is not Degraded.
     WaitOperatorDaemonSet {
-        node: String,
+        node: NodeName,
         #[serde(serialize_with = "crate::duration::text::serialize")]
         timeout: Duration,
     },
@@ -289,7 +290,7 @@ pub enum Action {
     /// annotations removed and `CalicoWindowsReady` False, for the reason `left` says
     /// (`HandedToOperator`, or `NotInstalled` after uninstall).
     ForgetNode {
-        node: String,
+        node: NodeName,
         /// Not shown for `migrate to-operator`'s, whose document had no reason.
         #[serde(skip_serializing_if = "crate::cluster::node::Left::is_handed_to_operator")]
         left: crate::cluster::node::Left,
@@ -300,7 +301,7 @@ pub enum Action {
     /// until they are gone.
     #[serde(rename = "recreate-daemonset-pods")]
     RecreateDaemonSetPods {
-        node: String,
+        node: NodeName,
         #[serde(flatten)]
         options: crate::cluster::drain::DrainOptions,
     },
@@ -308,7 +309,7 @@ pub enum Action {
     /// PodDisruptionBudgets honoured), and waits until they are gone; a pod that is gone
     /// already is skipped.
     EvictPods {
-        node: String,
+        node: NodeName,
         /// `namespace/name`.
         pods: Vec<String>,
         #[serde(flatten)]
@@ -623,7 +624,7 @@ fn wait_ready_text(
 
 /// `Action::describe` of a `Drain`.
 fn drain_text(
-    node: &str,
+    node: &NodeName,
     evict: &[String],
     skipped: &[String],
     options: &crate::cluster::drain::DrainOptions,

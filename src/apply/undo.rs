@@ -6,6 +6,7 @@ use super::journal::{Journal, Undo, missing_keys};
 use super::ready::restore_routes;
 use super::{Action, Options};
 use crate::host::{Access, Host, HostError, HostResult};
+use crate::k8s_name::NodeName;
 use crate::layout::KEPT_LOGS_DIR;
 use anyhow::Context as _;
 use std::time::Duration;
@@ -128,13 +129,11 @@ fn undo_in_cluster(action: &Action, opts: &Options<'_>) -> anyhow::Result<Undo> 
 }
 
 /// A node cordoned by the plan is uncordoned; one cordoned before stays.
-fn undo_cordon(opts: &Options<'_>, node: &str) -> anyhow::Result<Undo> {
+fn undo_cordon(opts: &Options<'_>, node: &NodeName) -> anyhow::Result<Undo> {
     Ok(if opts.cluster()?.is_cordoned(node)? {
         Undo::Nothing
     } else {
-        Undo::Uncordon {
-            node: node.to_owned(),
-        }
+        Undo::Uncordon { node: node.clone() }
     })
 }
 

@@ -9,6 +9,7 @@ use super::kubeconfig::{
 };
 use super::token::credentials;
 use super::{calico_api, guard, proxy};
+use crate::k8s_name::NodeName;
 use k8s_openapi::api::core::v1::Pod;
 use kube::config::Kubeconfig;
 use std::future::Future;
@@ -312,16 +313,21 @@ impl Cluster {
     }
 
     /// The pods on `node` as this look read them, if it keeps them and has read them.
-    pub(crate) fn looked_at_pods(&self, node: &str) -> Option<Vec<Pod>> {
-        self.one_look.lock().ok()?.as_ref()?.get(node).cloned()
+    pub(crate) fn looked_at_pods(&self, node: &NodeName) -> Option<Vec<Pod>> {
+        self.one_look
+            .lock()
+            .ok()?
+            .as_ref()?
+            .get(node.as_str())
+            .cloned()
     }
 
     /// Keeps the pods on `node` read now, when this client is kept for one look.
-    pub(crate) fn keep_pods(&self, node: &str, pods: &[Pod]) {
+    pub(crate) fn keep_pods(&self, node: &NodeName, pods: &[Pod]) {
         if let Ok(mut memo) = self.one_look.lock()
             && let Some(memo) = memo.as_mut()
         {
-            memo.insert(node.to_owned(), pods.to_vec());
+            memo.insert(node.to_string(), pods.to_vec());
         }
     }
 

@@ -8,6 +8,7 @@
 pub use super::NodeControl;
 use super::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
+use crate::k8s_name::NodeName;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 use serde::Serialize;
@@ -79,16 +80,16 @@ pub struct Selection {
 
 impl Selection {
     /// Why this drain cannot go ahead with these options, before anything is done.
-    pub fn refusal(&self, node: &str, opts: &DrainOptions) -> Option<DrainError> {
+    pub fn refusal(&self, node: &NodeName, opts: &DrainOptions) -> Option<DrainError> {
         if !self.unmanaged.is_empty() && !opts.force {
             return Some(DrainError::Unmanaged {
-                node: node.to_owned(),
+                node: node.to_string(),
                 pods: self.unmanaged.clone(),
             });
         }
         if !self.local_storage.is_empty() && !opts.delete_emptydir_data {
             return Some(DrainError::LocalStorage {
-                node: node.to_owned(),
+                node: node.to_string(),
                 pods: self.local_storage.clone(),
             });
         }
@@ -145,10 +146,10 @@ impl From<Stopped> for DrainError {
 
 impl DrainError {
     /// A stop of `node`'s drain, with the pods it had evicted; other errors as they are.
-    pub(super) fn stopped_at(self, node: &str, evicted: &[PodRef]) -> Self {
+    pub(super) fn stopped_at(self, node: &NodeName, evicted: &[PodRef]) -> Self {
         match self {
             Self::Stopped { .. } => Self::Stopped {
-                node: node.to_owned(),
+                node: node.to_string(),
                 evicted: evicted.to_vec(),
             },
             other => other,
@@ -258,7 +259,7 @@ pub fn select(pods: &[Pod]) -> Selection {
 }
 
 /// The pods scheduled on `node`, in every namespace.
-pub fn pods_on(c: &Cluster, node: &str) -> Result<Vec<Pod>, ClusterError> {
+pub fn pods_on(c: &Cluster, node: &NodeName) -> Result<Vec<Pod>, ClusterError> {
     if let Some(pods) = c.looked_at_pods(node) {
         return Ok(pods);
     }
@@ -270,9 +271,9 @@ pub fn pods_on(c: &Cluster, node: &str) -> Result<Vec<Pod>, ClusterError> {
 }
 
 /// Whether the node is marked unschedulable.
-pub fn is_cordoned(c: &Cluster, node: &str) -> Result<bool, ClusterError> {
+pub fn is_cordoned(c: &Cluster, node: &NodeName) -> Result<bool, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", "nodes", nodes.get(node))?;
+    let n = c.call("get", "nodes", nodes.get(node.as_str()))?;
     Ok(unschedulable(&n))
 }
 
@@ -285,7 +286,7 @@ pub fn unschedulable(n: &Node) -> bool {
 }
 
 /// Marks the node unschedulable (`on`) or schedulable again.
-pub fn set_cordoned(c: &Cluster, node: &str, on: bool) -> Result<(), ClusterError> {
+pub fn set_cordoned(c: &Cluster, node: &NodeName, on: bool) -> Result<(), ClusterError> {
     super::node::patch(
         c,
         node,
@@ -329,9 +330,9 @@ pub fn not_ready(n: &Node) -> Option<String> {
 }
 
 /// Whether the node is Ready, with the reason when it is not.
-pub fn readiness(c: &Cluster, node: &str) -> Result<Result<(), String>, ClusterError> {
+pub fn readiness(c: &Cluster, node: &NodeName) -> Result<Result<(), String>, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", "nodes", nodes.get(node))?;
+    let n = c.call("get", "nodes", nodes.get(node.as_str()))?;
     Ok(match not_ready(&n) {
         None => Ok(()),
         Some(why) => Err(why),
@@ -341,7 +342,7 @@ pub fn readiness(c: &Cluster, node: &str) -> Result<Result<(), String>, ClusterE
 /// Waits until the node reports Ready; a stop ends the wait at once.
 pub fn wait_ready(
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
     timeout: Duration,
     watch: &mut Watch<'_>,
 ) -> Result<(), DrainError> {
@@ -366,7 +367,7 @@ pub fn wait_ready(
         },
         |reason| {
             Err(DrainError::NotReady {
-                node: node.to_owned(),
+                node: node.to_string(),
                 after: timeout,
                 reason,
             })
@@ -474,14 +475,14 @@ mod tests {
             concurrency: DEFAULT_CONCURRENCY,
         };
         assert!(matches!(
-            s.refusal("n", &opts),
+            s.refusal(&"n".into(), &opts),
             Some(DrainError::LocalStorage { .. })
         ));
         let allowed = DrainOptions {
             delete_emptydir_data: true,
             ..opts
         };
-        assert!(s.refusal("n", &allowed).is_none());
+        assert!(s.refusal(&"n".into(), &allowed).is_none());
         assert_eq!(s.to_evict().len(), 2);
     }
 

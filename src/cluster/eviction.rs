@@ -14,6 +14,7 @@
 use super::drain::{DrainError, DrainOptions, PodRef, Watch, eviction_body, pod_ref, pods_on};
 use super::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, Wait, poll_until};
+use crate::k8s_name::NodeName;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -195,7 +196,7 @@ pub(super) struct Evictions {
 /// a stop ends either wait at once. Returns how many were evicted.
 pub fn evict_and_wait(
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
     pods: Vec<PodRef>,
     opts: &DrainOptions,
     watch: &mut Watch<'_>,
@@ -208,9 +209,14 @@ pub fn evict_and_wait(
 }
 
 /// The drain's timeout, with what was evicted before it.
-fn timed_out(node: &str, opts: &DrainOptions, detail: String, evicted: &[PodRef]) -> DrainError {
+fn timed_out(
+    node: &NodeName,
+    opts: &DrainOptions,
+    detail: String,
+    evicted: &[PodRef],
+) -> DrainError {
     DrainError::Timeout {
-        node: node.to_owned(),
+        node: node.to_string(),
         after: opts.timeout,
         detail,
         evicted: evicted.to_vec(),
@@ -222,7 +228,7 @@ fn timed_out(node: &str, opts: &DrainOptions, detail: String, evicted: &[PodRef]
 /// a pod of the same name with another uid is a successor elsewhere, not the one evicted.
 fn wait_gone(
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
     done: &Evictions,
     opts: &DrainOptions,
     (left, watch): (Duration, &mut Watch<'_>),
@@ -265,7 +271,7 @@ fn wait_gone(
 /// those refused for now, each at its own time, until the timeout.
 pub(super) fn evict_all(
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
     pods: Vec<PodRef>,
     opts: &DrainOptions,
     watch: &mut Watch<'_>,
@@ -306,7 +312,7 @@ pub(super) fn evict_all(
     let ended = poll_until(wait, &mut look, |detail| {
         let evicted = done.borrow().evicted.clone();
         Err(DrainError::Timeout {
-            node: node.to_owned(),
+            node: node.to_string(),
             after: opts.timeout,
             detail,
             evicted,

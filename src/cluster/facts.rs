@@ -4,6 +4,7 @@
 use super::calico_api::{Group, Kind};
 use super::{Cluster, ClusterError};
 use crate::config::Raw;
+use crate::k8s_name::NodeName;
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
@@ -133,7 +134,7 @@ pub struct ClusterFacts {
     pub service_cidrs: Vec<String>,
     pub dns_ip: Option<String>,
     /// This node's name (the config's `node.name`) and whether its Node object exists.
-    pub node: String,
+    pub node: NodeName,
     pub node_exists: bool,
     /// The Node's labels, for the IP pools' node selectors.
     pub node_labels: BTreeMap<String, String>,
@@ -244,14 +245,14 @@ fn locks(
 }
 
 /// Reads the facts; `node` is this node's name.
-pub fn gather(c: &Cluster, node: &str, rights: Rights) -> Result<ClusterFacts, ClusterError> {
+pub fn gather(c: &Cluster, node: &NodeName, rights: Rights) -> Result<ClusterFacts, ClusterError> {
     gather_knowing(c, node, rights, None)
 }
 
 /// `gather`, with the Node already read by the caller (`Some`), so that it is not read again.
 pub fn gather_knowing(
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
     rights: Rights,
     known: Option<Node>,
 ) -> Result<ClusterFacts, ClusterError> {
@@ -316,7 +317,7 @@ pub fn gather_knowing(
         strict_affinity,
         felix,
         backend,
-        node: node.to_owned(),
+        node: node.clone(),
         node_exists,
         node_labels,
         node_max_pods,
@@ -352,9 +353,9 @@ fn strict_affinity(c: &Cluster, rights: Rights) -> Result<Option<bool>, ClusterE
 }
 
 /// The Node named `node`, if it exists.
-fn read_node(c: &Cluster, node: &str) -> Result<Option<Node>, ClusterError> {
+fn read_node(c: &Cluster, node: &NodeName) -> Result<Option<Node>, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    c.call_opt("get", &format!("nodes/{node}"), nodes.get(node))
+    c.call_opt("get", &format!("nodes/{node}"), nodes.get(node.as_str()))
 }
 
 /// The Node's first IPv4 `InternalIP`.

@@ -6,6 +6,7 @@
 //! ipam_plugin.go at v3.31.7), so a /26 holds 60 pods; with `windows_use_single_network`
 //! (kube-proxy needs it) the node gets one block only (Calico's Windows limitations page).
 
+use crate::k8s_name::NodeName;
 use std::collections::BTreeMap;
 
 use kube::Api;
@@ -56,7 +57,7 @@ pub struct BlockUse {
 }
 
 /// The blocks affine to `node` (`spec.affinity: host:<node>`), listed a page at a time.
-pub fn node_blocks(c: &Cluster, node: &str) -> Result<Vec<BlockUse>, ClusterError> {
+pub fn node_blocks(c: &Cluster, node: &NodeName) -> Result<Vec<BlockUse>, ClusterError> {
     let api: Api<DynamicObject> = Api::all_with(
         c.client.clone(),
         &c.calico_resource(super::calico_api::Kind::IpamBlock)?,

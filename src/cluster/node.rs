@@ -1,6 +1,7 @@
 //! The node object: tainting it for Windows workloads only, cordoning it, what it runs.
 
 use super::{Cluster, ClusterError};
+use crate::k8s_name::NodeName;
 use k8s_openapi::api::core::v1::{Node, Taint};
 use kube::api::{Api, Patch, PatchParams};
 
@@ -16,9 +17,9 @@ pub fn windows_taint() -> Taint {
 
 /// Adds `taint` to the node unless a taint with its key and effect is there; returns whether
 /// it changed the node.
-pub fn ensure_taint(c: &Cluster, node: &str, taint: &Taint) -> Result<bool, ClusterError> {
+pub fn ensure_taint(c: &Cluster, node: &NodeName, taint: &Taint) -> Result<bool, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let current = c.call("get", "nodes", nodes.get(node))?;
+    let current = c.call("get", "nodes", nodes.get(node.as_str()))?;
     let mut taints = current.spec.and_then(|s| s.taints).unwrap_or_default();
     if taints
         .iter()
@@ -40,18 +41,18 @@ pub fn ensure_taint(c: &Cluster, node: &str, taint: &Taint) -> Result<bool, Clus
 /// runtime, the OS image and kernel); `None` when there is no such node.
 pub fn info(
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
 ) -> Result<Option<k8s_openapi::api::core::v1::NodeSystemInfo>, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call_opt("get", "nodes", nodes.get(node))?;
+    let n = c.call_opt("get", "nodes", nodes.get(node.as_str()))?;
     Ok(n.and_then(|n| n.status).and_then(|s| s.node_info))
 }
 
 /// Whether the cluster has the node (one read: it also tells that the cluster answers).
-pub fn exists(c: &Cluster, node: &str) -> Result<bool, ClusterError> {
+pub fn exists(c: &Cluster, node: &NodeName) -> Result<bool, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
     Ok(
-        c.call_opt("get", &format!("nodes/{node}"), nodes.get(node))?
+        c.call_opt("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?
             .is_some(),
     )
 }
@@ -125,7 +126,7 @@ impl Left {
 /// BGP address (`facts::internal_ip`, `facts::bgp_ipv4`); none for a Node that does not exist.
 pub fn addresses(
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
 ) -> Result<(Option<std::net::Ipv4Addr>, Option<std::net::Ipv4Addr>), ClusterError> {
     let (view, _) = view(c, node)?;
     Ok(view)
@@ -136,7 +137,7 @@ pub fn addresses(
 #[allow(clippy::type_complexity)]
 pub fn view(
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
 ) -> Result<
     (
         (Option<std::net::Ipv4Addr>, Option<std::net::Ipv4Addr>),
@@ -145,7 +146,7 @@ pub fn view(
     ClusterError,
 > {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call_opt("get", &format!("nodes/{node}"), nodes.get(node))?;
+    let n = c.call_opt("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
     Ok(n.as_ref().map_or(((None, None), None), |n| {
         (
             (super::facts::internal_ip(n), super::facts::bgp_ipv4(n)),
@@ -163,7 +164,7 @@ pub fn calico_ready(n: &Node) -> Option<bool> {
         .map(|c| c.status == "True")
 }
 
-pub fn forget(c: &Cluster, node: &str, left: Left) -> Result<(), ClusterError> {
+pub fn forget(c: &Cluster, node: &NodeName, left: Left) -> Result<(), ClusterError> {
     let gone: serde_json::Map<String, serde_json::Value> = [
         ANNOTATION_CALICO_VERSION,
         ANNOTATION_TOOL_VERSION,
@@ -197,7 +198,7 @@ pub fn forget(c: &Cluster, node: &str, left: Left) -> Result<(), ClusterError> {
     // refreshes it once calicoctl-win has left, so a True would stand for ever; it becomes
     // Unknown with the same reason. A node without it gets none.
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node))?;
+    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
     let traffic = n
         .status
         .and_then(|s| s.conditions)
@@ -227,7 +228,7 @@ pub const CONDITION_TRAFFIC: &str = "CalicoWindowsTraffic";
 /// Sets `annotations` on the node (a merge patch: others stay).
 pub fn annotate(
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
     annotations: &std::collections::BTreeMap<String, String>,
 ) -> Result<(), ClusterError> {
     patch(
@@ -240,10 +241,10 @@ pub fn annotate(
 /// The node's annotations now.
 pub fn annotations(
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
 ) -> Result<std::collections::BTreeMap<String, String>, ClusterError> {
     let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(c.client.clone());
-    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node))?;
+    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
     Ok(n.metadata.annotations.unwrap_or_default())
 }
 
@@ -253,7 +254,7 @@ pub fn annotations(
 /// `patchStrategy:"merge" patchMergeKey:"type"`, so kubelet's conditions stay).
 pub fn set_condition(
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
     condition: &serde_json::Value,
 ) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
@@ -261,7 +262,11 @@ pub fn set_condition(
     c.call(
         "patch",
         "nodes/status",
-        nodes.patch_status(node, &PatchParams::default(), &Patch::Strategic(body)),
+        nodes.patch_status(
+            node.as_str(),
+            &PatchParams::default(),
+            &Patch::Strategic(body),
+        ),
     )?;
     Ok(())
 }
@@ -278,7 +283,7 @@ pub fn set_condition(
 /// `UpdateStatus`).
 pub fn report(
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
     condition: &serde_json::Value,
     (key, codes): (&str, &[String]),
 ) -> Result<(), ClusterError> {
@@ -296,7 +301,11 @@ pub fn report(
     c.call(
         "patch",
         "nodes/status",
-        nodes.patch_status(node, &PatchParams::default(), &Patch::Strategic(body)),
+        nodes.patch_status(
+            node.as_str(),
+            &PatchParams::default(),
+            &Patch::Strategic(body),
+        ),
     )?;
     Ok(())
 }
@@ -319,12 +328,12 @@ pub fn for_each_windows_node(c: &Cluster, mut each: impl FnMut(&Node)) -> Result
     Ok(())
 }
 
-pub fn patch(c: &Cluster, node: &str, patch: &serde_json::Value) -> Result<(), ClusterError> {
+pub fn patch(c: &Cluster, node: &NodeName, patch: &serde_json::Value) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
     c.call(
         "patch",
         "nodes",
-        nodes.patch(node, &PatchParams::default(), &Patch::Merge(patch)),
+        nodes.patch(node.as_str(), &PatchParams::default(), &Patch::Merge(patch)),
     )?;
     Ok(())
 }
@@ -333,7 +342,7 @@ pub fn patch(c: &Cluster, node: &str, patch: &serde_json::Value) -> Result<(), C
 /// take once it runs on Windows: its version annotation (install's), or a `CalicoWindowsReady`
 /// condition that CalicoNode set (an install whose annotation did not reach the Node), not
 /// one uninstall or a handover left.
-pub fn unlabelled_nodes_of_ours(c: &Cluster) -> Result<Vec<String>, ClusterError> {
+pub fn unlabelled_nodes_of_ours(c: &Cluster) -> Result<Vec<NodeName>, ClusterError> {
     let mut names = Vec::new();
     for_each_windows_node(c, |n| {
         let annotated = n
@@ -354,7 +363,7 @@ pub fn unlabelled_nodes_of_ours(c: &Cluster) -> Result<Vec<String>, ClusterError
             });
         let ours = annotated || condition;
         if ours && super::installation::label_of(n) != Some(super::installation::LABEL_VALUE) {
-            names.extend(n.metadata.name.clone());
+            names.extend(n.metadata.name.clone().map(NodeName::from_api));
         }
     })?;
     Ok(names)

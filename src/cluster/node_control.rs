@@ -9,26 +9,32 @@ use super::drain::{
 use super::eviction::evict_and_wait;
 use super::token::renewal;
 use super::{Cluster, node, operator};
+use crate::k8s_name::NodeName;
 use std::time::Duration;
 
 /// The cluster side of a plan: the node object and the pods on it.
 pub trait NodeControl {
-    fn is_cordoned(&self, node: &str) -> anyhow::Result<bool>;
-    fn set_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()>;
+    fn is_cordoned(&self, node: &NodeName) -> anyhow::Result<bool>;
+    fn set_cordoned(&self, node: &NodeName, on: bool) -> anyhow::Result<()>;
     /// Evicts the node's pods and waits until they are gone (or `watch`'s stop).
-    fn drain(&self, node: &str, opts: &DrainOptions, watch: &mut Watch<'_>) -> anyhow::Result<()>;
+    fn drain(
+        &self,
+        node: &NodeName,
+        opts: &DrainOptions,
+        watch: &mut Watch<'_>,
+    ) -> anyhow::Result<()>;
     /// Evicts these pods of the node (`namespace/name`; those gone already are skipped) and
     /// waits until they are gone (or `watch`'s stop).
     fn evict(
         &self,
-        node: &str,
+        node: &NodeName,
         pods: &[String],
         opts: &DrainOptions,
         watch: &mut Watch<'_>,
     ) -> anyhow::Result<()>;
     fn wait_ready(
         &self,
-        node: &str,
+        node: &NodeName,
         timeout: Duration,
         watch: &mut Watch<'_>,
     ) -> anyhow::Result<()>;
@@ -36,7 +42,7 @@ pub trait NodeControl {
     /// and waits until they are gone (or `watch`'s stop); their names.
     fn recreate_daemonset_pods(
         &self,
-        node: &str,
+        node: &NodeName,
         opts: &DrainOptions,
         watch: &mut Watch<'_>,
     ) -> anyhow::Result<Vec<String>>;
@@ -51,19 +57,19 @@ pub trait NodeControl {
         restore: &serde_json::Value,
     ) -> anyhow::Result<Option<String>>;
     /// calicoctl-win's node label set, or removed (`None`).
-    fn set_label(&self, node: &str, value: Option<&str>) -> anyhow::Result<()>;
+    fn set_label(&self, node: &NodeName, value: Option<&str>) -> anyhow::Result<()>;
     fn wait_operator_pod(
         &self,
-        node: &str,
+        node: &NodeName,
         want: operator::Want,
         timeout: Duration,
     ) -> anyhow::Result<()>;
-    fn clear_network_unavailable(&self, node: &str) -> anyhow::Result<()>;
+    fn clear_network_unavailable(&self, node: &NodeName) -> anyhow::Result<()>;
     /// Sets or removes `migrate`'s cordon annotation.
-    fn mark_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()>;
+    fn mark_cordoned(&self, node: &NodeName, on: bool) -> anyhow::Result<()>;
     /// Waits until the operator rendered its Windows DaemonSet for the node
     /// (`operator::wait_daemonset`).
-    fn wait_operator_daemonset(&self, node: &str, timeout: Duration) -> anyhow::Result<()>;
+    fn wait_operator_daemonset(&self, node: &NodeName, timeout: Duration) -> anyhow::Result<()>;
     /// Deletes the node's token-renewal Role and RoleBinding when they are ours (the ones
     /// `uids` names; when it names none of one, by its label only when the uids were not
     /// kept: `renewal::Grant::uids_kept`); what stays.
@@ -76,19 +82,24 @@ pub trait NodeControl {
     /// Deletes what an install made of the node's grant (`making::remove_made`); what stays.
     fn remove_made_grant(&self, made: &super::making::Making) -> anyhow::Result<Vec<String>>;
     /// Removes calicoctl-win's annotations and says why it left the node (`left`).
-    fn forget_node(&self, node: &str, left: node::Left) -> anyhow::Result<()>;
+    fn forget_node(&self, node: &NodeName, left: node::Left) -> anyhow::Result<()>;
 }
 
 impl NodeControl for Cluster {
-    fn is_cordoned(&self, node: &str) -> anyhow::Result<bool> {
+    fn is_cordoned(&self, node: &NodeName) -> anyhow::Result<bool> {
         Ok(is_cordoned(self, node)?)
     }
 
-    fn set_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()> {
+    fn set_cordoned(&self, node: &NodeName, on: bool) -> anyhow::Result<()> {
         Ok(set_cordoned(self, node, on)?)
     }
 
-    fn drain(&self, node: &str, opts: &DrainOptions, watch: &mut Watch<'_>) -> anyhow::Result<()> {
+    fn drain(
+        &self,
+        node: &NodeName,
+        opts: &DrainOptions,
+        watch: &mut Watch<'_>,
+    ) -> anyhow::Result<()> {
         let s = select(&pods_on(self, node)?);
         if let Some(refused) = s.refusal(node, opts) {
             return Err(refused.into());
@@ -99,7 +110,7 @@ impl NodeControl for Cluster {
 
     fn evict(
         &self,
-        node: &str,
+        node: &NodeName,
         pods: &[String],
         opts: &DrainOptions,
         watch: &mut Watch<'_>,
@@ -117,7 +128,7 @@ impl NodeControl for Cluster {
 
     fn wait_ready(
         &self,
-        node: &str,
+        node: &NodeName,
         timeout: Duration,
         watch: &mut Watch<'_>,
     ) -> anyhow::Result<()> {
@@ -126,7 +137,7 @@ impl NodeControl for Cluster {
 
     fn recreate_daemonset_pods(
         &self,
-        node: &str,
+        node: &NodeName,
         opts: &DrainOptions,
         watch: &mut Watch<'_>,
     ) -> anyhow::Result<Vec<String>> {
@@ -153,28 +164,28 @@ impl NodeControl for Cluster {
         )?)
     }
 
-    fn set_label(&self, node: &str, value: Option<&str>) -> anyhow::Result<()> {
+    fn set_label(&self, node: &NodeName, value: Option<&str>) -> anyhow::Result<()> {
         Ok(operator::set_label(self, node, value)?)
     }
 
     fn wait_operator_pod(
         &self,
-        node: &str,
+        node: &NodeName,
         want: operator::Want,
         timeout: Duration,
     ) -> anyhow::Result<()> {
         Ok(operator::wait_pod(self, node, want, timeout)?)
     }
 
-    fn clear_network_unavailable(&self, node: &str) -> anyhow::Result<()> {
+    fn clear_network_unavailable(&self, node: &NodeName) -> anyhow::Result<()> {
         Ok(operator::clear_network_unavailable(self, node)?)
     }
 
-    fn mark_cordoned(&self, node: &str, on: bool) -> anyhow::Result<()> {
+    fn mark_cordoned(&self, node: &NodeName, on: bool) -> anyhow::Result<()> {
         Ok(operator::mark_cordoned(self, node, on)?)
     }
 
-    fn wait_operator_daemonset(&self, node: &str, timeout: Duration) -> anyhow::Result<()> {
+    fn wait_operator_daemonset(&self, node: &NodeName, timeout: Duration) -> anyhow::Result<()> {
         Ok(operator::wait_daemonset(self, node, timeout)?)
     }
 
@@ -198,7 +209,7 @@ impl NodeControl for Cluster {
         Ok(super::making::remove_made(self, made)?)
     }
 
-    fn forget_node(&self, node: &str, left: node::Left) -> anyhow::Result<()> {
+    fn forget_node(&self, node: &NodeName, left: node::Left) -> anyhow::Result<()> {
         Ok(node::forget(self, node, left)?)
     }
 }

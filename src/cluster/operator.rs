@@ -19,6 +19,7 @@ pub use super::installation::{
     restore_installation,
 };
 use super::{Cluster, ClusterError};
+use crate::k8s_name::NodeName;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
@@ -30,7 +31,7 @@ pub const NAMESPACE: &str = "calico-system";
 pub const DAEMONSET: &str = "calico-node-windows";
 
 /// Sets the label on a node (`None`: removes it).
-pub fn set_label(c: &Cluster, node: &str, value: Option<&str>) -> Result<(), ClusterError> {
+pub fn set_label(c: &Cluster, node: &NodeName, value: Option<&str>) -> Result<(), ClusterError> {
     super::node::patch(c, node, &json!({"metadata": {"labels": {LABEL: value}}}))
 }
 
@@ -39,9 +40,9 @@ pub fn set_label(c: &Cluster, node: &str, value: Option<&str>) -> Result<(), Clu
 pub const CORDONED_ANNOTATION: &str = "calicoctl-win/migrate-cordoned";
 
 /// Whether `migrate` cordoned the node (its annotation).
-pub fn cordoned_by_migrate(c: &Cluster, node: &str) -> Result<bool, ClusterError> {
+pub fn cordoned_by_migrate(c: &Cluster, node: &NodeName) -> Result<bool, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node))?;
+    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
     Ok(n.metadata
         .annotations
         .as_ref()
@@ -49,7 +50,7 @@ pub fn cordoned_by_migrate(c: &Cluster, node: &str) -> Result<bool, ClusterError
 }
 
 /// Sets (or removes) that annotation.
-pub fn mark_cordoned(c: &Cluster, node: &str, on: bool) -> Result<(), ClusterError> {
+pub fn mark_cordoned(c: &Cluster, node: &NodeName, on: bool) -> Result<(), ClusterError> {
     let value = on.then_some("true");
     super::node::patch(
         c,
@@ -59,9 +60,9 @@ pub fn mark_cordoned(c: &Cluster, node: &str, on: bool) -> Result<(), ClusterErr
 }
 
 /// The node's label now.
-pub fn node_label(c: &Cluster, node: &str) -> Result<Option<String>, ClusterError> {
+pub fn node_label(c: &Cluster, node: &NodeName) -> Result<Option<String>, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node))?;
+    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
     Ok(label_of(&n).map(str::to_owned))
 }
 
@@ -177,7 +178,7 @@ impl crate::error::Diagnose for OperatorError {
 }
 
 /// The operator's pod on a node now.
-pub fn pod_on(c: &Cluster, node: &str) -> Result<PodState, ClusterError> {
+pub fn pod_on(c: &Cluster, node: &NodeName) -> Result<PodState, ClusterError> {
     let pods: Api<Pod> = Api::all(c.client.clone());
     let lp = kube::api::ListParams::default().fields(&format!("spec.nodeName={node}"));
     Ok(pod_state(&c.call("list", "pods", pods.list(&lp))?.items))
@@ -186,7 +187,7 @@ pub fn pod_on(c: &Cluster, node: &str) -> Result<PodState, ClusterError> {
 /// Waits until the node's operator pod is as wanted; the error says what it was at the end.
 pub fn wait_pod(
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
     want: Want,
     timeout: Duration,
 ) -> Result<(), OperatorError> {
@@ -212,7 +213,7 @@ pub fn wait_pod(
         },
         |state| {
             Err(OperatorError::PodTimeout {
-                node: node.to_owned(),
+                node: node.to_string(),
                 want,
                 after: timeout,
                 state,
@@ -268,7 +269,7 @@ pub const TIGERA_STATUSES: [&str; 2] = ["calico", "calico-windows"];
 /// Installation it cannot render: release-v1.44 `core_controller.go`,
 /// `windows_controller.go`), its Windows DaemonSet not rendered, or that DaemonSet's
 /// placement not taking the node once calicoctl-win's label is off.
-pub fn daemonset_blocker(c: &Cluster, node: &str) -> Result<Option<String>, ClusterError> {
+pub fn daemonset_blocker(c: &Cluster, node: &NodeName) -> Result<Option<String>, ClusterError> {
     if let Some(why) = degraded_status(c)? {
         return Ok(Some(why));
     }
@@ -295,7 +296,7 @@ pub fn daemonset_blocker(c: &Cluster, node: &str) -> Result<Option<String>, Clus
         )));
     }
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node))?;
+    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
     let mut labels = n.metadata.labels.unwrap_or_default();
     labels.remove(LABEL);
     let spec = ds.spec.and_then(|s| s.template.spec).unwrap_or_default();
@@ -357,7 +358,11 @@ fn degraded(status: &serde_json::Value) -> Option<String> {
 }
 
 /// Waits until `daemonset_blocker` finds nothing; the error says what stood in the way last.
-pub fn wait_daemonset(c: &Cluster, node: &str, timeout: Duration) -> Result<(), OperatorError> {
+pub fn wait_daemonset(
+    c: &Cluster,
+    node: &NodeName,
+    timeout: Duration,
+) -> Result<(), OperatorError> {
     use crate::duration::{Look, Pauses, poll_quietly};
     let pauses = Pauses {
         first: Duration::from_millis(100),
@@ -374,7 +379,7 @@ pub fn wait_daemonset(c: &Cluster, node: &str, timeout: Duration) -> Result<(), 
         },
         |state| {
             Err(OperatorError::DaemonSetTimeout {
-                node: node.to_owned(),
+                node: node.to_string(),
                 after: timeout,
                 state,
             })
@@ -384,9 +389,9 @@ pub fn wait_daemonset(c: &Cluster, node: &str, timeout: Duration) -> Result<(), 
 
 /// Whether the node's `NetworkUnavailable` condition is True (the operator pod's preStop sets
 /// it so for a hundred years: calico v3.32.1 `node/pkg/lifecycle/shutdown/shutdown.go`).
-pub fn network_unavailable(c: &Cluster, node: &str) -> Result<bool, ClusterError> {
+pub fn network_unavailable(c: &Cluster, node: &NodeName) -> Result<bool, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node))?;
+    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
     Ok(n.status.and_then(|s| s.conditions).is_some_and(|cs| {
         cs.iter()
             .any(|c| c.type_ == "NetworkUnavailable" && c.status == "True")
@@ -397,7 +402,7 @@ pub fn network_unavailable(c: &Cluster, node: &str) -> Result<bool, ClusterError
 /// `node/pkg/lifecycle/utils/utils.go` `SetNodeNetworkUnavailableCondition`: reason
 /// `CalicoIsUp`): the operator pod's preStop (`calico.exe component node shutdown`) set it True
 /// with a hundred-year timeout (`node/pkg/lifecycle/shutdown/shutdown.go`).
-pub fn clear_network_unavailable(c: &Cluster, node: &str) -> Result<(), ClusterError> {
+pub fn clear_network_unavailable(c: &Cluster, node: &NodeName) -> Result<(), ClusterError> {
     let now = crate::duration::time_text(crate::duration::now());
     let nodes: Api<Node> = Api::all(c.client.clone());
     // A strategic merge patch: the API merges conditions by type (k8s.io/api core/v1
@@ -413,7 +418,11 @@ pub fn clear_network_unavailable(c: &Cluster, node: &str) -> Result<(), ClusterE
     c.call(
         "patch",
         "nodes/status",
-        nodes.patch_status(node, &PatchParams::default(), &Patch::Strategic(body)),
+        nodes.patch_status(
+            node.as_str(),
+            &PatchParams::default(),
+            &Patch::Strategic(body),
+        ),
     )?;
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! and whether any pod in the cluster has an address (for another host's endpoints).
 
 use super::{Cluster, ClusterError};
+use crate::k8s_name::NodeName;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 
@@ -21,7 +22,7 @@ pub struct NodePod {
 /// The pods on `node` that have a network of their own (host-network pods share the node's
 /// address and have no endpoint) and may still use it: a pod that has finished (`Succeeded`
 /// or `Failed`) owns no endpoint, and its address may be a new pod's already.
-pub fn on_node(c: &Cluster, node: &str) -> Result<Vec<NodePod>, ClusterError> {
+pub fn on_node(c: &Cluster, node: &NodeName) -> Result<Vec<NodePod>, ClusterError> {
     Ok(super::drain::pods_on(c, node)?
         .iter()
         .filter(|p| p.spec.as_ref().and_then(|s| s.host_network) != Some(true))

@@ -8,6 +8,7 @@ use crate::apply::journal::Journal;
 use crate::context::Context;
 use crate::host::Host;
 use crate::host::lock::HostLock;
+use crate::k8s_name::NodeName;
 use crate::layout::InstallRoot;
 
 /// The document of a command that changes the node (install, uninstall, reconfigure, repair,
@@ -151,7 +152,7 @@ impl<'h> Change<'h> {
         &self,
         ctx: &mut Context,
         cluster: Option<&crate::cluster::Cluster>,
-        node: &str,
+        node: &NodeName,
     ) {
         annotate_node(ctx, cluster, self.host, &self.root, node);
     }
@@ -176,7 +177,7 @@ fn annotate_node(
     cluster: Option<&crate::cluster::Cluster>,
     host: &dyn crate::host::Host,
     root: &InstallRoot,
-    node: &str,
+    node: &NodeName,
 ) {
     let Some(c) = cluster else {
         ctx.log("no cluster: the node is not annotated");

@@ -6,6 +6,7 @@ use crate::cluster::{ClusterError, facts};
 use crate::config::{Loaded, Source};
 use crate::context::Context;
 use crate::error::UsageError;
+use crate::k8s_name::NodeName;
 
 /// What is not as it should be, each with its code and fix where it has them: under `-q` (the
 /// fleet DaemonSet's readiness probe runs `status -q`) this error is the only line printed.
@@ -129,7 +130,7 @@ impl ClusterRead {
 pub(crate) fn read_cluster(
     offline: bool,
     ctx: &mut Context,
-    node: &str,
+    node: &NodeName,
     rights: facts::Rights,
 ) -> Result<ClusterRead, ClusterError> {
     if offline {
@@ -141,7 +142,7 @@ pub(crate) fn read_cluster(
 /// `read_cluster` (not offline), with the node's Node already read (`Some`).
 pub(crate) fn read_cluster_knowing(
     ctx: &mut Context,
-    node: &str,
+    node: &NodeName,
     rights: facts::Rights,
     known: Option<k8s_openapi::api::core::v1::Node>,
 ) -> Result<ClusterRead, ClusterError> {
@@ -251,7 +252,7 @@ pub(crate) fn adapter_checks(
 /// Calico's own name for it, need not be) and the cluster's DNS domain when the configuration
 /// tells it: a `dns.search` entry `svc.DOMAIN`, the suffix pods search Services under
 /// (`SVC.NS.svc.DOMAIN`). None where no configuration loads.
-pub fn this_node(ctx: &mut Context) -> Option<(String, Option<String>)> {
+pub fn this_node(ctx: &mut Context) -> Option<(NodeName, Option<String>)> {
     let l = ctx.load_config().ok()?;
     let domain = l
         .config
@@ -259,7 +260,7 @@ pub fn this_node(ctx: &mut Context) -> Option<(String, Option<String>)> {
         .search
         .iter()
         .find_map(|d| d.to_string().strip_prefix("svc.").map(str::to_owned));
-    Some((l.config.node.k8s_node_ref.to_string(), domain))
+    Some((l.config.node.k8s_node_ref.clone(), domain))
 }
 
 /// Ctrl-C or a termination signal stops the run where it is; it deletes what it made before

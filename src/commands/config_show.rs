@@ -222,7 +222,7 @@ fn with_cluster(
     Ok(if args.offline {
         (base, ClusterShown::not_read("--offline"), None)
     } else {
-        let node = base.config.node.name.to_string();
+        let node = base.config.node.name.clone();
         let read = ctx.connect_cluster().and_then(|c| {
             c.map(|c| facts::gather(&c, &node, facts::Rights::Skip))
                 .transpose()

@@ -80,7 +80,7 @@ pub fn kubeconfig(args: &FetchKubeconfigArgs, ctx: &mut Context) -> anyhow::Resu
         })?
     } else {
         // calico-node's token for this node: bound to its Node where the server allows it.
-        let node = loaded.config.node.k8s_node_ref.to_string();
+        let node = loaded.config.node.k8s_node_ref.clone();
         credentials::token_request(&c, &ns, sa, args.lifetime, Some(&node))?
     };
     let ca = credentials::ca_for(&c, &ns, &issued)?;

@@ -1,6 +1,7 @@
 //! `fleet status`: every Windows node in one view, read a page at a time, and what is not as
 //! it should be (`fleet::view` judges each node).
 
+use crate::config::ConfigHash;
 use crate::context::Context;
 use crate::fleet::traffic;
 use crate::fleet::view::{
@@ -14,7 +15,7 @@ use crate::health::judge::{Finding, fleet_row};
 pub(crate) struct FleetStatus<'a> {
     pub nodes: &'a [Row<'a>],
     pub findings: &'a std::collections::BTreeMap<String, usize>,
-    pub config_hash: Option<&'a str>,
+    pub config_hash: Option<&'a ConfigHash>,
     /// The fleet DaemonSet's `--verify-every`, against which traffic verdicts are judged.
     pub verify_every: Option<String>,
     /// The fleet's turns (`reconfigure --turn`): each slot, its holder and whether it failed.
@@ -73,7 +74,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
         .iter()
         .map(|r| Row {
             row: r,
-            problems: row_troubles(r, fleet_hash.as_deref())
+            problems: row_troubles(r, fleet_hash.as_ref())
                 .iter()
                 .map(|t| fleet_row(&r.name, t))
                 .chain(traffic_findings(r))
@@ -86,7 +87,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
             .flat_map(|r| r.problems.iter().map(Into::into)),
     );
     let sentences: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
-    print_table(ctx, &rows, (fleet_hash.as_deref(), &turns));
+    print_table(ctx, &rows, (fleet_hash.as_ref(), &turns));
     let findings = code_counts(&rows);
     if !findings.is_empty() {
         let said: Vec<String> = findings
@@ -100,7 +101,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
     ctx.printer.json(&FleetStatus {
         nodes: &judged,
         findings: &findings,
-        config_hash: fleet_hash.as_deref(),
+        config_hash: fleet_hash.as_ref(),
         verify_every: every.map(crate::duration::show),
         turns: &turns,
         healthy,
@@ -156,7 +157,7 @@ fn print_turns(ctx: &mut Context, turns: &[crate::fleet::turn::Slot]) {
 fn print_table(
     ctx: &mut Context,
     rows: &[NodeRow],
-    (fleet_hash, turns): (Option<&str>, &[crate::fleet::turn::Slot]),
+    (fleet_hash, turns): (Option<&ConfigHash>, &[crate::fleet::turn::Slot]),
 ) {
     let cell = |v: &Option<String>| v.as_deref().map_or("-".to_owned(), shown);
     let width = rows
@@ -191,7 +192,7 @@ fn print_table(
     ctx.printer.text(&format!(
         "{} Windows node(s); the fleet's config: {}",
         rows.len(),
-        fleet_hash.unwrap_or("none recorded")
+        fleet_hash.map_or("none recorded", ConfigHash::as_str)
     ));
     print_turns(ctx, turns);
 }

@@ -13,6 +13,7 @@ use crate::context::Context;
 use crate::duration::Stop;
 use crate::host::select::Intent;
 use crate::host::{Access, EventLevel, Host};
+use crate::k8s_name::NodeName;
 use std::time::Duration;
 
 /// The longest pause after failed looks.
@@ -39,7 +40,7 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let Some(kubeconfig) = config.kubeconfig.as_ref().map(|k| k.as_str().to_owned()) else {
         anyhow::bail!("the kubeconfig setting is empty: calico-node has no token file to keep");
     };
-    let node = config.node.k8s_node_ref.to_string();
+    let node = config.node.k8s_node_ref.clone();
     // A look that fails (the server refuses this pod's request too) is tried again later and
     // later, up to five minutes, so that a persistent refusal is not said every 20 s.
     let mut pause = args.every;
@@ -130,7 +131,7 @@ fn look(
     ctx: &mut Context,
     host: &dyn Host,
     kubeconfig: &str,
-    node: &str,
+    node: &NodeName,
 ) -> anyhow::Result<Option<String>> {
     let Some(text) = host.read_file(kubeconfig)? else {
         return Ok(None);
@@ -166,7 +167,7 @@ fn look(
 fn replace(
     host: &dyn Host,
     cluster: &Cluster,
-    (kubeconfig, node): (&str, &str),
+    (kubeconfig, node): (&str, &NodeName),
     refused: &Token,
 ) -> anyhow::Result<Option<String>> {
     let namespace = facts::calico_namespace(cluster)?;

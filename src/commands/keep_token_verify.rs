@@ -14,6 +14,7 @@ use crate::cluster::{Cluster, credentials};
 use crate::context::Context;
 use crate::duration::Stop;
 use crate::host::Host;
+use crate::k8s_name::NodeName;
 use crate::verify::judge::Outcome;
 use crate::verify::node_health;
 use crate::verify::run::{self, Options, Report, RunError};
@@ -47,7 +48,7 @@ pub struct Schedule {
 
 impl Schedule {
     /// The first run at the node's phase, or at once (`once`).
-    pub fn new(every: Duration, node: &str, once: bool) -> Self {
+    pub fn new(every: Duration, node: &NodeName, once: bool) -> Self {
         let now = Instant::now();
         let wait = until_next(node, every, crate::duration::now());
         Self {
@@ -66,7 +67,7 @@ impl Schedule {
         &mut self,
         ctx: &mut Context,
         host: &dyn Host,
-        (kubeconfig, node): (&str, &str),
+        (kubeconfig, node): (&str, &NodeName),
     ) -> anyhow::Result<Vec<String>> {
         let mut said = Vec::new();
         if Instant::now() >= self.stale_due {
@@ -103,7 +104,7 @@ impl Schedule {
 fn mark_stale(
     ctx: &Context,
     host: &dyn Host,
-    (kubeconfig, node): (&str, &str),
+    (kubeconfig, node): (&str, &NodeName),
     every: Duration,
 ) -> anyhow::Result<bool> {
     let as_node = as_node(ctx, host, kubeconfig)?;
@@ -116,16 +117,16 @@ fn mark_stale(
 
 /// The second of each interval at which `node` runs: FNV-1a of its name (stable across
 /// builds and hosts, unlike std's hasher) over the interval's seconds.
-pub fn phase_s(node: &str, every: Duration) -> u64 {
+pub fn phase_s(node: &NodeName, every: Duration) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in node.bytes() {
+    for b in node.as_str().bytes() {
         h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
     }
     h % every.as_secs().max(1)
 }
 
 /// How long, at unix time `now`, until `node`'s next run.
-pub fn until_next(node: &str, every: Duration, now: i64) -> Duration {
+pub fn until_next(node: &NodeName, every: Duration, now: i64) -> Duration {
     let e = every.as_secs().max(1);
     let into = u64::try_from(now.rem_euclid(i64::try_from(e).unwrap_or(i64::MAX))).unwrap_or(0);
     Duration::from_secs((phase_s(node, every) + e - into) % e)
@@ -138,7 +139,7 @@ pub fn until_next(node: &str, every: Duration, now: i64) -> Duration {
 pub fn verify_and_publish(
     ctx: &mut Context,
     host: &dyn Host,
-    (kubeconfig, node): (&str, &str),
+    (kubeconfig, node): (&str, &NodeName),
     stop: &Stop,
     image: Option<&str>,
 ) -> anyhow::Result<String> {
@@ -187,7 +188,7 @@ pub fn verify_and_publish(
 /// One run in verify's namespace with the pod's own credential, stopped by `stop`.
 fn run_once(
     ctx: &mut Context,
-    node: &str,
+    node: &NodeName,
     stop: &Stop,
     image: Option<&str>,
 ) -> Result<Report, String> {
@@ -245,10 +246,10 @@ fn as_node(ctx: &Context, host: &dyn Host, kubeconfig: &str) -> anyhow::Result<C
 }
 
 /// The Node's condition as it is (none when it cannot be read).
-fn current(as_node: &Cluster, node: &str) -> Option<NodeCondition> {
+fn current(as_node: &Cluster, node: &NodeName) -> Option<NodeCondition> {
     let nodes: kube::Api<Node> = kube::Api::all(as_node.client.clone());
     let n = as_node
-        .call_opt("get", &format!("nodes/{node}"), nodes.get(node))
+        .call_opt("get", &format!("nodes/{node}"), nodes.get(node.as_str()))
         .ok()
         .flatten()?;
     n.status?
@@ -358,16 +359,16 @@ mod tests {
     fn each_node_runs_at_its_own_moment_of_the_interval_and_keeps_it() {
         let every = Duration::from_secs(6 * 3600);
         let phases: std::collections::BTreeSet<u64> = (1..=20)
-            .map(|i| phase_s(&format!("win-{i}"), every))
+            .map(|i| phase_s(&format!("win-{i}").as_str().into(), every))
             .collect();
         assert!(phases.len() >= 19, "{phases:?}");
         assert!(phases.iter().all(|p| *p < every.as_secs()));
         // The same node, the same moment: deterministic, whenever its pod started.
-        let p = phase_s("win-1", every);
-        assert_eq!(p, phase_s("win-1", every));
+        let p = phase_s(&"win-1".into(), every);
+        assert_eq!(p, phase_s(&"win-1".into(), every));
         let start = 1_800_000_000_i64;
         for t in [start, start + 17, start + 5000] {
-            let wait = until_next("win-1", every, t).as_secs();
+            let wait = until_next(&"win-1".into(), every, t).as_secs();
             let at = u64::try_from(t).expect("positive") + wait;
             assert_eq!(at % every.as_secs(), p, "{t}");
             assert!(wait < every.as_secs());

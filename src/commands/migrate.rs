@@ -10,6 +10,7 @@ use crate::cluster::operator::{self, Installation};
 use crate::context::Context;
 use crate::host::Host;
 use crate::installed::{boot_marker, record};
+use crate::k8s_name::NodeName;
 use crate::layout::InstallRoot;
 use crate::plan::migrate::{self, Facts, Refused};
 use anyhow::Context as _;
@@ -35,7 +36,7 @@ const FROM: &str = "migrate from-operator";
 
 /// What both directions read first: the node, the cluster, the host's networks and culture.
 struct Read {
-    node: String,
+    node: NodeName,
     root: InstallRoot,
     cluster: Cluster,
     facts: crate::cluster::facts::ClusterFacts,
@@ -53,7 +54,7 @@ struct Read {
 impl Read {
     fn take(ctx: &mut Context, host: &dyn Host) -> anyhow::Result<Self> {
         let loaded = ctx.load_config()?;
-        let node = loaded.config.node.name.to_string();
+        let node = loaded.config.node.name.clone();
         let root = loaded.config.root();
         let cluster = ctx.require_cluster()?;
         let facts =
@@ -296,7 +297,7 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
     ));
     let all: Vec<apply::Action> = before.iter().chain(&actions).cloned().collect();
     let own = Migrate {
-        node: &read.node,
+        node: read.node.as_str(),
         direction: "to-operator",
         boot_marker: Some(&marker),
         already: false,
@@ -588,7 +589,7 @@ pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resul
     let node = taken.node.clone();
     let dry_run = ctx.options.dry_run;
     let doc = super::install::FromOperator {
-        node: node.clone(),
+        node: node.to_string(),
         direction: "from-operator",
         migrate_actions: apply::shown(&taken.before),
         migrate_actions_after: apply::shown(&taken.after),
@@ -676,7 +677,7 @@ fn after_failure(
 
 /// What giving a node back to the operator needs.
 struct GiveBack<'a> {
-    node: &'a str,
+    node: &'a NodeName,
     root: &'a InstallRoot,
     cluster: &'a Cluster,
     journal: &'a str,
@@ -759,7 +760,7 @@ fn run_steps(
 
 /// What `from-operator` does around install, planned before anything changes.
 struct FromPlan {
-    node: String,
+    node: NodeName,
     /// Whether to uncordon the node at the end (this migration cordoned it).
     uncordon: bool,
     root: InstallRoot,
@@ -924,7 +925,7 @@ fn annotate_if_missing(ctx: &mut Context, host: &dyn Host, read: &Read) -> anyho
 fn moved(ctx: &mut Context, read: &Read, changed: bool, direction: &'static str, what: &str) {
     ctx.printer.text(&format!("Node {} {what}.", read.node));
     let own = Migrate {
-        node: &read.node,
+        node: read.node.as_str(),
         direction,
         boot_marker: None,
         already: true,

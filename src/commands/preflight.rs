@@ -38,7 +38,7 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host(Intent::Read)?;
     let base = ctx.load_config()?;
     let mut snapshot = checks::host::snapshot(host.as_ref());
-    let node = base.config.node.name.to_string();
+    let node = base.config.node.name.clone();
     let mut cluster = read_cluster(args.offline, ctx, &node, facts::Rights::Ask)?;
     let mut loaded = with_cluster(ctx, &cluster, base)?;
 

@@ -11,6 +11,7 @@ use crate::config::types::Backend;
 use crate::context::Context;
 use crate::error::UsageError;
 use crate::installed::record::{self, NetworkSettings};
+use crate::k8s_name::NodeName;
 use crate::layout::CALICO_NETWORK;
 use crate::layout::InstallRoot;
 use crate::plan::desired::rendered_files;
@@ -45,7 +46,7 @@ pub(super) fn attempt(
 ) -> anyhow::Result<Pass> {
     let host = ctx.open_host_to_change("reconfigure")?;
     let base = ctx.load_config()?;
-    let node_name = base.config.node.name.to_string();
+    let node_name = base.config.node.name.clone();
     let cluster = read_cluster(false, ctx, &node_name, crate::cluster::facts::Rights::Skip)?;
     let loaded = with_cluster(ctx, &cluster, base)?;
     let config = &loaded.config;
@@ -91,7 +92,7 @@ pub(super) fn attempt(
     }
     let shown = Shown {
         root: &root,
-        node_name: &node_name,
+        node_name: node_name.as_str(),
         backend: config.backend,
         changes: &changes,
         pods: node.preview,
@@ -185,7 +186,7 @@ fn print_done<D: serde::Serialize>(
     ctx: &mut Context,
     args: &ReconfigureArgs,
     cluster: Option<&crate::cluster::Cluster>,
-    node_name: &str,
+    node_name: &NodeName,
     doc: super::change::Changing<D>,
 ) -> anyhow::Result<()> {
     let restarted = super::verify_restarted::Restarted::of(&doc);
@@ -198,7 +199,7 @@ fn finished(
     ctx: &mut Context,
     change: &Change,
     cluster: Option<&crate::cluster::Cluster>,
-    node_name: &str,
+    node_name: &NodeName,
     steps: usize,
 ) {
     change.keep_file_stats(ctx);
@@ -430,7 +431,7 @@ fn node_plan(
     args: &ReconfigureArgs,
     config: &crate::config::Config,
     cluster: ClusterRead,
-    node_name: &str,
+    node_name: &NodeName,
     need: &Need<'_>,
 ) -> anyhow::Result<NodePlan> {
     if !need.recreate && !need.we_cordoned {
@@ -469,7 +470,7 @@ fn node_plan(
     };
     Ok(NodePlan {
         steps: Some(NodeSteps {
-            node: node_name.to_owned(),
+            node: node_name.clone(),
             // A node cordoned before (by an engine, by hand) is not ours to uncordon.
             cordon: need.recreate && !cordoned,
             uncordon: (need.recreate && !cordoned) || need.we_cordoned,
@@ -490,7 +491,7 @@ fn needs_drain(
     args: &ReconfigureArgs,
     config: &crate::config::Config,
     cluster: &ClusterRead,
-    node_name: &str,
+    node_name: &NodeName,
     need: &Need<'_>,
 ) -> UsageError {
     let drain = UsageError::new(
@@ -522,7 +523,7 @@ fn needs_drain(
 /// The cluster a drain needs, or why it cannot be had.
 fn connected(
     cluster: ClusterRead,
-    node_name: &str,
+    node_name: &NodeName,
 ) -> anyhow::Result<(
     Box<crate::cluster::Cluster>,
     Box<crate::cluster::facts::ClusterFacts>,
@@ -582,7 +583,7 @@ fn vni_refusal(
 fn drain_action(
     args: &ReconfigureArgs,
     c: &crate::cluster::Cluster,
-    node_name: &str,
+    node_name: &NodeName,
 ) -> anyhow::Result<(Action, Pods)> {
     let options = args.evict.options(args.delete_emptydir_data);
     let s = drain::select(&drain::pods_on(c, node_name)?);
@@ -598,7 +599,7 @@ fn drain_action(
     let mut evict = show(&s.evict);
     evict.extend(show(&s.unmanaged));
     let action = Action::Drain {
-        node: node_name.to_owned(),
+        node: node_name.clone(),
         evict,
         skipped: show(&s.skipped),
         options,
@@ -612,7 +613,7 @@ fn drain_action(
 }
 
 /// The error of a failed reconfigure, with what was undone and what a rerun does.
-fn failed(f: Failed, node_name: &str) -> anyhow::Error {
+fn failed(f: Failed, node_name: &NodeName) -> anyhow::Error {
     let (e, measured) = (f.error, f.left);
     let after = if e.past_no_return {
         format!(

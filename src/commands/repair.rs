@@ -15,6 +15,7 @@ use crate::health::judge::Finding;
 use crate::host::Host;
 use crate::installed::endpoints::{self, Judged};
 use crate::installed::record;
+use crate::k8s_name::NodeName;
 use crate::layout::InstallRoot;
 use crate::plan::repair;
 use anyhow::Context as _;
@@ -22,7 +23,7 @@ use std::time::Duration;
 
 /// What a repair works on: the node's name, the install root, the cluster.
 struct Target {
-    node: String,
+    node: NodeName,
     root: InstallRoot,
     cluster: Box<Cluster>,
 }
@@ -35,7 +36,7 @@ pub const MIN_GRACE: Duration = Duration::from_secs(60);
 /// (`no-admin-kubeconfig`), is refused before anything is read of the cluster.
 fn target(ctx: &mut Context, host: &dyn Host) -> anyhow::Result<Target> {
     let base = ctx.load_config()?;
-    let node = base.config.node.name.to_string();
+    let node = base.config.node.name.clone();
     let root = base.config.root();
     if record::read(host, &root)?.is_none() {
         return Err(UsageError::new(
@@ -105,7 +106,7 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .filter(|j| j.verdict == endpoints::Verdict::Suspect)
         .collect();
     let own = Repair {
-        node: &node,
+        node: node.as_str(),
         endpoints: &faults,
         suspect: &suspect,
         restarts: &[],
@@ -181,7 +182,7 @@ fn stopped(ctx: &mut Context, doc: &Changing<Repair<'_>>) -> anyhow::Error {
 /// node's own look, with the cluster).
 fn look_after(
     ctx: &Context,
-    (host, c, node, root): (&dyn Host, &Cluster, &str, &InstallRoot),
+    (host, c, node, root): (&dyn Host, &Cluster, &NodeName, &InstallRoot),
     grace: Duration,
 ) -> Vec<Finding> {
     let state_dir = ctx.state_dir(host);
@@ -239,7 +240,7 @@ fn planned(
     ctx: &Context,
     host: &dyn Host,
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
     args: &RepairArgs,
 ) -> anyhow::Result<(Vec<Judged>, Vec<apply::Action>)> {
     let ageing = if ctx.options.dry_run {
@@ -270,7 +271,7 @@ fn planned(
 fn still_at_fault(
     host: &dyn Host,
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
     grace: Duration,
     id: &str,
 ) -> anyhow::Result<Option<String>> {
@@ -309,7 +310,7 @@ fn finished(ctx: &mut Context, steps: usize, findings: &[Finding]) -> anyhow::Re
 fn survey(
     host: &dyn Host,
     c: &Cluster,
-    node: &str,
+    node: &NodeName,
     grace: Duration,
     ageing: endpoints::Ageing,
 ) -> anyhow::Result<Vec<Judged>> {
@@ -334,7 +335,7 @@ enum Waited {
 /// (none when healthy). A recreated pod's new endpoint that is still attaching is no fault.
 fn wait_healthy(
     ctx: &mut Context,
-    (host, c, node): (&dyn Host, &Cluster, &str),
+    (host, c, node): (&dyn Host, &Cluster, &NodeName),
     args: &RepairArgs,
     stop: &Stop,
 ) -> anyhow::Result<Waited> {
@@ -378,7 +379,7 @@ fn drain_options(args: &RepairArgs) -> DrainOptions {
 }
 
 /// Refused before anything changes: pods nothing recreates, or the breaker.
-fn refused(node: &str, judged: &[Judged], r: repair::Refusal) -> anyhow::Error {
+fn refused(node: &NodeName, judged: &[Judged], r: repair::Refusal) -> anyhow::Error {
     match r {
         repair::Refusal::Unmanaged(pods) => UsageError::new(
             format!(

@@ -34,7 +34,7 @@ pub(super) fn survey(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<hea
     let host = ctx.open_host(Intent::Read)?;
     let h = host.as_ref();
     let base = ctx.load_config()?;
-    let node_name = base.config.node.name.to_string();
+    let node_name = base.config.node.name.clone();
     let env = ctx.env.clone();
     let seen = health::see(&env, h, &base.config, &node_name, |known| {
         if args.offline {

@@ -30,7 +30,7 @@ pub fn run(
     };
     // The node's name, as reconfigure finds it (kubelet's, read from the host).
     let host = ctx.open_host(crate::host::select::Intent::Read)?;
-    let me = ctx.load_config()?.config.node.name.to_string();
+    let me = ctx.load_config()?.config.node.name.clone();
     drop(host);
     let c = ctx.require_cluster()?;
     let held = match turn::look(&c, &turns, &me, None)? {
@@ -58,7 +58,7 @@ fn pause(lease: Duration, look: u32) -> Duration {
 fn wait(
     ctx: &mut Context,
     c: &Cluster,
-    (t, me): (&Turns, &str),
+    (t, me): (&Turns, &crate::k8s_name::NodeName),
     timeout: Duration,
 ) -> anyhow::Result<Held> {
     let stop = ctx.catch_stop(Stop::new(), super::common::CHANGE_UNCAUGHT);
@@ -115,7 +115,7 @@ fn hold(
     args: &ReconfigureArgs,
     ctx: &mut Context,
     c: &Cluster,
-    (t, me): (&Turns, &str),
+    (t, me): (&Turns, &crate::k8s_name::NodeName),
     held: Held,
 ) -> anyhow::Result<()> {
     let caught = ctx.catch_stop(Stop::new(), super::common::CHANGE_UNCAUGHT);
@@ -166,7 +166,7 @@ fn hold(
 fn give_back(
     ctx: &mut Context,
     c: &Cluster,
-    (t, me): (&Turns, &str),
+    (t, me): (&Turns, &crate::k8s_name::NodeName),
     held: &Mutex<Option<Held>>,
 ) -> anyhow::Result<()> {
     let mut slot = held.lock().unwrap_or_else(|p| p.into_inner());
@@ -192,7 +192,7 @@ fn give_back(
 /// `tools/leaderelection/leaderelection.go`, `renew`).
 fn keep(
     c: &Cluster,
-    (t, me): (&Turns, &str),
+    (t, me): (&Turns, &crate::k8s_name::NodeName),
     held: &Mutex<Option<Held>>,
     ending: &Stop,
     (lost, change): (&AtomicBool, &Stop),
@@ -224,7 +224,7 @@ fn keep(
 fn healthy(
     args: &ReconfigureArgs,
     ctx: &mut Context,
-    (lease, me): (Duration, &str),
+    (lease, me): (Duration, &crate::k8s_name::NodeName),
 ) -> anyhow::Result<()> {
     let status = StatusArgs {
         offline: true,
@@ -257,7 +257,7 @@ fn healthy(
         },
         |findings| {
             Err(TurnError::Unhealthy {
-                node: me.to_owned(),
+                node: me.to_string(),
                 after: args.wait_timeout,
                 findings,
             }

@@ -9,6 +9,7 @@ use crate::context::Context;
 use crate::duration::now;
 use crate::installed::legacy::{legacy_error, legacy_services};
 use crate::installed::record;
+use crate::k8s_name::NodeName;
 use crate::layout::InstallRoot;
 use crate::plan::uninstall;
 use anyhow::Context as _;
@@ -77,7 +78,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let ran_as = ran_as(host.as_ref(), &root);
     let ours = Ours {
         id: rec.install_id.as_deref(),
-        hash: rec.config_hash.as_ref().map(|h| h.0.as_str()),
+        hash: rec.config_hash.as_ref(),
     };
     let at = (ran_as, ours);
     let cluster = cluster_part(ctx, grant.as_ref(), at, args.skip_cluster);
@@ -282,7 +283,7 @@ struct ClusterPart {
 fn cluster_part(
     ctx: &mut Context,
     grant: Option<&crate::cluster::renewal::Grant>,
-    (ran_as, ours): (Option<String>, Ours<'_>),
+    (ran_as, ours): (Option<NodeName>, Ours<'_>),
     skip_cluster: bool,
 ) -> ClusterPart {
     let node = node_to_forget(ctx, ran_as);
@@ -313,7 +314,7 @@ fn cluster_part(
                 ctx,
                 &mut part,
                 (&c, node_there),
-                (node.as_deref(), grant, ours),
+                (node.as_ref(), grant, ours),
             );
             part.cluster = Some(c);
         }
@@ -356,7 +357,7 @@ fn reached_steps(
     part: &mut ClusterPart,
     (c, node_there): (&crate::cluster::Cluster, bool),
     (node, grant, ours): (
-        Option<&str>,
+        Option<&NodeName>,
         Option<&crate::cluster::renewal::Grant>,
         Ours<'_>,
     ),
@@ -384,7 +385,7 @@ fn reached_steps(
     match node {
         Some(n) if node_there => match foreign {
             None => part.steps.push(apply::Action::ForgetNode {
-                node: n.to_owned(),
+                node: n.clone(),
                 left: Left::Uninstalled,
             }),
             Some(w) => {
@@ -406,7 +407,7 @@ fn reached_steps(
 /// config shares: another config's is another install's (a record without a hash takes the
 /// node as named). A node with neither has nothing of ours but its condition, which is
 /// forgotten.
-fn another_install(c: &crate::cluster::Cluster, n: &str, ours: Ours<'_>) -> Option<String> {
+fn another_install(c: &crate::cluster::Cluster, n: &NodeName, ours: Ours<'_>) -> Option<String> {
     use crate::cluster::node::{ANNOTATION_CONFIG_HASH, ANNOTATION_INSTALL_ID};
     let mut theirs = crate::cluster::node::annotations(c, n).ok()?;
     let ((what, key), theirs, ours) = match (theirs.remove(ANNOTATION_INSTALL_ID), ours.id) {
@@ -418,7 +419,7 @@ fn another_install(c: &crate::cluster::Cluster, n: &str, ours: Ours<'_>) -> Opti
         _ => (
             ("config", ANNOTATION_CONFIG_HASH),
             theirs.remove(ANNOTATION_CONFIG_HASH)?,
-            ours.hash?,
+            ours.hash?.as_str(),
         ),
     };
     (theirs != ours).then(|| {
@@ -432,16 +433,13 @@ fn another_install(c: &crate::cluster::Cluster, n: &str, ours: Ours<'_>) -> Opti
 #[derive(Clone, Copy)]
 struct Ours<'a> {
     id: Option<&'a str>,
-    hash: Option<&'a str>,
+    hash: Option<&'a crate::config::ConfigHash>,
 }
 
 /// The node uninstall forgets: the one this host's Calico ran as (`ran_as`) when it differs
 /// from the one the config names now (said), else the config's.
-fn node_to_forget(ctx: &mut Context, ran_as: Option<String>) -> Option<String> {
-    let configured = ctx
-        .load_config()
-        .ok()
-        .map(|l| l.config.node.name.to_string());
+fn node_to_forget(ctx: &mut Context, ran_as: Option<NodeName>) -> Option<NodeName> {
+    let configured = ctx.load_config().ok().map(|l| l.config.node.name.clone());
     match (ran_as, configured) {
         (Some(ran), Some(named)) if ran != named => {
             ctx.printer.note(&format!(
@@ -458,10 +456,9 @@ fn node_to_forget(ctx: &mut Context, ran_as: Option<String>) -> Option<String> {
 /// (`CALICO_NODENAME_FILE`, written at its start: projectcalico/calico node/pkg/lifecycle/
 /// startup/startup.go, `utils.WriteNodeConfig`) when it holds a valid node name, else `None`
 /// (never started, or a file not ours to trust). Read with the host's cap.
-fn ran_as(host: &dyn crate::host::Host, root: &InstallRoot) -> Option<String> {
+fn ran_as(host: &dyn crate::host::Host, root: &InstallRoot) -> Option<NodeName> {
     let bytes = host.read_file(&root.path("nodename")).ok()??;
-    let name = std::str::from_utf8(&bytes).ok()?.trim();
-    crate::k8s_name::is_subdomain(name).then(|| name.to_owned())
+    NodeName::parse(std::str::from_utf8(&bytes).ok()?.trim()).ok()
 }
 
 /// Whether this kubeconfig may take the cluster's steps, asked before any change: a step it
@@ -471,7 +468,7 @@ fn ran_as(host: &dyn crate::host::Host, root: &InstallRoot) -> Option<String> {
 fn refused_right(
     c: &crate::cluster::Cluster,
     grant: Option<&crate::cluster::renewal::Grant>,
-    node: &str,
+    node: &NodeName,
     node_there: bool,
 ) -> Result<(), String> {
     use crate::cluster::facts::{Permission, can_i};
@@ -495,7 +492,7 @@ fn refused_right(
     }
     if node_there {
         for resource in ["nodes", "nodes/status"] {
-            wanted.push(right("patch", "", resource, node, None));
+            wanted.push(right("patch", "", resource, node.as_str(), None));
         }
     }
     for p in &wanted {

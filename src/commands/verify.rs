@@ -5,6 +5,7 @@ use super::verify_restarted::Restarted;
 use crate::cli::VerifyArgs;
 use crate::context::Context;
 use crate::error::UsageError;
+use crate::k8s_name::NodeName;
 use crate::verify::judge::Outcome;
 use crate::verify::run::{self, Options, Report, RunError};
 
@@ -84,7 +85,7 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
 /// `verify`, `install --verify`, `reconfigure --verify` and the fleet DaemonSet's scheduled
 /// run all join them here.
 pub fn join_node_health(ctx: &mut Context, r: &mut Report) {
-    if super::common::this_node(ctx).is_some_and(|(n, _)| n == r.node) {
+    if super::common::this_node(ctx).is_some_and(|(n, _)| n.as_str() == r.node) {
         crate::verify::node_health::join(r, host_findings(ctx));
     }
 }
@@ -96,13 +97,13 @@ pub fn join_node_health(ctx: &mut Context, r: &mut Report) {
 /// verifies, as the Plan's job does; else one written within `CONDITION_STALE_AFTER`, as
 /// `fleet status` takes it fresh.
 struct PlanGate {
-    here: Option<String>,
+    here: Option<NodeName>,
     calico_node_started: Option<i64>,
     fresh_since: i64,
 }
 
 impl PlanGate {
-    fn since(&self, node: &str) -> i64 {
+    fn since(&self, node: &NodeName) -> i64 {
         match (&self.here, self.calico_node_started) {
             // Written in CalicoNode's start second counts: `written_since` takes a heartbeat
             // after `since`, in whole seconds.
@@ -116,7 +117,7 @@ impl PlanGate {
 /// of CalicoNode; the first run refused ends the command.
 fn run_all(
     c: &crate::cluster::Cluster,
-    nodes: &[String],
+    nodes: &[NodeName],
     first: &Options,
     gate: Option<&PlanGate>,
 ) -> anyhow::Result<Vec<Report>> {
@@ -151,7 +152,7 @@ fn run_all(
     Ok(reports)
 }
 
-fn plan_gate(ctx: &mut Context, here: Option<&(String, Option<String>)>) -> PlanGate {
+fn plan_gate(ctx: &mut Context, here: Option<&(NodeName, Option<String>)>) -> PlanGate {
     let started = (|| -> anyhow::Result<Option<i64>> {
         let host = ctx.open_host(crate::host::select::Intent::Read)?;
         let node = host.service_query(crate::layout::Role::Node.service_name())?;
@@ -166,7 +167,7 @@ fn plan_gate(ctx: &mut Context, here: Option<&(String, Option<String>)>) -> Plan
 }
 
 /// `--namespace` with more than one node is refused: a run there verifies one node.
-fn one_node_in_a_namespace_given(args: &VerifyArgs, nodes: &[String]) -> Result<(), UsageError> {
+fn one_node_in_a_namespace_given(args: &VerifyArgs, nodes: &[NodeName]) -> Result<(), UsageError> {
     match (&args.namespace, nodes) {
         (Some(ns), [_, _, ..]) => Err(UsageError::new(
             format!("verify --namespace {ns} verifies one node a run"),
@@ -328,7 +329,7 @@ fn host_findings(ctx: &mut Context) -> Vec<crate::health::judge::Finding> {
     let judged = (|| -> anyhow::Result<Vec<crate::health::judge::Finding>> {
         let host = ctx.open_host(crate::host::select::Intent::Read)?;
         let config = ctx.load_config()?.config;
-        let node = config.node.name.to_string();
+        let node = config.node.name.clone();
         let state_dir = ctx.state_dir(host.as_ref());
         crate::health::installed_on_node(host.as_ref(), &config.root(), &node, state_dir.as_deref())
     })();
@@ -342,7 +343,7 @@ pub fn print_verified(
     ctx: &mut Context,
     (verify, what, restarted): (Option<(&str, std::time::Duration)>, &str, Restarted),
     cluster: Option<&crate::cluster::Cluster>,
-    node: &str,
+    node: &NodeName,
     doc: impl serde::Serialize,
 ) -> anyhow::Result<()> {
     let Some(with) = verify else {
@@ -387,7 +388,7 @@ pub fn verify_after(
         Option<&crate::cluster::Cluster>,
         (&str, std::time::Duration),
     ),
-    node: &str,
+    node: &NodeName,
     restarted: Restarted,
 ) -> anyhow::Result<(Report, Option<crate::verify::failure::Failed>)> {
     let Some(c) = cluster else {
@@ -400,9 +401,8 @@ pub fn verify_after(
     // The Node object's name, and the cluster's domain, as the configuration names them.
     let (node, domain) = match super::common::this_node(ctx) {
         Some((n, d)) => (n, d),
-        None => (node.to_owned(), None),
+        None => (node.clone(), None),
     };
-    let node = node.as_str();
     let o = Options {
         image: image.to_owned(),
         timeout,
@@ -416,7 +416,7 @@ pub fn verify_after(
         calico_since: restarted.node.then_some(ctx.started_s),
         // The stop a drain before it caught, if one did: a process catches the signal once.
         stop: ctx.catch_stop(crate::duration::Stop::new(), super::common::VERIFY_UNCAUGHT),
-        ..Options::for_node(node)
+        ..Options::for_node(&node)
     };
     services_ready(ctx, restarted, &o)?;
     let ran = run::run(c, &o);

@@ -37,6 +37,7 @@
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
 use crate::health::judge::{Code, Finding};
 use crate::host::{Host, ServiceState};
+use crate::k8s_name::NodeName;
 use crate::layout::{InstallRoot, Role};
 use std::time::Duration;
 
@@ -71,7 +72,7 @@ pub fn not_ready(
     host: &dyn Host,
     root: &InstallRoot,
     r: Restarted,
-    node: &str,
+    node: &NodeName,
 ) -> Result<Vec<String>, NotReady> {
     let host_error = |e: crate::host::HostError| NotReady::Host(e.to_string());
     let mut missing = Vec::new();
@@ -157,7 +158,7 @@ fn node_ineligible(body: &str) -> bool {
 }
 
 /// The finding kube-proxy's word on `node` makes: it is being removed.
-fn node_being_removed(node: &str) -> Finding {
+fn node_being_removed(node: &NodeName) -> Finding {
     Finding::new(
         Code::NodeBeingRemoved,
         node,
@@ -208,7 +209,7 @@ impl crate::error::Diagnose for NotReady {
 pub fn wait(
     host: &dyn Host,
     root: &InstallRoot,
-    (r, node): (Restarted, &str),
+    (r, node): (Restarted, &NodeName),
     (timeout, stop): (Duration, &Stop),
     say: &mut dyn FnMut(&str),
 ) -> Result<(), NotReady> {

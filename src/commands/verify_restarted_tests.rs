@@ -60,7 +60,7 @@ fn a_503_saying_the_node_is_not_eligible_is_the_node_being_removed() {
             Err(KubeProxyUnready::Waiting(_))
         ));
     }
-    let f = node_being_removed("win-1");
+    let f = node_being_removed(&"win-1".into());
     assert_eq!(f.code, Code::NodeBeingRemoved);
     assert_eq!(f.subject, "win-1");
 }

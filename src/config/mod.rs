@@ -181,6 +181,12 @@ pub fn fleet_hash(loaded: &Loaded) -> ConfigHash {
 #[serde(transparent)]
 pub struct ConfigHash(pub String);
 
+impl ConfigHash {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// Computes the effective configuration from its inputs, reporting every problem at once.
 pub fn load(inputs: &Inputs) -> Result<Loaded, ConfigError> {
     let file_path = inputs.file.as_ref().map(|(p, _)| p.clone());

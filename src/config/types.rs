@@ -93,7 +93,6 @@ choice!(
 
 display_text!(
     MacPrefix,
-    NodeName,
     Namespace,
     WinPath,
     EtcdEndpoint,
@@ -289,17 +288,11 @@ impl fmt::Display for NodeIp {
     }
 }
 
-/// A Kubernetes node name: a lower-case DNS-1123 subdomain.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeName(String);
+pub use crate::k8s_name::NodeName;
 
 impl Setting for NodeName {
     fn parse(raw: &str) -> Result<Self, Rejection> {
-        if crate::k8s_name::is_subdomain(raw) {
-            Ok(Self(raw.to_owned()))
-        } else {
-            Err("allowed: a lower-case DNS-1123 name (a-z, 0-9, '-' and '.', at most 253 characters), equal to kubelet's node name".into())
-        }
+        crate::k8s_name::NodeName::parse(raw)
     }
     string_shown!(NodeName);
 }

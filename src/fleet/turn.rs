@@ -191,7 +191,7 @@ impl Held {
 pub fn look(
     c: &Cluster,
     t: &Turns,
-    me: &str,
+    me: &crate::k8s_name::NodeName,
     seen: Option<&mut Seen>,
 ) -> Result<Result<Held, Vec<String>>, ClusterError> {
     let api = t.api(c);
@@ -204,7 +204,7 @@ pub fn look(
     }
     let own = read
         .iter()
-        .find_map(|(_, l)| l.as_ref().filter(|l| holder(l) == Some(me)));
+        .find_map(|(_, l)| l.as_ref().filter(|l| holder(l) == Some(me.as_str())));
     if let Some(l) = own {
         return Ok(take(c, t, l.clone(), me, true)?.ok_or_else(Vec::new));
     }
@@ -265,13 +265,13 @@ fn now_micro() -> MicroTime {
 }
 
 /// The spec of a slot `me` holds from now.
-fn holding(t: &Turns, me: &str, spec: &mut LeaseSpec, back: bool) {
+fn holding(t: &Turns, me: &crate::k8s_name::NodeName, spec: &mut LeaseSpec, back: bool) {
     let now = now_micro();
     if !back {
         spec.acquire_time = Some(now.clone());
         spec.lease_transitions = Some(spec.lease_transitions.unwrap_or(0).saturating_add(1));
     }
-    spec.holder_identity = Some(me.to_owned());
+    spec.holder_identity = Some(me.to_string());
     spec.lease_duration_seconds = Some(i32::try_from(t.lease.as_secs()).unwrap_or(i32::MAX));
     spec.renew_time = Some(now);
 }
@@ -282,7 +282,7 @@ fn take(
     c: &Cluster,
     t: &Turns,
     mut l: Lease,
-    me: &str,
+    me: &crate::k8s_name::NodeName,
     back: bool,
 ) -> Result<Option<Held>, ClusterError> {
     holding(t, me, l.spec.get_or_insert_default(), back);
@@ -308,7 +308,12 @@ fn won(written: Result<Lease, ClusterError>) -> Result<Option<Held>, ClusterErro
 }
 
 /// Makes slot `name`, held by `me`; `None` when another node made it first (409).
-fn create(c: &Cluster, t: &Turns, name: &str, me: &str) -> Result<Option<Held>, ClusterError> {
+fn create(
+    c: &Cluster,
+    t: &Turns,
+    name: &str,
+    me: &crate::k8s_name::NodeName,
+) -> Result<Option<Held>, ClusterError> {
     let mut spec = LeaseSpec::default();
     holding(t, me, &mut spec, false);
     let l = Lease {
@@ -332,7 +337,7 @@ fn create(c: &Cluster, t: &Turns, name: &str, me: &str) -> Result<Option<Held>, 
 fn rewrite(
     c: &Cluster,
     t: &Turns,
-    (me, held): (&str, &mut Held),
+    (me, held): (&crate::k8s_name::NodeName, &mut Held),
     change: &dyn Fn(&mut Lease),
 ) -> Result<bool, ClusterError> {
     let name = held.name().to_owned();
@@ -355,7 +360,7 @@ fn rewrite(
             Err(e) => return Err(e),
         }
         match c.call_opt("get", &what, api.get(&name))? {
-            Some(r) if holder(&r) == Some(me) => held.0 = r,
+            Some(r) if holder(&r) == Some(me.as_str()) => held.0 = r,
             _ => return Ok(false),
         }
     }
@@ -363,7 +368,12 @@ fn rewrite(
 }
 
 /// One renewal: `false` when the slot is not this node's any more.
-pub fn renew(c: &Cluster, t: &Turns, me: &str, held: &mut Held) -> Result<bool, ClusterError> {
+pub fn renew(
+    c: &Cluster,
+    t: &Turns,
+    me: &crate::k8s_name::NodeName,
+    held: &mut Held,
+) -> Result<bool, ClusterError> {
     rewrite(c, t, (me, held), &|l| {
         l.spec.get_or_insert_default().renew_time = Some(now_micro());
     })
@@ -374,7 +384,7 @@ pub fn renew(c: &Cluster, t: &Turns, me: &str, held: &mut Held) -> Result<bool, 
 pub fn fail(
     c: &Cluster,
     t: &Turns,
-    me: &str,
+    me: &crate::k8s_name::NodeName,
     held: &mut Held,
     code: &str,
 ) -> Result<bool, ClusterError> {
@@ -392,7 +402,12 @@ pub fn fail(
 }
 
 /// Gives the held slot back: no holder, no failure mark.
-pub fn release(c: &Cluster, t: &Turns, me: &str, held: &mut Held) -> Result<bool, ClusterError> {
+pub fn release(
+    c: &Cluster,
+    t: &Turns,
+    me: &crate::k8s_name::NodeName,
+    held: &mut Held,
+) -> Result<bool, ClusterError> {
     rewrite(c, t, (me, held), &|l| {
         let spec = l.spec.get_or_insert_default();
         spec.holder_identity = None;

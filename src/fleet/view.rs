@@ -8,6 +8,7 @@ use crate::cluster::node::{
     ANNOTATION_TOOL_VERSION, CONDITION_CALICO_READY, CONDITION_STALE_AFTER,
     REASON_HANDED_TO_OPERATOR, REASON_NOT_INSTALLED,
 };
+use crate::config::ConfigHash;
 use k8s_openapi::api::core::v1::Node;
 use std::collections::BTreeMap;
 
@@ -293,7 +294,7 @@ pub enum Trouble {
 
 /// What is not as it should be with a node, each with its kind and its sentence (every value
 /// escaped, `shown`).
-pub fn row_troubles(r: &NodeRow, fleet_hash: Option<&str>) -> Vec<(Trouble, String)> {
+pub fn row_troubles(r: &NodeRow, fleet_hash: Option<&ConfigHash>) -> Vec<(Trouble, String)> {
     let name = shown(&r.name);
     let mut out: Vec<(Trouble, String)> = r
         .malformed
@@ -336,7 +337,7 @@ pub fn row_troubles(r: &NodeRow, fleet_hash: Option<&str>) -> Vec<(Trouble, Stri
             ),
         ));
     }
-    if r.config_hash.as_deref() != fleet_hash {
+    if r.config_hash.as_deref() != fleet_hash.map(ConfigHash::as_str) {
         let which = r
             .config_hash
             .as_deref()
@@ -353,7 +354,7 @@ pub fn row_troubles(r: &NodeRow, fleet_hash: Option<&str>) -> Vec<(Trouble, Stri
 
 /// The sentences of `row_troubles`.
 #[cfg(test)]
-pub fn row_problems(r: &NodeRow, fleet_hash: Option<&str>) -> Vec<String> {
+pub fn row_problems(r: &NodeRow, fleet_hash: Option<&ConfigHash>) -> Vec<String> {
     row_troubles(r, fleet_hash)
         .into_iter()
         .map(|(_, said)| said)
@@ -372,12 +373,12 @@ impl HashVotes {
     }
 
     /// The hash most nodes have (the first of equals in sort order), if any.
-    pub fn most_common(&self) -> Option<String> {
+    pub fn most_common(&self) -> Option<ConfigHash> {
         let best = self.0.values().copied().max()?;
         self.0
             .iter()
             .find(|(_, n)| **n == best)
-            .map(|(k, _)| k.clone())
+            .map(|(k, _)| ConfigHash(k.clone()))
     }
 }
 

@@ -9,13 +9,14 @@ use crate::cluster::read::ClusterRead;
 use crate::config::Config;
 use crate::host::Host;
 use crate::installed::record::InstallRecord;
+use crate::k8s_name::NodeName;
 use crate::layout::InstallRoot;
 use std::collections::BTreeMap;
 
 /// The node in the cluster: Ready, cordoned, its pods.
 pub(super) fn node(
     cluster: &ClusterRead,
-    node_name: &str,
+    node_name: &NodeName,
     n: &mut Notes,
 ) -> anyhow::Result<Option<NodeState>> {
     let (c, f) = match cluster {
@@ -58,7 +59,7 @@ pub(super) fn node(
         Err(e @ crate::cluster::ClusterError::Timeout { .. }) => return Err(e.into()),
         Err(e) => {
             n.findings.push(judge::cluster_unreadable(
-                node_name,
+                node_name.as_str(),
                 format!("the pods on node {node_name} cannot be read: {e}"),
             ));
             Vec::new()
@@ -67,7 +68,7 @@ pub(super) fn node(
     n.findings
         .extend(judge::node_state(node_name, &ready, cordoned));
     Ok(Some(NodeState {
-        name: node_name.to_owned(),
+        name: node_name.to_string(),
         ready: ready.is_ok(),
         cordoned,
         pods,
@@ -79,7 +80,7 @@ pub(super) fn node(
 pub(super) fn ipam(
     cluster: &ClusterRead,
     config: &Config,
-    node_name: &str,
+    node_name: &NodeName,
     n: &mut Notes,
 ) -> anyhow::Result<Option<Ipam>> {
     use crate::cluster::ipam;

@@ -10,6 +10,7 @@ use crate::config::Config;
 use crate::duration::time_text;
 use crate::host::{HnsNetwork, Host};
 use crate::installed::endpoints;
+use crate::k8s_name::NodeName;
 use crate::layout::{CALICO_NETWORK, EXTERNAL_NETWORK};
 use anyhow::Context as _;
 use std::net::Ipv4Addr;
@@ -181,7 +182,7 @@ pub(super) fn address(
     h: &dyn Host,
     networks: &[HnsNetwork],
     (internal, bgp): (Option<Ipv4Addr>, Option<Ipv4Addr>),
-    node_name: &str,
+    node_name: &NodeName,
     n: &mut Notes,
 ) -> Address {
     let ours = judge::management_ips(networks);

@@ -25,7 +25,7 @@ pub struct Desired {
 pub struct Look<'a> {
     pub host: &'a dyn Host,
     pub root: &'a InstallRoot,
-    pub node: &'a str,
+    pub node: &'a crate::k8s_name::NodeName,
     pub grace: std::time::Duration,
     pub state_dir: Option<&'a std::path::Path>,
     pub mode: Mode<'a>,

@@ -33,6 +33,7 @@ pub use seen::{Seen, see};
 use crate::health::judge::Finding;
 use crate::installed::endpoints;
 use crate::installed::record::InstallRecord;
+use crate::k8s_name::NodeName;
 use crate::layout::{CALICO_NETWORK, InstallRoot, Role};
 use look::Notes;
 
@@ -61,7 +62,7 @@ pub fn survey(look: Look<'_>) -> anyhow::Result<NodeReport> {
         under_way,
         ..Default::default()
     };
-    n.shown.node = look.node.to_owned();
+    n.shown.node = look.node.to_string();
     steps(&look, (rec.as_ref(), desired), &mut r, &mut n)?;
     r.problems = n.problems();
     r.healthy = r.problems.is_empty();
@@ -150,7 +151,7 @@ fn recorded_services<'r>(
 pub fn installed_on_node(
     host: &dyn crate::host::Host,
     root: &InstallRoot,
-    node: &str,
+    node: &NodeName,
     state_dir: Option<&std::path::Path>,
 ) -> anyhow::Result<Vec<Finding>> {
     if crate::installed::record::read(host, root)?.is_none() {
@@ -209,7 +210,7 @@ mod tests {
         let look = Look {
             host: &host,
             root: &root,
-            node: "win-1",
+            node: &"win-1".into(),
             grace: endpoints::DEFAULT_GRACE,
             state_dir: None,
             mode: Mode::Own(Own {

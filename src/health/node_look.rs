@@ -100,7 +100,7 @@ pub(super) fn addresses(
         Err(e) => {
             own.refused = matches!(e, crate::cluster::ClusterError::Api { code: 401, .. });
             n.findings.push(judge::cluster_unreadable(
-                look.node,
+                look.node.as_str(),
                 format!("the Node's addresses cannot be read: {e}"),
             ));
             (None, None)

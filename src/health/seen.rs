@@ -5,6 +5,7 @@ use crate::cluster::read::ClusterRead;
 use crate::cluster::token_check;
 use crate::config::Config;
 use crate::host::Host;
+use crate::k8s_name::NodeName;
 use std::collections::BTreeMap;
 
 /// The cluster as the survey sees it: the API server's answer to calico-node's token, and the
@@ -22,7 +23,7 @@ pub fn see(
     env: &BTreeMap<String, String>,
     host: &dyn Host,
     config: &Config,
-    node: &str,
+    node: &NodeName,
     read: impl FnOnce(Option<k8s_openapi::api::core::v1::Node>) -> anyhow::Result<ClusterRead>,
 ) -> anyhow::Result<Seen> {
     let mut asked = ask_token(env, host, config, node);
@@ -43,7 +44,7 @@ fn ask_token(
     env: &BTreeMap<String, String>,
     host: &dyn Host,
     config: &Config,
-    node_name: &str,
+    node_name: &NodeName,
 ) -> Option<token_check::Answer> {
     let path = config.kubeconfig.as_ref()?.as_str().to_owned();
     let text = String::from_utf8_lossy(&host.read_file(&path).ok()??).into_owned();

@@ -461,7 +461,7 @@ pub enum Ageing {
 #[derive(Clone, Copy, Debug)]
 pub struct Survey<'a> {
     pub cluster: Option<&'a Cluster>,
-    pub node: &'a str,
+    pub node: &'a crate::k8s_name::NodeName,
     pub grace: Duration,
     pub remote: Remote,
     pub ageing: Ageing,

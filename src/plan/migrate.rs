@@ -23,6 +23,7 @@ use crate::apply::Action;
 use crate::cluster::operator::{self, CniDirs, Installation, LABEL_VALUE, Want};
 use crate::host::{HnsNetwork, Host, HostResult, RegValue};
 use crate::installed::boot_marker::Culture;
+use crate::k8s_name::NodeName;
 use crate::layout::{BOOT_ID_VALUE, CALICO_KEY, CALICO_NETWORK, LEGACY_BOOT_VALUE};
 use std::time::Duration;
 
@@ -59,7 +60,7 @@ impl crate::error::Diagnose for Refused {
 
 /// What both directions judge the node by.
 pub struct Facts<'a> {
-    pub node: &'a str,
+    pub node: &'a crate::k8s_name::NodeName,
     pub installation: Option<&'a Installation>,
     /// The VNI the cluster's Felix uses.
     pub cluster_vni: u32,
@@ -317,7 +318,7 @@ pub fn from_operator_refusals(f: &Facts<'_>, stored: Option<&str>) -> Vec<Refusa
 /// The cluster steps that keep the operator off calicoctl-win's nodes before it runs on
 /// Windows: the affinity (when the Installation lacks it), then the label on `label` (nodes
 /// that run calicoctl-win and lack it).
-pub fn keep_operator_off(inst: &Installation, label: &[String]) -> Vec<Action> {
+pub fn keep_operator_off(inst: &Installation, label: &[NodeName]) -> Vec<Action> {
     let mut actions = Vec::new();
     if let Some(affinity) = inst.excluding_affinity() {
         actions.push(Action::PatchInstallation {
@@ -351,8 +352,8 @@ pub fn keep_operator_off(inst: &Installation, label: &[String]) -> Vec<Action> {
 /// it was, and uncordons the node.
 pub fn to_operator_before(
     inst: &Installation,
-    label: &[String],
-    (node, cni): (&str, &CniDirs),
+    label: &[NodeName],
+    (node, cni): (&NodeName, &CniDirs),
     cordoned: bool,
     timeout: Duration,
 ) -> Vec<Action> {
@@ -361,7 +362,7 @@ pub fn to_operator_before(
         actions.push(enable_windows(inst, cni));
     }
     actions.push(Action::WaitOperatorDaemonSet {
-        node: node.to_owned(),
+        node: node.clone(),
         timeout,
     });
     actions.extend(cordon(node, cordoned));
@@ -401,29 +402,25 @@ fn enable_windows(inst: &Installation, cni: &CniDirs) -> Action {
 }
 
 /// This migration's cordon of the node, unless it is cordoned already: the mark first.
-fn cordon(node: &str, cordoned: bool) -> Vec<Action> {
+fn cordon(node: &NodeName, cordoned: bool) -> Vec<Action> {
     if cordoned {
         return Vec::new();
     }
     vec![
         Action::MarkCordoned {
-            node: node.to_owned(),
+            node: node.clone(),
             on: true,
         },
-        Action::Cordon {
-            node: node.to_owned(),
-        },
+        Action::Cordon { node: node.clone() },
     ]
 }
 
 /// The uncordon of a node this migration cordoned: the mark last.
-pub fn uncordon(node: &str) -> Vec<Action> {
+pub fn uncordon(node: &NodeName) -> Vec<Action> {
     vec![
-        Action::Uncordon {
-            node: node.to_owned(),
-        },
+        Action::Uncordon { node: node.clone() },
         Action::MarkCordoned {
-            node: node.to_owned(),
+            node: node.clone(),
             on: false,
         },
     ]
@@ -484,18 +481,18 @@ pub fn marker_for_operator(
 /// token-renewal grant deleted and the node's calicoctl-win annotations and condition said
 /// gone: each journaled, so that a run cut off after any of them is finished by the next.
 pub fn to_operator_after(
-    node: &str,
+    node: &NodeName,
     timeout: Duration,
     uncordon_it: bool,
     grant: Option<&crate::cluster::renewal::Grant>,
 ) -> Vec<Action> {
     let mut actions = vec![
         Action::SetNodeLabel {
-            node: node.to_owned(),
+            node: node.clone(),
             value: None,
         },
         Action::WaitOperatorPod {
-            node: node.to_owned(),
+            node: node.clone(),
             want: Want::Ready,
             timeout,
         },
@@ -512,7 +509,7 @@ pub fn to_operator_after(
         });
     }
     actions.push(Action::ForgetNode {
-        node: node.to_owned(),
+        node: node.clone(),
         left: crate::cluster::node::Left::HandedToOperator,
     });
     actions
@@ -547,7 +544,7 @@ pub const OPERATOR_CNI_FILES: &[&str] = &["10-calico.conflist", "calico-kubeconf
 pub fn from_operator_before(
     host: &dyn Host,
     inst: &Installation,
-    node: &str,
+    node: &NodeName,
     steps: FromOperator<'_>,
 ) -> HostResult<Vec<Action>> {
     // The cordon before the label: no new pod lands on the node once its operator pod
@@ -556,13 +553,13 @@ pub fn from_operator_before(
     actions.extend(cordon(node, steps.cordoned));
     if !steps.labelled {
         actions.extend(
-            keep_operator_off(&Installation::default(), &[node.to_owned()])
+            keep_operator_off(&Installation::default(), std::slice::from_ref(node))
                 .into_iter()
                 .filter(|a| matches!(a, Action::SetNodeLabel { .. })),
         );
     }
     actions.push(Action::WaitOperatorPod {
-        node: node.to_owned(),
+        node: node.clone(),
         want: Want::Gone,
         timeout: steps.timeout,
     });

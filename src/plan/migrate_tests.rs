@@ -46,8 +46,10 @@ impl Case {
     }
 
     fn facts(&self) -> Facts<'_> {
+        static WIN_1: std::sync::LazyLock<crate::k8s_name::NodeName> =
+            std::sync::LazyLock::new(|| "win-1".into());
         Facts {
-            node: "win-1",
+            node: &WIN_1,
             installation: self.installation.as_ref(),
             cluster_vni: 4096,
             networks: &self.networks,
@@ -210,7 +212,7 @@ fn to_operator_orders_the_cluster_around_the_host() {
     let before = to_operator_before(
         &inst,
         &["win-1".into(), "win-2".into()],
-        ("win-1", &cni),
+        (&"win-1".into(), &cni),
         false,
         wait,
     );
@@ -243,13 +245,14 @@ fn to_operator_orders_the_cluster_around_the_host() {
         affinity: inst.excluding_affinity(),
         ..Installation::default()
     };
-    let again = to_operator_before(&done, &[], ("win-1", &cni), true, wait);
+    let again = to_operator_before(&done, &[], (&"win-1".into(), &cni), true, wait);
     assert!(
         matches!(again[..], [Action::WaitOperatorDaemonSet { .. }]),
         "{again:?}"
     );
-    let grant = crate::cluster::renewal::Grant::for_node("calico-system", "win-1", "calico-node");
-    let after = to_operator_after("win-1", wait, true, Some(&grant));
+    let grant =
+        crate::cluster::renewal::Grant::for_node("calico-system", &"win-1".into(), "calico-node");
+    let after = to_operator_after(&"win-1".into(), wait, true, Some(&grant));
     assert!(matches!(
         &after[0],
         Action::SetNodeLabel { value: None, .. }
@@ -266,7 +269,7 @@ fn to_operator_orders_the_cluster_around_the_host() {
     assert!(matches!(&after[4], Action::RemoveRenewalGrant { .. }));
     assert!(matches!(&after[5], Action::ForgetNode { .. }));
     assert_eq!(
-        to_operator_after("win-1", Duration::from_secs(1), false, None).len(),
+        to_operator_after(&"win-1".into(), Duration::from_secs(1), false, None).len(),
         3
     );
 }
@@ -370,6 +373,6 @@ fn uninstall_and_migrate_drop_the_addressing_kept_from_before_the_vswitch() {
         .expect("set");
     let uninstall = crate::plan::uninstall::plan(&host, &rec, &options).expect("plan");
     assert!(drop(&uninstall), "{uninstall:?}");
-    let from = from_operator_before(&host, &inst, "win-1", steps()).expect("plan");
+    let from = from_operator_before(&host, &inst, &"win-1".into(), steps()).expect("plan");
     assert!(drop(&from), "{from:?}");
 }

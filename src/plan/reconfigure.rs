@@ -7,6 +7,7 @@ use crate::apply::Action;
 use crate::apply::journal::{Journal, Undo};
 use crate::host::{HnsNetwork, Host, ServiceState};
 use crate::installed::record::{InstallRecord, NetworkSettings, RecordedFile};
+use crate::k8s_name::NodeName;
 use crate::layout::CALICO_NETWORK;
 use crate::layout::EXTERNAL_FILE;
 use crate::layout::EXTERNAL_NETWORK;
@@ -118,16 +119,16 @@ pub fn networks_to_delete(
 }
 
 /// Whether an interrupted run cordoned `node`: its journal holds the undo that uncordons it.
-pub fn cordoned_by(journal: Option<&Journal>, node: &str) -> bool {
+pub fn cordoned_by(journal: Option<&Journal>, node: &NodeName) -> bool {
     journal
         .iter()
         .flat_map(|j| &j.entries)
-        .any(|e| matches!(&e.undo, Undo::Uncordon { node: n } if n.eq_ignore_ascii_case(node)))
+        .any(|e| matches!(&e.undo, Undo::Uncordon { node: n } if n.as_str().eq_ignore_ascii_case(node.as_str())))
 }
 
 /// The cluster steps around a network change.
 pub struct NodeSteps {
-    pub node: String,
+    pub node: NodeName,
     /// Cordon first (the node is not cordoned yet).
     pub cordon: bool,
     /// Uncordon at the end (this run or an interrupted one cordoned it).

@@ -21,7 +21,7 @@ use crate::installed::endpoints::Judged;
 
 /// What the plan is made from.
 pub struct Inputs<'a> {
-    pub node: &'a str,
+    pub node: &'a crate::k8s_name::NodeName,
     /// The endpoints as judged now; the faults are repaired.
     pub judged: &'a [Judged],
     pub drain: DrainOptions,
@@ -69,7 +69,7 @@ pub fn plan(i: &Inputs) -> Result<Vec<Action>, Refusal> {
     pods.dedup();
     if !pods.is_empty() {
         actions.push(Action::EvictPods {
-            node: i.node.to_owned(),
+            node: i.node.clone(),
             pods,
             options: i.drain,
         });
@@ -122,8 +122,10 @@ mod tests {
     }
 
     fn inputs(judged: &[Judged], force: bool) -> Inputs<'_> {
+        static WIN_1: std::sync::LazyLock<crate::k8s_name::NodeName> =
+            std::sync::LazyLock::new(|| "win-1".into());
         Inputs {
-            node: "win-1",
+            node: &WIN_1,
             judged,
             drain: DrainOptions {
                 timeout: Duration::from_secs(60),

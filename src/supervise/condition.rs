@@ -8,6 +8,7 @@ use crate::cluster::Cluster;
 use crate::health::judge;
 use crate::host::Host;
 use crate::installed::endpoints;
+use crate::k8s_name::NodeName;
 use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -33,7 +34,7 @@ const MAX_REASONS: usize = 10;
 pub struct Reporter {
     root: crate::layout::InstallRoot,
     kubeconfig: String,
-    node: String,
+    node: NodeName,
     env: BTreeMap<String, String>,
     /// What was last set, and when.
     published: Published,
@@ -61,10 +62,7 @@ impl Reporter {
                 .get(EnvVars::KUBECONFIG)
                 .filter(|k| !k.is_empty())?
                 .clone(),
-            node: env
-                .get(EnvVars::NODENAME)
-                .filter(|n| !n.is_empty())?
-                .clone(),
+            node: NodeName::parse(env.get(EnvVars::NODENAME)?).ok()?,
             env: env.clone(),
             published: Published::default(),
             next: Instant::now(),
@@ -284,7 +282,7 @@ pub struct Look {
 pub fn reasons(
     host: &dyn Host,
     cluster: Option<&Cluster>,
-    node: &str,
+    node: &NodeName,
     (root, state_dir): (&crate::layout::InstallRoot, Option<&std::path::Path>),
 ) -> Look {
     // CalicoNode's look every minute is what ages the faults (`endpoints::seen`).

@@ -7,6 +7,7 @@ use crate::cluster::credentials::Token;
 use crate::duration::Stop;
 use crate::fleet::diags::auth::{self, Verdict};
 use crate::host::Host;
+use crate::k8s_name::NodeName;
 use crate::layout::env::EnvVars;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -55,11 +56,10 @@ impl<'a> ClusterReview<'a> {
         Cluster::connect_as_node(kubeconfig, &text, &token, &self.env).map_err(|e| e.to_string())
     }
 
-    fn node(&self) -> Option<&str> {
+    fn node(&self) -> Option<NodeName> {
         [EnvVars::CALICO_K8S_NODE_REF, EnvVars::NODENAME]
             .iter()
-            .find_map(|k| self.env.get(*k).filter(|n| !n.is_empty()))
-            .map(String::as_str)
+            .find_map(|k| NodeName::parse(self.env.get(*k)?).ok())
     }
 }
 
@@ -72,7 +72,7 @@ impl Review for ClusterReview<'_> {
             };
         };
         match self.cluster() {
-            Ok(c) => auth::review_until(&c, token, node, &self.namespace, stop),
+            Ok(c) => auth::review_until(&c, token, &node, &self.namespace, stop),
             Err(why) => Verdict::Failed {
                 forbidden: false,
                 why: format!("cannot reach the API server as calico-node: {why}"),

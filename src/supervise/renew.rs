@@ -294,13 +294,13 @@ impl Renewal {
         // Bound to the node's Node again where the server allows it.
         let node = [EnvVars::CALICO_K8S_NODE_REF, EnvVars::NODENAME]
             .iter()
-            .find_map(|k| self.env.get(*k).filter(|n| !n.is_empty()));
+            .find_map(|k| crate::k8s_name::NodeName::parse(self.env.get(*k)?).ok());
         let issued = credentials::token_request(
             &cluster,
             &namespace,
             &name,
             Duration::from_secs(lifetime.unsigned_abs()),
-            node.map(String::as_str),
+            node.as_ref(),
         )?;
         let received = crate::duration::now();
         let fresh = issued_record(&issued, &namespace, &name, received)?;

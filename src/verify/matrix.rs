@@ -3,6 +3,7 @@
 //! node under test, a client beside it, one on a Linux node and one on another Windows node.
 
 use super::image;
+use crate::k8s_name::NodeName;
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 use serde::Serialize;
 
@@ -17,7 +18,7 @@ pub enum Os {
 /// What the plan needs to know about a node.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeFacts {
-    pub name: String,
+    pub name: NodeName,
     pub os: Os,
     /// `node.kubernetes.io/windows-build` (such as `10.0.20348`), Windows nodes only.
     pub windows_build: Option<String>,
@@ -109,7 +110,7 @@ impl Names {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placement {
     pub role: Role,
-    pub node: String,
+    pub node: NodeName,
     pub os: Os,
     pub windows_build: Option<String>,
 }
@@ -186,13 +187,13 @@ pub struct Skipped {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Peer {
     pub role: Role,
-    pub node: String,
+    pub node: NodeName,
 }
 
 /// The plan for one Windows node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Matrix {
-    pub node: String,
+    pub node: NodeName,
     pub pods: Vec<Placement>,
     pub checks: Vec<Check>,
     pub skipped: Vec<Skipped>,
@@ -354,7 +355,7 @@ impl crate::error::Diagnose for PlanError {
 
 /// Plans the matrix for `node` from the cluster's nodes.
 pub fn plan(
-    node: &str,
+    node: &NodeName,
     nodes: &[NodeFacts],
     image: &str,
     egress: Option<&str>,
@@ -373,7 +374,7 @@ pub fn plan(
     }
     let windows = peer(
         nodes,
-        |n| n.os == Os::Windows && n.name != node,
+        |n| n.os == Os::Windows && n.name != *node,
         |n| windows_unfit(n, image),
     );
     match windows {
@@ -390,7 +391,7 @@ pub fn plan(
     }
     skipped.sort_by_key(|s| s.id);
     Ok(Matrix {
-        node: node.to_owned(),
+        node: node.clone(),
         pods,
         checks,
         skipped,
@@ -398,34 +399,34 @@ pub fn plan(
 }
 
 fn under_test<'a>(
-    node: &str,
+    node: &NodeName,
     nodes: &'a [NodeFacts],
     image: &str,
 ) -> Result<&'a NodeFacts, PlanError> {
     let this = nodes
         .iter()
-        .find(|n| n.name == node)
-        .ok_or_else(|| PlanError::NoSuchNode(node.to_owned()))?;
+        .find(|n| n.name == *node)
+        .ok_or_else(|| PlanError::NoSuchNode(node.to_string()))?;
     if this.os != Os::Windows {
-        return Err(PlanError::NotWindows(node.to_owned()));
+        return Err(PlanError::NotWindows(node.to_string()));
     }
     let build = this
         .windows_build
         .as_deref()
-        .ok_or_else(|| PlanError::NoBuild(node.to_owned()))?;
+        .ok_or_else(|| PlanError::NoBuild(node.to_string()))?;
     if !image::carries_build(image, build) {
         return Err(PlanError::BuildNotCarried {
-            node: node.to_owned(),
+            node: node.to_string(),
             build: build.to_owned(),
             image: image.to_owned(),
         });
     }
     if !this.usable {
-        return Err(PlanError::NotUsable(node.to_owned()));
+        return Err(PlanError::NotUsable(node.to_string()));
     }
     if let Some(t) = untolerated(&this.taints, &admitted_tolerations()) {
         return Err(PlanError::Tainted {
-            node: node.to_owned(),
+            node: node.to_string(),
             taint: taint_text(t),
             key: t.key.clone(),
         });

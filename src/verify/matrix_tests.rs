@@ -32,7 +32,7 @@ fn a_full_cluster_gets_every_check_and_a_linux_worker() {
         win("win-a", "10.0.20348"),
         win("win-b", "10.0.17763"),
     ];
-    let m = plan("win-a", &nodes, image::AGNHOST, Some("1.1.1.1:80")).unwrap();
+    let m = plan(&"win-a".into(), &nodes, image::AGNHOST, Some("1.1.1.1:80")).unwrap();
     let on = |r: Role| m.pods.iter().find(|p| p.role == r).map(|p| p.node.as_str());
     assert_eq!(on(Role::Server), Some("win-a"));
     assert_eq!(on(Role::Local), Some("win-a"));
@@ -46,7 +46,7 @@ fn a_full_cluster_gets_every_check_and_a_linux_worker() {
 fn a_cluster_without_peers_skips_the_cross_node_checks_and_says_why() {
     // 20H2 (19042): a build agnhost is not published for.
     let nodes = [win("win-a", "10.0.20348"), win("win-c", "10.0.19042")];
-    let m = plan("win-a", &nodes, image::AGNHOST, None).unwrap();
+    let m = plan(&"win-a".into(), &nodes, image::AGNHOST, None).unwrap();
     let skipped: Vec<CheckId> = m.skipped.iter().map(|s| s.id).collect();
     assert_eq!(
         skipped,
@@ -65,35 +65,35 @@ fn a_cluster_without_peers_skips_the_cross_node_checks_and_says_why() {
 #[test]
 fn a_control_plane_is_taken_when_it_is_the_only_linux_node() {
     let nodes = [linux("cp", true), win("win-a", "10.0.20348")];
-    let m = plan("win-a", &nodes, image::AGNHOST, None).unwrap();
+    let m = plan(&"win-a".into(), &nodes, image::AGNHOST, None).unwrap();
     assert!(
         m.pods
             .iter()
-            .any(|p| p.role == Role::Linux && p.node == "cp")
+            .any(|p| p.role == Role::Linux && p.node.as_str() == "cp")
     );
 }
 
 #[test]
 fn a_node_the_image_lacks_or_not_windows_is_refused_before_anything() {
     let nodes = [linux("cp", true), win("win-old", "10.0.19042")];
-    let err = plan("win-old", &nodes, image::AGNHOST, None).unwrap_err();
+    let err = plan(&"win-old".into(), &nodes, image::AGNHOST, None).unwrap_err();
     assert!(matches!(err, PlanError::BuildNotCarried { .. }), "{err}");
-    assert!(plan("win-old", &nodes, "mirror/agnhost:2.52", None).is_ok());
+    assert!(plan(&"win-old".into(), &nodes, "mirror/agnhost:2.52", None).is_ok());
     // Windows Server 2025 is carried (agnhost 2.62's ltsc2025): verified, not refused.
     let nodes = [linux("cp", true), win("win-new", "10.0.26100")];
-    assert!(plan("win-new", &nodes, image::AGNHOST, None).is_ok());
+    assert!(plan(&"win-new".into(), &nodes, image::AGNHOST, None).is_ok());
     assert_eq!(
-        plan("cp", &nodes, image::AGNHOST, None),
+        plan(&"cp".into(), &nodes, image::AGNHOST, None),
         Err(PlanError::NotWindows("cp".into()))
     );
     assert_eq!(
-        plan("gone", &nodes, image::AGNHOST, None),
+        plan(&"gone".into(), &nodes, image::AGNHOST, None),
         Err(PlanError::NoSuchNode("gone".into()))
     );
     let mut down = win("win-a", "10.0.20348");
     down.usable = false;
     assert_eq!(
-        plan("win-a", &[down], image::AGNHOST, None),
+        plan(&"win-a".into(), &[down], image::AGNHOST, None),
         Err(PlanError::NotUsable("win-a".into()))
     );
 }
@@ -134,7 +134,7 @@ fn a_peer_is_chosen_only_where_the_probe_pods_can_run() {
         evicting,
         win("win-c", "10.0.17763"),
     ];
-    let m = plan("win-0", &nodes, image::AGNHOST, None).unwrap();
+    let m = plan(&"win-0".into(), &nodes, image::AGNHOST, None).unwrap();
     assert_eq!(
         m.peers(),
         [
@@ -162,7 +162,7 @@ fn no_peer_that_can_run_the_pods_skips_the_check_naming_each_node_passed_over() 
     let mut not_ready = win("win-c", "10.0.20348");
     not_ready.usable = false;
     let nodes = [unreachable, win("win-a", "10.0.20348"), degraded, not_ready];
-    let m = plan("win-a", &nodes, image::AGNHOST, None).unwrap();
+    let m = plan(&"win-a".into(), &nodes, image::AGNHOST, None).unwrap();
     assert!(m.peers().is_empty());
     let why = |id| {
         m.skipped
@@ -223,13 +223,21 @@ fn a_node_under_test_with_an_untolerated_no_execute_taint_is_refused_naming_it()
         taint("os", Some("windows"), "NoSchedule"),
         taint("node.kubernetes.io/not-ready", None, "NoExecute"),
     ];
-    assert!(plan("win-a", std::slice::from_ref(&a), image::AGNHOST, None).is_ok());
+    assert!(
+        plan(
+            &"win-a".into(),
+            std::slice::from_ref(&a),
+            image::AGNHOST,
+            None
+        )
+        .is_ok()
+    );
     a.taints.push(taint(
         "node.kubernetes.io/out-of-service",
         Some("nodeshutdown"),
         "NoExecute",
     ));
-    let err = plan("win-a", &[a], image::AGNHOST, None).unwrap_err();
+    let err = plan(&"win-a".into(), &[a], image::AGNHOST, None).unwrap_err();
     assert_eq!(
         err,
         PlanError::Tainted {

@@ -5,6 +5,7 @@
 use super::dial::{SERVICE_NAME, SERVICE_PORT};
 use super::image::{HTTP_PORT, UDP_PORT};
 use super::matrix::{Os, Placement, Role};
+use crate::k8s_name::NodeName;
 use k8s_openapi::api::core::v1::{
     Affinity, Capabilities, Container, ContainerPort, HTTPGetAction, Namespace, NodeAffinity,
     NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodOS, PodSecurityContext,
@@ -173,7 +174,7 @@ fn os_word(os: Os) -> &'static str {
 
 /// Pinned to one node as the DaemonSet controller pins its pods: a required node affinity on
 /// the field `metadata.name`, so the scheduler still weighs everything else.
-fn on_node(node: &str) -> Affinity {
+fn on_node(node: &NodeName) -> Affinity {
     Affinity {
         node_affinity: Some(NodeAffinity {
             required_during_scheduling_ignored_during_execution: Some(NodeSelector {
@@ -181,7 +182,7 @@ fn on_node(node: &str) -> Affinity {
                     match_fields: Some(vec![NodeSelectorRequirement {
                         key: "metadata.name".into(),
                         operator: "In".into(),
-                        values: Some(vec![node.to_owned()]),
+                        values: Some(vec![node.to_string()]),
                     }]),
                     ..Default::default()
                 }],

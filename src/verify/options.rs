@@ -1,6 +1,7 @@
 //! What a `verify` run is asked to do, and its defaults.
 
 use crate::duration::Stop;
+use crate::k8s_name::NodeName;
 use std::time::Duration;
 
 /// How long a run's Lease holds without a renewal: the longest a
@@ -133,7 +134,7 @@ fn dns_name(s: &str, letter: fn(&u8) -> bool) -> bool {
 /// What the run is asked to do.
 #[derive(Clone, Debug)]
 pub struct Options {
-    pub node: String,
+    pub node: NodeName,
     pub image: String,
     pub egress: Option<String>,
     /// The cluster's DNS domain (kubelet's `clusterDomain`): the names dialled end in it.
@@ -196,9 +197,9 @@ impl Said {
 
 impl Options {
     /// The defaults for `node`: agnhost, no egress, 120 s, cleaned up always, a random suffix.
-    pub fn for_node(node: &str) -> Self {
+    pub fn for_node(node: &NodeName) -> Self {
         Self {
-            node: node.to_owned(),
+            node: node.clone(),
             image: super::image::AGNHOST.to_owned(),
             egress: None,
             cluster_domain: CLUSTER_DOMAIN.to_owned(),

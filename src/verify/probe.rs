@@ -65,7 +65,7 @@ fn facts(n: &Node, now: i64) -> NodeFacts {
         Os::Linux
     };
     NodeFacts {
-        name: n.metadata.name.clone().unwrap_or_default(),
+        name: crate::k8s_name::NodeName::from_api(n.metadata.name.clone().unwrap_or_default()),
         os,
         taints: n
             .spec

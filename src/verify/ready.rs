@@ -29,7 +29,7 @@ pub fn wait(c: &Cluster, o: &Options, until: Instant) -> Result<(), NotReady> {
     let what = format!("nodes/{}", o.node);
     let waited_for = format!("node {} to be Ready and Calico on it ready", o.node);
     let ended = poll(o, &waited_for, until, || {
-        let node = c.call_opt("get", &what, api.get(&o.node))?;
+        let node = c.call_opt("get", &what, api.get(o.node.as_str()))?;
         let missing = match &node {
             None => vec!["the Node object (kubelet registers it)".to_owned()],
             // The fleet Plan's node is cordoned for its change: it is waited for all the same.
@@ -49,7 +49,7 @@ pub fn wait(c: &Cluster, o: &Options, until: Instant) -> Result<(), NotReady> {
         None => "a look at the node (the run was stopped before it)".to_owned(),
     };
     Err(NotReady::Plan(PlanError::NeverReady {
-        node: o.node.clone(),
+        node: o.node.to_string(),
         waited_s: start.elapsed().as_secs(),
         missing,
     }))

@@ -266,7 +266,7 @@ fn checks_and_clean_up(
         clean_up(c, (name, held), until, &mut clean_up_error)
     };
     let report = Report {
-        node: o.node.clone(),
+        node: o.node.to_string(),
         namespace: name.to_owned(),
         run: o.suffix.clone(),
         image: o.image.clone(),
@@ -697,7 +697,7 @@ fn by_role(m: &Matrix, states: Vec<PodState>) -> BTreeMap<Role, PodState> {
                 .cloned()
                 .unwrap_or(PodState {
                     name: p.role.pod_name().to_owned(),
-                    node: p.node.clone(),
+                    node: p.node.to_string(),
                     phase: "not made".into(),
                     ..Default::default()
                 });

@@ -8,6 +8,7 @@
 use super::objects::{OWNER_LABEL, OWNER_VALUE};
 use super::probe;
 use crate::cluster::{Cluster, ClusterError};
+use crate::k8s_name::NodeName;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams};
@@ -30,7 +31,7 @@ pub fn force_dead(
         let Some(node) = node.filter(|_| p.metadata.deletion_timestamp.is_some()) else {
             continue;
         };
-        if !dead(c, node, until)? {
+        if !dead(c, &NodeName::from_api(node), until)? {
             continue;
         }
         let name = p.metadata.name.clone().unwrap_or_default();
@@ -57,13 +58,13 @@ pub fn ours_in(c: &Cluster, ns: &str, until: Instant) -> Result<Vec<Pod>, Cluste
 /// Whether the node is gone or its Ready condition is not True. Asked with a list by name
 /// (`metadata.name`, a field every kind selects on), since `list nodes` is the right a
 /// `verify` identity holds, not `get`.
-pub fn dead(c: &Cluster, node: &str, until: Instant) -> Result<bool, ClusterError> {
+pub fn dead(c: &Cluster, node: &NodeName, until: Instant) -> Result<bool, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
     let lp = ListParams::default().fields(&format!("metadata.name={node}"));
     let found = c.call_by(until, ("list", "nodes"), nodes.list(&lp))?.items;
     Ok(!found
         .iter()
-        .filter(|n| n.metadata.name.as_deref() == Some(node))
+        .filter(|n| n.metadata.name.as_deref() == Some(node.as_str()))
         .any(ready))
 }
 

@@ -148,7 +148,8 @@ fn foreign_requests(ns: &str) -> Vec<(String, Value, Value)> {
 /// CalicoNode's (`supervise::renew`, with its Node-bound token) and the fleet pod's
 /// (`commands::keep_token`, with its pod token), each asking `node`'s token `lifetime` long.
 fn our_requests(ns: &str, node: Option<&str>, lifetime: Duration) -> [(Value, Value); 2] {
-    let object = serde_json::to_value(token_request_body(lifetime, node)).expect("json");
+    let node = node.map(crate::support::node_name);
+    let object = serde_json::to_value(token_request_body(lifetime, node.as_ref())).expect("json");
     let calico_node = format!("system:serviceaccount:{ns}:calico-node");
     [
         (
@@ -209,7 +210,8 @@ fn the_fleets_admission_policies_judge_only_calicoctl_wins_token_requests() {
                 }
                 let longer = cap + Duration::from_secs(1);
                 for (node, lifetime) in [(Some("win-2"), cap), (Some("win-1"), longer)] {
-                    let object = serde_json::to_value(token_request_body(lifetime, node));
+                    let node = node.map(crate::support::node_name);
+                    let object = serde_json::to_value(token_request_body(lifetime, node.as_ref()));
                     let judged = judge(policy, &request, &object.expect("json"));
                     assert!(
                         matches!(judged, Judged::Denied(_)),

@@ -1953,8 +1953,11 @@ fn calico_node_still_refreshes_the_cni_plugins_token_under_the_policies() {
         api.apply(m);
     }
     // The right Calico v3.25's ClusterRole gives calico-node, as a node's renewal grant does.
-    let grant =
-        calicoctl_win::cluster::renewal::Grant::for_node("calico-system", "win-1", "calico-node");
+    let grant = calicoctl_win::cluster::renewal::Grant::for_node(
+        "calico-system",
+        &crate::support::node_name("win-1"),
+        "calico-node",
+    );
     api.apply(&serde_json::to_value(grant.role(None)).expect("json"));
     api.apply(&serde_json::to_value(grant.binding(None)).expect("json"));
     let pod = api.pod_token("calico-system", "calico-node", "win-1");

@@ -5,6 +5,7 @@
 
 use crate::support::fake_api::FakeApi;
 use crate::support::fake_api::diags::{Answer, Endpoint};
+use crate::support::node_name;
 use calicoctl_win::cluster::Cluster;
 use calicoctl_win::fleet::diags::auth::{self, Verdict};
 use calicoctl_win::fleet::diags::rights;
@@ -321,7 +322,12 @@ fn every_diags_rule_is_needed_and_enough() {
             Ok(_) => {
                 let node_c = calico_node(&api, dir.path());
                 tokens(&api).into_iter().find_map(|(node, t)| {
-                    match auth::review(&node_c, t.as_deref().unwrap_or_default(), &node, NS) {
+                    match auth::review(
+                        &node_c,
+                        t.as_deref().unwrap_or_default(),
+                        &node_name(&node),
+                        NS,
+                    ) {
                         Verdict::Allowed => None,
                         v => Some(format!("{v:?}")),
                     }
@@ -382,11 +388,14 @@ fn each_request_carries_a_token_for_its_node_alone_that_calico_node_reviews() {
     for (node, token) in carried {
         let token = token.expect("the request carried a token");
         let other = if node == "win-1" { "win-2" } else { "win-1" };
-        assert_eq!(auth::review(&node_c, &token, &node, NS), Verdict::Allowed);
+        assert_eq!(
+            auth::review(&node_c, &token, &node_name(&node), NS),
+            Verdict::Allowed
+        );
         for (n, ns) in [(other, NS), (node.as_str(), "elsewhere")] {
             // Another node's audience is refused with the authenticator's error (jwt.go:
             // "token audiences ... is invalid"), another namespace's account plainly.
-            let v = auth::review(&node_c, &token, n, ns);
+            let v = auth::review(&node_c, &token, &node_name(n), ns);
             assert!(
                 matches!(v, Verdict::Denied(_) | Verdict::Unsettled(_)),
                 "{n} {ns}: {v:?}"
@@ -402,11 +411,11 @@ fn each_request_carries_a_token_for_its_node_alone_that_calico_node_reviews() {
         &api.token,
         &format!("/api/v1/namespaces/{CALICO_NS}/serviceaccounts/calico-node/token"),
         &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-            "spec": {"audiences": [auth::audience("win-1")], "expirationSeconds": 600}}),
+            "spec": {"audiences": [auth::audience(&node_name("win-1"))], "expirationSeconds": 600}}),
     );
     assert_eq!(code, 201, "{answer}");
     let theirs = answer["status"]["token"].as_str().expect("token");
-    let v = auth::review(&node_c, theirs, "win-1", NS);
+    let v = auth::review(&node_c, theirs, &node_name("win-1"), NS);
     assert!(
         matches!(v, Verdict::Denied(ref why) if why.contains("calico-node")),
         "{v:?}"
@@ -417,7 +426,12 @@ fn each_request_carries_a_token_for_its_node_alone_that_calico_node_reviews() {
         rights::REVIEW
     ));
     let (_, token) = &tokens(&api)[0];
-    let v = auth::review(&node_c, token.as_deref().expect("token"), "win-1", NS);
+    let v = auth::review(
+        &node_c,
+        token.as_deref().expect("token"),
+        &node_name("win-1"),
+        NS,
+    );
     assert!(
         matches!(v, Verdict::Failed { forbidden: true, ref why } if why.contains("tokenreviews")),
         "{v:?}"

@@ -174,7 +174,7 @@ fn a_token_without_audiences_is_no_nodes() {
         assert_eq!(code, 201, "{answer}");
         answer["status"].clone()
     };
-    let node = review(json!([auth::audience("win-1")]));
+    let node = review(json!([auth::audience(&crate::support::node_name("win-1"))]));
     assert_eq!(node["authenticated"], json!(false), "{node}");
     let own = review(json!(["https://kubernetes.default.svc"]));
     assert_eq!(own["authenticated"], json!(true), "{own}");
@@ -273,7 +273,7 @@ mod end_to_end {
     /// node's kubeconfig.
     struct AsCalicoNode<'a> {
         cluster: &'a Cluster,
-        node: String,
+        node: calicoctl_win::k8s_name::NodeName,
     }
 
     impl Review for AsCalicoNode<'_> {
@@ -371,7 +371,7 @@ mod end_to_end {
             .iter()
             .map(|n| AsCalicoNode {
                 cluster: &node_c,
-                node: (*n).to_owned(),
+                node: crate::support::node_name(n),
             })
             .collect();
         let stops: Vec<Stop> = names.iter().map(|_| Stop::new()).collect();

@@ -47,7 +47,7 @@ pub(crate) fn cluster() -> (FakeApi, tempfile::TempDir) {
 
 pub(crate) fn options(timeout_s: u64) -> Options {
     Options {
-        node: "win-a".into(),
+        node: crate::support::node_name("win-a"),
         image: calicoctl_win::verify::image::AGNHOST.into(),
         egress: None,
         cluster_domain: "cluster.local".into(),

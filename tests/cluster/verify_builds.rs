@@ -34,12 +34,12 @@ fn each_windows_build_is_verified_with_its_own_image_variant() {
     let (api, dir) = cluster();
     for (name, _, _) in NODES {
         let mut o = options(120);
-        o.node = (*name).into();
+        o.node = crate::support::node_name(name);
         o.suffix = format!("b{}", &name[4..]);
         let r = verify(&api, &dir, &o);
         assert!(r.passed, "{name}: {:#?}", r.checks);
         assert!(
-            r.peers.iter().any(|p| p.node.starts_with("win-")),
+            r.peers.iter().any(|p| p.node.as_str().starts_with("win-")),
             "{name}: a Windows peer of another build: {:?}",
             r.peers
         );
@@ -70,7 +70,7 @@ fn a_2025_node_whose_hns_applies_no_acl_fails_the_policy_layer_only() {
         .acls_ignored_on
         .insert("win-2025".into());
     let mut o = options(120);
-    o.node = "win-2025".into();
+    o.node = crate::support::node_name("win-2025");
     let r = verify(&api, &dir, &o);
     assert!(!r.passed);
     let (codes, ids) = failed(&r);

@@ -21,7 +21,7 @@ fn given(api: &FakeApi) {
 
 fn in_namespace(node: &str, run: &str) -> Options {
     Options {
-        node: node.into(),
+        node: crate::support::node_name(node),
         suffix: run.into(),
         namespace: Some(NS.into()),
         ..options(60)

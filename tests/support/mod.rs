@@ -18,6 +18,11 @@ pub use node::Node;
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
+/// A fixture's node name as the library takes it.
+pub fn node_name(name: &str) -> calicoctl_win::k8s_name::NodeName {
+    calicoctl_win::k8s_name::NodeName::parse(name).expect("a node name")
+}
+
 /// The crate root: tests run the binary from here so relative fixture paths resolve.
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

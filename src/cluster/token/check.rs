@@ -10,6 +10,7 @@
 
 use super::credentials::Token;
 use crate::cluster::{Cluster, ClusterError};
+use crate::k8s_name::NodeName;
 use k8s_openapi::api::core::v1::Node;
 
 /// How long the question may take: the fleet DaemonSet's readiness runs `status` within 20 s,
@@ -45,7 +46,7 @@ pub fn ask(
     (path, kubeconfig): (&str, &str),
     token: &Token,
     env: &std::collections::BTreeMap<String, String>,
-    node: &str,
+    node: &NodeName,
 ) -> Answer {
     let c = match Cluster::connect_as_node(path, kubeconfig, token, env) {
         Ok(c) => c,
@@ -54,7 +55,7 @@ pub fn ask(
     let nodes: kube::Api<Node> = kube::Api::all(c.client.clone());
     let what = format!("nodes/{node}");
     judge(
-        match c.call_within(WITHIN, ("get", &what), nodes.get(node)) {
+        match c.call_within(WITHIN, ("get", &what), nodes.get(node.as_str())) {
             Err(e) if e.is_not_found() => Ok(None),
             other => other.map(Some),
         },

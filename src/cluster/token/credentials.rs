@@ -363,7 +363,7 @@ pub fn token_request(
     namespace: &str,
     name: &str,
     lifetime: Duration,
-    node: Option<&str>,
+    node: Option<&crate::k8s_name::NodeName>,
 ) -> Result<Issued, anyhow::Error> {
     let what = format!("serviceaccounts/{name}/token in {namespace}");
     let bound = node.map(|n| request_token(c, namespace, name, lifetime, Some(n)));
@@ -404,7 +404,10 @@ pub fn token_request(
 
 /// The TokenRequest every renewer sends (`token_request`): `lifetime` long, bound to the Node
 /// `node` when given. What the admission policies judge (`rights::calico_node_token_policy`).
-pub fn token_request_body(lifetime: Duration, node: Option<&str>) -> TokenRequest {
+pub fn token_request_body(
+    lifetime: Duration,
+    node: Option<&crate::k8s_name::NodeName>,
+) -> TokenRequest {
     TokenRequest {
         metadata: ObjectMeta::default(),
         spec: TokenRequestSpec {
@@ -413,7 +416,7 @@ pub fn token_request_body(lifetime: Duration, node: Option<&str>) -> TokenReques
             bound_object_ref: node.map(|n| BoundObjectReference {
                 api_version: Some("v1".into()),
                 kind: Some("Node".into()),
-                name: Some(n.to_owned()),
+                name: Some(n.to_string()),
                 uid: None,
             }),
         },
@@ -427,7 +430,7 @@ fn request_token(
     namespace: &str,
     name: &str,
     lifetime: Duration,
-    node: Option<&str>,
+    node: Option<&crate::k8s_name::NodeName>,
 ) -> Result<TokenRequest, ClusterError> {
     let api: Api<ServiceAccount> = Api::namespaced(c.client.clone(), namespace);
     let request = token_request_body(lifetime, node);

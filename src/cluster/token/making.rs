@@ -8,6 +8,7 @@ use super::foreign::{refuse_binding, refuse_role};
 use super::renewal::{Grant, GrantUids, Known, labelled_ours, node_owner, remove_parts};
 use crate::cluster::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, poll_quietly};
+use crate::k8s_name::NodeName;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Api;
 use kube::api::ObjectMeta;
@@ -178,7 +179,7 @@ impl Making {
 pub fn ensure(
     c: &Cluster,
     g: &Grant,
-    node: &str,
+    node: &NodeName,
     making: &mut Making,
     save: &mut dyn FnMut(&Making) -> anyhow::Result<()>,
 ) -> anyhow::Result<GrantUids> {

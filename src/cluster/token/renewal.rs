@@ -10,6 +10,7 @@
 //! others' working.
 
 use crate::cluster::{Cluster, ClusterError};
+use crate::k8s_name::NodeName;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -63,7 +64,7 @@ impl GrantUids {
 }
 
 impl Grant {
-    pub fn for_node(namespace: &str, node: &str, service_account: &str) -> Self {
+    pub fn for_node(namespace: &str, node: &NodeName, service_account: &str) -> Self {
         Self {
             namespace: namespace.into(),
             name: format!("{NAME_PREFIX}{node}"),
@@ -135,9 +136,12 @@ impl Grant {
 
 /// The Node as owner, when it exists (a node that has not joined yet has none: its grant
 /// then stays until uninstall --purge).
-pub(super) fn node_owner(c: &Cluster, node: &str) -> Result<Option<OwnerReference>, ClusterError> {
+pub(super) fn node_owner(
+    c: &Cluster,
+    node: &NodeName,
+) -> Result<Option<OwnerReference>, ClusterError> {
     let api: Api<Node> = Api::all(c.client.clone());
-    let found = c.call_opt("get", &format!("nodes/{node}"), api.get(node))?;
+    let found = c.call_opt("get", &format!("nodes/{node}"), api.get(node.as_str()))?;
     Ok(found.and_then(|n| {
         Some(OwnerReference {
             api_version: "v1".into(),
@@ -274,7 +278,7 @@ mod tests {
 
     #[test]
     fn the_role_grants_one_service_account_its_own_tokens_and_nothing_else() {
-        let g = Grant::for_node("calico-system", "win-1", "calico-node");
+        let g = Grant::for_node("calico-system", &"win-1".into(), "calico-node");
         assert_eq!(g.name, "calicoctl-win-token-renewal-win-1");
         let role = serde_json::to_value(g.role(None)).expect("json");
         assert_eq!(

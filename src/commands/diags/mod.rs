@@ -46,11 +46,11 @@ struct Index<'a> {
 pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host(Intent::Read)?;
     let config = ctx.load_config().map(|l| l.config);
-    let node = config.as_ref().ok().map(|c| c.node.name.to_string());
+    let node = config.as_ref().ok().map(|c| c.node.name.clone());
     let out = args
         .out_file
         .clone()
-        .unwrap_or_else(|| default_name(node.as_deref()));
+        .unwrap_or_else(|| default_name(node.as_ref()));
     let root = config.as_ref().map_or_else(
         |_| InstallRoot::new(DEFAULT_ROOT),
         crate::config::Config::root,
@@ -75,7 +75,7 @@ pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     if let Some(rec) = &rec {
         host::logs(h, &rec.logs_dir, args.log_tail_bytes, &mut b);
     }
-    let versions = versions::versions(h, rec.as_ref(), ctx, node.as_deref(), args.offline);
+    let versions = versions::versions(h, rec.as_ref(), ctx, node.as_ref(), args.offline);
     b.section("versions.json", versions);
     let index = Index {
         tool: "calicoctl-win diags",
@@ -121,9 +121,9 @@ pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
 }
 
 /// `calicoctl-win-diags-<node>-<UTC time>.zip` in the current directory.
-fn default_name(node: Option<&str>) -> PathBuf {
+fn default_name(node: Option<&crate::k8s_name::NodeName>) -> PathBuf {
     let node: String = node
-        .unwrap_or("node")
+        .map_or("node", crate::k8s_name::NodeName::as_str)
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' {

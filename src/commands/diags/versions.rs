@@ -37,7 +37,7 @@ pub(super) fn versions(
     h: &dyn Host,
     rec: Option<&InstallRecord>,
     ctx: &mut Context,
-    node: Option<&str>,
+    node: Option<&crate::k8s_name::NodeName>,
     offline: bool,
 ) -> anyhow::Result<Versions> {
     let facts = h.system_facts()?;

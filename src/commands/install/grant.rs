@@ -49,7 +49,7 @@ impl<'j, 'a> Journaling<'j, 'a> {
 /// in the journal the plan runs with, whose rollback deletes it.
 pub(super) fn grant_then_hand_over<'a>(
     ctx: &mut Context,
-    (host, cluster, node_name): (&'a dyn Host, &ClusterRead, &str),
+    (host, cluster, node_name): (&'a dyn Host, &ClusterRead, &crate::k8s_name::NodeName),
     (inputs, actions): (&mut Inputs, &[apply::Action]),
     within: Option<&mut Within>,
     at: Journaling<'_, 'a>,
@@ -86,7 +86,7 @@ pub(super) fn grant_then_hand_over<'a>(
 /// nothing: what it made is undone); what this install made of it, and the uids to record.
 fn grant<'a>(
     ctx: &mut Context,
-    (host, cluster, node_name): (&'a dyn Host, &ClusterRead, &str),
+    (host, cluster, node_name): (&'a dyn Host, &ClusterRead, &crate::k8s_name::NodeName),
     g: Option<&Grant>,
     (config, mut at): (&crate::config::Config, Journaling<'_, 'a>),
 ) -> anyhow::Result<(Option<Making>, renewal::GrantUids)> {

@@ -7,6 +7,7 @@ mod grant;
 mod prepare;
 
 use super::change::{Change, Changing, ChecksBlocked, Failed};
+use crate::k8s_name::NodeName;
 pub(crate) use beginning::remove_stale_staging;
 use beginning::{Begun, begin_journal, stage};
 pub(crate) use document::{FromOperator, Install};
@@ -74,7 +75,7 @@ pub(crate) fn run_within(
     }
 
     // Checks: host, then cluster; nothing changes when one blocks.
-    let node_name = base.config.node.name.to_string();
+    let node_name = base.config.node.name.clone();
     let mut cluster = read_cluster(false, ctx, &node_name, crate::cluster::facts::Rights::Ask)?;
     if let (Some(w), ClusterRead::Read(_, f)) = (&within, &mut cluster) {
         (w.facts)(f);
@@ -143,7 +144,7 @@ struct Checked<'h> {
     etcd_files: Option<etcd::EtcdTlsFiles>,
     results: Vec<checks::Check>,
     blocking: Vec<&'static str>,
-    node_name: String,
+    node_name: NodeName,
     previous: Option<record::InstallRecord>,
     /// The host, the root and the journal of an interrupted run, continued.
     change: Change<'h>,
@@ -229,7 +230,7 @@ fn install(
         ctx.printer.warn(&format!("{e:#}"));
     }
     result?;
-    let at = (&c.change, &c.cluster, c.node_name.as_str());
+    let at = (&c.change, &c.cluster, &c.node_name);
     finish(ctx, at, taint.as_ref(), (actions.len(), args), doc, within)
 }
 
@@ -311,7 +312,7 @@ fn hand_over(
 /// After a successful run: the node tainted (when asked) and annotated, the result printed.
 fn finish(
     ctx: &mut Context,
-    (change, cluster, node_name): (&Change, &ClusterRead, &str),
+    (change, cluster, node_name): (&Change, &ClusterRead, &NodeName),
     taint: Option<&k8s_openapi::api::core::v1::Taint>,
     (changes, args): (usize, &InstallArgs),
     mut doc: Changing<Install>,
@@ -720,7 +721,7 @@ fn taint_node(
     ctx: &mut Context,
     taint: Option<&k8s_openapi::api::core::v1::Taint>,
     cluster: &ClusterRead,
-    node_name: &str,
+    node_name: &NodeName,
 ) -> anyhow::Result<()> {
     if let (Some(t), ClusterRead::Read(c, _)) = (taint, cluster) {
         let changed = node::ensure_taint(c, node_name, t)?;
@@ -782,7 +783,7 @@ fn credentials_of(
     c: &mut Checked,
 ) -> anyhow::Result<Credentials> {
     let etcd_files = c.etcd_files.take();
-    let at = (&c.cluster, c.node_name.as_str());
+    let at = (&c.cluster, &c.node_name);
     credentials(ctx, args, (c.change.host, config), at, etcd_files)
 }
 

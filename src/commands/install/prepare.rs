@@ -13,6 +13,7 @@ use crate::context::Context;
 use crate::duration::time_text;
 use crate::error::UsageError;
 use crate::host::{Host, HostKind};
+use crate::k8s_name::NodeName;
 use crate::plan::install::DesiredFile;
 use crate::render;
 use anyhow::Context as _;
@@ -106,7 +107,7 @@ pub(super) fn credentials(
     ctx: &mut Context,
     args: &InstallArgs,
     (host, c): (&dyn Host, &Config),
-    (cluster, node): (&ClusterRead, &str),
+    (cluster, node): (&ClusterRead, &NodeName),
     etcd_files: Option<etcd::EtcdTlsFiles>,
 ) -> anyhow::Result<Credentials> {
     let mut prepare = Vec::new();
@@ -175,8 +176,7 @@ fn credential_files(
             Content::Bytes(token.expose().as_bytes().to_vec()),
         )
     } else {
-        let node = c.node.k8s_node_ref.to_string();
-        let asked = (cluster, node.as_str());
+        let asked = (cluster, &c.node.k8s_node_ref);
         requested_kubeconfig(ctx, args, asked, (&path, &token_path), (prepare, refused))?
     };
     Ok(vec![
@@ -213,7 +213,7 @@ fn etcd_tls_files(c: &Config, files: &etcd::EtcdTlsFiles) -> anyhow::Result<Vec<
 fn requested_kubeconfig(
     ctx: &mut Context,
     args: &InstallArgs,
-    (cluster, node): (&ClusterRead, &str),
+    (cluster, node): (&ClusterRead, &NodeName),
     (path, token_path): (&str, &str),
     (prepare, refused): (&mut Vec<String>, &mut Option<anyhow::Error>),
 ) -> anyhow::Result<(Content, Content)> {
@@ -309,7 +309,7 @@ fn skew_said(issued: &credentials::Issued) -> Option<String> {
 fn renewal_grant(
     c: &Config,
     cluster: &ClusterRead,
-    node: &str,
+    node: &NodeName,
     files: &[DesiredFile],
     (prepare, dry_run): (&mut Vec<String>, bool),
 ) -> anyhow::Result<Option<Grant>> {

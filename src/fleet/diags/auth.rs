@@ -9,6 +9,7 @@
 
 use crate::cluster::{Cluster, ClusterError};
 use crate::duration::Stop;
+use crate::k8s_name::NodeName;
 use k8s_openapi::api::authentication::v1::{
     TokenRequest, TokenRequestSpec, TokenReview, TokenReviewSpec,
 };
@@ -23,7 +24,7 @@ pub const HEADER: &str = "calicoctl-win-diags-token";
 pub const TOKEN_SECONDS: i64 = 600;
 
 /// The audience of a token for `node`.
-pub fn audience(node: &str) -> String {
+pub fn audience(node: &NodeName) -> String {
     format!("{ACCOUNT}:{node}")
 }
 
@@ -33,7 +34,11 @@ pub fn username(namespace: &str) -> String {
 }
 
 /// A token for `node`'s `GET /diags`; never logged, never in an error.
-pub async fn mint(client: &kube::Client, namespace: &str, node: &str) -> Result<String, String> {
+pub async fn mint(
+    client: &kube::Client,
+    namespace: &str,
+    node: &NodeName,
+) -> Result<String, String> {
     let api: kube::Api<ServiceAccount> = kube::Api::namespaced(client.clone(), namespace);
     let request = TokenRequest {
         metadata: ObjectMeta::default(),
@@ -72,13 +77,19 @@ pub enum Verdict {
 
 /// Reviews `token` for `node`'s audience as `c` (CalicoNode's identity, which needs `create
 /// tokenreviews`): allowed only when authenticated as `ACCOUNT` in `namespace`.
-pub fn review(c: &Cluster, token: &str, node: &str, namespace: &str) -> Verdict {
+pub fn review(c: &Cluster, token: &str, node: &NodeName, namespace: &str) -> Verdict {
     review_until(c, token, node, namespace, &Stop::never())
 }
 
 /// `review`, but a stop abandons the review under way (the request is dropped), so that
 /// CalicoNode's stop does not wait for the API server's answer.
-pub fn review_until(c: &Cluster, token: &str, node: &str, namespace: &str, stop: &Stop) -> Verdict {
+pub fn review_until(
+    c: &Cluster,
+    token: &str,
+    node: &NodeName,
+    namespace: &str,
+    stop: &Stop,
+) -> Verdict {
     let api: kube::Api<TokenReview> = kube::Api::all(c.client.clone());
     let asked = TokenReview {
         metadata: ObjectMeta::default(),
@@ -114,7 +125,7 @@ pub fn review_until(c: &Cluster, token: &str, node: &str, namespace: &str, stop:
     }
 }
 
-fn judge(r: TokenReview, node: &str, namespace: &str) -> Verdict {
+fn judge(r: TokenReview, node: &NodeName, namespace: &str) -> Verdict {
     let Some(status) = r.status else {
         return Verdict::Denied("the review has no status".into());
     };
@@ -165,16 +176,16 @@ mod tests {
     #[test]
     fn a_refusal_with_the_authenticators_error_is_unsettled_and_its_text_not_kept() {
         let why = "square/go-jose: error in cryptographic primitive";
-        match judge(answered(Some(why)), "win-1", "ns") {
+        match judge(answered(Some(why)), &"win-1".into(), "ns") {
             Verdict::Unsettled(said) => assert!(!said.contains("go-jose"), "{said}"),
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            judge(answered(None), "win-1", "ns"),
+            judge(answered(None), &"win-1".into(), "ns"),
             Verdict::Denied(_)
         ));
         assert!(matches!(
-            judge(answered(Some("")), "win-1", "ns"),
+            judge(answered(Some("")), &"win-1".into(), "ns"),
             Verdict::Denied(_)
         ));
     }

@@ -2,6 +2,7 @@
 //! most `concurrency` at once, each within its timeout and all within the run's
 //! (`fleet::diags`).
 
+use crate::k8s_name::NodeName;
 use http_body_util::BodyExt;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
@@ -113,9 +114,9 @@ pub struct NodeBundle {
 }
 
 impl NodeBundle {
-    pub(super) fn failed_line(node: &str, reason: Reason, message: String) -> Self {
+    pub(super) fn failed_line(node: &NodeName, reason: Reason, message: String) -> Self {
         NodeBundle {
-            node: node.to_owned(),
+            node: node.to_string(),
             result: "failed",
             reason: Some(reason),
             message: Some(message),
@@ -134,11 +135,11 @@ const SHOWN: usize = 200;
 pub async fn all(
     client: kube::Client,
     g: &Gather,
-    asked: Vec<(String, String)>,
+    asked: Vec<(NodeName, String)>,
 ) -> (Vec<NodeBundle>, bool) {
     let deadline = tokio::time::Instant::now() + g.total_timeout;
     let shared = Arc::new(g.clone());
-    let mut pending: BTreeSet<String> = asked.iter().map(|(n, _)| n.clone()).collect();
+    let mut pending: BTreeSet<NodeName> = asked.iter().map(|(n, _)| n.clone()).collect();
     let mut queue = asked.into_iter();
     let mut set = tokio::task::JoinSet::new();
     let mut lines = Vec::new();
@@ -154,7 +155,7 @@ pub async fn all(
         match tokio::time::timeout_at(deadline, set.join_next()).await {
             Ok(None) => break,
             Ok(Some(Ok(line))) => {
-                pending.remove(&line.node);
+                pending.remove(line.node.as_str());
                 lines.push(line);
             }
             // A task that panicked: its node stays pending and is named below.
@@ -189,13 +190,13 @@ pub async fn all(
 }
 
 /// The name a node's bundle is written under while it comes.
-pub(super) fn part_of(out: &Path, node: &str) -> std::path::PathBuf {
+pub(super) fn part_of(out: &Path, node: &NodeName) -> std::path::PathBuf {
     out.join(format!(".{node}.zip.part"))
 }
 
 /// One node: its bundle streamed to its `.part` file within its timeout, renamed to
 /// `NODE.zip` when whole; removed otherwise.
-async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBundle {
+async fn one(client: &kube::Client, g: &Gather, node: &NodeName, pod: &str) -> NodeBundle {
     let part = part_of(&g.out, node);
     let streamed =
         tokio::time::timeout(g.node_timeout, stream(client, g, (node, pod), &part)).await;
@@ -218,7 +219,7 @@ async fn one(client: &kube::Client, g: &Gather, node: &str, pod: &str) -> NodeBu
     });
     match outcome {
         Ok((size, sha256)) => NodeBundle {
-            node: node.to_owned(),
+            node: node.to_string(),
             result: "ok",
             file: Some(file),
             size: Some(size),
@@ -240,7 +241,7 @@ type Failure = (Reason, String);
 async fn stream(
     client: &kube::Client,
     g: &Gather,
-    (node, pod): (&str, &str),
+    (node, pod): (&NodeName, &str),
     part: &Path,
 ) -> Result<(u64, String), Failure> {
     let token = super::auth::mint(client, &g.namespace, node)

@@ -10,6 +10,7 @@ mod out;
 pub mod rights;
 
 use crate::cluster::{Cluster, ClusterError};
+use crate::k8s_name::NodeName;
 pub use fetch::{
     ANSWER_HEADER, Gather, NODE_BUILD_TIME, NODE_REVIEW_TIME, NODE_SEND_TIME, NODE_TIMEOUT,
     NodeBundle, PATH, Reason,
@@ -46,7 +47,7 @@ pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
     let mut asked = Vec::new();
     let mut skipped_of = BTreeMap::new();
     for node in nodes {
-        let (pod, skipped) = own_pod(pods.remove(&node).unwrap_or_default(), &uid, &node);
+        let (pod, skipped) = own_pod(pods.remove(node.as_str()).unwrap_or_default(), &uid, &node);
         match (unasked(g, pod.as_ref(), skipped.is_empty()), pod) {
             (None, Some(pod)) => {
                 asked.push((node.clone(), pod.metadata.name.unwrap_or_default()));
@@ -66,7 +67,7 @@ pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
     let client = c.client_without_retries.clone();
     let (mut fetched, run_timed_out) = c.run(fetch::all(client, g, asked));
     for line in &mut fetched {
-        line.skipped = skipped_of.remove(&line.node).unwrap_or_default();
+        line.skipped = skipped_of.remove(line.node.as_str()).unwrap_or_default();
     }
     lines.append(&mut fetched);
     lines.sort_by(|a, b| a.node.cmp(&b.node));
@@ -131,7 +132,7 @@ fn daemon_set_uid(c: &Cluster, namespace: &str, name: &str) -> Result<String, Cl
 
 /// Of a node's pods with the DaemonSet's labels, the newest that is its own (`not_ours`), and
 /// the others that are not, each named with why (a newer pod of its own is not named).
-fn own_pod(pods: Vec<Pod>, uid: &str, node: &str) -> (Option<Pod>, Vec<String>) {
+fn own_pod(pods: Vec<Pod>, uid: &str, node: &NodeName) -> (Option<Pod>, Vec<String>) {
     let mut own: Option<Pod> = None;
     let mut skipped = Vec::new();
     for pod in pods {
@@ -152,7 +153,7 @@ fn own_pod(pods: Vec<Pod>, uid: &str, node: &str) -> (Option<Pod>, Vec<String>) 
 /// anyone's who may create pods, but the controller's pods name its `uid` as their controller
 /// (`pkg/controller/daemon/daemon_controller.go`), and a host-network pod's address is its
 /// node's (`pkg/kubelet/kubelet_pods.go`, `generateAPIPodStatus`).
-fn not_ours(pod: &Pod, uid: &str, node: &str) -> Option<String> {
+fn not_ours(pod: &Pod, uid: &str, node: &NodeName) -> Option<String> {
     let controller = pod
         .metadata
         .owner_references
@@ -166,7 +167,7 @@ fn not_ours(pod: &Pod, uid: &str, node: &str) -> Option<String> {
     if spec.is_none_or(|s| s.host_network != Some(true)) {
         return Some("it is not on the node's network (hostNetwork)".into());
     }
-    if spec.and_then(|s| s.node_name.as_deref()) != Some(node) {
+    if spec.and_then(|s| s.node_name.as_deref()) != Some(node.as_str()) {
         return Some("it is not on the node".into());
     }
     let status = pod.status.as_ref();
@@ -196,7 +197,7 @@ fn not_ours(pod: &Pod, uid: &str, node: &str) -> Option<String> {
 }
 
 /// The Windows nodes' names, with `selector`'s labels too.
-fn windows_nodes(c: &Cluster, selector: Option<&str>) -> Result<Vec<String>, ClusterError> {
+fn windows_nodes(c: &Cluster, selector: Option<&str>) -> Result<Vec<NodeName>, ClusterError> {
     let mut labels = "kubernetes.io/os=windows".to_owned();
     if let Some(s) = selector.filter(|s| !s.is_empty()) {
         labels = format!("{labels},{s}");
@@ -207,7 +208,10 @@ fn windows_nodes(c: &Cluster, selector: Option<&str>) -> Result<Vec<String>, Clu
         .limit(crate::cluster::PAGE);
     let mut names = Vec::new();
     c.for_each_page_of(&api, "nodes", &lp, |page| {
-        names.extend(page.into_iter().filter_map(|n| n.metadata.name));
+        names.extend(
+            page.into_iter()
+                .filter_map(|n| n.metadata.name.map(NodeName::from_api)),
+        );
         Ok::<(), ClusterError>(())
     })?;
     names.sort();

@@ -1,6 +1,10 @@
 use super::*;
 
 const HASH: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
+fn hash() -> crate::config::ConfigHash {
+    crate::config::ConfigHash(HASH.into())
+}
 const NOW: i64 = 1_800_000_000;
 
 fn node(name: &str, hash: &str, status: &str, message: &str, beat_ago: Option<i64>) -> Node {
@@ -45,7 +49,7 @@ fn hostile_node_text_cannot_forge_output() {
         r.reasons.as_deref().map(|m| m.chars().count()),
         Some(MAX_TEXT)
     );
-    for p in row_problems(&r, Some(HASH)) {
+    for p in row_problems(&r, Some(&hash())) {
         assert!(!p.contains('\n') && !p.contains('\u{1b}'), "{p}");
     }
     assert_eq!(shown("a\u{202e}b"), "a\\u{202e}b", "a bidi override");
@@ -62,7 +66,7 @@ fn malformed_values_are_flagged() {
     votes.add(&r);
     assert_eq!(votes.most_common(), None);
     votes.add(&node_row(&node("win-2", HASH, "True", "", Some(30)), NOW));
-    assert_eq!(votes.most_common().as_deref(), Some(HASH));
+    assert_eq!(votes.most_common(), Some(hash()));
     assert!(is_hash(HASH) && !is_hash("sha256:AAAA") && !is_hash(&HASH.to_uppercase()));
 }
 
@@ -72,11 +76,11 @@ fn malformed_values_are_flagged() {
 fn a_stale_heartbeat_is_unknown_with_its_age() {
     let fresh = node_row(&node("win-1", HASH, "True", "", Some(60)), NOW);
     assert_eq!(fresh.calico_ready.as_deref(), Some("True"));
-    assert!(row_problems(&fresh, Some(HASH)).is_empty());
+    assert!(row_problems(&fresh, Some(&hash())).is_empty());
     let stale = node_row(&node("win-1", HASH, "True", "", Some(3 * 86_400)), NOW);
     assert_eq!(stale.calico_ready.as_deref(), Some("Unknown"));
     assert_eq!(stale.heartbeat_age_seconds, Some(3 * 86_400));
-    let problems = row_problems(&stale, Some(HASH)).join("; ");
+    let problems = row_problems(&stale, Some(&hash())).join("; ");
     assert!(
         problems.contains("Calico on node win-1 is unknown") && problems.contains("3d"),
         "{problems}"
@@ -171,11 +175,11 @@ fn a_node_handed_to_the_operator_is_judged_by_calico_nodes_network_condition() {
         let r = handed(up);
         assert!(r.handed_to_operator);
         assert_eq!(r.calico_ready.as_deref(), Some("False"), "not Unknown");
-        assert_eq!(row_problems(&r, Some(HASH)), Vec::<String>::new());
+        assert_eq!(row_problems(&r, Some(&hash())), Vec::<String>::new());
     }
     let down = handed(Some("True"));
     assert_eq!(
-        row_problems(&down, Some(HASH)),
+        row_problems(&down, Some(&hash())),
         [
             "node win-1: the operator's Calico is down: NetworkUnavailable CalicoIsDown (Calico is shutting down on this node)"
         ]
@@ -183,7 +187,7 @@ fn a_node_handed_to_the_operator_is_judged_by_calico_nodes_network_condition() {
     // The same condition with uninstall's reason: calicoctl-win's node, not Calico's.
     let left = node_row(&node("win-1", HASH, "False", "uninstalled", Some(30)), NOW);
     assert!(!left.handed_to_operator);
-    assert!(!row_problems(&left, Some(HASH)).is_empty());
+    assert!(!row_problems(&left, Some(&hash())).is_empty());
 }
 
 /// Each trouble of a row is a finding of the one catalogue: its code by kind, the node as its
@@ -202,7 +206,7 @@ fn each_rows_trouble_is_a_finding_with_its_code_and_remedy() {
         NOW,
     );
     r.ready = Some("False".into());
-    let found: Vec<_> = row_troubles(&r, Some(HASH))
+    let found: Vec<_> = row_troubles(&r, Some(&hash()))
         .iter()
         .map(|t| fleet_row(&r.name, t))
         .collect();
@@ -224,7 +228,7 @@ fn each_rows_trouble_is_a_finding_with_its_code_and_remedy() {
     }
     assert_eq!(
         found.iter().map(|f| f.message.clone()).collect::<Vec<_>>(),
-        row_problems(&r, Some(HASH))
+        row_problems(&r, Some(&hash()))
     );
     let stale = node_row(&node("win-2", HASH, "True", "", Some(3 * 86_400)), NOW);
     let none = node_row(&node("win-3", HASH, "True", "", Some(30)), NOW);
@@ -234,7 +238,7 @@ fn each_rows_trouble_is_a_finding_with_its_code_and_remedy() {
         (stale, Code::ConditionUnknown),
         (none_row, Code::ConditionMissing),
     ] {
-        let got: Vec<Code> = row_troubles(&row, Some(HASH))
+        let got: Vec<Code> = row_troubles(&row, Some(&hash()))
             .iter()
             .map(|t| fleet_row(&row.name, t).code)
             .collect();

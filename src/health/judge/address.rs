@@ -2,6 +2,7 @@
 //! Calico Node's BGP address, the HNS networks' management IP.
 
 use super::finding::{Code, Finding};
+use crate::k8s_name::NodeName;
 
 /// The management IP of the networks install makes (External, Calico), by name.
 pub fn management_ips(
@@ -30,7 +31,7 @@ pub fn management_ips(
 /// `adapters` are the host's, when they could be read: the fix for a network on another
 /// adapter names the adapter that holds the address, or says that none does.
 pub fn node_address(
-    node: &str,
+    node: &NodeName,
     (internal, bgp): (Option<std::net::Ipv4Addr>, Option<std::net::Ipv4Addr>),
     networks: &[(&str, Option<std::net::Ipv4Addr>)],
     adapters: Option<&[crate::host::Adapter]>,

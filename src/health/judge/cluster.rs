@@ -3,6 +3,7 @@
 
 use super::finding::{Code, Finding};
 use crate::cluster::facts::Felix;
+use crate::k8s_name::NodeName;
 
 /// The cluster, or part of it (`subject`), cannot be read: the error said as it is.
 pub fn cluster_unreadable(subject: &str, message: String) -> Finding {
@@ -48,7 +49,7 @@ pub fn admin_kubeconfig(path: &str) -> Finding {
 }
 
 /// The node in the cluster: not Ready (with kubelet's reason), cordoned.
-pub fn node_state(node: &str, ready: &Result<(), String>, cordoned: bool) -> Vec<Finding> {
+pub fn node_state(node: &NodeName, ready: &Result<(), String>, cordoned: bool) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Err(why) = ready {
         out.push(Finding::new(
@@ -72,7 +73,7 @@ pub fn node_state(node: &str, ready: &Result<(), String>, cordoned: bool) -> Vec
 /// The node's IPAM block against what kubelet schedules, on a node with one network (one
 /// block): `max_pods` more than it holds, or every address in use.
 pub fn ipam_capacity(
-    node: &str,
+    node: &NodeName,
     max_pods: Option<u64>,
     capacity: u64,
     pods: u64,

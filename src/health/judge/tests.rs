@@ -66,7 +66,7 @@ fn a_fixed_remedy_is_the_codes() {
     }
     let fix_of = |f: Option<Finding>| f.expect("a finding").said.remedy.unwrap_or_default();
     assert_eq!(
-        fix_of(ipam_capacity("win-1", Some(250), 62, 0)),
+        fix_of(ipam_capacity(&"win-1".into(), Some(250), 62, 0)),
         Code::IpamCapacity.remedy()
     );
     assert_eq!(
@@ -109,8 +109,12 @@ fn a_remedy_is_never_folded_into_the_sentence() {
         endpoints_unjudged("refused".into()),
         host_unreadable("Felix", "refused".into()),
     ];
-    found.extend(node_state("win-1", &Err("kubelet stopped".into()), true));
-    found.extend(ipam_capacity("win-1", Some(110), 64, 3));
+    found.extend(node_state(
+        &"win-1".into(),
+        &Err("kubelet stopped".into()),
+        true,
+    ));
+    found.extend(ipam_capacity(&"win-1".into(), Some(110), 64, 3));
     for f in &found {
         let remedy = f.remedy.as_deref().expect("every finding has a remedy");
         assert!(!remedy.is_empty(), "{f:?}");
@@ -176,15 +180,36 @@ fn the_vni_is_judged_against_hns_and_the_cluster() {
 fn each_layer_whose_address_differs_is_named_with_both() {
     let ip = |s: &str| Some(s.parse::<std::net::Ipv4Addr>().expect("ip"));
     let nets = [("External", ip("10.0.0.5")), ("Calico", ip("10.0.0.5"))];
-    assert!(node_address("win-1", (ip("10.0.0.5"), ip("10.0.0.5")), &nets, None).is_empty());
-    assert!(node_address("win-1", (ip("10.0.0.5"), None), &[("Calico", None)], None).is_empty());
-    assert!(node_address("win-1", (None, None), &nets, None).is_empty());
-    let f = node_address("win-1", (ip("10.0.1.9"), ip("10.0.0.5")), &nets, None);
+    assert!(
+        node_address(
+            &"win-1".into(),
+            (ip("10.0.0.5"), ip("10.0.0.5")),
+            &nets,
+            None
+        )
+        .is_empty()
+    );
+    assert!(
+        node_address(
+            &"win-1".into(),
+            (ip("10.0.0.5"), None),
+            &[("Calico", None)],
+            None
+        )
+        .is_empty()
+    );
+    assert!(node_address(&"win-1".into(), (None, None), &nets, None).is_empty());
+    let f = node_address(
+        &"win-1".into(),
+        (ip("10.0.1.9"), ip("10.0.0.5")),
+        &nets,
+        None,
+    );
     assert_eq!(f.len(), 3, "{f:?}");
     assert!(f.iter().all(|f| f.code == Code::AddressMismatch));
     assert!(f[0].message.contains("10.0.0.5") && f[0].message.contains("10.0.1.9"));
     assert_eq!(f[2].subject, "Calico");
-    let by_bgp = node_address("win-1", (None, ip("10.0.1.9")), &nets, None);
+    let by_bgp = node_address(&"win-1".into(), (None, ip("10.0.1.9")), &nets, None);
     assert_eq!(
         by_bgp.len(),
         2,
@@ -203,7 +228,7 @@ fn the_fix_names_the_adapter_that_holds_the_address_or_says_none_does() {
         crate::host::Adapter::for_test("Ethernet 2", 6, "00-15-5D-00-00-06", &["10.0.1.9"]),
     ];
     let remedy = |internal: &str| {
-        node_address("win-1", (ip(internal), None), &nets, Some(&host))[0]
+        node_address(&"win-1".into(), (ip(internal), None), &nets, Some(&host))[0]
             .remedy
             .clone()
             .unwrap_or_default()
