@@ -39,21 +39,7 @@ pub(crate) struct Row<'a> {
 /// rows, not the Node objects.
 pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let c = ctx.require_cluster()?;
-    // One read for the whole fleet: the DaemonSet's interval. Refused, no verdict is judged
-    // stale, and that is said.
-    let ds = traffic::daemon_set(&c, &args.namespace, &args.name).unwrap_or_else(|e| {
-        ctx.printer.warn(&format!(
-            "cannot read DaemonSet {}/{} ({e}): no CalicoWindowsTraffic verdict is judged stale",
-            args.namespace, args.name
-        ));
-        None
-    });
-    let every = ds.as_ref().and_then(traffic::every_of);
-    // A DaemonSet read that takes no turns (beside a Plan) has none to show.
-    let turns = match &ds {
-        Some(ds) if !traffic::takes_turns(ds) => Vec::new(),
-        _ => read_turns(ctx, &c, args),
-    };
+    let (every, turns) = read_daemon_set(ctx, &c, args);
     let now = crate::duration::now();
     let (mut rows, mut votes): (Vec<NodeRow>, _) = (Vec::new(), HashVotes::default());
     crate::cluster::node::for_each_windows_node(&c, |n| {
@@ -118,6 +104,27 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
         ctx.printer.text(&format!("  - {f:4}"));
     }
     Err(super::common::Degraded(problems).into())
+}
+
+/// One read for the whole fleet: the DaemonSet's verify interval (refused: no verdict is
+/// judged stale, and that is said) and its turns (none beside a Plan, which takes none).
+fn read_daemon_set(
+    ctx: &mut Context,
+    c: &crate::cluster::Cluster,
+    args: &crate::cli::FleetStatusArgs,
+) -> (Option<std::time::Duration>, Vec<crate::fleet::turn::Slot>) {
+    let ds = traffic::daemon_set(c, &args.namespace, &args.name).unwrap_or_else(|e| {
+        ctx.printer.warn(&format!(
+            "cannot read DaemonSet {}/{} ({e}): no CalicoWindowsTraffic verdict is judged stale",
+            args.namespace, args.name
+        ));
+        None
+    });
+    let turns = match &ds {
+        Some(ds) if !traffic::takes_turns(ds) => Vec::new(),
+        _ => read_turns(ctx, c, args),
+    };
+    (ds.as_ref().and_then(traffic::every_of), turns)
 }
 
 /// The fleet DaemonSet's turns, read once; refused (no right to list leases), none, said.
