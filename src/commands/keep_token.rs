@@ -112,8 +112,7 @@ const UNCAUGHT: &str =
 /// Why a look changed nothing, for `--once`: no kubeconfig of install's, or a token taken.
 fn left_alone(host: &dyn Host, kubeconfig: &str) -> String {
     let ours = host.read_file(kubeconfig).ok().flatten().is_some_and(|t| {
-        crate::render::kubeconfig::token_file_of(&String::from_utf8_lossy(&t))
-            == Some(crate::render::kubeconfig::token_path(kubeconfig))
+        crate::render::kubeconfig::names_token_path(&String::from_utf8_lossy(&t), kubeconfig)
     });
     if ours {
         "calico-node's token is taken".to_owned()
@@ -142,8 +141,7 @@ fn look(
     // of Calico's own scripts holds its token inline (calico v3.32.1 node/windows-packaging
     // install-calico-windows.ps1 fills CalicoWindows/calico-kube-config.template's `token:`),
     // which a new token file beside it would not replace.
-    let token_path = crate::render::kubeconfig::token_path(kubeconfig);
-    if crate::render::kubeconfig::token_file_of(&text).as_deref() != Some(token_path.as_str()) {
+    if !crate::render::kubeconfig::names_token_path(&text, kubeconfig) {
         return Ok(None);
     }
     let Some(token) = credentials::node_token_in(host, &text)? else {

@@ -173,9 +173,36 @@ pub fn token_file_of(text: &str) -> Option<String> {
     token_source(text)?.file
 }
 
+/// Whether a kubeconfig's text reads its token from the file install writes beside
+/// `kubeconfig` (`token_path`), as Windows compares paths: `/` as `\`, letters in any case (a
+/// config may spell the install root `c:\CalicoWindows`, as Calico's scripts do, and a later
+/// one `C:\CalicoWindows`).
+pub fn names_token_path(text: &str, kubeconfig: &str) -> bool {
+    let norm = |p: &str| p.replace('/', "\\").to_ascii_lowercase();
+    token_file_of(text).is_some_and(|f| norm(&f) == norm(&token_path(kubeconfig)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// keep-token keeps a node whose config spelled the install root otherwise at install.
+    #[test]
+    fn the_token_file_is_named_as_windows_compares_paths() {
+        let ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        let at = |file: &str| kubeconfig("https://10.0.0.1:6443", ca, file, "calico-system");
+        let ours = r"C:\CalicoWindows\calico-kube-config";
+        for (file, named) in [
+            (r"C:\CalicoWindows\calico-kube-config.token", true),
+            (r"c:\calicowindows\calico-kube-config.token", true),
+            ("c:/CalicoWindows/calico-kube-config.token", true),
+            (r"C:\Other\calico-kube-config.token", false),
+        ] {
+            assert_eq!(names_token_path(&at(file), ours), named, "{file}");
+        }
+        let inline = at(r"C:\x").replace("tokenFile", "token");
+        assert!(!names_token_path(&inline, ours));
+    }
 
     #[test]
     fn the_kubeconfig_embeds_the_ca_and_reads_back_its_token() {
