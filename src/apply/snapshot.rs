@@ -46,12 +46,16 @@ impl Scope {
         }
         let calico = crate::layout::CALICO_KEY;
         // A service's last child (`layout::CHILD_VALUES`) changes with every restart of it, a
-        // rollback's included, and CalicoNode's metrics endpoint's listening and connections
-        // (`METRICS_SCRAPES_VALUE`) with each restart and scrape: no change of the command's to
-        // measure.
-        let children = crate::layout::CHILD_VALUES;
+        // rollback's included, kube-proxy's recorded version (`KUBE_PROXY_VERSION_VALUE`) is
+        // forgotten and written again at each of its starts, and CalicoNode's metrics
+        // endpoint's listening and connections (`METRICS_SCRAPES_VALUE`) change with each
+        // restart and scrape: no change of the command's to measure.
+        let restarts = [
+            crate::layout::METRICS_SCRAPES_VALUE,
+            crate::layout::KUBE_PROXY_VERSION_VALUE,
+        ];
         for name in crate::layout::CALICO_VALUES {
-            if !children.contains(&name) && name != crate::layout::METRICS_SCRAPES_VALUE {
+            if !crate::layout::CHILD_VALUES.contains(&name) && !restarts.contains(&name) {
                 s.registry.push((calico.to_owned(), name.to_owned()));
             }
         }
@@ -144,4 +148,27 @@ pub fn differences(before: &Snapshot, after: &Snapshot) -> Vec<Difference> {
     );
     super::snapshot_diff::firewall(&before.firewall, &after.firewall, &mut out);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::Registry as _;
+    use crate::layout::{CALICO_KEY, KUBE_PROXY_VERSION_VALUE};
+
+    /// A rollback's restart of kube-proxy forgets its recorded version while it asks again:
+    /// no difference of the command's.
+    #[test]
+    fn kube_proxys_recorded_version_is_no_change_of_the_commands() {
+        let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+        let scope = Scope::of_plan(&[]);
+        let answer = RegValue::Sz("Kubernetes v1.32.5".into());
+        host.reg_set(CALICO_KEY, KUBE_PROXY_VERSION_VALUE, &answer)
+            .expect("record");
+        let before = take(&host, &scope).expect("before");
+        host.reg_delete_value(CALICO_KEY, KUBE_PROXY_VERSION_VALUE)
+            .expect("forget");
+        let after = take(&host, &scope).expect("after");
+        assert!(differences(&before, &after).is_empty());
+    }
 }
