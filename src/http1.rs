@@ -41,10 +41,8 @@ pub fn request(method: &str, path: &str, host: &str, headers: &[(&str, &str)]) -
 }
 
 /// Sends `request` and reads the answer until the server closes the connection, `cap` bytes
-/// came, or `deadline` passed (each read is bounded by the stream's own timeout; the deadline
-/// bounds them all, against a server that trickles); an error after some of the answer came
-/// (a TLS stream's close without `close_notify`, the deadline once the body is in) ends the
-/// answer there.
+/// came, or `deadline` passed; an error after some of the answer came (a TLS close without
+/// `close_notify`) ends the answer there.
 pub fn exchange(
     stream: &mut (impl Read + Write),
     request: &str,

@@ -1,9 +1,6 @@
 //! Kubernetes' name grammar, once: what apimachinery's `pkg/util/validation/validation.go`
-//! accepts as a DNS-1123 label (namespaces, most object names), a DNS-1123 subdomain (node
-//! names, policy names), a qualified name (a label key) and a label value. The config's node
-//! name, the fleet's flags, the objects `lint policies` reads and the names calicoctl-win puts
-//! in an API path all use it; `NodeName` carries a node's name from the edge inward. A leaf:
-//! only `std` and serde.
+//! accepts as a DNS-1123 label, a DNS-1123 subdomain, a qualified name and a label value.
+//! `NodeName` carries a node's name from the edge inward. A leaf: only `std` and serde.
 
 /// `DNS1123LabelMaxLength`.
 pub const LABEL_MAX: usize = 63;
@@ -61,11 +58,9 @@ pub fn is_label_value(s: &str) -> bool {
     s.is_empty() || is_name_part(s)
 }
 
-/// A Kubernetes node's name: a DNS-1123 subdomain, as kube-apiserver requires of every Node
-/// (kubernetes/kubernetes pkg/apis/core/validation/validation.go: `ValidateNodeName` is
-/// apimachinery's `NameIsDNSSubdomain`). Made once at the edge: `parse` for what a user gives,
-/// `from_api` for a name the API server returned. Serialized as the plain string (journals,
-/// JSON output); read back only from calicoctl-win's own journals.
+/// A Kubernetes node's name: a DNS-1123 subdomain (kubernetes/kubernetes
+/// pkg/apis/core/validation/validation.go `ValidateNodeName`). Made once at the edge: `parse`
+/// for what a user gives, `from_api` for the API server's. Serialized as the plain string.
 #[derive(
     Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]

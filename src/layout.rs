@@ -50,9 +50,8 @@ pub const DIAGS_REVIEW_VALUE: &str = "DiagsReviewRefused";
 /// The registry value install sets under `HKLM\Software\Tigera\Calico`.
 pub const INSTALL_ROOT_VALUE: &str = "InstallRoot";
 
-/// Every value calicoctl-win and its services keep under `CALICO_KEY` (`uninstall --purge`
-/// deletes the key with them, or from a key that predates install all but Calico's
-/// `LastBootTime`; the snapshot a rollback compares reads these).
+/// Every value calicoctl-win and its services keep under `CALICO_KEY` (what `uninstall
+/// --purge` deletes and a rollback's snapshot compares).
 pub const CALICO_VALUES: [&str; 20] = [
     BOOT_ID_VALUE,
     LEGACY_BOOT_VALUE,
@@ -76,9 +75,8 @@ pub const CALICO_VALUES: [&str; 20] = [
     CHILD_VALUES[3],
 ];
 
-/// The registry values (REG_SZ, `PID START`) where CalicoNode, CalicoFelix and CalicoConfd keep
-/// the last child they run under `supervise::child::run_child` (`Role::child_value`): the next start of the service waits for
-/// that process to end before it starts another copy (`supervise::child::earlier`).
+/// The registry values (REG_SZ, `PID START`) where each service keeps the last child it ran
+/// (`Role::child_value`): its next start waits for that process to end (`supervise::child`).
 pub const CHILD_VALUES: [&str; 4] = ["NodeChild", "FelixChild", "ConfdChild", "KubeProxyChild"];
 
 /// kube-proxy's image name, however it runs (the service this tool registers, a HostProcess
@@ -105,12 +103,7 @@ pub const FELIX_HEALTH_HOST: &str = "127.0.0.1";
 pub const EVENT_SOURCE: &str = "calicoctl-win";
 pub const EVENT_SOURCE_KEY: &str =
     r"HKLM\SYSTEM\CurrentControlSet\Services\EventLog\Application\calicoctl-win";
-/// The ids of the events written under that source: a service body started, stopped on
-/// request, failed; a failure CalicoNode records for the waits (a warning: the service runs
-/// on); a failed token renewal (a warning: the token is still valid); an HNS restart
-/// CalicoNode answered; a change of the node's address CalicoNode followed; a refused token
-/// replaced by the fleet's renewer of last resort (`service keep-token`); Calico's components
-/// restarted because the API group under them changed.
+/// The ids of the events written under that source.
 pub const EVENT_STARTED: u32 = 1;
 pub const EVENT_STOPPED: u32 = 2;
 pub const EVENT_FAILED: u32 = 3;
@@ -147,9 +140,8 @@ pub const CNI_NETWORK_NAME: &str = "Calico";
 pub const SOURCE_VIP_ENDPOINT: &str = "Calico_ep";
 
 /// The directory under the install root CalicoNode builds a `GET /diags` bundle in
-/// (`supervise::diags_server`), and what `diags --out-file <dir>\bundle.zip` writes there: the
-/// zip and its temporary (`commands::diags` `write_zip`), and the empty configuration the
-/// build reads when the root holds none (never the default path's, which any user may make).
+/// (`supervise::diags_server`), and its files: the zip, its temporary, and the empty
+/// configuration read when the root holds none (never the default path's, any user's to make).
 pub const DIAGS_SERVE_DIR: &str = "diags-serve";
 pub const DIAGS_SERVE_FILES: [&str; 3] = [
     "bundle.zip",
@@ -188,9 +180,8 @@ pub const CACHE_DIR: &str = "cache";
 /// How the directories a release is unpacked into start, in the cache (followed by the
 /// process id and the time); what a killed run left is removed by the next.
 pub const STAGING_PREFIX: &str = "staging-";
-/// How the directories a real run extracts a given release into before its first change
-/// (its look) start, in calicoctl-win's state directory; what a killed run left is removed by
-/// the next that holds the host lock.
+/// How the directories a real run extracts a release into before its first change start, in
+/// the state directory; what a killed run left is removed by the next.
 pub const LOOK_PREFIX: &str = "release-look-";
 /// Appended to a download's name while it arrives (`<zip>.part`); an interrupted one is
 /// resumed by the next run.
@@ -258,22 +249,24 @@ impl InstallRoot {
         self.path(JOURNAL_FILE)
     }
 
-    /// Uninstall's journal, in the root's parent (uninstall removes the root itself).
+    /// A file in the root's parent: the journals of the commands that remove the root's files.
+    fn beside(&self, name: &str) -> String {
+        join(
+            self.0.rsplit_once('\\').map_or(self.0.as_str(), |(p, _)| p),
+            name,
+        )
+    }
+
     pub fn uninstall_journal(&self) -> String {
-        let parent = self.0.rsplit_once('\\').map_or(self.0.as_str(), |(p, _)| p);
-        join(parent, UNINSTALL_JOURNAL_FILE)
+        self.beside(UNINSTALL_JOURNAL_FILE)
     }
 
-    /// `migrate to-operator`'s journal, in the root's parent (it removes the root's files).
     pub fn migrate_journal(&self) -> String {
-        let parent = self.0.rsplit_once('\\').map_or(self.0.as_str(), |(p, _)| p);
-        join(parent, MIGRATE_JOURNAL_FILE)
+        self.beside(MIGRATE_JOURNAL_FILE)
     }
 
-    /// The journal of `migrate to-operator`'s cluster steps before the host, beside it.
     pub fn migrate_cluster_journal(&self) -> String {
-        let parent = self.0.rsplit_once('\\').map_or(self.0.as_str(), |(p, _)| p);
-        join(parent, MIGRATE_CLUSTER_JOURNAL_FILE)
+        self.beside(MIGRATE_CLUSTER_JOURNAL_FILE)
     }
 
     /// Every journal a command cut off can leave for this root: install's, reconfigure's and
@@ -302,15 +295,10 @@ impl InstallRoot {
         self.path("calicoctl-win.exe")
     }
 
-    /// What Calico's components and the services write under the install root while they run,
-    /// as host paths: calico-node's `nodename` (`CALICO_NODENAME_FILE`), the bundle CalicoNode's
-    /// `GET /diags` builds (`DIAGS_SERVE_DIR`, left only by a CalicoNode killed meanwhile), and
-    /// the sandbox files of
-    /// Calico's token refresher, which earlier calicoctl-win versions ran with
-    /// `CONTAINER_SANDBOX_MOUNT_POINT=<root>\token-refresher` (no longer: see `release::version`);
-    /// then the sandbox's directories, deepest first. Install records none of them, and uninstall
-    /// removes them with the recorded files, so a node installed by an earlier version is left
-    /// clean too.
+    /// What Calico's components and the services write under the root while they run (files,
+    /// then directories deepest first): calico-node's `nodename`, the metrics, the `GET /diags`
+    /// bundle and the sandbox of the token refresher earlier versions ran. Install records none;
+    /// uninstall removes them with the recorded files.
     pub fn owned_paths(&self) -> (Vec<String>, Vec<String>) {
         let root = self.as_str();
         let base = join(root, REFRESHER_DIR);

@@ -1,30 +1,10 @@
 //! calicoctl-win: installs, runs and maintains Calico networking on Windows Kubernetes nodes.
 //!
 //! The binary (`main.rs`) parses the command line and runs a command; everything else lives
-//! here, in rooms ranked from the bottom (docs/architecture.md; `tests/structure.rs` fails an
-//! import that climbs):
-//!
-//! - leaves: `error` (exit codes, the `Diagnose` trait), `layout` (every name on the node),
-//!   `selector` (Calico's selector language), `redact` (secrets out of text), `duration`,
-//!   `files` (capped reads, hashing, output files), `net` (addresses, the proxy);
-//! - `release`: the Calico for Windows zip: download, extraction, versions;
-//! - `host`: every touch of the Windows node behind the `Host` trait, real (`host::windows`)
-//!   or simulated (`host::sim`);
-//! - `config`: the typed configuration, its layers and validation; `output`: the printer;
-//! - `render`: pure functions from config and facts to file contents;
-//! - `cluster`: the Kubernetes API, Calico's facts, credentials, the drain;
-//! - `fleet`: the fleet's manifests, roles, status, turns and `fleet diags`;
-//! - `installed`: what install leaves on the host (the record, file stats, routes, failures);
-//! - `checks`: preflight's verdicts; `context`: what a command gets;
-//! - `supervise`: the Windows services' bodies;
-//! - `apply`: the engine that runs any plan with a journal, undoes it and measures what a
-//!   rollback left;
-//! - `plan`: desired state and the plans of install, reconfigure and uninstall; `policy`:
-//!   `lint policies` as Felix renders;
-//! - `cli` (clap definitions) and `commands` (one recipe per command) on top.
+//! here, in rooms ranked from the bottom: docs/architecture.md maps them, and
+//! `tests/structure.rs` fails an import that climbs.
 
-// Outside tests no value is unwrapped: a failure is an error with its context. The few
-// values that cannot fail (built-in literals) say why beside the panic that would mark a bug.
+// Outside tests no value is unwrapped: a failure is an error with its context.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod apply;

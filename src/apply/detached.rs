@@ -1,7 +1,5 @@
-//! A run of a command started with `--detach` (`commands::detach`), as its files in
-//! calicoctl-win's state directory say it: started, and its result once it ends. A run that
-//! died without its result gets one here, for whoever polls for it (`status`'s survey, and a
-//! new detached run before it starts).
+//! A run of a command started with `--detach` (`commands::detach`), as its files in the state
+//! directory say it: started, and its result (written here for one that died without it).
 
 use anyhow::Context as _;
 
@@ -62,10 +60,8 @@ pub(crate) struct Recorded<'a> {
     pub error: Option<&'a str>,
 }
 
-/// A detached run that was started, holds no host lock and recorded no result has died
-/// (killed, or its machine restarted): its result is written now, for whoever polls for it,
-/// with exit code 1 and what happened; the line to report. The caller holds no lock and found
-/// nobody holding it.
+/// A detached run started, holding no host lock and with no result, has died: its result is
+/// written now (exit code 1 and what happened); the line to report. Nobody holds the lock.
 pub fn settle(dir: &Path) -> anyhow::Result<Option<String>> {
     let Ok(entries) = fs_err::read_dir(dir) else {
         return Ok(None);

@@ -1,8 +1,5 @@
-//! The engine that runs any plan: the `Action` type and how each is shown, the executor, which
-//! journals every action on the host before and after it runs, the undo of each action and the
-//! rollback of a failed install, the snapshot of the host before a command and what a rollback
-//! left (compared, each difference with its fix), the wait until the node is ready, and a
-//! detached run's files (`detached`).
+//! The engine that runs any plan: the `Action` type and how each is shown, the executor and
+//! its journal, undo and rollback, the snapshot a rollback is compared with, the ready wait.
 
 pub mod detached;
 pub mod exec;

@@ -528,11 +528,8 @@ fn remove_withheld(host: &dyn Host, path: &str) -> Result<(), crate::host::HostE
     Ok(())
 }
 
-/// The rule an action added, removed while it is the one rule of its name as added; another
-/// of its name beside it (an administrator's) or a change since leaves every rule of the name,
-/// and returns the warning that says so: kept, never reverted, and no failure of the rollback
-/// (an uninstall would otherwise retry it for ever). A journal that kept only the name: the
-/// one rule of it.
+/// The rule an action added, removed while it is the one rule of its name as added; else every
+/// rule of the name is kept, with a warning, not a failure (an uninstall would retry for ever).
 pub(super) fn remove_added_rule(
     host: &dyn Host,
     name: &str,

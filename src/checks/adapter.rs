@@ -10,16 +10,11 @@ use crate::host::{Adapter, Route};
 pub const LBFO_DESCRIPTION: &str = "Microsoft Network Adapter Multiplexor Driver";
 
 /// Windows Server 2022's build: from it on a Hyper-V vSwitch cannot be bound to an LBFO team
-/// (Microsoft Learn, "Features removed or no longer developed starting with Windows Server
-/// 2022": LBFO with Hyper-V is not supported, Switch Embedded Teaming replaces it;
-/// projectcalico/calico#9915 is a node lost this way).
+/// (Microsoft Learn, "Features removed or no longer developed starting with Windows Server 2022").
 const SERVER_2022: u32 = 20348;
 
-/// An APIPA address (169.254.0.0/16, what Windows gives itself when DHCP does not answer) is
-/// no node IP: Calico's start-up waits for an address outside 169.254.0.0/16 and 127.0.0.0/8
-/// before it makes the External network (projectcalico/calico v3.32.1
-/// `node/windows-packaging/CalicoWindows/node/node-service.ps1`, `$IPRegEx2='(^169\.254\.)'`),
-/// and gives up after `node.startup_valid_ip_timeout`.
+/// An APIPA address is no node IP to Calico's start-up (projectcalico/calico v3.32.1
+/// `node/windows-packaging/CalicoWindows/node/node-service.ps1`, `$IPRegEx2='(^169\.254\.)'`).
 const APIPA_FACT: &str = "an APIPA address (169.254.0.0/16: Windows' own when DHCP did not answer), which Calico's start-up never takes as the node IP, so install would wait node.startup_valid_ip_timeout and fail";
 
 const APIPA_REMEDY: &str = "give the adapter its real address first (check that DHCP answers: ipconfig /renew; or set a static one with New-NetIPAddress), or set vxlan.adapter to the adapter that holds the node IP; then run preflight again";

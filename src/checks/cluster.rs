@@ -53,10 +53,8 @@ pub fn evaluate(f: &ClusterFacts, c: &Config, asked: &Asked<'_>) -> Vec<Check> {
     ]
 }
 
-/// `calico-api`: the group Calico's resources are served in (`cluster::calico_api`). Where
-/// the cluster serves them only as `projectcalico.org/v3` CRDs, the node's Calico must be
-/// v3.32.0 or later: an older libcalico-go reads `crd.projectcalico.org` alone and finds
-/// nothing there.
+/// `calico-api`: the group Calico's resources are served in (`cluster::calico_api`); only
+/// `projectcalico.org/v3` CRDs need the node's Calico at v3.32.0 or later.
 fn calico_api(f: &ClusterFacts, release: Option<&str>) -> Check {
     use crate::cluster::calico_api::Group;
     const ID: &str = "calico-api";
@@ -107,10 +105,8 @@ fn datastore_migration(f: &ClusterFacts) -> Check {
     }
 }
 
-/// `node-address`: the Calico Node's BGP address a calico-node already set on this node (a
-/// reinstall, a node joined before) must be the Node's InternalIP (`health::node_address`);
-/// a difference is a warning here, since calico-node's start-up sets it again, by
-/// `kubernetes-internal-ip`, when the node's address is autodetected.
+/// `node-address`: the BGP address already set on this node must be the Node's InternalIP
+/// (`health::node_address`); a warning, since calico-node's start-up may set it again.
 fn node_address(f: &ClusterFacts) -> Check {
     const ID: &str = "node-address";
     let (Some(internal), Some(bgp)) = (f.node_internal_ip, f.node_bgp_ipv4) else {
@@ -204,11 +200,9 @@ fn calico_version(f: &ClusterFacts) -> Check {
     }
 }
 
-/// The operator installs Calico on Windows nodes itself when its Installation says
-/// `windowsDataplane: HNS` (the calico-node-windows HostProcess DaemonSet), and that
-/// DaemonSet's uninstall init container removes script-installed services: the two must not
-/// meet on one node. A node the DaemonSet's affinity keeps off (`cluster::operator::LABEL`,
-/// which `migrate` writes) is safe while the operator runs elsewhere.
+/// The operator's Windows DaemonSet (`windowsDataplane: HNS`) removes script-installed
+/// services in its init container: safe only on a node its affinity keeps off
+/// (`cluster::operator::LABEL`, which `migrate` writes).
 fn operator_windows(f: &ClusterFacts) -> Check {
     const ID: &str = "operator-windows";
     let label = crate::cluster::operator::LABEL;

@@ -219,9 +219,8 @@ pub fn evaluate(s: &HostSnapshot, c: &Config) -> Vec<Check> {
     ]
 }
 
-/// The supported Windows Server builds (docs/commands/preflight.md has the same table). What breaks on
-/// one build at some updates and releases is in the known-issues table (`known_issues.rs`),
-/// Windows Server 2025's network policy among them.
+/// The supported Windows Server builds (docs/commands/preflight.md has the same table); what
+/// breaks at some updates is in `known_issues.rs`.
 pub const SUPPORTED_BUILDS: &[(u32, &str, Option<u32>)] = &[
     (17763, "Windows Server 2019 (1809)", Some(1432)),
     (18362, "Windows Server 1903", None),

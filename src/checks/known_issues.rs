@@ -1,11 +1,7 @@
 //! Combinations upstream ships broken, as data: which Calico releases, backends and Windows
-//! builds do not work (or degrade), with the upstream source of each fact and the fix. The
-//! `known-issues` check (preflight, and install and reconfigure before they change anything)
-//! evaluates them; `--allow-known-issue ID` accepts one.
-//!
-//! Each Calico entry was read in projectcalico/calico at the release tags (`git show
-//! TAG:PATH`, `git tag --contains COMMIT`); each Windows entry comes from the reports it cites,
-//! whose ranges are the builds they name (Microsoft's release notes list no Calico fix).
+//! builds do not work (or degrade), with the upstream source of each fact and the fix, for the
+//! `known-issues` check (`--allow-known-issue ID` accepts one). Calico entries were read at the
+//! release tags; Windows entries' ranges are the builds their reports name.
 
 use super::Check;
 use crate::config::types::Backend;

@@ -1,9 +1,7 @@
 //! kube-proxy as a Windows service, checked the way Calico's `kube-proxy-service.ps1` (up to
-//! v3.30) configured it: `KUBE_NETWORK` (or `--network-name`) naming Calico's network, on
-//! overlay `--source-vip` the address of the host endpoint `Calico_ep` that calico-node makes
-//! on the Calico network, and DSR (`--enable-dsr=true`, feature gate `WinDSR`) where the
-//! Windows build has it. kube-proxy run as the sig-windows-tools HostProcess DaemonSet has no
-//! service here, which is a warning, not a failure.
+//! v3.30) configured it: `KUBE_NETWORK` naming Calico's network, on overlay `--source-vip`
+//! `Calico_ep`'s address, and DSR where the Windows build has it. No service (a HostProcess
+//! DaemonSet's kube-proxy) is a warning.
 
 use super::Check;
 use crate::config::Config;
@@ -157,9 +155,7 @@ struct Breakage {
 
 /// kube-proxy's breakage on Windows Server 2025 and in winkernel, each read in
 /// kubernetes/kubernetes's CHANGELOG-1.3x.md (the release notes of the fix and its
-/// cherry-picks). Left out: the panic on an HNS load balancer without port mappings
-/// (kubernetes#141488, fixed by #141489 in v1.38.0-alpha.1, cherry-picked by #141681 and
-/// #141707 to 1.37 and 1.36 in no patch release read), as no released fix could be read.
+/// cherry-picks); a fix in no release (kubernetes#141488) is left out.
 const BREAKAGE: &[Breakage] = &[
     // kubernetes#131466: with HNS 15.4 (Windows Server 2025) ModifyLoadBalancer, which
     // kube-proxy calls from 1.31 (#124092), left the load balancer's old endpoints. Fixed by
@@ -345,10 +341,8 @@ fn check_setup(f: &KubeProxyFacts, c: &Config) -> Check {
     verdict(&fails, &warns)
 }
 
-/// kube-proxy run by calicoctl-win's kube-proxy service, which starts it on Calico's network
-/// with the source VIP and DSR it reads from the node at each start
-/// (`supervise::kube_proxy`): only whether it runs, and on overlay whether the endpoint it
-/// takes the source VIP from is there.
+/// kube-proxy run by calicoctl-win's own service (`supervise::kube_proxy`, which sets its flags):
+/// only whether it runs, and on overlay whether the source VIP's endpoint is there.
 fn own_role(svc: &InstalledService, f: &KubeProxyFacts, c: &Config) -> Check {
     let mut warns = Vec::new();
     if svc.state != ServiceState::Running {

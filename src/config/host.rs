@@ -89,10 +89,8 @@ pub fn hostname_override(command_line: &str) -> Option<String> {
     })
 }
 
-/// Every path setting on a fixed local drive of the host: a removable drive can be swapped
-/// for one with other programs, and a network drive mapped to a letter is another machine's
-/// share, whose files the services would run as SYSTEM. `drives` empty (unknown) checks
-/// nothing.
+/// Every path setting on a fixed local drive of the host (a removable or network drive's files
+/// are another's, which the services would run as SYSTEM); `drives` empty checks nothing.
 pub fn on_fixed_drives(
     loaded: &super::Loaded,
     drives: &BTreeMap<char, crate::host::DriveKind>,

@@ -157,11 +157,9 @@ pub fn per_node_settings(path: PathBuf, text: &str) -> Result<Vec<String>, Confi
         .collect())
 }
 
-/// The hash of the fleet-wide configuration (`sha256:` hex): every effective setting and its
-/// value, but the per-node ones (`PER_NODE`) and those read from this host (its name, its
-/// container runtime's directories). Two nodes given one config file get the same hash; any
-/// fleet-wide setting that differs, from the file, a flag, the environment or the cluster,
-/// gives another. What install and reconfigure annotate the Node with (`fleet status`).
+/// The hash of the fleet-wide configuration (`sha256:` hex): every effective setting but the
+/// per-node ones (`PER_NODE`) and those read from this host, so two nodes given one config
+/// file get the same hash. Install and reconfigure annotate the Node with it (`fleet status`).
 pub fn fleet_hash(loaded: &Loaded) -> ConfigHash {
     let listing: String = loaded
         .shown

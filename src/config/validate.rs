@@ -23,10 +23,8 @@ const METRICS_ENV: &[(&str, &str)] = &[
 ];
 
 /// The node's own listening TCP ports, which a metrics port may not take: Kubernetes' defaults
-/// (kubernetes pkg/cluster/ports/ports.go: KubeletHealthzPort, ProxyStatusPort, KubeletPort,
-/// ProxyHealthzPort), Felix's health port (calico v3.32.1 felix/config/config_params.go
-/// HealthPort, which the Felix environment sets) and BGP's (RFC 4271 section 8.2.1, the
-/// node's BGP speaker with the bgp backend).
+/// (kubernetes pkg/cluster/ports/ports.go), Felix's health port (calico v3.32.1
+/// felix/config/config_params.go HealthPort) and BGP's (RFC 4271 section 8.2.1).
 const NODE_PORTS: &[(u16, &str)] = &[
     (179, "BGP's"),
     (crate::layout::FELIX_HEALTH_PORT, "Felix's health port"),

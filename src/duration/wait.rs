@@ -1,8 +1,6 @@
-//! The one poll loop. A service's wait (`poll_until`) says what it waits for, looks again at
-//! a bounded rate, times out with the caller's typed error, and ends with `Stopped` as soon as
-//! the service's stop is requested. A wait inside a host call or a command's own step, which
-//! no service stop reaches and whose caller says what it does, runs the same loop quietly
-//! (`poll_quietly`).
+//! The one poll loop: a service's wait (`poll_until`) says what it waits for, times out with
+//! the caller's error and ends with `Stopped` at its stop; `poll_quietly` is the same loop
+//! silent, for waits no stop reaches.
 
 use super::stop::Stop;
 use std::convert::Infallible;
@@ -74,10 +72,8 @@ enum End<T, P, C> {
 }
 
 /// Looks until `look` is done (or fails), else until the timeout, when `timed_out` gets what the
-/// last look was still waiting for; a requested stop ends the pause at once with `Stopped`, and
-/// one requested before the wait ends it before the first look. It
-/// says what it waits for at the first look that is not done, that it still waits at most once
-/// every `SAY_EVERY`, and how long it waited when it ends.
+/// last look still waited for; a stop ends it at once with `Stopped`, before the first look too.
+/// It says what it waits for, that it still waits (at most every `SAY_EVERY`), and how it ended.
 pub fn poll_until<T, P, E: From<Stopped>>(
     wait: Wait<'_>,
     look: impl FnMut() -> Result<Look<T, P>, E>,
@@ -271,10 +267,7 @@ mod tests {
         let mut looks = 0;
         let timed_out: Result<u32, String> = poll_quietly(
             Instant::now(),
-            Pauses {
-                first: Duration::from_secs(3600),
-                most: Duration::from_secs(3600),
-            },
+            Pauses::every(HOUR),
             || {
                 looks += 1;
                 Ok(Look::Pending("the node"))

@@ -24,13 +24,9 @@ pub(super) fn metrics(h: &dyn Host, n: &mut Notes) {
     }
 }
 
-/// Status's alone (the config, the admin kubeconfig): with metrics on, CalicoNode's endpoint
-/// listening for an hour with no connection from beyond the node in that hour, while the fleet's
-/// metrics Service (`fleet plan --metrics-service`: a port `calicoctl-win` of metrics.port, in
-/// metrics.diags_namespace, the fleet's) is there for a Prometheus to scrape it through: its
-/// rule admits no scraper. Said, not a problem (the node's traffic is not at fault). Without
-/// such a Service nothing is said: no scraper is known to be meant. When the Services cannot
-/// be read, it is said with that doubt.
+/// Status's alone: with metrics on, CalicoNode's endpoint unscraped for an hour while the
+/// fleet's metrics Service (`fleet plan --metrics-service`) is there: said, not a problem.
+/// Without such a Service nothing is said; Services that cannot be read are said with doubt.
 pub(super) fn unscraped(
     h: &dyn Host,
     config: &crate::config::Config,

@@ -160,15 +160,10 @@ pub fn keep_connection(host: &dyn Host, peer: std::net::IpAddr, now: i64) -> Hos
 /// scraper: an hour, many scrape intervals.
 pub const UNSCRAPED_AFTER: i64 = 3600;
 
-/// The endpoint has listened for `UNSCRAPED_AFTER` and no connection came in that long, while
-/// a Service for a Prometheus to scrape the nodes through (`service`, `NS/NAME`) exists: the
-/// rule admits no scraper. A scrape from a pod arrives from its node's address, not the pod's,
-/// where the pod's IP pool has natOutgoing (calico v3.32.1 felix/rules/nat.go
-/// `makeNATOutgoingRuleIPTables`: MASQUERADE from a natOutgoing pool to any address outside
-/// every pool, and outside every host's too only with `natOutgoingExclusions:
-/// IPPoolsAndHostIPs`, whose default is `IPPoolsOnly`, felix/config/config_params.go; a pod on
-/// a Windows node likewise, cni-plugin/pkg/dataplane/windows/dataplane_windows.go: OutBoundNAT
-/// with only the pools excepted).
+/// The endpoint has listened for `UNSCRAPED_AFTER` with no connection in that time, while a
+/// Service for a Prometheus to scrape the nodes through (`service`, `NS/NAME`) exists: the rule
+/// admits no scraper. A pod's scrape arrives from its node's address where its pool has
+/// natOutgoing (calico v3.32.1 felix/rules/nat.go `makeNATOutgoingRuleIPTables`).
 pub fn unscraped(s: &Scrapes, now: i64, port: u16, service: &str) -> Option<Finding> {
     let quiet_since = s.last_connection.unwrap_or(s.listening_since);
     if now - s.listening_since < UNSCRAPED_AFTER || now - quiet_since < UNSCRAPED_AFTER {
@@ -246,15 +241,9 @@ pub fn diags_review(d: &DiagsReviewRefused) -> Finding {
     )
 }
 
-/// The rule Felix makes for its Prometheus port (calico v3.32.1
-/// libcalico-go/lib/winutils/winutils.go `MaybeConfigureWindowsFirewallRules`:
-/// `New-NetFirewallRule -DisplayName '<this>' -Direction inbound -Profile Any -Action Allow
-/// -LocalPort <PrometheusMetricsPort> -Protocol TCP`, no remote address, no program). Felix
-/// makes it, and removes it, only inside a HostProcess container (`InHostProcessContainer`:
-/// `CONTAINER_SANDBOX_MOUNT_POINT` set) with `WindowsManageFirewallRules` `Enabled`: an
-/// operator-managed node's Felix, never the Felix CalicoFelix runs (a Windows service's child).
-/// One left by the operator's Felix before `migrate` stays
-/// for good: nothing removes it once that Felix is gone.
+/// The rule Felix makes for its Prometheus port, inbound TCP from any address (calico v3.32.1
+/// libcalico-go/lib/winutils/winutils.go `MaybeConfigureWindowsFirewallRules`), only inside a
+/// HostProcess container: one the operator's Felix left before `migrate` stays for good.
 pub const FELIX_RULE: &str = "Calico Prometheus Ports (calico-managed rule)";
 
 /// Felix's rule, when it lets every address reach its port. calicoctl-win never removes it

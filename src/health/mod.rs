@@ -1,13 +1,7 @@
-//! The node's health as one value. `survey` gathers the node's facts once and judges each with
-//! its judge (`health::judge`, docs/findings.md); the `NodeReport` it returns is what
-//! `status -o json` prints, and `text` what status prints for people. The same survey is the
-//! node's own look (`Mode::Own`: no config, no admin kubeconfig, lenient), by the same steps
-//! in the same order less those that need what it has not: CalicoNode's minute look (its
-//! `CalicoWindowsReady` condition and the codes beside it), repair's look after its run and
-//! what `verify` joins read a view of its report (`OwnView`). What this room needs from the
-//! rooms above it (the config's desired services and the files' drift, from `plan/`; how the
-//! cluster is read, from the command) is handed in; the survey asks calico-node's token
-//! (`see`), who holds the host lock and what a detached run left itself.
+//! The node's health as one value. `survey` gathers the node's facts once and judges each
+//! (`health::judge`, docs/findings.md); its `NodeReport` is what `status -o json` prints, and
+//! `text` what status prints for people. The same survey is the node's own look (`Mode::Own`:
+//! no config, no admin kubeconfig), read by CalicoNode, repair and `verify` (`OwnView`).
 
 pub mod api_group;
 mod cluster_facts;

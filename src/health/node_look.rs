@@ -1,8 +1,5 @@
-//! What differs in the node's own look (`Mode::Own`, the one survey without the config or an
-//! admin kubeconfig): what a run left under way while a command holds the host lock, the Node
-//! read with calico-node's credential, and the view of its report that CalicoNode's minute
-//! look (its condition and the codes beside it, `supervise::condition`), repair after its run
-//! and `verify` read.
+//! What differs in the node's own look (`Mode::Own`: no config, no admin kubeconfig): what a
+//! run left under way, the Node read with calico-node's credential, and its report's view.
 
 use super::judge::{self, Finding};
 use super::look::{Look, Mode, Notes};
@@ -60,11 +57,8 @@ impl OwnView {
     }
 }
 
-/// What a run left under way. Who holds the host lock is looked at once: a second look could
-/// find a command that took the lock in between. Status says that command; the node's own
-/// look leaves it out: that command (a change that started CalicoNode and waits for its
-/// condition, or repair looking after its own run) is no fault of the node, and its journal is
-/// its own.
+/// What a run left under way, the host lock looked at once (a second look could find another
+/// holder). Status says the command holding it; the node's own look leaves it out (no fault).
 pub(super) fn under_way(look: &Look<'_>, n: &mut Notes) -> anyhow::Result<Option<UnderWay>> {
     let busy = look.state_dir.and_then(crate::host::lock::busy);
     if busy.is_some() && look.admin().is_none() {

@@ -132,9 +132,7 @@ pub struct RenewalFailed {
     pub needs_new_token: bool,
 }
 
-/// What status shows people that its JSON document does not: the node's name, the networks
-/// the install recorded and each one's endpoints in a phrase, why the Node was not read, the
-/// token's text, the datastore migration's phase in a sentence, and what is said with a code
+/// What status shows people that its JSON document does not, and what is said with a code
 /// and a fix but is no problem.
 #[derive(Default)]
 pub struct Shown {
@@ -149,18 +147,12 @@ pub struct Shown {
     /// the cluster's DatastoreMigrations could not be read.
     pub endpoint_states: Option<Finding>,
     pub datastore_unreadable: Option<Finding>,
-    /// The API server refused CalicoNode the TokenReview of `GET /diags` (`fleet diags` is
-    /// refused on this node): said, not a problem of the node's networking, so that the fleet
-    /// DaemonSet's readiness (`status -q`) does not turn on it.
+    /// The API server refused CalicoNode the TokenReview of `GET /diags`: not the node's
+    /// networking, so the fleet DaemonSet's readiness (`status -q`) does not turn on it.
     pub diags_review: Option<Finding>,
-    /// Felix's own metrics rule, open to every address: one the operator's HostProcess Felix
-    /// left (calico v3.32.1 libcalico-go/lib/winutils/winutils.go
-    /// `MaybeConfigureWindowsFirewallRules`, which nothing runs once that Felix is gone). Advice
-    /// about an object left behind, not a fault of the node's traffic: said, not a problem.
+    /// Felix's metrics rule the operator's Felix left (`metrics_findings::FELIX_RULE`).
     pub felix_rule: Option<Finding>,
-    /// CalicoNode's metrics endpoint reached by no scraper in an hour while the fleet's
-    /// metrics Service is there (`metrics_facts::unscraped`): its rule admits none. Not a
-    /// fault of the node's traffic: said, not a problem.
+    /// CalicoNode's metrics endpoint reached by no scraper (`metrics_facts::unscraped`).
     pub metrics_unscraped: Option<Finding>,
 }
 

@@ -249,10 +249,8 @@ pub fn render_files(
     Ok(render::render_all(config, facts, &template)?)
 }
 
-/// The CNI config, the services' environment files and the External network, for the Calico
-/// release `calico_version` (the built-in CNI template gives that release's `cniVersion`),
-/// the External network on `uplink` (`choose_uplink`), Calico's components pinned to
-/// `api_group` when the cluster needs it (`HostFacts::calico_api_group`).
+/// The CNI config, the services' environment files and the External network (on `uplink`),
+/// for the Calico release `calico_version`, its components pinned to `api_group` when given.
 pub fn rendered_files(
     host: &dyn Host,
     c: &Config,

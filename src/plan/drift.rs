@@ -8,11 +8,10 @@ use crate::installed::record::InstallRecord;
 
 pub use crate::installed::file_stat::{FileDrift, FileState};
 
-/// Files install wrote that changed or went since, then rendered files whose recorded
-/// contents differ from what the config renders now. With `stats`, a file whose size and
-/// modification time are those it had when it last matched the record is not hashed again;
-/// without, every file is. `renewed` is calico-node's token file, which CalicoNode rewrites
-/// with every renewal: only its absence is drift (status judges the token itself).
+/// Files install wrote that changed or went since, then rendered files whose recorded contents
+/// differ from what the config renders now. With `stats`, a file whose size and time match its
+/// last matching look is not hashed again. `renewed` (the token file CalicoNode rewrites) is
+/// drift only when absent.
 pub fn files(
     host: &dyn Host,
     rec: &InstallRecord,

@@ -360,10 +360,8 @@ fn legacy_removal(i: &Inputs<'_>) -> Vec<Action> {
 }
 
 /// Who other than SYSTEM, Administrators and this elevated administrator may change the file
-/// at `path` now: its owner, or an entry of its access list. Such a file (planted with the
-/// right bytes before the directory was protected, or opened up since) is written anew: a new
-/// file made with `CREATE_NEW` takes the protected directory's list and the caller as owner,
-/// where Windows keeps an existing file's own security when it is opened again.
+/// at `path` now (its owner, an access list entry): such a file is written anew, since Windows
+/// keeps an existing file's security when it is opened again.
 fn foreign_writers(host: &dyn Host, path: &str) -> anyhow::Result<Vec<String>> {
     let Some(sddl) = host.security(path)? else {
         return Ok(Vec::new());
@@ -646,10 +644,8 @@ fn registry_and_firewall(
     Ok((actions, firewall_owned, metrics))
 }
 
-/// The Application event log source the service bodies write under: the message file is
-/// .NET Framework 4's EventLogMessages.dll (on every supported Windows Server), whose every
-/// message id is the event's own text, as .NET's EventLog.CreateEventSource registers it;
-/// `TypesSupported` 7 is error, warning and information.
+/// The Application event log source the service bodies write under, registered as .NET's
+/// EventLog.CreateEventSource does (EventLogMessages.dll; `TypesSupported` 7).
 fn event_source_values() -> [(&'static str, RegValue); 2] {
     [
         (

@@ -37,9 +37,7 @@ pub fn felix_exe(host: &dyn Host, c: &Config, files: &[DesiredFile]) -> HostResu
 }
 
 /// The rules the config wants: none with metrics off. Each lets in only the program that
-/// listens on its port (`INetFwRule::ApplicationName`): calicoctl-win.exe under the root for
-/// CalicoNode's endpoint, `felix` for Felix's, so that another program on the port is not
-/// reached through it.
+/// listens on its port (`INetFwRule::ApplicationName`): calicoctl-win.exe, or `felix`.
 pub fn wanted(c: &Config, felix: &str) -> Vec<FirewallRule> {
     let m = &c.metrics;
     if !m.enabled {
@@ -68,9 +66,8 @@ pub fn wanted(c: &Config, felix: &str) -> Vec<FirewallRule> {
 }
 
 /// Adds the actions that take the host's metrics rules to the wanted ones; returns the rules
-/// the install then owns. A rule is removed only while it is alone under its name and as made
-/// (`firewall::ours`); a wanted rule is made only where no rule has its name, else the plan is
-/// refused before any change (removal is by name and could not tell two apart).
+/// the install then owns. A wanted rule is made only where no rule has its name, else the plan
+/// is refused before any change (removal is by name).
 pub fn plan(
     host: &dyn Host,
     c: &Config,
@@ -128,10 +125,8 @@ pub fn plan(
     Ok(owned)
 }
 
-/// The removals of the rules that are ours and no longer wanted: the recorded rules the
-/// config no longer wants as they are, and the rules an interrupted run added whose name the
-/// config no longer wants (metrics turned off, or a port changed, before that run was
-/// finished). Each only while it is the one rule of its name, as made. Returns their names.
+/// The removals of our rules no longer wanted, recorded or added by an interrupted run, each
+/// only while it is the one rule of its name, as made. Returns their names.
 fn remove_unwanted(
     host: &dyn Host,
     wanted: &[FirewallRule],

@@ -2,22 +2,13 @@
 //! back from it (`from-operator`), one node at a time, with the HNS networks and every pod's
 //! endpoint kept. What would break the node is refused first, each reason with its fix.
 //!
-//! What the operator's scripts do to a node they find (projectcalico/calico v3.32.1,
-//! `node/windows-packaging/CalicoWindows`), which the refusals follow:
-//! - `node/node-service.ps1`: when `LastBootTime` under `HKLM\Software\Tigera\Calico` is not
-//!   `Get-LastBootTime` (`calico.psm1`: `LastBootUpTime.ToString("G")`, run as SYSTEM), every
-//!   non-NAT HNS network is deleted: every pod's network. So the marker is written in SYSTEM's
-//!   culture, or the handover refused (`installed::boot_marker`).
-//! - `uninstall-calico-hpc.ps1` (the DaemonSet's init container) deletes the services
-//!   CalicoNode, CalicoFelix, CalicoConfd, CalicoUpgrade and, when Calico is the CNI, the
-//!   service named `kube-proxy`: a node whose kube-proxy is that service would lose it.
-//! - The operator's CNI plugin reuses a network named `Calico` without comparing its VSID
-//!   (`cni-plugin/pkg/dataplane/windows/dataplane_windows.go`): a network whose VSID is not the
-//!   cluster's VNI would stay wrong under it.
-//! - The operator's pods install the CNI plugins and `10-calico.conflist` into the
-//!   Installation's `windowsNodes` directories, by default `/opt/cni/bin` and `/etc/cni/net.d`
-//!   (tigera/operator release-v1.44 `pkg/render/windows.go`), not calicoctl-win's default for
-//!   containerd: where the two differ, one side's CNI config is not containerd's.
+//! The refusals follow what the operator's scripts do to a node (projectcalico/calico v3.32.1,
+//! `node/windows-packaging/CalicoWindows`): `node/node-service.ps1` deletes every non-NAT HNS
+//! network when `LastBootTime` is not SYSTEM's `Get-LastBootTime` (`installed::boot_marker`);
+//! `uninstall-calico-hpc.ps1` deletes the services, a `kube-proxy` one included; the CNI
+//! plugin reuses a network named `Calico` whatever its VSID (`dataplane_windows.go`); the
+//! operator's CNI directories (tigera/operator release-v1.44 `pkg/render/windows.go`) may not
+//! be containerd's.
 
 use crate::apply::Action;
 use crate::cluster::operator::{self, CniDirs, Installation, LABEL_VALUE, Want};
@@ -345,11 +336,8 @@ pub fn keep_operator_off(inst: &Installation, label: &[NodeName]) -> Vec<Action>
 }
 
 /// The cluster steps of `to-operator` before the host is touched: the operator kept off
-/// calicoctl-win's nodes, then on Windows (`windowsDataplane: HNS`), its Windows DaemonSet
-/// waited for (rendered, taking this node once the label is off, TigeraStatus not Degraded),
-/// this node cordoned (marked first, so that the mark never outlives a cordon it did not
-/// make). Run with rollback: a DaemonSet that does not come puts `windowsDataplane` back as
-/// it was, and uncordons the node.
+/// calicoctl-win's nodes, then on Windows, its Windows DaemonSet waited for, this node
+/// cordoned (marked first). Run with rollback.
 pub fn to_operator_before(
     inst: &Installation,
     label: &[NodeName],
@@ -369,13 +357,9 @@ pub fn to_operator_before(
     actions
 }
 
-/// `windowsDataplane: HNS`, with `windowsNodes` set to containerd's CNI directories in the
-/// same patch where the Installation has none: the operator refuses `windowsNodes` while
-/// Windows is off and fills it with its defaults once on (tigera/operator release-v1.44
-/// `validation.go`: "spec.WindowsNodes is not valid and should not be provided when Calico for
-/// Windows is disabled"; `core_controller.go` `fillDefaults` writes the defaults back into the
-/// spec), so the patch that puts it back also takes `windowsNodes` away, or the operator would
-/// stop for every node.
+/// `windowsDataplane: HNS`, with `windowsNodes` set to containerd's CNI directories where the
+/// Installation has none; the restore takes `windowsNodes` away too, which the operator refuses
+/// while Windows is off (tigera/operator release-v1.44 `validation.go`, `fillDefaults`).
 fn enable_windows(inst: &Installation, cni: &CniDirs) -> Action {
     let slash = |p: &str| p.replace('\\', "/");
     let unset = inst.cni_bin_dir.is_none() && inst.cni_config_dir.is_none();
@@ -426,12 +410,9 @@ pub fn uncordon(node: &NodeName) -> Vec<Action> {
     ]
 }
 
-/// An uninstall's plan without the removal of the CNI directories or a directory above
-/// them, where the operator's pod writes its plugins and conflist next. containerd makes its
-/// CNI config directory once, at start, and watches it for changes (containerd v1.7.34
-/// `pkg/cri/server/cni_conf_syncer.go` `newCNINetConfSyncer`: `os.MkdirAll(confDir)`, then
-/// `watcher.Add(confDir)`, never again): a directory removed and made anew is no longer
-/// watched, and the operator's conflist would not be loaded until containerd restarts.
+/// An uninstall's plan without the removal of the CNI directories or one above them:
+/// containerd watches the config directory it made at start only (containerd v1.7.34
+/// `pkg/cri/server/cni_conf_syncer.go` `newCNINetConfSyncer`), so one made anew is not watched.
 pub fn keeping_cni_dirs(actions: Vec<Action>, cni: &CniDirs) -> Vec<Action> {
     let under = |dir: &str, path: &str| {
         let (dir, path) = (
@@ -451,9 +432,7 @@ pub fn keeping_cni_dirs(actions: Vec<Action>, cni: &CniDirs) -> Vec<Action> {
 }
 
 /// The boot marker as the operator reads it, written unless it is so already, and only when
-/// CalicoNode initialised the networks in this boot (its `BootId` is this boot's): after a
-/// reboot it did not, the marker of the last boot makes the operator's node-service.ps1 make
-/// the networks again, as it should.
+/// CalicoNode initialised the networks in this boot (its `BootId` is this boot's).
 pub fn marker_for_operator(
     host: &dyn Host,
     marker: &str,
@@ -476,10 +455,9 @@ pub fn marker_for_operator(
     )
 }
 
-/// The cluster steps of `to-operator` after the host: the label off this node, the
-/// operator's pod waited for, the node uncordoned when this migration cordoned it, the node's
-/// token-renewal grant deleted and the node's calicoctl-win annotations and condition said
-/// gone: each journaled, so that a run cut off after any of them is finished by the next.
+/// The cluster steps of `to-operator` after the host: the label off, the operator's pod waited
+/// for, the node uncordoned (when this migration cordoned it), the renewal grant deleted and
+/// the node's calicoctl-win annotations and condition gone; each journaled.
 pub fn to_operator_after(
     node: &NodeName,
     timeout: Duration,
@@ -528,19 +506,14 @@ pub fn as_handed_back(f: &mut crate::cluster::facts::ClusterFacts) {
     }
 }
 
-/// The files the operator's CNI installer leaves in the CNI config directory
-/// (`10-calico.conflist` and `calico-kubeconfig`: tigera/operator release-v1.44
-/// `pkg/render/windows.go`, `CNI_CONF_NAME` and the conflist's `kubeconfig`). libcni loads
-/// every config file of the directory in name order (containernetworking/cni `libcni/conf.go`
-/// `ConfFiles`), so a conflist left beside ours could be loaded once ours is gone; its token
-/// is no longer renewed once the operator's pod is.
+/// The files the operator's CNI installer leaves in the CNI config directory (tigera/operator
+/// release-v1.44 `pkg/render/windows.go` `CNI_CONF_NAME`): libcni loads every config file there
+/// (containernetworking/cni `libcni/conf.go` `ConfFiles`), so one left beside ours would load.
 pub const OPERATOR_CNI_FILES: &[&str] = &["10-calico.conflist", "calico-kubeconfig"];
 
-/// The steps of `from-operator` before install: the operator kept off this node (affinity,
-/// label), the node cordoned, the operator's pod waited out, the boot marker CalicoNode reads
-/// set to this boot (the operator initialised it, so CalicoNode's first start must not delete
-/// the networks as after a boot), the operator's CNI files removed, an addressing record
-/// dropped (`to-operator` drops it with the uninstall's plan).
+/// The steps of `from-operator` before install: the operator kept off this node, the node
+/// cordoned, the operator's pod waited out, the boot marker set to this boot (so CalicoNode's
+/// first start keeps the networks), the operator's CNI files and addressing record removed.
 pub fn from_operator_before(
     host: &dyn Host,
     inst: &Installation,

@@ -1,18 +1,9 @@
-//! Whether the operator can take this Windows node: what it validates before it renders
-//! anything for Windows, and which address its calico-node would advertise here. Both are
-//! judged before `migrate to-operator` changes anything, since the operator fails them only
-//! after the node has been handed over.
-//!
-//! - The operator validates the whole Installation before it renders (tigera/operator
-//!   release-v1.44 `pkg/controller/installation/validation.go` `validateCustomResource`, with
-//!   Windows on: the API server's address from its `kubernetes-services-endpoint` ConfigMap,
-//!   `spec.serviceCIDRs` with the Calico CNI, and the first IPv4 pool's encapsulation VXLAN or
-//!   None); an invalid Installation sets TigeraStatus `calico` Degraded and renders nothing,
-//!   for any node (`core_controller.go`: `SetDegraded(InvalidConfigurationError, ...)`, return).
-//! - Its Windows DaemonSet gets `IP_AUTODETECTION_METHOD` from
-//!   `calicoNetwork.nodeAddressAutodetectionV4` (`pkg/render/windows.go`), which the core
-//!   controller defaults to `firstFound` (`canReach: 8.8.8.8` on EKS, `skipInterface: ^br-.*`
-//!   on Docker EE: `core_controller.go` `fillDefaults`).
+//! Whether the operator can take this Windows node, judged before `migrate to-operator`
+//! changes anything (the operator fails them only after the handover): the Installation it
+//! validates before rendering (tigera/operator release-v1.44
+//! `pkg/controller/installation/validation.go` `validateCustomResource`; an invalid one
+//! renders nothing, `core_controller.go`), and the address its calico-node would advertise
+//! (`nodeAddressAutodetectionV4`, `pkg/render/windows.go`; defaults in `fillDefaults`).
 
 use super::migrate::Refusal;
 use crate::cluster::installation::Installation;
@@ -200,11 +191,9 @@ fn global_unicast(ip: Ipv4Addr) -> bool {
         || ip.is_broadcast())
 }
 
-/// The address an enumeration picks: calico-node walks the interfaces in reverse of the order
-/// the system lists them (`autodetection/interfaces.go` `GetInterfaces`: "Loop in reverse
-/// order"; Go's `net.Interfaces` on Windows lists them as `GetAdaptersAddresses` does), and
-/// takes the first global unicast address within the CIDRs (`filtered.go`
-/// `FilteredEnumeration`).
+/// The address an enumeration picks: calico-node walks the interfaces in reverse of the system's
+/// order (`autodetection/interfaces.go` `GetInterfaces`) and takes the first global unicast
+/// address within the CIDRs (`filtered.go` `FilteredEnumeration`).
 fn enumerate(
     addresses: &[InterfaceAddress],
     include: &[String],

@@ -1,19 +1,10 @@
 //! `repair`'s plan: the pods whose endpoints are stuck evicted (their controllers recreate
 //! them with a new endpoint), then the stuck and stale endpoints deleted. Nothing is restarted:
-//! Felix refreshes its HNS endpoint cache before it handles any workload endpoint update
-//! ("HnsEndpointCache needs to be refreshed before endpoint manager processes any WEP updates.
-//! This is because an IP address can be recycled", projectcalico/calico v3.31.7
-//! felix/dataplane/windows/endpoint_mgr.go `CompleteDeferredWork`), so a deleted endpoint is
-//! forgotten when its address is used again. Only the endpoints `installed::endpoints` tells
-//! positively to be a pod's made by Calico's CNI plugin, or kube-proxy's for a Service backend,
-//! can be at fault: `Calico_ep` (another host's endpoint on VXLAN), the block's `.2` and whatever
-//! cannot be told are never in the plan; kube-proxy's are judged only while it does not run, so
-//! none is ever taken from under it. A Felix restart would reset connections on Calico before 3.31, and a kube-proxy
-//! restart deletes every HNS load balancer and leaves every ClusterIP on the node down until its
-//! first sync, at least 10 s on an overlay network.
-//!
-//! The pods go first: a repair killed after the evictions leaves their endpoints without a
-//! pod, which a rerun finds stale and deletes.
+//! Felix refreshes its HNS endpoint cache before any workload endpoint update (projectcalico/calico
+//! v3.31.7 felix/dataplane/windows/endpoint_mgr.go `CompleteDeferredWork`). Only endpoints
+//! `installed::endpoints` tells to be a pod's or kube-proxy's (judged only while it does not
+//! run) can be at fault. The pods go first: a repair killed after the evictions leaves their
+//! endpoints without a pod, which a rerun finds stale and deletes.
 
 use crate::apply::Action;
 use crate::cluster::drain::DrainOptions;

@@ -13,15 +13,10 @@ use std::sync::LazyLock;
 pub const REDACTED: &str = "<redacted>";
 
 /// The names whose value is a secret, as a regex alternation: a name ending in one of these
-/// (`token`, `etcdpassword`, `k8s_auth_token`, `client-key-data`, `AccountKey`,
-/// `Ocp-Apim-Subscription-Key`, `--certificate-key`). A name that merely begins with one
-/// (`token_expires`, `BearerTokenFile`, `passwordless`) is no secret's. Beyond Calico's own
-/// parameters: Azure Storage's `AccountKey` (learn.microsoft.com, "Configure Azure Storage
-/// connection strings"), API Management's `Ocp-Apim-Subscription-Key` header
-/// (learn.microsoft.com, "Subscriptions in Azure API Management"), kubeadm's
-/// `--certificate-key` (kubernetes.io, "kubeadm join": decrypts the control plane's
-/// certificates), AWS Signature Version 4's `Signature=` (docs.aws.amazon.com, "Signing AWS
-/// API requests", the Authorization header), an HTTP `Authorization` header (RFC 9110 11.6.2).
+/// (`token`, `etcdpassword`, `client-key-data`); one that merely begins with one
+/// (`token_expires`, `BearerTokenFile`) is no secret's. Beyond Calico's own: Azure Storage's
+/// `AccountKey`, API Management's `Ocp-Apim-Subscription-Key`, kubeadm's `--certificate-key`,
+/// AWS SigV4's `Signature=`, HTTP `Authorization` (RFC 9110 11.6.2).
 const NAMES: &str = r"(?:token|password|passwd|passphrase|secret|api[_-]?key|access[_-]?key|private[_-]?key|etcd[_-]?key|certificate[_-]?key|subscription[_-]?key|accountkey|key-data|credentials?|signature|authorization)";
 
 /// How a secret's value ends, by how it is written.

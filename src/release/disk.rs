@@ -1,9 +1,6 @@
-//! Where a release is downloaded and unpacked: the node's own file system under the install
-//! root's cache (an install, through the host seam: `host::ReleaseDisk`), or this machine's
-//! (`fetch release`, a dry run, a zip given on the command line: [`Local`]). Paths are the
-//! disk's own: Windows paths on the node, this machine's on [`Local`]. What is read or written
-//! in a stream is a handle the disk opened; every name is made, listed, renamed and removed by
-//! the disk.
+//! Where a release is downloaded and unpacked: the node's file system under the install root's
+//! cache (`host::ReleaseDisk`), or this machine's ([`Local`]: `fetch release`, a dry run, a zip
+//! given on the command line). Paths and handles are the disk's own.
 
 use std::fs::File;
 use std::io;

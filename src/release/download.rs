@@ -84,10 +84,8 @@ fn client(
     b.build().map_err(fail)
 }
 
-/// The SHA-256 that a `SHA256SUMS` file beside `url` (same directory, same server, same proxy
-/// and CAs) gives for `name`, if there is one: lines of `HEX  NAME` (or `HEX *NAME`), as
-/// sha256sum writes them. Anything else (no such file, another status, no line for the zip, a
-/// malformed checksum) is `None`, and the download then needs `--sha256` as before.
+/// The SHA-256 that a `SHA256SUMS` file beside `url` gives for `name` (lines of `HEX  NAME` or
+/// `HEX *NAME`, as sha256sum writes them); anything else is `None`, and `--sha256` is needed.
 pub fn published_checksum(
     url: &str,
     name: &str,

@@ -79,12 +79,10 @@ pub fn sha256_of(file: Place<'_>) -> Result<String, ReleaseError> {
         .map_err(|e| ReleaseError::io(format!("cannot read {}", file.path), e))
 }
 
-/// The zip to use, extracted into `staging` (an empty directory): the given file on this
-/// machine (checked against `--sha256`), or the download, kept as `<cache>\<name>` (a cached
-/// copy is reused only when it has the asked checksum). The work overlaps: a file is hashed while it is
-/// extracted, and a download extracted while it arrives (see `stream`); what is extracted
-/// stays in `staging`, and counts only once the checksum matched. A cached or downloaded zip
-/// that cannot be extracted is removed.
+/// The zip to use, extracted into `staging` (an empty directory): the given file (checked
+/// against `--sha256`), or the download, kept as `<cache>\<name>` (reused only with the asked
+/// checksum), extracted while it arrives (`stream`); it counts once the checksum matched. A
+/// cached or downloaded zip that cannot be extracted is removed.
 pub fn obtain(
     want: &Want,
     cache: Place<'_>,

@@ -1,14 +1,8 @@
-//! Extraction that follows a download: while the zip is still arriving, its entries are read
-//! from their local headers and written into the staging directory, so downloading, hashing
-//! and inflating overlap. One thread reads the local headers, jumping over each entry's data;
-//! each entry goes to a worker as soon as its header arrives, and the worker inflates it as its
-//! data arrives, reading the file at its own offset and the Calico binary's version on the way.
-//! What this writes is provisional: nothing leaves staging before the
-//! download's checksum matched and the finished archive's central directory, checked as
-//! [`super::extract`] checks it, lists exactly the files that were streamed (name, size and
-//! CRC). Anything else (an entry whose sizes follow its data, an entry the central directory
-//! does not list, a name refused on the way) gives up the streamed copy and the finished zip is
-//! extracted again from the start, the same way a zip file given on the command line is.
+//! Extraction that follows a download: while the zip is still arriving, each entry is read
+//! from its local header and inflated by a worker as its data arrives. What this writes is
+//! provisional: it counts only once the checksum matched and the finished archive's central
+//! directory (checked as [`super::extract`] checks it) lists exactly the files streamed; else
+//! the finished zip is extracted again from the start.
 
 use super::disk::Place;
 use super::error::ReleaseError;
@@ -184,9 +178,7 @@ pub struct Followed {
 }
 
 /// Extracts the zip `growth`'s writer writes into `into` while it is written; returns the files
-/// written, to be confirmed against the finished archive by [`confirm`]. An entry is handed to
-/// a worker as soon as its local header arrives, and inflates as its data arrives: when the
-/// last byte is written, only that byte's inflation remains.
+/// written, to be confirmed against the finished archive by [`confirm`].
 pub fn follow(growth: &Growth, into: Place<'_>, cap: u64) -> Result<Followed, GaveUp> {
     let Some(file) = growth.started() else {
         return Err(GaveUp("the download did not start".into()));
@@ -245,9 +237,8 @@ const LOCAL_HEADER: u32 = 0x0403_4b50;
 const CENTRAL_HEADER: u32 = 0x0201_4b50;
 const END_OF_CENTRAL: u32 = 0x0605_4b50;
 
-/// Reads the local header at `at` (APPNOTE.TXT 6.3.10, 4.3.7: signature, then version, flags,
-/// method, time, date, CRC-32, compressed and uncompressed size, name and extra field lengths),
-/// without reading the entry's data. `None` where the central directory begins.
+/// Reads the local header at `at` (APPNOTE.TXT 4.3.7) without the entry's data; `None` where
+/// the central directory begins.
 fn local_header(file: &Arc<File>, growth: &Growth, at: u64) -> Result<Option<Local>, GaveUp> {
     let short = |e: std::io::Error| GaveUp(format!("the local header at {at}: {e}"));
     let mut reader = Follow::at(file, at, growth, 1 << 12);

@@ -3,14 +3,9 @@
 //!
 //! The facts come from Calico's service scripts at the release tags (projectcalico/calico,
 //! `node/windows-packaging/CalicoWindows/{node,felix,confd}/*-service.ps1`):
-//! - v3.27.3 to v3.27.4 and v3.28.0: node-service.ps1 starts a token refresher,
-//!   `calico-node.exe -monitor-token`, on every node; from v3.27.5, v3.28.1 and v3.29.0 (commit
-//!   4821bf2338, "Fix non-HPC Calico for Windows issues") only inside a HostProcess container
-//!   (`$env:CONTAINER_SANDBOX_MOUNT_POINT`), and from v3.32.0 also only with
-//!   `CNI_PLUGIN_TYPE == Calico` (e105141b41). Outside a container it exits at once ("Failed to
-//!   read service account namespace file"), and the CNI config names calico-node's own
-//!   kubeconfig at every release (`calico.psm1`: `__KUBECONFIG__` is `$env:KUBECONFIG`), so
-//!   calicoctl-win, whose services are never HostProcess containers, starts it on no release;
+//! - the token refresher (`-monitor-token`) runs only inside a HostProcess container from
+//!   v3.27.5, v3.28.1 and v3.29.0 (4821bf2338): calicoctl-win's services never are, so it
+//!   starts it on no release;
 //! - v3.31.0 (e6599598ec, PR #10866): `calico-node.exe -startup -complete-startup`; without the
 //!   flag the node keeps the NetworkUnavailable condition;
 //! - release-v3.33 (#12225, #12909): one `calico.exe` driven by subcommands: `component node
@@ -232,9 +227,7 @@ impl Features {
 }
 
 /// What Calico's build links into every binary (`lib.Makefile`: `LDFLAGS=-X
-/// github.com/projectcalico/calico/pkg/buildinfo.Version=$(GIT_DESCRIPTION) ...`); Go (1.18
-/// and later) records the `-ldflags` in the binary's build information, so the version is in
-/// the file as this marker followed by `vX.Y.Z`.
+/// github.com/projectcalico/calico/pkg/buildinfo.Version=...`), followed by `vX.Y.Z`.
 const BUILDINFO_MARKER: &[u8] = b"buildinfo.Version=";
 
 /// The version recorded in a Calico binary's Go build information, read in blocks (the
@@ -255,10 +248,8 @@ pub fn read_binary_version(mut f: impl Read) -> std::io::Result<Option<CalicoVer
 /// The longest version text read after the marker (`v3.31.2-0.dev-123-gabcdef012345` is 31).
 const VERSION_TEXT_CAP: usize = 64;
 
-/// Finds the version in a binary's bytes as they come, block by block, in the same pass that
-/// writes them (`memchr::memmem`, no second read of the file). The first marker decides: the
-/// text after it up to the first byte a version does not hold (`None` if that text is not a
-/// version).
+/// Finds the version in a binary's bytes block by block, in the pass that writes them; the
+/// first marker decides (`None` if the text after it is not a version).
 #[derive(Debug, Default)]
 pub struct VersionScan {
     state: Scan,

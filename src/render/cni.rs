@@ -24,10 +24,8 @@ pub fn cni_version_in(template: &str) -> Option<String> {
     .then(|| value.to_owned())
 }
 
-/// The built-in template as the release's own gives it: Calico's template with the
-/// `cniVersion` of the release's own `cni.conf.template` (`from_release`, as install-calico.ps1
-/// takes the zip's template), else of the table of Calico's templates by release
-/// (`CalicoVersion::cni_version`); unchanged for an unknown release.
+/// Calico's template with the `cniVersion` of the release's own `cni.conf.template`
+/// (`from_release`), else of `CalicoVersion::cni_version`; unchanged for an unknown release.
 pub fn built_in_template(
     version: Option<&crate::release::version::CalicoVersion>,
     from_release: Option<&str>,

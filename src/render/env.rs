@@ -99,11 +99,8 @@ fn common(c: &Config) -> BTreeMap<String, String> {
 pub const KUBERNETES_INTERNAL_IP: &str = "kubernetes-internal-ip";
 
 /// How calico-node finds this node's address, and why: the configured method; else, with
-/// `node.ip` autodetect on the Kubernetes datastore, whose kubeconfig calico-node reads the
-/// Node with (only through `KUBECONFIG`: `startup.go`,
-/// `winutils.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))`),
-/// `kubernetes-internal-ip`, the Node's InternalIP, which cannot pick another NIC; else none
-/// (calico-node's first-found, or the fixed `node.ip`).
+/// `node.ip` autodetect on the Kubernetes datastore, `kubernetes-internal-ip` (the Node's
+/// InternalIP, which cannot pick another NIC); else none (first-found, or the fixed `node.ip`).
 pub fn autodetection_method(c: &Config) -> Option<(String, &'static str)> {
     if let Some(m) = &c.node.ip_autodetection_method {
         return Some((m.to_string(), "node.ip_autodetection_method"));
@@ -126,13 +123,9 @@ fn joined<T: ToString>(items: &[T]) -> String {
         .join(",")
 }
 
-/// Felix's Prometheus endpoint, with `metrics.enabled` only; off, nothing, as Calico's
-/// scripts render none (v3.32.1 CalicoWindows config.ps1, felix/felix-service.ps1), since
-/// environment outranks the datastore (felix/config config_params.go
-/// SourcesInDescendingOrder). FELIX_WINDOWSMANAGEFIREWALLRULES is never rendered: Felix acts
-/// on it only in a HostProcess container (libcalico-go winutils.go
-/// MaybeConfigureWindowsFirewallRules), which CalicoFelix never is. A rule an
-/// operator-managed Felix left is status' finding (`health::metrics_findings`).
+/// Felix's Prometheus endpoint, with `metrics.enabled` only; off, nothing, as Calico's scripts
+/// render none (v3.32.1 CalicoWindows config.ps1, felix/felix-service.ps1): the environment
+/// outranks the datastore (felix/config config_params.go SourcesInDescendingOrder).
 fn felix_metrics(c: &Config, env: &mut BTreeMap<String, String>) {
     if c.metrics.enabled {
         // Deviation from Calico's scripts, with metrics on only: Felix serves Prometheus on
@@ -152,10 +145,8 @@ fn felix_metrics(c: &Config, env: &mut BTreeMap<String, String>) {
     }
 }
 
-/// The full environment of one service: common variables, the ones its script derives, and
-/// the user's extra variables for it.
-/// `api_group` pins the group libcalico-go reads for calico-node, Felix and confd
-/// (`HostFacts::api_group_pin`); the user's extra variables still win.
+/// The full environment of one service: common variables, the ones its script derives, the
+/// API group pin (`HostFacts::api_group_pin`), and the user's extra variables, which win.
 pub fn environment(c: &Config, role: Role, api_group: Option<&str>) -> BTreeMap<String, String> {
     let mut env = common(c);
     if let Some(g) = api_group.filter(|_| role != Role::KubeProxy) {

@@ -10,11 +10,9 @@ const CLUSTER: &str = "kubernetes";
 const USER: &str = "calico-windows";
 const CONTEXT: &str = "calico-windows@kubernetes";
 
-/// Where calico-node's token lives: beside its kubeconfig, which names it (`tokenFile`).
-/// client-go reads a kubeconfig's `tokenFile` again while it runs (clientcmd sets
-/// `BearerTokenFile`; client-go `transport/token_source.go`, `NewCachedFileTokenSource`, reads
-/// the file again every minute), so a token CalicoNode renews reaches felix, confd and
-/// calico-node without restarting them. An inline `token` would be read once, at start.
+/// Where calico-node's token lives: beside its kubeconfig, which names it (`tokenFile`), read
+/// again every minute (client-go `transport/token_source.go`, `NewCachedFileTokenSource`), so
+/// a renewed token reaches the components without a restart.
 pub fn token_path(kubeconfig: &str) -> String {
     format!("{kubeconfig}.token")
 }
@@ -173,10 +171,8 @@ pub fn token_file_of(text: &str) -> Option<String> {
     token_source(text)?.file
 }
 
-/// Whether a kubeconfig's text reads its token from the file install writes beside
-/// `kubeconfig` (`token_path`), as Windows compares paths: `/` as `\`, letters in any case (a
-/// config may spell the install root `c:\CalicoWindows`, as Calico's scripts do, and a later
-/// one `C:\CalicoWindows`).
+/// Whether a kubeconfig's text reads its token from `token_path(kubeconfig)`, compared as
+/// Windows compares paths (`/` as `\`, letters in any case).
 pub fn names_token_path(text: &str, kubeconfig: &str) -> bool {
     let norm = |p: &str| p.replace('/', "\\").to_ascii_lowercase();
     token_file_of(text).is_some_and(|f| norm(&f) == norm(&token_path(kubeconfig)))

@@ -1,9 +1,6 @@
-//! netexec's `/dial`, asked through the API server's pod proxy and its answer read
-//! (kubernetes/kubernetes `test/images/agnhost/netexec/netexec.go`, `dialHandler`: 200 with
-//! `responses` and `errors`, 400 "host and/or port param are invalid" for a name that does not
-//! resolve). The path is `pods/NAME:PORT/proxy` (`pkg/registry/core/pod/rest/subresources.go`
-//! `ProxyREST`), so `verify` needs `pods/proxy` and no `pods/exec`; an API server that cannot
-//! reach the pod answers 502/503 itself.
+//! netexec's `/dial`, asked through the API server's pod proxy (`pods/NAME:PORT/proxy`) and its
+//! answer read (kubernetes/kubernetes `test/images/agnhost/netexec/netexec.go`, `dialHandler`:
+//! 200 with `responses` and `errors`, 400 for a name that does not resolve).
 
 use super::image::HTTP_PORT;
 use super::matrix::{Role, Target};

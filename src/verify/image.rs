@@ -2,8 +2,7 @@
 //! (kubernetes/kubernetes `test/utils/image/manifest.go`, `configs[Agnhost]`;
 //! `test/images/agnhost/BASEIMAGE`: `windows/amd64/1809` and `ltsc2022`, `ltsc2025` from 2.62,
 //! kubernetes/kubernetes#136727, promoted by kubernetes/k8s.io#9057).
-//! containerd picks the variant whose `os.version` is the node's build (process isolation);
-//! a node on another build gets none, and `verify` names `--image` for a mirror.
+//! containerd picks the variant whose `os.version` is the node's build.
 
 /// The image `verify` runs unless `--image` names another (a mirror, for air-gapped clusters).
 pub const AGNHOST: &str = "registry.k8s.io/e2e-test-images/agnhost:2.62";

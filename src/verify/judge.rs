@@ -1,7 +1,5 @@
 //! Each check's observation judged into a verdict: passed, or failed with a finding that names
-//! its layer (the code, from the one catalogue `health::judge`), one sentence and the next
-//! step. A check that could not be judged because another failed under it is `blocked` by
-//! that one (settle.rs), so each fault is named once, by its own layer.
+//! its layer (a `health::judge` code), one sentence and the next step.
 
 use super::dial::{Answer, reached};
 use super::matrix::{CheckId, Role};

@@ -1,8 +1,5 @@
-//! The renewal keeper of a run's Lease (shared.rs). A renewal writes the lease by the
-//! API server's time with an update that carries the resourceVersion the run last wrote
-//! (kube-apiserver's `Update` refuses another, 409: `staging/src/k8s.io/apiserver/pkg/
-//! registry/generic/registry/store.go`); the run is judged to have lost its lease by the time
-//! since its last good write.
+//! The renewal keeper of a run's Lease (shared.rs): each renewal written by the API server's
+//! time on the resourceVersion the run last wrote (kube-apiserver answers another 409).
 
 use super::options::LEASE;
 use super::probe;

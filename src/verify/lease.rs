@@ -1,9 +1,6 @@
-//! A run's Lease (coordination.k8s.io/v1) in the namespace it runs in: named for the run
-//! (`Names::lease`), written by the API server's time (`keeper::server_time`) and renewed every
-//! `RENEW` with the resourceVersion last written (`keeper::write`). A create refused 409 keeps
-//! two runs apart (kube-apiserver `staging/src/k8s.io/apiserver/pkg/registry/generic/registry/
-//! store.go`); run out as client-go reads it (`tools/leaderelection/resourcelock/leaselock.go`),
-//! against the server's `Date`.
+//! A run's Lease (coordination.k8s.io/v1) in the namespace it runs in, renewed every `RENEW`
+//! (`keeper`): a create refused 409 keeps two runs apart; run out as client-go reads it
+//! (`tools/leaderelection/resourcelock/leaselock.go`), against the server's `Date`.
 
 use super::keeper::{self, server_time_sent};
 use super::matrix::{PlanError, RunError};
@@ -318,10 +315,9 @@ pub fn delete_lease(c: &Cluster, held: &Held, until: Instant) -> Result<(), Clus
     }
 }
 
-/// Renews `lease` every `every` until the run is over, on a thread of its own, each renewal
-/// bounded by `every`. Once `REFUSALS_BEFORE_LOST` intervals passed since the last renewal
-/// written, or at once when the lease is not the run's any more, the run is stopped
-/// (`Held::lose` told why).
+/// Renews `lease` every `every` on a thread of its own until the run is over; the run is
+/// stopped (`Held::lose`) after `REFUSALS_BEFORE_LOST` intervals without a renewal, or at once
+/// when the lease is not the run's any more.
 fn keep_renewed(
     c: &Cluster,
     lease: &Held,

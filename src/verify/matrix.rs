@@ -485,9 +485,7 @@ fn taint_text(t: &Taint) -> String {
 
 /// The probe pods' tolerations once admitted: theirs and the `not-ready`/`unreachable`
 /// `NoExecute` ones for 300 s (kubernetes
-/// `plugin/pkg/admission/defaulttolerationseconds/admission.go`, `Admit`). Any other
-/// `NoExecute` taint keeps them off the node (`pkg/kubelet/lifecycle/predicate.go`,
-/// `generalFilter`).
+/// `plugin/pkg/admission/defaulttolerationseconds/admission.go`, `Admit`).
 fn admitted_tolerations() -> Vec<Toleration> {
     let mut all = tolerations();
     for key in [

@@ -1,9 +1,5 @@
 //! `verify`: proves a Windows node passes traffic with agnhost `netexec` probe pods reached only
-//! through the API server's pod proxy. The pure core: the matrix planned from the nodes
-//! (matrix.rs), the probe image (image.rs), the objects made (objects.rs), netexec's `/dial`
-//! asked and answered (dial.rs), and each check judged into a verdict naming its layer and the
-//! next step (judge.rs); the node's own findings joined to the failures they explain
-//! (node_health.rs).
+//! through the API server's pod proxy, each check judged into a verdict naming its layer.
 
 pub mod dial;
 pub mod failure;

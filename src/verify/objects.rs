@@ -61,10 +61,8 @@ pub fn namespace(suffix: &str) -> Namespace {
     }
 }
 
-/// The probe pods' controller: the run's Lease `name` (uid `uid`), so a drain without
-/// `--force` evicts them (kubectl `staging/src/k8s.io/kubectl/pkg/drain/filters.go`,
-/// `unreplicatedFilter`) and the garbage collector deletes them once it is gone. No
-/// `blockOwnerDeletion`: no right on the Lease's finalizers is asked.
+/// The probe pods' controller, the run's Lease: a drain without `--force` evicts them (kubectl
+/// `pkg/drain/filters.go`, `unreplicatedFilter`) and the garbage collector deletes them with it.
 pub fn controller((api_version, kind): (&str, &str), name: &str, uid: &str) -> OwnerReference {
     OwnerReference {
         api_version: api_version.into(),

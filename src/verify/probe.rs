@@ -143,12 +143,9 @@ pub fn labelled_ours(meta: &kube::api::ObjectMeta) -> bool {
         .is_some_and(|v| v == objects::OWNER_VALUE)
 }
 
-/// Deletes the namespace (the namespace controller deletes what is in it), only while it is
-/// the object of `uid` and, when given, of `version` (its resourceVersion as read): whether
-/// it is being deleted now (or was gone), `false` when it is not this run's to delete.
-/// kube-apiserver (`pkg/registry/core/namespace/storage/storage.go`, `REST.Delete`) answers
-/// 409 to unmet preconditions and 200 to one already Terminating, so only `version` tells
-/// "this delete took it" (the first delete moves it).
+/// Deletes the namespace only while it is the object of `uid` and, when given, of `version`:
+/// whether it is being deleted now (or was gone), `false` when it is not this run's. 409 is an
+/// unmet precondition (kube-apiserver `pkg/registry/core/namespace/storage/storage.go`).
 pub fn delete_namespace(
     c: &Cluster,
     name: &str,

@@ -538,9 +538,7 @@ fn addresses(
 }
 
 /// Runs the checks after the pull in order (`rest`), each judged into the ledger, until the
-/// run's deadline or its stop: whether either cut the run short. A stop leaves the check it
-/// cut and every one after it `stopped`, not judged and no layer blamed, also when it cut a
-/// call in flight.
+/// run's deadline or its stop: whether either cut the run short (the rest left `stopped`).
 fn each_check(
     run: &super::step::Step,
     m: &Matrix,

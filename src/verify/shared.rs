@@ -1,9 +1,7 @@
 //! What the runs in one namespace given (`verify --namespace`) made, told apart by their run id
-//! (`objects::RUN_LABEL`), each run holding its Lease there: the sweep at a run's start and
-//! the run's clean-up. A Lease run out is deleted with the uid and resourceVersion it was
-//! judged by (`staging/src/k8s.io/apiserver/pkg/storage/interfaces.go`
-//! `Preconditions.Check`), then its run's objects, each by its uid; objects of a run with no
-//! Lease go once older than `LEFTOVER_AGE`. Only objects with verify's labels are touched.
+//! (`objects::RUN_LABEL`), each holding its Lease there: the sweep at a run's start (a Lease
+//! run out deleted with the uid and resourceVersion it was judged by, then its objects) and the
+//! run's clean-up. Only objects with verify's labels are touched.
 
 use super::lease::{Held, older, run_out};
 use super::matrix::{NodeFacts, RunError};
@@ -262,10 +260,8 @@ fn gone<T>(r: Result<T, ClusterError>) -> Result<(), ClusterError> {
     }
 }
 
-/// The nodes, the one under test taken as usable when `--while-cordoned`: the fleet Plan's
-/// job runs on it, cordoned by system-upgrade-controller for the change (its drain, then the
-/// upgrade container; `pkg/upgrade/job/job.go`), and the probe pods tolerate every
-/// `NoSchedule` taint, the cordon's `node.kubernetes.io/unschedulable` too.
+/// The nodes, the one under test taken as usable when `--while-cordoned` (system-upgrade-
+/// controller cordons it for the fleet Plan's job: `pkg/upgrade/job/job.go`).
 pub fn while_cordoned(mut nodes: Vec<NodeFacts>, o: &super::options::Options) -> Vec<NodeFacts> {
     if o.while_cordoned {
         for n in nodes.iter_mut().filter(|n| n.name == o.node) {

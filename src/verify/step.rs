@@ -46,10 +46,8 @@ impl From<Stopped> for Polled {
     }
 }
 
-/// The run's one wait loop (`duration::poll_until`): looks until `look` is done, `until` (a
-/// look every `POLL`, none begun less than a `POLL` before `until`: `last_look`) or the run's
-/// stop, saying what it waits for (`Options::said`). The last look's value and how the wait
-/// ended; `None` when the stop came before any look.
+/// The run's one wait loop (`duration::poll_until`) until `look` is done, `until` or the run's
+/// stop: the last look's value and how the wait ended; `None` when the stop came first.
 pub fn poll<T: Clone>(
     o: &Options,
     what: &str,

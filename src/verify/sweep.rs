@@ -1,9 +1,7 @@
-//! The sweep at a run's start of the namespaces killed runs left (ours by the label and the
-//! prefix): one whose Lease ran out, or with no Lease and older than `LEFTOVER_AGE`, is deleted
-//! by the uid and resourceVersion it was judged by; one marked kept (`objects::KEPT`) or with a
-//! living Lease never. One Terminating is held by pods on nodes not Ready (kubernetes
-//! `pkg/controller/namespace/deletion/namespaced_resources_deleter.go`): they are deleted at
-//! once (wedged.rs) and the namespace counted removed only once gone, else said left, and why.
+//! The sweep at a run's start of the namespaces killed runs left: one whose Lease ran out, or
+//! with no Lease and older than `LEFTOVER_AGE`, is deleted by the uid and resourceVersion it was
+//! judged by; one marked kept or with a living Lease never. A Terminating one's pods on nodes
+//! not Ready are deleted at once (wedged.rs).
 
 use super::matrix::{PlanError, RunError};
 use super::objects;

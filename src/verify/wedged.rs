@@ -1,9 +1,6 @@
-//! Probe pods that never go: a graceful delete only marks a pod until its kubelet confirms
-//! (kubernetes `pkg/registry/rest/delete.go`, `BeforeDelete`), which a dead node's never does,
-//! and pod GC force-deletes it only once the Node is gone or out-of-service
-//! (`pkg/controller/podgc/gc_controller.go`). A pod of ours Terminating on a node not Ready or
-//! gone is deleted with `gracePeriodSeconds: 0`, by its uid; one on a Ready node is left to its
-//! kubelet.
+//! Probe pods that never go: a graceful delete waits for the kubelet (kubernetes
+//! `pkg/registry/rest/delete.go`, `BeforeDelete`), which a dead node's never answers. A pod of
+//! ours Terminating on a node not Ready or gone is deleted with `gracePeriodSeconds: 0`, by uid.
 
 use super::objects::{OWNER_LABEL, OWNER_VALUE};
 use super::probe;

@@ -20,16 +20,11 @@ pub fn management_ips(
         .collect()
 }
 
-/// One address everywhere: the Calico Node's BGP address and the management IP of the HNS
-/// networks must be the Node's InternalIP (or, without one, the BGP address). Felix sends the
-/// VXLAN traffic for this node's pods to the BGP address (projectcalico/calico v3.31.0
-/// `felix/calc/vxlan_resolver.go`), and the CNI plugin stamps each pod's endpoint with its
-/// network's management IP as the provider address (`cni-plugin/pkg/dataplane/windows/
-/// dataplane_windows.go`, `{"Type":"PA","PA": ManagementIP}`): a node whose layers disagree
-/// advertises one address and tunnels from another (rancher/rke2#3533). Each layer that
-/// differs is one finding naming both addresses and the fix.
-/// `adapters` are the host's, when they could be read: the fix for a network on another
-/// adapter names the adapter that holds the address, or says that none does.
+/// One address everywhere: the BGP address and the HNS networks' management IP must be the
+/// Node's InternalIP (or, without one, the BGP address). Felix sends VXLAN to the BGP address
+/// (projectcalico/calico v3.31.0 `felix/calc/vxlan_resolver.go`) and the CNI plugin stamps the
+/// management IP as provider address (`dataplane_windows.go`). Each layer that differs is one
+/// finding; `adapters` (when read) name the adapter that holds the address in its fix.
 pub fn node_address(
     node: &NodeName,
     (internal, bgp): (Option<std::net::Ipv4Addr>, Option<std::net::Ipv4Addr>),
