@@ -41,9 +41,8 @@ pub enum Progress<'a> {
 /// What the run says of a stop it does not honour.
 const UNSTOPPABLE: &str = "a stop was requested past the point of no return: the run finishes its steps instead of leaving the node half-changed";
 
-/// The stop a step heeds: the run's, or past the point of no return one never requested (a
-/// stop requested there said once): stopping there would leave the node half-changed (a
-/// network deleted, the node cordoned) for a rerun, when finishing the run is what either does.
+/// The stop a step heeds: the run's, or past the point of no return none (said once): stopping
+/// there would leave the node half-changed, when finishing is what a rerun would do.
 fn step_stop<'a>(
     past_no_return: bool,
     (stop, unstoppable): (&'a crate::duration::Stop, &'a crate::duration::Stop),
@@ -71,9 +70,8 @@ fn is_irreversible(action: &Action) -> bool {
 }
 
 /// Runs the plan; `report` is called before each action and with its waits' lines. A stop
-/// (`Options::stop`) before the point of no return fails the step it cuts, or the next one
-/// before it begins, as a timeout would, and the run is undone; past that point the run
-/// finishes (said), as a rerun of its journal would.
+/// before the point of no return fails the step it cuts, as a timeout would, and the run is
+/// undone; past it the run finishes.
 pub fn execute(
     host: &dyn Host,
     actions: &[Action],
@@ -458,9 +456,8 @@ fn took_effect(host: &dyn Host, action: &Action) -> bool {
     }
 }
 
-/// Puts a file's contents at `path`: always written anew (a new temporary renamed over it),
-/// even with the same bytes, since the plan writes a file whose owner or access list is
-/// someone else's.
+/// Puts a file's contents at `path`, always anew (a temporary renamed over it): the plan also
+/// writes files of the right bytes whose owner or access list is someone else's.
 fn write_content(
     host: &dyn Host,
     path: &str,

@@ -455,9 +455,7 @@ impl Action {
     }
 }
 
-/// `Action::describe` of migrate's actions (PatchInstallation, SetNodeLabel,
-/// WaitOperatorPod, ClearNetworkUnavailable, MarkCordoned, WaitOperatorDaemonSet,
-/// RemoveRenewalGrant, ForgetNode).
+/// `Action::describe` of migrate's actions.
 fn operator_text(action: &Action) -> String {
     use crate::cluster::operator::{DAEMONSET, LABEL, Want};
     match action {

@@ -73,11 +73,9 @@ impl crate::error::Diagnose for ReadyError {
     }
 }
 
-/// Waits until CalicoNode's init marker is set for this boot, the networks exist (the
-/// Calico network with `vsid` when one is given), the host has `routes` again and the CNI
-/// config is no longer withheld (CalicoNode puts it back once calico-node startup finished).
-/// A failure CalicoNode recorded at or after `since` (Unix seconds) for something still
-/// waited for ends the wait at once with that failure.
+/// Waits until CalicoNode's init marker is set for this boot, the networks exist (Calico's
+/// with `vsid`), `routes` are back and the CNI config is no longer withheld. A failure
+/// CalicoNode recorded since `since` for something still waited for ends the wait at once.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn wait_ready(
     host: &dyn Host,

@@ -1,7 +1,6 @@
 //! The host before a command and after its rollback, compared: what a failed run leaves
-//! different, each with the command that puts it back. What the plan names (services, files,
-//! registry values, firewall rules, Calico's key) and, whole, what the vSwitch changes (HNS
-//! networks, addresses, routes).
+//! different, each with the command that puts it back (what the plan names, and whole what the
+//! vSwitch changes).
 
 use super::Action;
 use crate::host::{FirewallRule, Host, HostResult, InterfaceAddress, RegValue, ServiceState};

@@ -320,9 +320,8 @@ fn undo_all(
     failures
 }
 
-/// What an install's own rollback (not a later command's: uninstall and a rerun see to it
-/// themselves) undoes in the cluster: what the run made of the node's renewal grant,
-/// journaled before it made it. A failure keeps the journal, naming it.
+/// What an install's own rollback undoes in the cluster: the renewal grant the run made,
+/// journaled before it. A failure keeps the journal, naming it.
 fn remove_grant(
     journal: &Journal,
     opts: &Options<'_>,
@@ -385,9 +384,8 @@ fn remove_tree(host: &dyn Host, dir: &str) -> Vec<String> {
     }
 }
 
-/// Moves the services' log files out of `dir`, which the undone run made, into a folder of
-/// their own under `KEPT_LOGS_DIR`: they say why the run failed, so the rollback never
-/// deletes them. The folder, when there were logs; what could not be moved.
+/// Moves the services' logs out of `dir`, which the undone run made, into a folder under
+/// `KEPT_LOGS_DIR`: they say why the run failed. The folder, if any; what could not be moved.
 fn keep_service_logs(
     host: &dyn Host,
     dir: &str,

@@ -1,6 +1,5 @@
-//! The `host` layer: defaults read from the Windows node the tool works on, never from the
-//! machine running it (on Linux that is a simulated host). It sits below the file and above
-//! the cluster and the built-in defaults:
+//! The `host` layer: defaults read from the Windows node the tool works on, below the file
+//! and above the cluster and the built-in defaults:
 //! - `node.name`: kubelet's `--hostname-override` when kubelet's service has one, else the
 //!   host's own name in lower case (config.ps1's `$(hostname).ToLower()`);
 //! - `container_runtime`: containerd when its service runs, else docker (Calico's

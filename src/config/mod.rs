@@ -96,9 +96,8 @@ pub fn read_file(path: Option<&Path>) -> Result<Option<(PathBuf, String)>, Confi
         .map_err(|source| ConfigError::Read { path, source })
 }
 
-/// What keeps a config file's own settings from loading, wherever it is used: the node name
-/// comes from each host, so a placeholder stands in for it. A file that cannot be read as YAML
-/// at all is the error.
+/// What keeps a config file's own settings from loading, a placeholder standing in for the
+/// node name; a file that is no YAML at all is the error.
 pub fn problems_of_file(path: PathBuf, text: &str) -> Result<Vec<Problem>, ConfigError> {
     let check = load(&Inputs {
         file: Some((path, text.to_owned())),

@@ -133,8 +133,7 @@ pub fn keep_listening(host: &dyn Host, now: i64) -> HostResult<()> {
 }
 
 /// The endpoint accepted a connection from `peer` at `now`: kept when it came from beyond the
-/// node (the firewall rule let it in; the loopback passes no rule) and the time kept is a
-/// minute old or more. Called by the server for each connection it accepts.
+/// node and the time kept is a minute old or more.
 pub fn keep_connection(host: &dyn Host, peer: std::net::IpAddr, now: i64) -> HostResult<()> {
     if peer.is_loopback() {
         return Ok(());
@@ -246,9 +245,8 @@ pub fn diags_review(d: &DiagsReviewRefused) -> Finding {
 /// HostProcess container: one the operator's Felix left before `migrate` stays for good.
 pub const FELIX_RULE: &str = "Calico Prometheus Ports (calico-managed rule)";
 
-/// Felix's rule, when it lets every address reach its port. calicoctl-win never removes it
-/// (it is not ours, and a HostProcess Felix may still want it): it names it, and the remedy
-/// removes it by its exact name.
+/// Felix's rule, when it lets every address reach its port: named, never removed (not ours);
+/// the remedy removes it by its exact name.
 pub fn felix_rule(rule: Option<&FirewallRule>) -> Option<Finding> {
     let r = rule.filter(|r| {
         r.name == FELIX_RULE
