@@ -49,6 +49,19 @@ fn labels(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
     )
 }
 
+/// A run's object `name` in `ns`, labelled as calicoctl-win's and the run's (and `role`'s).
+fn run_meta(ns: &str, run: &Names, name: &str, role: Option<&str>) -> ObjectMeta {
+    let mut pairs = vec![(OWNER_LABEL, OWNER_VALUE)];
+    pairs.extend(role.map(|r| (ROLE_LABEL, r)));
+    pairs.push((RUN_LABEL, &run.id));
+    ObjectMeta {
+        name: Some(run.of(name)),
+        namespace: Some(ns.to_owned()),
+        labels: labels(&pairs),
+        ..Default::default()
+    }
+}
+
 /// The namespace, named with the caller's random suffix (lower-case letters and digits).
 pub fn namespace(suffix: &str) -> Namespace {
     Namespace {
@@ -85,20 +98,13 @@ pub fn pod(ns: &str, p: &Placement, image: &str, (owner, run): (&OwnerReference,
     }
     Pod {
         metadata: ObjectMeta {
-            name: Some(run.of(role)),
-            namespace: Some(ns.to_owned()),
-            labels: labels(&[
-                (OWNER_LABEL, OWNER_VALUE),
-                (ROLE_LABEL, role),
-                (RUN_LABEL, &run.id),
-            ]),
             annotations: p
                 .windows_build
                 .as_deref()
                 .and_then(|b| super::image::variant(image, b))
                 .and_then(|v| labels(&[(super::image::VARIANT_ANNOTATION, v)])),
             owner_references: Some(vec![owner.clone()]),
-            ..Default::default()
+            ..run_meta(ns, run, role, Some(role))
         },
         spec: Some(PodSpec {
             containers: vec![Container {
@@ -225,12 +231,7 @@ fn netexec(image: &str, role: Role) -> Container {
 /// The Service in front of the server: port 80 to netexec's 8080.
 pub fn service(ns: &str, run: &Names) -> Service {
     Service {
-        metadata: ObjectMeta {
-            name: Some(run.of(SERVICE_NAME)),
-            namespace: Some(ns.to_owned()),
-            labels: labels(&[(OWNER_LABEL, OWNER_VALUE), (RUN_LABEL, &run.id)]),
-            ..Default::default()
-        },
+        metadata: run_meta(ns, run, SERVICE_NAME, None),
         spec: Some(ServiceSpec {
             selector: labels(&[(ROLE_LABEL, Role::Server.pod_name()), (RUN_LABEL, &run.id)]),
             ports: Some(vec![ServicePort {
@@ -249,12 +250,7 @@ pub fn service(ns: &str, run: &Names) -> Service {
 /// ingress (`policyTypes: [Ingress]` with no rules).
 pub fn deny_server_ingress(ns: &str, run: &Names) -> NetworkPolicy {
     NetworkPolicy {
-        metadata: ObjectMeta {
-            name: Some(run.of(POLICY_NAME)),
-            namespace: Some(ns.to_owned()),
-            labels: labels(&[(OWNER_LABEL, OWNER_VALUE), (RUN_LABEL, &run.id)]),
-            ..Default::default()
-        },
+        metadata: run_meta(ns, run, POLICY_NAME, None),
         spec: Some(NetworkPolicySpec {
             pod_selector: Some(LabelSelector {
                 match_labels: labels(&[
