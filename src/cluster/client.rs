@@ -3,9 +3,8 @@
 
 use super::error::{ClusterError, cause_of, certificate_time, is_bad_answer, is_timeout};
 use super::kubeconfig::{
-    BoxError, InCluster, OnHost, ca_pem, credential_plugin, current_cluster, inline_files, load,
-    refuse_control_in_token, refuse_control_in_token_text, refuse_expired_token,
-    refuse_expired_token_text, token_files_read,
+    BoxError, InCluster, OnHost, ca_pem, credential_plugin, current_cluster, current_context,
+    inline_files, load, refuse_control_in_token_text, refuse_expired_token_text, token_files_read,
 };
 use super::token::credentials;
 use super::{calico_api, guard, proxy};
@@ -103,6 +102,21 @@ impl std::fmt::Debug for Cluster {
     }
 }
 
+/// A credential plugin the kubeconfig runs, refused unless allowed.
+fn refuse_plugin(
+    k: &Kubeconfig,
+    path: &std::path::Path,
+    allowed: bool,
+) -> Result<(), ClusterError> {
+    match credential_plugin(k).filter(|_| !allowed) {
+        Some(command) => Err(ClusterError::ExecPlugin {
+            path: path.to_owned(),
+            command,
+        }),
+        None => Ok(()),
+    }
+}
+
 impl Cluster {
     /// Connects with the admin kubeconfig at `path`; `env` is the process environment, for
     /// the proxy variables.
@@ -130,18 +144,15 @@ impl Cluster {
                 path: each.to_owned(),
                 source,
             };
-            refuse_control_in_token(each).map_err(bad)?;
-            refuse_expired_token(each)?;
+            let text = crate::files::read_text_capped(each, crate::files::SMALL_FILE_CAP)
+                .map_err(|e| bad(e.into()))?;
+            refuse_control_in_token_text(&text).map_err(bad)?;
+            refuse_expired_token_text(each, &text)?;
             let read = Kubeconfig::read_from(each).map_err(|e| bad(Box::new(e)))?;
             kubeconfig = kubeconfig.merge(read).map_err(|e| bad(Box::new(e)))?;
         }
         token_files_read(&mut kubeconfig).map_err(bad)?;
-        if let Some(command) = credential_plugin(&kubeconfig).filter(|_| !allow_exec_plugin) {
-            return Err(ClusterError::ExecPlugin {
-                path: path.to_owned(),
-                command,
-            });
-        }
+        refuse_plugin(&kubeconfig, path, allow_exec_plugin)?;
         Self::from_kubeconfig(kubeconfig, env).map_err(bad)
     }
 
@@ -161,12 +172,7 @@ impl Cluster {
         refuse_control_in_token_text(&k.text).map_err(bad)?;
         refuse_expired_token_text(&named, &k.text)?;
         let mut kubeconfig = Kubeconfig::from_yaml(&k.text).map_err(|e| bad(Box::new(e)))?;
-        if let Some(command) = credential_plugin(&kubeconfig).filter(|_| !allow_exec_plugin) {
-            return Err(ClusterError::ExecPlugin {
-                path: named,
-                command,
-            });
-        }
+        refuse_plugin(&kubeconfig, &named, allow_exec_plugin)?;
         inline_files(&mut kubeconfig, &k.dir(), &|p| Ok(k.files.get(p).cloned())).map_err(bad)?;
         Self::from_kubeconfig(kubeconfig, env).map_err(bad)
     }
@@ -210,12 +216,7 @@ impl Cluster {
             source,
         };
         let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| bad(Box::new(e)))?;
-        if let Some(command) = credential_plugin(&kubeconfig).filter(|_| !allow_exec_plugin) {
-            return Err(ClusterError::ExecPlugin {
-                path: path.into(),
-                command,
-            });
-        }
+        refuse_plugin(&kubeconfig, path.as_ref(), allow_exec_plugin)?;
         Self::from_kubeconfig(kubeconfig, env).map_err(bad)
     }
 
@@ -233,13 +234,7 @@ impl Cluster {
             source,
         };
         let mut kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| bad(Box::new(e)))?;
-        let user = kubeconfig.current_context.clone().and_then(|name| {
-            kubeconfig
-                .contexts
-                .iter()
-                .find(|c| c.name == name)
-                .and_then(|c| c.context.as_ref()?.user.clone())
-        });
+        let user = current_context(&kubeconfig).and_then(|c| c.user.clone());
         let auth = user
             .and_then(|u| kubeconfig.auth_infos.iter_mut().find(|a| a.name == u))
             .ok_or_else(|| bad("it has no current context with a user".into()))?;

@@ -272,7 +272,7 @@ pub fn gather_knowing(
     let backend = detect_backend(&felix, &ip_pools, info.is_some());
     let node_object = match known {
         Some(n) => Some(n),
-        None => read_node(c, node)?,
+        None => super::node::get(c, node)?,
     };
     let node_exists = node_object.is_some();
     let node_labels = node_object
@@ -350,12 +350,6 @@ fn strict_affinity(c: &Cluster, rights: Rights) -> Result<Option<bool>, ClusterE
         _ => calico_default(c, Kind::IpamConfig)?
             .and_then(|o| spec(&o, "strictAffinity").and_then(Value::as_bool)),
     })
-}
-
-/// The Node named `node`, if it exists.
-fn read_node(c: &Cluster, node: &NodeName) -> Result<Option<Node>, ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    c.call_opt("get", &format!("nodes/{node}"), nodes.get(node.as_str()))
 }
 
 /// The Node's first IPv4 `InternalIP`.

@@ -50,11 +50,21 @@ pub fn info(
 
 /// Whether the cluster has the node (one read: it also tells that the cluster answers).
 pub fn exists(c: &Cluster, node: &NodeName) -> Result<bool, ClusterError> {
+    Ok(get(c, node)?.is_some())
+}
+
+/// The Node, if it exists.
+pub fn get(c: &Cluster, node: &NodeName) -> Result<Option<Node>, ClusterError> {
+    match read(c, node) {
+        Err(e) if e.is_not_found() => Ok(None),
+        n => n.map(Some),
+    }
+}
+
+/// The Node (404 is an error).
+pub fn read(c: &Cluster, node: &NodeName) -> Result<Node, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    Ok(
-        c.call_opt("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?
-            .is_some(),
-    )
+    c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))
 }
 
 /// The annotations that say what runs on a node calicoctl-win installed.
@@ -145,8 +155,7 @@ pub fn view(
     ),
     ClusterError,
 > {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call_opt("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
+    let n = get(c, node)?;
     Ok(n.as_ref().map_or(((None, None), None), |n| {
         (
             (super::facts::internal_ip(n), super::facts::bgp_ipv4(n)),
@@ -197,8 +206,7 @@ pub fn forget(c: &Cluster, node: &NodeName, left: Left) -> Result<(), ClusterErr
     // The fleet's verify verdict (`CalicoWindowsTraffic`), when the node carries one: no run
     // refreshes it once calicoctl-win has left, so a True would stand for ever; it becomes
     // Unknown with the same reason. A node without it gets none.
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
+    let n = read(c, node)?;
     let traffic = n
         .status
         .and_then(|s| s.conditions)
@@ -243,12 +251,9 @@ pub fn annotations(
     c: &Cluster,
     node: &NodeName,
 ) -> Result<std::collections::BTreeMap<String, String>, ClusterError> {
-    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(c.client.clone());
-    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
-    Ok(n.metadata.annotations.unwrap_or_default())
+    Ok(read(c, node)?.metadata.annotations.unwrap_or_default())
 }
 
-/// A JSON merge patch of the node: what it names changes, the rest stays.
 /// Sets one condition of the node's status (a strategic merge patch of `nodes/status`: the
 /// API merges `status.conditions` by `type`, k8s.io/api core/v1 `NodeStatus.Conditions`
 /// `patchStrategy:"merge" patchMergeKey:"type"`, so kubelet's conditions stay).
@@ -257,16 +262,22 @@ pub fn set_condition(
     node: &NodeName,
     condition: &serde_json::Value,
 ) -> Result<(), ClusterError> {
+    patch_status(
+        c,
+        node,
+        serde_json::json!({ "status": { "conditions": [condition] } }),
+    )
+}
+
+/// A strategic merge patch of the node's `nodes/status`.
+fn patch_status(c: &Cluster, node: &NodeName, body: serde_json::Value) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let body = serde_json::json!({ "status": { "conditions": [condition] } });
+    let patch = Patch::Strategic(body);
+    let params = PatchParams::default();
     c.call(
         "patch",
         "nodes/status",
-        nodes.patch_status(
-            node.as_str(),
-            &PatchParams::default(),
-            &Patch::Strategic(body),
-        ),
+        nodes.patch_status(node.as_str(), &params, &patch),
     )?;
     Ok(())
 }
@@ -287,27 +298,20 @@ pub fn report(
     condition: &serde_json::Value,
     (key, codes): (&str, &[String]),
 ) -> Result<(), ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
     // With the heartbeat it goes with: `fleet status` trusts the codes only beside it.
     let codes = serde_json::json!({
         "heartbeat": condition["lastHeartbeatTime"],
         "codes": codes,
     })
     .to_string();
-    let body = serde_json::json!({
-        "metadata": { "annotations": { key: codes } },
-        "status": { "conditions": [condition] },
-    });
-    c.call(
-        "patch",
-        "nodes/status",
-        nodes.patch_status(
-            node.as_str(),
-            &PatchParams::default(),
-            &Patch::Strategic(body),
-        ),
-    )?;
-    Ok(())
+    patch_status(
+        c,
+        node,
+        serde_json::json!({
+            "metadata": { "annotations": { key: codes } },
+            "status": { "conditions": [condition] },
+        }),
+    )
 }
 
 /// Windows nodes per page: a Windows Node object is about 12 KB (the images kubelet lists),
@@ -328,6 +332,7 @@ pub fn for_each_windows_node(c: &Cluster, mut each: impl FnMut(&Node)) -> Result
     Ok(())
 }
 
+/// A JSON merge patch of the node: what it names changes, the rest stays.
 pub fn patch(c: &Cluster, node: &NodeName, patch: &serde_json::Value) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
     c.call(

@@ -12,6 +12,7 @@
 //! (`system:basic-user`).
 
 use k8s_openapi::api::rbac::v1::PolicyRule;
+use serde_json::{Value, json};
 
 /// Where a rule applies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -270,4 +271,38 @@ pub fn policy_rules(rights: &[Right], scope: Scope) -> Vec<PolicyRule> {
             ..PolicyRule::default()
         })
         .collect()
+}
+
+/// The label of every object `fleet rbac` writes.
+fn labels() -> Value {
+    json!({"app.kubernetes.io/managed-by": "calicoctl-win"})
+}
+
+/// The ServiceAccount `name` in `namespace`.
+pub fn account(name: &str, namespace: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels()}})
+}
+
+/// A Role in `namespace` (a ClusterRole without one) named `name` with `rules`, and its
+/// binding of the same name to `subjects`.
+pub fn role(name: &str, namespace: Option<&str>, rules: Value, subjects: &Value) -> [Value; 2] {
+    let kind = if namespace.is_some() {
+        "Role"
+    } else {
+        "ClusterRole"
+    };
+    let mut meta = json!({"name": name});
+    if let Some(ns) = namespace {
+        meta["namespace"] = json!(ns);
+    }
+    meta["labels"] = labels();
+    [
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
+            "metadata": meta, "rules": rules}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": format!("{kind}Binding"),
+            "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name},
+            "subjects": subjects}),
+    ]
 }

@@ -15,7 +15,7 @@
 //! Its cluster-wide rule is listing nodes (where the probe pods go); the
 //! `kubernetes` Service is read by name in `default`.
 
-use super::rights::{Right, Scope, policy_rules};
+use super::rights::{Right, Scope, account, policy_rules, role};
 use serde_json::{Value, json};
 
 /// The namespace `fleet rbac --identity verify` makes for `verify --namespace`.
@@ -150,12 +150,7 @@ pub const IN_NAMESPACE: &[Right] = &[
 /// The objects: verify's namespace, the ServiceAccount `name` in `sa_namespace`, the
 /// ClusterRole, the Roles in verify's namespace and in `default`, each bound to it.
 pub fn manifests(name: &str, sa_namespace: &str) -> Vec<Value> {
-    let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
-    let mut out = vec![
-        namespace(),
-        json!({"apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": name, "namespace": sa_namespace, "labels": labels}}),
-    ];
+    let mut out = vec![namespace(), account(name, sa_namespace)];
     out.extend(bindings(name, sa_namespace, name));
     out
 }
@@ -174,28 +169,11 @@ pub fn namespace() -> Value {
 /// The roles and their bindings to the ServiceAccount `sa` in `sa_namespace` (also what
 /// `fleet plan --verify` gives the fleet's jobs), named `name`.
 pub fn bindings(name: &str, sa_namespace: &str, sa: &str) -> Vec<Value> {
-    let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
     let subject = json!([{"kind": "ServiceAccount", "name": sa, "namespace": sa_namespace}]);
-    let role_ref =
-        |kind: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name});
-    let rules = |r: &[Right]| policy_rules(r, Scope::Cluster);
-    let mut out = vec![
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": name, "labels": labels}, "rules": rules(CLUSTER)}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": name, "labels": labels},
-            "roleRef": role_ref("ClusterRole"), "subjects": subject}),
-    ];
+    let rules = |r: &[Right]| json!(policy_rules(r, Scope::Cluster));
+    let mut out = role(name, None, rules(CLUSTER), &subject).to_vec();
     for (ns, r) in [(NAMESPACE, IN_NAMESPACE), ("default", DEFAULT)] {
-        out.push(
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": name, "namespace": ns, "labels": labels}, "rules": rules(r)}),
-        );
-        out.push(
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": name, "namespace": ns, "labels": labels},
-            "roleRef": role_ref("Role"), "subjects": subject}),
-        );
+        out.extend(role(name, Some(ns), rules(r), &subject));
     }
     out
 }

@@ -11,7 +11,6 @@
 
 use crate::cluster::{Cluster, ClusterError};
 use crate::k8s_name::NodeName;
-use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
@@ -140,9 +139,7 @@ pub(super) fn node_owner(
     c: &Cluster,
     node: &NodeName,
 ) -> Result<Option<OwnerReference>, ClusterError> {
-    let api: Api<Node> = Api::all(c.client.clone());
-    let found = c.call_opt("get", &format!("nodes/{node}"), api.get(node.as_str()))?;
-    Ok(found.and_then(|n| {
+    Ok(crate::cluster::node::get(c, node)?.and_then(|n| {
         Some(OwnerReference {
             api_version: "v1".into(),
             kind: "Node".into(),
