@@ -43,9 +43,9 @@ pub fn info(
     c: &Cluster,
     node: &NodeName,
 ) -> Result<Option<k8s_openapi::api::core::v1::NodeSystemInfo>, ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call_opt("get", "nodes", nodes.get(node.as_str()))?;
-    Ok(n.and_then(|n| n.status).and_then(|s| s.node_info))
+    Ok(get(c, node)?
+        .and_then(|n| n.status)
+        .and_then(|s| s.node_info))
 }
 
 /// Whether the cluster has the node (one read: it also tells that the cluster answers).

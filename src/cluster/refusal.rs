@@ -248,7 +248,8 @@ mod tests {
     #[test]
     fn each_cause_of_a_401_is_told_apart() {
         let iss = "https://kubernetes.default.svc";
-        let c = |t: &Token| cause(t, NOW, &current()).map(|c| c.word());
+        let w = |t: &Token, now: &Now| cause(t, NOW, now).map(|c| c.word());
+        let c = |t: &Token| w(t, &current());
         assert_eq!(c(&of("uid-2", iss, NOW - 60)), Some("expired"));
         let said = cause(&of("uid-2", iss, NOW - 60), NOW, &current()).map(|c| c.describe());
         assert!(
@@ -263,7 +264,7 @@ mod tests {
             ..current()
         };
         assert_eq!(
-            cause(&of("uid-2", iss, NOW - 3600), NOW, &ahead).map(|c| c.word()),
+            w(&of("uid-2", iss, NOW - 3600), &ahead),
             Some("signing-key")
         );
         assert_eq!(
@@ -288,24 +289,15 @@ mod tests {
             bound_node_gone: true,
             ..current()
         };
-        assert_eq!(
-            cause(&bound, NOW, &node_gone).map(|c| c.word()),
-            Some("node-deleted")
-        );
-        assert_eq!(
-            cause(&bound, NOW, &current()).map(|c| c.word()),
-            Some("signing-key")
-        );
+        assert_eq!(w(&bound, &node_gone), Some("node-deleted"));
+        assert_eq!(w(&bound, &current()), Some("signing-key"));
         // A deleted Node is told before the issuer: during an issuer rotation the token's may
         // differ from the first announced one and still be accepted.
         let rotated = Now {
             issuer: Some("https://new.example".into()),
             ..node_gone.clone()
         };
-        assert_eq!(
-            cause(&bound, NOW, &rotated).map(|c| c.word()),
-            Some("node-deleted")
-        );
+        assert_eq!(w(&bound, &rotated), Some("node-deleted"));
         let said = cause(
             &of("uid-2", "https://old.example", NOW + 600),
             NOW,
@@ -331,7 +323,7 @@ mod tests {
             None
         );
         assert_eq!(
-            cause(&of("uid-2", iss, NOW - 1), NOW, &Now::default()).map(|c| c.word()),
+            w(&of("uid-2", iss, NOW - 1), &Now::default()),
             Some("expired")
         );
     }
