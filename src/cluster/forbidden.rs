@@ -1,14 +1,9 @@
-//! Who refused a call with 403 Forbidden, judged from the message of the Status the API
-//! server sent: its authorizer (RBAC: a right the identity lacks) or an admission webhook (a
-//! policy that denied a request the identity may make). Both come with reason `Forbidden`;
-//! only the message tells them apart (kubernetes, staging/src/k8s.io/apiserver/pkg/):
-//! - RBAC: `endpoints/handlers/responsewriters/errors.go`, `forbiddenMessage`, wrapped by
-//!   `apierrors.NewForbidden` (`RESOURCE "NAME" is forbidden: `): `User "X" cannot VERB
-//!   resource "R" in API group "G" in the namespace "N"`, or `... at the cluster scope` for a
-//!   request that names no namespace (the fake API server's `forbidden` says it so);
-//! - a webhook: `admission/plugin/webhook/errors/statuserror.go`, `ToStatusErr`: `admission
-//!   webhook "W" denied the request: WHAT IT SAID` (or `... without explanation`), after the
-//!   same `RESOURCE "NAME" is forbidden: ` in its current form, alone in its first (2017).
+//! Who refused a call with 403 Forbidden, told from the Status message alone (both have reason
+//! `Forbidden`; kubernetes, staging/src/k8s.io/apiserver/pkg/): the authorizer
+//! (`endpoints/handlers/responsewriters/errors.go`, `forbiddenMessage`: `User "X" cannot VERB
+//! resource "R" in API group "G" in the namespace "N"` or `... at the cluster scope`) or an
+//! admission webhook (`admission/plugin/webhook/errors/statuserror.go`, `ToStatusErr`:
+//! `admission webhook "W" denied the request: ...`), after `RESOURCE "NAME" is forbidden: `.
 
 /// Who refused a 403.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,15 +144,11 @@ impl MissingRight {
 }
 
 /// `user` as one word that PowerShell and sh both read as itself: bare when it holds only
-/// `[A-Za-z0-9:._@-]`, else in single quotes, inside which neither shell expands anything
-/// (sh: POSIX "Single-Quotes"; PowerShell: about_Quoting_Rules). A quote inside has no form
-/// both read alike: sh ends the string at `'` and can only splice `'\''`, which PowerShell
-/// reads otherwise, while PowerShell's `''` is sh's two strings; and PowerShell also ends a
-/// single-quoted string at U+2018..U+201B. So such a name, or one with a control character,
-/// line separator or bidi control (a command shown otherwise than it runs), or bytes that were
-/// not UTF-8, gets `None`; so does one holding `%`: kube-apiserver before v1.32 passed the
-/// message as a format string (`NewForbidden(..., fmt.Errorf(errMsg))` in
-/// `responsewriters/errors.go`, v0.31.0 of k8s.io/apiserver), so `%` in a name arrives altered.
+/// `[A-Za-z0-9:._@-]`, else in single quotes (sh: POSIX "Single-Quotes"; PowerShell:
+/// about_Quoting_Rules). `None` for a quote (PowerShell's U+2018..U+201B too: no form both
+/// read alike), a character that breaks a line or is a bidi control, bytes that were not
+/// UTF-8, or `%`, which kube-apiserver before v1.32 altered (k8s.io/apiserver v0.31.0
+/// `responsewriters/errors.go`: `fmt.Errorf(errMsg)`).
 fn quoted_user(user: &str) -> Option<String> {
     let bare = |c: char| c.is_ascii_alphanumeric() || ":._@-".contains(c);
     if !user.is_empty() && user.chars().all(bare) {

@@ -282,16 +282,11 @@ fn patch_status(c: &Cluster, node: &NodeName, body: serde_json::Value) -> Result
     Ok(())
 }
 
-/// Sets a condition and, in the same patch, the finding codes beside it in annotation `key`
-/// (CalicoNode's `ANNOTATION_FINDING_CODES`, the scheduled verify's `ANNOTATION_TRAFFIC_CODES`:
-/// `{"heartbeat": <the condition's lastHeartbeatTime>, "codes": [...]}`). A patch of
-/// `nodes/status` keeps what
-/// it says of the metadata: the status strategy resets only the spec (kubernetes
-/// pkg/registry/core/node/strategy.go, `nodeStatusStrategy.PrepareForUpdate`), and Calico's
-/// ClusterRole gives calico-node `nodes/status` for its annotations (projectcalico/calico
-/// v3.31.7 `manifests/calico.yaml`: "Calico stores some configuration information in node
-/// annotations"; libcalico-go `lib/backend/k8s/resources/node.go` writes them with
-/// `UpdateStatus`).
+/// Sets a condition and, in the same patch, the finding codes beside it in annotation `key`:
+/// `{"heartbeat": <the condition's lastHeartbeatTime>, "codes": [...]}`. A `nodes/status` patch
+/// keeps its metadata (kubernetes pkg/registry/core/node/strategy.go,
+/// `nodeStatusStrategy.PrepareForUpdate`), as libcalico-go's `UpdateStatus` of its annotations
+/// relies on (v3.31.7 `lib/backend/k8s/resources/node.go`).
 pub fn report(
     c: &Cluster,
     node: &NodeName,

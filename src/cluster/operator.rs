@@ -1,17 +1,8 @@
 //! The operator's HostProcess install on Windows (tigera/operator release-v1.44): its
-//! Installation `default`, its `calico-node-windows` DaemonSet, and the node label that keeps
-//! that DaemonSet off the nodes calicoctl-win runs Calico on, so that nodes move between the
-//! two one at a time.
-//!
-//! Facts this module is built on, each from the operator's source at release-v1.44:
-//! - The DaemonSet tolerates every taint (`pkg/render/windows.go`: `Tolerations:
-//!   rmeta.TolerateAll`), so a cordon or a taint does not keep it off a node; only its node
-//!   selector (`kubernetes.io/os: windows`) and its affinity do.
-//! - With `calicoNetwork.windowsDataplane` other than `HNS` the Windows controller returns
-//!   before rendering (`pkg/controller/installation/windows_controller.go`): the DaemonSet and
-//!   its pods stay where they are.
-//!
-//! The Installation itself, as the operator reads it, is `cluster::installation`'s.
+//! `calico-node-windows` DaemonSet and the node label that keeps it off the nodes calicoctl-win
+//! runs Calico on (the Installation is `cluster::installation`'s). The DaemonSet tolerates
+//! every taint (`pkg/render/windows.go`: `rmeta.TolerateAll`): only its node selector and
+//! affinity keep it off a node.
 
 pub use super::installation::{
     AUTO_CNI_SPEC_VERSION, CniDirs, DEFAULT, Installation, LABEL, LABEL_VALUE, OVERLAY,

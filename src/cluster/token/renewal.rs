@@ -158,13 +158,10 @@ pub(super) fn labelled_ours(meta: &ObjectMeta) -> bool {
         .is_some_and(|v| v == MANAGED_BY.1)
 }
 
-/// Deletes the grant's RoleBinding and Role when they are calicoctl-win's (they carry the
-/// managed-by label `ensure` gives them, and the uid install recorded; a record that keeps
-/// uids and names none for one of them says it is another's: it stays, said; in a record of
-/// an older version, which kept none, the label alone decides), each with the uid read as a
-/// precondition, so that one made again by someone else between the read and the delete
-/// stays (409: kube-apiserver's `Store.Delete` checks `preconditions.uid`). Gone already is
-/// fine. What it left, said.
+/// Deletes the grant's RoleBinding and Role when they are calicoctl-win's (our label and the
+/// uid install recorded; in an older record without uids, the label alone), each with the uid
+/// read as a precondition (kube-apiserver's `Store.Delete` checks `preconditions.uid`), so one
+/// made again by someone else stays. Gone already is fine. What it left, said.
 pub fn remove(c: &Cluster, g: &Grant) -> Result<Vec<String>, ClusterError> {
     let known = Known {
         uids: &g.uids,
