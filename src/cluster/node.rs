@@ -315,10 +315,23 @@ pub const NODE_PAGE: u32 = 100;
 
 /// Each Windows node (label `kubernetes.io/os=windows`, which kubelet sets), a page at a time
 /// as kubectl reads a long list (`limit`, `continue`): memory holds one page, not the fleet.
-pub fn for_each_windows_node(c: &Cluster, mut each: impl FnMut(&Node)) -> Result<(), ClusterError> {
+pub fn for_each_windows_node(c: &Cluster, each: impl FnMut(&Node)) -> Result<(), ClusterError> {
+    for_each_windows_node_of(c, None, each)
+}
+
+/// `for_each_windows_node`, of those with the labels of `selector` (a label selector) too.
+pub fn for_each_windows_node_of(
+    c: &Cluster,
+    selector: Option<&str>,
+    mut each: impl FnMut(&Node),
+) -> Result<(), ClusterError> {
+    let mut labels = "kubernetes.io/os=windows".to_owned();
+    if let Some(s) = selector.filter(|s| !s.is_empty()) {
+        labels = format!("{labels},{s}");
+    }
     let nodes: Api<Node> = Api::all(c.client.clone());
     let lp = kube::api::ListParams::default()
-        .labels("kubernetes.io/os=windows")
+        .labels(&labels)
         .limit(NODE_PAGE);
     c.for_each_page_of(&nodes, "nodes", &lp, |page| {
         page.iter().for_each(&mut each);
