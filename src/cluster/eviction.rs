@@ -384,44 +384,31 @@ fn sort_round(
 ) -> Result<(), DrainError> {
     let now = Instant::now();
     for (pod, r) in results {
-        let (refused, after) = match r {
+        let again = match r {
             Ok(Evicted::Accepted) => {
-                why.remove(&pod.to_string());
-                done.evicted.push(pod);
-                continue;
+                done.evicted.push(pod.clone());
+                None
             }
-            Ok(Evicted::Gone) => {
-                why.remove(&pod.to_string());
-                continue;
-            }
+            Ok(Evicted::Gone) => None,
             Ok(Evicted::NamespaceTerminating(_)) if pod.deleting => {
-                why.remove(&pod.to_string());
-                done.leaving.push(pod);
-                continue;
+                done.leaving.push(pod.clone());
+                None
             }
             Ok(Evicted::NamespaceTerminating(m)) => match marked(c, &pod)? {
                 Some(true) => {
-                    why.remove(&pod.to_string());
+                    let deleting = true;
                     done.leaving.push(PodRef {
-                        deleting: true,
-                        ..pod
+                        deleting,
+                        ..pod.clone()
                     });
-                    continue;
+                    None
                 }
-                Some(false) => (Refused::NamespaceTerminating(m), KUBECTL_RETRY),
-                None => {
-                    why.remove(&pod.to_string());
-                    continue;
-                }
+                Some(false) => Some((Refused::NamespaceTerminating(m), KUBECTL_RETRY)),
+                None => None,
             },
-            Ok(Evicted::TooMany {
-                budget: Some(m),
-                after,
-            }) => (Refused::Budget(m), after),
-            Ok(Evicted::TooMany {
-                budget: None,
-                after,
-            }) => (Refused::Overloaded, after),
+            Ok(Evicted::TooMany { budget, after }) => {
+                Some((budget.map_or(Refused::Overloaded, Refused::Budget), after))
+            }
             Ok(Evicted::Failed(code, message)) => {
                 return Err(ClusterError::Api {
                     server: c.server.clone(),
@@ -448,8 +435,15 @@ fn sort_round(
                 .into());
             }
         };
-        why.insert(pod.to_string(), refused);
-        pending.push((pod, now + after));
+        match again {
+            None => {
+                why.remove(&pod.to_string());
+            }
+            Some((refused, after)) => {
+                why.insert(pod.to_string(), refused);
+                pending.push((pod, now + after));
+            }
+        }
     }
     Ok(())
 }

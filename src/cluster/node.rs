@@ -76,11 +76,9 @@ pub const ANNOTATION_CONFIG_HASH: &str = "calicoctl-win/config-hash";
 pub const ANNOTATION_INSTALL_ID: &str = "calicoctl-win/install-id";
 /// The finding codes of CalicoNode's last look (docs/findings.md), `{"heartbeat": "<the
 /// condition's lastHeartbeatTime>", "codes": [...]}` written in the same patch as
-/// `CONDITION_CALICO_READY`, so that `fleet status` reads them as data, and trusts them only
-/// beside the heartbeat they were written with: every code, whatever the message names. It stays small: each code
-/// once, from the codes calicoctl-win has, far under the API server's 256 KiB for all of an
-/// object's annotations (kubernetes staging/src/k8s.io/apimachinery/pkg/api/validation/
-/// objectmeta.go: `TotalAnnotationSizeLimitB`, `ValidateAnnotationsSize` sums keys and values).
+/// `CONDITION_CALICO_READY`: `fleet status` trusts them only beside that heartbeat. Each code
+/// once: far under the 256 KiB of an object's annotations (apimachinery
+/// `pkg/api/validation/objectmeta.go`, `TotalAnnotationSizeLimitB`).
 pub const ANNOTATION_FINDING_CODES: &str = "calicoctl-win/finding-codes";
 /// The finding codes of the fleet DaemonSet's last scheduled `verify` (its failing checks',
 /// `traffic-*`), in the same form as `ANNOTATION_FINDING_CODES` and written in the same patch
@@ -129,9 +127,6 @@ impl Left {
     }
 }
 
-/// What uninstall (or a handover to the operator) leaves on the node: no calicoctl-win
-/// annotations (a merge patch with null values removes them), and the condition False with
-/// the reason of `left`.
 /// The node's address as the cluster holds it: the Node's InternalIP and the Calico Node's
 /// BGP address (`facts::internal_ip`, `facts::bgp_ipv4`); none for a Node that does not exist.
 pub fn addresses(
@@ -173,6 +168,9 @@ pub fn calico_ready(n: &Node) -> Option<bool> {
         .map(|c| c.status == "True")
 }
 
+/// What uninstall (or a handover to the operator) leaves on the node: no calicoctl-win
+/// annotations (a merge patch with null values removes them), and the condition False with
+/// the reason of `left`.
 pub fn forget(c: &Cluster, node: &NodeName, left: Left) -> Result<(), ClusterError> {
     let gone: serde_json::Map<String, serde_json::Value> = [
         ANNOTATION_CALICO_VERSION,
