@@ -281,8 +281,8 @@ pub fn gather_knowing(
         .as_ref()
         .and_then(|n| n.status.as_ref()?.capacity.as_ref()?.get("pods"))
         .and_then(|q| q.0.parse::<u64>().ok());
-    let node_internal_ip = node_object.as_ref().and_then(internal_ip);
-    let node_bgp_ipv4 = node_object.as_ref().and_then(bgp_ipv4);
+    let node_internal_ip = node_object.as_ref().and_then(super::node::internal_ip);
+    let node_bgp_ipv4 = node_object.as_ref().and_then(super::node::bgp_ipv4);
     let permissions = match rights {
         Rights::Ask => Some(permissions(
             c,
@@ -345,28 +345,6 @@ fn strict_affinity(c: &Cluster, rights: Rights) -> Result<Option<bool>, ClusterE
         _ => calico_default(c, Kind::IpamConfig)?
             .and_then(|o| spec(&o, "strictAffinity").and_then(Value::as_bool)),
     })
-}
-
-/// The Node's first IPv4 `InternalIP`.
-pub fn internal_ip(n: &Node) -> Option<std::net::Ipv4Addr> {
-    n.status
-        .as_ref()?
-        .addresses
-        .as_ref()?
-        .iter()
-        .filter(|a| a.type_ == "InternalIP")
-        .find_map(|a| a.address.parse().ok())
-}
-
-/// The Calico Node's BGP IPv4 address as the Kubernetes datastore keeps it, without its
-/// prefix (`10.0.0.5/24`).
-pub fn bgp_ipv4(n: &Node) -> Option<std::net::Ipv4Addr> {
-    let a = n
-        .metadata
-        .annotations
-        .as_ref()?
-        .get("projectcalico.org/IPv4Address")?;
-    a.split('/').next()?.trim().parse().ok()
 }
 
 /// ClusterInformation's `calicoVersion`, when Calico is installed and says one (a `get` of

@@ -128,7 +128,7 @@ impl Left {
 }
 
 /// The node's address as the cluster holds it: the Node's InternalIP and the Calico Node's
-/// BGP address (`facts::internal_ip`, `facts::bgp_ipv4`); none for a Node that does not exist.
+/// BGP address (`internal_ip`, `bgp_ipv4`); none for a Node that does not exist.
 pub fn addresses(
     c: &Cluster,
     node: &NodeName,
@@ -152,11 +152,30 @@ pub fn view(
 > {
     let n = get(c, node)?;
     Ok(n.as_ref().map_or(((None, None), None), |n| {
-        (
-            (super::facts::internal_ip(n), super::facts::bgp_ipv4(n)),
-            calico_ready(n),
-        )
+        ((internal_ip(n), bgp_ipv4(n)), calico_ready(n))
     }))
+}
+
+/// The Node's first IPv4 `InternalIP`.
+pub fn internal_ip(n: &Node) -> Option<std::net::Ipv4Addr> {
+    n.status
+        .as_ref()?
+        .addresses
+        .as_ref()?
+        .iter()
+        .filter(|a| a.type_ == "InternalIP")
+        .find_map(|a| a.address.parse().ok())
+}
+
+/// The Calico Node's BGP IPv4 address as the Kubernetes datastore keeps it, without its
+/// prefix (`10.0.0.5/24`).
+pub fn bgp_ipv4(n: &Node) -> Option<std::net::Ipv4Addr> {
+    let a = n
+        .metadata
+        .annotations
+        .as_ref()?
+        .get("projectcalico.org/IPv4Address")?;
+    a.split('/').next()?.trim().parse().ok()
 }
 
 /// The node's `CalicoWindowsReady` status as it is set: `Some(true)` for True.

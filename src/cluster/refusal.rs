@@ -1,22 +1,13 @@
 //! Why the API server refuses calico-node's token (401), told apart from what the token says
 //! and what the cluster announces now:
-//! - `expired`: its `exp` has passed, by the API server's clock where the difference with
-//!   this node's is known (the token's `exp` is the server's time), else by this node's;
-//! - `serviceaccount-recreated`: the service account's uid in the token (the private claim
-//!   `kubernetes.io` / `serviceaccount` / `uid`, kubernetes/kubernetes
-//!   `pkg/serviceaccount/claims.go`) is not the current ServiceAccount's: kube-apiserver's
-//!   validator refuses a token whose account was deleted and made again (a Calico reinstall, an
-//!   operator upgrade);
-//! - `node-deleted`: it is bound to a Node (`kubernetes.io` / `node`) that no longer exists,
-//!   or exists with another uid (deleting the Node revokes the tokens bound to it); told
-//!   before the issuer, which may differ from the announced one for a token that is valid;
-//! - `issuer-changed`: its `iss` differs from the first announced issuer, the one at
-//!   `/.well-known/openid-configuration`. kube-apiserver accepts every issuer its
-//!   `--service-account-issuer` flags name and announces only the first (kubernetes PR
-//!   #101155; `pkg/controlplane/apiserver/config.go`: `ServiceAccountIssuerURL =
-//!   Issuers[0]`, which the discovery document serves), so
-//!   during an issuer rotation a token of another accepted issuer differs without being
-//!   refused for it: the word says what is compared, not that the issuer was dropped;
+//! - `expired`: its `exp` has passed, by the API server's clock where the skew is known;
+//! - `serviceaccount-recreated`: its service account uid (kubernetes
+//!   `pkg/serviceaccount/claims.go`) is not the current ServiceAccount's;
+//! - `node-deleted`: the Node it is bound to is gone or has another uid (told before the
+//!   issuer, which may differ for a valid token);
+//! - `issuer-changed`: its `iss` differs from the first announced issuer (kube-apiserver
+//!   accepts every `--service-account-issuer` and announces the first:
+//!   `pkg/controlplane/apiserver/config.go`), which an issuer rotation makes without refusing;
 //! - `signing-key`: none of these, so the key that signed it is no longer trusted (rotated).
 
 use super::Cluster;

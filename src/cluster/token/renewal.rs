@@ -1,13 +1,8 @@
-//! The one right a node keeps in the cluster besides Calico's own: its calico-node service
-//! account may request tokens for itself (`create` on `serviceaccounts/token`, resource name
-//! `calico-node`, in Calico's namespace), so CalicoNode renews calico-node's token before it
-//! expires and no node ever holds an admin credential.
-//!
-//! Each node gets its own Role and RoleBinding (`calicoctl-win-token-renewal-<node>`): install
-//! creates them with the admin kubeconfig, `uninstall --purge` deletes them, and they name the
-//! Node as their owner, so deleting a Node that never ran uninstall lets Kubernetes' garbage
-//! collector remove them. Several nodes' grants give the same right; removing one leaves the
-//! others' working.
+//! The one right a node keeps besides Calico's own: calico-node may request its own tokens
+//! (`create serviceaccounts/token calico-node` in Calico's namespace), so CalicoNode renews the
+//! token and no node holds an admin credential. Each node gets its own Role and RoleBinding
+//! (`calicoctl-win-token-renewal-<node>`), made by install, deleted by `uninstall --purge`, and
+//! owned by the Node, so the garbage collector removes them with it.
 
 use crate::cluster::{Cluster, ClusterError};
 use crate::k8s_name::NodeName;
