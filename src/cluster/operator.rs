@@ -241,10 +241,8 @@ pub fn services_endpoint(
     }))
 }
 
-/// The TigeraStatus objects of the two controllers that render for Windows: the core
-/// controller's (`calico`) and the Windows controller's (`calico-windows`: tigera/operator
-/// release-v1.44 `pkg/controller/installation/windows_controller.go`, `status.New(...,
-/// "calico-windows", ...)`).
+/// The TigeraStatus objects of the core and the Windows controllers (tigera/operator
+/// release-v1.44 `pkg/controller/installation/windows_controller.go`, `status.New`).
 pub const TIGERA_STATUSES: [&str; 2] = ["calico", "calico-windows"];
 
 /// What stands between the operator and this node's pod, or `None` when nothing does: a

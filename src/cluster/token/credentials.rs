@@ -349,11 +349,9 @@ pub fn service_account(c: &Cluster, namespace: &str, name: &str) -> Result<(), a
     }
 }
 
-/// A token from the TokenRequest API, asked to live `lifetime` (the server may shorten it),
-/// bound to the Node `node` when one is given and the server binds tokens to Nodes
-/// (`boundObjectRef` of kind Node, from Kubernetes 1.31, `NODE_BINDING_SINCE`):
-/// deleting the Node then revokes it. A server that refuses the binding (an older one, or a
-/// Node that does not exist yet) gives an unbound token, and `Issued::unbound` says why.
+/// A token from the TokenRequest API, asked to live `lifetime`, bound to the Node `node` when
+/// given (`NODE_BINDING_SINCE`: deleting the Node revokes it); a server that refuses the
+/// binding gives an unbound token, and `Issued::unbound` says why.
 pub fn token_request(
     c: &Cluster,
     namespace: &str,
