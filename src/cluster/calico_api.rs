@@ -4,15 +4,9 @@
 //! `calico/release-notes/index.mdx`; Kubernetes 1.32 or later).
 //!
 //! The choice is libcalico-go's (projectcalico/calico v3.32.1
-//! `libcalico-go/lib/backend/k8s/discovery.go` `UsingV3CRDs`): v3 when the server offers the
-//! group `projectcalico.org` and not `crd.projectcalico.org`; with both, the v3 group is
-//! Calico's aggregated API server in front of the v1 CRDs, which are then read directly.
-//!
-//! Calico's Nodes are in neither group on the Kubernetes datastore: libcalico-go keeps them
-//! on the Kubernetes Node, as its annotations (v3.32.1
-//! `libcalico-go/lib/backend/k8s/resources/node.go`; neither `api/config/crd` nor
-//! `libcalico-go/config/crd` has a Node CRD), so they are read from the Node whichever group
-//! serves the rest.
+//! `libcalico-go/lib/backend/k8s/discovery.go` `UsingV3CRDs`): v3 when the server offers
+//! `projectcalico.org` and not `crd.projectcalico.org`. Calico's Nodes are in neither group:
+//! libcalico-go keeps them as the Kubernetes Node's annotations (`resources/node.go`).
 
 use super::{Cluster, ClusterError};
 use kube::api::{ApiResource, GroupVersionKind};
@@ -161,18 +155,11 @@ pub struct Locks {
 
 impl Locks {
     /// The group Calico's components must be pinned to (`CALICO_API_GROUP`, the CNI config's
-    /// `calico_api_group`): v3 when v1 is gone, or locked while v3 is ready.
-    ///
-    /// kube-controllers' migration controller locks v1 (`datastoreReady: false`) when the
-    /// migration starts and, at `Converged`, unlocks only v3: "The v1 ClusterInformation is
-    /// intentionally left locked" (projectcalico/calico release-v3.33
-    /// `kube-controllers/pkg/controllers/migration/controller.go` `unlockV3CRDDatastore`; so
-    /// does v3.32.1). While both groups are served, libcalico-go's discovery reads v1
-    /// (`discovery.go` `UsingV3CRDs`), and the CNI plugin refuses every ADD on a locked
-    /// datastore (v3.32.1 `cni-plugin/pkg/plugin/plugin.go` `cmdAdd`: "Calico is currently
-    /// not ready to process requests"): only the pin moves a component to v3. With v1 gone,
-    /// discovery reads v3 anyway, and the pin (the operator's rule: tigera/operator
-    /// master 40788b9b6 `pkg/apigroup/apigroup.go`, v3 set once and kept) changes nothing.
+    /// `calico_api_group`): v3 when v1 is gone, or locked while v3 is ready. At `Converged`
+    /// the migration controller unlocks only v3 (projectcalico/calico v3.32.1
+    /// `kube-controllers/pkg/controllers/migration/controller.go` `unlockV3CRDDatastore`),
+    /// while discovery still reads v1 and the CNI plugin refuses an ADD on a locked datastore
+    /// (`cni-plugin/pkg/plugin/plugin.go` `cmdAdd`): only the pin moves a component to v3.
     pub fn pin(&self) -> Option<Group> {
         let moved = self.v1_ready == Some(false) && self.v3_ready == Some(true);
         (self.v3_served && (!self.v1_served || moved)).then_some(Group::V3)

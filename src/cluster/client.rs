@@ -3,9 +3,8 @@
 
 use super::error::{ClusterError, cause_of, certificate_time, is_bad_answer, is_timeout};
 use super::kubeconfig::{
-    BoxError, InCluster, OnHost, ca_pem, credential_plugin, current_cluster, inline_files, load,
-    refuse_control_in_token, refuse_control_in_token_text, refuse_expired_token,
-    refuse_expired_token_text, token_files_read,
+    BoxError, InCluster, OnHost, ca_pem, credential_plugin, current_cluster, current_context,
+    inline_files, load, refuse_control_in_token_text, refuse_expired_token_text, token_files_read,
 };
 use super::token::credentials;
 use super::{calico_api, guard, proxy};
@@ -61,11 +60,9 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-/// While the answer lives, a call this thread makes is cut when `stop` is requested, as
-/// `Cluster::cut_on`'s stop cuts every thread's: one `verify` run's own stop (a part of
-/// Ctrl-C's), which a lease it lost requests alone, among runs that share the client. Calls
-/// begun after the request run as usual, cut then by the client's stop (`cut_on`) while that
-/// is not requested: a run stopped for its lease still ends its clean-up at Ctrl-C.
+/// While the answer lives, a call this thread makes is cut when `stop` is requested (one
+/// `verify` run's own stop, which a lease it lost requests alone, among runs that share the
+/// client). Calls begun after the request are cut by the client's stop (`cut_on`) alone.
 pub fn cut_here(stop: &crate::duration::Stop) -> CutHere {
     CutHere(CUT_HERE.with(|c| c.replace(Some(stop.clone()))))
 }
@@ -103,6 +100,21 @@ impl std::fmt::Debug for Cluster {
     }
 }
 
+/// A credential plugin the kubeconfig runs, refused unless allowed.
+fn refuse_plugin(
+    k: &Kubeconfig,
+    path: &std::path::Path,
+    allowed: bool,
+) -> Result<(), ClusterError> {
+    match credential_plugin(k).filter(|_| !allowed) {
+        Some(command) => Err(ClusterError::ExecPlugin {
+            path: path.to_owned(),
+            command,
+        }),
+        None => Ok(()),
+    }
+}
+
 impl Cluster {
     /// Connects with the admin kubeconfig at `path`; `env` is the process environment, for
     /// the proxy variables.
@@ -130,18 +142,15 @@ impl Cluster {
                 path: each.to_owned(),
                 source,
             };
-            refuse_control_in_token(each).map_err(bad)?;
-            refuse_expired_token(each)?;
+            let text = crate::files::read_text_capped(each, crate::files::SMALL_FILE_CAP)
+                .map_err(|e| bad(e.into()))?;
+            refuse_control_in_token_text(&text).map_err(bad)?;
+            refuse_expired_token_text(each, &text)?;
             let read = Kubeconfig::read_from(each).map_err(|e| bad(Box::new(e)))?;
             kubeconfig = kubeconfig.merge(read).map_err(|e| bad(Box::new(e)))?;
         }
         token_files_read(&mut kubeconfig).map_err(bad)?;
-        if let Some(command) = credential_plugin(&kubeconfig).filter(|_| !allow_exec_plugin) {
-            return Err(ClusterError::ExecPlugin {
-                path: path.to_owned(),
-                command,
-            });
-        }
+        refuse_plugin(&kubeconfig, path, allow_exec_plugin)?;
         Self::from_kubeconfig(kubeconfig, env).map_err(bad)
     }
 
@@ -161,12 +170,7 @@ impl Cluster {
         refuse_control_in_token_text(&k.text).map_err(bad)?;
         refuse_expired_token_text(&named, &k.text)?;
         let mut kubeconfig = Kubeconfig::from_yaml(&k.text).map_err(|e| bad(Box::new(e)))?;
-        if let Some(command) = credential_plugin(&kubeconfig).filter(|_| !allow_exec_plugin) {
-            return Err(ClusterError::ExecPlugin {
-                path: named,
-                command,
-            });
-        }
+        refuse_plugin(&kubeconfig, &named, allow_exec_plugin)?;
         inline_files(&mut kubeconfig, &k.dir(), &|p| Ok(k.files.get(p).cloned())).map_err(bad)?;
         Self::from_kubeconfig(kubeconfig, env).map_err(bad)
     }
@@ -210,12 +214,7 @@ impl Cluster {
             source,
         };
         let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| bad(Box::new(e)))?;
-        if let Some(command) = credential_plugin(&kubeconfig).filter(|_| !allow_exec_plugin) {
-            return Err(ClusterError::ExecPlugin {
-                path: path.into(),
-                command,
-            });
-        }
+        refuse_plugin(&kubeconfig, path.as_ref(), allow_exec_plugin)?;
         Self::from_kubeconfig(kubeconfig, env).map_err(bad)
     }
 
@@ -233,13 +232,7 @@ impl Cluster {
             source,
         };
         let mut kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| bad(Box::new(e)))?;
-        let user = kubeconfig.current_context.clone().and_then(|name| {
-            kubeconfig
-                .contexts
-                .iter()
-                .find(|c| c.name == name)
-                .and_then(|c| c.context.as_ref()?.user.clone())
-        });
+        let user = current_context(&kubeconfig).and_then(|c| c.user.clone());
         let auth = user
             .and_then(|u| kubeconfig.auth_infos.iter_mut().find(|a| a.name == u))
             .ok_or_else(|| bad("it has no current context with a user".into()))?;
@@ -347,14 +340,10 @@ impl Cluster {
         self.call_within(CALL_TIMEOUT, (verb, resource), fut)
     }
 
-    /// The API server's time now by the last `Date` this server sent this client, moved on by
-    /// the time since it was read on this process's monotonic clock (`clock_since`), never by
-    /// this host's wall clock, which may be stepped (back a day, say) between two `Date`s;
-    /// `None` before one came (a server that sends none), and when that `Date` was read
-    /// `fresh` or longer ago: `Instant` on Linux is CLOCK_MONOTONIC, which does not advance
-    /// while the host is suspended, so an old anchor may put the server's time behind by the
-    /// pause (QueryPerformanceCounter, `Instant` on Windows, does advance while Windows
-    /// sleeps: rust-lang/rust#79462, quoting Microsoft); the caller judges by age then.
+    /// The API server's time now by the last `Date` it sent, moved on by this process's
+    /// monotonic clock (`clock_since`), never by the wall clock, which may be stepped; `None`
+    /// before one came, or when it was read `fresh` or longer ago (CLOCK_MONOTONIC does not
+    /// count a suspend: rust-lang/rust#79462); the caller judges by age then.
     pub fn server_clock(&self, fresh: Duration) -> Option<i64> {
         let last = *self.server_date.lock().unwrap_or_else(|e| e.into_inner());
         last.and_then(|anchor| clock_since(anchor, std::time::Instant::now(), fresh))
@@ -441,7 +430,6 @@ impl Cluster {
     ) -> Result<T, ClusterError> {
         let within = within.min(CALL_TIMEOUT);
         if within.is_zero() {
-            // No time left for it: not sent at all.
             return Err(ClusterError::Timeout {
                 server: self.server.clone(),
                 what: format!("{verb} {resource}, not sent: no time was left for it"),
@@ -454,33 +442,23 @@ impl Cluster {
             // The stop looked at first: a call asked after it is never sent.
             tokio::select! {
                 biased;
-                () = stopped => Ok(None),
-                r = tokio::time::timeout(within, fut) => r.map(Some),
+                () = stopped => None,
+                r = tokio::time::timeout(within, fut) => Some(r),
             }
         });
-        let result = match result {
-            Ok(Some(r)) => Ok(r),
-            Ok(None) => {
-                return Err(ClusterError::Timeout {
-                    server: self.server.clone(),
-                    what: format!("{verb} {resource}, cut by the stop"),
-                    after: started.elapsed(),
-                });
-            }
-            Err(e) => Err(e),
+        let timeout = |what: String, after| ClusterError::Timeout {
+            server: self.server.clone(),
+            what,
+            after,
+        };
+        let Some(result) = result else {
+            let what = format!("{verb} {resource}, cut by the stop");
+            return Err(timeout(what, started.elapsed()));
         };
         match result {
-            Err(_) => Err(ClusterError::Timeout {
-                server: self.server.clone(),
-                what: format!("{verb} {resource}"),
-                after: within,
-            }),
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) if is_timeout(&e) => Err(ClusterError::Timeout {
-                server: self.server.clone(),
-                what: format!("{verb} {resource}"),
-                after: within,
-            }),
+            Err(_) => Err(timeout(format!("{verb} {resource}"), within)),
+            Ok(Err(e)) if is_timeout(&e) => Err(timeout(format!("{verb} {resource}"), within)),
             Ok(Err(e)) if cause_of::<guard::TooLong>(&e).is_some() => Err(ClusterError::TooLarge {
                 server: self.server.clone(),
                 what: format!("{verb} {resource}"),

@@ -118,8 +118,6 @@ pub enum DrainError {
         /// The pods this drain evicted before it gave up: they stay evicted.
         evicted: Vec<PodRef>,
     },
-    #[error("an eviction request ended without an answer: {0}")]
-    Task(String),
     #[error("the drain of node {node} was stopped (Ctrl-C or a termination signal); {}", evicted_text(.evicted))]
     Stopped {
         node: String,
@@ -159,7 +157,7 @@ impl DrainError {
     pub fn hint(&self) -> String {
         match self {
             Self::Cluster(e) => e.hint(),
-            Self::Task(_) | Self::Stopped { .. } => "run the command again: evictions already made are not repeated".into(),
+            Self::Stopped { .. } => "run the command again: evictions already made are not repeated".into(),
             Self::Unmanaged { .. } => "delete those pods yourself, or pass --force to evict them too (they are not recreated)".into(),
             Self::LocalStorage { .. } => "pass --delete-emptydir-data to evict them anyway (their emptyDir data is deleted), or move them first".into(),
             Self::Timeout { .. } => "a PodDisruptionBudget may allow no disruption now ('kubectl get pdb -A'; scale the workload up), or a namespace being deleted may not have deleted its pods yet ('kubectl get namespaces'); give it longer with --drain-timeout".into(),
@@ -173,10 +171,7 @@ impl DrainError {
         match self {
             Self::Cluster(e) => matches!(e, ClusterError::Timeout { .. }),
             Self::Timeout { .. } | Self::NotReady { .. } => true,
-            Self::Unmanaged { .. }
-            | Self::LocalStorage { .. }
-            | Self::Task(_)
-            | Self::Stopped { .. } => false,
+            Self::Unmanaged { .. } | Self::LocalStorage { .. } | Self::Stopped { .. } => false,
         }
     }
 }
@@ -272,9 +267,7 @@ pub fn pods_on(c: &Cluster, node: &NodeName) -> Result<Vec<Pod>, ClusterError> {
 
 /// Whether the node is marked unschedulable.
 pub fn is_cordoned(c: &Cluster, node: &NodeName) -> Result<bool, ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", "nodes", nodes.get(node.as_str()))?;
-    Ok(unschedulable(&n))
+    Ok(unschedulable(&super::node::read(c, node)?))
 }
 
 /// Whether a Node, as read, is marked unschedulable.
@@ -331,9 +324,7 @@ pub fn not_ready(n: &Node) -> Option<String> {
 
 /// Whether the node is Ready, with the reason when it is not.
 pub fn readiness(c: &Cluster, node: &NodeName) -> Result<Result<(), String>, ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", "nodes", nodes.get(node.as_str()))?;
-    Ok(match not_ready(&n) {
+    Ok(match not_ready(&super::node::read(c, node)?) {
         None => Ok(()),
         Some(why) => Err(why),
     })
@@ -395,7 +386,7 @@ impl crate::error::Diagnose for DrainError {
             Self::Cluster(e) => return e.diagnose(),
             Self::Unmanaged { .. } | Self::LocalStorage { .. } => Kind::DrainRefused,
             Self::Timeout { .. } => Kind::DrainTimeout,
-            Self::Task(_) | Self::Stopped { .. } => Kind::Failed,
+            Self::Stopped { .. } => Kind::Failed,
             Self::NotReady { .. } => Kind::NodeNotReady,
         };
         crate::error::Diagnosis::failed_or_timeout(self.is_timeout(), kind, Some(self.hint()))

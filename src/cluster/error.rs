@@ -138,18 +138,12 @@ pub(super) fn is_timeout(e: &kube::Error) -> bool {
 /// Whether kube's error is an answer that came but cannot be used (not JSON, too long, not
 /// the JSON expected), rather than no answer.
 pub(super) fn is_bad_answer(e: &kube::Error) -> bool {
-    if matches!(e, kube::Error::SerdeError(_)) {
-        return true;
-    }
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(c) = cause {
-        if c.is::<guard::NotJson>() || c.is::<guard::TooLong>() || c.is::<guard::Truncated>() {
-            return true;
-        }
-        cause = c.source();
-    }
-    false
+    matches!(e, kube::Error::SerdeError(_))
+        || cause_of::<guard::NotJson>(e).is_some()
+        || cause_of::<guard::TooLong>(e).is_some()
+        || cause_of::<guard::Truncated>(e).is_some()
 }
+
 /// A server certificate refused for its dates, said with dates: rustls says it in Unix
 /// seconds ("verification time 1795449087 (UNIX), but certificate is not valid after ...").
 /// rustls's error sits inside an `io::Error`, whose `source()` skips it, so each link is

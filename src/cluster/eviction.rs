@@ -3,13 +3,8 @@
 //! gone (404), asked again on a 429 and, in a namespace being deleted (403 with the cause
 //! `NamespaceTerminating`), waited for when the pod is already being deleted or asked again
 //! when it is not; any other answer ends the drain.
-//!
-//! kubectl's pace: client-go first waits out a 429's `Retry-After` header itself, up to ten
-//! times (`staging/src/k8s.io/client-go/rest/with_retry.go`, `IsNextRetry` and `checkWait`:
-//! any 429 with a `Retry-After` of whole seconds); `evictPods` then sleeps 5 s on the 429 that
-//! reaches it, and on a 403 `NamespaceTerminating` for a pod not yet being deleted. Here a 429
-//! with a `Retry-After` is asked again after it (not the 5 s that kubectl adds once after every
-//! tenth), one without after 5 s; each pod at its own time, as kubectl's goroutine per pod.
+//! A 429 is asked again after its `Retry-After` (client-go `rest/with_retry.go`, `checkWait`),
+//! else after kubectl's 5 s; each pod at its own time, as kubectl's goroutine per pod.
 
 use super::drain::{DrainError, DrainOptions, PodRef, Watch, eviction_body, pod_ref, pods_on};
 use super::{Cluster, ClusterError};
@@ -52,12 +47,9 @@ enum Evicted {
     BadName(String),
 }
 
-/// Reads an eviction answer as the API server sends it. A 429 from the eviction REST names a
-/// `DisruptionBudget` cause (kube-apiserver `pkg/registry/core/pod/storage/eviction.go`:
-/// `checkAndDecrement` with no disruption allowed sets no Retry-After, `createTooManyRequestsError`
-/// for a budget not yet processed sets 10 s); the response writer sends a Retry-After header
-/// for a positive `retryAfterSeconds` (apiserver `responsewriters.ErrorNegotiated`), and
-/// client-go reads the header only.
+/// Reads an eviction answer as the API server sends it: a budget's 429 names a
+/// `DisruptionBudget` cause (kube-apiserver `pkg/registry/core/pod/storage/eviction.go`), its
+/// wait in the `Retry-After` header, which client-go reads alone.
 fn answer(code: u16, retry_after: Option<&str>, body: &[u8]) -> Evicted {
     let status: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
     let message = status["message"].as_str().unwrap_or_default().to_owned();
@@ -363,11 +355,8 @@ fn refusals(why: &BTreeMap<String, Refused>) -> String {
 
 /// A pod refused in a namespace being deleted, read again: whether the namespace controller
 /// has marked it deleted since it was listed (`Some(true)`: waited for), or `None` when it is
-/// gone (404, or another pod under its name). kubectl's `evictPods` keeps a `refreshPod` for
-/// this and reads the pod again when it is set, but (kubernetes 168c15a3
-/// `staging/src/k8s.io/kubectl/pkg/drain/drain.go`) never sets it: it asks again every 5 s until
-/// the eviction is answered 404; reading the pod instead waits on it as on the pods marked
-/// before the list.
+/// gone (404, or another pod under its name). kubectl's `evictPods` has a `refreshPod` for
+/// this that it never sets (168c15a3 `drain.go`).
 fn marked(c: &Cluster, pod: &PodRef) -> Result<Option<bool>, ClusterError> {
     let api: kube::Api<k8s_openapi::api::core::v1::Pod> =
         kube::Api::namespaced(c.client.clone(), &pod.namespace);
@@ -395,44 +384,31 @@ fn sort_round(
 ) -> Result<(), DrainError> {
     let now = Instant::now();
     for (pod, r) in results {
-        let (refused, after) = match r {
+        let again = match r {
             Ok(Evicted::Accepted) => {
-                why.remove(&pod.to_string());
-                done.evicted.push(pod);
-                continue;
+                done.evicted.push(pod.clone());
+                None
             }
-            Ok(Evicted::Gone) => {
-                why.remove(&pod.to_string());
-                continue;
-            }
+            Ok(Evicted::Gone) => None,
             Ok(Evicted::NamespaceTerminating(_)) if pod.deleting => {
-                why.remove(&pod.to_string());
-                done.leaving.push(pod);
-                continue;
+                done.leaving.push(pod.clone());
+                None
             }
             Ok(Evicted::NamespaceTerminating(m)) => match marked(c, &pod)? {
                 Some(true) => {
-                    why.remove(&pod.to_string());
+                    let deleting = true;
                     done.leaving.push(PodRef {
-                        deleting: true,
-                        ..pod
+                        deleting,
+                        ..pod.clone()
                     });
-                    continue;
+                    None
                 }
-                Some(false) => (Refused::NamespaceTerminating(m), KUBECTL_RETRY),
-                None => {
-                    why.remove(&pod.to_string());
-                    continue;
-                }
+                Some(false) => Some((Refused::NamespaceTerminating(m), KUBECTL_RETRY)),
+                None => None,
             },
-            Ok(Evicted::TooMany {
-                budget: Some(m),
-                after,
-            }) => (Refused::Budget(m), after),
-            Ok(Evicted::TooMany {
-                budget: None,
-                after,
-            }) => (Refused::Overloaded, after),
+            Ok(Evicted::TooMany { budget, after }) => {
+                Some((budget.map_or(Refused::Overloaded, Refused::Budget), after))
+            }
             Ok(Evicted::Failed(code, message)) => {
                 return Err(ClusterError::Api {
                     server: c.server.clone(),
@@ -459,8 +435,15 @@ fn sort_round(
                 .into());
             }
         };
-        why.insert(pod.to_string(), refused);
-        pending.push((pod, now + after));
+        match again {
+            None => {
+                why.remove(&pod.to_string());
+            }
+            Some((refused, after)) => {
+                why.insert(pod.to_string(), refused);
+                pending.push((pod, now + after));
+            }
+        }
     }
     Ok(())
 }

@@ -229,18 +229,16 @@ pub fn etcd_endpoints(c: &Cluster, namespace: &str) -> Result<Vec<String>, Clust
 }
 
 /// Each Calico group's lock on the Kubernetes datastore (`calico_api::read_locks`), the
-/// ClusterInformation `info` already read counted for its group; none on etcd.
+/// ClusterInformation already read (its `datastoreReady`, `ready`) counted for its group;
+/// none on etcd.
 fn locks(
     c: &Cluster,
     datastore: Option<&str>,
-    info: Option<&DynamicObject>,
+    ready: Option<bool>,
 ) -> Result<super::calico_api::Locks, ClusterError> {
     if datastore != Some("kubernetes") {
         return Ok(super::calico_api::Locks::default());
     }
-    let ready = info
-        .and_then(|i| spec(i, "datastoreReady"))
-        .and_then(Value::as_bool);
     super::calico_api::read_locks(c, (c.calico_group()?, ready))
 }
 
@@ -260,11 +258,11 @@ pub fn gather_knowing(
     let info = calico_default(c, Kind::ClusterInformation)?;
     let etcd_endpoints = etcd_endpoints(c, &namespace)?;
     let datastore = datastore_of(info.as_ref(), &etcd_endpoints);
-    let calico_version = info
+    let calico_version = info.as_ref().and_then(version_of);
+    let datastore_ready = info
         .as_ref()
-        .and_then(|i| spec(i, "calicoVersion"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+        .and_then(|i| spec(i, "datastoreReady"))
+        .and_then(Value::as_bool);
     let migration = super::calico_api::read_migration(c);
     let ip_pools = ip_pools(c)?;
     let strict_affinity = strict_affinity(c, rights)?;
@@ -272,7 +270,7 @@ pub fn gather_knowing(
     let backend = detect_backend(&felix, &ip_pools, info.is_some());
     let node_object = match known {
         Some(n) => Some(n),
-        None => read_node(c, node)?,
+        None => super::node::get(c, node)?,
     };
     let node_exists = node_object.is_some();
     let node_labels = node_object
@@ -283,8 +281,8 @@ pub fn gather_knowing(
         .as_ref()
         .and_then(|n| n.status.as_ref()?.capacity.as_ref()?.get("pods"))
         .and_then(|q| q.0.parse::<u64>().ok());
-    let node_internal_ip = node_object.as_ref().and_then(internal_ip);
-    let node_bgp_ipv4 = node_object.as_ref().and_then(bgp_ipv4);
+    let node_internal_ip = node_object.as_ref().and_then(super::node::internal_ip);
+    let node_bgp_ipv4 = node_object.as_ref().and_then(super::node::bgp_ipv4);
     let permissions = match rights {
         Rights::Ask => Some(permissions(
             c,
@@ -300,11 +298,8 @@ pub fn gather_knowing(
             _ => super::installation::read(c)?,
         },
         calico_api: c.calico_group()?,
-        datastore_ready: info
-            .as_ref()
-            .and_then(|i| spec(i, "datastoreReady"))
-            .and_then(Value::as_bool),
-        calico_locks: locks(c, datastore.as_deref(), info.as_ref())?,
+        datastore_ready,
+        calico_locks: locks(c, datastore.as_deref(), datastore_ready)?,
         datastore_migration: migration.as_ref().ok().cloned().flatten(),
         datastore_migration_unreadable: migration.err().map(|e| e.to_string()),
         service_cidrs: service_cidrs(c)?,
@@ -352,42 +347,17 @@ fn strict_affinity(c: &Cluster, rights: Rights) -> Result<Option<bool>, ClusterE
     })
 }
 
-/// The Node named `node`, if it exists.
-fn read_node(c: &Cluster, node: &NodeName) -> Result<Option<Node>, ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    c.call_opt("get", &format!("nodes/{node}"), nodes.get(node.as_str()))
-}
-
-/// The Node's first IPv4 `InternalIP`.
-pub fn internal_ip(n: &Node) -> Option<std::net::Ipv4Addr> {
-    n.status
-        .as_ref()?
-        .addresses
-        .as_ref()?
-        .iter()
-        .filter(|a| a.type_ == "InternalIP")
-        .find_map(|a| a.address.parse().ok())
-}
-
-/// The Calico Node's BGP IPv4 address as the Kubernetes datastore keeps it, without its
-/// prefix (`10.0.0.5/24`).
-pub fn bgp_ipv4(n: &Node) -> Option<std::net::Ipv4Addr> {
-    let a = n
-        .metadata
-        .annotations
-        .as_ref()?
-        .get("projectcalico.org/IPv4Address")?;
-    a.split('/').next()?.trim().parse().ok()
-}
-
 /// ClusterInformation's `calicoVersion`, when Calico is installed and says one (a `get` of
 /// `clusterinformations/default` only).
 pub fn calico_version(c: &Cluster) -> Result<Option<String>, ClusterError> {
-    Ok(calico_default(c, Kind::ClusterInformation)?.and_then(|i| {
-        spec(&i, "calicoVersion")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    }))
+    Ok(calico_default(c, Kind::ClusterInformation)?
+        .as_ref()
+        .and_then(version_of))
+}
+
+/// A ClusterInformation's `calicoVersion`.
+fn version_of(info: &DynamicObject) -> Option<String> {
+    spec(info, "calicoVersion")?.as_str().map(str::to_owned)
 }
 
 /// Calico's cluster-wide object `default` of a kind, if it exists.
@@ -591,7 +561,7 @@ pub fn detect_backend(felix: &Felix, pools: &[IpPool], calico_found: bool) -> Op
     if !calico_found || felix.ipip_enabled == Some(true) {
         return None;
     }
-    let on = |m: &str| m == "Always" || m == "CrossSubnet";
+    let on = encapsulation_on;
     match felix.vxlan_enabled {
         Some(true) => Some("vxlan".into()),
         Some(false) => Some("windows-bgp".into()),

@@ -1,14 +1,9 @@
-//! Who refused a call with 403 Forbidden, judged from the message of the Status the API
-//! server sent: its authorizer (RBAC: a right the identity lacks) or an admission webhook (a
-//! policy that denied a request the identity may make). Both come with reason `Forbidden`;
-//! only the message tells them apart (kubernetes, staging/src/k8s.io/apiserver/pkg/):
-//! - RBAC: `endpoints/handlers/responsewriters/errors.go`, `forbiddenMessage`, wrapped by
-//!   `apierrors.NewForbidden` (`RESOURCE "NAME" is forbidden: `): `User "X" cannot VERB
-//!   resource "R" in API group "G" in the namespace "N"`, or `... at the cluster scope` for a
-//!   request that names no namespace (the fake API server's `forbidden` says it so);
-//! - a webhook: `admission/plugin/webhook/errors/statuserror.go`, `ToStatusErr`: `admission
-//!   webhook "W" denied the request: WHAT IT SAID` (or `... without explanation`), after the
-//!   same `RESOURCE "NAME" is forbidden: ` in its current form, alone in its first (2017).
+//! Who refused a call with 403 Forbidden, told from the Status message alone (both have reason
+//! `Forbidden`; kubernetes, staging/src/k8s.io/apiserver/pkg/): the authorizer
+//! (`endpoints/handlers/responsewriters/errors.go`, `forbiddenMessage`: `User "X" cannot VERB
+//! resource "R" in API group "G" in the namespace "N"` or `... at the cluster scope`) or an
+//! admission webhook (`admission/plugin/webhook/errors/statuserror.go`, `ToStatusErr`:
+//! `admission webhook "W" denied the request: ...`), after `RESOURCE "NAME" is forbidden: `.
 
 /// Who refused a 403.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,15 +144,11 @@ impl MissingRight {
 }
 
 /// `user` as one word that PowerShell and sh both read as itself: bare when it holds only
-/// `[A-Za-z0-9:._@-]`, else in single quotes, inside which neither shell expands anything
-/// (sh: POSIX "Single-Quotes"; PowerShell: about_Quoting_Rules). A quote inside has no form
-/// both read alike: sh ends the string at `'` and can only splice `'\''`, which PowerShell
-/// reads otherwise, while PowerShell's `''` is sh's two strings; and PowerShell also ends a
-/// single-quoted string at U+2018..U+201B. So such a name, or one with a control character,
-/// line separator or bidi control (a command shown otherwise than it runs), or bytes that were
-/// not UTF-8, gets `None`; so does one holding `%`: kube-apiserver before v1.32 passed the
-/// message as a format string (`NewForbidden(..., fmt.Errorf(errMsg))` in
-/// `responsewriters/errors.go`, v0.31.0 of k8s.io/apiserver), so `%` in a name arrives altered.
+/// `[A-Za-z0-9:._@-]`, else in single quotes (sh: POSIX "Single-Quotes"; PowerShell:
+/// about_Quoting_Rules). `None` for a quote (PowerShell's U+2018..U+201B too: no form both
+/// read alike), a character that breaks a line or is a bidi control, bytes that were not
+/// UTF-8, or `%`, which kube-apiserver before v1.32 altered (k8s.io/apiserver v0.31.0
+/// `responsewriters/errors.go`: `fmt.Errorf(errMsg)`).
 fn quoted_user(user: &str) -> Option<String> {
     let bare = |c: char| c.is_ascii_alphanumeric() || ":._@-".contains(c);
     if !user.is_empty() && user.chars().all(bare) {
@@ -266,14 +257,27 @@ pub fn other_admission(message: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// The missing right a 403's message names.
+    fn right(message: &str) -> MissingRight {
+        match judge(message) {
+            Some(Forbidden::MissingRight(r)) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The right `list pods` in `n` refused to the user written (as sent) `user`.
+    fn listing(user: &str) -> MissingRight {
+        right(&format!(
+            "pods is forbidden: User \"{user}\" cannot list resource \"pods\" in API group \"\" in the namespace \"n\""
+        ))
+    }
+
     /// The authorizer's message at both scopes and a webhook's are told apart; another 403
     /// (Pod Security admission's) is neither.
     #[test]
     fn rbac_and_a_webhook_are_told_apart_by_the_status_message() {
         let cluster = "namespaces \"v-1\" is forbidden: User \"system:serviceaccount:kube-system:v\" cannot delete resource \"namespaces\" in API group \"\" at the cluster scope";
-        let Some(Forbidden::MissingRight(r)) = judge(cluster) else {
-            panic!("{:?}", judge(cluster))
-        };
+        let r = right(cluster);
         assert_eq!(r.user, "system:serviceaccount:kube-system:v");
         assert_eq!(r.text(), "delete namespaces at the cluster scope");
         assert_eq!(
@@ -283,9 +287,7 @@ mod tests {
             )
         );
         let namespaced = "networkpolicies.networking.k8s.io is forbidden: User \"u\" cannot create resource \"networkpolicies\" in API group \"networking.k8s.io\" in the namespace \"ns\"";
-        let Some(Forbidden::MissingRight(r)) = judge(namespaced) else {
-            panic!("{:?}", judge(namespaced))
-        };
+        let r = right(namespaced);
         assert_eq!(
             r.text(),
             "create networkpolicies (API group networking.k8s.io) in namespace ns"
@@ -332,9 +334,7 @@ mod tests {
     #[test]
     fn can_i_names_a_subresource_apart() {
         let exec = "pods \"p\" is forbidden: User \"u\" cannot create resource \"pods/exec\" in API group \"\" in the namespace \"n\"";
-        let Some(Forbidden::MissingRight(r)) = judge(exec) else {
-            panic!("{:?}", judge(exec))
-        };
+        let r = right(exec);
         assert_eq!(
             r.can_i().as_deref(),
             Some("kubectl auth can-i create pods --subresource exec -n n --as u")
@@ -347,9 +347,7 @@ mod tests {
     #[test]
     fn a_namespace_objects_refusal_names_the_namespace_itself() {
         let delete = "namespaces \"v-1\" is forbidden: User \"u\" cannot delete resource \"namespaces\" in API group \"\" in the namespace \"v-1\"";
-        let Some(Forbidden::MissingRight(r)) = judge(delete) else {
-            panic!("{:?}", judge(delete))
-        };
+        let r = right(delete);
         assert_eq!(
             r.text(),
             "delete namespaces v-1 (the namespace itself: a ClusterRoleBinding or a RoleBinding in v-1 grants it)"
@@ -359,18 +357,14 @@ mod tests {
             Some("kubectl auth can-i delete namespaces/v-1 -n v-1 --as u")
         );
         let finalize = "namespaces \"v-1\" is forbidden: User \"u\" cannot update resource \"namespaces/finalize\" in API group \"\" in the namespace \"v-1\"";
-        let Some(Forbidden::MissingRight(r)) = judge(finalize) else {
-            panic!("{:?}", judge(finalize))
-        };
+        let r = right(finalize);
         assert_eq!(
             r.can_i().as_deref(),
             Some("kubectl auth can-i update namespaces/v-1 --subresource finalize -n v-1 --as u")
         );
         // Another group's `namespaces` is an ordinary namespaced resource.
         let other = "namespaces.example.com is forbidden: User \"u\" cannot list resource \"namespaces\" in API group \"example.com\" in the namespace \"n\"";
-        let Some(Forbidden::MissingRight(r)) = judge(other) else {
-            panic!("{:?}", judge(other))
-        };
+        let r = right(other);
         assert_eq!(
             r.text(),
             "list namespaces (API group example.com) in namespace n"
@@ -382,15 +376,7 @@ mod tests {
     /// control character has no form both read alike, and gets no command.
     #[test]
     fn can_i_quotes_the_user_for_powershell_and_sh_alike() {
-        let as_user = |user: &str| {
-            let message = format!(
-                "pods is forbidden: User \"{user}\" cannot list resource \"pods\" in API group \"\" in the namespace \"n\""
-            );
-            let Some(Forbidden::MissingRight(r)) = judge(&message) else {
-                panic!("{:?}", judge(&message))
-            };
-            r.can_i()
-        };
+        let as_user = |user: &str| listing(user).can_i();
         let plain = "kubectl auth can-i list pods -n n --as system:serviceaccount:a.b:c-d_e@f";
         assert_eq!(
             as_user("system:serviceaccount:a.b:c-d_e@f").as_deref(),
@@ -425,15 +411,7 @@ mod tests {
     /// the name cannot forge the rest of the message.
     #[test]
     fn the_user_is_read_back_from_gos_quoting() {
-        let as_sent = |quoted: &str| {
-            let message = format!(
-                "pods is forbidden: User \"{quoted}\" cannot list resource \"pods\" in API group \"\" in the namespace \"n\""
-            );
-            let Some(Forbidden::MissingRight(r)) = judge(&message) else {
-                panic!("{:?}", judge(&message))
-            };
-            r
-        };
+        let as_sent = listing;
         let r = as_sent(r#"jane \"j\" doe"#);
         assert_eq!(r.user, r#"jane "j" doe"#);
         assert_eq!(

@@ -2,18 +2,11 @@
 //! `default` with the fields its `overlay` sets in their place, the parts that decide where
 //! and how the operator runs Calico on Windows, and the patches `migrate` writes to it.
 //!
-//! Facts this module is built on, each from the operator's source at release-v1.44:
-//! - The DaemonSet's affinity is the provider's (AKS: `type NotIn [virtual-kubelet]`; EKS:
-//!   `eks.amazonaws.com/compute-type NotIn [fargate]`; none otherwise), and an Installation's
-//!   `calicoNodeWindowsDaemonSet.spec.template.spec.affinity` replaces it whole
-//!   (`pkg/render/common/components/components.go` `applyDaemonSetOverrides`), so an override
-//!   must carry the provider's terms itself.
-//! - With `calicoNetwork.windowsDataplane` other than `HNS` the Windows controller returns
-//!   before rendering (`pkg/controller/installation/windows_controller.go`).
-//! - The Windows CNI config's `cniVersion` is `spec.cni.specVersion`, `Auto` or unset being
-//!   1.0.0 (`api/v1/installation_types.go` `ResolvedSpecVersion`).
-//! - Both Windows fields came with the operator's Windows support in release-v1.32: an older
-//!   Installation CRD does not know them.
+//! From the operator's source at release-v1.44: an affinity override replaces the provider's
+//! whole (`pkg/render/common/components/components.go` `applyDaemonSetOverrides`), so it
+//! carries the provider's terms; a `windowsDataplane` other than `HNS` renders nothing
+//! (`pkg/controller/installation/windows_controller.go`); `cniVersion` is `spec.cni.specVersion`,
+//! `Auto` or unset being 1.0.0 (`api/v1/installation_types.go` `ResolvedSpecVersion`).
 
 use super::{Cluster, ClusterError};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
@@ -204,11 +197,8 @@ impl Installation {
     }
 
     /// Where the operator's pods put Calico's CNI plugins and its `10-calico.conflist` on a
-    /// Windows node (containerd must read them there: the Installation's own API docs say
-    /// both must match containerd's `bin_dir` and `conf_dir`): `spec.windowsNodes`, else the
-    /// provider's defaults, which the operator fills in once Windows is enabled
-    /// (release-v1.44 `pkg/render/windows.go` `DefaultWindowsCNIDirectories`, called by
-    /// `pkg/controller/installation/core_controller.go`).
+    /// Windows node: `spec.windowsNodes`, else the provider's defaults (release-v1.44
+    /// `pkg/render/windows.go` `DefaultWindowsCNIDirectories`).
     pub fn windows_cni_dirs(&self) -> CniDirs {
         let (bin, conf) = match self.provider.as_deref() {
             Some("AKS") => ("/k/azurecni/bin", "/k/azurecni/netconf"),
@@ -281,11 +271,9 @@ impl Installation {
     }
 }
 
-/// A path of the operator's (`/etc/cni/net.d`) as Windows reads it on the node: a path rooted
-/// without a drive is on the current drive ("Naming Files, Paths, and Namespaces", Microsoft
-/// Learn: "a path ... relative to the root of the current drive"), the system drive C: in a
-/// HostProcess container, whose files are under `C:\C\<container id>` ("Create a Windows
-/// HostProcess Pod", Kubernetes docs); slashes as backslashes.
+/// A path of the operator's (`/etc/cni/net.d`) as Windows reads it in a HostProcess container:
+/// rooted without a drive is on the current drive, C: ("Naming Files, Paths, and Namespaces",
+/// Microsoft Learn); slashes as backslashes.
 fn on_system_drive(p: &str) -> String {
     let p = p.replace('/', "\\");
     if p.starts_with('\\') && !p.starts_with("\\\\") {
@@ -426,12 +414,9 @@ pub fn read(c: &Cluster) -> Result<Option<Installation>, ClusterError> {
 }
 
 /// A JSON merge patch of the Installation `name` (`default` or `overlay`), which must keep
-/// every field it sets. An operator older than release-v1.32 has neither
-/// `calicoNetwork.windowsDataplane` nor `calicoNodeWindowsDaemonSet` in its CRD (both came with
-/// its Windows support), and an API server drops the fields a structural schema does not know
-/// ("Field pruning", Kubernetes' CustomResourceDefinition docs): the patch asks for strict
-/// field validation (a 400 naming the field, from Kubernetes 1.27) and the object it returns
-/// is read for each field, for servers that ignore the directive.
+/// every field it sets: a CRD older than release-v1.32 prunes the Windows fields ("Field
+/// pruning", Kubernetes' CRD docs), so the patch asks for strict field validation (a 400, from
+/// Kubernetes 1.27) and the object returned is checked too.
 pub fn patch_installation(c: &Cluster, name: &str, patch: &Value) -> Result<(), PatchError> {
     let params = PatchParams::default().validation(kube::api::ValidationDirective::Strict);
     let patched = c
@@ -465,13 +450,10 @@ pub fn patch_installation(c: &Cluster, name: &str, patch: &Value) -> Result<(), 
 }
 
 /// Puts back what the merge patch `applied` changed in the Installation `name` (the patch
-/// `restore`), only while every field `applied` set still holds what it set: a field an
-/// administrator changed after our patch is theirs, and the restore is not written (`Some` of
-/// that field). The restore carries the resourceVersion read, so a change between the read and
-/// the write is a 409 (kube-apiserver's `Store.Update` refuses a patched object whose
-/// resourceVersion is not the stored one: staging/src/k8s.io/apiserver/pkg/registry/generic/
-/// registry/store.go), and the Installation is read and judged again. An Installation that is
-/// gone is not made again; one already as the restore leaves it is not written.
+/// `restore`), only while every field `applied` set still holds what it set (else `Some` of
+/// the field an administrator changed, nothing written). The restore carries the
+/// resourceVersion read, so a change in between is a 409 (apiserver `registry/generic/
+/// registry/store.go`, `Store.Update`), and it is judged again. One gone is not made again.
 pub fn restore_installation(
     c: &Cluster,
     name: &str,

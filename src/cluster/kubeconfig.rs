@@ -11,15 +11,7 @@ use std::path::Path;
 /// The program the current context's user runs for its credentials: an `exec` plugin's
 /// command, or an `auth-provider`'s `cmd-path` (gcp's), which kube runs as kubectl does.
 pub(super) fn credential_plugin(k: &Kubeconfig) -> Option<String> {
-    let context = k.current_context.as_deref()?;
-    let user = k
-        .contexts
-        .iter()
-        .find(|c| c.name == context)?
-        .context
-        .as_ref()?
-        .user
-        .clone()?;
+    let user = current_context(k)?.user.clone()?;
     let auth = k
         .auth_infos
         .iter()
@@ -38,20 +30,18 @@ pub(super) fn credential_plugin(k: &Kubeconfig) -> Option<String> {
         .and_then(|p| p.config.get("cmd-path").cloned())
 }
 
+/// The kubeconfig's current context.
+pub(super) fn current_context(k: &Kubeconfig) -> Option<&kube::config::Context> {
+    let name = k.current_context.as_deref()?;
+    k.contexts.iter().find(|c| c.name == name)?.context.as_ref()
+}
+
 /// The cluster of the kubeconfig's current context.
 pub(super) fn current_cluster(k: &Kubeconfig) -> Option<&kube::config::Cluster> {
-    let context = k.current_context.as_deref()?;
-    let cluster = k
-        .contexts
-        .iter()
-        .find(|c| c.name == context)?
-        .context
-        .as_ref()?
-        .cluster
-        .clone();
+    let cluster = &current_context(k)?.cluster;
     k.clusters
         .iter()
-        .find(|c| c.name == cluster)?
+        .find(|c| &c.name == cluster)?
         .cluster
         .as_ref()
 }
@@ -106,18 +96,18 @@ impl InCluster {
 
 pub(super) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// kube hands a static token to tower-http's bearer layer, which panics on a byte no HTTP
-/// header may hold (CR, LF, DEL, other controls): such a token is refused here, without it.
-pub(super) fn refuse_control_in_token(path: &Path) -> Result<(), BoxError> {
-    let text = crate::files::read_text_capped(path, crate::files::SMALL_FILE_CAP)?;
-    refuse_control_in_token_text(&text)
+/// Where a token holds a byte no HTTP header may carry (CR, LF, DEL, other controls).
+fn control_at(token: &str) -> Option<usize> {
+    token
+        .bytes()
+        .position(|b| b != b'\t' && (b < 0x20 || b == 0x7f))
 }
 
+/// kube hands a static token to tower-http's bearer layer, which panics on a byte no HTTP
+/// header may hold: such a token is refused here, without it.
 pub(super) fn refuse_control_in_token_text(text: &str) -> Result<(), BoxError> {
     if let Some(token) = crate::render::kubeconfig::token_of(text)
-        && let Some(at) = token
-            .bytes()
-            .position(|b| b != b'\t' && (b < 0x20 || b == 0x7f))
+        && let Some(at) = control_at(&token)
     {
         return Err(format!(
             "the current user's token holds a control character (byte {at} of {}, code {:#04x}), which no HTTP header may carry; copy the token again without line breaks",
@@ -146,10 +136,7 @@ pub(super) fn token_files_read(k: &mut Kubeconfig) -> Result<(), BoxError> {
             Err(e) => return Err(format!("cannot read its tokenFile {p}: {e}").into()),
         };
         let token = text.trim();
-        if let Some(at) = token
-            .bytes()
-            .position(|b| b != b'\t' && (b < 0x20 || b == 0x7f))
-        {
+        if let Some(at) = control_at(token) {
             return Err(format!(
                 "its tokenFile {p} holds a control character inside the token (byte {at} of {}), which no HTTP header may carry; write the token on one line",
                 token.len()
@@ -163,13 +150,6 @@ pub(super) fn token_files_read(k: &mut Kubeconfig) -> Result<(), BoxError> {
 
 /// A kubeconfig whose inline token is a JWT past its `exp` is said as expired, with when,
 /// before any call gets a bare 401 for it.
-pub(super) fn refuse_expired_token(path: &Path) -> Result<(), ClusterError> {
-    let Ok(text) = crate::files::read_text_capped(path, crate::files::SMALL_FILE_CAP) else {
-        return Ok(());
-    };
-    refuse_expired_token_text(path, &text)
-}
-
 pub(super) fn refuse_expired_token_text(path: &Path, text: &str) -> Result<(), ClusterError> {
     let token = crate::render::kubeconfig::token_of(text).map(credentials::Token::new);
     match token.and_then(|t| t.expiry()) {

@@ -43,18 +43,28 @@ pub fn info(
     c: &Cluster,
     node: &NodeName,
 ) -> Result<Option<k8s_openapi::api::core::v1::NodeSystemInfo>, ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call_opt("get", "nodes", nodes.get(node.as_str()))?;
-    Ok(n.and_then(|n| n.status).and_then(|s| s.node_info))
+    Ok(get(c, node)?
+        .and_then(|n| n.status)
+        .and_then(|s| s.node_info))
 }
 
 /// Whether the cluster has the node (one read: it also tells that the cluster answers).
 pub fn exists(c: &Cluster, node: &NodeName) -> Result<bool, ClusterError> {
+    Ok(get(c, node)?.is_some())
+}
+
+/// The Node, if it exists.
+pub fn get(c: &Cluster, node: &NodeName) -> Result<Option<Node>, ClusterError> {
+    match read(c, node) {
+        Err(e) if e.is_not_found() => Ok(None),
+        n => n.map(Some),
+    }
+}
+
+/// The Node (404 is an error).
+pub fn read(c: &Cluster, node: &NodeName) -> Result<Node, ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    Ok(
-        c.call_opt("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?
-            .is_some(),
-    )
+    c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))
 }
 
 /// The annotations that say what runs on a node calicoctl-win installed.
@@ -66,11 +76,9 @@ pub const ANNOTATION_CONFIG_HASH: &str = "calicoctl-win/config-hash";
 pub const ANNOTATION_INSTALL_ID: &str = "calicoctl-win/install-id";
 /// The finding codes of CalicoNode's last look (docs/findings.md), `{"heartbeat": "<the
 /// condition's lastHeartbeatTime>", "codes": [...]}` written in the same patch as
-/// `CONDITION_CALICO_READY`, so that `fleet status` reads them as data, and trusts them only
-/// beside the heartbeat they were written with: every code, whatever the message names. It stays small: each code
-/// once, from the codes calicoctl-win has, far under the API server's 256 KiB for all of an
-/// object's annotations (kubernetes staging/src/k8s.io/apimachinery/pkg/api/validation/
-/// objectmeta.go: `TotalAnnotationSizeLimitB`, `ValidateAnnotationsSize` sums keys and values).
+/// `CONDITION_CALICO_READY`: `fleet status` trusts them only beside that heartbeat. Each code
+/// once: far under the 256 KiB of an object's annotations (apimachinery
+/// `pkg/api/validation/objectmeta.go`, `TotalAnnotationSizeLimitB`).
 pub const ANNOTATION_FINDING_CODES: &str = "calicoctl-win/finding-codes";
 /// The finding codes of the fleet DaemonSet's last scheduled `verify` (its failing checks',
 /// `traffic-*`), in the same form as `ANNOTATION_FINDING_CODES` and written in the same patch
@@ -119,11 +127,8 @@ impl Left {
     }
 }
 
-/// What uninstall (or a handover to the operator) leaves on the node: no calicoctl-win
-/// annotations (a merge patch with null values removes them), and the condition False with
-/// the reason of `left`.
 /// The node's address as the cluster holds it: the Node's InternalIP and the Calico Node's
-/// BGP address (`facts::internal_ip`, `facts::bgp_ipv4`); none for a Node that does not exist.
+/// BGP address (`internal_ip`, `bgp_ipv4`); none for a Node that does not exist.
 pub fn addresses(
     c: &Cluster,
     node: &NodeName,
@@ -145,14 +150,32 @@ pub fn view(
     ),
     ClusterError,
 > {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call_opt("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
+    let n = get(c, node)?;
     Ok(n.as_ref().map_or(((None, None), None), |n| {
-        (
-            (super::facts::internal_ip(n), super::facts::bgp_ipv4(n)),
-            calico_ready(n),
-        )
+        ((internal_ip(n), bgp_ipv4(n)), calico_ready(n))
     }))
+}
+
+/// The Node's first IPv4 `InternalIP`.
+pub fn internal_ip(n: &Node) -> Option<std::net::Ipv4Addr> {
+    n.status
+        .as_ref()?
+        .addresses
+        .as_ref()?
+        .iter()
+        .filter(|a| a.type_ == "InternalIP")
+        .find_map(|a| a.address.parse().ok())
+}
+
+/// The Calico Node's BGP IPv4 address as the Kubernetes datastore keeps it, without its
+/// prefix (`10.0.0.5/24`).
+pub fn bgp_ipv4(n: &Node) -> Option<std::net::Ipv4Addr> {
+    let a = n
+        .metadata
+        .annotations
+        .as_ref()?
+        .get("projectcalico.org/IPv4Address")?;
+    a.split('/').next()?.trim().parse().ok()
 }
 
 /// The node's `CalicoWindowsReady` status as it is set: `Some(true)` for True.
@@ -164,6 +187,9 @@ pub fn calico_ready(n: &Node) -> Option<bool> {
         .map(|c| c.status == "True")
 }
 
+/// What uninstall (or a handover to the operator) leaves on the node: no calicoctl-win
+/// annotations (a merge patch with null values removes them), and the condition False with
+/// the reason of `left`.
 pub fn forget(c: &Cluster, node: &NodeName, left: Left) -> Result<(), ClusterError> {
     let gone: serde_json::Map<String, serde_json::Value> = [
         ANNOTATION_CALICO_VERSION,
@@ -197,8 +223,7 @@ pub fn forget(c: &Cluster, node: &NodeName, left: Left) -> Result<(), ClusterErr
     // The fleet's verify verdict (`CalicoWindowsTraffic`), when the node carries one: no run
     // refreshes it once calicoctl-win has left, so a True would stand for ever; it becomes
     // Unknown with the same reason. A node without it gets none.
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
+    let n = read(c, node)?;
     let traffic = n
         .status
         .and_then(|s| s.conditions)
@@ -243,12 +268,9 @@ pub fn annotations(
     c: &Cluster,
     node: &NodeName,
 ) -> Result<std::collections::BTreeMap<String, String>, ClusterError> {
-    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(c.client.clone());
-    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
-    Ok(n.metadata.annotations.unwrap_or_default())
+    Ok(read(c, node)?.metadata.annotations.unwrap_or_default())
 }
 
-/// A JSON merge patch of the node: what it names changes, the rest stays.
 /// Sets one condition of the node's status (a strategic merge patch of `nodes/status`: the
 /// API merges `status.conditions` by `type`, k8s.io/api core/v1 `NodeStatus.Conditions`
 /// `patchStrategy:"merge" patchMergeKey:"type"`, so kubelet's conditions stay).
@@ -257,57 +279,51 @@ pub fn set_condition(
     node: &NodeName,
     condition: &serde_json::Value,
 ) -> Result<(), ClusterError> {
+    patch_status(
+        c,
+        node,
+        serde_json::json!({ "status": { "conditions": [condition] } }),
+    )
+}
+
+/// A strategic merge patch of the node's `nodes/status`.
+fn patch_status(c: &Cluster, node: &NodeName, body: serde_json::Value) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
-    let body = serde_json::json!({ "status": { "conditions": [condition] } });
+    let patch = Patch::Strategic(body);
+    let params = PatchParams::default();
     c.call(
         "patch",
         "nodes/status",
-        nodes.patch_status(
-            node.as_str(),
-            &PatchParams::default(),
-            &Patch::Strategic(body),
-        ),
+        nodes.patch_status(node.as_str(), &params, &patch),
     )?;
     Ok(())
 }
 
-/// Sets a condition and, in the same patch, the finding codes beside it in annotation `key`
-/// (CalicoNode's `ANNOTATION_FINDING_CODES`, the scheduled verify's `ANNOTATION_TRAFFIC_CODES`:
-/// `{"heartbeat": <the condition's lastHeartbeatTime>, "codes": [...]}`). A patch of
-/// `nodes/status` keeps what
-/// it says of the metadata: the status strategy resets only the spec (kubernetes
-/// pkg/registry/core/node/strategy.go, `nodeStatusStrategy.PrepareForUpdate`), and Calico's
-/// ClusterRole gives calico-node `nodes/status` for its annotations (projectcalico/calico
-/// v3.31.7 `manifests/calico.yaml`: "Calico stores some configuration information in node
-/// annotations"; libcalico-go `lib/backend/k8s/resources/node.go` writes them with
-/// `UpdateStatus`).
+/// Sets a condition and, in the same patch, the finding codes beside it in annotation `key`:
+/// `{"heartbeat": <the condition's lastHeartbeatTime>, "codes": [...]}`. A `nodes/status` patch
+/// keeps its metadata (kubernetes pkg/registry/core/node/strategy.go,
+/// `nodeStatusStrategy.PrepareForUpdate`), as libcalico-go's `UpdateStatus` of its annotations
+/// relies on (v3.31.7 `lib/backend/k8s/resources/node.go`).
 pub fn report(
     c: &Cluster,
     node: &NodeName,
     condition: &serde_json::Value,
     (key, codes): (&str, &[String]),
 ) -> Result<(), ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
     // With the heartbeat it goes with: `fleet status` trusts the codes only beside it.
     let codes = serde_json::json!({
         "heartbeat": condition["lastHeartbeatTime"],
         "codes": codes,
     })
     .to_string();
-    let body = serde_json::json!({
-        "metadata": { "annotations": { key: codes } },
-        "status": { "conditions": [condition] },
-    });
-    c.call(
-        "patch",
-        "nodes/status",
-        nodes.patch_status(
-            node.as_str(),
-            &PatchParams::default(),
-            &Patch::Strategic(body),
-        ),
-    )?;
-    Ok(())
+    patch_status(
+        c,
+        node,
+        serde_json::json!({
+            "metadata": { "annotations": { key: codes } },
+            "status": { "conditions": [condition] },
+        }),
+    )
 }
 
 /// Windows nodes per page: a Windows Node object is about 12 KB (the images kubelet lists),
@@ -316,10 +332,23 @@ pub const NODE_PAGE: u32 = 100;
 
 /// Each Windows node (label `kubernetes.io/os=windows`, which kubelet sets), a page at a time
 /// as kubectl reads a long list (`limit`, `continue`): memory holds one page, not the fleet.
-pub fn for_each_windows_node(c: &Cluster, mut each: impl FnMut(&Node)) -> Result<(), ClusterError> {
+pub fn for_each_windows_node(c: &Cluster, each: impl FnMut(&Node)) -> Result<(), ClusterError> {
+    for_each_windows_node_of(c, None, each)
+}
+
+/// `for_each_windows_node`, of those with the labels of `selector` (a label selector) too.
+pub fn for_each_windows_node_of(
+    c: &Cluster,
+    selector: Option<&str>,
+    mut each: impl FnMut(&Node),
+) -> Result<(), ClusterError> {
+    let mut labels = "kubernetes.io/os=windows".to_owned();
+    if let Some(s) = selector.filter(|s| !s.is_empty()) {
+        labels = format!("{labels},{s}");
+    }
     let nodes: Api<Node> = Api::all(c.client.clone());
     let lp = kube::api::ListParams::default()
-        .labels("kubernetes.io/os=windows")
+        .labels(&labels)
         .limit(NODE_PAGE);
     c.for_each_page_of(&nodes, "nodes", &lp, |page| {
         page.iter().for_each(&mut each);
@@ -328,6 +357,7 @@ pub fn for_each_windows_node(c: &Cluster, mut each: impl FnMut(&Node)) -> Result
     Ok(())
 }
 
+/// A JSON merge patch of the node: what it names changes, the rest stays.
 pub fn patch(c: &Cluster, node: &NodeName, patch: &serde_json::Value) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
     c.call(

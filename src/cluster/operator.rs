@@ -1,17 +1,8 @@
 //! The operator's HostProcess install on Windows (tigera/operator release-v1.44): its
-//! Installation `default`, its `calico-node-windows` DaemonSet, and the node label that keeps
-//! that DaemonSet off the nodes calicoctl-win runs Calico on, so that nodes move between the
-//! two one at a time.
-//!
-//! Facts this module is built on, each from the operator's source at release-v1.44:
-//! - The DaemonSet tolerates every taint (`pkg/render/windows.go`: `Tolerations:
-//!   rmeta.TolerateAll`), so a cordon or a taint does not keep it off a node; only its node
-//!   selector (`kubernetes.io/os: windows`) and its affinity do.
-//! - With `calicoNetwork.windowsDataplane` other than `HNS` the Windows controller returns
-//!   before rendering (`pkg/controller/installation/windows_controller.go`): the DaemonSet and
-//!   its pods stay where they are.
-//!
-//! The Installation itself, as the operator reads it, is `cluster::installation`'s.
+//! `calico-node-windows` DaemonSet and the node label that keeps it off the nodes calicoctl-win
+//! runs Calico on (the Installation is `cluster::installation`'s). The DaemonSet tolerates
+//! every taint (`pkg/render/windows.go`: `rmeta.TolerateAll`): only its node selector and
+//! affinity keep it off a node.
 
 pub use super::installation::{
     AUTO_CNI_SPEC_VERSION, CniDirs, DEFAULT, Installation, LABEL, LABEL_VALUE, OVERLAY,
@@ -20,8 +11,8 @@ pub use super::installation::{
 };
 use super::{Cluster, ClusterError};
 use crate::k8s_name::NodeName;
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
 use serde_json::json;
 use std::time::Duration;
 
@@ -41,9 +32,8 @@ pub const CORDONED_ANNOTATION: &str = "calicoctl-win/migrate-cordoned";
 
 /// Whether `migrate` cordoned the node (its annotation).
 pub fn cordoned_by_migrate(c: &Cluster, node: &NodeName) -> Result<bool, ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
-    Ok(n.metadata
+    Ok(super::node::read(c, node)?
+        .metadata
         .annotations
         .as_ref()
         .is_some_and(|a| a.contains_key(CORDONED_ANNOTATION)))
@@ -57,13 +47,6 @@ pub fn mark_cordoned(c: &Cluster, node: &NodeName, on: bool) -> Result<(), Clust
         node,
         &json!({"metadata": {"annotations": {CORDONED_ANNOTATION: value}}}),
     )
-}
-
-/// The node's label now.
-pub fn node_label(c: &Cluster, node: &NodeName) -> Result<Option<String>, ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
-    Ok(label_of(&n).map(str::to_owned))
 }
 
 /// Where the operator's pod on a node is.
@@ -258,10 +241,8 @@ pub fn services_endpoint(
     }))
 }
 
-/// The TigeraStatus objects of the two controllers that render for Windows: the core
-/// controller's (`calico`) and the Windows controller's (`calico-windows`: tigera/operator
-/// release-v1.44 `pkg/controller/installation/windows_controller.go`, `status.New(...,
-/// "calico-windows", ...)`).
+/// The TigeraStatus objects of the core and the Windows controllers (tigera/operator
+/// release-v1.44 `pkg/controller/installation/windows_controller.go`, `status.New`).
 pub const TIGERA_STATUSES: [&str; 2] = ["calico", "calico-windows"];
 
 /// What stands between the operator and this node's pod, or `None` when nothing does: a
@@ -295,8 +276,7 @@ pub fn daemonset_blocker(c: &Cluster, node: &NodeName) -> Result<Option<String>,
             "the DaemonSet's controller has not seen its generation {g} yet"
         )));
     }
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
+    let n = super::node::read(c, node)?;
     let mut labels = n.metadata.labels.unwrap_or_default();
     labels.remove(LABEL);
     let spec = ds.spec.and_then(|s| s.template.spec).unwrap_or_default();
@@ -390,8 +370,7 @@ pub fn wait_daemonset(
 /// Whether the node's `NetworkUnavailable` condition is True (the operator pod's preStop sets
 /// it so for a hundred years: calico v3.32.1 `node/pkg/lifecycle/shutdown/shutdown.go`).
 pub fn network_unavailable(c: &Cluster, node: &NodeName) -> Result<bool, ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let n = c.call("get", &format!("nodes/{node}"), nodes.get(node.as_str()))?;
+    let n = super::node::read(c, node)?;
     Ok(n.status.and_then(|s| s.conditions).is_some_and(|cs| {
         cs.iter()
             .any(|c| c.type_ == "NetworkUnavailable" && c.status == "True")
@@ -404,27 +383,18 @@ pub fn network_unavailable(c: &Cluster, node: &NodeName) -> Result<bool, Cluster
 /// with a hundred-year timeout (`node/pkg/lifecycle/shutdown/shutdown.go`).
 pub fn clear_network_unavailable(c: &Cluster, node: &NodeName) -> Result<(), ClusterError> {
     let now = crate::duration::time_text(crate::duration::now());
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    // A strategic merge patch: the API merges conditions by type (k8s.io/api core/v1
-    // `NodeStatus.Conditions`), so kubelet's stay.
-    let body = json!({"status": {"conditions": [{
-        "type": "NetworkUnavailable",
-        "status": "False",
-        "reason": "CalicoIsUp",
-        "message": "Calico is running on this node",
-        "lastTransitionTime": now,
-        "lastHeartbeatTime": now,
-    }]}});
-    c.call(
-        "patch",
-        "nodes/status",
-        nodes.patch_status(
-            node.as_str(),
-            &PatchParams::default(),
-            &Patch::Strategic(body),
-        ),
-    )?;
-    Ok(())
+    super::node::set_condition(
+        c,
+        node,
+        &json!({
+            "type": "NetworkUnavailable",
+            "status": "False",
+            "reason": "CalicoIsUp",
+            "message": "Calico is running on this node",
+            "lastTransitionTime": now,
+            "lastHeartbeatTime": now,
+        }),
+    )
 }
 
 #[cfg(test)]

@@ -1,13 +1,8 @@
-//! Where the Tigera operator reads its settings (its ConfigMap `kubernetes-services-endpoint`,
-//! its secrets): `common.OperatorNamespace()` (tigera/operator v1.43.0
-//! `pkg/common/operator_namespace.go`), the `OPERATOR_NAMESPACE` environment variable when set,
-//! else the namespace of the pod's service account (the namespace the pod runs in), else
-//! `tigera-operator`. Calico installs it with the manifest (namespace `tigera-operator`) or the
-//! Helm chart, into the release's namespace (projectcalico/calico v3.32.1
-//! `charts/tigera-operator/templates/tigera-operator/02-tigera-operator.yaml`:
-//! `namespace: {{.Release.Namespace}}`), which may be any: so the operator is found by its
-//! Deployment, labelled `k8s-app: tigera-operator` in both (`manifests/tigera-operator.yaml`,
-//! the chart's `tigera-operator.labels`).
+//! Where the Tigera operator reads its settings (`common.OperatorNamespace()`, tigera/operator
+//! v1.43.0 `pkg/common/operator_namespace.go`): `OPERATOR_NAMESPACE` when set, else its pod's
+//! namespace (else `tigera-operator`), which the Helm chart makes any (projectcalico/calico v3.32.1
+//! `charts/tigera-operator/templates/tigera-operator/02-tigera-operator.yaml`): so the operator
+//! is found by its Deployment, labelled `k8s-app: tigera-operator`.
 
 use super::{Cluster, ClusterError};
 use k8s_openapi::api::apps::v1::Deployment;

@@ -1,22 +1,13 @@
 //! Why the API server refuses calico-node's token (401), told apart from what the token says
 //! and what the cluster announces now:
-//! - `expired`: its `exp` has passed, by the API server's clock where the difference with
-//!   this node's is known (the token's `exp` is the server's time), else by this node's;
-//! - `serviceaccount-recreated`: the service account's uid in the token (the private claim
-//!   `kubernetes.io` / `serviceaccount` / `uid`, kubernetes/kubernetes
-//!   `pkg/serviceaccount/claims.go`) is not the current ServiceAccount's: kube-apiserver's
-//!   validator refuses a token whose account was deleted and made again (a Calico reinstall, an
-//!   operator upgrade);
-//! - `node-deleted`: it is bound to a Node (`kubernetes.io` / `node`) that no longer exists,
-//!   or exists with another uid (deleting the Node revokes the tokens bound to it); told
-//!   before the issuer, which may differ from the announced one for a token that is valid;
-//! - `issuer-changed`: its `iss` differs from the first announced issuer, the one at
-//!   `/.well-known/openid-configuration`. kube-apiserver accepts every issuer its
-//!   `--service-account-issuer` flags name and announces only the first (kubernetes PR
-//!   #101155; `pkg/controlplane/apiserver/config.go`: `ServiceAccountIssuerURL =
-//!   Issuers[0]`, which the discovery document serves), so
-//!   during an issuer rotation a token of another accepted issuer differs without being
-//!   refused for it: the word says what is compared, not that the issuer was dropped;
+//! - `expired`: its `exp` has passed, by the API server's clock where the skew is known;
+//! - `serviceaccount-recreated`: its service account uid (kubernetes
+//!   `pkg/serviceaccount/claims.go`) is not the current ServiceAccount's;
+//! - `node-deleted`: the Node it is bound to is gone or has another uid (told before the
+//!   issuer, which may differ for a valid token);
+//! - `issuer-changed`: its `iss` differs from the first announced issuer (kube-apiserver
+//!   accepts every `--service-account-issuer` and announces the first:
+//!   `pkg/controlplane/apiserver/config.go`), which an issuer rotation makes without refusing;
 //! - `signing-key`: none of these, so the key that signed it is no longer trusted (rotated).
 
 use super::Cluster;
@@ -248,7 +239,8 @@ mod tests {
     #[test]
     fn each_cause_of_a_401_is_told_apart() {
         let iss = "https://kubernetes.default.svc";
-        let c = |t: &Token| cause(t, NOW, &current()).map(|c| c.word());
+        let w = |t: &Token, now: &Now| cause(t, NOW, now).map(|c| c.word());
+        let c = |t: &Token| w(t, &current());
         assert_eq!(c(&of("uid-2", iss, NOW - 60)), Some("expired"));
         let said = cause(&of("uid-2", iss, NOW - 60), NOW, &current()).map(|c| c.describe());
         assert!(
@@ -263,7 +255,7 @@ mod tests {
             ..current()
         };
         assert_eq!(
-            cause(&of("uid-2", iss, NOW - 3600), NOW, &ahead).map(|c| c.word()),
+            w(&of("uid-2", iss, NOW - 3600), &ahead),
             Some("signing-key")
         );
         assert_eq!(
@@ -288,24 +280,15 @@ mod tests {
             bound_node_gone: true,
             ..current()
         };
-        assert_eq!(
-            cause(&bound, NOW, &node_gone).map(|c| c.word()),
-            Some("node-deleted")
-        );
-        assert_eq!(
-            cause(&bound, NOW, &current()).map(|c| c.word()),
-            Some("signing-key")
-        );
+        assert_eq!(w(&bound, &node_gone), Some("node-deleted"));
+        assert_eq!(w(&bound, &current()), Some("signing-key"));
         // A deleted Node is told before the issuer: during an issuer rotation the token's may
         // differ from the first announced one and still be accepted.
         let rotated = Now {
             issuer: Some("https://new.example".into()),
             ..node_gone.clone()
         };
-        assert_eq!(
-            cause(&bound, NOW, &rotated).map(|c| c.word()),
-            Some("node-deleted")
-        );
+        assert_eq!(w(&bound, &rotated), Some("node-deleted"));
         let said = cause(
             &of("uid-2", "https://old.example", NOW + 600),
             NOW,
@@ -331,7 +314,7 @@ mod tests {
             None
         );
         assert_eq!(
-            cause(&of("uid-2", iss, NOW - 1), NOW, &Now::default()).map(|c| c.word()),
+            w(&of("uid-2", iss, NOW - 1), &Now::default()),
             Some("expired")
         );
     }

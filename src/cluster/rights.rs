@@ -1,17 +1,10 @@
 //! Every Kubernetes API call calicoctl-win makes, as the RBAC rules that allow it: one table,
-//! from which `fleet rbac` renders the installer's and the fleet's roles (`fleet::rights`) and which
-//! `tests/cluster/rights.rs` proves sufficient (each command runs under a service account bound to
-//! exactly these rules, on a fake API server that enforces RBAC as kube-apiserver does) and
-//! minimal (taking away any one rule makes some command fail, naming the right).
-//!
-//! `verify`'s rules are in verify_rights.rs, rendered by the same `fleet::rights::manifests`.
-//!
-//! No rule has a wildcard. Resource names are fixed where the code asks for a fixed object;
-//! a node's name, a pod's and the token-renewal grant's (`…-<node>`) are not known in advance.
-//! Creating a SelfSubjectAccessReview needs no rule: every authenticated user may
-//! (`system:basic-user`).
+//! from which `fleet rbac` renders the roles (`fleet::rights`; `verify`'s in verify_rights.rs)
+//! and which `tests/cluster/rights.rs` proves sufficient and minimal. No wildcard; names fixed
+//! where the object is. A SelfSubjectAccessReview needs no rule (`system:basic-user`).
 
 use k8s_openapi::api::rbac::v1::PolicyRule;
+use serde_json::{Value, json};
 
 /// Where a rule applies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -270,4 +263,38 @@ pub fn policy_rules(rights: &[Right], scope: Scope) -> Vec<PolicyRule> {
             ..PolicyRule::default()
         })
         .collect()
+}
+
+/// The label of every object `fleet rbac` writes.
+pub fn labels() -> Value {
+    json!({"app.kubernetes.io/managed-by": "calicoctl-win"})
+}
+
+/// The ServiceAccount `name` in `namespace`.
+pub fn account(name: &str, namespace: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels()}})
+}
+
+/// A Role in `namespace` (a ClusterRole without one) named `name` with `rules`, and its
+/// binding of the same name to `subjects`.
+pub fn role(name: &str, namespace: Option<&str>, rules: Value, subjects: &Value) -> [Value; 2] {
+    let kind = if namespace.is_some() {
+        "Role"
+    } else {
+        "ClusterRole"
+    };
+    let mut meta = json!({"name": name});
+    if let Some(ns) = namespace {
+        meta["namespace"] = json!(ns);
+    }
+    meta["labels"] = labels();
+    [
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
+            "metadata": meta, "rules": rules}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": format!("{kind}Binding"),
+            "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name},
+            "subjects": subjects}),
+    ]
 }

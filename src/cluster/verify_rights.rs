@@ -2,20 +2,13 @@
 //! the objects `fleet rbac --identity verify` writes for them (beside the other identities'
 //! in rights.rs).
 //!
-//! The narrowest form RBAC allows. A run in a namespace of its own (a random name) would need
-//! cluster-wide rules: kube-apiserver cannot narrow a create by name (the name of an object
-//! being created is not part of the authorization request: kubernetes
-//! `staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`, a POST to a collection
-//! has no `Name`; the RBAC docs: "You cannot restrict create or deletecollection requests by
-//! their resource name"), and a Role can only be made in a namespace that exists, so creating
-//! namespaces and pods in them would be creating pods anywhere. So the namespace is made once,
-//! with the roles (Pod Security `restricted` enforced in it, so its pods cannot be privileged or
-//! use the host's network or paths), and `verify --namespace` runs in it, making and deleting
-//! no namespace. The image its pods run there is held by an admission policy (`admission`).
-//! Its cluster-wide rule is listing nodes (where the probe pods go); the
-//! `kubernetes` Service is read by name in `default`.
+//! A namespace made once, with the roles (Pod Security `restricted` enforced, the image held
+//! by an admission policy): RBAC cannot narrow a create by name (kubernetes
+//! `staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`: a POST to a collection
+//! has no `Name`), so a namespace per run would mean creating pods anywhere. Cluster-wide, it
+//! lists nodes; in `default` it reads the `kubernetes` Service.
 
-use super::rights::{Right, Scope, policy_rules};
+use super::rights::{Right, Scope, account, policy_rules, role};
 use serde_json::{Value, json};
 
 /// The namespace `fleet rbac --identity verify` makes for `verify --namespace`.
@@ -150,12 +143,7 @@ pub const IN_NAMESPACE: &[Right] = &[
 /// The objects: verify's namespace, the ServiceAccount `name` in `sa_namespace`, the
 /// ClusterRole, the Roles in verify's namespace and in `default`, each bound to it.
 pub fn manifests(name: &str, sa_namespace: &str) -> Vec<Value> {
-    let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
-    let mut out = vec![
-        namespace(),
-        json!({"apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": name, "namespace": sa_namespace, "labels": labels}}),
-    ];
+    let mut out = vec![namespace(), account(name, sa_namespace)];
     out.extend(bindings(name, sa_namespace, name));
     out
 }
@@ -174,47 +162,22 @@ pub fn namespace() -> Value {
 /// The roles and their bindings to the ServiceAccount `sa` in `sa_namespace` (also what
 /// `fleet plan --verify` gives the fleet's jobs), named `name`.
 pub fn bindings(name: &str, sa_namespace: &str, sa: &str) -> Vec<Value> {
-    let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
     let subject = json!([{"kind": "ServiceAccount", "name": sa, "namespace": sa_namespace}]);
-    let role_ref =
-        |kind: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name});
-    let rules = |r: &[Right]| policy_rules(r, Scope::Cluster);
-    let mut out = vec![
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": name, "labels": labels}, "rules": rules(CLUSTER)}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": name, "labels": labels},
-            "roleRef": role_ref("ClusterRole"), "subjects": subject}),
-    ];
+    let rules = |r: &[Right]| json!(policy_rules(r, Scope::Cluster));
+    let mut out = role(name, None, rules(CLUSTER), &subject).to_vec();
     for (ns, r) in [(NAMESPACE, IN_NAMESPACE), ("default", DEFAULT)] {
-        out.push(
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": name, "namespace": ns, "labels": labels}, "rules": rules(r)}),
-        );
-        out.push(
-            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": name, "namespace": ns, "labels": labels},
-            "roleRef": role_ref("Role"), "subjects": subject}),
-        );
+        out.extend(role(name, Some(ns), rules(r), &subject));
     }
     out
 }
 
-/// What Pod Security leaves open, closed for the account `sa` in `sa_namespace` alone (the
-/// objects named `name`): a
-/// ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA in Kubernetes 1.30:
-/// kubernetes `staging/src/k8s.io/api/admissionregistration/v1/types.go`,
-/// `ValidatingAdmissionPolicy`, `+k8s:prerelease-lifecycle-gen:introduced=1.30`) and its
-/// binding, enforced by the API server. Its pods in verify's namespace run only `images`
-/// (every container, init and ephemeral one), and none uses the host's network, PID or IPC
-/// namespace, is privileged or is a HostProcess pod: the restricted level refuses those too
-/// (kubernetes `staging/src/k8s.io/pod-security-admission/policy/`: check_hostNamespaces.go,
-/// check_privileged.go, check_windowsHostProcess.go, all baseline), said twice so that a
-/// namespace label taken off leaves this. Other users' pods are not matched. Two documents of
-/// their own, last: on an older API server `kubectl apply` refuses these kinds and applies the
-/// rest.
+/// A ValidatingAdmissionPolicy and its binding, named `name` (admissionregistration.k8s.io/v1,
+/// Kubernetes 1.30: `+k8s:prerelease-lifecycle-gen:introduced=1.30`): the pods of `sa` in
+/// `sa_namespace` run only `images` in every container, and none uses the host's namespaces,
+/// is privileged or HostProcess (Pod Security's baseline too, said again should the namespace
+/// label go). Last, on their own: an older server refuses these kinds and applies the rest.
 pub fn admission(name: &str, sa_namespace: &str, sa: &str, images: &[String]) -> Vec<Value> {
-    let labels = json!({"app.kubernetes.io/managed-by": "calicoctl-win"});
+    let labels = super::rights::labels();
     let user = format!("system:serviceaccount:{sa_namespace}:{sa}");
     let listed: Vec<String> = images.iter().map(|i| format!("'{i}'")).collect();
     let listed = listed.join(", ");
@@ -229,13 +192,11 @@ pub fn admission(name: &str, sa_namespace: &str, sa: &str, images: &[String]) ->
         )
     };
     let set = |path: &str, field: &str| format!("(has({path}.{field}) && {path}.{field})");
-    let host_process = "has(c.securityContext) && has(c.securityContext.windowsOptions) \
-        && has(c.securityContext.windowsOptions.hostProcess) \
-        && c.securityContext.windowsOptions.hostProcess";
-    let pod_host_process = "has(object.spec.securityContext) \
-        && has(object.spec.securityContext.windowsOptions) \
-        && has(object.spec.securityContext.windowsOptions.hostProcess) \
-        && object.spec.securityContext.windowsOptions.hostProcess";
+    let host_process = |o: &str| {
+        let w = format!("{o}.securityContext.windowsOptions");
+        format!("has({o}.securityContext) && has({w}) && has({w}.hostProcess) && {w}.hostProcess")
+    };
+    let (host_process, pod_host_process) = (host_process("c"), host_process("object.spec"));
     let validations = json!([
         {"expression": every(&format!("c.image in [{listed}]")),
             "message": format!("{sa} may run only the verify image ({})", images.join(", "))},

@@ -5,6 +5,7 @@
 use crate::cluster::rights::{
     CALICO_NODE_TOKEN_POLICY, INSTALLER, Right, Scope, installer, policy_rules, r,
 };
+pub use crate::cluster::rights::{account, role};
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use serde_json::{Value, json};
 
@@ -185,40 +186,6 @@ fn per_node_policy(name: &str, sa: &str, namespace: &str, also: Option<Value>) -
 /// The operator's namespace in Calico's manifest (`tigera-operator`, `common.OperatorNamespace()`'s
 /// default), where `fleet plan --migrate` grants migrate's reads unless told another.
 pub const OPERATOR_NAMESPACE: &str = "tigera-operator";
-
-/// The label of every object `fleet rbac` writes.
-fn labels() -> Value {
-    json!({"app.kubernetes.io/managed-by": "calicoctl-win"})
-}
-
-/// The ServiceAccount `name` in `namespace`.
-pub fn account(name: &str, namespace: &str) -> Value {
-    json!({"apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels()}})
-}
-
-/// A Role in `namespace` (a ClusterRole without one) named `name` with `rules`, and its
-/// binding of the same name to `subjects`.
-pub fn role(name: &str, namespace: Option<&str>, rules: Value, subjects: &Value) -> [Value; 2] {
-    let kind = if namespace.is_some() {
-        "Role"
-    } else {
-        "ClusterRole"
-    };
-    let mut meta = json!({"name": name});
-    if let Some(ns) = namespace {
-        meta["namespace"] = json!(ns);
-    }
-    meta["labels"] = labels();
-    [
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
-            "metadata": meta, "rules": rules}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": format!("{kind}Binding"),
-            "metadata": meta,
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name},
-            "subjects": subjects}),
-    ]
-}
 
 /// The objects that give an identity `rights`: its ServiceAccount in `namespace`, a
 /// ClusterRole and a Role in each namespace it needs (Calico's, kube-system, the operator's),

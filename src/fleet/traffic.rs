@@ -167,25 +167,18 @@ mod tests {
         }
     }
 
+    /// The node's condition judged against a 600 s schedule.
+    fn judged(status: &str, reason: &str, age_s: Option<i64>) -> Traffic {
+        let every = Some(Duration::from_secs(600));
+        of_node(&node(status, reason, age_s), every, NOW, &mut Vec::new()).expect("t")
+    }
+
     #[test]
     fn a_verdict_older_than_two_intervals_is_stale_and_a_problem() {
-        let every = Some(Duration::from_secs(600));
-        let fresh = of_node(
-            &node("True", "TrafficPasses", Some(1100)),
-            every,
-            NOW,
-            &mut Vec::new(),
-        )
-        .expect("t");
+        let fresh = judged("True", "TrafficPasses", Some(1100));
         assert_eq!(fresh.status, "True");
         assert_eq!(problem("win-1", &fresh), None);
-        let old = of_node(
-            &node("True", "TrafficPasses", Some(1300)),
-            every,
-            NOW,
-            &mut Vec::new(),
-        )
-        .expect("t");
+        let old = judged("True", "TrafficPasses", Some(1300));
         assert_eq!(
             (old.status.as_str(), old.reason.as_deref()),
             ("Unknown", Some(STALE))
@@ -196,20 +189,9 @@ mod tests {
                 .contains("is stale")
         );
         // A False as old is stale too; without a schedule nothing is judged stale.
-        let false_old = of_node(
-            &node("False", "TrafficFails", Some(9999)),
-            every,
-            NOW,
-            &mut Vec::new(),
-        );
-        assert_eq!(false_old.expect("t").reason.as_deref(), Some(STALE));
-        let no_beat = of_node(
-            &node("True", "TrafficPasses", None),
-            every,
-            NOW,
-            &mut Vec::new(),
-        )
-        .expect("t");
+        let false_old = judged("False", "TrafficFails", Some(9999));
+        assert_eq!(false_old.reason.as_deref(), Some(STALE));
+        let no_beat = judged("True", "TrafficPasses", None);
         assert_eq!(no_beat.status, "Unknown");
         let unscheduled = of_node(
             &node("True", "TrafficPasses", Some(9999)),
@@ -223,25 +205,13 @@ mod tests {
     #[test]
     fn a_false_verdict_is_a_problem_and_an_unknown_not_run_only_once_stale() {
         let every = Some(Duration::from_secs(600));
-        let f = of_node(
-            &node("False", "TrafficFails", Some(5)),
-            every,
-            NOW,
-            &mut Vec::new(),
-        )
-        .expect("t");
+        let f = judged("False", "TrafficFails", Some(5));
         let p = problem("win-1", &f).expect("a problem");
         assert!(
             p.contains("does not pass traffic") && p.contains("said"),
             "{p}"
         );
-        let u = of_node(
-            &node("Unknown", NOT_RUN, Some(5)),
-            every,
-            NOW,
-            &mut Vec::new(),
-        )
-        .expect("t");
+        let u = judged("Unknown", NOT_RUN, Some(5));
         assert_eq!(problem("win-1", &u), None);
         // Not run, changed to that more than two intervals ago: its runs never judge, stale.
         let mut never = node("Unknown", NOT_RUN, Some(5));

@@ -1,18 +1,11 @@
 //! A fleet's turns: at most `count` nodes of the fleet DaemonSet change at once, each holding
 //! one of the coordination.k8s.io/v1 Leases `<name>-turn-0` .. `<name>-turn-<count - 1>` while
-//! it changes and until it is healthy again. In the pod's command, as the DaemonSet controller
-//! paces only a rolling update (kubernetes v1.33 `pkg/controller/daemon/update.go`): a new
-//! DaemonSet or node starts every pod at once.
-//!
-//! - Taking: a missing slot is created, a free one updated with the resourceVersion read; a
-//!   409 is another node winning (apiserver `pkg/registry/generic/registry/store.go`).
-//! - Expiry as client-go's leader election judges it (v0.33.0
-//!   `tools/leaderelection/leaderelection.go`, `isLeaseValid`): a record seen unchanged for its
-//!   `leaseDurationSeconds` by this node's monotonic clock; no two nodes' clocks are compared.
-//! - Holding: renewed every third of its duration; given back once the node is healthy.
-//! - Failing: the slot is kept and marked (`FAILED`), taken by no other node while the
-//!   holder's Node exists, as system-upgrade-controller stops at a failed job (v0.19.0
-//!   `pkg/upgrade/plan/plan.go`); the node's next pod takes it back and tries again.
+//! it changes and until it is healthy again (the DaemonSet controller paces only a rolling
+//! update: kubernetes v1.33 `pkg/controller/daemon/update.go`). A free slot is updated with the
+//! resourceVersion read (a 409 is another node winning); one expires as client-go's leader
+//! election judges it (v0.33.0 `tools/leaderelection/leaderelection.go`, `isLeaseValid`: seen
+//! unchanged for its duration on this node's monotonic clock); it is renewed every third of
+//! that; a failed node's slot is kept, marked `FAILED`, while its Node exists.
 
 use crate::cluster::{Cluster, ClusterError};
 use crate::error::{Diagnosis, Exit, Kind};

@@ -1,12 +1,7 @@
-//! Whether the API server takes calico-node's token now, asked once with calico-node's own
-//! kubeconfig: a GET of the node's own Node, the request CalicoNode makes every minute and
-//! which calico-node's ClusterRole allows (tigera/operator `pkg/render/node.go`, `nodeRole`:
-//! `get` on `pods`, `nodes`, `namespaces`, "The CNI plugin needs to get pods, nodes,
-//! namespaces"). kube-apiserver authenticates a request before it authorizes or serves it
-//! (kubernetes `staging/src/k8s.io/apiserver/pkg/server/config.go`,
-//! `DefaultBuildHandlerChain`: `WithAuthentication` outside `WithAuthorization`), so a 401 is
-//! the token refused whatever was asked, and any other answer from the server (the Node, a
-//! 404, a 403) is the token taken.
+//! Whether the API server takes calico-node's token now: a GET of the node's own Node with
+//! calico-node's kubeconfig (its ClusterRole allows it: tigera/operator `pkg/render/node.go`,
+//! `nodeRole`). Authentication comes before all else (apiserver `pkg/server/config.go`,
+//! `DefaultBuildHandlerChain`), so only a 401 is the token refused.
 
 use super::credentials::Token;
 use crate::cluster::{Cluster, ClusterError};

@@ -5,13 +5,10 @@ use crate::cluster::ClusterError;
 use crate::duration::{Look, Pauses, poll_quietly};
 use serde::Serialize;
 
-/// The create of `obj` (in its namespace), sent with kube-apiserver's `timeout` query
-/// parameter at `CREATE_TIMEOUT`, the client's own bound on a call: the server's deadline for
-/// it is then that long from its arrival, not its `--request-timeout` (60 s unless set, and
-/// longer where set so), so that a create whose answer was lost can stop committing within
+/// The create of `obj` (in its namespace) with the `timeout` query parameter at
+/// `CREATE_TIMEOUT`, so that a create whose answer was lost stops committing within
 /// `SETTLE_WITHIN` (k8s.io/apiserver pkg/endpoints/filters/request_deadline.go
-/// `withRequestDeadline`: the caller's `timeout` when above 0 and below the server's maximum;
-/// kube's `PostParams` carries none).
+/// `withRequestDeadline`; kube's `PostParams` carries none).
 pub(super) async fn create_within<K>(client: &kube::Client, obj: &K) -> Result<K, kube::Error>
 where
     K: kube::Resource<DynamicType = ()> + Serialize + serde::de::DeserializeOwned,
@@ -29,12 +26,9 @@ where
 /// a call (`Cluster::call`), after which its answer is taken for lost anyway.
 pub(super) const CREATE_TIMEOUT: std::time::Duration = crate::cluster::CALL_TIMEOUT;
 
-/// The create, sent again after a 429: kube-apiserver's API Priority and Fairness refuses
-/// with 429 before the request reaches its handler, so nothing was written
-/// (k8s.io/apiserver `pkg/server/filters/priority-and-fairness.go`). Kube's own retries are
-/// off for it (a lost answer is read back instead), so a node provisioned with many others
-/// asks again here, a second apart (kube's error drops the Retry-After header), for at most
-/// `THROTTLED_FOR`; the last 429 then stands.
+/// The create, sent again a second apart after a 429 for at most `THROTTLED_FOR`: API Priority
+/// and Fairness refuses before the handler, so nothing was written (k8s.io/apiserver
+/// `pkg/server/filters/priority-and-fairness.go`); kube's own retries are off for it.
 pub(super) fn throttled<T>(
     create: impl Fn() -> Result<T, ClusterError>,
 ) -> Result<T, ClusterError> {

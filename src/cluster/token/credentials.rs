@@ -237,15 +237,11 @@ pub fn node_token(
     node_token_in(host, &String::from_utf8_lossy(&bytes))
 }
 
-/// calico-node's token, given the text of its kubeconfig (parsed once), in client-go's order:
-/// the token in the file the kubeconfig names (`tokenFile`), trimmed, whenever that file can
-/// be read and is not empty, else the one it holds inline (`token`). That is what client-go
-/// sends (kubernetes v1.20.2, staging/src/k8s.io/client-go: transport/round_trippers.go,
-/// `bearerAuthRoundTripper.RoundTrip` prefers its file source's token and falls back on the
-/// inline one; transport/token_source.go, `fileTokenSource.Token` trims it and refuses an
-/// empty one). A file over `TOKEN_FILE_CAP`, or holding control characters, counts as
-/// unreadable. An error reading the file is the answer only when there is no inline token to
-/// fall back on.
+/// calico-node's token, given the text of its kubeconfig, in client-go's order (kubernetes
+/// v1.20.2 client-go `transport/round_trippers.go`, `bearerAuthRoundTripper.RoundTrip`;
+/// `transport/token_source.go`, `fileTokenSource.Token`): the `tokenFile`'s, trimmed, when it
+/// can be read and is not empty (a file over `TOKEN_FILE_CAP` or with control characters
+/// cannot), else the inline `token`; the file's error only when there is none.
 pub fn node_token_in(
     host: &dyn crate::host::Host,
     kubeconfig: &str,
@@ -353,11 +349,9 @@ pub fn service_account(c: &Cluster, namespace: &str, name: &str) -> Result<(), a
     }
 }
 
-/// A token from the TokenRequest API, asked to live `lifetime` (the server may shorten it),
-/// bound to the Node `node` when one is given and the server binds tokens to Nodes
-/// (`boundObjectRef` of kind Node, from Kubernetes 1.31, `NODE_BINDING_SINCE`):
-/// deleting the Node then revokes it. A server that refuses the binding (an older one, or a
-/// Node that does not exist yet) gives an unbound token, and `Issued::unbound` says why.
+/// A token from the TokenRequest API, asked to live `lifetime`, bound to the Node `node` when
+/// given (`NODE_BINDING_SINCE`: deleting the Node revokes it); a server that refuses the
+/// binding gives an unbound token, and `Issued::unbound` says why.
 pub fn token_request(
     c: &Cluster,
     namespace: &str,

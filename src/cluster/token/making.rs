@@ -170,12 +170,9 @@ impl Making {
 
 /// Creates the grant's Role and RoleBinding where they are missing, each flagged in `making`
 /// and saved (`save`, into the install's journal) before it is created, and saved again with
-/// its uid once made. The uids for the install record: of one made here (now or by the
-/// cut-off run `making` came from), else the one `g` had recorded (an earlier install's: one
-/// made again since by someone else is not adopted), else, unless `g`'s record keeps uids
-/// and named none (`Grant::keeps_uids`: another's), of the one there when it carries our
-/// label. One there that is not ours is used only when it is what ours would be
-/// (`refuse_role`, `refuse_binding`).
+/// its uid once made. The uids for the install record: of one made here, else the one `g`
+/// recorded, else (unless `g` keeps uids) of one there with our label (`found`). One there
+/// that is not ours is used only when it is what ours would be (`refuse_role`).
 pub fn ensure(
     c: &Cluster,
     g: &Grant,
@@ -290,13 +287,10 @@ fn found(
     recorded.clone().or_else(|| ours(meta).filter(|_| adopt))
 }
 
-/// One object created, flagged in `making` and saved first, its uid saved once made. A
-/// create refused as there already (409), or whose answer was lost (a timeout, a 5xx: it may
-/// have committed), is settled by reading the object back: it is ours when it carries our
-/// nonce, another's (not flagged) when it does not; missing after a lost answer (or when the
-/// read fails), the error stands, and the flag without a uid, saved: it may still commit
-/// (`Making::unsettled`). A create the API server refused before writing (a 4xx) is
-/// unflagged: nothing of it can appear.
+/// One object created, flagged in `making` and saved first, its uid saved once made. A 409 or
+/// a lost answer (it may have committed) is settled by reading the object back: ours when it
+/// carries our nonce; missing after a lost answer, the error stands with the flag saved
+/// (`Making::unsettled`). A 4xx refusal is unflagged: nothing of it can appear.
 fn create_flagged<T: kube::Resource>(
     making: &mut Making,
     part: Part,
@@ -337,12 +331,9 @@ fn ours(meta: &ObjectMeta) -> Option<String> {
 }
 
 /// Deletes what an install made of a grant, as `renewal::remove` does; an object it did not
-/// make stays untouched.
-/// A part flagged without its uid is deleted only when it carries this install's nonce
-/// (journals without a nonce, of older versions: when it carries our label). Such a part
-/// not there (`Making::unsettled`: its create's answer was lost, or its run cut off) may yet
-/// commit: it is read again until `SETTLE_WITHIN` has passed, and deleted if it comes; only
-/// then is it known never made, and what names it may go.
+/// make stays untouched. A part flagged without its uid is deleted only with this install's
+/// nonce (an older journal's: our label); one not there yet (`Making::unsettled`) is read
+/// again until `SETTLE_WITHIN` has passed, and deleted if it comes.
 pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError> {
     let at = (m.namespace.as_str(), m.name.as_str());
     // The parts an older journal flagged (`Making::unmarked`) by our label, the rest by the

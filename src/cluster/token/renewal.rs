@@ -1,17 +1,11 @@
-//! The one right a node keeps in the cluster besides Calico's own: its calico-node service
-//! account may request tokens for itself (`create` on `serviceaccounts/token`, resource name
-//! `calico-node`, in Calico's namespace), so CalicoNode renews calico-node's token before it
-//! expires and no node ever holds an admin credential.
-//!
-//! Each node gets its own Role and RoleBinding (`calicoctl-win-token-renewal-<node>`): install
-//! creates them with the admin kubeconfig, `uninstall --purge` deletes them, and they name the
-//! Node as their owner, so deleting a Node that never ran uninstall lets Kubernetes' garbage
-//! collector remove them. Several nodes' grants give the same right; removing one leaves the
-//! others' working.
+//! The one right a node keeps besides Calico's own: calico-node may request its own tokens
+//! (`create serviceaccounts/token calico-node` in Calico's namespace), so CalicoNode renews the
+//! token and no node holds an admin credential. Each node gets its own Role and RoleBinding
+//! (`calicoctl-win-token-renewal-<node>`), made by install, deleted by `uninstall --purge`, and
+//! owned by the Node, so the garbage collector removes them with it.
 
 use crate::cluster::{Cluster, ClusterError};
 use crate::k8s_name::NodeName;
-use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::rbac::v1::{PolicyRule, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
@@ -140,9 +134,7 @@ pub(super) fn node_owner(
     c: &Cluster,
     node: &NodeName,
 ) -> Result<Option<OwnerReference>, ClusterError> {
-    let api: Api<Node> = Api::all(c.client.clone());
-    let found = c.call_opt("get", &format!("nodes/{node}"), api.get(node.as_str()))?;
-    Ok(found.and_then(|n| {
+    Ok(crate::cluster::node::get(c, node)?.and_then(|n| {
         Some(OwnerReference {
             api_version: "v1".into(),
             kind: "Node".into(),
@@ -161,13 +153,10 @@ pub(super) fn labelled_ours(meta: &ObjectMeta) -> bool {
         .is_some_and(|v| v == MANAGED_BY.1)
 }
 
-/// Deletes the grant's RoleBinding and Role when they are calicoctl-win's (they carry the
-/// managed-by label `ensure` gives them, and the uid install recorded; a record that keeps
-/// uids and names none for one of them says it is another's: it stays, said; in a record of
-/// an older version, which kept none, the label alone decides), each with the uid read as a
-/// precondition, so that one made again by someone else between the read and the delete
-/// stays (409: kube-apiserver's `Store.Delete` checks `preconditions.uid`). Gone already is
-/// fine. What it left, said.
+/// Deletes the grant's RoleBinding and Role when they are calicoctl-win's (our label and the
+/// uid install recorded; in an older record without uids, the label alone), each with the uid
+/// read as a precondition (kube-apiserver's `Store.Delete` checks `preconditions.uid`), so one
+/// made again by someone else stays. Gone already is fine. What it left, said.
 pub fn remove(c: &Cluster, g: &Grant) -> Result<Vec<String>, ClusterError> {
     let known = Known {
         uids: &g.uids,

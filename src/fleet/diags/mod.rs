@@ -16,7 +16,7 @@ pub use fetch::{
     NodeBundle, PATH, Reason,
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Pod;
 pub use out::{OutDir, OutError, prepare_out};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -198,21 +198,9 @@ fn not_ours(pod: &Pod, uid: &str, node: &NodeName) -> Option<String> {
 
 /// The Windows nodes' names, with `selector`'s labels too.
 fn windows_nodes(c: &Cluster, selector: Option<&str>) -> Result<Vec<NodeName>, ClusterError> {
-    let mut labels = "kubernetes.io/os=windows".to_owned();
-    if let Some(s) = selector.filter(|s| !s.is_empty()) {
-        labels = format!("{labels},{s}");
-    }
-    let api: kube::Api<Node> = kube::Api::all(c.client.clone());
-    let lp = kube::api::ListParams::default()
-        .labels(&labels)
-        .limit(crate::cluster::PAGE);
     let mut names = Vec::new();
-    c.for_each_page_of(&api, "nodes", &lp, |page| {
-        names.extend(
-            page.into_iter()
-                .filter_map(|n| n.metadata.name.map(NodeName::from_api)),
-        );
-        Ok::<(), ClusterError>(())
+    crate::cluster::node::for_each_windows_node_of(c, selector, |n| {
+        names.extend(n.metadata.name.clone().map(NodeName::from_api));
     })?;
     names.sort();
     Ok(names)

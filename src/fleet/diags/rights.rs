@@ -1,11 +1,7 @@
 //! What `fleet diags` calls, as RBAC rules, and the objects that grant them: list the Windows
-//! nodes (a ClusterRole); get the DaemonSet (its uid), list its pods and `get pods/proxy` in
-//! its namespace (a Role there). Not `pods/exec`, which runs any command as SYSTEM on the
-//! node; the pod proxy is narrower but takes any port and path, and the pods share the node's
-//! network, so it reaches every TCP port of the node the API server may reach
-//! (docs/security.md). A token of `auth::ACCOUNT` is asked per node (`create
-//! serviceaccounts/token` of that account, by name), and CalicoNode reviews it (`create
-//! tokenreviews`, cluster-wide as a TokenReview names no object: `REVIEW`).
+//! nodes; get the DaemonSet, list its pods, `get pods/proxy` (not `pods/exec`, which runs any
+//! command as SYSTEM; the proxy reaches any TCP port of the node: docs/security.md) and
+//! `auth::ACCOUNT`'s tokens in its namespace; and CalicoNode's `create tokenreviews` (`REVIEW`).
 
 use crate::cluster::rights::{Right, Scope, policy_rules};
 use crate::fleet::rights::{account, role};
