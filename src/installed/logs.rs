@@ -59,8 +59,9 @@ impl LogSet {
 }
 
 /// A rotated file's time and number (`20251121T080003Z.2` is `("20251121T080003Z", 2)`): the
-/// order the files were written in, which their names alone do not sort (`.10` before `.2`).
-fn rotated_key(name: &str, stem: &str) -> Option<(String, u32)> {
+/// order the files were written in, which their names alone do not sort (`.10` before `.2`);
+/// `None` for a name `supervise::log` gives no rotated file.
+pub(crate) fn rotated_key(name: &str, stem: &str) -> Option<(String, u32)> {
     let lower = name.to_ascii_lowercase();
     let rest = lower
         .strip_prefix(&stem.to_ascii_lowercase())?
