@@ -75,20 +75,11 @@ pub enum Verdict {
 
 impl Verdict {
     /// The verdict's word, as JSON has it (`remote-stale`).
-    pub fn word(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Attaching => "attaching",
-            Self::Unclaimed => "unclaimed",
-            Self::Unchecked => "unchecked",
-            Self::Unknown => "unknown",
-            Self::Suspect => "suspect",
-            Self::Stuck => "stuck",
-            Self::Stale => "stale",
-            Self::RemoteStale => "remote-stale",
-            Self::OldAddress => "old-address",
-            Self::NoEndpoint => "no-endpoint",
-        }
+    pub fn word(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
     }
 
     /// Whether this verdict is a fault that `repair` removes.
