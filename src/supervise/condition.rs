@@ -98,7 +98,7 @@ impl Reporter {
             return;
         }
         self.next = Instant::now() + EVERY;
-        let cluster = match self.connect(host) {
+        let cluster = match connect(host, &self.kubeconfig, &self.env) {
             Ok(c) => c,
             Err(e) => {
                 log.warn(&format!(
@@ -149,21 +149,22 @@ impl Reporter {
             Err(e) => log.warn(&format!("cannot set the node's condition {CONDITION}: {e}")),
         }
     }
+}
 
-    fn connect(&self, host: &dyn Host) -> anyhow::Result<Cluster> {
-        let text = host
-            .read_file(&self.kubeconfig)?
-            .ok_or_else(|| anyhow::anyhow!("{} is missing", self.kubeconfig))?;
-        let text = String::from_utf8_lossy(&text);
-        let token = crate::cluster::credentials::node_token(host, &self.kubeconfig)?
-            .ok_or_else(|| anyhow::anyhow!("calico-node's token file is missing or empty"))?;
-        Ok(Cluster::connect_as_node(
-            &self.kubeconfig,
-            &text,
-            &token,
-            &self.env,
-        )?)
-    }
+/// A client of the cluster as calico-node: its kubeconfig and the token client-go sends with
+/// it (`credentials::node_token_in`).
+pub(super) fn connect(
+    host: &dyn Host,
+    kubeconfig: &str,
+    env: &BTreeMap<String, String>,
+) -> anyhow::Result<Cluster> {
+    let text = host
+        .read_file(kubeconfig)?
+        .ok_or_else(|| anyhow::anyhow!("{kubeconfig} is missing"))?;
+    let text = String::from_utf8_lossy(&text);
+    let token = crate::cluster::credentials::node_token_in(host, &text)?
+        .ok_or_else(|| anyhow::anyhow!("calico-node's token file is missing or empty"))?;
+    Ok(Cluster::connect_as_node(kubeconfig, &text, &token, env)?)
 }
 
 /// What a look found that the Node is told: the condition's reasons and the codes annotation.
@@ -305,7 +306,7 @@ pub fn reasons(
         .iter()
         .filter_map(|f| judge::verdict_of(f.code))
     {
-        *faults.entry(v.word().to_owned()).or_insert(0) += 1;
+        *faults.entry(v.word()).or_insert(0) += 1;
     }
     use crate::installed::metrics::{ENDPOINT_FAULTS, NODE_FILE, set_gauge};
     // Metrics never stop the look: a file that cannot be written keeps its last values.

@@ -292,9 +292,7 @@ impl Renewal {
         .min(cap);
         let cluster = Cluster::connect_as_node(&self.kubeconfig, &text, token, &self.env)?;
         // Bound to the node's Node again where the server allows it.
-        let node = [EnvVars::CALICO_K8S_NODE_REF, EnvVars::NODENAME]
-            .iter()
-            .find_map(|k| crate::k8s_name::NodeName::parse(self.env.get(*k)?).ok());
+        let node = super::diags_review::node_of(&self.env);
         let issued = credentials::token_request(
             &cluster,
             &namespace,
