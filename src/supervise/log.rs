@@ -1,7 +1,7 @@
 //! The service log, `<logs dir>\calico-<role>.log`, rotated by size and age as NSSM did, to
 //! `calico-<role>-<UTC time>.log`; the newest `keep` stay.
 
-use crate::host::LineSink;
+use crate::host::{EventLevel, LineSink};
 use crate::installed::logs::rotated_key;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -262,6 +262,14 @@ impl Log {
                 "cannot write the log {}: {e}",
                 f.path.display()
             );
+        }
+    }
+
+    /// Writes an event of calicoctl-win's source to the Application event log; a failure is
+    /// said here.
+    pub fn event(&self, host: &dyn crate::host::Host, level: EventLevel, id: u32, message: &str) {
+        if let Err(e) = host.report_event(crate::layout::EVENT_SOURCE, level, id, message) {
+            self.warn(&format!("cannot write to the Application event log: {e}"));
         }
     }
 

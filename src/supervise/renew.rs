@@ -12,7 +12,6 @@ use crate::cluster::{Cluster, ClusterError};
 use crate::host::{Access, EventLevel, Host};
 use crate::installed::metrics;
 use crate::installed::token_records::{self, IssuedRecord, Refused};
-use crate::layout::EVENT_SOURCE;
 use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -353,15 +352,9 @@ impl Renewal {
         };
         log.warn(&line);
         self.failures = self.failures.saturating_add(1);
-        if self.failures == 1
-            && let Err(e) = host.report_event(
-                EVENT_SOURCE,
-                EventLevel::Warning,
-                EVENT_RENEWAL_FAILED,
-                &format!("CalicoNode {line}"),
-            )
-        {
-            log.warn(&format!("cannot write to the Application event log: {e}"));
+        if self.failures == 1 {
+            let message = format!("CalicoNode {line}");
+            log.event(host, EventLevel::Warning, EVENT_RENEWAL_FAILED, &message);
         }
         if let Err(e) = token_records::keep_refused(host, &record) {
             log.warn(&format!("cannot record the failed renewal for status: {e}"));
