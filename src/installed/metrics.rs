@@ -1,11 +1,7 @@
-//! calicoctl-win's own metrics, kept in small files under the install root (SYSTEM and
-//! Administrators only), one per writer so that no two processes write one file: CalicoNode's,
-//! repair's and the fleet DaemonSet's (`service keep-token`: its renewals and scheduled verify); the threads of
-//! a writer update its file one at a time (`update`). CalicoNode serves them (`supervise::metrics_server`) in Prometheus' text
-//! exposition format, version 0.0.4 (prometheus/docs
-//! `content/docs/instrumenting/exposition_formats.md`: `# HELP` and `# TYPE` lines, then one
-//! `name{label="value"} value` line per sample, label values with `\`, `"` and newline
-//! escaped, lines ending in `\n`).
+//! calicoctl-win's own metrics, kept under the install root (SYSTEM and Administrators only),
+//! one file per writing process (CalicoNode, repair, the fleet DaemonSet's `service
+//! keep-token`), and served by CalicoNode (`supervise::metrics_server`) in Prometheus' text
+//! exposition format 0.0.4 (prometheus/docs `content/docs/instrumenting/exposition_formats.md`).
 
 use crate::host::{Access, Host, HostResult};
 use crate::installed::endpoints::Verdict;
