@@ -60,7 +60,8 @@ pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
     Ok(())
 }
 
-fn backend(env: &BTreeMap<String, String>) -> &str {
+/// The node's networking backend (`CALICO_NETWORKING_BACKEND`, vxlan when unset).
+pub(super) fn backend(env: &BTreeMap<String, String>) -> &str {
     env.get(EnvVars::CALICO_NETWORKING_BACKEND)
         .map_or("vxlan", String::as_str)
 }
