@@ -53,15 +53,9 @@ impl Reporter {
         env: &BTreeMap<String, String>,
         root: &crate::layout::InstallRoot,
     ) -> Option<Self> {
-        if env.get(EnvVars::CALICO_DATASTORE_TYPE).map(String::as_str) != Some("kubernetes") {
-            return None;
-        }
         Some(Self {
             root: root.clone(),
-            kubeconfig: env
-                .get(EnvVars::KUBECONFIG)
-                .filter(|k| !k.is_empty())?
-                .clone(),
+            kubeconfig: kubeconfig(env)?.clone(),
             node: NodeName::parse(env.get(EnvVars::NODENAME)?).ok()?,
             env: env.clone(),
             published: Published::default(),
@@ -149,6 +143,14 @@ impl Reporter {
             Err(e) => log.warn(&format!("cannot set the node's condition {CONDITION}: {e}")),
         }
     }
+}
+
+/// calico-node's kubeconfig (`KUBECONFIG`) on a Kubernetes datastore.
+pub(super) fn kubeconfig(env: &BTreeMap<String, String>) -> Option<&String> {
+    let kubernetes =
+        env.get(EnvVars::CALICO_DATASTORE_TYPE).map(String::as_str) == Some("kubernetes");
+    env.get(EnvVars::KUBECONFIG)
+        .filter(|k| kubernetes && !k.is_empty())
 }
 
 /// A client of the cluster as calico-node: its kubeconfig and the token client-go sends with

@@ -12,7 +12,6 @@ use crate::cluster::{Cluster, ClusterError};
 use crate::host::{Access, EventLevel, Host};
 use crate::installed::metrics;
 use crate::installed::token_records::{self, IssuedRecord, Refused};
-use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -109,13 +108,7 @@ impl Renewal {
     /// The renewal of the node's kubeconfig (`KUBECONFIG`) when it reads its token from a file
     /// on a Kubernetes datastore; `None`, said in the log, otherwise.
     pub fn prepare(host: &dyn Host, env: &BTreeMap<String, String>, log: &Log) -> Option<Self> {
-        if env.get(EnvVars::CALICO_DATASTORE_TYPE).map(String::as_str) != Some("kubernetes") {
-            return None;
-        }
-        let kubeconfig = env
-            .get(EnvVars::KUBECONFIG)
-            .filter(|k| !k.is_empty())?
-            .clone();
+        let kubeconfig = super::condition::kubeconfig(env)?.clone();
         let text = match host.read_file(&kubeconfig) {
             Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
             Ok(None) => {
