@@ -207,7 +207,7 @@ pub fn report_failure(
         what: what.to_owned(),
         error: error.to_owned(),
         blocks,
-        at: crate::installed::failure::now(),
+        at: crate::duration::now(),
     };
     if let Err(e) = crate::installed::failure::record(host, failure) {
         log.warn(&format!(
