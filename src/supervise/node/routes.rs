@@ -124,11 +124,11 @@ fn restore_routes(
 
 /// EC2 and GCE: the metadata service must stay reachable through the vSwitch.
 fn ensure_metadata_route(host: &dyn Host, mgmt: Ipv4Addr, log: &Log) -> Result<()> {
-    let present = host
+    if host
         .routes()?
         .iter()
-        .any(|r| r.destination == METADATA && r.prefix_len == 32);
-    if present {
+        .any(crate::installed::routes::is_metadata)
+    {
         return Ok(());
     }
     let fail = |error: &str| {
