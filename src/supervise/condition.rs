@@ -40,11 +40,11 @@ pub struct Reporter {
     published: Published,
     next: Instant,
     /// The Node's InternalIP as last read.
-    internal_ip: Option<std::net::Ipv4Addr>,
+    pub(super) internal_ip: Option<std::net::Ipv4Addr>,
     /// The last look's read of the Node was refused (401): calico-node's token is refused.
-    refused: bool,
+    pub(super) refused: bool,
     /// The group Calico's resources are served in, as the last look discovered it.
-    calico_group: Option<crate::cluster::calico_api::Group>,
+    pub(super) calico_group: Option<crate::cluster::calico_api::Group>,
 }
 
 impl Reporter {
@@ -64,21 +64,6 @@ impl Reporter {
             refused: false,
             calico_group: None,
         })
-    }
-
-    /// Whether the last look's read of the Node with calico-node's token was refused (401).
-    pub fn refused(&self) -> bool {
-        self.refused
-    }
-
-    /// The group Calico's resources are served in, as the last look discovered it.
-    pub fn calico_group(&self) -> Option<crate::cluster::calico_api::Group> {
-        self.calico_group
-    }
-
-    /// The Node's InternalIP as the last look read it.
-    pub fn internal_ip(&self) -> Option<std::net::Ipv4Addr> {
-        self.internal_ip
     }
 
     /// How long until it looks again.

@@ -66,7 +66,7 @@ fn watch_kubelet(
     let mut groups = crate::supervise::api_group::GroupWatch::new(env);
     loop {
         hns.check(host, s, stop, log)?;
-        let internal = condition.as_ref().and_then(|c| c.internal_ip());
+        let internal = condition.as_ref().and_then(|c| c.internal_ip);
         match host.process_pid("kubelet.exe") {
             Ok(Some(pid)) if last != Some(pid) => {
                 let again = if last.is_some() { " again" } else { "" };
@@ -105,13 +105,13 @@ fn watch_kubelet(
             c.keep(host, log);
             wait = wait.min(c.due_in());
             // A refused token is known within the minute, not at its renewal time.
-            if c.refused()
+            if c.refused
                 && let Some(r) = renewal.as_deref_mut()
             {
                 r.refused_elsewhere(log);
                 r.keep(host, log);
             }
-            if let Some(change) = c.calico_group().and_then(|g| groups.changed(g)) {
+            if let Some(change) = c.calico_group.and_then(|g| groups.changed(g)) {
                 api_group::restart_components(host, change, s.service_stop_wait(), stop, log)?;
                 startup(host, s, env, program, None, stop, log)?;
             }
