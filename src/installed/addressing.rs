@@ -1,24 +1,15 @@
-//! The External vSwitch's adapter's addressing from before the vSwitch: recorded by CalicoNode
-//! just before it makes the vSwitch and keyed to that External network's id once it is made.
-//! Creating a vSwitch on a static adapter can leave its host adapter without the DNS servers,
-//! or on DHCP or an APIPA address (kubernetes-sigs/sig-windows-tools#162, microsoft/SDN#498,
-//! projectcalico/calico#4631, ovn-org/ovn-kubernetes#2530), and `Calico_ep` can take the LAN's
-//! interface metric, after which the LAN is lost (projectcalico/calico#4664).
+//! The External vSwitch's adapter's addressing from before the vSwitch, recorded by CalicoNode
+//! just before it makes the vSwitch and keyed to that External network's id. Creating a vSwitch
+//! on a static adapter can drop its DNS servers or address (kubernetes-sigs/sig-windows-tools#162,
+//! microsoft/SDN#498, projectcalico/calico#4631, ovn-org/ovn-kubernetes#2530), and `Calico_ep`
+//! can take the LAN's interface metric (projectcalico/calico#4664).
 //!
-//! What the host adapter lacks right after the vSwitch was made is what the vSwitch dropped
-//! (`lost`): that, and only that, is put back, once; an item whose put-back failed is tried
-//! again at the next start only while the adapter is still as the vSwitch left it. Whatever
-//! differs later is an administrator's change (`Set-DnsClientServerAddress`, a new static
-//! address), which is never reverted: `status` tells the two apart. The record goes with its
-//! network: a record of a network that is gone is dropped, and uninstall and migrate drop it.
-//!
-//! The calls exist on Windows Server 2019 (17763) and later: `SetInterfaceDnsSettings` (build
-//! 19041 and later) is not used. An address is added with `CreateUnicastIpAddressEntry` and a
-//! metric set with `SetIpInterfaceEntry` (netioapi.h, Windows Vista and later: `Network`); DHCP
-//! is turned off, and the DNS servers and suffix set, with WMI's
-//! `Win32_NetworkAdapterConfiguration` methods (`host::ip_config`), which tell the DHCP and DNS
-//! clients, as writing the interface's TCP/IP parameters in the registry does not. What was
-//! put back is read back: a change Windows does not report is not done.
+//! Only what the host adapter lacked right after the vSwitch was made (`lost`) is put back,
+//! once; a later difference is an administrator's change, never reverted. The record goes with
+//! its network. Only calls of Windows Server 2019 (17763; not `SetInterfaceDnsSettings`, 19041):
+//! `CreateUnicastIpAddressEntry` and `SetIpInterfaceEntry` (netioapi.h), and WMI's
+//! `Win32_NetworkAdapterConfiguration` for DHCP and DNS (`host::ip_config`), which tell the DHCP
+//! and DNS clients as registry writes do not. What was put back is read back.
 
 use crate::host::ip_config::AdapterSetting;
 use crate::host::{Adapter, HnsNetwork, Host, HostResult, RegValue};

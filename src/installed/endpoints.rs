@@ -1,30 +1,17 @@
-//! The health of the Calico network's HNS endpoints, judged against the pods: a pod's endpoint
-//! that never attached (`stuck`), an endpoint no pod owns (`stale`), another host's endpoint
-//! for an address neither a pod nor an EndpointSlice has any more (`remote-stale`).
-//!
-//! Only what is told positively is judged so (`kind`): a pod's endpoint by the name Calico's
-//! CNI plugin gives it, another host's by the MAC kube-proxy gives a Service backend's. Calico's
-//! host endpoint `Calico_ep` and whatever holds the block's `.2` (kube-proxy's source VIP) are
-//! infrastructure, `ok` whatever the pods say; anything else is `unknown`: reported, never a
-//! fault, never deleted.
-//!
-//! What `repair` deletes is judged on evidence, never on one look:
-//! - a fault counts only once it has been seen at fault for longer than the grace period
-//!   (`seen`: CalicoNode records when it first saw each endpoint at fault, every minute; until
-//!   then it is `suspect`), and a pod's endpoint is never stuck while its pod is younger than
-//!   that;
-//! - an endpoint whose address no pod has is `unclaimed`, not stale, while a pod on the node has
-//!   no address yet, or has addresses none of which has an endpoint here (its sandbox is being
-//!   made again, and kubelet has not posted the new address); a finished pod owns nothing;
+//! The health of the Calico network's HNS endpoints, judged against the pods (`Verdict`).
+//! Only what is told positively is judged (`kind`): anything else is `unknown`, reported and
+//! never deleted. What `repair` deletes is judged on evidence, never on one look:
+//! - a fault counts only once seen at fault for longer than the grace period (`seen`, recorded
+//!   by CalicoNode every minute; until then `suspect`);
+//! - an address no pod has is `unclaimed` while a pod on the node may still claim it
+//!   (`may_claim`);
 //! - another host's endpoints are kube-proxy's (kubernetes pkg/proxy/winkernel/proxier.go makes
-//!   one for every Service backend not on its node): while kube-proxy runs they are left to it;
-//!   otherwise one is in use when an EndpointSlice or a pod has its address.
+//!   one for every Service backend not on its node): while kube-proxy runs they are left to it.
 //!
-//! Healthy states: HNS's Created 1, Attached 2, AttachedSharing 3, Detached 4, Degraded 5,
-//! Destroyed 6 (hcsshim internal/hns/hnsendpoint.go, `EndpointState`); a running pod's endpoint
-//! is AttachedSharing (azure-container-networking npm/pkg/dataplane/dataplane_windows.go,
-//! `hcnEndpointStateAttachedSharing`). A pod's endpoint in 1, 4, 5 or 6 past the grace period
-//! is stuck.
+//! HNS's states: Created 1, Attached 2, AttachedSharing 3, Detached 4, Degraded 5, Destroyed 6
+//! (hcsshim internal/hns/hnsendpoint.go, `EndpointState`); a running pod's endpoint is
+//! AttachedSharing (azure-container-networking npm/pkg/dataplane/dataplane_windows.go,
+//! `hcnEndpointStateAttachedSharing`).
 
 use crate::cluster::Cluster;
 use crate::cluster::drain::PodRef;
@@ -75,20 +62,11 @@ pub enum Verdict {
 
 impl Verdict {
     /// The verdict's word, as JSON has it (`remote-stale`).
-    pub fn word(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Attaching => "attaching",
-            Self::Unclaimed => "unclaimed",
-            Self::Unchecked => "unchecked",
-            Self::Unknown => "unknown",
-            Self::Suspect => "suspect",
-            Self::Stuck => "stuck",
-            Self::Stale => "stale",
-            Self::RemoteStale => "remote-stale",
-            Self::OldAddress => "old-address",
-            Self::NoEndpoint => "no-endpoint",
-        }
+    pub fn word(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
     }
 
     /// Whether this verdict is a fault that `repair` removes.
@@ -200,13 +178,8 @@ fn without_endpoint(endpoints: &[HnsEndpoint], network: &str, ev: &Evidence) -> 
     let Some(pods) = ev.pods else {
         return Vec::new();
     };
-    let held = |ip: &String| {
-        endpoints
-            .iter()
-            .any(|e| !e.remote && e.ip.as_deref() == Some(ip.as_str()))
-    };
     pods.iter()
-        .filter(|p| !p.ips.is_empty() && !p.ips.iter().any(held))
+        .filter(|p| !p.ips.is_empty() && !held(endpoints, &p.ips))
         .filter(|p| ev.older_than_grace(p.created))
         .map(|p| Judged {
             id: format!("{POD_ID_PREFIX}{}", p.pod.uid),
@@ -302,18 +275,21 @@ fn remote(e: &HnsEndpoint, ev: &Evidence) -> (Verdict, Option<String>) {
     }
 }
 
+/// Whether an endpoint of this host has one of `ips`.
+fn held(endpoints: &[HnsEndpoint], ips: &[String]) -> bool {
+    endpoints
+        .iter()
+        .any(|e| !e.remote && e.ip.as_ref().is_some_and(|ip| ips.contains(ip)))
+}
+
 /// Why a pod on this node may still claim an endpoint no pod has the address of: it has no
 /// address yet, or none of its addresses has an endpoint here (its sandbox is being made
 /// again). `None` when no pod may.
 fn may_claim(all: &[HnsEndpoint], pods: &[NodePod]) -> Option<String> {
-    let held = |ip: &String| {
-        all.iter()
-            .any(|o| !o.remote && o.ip.as_deref() == Some(ip.as_str()))
-    };
     pods.iter().find_map(|p| {
         if p.ips.is_empty() {
             Some(format!("pod {} has no address yet", p.pod))
-        } else if !p.ips.iter().any(held) {
+        } else if !held(all, &p.ips) {
             Some(format!(
                 "pod {} has no endpoint for its address {} (its sandbox may be being made again)",
                 p.pod,

@@ -35,12 +35,6 @@ pub struct Failure {
     pub at: i64,
 }
 
-pub fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
 /// The failures recorded so far (none when the value is missing or unreadable).
 pub fn recorded(host: &dyn Host) -> HostResult<Vec<Failure>> {
     Ok(match host.reg_get(CALICO_KEY, FAILURES_VALUE)? {

@@ -28,11 +28,6 @@ struct FileStat {
     modified: u128,
 }
 
-/// A file's size and modification time; `None` when it is not a regular file.
-fn stat(host: &dyn Host, path: &str) -> anyhow::Result<Option<(u64, u128)>> {
-    Ok(host.stat(path)?)
-}
-
 impl FileStats {
     /// The stats kept under `root`; none (everything is hashed) when there are none, or they
     /// cannot be read or are of another format.
@@ -59,7 +54,7 @@ impl FileStats {
         if sha256.is_empty() || kept.sha256 != sha256 || kept.modified == 0 {
             return Ok(false);
         }
-        Ok(stat(host, path)? == Some((kept.size, kept.modified)))
+        Ok(host.stat(path)? == Some((kept.size, kept.modified)))
     }
 
     /// After an install or reconfigure: the recorded files' sizes and times now, each taken
@@ -70,7 +65,7 @@ impl FileStats {
         let before = Self::read(host, &rec.root());
         let mut files = Vec::with_capacity(rec.files.len());
         for f in rec.files.iter().filter(|f| !f.sha256.is_empty()) {
-            let Some((size, modified)) = stat(host, &f.path)? else {
+            let Some((size, modified)) = host.stat(&f.path)? else {
                 continue;
             };
             let kept = FileStat {
@@ -81,7 +76,7 @@ impl FileStats {
             };
             let matches = before.files.contains(&kept)
                 || (host_sha256(host, &f.path)?.as_deref() == Some(f.sha256.as_str())
-                    && stat(host, &f.path)? == Some((size, modified)));
+                    && host.stat(&f.path)? == Some((size, modified)));
             if matches {
                 files.push(kept);
             }

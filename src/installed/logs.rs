@@ -1,13 +1,9 @@
-//! A service's log read as one stream (`logs`): its rotated files (`<stem>-<UTC time>.log`,
-//! `<stem>-<UTC time>.<n>.log` when several rotate in one second: `supervise/log.rs`) in the
+//! A service's log read as one stream (`logs`): its rotated files (`supervise/log.rs`) in the
 //! order they were written, then its current `<stem>.log`; from the last N lines, from a time,
-//! or from where a follower stopped; followed across renames and truncation; every line
-//! redacted. Memory is bounded: files are read in chunks, a longer line goes out in pieces.
-//!
-//! A follower holds no file open between polls (a rotation renames the file it reads) and
-//! knows the file it is in by the hash of its first bytes (`Position`), as a reader that
-//! restarts does: a rotation is the same file under a rotated name, a copy-and-truncate the
-//! same head in the copy, a file whose head is nowhere a gap said as one.
+//! or from where a follower stopped; every line redacted; memory bounded (chunks, long lines in
+//! pieces). A follower holds no file open between polls (a rotation renames the file it reads)
+//! and knows its file by the hash of its first bytes (`Position`): a head found nowhere is a gap,
+//! said.
 
 use crate::host::{Files, HostError, HostResult};
 use crate::redact::{Pending, Redactor};
@@ -59,8 +55,9 @@ impl LogSet {
 }
 
 /// A rotated file's time and number (`20251121T080003Z.2` is `("20251121T080003Z", 2)`): the
-/// order the files were written in, which their names alone do not sort (`.10` before `.2`).
-fn rotated_key(name: &str, stem: &str) -> Option<(String, u32)> {
+/// order the files were written in, which their names alone do not sort (`.10` before `.2`);
+/// `None` for a name `supervise::log` gives no rotated file.
+pub(crate) fn rotated_key(name: &str, stem: &str) -> Option<(String, u32)> {
     let lower = name.to_ascii_lowercase();
     let rest = lower
         .strip_prefix(&stem.to_ascii_lowercase())?

@@ -1,11 +1,7 @@
-//! calicoctl-win's own metrics, kept in small files under the install root (SYSTEM and
-//! Administrators only), one per writer so that no two processes write one file: CalicoNode's,
-//! repair's and the fleet DaemonSet's (`service keep-token`: its renewals and scheduled verify); the threads of
-//! a writer update its file one at a time (`update`). CalicoNode serves them (`supervise::metrics_server`) in Prometheus' text
-//! exposition format, version 0.0.4 (prometheus/docs
-//! `content/docs/instrumenting/exposition_formats.md`: `# HELP` and `# TYPE` lines, then one
-//! `name{label="value"} value` line per sample, label values with `\`, `"` and newline
-//! escaped, lines ending in `\n`).
+//! calicoctl-win's own metrics, kept under the install root (SYSTEM and Administrators only),
+//! one file per writing process (CalicoNode, repair, the fleet DaemonSet's `service
+//! keep-token`), and served by CalicoNode (`supervise::metrics_server`) in Prometheus' text
+//! exposition format 0.0.4 (prometheus/docs `content/docs/instrumenting/exposition_formats.md`).
 
 use crate::host::{Access, Host, HostResult};
 use crate::installed::endpoints::Verdict;
@@ -166,19 +162,13 @@ pub fn bump(
 /// Adds `by` to a counter of `file` under the install root the registry names (install's
 /// `InstallRoot` value); a failure is only returned: metrics never stop the node.
 pub fn count(host: &dyn Host, file: &str, name: &str, by: u64) -> HostResult<()> {
-    match installed_root(host)? {
-        Some(root) => bump(host, &root, file, name, by),
-        None => Ok(()),
-    }
+    update_installed(host, file, |s| *s.entry(name.to_owned()).or_default() += by)
 }
 
 /// Sets a gauge with no label in `file` under the install root the registry names; as
 /// `count`, a failure is only returned.
 pub fn set(host: &dyn Host, file: &str, name: &str, value: u64) -> HostResult<()> {
-    let Some(root) = installed_root(host)? else {
-        return Ok(());
-    };
-    update(host, &root, file, |s| {
+    update_installed(host, file, |s| {
         s.insert(name.to_owned(), value);
     })
 }
@@ -186,22 +176,26 @@ pub fn set(host: &dyn Host, file: &str, name: &str, value: u64) -> HostResult<()
 /// Keeps a scheduled verify's verdict and when it ran, in one write: a verdict is only as
 /// current as its time says (a scrape compares it with `time()`).
 pub fn record_verify(host: &dyn Host, passed: bool, at: i64) -> HostResult<()> {
-    let Some(root) = installed_root(host)? else {
-        return Ok(());
-    };
-    update(host, &root, VERIFY_FILE, |s| {
+    update_installed(host, VERIFY_FILE, |s| {
         s.insert(VERIFY_PASSED.to_owned(), u64::from(passed));
         s.insert(VERIFY_TIMESTAMP.to_owned(), u64::try_from(at).unwrap_or(0));
     })
 }
 
-/// The install root install wrote in the registry (its `InstallRoot` value), if any.
-fn installed_root(host: &dyn Host) -> HostResult<Option<InstallRoot>> {
+/// `update` under the install root install wrote in the registry (its `InstallRoot` value);
+/// nothing when there is none.
+fn update_installed(
+    host: &dyn Host,
+    file: &str,
+    change: impl FnOnce(&mut Samples),
+) -> HostResult<()> {
     use crate::layout::{CALICO_KEY, INSTALL_ROOT_VALUE};
-    Ok(match host.reg_get(CALICO_KEY, INSTALL_ROOT_VALUE)? {
-        Some(crate::host::RegValue::Sz(root)) => Some(InstallRoot::new(&root)),
-        _ => None,
-    })
+    match host.reg_get(CALICO_KEY, INSTALL_ROOT_VALUE)? {
+        Some(crate::host::RegValue::Sz(root)) => {
+            update(host, &InstallRoot::new(&root), file, change)
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Sets a gauge's series of one label to these values, dropping its other series.

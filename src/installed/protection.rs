@@ -59,10 +59,19 @@ pub fn weak_dirs(h: &dyn Host, c: &Config) -> Vec<(String, Vec<String>)> {
 /// change what has the security `read` (`Files::security`, `Files::link_security`); nothing
 /// when it is not there; an unreadable one with why.
 pub fn writers(read: crate::host::HostResult<Option<String>>, admin: Option<&str>) -> Vec<String> {
+    judged(read, |desc| crate::host::acl::writers_but(desc, admin))
+}
+
+/// What `judge` finds in the security `read`: nothing when it is not there; an unreadable one
+/// with why.
+fn judged(
+    read: crate::host::HostResult<Option<String>>,
+    judge: impl Fn(&crate::host::acl::Descriptor) -> Vec<String>,
+) -> Vec<String> {
     match read {
         Ok(None) => Vec::new(),
         Ok(Some(sddl)) => match crate::host::acl::parse(&sddl) {
-            Ok(desc) => crate::host::acl::writers_but(&desc, admin),
+            Ok(desc) => judge(&desc),
             Err(why) => vec![format!("its access list cannot be read ({why}): {sddl}")],
         },
         Err(e) => vec![format!("its access list cannot be read: {e}")],
@@ -109,7 +118,13 @@ pub fn untrusted_link(
     for at in ancestors(&path) {
         let who = match h.is_reparse_point(&at) {
             Ok(false) => continue,
-            Ok(true) => link_writers(h.link_security(&at), admin, through(&at)),
+            // Who but SYSTEM, Administrators and `admin` owns it or, outside the sandbox, may change it.
+            Ok(true) if through(&at) => judged(h.link_security(&at), |desc| {
+                crate::host::acl::owner_but(desc, admin)
+                    .into_iter()
+                    .collect()
+            }),
+            Ok(true) => writers(h.link_security(&at), admin),
             Err(e) => vec![format!("whether it is one cannot be read: {e}")],
         };
         if !who.is_empty() {
@@ -117,26 +132,6 @@ pub fn untrusted_link(
         }
     }
     None
-}
-
-/// Who but SYSTEM, Administrators and `admin` owns the link of the security `read` or, unless
-/// `holds_program`, may change it; an unreadable one with why.
-fn link_writers(
-    read: crate::host::HostResult<Option<String>>,
-    admin: Option<&str>,
-    holds_program: bool,
-) -> Vec<String> {
-    match read {
-        Ok(None) => Vec::new(),
-        Ok(Some(sddl)) => match crate::host::acl::parse(&sddl) {
-            Ok(desc) if holds_program => crate::host::acl::owner_but(&desc, admin)
-                .into_iter()
-                .collect(),
-            Ok(desc) => crate::host::acl::writers_but(&desc, admin),
-            Err(why) => vec![format!("its access list cannot be read ({why}): {sddl}")],
-        },
-        Err(e) => vec![format!("its access list cannot be read: {e}")],
-    }
 }
 
 /// The account this process runs as, when it runs elevated: an administrator, so an owner or

@@ -216,42 +216,24 @@ pub fn install_id(previous: Option<&InstallRecord>) -> anyhow::Result<String> {
 }
 
 /// The annotations for what an install record says: the Calico release, the version of
-/// calicoctl-win that wrote it, and the hash of the fleet-wide configuration applied (the same
-/// on every node given the same config: `config::fleet_hash`). A record of an older version
-/// without one gives the hash of its rendered files, as those versions annotated. With them,
-/// the record's install id, when it has one.
+/// calicoctl-win that wrote it, the hash of the fleet-wide configuration applied
+/// (`config::fleet_hash`) and the install id, the last two when the record has them.
 pub fn annotations_for(rec: &InstallRecord) -> std::collections::BTreeMap<String, String> {
-    let mut rendered: Vec<(String, &str)> = rec
-        .files
-        .iter()
-        .filter(|f| f.rendered)
-        .map(|f| (f.path.to_ascii_lowercase(), f.sha256.as_str()))
-        .collect();
-    rendered.sort();
-    let listing: String = rendered
-        .iter()
-        .map(|(path, sha)| format!("{path} {sha}\n"))
-        .collect();
+    use crate::cluster::node::{
+        ANNOTATION_CALICO_VERSION, ANNOTATION_CONFIG_HASH, ANNOTATION_INSTALL_ID,
+        ANNOTATION_TOOL_VERSION,
+    };
+    let version = rec.calico_version.clone();
     [
         (
-            crate::cluster::node::ANNOTATION_CALICO_VERSION,
-            rec.calico_version
-                .clone()
-                .unwrap_or_else(|| "unknown".into()),
+            ANNOTATION_CALICO_VERSION,
+            version.or_else(|| Some("unknown".into())),
         ),
-        (
-            crate::cluster::node::ANNOTATION_TOOL_VERSION,
-            rec.tool_version.clone(),
-        ),
-        (
-            crate::cluster::node::ANNOTATION_CONFIG_HASH,
-            rec.config_hash.clone().map(|h| h.0).unwrap_or_else(|| {
-                format!("sha256:{}", crate::files::sha256_hex(listing.as_bytes()))
-            }),
-        ),
+        (ANNOTATION_TOOL_VERSION, Some(rec.tool_version.clone())),
+        (ANNOTATION_CONFIG_HASH, rec.config_hash.clone().map(|h| h.0)),
+        (ANNOTATION_INSTALL_ID, rec.install_id.clone()),
     ]
     .into_iter()
-    .chain((rec.install_id.clone()).map(|id| (crate::cluster::node::ANNOTATION_INSTALL_ID, id)))
-    .map(|(k, v)| (k.to_owned(), v))
+    .filter_map(|(k, v)| Some((k.to_owned(), v?)))
     .collect()
 }

@@ -3,11 +3,12 @@
 use super::child::{Backoff, ChildEnd, run_child};
 use super::log::Log;
 use super::node::init_done;
-use super::settings::{Component, Launch, Result, Settings, SuperviseError, environment, required};
+use super::settings::{
+    Component, Launch, Result, Settings, SuperviseError, backend, environment, required,
+};
 use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Wait, poll_until};
 use crate::host::Host;
 use crate::layout::Role;
-use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -58,11 +59,6 @@ pub fn start_phase(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {
     }
     log.info("CalicoNode has initialised; the component runs");
     Ok(())
-}
-
-fn backend(env: &BTreeMap<String, String>) -> &str {
-    env.get(EnvVars::CALICO_NETWORKING_BACKEND)
-        .map_or("vxlan", String::as_str)
 }
 
 fn clear_generated(host: &dyn Host, s: &Settings, log: &Log) -> Result<()> {

@@ -56,14 +56,14 @@ pub fn restart_components(
         to.api_version()
     );
     log.warn(&what);
-    if let Err(e) = host.report_event(
-        crate::layout::EVENT_SOURCE,
-        crate::host::EventLevel::Warning,
+    let message = format!("CalicoNode: {what}");
+    let level = crate::host::EventLevel::Warning;
+    log.event(
+        host,
+        level,
         crate::layout::EVENT_API_GROUP_CHANGED,
-        &format!("CalicoNode: {what}"),
-    ) {
-        log.warn(&format!("cannot write to the Application event log: {e}"));
-    }
+        &message,
+    );
     let mut restarted = Vec::new();
     for role in [Role::Felix, Role::Confd] {
         let name = role.service_name();

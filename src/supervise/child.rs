@@ -4,7 +4,6 @@ use super::log::Log;
 use super::settings::{Launch, Result, Settings, SuperviseError, Timing};
 use crate::duration::{Look, NO_LIMIT, Pauses, STILL_WAITING, Stop, Wait, poll_until};
 use crate::host::{Host, Output, ProcessSpec};
-use crate::layout::EVENT_SOURCE;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -196,20 +195,19 @@ pub fn report_failure(
 ) {
     let line = format!("could not {what}: {error}");
     log.warn(&line);
-    if let Err(e) = host.report_event(
-        EVENT_SOURCE,
+    let message = format!("{service} {line}");
+    log.event(
+        host,
         crate::host::EventLevel::Warning,
         EVENT_FAILURE,
-        &format!("{service} {line}"),
-    ) {
-        log.warn(&format!("cannot write to the Application event log: {e}"));
-    }
+        &message,
+    );
     let failure = crate::installed::failure::Failure {
         service: service.to_owned(),
         what: what.to_owned(),
         error: error.to_owned(),
         blocks,
-        at: crate::installed::failure::now(),
+        at: crate::duration::now(),
     };
     if let Err(e) = crate::installed::failure::record(host, failure) {
         log.warn(&format!(

@@ -40,11 +40,11 @@ pub struct Reporter {
     published: Published,
     next: Instant,
     /// The Node's InternalIP as last read.
-    internal_ip: Option<std::net::Ipv4Addr>,
+    pub(super) internal_ip: Option<std::net::Ipv4Addr>,
     /// The last look's read of the Node was refused (401): calico-node's token is refused.
-    refused: bool,
+    pub(super) refused: bool,
     /// The group Calico's resources are served in, as the last look discovered it.
-    calico_group: Option<crate::cluster::calico_api::Group>,
+    pub(super) calico_group: Option<crate::cluster::calico_api::Group>,
 }
 
 impl Reporter {
@@ -53,15 +53,9 @@ impl Reporter {
         env: &BTreeMap<String, String>,
         root: &crate::layout::InstallRoot,
     ) -> Option<Self> {
-        if env.get(EnvVars::CALICO_DATASTORE_TYPE).map(String::as_str) != Some("kubernetes") {
-            return None;
-        }
         Some(Self {
             root: root.clone(),
-            kubeconfig: env
-                .get(EnvVars::KUBECONFIG)
-                .filter(|k| !k.is_empty())?
-                .clone(),
+            kubeconfig: kubeconfig(env)?.clone(),
             node: NodeName::parse(env.get(EnvVars::NODENAME)?).ok()?,
             env: env.clone(),
             published: Published::default(),
@@ -70,21 +64,6 @@ impl Reporter {
             refused: false,
             calico_group: None,
         })
-    }
-
-    /// Whether the last look's read of the Node with calico-node's token was refused (401).
-    pub fn refused(&self) -> bool {
-        self.refused
-    }
-
-    /// The group Calico's resources are served in, as the last look discovered it.
-    pub fn calico_group(&self) -> Option<crate::cluster::calico_api::Group> {
-        self.calico_group
-    }
-
-    /// The Node's InternalIP as the last look read it.
-    pub fn internal_ip(&self) -> Option<std::net::Ipv4Addr> {
-        self.internal_ip
     }
 
     /// How long until it looks again.
@@ -98,7 +77,7 @@ impl Reporter {
             return;
         }
         self.next = Instant::now() + EVERY;
-        let cluster = match self.connect(host) {
+        let cluster = match connect(host, &self.kubeconfig, &self.env) {
             Ok(c) => c,
             Err(e) => {
                 log.warn(&format!(
@@ -149,21 +128,30 @@ impl Reporter {
             Err(e) => log.warn(&format!("cannot set the node's condition {CONDITION}: {e}")),
         }
     }
+}
 
-    fn connect(&self, host: &dyn Host) -> anyhow::Result<Cluster> {
-        let text = host
-            .read_file(&self.kubeconfig)?
-            .ok_or_else(|| anyhow::anyhow!("{} is missing", self.kubeconfig))?;
-        let text = String::from_utf8_lossy(&text);
-        let token = crate::cluster::credentials::node_token(host, &self.kubeconfig)?
-            .ok_or_else(|| anyhow::anyhow!("calico-node's token file is missing or empty"))?;
-        Ok(Cluster::connect_as_node(
-            &self.kubeconfig,
-            &text,
-            &token,
-            &self.env,
-        )?)
-    }
+/// calico-node's kubeconfig (`KUBECONFIG`) on a Kubernetes datastore.
+pub(super) fn kubeconfig(env: &BTreeMap<String, String>) -> Option<&String> {
+    let kubernetes =
+        env.get(EnvVars::CALICO_DATASTORE_TYPE).map(String::as_str) == Some("kubernetes");
+    env.get(EnvVars::KUBECONFIG)
+        .filter(|k| kubernetes && !k.is_empty())
+}
+
+/// A client of the cluster as calico-node: its kubeconfig and the token client-go sends with
+/// it (`credentials::node_token_in`).
+pub(super) fn connect(
+    host: &dyn Host,
+    kubeconfig: &str,
+    env: &BTreeMap<String, String>,
+) -> anyhow::Result<Cluster> {
+    let text = host
+        .read_file(kubeconfig)?
+        .ok_or_else(|| anyhow::anyhow!("{kubeconfig} is missing"))?;
+    let text = String::from_utf8_lossy(&text);
+    let token = crate::cluster::credentials::node_token_in(host, &text)?
+        .ok_or_else(|| anyhow::anyhow!("calico-node's token file is missing or empty"))?;
+    Ok(Cluster::connect_as_node(kubeconfig, &text, &token, env)?)
 }
 
 /// What a look found that the Node is told: the condition's reasons and the codes annotation.
@@ -305,7 +293,7 @@ pub fn reasons(
         .iter()
         .filter_map(|f| judge::verdict_of(f.code))
     {
-        *faults.entry(v.word().to_owned()).or_insert(0) += 1;
+        *faults.entry(v.word()).or_insert(0) += 1;
     }
     use crate::installed::metrics::{ENDPOINT_FAULTS, NODE_FILE, set_gauge};
     // Metrics never stop the look: a file that cannot be written keeps its last values.

@@ -3,7 +3,6 @@
 //! are kept a short while by the token's sha256; nothing of a token is logged.
 
 use crate::cluster::Cluster;
-use crate::cluster::credentials::Token;
 use crate::duration::Stop;
 use crate::fleet::diags::auth::{self, Verdict};
 use crate::host::Host;
@@ -37,35 +36,27 @@ impl<'a> ClusterReview<'a> {
         }
     }
 
-    /// calico-node's cluster client, its token file read at each review.
+    /// calico-node's cluster client, its token read at each review.
     fn cluster(&self) -> Result<Cluster, String> {
         let kubeconfig = self
             .env
             .get(EnvVars::KUBECONFIG)
             .filter(|k| !k.is_empty())
             .ok_or("the node has no kubeconfig (KUBECONFIG)")?;
-        let read = |path: &str| match self.host.read_file(path) {
-            Ok(Some(b)) => Ok(String::from_utf8_lossy(&b).into_owned()),
-            Ok(None) => Err(format!("{path} is missing")),
-            Err(e) => Err(e.to_string()),
-        };
-        let text = read(kubeconfig)?;
-        let file = crate::render::kubeconfig::token_file_of(&text)
-            .ok_or_else(|| format!("{kubeconfig} names no token file"))?;
-        let token = Token::new(read(&file)?.trim());
-        Cluster::connect_as_node(kubeconfig, &text, &token, &self.env).map_err(|e| e.to_string())
+        super::condition::connect(self.host, kubeconfig, &self.env).map_err(|e| format!("{e:#}"))
     }
+}
 
-    fn node(&self) -> Option<NodeName> {
-        [EnvVars::CALICO_K8S_NODE_REF, EnvVars::NODENAME]
-            .iter()
-            .find_map(|k| NodeName::parse(self.env.get(*k)?).ok())
-    }
+/// The node's Node, as calico-node names it (`CALICO_K8S_NODE_REF`, else `NODENAME`).
+pub(super) fn node_of(env: &BTreeMap<String, String>) -> Option<NodeName> {
+    [EnvVars::CALICO_K8S_NODE_REF, EnvVars::NODENAME]
+        .iter()
+        .find_map(|k| NodeName::parse(env.get(*k)?).ok())
 }
 
 impl Review for ClusterReview<'_> {
     fn review(&self, token: &str, stop: &Stop) -> Verdict {
-        let Some(node) = self.node() else {
+        let Some(node) = node_of(&self.env) else {
             return Verdict::Failed {
                 forbidden: false,
                 why: "the node's name is unknown (NODENAME)".into(),

@@ -12,7 +12,7 @@ use crate::host::services::{send_stop_again, stop_undelivered};
 use crate::host::{ERROR_SERVICE_REQUEST_TIMEOUT, ServiceState};
 use crate::host::{EventLevel, Host, HostError, RegValue};
 pub use crate::installed::hns_restart::{self, HnsRestart};
-use crate::layout::{CALICO_KEY, EVENT_SOURCE, HNS_PID_VALUE, Role};
+use crate::layout::{CALICO_KEY, HNS_PID_VALUE, Role};
 use std::time::{Duration, Instant};
 
 /// The Application event id of an HNS restart CalicoNode answered (listed in `layout`).
@@ -282,9 +282,7 @@ fn record(host: &dyn Host, r: &HnsRestart, log: &Log) {
     } else {
         EventLevel::Error
     };
-    if let Err(e) = host.report_event(EVENT_SOURCE, level, EVENT_HNS_RESTARTED, &message) {
-        log.warn(&format!("cannot write to the Application event log: {e}"));
-    }
+    log.event(host, level, EVENT_HNS_RESTARTED, &message);
     if let Err(e) = hns_restart::keep(host, r) {
         log.warn(&format!("cannot record the HNS restart: {e}"));
     }

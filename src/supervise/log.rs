@@ -1,7 +1,8 @@
 //! The service log, `<logs dir>\calico-<role>.log`, rotated by size and age as NSSM did, to
 //! `calico-<role>-<UTC time>.log`; the newest `keep` stay.
 
-use crate::host::LineSink;
+use crate::host::{EventLevel, LineSink};
+use crate::installed::logs::rotated_key;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -124,30 +125,31 @@ impl RotatingFile {
             // file and try again later, dropping no line.
             self.retry_at = Some(now + ROTATE_RETRY);
             self.open(now)?;
-            let note = format!(
-                "{} [calicoctl-win] warning: cannot rotate the log to {} ({e}): a reader may hold it without FILE_SHARE_DELETE; it goes on here and rotation is tried again in {}s\n",
-                utc_stamp(now, "%Y-%m-%dT%H:%M:%SZ"),
+            return self.note(now, &format!(
+                "cannot rotate the log to {} ({e}): a reader may hold it without FILE_SHARE_DELETE; it goes on here and rotation is tried again in {}s",
                 target.display(),
                 ROTATE_RETRY.as_secs()
-            );
-            if let Some(f) = &mut self.file {
-                f.write_all(note.as_bytes())?;
-                self.size += note.len() as u64;
-            }
-            return Ok(());
+            ));
         }
         self.retry_at = None;
         // The new file first: an old log that cannot be removed costs a warning, never a line.
         self.open(now)?;
         if let Err(e) = prune(&dir, &stem, self.settings.keep) {
-            let note = format!(
-                "{} [calicoctl-win] warning: cannot remove an old log ({e}): it is tried again at the next rotation\n",
-                utc_stamp(now, "%Y-%m-%dT%H:%M:%SZ"),
+            return self.note(
+                now,
+                &format!("cannot remove an old log ({e}): it is tried again at the next rotation"),
             );
-            if let Some(f) = &mut self.file {
-                f.write_all(note.as_bytes())?;
-                self.size += note.len() as u64;
-            }
+        }
+        Ok(())
+    }
+
+    /// Writes a warning line of its own (a rotation's trouble) at `now`.
+    fn note(&mut self, now: SystemTime, warning: &str) -> std::io::Result<()> {
+        let stamp = utc_stamp(now, "%Y-%m-%dT%H:%M:%SZ");
+        let line = format!("{stamp} [calicoctl-win] warning: {warning}\n");
+        if let Some(f) = &mut self.file {
+            f.write_all(line.as_bytes())?;
+            self.size += line.len() as u64;
         }
         Ok(())
     }
@@ -172,11 +174,17 @@ fn stem_and_dir(path: &Path) -> (String, PathBuf) {
     (stem, dir)
 }
 
-/// Removes the oldest rotated files beyond `keep` (`rotated` order); the first failure returned.
+/// Removes the oldest rotated files beyond `keep` (in the order `installed::logs` reads them);
+/// the first failure returned.
 fn prune(dir: &Path, stem: &str, keep: usize) -> std::io::Result<()> {
     let mut old: Vec<_> = fs_err::read_dir(dir)?
         .filter_map(Result::ok)
-        .filter_map(|e| Some((rotated(&e.file_name().to_string_lossy(), stem)?, e.path())))
+        .filter_map(|e| {
+            Some((
+                rotated_key(&e.file_name().to_string_lossy(), stem)?,
+                e.path(),
+            ))
+        })
         .collect();
     old.sort();
     let excess = old.len().saturating_sub(keep);
@@ -187,21 +195,6 @@ fn prune(dir: &Path, stem: &str, keep: usize) -> std::io::Result<()> {
         }
     }
     failed
-}
-
-/// A rotated file's time and number (`<stem>-20251121T080003Z.2.log`: `("20251121T080003Z",
-/// 2)`), in `rotate`'s order; `None` for a name `rotate` gives no file.
-fn rotated(name: &str, stem: &str) -> Option<(String, u32)> {
-    let rest = name
-        .strip_prefix(stem)?
-        .strip_prefix('-')?
-        .strip_suffix(".log")?;
-    let (time, n) = match rest.split_once('.') {
-        Some((t, n)) => (t, n.parse().ok()?),
-        None => (rest, 0),
-    };
-    let ok = time.len() == 16 && time.bytes().all(|c| c.is_ascii_alphanumeric());
-    ok.then(|| (time.to_owned(), n))
 }
 
 /// `now` in UTC with a strftime format.
@@ -269,6 +262,14 @@ impl Log {
                 "cannot write the log {}: {e}",
                 f.path.display()
             );
+        }
+    }
+
+    /// Writes an event of calicoctl-win's source to the Application event log; a failure is
+    /// said here.
+    pub fn event(&self, host: &dyn crate::host::Host, level: EventLevel, id: u32, message: &str) {
+        if let Err(e) = host.report_event(crate::layout::EVENT_SOURCE, level, id, message) {
+            self.warn(&format!("cannot write to the Application event log: {e}"));
         }
     }
 

@@ -96,27 +96,16 @@ pub fn run(
     if let Err(e) = keep_listening(host, crate::duration::now()) {
         log.warn(&format!("metrics endpoint: {e}"));
     }
-    serve(host, root, diags, &listener, stop, log);
+    let diags = diags.map(|r| Diags::new(host, root, (stop, log), r));
+    serve_with(host, root, diags.as_ref(), &listener, stop, log);
 }
 
-/// Serves until a stop; with `diags` it answers `GET /diags` too (`diags_server`).
-pub fn serve(
-    host: &dyn Host,
-    root: &InstallRoot,
-    diags: Option<&dyn Review>,
-    listener: &TcpListener,
-    stop: &Stop,
-    log: &Log,
-) {
-    let diags = diags.map(|r| super::diags_server::Diags::new(host, root, (stop, log), r));
-    serve_with(host, root, diags.as_ref(), listener, stop, log);
-}
-
-/// `serve` with the `/diags` endpoint given; every connection's thread ends before it returns.
+/// Serves until a stop, `GET /diags` too with `diags`; every connection's thread ends before
+/// it returns.
 pub fn serve_with(
     host: &dyn Host,
     root: &InstallRoot,
-    diags: Option<&super::diags_server::Diags<'_>>,
+    diags: Option<&Diags<'_>>,
     listener: &TcpListener,
     stop: &Stop,
     log: &Log,

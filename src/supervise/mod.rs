@@ -31,7 +31,6 @@ pub use settings::{
 };
 
 use crate::host::{EventLevel, Host, Recovery, ServiceSpec, StartType};
-use crate::layout::EVENT_SOURCE;
 use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -62,11 +61,7 @@ pub use crate::layout::{EVENT_FAILED, EVENT_STARTED, EVENT_STOPPED};
 /// Runs a role until a stop (`Ok`) or a failure, its start, stop and failure in the event log.
 pub fn run(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Result<()> {
     let service = Role::service_name(s.role);
-    let event = |level, id, message: String| {
-        if let Err(e) = host.report_event(EVENT_SOURCE, level, id, &message) {
-            log.warn(&format!("cannot write to the Application event log: {e}"));
-        }
-    };
+    let event = |level, id, message: String| log.event(host, level, id, &message);
     event(
         EventLevel::Information,
         EVENT_STARTED,

@@ -12,8 +12,6 @@ use crate::cluster::{Cluster, ClusterError};
 use crate::host::{Access, EventLevel, Host};
 use crate::installed::metrics;
 use crate::installed::token_records::{self, IssuedRecord, Refused};
-use crate::layout::EVENT_SOURCE;
-use crate::layout::env::EnvVars;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -110,13 +108,7 @@ impl Renewal {
     /// The renewal of the node's kubeconfig (`KUBECONFIG`) when it reads its token from a file
     /// on a Kubernetes datastore; `None`, said in the log, otherwise.
     pub fn prepare(host: &dyn Host, env: &BTreeMap<String, String>, log: &Log) -> Option<Self> {
-        if env.get(EnvVars::CALICO_DATASTORE_TYPE).map(String::as_str) != Some("kubernetes") {
-            return None;
-        }
-        let kubeconfig = env
-            .get(EnvVars::KUBECONFIG)
-            .filter(|k| !k.is_empty())?
-            .clone();
+        let kubeconfig = super::condition::kubeconfig(env)?.clone();
         let text = match host.read_file(&kubeconfig) {
             Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
             Ok(None) => {
@@ -292,9 +284,7 @@ impl Renewal {
         .min(cap);
         let cluster = Cluster::connect_as_node(&self.kubeconfig, &text, token, &self.env)?;
         // Bound to the node's Node again where the server allows it.
-        let node = [EnvVars::CALICO_K8S_NODE_REF, EnvVars::NODENAME]
-            .iter()
-            .find_map(|k| crate::k8s_name::NodeName::parse(self.env.get(*k)?).ok());
+        let node = super::diags_review::node_of(&self.env);
         let issued = credentials::token_request(
             &cluster,
             &namespace,
@@ -355,15 +345,9 @@ impl Renewal {
         };
         log.warn(&line);
         self.failures = self.failures.saturating_add(1);
-        if self.failures == 1
-            && let Err(e) = host.report_event(
-                EVENT_SOURCE,
-                EventLevel::Warning,
-                EVENT_RENEWAL_FAILED,
-                &format!("CalicoNode {line}"),
-            )
-        {
-            log.warn(&format!("cannot write to the Application event log: {e}"));
+        if self.failures == 1 {
+            let message = format!("CalicoNode {line}");
+            log.event(host, EventLevel::Warning, EVENT_RENEWAL_FAILED, &message);
         }
         if let Err(e) = token_records::keep_refused(host, &record) {
             log.warn(&format!("cannot record the failed renewal for status: {e}"));

@@ -23,10 +23,6 @@ pub fn run(name: &str, stop_wait_hint: Duration, body: Body) -> windows_service:
     service_dispatcher::start(name, ffi_service_main)
 }
 
-fn status(state: ServiceState, exit: u32, wait_hint: Duration) -> ServiceStatus {
-    status_at(state, exit, wait_hint, 0)
-}
-
 /// A status with a checkpoint: a pending state advances it at least once per wait hint, or
 /// the SCM may take the service for hung (Microsoft's SERVICE_STATUS page, `dwCheckPoint`).
 fn status_at(
@@ -79,7 +75,7 @@ fn service_main(_args: Vec<std::ffi::OsString>) {
     // Ctrl-Break: the graceful stop before the kill.
     // SAFETY: no arguments; failing (a console already exists) changes nothing.
     unsafe { windows_sys::Win32::System::Console::AllocConsole() };
-    let _ = handle.set_service_status(status(ServiceState::Running, 0, Duration::ZERO));
+    let _ = handle.set_service_status(status_at(ServiceState::Running, 0, Duration::ZERO, 0));
     let watcher = stop.clone();
     let ended = Stop::new();
     let body_ended = ended.clone();
@@ -106,6 +102,7 @@ fn service_main(_args: Vec<std::ffi::OsString>) {
     stop.request();
     ended.request();
     if let Ok(handle) = reporter.join() {
-        let _ = handle.set_service_status(status(ServiceState::Stopped, code, Duration::ZERO));
+        let _ =
+            handle.set_service_status(status_at(ServiceState::Stopped, code, Duration::ZERO, 0));
     }
 }

@@ -433,3 +433,9 @@ pub(super) fn required(host: &dyn Host, s: &Settings, c: Component) -> Result<La
         },
     })
 }
+
+/// The node's networking backend (`CALICO_NETWORKING_BACKEND`, vxlan when unset).
+pub(super) fn backend(env: &BTreeMap<String, String>) -> &str {
+    env.get(crate::layout::env::EnvVars::CALICO_NETWORKING_BACKEND)
+        .map_or("vxlan", String::as_str)
+}

@@ -46,18 +46,6 @@ pub enum Kind {
     Unknown,
 }
 
-impl Kind {
-    /// The kind's word, as JSON has it.
-    pub fn word(self) -> &'static str {
-        match self {
-            Self::Pod => "pod",
-            Self::Infrastructure => "infrastructure",
-            Self::ServiceBackend => "service-backend",
-            Self::Unknown => "unknown",
-        }
-    }
-}
-
 /// What an endpoint is, `source_vip` being the Calico network's block `.2` when known.
 pub fn classify(e: &HnsEndpoint, source_vip: Option<&str>) -> Kind {
     if e.name == SOURCE_VIP_ENDPOINT || (source_vip.is_some() && e.ip.as_deref() == source_vip) {

@@ -90,26 +90,21 @@ fn restore_routes(
     let vswitch = vnic.or_else(|| addrs.iter().find(|a| a.ip == mgmt).map(|a| a.index));
     let mut restored = Vec::new();
     for r in snapshot {
-        let present = now
-            .iter()
-            .any(|x| x.destination == r.destination && x.prefix_len == r.prefix_len);
-        if present {
+        if crate::installed::routes::has_destination(&now, r) {
             continue;
         }
         let what = format!("{}/{} via {}", r.destination, r.prefix_len, r.next_hop);
+        let fail = |error: &str| {
+            let doing = format!("restore the route {what} that the vSwitch dropped");
+            let blocks = Blocks::Route(format!("{}/{}", r.destination, r.prefix_len));
+            report_failure(host, NODE, &doing, error, blocks, log);
+        };
         let index = if addrs.iter().any(|a| a.index == r.interface_index) {
             r.interface_index
         } else if let Some(i) = vswitch {
             i
         } else {
-            report_failure(
-                host,
-                NODE,
-                &format!("restore the route {what} that the vSwitch dropped"),
-                &format!("no interface holds the management IP {mgmt}"),
-                Blocks::Route(format!("{}/{}", r.destination, r.prefix_len)),
-                log,
-            );
+            fail(&format!("no interface holds the management IP {mgmt}"));
             continue;
         };
         let route = Route {
@@ -121,14 +116,7 @@ fn restore_routes(
                 log.info(&format!("restored route {what} that the vSwitch dropped"));
                 restored.push(what);
             }
-            Err(e) => report_failure(
-                host,
-                NODE,
-                &format!("restore the route {what} that the vSwitch dropped"),
-                &e.to_string(),
-                Blocks::Route(format!("{}/{}", r.destination, r.prefix_len)),
-                log,
-            ),
+            Err(e) => fail(&e.to_string()),
         }
     }
     Ok(restored)
@@ -136,27 +124,31 @@ fn restore_routes(
 
 /// EC2 and GCE: the metadata service must stay reachable through the vSwitch.
 fn ensure_metadata_route(host: &dyn Host, mgmt: Ipv4Addr, log: &Log) -> Result<()> {
-    let present = host
+    if host
         .routes()?
         .iter()
-        .any(|r| r.destination == METADATA && r.prefix_len == 32);
-    if present {
+        .any(crate::installed::routes::is_metadata)
+    {
         return Ok(());
     }
+    let fail = |error: &str| {
+        let doing = format!("add the metadata route {METADATA}/32");
+        report_failure(
+            host,
+            NODE,
+            &doing,
+            error,
+            Blocks::Route(format!("{METADATA}/32")),
+            log,
+        );
+    };
     let Some(index) = host
         .ipv4_addresses()?
         .iter()
         .find(|a| a.ip == mgmt)
         .map(|a| a.index)
     else {
-        report_failure(
-            host,
-            NODE,
-            &format!("add the metadata route {METADATA}/32"),
-            &format!("no interface holds the management IP {mgmt}"),
-            Blocks::Route(format!("{METADATA}/32")),
-            log,
-        );
+        fail(&format!("no interface holds the management IP {mgmt}"));
         return Ok(());
     };
     let route = Route {
@@ -170,14 +162,7 @@ fn ensure_metadata_route(host: &dyn Host, mgmt: Ipv4Addr, log: &Log) -> Result<(
         Ok(()) | Err(HostError::Exists { .. }) => log.info(&format!(
             "added the metadata route {METADATA}/32 on interface {index}"
         )),
-        Err(e) => report_failure(
-            host,
-            NODE,
-            &format!("add the metadata route {METADATA}/32"),
-            &e.to_string(),
-            Blocks::Route(format!("{METADATA}/32")),
-            log,
-        ),
+        Err(e) => fail(&e.to_string()),
     }
     Ok(())
 }

@@ -112,9 +112,7 @@ fn init_steps(
         // After a power loss nothing withheld it at shutdown.
         crate::supervise::cni::withhold(host, env, "first start in this boot", log)?;
     }
-    let backend = env
-        .get(EnvVars::CALICO_NETWORKING_BACKEND)
-        .map_or("vxlan", String::as_str);
+    let backend = crate::supervise::settings::backend(env);
     if matches!(backend, "vxlan" | "windows-bgp") {
         prepare_networks(host, s, env, stop, log, &mut phase)?;
     } else {
@@ -136,9 +134,7 @@ fn prepare_networks(
     log: &Log,
     phase: &mut StartPhase,
 ) -> Result<()> {
-    let backend = env
-        .get(EnvVars::CALICO_NETWORKING_BACKEND)
-        .map_or("vxlan", String::as_str);
+    let backend = crate::supervise::settings::backend(env);
     crate::supervise::hns_watch::ensure_running(host, s, log)?;
     // Probe before the vSwitch exists: creating it drops the metadata route.
     let platform = platform_for(host, s, log)?;

@@ -66,7 +66,7 @@ fn watch_kubelet(
     let mut groups = crate::supervise::api_group::GroupWatch::new(env);
     loop {
         hns.check(host, s, stop, log)?;
-        let internal = condition.as_ref().and_then(|c| c.internal_ip());
+        let internal = condition.as_ref().and_then(|c| c.internal_ip);
         match host.process_pid("kubelet.exe") {
             Ok(Some(pid)) if last != Some(pid) => {
                 let again = if last.is_some() { " again" } else { "" };
@@ -105,13 +105,13 @@ fn watch_kubelet(
             c.keep(host, log);
             wait = wait.min(c.due_in());
             // A refused token is known within the minute, not at its renewal time.
-            if c.refused()
+            if c.refused
                 && let Some(r) = renewal.as_deref_mut()
             {
                 r.refused_elsewhere(log);
                 r.keep(host, log);
             }
-            if let Some(change) = c.calico_group().and_then(|g| groups.changed(g)) {
+            if let Some(change) = c.calico_group.and_then(|g| groups.changed(g)) {
                 api_group::restart_components(host, change, s.service_stop_wait(), stop, log)?;
                 startup(host, s, env, program, None, stop, log)?;
             }
@@ -146,8 +146,9 @@ pub(crate) struct AddressWatch {
 }
 
 impl AddressWatch {
-    /// The External adapter's Preferred IPv4 addresses but loopback and 169.254/16, sorted.
-    fn host_addresses(host: &dyn Host) -> Vec<Ipv4Addr> {
+    /// The External adapter's Preferred IPv4 addresses but loopback and 169.254/16, sorted: the
+    /// node's addresses now, for `ran_with` once startup ran.
+    pub(crate) fn look(host: &dyn Host) -> Vec<Ipv4Addr> {
         // A vSwitch's physical adapter is listed only by the interface table (`every_adapter`).
         let adapters = crate::host::uplink::every_adapter(host).unwrap_or_default();
         let networks = host.hns_networks().unwrap_or_default();
@@ -170,11 +171,6 @@ impl AddressWatch {
         self.ran_with(Self::look(host), internal);
     }
 
-    /// The node's addresses now, for `ran_with` once startup ran.
-    pub(crate) fn look(host: &dyn Host) -> Vec<Ipv4Addr> {
-        Self::host_addresses(host)
-    }
-
     /// What startup ran with: the addresses as it began, so a change meanwhile is followed.
     pub(crate) fn ran_with(&mut self, seen: Vec<Ipv4Addr>, internal: Option<Ipv4Addr>) {
         self.host = seen;
@@ -193,7 +189,7 @@ impl AddressWatch {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let now = Self::host_addresses(host);
+        let now = Self::look(host);
         if !now.is_empty() && !self.host.is_empty() && now != self.host {
             return Some(format!(
                 "the node's addresses changed from {} to {}",
@@ -220,14 +216,9 @@ fn follow_address(host: &dyn Host, log: &Log, what: &str) {
         "{what}: running calico-node startup again, so that the Calico Node's BGP address follows; pods made before keep the old provider address until 'calicoctl-win repair' recreates them"
     );
     log.info(&line);
-    if let Err(e) = host.report_event(
-        crate::layout::EVENT_SOURCE,
-        crate::host::EventLevel::Information,
-        crate::layout::EVENT_ADDRESS_CHANGED,
-        &format!("CalicoNode: {line}"),
-    ) {
-        log.warn(&format!("cannot write to the Application event log: {e}"));
-    }
+    let message = format!("CalicoNode: {line}");
+    let level = crate::host::EventLevel::Information;
+    log.event(host, level, crate::layout::EVENT_ADDRESS_CHANGED, &message);
 }
 
 /// `Calico_ep`'s metric kept above the LAN host adapter's (projectcalico/calico#4664).
