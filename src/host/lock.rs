@@ -219,8 +219,6 @@ fn busy_with(dir: &Path, running: &Running<'_>) -> Option<Option<Holder>> {
     let _ = file.unlock();
     match held.ok()? {
         Held::By(h) => Some(h),
-        // Held while the record names an ended command: a live one has not written yet.
-        Held::Stale => Some(None),
         Held::Free => None,
     }
 }
@@ -229,10 +227,9 @@ fn busy_with(dir: &Path, running: &Running<'_>) -> Option<Option<Holder>> {
 enum Held {
     /// Taken, by the one that looked.
     Free,
-    /// Held by the command named, believed, or by one not yet named.
+    /// Held by the command named, believed, or by one not yet named (also while the record
+    /// names an ended command: a live one, or a look, has not written yet).
     By(Option<Holder>),
-    /// Held, and the record names a command that has ended.
-    Stale,
 }
 
 /// Tries the lock and, while another holds it, reads who does, for up to a second. It ends
@@ -255,8 +252,7 @@ fn wait_for_holder(file: &File, path: &Path, running: &Running<'_>) -> std::io::
     poll_quietly(deadline, pauses, look, |last| {
         Ok(match last {
             Said::Runs(h) | Said::Maybe(h) => Held::By(Some(h)),
-            Said::Unwritten => Held::By(None),
-            Said::Stale => Held::Stale,
+            Said::Unwritten | Said::Stale => Held::By(None),
         })
     })
 }
@@ -316,9 +312,8 @@ pub fn make_state_dir(dir: &Path) -> std::io::Result<()> {
 /// Whether `dir` is a reparse point (a junction, which `is_symlink` does not report).
 #[cfg(windows)]
 fn is_junction(dir: &Path) -> std::io::Result<bool> {
-    use std::os::windows::fs::MetadataExt;
-    const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
-    Ok(std::fs::symlink_metadata(dir)?.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0)
+    crate::host::windows::files::is_reparse_point(&dir.to_string_lossy())
+        .map_err(std::io::Error::other)
 }
 
 #[cfg(not(windows))]
@@ -368,13 +363,6 @@ fn acquire_with(dir: &Path, command: &str, running: &Running<'_>) -> Result<Host
     match wait_for_holder(&file, &path, running).map_err(io)? {
         Held::Free => {}
         Held::By(holder) => return Err(LockError::Busy { holder, lock: path }),
-        // Held after a second with a killed writer's record: a look's, or an unwritten one's.
-        Held::Stale => {
-            return Err(LockError::Busy {
-                holder: None,
-                lock: path,
-            });
-        }
     }
     let info = info_path(&path);
     let me = Holder {

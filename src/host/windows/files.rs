@@ -7,8 +7,8 @@ use std::path::Path;
 use windows_sys::Win32::Foundation::LocalFree;
 use windows_sys::Win32::Security::Authorization::{
     ConvertSecurityDescriptorToStringSecurityDescriptorW,
-    ConvertStringSecurityDescriptorToSecurityDescriptorW, GetNamedSecurityInfoW, SDDL_REVISION_1,
-    SE_FILE_OBJECT, SetNamedSecurityInfoW,
+    ConvertStringSecurityDescriptorToSecurityDescriptorW, SDDL_REVISION_1, SE_FILE_OBJECT,
+    SetNamedSecurityInfoW,
 };
 use windows_sys::Win32::Security::{
     ACL, DACL_SECURITY_INFORMATION, GetSecurityDescriptorDacl, GetSecurityDescriptorOwner,
@@ -217,53 +217,59 @@ fn descriptor(sddl: &str) -> std::io::Result<PSECURITY_DESCRIPTOR> {
     Ok(sd)
 }
 
-/// Whether a DACL in SDDL is the secret one by meaning: protected, full access for SYSTEM and
+/// Whether an SDDL's DACL is the secret one by meaning: protected, full access for SYSTEM and
 /// Administrators only (Windows adds its own control flags, so text is not compared).
 fn is_secret_dacl(sddl: &str) -> bool {
-    let Some(rest) = sddl.strip_prefix("D:") else {
+    let (Ok(d), Ok(secret)) = (
+        crate::host::acl::parse(sddl),
+        crate::host::acl::parse(SECRET_DACL),
+    ) else {
         return false;
     };
-    let (flags, aces) = rest.split_at(rest.find('(').unwrap_or(rest.len()));
-    let mut got: Vec<&str> = aces.split(['(', ')']).filter(|a| !a.is_empty()).collect();
-    got.sort_unstable();
-    flags.contains('P') && got == ["A;;FA;;;BA", "A;;FA;;;SY"]
+    d.protected && d.aces.len() == 2 && secret.aces.iter().all(|a| d.aces.contains(a))
 }
 
 pub fn access(path: &str) -> HostResult<Option<Access>> {
     if !Path::new(path).is_file() {
         return Ok(None);
     }
-    let sddl = sddl_of(path, DACL_SECURITY_INFORMATION)?;
-    Ok(Some(if is_secret_dacl(&sddl) {
-        Access::Secret
-    } else {
-        Access::Normal
+    Ok(sddl_of(path, false)?.map(|sddl| {
+        if is_secret_dacl(&sddl) {
+            Access::Secret
+        } else {
+            Access::Normal
+        }
     }))
 }
 
-/// The owner and DACL of `path` itself in SDDL, a link's own (opened with
-/// `FILE_FLAG_OPEN_REPARSE_POINT`, read by handle): a planted junction is not read as its
-/// target. `None` when nothing is there.
+/// The owner and DACL of `path` itself in SDDL, a link's own: a planted junction is not read
+/// as its target. `None` when nothing is there.
 pub fn link_security(path: &str) -> HostResult<Option<String>> {
+    sddl_of(path, true)
+}
+
+/// The owner and DACL of `path` in SDDL, read by handle (`GetSecurityInfo`); `itself` opens a
+/// link's own (`FILE_FLAG_OPEN_REPARSE_POINT`). `None` when nothing is there.
+fn sddl_of(path: &str, itself: bool) -> HostResult<Option<String>> {
     use std::os::windows::fs::OpenOptionsExt;
     use std::os::windows::io::AsRawHandle;
     use windows_sys::Win32::Security::Authorization::GetSecurityInfo;
     use windows_sys::Win32::Storage::FileSystem::{
         FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, READ_CONTROL,
     };
+    let (flags, of) = if itself {
+        (FILE_FLAG_OPEN_REPARSE_POINT, format!("{path} itself"))
+    } else {
+        (0, path.to_owned())
+    };
     let opened = std::fs::OpenOptions::new()
         .access_mode(READ_CONTROL)
-        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT | FILE_FLAG_BACKUP_SEMANTICS)
+        .custom_flags(flags | FILE_FLAG_BACKUP_SEMANTICS)
         .open(path);
     let file = match opened {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(HostError::io(
-                format!("open {path} itself to read its owner"),
-                e,
-            ));
-        }
+        Err(e) => return Err(HostError::io(format!("open {of} to read its owner"), e)),
     };
     let what = OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION;
     let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
@@ -282,37 +288,11 @@ pub fn link_security(path: &str) -> HostResult<Option<String>> {
     };
     if rc != 0 {
         return Err(HostError::io(
-            format!("read the owner and access list of {path} itself"),
+            format!("read the owner and access list of {of}"),
             std::io::Error::from_raw_os_error(rc as i32),
         ));
     }
     sddl_text(sd, what, path).map(Some)
-}
-
-/// The parts `what` names of `path`'s security descriptor, as SDDL.
-fn sddl_of(path: &str, what: u32) -> HostResult<String> {
-    let wpath = wide(path);
-    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
-    // SAFETY: wpath is NUL-terminated; sd is freed with LocalFree below.
-    let rc = unsafe {
-        GetNamedSecurityInfoW(
-            wpath.as_ptr(),
-            SE_FILE_OBJECT,
-            what,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            &mut sd,
-        )
-    };
-    if rc != 0 {
-        return Err(HostError::io(
-            format!("read the owner and access list of {path}"),
-            std::io::Error::from_raw_os_error(rc as i32),
-        ));
-    }
-    sddl_text(sd, what, path)
 }
 
 /// The security descriptor `sd` (freed here) as SDDL, the parts `what` names.
@@ -494,10 +474,7 @@ pub fn final_path_of(file: &std::fs::File) -> std::io::Result<String> {
 
 /// The owner and access list of `path` in SDDL; `None` when it does not exist.
 pub fn security(path: &str) -> HostResult<Option<String>> {
-    if !Path::new(path).exists() {
-        return Ok(None);
-    }
-    sddl_of(path, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION).map(Some)
+    sddl_of(path, false)
 }
 
 pub fn create_dir(path: &str) -> HostResult<bool> {

@@ -10,14 +10,16 @@ use windows_sys::Win32::System::Com::CoTaskMemFree;
 use windows_sys::Win32::System::LibraryLoader::LOAD_LIBRARY_SEARCH_SYSTEM32;
 use windows_sys::core::{GUID, HRESULT, PCWSTR, PWSTR};
 
-type Enumerate = unsafe extern "system" fn(PCWSTR, *mut PWSTR, *mut PWSTR) -> HRESULT;
-type Open = unsafe extern "system" fn(*const GUID, *mut *mut c_void, *mut PWSTR) -> HRESULT;
-type Query = unsafe extern "system" fn(*const c_void, PCWSTR, *mut PWSTR, *mut PWSTR) -> HRESULT;
+pub(super) type Enumerate = unsafe extern "system" fn(PCWSTR, *mut PWSTR, *mut PWSTR) -> HRESULT;
+pub(super) type Open =
+    unsafe extern "system" fn(*const GUID, *mut *mut c_void, *mut PWSTR) -> HRESULT;
+pub(super) type Query =
+    unsafe extern "system" fn(*const c_void, PCWSTR, *mut PWSTR, *mut PWSTR) -> HRESULT;
 type Create =
     unsafe extern "system" fn(*const GUID, PCWSTR, *mut *mut c_void, *mut PWSTR) -> HRESULT;
-type Delete = unsafe extern "system" fn(*const GUID, *mut PWSTR) -> HRESULT;
-type Close = unsafe extern "system" fn(*const c_void) -> HRESULT;
-type Modify = unsafe extern "system" fn(*const c_void, PCWSTR, *mut PWSTR) -> HRESULT;
+pub(super) type Delete = unsafe extern "system" fn(*const GUID, *mut PWSTR) -> HRESULT;
+pub(super) type Close = unsafe extern "system" fn(*const c_void) -> HRESULT;
+pub(super) type Modify = unsafe extern "system" fn(*const c_void, PCWSTR, *mut PWSTR) -> HRESULT;
 
 const QUERY: &str = r#"{"SchemaVersion":{"Major":2,"Minor":0},"Flags":0}"#;
 
@@ -67,47 +69,29 @@ impl Hcn {
     }
 
     pub fn networks(&self) -> HostResult<Vec<HnsNetwork>> {
-        let ids = self.enumerate(b"HcnEnumerateNetworks\0", QUERY, "list HNS networks")?;
-        let mut out = Vec::new();
-        for id in ids {
-            // A network deleted between the enumeration and the open is skipped.
-            let doc = match self.properties(
-                b"HcnOpenNetwork\0",
-                b"HcnQueryNetworkProperties\0",
-                b"HcnCloseNetwork\0",
-                &id,
-            ) {
-                Err(HostError::NotFound { .. }) => continue,
-                other => other?,
-            };
-            if let Some(n) = hns::parse_network(&doc) {
-                out.push(n);
-            }
-        }
-        Ok(out)
+        let docs = self.documents("Network", QUERY)?;
+        Ok(docs.iter().filter_map(hns::parse_network).collect())
     }
 
     pub fn endpoints(&self, network_id: &str) -> HostResult<Vec<HnsEndpoint>> {
-        let ids = self.enumerate(
-            b"HcnEnumerateEndpoints\0",
-            &endpoints_query(network_id),
-            "list HNS endpoints",
-        )?;
+        let docs = self.documents("Endpoint", &endpoints_query(network_id))?;
+        Ok(docs
+            .iter()
+            .filter_map(hns::parse_endpoint)
+            .filter(|e| e.network_id.eq_ignore_ascii_case(network_id))
+            .collect())
+    }
+
+    /// The properties of each `HcnEnumerate<kind>s` lists: one deleted between the enumeration
+    /// and the open is skipped.
+    fn documents(&self, kind: &str, query: &str) -> HostResult<Vec<serde_json::Value>> {
+        let name = format!("HcnEnumerate{kind}s\0");
+        let op = format!("list HNS {}s", kind.to_lowercase());
         let mut out = Vec::new();
-        for id in ids {
-            let doc = match self.properties(
-                b"HcnOpenEndpoint\0",
-                b"HcnQueryEndpointProperties\0",
-                b"HcnCloseEndpoint\0",
-                &id,
-            ) {
-                Err(HostError::NotFound { .. }) => continue,
-                other => other?,
-            };
-            if let Some(e) = hns::parse_endpoint(&doc)
-                && e.network_id.eq_ignore_ascii_case(network_id)
-            {
-                out.push(e);
+        for id in self.enumerate(name.as_bytes(), query, &op)? {
+            match self.properties(kind, &id) {
+                Err(HostError::NotFound { .. }) => {}
+                other => out.push(other?),
             }
         }
         Ok(out)
@@ -124,25 +108,9 @@ impl Hcn {
         // SAFETY: settings is NUL-terminated; a zero GUID lets HNS choose the id; the handle
         // and error record are out-pointers owned by this frame.
         let hr = unsafe { create(&zero, settings.as_ptr(), &mut handle, &mut record) };
-        if let Err(e) = check(hr, record, &format!("create HNS network {name}")) {
-            // An error record beside a handle (hcsshim's checkForErrors counts a record as an
-            // error even with a successful HRESULT): the handle is closed, never leaked.
-            if !handle.is_null() {
-                // SAFETY: a handle HcnCreateNetwork gave, closed once; the network stays.
-                unsafe { close(handle) };
-            }
-            return Err(e);
-        }
-        let q = wide(QUERY);
-        let mut props: PWSTR = std::ptr::null_mut();
-        let mut record: PWSTR = std::ptr::null_mut();
-        // SAFETY: handle came from HcnCreateNetwork and is closed right after.
-        let hr = unsafe { query(handle, q.as_ptr(), &mut props, &mut record) };
-        // SAFETY: closing the handle does not delete the network.
-        unsafe { close(handle) };
-        let props = take_string(props);
-        check(hr, record, "query the new HNS network")?;
-        let doc = parse_json(props)?;
+        let op = format!("create HNS network {name}");
+        let handle = opened(hr, record, handle, &close, &op)?;
+        let doc = query_and_close(handle, &query, &close, "query the new HNS network")?;
         hns::parse_network(&doc).ok_or_else(|| HostError::Refused {
             what: "create HNS network".into(),
             reason: "HNS returned a network without an id or name".into(),
@@ -168,14 +136,8 @@ impl Hcn {
         let mut record: PWSTR = std::ptr::null_mut();
         // SAFETY: guid lives across the call; handle and record are out-pointers.
         let hr = unsafe { open(&guid, &mut handle, &mut record) };
-        let opened = check(hr, record, &format!("open HNS namespace {namespace}"));
-        if let Err(e) = opened {
-            if !handle.is_null() {
-                // SAFETY: a handle the open above gave, closed once.
-                unsafe { close(handle) };
-            }
-            return Err(e);
-        }
+        let op = format!("open HNS namespace {namespace}");
+        let handle = opened(hr, record, handle, &close, &op)?;
         let request = wide(&hns::remove_namespace_endpoint_request(endpoint));
         let mut record: PWSTR = std::ptr::null_mut();
         // SAFETY: handle is open until the close below; request is NUL-terminated.
@@ -218,41 +180,57 @@ impl Hcn {
             .collect())
     }
 
-    fn properties(
-        &self,
-        open: &[u8],
-        query: &[u8],
-        close: &[u8],
-        id: &str,
-    ) -> HostResult<serde_json::Value> {
-        let open: Symbol<Open> = self.sym(open)?;
-        let query: Symbol<Query> = self.sym(query)?;
-        let close: Symbol<Close> = self.sym(close)?;
+    /// `HcnOpen<kind>`, `HcnQuery<kind>Properties`, `HcnClose<kind>` of the object `id`.
+    fn properties(&self, kind: &str, id: &str) -> HostResult<serde_json::Value> {
+        let open: Symbol<Open> = self.sym(format!("HcnOpen{kind}\0").as_bytes())?;
+        let query: Symbol<Query> = self.sym(format!("HcnQuery{kind}Properties\0").as_bytes())?;
+        let close: Symbol<Close> = self.sym(format!("HcnClose{kind}\0").as_bytes())?;
         let guid = parse_guid(id)?;
         let mut handle: *mut c_void = std::ptr::null_mut();
         let mut record: PWSTR = std::ptr::null_mut();
         // SAFETY: guid lives across the call; handle and record are out-pointers.
         let hr = unsafe { open(&guid, &mut handle, &mut record) };
-        if let Err(e) = check(hr, record, &format!("open HNS object {id}")) {
-            // An error record beside a handle (hcsshim counts a record as an error even with
-            // a successful HRESULT): the handle is closed, never leaked.
-            if !handle.is_null() {
-                // SAFETY: a handle the open above gave, closed once.
-                unsafe { close(handle) };
-            }
-            return Err(e);
-        }
-        let q = wide(QUERY);
-        let mut props: PWSTR = std::ptr::null_mut();
-        let mut record: PWSTR = std::ptr::null_mut();
-        // SAFETY: handle is open until the close below.
-        let hr = unsafe { query(handle, q.as_ptr(), &mut props, &mut record) };
-        // SAFETY: handle came from the open above.
-        unsafe { close(handle) };
-        let props = take_string(props);
-        check(hr, record, &format!("query HNS object {id}"))?;
-        parse_json(props)
+        let handle = opened(hr, record, handle, &close, &format!("open HNS object {id}"))?;
+        query_and_close(handle, &query, &close, &format!("query HNS object {id}"))
     }
+}
+
+/// The handle an open or create gave, checked: beside an error record (hcsshim's
+/// `checkForErrors` counts one as an error even with a successful HRESULT) it is closed.
+fn opened(
+    hr: HRESULT,
+    record: PWSTR,
+    handle: *mut c_void,
+    close: &Symbol<Close>,
+    op: &str,
+) -> HostResult<*mut c_void> {
+    if let Err(e) = check(hr, record, op) {
+        if !handle.is_null() {
+            // SAFETY: a handle the open or create gave, closed once; the object stays.
+            unsafe { close(handle) };
+        }
+        return Err(e);
+    }
+    Ok(handle)
+}
+
+/// The properties of the open `handle`, closed after (closing deletes nothing).
+fn query_and_close(
+    handle: *mut c_void,
+    query: &Symbol<Query>,
+    close: &Symbol<Close>,
+    op: &str,
+) -> HostResult<serde_json::Value> {
+    let q = wide(QUERY);
+    let mut props: PWSTR = std::ptr::null_mut();
+    let mut record: PWSTR = std::ptr::null_mut();
+    // SAFETY: handle is open until the close below; props and record are out-pointers.
+    let hr = unsafe { query(handle, q.as_ptr(), &mut props, &mut record) };
+    // SAFETY: handle came from an open or create and is closed once.
+    unsafe { close(handle) };
+    let props = take_string(props);
+    check(hr, record, op)?;
+    parse_json(props)
 }
 
 /// Frees a string HCN allocated (CoTaskMem, per Microsoft's HCN reference).
@@ -265,7 +243,7 @@ fn free(p: PWSTR) {
 
 /// `HNSCall` of vmcompute.dll, hcsshim's `hnsCall` entry point; the response is
 /// CoTaskMemAlloc'd.
-type HnsCall = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR, *mut PWSTR) -> HRESULT;
+pub(super) type HnsCall = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR, *mut PWSTR) -> HRESULT;
 
 /// vmcompute.dll, loaded at run time for HNS v1's `HNSCall`.
 pub struct VmCompute {
@@ -345,7 +323,7 @@ impl VmCompute {
     }
 }
 
-fn take_string(p: PWSTR) -> String {
+pub(super) fn take_string(p: PWSTR) -> String {
     let s = super::ffi::take_wide(p);
     free(p);
     s

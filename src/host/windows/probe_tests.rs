@@ -4,16 +4,13 @@
 //! loopback connect's time. Without the variable it does nothing; it deletes what it makes.
 
 use super::ffi::wide;
+use super::hcn::{Close, Delete, Enumerate, HnsCall, Modify, Open, Query, take_string as take};
 use libloading::os::windows::{Library, Symbol};
 use serde_json::{Value, json};
 use std::ffi::c_void;
-use windows_sys::Win32::System::Com::CoTaskMemFree;
 use windows_sys::Win32::System::LibraryLoader::LOAD_LIBRARY_SEARCH_SYSTEM32;
 use windows_sys::core::{GUID, HRESULT, PCWSTR, PWSTR};
 
-type Enumerate = unsafe extern "system" fn(PCWSTR, *mut PWSTR, *mut PWSTR) -> HRESULT;
-type Open = unsafe extern "system" fn(*const GUID, *mut *mut c_void, *mut PWSTR) -> HRESULT;
-type Query = unsafe extern "system" fn(*const c_void, PCWSTR, *mut PWSTR, *mut PWSTR) -> HRESULT;
 type CreateEndpoint = unsafe extern "system" fn(
     *const c_void,
     *const GUID,
@@ -23,23 +20,9 @@ type CreateEndpoint = unsafe extern "system" fn(
 ) -> HRESULT;
 type CreateNamespace =
     unsafe extern "system" fn(*const GUID, PCWSTR, *mut *mut c_void, *mut PWSTR) -> HRESULT;
-type Modify = unsafe extern "system" fn(*const c_void, PCWSTR, *mut PWSTR) -> HRESULT;
-type Delete = unsafe extern "system" fn(*const GUID, *mut PWSTR) -> HRESULT;
-type Close = unsafe extern "system" fn(*const c_void) -> HRESULT;
-type HnsCall = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR, *mut PWSTR) -> HRESULT;
 
 const V2: &str = r#"{"SchemaVersion":{"Major":2,"Minor":0},"Flags":0}"#;
 const V2_DETAILED: &str = r#"{"SchemaVersion":{"Major":2,"Minor":0},"Flags":1}"#;
-
-/// Reads and frees a string HCN handed out.
-fn take(p: PWSTR) -> String {
-    let s = super::ffi::take_wide(p);
-    if !p.is_null() {
-        // SAFETY: HCN allocated it with CoTaskMemAlloc; it is not used after this.
-        unsafe { CoTaskMemFree(p as *const c_void) };
-    }
-    s
-}
 
 fn guid(id: &str) -> GUID {
     let hex: String = id.chars().filter(char::is_ascii_hexdigit).collect();
