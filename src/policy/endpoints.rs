@@ -129,29 +129,18 @@ impl Endpoints {
     pub fn of(inv: &Inventory) -> Self {
         let mut out = Endpoints::default();
         let mut index: HashMap<LabelSet, usize> = HashMap::new();
+        // A pod's labels as an endpoint follow from its namespace, service account and own
+        // labels: pods alike in those (a workload's replicas) are given the first one's class.
+        let mut alike: HashMap<(&str, &str, &BTreeMap<String, String>), usize> = HashMap::new();
         for p in inv.pods.iter().filter(|p| is_endpoint(p)) {
-            let labels = LabelSet::new(labels_of(inv, p));
             let windows = u64::from(inv.nodes.get(&p.node).copied().unwrap_or(false));
-            let i = match index.get(&labels) {
+            let key = (p.namespace.as_str(), p.service_account.as_str(), &p.labels);
+            let i = match alike.get(&key) {
                 Some(&i) => i,
                 None => {
-                    out.classes.push(Class {
-                        namespace: p.namespace.clone(),
-                        labels: labels.clone(),
-                        windows: 0,
-                        all: 0,
-                        ips: Vec::new(),
-                        example: None,
-                    });
-                    let i = out.classes.len() - 1;
-                    index.insert(labels, i);
-                    for (k, v) in &out.classes[i].labels.0 {
-                        out.postings
-                            .entry((k.clone(), v.clone()))
-                            .or_default()
-                            .push(i);
-                    }
-                    out.every.push(i);
+                    let labels = LabelSet::new(labels_of(inv, p));
+                    let i = out.class_of(labels, &p.namespace, &mut index);
+                    alike.insert(key, i);
                     i
                 }
             };
@@ -170,6 +159,36 @@ impl Endpoints {
                 .or_default() += windows;
         }
         out
+    }
+
+    /// The class of endpoints with `labels`, added when new.
+    fn class_of(
+        &mut self,
+        labels: LabelSet,
+        namespace: &str,
+        index: &mut HashMap<LabelSet, usize>,
+    ) -> usize {
+        if let Some(&i) = index.get(&labels) {
+            return i;
+        }
+        let i = self.classes.len();
+        for (k, v) in &labels.0 {
+            self.postings
+                .entry((k.clone(), v.clone()))
+                .or_default()
+                .push(i);
+        }
+        self.classes.push(Class {
+            namespace: namespace.to_owned(),
+            labels: labels.clone(),
+            windows: 0,
+            all: 0,
+            ips: Vec::new(),
+            example: None,
+        });
+        index.insert(labels, i);
+        self.every.push(i);
+        i
     }
 
     /// Windows endpoints in a namespace, or in the cluster for `None`.

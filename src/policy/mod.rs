@@ -115,21 +115,22 @@ impl Collected {
     /// the first read is kept. Namespaces, Nodes and ServiceAccounts are kept by name already.
     /// How many were dropped.
     pub fn drop_duplicates(&mut self) -> usize {
-        use std::collections::HashSet;
         let before = self.inventory.pods.len() + self.policies.len();
-        let mut pods = HashSet::new();
-        self.inventory
-            .pods
-            .retain(|p| p.name.is_empty() || pods.insert((p.namespace.clone(), p.name.clone())));
-        let mut policies = HashSet::new();
-        self.policies.retain(|p| {
-            let family = if p.api_version.starts_with("networking.k8s.io") {
-                "kubernetes"
-            } else {
-                "calico"
-            };
-            policies.insert((family, p.kind.clone(), p.namespace.clone(), p.name.clone()))
+        let pods = firsts(&self.inventory.pods, |p| {
+            (!p.name.is_empty()).then_some((p.namespace.as_str(), p.name.as_str()))
         });
+        let policies = firsts(&self.policies, |p| {
+            let family = p.api_version.starts_with("networking.k8s.io");
+            Some((
+                family,
+                p.kind.as_str(),
+                p.namespace.as_deref(),
+                p.name.as_str(),
+            ))
+        });
+        let (mut pods, mut policies) = (pods.into_iter(), policies.into_iter());
+        self.inventory.pods.retain(|_| pods.next().unwrap_or(true));
+        self.policies.retain(|_| policies.next().unwrap_or(true));
         before - self.inventory.pods.len() - self.policies.len()
     }
 
@@ -242,6 +243,18 @@ impl Collected {
         }
         Ok(())
     }
+}
+
+/// Whether each item is the first with its key (one without a key always is).
+fn firsts<'a, T, K: Eq + std::hash::Hash>(
+    items: &'a [T],
+    key: impl Fn(&'a T) -> Option<K>,
+) -> Vec<bool> {
+    let mut seen = std::collections::HashSet::new();
+    items
+        .iter()
+        .map(|x| key(x).is_none_or(|k| seen.insert(k)))
+        .collect()
 }
 
 /// The kinds whose labels and placement make the endpoints.
