@@ -191,6 +191,8 @@ impl Renewal {
         };
         if now < due && !forced {
             self.next = Instant::now() + secs(due - now);
+            let when = crate::duration::show(secs(due - now));
+            log.info(&format!("calico-node's token is due for renewal in {when}"));
             return;
         }
         let expires = token.expiry().or(record.as_ref().map(|r| r.expires));
@@ -212,10 +214,12 @@ impl Renewal {
 
     /// Records a success and times the next renewal from it.
     fn succeeded(&mut self, host: &dyn Host, fresh: &IssuedRecord, log: &Log) {
+        let after = after_success(fresh.lifetime);
         log.info(&format!(
-            "renewed calico-node's token in {}: valid until {}",
+            "renewed calico-node's token in {}: valid until {}; renewed again in {}",
             self.token_file,
-            crate::duration::time_text(fresh.expires)
+            crate::duration::time_text(fresh.expires),
+            crate::duration::show(after)
         ));
         if let Some(skew) = fresh.skew_to_say() {
             log.warn(&format!(
@@ -229,7 +233,7 @@ impl Renewal {
         }
         self.failures = 0;
         self.refused = false;
-        self.next = Instant::now() + after_success(fresh.lifetime);
+        self.next = Instant::now() + after;
     }
 
     /// The token's service account: its subject, else the record's, else calico-node.
@@ -343,8 +347,12 @@ impl Renewal {
         } else {
             line
         };
-        log.warn(&line);
         self.failures = self.failures.saturating_add(1);
+        let after = retry_after(expires, now, needs_new, self.failures);
+        log.warn(&format!(
+            "{line}; tried again in {}",
+            crate::duration::show(after)
+        ));
         if self.failures == 1 {
             let message = format!("CalicoNode {line}");
             log.event(host, EventLevel::Warning, EVENT_RENEWAL_FAILED, &message);
@@ -352,7 +360,7 @@ impl Renewal {
         if let Err(e) = token_records::keep_refused(host, &record) {
             log.warn(&format!("cannot record the failed renewal for status: {e}"));
         }
-        self.next = Instant::now() + retry_after(expires, now, needs_new, self.failures);
+        self.next = Instant::now() + after;
     }
 }
 

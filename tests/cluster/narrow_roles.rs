@@ -8,7 +8,7 @@
 //! --migrate`).
 
 use super::fleet::fleet_plan;
-use crate::support::fake_api::{FakeApi, Scripted};
+use crate::support::fake_api::FakeApi;
 use crate::support::operator::FakeOperator;
 use crate::support::snapshot::{assert_same, snapshot};
 use crate::support::{Node, on_node};
@@ -71,22 +71,17 @@ fn refusals(api: &FakeApi) {
     st.pdb_retry_after = 1;
 }
 
-/// `reconfigure --drain` with a VNI change as `kubeconfig`'s identity, while, 1.5 s after
-/// the drain first asked to evict `late`, the namespace controller finishes `doomed` and the
-/// budget allows web-1's eviction: its exit code and stderr. A scripted event of the fake
-/// API server's, counted from the drain's own request (a loaded machine may start the
-/// command later than 1.5 s after the test).
+/// `reconfigure --drain` with a VNI change as `kubeconfig`'s identity, while, when the drain
+/// asks again to evict web-1 (after the budget's Retry-After), the namespace controller has
+/// finished `doomed` and the budget allows it: its exit code and stderr. A scripted event of
+/// the fake API server's, at the drain's own request.
 fn drain_as(api: &FakeApi, node: &Node, kubeconfig: &std::path::Path) -> (i32, String) {
     api.set_felix_vni(4097);
-    api.when(
-        "POST",
-        "/api/v1/namespaces/doomed/pods/late/eviction",
+    api.when_nth(
+        ("POST", "/api/v1/namespaces/default/pods/web-1/eviction", 2),
         |st| {
-            let done = Scripted::later(std::time::Duration::from_millis(1500), |st| {
-                st.objects.retain(|p, _| !p.contains("/namespaces/doomed"));
-                st.eviction_blocked.clear();
-            });
-            st.scripted.push(done);
+            st.objects.retain(|p, _| !p.contains("/namespaces/doomed"));
+            st.eviction_blocked.clear();
         },
     );
     let args = ["reconfigure", "--set", "vxlan.vni=4097", "--drain"];

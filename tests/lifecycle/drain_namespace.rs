@@ -4,7 +4,7 @@
 //! the fake API server) is no failure.
 
 use crate::support::Node;
-use crate::support::fake_api::Scripted;
+use crate::support::fake_api::{Scripted, State};
 use serde_json::json;
 
 /// `reconfigure --drain` to VNI 4097 with this drain timeout: its exit code and stderr.
@@ -45,21 +45,10 @@ fn installed() -> Node {
     n
 }
 
-/// The namespace `doomed` is gone (its pods with it) 1.5 s after the drain first asked to
-/// evict `late`, well before kubectl's 5 s to ask again: a scripted event of the fake API
-/// server's, counted from the drain's own request, not from the test's start (a loaded
-/// machine may start the command later than that).
-fn doomed_goes_after_lates_first_eviction(n: &Node) {
-    n.api().when(
-        "POST",
-        "/api/v1/namespaces/doomed/pods/late/eviction",
-        |st| {
-            let gone = Scripted::later(std::time::Duration::from_millis(1500), |st| {
-                st.objects.retain(|p, _| !p.contains("/namespaces/doomed"));
-            });
-            st.scripted.push(gone);
-        },
-    );
+/// The namespace `doomed` is gone, its pods with it: a scripted event of the fake API
+/// server's (`FakeApi::when`), at one of the drain's own requests.
+fn doomed_goes(st: &mut State) {
+    st.objects.retain(|p, _| !p.contains("/namespaces/doomed"));
 }
 
 fn asked(n: &Node, pod: &str) -> usize {
@@ -78,8 +67,10 @@ fn asked(n: &Node, pod: &str) -> usize {
 fn pods_in_a_namespace_being_deleted_are_waited_for_as_kubectl_does() {
     let n = installed();
     // The namespace controller and the kubelet finish with both pods, then the namespace
-    // goes: until then, the admission refuses even a pod that is gone.
-    doomed_goes_after_lates_first_eviction(&n);
+    // goes, before the drain asks again: until then, the admission refuses even a pod that
+    // is gone.
+    let late = "/api/v1/namespaces/doomed/pods/late/eviction";
+    n.api().when_nth(("POST", late, 2), doomed_goes);
     let (code, err) = drain_to_4097(&n, "30s");
     assert_eq!(code, 0, "{err}");
     assert_eq!(
@@ -101,7 +92,11 @@ fn pods_in_a_namespace_being_deleted_are_waited_for_as_kubectl_does() {
 fn a_pod_marked_deleted_after_its_refusal_is_waited_for_not_asked_again() {
     let n = installed();
     n.api().lock().marks_after_refusal = true;
-    doomed_goes_after_lates_first_eviction(&n);
+    // Gone at the drain's next request after it read `late` again (its wait for the pods to
+    // leave; kubectl's 5 s to ask again, were it asked again).
+    n.api().when("GET", "/api/v1/namespaces/doomed/pods", |st| {
+        st.scripted.push(Scripted::on(("", "", 1), doomed_goes));
+    });
     let (code, err) = drain_to_4097(&n, "30s");
     assert_eq!(code, 0, "{err}");
     assert_eq!(asked(&n, "old"), 1);

@@ -2,7 +2,7 @@
 //! pods on it, taken from VXLAN VNI 4096 to 4097 (drain, new Calico network, uncordon), and
 //! the refusals, the PodDisruptionBudget timeout, interruptions and files-only changes.
 
-use crate::support::fake_api::{FakeApi, Scripted};
+use crate::support::fake_api::FakeApi;
 use crate::support::release::release_zip;
 use crate::support::snapshot::{assert_same, snapshot};
 use crate::support::{Node, on_node};
@@ -155,18 +155,11 @@ fn an_eviction_refused_for_a_while_is_retried_until_the_budget_allows_it() {
         .lock()
         .eviction_blocked
         .insert("default/web-2".into());
-    // The budget allows it 1.5 s after the drain first asked: a scripted event of the fake
-    // API server's, counted from the drain's own request, not from the test's start (a
-    // loaded machine may start the command later than that).
-    n.api().when(
-        "POST",
-        "/api/v1/namespaces/default/pods/web-2/eviction",
-        |st| {
-            let allowed = Scripted::later(std::time::Duration::from_millis(1500), |st| {
-                st.eviction_blocked.clear();
-            });
-            st.scripted.push(allowed);
-        },
+    // The budget allows it when the drain asks again (kubectl's 5 s after a 429 without
+    // Retry-After): a scripted event of the fake API server's, at the drain's own request.
+    n.api().when_nth(
+        ("POST", "/api/v1/namespaces/default/pods/web-2/eviction", 2),
+        |st| st.eviction_blocked.clear(),
     );
     let (code, err) = n.run_raw(
         &[

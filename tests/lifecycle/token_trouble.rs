@@ -63,8 +63,8 @@ fn problems(doc: &Value) -> Vec<String> {
 }
 
 /// CalicoNode in the foreground until what it adds to its log file satisfies `ready` (at most
-/// 60 s: a loaded CI machine starts it slowly), then `more` seconds; then stopped: its log.
-fn run_node_until(node: &Node, ready: impl Fn(&str) -> bool, more: u64) -> String {
+/// 60 s: a loaded CI machine starts it slowly); then stopped: its log.
+fn run_node_until(node: &Node, ready: impl Fn(&str) -> bool) -> String {
     let log_file = node.c_drive("calicowindows/logs/calico-node.log");
     let before = fs_err::read_to_string(&log_file).map_or(0, |t| t.len());
     let child = crate::support::console_node(&node.sim());
@@ -80,7 +80,6 @@ fn run_node_until(node: &Node, ready: impl Fn(&str) -> bool, more: u64) -> Strin
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    std::thread::sleep(Duration::from_secs(more));
     crate::support::stop_console(child)
 }
 
@@ -141,10 +140,11 @@ fn an_expired_token_is_not_asked_for_again_every_second_and_status_says_what_to_
     ));
     fs_err::write(token_file(&node), &expired).expect("expire");
     let before = token_requests(&api);
-    // The first attempt, then 5 s in which a retry every second would have asked 5 times.
-    let log = run_node_until(&node, |l| l.contains("could not renew"), 5);
+    // The first attempt, and when the next is: not in a second (its log says when).
+    let log = run_node_until(&node, |l| l.contains("could not renew"));
     let asked = token_requests(&api) - before;
     assert_eq!(asked, 1, "{asked} TokenRequests: {log}");
+    assert!(log.contains("; tried again in 5m"), "{log}");
     assert_eq!(renewal_events(&node), 1, "{log}");
     assert!(log.contains("no renewal can succeed"), "{log}");
     let (code, doc, _) = status(&node, false);
@@ -177,11 +177,13 @@ fn a_server_clock_behind_the_nodes_cannot_make_renewals_loop() {
     }
     let node = installed(&api);
     let before = token_requests(&api);
-    // The first renewal (the install's token is due by its own claims), then 5 s in which the
-    // old schedule asked again and again.
-    let log = run_node_until(&node, |l| l.contains("renewed calico-node's token"), 5);
+    // The first renewal (the install's token is due by its own claims), and when the next is:
+    // two thirds of the 30 s granted, not at once as by the new token's own claims (its log
+    // says when).
+    let log = run_node_until(&node, |l| l.contains("renewed calico-node's token"));
     let asked = token_requests(&api) - before;
     assert_eq!(asked, 1, "{asked} TokenRequests: {log}");
+    assert!(log.contains("; renewed again in 20s"), "{log}");
     assert!(log.contains("s ahead of the API server's"), "{log}");
     let (_, doc, _) = status(&node, false);
     assert!(
@@ -203,7 +205,7 @@ fn a_token_that_is_no_jwt_takes_its_expiry_from_the_tokenrequest_answer() {
     let (_, doc, _) = status(&node, false);
     assert!(doc["token"]["expires"].is_null(), "{doc}");
     // CalicoNode renews it at once to learn its expiry, then not again for 40 minutes.
-    let log = run_node_until(&node, |l| l.contains("renewed calico-node's token"), 0);
+    let log = run_node_until(&node, |l| l.contains("renewed calico-node's token"));
     let second = fs_err::read_to_string(token_file(&node)).expect("token");
     assert_ne!(first, second, "{log}");
     let (_, doc, _) = status(&node, false);
@@ -213,12 +215,21 @@ fn a_token_that_is_no_jwt_takes_its_expiry_from_the_tokenrequest_answer() {
         .to_owned();
     assert!(!expires.is_empty(), "{doc}");
     let asked = token_requests(&api);
-    // Past its start-up and into the loop that renews, and 2 s more.
-    run_node_until(&node, |l| l.contains("kubelet is"), 2);
+    // Into the loop that renews, until it looked at the token (its log says when it is due).
+    let log = run_node_until(&node, |l| {
+        l.contains("calico-node's token is due for renewal in") || l.contains("renewed")
+    });
     assert_eq!(
         token_requests(&api),
         asked,
-        "renewed again before it was due"
+        "renewed again before it was due: {log}"
+    );
+    let due = log.split("due for renewal in ").nth(1);
+    let due = due.and_then(|t| t.split_whitespace().next());
+    let due = due.map(calicoctl_win::duration::parse);
+    assert!(
+        matches!(due, Some(Ok(d)) if d > Duration::from_secs(30 * 60)),
+        "{log}"
     );
 }
 
@@ -237,7 +248,7 @@ fn absurd_token_claims_are_an_unusable_token_not_a_crash() {
         let p = problems(&doc).join("\n");
         assert!(p.contains("is unusable"), "{claims}: {p}");
         // CalicoNode does not crash on it either (a debug build panics on overflow).
-        let log = run_node_until(&node, |l| l.contains("could not renew"), 0);
+        let log = run_node_until(&node, |l| l.contains("could not renew"));
         assert!(!log.contains("panicked"), "{claims}: {log}");
         assert!(log.contains("could not renew"), "{claims}: {log}");
     }
@@ -276,7 +287,7 @@ fn a_token_file_status_cannot_use_is_one_problem_among_the_others() {
     let (_, doc, _) = status(&node, false);
     let p = problems(&doc).join("\n");
     assert!(p.contains("control characters"), "{p}");
-    let log = run_node_until(&node, |l| l.contains("control characters"), 0);
+    let log = run_node_until(&node, |l| l.contains("control characters"));
     assert!(log.contains("control characters"), "{log}");
 }
 
@@ -340,7 +351,7 @@ fn a_refused_token_is_noticed_at_the_first_look_not_at_its_renewal_time() {
     let node = installed(&api);
     api.recreate_service_account("calico-system", "calico-node");
     let before = token_requests(&api);
-    let log = run_node_until(&node, |l| l.contains("could not renew"), 0);
+    let log = run_node_until(&node, |l| l.contains("could not renew"));
     assert!(
         log.contains(
             "refused calico-node's token (401) when CalicoNode read its Node: trying a renewal now"
@@ -376,7 +387,7 @@ fn tokens_are_bound_to_the_node_where_the_server_allows_and_status_says_which() 
 
     let mut saved = api.get("/api/v1/nodes/win-1").expect("node");
     api.remove("/api/v1/nodes/win-1");
-    run_node_until(&node, |l| l.contains("could not renew"), 0);
+    run_node_until(&node, |l| l.contains("could not renew"));
     // kubelet registers the Node again: a new object, with a new uid.
     saved["metadata"]["uid"] = "uid-win-1-again".into();
     api.put("/api/v1/nodes/win-1", saved);
@@ -596,7 +607,7 @@ fn a_node_clock_two_hours_ahead_does_not_expire_a_working_token() {
         "{install_err}"
     );
     // CalicoNode's renewal measures the difference and records it with the new token.
-    run_node_until(&node, |l| l.contains("renewed calico-node's token"), 0);
+    run_node_until(&node, |l| l.contains("renewed calico-node's token"));
     let (_, doc, _) = status(&node, false);
     assert!(
         doc["token"]["clock_skew_seconds"]

@@ -198,16 +198,15 @@ pub struct State {
 
 /// A test's scripted event, not a modelled behaviour: what the test does, under the server's
 /// lock, when the `nth` request of `method` (any, when empty) whose path starts with `prefix`
-/// arrives, from `not_before` on and once `seen` holds of the state, before that request is
-/// served. A test that waits from outside (polling) for a state the client passes through
-/// may miss it on a loaded machine, and one that acts after a pause of its own may act before
-/// the client even started; an event taken here, between two requests of the client, neither
-/// misses nor precedes them.
+/// arrives, once `seen` holds of the state, before that request is served. A test that waits
+/// from outside (polling) for a state the client passes through may miss it on a loaded
+/// machine, and one that acts after a pause of its own may act before the client even
+/// started; an event taken here, between two requests of the client, neither misses nor
+/// precedes them.
 pub struct Scripted {
     pub method: String,
     pub prefix: String,
     pub nth: usize,
-    pub not_before: Option<std::time::Instant>,
     pub seen: Option<Seen>,
     pub then: Box<dyn FnOnce(&mut State) + Send>,
 }
@@ -216,34 +215,24 @@ pub struct Scripted {
 pub type Seen = Box<dyn Fn(&State) -> bool + Send>;
 
 impl Scripted {
-    /// `then` at the first request `after` from now (scheduled by another event: a while
-    /// after a request of the client's, counted from it, not from the test's start).
-    pub fn later(
-        after: std::time::Duration,
+    /// `then` at the `nth` request of `method` on `prefix` from now (scheduled by another
+    /// event: counted from a request of the client's, not from the test's start).
+    pub fn on(
+        (method, prefix, nth): (&str, &str, usize),
         then: impl FnOnce(&mut State) + Send + 'static,
     ) -> Self {
         Self {
-            not_before: Some(std::time::Instant::now() + after),
-            ..Self::any(then)
-        }
-    }
-
-    /// `then` at the first request of any kind.
-    fn any(then: impl FnOnce(&mut State) + Send + 'static) -> Self {
-        Self {
-            method: String::new(),
-            prefix: String::new(),
-            nth: 1,
-            not_before: None,
+            method: method.into(),
+            prefix: prefix.into(),
+            nth,
             seen: None,
             then: Box::new(then),
         }
     }
 
-    fn matches(&self, (method, path): (&str, &str), now: std::time::Instant, st: &State) -> bool {
+    fn matches(&self, (method, path): (&str, &str), st: &State) -> bool {
         (self.method.is_empty() || self.method == method)
             && path.starts_with(&self.prefix)
-            && self.not_before.is_none_or(|t| now >= t)
             && self.seen.as_ref().is_none_or(|seen| seen(st))
     }
 }
@@ -252,10 +241,9 @@ impl State {
     /// Counts `method` on `path` for each scripted event it matches, and takes those whose
     /// request it is, once (serve.rs).
     pub fn scripted_for(&mut self, method: &str, path: &str) {
-        let now = std::time::Instant::now();
         let (mut due, mut kept) = (Vec::new(), Vec::new());
         for mut s in std::mem::take(&mut self.scripted) {
-            if s.matches((method, path), now, self) {
+            if s.matches((method, path), self) {
                 s.nth = s.nth.saturating_sub(1);
                 if s.nth == 0 {
                     due.push(s);
@@ -827,12 +815,9 @@ impl FakeApi {
         (method, prefix, nth): (&str, &str, usize),
         then: impl FnOnce(&mut State) + Send + 'static,
     ) {
-        self.lock().scripted.push(Scripted {
-            method: method.into(),
-            prefix: prefix.into(),
-            nth,
-            ..Scripted::any(then)
-        });
+        self.lock()
+            .scripted
+            .push(Scripted::on((method, prefix, nth), then));
     }
 
     /// Scripts `then` for the first request that finds `seen` true of the state (a state the
@@ -844,7 +829,7 @@ impl FakeApi {
     ) {
         self.lock().scripted.push(Scripted {
             seen: Some(Box::new(seen)),
-            ..Scripted::any(then)
+            ..Scripted::on(("", "", 1), then)
         });
     }
 
