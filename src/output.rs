@@ -103,7 +103,7 @@ impl Printer {
 
     /// Prints `v` with `schema` first and the warnings said, when it has none of its own.
     fn document(&mut self, v: serde_json::Value) {
-        let mut v = with_schema(&v);
+        let mut v = with_schema(v);
         if let Some(map) = v.as_object_mut()
             && !self.warnings.is_empty()
             && !map.contains_key("warnings")
@@ -251,19 +251,20 @@ pub struct VersionDocument {
 /// A document as printed outside a Printer (before the command line is parsed): `schema` first.
 pub fn printed(doc: &impl serde::Serialize) -> String {
     let v = serde_json::to_value(doc).unwrap_or_default();
-    serde_json::to_string_pretty(&with_schema(&v)).unwrap_or_default()
+    serde_json::to_string_pretty(&with_schema(v)).unwrap_or_default()
 }
 
 /// A document with `schema` first (a document that has one already is left as it is).
-fn with_schema(v: &serde_json::Value) -> serde_json::Value {
+fn with_schema(v: serde_json::Value) -> serde_json::Value {
     match v {
         serde_json::Value::Object(map) if !map.contains_key("schema") => {
+            // Moved, not cloned: `lint policies` prints a document of megabytes.
             let mut out = serde_json::Map::with_capacity(map.len() + 1);
             out.insert("schema".into(), SCHEMA.into());
-            out.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
+            out.extend(map);
             serde_json::Value::Object(out)
         }
-        other => other.clone(),
+        other => other,
     }
 }
 

@@ -331,18 +331,26 @@ pub fn lint(c: &Collected, release: felix::Release) -> Result<Report, PolicyErro
     let name = felix::release_name(&release);
     let eps = Endpoints::of(&c.inventory);
     let mut renderer = felix::Renderer::new(&eps);
-    let rendered: Vec<render::Rendered> = c
-        .policies
-        .iter()
-        .map(|p| render::policy(&mut renderer, p))
-        .collect();
+    // Which Windows endpoints each policy applies to is found on a second core while the
+    // rules are rendered: neither reads what the other writes.
+    let (rendered, applies) = std::thread::scope(|s| {
+        let applies = s.spawn(|| render::applies(&eps, &c.policies));
+        let rendered: Vec<render::Rendered> = c
+            .policies
+            .iter()
+            .map(|p| render::policy(&mut renderer, p))
+            .collect();
+        let applies = applies
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (rendered, applies)
+    });
     let cluster = render::Cluster {
         policies: &c.policies,
         rendered: &rendered,
         tiers: &c.tiers,
         release,
     };
-    let applies = render::applies(&eps, &c.policies);
     let assembled = render::endpoints(&eps, &cluster, &applies);
     let mut policies = Vec::with_capacity(c.policies.len());
     let mut findings = Vec::new();

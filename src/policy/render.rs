@@ -141,13 +141,13 @@ impl Cluster<'_> {
 
 /// The Windows endpoint classes each policy's selector matches (one evaluation per distinct
 /// selector).
-pub fn applies(eps: &Endpoints, policies: &[Policy]) -> Vec<std::rc::Rc<Vec<usize>>> {
-    let mut seen: HashMap<&Node, std::rc::Rc<Vec<usize>>> = HashMap::new();
+pub fn applies(eps: &Endpoints, policies: &[Policy]) -> Vec<std::sync::Arc<Vec<usize>>> {
+    let mut seen: HashMap<&Node, std::sync::Arc<Vec<usize>>> = HashMap::new();
     policies
         .iter()
         .map(|p| {
             seen.entry(&p.applies)
-                .or_insert_with(|| std::rc::Rc::new(eps.windows_classes_matching(&p.applies)))
+                .or_insert_with(|| std::sync::Arc::new(eps.windows_classes_matching(&p.applies)))
                 .clone()
         })
         .collect()
@@ -165,7 +165,11 @@ pub struct Assembled {
 
 /// Every Windows endpoint class's ACL list and what Felix loses on the way; `applies` holds
 /// each policy's classes.
-pub fn endpoints(eps: &Endpoints, c: &Cluster, applies: &[std::rc::Rc<Vec<usize>>]) -> Assembled {
+pub fn endpoints(
+    eps: &Endpoints,
+    c: &Cluster,
+    applies: &[std::sync::Arc<Vec<usize>>],
+) -> Assembled {
     let mut per_class: Vec<Vec<usize>> = vec![Vec::new(); eps.classes.len()];
     for i in c.sorted() {
         for &k in applies[i].iter() {
