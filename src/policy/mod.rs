@@ -333,17 +333,13 @@ pub fn lint(c: &Collected, release: felix::Release) -> Result<Report, PolicyErro
     let mut renderer = felix::Renderer::new(&eps);
     // Which Windows endpoints each policy applies to is found on a second core while the
     // rules are rendered: neither reads what the other writes.
-    let (rendered, applies) = std::thread::scope(|s| {
-        let applies = s.spawn(|| render::applies(&eps, &c.policies));
-        let rendered: Vec<render::Rendered> = c
-            .policies
+    let mut applies = Vec::new();
+    let rendered: Vec<render::Rendered> = std::thread::scope(|s| {
+        s.spawn(|| applies = render::applies(&eps, &c.policies));
+        c.policies
             .iter()
             .map(|p| render::policy(&mut renderer, p))
-            .collect();
-        let applies = applies
-            .join()
-            .unwrap_or_else(|e| std::panic::resume_unwind(e));
-        (rendered, applies)
+            .collect()
     });
     let cluster = render::Cluster {
         policies: &c.policies,
