@@ -83,6 +83,17 @@ fn pods_in_a_namespace_being_deleted_are_waited_for_as_kubectl_does() {
         2,
         "asked again after 5 s, then gone (404)"
     );
+    // The drain's own pause (kubectl's 5 s) between the two asks, read from when the fake
+    // server saw them: a drain asking again at once would pass the counts above.
+    let times: Vec<_> = (n.api().lock().eviction_times.iter())
+        .filter(|(p, _)| p.ends_with("/pods/late/eviction"))
+        .map(|(_, t)| *t)
+        .collect();
+    let waited = times[1].duration_since(times[0]);
+    assert!(
+        waited >= std::time::Duration::from_millis(4500),
+        "asked again after {waited:?}, before kubectl's 5 s"
+    );
     assert_eq!(n.calico_vsid(), Some(4097));
 }
 

@@ -663,7 +663,7 @@ fn an_overloaded_servers_429_is_waited_out_as_it_asks() {
         4,
         "two pods, one asked again, then the log agent once the network was made again"
     );
-    let (first, last) = (times[0], times[2]);
+    let (first, last) = (times[0].1, times[2].1);
     let waited = last.duration_since(first);
     assert!(
         waited >= std::time::Duration::from_millis(900),

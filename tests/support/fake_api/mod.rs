@@ -126,7 +126,8 @@ pub struct State {
     /// The body of every eviction request, in order.
     pub evictions: Vec<Value>,
     /// When each eviction request arrived, in order.
-    pub eviction_times: Vec<std::time::Instant>,
+    /// Each eviction's path and when it was asked.
+    pub eviction_times: Vec<(String, std::time::Instant)>,
     /// How long the server takes over each eviction (to see how many are in flight at once).
     pub eviction_delay: std::time::Duration,
     /// Eviction requests being answered now, and the most there were at once.

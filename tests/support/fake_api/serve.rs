@@ -298,7 +298,8 @@ pub async fn handle(req: Request<Incoming>, state: &Mutex<State>) -> Reply {
             let mut st = super::lock_state(state);
             st.in_flight += 1;
             st.max_in_flight = st.max_in_flight.max(st.in_flight);
-            st.eviction_times.push(std::time::Instant::now());
+            st.eviction_times
+                .push((path.to_string(), std::time::Instant::now()));
             st.eviction_delay
         };
         tokio::time::sleep(delay).await;
