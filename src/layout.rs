@@ -391,12 +391,7 @@ impl Role {
 
     /// The registry value its service keeps its last child in (`CHILD_VALUES`).
     pub fn child_value(self) -> &'static str {
-        match self {
-            Role::Node => CHILD_VALUES[0],
-            Role::Felix => CHILD_VALUES[1],
-            Role::Confd => CHILD_VALUES[2],
-            Role::KubeProxy => CHILD_VALUES[3],
-        }
+        CHILD_VALUES[self as usize]
     }
 
     /// Its log file's name in the logs directory (`calico-<name>.log`).

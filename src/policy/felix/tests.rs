@@ -61,6 +61,11 @@ fn acl(
 
 use Action::{Allow, Deny as Block, Pass};
 
+/// A flattened ACL's action, protocol, remote and local addresses, as `acl` writes them.
+fn row(action: Action, protocol: u16, remote: &str, local: &str) -> (Action, u16, Addrs, Addrs) {
+    (action, protocol, nets(remote), nets(local))
+}
+
 fn shape(groups: &[Group]) -> Vec<(Action, u16, Addrs, Addrs)> {
     groups
         .iter()
@@ -100,7 +105,7 @@ fn felixs_flattener_table() {
         vec![acl(Pass, 256, "", "", "", "")],
         vec![acl(Allow, 10, "", "", "", "")],
     ]);
-    assert_eq!(shape(&flat), [(Allow, 10, Addrs::Any, Addrs::Any)]);
+    assert_eq!(shape(&flat), [row(Allow, 10, "", "")]);
     // "Should combine CIDRs" (local)
     let (flat, _) = flatten(vec![
         vec![
@@ -112,8 +117,8 @@ fn felixs_flattener_table() {
     assert_eq!(
         shape(&flat),
         [
-            (Allow, 256, Addrs::Any, nets("10.0.10.0/24")),
-            (Allow, 256, Addrs::Any, nets("10.0.10.0/26")),
+            row(Allow, 256, "", "10.0.10.0/24"),
+            row(Allow, 256, "", "10.0.10.0/26"),
         ]
     );
     // "Should combine CIDRs" (remote, and a side the second tier leaves open)
@@ -132,15 +137,10 @@ fn felixs_flattener_table() {
     assert_eq!(
         shape(&flat),
         [
-            (Allow, 256, nets("10.0.10.0/24,11.0.0.0/24"), Addrs::Any),
-            (
-                Allow,
-                256,
-                nets("10.0.0.0/16,11.0.0.0/24"),
-                nets("12.0.0.0/8")
-            ),
-            (Allow, 256, nets("10.0.10.0/26"), Addrs::Any),
-            (Allow, 256, nets("10.0.10.0/26"), nets("12.0.0.0/8")),
+            row(Allow, 256, "10.0.10.0/24,11.0.0.0/24", ""),
+            row(Allow, 256, "10.0.0.0/16,11.0.0.0/24", "12.0.0.0/8"),
+            row(Allow, 256, "10.0.10.0/26", ""),
+            row(Allow, 256, "10.0.10.0/26", "12.0.0.0/8"),
         ]
     );
     // "Should combine Ports"
@@ -183,17 +183,12 @@ fn felixs_flattener_table() {
     assert_eq!(
         shape(&flat),
         [
-            (Allow, 256, nets("10.0.10.0/24,11.0.0.0/24"), Addrs::Any),
-            (Block, 256, nets("10.0.10.0/28"), Addrs::Any),
-            (
-                Allow,
-                256,
-                nets("10.0.0.0/16,11.0.0.0/24"),
-                nets("12.0.0.0/8")
-            ),
-            (Allow, 256, nets("10.0.10.0/26"), Addrs::Any),
-            (Block, 256, nets("10.0.10.0/28"), Addrs::Any),
-            (Allow, 256, nets("10.0.10.0/26"), nets("12.0.0.0/8")),
+            row(Allow, 256, "10.0.10.0/24,11.0.0.0/24", ""),
+            row(Block, 256, "10.0.10.0/28", ""),
+            row(Allow, 256, "10.0.0.0/16,11.0.0.0/24", "12.0.0.0/8"),
+            row(Allow, 256, "10.0.10.0/26", ""),
+            row(Block, 256, "10.0.10.0/28", ""),
+            row(Allow, 256, "10.0.10.0/26", "12.0.0.0/8"),
         ]
     );
     // "Should block with pass in last tier"
@@ -211,10 +206,10 @@ fn felixs_flattener_table() {
     assert_eq!(
         shape(&flat),
         [
-            (Allow, 256, nets("10.0.10.0/24"), Addrs::Any),
-            (Block, 256, nets("10.0.10.1/32"), Addrs::Any),
-            (Block, 256, nets("10.0.10.2/32"), Addrs::Any),
-            (Block, 256, nets("10.0.10.0/24"), Addrs::Any),
+            row(Allow, 256, "10.0.10.0/24", ""),
+            row(Block, 256, "10.0.10.1/32", ""),
+            row(Block, 256, "10.0.10.2/32", ""),
+            row(Block, 256, "10.0.10.0/24", ""),
         ]
     );
     // "Should pass to last tier which has only the rule from the profile"
@@ -231,13 +226,14 @@ fn felixs_flattener_table() {
     );
 }
 
-fn pod(ns: &str, name: &str, node: &str, labels: Value, ip: Option<&str>) -> Value {
+/// A running pod in `default`; an empty `ip` is none yet.
+fn pod(name: &str, node: &str, labels: Value, ip: &str) -> Value {
     let mut status = json!({"phase": "Running"});
-    if let Some(ip) = ip {
+    if !ip.is_empty() {
         status["podIP"] = json!(ip);
     }
     json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
         "spec": {"nodeName": node, "serviceAccountName": "web"},
         "status": status})
 }
@@ -272,13 +268,7 @@ fn acls(acls: u64, remote: u64) -> Outcome {
 /// The nodes and a Windows pod `srv` labelled `role: server`.
 fn with_server() -> Vec<Value> {
     let mut objects = nodes();
-    objects.push(pod(
-        "default",
-        "srv",
-        "win",
-        json!({"role": "server"}),
-        Some("10.200.0.1"),
-    ));
+    objects.push(pod("srv", "win", json!({"role": "server"}), "10.200.0.1"));
     objects
 }
 
@@ -301,15 +291,9 @@ fn a_selectors_addresses_are_intersected_with_the_rules_nets() {
         ("f2", "10.1.0.1", "f"),
         ("b9", "10.9.0.9", "b"),
     ] {
-        objects.push(pod("default", name, "lin", json!({"set": set}), Some(ip)));
+        objects.push(pod(name, "lin", json!({"set": set}), ip));
     }
-    objects.push(pod(
-        "default",
-        "target",
-        "win",
-        json!({"app": "t"}),
-        Some("10.5.0.1"),
-    ));
+    objects.push(pod("target", "win", json!({"app": "t"}), "10.5.0.1"));
     let rule = |nets: Value| json!({"action": "Allow", "source": {"selector": "set in {'a', 'f'}", "nets": nets}});
     objects.push(gnp(
         "selector-cidr",
@@ -331,24 +315,11 @@ fn a_selectors_addresses_are_intersected_with_the_rules_nets() {
 /// list is split above 4,000 entries, one ACL for each combination of chunks.
 #[test]
 fn a_side_above_4000_addresses_or_ports_is_split_into_more_acls() {
-    let mut objects = nodes();
+    let mut objects = with_server();
     for i in 0..9_000u32 {
         let ip = std::net::Ipv4Addr::from(0x0a00_0000 + i).to_string();
-        objects.push(pod(
-            "default",
-            &format!("c{i}"),
-            "lin",
-            json!({"role": "client"}),
-            Some(&ip),
-        ));
+        objects.push(pod(&format!("c{i}"), "lin", json!({"role": "client"}), &ip));
     }
-    objects.push(pod(
-        "default",
-        "srv",
-        "win",
-        json!({"role": "server"}),
-        Some("10.200.0.1"),
-    ));
     let many_ports: Vec<Value> = (1..=4_001).map(|p| json!(p)).collect();
     objects.push(gnp("big", json!({"selector": "role == 'server'", "ingress": [
         {"action": "Allow", "source": {"selector": "role == 'client'"}},
@@ -409,19 +380,12 @@ fn a_selector_matching_nothing_drops_the_rule() {
 fn a_not_selector_beside_a_positive_one_is_folded_in() {
     let mut objects = with_server();
     objects.push(pod(
-        "default",
         "c1",
         "lin",
         json!({"role": "client", "bad": "y"}),
-        Some("10.0.0.1"),
+        "10.0.0.1",
     ));
-    objects.push(pod(
-        "default",
-        "c2",
-        "lin",
-        json!({"role": "client"}),
-        Some("10.0.0.2"),
-    ));
+    objects.push(pod("c2", "lin", json!({"role": "client"}), "10.0.0.2"));
     objects.push(gnp("not", json!({"selector": "role == 'server'", "ingress": [
         {"action": "Allow", "source": {"selector": "role == 'client'", "notSelector": "has(bad)"}},
         {"action": "Allow", "source": {"notSelector": "has(bad)"}},
@@ -471,20 +435,8 @@ fn a_kubernetes_named_port_skips_only_its_own_protocols_rule() {
 #[test]
 fn a_pod_without_an_address_is_no_endpoint_and_long_service_accounts_are_labelled() {
     let mut objects = nodes();
-    objects.push(pod(
-        "default",
-        "pending",
-        "win",
-        json!({"role": "server"}),
-        None,
-    ));
-    let mut long = pod(
-        "default",
-        "long",
-        "win",
-        json!({"role": "server"}),
-        Some("10.200.0.2"),
-    );
+    objects.push(pod("pending", "win", json!({"role": "server"}), ""));
+    let mut long = pod("long", "win", json!({"role": "server"}), "10.200.0.2");
     let account = "a".repeat(80);
     long["spec"]["serviceAccountName"] = json!(account);
     objects.push(long);
