@@ -39,15 +39,8 @@ fn ports(list: &str) -> Ports {
 }
 
 /// An ACL as flattener_test.go writes one: action, protocol, remote and local addresses,
-/// local and remote ports.
-fn acl(
-    action: Action,
-    protocol: u16,
-    remote: &str,
-    local: &str,
-    lports: &str,
-    rports: &str,
-) -> Group {
+/// local ports (its cases give no remote ports).
+fn acl(action: Action, protocol: u16, remote: &str, local: &str, lports: &str) -> Group {
     Group {
         count: 1,
         action,
@@ -55,7 +48,7 @@ fn acl(
         local: nets(local),
         remote: nets(remote),
         local_ports: ports(lports),
-        remote_ports: ports(rports),
+        remote_ports: Ports::Any,
     }
 }
 
@@ -76,10 +69,7 @@ fn shape(groups: &[Group]) -> Vec<(Action, u16, Addrs, Addrs)> {
 /// flattener_test.go `TestFlatten`, case by case.
 #[test]
 fn felixs_flattener_table() {
-    let tier1 = vec![
-        acl(Block, 256, "", "", "", ""),
-        acl(Block, 256, "", "", "", ""),
-    ];
+    let tier1 = vec![acl(Block, 256, "", "", ""), acl(Block, 256, "", "", "")];
     // "Should have no effect on a single tier with no pass rules."
     assert_eq!(flatten(vec![tier1.clone()]).0, tier1);
     // "Should discard unreachable tiers"
@@ -89,9 +79,9 @@ fn felixs_flattener_table() {
     );
     // "Should expand a pass rule"
     let with_pass = vec![
-        acl(Pass, 256, "", "", "", ""),
-        acl(Block, 100, "", "", "", ""),
-        acl(Block, 100, "", "", "", ""),
+        acl(Pass, 256, "", "", ""),
+        acl(Block, 100, "", "", ""),
+        acl(Block, 100, "", "", ""),
     ];
     let (flat, _) = flatten(vec![with_pass, tier1.clone()]);
     assert_eq!(
@@ -102,17 +92,17 @@ fn felixs_flattener_table() {
     );
     // "Should combine protocol=any with a specific protocol"
     let (flat, _) = flatten(vec![
-        vec![acl(Pass, 256, "", "", "", "")],
-        vec![acl(Allow, 10, "", "", "", "")],
+        vec![acl(Pass, 256, "", "", "")],
+        vec![acl(Allow, 10, "", "", "")],
     ]);
     assert_eq!(shape(&flat), [row(Allow, 10, "", "")]);
     // "Should combine CIDRs" (local)
     let (flat, _) = flatten(vec![
         vec![
-            acl(Pass, 256, "", "10.0.0.0/16", "", ""),
-            acl(Pass, 256, "", "10.0.10.0/26", "", ""),
+            acl(Pass, 256, "", "10.0.0.0/16", ""),
+            acl(Pass, 256, "", "10.0.10.0/26", ""),
         ],
-        vec![acl(Allow, 256, "", "10.0.10.0/24", "", "")],
+        vec![acl(Allow, 256, "", "10.0.10.0/24", "")],
     ]);
     assert_eq!(
         shape(&flat),
@@ -123,15 +113,15 @@ fn felixs_flattener_table() {
     );
     // "Should combine CIDRs" (remote, and a side the second tier leaves open)
     let first = vec![
-        acl(Pass, 256, "10.0.0.0/16,11.0.0.0/24", "", "", ""),
-        acl(Pass, 256, "10.0.10.0/26", "", "", ""),
+        acl(Pass, 256, "10.0.0.0/16,11.0.0.0/24", "", ""),
+        acl(Pass, 256, "10.0.10.0/26", "", ""),
     ];
     let (flat, _) = flatten(vec![
         first.clone(),
         vec![
-            acl(Allow, 256, "10.0.10.0/24,11.0.0.0/8", "", "", ""),
-            acl(Allow, 256, "12.0.0.0/8", "", "", ""),
-            acl(Allow, 256, "", "12.0.0.0/8", "", ""),
+            acl(Allow, 256, "10.0.10.0/24,11.0.0.0/8", "", ""),
+            acl(Allow, 256, "12.0.0.0/8", "", ""),
+            acl(Allow, 256, "", "12.0.0.0/8", ""),
         ],
     ]);
     assert_eq!(
@@ -146,25 +136,25 @@ fn felixs_flattener_table() {
     // "Should combine Ports"
     let (flat, _) = flatten(vec![
         vec![
-            acl(Pass, 256, "", "", "1,2,10-15", ""),
-            acl(Pass, 256, "", "", "10-15", ""),
+            acl(Pass, 256, "", "", "1,2,10-15"),
+            acl(Pass, 256, "", "", "10-15"),
         ],
-        vec![acl(Allow, 256, "", "", "2,12-16,55", "")],
+        vec![acl(Allow, 256, "", "", "2,12-16,55")],
     ]);
     let got: Vec<Ports> = flat.iter().map(|g| g.local_ports.clone()).collect();
     assert_eq!(got, [ports("2,12-15"), ports("12-15")]);
     // "Should recurse with non-overlapping pass on second tier": its pass rule meets nothing,
     // so the third tier is never reached.
     let third = vec![
-        acl(Allow, 256, "10.0.11.0/28", "", "", ""),
-        acl(Block, 256, "10.0.10.0/28", "", "", ""),
+        acl(Allow, 256, "10.0.11.0/28", "", ""),
+        acl(Block, 256, "10.0.10.0/28", "", ""),
     ];
     let (flat, unreachable) = flatten(vec![
         first.clone(),
         vec![
-            acl(Allow, 256, "10.0.10.0/24,11.0.0.0/8", "", "", ""),
-            acl(Pass, 256, "12.0.0.0/8", "", "", ""),
-            acl(Allow, 256, "", "12.0.0.0/8", "", ""),
+            acl(Allow, 256, "10.0.10.0/24,11.0.0.0/8", "", ""),
+            acl(Pass, 256, "12.0.0.0/8", "", ""),
+            acl(Allow, 256, "", "12.0.0.0/8", ""),
         ],
         third.clone(),
     ]);
@@ -174,9 +164,9 @@ fn felixs_flattener_table() {
     let (flat, _) = flatten(vec![
         first,
         vec![
-            acl(Allow, 256, "10.0.10.0/24,11.0.0.0/8", "", "", ""),
-            acl(Pass, 256, "10.0.10.0/24", "", "", ""),
-            acl(Allow, 256, "", "12.0.0.0/8", "", ""),
+            acl(Allow, 256, "10.0.10.0/24,11.0.0.0/8", "", ""),
+            acl(Pass, 256, "10.0.10.0/24", "", ""),
+            acl(Allow, 256, "", "12.0.0.0/8", ""),
         ],
         third,
     ]);
@@ -194,13 +184,13 @@ fn felixs_flattener_table() {
     // "Should block with pass in last tier"
     let (flat, _) = flatten(vec![
         vec![
-            acl(Allow, 256, "10.0.10.0/24", "", "6000", ""),
-            acl(Pass, 256, "10.0.10.0/24", "", "", ""),
+            acl(Allow, 256, "10.0.10.0/24", "", "6000"),
+            acl(Pass, 256, "10.0.10.0/24", "", ""),
         ],
         vec![
-            acl(Block, 256, "10.0.10.1/32", "", "6379", ""),
-            acl(Pass, 256, "10.0.10.2/32", "", "6380,6381", ""),
-            acl(Block, 256, "10.0.0.0/8", "", "6390-6400", ""),
+            acl(Block, 256, "10.0.10.1/32", "", "6379"),
+            acl(Pass, 256, "10.0.10.2/32", "", "6380,6381"),
+            acl(Block, 256, "10.0.0.0/8", "", "6390-6400"),
         ],
     ]);
     assert_eq!(
@@ -215,10 +205,10 @@ fn felixs_flattener_table() {
     // "Should pass to last tier which has only the rule from the profile"
     let (flat, _) = flatten(vec![
         vec![
-            acl(Block, 256, "192.168.1.123/32", "", "8080", ""),
-            acl(Pass, 256, "", "", "", ""),
+            acl(Block, 256, "192.168.1.123/32", "", "8080"),
+            acl(Pass, 256, "", "", ""),
         ],
-        vec![acl(Allow, 256, "", "", "", "")],
+        vec![acl(Allow, 256, "", "", "")],
     ]);
     assert_eq!(
         flat.iter().map(|g| g.action).collect::<Vec<_>>(),
