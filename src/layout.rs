@@ -103,28 +103,25 @@ pub const FELIX_HEALTH_HOST: &str = "127.0.0.1";
 pub const EVENT_SOURCE: &str = "calicoctl-win";
 pub const EVENT_SOURCE_KEY: &str =
     r"HKLM\SYSTEM\CurrentControlSet\Services\EventLog\Application\calicoctl-win";
-/// The ids of the events written under that source.
-pub const EVENT_STARTED: u32 = 1;
-pub const EVENT_STOPPED: u32 = 2;
-pub const EVENT_FAILED: u32 = 3;
-pub const EVENT_FAILURE: u32 = 4;
-pub const EVENT_RENEWAL_FAILED: u32 = 5;
-pub const EVENT_HNS_RESTARTED: u32 = 6;
-pub const EVENT_ADDRESS_CHANGED: u32 = 7;
-pub const EVENT_TOKEN_REPLACED: u32 = 8;
-pub const EVENT_API_GROUP_CHANGED: u32 = 9;
-/// Every event id above, each once.
-pub const EVENT_IDS: [u32; 9] = [
-    EVENT_STARTED,
-    EVENT_STOPPED,
-    EVENT_FAILED,
-    EVENT_FAILURE,
-    EVENT_RENEWAL_FAILED,
-    EVENT_HNS_RESTARTED,
-    EVENT_ADDRESS_CHANGED,
-    EVENT_TOKEN_REPLACED,
-    EVENT_API_GROUP_CHANGED,
-];
+/// The ids of the events written under that source, and `EVENT_IDS`: every one, each once.
+macro_rules! events {
+    ($($name:ident = $id:literal,)*) => {
+        $(pub const $name: u32 = $id;)*
+        pub const EVENT_IDS: &[u32] = &[$($name,)*];
+    };
+}
+
+events! {
+    EVENT_STARTED = 1,
+    EVENT_STOPPED = 2,
+    EVENT_FAILED = 3,
+    EVENT_FAILURE = 4,
+    EVENT_RENEWAL_FAILED = 5,
+    EVENT_HNS_RESTARTED = 6,
+    EVENT_ADDRESS_CHANGED = 7,
+    EVENT_TOKEN_REPLACED = 8,
+    EVENT_API_GROUP_CHANGED = 9,
+}
 
 // HNS.
 
@@ -391,12 +388,7 @@ impl Role {
 
     /// The registry value its service keeps its last child in (`CHILD_VALUES`).
     pub fn child_value(self) -> &'static str {
-        match self {
-            Role::Node => CHILD_VALUES[0],
-            Role::Felix => CHILD_VALUES[1],
-            Role::Confd => CHILD_VALUES[2],
-            Role::KubeProxy => CHILD_VALUES[3],
-        }
+        CHILD_VALUES[self as usize]
     }
 
     /// Its log file's name in the logs directory (`calico-<name>.log`).

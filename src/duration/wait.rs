@@ -228,6 +228,32 @@ mod tests {
 
     const HOUR: Duration = Duration::from_secs(3600);
 
+    /// A wait for the node, with the same pause every time.
+    fn node<'a>(
+        timeout: Duration,
+        pause: Duration,
+        stop: &'a Stop,
+        say: &'a mut dyn FnMut(&str),
+    ) -> Wait<'a> {
+        Wait {
+            what: "the node",
+            timeout,
+            pauses: Pauses::every(pause),
+            stop,
+            say,
+        }
+    }
+
+    /// A look that is done at the third time, with its count.
+    fn third<E>(n: &mut u32) -> Result<Look<u32, u32>, E> {
+        *n += 1;
+        Ok(if *n == 3 {
+            Look::Done(*n)
+        } else {
+            Look::Pending(*n)
+        })
+    }
+
     /// A wait without a limit has no deadline at all, not a distant one; a limit has its own.
     #[test]
     fn no_limit_is_no_deadline() {
@@ -246,14 +272,7 @@ mod tests {
         let done: Result<u32, String> = poll_quietly(
             Instant::now() + Duration::from_secs(60),
             quick,
-            || {
-                n += 1;
-                Ok(if n == 3 {
-                    Look::Done(n)
-                } else {
-                    Look::Pending(n)
-                })
-            },
+            || third(&mut n),
             |p| Err(format!("timed out at {p}")),
         );
         assert_eq!(done, Ok(3));
@@ -288,21 +307,13 @@ mod tests {
         let mut said = Vec::new();
         let mut n = 0;
         let done: Result<u32, Ended> = poll_until(
-            Wait {
-                what: "the node",
-                timeout: Duration::from_secs(60),
-                pauses: Pauses::every(Duration::from_millis(1)),
-                stop: &stop,
-                say: &mut |l| said.push(l.to_owned()),
-            },
-            || {
-                n += 1;
-                Ok(if n == 3 {
-                    Look::Done(n)
-                } else {
-                    Look::Pending(n)
-                })
-            },
+            node(
+                Duration::from_secs(60),
+                Duration::from_millis(1),
+                &stop,
+                &mut |l| said.push(l.to_owned()),
+            ),
+            || third(&mut n),
             |p| Err(Ended::TimedOut(p)),
         );
         assert_eq!(done, Ok(3));
@@ -310,13 +321,7 @@ mod tests {
         assert_eq!(said[0], "waiting up to 60s for the node");
         assert!(said[1].starts_with("waited ") && said[1].ends_with(" for the node"));
         let broken: Result<(), Ended> = poll_until(
-            Wait {
-                what: "the node",
-                timeout: HOUR,
-                pauses: Pauses::every(HOUR),
-                stop: &stop,
-                say: &mut |_| {},
-            },
+            node(HOUR, HOUR, &stop, &mut |_| {}),
             || Err::<Look<(), u32>, _>(Ended::Broken),
             |_| Ok(()),
         );
@@ -331,13 +336,9 @@ mod tests {
         let mut said = Vec::new();
         let mut looks = 0;
         let out: Result<(), Ended> = poll_until(
-            Wait {
-                what: "the node",
-                timeout: Duration::from_millis(30),
-                pauses: Pauses::every(HOUR),
-                stop: &stop,
-                say: &mut |l| said.push(l.to_owned()),
-            },
+            node(Duration::from_millis(30), HOUR, &stop, &mut |l| {
+                said.push(l.to_owned())
+            }),
             || {
                 looks += 1;
                 Ok(Look::Pending(looks))
@@ -367,13 +368,9 @@ mod tests {
         let mut said = Vec::new();
         let mut looks = 0;
         let out: Result<(), Ended> = poll_until(
-            Wait {
-                what: "the node",
-                timeout: Duration::from_millis(200),
-                pauses: Pauses::every(HOUR),
-                stop: &stop,
-                say: &mut |l| said.push(l.to_owned()),
-            },
+            node(Duration::from_millis(200), HOUR, &stop, &mut |l| {
+                said.push(l.to_owned())
+            }),
             || {
                 looks += 1;
                 if looks == 2 {
@@ -408,13 +405,9 @@ mod tests {
         let mut said = Vec::new();
         let mut n = 0;
         let done: Result<(), Ended> = poll_until(
-            Wait {
-                what: "the node",
-                timeout: NO_LIMIT,
-                pauses: Pauses::every(Duration::from_millis(1)),
-                stop: &stop,
-                say: &mut |l| said.push(l.to_owned()),
-            },
+            node(NO_LIMIT, Duration::from_millis(1), &stop, &mut |l| {
+                said.push(l.to_owned())
+            }),
             || {
                 n += 1;
                 Ok(if n == 2 {
@@ -436,13 +429,7 @@ mod tests {
         let stop = Stop::new();
         let mut n = 0;
         let done: Result<u32, Ended> = poll_until(
-            Wait {
-                what: "the node",
-                timeout: Duration::from_secs(60),
-                pauses: Pauses::every(HOUR),
-                stop: &stop,
-                say: &mut |_| {},
-            },
+            node(Duration::from_secs(60), HOUR, &stop, &mut |_| {}),
             || {
                 n += 1;
                 Ok(if n == 3 {
@@ -465,13 +452,9 @@ mod tests {
         let mut said = Vec::new();
         let mut looks = 0;
         let out: Result<(), Ended> = poll_until(
-            Wait {
-                what: "the node",
-                timeout: HOUR,
-                pauses: Pauses::every(Duration::from_millis(1)),
-                stop: &stop,
-                say: &mut |l| said.push(l.to_owned()),
-            },
+            node(HOUR, Duration::from_millis(1), &stop, &mut |l| {
+                said.push(l.to_owned())
+            }),
             || {
                 looks += 1;
                 Ok(Look::Done(()))
@@ -501,15 +484,9 @@ mod tests {
         });
         let mut looks = 0;
         let out: Result<(), Ended> = poll_until(
-            Wait {
-                what: "the node",
-                timeout: Duration::from_secs(60),
-                pauses: Pauses::every(HOUR),
-                stop: &stop,
-                say: &mut |_| {
-                    let _ = tx.send(());
-                },
-            },
+            node(Duration::from_secs(60), HOUR, &stop, &mut |_| {
+                let _ = tx.send(());
+            }),
             || {
                 looks += 1;
                 Ok(Look::Pending(looks))

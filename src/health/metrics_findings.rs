@@ -10,6 +10,19 @@ use crate::layout::{
 };
 use serde::{Deserialize, Serialize};
 
+/// A JSON value CalicoNode keeps in Calico's registry key (one that does not read is none).
+fn kept<T: serde::de::DeserializeOwned>(host: &dyn Host, value: &str) -> Option<T> {
+    match host.reg_get(CALICO_KEY, value) {
+        Ok(Some(RegValue::Sz(text))) if text.len() <= 4096 => serde_json::from_str(&text).ok(),
+        _ => None,
+    }
+}
+
+fn keep(host: &dyn Host, value: &str, v: &impl Serialize) -> HostResult<()> {
+    let text = serde_json::to_string(v).unwrap_or_default();
+    host.reg_set(CALICO_KEY, value, &RegValue::Sz(text))
+}
+
 /// CalicoNode's metrics endpoint, not listening: kept in Calico's registry key
 /// (`MetricsEndpoint`, JSON) from its first refused try until it listens, for status.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,10 +43,7 @@ fn not_told() -> ListenRefusal {
 
 /// What CalicoNode keeps of its endpoint, if it is down (a value that does not read is none).
 pub fn endpoint_down(host: &dyn Host) -> Option<EndpointDown> {
-    match host.reg_get(CALICO_KEY, METRICS_ENDPOINT_VALUE) {
-        Ok(Some(RegValue::Sz(text))) if text.len() <= 4096 => serde_json::from_str(&text).ok(),
-        _ => None,
-    }
+    kept(host, METRICS_ENDPOINT_VALUE)
 }
 
 /// Keeps that the endpoint is down, or forgets it (written only when it changes).
@@ -42,10 +52,7 @@ pub fn keep_endpoint_down(host: &dyn Host, down: Option<&EndpointDown>) -> HostR
         return Ok(());
     }
     match down {
-        Some(d) => {
-            let text = serde_json::to_string(d).unwrap_or_default();
-            host.reg_set(CALICO_KEY, METRICS_ENDPOINT_VALUE, &RegValue::Sz(text))
-        }
+        Some(d) => keep(host, METRICS_ENDPOINT_VALUE, d),
         None => host.reg_delete_value(CALICO_KEY, METRICS_ENDPOINT_VALUE),
     }
 }
@@ -109,22 +116,15 @@ const SCRAPE_WRITE_EVERY: i64 = 60;
 
 /// What CalicoNode keeps of its endpoint's connections (a value that does not read is none).
 pub fn scrapes(host: &dyn Host) -> Option<Scrapes> {
-    match host.reg_get(CALICO_KEY, METRICS_SCRAPES_VALUE) {
-        Ok(Some(RegValue::Sz(text))) if text.len() <= 4096 => serde_json::from_str(&text).ok(),
-        _ => None,
-    }
-}
-
-fn keep_scrapes(host: &dyn Host, s: &Scrapes) -> HostResult<()> {
-    let text = serde_json::to_string(s).unwrap_or_default();
-    host.reg_set(CALICO_KEY, METRICS_SCRAPES_VALUE, &RegValue::Sz(text))
+    kept(host, METRICS_SCRAPES_VALUE)
 }
 
 /// The endpoint listens from `now`: kept, with the last connection an earlier run saw.
 pub fn keep_listening(host: &dyn Host, now: i64) -> HostResult<()> {
     let last_connection = scrapes(host).and_then(|s| s.last_connection);
-    keep_scrapes(
+    keep(
         host,
+        METRICS_SCRAPES_VALUE,
         &Scrapes {
             listening_since: now,
             last_connection,
@@ -146,8 +146,9 @@ pub fn keep_connection(host: &dyn Host, peer: std::net::IpAddr, now: i64) -> Hos
     {
         return Ok(());
     }
-    keep_scrapes(
+    keep(
         host,
+        METRICS_SCRAPES_VALUE,
         &Scrapes {
             listening_since: kept.map_or(now, |s| s.listening_since),
             last_connection: Some(now),
@@ -200,10 +201,7 @@ pub struct DiagsReviewRefused {
 
 /// What CalicoNode keeps of a refused review, if any (a value that does not read is none).
 pub fn diags_review_refused(host: &dyn Host) -> Option<DiagsReviewRefused> {
-    match host.reg_get(CALICO_KEY, DIAGS_REVIEW_VALUE) {
-        Ok(Some(RegValue::Sz(text))) if text.len() <= 4096 => serde_json::from_str(&text).ok(),
-        _ => None,
-    }
+    kept(host, DIAGS_REVIEW_VALUE)
 }
 
 /// Keeps that reviews are refused, or forgets it (written only when it changes; `since` kept
@@ -220,8 +218,7 @@ pub fn keep_diags_review_refused(host: &dyn Host, error: Option<&str>) -> HostRe
                 error: e.chars().take(1000).collect(),
                 since,
             };
-            let text = serde_json::to_string(&refused).unwrap_or_default();
-            host.reg_set(CALICO_KEY, DIAGS_REVIEW_VALUE, &RegValue::Sz(text))
+            keep(host, DIAGS_REVIEW_VALUE, &refused)
         }
     }
 }

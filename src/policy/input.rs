@@ -205,63 +205,33 @@ fn read_json(text: &str, origin: &str, into: &mut Collected) -> Result<(), Polic
     }
 }
 
-/// What the lint lists from a cluster: the core objects, Kubernetes policies and Calico's,
-/// staged ones and tiers (through its CRDs; a cluster without them has none, and a Calico too
-/// old for staged policies or tiers has none of those).
-const RESOURCES: &[(&str, &str, &str, &str)] = &[
-    ("", "v1", "Namespace", "namespaces"),
-    ("", "v1", "Node", "nodes"),
-    ("", "v1", "ServiceAccount", "serviceaccounts"),
-    ("", "v1", "Pod", "pods"),
-    (
-        "networking.k8s.io",
-        "v1",
-        "NetworkPolicy",
-        "networkpolicies",
-    ),
-    (
-        "crd.projectcalico.org",
-        "v1",
-        "NetworkPolicy",
-        "networkpolicies",
-    ),
-    (
-        "crd.projectcalico.org",
-        "v1",
-        "GlobalNetworkPolicy",
-        "globalnetworkpolicies",
-    ),
-    ("crd.projectcalico.org", "v1", "Tier", "tiers"),
-    (
-        "crd.projectcalico.org",
-        "v1",
-        "StagedNetworkPolicy",
-        "stagednetworkpolicies",
-    ),
-    (
-        "crd.projectcalico.org",
-        "v1",
-        "StagedGlobalNetworkPolicy",
-        "stagedglobalnetworkpolicies",
-    ),
-    (
-        "crd.projectcalico.org",
-        "v1",
-        "StagedKubernetesNetworkPolicy",
-        "stagedkubernetesnetworkpolicies",
-    ),
+/// What the lint lists from a cluster (group, kind; version v1): the core objects, Kubernetes
+/// policies and Calico's, staged ones and tiers (through its CRDs; a cluster without them has
+/// none, and a Calico too old for staged policies or tiers has none of those). kube's
+/// `ApiResource::from_gvk` names each one's plural, as the API serves it.
+const RESOURCES: &[(&str, &str)] = &[
+    ("", "Namespace"),
+    ("", "Node"),
+    ("", "ServiceAccount"),
+    ("", "Pod"),
+    ("networking.k8s.io", "NetworkPolicy"),
+    ("crd.projectcalico.org", "NetworkPolicy"),
+    ("crd.projectcalico.org", "GlobalNetworkPolicy"),
+    ("crd.projectcalico.org", "Tier"),
+    ("crd.projectcalico.org", "StagedNetworkPolicy"),
+    ("crd.projectcalico.org", "StagedGlobalNetworkPolicy"),
+    ("crd.projectcalico.org", "StagedKubernetesNetworkPolicy"),
 ];
 
 /// Lists every object the lint uses from the cluster into `into`.
 pub fn read_cluster(c: &Cluster, into: &mut Collected) -> Result<(), anyhow::Error> {
-    for (group, version, kind, plural) in RESOURCES {
-        let ar =
-            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+    for (group, kind) in RESOURCES {
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(group, "v1", kind));
         let api: Api<DynamicObject> = Api::all_with(c.client.clone(), &ar);
         let what = if group.is_empty() {
-            (*plural).to_owned()
+            ar.plural.clone()
         } else {
-            format!("{plural}.{group}")
+            format!("{}.{group}", ar.plural)
         };
         let origin = format!("the cluster's {what}");
         let found = c.for_each_page(&api, &what, |items| {

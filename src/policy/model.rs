@@ -104,9 +104,8 @@ impl Net {
                 Some(l) => l.parse::<u8>().ok().filter(|l| *l <= 32)?,
                 None => 32,
             };
-            let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
             return Some(Ok(Net {
-                addr: u32::from(v4) & mask,
+                addr: u32::from(v4) & mask(len),
                 len,
             }));
         }
@@ -114,13 +113,13 @@ impl Net {
     }
 
     pub fn contains(&self, ip: u32) -> bool {
-        let mask = if self.len == 0 {
-            0
-        } else {
-            u32::MAX << (32 - self.len)
-        };
-        ip & mask == self.addr
+        ip & mask(self.len) == self.addr
     }
+}
+
+/// The network mask of a prefix length (0 to 32).
+fn mask(len: u8) -> u32 {
+    u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0)
 }
 
 /// One rule of a policy.

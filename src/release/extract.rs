@@ -347,7 +347,7 @@ pub(super) fn layout(
         }
     }
     let exe = at(binary.file_name());
-    let version = read_version(Place::new(disk, &root), &exe, what, versions)?;
+    let version = read_version(Place::new(disk, &root), &exe, what, versions);
     Ok(Extracted {
         binary_file: exe,
         cni_template: read_text(Place::new(disk, &template), crate::files::SMALL_FILE_CAP),
@@ -372,34 +372,20 @@ fn read_text(file: Place<'_>, cap: u64) -> Option<String> {
 }
 
 /// The version where the release records it: the Go build information of its Calico binary
-/// (`buildinfo.Version=vX.Y.Z`); else a `CalicoWindows\VERSION` file; else a name like
-/// `calico-windows-v3.30.0.zip`.
-fn read_version(
-    root: Place<'_>,
-    exe: &str,
-    what: &str,
-    versions: &Versions,
-) -> Result<Option<String>, ReleaseError> {
-    let recorded = match versions.get(exe) {
-        Some(v) => v.clone(),
-        // Only where the file system found the binary under a name of other case than the
-        // entry's (Windows): read from the file.
-        None => Place::new(root.disk, exe)
-            .open()
-            .and_then(super::version::read_binary_version)
-            .map_err(|e| ReleaseError::io(format!("cannot read {exe}"), e))?,
-    };
-    if let Some(v) = recorded {
-        return Ok(Some(v.to_string()));
+/// (`buildinfo.Version=vX.Y.Z`, read as it was extracted); else a `CalicoWindows\VERSION`
+/// file; else a name like `calico-windows-v3.30.0.zip`.
+fn read_version(root: Place<'_>, exe: &str, what: &str, versions: &Versions) -> Option<String> {
+    if let Some(v) = versions.get(exe).cloned().flatten() {
+        return Some(v.to_string());
     }
     // A version is a few bytes: a VERSION file past 4 KiB is not one, and is not read whole.
     if let Some(text) = read_text(Place::new(root.disk, &root.join("VERSION")), 4 << 10) {
         let v = text.trim().trim_start_matches('v');
         if !v.is_empty() && v.len() < 64 {
-            return Ok(Some(v.to_owned()));
+            return Some(v.to_owned());
         }
     }
-    Ok(version_in_name(what))
+    version_in_name(what)
 }
 
 /// The version in a zip's name like `calico-windows-v3.30.0.zip` (`what` is its path).

@@ -286,32 +286,22 @@ impl<'a> Arriving<'a> {
     }
 }
 
-/// Polls for `path` to hold `want`, for at most 10 s.
-fn appears(path: &Path, want: &[u8]) -> bool {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::time::Instant::now() < until {
-        if fs_err::read(path).ok().as_deref() == Some(want) {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    false
-}
-
-/// Polls for the file at `path` to hold a proper, non-empty prefix of `whole`, for at most 10 s.
-fn begins(path: &Path, whole: &[u8]) -> bool {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while std::time::Instant::now() < until {
-        if let Ok(got) = fs_err::read(path)
-            && !got.is_empty()
-            && got.len() < whole.len()
-            && whole.starts_with(&got)
-        {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    false
+/// Whether the file at `path` comes to hold what `ok` accepts, within 10 s.
+fn comes_to(path: &Path, ok: impl Fn(&[u8]) -> bool) -> bool {
+    use crate::duration::{Look, Pauses, poll_quietly};
+    let look = || {
+        Ok::<_, ()>(match fs_err::read(path) {
+            Ok(got) if ok(&got) => Look::Done(true),
+            _ => Look::Pending(()),
+        })
+    };
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    poll_quietly(
+        until,
+        Pauses::every(Duration::from_millis(10)),
+        look,
+        |()| Ok(false),
+    ) == Ok(true)
 }
 
 #[test]
@@ -350,13 +340,16 @@ fn a_download_is_extracted_while_it_arrives_and_confirmed_against_the_finished_z
         let mut arriving = Arriving::new(&part, &growth);
         // Half of the first entry's data.
         arriving.add(&bytes[..first + (second - first) / 2]);
+        // A proper, non-empty prefix of the entry.
         assert!(
-            begins(&staging.join("CalicoWindows/first.bin"), &big),
+            comes_to(&staging.join("CalicoWindows/first.bin"), |got| {
+                !got.is_empty() && got.len() < big.len() && big.starts_with(got)
+            }),
             "an entry inflates while its data arrives"
         );
         arriving.add(&bytes[first + (second - first) / 2..second + 10]);
         assert!(
-            appears(&staging.join("CalicoWindows/first.bin"), &big),
+            comes_to(&staging.join("CalicoWindows/first.bin"), |got| got == big),
             "the first entry is whole before the rest of the zip arrives"
         );
         assert!(!follower.is_finished(), "the follower waits for more");

@@ -76,14 +76,7 @@ fn placeholders(c: &Config, facts: &HostFacts) -> BTreeMap<&'static str, Fill> {
         ("DSR_SUPPORT", Fill::Bool(facts.dsr_supported())),
         (
             "ETCD_ENDPOINTS",
-            text(
-                &c.etcd
-                    .endpoints
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(","),
-            ),
+            text(&super::env::joined(&c.etcd.endpoints)),
         ),
         ("ETCD_KEY_FILE", opt(tls.map(|t| t.key_file.to_string()))),
         ("ETCD_CERT_FILE", opt(tls.map(|t| t.cert_file.to_string()))),

@@ -115,7 +115,7 @@ pub fn autodetection_method(c: &Config) -> Option<(String, &'static str)> {
 }
 
 /// Items as Calico's scripts pass lists: comma-separated.
-fn joined<T: ToString>(items: &[T]) -> String {
+pub(super) fn joined<T: ToString>(items: &[T]) -> String {
     items
         .iter()
         .map(ToString::to_string)

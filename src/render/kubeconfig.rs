@@ -51,7 +51,7 @@ fn with_user(server: &str, ca_pem: &str, user: AuthInfo, namespace: &str) -> Str
 
 /// A kubeconfig as text: JSON, which is YAML too. kubectl, client-go and kube read it alike,
 /// and every string is quoted, so no token or URL can break the syntax.
-fn text_of(doc: &Kubeconfig) -> String {
+fn text_of(doc: &impl serde::Serialize) -> String {
     let mut text = serde_json::to_string_pretty(doc).unwrap_or_default();
     text.push('\n');
     text
@@ -61,16 +61,9 @@ fn text_of(doc: &Kubeconfig) -> String {
 /// rest (server, CA, namespace) as it was: how a kept kubeconfig with an inline token moves
 /// to a renewable one. `None` when it is not a kubeconfig with a current user.
 pub fn with_token_file(text: &str, token_file: &str) -> Option<String> {
-    let (mut doc, context) = current_context(text)?;
-    let user = context["user"].as_str()?.to_owned();
-    let entry = doc["users"]
-        .as_array_mut()?
-        .iter_mut()
-        .find(|u| u["name"] == user.as_str())?;
-    entry["user"] = serde_json::json!({ "tokenFile": token_file });
-    let mut text = serde_json::to_string_pretty(&doc).ok()?;
-    text.push('\n');
-    Some(text)
+    let (mut doc, at) = current_user(text)?;
+    doc["users"][at]["user"] = serde_json::json!({ "tokenFile": token_file });
+    Some(text_of(&doc))
 }
 
 /// A kubeconfig of one cluster, one user and the context joining them, current.
@@ -124,17 +117,21 @@ pub fn namespace_of(text: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// A kubeconfig's text as a document, and where its current context's user is in `users`.
+fn current_user(text: &str) -> Option<(serde_json::Value, usize)> {
+    let (doc, context) = current_context(text)?;
+    let user = context["user"].as_str()?;
+    let at = doc["users"]
+        .as_array()?
+        .iter()
+        .position(|u| u["name"] == user)?;
+    Some((doc, at))
+}
+
 /// The current context's user in a kubeconfig's text.
 fn user_of(text: &str) -> Option<serde_json::Value> {
-    let (doc, context) = current_context(text)?;
-    let user = context["user"].as_str()?.to_owned();
-    Some(
-        doc["users"]
-            .as_array()?
-            .iter()
-            .find(|u| u["name"] == user.as_str())?["user"]
-            .clone(),
-    )
+    let (doc, at) = current_user(text)?;
+    Some(doc["users"][at]["user"].clone())
 }
 
 /// Where the current context's user keeps its token: inline (`token`), in a file it names

@@ -3,10 +3,24 @@
 
 use serde::Serialize;
 
-/// What a finding is about, by a stable code (JSON `code`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Code {
+/// `Code` and `Code::ALL` (every code, each once) from one list.
+macro_rules! codes {
+    ($($(#[$doc:meta])* $code:ident,)*) => {
+        /// What a finding is about, by a stable code (JSON `code`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum Code {
+            $($(#[$doc])* $code,)*
+        }
+
+        impl Code {
+            /// Every code, for the documentation's completeness test.
+            pub const ALL: &[Code] = &[$(Code::$code,)*];
+        }
+    };
+}
+
+codes! {
     /// A command is changing the node now, or one was cut off (its journal is left).
     UnderWay,
     /// A service calicoctl-win registered is not running.
@@ -138,66 +152,6 @@ pub enum Code {
 }
 
 impl Code {
-    /// Every code, for the documentation's completeness test.
-    pub const ALL: &[Code] = &[
-        Code::UnderWay,
-        Code::ServiceNotRunning,
-        Code::ServiceDrift,
-        Code::RouteMissing,
-        Code::NetworkMissing,
-        Code::EndpointStuck,
-        Code::EndpointStale,
-        Code::EndpointRemoteStale,
-        Code::EndpointOldAddress,
-        Code::PodNoEndpoint,
-        Code::EndpointUnknown,
-        Code::EndpointsUnjudged,
-        Code::HnsRestartFailed,
-        Code::FileDrift,
-        Code::FelixUnhealthy,
-        Code::VniHns,
-        Code::VniCluster,
-        Code::NodeNotReady,
-        Code::NodeCordoned,
-        Code::ClusterUnreadable,
-        Code::IpamCapacity,
-        Code::Token,
-        Code::KubeProxy,
-        Code::DirAccess,
-        Code::AdminKubeconfig,
-        Code::HostUnreadable,
-        Code::AddressMismatch,
-        Code::AdapterDrift,
-        Code::NotInstalled,
-        Code::ApiGroup,
-        Code::FelixMetricsRule,
-        Code::MetricsEndpointDown,
-        Code::MetricsNotScraped,
-        Code::EndpointStateUnknown,
-        Code::NodeValueMalformed,
-        Code::CalicoDegraded,
-        Code::ConditionUnknown,
-        Code::ConditionMissing,
-        Code::CodesUnknown,
-        Code::ConfigNotFleets,
-        Code::TrafficFails,
-        Code::TrafficUnjudged,
-        Code::DiagsReviewRefused,
-        Code::MetricsPortExcluded,
-        Code::TrafficCni,
-        Code::TrafficScheduling,
-        Code::TrafficImage,
-        Code::TrafficOverlay,
-        Code::TrafficControlPlane,
-        Code::TrafficKubeProxy,
-        Code::TrafficDns,
-        Code::TrafficPolicy,
-        Code::TrafficFirewall,
-        Code::TrafficEgress,
-        Code::NodeBeingRemoved,
-        Code::VerifyLeaseLost,
-    ];
-
     /// The code's word, as JSON has it.
     pub fn word(self) -> String {
         serde_json::to_value(self)

@@ -39,15 +39,8 @@ fn ports(list: &str) -> Ports {
 }
 
 /// An ACL as flattener_test.go writes one: action, protocol, remote and local addresses,
-/// local and remote ports.
-fn acl(
-    action: Action,
-    protocol: u16,
-    remote: &str,
-    local: &str,
-    lports: &str,
-    rports: &str,
-) -> Group {
+/// local ports (its cases give no remote ports).
+fn acl(action: Action, protocol: u16, remote: &str, local: &str, lports: &str) -> Group {
     Group {
         count: 1,
         action,
@@ -55,11 +48,16 @@ fn acl(
         local: nets(local),
         remote: nets(remote),
         local_ports: ports(lports),
-        remote_ports: ports(rports),
+        remote_ports: Ports::Any,
     }
 }
 
 use Action::{Allow, Deny as Block, Pass};
+
+/// A flattened ACL's action, protocol, remote and local addresses, as `acl` writes them.
+fn row(action: Action, protocol: u16, remote: &str, local: &str) -> (Action, u16, Addrs, Addrs) {
+    (action, protocol, nets(remote), nets(local))
+}
 
 fn shape(groups: &[Group]) -> Vec<(Action, u16, Addrs, Addrs)> {
     groups
@@ -71,10 +69,7 @@ fn shape(groups: &[Group]) -> Vec<(Action, u16, Addrs, Addrs)> {
 /// flattener_test.go `TestFlatten`, case by case.
 #[test]
 fn felixs_flattener_table() {
-    let tier1 = vec![
-        acl(Block, 256, "", "", "", ""),
-        acl(Block, 256, "", "", "", ""),
-    ];
+    let tier1 = vec![acl(Block, 256, "", "", ""), acl(Block, 256, "", "", "")];
     // "Should have no effect on a single tier with no pass rules."
     assert_eq!(flatten(vec![tier1.clone()]).0, tier1);
     // "Should discard unreachable tiers"
@@ -84,9 +79,9 @@ fn felixs_flattener_table() {
     );
     // "Should expand a pass rule"
     let with_pass = vec![
-        acl(Pass, 256, "", "", "", ""),
-        acl(Block, 100, "", "", "", ""),
-        acl(Block, 100, "", "", "", ""),
+        acl(Pass, 256, "", "", ""),
+        acl(Block, 100, "", "", ""),
+        acl(Block, 100, "", "", ""),
     ];
     let (flat, _) = flatten(vec![with_pass, tier1.clone()]);
     assert_eq!(
@@ -97,74 +92,69 @@ fn felixs_flattener_table() {
     );
     // "Should combine protocol=any with a specific protocol"
     let (flat, _) = flatten(vec![
-        vec![acl(Pass, 256, "", "", "", "")],
-        vec![acl(Allow, 10, "", "", "", "")],
+        vec![acl(Pass, 256, "", "", "")],
+        vec![acl(Allow, 10, "", "", "")],
     ]);
-    assert_eq!(shape(&flat), [(Allow, 10, Addrs::Any, Addrs::Any)]);
+    assert_eq!(shape(&flat), [row(Allow, 10, "", "")]);
     // "Should combine CIDRs" (local)
     let (flat, _) = flatten(vec![
         vec![
-            acl(Pass, 256, "", "10.0.0.0/16", "", ""),
-            acl(Pass, 256, "", "10.0.10.0/26", "", ""),
+            acl(Pass, 256, "", "10.0.0.0/16", ""),
+            acl(Pass, 256, "", "10.0.10.0/26", ""),
         ],
-        vec![acl(Allow, 256, "", "10.0.10.0/24", "", "")],
+        vec![acl(Allow, 256, "", "10.0.10.0/24", "")],
     ]);
     assert_eq!(
         shape(&flat),
         [
-            (Allow, 256, Addrs::Any, nets("10.0.10.0/24")),
-            (Allow, 256, Addrs::Any, nets("10.0.10.0/26")),
+            row(Allow, 256, "", "10.0.10.0/24"),
+            row(Allow, 256, "", "10.0.10.0/26"),
         ]
     );
     // "Should combine CIDRs" (remote, and a side the second tier leaves open)
     let first = vec![
-        acl(Pass, 256, "10.0.0.0/16,11.0.0.0/24", "", "", ""),
-        acl(Pass, 256, "10.0.10.0/26", "", "", ""),
+        acl(Pass, 256, "10.0.0.0/16,11.0.0.0/24", "", ""),
+        acl(Pass, 256, "10.0.10.0/26", "", ""),
     ];
     let (flat, _) = flatten(vec![
         first.clone(),
         vec![
-            acl(Allow, 256, "10.0.10.0/24,11.0.0.0/8", "", "", ""),
-            acl(Allow, 256, "12.0.0.0/8", "", "", ""),
-            acl(Allow, 256, "", "12.0.0.0/8", "", ""),
+            acl(Allow, 256, "10.0.10.0/24,11.0.0.0/8", "", ""),
+            acl(Allow, 256, "12.0.0.0/8", "", ""),
+            acl(Allow, 256, "", "12.0.0.0/8", ""),
         ],
     ]);
     assert_eq!(
         shape(&flat),
         [
-            (Allow, 256, nets("10.0.10.0/24,11.0.0.0/24"), Addrs::Any),
-            (
-                Allow,
-                256,
-                nets("10.0.0.0/16,11.0.0.0/24"),
-                nets("12.0.0.0/8")
-            ),
-            (Allow, 256, nets("10.0.10.0/26"), Addrs::Any),
-            (Allow, 256, nets("10.0.10.0/26"), nets("12.0.0.0/8")),
+            row(Allow, 256, "10.0.10.0/24,11.0.0.0/24", ""),
+            row(Allow, 256, "10.0.0.0/16,11.0.0.0/24", "12.0.0.0/8"),
+            row(Allow, 256, "10.0.10.0/26", ""),
+            row(Allow, 256, "10.0.10.0/26", "12.0.0.0/8"),
         ]
     );
     // "Should combine Ports"
     let (flat, _) = flatten(vec![
         vec![
-            acl(Pass, 256, "", "", "1,2,10-15", ""),
-            acl(Pass, 256, "", "", "10-15", ""),
+            acl(Pass, 256, "", "", "1,2,10-15"),
+            acl(Pass, 256, "", "", "10-15"),
         ],
-        vec![acl(Allow, 256, "", "", "2,12-16,55", "")],
+        vec![acl(Allow, 256, "", "", "2,12-16,55")],
     ]);
     let got: Vec<Ports> = flat.iter().map(|g| g.local_ports.clone()).collect();
     assert_eq!(got, [ports("2,12-15"), ports("12-15")]);
     // "Should recurse with non-overlapping pass on second tier": its pass rule meets nothing,
     // so the third tier is never reached.
     let third = vec![
-        acl(Allow, 256, "10.0.11.0/28", "", "", ""),
-        acl(Block, 256, "10.0.10.0/28", "", "", ""),
+        acl(Allow, 256, "10.0.11.0/28", "", ""),
+        acl(Block, 256, "10.0.10.0/28", "", ""),
     ];
     let (flat, unreachable) = flatten(vec![
         first.clone(),
         vec![
-            acl(Allow, 256, "10.0.10.0/24,11.0.0.0/8", "", "", ""),
-            acl(Pass, 256, "12.0.0.0/8", "", "", ""),
-            acl(Allow, 256, "", "12.0.0.0/8", "", ""),
+            acl(Allow, 256, "10.0.10.0/24,11.0.0.0/8", "", ""),
+            acl(Pass, 256, "12.0.0.0/8", "", ""),
+            acl(Allow, 256, "", "12.0.0.0/8", ""),
         ],
         third.clone(),
     ]);
@@ -174,56 +164,51 @@ fn felixs_flattener_table() {
     let (flat, _) = flatten(vec![
         first,
         vec![
-            acl(Allow, 256, "10.0.10.0/24,11.0.0.0/8", "", "", ""),
-            acl(Pass, 256, "10.0.10.0/24", "", "", ""),
-            acl(Allow, 256, "", "12.0.0.0/8", "", ""),
+            acl(Allow, 256, "10.0.10.0/24,11.0.0.0/8", "", ""),
+            acl(Pass, 256, "10.0.10.0/24", "", ""),
+            acl(Allow, 256, "", "12.0.0.0/8", ""),
         ],
         third,
     ]);
     assert_eq!(
         shape(&flat),
         [
-            (Allow, 256, nets("10.0.10.0/24,11.0.0.0/24"), Addrs::Any),
-            (Block, 256, nets("10.0.10.0/28"), Addrs::Any),
-            (
-                Allow,
-                256,
-                nets("10.0.0.0/16,11.0.0.0/24"),
-                nets("12.0.0.0/8")
-            ),
-            (Allow, 256, nets("10.0.10.0/26"), Addrs::Any),
-            (Block, 256, nets("10.0.10.0/28"), Addrs::Any),
-            (Allow, 256, nets("10.0.10.0/26"), nets("12.0.0.0/8")),
+            row(Allow, 256, "10.0.10.0/24,11.0.0.0/24", ""),
+            row(Block, 256, "10.0.10.0/28", ""),
+            row(Allow, 256, "10.0.0.0/16,11.0.0.0/24", "12.0.0.0/8"),
+            row(Allow, 256, "10.0.10.0/26", ""),
+            row(Block, 256, "10.0.10.0/28", ""),
+            row(Allow, 256, "10.0.10.0/26", "12.0.0.0/8"),
         ]
     );
     // "Should block with pass in last tier"
     let (flat, _) = flatten(vec![
         vec![
-            acl(Allow, 256, "10.0.10.0/24", "", "6000", ""),
-            acl(Pass, 256, "10.0.10.0/24", "", "", ""),
+            acl(Allow, 256, "10.0.10.0/24", "", "6000"),
+            acl(Pass, 256, "10.0.10.0/24", "", ""),
         ],
         vec![
-            acl(Block, 256, "10.0.10.1/32", "", "6379", ""),
-            acl(Pass, 256, "10.0.10.2/32", "", "6380,6381", ""),
-            acl(Block, 256, "10.0.0.0/8", "", "6390-6400", ""),
+            acl(Block, 256, "10.0.10.1/32", "", "6379"),
+            acl(Pass, 256, "10.0.10.2/32", "", "6380,6381"),
+            acl(Block, 256, "10.0.0.0/8", "", "6390-6400"),
         ],
     ]);
     assert_eq!(
         shape(&flat),
         [
-            (Allow, 256, nets("10.0.10.0/24"), Addrs::Any),
-            (Block, 256, nets("10.0.10.1/32"), Addrs::Any),
-            (Block, 256, nets("10.0.10.2/32"), Addrs::Any),
-            (Block, 256, nets("10.0.10.0/24"), Addrs::Any),
+            row(Allow, 256, "10.0.10.0/24", ""),
+            row(Block, 256, "10.0.10.1/32", ""),
+            row(Block, 256, "10.0.10.2/32", ""),
+            row(Block, 256, "10.0.10.0/24", ""),
         ]
     );
     // "Should pass to last tier which has only the rule from the profile"
     let (flat, _) = flatten(vec![
         vec![
-            acl(Block, 256, "192.168.1.123/32", "", "8080", ""),
-            acl(Pass, 256, "", "", "", ""),
+            acl(Block, 256, "192.168.1.123/32", "", "8080"),
+            acl(Pass, 256, "", "", ""),
         ],
-        vec![acl(Allow, 256, "", "", "", "")],
+        vec![acl(Allow, 256, "", "", "")],
     ]);
     assert_eq!(
         flat.iter().map(|g| g.action).collect::<Vec<_>>(),
@@ -231,13 +216,14 @@ fn felixs_flattener_table() {
     );
 }
 
-fn pod(ns: &str, name: &str, node: &str, labels: Value, ip: Option<&str>) -> Value {
+/// A running pod in `default`; an empty `ip` is none yet.
+fn pod(name: &str, node: &str, labels: Value, ip: &str) -> Value {
     let mut status = json!({"phase": "Running"});
-    if let Some(ip) = ip {
+    if !ip.is_empty() {
         status["podIP"] = json!(ip);
     }
     json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
         "spec": {"nodeName": node, "serviceAccountName": "web"},
         "status": status})
 }
@@ -272,13 +258,7 @@ fn acls(acls: u64, remote: u64) -> Outcome {
 /// The nodes and a Windows pod `srv` labelled `role: server`.
 fn with_server() -> Vec<Value> {
     let mut objects = nodes();
-    objects.push(pod(
-        "default",
-        "srv",
-        "win",
-        json!({"role": "server"}),
-        Some("10.200.0.1"),
-    ));
+    objects.push(pod("srv", "win", json!({"role": "server"}), "10.200.0.1"));
     objects
 }
 
@@ -301,15 +281,9 @@ fn a_selectors_addresses_are_intersected_with_the_rules_nets() {
         ("f2", "10.1.0.1", "f"),
         ("b9", "10.9.0.9", "b"),
     ] {
-        objects.push(pod("default", name, "lin", json!({"set": set}), Some(ip)));
+        objects.push(pod(name, "lin", json!({"set": set}), ip));
     }
-    objects.push(pod(
-        "default",
-        "target",
-        "win",
-        json!({"app": "t"}),
-        Some("10.5.0.1"),
-    ));
+    objects.push(pod("target", "win", json!({"app": "t"}), "10.5.0.1"));
     let rule = |nets: Value| json!({"action": "Allow", "source": {"selector": "set in {'a', 'f'}", "nets": nets}});
     objects.push(gnp(
         "selector-cidr",
@@ -331,24 +305,11 @@ fn a_selectors_addresses_are_intersected_with_the_rules_nets() {
 /// list is split above 4,000 entries, one ACL for each combination of chunks.
 #[test]
 fn a_side_above_4000_addresses_or_ports_is_split_into_more_acls() {
-    let mut objects = nodes();
+    let mut objects = with_server();
     for i in 0..9_000u32 {
         let ip = std::net::Ipv4Addr::from(0x0a00_0000 + i).to_string();
-        objects.push(pod(
-            "default",
-            &format!("c{i}"),
-            "lin",
-            json!({"role": "client"}),
-            Some(&ip),
-        ));
+        objects.push(pod(&format!("c{i}"), "lin", json!({"role": "client"}), &ip));
     }
-    objects.push(pod(
-        "default",
-        "srv",
-        "win",
-        json!({"role": "server"}),
-        Some("10.200.0.1"),
-    ));
     let many_ports: Vec<Value> = (1..=4_001).map(|p| json!(p)).collect();
     objects.push(gnp("big", json!({"selector": "role == 'server'", "ingress": [
         {"action": "Allow", "source": {"selector": "role == 'client'"}},
@@ -409,19 +370,12 @@ fn a_selector_matching_nothing_drops_the_rule() {
 fn a_not_selector_beside_a_positive_one_is_folded_in() {
     let mut objects = with_server();
     objects.push(pod(
-        "default",
         "c1",
         "lin",
         json!({"role": "client", "bad": "y"}),
-        Some("10.0.0.1"),
+        "10.0.0.1",
     ));
-    objects.push(pod(
-        "default",
-        "c2",
-        "lin",
-        json!({"role": "client"}),
-        Some("10.0.0.2"),
-    ));
+    objects.push(pod("c2", "lin", json!({"role": "client"}), "10.0.0.2"));
     objects.push(gnp("not", json!({"selector": "role == 'server'", "ingress": [
         {"action": "Allow", "source": {"selector": "role == 'client'", "notSelector": "has(bad)"}},
         {"action": "Allow", "source": {"notSelector": "has(bad)"}},
@@ -471,20 +425,8 @@ fn a_kubernetes_named_port_skips_only_its_own_protocols_rule() {
 #[test]
 fn a_pod_without_an_address_is_no_endpoint_and_long_service_accounts_are_labelled() {
     let mut objects = nodes();
-    objects.push(pod(
-        "default",
-        "pending",
-        "win",
-        json!({"role": "server"}),
-        None,
-    ));
-    let mut long = pod(
-        "default",
-        "long",
-        "win",
-        json!({"role": "server"}),
-        Some("10.200.0.2"),
-    );
+    objects.push(pod("pending", "win", json!({"role": "server"}), ""));
+    let mut long = pod("long", "win", json!({"role": "server"}), "10.200.0.2");
     let account = "a".repeat(80);
     long["spec"]["serviceAccountName"] = json!(account);
     objects.push(long);
