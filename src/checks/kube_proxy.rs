@@ -5,6 +5,7 @@
 
 use super::Check;
 use crate::config::Config;
+use crate::config::host::flag;
 use crate::config::types::Backend;
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
 use crate::host::RegValue;
@@ -260,20 +261,6 @@ pub fn check(f: &KubeProxyFacts, c: &Config) -> Check {
 /// from a Node, or none was asked: install's checks, `--offline`, an unprotected folder).
 const UNJUDGED: &str =
     "; kube-proxy's known issues could not be judged: its version is not known here";
-
-/// The value of `--name=V` or `--name V` in `args`.
-fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    let long = format!("--{name}");
-    args.iter().enumerate().find_map(|(i, a)| {
-        if let Some(v) = a.strip_prefix(&format!("{long}=")) {
-            Some(v)
-        } else if *a == long {
-            args.get(i + 1).map(String::as_str)
-        } else {
-            None
-        }
-    })
-}
 
 /// Whether the feature gate `gate` is on in `--feature-gates=A=true,B=false`.
 fn gate_on(args: &[String], gate: &str) -> bool {
