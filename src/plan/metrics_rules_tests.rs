@@ -176,6 +176,12 @@ fn a_rule_read_back_in_mask_notation_is_the_rule_wanted() {
 fn a_recorded_rule_made_again_by_an_administrator_stays() {
     let (_dir, host) = sim();
     let made = wanted(&on("9095"), FELIX);
+    // Each rule lets in only the program that listens on its port.
+    assert_eq!(
+        made[0].program.as_deref(),
+        Some(r"C:\CalicoWindows\calicoctl-win.exe")
+    );
+    assert_eq!(made[1].program.as_deref(), Some(FELIX));
     let admins = FirewallRule {
         program: None,
         remote_addresses: vec!["0.0.0.0/0".into()],
@@ -328,17 +334,6 @@ fn a_recorded_rule_made_again_by_a_cut_off_run_is_judged_by_the_journal_too() {
         removed(&off(&host, &recorded, Some(&journal))),
         [recorded[1].name.as_str(), recorded[0].name.as_str()]
     );
-}
-
-/// Each rule lets in only the program that listens on its port.
-#[test]
-fn each_rule_names_the_program_that_listens() {
-    let rules = wanted(&on("9095"), FELIX);
-    assert_eq!(
-        rules[0].program.as_deref(),
-        Some(r"C:\CalicoWindows\calicoctl-win.exe")
-    );
-    assert_eq!(rules[1].program.as_deref(), Some(FELIX));
 }
 
 /// A rule recorded as made from `0.0.0.0/0` (which `metrics.source_ranges` now refuses) and
