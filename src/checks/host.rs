@@ -91,10 +91,7 @@ pub fn snapshot(h: &dyn Host) -> HostSnapshot {
             .filter_map(service)
             .collect(),
         kubelet_service: service("kubelet"),
-        kubelet_app_parameters: match h.reg_get(KUBELET_PARAMETERS_KEY, "AppParameters") {
-            Ok(Some(RegValue::Sz(s) | RegValue::ExpandSz(s))) => Some(s),
-            _ => None,
-        },
+        kubelet_app_parameters: kubelet_app_parameters(h),
         kubelet_pid: h.process_pid("kubelet.exe").ok().flatten(),
         hostname: h.system_facts().ok().and_then(|f| f.hostname),
         kube_proxy: kube_proxy_facts(h),
@@ -104,8 +101,14 @@ pub fn snapshot(h: &dyn Host) -> HostSnapshot {
     }
 }
 
-/// Where NSSM keeps what it runs for the kubelet service (its `AppParameters`).
-const KUBELET_PARAMETERS_KEY: &str = r"HKLM\SYSTEM\CurrentControlSet\Services\kubelet\Parameters";
+/// What NSSM runs for the kubelet service: its `AppParameters`.
+fn kubelet_app_parameters(h: &dyn Host) -> Option<String> {
+    let key = r"HKLM\SYSTEM\CurrentControlSet\Services\kubelet\Parameters";
+    match h.reg_get(key, "AppParameters") {
+        Ok(Some(RegValue::Sz(s) | RegValue::ExpandSz(s))) => Some(s),
+        _ => None,
+    }
+}
 
 /// Where Windows keeps a service's environment (`REG_MULTI_SZ` of `NAME=VALUE`).
 const KUBE_PROXY_KEY: &str = r"HKLM\SYSTEM\CurrentControlSet\Services\kube-proxy";
@@ -775,10 +778,7 @@ pub fn known_issues(
 pub fn known_issues_on(h: &dyn Host, c: &Config, calico: Option<&str>) -> Check {
     let windows = h.system_facts().ok().map(|f| (f.build, f.ubr));
     let kubelet = h.service_query("kubelet").ok().flatten();
-    let params = match h.reg_get(KUBELET_PARAMETERS_KEY, "AppParameters") {
-        Ok(Some(RegValue::Sz(s) | RegValue::ExpandSz(s))) => Some(s),
-        _ => None,
-    };
+    let params = kubelet_app_parameters(h);
     let kubelet = kubelet.as_ref().map(|k| k.command_line.as_str());
     judge_known_issues(c, calico, windows, (kubelet, params.as_deref()), &[])
 }
