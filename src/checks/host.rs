@@ -12,14 +12,13 @@ use crate::installed::legacy::is_legacy_service;
 use crate::installed::protection::{protect_command, reparse_points, weak_dirs};
 use crate::layout::CALICO_SCRIPT_VXLAN_RULE;
 use crate::layout::VXLAN_RULE;
-use serde::Serialize;
 
 const SCHANNEL_TLS12_CLIENT: &str =
     r"HKLM\SYSTEM\CurrentControlSet\Control\SecurityProviders\SCHANNEL\Protocols\TLS 1.2\Client";
 const DOTNET_4: &str = r"HKLM\SOFTWARE\Microsoft\.NETFramework\v4.0.30319";
 
 /// Everything the host checks look at, read once.
-#[derive(Debug, Serialize)]
+#[derive(Debug)]
 pub struct HostSnapshot {
     pub system: Result<SystemFacts, String>,
     pub tls12_client_enabled: Option<u32>,
@@ -48,7 +47,6 @@ pub struct HostSnapshot {
     /// kube-proxy's service, its network setting and Calico's source VIP endpoint.
     pub kube_proxy: super::kube_proxy::KubeProxyFacts,
     /// When the facts were read (Unix seconds): the day containerd's support is judged on.
-    #[serde(skip)]
     pub now: i64,
     /// The network adapters and the routing table (`adapter`, `default-routes`).
     pub adapters: Result<Vec<crate::host::Adapter>, String>,

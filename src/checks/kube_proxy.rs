@@ -22,7 +22,7 @@ pub const ID: &str = "kube-proxy";
 pub use crate::layout::SOURCE_VIP_ENDPOINT;
 
 /// What the host says of kube-proxy.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct KubeProxyFacts {
     /// The `kube-proxy` service, if one is registered.
     pub service: Option<InstalledService>,
@@ -33,15 +33,13 @@ pub struct KubeProxyFacts {
     pub calico_network: bool,
     /// The address of `Calico_ep` on the Calico network, once calico-node made it.
     pub source_vip_endpoint: Option<String>,
-    /// The Windows build, for DSR (shown with the system facts).
-    #[serde(skip)]
+    /// The Windows build, for DSR.
     pub os_build: Option<OsBuild>,
     /// kube-proxy's version (`v1.33.1`): calicoctl-win's own kube-proxy's (`own_version`,
     /// `binary_version`), else the Node's (`status.nodeInfo.kubeProxyVersion`) when read and set.
     pub version: Option<String>,
     /// Whether `version` is the Node's: the kubelet's report, deprecated and left empty where
     /// its `DisableNodeKubeProxyVersion` gate is on (KEP-4004).
-    #[serde(skip)]
     pub node_reported: bool,
 }
 
