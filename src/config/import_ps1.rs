@@ -343,7 +343,8 @@ fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
         .then(|| &s[prefix.len()..])
 }
 
-fn is_var_name(s: &str) -> bool {
+/// A variable's name: letters, digits and '_', not starting with a digit.
+pub(super) fn is_var_name(s: &str) -> bool {
     s.chars()
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')

@@ -11,12 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Shown {
     pub value: serde_json::Value,
-    #[serde(serialize_with = "as_text")]
     pub source: Source,
-}
-
-fn as_text<S: serde::Serializer>(s: &Source, ser: S) -> Result<S::Ok, S::Error> {
-    ser.collect_str(s)
 }
 
 /// Reads typed settings out of the merged layers.
