@@ -111,22 +111,14 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
         source: "the reports' builds; a 2025-10 comment on Windows-Containers#516 says KB5044281 (20348.2762) fixed it",
         fix: "install KB5044281 (October 2024, 20348.2762) or a later cumulative update",
     },
-    // Windows Server 2025 (26100). Before the April 2026 cumulative update HNS did not apply
-    // an endpoint's ACL policies (microsoft/Windows-Containers#616, reported 2025-10 on
-    // 26100). After it (KB5082063, "2026-04 Security Update (KB5082063) (26100.32690)" as
-    // Windows Update names it; https://support.microsoft.com/help/5082063) they apply, and
-    // "when any ACL policy is applied on an HNS endpoint, HNS switches the endpoint to a
-    // default-deny posture", by design (sureshbabu-msft on #616, 2026-05-11). That posture
-    // decides no packet Felix programs, on any build: Felix ends each direction's rules with
-    // its own block (policysets.go GetPolicySetRules: `NewRule`, Block, protocol 256, at v3.25.0
-    // to v3.32.1) and then allows the host (`NewHostRule`). Nor does Felix before v3.29.0
-    // leave a tier out: it programs only `workload.Tiers[0]` (endpoint_mgr.go at v3.28.5), but
-    // Calico has no Tier resource before v3.29.0 (api/pkg/apis/projectcalico/v3/tier.go and the
-    // tiers CRD first there, #9085: policy_sorter.go at v3.28.5 keeps one tier), so the default
-    // tier is all there is. From the update a 26100 node behaves as 17763 and 20348 do.
-    // Under that posture a new pod passes nothing until Felix programs it, as on Linux: the CNI
-    // plugin gives each endpoint a Block-In ACL (65500) unless WindowsDisableDefaultDenyAllPolicy
-    // (calico cni-plugin/pkg/dataplane/windows/dataplane_windows.go:212-258, v3.31.7): no warning.
+    // Windows Server 2025 (26100): before KB5082063 (26100.32690, April 2026) HNS did not apply
+    // an endpoint's ACL policies (microsoft/Windows-Containers#616). From it they apply under a
+    // default-deny posture (sureshbabu-msft on #616, 2026-05-11), which decides no packet Felix
+    // programs: its rules end with its own block (policysets.go GetPolicySetRules, v3.25.0 to
+    // v3.32.1), and before v3.29.0 the default tier is the only one (endpoint_mgr.go and
+    // policy_sorter.go at v3.28.5; tier.go first at v3.29.0). A new pod passes nothing until
+    // Felix programs it, as on Linux (the CNI plugin's Block-In ACL, cni-plugin/pkg/dataplane/
+    // windows/dataplane_windows.go:212-258, v3.31.7): no warning.
     KnownIssue {
         id: "ws2025-acl-policies",
         breaks: "on Windows Server 2025 before the April 2026 cumulative update (26100.32690) HNS does not apply endpoint ACL policies, and they are how Felix enforces network policy: policies do not apply",
