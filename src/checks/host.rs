@@ -42,8 +42,6 @@ pub struct HostSnapshot {
     /// `Parameters\AppParameters` of kubelet's service key: what NSSM runs for it.
     pub kubelet_app_parameters: Option<String>,
     pub kubelet_pid: Option<u32>,
-    /// The host's name, for kubelet's default node name.
-    pub hostname: Option<String>,
     /// kube-proxy's service, its network setting and Calico's source VIP endpoint.
     pub kube_proxy: super::kube_proxy::KubeProxyFacts,
     /// When the facts were read (Unix seconds): the day containerd's support is judged on.
@@ -91,7 +89,6 @@ pub fn snapshot(h: &dyn Host) -> HostSnapshot {
         kubelet_service: service("kubelet"),
         kubelet_app_parameters: kubelet_app_parameters(h),
         kubelet_pid: h.process_pid("kubelet.exe").ok().flatten(),
-        hostname: h.system_facts().ok().and_then(|f| f.hostname),
         kube_proxy: kube_proxy_facts(h),
         now: crate::duration::now(),
         adapters: h.adapters().map_err(text),
@@ -813,7 +810,7 @@ pub fn node_name(s: &HostSnapshot, c: &Config) -> Check {
         return Check::skip(ID, msg);
     };
     let kubelet_says = crate::config::host::HostDefaults {
-        hostname: s.hostname.clone(),
+        hostname: s.system.as_ref().ok().and_then(|f| f.hostname.clone()),
         kubelet: Some(kubelet.command_line.clone()),
         runtime: None,
     };
