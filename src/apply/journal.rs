@@ -152,9 +152,7 @@ impl Journal {
         }
         dirs
     }
-}
 
-impl Journal {
     /// Whether the run wrote `path` (its install record) before it was cut off: the record
     /// then names everything the run owns.
     pub fn wrote(&self, path: &str) -> bool {
