@@ -2,7 +2,7 @@
 //! marks it done after. On failure install rolls back in reverse; uninstall stops and keeps its
 //! record. A run cut off leaves the journal: the next plans again and keeps the old entries.
 
-use super::journal::{Entry, Journal, Undo, save};
+use super::journal::{Entry, Journal, Undo};
 use super::ready::{restore_routes, wait_ready};
 use super::undo::{ignore_not_found, prepare_undo, rollback};
 use super::{Action, Content, Options};
@@ -106,7 +106,7 @@ pub fn execute(
                 done: false,
                 irreversible,
             });
-            save(host, &opts.journal_path, &journal)?;
+            journal.save(host, &opts.journal_path)?;
             // From here the step may have happened, even if it reports a failure.
             past_no_return |= irreversible;
             let mut watch = Watch {
@@ -118,7 +118,7 @@ pub fn execute(
             if let Some(e) = journal.entries.last_mut() {
                 e.done = true;
             }
-            save(host, &opts.journal_path, &journal)
+            journal.save(host, &opts.journal_path)
         })();
         if let Err(source) = step {
             // An irreversible step that failed without taking effect still allows a rollback.

@@ -136,7 +136,10 @@ impl Journal {
 
     /// Writes the journal (atomically, as every host file).
     pub fn save(&self, host: &dyn Host, path: &str) -> anyhow::Result<()> {
-        save(host, path, self)
+        let text = serde_json::to_vec_pretty(self)?;
+        host.write_file(path, &text, Access::Normal)
+            .with_context(|| format!("cannot write the journal {path}"))?;
+        Ok(())
     }
 
     /// Directories created by the journaled actions, and by the journal.
@@ -149,9 +152,7 @@ impl Journal {
         }
         dirs
     }
-}
 
-impl Journal {
     /// Whether the run wrote `path` (its install record) before it was cut off: the record
     /// then names everything the run owns.
     pub fn wrote(&self, path: &str) -> bool {
@@ -165,13 +166,6 @@ impl Journal {
                 }
         })
     }
-}
-
-pub(super) fn save(host: &dyn Host, path: &str, journal: &Journal) -> anyhow::Result<()> {
-    let text = serde_json::to_vec_pretty(journal)?;
-    host.write_file(path, &text, Access::Normal)
-        .with_context(|| format!("cannot write the journal {path}"))?;
-    Ok(())
 }
 
 /// The registry key and those of its parents that do not exist, outermost first (never a

@@ -23,54 +23,6 @@ fn remove() -> super::Action {
     }
 }
 
-/// A rule an administrator tightened after the plan through a property install does not set
-/// is kept by the run, said. (It was removed as ours, and the change with it.)
-#[test]
-fn a_run_keeps_a_rule_tightened_in_a_property_we_do_not_set() {
-    let host = super::tests::host();
-    host.firewall_add(&made()).expect("add");
-    host.admin_edit_firewall_rules(&made().name, |r| {
-        r.unset.local_addresses = "10.0.2.15".into();
-    })
-    .expect("admin edit");
-    let before = host.firewall_rules(&made().name).expect("read");
-    let warnings = super::execute(&host, &[remove()], options(), &mut |_| {}).expect("run");
-    assert!(
-        warnings
-            .iter()
-            .any(|w| w.contains("kept the firewall rule 'Calico metrics Felix TCP 9091'")),
-        "{warnings:?}"
-    );
-    assert_eq!(host.firewall_rules(&made().name).expect("read"), before);
-}
-
-/// A rule an administrator narrowed after the plan through its interfaces, INetFwRule2's
-/// edge traversal options or one of INetFwRule3's properties is kept by the run, said. (It
-/// was removed as ours: those properties were not read.)
-#[test]
-fn a_run_keeps_a_rule_narrowed_by_interfaces_edge_options_or_app_container() {
-    let edits: [fn(&mut FirewallRule); 3] = [
-        |r| r.unset.interfaces = vec!["Ethernet 2".into()],
-        |r| r.unset.edge_traversal_options = 3,
-        |r| r.unset.app_container.local_app_package_id = "S-1-15-2-1".into(),
-    ];
-    for edit in edits {
-        let host = super::tests::host();
-        host.firewall_add(&made()).expect("add");
-        host.admin_edit_firewall_rules(&made().name, edit)
-            .expect("admin edit");
-        let before = host.firewall_rules(&made().name).expect("read");
-        let warnings = super::execute(&host, &[remove()], options(), &mut |_| {}).expect("run");
-        assert!(
-            warnings
-                .iter()
-                .any(|w| w.contains("kept the firewall rule")),
-            "{before:?}: {warnings:?}"
-        );
-        assert_eq!(host.firewall_rules(&made().name).expect("read"), before);
-    }
-}
-
 /// The rule the firewall holds under the name in another case, and with any address where it
 /// was made from `0.0.0.0/0`, is the rule made: a run removes it, and the undo of a run that
 /// fails after puts it back as it was read, not as it was made. (It was kept: the name was

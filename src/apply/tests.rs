@@ -303,8 +303,11 @@ fn a_rollback_leaves_an_added_rule_beside_another_of_its_name() {
 }
 
 /// A planned removal of a rule is judged again as it runs, by every property the run made it
-/// with: one an administrator changed since the plan (its description, its range) is kept,
-/// with a warning naming it; one still as made goes. (It was removed by its name.)
+/// with: one an administrator changed since the plan (its description, its range) or tightened
+/// through a property install does not set (its local addresses, its interfaces, INetFwRule2's
+/// edge traversal options or one of INetFwRule3's properties) is kept as it is, with a warning
+/// naming it; one still as made goes. (It was removed by its name, or as ours: those
+/// properties were not read.)
 #[test]
 fn a_planned_removal_keeps_a_rule_an_administrator_changed_since() {
     use crate::host::{Firewall, FirewallRule};
@@ -319,14 +322,19 @@ fn a_planned_removal_keeps_a_rule_an_administrator_changed_since() {
         name: made.name.clone(),
         made: Some(made.clone()),
     };
-    let edits: [fn(&mut FirewallRule); 2] = [
+    let edits: [fn(&mut FirewallRule); 6] = [
         |r| r.description = "Prometheus scrapes, keep".into(),
         |r| r.remote_addresses = vec!["0.0.0.0/0".into()],
+        |r| r.unset.local_addresses = "10.0.2.15".into(),
+        |r| r.unset.interfaces = vec!["Ethernet 2".into()],
+        |r| r.unset.edge_traversal_options = 3,
+        |r| r.unset.app_container.local_app_package_id = "S-1-15-2-1".into(),
     ];
     for edit in edits {
         host.firewall_add(&made).expect("add");
         host.admin_edit_firewall_rules(&made.name, edit)
             .expect("admin edit");
+        let before = host.firewall_rules(&made.name).expect("read");
         let warnings =
             super::execute(&host, &[remove()], repair_options(), &mut |_| {}).expect("run");
         assert!(
@@ -336,7 +344,7 @@ fn a_planned_removal_keeps_a_rule_an_administrator_changed_since() {
             ))),
             "{warnings:?}"
         );
-        assert_eq!(host.firewall_rules(&made.name).expect("read").len(), 1);
+        assert_eq!(host.firewall_rules(&made.name).expect("read"), before);
         host.admin_remove_firewall_rules(&made.name)
             .expect("admin remove");
     }

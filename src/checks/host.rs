@@ -12,14 +12,13 @@ use crate::installed::legacy::is_legacy_service;
 use crate::installed::protection::{protect_command, reparse_points, weak_dirs};
 use crate::layout::CALICO_SCRIPT_VXLAN_RULE;
 use crate::layout::VXLAN_RULE;
-use serde::Serialize;
 
 const SCHANNEL_TLS12_CLIENT: &str =
     r"HKLM\SYSTEM\CurrentControlSet\Control\SecurityProviders\SCHANNEL\Protocols\TLS 1.2\Client";
 const DOTNET_4: &str = r"HKLM\SOFTWARE\Microsoft\.NETFramework\v4.0.30319";
 
 /// Everything the host checks look at, read once.
-#[derive(Debug, Serialize)]
+#[derive(Debug)]
 pub struct HostSnapshot {
     pub system: Result<SystemFacts, String>,
     pub tls12_client_enabled: Option<u32>,
@@ -43,12 +42,9 @@ pub struct HostSnapshot {
     /// `Parameters\AppParameters` of kubelet's service key: what NSSM runs for it.
     pub kubelet_app_parameters: Option<String>,
     pub kubelet_pid: Option<u32>,
-    /// The host's name, for kubelet's default node name.
-    pub hostname: Option<String>,
     /// kube-proxy's service, its network setting and Calico's source VIP endpoint.
     pub kube_proxy: super::kube_proxy::KubeProxyFacts,
     /// When the facts were read (Unix seconds): the day containerd's support is judged on.
-    #[serde(skip)]
     pub now: i64,
     /// The network adapters and the routing table (`adapter`, `default-routes`).
     pub adapters: Result<Vec<crate::host::Adapter>, String>,
@@ -91,12 +87,8 @@ pub fn snapshot(h: &dyn Host) -> HostSnapshot {
             .filter_map(service)
             .collect(),
         kubelet_service: service("kubelet"),
-        kubelet_app_parameters: match h.reg_get(KUBELET_PARAMETERS_KEY, "AppParameters") {
-            Ok(Some(RegValue::Sz(s) | RegValue::ExpandSz(s))) => Some(s),
-            _ => None,
-        },
+        kubelet_app_parameters: kubelet_app_parameters(h),
         kubelet_pid: h.process_pid("kubelet.exe").ok().flatten(),
-        hostname: h.system_facts().ok().and_then(|f| f.hostname),
         kube_proxy: kube_proxy_facts(h),
         now: crate::duration::now(),
         adapters: h.adapters().map_err(text),
@@ -104,8 +96,14 @@ pub fn snapshot(h: &dyn Host) -> HostSnapshot {
     }
 }
 
-/// Where NSSM keeps what it runs for the kubelet service (its `AppParameters`).
-const KUBELET_PARAMETERS_KEY: &str = r"HKLM\SYSTEM\CurrentControlSet\Services\kubelet\Parameters";
+/// What NSSM runs for the kubelet service: its `AppParameters`.
+fn kubelet_app_parameters(h: &dyn Host) -> Option<String> {
+    let key = r"HKLM\SYSTEM\CurrentControlSet\Services\kubelet\Parameters";
+    match h.reg_get(key, "AppParameters") {
+        Ok(Some(RegValue::Sz(s) | RegValue::ExpandSz(s))) => Some(s),
+        _ => None,
+    }
+}
 
 /// Where Windows keeps a service's environment (`REG_MULTI_SZ` of `NAME=VALUE`).
 const KUBE_PROXY_KEY: &str = r"HKLM\SYSTEM\CurrentControlSet\Services\kube-proxy";
@@ -775,10 +773,7 @@ pub fn known_issues(
 pub fn known_issues_on(h: &dyn Host, c: &Config, calico: Option<&str>) -> Check {
     let windows = h.system_facts().ok().map(|f| (f.build, f.ubr));
     let kubelet = h.service_query("kubelet").ok().flatten();
-    let params = match h.reg_get(KUBELET_PARAMETERS_KEY, "AppParameters") {
-        Ok(Some(RegValue::Sz(s) | RegValue::ExpandSz(s))) => Some(s),
-        _ => None,
-    };
+    let params = kubelet_app_parameters(h);
     let kubelet = kubelet.as_ref().map(|k| k.command_line.as_str());
     judge_known_issues(c, calico, windows, (kubelet, params.as_deref()), &[])
 }
@@ -815,7 +810,7 @@ pub fn node_name(s: &HostSnapshot, c: &Config) -> Check {
         return Check::skip(ID, msg);
     };
     let kubelet_says = crate::config::host::HostDefaults {
-        hostname: s.hostname.clone(),
+        hostname: s.system.as_ref().ok().and_then(|f| f.hostname.clone()),
         kubelet: Some(kubelet.command_line.clone()),
         runtime: None,
     };

@@ -53,8 +53,6 @@ pub struct KnownIssue {
     pub source: &'static str,
     /// What to do: the first good release, the update, or the setting to change.
     pub fix: &'static str,
-    /// Whether calicoctl-win works around it itself.
-    pub worked_around: bool,
 }
 
 /// Every known breakage. `docs/known-issues.md` lists the same entries.
@@ -71,7 +69,6 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
         upstream: "https://github.com/projectcalico/calico/issues/11714, https://github.com/rancher/rke2/issues/9286; fixed by a63cabeb4f (v3.32.0) and 38c14b1299 (v3.31.5)",
         source: "confd/pkg/backends/calico/client.go: v3.30.3 skips NewLocalBGPPeerWatcher on Windows without OnSyncChange(SourceLocalBGPPeerWatcher, true), which 38c14b1299 adds; no v3.30 tag holds a fix (v3.30.7 the latest read)",
         fix: "upgrade the cluster's Calico to v3.31.5 or later in the 3.31 line (calicoctl-win installs the cluster's release; v3.32.0 and v3.32.1 have another windows-bgp breakage), or use the vxlan backend",
-        worked_around: false,
     },
     KnownIssue {
         id: "confd-templates-getenv",
@@ -85,7 +82,6 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
         upstream: "https://github.com/projectcalico/calico/issues/13139; getenv removed by f3dc1ba1c6 (v3.32.0), the templates fixed by 14e684c44f (merged as 147e4533b2), in no release tag yet",
         source: "confd/windows-packaging/templates/{blocks,peerings}.ps1.template at v3.32.0 and v3.32.1 use getenv; confd/pkg/resource/template/template_funcs.go has it at v3.31.6, not at v3.32.0",
         fix: "upgrade the cluster's Calico to v3.31.5 or later in the 3.31 line until a 3.32 release carries 14e684c44f (calicoctl-win installs the cluster's release), or use the vxlan backend",
-        worked_around: false,
     },
     KnownIssue {
         id: "ws2022-bgp-2024-updates",
@@ -100,7 +96,6 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
         upstream: "https://github.com/projectcalico/calico/issues/8529 (20348.1970 and earlier work; 20348.2322 and 20348.2582 break)",
         source: "the reports' builds; https://github.com/microsoft/Windows-Containers/issues/516 says KB5044281 (20348.2762) fixed container networking",
         fix: "install KB5044281 (October 2024, 20348.2762) or a later cumulative update",
-        worked_around: false,
     },
     KnownIssue {
         id: "ws2022-kb5040437",
@@ -115,24 +110,15 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
         upstream: "https://github.com/projectcalico/calico/issues/9019, https://github.com/projectcalico/calico/issues/9043, https://github.com/microsoft/Windows-Containers/issues/516",
         source: "the reports' builds; a 2025-10 comment on Windows-Containers#516 says KB5044281 (20348.2762) fixed it",
         fix: "install KB5044281 (October 2024, 20348.2762) or a later cumulative update",
-        worked_around: false,
     },
-    // Windows Server 2025 (26100). Before the April 2026 cumulative update HNS did not apply
-    // an endpoint's ACL policies (microsoft/Windows-Containers#616, reported 2025-10 on
-    // 26100). After it (KB5082063, "2026-04 Security Update (KB5082063) (26100.32690)" as
-    // Windows Update names it; https://support.microsoft.com/help/5082063) they apply, and
-    // "when any ACL policy is applied on an HNS endpoint, HNS switches the endpoint to a
-    // default-deny posture", by design (sureshbabu-msft on #616, 2026-05-11). That posture
-    // decides no packet Felix programs, on any build: Felix ends each direction's rules with
-    // its own block (policysets.go GetPolicySetRules: `NewRule`, Block, protocol 256, at v3.25.0
-    // to v3.32.1) and then allows the host (`NewHostRule`). Nor does Felix before v3.29.0
-    // leave a tier out: it programs only `workload.Tiers[0]` (endpoint_mgr.go at v3.28.5), but
-    // Calico has no Tier resource before v3.29.0 (api/pkg/apis/projectcalico/v3/tier.go and the
-    // tiers CRD first there, #9085: policy_sorter.go at v3.28.5 keeps one tier), so the default
-    // tier is all there is. From the update a 26100 node behaves as 17763 and 20348 do.
-    // Under that posture a new pod passes nothing until Felix programs it, as on Linux: the CNI
-    // plugin gives each endpoint a Block-In ACL (65500) unless WindowsDisableDefaultDenyAllPolicy
-    // (calico cni-plugin/pkg/dataplane/windows/dataplane_windows.go:212-258, v3.31.7): no warning.
+    // Windows Server 2025 (26100): before KB5082063 (26100.32690, April 2026) HNS did not apply
+    // an endpoint's ACL policies (microsoft/Windows-Containers#616). From it they apply under a
+    // default-deny posture (sureshbabu-msft on #616, 2026-05-11), which decides no packet Felix
+    // programs: its rules end with its own block (policysets.go GetPolicySetRules, v3.25.0 to
+    // v3.32.1), and before v3.29.0 the default tier is the only one (endpoint_mgr.go and
+    // policy_sorter.go at v3.28.5; tier.go first at v3.29.0). A new pod passes nothing until
+    // Felix programs it, as on Linux (the CNI plugin's Block-In ACL, cni-plugin/pkg/dataplane/
+    // windows/dataplane_windows.go:212-258, v3.31.7): no warning.
     KnownIssue {
         id: "ws2025-acl-policies",
         breaks: "on Windows Server 2025 before the April 2026 cumulative update (26100.32690) HNS does not apply endpoint ACL policies, and they are how Felix enforces network policy: policies do not apply",
@@ -146,7 +132,6 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
         upstream: "https://github.com/microsoft/Windows-Containers/issues/616 (ACLs apply after KB5082062/KB5082063, 2026-04)",
         source: "the report, and Microsoft's answer on it of 2026-05-11; KB5082063 is 26100.32690 (its Windows Update title)",
         fix: "install KB5082063 (April 2026, 26100.32690) or a later cumulative update",
-        worked_around: false,
     },
     KnownIssue {
         id: "label-change-resets-connections",
@@ -159,7 +144,6 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
         upstream: "https://github.com/projectcalico/calico/pull/10437 (3508749654, first in v3.31.0); symptom https://github.com/projectcalico/calico/issues/10199",
         source: "git tag --contains 3508749654: v3.31.0 and later",
         fix: "upgrade the cluster's Calico to v3.31.0 or later (calicoctl-win installs the cluster's release)",
-        worked_around: false,
     },
     KnownIssue {
         id: "felix-exits-after-pod-termination",
@@ -172,7 +156,6 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
         upstream: "https://github.com/projectcalico/calico/issues/9905, https://github.com/rancher/rke2/issues/7440; fixed by 78687ec198 (#9505, first in v3.30.0)",
         source: "git tag --contains 78687ec198: v3.30.0 and later",
         fix: "upgrade the cluster's Calico to v3.30.0 or later (calicoctl-win installs the cluster's release)",
-        worked_around: false,
     },
     KnownIssue {
         id: "kubelet-from-install-root",
@@ -182,7 +165,6 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
         upstream: "https://github.com/projectcalico/calico/pull/10893",
         source: "node/windows-packaging/CalicoWindows/kubernetes/ at v3.29.5 and v3.30.3 (last shipped), absent at v3.29.6 and v3.30.4",
         fix: "run kubelet as its own service (the node's join tooling, or nssm/sc.exe with kubelet.exe); calicoctl-win leaves the file alone: uninstall, --purge too, removes only the files it recorded",
-        worked_around: true,
     },
 ];
 

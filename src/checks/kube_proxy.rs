@@ -5,6 +5,7 @@
 
 use super::Check;
 use crate::config::Config;
+use crate::config::host::flag;
 use crate::config::types::Backend;
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
 use crate::host::RegValue;
@@ -21,7 +22,7 @@ pub const ID: &str = "kube-proxy";
 pub use crate::layout::SOURCE_VIP_ENDPOINT;
 
 /// What the host says of kube-proxy.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct KubeProxyFacts {
     /// The `kube-proxy` service, if one is registered.
     pub service: Option<InstalledService>,
@@ -32,15 +33,13 @@ pub struct KubeProxyFacts {
     pub calico_network: bool,
     /// The address of `Calico_ep` on the Calico network, once calico-node made it.
     pub source_vip_endpoint: Option<String>,
-    /// The Windows build, for DSR (shown with the system facts).
-    #[serde(skip)]
+    /// The Windows build, for DSR.
     pub os_build: Option<OsBuild>,
     /// kube-proxy's version (`v1.33.1`): calicoctl-win's own kube-proxy's (`own_version`,
     /// `binary_version`), else the Node's (`status.nodeInfo.kubeProxyVersion`) when read and set.
     pub version: Option<String>,
     /// Whether `version` is the Node's: the kubelet's report, deprecated and left empty where
     /// its `DisableNodeKubeProxyVersion` gate is on (KEP-4004).
-    #[serde(skip)]
     pub node_reported: bool,
 }
 
@@ -260,20 +259,6 @@ pub fn check(f: &KubeProxyFacts, c: &Config) -> Check {
 /// from a Node, or none was asked: install's checks, `--offline`, an unprotected folder).
 const UNJUDGED: &str =
     "; kube-proxy's known issues could not be judged: its version is not known here";
-
-/// The value of `--name=V` or `--name V` in `args`.
-fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    let long = format!("--{name}");
-    args.iter().enumerate().find_map(|(i, a)| {
-        if let Some(v) = a.strip_prefix(&format!("{long}=")) {
-            Some(v)
-        } else if *a == long {
-            args.get(i + 1).map(String::as_str)
-        } else {
-            None
-        }
-    })
-}
 
 /// Whether the feature gate `gate` is on in `--feature-gates=A=true,B=false`.
 fn gate_on(args: &[String], gate: &str) -> bool {

@@ -66,16 +66,6 @@ impl<'de> Deserialize<'de> for Node {
     }
 }
 
-/// The YAML library's error in the user's words: a budget it breached (an alias bomb, a file
-/// nested or repeated past what any config holds) says what was refused, not the library's
-/// debug text (`budget breached: Nodes { nodes: 250001 }`).
-fn syntax_text(text: &str) -> String {
-    match text.split_once("budget breached") {
-        Some(_) => "the file expands to more than any config holds (aliases that repeat aliases, or too deep a nesting): write the settings out; a config needs no anchors or aliases".into(),
-        None => text.to_owned(),
-    }
-}
-
 /// Parses the file's text into the settings it gives and the problems found in it; a setting
 /// with a problem is left out of the layer.
 pub fn parse(text: &str) -> (Layer, Vec<Problem>) {
@@ -96,7 +86,7 @@ pub fn parse(text: &str) -> (Layer, Vec<Problem>) {
             let text = if matches!(inner, serde_saphyr::Error::MultipleDocuments { .. }) {
                 "one YAML document expected, and a second one (after a `---` line) is here: put every setting in one document".to_owned()
             } else {
-                syntax_text(&e.to_string())
+                e.to_string()
             };
             return (Layer::new(), vec![Problem::syntax(line, text)]);
         }

@@ -76,15 +76,22 @@ impl HostDefaults {
 /// `--hostname-override NAME`.
 pub fn hostname_override(command_line: &str) -> Option<String> {
     let (_, args) = split_command_line(command_line);
+    flag(&args, "hostname-override")
+        .filter(|n| !n.is_empty())
+        .map(str::to_owned)
+}
+
+/// The value of `--name=V` or `--name V` in `args` (Go's pflag takes both).
+pub fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    let long = format!("--{name}");
     args.iter().enumerate().find_map(|(i, a)| {
-        a.strip_prefix("--hostname-override=")
-            .map(str::to_owned)
-            .or_else(|| {
-                (a == "--hostname-override")
-                    .then(|| args.get(i + 1).cloned())
-                    .flatten()
-            })
-            .filter(|n| !n.is_empty())
+        if let Some(v) = a.strip_prefix(&format!("{long}=")) {
+            Some(v)
+        } else if *a == long {
+            args.get(i + 1).map(String::as_str)
+        } else {
+            None
+        }
     })
 }
 

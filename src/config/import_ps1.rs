@@ -343,7 +343,8 @@ fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
         .then(|| &s[prefix.len()..])
 }
 
-fn is_var_name(s: &str) -> bool {
+/// A variable's name: letters, digits and '_', not starting with a digit.
+pub(super) fn is_var_name(s: &str) -> bool {
     s.chars()
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
@@ -455,32 +456,12 @@ fn evaluate(src: &str, earlier: &Values) -> Value {
     }
 }
 
-/// The inside of a double-quoted string: `$PSScriptRoot` expands to the install root, a
-/// backtick escapes the next character, `""` is one quote; any other `$` is an expression.
+/// The inside of a double-quoted string: `$PSScriptRoot` (as every Calico config.ps1 writes
+/// it) expands to the install root and `""` is one quote; any other `$`, or a backtick escape
+/// (which no config.ps1 writes), is left as an expression.
 fn expand_double_quoted(inner: &str) -> Option<String> {
-    let expanded = inner
-        .replace("${PSScriptRoot}", PS_SCRIPT_ROOT)
-        .replace("$PSScriptRoot", PS_SCRIPT_ROOT);
-    if expanded.contains('$') {
-        return None;
-    }
-    let mut out = String::with_capacity(expanded.len());
-    let mut chars = expanded.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '`' => {
-                if let Some(next) = chars.next() {
-                    out.push(next);
-                }
-            }
-            '"' if chars.peek() == Some(&'"') => {
-                chars.next();
-                out.push('"');
-            }
-            _ => out.push(c),
-        }
-    }
-    Some(out)
+    let expanded = inner.replace("$PSScriptRoot", PS_SCRIPT_ROOT);
+    (!expanded.contains(['$', '`'])).then(|| expanded.replace("\"\"", "\""))
 }
 
 /// A command argument as PowerShell's argument mode reads it. Inside double quotes `""` is
@@ -520,13 +501,6 @@ fn argument(src: &str, earlier: &Values) -> Value {
                             j += 2;
                         }
                         Some(&c) if c == q => break,
-                        Some(&'`') if q == '"' => {
-                            inner.push('`');
-                            if let Some(&n) = chars.get(j + 1) {
-                                inner.push(n);
-                            }
-                            j += 2;
-                        }
                         Some(&c) => {
                             inner.push(c);
                             j += 1;

@@ -57,6 +57,13 @@ pub enum Source {
     Default,
 }
 
+/// Shown as its text (`file:12`, `env VXLAN_VNI`), in `config show` and in problems.
+impl serde::Serialize for Source {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

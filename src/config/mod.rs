@@ -96,15 +96,19 @@ pub fn read_file(path: Option<&Path>) -> Result<Option<(PathBuf, String)>, Confi
         .map_err(|source| ConfigError::Read { path, source })
 }
 
-/// What keeps a config file's own settings from loading, a placeholder standing in for the
-/// node name; a file that is no YAML at all is the error.
-pub fn problems_of_file(path: PathBuf, text: &str) -> Result<Vec<Problem>, ConfigError> {
-    let check = load(&Inputs {
+/// A config file's text loaded alone, a placeholder standing in for the node name.
+fn load_file(path: PathBuf, text: &str) -> Result<Loaded, ConfigError> {
+    load(&Inputs {
         file: Some((path, text.to_owned())),
         host: BTreeMap::from([("node.name", Raw::Scalar("node-name-from-the-host".into()))]),
         ..Inputs::default()
-    });
-    match check {
+    })
+}
+
+/// What keeps a config file's own settings from loading, a placeholder standing in for the
+/// node name; a file that is no YAML at all is the error.
+pub fn problems_of_file(path: PathBuf, text: &str) -> Result<Vec<Problem>, ConfigError> {
+    match load_file(path, text) {
         Ok(_) => Ok(Vec::new()),
         Err(ConfigError::Invalid { problems, .. }) => Ok(problems),
         Err(e) => Err(e),
@@ -117,12 +121,9 @@ const PER_NODE: &[&str] = &["node.name", "node.k8s_node_ref", "node.ip"];
 
 /// The metrics settings of a fleet's config file (one already checked).
 pub fn metrics_of_file(text: &str) -> Result<Metrics, ConfigError> {
-    let loaded = load(&Inputs {
-        file: Some((PathBuf::from("calico-windows.yaml"), text.to_owned())),
-        host: BTreeMap::from([("node.name", Raw::Scalar("node-name-from-the-host".into()))]),
-        ..Inputs::default()
-    })?;
-    Ok(loaded.config.metrics)
+    Ok(load_file(PathBuf::from("calico-windows.yaml"), text)?
+        .config
+        .metrics)
 }
 
 /// `metrics.port`'s built-in default: the port of a node whose config is not at hand.
@@ -136,11 +137,7 @@ pub fn default_metrics_port() -> u16 {
 /// The per-node settings a config file's text sets (a fixed `node.ip`, not `autodetect`),
 /// each with its line: what `config import-ps1` of one node's config.ps1 writes.
 pub fn per_node_settings(path: PathBuf, text: &str) -> Result<Vec<String>, ConfigError> {
-    let loaded = load(&Inputs {
-        file: Some((path, text.to_owned())),
-        host: BTreeMap::from([("node.name", Raw::Scalar("node-name-from-the-host".into()))]),
-        ..Inputs::default()
-    })?;
+    let loaded = load_file(path, text)?;
     Ok(PER_NODE
         .iter()
         .filter_map(|key| {

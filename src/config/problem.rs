@@ -11,17 +11,9 @@ pub struct Problem {
     /// The offending value as given.
     pub value: Option<String>,
     /// Where the value came from (`file:12`, `env VXLAN_VNI`, ...).
-    #[serde(serialize_with = "display")]
     pub source: Option<Source>,
     /// What is wrong and what is allowed.
     pub message: String,
-}
-
-fn display<S: serde::Serializer>(s: &Option<Source>, ser: S) -> Result<S::Ok, S::Error> {
-    match s {
-        Some(s) => ser.collect_str(s),
-        None => ser.serialize_none(),
-    }
 }
 
 impl Problem {

@@ -11,12 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Shown {
     pub value: serde_json::Value,
-    #[serde(serialize_with = "as_text")]
     pub source: Source,
-}
-
-fn as_text<S: serde::Serializer>(s: &Source, ser: S) -> Result<S::Ok, S::Error> {
-    ser.collect_str(s)
 }
 
 /// Reads typed settings out of the merged layers.
@@ -61,6 +56,11 @@ impl Resolver {
         }
     }
 
+    /// Records how `config show` reports `key`.
+    fn show(&mut self, key: &'static str, value: serde_json::Value, source: Source) {
+        self.shown.insert(key, Shown { value, source });
+    }
+
     /// The source of a key's value, if it has one.
     pub fn source(&self, key: &str) -> Option<Source> {
         self.merged.get(key).map(|s| s.source.clone())
@@ -103,13 +103,7 @@ impl Resolver {
     /// A single value; empty or unset is `None`.
     pub fn opt<T: Setting>(&mut self, key: &'static str) -> Option<T> {
         let Some(Sourced { raw, source }) = self.merged.get(key).cloned() else {
-            self.shown.insert(
-                key,
-                Shown {
-                    value: serde_json::Value::Null,
-                    source: Source::Default,
-                },
-            );
+            self.show(key, serde_json::Value::Null, Source::Default);
             return None;
         };
         let value = match &raw {
@@ -122,13 +116,7 @@ impl Resolver {
             }
         };
         let shown = value.as_ref().map_or(serde_json::Value::Null, T::shown);
-        self.shown.insert(
-            key,
-            Shown {
-                value: shown,
-                source,
-            },
-        );
+        self.show(key, shown, source);
         value
     }
 
@@ -146,13 +134,7 @@ impl Resolver {
                 }
                 let fallback = self.fallback::<T>(key).unwrap_or_else(derived);
                 if !given {
-                    self.shown.insert(
-                        key,
-                        Shown {
-                            value: fallback.shown(),
-                            source: Source::Default,
-                        },
-                    );
+                    self.show(key, fallback.shown(), Source::Default);
                 }
                 fallback
             }
@@ -169,13 +151,7 @@ impl Resolver {
     /// A list; each bad item is a problem of its own.
     pub fn list<T: Setting>(&mut self, key: &'static str) -> Vec<T> {
         let Some(Sourced { raw, source }) = self.merged.get(key).cloned() else {
-            self.shown.insert(
-                key,
-                Shown {
-                    value: serde_json::json!([]),
-                    source: Source::Default,
-                },
-            );
+            self.show(key, serde_json::json!([]), Source::Default);
             return Vec::new();
         };
         let items = match raw {
@@ -196,26 +172,14 @@ impl Resolver {
             .filter_map(|t| self.parse_text::<T>(key, t, &source))
             .collect();
         let shown = values.iter().map(T::shown).collect();
-        self.shown.insert(
-            key,
-            Shown {
-                value: serde_json::Value::Array(shown),
-                source,
-            },
-        );
+        self.show(key, serde_json::Value::Array(shown), source);
         values
     }
 
     /// A mapping of names to values (extra environment).
     pub fn map(&mut self, key: &'static str) -> Vec<(String, String)> {
         let Some(Sourced { raw, source }) = self.merged.get(key).cloned() else {
-            self.shown.insert(
-                key,
-                Shown {
-                    value: serde_json::json!({}),
-                    source: Source::Default,
-                },
-            );
+            self.show(key, serde_json::json!({}), Source::Default);
             return Vec::new();
         };
         let Raw::Map(entries) = raw else {
@@ -231,13 +195,7 @@ impl Resolver {
             .iter()
             .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
             .collect();
-        self.shown.insert(
-            key,
-            Shown {
-                value: serde_json::Value::Object(shown),
-                source,
-            },
-        );
+        self.show(key, serde_json::Value::Object(shown), source);
         entries
     }
 }
@@ -254,13 +212,7 @@ impl Resolver {
             return self.opt(key);
         }
         let v = derived();
-        self.shown.insert(
-            key,
-            Shown {
-                value: v.shown(),
-                source: Source::Default,
-            },
-        );
+        self.show(key, v.shown(), Source::Default);
         Some(v)
     }
 }

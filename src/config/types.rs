@@ -92,6 +92,7 @@ choice!(
 );
 
 display_text!(
+    LogSeverity,
     MacPrefix,
     Namespace,
     WinPath,
@@ -500,12 +501,6 @@ impl Setting for LogSeverity {
             .ok_or_else(|| format!("allowed: {}", LEVELS.join(", ")))
     }
     string_shown!(LogSeverity);
-}
-
-impl fmt::Display for LogSeverity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0)
-    }
 }
 
 /// A regular expression matching the HNS network(s) that hold pods (`KUBE_NETWORK`).

@@ -293,12 +293,7 @@ fn lists_and_names(c: &Config, r: &mut Resolver) {
 }
 
 fn env_var_problem(name: &str, value: &str, metrics_on: bool) -> Option<String> {
-    let valid = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !valid {
+    if !super::import_ps1::is_var_name(name) {
         return Some(
             "allowed: variable names of letters, digits and '_', not starting with a digit".into(),
         );

@@ -356,31 +356,29 @@ pub fn choose_uplink(
     )?)
 }
 
-/// The physical adapter the External network is on now, when it exists and that can be told
-/// for certain: for a record written before the adapter was chosen by the node IP.
-pub fn current_uplink(host: &dyn Host) -> Option<String> {
-    let networks = host.hns_networks().ok()?;
-    let external = networks
-        .iter()
-        .find(|n| n.name == crate::layout::EXTERNAL_NETWORK)?;
-    let ip: std::net::Ipv4Addr = external.management_ip.as_deref()?.parse().ok()?;
-    let adapters = crate::host::uplink::every_adapter(host).ok()?;
-    let vnic = adapters
-        .iter()
-        .find(|a| a.is_vswitch_port() && a.holds(ip))?;
-    crate::host::uplink::uplink_of(vnic, &adapters, Some(external))
-}
-
 /// A record's network settings with the adapter the External network is on now filled in when
-/// the record names none (it was written before the adapter was chosen by the node IP), so
-/// that choosing the adapter it already binds is no change.
+/// the record names none (it was written before the adapter was chosen by the node IP) and
+/// that adapter can be told for certain, so that choosing the adapter it already binds is no
+/// change.
 pub fn with_current_uplink(
     host: &dyn Host,
     old: &crate::installed::record::NetworkSettings,
 ) -> crate::installed::record::NetworkSettings {
+    let current = || {
+        let networks = host.hns_networks().ok()?;
+        let external = networks
+            .iter()
+            .find(|n| n.name == crate::layout::EXTERNAL_NETWORK)?;
+        let ip: std::net::Ipv4Addr = external.management_ip.as_deref()?.parse().ok()?;
+        let adapters = crate::host::uplink::every_adapter(host).ok()?;
+        let vnic = adapters
+            .iter()
+            .find(|a| a.is_vswitch_port() && a.holds(ip))?;
+        crate::host::uplink::uplink_of(vnic, &adapters, Some(external))
+    };
     let mut old = old.clone();
     if old.adapter.is_none() {
-        old.adapter = current_uplink(host);
+        old.adapter = current();
     }
     old
 }

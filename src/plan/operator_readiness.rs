@@ -66,14 +66,10 @@ pub fn windows_config(
             "make the pool {cidr} VXLAN, which every node of the cluster then uses: kubectl patch installation default --type json -p '[{{\"op\":\"replace\",\"path\":\"/spec/calicoNetwork/ipPools/{index}/encapsulation\",\"value\":\"VXLAN\"}}]'"
         ));
     }
-    // Without the ConfigMap only the Windows controller stops (TigeraStatus calico-windows,
-    // `windows_controller.go`: `GetK8sServiceEndPoint`'s NotFound, "Error reading services
-    // endpoint configmap"): the core controller's `PopulateK8sServiceEndPoint` (`utils.go`)
-    // ignores a NotFound and keeps `k8sapi.Endpoint` from the operator's own
-    // KUBERNETES_SERVICE_HOST and _PORT (`k8sapi/k8s-endpoint.go` `init`), which pass its
-    // validation. A ConfigMap lacking a key sets that address empty, which the core
-    // controller's validation refuses too (`core_controller.go` `Reconcile`:
-    // `validateCustomResource`, TigeraStatus calico), as it refuses the rest: for every node.
+    // Without the ConfigMap only the Windows controller stops (`windows_controller.go`
+    // `GetK8sServiceEndPoint`): the core controller keeps the operator's own address
+    // (`utils.go` `PopulateK8sServiceEndPoint`). An empty one it refuses, as it refuses the
+    // rest, for every node (`core_controller.go` `Reconcile`: `validateCustomResource`).
     let whom = if endpoint.is_none() && missing.len() == 1 {
         "set TigeraStatus calico-windows Degraded and render nothing for Windows"
     } else {
