@@ -616,11 +616,6 @@ const SLEEPS: &[(&str, &str, &str)] = &[
         "a stop turned into a future, looked at every 50 ms",
     ),
     (
-        "fleet/diags/auth.rs",
-        "review_until",
-        "a stop turned into a future, looked at every 100 ms",
-    ),
-    (
         "supervise/metrics_server.rs",
         "accept",
         "the accept loop's look at the stop every 100 ms, and its pause of 1 s after a failed accept",

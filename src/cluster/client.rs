@@ -397,11 +397,7 @@ impl Cluster {
         what: (&str, &str),
         fut: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<Option<T>, ClusterError> {
-        match self.call_by(until, what, fut) {
-            Ok(v) => Ok(Some(v)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e),
-        }
+        found(self.call_by(until, what, fut))
     }
 
     /// `call`, bounded by `within` (at most the client's own timeouts, `CALL_TIMEOUT`).
@@ -542,11 +538,15 @@ impl Cluster {
         resource: &str,
         fut: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<Option<T>, ClusterError> {
-        match self.call(verb, resource, fut) {
-            Ok(v) => Ok(Some(v)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e),
-        }
+        found(self.call(verb, resource, fut))
+    }
+}
+
+/// An answer with 404 as `None`.
+fn found<T>(answer: Result<T, ClusterError>) -> Result<Option<T>, ClusterError> {
+    match answer {
+        Err(e) if e.is_not_found() => Ok(None),
+        other => other.map(Some),
     }
 }
 

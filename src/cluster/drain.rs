@@ -322,14 +322,6 @@ pub fn not_ready(n: &Node) -> Option<String> {
     }
 }
 
-/// Whether the node is Ready, with the reason when it is not.
-pub fn readiness(c: &Cluster, node: &NodeName) -> Result<Result<(), String>, ClusterError> {
-    Ok(match not_ready(&super::node::read(c, node)?) {
-        None => Ok(()),
-        Some(why) => Err(why),
-    })
-}
-
 /// Waits until the node reports Ready; a stop ends the wait at once.
 pub fn wait_ready(
     c: &Cluster,
@@ -351,9 +343,9 @@ pub fn wait_ready(
     poll_until(
         wait,
         || {
-            Ok(match readiness(c, node)? {
-                Ok(()) => Look::Done(()),
-                Err(why) => Look::Pending(why),
+            Ok(match not_ready(&super::node::read(c, node)?) {
+                None => Look::Done(()),
+                Some(why) => Look::Pending(why),
             })
         },
         |reason| {

@@ -42,9 +42,6 @@ enum Evicted {
     NamespaceTerminating(String),
     /// Another answer: the status code and the server's message.
     Failed(u16, String),
-    /// Not sent: the pods list named the pod with what is no Kubernetes name, which would
-    /// change the request's path (a '/' or a '?' in it).
-    BadName(String),
 }
 
 /// Reads an eviction answer as the API server sends it: a budget's 429 names a
@@ -105,13 +102,6 @@ async fn evict_one(
     if let Some(after) = held {
         let budget = None;
         return (pod, Ok(Evicted::TooMany { budget, after }));
-    }
-    if !crate::k8s_name::is_label(&pod.namespace) || !crate::k8s_name::is_subdomain(&pod.name) {
-        let why = format!(
-            "a pod named {:?} in namespace {:?}: no Kubernetes name, no eviction sent",
-            pod.name, pod.namespace
-        );
-        return (pod, Ok(Evicted::BadName(why)));
     }
     let path = format!(
         "/api/v1/namespaces/{}/pods/{}/eviction",
@@ -302,13 +292,7 @@ pub(super) fn evict_all(
         say: &mut *watch.say,
     };
     let ended = poll_until(wait, &mut look, |detail| {
-        let evicted = done.borrow().evicted.clone();
-        Err(DrainError::Timeout {
-            node: node.to_string(),
-            after: opts.timeout,
-            detail,
-            evicted,
-        })
+        Err(timed_out(node, opts, detail, &done.borrow().evicted))
     });
     let done = done.into_inner();
     ended.map_err(|e| e.stopped_at(node, &done.evicted))?;
@@ -419,14 +403,6 @@ fn sort_round(
                 }
                 .into());
             }
-            Ok(Evicted::BadName(why)) => {
-                return Err(ClusterError::BadAnswer {
-                    server: c.server.clone(),
-                    what: "the node's pods".into(),
-                    source: why.into(),
-                }
-                .into());
-            }
             Err(e) => {
                 return Err(ClusterError::Unreachable {
                     server: c.server.clone(),
@@ -502,38 +478,5 @@ mod tests {
         ));
         let rbac = br#"{"kind":"Status","message":"pods \"web\" is forbidden: User \"x\" cannot create resource \"pods/eviction\"","reason":"Forbidden","code":403}"#;
         assert!(matches!(answer(403, None, rbac), Evicted::Failed(403, _)));
-    }
-
-    /// A pod the list names with what is no Kubernetes name gets no request: its name would
-    /// change the eviction's path. The client points at a loopback port nothing answers on,
-    /// so a request sent would come back as an error, not as `BadName`.
-    #[test]
-    fn a_pod_named_with_no_kubernetes_name_gets_no_eviction() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async {
-            let config = kube::Config::new("http://127.0.0.1:9".parse().expect("url"));
-            let client = kube::Client::try_from(config).expect("client");
-            for (namespace, name) in [
-                ("ns", "../../nodes/win-1"),
-                ("a/b", "web"),
-                ("ns", "web?x=1"),
-            ] {
-                let pod = PodRef {
-                    namespace: namespace.into(),
-                    name: name.into(),
-                    uid: String::new(),
-                    deleting: false,
-                };
-                let hold = std::sync::Arc::new(std::sync::Mutex::new(None));
-                let (_, r) = evict_one(client.clone(), pod, None, hold).await;
-                assert!(
-                    matches!(r, Ok(Evicted::BadName(_))),
-                    "{namespace}/{name}: {r:?}"
-                );
-            }
-        });
     }
 }

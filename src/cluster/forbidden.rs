@@ -33,7 +33,7 @@ fn breaks_line(c: char) -> bool {
 /// Whether `c` is a bidi control (Unicode's `Bidi_Control`: the marks U+061C, U+200E,
 /// U+200F, the embeddings and overrides U+202A..U+202E, the isolates U+2066..U+2069), which
 /// can show text in another order than it is read.
-fn bidi_control(c: char) -> bool {
+pub(crate) fn bidi_control(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 

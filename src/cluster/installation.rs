@@ -79,10 +79,6 @@ impl WindowsInputs {
     /// From the Installations' JSON: `overlay`'s field where it sets one, else `default`'s,
     /// else the one the operator computed into `default`'s `status.computed`.
     fn of(default: &Value, overlay: Option<&Value>) -> Self {
-        let at = |root: &Value, path: &[&str]| -> Option<Value> {
-            let leaf = path.iter().fold(root, |v, k| &v[*k]);
-            (!leaf.is_null()).then(|| leaf.clone())
-        };
         let pick = |path: &[&str]| {
             overlay
                 .and_then(|o| at(&o["spec"], path))
@@ -163,14 +159,10 @@ impl Installation {
     /// a field set only in the overlay, or set differently, is the overlay's; the fields read
     /// here are merged one by one, the DaemonSet's affinity as a whole).
     pub fn merged(default: &Value, overlay: Option<&Value>) -> Self {
-        let at = |v: &Value, path: &[&str]| -> Option<Value> {
-            let leaf = path.iter().fold(&v["spec"], |v, k| &v[*k]);
-            (!leaf.is_null()).then(|| leaf.clone())
-        };
         let pick = |path: &[&str]| -> (Option<Value>, &'static str) {
-            match overlay.and_then(|o| at(o, path)) {
+            match overlay.and_then(|o| at(&o["spec"], path)) {
                 Some(v) => (Some(v), OVERLAY),
-                None => (at(default, path), DEFAULT),
+                None => (at(&default["spec"], path), DEFAULT),
             }
         };
         let text = |path: &[&str]| pick(path).0.and_then(|v| v.as_str().map(str::to_owned));
@@ -491,6 +483,20 @@ pub fn restore_installation(
 /// How many times the restore reads the Installation again after a 409.
 const RESTORE_TRIES: usize = 5;
 
+/// The value at `path` under `root`, unless null or missing.
+fn at(root: &Value, path: &[&str]) -> Option<Value> {
+    let leaf = path.iter().fold(root, |v, k| &v[*k]);
+    (!leaf.is_null()).then(|| leaf.clone())
+}
+
+/// `k` under the dotted path `at`.
+fn dotted(at: &str, k: &str) -> String {
+    match at {
+        "" => k.to_owned(),
+        _ => format!("{at}.{k}"),
+    }
+}
+
 /// The first field whose value in `got` is not what the merge patch `patch` set (null: removed),
 /// as a dotted path.
 fn differs(patch: &Value, got: &Value, at: &str) -> Option<String> {
@@ -498,11 +504,7 @@ fn differs(patch: &Value, got: &Value, at: &str) -> Option<String> {
         return (patch != got).then(|| at.to_owned());
     };
     fields.iter().find_map(|(k, v)| {
-        let path = if at.is_empty() {
-            k.clone()
-        } else {
-            format!("{at}.{k}")
-        };
+        let path = dotted(at, k);
         let g = got.get(k).unwrap_or(&Value::Null);
         match v {
             Value::Null => (!g.is_null()).then_some(path),
@@ -516,11 +518,7 @@ fn differs(patch: &Value, got: &Value, at: &str) -> Option<String> {
 fn dropped(patch: &Value, got: &Value, at: &str) -> Option<String> {
     match patch {
         Value::Object(fields) => fields.iter().find_map(|(k, v)| {
-            let path = if at.is_empty() {
-                k.clone()
-            } else {
-                format!("{at}.{k}")
-            };
+            let path = dotted(at, k);
             match (v, got.get(k)) {
                 (Value::Null, _) => None,
                 (_, None | Some(Value::Null)) => Some(path),

@@ -207,44 +207,43 @@ pub fn forget(c: &Cluster, node: &NodeName, left: Left) -> Result<(), ClusterErr
         node,
         &serde_json::json!({ "metadata": { "annotations": gone } }),
     )?;
-    let now = crate::duration::time_text(crate::duration::now());
+    let (reason, said) = left.reason();
     set_condition(
         c,
         node,
-        &serde_json::json!({
-            "type": CONDITION_CALICO_READY,
-            "status": "False",
-            "reason": left.reason().0,
-            "message": left.reason().1,
-            "lastHeartbeatTime": now,
-            "lastTransitionTime": now,
-        }),
+        &condition(CONDITION_CALICO_READY, "False", reason, said),
     )?;
     // The fleet's verify verdict (`CalicoWindowsTraffic`), when the node carries one: no run
-    // refreshes it once calicoctl-win has left, so a True would stand for ever; it becomes
-    // Unknown with the same reason. A node without it gets none.
+    // refreshes it once calicoctl-win has left, so it becomes Unknown with the same reason.
     let n = read(c, node)?;
     let traffic = n
         .status
         .and_then(|s| s.conditions)
         .and_then(|cs| cs.into_iter().find(|c| c.type_ == CONDITION_TRAFFIC));
     match traffic {
-        Some(t) if t.status != "Unknown" || t.reason.as_deref() != Some(left.reason().0) => {
+        Some(t) if t.status != "Unknown" || t.reason.as_deref() != Some(reason) => {
+            let said = format!("{said}: no verify runs here any more");
             set_condition(
                 c,
                 node,
-                &serde_json::json!({
-                    "type": CONDITION_TRAFFIC,
-                    "status": "Unknown",
-                    "reason": left.reason().0,
-                    "message": format!("{}: no verify runs here any more", left.reason().1),
-                    "lastHeartbeatTime": now,
-                    "lastTransitionTime": now,
-                }),
+                &condition(CONDITION_TRAFFIC, "Unknown", reason, &said),
             )
         }
         _ => Ok(()),
     }
+}
+
+/// A node condition of `type_` changed and heard from now.
+pub fn condition(type_: &str, status: &str, reason: &str, message: &str) -> serde_json::Value {
+    let now = crate::duration::time_text(crate::duration::now());
+    serde_json::json!({
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    })
 }
 
 /// The fleet's verify verdict's condition (`service keep-token --verify-every`).

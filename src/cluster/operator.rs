@@ -174,6 +174,28 @@ pub fn wait_pod(
     want: Want,
     timeout: Duration,
 ) -> Result<(), OperatorError> {
+    let done = |state: &PodState| match want {
+        Want::Ready => matches!(state, PodState::Ready(_)),
+        Want::Gone => *state == PodState::Gone,
+    };
+    poll(
+        timeout,
+        || Ok(Some(pod_on(c, node)?).filter(|s| !done(s))),
+        |state| OperatorError::PodTimeout {
+            node: node.to_string(),
+            want,
+            after: timeout,
+            state,
+        },
+    )
+}
+
+/// Looks every 100 ms to 2 s until `pending` finds nothing left, for at most `timeout`.
+fn poll<P>(
+    timeout: Duration,
+    mut pending: impl FnMut() -> Result<Option<P>, ClusterError>,
+    timed_out: impl FnOnce(P) -> OperatorError,
+) -> Result<(), OperatorError> {
     use crate::duration::{Look, Pauses, poll_quietly};
     let pauses = Pauses {
         first: Duration::from_millis(100),
@@ -182,26 +204,8 @@ pub fn wait_pod(
     poll_quietly(
         std::time::Instant::now() + timeout,
         pauses,
-        || {
-            let state = pod_on(c, node)?;
-            let done = match want {
-                Want::Ready => matches!(state, PodState::Ready(_)),
-                Want::Gone => state == PodState::Gone,
-            };
-            Ok(if done {
-                Look::Done(())
-            } else {
-                Look::Pending(state)
-            })
-        },
-        |state| {
-            Err(OperatorError::PodTimeout {
-                node: node.to_string(),
-                want,
-                after: timeout,
-                state,
-            })
-        },
+        || Ok(pending()?.map_or(Look::Done(()), Look::Pending)),
+        |state| Err(timed_out(state)),
     )
 }
 
@@ -343,26 +347,13 @@ pub fn wait_daemonset(
     node: &NodeName,
     timeout: Duration,
 ) -> Result<(), OperatorError> {
-    use crate::duration::{Look, Pauses, poll_quietly};
-    let pauses = Pauses {
-        first: Duration::from_millis(100),
-        most: Duration::from_secs(2),
-    };
-    poll_quietly(
-        std::time::Instant::now() + timeout,
-        pauses,
-        || {
-            Ok(match daemonset_blocker(c, node)? {
-                None => Look::Done(()),
-                Some(why) => Look::Pending(why),
-            })
-        },
-        |state| {
-            Err(OperatorError::DaemonSetTimeout {
-                node: node.to_string(),
-                after: timeout,
-                state,
-            })
+    poll(
+        timeout,
+        || daemonset_blocker(c, node),
+        |state| OperatorError::DaemonSetTimeout {
+            node: node.to_string(),
+            after: timeout,
+            state,
         },
     )
 }
@@ -382,19 +373,9 @@ pub fn network_unavailable(c: &Cluster, node: &NodeName) -> Result<bool, Cluster
 /// `CalicoIsUp`): the operator pod's preStop (`calico.exe component node shutdown`) set it True
 /// with a hundred-year timeout (`node/pkg/lifecycle/shutdown/shutdown.go`).
 pub fn clear_network_unavailable(c: &Cluster, node: &NodeName) -> Result<(), ClusterError> {
-    let now = crate::duration::time_text(crate::duration::now());
-    super::node::set_condition(
-        c,
-        node,
-        &json!({
-            "type": "NetworkUnavailable",
-            "status": "False",
-            "reason": "CalicoIsUp",
-            "message": "Calico is running on this node",
-            "lastTransitionTime": now,
-            "lastHeartbeatTime": now,
-        }),
-    )
+    let up = "Calico is running on this node";
+    let condition = super::node::condition("NetworkUnavailable", "False", "CalicoIsUp", up);
+    super::node::set_condition(c, node, &condition)
 }
 
 #[cfg(test)]

@@ -14,21 +14,15 @@ use serde_json::{Value, json};
 /// The namespace `fleet rbac --identity verify` makes for `verify --namespace`.
 pub const NAMESPACE: &str = "calicoctl-win-verify";
 
+/// A cluster-scope right (verify's roles each go in one place), by resource first.
 const fn r(
     resource: &'static str,
     group: &'static str,
-    verb: &'static [&'static str],
+    verbs: &'static [&'static str],
     names: &'static [&'static str],
     why: &'static str,
 ) -> Right {
-    Right {
-        scope: Scope::Cluster,
-        group,
-        resource,
-        verbs: verb,
-        names,
-        why,
-    }
+    super::rights::r(Scope::Cluster, group, resource, verbs, names, why)
 }
 
 /// The Pod Security level verify's namespaces enforce, which its probe pods meet
@@ -43,101 +37,34 @@ const CO: &str = "coordination.k8s.io";
 pub const CLUSTER: &[Right] = &[r("nodes", "", &["list"], &[], "where the probe pods go")];
 
 /// In `default` (a Role there): the API server's Service, for the api-server check.
-pub const DEFAULT: &[Right] = &[r(
-    "services",
-    "",
-    &["get"],
-    &["kubernetes"],
-    "the kubernetes Service's ClusterIP",
-)];
+#[rustfmt::skip]
+pub const DEFAULT: &[Right] =
+    &[r("services", "", &["get"], &["kubernetes"], "the kubernetes Service's ClusterIP")];
 
 /// In verify's namespace (a Role there). One verb a rule, so that
 /// `tests/cluster/verify_rights.rs` proves each needed.
+#[rustfmt::skip]
 pub const IN_NAMESPACE: &[Right] = &[
     r("pods", "", &["create"], &[], "the probe pods"),
     r("pods", "", &["delete"], &[], "the probe pods deleted"),
-    r(
-        "pods",
-        "",
-        &["list"],
-        &[],
-        "the probe pods' addresses, readiness, and their end",
-    ),
-    r(
-        "pods/proxy",
-        "",
-        &["get"],
-        &[],
-        "each client's netexec asked to dial",
-    ),
-    r(
-        "events",
-        "",
-        &["list"],
-        &[],
-        "why a probe pod has no address",
-    ),
-    r(
-        "events",
-        "",
-        &["delete"],
-        &[],
-        "the probe pods' events, before the next run's",
-    ),
-    r(
-        "services",
-        "",
-        &["create"],
-        &[],
-        "the Service in front of the server",
-    ),
+    r("pods", "", &["list"], &[], "the probe pods' addresses, readiness, and their end"),
+    r("pods/proxy", "", &["get"], &[], "each client's netexec asked to dial"),
+    r("events", "", &["list"], &[], "why a probe pod has no address"),
+    r("events", "", &["delete"], &[], "the probe pods' events, before the next run's"),
+    r("services", "", &["create"], &[], "the Service in front of the server"),
     r("services", "", &["delete"], &[], "the Service deleted"),
     r("services", "", &["get"], &[], "the Service's ClusterIP"),
-    r(
-        "services",
-        "",
-        &["list"],
-        &[],
-        "a run's Service found by its label, and a killed run's",
-    ),
-    r(
-        "networkpolicies",
-        NP,
-        &["create"],
-        &[],
-        "the policy denying the server's ingress",
-    ),
+    r("services", "", &["list"], &[], "a run's Service found by its label, and a killed run's"),
+    r("networkpolicies", NP, &["create"], &[], "the policy denying the server's ingress"),
     r("networkpolicies", NP, &["delete"], &[], "the policy lifted"),
-    r(
-        "networkpolicies",
-        NP,
-        &["list"],
-        &[],
-        "a run's policy found by its label, and a killed run's",
-    ),
+    r("networkpolicies", NP, &["list"], &[],
+        "a run's policy found by its label, and a killed run's"),
     r("leases", CO, &["create"], &[], "a run's Lease taken"),
     r("leases", CO, &["update"], &[], "a run's Lease renewed"),
-    r(
-        "leases",
-        CO,
-        &["get"],
-        &[],
-        "a run's Lease read again after a conflict, or found for a run's objects",
-    ),
-    r(
-        "leases",
-        CO,
-        &["list"],
-        &[],
-        "the Leases of killed runs found",
-    ),
-    r(
-        "leases",
-        CO,
-        &["delete"],
-        &[],
-        "a run's Lease given back, or a killed run's deleted",
-    ),
+    r("leases", CO, &["get"], &[],
+        "a run's Lease read again after a conflict, or found for a run's objects"),
+    r("leases", CO, &["list"], &[], "the Leases of killed runs found"),
+    r("leases", CO, &["delete"], &[], "a run's Lease given back, or a killed run's deleted"),
 ];
 
 /// The objects: verify's namespace, the ServiceAccount `name` in `sa_namespace`, the

@@ -50,55 +50,20 @@ pub fn turn_role(sa: &str, namespace: &str, fleet: &str, count: u32) -> Vec<Valu
 /// rights (`fleet plan --migrate`'s jobs): the Installation patched (its DaemonSet's affinity,
 /// `windowsDataplane`) and the Windows nodes listed (the ones calicoctl-win installed get the
 /// label that keeps the operator off them).
+#[rustfmt::skip]
 pub const MIGRATE_EXTRA: &[Right] = &[
-    r(
-        Scope::Cluster,
-        "operator.tigera.io",
-        "installations",
-        &["patch"],
-        &["default", "overlay"],
-        "migrate: the operator's DaemonSet affinity and windowsDataplane (in overlay where it sets them)",
-    ),
-    r(
-        Scope::Cluster,
-        "",
-        "nodes",
-        &["list"],
-        &[],
-        "migrate: the Windows nodes calicoctl-win installed, to label them",
-    ),
-    r(
-        Scope::Cluster,
-        "apps",
-        "deployments",
-        &["list"],
-        &[],
-        "migrate to-operator: where the operator runs (its Deployment, by its label k8s-app=tigera-operator)",
-    ),
-    r(
-        Scope::Cluster,
-        "operator.tigera.io",
-        "tigerastatuses",
-        &["get"],
-        &["calico", "calico-windows"],
-        "migrate to-operator: whether the operator renders the Installation (not Degraded)",
-    ),
-    r(
-        Scope::Calico,
-        "apps",
-        "daemonsets",
-        &["get"],
-        &["calico-node-windows"],
-        "migrate to-operator: the operator's Windows DaemonSet, rendered and placed on the node",
-    ),
-    r(
-        Scope::TigeraOperator,
-        "",
-        "configmaps",
-        &["get"],
-        &["kubernetes-services-endpoint"],
-        "migrate to-operator: the API server's address the operator gives Windows nodes",
-    ),
+    r(Scope::Cluster, "operator.tigera.io", "installations", &["patch"], &["default", "overlay"],
+        "migrate: the operator's DaemonSet affinity and windowsDataplane (in overlay where it sets them)"),
+    r(Scope::Cluster, "", "nodes", &["list"], &[],
+        "migrate: the Windows nodes calicoctl-win installed, to label them"),
+    r(Scope::Cluster, "apps", "deployments", &["list"], &[],
+        "migrate to-operator: where the operator runs (its Deployment, by its label k8s-app=tigera-operator)"),
+    r(Scope::Cluster, "operator.tigera.io", "tigerastatuses", &["get"],
+        &["calico", "calico-windows"], "migrate to-operator: whether the operator renders the Installation (not Degraded)"),
+    r(Scope::Calico, "apps", "daemonsets", &["get"], &["calico-node-windows"],
+        "migrate to-operator: the operator's Windows DaemonSet, rendered and placed on the node"),
+    r(Scope::TigeraOperator, "", "configmaps", &["get"], &["kubernetes-services-endpoint"],
+        "migrate to-operator: the API server's address the operator gives Windows nodes"),
 ];
 
 /// The migration jobs' rights: the installer's for the kubernetes datastore (the operator's

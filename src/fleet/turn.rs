@@ -245,11 +245,7 @@ fn free(c: &Cluster, l: &Lease, seen: &mut Seen, now: Instant) -> Result<bool, C
     let Some(node) = c.call_opt("get", &format!("nodes/{h}"), nodes.get(h))? else {
         return Ok(true);
     };
-    let cordoned = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.unschedulable)
-        .unwrap_or(false);
+    let cordoned = crate::cluster::drain::unschedulable(&node);
     Ok(failure(l).is_none() && !cordoned)
 }
 

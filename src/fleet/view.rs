@@ -401,7 +401,9 @@ pub fn shown(s: &str) -> String {
             '\n' => "\\n".to_owned(),
             '\r' => "\\r".to_owned(),
             '\t' => "\\t".to_owned(),
-            c if c.is_control() || is_bidi_control(c) => format!("\\u{{{:x}}}", c as u32),
+            c if c.is_control() || crate::cluster::forbidden::bidi_control(c) => {
+                format!("\\u{{{:x}}}", c as u32)
+            }
             c => c.to_string(),
         };
         count += piece.chars().count();
@@ -412,11 +414,6 @@ pub fn shown(s: &str) -> String {
         out.push_str(&piece);
     }
     out
-}
-
-/// The Unicode bidirectional controls, which reorder what a terminal shows.
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
 }
 
 #[cfg(test)]

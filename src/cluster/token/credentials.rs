@@ -438,31 +438,16 @@ fn request_token(
 
 /// The token of a TokenRequest's answer, checked.
 fn issued_from(c: &Cluster, what: &str, answer: TokenRequest) -> Result<Issued, anyhow::Error> {
-    let what = what.to_owned();
     let status = answer.status.ok_or_else(|| ClusterError::Api {
         server: c.server.clone(),
         verb: "create".into(),
-        resource: what.clone(),
+        resource: what.to_owned(),
         code: 200,
         message: "the answer has no status".into(),
     })?;
+    // The answer's expirationTimestamp, which kube-apiserver always sets (to the JWT's exp).
+    let expires = Some(status.expiration_timestamp.0.as_second());
     let token = Token::new(status.token);
-    if token.expose().chars().any(char::is_control) {
-        return Err(ClusterError::Api {
-            server: c.server.clone(),
-            verb: "create".into(),
-            resource: what,
-            code: 200,
-            message: "the token in the answer holds control characters".into(),
-        }
-        .into());
-    }
-    // The answer's expirationTimestamp is when the server says the token expires, whatever
-    // the token is (kube-apiserver sets a JWT's exp to the same second); a JWT's exp only
-    // where the answer carries no time.
-    let expires = Some(status.expiration_timestamp.0.as_second())
-        .filter(|t| *t > 0)
-        .or_else(|| token.expiry());
     Ok(Issued {
         token,
         expires,

@@ -178,61 +178,77 @@ pub fn ensure(
     g: &Grant,
     node: &NodeName,
     making: &mut Making,
-    save: &mut dyn FnMut(&Making) -> anyhow::Result<()>,
+    save: &mut Save<'_>,
 ) -> anyhow::Result<GrantUids> {
     let owner = node_owner(c, node)?;
-    let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
-    let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), &g.namespace);
+    let role = Kind {
+        plural: "roles",
+        part: |m| (&mut m.role, &mut m.uids.role, &mut m.unmarked.0),
+        recorded: &g.uids.role,
+        refuse: &|r: &Role| refuse_role(g, r),
+    };
+    let role = ensure_one(c, g, role, || g.role(owner.clone()), (making, save))?;
+    let binding = Kind {
+        plural: "rolebindings",
+        part: |m| (&mut m.binding, &mut m.uids.binding, &mut m.unmarked.1),
+        recorded: &g.uids.binding,
+        refuse: &|b: &RoleBinding| refuse_binding(g, b),
+    };
+    let binding = ensure_one(c, g, binding, || g.binding(owner), (making, save))?;
+    Ok(GrantUids { role, binding })
+}
+
+/// The Role or the RoleBinding of a grant, as `ensure` makes it.
+struct Kind<'a, K> {
+    plural: &'a str,
+    part: Part,
+    /// Its uid as the install record names it.
+    recorded: &'a Option<String>,
+    /// Refuses one there that is not ours and not what ours would be.
+    refuse: &'a dyn Fn(&K) -> anyhow::Result<()>,
+}
+
+/// `ensure` of one object: the one there judged and adopted, or `make`'s created.
+fn ensure_one<K>(
+    c: &Cluster,
+    g: &Grant,
+    kind: Kind<'_, K>,
+    make: impl FnOnce() -> K,
+    (making, save): (&mut Making, &mut Save<'_>),
+) -> anyhow::Result<Option<String>>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + Serialize
+        + serde::de::DeserializeOwned,
+{
+    let api: Api<K> = Api::namespaced(c.client.clone(), &g.namespace);
+    let what = format!("{}/{} in {}", kind.plural, g.name, g.namespace);
+    if let Some(there) = c.call_opt("get", &what, api.get(&g.name))? {
+        let made = (kind.part)(making).1.clone();
+        if !making.knows(there.meta(), kind.recorded, &made) {
+            (kind.refuse)(&there)?;
+        }
+        let adopt = !g.keeps_uids();
+        let recorded = (kind.recorded, adopt);
+        return found_saved(making, kind.part, recorded, there.meta(), save);
+    }
+    let mut obj = make();
+    obj.meta_mut().annotations = making
+        .nonce
+        .clone()
+        .map(|n| BTreeMap::from([(NONCE.to_owned(), n)]));
     // Each create is sent once: kube's own retry of a POST whose answer was lost (a 504 after
     // it committed) would get a 409 for our own object; it is read back instead (`settle`).
     let once = &c.client_without_retries;
-    let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
-    let marks = |m: &mut ObjectMeta, nonce: &Option<String>| {
-        m.annotations = nonce
-            .clone()
-            .map(|n| BTreeMap::from([(NONCE.to_owned(), n)]));
-    };
-    let role = match c.call_opt("get", &what("roles"), roles.get(&g.name))? {
-        Some(r) => {
-            if !making.knows(&r.metadata, &g.uids.role, &making.uids.role) {
-                refuse_role(g, &r)?;
-            }
-            let part: Part = |m| (&mut m.role, &mut m.uids.role, &mut m.unmarked.0);
-            let adopt = !g.keeps_uids();
-            found_saved(making, part, (&g.uids.role, adopt), &r.metadata, save)?
-        }
-        None => {
-            let mut role = g.role(owner.clone());
-            marks(&mut role.metadata, &making.nonce);
-            let create = || c.call("create", &what("roles"), create_within(once, &role));
-            let read = || c.call_opt("get", &what("roles"), roles.get(&g.name));
-            let part: Part = |m| (&mut m.role, &mut m.uids.role, &mut m.unmarked.0);
-            create_flagged(making, part, (create, read), save)?
-        }
-    };
-    let binding = match c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))? {
-        Some(b) => {
-            if !making.knows(&b.metadata, &g.uids.binding, &making.uids.binding) {
-                refuse_binding(g, &b)?;
-            }
-            let part: Part = |m| (&mut m.binding, &mut m.uids.binding, &mut m.unmarked.1);
-            let adopt = !g.keeps_uids();
-            found_saved(making, part, (&g.uids.binding, adopt), &b.metadata, save)?
-        }
-        None => {
-            let mut binding = g.binding(owner);
-            marks(&mut binding.metadata, &making.nonce);
-            let create = || {
-                let sent = create_within(once, &binding);
-                c.call("create", &what("rolebindings"), sent)
-            };
-            let read = || c.call_opt("get", &what("rolebindings"), bindings.get(&g.name));
-            let part: Part = |m| (&mut m.binding, &mut m.uids.binding, &mut m.unmarked.1);
-            create_flagged(making, part, (create, read), save)?
-        }
-    };
-    Ok(GrantUids { role, binding })
+    let create = || c.call("create", &what, create_within(once, &obj));
+    let read = || c.call_opt("get", &what, api.get(&g.name));
+    create_flagged(making, kind.part, (create, read), save)
 }
+
+/// Saves `Making` into the install's journal.
+type Save<'a> = dyn FnMut(&Making) -> anyhow::Result<()> + 'a;
 
 /// Which of `Making`'s objects, its flag, uid and whether an older journal flagged it
 /// (`Making::unmarked`).
@@ -246,7 +262,7 @@ fn found_saved(
     part: Part,
     recorded: (&Option<String>, bool),
     meta: &ObjectMeta,
-    save: &mut dyn FnMut(&Making) -> anyhow::Result<()>,
+    save: &mut Save<'_>,
 ) -> anyhow::Result<Option<String>> {
     let before = making.clone();
     let uid = found(making, part, recorded, meta);
@@ -298,7 +314,7 @@ fn create_flagged<T: kube::Resource>(
         impl Fn() -> Result<T, ClusterError>,
         impl FnOnce() -> Result<Option<T>, ClusterError>,
     ),
-    save: &mut dyn FnMut(&Making) -> anyhow::Result<()>,
+    save: &mut Save<'_>,
 ) -> anyhow::Result<Option<String>> {
     let (flag, _, older) = part(making);
     (*flag, *older) = (true, false);

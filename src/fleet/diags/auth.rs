@@ -100,21 +100,15 @@ pub fn review_until(
         status: None,
     };
     let params = PostParams::default();
-    let create = api.create(&params, &asked);
-    let stopped = async {
-        while !stop.requested() {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-    };
-    let answer = c.call("create", "tokenreviews", async {
-        tokio::select! {
-            r = create => r.map(Some),
-            () = stopped => Ok(None),
-        }
-    });
-    match answer {
-        Ok(Some(r)) => judge(r, node, namespace),
-        Ok(None) => Verdict::Failed {
+    let what = ("create", "tokenreviews");
+    match c.call_unless(
+        stop,
+        crate::cluster::CALL_TIMEOUT,
+        what,
+        api.create(&params, &asked),
+    ) {
+        Ok(r) => judge(r, node, namespace),
+        Err(_) if stop.requested() => Verdict::Failed {
             forbidden: false,
             why: "CalicoNode is stopping: the review was abandoned".into(),
         },

@@ -3,45 +3,24 @@
 //! command as SYSTEM; the proxy reaches any TCP port of the node: docs/security.md) and
 //! `auth::ACCOUNT`'s tokens in its namespace; and CalicoNode's `create tokenreviews` (`REVIEW`).
 
-use crate::cluster::rights::{Right, Scope, policy_rules};
+use crate::cluster::rights::{Right, Scope, policy_rules, r};
 use crate::fleet::rights::{account, role};
 use serde_json::{Value, json};
 
-const fn r(resource: &'static str, verb: &'static [&'static str], why: &'static str) -> Right {
-    Right {
-        scope: Scope::Cluster,
-        group: "",
-        resource,
-        verbs: verb,
-        names: &[],
-        why,
-    }
-}
-
 /// Cluster-wide (a ClusterRole): which nodes are asked.
-pub const CLUSTER: &[Right] = &[r("nodes", &["list"], "the Windows nodes selected")];
+#[rustfmt::skip]
+pub const CLUSTER: &[Right] =
+    &[r(Scope::Cluster, "", "nodes", &["list"], &[], "the Windows nodes selected")];
 
 /// In the DaemonSet's namespace (a Role there).
+#[rustfmt::skip]
 pub const IN_NAMESPACE: &[Right] = &[
-    Right {
-        group: "apps",
-        names: &[],
-        ..r(
-            "daemonsets",
-            &["get"],
-            "the DaemonSet's uid, which its own pods name as their controller",
-        )
-    },
-    r("pods", &["list"], "each node's pod of the DaemonSet"),
-    r("pods/proxy", &["get"], "each pod's GET /diags"),
-    Right {
-        names: &[super::auth::ACCOUNT],
-        ..r(
-            "serviceaccounts/token",
-            &["create"],
-            "a token for each node's GET /diags",
-        )
-    },
+    r(Scope::Cluster, "apps", "daemonsets", &["get"], &[],
+        "the DaemonSet's uid, which its own pods name as their controller"),
+    r(Scope::Cluster, "", "pods", &["list"], &[], "each node's pod of the DaemonSet"),
+    r(Scope::Cluster, "", "pods/proxy", &["get"], &[], "each pod's GET /diags"),
+    r(Scope::Cluster, "", "serviceaccounts/token", &["create"], &[super::auth::ACCOUNT],
+        "a token for each node's GET /diags"),
 ];
 
 /// The ClusterRole (and its binding to calico-node's account) that lets CalicoNode review the
@@ -49,14 +28,9 @@ pub const IN_NAMESPACE: &[Right] = &[
 pub const REVIEW: &str = "calicoctl-win-diags-review";
 
 /// calico-node's right: review a token (cluster-wide, as TokenReviews are).
-pub const CALICO_NODE: &[Right] = &[Right {
-    group: "authentication.k8s.io",
-    ..r(
-        "tokenreviews",
-        &["create"],
-        "CalicoNode's review of the token of each GET /diags",
-    )
-}];
+#[rustfmt::skip]
+pub const CALICO_NODE: &[Right] = &[r(Scope::Cluster, "authentication.k8s.io", "tokenreviews",
+    &["create"], &[], "CalicoNode's review of the token of each GET /diags")];
 
 /// The ServiceAccount `name` in `sa_namespace`, the ClusterRole and the Role in the
 /// DaemonSet's namespace `ds_namespace`, each bound to it, all named `name`; the
