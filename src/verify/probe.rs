@@ -290,7 +290,7 @@ fn state(p: &Pod, events: &[Event]) -> PodState {
             .and_then(|s| s.node_name.clone())
             .or_else(|| pinned_to(p))
             .unwrap_or_default(),
-        unschedulable: unschedulable(p, &status, &events),
+        unschedulable: unschedulable(p, &status),
         ip: status.pod_ip.clone().filter(|ip| !ip.is_empty()),
         phase: status.phase.clone().unwrap_or_default(),
         ready: status
@@ -304,9 +304,9 @@ fn state(p: &Pod, events: &[Event]) -> PodState {
 }
 
 /// Why kube-scheduler placed the pod on no node, while it is not bound: its `PodScheduled`
-/// False `Unschedulable` message, else its latest `FailedScheduling` event's (kubernetes
-/// `pkg/scheduler/schedule_one.go`, `handleSchedulingFailure`).
-fn unschedulable(p: &Pod, status: &PodStatus, events: &[String]) -> Option<String> {
+/// False `Unschedulable` message (kubernetes `pkg/scheduler/schedule_one.go`,
+/// `handleSchedulingFailure`, which writes it beside its `FailedScheduling` event).
+fn unschedulable(p: &Pod, status: &PodStatus) -> Option<String> {
     if p.spec
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
@@ -318,15 +318,13 @@ fn unschedulable(p: &Pod, status: &PodStatus, events: &[String]) -> Option<Strin
         c.type_ == "PodScheduled"
             && c.status == "False"
             && c.reason.as_deref() == Some("Unschedulable")
-    });
-    if let Some(c) = condition {
-        return Some(c.message.clone().unwrap_or_else(|| "Unschedulable".into()));
-    }
-    events
-        .iter()
-        .rev()
-        .find_map(|e| e.strip_prefix("FailedScheduling: "))
-        .map(str::to_owned)
+    })?;
+    Some(
+        condition
+            .message
+            .clone()
+            .unwrap_or_else(|| "Unschedulable".into()),
+    )
 }
 
 /// The node a probe pod's required node affinity names (`metadata.name` in its first term).
@@ -441,9 +439,8 @@ mod tests {
         assert!(s.events[0].starts_with("Scheduled"), "{:?}", s.events);
     }
 
-    /// Not bound, with kube-scheduler's `PodScheduled` False `Unschedulable`, or only its
-    /// `FailedScheduling` event: the scheduler's words, and the node its affinity names; once
-    /// bound, none.
+    /// Not bound, with kube-scheduler's `PodScheduled` False `Unschedulable`: the scheduler's
+    /// words, and the node its affinity names; once bound, none.
     #[test]
     fn a_pod_not_bound_says_why_kube_scheduler_placed_it_nowhere() {
         let mut p: Pod = serde_json::from_value(serde_json::json!({
@@ -463,16 +460,7 @@ mod tests {
             s.unschedulable.as_deref(),
             Some("0/3 nodes are available: 1 Too many pods.")
         );
-        p.status = None;
-        let mut e = Event::default();
-        e.involved_object.uid = Some("u1".into());
-        e.reason = Some("FailedScheduling".into());
-        e.message = Some("0/3 nodes are available".into());
-        assert_eq!(
-            state(&p, &[e.clone()]).unschedulable.as_deref(),
-            Some("0/3 nodes are available")
-        );
         p.spec.as_mut().unwrap().node_name = Some("win-a".into());
-        assert_eq!(state(&p, &[e]).unschedulable, None);
+        assert_eq!(state(&p, &[]).unschedulable, None);
     }
 }
