@@ -184,7 +184,8 @@ impl crate::error::Diagnose for NotReady {
 }
 
 /// Waits, up to `timeout`, until every service in `r` is ready (`not_ready`), saying so; a
-/// kube-proxy that says `node` is being removed ends it at that look.
+/// kube-proxy that says `node` is being removed ends it at that look. Its caller asks only
+/// when Felix or kube-proxy was restarted.
 pub fn wait(
     host: &dyn Host,
     root: &InstallRoot,
@@ -192,9 +193,6 @@ pub fn wait(
     (timeout, stop): (Duration, &Stop),
     say: &mut dyn FnMut(&str),
 ) -> Result<(), NotReady> {
-    if !r.felix && !r.kube_proxy {
-        return Ok(());
-    }
     let look = || -> Result<Look<(), String>, NotReady> {
         let missing = not_ready(host, root, r, node)?;
         Ok(match missing.is_empty() {

@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-pub use super::options::{LEASE, RENEW};
+use super::options::{LEASE, RENEW};
 /// A Lease without `renewTime` older than this is a killed run's.
 const LEFTOVER_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
 /// Seconds from now to the end of a lease written now.
@@ -380,12 +380,6 @@ pub fn keep(c: &Cluster, lease: &Held, (run, every): (&Stop, Duration), say: &mu
 mod tests {
     use super::*;
 
-    /// A lease of a minute renewed every 15 s is lost at the third refusal in a row: the
-    /// fourth renewal would come after it ran out.
-    #[test]
-    fn the_lease_is_lost_at_the_refusal_after_which_the_next_renewal_is_too_late() {
-        assert_eq!(crate::verify::options::REFUSALS_BEFORE_LOST, 3);
-    }
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     fn lease(renewed: Option<i64>, for_s: Option<i32>, created: i64) -> Lease {

@@ -17,7 +17,7 @@ use std::time::Duration;
 /// clock (this host's when it sends no `Date`).
 pub fn nodes(c: &Cluster) -> Result<Vec<NodeFacts>, ClusterError> {
     let api: Api<Node> = Api::all(c.client.clone());
-    let now = server_now(c)?.unwrap_or_else(crate::duration::now);
+    let now = server_date(c, None)?.unwrap_or_else(crate::duration::now);
     let mut out = Vec::new();
     c.for_each_page_of(&api, "nodes", &ListParams::default().limit(250), |page| {
         out.extend(page.iter().map(|n| facts(n, now)));
@@ -90,13 +90,8 @@ pub fn our_namespaces(c: &Cluster) -> Result<Vec<Namespace>, ClusterError> {
 
 /// The API server's clock: the `Date` of its answer to `/api` (RFC 9110's IMF-fixdate), as
 /// seconds since the epoch; `None` when it sends none. Ages of the cluster's objects are
-/// judged by it, never by this host's clock, which may be skewed.
-pub fn server_now(c: &Cluster) -> Result<Option<i64>, ClusterError> {
-    server_date(c, None)
-}
-
-/// `server_now`, its call never begun, or ended, once `stop` (when given, with the call's
-/// bound) is requested.
+/// judged by it, never by this host's clock, which may be skewed. Its call is never begun, or
+/// ended, once `stop` (when given, with the call's bound) is requested.
 pub fn server_date(
     c: &Cluster,
     stop: Option<(&crate::duration::Stop, Duration)>,

@@ -8,7 +8,7 @@ use super::judge::{self, Outcome, PodState, Verdict};
 use super::lease;
 use super::matrix::{self, CheckId, Matrix, Role, Skipped};
 use super::objects;
-pub use super::options::{Options, PODS_WAIT, POLICY_WAIT, PULL_TIMEOUT, SETTLE};
+pub use super::options::Options;
 use super::probe;
 use super::settle::{self, Ledger};
 use super::shared;
