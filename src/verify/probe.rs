@@ -49,11 +49,7 @@ fn calico_unready(n: &Node, now: i64) -> Option<String> {
 
 fn facts(n: &Node, now: i64) -> NodeFacts {
     let labels = n.metadata.labels.clone().unwrap_or_default();
-    let ready = n
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    let ready = super::wedged::ready(n);
     let cordoned = n
         .spec
         .as_ref()

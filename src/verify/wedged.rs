@@ -65,7 +65,8 @@ pub fn dead(c: &Cluster, node: &NodeName, until: Instant) -> Result<bool, Cluste
         .any(ready))
 }
 
-fn ready(n: &Node) -> bool {
+/// Whether the node's Ready condition is True.
+pub(super) fn ready(n: &Node) -> bool {
     n.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
