@@ -47,9 +47,17 @@ fn calico_unready(n: &Node, now: i64) -> Option<String> {
     }
 }
 
+/// Whether the node's Ready condition is True.
+pub(super) fn ready(n: &Node) -> bool {
+    n.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
 fn facts(n: &Node, now: i64) -> NodeFacts {
     let labels = n.metadata.labels.clone().unwrap_or_default();
-    let ready = super::wedged::ready(n);
+    let ready = ready(n);
     let cordoned = n
         .spec
         .as_ref()
