@@ -79,11 +79,9 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
 }
 
-/// Run on the node it verifies (a node calicoctl-win installed, whose configured Kubernetes
-/// name the report's is): this node's own findings (`status::host_findings`) joined to the
-/// report and to the failing checks whose layer they explain (`verify::node_health::join`).
-/// `verify`, `install --verify`, `reconfigure --verify` and the fleet DaemonSet's scheduled
-/// run all join them here.
+/// Run on the node it verifies (its configured Kubernetes name the report's): this node's own
+/// findings joined to the report and to the failing checks whose layer they explain
+/// (`verify::node_health::join`).
 pub fn join_node_health(ctx: &mut Context, r: &mut Report) {
     if super::common::this_node(ctx).is_some_and(|(n, _)| n.as_str() == r.node) {
         crate::verify::node_health::join(r, host_findings(ctx));
@@ -91,11 +89,9 @@ pub fn join_node_health(ctx: &mut Context, r: &mut Report) {
 }
 
 /// What the fleet Plan's verify (`--while-cordoned`) takes as CalicoNode's word on the node it
-/// changed: `CalicoWindowsReady` True written since CalicoNode's last start on this node (the
-/// reconfigure before it may have restarted CalicoNode, which writes the condition at its
-/// start: `supervise::condition`), read from this host when verify runs on the node it
-/// verifies, as the Plan's job does; else one written within `CONDITION_STALE_AFTER`, as
-/// `fleet status` takes it fresh.
+/// changed: `CalicoWindowsReady` True written since CalicoNode's last start, read from this
+/// host when verify runs on that node (`supervise::condition` writes it at its start); else
+/// one written within `CONDITION_STALE_AFTER`, as `fleet status` takes it fresh.
 struct PlanGate {
     here: Option<NodeName>,
     calico_node_started: Option<i64>,
@@ -365,10 +361,8 @@ pub fn print_verified(
     }
 }
 
-/// How a changing command ends when `--verify` failed (`e`): a run stopped for its lost
-/// lease before any check failed judged not the node's traffic ("verify did not finish");
-/// one with a check failed before it, as any other failure, says the node does not pass
-/// traffic. The exit is 1 either way.
+/// How a changing command ends when `--verify` failed (`e`): "verify did not finish" for a run
+/// stopped for its lost lease before any check failed, else the node does not pass traffic.
 fn verified_ending(what: &str, e: &crate::verify::failure::Failed) -> String {
     match e {
         crate::verify::failure::Failed::LeaseLost { checks, .. } if checks.is_empty() => {
@@ -379,9 +373,8 @@ fn verified_ending(what: &str, e: &crate::verify::failure::Failed) -> String {
 }
 
 /// `--verify` after a command changed the node: `verify` run for this node with the admin
-/// kubeconfig, the node's own findings joined in, its failures said on the text output; its
-/// report, for the command's document (`verify`), and the failure to end the command with, if
-/// any. The change stays.
+/// kubeconfig, its failures said on the text output; its report and the failure to end the
+/// command with, if any. The change stays.
 pub fn verify_after(
     ctx: &mut Context,
     (cluster, (image, timeout)): (

@@ -1,38 +1,17 @@
 //! `install --verify` and `reconfigure --verify` after a change that (re)started Felix or
-//! kube-proxy: the traffic checks wait, within verify's `--timeout`, for the restarted service's
-//! own word that it has programmed the node, asked on this host's loopback as `status` asks
-//! Felix. A policy check run before Felix's first apply, or a ClusterIP check before
-//! kube-proxy's first sync, would fail and blame a layer that is only starting.
+//! kube-proxy: the traffic checks wait, within verify's `--timeout`, for the restarted
+//! service's own word, asked on this host's loopback as `status` asks Felix.
 //!
-//! - Felix: `GET /readiness` on its health port (`installed::felix_health`; install renders
-//!   `FELIX_HEALTHENABLED`). On Windows Felix reports ready only once its dataplane's first
-//!   apply is done (projectcalico/calico v3.32.1 `felix/dataplane/windows/win_dataplane.go`,
-//!   `reportHealth`: `Ready: d.doneFirstApply`; served by `libcalico-go/lib/health/health.go`,
-//!   `ServeHTTP`, when `HealthEnabled`). Where the config's extra_env turned the endpoint off,
-//!   nothing on the node says Felix applied its dataplane: CalicoFelix running is all that is
-//!   waited for, and the policy checks' own waits (30 s) cover its first apply.
-//! - kube-proxy: `GET /healthz` on its healthz port, 10256 by default (its
-//!   `--healthz-bind-address`, which calicoctl-win leaves at its default: kubernetes
-//!   `pkg/cluster/ports/ports.go` `ProxyHealthzPort`), answered by
-//!   `pkg/proxy/healthcheck/proxy_health.go` `healthzHandler`: 503 while a queued Service
-//!   change is later than its health timeout, or while its Node is not eligible, else 200.
-//!   `NodeEligible` is false while the Node has a deletion timestamp or the cluster
-//!   autoscaler's `ToBeDeletedByClusterAutoscaler` taint (KEP-3836, kubernetes#116470: in
-//!   1.28 behind the `KubeProxyDrainingTerminatingNodes` gate, off; on by default from 1.30;
-//!   GA in 1.31, the gate removed in 1.33), and the answer carries `"nodeEligible": false`
-//!   (written by `fmt.Fprintf` in 1.28 and after, by `json.Marshal` of `ProxyHealth` in the
-//!   newest versions). No wait makes such a node pass, so that answer ends the wait at once
-//!   with `node-being-removed`. The taint can outlive a scale-down the autoscaler gave up (a
-//!   PodDisruptionBudget, a group at its minimum), so the remedy says how to remove it from a
-//!   node that stays.
-//!   `/livez` (the same PR, 1.28) answers from the same proxier health without the Node; the
-//!   wait asks `/healthz`, which says all `/livez` says and also names the removal, and which
-//!   every kube-proxy serves (`/livez` answers 404 before 1.28). That is the most kube-proxy
-//!   says: it is "healthy while it's starting up" (`Health`), and its answer names a proxier
-//!   (`status`, kube-proxy 1.33 and later) only once that proxier synced, so an answer
-//!   without one cannot be told from an older kube-proxy's. The wait therefore proves
-//!   kube-proxy runs and serves, not that its first sync of the HNS load balancers is done;
-//!   the Service checks' own settling dials (`verify::settle`) cover that.
+//! - Felix: `GET /readiness` on its health port (`installed::felix_health`), ready on Windows
+//!   once its first dataplane apply is done (projectcalico/calico v3.32.1
+//!   `felix/dataplane/windows/win_dataplane.go`, `reportHealth`). With the endpoint turned off
+//!   by extra_env, CalicoFelix running is all that is waited for.
+//! - kube-proxy: `GET /healthz` on 10256 (kubernetes `pkg/cluster/ports/ports.go`
+//!   `ProxyHealthzPort`; `pkg/proxy/healthcheck/proxy_health.go` `healthzHandler`): 200 once
+//!   it serves; 503 with `"nodeEligible": false` while the Node is deleted or carries
+//!   `ToBeDeletedByClusterAutoscaler` (KEP-3836, 1.28 and later), which ends the wait at once
+//!   with `node-being-removed`. It says nothing of its first HNS sync: the Service checks'
+//!   settling dials (`verify::settle`) cover that.
 
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
 use crate::health::judge::{Code, Finding};
@@ -205,7 +184,8 @@ impl crate::error::Diagnose for NotReady {
 }
 
 /// Waits, up to `timeout`, until every service in `r` is ready (`not_ready`), saying so; a
-/// kube-proxy that says `node` is being removed ends it at that look.
+/// kube-proxy that says `node` is being removed ends it at that look. Its caller asks only
+/// when Felix or kube-proxy was restarted.
 pub fn wait(
     host: &dyn Host,
     root: &InstallRoot,
@@ -213,9 +193,6 @@ pub fn wait(
     (timeout, stop): (Duration, &Stop),
     say: &mut dyn FnMut(&str),
 ) -> Result<(), NotReady> {
-    if !r.felix && !r.kube_proxy {
-        return Ok(());
-    }
     let look = || -> Result<Look<(), String>, NotReady> {
         let missing = not_ready(host, root, r, node)?;
         Ok(match missing.is_empty() {

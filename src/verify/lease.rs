@@ -12,18 +12,20 @@ use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Stopped, Wait, poll_until};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Api;
+use kube::api::PostParams;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-pub use super::options::{LEASE, RENEW};
+use super::options::{LEASE, RENEW};
 /// A Lease without `renewTime` older than this is a killed run's.
 const LEFTOVER_AGE_S: i64 = super::options::LEFTOVER_AGE.as_secs() as i64;
+/// Seconds from now to the end of a lease written now.
+const LEASE_S: i64 = LEASE.as_secs() as i64;
 
 /// The run's Lease as it holds it: the object it last wrote (its resourceVersion the
-/// precondition of the next write); `done` once the run is over or the Lease is not its own
-/// any more (deleted by a sweep that judged it run out).
+/// precondition of the next write).
 #[derive(Debug)]
 pub struct Held {
     pub names: Names,
@@ -31,10 +33,10 @@ pub struct Held {
     /// The Lease's uid: the probe pods' controller (`objects::controller`).
     pub uid: String,
     last: Mutex<Lease>,
-    done: AtomicBool,
     /// The Lease was deleted, or made again by someone else, while the run ran.
     lost: AtomicBool,
-    /// Requested when the renewals end (the run over, or its stop): wakes their wait.
+    /// Requested when the renewals end (the run over, its stop, or the Lease not its own any
+    /// more): wakes their wait and cuts a renewal under way.
     ending: Stop,
     /// Why the renewals were refused until the Lease would run out, once they were.
     refused: Mutex<Option<String>>,
@@ -50,7 +52,6 @@ impl Held {
     pub fn stop(&self) {
         self.ending.request();
         let _last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        self.done.store(true, Ordering::SeqCst);
     }
 
     /// Why the renewals were refused until the Lease would run out (the run was stopped for
@@ -73,11 +74,7 @@ impl Held {
             && l.spec.as_ref().and_then(|s| s.holder_identity.as_deref())
                 == Some(self.names.id.as_str())
     }
-}
 
-impl Held {
-    /// Requested when the renewals end (the run over, or its stop): wakes their wait and cuts
-    /// a renewal under way.
     pub fn ending(&self) -> &Stop {
         &self.ending
     }
@@ -93,16 +90,16 @@ impl Held {
         by: Instant,
     ) -> Result<Option<bool>, ClusterError> {
         let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if self.done.load(Ordering::SeqCst) || self.ending.requested() {
+        if self.ending.requested() {
             return Ok(Some(true));
         }
         let Some(at_s) = at_s else {
             return Ok(renewed(&last).is_none().then_some(true));
         };
-        let written = write(c, self, &mut last, (Some(at_s), keeper::lease_s()), by)?;
+        let written = write(c, self, &mut last, (Some(at_s), LEASE_S), by)?;
         if written == Some(false) {
             self.lost.store(true, Ordering::SeqCst);
-            self.done.store(true, Ordering::SeqCst);
+            self.ending.request();
         }
         Ok(written)
     }
@@ -121,8 +118,10 @@ impl Held {
     }
 }
 
-/// The Lease renewed at `renew_s` (none: judged by its age) for `for_s` seconds
-/// (`keeper::write`, its resourceVersion the precondition).
+/// The Lease renewed at `renew_s` (none: judged by its age) for `for_s` seconds, on the
+/// resourceVersion the run last wrote (kube-apiserver answers another 409), every call by `by`.
+/// On a 409 a Lease still the run's is read and written once more; one deleted or not the
+/// run's is `Some(false)`, two conflicts in a row `None`.
 fn write(
     c: &Cluster,
     held: &Held,
@@ -133,20 +132,35 @@ fn write(
     let api: Api<Lease> = Api::namespaced(c.client.clone(), &held.ns);
     let name = held.names.lease();
     let what = format!("leases/{name}");
-    let change = |mut l: Lease| {
-        let spec = l.spec.get_or_insert_with(Default::default);
+    let (never, pp) = (Stop::never(), PostParams::default());
+    let left = || by.saturating_duration_since(Instant::now());
+    for _ in 0..2 {
+        let mut out = last.clone();
+        let spec = out.spec.get_or_insert_with(Default::default);
         spec.renew_time = renew_s.and_then(micro);
         spec.lease_duration_seconds = Some(i32::try_from(for_s).unwrap_or(i32::MAX));
-        l
-    };
-    let ours = |l: &Lease| held.ours(l);
-    keeper::write(
-        c,
-        (&api, &name, &what),
-        last,
-        (&change, &ours),
-        (&Stop::never(), by),
-    )
+        let replace = api.replace(&name, &pp, &out);
+        let read = match c.call_unless(&never, left(), ("update", &what), replace) {
+            Ok(w) => {
+                *last = w;
+                return Ok(Some(true));
+            }
+            Err(ClusterError::Api { code: 409, .. }) => {
+                match c.call_unless(&never, left(), ("get", &what), api.get(&name)) {
+                    Ok(r) => Some(r),
+                    Err(e) if e.is_not_found() => None,
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(ClusterError::Api { code: 404, .. }) => None,
+            Err(e) => return Err(e),
+        };
+        match read.filter(|r| held.ours(r)) {
+            Some(r) => *last = r,
+            None => return Ok(Some(false)),
+        }
+    }
+    Ok(None)
 }
 
 fn micro(s: i64) -> Option<MicroTime> {
@@ -192,7 +206,7 @@ pub fn take(c: &Cluster, ns: &str, o: &Options) -> Result<Held, ClusterError> {
         },
         spec: Some(LeaseSpec {
             holder_identity: Some(names.id.clone()),
-            lease_duration_seconds: Some(i32::try_from(keeper::lease_s()).unwrap_or(60)),
+            lease_duration_seconds: Some(LEASE_S as i32),
             acquire_time: now.and_then(micro),
             renew_time: now.and_then(micro),
             ..Default::default()
@@ -206,18 +220,10 @@ pub fn take(c: &Cluster, ns: &str, o: &Options) -> Result<Held, ClusterError> {
         ns: ns.to_owned(),
         uid: made.metadata.uid.clone().unwrap_or_default(),
         last: Mutex::new(made),
-        done: AtomicBool::new(false),
         lost: AtomicBool::new(false),
         ending: o.stop.part(),
         refused: Mutex::new(None),
     })
-}
-
-/// Renews the Lease every `every` until the run is over or it is not the run's any more
-/// (`keeper::keep`): run beside the run, on a thread of its own.
-pub fn keep(c: &Cluster, held: &Held, (run, every): (&Stop, Duration), say: &mut dyn FnMut(&str)) {
-    let what = format!("the run's end, renewing {}", held.named());
-    keep_renewed(c, held, (&what, run, every), say);
 }
 
 /// The Lease's first renewal, before any pod is made, proves the run may renew it; refused,
@@ -263,7 +269,6 @@ pub fn keep_for(c: &Cluster, held: &Held, for_s: i64) -> Result<(), ClusterError
     let now = keeper::server_time(c);
     held.ending.request();
     let mut last = held.last.lock().unwrap_or_else(|e| e.into_inner());
-    held.done.store(true, Ordering::SeqCst);
     write(c, held, &mut last, (now, for_s), Instant::now() + RENEW).map(|_| ())
 }
 
@@ -315,15 +320,11 @@ pub fn delete_lease(c: &Cluster, held: &Held, until: Instant) -> Result<(), Clus
     }
 }
 
-/// Renews `lease` every `every` on a thread of its own until the run is over; the run is
-/// stopped (`Held::lose`) after `REFUSALS_BEFORE_LOST` intervals without a renewal, or at once
-/// when the lease is not the run's any more.
-fn keep_renewed(
-    c: &Cluster,
-    lease: &Held,
-    (what, run, every): (&str, &Stop, Duration),
-    say: &mut dyn FnMut(&str),
-) {
+/// Renews `lease` every `every`, on a thread of its own beside the run, until the run is
+/// over; the run is stopped (`Held::lose`) after `REFUSALS_BEFORE_LOST` intervals without a
+/// renewal, or at once when the lease is not the run's any more.
+pub fn keep(c: &Cluster, lease: &Held, (run, every): (&Stop, Duration), say: &mut dyn FnMut(&str)) {
+    let what = format!("the run's end, renewing {}", lease.named());
     let (mut first, mut written) = (true, Instant::now());
     let lost_after = every.saturating_mul(REFUSALS_BEFORE_LOST);
     let ending = lease.ending();
@@ -366,7 +367,7 @@ fn keep_renewed(
         Ok(Look::Pending(()))
     };
     let wait = Wait {
-        what,
+        what: &what,
         timeout: NO_LIMIT,
         pauses: Pauses::every(every),
         stop: ending,
@@ -379,12 +380,6 @@ fn keep_renewed(
 mod tests {
     use super::*;
 
-    /// A lease of a minute renewed every 15 s is lost at the third refusal in a row: the
-    /// fourth renewal would come after it ran out.
-    #[test]
-    fn the_lease_is_lost_at_the_refusal_after_which_the_next_renewal_is_too_late() {
-        assert_eq!(crate::verify::options::REFUSALS_BEFORE_LOST, 3);
-    }
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     fn lease(renewed: Option<i64>, for_s: Option<i32>, created: i64) -> Lease {

@@ -227,19 +227,14 @@ impl Options {
     }
 }
 
-/// A random suffix for the namespace: no RNG crate, the clock's nanoseconds and the process id
-/// in base 36.
+/// A random suffix for the run's names: 8 base-36 characters from the operating system's
+/// random bytes.
 pub fn suffix() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    let mut n = nanos ^ (u128::from(std::process::id()) << 64);
-    let mut out = String::new();
-    for _ in 0..8 {
-        let d = (n % 36) as u32;
-        out.push(char::from_digit(d, 36).unwrap_or('0'));
-        n /= 36;
-    }
-    out
+    let mut bytes = [0u8; 8];
+    // Without random bytes (none of the systems this runs on), the suffix is still made.
+    let _ = getrandom::fill(&mut bytes);
+    bytes
+        .iter()
+        .map(|b| char::from_digit(u32::from(*b) % 36, 36).unwrap_or('0'))
+        .collect()
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 /// clock (this host's when it sends no `Date`).
 pub fn nodes(c: &Cluster) -> Result<Vec<NodeFacts>, ClusterError> {
     let api: Api<Node> = Api::all(c.client.clone());
-    let now = server_now(c)?.unwrap_or_else(crate::duration::now);
+    let now = server_date(c, None)?.unwrap_or_else(crate::duration::now);
     let mut out = Vec::new();
     c.for_each_page_of(&api, "nodes", &ListParams::default().limit(250), |page| {
         out.extend(page.iter().map(|n| facts(n, now)));
@@ -47,13 +47,17 @@ fn calico_unready(n: &Node, now: i64) -> Option<String> {
     }
 }
 
-fn facts(n: &Node, now: i64) -> NodeFacts {
-    let labels = n.metadata.labels.clone().unwrap_or_default();
-    let ready = n
-        .status
+/// Whether the node's Ready condition is True.
+pub(super) fn ready(n: &Node) -> bool {
+    n.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+fn facts(n: &Node, now: i64) -> NodeFacts {
+    let labels = n.metadata.labels.clone().unwrap_or_default();
+    let ready = ready(n);
     let cordoned = n
         .spec
         .as_ref()
@@ -90,13 +94,8 @@ pub fn our_namespaces(c: &Cluster) -> Result<Vec<Namespace>, ClusterError> {
 
 /// The API server's clock: the `Date` of its answer to `/api` (RFC 9110's IMF-fixdate), as
 /// seconds since the epoch; `None` when it sends none. Ages of the cluster's objects are
-/// judged by it, never by this host's clock, which may be skewed.
-pub fn server_now(c: &Cluster) -> Result<Option<i64>, ClusterError> {
-    server_date(c, None)
-}
-
-/// `server_now`, its call never begun, or ended, once `stop` (when given, with the call's
-/// bound) is requested.
+/// judged by it, never by this host's clock, which may be skewed. Its call is never begun, or
+/// ended, once `stop` (when given, with the call's bound) is requested.
 pub fn server_date(
     c: &Cluster,
     stop: Option<(&crate::duration::Stop, Duration)>,
@@ -290,7 +289,7 @@ fn state(p: &Pod, events: &[Event]) -> PodState {
             .and_then(|s| s.node_name.clone())
             .or_else(|| pinned_to(p))
             .unwrap_or_default(),
-        unschedulable: unschedulable(p, &status, &events),
+        unschedulable: unschedulable(p, &status),
         ip: status.pod_ip.clone().filter(|ip| !ip.is_empty()),
         phase: status.phase.clone().unwrap_or_default(),
         ready: status
@@ -304,9 +303,9 @@ fn state(p: &Pod, events: &[Event]) -> PodState {
 }
 
 /// Why kube-scheduler placed the pod on no node, while it is not bound: its `PodScheduled`
-/// False `Unschedulable` message, else its latest `FailedScheduling` event's (kubernetes
-/// `pkg/scheduler/schedule_one.go`, `handleSchedulingFailure`).
-fn unschedulable(p: &Pod, status: &PodStatus, events: &[String]) -> Option<String> {
+/// False `Unschedulable` message (kubernetes `pkg/scheduler/schedule_one.go`,
+/// `handleSchedulingFailure`, which writes it beside its `FailedScheduling` event).
+fn unschedulable(p: &Pod, status: &PodStatus) -> Option<String> {
     if p.spec
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
@@ -318,15 +317,13 @@ fn unschedulable(p: &Pod, status: &PodStatus, events: &[String]) -> Option<Strin
         c.type_ == "PodScheduled"
             && c.status == "False"
             && c.reason.as_deref() == Some("Unschedulable")
-    });
-    if let Some(c) = condition {
-        return Some(c.message.clone().unwrap_or_else(|| "Unschedulable".into()));
-    }
-    events
-        .iter()
-        .rev()
-        .find_map(|e| e.strip_prefix("FailedScheduling: "))
-        .map(str::to_owned)
+    })?;
+    Some(
+        condition
+            .message
+            .clone()
+            .unwrap_or_else(|| "Unschedulable".into()),
+    )
 }
 
 /// The node a probe pod's required node affinity names (`metadata.name` in its first term).
@@ -441,9 +438,8 @@ mod tests {
         assert!(s.events[0].starts_with("Scheduled"), "{:?}", s.events);
     }
 
-    /// Not bound, with kube-scheduler's `PodScheduled` False `Unschedulable`, or only its
-    /// `FailedScheduling` event: the scheduler's words, and the node its affinity names; once
-    /// bound, none.
+    /// Not bound, with kube-scheduler's `PodScheduled` False `Unschedulable`: the scheduler's
+    /// words, and the node its affinity names; once bound, none.
     #[test]
     fn a_pod_not_bound_says_why_kube_scheduler_placed_it_nowhere() {
         let mut p: Pod = serde_json::from_value(serde_json::json!({
@@ -463,16 +459,7 @@ mod tests {
             s.unschedulable.as_deref(),
             Some("0/3 nodes are available: 1 Too many pods.")
         );
-        p.status = None;
-        let mut e = Event::default();
-        e.involved_object.uid = Some("u1".into());
-        e.reason = Some("FailedScheduling".into());
-        e.message = Some("0/3 nodes are available".into());
-        assert_eq!(
-            state(&p, &[e.clone()]).unschedulable.as_deref(),
-            Some("0/3 nodes are available")
-        );
         p.spec.as_mut().unwrap().node_name = Some("win-a".into());
-        assert_eq!(state(&p, &[e]).unschedulable, None);
+        assert_eq!(state(&p, &[]).unschedulable, None);
     }
 }

@@ -8,7 +8,7 @@ use super::judge::{self, Outcome, PodState, Verdict};
 use super::lease;
 use super::matrix::{self, CheckId, Matrix, Role, Skipped};
 use super::objects;
-pub use super::options::{Options, PODS_WAIT, POLICY_WAIT, PULL_TIMEOUT, SETTLE};
+pub use super::options::Options;
 use super::probe;
 use super::settle::{self, Ledger};
 use super::shared;
@@ -308,24 +308,11 @@ fn pod_security(e: ClusterError, ns: &str) -> RunError {
     }
 }
 
-/// Makes the namespace; a name taken (a leftover of that name still being deleted, 409
-/// AlreadyExists) is given up for a fresh random one. The namespace as written.
+/// Makes the namespace, named by the run's random suffix. The namespace as written.
 fn make_namespace(c: &Cluster, o: &Options) -> Result<Namespace, ClusterError> {
     let api = Api::<Namespace>::all(c.client.clone());
-    let create = |suffix: &str| {
-        let ns = objects::namespace(suffix);
-        c.call("create", "namespaces", api.create(&Default::default(), &ns))
-    };
-    let mut suffix = o.suffix.clone();
-    for _ in 0..3 {
-        match create(&suffix) {
-            Err(ClusterError::Api { code: 409, .. }) => {
-                suffix = format!("{}{}", super::options::suffix(), suffix.len() % 10)
-            }
-            made => return made,
-        }
-    }
-    create(&super::options::suffix())
+    let ns = objects::namespace(&o.suffix);
+    c.call("create", "namespaces", api.create(&Default::default(), &ns))
 }
 
 /// The run's Lease refused after its namespace was made: the namespace is deleted at once, by

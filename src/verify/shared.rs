@@ -17,15 +17,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::ListParams;
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-pub use super::options::{LEASE, RENEW};
-const POLL: Duration = Duration::from_secs(1);
+use super::options::RENEW;
+use super::step::POLL;
 
 /// The run's Lease taken in the namespace given `ns`, after the sweep of what killed runs
 /// left there: the Lease held and the runs swept (`NS/ID`).
 pub fn claim(c: &Cluster, ns: &str, o: &Options) -> Result<(Held, Vec<String>), RunError> {
-    let swept = match probe::server_now(c)? {
+    let swept = match probe::server_date(c, None)? {
         Some(now) => {
             c.note_server_date(now);
             sweep(c, ns, now)?

@@ -33,7 +33,7 @@ pub fn sweep(c: &Cluster, (wait, until): (Duration, Instant)) -> Result<Swept, R
     if found.is_empty() {
         return Ok(swept);
     }
-    let Some(now) = probe::server_now(c)? else {
+    let Some(now) = probe::server_date(c, None)? else {
         return Ok(swept);
     };
     for n in &found {
@@ -108,16 +108,17 @@ fn refused_hint(e: &ClusterError) -> String {
                 |cmd| format!("to check the right, run: {cmd}")
             ),
         ),
-        Some(Forbidden::Webhook { name, said }) => format!(
-            "{} (it said: {said}); the namespaces killed runs left stay until it admits their delete or an administrator deletes them",
-            forbidden::webhook_hint(&name)
-        ),
-        Some(Forbidden::Policy { name, said }) => format!(
-            "{} (it said: {said}); the namespaces killed runs left stay until it admits their delete or an administrator deletes them",
-            forbidden::policy_hint(&name)
-        ),
+        Some(Forbidden::Webhook { name, said }) => admission(forbidden::webhook_hint(&name), &said),
+        Some(Forbidden::Policy { name, said }) => admission(forbidden::policy_hint(&name), &said),
         None => e.hint(),
     }
+}
+
+/// An admission webhook's or policy's denial of the sweep, with what it said.
+fn admission(hint: String, said: &str) -> String {
+    format!(
+        "{hint} (it said: {said}); the namespaces killed runs left stay until it admits their delete or an administrator deletes them"
+    )
 }
 
 /// A Terminating leftover: its probe pods Terminating on a node not Ready or gone deleted at

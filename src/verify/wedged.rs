@@ -62,12 +62,5 @@ pub fn dead(c: &Cluster, node: &NodeName, until: Instant) -> Result<bool, Cluste
     Ok(!found
         .iter()
         .filter(|n| n.metadata.name.as_deref() == Some(node.as_str()))
-        .any(ready))
-}
-
-fn ready(n: &Node) -> bool {
-    n.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+        .any(probe::ready))
 }
