@@ -363,7 +363,7 @@ fn route(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::io::Write;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -400,7 +400,7 @@ mod tests {
     }
 
     /// Requests the stop when dropped: a failed assertion stops the server too.
-    struct StopOnDrop<'a>(&'a crate::duration::Stop);
+    pub(in crate::supervise) struct StopOnDrop<'a>(pub &'a crate::duration::Stop);
 
     impl Drop for StopOnDrop<'_> {
         fn drop(&mut self) {

@@ -139,7 +139,7 @@ fn marker(host: &SimHost) -> Option<RegValue> {
 }
 
 /// A fake Calico component: a shell script on this machine.
-fn script(dir: &std::path::Path, name: &str, body: &str) -> String {
+pub(super) fn script(dir: &std::path::Path, name: &str, body: &str) -> String {
     use std::os::unix::fs::PermissionsExt;
     let path = dir.join(name);
     fs_err::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write");
