@@ -1,7 +1,7 @@
 //! Running one child under a service body, restarts with back-off, failures said and recorded.
 
 use super::log::Log;
-use super::settings::{Launch, Result, Settings, SuperviseError, Timing};
+use super::settings::{Launch, Result, Settings, SuperviseError};
 use crate::duration::{Look, NO_LIMIT, Pauses, STILL_WAITING, Stop, Wait, poll_until};
 use crate::host::{Host, Output, ProcessSpec};
 use std::collections::BTreeMap;
@@ -152,33 +152,6 @@ fn earlier(host: &dyn Host, s: &Settings, launch: &Launch, stop: &Stop, log: &Lo
             })
         },
     )
-}
-
-/// A doubling restart delay.
-pub(super) struct Backoff {
-    next: Duration,
-    min: Duration,
-    max: Duration,
-}
-
-impl Backoff {
-    pub(super) fn new(t: &Timing) -> Self {
-        Self {
-            next: t.backoff_min,
-            min: t.backoff_min,
-            max: t.backoff_max,
-        }
-    }
-
-    pub(super) fn next(&mut self) -> Duration {
-        let d = self.next;
-        self.next = (self.next * 2).min(self.max);
-        d
-    }
-
-    pub(super) fn reset(&mut self) {
-        self.next = self.min;
-    }
 }
 
 /// The event id of a failure CalicoNode records for the waits (listed in `layout`).
