@@ -313,13 +313,12 @@ pub fn put_back(
 /// Another static address of `ip/p`'s subnet on the adapter: adding `ip` beside it would give
 /// the adapter two addresses of one subnet, one of which may be another host's now.
 fn static_neighbour(now: &Adapter, ip: Ipv4Addr, p: u8) -> Option<Ipv4Addr> {
-    let mask = u32::MAX.checked_shl(32 - u32::from(p.min(32))).unwrap_or(0);
-    let net = |a: Ipv4Addr| u32::from(a) & mask;
+    let same = |x: Ipv4Addr| super::routes::same_subnet(x, ip, p);
     (!now.dhcp)
         .then(|| {
             now.addresses
                 .iter()
-                .find(|x| x.ip != ip && !x.ip.is_link_local() && net(x.ip) == net(ip))
+                .find(|x| x.ip != ip && !x.ip.is_link_local() && same(x.ip))
                 .map(|x| x.ip)
         })
         .flatten()

@@ -10,8 +10,6 @@ use std::collections::BTreeMap;
 /// At most this many endpoints are remembered: a fault beyond them is never aged, so never
 /// repaired (the safe side).
 pub const MAX_ENTRIES: usize = 4096;
-/// The most of the registry value that is read.
-const MAX_TEXT: usize = 512 * 1024;
 
 /// What one look found an endpoint to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,13 +48,11 @@ impl Seen {
     }
 }
 
-/// The record as the registry holds it; one that is missing, too long or not JSON is empty
-/// (every fault is then seen for the first time: nothing is repaired on it).
+/// The record as the registry holds it; one that is missing or not JSON is empty (every
+/// fault is then seen for the first time: nothing is repaired on it).
 pub fn load(host: &dyn Host) -> Seen {
     match host.reg_get(CALICO_KEY, ENDPOINT_FAULTS_VALUE) {
-        Ok(Some(RegValue::Sz(text))) if text.len() <= MAX_TEXT => serde_json::from_str(&text)
-            .map(|m: BTreeMap<String, i64>| Seen(m.into_iter().take(MAX_ENTRIES).collect()))
-            .unwrap_or_default(),
+        Ok(Some(RegValue::Sz(text))) => serde_json::from_str(&text).map(Seen).unwrap_or_default(),
         _ => Seen::default(),
     }
 }
