@@ -49,7 +49,6 @@ pub(super) fn keep_routes(
 pub(super) fn routes_before_vswitch(
     host: &dyn Host,
     first_run_since_boot: bool,
-    log: &Log,
 ) -> Result<Vec<Route>> {
     let kept = match host.reg_get(CALICO_KEY, ROUTES_VALUE)? {
         Some(RegValue::Sz(json)) => serde_json::from_str::<Vec<Route>>(&json).ok(),
@@ -65,12 +64,8 @@ pub(super) fn routes_before_vswitch(
                 .any(|n| n.name == EXTERNAL_NETWORK);
             // After a boot the networks are deleted and the vSwitch made again.
             if !external || first_run_since_boot {
-                match serde_json::to_string(&routes) {
-                    Ok(json) => host.reg_set(CALICO_KEY, ROUTES_VALUE, &RegValue::Sz(json))?,
-                    Err(e) => log.warn(&format!(
-                        "cannot keep the routes before the vSwitch in the registry ({e}); they are restored only if this start finishes"
-                    )),
-                }
+                let json = serde_json::to_string(&routes).unwrap_or_default();
+                host.reg_set(CALICO_KEY, ROUTES_VALUE, &RegValue::Sz(json))?;
             }
             routes
         }
