@@ -12,7 +12,7 @@
 //! and DNS clients as registry writes do not. What was put back is read back.
 
 use crate::host::ip_config::AdapterSetting;
-use crate::host::{Adapter, HnsNetwork, Host, HostResult, RegValue};
+use crate::host::{Adapter, HnsNetwork, Host, HostResult};
 use crate::layout::{ADDRESSING_VALUE, CALICO_KEY, EXTERNAL_NETWORK};
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
@@ -94,16 +94,12 @@ impl Addressing {
 
 /// Keeps it (before the vSwitch is made).
 pub fn record(host: &dyn Host, a: &Addressing) -> HostResult<()> {
-    let json = serde_json::to_string(a).unwrap_or_default();
-    host.reg_set(CALICO_KEY, ADDRESSING_VALUE, &RegValue::Sz(json))
+    super::keep_json(host, ADDRESSING_VALUE, a)
 }
 
 /// What was kept, if anything readable was.
 pub fn recorded(host: &dyn Host) -> Option<Addressing> {
-    match host.reg_get(CALICO_KEY, ADDRESSING_VALUE).ok()?? {
-        RegValue::Sz(json) => serde_json::from_str(&json).ok(),
-        _ => None,
-    }
+    super::calico_json(host, ADDRESSING_VALUE).ok().flatten()
 }
 
 /// What was kept for the External network there is now (`Addressing::belongs`).
@@ -125,10 +121,7 @@ pub fn key_to(host: &dyn Host, network_id: &str) -> HostResult<()> {
 
 /// Drops the record (its network is gone, or goes).
 pub fn forget(host: &dyn Host) -> HostResult<()> {
-    if host.reg_get(CALICO_KEY, ADDRESSING_VALUE)?.is_some() {
-        host.reg_delete_value(CALICO_KEY, ADDRESSING_VALUE)?;
-    }
-    Ok(())
+    host.reg_delete_value(CALICO_KEY, ADDRESSING_VALUE)
 }
 
 /// The External vSwitch's host adapter: by the record (`current`), else the vSwitch port

@@ -110,9 +110,8 @@ fn keep(host: &dyn Host, s: &Settings, pid: u32, log: &Log) {
 /// Before a child starts: one an earlier run kept that still runs as the same process (pid and
 /// start) is waited for up to `Timing::earlier_wait`, else the start ends (`EarlierStillRuns`).
 fn earlier(host: &dyn Host, s: &Settings, launch: &Launch, stop: &Stop, log: &Log) -> Result<()> {
-    let kept = match host.reg_get(crate::layout::CALICO_KEY, s.role.child_value())? {
-        Some(crate::host::RegValue::Sz(text)) => text,
-        _ => return Ok(()),
+    let Some(kept) = crate::installed::calico_text(host, s.role.child_value())? else {
+        return Ok(());
     };
     let mut words = kept.split_whitespace().map(str::parse::<u64>);
     let (Some(Ok(pid)), Some(Ok(started))) = (words.next(), words.next()) else {
