@@ -417,4 +417,4 @@ pub const EP_METRIC_ABOVE: u32 = 100;
 
 #[cfg(test)]
 #[path = "addressing_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -179,12 +179,9 @@ fn update_installed(
     file: &str,
     change: impl FnOnce(&mut Samples),
 ) -> HostResult<()> {
-    use crate::layout::{CALICO_KEY, INSTALL_ROOT_VALUE};
-    match host.reg_get(CALICO_KEY, INSTALL_ROOT_VALUE)? {
-        Some(crate::host::RegValue::Sz(root)) => {
-            update(host, &InstallRoot::new(&root), file, change)
-        }
-        _ => Ok(()),
+    match super::calico_text(host, crate::layout::INSTALL_ROOT_VALUE)? {
+        Some(root) => update(host, &InstallRoot::new(&root), file, change),
+        None => Ok(()),
     }
 }
 

@@ -6,6 +6,7 @@ use crate::host::sim::{At, Fault, FaultKind, SimHost};
 use crate::host::{
     Files, Hns, InterfaceAddress, Network, RegValue, Registry, Services, SystemInfo,
 };
+use crate::installed::addressing::tests::adapter_named;
 use crate::installed::platform::tests::{closed, http, serve};
 use crate::installed::{failure, platform};
 use crate::layout::BOOT_ID_VALUE;
@@ -312,15 +313,6 @@ fn hns_startable(host: &SimHost) {
 
 fn state_of(host: &SimHost, name: &str) -> Option<crate::host::ServiceState> {
     host.service_query(name).expect("query").map(|q| q.state)
-}
-
-/// The vSwitch's host adapter on the simulated host, by name.
-fn adapter_named(host: &SimHost, name: &str) -> crate::host::Adapter {
-    host.adapters()
-        .expect("adapters")
-        .into_iter()
-        .find(|a| a.name == name)
-        .expect("adapter")
 }
 
 /// The process id of the child `role`'s service ran last, as the service recorded it.
