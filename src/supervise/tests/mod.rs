@@ -108,16 +108,6 @@ fn read(path: &PathBuf) -> String {
     fs_err::read_to_string(path).unwrap_or_default()
 }
 
-/// Returns once the log at `path` says `needle` (at most 60 s): a wait the code announces, so
-/// what the test changes next comes while it waits.
-fn once_said(path: &PathBuf, needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !read(path).contains(needle) {
-        assert!(Instant::now() < deadline, "{needle:?} not said in 60 s");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn network_ids(host: &SimHost) -> Vec<(String, String)> {
     host.hns_networks()
         .expect("networks")

@@ -60,10 +60,8 @@ fn an_address_that_turns_preferred_while_waited_for_gets_the_vswitch() {
     let phase = std::thread::scope(|scope| {
         scope.spawn(|| {
             // Duplicate address detection finishes while CalicoNode waits.
-            once_said(
-                &path,
-                "waiting up to 10s for Ethernet to hold a stable IPv4 address",
-            );
+            let waiting = "waiting up to 10s for Ethernet to hold a stable IPv4 address";
+            wait_for_log(&path, waiting, 1);
             mark_preferred(&host, "Ethernet", true);
         });
         node::start_phase(&host, &s, &log).expect("start phase")
