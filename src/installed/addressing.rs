@@ -12,7 +12,7 @@
 //! and DNS clients as registry writes do not. What was put back is read back.
 
 use crate::host::ip_config::AdapterSetting;
-use crate::host::{Adapter, HnsNetwork, Host, HostResult, RegValue};
+use crate::host::{Adapter, HnsNetwork, Host, HostResult};
 use crate::layout::{ADDRESSING_VALUE, CALICO_KEY, EXTERNAL_NETWORK};
 use serde::{Deserialize, Serialize};
 use std::net::Ipv4Addr;
@@ -94,19 +94,12 @@ impl Addressing {
 
 /// Keeps it (before the vSwitch is made).
 pub fn record(host: &dyn Host, a: &Addressing) -> HostResult<()> {
-    let json = serde_json::to_string(a).map_err(|e| crate::host::HostError::Refused {
-        what: "keep the adapter's addressing".into(),
-        reason: e.to_string(),
-    })?;
-    host.reg_set(CALICO_KEY, ADDRESSING_VALUE, &RegValue::Sz(json))
+    super::keep_json(host, ADDRESSING_VALUE, a)
 }
 
 /// What was kept, if anything readable was.
 pub fn recorded(host: &dyn Host) -> Option<Addressing> {
-    match host.reg_get(CALICO_KEY, ADDRESSING_VALUE).ok()?? {
-        RegValue::Sz(json) => serde_json::from_str(&json).ok(),
-        _ => None,
-    }
+    super::calico_json(host, ADDRESSING_VALUE).ok().flatten()
 }
 
 /// What was kept for the External network there is now (`Addressing::belongs`).
@@ -128,10 +121,7 @@ pub fn key_to(host: &dyn Host, network_id: &str) -> HostResult<()> {
 
 /// Drops the record (its network is gone, or goes).
 pub fn forget(host: &dyn Host) -> HostResult<()> {
-    if host.reg_get(CALICO_KEY, ADDRESSING_VALUE)?.is_some() {
-        host.reg_delete_value(CALICO_KEY, ADDRESSING_VALUE)?;
-    }
-    Ok(())
+    host.reg_delete_value(CALICO_KEY, ADDRESSING_VALUE)
 }
 
 /// The External vSwitch's host adapter: by the record (`current`), else the vSwitch port
@@ -313,13 +303,12 @@ pub fn put_back(
 /// Another static address of `ip/p`'s subnet on the adapter: adding `ip` beside it would give
 /// the adapter two addresses of one subnet, one of which may be another host's now.
 fn static_neighbour(now: &Adapter, ip: Ipv4Addr, p: u8) -> Option<Ipv4Addr> {
-    let mask = u32::MAX.checked_shl(32 - u32::from(p.min(32))).unwrap_or(0);
-    let net = |a: Ipv4Addr| u32::from(a) & mask;
+    let same = |x: Ipv4Addr| super::routes::same_subnet(x, ip, p);
     (!now.dhcp)
         .then(|| {
             now.addresses
                 .iter()
-                .find(|x| x.ip != ip && !x.ip.is_link_local() && net(x.ip) == net(ip))
+                .find(|x| x.ip != ip && !x.ip.is_link_local() && same(x.ip))
                 .map(|x| x.ip)
         })
         .flatten()
@@ -428,4 +417,4 @@ pub const EP_METRIC_ABOVE: u32 = 100;
 
 #[cfg(test)]
 #[path = "addressing_tests.rs"]
-mod tests;
+pub(crate) mod tests;

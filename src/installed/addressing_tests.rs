@@ -46,7 +46,8 @@ fn vnic(of: &Adapter, index: u32) -> Adapter {
     }
 }
 
-fn adapter_named(host: &SimHost, name: &str) -> Adapter {
+/// An adapter of the simulated host, by name.
+pub(crate) fn adapter_named(host: &SimHost, name: &str) -> Adapter {
     let adapters = host.adapters().expect("adapters");
     adapters
         .into_iter()

@@ -4,7 +4,7 @@
 //! reads it without importing the service bodies (`supervise`).
 
 use crate::host::{Host, HostResult, RegValue};
-use crate::layout::{BOOT_ID_VALUE, CALICO_KEY};
+use crate::layout::BOOT_ID_VALUE;
 
 /// Whether CalicoNode has finished initialising in the current boot; never while the boot is
 /// unknown (an empty identity once matched an empty marker and hid a real reboot).
@@ -18,10 +18,7 @@ pub fn init_done(host: &dyn Host) -> HostResult<bool> {
 /// The boot CalicoNode last initialised in; an empty value (written by an older version when
 /// the boot was unknown) is none.
 pub fn stored_boot(host: &dyn Host) -> HostResult<Option<String>> {
-    Ok(match host.reg_get(CALICO_KEY, BOOT_ID_VALUE)? {
-        Some(RegValue::Sz(s)) if !s.is_empty() => Some(s),
-        _ => None,
-    })
+    super::calico_text(host, BOOT_ID_VALUE)
 }
 
 /// The boot time as Calico's scripts store and compare it (`LastBootTime`, calico.psm1
@@ -39,12 +36,7 @@ pub fn legacy_value(host: &dyn Host, local_seconds: i64) -> HostResult<String> {
 
 /// `LastBootTime` as Calico's scripts (or CalicoNode) last wrote it.
 pub fn stored_legacy(host: &dyn Host) -> HostResult<Option<String>> {
-    Ok(
-        match host.reg_get(CALICO_KEY, crate::layout::LEGACY_BOOT_VALUE)? {
-            Some(RegValue::Sz(s)) if !s.is_empty() => Some(s),
-            _ => None,
-        },
-    )
+    super::calico_text(host, crate::layout::LEGACY_BOOT_VALUE)
 }
 
 /// SYSTEM's regional settings. SYSTEM's profile is `HKEY_USERS\.DEFAULT` ("the .Default user is

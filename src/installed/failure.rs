@@ -4,7 +4,7 @@
 //! timeout on something that will not come. Each failure also goes to the service's log and,
 //! as a warning, to the Application event log.
 
-use crate::host::{Host, HostResult, RegValue};
+use crate::host::{Host, HostResult};
 use crate::layout::CALICO_KEY;
 use crate::layout::FAILURES_VALUE;
 use serde::{Deserialize, Serialize};
@@ -37,10 +37,7 @@ pub struct Failure {
 
 /// The failures recorded so far (none when the value is missing or unreadable).
 pub fn recorded(host: &dyn Host) -> HostResult<Vec<Failure>> {
-    Ok(match host.reg_get(CALICO_KEY, FAILURES_VALUE)? {
-        Some(RegValue::Sz(json)) => serde_json::from_str(&json).unwrap_or_default(),
-        _ => Vec::new(),
-    })
+    Ok(super::calico_json(host, FAILURES_VALUE)?.unwrap_or_default())
 }
 
 /// The failures recorded at or after `since` (Unix seconds): those of the start a command
@@ -63,6 +60,5 @@ pub fn record(host: &dyn Host, failure: Failure) -> HostResult<()> {
     all.push(failure);
     let extra = all.len().saturating_sub(KEPT);
     all.drain(..extra);
-    let json = serde_json::to_string(&all).unwrap_or_default();
-    host.reg_set(CALICO_KEY, FAILURES_VALUE, &RegValue::Sz(json))
+    super::keep_json(host, FAILURES_VALUE, &all)
 }

@@ -82,13 +82,8 @@ pub fn read(host: &dyn Host, root: &crate::layout::InstallRoot) -> HostResult<Fe
 
 /// When CalicoFelix last started Felix (`FelixStarted`), if it says.
 fn felix_started(host: &dyn Host) -> Option<i64> {
-    match host.reg_get(
-        crate::layout::CALICO_KEY,
-        crate::layout::FELIX_STARTED_VALUE,
-    ) {
-        Ok(Some(crate::host::RegValue::Sz(s))) => s.trim().parse().ok(),
-        _ => None,
-    }
+    let text = super::calico_text(host, crate::layout::FELIX_STARTED_VALUE).ok()??;
+    text.trim().parse().ok()
 }
 
 impl FelixHealth {

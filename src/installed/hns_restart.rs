@@ -1,8 +1,8 @@
 //! The last HNS restart CalicoNode's watchdog answered, as it records it in Calico's registry
 //! key (`HnsRestart`, JSON) for `status` and the node's condition.
 
-use crate::host::{Host, HostResult, RegValue, ServiceState};
-use crate::layout::{CALICO_KEY, HNS_RESTART_VALUE};
+use crate::host::{Host, HostResult, ServiceState};
+use crate::layout::HNS_RESTART_VALUE;
 use serde::{Deserialize, Serialize};
 
 /// The last HNS restart CalicoNode saw and what it did (`HnsRestart`, JSON).
@@ -39,14 +39,10 @@ impl HnsRestart {
 
 /// Records a restart as the last one.
 pub fn keep(host: &dyn Host, r: &HnsRestart) -> HostResult<()> {
-    let value = serde_json::to_string(r).unwrap_or_default();
-    host.reg_set(CALICO_KEY, HNS_RESTART_VALUE, &RegValue::Sz(value))
+    super::keep_json(host, HNS_RESTART_VALUE, r)
 }
 
 /// The last HNS restart CalicoNode recorded, if any (a value that does not read is none).
 pub fn last(host: &dyn Host) -> Option<HnsRestart> {
-    match host.reg_get(CALICO_KEY, HNS_RESTART_VALUE) {
-        Ok(Some(RegValue::Sz(text))) if text.len() <= 4096 => serde_json::from_str(&text).ok(),
-        _ => None,
-    }
+    super::calico_json(host, HNS_RESTART_VALUE).ok().flatten()
 }

@@ -88,20 +88,10 @@ const METRICS: &[(&str, &str, &str)] = &[
 /// Samples by series: `name` or `name{verdict="..."}`.
 pub type Samples = BTreeMap<String, u64>;
 
-/// The most of a metrics file read: the files hold a few dozen series (a few KiB), and a
-/// scrape reads them each, so a file grown past this is read as none, not into memory.
-pub const MAX_FILE: u64 = 64 * 1024;
-
-/// A file's samples; none when it is missing, unreadable or longer than `MAX_FILE` (metrics
-/// never stop the node).
+/// A file's samples; none when it is missing or unreadable (metrics never stop the node).
 pub fn read(host: &dyn Host, root: &InstallRoot, file: &str) -> Samples {
-    use std::io::Read;
-    let Ok(Some(f)) = host.open_read(&root.path(file)) else {
-        return Samples::default();
-    };
-    let mut bytes = Vec::new();
-    match f.take(MAX_FILE + 1).read_to_end(&mut bytes) {
-        Ok(n) if n as u64 <= MAX_FILE => serde_json::from_slice(&bytes).unwrap_or_default(),
+    match host.read_file(&root.path(file)) {
+        Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or_default(),
         _ => Samples::default(),
     }
 }
@@ -189,12 +179,9 @@ fn update_installed(
     file: &str,
     change: impl FnOnce(&mut Samples),
 ) -> HostResult<()> {
-    use crate::layout::{CALICO_KEY, INSTALL_ROOT_VALUE};
-    match host.reg_get(CALICO_KEY, INSTALL_ROOT_VALUE)? {
-        Some(crate::host::RegValue::Sz(root)) => {
-            update(host, &InstallRoot::new(&root), file, change)
-        }
-        _ => Ok(()),
+    match super::calico_text(host, crate::layout::INSTALL_ROOT_VALUE)? {
+        Some(root) => update(host, &InstallRoot::new(&root), file, change),
+        None => Ok(()),
     }
 }
 
@@ -210,15 +197,9 @@ pub fn set_gauge(
     update(host, root, file, |s| {
         s.retain(|k, _| k != name && !k.starts_with(&format!("{name}{{")));
         for (v, n) in values {
-            s.insert(format!("{name}{{{label}=\"{}\"}}", escape(v)), *n);
+            s.insert(format!("{name}{{{label}=\"{v}\"}}"), *n);
         }
     })
-}
-
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 /// Every writer's samples in the text format: a counter no one bumped yet reads 0.
@@ -277,7 +258,7 @@ mod tests {
         let (_dir, host, root) = installed(true);
         bump(&host, &root, NODE_FILE, TOKEN_RENEWALS, 2).expect("bump");
         bump(&host, &root, REPAIR_FILE, REPAIRS, 1).expect("bump");
-        let faults = BTreeMap::from([("stuck".to_owned(), 3), ("a\"b".to_owned(), 1)]);
+        let faults = BTreeMap::from([("stuck".to_owned(), 3)]);
         set_gauge(&host, &root, NODE_FILE, ENDPOINT_FAULTS, "verdict", &faults).expect("set");
         let one = BTreeMap::from([("stale".to_owned(), 1)]);
         set_gauge(&host, &root, NODE_FILE, ENDPOINT_FAULTS, "verdict", &one).expect("set");
@@ -300,7 +281,6 @@ mod tests {
             text.contains("calicoctl_win_endpoint_faults{verdict=\"stuck\"} 0\n"),
             "{text}"
         );
-        assert!(!text.contains("a\\\"b"), "{text}");
         assert_eq!(
             host.file_access(&root.path(NODE_FILE)).expect("access"),
             Some(Access::Secret)
@@ -386,21 +366,5 @@ mod tests {
             .expect("second");
         });
         assert_eq!(read(&host, &root, NODE_FILE).get(TOKEN_RENEWALS), Some(&2));
-    }
-
-    /// A file past the cap is read as none, not whole: each scrape reads every file.
-    #[test]
-    fn a_file_past_the_cap_is_read_as_none() {
-        let (_dir, host, root) = installed(false);
-        let pad = " ".repeat(MAX_FILE as usize);
-        let path = root.path(NODE_FILE);
-        let small = format!("{{\"{TOKEN_RENEWALS}\": 3}}");
-        host.write_file(&path, small.as_bytes(), Access::Secret)
-            .expect("write");
-        assert_eq!(read(&host, &root, NODE_FILE).get(TOKEN_RENEWALS), Some(&3));
-        let big = format!("{{\"{TOKEN_RENEWALS}\": 3{pad}}}");
-        host.write_file(&path, big.as_bytes(), Access::Secret)
-            .expect("write");
-        assert!(read(&host, &root, NODE_FILE).is_empty());
     }
 }

@@ -20,3 +20,28 @@ pub mod protection;
 pub mod record;
 pub mod routes;
 pub mod token_records;
+
+use crate::host::{Host, HostResult, RegValue};
+use crate::layout::CALICO_KEY;
+
+/// A text value under Calico's key; an empty one is none.
+pub fn calico_text(host: &dyn Host, name: &str) -> HostResult<Option<String>> {
+    Ok(match host.reg_get(CALICO_KEY, name)? {
+        Some(RegValue::Sz(s)) if !s.is_empty() => Some(s),
+        _ => None,
+    })
+}
+
+/// A JSON value under Calico's key; one that does not read is none.
+pub fn calico_json<T: serde::de::DeserializeOwned>(
+    host: &dyn Host,
+    name: &str,
+) -> HostResult<Option<T>> {
+    Ok(calico_text(host, name)?.and_then(|t| serde_json::from_str(&t).ok()))
+}
+
+/// Keeps `value` as JSON under Calico's key.
+pub fn keep_json(host: &dyn Host, name: &str, value: &impl serde::Serialize) -> HostResult<()> {
+    let json = serde_json::to_string(value).unwrap_or_default();
+    host.reg_set(CALICO_KEY, name, &RegValue::Sz(json))
+}

@@ -33,20 +33,21 @@ pub fn place(r: &Route, now: &[InterfaceAddress], before: &[InterfaceAddress]) -
         .find_map(|b| now.iter().find(|a| a.ip == b.ip).map(|a| a.index));
     by_address.or_else(|| {
         (!r.next_hop.is_unspecified())
-            .then(|| now.iter().find(|a| same_subnet(a, r.next_hop)))
+            .then(|| {
+                now.iter()
+                    .find(|a| same_subnet(a.ip, r.next_hop, a.prefix_len))
+            })
             .flatten()
             .map(|a| a.index)
     })
 }
 
-fn same_subnet(a: &InterfaceAddress, ip: Ipv4Addr) -> bool {
-    let bits = u32::from(a.prefix_len.min(32));
-    let mask = if bits == 0 {
-        0
-    } else {
-        u32::MAX << (32 - bits)
-    };
-    u32::from(a.ip) & mask == u32::from(ip) & mask
+/// Whether `a` and `b` share their first `prefix_len` bits.
+pub fn same_subnet(a: Ipv4Addr, b: Ipv4Addr, prefix_len: u8) -> bool {
+    let mask = u32::MAX
+        .checked_shl(32 - u32::from(prefix_len.min(32)))
+        .unwrap_or(0);
+    u32::from(a) & mask == u32::from(b) & mask
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! (`TokenRenewal`, cleared by a success). Written by `supervise::renew`, read by both.
 
 use crate::cluster::credentials::Token;
-use crate::host::{Host, HostResult, RegValue};
+use crate::host::{Host, HostResult};
 use crate::layout::{CALICO_KEY, ISSUED_VALUE, RENEWAL_VALUE};
 use serde::{Deserialize, Serialize};
 
@@ -91,31 +91,22 @@ impl IssuedRecord {
 
 /// The last failed renewal, if the last attempt failed.
 pub fn refused(host: &dyn Host) -> HostResult<Option<Refused>> {
-    Ok(match host.reg_get(CALICO_KEY, RENEWAL_VALUE)? {
-        Some(RegValue::Sz(json)) => serde_json::from_str(&json).ok(),
-        _ => None,
-    })
+    super::calico_json(host, RENEWAL_VALUE)
 }
 
 /// The record of the last renewal, when it describes `token`.
 pub fn issued(host: &dyn Host, token: &Token) -> HostResult<Option<IssuedRecord>> {
-    Ok(match host.reg_get(CALICO_KEY, ISSUED_VALUE)? {
-        Some(RegValue::Sz(json)) => serde_json::from_str::<IssuedRecord>(&json)
-            .ok()
-            .filter(|r| r.fingerprint == token.fingerprint()),
-        _ => None,
-    })
+    let record: Option<IssuedRecord> = super::calico_json(host, ISSUED_VALUE)?;
+    Ok(record.filter(|r| r.fingerprint == token.fingerprint()))
 }
 
 /// Records a failed renewal.
 pub fn keep_refused(host: &dyn Host, r: &Refused) -> HostResult<()> {
-    let json = serde_json::to_string(r).unwrap_or_default();
-    host.reg_set(CALICO_KEY, RENEWAL_VALUE, &RegValue::Sz(json))
+    super::keep_json(host, RENEWAL_VALUE, r)
 }
 
 /// Records a renewal that succeeded, and clears the record of a failed one.
 pub fn keep_issued(host: &dyn Host, fresh: &IssuedRecord) -> HostResult<()> {
     host.reg_delete_value(CALICO_KEY, RENEWAL_VALUE)?;
-    let json = serde_json::to_string(fresh).unwrap_or_default();
-    host.reg_set(CALICO_KEY, ISSUED_VALUE, &RegValue::Sz(json))
+    super::keep_json(host, ISSUED_VALUE, fresh)
 }

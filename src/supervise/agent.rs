@@ -1,6 +1,6 @@
 //! CalicoFelix and CalicoConfd (`felix-service.ps1`, `confd-service.ps1`).
 
-use super::child::{Backoff, ChildEnd, run_child};
+use super::child::{ChildEnd, run_child};
 use super::log::Log;
 use super::node::init_done;
 use super::settings::{
@@ -142,7 +142,12 @@ pub(super) fn supervise(
     stop: &Stop,
     log: &Log,
 ) -> Result<()> {
-    let mut backoff = Backoff::new(&s.timing);
+    let pauses = crate::duration::Pauses {
+        first: s.timing.backoff_min,
+        most: s.timing.backoff_max,
+    };
+    // Failures in a row: the next delay is `pauses.after(failures)`.
+    let mut failures = 0;
     loop {
         let started = Instant::now();
         note_start(host, s, log);
@@ -154,20 +159,22 @@ pub(super) fn supervise(
                 log.info(&format!(
                     "exited with {code} to reload its configuration; restarting now"
                 ));
-                backoff.reset();
+                failures = 0;
                 Duration::ZERO
             }
             Ok(ChildEnd::Exited(code)) => {
                 if started.elapsed() > s.timing.backoff_max {
-                    backoff.reset();
+                    failures = 0;
                 }
-                let d = backoff.next();
+                failures += 1;
+                let d = pauses.after(failures);
                 log.warn(&format!("exited with code {code}; restarting in {d:?}"));
                 d
             }
             Ok(ChildEnd::TimedOut) => Duration::ZERO,
             Err(e) => {
-                let d = backoff.next();
+                failures += 1;
+                let d = pauses.after(failures);
                 log.warn(&format!(
                     "could not run {}: {}; retrying in {d:?}",
                     program.program,

@@ -1,7 +1,7 @@
 //! Running one child under a service body, restarts with back-off, failures said and recorded.
 
 use super::log::Log;
-use super::settings::{Launch, Result, Settings, SuperviseError, Timing};
+use super::settings::{Launch, Result, Settings, SuperviseError};
 use crate::duration::{Look, NO_LIMIT, Pauses, STILL_WAITING, Stop, Wait, poll_until};
 use crate::host::{Host, Output, ProcessSpec};
 use std::collections::BTreeMap;
@@ -110,9 +110,8 @@ fn keep(host: &dyn Host, s: &Settings, pid: u32, log: &Log) {
 /// Before a child starts: one an earlier run kept that still runs as the same process (pid and
 /// start) is waited for up to `Timing::earlier_wait`, else the start ends (`EarlierStillRuns`).
 fn earlier(host: &dyn Host, s: &Settings, launch: &Launch, stop: &Stop, log: &Log) -> Result<()> {
-    let kept = match host.reg_get(crate::layout::CALICO_KEY, s.role.child_value())? {
-        Some(crate::host::RegValue::Sz(text)) => text,
-        _ => return Ok(()),
+    let Some(kept) = crate::installed::calico_text(host, s.role.child_value())? else {
+        return Ok(());
     };
     let mut words = kept.split_whitespace().map(str::parse::<u64>);
     let (Some(Ok(pid)), Some(Ok(started))) = (words.next(), words.next()) else {
@@ -152,33 +151,6 @@ fn earlier(host: &dyn Host, s: &Settings, launch: &Launch, stop: &Stop, log: &Lo
             })
         },
     )
-}
-
-/// A doubling restart delay.
-pub(super) struct Backoff {
-    next: Duration,
-    min: Duration,
-    max: Duration,
-}
-
-impl Backoff {
-    pub(super) fn new(t: &Timing) -> Self {
-        Self {
-            next: t.backoff_min,
-            min: t.backoff_min,
-            max: t.backoff_max,
-        }
-    }
-
-    pub(super) fn next(&mut self) -> Duration {
-        let d = self.next;
-        self.next = (self.next * 2).min(self.max);
-        d
-    }
-
-    pub(super) fn reset(&mut self) {
-        self.next = self.min;
-    }
 }
 
 /// The event id of a failure CalicoNode records for the waits (listed in `layout`).

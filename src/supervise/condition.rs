@@ -155,7 +155,7 @@ pub(super) fn connect(
 }
 
 /// What a look found that the Node is told: the condition's reasons and the codes annotation.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Set {
     reasons: Vec<String>,
     codes: Vec<String>,
@@ -383,7 +383,7 @@ mod tests {
             let at = start + EVERY * minute;
             let now = if minute % 2 == 1 { &advised } else { &ok };
             if p.due(now, Some(true), at).is_some() {
-                p.set(set_like(now), at);
+                p.set(now.clone(), at);
                 patches.push(minute);
             }
         }
@@ -397,15 +397,8 @@ mod tests {
         let at = start + EVERY * 61;
         let felix = set(&["CalicoFelix is Stopped"], &["felix-unhealthy"]);
         assert_eq!(p.due(&felix, Some(true), at), Some((false, true)));
-        p.set(set_like(&felix), at);
+        p.set(felix.clone(), at);
         let after = at + EVERY;
         assert_eq!(p.due(&ok, Some(false), after), Some((true, true)));
-    }
-
-    fn set_like(s: &Set) -> Set {
-        Set {
-            reasons: s.reasons.clone(),
-            codes: s.codes.clone(),
-        }
     }
 }

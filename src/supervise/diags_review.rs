@@ -173,6 +173,7 @@ pub fn jwt_shaped(token: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::supervise::shared_tests::jwt;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     struct Counting(AtomicUsize, Verdict);
@@ -181,15 +182,6 @@ mod tests {
             self.0.fetch_add(1, Ordering::SeqCst);
             self.1.clone()
         }
-    }
-
-    /// A token shaped as a ServiceAccount token is (a JWT), whose payload says `sub`.
-    pub(crate) fn jwt(sub: &str) -> String {
-        use base64::Engine;
-        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-        let header = b64.encode(br#"{"alg":"RS256","kid":"k"}"#);
-        let payload = b64.encode(format!(r#"{{"sub":"{sub}"}}"#));
-        format!("{header}.{payload}.c2lnbmF0dXJl")
     }
 
     /// Allowed and refused reviews are kept by the token's hash; a failed review is not.

@@ -185,7 +185,7 @@ impl<'a> Diags<'a> {
         answer
     }
 
-    /// The whole bundle, `size` bytes.
+    /// The whole bundle, at most `size` bytes (the size judged against the cap).
     fn read(&self, file: &str, size: u64) -> std::io::Result<Vec<u8>> {
         let f = self
             .host
@@ -194,9 +194,6 @@ impl<'a> Diags<'a> {
             .ok_or_else(|| std::io::Error::other("the bundle is gone"))?;
         let mut zip = Vec::new();
         f.take(size).read_to_end(&mut zip)?;
-        if zip.len() as u64 != size {
-            return Err(std::io::Error::other("the bundle is shorter than it was"));
-        }
         Ok(zip)
     }
 

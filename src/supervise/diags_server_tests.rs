@@ -9,6 +9,7 @@ use crate::host::sim::SimHost;
 use crate::layout::InstallRoot;
 use crate::supervise::diags_review::Review;
 use crate::supervise::log::{Log, LogSettings};
+use crate::supervise::shared_tests::{StopOnDrop, jwt};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -60,7 +61,7 @@ impl Node {
             String::new()
         };
         let script = format!(
-            "#!/bin/sh\n/usr/bin/printf '%s ' \"$@\" > '{args}'\n: > '{started}'\n{before}/usr/bin/printf 'PK\\003\\004' > '{out}'\n/usr/bin/head -c {rest} /dev/zero >> '{out}'\n{after}",
+            "/usr/bin/printf '%s ' \"$@\" > '{args}'\n: > '{started}'\n{before}/usr/bin/printf 'PK\\003\\004' > '{out}'\n/usr/bin/head -c {rest} /dev/zero >> '{out}'\n{after}",
             args = self.at("args").display(),
             started = self.at("started").display(),
             out = out.display(),
@@ -68,12 +69,7 @@ impl Node {
             before = if after { "" } else { &wait },
             after = if after { &wait } else { "" },
         );
-        let path = self.at("diags.sh");
-        fs_err::write(&path, script).expect("script");
-        let mut p = fs_err::metadata(&path).expect("meta").permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
-        fs_err::set_permissions(&path, p).expect("chmod");
-        path.display().to_string()
+        crate::supervise::tests::script(self.dir.path(), "diags.sh", &script)
     }
 
     /// Serves `/diags` built by `program` until `body` returns.
@@ -147,24 +143,6 @@ fn ask(addr: SocketAddr, request: &str) -> (String, String, Vec<u8>) {
         .unwrap_or_default()
         .to_owned();
     (status, head, all[end..].to_vec())
-}
-
-/// Requests the stop when dropped: a failed assertion stops the server too.
-struct StopOnDrop<'a>(&'a Stop);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.request();
-    }
-}
-
-/// A token shaped as a ServiceAccount token is (a JWT), whose payload says `sub`.
-fn jwt(sub: &str) -> String {
-    use base64::Engine;
-    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let header = b64.encode(br#"{"alg":"RS256","kid":"k"}"#);
-    let payload = b64.encode(format!(r#"{{"sub":"{sub}"}}"#));
-    format!("{header}.{payload}.c2lnbmF0dXJl")
 }
 
 /// A GET with `fleet diags`' token for this node.

@@ -51,13 +51,9 @@ pub fn ensure_running(host: &dyn Host, s: &Settings, log: &Log) -> crate::host::
 /// The id kept for this boot (`<boot id>:<pid>`); one of another boot, or none, is no id.
 fn kept_pid(host: &dyn Host) -> Option<u32> {
     let boot = host.system_facts().ok()?.boot_id?;
-    match host.reg_get(CALICO_KEY, HNS_PID_VALUE) {
-        Ok(Some(RegValue::Sz(text))) => {
-            let (b, pid) = text.split_once(':')?;
-            (b == boot).then(|| pid.parse().ok()).flatten()
-        }
-        _ => None,
-    }
+    let text = crate::installed::calico_text(host, HNS_PID_VALUE).ok()??;
+    let (b, pid) = text.split_once(':')?;
+    (b == boot).then(|| pid.parse().ok()).flatten()
 }
 
 fn keep_pid(host: &dyn Host, pid: u32, log: &Log) {

@@ -250,16 +250,13 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn the_version_wait_ends_with_the_stop() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("tempdir");
         let log = Log::open(dir.path().join("kp.log"), Default::default(), false);
-        let exe = dir.path().join("kube-proxy");
-        fs_err::write(&exe, "#!/bin/sh\nexec sleep 60\n").expect("write");
-        fs_err::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let exe = crate::supervise::tests::script(dir.path(), "kube-proxy", "exec sleep 60");
         let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
         let stop = Stop::new();
         stop.request();
-        let err = version(&host, &exe.display().to_string(), &stop, &log).unwrap_err();
+        let err = version(&host, &exe, &stop, &log).unwrap_err();
         assert!(matches!(err, SuperviseError::Stopped), "{err:?}");
     }
 
@@ -268,17 +265,15 @@ mod tests {
     #[test]
     fn an_unreadable_version_forgets_the_recorded_one() {
         use crate::host::Registry as _;
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("tempdir");
         let log = Log::open(dir.path().join("kp.log"), Default::default(), false);
-        let exe = dir.path().join("kube-proxy");
-        fs_err::write(&exe, "#!/bin/sh\necho 'kube-proxy version unknown'\n").expect("write");
-        fs_err::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let body = "echo 'kube-proxy version unknown'";
+        let exe = crate::supervise::tests::script(dir.path(), "kube-proxy", body);
         let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
         let earlier = crate::host::RegValue::Sz("Kubernetes v1.32.5".into());
         host.reg_set(CALICO_KEY, KUBE_PROXY_VERSION_VALUE, &earlier)
             .expect("record");
-        let err = version(&host, &exe.display().to_string(), &Stop::new(), &log).unwrap_err();
+        let err = version(&host, &exe, &Stop::new(), &log).unwrap_err();
         assert!(
             matches!(err, SuperviseError::KubeProxyVersion { .. }),
             "{err:?}"

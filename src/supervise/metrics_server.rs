@@ -399,15 +399,6 @@ mod tests {
         );
     }
 
-    /// Requests the stop when dropped: a failed assertion stops the server too.
-    struct StopOnDrop<'a>(&'a crate::duration::Stop);
-
-    impl Drop for StopOnDrop<'_> {
-        fn drop(&mut self) {
-            self.0.request();
-        }
-    }
-
     const REQUEST: &[u8] = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
 
     /// Whether the server has closed `c` (end or reset), not left it open and unanswered.
@@ -436,7 +427,7 @@ mod tests {
         std::thread::scope(|scope| {
             scope.spawn(|| super::accept(metrics, None, &listener, &stop, (&log, &count, &|_| {})));
             // A failed assertion stops the server too, so the test fails rather than waits.
-            let _stop = StopOnDrop(&stop);
+            let _stop = crate::supervise::shared_tests::StopOnDrop(&stop);
             body(addr);
         });
         let text = fs_err::read_to_string(dir.path().join("node.log")).unwrap_or_default();

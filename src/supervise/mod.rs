@@ -159,6 +159,9 @@ pub fn service_spec(role: Role, exe: &str, args: Vec<String>) -> ServiceSpec {
     }
 }
 
+#[cfg(test)]
+mod shared_tests;
+
 // SimHost with shell scripts as fake Calico components.
 #[cfg(all(test, unix))]
 mod tests;

@@ -11,7 +11,7 @@ use crate::cluster::credentials::{self, Token};
 use crate::cluster::{Cluster, ClusterError};
 use crate::host::{Access, EventLevel, Host};
 use crate::installed::metrics;
-use crate::installed::token_records::{self, IssuedRecord, Refused};
+use crate::installed::token_records::{self, IssuedRecord, Refused, skew_sentence};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -221,12 +221,8 @@ impl Renewal {
             crate::duration::time_text(fresh.expires),
             crate::duration::show(after)
         ));
-        if let Some(skew) = fresh.skew_to_say() {
-            log.warn(&format!(
-                "this node's clock is {}s {} the API server's: renewals are timed by this node's clock from when each token came ('w32tm /query /status' shows the time source)",
-                skew.unsigned_abs(),
-                if skew > 0 { "ahead of" } else { "behind" }
-            ));
+        if let Some(said) = fresh.skew.and_then(|s| skew_sentence(s, fresh.lifetime)) {
+            log.warn(&format!("{said}: renewals are timed by this node's clock"));
         }
         if let Err(e) = token_records::keep_issued(host, fresh) {
             log.warn(&format!("cannot record the renewal for status: {e}"));

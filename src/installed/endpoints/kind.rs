@@ -88,7 +88,7 @@ pub fn source_vip(prefix: &str) -> Option<String> {
 }
 
 /// `conjureMac("02-11", ip)` for an IPv4 address.
-fn conjured(ip: std::net::Ipv4Addr) -> String {
+pub(super) fn conjured(ip: std::net::Ipv4Addr) -> String {
     let [a, b, c, d] = ip.octets();
     format!("02-11-{a:02x}-{b:02x}-{c:02x}-{d:02x}")
 }

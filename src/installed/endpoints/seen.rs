@@ -3,15 +3,13 @@
 //! it has lasted longer than the grace period, whatever made one look wrong (a pod scheduled
 //! late, an address kubelet has not posted yet, a CNI ADD slower than the grace period).
 
-use crate::host::{Host, HostResult, RegValue};
+use crate::host::{Host, HostResult};
 use crate::layout::{CALICO_KEY, ENDPOINT_FAULTS_VALUE};
 use std::collections::BTreeMap;
 
 /// At most this many endpoints are remembered: a fault beyond them is never aged, so never
 /// repaired (the safe side).
 pub const MAX_ENTRIES: usize = 4096;
-/// The most of the registry value that is read.
-const MAX_TEXT: usize = 512 * 1024;
 
 /// What one look found an endpoint to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,25 +48,21 @@ impl Seen {
     }
 }
 
-/// The record as the registry holds it; one that is missing, too long or not JSON is empty
-/// (every fault is then seen for the first time: nothing is repaired on it).
+/// The record as the registry holds it; one that is missing or not JSON is empty (every
+/// fault is then seen for the first time: nothing is repaired on it).
 pub fn load(host: &dyn Host) -> Seen {
-    match host.reg_get(CALICO_KEY, ENDPOINT_FAULTS_VALUE) {
-        Ok(Some(RegValue::Sz(text))) if text.len() <= MAX_TEXT => serde_json::from_str(&text)
-            .map(|m: BTreeMap<String, i64>| Seen(m.into_iter().take(MAX_ENTRIES).collect()))
+    Seen(
+        crate::installed::calico_json(host, ENDPOINT_FAULTS_VALUE)
+            .ok()
+            .flatten()
             .unwrap_or_default(),
-        _ => Seen::default(),
-    }
+    )
 }
 
 /// Writes the record (deletes the value when it is empty).
 pub fn store(host: &dyn Host, seen: &Seen) -> HostResult<()> {
     if seen.0.is_empty() {
-        if host.reg_get(CALICO_KEY, ENDPOINT_FAULTS_VALUE)?.is_some() {
-            host.reg_delete_value(CALICO_KEY, ENDPOINT_FAULTS_VALUE)?;
-        }
-        return Ok(());
+        return host.reg_delete_value(CALICO_KEY, ENDPOINT_FAULTS_VALUE);
     }
-    let text = serde_json::to_string(&seen.0).unwrap_or_default();
-    host.reg_set(CALICO_KEY, ENDPOINT_FAULTS_VALUE, &RegValue::Sz(text))
+    crate::installed::keep_json(host, ENDPOINT_FAULTS_VALUE, &seen.0)
 }

@@ -15,16 +15,8 @@ fn ep(id: &str, name: &str, ip: &str, state: Option<u16>, remote: bool) -> HnsEn
         provider_address: None,
         // Another host's as kube-proxy makes it for a Service backend (kubernetes
         // pkg/proxy/winkernel/proxier.go: `conjureMac("02-11", ip)`).
-        mac: remote.then(|| backend_mac(ip)),
+        mac: remote.then(|| kind::conjured(ip.parse().expect("an IPv4 address"))),
     }
-}
-
-fn backend_mac(ip: &str) -> String {
-    let o: Vec<String> = ip
-        .split('.')
-        .map(|x| format!("{:02x}", x.parse::<u8>().unwrap_or(0)))
-        .collect();
-    format!("02-11-{}", o.join("-"))
 }
 
 fn pod(name: &str, ip: Option<&str>, age_secs: i64) -> NodePod {

@@ -1,6 +1,6 @@
 //! The routes the vSwitch drops, kept in the registry and put back; the metadata route ensured.
 
-use crate::host::{Host, HostError, RegValue, Route};
+use crate::host::{Host, HostError, Route};
 use crate::installed::failure::Blocks;
 /// The cloud metadata service's address; the vSwitch drops its route.
 use crate::installed::routes::METADATA;
@@ -49,12 +49,8 @@ pub(super) fn keep_routes(
 pub(super) fn routes_before_vswitch(
     host: &dyn Host,
     first_run_since_boot: bool,
-    log: &Log,
 ) -> Result<Vec<Route>> {
-    let kept = match host.reg_get(CALICO_KEY, ROUTES_VALUE)? {
-        Some(RegValue::Sz(json)) => serde_json::from_str::<Vec<Route>>(&json).ok(),
-        _ => None,
-    };
+    let kept: Option<Vec<Route>> = crate::installed::calico_json(host, ROUTES_VALUE)?;
     Ok(match kept {
         Some(routes) => routes,
         None => {
@@ -65,12 +61,7 @@ pub(super) fn routes_before_vswitch(
                 .any(|n| n.name == EXTERNAL_NETWORK);
             // After a boot the networks are deleted and the vSwitch made again.
             if !external || first_run_since_boot {
-                match serde_json::to_string(&routes) {
-                    Ok(json) => host.reg_set(CALICO_KEY, ROUTES_VALUE, &RegValue::Sz(json))?,
-                    Err(e) => log.warn(&format!(
-                        "cannot keep the routes before the vSwitch in the registry ({e}); they are restored only if this start finishes"
-                    )),
-                }
+                crate::installed::keep_json(host, ROUTES_VALUE, &routes)?;
             }
             routes
         }

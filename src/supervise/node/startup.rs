@@ -139,7 +139,7 @@ fn prepare_networks(
     // Probe before the vSwitch exists: creating it drops the metadata route.
     let platform = platform_for(host, s, log)?;
     phase.platform = Some(platform);
-    let snapshot = routes_before_vswitch(host, phase.first_run_since_boot, log)?;
+    let snapshot = routes_before_vswitch(host, phase.first_run_since_boot)?;
     if phase.first_run_since_boot {
         phase.deleted_networks = delete_stale_networks(host, s, stop, log)?;
         wait_for_usable_ip(host, s, env, stop, log)?;

@@ -6,6 +6,7 @@ use crate::host::sim::{At, Fault, FaultKind, SimHost};
 use crate::host::{
     Files, Hns, InterfaceAddress, Network, RegValue, Registry, Services, SystemInfo,
 };
+use crate::installed::addressing::tests::adapter_named;
 use crate::installed::platform::tests::{closed, http, serve};
 use crate::installed::{failure, platform};
 use crate::layout::BOOT_ID_VALUE;
@@ -107,16 +108,6 @@ fn read(path: &PathBuf) -> String {
     fs_err::read_to_string(path).unwrap_or_default()
 }
 
-/// Returns once the log at `path` says `needle` (at most 60 s): a wait the code announces, so
-/// what the test changes next comes while it waits.
-fn once_said(path: &PathBuf, needle: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !read(path).contains(needle) {
-        assert!(Instant::now() < deadline, "{needle:?} not said in 60 s");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn network_ids(host: &SimHost) -> Vec<(String, String)> {
     host.hns_networks()
         .expect("networks")
@@ -139,7 +130,7 @@ fn marker(host: &SimHost) -> Option<RegValue> {
 }
 
 /// A fake Calico component: a shell script on this machine.
-fn script(dir: &std::path::Path, name: &str, body: &str) -> String {
+pub(super) fn script(dir: &std::path::Path, name: &str, body: &str) -> String {
     use std::os::unix::fs::PermissionsExt;
     let path = dir.join(name);
     fs_err::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write");
@@ -312,15 +303,6 @@ fn hns_startable(host: &SimHost) {
 
 fn state_of(host: &SimHost, name: &str) -> Option<crate::host::ServiceState> {
     host.service_query(name).expect("query").map(|q| q.state)
-}
-
-/// The vSwitch's host adapter on the simulated host, by name.
-fn adapter_named(host: &SimHost, name: &str) -> crate::host::Adapter {
-    host.adapters()
-        .expect("adapters")
-        .into_iter()
-        .find(|a| a.name == name)
-        .expect("adapter")
 }
 
 /// The process id of the child `role`'s service ran last, as the service recorded it.

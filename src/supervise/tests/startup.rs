@@ -295,7 +295,11 @@ fn a_management_ip_that_never_appears_is_bounded_and_one_that_comes_late_is_wait
     patient.network_timeout = Duration::from_secs(30);
     std::thread::scope(|scope| {
         scope.spawn(|| {
-            once_said(&path, "waiting up to 30s for the vSwitch's management IP");
+            wait_for_log(
+                &path,
+                "waiting up to 30s for the vSwitch's management IP",
+                1,
+            );
             host.set_management_ip_pending(false).expect("ready");
         });
         let phase = node::start_phase(&host, &patient, &log).expect("start phase");

@@ -60,10 +60,8 @@ fn an_address_that_turns_preferred_while_waited_for_gets_the_vswitch() {
     let phase = std::thread::scope(|scope| {
         scope.spawn(|| {
             // Duplicate address detection finishes while CalicoNode waits.
-            once_said(
-                &path,
-                "waiting up to 10s for Ethernet to hold a stable IPv4 address",
-            );
+            let waiting = "waiting up to 10s for Ethernet to hold a stable IPv4 address";
+            wait_for_log(&path, waiting, 1);
             mark_preferred(&host, "Ethernet", true);
         });
         node::start_phase(&host, &s, &log).expect("start phase")
@@ -159,12 +157,18 @@ fn what_the_vswitch_loses_of_a_static_adapter_is_put_back() {
 }
 
 /// projectcalico/calico#4631: the host adapter left on DHCP with APIPA is found by MAC and name
-/// and its static address put back before the routes.
+/// and its static address put back before the routes and before the management IP wait.
 #[test]
 fn a_static_address_that_did_not_come_over_is_put_back() {
     let (host, s, log, path) = node_host("ws2022-two-nics", &["vxlan.adapter=Ethernet 2"]);
     host.set_vswitch_takes_dhcp(true).expect("set");
-    node::start_phase(&host, &s, &log).expect("start phase");
+    host.set_management_ip_needs_stable_address(true)
+        .expect("set");
+    let phase = node::start_phase(&host, &s, &log);
+    assert!(phase.is_ok(), "{phase:?} {}", read(&path));
+    let external = external(&host);
+    assert_eq!(external.management_ip.as_deref(), Some("10.0.0.6"));
+    says(&read(&path), "management IP on the vSwitch: 10.0.0.6");
     let text = read(&path);
     assert!(
         text.contains(
@@ -261,18 +265,4 @@ fn addressing_kept_for_a_network_that_is_gone_is_dropped() {
             .dns_servers
             .contains(&Ipv4Addr::new(10, 9, 9, 9))
     );
-}
-
-/// projectcalico/calico#4631: the static address is put back before the management IP wait.
-#[test]
-fn the_lost_static_address_is_put_back_before_the_wait_for_the_management_ip() {
-    let (host, s, log, path) = node_host("ws2022-two-nics", &["vxlan.adapter=Ethernet 2"]);
-    host.set_vswitch_takes_dhcp(true).expect("set");
-    host.set_management_ip_needs_stable_address(true)
-        .expect("set");
-    let phase = node::start_phase(&host, &s, &log);
-    assert!(phase.is_ok(), "{phase:?} {}", read(&path));
-    let external = external(&host);
-    assert_eq!(external.management_ip.as_deref(), Some("10.0.0.6"));
-    says(&read(&path), "management IP on the vSwitch: 10.0.0.6");
 }
