@@ -310,6 +310,11 @@ impl<'a> Reader<'a> {
         names: &[String],
         p: &Position,
     ) -> HostResult<Option<(usize, Option<File>, u64)>> {
+        // A head longer than any position takes (a position file edited) is no file's: not
+        // read, however long it says.
+        if p.head_len > HEAD {
+            return Ok(None);
+        }
         for (i, name) in names.iter().enumerate().rev() {
             let Some((mut f, size)) = self.open(name)? else {
                 continue;

@@ -88,10 +88,20 @@ const METRICS: &[(&str, &str, &str)] = &[
 /// Samples by series: `name` or `name{verdict="..."}`.
 pub type Samples = BTreeMap<String, u64>;
 
-/// A file's samples; none when it is missing or unreadable (metrics never stop the node).
+/// The most of a metrics file read: the files hold a few dozen series (a few KiB), and a
+/// scrape reads them each, so a file grown past this is read as none, not into memory.
+pub const MAX_FILE: u64 = 64 * 1024;
+
+/// A file's samples; none when it is missing, unreadable or longer than `MAX_FILE` (metrics
+/// never stop the node).
 pub fn read(host: &dyn Host, root: &InstallRoot, file: &str) -> Samples {
-    match host.read_file(&root.path(file)) {
-        Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or_default(),
+    use std::io::Read;
+    let Ok(Some(f)) = host.open_read(&root.path(file)) else {
+        return Samples::default();
+    };
+    let mut bytes = Vec::new();
+    match f.take(MAX_FILE + 1).read_to_end(&mut bytes) {
+        Ok(n) if n as u64 <= MAX_FILE => serde_json::from_slice(&bytes).unwrap_or_default(),
         _ => Samples::default(),
     }
 }
@@ -366,5 +376,40 @@ mod tests {
             .expect("second");
         });
         assert_eq!(read(&host, &root, NODE_FILE).get(TOKEN_RENEWALS), Some(&2));
+    }
+
+    /// A file past the cap is read as none, not whole: each scrape reads every file.
+    #[test]
+    fn a_file_past_the_cap_is_read_as_none() {
+        let (_dir, host, root) = installed(false);
+        let pad = " ".repeat(MAX_FILE as usize);
+        let path = root.path(NODE_FILE);
+        let small = format!("{{\"{TOKEN_RENEWALS}\": 3}}");
+        host.write_file(&path, small.as_bytes(), Access::Secret)
+            .expect("write");
+        assert_eq!(read(&host, &root, NODE_FILE).get(TOKEN_RENEWALS), Some(&3));
+        let big = format!("{{\"{TOKEN_RENEWALS}\": 3{pad}}}");
+        host.write_file(&path, big.as_bytes(), Access::Secret)
+            .expect("write");
+        assert!(read(&host, &root, NODE_FILE).is_empty());
+    }
+
+    /// A value under Calico's key longer than any calicoctl-win writes is read as none.
+    #[test]
+    fn a_registry_value_past_the_cap_is_none() {
+        let (_dir, host, _root) = installed(false);
+        use crate::host::RegValue;
+        use crate::layout::CALICO_KEY;
+        let name = crate::layout::HNS_RESTART_VALUE;
+        for (len, kept) in [
+            (crate::installed::MAX_VALUE, true),
+            (crate::installed::MAX_VALUE + 1, false),
+        ] {
+            let text = "x".repeat(len);
+            host.reg_set(CALICO_KEY, name, &RegValue::Sz(text))
+                .expect("set");
+            let read = crate::installed::calico_text(&host, name).expect("read");
+            assert_eq!(read.is_some(), kept, "{len}");
+        }
     }
 }

@@ -52,10 +52,13 @@ impl Seen {
 /// fault is then seen for the first time: nothing is repaired on it).
 pub fn load(host: &dyn Host) -> Seen {
     Seen(
-        crate::installed::calico_json(host, ENDPOINT_FAULTS_VALUE)
+        crate::installed::calico_json::<BTreeMap<String, i64>>(host, ENDPOINT_FAULTS_VALUE)
             .ok()
             .flatten()
-            .unwrap_or_default(),
+            .unwrap_or_default()
+            .into_iter()
+            .take(MAX_ENTRIES)
+            .collect(),
     )
 }
 
