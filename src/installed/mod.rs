@@ -25,7 +25,7 @@ use crate::host::{Host, HostResult, RegValue};
 use crate::layout::CALICO_KEY;
 
 /// The longest value under Calico's key that is read: the largest calicoctl-win writes is the
-/// endpoint fault record (at most `endpoints::seen::MAX_ENTRIES` ids and times, ~200 KiB).
+/// endpoint fault record (at most 4,096 endpoint ids and times, ~200 KiB).
 pub const MAX_VALUE: usize = 512 * 1024;
 
 /// A text value under Calico's key; an empty one, or one longer than `MAX_VALUE` (not ours),
