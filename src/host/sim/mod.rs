@@ -370,7 +370,7 @@ impl SimHost {
                     })
                 })
                 .collect();
-            s.adapters = adapters.iter().map(state::SimAdapter::of).collect();
+            s.adapters = adapters.iter().map(state::stored).collect();
         })
     }
 
