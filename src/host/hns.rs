@@ -45,7 +45,7 @@ pub struct HnsEndpoint {
     pub network_id: String,
     pub ip: Option<String>,
     /// An endpoint of another host (VXLAN's remote endpoints): HCN's `Flags` bit 1 (hcsshim
-    /// hcn/hcnendpoint.go), HNS v1's `IsRemoteEndpoint`.
+    /// hcn/hcnendpoint.go `EndpointFlagsRemoteEndpoint`).
     #[serde(default)]
     pub remote: bool,
     /// The endpoint's `State` (hcsshim internal/hns/hnsendpoint.go `EndpointState`).
@@ -215,23 +215,21 @@ fn parse_v2_subnet(s: &Value) -> Option<HnsSubnet> {
     })
 }
 
-/// Reads an endpoint from an HCN (or v1) JSON document.
+/// Reads an endpoint from an HCN (schema 2.0) JSON document, what `HcnQueryEndpointProperties`
+/// answers the query `windows::hcn` sends (hcsshim hcn/hcnendpoint.go `HostComputeEndpoint`).
 pub fn parse_endpoint(doc: &Value) -> Option<HnsEndpoint> {
     let ip = doc
         .get("IpConfigurations")
         .and_then(Value::as_array)
         .and_then(|c| c.first())
-        .and_then(|c| str_field(c, &["IpAddress"]))
-        .or_else(|| str_field(doc, &["IPAddress"]));
+        .and_then(|c| str_field(c, &["IpAddress"]));
     let flags = doc.get("Flags").and_then(Value::as_u64).unwrap_or(0);
-    let remote =
-        flags & 1 == 1 || doc.get("IsRemoteEndpoint").and_then(Value::as_bool) == Some(true);
     Some(HnsEndpoint {
         id: str_field(doc, &["ID", "Id"])?,
         name: str_field(doc, &["Name"]).unwrap_or_default(),
-        network_id: str_field(doc, &["HostComputeNetwork", "VirtualNetwork"])?,
+        network_id: str_field(doc, &["HostComputeNetwork"])?,
         ip,
-        remote,
+        remote: flags & 1 == 1,
         state: doc
             .get("State")
             .and_then(Value::as_u64)

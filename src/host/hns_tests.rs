@@ -194,10 +194,9 @@ mod endpoint_doc_tests {
     use serde_json::json;
 
     /// HCN's v2 document (hcsshim hcn/hcnendpoint.go `HostComputeEndpoint`): `Flags` bit 1 is
-    /// `EndpointFlagsRemoteEndpoint`; HNS v1's (internal/hns/hnsendpoint.go) says
-    /// `IsRemoteEndpoint`; `State` is read when HNS gives one.
+    /// `EndpointFlagsRemoteEndpoint`; `State` is read when HNS gives one.
     #[test]
-    fn the_remote_flag_and_the_state_are_read_from_either_schema() {
+    fn the_remote_flag_and_the_state_are_read() {
         let v2 = json!({"ID": "e1", "Name": "pod", "HostComputeNetwork": "n1", "Flags": 1,
             "State": 3, "IpConfigurations": [{"IpAddress": "10.0.0.5", "PrefixLength": 24}]});
         let e = parse_endpoint(&v2).expect("endpoint");
@@ -205,21 +204,18 @@ mod endpoint_doc_tests {
             (e.remote, e.state, e.ip.as_deref()),
             (true, Some(3), Some("10.0.0.5"))
         );
-        let v1 = json!({"Id": "e2", "VirtualNetwork": "n1", "IsRemoteEndpoint": true, "State": 5});
-        let e = parse_endpoint(&v1).expect("endpoint");
-        assert_eq!((e.remote, e.state), (true, Some(5)));
         let plain = json!({"ID": "e3", "HostComputeNetwork": "n1", "Flags": 2});
         let e = parse_endpoint(&plain).expect("endpoint");
         assert_eq!((e.remote, e.state, e.mac), (false, None, None));
-        // `MacAddress` in both schemas: kube-proxy gives remote endpoints one of its own making.
+        // `MacAddress`: kube-proxy gives remote endpoints one of its own making.
         let v2 = json!({"ID": "e4", "HostComputeNetwork": "n1", "Flags": 1,
             "MacAddress": "02-11-0a-f4-09-09"});
         assert_eq!(
             parse_endpoint(&v2).expect("endpoint").mac.as_deref(),
             Some("02-11-0a-f4-09-09")
         );
-        let v1 = json!({"Id": "e5", "VirtualNetwork": "n1", "MacAddress": ""});
-        assert_eq!(parse_endpoint(&v1).expect("endpoint").mac, None);
+        let empty = json!({"ID": "e5", "HostComputeNetwork": "n1", "MacAddress": ""});
+        assert_eq!(parse_endpoint(&empty).expect("endpoint").mac, None);
         assert_eq!(
             (1..=7).map(state_name).collect::<Vec<_>>(),
             [

@@ -46,6 +46,8 @@ pub struct Adapter {
     pub description: String,
     /// `PhysicalAddress`, written `00-15-5D-01-02-03` as `Get-NetAdapter` shows it.
     pub mac: String,
+    /// The simulated host's state keeps only the tentative ones here (`sim::state::stored`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<AdapterAddress>,
     /// `IP_ADAPTER_DHCP_ENABLED` in `Flags`.
     pub dhcp: bool,

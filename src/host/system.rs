@@ -11,7 +11,7 @@ impl SystemFacts {
 }
 
 /// Facts about the operating system.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SystemFacts {
     pub build: u32,
     /// The update build revision; `None` when the registry does not hold it.

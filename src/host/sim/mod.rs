@@ -370,7 +370,7 @@ impl SimHost {
                     })
                 })
                 .collect();
-            s.adapters = adapters.iter().map(state::SimAdapter::of).collect();
+            s.adapters = adapters.iter().map(state::stored).collect();
         })
     }
 
@@ -690,20 +690,9 @@ impl Network for SimHost {
             };
             return Ok(Some(crate::host::http_probe::Answer { code, body }));
         }
-        let (felix_runs, health) = self.read(|s| {
-            (
-                s.services
-                    .get(
-                        &crate::layout::Role::Felix
-                            .service_name()
-                            .to_ascii_lowercase(),
-                    )
-                    .is_some_and(|f| f.state == crate::host::ServiceState::Running),
-                s.settings.felix_health,
-            )
-        });
+        let health = self.read(|s| s.settings.felix_health);
         if port != crate::layout::FELIX_HEALTH_PORT
-            || !felix_runs
+            || !runs(crate::layout::Role::Felix)
             || health == SimFelixHealth::Silent
         {
             return Ok(None);

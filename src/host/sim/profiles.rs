@@ -241,8 +241,8 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
 }
 
 /// A cloud VM's NIC: DHCP gives its address, gateway and DNS server.
-fn cloud_nic() -> super::state::SimAdapter {
-    super::state::SimAdapter {
+fn cloud_nic() -> crate::host::Adapter {
+    crate::host::Adapter {
         name: "Ethernet".into(),
         index: 4,
         description: "Microsoft Hyper-V Network Adapter".into(),
@@ -252,7 +252,7 @@ fn cloud_nic() -> super::state::SimAdapter {
         dns_servers: vec![Ipv4Addr::new(10, 0, 0, 2)],
         dns_suffix: "cluster.example".into(),
         metric: 15,
-        tentative: Vec::new(),
+        addresses: Vec::new(),
         guid: String::new(),
     }
 }
@@ -266,7 +266,7 @@ fn two_nics(state: &mut State) {
         ip: Ipv4Addr::new(10, 0, 0, 6),
         prefix_len: 24,
     });
-    state.adapters.push(super::state::SimAdapter {
+    state.adapters.push(crate::host::Adapter {
         name: "Ethernet 2".into(),
         index: 6,
         description: "Microsoft Hyper-V Network Adapter #2".into(),
@@ -276,7 +276,7 @@ fn two_nics(state: &mut State) {
         dns_servers: vec![Ipv4Addr::new(10, 0, 0, 2)],
         dns_suffix: String::new(),
         metric: 15,
-        tentative: Vec::new(),
+        addresses: Vec::new(),
         guid: String::new(),
     });
 }

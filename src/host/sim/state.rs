@@ -29,9 +29,10 @@ pub struct State {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub security: BTreeMap<String, String>,
     pub interfaces: Vec<InterfaceAddress>,
-    /// What `GetAdaptersAddresses` says of each adapter besides `interfaces`' addresses.
+    /// What `GetAdaptersAddresses` says of each adapter besides `interfaces`' addresses
+    /// (`stored`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub adapters: Vec<SimAdapter>,
+    pub adapters: Vec<Adapter>,
     pub routes: Vec<Route>,
     /// Running processes by lower-case image name.
     pub processes: BTreeMap<String, u32>,
@@ -52,76 +53,40 @@ pub struct State {
     pub events: Vec<SimEvent>,
 }
 
-/// An adapter of the simulated host, but for its addresses.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SimAdapter {
-    pub name: String,
-    pub index: u32,
-    pub description: String,
-    pub mac: String,
-    pub dhcp: bool,
-    pub gateways: Vec<Ipv4Addr>,
-    pub dns_servers: Vec<Ipv4Addr>,
-    #[serde(default)]
-    pub dns_suffix: String,
-    pub metric: u32,
-    /// Addresses still tentative (duplicate address detection not done, or a duplicate).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tentative: Vec<Ipv4Addr>,
-    #[serde(default)]
-    pub guid: String,
+/// An adapter as `Network::adapters` answers: its addresses are `interfaces`' on its index,
+/// Preferred but for those the stored adapter lists (they are tentative: duplicate address
+/// detection not done, or a duplicate).
+fn with_addresses(a: &Adapter, interfaces: &[InterfaceAddress]) -> Adapter {
+    let tentative = |ip| a.addresses.iter().any(|x| x.ip == ip && !x.preferred);
+    Adapter {
+        addresses: interfaces
+            .iter()
+            .filter(|i| i.index == a.index)
+            .map(|i| AdapterAddress {
+                ip: i.ip,
+                prefix_len: i.prefix_len,
+                preferred: !tentative(i.ip),
+            })
+            .collect(),
+        guid: if a.guid.is_empty() {
+            format!("{{5eb1a7e0-0000-4000-8000-{:012x}}}", a.index)
+        } else {
+            a.guid.clone()
+        },
+        ..a.clone()
+    }
 }
 
-impl SimAdapter {
-    /// The adapter as `Network::adapters` answers, with the addresses it holds.
-    pub fn with_addresses(&self, interfaces: &[InterfaceAddress]) -> Adapter {
-        Adapter {
-            name: self.name.clone(),
-            index: self.index,
-            description: self.description.clone(),
-            mac: self.mac.clone(),
-            addresses: interfaces
-                .iter()
-                .filter(|i| i.index == self.index)
-                .map(|i| AdapterAddress {
-                    ip: i.ip,
-                    prefix_len: i.prefix_len,
-                    preferred: !self.tentative.contains(&i.ip),
-                })
-                .collect(),
-            dhcp: self.dhcp,
-            gateways: self.gateways.clone(),
-            dns_servers: self.dns_servers.clone(),
-            dns_suffix: self.dns_suffix.clone(),
-            metric: self.metric,
-            guid: if self.guid.is_empty() {
-                format!("{{5eb1a7e0-0000-4000-8000-{:012x}}}", self.index)
-            } else {
-                self.guid.clone()
-            },
-        }
-    }
-
-    /// Its details as a test gives them.
-    pub fn of(a: &Adapter) -> Self {
-        Self {
-            name: a.name.clone(),
-            index: a.index,
-            description: a.description.clone(),
-            mac: a.mac.clone(),
-            dhcp: a.dhcp,
-            gateways: a.gateways.clone(),
-            dns_servers: a.dns_servers.clone(),
-            dns_suffix: a.dns_suffix.clone(),
-            metric: a.metric,
-            guid: a.guid.clone(),
-            tentative: a
-                .addresses
-                .iter()
-                .filter(|x| !x.preferred)
-                .map(|x| x.ip)
-                .collect(),
-        }
+/// An adapter as the state keeps it: of its addresses only the tentative ones.
+pub fn stored(a: &Adapter) -> Adapter {
+    Adapter {
+        addresses: a
+            .addresses
+            .iter()
+            .filter(|x| !x.preferred)
+            .cloned()
+            .collect(),
+        ..a.clone()
     }
 }
 
@@ -153,28 +118,6 @@ fn is_application(c: &str) -> bool {
 
 fn is_zero(t: &i64) -> bool {
     *t == 0
-}
-
-impl Default for SystemFacts {
-    fn default() -> Self {
-        Self {
-            build: 0,
-            ubr: None,
-            product_name: None,
-            edition: None,
-            installation_type: None,
-            is_64bit: true,
-            elevated: true,
-            boot_id: None,
-            boot_local_seconds: None,
-            boot_local_seconds_reported: None,
-            boot_local_seconds_dated: None,
-            hostname: None,
-            winhttp_proxy: None,
-            user_sid: None,
-            drives: Default::default(),
-        }
-    }
 }
 
 /// How the simulation behaves, and its counters.
@@ -383,11 +326,11 @@ impl State {
         let mut out: Vec<Adapter> = self
             .adapters
             .iter()
-            .map(|a| a.with_addresses(&self.interfaces))
+            .map(|a| with_addresses(a, &self.interfaces))
             .collect();
         for i in &self.interfaces {
             if !out.iter().any(|a| a.index == i.index) {
-                out.push(self.default_adapter(i).with_addresses(&self.interfaces));
+                out.push(with_addresses(&self.default_adapter(i), &self.interfaces));
             }
         }
         out
@@ -422,7 +365,7 @@ impl State {
 
     /// The adapter of an interface index, described from now on; an unknown index is
     /// `NotFound` (ERROR_NOT_FOUND).
-    pub fn described_adapter(&mut self, index: u32) -> Result<&mut SimAdapter, HostError> {
+    pub fn described_adapter(&mut self, index: u32) -> Result<&mut Adapter, HostError> {
         if !self.adapters.iter().any(|a| a.index == index) {
             let i = self
                 .interfaces
@@ -443,14 +386,14 @@ impl State {
             })
     }
 
-    fn default_adapter(&self, i: &InterfaceAddress) -> SimAdapter {
+    fn default_adapter(&self, i: &InterfaceAddress) -> Adapter {
         let gateways = self
             .routes
             .iter()
             .filter(|r| r.interface_index == i.index && r.prefix_len == 0)
             .map(|r| r.next_hop)
             .collect();
-        SimAdapter {
+        Adapter {
             name: i.interface.clone(),
             index: i.index,
             description: if i.ip.is_loopback() {
@@ -468,14 +411,14 @@ impl State {
             dns_servers: Vec::new(),
             dns_suffix: String::new(),
             metric: if i.ip.is_loopback() { 75 } else { 15 },
-            tentative: Vec::new(),
+            addresses: Vec::new(),
             guid: String::new(),
         }
     }
 
     /// The adapter HNS binds the vSwitch to: the one named (`NetAdapterName`), else the
     /// default route's (rancher/rke2#3533).
-    fn uplink(&self, named: Option<&str>) -> Result<SimAdapter, HostError> {
+    fn uplink(&self, named: Option<&str>) -> Result<Adapter, HostError> {
         let all = self.all_adapters();
         let found = match named {
             Some(n) => all.iter().find(|a| a.name.eq_ignore_ascii_case(n)),
@@ -507,7 +450,7 @@ impl State {
             .iter()
             .find(|d| d.index == a.index)
             .cloned()
-            .unwrap_or_else(|| SimAdapter::of(a)))
+            .unwrap_or_else(|| stored(a)))
     }
 
     /// Creating the first non-NAT network makes the vSwitch: the uplink's addresses and routes
@@ -533,7 +476,7 @@ impl State {
         }
         // A static adapter's DNS does not come over (microsoft/SDN#498); with
         // `vswitch_takes_dhcp` neither does its address (projectcalico/calico#4631).
-        let mut vnic = SimAdapter {
+        let mut vnic = Adapter {
             name,
             index: new,
             description: VSWITCH_ADAPTER_DESCRIPTION.into(),
