@@ -199,31 +199,24 @@ admin kubeconfig (or a reader's that may evict pods)."
     Completions(CompletionsArgs),
     /// Collect one zip for a support case, with every token and key redacted
     #[command(
-        long_about = "Writes one zip for a support case: what config show, status and preflight answer \
-(config-show.json, status.json, preflight.json, each with its exit code), the service registrations \
-(Calico's, kubelet, kube-proxy, containerd, docker, RemoteAccess), the HNS networks with their endpoints, \
-the IPv4 addresses and routes, the VXLAN firewall rule, the install record and any journal a command left, \
-the tail of every Calico service log, and the versions of the OS build, Calico, calicoctl-win, kubelet and \
-kube-proxy (diags.json lists the files and what could not be collected).\n\n\
-Every file is redacted before it is written: the values of the secret files install wrote (calico-node's \
-kubeconfig token, the etcd key) wherever they appear, and anything shaped like a secret (JWTs, PEM private \
-keys, bearer tokens, token:/password: values). Changes on the host: none; the zip is written atomically to \
---out-file, by default calicoctl-win-diags-<node>-<UTC time>.zip in the current directory."
+        long_about = "Writes one zip for a support case: what config show, status and preflight \
+answer, the service registrations, the HNS networks with their endpoints, the addresses \
+and routes, the VXLAN firewall rule, the install record and any journal, the tail of every \
+Calico service log, and the versions of the OS, Calico, calicoctl-win, kubelet and \
+kube-proxy (diags.json lists the files and what could not be collected).\n\nEvery file is \
+redacted: the secret values install wrote wherever they appear, and anything shaped like a \
+secret. Changes on the host: none; the zip is written to --out-file, by default \
+calicoctl-win-diags-<node>-<UTC time>.zip in the current directory."
     )]
     Diags(DiagsArgs),
     /// Show the services' logs, rotated files in order, secrets redacted; --follow to follow them
     #[command(
-        long_about = "Shows a service's log as one stream: its rotated files (calico-<role>-<UTC time>.log) in the order \
-they were written, then its current calico-<role>.log, from the logs directory the install record names. Roles: \
-node (CalicoNode), felix (CalicoFelix), confd (CalicoConfd), kube-proxy (the opt-in kube-proxy service), each with \
-its program's output and the service's own lines, and calicoctl-win (a detached install's log in the state \
-directory). Without a role, every role that has a log, each line prefixed with its role.\n\n\
-Every line is redacted as diags redacts: the values of the secret files install wrote, and anything shaped like a \
-secret. --tail N starts N lines from the end, read backwards (a large log is never read whole); --since DURATION \
-starts after the last line calicoctl-win stamped (UTC) before that time, so no later line is left out. --follow \
-keeps reading, across rotations (a renamed file is read to its end, then the new one) and truncation, checking \
-every second; --position FILE keeps where it is in FILE, so that a follower restarted with the same FILE goes on \
-where it stopped, nothing missed and at most one line repeated after a kill (fleet plan's DaemonSet runs one follower per role this way). \
+        long_about = "Shows a service's log as one stream, its rotated files in order then the \
+current one: node, felix, confd, kube-proxy, or calicoctl-win (a detached install's log); \
+without a role, every log, each line prefixed with its role. Every line is redacted as \
+diags redacts.\n\n--tail N starts N lines from the end; --since DURATION starts at lines \
+from that long ago; --follow keeps reading across rotations and truncation; --position \
+FILE keeps where it is, so that a follower restarted with it goes on where it stopped. \
 Changes on the host: none."
     )]
     Logs(LogsArgs),
@@ -417,16 +410,14 @@ The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: o
     Rbac(FleetRbacArgs),
     /// Show every Windows node: calicoctl-win and Calico versions, config hash, Calico's condition
     #[command(
-        long_about = "Reads every node labelled kubernetes.io/os=windows and prints, one line each: the \
-calicoctl-win version, the Calico release and the config hash install and reconfigure annotate it \
-with, kubelet's Ready, and the CalicoWindowsReady condition CalicoNode sets (its reasons when False), \
-and the CalicoWindowsTraffic verdict of the fleet DaemonSet's scheduled verify (stale when older than \
-two of the --verify-every intervals the DaemonSet --name in --namespace runs with); then which nodes \
-differ from the fleet's config (the hash most nodes have), and the DaemonSet's turns (the Leases \
-NAME-turn-N in --namespace: who holds each, since when, and whether its change failed). Needs a kubeconfig that may list nodes (an \
-admin's or a reader's), and get the DaemonSet to judge staleness (without, no verdict is judged \
-stale). Changes nothing. Exit 0 when every node is ready, Calico is ready on it, it has the fleet's \
-config and its traffic verdict, if any, is neither False nor stale; 1 otherwise, with each reason."
+        long_about = "Prints one line for each node labelled kubernetes.io/os=windows: the \
+calicoctl-win version, Calico release and config hash it was installed with, kubelet's \
+Ready, the CalicoWindowsReady condition, and the CalicoWindowsTraffic verdict (stale when \
+older than two of the DaemonSet's --verify-every intervals); then the nodes whose config \
+differs from the fleet's, and the DaemonSet's turns. Needs a kubeconfig that may list \
+nodes. Changes nothing.\n\nExit 0 when every node is ready, Calico is ready on it, it has \
+the fleet's config and its traffic verdict, if any, is neither False nor stale; 1 \
+otherwise, with each reason."
     )]
     Status(FleetStatusArgs),
     /// Gather every Windows node's diags zip through the fleet DaemonSet's pods, one zip per node and an index
@@ -746,37 +737,31 @@ file and the kubeconfig (only when their content changes). On the cluster: with 
     /// Write a short-lived kubeconfig of the installer's service account, to hand a new node
     #[command(
         name = "installer-kubeconfig",
-        long_about = "Run once by an admin (with the admin kubeconfig), anywhere: requests a token for the \
-installer's service account (--service-account, default calicoctl-win-installer, in --namespace, default \
-kube-system: what 'fleet rbac' makes) that lives --lifetime (default 2h, at most 24h), and writes a \
-kubeconfig with it, the API server and its CA to --out-file (readable only by its owner). That file is \
-what provisioning hands a new node for 'calicoctl-win install --kubeconfig FILE'; remove it after the \
-install. The node keeps no admin credential: calico-node renews its own token.\n\n\
-Changes on this machine: writes --out-file. In the cluster: nothing (a token is issued)."
+        long_about = "Run once by an admin: requests a token for the installer's service account \
+(what 'fleet rbac' makes) that lives --lifetime (at most 24h), and writes a kubeconfig \
+with it to --out-file (readable only by its owner), for provisioning to hand a new node \
+for 'calicoctl-win install --kubeconfig FILE'. Remove it after the install.\n\nChanges on \
+this machine: writes --out-file. In the cluster: nothing (a token is issued)."
     )]
     InstallerKubeconfig(FetchInstallerArgs),
     /// Write the etcd client TLS files from Calico's secret, after checking them against etcd
     #[command(
         name = "etcd-certs",
-        long_about = "Reads the secret (--secret, default calico-etcd-secrets, in Calico's namespace) with \
-the keys etcd-key, etcd-cert and etcd-ca; checks that each is PEM, that key and certificate belong \
-together, and that every etcd endpoint (etcd.endpoints, else the calico-config ConfigMap) answers \
-GET /health over mutual TLS within --timeout. Only then writes <install_root>\\etcd-tls\\server.key, \
-server.crt and ca.crt (readable only by SYSTEM and Administrators) and prints the etcd settings that \
-point at them.\n\n\
-Changes on the host: those three files (only when their content changes). --dry-run checks everything \
-and writes nothing."
+        long_about = "Reads the secret (--secret, in Calico's namespace) with the keys etcd-key, \
+etcd-cert and etcd-ca, checks the PEM, that key and certificate belong together, and that \
+every etcd endpoint answers GET /health over mutual TLS within --timeout; only then writes \
+<install_root>\\etcd-tls\\server.key, server.crt and ca.crt (readable only by SYSTEM and \
+Administrators).\n\nChanges on the host: those three files (only when their content \
+changes). --dry-run checks everything and writes nothing."
     )]
     EtcdCerts(FetchEtcdArgs),
     /// Download, verify and extract a Calico for Windows release zip, nothing else
     #[command(
-        long_about = "Obtains the release zip as install does (--release-zip FILE or URL, by default the official \
-asset of --calico-version; a URL needs --sha256 unless --insecure-skip-checksum, and https unless \
---allow-http), streaming the download to disk while hashing it and resuming a partial one, then \
-extracts it safely into --output-dir (entries escaping it, symlinks and archives past 2 GB are \
-refused) and reports its layout and version. For preparing an offline node, and for benchmarks.\n\n\
-Changes on this machine: --output-dir (created) gets the zip and a CalicoWindows folder. Nothing on \
-the node."
+        long_about = "Obtains the release zip as install does (--release-zip FILE or URL, by \
+default the official asset of --calico-version, checked against --sha256), extracts it \
+safely into --output-dir and reports its layout and version: for preparing an offline \
+node.\n\nChanges on this machine: --output-dir gets the zip and a CalicoWindows folder. \
+Nothing on the node."
     )]
     Release(FetchReleaseArgs),
 }
@@ -1144,24 +1129,19 @@ pub enum ConfigCommand {
     /// Print every setting, its effective value and where it came from
     #[command(
         long_about = "Prints every setting with its effective value and its source: flag (--set), \
-env NAME (a config.ps1-named environment variable), file:LINE, or default. Reports every problem at once \
-and exits 2 if the configuration is invalid.\n\n\
-Settings left unset are filled from the cluster when an admin kubeconfig is available (--kubeconfig, \
-$KUBECONFIG, ~/.kube/config or C:\\k\\config): backend, datastore, vxlan.vni (FelixConfiguration), service_cidrs \
-(ServiceCIDR), dns.servers (the kube-dns Service) and etcd.endpoints (calico-config); their source is \
-'cluster'. If the cluster cannot be read, a warning says why and the defaults stand. --offline does not \
-contact the cluster.\n\nChanges on the host: nothing."
+env NAME, file:LINE, default, or cluster (settings left unset are read from the cluster \
+with an admin kubeconfig, unless --offline). Reports every problem at once and exits 2 if \
+the configuration is invalid.\n\nChanges on the host: nothing."
     )]
     Show(ShowArgs),
     /// Convert a legacy config.ps1 into calico-windows.yaml
     #[command(
         name = "import-ps1",
-        long_about = "Reads a config.ps1 from Calico for Windows (both the \
-Set-EnvVarIfNotSet form of v3.23+ and the older $env:X = \"Y\" form) and writes the equivalent \
-calico-windows.yaml. Placeholders such as <your service cidr> are left unset; every line that was not \
-understood is listed. Nothing in the file is executed.\n\n\
-Changes on the host: writes --out-file FILE if given (refusing to overwrite an existing file without --yes); \
-otherwise prints the YAML."
+        long_about = "Reads a config.ps1 from Calico for Windows (both the Set-EnvVarIfNotSet and \
+the $env:X = \"Y\" forms) and writes the equivalent calico-windows.yaml; placeholders are \
+left unset, every line not understood is listed, and nothing in the file is \
+executed.\n\nChanges on the host: writes --out-file FILE if given (refusing to overwrite \
+an existing file without --yes); otherwise prints the YAML."
     )]
     ImportPs1(ImportArgs),
 }
