@@ -931,9 +931,16 @@ pub struct InstallArgs {
     /// Keep an existing calico-node kubeconfig whose token is valid for longer than this
     #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = crate::duration::parse)]
     pub token_keep_if_valid_for: std::time::Duration,
-    /// After the install, prove this node passes traffic ('calicoctl-win verify' for it, with
+    #[command(flatten)]
+    pub verify: VerifyAfterArgs,
+}
+
+/// install's and reconfigure's `--verify`.
+#[derive(Debug, Args)]
+pub struct VerifyAfterArgs {
+    /// After the change, prove this node passes traffic ('calicoctl-win verify' for it, with
     /// the admin kubeconfig): the command fails when it does not (exit 1, 4 on verify's 120 s
-    /// timeout), the install stays, and the document's 'verify' says what to look at
+    /// timeout), what it changed stays, and the document's 'verify' says what to look at
     #[arg(long)]
     pub verify: bool,
     /// The probe image of --verify: agnhost, or a mirror of it for an air-gapped cluster
@@ -944,17 +951,9 @@ pub struct InstallArgs {
     pub verify_timeout: std::time::Duration,
 }
 
-impl InstallArgs {
+impl VerifyAfterArgs {
     /// `--verify`'s probe image and timeout, when `--verify` is asked for.
-    pub fn verify_with(&self) -> Option<(&str, std::time::Duration)> {
-        self.verify
-            .then_some((self.verify_image.as_str(), self.verify_timeout))
-    }
-}
-
-impl ReconfigureArgs {
-    /// `--verify`'s probe image and timeout, when `--verify` is asked for.
-    pub fn verify_with(&self) -> Option<(&str, std::time::Duration)> {
+    pub fn with(&self) -> Option<(&str, std::time::Duration)> {
         self.verify
             .then_some((self.verify_image.as_str(), self.verify_timeout))
     }
@@ -1012,17 +1011,8 @@ pub struct ReconfigureArgs {
     /// How long to wait for a service to stop or start
     #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = crate::duration::parse)]
     pub service_timeout: std::time::Duration,
-    /// After the change, prove this node passes traffic ('calicoctl-win verify' for it, with
-    /// the admin kubeconfig): the command fails when it does not (exit 1, 4 on verify's 120 s
-    /// timeout), the change stays, and the document's 'verify' says what to look at
-    #[arg(long)]
-    pub verify: bool,
-    /// The probe image of --verify: agnhost, or a mirror of it for an air-gapped cluster
-    #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST, requires = "verify")]
-    pub verify_image: String,
-    /// --verify's --timeout (tests)
-    #[arg(long, hide = true, value_name = "DURATION", default_value = "120s", requires = "verify", value_parser = crate::verify::options::timeout_flag)]
-    pub verify_timeout: std::time::Duration,
+    #[command(flatten)]
+    pub verify: VerifyAfterArgs,
     /// Before changing the node, take one of the fleet's turns (the Leases NAME-turn-0 ..
     /// in NAMESPACE; fleet plan's DaemonSet passes it), held until the node is healthy again
     #[arg(long, value_name = "NAMESPACE/NAME", value_parser = parse_turn)]
