@@ -102,90 +102,61 @@ With --dry-run nothing is written. With the none backend there is no CNI config 
     Render(RenderArgs),
     /// Check that this node can run Calico, before changing anything
     #[command(
-        long_about = "Checks the Windows host: supported Windows Server build and update (os-build), 64-bit \
-(arch), administrator rights (elevation), TLS 1.2 in Schannel (tls12), the Host Network Service (hns), the \
-container runtime and its CNI directories (container-runtime, cni-dirs), RemoteAccess for windows-bgp \
-(remote-access), the VXLAN firewall port (firewall-vxlan), flannel or an old NSSM-based Calico \
-(foreign-cni), the node name kubelet uses (node-name), and a kube-proxy service: its network, its source VIP \
-against Calico_ep on overlay, DSR (kube-proxy).\n\n\
-Then the cluster, through the admin kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config): Calico \
-3.12 or newer (calico-version), IPIP off (ipip-disabled), IPAM strictAffinity (strict-affinity), one IPv4 \
-pool type matching the backend (ip-pools), the VXLAN VNI and port (vxlan-vni, vxlan-port), WireGuard off \
-(wireguard), the datastore (datastore), the identity's rights (rbac) and pods per block \
-(block-capacity). Without a kubeconfig, or with --offline, they are skipped and say so.\n\n\
-Each check prints a verdict (pass, warn, FAIL, skip) and, when something is wrong, the command that \
-fixes it.\n\n\
-Exits 3 when a check fails; --skip ID accepts a known failure. Off Windows, without --sim-host, the \
-checks run against a simulated Windows Server 2022 host and say so.\n\n\
-Settings left unset are filled from the cluster where it knows them (backend, datastore, VXLAN VNI, \
-service CIDR, DNS server, etcd endpoints), as 'config show' reports.\n\n\
-Changes on the host: nothing. With --fix, on the cluster: turns IPIP off in FelixConfiguration default \
-and in IPv4 pools (making them VXLAN pools for the vxlan backend) and sets IPAMConfig strictAffinity, \
-after showing each patch; then checks again."
+        long_about = "Checks the Windows host (OS build, architecture, elevation, TLS 1.2, HNS, \
+the container runtime and its CNI directories, RemoteAccess, the VXLAN firewall port, a \
+foreign CNI, the node name, kube-proxy) and, through the admin kubeconfig, the cluster \
+(Calico version, IPIP, strictAffinity, IP pools, VXLAN VNI and port, WireGuard, datastore, \
+rights, pods per block); without a kubeconfig, or with --offline, the cluster checks are \
+skipped and say so. Each check prints pass, warn, FAIL or skip and, when something is \
+wrong, the command that fixes it. Off Windows, without --sim-host, the checks run against \
+a simulated Windows Server 2022 host.\n\nExits 3 when a check fails; --skip ID accepts a \
+known failure. docs/commands/preflight.md describes every check.\n\nChanges on the host: \
+nothing. With --fix: the fixes the flag names, each shown first; then checks again."
     )]
     Preflight(PreflightArgs),
     /// Install Calico on this node: release, checks, credentials, files, services, running node
     #[command(
-        long_about = "Installs Calico for Windows on this node, in order: preflight checks (a blocking failure \
-stops it before any change; --skip ID accepts a known one), the release zip (--release-zip FILE or URL, by \
-default the official asset of --calico-version; downloads are checked against --sha256), calico-node's \
-credentials (a TokenRequest token in a file its kubeconfig names, and in the cluster the node's grant to renew \
-it, a Role and RoleBinding calicoctl-win-token-renewal-<node>; or the etcd TLS files from the cluster), the \
-rendered files (CNI \
-config, service environments, the External network), the CNI plugins in the CNI bin dir, the services \
-CalicoNode, CalicoFelix (and CalicoConfd for windows-bgp) running calicoctl-win.exe service run ROLE as \
-LocalSystem with automatic start and restart on failure, HKLM\\Software\\Tigera\\Calico, the firewall rule \
-for VXLAN (UDP 4789), and the install record. Then it starts the services and waits until CalicoNode has \
-initialised and the Calico HNS network exists (--wait-timeout).\n\n\
-Every change is journaled under the install root before and after it runs. When a step fails, the steps \
-done are undone in reverse; a run that was cut off is continued by the next install. Installing again with \
-the same inputs changes nothing.\n\n\
---dry-run prints the plan (with -o json, one object per action) and changes nothing; it needs no network, \
-no zip and no cluster, and shows the download and the credentials as what they would do.\n\n\
-A node with Calico's legacy NSSM-based install is refused unless --migrate-legacy, which stops and \
-deletes the legacy services first."
+        long_about = "Installs Calico for Windows on this node: preflight checks (a blocking \
+failure stops it before any change; --skip ID accepts a known one), the release zip \
+(--release-zip FILE or URL, by default the official asset of --calico-version, checked \
+against --sha256), calico-node's credentials, the rendered files, the CNI plugins, the \
+services CalicoNode, CalicoFelix (and CalicoConfd for windows-bgp), the registry key, the \
+VXLAN firewall rule and the install record; then it starts the services and waits until \
+CalicoNode has initialised and the Calico HNS network exists (--wait-timeout).\n\nEvery \
+change is journaled: a failed step undoes the steps done, a run cut off is continued by \
+the next install, and installing again with the same inputs changes nothing. --dry-run \
+prints the plan and changes nothing. A legacy NSSM-based install is refused unless \
+--migrate-legacy. docs/commands/install.md has the details."
     )]
     Install(InstallArgs),
     /// Remove what install created, from its install record (works without a valid config)
     #[command(
-        long_about = "Reads the install record (<install root>\\calicoctl-win-install.json), so it works when the \
-config or the kubeconfig is broken or gone. Stops and deletes the Calico services and removes exactly the \
-files install wrote, never by wildcard.\n\n\
-HNS networks stay (pods keep their addresses until the node is drained) unless --purge, which also deletes \
-the Calico and External networks, puts back the routes the vSwitch took, and removes the registry key and \
-the firewall rule install created and the directories it created once empty, and, with the admin \
-kubeconfig, the node's token-renewal Role and RoleBinding in the cluster (without it, a warning gives the \
-kubectl command). The services' logs stay unless --remove-logs.\n\n\
-If a step fails, uninstall stops and keeps the record: run it again to finish. --dry-run prints the plan.\n\n--skip-cluster says the cluster is gone for good: uninstall does not contact it, removes everything on the \
-node, and lists each cluster object it leaves (in text and in the JSON document's cluster_left) with the \
-kubectl command that deletes it."
+        long_about = "Removes what install created, from its install record (<install \
+root>\\calicoctl-win-install.json), so it works when the config or the kubeconfig is \
+broken or gone: stops and deletes the Calico services and removes exactly the files \
+install wrote. HNS networks stay unless --purge, which also deletes the Calico and \
+External networks, puts back the routes, and removes the registry key, the firewall rule, \
+the directories install created and, with the admin kubeconfig, the node's token-renewal \
+Role and RoleBinding. The services' logs stay unless --remove-logs. --skip-cluster does \
+not contact the cluster and lists each cluster object left (JSON: cluster_left) with the \
+kubectl command that deletes it.\n\nIf a step fails, the record is kept: run it again to \
+finish. --dry-run prints the plan."
     )]
     Uninstall(UninstallArgs),
     /// Converge an installed node to a changed config; drains it and makes the Calico HNS network again when needed
     #[command(
-        long_about = "Compares what is installed (the install record, the services, the HNS networks) with the \
-config (--config NEW, --set ...) and applies the difference.\n\n\
-A change to files only (the CNI config, a service's environment) rewrites them and restarts just the services \
-concerned. A change HNS cannot make on an existing network (the VXLAN VNI, the VXLAN MAC prefix or adapter, \
-the backend, windows_use_single_network; or a Calico network whose VSID is not the config's VNI) needs the \
-Calico network deleted and made again, which disconnects every pod on the node, so it is refused unless \
---drain. It is also refused when the new VNI differs from the one the cluster's Felix uses (FelixConfiguration vxlanVNI, 4096 when unset) (traffic \
-between nodes would break) unless --allow-vni-mismatch.\n\n\
-With --drain: cordon the node; evict its pods through the Eviction API (DaemonSet and mirror pods stay; \
-evictions a PodDisruptionBudget refuses are retried until --drain-timeout; pods without a controller only \
-with --force, pods with emptyDir data only with --delete-emptydir-data; at most --drain-concurrency requests \
-in flight, waiting as long as an overloaded API server asks); wait until they are gone; stop the Calico services; delete the Calico network (and External \
-when the adapter or backend changes); write the new files and service configuration; start the services; \
-wait until the Calico network exists with the new VSID and the node is Ready; uncordon (only a node it \
-cordoned itself).\n\n\
-With --drain=external, an engine that rolls work over the nodes (system-upgrade-controller, a DaemonSet \
-rollout) has cordoned and drained the node: it must be cordoned already, nothing is evicted, and the \
-node stays cordoned for the engine to uncordon. A change that needs a drain without --drain exits 6.\n\n\
-Every step is journaled. A failure before the network is deleted undoes what was done (services started \
-again, node uncordoned); after it, the run stops and running reconfigure again finishes it. A run that was \
-cut off is continued by the next one.\n\n\
---dry-run prints the plan, with the pods that would be evicted. Needs the admin kubeconfig for a network \
-change."
+        long_about = "Compares what is installed with the config (--config NEW, --set ...) and \
+applies the difference. A change to files only rewrites them and restarts the services \
+concerned. A change HNS cannot make on an existing network (the VXLAN VNI, MAC prefix or \
+adapter, the backend, windows_use_single_network) needs the Calico network made again, \
+which disconnects every pod on the node: it is refused (exit 6) unless --drain, which \
+cordons the node, evicts its pods as kubectl drain does, makes the network again and \
+uncordons the node; with --drain=external an engine has cordoned and drained the node \
+already, and it stays cordoned. A VNI other than the cluster's FelixConfiguration vxlanVNI \
+is refused unless --allow-vni-mismatch.\n\nEvery step is journaled: a failure before the \
+network is deleted undoes what was done; after it, running reconfigure again finishes it. \
+--dry-run prints the plan with the pods that would be evicted. Needs the admin kubeconfig \
+for a network change. docs/commands/reconfigure.md has the details."
     )]
     Reconfigure(ReconfigureArgs),
     /// Show the services, HNS networks, drift from the config, the node and the token; exit 1 when degraded
@@ -200,22 +171,16 @@ Exits 0 when healthy, 1 when degraded, with every reason listed (-o json: \"prob
     Status(StatusArgs),
     /// Remove the Calico network's HNS endpoints that break pods and evict the pods that held them (nothing is restarted)
     #[command(
-        long_about = "Judges each endpoint of the Calico HNS network against the pods (as status does) and \
-deletes only two kinds, told by how their makers name and mark them, once a fault has lasted longer than \
---grace: a pod's endpoint made by Calico's CNI plugin on this node that is stuck (still Created, or \
-Detached, Degraded or Destroyed) or stale (no pod on this node has its address, or it is not attached while \
-another endpoint with its address is), and kube-proxy's endpoint for a Service backend on another host \
-(remote-stale) whose address no pod and no EndpointSlice has, while kube-proxy does not run. Calico_ep, the \
-block's .2 and any other endpoint are never deleted. AttachedSharing is the state of every running pod's \
-endpoint and is no fault.\n\n\
-Then: evicts the pods whose endpoints are stuck, and the pods left with no endpoint, through the Eviction API \
-as a drain does (PodDisruptionBudgets honoured until --drain-timeout; pods without a controller only with \
---force; at most --drain-concurrency requests in flight), so that their controllers recreate them with new \
-endpoints; deletes the endpoints at fault; and waits up to --wait-timeout until no endpoint is at fault. \
-Nothing is restarted: Felix and kube-proxy keep running. A repair that cannot finish says what remains \
-(exit 1).\n\n\
-Every step is journaled; a run that was cut off is finished by the next one. --dry-run prints the plan. Needs \
-the admin kubeconfig (or a reader's that may evict pods)."
+        long_about = "Deletes the Calico HNS network's endpoints at fault for longer than --grace: \
+a pod's endpoint made by Calico's CNI plugin that is stuck or stale, and kube-proxy's \
+endpoint for another host's Service backend that no pod or EndpointSlice has while \
+kube-proxy does not run; no other endpoint is deleted. It evicts the pods whose endpoints \
+were stuck and the pods left with none, as a drain does (--drain-timeout, --force, \
+--drain-concurrency), so that their controllers recreate them, and waits up to \
+--wait-timeout until no endpoint is at fault. Nothing is restarted: Felix and kube-proxy \
+keep running. A repair that cannot finish says what remains (exit 1).\n\nEvery step is \
+journaled; a run cut off is finished by the next one. --dry-run prints the plan. Needs the \
+admin kubeconfig (or a reader's that may evict pods)."
     )]
     Repair(RepairArgs),
     /// Run a Calico service body: what the CalicoNode, CalicoFelix, CalicoConfd and kube-proxy services run
@@ -234,31 +199,24 @@ the admin kubeconfig (or a reader's that may evict pods)."
     Completions(CompletionsArgs),
     /// Collect one zip for a support case, with every token and key redacted
     #[command(
-        long_about = "Writes one zip for a support case: what config show, status and preflight answer \
-(config-show.json, status.json, preflight.json, each with its exit code), the service registrations \
-(Calico's, kubelet, kube-proxy, containerd, docker, RemoteAccess), the HNS networks with their endpoints, \
-the IPv4 addresses and routes, the VXLAN firewall rule, the install record and any journal a command left, \
-the tail of every Calico service log, and the versions of the OS build, Calico, calicoctl-win, kubelet and \
-kube-proxy (diags.json lists the files and what could not be collected).\n\n\
-Every file is redacted before it is written: the values of the secret files install wrote (calico-node's \
-kubeconfig token, the etcd key) wherever they appear, and anything shaped like a secret (JWTs, PEM private \
-keys, bearer tokens, token:/password: values). Changes on the host: none; the zip is written atomically to \
---out-file, by default calicoctl-win-diags-<node>-<UTC time>.zip in the current directory."
+        long_about = "Writes one zip for a support case: what config show, status and preflight \
+answer, the service registrations, the HNS networks with their endpoints, the addresses \
+and routes, the VXLAN firewall rule, the install record and any journal, the tail of every \
+Calico service log, and the versions of the OS, Calico, calicoctl-win, kubelet and \
+kube-proxy (diags.json lists the files and what could not be collected).\n\nEvery file is \
+redacted: the secret values install wrote wherever they appear, and anything shaped like a \
+secret. Changes on the host: none; the zip is written to --out-file, by default \
+calicoctl-win-diags-<node>-<UTC time>.zip in the current directory."
     )]
     Diags(DiagsArgs),
     /// Show the services' logs, rotated files in order, secrets redacted; --follow to follow them
     #[command(
-        long_about = "Shows a service's log as one stream: its rotated files (calico-<role>-<UTC time>.log) in the order \
-they were written, then its current calico-<role>.log, from the logs directory the install record names. Roles: \
-node (CalicoNode), felix (CalicoFelix), confd (CalicoConfd), kube-proxy (the opt-in kube-proxy service), each with \
-its program's output and the service's own lines, and calicoctl-win (a detached install's log in the state \
-directory). Without a role, every role that has a log, each line prefixed with its role.\n\n\
-Every line is redacted as diags redacts: the values of the secret files install wrote, and anything shaped like a \
-secret. --tail N starts N lines from the end, read backwards (a large log is never read whole); --since DURATION \
-starts after the last line calicoctl-win stamped (UTC) before that time, so no later line is left out. --follow \
-keeps reading, across rotations (a renamed file is read to its end, then the new one) and truncation, checking \
-every second; --position FILE keeps where it is in FILE, so that a follower restarted with the same FILE goes on \
-where it stopped, nothing missed and at most one line repeated after a kill (fleet plan's DaemonSet runs one follower per role this way). \
+        long_about = "Shows a service's log as one stream, its rotated files in order then the \
+current one: node, felix, confd, kube-proxy, or calicoctl-win (a detached install's log); \
+without a role, every log, each line prefixed with its role. Every line is redacted as \
+diags redacts.\n\n--tail N starts N lines from the end; --since DURATION starts at lines \
+from that long ago; --follow keeps reading across rotations and truncation; --position \
+FILE keeps where it is, so that a follower restarted with it goes on where it stopped. \
 Changes on the host: none."
     )]
     Logs(LogsArgs),
@@ -272,26 +230,18 @@ Changes on the host: none."
     #[command(subcommand)]
     Migrate(MigrateCommand),
     /// Prove a Windows node passes traffic: pods, Services, DNS, both operating systems, policy enforced
-    #[command(
-        long_about = "Places agnhost netexec probe pods in a namespace of its own (calicoctl-win-verify-<random>, \
-labelled app.kubernetes.io/managed-by=calicoctl-win-verify): a server behind a Service and a client on the node, \
-a client on one Linux node and on another Windows node when the cluster has them. Each probe is asked through \
-the API server's pod proxy (pods/proxy; no pods/exec) to dial another, and each check is reported with its \
-result and the time it took: pod-address, kubelet-probe, pod-to-pod, windows-to-linux, linux-to-windows, \
-windows-to-windows, cluster-ip, api-server, dns-service, dns-kubernetes, egress (--egress), then a NetworkPolicy \
-denying the server's ingress is applied (policy-applied: refused within 30 s) and deleted (policy-removed: \
-answered again within 30 s).\n\n\
-A failure names its layer (the CNI and IPAM, the image, the overlay, kube-proxy, DNS, Felix's policy, the \
-host firewall, egress) as a finding of docs/findings.md, with the next step; a check that failed because one \
-under it failed is blocked by that one. The namespace and everything in it is deleted at the end and waited \
-for, unless --keep-on-failure and a check failed; each run holds a Lease in its namespace, and a namespace \
-a killed run left is found by its label and deleted by the next run once that Lease ran out.\n\n\
-Exits 0 when every check passes, 1 when one fails, 2 for bad usage (a node that is not a Windows node, or on a \
-Windows build the image has no variant for), 4 when --timeout passed first. Changes in the cluster: only its \
-own namespace.\n\nWith --namespace NS it runs in NS, which it neither makes nor deletes: what it made there is deleted, and \
-runs in NS go at once, each with its own objects and Lease. 'fleet rbac --identity verify' writes that \
-namespace and the least roles for it."
-    )]
+    #[command(long_about = "Places agnhost probe pods in a namespace of its own \
+(calicoctl-win-verify-<random>): a server behind a Service and a client on the node, and \
+clients on a Linux node and on another Windows node when the cluster has them. Through the \
+API server's pod proxy it checks pod-address, kubelet-probe, pod-to-pod, windows-to-linux, \
+linux-to-windows, windows-to-windows, cluster-ip, api-server, dns-service, dns-kubernetes, \
+egress (--egress), policy-applied and policy-removed; a failure names its layer and the \
+next step (docs/findings.md).\n\nThe namespace is deleted at the end unless \
+--keep-on-failure and a check failed; one a killed run left is deleted by the next run. \
+With --namespace NS it runs in NS and deletes only what it made there.\n\nExits 0 when \
+every check passes, 1 when one fails, 2 for bad usage (not a Windows node, or a build the \
+image has no variant for), 4 when --timeout passed first. Changes in the cluster: only its \
+own namespace.")]
     Verify(VerifyArgs),
 }
 
@@ -374,29 +324,13 @@ pub struct MigrateFromArgs {
 pub enum LintCommand {
     /// Count the HNS ACLs Felix programs for each network policy on the Windows nodes, and find the costly and the broken ones
     #[command(
-        long_about = "Reads Calico NetworkPolicy and GlobalNetworkPolicy, their staged kinds \
-(StagedNetworkPolicy, StagedGlobalNetworkPolicy, StagedKubernetesNetworkPolicy) and Tiers \
-(projectcalico.org/v3 and crd.projectcalico.org/v1), Kubernetes NetworkPolicy, Pods, Namespaces, \
-ServiceAccounts and Nodes, from the cluster (--kubeconfig, $KUBECONFIG, ~/.kube/config) or from \
-manifests (--from-file PATH, repeatable: YAML or JSON files, multi-document or 'kind: List' as 'kubectl \
-get -o yaml' prints, or directories of *.yaml, *.yml and *.json files).\n\n\
-Windows endpoints are the pods with an address scheduled on a Node labelled kubernetes.io/os=windows \
-(not hostNetwork, not Succeeded or Failed). Each policy is rendered as Felix on Windows renders it: one \
-HNS ACL per Calico rule with each side's addresses and ports packed into lists (split above 4,000 \
-entries), a selector's addresses intersected with the rule's nets, rules Windows skips left out. For each \
-policy it prints the Windows endpoints it applies to, the HNS ACLs Felix programs for it on all of them, \
-and the local x remote address pairs inside those ACLs (the matching work, an estimate); for the \
-endpoints with the longest lists, each whole ACL list (tiers flattened, profiles, the fixed ACLs). \
-docs/commands/lint.md states the model, its sources and its limits. Selectors are read exactly as Calico \
-reads them; a malformed one is an error naming the policy and the position.\n\n\
-Findings, each with a code, a suggestion (with the rewritten policies where a rewrite keeps the same \
-connectivity) and both figures before and after: source-and-destination-selectors, skipped-on-windows \
-(negative matches without a positive selector, ICMP type or code, named ports, Log, IPv6), and three \
-defects of Felix's own Windows code: staged-policy-hides-later-policies, unreachable-tier, \
-change-not-reprogrammed.\n\n\
---calico-version (default: the cluster's ClusterInformation, else 3.31) picks the rendering where \
-releases differ (every tier flattened from 3.29, staged policies from 3.30; 3.16 is the oldest modelled).\n\n\
-Exits 0 without findings, 3 with findings (a policy repository's CI can gate on it), 2 when the input \
+        long_about = "Reads Calico and Kubernetes network policies (staged kinds and Tiers \
+included), Pods, Namespaces, ServiceAccounts and Nodes from the cluster or from manifests \
+(--from-file PATH, repeatable: YAML or JSON files, or directories of them), renders each \
+policy as Felix on Windows renders it, and prints for each the Windows endpoints it \
+applies to, the HNS ACLs Felix programs for it and the address pairs inside them; then \
+findings, each with a code and a suggestion. docs/commands/lint.md states the model, its \
+sources and its limits.\n\nExits 0 without findings, 3 with findings, 2 when the input \
 cannot be read or is invalid. Changes nothing."
     )]
     Policies(LintPoliciesArgs),
@@ -422,47 +356,18 @@ fn calico_release(raw: &str) -> Result<crate::policy::felix::Release, String> {
 pub enum FleetCommand {
     /// Write a system-upgrade-controller Plan and a HostProcess DaemonSet that run calicoctl-win on each Windows node
     #[command(
-        long_about = "Writes the manifests for an engine already in the cluster to change hundreds of \
-Windows nodes a few at a time, with the config file (--config FILE, required) every node gets in a \
-Secret (--config-secret):\n\n\
-- system-upgrade-controller (v0.19 or newer, which runs jobs on Windows nodes as HostProcess \
-containers; set its SYSTEM_UPGRADE_JOB_KUBECTL_IMAGE_WINDOWS): a Plan that takes --concurrency \
-nodes labelled kubernetes.io/os=windows at a time, cordons and drains each, runs 'calicoctl-win \
-reconfigure --drain=external' from --image, and uncordons it when that exits 0. A node that fails \
-stays cordoned, its job's log holds the JSON error, and the plan goes no further. A changed Secret \
-or --version runs the plan again. With --verify the job then runs 'calicoctl-win verify' for its node \
-(in the namespace calicoctl-win-verify, with verify's roles for the jobs' account, which the manifests \
-hold): a node that does not pass traffic fails its job, stays cordoned and stops the rollout there.\n\
-- a HostProcess DaemonSet (--engine daemonset): on each Windows node 'calicoctl-win reconfigure --drain' (the node drains \
-itself) once it holds one of --concurrency turns (the Leases NAME-turn-N in --namespace; a pod with \
-nothing to change takes none), then the pod stays; a node keeps its turn until 'status' finds it \
-healthy, and a failed or cordoned node keeps it, so the rollout stops there; the first apply, a node \
-joining and a changed config are paced alike. A changed config changes the pod \
-template (its sha256 is an annotation), which rolls the DaemonSet. With --verify-every DURATION the pod \
-also runs 'calicoctl-win verify' for its node that often and publishes the result in the Node's \
-condition CalicoWindowsTraffic (set with calico-node's credential).\n\n\
-With --engine both (the default) the Plan changes the nodes and the DaemonSet changes nothing: its pod \
-only runs 'calicoctl-win service keep-token' (and --verify-every), so at most --concurrency nodes change \
-at once.\n\n\
---image must hold calicoctl-win.exe at its root. The jobs run as --service-account (default \
-calicoctl-win-fleet, in --namespace), which the manifests create with the roles of exactly what the \
-jobs call (src/fleet/rights.rs, FLEET): reads of Calico's resources, get and patch nodes, list pods, \
-create pods/eviction, create calico-node's token (serviceaccounts/token, that name only) and, with the \
-DaemonSet's turns, the Leases NAME-turn-N; no wildcard, no cluster-admin. The manifests go to standard output as YAML (-o \
-json: one document with a list), or to --out-file. Changes nothing on this machine or in the cluster: \
-apply them with kubectl.\n\n\
---migrate to-operator or from-operator writes a system-upgrade-controller Plan that rolls 'calicoctl-win \
-migrate' instead, one node at a time (--concurrency 1): each Windows node handed to the operator's \
-HostProcess install, or taken back from it, with its pods' HNS endpoints kept and no drain (migrate \
-cordons the node itself). The Plan selects the Windows nodes by kubernetes.io/os (and --node-selector), \
-never by the label migrate moves: system-upgrade-controller deletes a running job whose node stops \
-matching its Plan and starts the next node. A node already moved is done at once; a node migrate \
-refuses, or whose operator pod does not come in time, fails its job and the Plan goes no further. The \
-jobs run as --service-account (default calicoctl-win-migrate) with the installer's roles and the two \
-rules migrate adds (patch the Installation default; list nodes): delete it once the migration is over. \
-Each job may run for --pod-timeout and an hour more (the Plan's jobActiveDeadlineSecs); from-operator \
-installs the release --release-zip (an https:// URL with --sha256, or a path every node has) or \
---calico-version names, else the cluster's."
+        long_about = "Writes the manifests for an engine already in the cluster to change many \
+Windows nodes a few at a time, with the config file (--config FILE, required) in a Secret \
+(--config-secret): a system-upgrade-controller Plan that cordons, drains and runs \
+'calicoctl-win reconfigure --drain=external' on --concurrency nodes at a time (with \
+--verify, then 'calicoctl-win verify'), and a HostProcess DaemonSet that keeps each node's \
+token (with --engine daemonset, it runs 'calicoctl-win reconfigure --drain' itself, paced \
+by turns; with --verify-every, it runs verify that often). A node that fails stays \
+cordoned and the rollout stops there.\n\n--migrate to-operator or from-operator writes a \
+Plan that runs 'calicoctl-win migrate' instead, one node at a time.\n\nThe jobs run as \
+--service-account with the narrow roles the manifests hold. The manifests go to standard \
+output as YAML (-o json: one document), or to --out-file. Changes nothing on this machine \
+or in the cluster: apply them with kubectl. docs/commands/fleet.md has the details."
     )]
     Plan(Box<FleetPlanArgs>),
     /// Write the installer's ServiceAccount and the narrow roles install, reconfigure, uninstall, status and preflight need
@@ -505,46 +410,28 @@ The manifests go to standard output as YAML for 'kubectl apply -f -' (-o json: o
     Rbac(FleetRbacArgs),
     /// Show every Windows node: calicoctl-win and Calico versions, config hash, Calico's condition
     #[command(
-        long_about = "Reads every node labelled kubernetes.io/os=windows and prints, one line each: the \
-calicoctl-win version, the Calico release and the config hash install and reconfigure annotate it \
-with, kubelet's Ready, and the CalicoWindowsReady condition CalicoNode sets (its reasons when False), \
-and the CalicoWindowsTraffic verdict of the fleet DaemonSet's scheduled verify (stale when older than \
-two of the --verify-every intervals the DaemonSet --name in --namespace runs with); then which nodes \
-differ from the fleet's config (the hash most nodes have), and the DaemonSet's turns (the Leases \
-NAME-turn-N in --namespace: who holds each, since when, and whether its change failed). Needs a kubeconfig that may list nodes (an \
-admin's or a reader's), and get the DaemonSet to judge staleness (without, no verdict is judged \
-stale). Changes nothing. Exit 0 when every node is ready, Calico is ready on it, it has the fleet's \
-config and its traffic verdict, if any, is neither False nor stale; 1 otherwise, with each reason."
+        long_about = "Prints one line for each node labelled kubernetes.io/os=windows: the \
+calicoctl-win version, Calico release and config hash it was installed with, kubelet's \
+Ready, the CalicoWindowsReady condition, and the CalicoWindowsTraffic verdict (stale when \
+older than two of the DaemonSet's --verify-every intervals); then the nodes whose config \
+differs from the fleet's, and the DaemonSet's turns. Needs a kubeconfig that may list \
+nodes. Changes nothing.\n\nExit 0 when every node is ready, Calico is ready on it, it has \
+the fleet's config and its traffic verdict, if any, is neither False nor stale; 1 \
+otherwise, with each reason."
     )]
     Status(FleetStatusArgs),
     /// Gather every Windows node's diags zip through the fleet DaemonSet's pods, one zip per node and an index
     #[command(
-        long_about = "Asks each Windows node (labelled kubernetes.io/os=windows, and --selector) for its \
-redacted 'calicoctl-win diags' zip through kube-apiserver's pod proxy (GET /diags on the pod of the \
-'fleet plan' DaemonSet --name in --namespace, which is on its node's network), at most --concurrency \
-at once, and writes NODE.zip for each into --out (made, or an empty directory) with index.json and \
-index.txt: each node's size and sha256, or why it failed (no-pod, not-our-pod, pod-not-running, timed-out, \
-run-timed-out, refused, unreachable, node-refused, node-busy, node-timed-out, node-failed, \
-not-calico-node, too-big, not-a-zip, not-written: the node's own answers told from the API server's). \
-A node that does not answer within --node-timeout is named and skipped; --timeout bounds the whole \
-run.\n\n\
-Only a pod whose controller is the DaemonSet (its uid, read once) and that runs on its node's network \
-(hostNetwork, its address its node's) is given a token and asked; another pod with the DaemonSet's \
-labels is named in the index as skipped.\n\n\
-The nodes must serve it: their config sets metrics.enabled, metrics.diags and metrics.source_ranges \
-holding the addresses the pod proxy connects from (the API server's; where it reaches the nodes \
-through the Konnectivity service, its agents': the address of the node an agent runs on when \
-its traffic is masqueraded, else the agent pod's). Each request carries a token \
-of the ServiceAccount calicoctl-win-diags in --namespace, made for that node alone (audience \
-calicoctl-win-diags:NODE, ten minutes), which the node checks with a TokenReview before anything \
-else: metrics.diags_namespace on the nodes names that namespace. The port is --port, else \
-metrics.port of --config (the file 'fleet plan' gave the nodes), else 9095. A node builds its \
-bundle with 'diags --offline' in at most 45 s, one at a time, sends it in at most 30 s, and refuses \
-one over 8 MiB.\n\n\
-Needs a kubeconfig that may list nodes, and get daemonsets, list pods, get pods/proxy and create \
-serviceaccounts/token of calicoctl-win-diags in --namespace: 'fleet rbac --identity diags' writes \
-exactly those roles, and calico-node's right to review the tokens. Stores nothing in the cluster \
-(a TokenRequest keeps no object) and changes nothing on the nodes. Exit 0 when every node's zip was gathered, 1 when any failed, 4 when --timeout came first."
+        long_about = "Asks each Windows node (and --selector) for its redacted 'calicoctl-win \
+diags' zip through the API server's pod proxy to the 'fleet plan' DaemonSet's pod (--name \
+in --namespace), at most --concurrency at once, and writes NODE.zip for each into --out \
+with index.json and index.txt (each node's size and sha256, or why it failed). A node that \
+does not answer within --node-timeout is named and skipped; --timeout bounds the whole \
+run.\n\nThe nodes must serve it (metrics.enabled, metrics.diags, metrics.source_ranges); \
+each request carries a token made for that node alone, which the node reviews. 'fleet rbac \
+--identity diags' writes the roles it needs. Changes nothing on the nodes. Exit 0 when \
+every node's zip was gathered, 1 when any failed, 4 when --timeout came first. \
+docs/commands/fleet-diags.md has the details."
     )]
     Diags(FleetDiagsArgs),
 }
@@ -836,58 +723,45 @@ pub struct CompletionsArgs {
 pub enum FetchCommand {
     /// Write the kubeconfig calico-node uses, with a token for its service account
     #[command(
-        long_about = "Requests a token for the calico-node service account through the TokenRequest API \
-(lifetime --lifetime, default one year; the API server may grant less, up to its \
---service-account-max-token-expiration) and writes a kubeconfig with it, the API server and the CA \
-of the admin kubeconfig (--kubeconfig, $KUBECONFIG, ~/.kube/config or C:\\k\\config; or the cluster's \
-kube-root-ca.crt), never insecure-skip-tls-verify. The file goes to the config's kubeconfig setting, \
-default <install_root>\\calico-kube-config, written atomically and readable only by SYSTEM and \
-Administrators.\n\n\
---legacy-secret uses a long-lived kubernetes.io/service-account-token secret instead (an existing one \
-for the service account, else calico-node-token, created and waited for), as Calico's quickstart did.\n\n\
-The token goes into <kubeconfig>.token, which the kubeconfig names (tokenFile), so that once installed \
-CalicoNode renews it itself with calico-node's own credential: no admin kubeconfig stays on the node \
-and no scheduled task is needed.\n\n\
---refresh-if-expiring-within DURATION does nothing while the current token is valid for longer \
-than DURATION: for replacing, by hand, a token CalicoNode could not renew.\n\n\
-Changes on the host: writes the token file and the kubeconfig (only when their content changes). On the cluster: with \
+        long_about = "Requests a token for the calico-node service account through the \
+TokenRequest API (--lifetime; the API server may grant less) and writes a kubeconfig with \
+it, the API server and the CA, to the config's kubeconfig setting (default \
+<install_root>\\calico-kube-config), readable only by SYSTEM and Administrators; the token \
+goes to <kubeconfig>.token, which CalicoNode then renews itself. --legacy-secret uses a \
+long-lived service-account token secret instead. --refresh-if-expiring-within DURATION \
+does nothing while the token is valid for longer.\n\nChanges on the host: writes the token \
+file and the kubeconfig (only when their content changes). On the cluster: with \
 --legacy-secret, may create the secret. --dry-run changes nothing and requests no token."
     )]
     Kubeconfig(FetchKubeconfigArgs),
     /// Write a short-lived kubeconfig of the installer's service account, to hand a new node
     #[command(
         name = "installer-kubeconfig",
-        long_about = "Run once by an admin (with the admin kubeconfig), anywhere: requests a token for the \
-installer's service account (--service-account, default calicoctl-win-installer, in --namespace, default \
-kube-system: what 'fleet rbac' makes) that lives --lifetime (default 2h, at most 24h), and writes a \
-kubeconfig with it, the API server and its CA to --out-file (readable only by its owner). That file is \
-what provisioning hands a new node for 'calicoctl-win install --kubeconfig FILE'; remove it after the \
-install. The node keeps no admin credential: calico-node renews its own token.\n\n\
-Changes on this machine: writes --out-file. In the cluster: nothing (a token is issued)."
+        long_about = "Run once by an admin: requests a token for the installer's service account \
+(what 'fleet rbac' makes) that lives --lifetime (at most 24h), and writes a kubeconfig \
+with it to --out-file (readable only by its owner), for provisioning to hand a new node \
+for 'calicoctl-win install --kubeconfig FILE'. Remove it after the install.\n\nChanges on \
+this machine: writes --out-file. In the cluster: nothing (a token is issued)."
     )]
     InstallerKubeconfig(FetchInstallerArgs),
     /// Write the etcd client TLS files from Calico's secret, after checking them against etcd
     #[command(
         name = "etcd-certs",
-        long_about = "Reads the secret (--secret, default calico-etcd-secrets, in Calico's namespace) with \
-the keys etcd-key, etcd-cert and etcd-ca; checks that each is PEM, that key and certificate belong \
-together, and that every etcd endpoint (etcd.endpoints, else the calico-config ConfigMap) answers \
-GET /health over mutual TLS within --timeout. Only then writes <install_root>\\etcd-tls\\server.key, \
-server.crt and ca.crt (readable only by SYSTEM and Administrators) and prints the etcd settings that \
-point at them.\n\n\
-Changes on the host: those three files (only when their content changes). --dry-run checks everything \
-and writes nothing."
+        long_about = "Reads the secret (--secret, in Calico's namespace) with the keys etcd-key, \
+etcd-cert and etcd-ca, checks the PEM, that key and certificate belong together, and that \
+every etcd endpoint answers GET /health over mutual TLS within --timeout; only then writes \
+<install_root>\\etcd-tls\\server.key, server.crt and ca.crt (readable only by SYSTEM and \
+Administrators).\n\nChanges on the host: those three files (only when their content \
+changes). --dry-run checks everything and writes nothing."
     )]
     EtcdCerts(FetchEtcdArgs),
     /// Download, verify and extract a Calico for Windows release zip, nothing else
     #[command(
-        long_about = "Obtains the release zip as install does (--release-zip FILE or URL, by default the official \
-asset of --calico-version; a URL needs --sha256 unless --insecure-skip-checksum, and https unless \
---allow-http), streaming the download to disk while hashing it and resuming a partial one, then \
-extracts it safely into --output-dir (entries escaping it, symlinks and archives past 2 GB are \
-refused) and reports its layout and version. For preparing an offline node, and for benchmarks.\n\n\
-Changes on this machine: --output-dir (created) gets the zip and a CalicoWindows folder. Nothing on \
-the node."
+        long_about = "Obtains the release zip as install does (--release-zip FILE or URL, by \
+default the official asset of --calico-version, checked against --sha256), extracts it \
+safely into --output-dir and reports its layout and version: for preparing an offline \
+node.\n\nChanges on this machine: --output-dir gets the zip and a CalicoWindows folder. \
+Nothing on the node."
     )]
     Release(FetchReleaseArgs),
 }
@@ -1057,9 +931,16 @@ pub struct InstallArgs {
     /// Keep an existing calico-node kubeconfig whose token is valid for longer than this
     #[arg(long, value_name = "DURATION", default_value = "30d", value_parser = crate::duration::parse)]
     pub token_keep_if_valid_for: std::time::Duration,
-    /// After the install, prove this node passes traffic ('calicoctl-win verify' for it, with
+    #[command(flatten)]
+    pub verify: VerifyAfterArgs,
+}
+
+/// install's and reconfigure's `--verify`.
+#[derive(Debug, Args)]
+pub struct VerifyAfterArgs {
+    /// After the change, prove this node passes traffic ('calicoctl-win verify' for it, with
     /// the admin kubeconfig): the command fails when it does not (exit 1, 4 on verify's 120 s
-    /// timeout), the install stays, and the document's 'verify' says what to look at
+    /// timeout), what it changed stays, and the document's 'verify' says what to look at
     #[arg(long)]
     pub verify: bool,
     /// The probe image of --verify: agnhost, or a mirror of it for an air-gapped cluster
@@ -1070,17 +951,9 @@ pub struct InstallArgs {
     pub verify_timeout: std::time::Duration,
 }
 
-impl InstallArgs {
+impl VerifyAfterArgs {
     /// `--verify`'s probe image and timeout, when `--verify` is asked for.
-    pub fn verify_with(&self) -> Option<(&str, std::time::Duration)> {
-        self.verify
-            .then_some((self.verify_image.as_str(), self.verify_timeout))
-    }
-}
-
-impl ReconfigureArgs {
-    /// `--verify`'s probe image and timeout, when `--verify` is asked for.
-    pub fn verify_with(&self) -> Option<(&str, std::time::Duration)> {
+    pub fn with(&self) -> Option<(&str, std::time::Duration)> {
         self.verify
             .then_some((self.verify_image.as_str(), self.verify_timeout))
     }
@@ -1138,17 +1011,8 @@ pub struct ReconfigureArgs {
     /// How long to wait for a service to stop or start
     #[arg(long, value_name = "DURATION", default_value = "1m", value_parser = crate::duration::parse)]
     pub service_timeout: std::time::Duration,
-    /// After the change, prove this node passes traffic ('calicoctl-win verify' for it, with
-    /// the admin kubeconfig): the command fails when it does not (exit 1, 4 on verify's 120 s
-    /// timeout), the change stays, and the document's 'verify' says what to look at
-    #[arg(long)]
-    pub verify: bool,
-    /// The probe image of --verify: agnhost, or a mirror of it for an air-gapped cluster
-    #[arg(long, value_name = "IMAGE", default_value = crate::verify::image::AGNHOST, requires = "verify")]
-    pub verify_image: String,
-    /// --verify's --timeout (tests)
-    #[arg(long, hide = true, value_name = "DURATION", default_value = "120s", requires = "verify", value_parser = crate::verify::options::timeout_flag)]
-    pub verify_timeout: std::time::Duration,
+    #[command(flatten)]
+    pub verify: VerifyAfterArgs,
     /// Before changing the node, take one of the fleet's turns (the Leases NAME-turn-0 ..
     /// in NAMESPACE; fleet plan's DaemonSet passes it), held until the node is healthy again
     #[arg(long, value_name = "NAMESPACE/NAME", value_parser = parse_turn)]
@@ -1255,24 +1119,19 @@ pub enum ConfigCommand {
     /// Print every setting, its effective value and where it came from
     #[command(
         long_about = "Prints every setting with its effective value and its source: flag (--set), \
-env NAME (a config.ps1-named environment variable), file:LINE, or default. Reports every problem at once \
-and exits 2 if the configuration is invalid.\n\n\
-Settings left unset are filled from the cluster when an admin kubeconfig is available (--kubeconfig, \
-$KUBECONFIG, ~/.kube/config or C:\\k\\config): backend, datastore, vxlan.vni (FelixConfiguration), service_cidrs \
-(ServiceCIDR), dns.servers (the kube-dns Service) and etcd.endpoints (calico-config); their source is \
-'cluster'. If the cluster cannot be read, a warning says why and the defaults stand. --offline does not \
-contact the cluster.\n\nChanges on the host: nothing."
+env NAME, file:LINE, default, or cluster (settings left unset are read from the cluster \
+with an admin kubeconfig, unless --offline). Reports every problem at once and exits 2 if \
+the configuration is invalid.\n\nChanges on the host: nothing."
     )]
     Show(ShowArgs),
     /// Convert a legacy config.ps1 into calico-windows.yaml
     #[command(
         name = "import-ps1",
-        long_about = "Reads a config.ps1 from Calico for Windows (both the \
-Set-EnvVarIfNotSet form of v3.23+ and the older $env:X = \"Y\" form) and writes the equivalent \
-calico-windows.yaml. Placeholders such as <your service cidr> are left unset; every line that was not \
-understood is listed. Nothing in the file is executed.\n\n\
-Changes on the host: writes --out-file FILE if given (refusing to overwrite an existing file without --yes); \
-otherwise prints the YAML."
+        long_about = "Reads a config.ps1 from Calico for Windows (both the Set-EnvVarIfNotSet and \
+the $env:X = \"Y\" forms) and writes the equivalent calico-windows.yaml; placeholders are \
+left unset, every line not understood is listed, and nothing in the file is \
+executed.\n\nChanges on the host: writes --out-file FILE if given (refusing to overwrite \
+an existing file without --yes); otherwise prints the YAML."
     )]
     ImportPs1(ImportArgs),
 }
@@ -1404,24 +1263,16 @@ mod tests {
 pub enum ServiceCommand {
     /// Run one Calico service: under the service control manager, or in the foreground with --console
     #[command(
-        long_about = "The body of a Calico Windows service; install registers CalicoNode, CalicoFelix and \
-CalicoConfd as 'calicoctl-win.exe service run ROLE --install-root DIR'. It replaces NSSM and Calico's \
-node-service.ps1, felix-service.ps1 and confd-service.ps1.\n\n\
-node: after a boot deletes Calico's HNS networks (Calico, Calico-*, External), waits for a usable IPv4 \
-address, creates the External network (the vSwitch) from external-network.json, waits for its management \
-IP, restores the routes the vSwitch dropped (and the metadata route on EC2 and GCE), restarts RemoteAccess \
-for windows-bgp, writes the init-done marker (HKLM\\Software\\Tigera\\Calico BootId), then runs \
-calico-node startup whenever kubelet's process changes, retrying with backoff.\n\
-felix: waits for the marker, runs felix, restarts it at once on exit code 129 (config reload), with a \
-growing delay on other exits.\n\
-confd: the same for confd with windows-bgp; idles with other backends.\n\
-kube-proxy (opt-in, kube_proxy.path): waits for the Calico network, reads kube-proxy --version, on \
-overlay waits for the Calico_ep endpoint, then runs kube-proxy with --source-vip, DSR as the build allows \
-and KUBE_NETWORK=Calico, as kube-proxy-service.ps1 did (each wait bounded by --network-timeout); restarts it \
-like felix.\n\n\
-The child's environment is exactly <install root>\\calico-<role>.env (kube-proxy.env for kube-proxy). Its output and this service's own \
-lines go to <logs dir>\\calico-<role>.log, rotated by size and age. On stop the child is asked to stop, \
-then killed after --stop-timeout."
+        long_about = "The body of a Calico Windows service: install registers CalicoNode, \
+CalicoFelix and CalicoConfd as 'calicoctl-win.exe service run ROLE --install-root DIR', in \
+place of NSSM and Calico's service scripts. node: after a boot makes Calico's HNS networks \
+ready (the External network, routes), writes the init-done marker, then runs calico-node \
+startup whenever kubelet's process changes. felix and confd: wait for the marker and run \
+their program, restarting it on exit. kube-proxy (opt-in, kube_proxy.path): waits for the \
+Calico network and runs kube-proxy on it.\n\nThe child's environment is exactly <install \
+root>\\calico-<role>.env. Its output and the service's own lines go to <logs \
+dir>\\calico-<role>.log, rotated by size and age. On stop the child is asked to stop, then \
+killed after --stop-timeout. docs/commands/service-run.md has the details."
     )]
     Run(Box<ServiceRunArgs>),
     /// Keep calico-node's token valid as the node's renewer of last resort (the fleet DaemonSet's container)

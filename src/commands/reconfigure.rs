@@ -190,7 +190,7 @@ fn print_done<D: serde::Serialize>(
     doc: super::change::Changing<D>,
 ) -> anyhow::Result<()> {
     let restarted = super::verify_restarted::Restarted::of(&doc);
-    let verify = (args.verify_with(), "reconfigured", restarted);
+    let verify = (args.verify.with(), "reconfigured", restarted);
     super::verify::print_verified(ctx, verify, cluster, node_name, doc)
 }
 

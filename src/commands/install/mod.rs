@@ -337,7 +337,7 @@ fn finish(
         _ => None,
     };
     let restarted = super::verify_restarted::Restarted::of(&doc);
-    let verify = (args.verify_with(), "installed", restarted);
+    let verify = (args.verify.with(), "installed", restarted);
     super::verify::print_verified(ctx, verify, c, node_name, doc)
 }
 
