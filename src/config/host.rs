@@ -81,10 +81,11 @@ pub fn hostname_override(command_line: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The value of `--name=V` or `--name V` in `args` (Go's pflag takes both).
+/// The value of `--name=V` or `--name V` in `args` (Go's pflag takes both); given twice, the
+/// last (spf13/pflag `string.go`, `stringValue.Set`, overwrites).
 pub fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     let long = format!("--{name}");
-    args.iter().enumerate().find_map(|(i, a)| {
+    args.iter().enumerate().rev().find_map(|(i, a)| {
         if let Some(v) = a.strip_prefix(&format!("{long}=")) {
             Some(v)
         } else if *a == long {

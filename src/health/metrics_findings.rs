@@ -4,7 +4,7 @@
 
 use super::judge::{Code, Finding};
 use crate::host::listen::ListenRefusal;
-use crate::host::{FirewallRule, Host, HostResult, Protocol, RegValue};
+use crate::host::{FirewallRule, Host, HostResult, Protocol};
 use crate::layout::{
     CALICO_KEY, DIAGS_REVIEW_VALUE, METRICS_ENDPOINT_VALUE, METRICS_SCRAPES_VALUE,
 };
@@ -12,15 +12,7 @@ use serde::{Deserialize, Serialize};
 
 /// A JSON value CalicoNode keeps in Calico's registry key (one that does not read is none).
 fn kept<T: serde::de::DeserializeOwned>(host: &dyn Host, value: &str) -> Option<T> {
-    match host.reg_get(CALICO_KEY, value) {
-        Ok(Some(RegValue::Sz(text))) if text.len() <= 4096 => serde_json::from_str(&text).ok(),
-        _ => None,
-    }
-}
-
-fn keep(host: &dyn Host, value: &str, v: &impl Serialize) -> HostResult<()> {
-    let text = serde_json::to_string(v).unwrap_or_default();
-    host.reg_set(CALICO_KEY, value, &RegValue::Sz(text))
+    crate::installed::calico_json(host, value).ok().flatten()
 }
 
 /// CalicoNode's metrics endpoint, not listening: kept in Calico's registry key
@@ -52,7 +44,7 @@ pub fn keep_endpoint_down(host: &dyn Host, down: Option<&EndpointDown>) -> HostR
         return Ok(());
     }
     match down {
-        Some(d) => keep(host, METRICS_ENDPOINT_VALUE, d),
+        Some(d) => crate::installed::keep_json(host, METRICS_ENDPOINT_VALUE, d),
         None => host.reg_delete_value(CALICO_KEY, METRICS_ENDPOINT_VALUE),
     }
 }
@@ -122,7 +114,7 @@ pub fn scrapes(host: &dyn Host) -> Option<Scrapes> {
 /// The endpoint listens from `now`: kept, with the last connection an earlier run saw.
 pub fn keep_listening(host: &dyn Host, now: i64) -> HostResult<()> {
     let last_connection = scrapes(host).and_then(|s| s.last_connection);
-    keep(
+    crate::installed::keep_json(
         host,
         METRICS_SCRAPES_VALUE,
         &Scrapes {
@@ -146,7 +138,7 @@ pub fn keep_connection(host: &dyn Host, peer: std::net::IpAddr, now: i64) -> Hos
     {
         return Ok(());
     }
-    keep(
+    crate::installed::keep_json(
         host,
         METRICS_SCRAPES_VALUE,
         &Scrapes {
@@ -218,7 +210,7 @@ pub fn keep_diags_review_refused(host: &dyn Host, error: Option<&str>) -> HostRe
                 error: e.chars().take(1000).collect(),
                 since,
             };
-            keep(host, DIAGS_REVIEW_VALUE, &refused)
+            crate::installed::keep_json(host, DIAGS_REVIEW_VALUE, &refused)
         }
     }
 }

@@ -303,8 +303,9 @@ fn state(p: &Pod, events: &[Event]) -> PodState {
 }
 
 /// Why kube-scheduler placed the pod on no node, while it is not bound: its `PodScheduled`
-/// False `Unschedulable` message (kubernetes `pkg/scheduler/schedule_one.go`,
-/// `handleSchedulingFailure`, which writes it beside its `FailedScheduling` event).
+/// False message, of reason `Unschedulable` (a filter rejected every node) or `SchedulerError`
+/// (a bind, PreBind or extender error): kubernetes `pkg/scheduler/schedule_one.go`,
+/// `handleSchedulingFailure`, which writes it beside its `FailedScheduling` event.
 fn unschedulable(p: &Pod, status: &PodStatus) -> Option<String> {
     if p.spec
         .as_ref()
@@ -316,13 +317,17 @@ fn unschedulable(p: &Pod, status: &PodStatus) -> Option<String> {
     let condition = status.conditions.iter().flatten().find(|c| {
         c.type_ == "PodScheduled"
             && c.status == "False"
-            && c.reason.as_deref() == Some("Unschedulable")
+            && matches!(
+                c.reason.as_deref(),
+                Some("Unschedulable" | "SchedulerError")
+            )
     })?;
     Some(
         condition
             .message
             .clone()
-            .unwrap_or_else(|| "Unschedulable".into()),
+            .or_else(|| condition.reason.clone())
+            .unwrap_or_default(),
     )
 }
 
@@ -438,8 +443,9 @@ mod tests {
         assert!(s.events[0].starts_with("Scheduled"), "{:?}", s.events);
     }
 
-    /// Not bound, with kube-scheduler's `PodScheduled` False `Unschedulable`: the scheduler's
-    /// words, and the node its affinity names; once bound, none.
+    /// Not bound, with kube-scheduler's `PodScheduled` False `Unschedulable` or
+    /// `SchedulerError`: the scheduler's words, and the node its affinity names; once bound,
+    /// none.
     #[test]
     fn a_pod_not_bound_says_why_kube_scheduler_placed_it_nowhere() {
         let mut p: Pod = serde_json::from_value(serde_json::json!({
@@ -458,6 +464,14 @@ mod tests {
         assert_eq!(
             s.unschedulable.as_deref(),
             Some("0/3 nodes are available: 1 Too many pods.")
+        );
+        // A bind or plugin error: reason SchedulerError, still the scheduler's words.
+        let c = &mut p.status.as_mut().unwrap().conditions.as_mut().unwrap()[0];
+        c.reason = Some("SchedulerError".into());
+        c.message = Some("binding rejected: pods \"server\" is forbidden".into());
+        assert_eq!(
+            state(&p, &[]).unschedulable.as_deref(),
+            Some("binding rejected: pods \"server\" is forbidden")
         );
         p.spec.as_mut().unwrap().node_name = Some("win-a".into());
         assert_eq!(state(&p, &[]).unschedulable, None);

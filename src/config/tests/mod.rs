@@ -489,3 +489,32 @@ fn an_ipv6_or_every_address_metrics_source_range_is_refused() {
     ];
     assert!(load(&inputs(None, &[], &halves)).is_ok());
 }
+
+/// kubelet's `--hostname-override` in both of pflag's forms; given twice, the last counts (as
+/// pflag sets it), and an empty last one leaves kubelet's own host name.
+#[test]
+fn the_last_hostname_override_counts() {
+    use crate::config::host::hostname_override;
+    for (line, want) in [
+        (r"C:\k\kubelet.exe --hostname-override=win-a", Some("win-a")),
+        (
+            r"C:\k\kubelet.exe --hostname-override win-a --v=2",
+            Some("win-a"),
+        ),
+        (
+            r"C:\k\kubelet.exe --hostname-override=win-a --hostname-override=win-b",
+            Some("win-b"),
+        ),
+        (
+            r"C:\k\kubelet.exe --hostname-override= --hostname-override=win-b",
+            Some("win-b"),
+        ),
+        (
+            r"C:\k\kubelet.exe --hostname-override=win-a --hostname-override=",
+            None,
+        ),
+        (r"C:\k\kubelet.exe --v=2", None),
+    ] {
+        assert_eq!(hostname_override(line).as_deref(), want, "{line}");
+    }
+}

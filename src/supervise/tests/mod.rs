@@ -183,14 +183,19 @@ fn initialised(role: Role, sets: &[&str], program: String) -> (SimHost, Settings
     (host, s)
 }
 
-/// Waits (bounded) until the log holds `needle` at least `times` times.
+/// Waits (bounded: 60 s, then the test fails) until the log holds `needle` at least `times`
+/// times.
 fn wait_for_log(path: &PathBuf, needle: &str, times: usize) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let text = read(path);
-        if text.matches(needle).count() >= times || Instant::now() > deadline {
+        if text.matches(needle).count() >= times {
             return text;
         }
+        assert!(
+            Instant::now() < deadline,
+            "{needle:?} not {times}x in 60s:\n{text}"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
