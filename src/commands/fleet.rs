@@ -161,7 +161,10 @@ fn migration(args: &FleetPlanArgs) -> anyhow::Result<Option<Migration>> {
         }
         if !is_command_line_safe(value) {
             return Err(UsageError::new(
-                format!("{flag} {value:?} has a character cmd.exe would read in the job's command line"),
+                format!(
+                    "{flag} {:?} has a character cmd.exe would read in the job's command line",
+                    crate::redact::shown(value)
+                ),
                 "give a value without spaces, quotes or any of & | < > ^ % ! (host the zip at a URL without them)",
             )
             .into());
@@ -173,7 +176,10 @@ fn migration(args: &FleetPlanArgs) -> anyhow::Result<Option<Migration>> {
         && !is_zip_for_every_node(zip)
     {
         return Err(UsageError::new(
-            format!("--release-zip {zip:?} is neither an https:// URL nor an absolute path, which every node could read"),
+            format!(
+                "--release-zip {:?} is neither an https:// URL nor an absolute path, which every node could read",
+                crate::redact::shown(zip)
+            ),
             "give the zip's https:// URL (with --sha256), or its absolute path where every node has it (C:\\...)",
         )
         .into());

@@ -204,6 +204,40 @@ fn a_migration_plan_refuses_what_would_not_be_one_node_at_a_time() {
     }
 }
 
+/// A refused `--release-zip` is named with its secrets hidden: a SAS URL's `sig=` (its `&`
+/// is what cmd.exe would read) and a URL's password (not https).
+#[test]
+fn a_refused_release_zip_is_named_without_its_secrets() {
+    let cfg = config();
+    for (zip, secret, says) in [
+        (
+            "https://acct.blob.core.windows.net/c/x.zip?sv=2022-11-02&sig=SAS0sig0secret",
+            "SAS0sig0secret",
+            "cmd.exe",
+        ),
+        (
+            "http://admin:pw0secret@mirror/x.zip",
+            "pw0secret",
+            "neither an https",
+        ),
+    ] {
+        let base = ["--config", cfg.as_str(), "--image", "r/x:1"];
+        let args = [
+            &base[..],
+            &["--migrate", "from-operator", "--release-zip", zip],
+        ]
+        .concat();
+        let (code, doc, err) = fleet_plan(&args);
+        assert_eq!(code, 2, "{zip}: {err}");
+        let message = doc["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{zip}: {doc}");
+        assert!(
+            !doc.to_string().contains(secret) && !err.contains(secret),
+            "{doc}\n{err}"
+        );
+    }
+}
+
 /// Three Windows nodes run calicoctl-win, each with its pods' endpoints (SYSTEM in en-US on
 /// two, de-DE on one). The Plan `fleet plan --migrate to-operator` writes, driven as
 /// system-upgrade-controller drives it under the migrate account's roles (enforced), hands
