@@ -5,10 +5,10 @@
 
 use super::Check;
 use crate::config::Config;
-use crate::config::host::flag;
 use crate::config::types::Backend;
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
 use crate::host::RegValue;
+use crate::host::flag;
 use crate::host::{
     Host, HostError, InstalledService, LineSink, Output, ProcessSpec, ServiceState,
     split_command_line,

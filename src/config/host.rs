@@ -9,7 +9,7 @@
 
 use super::layer::Raw;
 use crate::host::runtime::{self, RuntimeFacts};
-use crate::host::{Host, split_command_line};
+use crate::host::{Host, flag, split_command_line};
 use std::collections::BTreeMap;
 
 /// What the host says about the settings it decides; what cannot be read stays `None`.
@@ -79,21 +79,6 @@ pub fn hostname_override(command_line: &str) -> Option<String> {
     flag(&args, "hostname-override")
         .filter(|n| !n.is_empty())
         .map(str::to_owned)
-}
-
-/// The value of `--name=V` or `--name V` in `args` (Go's pflag takes both); given twice, the
-/// last (spf13/pflag `string.go`, `stringValue.Set`, overwrites).
-pub fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    let long = format!("--{name}");
-    args.iter().enumerate().rev().find_map(|(i, a)| {
-        if let Some(v) = a.strip_prefix(&format!("{long}=")) {
-            Some(v)
-        } else if *a == long {
-            args.get(i + 1).map(String::as_str)
-        } else {
-            None
-        }
-    })
 }
 
 /// Every path setting on a fixed local drive of the host (a removable or network drive's files

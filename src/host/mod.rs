@@ -48,7 +48,7 @@ pub use process::{Child, LineSink, Output, ProcessSpec, Processes};
 pub use registry::{RegValue, Registry};
 pub use services::{
     AfterCannotAccept, ERROR_SERVICE_REQUEST_TIMEOUT, InstalledService, Recovery, ServiceSpec,
-    ServiceState, Services, StartType, split_command_line,
+    ServiceState, Services, StartType, flag, split_command_line,
 };
 pub use system::{DriveKind, SystemFacts, SystemInfo, SystemProxy};
 

@@ -154,6 +154,21 @@ pub fn split_command_line(line: &str) -> (String, Vec<String>) {
     (program, args)
 }
 
+/// The value of `--name=V` or `--name V` in `args` (Go's pflag takes both); given twice, the
+/// last (spf13/pflag `string.go`, `stringValue.Set`, overwrites).
+pub fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    let long = format!("--{name}");
+    args.iter().enumerate().rev().find_map(|(i, a)| {
+        if let Some(v) = a.strip_prefix(&format!("{long}=")) {
+            Some(v)
+        } else if *a == long {
+            args.get(i + 1).map(String::as_str)
+        } else {
+            None
+        }
+    })
+}
+
 /// A service's current state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -369,19 +369,10 @@ impl crate::error::Diagnose for ChoiceError {
 pub const KUBEADM_FLAGS: &str = r"C:\var\lib\kubelet\kubeadm-flags.env";
 
 /// The IPv4 address of `--node-ip=A[,B]` or `--node-ip A` among kubelet's arguments.
-pub fn node_ip_flag<'a>(args: impl IntoIterator<Item = &'a str>) -> Option<Ipv4Addr> {
-    let mut args = args.into_iter();
-    while let Some(a) = args.next() {
-        let value = match a.strip_prefix("--node-ip") {
-            Some(rest) if rest.starts_with('=') => rest[1..].to_owned(),
-            Some("") => args.next()?.to_owned(),
-            _ => continue,
-        };
-        return value
-            .split(',')
-            .find_map(|v| v.trim().trim_matches('"').parse().ok());
-    }
-    None
+pub fn node_ip_flag(args: &[String]) -> Option<Ipv4Addr> {
+    super::flag(args, "node-ip")?
+        .split(',')
+        .find_map(|v| v.trim().trim_matches('"').parse().ok())
 }
 
 /// The node IP: the Node's InternalIP, else kubelet's `--node-ip`, else kubeadm's flags file.
@@ -398,7 +389,7 @@ pub fn node_ip(
     }
     if let Some(line) = kubelet_command_line {
         let (_, args) = super::split_command_line(line);
-        if let Some(ip) = node_ip_flag(args.iter().map(String::as_str)) {
+        if let Some(ip) = node_ip_flag(&args) {
             return Some(NodeIp {
                 ip,
                 source: "kubelet's --node-ip".into(),
@@ -411,7 +402,8 @@ pub fn node_ip(
         .find_map(|l| l.trim().strip_prefix("KUBELET_KUBEADM_ARGS="))?
         .trim()
         .trim_matches('"');
-    node_ip_flag(args.split_whitespace()).map(|ip| NodeIp {
+    let args: Vec<String> = args.split_whitespace().map(str::to_owned).collect();
+    node_ip_flag(&args).map(|ip| NodeIp {
         ip,
         source: format!("--node-ip in {KUBEADM_FLAGS}"),
     })
