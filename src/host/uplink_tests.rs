@@ -208,6 +208,10 @@ fn the_node_ip_comes_from_the_internal_ip_then_kubelet_then_kubeadms_flags() {
     assert_eq!(n.ip.to_string(), "10.0.0.7");
     let n = node_ip(None, Some(r#"kubelet.exe --node-ip 10.0.0.9"#), None).expect("ip");
     assert_eq!(n.ip.to_string(), "10.0.0.9");
+    // Given twice, kubelet keeps the last (pflag's stringValue.Set overwrites).
+    let twice = "kubelet.exe --node-ip=10.0.0.1 --node-ip 10.0.0.2";
+    let n = node_ip(None, Some(twice), None).expect("ip");
+    assert_eq!(n.ip.to_string(), "10.0.0.2");
     let n = node_ip(None, Some("kubelet.exe --v=2"), Some(flags)).expect("ip");
     assert_eq!(n.ip.to_string(), "10.0.0.8");
     assert!(n.source.contains("kubeadm-flags.env"));
