@@ -246,8 +246,19 @@ impl Node {
     /// The registry keys calicoctl-win may touch: the services, Calico's key and the machine
     /// environment.
     fn registry(&self) -> Value {
-        let (_, services, _) =
-            self.run("reg", &["query", r"HKLM\System\CurrentControlSet\Services"]);
+        // Wine's reg.exe has once printed nothing for this key in CI (exit status unread then),
+        // which read as every service gone; a query that fails or lists no service (Wine's own
+        // services are always there) is asked again, and named if it keeps failing.
+        let services = (0..3)
+            .map(|_| self.run("reg", &["query", r"HKLM\System\CurrentControlSet\Services"]))
+            .inspect(|(code, out, err)| {
+                if *code != 0 || out.trim().is_empty() {
+                    eprintln!("reg query Services: exit {code}, stdout {out:?}, stderr {err:?}");
+                }
+            })
+            .find(|(code, out, _)| *code == 0 && !out.trim().is_empty())
+            .map(|(_, out, _)| out)
+            .expect("reg query HKLM\\System\\CurrentControlSet\\Services lists Wine's services");
         let mut names: Vec<String> = services
             .lines()
             .filter_map(|l| {
