@@ -74,6 +74,18 @@ pub fn registry(h: &dyn Host) {
         h.reg_get(&sub.to_lowercase(), "count").expect("get"),
         Some(RegValue::Dword(1432))
     );
+    // A value at the cap reads; one character more is refused before it is read.
+    let at_cap = "x".repeat(crate::host::registry::MAX_VALUE_BYTES / 2 - 1);
+    h.reg_set(&sub, "Long", &RegValue::Sz(at_cap.clone()))
+        .expect("set");
+    assert_eq!(
+        h.reg_get(&sub, "Long").expect("get"),
+        Some(RegValue::Sz(at_cap.clone()))
+    );
+    h.reg_set(&sub, "Long", &RegValue::Sz(at_cap + "x"))
+        .expect("set");
+    let err = h.reg_get(&sub, "Long").unwrap_err().to_string();
+    assert!(err.contains("more than the 1048576 read"), "{err}");
     h.reg_delete_value(&sub, "Count").expect("delete value");
     h.reg_delete_value(&sub, "Count")
         .expect("delete a missing value");

@@ -393,23 +393,4 @@ mod tests {
             .expect("write");
         assert!(read(&host, &root, NODE_FILE).is_empty());
     }
-
-    /// A value under Calico's key longer than any calicoctl-win writes is read as none.
-    #[test]
-    fn a_registry_value_past_the_cap_is_none() {
-        let (_dir, host, _root) = installed(false);
-        use crate::host::RegValue;
-        use crate::layout::CALICO_KEY;
-        let name = crate::layout::HNS_RESTART_VALUE;
-        for (len, kept) in [
-            (crate::installed::MAX_VALUE, true),
-            (crate::installed::MAX_VALUE + 1, false),
-        ] {
-            let text = "x".repeat(len);
-            host.reg_set(CALICO_KEY, name, &RegValue::Sz(text))
-                .expect("set");
-            let read = crate::installed::calico_text(&host, name).expect("read");
-            assert_eq!(read.is_some(), kept, "{len}");
-        }
-    }
 }

@@ -24,15 +24,11 @@ pub mod token_records;
 use crate::host::{Host, HostResult, RegValue};
 use crate::layout::CALICO_KEY;
 
-/// The longest value under Calico's key that is read: the largest calicoctl-win writes is the
-/// endpoint fault record (at most 4,096 endpoint ids and times, ~200 KiB).
-pub const MAX_VALUE: usize = 512 * 1024;
-
-/// A text value under Calico's key; an empty one, or one longer than `MAX_VALUE` (not ours),
-/// is none.
+/// A text value under Calico's key; an empty one is none. The registry reader refuses a value
+/// past `host::registry::MAX_VALUE_BYTES` before reading it.
 pub fn calico_text(host: &dyn Host, name: &str) -> HostResult<Option<String>> {
     Ok(match host.reg_get(CALICO_KEY, name)? {
-        Some(RegValue::Sz(s)) if !s.is_empty() && s.len() <= MAX_VALUE => Some(s),
+        Some(RegValue::Sz(s)) if !s.is_empty() => Some(s),
         _ => None,
     })
 }

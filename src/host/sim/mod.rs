@@ -22,12 +22,19 @@ use std::time::Duration;
 
 impl Registry for SimHost {
     fn reg_get(&self, key: &str, name: &str) -> HostResult<Option<RegValue>> {
-        Ok(self.read(|s| {
+        let value = self.read(|s| {
             s.registry
                 .get(&state::key_of(key))
                 .and_then(|k| k.get(&name.to_ascii_lowercase()))
                 .cloned()
-        }))
+        });
+        match value {
+            Some(v) if v.stored_len() > registry::MAX_VALUE_BYTES => Err(registry::too_long(
+                format!("read registry value {key}\\{name}"),
+                v.stored_len(),
+            )),
+            v => Ok(v),
+        }
     }
 
     fn reg_set(&self, key: &str, name: &str, value: &RegValue) -> HostResult<()> {

@@ -1,5 +1,6 @@
 //! The registry through windows-registry.
 
+use crate::host::registry::{MAX_VALUE_BYTES, too_long};
 use crate::host::{HostError, HostResult, RegValue};
 use windows_registry::{CURRENT_USER, Key, LOCAL_MACHINE, Type, USERS};
 
@@ -42,11 +43,18 @@ pub fn get(path: &str, name: &str) -> HostResult<Option<RegValue>> {
         Err(e) if is_missing(&e) => return Ok(None),
         Err(e) => return Err(api(op(), e)),
     };
-    let ty = match key.get_type(name) {
-        Ok(t) => t,
+    // The value's type and size first (RegQueryValueExW without a buffer), so that a value
+    // past the cap is refused before it is read.
+    let wide = windows::core::HSTRING::from(name);
+    // SAFETY: `wide` is a NUL-terminated UTF-16 string that outlives the call.
+    let (ty, len) = match unsafe { key.raw_get_info(windows::core::PCWSTR(wide.as_ptr())) } {
+        Ok(info) => info,
         Err(e) if is_missing(&e) => return Ok(None),
         Err(e) => return Err(api(op(), e)),
     };
+    if len > MAX_VALUE_BYTES {
+        return Err(too_long(op(), len));
+    }
     let value = match ty {
         Type::String => key.get_string(name).map(RegValue::Sz),
         Type::ExpandString => key.get_string(name).map(RegValue::ExpandSz),
