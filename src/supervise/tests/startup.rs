@@ -121,8 +121,7 @@ fn a_service_restart_keeps_the_networks_and_a_reboot_recreates_only_calicos() {
 
 #[test]
 fn no_usable_address_is_a_bounded_wait_then_a_clear_error() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &["node.startup_valid_ip_timeout=1s"]);
+    let host = installed("ws2022", &["node.startup_valid_ip_timeout=1s"]);
     host.set_ipv4_addresses(vec![
         InterfaceAddress {
             interface: "Ethernet".into(),
@@ -257,8 +256,7 @@ fn an_initialisation_that_gives_up_is_recorded_with_its_cause() {
 
 #[test]
 fn creating_external_gives_up_after_the_network_timeout() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let host = installed("ws2022", &[]);
     // A document HNS refuses every time: a subnet without a default route.
     host.write_file(
         &format!(r"{ROOT}\external-network.json"),
@@ -312,8 +310,7 @@ fn a_management_ip_that_never_appears_is_bounded_and_one_that_comes_late_is_wait
 
 #[test]
 fn on_ec2_the_metadata_route_is_ensured_on_every_start() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let host = installed("ws2022", &[]);
     let mut s = settings(Role::Node);
     s.probes.ec2 = serve(|req| {
         Some(if req.starts_with("GET /latest/meta-data/local-hostname") {

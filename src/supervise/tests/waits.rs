@@ -34,8 +34,7 @@ fn patient(role: Role) -> Settings {
 
 #[test]
 fn a_stop_ends_the_wait_for_a_usable_address() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &["node.startup_valid_ip_timeout=60s"]);
+    let host = installed("ws2022", &["node.startup_valid_ip_timeout=60s"]);
     host.set_ipv4_addresses(vec![InterfaceAddress {
         interface: "Ethernet".into(),
         index: 4,
@@ -53,8 +52,7 @@ fn a_stop_ends_the_wait_for_a_usable_address() {
 
 #[test]
 fn a_stop_ends_the_wait_for_a_stable_adapter_address() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &["vxlan.adapter=Ethernet"]);
+    let host = installed("ws2022", &["vxlan.adapter=Ethernet"]);
     mark_preferred(&host, "Ethernet", false);
     stops_while_waiting(
         &host,
@@ -66,8 +64,7 @@ fn a_stop_ends_the_wait_for_a_stable_adapter_address() {
 
 #[test]
 fn a_stop_ends_the_wait_for_the_management_ip() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let host = installed("ws2022", &[]);
     host.set_management_ip_pending(true).expect("pending");
     stops_while_waiting(&host, &patient(Role::Node), "the vSwitch's management IP");
     assert!(!init_done(&host).expect("read"));
@@ -98,8 +95,7 @@ fn a_stop_ends_the_wait_for_stale_networks_to_go() {
 
 #[test]
 fn a_stop_ends_kube_proxys_wait_for_calicos_network() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
+    let host = installed("ws2022", &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
     super::kube_proxy::put_kube_proxy(&host);
     stops_while_waiting(&host, &patient(Role::KubeProxy), "the HNS network Calico");
 }
