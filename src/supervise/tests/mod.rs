@@ -96,6 +96,14 @@ fn installed(profile: &str, sets: &[&str]) -> SimHost {
     host
 }
 
+/// `host` with a fault of `kind` at the operation `op`.
+fn faulted(host: SimHost, kind: FaultKind, op: &str) -> SimHost {
+    host.with_fault(Some(Fault {
+        kind,
+        at: At::Op(op.into()),
+    }))
+}
+
 /// An installed `profile` host (with `sets`), CalicoNode's settings and its log.
 fn node_host(profile: &str, sets: &[&str]) -> (SimHost, Settings, Log, PathBuf) {
     let host = installed(profile, sets);

@@ -166,12 +166,8 @@ fn creating_external_is_retried_until_it_succeeds() {
         &[],
     );
     // Creating External fails once.
-    let host = SimHost::open_or_create(dir.path(), None)
-        .expect("host")
-        .with_fault(Some(Fault {
-            kind: FaultKind::Fail,
-            at: At::Op("create HNS network External".into()),
-        }));
+    let host = SimHost::open_or_create(dir.path(), None).expect("host");
+    let host = faulted(host, FaultKind::Fail, "create HNS network External");
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);
     let phase = node::start_phase(&host, &s, &log).expect("start phase");
@@ -191,13 +187,11 @@ fn creating_external_is_retried_until_it_succeeds() {
 /// log and install's record carry the operation, the route and the code.
 #[test]
 fn a_refused_route_keeps_the_os_error_in_the_log_the_event_log_and_the_record() {
-    let host = SimHost::in_memory("ws2022")
-        .expect("host")
-        .with_fault(Some(Fault {
-            kind: FaultKind::Deny,
-            at: At::Op("add route 169.254.169.254".into()),
-        }));
-    install(&host, &[]);
+    let host = faulted(
+        installed("ws2022", &[]),
+        FaultKind::Deny,
+        "add route 169.254.169.254",
+    );
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);
     let phase = node::start_phase(&host, &s, &log).expect("the service runs on");
@@ -237,13 +231,8 @@ fn a_refused_route_keeps_the_os_error_in_the_log_the_event_log_and_the_record() 
 /// An initialisation that gives up is recorded too, so that install's wait ends with it.
 #[test]
 fn an_initialisation_that_gives_up_is_recorded_with_its_cause() {
-    let host = SimHost::in_memory("ws2022")
-        .expect("host")
-        .with_fault(Some(Fault {
-            kind: FaultKind::Deny,
-            at: At::Op("set registry value HKLM\\Software\\Tigera\\Calico\\BootId".into()),
-        }));
-    install(&host, &[]);
+    let boot_id = r"set registry value HKLM\Software\Tigera\Calico\BootId";
+    let host = faulted(installed("ws2022", &[]), FaultKind::Deny, boot_id);
     let s = settings(Role::Node);
     let (log, _) = log_for(&host, &s);
     let err = node::start_phase(&host, &s, &log).unwrap_err();

@@ -79,12 +79,8 @@ fn a_stop_ends_the_wait_for_stale_networks_to_go() {
     let (log, _) = log_for(&host, &settings(Role::Node));
     node::start_phase(&host, &settings(Role::Node), &log).expect("start phase");
     host.reboot().expect("reboot");
-    let denied = SimHost::open_or_create(dir.path(), None)
-        .expect("host")
-        .with_fault(Some(Fault {
-            kind: FaultKind::Deny,
-            at: At::Op("delete HNS network".into()),
-        }));
+    let host = SimHost::open_or_create(dir.path(), None).expect("host");
+    let denied = faulted(host, FaultKind::Deny, "delete HNS network");
     stops_while_waiting(
         &denied,
         &patient(Role::Node),
