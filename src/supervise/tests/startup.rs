@@ -121,7 +121,7 @@ fn a_service_restart_keeps_the_networks_and_a_reboot_recreates_only_calicos() {
 
 #[test]
 fn no_usable_address_is_a_bounded_wait_then_a_clear_error() {
-    let host = installed("ws2022", &["node.startup_valid_ip_timeout=1s"]);
+    let (host, s, log, path) = node_host("ws2022", &["node.startup_valid_ip_timeout=1s"]);
     host.set_ipv4_addresses(vec![
         InterfaceAddress {
             interface: "Ethernet".into(),
@@ -137,8 +137,6 @@ fn no_usable_address_is_a_bounded_wait_then_a_clear_error() {
         },
     ])
     .expect("addresses");
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
     let err = node::start_phase(&host, &s, &log).unwrap_err();
     assert!(matches!(err, SuperviseError::NoUsableIp { .. }), "{err}");
     assert!(err.is_timeout());
@@ -245,7 +243,7 @@ fn an_initialisation_that_gives_up_is_recorded_with_its_cause() {
 
 #[test]
 fn creating_external_gives_up_after_the_network_timeout() {
-    let host = installed("ws2022", &[]);
+    let (host, s, log, _) = node_host("ws2022", &[]);
     // A document HNS refuses every time: a subnet without a default route.
     host.write_file(
         &format!(r"{ROOT}\external-network.json"),
@@ -253,8 +251,6 @@ fn creating_external_gives_up_after_the_network_timeout() {
         crate::host::Access::Normal,
     )
     .expect("write");
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
     let err = node::start_phase(&host, &s, &log).unwrap_err();
     assert!(
         matches!(err, SuperviseError::ExternalNetwork { .. }),

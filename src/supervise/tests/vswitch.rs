@@ -236,14 +236,12 @@ fn a_renumbered_static_node_does_not_get_its_old_address_back() {
 /// A record of a gone External network is dropped, not put back on the next vSwitch.
 #[test]
 fn addressing_kept_for_a_network_that_is_gone_is_dropped() {
-    let host = installed("ws2022-two-nics", &[]);
+    let (host, s, log, path) = node_host("ws2022-two-nics", &[]);
     let nic = adapter_named(&host, "Ethernet");
     let mut stale = crate::installed::addressing::Addressing::of(&nic);
     stale.network = Some("{00000000-0000-0000-0000-00000000dead}".into());
     stale.dns_servers = vec![Ipv4Addr::new(10, 9, 9, 9)];
     crate::installed::addressing::record(&host, &stale).expect("record");
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
     node::start_phase(&host, &s, &log).expect("start phase");
     assert_eq!(
         crate::installed::addressing::recorded(&host),

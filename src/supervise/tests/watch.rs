@@ -41,15 +41,13 @@ fn a_failing_startup_is_retried_with_backoff_until_it_succeeds() {
 /// startup has finished in the new boot; after a power loss, from the first start.
 #[test]
 fn the_cni_config_is_withheld_from_shutdown_until_startup_has_finished_after_the_boot() {
-    let host = installed("ws2022", &[]);
+    let (host, s, log, path) = node_host("ws2022", &[]);
     let conf = r"C:\Program Files\containerd\cni\conf\10-calico.conf";
     let withheld = format!("{conf}{}", crate::layout::WITHHELD_SUFFIX);
     let cni = br#"{"cniVersion": "0.3.1", "name": "Calico", "type": "calico"}"#;
     host.write_file(conf, cni, crate::host::Access::Normal)
         .expect("cni config");
     let there = |path: &str| host.read_file(path).expect("read").is_some();
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
     let finished = "calico-node startup finished";
 
     // Running, then the machine shuts down.
