@@ -365,16 +365,8 @@ fn a_removal_that_keeps_a_rule_the_plan_makes_again_fails_the_run_before_the_add
     let host = host();
     let felix = r"C:\CalicoWindows\calico-node.exe";
     let metrics = |range: &str| {
-        let sets = [
-            "node.name=win-1".to_owned(),
-            "metrics.enabled=true".to_owned(),
-            format!("metrics.source_ranges={range}"),
-        ];
-        let inputs = crate::config::Inputs {
-            sets: sets.to_vec(),
-            ..crate::config::Inputs::default()
-        };
-        crate::config::load(&inputs).expect("config").config
+        let ranges = format!("metrics.source_ranges={range}");
+        crate::config::tests::from_sets(&["node.name=win-1", "metrics.enabled=true", &ranges])
     };
     let made = crate::plan::metrics_rules::wanted(&metrics("10.0.0.0/8"), felix);
     for rule in &made {

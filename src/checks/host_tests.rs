@@ -14,24 +14,15 @@ fn snap(profile: &str) -> HostSnapshot {
     snapshot(&h)
 }
 
-fn verdict(id: &str, s: &HostSnapshot, c: &Config) -> (Verdict, String) {
+/// Asserts check `id`'s verdict; its message and remedy, as one text.
+fn assert_verdict(id: &str, s: &HostSnapshot, c: &Config, want: Verdict) -> String {
     let check = evaluate(s, c)
         .into_iter()
         .find(|k| k.id == id)
         .expect("check exists");
-    (
-        check.verdict,
-        format!(
-            "{} | {}",
-            check.message,
-            check.said.remedy.clone().unwrap_or_default()
-        ),
-    )
-}
-
-fn assert_verdict(id: &str, s: &HostSnapshot, c: &Config, want: Verdict) -> String {
-    let (got, text) = verdict(id, s, c);
-    assert_eq!(got, want, "{id}: {text}");
+    let remedy = check.said.remedy.clone().unwrap_or_default();
+    let text = format!("{} | {remedy}", check.message);
+    assert_eq!(check.verdict, want, "{id}: {text}");
     text
 }
 

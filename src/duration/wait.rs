@@ -359,34 +359,44 @@ mod tests {
         );
     }
 
-    /// A stop requested between looks ends the wait before the next look, with `Stopped`, not
-    /// a timeout: the pause (an hour, cut to the 200ms left) is not slept; and a stop requested
-    /// by the last look at the deadline is `Stopped` too.
+    /// A stop requested before the wait (during the caller's previous step) ends it at once,
+    /// with no look; one requested between looks ends it before the next look, the pause (an
+    /// hour, cut to the 200ms left) not slept, and one by the last look at the deadline too:
+    /// each with `Stopped`, not a timeout, and said.
     #[test]
-    fn a_stop_between_looks_ends_the_wait_with_stopped() {
-        let stop = Stop::new();
-        let mut said = Vec::new();
-        let mut looks = 0;
-        let out: Result<(), Ended> = poll_until(
-            node(Duration::from_millis(200), HOUR, &stop, &mut |l| {
-                said.push(l.to_owned())
-            }),
-            || {
-                looks += 1;
-                if looks == 2 {
-                    stop.request();
-                }
-                Ok(Look::Pending(looks))
-            },
-            |p| Err(Ended::TimedOut(p)),
-        );
-        assert_eq!(out, Err(Ended::Stopped));
-        assert_eq!(looks, 2, "no look after the stop");
-        assert!(
-            said.last()
-                .is_some_and(|l| l.starts_with("stopped waiting for the node after ")),
-            "{said:?}"
-        );
+    fn a_stop_before_the_wait_or_between_looks_ends_it_with_stopped() {
+        for (before, timeout, pause, want_looks) in [
+            (true, HOUR, Duration::from_millis(1), 0),
+            (false, Duration::from_millis(200), HOUR, 2),
+        ] {
+            let stop = Stop::new();
+            if before {
+                stop.request();
+            }
+            let mut said = Vec::new();
+            let mut looks = 0;
+            let out: Result<(), Ended> = poll_until(
+                node(timeout, pause, &stop, &mut |l| said.push(l.to_owned())),
+                || {
+                    looks += 1;
+                    if before {
+                        return Ok(Look::Done(()));
+                    }
+                    if looks == 2 {
+                        stop.request();
+                    }
+                    Ok(Look::Pending(looks))
+                },
+                |p| Err(Ended::TimedOut(p)),
+            );
+            assert_eq!(out, Err(Ended::Stopped), "before: {before}");
+            assert_eq!(looks, want_looks, "no look after the stop");
+            assert!(
+                said.last()
+                    .is_some_and(|l| l.starts_with("stopped waiting for the node after ")),
+                "{said:?}"
+            );
+        }
     }
 
     /// The pauses double from the first up to the most (a retry's backoff says them so), and a
@@ -441,33 +451,6 @@ mod tests {
             |p| Err(Ended::TimedOut(p)),
         );
         assert_eq!(done, Ok(3));
-    }
-
-    /// A stop requested before the wait (during the caller's previous step) ends it at once,
-    /// with no look, with `Stopped`, and says so.
-    #[test]
-    fn a_stop_requested_before_the_wait_ends_it_before_the_first_look() {
-        let stop = Stop::new();
-        stop.request();
-        let mut said = Vec::new();
-        let mut looks = 0;
-        let out: Result<(), Ended> = poll_until(
-            node(HOUR, Duration::from_millis(1), &stop, &mut |l| {
-                said.push(l.to_owned())
-            }),
-            || {
-                looks += 1;
-                Ok(Look::Done(()))
-            },
-            |p: ()| Ok(p),
-        );
-        assert_eq!(out, Err(Ended::Stopped));
-        assert_eq!(looks, 0, "no look after the stop");
-        assert!(
-            said.last()
-                .is_some_and(|l| l.starts_with("stopped waiting for the node after ")),
-            "{said:?}"
-        );
     }
 
     /// A stop requested by another thread while the wait pauses ends the pause at once: the

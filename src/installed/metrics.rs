@@ -251,11 +251,19 @@ mod tests {
     use crate::host::sim::SimHost;
     use crate::host::{Files, Registry};
 
-    /// A host and its install root, with its install record when `record`.
+    /// A host and its install root named under Calico's key, with its install record when
+    /// `record`.
     fn installed(record: bool) -> (tempfile::TempDir, SimHost, InstallRoot) {
         let dir = tempfile::tempdir().expect("dir");
         let host = SimHost::open_or_create(dir.path(), None).expect("sim");
         let root = InstallRoot::new(r"C:\CalicoWindows");
+        let named = crate::host::RegValue::Sz(root.to_string());
+        host.reg_set(
+            crate::layout::CALICO_KEY,
+            crate::layout::INSTALL_ROOT_VALUE,
+            &named,
+        )
+        .expect("reg");
         if record {
             let put = host.write_file(&root.record(), b"{}", Access::Normal);
             put.expect("record");
@@ -302,12 +310,6 @@ mod tests {
     #[test]
     fn a_count_after_uninstall_makes_no_install_root() {
         let (_dir, host, root) = installed(false);
-        host.reg_set(
-            crate::layout::CALICO_KEY,
-            crate::layout::INSTALL_ROOT_VALUE,
-            &crate::host::RegValue::Sz(root.to_string()),
-        )
-        .expect("reg");
         count(&host, NODE_FILE, TOKEN_RENEWALS, 1).expect("count");
         set(&host, VERIFY_FILE, VERIFY_PASSED, 1).expect("set");
         let faults = BTreeMap::from([("stuck".to_owned(), 1)]);
@@ -320,12 +322,6 @@ mod tests {
     #[test]
     fn zero_series_are_served_and_a_verify_verdict_carries_its_time() {
         let (_dir, host, root) = installed(true);
-        host.reg_set(
-            crate::layout::CALICO_KEY,
-            crate::layout::INSTALL_ROOT_VALUE,
-            &crate::host::RegValue::Sz(root.to_string()),
-        )
-        .expect("reg");
         let text = exposition(&host, &root);
         for v in FAULTS {
             assert!(v.is_fault());

@@ -705,14 +705,6 @@ mod tests {
     }
 
     #[test]
-    fn tokens_are_bound_to_nodes_by_default_from_kubernetes_1_31() {
-        let said = unbound_sentence();
-        assert!(said.contains("from Kubernetes 1.31"), "{said}");
-        assert!(said.contains("GA in 1.33"), "{said}");
-        assert!(!said.contains("from Kubernetes 1.33"), "{said}");
-    }
-
-    #[test]
     fn debug_never_shows_the_token() {
         let t = Token::new("secret-value");
         assert!(!format!("{t:?}").contains("secret-value"));

@@ -69,34 +69,24 @@ fn verdicts(
         .collect()
 }
 
-/// azure-container-networking npm/pkg/dataplane/dataplane_windows.go: HCN is asked for the
-/// endpoints in State 3 (`hcnEndpointStateAttachedSharing`), "All running Windows pods with
-/// networking must be in this state". A running pod's endpoint in State 3 is healthy, however
-/// old; so is Attached (2).
-#[test]
-fn a_running_pods_endpoint_in_attached_sharing_is_healthy() {
-    let pods = [pod("web", Some("10.244.1.7"), 3600)];
-    for state in [Some(3), Some(2), None] {
-        let eps = [ep("a", "x_Calico", "10.244.1.7", state, false)];
-        assert_eq!(verdicts(&eps, Some(&pods), &[]), [Verdict::Ok], "{state:?}");
-    }
-}
-
-/// hcsshim internal/hns/hnsendpoint.go `EndpointState`: Created 1 (never attached), Detached 4,
+/// A running pod's endpoint is healthy, however old, in State 3 (azure-container-networking
+/// npm/pkg/dataplane/dataplane_windows.go: HCN is asked for `hcnEndpointStateAttachedSharing`,
+/// "All running Windows pods with networking must be in this state") or Attached (2). hcsshim
+/// internal/hns/hnsendpoint.go `EndpointState`: Created 1 (never attached), Detached 4,
 /// Degraded 5, Destroyed 6 are no running pod's state: stuck past the grace period, attaching
 /// within it.
 #[test]
-fn a_pods_endpoint_not_attached_past_the_grace_period_is_stuck() {
+fn a_pods_endpoint_is_judged_by_its_state_and_the_pods_age() {
+    let mut cases = vec![(Some(3), 3600, Verdict::Ok), (Some(2), 3600, Verdict::Ok)];
+    cases.push((None, 3600, Verdict::Ok));
     for state in [1, 4, 5, 6] {
-        let eps = [ep("a", "x_Calico", "10.244.1.7", Some(state), false)];
-        let old = [pod("web", Some("10.244.1.7"), 121)];
-        let young = [pod("web", Some("10.244.1.7"), 30)];
-        assert_eq!(verdicts(&eps, Some(&old), &[]), [Verdict::Stuck], "{state}");
-        assert_eq!(
-            verdicts(&eps, Some(&young), &[]),
-            [Verdict::Attaching],
-            "{state}"
-        );
+        cases.push((Some(state), 121, Verdict::Stuck));
+        cases.push((Some(state), 30, Verdict::Attaching));
+    }
+    for (state, age, want) in cases {
+        let eps = [ep("a", "x_Calico", "10.244.1.7", state, false)];
+        let pods = [pod("web", Some("10.244.1.7"), age)];
+        assert_eq!(verdicts(&eps, Some(&pods), &[]), [want], "{state:?} {age}");
     }
 }
 

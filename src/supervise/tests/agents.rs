@@ -36,8 +36,7 @@ fn felix_restarts_at_once_after_129_and_with_growing_delays_after_a_crash() {
 fn felix_waits_for_calico_node_warns_after_the_timeout_and_then_runs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fake = script(dir.path(), "felix", &format!("echo felix up\n{FOREVER}"));
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let host = installed("ws2022", &[]);
     let mut s = settings(Role::Felix);
     s.program = Some(fake);
     let text = while_running(&host, &s, |path| {
@@ -57,8 +56,7 @@ fn felix_waits_for_calico_node_warns_after_the_timeout_and_then_runs() {
 /// A stop while Felix waits for CalicoNode ends the wait, saying what it waited for.
 #[test]
 fn a_stop_while_felix_waits_for_calico_node_ends_the_wait_and_says_so() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let host = installed("ws2022", &[]);
     let s = settings(Role::Felix);
     let text = run_until(&host, &s, "waiting for CalicoNode to finish initialising");
     says(
@@ -293,8 +291,7 @@ fn environment_files_parse_like_the_renderer_writes_them() {
 /// proxy) under the env file's values, and nothing else.
 #[test]
 fn children_take_the_allow_listed_service_environment_under_the_env_file() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let host = installed("ws2022", &[]);
     let process_env: std::collections::BTreeMap<String, String> = [
         ("PATH", r"C:\Windows\system32;C:\Windows"),
         ("TEMP", r"C:\Windows\TEMP"),
@@ -325,8 +322,7 @@ fn children_take_the_allow_listed_service_environment_under_the_env_file() {
 /// service ends with `NotStopped`.
 #[test]
 fn an_agent_that_cannot_be_stopped_ends_the_service_and_is_not_started_twice() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let host = installed("ws2022", &[]);
     mark_init_done(&host);
     host.set_children_unstoppable(true).expect("fault");
     let s = settings(Role::Felix);
@@ -359,8 +355,7 @@ fn an_agent_that_cannot_be_stopped_ends_the_service_and_is_not_started_twice() {
 /// the service's next start, never started beside.
 #[test]
 fn the_next_start_waits_for_an_agent_killed_but_still_there() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let host = installed("ws2022", &[]);
     mark_init_done(&host);
     host.set_children_unstoppable(true).expect("fault");
     host.set_children_linger(Some(Duration::from_secs(2)))

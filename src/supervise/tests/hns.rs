@@ -7,8 +7,7 @@ const RUNNING: crate::host::ServiceState = crate::host::ServiceState::Running;
 /// CalicoNode's loop answers an HNS restart while it runs.
 #[test]
 fn calico_node_answers_an_hns_restart_while_it_runs() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let host = installed("ws2022", &[]);
     // Where the metrics are counted: the root the registry names, with its install record.
     let root = crate::layout::InstallRoot::new(ROOT);
     host.write_file(&root.record(), b"{}", crate::host::Access::Normal)
@@ -337,13 +336,10 @@ fn the_simulated_scm_keeps_dependency_rules() {
 /// CalicoNode's start-up starts a stopped HNS before making the networks.
 #[test]
 fn calico_node_starts_a_stopped_hns_before_making_the_networks() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let (host, s, log, path) = node_host("ws2022", &[]);
     hns_startable(&host);
     host.service_stop("hns", Duration::from_secs(1))
         .expect("stop");
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
     node::start_phase(&host, &s, &log).expect("start phase");
     assert_eq!(state_of(&host, "hns"), Some(RUNNING), "{}", read(&path));
     says(

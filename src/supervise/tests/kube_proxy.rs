@@ -15,8 +15,7 @@ fn kube_proxy_waits_for_calico_then_runs_with_the_scripts_arguments() {
             "if [ \"$1\" = --version ]; then echo 'Kubernetes v1.33.2'; exit 0; fi\nprintf '%s\\n' \"kube-proxy $* network=$KUBE_NETWORK\"\n{FOREVER}"
         ),
     );
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
+    let host = installed("ws2022", &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
     let mut s = settings(Role::KubeProxy);
     s.program = Some(fake);
     s.network_timeout = Duration::from_secs(20);
@@ -40,8 +39,7 @@ fn kube_proxy_waits_for_calico_then_runs_with_the_scripts_arguments() {
 /// Without Calico's network kube-proxy gives up after its bound; a missing binary is named.
 #[test]
 fn kube_proxy_gives_up_after_its_bound_and_names_a_missing_binary() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
+    let host = installed("ws2022", &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
     let s = settings(Role::KubeProxy);
     let (log, _) = log_for(&host, &s);
     let err = run(&host, &s, &Stop::new(), &log).unwrap_err();
@@ -57,8 +55,7 @@ fn kube_proxy_gives_up_after_its_bound_and_names_a_missing_binary() {
 
 /// A host with CalicoNode's networks and `Calico_ep`, a simulated kube-proxy.exe, its settings.
 fn kube_proxy_ready() -> (SimHost, Settings) {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
+    let host = installed("ws2022", &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
     put_kube_proxy(&host);
     let (log, _) = log_for(&host, &settings(Role::Node));
     node::start_phase(&host, &settings(Role::Node), &log).expect("calico-node");

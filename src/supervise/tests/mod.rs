@@ -89,10 +89,24 @@ fn log_for(host: &SimHost, s: &Settings) -> (Log, PathBuf) {
     (log, path)
 }
 
-/// An installed `profile` host (with `sets`), CalicoNode's settings and its log.
-fn node_host(profile: &str, sets: &[&str]) -> (SimHost, Settings, Log, PathBuf) {
+/// A `profile` host where install has run with `sets`.
+fn installed(profile: &str, sets: &[&str]) -> SimHost {
     let host = SimHost::in_memory(profile).expect("host");
     install(&host, sets);
+    host
+}
+
+/// `host` with a fault of `kind` at the operation `op`.
+fn faulted(host: SimHost, kind: FaultKind, op: &str) -> SimHost {
+    host.with_fault(Some(Fault {
+        kind,
+        at: At::Op(op.into()),
+    }))
+}
+
+/// An installed `profile` host (with `sets`), CalicoNode's settings and its log.
+fn node_host(profile: &str, sets: &[&str]) -> (SimHost, Settings, Log, PathBuf) {
+    let host = installed(profile, sets);
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);
     (host, s, log, path)
@@ -175,8 +189,7 @@ fn vswitch_index(host: &SimHost) -> u32 {
 
 /// An installed host CalicoNode has initialised, and `role`'s settings running `program`.
 fn initialised(role: Role, sets: &[&str], program: String) -> (SimHost, Settings) {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, sets);
+    let host = installed("ws2022", sets);
     mark_init_done(&host);
     let mut s = settings(role);
     s.program = Some(program);

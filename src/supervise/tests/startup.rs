@@ -121,8 +121,7 @@ fn a_service_restart_keeps_the_networks_and_a_reboot_recreates_only_calicos() {
 
 #[test]
 fn no_usable_address_is_a_bounded_wait_then_a_clear_error() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &["node.startup_valid_ip_timeout=1s"]);
+    let (host, s, log, path) = node_host("ws2022", &["node.startup_valid_ip_timeout=1s"]);
     host.set_ipv4_addresses(vec![
         InterfaceAddress {
             interface: "Ethernet".into(),
@@ -138,8 +137,6 @@ fn no_usable_address_is_a_bounded_wait_then_a_clear_error() {
         },
     ])
     .expect("addresses");
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
     let err = node::start_phase(&host, &s, &log).unwrap_err();
     assert!(matches!(err, SuperviseError::NoUsableIp { .. }), "{err}");
     assert!(err.is_timeout());
@@ -167,12 +164,8 @@ fn creating_external_is_retried_until_it_succeeds() {
         &[],
     );
     // Creating External fails once.
-    let host = SimHost::open_or_create(dir.path(), None)
-        .expect("host")
-        .with_fault(Some(Fault {
-            kind: FaultKind::Fail,
-            at: At::Op("create HNS network External".into()),
-        }));
+    let host = SimHost::open_or_create(dir.path(), None).expect("host");
+    let host = faulted(host, FaultKind::Fail, "create HNS network External");
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);
     let phase = node::start_phase(&host, &s, &log).expect("start phase");
@@ -192,13 +185,11 @@ fn creating_external_is_retried_until_it_succeeds() {
 /// log and install's record carry the operation, the route and the code.
 #[test]
 fn a_refused_route_keeps_the_os_error_in_the_log_the_event_log_and_the_record() {
-    let host = SimHost::in_memory("ws2022")
-        .expect("host")
-        .with_fault(Some(Fault {
-            kind: FaultKind::Deny,
-            at: At::Op("add route 169.254.169.254".into()),
-        }));
-    install(&host, &[]);
+    let host = faulted(
+        installed("ws2022", &[]),
+        FaultKind::Deny,
+        "add route 169.254.169.254",
+    );
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);
     let phase = node::start_phase(&host, &s, &log).expect("the service runs on");
@@ -238,13 +229,8 @@ fn a_refused_route_keeps_the_os_error_in_the_log_the_event_log_and_the_record() 
 /// An initialisation that gives up is recorded too, so that install's wait ends with it.
 #[test]
 fn an_initialisation_that_gives_up_is_recorded_with_its_cause() {
-    let host = SimHost::in_memory("ws2022")
-        .expect("host")
-        .with_fault(Some(Fault {
-            kind: FaultKind::Deny,
-            at: At::Op("set registry value HKLM\\Software\\Tigera\\Calico\\BootId".into()),
-        }));
-    install(&host, &[]);
+    let boot_id = r"set registry value HKLM\Software\Tigera\Calico\BootId";
+    let host = faulted(installed("ws2022", &[]), FaultKind::Deny, boot_id);
     let s = settings(Role::Node);
     let (log, _) = log_for(&host, &s);
     let err = node::start_phase(&host, &s, &log).unwrap_err();
@@ -257,8 +243,7 @@ fn an_initialisation_that_gives_up_is_recorded_with_its_cause() {
 
 #[test]
 fn creating_external_gives_up_after_the_network_timeout() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let (host, s, log, _) = node_host("ws2022", &[]);
     // A document HNS refuses every time: a subnet without a default route.
     host.write_file(
         &format!(r"{ROOT}\external-network.json"),
@@ -266,8 +251,6 @@ fn creating_external_gives_up_after_the_network_timeout() {
         crate::host::Access::Normal,
     )
     .expect("write");
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
     let err = node::start_phase(&host, &s, &log).unwrap_err();
     assert!(
         matches!(err, SuperviseError::ExternalNetwork { .. }),
@@ -312,8 +295,7 @@ fn a_management_ip_that_never_appears_is_bounded_and_one_that_comes_late_is_wait
 
 #[test]
 fn on_ec2_the_metadata_route_is_ensured_on_every_start() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let host = installed("ws2022", &[]);
     let mut s = settings(Role::Node);
     s.probes.ec2 = serve(|req| {
         Some(if req.starts_with("GET /latest/meta-data/local-hostname") {

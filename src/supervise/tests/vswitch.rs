@@ -4,12 +4,9 @@ use super::*;
 
 #[test]
 fn the_vswitch_waits_for_a_stable_address_and_its_absence_is_its_own_error() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &["vxlan.adapter=Ethernet"]);
+    let (host, mut s, log, path) = node_host("ws2022", &["vxlan.adapter=Ethernet"]);
     mark_preferred(&host, "Ethernet", false);
-    let mut s = settings(Role::Node);
     s.adapter_address_timeout = Duration::from_millis(100);
-    let (log, path) = log_for(&host, &s);
     let err = node::start_phase(&host, &s, &log).unwrap_err();
     assert!(
         matches!(err, SuperviseError::AdapterAddress { .. }),
@@ -37,8 +34,7 @@ fn the_vswitch_waits_for_a_stable_address_and_its_absence_is_its_own_error() {
     );
 
     // Only an APIPA address (the other NIC passes the usable-address wait): the same.
-    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
-    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    let host = installed("ws2022-two-nics", &["vxlan.adapter=Ethernet 2"]);
     let mut adapters = host.adapters().expect("adapters");
     for a in adapters.iter_mut().filter(|a| a.name == "Ethernet 2") {
         a.addresses[0].ip = Ipv4Addr::new(169, 254, 3, 4);
@@ -51,12 +47,9 @@ fn the_vswitch_waits_for_a_stable_address_and_its_absence_is_its_own_error() {
 
 #[test]
 fn an_address_that_turns_preferred_while_waited_for_gets_the_vswitch() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &["vxlan.adapter=Ethernet"]);
+    let (host, mut s, log, path) = node_host("ws2022", &["vxlan.adapter=Ethernet"]);
     mark_preferred(&host, "Ethernet", false);
-    let mut s = settings(Role::Node);
     s.adapter_address_timeout = Duration::from_secs(10);
-    let (log, path) = log_for(&host, &s);
     let phase = std::thread::scope(|scope| {
         scope.spawn(|| {
             // Duplicate address detection finishes while CalicoNode waits.
@@ -121,8 +114,7 @@ fn the_vswitch_adapter_is_known_by_address_mac_and_name_together() {
 /// `Calico_ep` kept above the LAN's metric (projectcalico/calico#4664).
 #[test]
 fn what_the_vswitch_loses_of_a_static_adapter_is_put_back() {
-    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
-    install(&host, &["vxlan.adapter=Ethernet 2"]);
+    let host = installed("ws2022-two-nics", &["vxlan.adapter=Ethernet 2"]);
     // calico-node's host endpoint adapter, made with the LAN's metric.
     let mut adapters = host.adapters().expect("adapters");
     let mut ep = crate::host::Adapter::for_test(
@@ -244,15 +236,12 @@ fn a_renumbered_static_node_does_not_get_its_old_address_back() {
 /// A record of a gone External network is dropped, not put back on the next vSwitch.
 #[test]
 fn addressing_kept_for_a_network_that_is_gone_is_dropped() {
-    let host = SimHost::in_memory("ws2022-two-nics").expect("host");
-    install(&host, &[]);
+    let (host, s, log, path) = node_host("ws2022-two-nics", &[]);
     let nic = adapter_named(&host, "Ethernet");
     let mut stale = crate::installed::addressing::Addressing::of(&nic);
     stale.network = Some("{00000000-0000-0000-0000-00000000dead}".into());
     stale.dns_servers = vec![Ipv4Addr::new(10, 9, 9, 9)];
     crate::installed::addressing::record(&host, &stale).expect("record");
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
     node::start_phase(&host, &s, &log).expect("start phase");
     assert_eq!(
         crate::installed::addressing::recorded(&host),

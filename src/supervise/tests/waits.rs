@@ -34,8 +34,7 @@ fn patient(role: Role) -> Settings {
 
 #[test]
 fn a_stop_ends_the_wait_for_a_usable_address() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &["node.startup_valid_ip_timeout=60s"]);
+    let host = installed("ws2022", &["node.startup_valid_ip_timeout=60s"]);
     host.set_ipv4_addresses(vec![InterfaceAddress {
         interface: "Ethernet".into(),
         index: 4,
@@ -53,8 +52,7 @@ fn a_stop_ends_the_wait_for_a_usable_address() {
 
 #[test]
 fn a_stop_ends_the_wait_for_a_stable_adapter_address() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &["vxlan.adapter=Ethernet"]);
+    let host = installed("ws2022", &["vxlan.adapter=Ethernet"]);
     mark_preferred(&host, "Ethernet", false);
     stops_while_waiting(
         &host,
@@ -66,8 +64,7 @@ fn a_stop_ends_the_wait_for_a_stable_adapter_address() {
 
 #[test]
 fn a_stop_ends_the_wait_for_the_management_ip() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let host = installed("ws2022", &[]);
     host.set_management_ip_pending(true).expect("pending");
     stops_while_waiting(&host, &patient(Role::Node), "the vSwitch's management IP");
     assert!(!init_done(&host).expect("read"));
@@ -82,12 +79,8 @@ fn a_stop_ends_the_wait_for_stale_networks_to_go() {
     let (log, _) = log_for(&host, &settings(Role::Node));
     node::start_phase(&host, &settings(Role::Node), &log).expect("start phase");
     host.reboot().expect("reboot");
-    let denied = SimHost::open_or_create(dir.path(), None)
-        .expect("host")
-        .with_fault(Some(Fault {
-            kind: FaultKind::Deny,
-            at: At::Op("delete HNS network".into()),
-        }));
+    let host = SimHost::open_or_create(dir.path(), None).expect("host");
+    let denied = faulted(host, FaultKind::Deny, "delete HNS network");
     stops_while_waiting(
         &denied,
         &patient(Role::Node),
@@ -98,8 +91,7 @@ fn a_stop_ends_the_wait_for_stale_networks_to_go() {
 
 #[test]
 fn a_stop_ends_kube_proxys_wait_for_calicos_network() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
+    let host = installed("ws2022", &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
     super::kube_proxy::put_kube_proxy(&host);
     stops_while_waiting(&host, &patient(Role::KubeProxy), "the HNS network Calico");
 }

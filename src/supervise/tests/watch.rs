@@ -4,8 +4,7 @@ use super::*;
 
 #[test]
 fn kubelet_starting_and_restarting_runs_calico_node_startup_again() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let host = installed("ws2022", &[]);
     host.set_process("kubelet.exe", None).expect("no kubelet");
     let text = while_running(&host, &settings(Role::Node), |path| {
         let text = wait_for_log(path, "kubelet is not running; waiting for it", 1);
@@ -27,11 +26,8 @@ fn a_failing_startup_is_retried_with_backoff_until_it_succeeds() {
     let dir = tempfile::tempdir().expect("tempdir");
     // Fails twice, then succeeds.
     let fake = counting(dir.path(), "calico-node", "[ $n -ge 3 ]");
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
-    let mut s = settings(Role::Node);
+    let (host, mut s, log, path) = node_host("ws2022", &[]);
     s.program = Some(fake);
-    let (log, path) = log_for(&host, &s);
     node::start_phase(&host, &s, &log).expect("third attempt succeeds");
     let text = read(&path);
     for d in ["10ms", "20ms"] {
@@ -45,16 +41,13 @@ fn a_failing_startup_is_retried_with_backoff_until_it_succeeds() {
 /// startup has finished in the new boot; after a power loss, from the first start.
 #[test]
 fn the_cni_config_is_withheld_from_shutdown_until_startup_has_finished_after_the_boot() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let (host, s, log, path) = node_host("ws2022", &[]);
     let conf = r"C:\Program Files\containerd\cni\conf\10-calico.conf";
     let withheld = format!("{conf}{}", crate::layout::WITHHELD_SUFFIX);
     let cni = br#"{"cniVersion": "0.3.1", "name": "Calico", "type": "calico"}"#;
     host.write_file(conf, cni, crate::host::Access::Normal)
         .expect("cni config");
     let there = |path: &str| host.read_file(path).expect("read").is_some();
-    let s = settings(Role::Node);
-    let (log, path) = log_for(&host, &s);
     let finished = "calico-node startup finished";
 
     // Running, then the machine shuts down.
@@ -113,8 +106,7 @@ fn the_cni_config_is_withheld_from_shutdown_until_startup_has_finished_after_the
 /// restarting, and the event log says why.
 #[test]
 fn calico_node_follows_a_change_of_the_nodes_address_without_kubelet_restarting() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    install(&host, &[]);
+    let host = installed("ws2022", &[]);
     let text = while_running(&host, &settings(Role::Node), |path| {
         wait_for_log(path, "calico-node startup finished", 1);
         host.readdress(Ipv4Addr::new(10, 0, 0, 5), Ipv4Addr::new(10, 0, 0, 7))
