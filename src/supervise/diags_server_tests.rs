@@ -157,8 +157,15 @@ fn get_with(addr: SocketAddr, path: &str, token: &str) -> (String, String, Vec<u
     )
 }
 
+/// Waits for the builder to leave `path`; a builder that never does fails the test in 60 s.
 fn wait_for(path: &Path) {
+    let start = std::time::Instant::now();
     while !path.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{} never appeared",
+            path.display()
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
