@@ -537,14 +537,11 @@ impl State {
     /// The vSwitch's host adapter's address: the provider address HNS gives the networks.
     pub fn vswitch_ip(&self) -> Option<String> {
         let (_, new) = self.vswitch?;
-        let on = |i: &&InterfaceAddress| i.index == new;
         // HNS latches an APIPA address when the host adapter has no other (AgentBaker 6e2dbb2a24).
-        self.interfaces
-            .iter()
-            .filter(on)
-            .find(|i| !i.ip.is_link_local())
-            .or_else(|| self.interfaces.iter().find(on))
-            .map(|i| i.ip.to_string())
+        self.vswitch_stable_ip().or_else(|| {
+            let i = self.interfaces.iter().find(|i| i.index == new)?;
+            Some(i.ip.to_string())
+        })
     }
 
     /// The vSwitch's host adapter's address that is not 169.254/16, if it holds one.
