@@ -427,11 +427,7 @@ impl State {
                 .iter()
                 .filter(|r| r.prefix_len == 0)
                 .min_by_key(|r| r.metric)
-                .and_then(|r| all.iter().find(|a| a.index == r.interface_index))
-                .or_else(|| {
-                    all.iter()
-                        .find(|a| a.addresses.iter().any(|x| !x.ip.is_loopback()))
-                }),
+                .and_then(|r| all.iter().find(|a| a.index == r.interface_index)),
         };
         let a = found.ok_or_else(|| HostError::NotFound {
             what: format!(
