@@ -366,24 +366,22 @@ impl State {
     /// The adapter of an interface index, described from now on; an unknown index is
     /// `NotFound` (ERROR_NOT_FOUND).
     pub fn described_adapter(&mut self, index: u32) -> Result<&mut Adapter, HostError> {
-        if !self.adapters.iter().any(|a| a.index == index) {
-            let i = self
-                .interfaces
-                .iter()
-                .find(|i| i.index == index)
-                .cloned()
-                .ok_or_else(|| HostError::NotFound {
-                    what: format!("interface {index}"),
-                })?;
-            let d = self.default_adapter(&i);
-            self.adapters.push(d);
-        }
-        self.adapters
-            .iter_mut()
-            .find(|a| a.index == index)
-            .ok_or_else(|| HostError::NotFound {
-                what: format!("interface {index}"),
-            })
+        let at = match self.adapters.iter().position(|a| a.index == index) {
+            Some(at) => at,
+            None => {
+                let i = self
+                    .interfaces
+                    .iter()
+                    .find(|i| i.index == index)
+                    .ok_or_else(|| HostError::NotFound {
+                        what: format!("interface {index}"),
+                    })?;
+                let d = self.default_adapter(i);
+                self.adapters.push(d);
+                self.adapters.len() - 1
+            }
+        };
+        Ok(&mut self.adapters[at])
     }
 
     fn default_adapter(&self, i: &InterfaceAddress) -> Adapter {
