@@ -233,7 +233,6 @@ fn start_service(h: &dyn Host, name: &str) -> HostResult<()> {
     }
 }
 
-/// A build, a stable boot identity, 64-bit.
 /// A schema-2.0 Overlay network document like Calico's External network.
 pub fn network(name: &str) -> String {
     json!({"SchemaVersion": {"Major": 2, "Minor": 0}, "Name": name, "Type": "Overlay",
@@ -397,38 +396,7 @@ pub fn firewall(h: &dyn Host) {
     assert_eq!(h.firewall_rule(&name).expect("read"), None);
     let rule = udp_rule(name.clone());
     h.firewall_add(&rule).expect("add");
-    // One of two profiles reads back as such: `opens` needs every profile.
-    let private = FirewallRule {
-        name: unique("Calico contract private UDP "),
-        profiles: 2,
-        ..rule.clone()
-    };
-    h.firewall_add(&private).expect("add");
-    let read = h.firewall_rule(&private.name).expect("read");
-    assert_eq!(read, Some(private.clone()));
-    assert!(read.is_some_and(|r| !r.opens(Protocol::Udp, 4789)));
-    assert!(h.firewall_remove(&private.name).expect("remove"));
-    // A rule scoped to remote addresses reads back with its scope, as written: Windows keeps
-    // an IPv4 subnet as address and mask and gives it back in mask notation, a /32 bare
-    // (`FirewallRule::remote_addresses_from` reads them as CIDRs again).
-    let scoped = FirewallRule {
-        name: unique("Calico contract scoped TCP "),
-        protocol: Protocol::Tcp,
-        local_port: 9095,
-        remote_addresses: vec![
-            "10.0.0.0/8".into(),
-            "192.168.1.0/24".into(),
-            "1.2.3.4/32".into(),
-        ],
-        ..rule.clone()
-    };
-    h.firewall_add(&scoped).expect("add");
-    assert_eq!(
-        h.firewall_rule(&scoped.name).expect("read"),
-        Some(scoped.clone())
-    );
-    assert!(h.firewall_remove(&scoped.name).expect("remove"));
-    // Direction, protocol and program read back as they are.
+    // Direction, protocol, program, profiles and scope read back as they are.
     for (what, odd) in [
         (
             "outbound",
@@ -454,6 +422,29 @@ pub fn firewall(h: &dyn Host) {
                 ..rule.clone()
             },
         ),
+        // One of two profiles reads back as such: `opens` needs every profile.
+        (
+            "private",
+            FirewallRule {
+                profiles: 2,
+                ..rule.clone()
+            },
+        ),
+        // Windows keeps an IPv4 subnet as address and mask and gives it back in mask
+        // notation, a /32 bare (`FirewallRule::remote_addresses_from` reads them as CIDRs).
+        (
+            "scoped",
+            FirewallRule {
+                protocol: Protocol::Tcp,
+                local_port: 9095,
+                remote_addresses: vec![
+                    "10.0.0.0/8".into(),
+                    "192.168.1.0/24".into(),
+                    "1.2.3.4/32".into(),
+                ],
+                ..rule.clone()
+            },
+        ),
     ] {
         let odd = FirewallRule {
             name: unique(&format!("Calico contract {what} ")),
@@ -462,7 +453,8 @@ pub fn firewall(h: &dyn Host) {
         h.firewall_add(&odd).expect("add");
         let read = h.firewall_rule(&odd.name).expect("read");
         assert_eq!(read.as_ref(), Some(&odd), "{what}");
-        // An ICMP rule is no UDP rule; the others are not inbound rules for every program.
+        // An ICMP rule is no UDP rule; the others are not inbound rules on every profile for
+        // every program, or not on this port.
         let asked = if what == "icmp" {
             Protocol::Udp
         } else {
@@ -747,6 +739,7 @@ pub fn routes(h: &dyn Host) {
     assert!(matches!(err, HostError::NotFound { .. }), "{err}");
 }
 
+/// A build, a stable boot identity, 64-bit.
 pub fn system(h: &dyn Host) {
     let a = h.system_facts().expect("facts");
     let b = h.system_facts().expect("facts");
@@ -924,17 +917,9 @@ mod on_simhost {
 
     #[test]
     fn firewall_contract() {
-        firewall(&host());
-    }
-
-    #[test]
-    fn firewall_contract_unset_properties() {
-        firewall_unset(&host());
-    }
-
-    #[test]
-    fn firewall_contract_rules_of_one_name() {
         let h = host();
+        firewall(&h);
+        firewall_unset(&h);
         firewall_duplicates(
             &h,
             &|r| h.admin_add_firewall_rule(r).expect("admin add"),
@@ -1154,11 +1139,18 @@ pub(crate) mod on_windows {
     }
 
     /// Through the project's stand-in hnetcfg.dll (tools/wine/hnetcfg): Wine's own answers
-    /// E_NOTIMPL for rules. `tools/wine/test.sh` installs it and sets the variable.
+    /// E_NOTIMPL for rules. `tools/wine/test.sh` installs it and sets the variable. Two rules
+    /// of one name go through `INetFwRules::Add` (the stand-in keeps both, as Windows does).
     #[test]
     fn firewall_contract() {
         let Some(_turn) = firewall_turn() else { return };
-        firewall(&WindowsHost::new());
+        use crate::host::windows::firewall::{add_beside, remove_every};
+        let h = WindowsHost::new();
+        firewall(&h);
+        firewall_unset(&h);
+        firewall_duplicates(&h, &|r| add_beside(r).expect("admin add"), &|n| {
+            remove_every(n).expect("admin remove")
+        });
     }
 
     /// The firewall's turn where there is a firewall to test: the stand-in's or the host's.
@@ -1175,27 +1167,6 @@ pub(crate) mod on_windows {
             return None;
         }
         Some(lock.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-
-    /// LocalAddresses, RemotePorts, InterfaceTypes, EdgeTraversal, Grouping and ServiceName
-    /// read back as Windows' defaults when unset, as set otherwise.
-    #[test]
-    fn firewall_contract_unset_properties() {
-        let Some(_turn) = firewall_turn() else { return };
-        firewall_unset(&WindowsHost::new());
-    }
-
-    /// Two rules of one name through `INetFwRules::Add` (the stand-in keeps both, as Windows
-    /// does): enumerated both, and removal by name refused.
-    #[test]
-    fn firewall_contract_rules_of_one_name() {
-        let Some(_turn) = firewall_turn() else { return };
-        use crate::host::windows::firewall::{add_beside, remove_every};
-        firewall_duplicates(
-            &WindowsHost::new(),
-            &|r| add_beside(r).expect("admin add"),
-            &|n| remove_every(n).expect("admin remove"),
-        );
     }
 
     /// Whether this is real Windows (`CALICOCTL_WIN_REAL_HOST`, set by the Windows workflow):

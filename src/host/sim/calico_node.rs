@@ -170,14 +170,7 @@ fn source_vip_endpoint(host: &SimHost, block: &str, log: &mut String) -> HostRes
     else {
         return Ok(());
     };
-    let want = std::net::Ipv4Addr::from(
-        u32::from(
-            gateway_of(block)
-                .parse::<std::net::Ipv4Addr>()
-                .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
-        ) + 1,
-    )
-    .to_string();
+    let want = std::net::Ipv4Addr::from(u32::from(gateway_of(block)) + 1).to_string();
     let have = host.hns_endpoints(&calico.id)?;
     if have
         .iter()
@@ -235,7 +228,7 @@ pub fn startup_on(
             return Ok((1, log));
         }
     };
-    let gateway = gateway_of(block);
+    let gateway = gateway_of(block).to_string();
     if let Some(existing) = networks.iter().find(|n| n.name == "Calico") {
         let matches = existing.network_type == network_type
             && existing
@@ -274,13 +267,12 @@ pub fn startup_on(
     Ok((0, log))
 }
 
-/// The block's first host address (`10.244.1.0/26` → `10.244.1.1`).
-fn gateway_of(block: &str) -> String {
+/// The block's first host address (`10.244.1.0/26` → `10.244.1.1`); the profiles' block is
+/// always an IPv4 CIDR.
+fn gateway_of(block: &str) -> std::net::Ipv4Addr {
     let base = block.split('/').next().unwrap_or(block);
-    match base.parse::<std::net::Ipv4Addr>() {
-        Ok(ip) => std::net::Ipv4Addr::from(u32::from(ip) + 1).to_string(),
-        Err(_) => base.to_owned(),
-    }
+    let ip: std::net::Ipv4Addr = base.parse().unwrap_or(std::net::Ipv4Addr::UNSPECIFIED);
+    std::net::Ipv4Addr::from(u32::from(ip) + 1)
 }
 
 #[cfg(test)]

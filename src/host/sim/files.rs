@@ -6,11 +6,11 @@ use crate::files::Contents;
 use crate::host::{Access, Files, HostError, HostResult, acl};
 use std::path::{Path, PathBuf};
 
-/// Whether `p` is an absolute Windows path (`C:\...` or `\\server\share`).
+/// Whether `p` is an absolute Windows path on a drive (`C:\...`): calicoctl-win refuses a UNC
+/// install root (`config::types`), and no path it hands the host is one.
 pub fn is_windows_path(p: &str) -> bool {
     let b = p.as_bytes();
-    (b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/'))
-        || p.starts_with("\\\\")
+    b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/')
 }
 
 /// A path as the simulated access lists are keyed: lower case, `\`-separated, no trailing
@@ -34,10 +34,7 @@ impl SimHost {
             });
         }
         let lower = path.to_ascii_lowercase().replace('/', "\\");
-        let (root, rest) = match lower.strip_prefix("\\\\") {
-            Some(unc) => ("unc".to_owned(), unc.to_owned()),
-            None => (lower[..1].to_owned(), lower[2..].to_owned()),
-        };
+        let (root, rest) = (&lower[..1], &lower[2..]);
         let mut out = self.dir.join("fs").join(root);
         for part in rest.split('\\').filter(|p| !p.is_empty() && *p != ".") {
             if part == ".." {
@@ -108,7 +105,6 @@ impl SimHost {
         };
         let mut parts = rest.split(['/', '\\']).filter(|p| !p.is_empty());
         match parts.next() {
-            Some("unc") => format!("\\\\{}", parts.collect::<Vec<_>>().join("\\")),
             Some(drive) => std::iter::once(format!("{drive}:"))
                 .chain(parts.map(str::to_owned))
                 .collect::<Vec<_>>()

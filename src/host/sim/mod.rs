@@ -678,7 +678,7 @@ impl Network for SimHost {
             })
         };
         // kube-proxy's health server (kubernetes pkg/proxy/healthcheck/proxy_health.go):
-        // `/livez` 200, `/healthz` 503 with `"nodeEligible":false` unless the Node is eligible.
+        // `/healthz` (the one path asked) 503 with `"nodeEligible":false` unless eligible.
         if port == crate::layout::KUBE_PROXY_HEALTHZ_PORT {
             if !runs(crate::layout::Role::KubeProxy) {
                 return Ok(None);
@@ -687,14 +687,8 @@ impl Network for SimHost {
             let status = r#""healthy":true,"status":{"IPv4":{"lastUpdated":"2026-01-01T00:00:00Z","healthy":true}}"#;
             let times =
                 r#""lastUpdated":"2026-01-01T00:00:00Z","currentTime":"2026-01-01T00:00:00Z""#;
-            let (code, body) = match path {
-                "/livez" => (200, format!("{{{times},{status}}}")),
-                "/healthz" => (
-                    if eligible { 200 } else { 503 },
-                    format!("{{{times},\"nodeEligible\":{eligible},{status}}}"),
-                ),
-                _ => (404, "404 page not found\n".to_owned()),
-            };
+            let code = if eligible { 200 } else { 503 };
+            let body = format!("{{{times},\"nodeEligible\":{eligible},{status}}}");
             return Ok(Some(crate::host::http_probe::Answer { code, body }));
         }
         let health = self.read(|s| s.settings.felix_health);
@@ -704,14 +698,14 @@ impl Network for SimHost {
         {
             return Ok(None);
         }
-        let answer = |code: u16, body: &str| crate::host::http_probe::Answer {
+        // `/liveness` and `/readiness`, the paths asked.
+        let (code, body) = match (path, health) {
+            ("/readiness", SimFelixHealth::NotReady) => (503, "felix-startup  not ready"),
+            _ => (200, "felix-startup  live  ready"),
+        };
+        Ok(Some(crate::host::http_probe::Answer {
             code,
             body: body.to_owned(),
-        };
-        Ok(Some(match (path, health) {
-            ("/readiness", SimFelixHealth::NotReady) => answer(503, "felix-startup  not ready"),
-            ("/liveness" | "/readiness", _) => answer(200, "felix-startup  live  ready"),
-            _ => answer(404, "404 page not found"),
         }))
     }
 }

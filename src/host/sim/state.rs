@@ -366,24 +366,22 @@ impl State {
     /// The adapter of an interface index, described from now on; an unknown index is
     /// `NotFound` (ERROR_NOT_FOUND).
     pub fn described_adapter(&mut self, index: u32) -> Result<&mut Adapter, HostError> {
-        if !self.adapters.iter().any(|a| a.index == index) {
-            let i = self
-                .interfaces
-                .iter()
-                .find(|i| i.index == index)
-                .cloned()
-                .ok_or_else(|| HostError::NotFound {
-                    what: format!("interface {index}"),
-                })?;
-            let d = self.default_adapter(&i);
-            self.adapters.push(d);
-        }
-        self.adapters
-            .iter_mut()
-            .find(|a| a.index == index)
-            .ok_or_else(|| HostError::NotFound {
-                what: format!("interface {index}"),
-            })
+        let at = match self.adapters.iter().position(|a| a.index == index) {
+            Some(at) => at,
+            None => {
+                let i = self
+                    .interfaces
+                    .iter()
+                    .find(|i| i.index == index)
+                    .ok_or_else(|| HostError::NotFound {
+                        what: format!("interface {index}"),
+                    })?;
+                let d = self.default_adapter(i);
+                self.adapters.push(d);
+                self.adapters.len() - 1
+            }
+        };
+        Ok(&mut self.adapters[at])
     }
 
     fn default_adapter(&self, i: &InterfaceAddress) -> Adapter {
@@ -427,11 +425,7 @@ impl State {
                 .iter()
                 .filter(|r| r.prefix_len == 0)
                 .min_by_key(|r| r.metric)
-                .and_then(|r| all.iter().find(|a| a.index == r.interface_index))
-                .or_else(|| {
-                    all.iter()
-                        .find(|a| a.addresses.iter().any(|x| !x.ip.is_loopback()))
-                }),
+                .and_then(|r| all.iter().find(|a| a.index == r.interface_index)),
         };
         let a = found.ok_or_else(|| HostError::NotFound {
             what: format!(
@@ -537,14 +531,11 @@ impl State {
     /// The vSwitch's host adapter's address: the provider address HNS gives the networks.
     pub fn vswitch_ip(&self) -> Option<String> {
         let (_, new) = self.vswitch?;
-        let on = |i: &&InterfaceAddress| i.index == new;
         // HNS latches an APIPA address when the host adapter has no other (AgentBaker 6e2dbb2a24).
-        self.interfaces
-            .iter()
-            .filter(on)
-            .find(|i| !i.ip.is_link_local())
-            .or_else(|| self.interfaces.iter().find(on))
-            .map(|i| i.ip.to_string())
+        self.vswitch_stable_ip().or_else(|| {
+            let i = self.interfaces.iter().find(|i| i.index == new)?;
+            Some(i.ip.to_string())
+        })
     }
 
     /// The vSwitch's host adapter's address that is not 169.254/16, if it holds one.
