@@ -537,7 +537,7 @@ pub struct FleetRbacArgs {
     /// With --identity verify: the one probe image its account's pods may run (repeat for
     /// more; default: agnhost, which 'verify' and 'fleet plan --verify' run; a mirror for an
     /// air-gapped cluster, as 'verify --image' is given)
-    #[arg(long, value_name = "IMAGE")]
+    #[arg(long, value_name = "IMAGE", value_parser = crate::verify::options::image_flag)]
     pub verify_image: Vec<String>,
 }
 

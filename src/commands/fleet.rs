@@ -232,45 +232,41 @@ fn is_command_line_safe(value: &str) -> bool {
             .all(|c| c.is_ascii_graphic() && !"&|<>^%!\"()".contains(c))
 }
 
-/// `fleet rbac`: the installer's ServiceAccount and the roles of every API call install,
-/// reconfigure, uninstall, status and preflight make (`cluster::rights`), bound to it.
+/// `fleet rbac`: an identity's ServiceAccount, its names checked before the cluster is read;
+/// for the installer and the fleet, the roles of every API call install, reconfigure,
+/// uninstall, status and preflight make (`cluster::rights`), bound to it.
 pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     use crate::cli::RbacIdentity;
-    if args.identity == RbacIdentity::Verify {
-        return rbac_verify(args, ctx);
-    }
-    if !args.verify_image.is_empty() {
+    if args.identity != RbacIdentity::Verify && !args.verify_image.is_empty() {
         return Err(UsageError::new(
             "--verify-image names the images verify's account may run",
             "pass it with --identity verify, or leave it out",
         )
         .into());
     }
-    if args.identity == RbacIdentity::Diags {
-        return rbac_diags(args, ctx);
-    }
-    let (name, namespace, rights) = match args.identity {
-        RbacIdentity::Installer => (
-            "calicoctl-win-installer",
-            "kube-system",
-            crate::cluster::rights::installer(args.datastore == crate::cli::RbacDatastore::Etcdv3),
-        ),
-        RbacIdentity::Fleet | RbacIdentity::Verify | RbacIdentity::Diags => (
-            "calicoctl-win-fleet",
-            "system-upgrade",
-            crate::fleet::rights::FLEET.to_vec(),
-        ),
+    let (name, namespace) = match args.identity {
+        RbacIdentity::Installer => ("calicoctl-win-installer", "kube-system"),
+        RbacIdentity::Fleet => ("calicoctl-win-fleet", "system-upgrade"),
+        RbacIdentity::Verify => ("calicoctl-win-verify", "kube-system"),
+        RbacIdentity::Diags => ("calicoctl-win-diags", "system-upgrade"),
     };
-    let rights = crate::cluster::rights::in_group(&rights, calico_api(ctx, args.calico_api)?);
     let name = args.name.as_deref().unwrap_or(name);
     let namespace = args.namespace.as_deref().unwrap_or(namespace);
-    for (flag, value) in [
-        ("--name", name),
-        ("--namespace", namespace),
-        ("--calico-namespace", args.calico_namespace.as_str()),
-    ] {
-        dns_label(flag, value)?;
+    dns_label("--name", name)?;
+    dns_label("--namespace", namespace)?;
+    if args.identity == RbacIdentity::Verify {
+        return rbac_verify(args, ctx, (name, namespace));
     }
+    dns_label("--calico-namespace", &args.calico_namespace)?;
+    if args.identity == RbacIdentity::Diags {
+        return rbac_diags(args, ctx, (name, namespace));
+    }
+    let rights = if args.identity == RbacIdentity::Installer {
+        crate::cluster::rights::installer(args.datastore == crate::cli::RbacDatastore::Etcdv3)
+    } else {
+        crate::fleet::rights::FLEET.to_vec()
+    };
+    let rights = crate::cluster::rights::in_group(&rights, calico_api(ctx, args.calico_api)?);
     // No identity `fleet rbac` writes reads in the operator's namespace (migrate's roles are
     // `fleet plan --migrate`'s).
     let operator = crate::fleet::rights::OPERATOR_NAMESPACE;
@@ -296,22 +292,16 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
 /// `fleet rbac --identity verify`: verify's namespace and its least roles
 /// (`cluster::verify_rights`), for `verify --namespace calicoctl-win-verify`.
-fn rbac_verify(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let name = args.name.as_deref().unwrap_or("calicoctl-win-verify");
-    let namespace = args.namespace.as_deref().unwrap_or("kube-system");
-    dns_label("--name", name)?;
-    dns_label("--namespace", namespace)?;
+fn rbac_verify(
+    args: &FleetRbacArgs,
+    ctx: &mut Context,
+    (name, namespace): (&str, &str),
+) -> anyhow::Result<()> {
+    // Checked by `image_flag` while parsing: none of its characters ends the policy's quoted CEL.
     let images = match args.verify_image.as_slice() {
         [] => vec![crate::verify::image::AGNHOST.to_owned()],
         given => given.to_vec(),
     };
-    if let Some(bad) = images.iter().find(|i| !image_ref(i)) {
-        return Err(UsageError::new(
-            format!("--verify-image {bad:?} is not an image reference"),
-            "give registry/repository:tag or @sha256:digest (letters, digits, . _ - / : @)",
-        )
-        .into());
-    }
     let mut docs = crate::cluster::verify_rights::manifests(name, namespace);
     docs.extend(crate::cluster::verify_rights::admission(
         name, namespace, name, &images,
@@ -322,27 +312,17 @@ fn rbac_verify(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
 /// `fleet rbac --identity diags`: `fleet diags`' least roles (`fleet::diags::rights`), the
 /// ServiceAccount and the Role both in the DaemonSet's namespace, the ServiceAccount whose
 /// tokens the nodes take, and calico-node's right to review them (in --calico-namespace).
-fn rbac_diags(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    let name = args.name.as_deref().unwrap_or("calicoctl-win-diags");
-    let namespace = args.namespace.as_deref().unwrap_or("system-upgrade");
-    dns_label("--name", name)?;
-    dns_label("--namespace", namespace)?;
-    dns_label("--calico-namespace", &args.calico_namespace)?;
+fn rbac_diags(
+    args: &FleetRbacArgs,
+    ctx: &mut Context,
+    (name, namespace): (&str, &str),
+) -> anyhow::Result<()> {
     let docs = crate::fleet::diags::rights::manifests(
         name,
         (namespace, namespace),
         &args.calico_namespace,
     );
     print_manifests(ctx, &docs, args.out_file.as_deref())
-}
-
-/// An image reference as the policy's CEL quotes it: the characters of a reference
-/// (distribution's reference grammar), so none ends the quoted string.
-fn image_ref(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 512
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c))
 }
 
 /// The group of Calico's resources the roles name: the one asked for, else the cluster's

@@ -80,18 +80,17 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
                     said: Some(&said),
                 });
             }
-            Ok(None) => {
-                if args.once {
-                    ctx.printer.text(&format!(
-                        "nothing to do: {}",
-                        left_alone(host.as_ref(), &kubeconfig)
-                    ));
-                    ctx.printer.json(&KeepToken {
-                        replaced: false,
-                        said: None,
-                    });
-                }
+            Ok(None) if args.once => {
+                ctx.printer.text(&format!(
+                    "nothing to do: {}",
+                    left_alone(host.as_ref(), &kubeconfig)
+                ));
+                ctx.printer.json(&KeepToken {
+                    replaced: false,
+                    said: None,
+                });
             }
+            Ok(None) => {}
             Err(e) if args.once => return Err(e),
             Err(e) => ctx.printer.warn(&format!("{e:#}")),
         }
@@ -148,9 +147,9 @@ fn look(
         return Ok(None);
     };
     let as_node = Cluster::connect_as_node(kubeconfig, &text, &token, &ctx.env)?;
-    match crate::cluster::node::addresses(&as_node, node) {
-        Err(ClusterError::Api { code: 401, .. }) => {}
-        Ok(_) | Err(_) => return Ok(None),
+    let read = crate::cluster::node::addresses(&as_node, node);
+    if !matches!(read, Err(ClusterError::Api { code: 401, .. })) {
+        return Ok(None);
     }
     let cluster = ctx.connect_cluster()?.ok_or_else(|| {
         anyhow::anyhow!(

@@ -260,15 +260,21 @@ fn current(as_node: &Cluster, node: &NodeName) -> Option<NodeCondition> {
 
 /// The condition set Unknown for `reason`, given the status the Node carries (`before`).
 pub fn unknown(reason: &str, message: &str, before: Option<&str>) -> serde_json::Value {
+    shaped("Unknown", reason, message, before)
+}
+
+/// The condition with its heartbeat now, and its transition time now only when `status`
+/// is not the one the Node carries (`before`), as CalicoNode writes `CalicoWindowsReady`.
+fn shaped(status: &str, reason: &str, message: &str, before: Option<&str>) -> serde_json::Value {
     let now = crate::duration::time_text(crate::duration::now());
     let mut c = serde_json::json!({
         "type": CONDITION,
-        "status": "Unknown",
+        "status": status,
         "reason": reason,
         "message": message.chars().take(MAX_MESSAGE).collect::<String>(),
         "lastHeartbeatTime": now,
     });
-    if before != Some("Unknown") {
+    if before != Some(status) {
         c["lastTransitionTime"] = serde_json::json!(now);
     }
     c
@@ -310,7 +316,6 @@ pub fn codes(r: &Report) -> Vec<String> {
 
 /// The condition a report sets, given the status the Node carries (`before`).
 pub fn condition(r: &Report, before: Option<&str>) -> serde_json::Value {
-    let now = crate::duration::time_text(crate::duration::now());
     let mut reasons: Vec<String> = r
         .checks
         .iter()
@@ -333,22 +338,14 @@ pub fn condition(r: &Report, before: Option<&str>) -> serde_json::Value {
         reasons.truncate(MAX_REASONS);
         reasons.push(format!("and {more} more"));
     }
-    let status = if r.passed { "True" } else { "False" };
-    let mut c = serde_json::json!({
-        "type": CONDITION,
-        "status": status,
-        "reason": if r.passed { "TrafficPasses" } else { "TrafficFails" },
-        "message": if r.passed {
-            format!("every verify check passed ({} checks, calicoctl-win)", r.checks.len())
-        } else {
-            reasons.join("; ").chars().take(MAX_MESSAGE).collect()
-        },
-        "lastHeartbeatTime": now,
-    });
-    if before != Some(status) {
-        c["lastTransitionTime"] = serde_json::json!(now);
+    if r.passed {
+        let message = format!(
+            "every verify check passed ({} checks, calicoctl-win)",
+            r.checks.len()
+        );
+        return shaped("True", "TrafficPasses", &message, before);
     }
-    c
+    shaped("False", "TrafficFails", &reasons.join("; "), before)
 }
 
 #[cfg(test)]

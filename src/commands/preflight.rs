@@ -73,24 +73,20 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
         &loaded.config,
     ));
     results.extend(cluster_checks(&cluster, &loaded, None));
-    let calico = match &cluster {
-        ClusterRead::Read(_, f) => f.calico_version.clone(),
+    let cluster_facts = match &cluster {
+        ClusterRead::Read(_, f) => Some(f.as_ref()),
         _ => None,
     };
     results.push(checks::host::known_issues(
         &snapshot,
         &loaded.config,
-        calico.as_deref(),
+        cluster_facts.and_then(|f| f.calico_version.as_deref()),
         &args.allow_known_issue,
     ));
     checks::accept_skipped(&mut results, &args.skip);
     let blocking = checks::blocking(&results);
 
     ctx.printer.text(checks::table(&results).trim_end());
-    let cluster_facts = match &cluster {
-        ClusterRead::Read(_, f) => Some(f.as_ref()),
-        _ => None,
-    };
     let hns = snapshot.hns.as_ref().ok();
     ctx.printer.json(&Preflight {
         checks: &results,

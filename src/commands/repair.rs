@@ -7,7 +7,6 @@ use super::common::{ClusterRead, read_cluster};
 use crate::apply;
 use crate::cli::RepairArgs;
 use crate::cluster::Cluster;
-use crate::cluster::drain::DrainOptions;
 use crate::context::Context;
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
 use crate::error::UsageError;
@@ -253,7 +252,8 @@ fn planned(
     let planned = repair::plan(&repair::Inputs {
         node,
         judged: &judged,
-        drain: drain_options(args),
+        // Pods with emptyDir data are evicted too: they have no network to use it with.
+        drain: args.evict.options(true),
         allow_majority: args.allow_majority,
     });
     match planned {
@@ -371,11 +371,6 @@ fn wait_healthy(
         Err(e) if e.is::<Stopped>() => Ok(Waited::Stopped(last.into_inner())),
         Err(e) => Err(e),
     }
-}
-
-/// A repair evicts pods with emptyDir data too: they have no network to use it with.
-fn drain_options(args: &RepairArgs) -> DrainOptions {
-    args.evict.options(true)
 }
 
 /// Refused before anything changes: pods nothing recreates, or the breaker.

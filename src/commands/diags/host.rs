@@ -22,7 +22,7 @@ const OTHER_SERVICES: &[&str] = &[
 
 /// What the host itself holds: the system, the services, HNS, the network, the firewall rule.
 pub(super) fn sections(h: &dyn Host, rec: Option<&InstallRecord>, b: &mut Bundle) {
-    b.section("host/system.json", system(h));
+    b.section("host/system.json", h.system_facts().map_err(Into::into));
     b.section("host/services.json", services(h, rec));
     b.section("host/hns.json", hns(h));
     b.section(
@@ -118,10 +118,6 @@ struct Addressing {
     routes: Vec<crate::host::Route>,
 }
 
-fn system(h: &dyn Host) -> anyhow::Result<Value> {
-    Ok(serde_json::to_value(h.system_facts()?)?)
-}
-
 fn services(h: &dyn Host, rec: Option<&InstallRecord>) -> anyhow::Result<Value> {
     let mut names: Vec<String> = rec
         .map(|r| r.services.iter().map(|s| s.name.clone()).collect())
@@ -152,11 +148,9 @@ fn hns(h: &dyn Host) -> anyhow::Result<Vec<WithEndpoints>> {
 }
 
 fn network(h: &dyn Host) -> anyhow::Result<Addressing> {
-    let ipv4_addresses = h.ipv4_addresses()?;
-    let routes = h.routes()?;
     Ok(Addressing {
-        ipv4_addresses,
-        routes,
+        ipv4_addresses: h.ipv4_addresses()?,
+        routes: h.routes()?,
     })
 }
 
