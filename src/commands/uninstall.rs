@@ -6,7 +6,6 @@ use crate::apply::Options;
 use crate::apply::journal::Journal;
 use crate::cli::UninstallArgs;
 use crate::context::Context;
-use crate::duration::now;
 use crate::installed::legacy::{legacy_error, legacy_services};
 use crate::installed::record;
 use crate::k8s_name::NodeName;
@@ -527,19 +526,15 @@ fn execute(
     cluster: Option<&crate::cluster::Cluster>,
 ) -> anyhow::Result<Vec<String>> {
     let opts = Options {
-        command: change.command,
-        journal_path: change.journal_path.clone(),
-        rollback: false,
-        stop_timeout: args.service_timeout,
-        start_timeout: args.service_timeout,
-        previous: change.journal.take(),
-        routes_before: Vec::new(),
         record: Some(rec),
-        logs_dir: None,
-        now: now(),
-        cluster: cluster.map(|c| c as &dyn crate::cluster::drain::NodeControl),
-        recheck: None,
-        stop: crate::duration::Stop::never(),
+        ..Options::for_change(
+            change.command,
+            change.journal_path.clone(),
+            false,
+            args.service_timeout,
+            change.journal.take(),
+            cluster.map(|c| c as &dyn crate::cluster::drain::NodeControl),
+        )
     };
     change.run(ctx, actions, opts)?.map_err(|failed| {
         let e = failed.error;
