@@ -121,7 +121,7 @@ impl<'h> Change<'h> {
 
     /// Prints a plan for people, one numbered line per action (a dry run's output).
     pub fn show(&self, ctx: &mut Context, actions: &[crate::apply::Action]) {
-        print_plan(ctx, actions);
+        print_steps(ctx, "Plan:", actions);
     }
 
     /// Runs the plan, each step printed and logged as it starts. A plan that rolls back has a
@@ -210,14 +210,7 @@ fn continue_journal(
         return Ok(None);
     };
     if j.command != command {
-        return Err(crate::error::UsageError::new(
-            format!(
-                "an earlier {} did not finish (its journal is {path})",
-                j.command
-            ),
-            format!("run 'calicoctl-win {}' again to finish it first", j.command),
-        )
-        .into());
+        return Err(unfinished(&j.command, path, " first"));
     }
     ctx.printer.note(&format!(
         "an earlier {command} started at {} did not finish ({} step(s) journaled): this run continues it",
@@ -226,9 +219,18 @@ fn continue_journal(
     ));
     Ok(Some(j))
 }
-/// Prints a plan for people, one numbered line per action (a dry run's output).
-fn print_plan(ctx: &mut Context, actions: &[crate::apply::Action]) {
-    ctx.printer.text("Plan:");
+/// The refusal of a run over another command's unfinished journal at `path`: that command
+/// runs again to finish it, `then` this one.
+pub(crate) fn unfinished(command: &str, path: &str, then: &str) -> anyhow::Error {
+    crate::error::UsageError::new(
+        format!("an earlier {command} did not finish (its journal is {path})"),
+        format!("run 'calicoctl-win {command}' again to finish it{then}"),
+    )
+    .into()
+}
+/// Prints steps for people under `title`, one numbered line per action (a dry run's output).
+pub(crate) fn print_steps(ctx: &mut Context, title: &str, actions: &[crate::apply::Action]) {
+    ctx.printer.text(title);
     for (i, a) in actions.iter().enumerate() {
         ctx.printer
             .text(&format!("  {:>2}. {}", i + 1, a.describe()));

@@ -108,6 +108,22 @@ pub(crate) fn check_skips(skip: &[String]) -> Result<(), UsageError> {
 pub(crate) use crate::cluster::read::ClusterRead;
 
 impl ClusterRead {
+    /// The cluster, when it was read.
+    pub(crate) fn cluster(&self) -> Option<&crate::cluster::Cluster> {
+        match self {
+            Self::Read(c, _) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The cluster's facts, when it was read.
+    pub(crate) fn facts(&self) -> Option<&facts::ClusterFacts> {
+        match self {
+            Self::Read(_, f) => Some(f),
+            _ => None,
+        }
+    }
+
     /// The API group Calico's components must be pinned to, as `apiVersion` says it: the
     /// cluster's answer (`calico_api::Locks::pin`) when it was read, else the pin calico-node's
     /// environment file carries now (an unknown is no change).
@@ -117,9 +133,9 @@ impl ClusterRead {
         root: &crate::layout::InstallRoot,
     ) -> Option<&'static str> {
         use crate::cluster::calico_api::Group;
-        match self {
-            Self::Read(_, f) => f.calico_locks.pin().map(Group::api_version),
-            _ => crate::health::api_group::pinned(host, root).map(Group::api_version),
+        match self.facts() {
+            Some(f) => f.calico_locks.pin().map(Group::api_version),
+            None => crate::health::api_group::pinned(host, root).map(Group::api_version),
         }
     }
 }
@@ -171,9 +187,9 @@ pub(crate) fn with_cluster(
     cluster: &ClusterRead,
     base: Loaded,
 ) -> anyhow::Result<Loaded> {
-    match cluster {
-        ClusterRead::Read(_, f) => Ok(ctx.load_config_with(f.settings())?),
-        _ => Ok(base),
+    match cluster.facts() {
+        Some(f) => Ok(ctx.load_config_with(f.settings())?),
+        None => Ok(base),
     }
 }
 
@@ -232,10 +248,7 @@ pub(crate) fn adapter_checks(
     cluster: &ClusterRead,
     config: &crate::config::Config,
 ) -> Vec<checks::Check> {
-    let internal_ip = match cluster {
-        ClusterRead::Read(_, f) => f.node_internal_ip,
-        _ => None,
-    };
+    let internal_ip = cluster.facts().and_then(|f| f.node_internal_ip);
     let (choice, remedy) = match crate::plan::desired::choose_uplink(host, config, internal_ip) {
         Ok(c) => (Ok(c), None),
         Err(e) => {
@@ -246,6 +259,19 @@ pub(crate) fn adapter_checks(
         }
     };
     checks::host::adapter_checks(snapshot, config, &choice, remedy)
+}
+
+/// The adapter the External network binds: chosen again (with the Node's InternalIP when the
+/// cluster was read), else the one the install recorded (`Choice::or_recorded`).
+pub(crate) fn uplink(
+    host: &dyn crate::host::Host,
+    config: &crate::config::Config,
+    cluster: &ClusterRead,
+    rec: Option<&crate::installed::record::InstallRecord>,
+) -> anyhow::Result<crate::host::uplink::Choice> {
+    let internal_ip = cluster.facts().and_then(|f| f.node_internal_ip);
+    let recorded = rec.and_then(|r| r.network.as_ref()?.adapter.as_deref());
+    Ok(crate::plan::desired::choose_uplink(host, config, internal_ip)?.or_recorded(recorded))
 }
 
 /// This node's Kubernetes name (`node.k8s_node_ref`: the Node object's, which `node.name`,

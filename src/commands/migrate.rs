@@ -152,17 +152,11 @@ fn refuse_unfinished(
             && j.command != ours
             && j.command != except
         {
-            return Err(crate::error::UsageError::new(
-                format!(
-                    "an earlier {} did not finish (its journal is {path})",
-                    j.command
-                ),
-                format!(
-                    "run 'calicoctl-win {}' again to finish it first, then migrate",
-                    j.command
-                ),
-            )
-            .into());
+            return Err(super::change::unfinished(
+                &j.command,
+                &path,
+                " first, then migrate",
+            ));
         }
     }
     Ok(())
@@ -698,20 +692,7 @@ fn give_back(
     if crate::apply::journal::Journal::load(host, &back.root.journal())?.is_some() {
         return Ok(None);
     }
-    let mut steps = vec![
-        apply::Action::SetNodeLabel {
-            node: back.node.to_owned(),
-            value: None,
-        },
-        apply::Action::WaitOperatorPod {
-            node: back.node.to_owned(),
-            want: operator::Want::Ready,
-            timeout: args.pod_timeout,
-        },
-    ];
-    if back.uncordon {
-        steps.extend(migrate::uncordon(back.node));
-    }
+    let steps = migrate::back_to_operator(back.node, args.pod_timeout, back.uncordon);
     ctx.printer
         .text("install failed and was undone: the node goes back to the operator");
     run_steps(
@@ -858,8 +839,8 @@ fn plan_from_operator(
         operator::DAEMONSET
     ));
     if ctx.options.dry_run {
-        print_steps(ctx, "Before install:", &before);
-        print_steps(ctx, "After install:", &after);
+        super::change::print_steps(ctx, "Before install:", &before);
+        super::change::print_steps(ctx, "After install:", &after);
         ctx.printer.text("Install, as planned below:");
     }
     // The host lock stays held: install, run within this command, finds it held and keeps it;
@@ -877,14 +858,6 @@ fn plan_from_operator(
         after,
         journal_path,
     }))
-}
-
-fn print_steps(ctx: &mut Context, title: &str, steps: &[apply::Action]) {
-    ctx.printer.text(title);
-    for (i, a) in steps.iter().enumerate() {
-        ctx.printer
-            .text(&format!("  {:>2}. {}", i + 1, a.describe()));
-    }
 }
 
 /// The node's calicoctl-win annotations, which install writes after its plan (only a

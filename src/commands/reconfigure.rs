@@ -287,13 +287,7 @@ fn rendered_for(
     crate::host::uplink::Choice,
     Vec<crate::plan::install::DesiredFile>,
 )> {
-    let internal_ip = match cluster {
-        ClusterRead::Read(_, f) => f.node_internal_ip,
-        _ => None,
-    };
-    let recorded = rec.network.as_ref().and_then(|n| n.adapter.as_deref());
-    let uplink =
-        crate::plan::desired::choose_uplink(host, config, internal_ip)?.or_recorded(recorded);
+    let uplink = super::common::uplink(host, config, cluster, Some(rec))?;
     let rendered = rendered_files(
         host,
         config,
@@ -449,7 +443,10 @@ fn node_plan(
         return Err(needs_drain(args, config, &cluster, node_name, need).into());
     }
     let (c, facts) = connected(cluster, node_name)?;
-    check_vni(args, config, &facts, need)?;
+    // A new VNI the cluster's Felix does not use is refused, unless the user says it is meant.
+    if let Some(e) = vni_refusal(args, config, &facts, need) {
+        return Err(e.into());
+    }
     let cordoned = drain::is_cordoned(&c, node_name)?;
     let external = args.drain == Some(DrainBy::External);
     if external && need.recreate && !cordoned {
@@ -502,10 +499,7 @@ fn needs_drain(
         "pass --drain to cordon and drain the node around it (--dry-run shows the pods it would evict)",
     )
     .of_kind(crate::error::Kind::NeedsDrain);
-    let vni = match cluster {
-        ClusterRead::Read(_, facts) => vni_refusal(args, config, facts, need),
-        _ => None,
-    };
+    let vni = (cluster.facts()).and_then(|facts| vni_refusal(args, config, facts, need));
     match vni {
         Some(v) => UsageError {
             message: format!("{}; and {}", v.message, drain.message),
@@ -539,19 +533,6 @@ fn connected(
         )
         .of_kind(crate::error::Kind::NoAdminKubeconfig)
         .into()),
-    }
-}
-
-/// Refuses a new VNI the cluster's Felix does not use, unless the user says it is meant.
-fn check_vni(
-    args: &ReconfigureArgs,
-    config: &crate::config::Config,
-    facts: &crate::cluster::facts::ClusterFacts,
-    need: &Need<'_>,
-) -> anyhow::Result<()> {
-    match vni_refusal(args, config, facts, need) {
-        Some(e) => Err(e.into()),
-        None => Ok(()),
     }
 }
 

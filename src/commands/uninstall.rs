@@ -6,7 +6,6 @@ use crate::apply::Options;
 use crate::apply::journal::Journal;
 use crate::cli::UninstallArgs;
 use crate::context::Context;
-use crate::duration::now;
 use crate::installed::legacy::{legacy_error, legacy_services};
 use crate::installed::record;
 use crate::k8s_name::NodeName;
@@ -330,16 +329,19 @@ fn cluster_part(
                 part.warnings.push(w);
                 part.left = ClusterLeft::of_grant(g);
             }
+            let keeps = |n: &NodeName, why: &str| {
+                format!(
+                    "{n} keeps its calicoctl-win annotations and CalicoWindowsReady condition ({why}): 'kubectl annotate node {n} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash- calicoctl-win/install-id- calicoctl-win/finding-codes-' removes the annotations (its CalicoWindowsReady condition keeps its last value)"
+                )
+            };
             match &node {
                 // Without a kubeconfig, this is how uninstall is run on a node only: said, not
                 // warned.
-                Some(n) if no_kubeconfig => ctx.printer.text(&format!(
-                    "Node {n} keeps its calicoctl-win annotations and CalicoWindowsReady condition (no kubeconfig): 'kubectl annotate node {n} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash- calicoctl-win/install-id- calicoctl-win/finding-codes-' removes the annotations (its CalicoWindowsReady condition keeps its last value)."
-                )),
+                Some(n) if no_kubeconfig => ctx
+                    .printer
+                    .text(&format!("Node {}.", keeps(n, "no kubeconfig"))),
                 Some(n) => {
-                    let w = format!(
-                        "node {n} keeps its calicoctl-win annotations and CalicoWindowsReady condition ({why}): 'kubectl annotate node {n} calicoctl-win/version- calicoctl-win/calico-version- calicoctl-win/config-hash- calicoctl-win/install-id- calicoctl-win/finding-codes-' removes the annotations (its CalicoWindowsReady condition keeps its last value)"
-                    );
+                    let w = format!("node {}", keeps(n, &why));
                     ctx.printer.warn(&w);
                     part.warnings.push(w);
                 }
@@ -524,19 +526,15 @@ fn execute(
     cluster: Option<&crate::cluster::Cluster>,
 ) -> anyhow::Result<Vec<String>> {
     let opts = Options {
-        command: change.command,
-        journal_path: change.journal_path.clone(),
-        rollback: false,
-        stop_timeout: args.service_timeout,
-        start_timeout: args.service_timeout,
-        previous: change.journal.take(),
-        routes_before: Vec::new(),
         record: Some(rec),
-        logs_dir: None,
-        now: now(),
-        cluster: cluster.map(|c| c as &dyn crate::cluster::drain::NodeControl),
-        recheck: None,
-        stop: crate::duration::Stop::never(),
+        ..Options::for_change(
+            change.command,
+            change.journal_path.clone(),
+            false,
+            args.service_timeout,
+            change.journal.take(),
+            cluster.map(|c| c as &dyn crate::cluster::drain::NodeControl),
+        )
     };
     change.run(ctx, actions, opts)?.map_err(|failed| {
         let e = failed.error;
@@ -563,17 +561,11 @@ fn undo_interrupted_install(
         return Ok(Vec::new());
     };
     if journal.command != "install" {
-        return Err(crate::error::UsageError::new(
-            format!(
-                "an earlier {} did not finish (its journal is {path})",
-                journal.command
-            ),
-            format!(
-                "run 'calicoctl-win {}' again to finish it, then uninstall",
-                journal.command
-            ),
-        )
-        .into());
+        return Err(super::change::unfinished(
+            &journal.command,
+            &path,
+            ", then uninstall",
+        ));
     }
     let started = crate::duration::time_text(journal.started);
     // Once the run wrote its record, the record names all it owns, and the uninstall that
@@ -641,13 +633,16 @@ fn undo_interrupted_grant(
     m: &crate::cluster::making::Making,
     skip_cluster: bool,
 ) -> anyhow::Result<bool> {
-    if skip_cluster {
+    let stays = |ctx: &mut Context, why: &dyn std::fmt::Display| {
         ctx.printer.warn(&format!(
-            "what the interrupted install made of the Role and RoleBinding {} stays in the cluster ({SKIPPED}); '{}' removes it",
+            "what the interrupted install made of the Role and RoleBinding {} stays in the cluster ({why}); '{}' removes it",
             m.name,
             m.delete_command()
         ));
-        return Ok(true);
+        Ok(true)
+    };
+    if skip_cluster {
+        return stays(ctx, &SKIPPED);
     }
     let removed = match ctx.connect_cluster() {
         Ok(Some(c)) => match removed_waiting(ctx, &c, m) {
@@ -657,26 +652,12 @@ fn undo_interrupted_grant(
                 e @ crate::cluster::ClusterError::Api {
                     code: 401 | 403, ..
                 },
-            ) => {
-                ctx.printer.warn(&format!(
-                    "what the interrupted install made of the Role and RoleBinding {} stays in the cluster ({e}); '{}' removes it",
-                    m.name,
-                    m.delete_command()
-                ));
-                return Ok(true);
-            }
+            ) => return stays(ctx, &e),
             done => done.map_err(|e| e.to_string()),
         },
         // No admin kubeconfig given at all: the node's own uninstall is not held hostage to a
         // cluster it was not given; what stays in the cluster is said with its command.
-        Ok(None) => {
-            ctx.printer.warn(&format!(
-                "what the interrupted install made of the Role and RoleBinding {} stays in the cluster ({NO_KUBECONFIG}); '{}' removes it",
-                m.name,
-                m.delete_command()
-            ));
-            return Ok(true);
-        }
+        Ok(None) => return stays(ctx, &NO_KUBECONFIG),
         Err(e) => Err(e.to_string()),
     };
     match removed {

@@ -315,18 +315,14 @@ fn protections(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Protection
     };
     let mut out = Vec::new();
     for d in &dirs {
-        let Some(sddl) = host.security(d)? else {
+        let Some((sddl, now, writers)) = access_of(host, d)? else {
             if !under_another(d) {
                 out.push((d.clone(), Vec::new(), None));
             }
             continue;
         };
-        let now = crate::host::acl::parse(&sddl)
-            .map_err(|why| anyhow::anyhow!("cannot read the access list of {d} ({sddl}): {why}"))?;
         // The root and what install made are its own and get the protected list; another
         // existing directory (containerd's) is changed only when someone else may change it.
-        let admin = crate::installed::protection::elevated_user(host);
-        let writers = crate::host::acl::writers_but(&now, admin.as_deref());
         let ours = d.eq_ignore_ascii_case(dirs[0].as_str())
             || own.iter().any(|o| o.eq_ignore_ascii_case(d));
         let weak = if ours {
@@ -359,17 +355,21 @@ fn legacy_removal(i: &Inputs<'_>) -> Vec<Action> {
     stops.chain(deletes).collect()
 }
 
-/// Who other than SYSTEM, Administrators and this elevated administrator may change the file
-/// at `path` now (its owner, an access list entry): such a file is written anew, since Windows
-/// keeps an existing file's security when it is opened again.
-fn foreign_writers(host: &dyn Host, path: &str) -> anyhow::Result<Vec<String>> {
+/// The security of `path` (as read and parsed), and who other than SYSTEM, Administrators and
+/// this elevated administrator may change it (its owner, an access list entry); `None` when
+/// there is nothing at `path`.
+fn access_of(
+    host: &dyn Host,
+    path: &str,
+) -> anyhow::Result<Option<(String, crate::host::acl::Descriptor, Vec<String>)>> {
     let Some(sddl) = host.security(path)? else {
-        return Ok(Vec::new());
+        return Ok(None);
     };
     let now = crate::host::acl::parse(&sddl)
         .map_err(|why| anyhow::anyhow!("cannot read the access list of {path} ({sddl}): {why}"))?;
     let admin = crate::installed::protection::elevated_user(host);
-    Ok(crate::host::acl::writers_but(&now, admin.as_deref()))
+    let writers = crate::host::acl::writers_but(&now, admin.as_deref());
+    Ok(Some((sddl, now, writers)))
 }
 
 /// The files whose contents, access or owner differ from what install writes.
@@ -380,10 +380,11 @@ fn file_writes(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
         let access_now = host.file_access(&f.path)?;
         let want_access = crate::host::Access::secret_if(f.secret);
         let same_bytes = now.is_some() && now == f.sha256;
-        let foreign = if same_bytes {
-            foreign_writers(host, &f.path)?
-        } else {
-            Vec::new()
+        // A file others may change is written anew: Windows keeps an existing file's security
+        // when it is opened again.
+        let foreign = match same_bytes {
+            true => access_of(host, &f.path)?.map(|a| a.2).unwrap_or_default(),
+            false => Vec::new(),
         };
         if same_bytes && access_now == Some(want_access) && foreign.is_empty() {
             continue;
@@ -429,6 +430,7 @@ fn file_removals(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>>
 }
 
 /// What the services need, and what they are now.
+#[derive(Default)]
 struct ServicePlan {
     /// Registrations to create or update.
     actions: Vec<Action>,
@@ -469,12 +471,7 @@ fn service_changes_of(
         .iter()
         .map(|s| s.name.to_ascii_lowercase())
         .collect();
-    let mut p = ServicePlan {
-        actions: Vec::new(),
-        retired: Vec::new(),
-        running: Vec::new(),
-        up: Vec::new(),
-    };
+    let mut p = ServicePlan::default();
     for spec in wanted {
         let now = host.service_query(&spec.name)?;
         let Some(now) = now.filter(|_| !legacy.contains(&spec.name.to_ascii_lowercase())) else {

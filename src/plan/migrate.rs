@@ -455,15 +455,9 @@ pub fn marker_for_operator(
     )
 }
 
-/// The cluster steps of `to-operator` after the host: the label off, the operator's pod waited
-/// for, the node uncordoned (when this migration cordoned it), the renewal grant deleted and
-/// the node's calicoctl-win annotations and condition gone; each journaled.
-pub fn to_operator_after(
-    node: &NodeName,
-    timeout: Duration,
-    uncordon_it: bool,
-    grant: Option<&crate::cluster::renewal::Grant>,
-) -> Vec<Action> {
+/// The node given to the operator: the label off, the operator's pod waited for, the node
+/// uncordoned when this migration cordoned it.
+pub fn back_to_operator(node: &NodeName, timeout: Duration, uncordon_it: bool) -> Vec<Action> {
     let mut actions = vec![
         Action::SetNodeLabel {
             node: node.clone(),
@@ -478,6 +472,19 @@ pub fn to_operator_after(
     if uncordon_it {
         actions.extend(uncordon(node));
     }
+    actions
+}
+
+/// The cluster steps of `to-operator` after the host: the label off, the operator's pod waited
+/// for, the node uncordoned (when this migration cordoned it), the renewal grant deleted and
+/// the node's calicoctl-win annotations and condition gone; each journaled.
+pub fn to_operator_after(
+    node: &NodeName,
+    timeout: Duration,
+    uncordon_it: bool,
+    grant: Option<&crate::cluster::renewal::Grant>,
+) -> Vec<Action> {
+    let mut actions = back_to_operator(node, timeout, uncordon_it);
     if let Some(g) = grant {
         actions.push(Action::RemoveRenewalGrant {
             namespace: g.namespace.clone(),

@@ -21,7 +21,6 @@ use crate::cli::InstallArgs;
 use crate::cluster::renewal::{self, Grant};
 use crate::cluster::{etcd, node};
 use crate::context::Context;
-use crate::duration::now;
 use crate::host::{Host, HostKind};
 use crate::installed::legacy::{legacy_error, legacy_services};
 use crate::installed::record::{self, RecordedFile};
@@ -84,10 +83,7 @@ pub(crate) fn run_within(
     let config = &loaded.config;
 
     // The version: the cluster's unless one was chosen; never older than it unless allowed.
-    let cluster_version = match &cluster {
-        ClusterRead::Read(_, f) => f.calico_version.clone(),
-        _ => None,
-    };
+    let cluster_version = cluster.facts().and_then(|f| f.calico_version.clone());
     choose_version(ctx, &mut want, args, cluster_version.as_deref())?;
 
     // The release to install (the cluster's when no other was chosen) for known-issues.
@@ -104,13 +100,7 @@ pub(crate) fn run_within(
     let previous = record::read(host.as_ref(), &root)?;
     let install_id = record::install_id(previous.as_ref())?;
     let journal_path = root.journal();
-    let internal_ip = match &cluster {
-        ClusterRead::Read(_, f) => f.node_internal_ip,
-        _ => None,
-    };
-    let recorded = previous.as_ref().and_then(|p| p.network.as_ref());
-    let uplink = plan::desired::choose_uplink(host.as_ref(), config, internal_ip)?
-        .or_recorded(recorded.and_then(|n| n.adapter.as_deref()));
+    let uplink = super::common::uplink(host.as_ref(), config, &cluster, previous.as_ref())?;
     let change = Change::begin(ctx, host.as_ref(), "install", &root, journal_path)?;
     refuse_network_changes(host.as_ref(), previous.as_ref(), config, &uplink)?;
     let checked = Checked {
@@ -319,7 +309,7 @@ fn finish(
     within: Option<&mut Within>,
 ) -> anyhow::Result<()> {
     taint_node(ctx, taint, cluster, node_name)?;
-    if let ClusterRead::Read(c, _) = cluster {
+    if let Some(c) = cluster.cluster() {
         change.annotate(ctx, Some(c), node_name);
     }
     if let Some(w) = within {
@@ -332,10 +322,7 @@ fn finish(
         ));
     }
     doc.changed |= changes > 0;
-    let c = match cluster {
-        ClusterRead::Read(c, _) => Some(c.as_ref()),
-        _ => None,
-    };
+    let c = cluster.cluster();
     let restarted = super::verify_restarted::Restarted::of(&doc);
     let verify = (args.verify.with(), "installed", restarted);
     super::verify::print_verified(ctx, verify, c, node_name, doc)
@@ -522,26 +509,22 @@ fn execute(
     journal: Option<apply::journal::Journal>,
 ) -> anyhow::Result<()> {
     let opts = apply::Options {
-        command: change.command,
-        journal_path: change.journal_path.clone(),
-        rollback: true,
-        stop_timeout: args.service_timeout,
-        start_timeout: args.service_timeout,
-        previous: journal,
         routes_before: change
             .host
             .routes()
             .context("cannot read the routes before the install")?,
-        record: None,
         logs_dir: Some(config.logs.dir.as_str().to_owned()),
-        now: now(),
         // For the rollback only: it deletes what the run made of the grant.
-        cluster: match cluster {
-            ClusterRead::Read(c, _) => Some(c.as_ref() as &dyn crate::cluster::NodeControl),
-            _ => None,
-        },
-        recheck: None,
-        stop: crate::duration::Stop::never(),
+        ..apply::Options::for_change(
+            change.command,
+            change.journal_path.clone(),
+            true,
+            args.service_timeout,
+            journal,
+            cluster
+                .cluster()
+                .map(|c| c as &dyn crate::cluster::NodeControl),
+        )
     };
     // The executor has shown its warnings; they are not the result.
     match change.run(ctx, actions, opts)? {
@@ -819,10 +802,11 @@ fn release_and_rendered(
 /// The `cniVersion` of the operator's Windows CNI config, where the cluster has an
 /// Installation.
 fn operator_cni_version(cluster: &ClusterRead) -> Option<&str> {
-    match cluster {
-        ClusterRead::Read(_, f) => f.installation.as_ref().map(|i| i.cni_version()),
-        _ => None,
-    }
+    cluster
+        .facts()?
+        .installation
+        .as_ref()
+        .map(|i| i.cni_version())
 }
 
 /// A network setting HNS cannot change in place (the VNI, the MAC prefix, the adapter, the
