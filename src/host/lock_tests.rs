@@ -183,7 +183,16 @@ fn hold_with_record(dir: &Path, record: &str) -> File {
         .write(true)
         .open(&path)
         .expect("open");
-    look.try_lock().expect("the look takes it");
+    // A process another test spawns keeps a copy of the dropped lock's descriptor from its fork
+    // to its exec (O_CLOEXEC closes it only then): the look tries again for up to 10 s.
+    let start = std::time::Instant::now();
+    while let Err(e) = look.try_lock() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "the look takes it: {e:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     std::fs::write(info_path(&path), record).expect("record");
     look
 }
@@ -275,7 +284,16 @@ fn a_record_left_by_a_dead_command_never_names_the_holder() {
         .write(true)
         .open(&path)
         .expect("open");
-    look.try_lock().expect("the look takes it");
+    // A process another test spawns keeps a copy of the dropped lock's descriptor from its fork
+    // to its exec (O_CLOEXEC closes it only then): the look tries again for up to 10 s.
+    let start = std::time::Instant::now();
+    while let Err(e) = look.try_lock() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "the look takes it: {e:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     let records = [
         format!(
             r#"{{"command":"install","pid":{},"started":{now}}}"#,

@@ -687,8 +687,15 @@ impl Network for SimHost {
             let status = r#""healthy":true,"status":{"IPv4":{"lastUpdated":"2026-01-01T00:00:00Z","healthy":true}}"#;
             let times =
                 r#""lastUpdated":"2026-01-01T00:00:00Z","currentTime":"2026-01-01T00:00:00Z""#;
-            let code = if eligible { 200 } else { 503 };
-            let body = format!("{{{times},\"nodeEligible\":{eligible},{status}}}");
+            let (code, body) = match path {
+                "/healthz" => (
+                    if eligible { 200 } else { 503 },
+                    format!("{{{times},\"nodeEligible\":{eligible},{status}}}"),
+                ),
+                // Any other path is 404, as the real server's mux answers: a product asking
+                // the wrong path fails in tests as on a node.
+                _ => (404, "404 page not found\n".to_owned()),
+            };
             return Ok(Some(crate::host::http_probe::Answer { code, body }));
         }
         let health = self.read(|s| s.settings.felix_health);
@@ -698,10 +705,11 @@ impl Network for SimHost {
         {
             return Ok(None);
         }
-        // `/liveness` and `/readiness`, the paths asked.
+        // `/liveness` and `/readiness`, the paths asked; any other is 404.
         let (code, body) = match (path, health) {
             ("/readiness", SimFelixHealth::NotReady) => (503, "felix-startup  not ready"),
-            _ => (200, "felix-startup  live  ready"),
+            ("/liveness" | "/readiness", _) => (200, "felix-startup  live  ready"),
+            _ => (404, "404 page not found"),
         };
         Ok(Some(crate::host::http_probe::Answer {
             code,

@@ -43,34 +43,53 @@ pub fn get(path: &str, name: &str) -> HostResult<Option<RegValue>> {
         Err(e) if is_missing(&e) => return Ok(None),
         Err(e) => return Err(api(op(), e)),
     };
-    // The value's type and size first (RegQueryValueExW without a buffer), so that a value
-    // past the cap is refused before it is read.
+    // The value's size first (RegQueryValueExW without a buffer), so that a value past the
+    // cap is refused before it is read; then read into a buffer of that size, so that a value
+    // grown in between fails (ERROR_MORE_DATA) instead of being read whole.
     let wide = windows::core::HSTRING::from(name);
-    // SAFETY: `wide` is a NUL-terminated UTF-16 string that outlives the call.
-    let (ty, len) = match unsafe { key.raw_get_info(windows::core::PCWSTR(wide.as_ptr())) } {
-        Ok(info) => info,
+    let name_ptr = windows::core::PCWSTR(wide.as_ptr());
+    // SAFETY: `wide` is a NUL-terminated UTF-16 string that outlives both calls.
+    let len = match unsafe { key.raw_get_info(name_ptr) } {
+        Ok((_, len)) => len,
         Err(e) if is_missing(&e) => return Ok(None),
         Err(e) => return Err(api(op(), e)),
     };
     if len > MAX_VALUE_BYTES {
         return Err(too_long(op(), len));
     }
-    let value = match ty {
-        Type::String => key.get_string(name).map(RegValue::Sz),
-        Type::ExpandString => key.get_string(name).map(RegValue::ExpandSz),
-        Type::U32 => key.get_u32(name).map(RegValue::Dword),
-        // An empty string ends a REG_MULTI_SZ; some readers return the terminators as items.
-        Type::MultiString => key
-            .get_multi_string(name)
-            .map(|v| RegValue::MultiSz(v.into_iter().take_while(|s| !s.is_empty()).collect())),
-        other => {
+    let mut buf = vec![0u8; len];
+    // SAFETY: as above.
+    let (ty, data) = unsafe { key.raw_get_bytes(name_ptr, &mut buf) }.map_err(|e| api(op(), e))?;
+    let units: Vec<u16> = data
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    // A string's data ends in its NUL (RegSetValueExW's remarks); a multi-string's items end
+    // at the first empty one.
+    let text = || {
+        String::from_utf16_lossy(&units)
+            .trim_end_matches('\0')
+            .to_owned()
+    };
+    let value = match (ty, <[u8; 4]>::try_from(data)) {
+        (Type::String, _) => RegValue::Sz(text()),
+        (Type::ExpandString, _) => RegValue::ExpandSz(text()),
+        (Type::U32, Ok(bytes)) => RegValue::Dword(u32::from_le_bytes(bytes)),
+        (Type::MultiString, _) => RegValue::MultiSz(
+            String::from_utf16_lossy(&units)
+                .split('\0')
+                .take_while(|s| !s.is_empty())
+                .map(String::from)
+                .collect(),
+        ),
+        (other, _) => {
             return Err(HostError::Refused {
                 what: op(),
-                reason: format!("unexpected value type {other:?}"),
+                reason: format!("unexpected value type {other:?} ({len} bytes)"),
             });
         }
     };
-    value.map(Some).map_err(|e| api(op(), e))
+    Ok(Some(value))
 }
 
 pub fn set(path: &str, name: &str, value: &RegValue) -> HostResult<()> {
