@@ -569,18 +569,12 @@ fn is_image_tag(tag: &str) -> bool {
 /// run `:latest`; tagging it here gives both the same. A tag is a `:` after the last `/` (a
 /// registry's port comes before it).
 fn tagged_image(image: &str, version: &str) -> anyhow::Result<String> {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || "._-/:@".contains(c);
-    if image.is_empty()
-        || image.len() > 255
-        || !image.chars().all(allowed)
-        || image.starts_with('/')
-    {
-        return Err(UsageError::new(
-            format!("--image {image:?} is not an image reference"),
+    crate::verify::options::image_flag(image).map_err(|e| {
+        UsageError::new(
+            format!("--image {e}"),
             "name the image that holds calicoctl-win.exe, like registry.example.com/calicoctl-win:1.2.0",
         )
-        .into());
-    }
+    })?;
     let last = image.rsplit('/').next().unwrap_or(image);
     if image.contains('@') || last.contains(':') {
         return Ok(image.to_owned());
