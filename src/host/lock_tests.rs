@@ -175,16 +175,9 @@ fn a_hard_link_in_place_of_the_record_is_not_written_through() {
     assert_eq!(std::fs::read_to_string(&info).expect("record"), "");
 }
 
-/// A record written while another process holds the lock, as a look holds it.
-fn hold_with_record(dir: &Path, record: &str) -> File {
-    drop(acquire(dir, "install").expect("the lock file made"));
-    let path = dir.join(LOCK_FILE);
-    let look = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .expect("open");
-    // A process another test spawns keeps a copy of the dropped lock's descriptor from its fork
-    // to its exec (O_CLOEXEC closes it only then): the look tries again for up to 10 s.
+/// Takes the lock on `look`. A process another test spawns keeps a copy of a dropped lock's
+/// descriptor from its fork to its exec (O_CLOEXEC closes it only then): tried again for 10 s.
+fn take(look: &File) {
     let start = std::time::Instant::now();
     while let Err(e) = look.try_lock() {
         assert!(
@@ -193,6 +186,17 @@ fn hold_with_record(dir: &Path, record: &str) -> File {
         );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+}
+
+/// A record written while another process holds the lock, as a look holds it.
+fn hold_with_record(dir: &Path, record: &str) -> File {
+    drop(acquire(dir, "install").expect("the lock file made"));
+    let path = dir.join(LOCK_FILE);
+    let look = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("open");
+    take(&look);
     std::fs::write(info_path(&path), record).expect("record");
     look
 }
@@ -284,16 +288,7 @@ fn a_record_left_by_a_dead_command_never_names_the_holder() {
         .write(true)
         .open(&path)
         .expect("open");
-    // A process another test spawns keeps a copy of the dropped lock's descriptor from its fork
-    // to its exec (O_CLOEXEC closes it only then): the look tries again for up to 10 s.
-    let start = std::time::Instant::now();
-    while let Err(e) = look.try_lock() {
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(10),
-            "the look takes it: {e:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    take(&look);
     let records = [
         format!(
             r#"{{"command":"install","pid":{},"started":{now}}}"#,
