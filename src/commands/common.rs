@@ -108,22 +108,6 @@ pub(crate) fn check_skips(skip: &[String]) -> Result<(), UsageError> {
 pub(crate) use crate::cluster::read::ClusterRead;
 
 impl ClusterRead {
-    /// The cluster, when it was read.
-    pub(crate) fn cluster(&self) -> Option<&crate::cluster::Cluster> {
-        match self {
-            Self::Read(c, _) => Some(c),
-            _ => None,
-        }
-    }
-
-    /// The cluster's facts, when it was read.
-    pub(crate) fn facts(&self) -> Option<&facts::ClusterFacts> {
-        match self {
-            Self::Read(_, f) => Some(f),
-            _ => None,
-        }
-    }
-
     /// The API group Calico's components must be pinned to, as `apiVersion` says it: the
     /// cluster's answer (`calico_api::Locks::pin`) when it was read, else the pin calico-node's
     /// environment file carries now (an unknown is no change).

@@ -499,7 +499,9 @@ fn needs_drain(
         "pass --drain to cordon and drain the node around it (--dry-run shows the pods it would evict)",
     )
     .of_kind(crate::error::Kind::NeedsDrain);
-    let vni = (cluster.facts()).and_then(|facts| vni_refusal(args, config, facts, need));
+    let vni = cluster
+        .facts()
+        .and_then(|facts| vni_refusal(args, config, facts, need));
     match vni {
         Some(v) => UsageError {
             message: format!("{}; and {}", v.message, drain.message),
