@@ -73,10 +73,7 @@ pub fn run(args: &PreflightArgs, ctx: &mut Context) -> anyhow::Result<()> {
         &loaded.config,
     ));
     results.extend(cluster_checks(&cluster, &loaded, None));
-    let cluster_facts = match &cluster {
-        ClusterRead::Read(_, f) => Some(f.as_ref()),
-        _ => None,
-    };
+    let cluster_facts = cluster.facts();
     results.push(checks::host::known_issues(
         &snapshot,
         &loaded.config,
