@@ -459,27 +459,37 @@ fn find(hay: &[u8], needle: &[u8]) -> usize {
         .expect("needle")
 }
 
-/// `--release-zip` given as an Azure SAS URL (learn.microsoft.com/rest/api/storageservices/
-/// create-service-sas: its `sig=` is the signature, a credential to the account) is said in
-/// errors and output with the signature hidden, the rest of it kept.
+/// `--release-zip` given with a credential in it is said in errors and output with the
+/// credential hidden, the rest of it kept: an Azure SAS URL (learn.microsoft.com/rest/api/
+/// storageservices/create-service-sas: its `sig=` is the signature, a credential to the
+/// account), and a token as the URL's user, which reqwest sends as basic auth.
 #[test]
-fn a_sas_urls_signature_is_said_nowhere() {
-    let url = "https://acct.blob.core.windows.net/rel/calico-windows-v3.30.0.zip?sv=2022-11-02&sp=r&sig=Zm9vYmFy%2Bsig%3D";
-    let want = want(Source::parse(url));
-    let said = [
-        want.source.show(),
-        check_url(&want, url).expect_err("no checksum").to_string(),
-        ReleaseError::Status {
-            url: url.into(),
-            status: 403,
+fn a_credential_in_the_release_url_is_said_nowhere() {
+    for (url, secret, kept) in [
+        (
+            "https://acct.blob.core.windows.net/rel/calico-windows-v3.30.0.zip?sv=2022-11-02&sp=r&sig=Zm9vYmFy%2Bsig%3D",
+            "Zm9vYmFy",
+            "calico-windows-v3.30.0.zip?sv=2022-11-02&sp=r&sig=<redacted>",
+        ),
+        (
+            "https://ghp_Tok3nTok3n@raw.example.com/rel/calico-windows-v3.30.0.zip",
+            "Tok3n",
+            "https://<redacted>@raw.example.com/rel/calico-windows-v3.30.0.zip",
+        ),
+    ] {
+        let want = want(Source::parse(url));
+        let said = [
+            want.source.show(),
+            check_url(&want, url).expect_err("no checksum").to_string(),
+            ReleaseError::Status {
+                url: url.into(),
+                status: 403,
+            }
+            .to_string(),
+        ];
+        for text in said {
+            assert!(!text.contains(secret), "{text}");
+            assert!(text.contains(kept), "{text}");
         }
-        .to_string(),
-    ];
-    for text in said {
-        assert!(!text.contains("Zm9vYmFy"), "{text}");
-        assert!(
-            text.contains("calico-windows-v3.30.0.zip?sv=2022-11-02&sp=r&sig=<redacted>"),
-            "{text}"
-        );
     }
 }
