@@ -40,8 +40,9 @@ pub enum Pending {
 /// (`async_impl/request.rs`, `extract_authority`, 0.13.5), and a token is given that way.
 pub fn shown(text: &str) -> String {
     static USER_ONLY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        let re = r#"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@:"'<>]+@"#;
         // Cannot fail: a literal pattern, built by the tests of `shown`.
-        regex::Regex::new(r#"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@:"'<>]+@"#).expect("valid")
+        regex::Regex::new(re).unwrap_or_else(|e| panic!("the built-in pattern {re} is valid: {e}"))
     });
     let text = USER_ONLY.replace_all(text, format!("${{1}}{REDACTED}@"));
     String::from_utf8_lossy(&Redactor::new(&[]).redact(text.as_bytes())).into_owned()
