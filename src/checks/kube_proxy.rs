@@ -154,7 +154,10 @@ struct Breakage {
 
 /// kube-proxy's breakage on Windows Server 2025 and in winkernel, each read in
 /// kubernetes/kubernetes's CHANGELOG-1.3x.md (the release notes of the fix and its
-/// cherry-picks); a fix in no release (kubernetes#141488) is left out.
+/// cherry-picks). Left out: the panic on a load balancer without port mappings
+/// (kubernetes#141488), fixed by #141489 in v1.38.0-alpha.1 (CHANGELOG-1.38.md) and
+/// cherry-picked to release-1.37 and release-1.36 (#141681, #141707, 2026-09), whose first
+/// patch releases with it are not read here: no version range can be judged.
 const BREAKAGE: &[Breakage] = &[
     // kubernetes#131466: with HNS 15.4 (Windows Server 2025) ModifyLoadBalancer, which
     // kube-proxy calls from 1.31 (#124092), left the load balancer's old endpoints. Fixed by
