@@ -664,7 +664,7 @@ mod command {
         let (api, _dir) = cluster();
         api.lock().dataplane.no_overlay = true;
         let node = Node::new(&api);
-        let (code, doc, stderr) = node.run(&["verify", "--node", "win-a"]);
+        let (code, doc, stderr) = node.run(&["verify", "--node", "win-a", "--sim-pace", "10"]);
         assert_eq!(code, 1, "{stderr}\n{doc:#}");
         let failed: Vec<&serde_json::Value> = doc["nodes"][0]["checks"]
             .as_array()
@@ -698,7 +698,15 @@ mod command {
         let (api, _dir) = cluster();
         api.lock().dataplane.no_service_lb = true;
         let node = Node::new(&api);
-        let (code, doc, stderr) = node.run(&["verify", "--node", "win-a", "--node", "win-b"]);
+        let (code, doc, stderr) = node.run(&[
+            "verify",
+            "--node",
+            "win-a",
+            "--node",
+            "win-b",
+            "--sim-pace",
+            "10",
+        ]);
         assert_eq!(code, 1, "{stderr}\n{doc:#}");
         let nodes = doc["nodes"].as_array().expect("nodes");
         let names: Vec<&str> = nodes.iter().filter_map(|n| n["node"].as_str()).collect();
@@ -837,14 +845,14 @@ pub(crate) mod install {
             s["services"]["calicofelix"]["state"] = json!("stopped");
             s["services"]["calicofelix"]["pid"] = json!(null);
         });
-        let (_, doc, stderr) = node.run(&["verify"]);
+        let (_, doc, stderr) = node.run(&["verify", "--sim-pace", "10"]);
         let health = doc["nodes"][0]["node_health"].to_string();
         assert!(health.contains("service-not-running"), "{stderr}\n{doc:#}");
         nothing_left(node.api());
         // A failing check whose layer the stopped Felix explains (Felix programs the routes
         // to the other nodes' pods): the finding is joined to it, and the failure says so.
         node.api().lock().dataplane.no_overlay = true;
-        let (code, doc, stderr) = node.run(&["verify"]);
+        let (code, doc, stderr) = node.run(&["verify", "--sim-pace", "10"]);
         assert_eq!(code, 1, "{stderr}\n{doc:#}");
         explained_by_felix(&doc["nodes"][0], &stderr, "service-not-running");
         nothing_left(node.api());
@@ -877,6 +885,8 @@ pub(crate) mod install {
         let (code, doc, stderr) = node.run(&[
             "reconfigure",
             "--verify",
+            "--sim-pace",
+            "10",
             "--set",
             // confd does not run on a VXLAN node: no service restarts.
             "extra_env.confd.CALICO_X=1",
@@ -884,7 +894,7 @@ pub(crate) mod install {
         assert_eq!(code, 1, "{stderr}\n{doc:#}");
         explained_by_felix(&doc["verify"], &stderr, "felix-unhealthy");
         nothing_left(node.api());
-        let (code, doc, stderr) = node.install_local(&["--verify"]);
+        let (code, doc, stderr) = node.install_local(&["--verify", "--sim-pace", "10"]);
         assert_eq!(code, 1, "{stderr}\n{doc:#}");
         explained_by_felix(&doc["verify"], &stderr, "felix-unhealthy");
         nothing_left(node.api());
@@ -894,7 +904,7 @@ pub(crate) mod install {
     fn install_verify_fails_on_a_node_without_traffic_and_the_install_stays() {
         let node = installed_cluster();
         node.api().lock().dataplane.no_service_lb = true;
-        let (code, doc, stderr) = node.install_local(&["--verify"]);
+        let (code, doc, stderr) = node.install_local(&["--verify", "--sim-pace", "10"]);
         assert_eq!(code, 1, "{stderr}\n{doc:#}");
         assert!(
             stderr.contains("installed, but the node does not pass traffic"),
@@ -969,6 +979,8 @@ mod reconfigure {
         let (code, doc, stderr) = node.run(&[
             "reconfigure",
             "--verify",
+            "--sim-pace",
+            "10",
             "--set",
             "logs.felix_screen_severity=debug",
         ]);
@@ -987,6 +999,8 @@ mod reconfigure {
         let (code, doc, stderr) = node.run(&[
             "reconfigure",
             "--verify",
+            "--sim-pace",
+            "10",
             "--set",
             "logs.felix_screen_severity=info",
         ]);
