@@ -201,7 +201,14 @@ fn a_healthy_cluster_passes_every_check_and_nothing_is_left() {
 fn broken(set: impl FnOnce(&mut crate::support::fake_api::dataplane::Dataplane)) -> Report {
     let (api, dir) = cluster();
     set(&mut api.lock().dataplane);
-    let r = verify(&api, &dir, &options(120));
+    // The pods' and a dial's waits as `--sim-pace 10` has them: the scripted dataplane
+    // answers at once, a pod without an address judged after 4.5 s, not 45.
+    let o = Options {
+        pods_wait: Duration::from_secs(9),
+        dial_within: Duration::from_secs(1),
+        ..options(120)
+    };
+    let r = verify(&api, &dir, &o);
     assert!(!r.passed);
     assert!(r.cleaned_up, "a failed run cleans up too");
     nothing_left(&api);
