@@ -726,6 +726,21 @@ mod command {
         nothing_left(&api);
     }
 
+    /// `--sim-pace` shortens verify's waits only on a simulated host, as `--sim-fault` acts.
+    #[test]
+    fn a_pace_without_a_simulated_host_is_refused() {
+        let out = crate::support::cmd()
+            .args(["--sim-pace", "10", "verify", "--node", "win-a"])
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("--sim-pace needs a simulated host"),
+            "{stderr}"
+        );
+    }
+
     /// Ctrl-C (SIGINT) in the middle of a run: the run stops and deletes its namespace.
     #[cfg(unix)]
     #[test]
