@@ -59,9 +59,10 @@ fn main() -> ExitCode {
             sim_dir: g.sim_host.clone(),
             sim_profile: g.sim_profile.clone(),
             sim_fault: g.sim_fault.clone(),
+            sim_pace: g.sim_pace,
         },
     };
-    let log = match open_log(g.log_file.as_deref()) {
+    let log = match pace_on_a_sim_host(g).and_then(|()| open_log(g.log_file.as_deref())) {
         Ok(log) => log,
         Err(e) => {
             let mut printer = printer;
@@ -106,6 +107,20 @@ fn record_detached(ctx: &mut Context, code: Exit) {
         ctx.log(&format!("failed: {e:#}"));
         eprintln!("error: {e:#}");
     }
+}
+
+/// `--sim-pace` only with `--sim-host`, as `--sim-fault` (clap's `requires` does not see a
+/// global flag given before the subcommand).
+fn pace_on_a_sim_host(g: &cli::Global) -> Result<(), CliError> {
+    if g.sim_pace.is_none() || g.sim_host.is_some() {
+        return Ok(());
+    }
+    Err(CliError {
+        exit: Exit::Usage,
+        kind: error::Kind::Usage,
+        error: anyhow::anyhow!("--sim-pace needs a simulated host"),
+        hint: Some("add --sim-host DIR".into()),
+    })
 }
 
 /// The `--log-file`, opened for appending.

@@ -204,7 +204,7 @@ fn run_once(
         namespace: Some(crate::cluster::verify_rights::NAMESPACE.to_owned()),
         stop: stop.clone(),
         cluster_domain: domain.unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.into()),
-        ..Options::for_node(node)
+        ..Options::for_node(node).paced(ctx.options.host.sim_pace)
     };
     let o = Options {
         image: image.map_or(o.image, str::to_owned),

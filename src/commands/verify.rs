@@ -52,7 +52,7 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         while_cordoned: args.while_cordoned,
         // The fleet Plan's verify waits for the node's word first (`PlanGate`).
         wait_ready: args.while_cordoned,
-        ..Options::for_node(&nodes[0])
+        ..Options::for_node(&nodes[0]).paced(ctx.options.host.sim_pace)
     };
     let gate = args.while_cordoned.then(|| plan_gate(ctx, here.as_ref()));
     super::common::on_interrupt(ctx, &first);
@@ -409,7 +409,7 @@ pub fn verify_after(
         calico_since: restarted.node.then_some(ctx.started_s),
         // The stop a drain before it caught, if one did: a process catches the signal once.
         stop: ctx.catch_stop(crate::duration::Stop::new(), super::common::VERIFY_UNCAUGHT),
-        ..Options::for_node(&node)
+        ..Options::for_node(&node).paced(ctx.options.host.sim_pace)
     };
     services_ready(ctx, restarted, &o)?;
     let ran = run::run(c, &o);

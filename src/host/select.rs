@@ -14,6 +14,8 @@ pub struct HostChoice {
     pub sim_dir: Option<PathBuf>,
     pub sim_profile: Option<String>,
     pub sim_fault: Option<Fault>,
+    /// `--sim-pace`: verify's waits divided by this (`verify::options::Options::paced`).
+    pub sim_pace: Option<u32>,
 }
 
 /// Whether the command may change the host.
@@ -141,6 +143,7 @@ mod tests {
             sim_dir: Some(dir.path().join("h")),
             sim_profile: Some("ws2019".into()),
             sim_fault: None,
+            sim_pace: None,
         };
         let host = open(&choice, Intent::Change).expect("change").into_host();
         assert!(

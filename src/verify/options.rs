@@ -221,6 +221,19 @@ impl Options {
         }
     }
 
+    /// The waits `by` times shorter (`--sim-pace`, for tests against a scripted API server,
+    /// whose dataplane is programmed at once): the settle, policy, pods and dial windows.
+    pub fn paced(self, by: Option<u32>) -> Self {
+        let by = by.unwrap_or(1);
+        Self {
+            policy_wait: self.policy_wait / by,
+            pods_wait: self.pods_wait / by,
+            settle: self.settle / by,
+            dial_within: self.dial_within / by,
+            ..self
+        }
+    }
+
     /// The run's names (`objects::Names`): its id the random suffix.
     pub fn names(&self) -> super::objects::Names {
         super::objects::Names::new(&self.suffix, self.namespace.is_some())

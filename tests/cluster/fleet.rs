@@ -986,6 +986,8 @@ pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod
                             .args(&part)
                             .arg("--sim-host")
                             .arg(m.sim())
+                            // The job's verify at the scripted dataplane's pace.
+                            .args(["--sim-pace", "10"])
                             .output()
                             .expect("job");
                         code = out.status.code().expect("code");

@@ -319,7 +319,15 @@ fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
             .envs(pod.env())
             .args(["-o", "json", "--sim-host"])
             .arg(node.sim())
-            .args(["service", "keep-token", "--once", "--verify-every", "6h"])
+            .args([
+                "service",
+                "keep-token",
+                "--once",
+                "--verify-every",
+                "6h",
+                "--sim-pace",
+                "10",
+            ])
             // The fleet's --verify-image, here the default's own name.
             .args([
                 "--verify-image",
@@ -413,7 +421,15 @@ fn the_daemonset_runs_verify_on_a_schedule_and_publishes_the_nodes_condition() {
         .envs(pod.env())
         .args(["-o", "json", "--sim-host"])
         .arg(node.sim())
-        .args(["service", "keep-token", "--once", "--verify-every", "6h"])
+        .args([
+            "service",
+            "keep-token",
+            "--once",
+            "--verify-every",
+            "6h",
+            "--sim-pace",
+            "10",
+        ])
         // The fleet's --verify-image, here the default's own name.
         .args([
             "--verify-image",

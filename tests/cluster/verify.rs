@@ -201,7 +201,14 @@ fn a_healthy_cluster_passes_every_check_and_nothing_is_left() {
 fn broken(set: impl FnOnce(&mut crate::support::fake_api::dataplane::Dataplane)) -> Report {
     let (api, dir) = cluster();
     set(&mut api.lock().dataplane);
-    let r = verify(&api, &dir, &options(120));
+    // The pods' and a dial's waits as `--sim-pace 10` has them: the scripted dataplane
+    // answers at once, a pod without an address judged after 4.5 s, not 45.
+    let o = Options {
+        pods_wait: Duration::from_secs(9),
+        dial_within: Duration::from_secs(1),
+        ..options(120)
+    };
+    let r = verify(&api, &dir, &o);
     assert!(!r.passed);
     assert!(r.cleaned_up, "a failed run cleans up too");
     nothing_left(&api);
@@ -664,7 +671,7 @@ mod command {
         let (api, _dir) = cluster();
         api.lock().dataplane.no_overlay = true;
         let node = Node::new(&api);
-        let (code, doc, stderr) = node.run(&["verify", "--node", "win-a"]);
+        let (code, doc, stderr) = node.run(&["verify", "--node", "win-a", "--sim-pace", "10"]);
         assert_eq!(code, 1, "{stderr}\n{doc:#}");
         let failed: Vec<&serde_json::Value> = doc["nodes"][0]["checks"]
             .as_array()
@@ -698,7 +705,15 @@ mod command {
         let (api, _dir) = cluster();
         api.lock().dataplane.no_service_lb = true;
         let node = Node::new(&api);
-        let (code, doc, stderr) = node.run(&["verify", "--node", "win-a", "--node", "win-b"]);
+        let (code, doc, stderr) = node.run(&[
+            "verify",
+            "--node",
+            "win-a",
+            "--node",
+            "win-b",
+            "--sim-pace",
+            "10",
+        ]);
         assert_eq!(code, 1, "{stderr}\n{doc:#}");
         let nodes = doc["nodes"].as_array().expect("nodes");
         let names: Vec<&str> = nodes.iter().filter_map(|n| n["node"].as_str()).collect();
@@ -709,6 +724,21 @@ mod command {
             "{stderr}"
         );
         nothing_left(&api);
+    }
+
+    /// `--sim-pace` shortens verify's waits only on a simulated host, as `--sim-fault` acts.
+    #[test]
+    fn a_pace_without_a_simulated_host_is_refused() {
+        let out = crate::support::cmd()
+            .args(["--sim-pace", "10", "verify", "--node", "win-a"])
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains("--sim-pace needs a simulated host"),
+            "{stderr}"
+        );
     }
 
     /// Ctrl-C (SIGINT) in the middle of a run: the run stops and deletes its namespace.
@@ -837,14 +867,14 @@ pub(crate) mod install {
             s["services"]["calicofelix"]["state"] = json!("stopped");
             s["services"]["calicofelix"]["pid"] = json!(null);
         });
-        let (_, doc, stderr) = node.run(&["verify"]);
+        let (_, doc, stderr) = node.run(&["verify", "--sim-pace", "10"]);
         let health = doc["nodes"][0]["node_health"].to_string();
         assert!(health.contains("service-not-running"), "{stderr}\n{doc:#}");
         nothing_left(node.api());
         // A failing check whose layer the stopped Felix explains (Felix programs the routes
         // to the other nodes' pods): the finding is joined to it, and the failure says so.
         node.api().lock().dataplane.no_overlay = true;
-        let (code, doc, stderr) = node.run(&["verify"]);
+        let (code, doc, stderr) = node.run(&["verify", "--sim-pace", "10"]);
         assert_eq!(code, 1, "{stderr}\n{doc:#}");
         explained_by_felix(&doc["nodes"][0], &stderr, "service-not-running");
         nothing_left(node.api());
@@ -877,6 +907,8 @@ pub(crate) mod install {
         let (code, doc, stderr) = node.run(&[
             "reconfigure",
             "--verify",
+            "--sim-pace",
+            "10",
             "--set",
             // confd does not run on a VXLAN node: no service restarts.
             "extra_env.confd.CALICO_X=1",
@@ -884,7 +916,7 @@ pub(crate) mod install {
         assert_eq!(code, 1, "{stderr}\n{doc:#}");
         explained_by_felix(&doc["verify"], &stderr, "felix-unhealthy");
         nothing_left(node.api());
-        let (code, doc, stderr) = node.install_local(&["--verify"]);
+        let (code, doc, stderr) = node.install_local(&["--verify", "--sim-pace", "10"]);
         assert_eq!(code, 1, "{stderr}\n{doc:#}");
         explained_by_felix(&doc["verify"], &stderr, "felix-unhealthy");
         nothing_left(node.api());
@@ -894,7 +926,7 @@ pub(crate) mod install {
     fn install_verify_fails_on_a_node_without_traffic_and_the_install_stays() {
         let node = installed_cluster();
         node.api().lock().dataplane.no_service_lb = true;
-        let (code, doc, stderr) = node.install_local(&["--verify"]);
+        let (code, doc, stderr) = node.install_local(&["--verify", "--sim-pace", "10"]);
         assert_eq!(code, 1, "{stderr}\n{doc:#}");
         assert!(
             stderr.contains("installed, but the node does not pass traffic"),
@@ -969,6 +1001,8 @@ mod reconfigure {
         let (code, doc, stderr) = node.run(&[
             "reconfigure",
             "--verify",
+            "--sim-pace",
+            "10",
             "--set",
             "logs.felix_screen_severity=debug",
         ]);
@@ -987,6 +1021,8 @@ mod reconfigure {
         let (code, doc, stderr) = node.run(&[
             "reconfigure",
             "--verify",
+            "--sim-pace",
+            "10",
             "--set",
             "logs.felix_screen_severity=info",
         ]);

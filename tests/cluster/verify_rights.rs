@@ -101,7 +101,15 @@ fn workload(api: &FakeApi, dir: &std::path::Path) -> Option<String> {
         "calicoctl-win.projectcalico.org/verify-run": "gone1"});
     api.put(&format!("/api/v1/namespaces/{NS}/pods/server-gone1"), pod);
     let node = Node::new(api);
-    let args = ["verify", "--node", "win-a", "--namespace", NS];
+    let args = [
+        "verify",
+        "--node",
+        "win-a",
+        "--namespace",
+        NS,
+        "--sim-pace",
+        "10",
+    ];
     let (code, all, err) = node.run_as(&kubeconfig, &args);
     // One report a node (`{passed, nodes}`).
     let doc = &all["nodes"][0];

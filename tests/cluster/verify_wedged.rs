@@ -120,10 +120,12 @@ fn a_killed_runs_terminating_namespace_goes_once_its_lease_ran_out_not_before() 
 fn a_pod_stopping_on_a_ready_node_is_never_forced() {
     let (api, dir) = cluster();
     api.lock().dataplane.pods_linger = true;
-    let first = verify(&api, &dir, &options(20));
+    // Each run's clean-up waits for the stopping pod until its --timeout: 6 s, not 20, holds
+    // the checks (under a second here) and that wait.
+    let first = verify(&api, &dir, &options(6));
     assert!(!first.cleaned_up, "{first:#?}");
     let name = first.namespace.clone();
-    let mut o = options(20);
+    let mut o = options(6);
     o.suffix = "t2".into();
     let second = verify(&api, &dir, &o);
     assert!(forced(&api).is_empty(), "{:?}", forced(&api));
