@@ -1356,6 +1356,9 @@ pub struct ServiceRunArgs {
     /// Run this program instead of the installed Calico binary (tests)
     #[arg(long, hide = true, value_name = "PATH")]
     pub program: Option<String>,
+    /// node: how often CalicoNode looks at the node's health and Calico's API group (tests)
+    #[arg(long, hide = true, value_name = "DURATION", value_parser = crate::duration::parse)]
+    pub look_every: Option<std::time::Duration>,
     /// The installed Calico release, which decides how its binary is started (-complete-startup
     /// from 3.31, calico.exe from 3.33); install sets it
     #[arg(long, value_name = "X.Y.Z", value_parser = crate::release::CalicoVersion::parse_release)]

@@ -56,6 +56,9 @@ pub fn settings(args: &ServiceRunArgs) -> Settings {
     s.probes.ec2 = args.ec2_metadata_url.clone();
     s.probes.gce = args.gce_metadata_url.clone();
     s.program = args.program.clone();
+    if let Some(every) = args.look_every {
+        s.timing.look = every;
+    }
     s.calico_version = args.calico_version.clone();
     s.platform = args.platform;
     s.metrics_port = args.metrics_port;
