@@ -87,6 +87,10 @@ pub struct Global {
         value_name = "fail:N|deny:N|crash:N|pause:N"
     )]
     pub sim_fault: Option<crate::host::sim::Fault>,
+    /// How long a create whose answer was lost may still commit, in place of twice its request
+    /// deadline (tests: the fake API server applies no write it answers with a 500)
+    #[arg(long, global = true, hide = true, value_name = "DURATION", value_parser = crate::duration::parse)]
+    pub settle_within: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -26,6 +26,8 @@ pub struct Options {
     pub interactive: bool,
     /// A kubeconfig's credential plugin may run (the process is elevated).
     pub allow_exec_plugin: bool,
+    /// The hidden `--settle-within` (tests), given to every admin client (`Cluster`).
+    pub settle_within: Option<std::time::Duration>,
 }
 
 /// The source `cluster_kubeconfig` names for a pod's service account.
@@ -300,6 +302,14 @@ impl Context {
     /// Connects to the cluster with the admin kubeconfig; `None` when there is none (no flag,
     /// no `$KUBECONFIG` and no default file).
     pub fn connect_cluster(&mut self) -> Result<Option<Cluster>, ClusterError> {
+        let settle_within = self.options.settle_within;
+        Ok(self.connect_admin()?.map(|mut c| {
+            c.settle_within = settle_within;
+            c
+        }))
+    }
+
+    fn connect_admin(&mut self) -> Result<Option<Cluster>, ClusterError> {
         let (path, source) = self.cluster_kubeconfig();
         if source == IN_CLUSTER
             && let Some(sa) = crate::cluster::InCluster::detect(&self.env)

@@ -53,6 +53,7 @@ fn main() -> ExitCode {
         dry_run: g.dry_run,
         yes: g.yes,
         allow_exec_plugin: g.allow_exec_plugin,
+        settle_within: g.settle_within,
         sets: cli::all_sets(std::env::args_os()),
         interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
         host: host::select::HostChoice {
