@@ -87,8 +87,9 @@ pub struct Global {
         value_name = "fail:N|deny:N|crash:N|pause:N"
     )]
     pub sim_fault: Option<crate::host::sim::Fault>,
-    /// Make verify's settle, policy, pods and dial windows N times shorter, for tests on a
-    /// simulated host against a scripted API server
+    /// Make the waits a test on a simulated host would sit through N times shorter: verify's
+    /// settle, policy, pods and dial windows, how long a create whose answer was lost may
+    /// still commit, and how often CalicoNode looks at the node (`service run`)
     #[arg(long, global = true, hide = true, value_name = "N",
         value_parser = clap::value_parser!(u32).range(1..=100))]
     pub sim_pace: Option<u32>,

@@ -14,6 +14,8 @@ use std::sync::Arc;
 pub fn run(args: &ServiceRunArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let mut settings = settings(args);
     settings.inherited = supervise::inherited(&ctx.env);
+    // `--sim-pace` (a simulated host only): CalicoNode looks at the node N times as often.
+    settings.timing.look /= ctx.options.host.sim_pace.unwrap_or(1);
     if !args.console {
         return under_scm(settings, ctx);
     }

@@ -39,6 +39,7 @@ pub struct Reporter {
     /// What was last set, and when.
     published: Published,
     next: Instant,
+    every: Duration,
     /// The Node's InternalIP as last read.
     pub(super) internal_ip: Option<std::net::Ipv4Addr>,
     /// The last look's read of the Node was refused (401): calico-node's token is refused.
@@ -52,6 +53,7 @@ impl Reporter {
     pub fn prepare(
         env: &BTreeMap<String, String>,
         root: &crate::layout::InstallRoot,
+        every: Duration,
     ) -> Option<Self> {
         Some(Self {
             root: root.clone(),
@@ -60,6 +62,7 @@ impl Reporter {
             env: env.clone(),
             published: Published::default(),
             next: Instant::now(),
+            every,
             internal_ip: None,
             refused: false,
             calico_group: None,
@@ -76,7 +79,7 @@ impl Reporter {
         if self.due_in() > Duration::ZERO {
             return;
         }
-        self.next = Instant::now() + EVERY;
+        self.next = Instant::now() + self.every;
         let cluster = match connect(host, &self.kubeconfig, &self.env) {
             Ok(c) => c,
             Err(e) => {

@@ -179,6 +179,8 @@ pub struct Timing {
     pub settle: Duration,
     /// How long a start waits for a child an earlier run left (TerminateProcess remarks).
     pub earlier_wait: Duration,
+    /// How often CalicoNode looks at the node's health and Calico's API group.
+    pub look: Duration,
 }
 
 impl Default for Timing {
@@ -191,6 +193,7 @@ impl Default for Timing {
             backoff_max: Duration::from_secs(60),
             settle: Duration::from_secs(10),
             earlier_wait: Duration::from_secs(60),
+            look: crate::supervise::condition::EVERY,
         }
     }
 }

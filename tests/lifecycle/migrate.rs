@@ -422,7 +422,8 @@ fn calico_node_restarts_the_components_when_the_api_group_changes() {
             .as_array()
             .is_some_and(|c| c.iter().any(|c| c["type"] == "CalicoWindowsReady"))
     };
-    let child = crate::support::console_node(&node.sim());
+    // CalicoNode looks every second, not every minute: the second look comes without a wait.
+    let child = crate::support::console_node(&node.sim(), &["--sim-pace", "60"]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !condition() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(100));

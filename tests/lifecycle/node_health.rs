@@ -466,7 +466,7 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
         node.api().put(path, n);
     };
     set_bgp(json!({"projectcalico.org/IPv4Address": "10.0.0.6/24"}));
-    let child = crate::support::console_node(&node.sim());
+    let child = crate::support::console_node(&node.sim(), &[]);
     let c = wait_for("False");
     let log = crate::support::stop_console(child);
     let message = c["message"].as_str().unwrap_or_default();
@@ -528,7 +528,7 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
     set_bgp(json!({"projectcalico.org/IPv4Address": "10.0.0.5/24"}));
     let (code, _, err) = node.run(&["repair"]);
     assert_eq!(code, 0, "{err}");
-    let child = crate::support::console_node(&node.sim());
+    let child = crate::support::console_node(&node.sim(), &[]);
     let c = wait_for("True");
     crate::support::stop_console(child);
     assert_eq!(c["reason"], "CalicoHealthy", "{c}");
@@ -542,7 +542,7 @@ fn calico_node_sets_the_node_condition_with_the_reasons_and_true_once_repaired()
 #[test]
 fn a_calico_node_restart_keeps_the_conditions_transition_time() {
     let node = broken();
-    let child = crate::support::console_node(&node.sim());
+    let child = crate::support::console_node(&node.sim(), &[]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while calico_condition(&node).is_none() {
         assert!(std::time::Instant::now() < deadline, "no condition set");
@@ -565,7 +565,7 @@ fn a_calico_node_restart_keeps_the_conditions_transition_time() {
     node.api().put(path, n);
     let status = calico_condition(&node).expect("condition")["status"].clone();
 
-    let child = crate::support::console_node(&node.sim());
+    let child = crate::support::console_node(&node.sim(), &[]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let c = loop {
         let c = calico_condition(&node).expect("condition");
@@ -882,7 +882,7 @@ pub(crate) fn codes_of(doc: &Value) -> Vec<String> {
 /// wrote, and its log.
 #[cfg(unix)]
 fn codes_written(node: &Node) -> (Value, String) {
-    let child = crate::support::console_node(&node.sim());
+    let child = crate::support::console_node(&node.sim(), &[]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let written = loop {
         let n = node.api().get("/api/v1/nodes/win-1").expect("node");

@@ -67,7 +67,7 @@ fn problems(doc: &Value) -> Vec<String> {
 fn run_node_until(node: &Node, ready: impl Fn(&str) -> bool) -> String {
     let log_file = node.c_drive("calicowindows/logs/calico-node.log");
     let before = fs_err::read_to_string(&log_file).map_or(0, |t| t.len());
-    let child = crate::support::console_node(&node.sim());
+    let child = crate::support::console_node(&node.sim(), &[]);
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let text = fs_err::read_to_string(&log_file).unwrap_or_default();

@@ -285,10 +285,10 @@ pub fn files_holding(dir: &Path, needle: &str, found: &mut Vec<String>) {
     }
 }
 
-/// `service run node --console` on the simulated host `sim`, as a child to watch; its platform
-/// probes point at a closed loopback port.
+/// `service run node --console` on the simulated host `sim` with `args`, as a child to watch;
+/// its platform probes point at a closed loopback port.
 #[cfg(unix)]
-pub fn console_node(sim: &Path) -> std::process::Child {
+pub fn console_node(sim: &Path, args: &[&str]) -> std::process::Child {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let closed = format!("http://{}", closed.local_addr().expect("addr"));
     std::process::Command::new(assert_cmd::cargo::cargo_bin("calicoctl-win"))
@@ -296,6 +296,7 @@ pub fn console_node(sim: &Path) -> std::process::Child {
         .args(["service", "run", "node", "--console", "--sim-host"])
         .arg(sim)
         .args(["--ec2-metadata-url", &closed, "--gce-metadata-url", &closed])
+        .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -61,7 +61,8 @@ fn watch_kubelet(
     let mut last: Option<u32> = None;
     let mut said_waiting = false;
     let mut hns = crate::supervise::hns_watch::HnsWatch::default();
-    let mut condition = crate::supervise::condition::Reporter::prepare(env, &s.install_root);
+    let mut condition =
+        crate::supervise::condition::Reporter::prepare(env, &s.install_root, s.timing.look);
     let mut addresses = AddressWatch::default();
     let mut groups = crate::supervise::api_group::GroupWatch::new(env);
     loop {

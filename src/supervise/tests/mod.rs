@@ -68,6 +68,7 @@ fn settings(role: Role) -> Settings {
         backoff_max: Duration::from_millis(40),
         settle: Duration::ZERO,
         earlier_wait: Duration::from_millis(200),
+        look: crate::supervise::condition::EVERY,
     };
     s.network_timeout = Duration::from_millis(500);
     s.init_timeout = Duration::from_millis(100);
