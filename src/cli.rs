@@ -88,8 +88,8 @@ pub struct Global {
     )]
     pub sim_fault: Option<crate::host::sim::Fault>,
     /// Make the waits a test on a simulated host would sit through N times shorter: verify's
-    /// settle, policy, pods and dial windows, how long a create whose answer was lost may
-    /// still commit, and how often CalicoNode looks at the node (`service run`)
+    /// settle, policy, pods and dial windows, and how often CalicoNode looks at the node
+    /// (`service run`)
     #[arg(long, global = true, hide = true, value_name = "N",
         value_parser = clap::value_parser!(u32).range(1..=100))]
     pub sim_pace: Option<u32>,

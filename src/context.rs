@@ -300,14 +300,6 @@ impl Context {
     /// Connects to the cluster with the admin kubeconfig; `None` when there is none (no flag,
     /// no `$KUBECONFIG` and no default file).
     pub fn connect_cluster(&mut self) -> Result<Option<Cluster>, ClusterError> {
-        let pace = self.options.host.sim_pace.unwrap_or(1);
-        Ok(self.connect_admin()?.map(|mut c| {
-            c.pace = pace;
-            c
-        }))
-    }
-
-    fn connect_admin(&mut self) -> Result<Option<Cluster>, ClusterError> {
         let (path, source) = self.cluster_kubeconfig();
         if source == IN_CLUSTER
             && let Some(sa) = crate::cluster::InCluster::detect(&self.env)

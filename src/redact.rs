@@ -35,16 +35,17 @@ pub enum Pending {
 }
 
 /// `text` (a URL a user gave, a message naming one) with what the shapes find hidden, for
-/// output: a SAS URL's `sig=`, a URL's password, and a userinfo without a password
-/// (`https://TOKEN@host/`): reqwest sends it as the user of basic auth
-/// (`async_impl/request.rs`, `extract_authority`, 0.13.5), and a token is given that way.
+/// output: a SAS URL's `sig=`, and a URL's whole userinfo: reqwest sends its user and password
+/// as basic auth (`async_impl/request.rs`, `extract_authority`, 0.13.5), and a token is given
+/// as either (`https://TOKEN@host/`, `https://TOKEN:@host/`, GitHub's
+/// `https://TOKEN:x-oauth-basic@github.com/`).
 pub fn shown(text: &str) -> String {
-    static USER_ONLY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        let re = r#"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@:"'<>]+@"#;
+    static USERINFO: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        let re = r#"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#"'<>]+@"#;
         // Cannot fail: a literal pattern, built by the tests of `shown`.
         regex::Regex::new(re).unwrap_or_else(|e| panic!("the built-in pattern {re} is valid: {e}"))
     });
-    let text = USER_ONLY.replace_all(text, format!("${{1}}{REDACTED}@"));
+    let text = USERINFO.replace_all(text, format!("${{1}}{REDACTED}@"));
     String::from_utf8_lossy(&Redactor::new(&[]).redact(text.as_bytes())).into_owned()
 }
 

@@ -52,9 +52,6 @@ pub struct Cluster {
     /// The last `Date` this server sent this client and when it was read, by this process's
     /// monotonic clock (none yet): `server_clock`.
     server_date: std::sync::Mutex<Option<(i64, std::time::Instant)>>,
-    /// How many times shorter a test on a simulated host makes this client's waits
-    /// (`--sim-pace`; 1 otherwise): a lost create's settle window (`making::remove_made`).
-    pub pace: u32,
 }
 
 thread_local! {
@@ -296,7 +293,6 @@ impl Cluster {
             served_groups: std::sync::OnceLock::new(),
             cut: std::sync::OnceLock::new(),
             server_date: std::sync::Mutex::new(None),
-            pace: 1,
         })
     }
 

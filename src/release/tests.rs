@@ -476,6 +476,21 @@ fn a_credential_in_the_release_url_is_said_nowhere() {
             "Tok3n",
             "https://<redacted>@raw.example.com/rel/calico-windows-v3.30.0.zip",
         ),
+        (
+            "https://ghp_Tok3nTok3n:@raw.example.com/rel/calico-windows-v3.30.0.zip",
+            "Tok3n",
+            "https://<redacted>@raw.example.com/rel/calico-windows-v3.30.0.zip",
+        ),
+        (
+            "https://ghp_Tok3nTok3n:x-oauth-basic@github.com/o/r/calico-windows-v3.30.0.zip",
+            "Tok3n",
+            "https://<redacted>@github.com/o/r/calico-windows-v3.30.0.zip",
+        ),
+        (
+            "https://builder:Pa55w0rd@mirror.example/calico-windows-v3.30.0.zip",
+            "Pa55w0rd",
+            "https://<redacted>@mirror.example/calico-windows-v3.30.0.zip",
+        ),
     ] {
         let want = want(Source::parse(url));
         let said = [

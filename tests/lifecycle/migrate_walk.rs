@@ -204,9 +204,6 @@ fn from_operator_stopped_anywhere_is_finished_by_a_rerun() {
             "20s",
             "--release-zip",
             zip.as_str(),
-            // The fake server's 500s are never applied: a lost create is read again for 1 s, not 30.
-            "--sim-pace",
-            "30",
         ],
         (&host, &objects),
     );

@@ -394,7 +394,7 @@ pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError>
             _ => Look::Pending(()),
         })
     };
-    let deadline = std::time::Instant::now() + m.settle_within() / c.pace.max(1);
+    let deadline = std::time::Instant::now() + m.settle_within();
     let pauses = Pauses::every(std::time::Duration::from_secs(2));
     poll_quietly(deadline, pauses, look, Ok)?;
     Ok(left)
