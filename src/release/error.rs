@@ -4,9 +4,9 @@ use crate::redact::shown;
 use std::time::Duration;
 
 /// Why a release could not be used. Nothing is left behind when one occurs. A URL is shown
-/// with its secrets hidden (`redact::shown`): `--release-zip` may be a SAS URL, its `sig=` a
-/// credential to the storage account.
-#[derive(Debug, thiserror::Error)]
+/// with its secrets hidden (`redact::shown`), in `Debug` too: `--release-zip` may be a SAS URL,
+/// its `sig=` a credential to the storage account.
+#[derive(thiserror::Error)]
 pub enum ReleaseError {
     #[error("--sha256 {0:?} is not a SHA-256 checksum (64 hexadecimal digits)")]
     BadChecksumArg(String),
@@ -159,6 +159,12 @@ fn is_ca_as_server_certificate(e: &reqwest::Error) -> bool {
 }
 
 /// What a download timeout says: which limit fired, with its flag and value.
+impl std::fmt::Debug for ReleaseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ReleaseError({self})")
+    }
+}
+
 fn timeout_text(url: &str, idle: bool, after: Duration) -> String {
     let after = crate::duration::show(after);
     if idle {

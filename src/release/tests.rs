@@ -493,14 +493,15 @@ fn a_credential_in_the_release_url_is_said_nowhere() {
         ),
     ] {
         let want = want(Source::parse(url));
+        let status = ReleaseError::Status {
+            url: url.into(),
+            status: 403,
+        };
         let said = [
             want.source.show(),
             check_url(&want, url).expect_err("no checksum").to_string(),
-            ReleaseError::Status {
-                url: url.into(),
-                status: 403,
-            }
-            .to_string(),
+            status.to_string(),
+            format!("{status:?}"),
         ];
         for text in said {
             assert!(!text.contains(secret), "{text}");
