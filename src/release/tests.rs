@@ -502,6 +502,7 @@ fn a_credential_in_the_release_url_is_said_nowhere() {
             check_url(&want, url).expect_err("no checksum").to_string(),
             status.to_string(),
             format!("{status:?}"),
+            format!("{:?}", want.source),
         ];
         for text in said {
             assert!(!text.contains(secret), "{text}");

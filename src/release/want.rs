@@ -4,11 +4,17 @@ use super::error::ReleaseError;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Where the zip comes from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where the zip comes from. Its `Debug` is `show`'s: a URL's credential hidden.
+#[derive(Clone, PartialEq, Eq)]
 pub enum Source {
     Path(PathBuf),
     Url(String),
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Source({})", self.show())
+    }
 }
 
 impl Source {
