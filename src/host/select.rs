@@ -14,7 +14,8 @@ pub struct HostChoice {
     pub sim_dir: Option<PathBuf>,
     pub sim_profile: Option<String>,
     pub sim_fault: Option<Fault>,
-    /// `--sim-pace`: verify's waits divided by this (`verify::options::Options::paced`).
+    /// `--sim-pace`: verify's waits (`verify::options::Options::paced`) and CalicoNode's look
+    /// at the node (`commands::service::run`) divided by this.
     pub sim_pace: Option<u32>,
 }
 

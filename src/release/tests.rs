@@ -462,7 +462,8 @@ fn find(hay: &[u8], needle: &[u8]) -> usize {
 /// `--release-zip` given with a credential in it is said in errors and output with the
 /// credential hidden, the rest of it kept: an Azure SAS URL (learn.microsoft.com/rest/api/
 /// storageservices/create-service-sas: its `sig=` is the signature, a credential to the
-/// account), and a token as the URL's user, which reqwest sends as basic auth.
+/// account), and a URL's userinfo, which reqwest sends as basic auth (a token as the user,
+/// with an empty password or GitHub's `x-oauth-basic`, or a user and password).
 #[test]
 fn a_credential_in_the_release_url_is_said_nowhere() {
     for (url, secret, kept) in [
