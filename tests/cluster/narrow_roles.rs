@@ -153,6 +153,16 @@ fn migrate_account(api: &FakeApi, dir: &std::path::Path) -> std::path::PathBuf {
     crate::support::service_account_kubeconfig(api, dir, "system-upgrade", "calicoctl-win-migrate")
 }
 
+/// `migrate to-operator` as the migrate account, with the operator answering: it succeeds.
+fn hand_over_as_the_migrate_account(api: &FakeApi, node: &Node) {
+    let _operator = FakeOperator::start(api.state.clone(), "win-1", node.sim());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let account = migrate_account(api, dir.path());
+    let args = ["migrate", "to-operator", "--pod-timeout", "10s"];
+    let (code, doc, err) = node.run_as(&account, &args);
+    assert_eq!(code, 0, "{err} {doc}");
+}
+
 /// The operator's Deployment without its label, where Calico's manifest puts it: migrate
 /// finds it by its name (a list of the one name) as the migrate account, and hands the node
 /// over.
@@ -162,12 +172,7 @@ fn migrate_finds_an_unlabelled_operator_by_name_with_the_migrate_roles() {
     let mut d = api.get(DEPLOYMENT).expect("deployment");
     d["metadata"]["labels"] = json!({});
     api.put(DEPLOYMENT, d);
-    let _operator = FakeOperator::start(api.state.clone(), "win-1", node.sim());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let account = migrate_account(&api, dir.path());
-    let args = ["migrate", "to-operator", "--pod-timeout", "10s"];
-    let (code, doc, err) = node.run_as(&account, &args);
-    assert_eq!(code, 0, "{err} {doc}");
+    hand_over_as_the_migrate_account(&api, &node);
     let requests = api.requests();
     assert!(
         requests
@@ -205,12 +210,7 @@ fn operator_in(api: &FakeApi, ns: &str) {
 fn migrate_reads_the_operators_settings_where_it_runs_with_roles_for_that_namespace() {
     let (api, node) = installed_with(&migrate_roles(&["--operator-namespace", "calico-operator"]));
     operator_in(&api, "calico-operator");
-    let _operator = FakeOperator::start(api.state.clone(), "win-1", node.sim());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let account = migrate_account(&api, dir.path());
-    let args = ["migrate", "to-operator", "--pod-timeout", "10s"];
-    let (code, doc, err) = node.run_as(&account, &args);
-    assert_eq!(code, 0, "{err} {doc}");
+    hand_over_as_the_migrate_account(&api, &node);
 }
 
 /// The same operator with the roles for `tigera-operator` (the default): migrate refuses

@@ -37,6 +37,18 @@ fn set_ready(api: &FakeApi) {
         "lastTransitionTime": "2026-01-01T00:00:00Z"}]);
     api.put(NODE, n);
 }
+/// `uninstall --purge` on a host whose Node another install holds now: it succeeds, says so,
+/// and leaves the grant. The Node after it.
+fn uninstall_leaving_another_install(node: &Node, api: &FakeApi) -> Value {
+    let (code, doc, stderr) = node.run(&["uninstall", "--purge"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        doc["warnings"].to_string().contains("another install's id"),
+        "{doc}"
+    );
+    assert!(api.get(&format!("{RBAC}/roles/{GRANT}")).is_some());
+    api.get(NODE).expect("node")
+}
 
 /// A host installed as win-1, then another host installed from the same config under the same
 /// name (the node re-provisioned): uninstalling the first host leaves the second's
@@ -60,16 +72,9 @@ fn uninstalling_a_host_replaced_under_its_name_leaves_the_new_install() {
     );
     set_ready(&api);
 
-    let (code, doc, stderr) = first.run(&["uninstall", "--purge"]);
-    assert_eq!(code, 0, "{stderr}");
-    assert!(
-        doc["warnings"].to_string().contains("another install's id"),
-        "{doc}"
-    );
-    let n = api.get(NODE).expect("node");
+    let n = uninstall_leaving_another_install(&first, &api);
     assert_eq!(n["metadata"]["annotations"], b, "{n}");
     assert_eq!(ready(&n)["status"], "True", "{n}");
-    assert!(api.get(&format!("{RBAC}/roles/{GRANT}")).is_some());
     assert!(api.get(&format!("{RBAC}/rolebindings/{GRANT}")).is_some());
 
     let (code, _, stderr) = second.run(&["uninstall", "--purge"]);
@@ -138,13 +143,6 @@ fn a_record_without_an_install_id_is_told_by_the_nodes_id_or_else_its_config() {
     let second = Node::new(&api);
     install(&second, &api);
     set_ready(&api);
-    let (code, doc, stderr) = first.run(&["uninstall", "--purge"]);
-    assert_eq!(code, 0, "{stderr}");
-    assert!(
-        doc["warnings"].to_string().contains("another install's id"),
-        "{doc}"
-    );
-    let n = api.get(NODE).expect("node");
+    let n = uninstall_leaving_another_install(&first, &api);
     assert_ne!(ready(&n)["reason"], "NotInstalled", "{n}");
-    assert!(api.get(&format!("{RBAC}/roles/{GRANT}")).is_some());
 }

@@ -26,17 +26,23 @@ fn bound_adapter(network: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-#[test]
-fn the_external_network_binds_the_adapter_holding_the_nodes_internal_ip() {
+/// Installed on a host with two adapters, the Node's InternalIP on "Ethernet 2": the install's
+/// document names that adapter.
+fn installed_on_ethernet_2() -> (Node, Value) {
     let node = Node::healthy()
         .profile("ws2022-two-nics")
         .release("3.30.2", "calico-node.exe")
         .build();
     node.api().set_node_internal_ip("win-1", Some("10.0.0.6"));
-
     let (code, doc, err) = node.install_local(&[]);
     assert_eq!(code, 0, "{err} {doc}");
     assert_eq!(doc["uplink"]["adapter"], "Ethernet 2", "{doc}");
+    (node, doc)
+}
+
+#[test]
+fn the_external_network_binds_the_adapter_holding_the_nodes_internal_ip() {
+    let (node, doc) = installed_on_ethernet_2();
     assert_eq!(
         doc["uplink"]["why"],
         "it holds 10.0.0.6 (the Node's InternalIP)"
@@ -211,14 +217,7 @@ fn an_install_that_cannot_choose_the_adapter_stops_before_changing_anything() {
 /// recorded adapter stays, and neither install nor reconfigure asks for a drain.
 #[test]
 fn a_provisioned_node_installed_again_changes_nothing_even_when_its_adapter_cannot_be_told() {
-    let node = Node::healthy()
-        .profile("ws2022-two-nics")
-        .release("3.30.2", "calico-node.exe")
-        .build();
-    node.api().set_node_internal_ip("win-1", Some("10.0.0.6"));
-    let (code, doc, err) = node.install_local(&[]);
-    assert_eq!(code, 0, "{err} {doc}");
-    assert_eq!(doc["uplink"]["adapter"], "Ethernet 2", "{doc}");
+    let (node, _) = installed_on_ethernet_2();
 
     let (code, doc, err) = node.install_local(&[]);
     assert_eq!(code, 0, "{err} {doc}");

@@ -116,20 +116,28 @@ pub(crate) fn run_until(
     child.wait_with_output().expect("wait")
 }
 
+/// CalicoNode in the console, stopped once its log says startup finished: it exits 0. Its
+/// stderr.
 #[cfg(unix)]
-#[test]
-fn node_in_the_console_initialises_runs_startup_and_stops_cleanly_on_sigterm() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    drop(installed_host(dir.path()));
-    let log = dir.path().join("fs/c/calicowindows/logs/calico-node.log");
-    let child = console_node(dir.path(), &[]);
+fn stopped_after_startup(child: std::process::Child, root: &Path) -> String {
+    let log = root.join("fs/c/calicowindows/logs/calico-node.log");
     let out = run_until(child, "calico-node startup", || {
         fs_err::read_to_string(&log)
             .unwrap_or_default()
             .contains("calico-node startup finished")
     });
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(0), "{stderr}");
+    stderr
+}
+
+#[cfg(unix)]
+#[test]
+fn node_in_the_console_initialises_runs_startup_and_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(installed_host(dir.path()));
+    let child = console_node(dir.path(), &[]);
+    let stderr = stopped_after_startup(child, dir.path());
     // The console shows what the log holds.
     assert!(
         stderr.contains("runs CalicoNode in the console"),
@@ -313,7 +321,6 @@ fn node_starts_no_token_refresher_on_any_release() {
         )
         .expect("fake");
         fs_err::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        let log = dir.path().join("fs/c/calicowindows/logs/calico-node.log");
         let child = console_node(
             dir.path(),
             &[
@@ -323,13 +330,7 @@ fn node_starts_no_token_refresher_on_any_release() {
                 fake.as_os_str(),
             ],
         );
-        let out = run_until(child, "calico-node startup", || {
-            fs_err::read_to_string(&log)
-                .unwrap_or_default()
-                .contains("calico-node startup finished")
-        });
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        stopped_after_startup(child, dir.path());
         let started = fs_err::read_to_string(&marks).expect("started");
         assert!(started.contains("-startup"), "{version}: {started}");
         assert!(!started.contains("monitor-token"), "{version}: {started}");
