@@ -657,7 +657,7 @@ pub struct FleetPlanArgs {
     /// With --migrate from-operator: the release zip each node installs: an https:// URL, or
     /// its absolute path where every node has it
     #[arg(long, value_name = "URL")]
-    pub release_zip: Option<String>,
+    pub release_zip: Option<ZipLocation>,
     /// With --migrate from-operator and --release-zip: the zip's SHA-256 checksum
     #[arg(long, value_name = "HEX")]
     pub sha256: Option<String>,
@@ -867,11 +867,37 @@ pub struct PreflightArgs {
     pub fix: bool,
 }
 
+/// `--release-zip` as given: a path, or a URL that may carry a credential (an Azure SAS
+/// `sig=`, a token as its user). Its `Debug` shows it as `redact::shown` does, so the argument
+/// structs that derive `Debug` never print the credential.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ZipLocation(String);
+
+impl std::str::FromStr for ZipLocation {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Self(s.to_owned()))
+    }
+}
+
+impl std::ops::Deref for ZipLocation {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ZipLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&crate::redact::shown(&self.0), f)
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ReleaseArgs {
     /// The release zip: a file, or an https:// URL (default: the official asset of --calico-version)
     #[arg(long, value_name = "PATH|URL")]
-    pub release_zip: Option<String>,
+    pub release_zip: Option<ZipLocation>,
     /// The Calico version (default: the cluster's, from ClusterInformation; else 3.31.0); a given
     /// zip must be this version
     #[arg(long, value_name = "X.Y.Z")]
@@ -1257,6 +1283,39 @@ mod tests {
         ];
         let sets = super::all_sets(args.iter().map(std::ffi::OsString::from));
         assert_eq!(sets, ["a=1", "b=2", "c=3"]);
+    }
+
+    /// The argument structs derive `Debug`: a `--release-zip` URL's SAS signature or token as
+    /// its user never shows in it, for install and for fleet plan's migration alike.
+    #[test]
+    fn a_release_zip_credential_is_not_in_the_arguments_debug() {
+        use clap::Parser;
+        let sas =
+            "https://acct.blob.core.windows.net/rel/calico.zip?sv=2022-11-02&sp=r&sig=SASSIGNATURE";
+        let token = "https://GHTOKEN@example.com/calico.zip";
+        for line in [
+            vec!["install", "--release-zip", sas],
+            vec!["install", "--release-zip", token],
+            vec![
+                "fleet",
+                "plan",
+                "--image",
+                "registry.example/calicoctl-win:1",
+                "--migrate",
+                "from-operator",
+                "--release-zip",
+                sas,
+            ],
+        ] {
+            let cli =
+                super::Cli::try_parse_from(std::iter::once("calicoctl-win").chain(line.clone()))
+                    .unwrap_or_else(|e| panic!("{line:?}: {e}"));
+            let shown = format!("{cli:?}");
+            assert!(shown.contains("calico.zip"), "{line:?}: {shown}");
+            for secret in ["SASSIGNATURE", "GHTOKEN"] {
+                assert!(!shown.contains(secret), "{line:?}: {shown}");
+            }
+        }
     }
 
     #[test]

@@ -120,9 +120,9 @@ fn verify_roles(fleet: &Fleet, namespace: &str) -> Vec<serde_json::Value> {
 /// release flags for `from-operator` only and each one `cmd.exe` passes on as it is.
 fn migration(args: &FleetPlanArgs) -> anyhow::Result<Option<Migration>> {
     let release = [
-        ("--release-zip", &args.release_zip),
-        ("--sha256", &args.sha256),
-        ("--calico-version", &args.calico_version),
+        ("--release-zip", args.release_zip.as_deref()),
+        ("--sha256", args.sha256.as_deref()),
+        ("--calico-version", args.calico_version.as_deref()),
     ];
     let Some(direction) = args.migrate else {
         if let Some((flag, _)) = release.iter().find(|(_, v)| v.is_some()) {
