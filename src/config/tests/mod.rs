@@ -107,26 +107,6 @@ fn flag_beats_env_beats_file_beats_default() {
 }
 
 #[test]
-fn kubeconfig_environment_variable_is_not_read() {
-    let l = load(&inputs(None, &[("KUBECONFIG", "c:\\k\\config")], &[])).expect("valid");
-    assert_eq!(
-        l.config.kubeconfig.map(|k| k.to_string()),
-        Some("C:\\CalicoWindows\\calico-kube-config".into())
-    );
-}
-
-#[test]
-fn env_lists_are_comma_separated() {
-    let l = load(&inputs(
-        None,
-        &[("K8S_SERVICE_CIDR", "10.96.0.0/12, 10.100.0.0/16")],
-        &[],
-    ))
-    .expect("valid");
-    assert_eq!(l.config.service_cidrs.len(), 2);
-}
-
-#[test]
 fn every_problem_is_reported_at_once() {
     let yaml = "backend: vxlan\nvxlan:\n  vni: 100\n  mac_prefix: zz\nservice_cidrs: ['<your service cidr>']\n";
     let p = problems(&inputs(Some(yaml), &[], &["cni.ipam_type=host-local"]));
