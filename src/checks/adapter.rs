@@ -166,28 +166,6 @@ mod tests {
         })
     }
 
-    #[test]
-    fn an_lbfo_team_is_refused_from_server_2022_and_a_warning_on_2019() {
-        let team = [nic(
-            "Team1",
-            4,
-            "Microsoft Network Adapter Multiplexor Driver",
-            15,
-        )];
-        let c = adapter(&chosen("Team1"), None, &team, Some(20348));
-        assert_eq!(c.verdict, super::super::Verdict::Fail, "{}", c.message);
-        assert!(
-            c.remedy
-                .as_deref()
-                .is_some_and(|r| r.contains("Switch Embedded Teaming"))
-        );
-        let c = adapter(&chosen("Team1"), None, &team, Some(17763));
-        assert_eq!(c.verdict, super::super::Verdict::Warn, "{}", c.message);
-        let plain = [nic("Ethernet", 4, "Microsoft Hyper-V Network Adapter", 15)];
-        let c = adapter(&chosen("Ethernet"), None, &plain, Some(20348));
-        assert_eq!(c.verdict, super::super::Verdict::Pass, "{}", c.message);
-    }
-
     /// An adapter DHCP never answered holds only its APIPA address: Calico's start-up would
     /// wait for another and fail, so preflight fails it now, with what to do.
     #[test]

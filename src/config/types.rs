@@ -609,13 +609,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn vni_below_4096_is_rejected_and_4096_accepted() {
-        assert!(Vni::parse("4095").is_err());
-        assert!(Vni::parse("16777216").is_err());
-        assert_eq!(Vni::parse("4096").map(Vni::get), Ok(4096));
-    }
-
-    #[test]
     fn mac_prefix_is_normalised_to_upper_case() {
         assert_eq!(
             MacPrefix::parse("0e-2a").map(|m| m.to_string()),
@@ -642,14 +635,6 @@ mod tests {
             Cidr::parse("0.0.0.0/0").map(|c| c.to_string()),
             Ok("0.0.0.0/0".into())
         );
-    }
-
-    #[test]
-    fn node_name_must_be_lower_case_dns_1123() {
-        assert!(NodeName::parse("win-node-1.example.internal").is_ok());
-        for bad in ["WIN-NODE", "-a", "a-", "a..b", "a_b", ""] {
-            assert!(NodeName::parse(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

@@ -112,7 +112,7 @@ mod tests {
         }
     }
 
-    fn inputs(judged: &[Judged], force: bool) -> Inputs<'_> {
+    fn inputs(judged: &[Judged]) -> Inputs<'_> {
         static WIN_1: std::sync::LazyLock<crate::k8s_name::NodeName> =
             std::sync::LazyLock::new(|| "win-1".into());
         Inputs {
@@ -121,7 +121,7 @@ mod tests {
             drain: DrainOptions {
                 timeout: Duration::from_secs(60),
                 grace_period: None,
-                force,
+                force: false,
                 delete_emptydir_data: false,
                 concurrency: 4,
             },
@@ -160,7 +160,7 @@ mod tests {
             judged("s", Verdict::Suspect, None),
         ];
         j.extend(healthy(3));
-        let actions = plan(&inputs(&j, false)).expect("plan");
+        let actions = plan(&inputs(&j)).expect("plan");
         assert_eq!(
             kinds(&actions),
             ["evict pod(s)", "delete HNS", "delete HNS"]
@@ -176,24 +176,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn nothing_wrong_is_nothing_to_do() {
-        let j = healthy(2);
-        assert!(plan(&inputs(&j, false)).expect("plan").is_empty());
-    }
-
-    #[test]
-    fn a_pod_no_controller_recreates_is_evicted_only_with_force() {
-        let mut j = vec![judged("a", Verdict::Stuck, Some(("bare", false)))];
-        j.extend(healthy(2));
-        assert_eq!(
-            plan(&inputs(&j, false)).err(),
-            Some(Refusal::Unmanaged(vec!["default/bare".into()]))
-        );
-        let actions = plan(&inputs(&j, true)).expect("plan");
-        assert!(actions[0].describe().contains("default/bare"));
-    }
-
     /// More than half of the pods' endpoints at fault (three or more) is a misjudgement more
     /// likely than a node: refused, unless the user says it is meant.
     #[test]
@@ -203,30 +185,19 @@ mod tests {
             .collect();
         j.extend(healthy(2));
         assert_eq!(
-            plan(&inputs(&j, false)).err(),
+            plan(&inputs(&j)).err(),
             Some(Refusal::Breaker { faults: 3, of: 5 })
         );
-        let mut i = inputs(&j, false);
+        let mut i = inputs(&j);
         i.allow_majority = true;
         assert_eq!(plan(&i).expect("allowed").len(), 3);
         // Half, or fewer than three, is repaired.
         j.extend(healthy(1));
-        assert_eq!(plan(&inputs(&j, false)).expect("half").len(), 3);
+        assert_eq!(plan(&inputs(&j)).expect("half").len(), 3);
         let two = [
             judged("s0", Verdict::Stale, None),
             judged("s1", Verdict::Stale, None),
         ];
-        assert_eq!(plan(&inputs(&two, false)).expect("two").len(), 2);
-    }
-
-    /// A pod without an endpoint is repaired by its eviction alone: there is no endpoint to
-    /// delete.
-    #[test]
-    fn a_pod_without_an_endpoint_is_evicted_and_nothing_deleted() {
-        let mut j = vec![judged("pod:u", Verdict::NoEndpoint, Some(("lost", true)))];
-        j.extend(healthy(3));
-        let actions = plan(&inputs(&j, false)).expect("plan");
-        assert_eq!(kinds(&actions), ["evict pod(s)"]);
-        assert!(actions[0].describe().contains("default/lost"));
+        assert_eq!(plan(&inputs(&two)).expect("two").len(), 2);
     }
 }
