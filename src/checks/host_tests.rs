@@ -29,8 +29,12 @@ fn assert_verdict(id: &str, s: &HostSnapshot, c: &Config, want: Verdict) -> Stri
 #[test]
 fn os_build_needs_the_dsr_update_on_2019_and_warns_when_ubr_is_unknown() {
     let c = config(&[]);
+    assert_verdict("os-build", &snap("ws2019"), &c, Verdict::Pass);
     let t = assert_verdict("os-build", &snap("ws2019-unpatched"), &c, Verdict::Fail);
     assert!(t.contains("17763.1000") && t.contains("17763.1432"), "{t}");
+    assert_verdict("os-build", &snap("ws20h2"), &c, Verdict::Pass);
+    // Server 2025's verdict is the known-issues table's, by update and release.
+    assert_verdict("os-build", &snap("ws2025"), &c, Verdict::Pass);
     let mut s = snap("ws2022");
     if let Ok(sys) = &mut s.system {
         sys.ubr = None;

@@ -106,6 +106,19 @@ fn flag_beats_env_beats_file_beats_default() {
     assert_eq!(l.shown["backend"].source, Source::Default);
 }
 
+/// A list in the environment is comma-separated, a blank after a comma allowed (as a user
+/// writes it by hand).
+#[test]
+fn env_lists_are_comma_separated() {
+    let l = load(&inputs(
+        None,
+        &[("K8S_SERVICE_CIDR", "10.96.0.0/12, 10.100.0.0/16")],
+        &[],
+    ))
+    .expect("valid");
+    assert_eq!(l.config.service_cidrs.len(), 2);
+}
+
 #[test]
 fn every_problem_is_reported_at_once() {
     let yaml = "backend: vxlan\nvxlan:\n  vni: 100\n  mac_prefix: zz\nservice_cidrs: ['<your service cidr>']\n";
