@@ -112,7 +112,11 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
         fix: "install KB5044281 (October 2024, 20348.2762) or a later cumulative update",
     },
     // Windows Server 2025 (26100): before KB5082063 (26100.32690, April 2026) HNS did not apply
-    // an endpoint's ACL policies (microsoft/Windows-Containers#616). From it they apply under a
+    // an endpoint's ACL policies (microsoft/Windows-Containers#616). The revision is Microsoft's:
+    // its CVE records of that Patch Tuesday (CVE-2026-32215, published 2026-04-14, CNA
+    // microsoft; CVEProject/cvelistV5 cves/2026/32xxx) give Windows Server 2025 as fixed from
+    // 10.0.26100.32690; the KB's number is the update's title (Microsoft's KB page, not read
+    // here; KB5091157, 26100.32698 of 2026-04-19, carries it forward). From it they apply under a
     // default-deny posture (sureshbabu-msft on #616, 2026-05-11), which decides no packet Felix
     // programs: its rules end with its own block (policysets.go GetPolicySetRules, v3.25.0 to
     // v3.32.1), and before v3.29.0 the default tier is the only one (endpoint_mgr.go and
@@ -130,7 +134,7 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
         },
         severity: Severity::Warn,
         upstream: "https://github.com/microsoft/Windows-Containers/issues/616 (ACLs apply after KB5082062/KB5082063, 2026-04)",
-        source: "the report, and Microsoft's answer on it of 2026-05-11; KB5082063 is 26100.32690 (its Windows Update title)",
+        source: "the report, and Microsoft's answer on it of 2026-05-11; 26100.32690 is the April 2026 update's build in Microsoft's CVE records of 2026-04-14 (CVE-2026-32215)",
         fix: "install KB5082063 (April 2026, 26100.32690) or a later cumulative update",
     },
     KnownIssue {
