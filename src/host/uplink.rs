@@ -36,9 +36,7 @@ impl Choice {
             ),
         }
     }
-}
 
-impl Choice {
     /// With no adapter chosen (not told, or none named), the recorded one stays: no change.
     pub fn or_recorded(self, recorded: Option<&str>) -> Choice {
         match (&self.adapter, recorded) {
