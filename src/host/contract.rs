@@ -956,34 +956,6 @@ mod on_simhost {
         security(&host(), r"C:\CalicoWindows", true);
     }
 
-    /// What the drive root's default gives a directory made under it, as on Windows Server.
-    #[test]
-    fn a_directory_made_under_the_drive_root_lets_every_user_write() {
-        let h = host();
-        h.create_dir(r"C:\CalicoWindows").expect("create");
-        let d = acl::parse(
-            &h.security(r"C:\CalicoWindows")
-                .expect("read")
-                .expect("there"),
-        )
-        .expect("sddl");
-        assert_eq!(
-            acl::writers(&d),
-            ["Users may write (inherited from the parent)"]
-        );
-        h.set_security(r"C:\CalicoWindows", acl::PROTECTED_DIR)
-            .expect("protect");
-        h.write_file(r"C:\CalicoWindows\calico-node.exe", b"exe", Access::Normal)
-            .expect("write");
-        let f = acl::parse(
-            &h.security(r"C:\CalicoWindows\calico-node.exe")
-                .expect("read")
-                .expect("there"),
-        )
-        .expect("sddl");
-        assert!(acl::writers(&f).is_empty(), "{f:?}");
-    }
-
     #[test]
     fn a_service_whose_program_is_missing_does_not_start() {
         let h = host();
