@@ -465,12 +465,7 @@ mod tests {
     }
 
     #[test]
-    fn a_non_admin_owner_and_wine_s_everyone_entry_are_named() {
-        let d = parse("O:S-1-5-21-1-2-3-1001D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)").expect("sddl");
-        assert_eq!(
-            writers(&d),
-            ["its owner S-1-5-21-1-2-3-1001 may change the access list"]
-        );
+    fn wine_s_everyone_entry_is_named() {
         // Wine 8 maps the Unix mode's "other" bits to Everyone (a directory of mode 0777).
         let wine = parse("O:S-1-5-21-0-0-0-1000D:(A;;FA;;;S-1-5-21-0-0-0-1000)(A;;0x1f01ff;;;WD)")
             .expect("sddl");

@@ -146,31 +146,6 @@ pub struct NotDefault {
     pub app_container: bool,
 }
 
-impl NotDefault {
-    /// Whether any property is not at its default.
-    pub fn any(&self) -> bool {
-        self.all_of().iter().any(|b| *b)
-    }
-
-    /// Whether every property is not at its default.
-    pub fn all(&self) -> bool {
-        self.all_of().iter().all(|b| *b)
-    }
-
-    fn all_of(&self) -> [bool; 8] {
-        [
-            self.local_addresses,
-            self.remote_ports,
-            self.interface_types,
-            self.edge_traversal,
-            self.grouping,
-            self.service_name,
-            self.interfaces,
-            self.app_container,
-        ]
-    }
-}
-
 /// `Unset` as compared (`Unset::key`).
 pub(super) type UnsetKey<'a> = (
     [Vec<String>; 3],

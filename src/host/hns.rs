@@ -146,13 +146,42 @@ pub fn hcn_outcome(hr: i32, record: &str, op: &str) -> Result<(), crate::host::H
 
 /// The adapter a network document binds (its `NetAdapterName` policy), before HNS made it.
 pub fn document_adapter(doc: &Value) -> Option<String> {
-    doc.get("Policies")?
+    policy_setting(doc, "NetAdapterName", "NetworkAdapterName")
+}
+
+/// The policy of type `ty` in `v`'s `Policies`.
+fn policy<'a>(v: &'a Value, ty: &str) -> Option<&'a Value> {
+    v.get("Policies")?
         .as_array()?
         .iter()
-        .find(|p| p.get("Type").and_then(Value::as_str) == Some("NetAdapterName"))?
-        .pointer("/Settings/NetworkAdapterName")?
-        .as_str()
-        .map(str::to_owned)
+        .find(|p| p.get("Type").and_then(Value::as_str) == Some(ty))
+}
+
+/// The text setting `key` of `v`'s policy of type `ty`.
+fn policy_setting(v: &Value, ty: &str, key: &str) -> Option<String> {
+    let setting = policy(v, ty)?.get("Settings")?.get(key)?;
+    setting.as_str().map(str::to_owned)
+}
+
+/// The subnets of every IPAM of a network document.
+fn subnets(doc: &Value) -> impl Iterator<Item = &Value> {
+    let ipams = doc
+        .get("Ipams")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    ipams
+        .filter_map(|ipam| ipam.get("Subnets").and_then(Value::as_array))
+        .flatten()
+}
+
+/// A subnet's route to `0.0.0.0/0`.
+fn default_route(subnet: &Value) -> Option<&Value> {
+    let routes = subnet.get("Routes").and_then(Value::as_array);
+    routes
+        .into_iter()
+        .flatten()
+        .find(|r| r.get("DestinationPrefix").and_then(Value::as_str) == Some("0.0.0.0/0"))
 }
 
 /// Reads a network from an HCN (schema 2.0) JSON document; `None` without an id or a name.
@@ -162,55 +191,26 @@ pub fn parse_network(doc: &Value) -> Option<HnsNetwork> {
     let id = str_field(doc, &["ID", "Id"])?;
     let name = str_field(doc, &["Name"])?;
     let network_type = str_field(doc, &["Type"]).unwrap_or_else(|| "NAT".to_owned());
-    let policies = doc.get("Policies").and_then(Value::as_array);
-    let policy = |ty: &str, key: &str| {
-        policies?
-            .iter()
-            .find(|p| p.get("Type").and_then(Value::as_str) == Some(ty))
-            .and_then(|p| p.pointer(&format!("/Settings/{key}")))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    let subnets = doc
-        .get("Ipams")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|ipam| ipam.get("Subnets").and_then(Value::as_array))
-        .flatten()
-        .filter_map(parse_v2_subnet)
-        .collect();
+    let subnets = subnets(doc).filter_map(parse_v2_subnet).collect();
     Some(HnsNetwork {
         id,
         name,
         network_type,
         subnets,
-        management_ip: policy("ProviderAddress", "ProviderAddress"),
-        dr_mac: policy("DrMacAddress", "Address"),
-        adapter: policy("NetAdapterName", "NetworkAdapterName"),
+        management_ip: policy_setting(doc, "ProviderAddress", "ProviderAddress"),
+        dr_mac: policy_setting(doc, "DrMacAddress", "Address"),
+        adapter: document_adapter(doc),
     })
 }
 
 fn parse_v2_subnet(s: &Value) -> Option<HnsSubnet> {
-    let gateway = s
-        .get("Routes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .find(|r| r.get("DestinationPrefix").and_then(Value::as_str) == Some("0.0.0.0/0"))
-        .and_then(|r| str_field(r, &["NextHop"]));
-    let vsid = s
-        .get("Policies")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .find(|p| p.get("Type").and_then(Value::as_str) == Some("VSID"))
+    let vsid = policy(s, "VSID")
         .and_then(|p| p.pointer("/Settings/IsolationId"))
         .and_then(Value::as_u64)
         .and_then(|v| u32::try_from(v).ok());
     Some(HnsSubnet {
         prefix: str_field(s, &["IpAddressPrefix"])?,
-        gateway,
+        gateway: default_route(s).and_then(|r| str_field(r, &["NextHop"])),
         vsid,
     })
 }
@@ -242,15 +242,8 @@ pub fn parse_endpoint(doc: &Value) -> Option<HnsEndpoint> {
 
 /// The endpoint's provider address: HCN's `ProviderAddress` policy, or HNS v1's `PA`.
 fn endpoint_provider_address(doc: &Value) -> Option<String> {
-    doc.get("Policies")?
-        .as_array()?
-        .iter()
-        .find_map(|p| match p.get("Type").and_then(Value::as_str)? {
-            "ProviderAddress" => p.pointer("/Settings/ProviderAddress")?.as_str(),
-            "PA" => p.get("PA")?.as_str(),
-            _ => None,
-        })
-        .map(str::to_owned)
+    policy_setting(doc, "ProviderAddress", "ProviderAddress")
+        .or_else(|| policy(doc, "PA")?.get("PA")?.as_str().map(str::to_owned))
 }
 
 fn str_field(v: &Value, keys: &[&str]) -> Option<String> {
@@ -274,30 +267,14 @@ pub fn checked_spec(spec_json: &str) -> Result<(Value, String), crate::host::Hos
 /// Checks a network document as hnslib's `Create()` does: a name, each subnet a default route.
 pub fn validate_spec(doc: &Value) -> Result<String, String> {
     let name = str_field(doc, &["Name"]).ok_or("the network document has no Name")?;
-    for ipam in doc
-        .get("Ipams")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        for s in ipam
-            .get("Subnets")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
+    for s in subnets(doc) {
+        let prefix = str_field(s, &["IpAddressPrefix"]).ok_or("a subnet has no IpAddressPrefix")?;
+        if !default_route(s)
+            .is_some_and(|r| str_field(r, &["NextHop"]).is_some_and(|h| !h.is_empty()))
         {
-            let prefix =
-                str_field(s, &["IpAddressPrefix"]).ok_or("a subnet has no IpAddressPrefix")?;
-            let routes = s.get("Routes").and_then(Value::as_array);
-            let default = routes.into_iter().flatten().any(|r| {
-                r.get("DestinationPrefix").and_then(Value::as_str) == Some("0.0.0.0/0")
-                    && str_field(r, &["NextHop"]).is_some_and(|h| !h.is_empty())
-            });
-            if !default {
-                return Err(format!(
-                    "subnet {prefix} needs a 0.0.0.0/0 route with a NextHop"
-                ));
-            }
+            return Err(format!(
+                "subnet {prefix} needs a 0.0.0.0/0 route with a NextHop"
+            ));
         }
     }
     Ok(name)

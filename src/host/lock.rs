@@ -44,21 +44,6 @@ pub enum LockError {
     },
 }
 
-impl LockError {
-    pub fn hint(&self) -> String {
-        match self {
-            Self::Busy { lock, .. } => format!(
-                "nothing was changed; wait for that command to finish and run this one again (the lock is {}; it goes with its process, also when that is killed)",
-                lock.display()
-            ),
-            Self::Io { .. } => {
-                "run calicoctl-win from an elevated prompt, or check that the directory is writable"
-                    .into()
-            }
-        }
-    }
-}
-
 /// The held lock; dropping it releases it.
 #[derive(Debug)]
 pub struct HostLock {
@@ -404,12 +389,22 @@ fn write_record(info: &Path, text: &[u8]) -> std::io::Result<File> {
 
 impl crate::error::Diagnose for LockError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
-        use crate::error::{Exit, Kind};
-        let (exit, kind) = match self {
-            Self::Busy { .. } => (Exit::Busy, Kind::Locked),
-            Self::Io { .. } => (Exit::Failed, Kind::LockFailed),
-        };
-        crate::error::Diagnosis::new(exit, kind, self.hint())
+        use crate::error::{Diagnosis, Exit, Kind};
+        match self {
+            Self::Busy { lock, .. } => Diagnosis::new(
+                Exit::Busy,
+                Kind::Locked,
+                format!(
+                    "nothing was changed; wait for that command to finish and run this one again (the lock is {}; it goes with its process, also when that is killed)",
+                    lock.display()
+                ),
+            ),
+            Self::Io { .. } => Diagnosis::new(
+                Exit::Failed,
+                Kind::LockFailed,
+                "run calicoctl-win from an elevated prompt, or check that the directory is writable",
+            ),
+        }
     }
 }
 

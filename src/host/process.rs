@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Where a child's stdout and stderr go.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum Output {
     Null,
     /// Line by line to a sink (a service log, which rotates between lines).
@@ -37,14 +37,6 @@ impl std::fmt::Debug for LineSink {
     }
 }
 
-impl PartialEq for LineSink {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for LineSink {}
-
 /// Copies a pipe into the sink line by line until it closes; not joined (a grandchild may hold it).
 fn forward(
     pipe: impl std::io::Read + Send + 'static,
@@ -64,7 +56,7 @@ fn forward(
 }
 
 /// A program to run, with exactly `env`: nothing inherited leaks into a Calico component.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct ProcessSpec {
     pub program: String,
     pub args: Vec<String>,

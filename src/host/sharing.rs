@@ -60,72 +60,45 @@ mod tests {
     use super::*;
     use std::io::{Error, ErrorKind};
 
-    fn sharing() -> Error {
-        Error::from_raw_os_error(ERROR_SHARING_VIOLATION)
-    }
-
-    fn transient(e: &Error) -> bool {
-        is_transient(e.raw_os_error())
-    }
-
-    /// A reader that lets go after three tries: the rename succeeds, after 10 + 20 + 40 ms.
+    /// A reader that lets go after three tries: done after 10 + 20 + 40 ms. One that never
+    /// does: about two seconds of tries, then its error as it was. Any other error (a missing
+    /// file, a full disk): no second try.
     #[test]
-    fn a_sharing_violation_is_tried_again_until_the_reader_lets_go() {
-        let mut tries = 0;
-        let mut slept = Vec::new();
-        let out = retried(
-            || {
-                tries += 1;
-                if tries <= 3 {
-                    Err(sharing())
-                } else {
-                    Ok(tries)
-                }
-            },
-            transient,
-            &mut |d| slept.push(d),
-        );
-        assert_eq!(out.expect("renamed"), 4);
-        assert_eq!(slept, PAUSES[..3]);
-    }
-
-    /// A reader that never lets go: about two seconds of tries, then its error, as it was.
-    #[test]
-    fn a_handle_held_for_good_fails_after_about_two_seconds() {
-        let mut tries = 0;
-        let mut slept = Duration::ZERO;
-        let err = retried(
-            || -> std::io::Result<()> {
-                tries += 1;
-                Err(Error::from_raw_os_error(ERROR_ACCESS_DENIED))
-            },
-            transient,
-            &mut |d| slept += d,
-        )
-        .expect_err("still held");
-        assert_eq!(err.raw_os_error(), Some(ERROR_ACCESS_DENIED));
-        assert_eq!(tries, PAUSES.len() + 1);
-        assert!(
-            slept >= Duration::from_secs(2) && slept < Duration::from_secs(3),
-            "{slept:?}"
-        );
-    }
-
-    /// Any other error (a missing file, a full disk) is not tried again.
-    #[test]
-    fn other_errors_fail_at_once() {
-        let mut tries = 0;
-        let err = retried(
-            || -> std::io::Result<()> {
-                tries += 1;
-                Err(Error::from(ErrorKind::NotFound))
-            },
-            transient,
-            &mut |_| panic!("no pause"),
-        )
-        .expect_err("missing");
-        assert_eq!(err.kind(), ErrorKind::NotFound);
-        assert_eq!(tries, 1);
+    fn a_held_handle_is_tried_again_for_about_two_seconds_and_no_other_error_is() {
+        let sharing = || Error::from_raw_os_error(ERROR_SHARING_VIOLATION);
+        let denied = || Error::from_raw_os_error(ERROR_ACCESS_DENIED);
+        let missing = || Error::from(ErrorKind::NotFound);
+        type Make = fn() -> Error;
+        // The error, how many tries give it (then success), the tries and pauses made.
+        let cases: [(Make, usize, usize, &[Duration]); 3] = [
+            (sharing, 3, 4, &PAUSES[..3]),
+            (denied, usize::MAX, PAUSES.len() + 1, &PAUSES),
+            (missing, usize::MAX, 1, &[]),
+        ];
+        for (error, failing, want_tries, want_slept) in cases {
+            let (mut tries, mut slept) = (0, Vec::new());
+            let out = retried(
+                || {
+                    tries += 1;
+                    if tries <= failing {
+                        Err(error())
+                    } else {
+                        Ok(())
+                    }
+                },
+                |e| is_transient(e.raw_os_error()),
+                &mut |d| slept.push(d),
+            );
+            let want = if failing == usize::MAX {
+                Err(error().to_string())
+            } else {
+                Ok(())
+            };
+            assert_eq!(out.map_err(|e| e.to_string()), want);
+            assert_eq!((tries, &slept[..]), (want_tries, want_slept));
+        }
+        let total: Duration = PAUSES.iter().sum();
+        assert!(total >= Duration::from_secs(2) && total < Duration::from_secs(3));
         assert!(!is_transient(Some(2)) && !is_transient(None));
     }
 }

@@ -36,9 +36,7 @@ impl Choice {
             ),
         }
     }
-}
 
-impl Choice {
     /// With no adapter chosen (not told, or none named), the recorded one stays: no change.
     pub fn or_recorded(self, recorded: Option<&str>) -> Choice {
         match (&self.adapter, recorded) {
@@ -245,28 +243,19 @@ pub fn choose(
             why: format!("it holds {} ({})", node.ip, node.source),
         });
     }
-    through_vswitch(holder, adapters, external)
-        .map_err(|e| match e {
-            ChoiceError::Foreign { adapter, .. } => ChoiceError::Foreign {
-                adapter,
-                ip: node.ip,
-                from: node.source.clone(),
-            },
-            other => other,
-        })
-        .map(|uplink| Choice {
-            why: match &uplink {
-                Some(_) => format!(
-                    "it holds {} ({}) through the External vSwitch's host adapter {}",
-                    node.ip, node.source, holder.name
-                ),
-                None => format!(
-                    "{} ({}) is on {}, {}",
-                    node.ip, node.source, holder.name, UNTOLD
-                ),
-            },
-            adapter: uplink,
-        })
+    through_vswitch(holder, adapters, external, Some(node)).map(|uplink| Choice {
+        why: match &uplink {
+            Some(_) => format!(
+                "it holds {} ({}) through the External vSwitch's host adapter {}",
+                node.ip, node.source, holder.name
+            ),
+            None => format!(
+                "{} ({}) is on {}, {}",
+                node.ip, node.source, holder.name, UNTOLD
+            ),
+        },
+        adapter: uplink,
+    })
 }
 
 /// The adapter `vxlan.adapter` names, read back through our vSwitch when it names its port.
@@ -280,7 +269,7 @@ fn by_name(
             adapter: Some(a.name.clone()),
             why: "vxlan.adapter names it".into(),
         }),
-        Some(vnic) => through_vswitch(vnic, adapters, external).map(|uplink| Choice {
+        Some(vnic) => through_vswitch(vnic, adapters, external, None).map(|uplink| Choice {
             why: match &uplink {
                 Some(_) => format!(
                     "vxlan.adapter names {}, the External vSwitch's host adapter on it",
@@ -300,17 +289,19 @@ fn by_name(
 /// Why a choice through our vSwitch is unknown: an unknown is no change (`NetworkSettings`).
 const UNTOLD: &str = "the External vSwitch's host adapter, whose physical adapter neither HNS nor Windows tells: the External network stays on the adapter it is bound to";
 
-/// The physical adapter under our vSwitch port `vnic` (`None`: untold); another's is `Foreign`.
+/// The physical adapter under our vSwitch port `vnic` (`None`: untold); another's is `Foreign`,
+/// said with the node IP it holds when that is known.
 fn through_vswitch(
     vnic: &Adapter,
     adapters: &[Adapter],
     external: Option<&HnsNetwork>,
+    node: Option<&NodeIp>,
 ) -> Result<Option<String>, ChoiceError> {
     if external.is_none() {
         return Err(ChoiceError::Foreign {
             adapter: vnic.name.clone(),
-            ip: Ipv4Addr::UNSPECIFIED,
-            from: String::new(),
+            ip: node.map_or(Ipv4Addr::UNSPECIFIED, |n| n.ip),
+            from: node.map(|n| n.source.clone()).unwrap_or_default(),
         });
     }
     Ok(uplink_of(vnic, adapters, external))
