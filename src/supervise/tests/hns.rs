@@ -1,4 +1,4 @@
-//! The HNS restart watchdog and the simulated service manager's rules.
+//! The HNS restart watchdog, and HNS restarted beside Calico's services.
 
 use super::*;
 
