@@ -113,11 +113,10 @@ fn earlier(host: &dyn Host, s: &Settings, launch: &Launch, stop: &Stop, log: &Lo
     let Some(kept) = crate::installed::calico_text(host, s.role.child_value())? else {
         return Ok(());
     };
-    let mut words = kept.split_whitespace().map(str::parse::<u64>);
-    let (Some(Ok(pid)), Some(Ok(started))) = (words.next(), words.next()) else {
-        return Ok(());
-    };
-    let Ok(pid) = u32::try_from(pid) else {
+    // As `keep` writes it: the pid and its start.
+    let mut words = kept.split_whitespace();
+    let pid = words.next().and_then(|w| w.parse::<u32>().ok());
+    let (Some(pid), Some(Ok(started))) = (pid, words.next().map(str::parse::<u64>)) else {
         return Ok(());
     };
     let same = || host.process_running(pid) == Some(Some(started));

@@ -129,7 +129,7 @@ impl Reviewed {
         if holds(&self.allowed, &key, KEPT_FOR) {
             return Verdict::Allowed;
         }
-        if holds(&self.refused, &key, REFUSED_FOR) || holds(&self.unsettled, &key, UNSETTLED_FOR) {
+        if self.refused_lately(token) {
             return Verdict::Denied("the token was refused a short while ago".into());
         }
         let verdict = review.review(token, stop);

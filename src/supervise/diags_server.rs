@@ -80,7 +80,6 @@ impl<'a> Diags<'a> {
     /// 401 for no token or a bad one, 503 when busy, else the bundle.
     pub fn answer(&self, token: Option<&str>) -> (Answer, Duration) {
         let token = token
-            .map(str::trim)
             .filter(|t| jwt_shaped(t))
             .filter(|t| !self.reviewed.refused_lately(t));
         let Some(token) = token else {

@@ -332,47 +332,15 @@ mod tests {
         assert_eq!(newest_old, format!("{:059}\n", 3), "lines are never split");
     }
 
-    #[test]
-    fn rotates_by_day_and_a_restart_keeps_the_file_age() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("calico-node.log");
-        let now = SystemTime::now();
-        let offset = Arc::new(AtomicU64::new(0));
-        let o = offset.clone();
-        let clock: Clock = Arc::new(move || now + Duration::from_secs(o.load(Ordering::SeqCst)));
-        let log = Log::with_clock(path.clone(), LogSettings::default(), false, clock.clone());
-        log.info("first day");
-        offset.store(3600, Ordering::SeqCst);
-        log.info("an hour later");
-        assert_eq!(names(dir.path()), ["calico-node.log"]);
-        // A service restart opens the same file: its age counts from its creation.
-        drop(log);
-        let log = Log::with_clock(path.clone(), LogSettings::default(), false, clock);
-        offset.store(86_400 + 60, Ordering::SeqCst);
-        log.info("next day");
-        let got = names(dir.path());
-        assert_eq!(got.len(), 2, "{got:?}");
-        let old = dir.path().join(&got[0]);
-        let old = fs_err::read_to_string(old).expect("read");
-        assert!(
-            old.contains("first day") && old.contains("an hour later"),
-            "{old}"
-        );
-        let current = fs_err::read_to_string(&path).expect("read");
-        assert!(current.contains("next day") && !current.contains("first day"));
-        assert!(
-            current.contains("[calicoctl-win] info: next day"),
-            "{current}"
-        );
-    }
-
     /// A clock the test moves (far ahead, a new file's creation time looks days old).
     fn ahead(secs: Arc<AtomicU64>) -> Clock {
         Arc::new(move || SystemTime::UNIX_EPOCH + Duration::from_secs(secs.load(Ordering::SeqCst)))
     }
 
+    /// Rotates by day; a restart keeps the log's age, from its first line, not its creation
+    /// time (here ten days before the clock).
     #[test]
-    fn a_restarted_log_takes_its_age_from_its_first_line_not_its_creation_time() {
+    fn rotates_by_day_and_a_restart_keeps_the_age_of_the_first_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("calico-node.log");
         let real_now = SystemTime::now()
@@ -381,15 +349,25 @@ mod tests {
             .as_secs();
         let secs = Arc::new(AtomicU64::new(real_now + 10 * 86_400));
         let settings = LogSettings::default();
-        Log::with_clock(path.clone(), settings, false, ahead(secs.clone())).info("first");
+        Log::with_clock(path.clone(), settings, false, ahead(secs.clone())).info("first day");
         // The service restarts an hour later: the log is an hour old, not ten days.
         secs.fetch_add(3600, Ordering::SeqCst);
-        Log::with_clock(path.clone(), settings, false, ahead(secs)).info("after the restart");
+        let log = Log::with_clock(path.clone(), settings, false, ahead(secs.clone()));
+        log.info("an hour later");
         assert_eq!(names(dir.path()), ["calico-node.log"], "rotated on restart");
-        let text = fs_err::read_to_string(&path).expect("log");
+        secs.fetch_add(86_400 - 3600 + 60, Ordering::SeqCst);
+        log.info("next day");
+        let got = names(dir.path());
+        assert_eq!(got.len(), 2, "{got:?}");
+        let old = fs_err::read_to_string(dir.path().join(&got[0])).expect("read");
         assert!(
-            text.contains("first") && text.contains("after the restart"),
-            "{text}"
+            old.contains("first day") && old.contains("an hour later"),
+            "{old}"
+        );
+        let current = fs_err::read_to_string(&path).expect("read");
+        assert!(
+            current.contains("[calicoctl-win] info: next day") && !current.contains("first day"),
+            "{current}"
         );
     }
 

@@ -231,55 +231,6 @@ fn each_release_starts_its_components_as_its_own_service_scripts_do() {
 }
 
 #[test]
-fn a_missing_environment_file_is_named_with_a_hint() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    let s = settings(Role::Felix);
-    let (log, _) = log_for(&host, &s);
-    let err = run(&host, &s, &Stop::new(), &log).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        r"the service environment C:\CalicoWindows\calico-felix.env is missing"
-    );
-    assert!(
-        err.hint()
-            .is_some_and(|h| h.contains("calicoctl-win install"))
-    );
-}
-
-#[test]
-fn the_service_registration_runs_calicoctl_win_with_recovery() {
-    let spec = service_spec(
-        Role::Felix,
-        r"C:\CalicoWindows\calicoctl-win.exe",
-        vec![
-            "service".into(),
-            "run".into(),
-            "felix".into(),
-            "--install-root".into(),
-            ROOT.into(),
-        ],
-    );
-    assert_eq!(spec.name, "CalicoFelix");
-    assert_eq!(spec.dependencies, ["CalicoNode"]);
-    assert_eq!(spec.start, StartType::Auto);
-    assert!(
-        spec.recovery
-            .as_ref()
-            .is_some_and(|r| r.on_non_crash_failures)
-    );
-    assert_eq!(
-        spec.command_line(),
-        r"C:\CalicoWindows\calicoctl-win.exe service run felix --install-root C:\CalicoWindows"
-    );
-    // No SCM dependency on HNS: CalicoNode starts it itself.
-    assert!(
-        service_spec(Role::Node, "x", vec![])
-            .dependencies
-            .is_empty()
-    );
-}
-
-#[test]
 fn environment_files_parse_like_the_renderer_writes_them() {
     let env = parse_env("# header\r\nA=1\r\n\nB=x=y\n  # indented comment\nbad line\n");
     assert_eq!(env.get("A").map(String::as_str), Some("1"));

@@ -1,4 +1,4 @@
-//! The HNS restart watchdog and the simulated service manager's rules.
+//! The HNS restart watchdog, and HNS restarted beside Calico's services.
 
 use super::*;
 
@@ -294,39 +294,6 @@ fn restart_service_hns_goes_through_and_calico_keeps_running() {
     host.service_stop("hns", Duration::from_secs(1))
         .expect("HNS stops while CalicoNode runs");
     host.service_start("hns", Duration::from_secs(1))
-        .expect("start");
-    for name in ["hns", "CalicoNode", "CalicoFelix"] {
-        assert_eq!(state_of(&host, name), Some(RUNNING), "{name}");
-    }
-}
-
-/// The simulated SCM's dependency rules: a service with a running dependent is not stopped;
-/// a start starts dependencies first and no dependents.
-#[test]
-fn the_simulated_scm_keeps_dependency_rules() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    calico_services_running(&host);
-    let mut node = service_spec(Role::Node, r"C:\CalicoWindows\calicoctl-win.exe", vec![]);
-    node.dependencies = vec![hns_watch::HNS_SERVICE.into()];
-    host.service_update(&node).expect("update");
-    let refused = host.service_stop("hns", Duration::from_secs(1));
-    assert!(
-        matches!(refused, Err(crate::host::HostError::Refused { .. })),
-        "{refused:?}"
-    );
-    for name in ["CalicoFelix", "CalicoNode", "hns"] {
-        host.service_stop(name, Duration::from_secs(1))
-            .expect("stop");
-    }
-    host.service_start("hns", Duration::from_secs(1))
-        .expect("start");
-    assert_eq!(
-        state_of(&host, "CalicoNode"),
-        Some(crate::host::ServiceState::Stopped)
-    );
-    host.service_stop("hns", Duration::from_secs(1))
-        .expect("stop");
-    host.service_start("CalicoFelix", Duration::from_secs(1))
         .expect("start");
     for name in ["hns", "CalicoNode", "CalicoFelix"] {
         assert_eq!(state_of(&host, name), Some(RUNNING), "{name}");
