@@ -222,16 +222,6 @@ pub fn judge(message: &str) -> Option<Forbidden> {
     }))
 }
 
-/// The hint of an admission webhook's or policy's denial, from a 403's message: the
-/// identity's rights are not the cause.
-pub fn admission_hint(message: &str) -> Option<String> {
-    match judge(message)? {
-        Forbidden::Webhook { name, .. } => Some(webhook_hint(&name)),
-        Forbidden::Policy { name, .. } => Some(policy_hint(&name)),
-        Forbidden::MissingRight(_) => None,
-    }
-}
-
 /// What to do about a webhook's denial: the identity's rights are not the cause.
 pub fn webhook_hint(name: &str) -> String {
     format!(
