@@ -269,8 +269,10 @@ mod tests {
         ))
     }
 
-    /// The authorizer's message at both scopes and a webhook's are told apart; another 403
-    /// (Pod Security admission's) is neither.
+    /// The authorizer's message at both scopes, a webhook's and a policy's are told apart;
+    /// another 403 (Pod Security admission's) is neither. A webhook's with what it said is
+    /// asserted by tests/cluster/verify_sweep.rs
+    /// `a_sweep_denied_by_an_admission_webhook_is_the_webhooks_not_a_missing_right`.
     #[test]
     fn rbac_and_a_webhook_are_told_apart_by_the_status_message() {
         let cluster = "namespaces \"v-1\" is forbidden: User \"system:serviceaccount:kube-system:v\" cannot delete resource \"namespaces\" in API group \"\" at the cluster scope";
@@ -292,14 +294,6 @@ mod tests {
         assert_eq!(
             r.can_i().as_deref(),
             Some("kubectl auth can-i create networkpolicies.networking.k8s.io -n ns --as u")
-        );
-        let webhook = "namespaces \"v-1\" is forbidden: admission webhook \"deny.example.com\" denied the request: User \"u\" cannot delete it";
-        assert_eq!(
-            judge(webhook),
-            Some(Forbidden::Webhook {
-                name: "deny.example.com".into(),
-                said: "User \"u\" cannot delete it".into()
-            })
         );
         let silent = "pods \"Unknown\" is forbidden: admission webhook \"w\" denied the request without explanation";
         assert_eq!(
@@ -339,20 +333,11 @@ mod tests {
     }
 
     /// A refusal of one namespace object is judged in that namespace (kube-apiserver's
-    /// request info): the hint names the namespace itself, not a right "in" it, and the
-    /// `can-i` asks for that object in that namespace, as the API server judged it.
+    /// request info): the `can-i` asks for that object in that namespace, its subresource
+    /// apart. Its delete is asserted by tests/cluster/verify_sweep.rs
+    /// `a_sweep_refused_by_rbac_names_the_right_it_lacks`.
     #[test]
     fn a_namespace_objects_refusal_names_the_namespace_itself() {
-        let delete = "namespaces \"v-1\" is forbidden: User \"u\" cannot delete resource \"namespaces\" in API group \"\" in the namespace \"v-1\"";
-        let r = right(delete);
-        assert_eq!(
-            r.text(),
-            "delete namespaces v-1 (the namespace itself: a ClusterRoleBinding or a RoleBinding in v-1 grants it)"
-        );
-        assert_eq!(
-            r.can_i().as_deref(),
-            Some("kubectl auth can-i delete namespaces/v-1 -n v-1 --as u")
-        );
         let finalize = "namespaces \"v-1\" is forbidden: User \"u\" cannot update resource \"namespaces/finalize\" in API group \"\" in the namespace \"v-1\"";
         let r = right(finalize);
         assert_eq!(
