@@ -440,36 +440,6 @@ mod tests {
     }
 
     #[test]
-    fn pods_with_emptydir_data_need_their_own_flag() {
-        let mut scratch = pod("scratch", Some("ReplicaSet"), false);
-        scratch.spec = Some(
-            serde_json::from_value(serde_json::json!({
-                "containers": [], "volumes": [{"name": "s", "emptyDir": {}}]
-            }))
-            .expect("spec"),
-        );
-        let s = select(&[scratch, pod("web", Some("ReplicaSet"), false)]);
-        assert_eq!(s.local_storage.len(), 1);
-        let opts = DrainOptions {
-            timeout: Duration::from_secs(1),
-            grace_period: None,
-            force: true,
-            delete_emptydir_data: false,
-            concurrency: DEFAULT_CONCURRENCY,
-        };
-        assert!(matches!(
-            s.refusal(&"n".into(), &opts),
-            Some(DrainError::LocalStorage { .. })
-        ));
-        let allowed = DrainOptions {
-            delete_emptydir_data: true,
-            ..opts
-        };
-        assert!(s.refusal(&"n".into(), &allowed).is_none());
-        assert_eq!(s.to_evict().len(), 2);
-    }
-
-    #[test]
     fn the_eviction_carries_the_grace_period_as_the_api_names_it() {
         let p = PodRef {
             namespace: "ns".into(),

@@ -12,7 +12,6 @@ mod eviction;
 pub mod facts;
 pub mod fix;
 pub mod forbidden;
-mod go_quote;
 pub mod guard;
 pub mod installation;
 pub mod ipam;

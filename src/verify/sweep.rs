@@ -97,7 +97,7 @@ fn refused_hint(e: &ClusterError) -> String {
     match forbidden::judge(message) {
         Some(Forbidden::MissingRight(right)) => format!(
             "the identity in the kubeconfig ({}) may not {}, which the sweep at a verify run's start needs: a run without --namespace lists the namespaces killed runs left (label {}={}) and the Leases in them, deletes them and the probe pods that hold them; grant it in a ClusterRole, or run verify with --namespace {}, which 'calicoctl-win fleet rbac --identity verify' makes with every right a run there needs; {}",
-            right.shown_user(),
+            right.user,
             right.text(),
             objects::OWNER_LABEL,
             objects::OWNER_VALUE,

@@ -718,29 +718,6 @@ mod tests {
     }
 
     #[test]
-    fn a_token_file_over_the_cap_or_with_control_characters_is_no_token() {
-        let big = vec![b'a'; TOKEN_FILE_CAP + 1];
-        let e = token_in_file("C:\\t", &big).err().map(|e| e.to_string());
-        assert!(
-            e.as_deref()
-                .is_some_and(|e| e.contains("over the 64 KiB cap")),
-            "{e:?}"
-        );
-        let e = token_in_file("C:\\t", b"ab\x07cd")
-            .err()
-            .map(|e| e.to_string());
-        assert!(
-            e.as_deref()
-                .is_some_and(|e| e.contains("control characters")),
-            "{e:?}"
-        );
-        // Surrounding white space is trimmed, as client-go trims it.
-        let t = token_in_file("C:\\t", b" abc\r\n").ok().flatten();
-        assert_eq!(t.as_ref().map(Token::expose), Some("abc"));
-        assert!(matches!(token_in_file("C:\\t", b" \n"), Ok(None)));
-    }
-
-    #[test]
     fn claims_that_are_no_time_make_a_token_unusable() {
         let t = Token::new(jwt(&format!(r#"{{"exp":{}}}"#, i64::MAX)));
         assert_eq!(t.expiry(), None);
