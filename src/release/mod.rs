@@ -333,7 +333,7 @@ pub fn check_version(want: &Want, x: &Extracted, what: &str) -> Result<(), Relea
         (Some(asked), None) if want.sha256.is_none() => Err(ReleaseError::Layout {
             what: what.into(),
             why: format!(
-                "its version cannot be read (no VERSION file, no version in its name), so it cannot be checked against {asked}; pass --sha256"
+                "its version cannot be read (none in its Calico binary nor in its name), so it cannot be checked against {asked}; pass --sha256"
             ),
         }),
         _ => Ok(()),
