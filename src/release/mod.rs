@@ -94,22 +94,9 @@ pub fn obtain(
         Source::Path(p) => return obtain_file(want, p, staging),
         Source::Url(url) => url,
     };
-    // Without --sha256, the checksum a SHA256SUMS beside the zip publishes.
-    let with_sums;
-    let want = if want.sha256.is_none()
-        && !want.skip_checksum
-        && (want.allow_http || !url.to_ascii_lowercase().starts_with("http://"))
-        && let Some(sha256) = download::published_checksum(url, &want.source.file_name(), want, env)
-    {
-        with_sums = Want {
-            sha256: Some(sha256),
-            ..want.clone()
-        };
-        &with_sums
-    } else {
-        want
-    };
-    check_url(want, url)?;
+    let mut want = want.clone();
+    check_download(&mut want, env)?;
+    let want = &want;
     let dest = cache.join(&want.source.file_name());
     let zip = Place::new(cache.disk, &dest);
     let refused = |e| {
