@@ -80,10 +80,7 @@ pub use super::matrix::RunError;
 pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     // `install --verify` waits for Ready within a `--timeout` of its own, before the checks'.
     if o.wait_ready {
-        super::ready::wait(c, o, Instant::now() + o.timeout).map_err(|e| match e {
-            super::ready::NotReady::Plan(e) => RunError::Plan(e),
-            super::ready::NotReady::Cluster(e) => RunError::Cluster(e),
-        })?;
+        super::ready::wait(c, o, Instant::now() + o.timeout)?;
     }
     // A stop of the whole (Ctrl-C, a container's stop), told from the run's own stop for a
     // lost lease.
