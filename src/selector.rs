@@ -248,12 +248,6 @@ pub trait Labels {
     fn label(&self, key: &str) -> Option<&str>;
 }
 
-impl<S: std::hash::BuildHasher> Labels for std::collections::HashMap<String, String, S> {
-    fn label(&self, key: &str) -> Option<&str> {
-        self.get(key).map(String::as_str)
-    }
-}
-
 impl Labels for std::collections::BTreeMap<String, String> {
     fn label(&self, key: &str) -> Option<&str> {
         self.get(key).map(String::as_str)

@@ -16,8 +16,7 @@ pub struct Extracted {
     pub binary: Binary,
     /// The Calico binary itself.
     pub binary_file: String,
-    /// Without a leading `v`; `None` when neither the binary, a VERSION file nor the zip's
-    /// name tell.
+    /// Without a leading `v`; `None` when neither the binary nor the zip's name tell.
     pub version: Option<String>,
     /// The CNI plugins under `cni/`: file name and staged path.
     pub cni: Vec<(String, String)>,
@@ -347,7 +346,12 @@ pub(super) fn layout(
         }
     }
     let exe = at(binary.file_name());
-    let version = read_version(Place::new(disk, &root), &exe, what, versions);
+    let version = versions
+        .get(&exe)
+        .cloned()
+        .flatten()
+        .map(|v| v.to_string())
+        .or_else(|| version_in_name(what));
     Ok(Extracted {
         binary_file: exe,
         cni_template: read_text(Place::new(disk, &template), crate::files::SMALL_FILE_CAP),
@@ -371,24 +375,10 @@ fn read_text(file: Place<'_>, cap: u64) -> Option<String> {
     (text.len() as u64 <= cap).then_some(text)
 }
 
-/// The version where the release records it: the Go build information of its Calico binary
-/// (`buildinfo.Version=vX.Y.Z`, read as it was extracted); else a `CalicoWindows\VERSION`
-/// file; else a name like `calico-windows-v3.30.0.zip`.
-fn read_version(root: Place<'_>, exe: &str, what: &str, versions: &Versions) -> Option<String> {
-    if let Some(v) = versions.get(exe).cloned().flatten() {
-        return Some(v.to_string());
-    }
-    // A version is a few bytes: a VERSION file past 4 KiB is not one, and is not read whole.
-    if let Some(text) = read_text(Place::new(root.disk, &root.join("VERSION")), 4 << 10) {
-        let v = text.trim().trim_start_matches('v');
-        if !v.is_empty() && v.len() < 64 {
-            return Some(v.to_owned());
-        }
-    }
-    version_in_name(what)
-}
-
-/// The version in a zip's name like `calico-windows-v3.30.0.zip` (`what` is its path).
+/// The version in a zip's name like `calico-windows-v3.30.0.zip` (`what` is its path), when
+/// the Go build information of its Calico binary (`buildinfo.Version=vX.Y.Z`, read as it was
+/// extracted) gives none. Calico's zips hold no file naming their version (node/Makefile,
+/// `WINDOWS_ARCHIVE_FILES`).
 fn version_in_name(what: &str) -> Option<String> {
     let name = what.rsplit(['/', '\\']).next()?;
     let v = name

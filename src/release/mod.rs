@@ -94,22 +94,9 @@ pub fn obtain(
         Source::Path(p) => return obtain_file(want, p, staging),
         Source::Url(url) => url,
     };
-    // Without --sha256, the checksum a SHA256SUMS beside the zip publishes.
-    let with_sums;
-    let want = if want.sha256.is_none()
-        && !want.skip_checksum
-        && (want.allow_http || !url.to_ascii_lowercase().starts_with("http://"))
-        && let Some(sha256) = download::published_checksum(url, &want.source.file_name(), want, env)
-    {
-        with_sums = Want {
-            sha256: Some(sha256),
-            ..want.clone()
-        };
-        &with_sums
-    } else {
-        want
-    };
-    check_url(want, url)?;
+    let mut want = want.clone();
+    check_download(&mut want, env)?;
+    let want = &want;
     let dest = cache.join(&want.source.file_name());
     let zip = Place::new(cache.disk, &dest);
     let refused = |e| {
@@ -333,7 +320,7 @@ pub fn check_version(want: &Want, x: &Extracted, what: &str) -> Result<(), Relea
         (Some(asked), None) if want.sha256.is_none() => Err(ReleaseError::Layout {
             what: what.into(),
             why: format!(
-                "its version cannot be read (no VERSION file, no version in its name), so it cannot be checked against {asked}; pass --sha256"
+                "its version cannot be read (none in its Calico binary nor in its name), so it cannot be checked against {asked}; pass --sha256"
             ),
         }),
         _ => Ok(()),

@@ -263,9 +263,11 @@ fn local_header(file: &Arc<File>, growth: &Growth, at: u64) -> Result<Option<Loc
     reader.read_exact(&mut name).map_err(short)?;
     let mut extra = vec![0u8; usize::from(u16_at(28))];
     reader.read_exact(&mut extra).map_err(short)?;
+    // 0xFFFFFFFF: the size is in a zip64 field (APPNOTE.TXT 4.5.3), which Info-ZIP's `zip -r`
+    // (calico node/Makefile, `build-windows-archive`) writes only for an entry of 4 GiB or
+    // more: the finished zip is extracted whole.
     let compressed = match u32_at(18) {
-        u32::MAX => zip64_compressed(&extra, u32_at(22) == u32::MAX)
-            .ok_or_else(|| GaveUp(format!("the entry at {at} has no zip64 sizes")))?,
+        u32::MAX => return Err(GaveUp(format!("the entry at {at} gives its size in zip64"))),
         n => u64::from(n),
     };
     // Names not flagged UTF-8 (bit 11) are code page 437, which is ASCII below 128.
@@ -281,23 +283,6 @@ fn local_header(file: &Arc<File>, growth: &Growth, at: u64) -> Result<Option<Loc
         .checked_add(compressed)
         .ok_or_else(|| GaveUp(format!("the entry at {at} claims {compressed} bytes")))?;
     Ok(Some(Local { name, next }))
-}
-
-/// The compressed size in a local header's zip64 extra field (APPNOTE.TXT 4.5.3: tag 0x0001,
-/// then the original size when the header's is 0xFFFFFFFF, then the compressed size).
-fn zip64_compressed(mut extra: &[u8], has_original: bool) -> Option<u64> {
-    while extra.len() >= 4 {
-        let tag = u16::from_le_bytes([extra[0], extra[1]]);
-        let len = usize::from(u16::from_le_bytes([extra[2], extra[3]]));
-        let data = extra.get(4..4 + len)?;
-        if tag == 1 {
-            let at = if has_original { 8 } else { 0 };
-            let bytes: [u8; 8] = data.get(at..at + 8)?.try_into().ok()?;
-            return Some(u64::from_le_bytes(bytes));
-        }
-        extra = &extra[4 + len..];
-    }
-    None
 }
 
 /// Reads the local headers one after the other, jumping over each entry's data, and hands each

@@ -87,7 +87,7 @@ fn both_binary_namings_are_recognised_with_their_version() {
     assert_eq!(old.confd[0].0, r"confd\conf.d\blocks.toml");
 
     let mut new = release("calico.exe");
-    new.push(("CalicoWindows/VERSION".into(), b"v3.34.1\n".to_vec()));
+    new[0].1 = b"MZ -X buildinfo.Version=v3.34.1 -X".to_vec();
     let new = extract_entries("anything.zip", &borrowed(&new)).expect("v3.34 layout");
     assert_eq!(new.binary, Binary::Calico);
     assert_eq!(new.version.as_deref(), Some("3.34.1"));

@@ -464,27 +464,4 @@ mod tests {
         assert!(s.decided());
         assert_eq!(s.finish(), None);
     }
-
-    #[test]
-    fn the_version_is_read_from_the_go_build_information_across_block_boundaries() {
-        let dir = tempfile::tempdir().expect("tmp");
-        let read = |name: &str, bytes: &[u8]| {
-            let p = dir.path().join(name);
-            fs_err::write(&p, bytes).expect("write");
-            read_binary_version(fs_err::File::open(&p).expect("open")).expect("read")
-        };
-        let line = b"\tbuild\t-ldflags=\"-X github.com/projectcalico/calico/pkg/buildinfo.Version=v3.31.2 -X github.com/projectcalico/calico/pkg/buildinfo.GitRevision=abc\"\n";
-        // Put the marker across the 64 KiB block boundary, and at the very end.
-        for offset in [0usize, (1 << 16) - 30, (1 << 16) * 3 - 5] {
-            let mut bytes = vec![0u8; offset];
-            bytes.extend_from_slice(line);
-            let name = format!("calico-node-{offset}.exe");
-            assert_eq!(read(&name, &bytes), Some(v("3.31.2")), "{offset}");
-        }
-        assert_eq!(
-            read("end.exe", b"xxbuildinfo.Version=v3.28.1"),
-            Some(v("3.28.1"))
-        );
-        assert_eq!(read("none.exe", &[7u8; 200_000]), None);
-    }
 }

@@ -57,14 +57,6 @@ fn a_pull_that_fails_is_the_images_not_the_cnis() {
 }
 
 #[test]
-fn a_server_never_ready_is_the_hosts_firewall() {
-    let mut s = pod("server", Some("10.0.0.1"));
-    assert_eq!(kubelet_probe(&s), Outcome::Pass);
-    s.ready = false;
-    assert_eq!(code(&kubelet_probe(&s)), Some(Code::TrafficFirewall));
-}
-
-#[test]
 fn each_dialling_check_names_its_own_layer() {
     let from = pod("client-local", Some("10.0.0.2"));
     let timeout = Answer::Failed(vec!["i/o timeout".into()]);
@@ -143,25 +135,4 @@ fn a_policy_never_applied_or_never_removed_is_felixs() {
         .message
         .clone();
     assert!(message.contains("still refused"), "{message}");
-}
-
-/// A probe pod kube-scheduler placed on no node is the scheduler's, named `scheduling` with
-/// its words, not the CNI plugin's, although it has no address and never ran.
-#[test]
-fn an_unscheduled_pod_is_named_by_the_scheduling_layer_not_the_cni() {
-    let mut p = pod("server", None);
-    p.phase = "Pending".into();
-    p.unschedulable = Some(
-        "0/3 nodes are available: 1 node(s) had untolerated taint {gpu: yes}, 2 node(s) didn't match Pod's node affinity/selector.".into(),
-    );
-    let o = pods(&[pod("client-local", Some("10.244.0.2")), p]);
-    assert_eq!(code(&o), Some(Code::TrafficScheduling));
-    let f = finding(o);
-    assert!(
-        f.message.contains("untolerated taint {gpu: yes}"),
-        "{}",
-        f.message
-    );
-    let remedy = f.remedy.clone().unwrap_or_default();
-    assert!(remedy.contains("kubectl describe node win-a"), "{remedy}");
 }

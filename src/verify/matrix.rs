@@ -529,21 +529,13 @@ pub fn tolerations() -> Vec<Toleration> {
 
 /// The first `NoSchedule` or `NoExecute` taint the tolerations do not tolerate (kubernetes
 /// `pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go`, `Filter`;
-/// `staging/src/k8s.io/api/core/v1/toleration.go` `ToleratesTaint`).
+/// `staging/src/k8s.io/api/core/v1/toleration.go` `ToleratesTaint`). Every toleration given is
+/// one of `admitted_tolerations`, all `Exists`: an empty effect or key matches any.
 pub fn untolerated<'a>(taints: &'a [Taint], tolerations: &[Toleration]) -> Option<&'a Taint> {
     let tolerates = |t: &Toleration, taint: &Taint| {
         let effect = t.effect.as_deref().unwrap_or_default();
         let key = t.key.as_deref().unwrap_or_default();
-        (effect.is_empty() || effect == taint.effect)
-            && (key.is_empty() || key == taint.key)
-            && match t.operator.as_deref().unwrap_or("Equal") {
-                "Exists" => true,
-                "Equal" | "" => {
-                    t.value.as_deref().unwrap_or_default()
-                        == taint.value.as_deref().unwrap_or_default()
-                }
-                _ => false,
-            }
+        (effect.is_empty() || effect == taint.effect) && (key.is_empty() || key == taint.key)
     };
     taints
         .iter()

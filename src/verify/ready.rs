@@ -4,26 +4,19 @@
 //! is refused at once (`PlanError::NotUsable`), unless `--while-cordoned`
 //! (`commands::verify::plan_gate`).
 
-use super::matrix::PlanError;
+use super::matrix::{PlanError, RunError};
 use super::options::Options;
 use super::step::{Ended, poll};
+use crate::cluster::Cluster;
 use crate::cluster::node::CONDITION_CALICO_READY;
-use crate::cluster::{Cluster, ClusterError};
 use crate::duration::Look;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use std::time::Instant;
 
-/// Why a wait for the node ended without it.
-#[derive(Debug)]
-pub enum NotReady {
-    Plan(PlanError),
-    Cluster(ClusterError),
-}
-
 /// Waits until the node is Ready and Calico is (or it is cordoned), or `until`, or the run's
 /// stop: the run's one wait loop (`step::poll`), which says what it waits for.
-pub fn wait(c: &Cluster, o: &Options, until: Instant) -> Result<(), NotReady> {
+pub fn wait(c: &Cluster, o: &Options, until: Instant) -> Result<(), RunError> {
     let api: Api<Node> = Api::all(c.client.clone());
     let start = Instant::now();
     let what = format!("nodes/{}", o.node);
@@ -41,14 +34,13 @@ pub fn wait(c: &Cluster, o: &Options, until: Instant) -> Result<(), NotReady> {
         } else {
             Look::Pending(missing)
         })
-    })
-    .map_err(NotReady::Cluster)?;
+    })?;
     let missing = match ended {
         Some((_, Ended::Done)) => return Ok(()),
         Some((missing, _)) => missing.join("; "),
         None => "a look at the node (the run was stopped before it)".to_owned(),
     };
-    Err(NotReady::Plan(PlanError::NeverReady {
+    Err(RunError::Plan(PlanError::NeverReady {
         node: o.node.to_string(),
         waited_s: start.elapsed().as_secs(),
         missing,

@@ -80,10 +80,7 @@ pub use super::matrix::RunError;
 pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     // `install --verify` waits for Ready within a `--timeout` of its own, before the checks'.
     if o.wait_ready {
-        super::ready::wait(c, o, Instant::now() + o.timeout).map_err(|e| match e {
-            super::ready::NotReady::Plan(e) => RunError::Plan(e),
-            super::ready::NotReady::Cluster(e) => RunError::Cluster(e),
-        })?;
+        super::ready::wait(c, o, Instant::now() + o.timeout)?;
     }
     // A stop of the whole (Ctrl-C, a container's stop), told from the run's own stop for a
     // lost lease.
@@ -591,25 +588,8 @@ struct Made {
     pull: Duration,
 }
 
-/// Creates the Service and the pods, named and labelled for the run (`objects::Names`).
-fn create_all(
-    c: &Cluster,
-    o: &Options,
-    m: &Matrix,
-    (ns, owner): (&str, &OwnerReference),
-) -> Result<(), ClusterError> {
-    let run = o.names();
-    let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
-    probe::create(c, &services, "services", &objects::service(ns, &run))?;
-    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
-    for p in &m.pods {
-        let pod = objects::pod(ns, p, &o.image, (owner, &run));
-        c.call("create", "pods", pods.create(&Default::default(), &pod))?;
-    }
-    Ok(())
-}
-
-/// Makes the Service and the pods and waits until they run (or one cannot). The time while a
+/// Makes the Service and the pods, named and labelled for the run (`objects::Names`), and
+/// waits until they run (or one cannot). The time while a
 /// pod pulls its image is counted apart, up to `--pull-timeout`, and added to the deadline.
 fn make(
     c: &Cluster,
@@ -618,7 +598,14 @@ fn make(
     (ns, owner): (&str, &OwnerReference),
     deadline: Instant,
 ) -> Result<Made, ClusterError> {
-    create_all(c, o, m, (ns, owner))?;
+    let run = o.names();
+    let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
+    probe::create(c, &services, "services", &objects::service(ns, &run))?;
+    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
+    for p in &m.pods {
+        let pod = objects::pod(ns, p, &o.image, (owner, &run));
+        c.call("create", "pods", pods.create(&Default::default(), &pod))?;
+    }
     let made_at = Instant::now();
     let window = deadline.saturating_duration_since(made_at);
     let (mut pull, mut last) = (Duration::ZERO, made_at);
@@ -629,7 +616,6 @@ fn make(
     // Each look says when the wait ends (the pull moves it); this bounds them all.
     let most = deadline.min(made_at + pods_wait) + o.pull_timeout + 2 * POLL;
     let what = "the probe pods to run, or one to fail for good";
-    let run = o.names();
     let ended = super::step::poll(o, what, most, || {
         let states = probe::pods(c, (ns, &run))?;
         let now = Instant::now();

@@ -57,8 +57,8 @@ impl Ledger {
 
     /// The check that already stands in the way of asking `from` at all: the API server could
     /// not reach that client pod before.
-    pub fn unreachable(&self, from: Option<Role>) -> Option<CheckId> {
-        from.and_then(|r| self.unreachable.get(&r).copied())
+    pub fn unreachable(&self, from: Role) -> Option<CheckId> {
+        self.unreachable.get(&from).copied()
     }
 
     /// Records a verdict: a failure whose cause lies under it becomes `blocked` by that check.
@@ -156,14 +156,10 @@ mod tests {
     #[test]
     fn a_client_lost_once_is_not_asked_again() {
         let mut l = Ledger::default();
-        assert_eq!(l.unreachable(Some(Role::Linux)), None);
+        assert_eq!(l.unreachable(Role::Linux), None);
         l.record(v(CheckId::LinuxToWindows, false), Some(Role::Linux));
-        assert_eq!(
-            l.unreachable(Some(Role::Linux)),
-            Some(CheckId::LinuxToWindows)
-        );
-        assert_eq!(l.unreachable(Some(Role::Local)), None);
-        assert_eq!(l.unreachable(None), None);
+        assert_eq!(l.unreachable(Role::Linux), Some(CheckId::LinuxToWindows));
+        assert_eq!(l.unreachable(Role::Local), None);
     }
 
     #[test]
@@ -180,19 +176,5 @@ mod tests {
         l.record(v(CheckId::ApiToPods, false), None);
         assert_eq!(blocker(CheckId::PodToPod, &l), Some(CheckId::ApiToPods));
         assert_eq!(blocker(CheckId::KubeletProbe, &l), None);
-    }
-
-    #[test]
-    fn removal_is_blocked_by_a_policy_never_applied() {
-        let mut l = Ledger::default();
-        l.record(v(CheckId::PodToPod, true), None);
-        l.record(v(CheckId::PolicyApplied, false), None);
-        l.record(v(CheckId::PolicyRemoved, false), None);
-        assert_eq!(
-            l.verdicts[2].outcome,
-            Outcome::Blocked {
-                by: CheckId::PolicyApplied
-            }
-        );
     }
 }

@@ -192,7 +192,7 @@ impl Step<'_> {
             let why = "no client".into();
             return Ok((Outcome::Skipped { why }, None, 0, None));
         };
-        if let Some(by) = ledger.unreachable(Some(from)) {
+        if let Some(by) = ledger.unreachable(from) {
             return Ok((Outcome::Blocked { by }, None, 0, None));
         }
         // A pod that does not run, or is not Ready, is its own layer's (pod-address, the

@@ -248,16 +248,6 @@ mod tests {
             hint.ends_with("run: kubectl auth can-i delete pods -n calicoctl-win-verify-k --as v"),
             "{hint}"
         );
-        // A quoted user's command is copyable as it stands: no quotes around it.
-        let quoted = api(
-            403,
-            "pods \"server\" is forbidden: User \"jane doe\" cannot delete resource \"pods\" in API group \"\" in the namespace \"k\"",
-        );
-        let hint = refused_hint(&quoted);
-        assert!(
-            hint.ends_with("run: kubectl auth can-i delete pods -n k --as 'jane doe'"),
-            "{hint}"
-        );
         // A name with a line break is shown escaped, on the hint's one line.
         let broken = api(
             403,

@@ -1,21 +1,5 @@
 use super::*;
 
-/// A directory that holds anything is refused, naming what it holds, and left as it was.
-#[test]
-fn a_directory_that_holds_anything_is_refused_unchanged() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let out = dir.path().join("out");
-    fs_err::create_dir(&out).expect("dir");
-    fs_err::write(out.join("win-a.zip"), "an earlier run's").expect("zip");
-    let refused = prepare_out(&out).expect_err("refused");
-    assert!(refused.to_string().contains("holds win-a.zip"), "{refused}");
-    let names: Vec<_> = fs_err::read_dir(&out)
-        .expect("dir")
-        .map(|e| e.expect("entry").file_name())
-        .collect();
-    assert_eq!(names, ["win-a.zip"]);
-}
-
 /// A new directory is made with its parents, an empty one is taken; a second run into either
 /// while the first has it is refused (the first's claim); a run given back removes only what
 /// it made.
