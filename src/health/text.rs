@@ -120,13 +120,11 @@ fn the_cluster(r: &InstalledReport) -> Vec<String> {
         &r.shown.diags_review,
         &r.shown.felix_rule,
         &r.shown.metrics_unscraped,
+        &r.shown.datastore_unreadable,
     ]
     .into_iter()
     .flatten()
     {
-        out.push(format!("{f:2}"));
-    }
-    if let Some(f) = &r.shown.datastore_unreadable {
         out.push(format!("{f:2}"));
     }
     out

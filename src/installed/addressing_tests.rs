@@ -219,52 +219,6 @@ fn an_address_is_never_added_beside_a_static_one_of_its_subnet() {
     );
 }
 
-/// `status` tells what the vSwitch dropped and is still missing (a finding, with the restart
-/// that puts it back) from what changed since (an administrator's: no finding, no fix).
-#[test]
-fn status_tells_lost_when_made_from_changed_since() {
-    let before = adapter("Ethernet 2", 6, false, Some("10.0.0.6"), &["10.0.0.2"], 15);
-    let mut kept = Addressing::of(&before);
-    let lost = Drift::Dns {
-        was: vec![Ipv4Addr::new(10, 0, 0, 2)],
-        now: Vec::new(),
-    };
-    kept.lost = Some(vec![lost.clone()]);
-    kept.pending = vec![lost];
-    let bare = vnic(
-        &adapter("Ethernet 2", 6, false, Some("10.0.0.6"), &[], 15),
-        9,
-    );
-    let found = crate::health::judge::addressing(&kept, std::slice::from_ref(&bare));
-    assert_eq!(found.len(), 1, "{found:?}");
-    assert!(
-        found[0]
-            .message
-            .starts_with("lost when the vSwitch was made, not put back yet: "),
-        "{found:?}"
-    );
-    assert!(
-        found[0]
-            .remedy
-            .as_deref()
-            .is_some_and(|r| r.contains("Restart-Service CalicoNode -Force"))
-    );
-    // Put back, then set to another server by an administrator.
-    kept.pending.clear();
-    let changed = vnic(
-        &adapter("Ethernet 2", 6, false, Some("10.0.0.6"), &["10.0.0.3"], 15),
-        9,
-    );
-    assert_eq!(
-        crate::health::judge::addressing(&kept, std::slice::from_ref(&changed)),
-        []
-    );
-    assert!(matches!(
-        changed_since(&kept, &changed)[..],
-        [Drift::Dns { .. }]
-    ));
-}
-
 #[test]
 fn calico_ep_must_sit_above_the_lans_metric() {
     let lan = vnic(&adapter("Ethernet", 4, true, Some("10.0.0.5"), &[], 15), 9);

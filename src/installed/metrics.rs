@@ -165,14 +165,6 @@ pub fn count(host: &dyn Host, file: &str, name: &str, by: u64) -> HostResult<()>
     update_installed(host, file, |s| *s.entry(name.to_owned()).or_default() += by)
 }
 
-/// Sets a gauge with no label in `file` under the install root the registry names; as
-/// `count`, a failure is only returned.
-pub fn set(host: &dyn Host, file: &str, name: &str, value: u64) -> HostResult<()> {
-    update_installed(host, file, |s| {
-        s.insert(name.to_owned(), value);
-    })
-}
-
 /// Keeps a scheduled verify's verdict and when it ran, in one write: a verdict is only as
 /// current as its time says (a scrape compares it with `time()`).
 pub fn record_verify(host: &dyn Host, passed: bool, at: i64) -> HostResult<()> {
@@ -311,7 +303,7 @@ mod tests {
     fn a_count_after_uninstall_makes_no_install_root() {
         let (_dir, host, root) = installed(false);
         count(&host, NODE_FILE, TOKEN_RENEWALS, 1).expect("count");
-        set(&host, VERIFY_FILE, VERIFY_PASSED, 1).expect("set");
+        record_verify(&host, true, 1).expect("verify");
         let faults = BTreeMap::from([("stuck".to_owned(), 1)]);
         set_gauge(&host, &root, NODE_FILE, ENDPOINT_FAULTS, "verdict", &faults).expect("set");
         assert!(!host.dir_exists(root.as_str()).expect("exists"));

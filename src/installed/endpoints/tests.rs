@@ -90,26 +90,61 @@ fn a_pods_endpoint_is_judged_by_its_state_and_the_pods_age() {
     }
 }
 
+/// One look's verdicts, case by case:
+/// - an address no pod has is stale unless a pod may still claim it: one without an address,
+///   however old (a pod scheduled long ago whose CNI ADD is slow on a loaded node);
+/// - a finished pod is left out of the owners by `pods::on_node` (its phase): its Detached
+///   endpoint is stale, not stuck (no completed pod is evicted), and a new pod may claim it;
+/// - microsoft/Windows-Containers#631 (an endpoint that outlives its pod breaks the pod that
+///   gets its address next): of two endpoints with one address, the one not attached is stale;
+/// - the node's own endpoint is infrastructure; another host's is in use when an EndpointSlice
+///   or a pod has its address, remote-stale when none has, unchecked when not asked;
+/// - without the cluster nothing is called a fault.
 #[test]
-fn an_endpoint_whose_address_no_pod_has_is_stale_unless_a_pod_may_still_claim_it() {
-    let eps = [
+fn one_looks_verdicts() {
+    use Verdict::*;
+    let web = || pod("web", Some("10.244.1.7"), 3600);
+    let (a, w) = (
         ep("a", "x_Calico", "10.244.1.9", Some(3), false),
         ep("w", "web_Calico", "10.244.1.7", Some(3), false),
+    );
+    let detached = ep("a", "x_Calico", "10.244.1.7", Some(4), false);
+    let remote = |id: &str, ip: &str| ep(id, id, ip, None, true);
+    let remotes = vec![
+        ep("h", SOURCE_VIP_ENDPOINT, "10.244.1.2", Some(3), false),
+        remote("r1", "10.244.2.5"),
+        remote("r2", "10.244.2.6"),
+        remote("r3", "10.244.2.7"),
     ];
-    let others = [pod("web", Some("10.244.1.7"), 3600)];
-    assert_eq!(
-        verdicts(&eps, Some(&others), &[]),
-        [Verdict::Stale, Verdict::Ok]
-    );
-    let waiting = [pod("web", Some("10.244.1.7"), 3600), pod("new", None, 20)];
-    assert_eq!(verdicts(&eps, Some(&waiting), &[])[0], Verdict::Unclaimed);
-    // Any pod without an address may still claim it, however old: a pod scheduled long ago
-    // whose CNI ADD is slow on a loaded node.
-    let old_waiting = [pod("web", Some("10.244.1.7"), 3600), pod("new", None, 600)];
-    assert_eq!(
-        verdicts(&eps, Some(&old_waiting), &[])[0],
-        Verdict::Unclaimed
-    );
+    let in_use = [("10.244.2.5", true), ("10.244.2.6", false)];
+    #[rustfmt::skip]
+    let cases: Vec<(Vec<HnsEndpoint>, Option<Vec<NodePod>>, &[(&str, bool)], Vec<Verdict>)> = vec![
+        (vec![a.clone(), w.clone()], Some(vec![web()]), &[], vec![Stale, Ok]),
+        (vec![a.clone(), w.clone()], Some(vec![web(), pod("new", None, 20)]), &[], vec![Unclaimed, Ok]),
+        (vec![a, w], Some(vec![web(), pod("new", None, 600)]), &[], vec![Unclaimed, Ok]),
+        (vec![detached.clone()], Some(vec![]), &[], vec![Stale]),
+        (vec![detached], Some(vec![pod("new", None, 5)]), &[], vec![Unclaimed]),
+        (
+            vec![
+                ep("old", "old_Calico", "10.244.1.7", Some(4), false),
+                ep("new", "new_Calico", "10.244.1.7", Some(3), false),
+            ],
+            Some(vec![pod("web", Some("10.244.1.7"), 10)]),
+            &[],
+            vec![Stale, Ok],
+        ),
+        (remotes, Some(vec![]), &in_use, vec![Ok, Ok, RemoteStale, Unchecked]),
+        (
+            vec![ep("a", "x_Calico", "10.244.1.7", Some(1), false), remote("r", "10.244.2.5")],
+            None,
+            &[],
+            vec![Unchecked, Unchecked],
+        ),
+    ];
+    for (eps, pods, remote_in_use, want) in cases {
+        let got = verdicts(&eps, pods.as_deref(), remote_in_use);
+        assert_eq!(got, want, "{eps:?} {pods:?}");
+    }
 }
 
 /// A Running pod created weeks ago whose sandbox was made again after a reboot: its new
@@ -135,17 +170,6 @@ fn a_remade_sandboxs_endpoint_is_kept_while_its_pod_posts_the_old_address() {
     let why = judge(&eps, "Calico", &evidence(&pods))[0].why.clone();
     let why = why.unwrap_or_default();
     assert!(why.contains("default/old"), "{why}");
-}
-
-/// A pod that has finished is left out of the owners by `pods::on_node` (its phase): the
-/// judge never sees it, so a Detached endpoint with its address is stale, not stuck (no
-/// completed pod is evicted), and a new pod waiting for that address may claim it.
-#[test]
-fn without_the_finished_pod_its_old_endpoint_is_stale_and_a_new_pod_may_claim_its_address() {
-    let eps = [ep("a", "x_Calico", "10.244.1.7", Some(4), false)];
-    assert_eq!(verdicts(&eps, Some(&[]), &[]), [Verdict::Stale]);
-    let new = [pod("new", None, 5)];
-    assert_eq!(verdicts(&eps, Some(&new), &[]), [Verdict::Unclaimed]);
 }
 
 /// One look never makes a fault: a fault not yet seen (or seen for less than the grace
@@ -189,21 +213,6 @@ fn a_fault_counts_only_once_seen_for_longer_than_the_grace_period() {
     assert!(j[0].owner.is_none());
 }
 
-/// microsoft/Windows-Containers#631: an endpoint that outlives its pod breaks the pod that gets
-/// its address next. Of two endpoints with one address, the one not attached is stale.
-#[test]
-fn of_two_endpoints_with_one_address_the_one_not_attached_is_stale() {
-    let eps = [
-        ep("old", "old_Calico", "10.244.1.7", Some(4), false),
-        ep("new", "new_Calico", "10.244.1.7", Some(3), false),
-    ];
-    let pods = [pod("web", Some("10.244.1.7"), 10)];
-    assert_eq!(
-        verdicts(&eps, Some(&pods), &[]),
-        [Verdict::Stale, Verdict::Ok]
-    );
-}
-
 /// kube-proxy makes a remote endpoint for every Service backend that is not on its node
 /// (kubernetes pkg/proxy/winkernel/proxier.go `syncProxyRules`): the `kubernetes` Service's
 /// API server address is one, which no pod has. While kube-proxy runs, they are its own;
@@ -221,40 +230,6 @@ fn another_hosts_endpoint_for_the_api_server_is_kept() {
         verdicts(&eps, Some(&[]), &[("10.0.0.4", true)]),
         [Verdict::Ok]
     );
-}
-
-#[test]
-fn the_nodes_own_endpoint_and_other_hosts_endpoints() {
-    let eps = [
-        ep("h", SOURCE_VIP_ENDPOINT, "10.244.1.2", Some(3), false),
-        ep("r1", "r1", "10.244.2.5", None, true),
-        ep("r2", "r2", "10.244.2.6", None, true),
-        ep("r3", "r3", "10.244.2.7", None, true),
-    ];
-    assert_eq!(
-        verdicts(
-            &eps,
-            Some(&[]),
-            &[("10.244.2.5", true), ("10.244.2.6", false)]
-        ),
-        [
-            Verdict::Ok,
-            Verdict::Ok,
-            Verdict::RemoteStale,
-            Verdict::Unchecked
-        ]
-    );
-}
-
-#[test]
-fn without_the_cluster_nothing_is_called_a_fault() {
-    let eps = [
-        ep("a", "x_Calico", "10.244.1.7", Some(1), false),
-        ep("r", "r", "10.244.2.5", None, true),
-    ];
-    let v = verdicts(&eps, None, &[]);
-    assert_eq!(v, [Verdict::Unchecked, Verdict::Unchecked]);
-    assert!(!v.iter().any(|v| v.is_fault()));
 }
 
 #[test]
