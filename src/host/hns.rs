@@ -269,8 +269,7 @@ pub fn validate_spec(doc: &Value) -> Result<String, String> {
     let name = str_field(doc, &["Name"]).ok_or("the network document has no Name")?;
     for s in subnets(doc) {
         let prefix = str_field(s, &["IpAddressPrefix"]).ok_or("a subnet has no IpAddressPrefix")?;
-        if !default_route(s)
-            .is_some_and(|r| str_field(r, &["NextHop"]).is_some_and(|h| !h.is_empty()))
+        if default_route(s).is_none_or(|r| str_field(r, &["NextHop"]).is_none_or(|h| h.is_empty()))
         {
             return Err(format!(
                 "subnet {prefix} needs a 0.0.0.0/0 route with a NextHop"

@@ -122,9 +122,11 @@ fn a_look_reading_who_holds_the_lock_never_stops_the_next_command() {
 #[test]
 fn a_link_in_place_of_the_record_is_not_written_through() {
     type Link = fn(&Path, &Path) -> std::io::Result<()>;
-    let mut links: Vec<Link> = vec![|a, b| std::fs::hard_link(a, b)];
-    #[cfg(unix)]
-    links.push(|a, b| std::os::unix::fs::symlink(a, b));
+    let links: Vec<Link> = vec![
+        |a, b| std::fs::hard_link(a, b),
+        #[cfg(unix)]
+        |a, b| std::os::unix::fs::symlink(a, b),
+    ];
     for link in links {
         let dir = tempfile::tempdir().expect("tempdir");
         let elsewhere = dir.path().join("elsewhere");

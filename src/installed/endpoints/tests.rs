@@ -117,8 +117,15 @@ fn one_looks_verdicts() {
         remote("r3", "10.244.2.7"),
     ];
     let in_use = [("10.244.2.5", true), ("10.244.2.6", false)];
+    /// The endpoints, the node's pods (`None`: no cluster), the addresses in use, the verdicts.
+    type Case<'a> = (
+        Vec<HnsEndpoint>,
+        Option<Vec<NodePod>>,
+        &'a [(&'a str, bool)],
+        Vec<Verdict>,
+    );
     #[rustfmt::skip]
-    let cases: Vec<(Vec<HnsEndpoint>, Option<Vec<NodePod>>, &[(&str, bool)], Vec<Verdict>)> = vec![
+    let cases: Vec<Case> = vec![
         (vec![a.clone(), w.clone()], Some(vec![web()]), &[], vec![Stale, Ok]),
         (vec![a.clone(), w.clone()], Some(vec![web(), pod("new", None, 20)]), &[], vec![Unclaimed, Ok]),
         (vec![a, w], Some(vec![web(), pod("new", None, 600)]), &[], vec![Unclaimed, Ok]),
