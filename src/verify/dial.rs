@@ -87,14 +87,26 @@ pub fn dial(from: Role, to: &Target, a: &Addresses) -> Option<Dial> {
     })
 }
 
-/// The pod proxy path of netexec's `/dial`. No value needs encoding in a query: a host is a
-/// run's name, an IPv4 address or a DNS name (`options::egress_flag`, `domain_flag`), a port
-/// digits, a request a word or `/` (RFC 3986 3.4).
-fn proxy_path(ns: &str, pod: &str, host: &str, port: &str, request: &str) -> String {
+/// The pod proxy path of netexec's `/dial`. Every value is a name, an address or a port,
+/// encoded for the query all the same.
+pub fn proxy_path(ns: &str, pod: &str, host: &str, port: &str, request: &str) -> String {
+    let q = |s: &str| -> String {
+        s.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                    char::from(b).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect()
+    };
     // An empty request is a 400 in netexec: "/" is what the egress check asks.
     let request = if request.is_empty() { "/" } else { request };
     format!(
-        "/api/v1/namespaces/{ns}/pods/{pod}:{HTTP_PORT}/proxy/dial?request={request}&protocol=http&host={host}&port={port}&tries=1"
+        "/api/v1/namespaces/{ns}/pods/{pod}:{HTTP_PORT}/proxy/dial?request={}&protocol=http&host={}&port={}&tries=1",
+        q(request),
+        q(host),
+        q(port)
     )
 }
 

@@ -48,10 +48,15 @@ fn names_addresses_and_outside_hosts_are_dialled_as_netexec_takes_them() {
     let api = dial(Role::Local, &Target::ApiServerIp, &a).unwrap();
     assert!(api.path.contains("host=10.96.0.1&port=443"), "{}", api.path);
     assert_eq!(api.expect, None);
-    let out = dial(Role::Local, &Target::External("example.com:80".into()), &a).unwrap();
+    let out = dial(
+        Role::Local,
+        &Target::External("[2001:db8::1]:80".into()),
+        &a,
+    )
+    .unwrap();
+    assert!(out.path.contains("request=%2F&"), "{}", out.path);
     assert!(
-        out.path
-            .contains("request=/&protocol=http&host=example.com&port=80"),
+        out.path.contains("host=%5B2001%3Adb8%3A%3A1%5D&port=80"),
         "{}",
         out.path
     );

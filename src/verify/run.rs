@@ -588,16 +588,13 @@ struct Made {
     pull: Duration,
 }
 
-/// Makes the Service and the pods, named and labelled for the run (`objects::Names`), and
-/// waits until they run (or one cannot). The time while a
-/// pod pulls its image is counted apart, up to `--pull-timeout`, and added to the deadline.
-fn make(
+/// Creates the Service and the pods, named and labelled for the run (`objects::Names`).
+fn create_all(
     c: &Cluster,
     o: &Options,
     m: &Matrix,
     (ns, owner): (&str, &OwnerReference),
-    deadline: Instant,
-) -> Result<Made, ClusterError> {
+) -> Result<(), ClusterError> {
     let run = o.names();
     let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
     probe::create(c, &services, "services", &objects::service(ns, &run))?;
@@ -606,6 +603,19 @@ fn make(
         let pod = objects::pod(ns, p, &o.image, (owner, &run));
         c.call("create", "pods", pods.create(&Default::default(), &pod))?;
     }
+    Ok(())
+}
+
+/// Makes the Service and the pods and waits until they run (or one cannot). The time while a
+/// pod pulls its image is counted apart, up to `--pull-timeout`, and added to the deadline.
+fn make(
+    c: &Cluster,
+    o: &Options,
+    m: &Matrix,
+    (ns, owner): (&str, &OwnerReference),
+    deadline: Instant,
+) -> Result<Made, ClusterError> {
+    create_all(c, o, m, (ns, owner))?;
     let made_at = Instant::now();
     let window = deadline.saturating_duration_since(made_at);
     let (mut pull, mut last) = (Duration::ZERO, made_at);
@@ -616,6 +626,7 @@ fn make(
     // Each look says when the wait ends (the pull moves it); this bounds them all.
     let most = deadline.min(made_at + pods_wait) + o.pull_timeout + 2 * POLL;
     let what = "the probe pods to run, or one to fail for good";
+    let run = o.names();
     let ended = super::step::poll(o, what, most, || {
         let states = probe::pods(c, (ns, &run))?;
         let now = Instant::now();

@@ -253,7 +253,7 @@ fn pods_left(
 }
 
 /// A delete's answer: gone already (404) or no longer the object listed (409) is fine.
-pub(super) fn gone<T>(r: Result<T, ClusterError>) -> Result<(), ClusterError> {
+fn gone<T>(r: Result<T, ClusterError>) -> Result<(), ClusterError> {
     match r {
         Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
         Err(e) => Err(e),

@@ -37,8 +37,10 @@ pub fn force_dead(
             ..probe::only(p.metadata.uid.as_deref(), None)
         };
         let what = format!("pods/{name}");
-        super::shared::gone(c.call_opt_by(until, ("delete", &what), pods.delete(&name, &dp)))?;
-        forced.push(name);
+        match c.call_opt_by(until, ("delete", &what), pods.delete(&name, &dp)) {
+            Ok(_) | Err(ClusterError::Api { code: 409, .. }) => forced.push(name),
+            Err(e) => return Err(e),
+        }
     }
     Ok(forced)
 }
