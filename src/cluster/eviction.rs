@@ -17,6 +17,12 @@ use std::time::{Duration, Instant};
 /// `NamespaceTerminating` for a pod not yet being deleted: "will retry after 5s".
 pub(super) const KUBECTL_RETRY: Duration = Duration::from_secs(5);
 
+/// The longest `Retry-After` obeyed at once. kube-apiserver sends 1 s or 10 s, but the header is
+/// any number a proxy in between may write, and it is added to `Instant`s below, which panics
+/// past the clock's range; the drain's own timeout bounds the wait either way (client-go has
+/// no cap).
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
 /// The status cause kube-apiserver's NamespaceLifecycle admission adds to the 403 refusing a
 /// create (an eviction is one) in a namespace being deleted (k8s.io/api `core/v1`
 /// `NamespaceTerminatingCause`).
@@ -67,7 +73,9 @@ fn answer(code: u16, retry_after: Option<&str>, body: &[u8]) -> Evicted {
         429 => {
             let after = retry_after
                 .and_then(|h| h.trim().parse::<u64>().ok())
-                .map_or(KUBECTL_RETRY, |s| Duration::from_secs(s.max(1)));
+                .map_or(KUBECTL_RETRY, |s| {
+                    Duration::from_secs(s.max(1)).min(MAX_RETRY_AFTER)
+                });
             Evicted::TooMany {
                 budget: cause("DisruptionBudget").map(with),
                 after,
@@ -453,6 +461,12 @@ mod tests {
             "client-go reads no Retry-After from the body"
         );
         assert_eq!(answer(429, None, b"not json"), too_many(KUBECTL_RETRY));
+        assert_eq!(answer(429, Some("86400"), b"{}"), too_many(MAX_RETRY_AFTER));
+        let endless = u64::MAX.to_string();
+        assert_eq!(
+            answer(429, Some(&endless), b"{}"),
+            too_many(MAX_RETRY_AFTER)
+        );
         assert_eq!(answer(201, None, b"{}"), Evicted::Accepted);
         assert_eq!(answer(404, None, b"{}"), Evicted::Gone);
         assert!(
