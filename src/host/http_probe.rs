@@ -111,18 +111,6 @@ mod tests {
         assert!(get(garbage, "/readiness", t).is_err());
     }
 
-    #[test]
-    fn nothing_listening_is_none() {
-        let port = {
-            let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-            l.local_addr().expect("addr").port()
-        };
-        assert_eq!(
-            get(port, "/readiness", Duration::from_secs(2)).expect("get"),
-            None
-        );
-    }
-
     /// A loopback connect timed out (Windows' SYN retries, KB175523) is nothing listening;
     /// any other failure is an error.
     #[test]

@@ -333,8 +333,9 @@ mod tests {
         );
     }
 
+    /// A wait ends at its timeout; a stop asks first, and kills a child that ignores it.
     #[test]
-    fn wait_times_out_and_stop_is_graceful_first() {
+    fn wait_times_out_and_stop_is_graceful_first_then_kills() {
         let mut c = LocalChild::spawn(&sh("trap 'exit 7' TERM; while :; do sleep 0.05; done"))
             .expect("spawn");
         assert_eq!(
@@ -342,6 +343,10 @@ mod tests {
             None
         );
         assert_eq!(c.stop(Duration::from_secs(10)).expect("stop"), 7);
+        let mut c =
+            LocalChild::spawn(&sh("trap '' TERM; while :; do sleep 0.05; done")).expect("spawn");
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(c.stop(Duration::from_millis(200)).expect("stop"), -1);
     }
 
     #[test]
@@ -366,13 +371,5 @@ mod tests {
         let mut got = lines.lock().expect("lock").clone();
         got.sort();
         assert_eq!(got, ["one\n", "three", "two\n"]);
-    }
-
-    #[test]
-    fn a_child_that_ignores_the_request_is_killed() {
-        let mut c =
-            LocalChild::spawn(&sh("trap '' TERM; while :; do sleep 0.05; done")).expect("spawn");
-        std::thread::sleep(Duration::from_millis(100));
-        assert_eq!(c.stop(Duration::from_millis(200)).expect("stop"), -1);
     }
 }
