@@ -767,7 +767,8 @@ pub fn system(h: &dyn Host) {
 pub fn files(h: &dyn Host, root: &str, acls: bool) {
     tree(h, root);
     streams(h, root);
-    let path = format!("{root}\\{}\\calico-kube-config", unique("d"));
+    let dir = format!("{root}\\{}", unique("d"));
+    let path = format!("{dir}\\calico-kube-config");
     assert_eq!(h.read_file(&path).expect("read"), None);
     assert!(h.write_file(&path, b"one", Access::Normal).expect("write"));
     assert!(
@@ -783,8 +784,7 @@ pub fn files(h: &dyn Host, root: &str, acls: bool) {
         assert_eq!(h.file_access(&path).expect("access"), Some(Access::Secret));
         // A planted temporary file with a world-writable DACL: the write makes its own
         // (CREATE_NEW; CreateFileW keeps an existing file's security).
-        let (dir, name) = path.rsplit_once('\\').expect("a file in a directory");
-        let planted = format!("{dir}\\.{name}.calicoctl-win.tmp");
+        let planted = format!("{dir}\\.calico-kube-config.calicoctl-win.tmp");
         h.write_file(&planted, b"planted", Access::Normal)
             .expect("plant");
         h.set_security(&planted, "D:P(A;;FA;;;WD)(A;;FA;;;SY)(A;;FA;;;BA)")
@@ -847,10 +847,6 @@ pub fn files(h: &dyn Host, root: &str, acls: bool) {
     );
     assert!(h.remove_file(&path).expect("remove"));
     assert!(!h.remove_file(&path).expect("remove again"));
-    let dir = path
-        .rsplit_once('\\')
-        .map(|(d, _)| d.to_owned())
-        .unwrap_or_default();
     assert!(h.dir_exists(&dir).expect("dir"));
     assert!(h.remove_empty_dir(&dir).expect("rmdir"));
     assert!(!h.dir_exists(&dir).expect("dir"));
