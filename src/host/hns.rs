@@ -306,13 +306,17 @@ pub const MAX_POLICY_LISTS: usize = 10_000;
 /// The policy lists of an answer to `GET /policylists/` (hcsshim `HNSListPolicyListRequest`),
 /// at most `MAX_POLICY_LISTS`.
 pub fn parse_policy_lists(answer: &str) -> Result<Vec<Value>, String> {
+    let mut lists = hns_list(answer, "policy lists")?;
+    lists.truncate(MAX_POLICY_LISTS);
+    Ok(lists)
+}
+
+/// The list an HNS v1 answer gives (`what`), none when its `Output` is absent.
+fn hns_list(answer: &str, what: &str) -> Result<Vec<Value>, String> {
     match hns_output(answer)? {
-        Value::Array(mut lists) => {
-            lists.truncate(MAX_POLICY_LISTS);
-            Ok(lists)
-        }
+        Value::Array(list) => Ok(list),
         Value::Null => Ok(Vec::new()),
-        other => Err(format!("policy lists are not a list: {other}")),
+        other => Err(format!("{what} are not a list: {other}")),
     }
 }
 
@@ -334,12 +338,7 @@ pub const MAX_V1_ENDPOINTS: usize = 65_536;
 /// reads it (projectcalico/calico felix/dataplane/windows/endpoint_mgr.go
 /// `RefreshHnsEndpointCache`). An endpoint without one is left out.
 pub fn parse_v1_endpoint_states(answer: &str) -> Result<BTreeMap<String, u16>, String> {
-    let list = match hns_output(answer)? {
-        Value::Array(list) => list,
-        Value::Null => Vec::new(),
-        other => return Err(format!("endpoints are not a list: {other}")),
-    };
-    Ok(list
+    Ok(hns_list(answer, "endpoints")?
         .iter()
         .take(MAX_V1_ENDPOINTS)
         .filter_map(|e| {
