@@ -255,27 +255,24 @@ fn running(pid: u32) -> Option<Option<u64>> {
         return Some(None);
     }
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) if state_is_defunct(&stat) => None,
-        Ok(stat) => Some(stat_started(&stat)),
+        Ok(stat) => stat_running(&stat),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(_) => Some(None),
     }
 }
 
-/// The start time (22nd field) of a `/proc/PID/stat` line, the state being the third.
+/// A `/proc/PID/stat` line as `running` answers: `None` in state Z or X (the third field),
+/// else the start (the 22nd), both counted after the last `)`, which ends the command.
 #[cfg(not(windows))]
-fn stat_started(stat: &str) -> Option<u64> {
-    stat.rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().nth(19))
-        .and_then(|t| t.parse().ok())
-}
-
-/// Whether a `/proc/PID/stat` line's state is Z or X (after the last `)` of the command).
-#[cfg(not(windows))]
-fn state_is_defunct(stat: &str) -> bool {
-    stat.rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next())
-        .is_some_and(|state| state == "Z" || state == "X")
+fn stat_running(stat: &str) -> Option<Option<u64>> {
+    let mut fields = stat
+        .rsplit_once(')')
+        .map_or("", |(_, r)| r)
+        .split_whitespace();
+    match fields.next() {
+        Some("Z" | "X") => None,
+        _ => Some(fields.nth(18).and_then(|t| t.parse().ok())),
+    }
 }
 
 /// Makes the state directory `dir`, on Windows with `acl::PROTECTED_DIR`: `%ProgramData%` lets

@@ -7,13 +7,12 @@ use super::*;
 fn a_zombie_or_dead_process_is_defunct_on_linux() {
     let defunct = |pid| running(pid).is_none();
     let stat = "4242 (a) b) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000";
-    assert_eq!(stat_started(stat), Some(98765));
-    assert_eq!(stat_started("4242 (a) S 1"), None);
-    assert!(state_is_defunct("4242 (calicoctl-win) Z 1 4242"));
-    assert!(state_is_defunct("4242 (a) b) X 1"));
-    assert!(!state_is_defunct("4242 (calicoctl-win) S 1 4242"));
-    assert!(!state_is_defunct("4242 (name with ) Z) R 1"));
-    assert!(!state_is_defunct(""));
+    assert_eq!(stat_running(stat), Some(Some(98765)));
+    assert_eq!(stat_running("4242 (a) S 1"), Some(None));
+    assert_eq!(stat_running("4242 (calicoctl-win) Z 1 4242"), None);
+    assert_eq!(stat_running("4242 (a) b) X 1"), None);
+    assert_eq!(stat_running("4242 (name with ) Z) R 1"), Some(None));
+    assert_eq!(stat_running(""), Some(None));
     // A zombie: a child that ended and is not reaped yet.
     #[cfg(target_os = "linux")]
     {
