@@ -1472,11 +1472,7 @@ pub(crate) mod on_windows {
             .unwrap_or_else(|| panic!("no OS code in {err:?}"));
         assert!(text.contains(object), "{object}: {text}");
         eprintln!("refused: {text}");
-        let code_text = if code <= 0xFFFF {
-            format!("(os error {code})")
-        } else {
-            format!("(HRESULT {code:#010x})")
-        };
+        let code_text = format!("({})", crate::host::error::code_text(code));
         assert!(text.ends_with(&code_text), "{code_text}: {text}");
     }
 

@@ -34,7 +34,7 @@ pub enum HostError {
 }
 
 /// A Windows error code as Windows tools print it: `os error 5`, or an HRESULT in hex.
-fn code_text(code: u32) -> String {
+pub(crate) fn code_text(code: u32) -> String {
     if code <= 0xFFFF {
         format!("os error {code}")
     } else {
