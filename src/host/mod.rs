@@ -84,42 +84,36 @@ pub trait Host:
 /// (so the simulated host's faults and the contract reach it).
 pub struct ReleaseDisk<'a>(pub &'a dyn Host);
 
+/// A host call's outcome as `Disk` answers it.
+fn io<T>(r: HostResult<T>) -> std::io::Result<T> {
+    r.map_err(std::io::Error::other)
+}
+
 impl crate::release::Disk for ReleaseDisk<'_> {
     fn join(&self, dir: &str, name: &str) -> String {
         crate::layout::join(dir, name)
     }
     fn open(&self, path: &str) -> std::io::Result<Option<std::fs::File>> {
-        self.0.open_read(path).map_err(std::io::Error::other)
+        io(self.0.open_read(path))
     }
     fn write(&self, path: &str, append: bool) -> std::io::Result<std::fs::File> {
-        self.0
-            .open_write(path, append)
-            .map_err(std::io::Error::other)
+        io(self.0.open_write(path, append))
     }
     fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
-        self.0.rename(from, to).map_err(std::io::Error::other)
+        io(self.0.rename(from, to))
     }
     fn remove_file(&self, path: &str) -> std::io::Result<()> {
-        self.0
-            .remove_file(path)
-            .map(drop)
-            .map_err(std::io::Error::other)
+        io(self.0.remove_file(path)).map(drop)
     }
     fn create_dir(&self, path: &str) -> std::io::Result<()> {
-        self.0
-            .create_dir(path)
-            .map(drop)
-            .map_err(std::io::Error::other)
+        io(self.0.create_dir(path)).map(drop)
     }
     fn list(&self, dir: &str) -> std::io::Result<Option<Vec<(String, bool)>>> {
-        let entries = self.0.list_dir(dir).map_err(std::io::Error::other)?;
+        let entries = io(self.0.list_dir(dir))?;
         Ok(entries.map(|es| es.into_iter().map(|e| (e.name, e.is_dir)).collect()))
     }
     fn remove_tree(&self, path: &str) -> std::io::Result<()> {
-        self.0
-            .remove_tree(path)
-            .map(drop)
-            .map_err(std::io::Error::other)
+        io(self.0.remove_tree(path)).map(drop)
     }
     fn on_node(&self) -> bool {
         true
