@@ -108,45 +108,31 @@ mod tests {
     #[test]
     fn each_setting_is_the_documented_method_with_its_arguments() {
         let ip = |s: &str| s.parse::<Ipv4Addr>().expect("ip");
-        let call = AdapterSetting::Static(vec![(ip("10.0.0.6"), 24), (ip("10.1.0.6"), 16)])
-            .wmi_call()
-            .expect("call");
-        assert_eq!(call.method, "EnableStatic");
-        assert_eq!(
-            call.args,
-            [
-                (
-                    "IPAddress",
-                    WmiArg::List(vec!["10.0.0.6".into(), "10.1.0.6".into()])
-                ),
-                (
-                    "SubnetMask",
-                    WmiArg::List(vec!["255.255.255.0".into(), "255.255.0.0".into()])
-                ),
-            ]
-        );
-        assert!(AdapterSetting::Static(Vec::new()).wmi_call().is_err());
-        let call = AdapterSetting::DnsServers(vec![ip("10.0.0.2"), ip("10.0.0.3")])
-            .wmi_call()
-            .expect("call");
-        assert_eq!(call.method, "SetDNSServerSearchOrder");
-        assert_eq!(
-            call.args,
-            [(
-                "DNSServerSearchOrder",
-                WmiArg::List(vec!["10.0.0.2".into(), "10.0.0.3".into()])
-            )]
-        );
-        let call = AdapterSetting::DnsSuffix("corp.example".into())
-            .wmi_call()
-            .expect("call");
-        assert_eq!(
-            (call.method, call.args),
+        let list = |v: &[&str]| WmiArg::List(v.iter().map(|s| (*s).to_owned()).collect());
+        let statics = vec![(ip("10.0.0.6"), 24), (ip("10.1.0.6"), 16)];
+        for (setting, method, args) in [
             (
+                AdapterSetting::Static(statics),
+                "EnableStatic",
+                vec![
+                    ("IPAddress", list(&["10.0.0.6", "10.1.0.6"])),
+                    ("SubnetMask", list(&["255.255.255.0", "255.255.0.0"])),
+                ],
+            ),
+            (
+                AdapterSetting::DnsServers(vec![ip("10.0.0.2"), ip("10.0.0.3")]),
+                "SetDNSServerSearchOrder",
+                vec![("DNSServerSearchOrder", list(&["10.0.0.2", "10.0.0.3"]))],
+            ),
+            (
+                AdapterSetting::DnsSuffix("corp.example".into()),
                 "SetDNSDomain",
-                vec![("DNSDomain", WmiArg::Text("corp.example".into()))]
-            )
-        );
+                vec![("DNSDomain", WmiArg::Text("corp.example".into()))],
+            ),
+        ] {
+            assert_eq!(setting.wmi_call(), Ok(WmiCall { method, args }));
+        }
+        assert!(AdapterSetting::Static(Vec::new()).wmi_call().is_err());
         assert_eq!(
             wmi_query(7),
             "SELECT * FROM Win32_NetworkAdapterConfiguration WHERE InterfaceIndex = 7"
