@@ -898,9 +898,14 @@ mod on_simhost {
         SimHost::in_memory("ws2022").expect("sim host")
     }
 
+    /// The contracts of one call each, in turn.
     #[test]
-    fn registry_contract() {
+    fn registry_routes_system_files_and_security_contracts() {
         registry(&host());
+        routes(&host());
+        system(&host());
+        files(&host(), r"C:\CalicoWindows", true);
+        security(&host(), r"C:\CalicoWindows", true);
     }
 
     #[test]
@@ -924,32 +929,12 @@ mod on_simhost {
     }
 
     #[test]
-    fn routes_contract() {
-        routes(&host());
-    }
-
-    #[test]
     fn adapters_contract() {
         adapters(&host());
         let two = SimHost::in_memory("ws2022-two-nics").expect("host");
         vswitch_adapter(&two, "Ethernet 2");
         vswitch_adapter(&two, "Ethernet");
         interface_settings(&two, "Ethernet 2");
-    }
-
-    #[test]
-    fn system_contract() {
-        system(&host());
-    }
-
-    #[test]
-    fn files_contract() {
-        files(&host(), r"C:\CalicoWindows", true);
-    }
-
-    #[test]
-    fn security_contract() {
-        security(&host(), r"C:\CalicoWindows", true);
     }
 
     #[test]
