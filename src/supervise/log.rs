@@ -112,7 +112,13 @@ impl RotatingFile {
 
     fn rotate(&mut self, now: SystemTime) -> std::io::Result<()> {
         self.file = None;
-        let (stem, dir) = stem_and_dir(&self.path);
+        let stem = self
+            .path
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let dir = self.path.parent().map(Path::to_owned).unwrap_or_default();
         let stamp = utc_stamp(now, "%Y%m%dT%H%M%SZ");
         let mut target = dir.join(format!("{stem}-{stamp}.log"));
         let mut n = 1;
@@ -163,15 +169,6 @@ fn first_line_time(path: &Path) -> Option<SystemTime> {
     let text = std::str::from_utf8(&head).ok()?;
     let t: jiff::Timestamp = text.parse().ok()?;
     Some(SystemTime::from(t))
-}
-
-fn stem_and_dir(path: &Path) -> (String, PathBuf) {
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let dir = path.parent().map(Path::to_owned).unwrap_or_default();
-    (stem, dir)
 }
 
 /// Removes the oldest rotated files beyond `keep` (in the order `installed::logs` reads them);
