@@ -132,6 +132,11 @@ pub(super) fn kube_proxy(
     if check.verdict == Verdict::Fail {
         n.findings.push(judge::kube_proxy(check.said.clone()));
     }
+    shown(&check)
+}
+
+/// A check of preflight's as status shows it.
+fn shown(check: &crate::checks::Check) -> KubeProxy {
     KubeProxy {
         verdict: check.verdict,
         message: check.message.clone(),
@@ -143,12 +148,7 @@ pub(super) fn kube_proxy(
 /// release and the config's backend, as preflight judges it: shown beside kube-proxy (what
 /// breaks and its fix is the table's; the findings judge what the node does now).
 pub(super) fn known_issues(host: &dyn Host, config: &Config, calico: Option<&str>) -> KubeProxy {
-    let check = crate::checks::host::known_issues_on(host, config, calico);
-    KubeProxy {
-        verdict: check.verdict,
-        message: check.message.clone(),
-        remedy: check.remedy.clone(),
-    }
+    shown(&crate::checks::host::known_issues_on(host, config, calico))
 }
 
 /// Felix's own health (`installed::felix_health`): a problem when it is not live or not

@@ -5,15 +5,11 @@
 use super::judge::{Code, Finding};
 use crate::host::listen::ListenRefusal;
 use crate::host::{FirewallRule, Host, HostResult, Protocol};
+use crate::installed::calico_json;
 use crate::layout::{
     CALICO_KEY, DIAGS_REVIEW_VALUE, METRICS_ENDPOINT_VALUE, METRICS_SCRAPES_VALUE,
 };
 use serde::{Deserialize, Serialize};
-
-/// A JSON value CalicoNode keeps in Calico's registry key (one that does not read is none).
-fn kept<T: serde::de::DeserializeOwned>(host: &dyn Host, value: &str) -> Option<T> {
-    crate::installed::calico_json(host, value).ok().flatten()
-}
 
 /// CalicoNode's metrics endpoint, not listening: kept in Calico's registry key
 /// (`MetricsEndpoint`, JSON) from its first refused try until it listens, for status.
@@ -35,7 +31,7 @@ fn not_told() -> ListenRefusal {
 
 /// What CalicoNode keeps of its endpoint, if it is down (a value that does not read is none).
 pub fn endpoint_down(host: &dyn Host) -> Option<EndpointDown> {
-    kept(host, METRICS_ENDPOINT_VALUE)
+    calico_json(host, METRICS_ENDPOINT_VALUE).ok().flatten()
 }
 
 /// Keeps that the endpoint is down, or forgets it (written only when it changes).
@@ -108,7 +104,7 @@ const SCRAPE_WRITE_EVERY: i64 = 60;
 
 /// What CalicoNode keeps of its endpoint's connections (a value that does not read is none).
 pub fn scrapes(host: &dyn Host) -> Option<Scrapes> {
-    kept(host, METRICS_SCRAPES_VALUE)
+    calico_json(host, METRICS_SCRAPES_VALUE).ok().flatten()
 }
 
 /// The endpoint listens from `now`: kept, with the last connection an earlier run saw.
@@ -193,7 +189,7 @@ pub struct DiagsReviewRefused {
 
 /// What CalicoNode keeps of a refused review, if any (a value that does not read is none).
 pub fn diags_review_refused(host: &dyn Host) -> Option<DiagsReviewRefused> {
-    kept(host, DIAGS_REVIEW_VALUE)
+    calico_json(host, DIAGS_REVIEW_VALUE).ok().flatten()
 }
 
 /// Keeps that reviews are refused, or forgets it (written only when it changes; `since` kept
@@ -383,37 +379,6 @@ mod tests {
         assert_eq!(diags_review_refused(&host), None);
     }
 
-    #[test]
-    fn an_endpoint_kept_down_is_a_finding_until_it_is_forgotten() {
-        let dir = tempfile::tempdir().expect("dir");
-        let host = crate::host::sim::SimHost::open_or_create(dir.path(), None).expect("sim");
-        assert_eq!(endpoint_down(&host), None);
-        let down = EndpointDown {
-            port: 9095,
-            error: "Address in use".into(),
-            since: 1_700_000_000,
-            refusal: ListenRefusal::Held {
-                pid: None,
-                at: None,
-            },
-        };
-        keep_endpoint_down(&host, Some(&down)).expect("keep");
-        assert_eq!(endpoint_down(&host).as_ref(), Some(&down));
-        let found = endpoint(&down);
-        assert_eq!(found.code, Code::MetricsEndpointDown);
-        assert!(found.message.contains("TCP port 9095"), "{found}");
-        assert!(found.message.contains("Address in use"), "{found}");
-        assert!(
-            found
-                .remedy
-                .as_deref()
-                .is_some_and(|r| r.contains("metrics.port")),
-            "{found}"
-        );
-        keep_endpoint_down(&host, None).expect("forget");
-        assert_eq!(endpoint_down(&host), None);
-    }
-
     /// A port a listener holds names its pid and says to stop it; a port in an excluded range
     /// (no listener: WSAEACCES) says so and gives the remedy that fits, never "stop the
     /// program that listens" (there is none).
@@ -461,8 +426,14 @@ mod tests {
         assert!(!remedy.contains("stop the program"), "{excluded}");
         assert_eq!(remedy, Code::MetricsPortExcluded.remedy());
         // A record kept before the refusal was: a port another program holds, by its words.
+        // (Kept while down, forgotten once listening: lifecycle
+        // `calico_node_tries_a_held_metrics_port_again_and_says_so_until_it_listens`.)
         let old: EndpointDown =
-            serde_json::from_str(r#"{"port":9095,"error":"x","since":1}"#).expect("old record");
-        assert_eq!(endpoint(&old).code, Code::MetricsEndpointDown);
+            serde_json::from_str(r#"{"port":9095,"error":"in use","since":1}"#).expect("old");
+        let found = endpoint(&old);
+        assert_eq!(found.code, Code::MetricsEndpointDown);
+        assert!(found.message.contains("since") && found.message.contains("in use"));
+        let remedy = found.remedy.as_deref().unwrap_or_default();
+        assert!(remedy.contains("-LocalPort 9095") && remedy.contains("metrics.port"));
     }
 }
