@@ -75,10 +75,6 @@ impl Held {
                 == Some(self.names.id.as_str())
     }
 
-    pub fn ending(&self) -> &Stop {
-        &self.ending
-    }
-
     /// One renewal, to run out `LEASE` from `at_s` (`None`: no time from the API server),
     /// its every call cut by `ending` or at `by`: `Some(true)` written (or nothing to write:
     /// over, or a Lease made without a `renewTime`, judged by its age), `Some(false)` not the
@@ -102,11 +98,6 @@ impl Held {
             self.ending.request();
         }
         Ok(written)
-    }
-
-    /// The Lease lost to refused renewals, `why`: kept for the run's report.
-    pub fn lose(&self, why: String) {
-        *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
     }
 
     /// Why, when the Lease is not the run's any more.
@@ -327,9 +318,10 @@ pub fn keep(c: &Cluster, lease: &Held, (run, every): (&Stop, Duration), say: &mu
     let what = format!("the run's end, renewing {}", lease.named());
     let (mut first, mut written) = (true, Instant::now());
     let lost_after = every.saturating_mul(REFUSALS_BEFORE_LOST);
-    let ending = lease.ending();
+    let ending = &lease.ending;
+    // The Lease lost to refused renewals, `why`: kept for the run's report.
     let lose = |why: String| -> Result<Look<(), ()>, Stopped> {
-        lease.lose(why);
+        *lease.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
         run.request();
         Ok(Look::Done(()))
     };

@@ -109,6 +109,13 @@ impl Step<'_> {
         self.states.get(&r).cloned().unwrap_or_default()
     }
 
+    /// A wait the run's stop ended (before the first call or after some): no verdict, the
+    /// last answer not judged, no layer blamed, no call more.
+    fn stopped(&self, attempts: u32) -> Result<Judged, ClusterError> {
+        self.cut.set(true);
+        Ok((Outcome::Stopped, None, attempts, None))
+    }
+
     /// The end of a settle window that starts now.
     fn window(&self, long: Duration) -> Instant {
         self.deadline.min(Instant::now() + long)
@@ -129,8 +136,7 @@ impl Step<'_> {
     pub fn baseline(&self) -> Result<Judged, ClusterError> {
         let server = self.state(Role::Server);
         if !judge::usable(&server) {
-            let by = CheckId::PodAddress;
-            return Ok((Outcome::Blocked { by }, None, 0, None));
+            return blocked(CheckId::PodAddress);
         }
         let until = self.window(self.o.settle);
         let mut attempts = 0;
@@ -148,11 +154,7 @@ impl Step<'_> {
         let why = match ended {
             Some((_, Ended::Done)) => return Ok((Outcome::Pass, None, attempts, None)),
             Some((why, Ended::TimedOut)) => why,
-            // Stopped: no verdict (the run was interrupted), no layer blamed, no call more.
-            Some((_, Ended::Stopped)) | None => {
-                self.cut.set(true);
-                return Ok((Outcome::Stopped, None, attempts, None));
-            }
+            Some((_, Ended::Stopped)) | None => return self.stopped(attempts),
         };
         // The API server reaches the Linux client but not the Windows server: the path
         // between the OSes (the overlay), not the control plane's.
@@ -193,16 +195,15 @@ impl Step<'_> {
             return Ok((Outcome::Skipped { why }, None, 0, None));
         };
         if let Some(by) = ledger.unreachable(from) {
-            return Ok((Outcome::Blocked { by }, None, 0, None));
+            return blocked(by);
         }
         // A pod that does not run, or is not Ready, is its own layer's (pod-address, the
         // kubelet's probe), not the network's.
         if let Some(by) = self.unusable(from, &check.to) {
-            return Ok((Outcome::Blocked { by }, None, 0, None));
+            return blocked(by);
         }
         let Some(d) = dial::dial(from, &check.to, self.addresses) else {
-            let by = CheckId::PodAddress;
-            return Ok((Outcome::Blocked { by }, None, 0, None));
+            return blocked(CheckId::PodAddress);
         };
         let until = self.window(self.o.settle);
         let mut attempts = 0;
@@ -216,14 +217,9 @@ impl Step<'_> {
                 Look::Pending(a)
             })
         })?;
-        // Stopped, before the first dial or after some: no verdict (the run was interrupted),
-        // so the last answer is not judged and no layer is blamed.
         let a = match ended {
             Some((a, Ended::Done | Ended::TimedOut)) => a,
-            Some((_, Ended::Stopped)) | None => {
-                self.cut.set(true);
-                return Ok((Outcome::Stopped, None, attempts, None));
-            }
+            Some((_, Ended::Stopped)) | None => return self.stopped(attempts),
         };
         let lost = matches!(a, Answer::NoProxy(_)).then_some(from);
         let what = describe(&check.to, self.addresses);
@@ -238,8 +234,7 @@ impl Step<'_> {
         let on = check.id == CheckId::PolicyApplied;
         let from = check.from.unwrap_or(Role::Local);
         let Some(d) = dial::dial(from, &check.to, self.addresses) else {
-            let by = CheckId::PodAddress;
-            return Ok((Outcome::Blocked { by }, None, 0, None));
+            return blocked(CheckId::PodAddress);
         };
         // A policy that cannot be changed is the run's failure, not a check's.
         let uid = self.policy.borrow().clone();
@@ -277,11 +272,7 @@ impl Step<'_> {
                     last,
                 }
             }
-            // Stopped: the policy's effect not judged, Felix not blamed.
-            Some((_, Ended::Stopped)) | None => {
-                self.cut.set(true);
-                return Ok((Outcome::Stopped, None, attempts, None));
-            }
+            Some((_, Ended::Stopped)) | None => return self.stopped(attempts),
         };
         let delay = match change {
             Change::Within { ms } => Some(ms),
@@ -290,6 +281,11 @@ impl Step<'_> {
         let o = judge::policy(check.id, &self.state(from), &change);
         Ok((o, None, attempts, delay))
     }
+}
+
+/// Not run: `by` stands under the check.
+fn blocked(by: CheckId) -> Result<Judged, ClusterError> {
+    Ok((Outcome::Blocked { by }, None, 0, None))
 }
 
 /// The target in words, with its address where known.
