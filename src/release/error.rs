@@ -158,13 +158,13 @@ fn is_ca_as_server_certificate(e: &reqwest::Error) -> bool {
     false
 }
 
-/// What a download timeout says: which limit fired, with its flag and value.
 impl std::fmt::Debug for ReleaseError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "ReleaseError({self})")
     }
 }
 
+/// What a download timeout says: which limit fired, with its flag and value.
 fn timeout_text(url: &str, idle: bool, after: Duration) -> String {
     let after = crate::duration::show(after);
     if idle {
