@@ -1206,22 +1206,24 @@ pub fn wants_json(args: &[String]) -> bool {
     false
 }
 
-/// Every `--set` value in order, wherever it appears. clap keeps only the occurrences of a
-/// global flag at the deepest subcommand level (`--set a=1 preflight --set b=2` would lose
-/// `a=1`), so `main` takes them from the arguments clap has already validated.
-pub fn all_sets(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<String> {
+/// Every value of `flag` (`--set`, `--log-file`) in order, as `FLAG VALUE` or `FLAG=VALUE`,
+/// wherever it appears before `--`; `args` without the program's name. clap keeps only the
+/// occurrences of a global flag at the deepest subcommand level (`--set a=1 preflight --set b=2`
+/// would lose `a=1`), so `main` takes the `--set`s from the arguments clap has validated.
+pub fn flag_values(args: impl IntoIterator<Item = std::ffi::OsString>, flag: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut args = args.into_iter().skip(1);
+    let mut args = args.into_iter();
+    let inline = format!("{flag}=");
     while let Some(a) = args.next() {
         let a = a.to_string_lossy();
         if a == "--" {
             break;
         }
-        if a == "--set" {
+        if a == flag {
             if let Some(v) = args.next() {
                 out.push(v.to_string_lossy().into_owned());
             }
-        } else if let Some(v) = a.strip_prefix("--set=") {
+        } else if let Some(v) = a.strip_prefix(&inline) {
             out.push(v.to_owned());
         }
     }
@@ -1281,7 +1283,7 @@ mod tests {
             "--set",
             "d",
         ];
-        let sets = super::all_sets(args.iter().map(std::ffi::OsString::from));
+        let sets = super::flag_values(args.iter().skip(1).map(std::ffi::OsString::from), "--set");
         assert_eq!(sets, ["a=1", "b=2", "c=3"]);
     }
 

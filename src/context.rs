@@ -284,12 +284,7 @@ impl Context {
         if let Some(dir) = &self.options.host.sim_dir {
             return Some(dir.clone());
         }
-        cfg!(windows).then(|| self.windows_state_dir())
-    }
-
-    /// `%ProgramData%\calicoctl-win`.
-    fn windows_state_dir(&self) -> PathBuf {
-        crate::host::lock::windows_state_dir(&self.env)
+        cfg!(windows).then(|| crate::host::lock::windows_state_dir(&self.env))
     }
 
     /// Where calicoctl-win keeps its own state on this machine (`host::lock::state_dir`).
@@ -348,11 +343,6 @@ impl Context {
         })
     }
 
-    /// The admin kubeconfig that cluster commands use, and where that choice came from:
-    /// `--kubeconfig`, `$KUBECONFIG`, `~/.kube/config`, in a pod its service account (the
-    /// token's path, `IN_CLUSTER`), then the host's `C:\k\config` (where Calico's quickstart
-    /// and most join scripts put it). `~/.kube/config` and `C:\k\config` count only when the
-    /// file exists ("default").
     /// `$KUBECONFIG` as kubectl reads it: a list of paths (`;` apart on Windows, `:`
     /// elsewhere: client-go `tools/clientcmd/loader.go` `NewDefaultClientConfigLoadingRules`,
     /// `filepath.SplitList`), empty items dropped, the files that exist first (a missing one is
@@ -369,6 +359,11 @@ impl Context {
         if present.is_empty() { missing } else { present }
     }
 
+    /// The admin kubeconfig that cluster commands use, and where that choice came from:
+    /// `--kubeconfig`, `$KUBECONFIG`, `~/.kube/config`, in a pod its service account (the
+    /// token's path, `IN_CLUSTER`), then the host's `C:\k\config` (where Calico's quickstart
+    /// and most join scripts put it). `~/.kube/config` and `C:\k\config` count only when the
+    /// file exists ("default").
     pub fn cluster_kubeconfig(&self) -> (Option<PathBuf>, &'static str) {
         if let Some(k) = &self.options.kubeconfig {
             return (Some(k.clone()), "flag --kubeconfig");

@@ -148,7 +148,6 @@ impl Kind {
         Kind::TurnTimeout,
     ];
 
-    /// The name in JSON (`needs-drain`).
     /// The exit codes a failure of this kind comes with: what docs/errors.md lists
     /// (`tests/cli/docs.rs` compares them) and what every error of the kind must use (checked
     /// when a debug build makes the error).
@@ -204,6 +203,7 @@ impl Kind {
         }
     }
 
+    /// The name in JSON (`needs-drain`).
     pub fn name(self) -> String {
         serde_json::to_value(self)
             .ok()
@@ -310,17 +310,9 @@ impl Diagnose for UsageError {
 }
 
 impl CliError {
-    /// The exit code and hint of the outermost error in `error`'s chain that one of `known`
-    /// diagnoses; a failure without a hint when none does.
+    /// The exit code and hint of `error` (`diagnosis`).
     pub fn new(error: anyhow::Error, known: &[Recogniser]) -> Self {
-        let d = error
-            .chain()
-            .find_map(|cause| known.iter().find_map(|r| r(cause)))
-            .unwrap_or(Diagnosis {
-                exit: Exit::Failed,
-                kind: Kind::Failed,
-                hint: None,
-            });
+        let d = diagnosis(&error, known);
         debug_assert!(
             d.kind.exits().contains(&d.exit),
             "{:?} came with exit {:?}, which Kind::exits (and docs/errors.md) does not list: {error:#}",
@@ -334,6 +326,19 @@ impl CliError {
             hint: d.hint,
         }
     }
+}
+
+/// The diagnosis of the outermost error in `error`'s chain that one of `known` diagnoses; a
+/// failure without a hint when none does.
+pub fn diagnosis(error: &anyhow::Error, known: &[Recogniser]) -> Diagnosis {
+    error
+        .chain()
+        .find_map(|cause| known.iter().find_map(|r| r(cause)))
+        .unwrap_or(Diagnosis {
+            exit: Exit::Failed,
+            kind: Kind::Failed,
+            hint: None,
+        })
 }
 
 /// An error and its causes on one line, `outer: inner: root`.

@@ -53,7 +53,7 @@ fn main() -> ExitCode {
         dry_run: g.dry_run,
         yes: g.yes,
         allow_exec_plugin: g.allow_exec_plugin,
-        sets: cli::all_sets(std::env::args_os()),
+        sets: cli::flag_values(std::env::args_os().skip(1), "--set"),
         interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
         host: host::select::HostChoice {
             sim_dir: g.sim_host.clone(),

@@ -186,7 +186,7 @@ pub(crate) fn cluster_checks(
     match cluster {
         ClusterRead::Skipped(why) => checks::cluster::all(Verdict::Skip, why, None),
         ClusterRead::Failed(e) => {
-            let msg = format!("cannot read the cluster: {e}{}", causes(e));
+            let msg = format!("cannot read the cluster: {}", crate::error::chain(e));
             checks::cluster::unreadable(&msg, &e.hint())
         }
         ClusterRead::Read(_, f) => {
@@ -199,28 +199,6 @@ pub(crate) fn cluster_checks(
             };
             checks::cluster::evaluate(f, &loaded.config, &asked)
         }
-    }
-}
-
-pub(crate) fn causes(e: &dyn std::error::Error) -> String {
-    let mut out = String::new();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        out.push_str(&format!(": {c}"));
-        cur = c.source();
-    }
-    out
-}
-
-/// Findings for people: each sentence after `lead` with its code in brackets, its fix below
-/// (status, repair).
-pub(crate) fn print_findings(
-    ctx: &mut Context,
-    lead: &str,
-    findings: &[crate::health::judge::Finding],
-) {
-    for f in findings {
-        ctx.printer.text(&format!("{lead}{f:4}"));
     }
 }
 
@@ -271,12 +249,6 @@ pub fn this_node(ctx: &mut Context) -> Option<(NodeName, Option<String>)> {
         .iter()
         .find_map(|d| d.to_string().strip_prefix("svc.").map(str::to_owned));
     Some((l.config.node.k8s_node_ref.clone(), domain))
-}
-
-/// Ctrl-C or a termination signal stops the run where it is; it deletes what it made before
-/// the command exits. (A kill that cannot be caught leaves the namespace to the next run.)
-pub fn on_interrupt(ctx: &mut Context, o: &crate::verify::run::Options) {
-    ctx.catch_stop(o.stop.clone(), VERIFY_UNCAUGHT);
 }
 
 /// What a Ctrl-C does to a changing command's run when the stop signal cannot be caught.

@@ -134,21 +134,9 @@ fn prepare(dir: &Path, command: &str) -> anyhow::Result<Files> {
 
 /// The `--log-file` the command line gives, if any.
 fn log_file_arg(args: impl Iterator<Item = OsString>) -> Option<PathBuf> {
-    let mut found = None;
-    let mut next_is_it = false;
-    for a in args {
-        if std::mem::take(&mut next_is_it) {
-            found = Some(PathBuf::from(a));
-            continue;
-        }
-        let text = a.to_string_lossy();
-        if text == "--log-file" {
-            next_is_it = true;
-        } else if let Some(v) = text.strip_prefix("--log-file=") {
-            found = Some(PathBuf::from(v));
-        }
-    }
-    found
+    crate::cli::flag_values(args, "--log-file")
+        .pop()
+        .map(PathBuf::from)
 }
 
 /// This command line for the detached run: without `--detach` and any output format, with

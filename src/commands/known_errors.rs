@@ -41,8 +41,5 @@ pub fn failure(error: anyhow::Error) -> CliError {
 
 /// The kind of the error a command failed with, as its JSON says it (`error.kind`).
 pub fn failure_kind(error: &anyhow::Error) -> crate::error::Kind {
-    error
-        .chain()
-        .find_map(|cause| KNOWN_ERRORS.iter().find_map(|r| r(cause)))
-        .map_or(crate::error::Kind::Failed, |d| d.kind)
+    crate::error::diagnosis(error, KNOWN_ERRORS).kind
 }

@@ -69,12 +69,9 @@ pub fn parse(bytes: &[u8]) -> anyhow::Result<Position> {
 }
 
 /// Who but SYSTEM and Administrators (and `admin`, this elevated process's account) may change
-/// the position file at `path`, as `installed::protection` judges the files a SYSTEM process
-/// reads; nothing when it is not there. A record someone else may write would choose where the
-/// follower starts, and what the redactor holds pending there.
-pub fn writers(h: &dyn Host, path: &str, admin: Option<&str>) -> Vec<String> {
-    crate::installed::protection::file_writers(h, path, admin)
-}
+/// the position file (`installed::protection::file_writers`): a record someone else may write
+/// would choose where the follower starts, and what the redactor holds pending there.
+pub use crate::installed::protection::file_writers as writers;
 
 /// Why the position file at `path` is neither read nor written: a junction or symbolic link
 /// on its way (or the file itself one) that someone but SYSTEM and Administrators made or may

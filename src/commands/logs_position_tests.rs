@@ -42,10 +42,6 @@ fn node() -> SimHost {
     h
 }
 
-fn kept_at(h: &SimHost, path: &str) -> Position {
-    parse(&h.read_file(path).expect("read").expect("kept")).expect("parsed")
-}
-
 #[test]
 fn a_kept_file_is_overwritten_in_place_and_cut_to_one_record() {
     let h = node();
@@ -68,48 +64,10 @@ fn a_kept_file_is_overwritten_in_place_and_cut_to_one_record() {
     assert_eq!(h.file_access(path).expect("access"), Some(Access::Secret));
 }
 
-/// A position file is made writable by SYSTEM and Administrators only (the secret files'
-/// access list); one that Users may change (planted with its own list) is not trusted and is
-/// made anew, protected, at the first record kept.
-#[test]
-fn a_position_file_others_may_change_is_not_trusted_and_made_anew() {
-    let h = node();
-    let new = r"C:\pos\new.pos";
-    Kept::new(&h, new, None).save(&position()).expect("saved");
-    assert_eq!(h.file_access(new).expect("access"), Some(Access::Secret));
-    assert!(
-        writers(&h, new, None).is_empty(),
-        "{:?}",
-        writers(&h, new, None)
-    );
-
-    let weak = r"C:\pos\weak.pos";
-    let rec = record(&position()).expect("record");
-    h.write_file(weak, &rec, Access::Normal).expect("planted");
-    h.set_security(weak, "O:BAD:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;BU)")
-        .expect("weak");
-    let said = writers(&h, weak, None);
-    assert!(
-        said.iter().any(|w| w.starts_with("Users may write")),
-        "{said:?}"
-    );
-    // The same record kept again: the file is still made anew.
-    let mut kept = Kept::new(&h, weak, None);
-    kept.save(&position()).expect("saved");
-    drop(kept);
-    assert!(
-        writers(&h, weak, None).is_empty(),
-        "{:?}",
-        writers(&h, weak, None)
-    );
-    assert_eq!(h.file_access(weak).expect("access"), Some(Access::Secret));
-    assert_eq!(kept_at(&h, weak), position());
-}
-
-/// A position path through a symbolic link (the simulated host's junction) a user owns is
-/// refused: nothing is written through it, and why is said. A link Administrators own whose
-/// list lets others write is refused too, unless it is in the HostProcess container's sandbox
-/// this runs in; one only SYSTEM and Administrators may change is followed.
+/// A position path through a link Administrators own whose list lets others write is refused,
+/// unless it is in the HostProcess container's sandbox this runs in; one only SYSTEM and
+/// Administrators may change is followed. (A user's link: tests/lifecycle/logs.rs
+/// a_position_path_through_a_link_others_may_change_is_refused.)
 #[cfg(unix)]
 #[test]
 fn a_position_path_through_a_link_others_may_change_is_refused() {
@@ -145,23 +103,11 @@ fn a_position_path_through_a_link_others_may_change_is_refused() {
             "{sandbox}"
         );
     }
-    let sandbox = Some(r"C:\pos\link\");
-    // The same link made by a user, who owns what they make: refused, in the sandbox or not.
+    // The same link made by a user, who owns what they make: refused in the sandbox too.
     h.set_security(r"C:\pos\link", "O:BUD:(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;BU)")
         .expect("a user's link");
-    let why = refused_for(&h, path, None, sandbox).expect("refused");
+    let why = refused_for(&h, path, None, Some(r"C:\pos\link\")).expect("refused");
     assert!(why.contains("(its owner Users"), "{why}");
-    assert!(why.contains("neither read nor written"), "{why}");
-    let mut kept = Kept::new(&h, path, None);
-    kept.keep(&position());
-    kept.flush();
-    let failed = kept.unsaid().expect("said");
-    assert!(failed.contains("junction or symbolic link"), "{failed}");
-    assert!(
-        !target.join("felix.pos").exists(),
-        "nothing written through it"
-    );
-
     h.set_security(r"C:\pos\link", crate::host::acl::PROTECTED_DIR)
         .expect("protect the link");
     assert_eq!(refused(&h, path, None), None);

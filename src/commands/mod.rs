@@ -81,9 +81,8 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
     .map_err(failure)
 }
 
-/// `completions SHELL`: the shell's tab-completion script, generated from the command line's
-/// own definition (JSON: `{"shell", "script"}`).
-/// `completions`' document: the shell and its completion script.
+/// `completions SHELL`'s document: the shell and its tab-completion script, generated from the
+/// command line's own definition.
 #[derive(serde::Serialize)]
 #[cfg_attr(test, derive(Default))]
 pub(crate) struct Completions<'a> {
@@ -110,8 +109,7 @@ fn completions(args: &crate::cli::CompletionsArgs, ctx: &mut Context) -> anyhow:
 }
 
 /// A `--set` or `--config` on a command that never reads the configuration would be silently
-/// ignored: the
-/// service body runs from the files install wrote, `fetch release` and `config import-ps1`
+/// ignored: the service body runs from the files install wrote, `fetch release` and `config import-ps1`
 /// work on what they are given.
 fn refuse_unread_settings(command: &Command, ctx: &Context) -> anyhow::Result<()> {
     // The service body has no dry run: it would start calico-node for real.

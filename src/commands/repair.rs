@@ -292,7 +292,9 @@ fn finished(ctx: &mut Context, steps: usize, findings: &[Finding]) -> anyhow::Re
         ));
         return Ok(());
     }
-    super::common::print_findings(ctx, "after the repair: ", findings);
+    for f in findings {
+        ctx.printer.text(&format!("after the repair: {f:4}"));
+    }
     Err(super::common::Degraded(
         findings
             .iter()

@@ -55,7 +55,8 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         ..Options::for_node(&nodes[0]).paced(ctx.options.host.sim_pace)
     };
     let gate = args.while_cordoned.then(|| plan_gate(ctx, here.as_ref()));
-    super::common::on_interrupt(ctx, &first);
+    // Ctrl-C stops the runs where they are; they delete what they made before the command exits.
+    ctx.catch_stop(first.stop.clone(), super::common::VERIFY_UNCAUGHT);
     let mut reports = run_all(&c, &nodes, &first, gate.as_ref())?;
     // What the runs' waits said, with -v.
     for line in first.said.take() {
