@@ -150,9 +150,12 @@ fn quoted_user(user: &str) -> Option<String> {
 
 /// The user kube-apiserver wrote with Go's `%q` (`forbiddenMessage`: `User %q cannot ...`,
 /// `strconv.Quote`) and `Forbidden`'s sanitizer then changed (`&` `<` `>` to `&amp;` `&lt;`
-/// `&gt;`), read up to its closing quote, and what follows it. `None` for any escape but `\"`
-/// and `\\`, and for a raw character that breaks a line or is a bidi control: `%q` escapes
-/// only what is not printable, which no x509 CN, OIDC claim or service account holds.
+/// `&gt;`), read up to its closing quote, and what follows it. `%q` writes `\uXXXX` or
+/// `\UXXXXXXXX` for a character outside `strconv.IsPrint`'s letters, marks, numbers,
+/// punctuation, symbols and ASCII space (Go's `appendEscapedRune`): the ideographic space of a
+/// Japanese full name (U+3000), a no-break space, a zero-width joiner, which an x509 CN or an
+/// OIDC `name` claim can hold. `None` for the escapes of control bytes (`\n`, `\xXX`), and
+/// for a character, raw or escaped, that breaks a line or is a bidi control.
 fn unquote_user(s: &str) -> Option<(String, &str)> {
     let mut user = String::new();
     let mut chars = s.char_indices();
@@ -167,6 +170,17 @@ fn unquote_user(s: &str) -> Option<(String, &str)> {
             }
             '\\' => match chars.next()?.1 {
                 e @ ('"' | '\\') => user.push(e),
+                e @ ('u' | 'U') => {
+                    let n = if e == 'u' { 4 } else { 8 };
+                    let hex: String = (0..n).filter_map(|_| chars.next().map(|c| c.1)).collect();
+                    let c = u32::from_str_radix(&hex, 16)
+                        .ok()
+                        .and_then(char::from_u32)?;
+                    if hex.len() != n || breaks_line(c) || bidi_control(c) {
+                        return None;
+                    }
+                    user.push(c);
+                }
                 _ => return None,
             },
             c if breaks_line(c) || bidi_control(c) => return None,
@@ -399,7 +413,26 @@ mod tests {
         );
         assert_eq!(as_sent(r#"back\\slash"#).user, r"back\slash");
         assert_eq!(as_sent("o&amp;b&lt;c&gt;").user, "o&b<c>");
-        for sent in [r"a\tb", r"a\u202eb", "a\tb", "a\u{202e}b"] {
+        // What Go's %q writes for a name with an ideographic space (U+3000), a no-break
+        // space and a zero-width joiner, each outside strconv.IsPrint.
+        let spaced = as_sent(r"山田\u3000太郎\u00a0x\u200dy\U0001f600");
+        assert_eq!(spaced.user, "山田\u{3000}太郎\u{a0}x\u{200d}y\u{1f600}");
+        assert_eq!(
+            spaced.can_i().as_deref(),
+            Some(
+                "kubectl auth can-i list pods -n n --as '山田\u{3000}太郎\u{a0}x\u{200d}y\u{1f600}'"
+            )
+        );
+        for sent in [
+            r"a\tb",
+            r"a\u202eb",
+            r"a\u2028b",
+            r"a\u00",
+            r"a\ud800b",
+            r"a\x41",
+            "a\tb",
+            "a\u{202e}b",
+        ] {
             let message = format!(
                 "pods is forbidden: User \"{sent}\" cannot list resource \"pods\" in API group \"\" in the namespace \"n\""
             );
