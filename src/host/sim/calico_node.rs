@@ -178,11 +178,8 @@ fn source_vip_endpoint(host: &SimHost, block: &str, log: &mut String) -> HostRes
     {
         return Ok(());
     }
-    if calico.network_type == "Overlay" {
-        host.add_remote_host_endpoint(&calico.id, SOURCE_VIP_ENDPOINT, &want)?;
-    } else {
-        host.add_endpoint(&calico.id, SOURCE_VIP_ENDPOINT, &want)?;
-    }
+    let remote = calico.network_type == "Overlay";
+    host.push_endpoint(&calico.id, SOURCE_VIP_ENDPOINT, &want, remote)?;
     let _ = writeln!(
         log,
         "created host endpoint Calico_ep ({want}) on HNS network Calico"
