@@ -85,23 +85,19 @@ impl Hns for SimHost {
 
     fn hns_networks(&self) -> HostResult<Vec<HnsNetwork>> {
         self.hns_available()?;
-        let mut networks: Vec<HnsNetwork> =
-            self.read(|s| s.networks.iter().filter_map(hns::parse_network).collect());
-        if self.read(|s| s.settings.management_ip_pending) {
-            for n in &mut networks {
+        let (mut networks, pending, stable) = self.read(|s| {
+            let networks: Vec<HnsNetwork> =
+                s.networks.iter().filter_map(hns::parse_network).collect();
+            let needs_stable = s.settings.management_ip_needs_stable_address;
+            let stable = (needs_stable && s.vswitch.is_some()).then(|| s.vswitch_stable_ip());
+            (networks, s.settings.management_ip_pending, stable)
+        });
+        for n in &mut networks {
+            if pending {
                 n.management_ip = None;
             }
-        }
-        let (needs_stable, stable, vswitch) = self.read(|s| {
-            (
-                s.settings.management_ip_needs_stable_address,
-                s.vswitch_stable_ip(),
-                s.vswitch.is_some(),
-            )
-        });
-        if needs_stable && vswitch {
-            for n in &mut networks {
-                n.management_ip.clone_from(&stable);
+            if let Some(stable) = &stable {
+                n.management_ip.clone_from(stable);
             }
         }
         Ok(networks)
