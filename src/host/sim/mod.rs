@@ -270,11 +270,11 @@ impl SimHost {
     /// An administrator's `New-NetFirewallRule -DisplayName`: added beside any of the name.
     pub fn admin_add_firewall_rule(&self, rule: &FirewallRule) -> HostResult<()> {
         self.mutate("administrator adds a firewall rule", |s| {
-            let key = rule.name.to_ascii_lowercase();
-            if s.firewall.contains_key(&key) {
-                s.firewall_more.push(rule.clone());
+            use std::collections::btree_map::Entry;
+            if let Entry::Vacant(e) = s.firewall.entry(rule.name.to_ascii_lowercase()) {
+                e.insert(rule.clone());
             } else {
-                s.firewall.insert(key, rule.clone());
+                s.firewall_more.push(rule.clone());
             }
             Ok(())
         })
