@@ -13,10 +13,9 @@ use std::fmt::Write as _;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Component {
     Startup,
-    Felix,
-    Confd,
     MonitorToken,
-    Other,
+    /// Felix, confd or none named: runs until stopped.
+    Runs,
 }
 
 /// What a Calico binary does with a command line: a component, or its parser's refusal.
@@ -44,7 +43,7 @@ pub fn component(spec: &ProcessSpec, release: Option<&CalicoVersion>) -> Option<
 
 fn calico_node_flags(args: &[String], release: Option<&CalicoVersion>) -> Parsed {
     let at_least = |major, minor| release.is_none_or(|v| *v >= CalicoVersion::new(major, minor, 0));
-    let mut component = Component::Other;
+    let mut component = Component::Runs;
     for a in args {
         let name = a.trim_start_matches('-');
         let name = name.split_once('=').map_or(name, |(n, _)| n);
@@ -58,10 +57,8 @@ fn calico_node_flags(args: &[String], release: Option<&CalicoVersion>) -> Parsed
             return Err((2, format!("flag provided but not defined: {a}")));
         }
         component = match (component, name) {
-            (Component::Other, "startup") => Component::Startup,
-            (Component::Other, "felix") => Component::Felix,
-            (Component::Other, "confd") => Component::Confd,
-            (Component::Other, "monitor-token") => Component::MonitorToken,
+            (Component::Runs, "startup") => Component::Startup,
+            (Component::Runs, "monitor-token") => Component::MonitorToken,
             (c, _) => c,
         };
     }
@@ -83,8 +80,8 @@ fn calico_subcommands(args: &[String]) -> Parsed {
     let (component, allowed): (Component, &[&str]) = match words.as_slice() {
         ["node", "startup"] => (Component::Startup, &["--complete-startup"]),
         ["node", "monitor-token"] => (Component::MonitorToken, &[]),
-        ["felix"] => (Component::Felix, &[]),
-        ["confd"] => (Component::Confd, &["--confdir"]),
+        ["felix"] => (Component::Runs, &[]),
+        ["confd"] => (Component::Runs, &["--confdir"]),
         _ => {
             return Err((
                 1,
@@ -178,11 +175,8 @@ fn source_vip_endpoint(host: &SimHost, block: &str, log: &mut String) -> HostRes
     {
         return Ok(());
     }
-    if calico.network_type == "Overlay" {
-        host.add_remote_host_endpoint(&calico.id, SOURCE_VIP_ENDPOINT, &want)?;
-    } else {
-        host.add_endpoint(&calico.id, SOURCE_VIP_ENDPOINT, &want)?;
-    }
+    let remote = calico.network_type == "Overlay";
+    host.push_endpoint(&calico.id, SOURCE_VIP_ENDPOINT, &want, remote)?;
     let _ = writeln!(
         log,
         "created host endpoint Calico_ep ({want}) on HNS network Calico"
@@ -330,8 +324,8 @@ mod tests {
                 &["component", "node", "monitor-token"],
                 Component::MonitorToken,
             ),
-            (&["component", "felix"], Component::Felix),
-            (&["component", "confd", r"--confdir=C:\x"], Component::Confd),
+            (&["component", "felix"], Component::Runs),
+            (&["component", "confd", r"--confdir=C:\x"], Component::Runs),
         ] {
             assert_eq!(component(&spec(calico, args), None), Some(Ok(want)));
         }

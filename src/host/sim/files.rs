@@ -113,13 +113,16 @@ impl SimHost {
         }
     }
 
-    /// Writes a file without counting a mutating call (profiles seed files this way).
-    pub(super) fn put_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()> {
-        self.put(path, Contents::Bytes(contents), access)
+    /// One mutating call writing `path` (`put`), the secrets list saved.
+    fn write(&self, path: &str, contents: Contents<'_>, access: Access) -> HostResult<()> {
+        self.mutate(&format!("write {path}"), |_| Ok(()))?;
+        self.put(path, contents, access)?;
+        self.save(&self.lock())
     }
 
-    /// Writes a file atomically from bytes or, streamed, from a local file.
-    fn put(&self, path: &str, contents: Contents<'_>, access: Access) -> HostResult<()> {
+    /// Writes a file atomically from bytes or, streamed, from a local file, without counting
+    /// a mutating call or saving (profiles seed files this way).
+    pub(super) fn put(&self, path: &str, contents: Contents<'_>, access: Access) -> HostResult<()> {
         let local = self.sim_path(path)?;
         let op = |what: &str| format!("{what} {path} (simulated at {})", local.display());
         if let Some(parent) = local.parent() {
@@ -171,10 +174,7 @@ impl Files for SimHost {
     }
 
     fn replace_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()> {
-        self.mutate(&format!("write {path}"), |_| Ok(()))?;
-        self.put_file(path, contents, access)?;
-        // `put_file` changed the secrets list in memory; persist it.
-        self.save(&self.lock())
+        self.write(path, Contents::Bytes(contents), access)
     }
 
     fn file_access(&self, path: &str) -> HostResult<Option<Access>> {
@@ -186,9 +186,7 @@ impl Files for SimHost {
     }
 
     fn copy_in(&self, from: &Path, to: &str) -> HostResult<()> {
-        self.mutate(&format!("write {to}"), |_| Ok(()))?;
-        self.put(to, Contents::File(from), Access::Normal)?;
-        self.save(&self.lock())
+        self.write(to, Contents::File(from), Access::Normal)
     }
 
     fn copy_file(&self, from: &str, to: &str, access: Access) -> HostResult<bool> {
@@ -196,9 +194,7 @@ impl Files for SimHost {
         if !local.is_file() {
             return Ok(false);
         }
-        self.mutate(&format!("write {to}"), |_| Ok(()))?;
-        self.put(to, Contents::File(&local), access)?;
-        self.save(&self.lock())?;
+        self.write(to, Contents::File(&local), access)?;
         Ok(true)
     }
 
@@ -208,11 +204,7 @@ impl Files for SimHost {
             s.secrets.remove(&path.to_ascii_lowercase());
             s.security.remove(&security_key(path));
             let _ = std::fs::remove_file(crate::files::temporary_of(&local));
-            match std::fs::remove_file(&local) {
-                Ok(()) => Ok(true),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-                Err(e) => Err(HostError::io(format!("remove {path}"), e)),
-            }
+            removed(std::fs::remove_file(&local), path)
         })
     }
 
@@ -239,11 +231,7 @@ impl Files for SimHost {
                 .retain(|k, _| k != &security_key(path) && !k.starts_with(&prefix));
             let lower = format!("{}\\", path.to_ascii_lowercase());
             s.secrets.retain(|k| !k.starts_with(&lower));
-            match std::fs::remove_dir_all(&local) {
-                Ok(()) => Ok(true),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-                Err(e) => Err(HostError::io(format!("remove {path}"), e)),
-            }
+            removed(std::fs::remove_dir_all(&local), path)
         })
     }
 
@@ -388,6 +376,15 @@ impl Files for SimHost {
 
     fn local_path(&self, path: &str) -> HostResult<PathBuf> {
         self.sim_path(path)
+    }
+}
+
+/// Whether a removal removed something: gone already is `false`.
+fn removed(r: std::io::Result<()>, path: &str) -> HostResult<bool> {
+    match r {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(HostError::io(format!("remove {path}"), e)),
     }
 }
 

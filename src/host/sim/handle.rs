@@ -98,8 +98,8 @@ pub enum SimError {
 /// A simulated Windows host.
 pub struct SimHost {
     pub(super) dir: PathBuf,
-    /// Keeps an in-memory host's directory alive; removed on drop.
-    pub(super) _temp: Option<tempfile::TempDir>,
+    /// An in-memory host's directory, kept alive; removed on drop.
+    pub(super) temp: Option<tempfile::TempDir>,
     pub(super) state: Mutex<State>,
     pub(super) fault: Option<Fault>,
     pub(super) mutations: AtomicU64,
@@ -110,7 +110,6 @@ pub struct SimHost {
     pub(super) start_hook: Option<StartHook>,
     /// Run once at the next `open_update`, before it opens (`before_next_open_update`).
     pub(super) before_open: Mutex<Option<OpenHook>>,
-    pub(super) in_memory: bool,
 }
 
 /// What a test does to the file system at an opening (`SimHost::before_next_open_update`).
@@ -145,10 +144,7 @@ impl SimHost {
             .prefix("calicoctl-win-sim-")
             .tempdir()
             .map_err(|e| HostError::io("create a temporary directory", e))?;
-        let dir = temp.path().to_owned();
-        let mut host = Self::create(dir, Some(temp), profile)?;
-        host.in_memory = true;
-        Ok(host)
+        Self::create(temp.path().to_owned(), Some(temp), profile)
     }
 
     pub(super) fn create(
@@ -162,7 +158,11 @@ impl SimHost {
         fs_err::create_dir_all(&dir).map_err(|e| HostError::io("create the state directory", e))?;
         let host = Self::new(dir, temp, state);
         for (path, contents) in seed {
-            host.put_file(&path, &contents, Access::Normal)?;
+            host.put(
+                &path,
+                crate::files::Contents::Bytes(&contents),
+                Access::Normal,
+            )?;
         }
         host.save(&host.lock())?;
         Ok(host)
@@ -171,7 +171,7 @@ impl SimHost {
     pub(super) fn new(dir: PathBuf, temp: Option<tempfile::TempDir>, state: State) -> Self {
         Self {
             dir,
-            _temp: temp,
+            temp,
             state: Mutex::new(state),
             fault: None,
             mutations: AtomicU64::new(0),
@@ -179,7 +179,6 @@ impl SimHost {
             fired: std::sync::atomic::AtomicBool::new(false),
             start_hook: None,
             before_open: Mutex::new(None),
-            in_memory: false,
         }
     }
 
@@ -229,13 +228,18 @@ impl SimHost {
         f(&self.lock())
     }
 
-    /// One mutating call: counted, the fault injected, `f` applied to a copy, saved on success.
+    /// One mutating call: counted, the fault injected, then `apply`d.
     pub(super) fn mutate<T>(
         &self,
         op: &str,
         f: impl FnOnce(&mut State) -> HostResult<T>,
     ) -> HostResult<T> {
         self.count(op)?;
+        self.apply(f)
+    }
+
+    /// `f` applied to a copy of the state, saved on success; not counted.
+    pub(super) fn apply<T>(&self, f: impl FnOnce(&mut State) -> HostResult<T>) -> HostResult<T> {
         let mut guard = self.lock();
         let mut next = guard.clone();
         let out = f(&mut next)?;

@@ -85,23 +85,19 @@ impl Hns for SimHost {
 
     fn hns_networks(&self) -> HostResult<Vec<HnsNetwork>> {
         self.hns_available()?;
-        let mut networks: Vec<HnsNetwork> =
-            self.read(|s| s.networks.iter().filter_map(hns::parse_network).collect());
-        if self.read(|s| s.settings.management_ip_pending) {
-            for n in &mut networks {
+        let (mut networks, pending, stable) = self.read(|s| {
+            let networks: Vec<HnsNetwork> =
+                s.networks.iter().filter_map(hns::parse_network).collect();
+            let needs_stable = s.settings.management_ip_needs_stable_address;
+            let stable = (needs_stable && s.vswitch.is_some()).then(|| s.vswitch_stable_ip());
+            (networks, s.settings.management_ip_pending, stable)
+        });
+        for n in &mut networks {
+            if pending {
                 n.management_ip = None;
             }
-        }
-        let (needs_stable, stable, vswitch) = self.read(|s| {
-            (
-                s.settings.management_ip_needs_stable_address,
-                s.vswitch_stable_ip(),
-                s.vswitch.is_some(),
-            )
-        });
-        if needs_stable && vswitch {
-            for n in &mut networks {
-                n.management_ip.clone_from(&stable);
+            if let Some(stable) = &stable {
+                n.management_ip.clone_from(stable);
             }
         }
         Ok(networks)
@@ -165,7 +161,17 @@ impl Hns for SimHost {
     }
 
     fn hns_delete_endpoint(&self, id: &str) -> HostResult<()> {
-        self.delete_endpoint(id)
+        self.hns_available()?;
+        self.mutate(&format!("delete HNS endpoint {id}"), |s| {
+            let before = s.endpoints.len();
+            s.endpoints.retain(|e| !e.id.eq_ignore_ascii_case(id));
+            if s.endpoints.len() == before {
+                return Err(HostError::NotFound {
+                    what: format!("HNS endpoint {id}"),
+                });
+            }
+            Ok(())
+        })
     }
 
     fn hns_remove_namespace_endpoint(&self, namespace: &str, endpoint: &str) -> HostResult<()> {
@@ -193,21 +199,6 @@ impl Hns for SimHost {
 }
 
 impl SimHost {
-    /// Deletes one endpoint, as `HcnDeleteEndpoint` does.
-    fn delete_endpoint(&self, id: &str) -> HostResult<()> {
-        self.hns_available()?;
-        self.mutate(&format!("delete HNS endpoint {id}"), |s| {
-            let before = s.endpoints.len();
-            s.endpoints.retain(|e| !e.id.eq_ignore_ascii_case(id));
-            if s.endpoints.len() == before {
-                return Err(HostError::NotFound {
-                    what: format!("HNS endpoint {id}"),
-                });
-            }
-            Ok(())
-        })
-    }
-
     fn hns_available(&self) -> HostResult<()> {
         if self.read(|s| s.settings.hns_available) {
             Ok(())
@@ -224,10 +215,7 @@ impl SimHost {
 /// Events of the simulated world, not the tool's calls: never counted, never failed.
 impl SimHost {
     fn world<T>(&self, f: impl FnOnce(&mut State) -> T) -> HostResult<T> {
-        let mut guard = self.lock();
-        let out = f(&mut guard);
-        self.save(&guard)?;
-        Ok(out)
+        self.apply(|s| Ok(f(s)))
     }
 
     /// Reboots: a new boot identity, automatic services running with new pids,
@@ -261,26 +249,20 @@ impl SimHost {
             // A new boot: no clock step has moved it yet.
             s.system.boot_local_seconds_reported = None;
             s.system.boot_local_seconds_dated = None;
-            let pids: Vec<String> = s.processes.keys().cloned().collect();
-            for image in pids {
-                let pid = s.settings.next_pid();
-                s.processes.insert(image, pid);
+            for pid in s.processes.values_mut() {
+                *pid = s.settings.next_pid();
             }
-            let names: Vec<String> = s.services.keys().cloned().collect();
-            for name in names {
+            for svc in s.services.values_mut() {
                 let pid = s.settings.next_pid();
-                if let Some(svc) = s.services.get_mut(&name) {
-                    let auto = svc.start == StartType::Auto;
-                    let ours = services::own_service_args(&svc.command_line).is_some();
-                    let running = auto && !ours;
-                    svc.state = if running {
-                        ServiceState::Running
-                    } else {
-                        ServiceState::Stopped
-                    };
-                    svc.pid = running.then_some(pid);
-                    svc.since = running.then_some(next);
-                }
+                let running = svc.start == StartType::Auto
+                    && services::own_service_args(&svc.command_line).is_none();
+                svc.state = if running {
+                    ServiceState::Running
+                } else {
+                    ServiceState::Stopped
+                };
+                svc.pid = running.then_some(pid);
+                svc.since = running.then_some(next);
             }
         })
     }
@@ -288,13 +270,11 @@ impl SimHost {
     /// An administrator's `New-NetFirewallRule -DisplayName`: added beside any of the name.
     pub fn admin_add_firewall_rule(&self, rule: &FirewallRule) -> HostResult<()> {
         self.mutate("administrator adds a firewall rule", |s| {
-            match s.firewall.entry(rule.name.to_ascii_lowercase()) {
-                std::collections::btree_map::Entry::Occupied(_) => {
-                    s.firewall_more.push(rule.clone())
-                }
-                std::collections::btree_map::Entry::Vacant(v) => {
-                    v.insert(rule.clone());
-                }
+            use std::collections::btree_map::Entry;
+            if let Entry::Vacant(e) = s.firewall.entry(rule.name.to_ascii_lowercase()) {
+                e.insert(rule.clone());
+            } else {
+                s.firewall_more.push(rule.clone());
             }
             Ok(())
         })
@@ -410,30 +390,31 @@ impl SimHost {
         first: Option<u32>,
         takes: Duration,
     ) -> HostResult<()> {
+        self.undelivered(name, first, takes, false)
+    }
+
+    /// As `set_stop_undelivered` for every send, each taken late (`Undelivered::taken_late`).
+    pub fn set_stop_taken_late(&self, name: &str, takes: Duration) -> HostResult<()> {
+        self.undelivered(name, None, takes, true)
+    }
+
+    fn undelivered(
+        &self,
+        name: &str,
+        first: Option<u32>,
+        takes: Duration,
+        taken_late: bool,
+    ) -> HostResult<()> {
         let undelivered = state::Undelivered {
             first,
             takes_ms: u64::try_from(takes.as_millis()).unwrap_or(u64::MAX),
             refused: 0,
-            taken_late: false,
+            taken_late,
         };
         self.world(|s| {
             s.settings
                 .stop_undelivered
                 .insert(name.to_ascii_lowercase(), undelivered);
-        })
-    }
-
-    /// As `set_stop_undelivered` for every send, each taken late (`Undelivered::taken_late`).
-    pub fn set_stop_taken_late(&self, name: &str, takes: Duration) -> HostResult<()> {
-        self.set_stop_undelivered(name, None, takes)?;
-        self.world(|s| {
-            if let Some(u) = s
-                .settings
-                .stop_undelivered
-                .get_mut(&name.to_ascii_lowercase())
-            {
-                u.taken_late = true;
-            }
         })
     }
 
@@ -517,20 +498,11 @@ impl SimHost {
         self.push_endpoint(network_id, name, ip, false)
     }
 
-    /// Calico's host endpoint on an Overlay network as calico-node's startup makes it
-    /// (projectcalico/calico v3.32.1 `cni-plugin/pkg/dataplane/windows/dataplane_windows.go`,
-    /// `createAndAttachVxlanHostEP`: `IsRemoteEndpoint: true`, a `PA` policy with the
-    /// network's management IP, attached to nothing, so no state is claimed for it).
-    pub fn add_remote_host_endpoint(
-        &self,
-        network_id: &str,
-        name: &str,
-        ip: &str,
-    ) -> HostResult<()> {
-        self.push_endpoint(network_id, name, ip, true)
-    }
-
-    fn push_endpoint(
+    /// An endpoint with the network's management IP as provider address; `remote`: as
+    /// calico-node's Overlay host endpoint (projectcalico/calico v3.32.1
+    /// `cni-plugin/pkg/dataplane/windows/dataplane_windows.go`, `createAndAttachVxlanHostEP`:
+    /// `IsRemoteEndpoint: true`, attached to nothing, so no state is claimed for it).
+    pub(super) fn push_endpoint(
         &self,
         network_id: &str,
         name: &str,
@@ -897,20 +869,17 @@ impl EventLog for SimHost {
         id: u32,
         message: &str,
     ) -> HostResult<()> {
-        let mut guard = self.lock();
-        let mut next = guard.clone();
-        next.events.push(state::SimEvent {
-            source: source.to_owned(),
-            level,
-            id,
-            message: message.to_owned(),
-            channel: "Application".into(),
-            time: crate::duration::now(),
-            binary: None,
-        });
-        self.save(&next)?;
-        *guard = next;
-        Ok(())
+        self.world(|s| {
+            s.events.push(state::SimEvent {
+                source: source.to_owned(),
+                level,
+                id,
+                message: message.to_owned(),
+                channel: "Application".into(),
+                time: crate::duration::now(),
+                binary: None,
+            });
+        })
     }
 
     fn read_events(
@@ -952,7 +921,7 @@ impl Host for SimHost {
 
     fn kind(&self) -> HostKind {
         let profile = self.profile();
-        if self.in_memory {
+        if self.temp.is_some() {
             HostKind::InMemory { profile }
         } else {
             HostKind::Simulated {

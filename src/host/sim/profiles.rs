@@ -52,12 +52,6 @@ pub const PROFILES: &[(&str, &str)] = &[
 
 pub const DEFAULT_PROFILE: &str = "ws2022";
 
-/// Windows Server 2025 at 26100.1742, or at April 2026's 26100.32690 (KB5082063).
-fn ws2025(name: &str) -> (u32, u32, &'static str) {
-    let ubr = if name == "ws2025" { 1742 } else { 32690 };
-    (26100, ubr, "Windows Server 2025 Datacenter")
-}
-
 /// A file the profile places on the host: path and contents.
 pub type SeedFile = (String, Vec<u8>);
 
@@ -68,7 +62,8 @@ pub fn build(name: &str) -> Option<(State, Vec<SeedFile>)> {
         "ws2019" => (17763, 1432, "Windows Server 2019 Datacenter"),
         "ws2019-unpatched" => (17763, 1000, "Windows Server 2019 Datacenter"),
         "ws20h2" => (19042, 1415, "Windows Server Datacenter"),
-        "ws2025" | "ws2025-april2026" => ws2025(name),
+        "ws2025" => (26100, 1742, "Windows Server 2025 Datacenter"),
+        "ws2025-april2026" => (26100, 32690, "Windows Server 2025 Datacenter"),
         _ => (20348, 2227, "Windows Server 2022 Datacenter"),
     };
     let mut state = base(name, build, ubr, product);

@@ -194,7 +194,7 @@ impl Services for SimHost {
             let svc = s.services.get_mut(&key).ok_or_else(|| not_found(name))?;
             svc.state = ServiceState::StartPending;
             svc.pid = Some(pid);
-            svc.since = Some(super::state::unix_now());
+            svc.since = Some(super::state::unix_now_ms() / 1000);
             Ok(())
         })?;
         let started = match (&self.start_hook, own_service_args(&svc.command_line)) {
@@ -207,14 +207,14 @@ impl Services for SimHost {
             ),
             _ => Ok(()),
         };
-        let mut guard = self.lock();
-        if let Some(s) = guard.services.get_mut(&key) {
-            match &started {
-                Ok(()) => s.state = ServiceState::Running,
-                Err(_) => s.stop_now(),
+        self.world(|s| {
+            if let Some(s) = s.services.get_mut(&key) {
+                match &started {
+                    Ok(()) => s.state = ServiceState::Running,
+                    Err(_) => s.stop_now(),
+                }
             }
-        }
-        self.save(&guard)?;
+        })?;
         started.map_err(|e| HostError::Refused {
             what: format!("start service {name}"),
             reason: format!("it stopped during start-up: {e:#}"),

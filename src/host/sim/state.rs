@@ -97,27 +97,12 @@ pub struct SimEvent {
     pub level: crate::host::EventLevel,
     pub id: u32,
     pub message: String,
-    /// The log it is in: `Application` (what `ReportEventW` writes to) unless said.
-    #[serde(default = "application", skip_serializing_if = "is_application")]
+    /// The log it is in: `Application` (what `ReportEventW` writes to) or `System`.
     pub channel: String,
-    /// When, in seconds since 1970 (0: not recorded).
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// When, in seconds since 1970.
     pub time: i64,
     /// The text of its binary data (the Service Control Manager's key name of a service).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub binary: Option<String>,
-}
-
-fn application() -> String {
-    "Application".into()
-}
-
-fn is_application(c: &str) -> bool {
-    c == "Application"
-}
-
-fn is_zero(t: &i64) -> bool {
-    *t == 0
 }
 
 /// How the simulation behaves, and its counters.
@@ -266,11 +251,6 @@ impl SimService {
         self.since = None;
         self.stopped_at_ms = None;
     }
-}
-
-/// The machine's clock in Unix seconds, for start times.
-pub fn unix_now() -> i64 {
-    unix_now_ms() / 1000
 }
 
 pub fn key_of(key: &str) -> String {
