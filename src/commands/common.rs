@@ -66,7 +66,6 @@ fn said(problems: &[Problem]) -> String {
     problems.iter().map(one).collect::<Vec<_>>().join("; ")
 }
 
-/// Refuses a `--skip` that names no check.
 /// `--allow-known-issue` names entries of the known-issues table only.
 pub(crate) fn check_known_issue_ids(allowed: &[String]) -> Result<(), UsageError> {
     match checks::known_issues::unknown_ids(allowed).first() {
@@ -85,6 +84,7 @@ pub(crate) fn check_known_issue_ids(allowed: &[String]) -> Result<(), UsageError
     }
 }
 
+/// Refuses a `--skip` that names no check.
 pub(crate) fn check_skips(skip: &[String]) -> Result<(), UsageError> {
     let known = |id: &str| {
         checks::host::IDS.contains(&id)

@@ -259,7 +259,14 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
     dns_label("--calico-namespace", &args.calico_namespace)?;
     if args.identity == RbacIdentity::Diags {
-        return rbac_diags(args, ctx, (name, namespace));
+        // `fleet diags`' least roles (`fleet::diags::rights`): the ServiceAccount and the Role
+        // in the DaemonSet's namespace, and calico-node's right to review the nodes' tokens.
+        let docs = crate::fleet::diags::rights::manifests(
+            name,
+            (namespace, namespace),
+            &args.calico_namespace,
+        );
+        return print_manifests(ctx, &docs, args.out_file.as_deref());
     }
     let rights = if args.identity == RbacIdentity::Installer {
         crate::cluster::rights::installer(args.datastore == crate::cli::RbacDatastore::Etcdv3)
@@ -306,22 +313,6 @@ fn rbac_verify(
     docs.extend(crate::cluster::verify_rights::admission(
         name, namespace, name, &images,
     ));
-    print_manifests(ctx, &docs, args.out_file.as_deref())
-}
-
-/// `fleet rbac --identity diags`: `fleet diags`' least roles (`fleet::diags::rights`), the
-/// ServiceAccount and the Role both in the DaemonSet's namespace, the ServiceAccount whose
-/// tokens the nodes take, and calico-node's right to review them (in --calico-namespace).
-fn rbac_diags(
-    args: &FleetRbacArgs,
-    ctx: &mut Context,
-    (name, namespace): (&str, &str),
-) -> anyhow::Result<()> {
-    let docs = crate::fleet::diags::rights::manifests(
-        name,
-        (namespace, namespace),
-        &args.calico_namespace,
-    );
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 
@@ -464,7 +455,9 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         .into());
     }
     let migrate = migration(args)?;
-    let concurrency = concurrency(args, migrate.is_some());
+    // Nodes changed at once: as given, else 2 (1 for a migration or with `--verify`).
+    let one = migrate.is_some() || args.verify;
+    let concurrency = args.concurrency.unwrap_or(if one { 1 } else { 2 });
     Ok(Fleet {
         name,
         namespace: args.namespace.clone(),
@@ -505,18 +498,6 @@ pub(crate) const VERIFY_JOB: VerifyJob = VerifyJob {
     pull_timeout: crate::verify::options::PULL_TIMEOUT,
     reconfigure: Duration::from_secs(5 * 60 + 8 * 60),
 };
-
-/// Nodes changed at once: as given, else 2 (1 for a migration or with `--verify`).
-fn concurrency(args: &FleetPlanArgs, migrating: bool) -> u32 {
-    args.concurrency.unwrap_or(if migrating || args.verify {
-        1
-    } else {
-        DEFAULT_CONCURRENCY
-    })
-}
-
-/// Nodes changed at once when nothing else is said.
-const DEFAULT_CONCURRENCY: u32 = 2;
 
 /// The Plan's (and DaemonSet's) name, the jobs' account and the config's Secret: as given,
 /// else a reconfigure's or, for a migration, its own (so that applying it replaces neither
