@@ -251,6 +251,10 @@ pub fn this_node(ctx: &mut Context) -> Option<(NodeName, Option<String>)> {
     Some((l.config.node.k8s_node_ref.clone(), domain))
 }
 
+/// Where Calico is installed when neither a flag nor a readable config says (the setting's
+/// default).
+pub(crate) const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
+
 /// What a Ctrl-C does to a changing command's run when the stop signal cannot be caught.
 pub const CHANGE_UNCAUGHT: &str =
     "the process ends where it is, and its journal lets the next run undo or finish what it did";

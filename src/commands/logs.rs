@@ -1,6 +1,7 @@
 //! `logs`: the services' logs (and calicoctl-win's own) as one stream each, redacted as
 //! `diags` redacts (`installed::logs`); `--follow` keeps reading, `--position` keeps where.
 
+use super::common::DEFAULT_ROOT;
 use crate::cli::{LogRole, LogsArgs};
 use crate::context::Context;
 use crate::error::UsageError;
@@ -11,8 +12,6 @@ use crate::layout::{InstallRoot, KEPT_LOGS_DIR, Role};
 use anyhow::Context as _;
 use std::io::{Read, Write};
 
-/// The install root when the configuration cannot be read.
-const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
 /// How often a follower looks: a line shows within this (and the time to read it).
 const POLL: std::time::Duration = std::time::Duration::from_secs(1);
 /// How many polls between two readings of the secret files (a renewed token is new).

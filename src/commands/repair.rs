@@ -140,8 +140,22 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Ok(());
     }
     let recheck = |id: &str| still_at_fault(host.as_ref(), &c, &node, args.grace, id);
-    let mut opts = options(ctx, change.journal_path.clone(), interrupted, &c);
-    opts.recheck = Some(&recheck);
+    // Journaled, no rollback (a deleted endpoint or an evicted pod cannot be brought back).
+    // Ctrl-C ends an eviction's wait and the run before its next step, journaled for a
+    // rerun, and the wait for the node's health after it.
+    let opts = apply::Options {
+        stop: ctx.catch_stop(Stop::new(), super::common::CHANGE_UNCAUGHT),
+        recheck: Some(&recheck),
+        ..apply::Options::for_change(
+            "repair",
+            change.journal_path.clone(),
+            false,
+            // Its plan stops and starts no service (`plan::repair`).
+            Duration::ZERO,
+            interrupted,
+            Some(c.as_ref() as &dyn crate::cluster::NodeControl),
+        )
+    };
     let stop = opts.stop.clone();
     if let Err(f) = change.run(ctx, &actions, opts)? {
         let e = f.error;
@@ -154,10 +168,15 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
     count_repair(host.as_ref(), &root, &actions, ctx);
     let left = match wait_healthy(ctx, (host.as_ref(), &c, &node), args, &stop)? {
         Waited::Healthy(left) => left,
+        // The document says the steps are done, and what the last look found at fault.
         Waited::Stopped(left) => {
             doc.own.remaining = Some(&left);
             doc.own.interrupted = true;
-            return Err(stopped(ctx, &doc));
+            ctx.printer.json(&doc);
+            anyhow::bail!(
+                "stopped (Ctrl-C or a termination signal) while waiting for the repaired endpoints, after its {} step(s): the repair is done; 'calicoctl-win status' tells the node's health",
+                doc.actions.len()
+            );
         }
     };
     let findings = look_after(ctx, (host.as_ref(), &c, &node, &root), args.grace);
@@ -165,16 +184,6 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
     doc.own.findings = Some(&findings);
     ctx.printer.json(&doc);
     finished(ctx, actions.len(), &findings)
-}
-
-/// A stop during the wait after the run: the document printed (the steps done, `interrupted`,
-/// what the last look found at fault), and the error a stopped change ends with (exit 1).
-fn stopped(ctx: &mut Context, doc: &Changing<Repair<'_>>) -> anyhow::Error {
-    ctx.printer.json(doc);
-    anyhow::anyhow!(
-        "stopped (Ctrl-C or a termination signal) while waiting for the repaired endpoints, after its {} step(s): the repair is done; 'calicoctl-win status' tells the node's health",
-        doc.actions.len()
-    )
 }
 
 /// The node judged again as status and the condition judge it, now the repair is done (the
@@ -403,30 +412,5 @@ fn refused(node: &NodeName, judged: &[Judged], r: repair::Refusal) -> anyhow::Er
             .of_kind(crate::error::Kind::DrainRefused)
             .into()
         }
-    }
-}
-
-/// How the plan runs: journaled, no rollback (a deleted endpoint or an evicted pod cannot be
-/// brought back), with the cluster for the evictions.
-/// Ctrl-C ends an eviction's wait and the run before its next step, journaled for a rerun,
-/// and the wait for the node's health after it.
-fn options<'a>(
-    ctx: &mut Context,
-    journal_path: String,
-    journal: Option<crate::apply::journal::Journal>,
-    cluster: &'a Cluster,
-) -> apply::Options<'a> {
-    let cluster = Some(cluster as &dyn crate::cluster::NodeControl);
-    apply::Options {
-        stop: ctx.catch_stop(Stop::new(), super::common::CHANGE_UNCAUGHT),
-        ..apply::Options::for_change(
-            "repair",
-            journal_path,
-            false,
-            // Its plan stops and starts no service (`plan::repair`).
-            Duration::ZERO,
-            journal,
-            cluster,
-        )
     }
 }

@@ -1,6 +1,7 @@
 //! `uninstall`: removes what install created, read from its install record.
 
 use super::change::{Change, Changing};
+use super::common::DEFAULT_ROOT;
 use crate::apply;
 use crate::apply::Options;
 use crate::apply::journal::Journal;
@@ -59,9 +60,6 @@ impl ClusterLeft {
 
 /// Why the cluster is not contacted with `--skip-cluster`.
 const SKIPPED: &str = "--skip-cluster: the cluster is not contacted";
-
-/// Where Calico is installed when neither the flag nor a readable config says.
-const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
 
 pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host_to_change("uninstall")?;
