@@ -171,7 +171,14 @@ fn migration(args: &FleetPlanArgs) -> anyhow::Result<Option<Migration>> {
         }
         flags.push(format!("{flag}={value}"));
     }
-    check_release_flags(args)?;
+    // What each node's install would refuse of them, refused before a rollout takes its first
+    // node out of the operator's hands.
+    if let Some(v) = &args.calico_version {
+        super::flags::calico_version(v, "each node installs the cluster's")?;
+    }
+    if let Some(sha) = &args.sha256 {
+        super::flags::sha256(sha)?;
+    }
     if let Some(zip) = &args.release_zip
         && !is_zip_for_every_node(zip)
     {
@@ -189,28 +196,6 @@ fn migration(args: &FleetPlanArgs) -> anyhow::Result<Option<Migration>> {
         pod_timeout: args.pod_timeout,
         release: flags,
     }))
-}
-
-/// What each node's install would refuse of the release flags, refused when the Plan is
-/// written, before a rollout takes its first node out of the operator's hands.
-fn check_release_flags(args: &FleetPlanArgs) -> anyhow::Result<()> {
-    if let Some(v) = &args.calico_version
-        && let Err(why) = crate::release::CalicoVersion::parse_release(v.trim_start_matches('v'))
-    {
-        return Err(UsageError::new(
-            format!("--calico-version: {why}"),
-            "write the release like 3.30.2 (without --calico-version, each node installs the cluster's)",
-        )
-        .into());
-    }
-    if let Some(sha) = &args.sha256
-        && let Err(e) = crate::release::parse_sha256(sha)
-    {
-        return Err(
-            UsageError::new(e.to_string(), "copy the checksum from the release page").into(),
-        );
-    }
-    Ok(())
 }
 
 /// Whether every node can read the zip at `zip`: an https:// URL, or an absolute path (a
