@@ -258,8 +258,18 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
     refuse_unfinished(host, &read.root, (TO, TO))?;
     let mut change = Change::begin(ctx, host, TO, &read.root, read.root.migrate_journal())?;
     let before_path = read.root.migrate_cluster_journal();
-    let before_journal = continue_before(ctx, host, &before_path)?;
-    let Some(rec) = installed(host, &read.root, change.journal.as_ref())? else {
+    // An interrupted run's cluster steps are continued (and undone if they fail).
+    let before_journal = crate::apply::journal::Journal::load(host, &before_path)?;
+    if let Some(j) = &before_journal {
+        ctx.printer.note(&format!(
+            "an earlier migrate to-operator stopped in its cluster steps ({} journaled): this run continues them",
+            j.entries.len()
+        ));
+    }
+    // What is handed over: the install record, or the one an interrupted run's journal kept
+    // (its host part removed the record).
+    let journaled = change.journal.as_ref().and_then(|j| j.record.clone());
+    let Some(rec) = record::read(host, &read.root)?.or(journaled) else {
         return already_the_operators(ctx, &read);
     };
     let facts = read.facts(host.service_query("kube-proxy")?.is_some());
@@ -459,32 +469,6 @@ fn undo_cluster_steps(
             failed.join("; ")
         )
     }
-}
-
-/// The journal of an interrupted run's cluster steps, continued (and undone if they fail).
-fn continue_before(
-    ctx: &mut Context,
-    host: &dyn Host,
-    path: &str,
-) -> anyhow::Result<Option<crate::apply::journal::Journal>> {
-    let j = crate::apply::journal::Journal::load(host, path)?;
-    if let Some(j) = &j {
-        ctx.printer.note(&format!(
-            "an earlier migrate to-operator stopped in its cluster steps ({} journaled): this run continues them",
-            j.entries.len()
-        ));
-    }
-    Ok(j)
-}
-
-/// What is handed over: the install record, or the one an interrupted run's journal kept
-/// (its host part removed the record); `None` when there is neither.
-fn installed(
-    host: &dyn Host,
-    root: &InstallRoot,
-    journal: Option<&crate::apply::journal::Journal>,
-) -> anyhow::Result<Option<record::InstallRecord>> {
-    Ok(record::read(host, root)?.or_else(|| journal.and_then(|j| j.record.clone())))
 }
 
 /// A node with nothing of calicoctl-win's to hand over: done when the operator's pod runs
