@@ -58,8 +58,9 @@ impl ClusterLeft {
     }
 }
 
-/// Why the cluster is not contacted with `--skip-cluster`.
+/// Why the cluster is not contacted: `--skip-cluster`, or no admin kubeconfig.
 const SKIPPED: &str = "--skip-cluster: the cluster is not contacted";
+const NO_KUBECONFIG: &str = "there is no admin kubeconfig";
 
 pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host_to_change("uninstall")?;
@@ -258,8 +259,6 @@ fn nothing_installed(
 /// run cut off after the host's steps finishes them when run again. When it does not answer
 /// (no admin kubeconfig, or the cluster is gone), they are said now, with the commands that do
 /// them, and uninstall goes on: the node itself is uninstalled.
-const NO_KUBECONFIG: &str = "there is no admin kubeconfig";
-
 struct ClusterPart {
     cluster: Option<crate::cluster::Cluster>,
     steps: Vec<apply::Action>,
