@@ -350,12 +350,8 @@ pub struct LintPoliciesArgs {
     pub from_file: Vec<PathBuf>,
     /// Render as this Calico release's Felix does (3.31 or v3.31.7; default: the cluster's
     /// ClusterInformation, else 3.31)
-    #[arg(long, value_name = "VERSION", value_parser = calico_release)]
+    #[arg(long, value_name = "VERSION", value_parser = crate::policy::felix::modelled)]
     pub calico_version: Option<crate::policy::felix::Release>,
-}
-
-fn calico_release(raw: &str) -> Result<crate::policy::felix::Release, String> {
-    crate::policy::felix::modelled(raw)
 }
 
 #[derive(Debug, Subcommand)]

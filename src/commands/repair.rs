@@ -88,7 +88,16 @@ pub(crate) struct Repair<'a> {
 }
 
 pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    check_grace(args.grace)?;
+    if args.grace < MIN_GRACE {
+        return Err(UsageError::new(
+            format!(
+                "--grace {} is shorter than an HNS attach can take",
+                crate::duration::show(args.grace)
+            ),
+            format!("pass --grace {} or more", crate::duration::show(MIN_GRACE)),
+        )
+        .into());
+    }
     let host = ctx.open_host_to_change("repair")?;
     let Target {
         node,
@@ -224,21 +233,6 @@ fn count_repair(host: &dyn Host, root: &InstallRoot, actions: &[apply::Action], 
         ctx.printer
             .warn(&format!("cannot count the repair in its metrics: {e}"));
     }
-}
-
-/// `--grace` below the floor is refused.
-fn check_grace(grace: Duration) -> anyhow::Result<()> {
-    if grace >= MIN_GRACE {
-        return Ok(());
-    }
-    Err(UsageError::new(
-        format!(
-            "--grace {} is shorter than an HNS attach can take",
-            crate::duration::show(grace)
-        ),
-        format!("pass --grace {} or more", crate::duration::show(MIN_GRACE)),
-    )
-    .into())
 }
 
 /// The endpoints as judged now and the plan; this look is recorded (a dry run changes nothing,

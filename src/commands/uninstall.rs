@@ -633,16 +633,20 @@ fn undo_interrupted_grant(
         return stays(ctx, &SKIPPED);
     }
     let removed = match ctx.connect_cluster() {
-        Ok(Some(c)) => match removed_waiting(ctx, &c, m) {
-            // The kubeconfig found is no admin's (kubelet's own `C:\k\config`, a pod's
-            // account): a refusal no rerun changes, so it is said, as with none at all.
-            Err(
-                e @ crate::cluster::ClusterError::Api {
-                    code: 401 | 403, ..
-                },
-            ) => return stays(ctx, &e),
-            done => done.map_err(|e| e.to_string()),
-        },
+        Ok(Some(c)) => {
+            // Said first: it may wait for a create that got no answer.
+            m.wait_note().inspect(|n| ctx.printer.note(n));
+            match crate::cluster::making::remove_made(&c, m) {
+                // The kubeconfig found is no admin's (kubelet's own `C:\k\config`, a pod's
+                // account): a refusal no rerun changes, so it is said, as with none at all.
+                Err(
+                    e @ crate::cluster::ClusterError::Api {
+                        code: 401 | 403, ..
+                    },
+                ) => return stays(ctx, &e),
+                done => done.map_err(|e| e.to_string()),
+            }
+        }
         // No admin kubeconfig given at all: the node's own uninstall is not held hostage to a
         // cluster it was not given; what stays in the cluster is said with its command.
         Ok(None) => return stays(ctx, &NO_KUBECONFIG),
@@ -659,16 +663,6 @@ fn undo_interrupted_grant(
             m.delete_command()
         ),
     }
-}
-
-/// `making::remove_made`, said first when it may wait for a create that got no answer.
-fn removed_waiting(
-    ctx: &mut Context,
-    c: &crate::cluster::Cluster,
-    m: &crate::cluster::making::Making,
-) -> Result<Vec<String>, crate::cluster::ClusterError> {
-    m.wait_note().inspect(|n| ctx.printer.note(n));
-    crate::cluster::making::remove_made(c, m)
 }
 
 /// Windows cannot delete a running program's image: an uninstall run from the install root's

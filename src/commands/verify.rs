@@ -35,7 +35,14 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         }
         (named, _) => named.to_vec(),
     };
-    one_node_in_a_namespace_given(args, &nodes)?;
+    // A run in a namespace given verifies one node.
+    if let (Some(ns), [_, _, ..]) = (&args.namespace, &nodes[..]) {
+        return Err(UsageError::new(
+            format!("verify --namespace {ns} verifies one node a run"),
+            "run 'calicoctl-win verify --namespace' once for each node, or leave out --namespace (each node's run then gets a namespace of its own)",
+        )
+        .into());
+    }
     let c = ctx.require_cluster()?;
     let first = Options {
         image: args.image.clone(),
@@ -160,17 +167,6 @@ fn plan_gate(ctx: &mut Context, here: Option<&(NodeName, Option<String>)>) -> Pl
         here: here.map(|(n, _)| n.clone()),
         calico_node_started: started.ok().flatten(),
         fresh_since: crate::duration::now() - stale,
-    }
-}
-
-/// `--namespace` with more than one node is refused: a run there verifies one node.
-fn one_node_in_a_namespace_given(args: &VerifyArgs, nodes: &[NodeName]) -> Result<(), UsageError> {
-    match (&args.namespace, nodes) {
-        (Some(ns), [_, _, ..]) => Err(UsageError::new(
-            format!("verify --namespace {ns} verifies one node a run"),
-            "run 'calicoctl-win verify --namespace' once for each node, or leave out --namespace (each node's run then gets a namespace of its own)",
-        )),
-        _ => Ok(()),
     }
 }
 

@@ -557,14 +557,6 @@ fn install_failed(e: apply::ExecError, measured: String) -> anyhow::Error {
     anyhow::Error::new(e).context(format!("install failed; {after}{kept}{logs}"))
 }
 
-fn host_name(host: &dyn Host) -> String {
-    match host.kind() {
-        HostKind::Windows => "this node".into(),
-        HostKind::Simulated { dir, profile } => format!("the simulated {profile} host in {dir}"),
-        HostKind::InMemory { profile } => format!("a throw-away simulated {profile} host"),
-    }
-}
-
 /// The checks, host then cluster, shown as a table; a blocking failure stops a real run
 /// (exit 3) with nothing changed.
 fn run_checks(
@@ -671,7 +663,12 @@ fn show(ctx: &mut Context, change: &Change, p: &Shown<'_>) {
         p.config.backend,
         p.config.datastore,
         p.checked.change.root,
-        host_name(change.host),
+        match change.host.kind() {
+            HostKind::Windows => "this node".into(),
+            HostKind::Simulated { dir, profile } =>
+                format!("the simulated {profile} host in {dir}"),
+            HostKind::InMemory { profile } => format!("a throw-away simulated {profile} host"),
+        },
     ));
     for line in p.prepare {
         ctx.printer.text(&format!("  - {line}"));
