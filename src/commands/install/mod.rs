@@ -25,7 +25,7 @@ use crate::host::{Host, HostKind};
 use crate::installed::legacy::{legacy_error, legacy_services};
 use crate::installed::record::{self, RecordedFile};
 use crate::layout::join;
-use crate::plan::install::{Got, Inputs, release_files};
+use crate::plan::install::{DesiredFile, Got, Inputs, release_files};
 use crate::plan::{self};
 use crate::release::{self};
 use anyhow::Context as _;
@@ -386,7 +386,15 @@ fn before_any_change(
         return Ok(None);
     }
     release::refuse_plain_http(&c.want)?;
-    look(ctx, args, c.change.host, config, c)?;
+    // The release as the dry run sees it (a given zip extracted into calicoctl-win's state
+    // directory, the temporary directory without the host lock; a download pending), judged
+    // as the staged release is: a refused release (its checksum, its version, older than the
+    // cluster's) or a file that cannot be made refuses the run with nothing staged and no
+    // journal begun. The staged release is judged again.
+    let (host, cache) = (c.change.host, c.change.root.cache());
+    let (_staging, got) = beginning::look(ctx, host, &c.want, (&cache, c.change.holds_lock()))?;
+    given_release_against_cluster(args, &c.want, &got, c.cluster_version.as_deref())?;
+    release_and_rendered(host, config, c, &got, &mut Vec::new())?;
     // Without the cluster, its refusal (no-admin-kubeconfig) comes first, as the dry run's
     // does: the dry run cannot look for a SHA256SUMS and only warns of the checksum.
     let read = matches!(c.cluster, ClusterRead::Read(..));
@@ -427,25 +435,6 @@ fn staged(
             Ok(made)
         }
     }
-}
-
-/// Before anything changes (a real run; a dry run's staging is this look): the release as
-/// the dry run sees it, a given zip extracted into calicoctl-win's state directory (the
-/// temporary directory without the host lock) and a download pending, judged as the staged release is, so that a refused release (its
-/// checksum, its version, older than the cluster's) or a file that cannot be made refuses
-/// the run with nothing staged and no journal begun. The staged release is judged again.
-fn look(
-    ctx: &mut Context,
-    args: &InstallArgs,
-    host: &dyn Host,
-    config: &crate::config::Config,
-    c: &Checked,
-) -> anyhow::Result<()> {
-    let cache = (c.change.root.cache(), c.change.holds_lock());
-    let (_staging, got) = beginning::look(ctx, host, &c.want, (&cache.0, cache.1))?;
-    given_release_against_cluster(args, &c.want, &got, c.cluster_version.as_deref())?;
-    release_and_rendered(host, config, c, &got, &mut Vec::new())?;
-    Ok(())
 }
 
 /// The downloaded zip kept in the cache, and the cache's directories this run made: the
@@ -636,39 +625,19 @@ fn present<'a>(
     from_operator: Option<FromOperator>,
     refused: Option<anyhow::Error>,
 ) -> anyhow::Result<Option<Changing<Install<'a>>>> {
-    show(ctx, change, p);
-    let own = Install {
-        calico_version: p.version,
-        install_root: p.checked.change.root.as_str(),
-        checks: &p.checked.results,
-        blocking: &p.checked.blocking,
-        prepare: p.prepare,
-        uplink: &p.checked.uplink,
-        from_operator,
-    };
-    let doc = Changing::plan(ctx.options.dry_run, own, p.actions);
-    if ctx.options.dry_run {
-        end_dry_run(ctx, &p.checked.blocking, &doc, refused)?;
-        return Ok(None);
-    }
-    Ok(Some(doc))
-}
-
-/// The plan's header, what is prepared, the actions (in a dry run) and the taint.
-fn show(ctx: &mut Context, change: &Change, p: &Shown<'_>) {
+    // The plan's header, what is prepared, the actions (in a dry run) and the taint.
     let dry_run = ctx.options.dry_run;
+    let on = match change.host.kind() {
+        HostKind::Windows => "this node".into(),
+        HostKind::Simulated { dir, profile } => format!("the simulated {profile} host in {dir}"),
+        HostKind::InMemory { profile } => format!("a throw-away simulated {profile} host"),
+    };
     ctx.printer.text(&format!(
-        "Install Calico {} ({} backend, {} datastore) into {} on {}",
+        "Install Calico {} ({} backend, {} datastore) into {} on {on}",
         p.version.unwrap_or("(version unknown)"),
         p.config.backend,
         p.config.datastore,
         p.checked.change.root,
-        match change.host.kind() {
-            HostKind::Windows => "this node".into(),
-            HostKind::Simulated { dir, profile } =>
-                format!("the simulated {profile} host in {dir}"),
-            HostKind::InMemory { profile } => format!("a throw-away simulated {profile} host"),
-        },
     ));
     for line in p.prepare {
         ctx.printer.text(&format!("  - {line}"));
@@ -693,6 +662,21 @@ fn show(ctx: &mut Context, change: &Change, p: &Shown<'_>) {
             t.effect
         ));
     }
+    let own = Install {
+        calico_version: p.version,
+        install_root: p.checked.change.root.as_str(),
+        checks: &p.checked.results,
+        blocking: &p.checked.blocking,
+        prepare: p.prepare,
+        uplink: &p.checked.uplink,
+        from_operator,
+    };
+    let doc = Changing::plan(dry_run, own, p.actions);
+    if dry_run {
+        end_dry_run(ctx, &p.checked.blocking, &doc, refused)?;
+        return Ok(None);
+    }
+    Ok(Some(doc))
 }
 
 /// `--taint-windows` after a successful run: the node tainted (once), or a warning when there
@@ -745,7 +729,7 @@ fn desired_files(
     c: &Checked,
     (got, credentials): (&Got, &mut Credentials),
     prepare: &mut Vec<String>,
-) -> anyhow::Result<Vec<crate::plan::install::DesiredFile>> {
+) -> anyhow::Result<Vec<DesiredFile>> {
     let (mut files, rendered) = release_and_rendered(host, config, c, got, prepare)?;
     files.append(&mut credentials.files);
     prepare.append(&mut credentials.prepare);
@@ -767,20 +751,14 @@ fn credentials_of(
     credentials(ctx, args, (c.change.host, config), at, etcd_files)
 }
 
-/// The release's files and the rendered ones for the release `got`.
-type ReleaseAndRendered = (
-    Vec<crate::plan::install::DesiredFile>,
-    Vec<crate::plan::install::DesiredFile>,
-);
-
-/// The release's files and the files rendered for it.
+/// The release's files and the files rendered for the release `got`.
 fn release_and_rendered(
     host: &dyn Host,
     config: &crate::config::Config,
     c: &Checked,
     got: &Got,
     prepare: &mut Vec<String>,
-) -> anyhow::Result<ReleaseAndRendered> {
+) -> anyhow::Result<(Vec<DesiredFile>, Vec<DesiredFile>)> {
     let files = release_files(host, config, got, &c.want, prepare)?;
     let rendered = plan::desired::rendered_files(
         host,
