@@ -1227,8 +1227,9 @@ pub fn flag_values(args: impl IntoIterator<Item = std::ffi::OsString>, flag: &st
 }
 
 #[cfg(test)]
-mod json_flag_tests {
+mod tests {
     use super::wants_json;
+    use clap::CommandFactory;
 
     fn args(s: &str) -> Vec<String> {
         std::iter::once("calicoctl-win")
@@ -1259,11 +1260,6 @@ mod json_flag_tests {
             assert!(!wants_json(&args(no)), "{no}");
         }
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
 
     #[test]
     fn sets_before_and_after_the_command_all_count() {

@@ -183,8 +183,20 @@ fn operator_refusals(read: &Read, host: &dyn Host) -> anyhow::Result<Vec<migrate
         }
     };
     let endpoint = match operator::services_endpoint(&read.cluster, &namespace) {
+        // The identity may not read the operator's settings where it runs (the migrate
+        // account's Role is in another namespace): what it would make of a Windows node is not
+        // known.
         Err(crate::cluster::ClusterError::Api { code: 403, .. }) => {
-            out.push(settings_forbidden(&namespace));
+            let map = operator::SERVICES_ENDPOINT;
+            out.push(migrate::Refusal {
+                code: "operator-settings-forbidden",
+                message: format!(
+                    "the identity may not get configmaps {map} in namespace {namespace}, where the operator reads its settings, so whether it would accept a Windows node cannot be told"
+                ),
+                fix: format!(
+                    "apply the roles 'calicoctl-win fleet plan --migrate to-operator --operator-namespace {namespace}' writes (a Role in {namespace} that may get configmaps {map}), or use an admin kubeconfig"
+                ),
+            });
             return Ok(out);
         }
         found => found?,
@@ -204,21 +216,6 @@ fn operator_refusals(read: &Read, host: &dyn Host) -> anyhow::Result<Vec<migrate
         &addresses,
     ));
     Ok(out)
-}
-
-/// The identity may not read the operator's settings where it runs (the migrate account's
-/// Role is in another namespace): what the operator would make of a Windows node is not known.
-fn settings_forbidden(namespace: &str) -> migrate::Refusal {
-    let map = operator::SERVICES_ENDPOINT;
-    migrate::Refusal {
-        code: "operator-settings-forbidden",
-        message: format!(
-            "the identity may not get configmaps {map} in namespace {namespace}, where the operator reads its settings, so whether it would accept a Windows node cannot be told"
-        ),
-        fix: format!(
-            "apply the roles 'calicoctl-win fleet plan --migrate to-operator --operator-namespace {namespace}' writes (a Role in {namespace} that may get configmaps {map}), or use an admin kubeconfig"
-        ),
-    }
 }
 
 /// The operator does not render its Installation now (a TigeraStatus Degraded): a change it
@@ -456,12 +453,13 @@ fn undo_cluster_steps(
         Some(cluster),
     );
     let failed = rolled.failures;
-    if failed.is_empty() && rolled.kept.is_empty() {
-        "the cluster steps an earlier run made before the node (journal {path}) were undone; nothing on the node was changed".replace("{path}", path)
-    } else if failed.is_empty() {
+    if failed.is_empty() {
+        let but = match rolled.kept.join("; ") {
+            kept if kept.is_empty() => kept,
+            kept => format!(" but one: {kept}"),
+        };
         format!(
-            "the cluster steps an earlier run made before the node (journal {path}) were undone but one: {}; nothing on the node was changed",
-            rolled.kept.join("; ")
+            "the cluster steps an earlier run made before the node (journal {path}) were undone{but}; nothing on the node was changed"
         )
     } else {
         format!(

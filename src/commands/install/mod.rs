@@ -82,9 +82,19 @@ pub(crate) fn run_within(
     let (loaded, etcd_files) = merged_config(ctx, &cluster, base)?;
     let config = &loaded.config;
 
-    // The version: the cluster's unless one was chosen; never older than it unless allowed.
+    // The version: the cluster's unless one was chosen; never older than it unless allowed,
+    // another one chosen a warning.
     let cluster_version = cluster.facts().and_then(|f| f.calico_version.clone());
-    choose_version(ctx, &mut want, args, cluster_version.as_deref())?;
+    want.follow_cluster(cluster_version.as_deref());
+    if let (true, Some(asked), None) = (want.chosen, &want.version, &args.release.release_zip) {
+        let (what, of_cluster) = (
+            format!("--calico-version {asked}"),
+            cluster_version.as_deref(),
+        );
+        if let Some(w) = release::against_cluster(&what, asked, of_cluster, args.allow_downgrade)? {
+            ctx.printer.warn(&w);
+        }
+    }
 
     // The release to install (the cluster's when no other was chosen) for known-issues.
     let version = want.version.clone().or_else(|| cluster_version.clone());
@@ -165,7 +175,23 @@ fn install(
     // rendered files.
     let mut prepare: Vec<String> = Vec::new();
     let files = desired_files(host, config, &c, (&got, &mut credentials), &mut prepare)?;
-    let (extra_owned, extra_dirs) = cache_owned(&got, cache_dirs);
+    // The downloaded zip kept in the cache, and the cache's directories this run made: the
+    // install owns them beyond its files.
+    let (extra_owned, extra_dirs) = match &got {
+        Got::Release {
+            cached: Some((path, sha)),
+            ..
+        } => {
+            let (path, sha256) = (path.clone(), sha.clone());
+            let zip = RecordedFile {
+                path,
+                sha256,
+                rendered: false,
+            };
+            (vec![zip], cache_dirs)
+        }
+        _ => (Vec::new(), Vec::new()),
+    };
     let renewal = credentials.renewal.take();
 
     // The plan, from the journal as it is now (the grant's objects are journaled in it later).
@@ -308,7 +334,17 @@ fn finish(
     mut doc: Changing<Install>,
     within: Option<&mut Within>,
 ) -> anyhow::Result<()> {
-    taint_node(ctx, taint, cluster, node_name)?;
+    // `--taint-windows`: the node tainted (once), or a warning without a cluster to do it with.
+    if let (Some(t), ClusterRead::Read(c, _)) = (taint, cluster) {
+        let changed = node::ensure_taint(c, node_name, t)?;
+        ctx.printer.text(&format!(
+            "node {node_name}: taint os=windows:NoSchedule {}",
+            if changed { "added" } else { "already there" }
+        ));
+    } else if taint.is_some() {
+        ctx.printer
+            .warn("--taint-windows: no admin kubeconfig, so the node was not tainted");
+    }
     if let Some(c) = cluster.cluster() {
         change.annotate(ctx, Some(c), node_name);
     }
@@ -437,25 +473,6 @@ fn staged(
     }
 }
 
-/// The downloaded zip kept in the cache, and the cache's directories this run made: the
-/// install owns them beyond its files.
-fn cache_owned(got: &Got, cache_dirs: Vec<String>) -> (Vec<RecordedFile>, Vec<String>) {
-    match got {
-        Got::Release {
-            cached: Some((path, sha)),
-            ..
-        } => (
-            vec![RecordedFile {
-                path: path.clone(),
-                sha256: sha.clone(),
-                rendered: false,
-            }],
-            cache_dirs,
-        ),
-        _ => (Vec::new(), Vec::new()),
-    }
-}
-
 /// The end of a dry run: the plan was shown; it exits as the real run would, 3 when that would
 /// stop at the checks, else with the refusal the real run gives before its first change.
 fn end_dry_run(
@@ -521,29 +538,29 @@ fn execute(
             change.keep_file_stats(ctx);
             Ok(())
         }
-        Err(e) => {
-            let Failed { error, left } = *e;
-            Err(install_failed(error, left.unwrap_or_default()))
+        // What the rollback did and what still differs.
+        Err(failed) => {
+            let Failed { error: e, left } = *failed;
+            let measured = left.unwrap_or_default();
+            let after = match &e.rollback_failures {
+                Some(f) if f.is_empty() => {
+                    format!("every step done before it was undone; {measured}")
+                }
+                Some(f) => format!(
+                    "undoing the steps done before it failed partly: {}; the journal is kept and the next install continues from it; {measured}",
+                    f.join("; ")
+                ),
+                None => String::new(),
+            };
+            let logs = e.kept_logs.as_ref().map_or(String::new(), |d| {
+                format!("; the services' logs, which say why, were moved to {d}")
+            });
+            // What changed after the run made it (a firewall rule beside an administrator's)
+            // stays.
+            let kept: String = e.rollback_kept.iter().map(|k| format!("; {k}")).collect();
+            Err(anyhow::Error::new(e).context(format!("install failed; {after}{kept}{logs}")))
         }
     }
-}
-
-/// The error of a failed run, with what the rollback did and what still differs.
-fn install_failed(e: apply::ExecError, measured: String) -> anyhow::Error {
-    let after = match &e.rollback_failures {
-        Some(f) if f.is_empty() => format!("every step done before it was undone; {measured}"),
-        Some(f) => format!(
-            "undoing the steps done before it failed partly: {}; the journal is kept and the next install continues from it; {measured}",
-            f.join("; ")
-        ),
-        None => String::new(),
-    };
-    let logs = e.kept_logs.as_ref().map_or(String::new(), |d| {
-        format!("; the services' logs, which say why, were moved to {d}")
-    });
-    // What changed after the run made it (a firewall rule beside an administrator's) stays.
-    let kept: String = e.rollback_kept.iter().map(|k| format!("; {k}")).collect();
-    anyhow::Error::new(e).context(format!("install failed; {after}{kept}{logs}"))
 }
 
 /// The checks, host then cluster, shown as a table; a blocking failure stops a real run
@@ -677,47 +694,6 @@ fn present<'a>(
         return Ok(None);
     }
     Ok(Some(doc))
-}
-
-/// `--taint-windows` after a successful run: the node tainted (once), or a warning when there
-/// is no cluster to do it with.
-fn taint_node(
-    ctx: &mut Context,
-    taint: Option<&k8s_openapi::api::core::v1::Taint>,
-    cluster: &ClusterRead,
-    node_name: &NodeName,
-) -> anyhow::Result<()> {
-    if let (Some(t), ClusterRead::Read(c, _)) = (taint, cluster) {
-        let changed = node::ensure_taint(c, node_name, t)?;
-        ctx.printer.text(&format!(
-            "node {node_name}: taint os=windows:NoSchedule {}",
-            if changed { "added" } else { "already there" }
-        ));
-    } else if taint.is_some() {
-        ctx.printer
-            .warn("--taint-windows: no admin kubeconfig, so the node was not tainted");
-    }
-    Ok(())
-}
-
-/// The Calico version: the cluster's unless one was chosen; one chosen that is older than the
-/// cluster's is refused unless `--allow-downgrade`, another one is a warning.
-fn choose_version(
-    ctx: &mut Context,
-    want: &mut release::Want,
-    args: &InstallArgs,
-    cluster_version: Option<&str>,
-) -> anyhow::Result<()> {
-    want.follow_cluster(cluster_version);
-    if let (true, Some(asked), None) = (want.chosen, &want.version, &args.release.release_zip) {
-        let what = format!("--calico-version {asked}");
-        if let Some(w) =
-            release::against_cluster(&what, asked, cluster_version, args.allow_downgrade)?
-        {
-            ctx.printer.warn(&w);
-        }
-    }
-    Ok(())
 }
 
 /// Every file install puts on the node: the release's, calicoctl-win itself, calico-node's
