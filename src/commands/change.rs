@@ -1,8 +1,6 @@
-//! The skeleton the changing commands (install, reconfigure, uninstall) share, as one value:
-//! a [`Change`] holds the host (and the host lock), the install root, the journal path and the
-//! journal an interrupted run left; it shows the plan, runs it with each step printed and
-//! logged and a failure measured against the host as it was before (the before-snapshot is
-//! taken as the run starts), and after success keeps the file stats and annotates the node.
+//! The skeleton the changing commands (install, reconfigure, uninstall, repair, migrate)
+//! share, as one value, [`Change`]: the host and its lock, the root, the journal; the plan
+//! shown, run and measured; after success, the file stats kept and the node annotated.
 
 use crate::apply::journal::Journal;
 use crate::context::Context;

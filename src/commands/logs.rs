@@ -22,14 +22,6 @@ const POSITION_CAP: u64 = 4096;
 /// users expect a screenful.
 const FOLLOW_TAIL: u64 = 100;
 
-const ALL: [LogRole; 5] = [
-    LogRole::Node,
-    LogRole::Felix,
-    LogRole::Confd,
-    LogRole::KubeProxy,
-    LogRole::CalicoctlWin,
-];
-
 /// The role's name on the command line and its log's files.
 fn log_set(role: LogRole, logs_dir: &str) -> (&'static str, LogSet) {
     let service = match role {
@@ -92,8 +84,9 @@ pub fn run(args: &LogsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         (None, None) => Start::Tail(u64::MAX),
     };
     let mut readers = Vec::new();
+    let every = <LogRole as clap::ValueEnum>::value_variants();
     for role in if args.roles.is_empty() {
-        &ALL[..]
+        every
     } else {
         &args.roles
     } {
