@@ -174,7 +174,21 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         )));
     }
     doc.changed = true;
-    count_repair(host.as_ref(), &root, &actions, ctx);
+    // The repair and the endpoints it removed counted in repair's metrics file, which
+    // CalicoNode serves; a failure is a warning.
+    {
+        use crate::installed::metrics::{REPAIR_FILE, REPAIRED_ENDPOINTS, REPAIRS, bump};
+        let h = host.as_ref();
+        let removed = (actions.iter())
+            .filter(|a| matches!(a, apply::Action::DeleteEndpoint { .. }))
+            .count() as u64;
+        let counted = bump(h, &root, REPAIR_FILE, REPAIRS, 1)
+            .and_then(|()| bump(h, &root, REPAIR_FILE, REPAIRED_ENDPOINTS, removed));
+        if let Err(e) = counted {
+            ctx.printer
+                .warn(&format!("cannot count the repair in its metrics: {e}"));
+        }
+    }
     let left = match wait_healthy(ctx, (host.as_ref(), &c, &node), args, &stop)? {
         Waited::Healthy(left) => left,
         // The document says the steps are done, and what the last look found at fault.
@@ -192,7 +206,23 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
     doc.own.remaining = Some(&left);
     doc.own.findings = Some(&findings);
     ctx.printer.json(&doc);
-    finished(ctx, actions.len(), &findings)
+    // Done, or what the node's judges still find (exit 1), each with its code and fix as
+    // status prints them.
+    if findings.is_empty() {
+        ctx.printer.text(&format!(
+            "Repaired: {} step(s); nothing is at fault on the node.",
+            actions.len()
+        ));
+        return Ok(());
+    }
+    for f in &findings {
+        ctx.printer.text(&format!("after the repair: {f:4}"));
+    }
+    let problems = findings.iter().map(|f| super::common::Problem {
+        message: format!("after the repair, {}", f.message),
+        ..f.into()
+    });
+    Err(super::common::Degraded(problems.collect()).into())
 }
 
 /// The node judged again as status and the condition judge it, now the repair is done (the
@@ -217,22 +247,6 @@ fn look_after(
         mode: crate::health::Mode::Own(own),
     });
     crate::health::OwnView::of(surveyed).findings
-}
-
-/// Counts the repair and the endpoints it removed in repair's metrics file, which CalicoNode
-/// serves; a failure is a warning.
-fn count_repair(host: &dyn Host, root: &InstallRoot, actions: &[apply::Action], ctx: &mut Context) {
-    use crate::installed::metrics::{REPAIR_FILE, REPAIRED_ENDPOINTS, REPAIRS, bump};
-    let removed = actions
-        .iter()
-        .filter(|a| matches!(a, apply::Action::DeleteEndpoint { .. }))
-        .count() as u64;
-    let counted = bump(host, root, REPAIR_FILE, REPAIRS, 1)
-        .and_then(|()| bump(host, root, REPAIR_FILE, REPAIRED_ENDPOINTS, removed));
-    if let Err(e) = counted {
-        ctx.printer
-            .warn(&format!("cannot count the repair in its metrics: {e}"));
-    }
 }
 
 /// The endpoints as judged now and the plan; this look is recorded (a dry run changes nothing,
@@ -284,30 +298,6 @@ fn still_at_fault(
         Some(j) if j.verdict.is_fault() => None,
         Some(j) => Some(format!("a new look finds it {}", j.verdict.word())),
     })
-}
-
-/// After the plan ran: done, or what the node's judges still find (exit 1), each with its
-/// code and fix as status prints them.
-fn finished(ctx: &mut Context, steps: usize, findings: &[Finding]) -> anyhow::Result<()> {
-    if findings.is_empty() {
-        ctx.printer.text(&format!(
-            "Repaired: {steps} step(s); nothing is at fault on the node."
-        ));
-        return Ok(());
-    }
-    for f in findings {
-        ctx.printer.text(&format!("after the repair: {f:4}"));
-    }
-    Err(super::common::Degraded(
-        findings
-            .iter()
-            .map(|f| super::common::Problem {
-                message: format!("after the repair, {}", f.message),
-                ..f.into()
-            })
-            .collect(),
-    )
-    .into())
 }
 
 /// The Calico network's endpoints, judged against the cluster (none without the network), by
