@@ -350,12 +350,8 @@ pub struct LintPoliciesArgs {
     pub from_file: Vec<PathBuf>,
     /// Render as this Calico release's Felix does (3.31 or v3.31.7; default: the cluster's
     /// ClusterInformation, else 3.31)
-    #[arg(long, value_name = "VERSION", value_parser = calico_release)]
+    #[arg(long, value_name = "VERSION", value_parser = crate::policy::felix::modelled)]
     pub calico_version: Option<crate::policy::felix::Release>,
-}
-
-fn calico_release(raw: &str) -> Result<crate::policy::felix::Release, String> {
-    crate::policy::felix::modelled(raw)
 }
 
 #[derive(Debug, Subcommand)]
@@ -1231,8 +1227,9 @@ pub fn flag_values(args: impl IntoIterator<Item = std::ffi::OsString>, flag: &st
 }
 
 #[cfg(test)]
-mod json_flag_tests {
+mod tests {
     use super::wants_json;
+    use clap::CommandFactory;
 
     fn args(s: &str) -> Vec<String> {
         std::iter::once("calicoctl-win")
@@ -1263,11 +1260,6 @@ mod json_flag_tests {
             assert!(!wants_json(&args(no)), "{no}");
         }
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::CommandFactory;
 
     #[test]
     fn sets_before_and_after_the_command_all_count() {

@@ -21,11 +21,26 @@ pub enum Exit {
     NeedsDrain = 6,
 }
 
-/// What kind of failure an error is, for automation: `error.kind` in the JSON document. The
-/// names are stable; docs/errors.md lists each with its exit code (a test keeps it complete).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
+/// Declares `Kind` and `Kind::ALL`, every kind in one list (the documentation test reads it).
+macro_rules! kinds {
+    ($($(#[$doc:meta])* $kind:ident,)*) => {
+        /// What kind of failure an error is, for automation: `error.kind` in the JSON document.
+        /// The names are stable; docs/errors.md lists each with its exit code (a test keeps it
+        /// complete).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum Kind {
+            $($(#[$doc])* $kind,)*
+        }
+
+        impl Kind {
+            /// Every kind, for the documentation test.
+            pub const ALL: &[Kind] = &[$(Kind::$kind),*];
+        }
+    };
+}
+
+kinds! {
     /// A failure no more specific kind describes.
     Failed,
     /// Bad flags or arguments.
@@ -97,57 +112,6 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// Every kind, for the documentation test.
-    pub const ALL: &[Kind] = &[
-        Kind::Failed,
-        Kind::Usage,
-        Kind::InvalidConfig,
-        Kind::ConfigUnreadable,
-        Kind::InvalidTemplate,
-        Kind::Locked,
-        Kind::LockFailed,
-        Kind::PreflightFailed,
-        Kind::AdapterChoice,
-        Kind::NoAdminKubeconfig,
-        Kind::BadKubeconfig,
-        Kind::ClusterUnreachable,
-        Kind::ClusterBadAnswer,
-        Kind::ClusterTimeout,
-        Kind::ClusterRefused,
-        Kind::NeedsDrain,
-        Kind::VniMismatch,
-        Kind::DrainRefused,
-        Kind::DrainTimeout,
-        Kind::NodeNotReady,
-        Kind::NotInstalled,
-        Kind::LegacyInstall,
-        Kind::NoServiceAccount,
-        Kind::CredentialsMissing,
-        Kind::TokenTimeout,
-        Kind::EtcdCertificates,
-        Kind::EtcdUnreachable,
-        Kind::EtcdTimeout,
-        Kind::ChecksumMismatch,
-        Kind::ChecksumNeeded,
-        Kind::PlainHttp,
-        Kind::BadUrl,
-        Kind::VersionMismatch,
-        Kind::Downgrade,
-        Kind::DownloadFailed,
-        Kind::DownloadTimeout,
-        Kind::BadRelease,
-        Kind::ServiceFailed,
-        Kind::Timeout,
-        Kind::AdapterAddress,
-        Kind::MigrationRefused,
-        Kind::OperatorPodTimeout,
-        Kind::PolicyFindings,
-        Kind::InvalidInput,
-        Kind::InputUnreadable,
-        Kind::TrafficFailed,
-        Kind::TurnTimeout,
-    ];
-
     /// The exit codes a failure of this kind comes with: what docs/errors.md lists
     /// (`tests/cli/docs.rs` compares them) and what every error of the kind must use (checked
     /// when a debug build makes the error).

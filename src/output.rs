@@ -279,13 +279,13 @@ pub struct DownloadProgress {
     from: u64,
     started: std::time::Instant,
     last: std::time::Instant,
-    every: std::time::Duration,
     /// The width of the bar line last drawn, to clear it.
     drawn: usize,
 }
 
-/// How often the bar is redrawn at most.
+/// How often the bar is redrawn at most, and a line is printed without a terminal.
 const BAR_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+const LINE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl DownloadProgress {
     /// `terminal`: stderr is a terminal; `quiet`: print nothing (JSON output to a script still
@@ -299,7 +299,6 @@ impl DownloadProgress {
             from: 0,
             started: now,
             last: now,
-            every: std::time::Duration::from_secs(5),
             drawn: 0,
         }
     }
@@ -388,7 +387,7 @@ impl crate::release::Progress for DownloadProgress {
                 self.last = std::time::Instant::now();
                 self.draw(done);
             }
-        } else if !self.quiet && self.last.elapsed() >= self.every {
+        } else if !self.quiet && self.last.elapsed() >= LINE_EVERY {
             self.last = std::time::Instant::now();
             match self.total.filter(|t| *t > 0) {
                 Some(t) => eprintln!(

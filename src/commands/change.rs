@@ -1,8 +1,6 @@
-//! The skeleton the changing commands (install, reconfigure, uninstall) share, as one value:
-//! a [`Change`] holds the host (and the host lock), the install root, the journal path and the
-//! journal an interrupted run left; it shows the plan, runs it with each step printed and
-//! logged and a failure measured against the host as it was before (the before-snapshot is
-//! taken as the run starts), and after success keeps the file stats and annotates the node.
+//! The skeleton the changing commands (install, reconfigure, uninstall, repair, migrate)
+//! share, as one value, [`Change`]: the host and its lock, the root, the journal; the plan
+//! shown, run and measured; after success, the file stats kept and the node annotated.
 
 use crate::apply::journal::Journal;
 use crate::context::Context;
@@ -96,7 +94,17 @@ impl<'h> Change<'h> {
         root: &InstallRoot,
         journal_path: String,
     ) -> anyhow::Result<Self> {
-        let journal = continue_journal(ctx, host, &journal_path, command)?;
+        let journal = Journal::load(host, &journal_path)?;
+        if let Some(j) = &journal {
+            if j.command != command {
+                return Err(unfinished(&j.command, &journal_path, " first"));
+            }
+            ctx.printer.note(&format!(
+                "an earlier {command} started at {} did not finish ({} step(s) journaled): this run continues it",
+                crate::duration::time_text(j.started),
+                j.entries.len()
+            ));
+        }
         Ok(Self {
             host,
             command,
@@ -138,23 +146,72 @@ impl<'h> Change<'h> {
             return Ok(execute_plan(ctx, self.host, actions, opts)
                 .map_err(|error| Box::new(Failed { error, left: None })));
         }
-        execute_measured(ctx, self.host, actions, opts, self.command)
+        let (host, command) = (self.host, self.command);
+        let scope = crate::apply::snapshot::Scope::of_plan(actions);
+        let before =
+            anyhow::Context::with_context(crate::apply::snapshot::take(host, &scope), || {
+                format!("cannot read the host before the {command}")
+            })?;
+        Ok(execute_plan(ctx, host, actions, opts).map_err(|e| {
+            let measured = e
+                .rollback_failures
+                .is_some()
+                .then(|| after_rollback(host, &scope, &before, command));
+            Box::new(Failed {
+                error: e,
+                left: measured,
+            })
+        }))
     }
 
     /// After a run that succeeded (or had nothing to do): the installed files' sizes and
-    /// times, which spare `status` hashing them.
+    /// times, which spare `status` hashing them (`plan::file_stat`). Only a warning when they
+    /// cannot be kept: status then hashes every file.
     pub fn keep_file_stats(&self, ctx: &mut Context) {
-        keep_file_stats(ctx, self.host, &self.root);
+        let kept = crate::installed::record::read(self.host, &self.root)
+            .map_err(anyhow::Error::from)
+            .and_then(|rec| match rec {
+                Some(rec) => crate::installed::file_stat::FileStats::write(self.host, &rec),
+                None => Ok(()),
+            });
+        if let Err(e) = kept {
+            let w = format!(
+                "cannot keep the installed files' sizes and times (status hashes every file instead): {e:#}"
+            );
+            ctx.printer.warn(&w);
+            ctx.log(&format!("warning: {w}"));
+        }
     }
 
-    /// After an install or reconfigure: the node's annotations (`annotate_node`).
+    /// After a successful install or reconfigure, the node's annotations say what runs on it,
+    /// for engines that roll work over the nodes: the Calico release, calicoctl-win's version
+    /// and a hash of the rendered configuration (its files' checksums, from the install
+    /// record). A node that cannot be annotated is a warning: the node itself is as it should
+    /// be.
     pub fn annotate(
         &self,
         ctx: &mut Context,
         cluster: Option<&crate::cluster::Cluster>,
         node: &NodeName,
     ) {
-        annotate_node(ctx, cluster, self.host, &self.root, node);
+        let Some(c) = cluster else {
+            ctx.log("no cluster: the node is not annotated");
+            return;
+        };
+        let rec = match crate::installed::record::read(self.host, &self.root) {
+            Ok(Some(r)) => r,
+            Ok(None) => return,
+            Err(e) => {
+                ctx.printer.warn(&format!("node {node} not annotated: {e}"));
+                return;
+            }
+        };
+        let annotations = crate::installed::record::annotations_for(&rec);
+        if let Err(e) = crate::cluster::node::annotate(c, node, &annotations) {
+            ctx.printer.warn(&format!(
+                "node {node} not annotated with the installed Calico version and config hash: {e}"
+            ));
+        }
     }
 }
 
@@ -168,57 +225,6 @@ pub(crate) struct Failed {
 /// What running a plan gives: the warnings of a run that succeeded, or how it failed.
 pub(crate) type Outcome = Result<Vec<String>, Box<Failed>>;
 
-/// After a successful install or reconfigure, the node's annotations say what runs on it, for
-/// engines that roll work over the nodes: the Calico release, calicoctl-win's version and a
-/// hash of the rendered configuration (its files' checksums, from the install record). A node
-/// that cannot be annotated is a warning: the node itself is as it should be.
-fn annotate_node(
-    ctx: &mut Context,
-    cluster: Option<&crate::cluster::Cluster>,
-    host: &dyn crate::host::Host,
-    root: &InstallRoot,
-    node: &NodeName,
-) {
-    let Some(c) = cluster else {
-        ctx.log("no cluster: the node is not annotated");
-        return;
-    };
-    let rec = match crate::installed::record::read(host, root) {
-        Ok(Some(r)) => r,
-        Ok(None) => return,
-        Err(e) => {
-            ctx.printer.warn(&format!("node {node} not annotated: {e}"));
-            return;
-        }
-    };
-    let annotations = crate::installed::record::annotations_for(&rec);
-    if let Err(e) = crate::cluster::node::annotate(c, node, &annotations) {
-        ctx.printer.warn(&format!(
-            "node {node} not annotated with the installed Calico version and config hash: {e}"
-        ));
-    }
-}
-/// The journal an interrupted run of `command` left under the install root, after saying
-/// that this run continues it; another command's unfinished journal is refused.
-fn continue_journal(
-    ctx: &mut Context,
-    host: &dyn crate::host::Host,
-    path: &str,
-    command: &str,
-) -> anyhow::Result<Option<crate::apply::journal::Journal>> {
-    let Some(j) = crate::apply::journal::Journal::load(host, path)? else {
-        return Ok(None);
-    };
-    if j.command != command {
-        return Err(unfinished(&j.command, path, " first"));
-    }
-    ctx.printer.note(&format!(
-        "an earlier {command} started at {} did not finish ({} step(s) journaled): this run continues it",
-        crate::duration::time_text(j.started),
-        j.entries.len()
-    ));
-    Ok(Some(j))
-}
 /// The refusal of a run over another command's unfinished journal at `path`: that command
 /// runs again to finish it, `then` this one.
 pub(crate) fn unfinished(command: &str, path: &str, then: &str) -> anyhow::Error {
@@ -261,49 +267,6 @@ fn after_rollback(
         left.len(),
         lines.concat()
     )
-}
-/// Runs the plan like `execute_plan`, with a snapshot of what it touches taken first: a
-/// failure comes back with what its rollback left, measured (`after_rollback`), when there
-/// was a rollback. `Err` only when the host cannot be read before.
-fn execute_measured(
-    ctx: &mut Context,
-    host: &dyn crate::host::Host,
-    actions: &[crate::apply::Action],
-    opts: crate::apply::Options,
-    command: &str,
-) -> anyhow::Result<Outcome> {
-    let scope = crate::apply::snapshot::Scope::of_plan(actions);
-    let before = anyhow::Context::with_context(crate::apply::snapshot::take(host, &scope), || {
-        format!("cannot read the host before the {command}")
-    })?;
-    Ok(execute_plan(ctx, host, actions, opts).map_err(|e| {
-        let measured = e
-            .rollback_failures
-            .is_some()
-            .then(|| after_rollback(host, &scope, &before, command));
-        Box::new(Failed {
-            error: e,
-            left: measured,
-        })
-    }))
-}
-/// After an install or reconfigure: the installed files' sizes and times, which
-/// spare `status` hashing them (`plan::file_stat`). Only a warning when they cannot be kept:
-/// status then hashes every file.
-fn keep_file_stats(ctx: &mut Context, host: &dyn crate::host::Host, root: &InstallRoot) {
-    let kept = crate::installed::record::read(host, root)
-        .map_err(anyhow::Error::from)
-        .and_then(|rec| match rec {
-            Some(rec) => crate::installed::file_stat::FileStats::write(host, &rec),
-            None => Ok(()),
-        });
-    if let Err(e) = kept {
-        let w = format!(
-            "cannot keep the installed files' sizes and times (status hashes every file instead): {e:#}"
-        );
-        ctx.printer.warn(&w);
-        ctx.log(&format!("warning: {w}"));
-    }
 }
 /// Runs a plan, printing and logging each step as it starts; the warnings of a run that
 /// succeeded (a route with nowhere to go) are printed and returned for the JSON document.

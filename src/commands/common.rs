@@ -66,7 +66,6 @@ fn said(problems: &[Problem]) -> String {
     problems.iter().map(one).collect::<Vec<_>>().join("; ")
 }
 
-/// Refuses a `--skip` that names no check.
 /// `--allow-known-issue` names entries of the known-issues table only.
 pub(crate) fn check_known_issue_ids(allowed: &[String]) -> Result<(), UsageError> {
     match checks::known_issues::unknown_ids(allowed).first() {
@@ -85,6 +84,7 @@ pub(crate) fn check_known_issue_ids(allowed: &[String]) -> Result<(), UsageError
     }
 }
 
+/// Refuses a `--skip` that names no check.
 pub(crate) fn check_skips(skip: &[String]) -> Result<(), UsageError> {
     let known = |id: &str| {
         checks::host::IDS.contains(&id)
@@ -250,6 +250,10 @@ pub fn this_node(ctx: &mut Context) -> Option<(NodeName, Option<String>)> {
         .find_map(|d| d.to_string().strip_prefix("svc.").map(str::to_owned));
     Some((l.config.node.k8s_node_ref.clone(), domain))
 }
+
+/// Where Calico is installed when neither a flag nor a readable config says (the setting's
+/// default).
+pub(crate) const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
 
 /// What a Ctrl-C does to a changing command's run when the stop signal cannot be caught.
 pub const CHANGE_UNCAUGHT: &str =

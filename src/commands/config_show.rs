@@ -95,7 +95,7 @@ pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let uplink = uplink_shown(host.as_ref(), &loaded.config, internal_ip);
     let file = loaded.file.as_ref().map(|f| f.display().to_string());
 
-    let settings = spec::SETTINGS
+    let settings: Vec<(&str, Setting)> = spec::SETTINGS
         .iter()
         .filter_map(|s| {
             let shown = loaded.shown.get(s.key)?;
@@ -107,6 +107,9 @@ pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
             };
             Some((s.key, entry))
         })
+        .collect();
+    let rows: Vec<(&str, String, String)> = (settings.iter())
+        .map(|(k, s)| (*k, text_value(&s.shown.value), s.shown.source.to_string()))
         .collect();
     let method = crate::render::env::autodetection_method(&loaded.config);
     ctx.printer.json(&ConfigShow {
@@ -123,15 +126,6 @@ pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
         cluster: &cluster,
     });
 
-    let rows: Vec<(String, String, String)> = spec::SETTINGS
-        .iter()
-        .filter_map(|s| {
-            loaded
-                .shown
-                .get(s.key)
-                .map(|v| (s.key.to_owned(), text_value(&v.value), v.source.to_string()))
-        })
-        .collect();
     let key_w = rows.iter().map(|r| r.0.len()).max().unwrap_or(3).max(3);
     let val_w = rows
         .iter()

@@ -7,19 +7,9 @@ use crate::release::{self, Source, Want};
 
 /// The release flags (`--release-zip`, `--calico-version`, `--sha256` ...), checked.
 pub fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
-    let version = a
-        .calico_version
-        .as_deref()
-        .map(|v| v.trim_start_matches('v').to_owned());
-    if let Some(v) = &version
-        && let Err(why) = release::CalicoVersion::parse_release(v)
-    {
-        return Err(UsageError::new(
-            format!("--calico-version: {why}"),
-            "write the release like 3.30.2 (without --calico-version, the cluster's is used)",
-        )
-        .into());
-    }
+    let version = (a.calico_version.as_deref())
+        .map(|v| calico_version(v, "the cluster's is used"))
+        .transpose()?;
     let source = match &a.release_zip {
         Some(s) => Source::parse(s),
         None => Source::Url(release::official_url(
@@ -28,12 +18,7 @@ pub fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
                 .unwrap_or(release::DEFAULT_CALICO_VERSION),
         )),
     };
-    let sha256 = a
-        .sha256
-        .as_deref()
-        .map(release::parse_sha256)
-        .transpose()
-        .map_err(|e| UsageError::new(e.to_string(), "copy the checksum from the release page"))?;
+    let sha256 = a.sha256.as_deref().map(sha256).transpose()?;
     let ca_pem = match &a.release_ca_cert {
         Some(p) => {
             let pem = crate::files::read_capped(p, crate::files::SMALL_FILE_CAP).map_err(|e| {
@@ -80,4 +65,22 @@ pub fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
         timeout: a.download_timeout,
         idle_timeout: a.download_idle_timeout,
     })
+}
+
+/// `--calico-version`, checked, without a leading `v`; `otherwise` says what goes without it.
+pub fn calico_version(v: &str, otherwise: &str) -> Result<String, UsageError> {
+    let v = v.trim_start_matches('v');
+    match release::CalicoVersion::parse_release(v) {
+        Ok(_) => Ok(v.to_owned()),
+        Err(why) => Err(UsageError::new(
+            format!("--calico-version: {why}"),
+            format!("write the release like 3.30.2 (without --calico-version, {otherwise})"),
+        )),
+    }
+}
+
+/// `--sha256`, checked.
+pub fn sha256(s: &str) -> Result<String, UsageError> {
+    release::parse_sha256(s)
+        .map_err(|e| UsageError::new(e.to_string(), "copy the checksum from the release page"))
 }

@@ -171,7 +171,14 @@ fn migration(args: &FleetPlanArgs) -> anyhow::Result<Option<Migration>> {
         }
         flags.push(format!("{flag}={value}"));
     }
-    check_release_flags(args)?;
+    // What each node's install would refuse of them, refused before a rollout takes its first
+    // node out of the operator's hands.
+    if let Some(v) = &args.calico_version {
+        super::flags::calico_version(v, "each node installs the cluster's")?;
+    }
+    if let Some(sha) = &args.sha256 {
+        super::flags::sha256(sha)?;
+    }
     if let Some(zip) = &args.release_zip
         && !is_zip_for_every_node(zip)
     {
@@ -189,28 +196,6 @@ fn migration(args: &FleetPlanArgs) -> anyhow::Result<Option<Migration>> {
         pod_timeout: args.pod_timeout,
         release: flags,
     }))
-}
-
-/// What each node's install would refuse of the release flags, refused when the Plan is
-/// written, before a rollout takes its first node out of the operator's hands.
-fn check_release_flags(args: &FleetPlanArgs) -> anyhow::Result<()> {
-    if let Some(v) = &args.calico_version
-        && let Err(why) = crate::release::CalicoVersion::parse_release(v.trim_start_matches('v'))
-    {
-        return Err(UsageError::new(
-            format!("--calico-version: {why}"),
-            "write the release like 3.30.2 (without --calico-version, each node installs the cluster's)",
-        )
-        .into());
-    }
-    if let Some(sha) = &args.sha256
-        && let Err(e) = crate::release::parse_sha256(sha)
-    {
-        return Err(
-            UsageError::new(e.to_string(), "copy the checksum from the release page").into(),
-        );
-    }
-    Ok(())
 }
 
 /// Whether every node can read the zip at `zip`: an https:// URL, or an absolute path (a
@@ -259,7 +244,14 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
     dns_label("--calico-namespace", &args.calico_namespace)?;
     if args.identity == RbacIdentity::Diags {
-        return rbac_diags(args, ctx, (name, namespace));
+        // `fleet diags`' least roles (`fleet::diags::rights`): the ServiceAccount and the Role
+        // in the DaemonSet's namespace, and calico-node's right to review the nodes' tokens.
+        let docs = crate::fleet::diags::rights::manifests(
+            name,
+            (namespace, namespace),
+            &args.calico_namespace,
+        );
+        return print_manifests(ctx, &docs, args.out_file.as_deref());
     }
     let rights = if args.identity == RbacIdentity::Installer {
         crate::cluster::rights::installer(args.datastore == crate::cli::RbacDatastore::Etcdv3)
@@ -306,22 +298,6 @@ fn rbac_verify(
     docs.extend(crate::cluster::verify_rights::admission(
         name, namespace, name, &images,
     ));
-    print_manifests(ctx, &docs, args.out_file.as_deref())
-}
-
-/// `fleet rbac --identity diags`: `fleet diags`' least roles (`fleet::diags::rights`), the
-/// ServiceAccount and the Role both in the DaemonSet's namespace, the ServiceAccount whose
-/// tokens the nodes take, and calico-node's right to review them (in --calico-namespace).
-fn rbac_diags(
-    args: &FleetRbacArgs,
-    ctx: &mut Context,
-    (name, namespace): (&str, &str),
-) -> anyhow::Result<()> {
-    let docs = crate::fleet::diags::rights::manifests(
-        name,
-        (namespace, namespace),
-        &args.calico_namespace,
-    );
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 
@@ -464,7 +440,17 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         .into());
     }
     let migrate = migration(args)?;
-    let concurrency = concurrency(args, migrate.is_some());
+    // Nodes changed at once: as given, else 2 (1 for a migration or with `--verify`).
+    let one = migrate.is_some() || args.verify;
+    let concurrency = args.concurrency.unwrap_or(if one { 1 } else { 2 });
+    // `--verify-image` only with a verify to run it (clap's `requires` names one flag).
+    if args.verify_image.is_some() && !args.verify && args.verify_every.is_none() {
+        return Err(UsageError::new(
+            "--verify-image without --verify or --verify-every: no verify runs to use it",
+            "add --verify or --verify-every, or leave out --verify-image",
+        )
+        .into());
+    }
     Ok(Fleet {
         name,
         namespace: args.namespace.clone(),
@@ -481,20 +467,9 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         migrate,
         verify: args.verify.then_some(VERIFY_JOB),
         verify_every: args.verify_every,
-        verify_image: verify_image(args)?,
+        verify_image: args.verify_image.clone(),
         log_containers: args.log_containers,
     })
-}
-
-/// `--verify-image`: only with a verify to run it (clap's `requires` names one flag).
-fn verify_image(args: &FleetPlanArgs) -> Result<Option<String>, UsageError> {
-    if args.verify_image.is_some() && !args.verify && args.verify_every.is_none() {
-        return Err(UsageError::new(
-            "--verify-image without --verify or --verify-every: no verify runs to use it",
-            "add --verify or --verify-every, or leave out --verify-image",
-        ));
-    }
-    Ok(args.verify_image.clone())
 }
 
 /// The Plan's `verify` bounds: verify's defaults, and reconfigure's own waits at theirs
@@ -505,18 +480,6 @@ pub(crate) const VERIFY_JOB: VerifyJob = VerifyJob {
     pull_timeout: crate::verify::options::PULL_TIMEOUT,
     reconfigure: Duration::from_secs(5 * 60 + 8 * 60),
 };
-
-/// Nodes changed at once: as given, else 2 (1 for a migration or with `--verify`).
-fn concurrency(args: &FleetPlanArgs, migrating: bool) -> u32 {
-    args.concurrency.unwrap_or(if migrating || args.verify {
-        1
-    } else {
-        DEFAULT_CONCURRENCY
-    })
-}
-
-/// Nodes changed at once when nothing else is said.
-const DEFAULT_CONCURRENCY: u32 = 2;
 
 /// The Plan's (and DaemonSet's) name, the jobs' account and the config's Secret: as given,
 /// else a reconfigure's or, for a migration, its own (so that applying it replaces neither

@@ -107,7 +107,8 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
 }
 
 /// One read for the whole fleet: the DaemonSet's verify interval (refused: no verdict is
-/// judged stale, and that is said) and its turns (none beside a Plan, which takes none).
+/// judged stale, and that is said) and its turns (none beside a Plan, which takes none;
+/// refused, no right to list leases: none, said).
 fn read_daemon_set(
     ctx: &mut Context,
     c: &crate::cluster::Cluster,
@@ -122,24 +123,15 @@ fn read_daemon_set(
     });
     let turns = match &ds {
         Some(ds) if !traffic::takes_turns(ds) => Vec::new(),
-        _ => read_turns(ctx, c, args),
+        _ => crate::fleet::turn::slots(c, &args.namespace, &args.name).unwrap_or_else(|e| {
+            ctx.printer.warn(&format!(
+                "cannot read the turns of {}/{} ({e}): who holds them is not shown",
+                args.namespace, args.name
+            ));
+            Vec::new()
+        }),
     };
     (ds.as_ref().and_then(traffic::every_of), turns)
-}
-
-/// The fleet DaemonSet's turns, read once; refused (no right to list leases), none, said.
-fn read_turns(
-    ctx: &mut Context,
-    c: &crate::cluster::Cluster,
-    args: &crate::cli::FleetStatusArgs,
-) -> Vec<crate::fleet::turn::Slot> {
-    crate::fleet::turn::slots(c, &args.namespace, &args.name).unwrap_or_else(|e| {
-        ctx.printer.warn(&format!(
-            "cannot read the turns of {}/{} ({e}): who holds them is not shown",
-            args.namespace, args.name
-        ));
-        Vec::new()
-    })
 }
 
 /// The turns held, each with its node, since when and its failure, escaped as the table is.

@@ -31,7 +31,12 @@ pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
         .map_or("config.ps1".into(), |n| n.to_string_lossy().into_owned());
     let yaml = import_ps1::to_yaml(&import, &name);
 
-    let problems = problems(args, &yaml)?;
+    // The result must load: what keeps it from loading is shown, to be fixed before use.
+    let path = args
+        .out_file
+        .clone()
+        .unwrap_or("calico-windows.yaml".into());
+    let problems = config::problems_of_file(path, &yaml)?;
 
     let written = write(args, ctx, &yaml)?;
 
@@ -73,16 +78,6 @@ pub fn run(args: &ImportArgs, ctx: &mut Context) -> anyhow::Result<()> {
         problems: &problems,
     });
     Ok(())
-}
-
-/// The imported configuration's problems: the result must load, and what keeps it from
-/// loading is shown so it can be fixed before it is used.
-fn problems(args: &ImportArgs, yaml: &str) -> anyhow::Result<Vec<crate::config::Problem>> {
-    let path = args
-        .out_file
-        .clone()
-        .unwrap_or_else(|| "calico-windows.yaml".into());
-    Ok(config::problems_of_file(path, yaml)?)
 }
 
 /// Writes the YAML to `--out-file` (an existing different file only with `--yes`); whether

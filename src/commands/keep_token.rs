@@ -46,10 +46,8 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let mut pause = args.every;
     // The scheduled verify at the node's own moment of each period (a rolled DaemonSet
     // starts every node's pod at once), or at once with --once.
-    let mut schedule = args.verify_every.map(|every| {
-        let mut s = super::keep_token_verify::Schedule::new(every, &node, args.once);
-        s.image.clone_from(&args.verify_image);
-        s
+    let mut schedule = (args.verify_every).map(|every| {
+        super::keep_token_verify::Schedule::new(every, &node, args.once, args.verify_image.clone())
     });
     // The stop signal (Ctrl-C, a console's close, the container's stop) ends a verify run
     // under way with its clean-up, and the loop at its next pause.

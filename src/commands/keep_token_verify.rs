@@ -43,12 +43,12 @@ pub struct Schedule {
     /// Requested by the stop signal: the run under way stops and cleans up, the loop ends.
     pub stop: Stop,
     /// The probe image (`--verify-image`), else verify's default.
-    pub image: Option<String>,
+    image: Option<String>,
 }
 
 impl Schedule {
     /// The first run at the node's phase, or at once (`once`).
-    pub fn new(every: Duration, node: &NodeName, once: bool) -> Self {
+    pub fn new(every: Duration, node: &NodeName, once: bool, image: Option<String>) -> Self {
         let now = Instant::now();
         let wait = until_next(node, every, crate::duration::now());
         Self {
@@ -57,7 +57,7 @@ impl Schedule {
             // A True left from before this pod (its pod was gone for long) is judged at once.
             stale_due: if once { now + every } else { now },
             stop: Stop::new(),
-            image: None,
+            image,
         }
     }
 

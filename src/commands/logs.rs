@@ -1,6 +1,7 @@
 //! `logs`: the services' logs (and calicoctl-win's own) as one stream each, redacted as
 //! `diags` redacts (`installed::logs`); `--follow` keeps reading, `--position` keeps where.
 
+use super::common::DEFAULT_ROOT;
 use crate::cli::{LogRole, LogsArgs};
 use crate::context::Context;
 use crate::error::UsageError;
@@ -11,8 +12,6 @@ use crate::layout::{InstallRoot, KEPT_LOGS_DIR, Role};
 use anyhow::Context as _;
 use std::io::{Read, Write};
 
-/// The install root when the configuration cannot be read.
-const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
 /// How often a follower looks: a line shows within this (and the time to read it).
 const POLL: std::time::Duration = std::time::Duration::from_secs(1);
 /// How many polls between two readings of the secret files (a renewed token is new).
@@ -22,14 +21,6 @@ const POSITION_CAP: u64 = 4096;
 /// Where a follower starts without --tail or --since: the last lines, as `kubectl logs -f`
 /// users expect a screenful.
 const FOLLOW_TAIL: u64 = 100;
-
-const ALL: [LogRole; 5] = [
-    LogRole::Node,
-    LogRole::Felix,
-    LogRole::Confd,
-    LogRole::KubeProxy,
-    LogRole::CalicoctlWin,
-];
 
 /// The role's name on the command line and its log's files.
 fn log_set(role: LogRole, logs_dir: &str) -> (&'static str, LogSet) {
@@ -93,8 +84,9 @@ pub fn run(args: &LogsArgs, ctx: &mut Context) -> anyhow::Result<()> {
         (None, None) => Start::Tail(u64::MAX),
     };
     let mut readers = Vec::new();
+    let every = <LogRole as clap::ValueEnum>::value_variants();
     for role in if args.roles.is_empty() {
-        &ALL[..]
+        every
     } else {
         &args.roles
     } {

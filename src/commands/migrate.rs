@@ -183,8 +183,20 @@ fn operator_refusals(read: &Read, host: &dyn Host) -> anyhow::Result<Vec<migrate
         }
     };
     let endpoint = match operator::services_endpoint(&read.cluster, &namespace) {
+        // The identity may not read the operator's settings where it runs (the migrate
+        // account's Role is in another namespace): what it would make of a Windows node is not
+        // known.
         Err(crate::cluster::ClusterError::Api { code: 403, .. }) => {
-            out.push(settings_forbidden(&namespace));
+            let map = operator::SERVICES_ENDPOINT;
+            out.push(migrate::Refusal {
+                code: "operator-settings-forbidden",
+                message: format!(
+                    "the identity may not get configmaps {map} in namespace {namespace}, where the operator reads its settings, so whether it would accept a Windows node cannot be told"
+                ),
+                fix: format!(
+                    "apply the roles 'calicoctl-win fleet plan --migrate to-operator --operator-namespace {namespace}' writes (a Role in {namespace} that may get configmaps {map}), or use an admin kubeconfig"
+                ),
+            });
             return Ok(out);
         }
         found => found?,
@@ -204,21 +216,6 @@ fn operator_refusals(read: &Read, host: &dyn Host) -> anyhow::Result<Vec<migrate
         &addresses,
     ));
     Ok(out)
-}
-
-/// The identity may not read the operator's settings where it runs (the migrate account's
-/// Role is in another namespace): what the operator would make of a Windows node is not known.
-fn settings_forbidden(namespace: &str) -> migrate::Refusal {
-    let map = operator::SERVICES_ENDPOINT;
-    migrate::Refusal {
-        code: "operator-settings-forbidden",
-        message: format!(
-            "the identity may not get configmaps {map} in namespace {namespace}, where the operator reads its settings, so whether it would accept a Windows node cannot be told"
-        ),
-        fix: format!(
-            "apply the roles 'calicoctl-win fleet plan --migrate to-operator --operator-namespace {namespace}' writes (a Role in {namespace} that may get configmaps {map}), or use an admin kubeconfig"
-        ),
-    }
 }
 
 /// The operator does not render its Installation now (a TigeraStatus Degraded): a change it
@@ -258,8 +255,18 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
     refuse_unfinished(host, &read.root, (TO, TO))?;
     let mut change = Change::begin(ctx, host, TO, &read.root, read.root.migrate_journal())?;
     let before_path = read.root.migrate_cluster_journal();
-    let before_journal = continue_before(ctx, host, &before_path)?;
-    let Some(rec) = installed(host, &read.root, change.journal.as_ref())? else {
+    // An interrupted run's cluster steps are continued (and undone if they fail).
+    let before_journal = crate::apply::journal::Journal::load(host, &before_path)?;
+    if let Some(j) = &before_journal {
+        ctx.printer.note(&format!(
+            "an earlier migrate to-operator stopped in its cluster steps ({} journaled): this run continues them",
+            j.entries.len()
+        ));
+    }
+    // What is handed over: the install record, or the one an interrupted run's journal kept
+    // (its host part removed the record).
+    let journaled = change.journal.as_ref().and_then(|j| j.record.clone());
+    let Some(rec) = record::read(host, &read.root)?.or(journaled) else {
         return already_the_operators(ctx, &read);
     };
     let facts = read.facts(host.service_query("kube-proxy")?.is_some());
@@ -446,12 +453,13 @@ fn undo_cluster_steps(
         Some(cluster),
     );
     let failed = rolled.failures;
-    if failed.is_empty() && rolled.kept.is_empty() {
-        "the cluster steps an earlier run made before the node (journal {path}) were undone; nothing on the node was changed".replace("{path}", path)
-    } else if failed.is_empty() {
+    if failed.is_empty() {
+        let but = match rolled.kept.join("; ") {
+            kept if kept.is_empty() => kept,
+            kept => format!(" but one: {kept}"),
+        };
         format!(
-            "the cluster steps an earlier run made before the node (journal {path}) were undone but one: {}; nothing on the node was changed",
-            rolled.kept.join("; ")
+            "the cluster steps an earlier run made before the node (journal {path}) were undone{but}; nothing on the node was changed"
         )
     } else {
         format!(
@@ -459,32 +467,6 @@ fn undo_cluster_steps(
             failed.join("; ")
         )
     }
-}
-
-/// The journal of an interrupted run's cluster steps, continued (and undone if they fail).
-fn continue_before(
-    ctx: &mut Context,
-    host: &dyn Host,
-    path: &str,
-) -> anyhow::Result<Option<crate::apply::journal::Journal>> {
-    let j = crate::apply::journal::Journal::load(host, path)?;
-    if let Some(j) = &j {
-        ctx.printer.note(&format!(
-            "an earlier migrate to-operator stopped in its cluster steps ({} journaled): this run continues them",
-            j.entries.len()
-        ));
-    }
-    Ok(j)
-}
-
-/// What is handed over: the install record, or the one an interrupted run's journal kept
-/// (its host part removed the record); `None` when there is neither.
-fn installed(
-    host: &dyn Host,
-    root: &InstallRoot,
-    journal: Option<&crate::apply::journal::Journal>,
-) -> anyhow::Result<Option<record::InstallRecord>> {
-    Ok(record::read(host, root)?.or_else(|| journal.and_then(|j| j.record.clone())))
 }
 
 /// A node with nothing of calicoctl-win's to hand over: done when the operator's pod runs

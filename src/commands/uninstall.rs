@@ -1,6 +1,7 @@
 //! `uninstall`: removes what install created, read from its install record.
 
 use super::change::{Change, Changing};
+use super::common::DEFAULT_ROOT;
 use crate::apply;
 use crate::apply::Options;
 use crate::apply::journal::Journal;
@@ -57,11 +58,9 @@ impl ClusterLeft {
     }
 }
 
-/// Why the cluster is not contacted with `--skip-cluster`.
+/// Why the cluster is not contacted: `--skip-cluster`, or no admin kubeconfig.
 const SKIPPED: &str = "--skip-cluster: the cluster is not contacted";
-
-/// Where Calico is installed when neither the flag nor a readable config says.
-const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
+const NO_KUBECONFIG: &str = "there is no admin kubeconfig";
 
 pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let host = ctx.open_host_to_change("uninstall")?;
@@ -70,7 +69,18 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let mut left = undo_interrupted_install(ctx, host.as_ref(), &root, args)?;
     let journal_path = root.uninstall_journal();
     let mut change = Change::begin(ctx, host.as_ref(), "uninstall", &root, journal_path)?;
-    let Some(rec) = installed(ctx, host.as_ref(), &root, change.journal.as_ref())? else {
+    // The install to remove: its record, or the one an unfinished uninstall's journal kept.
+    let rec = match (record::read(host.as_ref(), &root)?, change.journal.as_ref()) {
+        (None, Some(j)) => {
+            ctx.printer.note(&format!(
+                "an uninstall started at {} did not finish: this run finishes it",
+                crate::duration::time_text(j.started)
+            ));
+            j.record.clone()
+        }
+        (rec, _) => rec,
+    };
+    let Some(rec) = rec else {
         return nothing_installed(ctx, host.as_ref(), &root, left);
     };
     let grant = rec.renewal.clone().filter(|_| args.purge);
@@ -200,26 +210,6 @@ fn recorded_root(host: &dyn crate::host::Host) -> Option<InstallRoot> {
     }
 }
 
-/// The install to remove: its record, or the one an unfinished uninstall's journal kept.
-fn installed(
-    ctx: &mut Context,
-    host: &dyn crate::host::Host,
-    root: &InstallRoot,
-    journal: Option<&Journal>,
-) -> anyhow::Result<Option<record::InstallRecord>> {
-    Ok(match (record::read(host, root)?, journal) {
-        (Some(r), _) => Some(r),
-        (None, Some(j)) => {
-            ctx.printer.note(&format!(
-                "an uninstall started at {} did not finish: this run finishes it",
-                crate::duration::time_text(j.started)
-            ));
-            j.record.clone()
-        }
-        (None, None) => None,
-    })
-}
-
 /// No install record: a legacy install is refused (it is not ours), a root a killed run left
 /// vacant is removed, and otherwise there is nothing to do.
 fn nothing_installed(
@@ -269,8 +259,6 @@ fn nothing_installed(
 /// run cut off after the host's steps finishes them when run again. When it does not answer
 /// (no admin kubeconfig, or the cluster is gone), they are said now, with the commands that do
 /// them, and uninstall goes on: the node itself is uninstalled.
-const NO_KUBECONFIG: &str = "there is no admin kubeconfig";
-
 struct ClusterPart {
     cluster: Option<crate::cluster::Cluster>,
     steps: Vec<apply::Action>,
@@ -645,16 +633,20 @@ fn undo_interrupted_grant(
         return stays(ctx, &SKIPPED);
     }
     let removed = match ctx.connect_cluster() {
-        Ok(Some(c)) => match removed_waiting(ctx, &c, m) {
-            // The kubeconfig found is no admin's (kubelet's own `C:\k\config`, a pod's
-            // account): a refusal no rerun changes, so it is said, as with none at all.
-            Err(
-                e @ crate::cluster::ClusterError::Api {
-                    code: 401 | 403, ..
-                },
-            ) => return stays(ctx, &e),
-            done => done.map_err(|e| e.to_string()),
-        },
+        Ok(Some(c)) => {
+            // Said first: it may wait for a create that got no answer.
+            m.wait_note().inspect(|n| ctx.printer.note(n));
+            match crate::cluster::making::remove_made(&c, m) {
+                // The kubeconfig found is no admin's (kubelet's own `C:\k\config`, a pod's
+                // account): a refusal no rerun changes, so it is said, as with none at all.
+                Err(
+                    e @ crate::cluster::ClusterError::Api {
+                        code: 401 | 403, ..
+                    },
+                ) => return stays(ctx, &e),
+                done => done.map_err(|e| e.to_string()),
+            }
+        }
         // No admin kubeconfig given at all: the node's own uninstall is not held hostage to a
         // cluster it was not given; what stays in the cluster is said with its command.
         Ok(None) => return stays(ctx, &NO_KUBECONFIG),
@@ -671,16 +663,6 @@ fn undo_interrupted_grant(
             m.delete_command()
         ),
     }
-}
-
-/// `making::remove_made`, said first when it may wait for a create that got no answer.
-fn removed_waiting(
-    ctx: &mut Context,
-    c: &crate::cluster::Cluster,
-    m: &crate::cluster::making::Making,
-) -> Result<Vec<String>, crate::cluster::ClusterError> {
-    m.wait_note().inspect(|n| ctx.printer.note(n));
-    crate::cluster::making::remove_made(c, m)
 }
 
 /// Windows cannot delete a running program's image: an uninstall run from the install root's

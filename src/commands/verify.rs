@@ -35,7 +35,14 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
         }
         (named, _) => named.to_vec(),
     };
-    one_node_in_a_namespace_given(args, &nodes)?;
+    // A run in a namespace given verifies one node.
+    if let (Some(ns), [_, _, ..]) = (&args.namespace, &nodes[..]) {
+        return Err(UsageError::new(
+            format!("verify --namespace {ns} verifies one node a run"),
+            "run 'calicoctl-win verify --namespace' once for each node, or leave out --namespace (each node's run then gets a namespace of its own)",
+        )
+        .into());
+    }
     let c = ctx.require_cluster()?;
     let first = Options {
         image: args.image.clone(),
@@ -163,17 +170,6 @@ fn plan_gate(ctx: &mut Context, here: Option<&(NodeName, Option<String>)>) -> Pl
     }
 }
 
-/// `--namespace` with more than one node is refused: a run there verifies one node.
-fn one_node_in_a_namespace_given(args: &VerifyArgs, nodes: &[NodeName]) -> Result<(), UsageError> {
-    match (&args.namespace, nodes) {
-        (Some(ns), [_, _, ..]) => Err(UsageError::new(
-            format!("verify --namespace {ns} verifies one node a run"),
-            "run 'calicoctl-win verify --namespace' once for each node, or leave out --namespace (each node's run then gets a namespace of its own)",
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// The report for people: each check, its result and time, each failure's finding and step.
 pub fn table(r: &Report) -> String {
     let mut out = format!(
@@ -192,18 +188,7 @@ pub fn table(r: &Report) -> String {
     for v in &r.checks {
         let (word, extra) = match &v.outcome {
             Outcome::Pass => ("pass", String::new()),
-            Outcome::Fail { finding } => (
-                "FAIL",
-                format!(
-                    "\n    {} [{}]\n    next: {}{}",
-                    finding.message,
-                    finding.code.word(),
-                    finding.remedy.clone().unwrap_or_default(),
-                    crate::verify::node_health::said(r, v.check)
-                        .map(|s| format!("\n    {s}"))
-                        .unwrap_or_default()
-                ),
-            ),
+            Outcome::Fail { finding } => ("FAIL", format!("\n    {}", failed(r, v, finding))),
             Outcome::Blocked { by } => ("not run", format!("  ({} did not pass)", by.word())),
             Outcome::Skipped { why } => ("skipped", format!("  ({why})")),
             Outcome::Stopped => ("not run", "  (the run was stopped)".to_owned()),
@@ -252,6 +237,20 @@ pub fn table(r: &Report) -> String {
         r.took_ms / 1000
     ));
     out
+}
+
+/// A failed check for people: its finding, the next step and this node's own finding beside it.
+fn failed(
+    r: &Report,
+    v: &crate::verify::judge::Verdict,
+    finding: &crate::health::judge::Finding,
+) -> String {
+    let next = finding.remedy.as_deref().unwrap_or_default();
+    let own = crate::verify::node_health::said(r, v.check)
+        .map(|s| format!("\n    {s}"))
+        .unwrap_or_default();
+    let (message, code) = (&finding.message, finding.code.word());
+    format!("{message} [{code}]\n    next: {next}{own}")
 }
 
 /// This node's own findings, then the lost lease's (`verify-lease-lost`), as the table ends.
@@ -425,16 +424,9 @@ pub fn verify_after(
     join_node_health(ctx, &mut report);
     for v in &report.checks {
         if let Outcome::Fail { finding } = &v.outcome {
-            let next = finding.remedy.clone().unwrap_or_default();
-            let own = crate::verify::node_health::said(&report, v.check)
-                .map(|s| format!("\n    {s}"))
-                .unwrap_or_default();
-            ctx.printer.text(&format!(
-                "verify {}: {} [{}]\n    next: {next}{own}",
-                v.check.word(),
-                finding.message,
-                finding.code.word()
-            ));
+            let said = failed(&report, v, finding);
+            ctx.printer
+                .text(&format!("verify {}: {said}", v.check.word()));
         }
     }
     if report.passed {

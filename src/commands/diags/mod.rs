@@ -12,6 +12,7 @@ mod host;
 mod versions;
 
 use crate::cli::DiagsArgs;
+use crate::commands::common::DEFAULT_ROOT;
 use crate::context::Context;
 use crate::host::select::Intent;
 use crate::installed::record;
@@ -20,9 +21,6 @@ use crate::redact::Redactor;
 use bundle::{Bundle, pretty};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-
-/// The install root when the configuration cannot be read.
-const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
 
 /// `diags`' document: the zip written, the files in it and what could not be collected.
 #[derive(serde::Serialize)]

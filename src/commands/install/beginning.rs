@@ -36,9 +36,7 @@ impl Staging<'_> {
             Self::OnNode(disk, dir) => Place::new(disk, dir),
         }
     }
-}
 
-impl Staging<'_> {
     /// Removes the directory on the node now, saying why it could not (the next install or
     /// uninstall removes what is left).
     pub fn remove(mut self) -> anyhow::Result<()> {
@@ -232,9 +230,7 @@ impl<'a> Begun<'a> {
             armed: true,
         })
     }
-}
 
-impl Begun<'_> {
     /// A download that broke off keeps its partial file for the next run to resume, and the
     /// journal that owns it with it.
     fn resumable(&self) -> bool {

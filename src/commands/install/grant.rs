@@ -188,17 +188,7 @@ fn undo_earlier_grant(
     let Some(m) = earlier_grant(at.journal.as_ref(), g) else {
         return Ok(());
     };
-    let removed = match cluster {
-        ClusterRead::Read(c, _) => {
-            m.wait_note().inspect(|n| ctx.printer.note(n));
-            making::remove_made(c, &m).map_err(|e| e.to_string())
-        }
-        _ => Err(NO_ADMIN.to_owned()),
-    };
-    match removed {
-        Ok(left) => left.iter().for_each(|l| ctx.printer.warn(l)),
-        Err(why) => return Err(cannot_remove(&m, &why)),
-    }
+    remove(ctx, cluster, &m, NO_ADMIN).map_err(|why| cannot_remove(&m, &why))?;
     if let Some(j) = at.journal.as_mut() {
         j.grant = None;
         j.save(host, at.path)?;
@@ -226,19 +216,8 @@ fn ungrant(ctx: &mut Context, cluster: &ClusterRead, made: Option<&Making>) -> b
     let Some(m) = made.filter(|m| m.makes_any()) else {
         return true;
     };
-    let removed = match cluster {
-        ClusterRead::Read(c, _) => {
-            m.wait_note().inspect(|n| ctx.printer.note(n));
-            making::remove_made(c, m).map_err(|e| e.to_string())
-        }
-        _ => Err("the cluster cannot be reached".to_owned()),
-    };
-    match removed {
-        // A create whose answer was lost was waited out (`remove_made`): nothing of it comes.
-        Ok(left) => {
-            left.iter().for_each(|l| ctx.printer.warn(l));
-            true
-        }
+    match remove(ctx, cluster, m, "the cluster cannot be reached") {
+        Ok(()) => true,
         Err(e) => {
             ctx.printer.warn(&format!(
                 "the install failed and what it made of the Role and RoleBinding {} stays: {e}; remove it with '{}'",
@@ -248,4 +227,22 @@ fn ungrant(ctx: &mut Context, cluster: &ClusterRead, made: Option<&Making>) -> b
             false
         }
     }
+}
+
+/// What a run made of the grant removed, what stays of it said; a create whose answer was lost
+/// is waited out (`remove_made`): nothing of it comes. `Err` says why not (`unreached` when
+/// the cluster was not read).
+fn remove(
+    ctx: &mut Context,
+    cluster: &ClusterRead,
+    m: &Making,
+    unreached: &str,
+) -> Result<(), String> {
+    let ClusterRead::Read(c, _) = cluster else {
+        return Err(unreached.to_owned());
+    };
+    m.wait_note().inspect(|n| ctx.printer.note(n));
+    let left = making::remove_made(c, m).map_err(|e| e.to_string())?;
+    left.iter().for_each(|l| ctx.printer.warn(l));
+    Ok(())
 }

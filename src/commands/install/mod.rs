@@ -25,7 +25,7 @@ use crate::host::{Host, HostKind};
 use crate::installed::legacy::{legacy_error, legacy_services};
 use crate::installed::record::{self, RecordedFile};
 use crate::layout::join;
-use crate::plan::install::{Got, Inputs, release_files};
+use crate::plan::install::{DesiredFile, Got, Inputs, release_files};
 use crate::plan::{self};
 use crate::release::{self};
 use anyhow::Context as _;
@@ -82,9 +82,19 @@ pub(crate) fn run_within(
     let (loaded, etcd_files) = merged_config(ctx, &cluster, base)?;
     let config = &loaded.config;
 
-    // The version: the cluster's unless one was chosen; never older than it unless allowed.
+    // The version: the cluster's unless one was chosen; never older than it unless allowed,
+    // another one chosen a warning.
     let cluster_version = cluster.facts().and_then(|f| f.calico_version.clone());
-    choose_version(ctx, &mut want, args, cluster_version.as_deref())?;
+    want.follow_cluster(cluster_version.as_deref());
+    if let (true, Some(asked), None) = (want.chosen, &want.version, &args.release.release_zip) {
+        let (what, of_cluster) = (
+            format!("--calico-version {asked}"),
+            cluster_version.as_deref(),
+        );
+        if let Some(w) = release::against_cluster(&what, asked, of_cluster, args.allow_downgrade)? {
+            ctx.printer.warn(&w);
+        }
+    }
 
     // The release to install (the cluster's when no other was chosen) for known-issues.
     let version = want.version.clone().or_else(|| cluster_version.clone());
@@ -165,7 +175,23 @@ fn install(
     // rendered files.
     let mut prepare: Vec<String> = Vec::new();
     let files = desired_files(host, config, &c, (&got, &mut credentials), &mut prepare)?;
-    let (extra_owned, extra_dirs) = cache_owned(&got, cache_dirs);
+    // The downloaded zip kept in the cache, and the cache's directories this run made: the
+    // install owns them beyond its files.
+    let (extra_owned, extra_dirs) = match &got {
+        Got::Release {
+            cached: Some((path, sha)),
+            ..
+        } => {
+            let (path, sha256) = (path.clone(), sha.clone());
+            let zip = RecordedFile {
+                path,
+                sha256,
+                rendered: false,
+            };
+            (vec![zip], cache_dirs)
+        }
+        _ => (Vec::new(), Vec::new()),
+    };
     let renewal = credentials.renewal.take();
 
     // The plan, from the journal as it is now (the grant's objects are journaled in it later).
@@ -308,7 +334,17 @@ fn finish(
     mut doc: Changing<Install>,
     within: Option<&mut Within>,
 ) -> anyhow::Result<()> {
-    taint_node(ctx, taint, cluster, node_name)?;
+    // `--taint-windows`: the node tainted (once), or a warning without a cluster to do it with.
+    if let (Some(t), ClusterRead::Read(c, _)) = (taint, cluster) {
+        let changed = node::ensure_taint(c, node_name, t)?;
+        ctx.printer.text(&format!(
+            "node {node_name}: taint os=windows:NoSchedule {}",
+            if changed { "added" } else { "already there" }
+        ));
+    } else if taint.is_some() {
+        ctx.printer
+            .warn("--taint-windows: no admin kubeconfig, so the node was not tainted");
+    }
     if let Some(c) = cluster.cluster() {
         change.annotate(ctx, Some(c), node_name);
     }
@@ -386,7 +422,15 @@ fn before_any_change(
         return Ok(None);
     }
     release::refuse_plain_http(&c.want)?;
-    look(ctx, args, c.change.host, config, c)?;
+    // The release as the dry run sees it (a given zip extracted into calicoctl-win's state
+    // directory, the temporary directory without the host lock; a download pending), judged
+    // as the staged release is: a refused release (its checksum, its version, older than the
+    // cluster's) or a file that cannot be made refuses the run with nothing staged and no
+    // journal begun. The staged release is judged again.
+    let (host, cache) = (c.change.host, c.change.root.cache());
+    let (_staging, got) = beginning::look(ctx, host, &c.want, (&cache, c.change.holds_lock()))?;
+    given_release_against_cluster(args, &c.want, &got, c.cluster_version.as_deref())?;
+    release_and_rendered(host, config, c, &got, &mut Vec::new())?;
     // Without the cluster, its refusal (no-admin-kubeconfig) comes first, as the dry run's
     // does: the dry run cannot look for a SHA256SUMS and only warns of the checksum.
     let read = matches!(c.cluster, ClusterRead::Read(..));
@@ -426,44 +470,6 @@ fn staged(
             refuse_earlier_grant(journal, g.as_ref(), &c.cluster)?;
             Ok(made)
         }
-    }
-}
-
-/// Before anything changes (a real run; a dry run's staging is this look): the release as
-/// the dry run sees it, a given zip extracted into calicoctl-win's state directory (the
-/// temporary directory without the host lock) and a download pending, judged as the staged release is, so that a refused release (its
-/// checksum, its version, older than the cluster's) or a file that cannot be made refuses
-/// the run with nothing staged and no journal begun. The staged release is judged again.
-fn look(
-    ctx: &mut Context,
-    args: &InstallArgs,
-    host: &dyn Host,
-    config: &crate::config::Config,
-    c: &Checked,
-) -> anyhow::Result<()> {
-    let cache = (c.change.root.cache(), c.change.holds_lock());
-    let (_staging, got) = beginning::look(ctx, host, &c.want, (&cache.0, cache.1))?;
-    given_release_against_cluster(args, &c.want, &got, c.cluster_version.as_deref())?;
-    release_and_rendered(host, config, c, &got, &mut Vec::new())?;
-    Ok(())
-}
-
-/// The downloaded zip kept in the cache, and the cache's directories this run made: the
-/// install owns them beyond its files.
-fn cache_owned(got: &Got, cache_dirs: Vec<String>) -> (Vec<RecordedFile>, Vec<String>) {
-    match got {
-        Got::Release {
-            cached: Some((path, sha)),
-            ..
-        } => (
-            vec![RecordedFile {
-                path: path.clone(),
-                sha256: sha.clone(),
-                rendered: false,
-            }],
-            cache_dirs,
-        ),
-        _ => (Vec::new(), Vec::new()),
     }
 }
 
@@ -532,36 +538,28 @@ fn execute(
             change.keep_file_stats(ctx);
             Ok(())
         }
-        Err(e) => {
-            let Failed { error, left } = *e;
-            Err(install_failed(error, left.unwrap_or_default()))
+        // What the rollback did and what still differs.
+        Err(failed) => {
+            let Failed { error: e, left } = *failed;
+            let measured = left.unwrap_or_default();
+            let after = match &e.rollback_failures {
+                Some(f) if f.is_empty() => {
+                    format!("every step done before it was undone; {measured}")
+                }
+                Some(f) => format!(
+                    "undoing the steps done before it failed partly: {}; the journal is kept and the next install continues from it; {measured}",
+                    f.join("; ")
+                ),
+                None => String::new(),
+            };
+            let logs = e.kept_logs.as_ref().map_or(String::new(), |d| {
+                format!("; the services' logs, which say why, were moved to {d}")
+            });
+            // What changed after the run made it (a firewall rule beside an administrator's)
+            // stays.
+            let kept: String = e.rollback_kept.iter().map(|k| format!("; {k}")).collect();
+            Err(anyhow::Error::new(e).context(format!("install failed; {after}{kept}{logs}")))
         }
-    }
-}
-
-/// The error of a failed run, with what the rollback did and what still differs.
-fn install_failed(e: apply::ExecError, measured: String) -> anyhow::Error {
-    let after = match &e.rollback_failures {
-        Some(f) if f.is_empty() => format!("every step done before it was undone; {measured}"),
-        Some(f) => format!(
-            "undoing the steps done before it failed partly: {}; the journal is kept and the next install continues from it; {measured}",
-            f.join("; ")
-        ),
-        None => String::new(),
-    };
-    let logs = e.kept_logs.as_ref().map_or(String::new(), |d| {
-        format!("; the services' logs, which say why, were moved to {d}")
-    });
-    // What changed after the run made it (a firewall rule beside an administrator's) stays.
-    let kept: String = e.rollback_kept.iter().map(|k| format!("; {k}")).collect();
-    anyhow::Error::new(e).context(format!("install failed; {after}{kept}{logs}"))
-}
-
-fn host_name(host: &dyn Host) -> String {
-    match host.kind() {
-        HostKind::Windows => "this node".into(),
-        HostKind::Simulated { dir, profile } => format!("the simulated {profile} host in {dir}"),
-        HostKind::InMemory { profile } => format!("a throw-away simulated {profile} host"),
     }
 }
 
@@ -644,34 +642,19 @@ fn present<'a>(
     from_operator: Option<FromOperator>,
     refused: Option<anyhow::Error>,
 ) -> anyhow::Result<Option<Changing<Install<'a>>>> {
-    show(ctx, change, p);
-    let own = Install {
-        calico_version: p.version,
-        install_root: p.checked.change.root.as_str(),
-        checks: &p.checked.results,
-        blocking: &p.checked.blocking,
-        prepare: p.prepare,
-        uplink: &p.checked.uplink,
-        from_operator,
-    };
-    let doc = Changing::plan(ctx.options.dry_run, own, p.actions);
-    if ctx.options.dry_run {
-        end_dry_run(ctx, &p.checked.blocking, &doc, refused)?;
-        return Ok(None);
-    }
-    Ok(Some(doc))
-}
-
-/// The plan's header, what is prepared, the actions (in a dry run) and the taint.
-fn show(ctx: &mut Context, change: &Change, p: &Shown<'_>) {
+    // The plan's header, what is prepared, the actions (in a dry run) and the taint.
     let dry_run = ctx.options.dry_run;
+    let on = match change.host.kind() {
+        HostKind::Windows => "this node".into(),
+        HostKind::Simulated { dir, profile } => format!("the simulated {profile} host in {dir}"),
+        HostKind::InMemory { profile } => format!("a throw-away simulated {profile} host"),
+    };
     ctx.printer.text(&format!(
-        "Install Calico {} ({} backend, {} datastore) into {} on {}",
+        "Install Calico {} ({} backend, {} datastore) into {} on {on}",
         p.version.unwrap_or("(version unknown)"),
         p.config.backend,
         p.config.datastore,
         p.checked.change.root,
-        host_name(change.host),
     ));
     for line in p.prepare {
         ctx.printer.text(&format!("  - {line}"));
@@ -696,47 +679,21 @@ fn show(ctx: &mut Context, change: &Change, p: &Shown<'_>) {
             t.effect
         ));
     }
-}
-
-/// `--taint-windows` after a successful run: the node tainted (once), or a warning when there
-/// is no cluster to do it with.
-fn taint_node(
-    ctx: &mut Context,
-    taint: Option<&k8s_openapi::api::core::v1::Taint>,
-    cluster: &ClusterRead,
-    node_name: &NodeName,
-) -> anyhow::Result<()> {
-    if let (Some(t), ClusterRead::Read(c, _)) = (taint, cluster) {
-        let changed = node::ensure_taint(c, node_name, t)?;
-        ctx.printer.text(&format!(
-            "node {node_name}: taint os=windows:NoSchedule {}",
-            if changed { "added" } else { "already there" }
-        ));
-    } else if taint.is_some() {
-        ctx.printer
-            .warn("--taint-windows: no admin kubeconfig, so the node was not tainted");
+    let own = Install {
+        calico_version: p.version,
+        install_root: p.checked.change.root.as_str(),
+        checks: &p.checked.results,
+        blocking: &p.checked.blocking,
+        prepare: p.prepare,
+        uplink: &p.checked.uplink,
+        from_operator,
+    };
+    let doc = Changing::plan(dry_run, own, p.actions);
+    if dry_run {
+        end_dry_run(ctx, &p.checked.blocking, &doc, refused)?;
+        return Ok(None);
     }
-    Ok(())
-}
-
-/// The Calico version: the cluster's unless one was chosen; one chosen that is older than the
-/// cluster's is refused unless `--allow-downgrade`, another one is a warning.
-fn choose_version(
-    ctx: &mut Context,
-    want: &mut release::Want,
-    args: &InstallArgs,
-    cluster_version: Option<&str>,
-) -> anyhow::Result<()> {
-    want.follow_cluster(cluster_version);
-    if let (true, Some(asked), None) = (want.chosen, &want.version, &args.release.release_zip) {
-        let what = format!("--calico-version {asked}");
-        if let Some(w) =
-            release::against_cluster(&what, asked, cluster_version, args.allow_downgrade)?
-        {
-            ctx.printer.warn(&w);
-        }
-    }
-    Ok(())
+    Ok(Some(doc))
 }
 
 /// Every file install puts on the node: the release's, calicoctl-win itself, calico-node's
@@ -748,7 +705,7 @@ fn desired_files(
     c: &Checked,
     (got, credentials): (&Got, &mut Credentials),
     prepare: &mut Vec<String>,
-) -> anyhow::Result<Vec<crate::plan::install::DesiredFile>> {
+) -> anyhow::Result<Vec<DesiredFile>> {
     let (mut files, rendered) = release_and_rendered(host, config, c, got, prepare)?;
     files.append(&mut credentials.files);
     prepare.append(&mut credentials.prepare);
@@ -770,20 +727,14 @@ fn credentials_of(
     credentials(ctx, args, (c.change.host, config), at, etcd_files)
 }
 
-/// The release's files and the rendered ones for the release `got`.
-type ReleaseAndRendered = (
-    Vec<crate::plan::install::DesiredFile>,
-    Vec<crate::plan::install::DesiredFile>,
-);
-
-/// The release's files and the files rendered for it.
+/// The release's files and the files rendered for the release `got`.
 fn release_and_rendered(
     host: &dyn Host,
     config: &crate::config::Config,
     c: &Checked,
     got: &Got,
     prepare: &mut Vec<String>,
-) -> anyhow::Result<ReleaseAndRendered> {
+) -> anyhow::Result<(Vec<DesiredFile>, Vec<DesiredFile>)> {
     let files = release_files(host, config, got, &c.want, prepare)?;
     let rendered = plan::desired::rendered_files(
         host,
