@@ -180,21 +180,14 @@ pub fn undo_journal_in(
     timeout: Duration,
     cluster: Option<&dyn crate::cluster::NodeControl>,
 ) -> Rolled {
-    let opts = Options {
-        command: "rollback",
-        journal_path: journal_path.to_owned(),
-        rollback: true,
-        stop_timeout: timeout,
-        start_timeout: timeout,
-        previous: None,
-        routes_before: Vec::new(),
-        record: None,
-        logs_dir: None,
-        now: 0,
+    let opts = Options::for_change(
+        "rollback",
+        journal_path.to_owned(),
+        true,
+        timeout,
+        None,
         cluster,
-        recheck: None,
-        stop: crate::duration::Stop::never(),
-    };
+    );
     rollback(host, journal, &opts)
 }
 
@@ -264,9 +257,8 @@ fn undo_all(
     // failed to restore them, and the network stays): back on the interfaces that hold their
     // addresses now. A route with nowhere to go cannot be put back by a retry either.
     if failures.is_empty() && !journal.routes_before.is_empty() {
-        match restore_routes(host, &journal.routes_before, &journal.addresses_before) {
-            Ok(_) => {}
-            Err(e) => failures.push(format!("restore the routes: {e:#}")),
+        if let Err(e) = restore_routes(host, &journal.routes_before, &journal.addresses_before) {
+            failures.push(format!("restore the routes: {e:#}"));
         }
     }
     // What the services wrote while they ran under the install root (nodename, the token

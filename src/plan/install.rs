@@ -11,14 +11,10 @@ use crate::host::{
 };
 use crate::installed::file_stat::host_sha256;
 use crate::installed::record::{self, InstallRecord, RecordedFile};
-use crate::layout::CALICO_KEY;
-use crate::layout::CALICO_SCRIPT_VXLAN_RULE;
-use crate::layout::EVENT_SOURCE_KEY;
-use crate::layout::INSTALL_ROOT_VALUE;
-use crate::layout::InstallRoot;
-use crate::layout::Role;
-use crate::layout::VXLAN_RULE;
-use crate::layout::join;
+use crate::layout::{
+    CALICO_KEY, CALICO_SCRIPT_VXLAN_RULE, EVENT_SOURCE_KEY, INSTALL_ROOT_VALUE, InstallRoot, Role,
+    VXLAN_RULE, join,
+};
 use crate::supervise;
 use anyhow::Context as _;
 use std::time::Duration;
@@ -298,14 +294,15 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
 
 type Protection = (String, Vec<String>, Option<String>);
 
+/// The directories this install made: recorded, or created by an interrupted run (its journal).
+fn made_dirs(i: &Inputs<'_>) -> Vec<String> {
+    let mut dirs: Vec<String> = i.previous.iter().flat_map(|p| p.dirs.clone()).collect();
+    dirs.extend(i.journal.map(|j| j.created_dirs()).unwrap_or_default());
+    dirs
+}
+
 fn protections(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Protection>> {
-    // Directories this install made (recorded, or by an interrupted run) are its own.
-    let mut own: Vec<String> = i
-        .previous
-        .as_ref()
-        .map(|p| p.dirs.clone())
-        .unwrap_or_default();
-    own.extend(i.journal.map(|j| j.created_dirs()).unwrap_or_default());
+    let own = made_dirs(i);
     let c = i.config;
     let dirs = crate::installed::protection::protected_dirs(c);
     let under_another = |d: &str| {
@@ -674,14 +671,7 @@ fn owned_dirs(
     root: &InstallRoot,
     protect: &[Protection],
 ) -> anyhow::Result<Vec<String>> {
-    let mut dirs: Vec<String> = i
-        .previous
-        .as_ref()
-        .map(|p| p.dirs.clone())
-        .unwrap_or_default();
-    if let Some(j) = i.journal {
-        dirs.extend(j.created_dirs());
-    }
+    let mut dirs = made_dirs(i);
     dirs.extend(i.extra_dirs.iter().cloned());
     let record_path = root.record();
     for path in i
@@ -755,8 +745,7 @@ fn protected_before(i: &Inputs<'_>, now: &[Protection]) -> Vec<record::Protected
             _ => None,
         });
     // A directory this install or an interrupted run made is its own, whatever it has now.
-    let mut made: Vec<String> = i.journal.map(|j| j.created_dirs()).unwrap_or_default();
-    made.extend(i.previous.iter().flat_map(|p| p.dirs.iter().cloned()));
+    let made = made_dirs(i);
     let current = now
         .iter()
         .filter(|(path, _, _)| !made.iter().any(|d| d.eq_ignore_ascii_case(path)))

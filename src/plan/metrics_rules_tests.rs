@@ -168,57 +168,21 @@ fn a_rule_read_back_in_mask_notation_is_the_rule_wanted() {
     assert!(actions.is_empty(), "{actions:?}");
 }
 
-/// A recorded rule is removed only as install made it: one an administrator made again
-/// under its name (another program, another range) stays when metrics go off, and when
-/// the port's rule is wanted again with another range the plan is refused, naming it,
-/// rather than a second rule of its name made beside it. (It was removed by its name.)
-#[test]
-fn a_recorded_rule_made_again_by_an_administrator_stays() {
-    let (_dir, host) = sim();
-    let made = wanted(&on("9095"), FELIX);
-    // Each rule lets in only the program that listens on its port.
-    assert_eq!(
-        made[0].program.as_deref(),
-        Some(r"C:\CalicoWindows\calicoctl-win.exe")
-    );
-    assert_eq!(made[1].program.as_deref(), Some(FELIX));
-    let admins = FirewallRule {
-        program: None,
-        remote_addresses: vec!["0.0.0.0/0".into()],
-        ..made[0].clone()
-    };
-    host.firewall_add(&admins).expect("add");
-    host.firewall_add(&made[1]).expect("add");
-    assert_eq!(
-        removed(&off(&host, &made, None)),
-        ["Calico metrics Felix TCP 9091"]
-    );
-    // Wanted again with another range: refused, naming the administrator's rule.
-    let err = plan(
-        &host,
-        &ranged("10.0.0.0/16"),
-        FELIX,
-        &made,
-        None,
-        &mut Vec::new(),
-    )
-    .expect_err("refused")
-    .to_string();
-    assert!(
-        err.contains("'Calico metrics calicoctl-win TCP 9095' cannot be made: the firewall holds one rule of that name, not as calicoctl-win made it"),
-        "{err}"
-    );
-}
-
-/// A recorded rule an administrator changed in one property install sets (its description
-/// marker, its protocol, its profiles, its direction, its action) or tightened through one it
-/// does not set (its local addresses, remote ports, interface types, edge traversal, group,
-/// service) is no longer ours: it stays when metrics go off, and the plan wanting it again is
-/// refused. (It was removed as ours: the unset properties were not read.)
+/// A recorded rule an administrator made again under its name (another program, another
+/// range), changed in one property install sets (its description marker, its protocol, its
+/// profiles, its direction, its action) or tightened through one it does not set (its local
+/// addresses, remote ports, interface types, edge traversal, group, service) is no longer
+/// ours: it stays when metrics go off, and the plan wanting it again is refused rather than a
+/// second rule of its name made beside it. (It was removed by its name, as ours: the unset
+/// properties were not read.)
 #[test]
 fn a_recorded_rule_changed_in_any_property_stays() {
     type Edit = fn(&mut FirewallRule);
-    let edits: [(&str, Edit); 11] = [
+    let edits: [(&str, Edit); 12] = [
+        ("made again", |r| {
+            r.program = None;
+            r.remote_addresses = vec!["0.0.0.0/0".into()];
+        }),
         ("description", |r| {
             r.description = "Prometheus from the monitoring subnet".into()
         }),

@@ -532,11 +532,10 @@ pub fn from_operator_before(
     let mut actions = keep_operator_off(inst, &[]);
     actions.extend(cordon(node, steps.cordoned));
     if !steps.labelled {
-        actions.extend(
-            keep_operator_off(&Installation::default(), std::slice::from_ref(node))
-                .into_iter()
-                .filter(|a| matches!(a, Action::SetNodeLabel { .. })),
-        );
+        actions.push(Action::SetNodeLabel {
+            node: node.clone(),
+            value: Some(LABEL_VALUE.into()),
+        });
     }
     actions.push(Action::WaitOperatorPod {
         node: node.clone(),

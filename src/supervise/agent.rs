@@ -6,7 +6,7 @@ use super::node::init_done;
 use super::settings::{
     Component, Launch, Result, Settings, SuperviseError, backend, environment, required,
 };
-use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Wait, poll_until};
+use crate::duration::{Look, NO_LIMIT, Pauses, Stop};
 use crate::host::Host;
 use crate::layout::Role;
 use std::collections::BTreeMap;
@@ -89,14 +89,9 @@ fn wait_for_init(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Resul
     ));
     let started = Instant::now();
     let mut warned_at = Duration::ZERO;
-    poll_until(
-        Wait {
-            what: "CalicoNode to finish initialising",
-            timeout: NO_LIMIT,
-            pauses: Pauses::every(s.timing.poll),
-            stop,
-            say: &mut |l: &str| log.info(l),
-        },
+    log.poll_until(
+        ("CalicoNode to finish initialising", NO_LIMIT, Pauses::every(s.timing.poll)),
+        stop,
         || {
             if init_done(host)? {
                 log.info("CalicoNode finished initialising");

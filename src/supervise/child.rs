@@ -127,14 +127,13 @@ fn earlier(host: &dyn Host, s: &Settings, launch: &Launch, stop: &Stop, log: &Lo
         "pid {pid}, started by an earlier run of this service, still runs: waiting for it to end before starting {}",
         launch.program
     ));
-    poll_until(
-        Wait {
-            what: &format!("pid {pid} of an earlier run to end"),
-            timeout: s.timing.earlier_wait,
-            pauses: Pauses::every(s.timing.poll.min(Duration::from_millis(200))),
-            stop,
-            say: &mut |l: &str| log.info(l),
-        },
+    log.poll_until(
+        (
+            &format!("pid {pid} of an earlier run to end"),
+            s.timing.earlier_wait,
+            Pauses::every(s.timing.poll.min(Duration::from_millis(200))),
+        ),
+        stop,
         || {
             Ok(if same() {
                 Look::Pending(())

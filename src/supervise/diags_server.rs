@@ -20,14 +20,12 @@ use std::time::Duration;
 
 use super::diags_review::{Review, Reviewed, jwt_shaped};
 use crate::fleet::diags::auth::Verdict;
-use crate::fleet::diags::{ANSWER_HEADER, NODE_BUILD_TIME, NODE_SEND_TIME};
+use crate::fleet::diags::{ANSWER_HEADER, NODE_BUILD_TIME, NODE_SEND_TIME as SEND_TIME};
 use crate::layout::{DIAGS_SERVE_DIR as DIR, DIAGS_SERVE_FILES};
 /// The most a bundle may hold: what `fleet diags` reads of one (`diags::BUNDLE_CAP`).
 pub const CAP: u64 = 8 << 20;
 /// How long building a bundle may take, within `fleet diags`' node timeout.
 pub const BUILD_TIME: Duration = NODE_BUILD_TIME;
-/// How long sending it may take after it is built.
-const SEND_TIME: Duration = NODE_SEND_TIME;
 /// An answer of the metrics endpoint, whole in memory (a bundle is at most `CAP`).
 pub type Answer = hyper::Response<http_body_util::Full<bytes::Bytes>>;
 /// How long an answer without a bundle (the metrics' text, a refusal) may take to send.
@@ -108,22 +106,17 @@ impl<'a> Diags<'a> {
 
     /// The refusal of a reviewed request, said; a 403 on the review is kept for status.
     fn judged(&self, verdict: Verdict) -> Option<(Answer, Duration)> {
+        // Any answer of the review is kept for status; a failure other than 403 tells nothing.
         let refused_review = match &verdict {
             Verdict::Failed {
-                forbidden: true,
-                why,
-            } => Some(why.as_str()),
-            _ => None,
+                forbidden: false, ..
+            } => None,
+            Verdict::Failed { why, .. } => Some(Some(why.as_str())),
+            _ => Some(None),
         };
-        if matches!(
-            verdict,
-            Verdict::Allowed | Verdict::Denied(_) | Verdict::Unsettled(_)
-        ) || refused_review.is_some()
-        {
-            let kept = crate::health::metrics_findings::keep_diags_review_refused(
-                self.host,
-                refused_review,
-            );
+        if let Some(refused) = refused_review {
+            let kept =
+                crate::health::metrics_findings::keep_diags_review_refused(self.host, refused);
             if let Err(e) = kept {
                 self.log.warn(&format!("diags endpoint: {e}"));
             }

@@ -7,7 +7,7 @@
 use super::log::Log;
 use super::settings::Settings;
 use super::settings::SuperviseError;
-use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
+use crate::duration::{Look, Pauses, Stop, Stopped};
 use crate::host::services::{send_stop_again, stop_undelivered};
 use crate::host::{ERROR_SERVICE_REQUEST_TIMEOUT, ServiceState};
 use crate::host::{EventLevel, Host, HostError, RegValue};
@@ -178,14 +178,9 @@ pub fn restart(
     let most = wait.saturating_mul(2);
     let started = Instant::now();
     let mut undelivered = 0_u32;
-    poll_until(
-        Wait {
-            what: &format!("{name} to stop"),
-            timeout: most,
-            pauses: Pauses::every(Duration::from_millis(100)),
-            stop,
-            say: &mut |l| log.info(l),
-        },
+    log.poll_until(
+        (&format!("{name} to stop"), most, Pauses::every(Duration::from_millis(100))),
+        stop,
         || {
             let sent = Instant::now();
             match host.service_stop(name, Duration::ZERO) {
@@ -236,14 +231,13 @@ pub(super) fn stop_given_up(e: &HostError) -> bool {
 /// After a restart given up on, whether `name` was started all the same: a late-delivered
 /// stop is waited for up to `wait`, then the service started.
 fn started_late(host: &dyn Host, name: &str, wait: Duration, stop: &Stop, log: &Log) -> bool {
-    let settled = poll_until(
-        Wait {
-            what: &format!("{name} to settle after its stop was given up on"),
-            timeout: wait,
-            pauses: Pauses::every(Duration::from_millis(100)),
-            stop,
-            say: &mut |l| log.info(l),
-        },
+    let settled = log.poll_until(
+        (
+            &format!("{name} to settle after its stop was given up on"),
+            wait,
+            Pauses::every(Duration::from_millis(100)),
+        ),
+        stop,
         || match host.service_query(name) {
             Ok(Some(s)) if s.state == ServiceState::Stopped => Ok(Look::Done(true)),
             // Running: the stop may still be delivered within the wait.

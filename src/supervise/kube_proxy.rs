@@ -8,7 +8,7 @@
 use super::log::Log;
 use super::settings::{Launch, Result, Settings, SuperviseError, environment};
 use crate::checks::kube_proxy::VERSION_TIMEOUT;
-use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
+use crate::duration::{Look, Pauses, Stop};
 use crate::host::Host;
 use crate::layout::SOURCE_VIP_ENDPOINT;
 use crate::layout::env::EnvVars;
@@ -203,15 +203,9 @@ fn wait<T>(
     what: &str,
     mut found: impl FnMut() -> crate::host::HostResult<Option<T>>,
 ) -> Result<T> {
-    let wait = Wait {
-        what,
-        timeout: s.network_timeout,
-        pauses: Pauses::every(s.timing.poll),
-        stop,
-        say: &mut |l: &str| log.info(l),
-    };
+    let wait = (what, s.network_timeout, Pauses::every(s.timing.poll));
     let look = || -> Result<Look<T, ()>> { Ok(found()?.map_or(Look::Pending(()), Look::Done)) };
-    poll_until(wait, look, |()| {
+    log.poll_until(wait, stop, look, |()| {
         Err(SuperviseError::KubeProxyWait {
             what: what.to_owned(),
             after: s.network_timeout,

@@ -270,6 +270,25 @@ impl Log {
         }
     }
 
+    /// `duration::poll_until` for `what`, within `timeout`, its lines said in this log.
+    pub fn poll_until<T, P, E: From<crate::duration::Stopped>>(
+        &self,
+        (what, timeout, pauses): (&str, Duration, crate::duration::Pauses),
+        stop: &crate::duration::Stop,
+        look: impl FnMut() -> Result<crate::duration::Look<T, P>, E>,
+        timed_out: impl FnOnce(P) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let say = &mut |l: &str| self.info(l);
+        let wait = crate::duration::Wait {
+            what,
+            timeout,
+            pauses,
+            stop,
+            say,
+        };
+        crate::duration::poll_until(wait, look, timed_out)
+    }
+
     /// Where a child's stdout and stderr go: this log, line by line.
     pub fn sink(&self) -> LineSink {
         let log = self.clone();

@@ -13,7 +13,6 @@ use crate::health::metrics_findings::{
 use crate::host::Host;
 use crate::host::listen::ListenRefusal;
 use crate::layout::InstallRoot;
-use http_body_util::BodyExt;
 use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 use std::cell::Cell;
@@ -22,8 +21,6 @@ use std::time::{Duration, Instant};
 
 /// The largest request head read; a longer one is answered 431 (by hyper).
 const MAX_REQUEST: usize = 8 * 1024;
-/// The most of a request's body read and dropped, so the answer is not reset away.
-const MAX_BODY: usize = 64 * 1024;
 /// The most turned-away connections answered at once; one more is closed at once.
 const HELD: usize = 32;
 /// The longest wait between two tries to listen on a port another program holds.
@@ -39,14 +36,8 @@ pub fn run(
     stop: &Stop,
     log: &Log,
 ) {
-    let forget = || {
-        if let Err(e) = keep_endpoint_down(host, None) {
-            log.warn(&format!("metrics endpoint: {e}"));
-        }
-    };
     let Some(port) = port else {
-        forget();
-        return;
+        return said(log, keep_endpoint_down(host, None));
     };
     let mut delay = Duration::from_secs(1);
     let mut down: Option<EndpointDown> = None;
@@ -77,9 +68,7 @@ pub fn run(
                         since,
                         refusal,
                     };
-                    if let Err(e) = keep_endpoint_down(host, Some(&now_down)) {
-                        log.warn(&format!("metrics endpoint: {e}"));
-                    }
+                    said(log, keep_endpoint_down(host, Some(&now_down)));
                     down = Some(now_down);
                 }
                 if stop.wait(delay) {
@@ -92,10 +81,8 @@ pub fn run(
     if down.is_some() {
         log.info(&format!("metrics endpoint: listening on TCP port {port}"));
     }
-    forget();
-    if let Err(e) = keep_listening(host, crate::duration::now()) {
-        log.warn(&format!("metrics endpoint: {e}"));
-    }
+    said(log, keep_endpoint_down(host, None));
+    said(log, keep_listening(host, crate::duration::now()));
     let diags = diags.map(|r| Diags::new(host, root, (stop, log), r));
     serve_with(host, root, diags.as_ref(), &listener, stop, log);
 }
@@ -114,17 +101,18 @@ pub fn serve_with(
     let metrics = || crate::installed::metrics::exposition(host, root);
     let count = |reason: &str, n: u64| {
         let series = format!("{REFUSED_CONNECTIONS}{{reason=\"{reason}\"}}");
-        if let Err(e) = bump(host, root, NODE_FILE, &series, n) {
-            log.warn(&format!("metrics endpoint: {e}"));
-        }
+        said(log, bump(host, root, NODE_FILE, &series, n));
     };
     // Each connection from beyond the node kept, for status's `metrics_findings::unscraped`.
-    let seen = |peer: IpAddr| {
-        if let Err(e) = keep_connection(host, peer, crate::duration::now()) {
-            log.warn(&format!("metrics endpoint: {e}"));
-        }
-    };
+    let seen = |peer: IpAddr| said(log, keep_connection(host, peer, crate::duration::now()));
     accept(&metrics, diags, listener, stop, (log, &count, &seen));
+}
+
+/// A failure to keep something for status or metrics: said, never more.
+fn said<E: std::fmt::Display>(log: &Log, kept: Result<(), E>) {
+    if let Err(e) = kept {
+        log.warn(&format!("metrics endpoint: {e}"));
+    }
 }
 
 /// The most connections answered at once, each on its own thread; one more is answered 503.
@@ -304,9 +292,7 @@ pub fn answer(
             let service = hyper::service::service_fn(|req: Request<hyper::body::Incoming>| {
                 let send_by = &send_by;
                 async move {
-                    let (head, body) = req.into_parts();
-                    // What the client sent past its head, read and dropped.
-                    let _ = http_body_util::Limited::new(body, MAX_BODY).collect().await;
+                    let (head, _) = req.into_parts();
                     // The handlers block: on a thread of their own, outside this runtime.
                     send_by.set(None);
                     let (tx, rx) = tokio::sync::oneshot::channel();

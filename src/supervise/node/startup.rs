@@ -5,7 +5,7 @@ use super::vswitch::{
     delete_stale_networks, ensure_external, find_vswitch_adapter, put_back_addressing,
     wait_for_management_ip,
 };
-use crate::duration::{Look, NO_LIMIT, Pauses, Stop, Wait, poll_until};
+use crate::duration::{Look, NO_LIMIT, Pauses, Stop};
 use crate::host::{Host, HostError, RegValue};
 use crate::installed::boot_marker::stored_boot;
 use crate::installed::failure::{self, Blocks};
@@ -227,14 +227,12 @@ fn wait_for_usable_ip(
                 .collect(),
         ))
     };
-    let wait = Wait {
-        what: "a usable IPv4 address (not 127/8 or 169.254/16)",
-        timeout: limit,
-        pauses: Pauses::every(s.timing.ip_poll),
-        stop,
-        say: &mut |l: &str| log.info(l),
-    };
-    poll_until(wait, look, |seen| {
+    let wait = (
+        "a usable IPv4 address (not 127/8 or 169.254/16)",
+        limit,
+        Pauses::every(s.timing.ip_poll),
+    );
+    log.poll_until(wait, stop, look, |seen| {
         Err(SuperviseError::NoUsableIp {
             waited: limit,
             seen,
@@ -284,15 +282,9 @@ pub(super) fn startup(
         most: s.timing.backoff_max,
     };
     let mut attempts = 0;
-    let wait = Wait {
-        what: "calico-node startup to succeed",
-        timeout: NO_LIMIT,
-        pauses,
+    log.poll_until(
+        ("calico-node startup to succeed", NO_LIMIT, pauses),
         stop,
-        say: &mut |l: &str| log.info(l),
-    };
-    poll_until(
-        wait,
         || {
             let last = match run_child(host, s, program, env, Some(s.startup_timeout), stop, log) {
                 Ok(ChildEnd::Exited(0)) => {

@@ -1,7 +1,7 @@
 //! The External vSwitch: stale networks deleted after a boot, the network made on a stable
 //! address, its host adapter and management IP found, the lost addressing put back.
 
-use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
+use crate::duration::{Look, Pauses, Stop};
 use crate::host::{HnsNetwork, Host, HostError};
 use crate::installed::addressing;
 use crate::layout::EXTERNAL_NETWORK;
@@ -66,14 +66,12 @@ pub(super) fn delete_stale_networks(
             )
         })
     };
-    let wait = Wait {
-        what: "the stale HNS networks to be deleted",
-        timeout: s.network_timeout,
-        pauses: Pauses::every(s.timing.poll),
-        stop,
-        say: &mut |l: &str| log.info(l),
-    };
-    poll_until(wait, look, |names| {
+    let wait = (
+        "the stale HNS networks to be deleted",
+        s.network_timeout,
+        Pauses::every(s.timing.poll),
+    );
+    log.poll_until(wait, stop, look, |names| {
         Err(SuperviseError::NetworksRemain {
             names,
             after: s.network_timeout,
@@ -115,14 +113,13 @@ pub(super) fn ensure_external(
         most: s.timing.backoff_max,
     };
     let mut failures = 0;
-    let created = poll_until(
-        Wait {
-            what: "the External network to be created",
-            timeout: s.network_timeout,
+    let created = log.poll_until(
+        (
+            "the External network to be created",
+            s.network_timeout,
             pauses,
-            stop,
-            say: &mut |l: &str| log.info(l),
-        },
+        ),
+        stop,
         || match host.hns_create_network(&spec) {
             Ok(n) => Ok(Look::Done(Some(n))),
             Err(HostError::Exists { .. }) => Ok(Look::Done(None)),
@@ -165,14 +162,15 @@ pub(crate) struct Uplink {
 }
 
 impl Uplink {
-    /// Whether `a` is its vSwitch host adapter: a vSwitch port with its MAC, name and address.
-    pub(crate) fn is_its_vswitch_adapter(&self, a: &crate::host::Adapter) -> bool {
-        self.is_its_vswitch_adapter_but_address(a) && a.holds(self.ip)
-    }
-
-    /// Its host adapter by MAC and name (`uplink::is_host_adapter_of`), whatever it holds.
-    pub(crate) fn is_its_vswitch_adapter_but_address(&self, a: &crate::host::Adapter) -> bool {
+    /// Whether `a` is its vSwitch host adapter: a vSwitch port with its MAC, name and address
+    /// (`uplink::is_host_adapter_of`), or with any address when `any_address`.
+    pub(crate) fn is_its_vswitch_adapter(
+        &self,
+        a: &crate::host::Adapter,
+        any_address: bool,
+    ) -> bool {
         crate::host::uplink::is_host_adapter_of(a, &self.name, &self.mac)
+            && (any_address || a.holds(self.ip))
     }
 }
 
@@ -221,14 +219,12 @@ fn wait_for_stable_address(
     let what = format!(
         "{name} to hold a stable IPv4 address (Preferred, not 169.254/16) before making the vSwitch on it"
     );
-    let wait = Wait {
-        what: &what,
-        timeout: s.adapter_address_timeout,
-        pauses: Pauses::every(s.timing.ip_poll),
-        stop,
-        say: &mut |l: &str| log.info(l),
-    };
-    poll_until(wait, look, |seen| {
+    let wait = (
+        what.as_str(),
+        s.adapter_address_timeout,
+        Pauses::every(s.timing.ip_poll),
+    );
+    log.poll_until(wait, stop, look, |seen| {
         Err(SuperviseError::AdapterAddress {
             adapter: name.to_owned(),
             waited: s.adapter_address_timeout,
@@ -247,9 +243,10 @@ pub(super) fn find_vswitch_adapter(
     log: &Log,
 ) -> Result<u32> {
     let look = || -> Result<Look<u32, ()>> {
-        let found = adapters_now(host)?
+        let found = host
+            .adapters()?
             .into_iter()
-            .find(|a| uplink.is_its_vswitch_adapter(a));
+            .find(|a| uplink.is_its_vswitch_adapter(a, false));
         if let Some(a) = found {
             log.info(&format!(
                 "the vSwitch's host adapter is {} (index {}, MAC {}, {})",
@@ -259,9 +256,10 @@ pub(super) fn find_vswitch_adapter(
         }
         // A static address may not come over (projectcalico/calico#4631): put back from the record.
         if !uplink.dhcp
-            && let Some(a) = adapters_now(host)?
+            && let Some(a) = host
+                .adapters()?
                 .into_iter()
-                .find(|a| uplink.is_its_vswitch_adapter_but_address(a))
+                .find(|a| uplink.is_its_vswitch_adapter(a, true))
         {
             log.warn(&format!(
                 "the vSwitch's host adapter {} (index {}, MAC {}) does not hold {}: the static address did not come over, and is put back",
@@ -275,14 +273,12 @@ pub(super) fn find_vswitch_adapter(
         "the vSwitch's host adapter on {} (MAC {})",
         uplink.name, uplink.mac
     );
-    let wait = Wait {
-        what: &what,
-        timeout: s.network_timeout,
-        pauses: Pauses::every(s.timing.poll),
-        stop,
-        say: &mut |l: &str| log.info(l),
-    };
-    poll_until(wait, look, |()| {
+    let wait = (
+        what.as_str(),
+        s.network_timeout,
+        Pauses::every(s.timing.poll),
+    );
+    log.poll_until(wait, stop, look, |()| {
         Err(SuperviseError::VswitchAdapter {
             uplink: uplink.name.clone(),
             mac: uplink.mac.clone(),
@@ -290,10 +286,6 @@ pub(super) fn find_vswitch_adapter(
             after: s.network_timeout,
         })
     })
-}
-
-fn adapters_now(host: &dyn Host) -> Result<Vec<crate::host::Adapter>> {
-    Ok(host.adapters()?)
 }
 
 pub(super) fn wait_for_management_ip(
@@ -314,14 +306,12 @@ pub(super) fn wait_for_management_ip(
             Look::Done(ip)
         }))
     };
-    let wait = Wait {
-        what: "the vSwitch's management IP",
-        timeout: s.network_timeout,
-        pauses: Pauses::every(s.timing.poll),
-        stop,
-        say: &mut |l: &str| log.info(l),
-    };
-    poll_until(wait, look, |()| {
+    let wait = (
+        "the vSwitch's management IP",
+        s.network_timeout,
+        Pauses::every(s.timing.poll),
+    );
+    log.poll_until(wait, stop, look, |()| {
         Err(SuperviseError::ManagementIp {
             after: s.network_timeout,
         })

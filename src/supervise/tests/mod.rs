@@ -9,9 +9,7 @@ use crate::host::{
 use crate::installed::addressing::tests::adapter_named;
 use crate::installed::platform::tests::{closed, http, serve};
 use crate::installed::{failure, platform};
-use crate::layout::BOOT_ID_VALUE;
-use crate::layout::CALICO_KEY;
-use crate::layout::LEGACY_BOOT_VALUE;
+use crate::layout::{BOOT_ID_VALUE, CALICO_KEY, LEGACY_BOOT_VALUE};
 use crate::release::{Binary, CalicoVersion};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -243,12 +241,10 @@ fn felix_host() -> SimHost {
 
 /// CalicoFelix registered and running, and the `hns` service's program in place.
 fn felix_running(host: &SimHost) {
-    let svchost = r"C:\Windows\system32\svchost.exe";
+    hns_startable(host);
     let exe = format!(r"{ROOT}\calicoctl-win.exe");
-    for program in [svchost, exe.as_str()] {
-        host.write_file(program, b"simulated program\n", crate::host::Access::Normal)
-            .expect("write");
-    }
+    host.write_file(&exe, b"simulated program\n", crate::host::Access::Normal)
+        .expect("write");
     host.service_create(&crate::host::ServiceSpec {
         name: "CalicoFelix".into(),
         display_name: "Calico Felix".into(),

@@ -88,7 +88,7 @@ fn the_vswitch_adapter_is_known_by_address_mac_and_name_together() {
             &["10.0.0.5"],
         )
     };
-    assert!(uplink.is_its_vswitch_adapter(&vnic));
+    assert!(uplink.is_its_vswitch_adapter(&vnic, false));
     let other_mac = crate::host::Adapter {
         mac: "00-15-5D-00-00-99".into(),
         ..vnic.clone()
@@ -106,7 +106,7 @@ fn the_vswitch_adapter_is_known_by_address_mac_and_name_together() {
         ..vnic.clone()
     };
     for wrong in [other_mac, other_name, not_a_port, no_address] {
-        assert!(!uplink.is_its_vswitch_adapter(&wrong), "{wrong:?}");
+        assert!(!uplink.is_its_vswitch_adapter(&wrong, false), "{wrong:?}");
     }
 }
 
