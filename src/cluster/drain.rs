@@ -303,12 +303,7 @@ pub fn eviction_body(pod: &PodRef, grace_period: Option<u32>) -> serde_json::Val
 
 /// Why the node is not Ready, or `None` when it is.
 pub fn not_ready(n: &Node) -> Option<String> {
-    let ready = n
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"));
-    match ready {
+    match super::node::condition_of(n, "Ready") {
         Some(c) if c.status == "True" => None,
         Some(c) => Some(format!(
             "Ready is {}{}",

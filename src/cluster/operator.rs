@@ -362,10 +362,7 @@ pub fn wait_daemonset(
 /// it so for a hundred years: calico v3.32.1 `node/pkg/lifecycle/shutdown/shutdown.go`).
 pub fn network_unavailable(c: &Cluster, node: &NodeName) -> Result<bool, ClusterError> {
     let n = super::node::read(c, node)?;
-    Ok(n.status.and_then(|s| s.conditions).is_some_and(|cs| {
-        cs.iter()
-            .any(|c| c.type_ == "NetworkUnavailable" && c.status == "True")
-    }))
+    Ok(super::node::condition_of(&n, "NetworkUnavailable").is_some_and(|c| c.status == "True"))
 }
 
 /// `NetworkUnavailable` False, as calico-node sets it when it runs (calico v3.32.1
