@@ -4,8 +4,6 @@
 //! connections, refusals answered as kubectl answers them (eviction.rs); wait until the pods
 //! are gone; and wait for the node to be Ready again.
 
-/// Its room is node_control.rs; kept here too for the paths that name it through drain.
-pub use super::NodeControl;
 use super::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
 use crate::k8s_name::NodeName;

@@ -228,7 +228,6 @@ fn options<'a>(
     ),
     cluster: Option<&'a crate::cluster::Cluster>,
 ) -> apply::Options<'a> {
-    let cluster = cluster.map(|c| c as &dyn crate::cluster::NodeControl);
     // A turn's own stop is part of Ctrl-C's (`commands::turn`).
     let stop = stop.unwrap_or_else(|| {
         ctx.catch_stop(crate::duration::Stop::new(), super::common::CHANGE_UNCAUGHT)

@@ -416,7 +416,7 @@ fn options<'a>(
     journal: Option<crate::apply::journal::Journal>,
     cluster: &'a Cluster,
 ) -> apply::Options<'a> {
-    let cluster = Some(cluster as &dyn crate::cluster::NodeControl);
+    let cluster = Some(cluster);
     apply::Options {
         stop: ctx.catch_stop(Stop::new(), super::common::CHANGE_UNCAUGHT),
         ..apply::Options::for_change(
