@@ -417,32 +417,22 @@ mod tests {
         assert_eq!(names, ["default/agent"]);
     }
 
+    /// A mirror pod stays, though it has no controller. Controlled pods evicted, a
+    /// DaemonSet's skipped and a bare one needing --force are asserted by
+    /// tests/lifecycle/reconfigure.rs `vni_change_recreates_the_network_after_a_drain_and_uncordons`
+    /// and `a_pod_without_a_controller_is_evicted_only_with_force`.
     #[test]
-    fn daemonset_and_mirror_pods_stay_and_pods_without_a_controller_need_force() {
-        let s = select(&[
-            pod("web", Some("ReplicaSet"), false),
-            pod("agent", Some("DaemonSet"), false),
-            pod("static", None, true),
-            pod("bare", None, false),
-            pod("db", Some("StatefulSet"), false),
-        ]);
-        let names = |v: &[PodRef]| v.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
-        assert_eq!(names(&s.evict), ["web", "db"]);
-        assert_eq!(names(&s.skipped), ["agent", "static"]);
-        assert_eq!(names(&s.unmanaged), ["bare"]);
+    fn a_mirror_pod_stays() {
+        let s = select(&[pod("static", None, true)]);
+        assert_eq!(s.skipped.len(), 1);
+        assert!(s.unmanaged.is_empty());
     }
 
+    /// Without a grace period the body leaves the pod's own; with one it carries it
+    /// (tests/lifecycle/reconfigure.rs `vni_change_recreates_the_network_after_a_drain_and_uncordons`).
     #[test]
-    fn the_eviction_carries_the_grace_period_as_the_api_names_it() {
-        let p = PodRef {
-            namespace: "ns".into(),
-            name: "web".into(),
-            uid: String::new(),
-            deleting: false,
-        };
-        let body = eviction_body(&p, Some(7));
-        assert_eq!(body["deleteOptions"]["gracePeriodSeconds"], 7);
-        assert_eq!(body["metadata"]["namespace"], "ns");
+    fn an_eviction_without_a_grace_period_carries_none() {
+        let p = pod_ref(&pod("web", None, false));
         assert!(eviction_body(&p, None).get("deleteOptions").is_none());
     }
 }

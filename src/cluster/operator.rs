@@ -162,9 +162,7 @@ impl crate::error::Diagnose for OperatorError {
 
 /// The operator's pod on a node now.
 pub fn pod_on(c: &Cluster, node: &NodeName) -> Result<PodState, ClusterError> {
-    let pods: Api<Pod> = Api::all(c.client.clone());
-    let lp = kube::api::ListParams::default().fields(&format!("spec.nodeName={node}"));
-    Ok(pod_state(&c.call("list", "pods", pods.list(&lp))?.items))
+    Ok(pod_state(&super::drain::pods_on(c, node)?))
 }
 
 /// Waits until the node's operator pod is as wanted; the error says what it was at the end.
