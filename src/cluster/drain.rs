@@ -379,12 +379,16 @@ impl crate::error::Diagnose for DrainError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn pod(name: &str, owner: Option<&str>, mirror: bool) -> Pod {
+    /// A pod in `default` with an address, controlled by an `owner`, or kubelet's mirror of a
+    /// static pod.
+    pub(in crate::cluster) fn pod(name: &str, owner: Option<&str>, mirror: bool) -> Pod {
         let mut v = serde_json::json!({
-            "metadata": {"name": name, "namespace": "default", "uid": format!("u-{name}")}
+            "metadata": {"name": name, "namespace": "default", "uid": format!("u-{name}"),
+                "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "status": {"podIP": "10.244.1.7", "podIPs": [{"ip": "10.244.1.7"}]}
         });
         if let Some(kind) = owner {
             v["metadata"]["ownerReferences"] = serde_json::json!([{
