@@ -29,7 +29,7 @@ pub struct Options<'a> {
     pub logs_dir: Option<String>,
     pub now: i64,
     /// The cluster, for plans that cordon, drain or wait for the node.
-    pub cluster: Option<&'a dyn crate::cluster::NodeControl>,
+    pub cluster: Option<&'a crate::cluster::Cluster>,
     /// Asked just before each HNS endpoint is deleted, with its id: why it is kept after all
     /// (no longer at fault on a new look), or `None` to delete it.
     pub recheck: Option<&'a Recheck<'a>>,
@@ -51,7 +51,7 @@ impl<'a> Options<'a> {
         rollback: bool,
         service_timeout: std::time::Duration,
         previous: Option<journal::Journal>,
-        cluster: Option<&'a dyn crate::cluster::NodeControl>,
+        cluster: Option<&'a crate::cluster::Cluster>,
     ) -> Self {
         Self {
             command,
@@ -71,7 +71,7 @@ impl<'a> Options<'a> {
     }
 
     /// The cluster, for a step that needs it.
-    pub fn cluster(&self) -> anyhow::Result<&'a dyn crate::cluster::NodeControl> {
+    pub fn cluster(&self) -> anyhow::Result<&'a crate::cluster::Cluster> {
         self.cluster.ok_or_else(|| {
             anyhow::anyhow!("this step needs the cluster, and no admin kubeconfig was given")
         })

@@ -178,7 +178,7 @@ pub fn undo_journal_in(
     journal: &Journal,
     journal_path: &str,
     timeout: Duration,
-    cluster: Option<&dyn crate::cluster::NodeControl>,
+    cluster: Option<&crate::cluster::Cluster>,
 ) -> Rolled {
     let opts = Options::for_change(
         "rollback",

@@ -2,7 +2,7 @@
 
 use super::Check;
 use crate::config::Config;
-use crate::config::types::{Backend, ContainerRuntime};
+use crate::config::types::Backend;
 use crate::host::runtime::{RuntimeFacts, same_dir};
 use crate::host::{
     FirewallRule, HnsNetwork, Host, HostError, InstalledService, Protocol, RegValue, ServiceState,
@@ -383,20 +383,9 @@ fn container_runtime(s: &HostSnapshot, c: &Config) -> Check {
             format!("no container runtime: the {want} service is not installed"),
             "install containerd and register it as a service (containerd.exe --register-service), then set container_runtime",
         ),
-        (ContainerRuntime::Containerd, Some(f)) if f.name != "containerd" => Check::fail(
+        (_, Some(f)) if f.name != want.to_string() => Check::fail(
             ID,
-            format!(
-                "{} is installed but container_runtime is containerd",
-                f.name
-            ),
-            format!(
-                "set container_runtime: {} in calico-windows.yaml (or --set container_runtime={})",
-                f.name, f.name
-            ),
-        ),
-        (ContainerRuntime::Docker, Some(f)) if f.name != "docker" => Check::fail(
-            ID,
-            format!("{} is installed but container_runtime is docker", f.name),
+            format!("{} is installed but container_runtime is {want}", f.name),
             format!(
                 "set container_runtime: {} in calico-windows.yaml (or --set container_runtime={})",
                 f.name, f.name

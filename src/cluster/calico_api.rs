@@ -80,10 +80,6 @@ impl Group {
         }
     }
 
-    pub fn plural(self, kind: Kind) -> &'static str {
-        self.names(kind).1
-    }
-
     pub fn resource(self, kind: Kind) -> ApiResource {
         let (k, plural) = self.names(kind);
         ApiResource::from_gvk_with_plural(

@@ -4,8 +4,6 @@
 //! connections, refusals answered as kubectl answers them (eviction.rs); wait until the pods
 //! are gone; and wait for the node to be Ready again.
 
-/// Its room is node_control.rs; kept here too for the paths that name it through drain.
-pub use super::NodeControl;
 use super::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
 use crate::k8s_name::NodeName;
@@ -303,12 +301,7 @@ pub fn eviction_body(pod: &PodRef, grace_period: Option<u32>) -> serde_json::Val
 
 /// Why the node is not Ready, or `None` when it is.
 pub fn not_ready(n: &Node) -> Option<String> {
-    let ready = n
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"));
-    match ready {
+    match super::node::condition_of(n, "Ready") {
         Some(c) if c.status == "True" => None,
         Some(c) => Some(format!(
             "Ready is {}{}",
@@ -386,12 +379,16 @@ impl crate::error::Diagnose for DrainError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn pod(name: &str, owner: Option<&str>, mirror: bool) -> Pod {
+    /// A pod in `default` with an address, controlled by an `owner`, or kubelet's mirror of a
+    /// static pod.
+    pub(in crate::cluster) fn pod(name: &str, owner: Option<&str>, mirror: bool) -> Pod {
         let mut v = serde_json::json!({
-            "metadata": {"name": name, "namespace": "default", "uid": format!("u-{name}")}
+            "metadata": {"name": name, "namespace": "default", "uid": format!("u-{name}"),
+                "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "status": {"podIP": "10.244.1.7", "podIPs": [{"ip": "10.244.1.7"}]}
         });
         if let Some(kind) = owner {
             v["metadata"]["ownerReferences"] = serde_json::json!([{
@@ -424,32 +421,22 @@ mod tests {
         assert_eq!(names, ["default/agent"]);
     }
 
+    /// A mirror pod stays, though it has no controller. Controlled pods evicted, a
+    /// DaemonSet's skipped and a bare one needing --force are asserted by
+    /// tests/lifecycle/reconfigure.rs `vni_change_recreates_the_network_after_a_drain_and_uncordons`
+    /// and `a_pod_without_a_controller_is_evicted_only_with_force`.
     #[test]
-    fn daemonset_and_mirror_pods_stay_and_pods_without_a_controller_need_force() {
-        let s = select(&[
-            pod("web", Some("ReplicaSet"), false),
-            pod("agent", Some("DaemonSet"), false),
-            pod("static", None, true),
-            pod("bare", None, false),
-            pod("db", Some("StatefulSet"), false),
-        ]);
-        let names = |v: &[PodRef]| v.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
-        assert_eq!(names(&s.evict), ["web", "db"]);
-        assert_eq!(names(&s.skipped), ["agent", "static"]);
-        assert_eq!(names(&s.unmanaged), ["bare"]);
+    fn a_mirror_pod_stays() {
+        let s = select(&[pod("static", None, true)]);
+        assert_eq!(s.skipped.len(), 1);
+        assert!(s.unmanaged.is_empty());
     }
 
+    /// Without a grace period the body leaves the pod's own; with one it carries it
+    /// (tests/lifecycle/reconfigure.rs `vni_change_recreates_the_network_after_a_drain_and_uncordons`).
     #[test]
-    fn the_eviction_carries_the_grace_period_as_the_api_names_it() {
-        let p = PodRef {
-            namespace: "ns".into(),
-            name: "web".into(),
-            uid: String::new(),
-            deleting: false,
-        };
-        let body = eviction_body(&p, Some(7));
-        assert_eq!(body["deleteOptions"]["gracePeriodSeconds"], 7);
-        assert_eq!(body["metadata"]["namespace"], "ns");
+    fn an_eviction_without_a_grace_period_carries_none() {
+        let p = pod_ref(&pod("web", None, false));
         assert!(eviction_body(&p, None).get("deleteOptions").is_none());
     }
 }

@@ -31,6 +31,5 @@ pub mod verify_rights;
 pub use client::{CALL_TIMEOUT, Cluster, CutHere, PAGE, PAGES_CAP, cut_here};
 pub use error::ClusterError;
 pub use kubeconfig::{InCluster, OnHost, ReadFile, pem};
-pub use node_control::NodeControl;
 /// The token's modules by the names they had before they shared a room.
 pub use token::{check as token_check, credentials, making, renewal};

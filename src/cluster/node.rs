@@ -18,8 +18,7 @@ pub fn windows_taint() -> Taint {
 /// Adds `taint` to the node unless a taint with its key and effect is there; returns whether
 /// it changed the node.
 pub fn ensure_taint(c: &Cluster, node: &NodeName, taint: &Taint) -> Result<bool, ClusterError> {
-    let nodes: Api<Node> = Api::all(c.client.clone());
-    let current = c.call("get", "nodes", nodes.get(node.as_str()))?;
+    let current = read(c, node)?;
     let mut taints = current.spec.and_then(|s| s.taints).unwrap_or_default();
     if taints
         .iter()
@@ -180,11 +179,16 @@ pub fn bgp_ipv4(n: &Node) -> Option<std::net::Ipv4Addr> {
 
 /// The node's `CalicoWindowsReady` status as it is set: `Some(true)` for True.
 pub fn calico_ready(n: &Node) -> Option<bool> {
-    n.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.type_ == CONDITION_CALICO_READY))
-        .map(|c| c.status == "True")
+    condition_of(n, CONDITION_CALICO_READY).map(|c| c.status == "True")
+}
+
+/// The Node's condition of `type_`, as last set.
+pub(super) fn condition_of<'a>(
+    n: &'a Node,
+    type_: &str,
+) -> Option<&'a k8s_openapi::api::core::v1::NodeCondition> {
+    let conditions = n.status.as_ref()?.conditions.as_ref()?;
+    conditions.iter().find(|c| c.type_ == type_)
 }
 
 /// What uninstall (or a handover to the operator) leaves on the node: no calicoctl-win
@@ -216,11 +220,7 @@ pub fn forget(c: &Cluster, node: &NodeName, left: Left) -> Result<(), ClusterErr
     // The fleet's verify verdict (`CalicoWindowsTraffic`), when the node carries one: no run
     // refreshes it once calicoctl-win has left, so it becomes Unknown with the same reason.
     let n = read(c, node)?;
-    let traffic = n
-        .status
-        .and_then(|s| s.conditions)
-        .and_then(|cs| cs.into_iter().find(|c| c.type_ == CONDITION_TRAFFIC));
-    match traffic {
+    match condition_of(&n, CONDITION_TRAFFIC) {
         Some(t) if t.status != "Unknown" || t.reason.as_deref() != Some(reason) => {
             let said = format!("{said}: no verify runs here any more");
             set_condition(
@@ -379,17 +379,12 @@ pub fn unlabelled_nodes_of_ours(c: &Cluster) -> Result<Vec<NodeName>, ClusterErr
             .annotations
             .as_ref()
             .is_some_and(|a| a.contains_key(ANNOTATION_TOOL_VERSION));
-        let condition = n
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| cs.iter().find(|c| c.type_ == CONDITION_CALICO_READY))
-            .is_some_and(|c| {
-                !matches!(
-                    c.reason.as_deref(),
-                    Some(REASON_NOT_INSTALLED | REASON_HANDED_TO_OPERATOR)
-                )
-            });
+        let condition = condition_of(n, CONDITION_CALICO_READY).is_some_and(|c| {
+            !matches!(
+                c.reason.as_deref(),
+                Some(REASON_NOT_INSTALLED | REASON_HANDED_TO_OPERATOR)
+            )
+        });
         let ours = annotated || condition;
         if ours && super::installation::label_of(n) != Some(super::installation::LABEL_VALUE) {
             names.extend(n.metadata.name.clone().map(NodeName::from_api));

@@ -1,6 +1,6 @@
 //! The cluster side of a plan, as the plan executor sees it (`apply`): the node object, the
-//! pods on it, the operator's Installation; `Cluster` does each through drain.rs, operator.rs,
-//! renewal.rs and node.rs. Passed in from the top, so that `apply` needs no client.
+//! pods on it, the operator's Installation, each done through drain.rs, operator.rs,
+//! renewal.rs and node.rs.
 
 use super::drain::{
     DrainOptions, PodRef, Watch, is_cordoned, networked_daemons, pod_ref, pods_on, select,
@@ -12,89 +12,17 @@ use super::{Cluster, node, operator};
 use crate::k8s_name::NodeName;
 use std::time::Duration;
 
-/// The cluster side of a plan: the node object and the pods on it.
-pub trait NodeControl {
-    fn is_cordoned(&self, node: &NodeName) -> anyhow::Result<bool>;
-    fn set_cordoned(&self, node: &NodeName, on: bool) -> anyhow::Result<()>;
-    /// Evicts the node's pods and waits until they are gone (or `watch`'s stop).
-    fn drain(
-        &self,
-        node: &NodeName,
-        opts: &DrainOptions,
-        watch: &mut Watch<'_>,
-    ) -> anyhow::Result<()>;
-    /// Evicts these pods of the node (`namespace/name`; those gone already are skipped) and
-    /// waits until they are gone (or `watch`'s stop).
-    fn evict(
-        &self,
-        node: &NodeName,
-        pods: &[String],
-        opts: &DrainOptions,
-        watch: &mut Watch<'_>,
-    ) -> anyhow::Result<()>;
-    fn wait_ready(
-        &self,
-        node: &NodeName,
-        timeout: Duration,
-        watch: &mut Watch<'_>,
-    ) -> anyhow::Result<()>;
-    /// Evicts the node's DaemonSet pods that have a network of their own (`networked_daemons`)
-    /// and waits until they are gone (or `watch`'s stop); their names.
-    fn recreate_daemonset_pods(
-        &self,
-        node: &NodeName,
-        opts: &DrainOptions,
-        watch: &mut Watch<'_>,
-    ) -> anyhow::Result<Vec<String>>;
-    /// A JSON merge patch of the operator's Installation `name`.
-    fn patch_installation(&self, name: &str, patch: &serde_json::Value) -> anyhow::Result<()>;
-    /// Puts back what the patch `applied` changed (`restore`) while every field it set still
-    /// holds what it set; else the field that changed since, and nothing written.
-    fn restore_installation(
-        &self,
-        name: &str,
-        applied: &serde_json::Value,
-        restore: &serde_json::Value,
-    ) -> anyhow::Result<Option<String>>;
-    /// calicoctl-win's node label set, or removed (`None`).
-    fn set_label(&self, node: &NodeName, value: Option<&str>) -> anyhow::Result<()>;
-    fn wait_operator_pod(
-        &self,
-        node: &NodeName,
-        want: operator::Want,
-        timeout: Duration,
-    ) -> anyhow::Result<()>;
-    fn clear_network_unavailable(&self, node: &NodeName) -> anyhow::Result<()>;
-    /// Sets or removes `migrate`'s cordon annotation.
-    fn mark_cordoned(&self, node: &NodeName, on: bool) -> anyhow::Result<()>;
-    /// Waits until the operator rendered its Windows DaemonSet for the node
-    /// (`operator::wait_daemonset`).
-    fn wait_operator_daemonset(&self, node: &NodeName, timeout: Duration) -> anyhow::Result<()>;
-    /// Deletes the node's token-renewal Role and RoleBinding when they are ours (the ones
-    /// `uids` names; when it names none of one, by its label only when the uids were not
-    /// kept: `renewal::Grant::uids_kept`); what stays.
-    fn remove_grant(
-        &self,
-        namespace: &str,
-        name: &str,
-        uids: (&renewal::GrantUids, bool),
-    ) -> anyhow::Result<Vec<String>>;
-    /// Deletes what an install made of the node's grant (`making::remove_made`); what stays.
-    fn remove_made_grant(&self, made: &super::making::Making) -> anyhow::Result<Vec<String>>;
-    /// Removes calicoctl-win's annotations and says why it left the node (`left`).
-    fn forget_node(&self, node: &NodeName, left: node::Left) -> anyhow::Result<()>;
-}
-
-impl NodeControl for Cluster {
-    fn is_cordoned(&self, node: &NodeName) -> anyhow::Result<bool> {
+impl Cluster {
+    pub fn is_cordoned(&self, node: &NodeName) -> anyhow::Result<bool> {
         Ok(is_cordoned(self, node)?)
     }
 
-    fn set_cordoned(&self, node: &NodeName, on: bool) -> anyhow::Result<()> {
+    pub fn set_cordoned(&self, node: &NodeName, on: bool) -> anyhow::Result<()> {
         Ok(set_cordoned(self, node, on)?)
     }
 
-    fn drain(
+    /// Evicts the node's pods and waits until they are gone (or `watch`'s stop).
+    pub fn drain(
         &self,
         node: &NodeName,
         opts: &DrainOptions,
@@ -108,7 +36,9 @@ impl NodeControl for Cluster {
         Ok(())
     }
 
-    fn evict(
+    /// Evicts these pods of the node (`namespace/name`; those gone already are skipped) and
+    /// waits until they are gone (or `watch`'s stop).
+    pub fn evict(
         &self,
         node: &NodeName,
         pods: &[String],
@@ -126,7 +56,7 @@ impl NodeControl for Cluster {
         Ok(())
     }
 
-    fn wait_ready(
+    pub fn wait_ready(
         &self,
         node: &NodeName,
         timeout: Duration,
@@ -135,7 +65,9 @@ impl NodeControl for Cluster {
         Ok(wait_ready(self, node, timeout, watch)?)
     }
 
-    fn recreate_daemonset_pods(
+    /// Evicts the node's DaemonSet pods that have a network of their own (`networked_daemons`)
+    /// and waits until they are gone (or `watch`'s stop); their names.
+    pub fn recreate_daemonset_pods(
         &self,
         node: &NodeName,
         opts: &DrainOptions,
@@ -149,11 +81,13 @@ impl NodeControl for Cluster {
         Ok(names)
     }
 
-    fn patch_installation(&self, name: &str, patch: &serde_json::Value) -> anyhow::Result<()> {
+    pub fn patch_installation(&self, name: &str, patch: &serde_json::Value) -> anyhow::Result<()> {
         Ok(operator::patch_installation(self, name, patch)?)
     }
 
-    fn restore_installation(
+    /// Puts back what the patch `applied` changed (`restore`) while every field it set still
+    /// holds what it set; else the field that changed since, and nothing written.
+    pub fn restore_installation(
         &self,
         name: &str,
         applied: &serde_json::Value,
@@ -164,11 +98,11 @@ impl NodeControl for Cluster {
         )?)
     }
 
-    fn set_label(&self, node: &NodeName, value: Option<&str>) -> anyhow::Result<()> {
+    pub fn set_label(&self, node: &NodeName, value: Option<&str>) -> anyhow::Result<()> {
         Ok(operator::set_label(self, node, value)?)
     }
 
-    fn wait_operator_pod(
+    pub fn wait_operator_pod(
         &self,
         node: &NodeName,
         want: operator::Want,
@@ -177,19 +111,26 @@ impl NodeControl for Cluster {
         Ok(operator::wait_pod(self, node, want, timeout)?)
     }
 
-    fn clear_network_unavailable(&self, node: &NodeName) -> anyhow::Result<()> {
+    pub fn clear_network_unavailable(&self, node: &NodeName) -> anyhow::Result<()> {
         Ok(operator::clear_network_unavailable(self, node)?)
     }
 
-    fn mark_cordoned(&self, node: &NodeName, on: bool) -> anyhow::Result<()> {
+    pub fn mark_cordoned(&self, node: &NodeName, on: bool) -> anyhow::Result<()> {
         Ok(operator::mark_cordoned(self, node, on)?)
     }
 
-    fn wait_operator_daemonset(&self, node: &NodeName, timeout: Duration) -> anyhow::Result<()> {
+    pub fn wait_operator_daemonset(
+        &self,
+        node: &NodeName,
+        timeout: Duration,
+    ) -> anyhow::Result<()> {
         Ok(operator::wait_daemonset(self, node, timeout)?)
     }
 
-    fn remove_grant(
+    /// Deletes the node's token-renewal Role and RoleBinding when they are ours (the ones
+    /// `uids` names; when it names none of one, by its label only when the uids were not
+    /// kept: `renewal::Grant::uids_kept`); what stays.
+    pub fn remove_grant(
         &self,
         namespace: &str,
         name: &str,
@@ -205,11 +146,13 @@ impl NodeControl for Cluster {
         Ok(renewal::remove(self, &g)?)
     }
 
-    fn remove_made_grant(&self, made: &super::making::Making) -> anyhow::Result<Vec<String>> {
+    /// Deletes what an install made of the node's grant (`making::remove_made`); what stays.
+    pub fn remove_made_grant(&self, made: &super::making::Making) -> anyhow::Result<Vec<String>> {
         Ok(super::making::remove_made(self, made)?)
     }
 
-    fn forget_node(&self, node: &NodeName, left: node::Left) -> anyhow::Result<()> {
+    /// Removes calicoctl-win's annotations and says why it left the node (`left`).
+    pub fn forget_node(&self, node: &NodeName, left: node::Left) -> anyhow::Result<()> {
         Ok(node::forget(self, node, left)?)
     }
 }

@@ -162,9 +162,7 @@ impl crate::error::Diagnose for OperatorError {
 
 /// The operator's pod on a node now.
 pub fn pod_on(c: &Cluster, node: &NodeName) -> Result<PodState, ClusterError> {
-    let pods: Api<Pod> = Api::all(c.client.clone());
-    let lp = kube::api::ListParams::default().fields(&format!("spec.nodeName={node}"));
-    Ok(pod_state(&c.call("list", "pods", pods.list(&lp))?.items))
+    Ok(pod_state(&super::drain::pods_on(c, node)?))
 }
 
 /// Waits until the node's operator pod is as wanted; the error says what it was at the end.
@@ -362,10 +360,7 @@ pub fn wait_daemonset(
 /// it so for a hundred years: calico v3.32.1 `node/pkg/lifecycle/shutdown/shutdown.go`).
 pub fn network_unavailable(c: &Cluster, node: &NodeName) -> Result<bool, ClusterError> {
     let n = super::node::read(c, node)?;
-    Ok(n.status.and_then(|s| s.conditions).is_some_and(|cs| {
-        cs.iter()
-            .any(|c| c.type_ == "NetworkUnavailable" && c.status == "True")
-    }))
+    Ok(super::node::condition_of(&n, "NetworkUnavailable").is_some_and(|c| c.status == "True"))
 }
 
 /// `NetworkUnavailable` False, as calico-node sets it when it runs (calico v3.32.1

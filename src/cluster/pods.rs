@@ -134,24 +134,7 @@ mod tests {
     use super::*;
 
     fn pod(owner: Option<&str>, mirror: bool) -> Pod {
-        let mut p: Pod = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "p", "namespace": "default", "uid": "u",
-                "creationTimestamp": "2026-01-01T00:00:00Z"},
-            "status": {"podIP": "10.244.1.7", "podIPs": [{"ip": "10.244.1.7"}]}
-        }))
-        .expect("pod");
-        if let Some(kind) = owner {
-            p.metadata.owner_references = Some(vec![
-                serde_json::from_value(serde_json::json!({"apiVersion": "apps/v1",
-                    "kind": kind, "name": "o", "uid": "o", "controller": true}))
-                .expect("owner"),
-            ]);
-        }
-        if mirror {
-            p.metadata.annotations =
-                Some([("kubernetes.io/config.mirror".to_owned(), "x".to_owned())].into());
-        }
-        p
+        super::super::drain::tests::pod("p", owner, mirror)
     }
 
     /// k8s.io/api core/v1 `PodPhase`: "Succeeded: All containers in the pod have voluntarily

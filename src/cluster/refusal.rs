@@ -205,17 +205,9 @@ pub fn read_now(c: &Cluster, token: &Token, (namespace, name): (&str, &str)) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use base64::Engine as _;
 
     fn token(claims: serde_json::Value) -> Token {
-        let enc = |v: &serde_json::Value| {
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
-        };
-        Token::new(format!(
-            "{}.{}.sig",
-            enc(&serde_json::json!({"alg": "RS256"})),
-            enc(&claims)
-        ))
+        Token::jwt(&claims.to_string())
     }
 
     const NOW: i64 = 1_800_000_000;

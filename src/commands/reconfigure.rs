@@ -120,7 +120,7 @@ pub(super) fn attempt(
             true,
             args.service_timeout,
             journal,
-            cluster.map(|c| c as &dyn crate::cluster::NodeControl),
+            cluster,
         )
     };
     if let Err(e) = change.run(ctx, &actions, opts)? {

@@ -162,7 +162,7 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
             // Its plan stops and starts no service (`plan::repair`).
             Duration::ZERO,
             interrupted,
-            Some(c.as_ref() as &dyn crate::cluster::NodeControl),
+            Some(c.as_ref()),
         )
     };
     let stop = opts.stop.clone();

@@ -521,7 +521,7 @@ fn execute(
             false,
             args.service_timeout,
             change.journal.take(),
-            cluster.map(|c| c as &dyn crate::cluster::drain::NodeControl),
+            cluster,
         )
     };
     change.run(ctx, actions, opts)?.map_err(|failed| {

@@ -216,23 +216,17 @@ fn split(
 
 fn rewrite(object: &Value, p: &Policy, r: &Rule) -> (Value, Value) {
     let key = r.direction.key();
-    let side = match r.direction {
-        Direction::Ingress => "destination",
-        Direction::Egress => "source",
-    };
+    let side = local_side(r.direction);
     let mut meta = json!({ "name": p.name });
     if let Some(ns) = &p.namespace {
         meta["namespace"] = json!(ns);
     }
     let spec = object.get("spec").cloned().unwrap_or_else(|| json!({}));
-    let types: Vec<&str> = p
-        .types
-        .iter()
-        .map(|d| match d {
-            Direction::Ingress => "Ingress",
-            Direction::Egress => "Egress",
-        })
-        .collect();
+    let word = |d: &Direction| match d {
+        Direction::Ingress => "Ingress",
+        Direction::Egress => "Egress",
+    };
+    let types: Vec<&str> = p.types.iter().map(word).collect();
     let mut rest_spec = spec.clone();
     if let Some(list) = rest_spec.get_mut(key).and_then(Value::as_array_mut) {
         list.remove(r.index);
@@ -262,11 +256,7 @@ fn rewrite(object: &Value, p: &Policy, r: &Rule) -> (Value, Value) {
         o.remove("egress");
     }
     moved_spec["selector"] = json!(selector);
-    moved_spec["types"] = json!([if r.direction == Direction::Ingress {
-        "Ingress"
-    } else {
-        "Egress"
-    }]);
+    moved_spec["types"] = json!([word(&r.direction)]);
     moved_spec[key] = json!([rule]);
     let mut moved_meta = meta.clone();
     moved_meta["name"] = json!(format!("{}-{}-{}", p.name, key, r.index));

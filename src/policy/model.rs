@@ -215,11 +215,11 @@ pub fn calico(src: &Source, object: Value) -> Result<Policy, PolicyError> {
         return Err(src.invalid("spec is not a map"));
     }
     let namespace = src.namespace.clone();
-    let own = text(spec, "selector");
-    let mut applies = parse_at(src, "spec.selector", own)?;
+    let mut applies = parse_at(src, "spec.selector", text(spec, "selector"))?;
     no_global(src, "spec.selector", &applies)?;
     let sa = text(spec, "serviceAccountSelector");
     let ns_sel = text(spec, "namespaceSelector");
+    let whole = applies == Node::All && sa.is_empty() && ns_sel.is_empty();
     if let Some(ns) = &namespace {
         applies = and(applies, in_namespace(ns));
     } else if !ns_sel.is_empty() {
@@ -236,16 +236,9 @@ pub fn calico(src: &Source, object: Value) -> Result<Policy, PolicyError> {
             applies = applies.replacing(&Node::Has(SERVICE_ACCOUNT_LABEL.into()), &Node::Global);
         }
     }
-    let whole = matches!(parse_at(src, "spec.selector", own)?, Node::All)
-        && sa.is_empty()
-        && ns_sel.is_empty();
     let mut rules = Vec::new();
     for direction in [Direction::Ingress, Direction::Egress] {
-        let list = spec.get(direction.key()).and_then(Value::as_array);
-        if list.is_some_and(|l| l.len() > RULES_CAP) {
-            return Err(src.invalid(format!("more than {RULES_CAP} {} rules", direction.key())));
-        }
-        for (index, r) in list.into_iter().flatten().enumerate() {
+        for (index, r) in rules_of(src, spec, direction)?.iter().enumerate() {
             rules.push(calico_rule(src, r, direction, index, namespace.as_deref())?);
         }
     }
@@ -270,6 +263,18 @@ pub fn calico(src: &Source, object: Value) -> Result<Policy, PolicyError> {
         host_only: flag("doNotTrack") || flag("preDNAT"),
         object: Some(object),
     })
+}
+
+/// A direction's rules, at most `RULES_CAP`.
+fn rules_of<'a>(src: &Source, spec: &'a Value, d: Direction) -> Result<&'a [Value], PolicyError> {
+    let list = spec
+        .get(d.key())
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    if list.len() > RULES_CAP {
+        return Err(src.invalid(format!("more than {RULES_CAP} {} rules", d.key())));
+    }
+    Ok(list)
 }
 
 /// `names.TierFromPolicyName` (libcalico-go v3.31.7 `lib/names/policy.go:52-79`): Kubernetes
@@ -399,13 +404,15 @@ fn windows_skip(r: &Value, action: &str, protocol: u16, not_selector: bool) -> O
     } else if has(r.get("icmp")) {
         Some("it matches an ICMP type or code".into())
     } else if named {
-        Some("it names a port (named ports are not supported on Windows)".into())
+        Some(NAMED_PORT.into())
     } else if action.eq_ignore_ascii_case("log") {
         Some("its action is Log".into())
     } else {
         None
     }
 }
+
+const NAMED_PORT: &str = "it names a port (named ports are not supported on Windows)";
 
 fn is_named_port(p: &Value) -> bool {
     p.as_str().is_some_and(|s| {
@@ -449,7 +456,8 @@ fn nets_of(src: &Source, at: &str, e: &Value) -> Result<(Vec<Net>, bool), Policy
             None => return Err(src.invalid(format!("{at}.nets has {n}, not a CIDR"))),
         }
     }
-    Ok((v4.clone(), v4.is_empty() && v6 > 0))
+    let only_v6 = v4.is_empty() && v6 > 0;
+    Ok((v4, only_v6))
 }
 
 /// One side of a rule, and whether a `notSelector` is left a negative match (no positive
@@ -577,11 +585,7 @@ pub fn kubernetes(src: &Source, object: &Value) -> Result<Policy, PolicyError> {
     let whole = text == "projectcalico.org/orchestrator == 'k8s'";
     let mut rules = Vec::new();
     for (direction, peers_key) in [(Direction::Ingress, "from"), (Direction::Egress, "to")] {
-        let list = spec.get(direction.key()).and_then(Value::as_array);
-        if list.is_some_and(|l| l.len() > RULES_CAP) {
-            return Err(src.invalid(format!("more than {RULES_CAP} {} rules", direction.key())));
-        }
-        for (index, r) in list.into_iter().flatten().enumerate() {
+        for (index, r) in rules_of(src, spec, direction)?.iter().enumerate() {
             let c = k8s::rule(r.get(peers_key), r.get("ports")).map_err(|e| src.invalid(e))?;
             rules.extend(k8s_rules(src, direction, index, &ns, c)?);
         }
@@ -647,7 +651,7 @@ fn k8s_rules(
                         .into(),
                 )
             } else if proto.named {
-                Some("it names a port (named ports are not supported on Windows)".into())
+                Some(NAMED_PORT.into())
             } else {
                 None
             };

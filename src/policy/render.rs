@@ -284,7 +284,6 @@ fn assemble(
     }
 }
 
-/// One direction's ACLs from policies and profiles (the host ACL is one of the fixed ones).
 /// One tier of one direction on an endpoint: the policies rendered (those before a staged
 /// one) and the end-of-tier action.
 struct Part<'p> {
@@ -295,6 +294,7 @@ struct Part<'p> {
     profiles: bool,
 }
 
+/// One direction's ACLs from policies and profiles (the host ACL is one of the fixed ones).
 fn direction(
     c: &Cluster,
     runs: &[(&str, &[usize])],

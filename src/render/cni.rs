@@ -73,7 +73,7 @@ fn placeholders(c: &Config, facts: &HostFacts) -> BTreeMap<&'static str, Fill> {
             Fill::List(c.dns.servers.iter().map(ToString::to_string).collect()),
         ),
         ("DATASTORE_TYPE", text(&c.datastore.to_string())),
-        ("DSR_SUPPORT", Fill::Bool(facts.dsr_supported())),
+        ("DSR_SUPPORT", Fill::Bool(facts.os_build.supports_dsr())),
         (
             "ETCD_ENDPOINTS",
             text(&super::env::joined(&c.etcd.endpoints)),
@@ -119,15 +119,13 @@ pub fn render(
             source,
         }
     })?;
-    let mut doc: Value = serde_json::from_str(&filled).map_err(|e| RenderError::NotJson {
+    let not_json = |message: String| RenderError::NotJson {
         template: template_name.to_owned(),
-        message: e.to_string(),
-    })?;
+        message,
+    };
+    let mut doc: Value = serde_json::from_str(&filled).map_err(|e| not_json(e.to_string()))?;
     let Some(obj) = doc.as_object_mut() else {
-        return Err(RenderError::NotJson {
-            template: template_name.to_owned(),
-            message: "the top level is not an object".into(),
-        });
+        return Err(not_json("the top level is not an object".into()));
     };
     // Settings Calico's template hard-codes are applied to the parsed document, so they take
     // effect with the user's own template too.
@@ -158,10 +156,7 @@ pub fn render(
             .map(ToString::to_string)
             .collect::<Vec<_>>(),
     );
-    let mut out = serde_json::to_string_pretty(&doc).map_err(|e| RenderError::NotJson {
-        template: template_name.to_owned(),
-        message: e.to_string(),
-    })?;
+    let mut out = serde_json::to_string_pretty(&doc).map_err(|e| not_json(e.to_string()))?;
     out.push('\n');
     Ok(out)
 }

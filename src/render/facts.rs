@@ -75,10 +75,6 @@ impl HostFacts {
                 .is_none_or(crate::release::version::CalicoVersion::reads_api_group_pin)
         })
     }
-
-    pub fn dsr_supported(&self) -> bool {
-        self.os_build.supports_dsr()
-    }
 }
 
 #[cfg(test)]

@@ -128,12 +128,6 @@ fn current_user(text: &str) -> Option<(serde_json::Value, usize)> {
     Some((doc, at))
 }
 
-/// The current context's user in a kubeconfig's text.
-fn user_of(text: &str) -> Option<serde_json::Value> {
-    let (doc, at) = current_user(text)?;
-    Some(doc["users"][at]["user"].clone())
-}
-
 /// Where the current context's user keeps its token: inline (`token`), in a file it names
 /// (`tokenFile`), or both. No `Debug`: `inline` is a secret.
 pub struct TokenSource {
@@ -144,9 +138,9 @@ pub struct TokenSource {
 /// Where the current context's user in a kubeconfig's text keeps its token, from one parse of
 /// the text; `None` when it has neither (an empty `token` or `tokenFile` counts as none).
 pub fn token_source(text: &str) -> Option<TokenSource> {
-    let user = user_of(text)?;
+    let (doc, at) = current_user(text)?;
     let field = |name: &str| {
-        user[name]
+        doc["users"][at]["user"][name]
             .as_str()
             .filter(|v| !v.is_empty())
             .map(str::to_owned)
@@ -232,19 +226,13 @@ mod tests {
                 "contexts:\n- name: a\n  context:\n    user: u\ncurrent-context: a\nusers:\n- name: other\n  user:\n    token: not-this\n- name: u\n  user:\n{user}"
             )
         };
+        // Both kept, and neither, are asserted by credentials.rs
+        // `the_token_files_token_goes_first_and_the_inline_one_is_the_fallback`.
         let inline = |text: &str| token_source(text).and_then(|s| s.inline);
         let file = |text: &str| token_source(text).and_then(|s| s.file);
         assert_eq!(inline(&doc("    token: abc\n")).as_deref(), Some("abc"));
         assert_eq!(file(&doc("    token: abc\n")), None);
-        assert_eq!(
-            file(&doc("    tokenFile: C:\\t\n")).as_deref(),
-            Some(r"C:\t")
-        );
-        let both = doc("    token: abc\n    tokenFile: C:\\t\n");
-        assert_eq!(inline(&both).as_deref(), Some("abc"));
-        assert_eq!(file(&both).as_deref(), Some(r"C:\t"));
-        // An empty tokenFile, or neither: no token.
+        // An empty tokenFile is none.
         assert!(token_source(&doc("    tokenFile: ''\n")).is_none());
-        assert!(token_source(&doc("    username: x\n")).is_none());
     }
 }

@@ -27,6 +27,13 @@ impl Token {
         Self(text.into())
     }
 
+    /// A JWT of these claims, signed by no one.
+    #[cfg(test)]
+    pub(crate) fn jwt(claims: &str) -> Self {
+        let enc = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        Self::new(format!("{}.{}.sig", enc(r#"{"alg":"RS256"}"#), enc(claims)))
+    }
+
     pub fn expose(&self) -> &str {
         &self.0
     }
@@ -626,11 +633,6 @@ impl crate::error::Diagnose for CredentialError {
 mod tests {
     use super::*;
 
-    fn jwt(claims: &str) -> String {
-        let enc = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-        format!("{}.{}.sig", enc(r#"{"alg":"RS256"}"#), enc(claims))
-    }
-
     /// client-go's order (see `node_token_in`): the file's token, trimmed, while the file can
     /// be read and is not empty; the inline token otherwise.
     #[test]
@@ -681,27 +683,22 @@ mod tests {
     #[test]
     fn expiry_comes_from_the_exp_claim() {
         assert_eq!(
-            Token::new(jwt(r#"{"exp":1800000000,"sub":"x"}"#)).expiry(),
+            Token::jwt(r#"{"exp":1800000000,"sub":"x"}"#).expiry(),
             Some(1_800_000_000)
         );
-        assert_eq!(Token::new(jwt(r#"{"sub":"x"}"#)).expiry(), None);
-        let sa = Token::new(jwt(
-            r#"{"iat":5,"sub":"system:serviceaccount:calico-system:calico-node"}"#,
-        ));
+        assert_eq!(Token::jwt(r#"{"sub":"x"}"#).expiry(), None);
+        let sa = Token::jwt(r#"{"iat":5,"sub":"system:serviceaccount:calico-system:calico-node"}"#);
         assert_eq!(sa.issued_at(), Some(5));
         assert_eq!(
             sa.service_account(),
             Some(("calico-system".into(), "calico-node".into()))
         );
-        assert_eq!(
-            Token::new(jwt(r#"{"sub":"admin"}"#)).service_account(),
-            None
-        );
+        assert_eq!(Token::jwt(r#"{"sub":"admin"}"#).service_account(), None);
         assert_eq!(Token::new("not-a-jwt").expiry(), None);
-        let t = Token::new(jwt(r#"{"exp":1000}"#));
+        let t = Token::jwt(r#"{"exp":1000}"#);
         assert_eq!(t.outlives(999), Some(Some(1000)));
         assert_eq!(t.outlives(1000), None);
-        assert_eq!(Token::new(jwt("{}")).outlives(i64::MAX), Some(None));
+        assert_eq!(Token::jwt("{}").outlives(i64::MAX), Some(None));
     }
 
     #[test]
@@ -719,13 +716,13 @@ mod tests {
 
     #[test]
     fn claims_that_are_no_time_make_a_token_unusable() {
-        let t = Token::new(jwt(&format!(r#"{{"exp":{}}}"#, i64::MAX)));
+        let t = Token::jwt(&format!(r#"{{"exp":{}}}"#, i64::MAX));
         assert_eq!(t.expiry(), None);
         assert!(t.unusable().is_some_and(|w| w.contains("'exp'")));
-        let t = Token::new(jwt(r#"{"iat":2000,"exp":1000}"#));
+        let t = Token::jwt(r#"{"iat":2000,"exp":1000}"#);
         assert!(t.unusable().is_some_and(|w| w.contains("no later than")));
         assert!(
-            Token::new(jwt(r#"{"iat":1000,"exp":2000}"#))
+            Token::jwt(r#"{"iat":1000,"exp":2000}"#)
                 .unusable()
                 .is_none()
         );

@@ -527,9 +527,7 @@ fn execute(
             true,
             args.service_timeout,
             journal,
-            cluster
-                .cluster()
-                .map(|c| c as &dyn crate::cluster::NodeControl),
+            cluster.cluster(),
         )
     };
     // The executor has shown its warnings; they are not the result.
