@@ -2,7 +2,7 @@
 //! works from it alone, without the config or the cluster.
 
 use crate::host::{Files, FirewallRule, Host, Route, ServiceSpec};
-use crate::layout::is_service_log;
+use crate::installed::logs::is_service_log;
 use crate::layout::join;
 use serde::{Deserialize, Serialize};
 
