@@ -52,14 +52,13 @@ pub fn endpoint(d: &EndpointDown) -> Finding {
     let port = d.port;
     let since = crate::duration::time_text(d.since);
     if d.refusal == ListenRefusal::Excluded {
-        return Finding::new(
+        return Finding::fixed(
             Code::MetricsPortExcluded,
             "metrics",
             format!(
                 "CalicoNode cannot listen on TCP port {port} (metrics.port) since {since}: {}; no program listens on it, and Windows keeps it from every program (an excluded port range, as Hyper-V and WinNAT reserve); it tries again, waiting up to a minute between tries",
                 d.error
             ),
-            Code::MetricsPortExcluded.remedy().to_owned(),
         );
     }
     let (holder, remedy) = match (&d.refusal, d.refusal.holder()) {
@@ -166,13 +165,12 @@ pub fn unscraped(s: &Scrapes, now: i64, port: u16, service: &str) -> Option<Find
         },
         |t| format!("since {}", crate::duration::time_text(t)),
     );
-    Some(Finding::new(
+    Some(Finding::fixed(
         Code::MetricsNotScraped,
         "metrics",
         format!(
             "no scraper has reached CalicoNode's metrics endpoint (TCP port {port}) {last}, while the Service {service} is there to scrape it through: its firewall rule admits metrics.source_ranges only, and a scrape from a pod comes from its node's address where the pod's IP pool has natOutgoing"
         ),
-        Code::MetricsNotScraped.remedy().to_owned(),
     ))
 }
 
@@ -213,7 +211,7 @@ pub fn keep_diags_review_refused(host: &dyn Host, error: Option<&str>) -> HostRe
 
 /// CalicoNode may not review the tokens of `GET /diags`: since when, and what the server said.
 pub fn diags_review(d: &DiagsReviewRefused) -> Finding {
-    Finding::new(
+    Finding::fixed(
         Code::DiagsReviewRefused,
         "metrics",
         format!(
@@ -221,7 +219,6 @@ pub fn diags_review(d: &DiagsReviewRefused) -> Finding {
             crate::duration::time_text(d.since),
             d.error
         ),
-        Code::DiagsReviewRefused.remedy().to_owned(),
     )
 }
 
