@@ -83,12 +83,7 @@ pub fn endpoint(j: &Judged) -> Option<Finding> {
         ));
     }
     let (_, code) = ENDPOINT_CODES.iter().find(|(v, _)| *v == j.verdict)?;
-    Some(Finding::new(
-        *code,
-        j.name.clone(),
-        j.sentence(),
-        code.remedy(),
-    ))
+    Some(Finding::fixed(*code, j.name.clone(), j.sentence()))
 }
 
 /// The last HNS restart's services that still do not run.
