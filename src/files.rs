@@ -50,9 +50,10 @@ pub const SMALL_FILE_CAP: u64 = 16 << 20;
 pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let what = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, why);
-    let meta = fs_err::metadata(path).map_err(|e| {
+    let cannot = |e: std::io::Error| {
         std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
-    })?;
+    };
+    let meta = fs_err::metadata(path).map_err(cannot)?;
     if !meta.is_file() {
         return Err(what(format!(
             "{} is not a regular file (a directory, a pipe or a device)",
@@ -62,9 +63,7 @@ pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(cap + 1).read_to_end(&mut out))
-        .map_err(|e| {
-            std::io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display()))
-        })?;
+        .map_err(cannot)?;
     if out.len() as u64 > cap {
         return Err(what(format!(
             "{} is larger than {} MB, more than such a file ever holds",
@@ -163,10 +162,7 @@ pub fn check_target(path: &Path) -> Result<(), OutFileError> {
         }
         Err(_) => {}
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = dir_of(path);
     if !dir.is_dir() {
         return Err(OutFileError::NoDirectory {
             path: path.to_owned(),
@@ -174,6 +170,13 @@ pub fn check_target(path: &Path) -> Result<(), OutFileError> {
         });
     }
     Ok(())
+}
+
+/// The directory `path` is in (`.` for a bare name).
+fn dir_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 /// What a file that is not a regular one is, in words.
@@ -206,7 +209,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<bool> {
     if unchanged(path, contents) {
         return Ok(false);
     }
-    replace(path, contents, true)?;
+    replace(path, contents, true, false)?;
     Ok(true)
 }
 
@@ -214,14 +217,26 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> anyhow::Result<bool> {
 /// host's state, which models none, written at every change a test makes.
 pub fn write_atomic_volatile(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
     check_target(path)?;
-    replace(path, contents, false)
+    replace(path, contents, false, false)
 }
 
 /// Writes `contents` to `path`'s temporary file and renames it over `path`, flushed to the
-/// disk first when `durable` (`rename_durably`).
-fn replace(path: &Path, contents: &[u8], durable: bool) -> anyhow::Result<()> {
+/// disk first when `durable` (`rename_durably`). A `secret`'s temporary file is made anew,
+/// readable and writable by its owner only (0600), before anything is written into it; on
+/// Windows it takes its directory's access list: the admin's own folder, where one is made.
+fn replace(path: &Path, contents: &[u8], durable: bool, secret: bool) -> anyhow::Result<()> {
     let tmp = temporary_of(path);
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    if secret {
+        let _ = fs_err::remove_file(&tmp);
+        options.create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    } else {
+        options.create(true).truncate(true);
+    }
+    let written = options.open(&tmp).and_then(|mut f| {
         std::io::Write::write_all(&mut f, contents)?;
         if durable { f.sync_all() } else { Ok(()) }
     });
@@ -252,40 +267,19 @@ pub fn rename_durably(tmp: &Path, path: &Path) -> std::io::Result<()> {
     }
     #[cfg(not(windows))]
     {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
         // The rename has happened: a directory that cannot be opened for reading (mode 0300)
         // or a filesystem that refuses fsync on a directory does not make it a failure.
-        if let Ok(d) = std::fs::File::open(dir) {
+        if let Ok(d) = std::fs::File::open(dir_of(path)) {
             let _ = d.sync_all();
         }
         Ok(())
     }
 }
 
-/// Like `write_atomic`, for a credential on this machine: the temporary file is made readable
-/// and writable by its owner only (0600) before anything is written into it. On Windows the
-/// file takes its directory's access list: the admin's own folder, where such a file is made.
+/// Like `write_atomic`, for a credential on this machine (`replace`'s `secret`).
 pub fn write_secret(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
     check_target(path)?;
-    let tmp = temporary_of(path);
-    let _ = fs_err::remove_file(&tmp);
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let written = options
-        .open(&tmp)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, contents).and_then(|()| f.sync_all()));
-    written.with_context(|| format!("cannot write {}", tmp.display()))?;
-    rename_durably(&tmp, path)
-        .inspect_err(|_| {
-            let _ = fs_err::remove_file(&tmp);
-        })
-        .with_context(|| format!("cannot replace {}", path.display()))?;
-    Ok(())
+    replace(path, contents, true, true)
 }
 
 /// Where an atomic write takes its contents from: bytes in memory, or a file on this machine

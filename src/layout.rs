@@ -407,26 +407,6 @@ impl Role {
     }
 }
 
-/// Whether a file in the logs directory is one of the services' logs: `calico-<role>.log` or
-/// a rotated `calico-<role>-<UTC time>.log`, for every role (kube-proxy's too), derived from
-/// the roles rather than listed.
-pub fn is_service_log(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    Role::ALL.iter().map(|r| r.name()).any(|role| {
-        let Some(rest) = lower
-            .strip_prefix("calico-")
-            .and_then(|r| r.strip_prefix(role))
-            .and_then(|r| r.strip_suffix(".log"))
-        else {
-            return false;
-        };
-        rest.is_empty()
-            || rest
-                .strip_prefix('-')
-                .is_some_and(|t| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric()))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,4 @@
-use crate::layout::is_service_log;
+use crate::installed::logs::is_service_log;
 
 #[test]
 fn only_the_services_logs_count_as_logs() {

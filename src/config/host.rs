@@ -123,54 +123,18 @@ pub fn on_fixed_drives(
 mod tests {
     use super::*;
 
-    fn rt(name: &'static str, running: bool) -> RuntimeFacts {
-        RuntimeFacts {
-            name,
-            running,
-            install_dir: r"C:\Program Files\containerd".into(),
-            config_file: None,
-            cni_bin_dir: (name == "containerd").then(|| "c:/opt/cni/bin".into()),
-            cni_conf_dir: (name == "containerd").then(|| r"C:\etc\cni\net.d".into()),
-        }
-    }
-
+    /// kubelet's override wins, lower-cased as kubelet registers it. (The host's own name without
+    /// one, and the runtime and its CNI directories: tests/lifecycle host_defaults.)
     #[test]
     fn kubelets_override_wins_over_the_host_name_and_both_are_lower_cased() {
-        let mut d = HostDefaults {
+        let d = HostDefaults {
             hostname: Some("WIN-ABC".into()),
-            kubelet: Some(r"C:\k\kubelet.exe --v=2".into()),
+            kubelet: Some(r#""C:\k\kubelet.exe" --hostname-override Node-7 --v=2"#.into()),
             runtime: None,
         };
-        assert_eq!(d.node_name(), Some(("win-abc".into(), "the host name")));
-        d.kubelet = Some(r#""C:\k\kubelet.exe" --hostname-override Node-7 --v=2"#.into());
         assert_eq!(
             d.node_name(),
             Some(("node-7".into(), "--hostname-override"))
         );
-        d.kubelet = Some(r"C:\k\kubelet.exe --hostname-override=ip-10-0-0-5.ec2.internal".into());
-        assert_eq!(
-            d.layer().get("node.name"),
-            Some(&Raw::Scalar("ip-10-0-0-5.ec2.internal".into()))
-        );
-        assert_eq!(HostDefaults::default().node_name(), None);
-    }
-
-    #[test]
-    fn containerd_only_when_it_runs_with_its_cni_dirs() {
-        let d = |runtime| HostDefaults {
-            runtime: Some(runtime),
-            ..HostDefaults::default()
-        };
-        let l = d(rt("containerd", true)).layer();
-        assert_eq!(l["container_runtime"], Raw::Scalar("containerd".into()));
-        assert_eq!(l["cni.bin_dir"], Raw::Scalar(r"c:\opt\cni\bin".into()));
-        assert_eq!(l["cni.conf_dir"], Raw::Scalar(r"C:\etc\cni\net.d".into()));
-        // Installed but stopped: Calico's scripts fall back to docker's paths.
-        let l = d(rt("containerd", false)).layer();
-        assert_eq!(l["container_runtime"], Raw::Scalar("docker".into()));
-        assert!(!l.contains_key("cni.bin_dir"));
-        let l = d(rt("docker", true)).layer();
-        assert_eq!(l["container_runtime"], Raw::Scalar("docker".into()));
-        assert!(HostDefaults::default().layer().is_empty());
     }
 }

@@ -174,11 +174,7 @@ impl Reader {
     ) {
         let skip = |reason: &str| skipped(n, line, reason);
         if let Some(Block::Containerd { running }) = block {
-            let runtime_default = match (name.as_str(), running) {
-                ("CNI_BIN_DIR", false) => Some("c:\\k\\cni"),
-                ("CNI_CONF_DIR", false) => Some("c:\\k\\cni\\config"),
-                _ => None,
-            };
+            let runtime_default = docker_dir(&name).filter(|_| !running);
             if runtime_default.is_some_and(|d| d.eq_ignore_ascii_case(&value)) {
                 self.out.left_default.push(skip("docker's CNI directory: calicoctl-win derives it from container_runtime: docker"));
             } else {
@@ -211,10 +207,7 @@ impl Reader {
             let Some(v) = self.values.take(&var) else {
                 continue;
             };
-            let docker = match var.as_str() {
-                "CNI_BIN_DIR" => "c:\\k\\cni",
-                _ => "c:\\k\\cni\\config",
-            };
+            let docker = docker_dir(&var).unwrap_or_default();
             let skipped = Skipped {
                 line: v.line,
                 text: format!("{} = {}", v.variable, v.value),
@@ -234,6 +227,16 @@ impl Reader {
         }
         self.out.imported = self.values.into_ordered();
         self.out
+    }
+}
+
+/// Docker's CNI directory a config.ps1 variable names (`CNI_BIN_DIR`, `CNI_CONF_DIR`), which
+/// calicoctl-win derives from `container_runtime: docker`.
+fn docker_dir(var: &str) -> Option<&'static str> {
+    match var {
+        "CNI_BIN_DIR" => Some("c:\\k\\cni"),
+        "CNI_CONF_DIR" => Some("c:\\k\\cni\\config"),
+        _ => None,
     }
 }
 
@@ -421,14 +424,16 @@ enum Value {
     Dynamic(String),
 }
 
+/// A PowerShell expression, never evaluated.
+fn dynamic() -> Value {
+    Value::Dynamic(
+        "a PowerShell expression; not evaluated, as nothing in config.ps1 is executed".into(),
+    )
+}
+
 /// The value of a right-hand side, without running anything.
 fn evaluate(src: &str, earlier: &Values) -> Value {
     let src = src.trim();
-    let dynamic = || {
-        Value::Dynamic(
-            "a PowerShell expression; not evaluated, as nothing in config.ps1 is executed".into(),
-        )
-    };
     if let Some(inner) = src.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
         return Value::Literal(inner.replace("''", "'"));
     }
@@ -472,11 +477,6 @@ fn expand_double_quoted(inner: &str) -> Option<String> {
 /// is X's value.
 fn argument(src: &str, earlier: &Values) -> Value {
     let src = src.trim();
-    let dynamic = || {
-        Value::Dynamic(
-            "a PowerShell expression; not evaluated, as nothing in config.ps1 is executed".into(),
-        )
-    };
     if src.starts_with('(') || src.starts_with("$(") {
         return dynamic();
     }

@@ -29,6 +29,16 @@ impl Raw {
     pub fn list_from_text(text: &str) -> Raw {
         Raw::List(split_list(text))
     }
+
+    /// A value of `kind` from `--set` or the environment: a list comma-separated, a scalar
+    /// without the blanks around it (no part of a value, as YAML drops them around a plain
+    /// scalar).
+    pub fn from_text(kind: super::spec::Kind, text: &str) -> Raw {
+        match kind {
+            super::spec::Kind::List => Raw::list_from_text(text),
+            _ => Raw::Scalar(text.trim().to_owned()),
+        }
+    }
 }
 
 /// The items of comma-separated text, trimmed, empty items dropped.

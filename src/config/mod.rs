@@ -126,10 +126,10 @@ pub fn metrics_of_file(text: &str) -> Result<Metrics, ConfigError> {
         .metrics)
 }
 
-/// `metrics.port`'s built-in default: the port of a node whose config is not at hand.
 /// `metrics.diags_namespace`'s default: the fleet DaemonSet's (`fleet plan`, `fleet diags`).
 pub const DIAGS_NAMESPACE: &str = "system-upgrade";
 
+/// `metrics.port`'s built-in default: the port of a node whose config is not at hand.
 pub fn default_metrics_port() -> u16 {
     builtin_default::<types::Port>("metrics.port").0
 }
@@ -368,13 +368,13 @@ fn logs(r: &mut Resolver, install_root: &WinPath) -> Logs {
 }
 
 /// The built-in default of a key whose table entry is a `Value`; `Resolver::one` parses that
-/// default before calling this, and a unit test proves every such default parses.
+/// default before calling this, and `built_in_defaults_follow_the_quickstart` proves every
+/// such default parses.
 fn builtin_default<T: Setting>(key: &str) -> T {
     let text = match spec::find(key).map(|s| s.default) {
         Some(spec::DefaultValue::Value(v)) => v,
         _ => "",
     };
-    // The default table is static and covered by `every_builtin_default_parses`.
     T::parse(text).unwrap_or_else(|e| panic!("built-in default of {key} does not parse: {e}"))
 }
 
@@ -405,10 +405,6 @@ fn flag_layer(sets: &[String], problems: &mut Vec<Problem>) -> Layer {
         let key = key.trim();
         if let Some(spec) = spec::find(key) {
             let raw = match spec.kind {
-                spec::Kind::List => Raw::list_from_text(value),
-                // Surrounding blanks are no part of a value, from --set as from the
-                // environment (`env_layer`) and as YAML drops them around a plain scalar.
-                spec::Kind::Scalar => Raw::Scalar(value.trim().to_owned()),
                 spec::Kind::Map => {
                     problems.push(Problem::new(
                         key,
@@ -418,6 +414,7 @@ fn flag_layer(sets: &[String], problems: &mut Vec<Problem>) -> Layer {
                     ));
                     continue;
                 }
+                kind => Raw::from_text(kind, value),
             };
             layer.insert(
                 spec.key,
@@ -467,14 +464,10 @@ fn env_layer(env: &BTreeMap<String, String>) -> Layer {
         .filter_map(|s| {
             let name = s.ps1?;
             let value = env.get(name).filter(|v| !v.trim().is_empty())?;
-            let raw = match s.kind {
-                spec::Kind::List => Raw::list_from_text(value),
-                _ => Raw::Scalar(value.trim().to_owned()),
-            };
             Some((
                 s.key,
                 Sourced {
-                    raw,
+                    raw: Raw::from_text(s.kind, value),
                     source: Source::Env(name),
                 },
             ))

@@ -198,9 +198,7 @@ impl Resolver {
         self.show(key, serde_json::Value::Object(shown), source);
         entries
     }
-}
 
-impl Resolver {
     /// Like `opt`, but a key that was never given takes the derived default; an explicit
     /// empty value stays `None` so a check can say why it is needed.
     pub fn opt_or<T: Setting>(

@@ -49,12 +49,8 @@ const fn s(key: &'static str, ps1: &'static str, default: DefaultValue, doc: &'s
 
 const fn l(key: &'static str, ps1: &'static str, default: DefaultValue, doc: &'static str) -> Spec {
     Spec {
-        key,
         kind: Kind::List,
-        ps1: Some(ps1),
-        from_env: true,
-        default,
-        doc,
+        ..s(key, ps1, default, doc)
     }
 }
 
@@ -392,11 +388,6 @@ mod tests {
         assert_eq!(closest("vxlan.vnii"), Some("vxlan.vni"));
         assert_eq!(closest("completely.different.thing"), None);
     }
-}
-
-#[cfg(test)]
-mod docs_tests {
-    use super::*;
 
     /// The settings table of docs/configuration.md, generated from `SETTINGS`.
     fn markdown_table() -> String {

@@ -50,12 +50,12 @@ macro_rules! choice {
     };
 }
 
-/// `Display` of a newtype over a `String`: its text.
-macro_rules! display_text {
+/// `Display` of a newtype: its value's.
+macro_rules! display_inner {
     ($($t:ty),+) => {$(
         impl fmt::Display for $t {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
+                fmt::Display::fmt(&self.0, f)
             }
         }
     )+};
@@ -91,7 +91,9 @@ choice!(
     Aks => "aks",
 );
 
-display_text!(
+display_inner!(
+    Vni,
+    Ip,
     LogSeverity,
     MacPrefix,
     Namespace,
@@ -136,12 +138,6 @@ impl Setting for Vni {
     }
     fn shown(&self) -> serde_json::Value {
         self.0.into()
-    }
-}
-
-impl fmt::Display for Vni {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
     }
 }
 
@@ -234,12 +230,6 @@ impl Setting for Ip {
             .map_err(|_| "allowed: an IPv4 or IPv6 address, like 10.96.0.10".into())
     }
     string_shown!(Ip);
-}
-
-impl fmt::Display for Ip {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
 }
 
 /// How calico-node finds this node's IPv4 address (`IP`).

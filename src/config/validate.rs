@@ -41,16 +41,9 @@ pub fn cross_check(c: &Config, r: &mut Resolver) {
     lists_and_names(c, r);
     install_root_of_its_own(c, r);
     metrics(c, r);
-    diags_needs_metrics(c, r);
-}
-
-/// `metrics.diags` is served on the metrics endpoint: without it there is none.
-fn diags_needs_metrics(c: &Config, r: &mut Resolver) {
-    if c.metrics.diags
-        && !c.metrics.enabled
-        && involved_ok(r, &["metrics.diags", "metrics.enabled"])
-    {
-        add(r, "metrics.diags", Some("true".into()),
+    // `metrics.diags` is served on the metrics endpoint: without it there is none.
+    if c.metrics.diags && !c.metrics.enabled {
+        refuse(r, &["metrics.diags", "metrics.enabled"], Some("true".into()),
             "metrics.diags is served on calicoctl-win's metrics endpoint: set metrics.enabled too (and metrics.source_ranges to the addresses the pod proxy connects from: the API server's, or the Konnectivity agents')".into());
     }
 }
@@ -61,18 +54,16 @@ fn metrics(c: &Config, r: &mut Resolver) {
     if !m.enabled || !involved_ok(r, &["metrics.enabled"]) {
         return;
     }
-    if m.source_ranges.is_empty() && involved_ok(r, &["metrics.source_ranges"]) {
-        add(r, "metrics.source_ranges", None,
+    if m.source_ranges.is_empty() {
+        refuse(r, &["metrics.source_ranges"], None,
             "metrics.enabled needs the CIDRs scrapes arrive from (their ports are opened to nobody else), like 10.0.0.0/16: a Prometheus pod's scrape arrives from its node's address where its IP pool has natOutgoing (Calico's default), so list the nodes' subnet".into());
     }
     // calicoctl-win's endpoint listens on IPv4's every address (0.0.0.0), not IPv6's: an IPv6
     // source could reach Felix's port and never this one. Refused, not half served.
-    if let Some(v6) = m.source_ranges.iter().find(|c| !c.is_ipv4())
-        && involved_ok(r, &["metrics.source_ranges"])
-    {
-        add(
+    if let Some(v6) = m.source_ranges.iter().find(|c| !c.is_ipv4()) {
+        refuse(
             r,
-            "metrics.source_ranges",
+            &["metrics.source_ranges"],
             Some(v6.to_string()),
             format!(
                 "{v6} is an IPv6 range: the metrics endpoints listen on IPv4 (0.0.0.0) only; give the scrapers' IPv4 ranges"
@@ -82,23 +73,21 @@ fn metrics(c: &Config, r: &mut Resolver) {
     // A prefix of 0 is every address, and no subnet the firewall takes: MS-FASP's
     // FW_IPV4_SUBNET says a mask of 0x00000000 is invalid, so Windows would refuse the rule
     // mid-run or keep it in another form ('*') that never reads back as made.
-    if let Some(all) = m.source_ranges.iter().find(|c| c.prefix() == 0)
-        && involved_ok(r, &["metrics.source_ranges"])
-    {
-        add(
+    if let Some(all) = m.source_ranges.iter().find(|c| c.prefix() == 0) {
+        refuse(
             r,
-            "metrics.source_ranges",
+            &["metrics.source_ranges"],
             Some(all.to_string()),
             format!(
                 "{all} is every address, which a firewall rule's remote addresses cannot hold (a subnet mask of 0.0.0.0 is invalid): list the scrapers' real ranges, like 10.0.0.0/8"
             ),
         );
     }
-    if m.port == m.felix_port && involved_ok(r, &["metrics.port", "metrics.felix_port"]) {
-        let port = m.port.0;
-        add(
+    let port = m.port.0;
+    if m.port == m.felix_port {
+        refuse(
             r,
-            "metrics.port",
+            &["metrics.port", "metrics.felix_port"],
             Some(port.to_string()),
             format!(
                 "port {port} is metrics.felix_port too: calicoctl-win and Felix serve on two different ports"
@@ -106,15 +95,13 @@ fn metrics(c: &Config, r: &mut Resolver) {
         );
     }
     for (key, port) in [
-        ("metrics.port", m.port.0),
+        ("metrics.port", port),
         ("metrics.felix_port", m.felix_port.0),
     ] {
-        if let Some((_, whose)) = NODE_PORTS.iter().find(|(p, _)| *p == port)
-            && involved_ok(r, &[key])
-        {
-            add(
+        if let Some((_, whose)) = NODE_PORTS.iter().find(|(p, _)| *p == port) {
+            refuse(
                 r,
-                key,
+                &[key],
                 Some(port.to_string()),
                 format!("port {port} is {whose} on the node: choose another"),
             );
@@ -153,12 +140,10 @@ pub fn system_directory(path: &str) -> Option<&'static str> {
 /// whose access list install would replace.
 fn install_root_of_its_own(c: &Config, r: &mut Resolver) {
     let root = c.install_root.as_str();
-    if let Some(what) = system_directory(root)
-        && involved_ok(r, &["install_root"])
-    {
-        add(
+    if let Some(what) = system_directory(root) {
+        refuse(
             r,
-            "install_root",
+            &["install_root"],
             Some(root.to_owned()),
             format!(
                 "{root} is {what}: install gives its root an access list of its own (SYSTEM and Administrators only), which would replace Windows' list; use a directory of Calico's own, like C:\\CalicoWindows or C:\\Program Files\\Calico"
@@ -172,6 +157,14 @@ fn involved_ok(r: &Resolver, keys: &[&str]) -> bool {
     keys.iter().all(|k| !r.failed.contains(k))
 }
 
+/// A problem of `involved[0]`, with where its value came from, unless one of `involved`
+/// failed on its own.
+fn refuse(r: &mut Resolver, involved: &[&'static str], value: Option<String>, message: String) {
+    if involved_ok(r, involved) {
+        add(r, involved[0], value, message);
+    }
+}
+
 /// A problem of `key`, with where its value came from.
 fn add(r: &mut Resolver, key: &'static str, value: Option<String>, message: String) {
     let source = r.source(key);
@@ -182,44 +175,28 @@ fn add(r: &mut Resolver, key: &'static str, value: Option<String>, message: Stri
 fn backend_and_datastore(c: &Config, r: &mut Resolver) {
     if let Some(path) = &c.kube_proxy.path
         && c.backend == Backend::None
-        && involved_ok(r, &["backend", "kube_proxy.path"])
     {
-        add(
-            r,
-            "kube_proxy.path",
-            Some(path.to_string()),
-            "the none backend makes no Calico network for kube-proxy to run on (the platform runs it): leave kube_proxy.path unset".into(),
-        );
+        refuse(r, &["kube_proxy.path", "backend"], Some(path.to_string()),
+            "the none backend makes no Calico network for kube-proxy to run on (the platform runs it): leave kube_proxy.path unset".into());
     }
-    if c.backend == Backend::Vxlan
-        && c.cni.ipam_type == IpamType::HostLocal
-        && involved_ok(r, &["backend", "cni.ipam_type"])
-    {
-        add(
+    if c.backend == Backend::Vxlan && c.cni.ipam_type == IpamType::HostLocal {
+        refuse(
             r,
-            "cni.ipam_type",
+            &["cni.ipam_type", "backend"],
             Some("host-local".into()),
             "Calico VXLAN requires calico-ipam; host-local works only with windows-bgp".into(),
         );
     }
-
-    if c.datastore == Datastore::Etcdv3
-        && c.etcd.endpoints.is_empty()
-        && involved_ok(r, &["datastore", "etcd.endpoints"])
-    {
-        add(
+    if c.datastore == Datastore::Etcdv3 && c.etcd.endpoints.is_empty() {
+        refuse(
             r,
-            "etcd.endpoints",
+            &["etcd.endpoints", "datastore"],
             None,
             "the etcdv3 datastore needs at least one etcd endpoint".into(),
         );
     }
-
-    if c.datastore == Datastore::Kubernetes
-        && c.kubeconfig.is_none()
-        && involved_ok(r, &["datastore", "kubeconfig"])
-    {
-        add(r, "kubeconfig", Some(String::new()),
+    if c.datastore == Datastore::Kubernetes && c.kubeconfig.is_none() {
+        refuse(r, &["kubeconfig", "datastore"], Some(String::new()),
             "the kubernetes datastore needs a kubeconfig path (calico-node, felix and the CNI plugin read it)".into());
     }
 }
@@ -249,36 +226,34 @@ fn partial_tls(r: &mut Resolver) {
 
 /// The lists that need an entry, the CNI file's name, the extra environment's names.
 fn lists_and_names(c: &Config, r: &mut Resolver) {
-    if c.service_cidrs.is_empty() && involved_ok(r, &["service_cidrs"]) {
-        add(
+    if c.service_cidrs.is_empty() {
+        refuse(
             r,
-            "service_cidrs",
+            &["service_cidrs"],
             None,
             "give at least one Kubernetes service CIDR, like 10.96.0.0/12".into(),
         );
     }
-    if c.dns.servers.is_empty() && involved_ok(r, &["dns.servers"]) {
-        add(
+    if c.dns.servers.is_empty() {
+        refuse(
             r,
-            "dns.servers",
+            &["dns.servers"],
             None,
             "give at least one DNS server IP, like 10.96.0.10".into(),
         );
     }
-
     let name = c.cni.conf_filename.as_str();
     let ext_ok = [".conf", ".conflist", ".json"]
         .iter()
         .any(|e| name.len() > e.len() && name.ends_with(e));
-    if (!ext_ok || name.contains(['\\', '/', ':'])) && involved_ok(r, &["cni.conf_filename"]) {
-        add(
+    if !ext_ok || name.contains(['\\', '/', ':']) {
+        refuse(
             r,
-            "cni.conf_filename",
+            &["cni.conf_filename"],
             Some(name.into()),
             "allowed: a file name (no directory) ending in .conf, .conflist or .json".into(),
         );
     }
-
     for (key, vars) in [
         ("extra_env.node", &c.extra_env.node),
         ("extra_env.felix", &c.extra_env.felix),

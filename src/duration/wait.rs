@@ -87,7 +87,10 @@ pub fn poll_until<T, P, E: From<Stopped>>(
         say,
     } = wait;
     let started = Instant::now();
-    let deadline = deadline_of(started, timeout);
+    // `NO_LIMIT` (an agent's run, which may last longer than any stand-in deadline: a year once
+    // made CalicoFelix stop and start again) adds to no `Instant`, so it is no deadline; nor is
+    // a timeout too long for the clock to add.
+    let deadline = started.checked_add(timeout);
     let mut last_said: Option<Instant> = None;
     let mut looks = 0_u32;
     let mut pending = |now: Instant| {
@@ -193,16 +196,6 @@ fn run<T, P, E, C>(
     }
 }
 
-/// When a wait begun at `started` for `timeout` ends: never for `NO_LIMIT` (an agent's run,
-/// which may last longer than any stand-in deadline: a year once made CalicoFelix stop and
-/// start again), nor for a timeout too long for the clock to add.
-fn deadline_of(started: Instant, timeout: Duration) -> Option<Instant> {
-    if timeout == NO_LIMIT {
-        return None;
-    }
-    started.checked_add(timeout)
-}
-
 /// A duration to the millisecond, as a log line shows it.
 fn millis(d: Duration) -> Duration {
     Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -258,8 +251,8 @@ mod tests {
     #[test]
     fn no_limit_is_no_deadline() {
         let now = Instant::now();
-        assert_eq!(deadline_of(now, NO_LIMIT), None);
-        assert_eq!(deadline_of(now, HOUR), Some(now + HOUR));
+        assert_eq!(now.checked_add(NO_LIMIT), None);
+        assert_eq!(now.checked_add(HOUR), Some(now + HOUR));
     }
 
     /// A wait is done at the first look that is, fails at the first failure, and at its

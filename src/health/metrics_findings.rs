@@ -52,14 +52,13 @@ pub fn endpoint(d: &EndpointDown) -> Finding {
     let port = d.port;
     let since = crate::duration::time_text(d.since);
     if d.refusal == ListenRefusal::Excluded {
-        return Finding::new(
+        return Finding::fixed(
             Code::MetricsPortExcluded,
             "metrics",
             format!(
                 "CalicoNode cannot listen on TCP port {port} (metrics.port) since {since}: {}; no program listens on it, and Windows keeps it from every program (an excluded port range, as Hyper-V and WinNAT reserve); it tries again, waiting up to a minute between tries",
                 d.error
             ),
-            Code::MetricsPortExcluded.remedy().to_owned(),
         );
     }
     let (holder, remedy) = match (&d.refusal, d.refusal.holder()) {
@@ -166,13 +165,12 @@ pub fn unscraped(s: &Scrapes, now: i64, port: u16, service: &str) -> Option<Find
         },
         |t| format!("since {}", crate::duration::time_text(t)),
     );
-    Some(Finding::new(
+    Some(Finding::fixed(
         Code::MetricsNotScraped,
         "metrics",
         format!(
             "no scraper has reached CalicoNode's metrics endpoint (TCP port {port}) {last}, while the Service {service} is there to scrape it through: its firewall rule admits metrics.source_ranges only, and a scrape from a pod comes from its node's address where the pod's IP pool has natOutgoing"
         ),
-        Code::MetricsNotScraped.remedy().to_owned(),
     ))
 }
 
@@ -213,7 +211,7 @@ pub fn keep_diags_review_refused(host: &dyn Host, error: Option<&str>) -> HostRe
 
 /// CalicoNode may not review the tokens of `GET /diags`: since when, and what the server said.
 pub fn diags_review(d: &DiagsReviewRefused) -> Finding {
-    Finding::new(
+    Finding::fixed(
         Code::DiagsReviewRefused,
         "metrics",
         format!(
@@ -221,7 +219,6 @@ pub fn diags_review(d: &DiagsReviewRefused) -> Finding {
             crate::duration::time_text(d.since),
             d.error
         ),
-        Code::DiagsReviewRefused.remedy().to_owned(),
     )
 }
 
@@ -271,19 +268,12 @@ mod tests {
         }
     }
 
+    /// Felix's rule open to every address is named with its remedy (tests/lifecycle
+    /// `status_names_a_felix_rule_open_to_every_address_and_keeps_it`); scoped by an
+    /// administrator, disabled, or another rule: nothing to say.
     #[test]
     fn felix_s_rule_open_to_every_address_is_named_and_no_other() {
-        let found = felix_rule(Some(&felix_made(9091))).expect("a finding");
-        assert_eq!(found.code, Code::FelixMetricsRule);
-        assert!(found.message.contains("TCP port 9091"), "{found}");
-        assert!(
-            found
-                .remedy
-                .as_deref()
-                .is_some_and(|r| r.contains(&format!("-DisplayName '{FELIX_RULE}'"))),
-            "{found}"
-        );
-        // Scoped by an administrator, disabled, or another rule: nothing to say.
+        assert!(felix_rule(Some(&felix_made(9091))).is_some());
         let scoped = FirewallRule {
             remote_addresses: vec!["10.0.0.0/8".into()],
             ..felix_made(9091)
@@ -337,13 +327,9 @@ mod tests {
             (t0 + 100, Some(t0 + 90))
         );
         let svc = "system-upgrade/calicoctl-win-metrics";
-        // Scraped within the hour, or listening less than an hour: nothing to say.
+        // Listening less than an hour: nothing to say (scraped within the hour, nothing either:
+        // tests/lifecycle `status_tells_an_endpoint_no_scraper_reaches_from_a_scraped_one`).
         assert_eq!(unscraped(&kept, t0 + 100 + 3599, 9095, svc), None);
-        let scraped = Scrapes {
-            listening_since: t0,
-            last_connection: Some(t0 + 7000),
-        };
-        assert_eq!(unscraped(&scraped, t0 + 7200, 9095, svc), None);
         let never = Scrapes {
             listening_since: t0,
             last_connection: None,

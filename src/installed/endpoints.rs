@@ -17,6 +17,7 @@ use crate::cluster::Cluster;
 use crate::cluster::drain::PodRef;
 use crate::cluster::pods::{self, NodePod};
 use crate::host::HnsEndpoint;
+use anyhow::Context as _;
 pub use kind::Kind;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -449,7 +450,6 @@ pub fn survey_calico(
     host: &dyn crate::host::Host,
     how: &Survey,
 ) -> anyhow::Result<Option<Vec<Judged>>> {
-    use anyhow::Context as _;
     let calico = host
         .hns_networks()
         .context("cannot read the HNS networks")?
@@ -513,7 +513,6 @@ fn kube_proxy_runs(
     list: &[HnsEndpoint],
     kinds: &[Kind],
 ) -> anyhow::Result<bool> {
-    use anyhow::Context as _;
     let any = list
         .iter()
         .zip(kinds)
@@ -535,7 +534,6 @@ fn remote_in_use(
     list: &[HnsEndpoint],
     kinds: &[Kind],
 ) -> anyhow::Result<BTreeMap<String, bool>> {
-    use anyhow::Context as _;
     // What HNS gives as an address is asked about only when it is one.
     let ips: std::collections::BTreeSet<String> = list
         .iter()

@@ -71,6 +71,16 @@ pub(crate) fn rotated_key(name: &str, stem: &str) -> Option<(String, u32)> {
     ok.then(|| (time.to_ascii_uppercase(), n))
 }
 
+/// Whether a file in the logs directory is one of the services' logs, current or rotated
+/// (`rotated_key`), for every role (kube-proxy's too).
+pub fn is_service_log(name: &str) -> bool {
+    crate::layout::Role::ALL.iter().any(|r| {
+        let current = r.log_file();
+        name.eq_ignore_ascii_case(&current)
+            || rotated_key(name, current.trim_end_matches(".log")).is_some()
+    })
+}
+
 /// The index of the file after `name` in `names`: the next one, or when `name` is gone
 /// (pruned) the first written after it.
 fn after(names: &[String], name: &str, stem: &str) -> usize {

@@ -2,7 +2,7 @@
 //! works from it alone, without the config or the cluster.
 
 use crate::host::{Files, FirewallRule, Host, Route, ServiceSpec};
-use crate::layout::is_service_log;
+use crate::installed::logs::is_service_log;
 use crate::layout::join;
 use serde::{Deserialize, Serialize};
 
@@ -113,14 +113,6 @@ impl NetworkSettings {
     }
 }
 
-impl InstallRecord {
-    /// The installed release as rendering needs it: its version and its template's
-    /// `cniVersion` (`plan::desired::rendered_files`).
-    pub fn release(&self) -> (Option<&str>, Option<&str>) {
-        (self.calico_version.as_deref(), self.cni_version.as_deref())
-    }
-}
-
 /// Why the record cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -148,6 +140,12 @@ pub fn read(
 }
 
 impl InstallRecord {
+    /// The installed release as rendering needs it: its version and its template's
+    /// `cniVersion` (`plan::desired::rendered_files`).
+    pub fn release(&self) -> (Option<&str>, Option<&str>) {
+        (self.calico_version.as_deref(), self.cni_version.as_deref())
+    }
+
     /// The install root the record names.
     pub fn root(&self) -> crate::layout::InstallRoot {
         crate::layout::InstallRoot::new(&self.install_root)

@@ -7,44 +7,36 @@ use crate::k8s_name::NodeName;
 
 /// The cluster, or part of it (`subject`), cannot be read: the error said as it is.
 pub fn cluster_unreadable(subject: &str, message: String) -> Finding {
-    Finding::new(
-        Code::ClusterUnreadable,
-        subject,
-        message,
-        Code::ClusterUnreadable.remedy(),
-    )
+    Finding::fixed(Code::ClusterUnreadable, subject, message)
 }
 
 /// The cluster's DatastoreMigrations could not be read (`why`): said beside the API group,
 /// not a problem (a migration under way is a phase, not a fault).
 pub fn datastore_unreadable(why: &str) -> Finding {
-    Finding::new(
+    Finding::fixed(
         Code::ClusterUnreadable,
         "DatastoreMigrations",
         format!("the cluster's DatastoreMigrations cannot be read: {why}"),
-        Code::ClusterUnreadable.remedy(),
     )
 }
 
 /// The HNS endpoints could not be judged against the pods (`why`: the read that failed).
 pub fn endpoints_unjudged(why: String) -> Finding {
-    Finding::new(
+    Finding::fixed(
         Code::EndpointsUnjudged,
         "endpoints",
         format!("the HNS endpoints cannot be judged: {why}"),
-        Code::EndpointsUnjudged.remedy(),
     )
 }
 
 /// A kubeconfig at `path` whose identity may do anything in the cluster.
 pub fn admin_kubeconfig(path: &str) -> Finding {
-    Finding::new(
+    Finding::fixed(
         Code::AdminKubeconfig,
         path,
         format!(
             "{path} holds a kubeconfig whose identity may do anything in the cluster (cluster-admin): a node should keep none"
         ),
-        Code::AdminKubeconfig.remedy(),
     )
 }
 
@@ -79,21 +71,19 @@ pub fn ipam_capacity(
     pods: u64,
 ) -> Option<Finding> {
     if let Some(m) = max_pods.filter(|m| *m > capacity) {
-        return Some(Finding::new(
+        return Some(Finding::fixed(
             Code::IpamCapacity,
             node,
             format!(
                 "kubelet schedules up to {m} pods but the node's block holds {capacity}: pods beyond it get no address"
             ),
-            Code::IpamCapacity.remedy(),
         ));
     }
     (pods >= capacity).then(|| {
-        Finding::new(
+        Finding::fixed(
             Code::IpamCapacity,
             node,
             format!("the node's block is full ({pods} of {capacity}): a new pod gets no address"),
-            Code::IpamCapacity.remedy(),
         )
     })
 }
@@ -132,11 +122,10 @@ pub fn vni_cluster(config: u32, felix: &Felix) -> Option<Finding> {
 pub fn vni(config: u32, hns: Option<u32>, cluster: Option<&Felix>) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(v) = hns.filter(|v| *v != config) {
-        out.push(Finding::new(
+        out.push(Finding::fixed(
             Code::VniHns,
             crate::layout::CALICO_NETWORK,
             format!("the Calico network has VSID {v}, the config says VNI {config}"),
-            Code::VniHns.remedy(),
         ));
     }
     out.extend(cluster.and_then(|f| vni_cluster(config, f)));

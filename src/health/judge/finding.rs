@@ -140,6 +140,11 @@ impl Finding {
             },
         }
     }
+
+    /// A finding of `code` whose fix is the code's own (`Code::remedy`).
+    pub fn fixed(code: Code, subject: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(code, subject, message, code.remedy())
+    }
 }
 
 impl std::ops::Deref for Finding {

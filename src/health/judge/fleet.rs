@@ -15,5 +15,5 @@ pub fn fleet_row(node: &str, (trouble, sentence): &(Trouble, String)) -> Finding
         Trouble::CodesUnknown => Code::CodesUnknown,
         Trouble::OtherConfig => Code::ConfigNotFleets,
     };
-    Finding::new(code, node, sentence.clone(), code.remedy())
+    Finding::fixed(code, node, sentence.clone())
 }

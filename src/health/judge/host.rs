@@ -26,23 +26,16 @@ pub fn service(name: &str, found: Option<&InstalledService>) -> Option<Finding> 
 
 /// Felix's own health (`FelixHealth::problem`), `now` being seconds since 1970.
 pub fn felix(h: &FelixHealth, now: i64) -> Option<Finding> {
-    h.problem(now).map(|p| {
-        Finding::new(
-            Code::FelixUnhealthy,
-            "CalicoFelix",
-            p,
-            Code::FelixUnhealthy.remedy(),
-        )
-    })
+    h.problem(now)
+        .map(|p| Finding::fixed(Code::FelixUnhealthy, "CalicoFelix", p))
 }
 
 /// An HNS network the install made (`Calico`, `External`) that does not exist.
 pub fn network_missing(name: &str) -> Finding {
-    Finding::new(
+    Finding::fixed(
         Code::NetworkMissing,
         name,
         format!("the HNS network {name} does not exist"),
-        Code::NetworkMissing.remedy(),
     )
 }
 
@@ -53,13 +46,12 @@ pub fn calico_network(exists: bool) -> Option<Finding> {
 
 /// HNS did not give the state of `count` pods' endpoints: shown, not a problem.
 pub fn endpoint_states_unknown(count: usize) -> Finding {
-    Finding::new(
+    Finding::fixed(
         Code::EndpointStateUnknown,
         "endpoints",
         format!(
             "the state of {count} endpoint(s) cannot be read (HNS v1 GET /endpoints/ did not give it): a stuck endpoint cannot be told from an attached one, and none is called stuck"
         ),
-        Code::EndpointStateUnknown.remedy(),
     )
 }
 
@@ -84,20 +76,14 @@ pub fn verdict_of(code: Code) -> Option<Verdict> {
 /// told whose it is, with what keeps it.
 pub fn endpoint(j: &Judged) -> Option<Finding> {
     if j.verdict == Verdict::Unknown {
-        return Some(Finding::new(
+        return Some(Finding::fixed(
             Code::EndpointUnknown,
             j.name.clone(),
             j.sentence(),
-            Code::EndpointUnknown.remedy(),
         ));
     }
     let (_, code) = ENDPOINT_CODES.iter().find(|(v, _)| *v == j.verdict)?;
-    Some(Finding::new(
-        *code,
-        j.name.clone(),
-        j.sentence(),
-        code.remedy(),
-    ))
+    Some(Finding::fixed(*code, j.name.clone(), j.sentence()))
 }
 
 /// The last HNS restart's services that still do not run.
@@ -119,12 +105,7 @@ pub fn hns_restart(failed: &[&str], at: &str) -> Vec<Finding> {
 /// Part of the node's own state that cannot be read (a service, Felix's health, the HNS
 /// endpoints, the adapters), said with what was asked.
 pub fn host_unreadable(subject: &str, message: String) -> Finding {
-    Finding::new(
-        Code::HostUnreadable,
-        subject,
-        message,
-        Code::HostUnreadable.remedy(),
-    )
+    Finding::fixed(Code::HostUnreadable, subject, message)
 }
 
 /// What the vSwitch dropped of its adapter's addressing and its host adapter still lacks as the
@@ -171,40 +152,37 @@ pub fn addressing(
 
 /// A directory whose files run as SYSTEM that others may change, with who.
 pub fn dir_access(dir: &str, who: &[String]) -> Finding {
-    Finding::new(
+    Finding::fixed(
         Code::DirAccess,
         dir,
         format!(
             "{dir} can be changed by others than SYSTEM and Administrators ({})",
             who.join("; ")
         ),
-        Code::DirAccess.remedy(),
     )
 }
 
 /// A route the node had before the vSwitch (the cloud metadata route) that is gone.
 pub fn route_missing(route: &crate::host::Route) -> Finding {
-    Finding::new(
+    Finding::fixed(
         Code::RouteMissing,
         "route",
         format!(
             "the cloud metadata route {}/{} is missing: the node had it before the install",
             route.destination, route.prefix_len
         ),
-        Code::RouteMissing.remedy(),
     )
 }
 
 /// A recorded service whose registration differs from what the config wants (`changes`).
 pub fn service_drift(name: &str, changes: &[String]) -> Finding {
-    Finding::new(
+    Finding::fixed(
         Code::ServiceDrift,
         name,
         format!(
             "service {name} differs from the config: {}",
             changes.join(", ")
         ),
-        Code::ServiceDrift.remedy(),
     )
 }
 

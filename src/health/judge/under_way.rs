@@ -48,10 +48,5 @@ pub fn cut_off(command: &str, done: usize, stopped_at: &str, started: &str) -> F
 
 /// Calico is not installed in `root`.
 pub fn not_installed(root: &str) -> Finding {
-    Finding::new(
-        Code::NotInstalled,
-        root,
-        format!("not installed in {root}"),
-        Code::NotInstalled.remedy(),
-    )
+    Finding::fixed(Code::NotInstalled, root, format!("not installed in {root}"))
 }

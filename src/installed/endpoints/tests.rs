@@ -332,31 +332,23 @@ fn a_pods_endpoint_with_the_old_provider_address_is_judged_and_its_pod_named() {
     assert_eq!(judge(&bare, "Calico", &ev)[0].verdict, Verdict::Ok);
 }
 
-/// Calico's host endpoint on VXLAN is another host's endpoint at the block's `.2`
-/// (projectcalico/calico v3.32.1 `cni-plugin/pkg/dataplane/windows/dataplane_windows.go`,
-/// `createAndAttachVxlanHostEP`: `IsRemoteEndpoint: true`), kube-proxy's source VIP. No pod and
-/// no EndpointSlice has its address; with kube-proxy not running it is still infrastructure,
-/// `ok`, never `remote-stale`; so is whatever holds the block's `.2`.
+/// Whatever holds the block's `.2` (kube-proxy's source VIP) is infrastructure, `ok`, never a
+/// fault. Calico's own host endpoint there (`Calico_ep`, another host's endpoint) is
+/// tests/lifecycle `calicos_remote_host_endpoint_is_infrastructure_and_two_repairs_keep_it`.
 #[test]
 fn calicos_remote_host_endpoint_is_infrastructure_whatever_the_cluster_says() {
-    let host_ep = HnsEndpoint {
-        mac: Some("00-15-5d-01-02-03".into()),
-        ..ep("h", SOURCE_VIP_ENDPOINT, "10.244.1.2", None, true)
-    };
     let vip = ep("v", "", "10.244.1.2", Some(3), false);
     let ev = Evidence {
         source_vip: Some("10.244.1.2"),
         ..evidence(&[])
     };
-    for e in [host_ep, vip] {
-        let j = &judge(std::slice::from_ref(&e), "Calico", &ev)[0];
-        assert_eq!(
-            (j.kind, j.verdict),
-            (Kind::Infrastructure, Verdict::Ok),
-            "{j:?}"
-        );
-        assert!(!j.is_pod_endpoint());
-    }
+    let j = &judge(std::slice::from_ref(&vip), "Calico", &ev)[0];
+    assert_eq!(
+        (j.kind, j.verdict),
+        (Kind::Infrastructure, Verdict::Ok),
+        "{j:?}"
+    );
+    assert!(!j.is_pod_endpoint());
 }
 
 /// What is told to be neither a pod's endpoint Calico's CNI plugin made (`<container id>_Calico`,
