@@ -256,10 +256,11 @@ fn undo_all(
     // The routes a vSwitch took while the run went (CalicoNode may have made it and then
     // failed to restore them, and the network stays): back on the interfaces that hold their
     // addresses now. A route with nowhere to go cannot be put back by a retry either.
-    if failures.is_empty() && !journal.routes_before.is_empty() {
-        if let Err(e) = restore_routes(host, &journal.routes_before, &journal.addresses_before) {
-            failures.push(format!("restore the routes: {e:#}"));
-        }
+    if failures.is_empty()
+        && !journal.routes_before.is_empty()
+        && let Err(e) = restore_routes(host, &journal.routes_before, &journal.addresses_before)
+    {
+        failures.push(format!("restore the routes: {e:#}"));
     }
     // What the services wrote while they ran under the install root (nodename, the token
     // refresher's sandbox with calico-node's credentials), as uninstall removes it, when this
