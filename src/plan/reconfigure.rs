@@ -8,9 +8,7 @@ use crate::apply::journal::{Journal, Undo};
 use crate::host::{HnsNetwork, Host, ServiceState};
 use crate::installed::record::{InstallRecord, NetworkSettings, RecordedFile};
 use crate::k8s_name::NodeName;
-use crate::layout::CALICO_NETWORK;
-use crate::layout::EXTERNAL_FILE;
-use crate::layout::EXTERNAL_NETWORK;
+use crate::layout::{CALICO_NETWORK, EXTERNAL_FILE, EXTERNAL_NETWORK};
 use std::time::Duration;
 
 /// Why the existing networks cannot carry the new config; empty when they can.

@@ -6,7 +6,7 @@
 
 use super::log::Log;
 use crate::cluster::calico_api::Group;
-use crate::host::Host;
+use crate::host::{EventLevel, Host};
 use std::collections::BTreeMap;
 
 /// The variable that pins the group (libcalico-go `apiconfig` `CalicoAPIGroup`).
@@ -40,15 +40,14 @@ impl GroupWatch {
     }
 }
 
-/// Restarts the registered CalicoFelix and CalicoConfd, said in the log and the event log;
-/// the names restarted, or `Stopped`.
+/// Restarts the registered CalicoFelix and CalicoConfd, said in the log and the event log.
 pub fn restart_components(
     host: &dyn Host,
     (from, to): (Group, Group),
     wait: std::time::Duration,
     stop: &crate::duration::Stop,
     log: &Log,
-) -> Result<Vec<String>, crate::duration::Stopped> {
+) -> Result<(), crate::duration::Stopped> {
     use crate::layout::Role;
     let what = format!(
         "Calico's API group changed from {} to {}: restarting Calico's components so that they read it",
@@ -56,30 +55,20 @@ pub fn restart_components(
         to.api_version()
     );
     log.warn(&what);
-    let message = format!("CalicoNode: {what}");
-    let level = crate::host::EventLevel::Warning;
-    log.event(
-        host,
-        level,
-        crate::layout::EVENT_API_GROUP_CHANGED,
-        &message,
-    );
-    let mut restarted = Vec::new();
+    let (id, level) = (crate::layout::EVENT_API_GROUP_CHANGED, EventLevel::Warning);
+    log.event(host, level, id, &format!("CalicoNode: {what}"));
     for role in [Role::Felix, Role::Confd] {
         let name = role.service_name();
         if !matches!(host.service_query(name), Ok(Some(_))) {
             continue;
         }
         match super::hns_watch::restart(host, name, wait, stop, log) {
-            Ok(()) => {
-                log.info(&format!("restarted {name}"));
-                restarted.push(name.to_owned());
-            }
+            Ok(()) => log.info(&format!("restarted {name}")),
             Err(super::settings::SuperviseError::Stopped) => return Err(crate::duration::Stopped),
             Err(e) => log.warn(&format!("cannot restart {name}: {e}")),
         }
     }
-    Ok(restarted)
+    Ok(())
 }
 
 #[cfg(test)]
