@@ -357,7 +357,6 @@ impl std::fmt::Debug for Content {
 impl Action {
     /// One line for people.
     pub fn describe(&self) -> String {
-        use crate::cluster::operator::{DAEMONSET, LABEL, Want};
         match self {
             Self::StopService { name } => format!("stop service {name}"),
             Self::StartService { name } => format!("start service {name}"),
@@ -419,28 +418,7 @@ impl Action {
             ),
             Self::Uncordon { node } => format!("uncordon node {node}"),
 
-            Self::EvictPods {
-                node,
-                pods,
-                options,
-            } => format!(
-                "evict pod(s) {} from node {node} and wait up to {} until they are gone",
-                pods.join(", "),
-                crate::duration::show(options.timeout)
-            ),
-            Self::DeleteEndpoint {
-                id,
-                name,
-                ip,
-                namespace,
-                why,
-            } => format!(
-                "{}delete HNS endpoint {name} ({}, {id}): {why}",
-                namespace.as_deref().map_or(String::new(), |n| format!(
-                    "take it out of namespace {n} and "
-                )),
-                ip.as_deref().unwrap_or("no address")
-            ),
+            Self::EvictPods { .. } | Self::DeleteEndpoint { .. } => repair_text(self),
             Self::RecreateDaemonSetPods { node, options } => format!(
                 "evict node {node}'s DaemonSet pods with a pod network, so their DaemonSets make them again on the new network (wait up to {})",
                 crate::duration::show(options.timeout)
@@ -450,55 +428,12 @@ impl Action {
             Self::RestoreSecurity { path, .. } => {
                 format!("give {path} back the access list it had before install")
             }
-            Self::PatchInstallation { what, name, .. } => {
-                format!("patch the operator's Installation {name}: {what}")
-            }
-            Self::SetNodeLabel {
-                node,
-                value: Some(v),
-            } => format!("label node {node} {LABEL}={v}"),
-            Self::SetNodeLabel { node, value: None } => format!(
-                "remove label {LABEL} from node {node}, so that the operator's {DAEMONSET} DaemonSet runs there"
-            ),
-            Self::WaitOperatorPod {
-                node,
-                want,
-                timeout,
-            } => format!(
-                "wait up to {} for the operator's {DAEMONSET} pod on node {node} to be {}",
-                crate::duration::show(*timeout),
-                match want {
-                    Want::Ready => "running and ready",
-                    Want::Gone => "gone",
-                }
-            ),
-            Self::ClearNetworkUnavailable { node } => format!(
-                "set node {node}'s NetworkUnavailable condition False (the operator pod's preStop set it True)"
-            ),
-            Self::MarkCordoned { node, on: true } => format!(
-                "annotate node {node} {}=true: this migration cordons it, and the run that finishes it uncordons it",
-                crate::cluster::operator::CORDONED_ANNOTATION
-            ),
-            Self::MarkCordoned { node, on: false } => format!(
-                "remove annotation {} from node {node}",
-                crate::cluster::operator::CORDONED_ANNOTATION
-            ),
-            Self::WaitOperatorDaemonSet { node, timeout } => format!(
-                "wait up to {} for the operator to render its {DAEMONSET} DaemonSet for node {node} (TigeraStatus calico not Degraded)",
-                crate::duration::show(*timeout)
-            ),
-            Self::RemoveRenewalGrant {
-                namespace, name, ..
-            } => format!(
-                "delete Role and RoleBinding {name} in {namespace} (CalicoNode's grant to renew calico-node's token)"
-            ),
-            Self::ForgetNode { node, left } => format!(
-                "remove node {node}'s calicoctl-win annotations and set its CalicoWindowsReady condition False ({})",
-                left.reason().0
-            ),
+            _ => operator_text(self),
         }
     }
+}
 
+impl Action {
     /// Whether the action changes or waits for the cluster, not the host.
     pub fn in_cluster(&self) -> bool {
         matches!(
@@ -517,6 +452,89 @@ impl Action {
                 | Self::Drain { .. }
                 | Self::WaitNodeReady { .. }
         )
+    }
+}
+
+/// `Action::describe` of migrate's actions.
+fn operator_text(action: &Action) -> String {
+    use crate::cluster::operator::{DAEMONSET, LABEL, Want};
+    match action {
+        Action::PatchInstallation { what, name, .. } => {
+            format!("patch the operator's Installation {name}: {what}")
+        }
+        Action::SetNodeLabel {
+            node,
+            value: Some(v),
+        } => format!("label node {node} {LABEL}={v}"),
+        Action::SetNodeLabel { node, value: None } => format!(
+            "remove label {LABEL} from node {node}, so that the operator's {DAEMONSET} DaemonSet runs there"
+        ),
+        Action::WaitOperatorPod {
+            node,
+            want,
+            timeout,
+        } => format!(
+            "wait up to {} for the operator's {DAEMONSET} pod on node {node} to be {}",
+            crate::duration::show(*timeout),
+            match want {
+                Want::Ready => "running and ready",
+                Want::Gone => "gone",
+            }
+        ),
+        Action::ClearNetworkUnavailable { node } => format!(
+            "set node {node}'s NetworkUnavailable condition False (the operator pod's preStop set it True)"
+        ),
+        Action::MarkCordoned { node, on: true } => format!(
+            "annotate node {node} {}=true: this migration cordons it, and the run that finishes it uncordons it",
+            crate::cluster::operator::CORDONED_ANNOTATION
+        ),
+        Action::MarkCordoned { node, on: false } => format!(
+            "remove annotation {} from node {node}",
+            crate::cluster::operator::CORDONED_ANNOTATION
+        ),
+        Action::WaitOperatorDaemonSet { node, timeout } => format!(
+            "wait up to {} for the operator to render its {DAEMONSET} DaemonSet for node {node} (TigeraStatus calico not Degraded)",
+            crate::duration::show(*timeout)
+        ),
+        Action::RemoveRenewalGrant {
+            namespace, name, ..
+        } => format!(
+            "delete Role and RoleBinding {name} in {namespace} (CalicoNode's grant to renew calico-node's token)"
+        ),
+        Action::ForgetNode { node, left } => format!(
+            "remove node {node}'s calicoctl-win annotations and set its CalicoWindowsReady condition False ({})",
+            left.reason().0
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+/// `Action::describe` of repair's actions.
+fn repair_text(action: &Action) -> String {
+    match action {
+        Action::EvictPods {
+            node,
+            pods,
+            options,
+        } => format!(
+            "evict pod(s) {} from node {node} and wait up to {} until they are gone",
+            pods.join(", "),
+            crate::duration::show(options.timeout)
+        ),
+        Action::DeleteEndpoint {
+            id,
+            name,
+            ip,
+            namespace,
+            why,
+        } => format!(
+            "{}delete HNS endpoint {name} ({}, {id}): {why}",
+            namespace.as_deref().map_or(String::new(), |n| format!(
+                "take it out of namespace {n} and "
+            )),
+            ip.as_deref().unwrap_or("no address")
+        ),
+        _ => String::new(),
     }
 }
 
