@@ -397,7 +397,23 @@ fn node_plan(
     if need.recreate && args.drain.is_none() {
         return Err(needs_drain(args, config, &cluster, node_name, need).into());
     }
-    let (c, facts) = connected(cluster, node_name)?;
+    // The cluster a drain needs, or why it cannot be had.
+    let (c, facts) = match cluster {
+        ClusterRead::Read(c, facts) => (c, facts),
+        ClusterRead::Failed(e) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "draining node {node_name} needs the cluster, which cannot be read"
+            )));
+        }
+        ClusterRead::Skipped(why) => {
+            return Err(UsageError::new(
+                format!("draining node {node_name} needs the cluster: {why}"),
+                "pass the admin kubeconfig with --kubeconfig, or set KUBECONFIG",
+            )
+            .of_kind(crate::error::Kind::NoAdminKubeconfig)
+            .into());
+        }
+    };
     // A new VNI the cluster's Felix does not use is refused, unless the user says it is meant.
     if let Some(e) = vni_refusal(args, config, &facts, need) {
         return Err(e.into());
@@ -468,28 +484,6 @@ fn needs_drain(
             kind: v.kind,
         },
         None => drain,
-    }
-}
-
-/// The cluster a drain needs, or why it cannot be had.
-fn connected(
-    cluster: ClusterRead,
-    node_name: &NodeName,
-) -> anyhow::Result<(
-    Box<crate::cluster::Cluster>,
-    Box<crate::cluster::facts::ClusterFacts>,
-)> {
-    match cluster {
-        ClusterRead::Read(c, facts) => Ok((c, facts)),
-        ClusterRead::Failed(e) => Err(anyhow::Error::new(e).context(format!(
-            "draining node {node_name} needs the cluster, which cannot be read"
-        ))),
-        ClusterRead::Skipped(why) => Err(UsageError::new(
-            format!("draining node {node_name} needs the cluster: {why}"),
-            "pass the admin kubeconfig with --kubeconfig, or set KUBECONFIG",
-        )
-        .of_kind(crate::error::Kind::NoAdminKubeconfig)
-        .into()),
     }
 }
 

@@ -184,29 +184,24 @@ fn install_root(
     }
     // Install writes its root into Calico's registry key: an install made with another config
     // (or --set install_root) is found there when this run's config does not name it.
-    match recorded_root(host) {
+    let (key, value) = (crate::layout::CALICO_KEY, crate::layout::INSTALL_ROOT_VALUE);
+    let recorded = match host.reg_get(key, value) {
+        Ok(Some(crate::host::RegValue::Sz(root))) if !root.is_empty() => {
+            Some(InstallRoot::new(&root))
+        }
+        _ => None,
+    };
+    match recorded {
         Some(recorded)
             if !recorded.as_str().eq_ignore_ascii_case(configured.as_str())
                 && has_install(&recorded) =>
         {
             ctx.printer.note(&format!(
-                "no install in {configured}; install recorded its root {recorded} in {}\\{}: uninstalling that",
-                crate::layout::CALICO_KEY,
-                crate::layout::INSTALL_ROOT_VALUE
+                "no install in {configured}; install recorded its root {recorded} in {key}\\{value}: uninstalling that"
             ));
             recorded
         }
         _ => configured,
-    }
-}
-
-/// The install root install recorded in Calico's registry key, if any.
-fn recorded_root(host: &dyn crate::host::Host) -> Option<InstallRoot> {
-    match host.reg_get(crate::layout::CALICO_KEY, crate::layout::INSTALL_ROOT_VALUE) {
-        Ok(Some(crate::host::RegValue::Sz(root))) if !root.is_empty() => {
-            Some(InstallRoot::new(&root))
-        }
-        _ => None,
     }
 }
 
