@@ -93,7 +93,7 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
 /// cluster (`health::installed_on_node`); none when Calico is not installed here or this node
 /// cannot be read.
 pub fn join_node_health(ctx: &mut Context, r: &mut Report) {
-    if !super::common::this_node(ctx).is_some_and(|(n, _)| n.as_str() == r.node) {
+    if super::common::this_node(ctx).is_none_or(|(n, _)| n.as_str() != r.node) {
         return;
     }
     let judged = (|| -> anyhow::Result<Vec<crate::health::judge::Finding>> {
