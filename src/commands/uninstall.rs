@@ -69,18 +69,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let mut left = undo_interrupted_install(ctx, host.as_ref(), &root, args)?;
     let journal_path = root.uninstall_journal();
     let mut change = Change::begin(ctx, host.as_ref(), "uninstall", &root, journal_path)?;
-    // The install to remove: its record, or the one an unfinished uninstall's journal kept.
-    let rec = match (record::read(host.as_ref(), &root)?, change.journal.as_ref()) {
-        (None, Some(j)) => {
-            ctx.printer.note(&format!(
-                "an uninstall started at {} did not finish: this run finishes it",
-                crate::duration::time_text(j.started)
-            ));
-            j.record.clone()
-        }
-        (rec, _) => rec,
-    };
-    let Some(rec) = rec else {
+    let Some(rec) = installed(ctx, host.as_ref(), &root, change.journal.as_ref())? else {
         return nothing_installed(ctx, host.as_ref(), &root, left);
     };
     let grant = rec.renewal.clone().filter(|_| args.purge);
@@ -203,6 +192,26 @@ fn install_root(
         }
         _ => configured,
     }
+}
+
+/// The install to remove: its record, or the one an unfinished uninstall's journal kept.
+fn installed(
+    ctx: &mut Context,
+    host: &dyn crate::host::Host,
+    root: &InstallRoot,
+    journal: Option<&Journal>,
+) -> anyhow::Result<Option<record::InstallRecord>> {
+    Ok(match (record::read(host, root)?, journal) {
+        (Some(r), _) => Some(r),
+        (None, Some(j)) => {
+            ctx.printer.note(&format!(
+                "an uninstall started at {} did not finish: this run finishes it",
+                crate::duration::time_text(j.started)
+            ));
+            j.record.clone()
+        }
+        (None, None) => None,
+    })
 }
 
 /// No install record: a legacy install is refused (it is not ours), a root a killed run left
