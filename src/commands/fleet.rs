@@ -440,17 +440,7 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         .into());
     }
     let migrate = migration(args)?;
-    // Nodes changed at once: as given, else 2 (1 for a migration or with `--verify`).
-    let one = migrate.is_some() || args.verify;
-    let concurrency = args.concurrency.unwrap_or(if one { 1 } else { 2 });
-    // `--verify-image` only with a verify to run it (clap's `requires` names one flag).
-    if args.verify_image.is_some() && !args.verify && args.verify_every.is_none() {
-        return Err(UsageError::new(
-            "--verify-image without --verify or --verify-every: no verify runs to use it",
-            "add --verify or --verify-every, or leave out --verify-image",
-        )
-        .into());
-    }
+    let concurrency = concurrency(args, migrate.is_some());
     Ok(Fleet {
         name,
         namespace: args.namespace.clone(),
@@ -467,9 +457,26 @@ fn fleet(args: &FleetPlanArgs, ctx: &Context) -> anyhow::Result<Fleet> {
         migrate,
         verify: args.verify.then_some(VERIFY_JOB),
         verify_every: args.verify_every,
-        verify_image: args.verify_image.clone(),
+        verify_image: verify_image(args)?,
         log_containers: args.log_containers,
     })
+}
+
+/// `--verify-image`: only with a verify to run it (clap's `requires` names one flag).
+fn verify_image(args: &FleetPlanArgs) -> Result<Option<String>, UsageError> {
+    if args.verify_image.is_some() && !args.verify && args.verify_every.is_none() {
+        return Err(UsageError::new(
+            "--verify-image without --verify or --verify-every: no verify runs to use it",
+            "add --verify or --verify-every, or leave out --verify-image",
+        ));
+    }
+    Ok(args.verify_image.clone())
+}
+
+/// Nodes changed at once: as given, else 2 (1 for a migration or with `--verify`).
+fn concurrency(args: &FleetPlanArgs, migrating: bool) -> u32 {
+    args.concurrency
+        .unwrap_or(if migrating || args.verify { 1 } else { 2 })
 }
 
 /// The Plan's `verify` bounds: verify's defaults, and reconfigure's own waits at theirs

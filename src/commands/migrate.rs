@@ -263,10 +263,7 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
             j.entries.len()
         ));
     }
-    // What is handed over: the install record, or the one an interrupted run's journal kept
-    // (its host part removed the record).
-    let journaled = change.journal.as_ref().and_then(|j| j.record.clone());
-    let Some(rec) = record::read(host, &read.root)?.or(journaled) else {
+    let Some(rec) = installed(host, &read.root, change.journal.as_ref())? else {
         return already_the_operators(ctx, &read);
     };
     let facts = read.facts(host.service_query("kube-proxy")?.is_some());
@@ -467,6 +464,16 @@ fn undo_cluster_steps(
             failed.join("; ")
         )
     }
+}
+
+/// What is handed over: the install record, or the one an interrupted run's journal kept
+/// (its host part removed the record); `None` when there is neither.
+fn installed(
+    host: &dyn Host,
+    root: &InstallRoot,
+    journal: Option<&crate::apply::journal::Journal>,
+) -> anyhow::Result<Option<record::InstallRecord>> {
+    Ok(record::read(host, root)?.or_else(|| journal.and_then(|j| j.record.clone())))
 }
 
 /// A node with nothing of calicoctl-win's to hand over: done when the operator's pod runs

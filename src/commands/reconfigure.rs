@@ -98,48 +98,26 @@ pub(super) fn attempt(
         pods: node.preview,
     };
     let Some(doc) = show(ctx, &change, &shown, &actions)? else {
-        // Nothing to change (not a dry run): the file stats are kept all the same, so that a
-        // rerun after a run cut off before it kept them keeps them now.
-        if actions.is_empty() && !ctx.options.dry_run {
-            change.keep_file_stats(ctx);
-        }
+        nothing_to_change(ctx, &change, &actions);
         return Ok(Pass::Done);
     };
     let cluster = node.cluster.as_deref();
-    // Rolled back on failure, journaled. Ctrl-C (a turn's own stop is part of it:
-    // `commands::turn`) ends the drain's waits and the run before its next step: what was
-    // done is undone (the cordon too) or journaled for a rerun, as after a timeout.
-    let stop = turn.as_ref().map(|t| t.stop.clone()).unwrap_or_else(|| {
-        ctx.catch_stop(crate::duration::Stop::new(), super::common::CHANGE_UNCAUGHT)
-    });
-    let opts = apply::Options {
-        stop,
-        ..apply::Options::for_change(
-            "reconfigure",
-            change.journal_path.clone(),
-            true,
-            args.service_timeout,
-            journal,
-            cluster,
-        )
-    };
+    let stop = turn.as_ref().map(|t| t.stop.clone());
+    let opts = options(
+        ctx,
+        args,
+        (change.journal_path.clone(), journal, stop),
+        cluster,
+    );
     if let Err(e) = change.run(ctx, &actions, opts)? {
         return Err(failed(*e, &node_name));
     }
-    change.keep_file_stats(ctx);
-    change.annotate(ctx, cluster, &node_name);
-    ctx.printer
-        .text(&format!("Reconfigured: {} step(s).", actions.len()));
+    finished(ctx, &change, cluster, &node_name, actions.len());
     if let Some(t) = turn {
         change.let_go();
         (t.settle)(ctx)?;
     }
-    // `--verify`, when asked, waits for what the run restarted first.
-    let doc = doc.done();
-    let restarted = super::verify_restarted::Restarted::of(&doc);
-    let verify = (args.verify.with(), "reconfigured", restarted);
-    super::verify::print_verified(ctx, verify, cluster, &node_name, doc)?;
-    Ok(Pass::Done)
+    print_done(ctx, args, cluster, &node_name, doc.done()).map(|()| Pass::Done)
 }
 
 /// With `--turn`: a change waits for a turn (`Pass::NeedsTurn`), asked without the host lock
@@ -201,6 +179,72 @@ fn install_inputs<'a>(
     }
 }
 
+/// The document printed, after `--verify` when asked (for a CalicoWindowsReady written since
+/// the start only when the run started CalicoNode, after a restarted Felix or kube-proxy is
+/// ready).
+fn print_done<D: serde::Serialize>(
+    ctx: &mut Context,
+    args: &ReconfigureArgs,
+    cluster: Option<&crate::cluster::Cluster>,
+    node_name: &NodeName,
+    doc: super::change::Changing<D>,
+) -> anyhow::Result<()> {
+    let restarted = super::verify_restarted::Restarted::of(&doc);
+    let verify = (args.verify.with(), "reconfigured", restarted);
+    super::verify::print_verified(ctx, verify, cluster, node_name, doc)
+}
+
+/// After a run that succeeded: the file stats kept, the node annotated, the steps counted.
+fn finished(
+    ctx: &mut Context,
+    change: &Change,
+    cluster: Option<&crate::cluster::Cluster>,
+    node_name: &NodeName,
+    steps: usize,
+) {
+    change.keep_file_stats(ctx);
+    change.annotate(ctx, cluster, node_name);
+    ctx.printer.text(&format!("Reconfigured: {steps} step(s)."));
+}
+
+/// After a run that changed nothing (not a dry run): the installed files' sizes and times are
+/// kept all the same, so that a rerun after a run cut off before it kept them keeps them now.
+fn nothing_to_change(ctx: &mut Context, change: &Change, actions: &[apply::Action]) {
+    if actions.is_empty() && !ctx.options.dry_run {
+        change.keep_file_stats(ctx);
+    }
+}
+
+/// How the plan runs: rolled back on failure, journaled, with the cluster for the node steps.
+/// Ctrl-C ends the drain's waits and the run before its next step: what was done is undone
+/// (the cordon too) or journaled for a rerun, as after a timeout.
+fn options<'a>(
+    ctx: &mut Context,
+    args: &ReconfigureArgs,
+    (journal_path, journal, stop): (
+        String,
+        Option<crate::apply::journal::Journal>,
+        Option<crate::duration::Stop>,
+    ),
+    cluster: Option<&'a crate::cluster::Cluster>,
+) -> apply::Options<'a> {
+    // A turn's own stop is part of Ctrl-C's (`commands::turn`).
+    let stop = stop.unwrap_or_else(|| {
+        ctx.catch_stop(crate::duration::Stop::new(), super::common::CHANGE_UNCAUGHT)
+    });
+    apply::Options {
+        stop,
+        ..apply::Options::for_change(
+            "reconfigure",
+            journal_path,
+            true,
+            args.service_timeout,
+            journal,
+            cluster,
+        )
+    }
+}
+
 /// The install record, refused when there is none or when the new backend needs files only an
 /// install brings.
 fn installed(
@@ -229,6 +273,8 @@ fn installed(
     Ok(rec)
 }
 
+/// The settings HNS cannot change in place that differ, and the networks deleted to make the
+/// Calico network again (none when nothing differs).
 /// The adapter the External network binds (chosen again, with the Node's InternalIP when the
 /// cluster was read) and the files rendered for it.
 fn rendered_for(
@@ -251,8 +297,6 @@ fn rendered_for(
     Ok((uplink, rendered))
 }
 
-/// The settings HNS cannot change in place that differ, and the networks deleted to make the
-/// Calico network again (none when nothing differs).
 fn network_plan(
     host: &dyn crate::host::Host,
     config: &crate::config::Config,

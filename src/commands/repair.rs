@@ -88,16 +88,7 @@ pub(crate) struct Repair<'a> {
 }
 
 pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
-    if args.grace < MIN_GRACE {
-        return Err(UsageError::new(
-            format!(
-                "--grace {} is shorter than an HNS attach can take",
-                crate::duration::show(args.grace)
-            ),
-            format!("pass --grace {} or more", crate::duration::show(MIN_GRACE)),
-        )
-        .into());
-    }
+    check_grace(args.grace)?;
     let host = ctx.open_host_to_change("repair")?;
     let Target {
         node,
@@ -149,22 +140,8 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         return Ok(());
     }
     let recheck = |id: &str| still_at_fault(host.as_ref(), &c, &node, args.grace, id);
-    // Journaled, no rollback (a deleted endpoint or an evicted pod cannot be brought back).
-    // Ctrl-C ends an eviction's wait and the run before its next step, journaled for a
-    // rerun, and the wait for the node's health after it.
-    let opts = apply::Options {
-        stop: ctx.catch_stop(Stop::new(), super::common::CHANGE_UNCAUGHT),
-        recheck: Some(&recheck),
-        ..apply::Options::for_change(
-            "repair",
-            change.journal_path.clone(),
-            false,
-            // Its plan stops and starts no service (`plan::repair`).
-            Duration::ZERO,
-            interrupted,
-            Some(c.as_ref()),
-        )
-    };
+    let mut opts = options(ctx, change.journal_path.clone(), interrupted, &c);
+    opts.recheck = Some(&recheck);
     let stop = opts.stop.clone();
     if let Err(f) = change.run(ctx, &actions, opts)? {
         let e = f.error;
@@ -174,55 +151,30 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         )));
     }
     doc.changed = true;
-    // The repair and the endpoints it removed counted in repair's metrics file, which
-    // CalicoNode serves; a failure is a warning.
-    {
-        use crate::installed::metrics::{REPAIR_FILE, REPAIRED_ENDPOINTS, REPAIRS, bump};
-        let h = host.as_ref();
-        let removed = (actions.iter())
-            .filter(|a| matches!(a, apply::Action::DeleteEndpoint { .. }))
-            .count() as u64;
-        let counted = bump(h, &root, REPAIR_FILE, REPAIRS, 1)
-            .and_then(|()| bump(h, &root, REPAIR_FILE, REPAIRED_ENDPOINTS, removed));
-        if let Err(e) = counted {
-            ctx.printer
-                .warn(&format!("cannot count the repair in its metrics: {e}"));
-        }
-    }
+    count_repair(host.as_ref(), &root, &actions, ctx);
     let left = match wait_healthy(ctx, (host.as_ref(), &c, &node), args, &stop)? {
         Waited::Healthy(left) => left,
-        // The document says the steps are done, and what the last look found at fault.
         Waited::Stopped(left) => {
             doc.own.remaining = Some(&left);
             doc.own.interrupted = true;
-            ctx.printer.json(&doc);
-            anyhow::bail!(
-                "stopped (Ctrl-C or a termination signal) while waiting for the repaired endpoints, after its {} step(s): the repair is done; 'calicoctl-win status' tells the node's health",
-                doc.actions.len()
-            );
+            return Err(stopped(ctx, &doc));
         }
     };
     let findings = look_after(ctx, (host.as_ref(), &c, &node, &root), args.grace);
     doc.own.remaining = Some(&left);
     doc.own.findings = Some(&findings);
     ctx.printer.json(&doc);
-    // Done, or what the node's judges still find (exit 1), each with its code and fix as
-    // status prints them.
-    if findings.is_empty() {
-        ctx.printer.text(&format!(
-            "Repaired: {} step(s); nothing is at fault on the node.",
-            actions.len()
-        ));
-        return Ok(());
-    }
-    for f in &findings {
-        ctx.printer.text(&format!("after the repair: {f:4}"));
-    }
-    let problems = findings.iter().map(|f| super::common::Problem {
-        message: format!("after the repair, {}", f.message),
-        ..f.into()
-    });
-    Err(super::common::Degraded(problems.collect()).into())
+    finished(ctx, actions.len(), &findings)
+}
+
+/// A stop during the wait after the run: the document printed (the steps done, `interrupted`,
+/// what the last look found at fault), and the error a stopped change ends with (exit 1).
+fn stopped(ctx: &mut Context, doc: &Changing<Repair<'_>>) -> anyhow::Error {
+    ctx.printer.json(doc);
+    anyhow::anyhow!(
+        "stopped (Ctrl-C or a termination signal) while waiting for the repaired endpoints, after its {} step(s): the repair is done; 'calicoctl-win status' tells the node's health",
+        doc.actions.len()
+    )
 }
 
 /// The node judged again as status and the condition judge it, now the repair is done (the
@@ -247,6 +199,37 @@ fn look_after(
         mode: crate::health::Mode::Own(own),
     });
     crate::health::OwnView::of(surveyed).findings
+}
+
+/// Counts the repair and the endpoints it removed in repair's metrics file, which CalicoNode
+/// serves; a failure is a warning.
+fn count_repair(host: &dyn Host, root: &InstallRoot, actions: &[apply::Action], ctx: &mut Context) {
+    use crate::installed::metrics::{REPAIR_FILE, REPAIRED_ENDPOINTS, REPAIRS, bump};
+    let removed = actions
+        .iter()
+        .filter(|a| matches!(a, apply::Action::DeleteEndpoint { .. }))
+        .count() as u64;
+    let counted = bump(host, root, REPAIR_FILE, REPAIRS, 1)
+        .and_then(|()| bump(host, root, REPAIR_FILE, REPAIRED_ENDPOINTS, removed));
+    if let Err(e) = counted {
+        ctx.printer
+            .warn(&format!("cannot count the repair in its metrics: {e}"));
+    }
+}
+
+/// `--grace` below the floor is refused.
+fn check_grace(grace: Duration) -> anyhow::Result<()> {
+    if grace >= MIN_GRACE {
+        return Ok(());
+    }
+    Err(UsageError::new(
+        format!(
+            "--grace {} is shorter than an HNS attach can take",
+            crate::duration::show(grace)
+        ),
+        format!("pass --grace {} or more", crate::duration::show(MIN_GRACE)),
+    )
+    .into())
 }
 
 /// The endpoints as judged now and the plan; this look is recorded (a dry run changes nothing,
@@ -298,6 +281,30 @@ fn still_at_fault(
         Some(j) if j.verdict.is_fault() => None,
         Some(j) => Some(format!("a new look finds it {}", j.verdict.word())),
     })
+}
+
+/// After the plan ran: done, or what the node's judges still find (exit 1), each with its
+/// code and fix as status prints them.
+fn finished(ctx: &mut Context, steps: usize, findings: &[Finding]) -> anyhow::Result<()> {
+    if findings.is_empty() {
+        ctx.printer.text(&format!(
+            "Repaired: {steps} step(s); nothing is at fault on the node."
+        ));
+        return Ok(());
+    }
+    for f in findings {
+        ctx.printer.text(&format!("after the repair: {f:4}"));
+    }
+    Err(super::common::Degraded(
+        findings
+            .iter()
+            .map(|f| super::common::Problem {
+                message: format!("after the repair, {}", f.message),
+                ..f.into()
+            })
+            .collect(),
+    )
+    .into())
 }
 
 /// The Calico network's endpoints, judged against the cluster (none without the network), by
@@ -396,5 +403,30 @@ fn refused(node: &NodeName, judged: &[Judged], r: repair::Refusal) -> anyhow::Er
             .of_kind(crate::error::Kind::DrainRefused)
             .into()
         }
+    }
+}
+
+/// How the plan runs: journaled, no rollback (a deleted endpoint or an evicted pod cannot be
+/// brought back), with the cluster for the evictions.
+/// Ctrl-C ends an eviction's wait and the run before its next step, journaled for a rerun,
+/// and the wait for the node's health after it.
+fn options<'a>(
+    ctx: &mut Context,
+    journal_path: String,
+    journal: Option<crate::apply::journal::Journal>,
+    cluster: &'a Cluster,
+) -> apply::Options<'a> {
+    let cluster = Some(cluster);
+    apply::Options {
+        stop: ctx.catch_stop(Stop::new(), super::common::CHANGE_UNCAUGHT),
+        ..apply::Options::for_change(
+            "repair",
+            journal_path,
+            false,
+            // Its plan stops and starts no service (`plan::repair`).
+            Duration::ZERO,
+            journal,
+            cluster,
+        )
     }
 }

@@ -69,18 +69,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let mut left = undo_interrupted_install(ctx, host.as_ref(), &root, args)?;
     let journal_path = root.uninstall_journal();
     let mut change = Change::begin(ctx, host.as_ref(), "uninstall", &root, journal_path)?;
-    // The install to remove: its record, or the one an unfinished uninstall's journal kept.
-    let rec = match (record::read(host.as_ref(), &root)?, change.journal.as_ref()) {
-        (None, Some(j)) => {
-            ctx.printer.note(&format!(
-                "an uninstall started at {} did not finish: this run finishes it",
-                crate::duration::time_text(j.started)
-            ));
-            j.record.clone()
-        }
-        (rec, _) => rec,
-    };
-    let Some(rec) = rec else {
+    let Some(rec) = installed(ctx, host.as_ref(), &root, change.journal.as_ref())? else {
         return nothing_installed(ctx, host.as_ref(), &root, left);
     };
     let grant = rec.renewal.clone().filter(|_| args.purge);
@@ -184,15 +173,20 @@ fn install_root(
     }
     // Install writes its root into Calico's registry key: an install made with another config
     // (or --set install_root) is found there when this run's config does not name it.
-    match recorded_root(host) {
+    let (key, value) = (crate::layout::CALICO_KEY, crate::layout::INSTALL_ROOT_VALUE);
+    let recorded = match host.reg_get(key, value) {
+        Ok(Some(crate::host::RegValue::Sz(root))) if !root.is_empty() => {
+            Some(InstallRoot::new(&root))
+        }
+        _ => None,
+    };
+    match recorded {
         Some(recorded)
             if !recorded.as_str().eq_ignore_ascii_case(configured.as_str())
                 && has_install(&recorded) =>
         {
             ctx.printer.note(&format!(
-                "no install in {configured}; install recorded its root {recorded} in {}\\{}: uninstalling that",
-                crate::layout::CALICO_KEY,
-                crate::layout::INSTALL_ROOT_VALUE
+                "no install in {configured}; install recorded its root {recorded} in {key}\\{value}: uninstalling that"
             ));
             recorded
         }
@@ -200,14 +194,24 @@ fn install_root(
     }
 }
 
-/// The install root install recorded in Calico's registry key, if any.
-fn recorded_root(host: &dyn crate::host::Host) -> Option<InstallRoot> {
-    match host.reg_get(crate::layout::CALICO_KEY, crate::layout::INSTALL_ROOT_VALUE) {
-        Ok(Some(crate::host::RegValue::Sz(root))) if !root.is_empty() => {
-            Some(InstallRoot::new(&root))
+/// The install to remove: its record, or the one an unfinished uninstall's journal kept.
+fn installed(
+    ctx: &mut Context,
+    host: &dyn crate::host::Host,
+    root: &InstallRoot,
+    journal: Option<&Journal>,
+) -> anyhow::Result<Option<record::InstallRecord>> {
+    Ok(match (record::read(host, root)?, journal) {
+        (Some(r), _) => Some(r),
+        (None, Some(j)) => {
+            ctx.printer.note(&format!(
+                "an uninstall started at {} did not finish: this run finishes it",
+                crate::duration::time_text(j.started)
+            ));
+            j.record.clone()
         }
-        _ => None,
-    }
+        (None, None) => None,
+    })
 }
 
 /// No install record: a legacy install is refused (it is not ours), a root a killed run left

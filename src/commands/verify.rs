@@ -89,11 +89,21 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
 
 /// Run on the node it verifies (its configured Kubernetes name the report's): this node's own
 /// findings joined to the report and to the failing checks whose layer they explain
-/// (`verify::node_health::join`).
+/// (`verify::node_health::join`), judged as CalicoNode's minute look judges them without the
+/// cluster (`health::installed_on_node`); none when Calico is not installed here or this node
+/// cannot be read.
 pub fn join_node_health(ctx: &mut Context, r: &mut Report) {
-    if super::common::this_node(ctx).is_some_and(|(n, _)| n.as_str() == r.node) {
-        crate::verify::node_health::join(r, host_findings(ctx));
+    if super::common::this_node(ctx).is_none_or(|(n, _)| n.as_str() != r.node) {
+        return;
     }
+    let judged = (|| -> anyhow::Result<Vec<crate::health::judge::Finding>> {
+        let host = ctx.open_host(crate::host::select::Intent::Read)?;
+        let config = ctx.load_config()?.config;
+        let node = config.node.name.clone();
+        let state_dir = ctx.state_dir(host.as_ref());
+        crate::health::installed_on_node(host.as_ref(), &config.root(), &node, state_dir.as_deref())
+    })();
+    crate::verify::node_health::join(r, judged.unwrap_or_default());
 }
 
 /// What the fleet Plan's verify (`--while-cordoned`) takes as CalicoNode's word on the node it
@@ -316,20 +326,6 @@ fn services_ready(ctx: &mut Context, r: Restarted, o: &Options) -> anyhow::Resul
         &mut |l: &str| printer.note(l),
     )?;
     Ok(())
-}
-
-/// This node's own findings, judged as CalicoNode's minute look judges them without the
-/// cluster (`health::installed_on_node`); none when Calico is not installed here or this node
-/// cannot be read.
-fn host_findings(ctx: &mut Context) -> Vec<crate::health::judge::Finding> {
-    let judged = (|| -> anyhow::Result<Vec<crate::health::judge::Finding>> {
-        let host = ctx.open_host(crate::host::select::Intent::Read)?;
-        let config = ctx.load_config()?.config;
-        let node = config.node.name.clone();
-        let state_dir = ctx.state_dir(host.as_ref());
-        crate::health::installed_on_node(host.as_ref(), &config.root(), &node, state_dir.as_deref())
-    })();
-    judged.unwrap_or_default()
 }
 
 /// A changing command's document printed, after `verify` when `--verify` asked for it: the

@@ -175,23 +175,7 @@ fn install(
     // rendered files.
     let mut prepare: Vec<String> = Vec::new();
     let files = desired_files(host, config, &c, (&got, &mut credentials), &mut prepare)?;
-    // The downloaded zip kept in the cache, and the cache's directories this run made: the
-    // install owns them beyond its files.
-    let (extra_owned, extra_dirs) = match &got {
-        Got::Release {
-            cached: Some((path, sha)),
-            ..
-        } => {
-            let (path, sha256) = (path.clone(), sha.clone());
-            let zip = RecordedFile {
-                path,
-                sha256,
-                rendered: false,
-            };
-            (vec![zip], cache_dirs)
-        }
-        _ => (Vec::new(), Vec::new()),
-    };
+    let (extra_owned, extra_dirs) = cache_owned(&got, cache_dirs);
     let renewal = credentials.renewal.take();
 
     // The plan, from the journal as it is now (the grant's objects are journaled in it later).
@@ -470,6 +454,25 @@ fn staged(
             refuse_earlier_grant(journal, g.as_ref(), &c.cluster)?;
             Ok(made)
         }
+    }
+}
+
+/// The downloaded zip kept in the cache, and the cache's directories this run made: the
+/// install owns them beyond its files.
+fn cache_owned(got: &Got, cache_dirs: Vec<String>) -> (Vec<RecordedFile>, Vec<String>) {
+    match got {
+        Got::Release {
+            cached: Some((path, sha)),
+            ..
+        } => (
+            vec![RecordedFile {
+                path: path.clone(),
+                sha256: sha.clone(),
+                rendered: false,
+            }],
+            cache_dirs,
+        ),
+        _ => (Vec::new(), Vec::new()),
     }
 }
 
