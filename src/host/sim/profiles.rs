@@ -268,11 +268,8 @@ fn two_nics(state: &mut State) {
         mac: "00-15-5D-00-00-06".into(),
         dhcp: false,
         gateways: Vec::new(),
-        dns_servers: vec![Ipv4Addr::new(10, 0, 0, 2)],
         dns_suffix: String::new(),
-        metric: 15,
-        addresses: Vec::new(),
-        guid: String::new(),
+        ..cloud_nic()
     });
 }
 
