@@ -191,30 +191,20 @@ pub fn startup_on(
     block: &str,
 ) -> HostResult<(i32, String)> {
     let mut log = String::new();
-    let backend = env
-        .get("CALICO_NETWORKING_BACKEND")
-        .map(String::as_str)
-        .unwrap_or("vxlan");
-    let network_type = match backend {
-        "vxlan" => "Overlay",
-        "windows-bgp" => "L2Bridge",
-        "none" => {
+    // calicoctl-win writes only vxlan (the default), windows-bgp or none, and a VNI of at
+    // least 4096 (`config::types::Backend`, `Vni::MIN`).
+    let network_type = match env.get("CALICO_NETWORKING_BACKEND").map(String::as_str) {
+        Some("windows-bgp") => "L2Bridge",
+        Some("none") => {
             let _ = writeln!(log, "backend none: no network to create");
             return Ok((0, log));
         }
-        other => {
-            let _ = writeln!(log, "invalid backend configuration: {other}");
-            return Ok((1, log));
-        }
+        _ => "Overlay",
     };
-    let vni: u32 = match env.get("VXLAN_VNI").map(|v| v.parse()) {
-        None => 4096,
-        Some(Ok(v)) if v >= 4096 => v,
-        Some(_) => {
-            let _ = writeln!(log, "Windows does not support VXLANVNI < 4096");
-            return Ok((1, log));
-        }
-    };
+    let vni: u32 = env
+        .get("VXLAN_VNI")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4096);
     let networks = match host.hns_networks() {
         Ok(n) => n,
         Err(e) => {

@@ -58,20 +58,14 @@ impl SimHost {
         // From the drive root down: each level its own list, or what it inherits.
         let mut parts = key.split('\\');
         let drive = parts.next().unwrap_or_default().to_owned();
-        let at = |k: &str, d: acl::Descriptor| -> HostResult<acl::Descriptor> {
-            match set.get(k) {
-                Some(sddl) => acl::parse(sddl).map_err(|why| HostError::Refused {
-                    what: format!("the simulated access list of {k}"),
-                    reason: why,
-                }),
-                None => Ok(d),
-            }
+        let parse = |k: &str, sddl: &str| {
+            acl::parse(sddl).map_err(|why| HostError::Refused {
+                what: format!("the simulated access list of {k}"),
+                reason: why,
+            })
         };
-        let root = acl::parse(acl::DRIVE_ROOT).map_err(|why| HostError::Refused {
-            what: "the drive root's access list".into(),
-            reason: why,
-        })?;
-        let mut d = at(&drive, root)?;
+        let at = |k: &str, d| set.get(k).map_or(Ok(d), |sddl| parse(k, sddl));
+        let mut d = at(&drive, parse("the drive root", acl::DRIVE_ROOT)?)?;
         // Windows' own protected directories under the root.
         let shipped = |k: &str| {
             (k == "c:\\program files" || k == "c:\\program files (x86)")

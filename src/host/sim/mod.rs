@@ -118,7 +118,7 @@ impl Hns for SimHost {
         self.hns_available()?;
         let (mut doc, name) = hns::checked_spec(spec_json)?;
         self.mutate(&format!("create HNS network {name}"), |s| {
-            if s.network_named(&name).is_some() {
+            if s.networks.iter().any(|n| n["Name"] == name.as_str()) {
                 return Err(HostError::Exists {
                     what: format!("HNS network {name}"),
                 });

@@ -55,6 +55,11 @@ pub const DEFAULT_PROFILE: &str = "ws2022";
 /// A file the profile places on the host: path and contents.
 pub type SeedFile = (String, Vec<u8>);
 
+/// A program the profile places on the host.
+fn program(path: &str) -> SeedFile {
+    (path.to_owned(), b"simulated program\n".to_vec())
+}
+
 /// The state and files of a profile, or `None` for an unknown name.
 pub fn build(name: &str) -> Option<(State, Vec<SeedFile>)> {
     PROFILES.iter().find(|(n, _)| *n == name)?;
@@ -68,13 +73,10 @@ pub fn build(name: &str) -> Option<(State, Vec<SeedFile>)> {
     };
     let mut state = base(name, build, ubr, product);
     let mut files: Vec<SeedFile> = Vec::new();
-    let program = |files: &mut Vec<SeedFile>, path: &str| {
-        files.push((path.to_owned(), b"simulated program\n".to_vec()));
-    };
 
     if name == "ws2022-docker" {
         let exe = r"C:\Program Files\docker\dockerd.exe";
-        program(&mut files, exe);
+        files.push(program(exe));
         add_service(
             &mut state,
             "docker",
@@ -83,7 +85,7 @@ pub fn build(name: &str) -> Option<(State, Vec<SeedFile>)> {
         );
     } else {
         let exe = r"C:\Program Files\containerd\containerd.exe";
-        program(&mut files, exe);
+        files.push(program(exe));
         add_service(
             &mut state,
             "containerd",
@@ -112,7 +114,7 @@ pub fn build(name: &str) -> Option<(State, Vec<SeedFile>)> {
         );
     }
     let kubelet = r"C:\k\kubelet.exe";
-    program(&mut files, kubelet);
+    files.push(program(kubelet));
     let node_ip = if name == "ws2022-two-nics" {
         two_nics(&mut state);
         " --node-ip=10.0.0.6"
@@ -268,11 +270,8 @@ fn two_nics(state: &mut State) {
         mac: "00-15-5D-00-00-06".into(),
         dhcp: false,
         gateways: Vec::new(),
-        dns_servers: vec![Ipv4Addr::new(10, 0, 0, 2)],
         dns_suffix: String::new(),
-        metric: 15,
-        addresses: Vec::new(),
-        guid: String::new(),
+        ..cloud_nic()
     });
 }
 
@@ -299,7 +298,7 @@ fn add_service(state: &mut State, name: &str, display: &str, command_line: &str)
 
 fn flannel(state: &mut State, files: &mut Vec<SeedFile>) {
     let exe = r"C:\flannel\flanneld.exe";
-    files.push((exe.into(), b"simulated program\n".to_vec()));
+    files.push(program(exe));
     add_service(
         state,
         "flanneld",
@@ -336,10 +335,7 @@ fn aks(state: &mut State) {
 fn legacy_calico(state: &mut State, files: &mut Vec<SeedFile>) {
     let root = r"C:\CalicoWindows";
     for f in ["nssm.exe", "calico-node.exe"] {
-        files.push((
-            crate::layout::join(root, f),
-            b"simulated program\n".to_vec(),
-        ));
+        files.push(program(&crate::layout::join(root, f)));
     }
     files.push((
         crate::layout::join(root, "config.ps1"),

@@ -294,12 +294,6 @@ impl State {
         })
     }
 
-    pub fn network_named(&self, name: &str) -> Option<&serde_json::Value> {
-        self.networks
-            .iter()
-            .find(|n| n.get("Name").and_then(|v| v.as_str()) == Some(name))
-    }
-
     /// Every adapter: the described ones, and a plain one for an index only `interfaces`
     /// names. Registry TCP/IP values change nothing here; `configure_adapter` does.
     pub fn all_adapters(&self) -> Vec<Adapter> {

@@ -23,14 +23,6 @@ fn io(op: String) -> impl FnOnce(std::io::Error) -> HostError {
     move |e| HostError::io(op, e)
 }
 
-pub fn read(path: &str) -> HostResult<Option<Vec<u8>>> {
-    crate::host::read_capped(Path::new(path), path)
-}
-
-pub fn replace(path: &str, contents: &[u8], access: Access) -> HostResult<()> {
-    replace_with(path, Contents::Bytes(contents), access)
-}
-
 /// Writes `path` atomically from bytes or, streamed, from a local file.
 pub fn replace_with(path: &str, contents: Contents<'_>, access: Access) -> HostResult<()> {
     let p = Path::new(path);
@@ -242,15 +234,10 @@ pub fn access(path: &str) -> HostResult<Option<Access>> {
     }))
 }
 
-/// The owner and DACL of `path` itself in SDDL, a link's own: a planted junction is not read
-/// as its target. `None` when nothing is there.
-pub fn link_security(path: &str) -> HostResult<Option<String>> {
-    sddl_of(path, true)
-}
-
 /// The owner and DACL of `path` in SDDL, read by handle (`GetSecurityInfo`); `itself` opens a
-/// link's own (`FILE_FLAG_OPEN_REPARSE_POINT`). `None` when nothing is there.
-fn sddl_of(path: &str, itself: bool) -> HostResult<Option<String>> {
+/// link's own (`FILE_FLAG_OPEN_REPARSE_POINT`: a planted junction is not read as its target).
+/// `None` when nothing is there.
+pub(super) fn sddl_of(path: &str, itself: bool) -> HostResult<Option<String>> {
     use std::os::windows::fs::OpenOptionsExt;
     use std::os::windows::io::AsRawHandle;
     use windows_sys::Win32::Security::Authorization::GetSecurityInfo;
@@ -316,10 +303,6 @@ fn sddl_text(sd: PSECURITY_DESCRIPTOR, what: u32, path: &str) -> HostResult<Stri
         LocalFree(text.cast());
     }
     sddl.ok_or_else(|| HostError::io(format!("write the access list of {path} as SDDL"), error))
-}
-
-pub fn copy_in(from: &Path, to: &str) -> HostResult<()> {
-    replace_with(to, Contents::File(from), Access::Normal)
 }
 
 pub fn copy_file(from: &str, to: &str, access: Access) -> HostResult<bool> {
@@ -544,17 +527,12 @@ pub fn set_security(path: &str, sddl: &str) -> HostResult<()> {
         ));
     }
     if owner_refused {
-        return Err(owner_refused_error(path));
+        return Err(HostError::Refused {
+            what: format!("give {path} its owner back"),
+            reason: "its access list was set, but Windows refused the owner (ERROR_INVALID_OWNER, 1307) even with SeRestorePrivilege: 'icacls PATH /setowner OWNER' as an administrator sets it".into(),
+        });
     }
     Ok(())
-}
-
-/// The access list was set, the owner refused.
-fn owner_refused_error(path: &str) -> HostError {
-    HostError::Refused {
-        what: format!("give {path} its owner back"),
-        reason: "its access list was set, but Windows refused the owner (ERROR_INVALID_OWNER, 1307) even with SeRestorePrivilege: 'icacls PATH /setowner OWNER' as an administrator sets it".into(),
-    }
 }
 
 /// `ERROR_INVALID_OWNER`: the owner may not be assigned by this caller.
@@ -664,12 +642,14 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(150));
             drop(held);
         });
-        replace(&path_s, b"new", Access::Normal).expect("replaced once the reader let go");
+        replace_with(&path_s, Contents::Bytes(b"new"), Access::Normal)
+            .expect("replaced once the reader let go");
         reader.join().expect("reader");
         assert_eq!(std::fs::read(&path).expect("read"), b"new");
         if blocked {
             let _held = go_open();
-            let err = replace(&path_s, b"newer", Access::Normal).expect_err("held for good");
+            let err = replace_with(&path_s, Contents::Bytes(b"newer"), Access::Normal)
+                .expect_err("held for good");
             assert!(err.to_string().contains("replace"), "{err}");
             assert!(
                 !crate::files::temporary_of(&path).exists(),

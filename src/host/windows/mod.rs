@@ -155,16 +155,16 @@ impl Hns for WindowsHost {
 
 impl Files for WindowsHost {
     fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>> {
-        files::read(path)
+        crate::host::read_capped(Path::new(path), path)
     }
     fn replace_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()> {
-        files::replace(path, contents, access)
+        files::replace_with(path, crate::files::Contents::Bytes(contents), access)
     }
     fn file_access(&self, path: &str) -> HostResult<Option<Access>> {
         files::access(path)
     }
     fn copy_in(&self, from: &Path, to: &str) -> HostResult<()> {
-        files::copy_in(from, to)
+        files::replace_with(to, crate::files::Contents::File(from), Access::Normal)
     }
     fn copy_file(&self, from: &str, to: &str, access: Access) -> HostResult<bool> {
         files::copy_file(from, to, access)
@@ -199,7 +199,7 @@ impl Files for WindowsHost {
         files::security(path)
     }
     fn link_security(&self, path: &str) -> HostResult<Option<String>> {
-        files::link_security(path)
+        files::sddl_of(path, true)
     }
     fn create_dir(&self, path: &str) -> HostResult<bool> {
         files::create_dir(path)
