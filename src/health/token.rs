@@ -5,11 +5,13 @@
 use super::judge;
 use super::look::Notes;
 use super::sections::{Answered, Asked, RenewalFailed, Token, TokenJudged, TokenShown};
+use crate::cluster::credentials;
 use crate::cluster::read::ClusterRead;
 use crate::cluster::token_check;
 use crate::config::Config;
 use crate::duration::{now, time_text};
 use crate::host::Host;
+use crate::installed::token_records::IssuedRecord;
 
 /// A token closer to its expiry than this is a problem worth reporting.
 const TOKEN_WARN_SECS: i64 = 7 * 24 * 3600;
@@ -102,7 +104,7 @@ struct Clock {
 }
 
 impl Clock {
-    fn of(record: Option<&crate::installed::token_records::IssuedRecord>) -> Self {
+    fn of(record: Option<&IssuedRecord>) -> Self {
         let skew = record.and_then(|rec| rec.skew);
         let node_now = now();
         Self {
@@ -115,10 +117,7 @@ impl Clock {
 
 /// How little life left means renewals have failed for a while: CalicoNode renews at two
 /// thirds of the token's life, so less than a quarter left.
-fn overdue(
-    token: &crate::cluster::credentials::Token,
-    record: Option<&crate::installed::token_records::IssuedRecord>,
-) -> i64 {
+fn overdue(token: &credentials::Token, record: Option<&IssuedRecord>) -> i64 {
     match (token.issued_at().zip(token.expiry()), record) {
         (Some((iat, exp)), _) => (exp - iat) / 4,
         (None, Some(rec)) => rec.lifetime / 4,
@@ -129,7 +128,7 @@ fn overdue(
 /// Why the API server refuses the token (`cluster::refusal`): told from the cluster when it
 /// was read with an admin kubeconfig, else from the token alone (its expiry).
 fn cause_of_refusal(
-    token: &crate::cluster::credentials::Token,
+    token: &credentials::Token,
     clock: Clock,
     cluster: &ClusterRead,
 ) -> Option<crate::cluster::refusal::Cause> {
@@ -151,15 +150,15 @@ fn cause_of_refusal(
 /// The token as its lines say it: its expiry, whether it is a JWT, the clock difference to
 /// say, and whether it expired by this node's clock with no difference measured.
 fn shown(
-    token: &crate::cluster::credentials::Token,
+    token: &credentials::Token,
     expiry: Option<i64>,
-    record: Option<&crate::installed::token_records::IssuedRecord>,
+    record: Option<&IssuedRecord>,
     clock: Clock,
 ) -> TokenShown {
     TokenShown {
         expiry,
         jwt: token.is_jwt(),
-        skew_to_say: record.and_then(crate::installed::token_records::IssuedRecord::skew_to_say),
+        skew_to_say: record.and_then(IssuedRecord::skew_to_say),
         past_unmeasured: expiry.is_some_and(|e| e <= clock.node_now) && clock.skew.is_none(),
     }
 }
@@ -198,8 +197,7 @@ fn node_token(
     host: &dyn Host,
     path: &str,
     n: &mut Notes,
-) -> Result<crate::cluster::credentials::Token, Option<String>> {
-    use crate::cluster::credentials;
+) -> Result<credentials::Token, Option<String>> {
     let kubeconfig = match host.read_file(path) {
         Ok(Some(k)) => k,
         Ok(None) => {
@@ -237,7 +235,7 @@ fn node_token(
 /// once, by that answer.
 fn refused_renewal(
     host: &dyn Host,
-    (token, expiry): (&crate::cluster::credentials::Token, Option<i64>),
+    (token, expiry): (&credentials::Token, Option<i64>),
     clock: Clock,
     cluster: &ClusterRead,
     refused_now: bool,

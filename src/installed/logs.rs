@@ -286,12 +286,8 @@ impl<'a> Reader<'a> {
         if p.head_len == 0 {
             // Taken before anything was written (every file's head is empty): the files
             // rotated since then are all new, then the current one.
-            let after = stamp(p.at);
-            let i = names
-                .iter()
-                .position(|n| rotated_key(n, &self.set.stem).is_none_or(|(t, _)| t >= after))
-                .unwrap_or(names.len().saturating_sub(1));
-            return Ok((i, None, 0));
+            let i = self.rotated_from(names, p.at, true);
+            return Ok((i.unwrap_or(names.len().saturating_sub(1)), None, 0));
         }
         if let Some(found) = self.find(names, p)? {
             return Ok(found);
@@ -301,10 +297,8 @@ impl<'a> Reader<'a> {
         if let Some(found) = self.find(names, p)? {
             return Ok(found);
         }
-        let after = stamp(p.at);
-        let i = names
-            .iter()
-            .position(|n| rotated_key(n, &self.set.stem).is_none_or(|(t, _)| t > after))
+        let i = self
+            .rotated_from(names, p.at, false)
             .unwrap_or(names.len().saturating_sub(1));
         self.gaps.push(format!(
             "lines may be missing: the file followed in {} was removed or truncated; going on with {}",
@@ -342,9 +336,21 @@ impl<'a> Reader<'a> {
         Ok(None)
     }
 
+    /// The first of `names` rotated at `at` (Unix seconds; `at_too`) or after it, else the
+    /// current file: a rotated file's name gives the time it ended.
+    fn rotated_from(&self, names: &[String], at: i64, at_too: bool) -> Option<usize> {
+        let from = stamp(at);
+        names.iter().position(|n| {
+            rotated_key(n, &self.set.stem).is_none_or(|(t, _)| t > from || (at_too && t == from))
+        })
+    }
+
     /// The file and offset `start` begins at, and whether that is inside a key's block.
     fn begin(&mut self, names: &[String], start: Start) -> HostResult<(usize, u64)> {
-        let (i, offset) = self.start(names, start)?;
+        let (i, offset) = match start {
+            Start::Tail(n) => self.tail(names, n)?,
+            Start::Since(t) => self.since(names, t)?,
+        };
         // A line starts there: no value is pending (`Pending`).
         self.pending = Pending::None;
         self.in_key = match names.get(i) {
@@ -352,14 +358,6 @@ impl<'a> Reader<'a> {
             None => false,
         };
         Ok((i, offset))
-    }
-
-    /// The file and offset `start` begins at.
-    fn start(&self, names: &[String], start: Start) -> HostResult<(usize, u64)> {
-        match start {
-            Start::Tail(n) => self.tail(names, n),
-            Start::Since(t) => self.since(names, t),
-        }
     }
 
     /// The start of the N-th line from the end, read backwards a chunk at a time.
@@ -415,11 +413,7 @@ impl<'a> Reader<'a> {
     /// line before `t` in the first file that ends after `t` (a rotated file ends at the time
     /// in its name): a line written after `t` is never left out.
     fn since(&self, names: &[String], t: i64) -> HostResult<(usize, u64)> {
-        let after = stamp(t);
-        let Some(i) = names
-            .iter()
-            .position(|n| rotated_key(n, &self.set.stem).is_none_or(|(s, _)| s >= after))
-        else {
+        let Some(i) = self.rotated_from(names, t, true) else {
             return Ok((names.len(), 0));
         };
         let Some((f, _)) = self.open(&names[i])? else {

@@ -2,17 +2,16 @@
 //! Calico Node's BGP address, the HNS networks' management IP.
 
 use super::finding::{Code, Finding};
+use crate::host::{Adapter, HnsNetwork};
 use crate::k8s_name::NodeName;
+use crate::layout::{CALICO_NETWORK, EXTERNAL_NETWORK};
+use std::net::Ipv4Addr;
 
 /// The management IP of the networks install makes (External, Calico), by name.
-pub fn management_ips(
-    networks: &[crate::host::HnsNetwork],
-) -> Vec<(&str, Option<std::net::Ipv4Addr>)> {
+pub fn management_ips(networks: &[HnsNetwork]) -> Vec<(&str, Option<Ipv4Addr>)> {
     networks
         .iter()
-        .filter(|n| {
-            n.name == crate::layout::CALICO_NETWORK || n.name == crate::layout::EXTERNAL_NETWORK
-        })
+        .filter(|n| n.name == CALICO_NETWORK || n.name == EXTERNAL_NETWORK)
         .map(|n| {
             let ip = n.management_ip.as_deref().and_then(|m| m.parse().ok());
             (n.name.as_str(), ip)
@@ -27,9 +26,9 @@ pub fn management_ips(
 /// finding; `adapters` (when read) name the adapter that holds the address in its fix.
 pub fn node_address(
     node: &NodeName,
-    (internal, bgp): (Option<std::net::Ipv4Addr>, Option<std::net::Ipv4Addr>),
-    networks: &[(&str, Option<std::net::Ipv4Addr>)],
-    adapters: Option<&[crate::host::Adapter]>,
+    (internal, bgp): (Option<Ipv4Addr>, Option<Ipv4Addr>),
+    networks: &[(&str, Option<Ipv4Addr>)],
+    adapters: Option<&[Adapter]>,
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     let Some((truth, named)) = internal
@@ -69,11 +68,7 @@ pub fn node_address(
 
 /// What moves the networks to the adapter that holds `truth`: that adapter named, or, when no
 /// adapter of this host holds it, that the address itself is wrong for this node.
-fn adapter_remedy(
-    truth: std::net::Ipv4Addr,
-    named: &str,
-    adapters: Option<&[crate::host::Adapter]>,
-) -> String {
+fn adapter_remedy(truth: Ipv4Addr, named: &str, adapters: Option<&[Adapter]>) -> String {
     let again = "then 'calicoctl-win reconfigure --drain' makes the networks again";
     let Some(adapters) = adapters else {
         return format!(
