@@ -1,7 +1,7 @@
 //! Cluster checks: what Calico on the cluster must look like for a Windows node to join.
 
 use super::Check;
-use crate::cluster::facts::{ClusterFacts, IpPool};
+use crate::cluster::facts::{ClusterFacts, IpPool, encapsulation_on as on};
 use crate::cluster::ipam;
 use crate::config::Config;
 use crate::config::types::Backend;
@@ -229,10 +229,6 @@ fn operator_windows(f: &ClusterFacts) -> Check {
         ),
         None => Check::pass(ID, "no operator Installation manages Windows nodes"),
     }
-}
-
-fn on(mode: &str) -> bool {
-    crate::cluster::facts::encapsulation_on(mode)
 }
 
 fn ipip(f: &ClusterFacts) -> Check {

@@ -171,25 +171,25 @@ pub fn adapter_checks(
     choice: &Result<crate::host::uplink::Choice, String>,
     remedy: Option<&str>,
 ) -> Vec<Check> {
-    if c.backend == Backend::None {
-        return ["adapter", "default-routes"]
+    let both = |check: &dyn Fn(&'static str) -> Check| {
+        ["adapter", "default-routes"]
             .into_iter()
-            .map(|id| Check::skip(id, "the none backend makes no vSwitch"))
-            .collect();
+            .map(check)
+            .collect()
+    };
+    if c.backend == Backend::None {
+        return both(&|id| Check::skip(id, "the none backend makes no vSwitch"));
     }
     let (adapters, routes) = match (&s.adapters, &s.routes) {
         (Ok(a), Ok(r)) => (a, r),
         (Err(e), _) | (_, Err(e)) => {
-            return ["adapter", "default-routes"]
-                .into_iter()
-                .map(|id| {
-                    Check::fail(
-                        id,
-                        format!("the network adapters or routes cannot be read: {e}"),
-                        "run elevated on the node; the IP helper API must answer",
-                    )
-                })
-                .collect();
+            return both(&|id| {
+                Check::fail(
+                    id,
+                    format!("the network adapters or routes cannot be read: {e}"),
+                    "run elevated on the node; the IP helper API must answer",
+                )
+            });
         }
     };
     let build = s.system.as_ref().ok().map(|f| f.build);

@@ -307,13 +307,10 @@ fn check_setup(f: &KubeProxyFacts, c: &Config) -> Check {
             "remove that service first (sc.exe delete kube-proxy; for Calico's install-kube-services.ps1, uninstall-kube-services.ps1 -service kube-proxy), or leave kube_proxy.path unset to keep it",
         );
     }
-    let (mut fails, mut warns) = (Vec::new(), Vec::new());
-    if svc.state != ServiceState::Running {
-        warns.push((
-            format!("the kube-proxy service is {:?}", svc.state).to_lowercase(),
-            "Start-Service kube-proxy".to_owned(),
-        ));
-    }
+    let mut fails = Vec::new();
+    let mut warns: Vec<Finding> = not_running(svc, "Start-Service kube-proxy")
+        .into_iter()
+        .collect();
     fails.extend(network(&args, f));
     if c.backend == Backend::Vxlan {
         match source_vip(&args, f) {
@@ -332,14 +329,8 @@ fn check_setup(f: &KubeProxyFacts, c: &Config) -> Check {
 /// kube-proxy run by calicoctl-win's own service (`supervise::kube_proxy`, which sets its flags):
 /// only whether it runs, and on overlay whether the source VIP's endpoint is there.
 fn own_role(svc: &InstalledService, f: &KubeProxyFacts, c: &Config) -> Check {
-    let mut warns = Vec::new();
-    if svc.state != ServiceState::Running {
-        warns.push((
-            format!("the kube-proxy service is {:?}", svc.state).to_lowercase(),
-            "Start-Service kube-proxy, and read calico-kube-proxy.log in the logs directory"
-                .to_owned(),
-        ));
-    }
+    let fix = "Start-Service kube-proxy, and read calico-kube-proxy.log in the logs directory";
+    let mut warns: Vec<Finding> = not_running(svc, fix).into_iter().collect();
     if c.backend == Backend::Vxlan && f.source_vip_endpoint.is_none() {
         warns.push((
             format!(
@@ -355,6 +346,12 @@ fn own_role(svc: &InstalledService, f: &KubeProxyFacts, c: &Config) -> Check {
         );
     }
     verdict(&[], &warns)
+}
+
+/// The service's state, when it is not running, with `fix`.
+fn not_running(svc: &InstalledService, fix: &str) -> Option<Finding> {
+    let state = format!("the kube-proxy service is {:?}", svc.state).to_lowercase();
+    (svc.state != ServiceState::Running).then(|| (state, fix.to_owned()))
 }
 
 /// The network kube-proxy programs: `--network-name`, else `KUBE_NETWORK`.

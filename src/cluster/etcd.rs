@@ -104,25 +104,25 @@ impl EtcdError {
     }
 }
 
-fn certs(what: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, EtcdError> {
-    let not_pem = |why: String| EtcdError::NotPem {
+fn not_pem(what: &str, why: impl ToString) -> EtcdError {
+    EtcdError::NotPem {
         what: what.into(),
-        why,
-    };
+        why: why.to_string(),
+    }
+}
+
+fn certs(what: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, EtcdError> {
     let certs = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| not_pem(e.to_string()))?;
+        .map_err(|e| not_pem(what, e))?;
     if certs.is_empty() {
-        return Err(not_pem("no CERTIFICATE block".into()));
+        return Err(not_pem(what, "no CERTIFICATE block"));
     }
     Ok(certs)
 }
 
 fn key(pem: &[u8]) -> Result<PrivateKeyDer<'static>, EtcdError> {
-    PrivateKeyDer::from_pem_slice(pem).map_err(|e| EtcdError::NotPem {
-        what: "etcd-key".into(),
-        why: e.to_string(),
-    })
+    PrivateKeyDer::from_pem_slice(pem).map_err(|e| not_pem("etcd-key", e))
 }
 
 /// Checks that each file is PEM of the right kind and that key and certificate match.
@@ -134,17 +134,14 @@ pub fn check_files(files: &EtcdTlsFiles) -> Result<(), EtcdError> {
     let signer = provider
         .key_provider
         .load_private_key(key)
-        .map_err(|e| EtcdError::NotPem {
-            what: "etcd-key".into(),
-            why: e.to_string(),
-        })?;
+        .map_err(|e| not_pem("etcd-key", e))?;
     match rustls::sign::CertifiedKey::new(chain, signer).keys_match() {
         Ok(()) | Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => Ok(()),
         Err(e @ rustls::Error::InconsistentKeys(_)) => Err(EtcdError::KeyMismatch(e.to_string())),
-        Err(e) => Err(EtcdError::NotPem {
-            what: "etcd-cert".into(),
-            why: format!("not a valid certificate: {e}"),
-        }),
+        Err(e) => Err(not_pem(
+            "etcd-cert",
+            format!("not a valid certificate: {e}"),
+        )),
     }
 }
 
@@ -165,10 +162,7 @@ pub fn health(endpoint: &str, files: &EtcdTlsFiles, timeout: Duration) -> Result
 
     let mut roots = rustls::RootCertStore::empty();
     for c in certs("etcd-ca", &files.ca)? {
-        roots.add(c).map_err(|e| EtcdError::NotPem {
-            what: "etcd-ca".into(),
-            why: e.to_string(),
-        })?;
+        roots.add(c).map_err(|e| not_pem("etcd-ca", e))?;
     }
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),

@@ -123,28 +123,6 @@ pub(super) fn joined<T: ToString>(items: &[T]) -> String {
         .join(",")
 }
 
-/// Felix's Prometheus endpoint, with `metrics.enabled` only; off, nothing, as Calico's scripts
-/// render none (v3.32.1 CalicoWindows config.ps1, felix/felix-service.ps1): the environment
-/// outranks the datastore (felix/config config_params.go SourcesInDescendingOrder).
-fn felix_metrics(c: &Config, env: &mut BTreeMap<String, String>) {
-    if c.metrics.enabled {
-        // Deviation from Calico's scripts, with metrics on only: Felix serves Prometheus on
-        // Windows as elsewhere (felix/daemon/daemon.go: ServePrometheusMetricsHTTP on
-        // PrometheusMetricsHost and PrometheusMetricsPort when PrometheusMetricsEnabled;
-        // driver_windows.go ConfigurePrometheusMetrics), on the port our rule opens to
-        // metrics.source_ranges only. extra_env may not set these two then
-        // (config::validate), so nothing of the administrator's is overridden.
-        env.insert(
-            EnvVars::FELIX_PROMETHEUSMETRICSENABLED.into(),
-            "true".into(),
-        );
-        env.insert(
-            EnvVars::FELIX_PROMETHEUSMETRICSPORT.into(),
-            c.metrics.felix_port.0.to_string(),
-        );
-    }
-}
-
 /// The full environment of one service: common variables, the ones its script derives, the
 /// API group pin (`HostFacts::api_group_pin`), and the user's extra variables, which win.
 pub fn environment(c: &Config, role: Role, api_group: Option<&str>) -> BTreeMap<String, String> {
@@ -174,7 +152,26 @@ pub fn environment(c: &Config, role: Role, api_group: Option<&str>) -> BTreeMap<
                 EnvVars::FELIX_HEALTHPORT.into(),
                 crate::layout::FELIX_HEALTH_PORT.to_string(),
             );
-            felix_metrics(c, &mut env);
+            // Felix's Prometheus endpoint, with `metrics.enabled` only; off, nothing, as
+            // Calico's scripts render none (v3.32.1 CalicoWindows config.ps1,
+            // felix/felix-service.ps1): the environment outranks the datastore (felix/config
+            // config_params.go SourcesInDescendingOrder). Deviation from Calico's scripts, with
+            // metrics on only: Felix serves Prometheus on Windows as elsewhere
+            // (felix/daemon/daemon.go: ServePrometheusMetricsHTTP on PrometheusMetricsHost and
+            // PrometheusMetricsPort when PrometheusMetricsEnabled; driver_windows.go
+            // ConfigurePrometheusMetrics), on the port our rule opens to
+            // metrics.source_ranges only. extra_env may not set these two then
+            // (config::validate), so nothing of the administrator's is overridden.
+            if c.metrics.enabled {
+                env.insert(
+                    EnvVars::FELIX_PROMETHEUSMETRICSENABLED.into(),
+                    "true".into(),
+                );
+                env.insert(
+                    EnvVars::FELIX_PROMETHEUSMETRICSPORT.into(),
+                    c.metrics.felix_port.0.to_string(),
+                );
+            }
             &c.extra_env.felix
         }
         Role::Confd => &c.extra_env.confd,

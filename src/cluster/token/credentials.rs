@@ -347,12 +347,15 @@ pub fn service_account(c: &Cluster, namespace: &str, name: &str) -> Result<(), a
     let what = format!("serviceaccounts/{name} in {namespace}");
     match c.call_opt("get", &what, api.get(name))? {
         Some(_) => Ok(()),
-        None => Err(CredentialError::NoServiceAccount {
-            server: c.server.clone(),
-            namespace: namespace.into(),
-            name: name.into(),
-        }
-        .into()),
+        None => Err(no_account(c, namespace, name).into()),
+    }
+}
+
+fn no_account(c: &Cluster, namespace: &str, name: &str) -> CredentialError {
+    CredentialError::NoServiceAccount {
+        server: c.server.clone(),
+        namespace: namespace.into(),
+        name: name.into(),
     }
 }
 
@@ -388,14 +391,7 @@ pub fn token_request(
         None => (request_token(c, namespace, name, lifetime, None), None),
     };
     let answer = match answer {
-        Err(e) if e.is_not_found() => {
-            return Err(CredentialError::NoServiceAccount {
-                server: c.server.clone(),
-                namespace: namespace.into(),
-                name: name.into(),
-            }
-            .into());
-        }
+        Err(e) if e.is_not_found() => return Err(no_account(c, namespace, name).into()),
         other => other?,
     };
     let mut issued = issued_from(c, &what, answer)?;
