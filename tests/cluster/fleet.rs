@@ -898,7 +898,20 @@ pub(crate) fn drive(api: &FakeApi, plan: &Value, machines: &[Machine], pod: &Pod
                 // Read before the look: the last look comes after the drive ended and sees
                 // what it left (failed nodes stay cordoned), however late this thread ran.
                 let last = finished.load(std::sync::atomic::Ordering::SeqCst);
-                most = most.max(machines.iter().filter(|m| cordoned(api, &m.name)).count());
+                // One look at all nodes under the server's one lock: read one by one, a node
+                // uncordoned as its job ended and the next one cordoned as its job began
+                // could both be counted (seen once in CI).
+                let out_now = {
+                    let state = api.lock();
+                    let out = |m: &&Machine| {
+                        state
+                            .objects
+                            .get(&format!("/api/v1/nodes/{}", m.name))
+                            .is_some_and(|n| n["spec"]["unschedulable"] == true)
+                    };
+                    machines.iter().filter(out).count()
+                };
+                most = most.max(out_now);
                 // The set stays locked while its nodes are looked at: the driver takes a
                 // node out of it (under this lock) before it labels the node done, so a node
                 // looked at here is still running, never one just marked done.
