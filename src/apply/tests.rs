@@ -9,6 +9,8 @@ fn only_the_services_logs_count_as_logs() {
         // The opt-in kube-proxy service's log, left by uninstall --remove-logs before.
         "calico-kube-proxy.log",
         "calico-kube-proxy-20261121T101500Z.log",
+        // A second rotation within one second (supervise::log numbers it).
+        "calico-felix-20261121T101500Z.2.log",
     ] {
         assert!(is_service_log(yes), "{yes}");
     }
