@@ -207,37 +207,34 @@ fn a_bundle_is_built_under_the_root_streamed_whole_and_removed_while_metrics_ans
     );
 }
 
-/// A bundle past the cap is 413, not cut short; one not made in time is 504; free after each.
+/// A bundle past the cap, or growing past it under `diags`' temporary name, is 413, not cut
+/// short; one not made in time is 504; the endpoint is free after each.
 #[test]
 fn a_bundle_over_the_cap_is_413_and_one_too_slow_is_504() {
     let node = Node::new();
-    let program = node.builder(5_000, false);
-    node.serving(
-        true,
-        |d| {
-            d.program = program;
-            d.cap = 4_096;
-        },
-        |addr| {
-            let (status, head, body) = get(addr, "/diags");
-            assert_eq!(status, "HTTP/1.1 413 Content Too Large", "{head}");
-            assert!(body.is_empty());
-            let (status, ..) = get(addr, "/diags");
-            assert_eq!(status, "HTTP/1.1 413 Content Too Large");
-        },
-    );
-    let program = node.builder(1_000, true);
-    node.serving(
-        true,
-        |d| {
-            d.program = program;
-            d.build_time = Duration::from_millis(300);
-        },
-        |addr| {
-            let (status, ..) = get(addr, "/diags");
-            assert_eq!(status, "HTTP/1.1 504 Gateway Timeout");
-        },
-    );
+    let (big, slow) = (node.builder(5_000, false), node.builder(1_000, true));
+    let growing = node.builder_into(".bundle.zip.calicoctl-win.tmp", 5_000, true, true);
+    let (small, default, long) = (4_096, super::BUILD_TIME, Duration::from_secs(30));
+    let cases = [
+        (big, small, default, "HTTP/1.1 413 Content Too Large"),
+        (
+            slow,
+            super::CAP,
+            Duration::from_millis(300),
+            "HTTP/1.1 504 Gateway Timeout",
+        ),
+        (growing, small, long, "HTTP/1.1 413 Content Too Large"),
+    ];
+    for (program, cap, build_time, want) in cases {
+        let make = |d: &mut Diags| (d.program, d.cap, d.build_time) = (program, cap, build_time);
+        node.serving(true, make, |addr| {
+            for _ in 0..2 {
+                let (status, head, body) = get(addr, "/diags");
+                assert_eq!(status, want, "{head}");
+                assert!(body.is_empty());
+            }
+        });
+    }
     assert!(!node.host.dir_exists(&node.root.path(DIR)).expect("dir"));
     // The build's wait says what it waits for and when it gives up, as every wait does.
     let log = fs_err::read_to_string(node.at("node.log")).expect("log");
@@ -246,23 +243,6 @@ fn a_bundle_over_the_cap_is_413_and_one_too_slow_is_504() {
             && log.contains("gave up waiting for calicoctl-win diags to build the bundle"),
         "{log}"
     );
-}
-
-/// A bundle growing past the cap under `diags`' temporary name is refused at once (413).
-#[test]
-fn a_bundle_growing_past_the_cap_under_its_temporary_name_is_413() {
-    let node = Node::new();
-    let program = node.builder_into(".bundle.zip.calicoctl-win.tmp", 5_000, true, true);
-    let make = |d: &mut Diags| {
-        d.program = program;
-        d.cap = 4_096;
-        d.build_time = Duration::from_secs(30);
-    };
-    node.serving(true, make, |addr| {
-        let (status, head, _) = get(addr, "/diags");
-        assert_eq!(status, "HTTP/1.1 413 Content Too Large", "{head}");
-    });
-    assert!(!node.host.dir_exists(&node.root.path(DIR)).expect("dir"));
 }
 
 /// Without `metrics.diags` the path is unknown (404).

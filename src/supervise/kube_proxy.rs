@@ -240,30 +240,23 @@ fn version(host: &dyn Host, exe: &str, stop: &Stop, log: &Log) -> Result<(u32, u
 mod tests {
     use super::*;
 
-    /// The service's stop cuts the version's wait.
+    /// The service's stop cuts the version's wait; a start whose kube-proxy gives no readable
+    /// version leaves no record of an earlier one.
     #[cfg(unix)]
     #[test]
-    fn the_version_wait_ends_with_the_stop() {
+    fn the_version_wait_ends_with_the_stop_and_an_unreadable_one_is_forgotten() {
+        use crate::host::Registry as _;
         let dir = tempfile::tempdir().expect("tempdir");
         let log = Log::open(dir.path().join("kp.log"), Default::default(), false);
-        let exe = crate::supervise::tests::script(dir.path(), "kube-proxy", "exec sleep 60");
         let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
+        let exe = crate::supervise::tests::script(dir.path(), "kube-proxy", "exec sleep 60");
         let stop = Stop::new();
         stop.request();
         let err = version(&host, &exe, &stop, &log).unwrap_err();
         assert!(matches!(err, SuperviseError::Stopped), "{err:?}");
-    }
 
-    /// A start whose kube-proxy gives no readable version leaves no record of an earlier one.
-    #[cfg(unix)]
-    #[test]
-    fn an_unreadable_version_forgets_the_recorded_one() {
-        use crate::host::Registry as _;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let log = Log::open(dir.path().join("kp.log"), Default::default(), false);
         let body = "echo 'kube-proxy version unknown'";
         let exe = crate::supervise::tests::script(dir.path(), "kube-proxy", body);
-        let host = crate::host::sim::SimHost::in_memory("ws2022").expect("host");
         let earlier = crate::host::RegValue::Sz("Kubernetes v1.32.5".into());
         host.reg_set(CALICO_KEY, KUBE_PROXY_VERSION_VALUE, &earlier)
             .expect("record");
@@ -300,54 +293,48 @@ mod tests {
         );
     }
 
-    fn inputs(version: (u32, u32), dsr: bool, vip: Option<&str>) -> Inputs {
-        Inputs {
-            node_name: "win-1".into(),
-            kubeconfig: "C:\\k\\config".into(),
-            version,
-            dsr,
-            source_vip: vip.map(String::from),
-        }
-    }
-
     #[test]
     fn the_arguments_are_the_scripts() {
-        assert_eq!(
-            arguments(&inputs((1, 32), true, Some("10.244.1.2"))),
-            [
-                "--hostname-override=win-1",
-                "--v=4",
-                "--proxy-mode=kernelspace",
-                "--kubeconfig=C:\\k\\config",
-                "--enable-dsr=true",
-                "--source-vip=10.244.1.2",
-                "--feature-gates=WinDSR=true",
-            ]
-        );
-        // From 1.33 WinDSR is on by default: no gate, so a kube-proxy without it still starts.
-        for version in [(1, 33), (1, 34), (1, 36)] {
-            let new = arguments(&inputs(version, true, Some("10.244.1.2")));
-            assert!(new.contains(&"--enable-dsr=true".to_owned()), "{new:?}");
-            assert!(
-                !new.iter().any(|a| a.starts_with("--feature-gates")),
-                "{new:?}"
-            );
+        let vip = Some("10.244.1.2");
+        let (dsr, source) = ("--enable-dsr=true", "--source-vip=10.244.1.2");
+        let cases: [((u32, u32), bool, Option<&str>, &[&str]); 6] = [
+            (
+                (1, 32),
+                true,
+                vip,
+                &[dsr, source, "--feature-gates=WinDSR=true"],
+            ),
+            // From 1.33 WinDSR is on by default: no gate, so a kube-proxy without it starts.
+            ((1, 33), true, vip, &[dsr, source]),
+            ((1, 34), true, vip, &[dsr, source]),
+            ((1, 36), true, vip, &[dsr, source]),
+            // Before 1.20 WinOverlay was off by default; without DSR there is no WinDSR.
+            (
+                (1, 18),
+                false,
+                vip,
+                &[source, "--feature-gates=WinOverlay=true"],
+            ),
+            // Not overlay (windows-bgp's L2Bridge): no source VIP, no WinOverlay.
+            ((1, 33), false, None, &[]),
+        ];
+        let common = [
+            "--hostname-override=win-1",
+            "--v=4",
+            "--proxy-mode=kernelspace",
+            "--kubeconfig=C:\\k\\config",
+        ];
+        for (version, dsr, vip, more) in cases {
+            let inputs = Inputs {
+                node_name: "win-1".into(),
+                kubeconfig: "C:\\k\\config".into(),
+                version,
+                dsr,
+                source_vip: vip.map(String::from),
+            };
+            let want = [&common[..], more].concat();
+            assert_eq!(arguments(&inputs), want, "{version:?} {dsr} {vip:?}");
         }
-        // Before 1.20 WinOverlay was off by default; without DSR there is no WinDSR.
-        let old = arguments(&inputs((1, 18), false, Some("10.244.1.2")));
-        assert!(
-            old.contains(&"--feature-gates=WinOverlay=true".to_owned()),
-            "{old:?}"
-        );
-        assert!(!old.iter().any(|a| a.contains("dsr")), "{old:?}");
-        // Not overlay (windows-bgp's L2Bridge): no source VIP, no WinOverlay.
-        let bridge = arguments(&inputs((1, 33), false, None));
-        assert!(
-            !bridge
-                .iter()
-                .any(|a| a.starts_with("--source-vip") || a.starts_with("--feature-gates")),
-            "{bridge:?}"
-        );
     }
 
     #[test]

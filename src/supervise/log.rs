@@ -427,32 +427,14 @@ mod tests {
         }
     }
 
-    /// An old log that cannot be removed costs a warning, not a line; the others still go.
+    /// The oldest go first, by time and number (`.log`, `.2.log`, then `.10.log`); an old log
+    /// that cannot be removed costs a warning, not a line, and the others still go.
     #[test]
-    fn an_old_log_that_cannot_be_removed_drops_no_line() {
+    fn old_logs_are_removed_oldest_first_and_one_that_cannot_be_drops_no_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("calico-felix.log");
         // A directory under a rotated file's name: removing it as a file fails.
         fs_err::create_dir(dir.path().join("calico-felix-19990101T000000Z.log")).expect("dir");
-        fs_err::write(
-            dir.path().join("calico-felix-20000101T000000Z.log"),
-            "old\n",
-        )
-        .expect("old");
-        let log = Log::with_clock(path.clone(), settings(1), false, ahead(secs()));
-        log.raw(format!("{:059}\n", 0).as_bytes());
-        log.raw(format!("{:059}\n", 1).as_bytes());
-        let current = fs_err::read_to_string(&path).expect("read");
-        assert!(current.contains("cannot remove an old log"), "{current}");
-        assert!(current.ends_with(&format!("{:059}\n", 1)), "{current}");
-        assert!(!names(dir.path()).contains(&"calico-felix-20000101T000000Z.log".to_owned()));
-    }
-
-    /// The oldest go first, by time and number (`.log`, `.2.log`, then `.10.log`).
-    #[test]
-    fn old_logs_are_removed_in_the_order_they_were_written() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("calico-felix.log");
         for n in ["", ".2", ".10"] {
             let name = format!("calico-felix-20000101T000000Z{n}.log");
             fs_err::write(dir.path().join(name), "old\n").expect("old");
@@ -460,11 +442,17 @@ mod tests {
         let log = Log::with_clock(path.clone(), settings(2), false, ahead(secs()));
         log.raw(format!("{:059}\n", 0).as_bytes());
         log.raw(format!("{:059}\n", 1).as_bytes());
-        let got = names(dir.path());
-        assert!(
-            got.contains(&"calico-felix-20000101T000000Z.10.log".to_owned()),
-            "{got:?}"
+        let current = fs_err::read_to_string(&path).expect("read");
+        assert!(current.contains("cannot remove an old log"), "{current}");
+        assert!(current.ends_with(&format!("{:059}\n", 1)), "{current}");
+        assert_eq!(
+            names(dir.path()),
+            [
+                "calico-felix-19990101T000000Z.log",
+                "calico-felix-20000101T000000Z.10.log",
+                "calico-felix-20251121T080000Z.log",
+                "calico-felix.log"
+            ]
         );
-        assert_eq!(got.len(), 3, "{got:?}");
     }
 }

@@ -270,14 +270,23 @@ fn children_take_the_allow_listed_service_environment_under_the_env_file() {
 }
 
 /// A Felix that can be neither looked at nor stopped is not started again beside itself: the
-/// service ends with `NotStopped`.
+/// service ends with `NotStopped`. Killed but still there (TerminateProcess waits for pending
+/// I/O), it is waited for by the service's next start, never started beside.
 #[test]
-fn an_agent_that_cannot_be_stopped_ends_the_service_and_is_not_started_twice() {
+fn an_agent_that_cannot_be_stopped_is_never_started_twice() {
     let host = installed("ws2022", &[]);
     mark_init_done(&host);
     host.set_children_unstoppable(true).expect("fault");
+    host.set_children_linger(Some(Duration::from_secs(2)))
+        .expect("fault");
     let s = settings(Role::Felix);
     let (log, path) = log_for(&host, &s);
+    let felixes = || {
+        host.started()
+            .iter()
+            .filter(|c| c.contains("-felix"))
+            .count()
+    };
     let stop = Stop::new();
     let out = std::thread::scope(|scope| {
         let body = scope.spawn(|| run(&host, &s, &stop, &log));
@@ -289,46 +298,17 @@ fn an_agent_that_cannot_be_stopped_ends_the_service_and_is_not_started_twice() {
         stop.request();
         body.join().expect("join")
     });
-    let text = read(&path);
     assert!(
         matches!(out, Err(SuperviseError::NotStopped { .. })),
-        "{out:?}\n{text}"
+        "{out:?}\n{}",
+        read(&path)
     );
-    let felix = host
-        .started()
-        .iter()
-        .filter(|c| c.contains("-felix"))
-        .count();
-    assert_eq!(felix, 1, "felix started once: {:?}\n{text}", host.started());
-}
-
-/// A Felix killed but still there (TerminateProcess waits for pending I/O) is waited for by
-/// the service's next start, never started beside.
-#[test]
-fn the_next_start_waits_for_an_agent_killed_but_still_there() {
-    let host = installed("ws2022", &[]);
-    mark_init_done(&host);
-    host.set_children_unstoppable(true).expect("fault");
-    host.set_children_linger(Some(Duration::from_secs(2)))
-        .expect("fault");
-    let s = settings(Role::Felix);
-    let (log, path) = log_for(&host, &s);
-    let out = run(&host, &s, &Stop::never(), &log);
-    assert!(
-        matches!(out, Err(SuperviseError::NotStopped { .. })),
-        "{out:?}"
-    );
+    assert_eq!(felixes(), 1, "felix started once: {:?}", host.started());
     let first = kept_child(&host, Role::Felix);
     assert!(host.process_running(first).is_some(), "still there");
     host.set_children_unstoppable(false).expect("fault off");
     host.set_children_linger(None).expect("fault off");
 
-    let felixes = || {
-        host.started()
-            .iter()
-            .filter(|c| c.contains("-felix"))
-            .count()
-    };
     let stop = Stop::new();
     let (second_at, first_then) = std::thread::scope(|scope| {
         let body = scope.spawn(|| run(&host, &s, &stop, &log));

@@ -18,7 +18,7 @@ fn calico_node_answers_an_hns_restart_while_it_runs() {
         &crate::host::RegValue::Sz(ROOT.into()),
     )
     .expect("root");
-    felix_running(&host);
+    calico_services_running(&host);
     let before = felix_pid(&host);
     let text = while_running(&host, &settings(Role::Node), |path| {
         wait_for_log(path, "calico-node startup finished", 1);
@@ -81,53 +81,75 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
     assert_eq!(felix_pid(&host), after);
 }
 
-/// A Felix slow to stop: the watchdog waits as long as its service may take, then starts it.
-#[test]
-fn the_hns_watchdog_waits_for_a_felix_slow_to_stop_and_starts_it_again() {
-    let (host, mut s, log, _, mut watch) = watching();
-    s.stop_timeout = Duration::from_millis(200);
-    // Longer than the stop timeout, within the stop timeout and the wait hint.
-    host.set_stop_takes("CalicoFelix", s.stop_timeout + Duration::from_secs(2))
-        .expect("slow stop");
-    let before = felix_pid(&host);
-    restart_hns(&host);
-    let r = check(&mut watch, &host, &s, &log).expect("a restart");
-    assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}");
-    assert!(r.failed.is_empty(), "{r:?}");
-    assert_ne!(felix_pid(&host), before);
-    assert_eq!(state_of(&host, "CalicoFelix"), Some(RUNNING));
+/// The fault on CalicoFelix's stop, and what it takes.
+type StopFault = fn(&SimHost, &mut Settings);
 
-    // Still StopPending when that wait ends: waited for once more, then started.
-    let wait = s.service_stop_wait();
-    host.set_stop_takes("CalicoFelix", wait + Duration::from_millis(300))
-        .expect("slower");
-    restart_hns(&host);
-    let r = check(&mut watch, &host, &s, &log).expect("a restart");
-    assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}");
-    assert_eq!(state_of(&host, "CalicoFelix"), Some(RUNNING));
-}
-
-/// A stop the SCM could not deliver (1053) is sent again; Felix is restarted once one is
-/// delivered, and the first refusal said once.
+/// Felix slow to stop, its stop undelivered at first, or taken after it was given up on: the
+/// watchdog restarts it all the same, saying a late or undelivered stop once.
 #[test]
-fn a_stop_the_scm_could_not_deliver_is_sent_again_and_felix_restarted() {
-    let (host, s, log, path, mut watch) = watching();
-    let before = felix_pid(&host);
-    host.set_stop_undelivered("CalicoFelix", Some(2), Duration::ZERO)
-        .expect("fault");
-    restart_hns(&host);
-    let r = check(&mut watch, &host, &s, &log).expect("a restart");
-    let text = read(&path);
-    assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}\n{text}");
-    assert!(r.failed.is_empty(), "{r:?}");
-    assert_eq!(host.stops_undelivered("CalicoFelix"), 2);
-    assert_ne!(felix_pid(&host), before, "Felix was not restarted");
-    assert_eq!(
-        text.matches("could not deliver the stop to CalicoFelix")
-            .count(),
-        1,
-        "{text}"
-    );
+fn the_hns_watchdog_restarts_a_felix_slow_or_late_to_stop() {
+    const FELIX: &str = "CalicoFelix";
+    let cases: [(&str, StopFault, Option<&str>, u32); 4] = [
+        // Longer than the stop timeout, within the stop timeout and the wait hint.
+        (
+            "slow to stop",
+            |h, s| {
+                s.stop_timeout = Duration::from_millis(200);
+                let takes = s.stop_timeout + Duration::from_secs(2);
+                h.set_stop_takes(FELIX, takes).expect("slow stop");
+            },
+            None,
+            0,
+        ),
+        // Still StopPending when that wait ends: waited for once more, then started.
+        (
+            "slower than the wait",
+            |h, s| {
+                s.stop_timeout = Duration::from_millis(200);
+                let takes = s.service_stop_wait() + Duration::from_millis(300);
+                h.set_stop_takes(FELIX, takes).expect("slower");
+            },
+            None,
+            0,
+        ),
+        // A stop the SCM could not deliver (1053) is sent again; the first refusal said once.
+        (
+            "undelivered twice",
+            |h, _| {
+                h.set_stop_undelivered(FELIX, Some(2), Duration::ZERO)
+                    .expect("fault");
+            },
+            Some("could not deliver the stop to CalicoFelix"),
+            2,
+        ),
+        // One send of 8 s in the restart's bound of twice 7 s: no second send fits; the stop
+        // given up on but taken late leaves the service stopped, and the watchdog starts it.
+        (
+            "taken late",
+            |h, _| {
+                h.set_stop_taken_late(FELIX, Duration::from_secs(8))
+                    .expect("fault");
+            },
+            Some("its stop was taken after it was given up on"),
+            1,
+        ),
+    ];
+    for (name, fault, said, undelivered) in cases {
+        let (host, mut s, log, path, mut watch) = watching();
+        fault(&host, &mut s);
+        let before = felix_pid(&host);
+        restart_hns(&host);
+        let r = check(&mut watch, &host, &s, &log).expect("a restart");
+        let text = read(&path);
+        assert_eq!(r.restarted, [FELIX], "{name}: {r:?}\n{text}");
+        assert!(r.failed.is_empty(), "{name}: {r:?}");
+        assert_ne!(felix_pid(&host), before, "{name}: Felix was not restarted");
+        assert_eq!(state_of(&host, FELIX), Some(RUNNING), "{name}: {text}");
+        if let Some(said) = said {
+            assert_eq!(text.matches(said).count(), 1, "{name}: {text}");
+            assert_eq!(host.stops_undelivered(FELIX), undelivered, "{name}");
+        }
+    }
 }
 
 /// A stop never delivered is given up within twice the stop wait, counting each send's time
@@ -172,26 +194,6 @@ fn a_stop_the_scm_never_delivers_is_given_up_within_the_bound_said_once() {
         "{text}"
     );
     assert_eq!(felix_pid(&host), before);
-}
-
-/// The host's own stop sends an undelivered stop again while its timeout holds another send.
-#[test]
-fn the_hosts_own_stop_sends_an_undelivered_stop_again_within_its_timeout() {
-    let host = felix_host();
-    host.set_stop_undelivered("CalicoFelix", Some(1), Duration::ZERO)
-        .expect("fault");
-    host.service_stop("CalicoFelix", Duration::from_secs(5))
-        .expect("delivered at the second send");
-    assert_eq!(host.stops_undelivered("CalicoFelix"), 1);
-    assert_eq!(felix_pid(&host), None);
-    felix_running_again(&host);
-    host.set_stop_undelivered("CalicoFelix", None, Duration::ZERO)
-        .expect("fault");
-    let err = host
-        .service_stop("CalicoFelix", Duration::ZERO)
-        .expect_err("no time for a second send");
-    assert_eq!(err.os_code(), Some(1053), "{err:?}");
-    assert_eq!(host.stops_undelivered("CalicoFelix"), 1);
 }
 
 /// CalicoNode's stop ends the wait for a Felix slow to stop at once, and the new HNS process
@@ -277,7 +279,8 @@ fn the_hns_process_id_outlives_calico_node_but_not_the_boot() {
         None
     );
     host.reboot().expect("reboot");
-    felix_running_again(&host);
+    host.service_start("CalicoFelix", Duration::from_secs(1))
+        .expect("start");
     assert_eq!(
         check(&mut hns_watch::HnsWatch::default(), &host, &s, &log),
         None,
@@ -289,8 +292,7 @@ fn the_hns_process_id_outlives_calico_node_but_not_the_boot() {
 /// HNS (PowerShell `Service.cs`, `DoStopService`: "ServiceHasDependentServices").
 #[test]
 fn restart_service_hns_goes_through_and_calico_keeps_running() {
-    let host = SimHost::in_memory("ws2022").expect("host");
-    calico_services_running(&host);
+    let host = felix_host();
     host.service_stop("hns", Duration::from_secs(1))
         .expect("HNS stops while CalicoNode runs");
     host.service_start("hns", Duration::from_secs(1))
@@ -313,24 +315,6 @@ fn calico_node_starts_a_stopped_hns_before_making_the_networks() {
         &read(&path),
         "the Host Network Service is stopped: starting it",
     );
-}
-
-/// A stop given up on but taken late leaves the service stopped: the watchdog starts it.
-#[test]
-fn a_stop_taken_after_it_was_given_up_on_is_followed_by_the_start() {
-    let (host, s, log, path, mut watch) = watching();
-    let before = felix_pid(&host);
-    // One send of 8 s in the restart's bound of twice 7 s: no second send fits.
-    host.set_stop_taken_late("CalicoFelix", Duration::from_secs(8))
-        .expect("fault");
-    restart_hns(&host);
-    let r = check(&mut watch, &host, &s, &log).expect("a restart");
-    let text = read(&path);
-    assert_eq!(r.restarted, ["CalicoFelix"], "{r:?}\n{text}");
-    assert!(r.failed.is_empty(), "{r:?}");
-    assert_eq!(state_of(&host, "CalicoFelix"), Some(RUNNING), "{text}");
-    assert_ne!(felix_pid(&host), before);
-    says(&text, "its stop was taken after it was given up on");
 }
 
 /// Only a stop given up on (1053 or past its bound) is looked at again for a late stop.

@@ -232,32 +232,11 @@ fn run_until(host: &SimHost, s: &Settings, needle: &str) -> String {
     })
 }
 
-/// A host with CalicoFelix registered and running, and the `hns` service's program in place.
+/// A host with CalicoNode and CalicoFelix registered and running, and HNS startable.
 fn felix_host() -> SimHost {
     let host = SimHost::in_memory("ws2022").expect("host");
-    felix_running(&host);
+    calico_services_running(&host);
     host
-}
-
-/// CalicoFelix registered and running, and the `hns` service's program in place.
-fn felix_running(host: &SimHost) {
-    hns_startable(host);
-    let exe = format!(r"{ROOT}\calicoctl-win.exe");
-    host.write_file(&exe, b"simulated program\n", crate::host::Access::Normal)
-        .expect("write");
-    host.service_create(&crate::host::ServiceSpec {
-        name: "CalicoFelix".into(),
-        display_name: "Calico Felix".into(),
-        description: String::new(),
-        program: exe.clone(),
-        args: vec!["service".into(), "run".into(), "felix".into()],
-        dependencies: vec![],
-        start: StartType::Auto,
-        recovery: None,
-    })
-    .expect("create");
-    host.service_start("CalicoFelix", Duration::from_secs(1))
-        .expect("start");
 }
 
 /// CalicoFelix's process id.
@@ -273,11 +252,6 @@ fn restart_hns(host: &SimHost) {
     host.service_stop("hns", Duration::from_secs(1))
         .expect("stop");
     host.service_start("hns", Duration::from_secs(1))
-        .expect("start");
-}
-
-fn felix_running_again(host: &SimHost) {
-    host.service_start("CalicoFelix", Duration::from_secs(1))
         .expect("start");
 }
 

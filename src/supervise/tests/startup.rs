@@ -158,14 +158,12 @@ fn no_usable_address_is_a_bounded_wait_then_a_clear_error() {
 
 #[test]
 fn creating_external_is_retried_until_it_succeeds() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    install(
-        &SimHost::open_or_create(dir.path(), None).expect("host"),
-        &[],
-    );
     // Creating External fails once.
-    let host = SimHost::open_or_create(dir.path(), None).expect("host");
-    let host = faulted(host, FaultKind::Fail, "create HNS network External");
+    let host = faulted(
+        installed("ws2022", &[]),
+        FaultKind::Fail,
+        "create HNS network External",
+    );
     let s = settings(Role::Node);
     let (log, path) = log_for(&host, &s);
     let phase = node::start_phase(&host, &s, &log).expect("start phase");
@@ -374,12 +372,12 @@ fn startups(host: &SimHost) -> usize {
         .count()
 }
 
-/// A startup an earlier run left running is no failed attempt: one bounded wait, nothing
-/// started beside it, and said.
+/// A startup an earlier run left running is no failed attempt: the start-up's one bounded wait
+/// ends with it, nothing started beside it; the service says so and runs startup once it ended.
 #[test]
-fn an_earlier_startup_still_running_is_no_failed_attempt_of_the_start() {
+fn an_earlier_startup_still_running_is_waited_for_not_called_failed() {
     let (host, s, log, path) = node_host("ws2022", &[]);
-    host.set_children_linger(Some(Duration::from_secs(60)))
+    host.set_children_linger(Some(Duration::from_secs(3)))
         .expect("fault");
     node::start_phase(&host, &s, &log).expect("first start");
     assert_eq!(startups(&host), 1);
@@ -401,16 +399,6 @@ fn an_earlier_startup_still_running_is_no_failed_attempt_of_the_start() {
             .contains("no second copy is started beside it until it has ended"),
         "{err}"
     );
-}
-
-/// An earlier startup still running is said, not failed; startup runs once it has ended.
-#[test]
-fn calico_node_runs_startup_once_an_earlier_one_has_ended_without_calling_it_failed() {
-    let (host, s, log, _) = node_host("ws2022", &[]);
-    host.set_children_linger(Some(Duration::from_secs(3)))
-        .expect("fault");
-    node::start_phase(&host, &s, &log).expect("first start");
-    host.set_children_linger(None).expect("fault off");
     // The first start's log holds one "finished" already.
     let text = while_running(&host, &s, |path| {
         wait_for_log(path, "calico-node startup finished", 2);
