@@ -374,35 +374,27 @@ impl Layout {
     pub fn command(self, s: &Settings, c: Component) -> (String, Vec<String>) {
         let f = self.0;
         let confdir = s.path("confd");
-        let args: Vec<String> = match (f.binary, c) {
+        let (node_confd, calico_confd) = (
+            format!("-confd-confdir={confdir}"),
+            format!("--confdir={confdir}"),
+        );
+        let args: &[&str] = match (f.binary, c) {
             (Binary::CalicoNode, Component::Startup) if f.complete_startup => {
-                vec!["-startup".into(), "-complete-startup".into()]
+                &["-startup", "-complete-startup"]
             }
-            (Binary::CalicoNode, Component::Startup) => vec!["-startup".into()],
-            (Binary::CalicoNode, Component::Felix) => vec!["-felix".into()],
-            (Binary::CalicoNode, Component::Confd) => {
-                vec!["-confd".into(), format!("-confd-confdir={confdir}")]
+            (Binary::CalicoNode, Component::Startup) => &["-startup"],
+            (Binary::CalicoNode, Component::Felix) => &["-felix"],
+            (Binary::CalicoNode, Component::Confd) => &["-confd", &node_confd],
+            (Binary::Calico, Component::Startup) if f.complete_startup => {
+                &["component", "node", "startup", "--complete-startup"]
             }
-            (Binary::Calico, Component::Startup) => {
-                let mut a = words(&["component", "node", "startup"]);
-                if f.complete_startup {
-                    a.push("--complete-startup".into());
-                }
-                a
-            }
-            (Binary::Calico, Component::Felix) => words(&["component", "felix"]),
-            (Binary::Calico, Component::Confd) => {
-                let mut a = words(&["component", "confd"]);
-                a.push(format!("--confdir={confdir}"));
-                a
-            }
+            (Binary::Calico, Component::Startup) => &["component", "node", "startup"],
+            (Binary::Calico, Component::Felix) => &["component", "felix"],
+            (Binary::Calico, Component::Confd) => &["component", "confd", &calico_confd],
         };
+        let args = args.iter().map(|a| (*a).to_owned()).collect();
         (s.path(f.binary.file_name()), args)
     }
-}
-
-pub(super) fn words(w: &[&str]) -> Vec<String> {
-    w.iter().map(|s| (*s).to_owned()).collect()
 }
 
 /// A component to run: the program, its arguments, its working directory.

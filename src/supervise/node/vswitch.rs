@@ -243,11 +243,13 @@ pub(super) fn find_vswitch_adapter(
     log: &Log,
 ) -> Result<u32> {
     let look = || -> Result<Look<u32, ()>> {
-        let found = host
-            .adapters()?
-            .into_iter()
-            .find(|a| uplink.is_its_vswitch_adapter(a, false));
-        if let Some(a) = found {
+        let adapters = host.adapters()?;
+        let found = |any_address| {
+            adapters
+                .iter()
+                .find(|a| uplink.is_its_vswitch_adapter(a, any_address))
+        };
+        if let Some(a) = found(false) {
             log.info(&format!(
                 "the vSwitch's host adapter is {} (index {}, MAC {}, {})",
                 a.name, a.index, a.mac, uplink.ip
@@ -256,10 +258,7 @@ pub(super) fn find_vswitch_adapter(
         }
         // A static address may not come over (projectcalico/calico#4631): put back from the record.
         if !uplink.dhcp
-            && let Some(a) = host
-                .adapters()?
-                .into_iter()
-                .find(|a| uplink.is_its_vswitch_adapter(a, true))
+            && let Some(a) = found(true)
         {
             log.warn(&format!(
                 "the vSwitch's host adapter {} (index {}, MAC {}) does not hold {}: the static address did not come over, and is put back",

@@ -43,7 +43,8 @@ fn calico_node_answers_an_hns_restart_while_it_runs() {
 }
 
 /// The HNS restart watchdog (Azure/AgentBaker hnsremediator.ps1): Felix restarted once per
-/// change of HNS's pid, recorded in the registry and the event log; a stopped HNS is none yet.
+/// change of HNS's pid, recorded in the registry and the event log; a stopped HNS is none yet;
+/// the pid outlives CalicoNode but not the boot.
 #[test]
 fn an_hns_restart_restarts_felix_once_and_is_recorded() {
     let (host, s, log, path, mut watch) = watching();
@@ -79,6 +80,21 @@ fn an_hns_restart_restarts_felix_once_and_is_recorded() {
     let after = felix_pid(&host);
     assert_eq!(check(&mut watch, &host, &s, &log), None, "once per restart");
     assert_eq!(felix_pid(&host), after);
+
+    // HNS's pid is kept across a CalicoNode restart (a watch of its own); a reboot makes it stale.
+    let fresh = || check(&mut hns_watch::HnsWatch::default(), &host, &s, &log);
+    assert_eq!(fresh(), None);
+    restart_hns(&host);
+    assert!(fresh().is_some_and(|r| r.restarted == ["CalicoFelix"]));
+    assert_eq!(fresh(), None);
+    host.reboot().expect("reboot");
+    host.service_start("CalicoFelix", Duration::from_secs(1))
+        .expect("start");
+    assert_eq!(
+        fresh(),
+        None,
+        "a reboot gives HNS a new process: no HNS restart to answer"
+    );
 }
 
 /// The fault on CalicoFelix's stop, and what it takes.
@@ -258,34 +274,6 @@ fn a_failed_restart_counts_only_while_the_service_is_still_down() {
     host.service_stop("CalicoFelix", Duration::from_secs(1))
         .expect("stop");
     assert_eq!(r.still_failing(&host), [r.failed[0].as_str()]);
-}
-
-/// HNS's pid is kept across a CalicoNode restart; after a reboot the kept id is stale.
-#[test]
-fn the_hns_process_id_outlives_calico_node_but_not_the_boot() {
-    let host = felix_host();
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
-    assert_eq!(
-        check(&mut hns_watch::HnsWatch::default(), &host, &s, &log),
-        None
-    );
-    // CalicoNode restarts while HNS does.
-    restart_hns(&host);
-    let r = check(&mut hns_watch::HnsWatch::default(), &host, &s, &log);
-    assert!(r.is_some_and(|r| r.restarted == ["CalicoFelix"]));
-    assert_eq!(
-        check(&mut hns_watch::HnsWatch::default(), &host, &s, &log),
-        None
-    );
-    host.reboot().expect("reboot");
-    host.service_start("CalicoFelix", Duration::from_secs(1))
-        .expect("start");
-    assert_eq!(
-        check(&mut hns_watch::HnsWatch::default(), &host, &s, &log),
-        None,
-        "a reboot gives HNS a new process: no HNS restart to answer"
-    );
 }
 
 /// `Restart-Service hns` goes through with Calico's services running: no SCM dependency on

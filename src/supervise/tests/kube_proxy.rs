@@ -53,15 +53,6 @@ fn kube_proxy_gives_up_after_its_bound_and_names_a_missing_binary() {
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
-/// A host with CalicoNode's networks and `Calico_ep`, a simulated kube-proxy.exe, its settings.
-fn kube_proxy_ready() -> (SimHost, Settings) {
-    let host = installed("ws2022", &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
-    put_kube_proxy(&host);
-    let (log, _) = log_for(&host, &settings(Role::Node));
-    node::start_phase(&host, &settings(Role::Node), &log).expect("calico-node");
-    (host, settings(Role::KubeProxy))
-}
-
 /// A simulated kube-proxy.exe where the config says it is.
 pub(super) fn put_kube_proxy(host: &SimHost) {
     let exe = b"kube-proxy v1.33.2 (simulated)\n";
@@ -69,23 +60,19 @@ pub(super) fn put_kube_proxy(host: &SimHost) {
         .expect("write");
 }
 
-const STARTED: &str = r"started C:\k\kube-proxy.exe --hostname-override";
-
-/// The kube-proxy processes started so far (not `--version`).
-fn kube_proxies(host: &SimHost) -> usize {
-    host.started()
-        .iter()
-        .filter(|c| c.contains("kube-proxy.exe --hostname-override"))
-        .count()
-}
-
 /// An earlier kube-proxy outlasting the wait is never run beside: said, looked at again later.
 #[test]
 fn no_kube_proxy_is_started_beside_an_earlier_one_that_outlasts_the_wait() {
-    let (host, s) = kube_proxy_ready();
+    // CalicoNode's networks and `Calico_ep`, a simulated kube-proxy.exe.
+    let host = installed("ws2022", &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
+    put_kube_proxy(&host);
+    let (log, _) = log_for(&host, &settings(Role::Node));
+    node::start_phase(&host, &settings(Role::Node), &log).expect("calico-node");
+    let s = settings(Role::KubeProxy);
     host.set_children_linger(Some(Duration::from_secs(60)))
         .expect("fault");
-    run_until(&host, &s, STARTED);
+    let started = r"kube-proxy.exe --hostname-override";
+    run_until(&host, &s, &format!(r"started C:\k\{started}"));
     let first = kept_child(&host, Role::KubeProxy);
     host.set_children_linger(None).expect("fault off");
     let text = while_running(&host, &s, |path| {
@@ -102,6 +89,12 @@ fn no_kube_proxy_is_started_beside_an_earlier_one_that_outlasts_the_wait() {
         "{text}"
     );
     says(&text, "retrying in");
-    assert_eq!(kube_proxies(&host), 1, "{text}");
+    // The kube-proxy processes started (not `--version`).
+    let kube_proxies = host
+        .started()
+        .iter()
+        .filter(|c| c.contains(started))
+        .count();
+    assert_eq!(kube_proxies, 1, "{text}");
     assert!(host.process_running(first).is_some());
 }

@@ -119,8 +119,9 @@ fn a_service_restart_keeps_the_networks_and_a_reboot_recreates_only_calicos() {
     assert!(phase.deleted_networks.contains(&"flannel.4096".to_owned()));
 }
 
+/// An initialisation that gives up is recorded too, so that install's wait ends with it.
 #[test]
-fn no_usable_address_is_a_bounded_wait_then_a_clear_error() {
+fn no_usable_address_is_a_bounded_wait_then_a_clear_error_and_recorded() {
     let (host, s, log, path) = node_host("ws2022", &["node.startup_valid_ip_timeout=1s"]);
     host.set_ipv4_addresses(vec![
         InterfaceAddress {
@@ -154,6 +155,11 @@ fn no_usable_address_is_a_bounded_wait_then_a_clear_error() {
         "no marker after a failed start-up"
     );
     says(&read(&path), "waiting up to 1s for a usable IPv4 address");
+    // Recorded with its cause, so that install's wait ends with it.
+    let recorded = failure::recorded(&host).expect("read");
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0].blocks, failure::Blocks::Init);
+    assert_eq!(recorded[0].error, crate::error::chain(&err));
 }
 
 #[test]
@@ -222,21 +228,6 @@ fn a_refused_route_keeps_the_os_error_in_the_log_the_event_log_and_the_record() 
     let host = SimHost::open_or_create(host.state_dir(), None).expect("reopen");
     node::start_phase(&host, &s, &log).expect("restart");
     assert_eq!(failure::recorded(&host).expect("read"), vec![]);
-}
-
-/// An initialisation that gives up is recorded too, so that install's wait ends with it.
-#[test]
-fn an_initialisation_that_gives_up_is_recorded_with_its_cause() {
-    let boot_id = r"set registry value HKLM\Software\Tigera\Calico\BootId";
-    let host = faulted(installed("ws2022", &[]), FaultKind::Deny, boot_id);
-    let s = settings(Role::Node);
-    let (log, _) = log_for(&host, &s);
-    let err = node::start_phase(&host, &s, &log).unwrap_err();
-    assert!(err.to_string().contains("(os error 5)"), "{err}");
-    let recorded = failure::recorded(&host).expect("read");
-    assert_eq!(recorded.len(), 1, "{recorded:?}");
-    assert_eq!(recorded[0].blocks, failure::Blocks::Init);
-    assert_eq!(recorded[0].error, crate::error::chain(&err));
 }
 
 #[test]

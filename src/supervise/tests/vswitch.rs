@@ -111,7 +111,8 @@ fn the_vswitch_adapter_is_known_by_address_mac_and_name_together() {
 }
 
 /// A static adapter's DNS servers lost to the vSwitch (microsoft/SDN#498) are put back, and
-/// `Calico_ep` kept above the LAN's metric (projectcalico/calico#4664).
+/// `Calico_ep` kept above the LAN's metric (projectcalico/calico#4664); an administrator's
+/// later DNS servers are not.
 #[test]
 fn what_the_vswitch_loses_of_a_static_adapter_is_put_back() {
     let host = installed("ws2022-two-nics", &["vxlan.adapter=Ethernet 2"]);
@@ -135,17 +136,25 @@ fn what_the_vswitch_loses_of_a_static_adapter_is_put_back() {
         &text,
         "vEthernet (Ethernet 2): put back: Ethernet 2 had the DNS servers 10.0.0.2; vEthernet (Ethernet 2) has none",
     );
-    let now = host.adapters().expect("adapters");
-    let vnic = now
-        .iter()
-        .find(|a| a.name == "vEthernet (Ethernet 2)")
-        .expect("vnic");
-    assert_eq!(vnic.dns_servers, [Ipv4Addr::new(10, 0, 0, 2)], "{vnic:?}");
-    let ep = now
-        .iter()
-        .find(|a| a.name == "vEthernet (Calico_ep)")
-        .expect("ep");
+    let vnic = "vEthernet (Ethernet 2)";
+    let dns = adapter_named(&host, vnic).dns_servers;
+    assert_eq!(dns, [Ipv4Addr::new(10, 0, 0, 2)], "{text}");
+    let ep = adapter_named(&host, "vEthernet (Calico_ep)");
     assert_eq!(ep.metric, 115, "{text}");
+    // Keyed to the External network it was made with.
+    let kept = crate::installed::addressing::recorded(&host).expect("kept");
+    assert_eq!(kept.network.as_deref(), Some(external(&host).id.as_str()));
+
+    // DNS servers an administrator set later (Set-DnsClientServerAddress) are not put back.
+    let admins = vec![Ipv4Addr::new(10, 0, 0, 3)];
+    let index = adapter_named(&host, vnic).index;
+    let setting = crate::host::ip_config::AdapterSetting::DnsServers(admins.clone());
+    host.configure_adapter(index, &setting).expect("set");
+    let s = settings(Role::Node);
+    let (log, path) = log_for(&host, &s);
+    node::start_phase(&host, &s, &log).expect("start phase again");
+    let dns = adapter_named(&host, vnic).dns_servers;
+    assert_eq!(dns, admins, "{}", read(&path));
 }
 
 /// projectcalico/calico#4631: the host adapter left on DHCP with APIPA is found by MAC and name
@@ -189,39 +198,6 @@ fn a_static_address_that_did_not_come_over_is_put_back() {
     assert!(
         now.holds(Ipv4Addr::new(10, 0, 0, 7)) && !now.holds(Ipv4Addr::new(10, 0, 0, 6)),
         "{now:?} {}",
-        read(&path)
-    );
-}
-
-/// DNS servers an administrator set later are not put back at the next start.
-#[test]
-fn an_administrators_later_dns_servers_are_not_put_back() {
-    let (host, s, log, path) = node_host("ws2022-two-nics", &["vxlan.adapter=Ethernet 2"]);
-    node::start_phase(&host, &s, &log).expect("start phase");
-    let vnic = "vEthernet (Ethernet 2)";
-    assert_eq!(
-        adapter_named(&host, vnic).dns_servers,
-        [Ipv4Addr::new(10, 0, 0, 2)],
-        "{}",
-        read(&path)
-    );
-    // Keyed to the External network it was made with.
-    let external = external(&host);
-    let kept = crate::installed::addressing::recorded(&host).expect("kept");
-    assert_eq!(kept.network.as_deref(), Some(external.id.as_str()));
-    // The administrator's Set-DnsClientServerAddress.
-    let admins = vec![Ipv4Addr::new(10, 0, 0, 3)];
-    let index = adapter_named(&host, vnic).index;
-    host.configure_adapter(
-        index,
-        &crate::host::ip_config::AdapterSetting::DnsServers(admins.clone()),
-    )
-    .expect("set");
-    node::start_phase(&host, &s, &log).expect("start phase again");
-    assert_eq!(
-        adapter_named(&host, vnic).dns_servers,
-        admins,
-        "{}",
         read(&path)
     );
 }

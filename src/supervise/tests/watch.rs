@@ -2,23 +2,42 @@
 
 use super::*;
 
+/// calico-node startup runs when kubelet starts, again when the node's address changes without
+/// kubelet restarting (projectcalico/calico#8700, said in the event log), and when it restarts.
 #[test]
-fn kubelet_starting_and_restarting_runs_calico_node_startup_again() {
+fn kubelet_starting_an_address_change_and_a_kubelet_restart_each_run_startup() {
     let host = installed("ws2022", &[]);
     host.set_process("kubelet.exe", None).expect("no kubelet");
+    let finished = "calico-node startup finished";
     let text = while_running(&host, &settings(Role::Node), |path| {
         let text = wait_for_log(path, "kubelet is not running; waiting for it", 1);
-        assert!(!text.contains("calico-node startup finished"), "{text}");
+        assert!(!text.contains(finished), "{text}");
         host.set_process("kubelet.exe", Some(7001))
             .expect("kubelet");
-        let text = wait_for_log(path, "calico-node startup finished", 1);
+        let text = wait_for_log(path, finished, 1);
         says(&text, "kubelet is running (pid 7001)");
+        host.readdress(Ipv4Addr::new(10, 0, 0, 5), Ipv4Addr::new(10, 0, 0, 7))
+            .expect("readdress");
+        let text = wait_for_log(path, finished, 2);
+        says(
+            &text,
+            "the node's addresses changed from 10.0.0.5 to 10.0.0.7: running calico-node startup again",
+        );
+        let kubelet = text.matches("kubelet is running").count();
+        assert_eq!(kubelet, 1, "kubelet did not restart: {text}");
         host.set_process("kubelet.exe", Some(7002))
             .expect("kubelet restarted");
-        wait_for_log(path, "calico-node startup finished", 2);
+        wait_for_log(path, finished, 3);
     });
     says(&text, "kubelet is running again (pid 7002)");
     says(&text, "[calicoctl-win] info: stopped");
+    assert!(
+        host.events()
+            .iter()
+            .any(|e| e.id == crate::layout::EVENT_ADDRESS_CHANGED && e.message.contains("10.0.0.7")),
+        "{:?}",
+        host.events()
+    );
 }
 
 #[test]
@@ -100,35 +119,6 @@ fn the_cni_config_is_withheld_from_shutdown_until_startup_has_finished_after_the
     let finished_at = text.rfind(finished);
     assert!(withheld_at.is_some() && withheld_at < finished_at, "{text}");
     assert!(there(conf) && !there(&withheld));
-}
-
-/// projectcalico/calico#8700: a node IP change reruns calico-node startup without kubelet
-/// restarting, and the event log says why.
-#[test]
-fn calico_node_follows_a_change_of_the_nodes_address_without_kubelet_restarting() {
-    let host = installed("ws2022", &[]);
-    let text = while_running(&host, &settings(Role::Node), |path| {
-        wait_for_log(path, "calico-node startup finished", 1);
-        host.readdress(Ipv4Addr::new(10, 0, 0, 5), Ipv4Addr::new(10, 0, 0, 7))
-            .expect("readdress");
-        wait_for_log(path, "calico-node startup finished", 2);
-    });
-    says(
-        &text,
-        "the node's addresses changed from 10.0.0.5 to 10.0.0.7: running calico-node startup again",
-    );
-    assert_eq!(
-        text.matches("kubelet is running").count(),
-        1,
-        "kubelet did not restart: {text}"
-    );
-    assert!(
-        host.events()
-            .iter()
-            .any(|e| e.id == crate::layout::EVENT_ADDRESS_CHANGED && e.message.contains("10.0.0.7")),
-        "{:?}",
-        host.events()
-    );
 }
 
 #[test]
