@@ -245,23 +245,11 @@ fn a_bundle_over_the_cap_is_413_and_one_too_slow_is_504() {
     );
 }
 
-/// Without `metrics.diags` the path is unknown (404).
-#[test]
-fn diags_off_is_404() {
-    let node = Node::new();
-    let program = node.builder(1_000, false);
-    node.serving(
-        false,
-        |d| d.program = program,
-        |addr| assert_eq!(get(addr, "/diags").0, "HTTP/1.1 404 Not Found"),
-    );
-    assert!(!node.at("started").exists(), "a bundle was made");
-}
-
 /// A request without this node's `fleet diags` token is 401 before the bundle's slot; one not
-/// shaped as a token is never reviewed.
+/// shaped as a token is never reviewed; a review refused (403) is 503, kept for status.
 #[test]
 fn a_request_without_a_token_for_this_node_is_401_before_the_bundles_slot() {
+    use crate::health::metrics_findings::diags_review_refused;
     let node = Node::new();
     let program = node.builder(1_000, true);
     node.serve(program, |addr| {
@@ -285,28 +273,9 @@ fn a_request_without_a_token_for_this_node_is_401_before_the_bundles_slot() {
             fs_err::write(node.at("release"), "").expect("release");
             assert_eq!(first.join().expect("first").0, "HTTP/1.1 200 OK");
         });
-    });
-    // A value not shaped as a token is refused without a review.
-    assert_eq!(
-        times_reviewed("other-node"),
-        0,
-        "a shapeless value was reviewed"
-    );
-    let log = fs_err::read_to_string(node.at("node.log")).unwrap_or_default();
-    assert!(
-        !log.contains("other-node") && !log.contains(&jwt("other-node")),
-        "a token is in the log: {log}"
-    );
-}
-
-/// While the API server refuses CalicoNode the review (403), requests are refused 503 and
-/// status is told (`diags-review-refused`) until a review is answered again.
-#[test]
-fn a_refused_review_refuses_the_request_and_is_kept_for_status() {
-    use crate::health::metrics_findings::diags_review_refused;
-    let node = Node::new();
-    let program = node.builder(1_000, false);
-    node.serve(program, |addr| {
+        // While the API server refuses CalicoNode the review (403), requests are refused 503
+        // and status is told (`diags-review-refused`) until a review is answered again.
+        fs_err::remove_file(node.at("started")).expect("started");
         let (status, head, _) = get_with(addr, "/diags", &jwt("forbidden"));
         assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{head}");
         assert!(
@@ -319,4 +288,15 @@ fn a_refused_review_refuses_the_request_and_is_kept_for_status() {
         assert_eq!(get(addr, "/diags").0, "HTTP/1.1 200 OK");
         assert_eq!(diags_review_refused(&node.host), None);
     });
+    // A value not shaped as a token is refused without a review.
+    assert_eq!(
+        times_reviewed("other-node"),
+        0,
+        "a shapeless value was reviewed"
+    );
+    let log = fs_err::read_to_string(node.at("node.log")).unwrap_or_default();
+    assert!(
+        !log.contains("other-node") && !log.contains(&jwt("other-node")),
+        "a token is in the log: {log}"
+    );
 }

@@ -35,18 +35,9 @@ const FLOOR: i64 = 60;
 /// Retries once no retry can succeed (expired, or refused as 401): from 5 to 30 minutes.
 const OUTAGE_RETRY: (u64, u64) = (300, 1800);
 
-/// When a token is due for renewal (Unix seconds): at two thirds of its life, or a third of
-/// the smallest lifetime before `exp` without `iat`; `None` when it never expires.
-pub fn due_at(token: &Token) -> Option<i64> {
-    let exp = token.expiry()?;
-    Some(match token.issued_at() {
-        Some(iat) if iat < exp => iat + (exp - iat) * 2 / 3,
-        _ => exp - MIN_LIFETIME / 3,
-    })
-}
-
-/// When the node's token is due (Unix seconds): by its renewal's record, else its claims; now
-/// when neither tells; `None` when never.
+/// When the node's token is due (Unix seconds): by its renewal's record, else at two thirds of
+/// its life (or a third of the smallest lifetime before `exp` without `iat`); now when neither
+/// tells; `None` when it never expires.
 fn due(token: &Token, record: Option<&IssuedRecord>, now: i64) -> Option<i64> {
     if let Some(r) = record {
         return Some(r.due());
@@ -54,7 +45,11 @@ fn due(token: &Token, record: Option<&IssuedRecord>, now: i64) -> Option<i64> {
     if !token.is_jwt() || token.unusable().is_some() {
         return Some(now);
     }
-    due_at(token)
+    let exp = token.expiry()?;
+    Some(match token.issued_at() {
+        Some(iat) if iat < exp => iat + (exp - iat) * 2 / 3,
+        _ => exp - MIN_LIFETIME / 3,
+    })
 }
 
 /// The wait after a success: two thirds of the granted life, at least the floor.
@@ -415,11 +410,12 @@ mod tests {
 
     #[test]
     fn a_token_is_due_at_two_thirds_of_its_life() {
-        assert_eq!(due_at(&jwt(r#"{"iat":1000,"exp":1900}"#)), Some(1600));
+        let due_at = |claims| due(&jwt(claims), None, 0);
+        assert_eq!(due_at(r#"{"iat":1000,"exp":1900}"#), Some(1600));
         // No iat: a third of the smallest lifetime before it expires.
-        assert_eq!(due_at(&jwt(r#"{"exp":1900}"#)), Some(1700));
+        assert_eq!(due_at(r#"{"exp":1900}"#), Some(1700));
         // A legacy secret's token never expires.
-        assert_eq!(due_at(&jwt(r#"{"sub":"x"}"#)), None);
+        assert_eq!(due_at(r#"{"sub":"x"}"#), None);
         // Not a JWT and no record: due now, so that the renewal learns its expiry.
         assert_eq!(due(&Token::new("opaque"), None, 7), Some(7));
     }

@@ -32,6 +32,8 @@ fn felix_restarts_at_once_after_129_and_with_growing_delays_after_a_crash() {
     assert!((crate::duration::now() - at).abs() < 60, "{at}");
 }
 
+/// Felix waits for CalicoNode, warns after the timeout, ends the wait at a stop, and runs once
+/// CalicoNode has initialised.
 #[test]
 fn felix_waits_for_calico_node_warns_after_the_timeout_and_then_runs() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -39,6 +41,12 @@ fn felix_waits_for_calico_node_warns_after_the_timeout_and_then_runs() {
     let host = installed("ws2022", &[]);
     let mut s = settings(Role::Felix);
     s.program = Some(fake);
+    // A stop while Felix waits for CalicoNode ends the wait, saying what it waited for.
+    let text = run_until(&host, &s, "waiting for CalicoNode to finish initialising");
+    says(
+        &text,
+        "stopped waiting for CalicoNode to finish initialising after ",
+    );
     let text = while_running(&host, &s, |path| {
         let text = wait_for_log(path, "has not finished initialising after", 1);
         says(&text, "waiting for CalicoNode to finish initialising");
@@ -51,18 +59,6 @@ fn felix_waits_for_calico_node_warns_after_the_timeout_and_then_runs() {
     });
     says(&text, "CalicoNode finished initialising");
     says(&text, "felix up");
-}
-
-/// A stop while Felix waits for CalicoNode ends the wait, saying what it waited for.
-#[test]
-fn a_stop_while_felix_waits_for_calico_node_ends_the_wait_and_says_so() {
-    let host = installed("ws2022", &[]);
-    let s = settings(Role::Felix);
-    let text = run_until(&host, &s, "waiting for CalicoNode to finish initialising");
-    says(
-        &text,
-        "stopped waiting for CalicoNode to finish initialising after ",
-    );
 }
 
 #[test]
@@ -86,14 +82,38 @@ fn stop_is_graceful_first_and_kills_a_child_that_hangs() {
     }
 }
 
+/// A child gets the rendered environment and the allow-listed service environment (PATH,
+/// TEMP, Windows' directories, the proxy) under the env file's values, and nothing else.
 #[test]
-fn a_child_gets_exactly_the_rendered_environment() {
+fn a_child_gets_exactly_the_rendered_and_allow_listed_environment() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fake = script(dir.path(), "felix", "/usr/bin/env\nexit 0");
-    let (host, s) = initialised(Role::Felix, &["vxlan.vni=4097"], fake);
+    let (host, mut s) = initialised(Role::Felix, &["vxlan.vni=4097"], fake);
+    let process_env: std::collections::BTreeMap<String, String> = [
+        ("PATH", r"C:\Windows\system32;C:\Windows"),
+        ("TEMP", r"C:\Windows\TEMP"),
+        ("HTTPS_PROXY", "http://proxy.corp:3128"),
+        ("KUBECONFIG", r"C:\k\admin.conf"),
+        ("SECRET_TOKEN", "do-not-pass"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    s.inherited = inherited(&process_env);
     let text = run_until(&host, &s, "FELIX_VXLANVNI=4097");
     says(&text, "FELIX_FELIXHOSTNAME=win-1");
-    for leaked in ["\nHOME=", "\nPATH=", "\nUSER="] {
+    for name in ["PATH", "TEMP", "HTTPS_PROXY"] {
+        let line = format!("\n{name}={}\n", process_env[name]);
+        assert_eq!(text.matches(&format!("\n{name}=")).count(), 1, "{text}");
+        says(&text, &line);
+    }
+    // The env file's KUBECONFIG (calico-node's), never the admin's of the service's env.
+    for leaked in [
+        "\nHOME=",
+        "\nUSER=",
+        "SECRET_TOKEN",
+        r"KUBECONFIG=C:\k\admin.conf",
+    ] {
         assert!(
             !text.contains(leaked),
             "{leaked} leaked into the child: {text}"
@@ -236,37 +256,6 @@ fn environment_files_parse_like_the_renderer_writes_them() {
     assert_eq!(env.get("A").map(String::as_str), Some("1"));
     assert_eq!(env.get("B").map(String::as_str), Some("x=y"));
     assert_eq!(env.len(), 2);
-}
-
-/// Children get the allow-listed service environment (PATH, TEMP, Windows' directories, the
-/// proxy) under the env file's values, and nothing else.
-#[test]
-fn children_take_the_allow_listed_service_environment_under_the_env_file() {
-    let host = installed("ws2022", &[]);
-    let process_env: std::collections::BTreeMap<String, String> = [
-        ("PATH", r"C:\Windows\system32;C:\Windows"),
-        ("TEMP", r"C:\Windows\TEMP"),
-        ("HTTPS_PROXY", "http://proxy.corp:3128"),
-        ("NO_PROXY", "10.0.0.0/8"),
-        ("KUBECONFIG", r"C:\k\admin.conf"),
-        ("SECRET_TOKEN", "do-not-pass"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect();
-    let mut s = settings(Role::Felix);
-    s.inherited = inherited(&process_env);
-    let env = environment(&host, &s).expect("environment");
-    for name in ["PATH", "TEMP", "HTTPS_PROXY"] {
-        assert_eq!(env.get(name), process_env.get(name), "{name}");
-    }
-    assert!(!env.contains_key("SECRET_TOKEN"), "{env:?}");
-    // The env file's KUBECONFIG (calico-node's), never the admin's of the service's env.
-    assert_ne!(
-        env.get("KUBECONFIG").map(String::as_str),
-        Some(r"C:\k\admin.conf")
-    );
-    assert!(env.contains_key("FELIX_FELIXHOSTNAME"), "{env:?}");
 }
 
 /// A Felix that can be neither looked at nor stopped is not started again beside itself: the
