@@ -2,8 +2,6 @@
 
 use super::*;
 
-const RUNNING: crate::host::ServiceState = crate::host::ServiceState::Running;
-
 /// CalicoNode's loop answers an HNS restart while it runs.
 #[test]
 fn calico_node_answers_an_hns_restart_while_it_runs() {
@@ -288,21 +286,6 @@ fn restart_service_hns_goes_through_and_calico_keeps_running() {
     for name in ["hns", "CalicoNode", "CalicoFelix"] {
         assert_eq!(state_of(&host, name), Some(RUNNING), "{name}");
     }
-}
-
-/// CalicoNode's start-up starts a stopped HNS before making the networks.
-#[test]
-fn calico_node_starts_a_stopped_hns_before_making_the_networks() {
-    let (host, s, log, path) = node_host("ws2022", &[]);
-    hns_startable(&host);
-    host.service_stop("hns", Duration::from_secs(1))
-        .expect("stop");
-    node::start_phase(&host, &s, &log).expect("start phase");
-    assert_eq!(state_of(&host, "hns"), Some(RUNNING), "{}", read(&path));
-    says(
-        &read(&path),
-        "the Host Network Service is stopped: starting it",
-    );
 }
 
 /// Only a stop given up on (1053 or past its bound) is looked at again for a late stop.

@@ -24,6 +24,7 @@ mod waits;
 mod watch;
 
 const ROOT: &str = r"C:\CalicoWindows";
+const RUNNING: crate::host::ServiceState = crate::host::ServiceState::Running;
 
 /// Writes what install leaves for the services, from the config with these `--set`s.
 fn install(host: &SimHost, sets: &[&str]) {

@@ -2,12 +2,19 @@
 
 use super::*;
 
+/// The first start starts a stopped HNS, makes the networks, restores the metadata route on
+/// the vSwitch and marks init done.
 #[test]
 fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_init_done() {
     let (host, s, log, path) = node_host("ws2022", &[]);
     assert!(!init_done(&host).expect("read"));
+    // HNS stopped: the start-up starts it before making the networks.
+    hns_startable(&host);
+    host.service_stop("hns", Duration::from_secs(1))
+        .expect("stop");
 
     let phase = node::start_phase(&host, &s, &log).expect("start phase");
+    assert_eq!(state_of(&host, "hns"), Some(RUNNING), "{}", read(&path));
     assert!(phase.first_run_since_boot);
     assert!(phase.created_external);
     assert_eq!(phase.platform, Some(platform::Platform::BareMetal));
@@ -39,6 +46,7 @@ fn the_first_start_creates_the_networks_restores_the_metadata_route_and_marks_in
         "the child's output: {text}"
     );
     says(&text, "calico-node startup finished");
+    says(&text, "the Host Network Service is stopped: starting it");
 }
 
 /// A boot whose time the kernel did not give stops init with "unknown boot": no network
@@ -329,28 +337,20 @@ fn windows_bgp_restarts_remote_access_and_fails_clearly_without_it() {
     assert!(matches!(err, SuperviseError::RemoteAccess(_)), "{err}");
     assert!(err.hint().is_some_and(|h| h.contains("RemoteAccess")));
 
+    // RemoteAccess registered (`svchost.exe -k netsvcs`), as any service.
+    hns_startable(&host);
     let svchost = r"C:\Windows\system32\svchost.exe";
-    host.write_file(svchost, b"simulated program\n", crate::host::Access::Normal)
-        .expect("write");
-    host.service_create(&crate::host::ServiceSpec {
+    let args = vec!["-k".into(), "netsvcs".into()];
+    let remote_access = crate::host::ServiceSpec {
         name: "RemoteAccess".into(),
-        display_name: "Routing and Remote Access".into(),
-        description: String::new(),
-        program: svchost.into(),
-        args: vec!["-k".into(), "netsvcs".into()],
-        dependencies: vec![],
-        start: StartType::Auto,
-        recovery: None,
-    })
-    .expect("create");
+        ..service_spec(Role::Node, svchost, args)
+    };
+    host.service_create(&remote_access).expect("create");
     let (log, path) = log_for(&host, &s);
     node::start_phase(&host, &s, &log).expect("start phase");
     says(&read(&path), "restarting RemoteAccess");
-    let ra = host
-        .service_query("RemoteAccess")
-        .expect("query")
-        .expect("there");
-    assert_eq!(ra.state, crate::host::ServiceState::Running);
+    let ra = state_of(&host, "RemoteAccess");
+    assert_eq!(ra, Some(RUNNING));
     let external = external(&host);
     assert_eq!(external.network_type, "L2Bridge");
 }
