@@ -32,8 +32,11 @@ fn patient(role: Role) -> Settings {
     s
 }
 
+/// Each of CalicoNode's start-up waits, and kube-proxy's for Calico's network: after a boot,
+/// stale networks HNS refuses to delete among them.
 #[test]
-fn a_stop_ends_the_wait_for_a_usable_address() {
+fn a_stop_ends_each_wait_of_calico_node_and_kube_proxy() {
+    let node = patient(Role::Node);
     let host = installed("ws2022", &["node.startup_valid_ip_timeout=60s"]);
     host.set_ipv4_addresses(vec![InterfaceAddress {
         interface: "Ethernet".into(),
@@ -42,58 +45,35 @@ fn a_stop_ends_the_wait_for_a_usable_address() {
         prefix_len: 16,
     }])
     .expect("addresses");
-    stops_while_waiting(
-        &host,
-        &patient(Role::Node),
-        "a usable IPv4 address (not 127/8 or 169.254/16)",
-    );
+    let usable = "a usable IPv4 address (not 127/8 or 169.254/16)";
+    stops_while_waiting(&host, &node, usable);
     assert!(!init_done(&host).expect("read"));
-}
 
-#[test]
-fn a_stop_ends_the_wait_for_a_stable_adapter_address() {
     let host = installed("ws2022", &["vxlan.adapter=Ethernet"]);
     mark_preferred(&host, "Ethernet", false);
     stops_while_waiting(
         &host,
-        &patient(Role::Node),
+        &node,
         "Ethernet to hold a stable IPv4 address (Preferred, not 169.254/16) before making the vSwitch on it",
     );
     assert!(network_ids(&host).is_empty(), "no vSwitch was made");
-}
 
-#[test]
-fn a_stop_ends_the_wait_for_the_management_ip() {
     let host = installed("ws2022", &[]);
     host.set_management_ip_pending(true).expect("pending");
-    stops_while_waiting(&host, &patient(Role::Node), "the vSwitch's management IP");
+    stops_while_waiting(&host, &node, "the vSwitch's management IP");
     assert!(!init_done(&host).expect("read"));
-}
 
-/// After a boot, stale networks HNS refuses to delete: the wait for them ends with the stop.
-#[test]
-fn a_stop_ends_the_wait_for_stale_networks_to_go() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let host = SimHost::open_or_create(dir.path(), None).expect("host");
-    install(&host, &[]);
-    let (log, _) = log_for(&host, &settings(Role::Node));
-    node::start_phase(&host, &settings(Role::Node), &log).expect("start phase");
+    let (host, s, log, _) = node_host("ws2022", &[]);
+    node::start_phase(&host, &s, &log).expect("start phase");
     host.reboot().expect("reboot");
-    let host = SimHost::open_or_create(dir.path(), None).expect("host");
     let denied = faulted(host, FaultKind::Deny, "delete HNS network");
-    stops_while_waiting(
-        &denied,
-        &patient(Role::Node),
-        "the stale HNS networks to be deleted",
-    );
+    stops_while_waiting(&denied, &node, "the stale HNS networks to be deleted");
     assert!(!network_ids(&denied).is_empty());
-}
 
-#[test]
-fn a_stop_ends_kube_proxys_wait_for_calicos_network() {
     let host = installed("ws2022", &[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
     super::kube_proxy::put_kube_proxy(&host);
-    stops_while_waiting(&host, &patient(Role::KubeProxy), "the HNS network Calico");
+    let kube_proxy = patient(Role::KubeProxy);
+    stops_while_waiting(&host, &kube_proxy, "the HNS network Calico");
 }
 
 /// A stop ends the wait for a child (an hour's limit) at once, said, and the child stopped.
