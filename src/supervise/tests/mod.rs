@@ -26,8 +26,9 @@ mod watch;
 const ROOT: &str = r"C:\CalicoWindows";
 const RUNNING: crate::host::ServiceState = crate::host::ServiceState::Running;
 
-/// Writes what install leaves for the services, from the config with these `--set`s.
-fn install(host: &SimHost, sets: &[&str]) {
+/// A `profile` host with what install leaves for the services, from the config with `sets`.
+fn installed(profile: &str, sets: &[&str]) -> SimHost {
+    let host = SimHost::in_memory(profile).expect("host");
     let inputs = Inputs {
         file: None,
         env: Default::default(),
@@ -55,6 +56,7 @@ fn install(host: &SimHost, sets: &[&str]) {
     if let Some(doc) = crate::render::hns::external_network(&c, uplink.as_deref()) {
         put("external-network.json", doc.to_string().as_bytes());
     }
+    host
 }
 
 fn settings(role: Role) -> Settings {
@@ -87,13 +89,6 @@ fn log_for(host: &SimHost, s: &Settings) -> (Log, PathBuf) {
         .local_path(&format!(r"{ROOT}\logs\calico-{}.log", role_name(s.role)))
         .expect("path");
     (log, path)
-}
-
-/// A `profile` host where install has run with `sets`.
-fn installed(profile: &str, sets: &[&str]) -> SimHost {
-    let host = SimHost::in_memory(profile).expect("host");
-    install(&host, sets);
-    host
 }
 
 /// `host` with a fault of `kind` at the operation `op`.
@@ -130,7 +125,6 @@ fn network_ids(host: &SimHost) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The External network.
 fn external(host: &SimHost) -> crate::host::HnsNetwork {
     let networks = host.hns_networks().expect("networks");
     networks
@@ -240,7 +234,6 @@ fn felix_host() -> SimHost {
     host
 }
 
-/// CalicoFelix's process id.
 fn felix_pid(host: &SimHost) -> Option<u32> {
     host.service_query("CalicoFelix")
         .expect("query")
