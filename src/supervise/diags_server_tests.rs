@@ -9,6 +9,7 @@ use crate::host::sim::SimHost;
 use crate::layout::InstallRoot;
 use crate::supervise::diags_review::Review;
 use crate::supervise::log::{Log, LogSettings};
+use crate::supervise::metrics_server::serve_with;
 use crate::supervise::shared_tests::{StopOnDrop, jwt};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -72,13 +73,8 @@ impl Node {
         crate::supervise::tests::script(self.dir.path(), "diags.sh", &script)
     }
 
-    /// Serves `/diags` built by `program` until `body` returns.
-    fn serve(&self, program: String, body: impl FnOnce(SocketAddr)) {
-        self.serving(true, |d| d.program = program, body);
-    }
-
-    /// Serves with `diags` (made by `make`) until `body` returns.
-    fn serving(&self, diags: bool, make: impl FnOnce(&mut Diags), body: impl FnOnce(SocketAddr)) {
+    /// Serves `/diags` (made by `make`) until `body` returns.
+    fn serving(&self, make: impl FnOnce(&mut Diags), body: impl FnOnce(SocketAddr)) {
         let stop = Stop::new();
         let log = Log::open(self.at("node.log"), LogSettings::default(), false);
         let mut d = Diags::new(&self.host, &self.root, (&stop, &log), &FakeReview);
@@ -86,12 +82,7 @@ impl Node {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
         std::thread::scope(|s| {
-            s.spawn(|| {
-                let d = diags.then_some(&d);
-                crate::supervise::metrics_server::serve_with(
-                    &self.host, &self.root, d, &listener, &stop, &log,
-                )
-            });
+            s.spawn(|| serve_with(&self.host, &self.root, Some(&d), &listener, &stop, &log));
             // A failed assertion stops the server too, so the test fails rather than waits.
             let _stop = StopOnDrop(&stop);
             body(addr);
@@ -176,26 +167,29 @@ fn wait_for(path: &Path) {
 fn a_bundle_is_built_under_the_root_streamed_whole_and_removed_while_metrics_answer() {
     let node = Node::new();
     let program = node.builder(300_000, true);
-    node.serve(program, |addr| {
-        std::thread::scope(|s| {
-            let first = s.spawn(|| get(addr, "/diags"));
-            wait_for(&node.at("started"));
-            // Built on the accepting thread, neither would be answered before the deadline.
-            let (status, _, body) = get(addr, "/metrics");
-            assert_eq!(status, "HTTP/1.1 200 OK");
-            assert!(String::from_utf8_lossy(&body).contains("# TYPE"));
-            let (status, head, _) = get(addr, "/diags");
-            assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
-            assert!(head.contains("retry-after: 10\r\n"), "{head}");
-            fs_err::write(node.at("release"), "").expect("release");
-            let (status, head, body) = first.join().expect("first");
-            assert_eq!(status, "HTTP/1.1 200 OK", "{head}");
-            assert!(head.contains("content-type: application/zip\r\n"), "{head}");
-            assert!(head.contains("content-length: 300000\r\n"), "{head}");
-            assert_eq!(body.len(), 300_000);
-            assert_eq!(&body[..4], b"PK\x03\x04");
-        });
-    });
+    node.serving(
+        |d| d.program = program,
+        |addr| {
+            std::thread::scope(|s| {
+                let first = s.spawn(|| get(addr, "/diags"));
+                wait_for(&node.at("started"));
+                // Built on the accepting thread, neither would be answered before the deadline.
+                let (status, _, body) = get(addr, "/metrics");
+                assert_eq!(status, "HTTP/1.1 200 OK");
+                assert!(String::from_utf8_lossy(&body).contains("# TYPE"));
+                let (status, head, _) = get(addr, "/diags");
+                assert_eq!(status, "HTTP/1.1 503 Service Unavailable");
+                assert!(head.contains("retry-after: 10\r\n"), "{head}");
+                fs_err::write(node.at("release"), "").expect("release");
+                let (status, head, body) = first.join().expect("first");
+                assert_eq!(status, "HTTP/1.1 200 OK", "{head}");
+                assert!(head.contains("content-type: application/zip\r\n"), "{head}");
+                assert!(head.contains("content-length: 300000\r\n"), "{head}");
+                assert_eq!(body.len(), 300_000);
+                assert_eq!(&body[..4], b"PK\x03\x04");
+            });
+        },
+    );
     let args = fs_err::read_to_string(node.at("args")).expect("args");
     assert_eq!(
         args.trim(),
@@ -227,7 +221,7 @@ fn a_bundle_over_the_cap_is_413_and_one_too_slow_is_504() {
     ];
     for (program, cap, build_time, want) in cases {
         let make = |d: &mut Diags| (d.program, d.cap, d.build_time) = (program, cap, build_time);
-        node.serving(true, make, |addr| {
+        node.serving(make, |addr| {
             for _ in 0..2 {
                 let (status, head, body) = get(addr, "/diags");
                 assert_eq!(status, want, "{head}");
@@ -252,42 +246,45 @@ fn a_request_without_a_token_for_this_node_is_401_before_the_bundles_slot() {
     use crate::health::metrics_findings::diags_review_refused;
     let node = Node::new();
     let program = node.builder(1_000, true);
-    node.serve(program, |addr| {
-        let (status, head, _) = get(addr, "/diags/../diags");
-        assert_eq!(status, "HTTP/1.1 404 Not Found", "{head}");
-        let bare = ask(addr, "GET /diags HTTP/1.1\r\nHost: node\r\n\r\n");
-        assert_eq!(bare.0, "HTTP/1.1 401 Unauthorized", "{}", bare.1);
-        assert!(
-            bare.1.contains("calicoctl-win-diags: unauthenticated\r\n"),
-            "{}",
-            bare.1
-        );
-        assert!(!node.at("started").exists(), "a bundle was made");
-        std::thread::scope(|s| {
-            let first = s.spawn(|| get(addr, "/diags"));
-            wait_for(&node.at("started"));
-            for token in [jwt("other-node"), "other-node".into(), String::new()] {
-                let (status, head, _) = get_with(addr, "/diags", &token);
-                assert_eq!(status, "HTTP/1.1 401 Unauthorized", "{token:?}: {head}");
-            }
-            fs_err::write(node.at("release"), "").expect("release");
-            assert_eq!(first.join().expect("first").0, "HTTP/1.1 200 OK");
-        });
-        // While the API server refuses CalicoNode the review (403), requests are refused 503
-        // and status is told (`diags-review-refused`) until a review is answered again.
-        fs_err::remove_file(node.at("started")).expect("started");
-        let (status, head, _) = get_with(addr, "/diags", &jwt("forbidden"));
-        assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{head}");
-        assert!(
-            head.contains("calicoctl-win-diags: review-failed\r\n"),
-            "{head}"
-        );
-        assert!(!node.at("started").exists(), "a bundle was made");
-        let kept = diags_review_refused(&node.host).expect("kept for status");
-        assert!(kept.error.contains("403"), "{kept:?}");
-        assert_eq!(get(addr, "/diags").0, "HTTP/1.1 200 OK");
-        assert_eq!(diags_review_refused(&node.host), None);
-    });
+    node.serving(
+        |d| d.program = program,
+        |addr| {
+            let (status, head, _) = get(addr, "/diags/../diags");
+            assert_eq!(status, "HTTP/1.1 404 Not Found", "{head}");
+            let bare = ask(addr, "GET /diags HTTP/1.1\r\nHost: node\r\n\r\n");
+            assert_eq!(bare.0, "HTTP/1.1 401 Unauthorized", "{}", bare.1);
+            assert!(
+                bare.1.contains("calicoctl-win-diags: unauthenticated\r\n"),
+                "{}",
+                bare.1
+            );
+            assert!(!node.at("started").exists(), "a bundle was made");
+            std::thread::scope(|s| {
+                let first = s.spawn(|| get(addr, "/diags"));
+                wait_for(&node.at("started"));
+                for token in [jwt("other-node"), "other-node".into(), String::new()] {
+                    let (status, head, _) = get_with(addr, "/diags", &token);
+                    assert_eq!(status, "HTTP/1.1 401 Unauthorized", "{token:?}: {head}");
+                }
+                fs_err::write(node.at("release"), "").expect("release");
+                assert_eq!(first.join().expect("first").0, "HTTP/1.1 200 OK");
+            });
+            // While the API server refuses CalicoNode the review (403), requests are refused 503
+            // and status is told (`diags-review-refused`) until a review is answered again.
+            fs_err::remove_file(node.at("started")).expect("started");
+            let (status, head, _) = get_with(addr, "/diags", &jwt("forbidden"));
+            assert_eq!(status, "HTTP/1.1 503 Service Unavailable", "{head}");
+            assert!(
+                head.contains("calicoctl-win-diags: review-failed\r\n"),
+                "{head}"
+            );
+            assert!(!node.at("started").exists(), "a bundle was made");
+            let kept = diags_review_refused(&node.host).expect("kept for status");
+            assert!(kept.error.contains("403"), "{kept:?}");
+            assert_eq!(get(addr, "/diags").0, "HTTP/1.1 200 OK");
+            assert_eq!(diags_review_refused(&node.host), None);
+        },
+    );
     // A value not shaped as a token is refused without a review.
     assert_eq!(
         times_reviewed("other-node"),

@@ -170,8 +170,9 @@ fn no_usable_address_is_a_bounded_wait_then_a_clear_error_and_recorded() {
     assert_eq!(recorded[0].error, crate::error::chain(&err));
 }
 
+/// Creating External is retried, said as a wait, and given up after the network timeout.
 #[test]
-fn creating_external_is_retried_until_it_succeeds() {
+fn creating_external_is_retried_until_it_succeeds_or_the_network_timeout() {
     // Creating External fails once.
     let host = faulted(
         installed("ws2022", &[]),
@@ -191,6 +192,23 @@ fn creating_external_is_retried_until_it_succeeds() {
     // The retry is a wait as every other: it says what it waits for and how long it took.
     says(&text, "for the External network to be created");
     says(&text, "] info: waited ");
+
+    let (host, s, log, _) = node_host("ws2022", &[]);
+    // A document HNS refuses every time: a subnet without a default route.
+    host.write_file(
+        &format!(r"{ROOT}\external-network.json"),
+        br#"{"Name":"External","Type":"Overlay","Ipams":[{"Subnets":[{"IpAddressPrefix":"192.168.255.0/30","Routes":[]}]}]}"#,
+        crate::host::Access::Normal,
+    )
+    .expect("write");
+    let err = node::start_phase(&host, &s, &log).unwrap_err();
+    assert!(
+        matches!(err, SuperviseError::ExternalNetwork { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("needs a 0.0.0.0/0 route"), "{err}");
+    assert!(err.is_timeout());
+    assert!(!init_done(&host).expect("read"));
 }
 
 /// A route the OS refuses (ERROR_ACCESS_DENIED): the service runs on, and the log, the event
@@ -236,26 +254,6 @@ fn a_refused_route_keeps_the_os_error_in_the_log_the_event_log_and_the_record() 
     let host = SimHost::open_or_create(host.state_dir(), None).expect("reopen");
     node::start_phase(&host, &s, &log).expect("restart");
     assert_eq!(failure::recorded(&host).expect("read"), vec![]);
-}
-
-#[test]
-fn creating_external_gives_up_after_the_network_timeout() {
-    let (host, s, log, _) = node_host("ws2022", &[]);
-    // A document HNS refuses every time: a subnet without a default route.
-    host.write_file(
-        &format!(r"{ROOT}\external-network.json"),
-        br#"{"Name":"External","Type":"Overlay","Ipams":[{"Subnets":[{"IpAddressPrefix":"192.168.255.0/30","Routes":[]}]}]}"#,
-        crate::host::Access::Normal,
-    )
-    .expect("write");
-    let err = node::start_phase(&host, &s, &log).unwrap_err();
-    assert!(
-        matches!(err, SuperviseError::ExternalNetwork { .. }),
-        "{err}"
-    );
-    assert!(err.to_string().contains("needs a 0.0.0.0/0 route"), "{err}");
-    assert!(err.is_timeout());
-    assert!(!init_done(&host).expect("read"));
 }
 
 #[test]
