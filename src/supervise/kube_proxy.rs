@@ -297,7 +297,9 @@ mod tests {
     fn the_arguments_are_the_scripts() {
         let vip = Some("10.244.1.2");
         let (dsr, source) = ("--enable-dsr=true", "--source-vip=10.244.1.2");
-        let cases: [((u32, u32), bool, Option<&str>, &[&str]); 6] = [
+        // The version, DSR, the source VIP, and the arguments after the common ones.
+        type Case<'a> = ((u32, u32), bool, Option<&'a str>, &'a [&'a str]);
+        let cases: [Case; 6] = [
             (
                 (1, 32),
                 true,
