@@ -532,11 +532,7 @@ mod tests {
     }
 
     fn config(backend: &str) -> Config {
-        with(&[&format!("backend={backend}")])
-    }
-
-    fn with(sets: &[&str]) -> Config {
-        crate::config::tests::from_sets(&[&["node.name=win-1"], sets].concat())
+        crate::config::tests::from_sets(&["node.name=win-1", &format!("backend={backend}")])
     }
 
     /// calicoctl-win's own kube-proxy service derives its flags at each start: it passes while
@@ -562,7 +558,10 @@ mod tests {
         }
         assert_eq!(check(&stopped, &vx).verdict, Verdict::Warn);
 
-        let wants_own = with(&[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
+        let wants_own = crate::config::tests::from_sets(&[
+            "node.name=win-1",
+            r"kube_proxy.path=C:\k\kube-proxy.exe",
+        ]);
         let foreign = r"C:\k\kube-proxy.exe --network-name=Calico --source-vip=10.244.1.2";
         let c = check(&facts(foreign, "17763.1000"), &wants_own);
         assert_eq!(c.verdict, Verdict::Fail, "{c:?}");
