@@ -314,14 +314,13 @@ impl InstallRoot {
             .collect();
         let mut dirs = Vec::new();
         for f in [REFRESHER_NAMESPACE, REFRESHED_KUBECONFIG] {
-            let mut parts: Vec<&str> = f.split('\\').collect();
-            parts.pop();
-            while !parts.is_empty() {
-                let d = format!("{base}\\{}", parts.join("\\"));
-                if !dirs.contains(&d) {
-                    dirs.push(d);
+            let mut d = f;
+            while let Some((parent, _)) = d.rsplit_once('\\') {
+                let p = join(&base, parent);
+                if !dirs.contains(&p) {
+                    dirs.push(p);
                 }
-                parts.pop();
+                d = parent;
             }
         }
         dirs.sort_by_key(|d: &String| std::cmp::Reverse(d.matches('\\').count()));

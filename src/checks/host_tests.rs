@@ -14,6 +14,10 @@ fn snap(profile: &str) -> HostSnapshot {
     snapshot(&h)
 }
 
+fn sys(s: &mut HostSnapshot) -> &mut crate::host::SystemFacts {
+    s.system.as_mut().expect("system facts")
+}
+
 /// Asserts check `id`'s verdict; its message and remedy, as one text.
 fn assert_verdict(id: &str, s: &HostSnapshot, c: &Config, want: Verdict) -> String {
     let check = evaluate(s, c)
@@ -34,18 +38,12 @@ fn os_build_needs_the_dsr_update_on_2019_and_warns_when_ubr_is_unknown() {
     let t = assert_verdict("os-build", &snap("ws2019-unpatched"), &c, Verdict::Fail);
     assert!(t.contains("17763.1000") && t.contains("17763.1432"), "{t}");
     let mut s = snap("ws2022");
-    if let Ok(sys) = &mut s.system {
-        sys.ubr = None;
-    }
+    sys(&mut s).ubr = None;
     assert_verdict("os-build", &s, &c, Verdict::Warn);
-    if let Ok(sys) = &mut s.system {
-        sys.build = 14393;
-    }
+    sys(&mut s).build = 14393;
     assert_verdict("os-build", &s, &c, Verdict::Fail);
-    if let Ok(sys) = &mut s.system {
-        sys.build = 26100;
-        sys.installation_type = Some("Client".into());
-    }
+    sys(&mut s).build = 26100;
+    sys(&mut s).installation_type = Some("Client".into());
     assert_verdict("os-build", &s, &c, Verdict::Fail);
 }
 
@@ -55,10 +53,8 @@ fn arch_and_elevation_fail_when_the_facts_say_so() {
     let mut s = snap("ws2022");
     assert_verdict("arch", &s, &c, Verdict::Pass);
     assert_verdict("elevation", &s, &c, Verdict::Pass);
-    if let Ok(sys) = &mut s.system {
-        sys.is_64bit = false;
-        sys.elevated = false;
-    }
+    sys(&mut s).is_64bit = false;
+    sys(&mut s).elevated = false;
     assert_verdict("arch", &s, &c, Verdict::Fail);
     let t = assert_verdict("elevation", &s, &c, Verdict::Fail);
     assert!(t.contains("Run as administrator"), "{t}");

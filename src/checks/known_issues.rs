@@ -28,12 +28,11 @@ pub enum When {
         backend: Option<Backend>,
     },
     /// A Windows build whose update revision (UBR) is in this inclusive range, with this
-    /// backend (any when `None`) and a Calico release in these ranges (any when `None`).
+    /// backend (any when `None`).
     Windows {
         build: u32,
         ubr: (u32, u32),
         backend: Option<Backend>,
-        calico: Option<&'static [(Release, Release)]>,
     },
     /// kubelet's service runs Calico's old `kubelet-service.ps1` from the install root.
     KubeletFromInstallRoot,
@@ -90,7 +89,6 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
             build: 20348,
             ubr: (2322, 2761),
             backend: Some(Backend::WindowsBgp),
-            calico: None,
         },
         severity: Severity::Warn,
         upstream: "https://github.com/projectcalico/calico/issues/8529 (20348.1970 and earlier work; 20348.2322 and 20348.2582 break)",
@@ -104,7 +102,6 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
             build: 20348,
             ubr: (2582, 2761),
             backend: None,
-            calico: None,
         },
         severity: Severity::Warn,
         upstream: "https://github.com/projectcalico/calico/issues/9019, https://github.com/projectcalico/calico/issues/9043, https://github.com/microsoft/Windows-Containers/issues/516",
@@ -130,7 +127,6 @@ pub const KNOWN_ISSUES: &[KnownIssue] = &[
             build: 26100,
             ubr: (0, 32689),
             backend: None,
-            calico: None,
         },
         severity: Severity::Warn,
         upstream: "https://github.com/microsoft/Windows-Containers/issues/616 (ACLs apply after KB5082062/KB5082063, 2026-04)",
@@ -203,21 +199,15 @@ impl KnownIssue {
         let backend_ok = |b: Option<Backend>| b.is_none_or(|b| b == f.backend);
         match self.when {
             When::Calico { ranges, backend } => backend_ok(backend) && in_ranges(f.calico, ranges),
+            // An unknown UBR is no UBR 0: the entry does not apply (`undecided` says so).
             When::Windows {
                 build,
                 ubr: (lo, hi),
                 backend,
-                calico,
             } => {
                 backend_ok(backend)
-                    && calico.is_none_or(|ranges| in_ranges(f.calico, ranges))
                     && f.windows.is_some_and(|(b, u)| {
-                        b == build
-                            && match u {
-                                Some(u) => (lo..=hi).contains(&u),
-                                // Unknown: only an entry for every update of the build applies.
-                                None => lo == 0 && hi == u32::MAX,
-                            }
+                        b == build && u.is_some_and(|u| (lo..=hi).contains(&u))
                     })
             }
             When::KubeletFromInstallRoot => {
@@ -237,10 +227,7 @@ impl KnownIssue {
     /// Whether the entry is for this Windows build but the update revision is unknown, so
     /// whether it applies cannot be told.
     fn undecided(&self, f: &Facts<'_>) -> bool {
-        matches!(self.when, When::Windows { build, calico, .. }
-            if f.windows == Some((build, None))
-                && calico.is_none_or(|ranges| in_ranges(f.calico, ranges))
-                && !self.applies(f))
+        matches!(self.when, When::Windows { build, .. } if f.windows == Some((build, None)))
     }
 }
 
@@ -318,15 +305,25 @@ pub fn unknown_ids(allowed: &[String]) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// A vxlan node with nothing known of it.
+    fn blank<'a>() -> Facts<'a> {
+        Facts {
+            calico: None,
+            backend: Backend::Vxlan,
+            windows: None,
+            kubelet_command_line: None,
+            kubelet_app_parameters: None,
+            install_root: r"C:\CalicoWindows",
+        }
+    }
+
     fn verdict(calico: &str, backend: Backend, windows: (u32, u32), allowed: &[&str]) -> Check {
         let v = CalicoVersion::parse(calico).expect("version");
         let f = Facts {
             calico: Some(&v),
             backend,
             windows: Some((windows.0, Some(windows.1))),
-            kubelet_command_line: None,
-            kubelet_app_parameters: None,
-            install_root: r"C:\CalicoWindows",
+            ..blank()
         };
         let allowed: Vec<String> = allowed.iter().map(|s| (*s).to_owned()).collect();
         check(&f, &allowed)
@@ -456,14 +453,11 @@ mod tests {
     #[test]
     fn kubelet_run_from_the_install_root_is_found() {
         let f = Facts {
-            calico: None,
-            backend: Backend::Vxlan,
-            windows: None,
             kubelet_command_line: Some(
                 r#"powershell.exe -ExecutionPolicy Bypass -File C:\CalicoWindows\kubernetes\kubelet-service.ps1"#,
             ),
-            kubelet_app_parameters: None,
             install_root: r"C:\CalicoWindows\",
+            ..blank()
         };
         let c = check(&f, &[]);
         assert_eq!(c.verdict, super::super::Verdict::Warn, "{}", c.message);
@@ -494,18 +488,11 @@ mod tests {
         );
     }
 
-    /// An unknown UBR is not UBR 0: an entry for some updates of the build cannot be told,
-    /// which is said (a warning); one for every update of the build applies.
+    /// An unknown UBR is not UBR 0: whether an entry for the build applies cannot be told,
+    /// which is said (a warning).
     #[test]
     fn an_unknown_update_revision_is_said_not_taken_for_zero() {
-        let f = |windows| Facts {
-            calico: None,
-            backend: Backend::Vxlan,
-            windows,
-            kubelet_command_line: None,
-            kubelet_app_parameters: None,
-            install_root: r"C:\CalicoWindows",
-        };
+        let f = |windows| Facts { windows, ..blank() };
         let c = check(&f(Some((20348, None))), &[]);
         assert_eq!(c.verdict, super::super::Verdict::Warn, "{}", c.message);
         assert!(c.message.contains("UBR) is unknown"), "{}", c.message);
@@ -515,11 +502,17 @@ mod tests {
         assert_eq!(c.verdict, super::super::Verdict::Pass, "{}", c.message);
     }
 
+    /// Every entry is listed once, with its upstream source and a fix, in docs/known-issues.md
+    /// with the code's fix.
     #[test]
-    fn docs_known_issues_lists_every_entry() {
+    fn every_entry_names_its_source_and_a_fix_and_docs_lists_it() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/known-issues.md");
         let doc = fs_err::read_to_string(&path).expect("docs/known-issues.md");
+        let mut ids = std::collections::BTreeSet::new();
         for k in KNOWN_ISSUES {
+            assert!(ids.insert(k.id), "{} twice", k.id);
+            assert!(k.upstream.contains("https://github.com/"), "{}", k.id);
+            assert!(!k.source.is_empty() && !k.fix.is_empty(), "{}", k.id);
             let row = doc
                 .lines()
                 .find(|l| l.starts_with(&format!("| `{}` |", k.id)))
@@ -529,16 +522,6 @@ mod tests {
                 "{}: the fix differs from the code's",
                 k.id
             );
-        }
-    }
-
-    #[test]
-    fn every_entry_names_its_source_and_a_fix() {
-        let mut ids = std::collections::BTreeSet::new();
-        for k in KNOWN_ISSUES {
-            assert!(ids.insert(k.id), "{} twice", k.id);
-            assert!(k.upstream.contains("https://github.com/"), "{}", k.id);
-            assert!(!k.source.is_empty() && !k.fix.is_empty(), "{}", k.id);
         }
     }
 }

@@ -104,8 +104,10 @@ pub fn version_answer<E: From<HostError> + From<Stopped>>(
 
 /// The release word (`v1.33.2`) in `--version`'s answer.
 fn release_in(answer: &str) -> Option<String> {
-    let found = answer.split_whitespace().find(|w| release(w).is_some());
-    found.map(str::to_owned)
+    answer
+        .split_whitespace()
+        .find(|w| release(w).is_some())
+        .map(str::to_owned)
 }
 
 /// The version calicoctl-win's own kube-proxy service recorded when it last started the
@@ -241,36 +243,21 @@ pub fn check(f: &KubeProxyFacts, c: &Config) -> Check {
     if found.is_empty() {
         return base;
     }
-    let mut warns = found;
-    if base.verdict != super::Verdict::Pass && base.verdict != super::Verdict::Skip {
-        warns.insert(
-            0,
-            (
-                base.message.clone(),
-                base.remedy.clone().unwrap_or_default(),
-            ),
-        );
+    let said = (
+        base.message.clone(),
+        base.remedy.clone().unwrap_or_default(),
+    );
+    match base.verdict {
+        super::Verdict::Fail => verdict(&[said], &found),
+        super::Verdict::Warn => verdict(&[], &[vec![said], found].concat()),
+        _ => verdict(&[], &found),
     }
-    if base.verdict == super::Verdict::Fail {
-        let (fails, warns) = warns.split_at(1);
-        return verdict(fails, warns);
-    }
-    verdict(&[], &warns)
 }
 
 /// Said beside the verdict when no kube-proxy version is known (none recorded, run or read
 /// from a Node, or none was asked: install's checks, `--offline`, an unprotected folder).
 const UNJUDGED: &str =
     "; kube-proxy's known issues could not be judged: its version is not known here";
-
-/// Whether the feature gate `gate` is on in `--feature-gates=A=true,B=false`.
-fn gate_on(args: &[String], gate: &str) -> bool {
-    flag(args, "feature-gates").is_some_and(|gates| {
-        gates
-            .split(',')
-            .any(|g| g.trim().eq_ignore_ascii_case(&format!("{gate}=true")))
-    })
-}
 
 /// A problem found, with what fixes it.
 type Finding = (String, String);
@@ -411,7 +398,10 @@ fn dsr(args: &[String], f: &KubeProxyFacts) -> Option<(bool, Finding)> {
             "kube-proxy runs without DSR, which this Windows build supports".to_owned(),
             "add --enable-dsr=true --feature-gates=WinDSR=true to kube-proxy's command line and restart it".to_owned(),
         ))),
-        (true, _) if !gate_on(args, "WinDSR") => Some((false, (
+        // `--feature-gates=A=true,WinDSR=true`
+        (true, _) if !flag(args, "feature-gates").is_some_and(|g| {
+            g.split(',').any(|g| g.trim().eq_ignore_ascii_case("WinDSR=true"))
+        }) => Some((false, (
             "kube-proxy has --enable-dsr=true without the WinDSR feature gate (off by default before kube-proxy 1.33)".to_owned(),
             "before kube-proxy 1.33, add WinDSR=true to --feature-gates; from 1.33 it is on by default and needs nothing".to_owned(),
         ))),
@@ -421,17 +411,11 @@ fn dsr(args: &[String], f: &KubeProxyFacts) -> Option<(bool, Finding)> {
 
 /// Every failure and warning in one check: failed if any failed, each with its fix.
 fn verdict(fails: &[Finding], warns: &[Finding]) -> Check {
-    let all: Vec<&Finding> = fails.iter().chain(warns).collect();
-    let messages = all
-        .iter()
-        .map(|f| f.0.as_str())
-        .collect::<Vec<_>>()
-        .join("; ");
-    let fixes = all
-        .iter()
-        .map(|f| f.1.as_str())
-        .collect::<Vec<_>>()
-        .join("; ");
+    let join = |pick: fn(&Finding) -> &str| {
+        let all: Vec<&str> = fails.iter().chain(warns).map(pick).collect();
+        all.join("; ")
+    };
+    let (messages, fixes) = (join(|f| &f.0), join(|f| &f.1));
     if !fails.is_empty() {
         Check::fail(ID, messages, fixes)
     } else if !warns.is_empty() {
@@ -548,11 +532,7 @@ mod tests {
     }
 
     fn config(backend: &str) -> Config {
-        with(&[&format!("backend={backend}")])
-    }
-
-    fn with(sets: &[&str]) -> Config {
-        crate::config::tests::from_sets(&[&["node.name=win-1"], sets].concat())
+        crate::config::tests::from_sets(&["node.name=win-1", &format!("backend={backend}")])
     }
 
     /// calicoctl-win's own kube-proxy service derives its flags at each start: it passes while
@@ -578,7 +558,10 @@ mod tests {
         }
         assert_eq!(check(&stopped, &vx).verdict, Verdict::Warn);
 
-        let wants_own = with(&[r"kube_proxy.path=C:\k\kube-proxy.exe"]);
+        let wants_own = crate::config::tests::from_sets(&[
+            "node.name=win-1",
+            r"kube_proxy.path=C:\k\kube-proxy.exe",
+        ]);
         let foreign = r"C:\k\kube-proxy.exe --network-name=Calico --source-vip=10.244.1.2";
         let c = check(&facts(foreign, "17763.1000"), &wants_own);
         assert_eq!(c.verdict, Verdict::Fail, "{c:?}");
