@@ -247,14 +247,6 @@ mod tests {
         })
     }
 
-    /// A wait without a limit has no deadline at all, not a distant one; a limit has its own.
-    #[test]
-    fn no_limit_is_no_deadline() {
-        let now = Instant::now();
-        assert_eq!(now.checked_add(NO_LIMIT), None);
-        assert_eq!(now.checked_add(HOUR), Some(now + HOUR));
-    }
-
     /// A wait is done at the first look that is, fails at the first failure, and at its
     /// deadline hands what it still waited for to `timed_out`, after a last look.
     #[test]
