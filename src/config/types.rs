@@ -628,14 +628,6 @@ mod tests {
     }
 
     #[test]
-    fn timeouts_accept_units_and_bare_seconds() {
-        assert_eq!(Timeout::parse("90").map(Timeout::as_secs), Ok(90));
-        assert_eq!(Timeout::parse("2m").map(Timeout::as_secs), Ok(120));
-        assert!(Timeout::parse("0s").is_err());
-        assert!(Timeout::parse("5d").is_err());
-    }
-
-    #[test]
     fn windows_paths_must_be_local_absolute_and_name_what_they_show() {
         for good in [
             "C:\\CalicoWindows",
@@ -675,8 +667,13 @@ mod tests {
         );
     }
 
+    /// Timeouts take units and bare seconds; etcd endpoints need a scheme, host and port.
     #[test]
-    fn etcd_endpoints_need_scheme_host_and_port() {
+    fn timeouts_and_etcd_endpoints() {
+        assert_eq!(Timeout::parse("90").map(Timeout::as_secs), Ok(90));
+        assert_eq!(Timeout::parse("2m").map(Timeout::as_secs), Ok(120));
+        assert!(Timeout::parse("0s").is_err());
+        assert!(Timeout::parse("5d").is_err());
         assert!(EtcdEndpoint::parse("https://10.0.0.5:2379").is_ok());
         assert!(EtcdEndpoint::parse("10.0.0.5:2379").is_err());
         assert!(EtcdEndpoint::parse("https://:2379").is_err());

@@ -152,16 +152,13 @@ pub fn environment(c: &Config, role: Role, api_group: Option<&str>) -> BTreeMap<
                 EnvVars::FELIX_HEALTHPORT.into(),
                 crate::layout::FELIX_HEALTH_PORT.to_string(),
             );
-            // Felix's Prometheus endpoint, with `metrics.enabled` only; off, nothing, as
-            // Calico's scripts render none (v3.32.1 CalicoWindows config.ps1,
-            // felix/felix-service.ps1): the environment outranks the datastore (felix/config
-            // config_params.go SourcesInDescendingOrder). Deviation from Calico's scripts, with
-            // metrics on only: Felix serves Prometheus on Windows as elsewhere
-            // (felix/daemon/daemon.go: ServePrometheusMetricsHTTP on PrometheusMetricsHost and
-            // PrometheusMetricsPort when PrometheusMetricsEnabled; driver_windows.go
-            // ConfigurePrometheusMetrics), on the port our rule opens to
-            // metrics.source_ranges only. extra_env may not set these two then
-            // (config::validate), so nothing of the administrator's is overridden.
+            // Felix's Prometheus endpoint with `metrics.enabled` only; off, nothing, as Calico's
+            // scripts render none (v3.32.1 CalicoWindows config.ps1, felix/felix-service.ps1;
+            // the environment outranks the datastore: felix/config config_params.go
+            // SourcesInDescendingOrder). On, Felix serves it on Windows as elsewhere
+            // (felix/daemon/daemon.go ServePrometheusMetricsHTTP; driver_windows.go
+            // ConfigurePrometheusMetrics) on the port our rule opens to metrics.source_ranges;
+            // extra_env may not set these two then (config::validate).
             if c.metrics.enabled {
                 env.insert(
                     EnvVars::FELIX_PROMETHEUSMETRICSENABLED.into(),

@@ -105,6 +105,7 @@ fn flag_beats_env_beats_file_beats_default() {
     assert_eq!(l.shown["vxlan.vni"].source, Source::Flag);
 }
 
+/// Every problem is reported at once, each with its key, line and value.
 #[test]
 fn every_problem_is_reported_at_once() {
     let yaml = "backend: vxlan\nvxlan:\n  vni: 100\n  mac_prefix: zz\nservice_cidrs: ['<your service cidr>']\n";
@@ -120,10 +121,7 @@ fn every_problem_is_reported_at_once() {
         .expect("vni problem");
     assert_eq!(vni.source, Some(Source::File(3)));
     assert_eq!(vni.value.as_deref(), Some("100"));
-}
-
-#[test]
-fn unknown_key_is_named_with_its_line_and_a_suggestion() {
+    // An unknown key is named with its line and a suggestion.
     let p = problems(&inputs(
         Some("backend: vxlan\nvxlan:\n  vnii: 4096\n"),
         &[],
@@ -135,8 +133,9 @@ fn unknown_key_is_named_with_its_line_and_a_suggestion() {
     assert!(p[0].message.contains("vxlan.vni"), "{}", p[0].message);
 }
 
+/// An invalid host name without node.name is a problem of the host's.
 #[test]
-fn an_invalid_hostname_without_node_name_is_a_problem() {
+fn host_values_come_below_the_file_and_above_the_cluster() {
     let mut i = inputs(None, &[], &[]);
     i.host = host_named("WIN_NODE");
     let p = problems(&i);
@@ -144,10 +143,8 @@ fn an_invalid_hostname_without_node_name_is_a_problem() {
     assert_eq!(p[0].source, Some(Source::Host));
     i.sets.push("node.name=win-node".into());
     assert!(load(&i).is_ok());
-}
-
-#[test]
-fn host_values_come_below_the_file_and_above_the_cluster() {
+    // Host values come below the file and above the cluster; kubelet's override wins over the
+    // host's name, lower-cased.
     let mut i = inputs(Some("cni:\n  bin_dir: D:\\cni\\bin\n"), &[], &[]);
     i.host = host::HostDefaults {
         hostname: Some("WIN-NODE-1".into()),
@@ -196,10 +193,7 @@ fn cluster_values_fill_only_what_flags_env_and_file_leave_unset() {
     assert_eq!(src("dns.servers"), "cluster");
     assert_eq!(src("backend"), "cluster");
     assert_eq!(src("datastore"), "default");
-}
-
-#[test]
-fn a_bad_value_from_the_cluster_is_a_problem_that_names_the_cluster() {
+    // A bad value from the cluster is a problem that names the cluster.
     let mut i = inputs(None, &[], &[]);
     i.cluster = [("vxlan.vni", Raw::Scalar("99999999".into()))]
         .into_iter()
