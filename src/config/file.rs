@@ -146,7 +146,10 @@ impl Reader<'_> {
                         "a mapping of settings; see docs/configuration.md",
                     ))
                 }
-                (None, _) => self.problems.push(Problem::unknown_key(&path, line)),
+                (None, _) => {
+                    self.problems
+                        .push(Problem::unknown_key(&path, None, Source::File(line)))
+                }
                 (Some(_), Node::Null) => {}
                 (Some(setting), _) => match self.raw(setting.kind, node) {
                     Ok(raw) => {
