@@ -598,6 +598,7 @@ impl Setting for bool {
 mod tests {
     use super::*;
 
+    /// A MAC prefix is kept upper case; a value refused names the one meant.
     #[test]
     fn mac_prefix_is_normalised_to_upper_case() {
         assert_eq!(
@@ -613,10 +614,7 @@ mod tests {
         assert!(multicast.contains("0E-2A"), "{multicast}");
         assert!(MacPrefix::parse("01-00").is_err());
         assert!(MacPrefix::parse("02-00").is_ok());
-    }
-
-    #[test]
-    fn cidr_with_host_bits_names_the_network() {
+        // A CIDR with host bits set names its network.
         let err = Cidr::parse("10.96.0.1/12").unwrap_err();
         assert!(err.contains("10.96.0.0/12"), "{err}");
         assert!(Cidr::parse("10.96.0.0/33").is_err());

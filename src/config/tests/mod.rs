@@ -79,20 +79,6 @@ fn built_in_defaults_follow_the_quickstart() {
     }
 }
 
-/// A flag beats the environment, which beats the file (the file over the default, the
-/// environment over the file: tests/cli `config_show_names_flag_env_and_file_line_sources`).
-#[test]
-fn flag_beats_env_beats_file_beats_default() {
-    let i = inputs(
-        Some("vxlan:\n  vni: 4097\n"),
-        &[("VXLAN_VNI", "4098")],
-        &["vxlan.vni=4099"],
-    );
-    let l = load(&i).expect("valid");
-    assert_eq!(l.config.vxlan.vni.get(), 4099);
-    assert_eq!(l.shown["vxlan.vni"].source, Source::Flag);
-}
-
 /// Every problem is reported at once, each with its key, line and value.
 #[test]
 fn every_problem_is_reported_at_once() {
@@ -154,8 +140,19 @@ fn host_values_come_below_the_file_and_above_the_cluster() {
     assert_eq!(l.shown["cni.conf_dir"].source.to_string(), "host");
 }
 
+/// Precedence: a flag beats the environment, which beats the file (the file over the default,
+/// the environment over the file: tests/cli `config_show_names_flag_env_and_file_line_sources`);
+/// cluster values fill only what flags, environment and file leave unset.
 #[test]
-fn cluster_values_fill_only_what_flags_env_and_file_leave_unset() {
+fn flag_beats_env_beats_file_and_cluster_values_fill_the_rest() {
+    let i = inputs(
+        Some("vxlan:\n  vni: 4097\n"),
+        &[("VXLAN_VNI", "4098")],
+        &["vxlan.vni=4099"],
+    );
+    let l = load(&i).expect("valid");
+    assert_eq!(l.config.vxlan.vni.get(), 4099);
+    assert_eq!(l.shown["vxlan.vni"].source, Source::Flag);
     let mut i = inputs(
         Some("vxlan:\n  vni: 4100\n"),
         &[("K8S_SERVICE_CIDR", "10.0.0.0/16")],
