@@ -160,16 +160,6 @@ pub mod text {
 mod tests {
     use super::*;
 
-    #[test]
-    fn zero_is_said_as_zero_and_hours_stay_hours() {
-        let e = parse("0s").expect_err("zero");
-        assert!(e.contains("no time at all"), "{e}");
-        assert!(parse("1x").expect_err("unit").contains("not a duration"));
-        assert_eq!(show_hours(Duration::from_secs(25 * 3600)), "25h");
-        assert_eq!(show_hours(Duration::from_secs(90 * 60)), "1h30m");
-        assert_eq!(show_hours(Duration::from_secs(5)), "5s");
-    }
-
     #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
     struct Held {
         #[serde(with = "text")]
@@ -207,5 +197,12 @@ mod tests {
         }
         assert_eq!(show(Duration::from_secs(31_536_000)), "365d");
         assert_eq!(show(Duration::from_secs(5400)), "1h30m");
+        // Zero is said as zero; hours stay hours.
+        let e = parse("0s").expect_err("zero");
+        assert!(e.contains("no time at all"), "{e}");
+        assert!(parse("1x").expect_err("unit").contains("not a duration"));
+        assert_eq!(show_hours(Duration::from_secs(25 * 3600)), "25h");
+        assert_eq!(show_hours(Duration::from_secs(90 * 60)), "1h30m");
+        assert_eq!(show_hours(Duration::from_secs(5)), "5s");
     }
 }

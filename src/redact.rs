@@ -9,10 +9,6 @@ mod shapes;
 #[cfg(test)]
 mod cut_tests;
 #[cfg(test)]
-mod known_values_tests;
-#[cfg(test)]
-mod linear_tests;
-#[cfg(test)]
 mod structured_tests;
 #[cfg(test)]
 mod upstream_tests;

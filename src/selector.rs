@@ -540,10 +540,7 @@ mod tests {
         assert_eq!((e.at, e.message.as_str()), (26, "expected )"));
         let e = parse(r#"a in {"x", b}"#).unwrap_err();
         assert_eq!(e.at, 11);
-    }
-
-    #[test]
-    fn parentheses_nested_past_the_limit_are_refused_not_a_stack_overflow() {
+        // Parentheses nested past the limit are refused, not a stack overflow.
         let ok = format!(
             "{}a == 'b'{}",
             "(".repeat(MAX_NESTING),

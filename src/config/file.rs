@@ -1,7 +1,7 @@
 //! Reads `calico-windows.yaml` into a layer of raw values with their line numbers.
 //! Keys are checked against the settings table here, so an unknown key is named with its line.
 
-use super::layer::{Layer, Raw, Source, Sourced};
+use super::layer::{Layer, Raw, Source, Sourced, split_list};
 use super::problem::Problem;
 use super::spec::{self, Kind};
 use serde::Deserialize;
@@ -146,7 +146,10 @@ impl Reader<'_> {
                         "a mapping of settings; see docs/configuration.md",
                     ))
                 }
-                (None, _) => self.problems.push(Problem::unknown_key(&path, line)),
+                (None, _) => {
+                    self.problems
+                        .push(Problem::unknown_key(&path, None, Source::File(line)))
+                }
                 (Some(_), Node::Null) => {}
                 (Some(setting), _) => match self.raw(setting.kind, node) {
                     Ok(raw) => {
@@ -171,7 +174,7 @@ impl Reader<'_> {
         match (kind, &node.value) {
             (Kind::Scalar, Node::Text(_) | Node::Float) => Ok(Raw::Scalar(self.scalar_text(node)?)),
             (Kind::List, Node::Text(_) | Node::Float) => {
-                Ok(Raw::list_from_text(&self.scalar_text(node)?))
+                Ok(Raw::List(split_list(&self.scalar_text(node)?)))
             }
             (Kind::List, Node::Seq(items)) => items
                 .iter()

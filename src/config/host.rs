@@ -118,23 +118,3 @@ pub fn on_fixed_drives(
         problems,
     })
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// kubelet's override wins, lower-cased as kubelet registers it. (The host's own name without
-    /// one, and the runtime and its CNI directories: tests/lifecycle host_defaults.)
-    #[test]
-    fn kubelets_override_wins_over_the_host_name_and_both_are_lower_cased() {
-        let d = HostDefaults {
-            hostname: Some("WIN-ABC".into()),
-            kubelet: Some(r#""C:\k\kubelet.exe" --hostname-override Node-7 --v=2"#.into()),
-            runtime: None,
-        };
-        assert_eq!(
-            d.node_name(),
-            Some(("node-7".into(), "--hostname-override"))
-        );
-    }
-}

@@ -87,11 +87,7 @@ pub fn import(text: &str) -> Import {
         reader.line(i + 1, line);
     }
     if let Some((line, text)) = block_comment {
-        reader.out.not_understood.push(Skipped {
-            line,
-            text: text.to_owned(),
-            reason: "a <# block comment that is never closed: PowerShell refuses the whole file, and nothing after this line was imported".into(),
-        });
+        reader.out.not_understood.push(skipped(line, text, "a <# block comment that is never closed: PowerShell refuses the whole file, and nothing after this line was imported"));
     }
     reader.finish()
 }
@@ -207,22 +203,13 @@ impl Reader {
             let Some(v) = self.values.take(&var) else {
                 continue;
             };
-            let docker = docker_dir(&var).unwrap_or_default();
-            let skipped = Skipped {
-                line: v.line,
-                text: format!("{} = {}", v.variable, v.value),
-                reason: String::new(),
-            };
-            if v.value.eq_ignore_ascii_case(docker) {
-                self.out.left_default.push(Skipped {
-                    reason: "docker's CNI directory, which Calico replaces with containerd's when containerd runs: calicoctl-win derives both from container_runtime".into(),
-                    ..skipped
-                });
+            let skip = |reason| skipped(v.line, &format!("{} = {}", v.variable, v.value), reason);
+            if v.value
+                .eq_ignore_ascii_case(docker_dir(&var).unwrap_or_default())
+            {
+                self.out.left_default.push(skip("docker's CNI directory, which Calico replaces with containerd's when containerd runs: calicoctl-win derives both from container_runtime"));
             } else {
-                self.out.not_understood.push(Skipped {
-                    reason: "Calico uses this only where containerd does not run (containerd's directory otherwise); set it by hand if this node runs docker".into(),
-                    ..skipped
-                });
+                self.out.not_understood.push(skip("Calico uses this only where containerd does not run (containerd's directory otherwise); set it by hand if this node runs docker"));
             }
         }
         self.out.imported = self.values.into_ordered();
@@ -666,9 +653,11 @@ fn quoted(s: &str) -> String {
 mod tests {
     use super::*;
 
+    /// Both assignment forms are read, `$env:` winning, a single-quoted value literal; an
+    /// expression is listed, not evaluated.
     #[test]
     fn both_assignment_forms_are_read_and_env_assignment_wins() {
-        let text = "$env:VXLAN_MAC_PREFIX = \"0E-2A\"\nSet-EnvVarIfNotSet -var \"VXLAN_MAC_PREFIX\" -defaultValue \"0E-FF\"\n$env:VXLAN_VNI = 4097\n";
+        let text = "$env:VXLAN_MAC_PREFIX = \"0E-2A\"\nSet-EnvVarIfNotSet -var \"VXLAN_MAC_PREFIX\" -defaultValue \"0E-FF\"\n$env:VXLAN_VNI = 4097\n$env:KUBE_NETWORK = 'azure.*'  # AKS\n";
         let i = import(text);
         let keys: Vec<_> = i
             .imported
@@ -677,13 +666,13 @@ mod tests {
             .collect();
         assert_eq!(
             keys,
-            vec![("vxlan.mac_prefix", "0E-2A"), ("vxlan.vni", "4097")]
+            vec![
+                ("vxlan.mac_prefix", "0E-2A"),
+                ("vxlan.vni", "4097"),
+                ("kube_network", "azure.*")
+            ]
         );
         assert_eq!(i.left_default.len(), 1);
-    }
-
-    #[test]
-    fn expressions_are_listed_not_evaluated() {
         let i = import(
             "Set-EnvVarIfNotSet -var \"IP\" -defaultValue (Get-NodeIp)\n$env:NODENAME = $(Invoke-RestMethod http://x)\n",
         );
@@ -741,11 +730,5 @@ mod tests {
                 "{why}"
             );
         }
-    }
-
-    #[test]
-    fn single_quoted_values_are_literal() {
-        let i = import("$env:KUBE_NETWORK = 'azure.*'  # AKS\n");
-        assert_eq!(i.imported[0].value, "azure.*");
     }
 }

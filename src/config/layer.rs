@@ -25,23 +25,19 @@ impl Raw {
         }
     }
 
-    /// A list from comma-separated text, as config.ps1 writes them (`"10.96.0.10,10.96.0.11"`).
-    pub fn list_from_text(text: &str) -> Raw {
-        Raw::List(split_list(text))
-    }
-
     /// A value of `kind` from `--set` or the environment: a list comma-separated, a scalar
     /// without the blanks around it (no part of a value, as YAML drops them around a plain
     /// scalar).
     pub fn from_text(kind: super::spec::Kind, text: &str) -> Raw {
         match kind {
-            super::spec::Kind::List => Raw::list_from_text(text),
+            super::spec::Kind::List => Raw::List(split_list(text)),
             _ => Raw::Scalar(text.trim().to_owned()),
         }
     }
 }
 
-/// The items of comma-separated text, trimmed, empty items dropped.
+/// The items of comma-separated text (as config.ps1 writes lists: `"10.96.0.10,10.96.0.11"`),
+/// trimmed, empty items dropped.
 pub fn split_list(text: &str) -> Vec<String> {
     text.split(',')
         .map(str::trim)

@@ -63,11 +63,7 @@ pub enum ConfigError {
 
 fn invalid_summary(file: &Option<PathBuf>, problems: &[Problem]) -> String {
     let n = problems.len();
-    let what = if n == 1 {
-        "1 problem".to_owned()
-    } else {
-        format!("{n} problems")
-    };
+    let what = format!("{n} problem{}", if n == 1 { "" } else { "s" });
     match file {
         Some(f) => format!("the configuration ({}) has {what}", f.display()),
         None => format!("the configuration has {what}"),
@@ -441,17 +437,7 @@ fn flag_layer(sets: &[String], problems: &mut Vec<Problem>) -> Layer {
                     vars.push((name.to_owned(), value.to_owned()));
                 }
             }
-            None => {
-                let hint = spec::closest(key)
-                    .map(|k| format!("; did you mean `{k}`?"))
-                    .unwrap_or_default();
-                problems.push(Problem::new(
-                    key,
-                    Some(value.into()),
-                    Some(Source::Flag),
-                    format!("unknown key{hint}"),
-                ));
-            }
+            None => problems.push(Problem::unknown_key(key, Some(value.into()), Source::Flag)),
         }
     }
     layer

@@ -44,12 +44,13 @@ impl Problem {
         }
     }
 
-    pub fn unknown_key(path: &str, line: u64) -> Self {
+    /// A key no setting has (in the file or a `--set`), with the closest known one.
+    pub fn unknown_key(path: &str, value: Option<String>, source: Source) -> Self {
         let hint = match super::spec::closest(path) {
             Some(k) => format!("unknown key; did you mean `{k}`? (see docs/configuration.md)"),
             None => "unknown key (see docs/configuration.md for every key)".to_owned(),
         };
-        Self::new(path, None, Some(Source::File(line)), hint)
+        Self::new(path, value, Some(source), hint)
     }
 
     pub fn shape(key: &str, line: u64, expected: &str) -> Self {

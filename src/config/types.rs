@@ -598,6 +598,7 @@ impl Setting for bool {
 mod tests {
     use super::*;
 
+    /// A MAC prefix is kept upper case; a value refused names the one meant.
     #[test]
     fn mac_prefix_is_normalised_to_upper_case() {
         assert_eq!(
@@ -613,10 +614,7 @@ mod tests {
         assert!(multicast.contains("0E-2A"), "{multicast}");
         assert!(MacPrefix::parse("01-00").is_err());
         assert!(MacPrefix::parse("02-00").is_ok());
-    }
-
-    #[test]
-    fn cidr_with_host_bits_names_the_network() {
+        // A CIDR with host bits set names its network.
         let err = Cidr::parse("10.96.0.1/12").unwrap_err();
         assert!(err.contains("10.96.0.0/12"), "{err}");
         assert!(Cidr::parse("10.96.0.0/33").is_err());
@@ -625,14 +623,6 @@ mod tests {
             Cidr::parse("0.0.0.0/0").map(|c| c.to_string()),
             Ok("0.0.0.0/0".into())
         );
-    }
-
-    #[test]
-    fn timeouts_accept_units_and_bare_seconds() {
-        assert_eq!(Timeout::parse("90").map(Timeout::as_secs), Ok(90));
-        assert_eq!(Timeout::parse("2m").map(Timeout::as_secs), Ok(120));
-        assert!(Timeout::parse("0s").is_err());
-        assert!(Timeout::parse("5d").is_err());
     }
 
     #[test]
@@ -675,8 +665,13 @@ mod tests {
         );
     }
 
+    /// Timeouts take units and bare seconds; etcd endpoints need a scheme, host and port.
     #[test]
-    fn etcd_endpoints_need_scheme_host_and_port() {
+    fn timeouts_and_etcd_endpoints() {
+        assert_eq!(Timeout::parse("90").map(Timeout::as_secs), Ok(90));
+        assert_eq!(Timeout::parse("2m").map(Timeout::as_secs), Ok(120));
+        assert!(Timeout::parse("0s").is_err());
+        assert!(Timeout::parse("5d").is_err());
         assert!(EtcdEndpoint::parse("https://10.0.0.5:2379").is_ok());
         assert!(EtcdEndpoint::parse("10.0.0.5:2379").is_err());
         assert!(EtcdEndpoint::parse("https://:2379").is_err());

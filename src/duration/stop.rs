@@ -89,22 +89,6 @@ impl Stop {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_wait_ends_early_when_a_stop_is_requested() {
-        let stop = Stop::new();
-        assert!(!stop.wait(Duration::from_millis(20)));
-        let other = stop.clone();
-        let t = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(50));
-            other.request();
-        });
-        let start = Instant::now();
-        assert!(stop.wait(Duration::from_secs(30)));
-        assert!(start.elapsed() < Duration::from_secs(20));
-        assert!(stop.requested());
-        t.join().expect("join");
-    }
-
     /// A part is stopped with its whole (a wait on it woken), and alone without stopping the
     /// whole or another part.
     #[test]

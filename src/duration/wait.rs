@@ -247,14 +247,6 @@ mod tests {
         })
     }
 
-    /// A wait without a limit has no deadline at all, not a distant one; a limit has its own.
-    #[test]
-    fn no_limit_is_no_deadline() {
-        let now = Instant::now();
-        assert_eq!(now.checked_add(NO_LIMIT), None);
-        assert_eq!(now.checked_add(HOUR), Some(now + HOUR));
-    }
-
     /// A wait is done at the first look that is, fails at the first failure, and at its
     /// deadline hands what it still waited for to `timed_out`, after a last look.
     #[test]
@@ -293,26 +285,49 @@ mod tests {
         );
     }
 
-    /// A service's wait: done at the first look that is, saying what it waited for and how long.
+    /// A service's wait: done at the first look that is, saying what it waited for (within its
+    /// limit, or with none) and how long. A look that says when to look next (`Look::Again`) is
+    /// taken at its word, not at the `Pauses`: an hour's pause would run into the minute's
+    /// timeout.
     #[test]
     fn a_wait_that_succeeds_says_what_it_waited_for_and_how_long() {
         let stop = Stop::new();
-        let mut said = Vec::new();
-        let mut n = 0;
-        let done: Result<u32, Ended> = poll_until(
-            node(
+        let quick = Duration::from_millis(1);
+        for (timeout, pause, again, first) in [
+            (
                 Duration::from_secs(60),
-                Duration::from_millis(1),
-                &stop,
-                &mut |l| said.push(l.to_owned()),
+                quick,
+                false,
+                "waiting up to 60s for the node",
             ),
-            || third(&mut n),
-            |p| Err(Ended::TimedOut(p)),
-        );
-        assert_eq!(done, Ok(3));
-        assert_eq!(said.len(), 2, "{said:?}");
-        assert_eq!(said[0], "waiting up to 60s for the node");
-        assert!(said[1].starts_with("waited ") && said[1].ends_with(" for the node"));
+            (
+                NO_LIMIT,
+                quick,
+                false,
+                "waiting for the node (no time limit)",
+            ),
+            (
+                Duration::from_secs(60),
+                HOUR,
+                true,
+                "waiting up to 60s for the node",
+            ),
+        ] {
+            let mut said = Vec::new();
+            let mut n = 0;
+            let done: Result<u32, Ended> = poll_until(
+                node(timeout, pause, &stop, &mut |l| said.push(l.to_owned())),
+                || match third(&mut n) {
+                    Ok(Look::Pending(p)) if again => Ok(Look::Again(p, quick)),
+                    other => other,
+                },
+                |p| Err(Ended::TimedOut(p)),
+            );
+            assert_eq!(done, Ok(3), "{first}");
+            assert_eq!(said.len(), 2, "{said:?}");
+            assert_eq!(said[0], first);
+            assert!(said[1].starts_with("waited ") && said[1].ends_with(" for the node"));
+        }
         let broken: Result<(), Ended> = poll_until(
             node(HOUR, HOUR, &stop, &mut |_| {}),
             || Err::<Look<(), u32>, _>(Ended::Broken),
@@ -392,10 +407,9 @@ mod tests {
         }
     }
 
-    /// The pauses double from the first up to the most (a retry's backoff says them so), and a
-    /// wait with no time limit says that instead of a deadline.
+    /// The pauses double from the first up to the most (a retry's backoff says them so).
     #[test]
-    fn pauses_double_up_to_the_most_and_no_limit_is_said() {
+    fn pauses_double_up_to_the_most() {
         let p = Pauses {
             first: Duration::from_millis(10),
             most: Duration::from_millis(50),
@@ -404,46 +418,6 @@ mod tests {
             .map(|n| p.after(n).as_millis())
             .into();
         assert_eq!(got, [10, 20, 40, 50, 50, 50]);
-        let stop = Stop::new();
-        let mut said = Vec::new();
-        let mut n = 0;
-        let done: Result<(), Ended> = poll_until(
-            node(NO_LIMIT, Duration::from_millis(1), &stop, &mut |l| {
-                said.push(l.to_owned())
-            }),
-            || {
-                n += 1;
-                Ok(if n == 2 {
-                    Look::Done(())
-                } else {
-                    Look::Pending(())
-                })
-            },
-            |()| Err(Ended::TimedOut(0)),
-        );
-        assert_eq!(done, Ok(()));
-        assert_eq!(said[0], "waiting for the node (no time limit)");
-    }
-
-    /// A look that says when to look next (`Look::Again`) is taken at its word, not at the
-    /// `Pauses`: an hour's pause would run into the minute's timeout.
-    #[test]
-    fn a_look_that_says_its_next_pause_is_taken_at_its_word() {
-        let stop = Stop::new();
-        let mut n = 0;
-        let done: Result<u32, Ended> = poll_until(
-            node(Duration::from_secs(60), HOUR, &stop, &mut |_| {}),
-            || {
-                n += 1;
-                Ok(if n == 3 {
-                    Look::Done(n)
-                } else {
-                    Look::Again(n, Duration::from_millis(1))
-                })
-            },
-            |p| Err(Ended::TimedOut(p)),
-        );
-        assert_eq!(done, Ok(3));
     }
 
     /// A stop requested by another thread while the wait pauses ends the pause at once: the

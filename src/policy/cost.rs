@@ -159,16 +159,14 @@ fn split(
         .iter()
         .filter(|o| o.direction == r.direction)
         .all(|o| o.action.eq_ignore_ascii_case(&r.action));
+    let in_words = |why: String| {
+        let text = format!("{text} (not written out: {why})");
+        let rewrite = None;
+        Ok((Suggestion { text, rewrite }, before.figures()))
+    };
     let (Some(object), true, true) = (&p.object, r.local().plain_selector, same_action) else {
-        let text = format!(
-            "{text} (not written out: the {side} uses more than a selector, or the rules' actions differ, so their order matters)"
-        );
-        return Ok((
-            Suggestion {
-                text,
-                rewrite: None,
-            },
-            before.figures(),
+        return in_words(format!(
+            "the {side} uses more than a selector, or the rules' actions differ, so their order matters"
         ));
     };
     let (rest, moved) = rewrite(object, p, r);
@@ -180,20 +178,13 @@ fn split(
             .and_then(|src| model::calico(&src, o.clone()));
         let policy = match parsed {
             Ok(policy) => policy,
-            Err(e) => {
-                let why = match e {
-                    PolicyError::Invalid { problem, .. } => problem,
-                    other => other.to_string(),
-                };
-                return Ok((
-                    Suggestion {
-                        text: format!(
-                            "{text} (not written out: the rewritten policy would not be valid: {why})"
-                        ),
-                        rewrite: None,
-                    },
-                    before.figures(),
+            Err(PolicyError::Invalid { problem, .. }) => {
+                return in_words(format!(
+                    "the rewritten policy would not be valid: {problem}"
                 ));
+            }
+            Err(other) => {
+                return in_words(format!("the rewritten policy would not be valid: {other}"));
             }
         };
         let rendered = render::policy(renderer, &policy);

@@ -61,7 +61,6 @@ impl crate::selector::Labels for LabelSet {
 /// Endpoints with one set of labels.
 #[derive(Debug)]
 pub struct Class {
-    pub namespace: String,
     pub labels: LabelSet,
     /// How many of them are on Windows nodes.
     pub windows: u64,
@@ -80,7 +79,6 @@ pub struct Endpoints {
     /// The classes with each label and value: a selector that requires one (`k == "v"` alone
     /// or in a top-level `&&`) is evaluated only against the classes that have it.
     postings: HashMap<(String, String), Vec<usize>>,
-    every: Vec<usize>,
     windows: u64,
     windows_by_namespace: HashMap<String, u64>,
 }
@@ -139,7 +137,7 @@ impl Endpoints {
                 Some(&i) => i,
                 None => {
                     let labels = LabelSet::new(labels_of(inv, p));
-                    let i = out.class_of(labels, &p.namespace, &mut index);
+                    let i = out.class_of(labels, &mut index);
                     alike.insert(key, i);
                     i
                 }
@@ -162,12 +160,7 @@ impl Endpoints {
     }
 
     /// The class of endpoints with `labels`, added when new.
-    fn class_of(
-        &mut self,
-        labels: LabelSet,
-        namespace: &str,
-        index: &mut HashMap<LabelSet, usize>,
-    ) -> usize {
+    fn class_of(&mut self, labels: LabelSet, index: &mut HashMap<LabelSet, usize>) -> usize {
         if let Some(&i) = index.get(&labels) {
             return i;
         }
@@ -179,7 +172,6 @@ impl Endpoints {
                 .push(i);
         }
         self.classes.push(Class {
-            namespace: namespace.to_owned(),
             labels: labels.clone(),
             windows: 0,
             all: 0,
@@ -187,7 +179,6 @@ impl Endpoints {
             example: None,
         });
         index.insert(labels, i);
-        self.every.push(i);
         i
     }
 
@@ -237,7 +228,7 @@ impl Endpoints {
         }
         let (skip, mut out) = match best {
             Some((t, l)) => (Some(t), l),
-            None => (None, self.every.clone()),
+            None => (None, (0..self.classes.len()).collect()),
         };
         for (t, term) in terms.iter().enumerate() {
             if Some(t) == skip || out.is_empty() {
@@ -268,29 +259,7 @@ impl Endpoints {
         }
         m
     }
-}
 
-/// A selector's terms under nested top-level `&&`s.
-fn flatten_and<'n>(n: &'n Node, out: &mut Vec<&'n Node>) {
-    match n {
-        Node::And(terms) => terms.iter().for_each(|t| flatten_and(t, out)),
-        other => out.push(other),
-    }
-}
-
-/// Keeps the sorted `list`'s entries that are in the sorted `posting`.
-fn keep_in(list: &mut Vec<usize>, posting: &[usize]) {
-    list.retain(|i| posting.binary_search(i).is_ok());
-}
-
-/// Drops the sorted `list`'s entries that are in the sorted `posting`.
-fn drop_in(list: &mut Vec<usize>, posting: &[usize]) {
-    if !posting.is_empty() {
-        list.retain(|i| posting.binary_search(i).is_err());
-    }
-}
-
-impl Endpoints {
     /// How many of the addresses `selector` matches lie in `nets` (`iputils.IntersectCIDRs`
     /// of the IP set's /32s with the rule's networks).
     pub fn matched_in(&self, selector: &Node, nets: &[super::model::Net]) -> u64 {
@@ -311,5 +280,25 @@ impl Endpoints {
         let mut out = self.select(selector);
         out.retain(|&i| self.classes[i].windows > 0);
         out
+    }
+}
+
+/// A selector's terms under nested top-level `&&`s.
+fn flatten_and<'n>(n: &'n Node, out: &mut Vec<&'n Node>) {
+    match n {
+        Node::And(terms) => terms.iter().for_each(|t| flatten_and(t, out)),
+        other => out.push(other),
+    }
+}
+
+/// Keeps the sorted `list`'s entries that are in the sorted `posting`.
+fn keep_in(list: &mut Vec<usize>, posting: &[usize]) {
+    list.retain(|i| posting.binary_search(i).is_ok());
+}
+
+/// Drops the sorted `list`'s entries that are in the sorted `posting`.
+fn drop_in(list: &mut Vec<usize>, posting: &[usize]) {
+    if !posting.is_empty() {
+        list.retain(|i| posting.binary_search(i).is_err());
     }
 }

@@ -182,13 +182,15 @@ fn parse_at(src: &Source, field: &str, text: &str) -> Result<Node, PolicyError> 
     })
 }
 
-fn no_global(src: &Source, field: &str, node: &Node) -> Result<(), PolicyError> {
+/// `parse_at` of a selector where Calico refuses `global()`.
+fn parse_no_global(src: &Source, field: &str, text: &str) -> Result<Node, PolicyError> {
+    let node = parse_at(src, field, text)?;
     if node.uses_global() {
         return Err(src.invalid(format!(
             "{field} uses global(), which Calico accepts only as a rule's whole namespaceSelector"
         )));
     }
-    Ok(())
+    Ok(node)
 }
 
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -215,22 +217,19 @@ pub fn calico(src: &Source, object: Value) -> Result<Policy, PolicyError> {
         return Err(src.invalid("spec is not a map"));
     }
     let namespace = src.namespace.clone();
-    let mut applies = parse_at(src, "spec.selector", text(spec, "selector"))?;
-    no_global(src, "spec.selector", &applies)?;
+    let mut applies = parse_no_global(src, "spec.selector", text(spec, "selector"))?;
     let sa = text(spec, "serviceAccountSelector");
     let ns_sel = text(spec, "namespaceSelector");
     let whole = applies == Node::All && sa.is_empty() && ns_sel.is_empty();
     if let Some(ns) = &namespace {
         applies = and(applies, in_namespace(ns));
     } else if !ns_sel.is_empty() {
-        let n = parse_at(src, "spec.namespaceSelector", ns_sel)?;
-        no_global(src, "spec.namespaceSelector", &n)?;
+        let n = parse_no_global(src, "spec.namespaceSelector", ns_sel)?;
         applies = and(applies, n.prefixed("pcns."))
             .replacing(&Node::Has(NAMESPACE_LABEL.into()), &Node::Global);
     }
     if !sa.is_empty() {
-        let n = parse_at(src, "spec.serviceAccountSelector", sa)?;
-        no_global(src, "spec.serviceAccountSelector", &n)?;
+        let n = parse_no_global(src, "spec.serviceAccountSelector", sa)?;
         applies = and(applies, n.prefixed("pcsa."));
         if namespace.is_none() {
             applies = applies.replacing(&Node::Has(SERVICE_ACCOUNT_LABEL.into()), &Node::Global);
@@ -242,7 +241,7 @@ pub fn calico(src: &Source, object: Value) -> Result<Policy, PolicyError> {
             rules.push(calico_rule(src, r, direction, index, namespace.as_deref())?);
         }
     }
-    let types = calico_types(spec, &rules);
+    let types = given_types(spec.get("types")).unwrap_or_else(|| calico_types(&rules));
     let tier = match text(spec, "tier") {
         "" => tier_from_name(&src.name),
         t => t.to_owned(),
@@ -293,19 +292,19 @@ pub fn tier_from_name(name: &str) -> String {
     }
 }
 
-/// The policy's types: as given, else as Calico's defaulting sets them (ingress always,
-/// egress when there are egress rules).
-fn calico_types(spec: &Value, rules: &[Rule]) -> Vec<Direction> {
-    if let Some(given) = spec.get("types").and_then(Value::as_array) {
-        return given
-            .iter()
-            .filter_map(|t| match t.as_str() {
-                Some("Ingress") => Some(Direction::Ingress),
-                Some("Egress") => Some(Direction::Egress),
-                _ => None,
-            })
-            .collect();
-    }
+/// A policy's `types` (`policyTypes`) as given, if given.
+fn given_types(list: Option<&Value>) -> Option<Vec<Direction>> {
+    let list = list?.as_array()?.iter().filter_map(|t| match t.as_str() {
+        Some("Ingress") => Some(Direction::Ingress),
+        Some("Egress") => Some(Direction::Egress),
+        _ => None,
+    });
+    Some(list.collect())
+}
+
+/// The types Calico's defaulting sets when none are given: ingress always, egress when there
+/// are egress rules.
+fn calico_types(rules: &[Rule]) -> Vec<Direction> {
     let ingress = rules.iter().any(|r| r.direction == Direction::Ingress);
     let egress = rules.iter().any(|r| r.direction == Direction::Egress);
     match (ingress, egress) {
@@ -481,15 +480,13 @@ fn entity(
         parts.push(service_accounts(src, at, sa)?);
     }
     if !sel.is_empty() {
-        let n = parse_at(src, &format!("{at}.selector"), sel)?;
-        no_global(src, &format!("{at}.selector"), &n)?;
+        let n = parse_no_global(src, &format!("{at}.selector"), sel)?;
         parts.push(n);
     }
     let not = if not_sel.is_empty() {
         None
     } else {
-        let n = parse_at(src, &format!("{at}.notSelector"), not_sel)?;
-        no_global(src, &format!("{at}.notSelector"), &n)?;
+        let n = parse_no_global(src, &format!("{at}.notSelector"), not_sel)?;
         Some(n)
     };
     let mut selector = combined(src, at, parts, ns_sel, ns, not.is_some())?;
@@ -555,8 +552,7 @@ fn service_accounts(src: &Source, at: &str, sa: &Value) -> Result<Node, PolicyEr
     let mut node = Node::All;
     let sel = text(sa, "selector");
     if !sel.is_empty() {
-        let n = parse_at(src, &format!("{at}.serviceAccounts.selector"), sel)?;
-        no_global(src, &format!("{at}.serviceAccounts.selector"), &n)?;
+        let n = parse_no_global(src, &format!("{at}.serviceAccounts.selector"), sel)?;
         node = n.prefixed("pcsa.");
     }
     let names: std::collections::BTreeSet<String> = sa
@@ -590,7 +586,10 @@ pub fn kubernetes(src: &Source, object: &Value) -> Result<Policy, PolicyError> {
             rules.extend(k8s_rules(src, direction, index, &ns, c)?);
         }
     }
-    let types = k8s_types(spec);
+    // No policyTypes (or none known) is Ingress.
+    let types = given_types(spec.get("policyTypes"))
+        .filter(|t| !t.is_empty())
+        .unwrap_or(vec![Direction::Ingress]);
     Ok(Policy {
         api_version: src.api_version.clone(),
         kind: src.kind.clone(),
@@ -681,23 +680,4 @@ fn k8s_rules(
         }
     }
     Ok(out)
-}
-
-fn k8s_types(spec: &Value) -> Vec<Direction> {
-    let given: Vec<&str> = spec
-        .get("policyTypes")
-        .and_then(Value::as_array)
-        .map(|t| t.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let mut out = Vec::new();
-    if given.contains(&"Ingress") {
-        out.push(Direction::Ingress);
-    }
-    if given.contains(&"Egress") {
-        out.push(Direction::Egress);
-    }
-    if out.is_empty() {
-        out.push(Direction::Ingress);
-    }
-    out
 }

@@ -152,16 +152,13 @@ pub fn environment(c: &Config, role: Role, api_group: Option<&str>) -> BTreeMap<
                 EnvVars::FELIX_HEALTHPORT.into(),
                 crate::layout::FELIX_HEALTH_PORT.to_string(),
             );
-            // Felix's Prometheus endpoint, with `metrics.enabled` only; off, nothing, as
-            // Calico's scripts render none (v3.32.1 CalicoWindows config.ps1,
-            // felix/felix-service.ps1): the environment outranks the datastore (felix/config
-            // config_params.go SourcesInDescendingOrder). Deviation from Calico's scripts, with
-            // metrics on only: Felix serves Prometheus on Windows as elsewhere
-            // (felix/daemon/daemon.go: ServePrometheusMetricsHTTP on PrometheusMetricsHost and
-            // PrometheusMetricsPort when PrometheusMetricsEnabled; driver_windows.go
-            // ConfigurePrometheusMetrics), on the port our rule opens to
-            // metrics.source_ranges only. extra_env may not set these two then
-            // (config::validate), so nothing of the administrator's is overridden.
+            // Felix's Prometheus endpoint with `metrics.enabled` only; off, nothing, as Calico's
+            // scripts render none (v3.32.1 CalicoWindows config.ps1, felix/felix-service.ps1;
+            // the environment outranks the datastore: felix/config config_params.go
+            // SourcesInDescendingOrder). On, Felix serves it on Windows as elsewhere
+            // (felix/daemon/daemon.go ServePrometheusMetricsHTTP; driver_windows.go
+            // ConfigurePrometheusMetrics) on the port our rule opens to metrics.source_ranges;
+            // extra_env may not set these two then (config::validate).
             if c.metrics.enabled {
                 env.insert(
                     EnvVars::FELIX_PROMETHEUSMETRICSENABLED.into(),
@@ -269,40 +266,23 @@ mod tests {
         assert_eq!(once.len(), crate::layout::env::ALL.len());
     }
 
-    /// With `node.ip` autodetect and no method, calico-node is told `kubernetes-internal-ip`
-    /// when it can read the Node (a kubeconfig), never left to first-found; a method given is
-    /// kept, a fixed address needs none, and without a kubeconfig calico-node could not read
-    /// the Node (`AutoDetectCIDR`: "Cannot use method 'kubernetes-internal-ip' when not
-    /// running on a Kubernetes cluster"), so none is set.
+    /// A node.ip_autodetection_method given is kept over `kubernetes-internal-ip`. Without one,
+    /// the goldens of tests/cli golden.rs prove the rest: `kubernetes-internal-ip` with
+    /// `node.ip` autodetect and a kubeconfig (vxlan_kubernetes_containerd), none for a fixed
+    /// address (windows_bgp) or without the Kubernetes datastore (etcdv3_with_tls: calico-node
+    /// could not read the Node, `AutoDetectCIDR`'s "Cannot use method 'kubernetes-internal-ip'
+    /// when not running on a Kubernetes cluster").
     #[test]
-    fn calico_node_finds_the_address_by_the_nodes_internal_ip() {
-        let method = |sets: &[&str]| {
-            environment(&config(sets), Role::Node, None)
-                .get(EnvVars::IP_AUTODETECTION_METHOD)
-                .cloned()
-        };
-        let k = r"kubeconfig=C:\k\calico.kubeconfig";
+    fn a_given_autodetection_method_is_kept() {
+        let c = config(&[
+            "node.name=win-1",
+            r"kubeconfig=C:\k\calico.kubeconfig",
+            "node.ip_autodetection_method=interface=Ethernet 2",
+        ]);
+        let env = environment(&c, Role::Node, None);
         assert_eq!(
-            method(&["node.name=win-1", k]).as_deref(),
-            Some(KUBERNETES_INTERNAL_IP)
-        );
-        assert_eq!(
-            method(&[
-                "node.name=win-1",
-                k,
-                "node.ip_autodetection_method=interface=Ethernet 2"
-            ])
-            .as_deref(),
-            Some("interface=Ethernet 2")
-        );
-        assert_eq!(method(&["node.name=win-1", k, "node.ip=10.0.0.5"]), None);
-        assert_eq!(
-            method(&[
-                "node.name=win-1",
-                "datastore=etcdv3",
-                "etcd.endpoints=https://10.0.0.9:2379"
-            ]),
-            None
+            env[EnvVars::IP_AUTODETECTION_METHOD],
+            "interface=Ethernet 2"
         );
     }
 }

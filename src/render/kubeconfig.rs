@@ -217,10 +217,7 @@ mod tests {
         assert_eq!(token_file_of(&moved).as_deref(), Some(r"C:\x.token"));
         assert!(!moved.contains("abc"));
         assert_eq!(with_token_file("not: [a, kubeconfig", "x"), None);
-    }
-
-    #[test]
-    fn token_source_reads_the_current_users_token_or_its_file() {
+        // The current user's token or its file, not another user's.
         let doc = |user: &str| {
             format!(
                 "contexts:\n- name: a\n  context:\n    user: u\ncurrent-context: a\nusers:\n- name: other\n  user:\n    token: not-this\n- name: u\n  user:\n{user}"

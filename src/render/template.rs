@@ -213,24 +213,17 @@ mod tests {
         assert_eq!(v["n"], serde_json::json!(["10.96.0.10", "10.96.0.11"]));
     }
 
+    /// An unknown placeholder is named; one without a value is an error, not an empty string.
     #[test]
-    fn unknown_placeholders_are_named() {
+    fn unknown_and_valueless_placeholders_are_errors() {
         let err = fill(r#"{"a": "__NOPE__", "b": "__VNI__"}"#, &values()).unwrap_err();
         assert!(
             matches!(&err, TemplateError::Unknown { unknown, .. } if unknown == &vec!["__NOPE__".to_string()])
         );
-    }
-
-    #[test]
-    fn a_placeholder_without_a_value_is_an_error_not_an_empty_string() {
         let err = fill(r#"{"k": "__KUBECONFIG__"}"#, &values()).unwrap_err();
-        assert_eq!(
-            err,
-            TemplateError::Missing {
-                name: "KUBECONFIG".into(),
-                why: "a kubeconfig path"
-            }
-        );
+        let why = "a kubeconfig path";
+        let name = "KUBECONFIG".into();
+        assert_eq!(err, TemplateError::Missing { name, why });
     }
 
     #[test]

@@ -59,8 +59,10 @@ fn row(action: Action, protocol: u16, remote: &str, local: &str) -> (Action, u16
     (action, protocol, nets(remote), nets(local))
 }
 
-fn shape(groups: &[Group]) -> Vec<(Action, u16, Addrs, Addrs)> {
-    groups
+/// The flattened ACLs' action, protocol, remote and local addresses, as `row` writes them.
+fn flat(tiers: Vec<Vec<Group>>) -> Vec<(Action, u16, Addrs, Addrs)> {
+    flatten(tiers)
+        .0
         .iter()
         .map(|g| (g.action, g.protocol, g.remote.clone(), g.local.clone()))
         .collect()
@@ -83,49 +85,54 @@ fn felixs_flattener_table() {
         acl(Block, 100, "", "", ""),
         acl(Block, 100, "", "", ""),
     ];
-    let (flat, _) = flatten(vec![with_pass, tier1.clone()]);
+    let got: Vec<_> = flat(vec![with_pass, tier1])
+        .iter()
+        .map(|r| (r.0, r.1))
+        .collect();
     assert_eq!(
-        flat.iter()
-            .map(|g| (g.action, g.protocol))
-            .collect::<Vec<_>>(),
+        got,
         [(Block, 256), (Block, 256), (Block, 100), (Block, 100)]
     );
     // "Should combine protocol=any with a specific protocol"
-    let (flat, _) = flatten(vec![
-        vec![acl(Pass, 256, "", "", "")],
-        vec![acl(Allow, 10, "", "", "")],
-    ]);
-    assert_eq!(shape(&flat), [row(Allow, 10, "", "")]);
-    // "Should combine CIDRs" (local)
-    let (flat, _) = flatten(vec![
-        vec![
-            acl(Pass, 256, "", "10.0.0.0/16", ""),
-            acl(Pass, 256, "", "10.0.10.0/26", ""),
-        ],
-        vec![acl(Allow, 256, "", "10.0.10.0/24", "")],
-    ]);
     assert_eq!(
-        shape(&flat),
+        flat(vec![
+            vec![acl(Pass, 256, "", "", "")],
+            vec![acl(Allow, 10, "", "", "")],
+        ]),
+        [row(Allow, 10, "", "")]
+    );
+    // "Should combine CIDRs" (local)
+    assert_eq!(
+        flat(vec![
+            vec![
+                acl(Pass, 256, "", "10.0.0.0/16", ""),
+                acl(Pass, 256, "", "10.0.10.0/26", ""),
+            ],
+            vec![acl(Allow, 256, "", "10.0.10.0/24", "")],
+        ]),
         [
             row(Allow, 256, "", "10.0.10.0/24"),
             row(Allow, 256, "", "10.0.10.0/26"),
         ]
     );
-    // "Should combine CIDRs" (remote, and a side the second tier leaves open)
+    // "Should combine CIDRs" (remote, and a side the second tier leaves open); the "recurse"
+    // cases give the second tier's middle rule as a pass.
     let first = vec![
         acl(Pass, 256, "10.0.0.0/16,11.0.0.0/24", "", ""),
         acl(Pass, 256, "10.0.10.0/26", "", ""),
     ];
-    let (flat, _) = flatten(vec![
-        first.clone(),
+    let second = |middle: Group| {
         vec![
             acl(Allow, 256, "10.0.10.0/24,11.0.0.0/8", "", ""),
-            acl(Allow, 256, "12.0.0.0/8", "", ""),
+            middle,
             acl(Allow, 256, "", "12.0.0.0/8", ""),
-        ],
-    ]);
+        ]
+    };
     assert_eq!(
-        shape(&flat),
+        flat(vec![
+            first.clone(),
+            second(acl(Allow, 256, "12.0.0.0/8", "", ""))
+        ]),
         [
             row(Allow, 256, "10.0.10.0/24,11.0.0.0/24", ""),
             row(Allow, 256, "10.0.0.0/16,11.0.0.0/24", "12.0.0.0/8"),
@@ -134,14 +141,14 @@ fn felixs_flattener_table() {
         ]
     );
     // "Should combine Ports"
-    let (flat, _) = flatten(vec![
+    let (ported, _) = flatten(vec![
         vec![
             acl(Pass, 256, "", "", "1,2,10-15"),
             acl(Pass, 256, "", "", "10-15"),
         ],
         vec![acl(Allow, 256, "", "", "2,12-16,55")],
     ]);
-    let got: Vec<Ports> = flat.iter().map(|g| g.local_ports.clone()).collect();
+    let got: Vec<Ports> = ported.iter().map(|g| g.local_ports.clone()).collect();
     assert_eq!(got, [ports("2,12-15"), ports("12-15")]);
     // "Should recurse with non-overlapping pass on second tier": its pass rule meets nothing,
     // so the third tier is never reached.
@@ -149,29 +156,19 @@ fn felixs_flattener_table() {
         acl(Allow, 256, "10.0.11.0/28", "", ""),
         acl(Block, 256, "10.0.10.0/28", "", ""),
     ];
-    let (flat, unreachable) = flatten(vec![
+    let (groups, unreachable) = flatten(vec![
         first.clone(),
-        vec![
-            acl(Allow, 256, "10.0.10.0/24,11.0.0.0/8", "", ""),
-            acl(Pass, 256, "12.0.0.0/8", "", ""),
-            acl(Allow, 256, "", "12.0.0.0/8", ""),
-        ],
+        second(acl(Pass, 256, "12.0.0.0/8", "", "")),
         third.clone(),
     ]);
-    assert_eq!(flat.len(), 4);
-    assert_eq!(unreachable, Some(2));
+    assert_eq!((groups.len(), unreachable), (4, Some(2)));
     // "Should recurse with overlapping pass on second tier"
-    let (flat, _) = flatten(vec![
-        first,
-        vec![
-            acl(Allow, 256, "10.0.10.0/24,11.0.0.0/8", "", ""),
-            acl(Pass, 256, "10.0.10.0/24", "", ""),
-            acl(Allow, 256, "", "12.0.0.0/8", ""),
-        ],
-        third,
-    ]);
     assert_eq!(
-        shape(&flat),
+        flat(vec![
+            first,
+            second(acl(Pass, 256, "10.0.10.0/24", "", "")),
+            third
+        ]),
         [
             row(Allow, 256, "10.0.10.0/24,11.0.0.0/24", ""),
             row(Block, 256, "10.0.10.0/28", ""),
@@ -181,20 +178,24 @@ fn felixs_flattener_table() {
             row(Allow, 256, "10.0.10.0/26", "12.0.0.0/8"),
         ]
     );
+}
+
+/// flattener_test.go `TestFlatten`: the cases of a pass in the last tier.
+#[test]
+fn felixs_flattener_table_last_tier() {
     // "Should block with pass in last tier"
-    let (flat, _) = flatten(vec![
-        vec![
-            acl(Allow, 256, "10.0.10.0/24", "", "6000"),
-            acl(Pass, 256, "10.0.10.0/24", "", ""),
-        ],
-        vec![
-            acl(Block, 256, "10.0.10.1/32", "", "6379"),
-            acl(Pass, 256, "10.0.10.2/32", "", "6380,6381"),
-            acl(Block, 256, "10.0.0.0/8", "", "6390-6400"),
-        ],
-    ]);
     assert_eq!(
-        shape(&flat),
+        flat(vec![
+            vec![
+                acl(Allow, 256, "10.0.10.0/24", "", "6000"),
+                acl(Pass, 256, "10.0.10.0/24", "", ""),
+            ],
+            vec![
+                acl(Block, 256, "10.0.10.1/32", "", "6379"),
+                acl(Pass, 256, "10.0.10.2/32", "", "6380,6381"),
+                acl(Block, 256, "10.0.0.0/8", "", "6390-6400"),
+            ],
+        ]),
         [
             row(Allow, 256, "10.0.10.0/24", ""),
             row(Block, 256, "10.0.10.1/32", ""),
@@ -203,17 +204,17 @@ fn felixs_flattener_table() {
         ]
     );
     // "Should pass to last tier which has only the rule from the profile"
-    let (flat, _) = flatten(vec![
+    let got: Vec<Action> = flat(vec![
         vec![
             acl(Block, 256, "192.168.1.123/32", "", "8080"),
             acl(Pass, 256, "", "", ""),
         ],
         vec![acl(Allow, 256, "", "", "")],
-    ]);
-    assert_eq!(
-        flat.iter().map(|g| g.action).collect::<Vec<_>>(),
-        [Block, Allow]
-    );
+    ])
+    .iter()
+    .map(|r| r.0)
+    .collect();
+    assert_eq!(got, [Block, Allow]);
 }
 
 /// A running pod in `default`; an empty `ip` is none yet.
@@ -243,10 +244,6 @@ fn nodes() -> Vec<Value> {
     ]
 }
 
-fn gnp(name: &str, spec: Value) -> Value {
-    json!({"apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy", "metadata": {"name": name}, "spec": spec})
-}
-
 fn acls(acls: u64, remote: u64) -> Outcome {
     Outcome::Acls {
         acls,
@@ -255,111 +252,86 @@ fn acls(acls: u64, remote: u64) -> Outcome {
     }
 }
 
-/// The nodes and a Windows pod `srv` labelled `role: server`.
-fn with_server() -> Vec<Value> {
+/// The outcomes of a GlobalNetworkPolicy with these ingress rules on a Windows pod `srv`
+/// labelled `role: server`, beside the nodes and `pods`.
+fn on_server(pods: impl IntoIterator<Item = Value>, ingress: Value) -> Vec<Outcome> {
     let mut objects = nodes();
     objects.push(pod("srv", "win", json!({"role": "server"}), "10.200.0.1"));
-    objects
-}
-
-/// The rule outcomes of policy `i`.
-fn outcomes(c: &Collected, i: usize) -> Vec<Outcome> {
+    objects.extend(pods);
+    objects.push(
+        json!({"apiVersion": "projectcalico.org/v3", "kind": "GlobalNetworkPolicy",
+        "metadata": {"name": "p"}, "spec": {"selector": "role == 'server'", "ingress": ingress}}),
+    );
+    let c = collected(objects);
     let eps = crate::policy::endpoints::Endpoints::of(&c.inventory);
     let mut r = Renderer::new(&eps);
-    c.policies[i].rules.iter().map(|x| r.rule(x).0).collect()
+    c.policies[0].rules.iter().map(|x| r.rule(x).0).collect()
 }
 
 /// policysets_test.go `TestMultiIpPortChunks`' selector-cidr policy: IP sets a ∪ f intersected
 /// with each rule's SrcNet; the rule whose networks miss them all is a no-op.
 #[test]
 fn a_selectors_addresses_are_intersected_with_the_rules_nets() {
-    let mut objects = nodes();
-    for (name, ip, set) in [
+    let sets = [
         ("a1", "10.0.0.1", "a"),
         ("a2", "10.0.0.2", "a"),
         ("f1", "10.0.0.3", "f"),
         ("f2", "10.1.0.1", "f"),
         ("b9", "10.9.0.9", "b"),
-    ] {
-        objects.push(pod(name, "lin", json!({"set": set}), ip));
-    }
-    objects.push(pod("target", "win", json!({"app": "t"}), "10.5.0.1"));
+    ]
+    .map(|(name, ip, set)| pod(name, "lin", json!({"set": set}), ip));
     let rule = |nets: Value| json!({"action": "Allow", "source": {"selector": "set in {'a', 'f'}", "nets": nets}});
-    objects.push(gnp(
-        "selector-cidr",
-        json!({"selector": "app == 't'", "ingress": [
+    let got = on_server(
+        sets,
+        json!([
             rule(json!(["10.0.0.0/24"])),
             rule(json!(["10.1.0.0/24"])),
             rule(json!(["10.0.0.0/24", "10.1.0.0/24"])),
             rule(json!(["12.0.0.0/24"])),
-        ]}),
-    ));
-    let remote = |n| acls(1, n);
-    assert_eq!(
-        outcomes(&collected(objects), 0),
-        [remote(3), remote(1), remote(4), Outcome::NoOp]
+        ]),
     );
+    assert_eq!(got, [acls(1, 3), acls(1, 1), acls(1, 4), Outcome::NoOp]);
 }
 
 /// `ipPortsPerRule` = 4000 (policysets.go:261) and `SplitIPList`/`SplitPortList` (:596-630): a
 /// list is split above 4,000 entries, one ACL for each combination of chunks.
 #[test]
 fn a_side_above_4000_addresses_or_ports_is_split_into_more_acls() {
-    let mut objects = with_server();
-    for i in 0..9_000u32 {
+    let clients = (0..9_000u32).map(|i| {
         let ip = std::net::Ipv4Addr::from(0x0a00_0000 + i).to_string();
-        objects.push(pod(&format!("c{i}"), "lin", json!({"role": "client"}), &ip));
-    }
+        pod(&format!("c{i}"), "lin", json!({"role": "client"}), &ip)
+    });
     let many_ports: Vec<Value> = (1..=4_001).map(|p| json!(p)).collect();
-    objects.push(gnp("big", json!({"selector": "role == 'server'", "ingress": [
-        {"action": "Allow", "source": {"selector": "role == 'client'"}},
-        {"action": "Allow", "protocol": "TCP", "source": {"selector": "role == 'client'"}, "destination": {"ports": many_ports}},
-        {"action": "Allow", "source": {"nets": ["10.0.0.0/8"]}},
-    ]})));
-    assert_eq!(
-        outcomes(&collected(objects), 0),
-        [acls(3, 9_000), acls(6, 9_000), acls(1, 1),]
+    let got = on_server(
+        clients,
+        json!([
+            {"action": "Allow", "source": {"selector": "role == 'client'"}},
+            {"action": "Allow", "protocol": "TCP", "source": {"selector": "role == 'client'"}, "destination": {"ports": many_ports}},
+            {"action": "Allow", "source": {"nets": ["10.0.0.0/8"]}},
+        ]),
     );
+    assert_eq!(got, [acls(3, 9_000), acls(6, 9_000), acls(1, 1)]);
 }
 
 /// policysets.go:287-295 (`IpVersion` other than 4: not supported) and `filterNets` :315-337
-/// (IPv6 entries dropped; none left: a no-op), as `TestFilterNets` shows; ICMPv6 is IPv6.
+/// (IPv6 entries dropped; none left: a no-op), as `TestFilterNets` shows; ICMPv6 is IPv6. A
+/// selector no endpoint matches has an IP set without members: `GetIPSetMembers` returns nil
+/// (felix/dataplane/windows/ipsets/ipsets.go:125-141) and the rule is dropped
+/// (policysets.go:656-679, `ErrMissingIPSet`).
 #[test]
-fn ipv6_rules_are_skipped_and_ipv6_nets_dropped() {
-    let mut objects = with_server();
-    objects.push(gnp(
-        "v6",
-        json!({"selector": "role == 'server'", "ingress": [
+fn ipv6_rules_are_skipped_ipv6_nets_dropped_and_empty_ip_sets_dropped() {
+    let got = on_server(
+        [],
+        json!([
             {"action": "Allow", "ipVersion": 6},
             {"action": "Allow", "protocol": "ICMPv6"},
             {"action": "Allow", "source": {"nets": ["fd00::/64"]}},
             {"action": "Allow", "source": {"nets": ["fd00::/64", "10.0.0.0/8", "11.0.0.0/8"]}},
-        ]}),
-    ));
-    assert_eq!(
-        outcomes(&collected(objects), 0),
-        [
-            Outcome::Skipped,
-            Outcome::Skipped,
-            Outcome::NoOp,
-            acls(1, 2),
-        ]
-    );
-}
-
-/// A selector no endpoint matches has an IP set without members: `GetIPSetMembers` returns nil
-/// (felix/dataplane/windows/ipsets/ipsets.go:125-141) and the rule is dropped
-/// (policysets.go:656-679, `ErrMissingIPSet`).
-#[test]
-fn a_selector_matching_nothing_drops_the_rule() {
-    let mut objects = with_server();
-    objects.push(gnp(
-        "none",
-        json!({"selector": "role == 'server'", "ingress": [
             {"action": "Allow", "source": {"selector": "role == 'nobody'"}},
-        ]}),
-    ));
-    assert_eq!(outcomes(&collected(objects), 0), [Outcome::EmptyIpSet]);
+        ]),
+    );
+    use Outcome::{EmptyIpSet, NoOp, Skipped};
+    assert_eq!(got, [Skipped, Skipped, NoOp, acls(1, 2), EmptyIpSet]);
 }
 
 /// felix/calc/rule_scanner.go:594-612 (`combineMatchesIfPossible`): a notSelector beside a
@@ -369,22 +341,23 @@ fn a_selector_matching_nothing_drops_the_rule() {
 /// `rules_felix_on_windows_leaves_out_are_each_found` (its ingress[0] is rendered).
 #[test]
 fn a_not_selector_beside_a_positive_one_is_folded_in() {
-    let mut objects = with_server();
-    objects.push(pod(
-        "c1",
-        "lin",
-        json!({"role": "client", "bad": "y"}),
-        "10.0.0.1",
-    ));
-    objects.push(pod("c2", "lin", json!({"role": "client"}), "10.0.0.2"));
-    objects.push(gnp("not", json!({"selector": "role == 'server'", "ingress": [
-        {"action": "Allow", "source": {"selector": "role == 'client'", "notSelector": "has(bad)"}},
-        {"action": "Allow", "source": {"notSelector": "has(bad)"}},
-    ]})));
-    assert_eq!(
-        outcomes(&collected(objects), 0),
-        [acls(1, 1), Outcome::Skipped]
+    let clients = [
+        pod(
+            "c1",
+            "lin",
+            json!({"role": "client", "bad": "y"}),
+            "10.0.0.1",
+        ),
+        pod("c2", "lin", json!({"role": "client"}), "10.0.0.2"),
+    ];
+    let got = on_server(
+        clients,
+        json!([
+            {"action": "Allow", "source": {"selector": "role == 'client'", "notSelector": "has(bad)"}},
+            {"action": "Allow", "source": {"notSelector": "has(bad)"}},
+        ]),
     );
+    assert_eq!(got, [acls(1, 1), Outcome::Skipped]);
 }
 
 /// `k8sRuleToCalico` (libcalico-go conversion.go:999-1077 at v3.31.7) makes one Calico rule per
@@ -392,7 +365,8 @@ fn a_not_selector_beside_a_positive_one_is_folded_in() {
 /// Windows skips (policysets.go:308-312).
 #[test]
 fn a_kubernetes_named_port_skips_only_its_own_protocols_rule() {
-    let mut objects = with_server();
+    let mut objects = nodes();
+    objects.push(pod("srv", "win", json!({"role": "server"}), "10.200.0.1"));
     objects.push(
         json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
         "metadata": {"name": "named", "namespace": "default"},

@@ -34,7 +34,8 @@ fn tier(name: &str, order: f64, action: &str) -> Value {
         "spec": {"order": order, "defaultAction": action}})
 }
 
-fn run(extra: Vec<Value>, release: &str) -> Report {
+/// The lint of the base objects and `extra`, as Felix of `release` renders them.
+fn run_at(extra: Vec<Value>, release: &str) -> Report {
     let mut c = Collected::default();
     for o in objects().into_iter().chain(extra) {
         c.add(o, "test").expect("add");
@@ -46,6 +47,10 @@ fn run(extra: Vec<Value>, release: &str) -> Report {
     .expect("lint")
 }
 
+fn run(extra: Vec<Value>) -> Report {
+    run_at(extra, "3.31")
+}
+
 fn codes(r: &Report) -> Vec<&str> {
     r.findings.iter().map(|f| f.code).collect()
 }
@@ -55,7 +60,7 @@ fn codes(r: &Report) -> Vec<&str> {
 /// node-to-endpoint allow: 7.
 #[test]
 fn an_endpoint_without_policies_has_the_profiles_and_the_fixed_acls() {
-    let r = run(vec![], "3.31");
+    let r = run(vec![]);
     assert_eq!(r.endpoints.len(), 1, "one class of Windows endpoints");
     let e = &r.endpoints[0];
     assert_eq!(
@@ -68,16 +73,13 @@ fn an_endpoint_without_policies_has_the_profiles_and_the_fixed_acls() {
 /// block, no profile (endpoint_mgr.go:397-406); the other keeps the profiles.
 #[test]
 fn a_default_tier_policy_replaces_the_profiles_in_its_direction() {
-    let r = run(
-        vec![policy(
-            "NetworkPolicy",
-            "web",
-            json!({"selector": "role == 'web'", "types": ["Ingress"],
+    let r = run(vec![policy(
+        "NetworkPolicy",
+        "web",
+        json!({"selector": "role == 'web'", "types": ["Ingress"],
             "ingress": [{"action": "Allow", "source": {"selector": "role == 'db'"}},
                         {"action": "Deny", "protocol": "TCP"}]}),
-        )],
-        "3.31",
-    );
+    )]);
     let e = &r.endpoints[0];
     // ingress: 2 rules + end-of-tier; egress: the profiles (2); and the 3 fixed.
     assert_eq!((e.ingress, e.egress, e.hns_acls), (3, 2, 8));
@@ -95,13 +97,10 @@ fn untracked_and_pre_dnat_policies_never_reach_a_workload() {
         s[flag] = json!(true);
         s
     };
-    let r = run(
-        vec![
-            policy("GlobalNetworkPolicy", "raw", spec("doNotTrack")),
-            policy("GlobalNetworkPolicy", "nat", spec("preDNAT")),
-        ],
-        "3.31",
-    );
+    let r = run(vec![
+        policy("GlobalNetworkPolicy", "raw", spec("doNotTrack")),
+        policy("GlobalNetworkPolicy", "nat", spec("preDNAT")),
+    ]);
     assert!(
         r.policies
             .iter()
@@ -125,7 +124,7 @@ fn a_staged_policy_ahead_of_enforced_ones_hides_them() {
         json!({"order": 20, "selector": "all()",
         "ingress": [{"action": "Allow"}, {"action": "Allow", "protocol": "UDP"}]}),
     );
-    let r = run(vec![staged.clone(), enforced.clone()], "3.31");
+    let r = run(vec![staged.clone(), enforced.clone()]);
     assert_eq!(codes(&r), ["staged-policy-hides-later-policies"]);
     let f = &r.findings[0];
     assert_eq!(f.name, "try");
@@ -147,11 +146,11 @@ fn a_staged_policy_ahead_of_enforced_ones_hides_them() {
     // Ordered after the enforced policy, nothing is lost.
     let mut late = staged.clone();
     late["spec"]["order"] = json!(30);
-    let r = run(vec![late.clone(), enforced.clone()], "3.31");
+    let r = run(vec![late.clone(), enforced.clone()]);
     assert!(codes(&r).is_empty(), "{:?}", codes(&r));
     assert_eq!(r.endpoints[0].ingress, 3);
     // Before 3.30 staged policies never reached Felix.
-    let r = run(vec![staged, enforced], "3.29");
+    let r = run_at(vec![staged, enforced], "3.29");
     assert!(codes(&r).is_empty());
 }
 
@@ -170,10 +169,11 @@ fn a_tier_without_pass_hides_the_next_and_a_tier_before_default_misses_changes()
         "web",
         json!({"selector": "role == 'web'", "ingress": [{"action": "Allow"}]}),
     );
-    let r = run(
-        vec![tier("security", 100.0, "Deny"), sec.clone(), app.clone()],
-        "3.31",
-    );
+    let r = run(vec![
+        tier("security", 100.0, "Deny"),
+        sec.clone(),
+        app.clone(),
+    ]);
     let mut got = codes(&r);
     got.sort();
     assert_eq!(got, ["change-not-reprogrammed", "unreachable-tier"]);
@@ -203,21 +203,19 @@ fn a_tier_without_pass_hides_the_next_and_a_tier_before_default_misses_changes()
         .as_array_mut()
         .expect("rules")
         .push(json!({"action": "Pass"}));
-    let r = run(
-        vec![tier("security", 100.0, "Deny"), passing, app.clone()],
-        "3.31",
-    );
+    let r = run(vec![tier("security", 100.0, "Deny"), passing, app.clone()]);
     assert_eq!(codes(&r), ["change-not-reprogrammed"]);
     assert_eq!(r.endpoints[0].ingress, 1 + 2 + 1);
     assert_eq!(r.endpoints[0].tiers, ["security", "default"]);
     // defaultAction Pass does the same through the end-of-tier ACL.
-    let r = run(
-        vec![tier("security", 100.0, "Pass"), sec.clone(), app.clone()],
-        "3.31",
-    );
+    let r = run(vec![
+        tier("security", 100.0, "Pass"),
+        sec.clone(),
+        app.clone(),
+    ]);
     assert_eq!(codes(&r), ["change-not-reprogrammed"]);
     // Before 3.29 only the first tier is rendered (v3.28.0 endpoint_mgr.go:349-359).
-    let r = run(vec![tier("security", 100.0, "Pass"), sec, app], "3.28");
+    let r = run_at(vec![tier("security", 100.0, "Pass"), sec, app], "3.28");
     assert_eq!(r.endpoints[0].tiers, ["security"]);
 }
 
@@ -244,12 +242,12 @@ fn felixs_policy_manager_table() {
         json!({"tier": "tier1", "selector": "all()",
         "types": ["Ingress", "Egress"], "ingress": [{"action": "Deny"}], "egress": [{"action": "Allow"}]}),
     );
-    let r = run(vec![tier("tier1", 10.0, "Deny"), pol1.clone()], "3.31");
+    let r = run(vec![tier("tier1", 10.0, "Deny"), pol1.clone()]);
     // The profiles after tier1 are never reached: tier1 passes nothing.
     assert_eq!((r.endpoints[0].ingress, r.endpoints[0].egress), (2, 2));
     // endOfTierDrop off (defaultAction Pass): the end-of-tier ACL passes on to the profiles,
     // whose allow and block it is combined with.
-    let r = run(vec![tier("tier1", 10.0, "Pass"), pol1], "3.31");
+    let r = run(vec![tier("tier1", 10.0, "Pass"), pol1]);
     assert_eq!(
         (r.endpoints[0].ingress, r.endpoints[0].egress),
         (1 + 2, 1 + 2)
@@ -260,6 +258,6 @@ fn felixs_policy_manager_table() {
         json!({"tier": "tier1", "selector": "all()",
         "ingress": [{"action": "Allow"}]}),
     );
-    let r = run(vec![tier("tier1", 10.0, "Deny"), staged], "3.31");
+    let r = run(vec![tier("tier1", 10.0, "Deny"), staged]);
     assert_eq!(r.endpoints[0].ingress, 1, "the end-of-tier block only");
 }
