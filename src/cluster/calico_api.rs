@@ -44,26 +44,16 @@ impl Group {
         if v3 && !v1 { Self::V3 } else { Self::V1 }
     }
 
-    pub fn group(self) -> &'static str {
-        match self {
-            Self::V1 => V1_GROUP,
-            Self::V3 => V3_GROUP,
-        }
-    }
-
-    pub fn version(self) -> &'static str {
-        match self {
-            Self::V1 => "v1",
-            Self::V3 => "v3",
-        }
-    }
-
     /// `group/version`, as `apiVersion` says it.
     pub fn api_version(self) -> &'static str {
         match self {
             Self::V1 => "crd.projectcalico.org/v1",
             Self::V3 => "projectcalico.org/v3",
         }
+    }
+
+    pub fn group(self) -> &'static str {
+        self.api_version().split_once('/').unwrap_or_default().0
     }
 
     /// A resource's kind and plural in this group. IPAM's configuration is `IPAMConfig`
@@ -82,10 +72,8 @@ impl Group {
 
     pub fn resource(self, kind: Kind) -> ApiResource {
         let (k, plural) = self.names(kind);
-        ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(self.group(), self.version(), k),
-            plural,
-        )
+        let (group, version) = self.api_version().split_once('/').unwrap_or_default();
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, k), plural)
     }
 
     /// A v1 resource's plural in this group (the rights are written for v1).

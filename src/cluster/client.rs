@@ -116,12 +116,10 @@ fn refuse_plugin(
 }
 
 impl Cluster {
-    /// Connects with the admin kubeconfig at `path`; `env` is the process environment, for
-    /// the proxy variables.
-    /// Several files (a `$KUBECONFIG` list) are merged as kubectl merges them: the first file
-    /// to name a cluster, user or context, or to set `current-context`, wins (kube's
-    /// `Kubeconfig::merge`, which follows client-go `tools/clientcmd/loader.go`
-    /// `ClientConfigLoadingRules.Load`).
+    /// Connects with the admin kubeconfig(s) at `paths` (`env`: for the proxy variables). A
+    /// `$KUBECONFIG` list is merged as kubectl does: the first file to name a cluster, user or
+    /// context, or to set `current-context`, wins (kube's `Kubeconfig::merge`, after client-go
+    /// `tools/clientcmd/loader.go` `ClientConfigLoadingRules.Load`).
     pub fn connect(
         paths: &[std::path::PathBuf],
         env: &std::collections::BTreeMap<String, String>,
@@ -243,8 +241,7 @@ impl Cluster {
         Self::from_kubeconfig(kubeconfig, env).map_err(bad)
     }
 
-    /// The clients for a kubeconfig, bounded as every call is; `env` is the process
-    /// environment, for the proxy variables.
+    /// The clients for a kubeconfig, bounded as every call is.
     fn from_kubeconfig(
         kubeconfig: Kubeconfig,
         env: &std::collections::BTreeMap<String, String>,
@@ -349,7 +346,7 @@ impl Cluster {
         last.and_then(|anchor| clock_since(anchor, std::time::Instant::now(), fresh))
     }
 
-    /// A `Date` of this server read (`server_s`), now.
+    /// A `Date` of this server (`server_s`) read now.
     pub fn note_server_date(&self, server_s: i64) {
         let mut last = self.server_date.lock().unwrap_or_else(|e| e.into_inner());
         *last = Some((server_s, std::time::Instant::now()));
@@ -571,30 +568,23 @@ mod server_clock_tests {
     use std::time::{Duration, Instant};
 
     /// A server `Date` read 9 s ago (by the monotonic clock) is 9 s on now, whatever this
-    /// host's wall clock did meanwhile; instants made up, no time passes.
+    /// host's wall clock did meanwhile; one as old as the renewal interval (`fresh`) or older
+    /// is not moved on: the monotonic clock does not count a suspend (a VM paused), so the
+    /// caller judges by age. Instants made up, no time passes.
     #[test]
-    fn the_servers_time_moves_on_by_the_monotonic_clock_from_its_last_date() {
+    fn the_servers_time_moves_on_by_the_monotonic_clock_from_a_fresh_date_only() {
         let fresh = Duration::from_secs(15);
         let read = Instant::now();
         let server = 1_800_000_000;
-        assert_eq!(clock_since((server, read), read, fresh), Some(server));
-        let later = read + Duration::from_millis(9_400);
-        assert_eq!(clock_since((server, read), later, fresh), Some(server + 9));
+        let at = |now: Instant| clock_since((server, read), now, fresh);
+        let aged = |ms: u64| at(read + Duration::from_millis(ms));
+        assert_eq!(at(read), Some(server));
+        assert_eq!(aged(9_400), Some(server + 9));
+        assert_eq!(aged(14_000), Some(server + 14));
+        assert_eq!(aged(15_000), None);
+        assert_eq!(aged(90_000), None);
         // An instant before the read (never, but bounded): the `Date` itself.
+        let later = read + Duration::from_millis(9_400);
         assert_eq!(clock_since((server, later), read, fresh), Some(server));
-    }
-
-    /// An anchor as old as the renewal interval or older is not moved on: the monotonic
-    /// clock does not count a suspend (a VM paused), so it may be behind the server's by the
-    /// pause; the caller judges by age (no expiry written). Instants made up.
-    #[test]
-    fn an_anchor_older_than_the_renewal_interval_gives_no_server_time() {
-        let fresh = Duration::from_secs(15);
-        let read = Instant::now();
-        let server = 1_800_000_000;
-        let aged = |s: u64| clock_since((server, read), read + Duration::from_secs(s), fresh);
-        assert_eq!(aged(14), Some(server + 14));
-        assert_eq!(aged(15), None);
-        assert_eq!(aged(90), None);
     }
 }

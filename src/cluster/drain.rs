@@ -31,15 +31,14 @@ pub struct DrainOptions {
     pub concurrency: usize,
 }
 
-/// Eviction requests in flight at once unless told otherwise.
 pub const DEFAULT_CONCURRENCY: usize = 16;
 
 fn default_concurrency() -> usize {
     DEFAULT_CONCURRENCY
 }
 
-/// What a drain's waits watch: the command's stop (Ctrl-C), which ends them as a timeout
-/// would but at once, and where they say how they go.
+/// What a drain's waits watch: the command's stop (Ctrl-C), which ends them at once, and where
+/// they say how they go.
 pub struct Watch<'a> {
     pub stop: &'a Stop,
     pub say: &'a mut dyn FnMut(&str),
@@ -194,7 +193,7 @@ fn list(pods: &[PodRef]) -> String {
 }
 
 /// The pod's controller, if it has one.
-pub(super) fn controller(
+pub(crate) fn controller(
     p: &Pod,
 ) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
     p.metadata
@@ -285,8 +284,8 @@ pub fn set_cordoned(c: &Cluster, node: &NodeName, on: bool) -> Result<(), Cluste
     )
 }
 
-/// The Eviction object for a pod. kube's own `evict` sends `delete_options`, which the API
-/// server ignores, so the grace period would be lost; this is the documented body.
+/// The Eviction object for a pod, as documented: kube's `evict` sends `delete_options`, which
+/// the API server ignores, losing the grace period.
 pub fn eviction_body(pod: &PodRef, grace_period: Option<u32>) -> serde_json::Value {
     let mut body = serde_json::json!({
         "apiVersion": "policy/v1",
@@ -352,9 +351,8 @@ pub fn wait_ready(
     .map_err(|e| e.stopped_at(node, &[]))
 }
 
-/// The DaemonSet pods of a node that have a network of their own: what a drain leaves (their
-/// DaemonSet would put them back at once) but a network made again leaves without one.
-/// hostNetwork pods (kube-proxy, Calico's own HostProcess pods) and mirror pods stay.
+/// The DaemonSet pods of a node with a network of their own: a drain leaves them, but a
+/// network made again leaves them without one. hostNetwork and mirror pods stay.
 pub fn networked_daemons(pods: &[Pod]) -> Vec<PodRef> {
     pods.iter()
         .filter(|p| controller(p).is_some_and(|o| o.kind == "DaemonSet"))

@@ -1,10 +1,9 @@
-//! The evictions of a drain, answered as `kubectl drain` answers them (kubernetes
-//! `staging/src/k8s.io/kubectl/pkg/drain/drain.go`, `evictPods`, at commit 168c15a3): accepted,
-//! gone (404), asked again on a 429 and, in a namespace being deleted (403 with the cause
-//! `NamespaceTerminating`), waited for when the pod is already being deleted or asked again
-//! when it is not; any other answer ends the drain.
-//! A 429 is asked again after its `Retry-After` (client-go `rest/with_retry.go`, `checkWait`),
-//! else after kubectl's 5 s; each pod at its own time, as kubectl's goroutine per pod.
+//! The evictions of a drain, answered as `kubectl drain` does (kubernetes
+//! `staging/src/k8s.io/kubectl/pkg/drain/drain.go` `evictPods`, at 168c15a3): accepted, gone
+//! (404), asked again on a 429 after its `Retry-After` (client-go `rest/with_retry.go`
+//! `checkWait`) else kubectl's 5 s, each pod at its own time; in a namespace being deleted (403,
+//! cause `NamespaceTerminating`) waited for when already being deleted, else asked again; any
+//! other answer ends the drain.
 
 use super::drain::{DrainError, DrainOptions, PodRef, Watch, eviction_body, pod_ref, pods_on};
 use super::{Cluster, ClusterError};
@@ -17,15 +16,12 @@ use std::time::{Duration, Instant};
 /// `NamespaceTerminating` for a pod not yet being deleted: "will retry after 5s".
 pub(super) const KUBECTL_RETRY: Duration = Duration::from_secs(5);
 
-/// The longest `Retry-After` obeyed at once. kube-apiserver sends 1 s or 10 s, but the header is
-/// any number a proxy in between may write, and it is added to `Instant`s below, which panics
-/// past the clock's range; the drain's own timeout bounds the wait either way (client-go has
-/// no cap).
+/// The longest `Retry-After` obeyed (kube-apiserver sends 1 s or 10 s): it is added to
+/// `Instant`s, which panic past the clock's range; the drain's timeout bounds the wait anyway.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
-/// The status cause kube-apiserver's NamespaceLifecycle admission adds to the 403 refusing a
-/// create (an eviction is one) in a namespace being deleted (k8s.io/api `core/v1`
-/// `NamespaceTerminatingCause`).
+/// The cause NamespaceLifecycle admission gives the 403 refusing a create (an eviction is one)
+/// in a namespace being deleted (k8s.io/api `core/v1` `NamespaceTerminatingCause`).
 const NAMESPACE_TERMINATING: &str = "NamespaceTerminating";
 
 /// What became of one eviction request.
@@ -33,22 +29,21 @@ const NAMESPACE_TERMINATING: &str = "NamespaceTerminating";
 enum Evicted {
     Accepted,
     Gone,
-    /// 429: asked again `after` (the `Retry-After` header, else kubectl's 5 s). `budget` is a
-    /// PodDisruptionBudget's refusal (a `DisruptionBudget` cause); `None` when the server
-    /// sheds load (API Priority and Fairness), or the request was held back because it had.
+    /// 429: asked again `after`. `budget`: a PodDisruptionBudget's refusal (a
+    /// `DisruptionBudget` cause); `None` when the server sheds load (API Priority and
+    /// Fairness), or the request was held back because it had.
     TooMany {
         budget: Option<String>,
         after: Duration,
     },
-    /// 403 with a `NamespaceTerminating` cause: the pod's namespace is being deleted.
     NamespaceTerminating(String),
-    /// Another answer: the status code and the server's message.
+    /// Another answer: its code and message.
     Failed(u16, String),
 }
 
-/// Reads an eviction answer as the API server sends it: a budget's 429 names a
-/// `DisruptionBudget` cause (kube-apiserver `pkg/registry/core/pod/storage/eviction.go`), its
-/// wait in the `Retry-After` header, which client-go reads alone.
+/// An eviction's answer: a budget's 429 names a `DisruptionBudget` cause (kube-apiserver
+/// `pkg/registry/core/pod/storage/eviction.go`); the wait is the `Retry-After` header alone, as
+/// client-go reads it.
 fn answer(code: u16, retry_after: Option<&str>, body: &[u8]) -> Evicted {
     let status: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
     let message = status["message"].as_str().unwrap_or_default().to_owned();
@@ -102,8 +97,13 @@ async fn evict_one(
         .unwrap_or_default()
         .filter(|left| !left.is_zero());
     if let Some(after) = held {
-        let budget = None;
-        return (pod, Ok(Evicted::TooMany { budget, after }));
+        return (
+            pod,
+            Ok(Evicted::TooMany {
+                budget: None,
+                after,
+            }),
+        );
     }
     let path = format!(
         "/api/v1/namespaces/{}/pods/{}/eviction",
@@ -167,17 +167,16 @@ async fn evict_round(
     Ok(out)
 }
 
-/// What the evictions came to: the pods this drain evicted, and those it found already being
-/// deleted with their namespace (kubectl waits for both to go; only the first are ours).
+/// The pods this drain evicted, and those found leaving with their namespace (kubectl waits
+/// for both; only the first are ours).
 #[derive(Default)]
 pub(super) struct Evictions {
     pub evicted: Vec<PodRef>,
     pub leaving: Vec<PodRef>,
 }
 
-/// Evicts `pods` (at most `opts.concurrency` requests at once; refusals retried) and waits
-/// until they are gone, with those found leaving with their namespace, within `opts.timeout`;
-/// a stop ends either wait at once. Returns how many were evicted.
+/// Evicts `pods` and waits until they (and those leaving with their namespace) are gone, all
+/// within `opts.timeout`; a stop ends either wait at once. Returns how many were evicted.
 pub fn evict_and_wait(
     c: &Cluster,
     node: &NodeName,
@@ -207,9 +206,8 @@ fn timed_out(
     }
 }
 
-/// Waits until the evicted pods, and those leaving with their namespace, are gone from the
-/// node, for what is `left` of the drain's timeout. Evicted pods terminate in their own time;
-/// a pod of the same name with another uid is a successor elsewhere, not the one evicted.
+/// Waits, for what is `left` of the timeout, until those pods are gone from the node; one of
+/// the same name with another uid is a successor, not the one evicted.
 fn wait_gone(
     c: &Cluster,
     node: &NodeName,
@@ -252,7 +250,7 @@ fn wait_gone(
 }
 
 /// Evicts the pods until each is accepted, gone or leaving with its namespace, asking again
-/// those refused for now, each at its own time, until the timeout.
+/// those refused for now, each at its own time.
 pub(super) fn evict_all(
     c: &Cluster,
     node: &NodeName,
@@ -340,9 +338,8 @@ fn refusals(why: &BTreeMap<String, Refused>) -> String {
 }
 
 /// A pod refused in a namespace being deleted, read again: whether the namespace controller
-/// has marked it deleted since it was listed (`Some(true)`: waited for), or `None` when it is
-/// gone (404, or another pod under its name). kubectl's `evictPods` has a `refreshPod` for
-/// this that it never sets (168c15a3 `drain.go`).
+/// marked it deleted since it was listed; `None` when it is gone. (kubectl's `evictPods` has a
+/// `refreshPod` for this that it never sets.)
 fn marked(c: &Cluster, pod: &PodRef) -> Result<Option<bool>, ClusterError> {
     let api: kube::Api<k8s_openapi::api::core::v1::Pod> =
         kube::Api::namespaced(c.client.clone(), &pod.namespace);
@@ -382,11 +379,11 @@ fn sort_round(
             }
             Ok(Evicted::NamespaceTerminating(m)) => match marked(c, &pod)? {
                 Some(true) => {
-                    let deleting = true;
-                    done.leaving.push(PodRef {
-                        deleting,
+                    let deleting = PodRef {
+                        deleting: true,
                         ..pod.clone()
-                    });
+                    };
+                    done.leaving.push(deleting);
                     None
                 }
                 Some(false) => Some((Refused::NamespaceTerminating(m), KUBECTL_RETRY)),

@@ -19,9 +19,8 @@ pub enum Forbidden {
     Policy { name: String, said: String },
 }
 
-/// The most of what an admission webhook or policy said kept in a hint: it is the cluster's
-/// text, of any length (the Status message is read up to the answer's cap), and the error's
-/// cause keeps it whole.
+/// The most of what an admission webhook or policy said kept in a hint (the cluster's text,
+/// of any length; the error's cause keeps it whole).
 const SAID_CAP: usize = 500;
 
 /// Whether `c` breaks a line: a control character, or Unicode's line and paragraph
@@ -37,8 +36,8 @@ pub(crate) fn bidi_control(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-/// `said` on one line, what breaks a line as blanks, bidi controls dropped, at most
-/// `SAID_CAP` bytes (cut at a character's boundary, `...` after).
+/// `said` on one line (line breaks as blanks), bidi controls dropped, capped at `SAID_CAP`
+/// bytes on a character's boundary, `...` after.
 fn clean(said: &str) -> String {
     let one: String = said
         .chars()
@@ -335,23 +334,17 @@ mod tests {
         assert!(matches!(judge(unbound), Some(Forbidden::Policy { .. })));
     }
 
-    /// A subresource goes in `--subresource` (kubectl reads `pods/exec` as the pod `exec`).
+    /// A subresource goes in `--subresource` (kubectl reads `pods/exec` as the pod `exec`). A
+    /// refusal of one namespace object is judged in that namespace (kube-apiserver's request
+    /// info): the `can-i` asks for that object there. Its delete is asserted by
+    /// tests/cluster/verify_sweep.rs `a_sweep_refused_by_rbac_names_the_right_it_lacks`.
     #[test]
-    fn can_i_names_a_subresource_apart() {
+    fn can_i_names_a_subresource_apart_and_a_namespace_object_in_itself() {
         let exec = "pods \"p\" is forbidden: User \"u\" cannot create resource \"pods/exec\" in API group \"\" in the namespace \"n\"";
-        let r = right(exec);
         assert_eq!(
-            r.can_i().as_deref(),
+            right(exec).can_i().as_deref(),
             Some("kubectl auth can-i create pods --subresource exec -n n --as u")
         );
-    }
-
-    /// A refusal of one namespace object is judged in that namespace (kube-apiserver's
-    /// request info): the `can-i` asks for that object in that namespace, its subresource
-    /// apart. Its delete is asserted by tests/cluster/verify_sweep.rs
-    /// `a_sweep_refused_by_rbac_names_the_right_it_lacks`.
-    #[test]
-    fn a_namespace_objects_refusal_names_the_namespace_itself() {
         let finalize = "namespaces \"v-1\" is forbidden: User \"u\" cannot update resource \"namespaces/finalize\" in API group \"\" in the namespace \"v-1\"";
         let r = right(finalize);
         assert_eq!(

@@ -120,18 +120,7 @@ impl WindowsInputs {
 
 impl Default for Installation {
     fn default() -> Self {
-        Self {
-            windows_dataplane: None,
-            provider: None,
-            affinity: None,
-            cni_spec_version: None,
-            cni_bin_dir: None,
-            cni_config_dir: None,
-            affinity_in: DEFAULT,
-            dataplane_in: DEFAULT,
-            overlay_unreadable: None,
-            windows_inputs: WindowsInputs::default(),
-        }
+        Self::of(&Value::Null)
     }
 }
 
@@ -356,19 +345,12 @@ pub fn affinity_matches(
             Some("Exists") => have.is_some(),
             Some("DoesNotExist") => have.is_none(),
             Some(op @ ("Gt" | "Lt")) => {
-                match (
+                let (h, v) = (
                     have.and_then(|h| number(h)),
                     values.first().and_then(|v| number(v)),
-                ) {
-                    (Some(h), Some(v)) => {
-                        if op == "Gt" {
-                            h > v
-                        } else {
-                            h < v
-                        }
-                    }
-                    _ => false,
-                }
+                );
+                h.zip(v)
+                    .is_some_and(|(h, v)| if op == "Gt" { h > v } else { h < v })
             }
             _ => false,
         }

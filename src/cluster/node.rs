@@ -18,15 +18,15 @@ pub fn windows_taint() -> Taint {
 /// Adds `taint` to the node unless a taint with its key and effect is there; returns whether
 /// it changed the node.
 pub fn ensure_taint(c: &Cluster, node: &NodeName, taint: &Taint) -> Result<bool, ClusterError> {
-    let current = read(c, node)?;
-    let mut taints = current.spec.and_then(|s| s.taints).unwrap_or_default();
-    if taints
-        .iter()
-        .any(|t| t.key == taint.key && t.effect == taint.effect && t.value == taint.value)
-    {
+    let mut taints = read(c, node)?
+        .spec
+        .and_then(|s| s.taints)
+        .unwrap_or_default();
+    let same = |t: &Taint| t.key == taint.key && t.effect == taint.effect;
+    if taints.iter().any(|t| same(t) && t.value == taint.value) {
         return Ok(false);
     }
-    taints.retain(|t| !(t.key == taint.key && t.effect == taint.effect));
+    taints.retain(|t| !same(t));
     taints.push(taint.clone());
     patch(
         c,
@@ -74,14 +74,12 @@ pub const ANNOTATION_CONFIG_HASH: &str = "calicoctl-win/config-hash";
 /// made since from the same config under the same node name.
 pub const ANNOTATION_INSTALL_ID: &str = "calicoctl-win/install-id";
 /// The finding codes of CalicoNode's last look (docs/findings.md), `{"heartbeat": "<the
-/// condition's lastHeartbeatTime>", "codes": [...]}` written in the same patch as
-/// `CONDITION_CALICO_READY`: `fleet status` trusts them only beside that heartbeat. Each code
-/// once: far under the 256 KiB of an object's annotations (apimachinery
-/// `pkg/api/validation/objectmeta.go`, `TotalAnnotationSizeLimitB`).
+/// condition's lastHeartbeatTime>", "codes": [...]}`, written in the same patch as
+/// `CONDITION_CALICO_READY` and trusted only beside that heartbeat. Each code once: far under
+/// an object's 256 KiB of annotations (apimachinery `pkg/api/validation/objectmeta.go`).
 pub const ANNOTATION_FINDING_CODES: &str = "calicoctl-win/finding-codes";
-/// The finding codes of the fleet DaemonSet's last scheduled `verify` (its failing checks',
-/// `traffic-*`), in the same form as `ANNOTATION_FINDING_CODES` and written in the same patch
-/// as `CONDITION_TRAFFIC`, with that condition's heartbeat.
+/// The `traffic-*` codes of the fleet DaemonSet's last scheduled `verify`, as
+/// `ANNOTATION_FINDING_CODES` beside `CONDITION_TRAFFIC`.
 pub const ANNOTATION_TRAFFIC_CODES: &str = "calicoctl-win/traffic-codes";
 /// The Node condition CalicoNode keeps (`supervise::condition`) and `fleet status` reads.
 pub const CONDITION_CALICO_READY: &str = "CalicoWindowsReady";
@@ -132,8 +130,7 @@ pub fn addresses(
     c: &Cluster,
     node: &NodeName,
 ) -> Result<(Option<std::net::Ipv4Addr>, Option<std::net::Ipv4Addr>), ClusterError> {
-    let (view, _) = view(c, node)?;
-    Ok(view)
+    Ok(view(c, node)?.0)
 }
 
 /// The node's addresses (`addresses`) and its `CalicoWindowsReady` status (`Some(true)` for
@@ -195,7 +192,7 @@ pub(super) fn condition_of<'a>(
 /// annotations (a merge patch with null values removes them), and the condition False with
 /// the reason of `left`.
 pub fn forget(c: &Cluster, node: &NodeName, left: Left) -> Result<(), ClusterError> {
-    let gone: serde_json::Map<String, serde_json::Value> = [
+    let gone: serde_json::Map<_, _> = [
         ANNOTATION_CALICO_VERSION,
         ANNOTATION_TOOL_VERSION,
         ANNOTATION_CONFIG_HASH,

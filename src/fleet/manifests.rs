@@ -217,11 +217,24 @@ impl Fleet {
         format!("{SANDBOX}\\calicoctl-win.exe")
     }
 
+    /// calicoctl-win under cmd.exe.
+    fn cmd() -> Vec<String> {
+        vec!["cmd.exe".to_owned(), "/c".to_owned(), Self::exe()]
+    }
+
+    /// `--config` with the config file, then `args`.
+    fn with_config(args: &[&str]) -> Vec<String> {
+        let config = ["--config", &Self::config_path()].map(String::from);
+        config
+            .into_iter()
+            .chain(args.iter().map(|a| (*a).to_owned()))
+            .collect()
+    }
+
     /// A container's command: calicoctl-win with the config, then `args`, under cmd.exe.
     fn command(args: &[&str]) -> Vec<String> {
-        let mut command = vec!["cmd.exe".to_owned(), "/c".to_owned(), Self::exe()];
-        command.extend(["--config".to_owned(), Self::config_path()]);
-        command.extend(args.iter().map(|a| (*a).to_owned()));
+        let mut command = Self::cmd();
+        command.extend(Self::with_config(args));
         command
     }
 
@@ -244,12 +257,7 @@ impl Fleet {
     /// calicoctl-win's arguments for a job whose engine drains the node (the Plan) or that
     /// drains it itself (the DaemonSet).
     pub fn args(&self, engine_drains: bool) -> Vec<String> {
-        let mut args = vec![
-            "--config".to_owned(),
-            Self::config_path(),
-            "-o".to_owned(),
-            "json".to_owned(),
-        ];
+        let mut args = Self::with_config(&["-o", "json"]);
         if let Some(m) = &self.migrate {
             args.extend(m.args());
             return args;
@@ -286,21 +294,16 @@ impl Fleet {
         let mut args = self.args(true);
         if let (Some(v), None) = (&self.verify, &self.migrate) {
             args.extend(["&&".to_owned(), Self::exe()]);
-            args.extend(
-                [
-                    "--config",
-                    &Self::config_path(),
-                    "-o",
-                    "json",
-                    "verify",
-                    "--node",
-                    NODE_NAME,
-                    "--namespace",
-                    crate::cluster::verify_rights::NAMESPACE,
-                    "--while-cordoned",
-                ]
-                .map(String::from),
-            );
+            args.extend(Self::with_config(&[
+                "-o",
+                "json",
+                "verify",
+                "--node",
+                NODE_NAME,
+                "--namespace",
+                crate::cluster::verify_rights::NAMESPACE,
+                "--while-cordoned",
+            ]));
             // The bounds the job's deadline is made of, said rather than defaulted.
             args.push(format!("--timeout={}", crate::duration::show(v.timeout)));
             args.push(format!(
@@ -445,7 +448,7 @@ impl Fleet {
                 },
                 upgrade: ContainerSpec {
                     image: self.image.clone(),
-                    command: vec!["cmd.exe".into(), "/c".into(), Self::exe()],
+                    command: Self::cmd(),
                     args: self.plan_args(),
                 },
             },
@@ -503,15 +506,14 @@ impl Fleet {
     /// The DaemonSet's pod: calicoctl-win in a HostProcess container as SYSTEM, with the
     /// config from the Secret and `status` as its readiness.
     fn pod(&self, changes: bool) -> PodSpec {
-        let mut command = vec!["cmd.exe".to_owned(), "/c".to_owned(), Self::exe()];
+        let mut command = Self::cmd();
         if changes {
             command.extend(self.args(false));
             // After `&&`, once the change exited 0: the renewer of last resort for
             // calico-node's token, with this pod's own token, which kubelet renews.
             command.extend(["&&".to_owned(), Self::exe()]);
         }
-        command.extend(["--config".to_owned(), Self::config_path()]);
-        command.extend(["service".into(), "keep-token".into()]);
+        command.extend(Self::with_config(&["service", "keep-token"]));
         command.extend(self.scheduled_verify());
         let container = Container {
             name: MAIN_CONTAINER.into(),

@@ -38,14 +38,13 @@ impl Token {
         &self.0
     }
 
-    /// The expiry (Unix seconds) in a JWT's `exp` claim; `None` for a token that does not
-    /// expire (a legacy secret's), is not a JWT, or whose claim is no time (`unusable` says).
+    /// The `exp` claim (Unix seconds); `None` for a token that does not expire (a legacy
+    /// secret's), is not a JWT, or whose claim is no time (`unusable` says).
     pub fn expiry(&self) -> Option<i64> {
         self.claim_time("exp")
     }
 
-    /// A claim holding a time, only when it is one: between 1970 and the year 9999, so that
-    /// no arithmetic on it can overflow.
+    /// A claim holding a time between 1970 and 9999, so no arithmetic on it can overflow.
     fn claim_time(&self, name: &str) -> Option<i64> {
         self.claims()?
             .get(name)?
@@ -53,8 +52,8 @@ impl Token {
             .filter(|t| (0..=LAST_TIME).contains(t))
     }
 
-    /// Why the token cannot be used as it is, said plainly: a time claim (`exp`, `iat`) that is
-    /// no time, or a JWT that expires before it was issued. `None` for a usable token.
+    /// Why the token cannot be used: a time claim (`exp`, `iat`) that is no time, or a JWT
+    /// that expires before it was issued.
     pub fn unusable(&self) -> Option<String> {
         let claims = self.claims()?;
         for name in ["exp", "iat"] {
@@ -84,8 +83,8 @@ impl Token {
         self.claims().is_some()
     }
 
-    /// A short fingerprint (the first 16 hex digits of its SHA-256): tells one token from
-    /// another in a record without keeping the token.
+    /// The first 16 hex digits of its SHA-256: tells tokens apart in a record without
+    /// keeping them.
     pub fn fingerprint(&self) -> String {
         use sha2::Digest;
         let digest = sha2::Sha256::digest(self.0.as_bytes());
@@ -112,8 +111,8 @@ impl Token {
             .map(str::to_owned)
     }
 
-    /// The Node it is bound to (the private claim `kubernetes.io` / `node` / `name`, in a
-    /// token whose TokenRequest named a Node): deleting that Node revokes it.
+    /// The Node it is bound to (claim `kubernetes.io` / `node` / `name`): deleting that Node
+    /// revokes it.
     pub fn bound_node(&self) -> Option<String> {
         self.claims()?
             .pointer("/kubernetes.io/node/name")?
@@ -121,7 +120,6 @@ impl Token {
             .map(str::to_owned)
     }
 
-    /// The uid of the Node it is bound to.
     pub fn bound_node_uid(&self) -> Option<String> {
         self.claims()?
             .pointer("/kubernetes.io/node/uid")?
@@ -129,18 +127,16 @@ impl Token {
             .map(str::to_owned)
     }
 
-    /// Its issuer (`iss`).
     pub fn issuer(&self) -> Option<String> {
         self.claims()?.get("iss")?.as_str().map(str::to_owned)
     }
 
-    /// When it was issued (Unix seconds, the `iat` claim).
+    /// The `iat` claim (Unix seconds).
     pub fn issued_at(&self) -> Option<i64> {
         self.claim_time("iat")
     }
 
-    /// The service account a service-account token is for, from its subject
-    /// `system:serviceaccount:NAMESPACE:NAME`.
+    /// The service account of its subject `system:serviceaccount:NAMESPACE:NAME`.
     pub fn service_account(&self) -> Option<(String, String)> {
         let claims = self.claims()?;
         let rest = claims
@@ -244,11 +240,11 @@ pub fn node_token(
     node_token_in(host, &String::from_utf8_lossy(&bytes))
 }
 
-/// calico-node's token, given the text of its kubeconfig, in client-go's order (kubernetes
-/// v1.20.2 client-go `transport/round_trippers.go`, `bearerAuthRoundTripper.RoundTrip`;
-/// `transport/token_source.go`, `fileTokenSource.Token`): the `tokenFile`'s, trimmed, when it
-/// can be read and is not empty (a file over `TOKEN_FILE_CAP` or with control characters
-/// cannot), else the inline `token`; the file's error only when there is none.
+/// calico-node's token from its kubeconfig's text, in client-go's order (v1.20.2
+/// `transport/round_trippers.go` `bearerAuthRoundTripper.RoundTrip`, `transport/token_source.go`
+/// `fileTokenSource.Token`): the `tokenFile`'s, trimmed, when readable and not empty (over
+/// `TOKEN_FILE_CAP` or with control characters is unreadable), else the inline `token`; the
+/// file's error only when there is none.
 pub fn node_token_in(
     host: &dyn crate::host::Host,
     kubeconfig: &str,
@@ -394,13 +390,24 @@ pub fn token_request(
         Err(e) if e.is_not_found() => return Err(no_account(c, namespace, name).into()),
         other => other?,
     };
-    let mut issued = issued_from(c, &what, answer)?;
-    issued.unbound = unbound;
-    Ok(issued)
+    let status = answer.status.ok_or_else(|| ClusterError::Api {
+        server: c.server.clone(),
+        verb: "create".into(),
+        resource: what,
+        code: 200,
+        message: "the answer has no status".into(),
+    })?;
+    Ok(Issued {
+        token: Token::new(status.token),
+        // kube-apiserver always sets it (to the JWT's exp).
+        expires: Some(status.expiration_timestamp.0.as_second()),
+        ca_pem: None,
+        unbound,
+    })
 }
 
-/// The TokenRequest every renewer sends (`token_request`): `lifetime` long, bound to the Node
-/// `node` when given. What the admission policies judge (`rights::calico_node_token_policy`).
+/// The TokenRequest every renewer sends, as the admission policies judge it
+/// (`rights::calico_node_token_policy`).
 pub fn token_request_body(
     lifetime: Duration,
     node: Option<&crate::k8s_name::NodeName>,
@@ -421,7 +428,6 @@ pub fn token_request_body(
     }
 }
 
-/// One TokenRequest, bound to the Node `node` when given.
 fn request_token(
     c: &Cluster,
     namespace: &str,
@@ -437,26 +443,6 @@ fn request_token(
         &what,
         api.create_token_request(name, &PostParams::default(), &request),
     )
-}
-
-/// The token of a TokenRequest's answer, checked.
-fn issued_from(c: &Cluster, what: &str, answer: TokenRequest) -> Result<Issued, anyhow::Error> {
-    let status = answer.status.ok_or_else(|| ClusterError::Api {
-        server: c.server.clone(),
-        verb: "create".into(),
-        resource: what.to_owned(),
-        code: 200,
-        message: "the answer has no status".into(),
-    })?;
-    // The answer's expirationTimestamp, which kube-apiserver always sets (to the JWT's exp).
-    let expires = Some(status.expiration_timestamp.0.as_second());
-    let token = Token::new(status.token);
-    Ok(Issued {
-        token,
-        expires,
-        ca_pem: None,
-        unbound: None,
-    })
 }
 
 const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
@@ -511,8 +497,7 @@ pub fn legacy_secret(
     })
 }
 
-/// The name of the service account's token secret: an existing one, else `<name>-token`,
-/// created (or made meanwhile by someone else).
+/// The name of the service account's token secret (see `legacy_secret`).
 fn token_secret(
     c: &Cluster,
     api: &Api<Secret>,

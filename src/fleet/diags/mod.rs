@@ -154,12 +154,7 @@ fn own_pod(pods: Vec<Pod>, uid: &str, node: &NodeName) -> (Option<Pod>, Vec<Stri
 /// (`pkg/controller/daemon/daemon_controller.go`), and a host-network pod's address is its
 /// node's (`pkg/kubelet/kubelet_pods.go`, `generateAPIPodStatus`).
 fn not_ours(pod: &Pod, uid: &str, node: &NodeName) -> Option<String> {
-    let controller = pod
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.controller == Some(true));
+    let controller = crate::cluster::drain::controller(pod);
     if !controller.is_some_and(|o| o.kind == "DaemonSet" && !uid.is_empty() && o.uid == uid) {
         return Some("its controller is not the DaemonSet".into());
     }
