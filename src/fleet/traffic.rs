@@ -188,29 +188,20 @@ mod tests {
                 .expect("a problem")
                 .contains("is stale")
         );
-        // A False as old is stale too; without a schedule nothing is judged stale.
+        // A False as old is stale too. (Without a schedule nothing is judged stale:
+        // tests/cluster/fleet.rs
+        // `fleet_status_reads_the_traffic_verdict_against_the_daemonsets_interval`.)
         let false_old = judged("False", "TrafficFails", Some(9999));
         assert_eq!(false_old.reason.as_deref(), Some(STALE));
         let no_beat = judged("True", "TrafficPasses", None);
         assert_eq!(no_beat.status, "Unknown");
-        let unscheduled = of_node(
-            &node("True", "TrafficPasses", Some(9999)),
-            None,
-            NOW,
-            &mut Vec::new(),
-        );
-        assert_eq!(unscheduled.expect("t").status, "True");
     }
 
+    /// (A False verdict's problem: tests/cluster/fleet.rs
+    /// `fleet_status_reads_the_traffic_verdict_against_the_daemonsets_interval`.)
     #[test]
-    fn a_false_verdict_is_a_problem_and_an_unknown_not_run_only_once_stale() {
+    fn an_unknown_not_run_is_a_problem_only_once_stale() {
         let every = Some(Duration::from_secs(600));
-        let f = judged("False", "TrafficFails", Some(5));
-        let p = problem("win-1", &f).expect("a problem");
-        assert!(
-            p.contains("does not pass traffic") && p.contains("said"),
-            "{p}"
-        );
         let u = judged("Unknown", NOT_RUN, Some(5));
         assert_eq!(problem("win-1", &u), None);
         // Not run, changed to that more than two intervals ago: its runs never judge, stale.
@@ -255,10 +246,8 @@ mod tests {
         let t = of_node(&fresh, every, NOW, &mut bad).expect("t");
         assert_eq!(t.codes, ["traffic-cni", "traffic-dns"]);
         assert!(!t.codes_unknown && bad.is_empty());
-        // An earlier run's codes beside a later verdict (or a later heartbeat): not current.
-        let earlier = with_codes(node("False", "TrafficFails", Some(5)), 700, all);
-        let t = of_node(&earlier, every, NOW, &mut bad).expect("t");
-        assert!(t.codes.is_empty() && t.codes_unknown, "{t:?}");
+        // (An earlier run's codes beside a later verdict, not current: tests/cluster/fleet.rs
+        // `fleet_status_shows_each_traffic_code_with_its_fix_and_no_earlier_runs`.)
         let none = of_node(
             &node("False", "TrafficFails", Some(5)),
             every,

@@ -178,9 +178,9 @@ impl Held {
     }
 }
 
-/// One look at the slots (a get of each): this node's own slot (a restarted container's) is
-/// taken back; with `seen`, else the first that is free, or ran out (a failed one only when
-/// its holder's Node is gone). `Err` of the look's answer: who holds each slot, said.
+/// One look at the slots (a get of each): this node's own (a restarted container's) is taken
+/// back; with `seen`, else the first free or run out (a failed one only when its holder's Node
+/// is gone). `Err`: who holds each slot, said.
 pub fn look(
     c: &Cluster,
     t: &Turns,
@@ -231,9 +231,9 @@ pub fn said(s: &Slot) -> String {
     }
 }
 
-/// Whether another node's slot `l` may be taken: no holder, or run out, and its holder's
-/// Node either gone or neither marked failed nor cordoned (a holder killed after its cordon
-/// left its change half done: the rollout stops there, as at a failed node).
+/// Whether another node's slot may be taken: no holder, or run out with its holder's Node
+/// gone or neither failed nor cordoned (a holder killed after its cordon left its change half
+/// done: the rollout stops there, as at a failed node).
 fn free(c: &Cluster, l: &Lease, seen: &mut Seen, now: Instant) -> Result<bool, ClusterError> {
     let Some(h) = holder(l) else {
         return Ok(true);
@@ -320,9 +320,9 @@ fn create(
     ))
 }
 
-/// Writes `change` on the held slot: `false` when it is not this node's any more (another
-/// took it, or it was deleted). A 409 is read again: a slot still held by `me` (a write that
-/// timed out but was made) is written once more on what was read.
+/// Writes `change` on the held slot: `false` when it is not this node's any more. After a 409
+/// a slot still held by `me` (a write that timed out but was made) is written once more on
+/// what was read.
 fn rewrite(
     c: &Cluster,
     t: &Turns,
@@ -368,8 +368,7 @@ pub fn renew(
     })
 }
 
-/// Marks the held slot failed with `code`: kept, never taken by another node while its
-/// holder's Node exists.
+/// Marks the held slot failed with `code`: no other node takes it while this Node exists.
 pub fn fail(
     c: &Cluster,
     t: &Turns,

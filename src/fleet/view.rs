@@ -26,8 +26,8 @@ pub struct NodeRow {
     pub config_hash: Option<String>,
     /// kubelet's Ready condition.
     pub ready: Option<String>,
-    /// CalicoNode's `CalicoWindowsReady` as judged: True, False, Unknown (its heartbeat is
-    /// older than `CONDITION_STALE_AFTER`, or its status is malformed), or none yet.
+    /// CalicoNode's `CalicoWindowsReady` as judged: True, False, Unknown (heartbeat older
+    /// than `CONDITION_STALE_AFTER`, or status malformed), or none yet.
     pub calico_ready: Option<String>,
     pub reasons: Option<String>,
     /// The finding codes of CalicoNode's last look, each once (`codes_with`).
@@ -185,9 +185,8 @@ fn row_codes(
     codes_with(n, ANNOTATION_FINDING_CODES, beat, malformed)
 }
 
-/// The codes of the annotation `key` when it was written with the condition's heartbeat
-/// `beat`, else `None`: unknown (one an earlier run or an older calicoctl-win left must not
-/// stand for this look). A malformed one is named in `malformed`.
+/// The codes of the annotation `key` when written with the condition's heartbeat `beat`, else
+/// `None` (an earlier run's must not stand for this look). A malformed one is named.
 pub fn codes_with(
     n: &Node,
     key: &str,
@@ -272,8 +271,8 @@ pub fn code_counts(rows: &[NodeRow]) -> BTreeMap<String, usize> {
     out
 }
 
-/// What is not as it should be with a node, by kind: each kind is a finding code of the one
-/// catalogue, with its remedy (`health::judge::fleet_row`).
+/// What is not as it should be with a node, by kind: each a finding code of the one catalogue
+/// (`health::judge::fleet_row`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Trouble {
     /// A value that does not have its form (`malformed`).
@@ -292,8 +291,7 @@ pub enum Trouble {
     OtherConfig,
 }
 
-/// What is not as it should be with a node, each with its kind and its sentence (every value
-/// escaped, `shown`).
+/// What is not as it should be with a node: each kind and sentence (values `shown`).
 pub fn row_troubles(r: &NodeRow, fleet_hash: Option<&ConfigHash>) -> Vec<(Trouble, String)> {
     let name = shown(&r.name);
     let mut out: Vec<(Trouble, String)> = r
