@@ -428,59 +428,57 @@ mod tests {
     use super::*;
 
     /// kubectl's pace for a 429 (client-go waits out a Retry-After header; evictPods' 5 s when
-    /// there is none), whether a budget refused or the server shed load; the cause tells which.
+    /// there is none), whether a budget refused or the server shed load, the cause telling
+    /// which; NamespaceLifecycle's 403 (a `NamespaceTerminating` cause) told from RBAC's,
+    /// which ends the drain.
     #[test]
-    fn a_429_waits_its_retry_after_header_else_kubectls_5_s() {
+    fn each_eviction_answer_is_read_as_kubectl_reads_it() {
         // checkAndDecrement with no disruption allowed: NewTooManyRequests(..., 0), no header.
         let budget = br#"{"kind":"Status","message":"Cannot evict pod as it would violate the pod's disruption budget.","reason":"TooManyRequests","details":{"causes":[{"reason":"DisruptionBudget","message":"The disruption budget web needs 2 healthy pods and has 2 currently"}]},"code":429}"#;
-        assert!(matches!(
-            answer(429, None, budget),
-            Evicted::TooMany { budget: Some(m), after } if m.contains("needs 2 healthy pods") && after == KUBECTL_RETRY
-        ));
-        // createTooManyRequestsError: Retry-After 10, which client-go waits out.
-        assert!(matches!(
-            answer(429, Some("10"), budget),
-            Evicted::TooMany { budget: Some(_), after } if after == Duration::from_secs(10)
-        ));
         let overloaded = br#"{"kind":"Status","message":"Too many requests, please try again later.","reason":"TooManyRequests","details":{"retryAfterSeconds":3},"code":429}"#;
+        let terminating = br#"{"kind":"Status","status":"Failure","message":"pods \"web\" is forbidden: unable to create new content in namespace doomed because it is being terminated","reason":"Forbidden","details":{"name":"web","kind":"pods","causes":[{"reason":"NamespaceTerminating","message":"namespace doomed is being terminated","field":"metadata.namespace"}]},"code":403}"#;
+        let rbac = br#"{"kind":"Status","message":"pods \"web\" is forbidden: User \"x\" cannot create resource \"pods/eviction\"","reason":"Forbidden","code":403}"#;
+        let said = "Cannot evict pod as it would violate the pod's disruption budget. (The disruption budget web needs 2 healthy pods and has 2 currently)";
+        let refused = |after| Evicted::TooMany {
+            budget: Some(said.into()),
+            after,
+        };
         let too_many = |after| Evicted::TooMany {
             budget: None,
             after,
         };
-        assert_eq!(
-            answer(429, Some("2"), overloaded),
-            too_many(Duration::from_secs(2)),
-            "the header, as client-go reads it"
-        );
-        assert_eq!(
-            answer(429, None, overloaded),
-            too_many(KUBECTL_RETRY),
-            "client-go reads no Retry-After from the body"
-        );
-        assert_eq!(answer(429, None, b"not json"), too_many(KUBECTL_RETRY));
-        assert_eq!(answer(429, Some("86400"), b"{}"), too_many(MAX_RETRY_AFTER));
         let endless = u64::MAX.to_string();
-        assert_eq!(
-            answer(429, Some(&endless), b"{}"),
-            too_many(MAX_RETRY_AFTER)
-        );
-        assert_eq!(answer(201, None, b"{}"), Evicted::Accepted);
-        assert_eq!(answer(404, None, b"{}"), Evicted::Gone);
-        assert!(
-            matches!(answer(500, None, br#"{"message":"boom"}"#), Evicted::Failed(500, m) if m == "boom")
-        );
-    }
-
-    /// The NamespaceLifecycle admission's 403 (a `NamespaceTerminating` cause) is told from
-    /// another 403 (RBAC's, which ends the drain).
-    #[test]
-    fn a_403_in_a_namespace_being_deleted_is_told_by_its_cause() {
-        let terminating = br#"{"kind":"Status","status":"Failure","message":"pods \"web\" is forbidden: unable to create new content in namespace doomed because it is being terminated","reason":"Forbidden","details":{"name":"web","kind":"pods","causes":[{"reason":"NamespaceTerminating","message":"namespace doomed is being terminated","field":"metadata.namespace"}]},"code":403}"#;
+        for (code, retry_after, body, want) in [
+            (429, None, &budget[..], refused(KUBECTL_RETRY)),
+            // createTooManyRequestsError: Retry-After 10, which client-go waits out.
+            (429, Some("10"), budget, refused(Duration::from_secs(10))),
+            (429, Some("2"), overloaded, too_many(Duration::from_secs(2))),
+            // client-go reads no Retry-After from the body.
+            (429, None, overloaded, too_many(KUBECTL_RETRY)),
+            (429, None, b"not json", too_many(KUBECTL_RETRY)),
+            (429, Some("86400"), b"{}", too_many(MAX_RETRY_AFTER)),
+            (429, Some(&endless), b"{}", too_many(MAX_RETRY_AFTER)),
+            (201, None, b"{}", Evicted::Accepted),
+            (404, None, b"{}", Evicted::Gone),
+            (
+                500,
+                None,
+                br#"{"message":"boom"}"#,
+                Evicted::Failed(500, "boom".into()),
+            ),
+        ] {
+            let got = answer(code, retry_after, body);
+            assert_eq!(
+                got,
+                want,
+                "{code} {retry_after:?} {}",
+                String::from_utf8_lossy(body)
+            );
+        }
         assert!(matches!(
             answer(403, None, terminating),
             Evicted::NamespaceTerminating(m) if m.contains("being terminated")
         ));
-        let rbac = br#"{"kind":"Status","message":"pods \"web\" is forbidden: User \"x\" cannot create resource \"pods/eviction\"","reason":"Forbidden","code":403}"#;
         assert!(matches!(answer(403, None, rbac), Evicted::Failed(403, _)));
     }
 }

@@ -1,5 +1,4 @@
-//! The fleet as its nodes say it: each Windows node's annotations and CalicoNode's condition,
-//! and what is not as it should be, against the config most nodes have. Whoever may patch a
+//! The fleet as its nodes say it, against the config most nodes have. Whoever may patch a
 //! Node writes what is read here: every value is capped (`MAX_TEXT`), checked for its form
 //! (else named `malformed`), and escaped for a terminal (`shown`).
 
@@ -41,8 +40,8 @@ pub struct NodeRow {
     /// Values that do not have their form, named.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub malformed: Vec<String>,
-    /// `migrate to-operator` handed the node to the operator: its Calico is judged by
-    /// calico-node's NetworkUnavailable (calico v3.32.1 `node/pkg/lifecycle/utils/utils.go`).
+    /// Handed to the operator (`migrate to-operator`): judged by calico-node's
+    /// NetworkUnavailable (calico v3.32.1 `node/pkg/lifecycle/utils/utils.go`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub handed_to_operator: bool,
     /// The scheduled verify's verdict (`traffic::of_node`).
@@ -50,7 +49,7 @@ pub struct NodeRow {
     pub traffic: Option<Traffic>,
 }
 
-/// A node's `CalicoWindowsTraffic` as judged (JSON `traffic` in a row; `traffic`).
+/// A node's `CalicoWindowsTraffic` as judged (`traffic`).
 #[derive(Debug, PartialEq, serde::Serialize)]
 pub struct Traffic {
     /// True, False or Unknown (stale, `VerifyStale`, or none of the three).
@@ -139,8 +138,7 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
             _ => {}
         }
     }
-    // Codes only where the condition says Calico is degraded by CalicoNode's look (not stale,
-    // not handed over, not uninstalled).
+    // Codes only where CalicoNode's look found Calico degraded (not stale, handed or gone).
     let degraded = calico_ready.as_deref() == Some("False") && !handed_to_operator;
     let codes = row_codes(n, calico.filter(|_| degraded), &mut malformed);
     NodeRow {
@@ -211,16 +209,15 @@ fn is_code(word: &str) -> bool {
         && word.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
 }
 
-/// A codes annotation as read: its codes, and the heartbeat they were written with (seconds;
-/// none in an older CalicoNode's plain list).
+/// A codes annotation: its codes, and the heartbeat they were written with (none in an older
+/// CalicoNode's plain list).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Codes {
     pub heartbeat: Option<i64>,
     pub codes: Vec<String>,
 }
 
-/// The annotation's form: `{"heartbeat": "<lastHeartbeatTime>", "codes": [...]}`, or the
-/// plain list of an older CalicoNode.
+/// `{"heartbeat": "<lastHeartbeatTime>", "codes": [...]}`, or an older CalicoNode's list.
 #[derive(serde::Deserialize)]
 #[serde(untagged)]
 enum Written {
@@ -231,13 +228,12 @@ enum Written {
     Plain(Vec<String>),
 }
 
-/// CalicoNode's codes annotation as read (`codes_in`).
 pub fn codes_of(text: &str) -> Result<Codes, String> {
     codes_in(ANNOTATION_FINDING_CODES, text)
 }
 
-/// A codes annotation (`key`) as `node::report` writes it, each code once in the order
-/// written (the API server bounds a node's annotations at 256 KiB); else named malformed.
+/// A codes annotation (`key`) as `node::report` writes it, each code once in order; else
+/// named malformed.
 pub fn codes_in(key: &str, text: &str) -> Result<Codes, String> {
     let bad = || format!("annotation {key} is no heartbeat with a JSON list of finding codes");
     let (heartbeat, words) = match serde_json::from_str(text).map_err(|_| bad())? {
@@ -370,7 +366,7 @@ impl HashVotes {
         }
     }
 
-    /// The hash most nodes have (the first of equals in sort order), if any.
+    /// The hash most nodes have (the first of equals in sort order).
     pub fn most_common(&self) -> Option<ConfigHash> {
         let best = self.0.values().copied().max()?;
         self.0

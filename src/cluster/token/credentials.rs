@@ -1,6 +1,5 @@
 //! Credentials for calico-node: a service-account token (TokenRequest, or a legacy token
-//! secret) made into a kubeconfig, and the etcd TLS files from their secret. Secrets are
-//! kept in types whose `Debug` never shows them.
+//! secret) and the etcd TLS files from their secret, in types whose `Debug` never shows them.
 
 use crate::cluster::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
@@ -159,8 +158,7 @@ impl Token {
 }
 
 /// From when kube-apiserver binds service-account tokens to Nodes by default (kubernetes
-/// `pkg/features/kube_features.go`, `ServiceAccountTokenNodeBinding`: alpha in 1.29, beta and
-/// on by default from 1.31, GA in 1.33).
+/// `pkg/features/kube_features.go`).
 pub const NODE_BINDING_SINCE: &str = "Kubernetes 1.31 (ServiceAccountTokenNodeBinding: beta and on by default from 1.31, GA in 1.33)";
 
 /// What status says of a token that is not bound to a Node.
@@ -211,8 +209,8 @@ impl crate::error::Diagnose for TokenFileError {
     }
 }
 
-/// The token in a token file's bytes, as client-go reads it (trimmed; an empty one is none),
-/// refused when over the cap or holding control characters.
+/// The token in a token file's bytes, trimmed (empty: none), refused over the cap or with
+/// control characters.
 fn token_in_file(path: &str, bytes: &[u8]) -> Result<Option<Token>, TokenFileError> {
     if bytes.len() > TOKEN_FILE_CAP {
         return Err(TokenFileError::OverCap {
@@ -228,8 +226,7 @@ fn token_in_file(path: &str, bytes: &[u8]) -> Result<Option<Token>, TokenFileErr
     Ok((!text.is_empty()).then(|| Token::new(text)))
 }
 
-/// calico-node's token on the node, as client-go picks it from its kubeconfig at `path`.
-/// `None` when the kubeconfig is missing or names no token that can be had.
+/// calico-node's token, as client-go picks it from its kubeconfig at `path` (`node_token_in`).
 pub fn node_token(
     host: &dyn crate::host::Host,
     path: &str,
@@ -268,8 +265,7 @@ pub fn node_token_in(
     }
 }
 
-/// `Some(expiry)` when `token` is valid for longer than `within` from now (`Some(None)`: a
-/// token that never expires); `None` when a new one is needed.
+/// `Token::outlives` `within` from now.
 pub fn outlives(token: &Token, within: std::time::Duration) -> Option<Option<i64>> {
     let deadline =
         crate::duration::now().saturating_add(i64::try_from(within.as_secs()).unwrap_or(i64::MAX));
@@ -355,9 +351,8 @@ fn no_account(c: &Cluster, namespace: &str, name: &str) -> CredentialError {
     }
 }
 
-/// A token from the TokenRequest API, asked to live `lifetime`, bound to the Node `node` when
-/// given (`NODE_BINDING_SINCE`: deleting the Node revokes it); a server that refuses the
-/// binding gives an unbound token, and `Issued::unbound` says why.
+/// A token from the TokenRequest API, bound to the Node `node` when given (deleting it revokes
+/// the token); a server that refuses the binding gives an unbound one, `Issued::unbound` why.
 pub fn token_request(
     c: &Cluster,
     namespace: &str,
@@ -448,9 +443,9 @@ fn request_token(
 const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
 const SA_ANNOTATION: &str = "kubernetes.io/service-account.name";
 
-/// A long-lived token from a `kubernetes.io/service-account-token` secret of the service
-/// account: an existing one, else `<name>-token`, created and waited for until the token
-/// controller fills it (at most `timeout`), saying how the wait goes with `say`.
+/// A long-lived token from a `kubernetes.io/service-account-token` secret of the account: an
+/// existing one, else `<name>-token`, created and waited for (at most `timeout`) until the
+/// token controller fills it.
 pub fn legacy_secret(
     c: &Cluster,
     namespace: &str,
@@ -548,8 +543,8 @@ fn token_secret(
     })
 }
 
-/// The CA calico-node's kubeconfig trusts: the admin kubeconfig's, else the one a legacy
-/// token secret carries, else the cluster's `kube-root-ca.crt` ConfigMap.
+/// The CA calico-node's kubeconfig trusts: the admin kubeconfig's, else a legacy token
+/// secret's, else the cluster's `kube-root-ca.crt` ConfigMap.
 pub fn ca_for(c: &Cluster, namespace: &str, issued: &Issued) -> Result<String, anyhow::Error> {
     if let Some(ca) = c.ca_pem.as_ref().or(issued.ca_pem.as_ref()) {
         return Ok(ca.clone());
@@ -559,7 +554,6 @@ pub fn ca_for(c: &Cluster, namespace: &str, issued: &Issued) -> Result<String, a
     })?)
 }
 
-/// The cluster's CA from the `kube-root-ca.crt` ConfigMap every namespace has.
 fn root_ca(c: &Cluster, namespace: &str) -> Result<Option<String>, ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), namespace);
     Ok(c.call_opt(
@@ -571,7 +565,7 @@ fn root_ca(c: &Cluster, namespace: &str) -> Result<Option<String>, ClusterError>
     .and_then(|d| d.get("ca.crt").cloned()))
 }
 
-/// The data of a secret, by key; a missing secret is a clear error.
+/// The data of a secret, by key.
 pub fn secret_data(
     c: &Cluster,
     namespace: &str,
