@@ -193,6 +193,7 @@ impl Migration {
         matches!(self.phase.as_str(), "Converged" | "Complete")
     }
 
+    /// Whether it is still under way (every phase before `Complete`).
     pub fn under_way(&self) -> bool {
         self.phase != "Complete"
     }
@@ -274,6 +275,7 @@ pub fn read_migration(c: &Cluster) -> Result<Option<Migration>, ClusterError> {
 }
 
 impl Cluster {
+    /// The group Calico's resources are read through, discovered at the first ask.
     pub fn calico_group(&self) -> Result<Group, ClusterError> {
         if let Some(g) = self.calico_group.get() {
             return Ok(*g);
@@ -282,6 +284,7 @@ impl Cluster {
         Ok(*self.calico_group.get_or_init(|| g))
     }
 
+    /// A Calico resource in that group.
     pub fn calico_resource(&self, kind: Kind) -> Result<ApiResource, ClusterError> {
         Ok(self.calico_group()?.resource(kind))
     }

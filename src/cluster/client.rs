@@ -96,6 +96,14 @@ impl std::fmt::Debug for Cluster {
     }
 }
 
+/// The error of the kubeconfig at `path` that cannot be used.
+fn unusable(path: &std::path::Path) -> impl Fn(BoxError) -> ClusterError + Copy + '_ {
+    move |source| ClusterError::Kubeconfig {
+        path: path.to_owned(),
+        source,
+    }
+}
+
 /// A credential plugin the kubeconfig runs, refused unless allowed.
 fn refuse_plugin(
     k: &Kubeconfig,
@@ -126,16 +134,10 @@ impl Cluster {
                 path: paths.first().cloned().unwrap_or_default(),
             });
         };
-        let bad = |source: BoxError| ClusterError::Kubeconfig {
-            path: path.to_owned(),
-            source,
-        };
+        let bad = unusable(path);
         let mut kubeconfig = Kubeconfig::default();
         for each in paths.iter().filter(|p| p.exists()) {
-            let bad = |source: BoxError| ClusterError::Kubeconfig {
-                path: each.to_owned(),
-                source,
-            };
+            let bad = unusable(each);
             let text = crate::files::read_text_capped(each, crate::files::SMALL_FILE_CAP)
                 .map_err(|e| bad(e.into()))?;
             refuse_control_in_token_text(&text).map_err(bad)?;
@@ -156,10 +158,7 @@ impl Cluster {
         allow_exec_plugin: bool,
     ) -> Result<Self, ClusterError> {
         let named = PathBuf::from(&k.path);
-        let bad = |source: BoxError| ClusterError::Kubeconfig {
-            path: named.clone(),
-            source,
-        };
+        let bad = unusable(&named);
         refuse_control_in_token_text(&k.text).map_err(bad)?;
         refuse_expired_token_text(&named, &k.text)?;
         let mut kubeconfig = Kubeconfig::from_yaml(&k.text).map_err(|e| bad(Box::new(e)))?;
@@ -186,10 +185,7 @@ impl Cluster {
             },
             None,
         );
-        Self::from_kubeconfig(kubeconfig, env).map_err(|source| ClusterError::Kubeconfig {
-            path: sa.dir.join("token"),
-            source,
-        })
+        Self::from_kubeconfig(kubeconfig, env).map_err(unusable(&sa.dir.join("token")))
     }
 
     /// Connects with a kubeconfig's text read from the node (`path` names it in errors); a
@@ -200,10 +196,7 @@ impl Cluster {
         env: &std::collections::BTreeMap<String, String>,
         allow_exec_plugin: bool,
     ) -> Result<Self, ClusterError> {
-        let bad = |source: BoxError| ClusterError::Kubeconfig {
-            path: path.into(),
-            source,
-        };
+        let bad = unusable(path.as_ref());
         let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| bad(Box::new(e)))?;
         refuse_plugin(&kubeconfig, path.as_ref(), allow_exec_plugin)?;
         Self::from_kubeconfig(kubeconfig, env).map_err(bad)
@@ -217,10 +210,7 @@ impl Cluster {
         token: &credentials::Token,
         env: &std::collections::BTreeMap<String, String>,
     ) -> Result<Self, ClusterError> {
-        let bad = |source: BoxError| ClusterError::Kubeconfig {
-            path: path.into(),
-            source,
-        };
+        let bad = unusable(path.as_ref());
         let mut kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| bad(Box::new(e)))?;
         let user = current_context(&kubeconfig).and_then(|c| c.user.clone());
         let auth = user
@@ -523,7 +513,6 @@ impl Cluster {
     }
 }
 
-/// An answer with 404 as `None`.
 fn found<T>(answer: Result<T, ClusterError>) -> Result<Option<T>, ClusterError> {
     match answer {
         Err(e) if e.is_not_found() => Ok(None),

@@ -31,6 +31,7 @@ pub struct DrainOptions {
     pub concurrency: usize,
 }
 
+/// Eviction requests in flight at once unless told otherwise.
 pub const DEFAULT_CONCURRENCY: usize = 16;
 
 fn default_concurrency() -> usize {

@@ -299,7 +299,6 @@ pub(super) fn evict_all(
     Ok(done)
 }
 
-/// Why an eviction is asked again.
 enum Refused {
     Budget(String),
     Overloaded,

@@ -344,7 +344,6 @@ pub fn calico_version(c: &Cluster) -> Result<Option<String>, ClusterError> {
         .and_then(version_of))
 }
 
-/// A ClusterInformation's `calicoVersion`.
 fn version_of(info: &DynamicObject) -> Option<String> {
     spec(info, "calicoVersion")?.as_str().map(str::to_owned)
 }

@@ -90,18 +90,16 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
+        let too_long =
+            |cap: u64| Poll::Ready(Some(Err(Box::new(TooLong { cap: cap as usize }) as _)));
         if this.announced.is_some_and(|n| n > this.cap) {
-            return Poll::Ready(Some(Err(Box::new(TooLong {
-                cap: this.cap as usize,
-            }))));
+            return too_long(this.cap);
         }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 this.read += frame.data_ref().map_or(0, |d| d.len() as u64);
                 if this.read > this.cap {
-                    return Poll::Ready(Some(Err(Box::new(TooLong {
-                        cap: this.cap as usize,
-                    }))));
+                    return too_long(this.cap);
                 }
                 Poll::Ready(Some(Ok(frame)))
             }

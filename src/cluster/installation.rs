@@ -130,6 +130,7 @@ pub struct CniDirs {
 }
 
 impl Installation {
+    /// Read from the object's JSON.
     pub fn of(object: &Value) -> Self {
         Self::merged(object, None)
     }
@@ -456,7 +457,6 @@ fn at(root: &Value, path: &[&str]) -> Option<Value> {
     (!leaf.is_null()).then(|| leaf.clone())
 }
 
-/// `k` under the dotted path `at`.
 fn dotted(at: &str, k: &str) -> String {
     match at {
         "" => k.to_owned(),

@@ -282,7 +282,6 @@ pub fn set_condition(
     )
 }
 
-/// A strategic merge patch of the node's `nodes/status`.
 fn patch_status(c: &Cluster, node: &NodeName, body: serde_json::Value) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
     let patch = Patch::Strategic(body);

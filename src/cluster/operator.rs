@@ -30,6 +30,7 @@ pub fn set_label(c: &Cluster, node: &NodeName, value: Option<&str>) -> Result<()
 /// uncordons it.
 pub const CORDONED_ANNOTATION: &str = "calicoctl-win/migrate-cordoned";
 
+/// Whether `migrate` cordoned the node (its annotation).
 pub fn cordoned_by_migrate(c: &Cluster, node: &NodeName) -> Result<bool, ClusterError> {
     Ok(super::node::read(c, node)?
         .metadata
@@ -68,7 +69,6 @@ impl std::fmt::Display for PodState {
     }
 }
 
-/// Whether a pod is the operator's Windows DaemonSet's.
 fn is_operator_pod(p: &Pod) -> bool {
     p.metadata.namespace.as_deref() == Some(NAMESPACE)
         && p.metadata.owner_references.as_ref().is_some_and(|o| {

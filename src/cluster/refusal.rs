@@ -53,6 +53,7 @@ pub enum Cause {
 }
 
 impl Cause {
+    /// The cause's word: `expired`, `serviceaccount-recreated` ...
     pub fn word(&self) -> &'static str {
         match self {
             Cause::Expired { .. } => "expired",

@@ -76,6 +76,7 @@ pub struct PlanSpec {
     pub upgrade: ContainerSpec,
 }
 
+/// `SecretSpec`: a Secret mounted into the job's containers.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretSpec {
@@ -94,6 +95,7 @@ pub struct DrainSpec {
     pub force: bool,
 }
 
+/// `ContainerSpec`: the upgrade container.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerSpec {
@@ -179,6 +181,7 @@ pub struct Migration {
 pub const MIGRATION_JOB_MARGIN: std::time::Duration = std::time::Duration::from_secs(3600);
 
 impl Migration {
+    /// The subcommand's name.
     pub fn direction(&self) -> &'static str {
         if self.to_operator {
             "to-operator"

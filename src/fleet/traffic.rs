@@ -107,6 +107,7 @@ pub fn problem(name: &str, t: &Traffic) -> Option<String> {
     })
 }
 
+/// The fleet DaemonSet, if there is one.
 pub fn daemon_set(
     c: &Cluster,
     namespace: &str,

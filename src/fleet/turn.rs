@@ -61,7 +61,6 @@ impl crate::error::Diagnose for TurnError {
 
 /// The annotation of a failed turn: `{"code": "<error kind>", "at": "<RFC 3339 time>"}`.
 pub const FAILED: &str = "calicoctl-win/turn-failed";
-/// The label every slot carries, with the fleet's name.
 const LABEL: &str = "app.kubernetes.io/name";
 
 /// A fleet's turns.
@@ -76,6 +75,7 @@ pub struct Turns {
 }
 
 impl Turns {
+    /// The name of slot `i`.
     pub fn slot(&self, i: u32) -> String {
         format!("{}-turn-{i}", self.name)
     }
@@ -349,6 +349,7 @@ fn rewrite(
     Ok(true)
 }
 
+/// One renewal: `false` when the slot is not this node's any more.
 pub fn renew(
     c: &Cluster,
     t: &Turns,

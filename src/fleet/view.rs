@@ -228,6 +228,7 @@ enum Written {
     Plain(Vec<String>),
 }
 
+/// CalicoNode's codes annotation as read (`codes_in`).
 pub fn codes_of(text: &str) -> Result<Codes, String> {
     codes_in(ANNOTATION_FINDING_CODES, text)
 }

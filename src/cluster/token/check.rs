@@ -56,7 +56,6 @@ pub fn ask(
     )
 }
 
-/// The answer of one authenticated request.
 fn judge(answer: Result<Option<Node>, ClusterError>) -> Answer {
     match answer {
         Ok(n) => Answer::Accepted(n.map(Box::new)),

@@ -119,6 +119,7 @@ impl Token {
             .map(str::to_owned)
     }
 
+    /// The uid of the Node it is bound to.
     pub fn bound_node_uid(&self) -> Option<String> {
         self.claims()?
             .pointer("/kubernetes.io/node/uid")?
@@ -126,6 +127,7 @@ impl Token {
             .map(str::to_owned)
     }
 
+    /// Its issuer (`iss`).
     pub fn issuer(&self) -> Option<String> {
         self.claims()?.get("iss")?.as_str().map(str::to_owned)
     }
@@ -531,12 +533,10 @@ fn token_secret(
                 ..Secret::default()
             };
             let what = format!("secrets/{secret_name} in {namespace}");
-            match c.call("create", &what, api.create(&PostParams::default(), &secret)) {
-                // Someone made it meanwhile: use theirs.
-                Err(ClusterError::Api { code: 409, .. }) => {}
-                other => {
-                    other?;
-                }
+            let made = c.call("create", &what, api.create(&PostParams::default(), &secret));
+            // A 409: someone made it meanwhile; theirs is used.
+            if !matches!(made, Err(ClusterError::Api { code: 409, .. })) {
+                made?;
             }
             secret_name
         }

@@ -163,24 +163,22 @@ pub async fn all(
         }
     }
     set.shutdown().await;
+    let (reason, why) = match timed_out {
+        true => (
+            Reason::RunTimedOut,
+            format!(
+                "the run's timeout ({}) came before its bundle",
+                crate::duration::show(g.total_timeout)
+            ),
+        ),
+        false => (
+            Reason::NotWritten,
+            "its gathering stopped before it ended".into(),
+        ),
+    };
     for node in pending {
         let _ = fs_err::remove_file(part_of(&g.out, &node));
-        lines.push(if timed_out {
-            NodeBundle::failed_line(
-                &node,
-                Reason::RunTimedOut,
-                format!(
-                    "the run's timeout ({}) came before its bundle",
-                    crate::duration::show(g.total_timeout)
-                ),
-            )
-        } else {
-            NodeBundle::failed_line(
-                &node,
-                Reason::NotWritten,
-                "its gathering stopped before it ended".into(),
-            )
-        });
+        lines.push(NodeBundle::failed_line(&node, reason, why.clone()));
     }
     (lines, timed_out)
 }

@@ -36,6 +36,7 @@ pub struct OutDir {
 }
 
 impl OutDir {
+    /// The directory.
     pub fn path(&self) -> &Path {
         &self.dir
     }
