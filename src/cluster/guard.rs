@@ -134,7 +134,7 @@ fn is_json(content_type: &str) -> bool {
         .unwrap_or_default()
         .trim()
         .to_ascii_lowercase();
-    media == "application/json" || media.ends_with("+json") || media.contains("protobuf")
+    media == "application/json" || media.ends_with("+json")
 }
 
 /// A pod proxy path (`/api/v1/namespaces/NS/pods/NAME[:PORT]/proxy/...`): the answer is the
@@ -241,7 +241,6 @@ mod tests {
             "application/json",
             "application/json; charset=utf-8",
             "application/merge-patch+json",
-            "application/vnd.kubernetes.protobuf",
         ] {
             assert!(is_json(ok), "{ok}");
         }

@@ -326,7 +326,8 @@ async fn refusal(status: u16, mark: Option<String>, body: &mut kube::client::Bod
         return node_said(status, &word);
     }
     let said = String::from_utf8_lossy(&text);
-    let is_status = said.contains("\"kind\":\"Status\"") || said.contains("\"kind\": \"Status\"");
+    // kube-apiserver writes its Status compact (encoding/json).
+    let is_status = said.contains("\"kind\":\"Status\"");
     let said = said.escape_debug();
     match status {
         _ if !is_status => (
