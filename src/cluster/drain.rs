@@ -1,8 +1,7 @@
 //! Draining a node as `kubectl drain` does: cordon it, evict its pods through the Eviction API
-//! (DaemonSet and mirror pods stay; pods without a controller need `--force`, pods with
-//! emptyDir data `--delete-emptydir-data`), a bounded number of requests in flight over reused
-//! connections, refusals answered as kubectl answers them (eviction.rs); wait until the pods
-//! are gone; and wait for the node to be Ready again.
+//! (DaemonSet and mirror pods stay; pods without a controller need `--force`, with emptyDir
+//! data `--delete-emptydir-data`; refusals answered in eviction.rs), wait until they are gone,
+//! and for the node to be Ready again.
 
 use super::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
@@ -221,9 +220,8 @@ pub(super) fn pod_ref(p: &Pod) -> PodRef {
     }
 }
 
-/// Sorts the pods of a node as `kubectl drain` does: DaemonSet pods (their controller would
-/// put them back at once) and mirror pods (kubelet's static pods) stay; pods with a controller
-/// are evicted; the rest need `--force`.
+/// Sorts the pods of a node as `kubectl drain` does: DaemonSet and mirror pods stay; pods
+/// with a controller are evicted; the rest need `--force`.
 pub fn select(pods: &[Pod]) -> Selection {
     let mut s = Selection::default();
     for p in pods {

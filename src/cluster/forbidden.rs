@@ -68,11 +68,9 @@ pub struct MissingRight {
 }
 
 impl MissingRight {
-    /// The namespace a refusal of one namespace object (`namespaces/NAME`, or its `status`
-    /// or `finalize`) names: kube-apiserver judges such a request in the namespace NAME
-    /// (kubernetes, staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go,
-    /// `NewRequestInfo`: the segment after `namespaces` is the request's namespace), so its
-    /// message's `in the namespace "NAME"` is the object itself.
+    /// The namespace a refusal of one namespace object (`namespaces/NAME`, its `status` or
+    /// `finalize`) names: kube-apiserver judges it in the namespace NAME (kubernetes,
+    /// staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go `NewRequestInfo`).
     fn namespace_object(&self) -> Option<&str> {
         let core_namespaces =
             self.group.is_empty() && self.resource.split('/').next() == Some("namespaces");
@@ -99,12 +97,10 @@ impl MissingRight {
         format!("{} {}{group} {scope}", self.verb, self.resource)
     }
 
-    /// The `kubectl auth can-i` that asks for this right as the identity refused (`--as`: an
-    /// administrator asking for themselves would mostly be told yes). kubectl reads
-    /// `TYPE/NAME` as a resource's name, so a subresource goes in `--subresource`
-    /// (kubectl's `pkg/cmd/auth/cani.go`); `None` when no quoting of the user serves
-    /// PowerShell and sh alike (`quoted_user`). A namespace object is asked for by its name in
-    /// its own namespace, the review kube-apiserver made of the refused request.
+    /// The `kubectl auth can-i` that asks for this right as the identity refused (`--as`), a
+    /// subresource in `--subresource` (kubectl reads `TYPE/NAME` as a name: `pkg/cmd/auth/
+    /// cani.go`), a namespace object by its name in itself; `None` when no quoting of the user
+    /// serves PowerShell and sh alike (`quoted_user`).
     pub fn can_i(&self) -> Option<String> {
         let (resource, sub) = match self.resource.split_once('/') {
             Some((r, sub)) => (r, format!(" --subresource {sub}")),
@@ -116,8 +112,7 @@ impl MissingRight {
             (g, None) => format!("{resource}.{g}"),
         };
         // Without a namespace kubectl asks in the kubeconfig's (cani.go's `Complete`), where a
-        // RoleBinding could answer yes for a right the refusal needed cluster-wide; `-A`
-        // (`--all-namespaces`) asks with none, as the refused request was judged.
+        // RoleBinding could say yes to a right needed cluster-wide; `-A` asks with none.
         let scope = match &self.namespace {
             Some(ns) => format!(" -n {ns}"),
             None => " -A".to_owned(),
@@ -249,10 +244,9 @@ pub fn policy_hint(name: &str) -> String {
     )
 }
 
-/// Whether a 403 in neither form is one of the refusals admission makes of a request the
-/// identity may make (kubernetes, staging/src/k8s.io/apiserver and plugin/pkg/admission):
-/// Pod Security admission's `violates PodSecurity`, a ResourceQuota's `exceeded quota`, and
-/// NamespaceLifecycle's `because it is being terminated`.
+/// Whether a 403 in neither form is admission's refusal of a request the identity may make
+/// (kubernetes, staging/src/k8s.io/apiserver and plugin/pkg/admission): Pod Security's, a
+/// ResourceQuota's, NamespaceLifecycle's.
 pub fn other_admission(message: &str) -> bool {
     [
         "violates PodSecurity",

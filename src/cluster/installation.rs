@@ -137,9 +137,7 @@ impl Installation {
 
     /// The spec the operator works from: `default`'s, each field `overlay` sets taking its
     /// place (tigera/operator release-v1.44 `pkg/controller/utils/merge.go`
-    /// `OverrideInstallationSpec`, applied by `windows_controller.go` and `core_controller.go`:
-    /// a field set only in the overlay, or set differently, is the overlay's; the fields read
-    /// here are merged one by one, the DaemonSet's affinity as a whole).
+    /// `OverrideInstallationSpec`); the DaemonSet's affinity as a whole.
     pub fn merged(default: &Value, overlay: Option<&Value>) -> Self {
         let pick = |path: &[&str]| -> (Option<Value>, &'static str) {
             match overlay.and_then(|o| at(&o["spec"], path)) {
@@ -243,9 +241,8 @@ impl Installation {
     }
 }
 
-/// A path of the operator's (`/etc/cni/net.d`) as Windows reads it in a HostProcess container:
-/// rooted without a drive is on the current drive, C: ("Naming Files, Paths, and Namespaces",
-/// Microsoft Learn); slashes as backslashes.
+/// A path of the operator's (`/etc/cni/net.d`) as Windows reads it: rooted without a drive is
+/// on the current drive, C: ("Naming Files, Paths, and Namespaces", Microsoft Learn).
 fn on_system_drive(p: &str) -> String {
     let p = p.replace('/', "\\");
     if p.starts_with('\\') && !p.starts_with("\\\\") {
@@ -375,10 +372,9 @@ pub fn read(c: &Cluster) -> Result<Option<Installation>, ClusterError> {
     }))
 }
 
-/// A JSON merge patch of the Installation `name` (`default` or `overlay`), which must keep
-/// every field it sets: a CRD older than release-v1.32 prunes the Windows fields ("Field
-/// pruning", Kubernetes' CRD docs), so the patch asks for strict field validation (a 400, from
-/// Kubernetes 1.27) and the object returned is checked too.
+/// A JSON merge patch of the Installation `name`, which must keep every field it sets: a CRD
+/// older than release-v1.32 prunes the Windows fields ("Field pruning", Kubernetes' CRD docs),
+/// so it asks for strict field validation (a 400, from 1.27) and checks the object returned.
 pub fn patch_installation(c: &Cluster, name: &str, patch: &Value) -> Result<(), PatchError> {
     let params = PatchParams::default().validation(kube::api::ValidationDirective::Strict);
     let patched = c
@@ -411,11 +407,10 @@ pub fn patch_installation(c: &Cluster, name: &str, patch: &Value) -> Result<(), 
     }
 }
 
-/// Puts back what the merge patch `applied` changed in the Installation `name` (the patch
-/// `restore`), only while every field `applied` set still holds what it set (else `Some` of
-/// the field an administrator changed, nothing written). The restore carries the
-/// resourceVersion read, so a change in between is a 409 (apiserver `registry/generic/
-/// registry/store.go`, `Store.Update`), and it is judged again. One gone is not made again.
+/// Puts back what the merge patch `applied` changed (the patch `restore`) only while every
+/// field it set still holds what it set (else `Some` of the field changed, nothing written),
+/// on the resourceVersion read, so a change in between is a 409 (apiserver `registry/generic/
+/// registry/store.go` `Store.Update`), judged again. One gone is not made again.
 pub fn restore_installation(
     c: &Cluster,
     name: &str,
