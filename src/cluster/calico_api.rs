@@ -1,12 +1,9 @@
 //! Which API group serves Calico's resources: `crd.projectcalico.org/v1` (the CRDs Calico has
 //! always installed) or, on clusters installed from the release that introduced it,
-//! `projectcalico.org/v3` served as CRDs with no `crd.projectcalico.org` at all (tigera/docs
-//! `calico/release-notes/index.mdx`; Kubernetes 1.32 or later).
-//!
-//! The choice is libcalico-go's (projectcalico/calico v3.32.1
-//! `libcalico-go/lib/backend/k8s/discovery.go` `UsingV3CRDs`): v3 when the server offers
-//! `projectcalico.org` and not `crd.projectcalico.org`. Calico's Nodes are in neither group:
-//! libcalico-go keeps them as the Kubernetes Node's annotations (`resources/node.go`).
+//! `projectcalico.org/v3` as CRDs without `crd.projectcalico.org` (tigera/docs
+//! `calico/release-notes/index.mdx`; Kubernetes 1.32 or later). The choice is libcalico-go's
+//! (calico v3.32.1 `libcalico-go/lib/backend/k8s/discovery.go` `UsingV3CRDs`). Calico's Nodes
+//! are in neither group: they are the Kubernetes Node's annotations (`resources/node.go`).
 
 use super::{Cluster, ClusterError};
 use kube::api::{ApiResource, GroupVersionKind};
@@ -44,26 +41,16 @@ impl Group {
         if v3 && !v1 { Self::V3 } else { Self::V1 }
     }
 
-    pub fn group(self) -> &'static str {
-        match self {
-            Self::V1 => V1_GROUP,
-            Self::V3 => V3_GROUP,
-        }
-    }
-
-    pub fn version(self) -> &'static str {
-        match self {
-            Self::V1 => "v1",
-            Self::V3 => "v3",
-        }
-    }
-
     /// `group/version`, as `apiVersion` says it.
     pub fn api_version(self) -> &'static str {
         match self {
             Self::V1 => "crd.projectcalico.org/v1",
             Self::V3 => "projectcalico.org/v3",
         }
+    }
+
+    pub fn group(self) -> &'static str {
+        self.api_version().split_once('/').unwrap_or_default().0
     }
 
     /// A resource's kind and plural in this group. IPAM's configuration is `IPAMConfig`
@@ -82,10 +69,8 @@ impl Group {
 
     pub fn resource(self, kind: Kind) -> ApiResource {
         let (k, plural) = self.names(kind);
-        ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(self.group(), self.version(), k),
-            plural,
-        )
+        let (group, version) = self.api_version().split_once('/').unwrap_or_default();
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, k), plural)
     }
 
     /// A v1 resource's plural in this group (the rights are written for v1).
@@ -97,10 +82,9 @@ impl Group {
     }
 }
 
-/// The group the server offers Calico's resources in (its `/apis` discovery). Where it offers
-/// both, a `DatastoreMigration` that has converged moves Calico's components to v3 (tigera/docs
-/// `calico/operations/crd-migration.mdx`: at `Converged` the operator sets
-/// `CALICO_API_GROUP=projectcalico.org/v3` on every component), and so does calicoctl-win.
+/// The group the server offers Calico's resources in (`/apis`). Where it offers both, a
+/// converged `DatastoreMigration` moves Calico's components to v3 (tigera/docs
+/// `calico/operations/crd-migration.mdx`: the operator sets `CALICO_API_GROUP`), and us.
 pub fn discover(c: &Cluster) -> Result<Group, ClusterError> {
     let names = served(c)?;
     let both = names.contains(&V1_GROUP.to_owned()) && names.contains(&V3_GROUP.to_owned());
@@ -125,8 +109,7 @@ fn served(c: &Cluster) -> Result<Vec<String>, ClusterError> {
         return Ok(names.clone());
     }
     let groups = c.call("list", "API groups", c.client.list_api_groups())?;
-    // The DatastoreMigration's versions from the same listing (`read_migration` asks only
-    // those).
+    // The DatastoreMigration's versions (`read_migration` asks only those).
     let migration_versions = groups
         .groups
         .iter()
@@ -138,8 +121,7 @@ fn served(c: &Cluster) -> Result<Vec<String>, ClusterError> {
     Ok(c.served_groups.get_or_init(|| names).clone())
 }
 
-/// Each group's lock as its ClusterInformation `default` says it (`datastoreReady`), for
-/// the groups the server offers: what decides the group Calico's components must be told.
+/// Each served group's lock as its ClusterInformation `default` says it (`datastoreReady`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Locks {
     pub v1_served: bool,
@@ -152,18 +134,17 @@ pub struct Locks {
 impl Locks {
     /// The group Calico's components must be pinned to (`CALICO_API_GROUP`, the CNI config's
     /// `calico_api_group`): v3 when v1 is gone, or locked while v3 is ready. At `Converged`
-    /// the migration controller unlocks only v3 (projectcalico/calico v3.32.1
-    /// `kube-controllers/pkg/controllers/migration/controller.go` `unlockV3CRDDatastore`),
-    /// while discovery still reads v1 and the CNI plugin refuses an ADD on a locked datastore
-    /// (`cni-plugin/pkg/plugin/plugin.go` `cmdAdd`): only the pin moves a component to v3.
+    /// only v3 is unlocked (calico v3.32.1 `kube-controllers/pkg/controllers/migration/
+    /// controller.go` `unlockV3CRDDatastore`) while discovery still reads v1, and the CNI
+    /// plugin refuses an ADD on a locked datastore (`cni-plugin/pkg/plugin/plugin.go` `cmdAdd`).
     pub fn pin(&self) -> Option<Group> {
         let moved = self.v1_ready == Some(false) && self.v3_ready == Some(true);
         (self.v3_served && (!self.v1_served || moved)).then_some(Group::V3)
     }
 }
 
-/// The server's Calico groups and each one's lock (the Kubernetes datastore only); `known` is
-/// a group whose ClusterInformation was read already, with its `datastoreReady`.
+/// The server's Calico groups and each one's lock; `known`: a group whose `datastoreReady` was
+/// read already.
 pub fn read_locks(c: &Cluster, known: (Group, Option<bool>)) -> Result<Locks, ClusterError> {
     let names = served(c)?;
     let ready = |g: Group| -> Result<Option<bool>, ClusterError> {
@@ -207,7 +188,7 @@ pub struct Migration {
 }
 
 impl Migration {
-    /// Whether the components read v3 from now on (`Converged` and `Complete`).
+    /// Whether the components read v3 from now on.
     pub fn switched(&self) -> bool {
         matches!(self.phase.as_str(), "Converged" | "Complete")
     }
@@ -249,9 +230,8 @@ impl Migration {
     }
 }
 
-/// The cluster's `DatastoreMigration`, if one exists (`v1`, else `v1beta1`); none where the
-/// group is not served. Read once per client, and only in the versions the server's discovery
-/// offers (none asked where it offers the group in no version).
+/// The cluster's `DatastoreMigration` (`v1`, else `v1beta1`), read once per client and only in
+/// the versions discovery offers.
 pub fn read_migration(c: &Cluster) -> Result<Option<Migration>, ClusterError> {
     if let Some(m) = c.migration.get() {
         return Ok(m.clone());

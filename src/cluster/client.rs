@@ -26,31 +26,27 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// A connected cluster.
 pub struct Cluster {
     pub client: kube::Client,
-    /// The same client without kube's own retries, for calls whose 429 the caller answers
-    /// itself (an eviction a PodDisruptionBudget refuses), and without its read bound: each
-    /// caller bounds its calls (a node's diags answer may take its build's 45 s).
+    /// The same client without kube's retries (the caller answers a 429 itself: an eviction)
+    /// nor read bound (callers bound each call: a node's diags answer may take 45 s).
     pub client_without_retries: kube::Client,
     pub server: String,
     /// The CA certificates the admin kubeconfig trusts, as PEM (`None` when it has none).
     pub ca_pem: Option<String>,
     rt: tokio::runtime::Runtime,
-    /// The API group Calico's resources are served in, discovered once
-    /// (`calico_api::Group`, `Cluster::calico_group`).
+    /// The API group of Calico's resources, discovered once (`Cluster::calico_group`).
     pub(super) calico_group: std::sync::OnceLock<calico_api::Group>,
-    /// The versions of the DatastoreMigration group the server offers, as the same discovery
-    /// listed them (`read_migration` asks only those).
+    /// The DatastoreMigration group's versions the same discovery listed.
     pub(super) migration_versions: std::sync::OnceLock<Vec<String>>,
     /// The DatastoreMigration as read once (discovery and the facts both want it).
     pub(super) migration: std::sync::OnceLock<Option<calico_api::Migration>>,
     /// The pods on each node as read once, when the client is kept for one look
-    /// (`keep_one_look`); `None` otherwise, when every read asks again.
+    /// (`keep_one_look`).
     one_look: std::sync::Mutex<Option<std::collections::BTreeMap<String, Vec<Pod>>>>,
     /// The server's API group names, listed once (`served` in calico_api.rs).
     pub(super) served_groups: std::sync::OnceLock<Vec<String>>,
     /// The stop that cuts the calls in flight when it is requested (`cut_on`).
     cut: std::sync::OnceLock<crate::duration::Stop>,
-    /// The last `Date` this server sent this client and when it was read, by this process's
-    /// monotonic clock (none yet): `server_clock`.
+    /// The last `Date` this server sent and when it was read, by the monotonic clock.
     server_date: std::sync::Mutex<Option<(i64, std::time::Instant)>>,
 }
 
@@ -61,8 +57,8 @@ thread_local! {
 }
 
 /// While the answer lives, a call this thread makes is cut when `stop` is requested (one
-/// `verify` run's own stop, which a lease it lost requests alone, among runs that share the
-/// client). Calls begun after the request are cut by the client's stop (`cut_on`) alone.
+/// `verify` run's, among runs that share the client); calls begun after are cut by the
+/// client's stop (`cut_on`) alone.
 pub fn cut_here(stop: &crate::duration::Stop) -> CutHere {
     CutHere(CUT_HERE.with(|c| c.replace(Some(stop.clone()))))
 }
@@ -78,8 +74,8 @@ impl Drop for CutHere {
     }
 }
 
-/// Ends once `cut` is requested (never without one): looked at every 50 ms, the stop being a
-/// flag and a condvar, not a future.
+/// Ends once `cut` is requested (never without one), looked at every 50 ms (a stop is no
+/// future).
 async fn requested(cut: Option<&crate::duration::Stop>) {
     match cut {
         Some(s) => {
@@ -100,6 +96,14 @@ impl std::fmt::Debug for Cluster {
     }
 }
 
+/// The error of the kubeconfig at `path` that cannot be used.
+fn unusable(path: &std::path::Path) -> impl Fn(BoxError) -> ClusterError + Copy + '_ {
+    move |source| ClusterError::Kubeconfig {
+        path: path.to_owned(),
+        source,
+    }
+}
+
 /// A credential plugin the kubeconfig runs, refused unless allowed.
 fn refuse_plugin(
     k: &Kubeconfig,
@@ -116,12 +120,10 @@ fn refuse_plugin(
 }
 
 impl Cluster {
-    /// Connects with the admin kubeconfig at `path`; `env` is the process environment, for
-    /// the proxy variables.
-    /// Several files (a `$KUBECONFIG` list) are merged as kubectl merges them: the first file
-    /// to name a cluster, user or context, or to set `current-context`, wins (kube's
-    /// `Kubeconfig::merge`, which follows client-go `tools/clientcmd/loader.go`
-    /// `ClientConfigLoadingRules.Load`).
+    /// Connects with the admin kubeconfig(s) at `paths` (`env`: for the proxy variables). A
+    /// `$KUBECONFIG` list is merged as kubectl does: the first file to name a cluster, user or
+    /// context, or to set `current-context`, wins (kube's `Kubeconfig::merge`, after client-go
+    /// `tools/clientcmd/loader.go` `ClientConfigLoadingRules.Load`).
     pub fn connect(
         paths: &[std::path::PathBuf],
         env: &std::collections::BTreeMap<String, String>,
@@ -132,16 +134,10 @@ impl Cluster {
                 path: paths.first().cloned().unwrap_or_default(),
             });
         };
-        let bad = |source: BoxError| ClusterError::Kubeconfig {
-            path: path.to_owned(),
-            source,
-        };
+        let bad = unusable(path);
         let mut kubeconfig = Kubeconfig::default();
         for each in paths.iter().filter(|p| p.exists()) {
-            let bad = |source: BoxError| ClusterError::Kubeconfig {
-                path: each.to_owned(),
-                source,
-            };
+            let bad = unusable(each);
             let text = crate::files::read_text_capped(each, crate::files::SMALL_FILE_CAP)
                 .map_err(|e| bad(e.into()))?;
             refuse_control_in_token_text(&text).map_err(bad)?;
@@ -154,19 +150,15 @@ impl Cluster {
         Self::from_kubeconfig(kubeconfig, env).map_err(bad)
     }
 
-    /// Connects with a kubeconfig kept on the node (`OnHost`, read through the host's files):
-    /// the files it names are put in it, so the Kubernetes client opens no path of its own.
-    /// The same checks as `connect`.
+    /// Connects with a kubeconfig kept on the node, the files it names put in it (the client
+    /// opens no path of its own); the same checks as `connect`.
     pub fn connect_on_host(
         k: &OnHost,
         env: &std::collections::BTreeMap<String, String>,
         allow_exec_plugin: bool,
     ) -> Result<Self, ClusterError> {
         let named = PathBuf::from(&k.path);
-        let bad = |source: BoxError| ClusterError::Kubeconfig {
-            path: named.clone(),
-            source,
-        };
+        let bad = unusable(&named);
         refuse_control_in_token_text(&k.text).map_err(bad)?;
         refuse_expired_token_text(&named, &k.text)?;
         let mut kubeconfig = Kubeconfig::from_yaml(&k.text).map_err(|e| bad(Box::new(e)))?;
@@ -175,9 +167,7 @@ impl Cluster {
         Self::from_kubeconfig(kubeconfig, env).map_err(bad)
     }
 
-    /// Connects as the pod's service account, from its mounted token and CA (`sa.dir`) and the
-    /// API server Kubernetes names in the pod's environment. The token file is read again as
-    /// the kubelet renews it.
+    /// Connects as the pod's service account (its token file read again as kubelet renews it).
     pub fn connect_in_cluster(
         sa: &InCluster,
         env: &std::collections::BTreeMap<String, String>,
@@ -195,10 +185,7 @@ impl Cluster {
             },
             None,
         );
-        Self::from_kubeconfig(kubeconfig, env).map_err(|source| ClusterError::Kubeconfig {
-            path: sa.dir.join("token"),
-            source,
-        })
+        Self::from_kubeconfig(kubeconfig, env).map_err(unusable(&sa.dir.join("token")))
     }
 
     /// Connects with a kubeconfig's text read from the node (`path` names it in errors); a
@@ -209,28 +196,21 @@ impl Cluster {
         env: &std::collections::BTreeMap<String, String>,
         allow_exec_plugin: bool,
     ) -> Result<Self, ClusterError> {
-        let bad = |source: BoxError| ClusterError::Kubeconfig {
-            path: path.into(),
-            source,
-        };
+        let bad = unusable(path.as_ref());
         let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| bad(Box::new(e)))?;
         refuse_plugin(&kubeconfig, path.as_ref(), allow_exec_plugin)?;
         Self::from_kubeconfig(kubeconfig, env).map_err(bad)
     }
 
-    /// Connects as calico-node: its kubeconfig's text (`path` names it in errors) with its
-    /// current user's credential replaced by `token`, so nothing the kubeconfig names is run
-    /// or read for it.
+    /// Connects as calico-node: its kubeconfig's text with its current user's credential
+    /// replaced by `token`, so nothing the kubeconfig names is run or read.
     pub fn connect_as_node(
         path: &str,
         text: &str,
         token: &credentials::Token,
         env: &std::collections::BTreeMap<String, String>,
     ) -> Result<Self, ClusterError> {
-        let bad = |source: BoxError| ClusterError::Kubeconfig {
-            path: path.into(),
-            source,
-        };
+        let bad = unusable(path.as_ref());
         let mut kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| bad(Box::new(e)))?;
         let user = current_context(&kubeconfig).and_then(|c| c.user.clone());
         let auth = user
@@ -243,8 +223,7 @@ impl Cluster {
         Self::from_kubeconfig(kubeconfig, env).map_err(bad)
     }
 
-    /// The clients for a kubeconfig, bounded as every call is; `env` is the process
-    /// environment, for the proxy variables.
+    /// The clients for a kubeconfig, bounded as every call is.
     fn from_kubeconfig(
         kubeconfig: Kubeconfig,
         env: &std::collections::BTreeMap<String, String>,
@@ -268,8 +247,7 @@ impl Cluster {
             let _guard = rt.enter();
             let mut bare = config.clone();
             bare.default_retry = false;
-            // Its callers bound each call themselves (`call`; a node's `--node-timeout`): a
-            // node's diags answer comes only once its bundle is built (up to 45 s).
+            // Its callers bound each call (see `client_without_retries`).
             bare.read_timeout = None;
             let guarded = |c: kube::Config| -> Result<kube::Client, kube::Error> {
                 Ok(kube::client::ClientBuilder::try_from(c)?
@@ -296,9 +274,8 @@ impl Cluster {
         })
     }
 
-    /// From now on, the pods on a node are read once for this client: one look at the node
-    /// (`status`), whose judges all read the same pods. Not for commands that change what
-    /// they read (a drain, a repair) and read it again.
+    /// From now on, the pods on a node are read once for this client (`status`'s one look);
+    /// not for commands that change them and read again (a drain, a repair).
     pub fn keep_one_look(&self) {
         if let Ok(mut memo) = self.one_look.lock() {
             memo.get_or_insert_with(Default::default);
@@ -324,8 +301,7 @@ impl Cluster {
         }
     }
 
-    /// Runs `fut` to its end on the client's runtime: for work that bounds its own time and
-    /// answers (`diags_gather`, whose many calls each have their own deadline).
+    /// Runs `fut` to its end on the client's runtime: for work that bounds its own time.
     pub fn run<F: Future>(&self, fut: F) -> F::Output {
         self.rt.block_on(fut)
     }
@@ -340,31 +316,29 @@ impl Cluster {
         self.call_within(CALL_TIMEOUT, (verb, resource), fut)
     }
 
-    /// The API server's time now by the last `Date` it sent, moved on by this process's
-    /// monotonic clock (`clock_since`), never by the wall clock, which may be stepped; `None`
-    /// before one came, or when it was read `fresh` or longer ago (CLOCK_MONOTONIC does not
-    /// count a suspend: rust-lang/rust#79462); the caller judges by age then.
+    /// The API server's time now by the last `Date` it sent, moved on by the monotonic clock
+    /// (`clock_since`), never the wall clock; `None` before one came, or when read `fresh` or
+    /// longer ago (CLOCK_MONOTONIC does not count a suspend: rust-lang/rust#79462).
     pub fn server_clock(&self, fresh: Duration) -> Option<i64> {
         let last = *self.server_date.lock().unwrap_or_else(|e| e.into_inner());
         last.and_then(|anchor| clock_since(anchor, std::time::Instant::now(), fresh))
     }
 
-    /// A `Date` of this server read (`server_s`), now.
+    /// A `Date` of this server (`server_s`) read now.
     pub fn note_server_date(&self, server_s: i64) {
         let mut last = self.server_date.lock().unwrap_or_else(|e| e.into_inner());
         *last = Some((server_s, std::time::Instant::now()));
     }
 
-    /// From now on, a call in flight when `stop` is requested ends at once, as a call that
-    /// timed out: a stopped `verify` must delete what it made within the 5 s a HostProcess
-    /// container's process is left after its stop (`host::stop`). Calls begun after the
-    /// request (that clean-up) run as usual. The first stop given stays.
+    /// From now on, a call in flight when `stop` is requested ends at once, as a timeout: a
+    /// stopped `verify` must clean up within the 5 s a HostProcess container is left after its
+    /// stop (`host::stop`); calls begun after run as usual. The first stop given stays.
     pub fn cut_on(&self, stop: &crate::duration::Stop) {
         let _ = self.cut.set(stop.clone());
     }
 
-    /// `call_within`, never begun or ended at once when `stop` is (or is) requested: a lease's
-    /// renewal, which a stopped run no longer needs.
+    /// `call_within`, not begun, or ended at once, when `stop` is requested (a lease's
+    /// renewal, which a stopped run no longer needs).
     pub fn call_unless<T>(
         &self,
         stop: &crate::duration::Stop,
@@ -375,8 +349,7 @@ impl Cluster {
         self.call_cut(Some(stop), within, what, fut)
     }
 
-    /// `call`, bounded by what is left until `until` (nothing left: not sent, a timeout): a
-    /// step whose every call shares one bound (a stopped run's clean-up).
+    /// `call`, bounded by what is left until `until` (nothing left: not sent, a timeout).
     pub fn call_by<T>(
         &self,
         until: std::time::Instant,
@@ -408,8 +381,7 @@ impl Cluster {
         fut: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, ClusterError> {
         let here = CUT_HERE.with(|c| c.borrow().clone());
-        // The first stop not yet requested: a run's own, else the client's (Ctrl-C, a
-        // container's stop), which still cuts a stopped run's clean-up.
+        // The first stop not yet requested: a run's own, else the client's (Ctrl-C).
         let cut = [here.as_ref(), self.cut.get()]
             .into_iter()
             .flatten()
@@ -482,9 +454,8 @@ impl Cluster {
         }
     }
 
-    /// Lists `api` a page of `PAGE` objects at a time (each page well under the answer cap),
-    /// giving each page's items to `each`; `Ok(false)` when the resource does not exist. A
-    /// server that keeps sending continue tokens is stopped after `PAGES_CAP` pages.
+    /// Lists `api` `PAGE` objects at a time, each page's items to `each`; `Ok(false)` when the
+    /// resource does not exist; stopped after `PAGES_CAP` pages.
     pub fn for_each_page<E: From<ClusterError>>(
         &self,
         api: &kube::Api<kube::api::DynamicObject>,
@@ -495,8 +466,8 @@ impl Cluster {
         self.for_each_page_of(api, what, &base, each)
     }
 
-    /// `for_each_page` of any kind, with `base`'s selectors and page size (`limit`), as
-    /// kubectl pages a list (apimachinery `ListOptions`: `limit`, then `continue`).
+    /// `for_each_page` of any kind, with `base`'s selectors and `limit`, as kubectl pages a
+    /// list (apimachinery `ListOptions`: `limit`, then `continue`).
     pub fn for_each_page_of<K, E>(
         &self,
         api: &kube::Api<K>,
@@ -542,7 +513,6 @@ impl Cluster {
     }
 }
 
-/// An answer with 404 as `None`.
 fn found<T>(answer: Result<T, ClusterError>) -> Result<Option<T>, ClusterError> {
     match answer {
         Err(e) if e.is_not_found() => Ok(None),
@@ -550,9 +520,8 @@ fn found<T>(answer: Result<T, ClusterError>) -> Result<Option<T>, ClusterError> 
     }
 }
 
-/// The server's time at `now` from a `Date` of `server_s` read at `read`: whole seconds
-/// passed since on the monotonic clock, which no wall-clock step moves; `None` once `fresh`
-/// or more passed (a suspend in between would not be counted).
+/// The server's time at `now` from a `Date` of `server_s` read at `read`, by the monotonic
+/// clock; `None` once `fresh` or more passed.
 pub fn clock_since(
     (server_s, read): (i64, std::time::Instant),
     now: std::time::Instant,
@@ -571,30 +540,23 @@ mod server_clock_tests {
     use std::time::{Duration, Instant};
 
     /// A server `Date` read 9 s ago (by the monotonic clock) is 9 s on now, whatever this
-    /// host's wall clock did meanwhile; instants made up, no time passes.
+    /// host's wall clock did meanwhile; one as old as the renewal interval (`fresh`) or older
+    /// is not moved on: the monotonic clock does not count a suspend (a VM paused), so the
+    /// caller judges by age. Instants made up, no time passes.
     #[test]
-    fn the_servers_time_moves_on_by_the_monotonic_clock_from_its_last_date() {
+    fn the_servers_time_moves_on_by_the_monotonic_clock_from_a_fresh_date_only() {
         let fresh = Duration::from_secs(15);
         let read = Instant::now();
         let server = 1_800_000_000;
-        assert_eq!(clock_since((server, read), read, fresh), Some(server));
-        let later = read + Duration::from_millis(9_400);
-        assert_eq!(clock_since((server, read), later, fresh), Some(server + 9));
+        let at = |now: Instant| clock_since((server, read), now, fresh);
+        let aged = |ms: u64| at(read + Duration::from_millis(ms));
+        assert_eq!(at(read), Some(server));
+        assert_eq!(aged(9_400), Some(server + 9));
+        assert_eq!(aged(14_000), Some(server + 14));
+        assert_eq!(aged(15_000), None);
+        assert_eq!(aged(90_000), None);
         // An instant before the read (never, but bounded): the `Date` itself.
+        let later = read + Duration::from_millis(9_400);
         assert_eq!(clock_since((server, later), read, fresh), Some(server));
-    }
-
-    /// An anchor as old as the renewal interval or older is not moved on: the monotonic
-    /// clock does not count a suspend (a VM paused), so it may be behind the server's by the
-    /// pause; the caller judges by age (no expiry written). Instants made up.
-    #[test]
-    fn an_anchor_older_than_the_renewal_interval_gives_no_server_time() {
-        let fresh = Duration::from_secs(15);
-        let read = Instant::now();
-        let server = 1_800_000_000;
-        let aged = |s: u64| clock_since((server, read), read + Duration::from_secs(s), fresh);
-        assert_eq!(aged(14), Some(server + 14));
-        assert_eq!(aged(15), None);
-        assert_eq!(aged(90), None);
     }
 }

@@ -1,8 +1,7 @@
 //! Draining a node as `kubectl drain` does: cordon it, evict its pods through the Eviction API
-//! (DaemonSet and mirror pods stay; pods without a controller need `--force`, pods with
-//! emptyDir data `--delete-emptydir-data`), a bounded number of requests in flight over reused
-//! connections, refusals answered as kubectl answers them (eviction.rs); wait until the pods
-//! are gone; and wait for the node to be Ready again.
+//! (DaemonSet and mirror pods stay; pods without a controller need `--force`, with emptyDir
+//! data `--delete-emptydir-data`; refusals answered in eviction.rs), wait until they are gone,
+//! and for the node to be Ready again.
 
 use super::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
@@ -38,8 +37,8 @@ fn default_concurrency() -> usize {
     DEFAULT_CONCURRENCY
 }
 
-/// What a drain's waits watch: the command's stop (Ctrl-C), which ends them as a timeout
-/// would but at once, and where they say how they go.
+/// What a drain's waits watch: the command's stop (Ctrl-C), which ends them at once, and where
+/// they say how they go.
 pub struct Watch<'a> {
     pub stop: &'a Stop,
     pub say: &'a mut dyn FnMut(&str),
@@ -194,7 +193,7 @@ fn list(pods: &[PodRef]) -> String {
 }
 
 /// The pod's controller, if it has one.
-pub(super) fn controller(
+pub(crate) fn controller(
     p: &Pod,
 ) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
     p.metadata
@@ -221,9 +220,8 @@ pub(super) fn pod_ref(p: &Pod) -> PodRef {
     }
 }
 
-/// Sorts the pods of a node as `kubectl drain` does: DaemonSet pods (their controller would
-/// put them back at once) and mirror pods (kubelet's static pods) stay; pods with a controller
-/// are evicted; the rest need `--force`.
+/// Sorts the pods of a node as `kubectl drain` does: DaemonSet and mirror pods stay; pods
+/// with a controller are evicted; the rest need `--force`.
 pub fn select(pods: &[Pod]) -> Selection {
     let mut s = Selection::default();
     for p in pods {
@@ -285,8 +283,8 @@ pub fn set_cordoned(c: &Cluster, node: &NodeName, on: bool) -> Result<(), Cluste
     )
 }
 
-/// The Eviction object for a pod. kube's own `evict` sends `delete_options`, which the API
-/// server ignores, so the grace period would be lost; this is the documented body.
+/// The Eviction object for a pod, as documented: kube's `evict` sends `delete_options`, which
+/// the API server ignores, losing the grace period.
 pub fn eviction_body(pod: &PodRef, grace_period: Option<u32>) -> serde_json::Value {
     let mut body = serde_json::json!({
         "apiVersion": "policy/v1",
@@ -352,9 +350,8 @@ pub fn wait_ready(
     .map_err(|e| e.stopped_at(node, &[]))
 }
 
-/// The DaemonSet pods of a node that have a network of their own: what a drain leaves (their
-/// DaemonSet would put them back at once) but a network made again leaves without one.
-/// hostNetwork pods (kube-proxy, Calico's own HostProcess pods) and mirror pods stay.
+/// The DaemonSet pods of a node with a network of their own: a drain leaves them, but a
+/// network made again leaves them without one. hostNetwork and mirror pods stay.
 pub fn networked_daemons(pods: &[Pod]) -> Vec<PodRef> {
     pods.iter()
         .filter(|p| controller(p).is_some_and(|o| o.kind == "DaemonSet"))

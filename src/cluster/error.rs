@@ -1,5 +1,4 @@
-//! Why the cluster could not be used: the error every call gives, what kube's errors are
-//! taken for (a wait that ran out, an answer that cannot be used, a certificate's dates).
+//! Why the cluster could not be used, and what kube's errors are taken for.
 
 use super::guard;
 use std::path::PathBuf;
@@ -86,9 +85,7 @@ impl ClusterError {
             ClusterError::Api { code: 401, .. } => {
                 "the kubeconfig's credentials were rejected: renew the token or pass another kubeconfig with --kubeconfig".into()
             }
-            // Who refused (`forbidden::judge`): only the authorizer's refusal names a missing
-            // right; a message in no form known (another admission plugin's, another
-            // authorizer's) names none.
+            // Only the authorizer's refusal (`forbidden::judge`) names a missing right.
             ClusterError::Api { code: 403, verb, resource, message, .. } => {
                 use super::forbidden::{self, Forbidden};
                 match forbidden::judge(message) {
@@ -131,15 +128,14 @@ pub fn cause_of<T: std::error::Error + 'static>(e: &kube::Error) -> Option<&T> {
     None
 }
 
-/// Whether kube's error is a wait that ran out: the client's read or connect timeout
-/// (`read_timeout`, `connect_timeout`, which hyper-timeout reports as an I/O `TimedOut`), not
-/// a server that cannot be reached.
+/// Whether kube's error is the client's read or connect timeout (hyper-timeout's I/O
+/// `TimedOut`), not a server that cannot be reached.
 pub(super) fn is_timeout(e: &kube::Error) -> bool {
     cause_of::<std::io::Error>(e).is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
 }
 
 /// Whether kube's error is an answer that came but cannot be used (not JSON, too long, not
-/// the JSON expected), rather than no answer.
+/// the JSON expected).
 pub(super) fn is_bad_answer(e: &kube::Error) -> bool {
     matches!(e, kube::Error::SerdeError(_))
         || cause_of::<guard::NotJson>(e).is_some()
@@ -147,10 +143,9 @@ pub(super) fn is_bad_answer(e: &kube::Error) -> bool {
         || cause_of::<guard::Truncated>(e).is_some()
 }
 
-/// A server certificate refused for its dates, said with dates: rustls says it in Unix
-/// seconds ("verification time 1795449087 (UNIX), but certificate is not valid after ...").
-/// rustls's error sits inside an `io::Error`, whose `source()` skips it, so each link is
-/// looked into as well.
+/// A server certificate refused for its dates, said with dates (rustls says Unix seconds).
+/// rustls's error sits inside an `io::Error`, whose `source()` skips it: each link is looked
+/// into as well.
 pub(super) fn certificate_time(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     use rustls::CertificateError::{ExpiredContext, NotValidYetContext};
     let show = |t: rustls::pki_types::UnixTime| {

@@ -11,8 +11,8 @@ use std::time::Duration;
 /// The most of etcd's /health answer that is read (docs/security.md).
 pub const HEALTH_CAP: u64 = 64 << 10;
 
-/// The files under `<install_root>\\etcd-tls`, as Calico's quickstart wrote them: the secret's
-/// key, the file name, and the setting that points at it.
+/// The files under `<install_root>\\etcd-tls` as Calico's quickstart wrote them: the secret's
+/// key, the file, the setting naming it.
 pub const TLS_FILES: [(&str, &str, &str); 3] = [
     ("etcd-key", "server.key", "etcd.key_file"),
     ("etcd-cert", "server.crt", "etcd.cert_file"),
@@ -197,8 +197,7 @@ pub fn health(endpoint: &str, files: &EtcdTlsFiles, timeout: Duration) -> Result
         authority,
         &[("User-Agent", "calicoctl-win")],
     );
-    // etcd's /health answer is a few dozen bytes: more than the cap is not etcd's. A clean
-    // close after the body is how `Connection: close` ends.
+    // etcd's /health answer is a few dozen bytes: more than the cap is not etcd's.
     let deadline = std::time::Instant::now() + timeout.saturating_mul(2);
     let answer = crate::http1::exchange(&mut stream, &request, HEALTH_CAP, deadline)
         .map_err(|e| classify(endpoint, e, timed_out))?;
@@ -249,8 +248,7 @@ fn classify(endpoint: &str, e: std::io::Error, timed_out: impl Fn() -> EtcdError
             endpoint: endpoint.into(),
             why,
         },
-        // A server that drops the connection during the handshake, without an alert, also
-        // refused the certificate as far as the client can tell.
+        // A connection dropped in the handshake without an alert: refused, as far as seen.
         _ if e.kind() == std::io::ErrorKind::ConnectionReset => EtcdError::ClientCertRefused {
             endpoint: endpoint.into(),
             why,
@@ -285,7 +283,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn files_that_are_not_pem_are_named() {
+    fn files_that_are_not_pem_are_named_and_the_key_is_not_shown() {
         let files = EtcdTlsFiles {
             key: b"not a key".to_vec(),
             cert: b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".to_vec(),

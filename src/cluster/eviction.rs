@@ -1,10 +1,9 @@
-//! The evictions of a drain, answered as `kubectl drain` answers them (kubernetes
-//! `staging/src/k8s.io/kubectl/pkg/drain/drain.go`, `evictPods`, at commit 168c15a3): accepted,
-//! gone (404), asked again on a 429 and, in a namespace being deleted (403 with the cause
-//! `NamespaceTerminating`), waited for when the pod is already being deleted or asked again
-//! when it is not; any other answer ends the drain.
-//! A 429 is asked again after its `Retry-After` (client-go `rest/with_retry.go`, `checkWait`),
-//! else after kubectl's 5 s; each pod at its own time, as kubectl's goroutine per pod.
+//! The evictions of a drain, answered as `kubectl drain` does (kubernetes
+//! `staging/src/k8s.io/kubectl/pkg/drain/drain.go` `evictPods`, at 168c15a3): accepted, gone
+//! (404), asked again on a 429 after its `Retry-After` (client-go `rest/with_retry.go`
+//! `checkWait`) else kubectl's 5 s, each pod at its own time; in a namespace being deleted (403,
+//! cause `NamespaceTerminating`) waited for when already being deleted, else asked again; any
+//! other answer ends the drain.
 
 use super::drain::{DrainError, DrainOptions, PodRef, Watch, eviction_body, pod_ref, pods_on};
 use super::{Cluster, ClusterError};
@@ -17,15 +16,12 @@ use std::time::{Duration, Instant};
 /// `NamespaceTerminating` for a pod not yet being deleted: "will retry after 5s".
 pub(super) const KUBECTL_RETRY: Duration = Duration::from_secs(5);
 
-/// The longest `Retry-After` obeyed at once. kube-apiserver sends 1 s or 10 s, but the header is
-/// any number a proxy in between may write, and it is added to `Instant`s below, which panics
-/// past the clock's range; the drain's own timeout bounds the wait either way (client-go has
-/// no cap).
+/// The longest `Retry-After` obeyed (kube-apiserver sends 1 s or 10 s): it is added to
+/// `Instant`s, which panic past the clock's range; the drain's timeout bounds the wait anyway.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
-/// The status cause kube-apiserver's NamespaceLifecycle admission adds to the 403 refusing a
-/// create (an eviction is one) in a namespace being deleted (k8s.io/api `core/v1`
-/// `NamespaceTerminatingCause`).
+/// The cause NamespaceLifecycle admission gives the 403 refusing a create (an eviction is one)
+/// in a namespace being deleted (k8s.io/api `core/v1` `NamespaceTerminatingCause`).
 const NAMESPACE_TERMINATING: &str = "NamespaceTerminating";
 
 /// What became of one eviction request.
@@ -33,22 +29,21 @@ const NAMESPACE_TERMINATING: &str = "NamespaceTerminating";
 enum Evicted {
     Accepted,
     Gone,
-    /// 429: asked again `after` (the `Retry-After` header, else kubectl's 5 s). `budget` is a
-    /// PodDisruptionBudget's refusal (a `DisruptionBudget` cause); `None` when the server
-    /// sheds load (API Priority and Fairness), or the request was held back because it had.
+    /// 429: asked again `after`. `budget`: a PodDisruptionBudget's refusal (a
+    /// `DisruptionBudget` cause); `None` when the server sheds load (API Priority and
+    /// Fairness), or the request was held back because it had.
     TooMany {
         budget: Option<String>,
         after: Duration,
     },
-    /// 403 with a `NamespaceTerminating` cause: the pod's namespace is being deleted.
     NamespaceTerminating(String),
-    /// Another answer: the status code and the server's message.
+    /// Another answer: its code and message.
     Failed(u16, String),
 }
 
-/// Reads an eviction answer as the API server sends it: a budget's 429 names a
-/// `DisruptionBudget` cause (kube-apiserver `pkg/registry/core/pod/storage/eviction.go`), its
-/// wait in the `Retry-After` header, which client-go reads alone.
+/// An eviction's answer: a budget's 429 names a `DisruptionBudget` cause (kube-apiserver
+/// `pkg/registry/core/pod/storage/eviction.go`); the wait is the `Retry-After` header alone, as
+/// client-go reads it.
 fn answer(code: u16, retry_after: Option<&str>, body: &[u8]) -> Evicted {
     let status: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
     let message = status["message"].as_str().unwrap_or_default().to_owned();
@@ -102,8 +97,13 @@ async fn evict_one(
         .unwrap_or_default()
         .filter(|left| !left.is_zero());
     if let Some(after) = held {
-        let budget = None;
-        return (pod, Ok(Evicted::TooMany { budget, after }));
+        return (
+            pod,
+            Ok(Evicted::TooMany {
+                budget: None,
+                after,
+            }),
+        );
     }
     let path = format!(
         "/api/v1/namespaces/{}/pods/{}/eviction",
@@ -167,17 +167,16 @@ async fn evict_round(
     Ok(out)
 }
 
-/// What the evictions came to: the pods this drain evicted, and those it found already being
-/// deleted with their namespace (kubectl waits for both to go; only the first are ours).
+/// The pods this drain evicted, and those found leaving with their namespace (kubectl waits
+/// for both; only the first are ours).
 #[derive(Default)]
 pub(super) struct Evictions {
     pub evicted: Vec<PodRef>,
     pub leaving: Vec<PodRef>,
 }
 
-/// Evicts `pods` (at most `opts.concurrency` requests at once; refusals retried) and waits
-/// until they are gone, with those found leaving with their namespace, within `opts.timeout`;
-/// a stop ends either wait at once. Returns how many were evicted.
+/// Evicts `pods` and waits until they (and those leaving with their namespace) are gone, all
+/// within `opts.timeout`; a stop ends either wait at once. Returns how many were evicted.
 pub fn evict_and_wait(
     c: &Cluster,
     node: &NodeName,
@@ -207,9 +206,8 @@ fn timed_out(
     }
 }
 
-/// Waits until the evicted pods, and those leaving with their namespace, are gone from the
-/// node, for what is `left` of the drain's timeout. Evicted pods terminate in their own time;
-/// a pod of the same name with another uid is a successor elsewhere, not the one evicted.
+/// Waits, for what is `left` of the timeout, until those pods are gone from the node; one of
+/// the same name with another uid is a successor, not the one evicted.
 fn wait_gone(
     c: &Cluster,
     node: &NodeName,
@@ -252,7 +250,7 @@ fn wait_gone(
 }
 
 /// Evicts the pods until each is accepted, gone or leaving with its namespace, asking again
-/// those refused for now, each at its own time, until the timeout.
+/// those refused for now, each at its own time.
 pub(super) fn evict_all(
     c: &Cluster,
     node: &NodeName,
@@ -301,7 +299,6 @@ pub(super) fn evict_all(
     Ok(done)
 }
 
-/// Why an eviction is asked again.
 enum Refused {
     Budget(String),
     Overloaded,
@@ -340,9 +337,8 @@ fn refusals(why: &BTreeMap<String, Refused>) -> String {
 }
 
 /// A pod refused in a namespace being deleted, read again: whether the namespace controller
-/// has marked it deleted since it was listed (`Some(true)`: waited for), or `None` when it is
-/// gone (404, or another pod under its name). kubectl's `evictPods` has a `refreshPod` for
-/// this that it never sets (168c15a3 `drain.go`).
+/// marked it deleted since it was listed; `None` when it is gone. (kubectl's `evictPods` has a
+/// `refreshPod` for this that it never sets.)
 fn marked(c: &Cluster, pod: &PodRef) -> Result<Option<bool>, ClusterError> {
     let api: kube::Api<k8s_openapi::api::core::v1::Pod> =
         kube::Api::namespaced(c.client.clone(), &pod.namespace);
@@ -382,11 +378,11 @@ fn sort_round(
             }
             Ok(Evicted::NamespaceTerminating(m)) => match marked(c, &pod)? {
                 Some(true) => {
-                    let deleting = true;
-                    done.leaving.push(PodRef {
-                        deleting,
+                    let deleting = PodRef {
+                        deleting: true,
                         ..pod.clone()
-                    });
+                    };
+                    done.leaving.push(deleting);
                     None
                 }
                 Some(false) => Some((Refused::NamespaceTerminating(m), KUBECTL_RETRY)),
@@ -431,59 +427,57 @@ mod tests {
     use super::*;
 
     /// kubectl's pace for a 429 (client-go waits out a Retry-After header; evictPods' 5 s when
-    /// there is none), whether a budget refused or the server shed load; the cause tells which.
+    /// there is none), whether a budget refused or the server shed load, the cause telling
+    /// which; NamespaceLifecycle's 403 (a `NamespaceTerminating` cause) told from RBAC's,
+    /// which ends the drain.
     #[test]
-    fn a_429_waits_its_retry_after_header_else_kubectls_5_s() {
+    fn each_eviction_answer_is_read_as_kubectl_reads_it() {
         // checkAndDecrement with no disruption allowed: NewTooManyRequests(..., 0), no header.
         let budget = br#"{"kind":"Status","message":"Cannot evict pod as it would violate the pod's disruption budget.","reason":"TooManyRequests","details":{"causes":[{"reason":"DisruptionBudget","message":"The disruption budget web needs 2 healthy pods and has 2 currently"}]},"code":429}"#;
-        assert!(matches!(
-            answer(429, None, budget),
-            Evicted::TooMany { budget: Some(m), after } if m.contains("needs 2 healthy pods") && after == KUBECTL_RETRY
-        ));
-        // createTooManyRequestsError: Retry-After 10, which client-go waits out.
-        assert!(matches!(
-            answer(429, Some("10"), budget),
-            Evicted::TooMany { budget: Some(_), after } if after == Duration::from_secs(10)
-        ));
         let overloaded = br#"{"kind":"Status","message":"Too many requests, please try again later.","reason":"TooManyRequests","details":{"retryAfterSeconds":3},"code":429}"#;
+        let terminating = br#"{"kind":"Status","status":"Failure","message":"pods \"web\" is forbidden: unable to create new content in namespace doomed because it is being terminated","reason":"Forbidden","details":{"name":"web","kind":"pods","causes":[{"reason":"NamespaceTerminating","message":"namespace doomed is being terminated","field":"metadata.namespace"}]},"code":403}"#;
+        let rbac = br#"{"kind":"Status","message":"pods \"web\" is forbidden: User \"x\" cannot create resource \"pods/eviction\"","reason":"Forbidden","code":403}"#;
+        let said = "Cannot evict pod as it would violate the pod's disruption budget. (The disruption budget web needs 2 healthy pods and has 2 currently)";
+        let refused = |after| Evicted::TooMany {
+            budget: Some(said.into()),
+            after,
+        };
         let too_many = |after| Evicted::TooMany {
             budget: None,
             after,
         };
-        assert_eq!(
-            answer(429, Some("2"), overloaded),
-            too_many(Duration::from_secs(2)),
-            "the header, as client-go reads it"
-        );
-        assert_eq!(
-            answer(429, None, overloaded),
-            too_many(KUBECTL_RETRY),
-            "client-go reads no Retry-After from the body"
-        );
-        assert_eq!(answer(429, None, b"not json"), too_many(KUBECTL_RETRY));
-        assert_eq!(answer(429, Some("86400"), b"{}"), too_many(MAX_RETRY_AFTER));
         let endless = u64::MAX.to_string();
-        assert_eq!(
-            answer(429, Some(&endless), b"{}"),
-            too_many(MAX_RETRY_AFTER)
-        );
-        assert_eq!(answer(201, None, b"{}"), Evicted::Accepted);
-        assert_eq!(answer(404, None, b"{}"), Evicted::Gone);
-        assert!(
-            matches!(answer(500, None, br#"{"message":"boom"}"#), Evicted::Failed(500, m) if m == "boom")
-        );
-    }
-
-    /// The NamespaceLifecycle admission's 403 (a `NamespaceTerminating` cause) is told from
-    /// another 403 (RBAC's, which ends the drain).
-    #[test]
-    fn a_403_in_a_namespace_being_deleted_is_told_by_its_cause() {
-        let terminating = br#"{"kind":"Status","status":"Failure","message":"pods \"web\" is forbidden: unable to create new content in namespace doomed because it is being terminated","reason":"Forbidden","details":{"name":"web","kind":"pods","causes":[{"reason":"NamespaceTerminating","message":"namespace doomed is being terminated","field":"metadata.namespace"}]},"code":403}"#;
+        for (code, retry_after, body, want) in [
+            (429, None, &budget[..], refused(KUBECTL_RETRY)),
+            // createTooManyRequestsError: Retry-After 10, which client-go waits out.
+            (429, Some("10"), budget, refused(Duration::from_secs(10))),
+            (429, Some("2"), overloaded, too_many(Duration::from_secs(2))),
+            // client-go reads no Retry-After from the body.
+            (429, None, overloaded, too_many(KUBECTL_RETRY)),
+            (429, None, b"not json", too_many(KUBECTL_RETRY)),
+            (429, Some("86400"), b"{}", too_many(MAX_RETRY_AFTER)),
+            (429, Some(&endless), b"{}", too_many(MAX_RETRY_AFTER)),
+            (201, None, b"{}", Evicted::Accepted),
+            (404, None, b"{}", Evicted::Gone),
+            (
+                500,
+                None,
+                br#"{"message":"boom"}"#,
+                Evicted::Failed(500, "boom".into()),
+            ),
+        ] {
+            let got = answer(code, retry_after, body);
+            assert_eq!(
+                got,
+                want,
+                "{code} {retry_after:?} {}",
+                String::from_utf8_lossy(body)
+            );
+        }
         assert!(matches!(
             answer(403, None, terminating),
             Evicted::NamespaceTerminating(m) if m.contains("being terminated")
         ));
-        let rbac = br#"{"kind":"Status","message":"pods \"web\" is forbidden: User \"x\" cannot create resource \"pods/eviction\"","reason":"Forbidden","code":403}"#;
         assert!(matches!(answer(403, None, rbac), Evicted::Failed(403, _)));
     }
 }

@@ -46,8 +46,7 @@ pub struct Felix {
 pub const FELIX_DEFAULT_VNI: u32 = 4096;
 
 impl Felix {
-    /// The VXLAN VNI Felix uses: `vxlanVNI`, else its default. The one place the default is
-    /// applied: install's check, reconfigure's refusal and status's drift all compare this.
+    /// The VXLAN VNI Felix uses: `vxlanVNI`, else its default (applied here only).
     pub fn vni(&self) -> u32 {
         self.vxlan_vni.unwrap_or(FELIX_DEFAULT_VNI)
     }
@@ -143,15 +142,14 @@ pub struct ClusterFacts {
     /// The Node's first IPv4 `InternalIP` (`status.addresses`), as kubelet posts it.
     pub node_internal_ip: Option<std::net::Ipv4Addr>,
     /// The Calico Node's `spec.bgp.ipv4Address` without its prefix: on the Kubernetes
-    /// datastore, the Node's annotation `projectcalico.org/IPv4Address` (libcalico-go v3.31.0
-    /// `lib/backend/k8s/resources/node.go`, `nodeBgpIpv4AddrAnnotation`), which calico-node's
-    /// start-up writes and Felix sends VXLAN to (`felix/calc/vxlan_resolver.go`).
+    /// datastore the Node's annotation `projectcalico.org/IPv4Address` (libcalico-go v3.31.0
+    /// `lib/backend/k8s/resources/node.go`), which Felix sends VXLAN to
+    /// (`felix/calc/vxlan_resolver.go`).
     pub node_bgp_ipv4: Option<std::net::Ipv4Addr>,
-    /// What the identity may do, one access review per right; `None` when not asked (a command
-    /// that does not show the `rbac` check asks nothing: 23 reviews a `status` once).
+    /// What the identity may do, one access review per right; `None` when not asked (only the
+    /// `rbac` check asks).
     pub permissions: Option<Vec<Permission>>,
-    /// The Node as read (`None` when it does not exist): its readiness and cordon are judged
-    /// from this one read.
+    /// The Node as read, whose readiness and cordon are judged from this one read.
     #[serde(skip)]
     pub node_object: Option<Node>,
 }
@@ -197,17 +195,9 @@ fn spec<'a>(o: &'a DynamicObject, key: &str) -> Option<&'a Value> {
 /// Calico's namespace: `calico-system` for operator installs (it exists), else `kube-system`.
 pub fn calico_namespace(c: &Cluster) -> Result<String, ClusterError> {
     let namespaces: Api<Namespace> = Api::all(c.client.clone());
-    let found = c.call_opt(
-        "get",
-        "namespaces/calico-system",
-        namespaces.get("calico-system"),
-    )?;
-    Ok(if found.is_some() {
-        "calico-system"
-    } else {
-        "kube-system"
-    }
-    .to_owned())
+    let ns = "calico-system";
+    let found = c.call_opt("get", &format!("namespaces/{ns}"), namespaces.get(ns))?;
+    Ok(found.map_or("kube-system", |_| ns).to_owned())
 }
 
 /// The etcd endpoints in Calico's `calico-config` ConfigMap (empty for the Kubernetes
@@ -228,9 +218,8 @@ pub fn etcd_endpoints(c: &Cluster, namespace: &str) -> Result<Vec<String>, Clust
         .unwrap_or_default())
 }
 
-/// Each Calico group's lock on the Kubernetes datastore (`calico_api::read_locks`), the
-/// ClusterInformation already read (its `datastoreReady`, `ready`) counted for its group;
-/// none on etcd.
+/// Each Calico group's lock on the Kubernetes datastore (`calico_api::read_locks`), with the
+/// ClusterInformation's `datastoreReady` already read; none on etcd.
 fn locks(
     c: &Cluster,
     datastore: Option<&str>,
@@ -247,7 +236,7 @@ pub fn gather(c: &Cluster, node: &NodeName, rights: Rights) -> Result<ClusterFac
     gather_knowing(c, node, rights, None)
 }
 
-/// `gather`, with the Node already read by the caller (`Some`), so that it is not read again.
+/// `gather`, with the Node already read by the caller (`Some`).
 pub fn gather_knowing(
     c: &Cluster,
     node: &NodeName,
@@ -355,7 +344,6 @@ pub fn calico_version(c: &Cluster) -> Result<Option<String>, ClusterError> {
         .and_then(version_of))
 }
 
-/// A ClusterInformation's `calicoVersion`.
 fn version_of(info: &DynamicObject) -> Option<String> {
     spec(info, "calicoVersion")?.as_str().map(str::to_owned)
 }
@@ -422,9 +410,8 @@ fn service_cidrs(c: &Cluster) -> Result<Vec<String>, ClusterError> {
     )
 }
 
-/// Whether the kubeconfig's identity may make every API call install, reconfigure,
-/// uninstall, status and preflight make (`rights::INSTALLER`): one access review per verb and
-/// named object.
+/// Whether the identity may make every call of `rights::INSTALLER`: one access review per verb
+/// and named object.
 fn permissions(c: &Cluster, namespace: &str, etcd: bool) -> Result<Vec<Permission>, ClusterError> {
     use super::rights::{Scope, in_group, installer};
     let mut permissions = Vec::new();
@@ -468,9 +455,8 @@ pub struct DatastoreState {
 }
 
 impl ClusterFacts {
-    /// The datastore's migration or lock, if there is one to say: a migration before
-    /// `Complete`, else `datastoreReady: false` (locked for another reason), else a finished
-    /// migration.
+    /// A migration before `Complete`, else `datastoreReady: false` (locked for another
+    /// reason), else a finished migration.
     pub fn datastore_state(&self) -> Option<DatastoreState> {
         let (sentence, under_way) = match (&self.datastore_migration, self.datastore_ready) {
             (Some(m), _) if m.under_way() => (m.sentence(), true),
@@ -487,8 +473,7 @@ impl ClusterFacts {
         })
     }
 
-    /// The settings these facts fill when the user left them unset, by config key: backend,
-    /// datastore, the VXLAN VNI, the IPv4 service CIDRs, the DNS IP and the etcd endpoints.
+    /// The settings these facts fill when the user left them unset, by config key.
     pub fn settings(&self) -> BTreeMap<&'static str, Raw> {
         let mut out = BTreeMap::new();
         let ipv4 = |s: &&String| !s.contains(':');

@@ -19,9 +19,8 @@ pub enum Forbidden {
     Policy { name: String, said: String },
 }
 
-/// The most of what an admission webhook or policy said kept in a hint: it is the cluster's
-/// text, of any length (the Status message is read up to the answer's cap), and the error's
-/// cause keeps it whole.
+/// The most of what an admission webhook or policy said kept in a hint (the cluster's text,
+/// of any length; the error's cause keeps it whole).
 const SAID_CAP: usize = 500;
 
 /// Whether `c` breaks a line: a control character, or Unicode's line and paragraph
@@ -37,8 +36,8 @@ pub(crate) fn bidi_control(c: char) -> bool {
     matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
-/// `said` on one line, what breaks a line as blanks, bidi controls dropped, at most
-/// `SAID_CAP` bytes (cut at a character's boundary, `...` after).
+/// `said` on one line (line breaks as blanks), bidi controls dropped, capped at `SAID_CAP`
+/// bytes on a character's boundary, `...` after.
 fn clean(said: &str) -> String {
     let one: String = said
         .chars()
@@ -69,11 +68,9 @@ pub struct MissingRight {
 }
 
 impl MissingRight {
-    /// The namespace a refusal of one namespace object (`namespaces/NAME`, or its `status`
-    /// or `finalize`) names: kube-apiserver judges such a request in the namespace NAME
-    /// (kubernetes, staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go,
-    /// `NewRequestInfo`: the segment after `namespaces` is the request's namespace), so its
-    /// message's `in the namespace "NAME"` is the object itself.
+    /// The namespace a refusal of one namespace object (`namespaces/NAME`, its `status` or
+    /// `finalize`) names: kube-apiserver judges it in the namespace NAME (kubernetes,
+    /// staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go `NewRequestInfo`).
     fn namespace_object(&self) -> Option<&str> {
         let core_namespaces =
             self.group.is_empty() && self.resource.split('/').next() == Some("namespaces");
@@ -100,12 +97,10 @@ impl MissingRight {
         format!("{} {}{group} {scope}", self.verb, self.resource)
     }
 
-    /// The `kubectl auth can-i` that asks for this right as the identity refused (`--as`: an
-    /// administrator asking for themselves would mostly be told yes). kubectl reads
-    /// `TYPE/NAME` as a resource's name, so a subresource goes in `--subresource`
-    /// (kubectl's `pkg/cmd/auth/cani.go`); `None` when no quoting of the user serves
-    /// PowerShell and sh alike (`quoted_user`). A namespace object is asked for by its name in
-    /// its own namespace, the review kube-apiserver made of the refused request.
+    /// The `kubectl auth can-i` that asks for this right as the identity refused (`--as`), a
+    /// subresource in `--subresource` (kubectl reads `TYPE/NAME` as a name: `pkg/cmd/auth/
+    /// cani.go`), a namespace object by its name in itself; `None` when no quoting of the user
+    /// serves PowerShell and sh alike (`quoted_user`).
     pub fn can_i(&self) -> Option<String> {
         let (resource, sub) = match self.resource.split_once('/') {
             Some((r, sub)) => (r, format!(" --subresource {sub}")),
@@ -117,8 +112,7 @@ impl MissingRight {
             (g, None) => format!("{resource}.{g}"),
         };
         // Without a namespace kubectl asks in the kubeconfig's (cani.go's `Complete`), where a
-        // RoleBinding could answer yes for a right the refusal needed cluster-wide; `-A`
-        // (`--all-namespaces`) asks with none, as the refused request was judged.
+        // RoleBinding could say yes to a right needed cluster-wide; `-A` asks with none.
         let scope = match &self.namespace {
             Some(ns) => format!(" -n {ns}"),
             None => " -A".to_owned(),
@@ -250,10 +244,9 @@ pub fn policy_hint(name: &str) -> String {
     )
 }
 
-/// Whether a 403 in neither form is one of the refusals admission makes of a request the
-/// identity may make (kubernetes, staging/src/k8s.io/apiserver and plugin/pkg/admission):
-/// Pod Security admission's `violates PodSecurity`, a ResourceQuota's `exceeded quota`, and
-/// NamespaceLifecycle's `because it is being terminated`.
+/// Whether a 403 in neither form is admission's refusal of a request the identity may make
+/// (kubernetes, staging/src/k8s.io/apiserver and plugin/pkg/admission): Pod Security's, a
+/// ResourceQuota's, NamespaceLifecycle's.
 pub fn other_admission(message: &str) -> bool {
     [
         "violates PodSecurity",
@@ -335,23 +328,17 @@ mod tests {
         assert!(matches!(judge(unbound), Some(Forbidden::Policy { .. })));
     }
 
-    /// A subresource goes in `--subresource` (kubectl reads `pods/exec` as the pod `exec`).
+    /// A subresource goes in `--subresource` (kubectl reads `pods/exec` as the pod `exec`). A
+    /// refusal of one namespace object is judged in that namespace (kube-apiserver's request
+    /// info): the `can-i` asks for that object there. Its delete is asserted by
+    /// tests/cluster/verify_sweep.rs `a_sweep_refused_by_rbac_names_the_right_it_lacks`.
     #[test]
-    fn can_i_names_a_subresource_apart() {
+    fn can_i_names_a_subresource_apart_and_a_namespace_object_in_itself() {
         let exec = "pods \"p\" is forbidden: User \"u\" cannot create resource \"pods/exec\" in API group \"\" in the namespace \"n\"";
-        let r = right(exec);
         assert_eq!(
-            r.can_i().as_deref(),
+            right(exec).can_i().as_deref(),
             Some("kubectl auth can-i create pods --subresource exec -n n --as u")
         );
-    }
-
-    /// A refusal of one namespace object is judged in that namespace (kube-apiserver's
-    /// request info): the `can-i` asks for that object in that namespace, its subresource
-    /// apart. Its delete is asserted by tests/cluster/verify_sweep.rs
-    /// `a_sweep_refused_by_rbac_names_the_right_it_lacks`.
-    #[test]
-    fn a_namespace_objects_refusal_names_the_namespace_itself() {
         let finalize = "namespaces \"v-1\" is forbidden: User \"u\" cannot update resource \"namespaces/finalize\" in API group \"\" in the namespace \"v-1\"";
         let r = right(finalize);
         assert_eq!(

@@ -1,8 +1,7 @@
 //! Every answer of the API server is bounded and checked before kube reads it: a body longer
-//! than `BODY_CAP` ends in an error naming the cap while it is read (never after it is all in
-//! memory), and a successful answer that is not JSON (a proxy's HTML login page, a load
-//! balancer's text) is reported as what it is, with its status, content type and first
-//! bytes, instead of as a connection failure.
+//! than `BODY_CAP` is an error while it is read, and a successful answer that is not JSON (a
+//! proxy's login page, a load balancer's text) is said as such, with its status, content type
+//! and first bytes, not as a connection failure.
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -91,18 +90,16 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
+        let too_long =
+            |cap: u64| Poll::Ready(Some(Err(Box::new(TooLong { cap: cap as usize }) as _)));
         if this.announced.is_some_and(|n| n > this.cap) {
-            return Poll::Ready(Some(Err(Box::new(TooLong {
-                cap: this.cap as usize,
-            }))));
+            return too_long(this.cap);
         }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 this.read += frame.data_ref().map_or(0, |d| d.len() as u64);
                 if this.read > this.cap {
-                    return Poll::Ready(Some(Err(Box::new(TooLong {
-                        cap: this.cap as usize,
-                    }))));
+                    return too_long(this.cap);
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
@@ -137,7 +134,7 @@ fn is_json(content_type: &str) -> bool {
         .unwrap_or_default()
         .trim()
         .to_ascii_lowercase();
-    media == "application/json" || media.ends_with("+json") || media.contains("protobuf")
+    media == "application/json" || media.ends_with("+json")
 }
 
 /// A pod proxy path (`/api/v1/namespaces/NS/pods/NAME[:PORT]/proxy/...`): the answer is the
@@ -231,23 +228,19 @@ where
 mod tests {
     use super::*;
 
+    /// JSON by its media type; only a pod proxy's answer may be other than JSON.
     #[test]
-    fn only_a_pod_proxys_answer_may_be_other_than_json() {
+    fn json_is_recognised_by_its_media_type_and_a_pod_proxy_by_its_path() {
         assert!(is_pod_proxy(
             "/api/v1/namespaces/n/pods/client-local:8080/proxy/dial"
         ));
         assert!(!is_pod_proxy("/api/v1/namespaces/n/pods/client-local"));
         assert!(!is_pod_proxy("/api/v1/namespaces/n/services/s:80/proxy/x"));
         assert!(!is_pod_proxy("/apis/x/v1/namespaces/n/pods/p/proxy/y"));
-    }
-
-    #[test]
-    fn json_is_recognised_by_its_media_type() {
         for ok in [
             "application/json",
             "application/json; charset=utf-8",
             "application/merge-patch+json",
-            "application/vnd.kubernetes.protobuf",
         ] {
             assert!(is_json(ok), "{ok}");
         }

@@ -43,14 +43,14 @@ pub struct Installation {
     /// `spec.windowsNodes.cniBinDir` and `cniConfigDir` as written.
     pub cni_bin_dir: Option<String>,
     pub cni_config_dir: Option<String>,
-    /// The Installation that sets the DaemonSet's affinity and `windowsDataplane`, which a
-    /// patch of them must change: `overlay` where it sets them, else `default`.
+    /// The Installation a patch of the DaemonSet's affinity (or `windowsDataplane`) must
+    /// change: `overlay` where it sets it, else `default`.
     #[serde(skip)]
     pub affinity_in: &'static str,
     #[serde(skip)]
     pub dataplane_in: &'static str,
-    /// Why the `overlay` Installation could not be read (roles written before calicoctl-win
-    /// read it may not get it): these facts are then `default`'s alone.
+    /// Why the `overlay` Installation could not be read (older roles): the facts are then
+    /// `default`'s alone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overlay_unreadable: Option<String>,
     /// What the operator validates before it renders Windows (`operator_readiness`): the
@@ -76,8 +76,7 @@ pub struct WindowsInputs {
 }
 
 impl WindowsInputs {
-    /// From the Installations' JSON: `overlay`'s field where it sets one, else `default`'s,
-    /// else the one the operator computed into `default`'s `status.computed`.
+    /// `overlay`'s field where set, else `default`'s, else `default`'s `status.computed`.
     fn of(default: &Value, overlay: Option<&Value>) -> Self {
         let pick = |path: &[&str]| {
             overlay
@@ -103,13 +102,7 @@ impl WindowsInputs {
         });
         Self {
             service_cidrs: pick(&["serviceCIDRs"])
-                .and_then(|v| {
-                    v.as_array().map(|a| {
-                        a.iter()
-                            .filter_map(|c| c.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                })
+                .and_then(|v| serde_json::from_value(v).ok())
                 .unwrap_or_default(),
             cni_type: pick(&["cni", "type"]).and_then(|v| v.as_str().map(str::to_owned)),
             ipv4_pool,
@@ -120,18 +113,7 @@ impl WindowsInputs {
 
 impl Default for Installation {
     fn default() -> Self {
-        Self {
-            windows_dataplane: None,
-            provider: None,
-            affinity: None,
-            cni_spec_version: None,
-            cni_bin_dir: None,
-            cni_config_dir: None,
-            affinity_in: DEFAULT,
-            dataplane_in: DEFAULT,
-            overlay_unreadable: None,
-            windows_inputs: WindowsInputs::default(),
-        }
+        Self::of(&Value::Null)
     }
 }
 
@@ -155,9 +137,7 @@ impl Installation {
 
     /// The spec the operator works from: `default`'s, each field `overlay` sets taking its
     /// place (tigera/operator release-v1.44 `pkg/controller/utils/merge.go`
-    /// `OverrideInstallationSpec`, applied by `windows_controller.go` and `core_controller.go`:
-    /// a field set only in the overlay, or set differently, is the overlay's; the fields read
-    /// here are merged one by one, the DaemonSet's affinity as a whole).
+    /// `OverrideInstallationSpec`); the DaemonSet's affinity as a whole.
     pub fn merged(default: &Value, overlay: Option<&Value>) -> Self {
         let pick = |path: &[&str]| -> (Option<Value>, &'static str) {
             match overlay.and_then(|o| at(&o["spec"], path)) {
@@ -213,8 +193,7 @@ impl Installation {
             .is_some_and(|d| d.eq_ignore_ascii_case("HNS"))
     }
 
-    /// Whether the operator's DaemonSet keeps off a node with these labels: its affinity
-    /// excludes our label, and the node carries it.
+    /// Whether the operator's DaemonSet keeps off a node with these labels.
     pub fn keeps_off(&self, labels: &std::collections::BTreeMap<String, String>) -> bool {
         labels.get(LABEL).map(String::as_str) == Some(LABEL_VALUE)
             && self.effective_affinity().is_some_and(|a| excludes(&a))
@@ -235,9 +214,8 @@ impl Installation {
             .or_else(|| provider_affinity(self.provider.as_deref()))
     }
 
-    /// The affinity that also keeps the DaemonSet off labelled nodes; `None` when it does so
-    /// already. Our requirement is added to every required term (terms are ORed, the
-    /// expressions of one ANDed), so every way onto a node needs the label absent.
+    /// The affinity that also keeps the DaemonSet off labelled nodes (`None`: it does already):
+    /// our requirement in every required term (terms are ORed, a term's expressions ANDed).
     pub fn excluding_affinity(&self) -> Option<Value> {
         let mut affinity = self.effective_affinity().unwrap_or_else(|| json!({}));
         if excludes(&affinity) {
@@ -263,9 +241,8 @@ impl Installation {
     }
 }
 
-/// A path of the operator's (`/etc/cni/net.d`) as Windows reads it in a HostProcess container:
-/// rooted without a drive is on the current drive, C: ("Naming Files, Paths, and Namespaces",
-/// Microsoft Learn); slashes as backslashes.
+/// A path of the operator's (`/etc/cni/net.d`) as Windows reads it: rooted without a drive is
+/// on the current drive, C: ("Naming Files, Paths, and Namespaces", Microsoft Learn).
 fn on_system_drive(p: &str) -> String {
     let p = p.replace('/', "\\");
     if p.starts_with('\\') && !p.starts_with("\\\\") {
@@ -300,8 +277,8 @@ fn has_exclusion(term: &Value) -> bool {
         .is_some_and(|e| e.iter().any(|x| x == &exclusion()))
 }
 
-/// Whether an affinity keeps the DaemonSet off every labelled node: it has required terms,
-/// and each carries our requirement.
+/// Whether an affinity keeps the DaemonSet off every labelled node: each of its required
+/// terms (one at least) carries our requirement.
 pub fn excludes(affinity: &Value) -> bool {
     affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
         .as_array()
@@ -337,10 +314,8 @@ pub fn affinity_matches(
     affinity: &Value,
     labels: &std::collections::BTreeMap<String, String>,
 ) -> bool {
-    let Some(terms) = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-        ["nodeSelectorTerms"]
-        .as_array()
-    else {
+    let required = &affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+    let Some(terms) = required["nodeSelectorTerms"].as_array() else {
         return true;
     };
     let holds = |x: &Value| {
@@ -356,19 +331,12 @@ pub fn affinity_matches(
             Some("Exists") => have.is_some(),
             Some("DoesNotExist") => have.is_none(),
             Some(op @ ("Gt" | "Lt")) => {
-                match (
+                let (h, v) = (
                     have.and_then(|h| number(h)),
                     values.first().and_then(|v| number(v)),
-                ) {
-                    (Some(h), Some(v)) => {
-                        if op == "Gt" {
-                            h > v
-                        } else {
-                            h < v
-                        }
-                    }
-                    _ => false,
-                }
+                );
+                h.zip(v)
+                    .is_some_and(|(h, v)| if op == "Gt" { h > v } else { h < v })
             }
             _ => false,
         }
@@ -395,8 +363,7 @@ pub fn read(c: &Cluster) -> Result<Option<Installation>, ClusterError> {
     };
     Ok(Some(match get(OVERLAY) {
         Ok(overlay) => Installation::merged(&default, overlay.as_ref()),
-        // Refused to an identity whose roles name only `default`: said, and refused by
-        // `migrate`, which needs the operator's whole view.
+        // Roles naming only `default`: said, and refused by `migrate`.
         Err(e @ ClusterError::Api { code: 403, .. }) => Installation {
             overlay_unreadable: Some(e.to_string()),
             ..Installation::of(&default)
@@ -405,10 +372,9 @@ pub fn read(c: &Cluster) -> Result<Option<Installation>, ClusterError> {
     }))
 }
 
-/// A JSON merge patch of the Installation `name` (`default` or `overlay`), which must keep
-/// every field it sets: a CRD older than release-v1.32 prunes the Windows fields ("Field
-/// pruning", Kubernetes' CRD docs), so the patch asks for strict field validation (a 400, from
-/// Kubernetes 1.27) and the object returned is checked too.
+/// A JSON merge patch of the Installation `name`, which must keep every field it sets: a CRD
+/// older than release-v1.32 prunes the Windows fields ("Field pruning", Kubernetes' CRD docs),
+/// so it asks for strict field validation (a 400, from 1.27) and checks the object returned.
 pub fn patch_installation(c: &Cluster, name: &str, patch: &Value) -> Result<(), PatchError> {
     let params = PatchParams::default().validation(kube::api::ValidationDirective::Strict);
     let patched = c
@@ -441,11 +407,10 @@ pub fn patch_installation(c: &Cluster, name: &str, patch: &Value) -> Result<(), 
     }
 }
 
-/// Puts back what the merge patch `applied` changed in the Installation `name` (the patch
-/// `restore`), only while every field `applied` set still holds what it set (else `Some` of
-/// the field an administrator changed, nothing written). The restore carries the
-/// resourceVersion read, so a change in between is a 409 (apiserver `registry/generic/
-/// registry/store.go`, `Store.Update`), and it is judged again. One gone is not made again.
+/// Puts back what the merge patch `applied` changed (the patch `restore`) only while every
+/// field it set still holds what it set (else `Some` of the field changed, nothing written),
+/// on the resourceVersion read, so a change in between is a 409 (apiserver `registry/generic/
+/// registry/store.go` `Store.Update`), judged again. One gone is not made again.
 pub fn restore_installation(
     c: &Cluster,
     name: &str,
@@ -453,15 +418,14 @@ pub fn restore_installation(
     restore: &Value,
 ) -> Result<Option<String>, PatchError> {
     let what = format!("installations.operator.tigera.io/{name}");
-    // The operator writes the Installation's status often (its status subresource shares the
-    // object's resourceVersion), so a 409 is read again, a few times, before it counts.
+    // The operator writes the status often (sharing the resourceVersion): a 409 is read again
+    // a few times before it counts.
     for _ in 0..RESTORE_TRIES {
         let Some(now) = c.call_opt("get", &what, installations(c).get(name))? else {
             return Ok(Some("whole object (it was deleted)".to_owned()));
         };
         let now = serde_json::to_value(&now).unwrap_or_default();
-        // Already as the restore leaves it (our patch never landed, or a run cut off after
-        // the restore): nothing to write, and nothing kept.
+        // Already as the restore leaves it (our patch never landed, or was restored).
         if differs(restore, &now, "").is_none() {
             return Ok(None);
         }
@@ -480,7 +444,6 @@ pub fn restore_installation(
     ))
 }
 
-/// How many times the restore reads the Installation again after a 409.
 const RESTORE_TRIES: usize = 5;
 
 /// The value at `path` under `root`, unless null or missing.
@@ -489,7 +452,6 @@ fn at(root: &Value, path: &[&str]) -> Option<Value> {
     (!leaf.is_null()).then(|| leaf.clone())
 }
 
-/// `k` under the dotted path `at`.
 fn dotted(at: &str, k: &str) -> String {
     match at {
         "" => k.to_owned(),

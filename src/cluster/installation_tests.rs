@@ -98,15 +98,13 @@ fn every_term_of_an_override_gets_the_requirement() {
 /// api/v1/installation_types.go `ResolvedSpecVersion`: Auto and unset are 1.0.0.
 #[test]
 fn cni_version_follows_the_spec_version() {
-    assert_eq!(install(json!({})).cni_version(), "1.0.0");
-    assert_eq!(
-        install(json!({"cni": {"specVersion": "Auto"}})).cni_version(),
-        "1.0.0"
-    );
-    assert_eq!(
-        install(json!({"cni": {"specVersion": "0.3.1"}})).cni_version(),
-        "0.3.1"
-    );
+    for (spec, want) in [
+        (json!({}), "1.0.0"),
+        (json!({"cni": {"specVersion": "Auto"}}), "1.0.0"),
+        (json!({"cni": {"specVersion": "0.3.1"}}), "0.3.1"),
+    ] {
+        assert_eq!(install(spec.clone()).cni_version(), want, "{spec}");
+    }
 }
 
 /// The overlay's fields take default's place one by one (merge.go's rule), and say which

@@ -28,9 +28,9 @@ pub fn pods_per_block(block_size: u8) -> u64 {
     addresses.saturating_sub(WINDOWS_RESERVED)
 }
 
-/// The enabled IPv4 pools whose node selector takes a node with `labels` (a selector that does
-/// not parse counts as taking it: Calico would not have accepted the pool). Without the
-/// labels (the Node is not registered yet) every enabled IPv4 pool may be the node's.
+/// The enabled IPv4 pools whose node selector takes a node with `labels` (one that does not
+/// parse takes it: Calico would not have accepted the pool); without labels (no Node yet),
+/// every one.
 pub fn node_pools<'a>(
     pools: &'a [IpPool],
     labels: Option<&BTreeMap<String, String>>,
@@ -111,14 +111,11 @@ fn block_use(spec: &Value) -> BlockUse {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_26_holds_60_pods_and_a_24_holds_252() {
-        assert_eq!(pods_per_block(26), 60);
-        assert_eq!(pods_per_block(24), 252);
-    }
-
+    /// A /26 holds 60 pods, a /24 252; reserved addresses are told from pods by their handle.
     #[test]
     fn reserved_addresses_are_told_from_pods_by_their_handle() {
+        assert_eq!(pods_per_block(26), 60);
+        assert_eq!(pods_per_block(24), 252);
         let spec = serde_json::json!({
             "cidr": "10.244.1.0/30",
             "allocations": [0, null, 1, 0],

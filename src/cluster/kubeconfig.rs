@@ -63,22 +63,14 @@ pub struct InCluster {
 }
 
 impl InCluster {
-    /// Where a pod has its service account mounted: a HostProcess container under
-    /// `$CONTAINER_SANDBOX_MOUNT_POINT` (which holds the container's volumes on every
-    /// containerd: microsoft/hcsshim#1443), any other at `/var/run/secrets/...`. `None` outside
-    /// a pod, or when the pod has no token.
+    /// Where a pod has its service account: a HostProcess container's under
+    /// `$CONTAINER_SANDBOX_MOUNT_POINT` (its volumes on every containerd: microsoft/hcsshim#1443),
+    /// any other's at `/var/run/secrets/...`. `None` outside a pod, or without a token.
     pub fn detect(env: &std::collections::BTreeMap<String, String>) -> Option<Self> {
-        let host = env
-            .get("KUBERNETES_SERVICE_HOST")
-            .filter(|h| !h.is_empty())?;
-        let port = env
-            .get("KUBERNETES_SERVICE_PORT")
-            .filter(|p| !p.is_empty())
-            .map_or("443", String::as_str);
-        let base = env
-            .get("CONTAINER_SANDBOX_MOUNT_POINT")
-            .filter(|m| !m.is_empty())
-            .map_or_else(|| std::path::PathBuf::from("/"), std::path::PathBuf::from);
+        let var = |k: &str| env.get(k).map(String::as_str).filter(|v| !v.is_empty());
+        let host = var("KUBERNETES_SERVICE_HOST")?;
+        let port = var("KUBERNETES_SERVICE_PORT").unwrap_or("443");
+        let base = std::path::PathBuf::from(var("CONTAINER_SANDBOX_MOUNT_POINT").unwrap_or("/"));
         let dir = ["var", "run", "secrets", "kubernetes.io", "serviceaccount"]
             .iter()
             .fold(base, |p, part| p.join(part));
@@ -119,10 +111,9 @@ pub(super) fn refuse_control_in_token_text(text: &str) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// Puts each `tokenFile`'s token in the kubeconfig, trimmed as kubectl trims it (client-go
-/// `transport/token_source.go`, `fileTokenSource.Token`: `strings.TrimSpace`), so that a file
-/// ending in a line break (CR/LF from a Windows editor) is the token it holds; a control
-/// character inside it is said as such. kube's `read_from` made the path absolute.
+/// Puts each `tokenFile`'s token in the kubeconfig, trimmed as kubectl does (client-go
+/// `transport/token_source.go` `fileTokenSource.Token`: `strings.TrimSpace`: a Windows
+/// editor's CR/LF); a control character inside it is said. `read_from` made the path absolute.
 pub(super) fn token_files_read(k: &mut Kubeconfig) -> Result<(), BoxError> {
     for a in k.auth_infos.iter_mut().filter_map(|a| a.auth_info.as_mut()) {
         let Some(p) = a.token_file.take() else {
@@ -148,8 +139,7 @@ pub(super) fn token_files_read(k: &mut Kubeconfig) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// A kubeconfig whose inline token is a JWT past its `exp` is said as expired, with when,
-/// before any call gets a bare 401 for it.
+/// An inline token that is a JWT past its `exp` is said expired, before a bare 401.
 pub(super) fn refuse_expired_token_text(path: &Path, text: &str) -> Result<(), ClusterError> {
     let token = crate::render::kubeconfig::token_of(text).map(credentials::Token::new);
     match token.and_then(|t| t.expiry()) {
@@ -183,8 +173,7 @@ impl std::fmt::Debug for OnHost {
 
 impl OnHost {
     /// Reads the kubeconfig at `path` and the files it names through `read`; `None` when
-    /// there is no file at `path`. A kubeconfig that does not parse is read as text only, and
-    /// refused when it is used.
+    /// there is none. One that does not parse is kept as text, refused when used.
     pub fn read(path: &str, read: &ReadFile) -> Result<Option<Self>, String> {
         let Some(bytes) = read(path)? else {
             return Ok(None);
@@ -251,9 +240,8 @@ pub(super) fn inline_files(k: &mut Kubeconfig, dir: &str, read: &ReadFile) -> Re
     Ok(())
 }
 
-/// kube's client config from the kubeconfig. Loading may run an exec credential plugin, so
-/// it is bounded like every call (`within`); the timer must be made inside the runtime, hence the async
-/// block.
+/// kube's client config from the kubeconfig, bounded by `within` like every call (loading may
+/// run an exec plugin); the timer is made inside the runtime.
 pub(super) fn load(
     rt: &tokio::runtime::Runtime,
     kubeconfig: Kubeconfig,

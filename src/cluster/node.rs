@@ -15,18 +15,17 @@ pub fn windows_taint() -> Taint {
     }
 }
 
-/// Adds `taint` to the node unless a taint with its key and effect is there; returns whether
-/// it changed the node.
+/// Adds `taint` unless one of its key, effect and value is there; whether it changed the node.
 pub fn ensure_taint(c: &Cluster, node: &NodeName, taint: &Taint) -> Result<bool, ClusterError> {
-    let current = read(c, node)?;
-    let mut taints = current.spec.and_then(|s| s.taints).unwrap_or_default();
-    if taints
-        .iter()
-        .any(|t| t.key == taint.key && t.effect == taint.effect && t.value == taint.value)
-    {
+    let mut taints = read(c, node)?
+        .spec
+        .and_then(|s| s.taints)
+        .unwrap_or_default();
+    let same = |t: &Taint| t.key == taint.key && t.effect == taint.effect;
+    if taints.iter().any(|t| same(t) && t.value == taint.value) {
         return Ok(false);
     }
-    taints.retain(|t| !(t.key == taint.key && t.effect == taint.effect));
+    taints.retain(|t| !same(t));
     taints.push(taint.clone());
     patch(
         c,
@@ -36,8 +35,7 @@ pub fn ensure_taint(c: &Cluster, node: &NodeName, taint: &Taint) -> Result<bool,
     Ok(true)
 }
 
-/// What the node reports of the software running it (kubelet, kube-proxy, the container
-/// runtime, the OS image and kernel); `None` when there is no such node.
+/// What the node reports of the software running it (`None`: no such node).
 pub fn info(
     c: &Cluster,
     node: &NodeName,
@@ -70,34 +68,29 @@ pub fn read(c: &Cluster, node: &NodeName) -> Result<Node, ClusterError> {
 pub const ANNOTATION_CALICO_VERSION: &str = "calicoctl-win/calico-version";
 pub const ANNOTATION_TOOL_VERSION: &str = "calicoctl-win/version";
 pub const ANNOTATION_CONFIG_HASH: &str = "calicoctl-win/config-hash";
-/// The install's own id (`InstallRecord::install_id`), which tells one install from another
-/// made since from the same config under the same node name.
+/// The install's own id (`InstallRecord::install_id`), telling it from a later one of the same
+/// config and node name.
 pub const ANNOTATION_INSTALL_ID: &str = "calicoctl-win/install-id";
 /// The finding codes of CalicoNode's last look (docs/findings.md), `{"heartbeat": "<the
-/// condition's lastHeartbeatTime>", "codes": [...]}` written in the same patch as
-/// `CONDITION_CALICO_READY`: `fleet status` trusts them only beside that heartbeat. Each code
-/// once: far under the 256 KiB of an object's annotations (apimachinery
-/// `pkg/api/validation/objectmeta.go`, `TotalAnnotationSizeLimitB`).
+/// condition's lastHeartbeatTime>", "codes": [...]}`, written in the same patch as
+/// `CONDITION_CALICO_READY` and trusted only beside that heartbeat. Each code once: far under
+/// an object's 256 KiB of annotations (apimachinery `pkg/api/validation/objectmeta.go`).
 pub const ANNOTATION_FINDING_CODES: &str = "calicoctl-win/finding-codes";
-/// The finding codes of the fleet DaemonSet's last scheduled `verify` (its failing checks',
-/// `traffic-*`), in the same form as `ANNOTATION_FINDING_CODES` and written in the same patch
-/// as `CONDITION_TRAFFIC`, with that condition's heartbeat.
+/// The `traffic-*` codes of the fleet DaemonSet's last scheduled `verify`, as
+/// `ANNOTATION_FINDING_CODES` beside `CONDITION_TRAFFIC`.
 pub const ANNOTATION_TRAFFIC_CODES: &str = "calicoctl-win/traffic-codes";
 /// The Node condition CalicoNode keeps (`supervise::condition`) and `fleet status` reads.
 pub const CONDITION_CALICO_READY: &str = "CalicoWindowsReady";
 /// How often CalicoNode sets its condition although the answer is the same (its heartbeat).
 pub const CONDITION_HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(300);
-/// A heartbeat older than this (three missed beats) is a CalicoNode that stopped looking:
-/// `fleet status` shows the condition as Unknown.
+/// A heartbeat older than this (three missed beats): `fleet status` shows Unknown.
 pub const CONDITION_STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(900);
 /// The reason of the condition uninstall leaves: nothing of calicoctl-win runs there.
 pub const REASON_NOT_INSTALLED: &str = "NotInstalled";
-/// The reason of the condition `migrate to-operator` leaves: the operator's DaemonSet runs
-/// Calico there now, which `fleet status` shows as such rather than as a failure.
+/// The reason of the condition `migrate to-operator` leaves: the operator runs Calico there.
 pub const REASON_HANDED_TO_OPERATOR: &str = "HandedToOperator";
 
-/// Why calicoctl-win left a node, said in the condition it leaves there; shown in a plan's
-/// document by its name (`uninstalled`).
+/// Why calicoctl-win left a node, said in the condition it leaves (a plan shows its name).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Left {
@@ -126,18 +119,15 @@ impl Left {
     }
 }
 
-/// The node's address as the cluster holds it: the Node's InternalIP and the Calico Node's
-/// BGP address (`internal_ip`, `bgp_ipv4`); none for a Node that does not exist.
+/// The node's `internal_ip` and `bgp_ipv4` (none without a Node).
 pub fn addresses(
     c: &Cluster,
     node: &NodeName,
 ) -> Result<(Option<std::net::Ipv4Addr>, Option<std::net::Ipv4Addr>), ClusterError> {
-    let (view, _) = view(c, node)?;
-    Ok(view)
+    Ok(view(c, node)?.0)
 }
 
-/// The node's addresses (`addresses`) and its `CalicoWindowsReady` status (`Some(true)` for
-/// True), from one read.
+/// The node's `addresses` and `calico_ready`, from one read.
 #[allow(clippy::type_complexity)]
 pub fn view(
     c: &Cluster,
@@ -166,8 +156,7 @@ pub fn internal_ip(n: &Node) -> Option<std::net::Ipv4Addr> {
         .find_map(|a| a.address.parse().ok())
 }
 
-/// The Calico Node's BGP IPv4 address as the Kubernetes datastore keeps it, without its
-/// prefix (`10.0.0.5/24`).
+/// The Calico Node's BGP IPv4 address as the Kubernetes datastore keeps it, without prefix.
 pub fn bgp_ipv4(n: &Node) -> Option<std::net::Ipv4Addr> {
     let a = n
         .metadata
@@ -191,11 +180,10 @@ pub(super) fn condition_of<'a>(
     conditions.iter().find(|c| c.type_ == type_)
 }
 
-/// What uninstall (or a handover to the operator) leaves on the node: no calicoctl-win
-/// annotations (a merge patch with null values removes them), and the condition False with
-/// the reason of `left`.
+/// What uninstall (or a handover) leaves on the node: no calicoctl-win annotations, the
+/// condition False with the reason of `left`.
 pub fn forget(c: &Cluster, node: &NodeName, left: Left) -> Result<(), ClusterError> {
-    let gone: serde_json::Map<String, serde_json::Value> = [
+    let gone: serde_json::Map<_, _> = [
         ANNOTATION_CALICO_VERSION,
         ANNOTATION_TOOL_VERSION,
         ANNOTATION_CONFIG_HASH,
@@ -285,7 +273,6 @@ pub fn set_condition(
     )
 }
 
-/// A strategic merge patch of the node's `nodes/status`.
 fn patch_status(c: &Cluster, node: &NodeName, body: serde_json::Value) -> Result<(), ClusterError> {
     let nodes: Api<Node> = Api::all(c.client.clone());
     let patch = Patch::Strategic(body);
@@ -298,11 +285,10 @@ fn patch_status(c: &Cluster, node: &NodeName, body: serde_json::Value) -> Result
     Ok(())
 }
 
-/// Sets a condition and, in the same patch, the finding codes beside it in annotation `key`:
-/// `{"heartbeat": <the condition's lastHeartbeatTime>, "codes": [...]}`. A `nodes/status` patch
-/// keeps its metadata (kubernetes pkg/registry/core/node/strategy.go,
-/// `nodeStatusStrategy.PrepareForUpdate`), as libcalico-go's `UpdateStatus` of its annotations
-/// relies on (v3.31.7 `lib/backend/k8s/resources/node.go`).
+/// Sets a condition and, in the same patch, the finding codes beside it in annotation `key`
+/// (`ANNOTATION_FINDING_CODES`' form). A `nodes/status` patch keeps its metadata (kubernetes
+/// pkg/registry/core/node/strategy.go `nodeStatusStrategy.PrepareForUpdate`), as libcalico-go's
+/// `UpdateStatus` relies on (v3.31.7 `lib/backend/k8s/resources/node.go`).
 pub fn report(
     c: &Cluster,
     node: &NodeName,
@@ -329,8 +315,7 @@ pub fn report(
 /// so a page is about 1.2 MB, far under the answer cap.
 pub const NODE_PAGE: u32 = 100;
 
-/// Each Windows node (label `kubernetes.io/os=windows`, which kubelet sets), a page at a time
-/// as kubectl reads a long list (`limit`, `continue`): memory holds one page, not the fleet.
+/// Each Windows node (label `kubernetes.io/os=windows`, which kubelet sets), a page at a time.
 pub fn for_each_windows_node(c: &Cluster, each: impl FnMut(&Node)) -> Result<(), ClusterError> {
     for_each_windows_node_of(c, None, each)
 }
@@ -367,10 +352,9 @@ pub fn patch(c: &Cluster, node: &NodeName, patch: &serde_json::Value) -> Result<
     Ok(())
 }
 
-/// The Windows nodes calicoctl-win runs on that lack the label, which the operator would
-/// take once it runs on Windows: its version annotation (install's), or a `CalicoWindowsReady`
-/// condition that CalicoNode set (an install whose annotation did not reach the Node), not
-/// one uninstall or a handover left.
+/// The Windows nodes calicoctl-win runs on (its version annotation, or a `CalicoWindowsReady`
+/// CalicoNode set, not one uninstall or a handover left) that lack the label, which the
+/// operator would take once it runs on Windows.
 pub fn unlabelled_nodes_of_ours(c: &Cluster) -> Result<Vec<NodeName>, ClusterError> {
     let mut names = Vec::new();
     for_each_windows_node(c, |n| {

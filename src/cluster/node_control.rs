@@ -1,6 +1,4 @@
-//! The cluster side of a plan, as the plan executor sees it (`apply`): the node object, the
-//! pods on it, the operator's Installation, each done through drain.rs, operator.rs,
-//! renewal.rs and node.rs.
+//! The cluster side of a plan, as the plan executor (`apply`) sees it.
 
 use super::drain::{
     DrainOptions, PodRef, Watch, is_cordoned, networked_daemons, pod_ref, pods_on, select,
@@ -36,8 +34,8 @@ impl Cluster {
         Ok(())
     }
 
-    /// Evicts these pods of the node (`namespace/name`; those gone already are skipped) and
-    /// waits until they are gone (or `watch`'s stop).
+    /// Evicts these pods of the node (`namespace/name`; those gone are skipped) and waits until
+    /// they are gone.
     pub fn evict(
         &self,
         node: &NodeName,
@@ -65,8 +63,7 @@ impl Cluster {
         Ok(wait_ready(self, node, timeout, watch)?)
     }
 
-    /// Evicts the node's DaemonSet pods that have a network of their own (`networked_daemons`)
-    /// and waits until they are gone (or `watch`'s stop); their names.
+    /// Evicts the node's `networked_daemons` and waits until they are gone; their names.
     pub fn recreate_daemonset_pods(
         &self,
         node: &NodeName,
@@ -85,8 +82,7 @@ impl Cluster {
         Ok(operator::patch_installation(self, name, patch)?)
     }
 
-    /// Puts back what the patch `applied` changed (`restore`) while every field it set still
-    /// holds what it set; else the field that changed since, and nothing written.
+    /// `operator::restore_installation`.
     pub fn restore_installation(
         &self,
         name: &str,
@@ -127,9 +123,8 @@ impl Cluster {
         Ok(operator::wait_daemonset(self, node, timeout)?)
     }
 
-    /// Deletes the node's token-renewal Role and RoleBinding when they are ours (the ones
-    /// `uids` names; when it names none of one, by its label only when the uids were not
-    /// kept: `renewal::Grant::uids_kept`); what stays.
+    /// Deletes the node's token-renewal Role and RoleBinding when ours (`renewal::remove`);
+    /// what stays.
     pub fn remove_grant(
         &self,
         namespace: &str,
@@ -146,12 +141,12 @@ impl Cluster {
         Ok(renewal::remove(self, &g)?)
     }
 
-    /// Deletes what an install made of the node's grant (`making::remove_made`); what stays.
+    /// `making::remove_made`.
     pub fn remove_made_grant(&self, made: &super::making::Making) -> anyhow::Result<Vec<String>> {
         Ok(super::making::remove_made(self, made)?)
     }
 
-    /// Removes calicoctl-win's annotations and says why it left the node (`left`).
+    /// `node::forget`.
     pub fn forget_node(&self, node: &NodeName, left: node::Left) -> anyhow::Result<()> {
         Ok(node::forget(self, node, left)?)
     }

@@ -26,8 +26,8 @@ pub fn set_label(c: &Cluster, node: &NodeName, value: Option<&str>) -> Result<()
     super::node::patch(c, node, &json!({"metadata": {"labels": {LABEL: value}}}))
 }
 
-/// The node annotation that says `migrate` cordoned the node, so that the run that finishes
-/// it (after an install that failed, or an operator pod that came late) uncordons it.
+/// The node annotation that says `migrate` cordoned the node, so the run that finishes it
+/// uncordons it.
 pub const CORDONED_ANNOTATION: &str = "calicoctl-win/migrate-cordoned";
 
 /// Whether `migrate` cordoned the node (its annotation).
@@ -42,11 +42,8 @@ pub fn cordoned_by_migrate(c: &Cluster, node: &NodeName) -> Result<bool, Cluster
 /// Sets (or removes) that annotation.
 pub fn mark_cordoned(c: &Cluster, node: &NodeName, on: bool) -> Result<(), ClusterError> {
     let value = on.then_some("true");
-    super::node::patch(
-        c,
-        node,
-        &json!({"metadata": {"annotations": {CORDONED_ANNOTATION: value}}}),
-    )
+    let patch = json!({"metadata": {"annotations": {CORDONED_ANNOTATION: value}}});
+    super::node::patch(c, node, &patch)
 }
 
 /// Where the operator's pod on a node is.
@@ -72,7 +69,6 @@ impl std::fmt::Display for PodState {
     }
 }
 
-/// Whether a pod is the operator's Windows DaemonSet's.
 fn is_operator_pod(p: &Pod) -> bool {
     p.metadata.namespace.as_deref() == Some(NAMESPACE)
         && p.metadata.owner_references.as_ref().is_some_and(|o| {
@@ -94,14 +90,9 @@ pub fn pod_state(pods: &[Pod]) -> PodState {
     let ready = status
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-    let phase = status.and_then(|s| s.phase.clone()).unwrap_or_default();
-    if phase == "Running" && ready {
-        PodState::Ready(name)
-    } else {
-        PodState::Starting(format!(
-            "{name} ({})",
-            if phase.is_empty() { "Pending" } else { &phase }
-        ))
+    match status.and_then(|s| s.phase.as_deref()).unwrap_or("Pending") {
+        "Running" if ready => PodState::Ready(name),
+        phase => PodState::Starting(format!("{name} ({phase})")),
     }
 }
 
@@ -215,9 +206,8 @@ pub const SERVICES_ENDPOINT: &str = "kubernetes-services-endpoint";
 /// The ConfigMap's `KUBERNETES_SERVICE_HOST` and `KUBERNETES_SERVICE_PORT`, each if set.
 pub type ServicesEndpoint = (Option<String>, Option<String>);
 
-/// `KUBERNETES_SERVICE_HOST` and `_PORT` of the operator's `kubernetes-services-endpoint`
-/// ConfigMap in its namespace (`operator_namespace::locate`; `plan::operator_readiness`);
-/// `None` without one.
+/// The operator's `kubernetes-services-endpoint` ConfigMap in its namespace
+/// (`operator_namespace::locate`); `None` without one.
 pub fn services_endpoint(
     c: &Cluster,
     namespace: &str,
@@ -247,10 +237,9 @@ pub fn services_endpoint(
 /// release-v1.44 `pkg/controller/installation/windows_controller.go`, `status.New`).
 pub const TIGERA_STATUSES: [&str; 2] = ["calico", "calico-windows"];
 
-/// What stands between the operator and this node's pod, or `None` when nothing does: a
-/// TigeraStatus Degraded (each controller's `SetDegraded`, with the reason, on an
-/// Installation it cannot render: release-v1.44 `core_controller.go`,
-/// `windows_controller.go`), its Windows DaemonSet not rendered, or that DaemonSet's
+/// What stands between the operator and this node's pod: a TigeraStatus Degraded (each
+/// controller's `SetDegraded` on an Installation it cannot render: release-v1.44
+/// `core_controller.go`, `windows_controller.go`), its Windows DaemonSet not rendered, or its
 /// placement not taking the node once calicoctl-win's label is off.
 pub fn daemonset_blocker(c: &Cluster, node: &NodeName) -> Result<Option<String>, ClusterError> {
     if let Some(why) = degraded_status(c)? {
@@ -301,8 +290,7 @@ pub fn daemonset_blocker(c: &Cluster, node: &NodeName) -> Result<Option<String>,
     Ok(None)
 }
 
-/// A TigeraStatus of the controllers that render for Windows that is Degraded, said with its
-/// reason; `None` when neither is.
+/// A Degraded TigeraStatus of the controllers that render for Windows, with its reason.
 pub fn degraded_status(c: &Cluster) -> Result<Option<String>, ClusterError> {
     let ar = kube::api::ApiResource::from_gvk_with_plural(
         &kube::api::GroupVersionKind::gvk("operator.tigera.io", "v1", "TigeraStatus"),
@@ -364,9 +352,8 @@ pub fn network_unavailable(c: &Cluster, node: &NodeName) -> Result<bool, Cluster
 }
 
 /// `NetworkUnavailable` False, as calico-node sets it when it runs (calico v3.32.1
-/// `node/pkg/lifecycle/utils/utils.go` `SetNodeNetworkUnavailableCondition`: reason
-/// `CalicoIsUp`): the operator pod's preStop (`calico.exe component node shutdown`) set it True
-/// with a hundred-year timeout (`node/pkg/lifecycle/shutdown/shutdown.go`).
+/// `node/pkg/lifecycle/utils/utils.go` `SetNodeNetworkUnavailableCondition`), after the
+/// operator pod's preStop set it True (`network_unavailable`).
 pub fn clear_network_unavailable(c: &Cluster, node: &NodeName) -> Result<(), ClusterError> {
     let up = "Calico is running on this node";
     let condition = super::node::condition("NetworkUnavailable", "False", "CalicoIsUp", up);

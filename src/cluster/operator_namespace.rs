@@ -31,11 +31,10 @@ pub fn locate(c: &Cluster) -> Result<Result<String, String>, ClusterError> {
 /// `common.OperatorName()`).
 const DEFAULT: &str = "tigera-operator";
 
-/// The namespace the operator of these Deployments reads: `OPERATOR_NAMESPACE` of its
-/// container when set at all (`os.LookupEnv`: set empty, it is the empty namespace; from
-/// `fieldRef: metadata.namespace`, the pod's), else the Deployment's own namespace (where its
-/// pods run, and so their service account's). One Deployment only: two operators would
-/// disagree. Kubernetes gives a container the last of several entries of one name.
+/// The namespace the operator of these Deployments (one only: two would disagree) reads:
+/// `OPERATOR_NAMESPACE` when set at all (`os.LookupEnv`: set empty, the empty namespace;
+/// `fieldRef: metadata.namespace`, the pod's; the last of several entries, as Kubernetes
+/// gives it), else the Deployment's own namespace.
 pub fn judge(found: &[Deployment]) -> Result<String, String> {
     let [one] = found else {
         if found.is_empty() {

@@ -15,24 +15,18 @@ fn the_operator_pod_is_told_from_others() {
     let other = pod("kube-proxy-x", "kube-system", "kube-proxy", "Running", true);
     let ours_elsewhere = pod("calico-node-windows-x", "other", DAEMONSET, "Running", true);
     assert_eq!(pod_state(&[other.clone(), ours_elsewhere]), PodState::Gone);
-    let starting = pod(
-        "calico-node-windows-a",
-        NAMESPACE,
-        DAEMONSET,
-        "Running",
-        false,
-    );
-    assert!(matches!(
-        pod_state(&[other.clone(), starting]),
-        PodState::Starting(_)
-    ));
-    let ready = pod(
-        "calico-node-windows-a",
-        NAMESPACE,
-        DAEMONSET,
-        "Running",
-        true,
-    );
+    let ours = |ready| {
+        pod(
+            "calico-node-windows-a",
+            NAMESPACE,
+            DAEMONSET,
+            "Running",
+            ready,
+        )
+    };
+    let starting = pod_state(&[other.clone(), ours(false)]);
+    assert!(matches!(starting, PodState::Starting(_)), "{starting:?}");
+    let ready = ours(true);
     assert_eq!(
         pod_state(&[other, ready.clone()]),
         PodState::Ready("calico-node-windows-a".into())

@@ -14,14 +14,12 @@ pub struct NodePod {
     pub ips: Vec<String>,
     /// When it was created, in seconds since 1970.
     pub created: Option<i64>,
-    /// Whether a controller recreates it once it is evicted (a DaemonSet's pod comes back on
-    /// this node); a mirror pod (kubelet's static pod) or a bare pod is not.
+    /// Whether a controller recreates it once evicted (a mirror or bare pod: no).
     pub managed: bool,
 }
 
-/// The pods on `node` that have a network of their own (host-network pods share the node's
-/// address and have no endpoint) and may still use it: a pod that has finished (`Succeeded`
-/// or `Failed`) owns no endpoint, and its address may be a new pod's already.
+/// The pods on `node` with a network of their own (host-network pods have no endpoint) that
+/// may still use it (a finished pod owns none; its address may be a new pod's already).
 pub fn on_node(c: &Cluster, node: &NodeName) -> Result<Vec<NodePod>, ClusterError> {
     Ok(super::drain::pods_on(c, node)?
         .iter()
@@ -40,12 +38,10 @@ fn is_terminal(p: &Pod) -> bool {
     )
 }
 
-/// Of the addresses `wanted`, those some EndpointSlice in the cluster lists as an endpoint:
-/// kube-proxy's own input for the remote HNS endpoints it makes for every Service backend
-/// that is not on its node (kubernetes pkg/proxy/winkernel/proxier.go `syncProxyRules`),
-/// including the `kubernetes` Service's API server addresses and selectorless Services' ones,
-/// which no pod has. Read a page at a time; only the wanted addresses are kept. `None` when
-/// the server does not serve EndpointSlices.
+/// Of the addresses `wanted`, those some EndpointSlice lists: kube-proxy's input for the
+/// remote HNS endpoints it makes for every Service backend off its node (kubernetes
+/// pkg/proxy/winkernel/proxier.go `syncProxyRules`), the API server's and selectorless
+/// Services' addresses too, which no pod has. `None` when EndpointSlices are not served.
 pub fn in_endpoint_slices(
     c: &Cluster,
     wanted: &std::collections::BTreeSet<String>,
@@ -105,10 +101,8 @@ fn node_pod(p: &Pod) -> NodePod {
 /// Pods per page of the cluster-wide read (`addresses_in_use`): a pod object is a few KB.
 pub const POD_PAGE: u32 = 250;
 
-/// Of the addresses `wanted`, those a pod anywhere in the cluster has (`status.podIPs`, else
-/// `status.podIP`): one read of every pod, a page at a time, keeping only the wanted ones. One
-/// read, however many addresses are asked about (a field selector per address once made a
-/// list call each: 256 calls, 13 s, for 300 of another host's endpoints).
+/// Of the addresses `wanted`, those a pod anywhere has: one paged read of every pod, however
+/// many addresses are asked about (a field selector per address once took 256 calls, 13 s).
 pub fn addresses_in_use(
     c: &Cluster,
     wanted: &std::collections::BTreeSet<String>,

@@ -25,8 +25,7 @@ pub struct Now {
     pub issuer: Option<String>,
     /// The Node the token is bound to was read and is gone (or is another Node of its name).
     pub bound_node_gone: bool,
-    /// This node's clock minus the API server's, from the record of the token's issue
-    /// (`IssuedRecord::skew`), when known.
+    /// This node's clock minus the API server's (`IssuedRecord::skew`), when known.
     pub clock_skew: Option<i64>,
 }
 
@@ -118,9 +117,8 @@ impl Cause {
     }
 }
 
-/// Tells the cause from the token and the cluster now (`now_secs` by this node's clock, judged
-/// on the API server's where `now.clock_skew` is known); `None` when neither the account nor
-/// the issuer could be read and the token has not expired (nothing to tell it by).
+/// The cause, from the token and the cluster now (`now_secs` by this node's clock, judged on
+/// the API server's where the skew is known); `None` when nothing could be read to tell it by.
 pub fn cause(token: &Token, now_secs: i64, now: &Now) -> Option<Cause> {
     let server_now = now_secs.saturating_sub(now.clock_skew.unwrap_or(0));
     if let Some(exp) = token.expiry().filter(|e| *e <= server_now) {
@@ -183,8 +181,7 @@ pub fn read_now(c: &Cluster, token: &Token, (namespace, name): (&str, &str)) -> 
         })
         .and_then(|v| v["issuer"].as_str().map(str::to_owned));
     let bound_node_gone = token.bound_node().is_some_and(|node| {
-        let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(c.client.clone());
-        match c.call_opt("get", &format!("nodes/{node}"), nodes.get(&node)) {
+        match super::node::get(c, &crate::k8s_name::NodeName::from_api(node)) {
             Ok(None) => true,
             Ok(Some(n)) => n.metadata.uid != token.bound_node_uid(),
             Err(_) => false,

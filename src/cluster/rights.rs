@@ -104,9 +104,8 @@ pub fn installer(etcd: bool) -> Vec<Right> {
     out
 }
 
-/// The same rights with Calico's resources in the group the cluster serves them in
-/// (`calico_api::Group`): written for `crd.projectcalico.org`, moved to `projectcalico.org`
-/// (with `ipamconfigurations` for `ipamconfigs`) where the cluster serves v3.
+/// The same rights with Calico's resources in the group the cluster serves them in (written
+/// for `crd.projectcalico.org`).
 pub fn in_group(rights: &[Right], g: super::calico_api::Group) -> Vec<Right> {
     rights
         .iter()
@@ -155,11 +154,7 @@ pub fn account(name: &str, namespace: &str) -> Value {
 /// A Role in `namespace` (a ClusterRole without one) named `name` with `rules`, and its
 /// binding of the same name to `subjects`.
 pub fn role(name: &str, namespace: Option<&str>, rules: Value, subjects: &Value) -> [Value; 2] {
-    let kind = if namespace.is_some() {
-        "Role"
-    } else {
-        "ClusterRole"
-    };
+    let kind = namespace.map_or("ClusterRole", |_| "Role");
     let mut meta = json!({"name": name});
     if let Some(ns) = namespace {
         meta["namespace"] = json!(ns);

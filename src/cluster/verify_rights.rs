@@ -1,12 +1,8 @@
-//! What `verify --namespace calicoctl-win-verify` calls, as the RBAC rules that allow it, and
-//! the objects `fleet rbac --identity verify` writes for them (beside the other identities'
-//! in rights.rs).
-//!
-//! A namespace made once, with the roles (Pod Security `restricted` enforced, the image held
-//! by an admission policy): RBAC cannot narrow a create by name (kubernetes
-//! `staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`: a POST to a collection
-//! has no `Name`), so a namespace per run would mean creating pods anywhere. Cluster-wide, it
-//! lists nodes; in `default` it reads the `kubernetes` Service.
+//! What `verify --namespace calicoctl-win-verify` calls, as RBAC rules, and the objects
+//! `fleet rbac --identity verify` writes for them. One namespace made once with the roles (Pod
+//! Security `restricted`, the image held by an admission policy): RBAC cannot narrow a create
+//! by name (kubernetes `staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`: a
+//! POST to a collection has no `Name`), so a namespace per run would mean pods anywhere.
 
 use super::rights::{Right, Scope, account, policy_rules, role};
 use serde_json::{Value, json};
@@ -75,10 +71,9 @@ pub fn manifests(name: &str, sa_namespace: &str) -> Vec<Value> {
     out
 }
 
-/// Verify's namespace. Kubernetes' Pod Security admission at the restricted level, which the
-/// probe pods meet (`verify::objects`), forbids privileged pods, host namespaces, hostPath
-/// volumes and host ports in it, and pods running as root (kubernetes docs, Pod Security
-/// Standards): the pods the account may create are ordinary, unprivileged pods.
+/// Verify's namespace, where Pod Security `restricted` (which the probe pods meet) forbids
+/// privileged pods, host namespaces, hostPath, host ports and root (kubernetes docs, Pod
+/// Security Standards): the account may create only ordinary, unprivileged pods.
 pub fn namespace() -> Value {
     json!({"apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": NAMESPACE, "labels": {

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 /// The key of the config file in the Secret.
 pub const CONFIG_KEY: &str = "calico-windows.yaml";
-/// Where the Secret is mounted: a HostProcess container sees it under its sandbox, the drive
+/// Where the Secret is mounted; a HostProcess container sees it under its sandbox, the drive
 /// letter dropped (microsoft/hcsshim#1443).
 pub const CONFIG_MOUNT: &str = "C:\\calicoctl-win";
 /// The Plan's secret path, which puts the Secret at `CONFIG_MOUNT`: system-upgrade-controller
@@ -31,12 +31,11 @@ pub const PLAN_SECRET_PATH: &str = "/calicoctl-win";
 /// The job's node, as cmd.exe expands it (system-upgrade-controller
 /// `pkg/upgrade/container/container.go`, `New`).
 pub const NODE_NAME: &str = "%SYSTEM_UPGRADE_NODE_NAME%";
-/// How the container's command line names its sandbox (cmd.exe expands it). Every command
-/// runs under `cmd.exe /c`, as hcsshim does with file binding anyway
-/// (microsoft/hcsshim `internal/jobcontainers/jobcontainer.go`, `CreateProcess`).
+/// The container's sandbox, as cmd.exe expands it: every command runs under `cmd.exe /c`, as
+/// hcsshim does with file binding anyway (`internal/jobcontainers/jobcontainer.go`).
 pub const SANDBOX: &str = "%CONTAINER_SANDBOX_MOUNT_POINT%";
 pub const APP_LABEL: &str = "app.kubernetes.io/name";
-/// The metrics Service's port of CalicoNode's endpoint, by which status finds the Service.
+/// The metrics Service's port of CalicoNode's endpoint (status finds the Service by it).
 pub const METRICS_PORT_NAME: &str = "calicoctl-win";
 /// Where the log containers keep their positions: the pod's emptyDir.
 pub const POSITIONS_MOUNT: &str = "C:\\log-positions";
@@ -56,7 +55,7 @@ pub struct Plan {
     pub spec: PlanSpec,
 }
 
-/// `PlanSpec`: how many nodes at once, which nodes, the job's container and its drain.
+/// `PlanSpec`: how many nodes at once, which, the job's container and its drain.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PlanSpec {
@@ -126,11 +125,10 @@ pub struct Fleet {
     pub delete_emptydir_data: bool,
     /// The migration the Plan rolls instead of a reconfigure.
     pub migrate: Option<Migration>,
-    /// The Plan's job runs `verify` for its node after the reconfigure (`fleet plan --verify`),
-    /// within these bounds.
+    /// The Plan's job runs `verify` after the reconfigure (`fleet plan --verify`).
     pub verify: Option<VerifyJob>,
-    /// The DaemonSet's pod runs `verify` for its node this often and publishes the result in
-    /// the Node's condition (`fleet plan --verify-every`).
+    /// The DaemonSet's pod runs `verify` this often, published in the Node's condition
+    /// (`fleet plan --verify-every`).
     pub verify_every: Option<std::time::Duration>,
     /// The probe image of both (`fleet plan --verify-image`): verify's `--image`, else agnhost.
     pub verify_image: Option<String>,
@@ -138,20 +136,18 @@ pub struct Fleet {
     pub log_containers: bool,
 }
 
-/// The bounds of a Plan's job that runs `verify` after the reconfigure: the job's deadline is
-/// their sum with the drain's timeout and `VERIFY_JOB_MARGIN`.
+/// The bounds of a Plan's job that runs `verify`; its deadline is their sum with the drain's
+/// timeout and `VERIFY_JOB_MARGIN`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VerifyJob {
-    /// `verify --timeout`, passed on the job's command line.
+    /// `verify --timeout` and `--pull-timeout`, on the job's command line.
     pub timeout: std::time::Duration,
-    /// `verify --pull-timeout`, passed on the job's command line.
     pub pull_timeout: std::time::Duration,
     /// The longest the reconfigure's own waits take with their defaults.
     pub reconfigure: std::time::Duration,
 }
 
-/// What a verify job may take besides its bounds: the images' start, the API server's answers,
-/// the job's pod scheduled.
+/// What a verify job may take besides its bounds (images starting, the pod scheduled).
 pub const VERIFY_JOB_MARGIN: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl VerifyJob {
@@ -180,8 +176,8 @@ pub struct Migration {
     pub release: Vec<String>,
 }
 
-/// What a migration's job may take besides its wait for the operator's pod: the other
-/// waits of migrate and, from the operator, install's download and service starts.
+/// What a migration's job may take besides its wait for the operator's pod (migrate's other
+/// waits; from the operator, install's download and service starts).
 pub const MIGRATION_JOB_MARGIN: std::time::Duration = std::time::Duration::from_secs(3600);
 
 impl Migration {
@@ -205,7 +201,6 @@ impl Migration {
         args
     }
 
-    /// The job's deadline: the wait for the pod and the margin.
     fn deadline_secs(&self) -> i64 {
         i64::try_from((self.pod_timeout + MIGRATION_JOB_MARGIN).as_secs()).unwrap_or(i64::MAX)
     }
@@ -217,15 +212,27 @@ impl Fleet {
         format!("{SANDBOX}\\calicoctl-win.exe")
     }
 
+    /// calicoctl-win under cmd.exe.
+    fn cmd() -> Vec<String> {
+        vec!["cmd.exe".to_owned(), "/c".to_owned(), Self::exe()]
+    }
+
+    /// `--config` with the config file, then `args`.
+    fn with_config(args: &[&str]) -> Vec<String> {
+        let config = ["--config", &Self::config_path()].map(String::from);
+        config
+            .into_iter()
+            .chain(args.iter().map(|a| (*a).to_owned()))
+            .collect()
+    }
+
     /// A container's command: calicoctl-win with the config, then `args`, under cmd.exe.
     fn command(args: &[&str]) -> Vec<String> {
-        let mut command = vec!["cmd.exe".to_owned(), "/c".to_owned(), Self::exe()];
-        command.extend(["--config".to_owned(), Self::config_path()]);
-        command.extend(args.iter().map(|a| (*a).to_owned()));
+        let mut command = Self::cmd();
+        command.extend(Self::with_config(args));
         command
     }
 
-    /// The config Secret's mount.
     fn config_mount() -> VolumeMount {
         VolumeMount {
             name: "config".into(),
@@ -241,25 +248,20 @@ impl Fleet {
         format!("{SANDBOX}{mount}\\{CONFIG_KEY}")
     }
 
-    /// calicoctl-win's arguments for a job whose engine drains the node (the Plan) or that
-    /// drains it itself (the DaemonSet).
+    /// calicoctl-win's arguments for a job whose engine drains the node (the Plan), or that
+    /// drains it (the DaemonSet).
     pub fn args(&self, engine_drains: bool) -> Vec<String> {
-        let mut args = vec![
-            "--config".to_owned(),
-            Self::config_path(),
-            "-o".to_owned(),
-            "json".to_owned(),
-        ];
+        let mut args = Self::with_config(&["-o", "json"]);
         if let Some(m) = &self.migrate {
             args.extend(m.args());
             return args;
         }
         let drain = if engine_drains {
-            "--drain=external".to_owned()
+            "--drain=external"
         } else {
-            "--drain".to_owned()
+            "--drain"
         };
-        args.extend(["reconfigure".to_owned(), drain]);
+        args.extend(["reconfigure".to_owned(), drain.to_owned()]);
         // The engine's drain has its own timeout and flags (the Plan's `drain`).
         if !engine_drains {
             args.push(format!(
@@ -279,28 +281,22 @@ impl Fleet {
         args
     }
 
-    /// The Plan's job: `reconfigure --drain=external`, then, with `verify`, `verify` for the
-    /// node, after `&&`: a change that failed, or a node that does not pass traffic, fails the
-    /// job, which leaves the node cordoned and holds its slot.
+    /// The Plan's job: `reconfigure --drain=external`, then with `verify`, `&& verify` for the
+    /// node: a failed change or traffic fails the job, which leaves the node cordoned.
     fn plan_args(&self) -> Vec<String> {
         let mut args = self.args(true);
         if let (Some(v), None) = (&self.verify, &self.migrate) {
             args.extend(["&&".to_owned(), Self::exe()]);
-            args.extend(
-                [
-                    "--config",
-                    &Self::config_path(),
-                    "-o",
-                    "json",
-                    "verify",
-                    "--node",
-                    NODE_NAME,
-                    "--namespace",
-                    crate::cluster::verify_rights::NAMESPACE,
-                    "--while-cordoned",
-                ]
-                .map(String::from),
-            );
+            args.extend(Self::with_config(&[
+                "-o",
+                "json",
+                "verify",
+                "--node",
+                NODE_NAME,
+                "--namespace",
+                crate::cluster::verify_rights::NAMESPACE,
+                "--while-cordoned",
+            ]));
             // The bounds the job's deadline is made of, said rather than defaulted.
             args.push(format!("--timeout={}", crate::duration::show(v.timeout)));
             args.push(format!(
@@ -356,7 +352,7 @@ impl Fleet {
     }
 
     /// The headless Service over the DaemonSet's pods with the metrics ports (calicoctl-win's,
-    /// Felix's), for a Prometheus' Kubernetes service discovery.
+    /// Felix's), for Prometheus' Kubernetes service discovery.
     pub fn metrics_service(&self, ports: [u16; 2]) -> Service {
         let port = |name: &str, p: u16| ServicePort {
             name: Some(name.into()),
@@ -381,7 +377,6 @@ impl Fleet {
         }
     }
 
-    /// Windows nodes, and any labels asked for.
     fn selected(&self) -> BTreeMap<String, String> {
         let mut labels = self.node_selector.clone();
         labels.insert("kubernetes.io/os".into(), "windows".into());
@@ -400,10 +395,10 @@ impl Fleet {
     }
 
     /// The system-upgrade-controller Plan: `concurrency` nodes at a time, each cordoned and
-    /// drained by the controller, then `reconfigure --drain=external` (or `migrate`, no drain)
-    /// in a HostProcess container; exit code 0 uncordons the node, any other stops there.
-    /// Never selected by the label `migrate` moves: the controller deletes the job of a node
-    /// that leaves the selector (v0.19.0 `pkg/upgrade/handle_batch.go`, "running out-of-turn").
+    /// drained by the controller, then `reconfigure --drain=external` (or `migrate`, no drain);
+    /// exit 0 uncordons the node, any other stops there. Never selected by the label `migrate`
+    /// moves: the controller deletes the job of a node that leaves the selector (v0.19.0
+    /// `pkg/upgrade/handle_batch.go`, "running out-of-turn").
     pub fn plan(&self) -> Plan {
         let node_selector = LabelSelector {
             match_expressions: Some(
@@ -445,7 +440,7 @@ impl Fleet {
                 },
                 upgrade: ContainerSpec {
                     image: self.image.clone(),
-                    command: vec!["cmd.exe".into(), "/c".into(), Self::exe()],
+                    command: Self::cmd(),
                     args: self.plan_args(),
                 },
             },
@@ -453,10 +448,8 @@ impl Fleet {
     }
 
     /// The HostProcess DaemonSet: on each Windows node, with `changes`, `reconfigure --drain
-    /// --turn` (paced by the fleet's turns, `fleet::turn`), then `service keep-token` as the
-    /// node's renewer of last resort. Without `changes` (beside a Plan, which changes the nodes
-    /// at its own pace) only `service keep-token`. The pod is Ready while `status` finds the
-    /// node healthy.
+    /// --turn` (`fleet::turn`), then `service keep-token`, the node's renewer of last resort
+    /// (alone beside a Plan). The pod is Ready while `status` finds the node healthy.
     pub fn daemon_set(&self, changes: bool) -> DaemonSet {
         let pod = self.pod(changes);
         DaemonSet {
@@ -500,18 +493,16 @@ impl Fleet {
         }
     }
 
-    /// The DaemonSet's pod: calicoctl-win in a HostProcess container as SYSTEM, with the
-    /// config from the Secret and `status` as its readiness.
+    /// The DaemonSet's pod: calicoctl-win in a HostProcess container as SYSTEM.
     fn pod(&self, changes: bool) -> PodSpec {
-        let mut command = vec!["cmd.exe".to_owned(), "/c".to_owned(), Self::exe()];
+        let mut command = Self::cmd();
         if changes {
             command.extend(self.args(false));
-            // After `&&`, once the change exited 0: the renewer of last resort for
-            // calico-node's token, with this pod's own token, which kubelet renews.
+            // Once the change exited 0: the renewer of calico-node's token, with this pod's
+            // own token, which kubelet renews.
             command.extend(["&&".to_owned(), Self::exe()]);
         }
-        command.extend(["--config".to_owned(), Self::config_path()]);
-        command.extend(["service".into(), "keep-token".into()]);
+        command.extend(Self::with_config(&["service", "keep-token"]));
         command.extend(self.scheduled_verify());
         let container = Container {
             name: MAIN_CONTAINER.into(),
@@ -561,9 +552,9 @@ impl Fleet {
         }
     }
 
-    /// The log containers, only when asked for (`--log-containers`): one per service, and
-    /// calicoctl-win's own log's, named `install`. Opt-in, as nothing bounds the copy's disk
-    /// use: kubelet's log rotation fails under containerd on Windows (containerd/containerd#7075).
+    /// The log containers (`--log-containers`): one per service, and `install` for
+    /// calicoctl-win's own. Opt-in, as nothing bounds the copy's disk use: kubelet's log
+    /// rotation fails under containerd on Windows (containerd/containerd#7075).
     fn log_containers(&self) -> Vec<Container> {
         if !self.log_containers {
             return Vec::new();
@@ -575,7 +566,6 @@ impl Fleet {
         all
     }
 
-    /// The log containers' positions' emptyDir, with them only.
     fn positions_volume(&self) -> Option<Volume> {
         self.log_containers.then(|| Volume {
             name: "log-positions".into(),
@@ -584,10 +574,9 @@ impl Fleet {
         })
     }
 
-    /// The container `name` following the log of `role` (`logs ROLE --follow`, as the
-    /// operator's calico-node-windows has a container per component: tigera/operator v1.40.0
-    /// `pkg/render/windows.go`), its position kept in the pod's emptyDir. HostProcess by the
-    /// pod's security context, as all of a pod's containers must be
+    /// The container `name` following `role`'s log (as the operator's calico-node-windows has
+    /// a container per component: tigera/operator v1.40.0 `pkg/render/windows.go`), its
+    /// position in the pod's emptyDir; HostProcess, as all of a pod's containers must be
     /// (`validateWindowsHostProcessPod`, pkg/apis/core/validation/validation.go).
     fn log_container(&self, name: &str, role: &str) -> Container {
         let mount = POSITIONS_MOUNT.trim_start_matches("C:");

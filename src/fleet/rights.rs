@@ -9,11 +9,9 @@ pub use crate::cluster::rights::{account, role};
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use serde_json::{Value, json};
 
-/// What the fleet's jobs call (`fleet plan`: the Plan's `reconfigure --drain=external`, the
-/// DaemonSet's `reconfigure --drain`, its readiness `status` and `service keep-token`): the
-/// installer's reads, the node's annotations and the drain, and calico-node's token (only
-/// calico-node's, by `resourceNames`; only bound to the caller's own Node, by the admission
-/// policy `token_policy`); no grant (reconfigure makes none).
+/// What the fleet's jobs call (`reconfigure`, the readiness `status`, `service keep-token`):
+/// the installer's reads, the node's annotations and the drain, and calico-node's token (by
+/// `resourceNames`; bound to the caller's own Node, by `token_policy`); no grant.
 pub const FLEET: &[Right] = &[
     INSTALLER[0],  // namespaces
     INSTALLER[1],  // nodes
@@ -46,10 +44,7 @@ pub fn turn_role(sa: &str, namespace: &str, fleet: &str, count: u32) -> Vec<Valu
     role(&format!("{fleet}-turn"), Some(namespace), rules, &subjects).into()
 }
 
-/// What `migrate to-operator` and `migrate from-operator` call besides the installer's
-/// rights (`fleet plan --migrate`'s jobs): the Installation patched (its DaemonSet's affinity,
-/// `windowsDataplane`) and the Windows nodes listed (the ones calicoctl-win installed get the
-/// label that keeps the operator off them).
+/// What `migrate` calls besides the installer's rights (`fleet plan --migrate`'s jobs).
 #[rustfmt::skip]
 pub const MIGRATE_EXTRA: &[Right] = &[
     r(Scope::Cluster, "operator.tigera.io", "installations", &["patch"], &["default", "overlay"],
@@ -81,9 +76,8 @@ pub const TOKEN_POLICY_NEEDS: &str = "the admission policies calicoctl-win-token
 /// The name of the admission policy that keeps the fleet's token requests to its own Node.
 pub const TOKEN_POLICY: &str = "calicoctl-win-token-per-node";
 
-/// The longest token either policy admits: install's default lifetime, one year. CalicoNode's
-/// renewals and the fleet's replacements ask for no more (`supervise::renew`,
-/// `commands::keep_token`).
+/// The longest token either policy admits: install's default lifetime, one year, which the
+/// renewers never exceed (`supervise::renew`, `commands::keep_token`).
 pub const TOKEN_LIFETIME_CAP: std::time::Duration = std::time::Duration::from_secs(365 * 86400);
 
 /// A ValidatingAdmissionPolicy (Kubernetes 1.30 and later) and its binding that admit a
@@ -94,10 +88,9 @@ pub fn token_policy(sa: &str, namespace: &str) -> Vec<Value> {
     per_node_policy(TOKEN_POLICY, sa, namespace, None)
 }
 
-/// The same policy for `calico-node` in Calico's namespace (the node's renewal grant lets it
-/// make its own tokens), judging only Node-bound requests (what CalicoNode's renewer asks):
-/// Calico's own are unbound (calico v3.25.2 to v3.32.1 `node/pkg/cni/token_watch.go`,
-/// `UpdateToken`) and stay unjudged (docs/security.md).
+/// The same policy for `calico-node` (its renewal grant lets it make its own tokens), judging
+/// only Node-bound requests (CalicoNode's renewer's): Calico's own are unbound (calico v3.25.2
+/// to v3.32.1 `node/pkg/cni/token_watch.go` `UpdateToken`) and stay unjudged (docs/security.md).
 pub fn calico_node_token_policy(calico_namespace: &str) -> Vec<Value> {
     let bound = json!({"name": "node-bound-only", "expression": NODE_BOUND});
     per_node_policy(
@@ -152,9 +145,8 @@ fn per_node_policy(name: &str, sa: &str, namespace: &str, also: Option<Value>) -
 /// default), where `fleet plan --migrate` grants migrate's reads unless told another.
 pub const OPERATOR_NAMESPACE: &str = "tigera-operator";
 
-/// The objects that give an identity `rights`: its ServiceAccount in `namespace`, a
-/// ClusterRole and a Role in each namespace it needs (Calico's, kube-system, the operator's),
-/// each bound to it; all named `name`.
+/// The objects that give an identity `rights`: its ServiceAccount, a ClusterRole and a Role in
+/// each namespace it needs, each bound to it; all named `name`.
 pub fn manifests(
     rights: &[Right],
     (name, namespace): (&str, &str),

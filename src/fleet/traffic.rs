@@ -1,6 +1,6 @@
-//! The Node condition `CalicoWindowsTraffic` as `fleet status` reads it: the verdict of the
-//! DaemonSet's scheduled `verify` (`--verify-every D`), judged stale by its heartbeat against
-//! D, read once from the DaemonSet's command line.
+//! The Node condition `CalicoWindowsTraffic` as `fleet status` reads it: the DaemonSet's
+//! scheduled `verify` verdict, stale by its heartbeat against the `--verify-every` read once
+//! from the DaemonSet's command line.
 
 pub use super::view::Traffic;
 use super::view::{capped, codes_with, shown};
@@ -17,15 +17,15 @@ pub const STALE: &str = "VerifyStale";
 /// The flag of `service keep-token` that schedules the runs, as `fleet plan` writes it.
 const EVERY_FLAG: &str = "--verify-every=";
 
-/// Whether a verdict of heartbeat `beat` (seconds; none: unknown) is older than two intervals
-/// of `every` at `now`: the one judge, for the pod's own mark and for `fleet status`.
+/// Whether a verdict of heartbeat `beat` is older than two intervals at `now` (for the pod's
+/// own mark and `fleet status` alike).
 pub fn is_stale(beat: Option<i64>, every: Duration, now: i64) -> bool {
     let two = i64::try_from(2 * every.as_secs()).unwrap_or(i64::MAX);
     beat.is_none_or(|b| now.saturating_sub(b) > two)
 }
 
-/// The node's condition as judged at `now` against the DaemonSet's interval (none: never
-/// stale), with a False verdict's codes; a malformed codes annotation is named in `malformed`.
+/// The node's condition judged at `now` against the DaemonSet's interval (none: never stale),
+/// with a False verdict's codes (a malformed annotation named in `malformed`).
 pub fn of_node(
     n: &Node,
     every: Option<Duration>,
@@ -66,8 +66,8 @@ pub fn of_node(
         t.status = "Unknown".into();
         t.reason = Some(STALE.into());
     }
-    // Runs that could not judge keep the heartbeat fresh: unjudged since the condition last
-    // changed, for more than two intervals, is stale too.
+    // Runs that could not judge keep the heartbeat fresh: unjudged for two intervals since the
+    // last change is stale too.
     let since = c.last_transition_time.as_ref().map(|t| t.0.as_second());
     if let Some(every) = every.filter(|e| {
         t.reason.as_deref() == Some(NOT_RUN) && since.is_some() && is_stale(since, *e, now)
@@ -117,7 +117,6 @@ pub fn daemon_set(
     c.call_opt("get", &format!("daemonsets/{name}"), api.get(name))
 }
 
-/// The command of a DaemonSet's first container.
 fn command_of(ds: &DaemonSet) -> &[String] {
     let first = ds
         .spec
@@ -135,8 +134,7 @@ pub fn every_of(ds: &DaemonSet) -> Option<Duration> {
         .and_then(|d| crate::duration::parse(d).ok())
 }
 
-/// Whether a DaemonSet's pods take turns (`reconfigure --turn`, `fleet plan --engine
-/// daemonset`); beside a Plan they change nothing and take none.
+/// Whether a DaemonSet's pods take turns (`reconfigure --turn`; beside a Plan they do not).
 pub fn takes_turns(ds: &DaemonSet) -> bool {
     command_of(ds).iter().any(|a| a.starts_with("--turn="))
 }
@@ -188,29 +186,20 @@ mod tests {
                 .expect("a problem")
                 .contains("is stale")
         );
-        // A False as old is stale too; without a schedule nothing is judged stale.
+        // A False as old is stale too. (Without a schedule nothing is judged stale:
+        // tests/cluster/fleet.rs
+        // `fleet_status_reads_the_traffic_verdict_against_the_daemonsets_interval`.)
         let false_old = judged("False", "TrafficFails", Some(9999));
         assert_eq!(false_old.reason.as_deref(), Some(STALE));
         let no_beat = judged("True", "TrafficPasses", None);
         assert_eq!(no_beat.status, "Unknown");
-        let unscheduled = of_node(
-            &node("True", "TrafficPasses", Some(9999)),
-            None,
-            NOW,
-            &mut Vec::new(),
-        );
-        assert_eq!(unscheduled.expect("t").status, "True");
     }
 
+    /// (A False verdict's problem: tests/cluster/fleet.rs
+    /// `fleet_status_reads_the_traffic_verdict_against_the_daemonsets_interval`.)
     #[test]
-    fn a_false_verdict_is_a_problem_and_an_unknown_not_run_only_once_stale() {
+    fn an_unknown_not_run_is_a_problem_only_once_stale() {
         let every = Some(Duration::from_secs(600));
-        let f = judged("False", "TrafficFails", Some(5));
-        let p = problem("win-1", &f).expect("a problem");
-        assert!(
-            p.contains("does not pass traffic") && p.contains("said"),
-            "{p}"
-        );
         let u = judged("Unknown", NOT_RUN, Some(5));
         assert_eq!(problem("win-1", &u), None);
         // Not run, changed to that more than two intervals ago: its runs never judge, stale.
@@ -255,10 +244,8 @@ mod tests {
         let t = of_node(&fresh, every, NOW, &mut bad).expect("t");
         assert_eq!(t.codes, ["traffic-cni", "traffic-dns"]);
         assert!(!t.codes_unknown && bad.is_empty());
-        // An earlier run's codes beside a later verdict (or a later heartbeat): not current.
-        let earlier = with_codes(node("False", "TrafficFails", Some(5)), 700, all);
-        let t = of_node(&earlier, every, NOW, &mut bad).expect("t");
-        assert!(t.codes.is_empty() && t.codes_unknown, "{t:?}");
+        // (An earlier run's codes beside a later verdict, not current: tests/cluster/fleet.rs
+        // `fleet_status_shows_each_traffic_code_with_its_fix_and_no_earlier_runs`.)
         let none = of_node(
             &node("False", "TrafficFails", Some(5)),
             every,

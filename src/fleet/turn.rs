@@ -1,11 +1,10 @@
 //! A fleet's turns: at most `count` nodes of the fleet DaemonSet change at once, each holding
-//! one of the coordination.k8s.io/v1 Leases `<name>-turn-0` .. `<name>-turn-<count - 1>` while
-//! it changes and until it is healthy again (the DaemonSet controller paces only a rolling
-//! update: kubernetes v1.33 `pkg/controller/daemon/update.go`). A free slot is updated with the
-//! resourceVersion read (a 409 is another node winning); one expires as client-go's leader
-//! election judges it (v0.33.0 `tools/leaderelection/leaderelection.go`, `isLeaseValid`: seen
-//! unchanged for its duration on this node's monotonic clock); it is renewed every third of
-//! that; a failed node's slot is kept, marked `FAILED`, while its Node exists.
+//! a Lease `<name>-turn-<i>` until it is healthy again (the DaemonSet controller paces only a
+//! rolling update: kubernetes v1.33 `pkg/controller/daemon/update.go`). A slot is taken on the
+//! resourceVersion read (a 409: another node won); it expires as client-go's leader election
+//! judges (v0.33.0 `tools/leaderelection/leaderelection.go` `isLeaseValid`: unchanged for its
+//! duration on this node's monotonic clock), is renewed every third of that, and a failed
+//! node's is kept, marked `FAILED`, while its Node exists.
 
 use crate::cluster::{Cluster, ClusterError};
 use crate::error::{Diagnosis, Exit, Kind};
@@ -62,7 +61,6 @@ impl crate::error::Diagnose for TurnError {
 
 /// The annotation of a failed turn: `{"code": "<error kind>", "at": "<RFC 3339 time>"}`.
 pub const FAILED: &str = "calicoctl-win/turn-failed";
-/// The label every slot carries, with the fleet's name (`fleet status` lists them by it).
 const LABEL: &str = "app.kubernetes.io/name";
 
 /// A fleet's turns.
@@ -118,7 +116,6 @@ impl Slot {
     }
 }
 
-/// The holder of a slot, if any.
 fn holder(l: &Lease) -> Option<&str> {
     l.spec
         .as_ref()
@@ -126,8 +123,7 @@ fn holder(l: &Lease) -> Option<&str> {
         .filter(|h| !h.is_empty())
 }
 
-/// The failure a slot is marked with, if any (a mark that does not parse is one all the same:
-/// its code is the text).
+/// The failure a slot is marked with (a mark that does not parse: its text as the code).
 pub fn failure(l: &Lease) -> Option<Failure> {
     let text = l.metadata.annotations.as_ref()?.get(FAILED)?;
     Some(serde_json::from_str(text).unwrap_or_else(|_| Failure {
@@ -146,7 +142,7 @@ struct Record(Option<LeaseSpec>, Option<Failure>);
 
 impl Seen {
     /// Whether `l` ran out by `now`: its record seen unchanged for its `leaseDurationSeconds`
-    /// (a record not seen before is noted now, and has not).
+    /// (one not seen before is noted now).
     fn ran_out(&mut self, l: &Lease, now: Instant) -> bool {
         let name = l.metadata.name.clone().unwrap_or_default();
         let record = Record(l.spec.clone(), failure(l));
@@ -167,8 +163,8 @@ impl Seen {
     }
 }
 
-/// A slot this node holds: the Lease as it last wrote (or read) it, whose resourceVersion is
-/// the next write's precondition.
+/// A slot this node holds, as last written or read (its resourceVersion the next write's
+/// precondition).
 #[derive(Clone, Debug)]
 pub struct Held(pub Lease);
 
@@ -178,9 +174,9 @@ impl Held {
     }
 }
 
-/// One look at the slots (a get of each): this node's own slot (a restarted container's) is
-/// taken back; with `seen`, else the first that is free, or ran out (a failed one only when
-/// its holder's Node is gone). `Err` of the look's answer: who holds each slot, said.
+/// One look at the slots (a get of each): this node's own (a restarted container's) is taken
+/// back; with `seen`, else the first free or run out (a failed one only when its holder's Node
+/// is gone). `Err`: who holds each slot, said.
 pub fn look(
     c: &Cluster,
     t: &Turns,
@@ -231,9 +227,9 @@ pub fn said(s: &Slot) -> String {
     }
 }
 
-/// Whether another node's slot `l` may be taken: no holder, or run out, and its holder's
-/// Node either gone or neither marked failed nor cordoned (a holder killed after its cordon
-/// left its change half done: the rollout stops there, as at a failed node).
+/// Whether another node's slot may be taken: no holder, or run out with its holder's Node
+/// gone or neither failed nor cordoned (a holder killed after its cordon left its change half
+/// done: the rollout stops there, as at a failed node).
 fn free(c: &Cluster, l: &Lease, seen: &mut Seen, now: Instant) -> Result<bool, ClusterError> {
     let Some(h) = holder(l) else {
         return Ok(true);
@@ -253,7 +249,6 @@ fn now_micro() -> MicroTime {
     MicroTime(jiff::Timestamp::now())
 }
 
-/// The spec of a slot `me` holds from now.
 fn holding(t: &Turns, me: &crate::k8s_name::NodeName, spec: &mut LeaseSpec, back: bool) {
     let now = now_micro();
     if !back {
@@ -265,8 +260,7 @@ fn holding(t: &Turns, me: &crate::k8s_name::NodeName, spec: &mut LeaseSpec, back
     spec.renew_time = Some(now);
 }
 
-/// Takes `l` (taken `back`: this node's own, its failure mark dropped as it tries again);
-/// `None` when another node wrote it first (409).
+/// Takes `l` (`back`: this node's own, its failure mark dropped); `None` on a 409.
 fn take(
     c: &Cluster,
     t: &Turns,
@@ -287,7 +281,6 @@ fn take(
     ))
 }
 
-/// A slot written: `None` when another node wrote it first (409).
 fn won(written: Result<Lease, ClusterError>) -> Result<Option<Held>, ClusterError> {
     match written {
         Ok(w) => Ok(Some(Held(w))),
@@ -296,7 +289,7 @@ fn won(written: Result<Lease, ClusterError>) -> Result<Option<Held>, ClusterErro
     }
 }
 
-/// Makes slot `name`, held by `me`; `None` when another node made it first (409).
+/// Makes slot `name`, held by `me`; `None` on a 409.
 fn create(
     c: &Cluster,
     t: &Turns,
@@ -320,9 +313,9 @@ fn create(
     ))
 }
 
-/// Writes `change` on the held slot: `false` when it is not this node's any more (another
-/// took it, or it was deleted). A 409 is read again: a slot still held by `me` (a write that
-/// timed out but was made) is written once more on what was read.
+/// Writes `change` on the held slot: `false` when it is not this node's any more. After a 409
+/// a slot still held by `me` (a write that timed out but was made) is written once more on
+/// what was read.
 fn rewrite(
     c: &Cluster,
     t: &Turns,
@@ -368,8 +361,7 @@ pub fn renew(
     })
 }
 
-/// Marks the held slot failed with `code`: kept, never taken by another node while its
-/// holder's Node exists.
+/// Marks the held slot failed with `code`: no other node takes it while this Node exists.
 pub fn fail(
     c: &Cluster,
     t: &Turns,
@@ -407,7 +399,7 @@ pub fn release(
     })
 }
 
-/// The slots of the fleet `name` in `namespace`, by their label (`fleet status`).
+/// The slots of the fleet `name`, by their label (`fleet status`).
 pub fn slots(c: &Cluster, namespace: &str, name: &str) -> Result<Vec<Slot>, ClusterError> {
     let api: Api<Lease> = Api::namespaced(c.client.clone(), namespace);
     let lp = ListParams::default().labels(&format!("{LABEL}={name}"));

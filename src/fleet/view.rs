@@ -1,5 +1,4 @@
-//! The fleet as its nodes say it: each Windows node's annotations and CalicoNode's condition,
-//! and what is not as it should be, against the config most nodes have. Whoever may patch a
+//! The fleet as its nodes say it, against the config most nodes have. Whoever may patch a
 //! Node writes what is read here: every value is capped (`MAX_TEXT`), checked for its form
 //! (else named `malformed`), and escaped for a terminal (`shown`).
 
@@ -26,8 +25,8 @@ pub struct NodeRow {
     pub config_hash: Option<String>,
     /// kubelet's Ready condition.
     pub ready: Option<String>,
-    /// CalicoNode's `CalicoWindowsReady` as judged: True, False, Unknown (its heartbeat is
-    /// older than `CONDITION_STALE_AFTER`, or its status is malformed), or none yet.
+    /// CalicoNode's `CalicoWindowsReady` as judged: True, False, Unknown (heartbeat older
+    /// than `CONDITION_STALE_AFTER`, or status malformed), or none yet.
     pub calico_ready: Option<String>,
     pub reasons: Option<String>,
     /// The finding codes of CalicoNode's last look, each once (`codes_with`).
@@ -41,8 +40,8 @@ pub struct NodeRow {
     /// Values that do not have their form, named.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub malformed: Vec<String>,
-    /// `migrate to-operator` handed the node to the operator: its Calico is judged by
-    /// calico-node's NetworkUnavailable (calico v3.32.1 `node/pkg/lifecycle/utils/utils.go`).
+    /// Handed to the operator (`migrate to-operator`): judged by calico-node's
+    /// NetworkUnavailable (calico v3.32.1 `node/pkg/lifecycle/utils/utils.go`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub handed_to_operator: bool,
     /// The scheduled verify's verdict (`traffic::of_node`).
@@ -50,7 +49,7 @@ pub struct NodeRow {
     pub traffic: Option<Traffic>,
 }
 
-/// A node's `CalicoWindowsTraffic` as judged (JSON `traffic` in a row; `traffic`).
+/// A node's `CalicoWindowsTraffic` as judged (`traffic`).
 #[derive(Debug, PartialEq, serde::Serialize)]
 pub struct Traffic {
     /// True, False or Unknown (stale, `VerifyStale`, or none of the three).
@@ -139,8 +138,7 @@ pub fn node_row(n: &Node, now: i64) -> NodeRow {
             _ => {}
         }
     }
-    // Codes only where the condition says Calico is degraded by CalicoNode's look (not stale,
-    // not handed over, not uninstalled).
+    // Codes only where CalicoNode's look found Calico degraded (not stale, handed or gone).
     let degraded = calico_ready.as_deref() == Some("False") && !handed_to_operator;
     let codes = row_codes(n, calico.filter(|_| degraded), &mut malformed);
     NodeRow {
@@ -185,9 +183,8 @@ fn row_codes(
     codes_with(n, ANNOTATION_FINDING_CODES, beat, malformed)
 }
 
-/// The codes of the annotation `key` when it was written with the condition's heartbeat
-/// `beat`, else `None`: unknown (one an earlier run or an older calicoctl-win left must not
-/// stand for this look). A malformed one is named in `malformed`.
+/// The codes of the annotation `key` when written with the condition's heartbeat `beat`, else
+/// `None` (an earlier run's must not stand for this look). A malformed one is named.
 pub fn codes_with(
     n: &Node,
     key: &str,
@@ -212,16 +209,15 @@ fn is_code(word: &str) -> bool {
         && word.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
 }
 
-/// A codes annotation as read: its codes, and the heartbeat they were written with (seconds;
-/// none in an older CalicoNode's plain list).
+/// A codes annotation: its codes, and the heartbeat they were written with (none in an older
+/// CalicoNode's plain list).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Codes {
     pub heartbeat: Option<i64>,
     pub codes: Vec<String>,
 }
 
-/// The annotation's form: `{"heartbeat": "<lastHeartbeatTime>", "codes": [...]}`, or the
-/// plain list of an older CalicoNode.
+/// `{"heartbeat": "<lastHeartbeatTime>", "codes": [...]}`, or an older CalicoNode's list.
 #[derive(serde::Deserialize)]
 #[serde(untagged)]
 enum Written {
@@ -237,8 +233,8 @@ pub fn codes_of(text: &str) -> Result<Codes, String> {
     codes_in(ANNOTATION_FINDING_CODES, text)
 }
 
-/// A codes annotation (`key`) as `node::report` writes it, each code once in the order
-/// written (the API server bounds a node's annotations at 256 KiB); else named malformed.
+/// A codes annotation (`key`) as `node::report` writes it, each code once in order; else
+/// named malformed.
 pub fn codes_in(key: &str, text: &str) -> Result<Codes, String> {
     let bad = || format!("annotation {key} is no heartbeat with a JSON list of finding codes");
     let (heartbeat, words) = match serde_json::from_str(text).map_err(|_| bad())? {
@@ -272,8 +268,8 @@ pub fn code_counts(rows: &[NodeRow]) -> BTreeMap<String, usize> {
     out
 }
 
-/// What is not as it should be with a node, by kind: each kind is a finding code of the one
-/// catalogue, with its remedy (`health::judge::fleet_row`).
+/// What is not as it should be with a node, by kind: each a finding code of the one catalogue
+/// (`health::judge::fleet_row`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Trouble {
     /// A value that does not have its form (`malformed`).
@@ -292,8 +288,7 @@ pub enum Trouble {
     OtherConfig,
 }
 
-/// What is not as it should be with a node, each with its kind and its sentence (every value
-/// escaped, `shown`).
+/// What is not as it should be with a node: each kind and sentence (values `shown`).
 pub fn row_troubles(r: &NodeRow, fleet_hash: Option<&ConfigHash>) -> Vec<(Trouble, String)> {
     let name = shown(&r.name);
     let mut out: Vec<(Trouble, String)> = r
@@ -372,7 +367,7 @@ impl HashVotes {
         }
     }
 
-    /// The hash most nodes have (the first of equals in sort order), if any.
+    /// The hash most nodes have (the first of equals in sort order).
     pub fn most_common(&self) -> Option<ConfigHash> {
         let best = self.0.values().copied().max()?;
         self.0

@@ -8,24 +8,23 @@ use crate::cluster::{Cluster, ClusterError};
 use crate::k8s_name::NodeName;
 use k8s_openapi::api::core::v1::Node;
 
-/// How long the question may take: the fleet DaemonSet's readiness runs `status` within 20 s,
-/// and a server that does not answer in 5 leaves the answer unknown, not the probe timed out.
+/// How long the question may take: within the fleet DaemonSet's 20 s readiness probe, a
+/// server silent for 5 s leaves the answer unknown.
 const WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What the API server said of the token.
 #[derive(Debug)]
 pub enum Answer {
-    /// It took the token; the Node as it answered (`None`: no such Node, or the token may not
-    /// read it).
+    /// It took the token; the Node (`None`: none, or the token may not read it).
     Accepted(Option<Box<Node>>),
     /// It refused the token (401), with its message.
     Refused(String),
-    /// No answer that tells either: the server could not be reached or asked, said.
+    /// No answer that tells either, said.
     Unknown(String),
 }
 
 impl Answer {
-    /// The answer's word, as JSON has it: `accepted`, `refused` or `unknown`.
+    /// The answer's word, as JSON has it.
     pub fn word(&self) -> &'static str {
         match self {
             Answer::Accepted(_) => "accepted",
@@ -57,7 +56,6 @@ pub fn ask(
     )
 }
 
-/// The answer of one authenticated request.
 fn judge(answer: Result<Option<Node>, ClusterError>) -> Answer {
     match answer {
         Ok(n) => Answer::Accepted(n.map(Box::new)),

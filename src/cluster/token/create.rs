@@ -5,10 +5,9 @@ use crate::cluster::ClusterError;
 use crate::duration::{Look, Pauses, poll_quietly};
 use serde::Serialize;
 
-/// The create of `obj` (in its namespace) with the `timeout` query parameter at
-/// `CREATE_TIMEOUT`, so that a create whose answer was lost stops committing within
-/// `SETTLE_WITHIN` (k8s.io/apiserver pkg/endpoints/filters/request_deadline.go
-/// `withRequestDeadline`; kube's `PostParams` carries none).
+/// The create of `obj` with the `timeout` query parameter (kube's `PostParams` has none), so a
+/// create whose answer was lost stops committing within `SETTLE_WITHIN` (k8s.io/apiserver
+/// pkg/endpoints/filters/request_deadline.go `withRequestDeadline`).
 pub(super) async fn create_within<K>(client: &kube::Client, obj: &K) -> Result<K, kube::Error>
 where
     K: kube::Resource<DynamicType = ()> + Serialize + serde::de::DeserializeOwned,
@@ -22,8 +21,7 @@ where
     client.request::<K>(req).await
 }
 
-/// The server's deadline asked for each create (`create_within`): the client's own bound on
-/// a call (`Cluster::call`), after which its answer is taken for lost anyway.
+/// The server's deadline asked for each create: the client's own bound on a call.
 pub(super) const CREATE_TIMEOUT: std::time::Duration = crate::cluster::CALL_TIMEOUT;
 
 /// The create, sent again a second apart after a 429 for at most `THROTTLED_FOR`: API Priority
@@ -45,9 +43,8 @@ pub(super) fn throttled<T>(
 const THROTTLED_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Whether a refused or unanswered create may have left the object there: another's (409),
-/// or ours, committed before its answer was lost (kube-apiserver answers 504 when a request
-/// outlives its deadline while the storage write goes on; a 5xx or a timeout says nothing of
-/// whether it committed).
+/// or ours, committed before its answer was lost (a 504 past the deadline while the write goes
+/// on; a 5xx or a timeout says nothing of whether it committed).
 pub(super) fn may_be_there(e: &ClusterError) -> bool {
     match e {
         ClusterError::Api { code, .. } => *code == 409 || *code >= 500,

@@ -1,6 +1,5 @@
 //! Credentials for calico-node: a service-account token (TokenRequest, or a legacy token
-//! secret) made into a kubeconfig, and the etcd TLS files from their secret. Secrets are
-//! kept in types whose `Debug` never shows them.
+//! secret) and the etcd TLS files from their secret, in types whose `Debug` never shows them.
 
 use crate::cluster::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, Stop, Wait, poll_until};
@@ -38,14 +37,13 @@ impl Token {
         &self.0
     }
 
-    /// The expiry (Unix seconds) in a JWT's `exp` claim; `None` for a token that does not
-    /// expire (a legacy secret's), is not a JWT, or whose claim is no time (`unusable` says).
+    /// The `exp` claim (Unix seconds); `None` for a token that does not expire (a legacy
+    /// secret's), is not a JWT, or whose claim is no time (`unusable` says).
     pub fn expiry(&self) -> Option<i64> {
         self.claim_time("exp")
     }
 
-    /// A claim holding a time, only when it is one: between 1970 and the year 9999, so that
-    /// no arithmetic on it can overflow.
+    /// A claim holding a time between 1970 and 9999, so no arithmetic on it can overflow.
     fn claim_time(&self, name: &str) -> Option<i64> {
         self.claims()?
             .get(name)?
@@ -53,8 +51,8 @@ impl Token {
             .filter(|t| (0..=LAST_TIME).contains(t))
     }
 
-    /// Why the token cannot be used as it is, said plainly: a time claim (`exp`, `iat`) that is
-    /// no time, or a JWT that expires before it was issued. `None` for a usable token.
+    /// Why the token cannot be used: a time claim (`exp`, `iat`) that is no time, or a JWT
+    /// that expires before it was issued.
     pub fn unusable(&self) -> Option<String> {
         let claims = self.claims()?;
         for name in ["exp", "iat"] {
@@ -84,8 +82,8 @@ impl Token {
         self.claims().is_some()
     }
 
-    /// A short fingerprint (the first 16 hex digits of its SHA-256): tells one token from
-    /// another in a record without keeping the token.
+    /// The first 16 hex digits of its SHA-256: tells tokens apart in a record without
+    /// keeping them.
     pub fn fingerprint(&self) -> String {
         use sha2::Digest;
         let digest = sha2::Sha256::digest(self.0.as_bytes());
@@ -112,8 +110,8 @@ impl Token {
             .map(str::to_owned)
     }
 
-    /// The Node it is bound to (the private claim `kubernetes.io` / `node` / `name`, in a
-    /// token whose TokenRequest named a Node): deleting that Node revokes it.
+    /// The Node it is bound to (claim `kubernetes.io` / `node` / `name`): deleting that Node
+    /// revokes it.
     pub fn bound_node(&self) -> Option<String> {
         self.claims()?
             .pointer("/kubernetes.io/node/name")?
@@ -134,13 +132,12 @@ impl Token {
         self.claims()?.get("iss")?.as_str().map(str::to_owned)
     }
 
-    /// When it was issued (Unix seconds, the `iat` claim).
+    /// The `iat` claim (Unix seconds).
     pub fn issued_at(&self) -> Option<i64> {
         self.claim_time("iat")
     }
 
-    /// The service account a service-account token is for, from its subject
-    /// `system:serviceaccount:NAMESPACE:NAME`.
+    /// The service account of its subject `system:serviceaccount:NAMESPACE:NAME`.
     pub fn service_account(&self) -> Option<(String, String)> {
         let claims = self.claims()?;
         let rest = claims
@@ -163,8 +160,7 @@ impl Token {
 }
 
 /// From when kube-apiserver binds service-account tokens to Nodes by default (kubernetes
-/// `pkg/features/kube_features.go`, `ServiceAccountTokenNodeBinding`: alpha in 1.29, beta and
-/// on by default from 1.31, GA in 1.33).
+/// `pkg/features/kube_features.go`).
 pub const NODE_BINDING_SINCE: &str = "Kubernetes 1.31 (ServiceAccountTokenNodeBinding: beta and on by default from 1.31, GA in 1.33)";
 
 /// What status says of a token that is not bound to a Node.
@@ -215,8 +211,8 @@ impl crate::error::Diagnose for TokenFileError {
     }
 }
 
-/// The token in a token file's bytes, as client-go reads it (trimmed; an empty one is none),
-/// refused when over the cap or holding control characters.
+/// The token in a token file's bytes, trimmed (empty: none), refused over the cap or with
+/// control characters.
 fn token_in_file(path: &str, bytes: &[u8]) -> Result<Option<Token>, TokenFileError> {
     if bytes.len() > TOKEN_FILE_CAP {
         return Err(TokenFileError::OverCap {
@@ -232,8 +228,7 @@ fn token_in_file(path: &str, bytes: &[u8]) -> Result<Option<Token>, TokenFileErr
     Ok((!text.is_empty()).then(|| Token::new(text)))
 }
 
-/// calico-node's token on the node, as client-go picks it from its kubeconfig at `path`.
-/// `None` when the kubeconfig is missing or names no token that can be had.
+/// calico-node's token, as client-go picks it from its kubeconfig at `path` (`node_token_in`).
 pub fn node_token(
     host: &dyn crate::host::Host,
     path: &str,
@@ -244,11 +239,11 @@ pub fn node_token(
     node_token_in(host, &String::from_utf8_lossy(&bytes))
 }
 
-/// calico-node's token, given the text of its kubeconfig, in client-go's order (kubernetes
-/// v1.20.2 client-go `transport/round_trippers.go`, `bearerAuthRoundTripper.RoundTrip`;
-/// `transport/token_source.go`, `fileTokenSource.Token`): the `tokenFile`'s, trimmed, when it
-/// can be read and is not empty (a file over `TOKEN_FILE_CAP` or with control characters
-/// cannot), else the inline `token`; the file's error only when there is none.
+/// calico-node's token from its kubeconfig's text, in client-go's order (v1.20.2
+/// `transport/round_trippers.go` `bearerAuthRoundTripper.RoundTrip`, `transport/token_source.go`
+/// `fileTokenSource.Token`): the `tokenFile`'s, trimmed, when readable and not empty (over
+/// `TOKEN_FILE_CAP` or with control characters is unreadable), else the inline `token`; the
+/// file's error only when there is none.
 pub fn node_token_in(
     host: &dyn crate::host::Host,
     kubeconfig: &str,
@@ -272,8 +267,7 @@ pub fn node_token_in(
     }
 }
 
-/// `Some(expiry)` when `token` is valid for longer than `within` from now (`Some(None)`: a
-/// token that never expires); `None` when a new one is needed.
+/// `Token::outlives` `within` from now.
 pub fn outlives(token: &Token, within: std::time::Duration) -> Option<Option<i64>> {
     let deadline =
         crate::duration::now().saturating_add(i64::try_from(within.as_secs()).unwrap_or(i64::MAX));
@@ -359,9 +353,8 @@ fn no_account(c: &Cluster, namespace: &str, name: &str) -> CredentialError {
     }
 }
 
-/// A token from the TokenRequest API, asked to live `lifetime`, bound to the Node `node` when
-/// given (`NODE_BINDING_SINCE`: deleting the Node revokes it); a server that refuses the
-/// binding gives an unbound token, and `Issued::unbound` says why.
+/// A token from the TokenRequest API, bound to the Node `node` when given (deleting it revokes
+/// the token); a server that refuses the binding gives an unbound one, `Issued::unbound` why.
 pub fn token_request(
     c: &Cluster,
     namespace: &str,
@@ -394,13 +387,24 @@ pub fn token_request(
         Err(e) if e.is_not_found() => return Err(no_account(c, namespace, name).into()),
         other => other?,
     };
-    let mut issued = issued_from(c, &what, answer)?;
-    issued.unbound = unbound;
-    Ok(issued)
+    let status = answer.status.ok_or_else(|| ClusterError::Api {
+        server: c.server.clone(),
+        verb: "create".into(),
+        resource: what,
+        code: 200,
+        message: "the answer has no status".into(),
+    })?;
+    Ok(Issued {
+        token: Token::new(status.token),
+        // kube-apiserver always sets it (to the JWT's exp).
+        expires: Some(status.expiration_timestamp.0.as_second()),
+        ca_pem: None,
+        unbound,
+    })
 }
 
-/// The TokenRequest every renewer sends (`token_request`): `lifetime` long, bound to the Node
-/// `node` when given. What the admission policies judge (`rights::calico_node_token_policy`).
+/// The TokenRequest every renewer sends, as the admission policies judge it
+/// (`rights::calico_node_token_policy`).
 pub fn token_request_body(
     lifetime: Duration,
     node: Option<&crate::k8s_name::NodeName>,
@@ -421,7 +425,6 @@ pub fn token_request_body(
     }
 }
 
-/// One TokenRequest, bound to the Node `node` when given.
 fn request_token(
     c: &Cluster,
     namespace: &str,
@@ -439,32 +442,12 @@ fn request_token(
     )
 }
 
-/// The token of a TokenRequest's answer, checked.
-fn issued_from(c: &Cluster, what: &str, answer: TokenRequest) -> Result<Issued, anyhow::Error> {
-    let status = answer.status.ok_or_else(|| ClusterError::Api {
-        server: c.server.clone(),
-        verb: "create".into(),
-        resource: what.to_owned(),
-        code: 200,
-        message: "the answer has no status".into(),
-    })?;
-    // The answer's expirationTimestamp, which kube-apiserver always sets (to the JWT's exp).
-    let expires = Some(status.expiration_timestamp.0.as_second());
-    let token = Token::new(status.token);
-    Ok(Issued {
-        token,
-        expires,
-        ca_pem: None,
-        unbound: None,
-    })
-}
-
 const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
 const SA_ANNOTATION: &str = "kubernetes.io/service-account.name";
 
-/// A long-lived token from a `kubernetes.io/service-account-token` secret of the service
-/// account: an existing one, else `<name>-token`, created and waited for until the token
-/// controller fills it (at most `timeout`), saying how the wait goes with `say`.
+/// A long-lived token from a `kubernetes.io/service-account-token` secret of the account: an
+/// existing one, else `<name>-token`, created and waited for (at most `timeout`) until the
+/// token controller fills it.
 pub fn legacy_secret(
     c: &Cluster,
     namespace: &str,
@@ -511,8 +494,7 @@ pub fn legacy_secret(
     })
 }
 
-/// The name of the service account's token secret: an existing one, else `<name>-token`,
-/// created (or made meanwhile by someone else).
+/// The name of the service account's token secret (see `legacy_secret`).
 fn token_secret(
     c: &Cluster,
     api: &Api<Secret>,
@@ -551,20 +533,18 @@ fn token_secret(
                 ..Secret::default()
             };
             let what = format!("secrets/{secret_name} in {namespace}");
-            match c.call("create", &what, api.create(&PostParams::default(), &secret)) {
-                // Someone made it meanwhile: use theirs.
-                Err(ClusterError::Api { code: 409, .. }) => {}
-                other => {
-                    other?;
-                }
+            let made = c.call("create", &what, api.create(&PostParams::default(), &secret));
+            // A 409: someone made it meanwhile; theirs is used.
+            if !matches!(made, Err(ClusterError::Api { code: 409, .. })) {
+                made?;
             }
             secret_name
         }
     })
 }
 
-/// The CA calico-node's kubeconfig trusts: the admin kubeconfig's, else the one a legacy
-/// token secret carries, else the cluster's `kube-root-ca.crt` ConfigMap.
+/// The CA calico-node's kubeconfig trusts: the admin kubeconfig's, else a legacy token
+/// secret's, else the cluster's `kube-root-ca.crt` ConfigMap.
 pub fn ca_for(c: &Cluster, namespace: &str, issued: &Issued) -> Result<String, anyhow::Error> {
     if let Some(ca) = c.ca_pem.as_ref().or(issued.ca_pem.as_ref()) {
         return Ok(ca.clone());
@@ -574,7 +554,6 @@ pub fn ca_for(c: &Cluster, namespace: &str, issued: &Issued) -> Result<String, a
     })?)
 }
 
-/// The cluster's CA from the `kube-root-ca.crt` ConfigMap every namespace has.
 fn root_ca(c: &Cluster, namespace: &str) -> Result<Option<String>, ClusterError> {
     let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), namespace);
     Ok(c.call_opt(
@@ -586,7 +565,7 @@ fn root_ca(c: &Cluster, namespace: &str) -> Result<Option<String>, ClusterError>
     .and_then(|d| d.get("ca.crt").cloned()))
 }
 
-/// The data of a secret, by key; a missing secret is a clear error.
+/// The data of a secret, by key.
 pub fn secret_data(
     c: &Cluster,
     namespace: &str,

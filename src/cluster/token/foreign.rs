@@ -23,10 +23,9 @@ pub(super) fn refuse_role(g: &Grant, r: &Role) -> anyhow::Result<()> {
     )
 }
 
-/// Refuses a RoleBinding of the grant's name that is not ours (`b`) unless it binds what
-/// ours would (the Role of that name, to the one service account alone): another roleRef or
-/// other subjects would leave calico-node's token unrenewed while install said it renews, or
-/// give others the right. Used as it is then, never recorded as ours.
+/// Refuses a RoleBinding of the grant's name that is not ours unless it binds what ours would
+/// (the Role of that name, to the one service account alone): else calico-node's token would
+/// go unrenewed, or others get the right. Used as it is then, never recorded as ours.
 pub(super) fn refuse_binding(g: &Grant, b: &RoleBinding) -> anyhow::Result<()> {
     let want = g.binding(None);
     // As kube-apiserver reads a subject (kubernetes pkg/apis/rbac/validation/validation.go
@@ -73,10 +72,9 @@ pub(super) fn refuse_binding(g: &Grant, b: &RoleBinding) -> anyhow::Result<()> {
     )
 }
 
-/// `ensure`'s refusals of a Role or RoleBinding of the grant's name that is not what ours
-/// would be (`refuse_role`, `refuse_binding`), read before any change (the dry run's too):
-/// any but the one the record names by its uid (one carrying our label alone too, which an
-/// older record or a fresh install would adopt).
+/// `ensure`'s refusals (`refuse_role`, `refuse_binding`), read before any change (the dry
+/// run's too), of any object but the one the record names by uid (one with our label alone
+/// too).
 pub fn refuse_foreign(c: &Cluster, g: &Grant) -> anyhow::Result<()> {
     let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
     let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);

@@ -18,11 +18,10 @@ use std::collections::BTreeMap;
 pub use super::foreign::refuse_foreign;
 pub use super::renewal::NONCE;
 
-/// The objects of a grant an install creates, kept in its journal from before it creates
-/// them until the install record names them: a run cut off in between leaves them to the next
-/// install (which finishes or undoes them) or to uninstall (which undoes them). An object
-/// found there before (an administrator's, an earlier install's) stays out of it: a rollback
-/// deletes only what is flagged here.
+/// The objects of a grant an install creates, journaled from before their create until the
+/// install record names them, so a run cut off in between leaves them to the next install or
+/// to uninstall. One found there before stays out of it: a rollback deletes only what is
+/// flagged here.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Making {
     pub namespace: String,
@@ -39,7 +38,7 @@ pub struct Making {
     pub uids: GrantUids,
     /// The nonce this install marks what it creates with (annotation `NONCE`), journaled
     /// before the first create: an object carrying it is this install's, whatever answer its
-    /// create got. Not a secret: it only tells this install's objects from others'.
+    /// create got. Not a secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
     /// The parts (Role, RoleBinding) a journal of an older version flagged without their uid
@@ -78,10 +77,9 @@ impl Making {
         self.role || self.binding
     }
 
-    /// The parts (Role, RoleBinding) whose create's fate is not known: flagged, and no uid
-    /// had of them (its answer lost, or the run cut off while it waited; a create refused
-    /// before anything was written is unflagged). As saved in the journal, so a later run
-    /// reads it there: such a create may still commit (`remove_made` waits it out).
+    /// The parts (Role, RoleBinding) whose create's fate is not known: flagged, no uid had
+    /// (its answer lost, or the run cut off while it waited). Such a create may still commit
+    /// (`remove_made` waits it out).
     pub fn unsettled(&self) -> (bool, bool) {
         (
             self.role && self.uids.role.is_none(),
@@ -115,8 +113,7 @@ impl Making {
         v
     }
 
-    /// What a removal may wait for (`remove_made`), said before it: the parts whose create's
-    /// fate is not known (`unsettled`).
+    /// What a removal may wait for (`unsettled`), said before it.
     pub fn wait_note(&self) -> Option<String> {
         let kinds = match self.unsettled() {
             (false, false) => return None,
@@ -132,8 +129,6 @@ impl Making {
         ))
     }
 
-    /// How long a create it flagged may still commit (`SETTLE_WITHIN`; a journal of an older
-    /// version, `UNTIMED_SETTLE_WITHIN`).
     fn settle_within(&self) -> std::time::Duration {
         match self.timed {
             true => SETTLE_WITHIN,
@@ -151,10 +146,9 @@ impl Making {
         format!("kubectl -n {} delete {kinds} {}", self.namespace, self.name)
     }
 
-    /// Whether the object `meta` describes is known for ours without reading its content:
-    /// the uid the record (`recorded`) or this journal (`made`) names, or this run's nonce.
-    /// Any other (one adopted by its label alone too) is checked (`refuse_role`,
-    /// `refuse_binding`).
+    /// Whether the object is known for ours without reading its content: the uid the record
+    /// (`recorded`) or this journal (`made`) names, or this run's nonce. Any other is checked
+    /// (`refuse_role`, `refuse_binding`).
     fn knows(&self, meta: &ObjectMeta, recorded: &Option<String>, made: &Option<String>) -> bool {
         let uid = meta.uid.as_ref();
         uid.is_some_and(|u| Some(u) == recorded.as_ref() || Some(u) == made.as_ref())
@@ -168,11 +162,11 @@ impl Making {
     }
 }
 
-/// Creates the grant's Role and RoleBinding where they are missing, each flagged in `making`
-/// and saved (`save`, into the install's journal) before it is created, and saved again with
-/// its uid once made. The uids for the install record: of one made here, else the one `g`
-/// recorded, else (unless `g` keeps uids) of one there with our label (`found`). One there
-/// that is not ours is used only when it is what ours would be (`refuse_role`).
+/// Creates the grant's Role and RoleBinding where missing, each flagged in `making` and saved
+/// (`save`, into the journal) before its create and again with its uid. The uids for the
+/// install record: of one made here, else the one `g` recorded, else (unless `g` keeps uids)
+/// of one there with our label (`found`). Another's is used only when it is what ours would be
+/// (`refuse_role`).
 pub fn ensure(
     c: &Cluster,
     g: &Grant,
@@ -254,9 +248,8 @@ type Save<'a> = dyn FnMut(&Making) -> anyhow::Result<()> + 'a;
 /// (`Making::unmarked`).
 type Part = fn(&mut Making) -> (&mut bool, &mut Option<String>, &mut bool);
 
-/// `found`, and what it learnt saved in the journal (a uid found, a part let go), so that a
-/// rollback or uninstall after it neither waits for a part whose uid is known nor takes one
-/// let go for ours.
+/// `found`, with what it learnt (a uid, a part let go) saved in the journal, so a later rollback
+/// neither waits for a known part nor takes one let go for ours.
 fn found_saved(
     making: &mut Making,
     part: Part,
@@ -272,10 +265,9 @@ fn found_saved(
     Ok(uid)
 }
 
-/// The uid of an object found there: one a cut-off run of this install made (adopted, its
-/// uid kept in `making` when the run was cut off before it), else the recorded one, else its
-/// own when it carries our label and the record may leave it out (`adopt`: no record, or an
-/// older version's, which kept no uids).
+/// The uid of an object found there: one a cut-off run of this install made (adopted), else
+/// the recorded one, else its own when it carries our label and the record may leave it out
+/// (`adopt`: no record, or an older version's without uids).
 fn found(
     making: &mut Making,
     part: Part,
@@ -286,14 +278,11 @@ fn found(
     let (made, made_uid, older) = part(making);
     if *made {
         if made_uid.is_none() {
-            // Flagged, its create's answer never had: ours only when it carries our nonce
-            // (flagged by a journal of an older version, which gave none: when it carries
-            // our label). Another's (an administrator's, or one made in the 409's place) is
-            // let go, kept.
+            // Flagged, its answer never had: ours only with our nonce (an older journal's,
+            // which gave none: with our label). Another's is let go, kept.
             if !(marked || *older && labelled_ours(meta)) {
                 (*made, *older) = (false, false);
-                // Not taken for ours by its label either: its uid is never recorded, so no
-                // later `uninstall --purge` deletes it.
+                // Its uid is never recorded, so no `uninstall --purge` deletes it.
                 return recorded.clone();
             }
             *made_uid = meta.uid.clone();
@@ -303,10 +292,9 @@ fn found(
     recorded.clone().or_else(|| ours(meta).filter(|_| adopt))
 }
 
-/// One object created, flagged in `making` and saved first, its uid saved once made. A 409 or
-/// a lost answer (it may have committed) is settled by reading the object back: ours when it
-/// carries our nonce; missing after a lost answer, the error stands with the flag saved
-/// (`Making::unsettled`). A 4xx refusal is unflagged: nothing of it can appear.
+/// One object created, flagged and saved first, its uid saved once made. A 409 or a lost
+/// answer is settled by reading the object back: ours with our nonce; missing after a lost
+/// answer, the error stands, flagged (`Making::unsettled`). A 4xx refusal is unflagged.
 fn create_flagged<T: kube::Resource>(
     making: &mut Making,
     part: Part,
@@ -346,14 +334,12 @@ fn ours(meta: &ObjectMeta) -> Option<String> {
     labelled_ours(meta).then(|| meta.uid.clone()).flatten()
 }
 
-/// Deletes what an install made of a grant, as `renewal::remove` does; an object it did not
-/// make stays untouched. A part flagged without its uid is deleted only with this install's
-/// nonce (an older journal's: our label); one not there yet (`Making::unsettled`) is read
-/// again until `SETTLE_WITHIN` has passed, and deleted if it comes.
+/// Deletes what an install made of a grant, as `renewal::remove` does. A part flagged without
+/// its uid is deleted only with this install's nonce (an older journal's: our label); one not
+/// there yet (`Making::unsettled`) is read again for `SETTLE_WITHIN`, and deleted if it comes.
 pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError> {
     let at = (m.namespace.as_str(), m.name.as_str());
-    // The parts an older journal flagged (`Making::unmarked`) by our label, the rest by the
-    // nonce.
+    // The parts an older journal flagged (`Making::unmarked`) by our label, the rest by nonce.
     let parts = |(role, binding): (bool, bool)| -> Result<_, ClusterError> {
         let (old_role, old_binding) = m.unmarked;
         let mut left = Vec::new();
@@ -400,11 +386,10 @@ pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError>
     Ok(left)
 }
 
-/// How long a create whose answer was lost may still commit, from when it was sent: the
-/// request deadline it asked kube-apiserver for (`CREATE_TIMEOUT`, `create_within`), when its
-/// handler's context ends and with it the storage write it runs
-/// (pkg/endpoints/handlers/finisher/finisher.go), and a margin as long again for one already
-/// handed to etcd. Counted here from a later read, after the create was sent.
+/// How long a create whose answer was lost may still commit: the request deadline it asked
+/// for (`CREATE_TIMEOUT`, `create_within`), when its handler's context and storage write end
+/// (kube-apiserver pkg/endpoints/handlers/finisher/finisher.go), and as long again for one
+/// already handed to etcd; counted from a read after the create was sent.
 pub const SETTLE_WITHIN: std::time::Duration = CREATE_TIMEOUT.saturating_mul(2);
 
 /// The same for a create sent without a deadline (a journal of an older version): kube-

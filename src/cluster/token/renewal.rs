@@ -27,17 +27,14 @@ pub struct Grant {
     /// The name of both the Role and the RoleBinding.
     pub name: String,
     pub service_account: String,
-    /// The uids of the Role and RoleBinding install made (or found carrying our label), in
-    /// the install record: uninstall deletes those objects only. One deleted and made again
-    /// since (an administrator's, our label copied with the rest) has another uid and stays.
+    /// The uids of the Role and RoleBinding install made (or found carrying our label):
+    /// uninstall deletes those only; one made again since has another uid and stays.
     #[serde(default, skip_serializing_if = "GrantUids::is_empty")]
     pub uids: GrantUids,
-    /// Whether `uids` names every object of the grant that is calicoctl-win's, as each record
-    /// written since uids are kept says (always written): a part without a uid then is
-    /// another's (found there, not made) and stays. Absent, false, in records of older
-    /// versions, whose objects the managed-by label alone tells (their rule, kept for them);
-    /// false too in a grant not yet made by this install (`for_node`). Read through
-    /// `keeps_uids`: a record naming any uid keeps them.
+    /// Whether `uids` names every object of the grant that is ours (a part without one is
+    /// another's and stays), as every record written since uids are kept says. False in older
+    /// records, whose objects the managed-by label alone tells, and in a grant not yet made
+    /// (`for_node`). Read through `keeps_uids`.
     #[serde(default)]
     pub uids_kept: bool,
 }
@@ -68,11 +65,8 @@ impl Grant {
         }
     }
 
-    /// Whether `uids` names every object of the grant that is ours: `uids_kept`, or any uid
-    /// recorded. The versions that wrote uids before `uids_kept` recorded one only of what
-    /// they made or found carrying our label, so in their records too a part without a uid
-    /// is another's; only records of versions before them, which have no uids, keep the
-    /// label rule.
+    /// `uids_kept`, or any uid recorded: the versions that wrote uids before `uids_kept`
+    /// recorded only ours too; only records without uids keep the label rule.
     pub fn keeps_uids(&self) -> bool {
         self.uids_kept || !self.uids.is_empty()
     }
@@ -153,10 +147,9 @@ pub(super) fn labelled_ours(meta: &ObjectMeta) -> bool {
         .is_some_and(|v| v == MANAGED_BY.1)
 }
 
-/// Deletes the grant's RoleBinding and Role when they are calicoctl-win's (our label and the
-/// uid install recorded; in an older record without uids, the label alone), each with the uid
-/// read as a precondition (kube-apiserver's `Store.Delete` checks `preconditions.uid`), so one
-/// made again by someone else stays. Gone already is fine. What it left, said.
+/// Deletes the grant's RoleBinding and Role when they are ours (our label and the recorded uid;
+/// in an older record without uids, the label alone), each on the uid read as a precondition
+/// (kube-apiserver's `Store.Delete` checks `preconditions.uid`). What it left, said.
 pub fn remove(c: &Cluster, g: &Grant) -> Result<Vec<String>, ClusterError> {
     let known = Known {
         uids: &g.uids,
@@ -166,9 +159,8 @@ pub fn remove(c: &Cluster, g: &Grant) -> Result<Vec<String>, ClusterError> {
     Ok(remove_parts(c, (&g.namespace, &g.name), known, (true, true))?.0)
 }
 
-/// What tells the grant's objects that are ours: the uids recorded, the nonce of the run
-/// that made them (a journal's part flagged without its uid), and whether the uids name all
-/// that is ours (`Grant::uids_kept`).
+/// What tells the grant's objects that are ours: the uids recorded, the nonce of the run that
+/// made them (for a part flagged without its uid), and `Grant::uids_kept`.
 pub(super) struct Known<'a> {
     pub uids: &'a GrantUids,
     pub nonce: Option<&'a str>,
@@ -201,10 +193,9 @@ pub(super) fn remove_parts(
     Ok((left, seen))
 }
 
-/// Deletes the object `meta` describes when it carries our managed-by label and is the one
-/// install recorded (`recorded`, when it recorded one), else, when a nonce is given, carries
-/// it (`making::NONCE`: the one a run whose create's answer was lost made), else when the
-/// record keeps no uids (an older version's); on its uid; else what was left and why.
+/// Deletes the object when it carries our label and is the recorded one, else (none recorded)
+/// carries the nonce given, else (none given) when the record keeps no uids; on its uid. Else
+/// what was left and why.
 fn delete_if_ours<K>(
     c: &Cluster,
     api: &Api<K>,

@@ -1,11 +1,10 @@
 //! The credential `fleet diags` gives each node's `GET /diags`, and how the node checks it.
 //! kube-apiserver drops the `Authorization` header of a request it authenticated
-//! (k8s.io/apiserver `pkg/endpoints/filters/authentication.go`), so the node's token travels in
-//! `HEADER`, which the pod proxy passes on (`pkg/util/proxy/upgradeaware.go`). The token: a
-//! TokenRequest of `ACCOUNT` per node, its audience `calicoctl-win-diags:<node>` (taken by that
-//! node alone and by no API server), for the least lifetime granted, ten minutes
-//! (`pkg/apis/authentication/validation/validation.go`). The node: a TokenReview with that
-//! audience alone, letting in only `ACCOUNT`'s username.
+//! (k8s.io/apiserver `pkg/endpoints/filters/authentication.go`), so the token travels in
+//! `HEADER`, which the pod proxy passes on (`pkg/util/proxy/upgradeaware.go`): a TokenRequest of
+//! `ACCOUNT` per node, audience `calicoctl-win-diags:<node>` (that node's alone, no API
+//! server's), for the least lifetime granted (`pkg/apis/authentication/validation/validation.go`).
+//! The node lets in only `ACCOUNT`'s username, by a TokenReview with that audience alone.
 
 use crate::cluster::{Cluster, ClusterError};
 use crate::duration::Stop;
@@ -67,9 +66,9 @@ pub enum Verdict {
     Allowed,
     /// The token is not (said without the token).
     Denied(String),
-    /// The token is not authenticated, and the authenticator said why (`status.error`): a
-    /// refusal that may pass, such as a signing key or a ServiceAccount another API server has
-    /// not seen yet. Refused as `Denied` is, but not remembered as refused.
+    /// Not authenticated, and the authenticator said why (`status.error`): a refusal that may
+    /// pass (a signing key or ServiceAccount another API server has not seen yet). Refused,
+    /// but not remembered as refused.
     Unsettled(String),
     /// The review itself was refused or failed: nothing can be let in.
     Failed { forbidden: bool, why: String },

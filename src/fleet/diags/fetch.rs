@@ -1,6 +1,5 @@
-//! One node's bundle streamed through the pod proxy to a file, and the run's nodes asked at
-//! most `concurrency` at once, each within its timeout and all within the run's
-//! (`fleet::diags`).
+//! One node's bundle streamed through the pod proxy to a file; the run's nodes asked at most
+//! `concurrency` at once, each within its timeout, all within the run's.
 
 use crate::k8s_name::NodeName;
 use http_body_util::BodyExt;
@@ -23,7 +22,7 @@ pub const NODE_SEND_TIME: Duration = Duration::from_secs(30);
 /// connect (10 s) and call (15 s) bounds (`cluster::client`).
 pub const NODE_REVIEW_TIME: Duration = Duration::from_secs(25);
 /// The default of `--node-timeout`: the node's own bounds and 10 s for the TokenRequest and the
-/// API server's proxy, so that a node that answers within its bounds is never cut short.
+/// proxy, so a node answering within its bounds is never cut short.
 pub const NODE_TIMEOUT: Duration = Duration::from_secs(
     NODE_BUILD_TIME.as_secs() + NODE_SEND_TIME.as_secs() + NODE_REVIEW_TIME.as_secs() + 10,
 );
@@ -34,8 +33,7 @@ pub const ANSWER_HEADER: &str = "calicoctl-win-diags";
 /// What to gather, from where, into where.
 #[derive(Clone, Debug)]
 pub struct Gather {
-    /// The DaemonSet's namespace, its name (its pods must name it their controller) and its
-    /// pods' label selector.
+    /// The DaemonSet's namespace, name (its pods name it their controller), pods' selector.
     pub namespace: String,
     pub daemon_set: String,
     pub pod_selector: String,
@@ -43,7 +41,7 @@ pub struct Gather {
     pub port: u16,
     /// Labels the nodes must have besides `kubernetes.io/os=windows` (a label selector).
     pub node_selector: Option<String>,
-    /// The directory the zips and the index go to, taken by `out::prepare_out`.
+    /// Where the zips and the index go (`out::prepare_out`).
     pub out: PathBuf,
     pub concurrency: usize,
     pub node_timeout: Duration,
@@ -58,8 +56,7 @@ pub struct Gather {
 pub enum Reason {
     /// No pod of the DaemonSet is on the node.
     NoPod,
-    /// The node's only pods with the DaemonSet's labels are not its own (their controller is
-    /// not the DaemonSet, or they are not on the node's network): none was asked.
+    /// The node's only pods with the DaemonSet's labels are not its own: none was asked.
     NotOurPod,
     /// The node's pod does not run, or has no address yet.
     PodNotRunning,
@@ -73,8 +70,8 @@ pub enum Reason {
     Unreachable,
     /// The node refused the request's token (its own 401), or could not review it.
     NodeRefused,
-    /// The node was building another bundle, or its endpoint held as many connections as it
-    /// takes, in all or from the address the pod proxy came from (its own 503 with Retry-After).
+    /// The node was building another bundle, or held as many connections as it takes (its
+    /// own 503 with Retry-After).
     NodeBusy,
     /// The node's bundle was not built within the node's own limit (its own 504).
     NodeTimedOut,
@@ -125,13 +122,12 @@ impl NodeBundle {
     }
 }
 
-/// How much of a refusal's text is kept: the API server's or the endpoint's sentence, never a
-/// bundle (an answer that is not 200 carries none).
+/// How much of a refusal's text is kept (an answer that is not 200 carries no bundle).
 const SHOWN: usize = 200;
 
-/// Asks each `(node, pod)` in turn, at most `g.concurrency` at once, until all answered or
-/// the run's timeout: the lines of the nodes asked, and whether that timeout came. A node not
-/// answered by then is named with `RunTimedOut`; what it had written is removed.
+/// Asks each `(node, pod)`, at most `g.concurrency` at once, until all answered or the run's
+/// timeout: their lines, and whether it came. A node not answered by then is `RunTimedOut`,
+/// what it wrote removed.
 pub async fn all(
     client: kube::Client,
     g: &Gather,
@@ -167,24 +163,22 @@ pub async fn all(
         }
     }
     set.shutdown().await;
+    let (reason, why) = match timed_out {
+        true => (
+            Reason::RunTimedOut,
+            format!(
+                "the run's timeout ({}) came before its bundle",
+                crate::duration::show(g.total_timeout)
+            ),
+        ),
+        false => (
+            Reason::NotWritten,
+            "its gathering stopped before it ended".into(),
+        ),
+    };
     for node in pending {
         let _ = fs_err::remove_file(part_of(&g.out, &node));
-        lines.push(if timed_out {
-            NodeBundle::failed_line(
-                &node,
-                Reason::RunTimedOut,
-                format!(
-                    "the run's timeout ({}) came before its bundle",
-                    crate::duration::show(g.total_timeout)
-                ),
-            )
-        } else {
-            NodeBundle::failed_line(
-                &node,
-                Reason::NotWritten,
-                "its gathering stopped before it ended".into(),
-            )
-        });
+        lines.push(NodeBundle::failed_line(&node, reason, why.clone()));
     }
     (lines, timed_out)
 }
@@ -194,8 +188,8 @@ pub(super) fn part_of(out: &Path, node: &NodeName) -> std::path::PathBuf {
     out.join(format!(".{node}.zip.part"))
 }
 
-/// One node: its bundle streamed to its `.part` file within its timeout, renamed to
-/// `NODE.zip` when whole; removed otherwise.
+/// One node's bundle streamed to its `.part` file within its timeout, renamed to `NODE.zip`
+/// when whole, else removed.
 async fn one(client: &kube::Client, g: &Gather, node: &NodeName, pod: &str) -> NodeBundle {
     let part = part_of(&g.out, node);
     let streamed =
@@ -211,7 +205,6 @@ async fn one(client: &kube::Client, g: &Gather, node: &NodeName, pod: &str) -> N
         Ok(r) => r,
     };
     let file = format!("{node}.zip");
-    // Named NODE.zip only when whole: the run's directory is its own (`out`).
     let outcome = outcome.and_then(|(size, sha)| {
         fs_err::rename(&part, g.out.join(&file))
             .map(|()| (size, sha))
@@ -235,9 +228,8 @@ async fn one(client: &kube::Client, g: &Gather, node: &NodeName, pod: &str) -> N
 
 type Failure = (Reason, String);
 
-/// `GET /diags` of `node`'s `pod` through the pod proxy, with a token for that node alone
-/// (`auth`), its body written to `part` frame by frame (never whole in memory), capped
-/// at `g.cap`: its size and sha256.
+/// `GET /diags` of `node`'s `pod` through the pod proxy with a token for that node alone
+/// (`auth`), its body written to `part` frame by frame, capped at `g.cap`: its size and sha256.
 async fn stream(
     client: &kube::Client,
     g: &Gather,
@@ -334,7 +326,8 @@ async fn refusal(status: u16, mark: Option<String>, body: &mut kube::client::Bod
         return node_said(status, &word);
     }
     let said = String::from_utf8_lossy(&text);
-    let is_status = said.contains("\"kind\":\"Status\"") || said.contains("\"kind\": \"Status\"");
+    // kube-apiserver writes its Status compact (encoding/json).
+    let is_status = said.contains("\"kind\":\"Status\"");
     let said = said.escape_debug();
     match status {
         _ if !is_status => (

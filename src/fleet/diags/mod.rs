@@ -21,9 +21,9 @@ pub use out::{OutDir, OutError, prepare_out};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The default number of nodes asked at once: a fleet of 100 in two waves. Each answer
-/// streams to its file, and kube-apiserver counts a pod proxy request as long-running, outside
-/// `--max-requests-inflight` (pkg/controlplane/apiserver/config.go).
+/// Nodes asked at once by default: a fleet of 100 in two waves. kube-apiserver counts a pod
+/// proxy request as long-running, outside `--max-requests-inflight`
+/// (pkg/controlplane/apiserver/config.go).
 pub const CONCURRENCY: usize = 64;
 /// The most one bundle may hold: the API client reads no answer longer (`guard::BODY_CAP`).
 pub const BUNDLE_CAP: u64 = crate::cluster::guard::BODY_CAP as u64;
@@ -37,8 +37,8 @@ pub struct Index {
     pub run_timed_out: bool,
 }
 
-/// Gathers the selected nodes' bundles into `g.out` (which `prepare_out` made): a failed read
-/// of the DaemonSet, nodes or pods is the run's error, each node's failure its line.
+/// Gathers the selected nodes' bundles into `g.out`: a failed read of the DaemonSet, nodes or
+/// pods is the run's error, each node's failure its line.
 pub fn gather(c: &Cluster, g: &Gather) -> Result<Index, ClusterError> {
     let uid = daemon_set_uid(c, &g.namespace, &g.daemon_set)?;
     let nodes = windows_nodes(c, g.node_selector.as_deref())?;
@@ -105,16 +105,16 @@ fn unasked(g: &Gather, pod: Option<&Pod>, none_skipped: bool) -> Option<(Reason,
     )))
 }
 
-/// The pod's address when it is an IPv6 one, which the pod proxy would dial (kubernetes
-/// `pkg/registry/core/pod/strategy.go`, `getPodIP`) and CalicoNode does not listen on (calico
+/// The pod's address when IPv6, which the pod proxy would dial (kubernetes
+/// `pkg/registry/core/pod/strategy.go` `getPodIP`) and CalicoNode does not listen on (calico
 /// v3.32.1 `felix/dataplane/windows/endpoint_mgr.go`: no IPv6).
 fn ipv6_address(pod: &Pod) -> Option<&str> {
     let ip = pod.status.as_ref()?.pod_ip.as_deref()?;
     ip.parse::<std::net::Ipv6Addr>().is_ok().then_some(ip)
 }
 
-/// The DaemonSet's uid, which its own pods name as their controller: one GET, before any node
-/// is asked (a DaemonSet that is not there refuses the run).
+/// The DaemonSet's uid, which its own pods name as their controller (none there: the run is
+/// refused before any node is asked).
 fn daemon_set_uid(c: &Cluster, namespace: &str, name: &str) -> Result<String, ClusterError> {
     let api: kube::Api<DaemonSet> = kube::Api::namespaced(c.client.clone(), namespace);
     let ds = c.call("get", "daemonsets", api.get(name)).map_err(|mut e| {
@@ -130,8 +130,8 @@ fn daemon_set_uid(c: &Cluster, namespace: &str, name: &str) -> Result<String, Cl
     Ok(ds.metadata.uid.unwrap_or_default())
 }
 
-/// Of a node's pods with the DaemonSet's labels, the newest that is its own (`not_ours`), and
-/// the others that are not, each named with why (a newer pod of its own is not named).
+/// Of a node's pods with the DaemonSet's labels, the newest that is its own, and the others
+/// that are not, each named with why.
 fn own_pod(pods: Vec<Pod>, uid: &str, node: &NodeName) -> (Option<Pod>, Vec<String>) {
     let mut own: Option<Pod> = None;
     let mut skipped = Vec::new();
@@ -149,17 +149,12 @@ fn own_pod(pods: Vec<Pod>, uid: &str, node: &NodeName) -> (Option<Pod>, Vec<Stri
     (own, skipped)
 }
 
-/// Why `pod` is not the DaemonSet's own pod on `node`'s network, if it is not: a label is
-/// anyone's who may create pods, but the controller's pods name its `uid` as their controller
-/// (`pkg/controller/daemon/daemon_controller.go`), and a host-network pod's address is its
-/// node's (`pkg/kubelet/kubelet_pods.go`, `generateAPIPodStatus`).
+/// Why `pod` is not the DaemonSet's own on `node`'s network: anyone who may create pods sets a
+/// label, but the controller's pods name its `uid` (`pkg/controller/daemon/daemon_controller.go`),
+/// and a host-network pod's address is its node's (`pkg/kubelet/kubelet_pods.go`
+/// `generateAPIPodStatus`).
 fn not_ours(pod: &Pod, uid: &str, node: &NodeName) -> Option<String> {
-    let controller = pod
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.controller == Some(true));
+    let controller = crate::cluster::drain::controller(pod);
     if !controller.is_some_and(|o| o.kind == "DaemonSet" && !uid.is_empty() && o.uid == uid) {
         return Some("its controller is not the DaemonSet".into());
     }
@@ -171,21 +166,17 @@ fn not_ours(pod: &Pod, uid: &str, node: &NodeName) -> Option<String> {
         return Some("it is not on the node".into());
     }
     let status = pod.status.as_ref();
-    let (ip, host) = (
-        status.and_then(|s| s.pod_ip.as_deref()),
-        status.and_then(|s| s.host_ip.as_deref()),
-    );
+    let ip = status.and_then(|s| s.pod_ip.as_deref());
+    let host = status.and_then(|s| s.host_ip.as_deref());
     // The node's addresses as the kubelet reports them at every sync (`hostIP`, `hostIPs`); a
     // host-network pod's are set once, and may be from before the node's changed.
+    let host_ips = status
+        .and_then(|s| s.host_ips.as_ref())
+        .into_iter()
+        .flatten();
     let now: Vec<&str> = host
         .into_iter()
-        .chain(
-            status
-                .and_then(|s| s.host_ips.as_ref())
-                .into_iter()
-                .flatten()
-                .map(|h| h.ip.as_str()),
-        )
+        .chain(host_ips.map(|h| h.ip.as_str()))
         .collect();
     if let Some(ip) = ip.filter(|ip| !now.contains(ip)) {
         return Some(format!(

@@ -1,8 +1,6 @@
 //! `fleet diags`' output directory: each run writes a new one, as `oc adm must-gather` does.
-//! `--out` is made, or taken when it exists and is empty; anything in it refuses the run
-//! before anything is changed. A run takes the directory by making `CLAIM` in it with
-//! `create_new`, which exactly one run can do: two runs started at once into the same
-//! directory (new or empty) never share it.
+//! `--out` is made, or taken when empty (else the run is refused, nothing changed), by making
+//! `CLAIM` in it with `create_new`, which exactly one of two runs at once can do.
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -43,8 +41,8 @@ impl OutDir {
         &self.dir
     }
 
-    /// Gives the directory back after a run that wrote nothing in it (its gathering failed
-    /// before any node was asked): the claim removed, and the directory when this run made it.
+    /// Gives the directory back after a run that wrote nothing in it: the claim removed, and
+    /// the directory when this run made it.
     pub fn abandon(self) {
         let _ = fs_err::remove_file(self.dir.join(CLAIM));
         if self.made {

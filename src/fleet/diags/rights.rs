@@ -45,12 +45,8 @@ pub fn manifests(
     let subject = json!([{"kind": "ServiceAccount", "name": name, "namespace": sa_namespace}]);
     let mut docs = vec![account(name, sa_namespace)];
     docs.extend(role(name, None, rules(CLUSTER), &subject));
-    docs.extend(role(
-        name,
-        Some(ds_namespace),
-        rules(IN_NAMESPACE),
-        &subject,
-    ));
+    let in_namespace = rules(IN_NAMESPACE);
+    docs.extend(role(name, Some(ds_namespace), in_namespace, &subject));
     let token_account = super::auth::ACCOUNT;
     if (name, sa_namespace) != (token_account, ds_namespace) {
         docs.push(account(token_account, ds_namespace));
