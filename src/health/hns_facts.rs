@@ -142,36 +142,29 @@ pub(super) fn addressing(h: &dyn Host, n: &mut Notes) -> Option<AddressingNow> {
     use crate::installed::addressing as kept_addressing;
     let networks = h.hns_networks().unwrap_or_default();
     let before = kept_addressing::current(h, &networks)?;
-    let alone = |before| {
-        Some(AddressingNow {
+    let adapters = h.adapters().map_err(|e| {
+        let said = format!("the network adapters cannot be read: {e}");
+        n.findings
+            .push(judge::host_unreadable("network adapters", said));
+    });
+    let adapters = adapters.unwrap_or_default();
+    let Some(now) = before.host_adapter(&adapters) else {
+        return Some(AddressingNow {
             before_vswitch: before,
             lost_when_made: None,
             changed_since: None,
-        })
+        });
     };
-    let adapters = match h.adapters() {
-        Ok(adapters) => adapters,
-        Err(e) => {
-            n.findings.push(judge::host_unreadable(
-                "network adapters",
-                format!("the network adapters cannot be read: {e}"),
-            ));
-            return alone(before);
-        }
-    };
-    n.findings.extend(judge::addressing(&before, &adapters));
-    let Some(now) = before.host_adapter(&adapters) else {
-        return alone(before);
-    };
-    let said = |v: Vec<kept_addressing::Drift>| -> Vec<String> {
+    let lost = kept_addressing::as_left(&before, now);
+    n.findings
+        .extend(judge::addressing((&before, now), &lost, &adapters));
+    let said = |v: &[kept_addressing::Drift]| -> Vec<String> {
         v.iter().map(|d| d.describe(&before, now)).collect()
     };
-    let lost = said(kept_addressing::as_left(&before, now));
-    let since = said(kept_addressing::changed_since(&before, now));
     Some(AddressingNow {
-        before_vswitch: before.clone(),
-        lost_when_made: Some(lost),
-        changed_since: Some(since),
+        lost_when_made: Some(said(&lost)),
+        changed_since: Some(said(&kept_addressing::changed_since(&before, now))),
+        before_vswitch: before,
     })
 }
 

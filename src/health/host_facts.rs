@@ -25,14 +25,9 @@ pub(super) fn services(
         let Some(q) = service(host, name, n)? else {
             continue;
         };
-        let (state, pid, since) = match &q {
-            Some(s) => (
-                format!("{:?}", s.state).to_ascii_lowercase(),
-                s.pid,
-                s.since.map(time_text),
-            ),
-            None => ("not registered".into(), None, None),
-        };
+        let state = judge::state_word(q.as_ref());
+        let pid = q.as_ref().and_then(|s| s.pid);
+        let since = q.as_ref().and_then(|s| s.since.map(time_text));
         let config_drift = match desired {
             Some(desired) => drift(desired, name, q.as_ref(), *spec),
             None => Vec::new(),

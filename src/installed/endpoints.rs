@@ -64,18 +64,21 @@ pub enum Verdict {
 impl Verdict {
     /// The verdict's word, as JSON has it (`remote-stale`).
     pub fn word(self) -> String {
-        serde_json::to_value(self)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default()
+        crate::health::judge::word_of(self)
     }
+
+    /// The faults `repair` removes.
+    pub const FAULTS: [Verdict; 5] = [
+        Self::Stuck,
+        Self::Stale,
+        Self::RemoteStale,
+        Self::OldAddress,
+        Self::NoEndpoint,
+    ];
 
     /// Whether this verdict is a fault that `repair` removes.
     pub fn is_fault(self) -> bool {
-        matches!(
-            self,
-            Self::Stuck | Self::Stale | Self::RemoteStale | Self::OldAddress | Self::NoEndpoint
-        )
+        Self::FAULTS.contains(&self)
     }
 }
 

@@ -84,10 +84,15 @@ codes! {
 impl Code {
     /// The code's word, as JSON has it.
     pub fn word(self) -> String {
-        serde_json::to_value(self)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default()
+        word_of(self)
+    }
+}
+
+/// A unit variant's word, as JSON has it (`remote-stale`).
+pub fn word_of(v: impl Serialize) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
     }
 }
 
