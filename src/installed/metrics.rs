@@ -96,18 +96,6 @@ pub fn read(host: &dyn Host, root: &InstallRoot, file: &str) -> Samples {
     }
 }
 
-/// Writes `file` only where an install is: its record in the root. A count after uninstall
-/// (CalicoNode's last, a repair run beside it) would otherwise make the root again, and leave
-/// a directory no record names.
-fn write(host: &dyn Host, root: &InstallRoot, file: &str, s: &Samples) -> HostResult<()> {
-    if host.stat(&root.record())?.is_none() {
-        return Ok(());
-    }
-    let text = serde_json::to_vec(s).unwrap_or_default();
-    host.write_file(&root.path(file), &text, Access::Secret)
-        .map(drop)
-}
-
 /// One update of a file at a time in this process. Each file has one writing process, whose
 /// threads all update it (CalicoNode's: its metrics endpoint's accept thread, its condition
 /// look, its token renewer and its HNS watch): read, changed and written by two at once, one
@@ -115,7 +103,9 @@ fn write(host: &dyn Host, root: &InstallRoot, file: &str, s: &Samples) -> HostRe
 static UPDATES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Reads `file`, changes its samples and writes them (atomically) when they changed, one
-/// update at a time (`UPDATES`).
+/// update at a time (`UPDATES`), and only where an install is: its record in the root (a count
+/// after uninstall, CalicoNode's last or a repair run beside it, would otherwise make the root
+/// again, a directory no record names).
 fn update(
     host: &dyn Host,
     root: &InstallRoot,
@@ -130,10 +120,12 @@ fn update(
     let mut s = read(host, root, file);
     let before = s.clone();
     change(&mut s);
-    if s == before {
+    if s == before || host.stat(&root.record())?.is_none() {
         return Ok(());
     }
-    write(host, root, file, &s)
+    let text = serde_json::to_vec(&s).unwrap_or_default();
+    host.write_file(&root.path(file), &text, Access::Secret)
+        .map(drop)
 }
 
 /// Adds `by` to a counter of `file`, written atomically.

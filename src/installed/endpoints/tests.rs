@@ -171,8 +171,8 @@ fn a_remade_sandboxs_endpoint_is_kept_while_its_pod_posts_the_old_address() {
         verdicts(&eps, Some(&pods), &[]),
         [Verdict::Unclaimed, Verdict::Ok, Verdict::NoEndpoint]
     );
-    let why = judge(&eps, "Calico", &evidence(&pods))[0].why.clone();
-    let why = why.unwrap_or_default();
+    let judged = judge(&eps, "Calico", &evidence(&pods));
+    let why = judged[0].why.as_deref().unwrap_or_default();
     assert!(why.contains("default/old"), "{why}");
 }
 
@@ -197,17 +197,12 @@ fn a_fault_counts_only_once_seen_for_longer_than_the_grace_period() {
     assert_eq!(look(NOW + 60, &mut seen), Verdict::Suspect);
     assert_eq!(look(NOW + 121, &mut seen), Verdict::Stale, "past the grace");
     // Healthy at one look: forgotten, and aged again from the next fault.
-    let ok = [ep("a", "x_Calico", "10.244.1.9", Some(3), false)];
     let claimed = [pod("p", Some("10.244.1.9"), 10)];
-    let j = judge(
-        &ok,
-        "Calico",
-        &Evidence {
-            pods: Some(&claimed),
-            ..ev(NOW + 130)
-        },
-    );
-    observe(&mut seen, &j, NOW + 130);
+    let healthy = Evidence {
+        pods: Some(&claimed),
+        ..ev(NOW + 130)
+    };
+    observe(&mut seen, &judge(&eps, "Calico", &healthy), NOW + 130);
     assert_eq!(seen.first("a"), None);
     assert_eq!(look(NOW + 200, &mut seen), Verdict::Suspect);
     // Without a record (a read-only look, CalicoNode not running) nothing is a fault.
@@ -265,8 +260,7 @@ fn a_pod_whose_address_has_no_endpoint_is_named() {
         pod("young", Some("10.244.1.10"), 10),
         pod("pending", None, 3600),
     ];
-    let ev = evidence(&pods);
-    let j = judge(&eps, "Calico", &ev);
+    let j = judge(&eps, "Calico", &evidence(&pods));
     let lost: Vec<&Judged> = j
         .iter()
         .filter(|j| j.verdict == Verdict::NoEndpoint)
