@@ -55,16 +55,6 @@ pub(super) fn networks(
     Ok(networks)
 }
 
-/// Whether a cluster read in `e`'s chain timed out.
-fn is_cluster_timeout(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<crate::cluster::ClusterError>(),
-            Some(crate::cluster::ClusterError::Timeout { .. })
-        )
-    })
-}
-
 /// The Calico network's endpoints judged against the pods (with the cluster), by the one survey
 /// `repair` makes too: each fault seen for longer than the grace period is a problem, named
 /// with its pod and why; a suspect one is shown.
@@ -75,10 +65,14 @@ pub(super) fn endpoints(
 ) -> anyhow::Result<Vec<endpoints::Judged>> {
     // A read that fails (the pods, the EndpointSlices) is a problem in the report, not its end.
     // No Calico network: `networks` says it missing.
+    use crate::cluster::ClusterError;
+    let timeout = |c: &(dyn std::error::Error + 'static)| {
+        matches!(c.downcast_ref(), Some(ClusterError::Timeout { .. }))
+    };
     let judged = match endpoints::survey_calico(h, how) {
         Ok(judged) => judged.unwrap_or_default(),
         // A wait that ran out is status's end, as everywhere: cluster-timeout, exit 4.
-        Err(e) if is_cluster_timeout(&e) && !n.lenient => return Err(e),
+        Err(e) if e.chain().any(timeout) && !n.lenient => return Err(e),
         Err(e) => {
             n.findings.push(judge::endpoints_unjudged(format!("{e:#}")));
             Vec::new()

@@ -8,9 +8,8 @@
 //! - another host's endpoints are kube-proxy's (kubernetes pkg/proxy/winkernel/proxier.go makes
 //!   one for every Service backend not on its node): while kube-proxy runs they are left to it.
 //!
-//! HNS's states: Created 1, Attached 2, AttachedSharing 3, Detached 4, Degraded 5, Destroyed 6
-//! (hcsshim internal/hns/hnsendpoint.go, `EndpointState`); a running pod's endpoint is
-//! AttachedSharing (azure-container-networking npm/pkg/dataplane/dataplane_windows.go,
+//! HNS's states are `host::hns::state_name`'s; a running pod's endpoint is AttachedSharing (3:
+//! azure-container-networking npm/pkg/dataplane/dataplane_windows.go,
 //! `hcnEndpointStateAttachedSharing`).
 
 use crate::cluster::Cluster;

@@ -132,11 +132,7 @@ fn each_layer_whose_address_differs_is_named_with_both() {
     assert!(judged((ip("10.0.0.5"), None), &[("Calico", None)]).is_empty());
     assert!(judged((None, None), &nets).is_empty());
     let by_bgp = judged((None, ip("10.0.1.9")), &nets);
-    assert_eq!(
-        by_bgp.len(),
-        2,
-        "the networks against the BGP address: {by_bgp:?}"
-    );
+    assert_eq!(by_bgp.len(), 2, "the networks against BGP's: {by_bgp:?}");
 }
 
 /// The fix names the adapter that holds the address, and never sends the user to pick an
@@ -150,20 +146,16 @@ fn the_fix_names_the_adapter_that_holds_the_address_or_says_none_does() {
         crate::host::Adapter::for_test("Ethernet 2", 6, "00-15-5D-00-00-06", &["10.0.1.9"]),
     ];
     let remedy = |internal: &str| {
-        node_address(&"win-1".into(), (ip(internal), None), &nets, Some(&host))[0]
-            .remedy
-            .clone()
-            .unwrap_or_default()
+        let found = node_address(&"win-1".into(), (ip(internal), None), &nets, Some(&host));
+        found[0].said.remedy.clone().unwrap_or_default()
     };
     let named = remedy("10.0.1.9");
-    assert!(
-        named.starts_with("set vxlan.adapter to Ethernet 2 (it holds 10.0.1.9)"),
-        "{named}"
-    );
+    let holds = "set vxlan.adapter to Ethernet 2 (it holds 10.0.1.9)";
+    assert!(named.starts_with(holds), "{named}");
     let none = remedy("203.0.113.7");
+    let said = none.starts_with("no adapter of this host holds 203.0.113.7");
     assert!(
-        none.starts_with("no adapter of this host holds 203.0.113.7")
-            && !none.contains("set vxlan.adapter to the adapter"),
+        said && !none.contains("set vxlan.adapter to the adapter"),
         "{none}"
     );
 }

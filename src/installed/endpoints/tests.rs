@@ -70,7 +70,7 @@ fn verdicts(
 }
 
 /// A running pod's endpoint is healthy, however old, AttachedSharing (3) or Attached (2); the
-/// other states (the module's list) are no running pod's: stuck past the grace period,
+/// other states (`hns::state_name`) are no running pod's: stuck past the grace period,
 /// attaching within it.
 #[test]
 fn a_pods_endpoint_is_judged_by_its_state_and_the_pods_age() {
