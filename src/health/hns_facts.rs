@@ -46,11 +46,11 @@ pub(super) fn networks(
             summaries.insert(net.name.clone(), endpoint_summary(&list));
         }
     }
-    for name in recorded {
-        if !networks.iter().any(|net| &net.name == name) {
-            n.findings.push(judge::network_missing(name));
-        }
-    }
+    let missing = recorded
+        .iter()
+        .filter(|name| !networks.iter().any(|net| &net.name == *name));
+    n.findings
+        .extend(missing.map(|name| judge::network_missing(name)));
     n.shown.network_endpoints = summaries.into_iter().collect();
     Ok(networks)
 }

@@ -97,11 +97,10 @@ pub(super) fn metadata_route(
     let Some(now) = n.unread(read, "routes")? else {
         return Ok(());
     };
-    for route in kept {
-        if !crate::installed::routes::has_destination(&now, route) {
-            n.findings.push(judge::route_missing(route));
-        }
-    }
+    let gone = kept
+        .into_iter()
+        .filter(|r| !crate::installed::routes::has_destination(&now, r));
+    n.findings.extend(gone.map(judge::route_missing));
     Ok(())
 }
 

@@ -56,9 +56,7 @@ fn sections(r: &InstalledReport) -> Vec<String> {
     // A suspect endpoint: shown, not a finding.
     let suspect = r.endpoints.iter().filter(|j| j.verdict == Verdict::Suspect);
     out.extend(suspect.map(|j| format!("  {}", j.sentence())));
-    if let Some(f) = &r.shown.endpoint_states {
-        out.push(format!("  {f:4}"));
-    }
+    out.extend(r.shown.endpoint_states.iter().map(|f| format!("  {f:4}")));
     if let Some(last) = &r.hns_restart {
         out.push(format!(
             "HNS restarted at {} (process {} -> {}); CalicoNode restarted {}",

@@ -63,7 +63,7 @@ pub enum Verdict {
 impl Verdict {
     /// The verdict's word, as JSON has it (`remote-stale`).
     pub fn word(self) -> String {
-        crate::health::judge::word_of(self)
+        word_of(self)
     }
 
     /// The faults `repair` removes.
@@ -78,6 +78,14 @@ impl Verdict {
     /// Whether this verdict is a fault that `repair` removes.
     pub fn is_fault(self) -> bool {
         Self::FAULTS.contains(&self)
+    }
+}
+
+/// A unit variant's word, as JSON has it (`remote-stale`); `Code::word` too.
+pub fn word_of(v: impl Serialize) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
     }
 }
 

@@ -84,15 +84,7 @@ codes! {
 impl Code {
     /// The code's word, as JSON has it.
     pub fn word(self) -> String {
-        word_of(self)
-    }
-}
-
-/// A unit variant's word, as JSON has it (`remote-stale`).
-pub fn word_of(v: impl Serialize) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => String::new(),
+        crate::installed::endpoints::word_of(self)
     }
 }
 

@@ -131,17 +131,16 @@ pub fn addressing(
         })
         .collect();
     if let Some(ep) = crate::installed::addressing::ep_metric_clash(adapters, now) {
-        out.push(
-            Finding::new(
-                Code::AdapterDrift,
-                ep.name.clone(),
-                format!(
-                    "{} has the interface metric {}, not above {}'s {}: Windows may send the LAN's traffic into the pod network",
-                    ep.name, ep.metric, now.name, now.metric
-                ),
-                "Restart-Service CalicoNode -Force: once calico-node made Calico_ep, it sets Calico_ep's metric above the LAN's (docs/network-identity.md)",
-            ),
+        let said = format!(
+            "{} has the interface metric {}, not above {}'s {}: Windows may send the LAN's traffic into the pod network",
+            ep.name, ep.metric, now.name, now.metric
         );
+        out.push(Finding::new(
+            Code::AdapterDrift,
+            ep.name.clone(),
+            said,
+            "Restart-Service CalicoNode -Force: once calico-node made Calico_ep, it sets Calico_ep's metric above the LAN's (docs/network-identity.md)",
+        ));
     }
     out
 }

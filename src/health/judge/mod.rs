@@ -13,7 +13,7 @@ mod under_way;
 
 pub use address::*;
 pub use cluster::*;
-pub use finding::{Code, Finding, Said, word_of};
+pub use finding::{Code, Finding, Said};
 pub use fleet::fleet_row;
 pub use host::*;
 pub use token::*;
