@@ -122,9 +122,8 @@ pub(super) fn datastore_migration(
         .as_deref()
         .and_then(|v| crate::release::version::CalicoVersion::parse(v).ok());
     let components = crate::health::api_group::read_by_components(&f.calico_locks, pin);
-    if let Some(finding) = crate::health::api_group::judge(&f.calico_locks, pin, release.as_ref()) {
-        n.findings.push(finding);
-    }
+    let group = crate::health::api_group::judge(&f.calico_locks, pin, release.as_ref());
+    n.findings.extend(group);
     let state = f.datastore_state();
     n.shown.datastore = state.as_ref().map(|s| s.sentence.clone());
     n.shown.datastore_unreadable = f
@@ -160,9 +159,7 @@ pub(super) fn admin_kubeconfigs(
         return Vec::new();
     }
     let mut places: Vec<String> = KUBECONFIG_PLACES.iter().map(|p| (*p).to_owned()).collect();
-    if let Some(k) = env.get("KUBECONFIG").filter(|k| !k.is_empty()) {
-        places.push(k.clone());
-    }
+    places.extend(env.get("KUBECONFIG").filter(|k| !k.is_empty()).cloned());
     let mut found = Vec::new();
     for path in places {
         let Ok(Some(bytes)) = h.read_file(&path) else {

@@ -46,23 +46,13 @@ pub(super) fn networks(
             summaries.insert(net.name.clone(), endpoint_summary(&list));
         }
     }
-    for name in recorded {
-        if !networks.iter().any(|net| &net.name == name) {
-            n.findings.push(judge::network_missing(name));
-        }
-    }
+    let missing = recorded
+        .iter()
+        .filter(|name| !networks.iter().any(|net| &net.name == *name));
+    n.findings
+        .extend(missing.map(|name| judge::network_missing(name)));
     n.shown.network_endpoints = summaries.into_iter().collect();
     Ok(networks)
-}
-
-/// Whether a cluster read in `e`'s chain timed out.
-fn is_cluster_timeout(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<crate::cluster::ClusterError>(),
-            Some(crate::cluster::ClusterError::Timeout { .. })
-        )
-    })
 }
 
 /// The Calico network's endpoints judged against the pods (with the cluster), by the one survey
@@ -75,10 +65,14 @@ pub(super) fn endpoints(
 ) -> anyhow::Result<Vec<endpoints::Judged>> {
     // A read that fails (the pods, the EndpointSlices) is a problem in the report, not its end.
     // No Calico network: `networks` says it missing.
+    use crate::cluster::ClusterError;
+    let timeout = |c: &(dyn std::error::Error + 'static)| {
+        matches!(c.downcast_ref(), Some(ClusterError::Timeout { .. }))
+    };
     let judged = match endpoints::survey_calico(h, how) {
         Ok(judged) => judged.unwrap_or_default(),
         // A wait that ran out is status's end, as everywhere: cluster-timeout, exit 4.
-        Err(e) if is_cluster_timeout(&e) && !n.lenient => return Err(e),
+        Err(e) if e.chain().any(timeout) && !n.lenient => return Err(e),
         Err(e) => {
             n.findings.push(judge::endpoints_unjudged(format!("{e:#}")));
             Vec::new()
@@ -142,36 +136,29 @@ pub(super) fn addressing(h: &dyn Host, n: &mut Notes) -> Option<AddressingNow> {
     use crate::installed::addressing as kept_addressing;
     let networks = h.hns_networks().unwrap_or_default();
     let before = kept_addressing::current(h, &networks)?;
-    let alone = |before| {
-        Some(AddressingNow {
+    let adapters = h.adapters().map_err(|e| {
+        let said = format!("the network adapters cannot be read: {e}");
+        n.findings
+            .push(judge::host_unreadable("network adapters", said));
+    });
+    let adapters = adapters.unwrap_or_default();
+    let Some(now) = before.host_adapter(&adapters) else {
+        return Some(AddressingNow {
             before_vswitch: before,
             lost_when_made: None,
             changed_since: None,
-        })
+        });
     };
-    let adapters = match h.adapters() {
-        Ok(adapters) => adapters,
-        Err(e) => {
-            n.findings.push(judge::host_unreadable(
-                "network adapters",
-                format!("the network adapters cannot be read: {e}"),
-            ));
-            return alone(before);
-        }
-    };
-    n.findings.extend(judge::addressing(&before, &adapters));
-    let Some(now) = before.host_adapter(&adapters) else {
-        return alone(before);
-    };
-    let said = |v: Vec<kept_addressing::Drift>| -> Vec<String> {
+    let lost = kept_addressing::as_left(&before, now);
+    n.findings
+        .extend(judge::addressing((&before, now), &lost, &adapters));
+    let said = |v: &[kept_addressing::Drift]| -> Vec<String> {
         v.iter().map(|d| d.describe(&before, now)).collect()
     };
-    let lost = said(kept_addressing::as_left(&before, now));
-    let since = said(kept_addressing::changed_since(&before, now));
     Some(AddressingNow {
-        before_vswitch: before.clone(),
-        lost_when_made: Some(lost),
-        changed_since: Some(since),
+        lost_when_made: Some(said(&lost)),
+        changed_since: Some(said(&kept_addressing::changed_since(&before, now))),
+        before_vswitch: before,
     })
 }
 

@@ -25,14 +25,9 @@ pub(super) fn services(
         let Some(q) = service(host, name, n)? else {
             continue;
         };
-        let (state, pid, since) = match &q {
-            Some(s) => (
-                format!("{:?}", s.state).to_ascii_lowercase(),
-                s.pid,
-                s.since.map(time_text),
-            ),
-            None => ("not registered".into(), None, None),
-        };
+        let state = judge::state_word(q.as_ref());
+        let pid = q.as_ref().and_then(|s| s.pid);
+        let since = q.as_ref().and_then(|s| s.since.map(time_text));
         let config_drift = match desired {
             Some(desired) => drift(desired, name, q.as_ref(), *spec),
             None => Vec::new(),
@@ -102,11 +97,10 @@ pub(super) fn metadata_route(
     let Some(now) = n.unread(read, "routes")? else {
         return Ok(());
     };
-    for route in kept {
-        if !crate::installed::routes::has_destination(&now, route) {
-            n.findings.push(judge::route_missing(route));
-        }
-    }
+    let gone = kept
+        .into_iter()
+        .filter(|r| !crate::installed::routes::has_destination(&now, r));
+    n.findings.extend(gone.map(judge::route_missing));
     Ok(())
 }
 

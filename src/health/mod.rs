@@ -151,19 +151,29 @@ pub fn installed_on_node(
     if crate::installed::record::read(host, root)?.is_none() {
         return Ok(Vec::new());
     }
-    let look = Look {
+    Ok(OwnView::of(survey(own_look(host, root, node, state_dir))).findings)
+}
+
+/// The node's own look without the cluster, reading the faults' ages.
+fn own_look<'a>(
+    host: &'a dyn crate::host::Host,
+    root: &'a InstallRoot,
+    node: &'a NodeName,
+    state_dir: Option<&'a std::path::Path>,
+) -> Look<'a> {
+    let own = Own {
+        cluster: None,
+        remote: endpoints::Remote::Skip,
+        ageing: endpoints::Ageing::Read,
+    };
+    Look {
         host,
         root,
         node,
         grace: endpoints::DEFAULT_GRACE,
         state_dir,
-        mode: Mode::Own(Own {
-            cluster: None,
-            remote: endpoints::Remote::Skip,
-            ageing: endpoints::Ageing::Read,
-        }),
-    };
-    Ok(OwnView::of(survey(look)).findings)
+        mode: Mode::Own(own),
+    }
 }
 
 /// No install record: what is under way, or that Calico is not installed.
@@ -201,32 +211,15 @@ mod tests {
         let root = InstallRoot::new(r"C:\CalicoWindows");
         host.write_file(&root.record(), b"{not json", Access::Normal)
             .expect("record");
-        let look = Look {
-            host: &host,
-            root: &root,
-            node: &"win-1".into(),
-            grace: endpoints::DEFAULT_GRACE,
-            state_dir: None,
-            mode: Mode::Own(Own {
-                cluster: None,
-                remote: endpoints::Remote::Skip,
-                ageing: endpoints::Ageing::Read,
-            }),
-        };
-        let view = OwnView::of(survey(look));
+        let node = "win-1".into();
+        let view = OwnView::of(survey(own_look(&host, &root, &node, None)));
         let said: Vec<_> = view.findings.iter().map(|f| (f.code, &f.message)).collect();
-        assert!(
-            view.findings
-                .iter()
-                .any(|f| f.code == Code::HostUnreadable && f.message.contains("install record")),
-            "{said:?}"
-        );
+        let found = |code: Code, said: &str| {
+            let of = |f: &&Finding| f.code == code && f.message.contains(said);
+            view.findings.iter().any(|f| of(&f))
+        };
+        assert!(found(Code::HostUnreadable, "install record"), "{said:?}");
         // The look went on: Felix, which the look takes alone without a record, is judged.
-        assert!(
-            view.findings
-                .iter()
-                .any(|f| f.message.contains("CalicoFelix")),
-            "{said:?}"
-        );
+        assert!(found(Code::ServiceNotRunning, "CalicoFelix"), "{said:?}");
     }
 }

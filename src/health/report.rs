@@ -75,14 +75,6 @@ impl NodeReport {
         }
     }
 
-    /// The findings' sentences (JSON `problems`).
-    pub fn problems(&self) -> &[String] {
-        match self {
-            Self::Installed(r) => &r.problems,
-            Self::NotInstalled(r) => &r.problems,
-        }
-    }
-
     pub fn findings(&self) -> &[Finding] {
         match self {
             Self::Installed(r) => &r.findings,

@@ -232,11 +232,9 @@ mod tests {
     /// `status -o json` printed when the sections were built as JSON by hand.
     #[test]
     fn each_shape_prints_the_documents_keys_in_order() {
-        let same = |typed: serde_json::Value, by_hand: serde_json::Value| {
+        fn same(typed: impl Serialize, by_hand: serde_json::Value) {
+            let typed = serde_json::to_value(typed).expect("serializes");
             assert_eq!(typed.to_string(), by_hand.to_string());
-        };
-        fn to(v: &impl Serialize) -> serde_json::Value {
-            serde_json::to_value(v).expect("serializes")
         }
         let missing = Token {
             path: "k".into(),
@@ -245,27 +243,24 @@ mod tests {
             error: Some("gone".into()),
             judged: None,
         };
-        same(
-            to(&missing),
-            json!({"path": "k", "present": false, "error": "gone"}),
-        );
+        let want = json!({"path": "k", "present": false, "error": "gone"});
+        same(&missing, want);
         let unusable = Token {
             usable: Some(false),
             present: true,
             ..missing
         };
-        same(
-            to(&unusable),
-            json!({"path": "k", "present": true, "usable": false, "error": "gone"}),
-        );
+        let want = json!({"path": "k", "present": true, "usable": false, "error": "gone"});
+        same(unusable, want);
         // A judged token's keys: the status snapshot (tests/snapshots/status.snap), but for a
         // failed renewal's.
+        let failed = RenewalFailed {
+            at: "t".into(),
+            error: "e".into(),
+            needs_new_token: true,
+        };
         same(
-            to(&RenewalFailed {
-                at: "t".into(),
-                error: "e".into(),
-                needs_new_token: true,
-            }),
+            failed,
             json!({"at": "t", "error": "e", "needs_new_token": true}),
         );
         let cut = || Interrupted {
@@ -274,17 +269,10 @@ mod tests {
             steps: 3,
         };
         let one = json!({"interrupted": "install", "steps_done": 2, "steps": 3});
-        same(to(&UnderWay::Interrupted(cut())), one.clone());
-        same(
-            to(&UnderWay::Several(vec![cut(), cut()])),
-            json!([one, one]),
-        );
-        same(
-            to(&UnderWay::Running {
-                running: "repair".into(),
-            }),
-            json!({"running": "repair"}),
-        );
+        same(UnderWay::Interrupted(cut()), one.clone());
+        same(UnderWay::Several(vec![cut(), cut()]), json!([one, one]));
+        let running = "repair".to_owned();
+        same(UnderWay::Running { running }, json!({"running": "repair"}));
         // One network of each name: the status snapshot. Two of one name: one key, where the
         // first stood, with the second's address.
         let ip = Some(Ipv4Addr::new(10, 0, 0, 7));
@@ -297,10 +285,8 @@ mod tests {
             internal_ip: ip,
             bgp: None,
         };
-        same(
-            to(&twice),
-            json!({"internal_ip": "10.0.0.7", "bgp": null,
-                "networks": {"Calico": null, "External": "10.0.0.7"}}),
-        );
+        let networks = json!({"Calico": null, "External": "10.0.0.7"});
+        let want = json!({"internal_ip": "10.0.0.7", "bgp": null, "networks": networks});
+        same(twice, want);
     }
 }

@@ -7,7 +7,7 @@ use crate::cluster::credentials::unbound_sentence;
 use crate::duration::time_text;
 use crate::health::judge::Code;
 use crate::host::HnsNetwork;
-use crate::installed::endpoints::{Judged, Verdict};
+use crate::installed::endpoints::Verdict;
 
 /// The lines status prints, in order.
 pub fn lines(report: &NodeReport) -> Vec<String> {
@@ -53,10 +53,10 @@ fn sections(r: &InstalledReport) -> Vec<String> {
             None => format!("  {name:<12} missing"),
         }
     }));
-    out.extend(suspect(&r.endpoints));
-    if let Some(f) = &r.shown.endpoint_states {
-        out.push(format!("  {f:4}"));
-    }
+    // A suspect endpoint: shown, not a finding.
+    let suspect = r.endpoints.iter().filter(|j| j.verdict == Verdict::Suspect);
+    out.extend(suspect.map(|j| format!("  {}", j.sentence())));
+    out.extend(r.shown.endpoint_states.iter().map(|f| format!("  {f:4}")));
     if let Some(last) = &r.hns_restart {
         out.push(format!(
             "HNS restarted at {} (process {} -> {}); CalicoNode restarted {}",
@@ -154,15 +154,6 @@ fn network(net: &HnsNetwork, endpoints: &str) -> String {
         net.vsid().map_or("-".into(), |v| v.to_string()),
         net.management_ip.as_deref().unwrap_or("-"),
     )
-}
-
-/// A suspect endpoint: shown, not a finding.
-fn suspect(judged: &[Judged]) -> Vec<String> {
-    judged
-        .iter()
-        .filter(|j| j.verdict == Verdict::Suspect)
-        .map(|j| format!("  {}", j.sentence()))
-        .collect()
 }
 
 fn address(a: &Address) -> String {

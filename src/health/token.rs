@@ -165,17 +165,13 @@ fn shown(
 
 /// The API server's answer to calico-node's token, as the report gives it.
 fn said(a: &token_check::Answer) -> Asked {
-    Asked {
-        answer: match a {
-            token_check::Answer::Accepted(_) => Answered::Accepted,
-            token_check::Answer::Refused(_) => Answered::Refused,
-            token_check::Answer::Unknown(_) => Answered::Unknown,
-        },
-        error: match a {
-            token_check::Answer::Refused(e) | token_check::Answer::Unknown(e) => Some(e.clone()),
-            token_check::Answer::Accepted(_) => None,
-        },
-    }
+    use token_check::Answer as A;
+    let (answer, error) = match a {
+        A::Accepted(_) => (Answered::Accepted, None),
+        A::Refused(e) => (Answered::Refused, Some(e.clone())),
+        A::Unknown(e) => (Answered::Unknown, Some(e.clone())),
+    };
+    Asked { answer, error }
 }
 
 impl Token {
@@ -198,35 +194,28 @@ fn node_token(
     path: &str,
     n: &mut Notes,
 ) -> Result<credentials::Token, Option<String>> {
-    let kubeconfig = match host.read_file(path) {
-        Ok(Some(k)) => k,
-        Ok(None) => {
-            n.findings.push(judge::token_missing(
-                path,
-                Some(format!("calico-node's kubeconfig {path} is missing")),
-            ));
-            return Err(None);
-        }
-        Err(e) => {
-            n.findings.push(judge::token_missing(
-                path,
-                Some(format!("calico-node's kubeconfig: {e}")),
-            ));
-            return Err(Some(e.to_string()));
-        }
+    let missing = |why: String| judge::token_missing(path, Some(why));
+    let (finding, error) = match host.read_file(path) {
+        Ok(Some(k)) => match credentials::node_token_in(host, &String::from_utf8_lossy(&k)) {
+            Ok(Some(token)) => return Ok(token),
+            Ok(None) => (judge::token_missing(path, None), None),
+            Err(e) => {
+                let said = e.to_string();
+                let f = judge::token("calico-node's token", said.clone(), e.hint());
+                (f, Some(said))
+            }
+        },
+        Ok(None) => (
+            missing(format!("calico-node's kubeconfig {path} is missing")),
+            None,
+        ),
+        Err(e) => (
+            missing(format!("calico-node's kubeconfig: {e}")),
+            Some(e.to_string()),
+        ),
     };
-    match credentials::node_token_in(host, &String::from_utf8_lossy(&kubeconfig)) {
-        Ok(Some(token)) => Ok(token),
-        Ok(None) => {
-            n.findings.push(judge::token_missing(path, None));
-            Err(None)
-        }
-        Err(e) => {
-            n.findings
-                .push(judge::token("calico-node's token", e.to_string(), e.hint()));
-            Err(Some(e.to_string()))
-        }
-    }
+    n.findings.push(finding);
+    Err(error)
 }
 
 /// The last failed renewal of this token (a record of another token says nothing of this

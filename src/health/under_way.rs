@@ -26,13 +26,8 @@ pub(super) fn under_way(
     }
     // Nobody holds the lock: a detached run that ended without its result has died, and its
     // result is written now (`apply::detached::settle`).
-    if let Some(died) = state_dir
-        .map(crate::apply::detached::settle)
-        .transpose()?
-        .flatten()
-    {
-        n.findings.push(judge::detached_died(died));
-    }
+    let died = state_dir.map(crate::apply::detached::settle).transpose()?;
+    n.findings.extend(died.flatten().map(judge::detached_died));
     let mut cut_off = Vec::new();
     for path in root.journals() {
         if let Some(j) = crate::apply::journal::Journal::load(host, &path)? {

@@ -8,9 +8,8 @@
 //! - another host's endpoints are kube-proxy's (kubernetes pkg/proxy/winkernel/proxier.go makes
 //!   one for every Service backend not on its node): while kube-proxy runs they are left to it.
 //!
-//! HNS's states: Created 1, Attached 2, AttachedSharing 3, Detached 4, Degraded 5, Destroyed 6
-//! (hcsshim internal/hns/hnsendpoint.go, `EndpointState`); a running pod's endpoint is
-//! AttachedSharing (azure-container-networking npm/pkg/dataplane/dataplane_windows.go,
+//! HNS's states are `host::hns::state_name`'s; a running pod's endpoint is AttachedSharing (3:
+//! azure-container-networking npm/pkg/dataplane/dataplane_windows.go,
 //! `hcnEndpointStateAttachedSharing`).
 
 use crate::cluster::Cluster;
@@ -64,18 +63,29 @@ pub enum Verdict {
 impl Verdict {
     /// The verdict's word, as JSON has it (`remote-stale`).
     pub fn word(self) -> String {
-        serde_json::to_value(self)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default()
+        word_of(self)
     }
+
+    /// The faults `repair` removes.
+    pub const FAULTS: [Verdict; 5] = [
+        Self::Stuck,
+        Self::Stale,
+        Self::RemoteStale,
+        Self::OldAddress,
+        Self::NoEndpoint,
+    ];
 
     /// Whether this verdict is a fault that `repair` removes.
     pub fn is_fault(self) -> bool {
-        matches!(
-            self,
-            Self::Stuck | Self::Stale | Self::RemoteStale | Self::OldAddress | Self::NoEndpoint
-        )
+        Self::FAULTS.contains(&self)
+    }
+}
+
+/// A unit variant's word, as JSON has it (`remote-stale`); `Code::word` too.
+pub fn word_of(v: impl Serialize) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
     }
 }
 

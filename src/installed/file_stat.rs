@@ -153,10 +153,12 @@ mod tests {
         let host = SimHost::in_memory("ws2022").expect("host");
         host.create_dir(ROOT).expect("root");
         let (good, tampered) = (format!(r"{ROOT}\good.exe"), format!(r"{ROOT}\b.exe"));
-        host.write_file(&good, b"good", Access::Normal)
-            .expect("write");
-        host.write_file(&tampered, b"tampered", Access::Normal)
-            .expect("write");
+        let write = |path: &str, text: &[u8]| {
+            let put = host.write_file(path, text, Access::Normal);
+            put.expect("write");
+        };
+        write(&good, b"good");
+        write(&tampered, b"tampered");
         let rec = InstallRecord {
             install_root: ROOT.into(),
             files: vec![
@@ -181,25 +183,15 @@ mod tests {
             !unchanged(&good, b"other"),
             "an entry counts only for the hash it was taken with"
         );
-        host.write_file(&good, b"good, longer", Access::Normal)
-            .expect("write");
+        write(&good, b"good, longer");
         assert!(!unchanged(&good, b"good"), "the size changed");
 
         // A stats file of another format, or not JSON, is not used.
-        let path = InstallRoot::new(ROOT).file_stats();
-        host.replace_file(&path, br#"{"format": 2, "files": []}"#, Access::Normal)
-            .expect("write");
-        assert!(
-            FileStats::read(&host, &InstallRoot::new(ROOT))
-                .files
-                .is_empty()
-        );
-        host.replace_file(&path, b"not json", Access::Normal)
-            .expect("write");
-        assert!(
-            FileStats::read(&host, &InstallRoot::new(ROOT))
-                .files
-                .is_empty()
-        );
+        let root = InstallRoot::new(ROOT);
+        for other in [&br#"{"format": 2, "files": []}"#[..], b"not json"] {
+            let put = host.replace_file(&root.file_stats(), other, Access::Normal);
+            put.expect("write");
+            assert!(FileStats::read(&host, &root).files.is_empty());
+        }
     }
 }

@@ -104,19 +104,18 @@ pub(crate) fn cut(piece: &[u8], redactor: &Redactor) -> usize {
     redactor.clear_of_known(piece, cut_at_free(piece))
 }
 
-/// `cut`'s end from the bytes alone.
 fn cut_at_free(piece: &[u8]) -> usize {
     let free = |b: &u8| b.is_ascii_whitespace() || b"\"',{}[]".contains(b);
     let Some(at) = piece.iter().rposition(free) else {
         return piece.len();
     };
-    // Before the words leading into a value that end there (`token":"`, `Bearer `, and
-    // `Authorization: ` before `Basic `), their quotes perhaps escaped (`\"password\":\"`),
-    // or a `;` after them (confd's `Key=/calico/bgp/v1/global/node_mesh_password; Value=X`).
-    // A `,` too: a JSON `env` item's `"name":"X_TOKEN",` before its `"value"`.
+    // Before the words leading into a value (`token":"`, `Bearer `, `Authorization: Basic `),
+    // quotes perhaps escaped (`\"password\":\"`), a `;` after them (confd's
+    // `Key=/calico/bgp/v1/global/node_mesh_password; Value=X`), a `,` (a JSON `env` item's
+    // `"name":"X_TOKEN",` before its `"value"`).
     let seps = |b: &u8| b.is_ascii_whitespace() || b"\"':;=\\,".contains(b);
-    // Before an opening brace or bracket (Go's `map[`), which tells where the values after it
-    // end (`{Password:two words Other:x}`): the next piece starts with it.
+    // Before a `{` or `[` (Go's `map[`), which tells where the values after it end
+    // (`{Password:two words Other:x}`): the next piece starts with it.
     let mut end = match piece[at] {
         b'[' if piece[..at].ends_with(b"map") => at - 3,
         b'{' | b'[' => at,
@@ -140,13 +139,6 @@ fn cut_at_free(piece: &[u8]) -> usize {
     if end == 0 { piece.len() } else { end }
 }
 
-fn stamp(unix: i64) -> String {
-    jiff::Timestamp::from_second(unix).map_or_else(
-        |_| String::new(),
-        |t| t.strftime(STAMP).to_string().to_ascii_uppercase(),
-    )
-}
-
 /// Where a reader is: `offset` bytes into the file whose first `head_len` bytes hash to
 /// `head`, as of `at` (Unix seconds). Kept by a follower that restarts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,8 +150,7 @@ pub struct Position {
     /// Inside a private key's block there (`key_line`).
     #[serde(default)]
     pub in_key: bool,
-    /// What the piece of a long line before it left pending (a secret's value going on:
-    /// `Redactor::redact_piece`).
+    /// What the piece of a long line before it left pending (`Redactor::redact_piece`).
     #[serde(default)]
     pub pending: Pending,
 }
@@ -250,8 +241,7 @@ impl<'a> Reader<'a> {
     ) -> HostResult<()> {
         let mut names = self.set.files(self.disk)?;
         if names.is_empty() {
-            // The log is not there yet: all of it is new when it comes (a head of no bytes
-            // is every file's).
+            // No log yet: all of it is new when it comes (an empty head is every file's).
             if self.position.is_none() {
                 self.moved(&crate::files::sha256_hex(b""), 0, 0, save);
             }
@@ -284,8 +274,7 @@ impl<'a> Reader<'a> {
         p: &Position,
     ) -> HostResult<(usize, Option<File>, u64)> {
         if p.head_len == 0 {
-            // Taken before anything was written (every file's head is empty): the files
-            // rotated since then are all new, then the current one.
+            // Taken before anything was written: the files rotated since are all new.
             let i = self.rotated_from(names, p.at, true);
             return Ok((i.unwrap_or(names.len().saturating_sub(1)), None, 0));
         }
@@ -314,8 +303,7 @@ impl<'a> Reader<'a> {
         names: &[String],
         p: &Position,
     ) -> HostResult<Option<(usize, Option<File>, u64)>> {
-        // A head longer than any position takes (a position file edited) is no file's: not
-        // read, however long it says.
+        // A head longer than any position takes (a position file edited) is no file's.
         if p.head_len > HEAD {
             return Ok(None);
         }
@@ -339,13 +327,14 @@ impl<'a> Reader<'a> {
     /// The first of `names` rotated at `at` (Unix seconds; `at_too`) or after it, else the
     /// current file: a rotated file's name gives the time it ended.
     fn rotated_from(&self, names: &[String], at: i64, at_too: bool) -> Option<usize> {
-        let from = stamp(at);
+        let from = jiff::Timestamp::from_second(at)
+            .map_or_else(|_| String::new(), |t| t.strftime(STAMP).to_string());
         names.iter().position(|n| {
             rotated_key(n, &self.set.stem).is_none_or(|(t, _)| t > from || (at_too && t == from))
         })
     }
 
-    /// The file and offset `start` begins at, and whether that is inside a key's block.
+    /// The file and offset `start` begins at; sets whether that is inside a key's block.
     fn begin(&mut self, names: &[String], start: Start) -> HostResult<(usize, u64)> {
         let (i, offset) = match start {
             Start::Tail(n) => self.tail(names, n)?,
@@ -487,14 +476,13 @@ impl<'a> Reader<'a> {
                     let filled = pending + n;
                     let whole = match memchr::memrchr(b'\n', &buf[..filled]) {
                         Some(at) => at + 1,
-                        // A line as long as the buffer goes out in pieces; a rotated file's
-                        // last line goes out at its end.
+                        // A line as long as the buffer goes out in pieces, a rotated file's
+                        // last one at its end.
                         None if filled == buf.len() => cut(&buf[..filled], &self.redactor),
                         None if n == 0 && !last => filled,
                         None => 0,
                     };
-                    // Each line's position is given once the line is out: a follower
-                    // killed between the two shows that one line again, no more.
+                    // A follower killed between a line and its position shows it again.
                     for line in buf[..whole].split_inclusive(|b| *b == b'\n') {
                         self.write_lines(line, out)?;
                         offset += line.len() as u64;
@@ -506,12 +494,11 @@ impl<'a> Reader<'a> {
                         break;
                     }
                 }
-                // A value a rotated file's last line left open ends with its file: the
-                // next file's lines are its writer's new ones.
+                // A value a rotated file's last line left open ends with its file.
                 if !last {
                     self.pending = Pending::None;
                 }
-                // Where to go on: this file, also when nothing was written from it yet.
+                // Go on in this file, also when nothing was written from it yet.
                 self.moved(&head, head_len, offset, save);
             }
             offset = 0;
@@ -526,10 +513,9 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    /// The file after `name` (a rotated file just read) and the listing it is in: listed
-    /// again, and once more after it is opened by name, so that a rotation between a
-    /// listing and an opening (the current file renamed aside, a new one in its place) is
-    /// seen and the renamed file read before the new one.
+    /// The file after `name` (a rotated file just read) and its listing, listed again after
+    /// it is opened by name: a rotation between listing and opening (the current file renamed
+    /// aside, a new one in its place) is seen, and the renamed file read first.
     fn next(&self, name: &str) -> HostResult<Option<(Vec<String>, usize, File)>> {
         let mut names = self.set.files(self.disk)?;
         let mut prev = name.to_owned();
@@ -571,16 +557,15 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Writes lines, each redacted, what a line leaves pending for the next applied to it (a
-    /// piece of a long line is a line here); a PEM private key's lines all go, however many
-    /// chunks it spans (`key_line`).
+    /// Writes lines (a piece of a long line is one), each redacted with what the line before
+    /// left pending; a PEM private key's lines all go, however many chunks it spans.
     fn write_lines(&mut self, bytes: &[u8], out: &mut dyn Write) -> HostResult<()> {
         let w = |e| HostError::io("write the log to the output", e);
         for line in bytes.split_inclusive(|b| *b == b'\n') {
             let (hidden, in_key) = key_line(self.in_key, line);
             self.in_key = in_key;
             if hidden {
-                // Its indentation stays, as `diags` keeps it: a klog value's tab, a block's blanks.
+                // Its indentation stays, as `diags` keeps it.
                 let indent = line.iter().take_while(|b| matches!(b, b' ' | b'\t'));
                 out.write_all(&line[..indent.count()]).map_err(w)?;
                 out.write_all(crate::redact::REDACTED.as_bytes())
@@ -618,8 +603,8 @@ impl<'a> Reader<'a> {
             lines.next();
         }
         let in_key = lines.fold(false, |in_key, line| key_line(in_key, line).1);
-        // Its BEGIN line further back than that (or in a file before): the lines from here
-        // up to a key's END line, each one a key's block can hold, are a key's.
+        // Its BEGIN line further back (or in a file before): lines up to an END line that a
+        // key's block can all hold are a key's.
         buf.clear();
         (&mut f)
             .take(KEY_BACK)

@@ -26,16 +26,6 @@ pub const REFUSED_CONNECTIONS: &str = "calicoctl_win_metrics_connections_refused
 pub const VERIFY_PASSED: &str = "calicoctl_win_verify_passed";
 pub const VERIFY_TIMESTAMP: &str = "calicoctl_win_verify_last_run_timestamp_seconds";
 
-/// The verdicts of `ENDPOINT_FAULTS`, each served from the start (0 until one is seen): a
-/// series that appears only with its first fault gives `rate` and `absent` nothing to work on.
-const FAULTS: [Verdict; 5] = [
-    Verdict::Stuck,
-    Verdict::Stale,
-    Verdict::RemoteStale,
-    Verdict::OldAddress,
-    Verdict::NoEndpoint,
-];
-
 /// The reasons of `REFUSED_CONNECTIONS` (`supervise::turn_away`): past the cap on all the
 /// endpoint's connections, and past the cap on one address's. Each served from the start.
 pub const REFUSED_REASONS: [&str; 2] = ["connections-cap", "per-source-cap"];
@@ -106,18 +96,6 @@ pub fn read(host: &dyn Host, root: &InstallRoot, file: &str) -> Samples {
     }
 }
 
-/// Writes `file` only where an install is: its record in the root. A count after uninstall
-/// (CalicoNode's last, a repair run beside it) would otherwise make the root again, and leave
-/// a directory no record names.
-fn write(host: &dyn Host, root: &InstallRoot, file: &str, s: &Samples) -> HostResult<()> {
-    if host.stat(&root.record())?.is_none() {
-        return Ok(());
-    }
-    let text = serde_json::to_vec(s).unwrap_or_default();
-    host.write_file(&root.path(file), &text, Access::Secret)
-        .map(drop)
-}
-
 /// One update of a file at a time in this process. Each file has one writing process, whose
 /// threads all update it (CalicoNode's: its metrics endpoint's accept thread, its condition
 /// look, its token renewer and its HNS watch): read, changed and written by two at once, one
@@ -125,7 +103,9 @@ fn write(host: &dyn Host, root: &InstallRoot, file: &str, s: &Samples) -> HostRe
 static UPDATES: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Reads `file`, changes its samples and writes them (atomically) when they changed, one
-/// update at a time (`UPDATES`).
+/// update at a time (`UPDATES`), and only where an install is: its record in the root (a count
+/// after uninstall, CalicoNode's last or a repair run beside it, would otherwise make the root
+/// again, a directory no record names).
 fn update(
     host: &dyn Host,
     root: &InstallRoot,
@@ -140,10 +120,12 @@ fn update(
     let mut s = read(host, root, file);
     let before = s.clone();
     change(&mut s);
-    if s == before {
+    if s == before || host.stat(&root.record())?.is_none() {
         return Ok(());
     }
-    write(host, root, file, &s)
+    let text = serde_json::to_vec(&s).unwrap_or_default();
+    host.write_file(&root.path(file), &text, Access::Secret)
+        .map(drop)
 }
 
 /// Adds `by` to a counter of `file`, written atomically.
@@ -212,7 +194,9 @@ pub fn exposition(host: &dyn Host, root: &InstallRoot) -> String {
             *all.entry(k).or_default() += v;
         }
     }
-    for v in FAULTS {
+    // Each fault's series served from the start (0 until one is seen): a series that appears
+    // only with its first fault gives `rate` and `absent` nothing to work on.
+    for v in Verdict::FAULTS {
         all.entry(format!("{ENDPOINT_FAULTS}{{verdict=\"{}\"}}", v.word()))
             .or_insert(0);
     }
@@ -245,9 +229,8 @@ mod tests {
 
     /// A host and its install root named under Calico's key, with its install record when
     /// `record`.
-    fn installed(record: bool) -> (tempfile::TempDir, SimHost, InstallRoot) {
-        let dir = tempfile::tempdir().expect("dir");
-        let host = SimHost::open_or_create(dir.path(), None).expect("sim");
+    fn installed(record: bool) -> (SimHost, InstallRoot) {
+        let host = SimHost::in_memory("ws2022").expect("sim");
         let root = InstallRoot::new(r"C:\CalicoWindows");
         let named = crate::host::RegValue::Sz(root.to_string());
         host.reg_set(
@@ -260,12 +243,12 @@ mod tests {
             let put = host.write_file(&root.record(), b"{}", Access::Normal);
             put.expect("record");
         }
-        (dir, host, root)
+        (host, root)
     }
 
     #[test]
     fn counters_add_up_across_writers_and_a_gauge_is_replaced() {
-        let (_dir, host, root) = installed(true);
+        let (host, root) = installed(true);
         bump(&host, &root, NODE_FILE, TOKEN_RENEWALS, 2).expect("bump");
         bump(&host, &root, REPAIR_FILE, REPAIRS, 1).expect("bump");
         let faults = BTreeMap::from([("stuck".to_owned(), 3)]);
@@ -273,24 +256,16 @@ mod tests {
         let one = BTreeMap::from([("stale".to_owned(), 1)]);
         set_gauge(&host, &root, NODE_FILE, ENDPOINT_FAULTS, "verdict", &one).expect("set");
         let text = exposition(&host, &root);
-        assert!(
-            text.contains("\ncalicoctl_win_token_renewals_total 2\n"),
-            "{text}"
-        );
-        assert!(text.contains("\ncalicoctl_win_repairs_total 1\n"), "{text}");
-        assert!(
-            text.contains("\ncalicoctl_win_token_refusals_total 0\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("calicoctl_win_endpoint_faults{verdict=\"stale\"} 1\n"),
-            "{text}"
-        );
-        // Replaced: the stuck endpoints gone, their series back at 0.
-        assert!(
-            text.contains("calicoctl_win_endpoint_faults{verdict=\"stuck\"} 0\n"),
-            "{text}"
-        );
+        for line in [
+            "\ncalicoctl_win_token_renewals_total 2\n",
+            "\ncalicoctl_win_repairs_total 1\n",
+            "\ncalicoctl_win_token_refusals_total 0\n",
+            "calicoctl_win_endpoint_faults{verdict=\"stale\"} 1\n",
+            // Replaced: the stuck endpoints gone, their series back at 0.
+            "calicoctl_win_endpoint_faults{verdict=\"stuck\"} 0\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
         assert_eq!(
             host.file_access(&root.path(NODE_FILE)).expect("access"),
             Some(Access::Secret)
@@ -301,7 +276,7 @@ mod tests {
     /// count by CalicoNode or repair writes nothing: it once made the install root again.
     #[test]
     fn a_count_after_uninstall_makes_no_install_root() {
-        let (_dir, host, root) = installed(false);
+        let (host, root) = installed(false);
         count(&host, NODE_FILE, TOKEN_RENEWALS, 1).expect("count");
         record_verify(&host, true, 1).expect("verify");
         let faults = BTreeMap::from([("stuck".to_owned(), 1)]);
@@ -313,10 +288,9 @@ mod tests {
     /// comes with when it ran (a pass from days ago once looked current).
     #[test]
     fn zero_series_are_served_and_a_verify_verdict_carries_its_time() {
-        let (_dir, host, root) = installed(true);
+        let (host, root) = installed(true);
         let text = exposition(&host, &root);
-        for v in FAULTS {
-            assert!(v.is_fault());
+        for v in Verdict::FAULTS {
             let line = format!(
                 "\ncalicoctl_win_endpoint_faults{{verdict=\"{}\"}} 0\n",
                 v.word()
@@ -326,11 +300,12 @@ mod tests {
         assert!(!text.contains("\ncalicoctl_win_verify_passed "), "{text}");
         record_verify(&host, true, 1_700_000_000).expect("verify");
         let text = exposition(&host, &root);
-        assert!(text.contains("\ncalicoctl_win_verify_passed 1\n"), "{text}");
-        assert!(
-            text.contains("\ncalicoctl_win_verify_last_run_timestamp_seconds 1700000000\n"),
-            "{text}"
-        );
+        for line in [
+            "\ncalicoctl_win_verify_passed 1\n",
+            "\ncalicoctl_win_verify_last_run_timestamp_seconds 1700000000\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
     }
 
     /// Two of CalicoNode's threads updating its file at once (the accept thread counting a
@@ -340,7 +315,7 @@ mod tests {
     #[test]
     fn updates_at_once_lose_no_count() {
         use std::sync::atomic::{AtomicBool, Ordering};
-        let (_dir, host, root) = installed(true);
+        let (host, root) = installed(true);
         let (first_in, second_in) = (AtomicBool::new(false), AtomicBool::new(false));
         std::thread::scope(|scope| {
             scope.spawn(|| {
@@ -369,7 +344,7 @@ mod tests {
     /// A file past the cap is read as none, not whole: each scrape reads every file.
     #[test]
     fn a_file_past_the_cap_is_read_as_none() {
-        let (_dir, host, root) = installed(false);
+        let (host, root) = installed(false);
         let pad = " ".repeat(MAX_FILE as usize);
         let path = root.path(NODE_FILE);
         let small = format!("{{\"{TOKEN_RENEWALS}\": 3}}");

@@ -179,17 +179,12 @@ pub fn service_logs(host: &dyn Host, dir: &str) -> anyhow::Result<Vec<String>> {
 /// kubeconfig), so their contents are taken out wherever they appear, whatever their shape.
 pub fn redactor(h: &dyn Files, rec: Option<&InstallRecord>) -> crate::redact::Redactor {
     let mut secrets = Vec::new();
-    let mut paths: Vec<String> = rec
-        .map(|r| r.files.iter().map(|f| f.path.clone()).collect())
-        .unwrap_or_default();
+    let mut paths = Vec::new();
     if let Some(r) = rec {
-        paths.push(crate::layout::join(
-            &r.install_root,
-            &format!(
-                r"{}\host\etc\cni\net.d\calico-kubeconfig",
-                crate::layout::REFRESHER_DIR
-            ),
-        ));
+        paths.extend(r.files.iter().map(|f| f.path.clone()));
+        let refresher = crate::layout::REFRESHER_DIR;
+        let cni = format!(r"{refresher}\host\etc\cni\net.d\calico-kubeconfig");
+        paths.push(crate::layout::join(&r.install_root, &cni));
     }
     for path in paths {
         if matches!(h.file_access(&path), Ok(Some(crate::host::Access::Secret)))

@@ -84,10 +84,7 @@ codes! {
 impl Code {
     /// The code's word, as JSON has it.
     pub fn word(self) -> String {
-        serde_json::to_value(self)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default()
+        crate::installed::endpoints::word_of(self)
     }
 }
 

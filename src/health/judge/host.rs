@@ -7,15 +7,19 @@ use crate::host::{InstalledService, ServiceState};
 use crate::installed::endpoints::{Judged, Verdict};
 use crate::installed::felix_health::FelixHealth;
 
+/// A service's state in a word (`running`), or `not registered`.
+pub fn state_word(found: Option<&InstalledService>) -> String {
+    found.map_or("not registered".to_owned(), |s| {
+        format!("{:?}", s.state).to_ascii_lowercase()
+    })
+}
+
 /// A service as found: not running (or not there) is a finding.
 pub fn service(name: &str, found: Option<&InstalledService>) -> Option<Finding> {
-    let state = found.map(|s| s.state);
-    if state == Some(ServiceState::Running) {
+    if found.is_some_and(|s| s.state == ServiceState::Running) {
         return None;
     }
-    let said = state.map_or("not registered".to_owned(), |s| {
-        format!("{s:?}").to_ascii_lowercase()
-    });
+    let said = state_word(found);
     Some(Finding::new(
         Code::ServiceNotRunning,
         name,
@@ -37,11 +41,6 @@ pub fn network_missing(name: &str) -> Finding {
         name,
         format!("the HNS network {name} does not exist"),
     )
-}
-
-/// The Calico network: missing is a finding.
-pub fn calico_network(exists: bool) -> Option<Finding> {
-    (!exists).then(|| network_missing(crate::layout::CALICO_NETWORK))
 }
 
 /// HNS did not give the state of `count` pods' endpoints: shown, not a problem.
@@ -75,15 +74,11 @@ pub fn verdict_of(code: Code) -> Option<Verdict> {
 /// An endpoint judged at fault (`installed::endpoints`), with its sentence; one that cannot be
 /// told whose it is, with what keeps it.
 pub fn endpoint(j: &Judged) -> Option<Finding> {
-    if j.verdict == Verdict::Unknown {
-        return Some(Finding::fixed(
-            Code::EndpointUnknown,
-            j.name.clone(),
-            j.sentence(),
-        ));
-    }
-    let (_, code) = ENDPOINT_CODES.iter().find(|(v, _)| *v == j.verdict)?;
-    Some(Finding::fixed(*code, j.name.clone(), j.sentence()))
+    let code = match j.verdict {
+        Verdict::Unknown => Code::EndpointUnknown,
+        v => ENDPOINT_CODES.iter().find(|(w, _)| *w == v)?.1,
+    };
+    Some(Finding::fixed(code, j.name.clone(), j.sentence()))
 }
 
 /// The last HNS restart's services that still do not run.
@@ -108,19 +103,20 @@ pub fn host_unreadable(subject: &str, message: String) -> Finding {
     Finding::fixed(Code::HostUnreadable, subject, message)
 }
 
-/// What the vSwitch dropped of its adapter's addressing and its host adapter still lacks as the
-/// vSwitch left it (`addressing::as_left`), and `Calico_ep`'s metric against the LAN's. What
-/// changed since the vSwitch was made is an administrator's (`addressing::changed_since`):
-/// no finding, and nothing puts it back.
+/// What the vSwitch dropped of its adapter's addressing (`before`) and its host adapter (`now`)
+/// still lacks as the vSwitch left it (`lost`: `addressing::as_left`), and `Calico_ep`'s metric
+/// against the LAN's. What changed since the vSwitch was made is an administrator's
+/// (`addressing::changed_since`): no finding, and nothing puts it back.
 pub fn addressing(
-    before: &crate::installed::addressing::Addressing,
+    (before, now): (
+        &crate::installed::addressing::Addressing,
+        &crate::host::Adapter,
+    ),
+    lost: &[crate::installed::addressing::Drift],
     adapters: &[crate::host::Adapter],
 ) -> Vec<Finding> {
     const REMEDY: &str = "Restart-Service CalicoNode -Force: its start puts back what the vSwitch dropped, while it is as the vSwitch left it (docs/network-identity.md)";
-    let Some(now) = before.host_adapter(adapters) else {
-        return Vec::new();
-    };
-    let mut out: Vec<Finding> = crate::installed::addressing::as_left(before, now)
+    let mut out: Vec<Finding> = lost
         .iter()
         .map(|d| {
             Finding::new(
@@ -135,17 +131,16 @@ pub fn addressing(
         })
         .collect();
     if let Some(ep) = crate::installed::addressing::ep_metric_clash(adapters, now) {
-        out.push(
-            Finding::new(
-                Code::AdapterDrift,
-                ep.name.clone(),
-                format!(
-                    "{} has the interface metric {}, not above {}'s {}: Windows may send the LAN's traffic into the pod network",
-                    ep.name, ep.metric, now.name, now.metric
-                ),
-                "Restart-Service CalicoNode -Force: once calico-node made Calico_ep, it sets Calico_ep's metric above the LAN's (docs/network-identity.md)",
-            ),
+        let said = format!(
+            "{} has the interface metric {}, not above {}'s {}: Windows may send the LAN's traffic into the pod network",
+            ep.name, ep.metric, now.name, now.metric
         );
+        out.push(Finding::new(
+            Code::AdapterDrift,
+            ep.name.clone(),
+            said,
+            "Restart-Service CalicoNode -Force: once calico-node made Calico_ep, it sets Calico_ep's metric above the LAN's (docs/network-identity.md)",
+        ));
     }
     out
 }

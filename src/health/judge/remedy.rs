@@ -9,16 +9,22 @@ use super::finding::Code;
 /// The catalogue of codes, each row `| `code` | what is wrong | remedy |`.
 const CATALOGUE: &str = include_str!("../../../docs/findings.md");
 
+/// The catalogue's rows, each split into its cells.
+pub(super) fn rows() -> impl Iterator<Item = Vec<&'static str>> {
+    CATALOGUE
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+}
+
 impl Code {
     /// What fixes a finding of this code (`docs_findings_lists_every_code_with_its_remedy`
     /// proves each code has its row).
     pub fn remedy(self) -> &'static str {
         let named = format!("`{}`", self.word());
-        CATALOGUE
-            .lines()
-            .filter(|l| l.starts_with("| `"))
-            .map(|l| l.trim_matches('|').split(" | ").map(str::trim))
-            .find_map(|mut row| (row.next() == Some(named.as_str())).then(|| row.nth(1))?)
+        rows()
+            .find(|row| row[0] == named)
+            .and_then(|row| row.get(2).copied())
             .unwrap_or_default()
     }
 }

@@ -1,83 +1,31 @@
 use super::*;
 use crate::cluster::facts::Felix;
 
-/// docs/findings.md lists every code once, as docs/errors.md lists every error kind, with the
-/// sentence of what is wrong and the code's remedy as the catalogue gives it; no row names a
-/// code the catalogue does not have.
+/// docs/findings.md lists every code once (code, what is wrong, remedy: the remedy `remedy`
+/// reads), as docs/errors.md lists every error kind; no row names a code there is not.
 #[test]
 fn docs_findings_lists_every_code_with_its_remedy() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/findings.md");
-    let doc = fs_err::read_to_string(&path).expect("docs/findings.md");
-    let rows: Vec<Vec<&str>> = doc
-        .lines()
-        .filter(|l| l.starts_with("| `"))
-        .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
-        .collect();
+    let rows: Vec<Vec<&str>> = super::remedy::rows().collect();
     for c in Code::ALL {
-        let word = c.word();
-        assert!(!word.is_empty(), "{c:?}");
-        assert!(!c.remedy().is_empty(), "{c:?} has a remedy");
-        let named = format!("`{word}`");
+        let named = format!("`{}`", c.word());
         let of: Vec<&Vec<&str>> = rows.iter().filter(|r| r[0] == named).collect();
-        assert_eq!(
-            of.len(),
-            1,
-            "docs/findings.md has {} rows for {word}",
-            of.len()
-        );
-        let row = of[0];
-        assert_eq!(
-            row.len(),
-            3,
-            "the row of {word}: code, what is wrong, remedy"
-        );
-        assert!(!row[1].is_empty(), "the row of {word} says what is wrong");
-        assert_eq!(
-            row[2],
-            c.remedy(),
-            "the remedy of {word} in docs/findings.md"
-        );
+        assert_eq!(of.len(), 1, "docs/findings.md's rows for {named}");
+        let cells = (of[0].len(), of[0][1].is_empty(), c.remedy().is_empty());
+        assert_eq!(cells, (3, false, false), "the row of {named}");
     }
     let words: Vec<String> = Code::ALL
         .iter()
         .map(|c| format!("`{}`", c.word()))
         .collect();
     for r in &rows {
-        assert!(words.iter().any(|w| w == r[0]), "{} is no code", r[0]);
+        assert!(words.contains(&r[0].to_owned()), "{} is no code", r[0]);
     }
-}
-
-/// A judge whose fix is the same for every finding of its code gives the code's remedy, the
-/// one docs/findings.md shows.
-#[test]
-fn a_fixed_remedy_is_the_codes() {
-    let found = [
-        service_drift("CalicoNode", &["its binary".into()]),
-        network_missing("Calico"),
-        host_unreadable("CalicoFelix", "x".into()),
-        dir_access(r"C:\CalicoWindows", &["Users".into()]),
-        cluster_unreadable("cluster", "x".into()),
-        endpoints_unjudged("x".into()),
-        admin_kubeconfig(r"C:\k\config"),
-        not_installed(r"C:\CalicoWindows"),
-    ];
-    for f in &found {
-        assert_eq!(f.remedy.as_deref(), Some(f.code.remedy()), "{f}");
-    }
-    let fix_of = |f: Option<Finding>| f.expect("a finding").said.remedy.unwrap_or_default();
-    assert_eq!(
-        fix_of(ipam_capacity(&"win-1".into(), Some(250), 62, 0)),
-        Code::IpamCapacity.remedy()
-    );
-    assert_eq!(
-        vni(4096, Some(4097), None)[0].remedy.as_deref(),
-        Some(Code::VniHns.remedy())
-    );
 }
 
 /// Each judge's sentence says what is so and its remedy what to do, never the one in the
-/// other; a finding shows as a check does: the sentence (with its code), then `fix:` on a
-/// line of its own, indented as asked.
+/// other; a judge whose fix is the same for every finding of its code gives the code's remedy,
+/// the one docs/findings.md shows; a finding shows as a check does: the sentence (with its
+/// code), then `fix:` on a line of its own, indented as asked.
 #[test]
 fn a_remedy_is_never_folded_into_the_sentence() {
     let refused = crate::installed::token_records::Refused {
@@ -87,6 +35,21 @@ fn a_remedy_is_never_folded_into_the_sentence() {
         unauthorized: true,
         token: None,
     };
+    let mut fixed = vec![
+        service_drift("CalicoNode", &["binary".into()]),
+        network_missing("Calico"),
+        host_unreadable("Felix", "refused".into()),
+        dir_access(r"C:\k", &["BUILTIN\\Users".into()]),
+        cluster_unreadable("cluster", "refused".into()),
+        endpoints_unjudged("refused".into()),
+        admin_kubeconfig(r"C:\k\config"),
+        not_installed("C:\\CalicoWindows"),
+    ];
+    fixed.extend(ipam_capacity(&"win-1".into(), Some(110), 64, 3));
+    fixed.extend(vni(4096, Some(4097), None));
+    for f in &fixed {
+        assert_eq!(f.remedy.as_deref(), Some(f.code.remedy()), "{f}");
+    }
     let mut found = vec![
         token_unusable("k", "not a JWT"),
         token_expiry("k", Some(1), 10, 100).expect("expired"),
@@ -94,28 +57,20 @@ fn a_remedy_is_never_folded_into_the_sentence() {
         token_refused_now("k", None),
         token_refused(&refused, None, 100, None),
         token_missing("k", None),
-        dir_access(r"C:\k", &["BUILTIN\\Users".into()]),
         cut_off("install", 3, " (at: x)", "then"),
         changing_now("install"),
-        admin_kubeconfig(r"C:\k\config"),
-        service_drift("CalicoNode", &["binary".into()]),
         file_drift("cni.conf", "cni.conf differs".into(), true),
         kube_proxy(Said {
             message: "on the wrong network".into(),
             remedy: Some("set it".into()),
         }),
-        not_installed("C:\\CalicoWindows"),
-        cluster_unreadable("cluster", "refused".into()),
-        endpoints_unjudged("refused".into()),
-        host_unreadable("Felix", "refused".into()),
     ];
     found.extend(node_state(
         &"win-1".into(),
         &Err("kubelet stopped".into()),
         true,
     ));
-    found.extend(ipam_capacity(&"win-1".into(), Some(110), 64, 3));
-    for f in &found {
+    for f in found.iter().chain(&fixed) {
         let remedy = f.remedy.as_deref().expect("every finding has a remedy");
         assert!(!remedy.is_empty(), "{f:?}");
         assert!(
@@ -155,22 +110,13 @@ fn the_vni_is_judged_against_hns_and_the_cluster() {
     };
     assert!(vni(4096, Some(4096), Some(&unset)).is_empty());
     let f = vni(4097, Some(4096), Some(&unset));
-    assert_eq!(
-        f.iter().map(|f| f.code).collect::<Vec<_>>(),
-        [Code::VniHns, Code::VniCluster]
-    );
-    assert!(
-        f[1].message.contains("uses is 4096 (Felix's default"),
-        "{}",
-        f[1].message
-    );
+    let codes: Vec<Code> = f.iter().map(|f| f.code).collect();
+    assert_eq!(codes, [Code::VniHns, Code::VniCluster]);
+    let said = &f[1].message;
+    assert!(said.contains("uses is 4096 (Felix's default"), "{said}");
     assert!(vni_cluster(5000, &set(5000)).is_none());
-    let named = vni_cluster(4096, &set(5000)).expect("differs");
-    assert!(
-        named.message.contains("(FelixConfiguration vxlanVNI)"),
-        "{}",
-        named.message
-    );
+    let named = vni_cluster(4096, &set(5000)).expect("differs").said.message;
+    assert!(named.contains("(FelixConfiguration vxlanVNI)"), "{named}");
     assert!(vni(4097, None, None).is_empty(), "nothing to compare");
 }
 
@@ -186,11 +132,7 @@ fn each_layer_whose_address_differs_is_named_with_both() {
     assert!(judged((ip("10.0.0.5"), None), &[("Calico", None)]).is_empty());
     assert!(judged((None, None), &nets).is_empty());
     let by_bgp = judged((None, ip("10.0.1.9")), &nets);
-    assert_eq!(
-        by_bgp.len(),
-        2,
-        "the networks against the BGP address: {by_bgp:?}"
-    );
+    assert_eq!(by_bgp.len(), 2, "the networks against BGP's: {by_bgp:?}");
 }
 
 /// The fix names the adapter that holds the address, and never sends the user to pick an
@@ -204,20 +146,16 @@ fn the_fix_names_the_adapter_that_holds_the_address_or_says_none_does() {
         crate::host::Adapter::for_test("Ethernet 2", 6, "00-15-5D-00-00-06", &["10.0.1.9"]),
     ];
     let remedy = |internal: &str| {
-        node_address(&"win-1".into(), (ip(internal), None), &nets, Some(&host))[0]
-            .remedy
-            .clone()
-            .unwrap_or_default()
+        let found = node_address(&"win-1".into(), (ip(internal), None), &nets, Some(&host));
+        found[0].said.remedy.clone().unwrap_or_default()
     };
     let named = remedy("10.0.1.9");
-    assert!(
-        named.starts_with("set vxlan.adapter to Ethernet 2 (it holds 10.0.1.9)"),
-        "{named}"
-    );
+    let holds = "set vxlan.adapter to Ethernet 2 (it holds 10.0.1.9)";
+    assert!(named.starts_with(holds), "{named}");
     let none = remedy("203.0.113.7");
+    let said = none.starts_with("no adapter of this host holds 203.0.113.7");
     assert!(
-        none.starts_with("no adapter of this host holds 203.0.113.7")
-            && !none.contains("set vxlan.adapter to the adapter"),
+        said && !none.contains("set vxlan.adapter to the adapter"),
         "{none}"
     );
 }

@@ -165,20 +165,15 @@ mod tests {
     fn calicos_host_endpoint_and_the_source_vip_are_infrastructure() {
         assert_eq!(source_vip("10.244.1.0/26").as_deref(), Some("10.244.1.2"));
         assert_eq!(source_vip("nonsense"), None);
-        for remote in [false, true] {
-            let e = ep(SOURCE_VIP_ENDPOINT, "10.244.1.2", remote, None);
-            assert_eq!(classify(&e, None), Kind::Infrastructure);
+        let (at, vip) = ("10.244.1.2", Some("10.244.1.2"));
+        for (e, vip) in [
+            (ep(SOURCE_VIP_ENDPOINT, at, false, None), None),
+            (ep(SOURCE_VIP_ENDPOINT, at, true, None), None),
+            (ep("", at, false, None), vip),
+            (ep("x_Calico", at, false, None), vip),
+            (ep("", at, true, Some("02-11-0a-f4-01-02")), vip),
+        ] {
+            assert_eq!(classify(&e, vip), Kind::Infrastructure, "{e:?}");
         }
-        let vip = Some("10.244.1.2");
-        assert_eq!(
-            classify(&ep("", "10.244.1.2", false, None), vip),
-            Kind::Infrastructure
-        );
-        assert_eq!(
-            classify(&ep("x_Calico", "10.244.1.2", false, None), vip),
-            Kind::Infrastructure
-        );
-        let backend = ep("", "10.244.1.2", true, Some("02-11-0a-f4-01-02"));
-        assert_eq!(classify(&backend, vip), Kind::Infrastructure);
     }
 }
