@@ -790,31 +790,20 @@ fn read_back(mut rule: FirewallRule) -> FirewallRule {
 }
 
 /// What Windows keeps of `INetFwRule::RemoteAddresses` (MS-FASP FW_IPV4_SUBNET: address and
-/// mask): IPv4 read back in mask notation, `/32` bare; anything else as written.
+/// mask): an IPv4 token read back in mask notation, `/32` bare; anything else as written.
 fn stored_remote_addresses(text: &str) -> String {
-    use std::net::Ipv4Addr;
     let token = |t: &str| {
-        let (a, suffix) = t.split_once('/').unwrap_or((t, ""));
-        let Ok(ip) = a.parse::<Ipv4Addr>() else {
-            return t.to_owned();
-        };
-        let mask = if suffix.is_empty() {
-            Some(u32::MAX)
-        } else if let Ok(p) = suffix.parse::<u32>() {
-            (1..=32).contains(&p).then(|| u32::MAX << (32 - p))
-        } else {
-            suffix.parse::<Ipv4Addr>().ok().map(u32::from)
-        };
-        match mask {
-            Some(u32::MAX) => ip.to_string(),
-            Some(m) if m != 0 => format!("{ip}/{}", Ipv4Addr::from(m)),
-            _ => t.to_owned(),
+        let normal = crate::host::firewall::normal_address(t);
+        let parsed = normal
+            .split_once('/')
+            .and_then(|(ip, p)| Some((ip.parse::<Ipv4Addr>().ok()?, p.parse::<u32>().ok()?)));
+        match parsed {
+            Some((ip, 32)) => ip.to_string(),
+            Some((ip, p @ 1..=31)) => format!("{ip}/{}", Ipv4Addr::from(u32::MAX << (32 - p))),
+            _ => t.trim().to_owned(),
         }
     };
-    text.split(',')
-        .map(|t| token(t.trim()))
-        .collect::<Vec<_>>()
-        .join(",")
+    text.split(',').map(token).collect::<Vec<_>>().join(",")
 }
 
 impl Firewall for SimHost {

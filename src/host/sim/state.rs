@@ -143,9 +143,6 @@ pub struct SimSettings {
     /// `GetExtendedTcpTable` names it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tcp_listeners: BTreeMap<u16, u32>,
-    /// The same on IPv6's `[::]`, dual-stack (holding the IPv4 port too).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub tcp6_listeners: BTreeMap<u16, u32>,
     /// TCP port ranges (first, last) the system reserves: a bind in one is WSAEACCES.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub excluded_tcp_ports: Vec<(u16, u16)>,
