@@ -912,22 +912,6 @@ mod on_simhost {
         assert_eq!(startup("4097"), Some(0));
         assert_eq!(calico(&h).vsid(), Some(4097));
     }
-
-    #[test]
-    fn a_directory_keeps_its_profile_and_a_different_one_is_refused() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let h = SimHost::open_or_create(dir.path(), Some("ws2019")).expect("create");
-        h.reg_set(
-            r"HKLM\Software\Tigera\Calico",
-            "X",
-            &RegValue::Sz("y".into()),
-        )
-        .expect("set");
-        drop(h);
-        let h = SimHost::open_or_create(dir.path(), None).expect("open");
-        assert_eq!(h.profile(), "ws2019");
-        assert!(SimHost::open_or_create(dir.path(), Some("ws2022")).is_err());
-    }
 }
 
 #[cfg(all(test, windows))]

@@ -234,15 +234,9 @@ impl SimHost {
                 (6006, next - 1, "The Event log service was stopped."),
                 (6005, next, "The Event log service was started."),
             ] {
-                s.events.push(state::SimEvent {
-                    source: "EventLog".into(),
-                    level: EventLevel::Information,
-                    id,
-                    message: message.into(),
-                    channel: "System".into(),
-                    time,
-                    binary: None,
-                });
+                let info = EventLevel::Information;
+                let event = state::SimEvent::now("System", "EventLog", info, id, message);
+                s.events.push(state::SimEvent { time, ..event });
             }
             s.system.boot_id = Some(next.to_string());
             s.system.boot_local_seconds = s.system.boot_local_seconds.map(|l| l + 3600);
@@ -466,14 +460,11 @@ impl SimHost {
                     key.to_owned(),
                 ),
             };
+            let scm = "Service Control Manager";
+            let event = state::SimEvent::now("System", scm, EventLevel::Error, id, &message);
             s.events.push(state::SimEvent {
-                source: "Service Control Manager".into(),
-                level: EventLevel::Error,
-                id,
-                message,
-                channel: "System".into(),
-                time: crate::duration::now(),
                 binary: Some(binary),
+                ..event
             });
         })
     }
@@ -859,15 +850,8 @@ impl EventLog for SimHost {
         message: &str,
     ) -> HostResult<()> {
         self.world(|s| {
-            s.events.push(state::SimEvent {
-                source: source.to_owned(),
-                level,
-                id,
-                message: message.to_owned(),
-                channel: "Application".into(),
-                time: crate::duration::now(),
-                binary: None,
-            });
+            let event = state::SimEvent::now("Application", source, level, id, message);
+            s.events.push(event);
         })
     }
 

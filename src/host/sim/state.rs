@@ -1,8 +1,8 @@
 //! The simulated host's state, as JSON in `<dir>/state.json` (files under `<dir>/fs/`).
 
 use crate::host::{
-    Adapter, AdapterAddress, FirewallRule, HostError, InterfaceAddress, Recovery, RegValue, Route,
-    ServiceState, StartType, SystemFacts, VSWITCH_ADAPTER_DESCRIPTION,
+    Adapter, AdapterAddress, EventLevel, FirewallRule, HostError, InterfaceAddress, Recovery,
+    RegValue, Route, ServiceState, StartType, SystemFacts, VSWITCH_ADAPTER_DESCRIPTION,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -94,7 +94,7 @@ pub fn stored(a: &Adapter) -> Adapter {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SimEvent {
     pub source: String,
-    pub level: crate::host::EventLevel,
+    pub level: EventLevel,
     pub id: u32,
     pub message: String,
     /// The log it is in: `Application` (what `ReportEventW` writes to) or `System`.
@@ -103,6 +103,23 @@ pub struct SimEvent {
     pub time: i64,
     /// The text of its binary data (the Service Control Manager's key name of a service).
     pub binary: Option<String>,
+}
+
+impl SimEvent {
+    /// An event of `channel` written now, without binary data.
+    pub fn now(channel: &str, source: &str, level: EventLevel, id: u32, message: &str) -> Self {
+        let (source, message, channel) = (source.into(), message.into(), channel.into());
+        let time = crate::duration::now();
+        Self {
+            source,
+            level,
+            id,
+            message,
+            channel,
+            time,
+            binary: None,
+        }
+    }
 }
 
 /// How the simulation behaves, and its counters.
