@@ -536,16 +536,16 @@ pub fn adapters(h: &dyn Host) -> Vec<crate::host::Adapter> {
     adapters
 }
 
+/// The adapter of this name among `list`.
+fn named<'a>(list: &'a [crate::host::Adapter], name: &str) -> &'a crate::host::Adapter {
+    let found = list.iter().find(|a| a.name == name);
+    found.unwrap_or_else(|| panic!("no adapter {name}: {list:?}"))
+}
+
 /// An interface's metric is set and read back; the address an interface holds is `Exists`;
 /// an interface no adapter has is `NotFound` for both.
 pub fn interface_settings(h: &dyn Host, name: &str) {
-    let find = |h: &dyn Host| {
-        h.adapters()
-            .expect("adapters")
-            .into_iter()
-            .find(|a| a.name == name)
-            .unwrap_or_else(|| panic!("no adapter {name}"))
-    };
+    let find = |h: &dyn Host| named(&h.adapters().expect("adapters"), name).clone();
     let a = find(h);
     h.set_interface_metric(a.index, a.metric + 7)
         .expect("set the metric");
@@ -568,11 +568,7 @@ pub fn interface_settings(h: &dyn Host, name: &str) {
 /// interface, by which the uplink is read back; deleting the network gives it back.
 pub fn vswitch_adapter(h: &dyn Host, uplink: &str) {
     let before = h.adapters().expect("adapters");
-    let nic = before
-        .iter()
-        .find(|a| a.name == uplink)
-        .expect("the uplink")
-        .clone();
+    let nic = named(&before, uplink);
     let ip = nic.stable_address().expect("an address").ip;
     let mut doc: serde_json::Value = serde_json::from_str(&network("External")).expect("json");
     doc["Policies"] =
@@ -584,10 +580,7 @@ pub fn vswitch_adapter(h: &dyn Host, uplink: &str) {
         "{n:?}"
     );
     let after = h.adapters().expect("adapters");
-    let vnic = after
-        .iter()
-        .find(|a| a.name == format!("vEthernet ({uplink})"))
-        .unwrap_or_else(|| panic!("no vEthernet adapter: {after:?}"));
+    let vnic = named(&after, &format!("vEthernet ({uplink})"));
     assert!(
         vnic.is_vswitch_port() && vnic.mac == nic.mac && vnic.holds(ip),
         "{vnic:?}"
@@ -597,10 +590,7 @@ pub fn vswitch_adapter(h: &dyn Host, uplink: &str) {
     // and the uplink is read back through it.
     assert!(!after.iter().any(|a| a.name == uplink), "{after:?}");
     let interfaces = h.ethernet_interfaces().expect("interfaces");
-    let bound = interfaces
-        .iter()
-        .find(|a| a.name == uplink)
-        .unwrap_or_else(|| panic!("no interface {uplink}: {interfaces:?}"));
+    let bound = named(&interfaces, uplink);
     assert!(
         bound.addresses.is_empty() && bound.mac == nic.mac && bound.index == nic.index,
         "{bound:?}"
@@ -655,13 +645,11 @@ pub fn routes(h: &dyn Host) {
     assert_eq!(after.len(), before.len() + 1, "{after:?}");
     fails_as!(h.add_route(&route), Exists);
     let nowhere = addrs.iter().map(|a| a.index).max().unwrap_or(0) + 1000;
-    let err = h
-        .add_route(&Route {
-            interface_index: nowhere,
-            ..route
-        })
-        .expect_err("no such interface");
-    assert!(matches!(err, HostError::NotFound { .. }), "{err}");
+    let nowhere = Route {
+        interface_index: nowhere,
+        ..route
+    };
+    fails_as!(h.add_route(&nowhere), NotFound);
 }
 
 /// A build, a stable boot identity, 64-bit.
@@ -1072,10 +1060,7 @@ pub(crate) mod on_windows {
         if real_host() {
             return;
         }
-        let second = all
-            .iter()
-            .find(|a| a.name == "Ethernet 2")
-            .expect("Ethernet 2");
+        let second = named(&all, "Ethernet 2");
         assert_eq!(second.mac, "00-15-5D-00-03-0F", "{second:?}");
         assert_eq!(second.dns_servers, [std::net::Ipv4Addr::new(10, 0, 3, 3)]);
         assert!(!second.dhcp && second.gateways.is_empty(), "{second:?}");

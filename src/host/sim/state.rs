@@ -379,26 +379,20 @@ impl State {
             .filter(|r| r.interface_index == i.index && r.prefix_len == 0)
             .map(|r| r.next_hop)
             .collect();
-        Adapter {
-            name: i.interface.clone(),
-            index: i.index,
-            description: if i.ip.is_loopback() {
-                "Software Loopback Interface 1".into()
-            } else {
-                "Microsoft Hyper-V Network Adapter".into()
-            },
-            mac: if i.ip.is_loopback() {
-                String::new()
-            } else {
-                format!("00-15-5D-00-00-{:02X}", i.index & 0xff)
-            },
-            dhcp: !i.ip.is_loopback(),
+        let nic = Adapter {
             gateways,
-            dns_servers: Vec::new(),
-            dns_suffix: String::new(),
-            metric: if i.ip.is_loopback() { 75 } else { 15 },
-            addresses: Vec::new(),
-            guid: String::new(),
+            ..Adapter::hyperv_nic(&i.interface, i.index)
+        };
+        if i.ip.is_loopback() {
+            Adapter {
+                description: "Software Loopback Interface 1".into(),
+                mac: String::new(),
+                dhcp: false,
+                metric: 75,
+                ..nic
+            }
+        } else {
+            nic
         }
     }
 
