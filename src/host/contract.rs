@@ -247,7 +247,8 @@ pub fn hns(h: &dyn Host, name: &str, attach: &dyn Fn(&str, &str, &str)) -> HnsNe
     fails_as!(h.hns_create_network(&network(name)), Exists);
     attach(&n.id, "pod1_Calico", "10.244.1.5");
     attach(&n.id, "pod2_Calico", "10.244.1.6");
-    let eps = h.hns_endpoints(&n.id).expect("endpoints");
+    let endpoints = || h.hns_endpoints(&n.id).expect("endpoints");
+    let eps = endpoints();
     assert_eq!(eps.len(), 2, "{eps:?}");
     let gone = eps
         .iter()
@@ -256,11 +257,10 @@ pub fn hns(h: &dyn Host, name: &str, attach: &dyn Fn(&str, &str, &str)) -> HnsNe
     h.hns_delete_endpoint(&gone.id)
         .expect("delete the endpoint");
     fails_as!(h.hns_delete_endpoint(&gone.id), NotFound);
-    let eps = h.hns_endpoints(&n.id).expect("endpoints");
-    assert_eq!(eps.len(), 1, "{eps:?}");
-    assert_eq!(eps[0].ip.as_deref(), Some("10.244.1.5"));
+    let ips: Vec<_> = endpoints().into_iter().map(|e| e.ip).collect();
+    assert_eq!(ips, [Some("10.244.1.5".to_owned())]);
     h.hns_delete_network(&n.id).expect("delete");
-    assert!(h.hns_endpoints(&n.id).expect("endpoints").is_empty());
+    assert!(endpoints().is_empty());
     assert!(!h.hns_networks().expect("list").iter().any(|l| l.id == n.id));
     fails_as!(h.hns_delete_network(&n.id), NotFound);
     n
@@ -760,25 +760,20 @@ pub fn security(h: &dyn Host, base: &str, full_acl: bool) {
     assert_eq!(h.security(&dir).expect("read"), None);
     assert!(h.create_dir(&dir).expect("create"));
     assert!(!h.create_dir(&dir).expect("again"));
-    let read = |what: &str| {
+    // Set, then read back with who else may write.
+    let set = |sddl: &str, what: &str| {
+        h.set_security(&dir, sddl).expect(what);
         let sddl = h.security(&dir).expect("read").expect(what);
-        acl::parse(&sddl).unwrap_or_else(|e| panic!("{what}: {sddl}: {e}"))
+        let d = acl::parse(&sddl).unwrap_or_else(|e| panic!("{what}: {sddl}: {e}"));
+        let writers = acl::writers(&d);
+        (d, writers)
     };
+    let everyone = |writers: &[String], may: &str| writers.iter().any(|w| w.starts_with(may));
     let open = "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;WD)";
-    h.set_security(&dir, open).expect("open to everyone");
-    let d = read("open");
-    assert!(
-        acl::writers(&d)
-            .iter()
-            .any(|w| w.starts_with("Everyone may write")),
-        "{d:?}"
-    );
-    h.set_security(&dir, acl::PROTECTED_DIR).expect("protect");
-    let d = read("protected");
-    assert!(
-        !acl::writers(&d).iter().any(|w| w.starts_with("Everyone")),
-        "{d:?}"
-    );
+    let (_, writers) = set(open, "open to everyone");
+    assert!(everyone(&writers, "Everyone may write"), "{writers:?}");
+    let (d, writers) = set(acl::PROTECTED_DIR, "protect");
+    assert!(!everyone(&writers, "Everyone"), "{writers:?}");
     if full_acl {
         assert!(acl::is_protected(&d), "{d:?}");
         assert!(acl::writers(&d).is_empty(), "{d:?}");
@@ -1010,10 +1005,16 @@ pub(crate) mod on_windows {
         let h = WindowsHost::new();
         let before = test_net(&h.routes().expect("routes"));
         {
-            let _added = AddedRoutes {
-                h: &h,
-                before: before.clone(),
-            };
+            // However the contract ends, the TEST-NET-1 route it added goes (the Host trait
+            // removes none).
+            let _added = Defer(|| {
+                let now = test_net(&h.routes().unwrap_or_default());
+                for r in now.iter().filter(|r| !before.contains(r)) {
+                    if let Err(e) = crate::host::windows::delete_route(r) {
+                        eprintln!("the routes contract's {} is left: {e}", r.describe());
+                    }
+                }
+            });
             routes(&h);
         }
         assert_eq!(
@@ -1021,24 +1022,6 @@ pub(crate) mod on_windows {
             before,
             "the route the contract added is left"
         );
-    }
-
-    /// Deletes, however the test ends (passed or panicked), the TEST-NET-1 routes that were
-    /// not there before it: the routes contract adds one, and the Host trait removes none.
-    struct AddedRoutes<'a> {
-        h: &'a WindowsHost,
-        before: Vec<Route>,
-    }
-
-    impl Drop for AddedRoutes<'_> {
-        fn drop(&mut self) {
-            let now = test_net(&self.h.routes().unwrap_or_default());
-            for r in now.iter().filter(|r| !self.before.contains(r)) {
-                if let Err(e) = crate::host::windows::delete_route(r) {
-                    eprintln!("the routes contract's {} is left: {e}", r.describe());
-                }
-            }
-        }
     }
 
     /// The TEST-NET-1 routes (192.0.2.0/24, RFC 5737) among `all`.
