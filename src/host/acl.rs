@@ -408,15 +408,31 @@ mod tests {
     /// `Users:(I)(CI)(AD)`, `Users:(I)(CI)(WD)`).
     const UNDER_ROOT: &str = "O:BAD:AI(A;OICIIOID;GA;;;CO)(A;OICIID;FA;;;SY)(A;OICIID;FA;;;BA)(A;CIID;LC;;;BU)(A;CIID;DC;;;BU)(A;OICIID;0x1200a9;;;BU)";
 
-    /// The built-in Administrator written `LA` is an administrator, not a stranger.
+    /// Who is named: the built-in Administrator written `LA` is an administrator, not a
+    /// stranger; Domain Users are; Wine 8 maps a Unix mode's "other" bits to Everyone (a
+    /// directory of mode 0777).
     #[test]
-    fn the_built_in_administrator_written_as_la_is_trusted_and_others_are_named() {
-        let d =
-            parse("O:LAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;LA)(A;OICI;0x1200a9;;;BU)").expect("sddl");
-        assert!(writers(&d).is_empty(), "{:?}", writers(&d));
-        let d = parse("O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;DU)").expect("sddl");
-        let w = writers(&d);
-        assert!(w.iter().any(|x| x.starts_with("Domain Users")), "{w:?}");
+    fn the_built_in_administrator_is_trusted_and_others_are_named() {
+        for (sddl, named) in [
+            (
+                "O:LAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;LA)(A;OICI;0x1200a9;;;BU)",
+                None,
+            ),
+            (
+                "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;DU)",
+                Some("Domain Users may write"),
+            ),
+            (
+                "O:S-1-5-21-0-0-0-1000D:(A;;FA;;;S-1-5-21-0-0-0-1000)(A;;0x1f01ff;;;WD)",
+                Some("Everyone may write, delete"),
+            ),
+        ] {
+            let w = writers(&parse(sddl).expect("sddl"));
+            match named {
+                Some(n) => assert!(w.iter().any(|x| x.starts_with(n)), "{sddl}: {w:?}"),
+                None => assert!(w.is_empty(), "{sddl}: {w:?}"),
+            }
+        }
     }
 
     #[test]
@@ -462,20 +478,6 @@ mod tests {
         ] {
             assert!(!is_protected(&parse(not).expect("sddl")), "{not}");
         }
-    }
-
-    #[test]
-    fn wine_s_everyone_entry_is_named() {
-        // Wine 8 maps the Unix mode's "other" bits to Everyone (a directory of mode 0777).
-        let wine = parse("O:S-1-5-21-0-0-0-1000D:(A;;FA;;;S-1-5-21-0-0-0-1000)(A;;0x1f01ff;;;WD)")
-            .expect("sddl");
-        assert!(
-            writers(&wine)
-                .iter()
-                .any(|w| w.starts_with("Everyone may write, delete")),
-            "{:?}",
-            writers(&wine)
-        );
     }
 
     #[test]

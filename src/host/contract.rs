@@ -8,6 +8,16 @@ use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(20);
 
+/// Asserts that a host call fails as `HostError::$kind`.
+macro_rules! fails_as {
+    ($call:expr, $kind:ident) => {
+        match $call {
+            Err(HostError::$kind { .. }) => {}
+            other => panic!("{}: {:?}", stringify!($call), other.map(|_| ())),
+        }
+    };
+}
+
 pub(crate) fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -76,19 +86,16 @@ pub fn registry(h: &dyn Host) {
     );
     // A value at the cap reads; one character more is refused before it is read.
     let at_cap = "x".repeat(crate::host::registry::MAX_VALUE_BYTES / 2 - 1);
-    h.reg_set(&sub, "Long", &RegValue::Sz(at_cap.clone()))
-        .expect("set");
-    assert_eq!(
-        h.reg_get(&sub, "Long").expect("get"),
-        Some(RegValue::Sz(at_cap.clone()))
-    );
-    h.reg_set(&sub, "Long", &RegValue::Sz(at_cap + "x"))
-        .expect("set");
+    let long = |text: &str| h.reg_set(&sub, "Long", &RegValue::Sz(text.into()));
+    long(&at_cap).expect("set");
+    let read = h.reg_get(&sub, "Long").expect("get");
+    assert_eq!(read, Some(RegValue::Sz(at_cap.clone())));
+    long(&(at_cap + "x")).expect("set");
     let err = h.reg_get(&sub, "Long").unwrap_err().to_string();
     assert!(err.contains("more than the 1048576 read"), "{err}");
-    h.reg_delete_value(&sub, "Count").expect("delete value");
-    h.reg_delete_value(&sub, "Count")
-        .expect("delete a missing value");
+    for what in ["delete value", "delete a missing value"] {
+        h.reg_delete_value(&sub, "Count").expect(what);
+    }
     assert_eq!(h.reg_get(&sub, "Count").expect("get"), None);
     h.reg_delete_key(&key).expect("delete tree");
     assert!(!h.reg_key_exists(&sub).expect("exists"));
@@ -108,16 +115,10 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
     };
     let query = |n: &str| h.service_query(n).expect("query").expect("registered");
     assert_eq!(h.service_query(&name).expect("query"), None);
-    assert!(matches!(
-        h.service_start(&name, WAIT),
-        Err(HostError::NotFound { .. })
-    ));
+    fails_as!(h.service_start(&name, WAIT), NotFound);
     h.service_create(&spec).expect("create");
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        assert!(matches!(
-            h.service_create(&spec),
-            Err(HostError::Exists { .. })
-        ));
+        fails_as!(h.service_create(&spec), Exists);
         let q = query(&name);
         assert_eq!(q.state, ServiceState::Stopped);
         assert_eq!(q.since, None, "a stopped service has no start time");
@@ -136,10 +137,7 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
             name: format!("{name}Twin"),
             ..spec.clone()
         };
-        assert!(matches!(
-            h.service_create(&twin),
-            Err(HostError::Exists { .. })
-        ));
+        fails_as!(h.service_create(&twin), Exists);
         assert_eq!(h.service_query(&twin.name).expect("query"), None);
         let dependent = ServiceSpec {
             name: format!("{name}Dep"),
@@ -163,12 +161,6 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
         assert_eq!(deps, std::slice::from_ref(&name));
         assert!(deps_after.is_empty(), "{deps_after:?}");
 
-        let auto = ServiceSpec {
-            start: StartType::Auto,
-            ..spec.clone()
-        };
-        h.service_update(&auto).expect("update");
-        assert_eq!(query(&name).start, StartType::Auto);
         // Delayed start reads back (QueryServiceConfigW alone says "automatic"), and an update
         // back to plain automatic start clears it. Wine 8's SCM has no delayed start (it
         // answers ERROR_INVALID_LEVEL): there only the plain one is checked.
@@ -176,14 +168,14 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
         let starts: &[StartType] = if wine {
             &[StartType::Auto]
         } else {
-            &[StartType::DelayedAuto, StartType::Auto]
+            &[StartType::Auto, StartType::DelayedAuto, StartType::Auto]
         };
         for &start in starts {
-            h.service_update(&ServiceSpec {
+            let spec = ServiceSpec {
                 start,
                 ..spec.clone()
-            })
-            .expect("update");
+            };
+            h.service_update(&spec).expect("update");
             assert_eq!(query(&name).start, start);
         }
 
@@ -202,10 +194,7 @@ pub fn services(h: &dyn Host, program: &str, args: &[&str], recovery: Option<Rec
         );
         h.service_start(&name, WAIT)
             .expect("starting a running service");
-        assert!(matches!(
-            h.service_delete(&name),
-            Err(HostError::Refused { .. })
-        ));
+        fails_as!(h.service_delete(&name), Refused);
         h.service_stop(&name, WAIT).expect("stop");
         assert_eq!(query(&name).state, ServiceState::Stopped);
         h.service_stop(&name, WAIT)
@@ -255,13 +244,11 @@ pub fn hns(h: &dyn Host, name: &str, attach: &dyn Fn(&str, &str, &str)) -> HnsNe
         listed.iter().any(|l| l.id == n.id && l.name == name),
         "{listed:?}"
     );
-    assert!(matches!(
-        h.hns_create_network(&network(name)),
-        Err(HostError::Exists { .. })
-    ));
+    fails_as!(h.hns_create_network(&network(name)), Exists);
     attach(&n.id, "pod1_Calico", "10.244.1.5");
     attach(&n.id, "pod2_Calico", "10.244.1.6");
-    let eps = h.hns_endpoints(&n.id).expect("endpoints");
+    let endpoints = || h.hns_endpoints(&n.id).expect("endpoints");
+    let eps = endpoints();
     assert_eq!(eps.len(), 2, "{eps:?}");
     let gone = eps
         .iter()
@@ -269,20 +256,13 @@ pub fn hns(h: &dyn Host, name: &str, attach: &dyn Fn(&str, &str, &str)) -> HnsNe
         .expect("pod2's endpoint");
     h.hns_delete_endpoint(&gone.id)
         .expect("delete the endpoint");
-    assert!(matches!(
-        h.hns_delete_endpoint(&gone.id),
-        Err(HostError::NotFound { .. })
-    ));
-    let eps = h.hns_endpoints(&n.id).expect("endpoints");
-    assert_eq!(eps.len(), 1, "{eps:?}");
-    assert_eq!(eps[0].ip.as_deref(), Some("10.244.1.5"));
+    fails_as!(h.hns_delete_endpoint(&gone.id), NotFound);
+    let ips: Vec<_> = endpoints().into_iter().map(|e| e.ip).collect();
+    assert_eq!(ips, [Some("10.244.1.5".to_owned())]);
     h.hns_delete_network(&n.id).expect("delete");
-    assert!(h.hns_endpoints(&n.id).expect("endpoints").is_empty());
+    assert!(endpoints().is_empty());
     assert!(!h.hns_networks().expect("list").iter().any(|l| l.id == n.id));
-    assert!(matches!(
-        h.hns_delete_network(&n.id),
-        Err(HostError::NotFound { .. })
-    ));
+    fails_as!(h.hns_delete_network(&n.id), NotFound);
     n
 }
 
@@ -291,36 +271,27 @@ pub fn hns(h: &dyn Host, name: &str, attach: &dyn Fn(&str, &str, &str)) -> HnsNe
 /// one listed as `None`.
 pub fn tree(h: &dyn Host, root: &str) {
     let dir = format!("{root}\\{}", unique("tree"));
+    let at = |name: &str| format!("{dir}\\{name}");
+    let write = |name: &str, text: &[u8]| h.write_file(&at(name), text, Access::Normal);
     assert_eq!(h.list_dir(&dir).expect("list"), None);
-    h.write_file(&format!("{dir}\\b.txt"), b"abc", Access::Normal)
-        .expect("write");
-    h.write_file(&format!("{dir}\\a\\inner.txt"), b"x", Access::Normal)
-        .expect("write");
+    write("b.txt", b"abc").expect("write");
+    write("a\\inner.txt", b"x").expect("write");
     let listed = h.list_dir(&dir).expect("list").expect("there");
     let shape: Vec<(&str, bool)> = listed.iter().map(|e| (e.name.as_str(), e.is_dir)).collect();
     assert_eq!(shape, [("a", true), ("b.txt", false)]);
-    assert_eq!(
-        h.sha256(&format!("{dir}\\b.txt")).expect("hash").as_deref(),
-        Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-    );
-    assert_eq!(h.sha256(&format!("{dir}\\none")).expect("hash"), None);
+    let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+    assert_eq!(h.sha256(&at("b.txt")).expect("hash").as_deref(), Some(abc));
+    assert_eq!(h.sha256(&at("none")).expect("hash"), None);
     // A tail starts at its first whole line, the whole of a short file, `None` for none.
-    let log = format!("{dir}\\a\\service.log");
-    h.write_file(&log, b"first line\nsecond\nthird\n", Access::Normal)
-        .expect("write");
-    let tail = |max| h.read_tail(&log, max).expect("tail");
-    assert_eq!(tail(10).as_deref(), Some(&b"third\n"[..]));
-    assert_eq!(
-        tail(100).as_deref(),
-        Some(&b"first line\nsecond\nthird\n"[..])
-    );
-    assert_eq!(
-        h.read_tail(&format!("{dir}\\none"), 10).expect("tail"),
-        None
-    );
-    let stat = h.stat(&format!("{dir}\\b.txt")).expect("stat");
+    let log = "first line\nsecond\nthird\n";
+    write("a\\service.log", log.as_bytes()).expect("write");
+    let tail = |name: &str, max| h.read_tail(&at(name), max).expect("tail");
+    assert_eq!(tail("a\\service.log", 10).as_deref(), Some(&b"third\n"[..]));
+    assert_eq!(tail("a\\service.log", 100).as_deref(), Some(log.as_bytes()));
+    assert_eq!(tail("none", 10), None);
+    let stat = h.stat(&at("b.txt")).expect("stat");
     assert!(stat.is_some_and(|(size, t)| size == 3 && t > 0), "{stat:?}");
-    assert_eq!(h.stat(&format!("{dir}\\a")).expect("stat"), None);
+    assert_eq!(h.stat(&at("a")).expect("stat"), None);
     assert!(h.remove_tree(&dir).expect("remove"));
     assert!(!h.dir_exists(&dir).expect("exists"));
     assert!(!h.remove_tree(&dir).expect("remove again"));
@@ -361,19 +332,15 @@ pub fn streams(h: &dyn Host, root: &str) {
     // Emptied when opened again without appending.
     drop(h.open_write(&zip, false).expect("truncate"));
     assert_eq!(read(&zip), "");
-    assert!(
-        h.open_read(&format!("{dir}\\cache"))
-            .expect("open")
-            .is_none()
-    );
+    let cache = h.open_read(&format!("{dir}\\cache")).expect("open");
+    assert!(cache.is_none(), "a directory opens as none");
 
     let disk = super::ReleaseDisk(h);
     let staged = disk.join(&dir, "staging-1");
     let file = disk.join(&disk.join(&staged, "CalicoWindows"), "calico.exe");
-    disk.write(&file, false)
-        .expect("write")
-        .write_all(b"exe")
-        .expect("write");
+    let mut w = disk.write(&file, false).expect("write");
+    w.write_all(b"exe").expect("write");
+    drop(w);
     assert!(disk.is_file(&file).expect("is file"));
     // (The simulated host keeps names in lower case; Windows keeps their case. Both find a
     // name in any case.)
@@ -397,59 +364,31 @@ pub fn firewall(h: &dyn Host) {
     let rule = udp_rule(name.clone());
     h.firewall_add(&rule).expect("add");
     // Direction, protocol, program, profiles and scope read back as they are.
-    for (what, odd) in [
-        (
-            "outbound",
-            FirewallRule {
-                direction: crate::host::Direction::Out,
-                ..rule.clone()
-            },
-        ),
-        (
-            "icmp",
-            FirewallRule {
-                // No ports: only a TCP or UDP rule has them (INetFwRule::LocalPorts page).
-                protocol: Protocol::Other(1),
-                local_port: 0,
-                ..rule.clone()
-            },
-        ),
-        (
-            "program",
-            FirewallRule {
-                protocol: Protocol::Tcp,
-                program: Some(r"C:\CalicoWindows\calicoctl-win.exe".into()),
-                ..rule.clone()
-            },
-        ),
+    type Edit = fn(&mut FirewallRule);
+    let odd_rules: [(&str, Edit); 5] = [
+        ("outbound", |r| r.direction = crate::host::Direction::Out),
+        // No ports: only a TCP or UDP rule has them (INetFwRule::LocalPorts page).
+        ("icmp", |r| {
+            (r.protocol, r.local_port) = (Protocol::Other(1), 0)
+        }),
+        ("program", |r| {
+            r.protocol = Protocol::Tcp;
+            r.program = Some(r"C:\CalicoWindows\calicoctl-win.exe".into());
+        }),
         // One of two profiles reads back as such: `opens` needs every profile.
-        (
-            "private",
-            FirewallRule {
-                profiles: 2,
-                ..rule.clone()
-            },
-        ),
+        ("private", |r| r.profiles = 2),
         // Windows keeps an IPv4 subnet as address and mask and gives it back in mask
         // notation, a /32 bare (`FirewallRule::remote_addresses_from` reads them as CIDRs).
-        (
-            "scoped",
-            FirewallRule {
-                protocol: Protocol::Tcp,
-                local_port: 9095,
-                remote_addresses: vec![
-                    "10.0.0.0/8".into(),
-                    "192.168.1.0/24".into(),
-                    "1.2.3.4/32".into(),
-                ],
-                ..rule.clone()
-            },
-        ),
-    ] {
-        let odd = FirewallRule {
-            name: unique(&format!("Calico contract {what} ")),
-            ..odd
-        };
+        ("scoped", |r| {
+            (r.protocol, r.local_port) = (Protocol::Tcp, 9095);
+            r.remote_addresses = ["10.0.0.0/8", "192.168.1.0/24", "1.2.3.4/32"]
+                .map(Into::into)
+                .into();
+        }),
+    ];
+    for (what, edit) in odd_rules {
+        let mut odd = udp_rule(unique(&format!("Calico contract {what} ")));
+        edit(&mut odd);
         h.firewall_add(&odd).expect("add");
         let read = h.firewall_rule(&odd.name).expect("read");
         assert_eq!(read.as_ref(), Some(&odd), "{what}");
@@ -468,10 +407,7 @@ pub fn firewall(h: &dyn Host) {
         crate::host::FirewallModifyState::Ok
     );
     assert_eq!(h.firewall_rule(&name).expect("read"), Some(rule.clone()));
-    assert!(matches!(
-        h.firewall_add(&rule),
-        Err(HostError::Exists { .. })
-    ));
+    fails_as!(h.firewall_add(&rule), Exists);
     // Removal by the name in another case takes the rule the firewall holds (`Remove` is
     // given the name as held: of another spelling it may have no effect).
     assert!(h.firewall_remove(&name.to_uppercase()).expect("remove"));
@@ -547,15 +483,10 @@ pub fn firewall_duplicates(
     let both = h.firewall_rules(&name).expect("read");
     assert_eq!(both, [ours.clone(), admins.clone()]);
     assert!(!crate::host::firewall::only(&both, &ours));
-    assert!(
-        matches!(h.firewall_remove(&name), Err(HostError::Refused { .. })),
-        "removal by name is refused while two rules have it"
-    );
+    // Removal by name is refused while two rules have it.
+    fails_as!(h.firewall_remove(&name), Refused);
     assert_eq!(h.firewall_rules(&name).expect("read"), both);
-    assert!(matches!(
-        h.firewall_add(&ours),
-        Err(HostError::Exists { .. })
-    ));
+    fails_as!(h.firewall_add(&ours), Exists);
     admin_remove(&name);
     assert_eq!(h.firewall_rules(&name).expect("read"), []);
     // An administrator's rule of our name, every property ours but its description: read
@@ -605,16 +536,16 @@ pub fn adapters(h: &dyn Host) -> Vec<crate::host::Adapter> {
     adapters
 }
 
+/// The adapter of this name among `list`.
+fn named<'a>(list: &'a [crate::host::Adapter], name: &str) -> &'a crate::host::Adapter {
+    let found = list.iter().find(|a| a.name == name);
+    found.unwrap_or_else(|| panic!("no adapter {name}: {list:?}"))
+}
+
 /// An interface's metric is set and read back; the address an interface holds is `Exists`;
 /// an interface no adapter has is `NotFound` for both.
 pub fn interface_settings(h: &dyn Host, name: &str) {
-    let find = |h: &dyn Host| {
-        h.adapters()
-            .expect("adapters")
-            .into_iter()
-            .find(|a| a.name == name)
-            .unwrap_or_else(|| panic!("no adapter {name}"))
-    };
+    let find = |h: &dyn Host| named(&h.adapters().expect("adapters"), name).clone();
     let a = find(h);
     h.set_interface_metric(a.index, a.metric + 7)
         .expect("set the metric");
@@ -623,19 +554,13 @@ pub fn interface_settings(h: &dyn Host, name: &str) {
         .expect("set it back");
     assert_eq!(find(h).metric, a.metric);
     let ip = a.stable_address().expect("an address");
-    assert!(matches!(
-        h.add_address(a.index, ip.ip, ip.prefix_len),
-        Err(HostError::Exists { .. })
-    ));
+    fails_as!(h.add_address(a.index, ip.ip, ip.prefix_len), Exists);
     let none = 9999;
-    assert!(matches!(
-        h.set_interface_metric(none, 10),
-        Err(HostError::NotFound { .. })
-    ));
-    assert!(matches!(
+    fails_as!(h.set_interface_metric(none, 10), NotFound);
+    fails_as!(
         h.add_address(none, std::net::Ipv4Addr::new(192, 0, 2, 1), 24),
-        Err(HostError::NotFound { .. })
-    ));
+        NotFound
+    );
 }
 
 /// The vSwitch made on a named adapter: its address moves to `vEthernet (<adapter>)`, a
@@ -643,11 +568,7 @@ pub fn interface_settings(h: &dyn Host, name: &str) {
 /// interface, by which the uplink is read back; deleting the network gives it back.
 pub fn vswitch_adapter(h: &dyn Host, uplink: &str) {
     let before = h.adapters().expect("adapters");
-    let nic = before
-        .iter()
-        .find(|a| a.name == uplink)
-        .expect("the uplink")
-        .clone();
+    let nic = named(&before, uplink);
     let ip = nic.stable_address().expect("an address").ip;
     let mut doc: serde_json::Value = serde_json::from_str(&network("External")).expect("json");
     doc["Policies"] =
@@ -659,10 +580,7 @@ pub fn vswitch_adapter(h: &dyn Host, uplink: &str) {
         "{n:?}"
     );
     let after = h.adapters().expect("adapters");
-    let vnic = after
-        .iter()
-        .find(|a| a.name == format!("vEthernet ({uplink})"))
-        .unwrap_or_else(|| panic!("no vEthernet adapter: {after:?}"));
+    let vnic = named(&after, &format!("vEthernet ({uplink})"));
     assert!(
         vnic.is_vswitch_port() && vnic.mac == nic.mac && vnic.holds(ip),
         "{vnic:?}"
@@ -672,10 +590,7 @@ pub fn vswitch_adapter(h: &dyn Host, uplink: &str) {
     // and the uplink is read back through it.
     assert!(!after.iter().any(|a| a.name == uplink), "{after:?}");
     let interfaces = h.ethernet_interfaces().expect("interfaces");
-    let bound = interfaces
-        .iter()
-        .find(|a| a.name == uplink)
-        .unwrap_or_else(|| panic!("no interface {uplink}: {interfaces:?}"));
+    let bound = named(&interfaces, uplink);
     assert!(
         bound.addresses.is_empty() && bound.mac == nic.mac && bound.index == nic.index,
         "{bound:?}"
@@ -728,15 +643,13 @@ pub fn routes(h: &dyn Host) {
         "{after:?}"
     );
     assert_eq!(after.len(), before.len() + 1, "{after:?}");
-    assert!(matches!(h.add_route(&route), Err(HostError::Exists { .. })));
+    fails_as!(h.add_route(&route), Exists);
     let nowhere = addrs.iter().map(|a| a.index).max().unwrap_or(0) + 1000;
-    let err = h
-        .add_route(&Route {
-            interface_index: nowhere,
-            ..route
-        })
-        .expect_err("no such interface");
-    assert!(matches!(err, HostError::NotFound { .. }), "{err}");
+    let nowhere = Route {
+        interface_index: nowhere,
+        ..route
+    };
+    fails_as!(h.add_route(&nowhere), NotFound);
 }
 
 /// A build, a stable boot identity, 64-bit.
@@ -769,19 +682,24 @@ pub fn files(h: &dyn Host, root: &str, acls: bool) {
     streams(h, root);
     let dir = format!("{root}\\{}", unique("d"));
     let path = format!("{dir}\\calico-kube-config");
-    assert_eq!(h.read_file(&path).expect("read"), None);
-    assert!(h.write_file(&path, b"one", Access::Normal).expect("write"));
-    assert!(
-        !h.write_file(&path, b"one", Access::Normal)
-            .expect("rewrite")
-    );
-    assert!(h.write_file(&path, b"two", Access::Secret).expect("write"));
-    assert_eq!(
-        h.read_file(&path).expect("read").as_deref(),
-        Some(&b"two"[..])
-    );
+    let read = |p: &str| h.read_file(p).expect("read");
+    let write = |text: &[u8], access| h.write_file(&path, text, access).expect("write");
+    let secret = |p: &str| {
+        if acls {
+            assert_eq!(
+                h.file_access(p).expect("access"),
+                Some(Access::Secret),
+                "{p}"
+            );
+        }
+    };
+    assert_eq!(read(&path), None);
+    assert!(write(b"one", Access::Normal));
+    assert!(!write(b"one", Access::Normal), "rewritten unchanged");
+    assert!(write(b"two", Access::Secret));
+    assert_eq!(read(&path).as_deref(), Some(&b"two"[..]));
+    secret(&path);
     if acls {
-        assert_eq!(h.file_access(&path).expect("access"), Some(Access::Secret));
         // A planted temporary file with a world-writable DACL: the write makes its own
         // (CREATE_NEW; CreateFileW keeps an existing file's security).
         let planted = format!("{dir}\\.calico-kube-config.calicoctl-win.tmp");
@@ -791,16 +709,13 @@ pub fn files(h: &dyn Host, root: &str, acls: bool) {
             .expect("open it to everyone");
         let planted_sddl = h.security(&planted).expect("security").expect("exists");
         assert!(planted_sddl.contains(";;;WD)"), "{planted_sddl}");
-        assert!(
-            h.write_file(&path, b"three", Access::Normal)
-                .expect("write")
-        );
+        assert!(write(b"three", Access::Normal));
         let sddl = h.security(&path).expect("security").expect("exists");
         assert!(
             !sddl.contains(";;;WD)"),
             "the planted access list carried over: {sddl}"
         );
-        assert!(h.write_file(&path, b"two", Access::Secret).expect("write"));
+        assert!(write(b"two", Access::Secret));
     }
     // Written over while a reader of ours has it open (std's POSIX rename); Wine 8
     // refuses it, so only real Windows runs this.
@@ -810,38 +725,24 @@ pub fn files(h: &dyn Host, root: &str, acls: bool) {
     let wine = false;
     if !wine {
         let reader = h.open_read(&path).expect("open").expect("a file");
-        assert!(
-            h.write_file(&path, b"four", Access::Secret)
-                .expect("write over a reader")
-        );
+        assert!(write(b"four", Access::Secret), "written over a reader");
         drop(reader);
-        assert_eq!(
-            h.read_file(&path).expect("read").as_deref(),
-            Some(&b"four"[..])
-        );
-        assert!(h.write_file(&path, b"two", Access::Secret).expect("write"));
+        assert_eq!(read(&path).as_deref(), Some(&b"four"[..]));
+        assert!(write(b"two", Access::Secret));
     }
     // A copy on the host (a backup before a replacement), with the access asked for.
     let backup = format!("{path}.calicoctl-win.bak");
     assert!(h.copy_file(&path, &backup, Access::Secret).expect("copy"));
-    assert_eq!(
-        h.read_file(&backup).expect("read").as_deref(),
-        Some(&b"two"[..])
-    );
-    if acls {
-        assert_eq!(
-            h.file_access(&backup).expect("access"),
-            Some(Access::Secret)
-        );
-    }
+    assert_eq!(read(&backup).as_deref(), Some(&b"two"[..]));
+    secret(&backup);
     assert!(h.remove_file(&backup).expect("remove the copy"));
-    assert!(
-        !h.copy_file(&backup, &path, Access::Normal)
-            .expect("copy a missing file"),
-        "nothing to copy"
-    );
+    let copied = h
+        .copy_file(&backup, &path, Access::Normal)
+        .expect("copy a missing file");
+    assert!(!copied, "nothing to copy");
+    let after = read(&path);
     assert_eq!(
-        h.read_file(&path).expect("read").as_deref(),
+        after.as_deref(),
         Some(&b"two"[..]),
         "a missing source changes nothing"
     );
@@ -859,25 +760,20 @@ pub fn security(h: &dyn Host, base: &str, full_acl: bool) {
     assert_eq!(h.security(&dir).expect("read"), None);
     assert!(h.create_dir(&dir).expect("create"));
     assert!(!h.create_dir(&dir).expect("again"));
-    let read = |what: &str| {
+    // Set, then read back with who else may write.
+    let set = |sddl: &str, what: &str| {
+        h.set_security(&dir, sddl).expect(what);
         let sddl = h.security(&dir).expect("read").expect(what);
-        acl::parse(&sddl).unwrap_or_else(|e| panic!("{what}: {sddl}: {e}"))
+        let d = acl::parse(&sddl).unwrap_or_else(|e| panic!("{what}: {sddl}: {e}"));
+        let writers = acl::writers(&d);
+        (d, writers)
     };
+    let everyone = |writers: &[String], may: &str| writers.iter().any(|w| w.starts_with(may));
     let open = "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;WD)";
-    h.set_security(&dir, open).expect("open to everyone");
-    let d = read("open");
-    assert!(
-        acl::writers(&d)
-            .iter()
-            .any(|w| w.starts_with("Everyone may write")),
-        "{d:?}"
-    );
-    h.set_security(&dir, acl::PROTECTED_DIR).expect("protect");
-    let d = read("protected");
-    assert!(
-        !acl::writers(&d).iter().any(|w| w.starts_with("Everyone")),
-        "{d:?}"
-    );
+    let (_, writers) = set(open, "open to everyone");
+    assert!(everyone(&writers, "Everyone may write"), "{writers:?}");
+    let (d, writers) = set(acl::PROTECTED_DIR, "protect");
+    assert!(!everyone(&writers, "Everyone"), "{writers:?}");
     if full_acl {
         assert!(acl::is_protected(&d), "{d:?}");
         assert!(acl::writers(&d).is_empty(), "{d:?}");
@@ -950,10 +846,7 @@ mod on_simhost {
         assert!(err.to_string().contains("cannot find the file"), "{err}");
         spec.start = StartType::Disabled;
         h.service_update(&spec).expect("update");
-        assert!(matches!(
-            h.service_start("CalicoNode", WAIT),
-            Err(HostError::Refused { .. })
-        ));
+        fails_as!(h.service_start("CalicoNode", WAIT), Refused);
     }
 
     #[test]
@@ -1002,22 +895,6 @@ mod on_simhost {
         assert_eq!(startup("4097"), Some(0));
         assert_eq!(calico(&h).vsid(), Some(4097));
     }
-
-    #[test]
-    fn a_directory_keeps_its_profile_and_a_different_one_is_refused() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let h = SimHost::open_or_create(dir.path(), Some("ws2019")).expect("create");
-        h.reg_set(
-            r"HKLM\Software\Tigera\Calico",
-            "X",
-            &RegValue::Sz("y".into()),
-        )
-        .expect("set");
-        drop(h);
-        let h = SimHost::open_or_create(dir.path(), None).expect("open");
-        assert_eq!(h.profile(), "ws2019");
-        assert!(SimHost::open_or_create(dir.path(), Some("ws2022")).is_err());
-    }
 }
 
 #[cfg(all(test, windows))]
@@ -1060,19 +937,28 @@ pub(crate) mod on_windows {
     }
 
     /// The firewall's turn where there is a firewall to test: the stand-in's or the host's.
-    pub(crate) fn firewall_turn() -> Option<std::sync::MutexGuard<'static, ()>> {
+    pub(crate) fn firewall_turn() -> Option<Turn> {
         turn("CALICOCTL_WIN_FW_STANDIN", &FIREWALL_POLICY)
     }
 
     /// `lock`'s turn where the stand-in `standin` names is installed, or on a real host.
-    fn turn(
-        standin: &str,
-        lock: &'static std::sync::Mutex<()>,
-    ) -> Option<std::sync::MutexGuard<'static, ()>> {
-        if std::env::var_os(standin).is_none() && !real_host() {
-            return None;
-        }
-        Some(lock.lock().unwrap_or_else(|p| p.into_inner()))
+    fn turn(standin: &str, lock: &'static Turns) -> Option<Turn> {
+        standins(&[standin], lock).or_else(|| real_host().then(|| take(lock)))
+    }
+
+    pub(crate) type Turns = std::sync::Mutex<()>;
+    pub(crate) type Turn = std::sync::MutexGuard<'static, ()>;
+
+    /// `lock`'s turn, a panicked holder's too (the tests share no data through it).
+    fn take(lock: &'static Turns) -> Turn {
+        lock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `lock`'s turn where every stand-in `vars` name is installed.
+    fn standins(vars: &[&str], lock: &'static Turns) -> Option<Turn> {
+        vars.iter()
+            .all(|v| std::env::var_os(v).is_some())
+            .then(|| take(lock))
     }
 
     /// Whether this is real Windows (`CALICOCTL_WIN_REAL_HOST`, set by the Windows workflow):
@@ -1083,16 +969,15 @@ pub(crate) mod on_windows {
     }
 
     /// The tests that read or change the stand-in's `LocalPolicyModifyState` take turns.
-    pub(crate) static FIREWALL_POLICY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    pub(crate) static FIREWALL_POLICY: Turns = Turns::new(());
 
     /// `LocalPolicyModifyState` is read through INetFwPolicy2 and its three answers mapped
     /// (icftypes.h: OK 0, GP_OVERRIDE 1, INBOUND_BLOCKED 2; the stand-in's `modify-state.json`).
     #[test]
     fn firewall_contract_a_group_policy_override_is_read() {
-        if std::env::var_os("CALICOCTL_WIN_FW_STANDIN").is_none() {
+        let Some(_turn) = standins(&["CALICOCTL_WIN_FW_STANDIN"], &FIREWALL_POLICY) else {
             return;
-        }
-        let _turn = FIREWALL_POLICY.lock().unwrap_or_else(|p| p.into_inner());
+        };
         let knob = std::path::Path::new(r"C:\calicoctl-win-firewall\modify-state.json");
         std::fs::create_dir_all(knob.parent().expect("dir")).expect("dir");
         let _gone = Defer(|| {
@@ -1120,10 +1005,16 @@ pub(crate) mod on_windows {
         let h = WindowsHost::new();
         let before = test_net(&h.routes().expect("routes"));
         {
-            let _added = AddedRoutes {
-                h: &h,
-                before: before.clone(),
-            };
+            // However the contract ends, the TEST-NET-1 route it added goes (the Host trait
+            // removes none).
+            let _added = Defer(|| {
+                let now = test_net(&h.routes().unwrap_or_default());
+                for r in now.iter().filter(|r| !before.contains(r)) {
+                    if let Err(e) = crate::host::windows::delete_route(r) {
+                        eprintln!("the routes contract's {} is left: {e}", r.describe());
+                    }
+                }
+            });
             routes(&h);
         }
         assert_eq!(
@@ -1131,24 +1022,6 @@ pub(crate) mod on_windows {
             before,
             "the route the contract added is left"
         );
-    }
-
-    /// Deletes, however the test ends (passed or panicked), the TEST-NET-1 routes that were
-    /// not there before it: the routes contract adds one, and the Host trait removes none.
-    struct AddedRoutes<'a> {
-        h: &'a WindowsHost,
-        before: Vec<Route>,
-    }
-
-    impl Drop for AddedRoutes<'_> {
-        fn drop(&mut self) {
-            let now = test_net(&self.h.routes().unwrap_or_default());
-            for r in now.iter().filter(|r| !self.before.contains(r)) {
-                if let Err(e) = crate::host::windows::delete_route(r) {
-                    eprintln!("the routes contract's {} is left: {e}", r.describe());
-                }
-            }
-        }
     }
 
     /// The TEST-NET-1 routes (192.0.2.0/24, RFC 5737) among `all`.
@@ -1170,10 +1043,7 @@ pub(crate) mod on_windows {
         if real_host() {
             return;
         }
-        let second = all
-            .iter()
-            .find(|a| a.name == "Ethernet 2")
-            .expect("Ethernet 2");
+        let second = named(&all, "Ethernet 2");
         assert_eq!(second.mac, "00-15-5D-00-03-0F", "{second:?}");
         assert_eq!(second.dns_servers, [std::net::Ipv4Addr::new(10, 0, 3, 3)]);
         assert!(!second.dhcp && second.gateways.is_empty(), "{second:?}");
@@ -1197,12 +1067,10 @@ pub(crate) mod on_windows {
     /// unbound and is read back from `GetIfTable2`. Not on a real host.
     #[test]
     fn the_uplink_behind_the_vswitch_is_read_from_the_interface_table() {
-        if std::env::var_os("CALICOCTL_WIN_IPHLP_STANDIN").is_none()
-            || std::env::var_os("CALICOCTL_WIN_HCN_STANDIN").is_none()
-        {
+        let vars = ["CALICOCTL_WIN_IPHLP_STANDIN", "CALICOCTL_WIN_HCN_STANDIN"];
+        let Some(_turn) = standins(&vars, &ROUTES) else {
             return;
-        }
-        let _turn = ROUTES.lock().unwrap_or_else(|p| p.into_inner());
+        };
         vswitch_adapter(&WindowsHost::new(), "Ethernet 2");
     }
 
@@ -1214,7 +1082,7 @@ pub(crate) mod on_windows {
         if !real_host() {
             return;
         }
-        let _turn = ROUTES.lock().unwrap_or_else(|p| p.into_inner());
+        let _turn = take(&ROUTES);
         let h = WindowsHost::new();
         let adapters = h.adapters().expect("adapters");
         let routes = h.routes().expect("routes");
@@ -1264,16 +1132,15 @@ pub(crate) mod on_windows {
     }
 
     /// The route tests change one routing table: they take turns.
-    static ROUTES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    static ROUTES: Turns = Turns::new(());
 
     /// A route the IP helper refuses (ERROR_ACCESS_DENIED; the stand-in's `refuse_routes`, as
     /// a locked-down node answers) keeps the route and the OS's code in the error.
     #[test]
     fn routes_contract_a_refused_route_keeps_the_os_code() {
-        if std::env::var_os("CALICOCTL_WIN_IPHLP_STANDIN").is_none() {
+        let Some(_turn) = standins(&["CALICOCTL_WIN_IPHLP_STANDIN"], &ROUTES) else {
             return;
-        }
-        let _turn = ROUTES.lock().unwrap_or_else(|p| p.into_inner());
+        };
         let h = WindowsHost::new();
         let nic = h
             .ipv4_addresses()
@@ -1369,7 +1236,7 @@ pub(crate) mod on_windows {
         if !under_wine() {
             return;
         }
-        let _turn = SCM.lock().unwrap_or_else(|p| p.into_inner());
+        let _turn = take(&SCM);
         let h = WindowsHost::new();
         let root = tempfile::tempdir().expect("tempdir");
         let root_s = root.path().display().to_string();
@@ -1484,7 +1351,7 @@ pub(crate) mod on_windows {
             .expect_err("a key name over 255 characters");
         keeps_its_code(&err, "registry value");
 
-        let _turn = SCM.lock().unwrap_or_else(|p| p.into_inner());
+        let _turn = take(&SCM);
         let name = unique("CalicoctlWinMissing");
         let spec = service(&name, &dir.path().join("missing.exe").display().to_string());
         h.service_create(&spec).expect("create");
@@ -1495,11 +1362,11 @@ pub(crate) mod on_windows {
 
     /// The tests that start and stop real services take turns: Wine's SCM has lost track of
     /// handles when services came and went at the same moment.
-    pub(crate) static SCM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    pub(crate) static SCM: Turns = Turns::new(());
 
     #[test]
     fn services_contract() {
-        let _turn = SCM.lock().unwrap_or_else(|p| p.into_inner());
+        let _turn = take(&SCM);
         // Wine's SCM lacks SERVICE_CONFIG_FAILURE_ACTIONS_FLAG (error 124); Windows has it.
         let recovery = Recovery {
             restart_after: vec![Duration::from_secs(10), Duration::from_secs(30)],

@@ -163,37 +163,29 @@ fn a_rule_changed_in_a_property_we_do_not_set_is_not_ours_and_a_narrowed_one_ope
     assert!(!open.same(&flag));
 }
 
-/// A rule made from `0.0.0.0/0` that Windows reads back as `*` is the rule made.
+/// A rule read back as Windows gives it is the rule made: `0.0.0.0/0` as `*`, its name in
+/// another case (the firewall reads rules by name in any case). Any address is not a narrower
+/// range; another name is another rule.
 #[test]
-fn any_ipv4_address_made_is_any_address_read_back() {
-    let from_any = FirewallRule {
-        remote_addresses: vec!["0.0.0.0/0".into()],
-        ..made()
+fn a_rule_read_back_in_windows_spelling_is_the_rule_made() {
+    let rule = |edit: fn(&mut FirewallRule)| {
+        let mut r = made();
+        edit(&mut r);
+        r
     };
-    let read = FirewallRule {
-        remote_addresses: FirewallRule::remote_addresses_from("*"),
-        ..made()
-    };
-    assert!(from_any.same(&read));
-    assert!(ours(std::slice::from_ref(&read), Some(&from_any)));
-    // Any address is not a narrower range.
-    assert!(!made().same(&read));
-}
-
-/// A rule's name compares in any case, as the firewall reads rules by name.
-#[test]
-fn names_compare_in_any_case() {
-    let read = FirewallRule {
-        name: "calico metrics felix tcp 9091".into(),
-        ..made()
-    };
-    assert!(made().same(&read));
-    assert!(ours(std::slice::from_ref(&read), Some(&made())));
-    let other = FirewallRule {
-        name: "Calico metrics Felix TCP 9092".into(),
-        ..made()
-    };
-    assert!(!made().same(&other));
+    let from_any = rule(|r| r.remote_addresses = vec!["0.0.0.0/0".into()]);
+    let star = rule(|r| r.remote_addresses = FirewallRule::remote_addresses_from("*"));
+    let lower = rule(|r| r.name = "calico metrics felix tcp 9091".into());
+    let other = rule(|r| r.name = "Calico metrics Felix TCP 9092".into());
+    for (made, read, same) in [
+        (&from_any, &star, true),
+        (&made(), &lower, true),
+        (&made(), &star, false),
+        (&made(), &other, false),
+    ] {
+        assert_eq!(made.same(read), same, "{made:?} {read:?}");
+        assert_eq!(ours(std::slice::from_ref(read), Some(made)), same);
+    }
 }
 
 /// A rule as the previous version's record kept it reads with Windows' defaults, and is

@@ -243,7 +243,6 @@ fn ended_process() -> std::process::Child {
 #[test]
 fn a_record_left_by_a_dead_command_never_names_the_holder() {
     let dir = tempfile::tempdir().expect("tempdir");
-    drop(acquire(dir.path(), "install").expect("the lock file made"));
     let path = dir.path().join(LOCK_FILE);
     let mut dead = ended_process();
     let now = std::time::SystemTime::now()
@@ -251,11 +250,7 @@ fn a_record_left_by_a_dead_command_never_names_the_holder() {
         .expect("clock")
         .as_secs();
     // A look holds the lock throughout.
-    let look = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&path)
-        .expect("open");
-    take(&look);
+    let look = hold_with_record(dir.path(), "");
     let records = [
         format!(
             r#"{{"command":"install","pid":{},"started":{now}}}"#,

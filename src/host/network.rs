@@ -95,29 +95,37 @@ impl Adapter {
     }
 }
 
-#[cfg(test)]
 impl Adapter {
-    /// A DHCP Ethernet adapter with these Preferred /24 addresses, metric 15: tests' start.
-    pub fn for_test(name: &str, index: u32, mac: &str, ips: &[&str]) -> Self {
+    /// A Hyper-V NIC on DHCP, metric 15, its MAC from its index: the simulated host's start.
+    pub fn hyperv_nic(name: &str, index: u32) -> Self {
         Self {
             name: name.into(),
             index,
             description: "Microsoft Hyper-V Network Adapter".into(),
-            mac: mac.into(),
-            addresses: ips
-                .iter()
-                .map(|ip| AdapterAddress {
-                    ip: ip.parse().unwrap_or(Ipv4Addr::UNSPECIFIED),
-                    prefix_len: 24,
-                    preferred: true,
-                })
-                .collect(),
+            mac: format!("00-15-5D-00-00-{:02X}", index & 0xff),
+            addresses: Vec::new(),
             dhcp: true,
             gateways: Vec::new(),
             dns_servers: Vec::new(),
             dns_suffix: String::new(),
             metric: 15,
+            guid: String::new(),
+        }
+    }
+
+    /// A Hyper-V NIC with this MAC and these Preferred /24 addresses: tests' start.
+    #[cfg(test)]
+    pub fn for_test(name: &str, index: u32, mac: &str, ips: &[&str]) -> Self {
+        let address = |ip: &&str| AdapterAddress {
+            ip: ip.parse().unwrap_or(Ipv4Addr::UNSPECIFIED),
+            prefix_len: 24,
+            preferred: true,
+        };
+        Self {
+            mac: mac.into(),
+            addresses: ips.iter().map(address).collect(),
             guid: format!("{{00000000-0000-0000-0000-{index:012}}}"),
+            ..Self::hyperv_nic(name, index)
         }
     }
 }

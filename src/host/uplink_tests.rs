@@ -46,26 +46,49 @@ fn external(adapter: Option<&str>) -> HnsNetwork {
     }
 }
 
+/// Without a vSwitch: the configured adapter (in any case) wins; else the one holding the node
+/// IP, by address, not by text (10.0.0.1 is in 10.0.0.15 as text: rke2's `pkg/windows/utils.go`
+/// matched by `strings.Contains`); else the default route with the lowest summed metric.
 #[test]
-fn the_adapter_holding_the_node_ip_is_chosen_by_address_not_by_text() {
-    // Node IP 10.0.0.1; Ethernet (listed first, with the default route) holds 10.0.0.15,
-    // which contains it as text (rke2's `pkg/windows/utils.go` matched by `strings.Contains`).
+fn the_adapter_is_configured_else_holds_the_node_ip_else_carries_the_default_route() {
+    let mut second = nic("Ethernet 2", 6, "00-15-5D-00-00-06", &["10.0.0.1"]);
+    second.metric = 5;
     let adapters = [
         nic("Ethernet", 4, "00-15-5D-00-00-04", &["10.0.0.15"]),
-        nic("Ethernet 2", 6, "00-15-5D-00-00-06", &["10.0.0.1"]),
+        second,
     ];
-    let routes = [default_route(4, 0)];
-    let chosen = choose(None, Some(&node("10.0.0.1")), &adapters, &routes, None).expect("choice");
-    assert_eq!(chosen.adapter.as_deref(), Some("Ethernet 2"));
-    assert!(
-        chosen.why.contains("10.0.0.1 (the Node's InternalIP)"),
-        "{}",
-        chosen.why
+    // Route metrics 0 and 5: 0 + 15 on Ethernet against 5 + 5 on Ethernet 2.
+    let (first, both) = (
+        [default_route(4, 0)],
+        [default_route(4, 0), default_route(6, 5)],
     );
-}
-
-#[test]
-fn two_adapters_holding_the_node_ip_is_an_error_naming_them_and_the_fix() {
+    for (configured, ip, routes, want, why) in [
+        (
+            Some("ethernet 2"),
+            Some("10.0.0.15"),
+            &first[..],
+            Some("Ethernet 2"),
+            "vxlan.adapter names it",
+        ),
+        (
+            None,
+            Some("10.0.0.1"),
+            &first,
+            Some("Ethernet 2"),
+            "10.0.0.1 (the Node's InternalIP)",
+        ),
+        (None, None, &first, Some("Ethernet"), "the default route"),
+        (None, None, &both, Some("Ethernet 2"), "the default route"),
+        (None, None, &[], None, "no default route"),
+    ] {
+        let case = format!("{configured:?} {ip:?} {routes:?}");
+        let c = choose(configured, ip.map(node).as_ref(), &adapters, routes, None).expect(&case);
+        assert_eq!(c.adapter.as_deref(), want, "{case}");
+        assert!(c.why.contains(why), "{case}: {}", c.why);
+    }
+    let e = choose(Some("Ethernet 9"), None, &adapters, &[], None).expect_err("missing");
+    assert!(matches!(e, ChoiceError::Missing { .. }), "{e}");
+    // Two adapters holding the node IP: an error naming them and the fix.
     let two = [
         nic("Ethernet", 4, "00-15-5D-00-00-04", &["10.0.0.5"]),
         nic("Ethernet 2", 6, "00-15-5D-00-00-06", &["10.0.0.5"]),
@@ -73,41 +96,6 @@ fn two_adapters_holding_the_node_ip_is_an_error_naming_them_and_the_fix() {
     let e = for_node(&two, None).expect_err("several");
     assert!(e.to_string().contains("Ethernet, Ethernet 2"), "{e}");
     assert!(e.remedy().contains("vxlan.adapter"));
-}
-
-#[test]
-fn a_configured_adapter_wins_and_one_the_host_lacks_is_refused() {
-    let adapters = [
-        nic("Ethernet", 4, "00-15-5D-00-00-04", &["10.0.0.5"]),
-        nic("Ethernet 2", 6, "00-15-5D-00-00-06", &["10.1.0.5"]),
-    ];
-    let c = choose(
-        Some("ethernet 2"),
-        Some(&node("10.0.0.5")),
-        &adapters,
-        &[],
-        None,
-    )
-    .expect("named");
-    assert_eq!(c.adapter.as_deref(), Some("Ethernet 2"));
-    let e = choose(Some("Ethernet 9"), None, &adapters, &[], None).expect_err("missing");
-    assert!(matches!(e, ChoiceError::Missing { .. }), "{e}");
-}
-
-#[test]
-fn without_a_node_ip_the_default_route_with_the_lowest_summed_metric_decides() {
-    let mut second = nic("Ethernet 2", 6, "00-15-5D-00-00-06", &["10.1.0.5"]);
-    second.metric = 5;
-    let adapters = [
-        nic("Ethernet", 4, "00-15-5D-00-00-04", &["10.0.0.5"]),
-        second,
-    ];
-    // Route metrics 0 and 5: 0 + 15 on Ethernet against 5 + 5 on Ethernet 2.
-    let routes = [default_route(4, 0), default_route(6, 5)];
-    let c = choose(None, None, &adapters, &routes, None).expect("choice");
-    assert_eq!(c.adapter.as_deref(), Some("Ethernet 2"));
-    let c = choose(None, None, &adapters, &[], None).expect("choice");
-    assert_eq!(c.adapter, None);
 }
 
 #[test]

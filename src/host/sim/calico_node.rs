@@ -278,58 +278,53 @@ mod tests {
         CalicoVersion::parse(s).expect("version")
     }
 
+    /// Go's flag package refuses with exit 2 naming the flag; cobra with exit 1.
     #[test]
     fn each_simulated_binary_refuses_the_flags_its_release_lacks() {
+        use Component::{MonitorToken, Runs, Startup};
         let node = r"C:\CalicoWindows\calico-node.exe";
-        let complete = spec(node, &["-startup", "-complete-startup"]);
-        // Go's flag package: exit 2 and the flag named.
-        assert_eq!(
-            component(&complete, Some(&v("3.30.2"))),
-            Some(Err((
-                2,
-                "flag provided but not defined: -complete-startup".into()
-            )))
-        );
-        assert_eq!(
-            component(&complete, Some(&v("3.31.0"))),
-            Some(Ok(Component::Startup))
-        );
-        let token = spec(node, &["-monitor-token"]);
-        assert!(matches!(
-            component(&token, Some(&v("3.27.3"))),
-            Some(Err((2, _)))
-        ));
-        assert_eq!(
-            component(&token, Some(&v("3.28.0"))),
-            Some(Ok(Component::MonitorToken))
-        );
-        // calico.exe (cobra): its subcommands, and nothing else.
         let calico = r"C:\CalicoWindows\calico.exe";
-        for (args, want) in [
+        let complete = &["-startup", "-complete-startup"][..];
+        for (program, args, release, want) in [
+            (node, complete, Some("3.30.2"), Err(2)),
+            (node, complete, Some("3.31.0"), Ok(Startup)),
+            (node, &["-monitor-token"], Some("3.27.3"), Err(2)),
+            (node, &["-monitor-token"], Some("3.28.0"), Ok(MonitorToken)),
+            // calico.exe (cobra): its subcommands, and nothing else.
             (
-                &["component", "node", "startup", "--complete-startup"][..],
-                Component::Startup,
+                calico,
+                &["component", "node", "startup", "--complete-startup"],
+                None,
+                Ok(Startup),
             ),
             (
+                calico,
                 &["component", "node", "monitor-token"],
-                Component::MonitorToken,
+                None,
+                Ok(MonitorToken),
             ),
-            (&["component", "felix"], Component::Runs),
-            (&["component", "confd", r"--confdir=C:\x"], Component::Runs),
+            (calico, &["component", "felix"], None, Ok(Runs)),
+            (
+                calico,
+                &["component", "confd", r"--confdir=C:\x"],
+                None,
+                Ok(Runs),
+            ),
+            (calico, &["component", "node", "-startup"], None, Err(1)),
+            (
+                calico,
+                &["component", "felix", "--complete-startup"],
+                None,
+                Err(1),
+            ),
         ] {
-            assert_eq!(component(&spec(calico, args), None), Some(Ok(want)));
+            let got = component(&spec(program, args), release.map(v).as_ref());
+            let got = got.map(|p| p.map_err(|(code, _)| code));
+            assert_eq!(got, Some(want), "{args:?} {release:?}");
         }
-        assert!(matches!(
-            component(&spec(calico, &["component", "node", "-startup"]), None),
-            Some(Err((1, _)))
-        ));
-        assert!(matches!(
-            component(
-                &spec(calico, &["component", "felix", "--complete-startup"]),
-                None
-            ),
-            Some(Err((1, _)))
-        ));
+        let said = component(&spec(node, complete), Some(&v("3.30.2")));
+        let flag = "flag provided but not defined: -complete-startup";
+        assert_eq!(said, Some(Err((2, flag.into()))));
         assert_eq!(component(&spec(r"C:\k\kubelet.exe", &[]), None), None);
     }
 }

@@ -3,7 +3,7 @@
 
 use super::state::SimSettings;
 use crate::host::listen::{ListenError, ListenRefusal, refusal};
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 
 const IN_USE: &str = "Only one usage of each socket address (protocol/network address/port) is normally permitted. (os error 10048)";
 const DENIED: &str = "An attempt was made to access a socket in a way forbidden by its access permissions. (os error 10013)";
@@ -12,10 +12,8 @@ const DENIED: &str = "An attempt was made to access a socket in a way forbidden 
 /// excluded range; a port a real socket holds here is refused as held too.
 pub fn listen(settings: &SimSettings, port: u16) -> Result<TcpListener, ListenError> {
     let holder = || {
-        let v4 = |pid: &u32| (*pid, SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)));
-        let v6 = |pid: &u32| (*pid, SocketAddr::from((Ipv6Addr::UNSPECIFIED, port)));
-        (settings.tcp_listeners.get(&port).map(v4))
-            .or_else(|| settings.tcp6_listeners.get(&port).map(v6))
+        let at = SocketAddr::from((Ipv4Addr::UNSPECIFIED, port));
+        settings.tcp_listeners.get(&port).map(|pid| (*pid, at))
     };
     let excluded = settings
         .excluded_tcp_ports

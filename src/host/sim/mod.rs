@@ -234,15 +234,9 @@ impl SimHost {
                 (6006, next - 1, "The Event log service was stopped."),
                 (6005, next, "The Event log service was started."),
             ] {
-                s.events.push(state::SimEvent {
-                    source: "EventLog".into(),
-                    level: EventLevel::Information,
-                    id,
-                    message: message.into(),
-                    channel: "System".into(),
-                    time,
-                    binary: None,
-                });
+                let info = EventLevel::Information;
+                let event = state::SimEvent::now("System", "EventLog", info, id, message);
+                s.events.push(state::SimEvent { time, ..event });
             }
             s.system.boot_id = Some(next.to_string());
             s.system.boot_local_seconds = s.system.boot_local_seconds.map(|l| l + 3600);
@@ -466,14 +460,11 @@ impl SimHost {
                     key.to_owned(),
                 ),
             };
+            let scm = "Service Control Manager";
+            let event = state::SimEvent::now("System", scm, EventLevel::Error, id, &message);
             s.events.push(state::SimEvent {
-                source: "Service Control Manager".into(),
-                level: EventLevel::Error,
-                id,
-                message,
-                channel: "System".into(),
-                time: crate::duration::now(),
                 binary: Some(binary),
+                ..event
             });
         })
     }
@@ -790,31 +781,20 @@ fn read_back(mut rule: FirewallRule) -> FirewallRule {
 }
 
 /// What Windows keeps of `INetFwRule::RemoteAddresses` (MS-FASP FW_IPV4_SUBNET: address and
-/// mask): IPv4 read back in mask notation, `/32` bare; anything else as written.
+/// mask): an IPv4 token read back in mask notation, `/32` bare; anything else as written.
 fn stored_remote_addresses(text: &str) -> String {
-    use std::net::Ipv4Addr;
     let token = |t: &str| {
-        let (a, suffix) = t.split_once('/').unwrap_or((t, ""));
-        let Ok(ip) = a.parse::<Ipv4Addr>() else {
-            return t.to_owned();
-        };
-        let mask = if suffix.is_empty() {
-            Some(u32::MAX)
-        } else if let Ok(p) = suffix.parse::<u32>() {
-            (1..=32).contains(&p).then(|| u32::MAX << (32 - p))
-        } else {
-            suffix.parse::<Ipv4Addr>().ok().map(u32::from)
-        };
-        match mask {
-            Some(u32::MAX) => ip.to_string(),
-            Some(m) if m != 0 => format!("{ip}/{}", Ipv4Addr::from(m)),
-            _ => t.to_owned(),
+        let normal = crate::host::firewall::normal_address(t);
+        let parsed = normal
+            .split_once('/')
+            .and_then(|(ip, p)| Some((ip.parse::<Ipv4Addr>().ok()?, p.parse::<u32>().ok()?)));
+        match parsed {
+            Some((ip, 32)) => ip.to_string(),
+            Some((ip, p @ 1..=31)) => format!("{ip}/{}", Ipv4Addr::from(u32::MAX << (32 - p))),
+            _ => t.trim().to_owned(),
         }
     };
-    text.split(',')
-        .map(|t| token(t.trim()))
-        .collect::<Vec<_>>()
-        .join(",")
+    text.split(',').map(token).collect::<Vec<_>>().join(",")
 }
 
 impl Firewall for SimHost {
@@ -870,15 +850,8 @@ impl EventLog for SimHost {
         message: &str,
     ) -> HostResult<()> {
         self.world(|s| {
-            s.events.push(state::SimEvent {
-                source: source.to_owned(),
-                level,
-                id,
-                message: message.to_owned(),
-                channel: "Application".into(),
-                time: crate::duration::now(),
-                binary: None,
-            });
+            let event = state::SimEvent::now("Application", source, level, id, message);
+            s.events.push(event);
         })
     }
 

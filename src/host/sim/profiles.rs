@@ -2,7 +2,8 @@
 
 use super::state::{SimService, SimSettings, State};
 use crate::host::{
-    FirewallRule, InterfaceAddress, Protocol, RegValue, Route, ServiceState, StartType, SystemFacts,
+    Adapter, FirewallRule, InterfaceAddress, Protocol, RegValue, Route, ServiceState, StartType,
+    SystemFacts,
 };
 use serde_json::json;
 use std::net::Ipv4Addr;
@@ -238,19 +239,13 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
 }
 
 /// A cloud VM's NIC: DHCP gives its address, gateway and DNS server.
-fn cloud_nic() -> crate::host::Adapter {
-    crate::host::Adapter {
-        name: "Ethernet".into(),
-        index: 4,
-        description: "Microsoft Hyper-V Network Adapter".into(),
+fn cloud_nic() -> Adapter {
+    Adapter {
         mac: "00-15-5D-00-00-05".into(),
-        dhcp: true,
         gateways: vec![Ipv4Addr::new(10, 0, 0, 1)],
         dns_servers: vec![Ipv4Addr::new(10, 0, 0, 2)],
         dns_suffix: "cluster.example".into(),
-        metric: 15,
-        addresses: Vec::new(),
-        guid: String::new(),
+        ..Adapter::hyperv_nic("Ethernet", 4)
     }
 }
 
@@ -263,15 +258,11 @@ fn two_nics(state: &mut State) {
         ip: Ipv4Addr::new(10, 0, 0, 6),
         prefix_len: 24,
     });
-    state.adapters.push(crate::host::Adapter {
-        name: "Ethernet 2".into(),
-        index: 6,
+    state.adapters.push(Adapter {
         description: "Microsoft Hyper-V Network Adapter #2".into(),
-        mac: "00-15-5D-00-00-06".into(),
         dhcp: false,
-        gateways: Vec::new(),
-        dns_suffix: String::new(),
-        ..cloud_nic()
+        dns_servers: vec![Ipv4Addr::new(10, 0, 0, 2)],
+        ..Adapter::hyperv_nic("Ethernet 2", 6)
     });
 }
 

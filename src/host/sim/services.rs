@@ -89,25 +89,21 @@ pub(super) fn own_service_args(command_line: &str) -> Option<Vec<String>> {
 
 impl Services for SimHost {
     fn service_query(&self, name: &str) -> HostResult<Option<InstalledService>> {
-        Ok(self.read(|s| {
-            s.services
-                .get(&name.to_ascii_lowercase())
-                .cloned()
-                .map(|mut svc| {
-                    svc.settle();
-                    svc
-                })
-                .map(|svc| InstalledService {
-                    name: svc.name.clone(),
-                    state: svc.state,
-                    pid: svc.pid,
-                    since: svc.since,
-                    display_name: svc.display_name.clone(),
-                    command_line: svc.command_line.clone(),
-                    start: svc.start,
-                    dependencies: svc.dependencies.clone(),
-                    account: "LocalSystem".into(),
-                })
+        let Some(mut svc) = self.read(|s| s.services.get(&name.to_ascii_lowercase()).cloned())
+        else {
+            return Ok(None);
+        };
+        svc.settle();
+        Ok(Some(InstalledService {
+            name: svc.name,
+            state: svc.state,
+            pid: svc.pid,
+            since: svc.since,
+            display_name: svc.display_name,
+            command_line: svc.command_line,
+            start: svc.start,
+            dependencies: svc.dependencies,
+            account: "LocalSystem".into(),
         }))
     }
 

@@ -1,8 +1,8 @@
 //! The simulated host's state, as JSON in `<dir>/state.json` (files under `<dir>/fs/`).
 
 use crate::host::{
-    Adapter, AdapterAddress, FirewallRule, HostError, InterfaceAddress, Recovery, RegValue, Route,
-    ServiceState, StartType, SystemFacts, VSWITCH_ADAPTER_DESCRIPTION,
+    Adapter, AdapterAddress, EventLevel, FirewallRule, HostError, InterfaceAddress, Recovery,
+    RegValue, Route, ServiceState, StartType, SystemFacts, VSWITCH_ADAPTER_DESCRIPTION,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -94,7 +94,7 @@ pub fn stored(a: &Adapter) -> Adapter {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SimEvent {
     pub source: String,
-    pub level: crate::host::EventLevel,
+    pub level: EventLevel,
     pub id: u32,
     pub message: String,
     /// The log it is in: `Application` (what `ReportEventW` writes to) or `System`.
@@ -103,6 +103,23 @@ pub struct SimEvent {
     pub time: i64,
     /// The text of its binary data (the Service Control Manager's key name of a service).
     pub binary: Option<String>,
+}
+
+impl SimEvent {
+    /// An event of `channel` written now, without binary data.
+    pub fn now(channel: &str, source: &str, level: EventLevel, id: u32, message: &str) -> Self {
+        let (source, message, channel) = (source.into(), message.into(), channel.into());
+        let time = crate::duration::now();
+        Self {
+            source,
+            level,
+            id,
+            message,
+            channel,
+            time,
+            binary: None,
+        }
+    }
 }
 
 /// How the simulation behaves, and its counters.
@@ -143,9 +160,6 @@ pub struct SimSettings {
     /// `GetExtendedTcpTable` names it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tcp_listeners: BTreeMap<u16, u32>,
-    /// The same on IPv6's `[::]`, dual-stack (holding the IPv4 port too).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub tcp6_listeners: BTreeMap<u16, u32>,
     /// TCP port ranges (first, last) the system reserves: a bind in one is WSAEACCES.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub excluded_tcp_ports: Vec<(u16, u16)>,
@@ -365,26 +379,20 @@ impl State {
             .filter(|r| r.interface_index == i.index && r.prefix_len == 0)
             .map(|r| r.next_hop)
             .collect();
-        Adapter {
-            name: i.interface.clone(),
-            index: i.index,
-            description: if i.ip.is_loopback() {
-                "Software Loopback Interface 1".into()
-            } else {
-                "Microsoft Hyper-V Network Adapter".into()
-            },
-            mac: if i.ip.is_loopback() {
-                String::new()
-            } else {
-                format!("00-15-5D-00-00-{:02X}", i.index & 0xff)
-            },
-            dhcp: !i.ip.is_loopback(),
+        let nic = Adapter {
             gateways,
-            dns_servers: Vec::new(),
-            dns_suffix: String::new(),
-            metric: if i.ip.is_loopback() { 75 } else { 15 },
-            addresses: Vec::new(),
-            guid: String::new(),
+            ..Adapter::hyperv_nic(&i.interface, i.index)
+        };
+        if i.ip.is_loopback() {
+            Adapter {
+                description: "Software Loopback Interface 1".into(),
+                mac: String::new(),
+                dhcp: false,
+                metric: 75,
+                ..nic
+            }
+        } else {
+            nic
         }
     }
 
