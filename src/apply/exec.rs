@@ -31,6 +31,22 @@ pub struct ExecError {
     pub kept_logs: Option<String>,
 }
 
+impl ExecError {
+    /// A failure at step `index` with nothing rolled back.
+    fn plain(index: usize, total: usize, action: String, source: anyhow::Error) -> Self {
+        Self {
+            index,
+            total,
+            action,
+            source,
+            rollback_failures: None,
+            rollback_kept: Box::default(),
+            past_no_return: false,
+            kept_logs: None,
+        }
+    }
+}
+
 /// What a run tells as it goes: a step begins (its number, of how many), or a step's wait
 /// says how it goes.
 pub enum Progress<'a> {
@@ -169,18 +185,10 @@ fn start_journal(host: &dyn Host, opts: &Options<'_>, total: usize) -> Result<Jo
         entries: Vec::new(),
     };
     if total > 0 {
-        journal.new_dirs = host
-            .missing_parents(&opts.journal_path)
-            .map_err(|err| ExecError {
-                index: 0,
-                total,
-                action: format!("prepare the journal {}", opts.journal_path),
-                source: err.into(),
-                rollback_failures: None,
-                rollback_kept: Box::default(),
-                kept_logs: None,
-                past_no_return: false,
-            })?;
+        journal.new_dirs = host.missing_parents(&opts.journal_path).map_err(|err| {
+            let action = format!("prepare the journal {}", opts.journal_path);
+            ExecError::plain(0, total, action, err.into())
+        })?;
     }
     Ok(journal)
 }
@@ -192,16 +200,7 @@ fn clean_up(
     opts: &Options<'_>,
     total: usize,
 ) -> Result<(), ExecError> {
-    let fail = |action: String, source: anyhow::Error| ExecError {
-        index: total,
-        total,
-        action,
-        source,
-        rollback_failures: None,
-        rollback_kept: Box::default(),
-        past_no_return: false,
-        kept_logs: None,
-    };
+    let fail = |action, source| ExecError::plain(total, total, action, source);
     for e in &journal.entries {
         if let Undo::RestoreFile { backup, .. } = &e.undo {
             host.remove_file(backup)
@@ -220,9 +219,10 @@ fn clean_up(
 }
 
 /// Removes the rule of `name` while it is `made` alone under it (`firewall::ours`): one an
-/// administrator changed since the plan stays, said; when the plan adds a rule of that name
-/// later (`later`), the kept rule fails the step before anything changed, and the run is undone.
-fn remove_rule(
+/// administrator changed since the plan stays, said (a warning, not a failure: an undo would
+/// retry for ever); when the plan adds a rule of that name later (`later`), the kept rule fails
+/// the step before anything changed, and the run is undone.
+pub(super) fn remove_rule(
     host: &dyn Host,
     name: &str,
     made: Option<&crate::host::FirewallRule>,
@@ -270,9 +270,7 @@ fn run(
             secret,
             ..
         } => write_checked(host, path, content, Access::secret_if(*secret))?,
-        Action::RemoveFile { path } => {
-            host.remove_file(path)?;
-        }
+        Action::RemoveFile { path } => _ = host.remove_file(path)?,
         Action::RestrictFile { path } => {
             let bytes = host
                 .read_file(path)?
@@ -317,26 +315,19 @@ fn run(
         Action::RemoveDir { path } => _ = host.remove_empty_dir(path)?,
         Action::ProtectDir { path, .. } => protect_dir(host, path)?,
         Action::RestoreSecurity { path, sddl } => super::undo::restore_security(host, path, sddl)?,
-        Action::RemoveRenewalGrant { .. } => warnings.extend(remove_grant(opts, action)?),
+        Action::RemoveRenewalGrant {
+            namespace,
+            name,
+            uids,
+            uids_kept,
+        } => warnings.extend(
+            opts.cluster()?
+                .remove_grant(namespace, name, (uids, *uids_kept))?,
+        ),
         // The rest change or wait for the cluster (`Action::in_cluster`).
         _ => cluster_step(action, opts, watch)?,
     }
     Ok(())
-}
-
-/// `RemoveRenewalGrant`: the grant's objects that are ours deleted; what stays.
-fn remove_grant(opts: &Options<'_>, action: &Action) -> anyhow::Result<Vec<String>> {
-    let Action::RemoveRenewalGrant {
-        namespace,
-        name,
-        uids,
-        uids_kept,
-    } = action
-    else {
-        return Ok(Vec::new());
-    };
-    opts.cluster()?
-        .remove_grant(namespace, name, (uids, *uids_kept))
 }
 
 /// A step that changes or waits for the cluster, not the host.
@@ -400,11 +391,7 @@ fn delete_endpoint(
     name: &str,
     namespace: Option<&str>,
 ) -> anyhow::Result<Option<String>> {
-    let keep = match opts.recheck {
-        Some(check) => check(id)?,
-        None => None,
-    };
-    if let Some(why) = keep {
+    if let Some(why) = opts.recheck.map(|check| check(id)).transpose()?.flatten() {
         return Ok(Some(format!("kept HNS endpoint {name} ({id}): {why}")));
     }
     if let Some(ns) = namespace {

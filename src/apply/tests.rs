@@ -291,7 +291,7 @@ fn a_rollback_leaves_an_added_rule_beside_another_of_its_name() {
         ..added.clone()
     };
     host.admin_add_firewall_rule(&admins).expect("admin add");
-    let kept = super::undo::remove_added_rule(&host, &added.name, Some(&added))
+    let kept = super::exec::remove_rule(&host, &added.name, Some(&added), &[])
         .expect("kept, no failure")
         .expect("said");
     assert!(kept.contains("2 rules of that name"), "{kept}");
@@ -299,7 +299,7 @@ fn a_rollback_leaves_an_added_rule_beside_another_of_its_name() {
     host.admin_remove_firewall_rules(&added.name)
         .expect("admin remove");
     host.firewall_add(&added).expect("add");
-    let kept = super::undo::remove_added_rule(&host, &added.name, Some(&added)).expect("removed");
+    let kept = super::exec::remove_rule(&host, &added.name, Some(&added), &[]).expect("removed");
     assert_eq!(kept, None);
     assert_eq!(host.firewall_rules(&added.name).expect("read"), []);
 }

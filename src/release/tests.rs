@@ -149,10 +149,11 @@ fn urls_need_https_and_a_checksum_unless_told_otherwise() {
     let mut want = want(Source::parse("http://mirror/calico-windows-v3.30.0.zip"));
     let url = "http://mirror/calico-windows-v3.30.0.zip";
     assert!(matches!(
-        check_url(&want, url),
+        refuse_plain_http(&want),
         Err(ReleaseError::PlainHttp { .. })
     ));
     want.allow_http = true;
+    assert!(refuse_plain_http(&want).is_ok());
     assert!(matches!(
         check_url(&want, url),
         Err(ReleaseError::NeedChecksum { .. })
