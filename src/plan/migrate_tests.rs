@@ -1,7 +1,7 @@
 use super::*;
 use crate::host::HnsNetwork;
 
-fn network(name: &str, vsid: Option<u32>) -> HnsNetwork {
+pub(in crate::plan) fn network(name: &str, vsid: Option<u32>) -> HnsNetwork {
     HnsNetwork {
         id: format!("id-{name}"),
         name: name.into(),
