@@ -79,20 +79,9 @@ fn write(path: &str) -> super::Action {
 
 /// A metrics rule as calicoctl-win makes it: inbound TCP `port` for `program`, from `range`.
 pub(super) fn rule(name: &str, program: &str, port: u16, range: &str) -> crate::host::FirewallRule {
-    use crate::host::{Direction, Protocol};
-    crate::host::FirewallRule {
-        name: name.into(),
-        description: crate::host::firewall::MARKER.into(),
-        protocol: Protocol::Tcp,
-        direction: Direction::In,
-        program: Some(program.into()),
-        local_port: port,
-        allow: true,
-        enabled: true,
-        profiles: crate::host::ALL_PROFILES,
-        remote_addresses: vec![range.into()],
-        unset: Default::default(),
-    }
+    let from = vec![range.into()];
+    let tcp = crate::host::Protocol::Tcp;
+    crate::plan::metrics_rules::inbound(name.into(), tcp, port, Some(program), from)
 }
 
 /// A repair looks at each endpoint again just before it deletes it (`Options::recheck`): one
