@@ -261,38 +261,6 @@ fn a_stop_past_the_point_of_no_return_lets_the_run_finish() {
     );
 }
 
-/// A rollback removes the rule its run added only while it is the one rule of its name as
-/// added: beside an administrator's rule of the name (made while the run went on) both stay
-/// and the rollback says so; alone, it goes. (It was removed by its name.)
-#[test]
-fn a_rollback_leaves_an_added_rule_beside_another_of_its_name() {
-    use crate::host::{Firewall, FirewallRule};
-    let host = host();
-    let added = rule(
-        "Calico metrics calicoctl-win TCP 9095",
-        r"C:\CalicoWindows\calicoctl-win.exe",
-        9095,
-        "10.0.0.0/8",
-    );
-    host.firewall_add(&added).expect("add");
-    let admins = FirewallRule {
-        program: None,
-        ..added.clone()
-    };
-    host.admin_add_firewall_rule(&admins).expect("admin add");
-    let kept = super::exec::remove_rule(&host, &added.name, Some(&added), &[])
-        .expect("kept, no failure")
-        .expect("said");
-    assert!(kept.contains("2 rules of that name"), "{kept}");
-    assert_eq!(host.firewall_rules(&added.name).expect("read").len(), 2);
-    host.admin_remove_firewall_rules(&added.name)
-        .expect("admin remove");
-    host.firewall_add(&added).expect("add");
-    let kept = super::exec::remove_rule(&host, &added.name, Some(&added), &[]).expect("removed");
-    assert_eq!(kept, None);
-    assert_eq!(host.firewall_rules(&added.name).expect("read"), []);
-}
-
 /// A planned removal of a rule is judged again as it runs, by every property the run made it
 /// with: one an administrator changed since the plan (its description, its range) or tightened
 /// through a property install does not set (its local addresses, its interfaces, INetFwRule2's
