@@ -226,12 +226,14 @@ mod tests {
     #[test]
     fn each_network_immutable_change_is_named_once() {
         let vni_4097: fn(&mut NetworkSettings) = |s| s.vni = 4097;
-        let cases: [(
+        // The recorded settings, the config's, the Calico network's VSID, what is named.
+        type Case = (
             Option<NetworkSettings>,
             NetworkSettings,
             Option<u32>,
-            &[&str],
-        ); 5] = [
+            &'static [&'static str],
+        );
+        let cases: [Case; 5] = [
             (
                 Some(settings(|_| {})),
                 settings(vni_4097),
