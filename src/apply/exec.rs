@@ -4,7 +4,7 @@
 
 use super::journal::{Entry, Journal, Undo};
 use super::ready::{restore_routes, wait_ready};
-use super::undo::{ignore_not_found, prepare_undo, rollback};
+use super::undo::{ignore_not_found, prepare_undo, remove_rule, rollback};
 use super::{Action, Content, Options};
 use crate::cluster::drain::Watch;
 use crate::host::{Access, Host};
@@ -216,37 +216,6 @@ fn clean_up(
         })?;
     }
     Ok(())
-}
-
-/// Removes the rule of `name` while it is `made` alone under it (`firewall::ours`): one an
-/// administrator changed since the plan stays, said (a warning, not a failure: an undo would
-/// retry for ever); when the plan adds a rule of that name later (`later`), the kept rule fails
-/// the step before anything changed, and the run is undone.
-pub(super) fn remove_rule(
-    host: &dyn Host,
-    name: &str,
-    made: Option<&crate::host::FirewallRule>,
-    later: &[Action],
-) -> anyhow::Result<Option<String>> {
-    use crate::host::firewall;
-    let now = host.firewall_rules(name)?;
-    if firewall::ours(&now, made) {
-        host.firewall_remove(name)?;
-        return Ok(None);
-    }
-    if now.is_empty() {
-        return Ok(None);
-    }
-    let re_added = later.iter().any(|a| match a {
-        Action::AddFirewallRule { rule } => rule.name.eq_ignore_ascii_case(name),
-        _ => false,
-    });
-    anyhow::ensure!(
-        !re_added,
-        "the firewall rule '{name}' changed since the plan: the firewall holds {} now (an administrator's rule of that name, or ours changed since), left as it is; the rule the config wants under that name cannot be made beside it (removal is by name): remove or rename it (Get-NetFirewallRule -DisplayName '{name}') and run again",
-        firewall::held(&now)
-    );
-    Ok(Some(firewall::kept(name, &now)))
 }
 
 /// Runs one action; `later`, the plan's actions after it.
