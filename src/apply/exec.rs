@@ -4,7 +4,7 @@
 
 use super::journal::{Entry, Journal, Undo};
 use super::ready::{restore_routes, wait_ready};
-use super::undo::{ignore_not_found, prepare_undo, rollback};
+use super::undo::{ignore_not_found, prepare_undo, remove_rule, rollback};
 use super::{Action, Content, Options};
 use crate::cluster::drain::Watch;
 use crate::host::{Access, Host};
@@ -29,6 +29,22 @@ pub struct ExecError {
     pub past_no_return: bool,
     /// Where the rollback moved the services' logs, out of a logs directory the run made.
     pub kept_logs: Option<String>,
+}
+
+impl ExecError {
+    /// A failure at step `index` with nothing rolled back.
+    fn plain(index: usize, total: usize, action: String, source: anyhow::Error) -> Self {
+        Self {
+            index,
+            total,
+            action,
+            source,
+            rollback_failures: None,
+            rollback_kept: Box::default(),
+            past_no_return: false,
+            kept_logs: None,
+        }
+    }
 }
 
 /// What a run tells as it goes: a step begins (its number, of how many), or a step's wait
@@ -169,18 +185,10 @@ fn start_journal(host: &dyn Host, opts: &Options<'_>, total: usize) -> Result<Jo
         entries: Vec::new(),
     };
     if total > 0 {
-        journal.new_dirs = host
-            .missing_parents(&opts.journal_path)
-            .map_err(|err| ExecError {
-                index: 0,
-                total,
-                action: format!("prepare the journal {}", opts.journal_path),
-                source: err.into(),
-                rollback_failures: None,
-                rollback_kept: Box::default(),
-                kept_logs: None,
-                past_no_return: false,
-            })?;
+        journal.new_dirs = host.missing_parents(&opts.journal_path).map_err(|err| {
+            let action = format!("prepare the journal {}", opts.journal_path);
+            ExecError::plain(0, total, action, err.into())
+        })?;
     }
     Ok(journal)
 }
@@ -192,16 +200,7 @@ fn clean_up(
     opts: &Options<'_>,
     total: usize,
 ) -> Result<(), ExecError> {
-    let fail = |action: String, source: anyhow::Error| ExecError {
-        index: total,
-        total,
-        action,
-        source,
-        rollback_failures: None,
-        rollback_kept: Box::default(),
-        past_no_return: false,
-        kept_logs: None,
-    };
+    let fail = |action, source| ExecError::plain(total, total, action, source);
     for e in &journal.entries {
         if let Undo::RestoreFile { backup, .. } = &e.undo {
             host.remove_file(backup)
@@ -217,36 +216,6 @@ fn clean_up(
         })?;
     }
     Ok(())
-}
-
-/// Removes the rule of `name` while it is `made` alone under it (`firewall::ours`): one an
-/// administrator changed since the plan stays, said; when the plan adds a rule of that name
-/// later (`later`), the kept rule fails the step before anything changed, and the run is undone.
-fn remove_rule(
-    host: &dyn Host,
-    name: &str,
-    made: Option<&crate::host::FirewallRule>,
-    later: &[Action],
-) -> anyhow::Result<Option<String>> {
-    use crate::host::firewall;
-    let now = host.firewall_rules(name)?;
-    if firewall::ours(&now, made) {
-        host.firewall_remove(name)?;
-        return Ok(None);
-    }
-    if now.is_empty() {
-        return Ok(None);
-    }
-    let re_added = later.iter().any(|a| match a {
-        Action::AddFirewallRule { rule } => rule.name.eq_ignore_ascii_case(name),
-        _ => false,
-    });
-    anyhow::ensure!(
-        !re_added,
-        "the firewall rule '{name}' changed since the plan: the firewall holds {} now (an administrator's rule of that name, or ours changed since), left as it is; the rule the config wants under that name cannot be made beside it (removal is by name): remove or rename it (Get-NetFirewallRule -DisplayName '{name}') and run again",
-        firewall::held(&now)
-    );
-    Ok(Some(firewall::kept(name, &now)))
 }
 
 /// Runs one action; `later`, the plan's actions after it.
@@ -270,9 +239,7 @@ fn run(
             secret,
             ..
         } => write_checked(host, path, content, Access::secret_if(*secret))?,
-        Action::RemoveFile { path } => {
-            host.remove_file(path)?;
-        }
+        Action::RemoveFile { path } => _ = host.remove_file(path)?,
         Action::RestrictFile { path } => {
             let bytes = host
                 .read_file(path)?
@@ -317,26 +284,19 @@ fn run(
         Action::RemoveDir { path } => _ = host.remove_empty_dir(path)?,
         Action::ProtectDir { path, .. } => protect_dir(host, path)?,
         Action::RestoreSecurity { path, sddl } => super::undo::restore_security(host, path, sddl)?,
-        Action::RemoveRenewalGrant { .. } => warnings.extend(remove_grant(opts, action)?),
+        Action::RemoveRenewalGrant {
+            namespace,
+            name,
+            uids,
+            uids_kept,
+        } => warnings.extend(
+            opts.cluster()?
+                .remove_grant(namespace, name, (uids, *uids_kept))?,
+        ),
         // The rest change or wait for the cluster (`Action::in_cluster`).
         _ => cluster_step(action, opts, watch)?,
     }
     Ok(())
-}
-
-/// `RemoveRenewalGrant`: the grant's objects that are ours deleted; what stays.
-fn remove_grant(opts: &Options<'_>, action: &Action) -> anyhow::Result<Vec<String>> {
-    let Action::RemoveRenewalGrant {
-        namespace,
-        name,
-        uids,
-        uids_kept,
-    } = action
-    else {
-        return Ok(Vec::new());
-    };
-    opts.cluster()?
-        .remove_grant(namespace, name, (uids, *uids_kept))
 }
 
 /// A step that changes or waits for the cluster, not the host.
@@ -400,11 +360,7 @@ fn delete_endpoint(
     name: &str,
     namespace: Option<&str>,
 ) -> anyhow::Result<Option<String>> {
-    let keep = match opts.recheck {
-        Some(check) => check(id)?,
-        None => None,
-    };
-    if let Some(why) = keep {
+    if let Some(why) = opts.recheck.map(|check| check(id)).transpose()?.flatten() {
         return Ok(Some(format!("kept HNS endpoint {name} ({id}): {why}")));
     }
     if let Some(ns) = namespace {

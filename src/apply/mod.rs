@@ -576,14 +576,11 @@ fn write_text(action: &Action) -> String {
 
 /// `Action::describe` of a `ProtectDir`.
 fn protect_text(path: &str, writers: &[String]) -> String {
-    if writers.is_empty() {
-        format!("protect {path}: only SYSTEM and Administrators may change it (Users read and run)")
-    } else {
-        format!(
-            "protect {path}: only SYSTEM and Administrators may change it (now {})",
-            writers.join("; ")
-        )
-    }
+    let now = match writers {
+        [] => "Users read and run".to_owned(),
+        some => format!("now {}", some.join("; ")),
+    };
+    format!("protect {path}: only SYSTEM and Administrators may change it ({now})")
 }
 
 /// `Action::describe` of a `WaitReady`.

@@ -79,20 +79,9 @@ fn write(path: &str) -> super::Action {
 
 /// A metrics rule as calicoctl-win makes it: inbound TCP `port` for `program`, from `range`.
 pub(super) fn rule(name: &str, program: &str, port: u16, range: &str) -> crate::host::FirewallRule {
-    use crate::host::{Direction, Protocol};
-    crate::host::FirewallRule {
-        name: name.into(),
-        description: crate::host::firewall::MARKER.into(),
-        protocol: Protocol::Tcp,
-        direction: Direction::In,
-        program: Some(program.into()),
-        local_port: port,
-        allow: true,
-        enabled: true,
-        profiles: crate::host::ALL_PROFILES,
-        remote_addresses: vec![range.into()],
-        unset: Default::default(),
-    }
+    let from = vec![range.into()];
+    let tcp = crate::host::Protocol::Tcp;
+    crate::plan::metrics_rules::inbound(name.into(), tcp, port, Some(program), from)
 }
 
 /// A repair looks at each endpoint again just before it deletes it (`Options::recheck`): one
@@ -270,38 +259,6 @@ fn a_stop_past_the_point_of_no_return_lets_the_run_finish() {
             .any(|l| l.contains("past the point of no return")),
         "{said:?}"
     );
-}
-
-/// A rollback removes the rule its run added only while it is the one rule of its name as
-/// added: beside an administrator's rule of the name (made while the run went on) both stay
-/// and the rollback says so; alone, it goes. (It was removed by its name.)
-#[test]
-fn a_rollback_leaves_an_added_rule_beside_another_of_its_name() {
-    use crate::host::{Firewall, FirewallRule};
-    let host = host();
-    let added = rule(
-        "Calico metrics calicoctl-win TCP 9095",
-        r"C:\CalicoWindows\calicoctl-win.exe",
-        9095,
-        "10.0.0.0/8",
-    );
-    host.firewall_add(&added).expect("add");
-    let admins = FirewallRule {
-        program: None,
-        ..added.clone()
-    };
-    host.admin_add_firewall_rule(&admins).expect("admin add");
-    let kept = super::undo::remove_added_rule(&host, &added.name, Some(&added))
-        .expect("kept, no failure")
-        .expect("said");
-    assert!(kept.contains("2 rules of that name"), "{kept}");
-    assert_eq!(host.firewall_rules(&added.name).expect("read").len(), 2);
-    host.admin_remove_firewall_rules(&added.name)
-        .expect("admin remove");
-    host.firewall_add(&added).expect("add");
-    let kept = super::undo::remove_added_rule(&host, &added.name, Some(&added)).expect("removed");
-    assert_eq!(kept, None);
-    assert_eq!(host.firewall_rules(&added.name).expect("read"), []);
 }
 
 /// A planned removal of a rule is judged again as it runs, by every property the run made it

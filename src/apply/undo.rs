@@ -5,8 +5,7 @@
 use super::journal::{Journal, Undo, missing_keys};
 use super::ready::restore_routes;
 use super::{Action, Options};
-use crate::host::{Access, Host, HostError, HostResult};
-use crate::k8s_name::NodeName;
+use crate::host::{Access, Host, HostError};
 use crate::layout::KEPT_LOGS_DIR;
 use anyhow::Context as _;
 use std::time::Duration;
@@ -112,7 +111,10 @@ fn undo_write(host: &dyn Host, path: &str) -> anyhow::Result<Undo> {
 /// says how to put it back, `migrate`'s cordon mark; nothing else.
 fn undo_in_cluster(action: &Action, opts: &Options<'_>) -> anyhow::Result<Undo> {
     Ok(match action {
-        Action::Cordon { node } => undo_cordon(opts, node)?,
+        // A node cordoned before the plan stays so.
+        Action::Cordon { node } if !opts.cluster()?.is_cordoned(node)? => {
+            Undo::Uncordon { node: node.clone() }
+        }
         Action::PatchInstallation {
             name,
             patch: applied,
@@ -125,15 +127,6 @@ fn undo_in_cluster(action: &Action, opts: &Options<'_>) -> anyhow::Result<Undo> 
         },
         Action::MarkCordoned { node, on: true } => Undo::UnmarkCordoned { node: node.clone() },
         _ => Undo::Nothing,
-    })
-}
-
-/// A node cordoned by the plan is uncordoned; one cordoned before stays.
-fn undo_cordon(opts: &Options<'_>, node: &NodeName) -> anyhow::Result<Undo> {
-    Ok(if opts.cluster()?.is_cordoned(node)? {
-        Undo::Nothing
-    } else {
-        Undo::Uncordon { node: node.clone() }
     })
 }
 
@@ -216,6 +209,7 @@ pub fn discard_journal(
 }
 
 /// What a rollback did not manage, and where it kept the services' logs.
+#[derive(Default)]
 pub struct Rolled {
     pub failures: Vec<String>,
     /// What was left as it is because it changed after the run made it (an operator
@@ -227,11 +221,7 @@ pub struct Rolled {
 }
 
 pub(super) fn rollback(host: &dyn Host, journal: &Journal, opts: &Options<'_>) -> Rolled {
-    let mut rolled = Rolled {
-        failures: Vec::new(),
-        kept: Vec::new(),
-        kept_logs: None,
-    };
+    let mut rolled = Rolled::default();
     rolled.failures = undo_all(host, journal, opts, &mut rolled);
     rolled
 }
@@ -462,7 +452,7 @@ fn undo(
             (None, None) => host.reg_delete_value(key, name)?,
         },
         Undo::RemoveFirewallRule { name, rule } => {
-            kept.extend(remove_added_rule(host, name, rule.as_ref())?);
+            kept.extend(remove_rule(host, name, rule.as_ref(), &[])?);
         }
         Undo::AddFirewallRule { rule } => match host.firewall_add(rule) {
             Err(HostError::Exists { .. }) | Ok(()) => {}
@@ -478,29 +468,17 @@ fn undo(
             name,
             patch,
             applied: Some(applied),
-        } => kept.extend(restore_installation(opts, name, applied, patch)?),
+        } => {
+            // Never revert a field an administrator changed after our patch; say it was kept.
+            let changed = opts.cluster()?.restore_installation(name, applied, patch)?;
+            kept.extend(changed.map(|field| format!("the operator's Installation {name} was left as it is: its {field} changed after this run patched it")));
+        }
         Undo::UnmarkCordoned { node } => opts.cluster()?.mark_cordoned(node, false)?,
         // The directories go with the rest the run created, once they are empty.
         Undo::RemoveDirs { .. } => {}
         Undo::RestoreSecurity { path, sddl } => restore_security(host, path, sddl)?,
     }
     Ok(())
-}
-
-/// The Installation put back as it was before our patch, unless a field our patch set changed
-/// since: never revert a change an administrator made later; what was kept, said.
-fn restore_installation(
-    opts: &Options<'_>,
-    name: &str,
-    applied: &serde_json::Value,
-    patch: &serde_json::Value,
-) -> anyhow::Result<Option<String>> {
-    let kept = opts.cluster()?.restore_installation(name, applied, patch)?;
-    Ok(kept.map(|field| {
-        format!(
-            "the operator's Installation {name} was left as it is: its {field} changed after this run patched it"
-        )
-    }))
 }
 
 /// A missing object counts as removed.
@@ -519,21 +497,33 @@ fn remove_withheld(host: &dyn Host, path: &str) -> Result<(), crate::host::HostE
     Ok(())
 }
 
-/// The rule an action added, removed while it is the one rule of its name as added; else every
-/// rule of the name is kept, with a warning, not a failure (an uninstall would retry for ever).
-pub(super) fn remove_added_rule(
+/// Removes the rule of `name` while it is `made` alone under it (`firewall::ours`): one an
+/// administrator changed since the plan stays, said (a warning, not a failure: an undo would
+/// retry for ever); when the plan adds a rule of that name later (`later`), the kept rule fails
+/// the step before anything changed, and the run is undone.
+pub(super) fn remove_rule(
     host: &dyn Host,
     name: &str,
     made: Option<&crate::host::FirewallRule>,
-) -> HostResult<Option<String>> {
-    use crate::host::firewall::{kept, ours};
+    later: &[Action],
+) -> anyhow::Result<Option<String>> {
+    use crate::host::firewall;
     let now = host.firewall_rules(name)?;
+    if firewall::ours(&now, made) {
+        host.firewall_remove(name)?;
+        return Ok(None);
+    }
     if now.is_empty() {
         return Ok(None);
     }
-    if !ours(&now, made) {
-        return Ok(Some(kept(name, &now)));
-    }
-    host.firewall_remove(name)?;
-    Ok(None)
+    let re_added = later.iter().any(|a| match a {
+        Action::AddFirewallRule { rule } => rule.name.eq_ignore_ascii_case(name),
+        _ => false,
+    });
+    anyhow::ensure!(
+        !re_added,
+        "the firewall rule '{name}' changed since the plan: the firewall holds {} now (an administrator's rule of that name, or ours changed since), left as it is; the rule the config wants under that name cannot be made beside it (removal is by name): remove or rename it (Get-NetFirewallRule -DisplayName '{name}') and run again",
+        firewall::held(&now)
+    );
+    Ok(Some(firewall::kept(name, &now)))
 }

@@ -103,18 +103,8 @@ pub fn services(c: &Config, calico_version: Option<&str>) -> Vec<ServiceSpec> {
 
 /// The firewall rule for VXLAN, unless the backend needs none.
 pub fn vxlan_rule(c: &Config) -> Option<FirewallRule> {
-    (c.backend == Backend::Vxlan).then(|| FirewallRule {
-        name: VXLAN_RULE.into(),
-        description: crate::host::firewall::MARKER.into(),
-        protocol: Protocol::Udp,
-        direction: crate::host::Direction::In,
-        program: None,
-        local_port: 4789,
-        allow: true,
-        enabled: true,
-        profiles: crate::host::ALL_PROFILES,
-        remote_addresses: Vec::new(),
-        unset: Default::default(),
+    (c.backend == Backend::Vxlan).then(|| {
+        super::metrics_rules::inbound(VXLAN_RULE.into(), Protocol::Udp, 4789, None, Vec::new())
     })
 }
 

@@ -49,20 +49,36 @@ pub fn wanted(c: &Config, felix: &str) -> Vec<FirewallRule> {
         (WHO[1], m.felix_port.0, felix),
     ]
     .into_iter()
-    .map(|(who, port, program)| FirewallRule {
-        name: format!("{PREFIX}{who} TCP {port}"),
+    .map(|(who, port, program)| {
+        let from = m.source_ranges.iter().map(ToString::to_string).collect();
+        let name = format!("{PREFIX}{who} TCP {port}");
+        inbound(name, Protocol::Tcp, port, Some(program), from)
+    })
+    .collect()
+}
+
+/// An inbound rule allowing `port` as calicoctl-win makes it: marked ours, on every profile,
+/// from `from` (empty: any address).
+pub fn inbound(
+    name: String,
+    protocol: Protocol,
+    port: u16,
+    program: Option<&str>,
+    from: Vec<String>,
+) -> FirewallRule {
+    FirewallRule {
+        name,
         description: firewall::MARKER.into(),
-        protocol: Protocol::Tcp,
+        protocol,
         direction: Direction::In,
-        program: Some(program.to_owned()),
+        program: program.map(str::to_owned),
         local_port: port,
         allow: true,
         enabled: true,
         profiles: crate::host::ALL_PROFILES,
-        remote_addresses: m.source_ranges.iter().map(ToString::to_string).collect(),
+        remote_addresses: from,
         unset: Default::default(),
-    })
-    .collect()
+    }
 }
 
 /// Adds the actions that take the host's metrics rules to the wanted ones; returns the rules

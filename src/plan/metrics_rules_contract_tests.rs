@@ -77,13 +77,7 @@ pub(crate) fn metrics_rules(h: &dyn Host) {
     let mut removal = Vec::new();
     let kept = plan(h, &off, felix, &owned, None, &mut removal).expect("plan off");
     assert!(kept.is_empty(), "{kept:?}");
-    let mut names: Vec<&str> = removal
-        .iter()
-        .filter_map(|a| match a {
-            Action::RemoveFirewallRule { name, .. } => Some(name.as_str()),
-            _ => None,
-        })
-        .collect();
+    let mut names = super::tests::removed(&removal);
     let mut want: Vec<&str> = wanted.iter().map(|r| r.name.as_str()).collect();
     names.sort();
     want.sort();

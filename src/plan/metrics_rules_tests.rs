@@ -8,10 +8,16 @@ fn config(sets: &[&str]) -> Config {
     crate::config::tests::from_sets(&[&["node.name=win-1"], sets].concat())
 }
 
+/// Metrics on at `port` from 10.0.0.0/8.
 fn on(port: &str) -> Config {
+    ranged("10.0.0.0/8", port)
+}
+
+/// Metrics on at `port` from `range`.
+fn ranged(range: &str, port: &str) -> Config {
     config(&[
         "metrics.enabled=true",
-        "metrics.source_ranges=10.0.0.0/8",
+        &format!("metrics.source_ranges={range}"),
         &format!("metrics.port={port}"),
     ])
 }
@@ -47,15 +53,6 @@ fn sim() -> (tempfile::TempDir, crate::host::sim::SimHost) {
     (dir, host)
 }
 
-/// Metrics on at port 9095 from `range`.
-fn ranged(range: &str) -> Config {
-    config(&[
-        "metrics.enabled=true",
-        &format!("metrics.source_ranges={range}"),
-        "metrics.port=9095",
-    ])
-}
-
 /// The actions of a plan with metrics off.
 fn off(
     host: &crate::host::sim::SimHost,
@@ -68,7 +65,7 @@ fn off(
     actions
 }
 
-fn removed(actions: &[Action]) -> Vec<&str> {
+pub(super) fn removed(actions: &[Action]) -> Vec<&str> {
     actions
         .iter()
         .filter_map(|a| match a {
@@ -218,7 +215,7 @@ fn a_recorded_rule_changed_in_any_property_stays() {
         );
         plan(
             &host,
-            &ranged("10.0.0.0/16"),
+            &ranged("10.0.0.0/16", "9095"),
             FELIX,
             &made,
             None,
@@ -260,8 +257,8 @@ fn a_rule_beside_another_of_its_name_is_not_removed() {
 fn a_rule_journaled_twice_is_judged_by_every_entry() {
     let (_dir, host) = sim();
     let (a, b) = (
-        wanted(&ranged("10.0.0.0/8"), FELIX),
-        wanted(&ranged("10.1.0.0/16"), FELIX),
+        wanted(&ranged("10.0.0.0/8", "9095"), FELIX),
+        wanted(&ranged("10.1.0.0/16", "9095"), FELIX),
     );
     host.firewall_add(&b[0]).expect("add");
     let journal = added_as(&[&a[0], &b[0]]);
@@ -270,7 +267,7 @@ fn a_rule_journaled_twice_is_judged_by_every_entry() {
         [b[0].name.as_str()]
     );
     let mut actions = Vec::new();
-    let third = ranged("10.2.0.0/16");
+    let third = ranged("10.2.0.0/16", "9095");
     plan(&host, &third, FELIX, &[], Some(&journal), &mut actions).expect("not refused");
     assert_eq!(removed(&actions), [b[0].name.as_str()]);
     assert!(
@@ -290,7 +287,7 @@ fn a_rule_journaled_twice_is_judged_by_every_entry() {
 fn a_recorded_rule_made_again_by_a_cut_off_run_is_judged_by_the_journal_too() {
     let (_dir, host) = sim();
     let recorded = wanted(&on("9095"), FELIX);
-    let again = wanted(&ranged("10.1.0.0/16"), FELIX);
+    let again = wanted(&ranged("10.1.0.0/16", "9095"), FELIX);
     host.firewall_add(&again[0]).expect("add");
     host.firewall_add(&recorded[1]).expect("add");
     let journal = added_as(&[&again[0]]);

@@ -575,4 +575,4 @@ pub struct FromOperator<'a> {
 
 #[cfg(test)]
 #[path = "migrate_tests.rs"]
-mod tests;
+pub(super) mod tests;

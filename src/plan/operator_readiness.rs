@@ -140,40 +140,27 @@ fn method(inst: &Installation) -> Method {
     // Several patterns are given comma-separated (`autodetection_methods.go`:
     // `strings.Split(ifaceStr, ",")` for `interface=` and `skip-interface=`).
     let split = |v: String| v.split(',').map(str::to_owned).collect::<Vec<_>>();
+    let by = |include, exclude, cidrs| Method::Enumerate {
+        include,
+        exclude,
+        cidrs,
+    };
     if let Some(i) = text("interface") {
-        return Method::Enumerate {
-            include: split(i),
-            exclude: Vec::new(),
-            cidrs: Vec::new(),
-        };
+        return by(split(i), Vec::new(), Vec::new());
     }
     if let Some(s) = text("skipInterface") {
         let mut exclude = excluded();
         exclude.extend(split(s));
-        return Method::Enumerate {
-            include: Vec::new(),
-            exclude,
-            cidrs: Vec::new(),
-        };
+        return by(Vec::new(), exclude, Vec::new());
     }
     // The CIDR method applies no exclusions (`autoDetectCIDRByCIDR`:
     // `FilteredEnumeration(nil, nil, cidrs, ...)`).
     if let Some(cidrs) = m["cidrs"].as_array() {
-        return Method::Enumerate {
-            include: Vec::new(),
-            exclude: Vec::new(),
-            cidrs: cidrs
-                .iter()
-                .filter_map(|c| c.as_str()?.parse().ok())
-                .collect(),
-        };
+        let cidrs = cidrs.iter().filter_map(|c| c.as_str()?.parse().ok());
+        return by(Vec::new(), Vec::new(), cidrs.collect());
     }
     if m["firstFound"] == true {
-        return Method::Enumerate {
-            include: Vec::new(),
-            exclude: excluded(),
-            cidrs: Vec::new(),
-        };
+        return by(Vec::new(), excluded(), Vec::new());
     }
     Method::Unknown(m.to_string())
 }

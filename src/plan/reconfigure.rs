@@ -206,85 +206,95 @@ pub fn plan(host: &dyn Host, i: &Inputs<'_>) -> anyhow::Result<Vec<Action>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::migrate::tests::network;
 
-    fn settings(vni: u32) -> NetworkSettings {
-        NetworkSettings {
+    /// The VXLAN settings with VNI 4096, changed by `edit`.
+    fn settings(edit: fn(&mut NetworkSettings)) -> NetworkSettings {
+        let mut s = NetworkSettings {
             backend: "vxlan".into(),
-            vni,
+            vni: 4096,
             mac_prefix: "0E-2A".into(),
             adapter: None,
             single_network: false,
-        }
+        };
+        edit(&mut s);
+        s
     }
 
-    fn calico(vsid: u32) -> HnsNetwork {
-        HnsNetwork {
-            id: "n1".into(),
-            name: "Calico".into(),
-            network_type: "Overlay".into(),
-            subnets: vec![crate::host::hns::HnsSubnet {
-                prefix: "10.244.1.0/26".into(),
-                gateway: Some("10.244.1.1".into()),
-                vsid: Some(vsid),
-            }],
-            management_ip: None,
-            dr_mac: None,
-            adapter: None,
-        }
-    }
-
+    /// Each setting the networks keep is named once; the VSID in HNS counts even when the
+    /// record agrees with the config.
     #[test]
-    fn a_vni_change_is_network_immutable_and_named_once() {
-        let c = network_changes(Some(&settings(4096)), &settings(4097), Some(&calico(4096)));
-        assert_eq!(c, ["VXLAN VNI 4096 -> 4097"]);
-    }
-
-    #[test]
-    fn the_vsid_in_hns_counts_even_when_the_record_agrees_with_the_config() {
-        let c = network_changes(Some(&settings(4097)), &settings(4097), Some(&calico(4096)));
-        assert_eq!(
-            c,
-            ["the Calico network has VSID 4096, the config says VNI 4097"]
+    fn each_network_immutable_change_is_named_once() {
+        let vni_4097: fn(&mut NetworkSettings) = |s| s.vni = 4097;
+        // The recorded settings, the config's, the Calico network's VSID, what is named.
+        type Case = (
+            Option<NetworkSettings>,
+            NetworkSettings,
+            Option<u32>,
+            &'static [&'static str],
         );
-        assert!(network_changes(None, &settings(4097), Some(&calico(4097))).is_empty());
+        let cases: [Case; 5] = [
+            (
+                Some(settings(|_| {})),
+                settings(vni_4097),
+                Some(4096),
+                &["VXLAN VNI 4096 -> 4097"],
+            ),
+            (
+                Some(settings(vni_4097)),
+                settings(vni_4097),
+                Some(4096),
+                &["the Calico network has VSID 4096, the config says VNI 4097"],
+            ),
+            (None, settings(vni_4097), Some(4097), &[]),
+            (
+                Some(settings(|_| {})),
+                settings(|s| {
+                    s.mac_prefix = "0E-2B".into();
+                    s.adapter = Some("Ethernet 2".into());
+                    s.single_network = true;
+                }),
+                None,
+                &[
+                    "VXLAN MAC prefix 0E-2A -> 0E-2B",
+                    "VXLAN adapter (auto) -> Ethernet 2",
+                    "windows_use_single_network false -> true",
+                ],
+            ),
+            (
+                Some(settings(|_| {})),
+                settings(|s| s.backend = "windows-bgp".into()),
+                Some(4096),
+                &["backend vxlan -> windows-bgp"],
+            ),
+        ];
+        for (old, new, vsid, want) in cases {
+            let calico = vsid.map(|v| network("Calico", Some(v)));
+            let got = network_changes(old.as_ref(), &new, calico.as_ref());
+            assert_eq!(got, want, "{old:?} -> {new:?}, VSID {vsid:?}");
+        }
     }
 
     #[test]
     fn external_goes_too_only_when_its_adapter_or_type_changes() {
-        let mut external = calico(9999);
-        external.name = "External".into();
-        let nets = [calico(4096), external];
-        let names = |v: Vec<HnsNetwork>| v.into_iter().map(|n| n.name).collect::<Vec<_>>();
-        let old = settings(4096);
-        assert_eq!(
-            names(networks_to_delete(Some(&old), &settings(4097), &nets)),
-            ["Calico"]
-        );
-        let mut new = settings(4096);
-        new.adapter = Some("Ethernet 2".into());
-        assert_eq!(
-            names(networks_to_delete(Some(&old), &new, &nets)),
-            ["Calico", "External"]
-        );
-        new = settings(4096);
-        new.backend = "windows-bgp".into();
-        assert_eq!(
-            names(networks_to_delete(Some(&old), &new, &nets)),
-            ["Calico", "External"]
-        );
-    }
-
-    #[test]
-    fn mac_prefix_adapter_backend_and_single_network_are_network_immutable() {
-        let mut new = settings(4096);
-        new.mac_prefix = "0E-2B".into();
-        new.adapter = Some("Ethernet 2".into());
-        new.single_network = true;
-        let c = network_changes(Some(&settings(4096)), &new, None);
-        assert_eq!(c.len(), 3, "{c:?}");
-        new = settings(4096);
-        new.backend = "windows-bgp".into();
-        let c = network_changes(Some(&settings(4096)), &new, Some(&calico(4096)));
-        assert_eq!(c, ["backend vxlan -> windows-bgp"]);
+        let nets = [network("Calico", Some(4096)), network("External", None)];
+        let old = settings(|_| {});
+        for (new, want) in [
+            (settings(|s| s.vni = 4097), &["Calico"][..]),
+            (
+                settings(|s| s.adapter = Some("Ethernet 2".into())),
+                &["Calico", "External"],
+            ),
+            (
+                settings(|s| s.backend = "windows-bgp".into()),
+                &["Calico", "External"],
+            ),
+        ] {
+            let names: Vec<String> = networks_to_delete(Some(&old), &new, &nets)
+                .into_iter()
+                .map(|n| n.name)
+                .collect();
+            assert_eq!(names, want, "{new:?}");
+        }
     }
 }

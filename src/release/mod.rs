@@ -34,12 +34,9 @@ pub fn official_url(version: &str) -> String {
     )
 }
 
-/// Refuses what must not be downloaded: plain HTTP without `--allow-http`, a URL without a
-/// checksum unless `--insecure-skip-checksum`.
+/// Refuses a download without a checksum unless `--insecure-skip-checksum` (every caller has
+/// refused plain HTTP first: `refuse_plain_http`).
 pub fn check_url(want: &Want, url: &str) -> Result<(), ReleaseError> {
-    if url.to_ascii_lowercase().starts_with("http://") && !want.allow_http {
-        return Err(ReleaseError::PlainHttp { url: url.into() });
-    }
     if want.sha256.is_none() && !want.skip_checksum {
         return Err(ReleaseError::NeedChecksum { url: url.into() });
     }

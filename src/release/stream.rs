@@ -293,20 +293,19 @@ fn read_headers(
     into: Place<'_>,
     send: &std::sync::mpsc::Sender<Job>,
 ) -> Result<(), GaveUp> {
-    let gave_up = |why: String| GaveUp(why);
     let mut names = std::collections::BTreeSet::new();
     let mut at = 0;
     while let Some(Local { name, next }) = local_header(file, growth, at)? {
-        let parts = components(&name).map_err(|why| gave_up(format!("{name:?} {why}")))?;
-        windows_key(&parts).map_err(|why| gave_up(format!("{name:?} {why}")))?;
+        let parts = components(&name).map_err(|why| GaveUp(format!("{name:?} {why}")))?;
+        windows_key(&parts).map_err(|why| GaveUp(format!("{name:?} {why}")))?;
         let target = target_of(into, &parts);
         if name.ends_with(['/', '\\']) {
             into.disk
                 .create_dir(&target)
-                .map_err(|e| gave_up(format!("{name}: {e}")))?;
+                .map_err(|e| GaveUp(format!("{name}: {e}")))?;
         } else {
             if !names.insert(name.clone()) {
-                return Err(gave_up(format!("{name:?} appears twice")));
+                return Err(GaveUp(format!("{name:?} appears twice")));
             }
             let scan = is_calico_binary(&parts);
             send.send(Job {
@@ -315,7 +314,7 @@ fn read_headers(
                 at,
                 scan,
             })
-            .map_err(|_| gave_up("the workers stopped".into()))?;
+            .map_err(|_| GaveUp("the workers stopped".into()))?;
         }
         at = next;
     }

@@ -41,13 +41,9 @@ pub struct CalicoVersion {
     pub major: u32,
     pub minor: u32,
     pub patch: u32,
-    /// `None` for a release; sorts after every pre-release of the same number.
-    pre: Option<PreRelease>,
+    /// The pre-release suffix (`0.dev`); `None` for a release, which sorts after them all.
+    pre: Option<String>,
 }
-
-/// A pre-release suffix (`0.dev`); `CalicoVersion`'s order puts it before the release.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-struct PreRelease(String);
 
 impl CalicoVersion {
     pub const fn new(major: u32, minor: u32, patch: u32) -> Self {
@@ -84,7 +80,7 @@ impl CalicoVersion {
                     && p.bytes()
                         .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-') =>
             {
-                Some(PreRelease(p.to_owned()))
+                Some(p.to_owned())
             }
             Some(_) => return Err(bad()),
             None => None,
@@ -196,7 +192,7 @@ impl fmt::Display for CalicoVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
         if let Some(p) = &self.pre {
-            write!(f, "-{}", p.0)?;
+            write!(f, "-{p}")?;
         }
         Ok(())
     }
