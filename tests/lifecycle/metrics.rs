@@ -307,7 +307,7 @@ fn the_metrics_endpoint_answers_only_get_metrics_and_caps_the_request() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let server = std::thread::spawn(move || {
-        for _ in 0..3 {
+        for _ in 0..4 {
             let (conn, _) = listener.accept().expect("accept");
             let head_time = std::time::Duration::from_secs(5);
             let metrics = || "x 1\n".to_owned();
@@ -315,12 +315,11 @@ fn the_metrics_endpoint_answers_only_get_metrics_and_caps_the_request() {
                 calicoctl_win::supervise::metrics_server::answer(conn, head_time, &metrics, None);
         }
     });
-    assert_eq!(
-        ask(port, "GET /secret HTTP/1.1\r\n\r\n")
-            .map(|a| a.0)
-            .as_deref(),
-        Some("404")
-    );
+    // With diags off (no source given), /diags is as unknown as any other path.
+    for path in ["/secret", "/diags"] {
+        let asked = ask(port, &format!("GET {path} HTTP/1.1\r\n\r\n"));
+        assert_eq!(asked.map(|a| a.0).as_deref(), Some("404"), "{path}");
+    }
     assert_eq!(
         ask(port, "POST /metrics HTTP/1.1\r\n\r\n")
             .map(|a| a.0)

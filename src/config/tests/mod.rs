@@ -55,11 +55,17 @@ fn problems(i: &Inputs) -> Vec<Problem> {
 
 /// Every setting is read and shown from the default (node.name from the host). The defaults'
 /// values (the quickstart's: vxlan, kubernetes, VNI 4096, 0E-2A, 10.96.0.0/12, 10.96.0.10,
-/// containerd's CNI directory, the kubeconfig under the install root) are tests/cli golden.rs
-/// `dsr_off_on_unpatched_2019`'s calico-node.env, whose config sets node.name only.
+/// the kubeconfig under the install root) are tests/cli golden.rs `dsr_off_on_unpatched_2019`'s
+/// calico-node.env, whose config sets node.name only. containerd's CNI directory is asserted
+/// here: the goldens' simulated host names the same directory in its containerd config, so
+/// there it comes from the host, not from the default.
 #[test]
 fn built_in_defaults_follow_the_quickstart() {
     let l = load(&inputs(None, &[], &[])).expect("defaults are valid");
+    assert_eq!(
+        l.config.cni.bin_dir.as_str(),
+        "C:\\Program Files\\containerd\\cni\\bin"
+    );
     assert!(l.shown.iter().all(|(k, s)| s.source
         == if *k == "node.name" {
             Source::Host
@@ -333,20 +339,21 @@ fn metrics_settings_that_cannot_work_are_refused() {
         (
             "metrics.source_ranges=0.0.0.0/0",
             "metrics.source_ranges",
-            "0.0.0.0/0 is every",
+            "real ranges",
         ),
         (
             "extra_env.felix.FELIX_PROMETHEUSMETRICSENABLED=false",
             "extra_env.felix",
-            "set by",
+            "set by calicoctl-win",
         ),
         (
             "extra_env.felix.felix_prometheusmetricsport=false",
             "extra_env.felix",
-            "set by",
+            "set by calicoctl-win",
         ),
     ] {
         let p = set_problems(&[on, ranges, set]);
+        assert_eq!(p.len(), 1, "{set}: {p:?}");
         assert_eq!(keys(&p), [key], "{set}: {p:?}");
         assert!(p[0].message.contains(says), "{set}: {p:?}");
     }
