@@ -40,18 +40,13 @@ impl<D> Changing<D> {
         }
     }
 
-    /// The document after the plan ran.
-    pub fn done(mut self) -> Self {
-        self.changed = true;
-        self
-    }
-
     /// The document after the plan ran, with the warnings said.
     pub fn ran(self, warnings: Vec<String>) -> Self {
-        let warnings = Some(warnings);
+        let (changed, warnings) = (true, Some(warnings));
         Self {
+            changed,
             warnings,
-            ..self.done()
+            ..self
         }
     }
 }

@@ -132,7 +132,10 @@ pub(super) fn attempt(
         (t.settle)(ctx)?;
     }
     // With `--verify` (a CalicoWindowsReady since the start only when CalicoNode was started).
-    let doc = doc.done();
+    let doc = Changing {
+        changed: true,
+        ..doc
+    };
     let restarted = super::verify_restarted::Restarted::of(&doc);
     let verify = (args.verify.with(), "reconfigured", restarted);
     super::verify::print_verified(ctx, verify, cluster, &node_name, doc)?;
