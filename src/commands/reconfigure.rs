@@ -103,7 +103,21 @@ pub(super) fn attempt(
         }
         return Ok(Pass::Done);
     };
-    let cluster = node.cluster.as_deref();
+    let at = (node.cluster.as_deref(), &node_name);
+    execute(args, ctx, &mut change, (&actions, journal), at, turn, doc)
+}
+
+/// Runs the plan, then the turn's wait and `--verify` (a CalicoWindowsReady since the start
+/// only when CalicoNode was started).
+fn execute<D: serde::Serialize>(
+    args: &ReconfigureArgs,
+    ctx: &mut Context,
+    change: &mut Change<'_>,
+    (actions, journal): (&[Action], Option<crate::apply::journal::Journal>),
+    (cluster, node_name): (Option<&crate::cluster::Cluster>, &NodeName),
+    turn: Option<&mut Turn<'_>>,
+    doc: Changing<D>,
+) -> anyhow::Result<Pass> {
     // Rolled back on failure. Ctrl-C (or a turn's own stop, `commands::turn`) ends the drain's
     // waits and the run before its next step: undone (the cordon too) or journaled.
     let stop = turn.as_ref().map(|t| t.stop.clone()).unwrap_or_else(|| {
@@ -120,25 +134,24 @@ pub(super) fn attempt(
             cluster,
         )
     };
-    if let Err(e) = change.run(ctx, &actions, opts)? {
-        return Err(failed(*e, &node_name));
+    if let Err(e) = change.run(ctx, actions, opts)? {
+        return Err(failed(*e, node_name));
     }
     change.keep_file_stats(ctx);
-    change.annotate(ctx, cluster, &node_name);
+    change.annotate(ctx, cluster, node_name);
     ctx.printer
         .text(&format!("Reconfigured: {} step(s).", actions.len()));
     if let Some(t) = turn {
         change.let_go();
         (t.settle)(ctx)?;
     }
-    // With `--verify` (a CalicoWindowsReady since the start only when CalicoNode was started).
     let doc = Changing {
         changed: true,
         ..doc
     };
     let restarted = super::verify_restarted::Restarted::of(&doc);
     let verify = (args.verify.with(), "reconfigured", restarted);
-    super::verify::print_verified(ctx, verify, cluster, &node_name, doc)?;
+    super::verify::print_verified(ctx, verify, cluster, node_name, doc)?;
     Ok(Pass::Done)
 }
 
