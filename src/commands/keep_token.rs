@@ -1,10 +1,8 @@
 //! `service keep-token`: the fleet DaemonSet's container as the node's renewer of last resort.
-//! CalicoNode renews calico-node's token with the token itself, which fails for good once the
-//! API server refuses it (401). This pod's own service-account token is renewed by kubelet with
-//! the node's credential (kubernetes/kubernetes `pkg/kubelet/token/token_manager.go`), so it can
-//! still ask the TokenRequest API for calico-node's token: only calico-node's (the fleet Role's
-//! `resourceNames`) and only bound to this node's Node (the admission policy
-//! `fleet::rights::token_policy`).
+//! CalicoNode renews calico-node's token with itself, which fails for good once refused (401);
+//! this pod's token, renewed by kubelet (kubernetes/kubernetes
+//! `pkg/kubelet/token/token_manager.go`), can still ask for calico-node's only (the fleet
+//! Role's `resourceNames`), bound to this Node (`fleet::rights::token_policy`).
 
 use crate::cli::KeepTokenArgs;
 use crate::cluster::credentials::{self, Token};
