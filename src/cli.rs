@@ -864,8 +864,7 @@ pub struct PreflightArgs {
 }
 
 /// `--release-zip` as given: a path, or a URL that may carry a credential (an Azure SAS
-/// `sig=`, a token as its user). Its `Debug` shows it as `redact::shown` does, so the argument
-/// structs that derive `Debug` never print the credential.
+/// `sig=`, a token as its user), which its `Debug` redacts (`redact::shown`).
 #[derive(Clone, PartialEq, Eq)]
 pub struct ZipLocation(String);
 
@@ -1181,9 +1180,8 @@ pub struct ImportArgs {
     pub out_file: Option<PathBuf>,
 }
 
-/// Whether a command line asks for JSON output (`-o json`, `-ojson`, `--output json`,
-/// `--output=json`, `--output-format json`), read before clap parses it: a line clap refuses
-/// still gets its error as JSON.
+/// Whether a command line asks for JSON output, read before clap parses it: a line clap
+/// refuses still gets its error as JSON.
 pub fn wants_json(args: &[String]) -> bool {
     let mut it = args.iter().skip(1).take_while(|a| *a != "--");
     while let Some(a) = it.next() {
@@ -1202,10 +1200,9 @@ pub fn wants_json(args: &[String]) -> bool {
     false
 }
 
-/// Every value of `flag` (`--set`, `--log-file`) in order, as `FLAG VALUE` or `FLAG=VALUE`,
-/// wherever it appears before `--`; `args` without the program's name. clap keeps only the
-/// occurrences of a global flag at the deepest subcommand level (`--set a=1 preflight --set b=2`
-/// would lose `a=1`), so `main` takes the `--set`s from the arguments clap has validated.
+/// Every value of `flag` before `--`, as `FLAG VALUE` or `FLAG=VALUE` (`args` without the
+/// program): clap keeps a global flag's values at the deepest subcommand only
+/// (`--set a=1 preflight --set b=2` would lose `a=1`).
 pub fn flag_values(args: impl IntoIterator<Item = std::ffi::OsString>, flag: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut args = args.into_iter();
@@ -1279,8 +1276,7 @@ mod tests {
         assert_eq!(sets, ["a=1", "b=2", "c=3"]);
     }
 
-    /// The argument structs derive `Debug`: a `--release-zip` URL's SAS signature or token as
-    /// its user never shows in it, for install and for fleet plan's migration alike.
+    /// The argument structs' `Debug` never shows a `--release-zip` URL's credential.
     #[test]
     fn a_release_zip_credential_is_not_in_the_arguments_debug() {
         use clap::Parser;
@@ -1451,10 +1447,9 @@ fn local_path(raw: &str) -> Result<String, String> {
     }
 }
 
-/// What to say about a flag this command does not have, instead of clap's nearest spelling
-/// (which offers `--log-file` for `--offline`): the setting it names, as `--set KEY=VALUE`
-/// (`--vni 4097` is `--set vxlan.vni=4097`), or the commands that have it. `args` is the
-/// command line, to take the value given with the flag.
+/// Instead of clap's nearest spelling (`--log-file` for `--offline`), a tip for a flag this
+/// command lacks: the setting it names (`--vni 4097` is `--set vxlan.vni=4097`, its value
+/// taken from `args`), or the commands that have it.
 pub fn unknown_flag_tip(flag: &str, args: &[String]) -> Option<String> {
     use clap::CommandFactory;
     let (name, inline) = match flag.trim_start_matches('-').split_once('=') {
@@ -1518,8 +1513,7 @@ pub fn unknown_flag_tip(flag: &str, args: &[String]) -> Option<String> {
     (!have.is_empty()).then(|| format!("--{name} is a flag of: {}", have.join(", ")))
 }
 
-/// `--verify-every`: a duration of at least 10 minutes (a run takes up to its 120 s timeout
-/// and the fleet's nodes run it in one namespace).
+/// `--verify-every`: at least 10 minutes (a run takes up to 120 s; the nodes share a namespace).
 fn verify_every(s: &str) -> Result<std::time::Duration, String> {
     let d = crate::duration::parse(s)?;
     if d < std::time::Duration::from_secs(600) {

@@ -43,18 +43,15 @@ pub struct Context {
     host_layer: BTreeMap<&'static str, config::Raw>,
     /// The host's drives, to check every path setting is on a fixed one (empty: unknown).
     host_drives: BTreeMap<char, crate::host::DriveKind>,
-    /// `C:\k\config` on the host, where join scripts put the admin kubeconfig, read through
-    /// the host's files with the files it names (or why it could not be); known once the host
-    /// is opened.
+    /// The host's `C:\k\config` with the files it names (or why unreadable), read through the
+    /// host's files once it is opened.
     host_kubeconfig: Option<Result<crate::cluster::OnHost, String>>,
     log: Option<Box<dyn Write>>,
-    /// The host lock, held from `open_host_to_change` until the command ends, or until the
-    /// change that took it (`take_lock`) does.
+    /// The host lock, held from `open_host_to_change` until the command or its change ends.
     lock: Option<crate::host::lock::HostLock>,
     /// What starting a calicoctl-win service does on a simulated host (set by `main`).
     sim_start_hook: Option<crate::host::sim::StartHook>,
-    /// When the command started, by this host's clock (unix seconds): `--verify`'s Ready wait
-    /// takes only a `CalicoWindowsReady` written since.
+    /// When the command started (unix seconds): `--verify` takes a `CalicoWindowsReady` since.
     pub started_s: i64,
     /// The stop the stop signal requests, once caught (`catch_stop`).
     stop: Option<crate::duration::Stop>,
@@ -82,10 +79,9 @@ impl Context {
         }
     }
 
-    /// The stop that Ctrl-C, a termination signal or (on Windows) a console's control event
-    /// requests: `stop`, caught from now on, or the one caught before (a process catches the
-    /// signal once, and every later wait shares it). When it cannot be caught, a warning ends
-    /// with `without`, what a Ctrl-C does then.
+    /// The stop Ctrl-C, a termination signal or a console's control event requests: `stop`,
+    /// or the one caught before (a process catches it once). When it cannot be caught, a
+    /// warning ends with `without`, what a Ctrl-C does then.
     pub fn catch_stop(
         &mut self,
         stop: crate::duration::Stop,
@@ -102,8 +98,7 @@ impl Context {
         stop
     }
 
-    /// The host lock `open_host_to_change` took, handed to the change that holds it until it
-    /// ends (`commands::change::Change`).
+    /// The host lock, handed to the change that holds it (`commands::change::Change`).
     pub fn take_lock(&mut self) -> Option<crate::host::lock::HostLock> {
         self.lock.take()
     }
@@ -125,10 +120,9 @@ impl Context {
         self.printer.detail(line);
     }
 
-    /// Asks a yes/no question on the terminal. `--yes` answers yes; without a terminal and
-    /// without `--yes` nothing is asked and the answer is an error that says to pass `--yes`.
-    /// `shown` is what the question is about: printed on the terminal it asks on (stderr),
-    /// whatever stdout is (`-o json`, `-q` or a redirect would hide it there).
+    /// Asks a yes/no question on the terminal (`--yes` answers yes; without a terminal it is an
+    /// error). `shown`, what it is about, goes to stderr, which `-o json`, `-q` or a redirect
+    /// do not hide.
     pub fn confirm(
         &mut self,
         shown: &[String],
@@ -154,8 +148,7 @@ impl Context {
         Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES"))
     }
 
-    /// The effective configuration from `--config` (or the default file), the environment,
-    /// `--set` and, once the host is opened, the host's defaults.
+    /// The configuration from the file, the environment, `--set` and the host's defaults.
     pub fn load_config(&mut self) -> Result<Loaded, ConfigError> {
         self.load_config_with(BTreeMap::new())
     }
@@ -181,8 +174,7 @@ impl Context {
         Ok(loaded)
     }
 
-    /// The host the command works on (see `host::select`); `--dry-run` only reads it. Says so
-    /// when it is a throw-away simulated host.
+    /// The host the command works on (`host::select`); `--dry-run` only reads it.
     pub fn open_host(&mut self, intent: Intent) -> anyhow::Result<Box<dyn Host>> {
         let intent = if self.options.dry_run {
             Intent::Read
@@ -211,8 +203,7 @@ impl Context {
         Ok(host)
     }
 
-    /// For a command that reaches the network without changing the host (`fetch release`): the
-    /// WinHTTP proxy of this machine (or of `--sim-host`), as `open_host` takes it.
+    /// The machine's WinHTTP proxy for a command that opens no host (`fetch release`).
     pub fn adopt_machine_proxy(&mut self) {
         match select::open(&self.options.host, Intent::Read) {
             Ok(opened) => self.adopt_winhttp_proxy(opened.into_host().as_ref()),
@@ -220,9 +211,8 @@ impl Context {
         }
     }
 
-    /// Without a proxy variable in the environment, the machine's WinHTTP proxy (`netsh winhttp
-    /// set proxy`, what Windows services use) is taken as one: downloads and the API server
-    /// connection then go through it, and its bypass list becomes `NO_PROXY` unless that is set.
+    /// Without a proxy variable, the machine's WinHTTP proxy (`netsh winhttp set proxy`, what
+    /// Windows services use) becomes one, its bypass list `NO_PROXY` unless that is set.
     fn adopt_winhttp_proxy(&mut self, host: &dyn Host) {
         const SET: &[&str] = &["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"];
         if SET
@@ -258,14 +248,11 @@ impl Context {
         ));
     }
 
-    /// Opens the host for `command` to change it, holding the host lock until the command
-    /// ends (`host::lock`); a `--dry-run` only reads and takes no lock. A throw-away in-memory
-    /// host is shared with nobody and needs none.
+    /// Opens the host for `command` to change it, holding the host lock (`host::lock`); a
+    /// `--dry-run` or a throw-away in-memory host takes none.
     pub fn open_host_to_change(&mut self, command: &str) -> anyhow::Result<Box<dyn Host>> {
-        // The lock first, then the host: a simulated host reads its state as it opens, and a
-        // command that read it before another finished would plan from what that one changed.
-        // A lock this run holds already (migrate from-operator, whose install runs within it)
-        // is kept, not let go and taken again: another command could take the host between.
+        // The lock first: a simulated host reads its state as it opens. A lock held already
+        // (migrate from-operator's install) is kept: another command could take it between.
         if !self.options.dry_run
             && self.lock.is_none()
             && let Some(dir) = self.planned_state_dir()
@@ -277,9 +264,8 @@ impl Context {
         self.open_host(Intent::Change)
     }
 
-    /// The state directory the host the flags choose will have (`state_dir`), known before it
-    /// is opened: the simulated host's directory, or on Windows `%ProgramData%\calicoctl-win`;
-    /// `None` where a change is refused anyway (another OS without `--sim-host`).
+    /// The chosen host's state directory before it is opened; `None` where a change is
+    /// refused anyway (another OS without `--sim-host`).
     fn planned_state_dir(&self) -> Option<PathBuf> {
         if let Some(dir) = &self.options.host.sim_dir {
             return Some(dir.clone());
@@ -292,8 +278,7 @@ impl Context {
         crate::host::lock::state_dir(host, &self.env)
     }
 
-    /// Connects to the cluster with the admin kubeconfig; `None` when there is none (no flag,
-    /// no `$KUBECONFIG` and no default file).
+    /// Connects to the cluster with the admin kubeconfig; `None` when there is none.
     pub fn connect_cluster(&mut self) -> Result<Option<Cluster>, ClusterError> {
         let (path, source) = self.cluster_kubeconfig();
         if source == IN_CLUSTER
@@ -343,10 +328,8 @@ impl Context {
         })
     }
 
-    /// `$KUBECONFIG` as kubectl reads it: a list of paths (`;` apart on Windows, `:`
-    /// elsewhere: client-go `tools/clientcmd/loader.go` `NewDefaultClientConfigLoadingRules`,
-    /// `filepath.SplitList`), empty items dropped, the files that exist first (a missing one is
-    /// skipped as the loader skips it), merged by `Cluster::connect`.
+    /// `$KUBECONFIG` as kubectl reads it (client-go `tools/clientcmd/loader.go`,
+    /// `filepath.SplitList`): empty items dropped, missing files skipped while one exists.
     pub fn kubeconfig_list(&self) -> Vec<PathBuf> {
         let Some(value) = self.env.get("KUBECONFIG").filter(|k| !k.is_empty()) else {
             return Vec::new();
@@ -359,11 +342,9 @@ impl Context {
         if present.is_empty() { missing } else { present }
     }
 
-    /// The admin kubeconfig that cluster commands use, and where that choice came from:
-    /// `--kubeconfig`, `$KUBECONFIG`, `~/.kube/config`, in a pod its service account (the
-    /// token's path, `IN_CLUSTER`), then the host's `C:\k\config` (where Calico's quickstart
-    /// and most join scripts put it). `~/.kube/config` and `C:\k\config` count only when the
-    /// file exists ("default").
+    /// The admin kubeconfig and where the choice came from: `--kubeconfig`, `$KUBECONFIG`,
+    /// `~/.kube/config`, a pod's service account (`IN_CLUSTER`), then the host's
+    /// `C:\k\config`; the defaults only when the file exists.
     pub fn cluster_kubeconfig(&self) -> (Option<PathBuf>, &'static str) {
         if let Some(k) = &self.options.kubeconfig {
             return (Some(k.clone()), "flag --kubeconfig");
@@ -379,8 +360,7 @@ impl Context {
         if let Some(h) = home.as_ref().filter(|h| h.is_file()) {
             return (Some(h.clone()), "default");
         }
-        // In a pod (a HostProcess DaemonSet, system-upgrade-controller's job), its service
-        // account comes before the host's kubeconfig, which is often kubelet's own.
+        // In a pod its service account comes before the host's (often kubelet's) kubeconfig.
         if let Some(sa) = crate::cluster::InCluster::detect(&self.env) {
             return (Some(sa.dir.join("token")), IN_CLUSTER);
         }

@@ -1,7 +1,6 @@
 //! calicoctl-win: installs, runs and maintains Calico networking on Windows Kubernetes nodes.
 
-// Outside tests no value is unwrapped: a failure is an error with its context. The few
-// values that cannot fail (built-in literals) say why beside the panic that would mark a bug.
+// Outside tests no value is unwrapped: a failure is an error with its context.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 use calicoctl_win::{cli, commands, context, error, host, output};
@@ -22,9 +21,8 @@ fn main() -> ExitCode {
     let env: std::collections::BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
-    // The proxy variables are read from `env` only (`cluster::proxy`). kube 5 would read them
-    // from the process, match NO_PROXY against the proxy instead of the API server, and refuse
-    // a NO_PROXY with an empty item (`a,,b` or a trailing comma).
+    // The proxy variables are read from `env` only (`cluster::proxy`): kube 5 would match
+    // NO_PROXY against the proxy and refuse one with an empty item.
     for name in ["HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"] {
         // SAFETY: nothing has started a thread yet, so no other code reads the environment.
         unsafe { std::env::remove_var(name) };
@@ -42,8 +40,7 @@ fn main() -> ExitCode {
     )
     .with_quiet(g.quiet);
     let options = Options {
-        // An empty CALICOCTL_WIN_CONFIG is unset, as an empty KUBECONFIG is to kubectl (a
-        // machine-wide variable cleared to nothing must not make every command a flag error).
+        // An empty CALICOCTL_WIN_CONFIG is unset, as an empty KUBECONFIG to kubectl.
         config: g.config.clone().or_else(|| {
             env.get("CALICOCTL_WIN_CONFIG")
                 .filter(|v| !v.trim().is_empty())
@@ -144,14 +141,12 @@ fn open_log(path: Option<&std::path::Path>) -> Result<Option<Box<dyn std::io::Wr
 }
 
 /// The command line could not be parsed, or asked for help or the version: as clap shows them,
-/// or, with `-o json`, as one JSON document (help is text only and refused there).
+/// or with `-o json` one JSON document (help refused).
 fn parse_failed(e: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    // A flag this command lacks: our tip (the setting it names, or the commands that have
-    // it) instead of clap's nearest spelling.
     let tip = match (e.kind(), e.get(clap::error::ContextKind::InvalidArg)) {
         (ErrorKind::UnknownArgument, Some(clap::error::ContextValue::String(flag))) => {
             cli::unknown_flag_tip(flag, &args)

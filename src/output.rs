@@ -42,8 +42,7 @@ pub struct Printer {
     verbose: u8,
     /// Whether the one JSON document has been printed (a failure then adds no second one).
     json_printed: bool,
-    /// Every warning said on stderr, which the JSON document carries too (`warnings`), so
-    /// that automation reading only stdout sees them.
+    /// Every warning said, which the JSON document carries too (`warnings`).
     warnings: Vec<String>,
 }
 
@@ -145,9 +144,8 @@ impl Printer {
         }
     }
 
-    /// Renders a failed command: `error:`, the problems, `Caused by:`, `hint:`. In JSON mode
-    /// stdout also gets one document describing the error, for scripts, unless the command
-    /// already printed its document (preflight's checks carry the failure themselves).
+    /// Renders a failed command: `error:`, the problems, `Caused by:`, `hint:`; with `-o json`
+    /// also its document, unless the command printed one.
     pub fn error(&mut self, e: &CliError) {
         let mut text = format!("{} {}\n", self.paint("1;31", "error:"), e.error);
         for p in crate::config::problems_in(&e.error) {
@@ -172,9 +170,8 @@ impl Printer {
         }
     }
 
-    /// A command's document when the command then fails with `e` (a dry run whose real run
-    /// would be refused): its own keys, then `error` and `exit_code` as the error document
-    /// has them, so that a script reading stdout alone knows why.
+    /// A command's document, then `error` and `exit_code` of `e` (a dry run whose real run
+    /// would be refused).
     pub fn json_refused(&mut self, doc: &impl serde::Serialize, e: &CliError) {
         #[derive(serde::Serialize)]
         struct Refused<'a, T> {
@@ -199,10 +196,8 @@ impl Printer {
 /// (added fields do not raise it). Every document carries it as `schema`.
 pub const SCHEMA: u32 = 1;
 
-/// The schema of a document that holds `verify`'s reports (`verify`, and `install` or
-/// `reconfigure` with `--verify`): 2 since a check the run's stop cut is `stopped`, no
-/// longer `not-run` by `pod-address`; 3 since a check the run's deadline cut, or never
-/// reached, is `timed-out`, no longer missing from `checks`.
+/// The schema of a document holding `verify`'s reports: 2 since a check a stop cut is
+/// `stopped`; 3 since one the deadline cut is `timed-out`, no longer missing.
 pub const VERIFY_SCHEMA: u32 = 3;
 
 /// The document of a failed command (`-o json`): what went wrong and the exit code.
@@ -268,9 +263,7 @@ fn with_schema(v: serde_json::Value) -> serde_json::Value {
     }
 }
 
-/// Download progress on stderr: a bar on a terminal, redrawn in place at most ten times a
-/// second and cleared at the end; otherwise a line every few seconds (so a provisioning log
-/// shows that the download advances without filling up).
+/// Download progress on stderr: a bar on a terminal, else a line every few seconds.
 pub struct DownloadProgress {
     terminal: bool,
     quiet: bool,

@@ -1,6 +1,5 @@
-//! The skeleton the changing commands (install, reconfigure, uninstall, repair, migrate)
-//! share, as one value, [`Change`]: the host and its lock, the root, the journal; the plan
-//! shown, run and measured; after success, the file stats kept and the node annotated.
+//! What the changing commands (install, reconfigure, uninstall, repair, migrate) share:
+//! [`Change`], the host, its lock, the root and the journal; the plan shown, run, measured.
 
 use crate::apply::journal::Journal;
 use crate::context::Context;
@@ -9,9 +8,7 @@ use crate::host::lock::HostLock;
 use crate::k8s_name::NodeName;
 use crate::layout::InstallRoot;
 
-/// The document of a command that changes the node (install, uninstall, reconfigure, repair,
-/// migrate): whether it was a dry run, the command's own keys, the plan's actions and whether
-/// the node changed; after a run, the warnings said (docs/json.md).
+/// The document of a command that changes the node (docs/json.md).
 #[derive(serde::Serialize)]
 pub(crate) struct Changing<D> {
     pub dry_run: bool,
@@ -43,24 +40,18 @@ impl<D> Changing<D> {
         }
     }
 
-    /// The document after the plan ran.
-    pub fn done(mut self) -> Self {
-        self.changed = true;
-        self
-    }
-
     /// The document after the plan ran, with the warnings said.
     pub fn ran(self, warnings: Vec<String>) -> Self {
-        let warnings = Some(warnings);
+        let (changed, warnings) = (true, Some(warnings));
         Self {
+            changed,
             warnings,
-            ..self.done()
+            ..self
         }
     }
 }
 
-/// The document of a changing command that stopped at its checks: each check, the ids that
-/// block, and `changed` false.
+/// The document of a changing command that stopped at its checks.
 #[derive(serde::Serialize)]
 #[cfg_attr(test, derive(Default))]
 pub(crate) struct ChecksBlocked<'a> {
@@ -78,15 +69,13 @@ pub(crate) struct Change<'h> {
     pub journal_path: String,
     /// The journal an interrupted run of this command left, continued by this one.
     pub journal: Option<Journal>,
-    /// The host lock `Context::open_host_to_change` took (none in a dry run), held until the
-    /// change is dropped.
+    /// The host lock (none in a dry run), held until the change is dropped.
     _lock: Option<HostLock>,
 }
 
 impl<'h> Change<'h> {
-    /// Begins the change: takes over the host lock and the journal an interrupted run of
-    /// `command` left at `journal_path`, after saying that this run continues it; another
-    /// command's unfinished journal is refused.
+    /// Takes over the host lock and the journal an interrupted run of `command` left (said);
+    /// another command's is refused.
     pub fn begin(
         ctx: &mut Context,
         host: &'h dyn Host,
@@ -115,9 +104,8 @@ impl<'h> Change<'h> {
         })
     }
 
-    /// Lets the host lock go before the change ends: its run is over, and what follows
-    /// (`reconfigure --turn`'s wait for the node's health) reads the host as `status` does,
-    /// which takes a held lock for a change under way.
+    /// Lets the host lock go once the run is over: `reconfigure --turn`'s health wait reads
+    /// as `status`, which takes a held lock for a change under way.
     pub fn let_go(&mut self) {
         self._lock = None;
     }
@@ -132,10 +120,8 @@ impl<'h> Change<'h> {
         print_steps(ctx, "Plan:", actions);
     }
 
-    /// Runs the plan, each step printed and logged as it starts. A plan that rolls back has a
-    /// snapshot of what it touches taken first, and its failure comes back with what the
-    /// rollback left, measured (`after_rollback`). `Err` only when the host cannot be read
-    /// before.
+    /// Runs the plan, each step printed and logged. A plan that rolls back is snapshotted first
+    /// and its failure says what the rollback left (`after_rollback`). `Err`: unreadable host.
     pub fn run(
         &self,
         ctx: &mut Context,
@@ -164,9 +150,8 @@ impl<'h> Change<'h> {
         }))
     }
 
-    /// After a run that succeeded (or had nothing to do): the installed files' sizes and
-    /// times, which spare `status` hashing them (`plan::file_stat`). Only a warning when they
-    /// cannot be kept: status then hashes every file.
+    /// After success: the installed files' sizes and times, which spare `status` hashing them
+    /// (`plan::file_stat`); a warning when they cannot be kept.
     pub fn keep_file_stats(&self, ctx: &mut Context) {
         let kept = crate::installed::record::read(self.host, &self.root)
             .map_err(anyhow::Error::from)
@@ -183,11 +168,8 @@ impl<'h> Change<'h> {
         }
     }
 
-    /// After a successful install or reconfigure, the node's annotations say what runs on it,
-    /// for engines that roll work over the nodes: the Calico release, calicoctl-win's version
-    /// and a hash of the rendered configuration (its files' checksums, from the install
-    /// record). A node that cannot be annotated is a warning: the node itself is as it should
-    /// be.
+    /// After a successful install or reconfigure, the node's annotations say what runs on it
+    /// (`record::annotations_for`), for rollout engines; a failure is a warning.
     pub fn annotate(
         &self,
         ctx: &mut Context,
@@ -215,8 +197,7 @@ impl<'h> Change<'h> {
     }
 }
 
-/// A run that failed: the executor's error and, when it rolled back, what the rollback left,
-/// measured against the host before the command (`after_rollback`).
+/// A run that failed: the executor's error and what a rollback left (`after_rollback`).
 pub(crate) struct Failed {
     pub error: crate::apply::ExecError,
     pub left: Option<String>,
@@ -225,8 +206,7 @@ pub(crate) struct Failed {
 /// What running a plan gives: the warnings of a run that succeeded, or how it failed.
 pub(crate) type Outcome = Result<Vec<String>, Box<Failed>>;
 
-/// The refusal of a run over another command's unfinished journal at `path`: that command
-/// runs again to finish it, `then` this one.
+/// The refusal of a run over another command's unfinished journal at `path`.
 pub(crate) fn unfinished(command: &str, path: &str, then: &str) -> anyhow::Error {
     crate::error::UsageError::new(
         format!("an earlier {command} did not finish (its journal is {path})"),
@@ -242,9 +222,8 @@ pub(crate) fn print_steps(ctx: &mut Context, title: &str, actions: &[crate::appl
             .text(&format!("  {:>2}. {}", i + 1, a.describe()));
     }
 }
-/// What a rollback left, measured: the host compared with `before` (taken before the command
-/// changed anything), each difference with the command that puts it back; "the node is as it
-/// was" only when nothing differs.
+/// What a rollback left: the host compared with `before`, each difference with the command
+/// that puts it back.
 fn after_rollback(
     host: &dyn crate::host::Host,
     scope: &crate::apply::snapshot::Scope,
@@ -268,8 +247,8 @@ fn after_rollback(
         lines.concat()
     )
 }
-/// Runs a plan, printing and logging each step as it starts; the warnings of a run that
-/// succeeded (a route with nowhere to go) are printed and returned for the JSON document.
+/// Runs a plan, printing and logging each step; a success's warnings (a route with nowhere to
+/// go) are printed and returned.
 fn execute_plan(
     ctx: &mut Context,
     host: &dyn crate::host::Host,

@@ -1,5 +1,4 @@
-//! What the commands share, so that no command imports another: reading the cluster (with
-//! what it gives the config and its checks), the checks' ids, and the degraded result.
+//! What the commands share: reading the cluster, the checks' ids, the degraded result.
 
 use crate::checks::{self, Check, Verdict};
 use crate::cluster::{ClusterError, facts};
@@ -8,8 +7,8 @@ use crate::context::Context;
 use crate::error::UsageError;
 use crate::k8s_name::NodeName;
 
-/// What is not as it should be, each with its code and fix where it has them: under `-q` (the
-/// fleet DaemonSet's readiness probe runs `status -q`) this error is the only line printed.
+/// What is not as it should be, with codes and fixes: under `-q` (the fleet DaemonSet's
+/// readiness probe) the only line printed.
 #[derive(Debug, thiserror::Error)]
 #[error("Calico on this node is degraded: {}", said(.0))]
 pub struct Degraded(pub Vec<Problem>);
@@ -43,8 +42,7 @@ impl From<&crate::health::judge::Finding> for Problem {
     }
 }
 
-/// The most characters of one fix the error line carries; the whole fix is in status's text
-/// and JSON.
+/// The most characters of one fix the error line carries (status shows it whole).
 const MAX_FIX: usize = 200;
 
 /// Each reason as `sentence [code] (fix: ...)`, its fix cut at `MAX_FIX` characters.
@@ -108,9 +106,8 @@ pub(crate) fn check_skips(skip: &[String]) -> Result<(), UsageError> {
 pub(crate) use crate::cluster::read::ClusterRead;
 
 impl ClusterRead {
-    /// The API group Calico's components must be pinned to, as `apiVersion` says it: the
-    /// cluster's answer (`calico_api::Locks::pin`) when it was read, else the pin calico-node's
-    /// environment file carries now (an unknown is no change).
+    /// The API group Calico's components are pinned to: the cluster's (`Locks::pin`), else
+    /// calico-node's environment file's now.
     pub(crate) fn api_group_pin(
         &self,
         host: &dyn crate::host::Host,
@@ -124,9 +121,8 @@ impl ClusterRead {
     }
 }
 
-/// The cluster, unless `--offline` or there is no admin kubeconfig.
-/// A kubeconfig that was given (a flag, `KUBECONFIG`) but cannot be read or used is bad input
-/// (exit 2), not a cluster that fails every check.
+/// The cluster, unless `--offline` or no admin kubeconfig; a given one that cannot be used is
+/// bad input (exit 2), not a cluster failing every check.
 pub(crate) fn read_cluster(
     offline: bool,
     ctx: &mut Context,
@@ -202,8 +198,7 @@ pub(crate) fn cluster_checks(
     }
 }
 
-/// The checks of the adapter the External vSwitch binds: the choice made with the Node's
-/// InternalIP when the cluster was read (`plan::desired::choose_uplink`).
+/// The checks of the adapter the External vSwitch binds (`plan::desired::choose_uplink`).
 pub(crate) fn adapter_checks(
     host: &dyn crate::host::Host,
     snapshot: &checks::host::HostSnapshot,
@@ -223,8 +218,7 @@ pub(crate) fn adapter_checks(
     checks::host::adapter_checks(snapshot, config, &choice, remedy)
 }
 
-/// The adapter the External network binds: chosen again (with the Node's InternalIP when the
-/// cluster was read), else the one the install recorded (`Choice::or_recorded`).
+/// The adapter the External network binds: chosen again, else the recorded one.
 pub(crate) fn uplink(
     host: &dyn crate::host::Host,
     config: &crate::config::Config,
@@ -236,10 +230,8 @@ pub(crate) fn uplink(
     Ok(crate::plan::desired::choose_uplink(host, config, internal_ip)?.or_recorded(recorded))
 }
 
-/// This node's Kubernetes name (`node.k8s_node_ref`: the Node object's, which `node.name`,
-/// Calico's own name for it, need not be) and the cluster's DNS domain when the configuration
-/// tells it: a `dns.search` entry `svc.DOMAIN`, the suffix pods search Services under
-/// (`SVC.NS.svc.DOMAIN`). None where no configuration loads.
+/// This node's Kubernetes name (`node.k8s_node_ref`, not Calico's `node.name`) and the
+/// cluster's DNS domain from a `dns.search` entry `svc.DOMAIN`; none without a configuration.
 pub fn this_node(ctx: &mut Context) -> Option<(NodeName, Option<String>)> {
     let l = ctx.load_config().ok()?;
     let domain = l
@@ -251,8 +243,7 @@ pub fn this_node(ctx: &mut Context) -> Option<(NodeName, Option<String>)> {
     Some((l.config.node.k8s_node_ref.clone(), domain))
 }
 
-/// Where Calico is installed when neither a flag nor a readable config says (the setting's
-/// default).
+/// Where Calico is installed when neither a flag nor a readable config says.
 pub(crate) const DEFAULT_ROOT: &str = r"C:\CalicoWindows";
 
 /// What a Ctrl-C does to a changing command's run when the stop signal cannot be caught.

@@ -6,9 +6,7 @@ use crate::config::spec;
 use crate::context::Context;
 use serde_json::Value;
 
-/// `config show`'s document: the file read, each setting (its value, source, default and
-/// description), how calico-node finds the node's address, the adapter the External network
-/// binds, the admin kubeconfig used and whether the cluster was read.
+/// `config show`'s document.
 #[derive(serde::Serialize)]
 pub(crate) struct ConfigShow<'a> {
     pub config_file: Option<&'a str>,
@@ -159,8 +157,7 @@ pub fn run(args: &ShowArgs, ctx: &mut Context) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The adapter the External network binds and why, or why none can be chosen (showing the
-/// config never fails on it): the sentence and the document's.
+/// The adapter the External network binds and why, or why none can be (never a failure).
 fn uplink_shown(
     host: &dyn crate::host::Host,
     config: &crate::config::Config,
@@ -202,8 +199,7 @@ fn text_value(v: &Value) -> String {
     }
 }
 
-/// The configuration with what the cluster fills, what `cluster` shows of reading it, and the
-/// Node's InternalIP when it was read.
+/// The configuration with what the cluster fills, how it was read, and the Node's InternalIP.
 fn with_cluster(
     args: &ShowArgs,
     ctx: &mut Context,

@@ -1,8 +1,6 @@
-//! `install --detach`: the install runs as a process of its own, which outlives the session
-//! that started it. Creating the External vSwitch cuts the node's network for a moment, and a
-//! WinRM (or SSH) session that drops ends the processes it started, in the middle of an
-//! install. The detached run logs to a file and records its exit code and JSON result when it
-//! ends, for whoever started it to read.
+//! `install --detach`: the install runs as a process outliving its session (the External
+//! vSwitch cuts the network, and a dropped WinRM or SSH session ends its processes); it logs to
+//! a file and records its exit code and JSON result for whoever started it.
 
 use crate::context::Context;
 use crate::error::UsageError;
@@ -99,10 +97,8 @@ pub fn start(ctx: &mut Context, command: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The files of a new detached run, when no command holds the host lock: another one
-/// changing the host is said now (exit 5), not by a child whose result would replace the
-/// running one's. An earlier run's result and output are removed, after a run that died
-/// without one gets its result.
+/// The files of a new detached run; a held host lock is said now (exit 5), not by a child
+/// whose result would replace the running one's. An earlier run's result is settled, removed.
 fn prepare(dir: &Path, command: &str) -> anyhow::Result<Files> {
     crate::host::lock::make_state_dir(dir)
         .with_context(|| format!("cannot create {}", dir.display()))?;

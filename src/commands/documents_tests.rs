@@ -1,7 +1,6 @@
-//! docs/json.md lists each command's JSON document with its keys in order: each document type,
-//! serialized with every optional key filled, must print exactly the keys listed (`schema`,
-//! which every document has first, aside), and every document listed must be one of these.
-//! A `Keys of `field`:` line under a document lists the keys of that field's objects.
+//! docs/json.md lists each command's JSON document with its keys in order (`Keys of `field`:`
+//! for a field's objects): each type, every optional key filled, prints exactly those keys
+//! (`schema` aside), and every document listed is one of these.
 
 use super::change::{Changing, ChecksBlocked};
 use super::config_show::{ClusterShown, ConfigShow, KubeconfigUsed, Setting, Settings, Uplink};

@@ -136,10 +136,9 @@ fn still_valid(
     Ok(true)
 }
 
-/// How long the issued token is valid, warning when the server granted less than asked and
-/// when this node's clock differs from the API server's. The life granted is measured on the
-/// server's clock (the token's `exp - iat`, both its stamps), so a node clock ahead is not
-/// taken for a cap; `received` is when the answer came, by this node's clock.
+/// How long the issued token is valid, warning of a cap or a clock skew. The life granted is
+/// the token's `exp - iat` (the server's clock), so a node clock ahead is not taken for a cap;
+/// `received` is the answer's arrival by this node's clock.
 fn validity(
     args: &FetchKubeconfigArgs,
     ctx: &mut Context,
@@ -307,8 +306,7 @@ pub fn release(args: &crate::cli::FetchReleaseArgs, ctx: &mut Context) -> anyhow
 /// The longest an installer credential may live: a node joins within the day.
 const INSTALLER_MAX: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
-/// `fetch installer-kubeconfig`: a kubeconfig of the installer's service account with a
-/// short-lived token, written on this machine for provisioning to hand a new node.
+/// `fetch installer-kubeconfig`: the installer's kubeconfig with a short-lived token.
 pub fn installer_kubeconfig(
     args: &crate::cli::FetchInstallerArgs,
     ctx: &mut Context,

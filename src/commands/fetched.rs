@@ -1,8 +1,7 @@
 //! The documents of the `fetch` commands: what was fetched, and where it was written.
 
-/// `fetch kubeconfig`: calico-node's kubeconfig written (or, `dry_run`, what would be) from
-/// the service account's token; `refreshed` false when the token on the node lasts long
-/// enough (`--refresh-if-expiring-within`), with only `path`, `changed` and `expires`.
+/// `fetch kubeconfig`'s document; `refreshed` false when the token on the node lasts long
+/// enough (`--refresh-if-expiring-within`).
 #[derive(serde::Serialize)]
 #[cfg_attr(test, derive(Default))]
 pub(crate) struct Kubeconfig<'a> {
@@ -75,8 +74,7 @@ pub(crate) struct InstallerKubeconfig<'a> {
     pub expires: Option<String>,
 }
 
-/// `fetch etcd-certs`: the Secret read, the etcd endpoints that answered with its
-/// certificates, and each file written (or, `dry_run`, that would be) with its setting.
+/// `fetch etcd-certs`' document.
 #[derive(serde::Serialize)]
 #[cfg_attr(test, derive(Default))]
 pub(crate) struct EtcdCerts<'a> {
@@ -102,8 +100,7 @@ pub(crate) struct ReleasePlan<'a> {
     pub output_dir: &'a std::path::Path,
 }
 
-/// `fetch release`: the zip obtained, whether it was downloaded, the release's version and
-/// binary, and where it was extracted.
+/// `fetch release`'s document.
 #[derive(serde::Serialize)]
 pub(crate) struct ReleaseFetched<'a> {
     pub zip: &'a str,

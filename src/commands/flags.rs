@@ -28,18 +28,14 @@ pub fn release_want(a: &ReleaseArgs) -> anyhow::Result<Want> {
                 )
             })?;
             // Checked now, not only when a download needs it.
-            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-                UsageError::new(
-                    format!(
-                        "--release-ca-cert {}: not PEM certificates: {e}",
-                        p.display()
-                    ),
-                    "pass the CA certificate(s) in PEM form (-----BEGIN CERTIFICATE-----)",
-                )
-            })?;
-            if certs.is_empty() {
+            let why = match reqwest::Certificate::from_pem_bundle(&pem) {
+                Ok(certs) if !certs.is_empty() => None,
+                Ok(_) => Some("holds no PEM certificate".to_owned()),
+                Err(e) => Some(format!("not PEM certificates: {e}")),
+            };
+            if let Some(why) = why {
                 return Err(UsageError::new(
-                    format!("--release-ca-cert {} holds no PEM certificate", p.display()),
+                    format!("--release-ca-cert {}: {why}", p.display()),
                     "pass the CA certificate(s) in PEM form (-----BEGIN CERTIFICATE-----)",
                 )
                 .into());

@@ -51,9 +51,8 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
         docs.push(serde_json::to_value(fleet.plan())?);
     }
     if fleet.migrate.is_none() && matches!(args.engine, Engine::Daemonset | Engine::Both) {
-        // Beside a Plan the DaemonSet changes nothing: two engines each taking `--concurrency`
-        // nodes would change twice as many at once (the controller cordons its nodes before
-        // its job runs, so they cannot share the turns).
+        // Beside a Plan the DaemonSet changes nothing: two engines would change twice
+        // `--concurrency` at once (the controller cordons before its job, sharing no turns).
         let changes = args.engine == Engine::Daemonset;
         if changes {
             docs.extend(crate::fleet::rights::turn_role(
@@ -71,8 +70,7 @@ pub fn plan(args: &FleetPlanArgs, ctx: &mut Context) -> anyhow::Result<()> {
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 
-/// `--metrics-service`: the Service over the DaemonSet's pods, with the ports of the config
-/// the nodes get, which must turn metrics on.
+/// `--metrics-service`: the Service over the DaemonSet's pods, with the config's ports.
 fn metrics_service(
     args: &FleetPlanArgs,
     fleet: &Fleet,
@@ -95,9 +93,8 @@ fn metrics_service(
     Ok(fleet.metrics_service([m.port.0, m.felix_port.0]))
 }
 
-/// `--verify`: verify's namespace and its roles, bound to the jobs' account too (named
-/// `<account>-verify`, beside the account's own roles), and the admission policy holding the
-/// account's pods there to the image the jobs run (`--verify-image`, else agnhost).
+/// `--verify`: verify's namespace and roles bound to the jobs' account (`<account>-verify`),
+/// and the admission policy holding its pods there to the jobs' image.
 fn verify_roles(fleet: &Fleet, namespace: &str) -> Vec<serde_json::Value> {
     let sa = &fleet.service_account;
     let mut docs = vec![crate::cluster::verify_rights::namespace()];
@@ -116,8 +113,8 @@ fn verify_roles(fleet: &Fleet, namespace: &str) -> Vec<serde_json::Value> {
     docs
 }
 
-/// `--migrate`'s Plan, from its flags: one node at a time, system-upgrade-controller only, the
-/// release flags for `from-operator` only and each one `cmd.exe` passes on as it is.
+/// `--migrate`'s Plan: one node at a time, by system-upgrade-controller, the release flags for
+/// `from-operator` only and each as `cmd.exe` passes it on.
 fn migration(args: &FleetPlanArgs) -> anyhow::Result<Option<Migration>> {
     let release = [
         ("--release-zip", args.release_zip.as_deref()),
@@ -171,8 +168,7 @@ fn migration(args: &FleetPlanArgs) -> anyhow::Result<Option<Migration>> {
         }
         flags.push(format!("{flag}={value}"));
     }
-    // What each node's install would refuse of them, refused before a rollout takes its first
-    // node out of the operator's hands.
+    // What each node's install would refuse, refused before a node leaves the operator.
     if let Some(v) = &args.calico_version {
         super::flags::calico_version(v, "each node installs the cluster's")?;
     }
@@ -198,8 +194,7 @@ fn migration(args: &FleetPlanArgs) -> anyhow::Result<Option<Migration>> {
     }))
 }
 
-/// Whether every node can read the zip at `zip`: an https:// URL, or an absolute path (a
-/// drive's, `C:\...`, or one from the root).
+/// Whether every node can read `zip`: an https:// URL, or an absolute path.
 fn is_zip_for_every_node(zip: &str) -> bool {
     let b = zip.as_bytes();
     zip.starts_with("https://")
@@ -217,9 +212,8 @@ fn is_command_line_safe(value: &str) -> bool {
             .all(|c| c.is_ascii_graphic() && !"&|<>^%!\"()".contains(c))
 }
 
-/// `fleet rbac`: an identity's ServiceAccount, its names checked before the cluster is read;
-/// for the installer and the fleet, the roles of every API call install, reconfigure,
-/// uninstall, status and preflight make (`cluster::rights`), bound to it.
+/// `fleet rbac`: an identity's ServiceAccount and its roles (`cluster::rights` for the
+/// installer and the fleet), names checked before the cluster is read.
 pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     use crate::cli::RbacIdentity;
     if args.identity != RbacIdentity::Verify && !args.verify_image.is_empty() {
@@ -244,8 +238,7 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
     dns_label("--calico-namespace", &args.calico_namespace)?;
     if args.identity == RbacIdentity::Diags {
-        // `fleet diags`' least roles (`fleet::diags::rights`): the ServiceAccount and the Role
-        // in the DaemonSet's namespace, and calico-node's right to review the nodes' tokens.
+        // `fleet diags`' least roles (`fleet::diags::rights`).
         let docs = crate::fleet::diags::rights::manifests(
             name,
             (namespace, namespace),
@@ -259,8 +252,7 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
         crate::fleet::rights::FLEET.to_vec()
     };
     let rights = crate::cluster::rights::in_group(&rights, calico_api(ctx, args.calico_api)?);
-    // No identity `fleet rbac` writes reads in the operator's namespace (migrate's roles are
-    // `fleet plan --migrate`'s).
+    // None reads in the operator's namespace (migrate's roles are `fleet plan --migrate`'s).
     let operator = crate::fleet::rights::OPERATOR_NAMESPACE;
     let mut docs = crate::fleet::rights::manifests(
         &rights,
@@ -275,15 +267,13 @@ pub fn rbac(args: &FleetRbacArgs, ctx: &mut Context) -> anyhow::Result<()> {
     docs.extend(crate::fleet::rights::calico_node_token_policy(
         &args.calico_namespace,
     ));
-    // No turn Role here: `fleet plan` writes the one its DaemonSet needs, named for its slots
-    // (`--concurrency`); one written here under the same name for the default count would,
-    // applied after a plan with more, take the later slots' rights away.
+    // No turn Role: `fleet plan` writes one for its `--concurrency`; one here for the
+    // default, applied after, would take the later slots' rights away.
     ctx.printer.note(crate::fleet::rights::TOKEN_POLICY_NEEDS);
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 
-/// `fleet rbac --identity verify`: verify's namespace and its least roles
-/// (`cluster::verify_rights`), for `verify --namespace calicoctl-win-verify`.
+/// `fleet rbac --identity verify`: `cluster::verify_rights` and the admission policy.
 fn rbac_verify(
     args: &FleetRbacArgs,
     ctx: &mut Context,
@@ -301,8 +291,7 @@ fn rbac_verify(
     print_manifests(ctx, &docs, args.out_file.as_deref())
 }
 
-/// The group of Calico's resources the roles name: the one asked for, else the cluster's
-/// when an admin kubeconfig reaches it, else `crd.projectcalico.org` (said).
+/// The group of Calico's resources the roles name: asked, else the cluster's, else v1 (said).
 fn calico_api(
     ctx: &mut Context,
     asked: crate::cli::CalicoApi,
@@ -324,8 +313,7 @@ fn calico_api(
     })
 }
 
-/// `fleet plan`'s document: where the manifests were written (`null`: standard output) and
-/// the manifests themselves.
+/// `fleet plan`'s document (`out_file` `null`: standard output).
 #[derive(serde::Serialize)]
 #[cfg_attr(test, derive(Default))]
 pub(crate) struct FleetPlan<'a> {
@@ -333,8 +321,7 @@ pub(crate) struct FleetPlan<'a> {
     pub manifests: &'a [serde_json::Value],
 }
 
-/// Manifests as YAML for `kubectl apply -f -` (or into `out_file`), and as one JSON document
-/// with `manifests`.
+/// Manifests as YAML for `kubectl apply -f -` (or into `out_file`), or one JSON document.
 fn print_manifests(
     ctx: &mut Context,
     docs: &[serde_json::Value],
@@ -350,8 +337,7 @@ fn print_manifests(
     // `--out-file -` is standard output, where the manifests go without the flag.
     let out_file = out_file.filter(|p| !crate::files::is_stdout(p));
     match out_file {
-        // A dry run writes nothing, this file as any other: it refuses the file the real run
-        // refuses, and shows what it would write.
+        // A dry run refuses the file the real run refuses, and shows what it would write.
         Some(path) if ctx.options.dry_run => {
             crate::files::check_target(path)?;
             ctx.printer.text(yaml.trim_end());
@@ -479,20 +465,17 @@ fn concurrency(args: &FleetPlanArgs, migrating: bool) -> u32 {
         .unwrap_or(if migrating || args.verify { 1 } else { 2 })
 }
 
-/// The Plan's `verify` bounds: verify's defaults, and reconfigure's own waits at theirs
-/// (`--wait-timeout` 5m, then `--service-timeout` 1m for each stop and each start of the four
-/// services).
+/// The Plan's `verify` bounds: verify's defaults, and reconfigure's (`--wait-timeout` 5m, and
+/// `--service-timeout` 1m for each stop and start of four services).
 pub(crate) const VERIFY_JOB: VerifyJob = VerifyJob {
     timeout: Duration::from_secs(120),
     pull_timeout: crate::verify::options::PULL_TIMEOUT,
     reconfigure: Duration::from_secs(5 * 60 + 8 * 60),
 };
 
-/// The Plan's (and DaemonSet's) name, the jobs' account and the config's Secret: as given,
-/// else a reconfigure's or, for a migration, its own (so that applying it replaces neither
-/// the reconfigure Plan, its Secret nor the fleet account's narrower roles: a Plan's jobs run
-/// again when a Secret it mounts changes, system-upgrade-controller v0.19
-/// `pkg/upgrade/plan/plan.go` `DigestStatus` hashing `spec.secrets`).
+/// The Plan's name, the jobs' account and the config's Secret: as given, else a migration's
+/// own, replacing none of the reconfigure Plan's (a Plan's jobs run again when a Secret it
+/// mounts changes: system-upgrade-controller v0.19 `pkg/upgrade/plan/plan.go` `DigestStatus`).
 fn names(args: &FleetPlanArgs) -> (String, String, String) {
     let (name, service_account, secret) = match args.migrate {
         None => (
@@ -520,8 +503,7 @@ fn names(args: &FleetPlanArgs) -> (String, String, String) {
     )
 }
 
-/// The Secret a migration Plan mounts its config from: never the reconfigure Plan's, whose
-/// change would run that Plan (cordon, drain, reconfigure) on every node again.
+/// The migration Plan's config Secret: never the reconfigure Plan's (it would run again).
 pub(crate) const MIGRATE_CONFIG_SECRET: &str = "calicoctl-win-migrate-config";
 
 /// An image tag, as the distribution reference grammar has it: `[\w][\w.-]{0,127}`.
@@ -532,12 +514,9 @@ fn is_image_tag(tag: &str) -> bool {
         && tag.bytes().all(|b| word(b) || b == b'.' || b == b'-')
 }
 
-/// The image both the Plan and the DaemonSet run: `image` as given when it has a tag or a
-/// digest, else `image:version`. system-upgrade-controller adds the Plan's version to a
-/// name-only image itself (v0.19 `pkg/upgrade/container/container.go`, `WithLatestTag`:
-/// `reference.IsNameOnly`, then `reference.WithTag`), while a DaemonSet's name-only image would
-/// run `:latest`; tagging it here gives both the same. A tag is a `:` after the last `/` (a
-/// registry's port comes before it).
+/// The Plan's and DaemonSet's image: `image` with a tag or digest, else `image:version`, as
+/// system-upgrade-controller tags a name-only one (v0.19 `pkg/upgrade/container/container.go`,
+/// `WithLatestTag`) where a DaemonSet would run `:latest`. A tag is a `:` after the last `/`.
 fn tagged_image(image: &str, version: &str) -> anyhow::Result<String> {
     crate::verify::options::image_flag(image).map_err(|e| {
         UsageError::new(
@@ -552,8 +531,7 @@ fn tagged_image(image: &str, version: &str) -> anyhow::Result<String> {
     Ok(format!("{image}:{version}"))
 }
 
-/// A Kubernetes object name (RFC 1123 label): lower-case letters, digits and '-', at most 63,
-/// starting and ending with a letter or digit.
+/// A Kubernetes object name (RFC 1123 label).
 fn dns_label(what: &str, value: &str) -> anyhow::Result<()> {
     if crate::k8s_name::is_label(value) {
         return Ok(());

@@ -144,8 +144,7 @@ fn node_timeout(args: &FleetDiagsArgs) -> std::time::Duration {
     args.node_timeout.unwrap_or(diags::NODE_TIMEOUT)
 }
 
-/// `--port`, else `metrics.port` of the config file the nodes were given (`--config`), which
-/// must serve `/diags`, else the setting's default.
+/// `--port`, else `metrics.port` of `--config` (which must serve `/diags`), else the default.
 fn port(args: &FleetDiagsArgs, ctx: &Context) -> anyhow::Result<u16> {
     if let Some(set) = ctx.options.sets.first() {
         return Err(UsageError::new(

@@ -9,8 +9,7 @@ use crate::fleet::view::{
 };
 use crate::health::judge::{Finding, fleet_row};
 
-/// `fleet status`'s document: a row per Windows node, how many nodes have each finding code,
-/// the fleet's config hash, whether all is well and each reason it is not.
+/// `fleet status`'s document.
 #[derive(serde::Serialize)]
 pub(crate) struct FleetStatus<'a> {
     pub nodes: &'a [Row<'a>],
@@ -24,8 +23,7 @@ pub(crate) struct FleetStatus<'a> {
     pub problems: &'a [String],
 }
 
-/// A node's row, and what is not as it should be on it: each a finding of the one catalogue,
-/// with its code and its fix (`health::judge::fleet_row`).
+/// A node's row and its findings (`health::judge::fleet_row`).
 #[derive(serde::Serialize)]
 pub(crate) struct Row<'a> {
     #[serde(flatten)]
@@ -33,10 +31,8 @@ pub(crate) struct Row<'a> {
     pub problems: Vec<Finding>,
 }
 
-/// `fleet status`: every Windows node's versions, config hash and Calico's condition, and the
-/// nodes that differ from the fleet's config; exit 1 with the reasons when any node is not as
-/// it should be, or when there is no Windows node. Read a page at a time: memory holds the
-/// rows, not the Node objects.
+/// `fleet status`: every Windows node, read a page at a time (memory holds rows, not Nodes);
+/// exit 1 with the reasons when any is not as it should be, or there is none.
 pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let c = ctx.require_cluster()?;
     let (every, turns) = read_daemon_set(ctx, &c, args);
@@ -106,9 +102,7 @@ pub fn run(args: &crate::cli::FleetStatusArgs, ctx: &mut Context) -> anyhow::Res
     Err(super::common::Degraded(problems).into())
 }
 
-/// One read for the whole fleet: the DaemonSet's verify interval (refused: no verdict is
-/// judged stale, and that is said) and its turns (none beside a Plan, which takes none;
-/// refused, no right to list leases: none, said).
+/// The DaemonSet's verify interval and its turns, read once (a refusal of either is said).
 fn read_daemon_set(
     ctx: &mut Context,
     c: &crate::cluster::Cluster,
@@ -151,8 +145,7 @@ fn print_turns(ctx: &mut Context, turns: &[crate::fleet::turn::Slot]) {
     }
 }
 
-/// The table, every value escaped (`view::shown`); the NODE column as wide as the
-/// longest name (cloud names like ip-10-0-1-23.us-west-2.compute.internal), at most 63.
+/// The table, every value escaped (`view::shown`); NODE as wide as the longest name, up to 63.
 fn print_table(
     ctx: &mut Context,
     rows: &[NodeRow],
@@ -196,9 +189,8 @@ fn print_table(
     print_turns(ctx, turns);
 }
 
-/// A node's traffic verdict, judged against the DaemonSet's interval, as findings: the
-/// verdict's (`traffic-fails`, `traffic-unjudged`), then each code of a False verdict's failing
-/// checks with its own fix (a code this calicoctl-win does not know is in `traffic.codes`).
+/// A node's traffic verdict against the DaemonSet's interval, as findings: the verdict's,
+/// then each known code of a False verdict's failing checks with its fix.
 fn traffic_findings(r: &NodeRow) -> Vec<Finding> {
     use crate::health::judge::Code;
     let Some((t, sentence)) = r

@@ -7,8 +7,7 @@ use crate::error::UsageError;
 use crate::files;
 use anyhow::Context as _;
 
-/// `config import-ps1`'s document: the file written (if any), the YAML, what was imported,
-/// left to the defaults or not understood, and the result's problems.
+/// `config import-ps1`'s document.
 #[derive(serde::Serialize)]
 #[cfg_attr(test, derive(Default))]
 pub(crate) struct Imported<'a> {

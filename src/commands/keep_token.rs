@@ -1,10 +1,8 @@
 //! `service keep-token`: the fleet DaemonSet's container as the node's renewer of last resort.
-//! CalicoNode renews calico-node's token with the token itself, which fails for good once the
-//! API server refuses it (401). This pod's own service-account token is renewed by kubelet with
-//! the node's credential (kubernetes/kubernetes `pkg/kubelet/token/token_manager.go`), so it can
-//! still ask the TokenRequest API for calico-node's token: only calico-node's (the fleet Role's
-//! `resourceNames`) and only bound to this node's Node (the admission policy
-//! `fleet::rights::token_policy`).
+//! CalicoNode renews calico-node's token with itself, which fails for good once refused (401);
+//! this pod's token, renewed by kubelet (kubernetes/kubernetes
+//! `pkg/kubelet/token/token_manager.go`), can still ask for calico-node's only (the fleet
+//! Role's `resourceNames`), bound to this Node (`fleet::rights::token_policy`).
 
 use crate::cli::KeepTokenArgs;
 use crate::cluster::credentials::{self, Token};
@@ -41,16 +39,13 @@ pub fn run(args: &KeepTokenArgs, ctx: &mut Context) -> anyhow::Result<()> {
         anyhow::bail!("the kubeconfig setting is empty: calico-node has no token file to keep");
     };
     let node = config.node.k8s_node_ref.clone();
-    // A look that fails (the server refuses this pod's request too) is tried again later and
-    // later, up to five minutes, so that a persistent refusal is not said every 20 s.
+    // A failed look is retried later and later, up to five minutes.
     let mut pause = args.every;
-    // The scheduled verify at the node's own moment of each period (a rolled DaemonSet
-    // starts every node's pod at once), or at once with --once.
+    // Verify at the node's own moment of each period (a rollout starts every pod at once).
     let mut schedule = (args.verify_every).map(|every| {
         super::keep_token_verify::Schedule::new(every, &node, args.once, args.verify_image.clone())
     });
-    // The stop signal (Ctrl-C, a console's close, the container's stop) ends a verify run
-    // under way with its clean-up, and the loop at its next pause.
+    // The stop signal ends a verify run with its clean-up, and the loop at its next pause.
     let stop = schedule.as_ref().map_or_else(Stop::new, |s| s.stop.clone());
     let stop = ctx.catch_stop(stop, UNCAUGHT);
     loop {
@@ -120,9 +115,8 @@ fn left_alone(host: &dyn Host, kubeconfig: &str) -> String {
     }
 }
 
-/// One look: `None` while the API server takes calico-node's token, or where install wrote no
-/// kubeconfig; else the new token
-/// written and what was done, in words.
+/// One look: `None` while the API server takes calico-node's token or install wrote no
+/// kubeconfig; else the new token written, said.
 fn look(
     ctx: &mut Context,
     host: &dyn Host,
@@ -133,11 +127,9 @@ fn look(
         return Ok(None);
     };
     let text = String::from_utf8_lossy(&text);
-    // Only a kubeconfig that reads the token file install writes (`token_path`) is kept: with
-    // `--engine both` the pod runs on nodes the Plan has not reached yet, where a kubeconfig
-    // of Calico's own scripts holds its token inline (calico v3.32.1 node/windows-packaging
-    // install-calico-windows.ps1 fills CalicoWindows/calico-kube-config.template's `token:`),
-    // which a new token file beside it would not replace.
+    // Only one reading install's token file: with `--engine both` a node the Plan has not
+    // reached has Calico's scripts' inline token (calico v3.32.1 node/windows-packaging
+    // install-calico-windows.ps1, calico-kube-config.template's `token:`).
     if !crate::render::kubeconfig::names_token_path(&text, kubeconfig) {
         return Ok(None);
     }
@@ -196,9 +188,8 @@ fn replace(
     let path = crate::render::kubeconfig::token_path(kubeconfig);
     host.replace_file(&path, issued.token.expose().as_bytes(), Access::Secret)?;
     crate::installed::token_records::keep_issued(host, &record)?;
-    // The token is written: a count that cannot be kept changes nothing of that (metrics never
-    // stop the node). The DaemonSet's keep-token is its file's one writer (`metrics::VERIFY_FILE`);
-    // a `--once` run by hand beside it may lose a count.
+    // A count that cannot be kept changes nothing (a `--once` by hand beside the DaemonSet's
+    // keep-token, its file's one writer, may lose one).
     let _ = crate::installed::metrics::count(
         host,
         crate::installed::metrics::VERIFY_FILE,
@@ -214,7 +205,6 @@ fn replace(
         },
         crate::duration::time_text(record.expires)
     );
-    // The token is written: an event that cannot be written changes nothing of that.
     let _ = host.report_event(
         crate::layout::EVENT_SOURCE,
         EventLevel::Warning,

@@ -1,14 +1,10 @@
-//! `service keep-token --verify-every D`: the fleet DaemonSet's container also runs `verify`
-//! for its node every D (in `calicoctl-win-verify`, as the pod's account with verify's roles)
-//! and publishes the result in the Node's condition `CalicoWindowsTraffic`, shaped as
-//! CalicoNode's `CalicoWindowsReady` (status, reason, the failing checks' findings as
-//! "sentence [code]", each with the node's own findings that explain it, heartbeat, a transition time only when the status changes), the
-//! failing checks' codes as data beside it (annotation `calicoctl-win/traffic-codes`, in the
-//! same patch, with the condition's heartbeat, as CalicoNode writes its codes), and set as
-//! CalicoNode sets that one: with calico-node's own credential, whose ClusterRole may patch
-//! `nodes/status` (projectcalico/calico v3.31.7 `manifests/calico.yaml`), so the fleet's
-//! account gets no right to change Nodes' status. Its reasons: `TrafficPasses` (True),
-//! `TrafficFails` (False), `VerifyNotRun` and `VerifyStale` (Unknown).
+//! `service keep-token --verify-every D`: the fleet DaemonSet's container runs `verify` for
+//! its node every D (in `calicoctl-win-verify`) and publishes the result as the Node's
+//! condition `CalicoWindowsTraffic`, shaped as CalicoNode's `CalicoWindowsReady`, with the
+//! failing codes in annotation `calicoctl-win/traffic-codes` in the same patch. It is set
+//! with calico-node's credential, whose ClusterRole may patch `nodes/status`
+//! (projectcalico/calico v3.31.7 `manifests/calico.yaml`), so the fleet's account gets no such
+//! right. Reasons: `TrafficPasses`, `TrafficFails`, `VerifyNotRun`, `VerifyStale` (Unknown).
 
 use crate::cluster::{Cluster, credentials};
 use crate::context::Context;
@@ -33,9 +29,7 @@ pub const NOT_RUN: &str = crate::fleet::traffic::NOT_RUN;
 /// The reason of an Unknown set because the last True is older than two intervals.
 pub const STALE: &str = crate::fleet::traffic::STALE;
 
-/// The scheduled runs of one node: at the same moment of each interval, its phase, spread
-/// over the interval by its name (`phase_s`), so that the fleet's nodes do not all run at
-/// once.
+/// One node's runs, at its own moment of each interval (`phase_s`).
 pub struct Schedule {
     every: Duration,
     due: Instant,
@@ -61,8 +55,8 @@ impl Schedule {
         }
     }
 
-    /// Runs what is due: the staleness look, the run and its verdict. What was done, in
-    /// words; an error when the run did not judge the node.
+    /// Runs what is due (the staleness look, the run); what was done, or an error when the
+    /// run did not judge the node.
     pub fn tick(
         &mut self,
         ctx: &mut Context,
@@ -99,8 +93,7 @@ impl Schedule {
     }
 }
 
-/// Sets the condition Unknown (`VerifyStale`) when it says True on an old heartbeat:
-/// whether it did.
+/// Sets a stale True Unknown (`VerifyStale`): whether it did.
 fn mark_stale(
     ctx: &Context,
     host: &dyn Host,
@@ -132,10 +125,8 @@ pub fn until_next(node: &NodeName, every: Duration, now: i64) -> Duration {
     Duration::from_secs((phase_s(node, every) + e - into) % e)
 }
 
-/// Runs verify for `node` and sets the condition: what was done, in words. A run that could
-/// not judge the node (its turn not taken, the node cordoned or not Ready, the cluster
-/// refusing, the run stopped) sets the condition Unknown (`VerifyNotRun`, with why) rather
-/// than leave an older verdict standing, and is an error.
+/// Runs verify for `node` and sets the condition, said. A run that could not judge the node
+/// sets it Unknown (`VerifyNotRun`, with why) rather than leave an older verdict, and errs.
 pub fn verify_and_publish(
     ctx: &mut Context,
     host: &dyn Host,
@@ -197,8 +188,7 @@ fn run_once(
         Ok(None) => return Err("this process has no credential of its own (the pod's)".into()),
         Err(e) => return Err(format!("{e} ({})", e.hint())),
     };
-    // The cluster's domain as the configuration names it (`dns.search`), as install's
-    // `--verify` and the Plan's job take it.
+    // The cluster's domain as the configuration names it, as install's `--verify` takes it.
     let domain = super::common::this_node(ctx).and_then(|(_, d)| d);
     let o = Options {
         namespace: Some(crate::cluster::verify_rights::NAMESPACE.to_owned()),
@@ -214,8 +204,7 @@ fn run_once(
         return Err("stopped before it began".into());
     }
     match run::run(&cluster, &o) {
-        // Its lease lost mid-run, the run stopped: no verdict on the node's traffic (the
-        // condition Unknown, `VerifyNotRun`, with the finding's words).
+        // A lease lost mid-run: no verdict (Unknown, `VerifyNotRun`).
         Ok(Report {
             lease_lost: Some(f),
             ..
@@ -263,8 +252,7 @@ pub fn unknown(reason: &str, message: &str, before: Option<&str>) -> serde_json:
     shaped("Unknown", reason, message, before)
 }
 
-/// The condition with its heartbeat now, and its transition time now only when `status`
-/// is not the one the Node carries (`before`), as CalicoNode writes `CalicoWindowsReady`.
+/// The condition, heartbeat now, transition time only when `status` is not `before`'s.
 fn shaped(status: &str, reason: &str, message: &str, before: Option<&str>) -> serde_json::Value {
     let now = crate::duration::time_text(crate::duration::now());
     let mut c = serde_json::json!({
@@ -280,8 +268,7 @@ fn shaped(status: &str, reason: &str, message: &str, before: Option<&str>) -> se
     c
 }
 
-/// The Unknown (`VerifyStale`) a True older than two intervals becomes: no run has
-/// published since (the pod was gone, or its runs cannot publish).
+/// The Unknown (`VerifyStale`) a True older than two intervals becomes.
 pub fn stale(c: Option<&NodeCondition>, every: Duration) -> Option<serde_json::Value> {
     let c = c.filter(|c| c.status == "True")?;
     let beat = c.last_heartbeat_time.as_ref().map(|t| t.0.as_second());
@@ -300,8 +287,7 @@ pub fn stale(c: Option<&NodeCondition>, every: Duration) -> Option<serde_json::V
     ))
 }
 
-/// The codes of a report's failing checks, each once in the order found: the codes
-/// annotation beside its condition, which `fleet status` reads (`traffic::of_node`).
+/// The failing checks' codes, each once (the annotation `traffic::of_node` reads).
 pub fn codes(r: &Report) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for v in &r.checks {

@@ -18,8 +18,7 @@ const POLL: std::time::Duration = std::time::Duration::from_secs(1);
 const SECRETS_EVERY: u32 = 60;
 /// The most a position file holds.
 const POSITION_CAP: u64 = 4096;
-/// Where a follower starts without --tail or --since: the last lines, as `kubectl logs -f`
-/// users expect a screenful.
+/// Where a follower starts without --tail or --since, a screenful as `kubectl logs -f`.
 const FOLLOW_TAIL: u64 = 100;
 
 /// The role's name on the command line and its log's files.
@@ -157,8 +156,7 @@ fn follow(
             k.keep(p);
         }
     };
-    // The stop signal (Ctrl-C, a container's stop) ends the follower at its next pause: it has
-    // no end of its own, and its position is kept after every read.
+    // The stop signal ends the follower at its next pause (its position kept after every read).
     let stop = ctx.catch_stop(
         crate::duration::Stop::new(),
         "the process ends where it is; the position kept after the last read holds",
@@ -182,9 +180,8 @@ fn follow(
             }
             said(ctx, r);
             match polled {
-                // What cannot be written out ends the follower; a log that cannot be listed,
-                // opened or read now (a rotation under way, a file held) is tried again at
-                // the next poll: a follower in a pod that ended would stall its rollout.
+                // What cannot be written out ends the follower; a log unreadable now (a
+                // rotation, a file held) is retried: an ended pod's follower stalls a rollout.
                 Err(_) if out.closed() => return Ok(()),
                 Err(e) if out.failed.is_some() => return Err(e.into()),
                 Err(e) => {
@@ -210,11 +207,8 @@ fn follow(
     }
 }
 
-/// Where the first reader's position is kept, read from it first: nowhere when the path goes
-/// through someone else's link (said; refused before anything is read or written there).
-/// Held open, one record overwritten per line (`logs_position`), synced each second and at the
-/// end (its drop); the first failure to keep it said once. Made anew, SYSTEM and
-/// Administrators only, when it is not there or someone else may change it.
+/// Where the first reader's position is kept (`logs_position::Kept`), read from it first;
+/// nowhere when the path goes through someone else's link (said, nothing read or written).
 fn keep_position<'h>(
     ctx: &mut Context,
     h: &'h dyn crate::host::Host,
@@ -240,8 +234,8 @@ fn said(ctx: &mut Context, r: &mut Reader) {
     }
 }
 
-/// The position kept in `file`: none when there is none yet, it cannot be read, or someone but
-/// SYSTEM and Administrators may change it (said: its record would choose what is shown).
+/// The position kept in `file`: none when absent, unreadable, or others may change it (said:
+/// its record would choose what is shown).
 fn load_position(
     ctx: &mut Context,
     h: &dyn crate::host::Host,
@@ -267,8 +261,7 @@ fn load_position(
     .flatten()
 }
 
-/// The position file's bytes through the host, at most `POSITION_CAP`; `None` when there is
-/// no file.
+/// The position file's bytes, at most `POSITION_CAP`; `None` without a file.
 fn read_position(h: &dyn crate::host::Host, file: &str) -> anyhow::Result<Option<Vec<u8>>> {
     let Some(f) = h.open_read(file)? else {
         return Ok(None);
@@ -300,8 +293,7 @@ impl<W: Write> Prefixed<W> {
         }
     }
 
-    /// Whether the reader of the output went away (`| head`, `Select-Object -First 5`):
-    /// what it wanted it had, as for any filter.
+    /// Whether the output's reader went away (`| head`): it had what it wanted.
     fn closed(&self) -> bool {
         self.failed == Some(std::io::ErrorKind::BrokenPipe)
     }

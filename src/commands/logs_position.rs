@@ -1,9 +1,8 @@
 //! A follower's kept position (`logs --follow --position FILE`): one fixed-width record
-//! overwritten in place by one write per line (a killed process leaves the last record whole),
-//! with a checksum that tells a record a power loss tore or never wrote (zeros) from one that
-//! holds; synced at most every `SYNC` and at the end. The file is read, judged, made and opened through the host's `Files`, judged as
-//! `installed::protection` judges what a SYSTEM process reads: someone else's file is not
-//! trusted and is made anew, someone else's link on its way is not followed.
+//! overwritten in place by one write per line (a killed process leaves it whole), with a
+//! checksum that tells a torn or never-written (zeros) record; synced at most every `SYNC`.
+//! The file goes through the host's `Files`, judged as `installed::protection` judges what a
+//! SYSTEM process reads: someone else's file is made anew, their link is not followed.
 
 use crate::host::{Access, Host};
 use crate::installed::logs::Position;
@@ -68,21 +67,17 @@ pub fn parse(bytes: &[u8]) -> anyhow::Result<Position> {
     })
 }
 
-/// Who but SYSTEM and Administrators (and `admin`, this elevated process's account) may change
-/// the position file (`installed::protection::file_writers`): a record someone else may write
-/// would choose where the follower starts, and what the redactor holds pending there.
+/// Who but SYSTEM, Administrators and `admin` may change the position file: their record
+/// would choose where the follower starts, and what the redactor holds pending.
 pub use crate::installed::protection::file_writers as writers;
 
-/// Why the position file at `path` is neither read nor written: a junction or symbolic link
-/// on its way (or the file itself one) that someone but SYSTEM and Administrators made or may
-/// change, so that what this process, SYSTEM in the fleet's DaemonSet, writes there would go
-/// wherever they point it (`installed::protection::untrusted_link`).
+/// Why the position file at `path` is neither read nor written: a link on its way that others
+/// made or may change would point where this process (SYSTEM) writes (`untrusted_link`).
 pub fn refused(h: &dyn Host, path: &str, admin: Option<&str>) -> Option<String> {
     refused_for(h, path, admin, sandbox().as_deref())
 }
 
-/// `refused`, with `sandbox` the HostProcess container's sandbox this process runs in (a link
-/// there is judged by its owner only: `installed::protection::untrusted_link`).
+/// `refused`, with `sandbox` the HostProcess container's (a link there judged by its owner).
 pub fn refused_for(
     h: &dyn Host,
     path: &str,
@@ -104,9 +99,7 @@ fn sandbox() -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// The position file, held open while the follower runs: opened through the host, one record
-/// overwritten in place by one write per line (a killed process leaves the last record whole),
-/// synced at most every `SYNC` and at the end.
+/// The position file, held open while the follower runs.
 pub struct Kept<'h> {
     host: &'h dyn Host,
     path: String,
@@ -214,13 +207,10 @@ impl<'h> Kept<'h> {
     }
 }
 
-/// The position file at `path` opened to be overwritten in place, and whether it was made
-/// anew: refused through a link someone else may change (looked at again at each opening: one
-/// may be made while the follower runs), or in a directory that is not there (never made
-/// here); made anew, empty, SYSTEM and Administrators only, when it is not there or someone
-/// else may change it (`Files::write_file` with `Access::Secret`: a temporary made with those
-/// rights, renamed over). The judgement is bound to the handle (`bound`): where the path led
-/// when it was judged is where the handle opened, after the file was made too.
+/// The position file opened to be overwritten in place, and whether it was made anew:
+/// refused through a link others may change (judged at each opening) or in a missing
+/// directory; made anew (`Access::Secret`) when missing or others may change it; bound to
+/// the handle (`bound`): where the path led when judged is where the handle opened.
 fn open(h: &dyn Host, path: &str, admin: Option<&str>) -> anyhow::Result<(File, bool)> {
     if let Some(why) = refused(h, path, admin) {
         anyhow::bail!("{why}");
@@ -254,12 +244,10 @@ fn open(h: &dyn Host, path: &str, admin: Option<&str>) -> anyhow::Result<(File, 
     Ok((bound(path, &judged, opened)?, fresh))
 }
 
-/// The file `opened` when it is what was judged: where its handle says it is
-/// (`OpenedFile::final_path`) is where `path` led when it was judged (`judged`), and it is a
-/// plain file with one name. Else it is closed, nothing written: a junction or link on the
-/// way changed since (by one allowed to change it, or a directory replaced where its parent
-/// lets others create), or the name is a link or another file's second name (a hard link),
-/// and what this process, SYSTEM in the fleet's DaemonSet, writes would go to another file.
+/// The file `opened` when it is what was judged: its handle's final path is `judged`, and it
+/// is a plain file with one name. Else it is closed unwritten: a link on the way changed since
+/// (or a directory replaced), or the name is a link or a hard link, so SYSTEM's write would go
+/// to another file.
 fn bound(path: &str, judged: &str, opened: crate::host::OpenedFile) -> anyhow::Result<File> {
     let at = opened.final_path.as_str();
     if !crate::host::same_final_path(at, judged) {

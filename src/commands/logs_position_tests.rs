@@ -34,8 +34,7 @@ fn a_record_is_read_back_and_a_torn_or_zero_one_is_refused() {
     assert!(parse(&changed).is_err());
 }
 
-/// A simulated node (its file system under a temporary directory) with the directory
-/// `C:\pos`, where the tests keep positions.
+/// A simulated node with the directory `C:\pos`, where the tests keep positions.
 fn node() -> SimHost {
     let h = SimHost::in_memory("ws2022").expect("host");
     h.create_dir(r"C:\pos").expect("dir");
@@ -77,18 +76,16 @@ fn a_position_path_through_a_link_others_may_change_is_refused() {
     let link = h.local_path(r"C:\pos\link").expect("local");
     std::os::unix::fs::symlink(&target, &link).expect("link");
     let path = r"C:\pos\link\felix.pos";
-    // A link owned by Administrators, its list inherited from the drive root (Users may
-    // create files there, which is FILE_WRITE_DATA: enough to point it elsewhere): refused,
-    // unless it is in the sandbox of the HostProcess container this runs in, through which
-    // its program and config are read too (refusing it there would protect nothing).
+    // Administrators' link with the drive root's list (Users may create files there,
+    // FILE_WRITE_DATA: enough to point it elsewhere): refused, unless in this HostProcess
+    // container's sandbox, through which its program and config are read too.
     let why = refused_for(&h, path, None, None).expect("refused");
     assert!(
         why.starts_with(r"C:\pos\link is a junction or symbolic link that someone but SYSTEM and Administrators owns or may change (Users may"),
         "{why}"
     );
-    // In the sandbox of the HostProcess container this runs in: the link is its volume mount
-    // point, or one of its links to the volumes (with or without the trailing `\` hcsshim's
-    // variable has).
+    // In the sandbox: the link is its mount point or a link to a volume (with or without
+    // the trailing `\` of hcsshim's variable).
     for sandbox in [r"C:\pos\link\", r"C:\pos\link", r"C:\pos"] {
         assert_eq!(
             refused_for(&h, path, None, Some(sandbox)),
@@ -118,10 +115,9 @@ fn a_position_path_through_a_link_others_may_change_is_refused() {
     assert!(target.join("felix.pos").exists());
 }
 
-/// On Windows a new position file has the secret files' access list (SYSTEM and
-/// Administrators only, protected), and one that Users may change is made anew with it. Under
-/// Wine, whose Linux file system keeps no access lists (as `host::contract::files`), the
-/// records are kept through the same calls, the access lists not judged.
+/// On Windows a new position file is SYSTEM's and Administrators' only, and one Users may
+/// change is made anew so. Under Wine (no access lists, as `host::contract::files`) the
+/// records are kept through the same calls, the lists not judged.
 #[cfg(windows)]
 #[test]
 fn a_position_file_is_protected_and_one_users_may_change_is_made_anew_on_windows() {
@@ -155,10 +151,9 @@ fn a_position_file_is_protected_and_one_users_may_change_is_made_anew_on_windows
     assert_eq!(parse(&bytes).expect("parsed"), p);
 }
 
-/// A directory on the position's way swapped for a junction (a symbolic link here) between
-/// the judgement and the opening, as anyone may where its parent lets them create: the handle
-/// opened is somewhere else than the path judged leads, so it is refused, both named, and
-/// nothing is written there (here a file of SYSTEM's own, trusted as a position would be).
+/// A directory on the way swapped for a junction (a symbolic link here) between the judgement
+/// and the opening: the handle is elsewhere than the path judged led, so it is refused, both
+/// named, and nothing is written to SYSTEM's own file there.
 #[cfg(unix)]
 #[test]
 fn a_link_swapped_in_between_the_judgement_and_the_opening_is_refused() {
@@ -193,10 +188,9 @@ fn a_link_swapped_in_between_the_judgement_and_the_opening_is_refused() {
     );
 }
 
-/// A position file that is another file's second name (a hard link), or itself a link SYSTEM
-/// and Administrators own, in a directory only they may change: its name is judged trusted,
-/// but what would be written is another file. The handle is neither a plain file with one
-/// name, so it is refused and that file keeps what it held.
+/// A position file that is a hard link to another file, or a link SYSTEM and Administrators
+/// own, in a directory only they may change: the name is trusted, but the handle is no plain
+/// file with one name, so it is refused and the other file keeps what it held.
 #[cfg(unix)]
 #[test]
 fn a_position_file_that_is_another_files_second_name_or_a_link_is_refused() {
@@ -231,12 +225,10 @@ fn a_position_file_that_is_another_files_second_name_or_a_link_is_refused() {
     }
 }
 
-/// On Windows the handle says where it opened: `GetFinalPathNameByHandleW` gives the path the
-/// file is at (where std's `canonicalize` says its name leads), and a second name of another
-/// file (`CreateHardLinkW`) reads as no plain file with one name and is refused. Where a
-/// symbolic link can be made (an administrator on real Windows; Wine 8 makes none, though
-/// CreateSymbolicLinkW says it did), a directory swapped for one between the judgement and
-/// the opening is seen in the handle's final path and refused.
+/// On Windows the handle says where it opened (`GetFinalPathNameByHandleW`, as std's
+/// `canonicalize`), and a hard link (`CreateHardLinkW`) is no plain file with one name. Where a
+/// symbolic link can be made (not under Wine 8, though CreateSymbolicLinkW says it did), a
+/// directory swapped for one is seen in the handle's final path and refused.
 #[cfg(windows)]
 #[test]
 fn the_handle_says_where_it_opened_and_another_place_or_name_is_refused_on_windows() {

@@ -1,6 +1,5 @@
-//! `migrate to-operator` and `migrate from-operator`: this node handed to the operator's
-//! HostProcess install or taken back from it, its HNS networks and pods' endpoints kept
-//! (`plan::migrate` says what each step is and why).
+//! `migrate to-operator` and `from-operator`: this node handed to the operator's HostProcess
+//! install or taken back, its HNS networks and endpoints kept (`plan::migrate` says why).
 
 use super::change::{Change, Changing};
 use crate::apply::{self, Options};
@@ -15,8 +14,7 @@ use crate::layout::InstallRoot;
 use crate::plan::migrate::{self, Facts, Refused};
 use anyhow::Context as _;
 
-/// Migrate's own keys of its document (`change::Changing`; from-operator's are install's
-/// with `install::FromOperator`).
+/// to-operator's own keys of its document (`change::Changing`).
 #[derive(serde::Serialize)]
 #[cfg_attr(test, derive(Default))]
 pub(crate) struct Migrate<'a> {
@@ -113,14 +111,12 @@ impl Read {
         )?)
     }
 
-    /// Whether to uncordon the node at the end: it is not cordoned now (this run cordons it),
-    /// or an earlier run of this migration cordoned it and said so on the node.
+    /// Whether to uncordon at the end: this run cordons it, or an earlier one did (annotated).
     fn uncordon(&self, cordoned: bool) -> anyhow::Result<bool> {
         Ok(!cordoned || operator::cordoned_by_migrate(&self.cluster, &self.node)?)
     }
 
-    /// node.name not kubelet's: a migration would hand over or take another node than this
-    /// host (install's own check, which gates install).
+    /// node.name not kubelet's: a migration would move another node (install's check).
     fn node_name_refusal(&self) -> Option<migrate::Refusal> {
         (self.node_name.verdict == crate::checks::Verdict::Fail).then(|| migrate::Refusal {
             code: "node-name",
@@ -138,10 +134,8 @@ fn refuse(direction: &'static str, reasons: Vec<migrate::Refusal>) -> anyhow::Re
     }
 }
 
-/// Another command's journal left for the install root (an install, reconfigure, repair,
-/// uninstall or the other migration cut off): a migration over it would plan from a node
-/// halfway through that command. `ours` is this migration's own command, and `except` one it
-/// continues (from-operator goes on with an install it began).
+/// Refuses another command's journal in the install root (a migration over it would plan from
+/// a node halfway through it), but `ours` and `except` (from-operator continues its install).
 fn refuse_unfinished(
     host: &dyn Host,
     root: &InstallRoot,
@@ -162,8 +156,7 @@ fn refuse_unfinished(
     Ok(())
 }
 
-/// Why the operator could not take this node (`plan::operator_readiness`): its validation of
-/// a Windows install, its address detection here, and node.name.
+/// Why the operator could not take this node (`plan::operator_readiness`), and node.name.
 fn operator_refusals(read: &Read, host: &dyn Host) -> anyhow::Result<Vec<migrate::Refusal>> {
     use crate::plan::operator_readiness as ready;
     let mut out: Vec<migrate::Refusal> = read.node_name_refusal().into_iter().collect();
@@ -183,9 +176,7 @@ fn operator_refusals(read: &Read, host: &dyn Host) -> anyhow::Result<Vec<migrate
         }
     };
     let endpoint = match operator::services_endpoint(&read.cluster, &namespace) {
-        // The identity may not read the operator's settings where it runs (the migrate
-        // account's Role is in another namespace): what it would make of a Windows node is not
-        // known.
+        // The migrate account's Role is in another namespace: the operator's verdict is unknown.
         Err(crate::cluster::ClusterError::Api { code: 403, .. }) => {
             let map = operator::SERVICES_ENDPOINT;
             out.push(migrate::Refusal {
@@ -218,8 +209,7 @@ fn operator_refusals(read: &Read, host: &dyn Host) -> anyhow::Result<Vec<migrate
     Ok(out)
 }
 
-/// The operator does not render its Installation now (a TigeraStatus Degraded): a change it
-/// must act on (Windows on, the DaemonSet's affinity) would wait for it in vain.
+/// A TigeraStatus Degraded: the operator would not act on what migrate changes.
 fn degraded_refusal(read: &Read) -> anyhow::Result<Option<migrate::Refusal>> {
     Ok(operator::degraded_status(&read.cluster)?.map(|why| migrate::Refusal {
         code: "operator-degraded",
@@ -230,8 +220,8 @@ fn degraded_refusal(read: &Read) -> anyhow::Result<Option<migrate::Refusal>> {
     }))
 }
 
-/// A refusal on a run that goes on with one an earlier run began: said as what it is (this run
-/// changed nothing more), with the journal that holds what was done.
+/// A refusal of a run continuing an earlier one's (`begun`, its journal): this one changed
+/// nothing more.
 fn refuse_begun(
     direction: &'static str,
     reasons: Vec<migrate::Refusal>,
@@ -263,7 +253,9 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
             j.entries.len()
         ));
     }
-    let Some(rec) = installed(host, &read.root, change.journal.as_ref())? else {
+    // The record, or the one an interrupted run's journal kept (its host part removed it).
+    let journal_rec = change.journal.as_ref().and_then(|j| j.record.clone());
+    let Some(rec) = record::read(host, &read.root)?.or(journal_rec) else {
         return already_the_operators(ctx, &read);
     };
     let facts = read.facts(host.service_query("kube-proxy")?.is_some());
@@ -279,8 +271,7 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
     let marker = facts.operator_marker().map_err(anyhow::Error::msg)?;
     let cordoned = read.cordoned()?;
     let uncordon = read.uncordon(cordoned)?;
-    // A run that finishes one that reached the node goes on from its host part: the
-    // operator runs on Windows already and the node is cordoned.
+    // Finishing a run that reached the node: the cluster steps before it are done.
     let before = if change.journal.is_some() {
         Vec::new()
     } else {
@@ -327,8 +318,8 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// `to-operator`'s cluster steps before the host, undone if one fails: an operator that does
-/// not render Windows for this node gets its Installation back before the node is touched.
+/// `to-operator`'s cluster steps before the host, undone if one fails (the Installation back
+/// before the node is touched).
 fn run_cluster_first(
     ctx: &mut Context,
     change: &Change,
@@ -354,9 +345,8 @@ fn run_cluster_first(
     Ok(())
 }
 
-/// `to-operator`'s host part and the cluster steps after it, journaled with the record they
-/// hand over and never undone: a run that stops is finished by the next, and its error says
-/// whether the node is the operator's already and what is left.
+/// `to-operator`'s host part and the cluster steps after it, journaled with the record and
+/// never undone: the next run finishes one that stops, whose error says what is left.
 fn run_hand_over(
     ctx: &mut Context,
     change: &Change,
@@ -406,10 +396,9 @@ fn run_hand_over(
     })
 }
 
-/// Why `to-operator` must not run now, refused before this run changes anything. The
-/// operator's readiness is judged before the first change only (a run that goes on with an
-/// earlier one's host part, `begun`, finds the operator switched on already); a refusal that
-/// meets an earlier run's cluster steps before the host undoes them first.
+/// Why `to-operator` must not run, before any change. The operator's readiness is judged only
+/// before the first change (`begun`: it is on already); a refusal undoes an earlier run's
+/// cluster steps before the host first.
 fn refuse_to_operator(
     host: &dyn Host,
     read: &Read,
@@ -433,8 +422,7 @@ fn refuse_to_operator(
     refuse_begun("to-operator", reasons, begun)
 }
 
-/// Undoes the cluster steps an interrupted run journaled before the host (the Installation's
-/// windowsDataplane as it was, the node uncordoned and unmarked); what it says of them.
+/// Undoes an interrupted run's cluster steps before the host; what it says of them.
 fn undo_cluster_steps(
     host: &dyn Host,
     journal: &crate::apply::journal::Journal,
@@ -466,18 +454,8 @@ fn undo_cluster_steps(
     }
 }
 
-/// What is handed over: the install record, or the one an interrupted run's journal kept
-/// (its host part removed the record); `None` when there is neither.
-fn installed(
-    host: &dyn Host,
-    root: &InstallRoot,
-    journal: Option<&crate::apply::journal::Journal>,
-) -> anyhow::Result<Option<record::InstallRecord>> {
-    Ok(record::read(host, root)?.or_else(|| journal.and_then(|j| j.record.clone())))
-}
-
-/// A node with nothing of calicoctl-win's to hand over: done when the operator's pod runs
-/// there (a node moved earlier, or by a rollout that reaches it again), else not installed.
+/// Nothing of calicoctl-win's to hand over: done when the operator's pod runs there (moved
+/// earlier), else not installed.
 fn already_the_operators(ctx: &mut Context, read: &Read) -> anyhow::Result<()> {
     let state = operator::pod_on(&read.cluster, &read.node)?;
     if !matches!(state, operator::PodState::Ready(_)) {
@@ -501,8 +479,7 @@ fn already_the_operators(ctx: &mut Context, read: &Read) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `to-operator`'s cluster steps before the host: the operator kept off calicoctl-win's other
-/// nodes and switched on for Windows, its DaemonSet waited for, this node cordoned.
+/// `to-operator`'s cluster steps before the host (`plan::migrate::to_operator_before`).
 fn to_operator_before(
     read: &Read,
     cordoned: bool,
@@ -527,10 +504,8 @@ fn to_operator_before(
     ))
 }
 
-/// The rest of `to-operator`: calicoctl-win's services and files gone (as uninstall without
-/// `--purge`: networks, endpoints and Calico's registry key stay) and the boot marker written
-/// as the operator reads it; the label off, the operator's pod waited for, the node
-/// uncordoned when this migration cordoned it, its grant and annotations gone.
+/// The rest of `to-operator`: uninstall without `--purge` (networks and endpoints stay), the
+/// boot marker as the operator reads it, then `plan::migrate::to_operator_after`.
 fn to_operator_plan(
     host: &dyn Host,
     read: &Read,
@@ -630,9 +605,8 @@ pub fn from_operator(args: &MigrateFromArgs, ctx: &mut Context) -> anyhow::Resul
     Err(after_failure(ctx, e, &back, stage.get() == 1, args))
 }
 
-/// The error of a from-operator whose install failed. After the node left the operator
-/// (`left`), an install that undid itself wholly (no journal of its left) gives the node back
-/// to the operator rather than leave it without Calico, and the error says so.
+/// The error of a from-operator whose install failed; after the node `left` the operator, an
+/// install undone wholly gives it back rather than leave it without Calico.
 fn after_failure(
     ctx: &mut Context,
     e: anyhow::Error,
@@ -667,10 +641,8 @@ struct GiveBack<'a> {
     uncordon: bool,
 }
 
-/// After an install that failed and undid itself: the label off (the operator's DaemonSet
-/// takes the node again, its install-cni writes its CNI files anew), its pod waited for, the
-/// node uncordoned when this migration cordoned it; journaled. `None` when install left its
-/// journal (it is then finished by the next run, not given back).
+/// After an install that failed and undid itself: `plan::migrate::back_to_operator`,
+/// journaled. `None` when install left its journal (the next run finishes it).
 fn give_back(
     ctx: &mut Context,
     back: &GiveBack<'_>,
@@ -740,10 +712,9 @@ struct FromPlan {
     journal_path: String,
 }
 
-/// Why `from-operator` must not run now, refused before this run changes anything. Past the
-/// first change (a journal, or the node ours-labelled with the operator's pod gone), the
-/// operator cannot initialise the node again: its marker of another boot then means only that
-/// CalicoNode must make the networks anew, as after a boot (no BootId), and is no refusal.
+/// Why `from-operator` must not run, before any change. Past the first change (a journal, or
+/// our label with the operator's pod gone) an old boot marker only means CalicoNode makes the
+/// networks anew, as after a boot: no refusal.
 fn refuse_from_operator(
     host: &dyn Host,
     read: &Read,
@@ -770,8 +741,8 @@ fn refuse_from_operator(
     )
 }
 
-/// `from-operator` before install: refused, or the steps around install planned and shown;
-/// `None` when the node has moved already. The host lock stays with the context for install.
+/// `from-operator` before install: refused, or the steps around it planned and shown; `None`
+/// when moved already.
 fn plan_from_operator(
     args: &MigrateFromArgs,
     ctx: &mut Context,
@@ -832,9 +803,8 @@ fn plan_from_operator(
         super::change::print_steps(ctx, "After install:", &after);
         ctx.printer.text("Install, as planned below:");
     }
-    // The host lock stays held: install, run within this command, finds it held and keeps it;
-    // except when the install is detached: its own process takes the lock (this one, which only
-    // starts it, would find it busy).
+    // The lock stays held for install within this command, unless detached: its own
+    // process takes it.
     if args.install.detach {
         drop(ctx.take_lock());
     }
@@ -849,10 +819,8 @@ fn plan_from_operator(
     }))
 }
 
-/// The node's calicoctl-win annotations, which install writes after its plan (only a
-/// warning when refused) and `fleet status` tells calicoctl-win's nodes by: written when they
-/// are not the install's, so that a node is not said to have moved until they are. A refusal
-/// fails the run, for the next one to try again.
+/// The node's annotations (`fleet status` tells calicoctl-win's nodes by them), written when
+/// install's failed to; a refusal fails the run, for the next to retry. Whether it wrote.
 fn annotate_if_missing(ctx: &mut Context, host: &dyn Host, read: &Read) -> anyhow::Result<bool> {
     let Some(rec) = record::read(host, &read.root)? else {
         return Ok(false);
@@ -882,8 +850,7 @@ fn annotate_if_missing(ctx: &mut Context, host: &dyn Host, read: &Read) -> anyho
     Ok(true)
 }
 
-/// Says that the node has moved already (`"already": true`); `changed` when this run only
-/// wrote what was missing of the end (the node's annotations).
+/// Says that the node has moved already; `changed` when this run wrote its annotations.
 fn moved(ctx: &mut Context, read: &Read, changed: bool, direction: &'static str, what: &str) {
     ctx.printer.text(&format!("Node {} {what}.", read.node));
     let own = Migrate {
@@ -901,9 +868,8 @@ fn moved(ctx: &mut Context, read: &Read, changed: bool, direction: &'static str,
     });
 }
 
-/// Whether a `from-operator` has nothing left to do: calicoctl-win installed, the
-/// operator's DaemonSet kept off the node and its pod gone, its CNI files gone, and no
-/// cordon of a migration left to undo (a run that stopped before its end is finished).
+/// Whether `from-operator` has nothing left: installed, the operator kept off (its pod and
+/// CNI files gone), no journal and no migration's cordon left to undo.
 fn moved_already(host: &dyn Host, read: &Read, cni_conf_dir: &str) -> anyhow::Result<bool> {
     if record::read(host, &read.root)?.is_none()
         || !read.installation().keeps_off(&read.facts.node_labels)

@@ -81,8 +81,7 @@ pub fn run(command: &Command, ctx: &mut Context) -> Result<(), CliError> {
     .map_err(failure)
 }
 
-/// `completions SHELL`'s document: the shell and its tab-completion script, generated from the
-/// command line's own definition.
+/// `completions SHELL`'s document.
 #[derive(serde::Serialize)]
 #[cfg_attr(test, derive(Default))]
 pub(crate) struct Completions<'a> {
@@ -108,9 +107,7 @@ fn completions(args: &crate::cli::CompletionsArgs, ctx: &mut Context) -> anyhow:
     Ok(())
 }
 
-/// A `--set` or `--config` on a command that never reads the configuration would be silently
-/// ignored: the service body runs from the files install wrote, `fetch release` and `config import-ps1`
-/// work on what they are given.
+/// Refuses a `--set` or `--config` a command would silently ignore: it reads no configuration.
 fn refuse_unread_settings(command: &Command, ctx: &Context) -> anyhow::Result<()> {
     // The service body has no dry run: it would start calico-node for real.
     if matches!(command, Command::Service(ServiceCommand::Run(_))) && ctx.options.dry_run {
@@ -139,8 +136,7 @@ fn refuse_unread_settings(command: &Command, ctx: &Context) -> anyhow::Result<()
         ),
         _ => return Ok(()),
     };
-    // A --config flag, not CALICOCTL_WIN_CONFIG, which a machine-wide environment may hand
-    // to the services too.
+    // Not CALICOCTL_WIN_CONFIG, which a machine-wide environment may hand the services too.
     let config_flag = ctx.options.config.as_ref().filter(|c| {
         ctx.env
             .get("CALICOCTL_WIN_CONFIG")

@@ -12,8 +12,7 @@ use crate::cluster::{Cluster, facts};
 use crate::context::Context;
 use crate::host::select::Intent;
 
-/// Preflight's document: every check, what was read of the host and of the cluster, the fixes
-/// (with `--fix`) and the ids that block.
+/// Preflight's document.
 #[derive(serde::Serialize)]
 pub(crate) struct Preflight<'a> {
     pub checks: &'a [Check],
@@ -122,8 +121,8 @@ fn judge_by(
     s.kube_proxy.version = kp.or(s.kube_proxy.version.take());
 }
 
-/// `--fix` for `dir-access`: each directory someone else may change gets the protected
-/// access list (with the host lock, as any change), and the check runs again.
+/// `--fix` for `dir-access`: each directory others may change protected (under the host
+/// lock), then checked again.
 fn fix_dir_access(ctx: &mut Context, config: &crate::config::Config) -> anyhow::Result<Check> {
     let host = ctx.open_host_to_change("preflight --fix")?;
     for (dir, who) in crate::installed::protection::weak_dirs(host.as_ref(), config) {
@@ -155,8 +154,7 @@ fn apply_fixes(ctx: &mut Context, c: &Cluster, fixes: &[Fix]) -> anyhow::Result<
         fixes.len(),
         c.server
     );
-    // Asked on a terminal, the patches show with the question (stderr); otherwise they are
-    // part of the result.
+    // Asked on a terminal, the patches show with the question (stderr); else in the result.
     let asks = ctx.options.interactive && !ctx.options.yes && !ctx.options.dry_run;
     if !asks {
         for line in &shown {

@@ -1,5 +1,5 @@
 //! `reconfigure`: converges an installed node to a changed config, draining it and making the
-//! Calico HNS network again when the change is one HNS cannot make in place.
+//! Calico HNS network again for a change HNS cannot make in place.
 
 use super::change::{Change, Changing, ChecksBlocked, Failed};
 use super::common::{ClusterRead, read_cluster, with_cluster};
@@ -23,22 +23,20 @@ pub fn run(args: &ReconfigureArgs, ctx: &mut Context) -> anyhow::Result<()> {
     attempt(args, ctx, None).map(drop)
 }
 
-/// How a run ended: done (changed, or nothing to change), or it has something to change and
-/// no turn yet (`--turn`: nothing was changed; `commands::turn` waits for one).
+/// How a run ended: done, or (`--turn`) it has a change and no turn yet, nothing changed.
 pub(super) enum Pass {
     Done,
     NeedsTurn,
 }
 
-/// A run within a fleet's turn (`commands::turn`): the change's stop (Ctrl-C's, and the
-/// turn's loss), and the wait, with the host lock let go, until the node is healthy again.
+/// A run within a fleet's turn (`commands::turn`): the stop (Ctrl-C's, the turn's loss), and
+/// the wait, the host lock let go, until the node is healthy again.
 pub(super) struct Turn<'a> {
     pub stop: crate::duration::Stop,
     pub settle: &'a mut dyn FnMut(&mut Context) -> anyhow::Result<()>,
 }
 
-/// One run: checks, plan, change. `turn`: `None` asked from `--turn` (a change then ends the
-/// run with `Pass::NeedsTurn`, before anything changes), `Some` while the turn is held.
+/// One run: checks, plan, change. `turn`: `Some` while a turn is held.
 pub(super) fn attempt(
     args: &ReconfigureArgs,
     ctx: &mut Context,
@@ -98,30 +96,67 @@ pub(super) fn attempt(
         pods: node.preview,
     };
     let Some(doc) = show(ctx, &change, &shown, &actions)? else {
-        nothing_to_change(ctx, &change, &actions);
+        // Nothing to change: the file stats kept all the same (a run cut off before it kept
+        // them).
+        if actions.is_empty() && !ctx.options.dry_run {
+            change.keep_file_stats(ctx);
+        }
         return Ok(Pass::Done);
     };
-    let cluster = node.cluster.as_deref();
-    let stop = turn.as_ref().map(|t| t.stop.clone());
-    let opts = options(
-        ctx,
-        args,
-        (change.journal_path.clone(), journal, stop),
-        cluster,
-    );
-    if let Err(e) = change.run(ctx, &actions, opts)? {
-        return Err(failed(*e, &node_name));
+    let at = (node.cluster.as_deref(), &node_name);
+    execute(args, ctx, &mut change, (&actions, journal), at, turn, doc)
+}
+
+/// Runs the plan, then the turn's wait and `--verify` (a CalicoWindowsReady since the start
+/// only when CalicoNode was started).
+fn execute<D: serde::Serialize>(
+    args: &ReconfigureArgs,
+    ctx: &mut Context,
+    change: &mut Change<'_>,
+    (actions, journal): (&[Action], Option<crate::apply::journal::Journal>),
+    (cluster, node_name): (Option<&crate::cluster::Cluster>, &NodeName),
+    turn: Option<&mut Turn<'_>>,
+    doc: Changing<D>,
+) -> anyhow::Result<Pass> {
+    // Rolled back on failure. Ctrl-C (or a turn's own stop, `commands::turn`) ends the drain's
+    // waits and the run before its next step: undone (the cordon too) or journaled.
+    let stop = turn.as_ref().map(|t| t.stop.clone()).unwrap_or_else(|| {
+        ctx.catch_stop(crate::duration::Stop::new(), super::common::CHANGE_UNCAUGHT)
+    });
+    let opts = apply::Options {
+        stop,
+        ..apply::Options::for_change(
+            "reconfigure",
+            change.journal_path.clone(),
+            true,
+            args.service_timeout,
+            journal,
+            cluster,
+        )
+    };
+    if let Err(e) = change.run(ctx, actions, opts)? {
+        return Err(failed(*e, node_name));
     }
-    finished(ctx, &change, cluster, &node_name, actions.len());
+    change.keep_file_stats(ctx);
+    change.annotate(ctx, cluster, node_name);
+    ctx.printer
+        .text(&format!("Reconfigured: {} step(s).", actions.len()));
     if let Some(t) = turn {
         change.let_go();
         (t.settle)(ctx)?;
     }
-    print_done(ctx, args, cluster, &node_name, doc.done()).map(|()| Pass::Done)
+    let doc = Changing {
+        changed: true,
+        ..doc
+    };
+    let restarted = super::verify_restarted::Restarted::of(&doc);
+    let verify = (args.verify.with(), "reconfigured", restarted);
+    super::verify::print_verified(ctx, verify, cluster, node_name, doc)?;
+    Ok(Pass::Done)
 }
 
-/// With `--turn`: a change waits for a turn (`Pass::NeedsTurn`), asked without the host lock
-/// held; a turn held with nothing (left) to change is given back once the node is healthy.
+/// With `--turn`: a change waits for a turn (`Pass::NeedsTurn`), asked without the host lock;
+/// a turn held with nothing left to change is given back once the node is healthy.
 fn gate(
     args: &ReconfigureArgs,
     ctx: &mut Context,
@@ -140,8 +175,7 @@ fn gate(
     Ok(None)
 }
 
-/// The install's inputs of the change: the new files, the release kept, the restart and the
-/// VSID the new network must have.
+/// The install's inputs: the new files, the release kept, the restart, the new network's VSID.
 fn install_inputs<'a>(
     args: &ReconfigureArgs,
     loaded: &'a crate::config::Loaded,
@@ -179,74 +213,7 @@ fn install_inputs<'a>(
     }
 }
 
-/// The document printed, after `--verify` when asked (for a CalicoWindowsReady written since
-/// the start only when the run started CalicoNode, after a restarted Felix or kube-proxy is
-/// ready).
-fn print_done<D: serde::Serialize>(
-    ctx: &mut Context,
-    args: &ReconfigureArgs,
-    cluster: Option<&crate::cluster::Cluster>,
-    node_name: &NodeName,
-    doc: super::change::Changing<D>,
-) -> anyhow::Result<()> {
-    let restarted = super::verify_restarted::Restarted::of(&doc);
-    let verify = (args.verify.with(), "reconfigured", restarted);
-    super::verify::print_verified(ctx, verify, cluster, node_name, doc)
-}
-
-/// After a run that succeeded: the file stats kept, the node annotated, the steps counted.
-fn finished(
-    ctx: &mut Context,
-    change: &Change,
-    cluster: Option<&crate::cluster::Cluster>,
-    node_name: &NodeName,
-    steps: usize,
-) {
-    change.keep_file_stats(ctx);
-    change.annotate(ctx, cluster, node_name);
-    ctx.printer.text(&format!("Reconfigured: {steps} step(s)."));
-}
-
-/// After a run that changed nothing (not a dry run): the installed files' sizes and times are
-/// kept all the same, so that a rerun after a run cut off before it kept them keeps them now.
-fn nothing_to_change(ctx: &mut Context, change: &Change, actions: &[apply::Action]) {
-    if actions.is_empty() && !ctx.options.dry_run {
-        change.keep_file_stats(ctx);
-    }
-}
-
-/// How the plan runs: rolled back on failure, journaled, with the cluster for the node steps.
-/// Ctrl-C ends the drain's waits and the run before its next step: what was done is undone
-/// (the cordon too) or journaled for a rerun, as after a timeout.
-fn options<'a>(
-    ctx: &mut Context,
-    args: &ReconfigureArgs,
-    (journal_path, journal, stop): (
-        String,
-        Option<crate::apply::journal::Journal>,
-        Option<crate::duration::Stop>,
-    ),
-    cluster: Option<&'a crate::cluster::Cluster>,
-) -> apply::Options<'a> {
-    // A turn's own stop is part of Ctrl-C's (`commands::turn`).
-    let stop = stop.unwrap_or_else(|| {
-        ctx.catch_stop(crate::duration::Stop::new(), super::common::CHANGE_UNCAUGHT)
-    });
-    apply::Options {
-        stop,
-        ..apply::Options::for_change(
-            "reconfigure",
-            journal_path,
-            true,
-            args.service_timeout,
-            journal,
-            cluster,
-        )
-    }
-}
-
-/// The install record, refused when there is none or when the new backend needs files only an
-/// install brings.
+/// The install record; refused when none, or when the new backend needs an install's files.
 fn installed(
     host: &dyn crate::host::Host,
     root: &InstallRoot,
@@ -273,10 +240,7 @@ fn installed(
     Ok(rec)
 }
 
-/// The settings HNS cannot change in place that differ, and the networks deleted to make the
-/// Calico network again (none when nothing differs).
-/// The adapter the External network binds (chosen again, with the Node's InternalIP when the
-/// cluster was read) and the files rendered for it.
+/// The adapter the External network binds (chosen again) and the files rendered for it.
 fn rendered_for(
     host: &dyn crate::host::Host,
     config: &crate::config::Config,
@@ -297,6 +261,8 @@ fn rendered_for(
     Ok((uplink, rendered))
 }
 
+/// The settings HNS cannot change in place that differ, and the networks deleted to make the
+/// Calico network again (none when nothing differs).
 fn network_plan(
     host: &dyn crate::host::Host,
     config: &crate::config::Config,
@@ -332,9 +298,8 @@ struct Shown<'a> {
     pods: Option<Pods>,
 }
 
-/// Reconfigure's own keys of its document (`change::Changing`): the root, the kind of change
-/// (`none`, `files`, `network`), the network settings that change, and the pods a network
-/// change takes down.
+/// Reconfigure's own keys of its document (`change::Changing`); `change` is `none`, `files`
+/// or `network`.
 #[derive(serde::Serialize)]
 pub(crate) struct Reconfigure<'a> {
     pub install_root: &'a str,
@@ -344,8 +309,8 @@ pub(crate) struct Reconfigure<'a> {
     pub pods: Option<&'a Pods>,
 }
 
-/// The pods a network change's drain takes down: those it evicts, those without a controller
-/// it evicts (`--force`), and the DaemonSet and mirror pods that stay.
+/// The pods a network change's drain evicts, those without a controller (`--force`), and the
+/// DaemonSet and mirror pods that stay.
 #[derive(serde::Serialize)]
 #[cfg_attr(test, derive(Default))]
 pub(crate) struct Pods {
@@ -354,8 +319,8 @@ pub(crate) struct Pods {
     pub skipped: Vec<drain::PodRef>,
 }
 
-/// Shows the plan; the JSON document to print once it ran, or `None` when the run ends here
-/// (nothing to do, or a dry run: its document is printed).
+/// Shows the plan; the document to print once it ran, or `None` (nothing to do, a dry run)
+/// when the run ends here, its document printed.
 fn show<'a>(
     ctx: &mut Context,
     change: &Change,
@@ -417,9 +382,8 @@ struct NodePlan {
     cluster: Option<Box<crate::cluster::Cluster>>,
 }
 
-/// Cordon, drain and uncordon around a network recreation (or only the uncordon an
-/// interrupted run owes), after checking the cluster agrees with the new VNI and the pods can
-/// be evicted; nothing when the cluster is not involved.
+/// Cordon, drain and uncordon around a network recreation (or the uncordon an interrupted
+/// run owes), once the cluster agrees with the new VNI and the pods can be evicted.
 fn node_plan(
     args: &ReconfigureArgs,
     config: &crate::config::Config,
@@ -481,8 +445,8 @@ fn node_plan(
     })
 }
 
-/// The refusal of a change that needs a drain without `--drain`, with every other refusal at
-/// once: a drain would not get past a VNI the cluster does not use.
+/// The refusal of a change needing `--drain`, with a VNI refusal at once (a drain would not
+/// get past it).
 fn needs_drain(
     args: &ReconfigureArgs,
     config: &crate::config::Config,
@@ -560,8 +524,7 @@ fn vni_refusal(
     None
 }
 
-/// The drain step, with the pods it takes down; refused (nothing changed) when a pod
-/// cannot be evicted with these options.
+/// The drain step and its pods; refused (nothing changed) when a pod cannot be evicted.
 fn drain_action(
     args: &ReconfigureArgs,
     c: &crate::cluster::Cluster,
@@ -636,10 +599,9 @@ fn failed(f: Failed, node_name: &NodeName) -> anyhow::Error {
     anyhow::Error::new(e).context(format!("reconfigure failed; {after}{kept}"))
 }
 
-/// The checks install makes that a changed config can fail, before anything changes (exit 3):
-/// a node name kubelet does not use (it would name another Node in NODENAME), and a known
-/// breakage of the installed release with the new settings (a backend change to windows-bgp
-/// on a release whose confd writes no BGP config).
+/// Install's checks a changed config can fail, before any change (exit 3): a node name
+/// kubelet does not use (NODENAME would name another Node), and a known breakage of the
+/// installed release with the new settings (windows-bgp where its confd writes no BGP config).
 fn host_checks(
     ctx: &mut Context,
     host: &dyn crate::host::Host,

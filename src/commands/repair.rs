@@ -1,6 +1,5 @@
-//! `repair`: the Calico network's stuck and stale HNS endpoints removed, the pods that held the
-//! stuck ones evicted so that their controllers recreate them, then a wait until no endpoint is
-//! at fault. No service is restarted (`plan::repair`: its plan's `restarts` is empty).
+//! `repair`: stuck and stale HNS endpoints removed, their pods evicted for their controllers
+//! to recreate, then a wait until none is at fault. No service is restarted (`plan::repair`).
 
 use super::change::{Change, Changing};
 use super::common::{ClusterRead, read_cluster};
@@ -27,12 +26,10 @@ struct Target {
     cluster: Box<Cluster>,
 }
 
-/// The least `--grace` a repair takes: HNS can take tens of seconds to attach an endpoint on a
-/// loaded node, and a grace shorter than that would call a pod being made stuck.
+/// The least `--grace`: HNS can take tens of seconds to attach an endpoint on a loaded node.
 pub const MIN_GRACE: Duration = Duration::from_secs(60);
 
-/// The node, its install and the cluster; no install (`not-installed`), or no cluster
-/// (`no-admin-kubeconfig`), is refused before anything is read of the cluster.
+/// The node, its install and the cluster; refused without either.
 fn target(ctx: &mut Context, host: &dyn Host) -> anyhow::Result<Target> {
     let base = ctx.load_config()?;
     let node = base.config.node.name.clone();
@@ -67,9 +64,7 @@ fn target(ctx: &mut Context, host: &dyn Host) -> anyhow::Result<Target> {
     })
 }
 
-/// Repair's own keys of its document (`change::Changing`): the endpoints at fault and those
-/// not yet, the services restarted (none); after a run, the endpoints still at fault and the
-/// node's findings.
+/// Repair's own keys of its document (`change::Changing`).
 #[derive(serde::Serialize)]
 #[cfg_attr(test, derive(Default))]
 pub(crate) struct Repair<'a> {
@@ -81,8 +76,7 @@ pub(crate) struct Repair<'a> {
     pub remaining: Option<&'a [Judged]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub findings: Option<&'a [Finding]>,
-    /// A stop (Ctrl-C or a termination signal) ended the wait after the run: the steps are
-    /// done, `remaining` is the last look's.
+    /// A stop ended the wait after the run (done); `remaining` is the last look's.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
 }
@@ -167,8 +161,7 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
     finished(ctx, actions.len(), &findings)
 }
 
-/// A stop during the wait after the run: the document printed (the steps done, `interrupted`,
-/// what the last look found at fault), and the error a stopped change ends with (exit 1).
+/// A stop during the wait after the run: the document printed, and exit 1.
 fn stopped(ctx: &mut Context, doc: &Changing<Repair<'_>>) -> anyhow::Error {
     ctx.printer.json(doc);
     anyhow::anyhow!(
@@ -177,8 +170,7 @@ fn stopped(ctx: &mut Context, doc: &Changing<Repair<'_>>) -> anyhow::Error {
     )
 }
 
-/// The node judged again as status and the condition judge it, now the repair is done (the
-/// node's own look, with the cluster).
+/// The node judged again, as status and the condition judge it.
 fn look_after(
     ctx: &Context,
     (host, c, node, root): (&dyn Host, &Cluster, &NodeName, &InstallRoot),
@@ -201,8 +193,7 @@ fn look_after(
     crate::health::OwnView::of(surveyed).findings
 }
 
-/// Counts the repair and the endpoints it removed in repair's metrics file, which CalicoNode
-/// serves; a failure is a warning.
+/// Counts the repair and its endpoints in the metrics CalicoNode serves (or warns).
 fn count_repair(host: &dyn Host, root: &InstallRoot, actions: &[apply::Action], ctx: &mut Context) {
     use crate::installed::metrics::{REPAIR_FILE, REPAIRED_ENDPOINTS, REPAIRS, bump};
     let removed = actions
@@ -232,9 +223,8 @@ fn check_grace(grace: Duration) -> anyhow::Result<()> {
     .into())
 }
 
-/// The endpoints as judged now and the plan; this look is recorded (a dry run changes nothing,
-/// so only reads), so a fault seen now for the first time is repaired by a later run. A
-/// refusal leaves no trace, not even this look.
+/// The endpoints judged now and the plan; this look is recorded (not in a dry run) for a later
+/// run to age the faults; a refusal puts the record back.
 fn planned(
     ctx: &Context,
     host: &dyn Host,
@@ -266,8 +256,7 @@ fn planned(
     }
 }
 
-/// The look just before an endpoint is deleted: kept, with why, unless it is still at fault
-/// (a pod may have claimed it since the plan was made).
+/// The look before an endpoint is deleted: kept, with why, unless still at fault.
 fn still_at_fault(
     host: &dyn Host,
     c: &Cluster,
@@ -283,8 +272,7 @@ fn still_at_fault(
     })
 }
 
-/// After the plan ran: done, or what the node's judges still find (exit 1), each with its
-/// code and fix as status prints them.
+/// After the plan ran: done, or what the node's judges still find (exit 1).
 fn finished(ctx: &mut Context, steps: usize, findings: &[Finding]) -> anyhow::Result<()> {
     if findings.is_empty() {
         ctx.printer.text(&format!(
@@ -307,8 +295,7 @@ fn finished(ctx: &mut Context, steps: usize, findings: &[Finding]) -> anyhow::Re
     .into())
 }
 
-/// The Calico network's endpoints, judged against the cluster (none without the network), by
-/// the survey `status` makes; `Record` takes this look into the faults' ages.
+/// The Calico network's endpoints judged as `status` judges them.
 fn survey(
     host: &dyn Host,
     c: &Cluster,
@@ -326,15 +313,13 @@ fn survey(
     Ok(endpoints::survey_calico(host, &how)?.unwrap_or_default())
 }
 
-/// How the wait after the repair ended: the endpoints still at fault (none when healthy),
-/// or, stopped, those the last look found at fault.
+/// How the wait after the repair ended, with the endpoints last found at fault.
 enum Waited {
     Healthy(Vec<Judged>),
     Stopped(Vec<Judged>),
 }
 
-/// After the repair, until `--wait-timeout` or `stop` (Ctrl-C): the endpoints still at fault
-/// (none when healthy). A recreated pod's new endpoint that is still attaching is no fault.
+/// After the repair, until `--wait-timeout` or `stop`: the endpoints still at fault.
 fn wait_healthy(
     ctx: &mut Context,
     (host, c, node): (&dyn Host, &Cluster, &NodeName),
@@ -406,10 +391,8 @@ fn refused(node: &NodeName, judged: &[Judged], r: repair::Refusal) -> anyhow::Er
     }
 }
 
-/// How the plan runs: journaled, no rollback (a deleted endpoint or an evicted pod cannot be
-/// brought back), with the cluster for the evictions.
-/// Ctrl-C ends an eviction's wait and the run before its next step, journaled for a rerun,
-/// and the wait for the node's health after it.
+/// How the plan runs: journaled, no rollback (nothing deleted or evicted comes back); Ctrl-C
+/// ends it before its next step, and the health wait after it.
 fn options<'a>(
     ctx: &mut Context,
     journal_path: String,

@@ -66,9 +66,8 @@ pub fn settings(args: &ServiceRunArgs) -> Settings {
     s
 }
 
-/// A simulated host is not on a cloud: its platform probes stay on loopback (a test's
-/// metadata server) or are off, never reaching the real 169.254.169.254. Nor has it a
-/// networking stack that needs time to settle after the vSwitch appears.
+/// A simulated host is on no cloud (its probes stay on loopback, never 169.254.169.254) and
+/// needs no time to settle after the vSwitch appears.
 fn for_host(mut s: Settings, host: &dyn Host) -> Settings {
     if host.kind() != crate::host::HostKind::Windows {
         s.timing.settle = std::time::Duration::ZERO;

@@ -1,7 +1,5 @@
-//! `status`: the recipe. Read the config and the cluster (`health::see`: calico-node's token
-//! asked first, its Node handed to the read), the desired state from `plan/`, then survey the
-//! node once (`health::survey`: what is under way too) and print the report; exit 1 with the
-//! findings' sentences when anything is degraded.
+//! `status`: the config and the cluster read (`health::see`), the desired state from `plan/`,
+//! the node surveyed once (`health::survey`); exit 1 with the findings when degraded.
 
 use super::common::{ClusterRead, Degraded, read_cluster_knowing, with_cluster};
 use crate::cli::StatusArgs;
@@ -64,7 +62,7 @@ pub(super) fn survey(args: &StatusArgs, ctx: &mut Context) -> anyhow::Result<hea
 }
 
 /// What the config wants of the node (`plan/`): its services, and the files that differ from
-/// the record (installed ones changed or missing) or from what the config renders now.
+/// the record or from what the config renders now.
 fn desired(
     h: &dyn Host,
     config: &Config,
@@ -72,8 +70,7 @@ fn desired(
     root: &InstallRoot,
     verify: bool,
 ) -> anyhow::Result<Desired> {
-    // The External network as the install chose its adapter (re-choosing needs the cluster,
-    // and a different choice is reconfigure's to make, which says so).
+    // The adapter the install chose (a different choice is reconfigure's to make).
     let uplink = rec.network.as_ref().and_then(|n| n.adapter.as_deref());
     let pin = cluster.api_group_pin(h, root);
     let rendered = crate::plan::desired::rendered_files(h, config, rec.release(), uplink, pin)?;

@@ -1,9 +1,7 @@
-//! `reconfigure --turn NAMESPACE/NAME`: the fleet DaemonSet's pod changes its node only in one
-//! of the fleet's turns (`fleet::turn`). Its own slot is taken back if it held one; else a run
-//! with something to change waits for a turn, then plans again holding it (every refusing check
-//! runs again before the first change), renews it beside the change, awaits the node healthy
-//! (`status --offline`) and gives it back. A failure marks the turn failed and keeps it; a stop
-//! leaves it to run out.
+//! `reconfigure --turn NAMESPACE/NAME`: the fleet DaemonSet's pod changes its node only in a
+//! fleet's turn (`fleet::turn`): its own slot taken back, else a run with a change waits for
+//! one, plans again holding it, renews it beside the change, awaits the node healthy and gives
+//! it back. A failure marks the turn failed and keeps it; a stop leaves it to run out.
 
 use super::reconfigure::{self, Pass};
 use crate::cli::{ReconfigureArgs, StatusArgs};
@@ -45,9 +43,8 @@ pub fn run(
     hold(args, ctx, &c, (&turns, &me), held)
 }
 
-/// A look's pause: half the lease, give or take half of that at random, so that the fleet's
-/// waiting pods do not look together (1,000 waiting on the default 60 s lease ask about 33
-/// small gets a second a turn).
+/// A look's pause: half the lease, give or take half at random, so that waiting pods do not
+/// look together (1,000 on the default 60 s lease make about 33 small gets a second).
 fn pause(lease: Duration, look: u32) -> Duration {
     let r = std::collections::hash_map::RandomState::new().hash_one(look) % 1000;
     lease / 4 + (lease / 2) * u32::try_from(r).unwrap_or(0) / 1000
@@ -108,9 +105,8 @@ fn wait(
     got
 }
 
-/// The change holding the turn, renewed beside it; the turn given back once the node is
-/// healthy (before the run's document is printed: a turn not given back is the run's error),
-/// or on a failure marked failed and kept.
+/// The change holding the turn, renewed beside it; given back once the node is healthy
+/// (before the document: a turn not given back is the run's error), or marked failed.
 fn hold(
     args: &ReconfigureArgs,
     ctx: &mut Context,

@@ -21,9 +21,8 @@ pub(crate) struct Uninstall<'a> {
     /// Absent when nothing is installed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub purge: Option<bool>,
-    /// The cluster objects of the node's renewal grant this run would delete and leaves (no
-    /// admin kubeconfig, one that may not, `--skip-cluster`): the only record of them once
-    /// the node's journal or record is gone.
+    /// The renewal grant's objects this run leaves (no admin kubeconfig, one that may not,
+    /// `--skip-cluster`): their only record once the journal or record is gone.
     pub cluster_left: Vec<ClusterLeft>,
 }
 
@@ -143,8 +142,8 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Where the install record is: `--install-root`, else the config's. The config is only a
-/// hint: a broken one does not stop uninstall, which then looks in the default root.
+/// Where the install record is: `--install-root`, else the config's (a broken config only
+/// warns: the default root), else the root install recorded in Calico's registry key.
 fn install_root(
     args: &UninstallArgs,
     ctx: &mut Context,
@@ -171,8 +170,6 @@ fn install_root(
     if has_install(&configured) {
         return configured;
     }
-    // Install writes its root into Calico's registry key: an install made with another config
-    // (or --set install_root) is found there when this run's config does not name it.
     let (key, value) = (crate::layout::CALICO_KEY, crate::layout::INSTALL_ROOT_VALUE);
     let recorded = match host.reg_get(key, value) {
         Ok(Some(crate::host::RegValue::Sz(root))) if !root.is_empty() => {
@@ -214,8 +211,8 @@ fn installed(
     })
 }
 
-/// No install record: a legacy install is refused (it is not ours), a root a killed run left
-/// vacant is removed, and otherwise there is nothing to do.
+/// No install record: a legacy install is refused (not ours), a vacant root a killed run left
+/// is removed, else nothing to do.
 fn nothing_installed(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
@@ -235,7 +232,6 @@ fn nothing_installed(
         )
         .into());
     }
-    // A run killed while it created the root leaves it holding at most a temporary file.
     let vacant = host.is_vacant(root.as_str()).unwrap_or(false);
     if vacant && !dry_run {
         host.remove_vacant(root.as_str())?;
@@ -257,12 +253,10 @@ fn nothing_installed(
 }
 
 /// The cluster's part of uninstall, decided before any change. When the cluster answers, the
-/// node's grant to renew its token (`--purge`) and the node's annotations and
-/// `CalicoWindowsReady` condition (False, `NotInstalled`: `fleet status` once showed an
-/// uninstalled node as healthy) are steps of the plan, journaled with the host's, so that a
-/// run cut off after the host's steps finishes them when run again. When it does not answer
-/// (no admin kubeconfig, or the cluster is gone), they are said now, with the commands that do
-/// them, and uninstall goes on: the node itself is uninstalled.
+/// renewal grant (`--purge`), the node's annotations and `CalicoWindowsReady` (False,
+/// `NotInstalled`: `fleet status` once showed an uninstalled node healthy) are journaled
+/// steps of the plan, finished by a rerun. When it does not (no admin kubeconfig, the cluster
+/// gone), they are said with the commands that do them, and the node is uninstalled still.
 struct ClusterPart {
     cluster: Option<crate::cluster::Cluster>,
     steps: Vec<apply::Action>,
@@ -284,7 +278,7 @@ fn cluster_part(
     };
     let reached = match connected {
         Ok(Some(c)) => match &node {
-            // One read tells that the cluster answers, and whether the node is there at all.
+            // One read: the cluster answers, and whether the node is there.
             Some(n) => crate::cluster::node::exists(&c, n)
                 .map_err(|e| e.to_string())
                 .and_then(|there| refused_right(&c, grant, n, there).map(|()| (c, there))),
@@ -327,8 +321,7 @@ fn cluster_part(
                 )
             };
             match &node {
-                // Without a kubeconfig, this is how uninstall is run on a node only: said, not
-                // warned.
+                // Without a kubeconfig (a node-only uninstall): said, not warned.
                 Some(n) if no_kubeconfig => ctx
                     .printer
                     .text(&format!("Node {}.", keeps(n, "no kubeconfig"))),
@@ -344,8 +337,7 @@ fn cluster_part(
     part
 }
 
-/// The cluster's steps when it answers: the grant removed and the node forgotten, unless the
-/// node is another install's now (said).
+/// The cluster's steps: the grant removed and the node forgotten, unless another install's.
 fn reached_steps(
     ctx: &mut Context,
     part: &mut ClusterPart,
@@ -357,11 +349,9 @@ fn reached_steps(
     ),
 ) {
     use crate::cluster::node::Left;
-    // A node another install annotated since (re-provisioned under this name) keeps
-    // its annotations, its condition and its grant, which are that install's now. The grant
-    // carries nothing of the install that made it (named by node, adopted by its label by
-    // the next install on that name: `renewal::ensure`), so the Node's install id is the
-    // proof for it too.
+    // A node re-provisioned under this name keeps its annotations, condition and grant (the
+    // grant, adopted by the next install on that name, `renewal::ensure`, is told by the
+    // Node's install id too).
     let foreign = node
         .filter(|_| node_there)
         .and_then(|n| another_install(c, n, ours));
@@ -394,21 +384,15 @@ fn reached_steps(
     }
 }
 
-/// Why node `n` is not this install's to forget, if it is not: its `calicoctl-win/install-id`
-/// annotation names another install than this install's record (`ours`). A node without one
-/// (annotated by an older version), or a record without one (an older install), is told by
-/// the `calicoctl-win/config-hash` annotation instead, which every install from the same
-/// config shares: another config's is another install's (a record without a hash takes the
-/// node as named). A node with neither has nothing of ours but its condition, which is
-/// forgotten.
+/// Why node `n` is not this install's to forget: its install-id annotation is another's than
+/// `ours`; without ids on both (older versions), its config-hash annotation is another
+/// config's (a record without a hash takes the node as named). A node with neither is ours.
 fn another_install(c: &crate::cluster::Cluster, n: &NodeName, ours: Ours<'_>) -> Option<String> {
     use crate::cluster::node::{ANNOTATION_CONFIG_HASH, ANNOTATION_INSTALL_ID};
     let mut theirs = crate::cluster::node::annotations(c, n).ok()?;
     let ((what, key), theirs, ours) = match (theirs.remove(ANNOTATION_INSTALL_ID), ours.id) {
         (Some(t), Some(o)) => (("id", ANNOTATION_INSTALL_ID), t, o),
-        // Only an install that keeps an id writes one on its Node, and this one keeps none (its
-        // record is an older version's, and reconfigure writes no id for it): the id is
-        // another install's.
+        // This (older) record has no id, and only one that keeps an id writes it: another's.
         (Some(t), None) => (("id", ANNOTATION_INSTALL_ID), t, "none"),
         _ => (
             ("config", ANNOTATION_CONFIG_HASH),
@@ -430,8 +414,8 @@ struct Ours<'a> {
     hash: Option<&'a crate::config::ConfigHash>,
 }
 
-/// The node uninstall forgets: the one this host's Calico ran as (`ran_as`) when it differs
-/// from the one the config names now (said), else the config's.
+/// The node to forget: the one this host's Calico ran as (`ran_as`, said when the config
+/// names another), else the config's.
 fn node_to_forget(ctx: &mut Context, ran_as: Option<NodeName>) -> Option<NodeName> {
     let configured = ctx.load_config().ok().map(|l| l.config.node.name.clone());
     match (ran_as, configured) {
@@ -446,19 +430,17 @@ fn node_to_forget(ctx: &mut Context, ran_as: Option<NodeName>) -> Option<NodeNam
     }
 }
 
-/// The node this host's Calico ran as: what calico-node wrote to its `nodename` file
-/// (`CALICO_NODENAME_FILE`, written at its start: projectcalico/calico node/pkg/lifecycle/
-/// startup/startup.go, `utils.WriteNodeConfig`) when it holds a valid node name, else `None`
-/// (never started, or a file not ours to trust). Read with the host's cap.
+/// The node this host's Calico ran as: a valid name in calico-node's `nodename` file
+/// (`CALICO_NODENAME_FILE`, projectcalico/calico node/pkg/lifecycle/startup/startup.go,
+/// `utils.WriteNodeConfig`), read with the host's cap.
 fn ran_as(host: &dyn crate::host::Host, root: &InstallRoot) -> Option<NodeName> {
     let bytes = host.read_file(&root.path("nodename")).ok()??;
     NodeName::parse(std::str::from_utf8(&bytes).ok()?.trim()).ok()
 }
 
-/// Whether this kubeconfig may take the cluster's steps, asked before any change: a step it
-/// may not take would stop every rerun at the same place (a kubeconfig that may read nodes
-/// and no more, such as kubelet's own at `C:\k\config`), so such a cluster is treated as one
-/// that does not answer. `Err` names the right missing.
+/// Whether this kubeconfig may take the cluster's steps, asked first: one that may not (like
+/// kubelet's `C:\k\config`) would stop every rerun there, so it counts as no answer. `Err`
+/// names the right missing.
 fn refused_right(
     c: &crate::cluster::Cluster,
     grant: Option<&crate::cluster::renewal::Grant>,
@@ -537,10 +519,8 @@ fn execute(
     })
 }
 
-/// An install that was cut off (killed, or its machine lost power) left its journal in the
-/// root: it is seen to first, so that nothing it wrote (services, binaries, calico-node's
-/// credentials, networks) outlives the uninstall. Another command's journal is finished by
-/// that command.
+/// A cut-off install's journal is seen to first, so that nothing it wrote outlives the
+/// uninstall; another command's journal is refused (that command finishes it).
 fn undo_interrupted_install(
     ctx: &mut Context,
     host: &dyn crate::host::Host,
@@ -560,8 +540,7 @@ fn undo_interrupted_install(
         ));
     }
     let started = crate::duration::time_text(journal.started);
-    // Once the run wrote its record, the record names all it owns, and the uninstall that
-    // follows removes it: the journal only goes. Before, what it did is undone.
+    // Once the run wrote its record, that names all it owns: only the journal goes.
     let record_path = root.record();
     let covered = journal.wrote(&record_path);
     let what = if covered {
@@ -573,8 +552,7 @@ fn undo_interrupted_install(
         ctx.printer.note(&format!(
             "an install started at {started} did not finish: uninstall would first see to it ({what})"
         ));
-        // What the real run would leave of its grant: all it made, when it does not reach
-        // the cluster (`--skip-cluster`, or no admin kubeconfig).
+        // The real run leaves all it made of the grant when it does not reach the cluster.
         let made = journal.grant.as_ref().filter(|m| m.makes_any() && !covered);
         let unreached =
             |ctx: &mut Context| args.skip_cluster || matches!(ctx.connect_cluster(), Ok(None));
@@ -600,8 +578,7 @@ fn undo_interrupted_install(
         }
     }
     let rolled = apply::undo::undo_journal_in(host, &journal, &path, timeout, None);
-    // What changed since that install made it (a firewall rule of its name beside an
-    // administrator's) stays, said: no reason to keep the journal and fail every uninstall.
+    // What changed since (a rule beside an administrator's) stays, said, not failing uninstall.
     for w in &rolled.kept {
         ctx.printer.warn(w);
     }
@@ -615,11 +592,9 @@ fn undo_interrupted_install(
     Ok(left)
 }
 
-/// What an interrupted install made of the node's renewal grant before it wrote its record
-/// (journaled before it was made): deleted, as the install's rollback would; a cluster that
-/// refuses or cannot be reached is an error naming the command that deletes it (the journal
-/// is kept for a retry); with no admin kubeconfig at all, or `--skip-cluster`, a warning
-/// naming it. Whether it stays in the cluster.
+/// An interrupted install's renewal grant deleted, as its rollback would; an unreachable or
+/// refusing cluster is an error (the journal kept for a retry), no admin kubeconfig or
+/// `--skip-cluster` a warning, each naming the command that deletes it. Whether it stays.
 fn undo_interrupted_grant(
     ctx: &mut Context,
     m: &crate::cluster::making::Making,
@@ -641,8 +616,7 @@ fn undo_interrupted_grant(
             // Said first: it may wait for a create that got no answer.
             m.wait_note().inspect(|n| ctx.printer.note(n));
             match crate::cluster::making::remove_made(&c, m) {
-                // The kubeconfig found is no admin's (kubelet's own `C:\k\config`, a pod's
-                // account): a refusal no rerun changes, so it is said, as with none at all.
+                // No admin's kubeconfig (kubelet's, a pod's): no rerun changes it, so said.
                 Err(
                     e @ crate::cluster::ClusterError::Api {
                         code: 401 | 403, ..
@@ -651,8 +625,7 @@ fn undo_interrupted_grant(
                 done => done.map_err(|e| e.to_string()),
             }
         }
-        // No admin kubeconfig given at all: the node's own uninstall is not held hostage to a
-        // cluster it was not given; what stays in the cluster is said with its command.
+        // Not held hostage to a cluster it was not given.
         Ok(None) => return stays(ctx, &NO_KUBECONFIG),
         Err(e) => Err(e.to_string()),
     };
@@ -669,9 +642,8 @@ fn undo_interrupted_grant(
     }
 }
 
-/// Windows cannot delete a running program's image: an uninstall run from the install root's
-/// own calicoctl-win.exe moves it aside and has Windows delete it at the next reboot. Said
-/// before it happens.
+/// Windows cannot delete a running program's image: one run from the install root is moved
+/// aside and deleted at the next reboot, said first.
 fn say_if_running_from_root(
     ctx: &mut Context,
     host: &dyn crate::host::Host,

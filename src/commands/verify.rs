@@ -9,8 +9,7 @@ use crate::k8s_name::NodeName;
 use crate::verify::judge::Outcome;
 use crate::verify::run::{self, Options, Report, RunError};
 
-/// How many nodes are verified at once: each run makes five pods and asks the API server's
-/// pod proxy every second, so a long `--node` list is taken a few at a time.
+/// How many nodes are verified at once (each run makes five pods and polls the pod proxy).
 pub const AT_ONCE: usize = 3;
 
 /// The command's document: one report for every node named.
@@ -87,11 +86,8 @@ pub fn run(args: &VerifyArgs, ctx: &mut Context) -> anyhow::Result<()> {
     }
 }
 
-/// Run on the node it verifies (its configured Kubernetes name the report's): this node's own
-/// findings joined to the report and to the failing checks whose layer they explain
-/// (`verify::node_health::join`), judged as CalicoNode's minute look judges them without the
-/// cluster (`health::installed_on_node`); none when Calico is not installed here or this node
-/// cannot be read.
+/// On the node it verifies: this node's own findings (`health::installed_on_node`, as
+/// CalicoNode's look without the cluster) joined to the report (`verify::node_health::join`).
 pub fn join_node_health(ctx: &mut Context, r: &mut Report) {
     if super::common::this_node(ctx).is_none_or(|(n, _)| n.as_str() != r.node) {
         return;
@@ -106,10 +102,9 @@ pub fn join_node_health(ctx: &mut Context, r: &mut Report) {
     crate::verify::node_health::join(r, judged.unwrap_or_default());
 }
 
-/// What the fleet Plan's verify (`--while-cordoned`) takes as CalicoNode's word on the node it
-/// changed: `CalicoWindowsReady` True written since CalicoNode's last start, read from this
-/// host when verify runs on that node (`supervise::condition` writes it at its start); else
-/// one written within `CONDITION_STALE_AFTER`, as `fleet status` takes it fresh.
+/// The fleet Plan's verify (`--while-cordoned`) takes a `CalicoWindowsReady` True written
+/// since CalicoNode's start on this host (`supervise::condition`), else one within
+/// `CONDITION_STALE_AFTER`, as `fleet status` does.
 struct PlanGate {
     here: Option<NodeName>,
     calico_node_started: Option<i64>,
@@ -119,16 +114,14 @@ struct PlanGate {
 impl PlanGate {
     fn since(&self, node: &NodeName) -> i64 {
         match (&self.here, self.calico_node_started) {
-            // Written in CalicoNode's start second counts: `written_since` takes a heartbeat
-            // after `since`, in whole seconds.
+            // `written_since` takes a heartbeat after `since`: CalicoNode's start second counts.
             (Some(h), Some(t)) if h == node => t - 1,
             _ => self.fresh_since,
         }
     }
 }
 
-/// Every node's run, `AT_ONCE` at a time, each with its own suffix and the Plan gate's start
-/// of CalicoNode; the first run refused ends the command.
+/// Every node's run, `AT_ONCE` at a time; the first run refused ends the command.
 fn run_all(
     c: &crate::cluster::Cluster,
     nodes: &[NodeName],
@@ -308,8 +301,7 @@ fn own_end(r: &Report) -> String {
     }
 }
 
-/// A restarted Felix or kube-proxy waited for, on this host, within `--timeout`, before the
-/// checks (`verify_restarted`): the change stays when they never get ready.
+/// A restarted Felix or kube-proxy waited for within `--timeout` (`verify_restarted`).
 fn services_ready(ctx: &mut Context, r: Restarted, o: &Options) -> anyhow::Result<()> {
     if !r.felix && !r.kube_proxy {
         return Ok(());
@@ -328,9 +320,8 @@ fn services_ready(ctx: &mut Context, r: Restarted, o: &Options) -> anyhow::Resul
     Ok(())
 }
 
-/// A changing command's document printed, after `verify` when `--verify` asked for it: the
-/// command's end (`what` names the change that stays when the node does not pass traffic;
-/// `restarted`, the services the command (re)started).
+/// A changing command's document, after `--verify`'s run (`what` names the change that stays
+/// when the node does not pass traffic; `restarted`, the services it (re)started).
 pub fn print_verified(
     ctx: &mut Context,
     (verify, what, restarted): (Option<(&str, std::time::Duration)>, &str, Restarted),
@@ -357,8 +348,8 @@ pub fn print_verified(
     }
 }
 
-/// How a changing command ends when `--verify` failed (`e`): "verify did not finish" for a run
-/// stopped for its lost lease before any check failed, else the node does not pass traffic.
+/// How a changing command ends when `--verify` failed: "did not finish" for a lost lease
+/// before any check failed, else the node does not pass traffic.
 fn verified_ending(what: &str, e: &crate::verify::failure::Failed) -> String {
     match e {
         crate::verify::failure::Failed::LeaseLost { checks, .. } if checks.is_empty() => {
@@ -368,9 +359,8 @@ fn verified_ending(what: &str, e: &crate::verify::failure::Failed) -> String {
     }
 }
 
-/// `--verify` after a command changed the node: `verify` run for this node with the admin
-/// kubeconfig, its failures said on the text output; its report and the failure to end the
-/// command with, if any. The change stays.
+/// `--verify` after a change (which stays): `verify` for this node, its failures said; its
+/// report and the failure to end with.
 pub fn verify_after(
     ctx: &mut Context,
     (cluster, (image, timeout)): (
@@ -396,12 +386,9 @@ pub fn verify_after(
         image: image.to_owned(),
         timeout,
         cluster_domain: domain.unwrap_or_else(|| crate::verify::options::CLUSTER_DOMAIN.into()),
-        // kubelet just restarted, or the CNI config just written: the node may take a while
-        // to be Ready, and CalicoNode to say Calico is.
+        // Just changed: the node and CalicoNode may take a while to be Ready.
         wait_ready: true,
-        // When the command (re)started CalicoNode, a condition written before says nothing of
-        // its change: CalicoNode writes one at its start. When it did not, the condition it
-        // keeps writing is the node's as it is now.
+        // A CalicoNode (re)started writes a new condition at its start; an older says nothing.
         calico_since: restarted.node.then_some(ctx.started_s),
         // The stop a drain before it caught, if one did: a process catches the signal once.
         stop: ctx.catch_stop(crate::duration::Stop::new(), super::common::VERIFY_UNCAUGHT),

@@ -45,8 +45,7 @@ impl Restarted {
     }
 }
 
-/// Why a restarted service is not ready yet, one look; empty when every one is. A
-/// kube-proxy that says `node` is being removed ends it with `NotReady::NodeBeingRemoved`.
+/// Why a restarted service is not ready yet, one look; empty when every one is.
 pub fn not_ready(
     host: &dyn Host,
     root: &InstallRoot,
@@ -103,8 +102,7 @@ pub enum KubeProxyUnready {
     NodeBeingRemoved,
 }
 
-/// kube-proxy's `/healthz` answer judged: running, and answering 200; a 503 whose JSON says
-/// `"nodeEligible": false` (`healthzHandler`) is the node being removed.
+/// kube-proxy's `/healthz` answer judged: ready when running and answering 200.
 pub fn kube_proxy_serves(
     running: bool,
     answer: Option<&crate::host::http_probe::Answer>,
@@ -184,8 +182,7 @@ impl crate::error::Diagnose for NotReady {
 }
 
 /// Waits, up to `timeout`, until every service in `r` is ready (`not_ready`), saying so; a
-/// kube-proxy that says `node` is being removed ends it at that look. Its caller asks only
-/// when Felix or kube-proxy was restarted.
+/// node being removed ends it at once.
 pub fn wait(
     host: &dyn Host,
     root: &InstallRoot,

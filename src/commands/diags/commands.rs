@@ -10,8 +10,7 @@ use serde_json::Value;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-/// A command as it ran alone with `-o json`: its exit code, its document (its stdout as text
-/// when that is not JSON) and what it said on stderr.
+/// A command as it ran alone with `-o json` (its stdout as text when not JSON).
 #[derive(serde::Serialize)]
 struct Ran {
     exit_code: i32,
@@ -42,8 +41,7 @@ impl Captured {
     }
 }
 
-/// Runs `command` as it runs alone with `-o json`: its document, its exit code and what it
-/// said on stderr.
+/// Runs `command` as it runs alone with `-o json`.
 fn captured(ctx: &mut Context, command: impl FnOnce(&mut Context) -> anyhow::Result<()>) -> Ran {
     let (out, err) = (Captured::default(), Captured::default());
     let printer = Printer::new(

@@ -34,13 +34,11 @@ pub(super) fn sections(h: &dyn Host, rec: Option<&InstallRecord>, b: &mut Bundle
     b.section("host/events.json", events(h));
 }
 
-/// The events a support engineer reads first, newest first: the System log's boots and
-/// shutdowns (EventLog 6005 started, 6006 stopped, 6008 an unexpected shutdown; User32 1074 a
-/// shutdown someone started; Kernel-Power 41 a restart without a clean shutdown), the Service
-/// Control Manager's events of the Calico services, kube-proxy and HNS (7000 and 7009 failed
-/// to start, 7023 and 7024 ended with an error, 7031 and 7034 ended unexpectedly, 7036 changed
-/// state), the crashes and hangs of the Calico binaries (Application Error 1000, Windows Error
-/// Reporting 1001, Application Hang 1002), and calicoctl-win's own events.
+/// The events a support engineer reads first, newest first: boots and shutdowns (EventLog
+/// 6005, 6006, 6008; User32 1074; Kernel-Power 41), the SCM's events of the Calico services,
+/// kube-proxy and HNS (7000, 7009 failed to start; 7023, 7024 ended with an error; 7031, 7034
+/// ended unexpectedly; 7036 changed state), the Calico binaries' crashes and hangs
+/// (Application Error 1000, WER 1001, Application Hang 1002), and calicoctl-win's own.
 fn events(h: &dyn Host) -> anyhow::Result<Events> {
     use crate::host::events::EventQuery;
     const OURS: &[&str] = &[
@@ -212,20 +210,28 @@ mod tests {
     use crate::host::EventLog;
     use crate::host::sim::SimHost;
 
-    /// A log's tail cut inside a private key (its BEGIN line before the cut) keeps none of
-    /// the key's lines once redacted as the zip's members are.
-    #[test]
-    fn a_log_tail_cut_inside_a_private_key_keeps_none_of_it() {
+    /// The bundle of the last `tail` bytes of a felix log holding `log`.
+    fn tail_of(log: &str, tail: u64) -> Bundle {
         use crate::host::Files as _;
         let h = SimHost::in_memory("ws2022").expect("host");
         let dir = r"C:\CalicoWindows\logs";
-        let key = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIkeyline1\nAwEHoUQDQkeyline2\n-----END EC PRIVATE KEY-----\n";
-        let log = format!("{}{key}after the key\n", "felix line\n".repeat(50));
         let path = crate::layout::join(dir, "calico-felix.log");
         h.write_file(&path, log.as_bytes(), crate::host::Access::Normal)
             .expect("log");
         let mut b = Bundle::default();
-        logs(&h, dir, 80, &mut b);
+        logs(&h, dir, tail, &mut b);
+        b
+    }
+
+    /// A log's tail cut inside a private key (its BEGIN line before the cut) keeps none of
+    /// the key's lines once redacted as the zip's members are.
+    #[test]
+    fn a_log_tail_cut_inside_a_private_key_keeps_none_of_it() {
+        let key = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIkeyline1\nAwEHoUQDQkeyline2\n-----END EC PRIVATE KEY-----\n";
+        let b = tail_of(
+            &format!("{}{key}after the key\n", "felix line\n".repeat(50)),
+            80,
+        );
         let (_, tail) = &b.members[0];
         let text = String::from_utf8_lossy(tail);
         assert!(
@@ -242,20 +248,13 @@ mod tests {
     /// longer than the tail, the log's last record) is a tail: its head's key lines go.
     #[test]
     fn a_log_tail_inside_a_private_key_without_its_markers_keeps_none_of_it() {
-        use crate::host::Files as _;
-        let h = SimHost::in_memory("ws2022").expect("host");
-        let dir = r"C:\CalicoWindows\logs";
         let body = format!("MIIEowIBAAKCAQEAtailkeybody{}\n", "x".repeat(37));
         let log = format!(
             "{}-----BEGIN RSA PRIVATE KEY-----\n{}",
             "felix line\n".repeat(50),
             body.repeat(4)
         );
-        let path = crate::layout::join(dir, "calico-felix.log");
-        h.write_file(&path, log.as_bytes(), crate::host::Access::Normal)
-            .expect("log");
-        let mut b = Bundle::default();
-        logs(&h, dir, 200, &mut b);
+        let b = tail_of(&log, 200);
         let (name, tail) = &b.members[0];
         let text = String::from_utf8_lossy(tail);
         assert!(

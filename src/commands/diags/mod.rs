@@ -1,10 +1,6 @@
-//! `diags`: one zip for a support case. What `config show`, `status` and `preflight` answer
-//! (their JSON documents, run here as they run alone: `commands.rs`), what the host holds (the
-//! service registrations, the HNS networks and their endpoints, addresses and routes, the
-//! VXLAN firewall rule, its events, the install record and journal, the tail of every service
-//! log: `host.rs`) and the versions of what runs the node (`versions.rs`). Every member passes
-//! through [`crate::redact`] before it is written: no token or key leaves the node in it.
-//! Nothing on the host changes; the zip is written atomically.
+//! `diags`: one zip for a support case: what `config show`, `status` and `preflight` answer
+//! (`commands.rs`), what the host holds (`host.rs`) and the versions (`versions.rs`), every
+//! member redacted ([`crate::redact`]); nothing on the host changes.
 
 mod bundle;
 mod commands;
@@ -22,7 +18,7 @@ use bundle::{Bundle, pretty};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// `diags`' document: the zip written, the files in it and what could not be collected.
+/// `diags`' document.
 #[derive(serde::Serialize)]
 #[cfg_attr(test, derive(Default))]
 pub(crate) struct Diags<'a> {
@@ -102,8 +98,7 @@ pub fn run(args: &DiagsArgs, ctx: &mut Context) -> anyhow::Result<()> {
     for p in &problems {
         ctx.printer.warn(&format!("not collected: {p}"));
     }
-    // A configuration that cannot be read is still an error of the input (exit 2), given once
-    // the zip, which shows the node without it, is written.
+    // An unreadable configuration is still bad input (exit 2), once the zip is written.
     if let Err(e) = config {
         return Err(anyhow::Error::from(e).context(format!(
             "{} was written without the configuration, which cannot be read",

@@ -1,6 +1,5 @@
-//! Install's release and the beginning that keeps nothing lost: the journal written before
-//! anything under the install root, the staging directory under the root's cache (left by a
-//! killed run, removed by the next), and the release obtained into it.
+//! Install's beginning that loses nothing: the journal written first, the staging directory
+//! in the root's cache (a killed run's removed by the next), the release obtained into it.
 
 use crate::apply;
 use crate::config::Config;
@@ -16,15 +15,13 @@ use std::io::IsTerminal;
 
 /// Where an install unpacks the release.
 pub(super) enum Staging<'h> {
-    /// A dry run's, in this machine's temporary directory: it writes nothing under the root.
-    /// A real run's look (`look`), in calicoctl-win's state directory.
+    /// A dry run's, in the temporary directory; a real run's look's in the state directory.
     Local {
         /// Removed when dropped.
         _dir: tempfile::TempDir,
         path: String,
     },
-    /// Under the install root's cache on the node (not the temporary directory, which a killed
-    /// run would leave it in); removed when dropped, and by the next run when killed.
+    /// In the root's cache (removed when dropped, or by the next run after a kill).
     OnNode(ReleaseDisk<'h>, String),
 }
 
@@ -37,8 +34,7 @@ impl Staging<'_> {
         }
     }
 
-    /// Removes the directory on the node now, saying why it could not (the next install or
-    /// uninstall removes what is left).
+    /// Removes the directory on the node now, or says why not.
     pub fn remove(mut self) -> anyhow::Result<()> {
         let Self::OnNode(disk, dir) = &mut self else {
             return Ok(());
@@ -93,10 +89,8 @@ fn staging_dir<'h>(
     Ok(Staging::OnNode(ReleaseDisk(host), dir))
 }
 
-/// The cache gets the protected access list when the install root it is in may still be
-/// changed by others (a root that was there before and that the plan protects only as its
-/// first step): the release is staged in the cache before the plan runs, and nobody else may
-/// swap a staged binary in that window.
+/// The cache is protected when others may still change its root (the plan protects a root
+/// that was there only as its first step), so nobody swaps a staged binary before then.
 fn shield_cache(host: &dyn Host, cache_dir: &str) -> anyhow::Result<()> {
     let Some((root, _)) = cache_dir.rsplit_once('\\') else {
         return Ok(());
@@ -157,8 +151,7 @@ pub(super) fn begin_journal(
         .iter()
         .any(|d| d.eq_ignore_ascii_case(cache_dir))
         .then(|| cache_dir.to_owned());
-    // A root made now is protected before anything is put in it (the release is staged in
-    // its cache); it goes with the journal's other new directories if the run is undone.
+    // A root made now is protected before the release is staged in it.
     let root = path.rsplit_once('\\').map_or(path, |(r, _)| r);
     let made_root = journal
         .new_dirs
@@ -231,8 +224,7 @@ impl<'a> Begun<'a> {
         })
     }
 
-    /// A download that broke off keeps its partial file for the next run to resume, and the
-    /// journal that owns it with it.
+    /// A broken-off download keeps its partial file, and its journal, for the next run.
     fn resumable(&self) -> bool {
         self.journal.owned_cache.as_ref().is_some_and(|c| {
             self.host.list_dir(c).is_ok_and(|entries| {
@@ -244,8 +236,7 @@ impl<'a> Begun<'a> {
         })
     }
 
-    /// The run stopped before its plan (the release could not be staged or obtained): what
-    /// it began is undone now, and `e` says whether the node is as it was.
+    /// The run stopped before its plan: what it began is undone, `e` saying what is left.
     pub fn stop(mut self, e: anyhow::Error) -> anyhow::Error {
         self.armed = false;
         if self.resumable() {
@@ -273,8 +264,7 @@ impl Drop for Begun<'_> {
     }
 }
 
-/// The release staged and obtained. A failure removes the staging directory, then undoes
-/// what the run began (`begun`) and says whether the node is as it was.
+/// The release staged and obtained; a failure undoes what the run began (`begun`).
 pub(super) fn stage<'h>(
     ctx: &mut Context,
     host: &'h dyn Host,
@@ -296,11 +286,8 @@ pub(super) fn stage<'h>(
     }
 }
 
-/// The release as a dry run sees it, for a real run to judge before anything changes: a
-/// given zip extracted into this machine's temporary directory (which the returned staging
-/// removes), a download pending. Nothing on the node changes: the cache is not touched. A
-/// run that holds the host lock (`locked`) extracts in calicoctl-win's state directory
-/// instead (`look_dir`).
+/// The release as a dry run sees it, for a real run to judge before any change: a given zip
+/// extracted locally (`look_dir` when `locked`), a download pending; the node is untouched.
 pub(super) fn look<'h>(
     ctx: &mut Context,
     host: &'h dyn Host,
@@ -326,12 +313,9 @@ pub(super) fn look<'h>(
     Ok((Some(staging), got))
 }
 
-/// A real run's look extracts the release into calicoctl-win's state directory, not the
-/// temporary directory: the files there are this elevated run's (SYSTEM's and Administrators'
-/// only, `host::lock::make_state_dir`; a temporary directory of SYSTEM's, `C:\Windows\Temp`,
-/// lets every user add files to the folders made in it), and what a killed look left is
-/// known dead: only a run holding the host lock makes one, and that lock went with it. Those
-/// are removed first; a name of the kind that is no directory (a link) is said, and left.
+/// A real run's look extracts into the state directory (SYSTEM and Administrators only,
+/// `host::lock::make_state_dir`), not `C:\Windows\Temp`, where every user may add files. A
+/// killed look's leftovers (dead with its host lock) are removed first; a link is said, left.
 fn look_dir(ctx: &mut Context, state: &std::path::Path) -> anyhow::Result<Staging<'static>> {
     use crate::layout::LOOK_PREFIX;
     for e in fs_err::read_dir(state).into_iter().flatten().flatten() {
@@ -364,8 +348,8 @@ fn look_dir(ctx: &mut Context, state: &std::path::Path) -> anyhow::Result<Stagin
     Ok(Staging::Local { _dir: dir, path })
 }
 
-/// Downloads (or takes) and extracts the release into `staging`. In a dry run a URL is only
-/// checked: its download is part of the plan. A zip that fails a check is removed.
+/// Downloads (or takes) and extracts the release into `staging` (a dry run only checks a
+/// URL). A zip that fails a check is removed.
 fn obtain_release(
     ctx: &mut Context,
     host: &dyn Host,
@@ -391,8 +375,6 @@ fn obtain_release(
             .as_ref()
             .is_some_and(|s| host.sha256(&cached).ok().flatten().as_ref() == Some(s));
         if !usable {
-            // The checksum a SHA256SUMS beside the zip publishes is not looked up (no network):
-            // the real run stops here only when there is none.
             if let Err(e) = release::check_url(want, url) {
                 ctx.printer.warn(&format!(
                     "{e}: the install itself looks for a SHA256SUMS beside the zip (this dry run makes no connection) and stops here, before any change, when none names it; pass --sha256 HEX from the release page, or --insecure-skip-checksum to trust the download as it is"
@@ -429,8 +411,6 @@ fn obtain_release(
             cached,
         })
     })();
-    // A refused release's zip is gone; the cache and root this run created go with the
-    // journal it began (`Begun`).
     let got = result?;
     if let Got::Release { x, sha256, .. } = &got {
         ctx.log(&format!(

@@ -3,8 +3,7 @@
 use crate::checks::Check;
 use crate::host::uplink::Choice;
 
-/// Install's own keys of its document (`change::Changing`): the release, the root, the checks,
-/// what was prepared and the adapter chosen.
+/// Install's own keys of its document (`change::Changing`).
 #[derive(serde::Serialize)]
 pub(crate) struct Install<'a> {
     pub calico_version: Option<&'a str>,
@@ -18,8 +17,7 @@ pub(crate) struct Install<'a> {
     pub from_operator: Option<FromOperator>,
 }
 
-/// What `migrate from-operator` adds to install's document: the node, the direction and its
-/// own steps before and after install's.
+/// What `migrate from-operator` adds to install's document.
 #[derive(serde::Serialize)]
 #[cfg_attr(test, derive(Default))]
 pub(crate) struct FromOperator {

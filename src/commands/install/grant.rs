@@ -1,10 +1,7 @@
-//! The node's grant to renew its token, made between the plan shown and the plan run: journaled
-//! before each of its objects is created (`making::Making`), so that a run cut off before its
-//! install record names them leaves them to the next install (which finishes or undoes them)
-//! or to uninstall (which undoes them); a failed run deletes only what it or the cut-off run
-//! it continues made, never a grant that was there before: the plan's rollback deletes it
-//! before it drops the journal (`apply::undo`), so that a run killed at any point leaves it
-//! named in a journal.
+//! The node's grant to renew its token, made between the plan shown and the plan run, each
+//! object journaled before it is created (`making::Making`): a run cut off at any point leaves
+//! it named in a journal, for the next install or uninstall. A failed run deletes only what it
+//! (or the cut-off run it continues) made, in its rollback before the journal goes.
 
 use super::beginning::{Begun, fresh_journal};
 use super::{Within, hand_over, record_uids};
@@ -17,8 +14,7 @@ use crate::context::Context;
 use crate::host::Host;
 use crate::plan::install::Inputs;
 
-/// The install's journal the grant is kept in: the one this run began or continues, else one
-/// begun for it (and undone, `Begun`, if the run stops before its plan).
+/// The install's journal the grant is kept in: this run's, else one begun for it (`Begun`).
 pub(super) struct Journaling<'j, 'a> {
     pub journal: &'j mut Option<Journal>,
     pub begun: &'j mut Option<Begun<'a>>,
@@ -42,11 +38,9 @@ impl<'j, 'a> Journaling<'j, 'a> {
     }
 }
 
-/// The node's grant, then the enclosing command's steps (`hand_over`): the grant first, so
-/// that a refused grant changes nothing of them (a migration's node stays with the operator),
-/// and undone when they fail. The plan to run (made again with the grant's uids in its install
-/// record; the document shows the plan as first made). What this install made of the grant is
-/// in the journal the plan runs with, whose rollback deletes it.
+/// The node's grant, then the enclosing command's steps (`hand_over`), so a refused grant
+/// changes nothing of them, and the grant is undone when they fail. The plan to run, with the
+/// grant's uids in its record (the document shows the plan as first made).
 pub(super) fn grant_then_hand_over<'a>(
     ctx: &mut Context,
     (host, cluster, node_name): (&'a dyn Host, &ClusterRead, &crate::k8s_name::NodeName),
@@ -82,8 +76,8 @@ pub(super) fn grant_then_hand_over<'a>(
     Ok(actions)
 }
 
-/// The grant made (its objects journaled first), before the host changes (a refusal changes
-/// nothing: what it made is undone); what this install made of it, and the uids to record.
+/// The grant made before the host changes (a refusal undoes it); what this install made of
+/// it, and the uids to record.
 fn grant<'a>(
     ctx: &mut Context,
     (host, cluster, node_name): (&'a dyn Host, &ClusterRead, &crate::k8s_name::NodeName),
@@ -141,8 +135,8 @@ fn grant<'a>(
     }
 }
 
-/// The grant a cut-off run of this install made (journaled) when this run does not make that
-/// same grant (the node or namespace changed, no admin kubeconfig, etcd).
+/// The grant a cut-off run made that this run does not (the node or namespace changed, no
+/// admin kubeconfig, etcd).
 fn earlier_grant(journal: Option<&Journal>, g: Option<&Grant>) -> Option<Making> {
     (journal.and_then(|j| j.grant.clone()))
         .filter(|m| m.makes_any() && !g.is_some_and(|g| m.is_of(g)))
@@ -160,8 +154,7 @@ fn cannot_remove(m: &Making, why: &str) -> anyhow::Error {
 
 const NO_ADMIN: &str = "this run does not reach the cluster with the admin kubeconfig";
 
-/// `undo_earlier_grant`'s refusal when it is known before anything changes (no cluster to
-/// remove it with): given then, in the dry run too, with the grant this run makes (`g`).
+/// `undo_earlier_grant`'s refusal when known before any change (no cluster), dry run too.
 pub(super) fn refuse_earlier_grant(
     journal: Option<&Journal>,
     g: Option<&Grant>,
@@ -176,8 +169,7 @@ pub(super) fn refuse_earlier_grant(
     }
 }
 
-/// The grant a cut-off run made that this run does not make (`earlier_grant`): removed before
-/// any change, and then dropped from the journal (kept there until it is gone); without the
+/// The `earlier_grant` removed before any change, then dropped from the journal; without the
 /// cluster, or refused, this run is refused with the command that deletes it.
 fn undo_earlier_grant(
     ctx: &mut Context,
@@ -196,11 +188,8 @@ fn undo_earlier_grant(
     Ok(())
 }
 
-/// What a run stopped before its plan made of the grant and could not remove stays named in
-/// the journal this run began (saved with it before each create): that beginning is kept,
-/// not undone with the journal (`Begun`), so that the next install or uninstall removes it
-/// (and the directories it names) rather than nobody. A journal this run did not begin is
-/// kept anyway.
+/// A grant a run stopped before its plan could not remove stays named in the journal this run
+/// began, which is kept (not undone, `Begun`) for the next install or uninstall to remove.
 fn keep_journal(ctx: &mut Context, begun: &mut Option<Begun<'_>>, path: &str) {
     if let Some(b) = begun.as_mut().filter(|b| b.armed) {
         b.armed = false;
@@ -210,8 +199,7 @@ fn keep_journal(ctx: &mut Context, begun: &mut Option<Begun<'_>>, path: &str) {
     }
 }
 
-/// A failed install removes what it made of the grant (a grant there before it stays); true
-/// when nothing of it stays.
+/// A failed install removes what it made of the grant; true when nothing of it stays.
 fn ungrant(ctx: &mut Context, cluster: &ClusterRead, made: Option<&Making>) -> bool {
     let Some(m) = made.filter(|m| m.makes_any()) else {
         return true;
@@ -229,9 +217,8 @@ fn ungrant(ctx: &mut Context, cluster: &ClusterRead, made: Option<&Making>) -> b
     }
 }
 
-/// What a run made of the grant removed, what stays of it said; a create whose answer was lost
-/// is waited out (`remove_made`): nothing of it comes. `Err` says why not (`unreached` when
-/// the cluster was not read).
+/// What a run made of the grant removed (a lost create waited out, `remove_made`), what stays
+/// said; `Err` why not (`unreached`: the cluster was not read).
 fn remove(
     ctx: &mut Context,
     cluster: &ClusterRead,

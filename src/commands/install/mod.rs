@@ -34,19 +34,16 @@ pub fn run(args: &InstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     run_within(args, ctx, None)
 }
 
-/// What a command that installs as one part of its own change (`migrate from-operator`)
-/// adds to install, so that every check of both runs before either changes anything.
+/// What a command installing within its own change (`migrate from-operator`) adds, so that
+/// every check of both runs before either changes anything.
 pub(crate) struct Within<'a> {
-    /// The cluster as it will be when install's plan runs (the label the caller writes
-    /// first), which the checks judge.
+    /// The cluster as install's plan will find it (the caller's label), for the checks.
     pub facts: &'a dyn Fn(&mut crate::cluster::facts::ClusterFacts),
     /// The command's own keys added to install's JSON document.
     pub doc: Option<FromOperator>,
-    /// Runs once every check passed and the release is staged, before install's plan (not
-    /// in a dry run).
+    /// Runs after the checks and staging, before install's plan (not in a dry run).
     pub before: &'a mut Step<'a, ()>,
-    /// Runs after install's plan succeeded, before its document is printed; its warnings go
-    /// into the document.
+    /// Runs after install's plan succeeded; its warnings go into the document.
     pub after: &'a mut Step<'a, Vec<String>>,
 }
 
@@ -82,8 +79,7 @@ pub(crate) fn run_within(
     let (loaded, etcd_files) = merged_config(ctx, &cluster, base)?;
     let config = &loaded.config;
 
-    // The version: the cluster's unless one was chosen; never older than it unless allowed,
-    // another one chosen a warning.
+    // The cluster's version unless one was chosen: an older one refused unless allowed.
     let cluster_version = cluster.facts().and_then(|f| f.calico_version.clone());
     want.follow_cluster(cluster_version.as_deref());
     if let (true, Some(asked), None) = (want.chosen, &want.version, &args.release.release_zip) {
@@ -96,7 +92,6 @@ pub(crate) fn run_within(
         }
     }
 
-    // The release to install (the cluster's when no other was chosen) for known-issues.
     let version = want.version.clone().or_else(|| cluster_version.clone());
     let (results, blocking) = run_checks(
         ctx,
@@ -163,7 +158,6 @@ fn install(
 ) -> anyhow::Result<()> {
     let host = c.change.host;
     let dry_run = ctx.options.dry_run;
-    // The release: downloaded and extracted on this machine, or (dry run) what would be.
     let cache_dir = c.change.root.cache();
     let cache_dirs = host.missing_parents(&join(&cache_dir, "x"))?;
     let early = before_any_change(ctx, args, config, &mut c)?;
@@ -171,8 +165,6 @@ fn install(
     let (staging, got) = stage(ctx, host, &c.want, &cache_dir, &mut begun)?;
     let mut credentials = staged(ctx, args, config, &mut c, (&got, early, journal.as_ref()))?;
 
-    // The release's files and CNI plugins, calicoctl-win itself, the credentials, the
-    // rendered files.
     let mut prepare: Vec<String> = Vec::new();
     let files = desired_files(host, config, &c, (&got, &mut credentials), &mut prepare)?;
     let (extra_owned, extra_dirs) = cache_owned(&got, cache_dirs);
@@ -222,9 +214,8 @@ fn install(
         within.as_deref_mut(),
         Journaling::new((&mut journal, &mut begun), &c.change, args.service_timeout),
     )?;
-    // The rollback of a failed run deletes what it made of the grant (journaled) before it
-    // drops the journal; past the point of no return the journal and the grant stay, for a
-    // rerun to finish with.
+    // A rollback deletes the grant's objects it made (journaled); past the point of no return
+    // the journal and the grant stay for a rerun.
     let result = execute(ctx, (&c.change, &c.cluster), args, config, &run, journal);
     if let Err(e) = staging.remove() {
         ctx.printer.warn(&format!("{e:#}"));
@@ -234,9 +225,8 @@ fn install(
     finish(ctx, at, taint.as_ref(), (actions.len(), args), doc, within)
 }
 
-/// The grant with the uids an earlier install recorded of it: its objects, not ones made
-/// again since (`making::ensure` keeps them), and the record they are in unchanged. (Called
-/// in `Inputs` before `previous` is taken from `Checked`: fields are evaluated in order.)
+/// The grant with the uids an earlier install recorded (`making::ensure` keeps those objects),
+/// so the record stays unchanged. (In `Inputs` before `previous` is taken: fields run in order.)
 fn with_earlier_uids(g: Option<Grant>, previous: Option<&record::InstallRecord>) -> Option<Grant> {
     let mut g = g?;
     if let Some(e) = previous.and_then(|p| p.renewal.as_ref())
@@ -248,10 +238,9 @@ fn with_earlier_uids(g: Option<Grant>, previous: Option<&record::InstallRecord>)
     Some(g)
 }
 
-/// The plan as shown with the grant's uids in its install record, when they are not the ones
-/// it records (`planned`): the plan made again gives the record's write; every other action
-/// stays the one shown, and a host changed since the plan looked at it (another action now) is
-/// refused, before any change.
+/// The plan with the grant's `uids` in its record when it records others (`planned`): only
+/// the record's write is planned again; a host changed since the plan (another action) is
+/// refused before any change.
 fn record_uids(
     host: &dyn Host,
     inputs: &mut Inputs,
@@ -291,9 +280,8 @@ fn record_uids(
     Ok(())
 }
 
-/// The enclosing command's own steps, before install's (a failure there undoes install's
-/// beginning, `Begun`, as a refused install does); then the beginning is the plan's: from
-/// here the executor keeps or undoes the journal.
+/// The enclosing command's steps before install's (a failure undoes install's `Begun`); then
+/// the executor keeps or undoes the journal.
 fn hand_over(
     ctx: &mut Context,
     host: &dyn Host,
@@ -348,12 +336,10 @@ fn finish(
     super::verify::print_verified(ctx, verify, c, node_name, doc)
 }
 
-/// The journal this run goes on with: an interrupted run's, or for a fresh install (not a dry
-/// run, no install record) a new one written before anything under the root, naming the
-/// directories this run creates, so a run killed in its download leaves them owned, to the
-/// next install or to uninstall. Until the plan runs, a failure undoes this beginning
-/// (`Begun`). On an installed node the root and what is in it stay the install's: an empty
-/// cache it left is not claimed, so a refused run changes nothing.
+/// The journal this run goes on with: an interrupted run's, or for a fresh install (no dry
+/// run, no record) a new one naming the directories it creates, written first, so a run
+/// killed in its download leaves them owned; until the plan runs a failure undoes it
+/// (`Begun`). On an installed node nothing is claimed, so a refused run changes nothing.
 fn begin<'a>(
     host: &'a dyn Host,
     args: &InstallArgs,
@@ -391,11 +377,9 @@ fn given_release_against_cluster(
     )?)
 }
 
-/// What can refuse a real run, before its first change, in the order the dry run meets it:
-/// a download's plain HTTP, the release (`look`), then calicoctl-win's own file and
-/// calico-node's credentials; a download's checksum (the one a `SHA256SUMS` beside it
-/// publishes, looked up now when none was given) before the credentials when the cluster was
-/// read, after them when not.
+/// What can refuse a real run before its first change, in the dry run's order: plain HTTP,
+/// the release (`look`), calicoctl-win's file and the credentials; the download's checksum
+/// (a `SHA256SUMS` beside it when none given) before the credentials if the cluster was read.
 fn before_any_change(
     ctx: &mut Context,
     args: &InstallArgs,
@@ -406,24 +390,20 @@ fn before_any_change(
         return Ok(None);
     }
     release::refuse_plain_http(&c.want)?;
-    // The release as the dry run sees it (a given zip extracted into calicoctl-win's state
-    // directory, the temporary directory without the host lock; a download pending), judged
-    // as the staged release is: a refused release (its checksum, its version, older than the
-    // cluster's) or a file that cannot be made refuses the run with nothing staged and no
-    // journal begun. The staged release is judged again.
+    // The release as the dry run sees it, judged as the staged one is (again later): a refused
+    // release or a file that cannot be made refuses with nothing staged and no journal begun.
     let (host, cache) = (c.change.host, c.change.root.cache());
     let (_staging, got) = beginning::look(ctx, host, &c.want, (&cache, c.change.holds_lock()))?;
     given_release_against_cluster(args, &c.want, &got, c.cluster_version.as_deref())?;
     release_and_rendered(host, config, c, &got, &mut Vec::new())?;
-    // Without the cluster, its refusal (no-admin-kubeconfig) comes first, as the dry run's
-    // does: the dry run cannot look for a SHA256SUMS and only warns of the checksum.
+    // Without the cluster its refusal comes first, as in the dry run (which only warns of
+    // the checksum).
     let read = matches!(c.cluster, ClusterRead::Read(..));
     if read {
         release::check_download(&mut c.want, &ctx.env)?;
     }
     let made = credentials_of(ctx, args, config, c)?;
-    // A cut-off run's grant this run neither makes nor can remove refuses it here, before
-    // any change (the dry run's, once its credentials are made: `staged`).
+    // A cut-off run's grant this run can neither make nor remove refuses it (dry run: `staged`).
     let journal = c.change.journal.as_ref();
     let g = with_earlier_uids(made.renewal.clone(), c.previous.as_ref());
     refuse_earlier_grant(journal, g.as_ref(), &c.cluster)?;
@@ -433,8 +413,8 @@ fn before_any_change(
     Ok(Some(made))
 }
 
-/// After the release is staged: judged again (a given zip that is not the cluster's version
-/// warns), and the credentials, made now in a dry run (`before_any_change` made a real run's).
+/// After staging: the release judged again, and a dry run's credentials made (a real run's
+/// were, `before_any_change`).
 fn staged(
     ctx: &mut Context,
     args: &InstallArgs,
@@ -457,8 +437,7 @@ fn staged(
     }
 }
 
-/// The downloaded zip kept in the cache, and the cache's directories this run made: the
-/// install owns them beyond its files.
+/// The cached zip and the cache directories this run made, which the install owns too.
 fn cache_owned(got: &Got, cache_dirs: Vec<String>) -> (Vec<RecordedFile>, Vec<String>) {
     match got {
         Got::Release {
@@ -476,8 +455,7 @@ fn cache_owned(got: &Got, cache_dirs: Vec<String>) -> (Vec<RecordedFile>, Vec<St
     }
 }
 
-/// The end of a dry run: the plan was shown; it exits as the real run would, 3 when that would
-/// stop at the checks, else with the refusal the real run gives before its first change.
+/// The end of a dry run: it exits as the real run would (3 at the checks, or its refusal).
 fn end_dry_run(
     ctx: &mut Context,
     blocking: &[&'static str],
@@ -556,8 +534,7 @@ fn execute(
             let logs = e.kept_logs.as_ref().map_or(String::new(), |d| {
                 format!("; the services' logs, which say why, were moved to {d}")
             });
-            // What changed after the run made it (a firewall rule beside an administrator's)
-            // stays.
+            // What changed since the run made it (a rule beside an administrator's) stays.
             let kept: String = e.rollback_kept.iter().map(|k| format!("; {k}")).collect();
             Err(anyhow::Error::new(e).context(format!("install failed; {after}{kept}{logs}")))
         }
@@ -580,9 +557,9 @@ fn run_checks(
         .calico_services
         .retain(|s| !legacy.iter().any(|l| l.name == s.name));
     let mut results = checks::host::evaluate(&snapshot, &loaded.config);
-    // Install protects them itself: what it finds is said, not a reason to stop.
+    // Install protects them itself, so a finding is said, not blocking; but a junction on the
+    // way is refused (protecting it would protect where it points).
     let mut access = checks::host::dir_access(host, &loaded.config);
-    // A junction on the way is refused: protecting it would protect where it points.
     if access.verdict == checks::Verdict::Fail
         && crate::installed::protection::reparse_points(host, &loaded.config).is_empty()
     {
@@ -634,8 +611,7 @@ struct Shown<'a> {
     checked: &'a Checked<'a>,
 }
 
-/// Shows the plan; the JSON document to print once it ran, or `None` when a dry run ends here
-/// (its document printed, exiting as the real run would).
+/// Shows the plan; the document to print once it ran, or `None` when a dry run ends here.
 fn present<'a>(
     ctx: &mut Context,
     change: &Change,
@@ -643,7 +619,6 @@ fn present<'a>(
     from_operator: Option<FromOperator>,
     refused: Option<anyhow::Error>,
 ) -> anyhow::Result<Option<Changing<Install<'a>>>> {
-    // The plan's header, what is prepared, the actions (in a dry run) and the taint.
     let dry_run = ctx.options.dry_run;
     let on = match change.host.kind() {
         HostKind::Windows => "this node".into(),
@@ -697,9 +672,8 @@ fn present<'a>(
     Ok(Some(doc))
 }
 
-/// Every file install puts on the node: the release's, calicoctl-win itself, calico-node's
-/// credentials and the rendered ones; `prepare` says how the release and the credentials
-/// were obtained, and the grant.
+/// Every file install puts on the node (release, calicoctl-win, credentials, rendered);
+/// `prepare` says how they and the grant were obtained.
 fn desired_files(
     host: &dyn Host,
     config: &crate::config::Config,
@@ -761,10 +735,8 @@ fn operator_cni_version(cluster: &ClusterRead) -> Option<&str> {
         .map(|i| i.cni_version())
 }
 
-/// A network setting HNS cannot change in place (the VNI, the MAC prefix, the adapter, the
-/// backend) that differs from the installed node's while its Calico network exists: CalicoNode
-/// would reuse the old network and the change would silently not happen. That is
-/// `reconfigure --drain`'s work.
+/// Refuses a network setting HNS cannot change in place (VNI, MAC prefix, adapter, backend)
+/// while the Calico network exists: CalicoNode would silently reuse the old network.
 fn refuse_network_changes(
     host: &dyn Host,
     previous: Option<&record::InstallRecord>,

@@ -1,6 +1,5 @@
-//! The configuration install merges with the cluster's, and what it puts on the node besides
-//! the release: calico-node's credentials (a kubeconfig with a requested token, kept while it
-//! stays valid, or etcd's TLS files from Calico's secret) and calicoctl-win itself.
+//! The configuration merged with the cluster's, and what install puts on the node besides the
+//! release: calico-node's credentials and calicoctl-win itself.
 
 use super::super::common::ClusterRead;
 use crate::apply::Content;
@@ -19,8 +18,7 @@ use crate::render;
 use anyhow::Context as _;
 use std::collections::BTreeMap;
 
-/// calicoctl-win itself, which the services run. A simulated host cannot run this machine's
-/// executable (its services run in-process), so it gets a stand-in with the version.
+/// calicoctl-win itself, which the services run (a stand-in on a simulated host).
 fn self_file(host: &dyn Host, c: &Config) -> anyhow::Result<DesiredFile> {
     let content = match host.kind() {
         HostKind::Windows => Content::Local(
@@ -52,9 +50,8 @@ pub(super) fn etcd_credentials(
     Ok(files)
 }
 
-/// The configuration with what the cluster gives (the datastore, etcd's endpoints, the VXLAN
-/// settings); for an etcd datastore without TLS files, the files from Calico's secret, whose
-/// install paths become settings.
+/// The configuration with what the cluster gives; for etcd without TLS files, those from
+/// Calico's secret, whose install paths become settings.
 pub(super) fn merged_config(
     ctx: &mut Context,
     cluster: &ClusterRead,
@@ -69,8 +66,6 @@ pub(super) fn merged_config(
     } else {
         ctx.load_config_with(settings.clone())?
     };
-    // The datastore and etcd's endpoints may come from the cluster, so this is decided on
-    // the merged configuration.
     let ClusterRead::Read(c, _) = cluster else {
         return Ok((loaded, None));
     };
@@ -85,10 +80,8 @@ pub(super) fn merged_config(
     Ok((ctx.load_config_with(settings)?, Some(files)))
 }
 
-/// What install puts on the node besides the release and the rendered files, and the grant
-/// that renews calico-node's token: made before anything changes, so that what refuses of
-/// them (no cluster to get calico-node's kubeconfig from, a refused TokenRequest) refuses a
-/// run that changed nothing; the dry run alike (`refused`).
+/// What install puts on the node besides the release and rendered files, and the renewal
+/// grant: made before any change, so their refusal refuses a run that changed nothing.
 pub(super) struct Credentials {
     /// calicoctl-win itself, then calico-node's credentials.
     pub files: Vec<DesiredFile>,
@@ -97,8 +90,7 @@ pub(super) struct Credentials {
     pub renewal: Option<Grant>,
     /// What the grant says.
     pub renewal_prepare: Vec<String>,
-    /// A dry run's refusal, which the real run gives here: the dry run shows its plan, then
-    /// exits with it as the real run would (after a refusal of its checks, which comes first).
+    /// A dry run's refusal, given after its plan as the real run would.
     pub refused: Option<anyhow::Error>,
 }
 
@@ -207,9 +199,8 @@ fn etcd_tls_files(c: &Config, files: &etcd::EtcdTlsFiles) -> anyhow::Result<Vec<
         .collect()
 }
 
-/// A kubeconfig for calico-node with a token requested from the cluster (pending in a dry
-/// run); refused with the reason when there is no cluster to ask (a dry run's refusal kept
-/// in `refused`, for after its plan).
+/// A kubeconfig for calico-node with a requested token (pending in a dry run); refused
+/// without a cluster (a dry run's kept in `refused`).
 fn requested_kubeconfig(
     ctx: &mut Context,
     args: &InstallArgs,
@@ -289,9 +280,8 @@ fn no_cluster_for_the_kubeconfig(cluster: &ClusterRead, path: &str) -> anyhow::E
     .into()
 }
 
-/// This node's clock against the API server's, measured on the token it just issued (the
-/// answer's arrival by this node's clock minus the token's `iat`, the server's), when the
-/// difference matters.
+/// This node's clock against the API server's (arrival minus the token's `iat`), when it
+/// matters.
 fn skew_said(issued: &credentials::Issued) -> Option<String> {
     let received = crate::duration::now();
     let iat = issued.token.issued_at()?;
@@ -302,10 +292,9 @@ fn skew_said(issued: &credentials::Issued) -> Option<String> {
     ))
 }
 
-/// The node's grant to renew calico-node's token (kubernetes datastore, with the admin
-/// kubeconfig to create it): for the service account of the token install writes, else
-/// calico-node in Calico's namespace. Without the cluster, said in `prepare`: the token is
-/// then not renewed until an install with the admin kubeconfig.
+/// The node's grant to renew calico-node's token (kubernetes datastore, admin kubeconfig), for
+/// the token's service account. Without the cluster, said in `prepare`: no renewal until an
+/// install with it.
 fn renewal_grant(
     c: &Config,
     cluster: &ClusterRead,
