@@ -148,24 +148,36 @@ fn each_nodes_finding_codes_are_read_whole_from_its_codes_annotation() {
 }
 
 /// A node handed to the operator a day ago: its old condition's heartbeat is not a stopped
-/// CalicoNode, and neither its condition nor its missing config is a problem. (calico-node's
-/// NetworkUnavailable True is: tests/cluster/fleet_migrate.rs, after "fleet status shows the
-/// nodes as the operator's"; the same condition with uninstall's reason is calicoctl-win's
-/// node left degraded: tests/cluster/fleet.rs
-/// `two_nodes_from_one_config_share_a_hash_and_an_uninstalled_one_is_not_healthy`.)
+/// CalicoNode, and neither its condition nor its missing config is a problem, with no
+/// NetworkUnavailable or with calico-node's False (CalicoIsUp: every healthy node the operator
+/// runs; tests/lifecycle/migrate.rs). (calico-node's True is a problem:
+/// tests/cluster/fleet_migrate.rs, after "fleet status shows the nodes as the operator's"; the
+/// same condition with uninstall's reason is calicoctl-win's node left degraded:
+/// tests/cluster/fleet.rs `two_nodes_from_one_config_share_a_hash_and_an_uninstalled_one_is_not_healthy`.)
 #[test]
 fn a_node_handed_to_the_operator_a_day_ago_is_not_stale() {
-    let n = serde_json::json!({
-        "metadata": {"name": "win-1"},
-        "status": {"conditions": [{"type": "Ready", "status": "True"},
-            {"type": CONDITION_CALICO_READY, "status": "False",
-             "reason": REASON_HANDED_TO_OPERATOR, "message": "the operator's DaemonSet runs Calico",
-             "lastHeartbeatTime": crate::duration::time_text(NOW - 86_400)}]}
-    });
-    let r = node_row(&serde_json::from_value(n).expect("node"), NOW);
-    assert!(r.handed_to_operator);
-    assert_eq!(r.calico_ready.as_deref(), Some("False"), "not Unknown");
-    assert_eq!(row_problems(&r, Some(&hash())), Vec::<String>::new());
+    for unavailable in [None, Some("False")] {
+        let mut n = serde_json::json!({
+            "metadata": {"name": "win-1"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"},
+                {"type": CONDITION_CALICO_READY, "status": "False",
+                 "reason": REASON_HANDED_TO_OPERATOR, "message": "the operator's DaemonSet runs Calico",
+                 "lastHeartbeatTime": crate::duration::time_text(NOW - 86_400)}]}
+        });
+        if let Some(status) = unavailable {
+            let up = serde_json::json!({"type": "NetworkUnavailable", "status": status,
+                "reason": "CalicoIsUp", "message": "Calico is running on this node"});
+            n["status"]["conditions"]
+                .as_array_mut()
+                .expect("list")
+                .push(up);
+        }
+        let r = node_row(&serde_json::from_value(n).expect("node"), NOW);
+        assert!(r.handed_to_operator, "{unavailable:?}");
+        assert_eq!(r.calico_ready.as_deref(), Some("False"), "not Unknown");
+        let none = Vec::<String>::new();
+        assert_eq!(row_problems(&r, Some(&hash())), none, "{unavailable:?}");
+    }
 }
 
 /// Each trouble of a row is a finding of the one catalogue: its code by kind, the node as its
