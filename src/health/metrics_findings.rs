@@ -5,10 +5,8 @@
 use super::judge::{Code, Finding};
 use crate::host::listen::ListenRefusal;
 use crate::host::{FirewallRule, Host, HostResult, Protocol};
-use crate::installed::calico_json;
-use crate::layout::{
-    CALICO_KEY, DIAGS_REVIEW_VALUE, METRICS_ENDPOINT_VALUE, METRICS_SCRAPES_VALUE,
-};
+use crate::installed::{calico_json, keep_or_forget};
+use crate::layout::{DIAGS_REVIEW_VALUE, METRICS_ENDPOINT_VALUE, METRICS_SCRAPES_VALUE};
 use serde::{Deserialize, Serialize};
 
 /// CalicoNode's metrics endpoint, not listening: kept in Calico's registry key
@@ -39,10 +37,7 @@ pub fn keep_endpoint_down(host: &dyn Host, down: Option<&EndpointDown>) -> HostR
     if endpoint_down(host).as_ref() == down {
         return Ok(());
     }
-    match down {
-        Some(d) => crate::installed::keep_json(host, METRICS_ENDPOINT_VALUE, d),
-        None => host.reg_delete_value(CALICO_KEY, METRICS_ENDPOINT_VALUE),
-    }
+    keep_or_forget(host, METRICS_ENDPOINT_VALUE, down)
 }
 
 /// CalicoNode's endpoint is down: which port, since when, why; a port another program holds
@@ -106,14 +101,11 @@ pub fn scrapes(host: &dyn Host) -> Option<Scrapes> {
 /// The endpoint listens from `now`: kept, with the last connection an earlier run saw.
 pub fn keep_listening(host: &dyn Host, now: i64) -> HostResult<()> {
     let last_connection = scrapes(host).and_then(|s| s.last_connection);
-    crate::installed::keep_json(
-        host,
-        METRICS_SCRAPES_VALUE,
-        &Scrapes {
-            listening_since: now,
-            last_connection,
-        },
-    )
+    let listening = Scrapes {
+        listening_since: now,
+        last_connection,
+    };
+    crate::installed::keep_json(host, METRICS_SCRAPES_VALUE, &listening)
 }
 
 /// The endpoint accepted a connection from `peer` at `now`: kept when it came from beyond the
@@ -130,14 +122,11 @@ pub fn keep_connection(host: &dyn Host, peer: std::net::IpAddr, now: i64) -> Hos
     {
         return Ok(());
     }
-    crate::installed::keep_json(
-        host,
-        METRICS_SCRAPES_VALUE,
-        &Scrapes {
-            listening_since: kept.map_or(now, |s| s.listening_since),
-            last_connection: Some(now),
-        },
-    )
+    let scraped = Scrapes {
+        listening_since: kept.map_or(now, |s| s.listening_since),
+        last_connection: Some(now),
+    };
+    crate::installed::keep_json(host, METRICS_SCRAPES_VALUE, &scraped)
 }
 
 /// How long an endpoint may listen with no connection before status says its rule admits no
@@ -191,19 +180,14 @@ pub fn diags_review_refused(host: &dyn Host) -> Option<DiagsReviewRefused> {
 /// from the first refusal).
 pub fn keep_diags_review_refused(host: &dyn Host, error: Option<&str>) -> HostResult<()> {
     let kept = diags_review_refused(host);
-    match (error, kept) {
-        (None, None) => Ok(()),
-        (None, Some(_)) => host.reg_delete_value(CALICO_KEY, DIAGS_REVIEW_VALUE),
-        (Some(e), Some(k)) if k.error == e => Ok(()),
-        (Some(e), kept) => {
-            let since = kept.map_or_else(crate::duration::now, |k| k.since);
-            let refused = DiagsReviewRefused {
-                error: e.chars().take(1000).collect(),
-                since,
-            };
-            crate::installed::keep_json(host, DIAGS_REVIEW_VALUE, &refused)
-        }
+    let refused = error.map(|e| DiagsReviewRefused {
+        error: e.chars().take(1000).collect(),
+        since: kept.as_ref().map_or_else(crate::duration::now, |k| k.since),
+    });
+    if refused.as_ref().map(|r| &r.error) == kept.as_ref().map(|k| &k.error) {
+        return Ok(());
     }
+    keep_or_forget(host, DIAGS_REVIEW_VALUE, refused.as_ref())
 }
 
 /// CalicoNode may not review the tokens of `GET /diags`: since when, and what the server said.

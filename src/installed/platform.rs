@@ -26,7 +26,9 @@ impl Default for Probes {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The platform, shown as its word (`bare-metal`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Platform {
     Aks,
     Eks,
@@ -44,13 +46,7 @@ impl Platform {
 
 impl std::fmt::Display for Platform {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Platform::Aks => "aks",
-            Platform::Eks => "eks",
-            Platform::Ec2 => "ec2",
-            Platform::Gce => "gce",
-            Platform::BareMetal => "bare-metal",
-        })
+        f.write_str(&super::endpoints::word_of(self))
     }
 }
 

@@ -212,20 +212,6 @@ fn a_fault_counts_only_once_seen_for_longer_than_the_grace_period() {
     assert!(j[0].owner.is_none());
 }
 
-/// kube-proxy makes a remote endpoint for every Service backend that is not on its node
-/// (kubernetes pkg/proxy/winkernel/proxier.go `syncProxyRules`): the `kubernetes` Service's
-/// API server address is one, which no pod has. While kube-proxy runs, they are its own (one
-/// in an EndpointSlice while it does not: `one_looks_verdicts`).
-#[test]
-fn another_hosts_endpoint_for_the_api_server_is_kept() {
-    let eps = [ep("api", "api", "10.0.0.4", None, true)];
-    let ev = Evidence {
-        kube_proxy_runs: true,
-        ..evidence(&[])
-    };
-    assert_eq!(judge(&eps, "Calico", &ev)[0].verdict, Verdict::Ok);
-}
-
 #[test]
 fn a_stuck_endpoint_names_its_pod_and_whether_a_controller_recreates_it() {
     let eps = [ep("a", "x_Calico", "10.244.1.7", Some(1), false)];
