@@ -5,10 +5,8 @@
 use super::judge::{Code, Finding};
 use crate::host::listen::ListenRefusal;
 use crate::host::{FirewallRule, Host, HostResult, Protocol};
-use crate::installed::calico_json;
-use crate::layout::{
-    CALICO_KEY, DIAGS_REVIEW_VALUE, METRICS_ENDPOINT_VALUE, METRICS_SCRAPES_VALUE,
-};
+use crate::installed::{calico_json, keep_or_forget};
+use crate::layout::{DIAGS_REVIEW_VALUE, METRICS_ENDPOINT_VALUE, METRICS_SCRAPES_VALUE};
 use serde::{Deserialize, Serialize};
 
 /// CalicoNode's metrics endpoint, not listening: kept in Calico's registry key
@@ -39,10 +37,7 @@ pub fn keep_endpoint_down(host: &dyn Host, down: Option<&EndpointDown>) -> HostR
     if endpoint_down(host).as_ref() == down {
         return Ok(());
     }
-    match down {
-        Some(d) => crate::installed::keep_json(host, METRICS_ENDPOINT_VALUE, d),
-        None => host.reg_delete_value(CALICO_KEY, METRICS_ENDPOINT_VALUE),
-    }
+    keep_or_forget(host, METRICS_ENDPOINT_VALUE, down)
 }
 
 /// CalicoNode's endpoint is down: which port, since when, why; a port another program holds
@@ -106,14 +101,11 @@ pub fn scrapes(host: &dyn Host) -> Option<Scrapes> {
 /// The endpoint listens from `now`: kept, with the last connection an earlier run saw.
 pub fn keep_listening(host: &dyn Host, now: i64) -> HostResult<()> {
     let last_connection = scrapes(host).and_then(|s| s.last_connection);
-    crate::installed::keep_json(
-        host,
-        METRICS_SCRAPES_VALUE,
-        &Scrapes {
-            listening_since: now,
-            last_connection,
-        },
-    )
+    let listening = Scrapes {
+        listening_since: now,
+        last_connection,
+    };
+    crate::installed::keep_json(host, METRICS_SCRAPES_VALUE, &listening)
 }
 
 /// The endpoint accepted a connection from `peer` at `now`: kept when it came from beyond the
@@ -130,14 +122,11 @@ pub fn keep_connection(host: &dyn Host, peer: std::net::IpAddr, now: i64) -> Hos
     {
         return Ok(());
     }
-    crate::installed::keep_json(
-        host,
-        METRICS_SCRAPES_VALUE,
-        &Scrapes {
-            listening_since: kept.map_or(now, |s| s.listening_since),
-            last_connection: Some(now),
-        },
-    )
+    let scraped = Scrapes {
+        listening_since: kept.map_or(now, |s| s.listening_since),
+        last_connection: Some(now),
+    };
+    crate::installed::keep_json(host, METRICS_SCRAPES_VALUE, &scraped)
 }
 
 /// How long an endpoint may listen with no connection before status says its rule admits no
@@ -191,19 +180,14 @@ pub fn diags_review_refused(host: &dyn Host) -> Option<DiagsReviewRefused> {
 /// from the first refusal).
 pub fn keep_diags_review_refused(host: &dyn Host, error: Option<&str>) -> HostResult<()> {
     let kept = diags_review_refused(host);
-    match (error, kept) {
-        (None, None) => Ok(()),
-        (None, Some(_)) => host.reg_delete_value(CALICO_KEY, DIAGS_REVIEW_VALUE),
-        (Some(e), Some(k)) if k.error == e => Ok(()),
-        (Some(e), kept) => {
-            let since = kept.map_or_else(crate::duration::now, |k| k.since);
-            let refused = DiagsReviewRefused {
-                error: e.chars().take(1000).collect(),
-                since,
-            };
-            crate::installed::keep_json(host, DIAGS_REVIEW_VALUE, &refused)
-        }
+    let refused = error.map(|e| DiagsReviewRefused {
+        error: e.chars().take(1000).collect(),
+        since: kept.as_ref().map_or_else(crate::duration::now, |k| k.since),
+    });
+    if refused.as_ref().map(|r| &r.error) == kept.as_ref().map(|k| &k.error) {
+        return Ok(());
     }
+    keep_or_forget(host, DIAGS_REVIEW_VALUE, refused.as_ref())
 }
 
 /// CalicoNode may not review the tokens of `GET /diags`: since when, and what the server said.
@@ -323,28 +307,22 @@ mod tests {
             (t0 + 100, Some(t0 + 90))
         );
         let svc = "system-upgrade/calicoctl-win-metrics";
-        // Listening less than an hour: nothing to say (scraped within the hour, nothing either:
-        // tests/lifecycle `status_tells_an_endpoint_no_scraper_reaches_from_a_scraped_one`).
+        // Listening less than an hour: nothing to say (never scraped, scraped within the hour
+        // and an hour ago: tests/lifecycle
+        // `status_tells_an_endpoint_no_scraper_reaches_from_a_scraped_one`).
         assert_eq!(unscraped(&kept, t0 + 100 + 3599, 9095, svc), None);
-        let never = Scrapes {
-            listening_since: t0,
-            last_connection: None,
-        };
-        let found = unscraped(&never, t0 + 3600, 9095, svc).expect("a finding");
+        let found = unscraped(&kept, t0 + 100 + 3600, 9095, svc).expect("a finding");
         assert_eq!(found.code, Code::MetricsNotScraped);
-        for said in ["TCP port 9095", svc, "natOutgoing"] {
-            assert!(found.message.contains(said), "{said}: {found}");
-        }
-        assert!(
-            unscraped(&kept, t0 + 100 + 3600, 9095, svc).is_some(),
-            "an hour since its last connection"
-        );
+        assert!(found.message.contains("natOutgoing"), "{found}");
     }
 
+    /// A refused review is kept from its first time, the last error said. (Kept and forgotten
+    /// once a review is answered: supervise
+    /// `a_request_without_a_token_for_this_node_is_401_before_the_bundles_slot`; said by status:
+    /// tests/lifecycle `status_says_a_refused_diags_review_as_no_problem`.)
     #[test]
-    fn a_refused_diags_review_is_kept_from_its_first_time_until_forgotten() {
+    fn a_refused_diags_review_is_kept_from_its_first_time() {
         let host = crate::host::sim::SimHost::in_memory("ws2022").expect("sim");
-        assert_eq!(diags_review_refused(&host), None);
         keep_diags_review_refused(&host, Some("403 forbidden")).expect("keep");
         let first = diags_review_refused(&host).expect("kept");
         keep_diags_review_refused(&host, Some("403 still forbidden")).expect("keep");
@@ -353,11 +331,6 @@ mod tests {
             (kept.since, kept.error.as_str()),
             (first.since, "403 still forbidden")
         );
-        let f = diags_review(&kept);
-        assert_eq!(f.code, Code::DiagsReviewRefused);
-        assert!(f.message.contains("403 still forbidden"), "{f}");
-        keep_diags_review_refused(&host, None).expect("forget");
-        assert_eq!(diags_review_refused(&host), None);
     }
 
     /// A port a listener holds names its pid and says to stop it; a port in an excluded range

@@ -185,13 +185,11 @@ pub enum Drift {
 }
 
 fn list(v: &[Ipv4Addr]) -> String {
-    if v.is_empty() {
+    let all: Vec<String> = v.iter().map(Ipv4Addr::to_string).collect();
+    if all.is_empty() {
         "none".into()
     } else {
-        v.iter()
-            .map(Ipv4Addr::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
+        all.join(", ")
     }
 }
 
@@ -202,11 +200,8 @@ impl Drift {
             Drift::Dhcp => format!("{was} had static addresses; {is} asks DHCP"),
             Drift::Address(ip, p) => format!("{was} had the static address {ip}/{p}; {is} has not"),
             Drift::Dns { was: w, now: n } => {
-                format!(
-                    "{was} had the DNS servers {}; {is} has {}",
-                    list(w),
-                    list(n)
-                )
+                let (w, n) = (list(w), list(n));
+                format!("{was} had the DNS servers {w}; {is} has {n}")
             }
             Drift::Suffix { was: w, now: n } => {
                 format!("{was} had the DNS suffix {w:?}; {is} has {n:?}")
@@ -303,15 +298,9 @@ pub fn put_back(
 /// Another static address of `ip/p`'s subnet on the adapter: adding `ip` beside it would give
 /// the adapter two addresses of one subnet, one of which may be another host's now.
 fn static_neighbour(now: &Adapter, ip: Ipv4Addr, p: u8) -> Option<Ipv4Addr> {
-    let same = |x: Ipv4Addr| super::routes::same_subnet(x, ip, p);
-    (!now.dhcp)
-        .then(|| {
-            now.addresses
-                .iter()
-                .find(|x| x.ip != ip && !x.ip.is_link_local() && same(x.ip))
-                .map(|x| x.ip)
-        })
-        .flatten()
+    let same = |x: Ipv4Addr| x != ip && !x.is_link_local() && super::routes::same_subnet(x, ip, p);
+    let other = now.addresses.iter().find(|x| same(x.ip));
+    other.filter(|_| !now.dhcp).map(|x| x.ip)
 }
 
 /// Puts `what` back on the host adapter with the setters Windows documents (WMI's

@@ -1,6 +1,6 @@
 use super::*;
 use crate::host::sim::SimHost;
-use crate::host::{AdapterAddress, Network, Registry, VSWITCH_ADAPTER_DESCRIPTION};
+use crate::host::{AdapterAddress, Network, VSWITCH_ADAPTER_DESCRIPTION};
 
 fn adapter(
     name: &str,
@@ -107,10 +107,6 @@ fn a_static_adapters_lost_dns_dhcp_address_and_metric_are_each_a_drift() {
             Drift::Metric { was: 15, now: 5 },
         ]
     );
-    assert_eq!(
-        found[2].describe(&before, &lost),
-        "Ethernet 2 had the DNS servers 10.0.0.2; vEthernet (Ethernet 2) has none"
-    );
 }
 
 #[test]
@@ -130,8 +126,12 @@ fn a_dhcp_adapter_counts_only_dns_servers_that_vanish() {
     assert!(matches!(drift(&before, &none)[..], [Drift::Dns { .. }]));
 }
 
+/// The DNS servers and the metric the vSwitch dropped are put back and read back. Through the
+/// DNS client, not a registry value Windows reads at a restart: tests/lifecycle
+/// `the_external_network_binds_the_adapter_holding_the_nodes_internal_ip`; once, an
+/// administrator's later change kept: supervise `what_the_vswitch_loses_of_a_static_adapter_is_put_back`.
 #[test]
-fn what_the_vswitch_dropped_is_put_back_once_with_calls_that_exist_on_server_2019() {
+fn what_the_vswitch_dropped_is_put_back_with_calls_that_exist_on_server_2019() {
     let host = SimHost::in_memory("ws2022-two-nics").expect("host");
     let nic = &adapter_named(&host, "Ethernet 2");
     let mut kept = Addressing::of(nic);
@@ -149,20 +149,6 @@ fn what_the_vswitch_dropped_is_put_back_once_with_calls_that_exist_on_server_201
     assert_eq!(back.dns_servers, kept.dns_servers);
     assert_eq!(back.metric, 15);
     assert_eq!(drift(&kept, back), []);
-    // Through the DNS client (WMI's SetDNSServerSearchOrder), not by a registry value that
-    // Windows reads only at a restart.
-    assert_eq!(
-        host.reg_get(&tcpip_key(&back.guid), "NameServer")
-            .expect("read"),
-        None
-    );
-    // Done once: what changes later is not put back.
-    let mut later = back.clone();
-    later.dns_servers = vec![Ipv4Addr::new(10, 0, 0, 3)];
-    let (done, failed) = put_back(&host, &mut kept, &later);
-    assert!(done.is_empty() && failed.is_empty(), "{done:?} {failed:?}");
-    assert_eq!(changed_since(&kept, &later).len(), 1);
-    assert_eq!(as_left(&kept, &later), []);
 }
 
 /// A static adapter whose host adapter asks DHCP, without its DNS servers and suffix: DHCP is

@@ -409,21 +409,17 @@ pub fn age(judged: &mut [Judged], seen: &seen::Seen, now: i64, grace: Duration) 
         if since.is_some_and(|t| now.saturating_sub(t) > grace_s) {
             continue;
         }
-        let word = j.verdict.word();
-        let why = j.why.take().unwrap_or_default();
-        j.verdict = Verdict::Suspect;
-        j.why = Some(match since {
-            Some(t) => format!(
-                "{word} ({why}) for {} so far; counted once it stays so for longer than {}",
-                crate::duration::show(Duration::from_secs(now.saturating_sub(t).max(0) as u64)),
-                crate::duration::show(grace)
-            ),
-            None => format!(
-                "{word} ({why}) at this look, first; counted once it stays so for longer than {}",
-                crate::duration::show(grace)
-            ),
+        let show = crate::duration::show;
+        let so_far = since.map_or("at this look, first".to_owned(), |t| {
+            let secs = now.saturating_sub(t).max(0) as u64;
+            format!("for {} so far", show(Duration::from_secs(secs)))
         });
-        j.owner = None;
+        let (word, why) = (j.verdict.word(), j.why.take().unwrap_or_default());
+        j.why = Some(format!(
+            "{word} ({why}) {so_far}; counted once it stays so for longer than {}",
+            show(grace)
+        ));
+        (j.verdict, j.owner) = (Verdict::Suspect, None);
     }
 }
 

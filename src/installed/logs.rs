@@ -444,16 +444,14 @@ impl<'a> Reader<'a> {
     fn emit(
         &mut self,
         names: &[String],
-        i: usize,
-        file: Option<File>,
-        offset: u64,
+        mut j: usize,
+        mut file: Option<File>,
+        mut offset: u64,
         out: &mut dyn Write,
         to_end: bool,
         save: &mut dyn FnMut(&Position),
     ) -> HostResult<()> {
-        let (mut names, mut j) = (names.to_vec(), i);
-        let mut file = file;
-        let mut offset = offset;
+        let mut names = names.to_vec();
         let mut buf = vec![0u8; CHUNK];
         while let Some(name) = names.get(j).cloned() {
             let path = self.set.path(&name);

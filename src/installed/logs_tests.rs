@@ -64,13 +64,6 @@ fn poll_from(r: &mut Reader, saved: &mut Option<Position>, start: Start) -> Stri
     String::from_utf8(out).expect("utf-8")
 }
 
-/// All of a log holding `text`, as `logs` shows it.
-fn shown(text: &str) -> String {
-    let n = Node::new();
-    n.append("calico-felix.log", text);
-    read(&mut n.reader(), Start::Tail(u64::MAX))
-}
-
 fn read(r: &mut Reader, start: Start) -> String {
     let mut out = Vec::new();
     r.read(start, &mut out).expect("read");
@@ -120,7 +113,12 @@ fn a_tail_reads_only_the_end_of_a_large_log() {
 /// bounded whatever a log holds.
 #[test]
 fn a_huge_line_goes_out_in_pieces() {
-    let text = shown(&format!("{}\nend\n", "y".repeat(3 * CHUNK)));
+    let n = Node::new();
+    n.append(
+        "calico-felix.log",
+        &format!("{}\nend\n", "y".repeat(3 * CHUNK)),
+    );
+    let text = read(&mut n.reader(), Start::Tail(u64::MAX));
     assert!(
         text.lines().all(|l| l.len() <= CHUNK),
         "a piece past the chunk"
@@ -204,34 +202,6 @@ fn a_log_that_comes_later_is_read_from_its_start() {
     n.append("calico-felix.log", &lines(0..3));
     seen += &poll_from(&mut r, &mut saved, Start::Tail(1));
     assert_eq!(seen, lines(0..3));
-}
-
-/// Secrets go as diags takes them out: a secret file's value, a JWT, and a private key's
-/// lines, also when its block is split between two polls.
-#[test]
-fn lines_are_redacted_as_diags_redacts_them() {
-    let n = Node::new();
-    let kubeconfig = "users:\n- user:\n    token: opaque-secret-value-1\n".to_owned();
-    let mut r = Reader::new(&n.host, felix(), Redactor::new(&[kubeconfig]));
-    let mut saved = None;
-    n.append(
-        "calico-felix.log",
-        "using opaque-secret-value-1 now\nbearer eyJhbGciOi.eyJzdWIiOi.c2ln\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n",
-    );
-    let mut seen = poll(&mut r, &mut saved);
-    n.append(
-        "calico-felix.log",
-        "c2VjcmV0a2V5Ym9keQ\n-----END RSA PRIVATE KEY-----\nafter the key\n",
-    );
-    seen += &poll(&mut r, &mut saved);
-    for gone in ["opaque-secret", "eyJhbGciOi", "MIIEow", "c2VjcmV0a2V5"] {
-        assert!(!seen.contains(gone), "{gone} in {seen}");
-    }
-    assert!(seen.contains("using <redacted> now"), "{seen}");
-    assert!(
-        seen.ends_with("<redacted>\n<redacted>\n<redacted>\nafter the key\n"),
-        "{seen}"
-    );
 }
 
 /// --since starts after the last line calicoctl-win stamped before the time: Felix's own
@@ -318,32 +288,25 @@ impl Node {
     }
 }
 
-/// A rotation between the listing and the opening of the current file by name, after a
-/// rotated file was read: the renamed file is read before the new one, nothing is lost.
+/// A rotation between the listing and the opening of a file by name loses nothing and is no
+/// gap: after a rotated file was read, the renamed file is read before the new one; the file
+/// a follower is in is found under its new name.
 #[test]
-fn a_rotation_while_reading_a_rotated_file_loses_nothing() {
+fn a_rotation_between_listing_and_opening_loses_nothing() {
     let n = Node::new();
     n.append("calico-felix-20251121T080000Z.log", &lines(0..2));
     n.append("calico-felix.log", &lines(2..4));
     let disk = n.racy(|| n.rotate("calico-felix-20251121T090000Z.log", &lines(4..5)));
     let mut r = Reader::new(&disk, felix(), Redactor::new(&[]));
-    assert_eq!(poll(&mut r, &mut None), lines(0..5));
-    assert!(r.gaps.is_empty(), "{:?}", r.gaps);
-}
-
-/// A rotation between the listing and the opening of the file a follower is in: found
-/// under its new name, no gap, nothing lost.
-#[test]
-fn a_rotation_while_locating_the_followed_file_is_no_gap() {
-    let n = Node::new();
-    n.append("calico-felix.log", &lines(0..3));
     let mut saved = None;
-    assert_eq!(poll(&mut n.reader(), &mut saved), lines(0..3));
-    n.append("calico-felix.log", &lines(3..5));
-    let disk = n.racy(|| n.rotate("calico-felix-20251121T090000Z.log", &lines(5..6)));
+    assert_eq!(poll(&mut r, &mut saved), lines(0..5));
+    assert!(r.gaps.is_empty(), "{:?}", r.gaps);
+
+    n.append("calico-felix.log", &lines(5..7));
+    let disk = n.racy(|| n.rotate("calico-felix-20251121T100000Z.log", &lines(7..8)));
     let mut r = Reader::new(&disk, felix(), Redactor::new(&[]));
     r.position = saved.clone();
-    assert_eq!(poll(&mut r, &mut saved), lines(3..6));
+    assert_eq!(poll(&mut r, &mut saved), lines(5..8));
     assert!(r.gaps.is_empty(), "{:?}", r.gaps);
 }
 
@@ -410,15 +373,10 @@ type Cut<'a> = (&'a str, &'a [usize], &'a [&'a str], &'a [&'a str]);
 
 const KEY: &str = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nc2VjcmV0a2V5Ym9keQ\nbW9yZWtleWJvZHk=\n-----END RSA PRIVATE KEY-----\nafter the key\n";
 
-/// A reader starting inside a private key's block (a tail, a follower started again with
-/// its position there) hides the rest of it.
+/// A follower started again with its position inside a private key's block hides the rest
+/// of it (a tail starting there: `a_logs_private_keys_are_hidden_as_diags_hides_them`).
 #[test]
-fn a_private_key_is_hidden_from_wherever_reading_starts() {
-    let n = Node::new();
-    n.append("calico-felix.log", &format!("before\n{KEY}"));
-    let tail = read(&mut n.reader(), Start::Tail(3));
-    assert_eq!(tail, "<redacted>\n<redacted>\nafter the key\n");
-
+fn a_follower_started_inside_a_private_key_hides_the_rest() {
     let n = Node::new();
     n.append("calico-felix.log", &format!("before\n{}", &KEY[..49]));
     let mut saved = None;
@@ -462,46 +420,44 @@ fn a_position_taken_on_an_empty_log_reads_what_rotated_since() {
     assert!(r.gaps.is_empty(), "{:?}", r.gaps);
 }
 
-/// A reader starting inside a private key whose BEGIN line it cannot see (further back than
-/// it looks, or in a file removed since) hides the key's lines up to its END line.
-#[test]
-fn a_private_key_whose_begin_is_not_seen_is_hidden_to_its_end() {
-    let body: String = (0..200).map(|i| format!("{:064}\n", i)).collect();
-    let n = Node::new();
-    n.append(
-        "calico-felix.log",
-        &format!(
-            "before\n-----BEGIN PRIVATE KEY-----\n{body}-----END PRIVATE KEY-----\nafter the key\n"
-        ),
-    );
-    let tail = read(&mut n.reader(), Start::Tail(4));
-    assert_eq!(tail, "<redacted>\n<redacted>\n<redacted>\nafter the key\n");
-}
-
-/// A whole log's private keys as `logs` shows them: the log starting inside a key (hidden to
-/// its END line); a block without its END line ends at the first line a key cannot hold; an
-/// indented key (klog prints each line of a multi-line value after a tab, a YAML block scalar
-/// indents with blanks) keeps each line's indentation as `diags` does (`redact_keys`).
+/// A log's private keys as `logs` shows them, from wherever reading starts: a tail starting
+/// inside a key (hidden to its END line, also when its BEGIN line is further back than the
+/// reader looks); the log starting inside a key; a block without its END line ends at the
+/// first line a key cannot hold; an indented key (klog prints each line of a multi-line value
+/// after a tab, a YAML block scalar indents with blanks) keeps each line's indentation as
+/// `diags` does (`redact_keys`).
 #[test]
 fn a_logs_private_keys_are_hidden_as_diags_hides_them() {
+    let body: String = (0..200).map(|i| format!("{:064}\n", i)).collect();
+    let far = format!(
+        "before\n-----BEGIN PRIVATE KEY-----\n{body}-----END PRIVATE KEY-----\nafter the key\n"
+    );
+    let (near, all) = (format!("before\n{KEY}"), Start::Tail(u64::MAX));
     #[rustfmt::skip]
     let cases = [
-        (&KEY[32..], "<redacted>\n<redacted>\n<redacted>\n<redacted>\nafter the key\n"),
+        (near.as_str(), Start::Tail(3), "<redacted>\n<redacted>\nafter the key\n"),
+        (far.as_str(), Start::Tail(4), "<redacted>\n<redacted>\n<redacted>\nafter the key\n"),
+        (&KEY[32..], all, "<redacted>\n<redacted>\n<redacted>\n<redacted>\nafter the key\n"),
         (
             "-----BEGIN PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nfelix: a line of the log again\nnext\n",
+            all,
             "-----BEGIN PRIVATE KEY-----\n<redacted>\nfelix: a line of the log again\nnext\n",
         ),
         (
             "data=<\n\t-----BEGIN RSA PRIVATE KEY-----\n\tMIIEowIBAAKCAQEA\n\tc2VjcmV0a2V5Ym9keQ\n\t-----END RSA PRIVATE KEY-----\n >\nafter the key\n",
+            all,
             "data=<\n\t-----BEGIN RSA PRIVATE KEY-----\n\t<redacted>\n\t<redacted>\n\t<redacted>\n >\nafter the key\n",
         ),
         (
             "  key: |\n    -----BEGIN PRIVATE KEY-----\n    MIIEowIBAAKCAQEA\n    c2VjcmV0a2V5Ym9keQ\n    -----END PRIVATE KEY-----\nafter the key\n",
+            all,
             "  key: |\n    -----BEGIN PRIVATE KEY-----\n    <redacted>\n    <redacted>\n    <redacted>\nafter the key\n",
         ),
     ];
-    for (text, want) in cases {
-        assert_eq!(shown(text), want, "{text:?}");
+    for (text, start, want) in cases {
+        let n = Node::new();
+        n.append("calico-felix.log", text);
+        assert_eq!(read(&mut n.reader(), start), want, "{text:?} {start:?}");
     }
 }
 

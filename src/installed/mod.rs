@@ -46,3 +46,15 @@ pub fn keep_json(host: &dyn Host, name: &str, value: &impl serde::Serialize) -> 
     let json = serde_json::to_string(value).unwrap_or_default();
     host.reg_set(CALICO_KEY, name, &RegValue::Sz(json))
 }
+
+/// Keeps `value` as JSON under Calico's key, or deletes the value (`None`).
+pub fn keep_or_forget(
+    host: &dyn Host,
+    name: &str,
+    value: Option<&impl serde::Serialize>,
+) -> HostResult<()> {
+    match value {
+        Some(v) => keep_json(host, name, v),
+        None => host.reg_delete_value(CALICO_KEY, name),
+    }
+}

@@ -32,13 +32,9 @@ pub fn place(r: &Route, now: &[InterfaceAddress], before: &[InterfaceAddress]) -
         .filter(|b| b.index == r.interface_index)
         .find_map(|b| now.iter().find(|a| a.ip == b.ip).map(|a| a.index));
     by_address.or_else(|| {
-        (!r.next_hop.is_unspecified())
-            .then(|| {
-                now.iter()
-                    .find(|a| same_subnet(a.ip, r.next_hop, a.prefix_len))
-            })
-            .flatten()
-            .map(|a| a.index)
+        let hop = Some(r.next_hop).filter(|h| !h.is_unspecified())?;
+        let on_link = now.iter().find(|a| same_subnet(a.ip, hop, a.prefix_len));
+        on_link.map(|a| a.index)
     })
 }
 

@@ -198,15 +198,7 @@ pub fn file_drift(path: &str, said: String, renders: bool) -> Finding {
 
 /// kube-proxy as preflight's `kube-proxy` check judged it, failed: its sentence and its fix.
 pub fn kube_proxy(said: Said) -> Finding {
-    Finding {
-        code: Code::KubeProxy,
-        subject: "kube-proxy".into(),
-        said: Said {
-            message: format!("kube-proxy: {}", said.message),
-            remedy: Some(
-                said.remedy
-                    .unwrap_or_else(|| Code::KubeProxy.remedy().into()),
-            ),
-        },
-    }
+    let remedy = said.remedy.as_deref().unwrap_or(Code::KubeProxy.remedy());
+    let message = format!("kube-proxy: {}", said.message);
+    Finding::new(Code::KubeProxy, "kube-proxy", message, remedy)
 }

@@ -188,19 +188,11 @@ fn every_restart_of_calico_node_a_user_is_told_carries_force() {
         for (at, _) in text.match_indices(&needle) {
             seen += 1;
             if !text[at + needle.len()..].starts_with(" -Force") {
-                missing.push(
-                    format!("{}: {}", p.display(), &text[at..])
-                        .lines()
-                        .next()
-                        .map(str::to_owned)
-                        .unwrap_or_default(),
-                );
+                let line = text[at..].lines().next().unwrap_or_default();
+                missing.push(format!("{}: {line}", p.display()));
             }
         }
     }
-    assert!(
-        seen > 5,
-        "the remedies that restart CalicoNode were not found"
-    );
+    assert!(seen > 5, "the CalicoNode restarts were not found");
     assert!(missing.is_empty(), "{missing:#?}");
 }

@@ -4,7 +4,7 @@
 //! late, an address kubelet has not posted yet, a CNI ADD slower than the grace period).
 
 use crate::host::{Host, HostResult};
-use crate::layout::{CALICO_KEY, ENDPOINT_FAULTS_VALUE};
+use crate::layout::ENDPOINT_FAULTS_VALUE;
 use std::collections::BTreeMap;
 
 /// At most this many endpoints are remembered: a fault beyond them is never aged, so never
@@ -64,8 +64,6 @@ pub fn load(host: &dyn Host) -> Seen {
 
 /// Writes the record (deletes the value when it is empty).
 pub fn store(host: &dyn Host, seen: &Seen) -> HostResult<()> {
-    if seen.0.is_empty() {
-        return host.reg_delete_value(CALICO_KEY, ENDPOINT_FAULTS_VALUE);
-    }
-    crate::installed::keep_json(host, ENDPOINT_FAULTS_VALUE, &seen.0)
+    let kept = (!seen.0.is_empty()).then_some(&seen.0);
+    crate::installed::keep_or_forget(host, ENDPOINT_FAULTS_VALUE, kept)
 }
