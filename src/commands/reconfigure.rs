@@ -95,7 +95,7 @@ pub(super) fn attempt(
         changes: &changes,
         pods: node.preview,
     };
-    let Some(doc) = show(ctx, &change, &shown, &actions)? else {
+    let Some(doc) = show(ctx, &shown, &actions)? else {
         // Nothing to change: the file stats kept all the same (a run cut off before it kept
         // them).
         if actions.is_empty() && !ctx.options.dry_run {
@@ -125,14 +125,7 @@ fn execute<D: serde::Serialize>(
     });
     let opts = apply::Options {
         stop,
-        ..apply::Options::for_change(
-            "reconfigure",
-            change.journal_path.clone(),
-            true,
-            args.service_timeout,
-            journal,
-            cluster,
-        )
+        ..change.options(true, args.service_timeout, journal, cluster)
     };
     if let Err(e) = change.run(ctx, actions, opts)? {
         return Err(failed(*e, node_name));
@@ -323,7 +316,6 @@ pub(crate) struct Pods {
 /// when the run ends here, its document printed.
 fn show<'a>(
     ctx: &mut Context,
-    change: &Change,
     shown: &'a Shown<'a>,
     actions: &[Action],
 ) -> anyhow::Result<Option<Changing<Reconfigure<'a>>>> {
@@ -357,9 +349,7 @@ fn show<'a>(
         return Ok(None);
     }
     if dry_run {
-        change.show(ctx, actions);
-        ctx.printer.note("--dry-run: nothing was changed");
-        ctx.printer.json(&doc);
+        super::change::end_dry_run(ctx, actions, &doc);
         return Ok(None);
     }
     Ok(Some(doc))

@@ -502,14 +502,7 @@ fn execute(
             .context("cannot read the routes before the install")?,
         logs_dir: Some(config.logs.dir.as_str().to_owned()),
         // For the rollback only: it deletes what the run made of the grant.
-        ..apply::Options::for_change(
-            change.command,
-            change.journal_path.clone(),
-            true,
-            args.service_timeout,
-            journal,
-            cluster.cluster(),
-        )
+        ..change.options(true, args.service_timeout, journal, cluster.cluster())
     };
     // The executor has shown its warnings; they are not the result.
     match change.run(ctx, actions, opts)? {
@@ -639,7 +632,7 @@ fn present<'a>(
         ctx.printer
             .text("Nothing to change: the node already matches this install.");
     } else if dry_run {
-        change.show(ctx, p.actions);
+        super::change::print_steps(ctx, "Plan:", p.actions);
     }
     if let Some(t) = p.taint {
         let verb = if dry_run {
