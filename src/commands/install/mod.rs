@@ -212,7 +212,12 @@ fn install(
         (host, &c.cluster, &c.node_name),
         (&mut inputs, &actions),
         within.as_deref_mut(),
-        Journaling::new((&mut journal, &mut begun), &c.change, args.service_timeout),
+        Journaling {
+            journal: &mut journal,
+            begun: &mut begun,
+            path: &c.change.journal_path,
+            timeout: args.service_timeout,
+        },
     )?;
     // A rollback deletes the grant's objects it made (journaled); past the point of no return
     // the journal and the grant stay for a rerun.
