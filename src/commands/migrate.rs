@@ -844,13 +844,8 @@ fn moved(ctx: &mut Context, read: &Read, changed: bool, direction: &'static str,
         boot_marker: None,
         already: true,
     };
-    ctx.printer.json(&Changing {
-        dry_run: ctx.options.dry_run,
-        own,
-        actions: Vec::new(),
-        changed,
-        warnings: None,
-    });
+    let doc = Changing::plan(ctx.options.dry_run, own, &[]);
+    ctx.printer.json(&Changing { changed, ..doc });
 }
 
 /// Whether `from-operator` has nothing left: installed, the operator kept off (its pod and
