@@ -14,7 +14,6 @@ use crate::installed::record::{self, NetworkSettings};
 use crate::k8s_name::NodeName;
 use crate::layout::CALICO_NETWORK;
 use crate::layout::InstallRoot;
-use crate::plan::desired::rendered_files;
 use crate::plan::install::{Inputs, Restart};
 use crate::plan::reconfigure::{self, NodeSteps, network_changes};
 use anyhow::Context as _;
@@ -56,7 +55,10 @@ pub(super) fn attempt(
     let journal = change.journal.take();
 
     // Files: the new rendered ones; the release's and the credentials stay as they are.
-    let (uplink, rendered) = rendered_for(host.as_ref(), config, &rec, &cluster)?;
+    // The adapter the External network binds, chosen again.
+    let uplink = super::common::uplink(host.as_ref(), config, &cluster, Some(&rec))?;
+    let adapter = uplink.adapter.as_deref();
+    let rendered = cluster.rendered_files(host.as_ref(), config, rec.release(), adapter)?;
     let kept = reconfigure::kept_files(&rec, &rendered);
     // Networks: what HNS cannot change in place.
     let new_net = NetworkSettings::of(config, uplink.adapter.as_deref());
@@ -231,27 +233,6 @@ fn installed(
         .into());
     }
     Ok(rec)
-}
-
-/// The adapter the External network binds (chosen again) and the files rendered for it.
-fn rendered_for(
-    host: &dyn crate::host::Host,
-    config: &crate::config::Config,
-    rec: &record::InstallRecord,
-    cluster: &ClusterRead,
-) -> anyhow::Result<(
-    crate::host::uplink::Choice,
-    Vec<crate::plan::install::DesiredFile>,
-)> {
-    let uplink = super::common::uplink(host, config, cluster, Some(rec))?;
-    let rendered = rendered_files(
-        host,
-        config,
-        rec.release(),
-        uplink.adapter.as_deref(),
-        cluster.api_group_pin(host, &config.root()),
-    )?;
-    Ok((uplink, rendered))
 }
 
 /// The settings HNS cannot change in place that differ, and the networks deleted to make the

@@ -709,17 +709,13 @@ fn release_and_rendered(
     prepare: &mut Vec<String>,
 ) -> anyhow::Result<(Vec<DesiredFile>, Vec<DesiredFile>)> {
     let files = release_files(host, config, got, &c.want, prepare)?;
-    let rendered = plan::desired::rendered_files(
-        host,
-        config,
-        (
-            got.version().as_deref(),
-            got.chosen_cni_version(operator_cni_version(&c.cluster))
-                .as_deref(),
-        ),
-        c.uplink.adapter.as_deref(),
-        c.cluster.api_group_pin(host, &config.root()),
-    )?;
+    let (version, cni) = (
+        got.version(),
+        got.chosen_cni_version(operator_cni_version(&c.cluster)),
+    );
+    let release = (version.as_deref(), cni.as_deref());
+    let rendered =
+        (c.cluster).rendered_files(host, config, release, c.uplink.adapter.as_deref())?;
     Ok((files, rendered))
 }
 
