@@ -115,9 +115,23 @@ impl<'h> Change<'h> {
         self._lock.is_some()
     }
 
-    /// Prints a plan for people, one numbered line per action (a dry run's output).
-    pub fn show(&self, ctx: &mut Context, actions: &[crate::apply::Action]) {
-        print_steps(ctx, "Plan:", actions);
+    /// How this change's plan runs: journaled at its journal, as its command.
+    pub fn options<'a>(
+        &self,
+        rollback: bool,
+        service_timeout: std::time::Duration,
+        journal: Option<Journal>,
+        cluster: Option<&'a crate::cluster::Cluster>,
+    ) -> crate::apply::Options<'a> {
+        let path = self.journal_path.clone();
+        crate::apply::Options::for_change(
+            self.command,
+            path,
+            rollback,
+            service_timeout,
+            journal,
+            cluster,
+        )
     }
 
     /// Runs the plan, each step printed and logged. A plan that rolls back is snapshotted first
@@ -214,6 +228,17 @@ pub(crate) fn unfinished(command: &str, path: &str, then: &str) -> anyhow::Error
     )
     .into()
 }
+/// A dry run's end: its plan, that nothing was changed, its document.
+pub(crate) fn end_dry_run(
+    ctx: &mut Context,
+    actions: &[crate::apply::Action],
+    doc: &impl serde::Serialize,
+) {
+    print_steps(ctx, "Plan:", actions);
+    ctx.printer.note("--dry-run: nothing was changed");
+    ctx.printer.json(doc);
+}
+
 /// Prints steps for people under `title`, one numbered line per action (a dry run's output).
 pub(crate) fn print_steps(ctx: &mut Context, title: &str, actions: &[crate::apply::Action]) {
     ctx.printer.text(title);

@@ -106,18 +106,23 @@ pub(crate) fn check_skips(skip: &[String]) -> Result<(), UsageError> {
 pub(crate) use crate::cluster::read::ClusterRead;
 
 impl ClusterRead {
-    /// The API group Calico's components are pinned to: the cluster's (`Locks::pin`), else
-    /// calico-node's environment file's now.
-    pub(crate) fn api_group_pin(
+    /// The files `config` renders for `release` (`plan::desired::rendered_files`), Calico's
+    /// components pinned to the cluster's API group (`Locks::pin`), else calico-node's
+    /// environment file's now.
+    pub(crate) fn rendered_files(
         &self,
         host: &dyn crate::host::Host,
-        root: &crate::layout::InstallRoot,
-    ) -> Option<&'static str> {
+        config: &crate::config::Config,
+        release: (Option<&str>, Option<&str>),
+        uplink: Option<&str>,
+    ) -> anyhow::Result<Vec<crate::plan::install::DesiredFile>> {
         use crate::cluster::calico_api::Group;
-        match self.facts() {
-            Some(f) => f.calico_locks.pin().map(Group::api_version),
-            None => crate::health::api_group::pinned(host, root).map(Group::api_version),
-        }
+        let pin = match self.facts() {
+            Some(f) => f.calico_locks.pin(),
+            None => crate::health::api_group::pinned(host, &config.root()),
+        };
+        let pin = pin.map(Group::api_version);
+        crate::plan::desired::rendered_files(host, config, release, uplink, pin)
     }
 }
 

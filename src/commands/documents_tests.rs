@@ -51,14 +51,9 @@ fn documented() -> Vec<(String, Vec<String>)> {
     out
 }
 
+/// A changing command's document with every key (`warnings` too).
 fn changing<D>(own: D) -> Changing<D> {
-    Changing {
-        dry_run: false,
-        own,
-        actions: Vec::new(),
-        changed: false,
-        warnings: Some(Vec::new()),
-    }
+    Changing::plan(false, own, &[]).ran(Vec::new())
 }
 
 fn install(from_operator: Option<FromOperator>, uplink: &crate::host::uplink::Choice) -> Value {

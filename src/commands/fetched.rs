@@ -2,8 +2,7 @@
 
 /// `fetch kubeconfig`'s document; `refreshed` false when the token on the node lasts long
 /// enough (`--refresh-if-expiring-within`).
-#[derive(serde::Serialize)]
-#[cfg_attr(test, derive(Default))]
+#[derive(Default, serde::Serialize)]
 pub(crate) struct Kubeconfig<'a> {
     pub path: &'a str,
     pub changed: bool,
@@ -22,14 +21,11 @@ impl<'a> Kubeconfig<'a> {
     /// A dry run's: what would be written.
     pub fn planned(path: &'a str, from: TokenFrom<'a>) -> Self {
         let (dry_run, from) = (Some(true), Some(from));
-        let (changed, refreshed, expires) = (false, None, None);
         Self {
             path,
-            changed,
             dry_run,
-            refreshed,
             from,
-            expires,
+            ..Self::default()
         }
     }
 
@@ -40,15 +36,14 @@ impl<'a> Kubeconfig<'a> {
         from: Option<TokenFrom<'a>>,
         expires: Option<String>,
     ) -> Self {
-        let refreshed = Some(from.is_some());
-        let (dry_run, expires) = (None, Some(expires));
+        let (refreshed, expires) = (Some(from.is_some()), Some(expires));
         Self {
             path,
             changed,
-            dry_run,
             refreshed,
             from,
             expires,
+            ..Self::default()
         }
     }
 }

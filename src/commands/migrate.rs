@@ -293,9 +293,7 @@ pub fn to_operator(args: &MigrateArgs, ctx: &mut Context) -> anyhow::Result<()> 
     };
     let doc = Changing::plan(ctx.options.dry_run, own, &all);
     if ctx.options.dry_run {
-        change.show(ctx, &all);
-        ctx.printer.note("--dry-run: nothing was changed");
-        ctx.printer.json(&doc);
+        super::change::end_dry_run(ctx, &all, &doc);
         return Ok(());
     }
     let timeout = args.service_timeout;
@@ -364,14 +362,7 @@ fn run_hand_over(
         .unwrap_or(actions.len());
     let opts = Options {
         record: Some(rec),
-        ..Options::for_change(
-            TO,
-            change.journal_path.clone(),
-            false,
-            timeout,
-            journal,
-            Some(&read.cluster),
-        )
+        ..change.options(false, timeout, journal, Some(&read.cluster))
     };
     change.run(ctx, actions, opts)?.map_err(|failed| {
         let e = failed.error;
@@ -686,14 +677,8 @@ fn run_steps(
     timeout: std::time::Duration,
 ) -> anyhow::Result<()> {
     let mut change = Change::begin(ctx, host, FROM, root, journal.to_owned())?;
-    let opts = Options::for_change(
-        FROM,
-        journal.to_owned(),
-        false,
-        timeout,
-        change.journal.take(),
-        Some(cluster),
-    );
+    let journal = change.journal.take();
+    let opts = change.options(false, timeout, journal, Some(cluster));
     change
         .run(ctx, steps, opts)?
         .map_err(|failed| anyhow::Error::new(failed.error))?;
@@ -859,13 +844,8 @@ fn moved(ctx: &mut Context, read: &Read, changed: bool, direction: &'static str,
         boot_marker: None,
         already: true,
     };
-    ctx.printer.json(&Changing {
-        dry_run: ctx.options.dry_run,
-        own,
-        actions: Vec::new(),
-        changed,
-        warnings: None,
-    });
+    let doc = Changing::plan(ctx.options.dry_run, own, &[]);
+    ctx.printer.json(&Changing { changed, ..doc });
 }
 
 /// Whether `from-operator` has nothing left: installed, the operator kept off (its pod and

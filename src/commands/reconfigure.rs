@@ -14,7 +14,6 @@ use crate::installed::record::{self, NetworkSettings};
 use crate::k8s_name::NodeName;
 use crate::layout::CALICO_NETWORK;
 use crate::layout::InstallRoot;
-use crate::plan::desired::rendered_files;
 use crate::plan::install::{Inputs, Restart};
 use crate::plan::reconfigure::{self, NodeSteps, network_changes};
 use anyhow::Context as _;
@@ -56,7 +55,10 @@ pub(super) fn attempt(
     let journal = change.journal.take();
 
     // Files: the new rendered ones; the release's and the credentials stay as they are.
-    let (uplink, rendered) = rendered_for(host.as_ref(), config, &rec, &cluster)?;
+    // The adapter the External network binds, chosen again.
+    let uplink = super::common::uplink(host.as_ref(), config, &cluster, Some(&rec))?;
+    let adapter = uplink.adapter.as_deref();
+    let rendered = cluster.rendered_files(host.as_ref(), config, rec.release(), adapter)?;
     let kept = reconfigure::kept_files(&rec, &rendered);
     // Networks: what HNS cannot change in place.
     let new_net = NetworkSettings::of(config, uplink.adapter.as_deref());
@@ -95,7 +97,7 @@ pub(super) fn attempt(
         changes: &changes,
         pods: node.preview,
     };
-    let Some(doc) = show(ctx, &change, &shown, &actions)? else {
+    let Some(doc) = show(ctx, &shown, &actions)? else {
         // Nothing to change: the file stats kept all the same (a run cut off before it kept
         // them).
         if actions.is_empty() && !ctx.options.dry_run {
@@ -125,14 +127,7 @@ fn execute<D: serde::Serialize>(
     });
     let opts = apply::Options {
         stop,
-        ..apply::Options::for_change(
-            "reconfigure",
-            change.journal_path.clone(),
-            true,
-            args.service_timeout,
-            journal,
-            cluster,
-        )
+        ..change.options(true, args.service_timeout, journal, cluster)
     };
     if let Err(e) = change.run(ctx, actions, opts)? {
         return Err(failed(*e, node_name));
@@ -240,27 +235,6 @@ fn installed(
     Ok(rec)
 }
 
-/// The adapter the External network binds (chosen again) and the files rendered for it.
-fn rendered_for(
-    host: &dyn crate::host::Host,
-    config: &crate::config::Config,
-    rec: &record::InstallRecord,
-    cluster: &ClusterRead,
-) -> anyhow::Result<(
-    crate::host::uplink::Choice,
-    Vec<crate::plan::install::DesiredFile>,
-)> {
-    let uplink = super::common::uplink(host, config, cluster, Some(rec))?;
-    let rendered = rendered_files(
-        host,
-        config,
-        rec.release(),
-        uplink.adapter.as_deref(),
-        cluster.api_group_pin(host, &config.root()),
-    )?;
-    Ok((uplink, rendered))
-}
-
 /// The settings HNS cannot change in place that differ, and the networks deleted to make the
 /// Calico network again (none when nothing differs).
 fn network_plan(
@@ -323,7 +297,6 @@ pub(crate) struct Pods {
 /// when the run ends here, its document printed.
 fn show<'a>(
     ctx: &mut Context,
-    change: &Change,
     shown: &'a Shown<'a>,
     actions: &[Action],
 ) -> anyhow::Result<Option<Changing<Reconfigure<'a>>>> {
@@ -357,9 +330,7 @@ fn show<'a>(
         return Ok(None);
     }
     if dry_run {
-        change.show(ctx, actions);
-        ctx.printer.note("--dry-run: nothing was changed");
-        ctx.printer.json(&doc);
+        super::change::end_dry_run(ctx, actions, &doc);
         return Ok(None);
     }
     Ok(Some(doc))

@@ -128,13 +128,11 @@ pub fn run(args: &RepairArgs, ctx: &mut Context) -> anyhow::Result<()> {
         faults.len()
     ));
     if ctx.options.dry_run {
-        change.show(ctx, &actions);
-        ctx.printer.note("--dry-run: nothing was changed");
-        ctx.printer.json(&doc);
+        super::change::end_dry_run(ctx, &actions, &doc);
         return Ok(());
     }
     let recheck = |id: &str| still_at_fault(host.as_ref(), &c, &node, args.grace, id);
-    let mut opts = options(ctx, change.journal_path.clone(), interrupted, &c);
+    let mut opts = options(ctx, &change, interrupted, &c);
     opts.recheck = Some(&recheck);
     let stop = opts.stop.clone();
     if let Err(f) = change.run(ctx, &actions, opts)? {
@@ -395,21 +393,13 @@ fn refused(node: &NodeName, judged: &[Judged], r: repair::Refusal) -> anyhow::Er
 /// ends it before its next step, and the health wait after it.
 fn options<'a>(
     ctx: &mut Context,
-    journal_path: String,
+    change: &Change,
     journal: Option<crate::apply::journal::Journal>,
     cluster: &'a Cluster,
 ) -> apply::Options<'a> {
-    let cluster = Some(cluster);
     apply::Options {
         stop: ctx.catch_stop(Stop::new(), super::common::CHANGE_UNCAUGHT),
-        ..apply::Options::for_change(
-            "repair",
-            journal_path,
-            false,
-            // Its plan stops and starts no service (`plan::repair`).
-            Duration::ZERO,
-            journal,
-            cluster,
-        )
+        // Its plan stops and starts no service (`plan::repair`).
+        ..change.options(false, Duration::ZERO, journal, Some(cluster))
     }
 }

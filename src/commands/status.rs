@@ -72,8 +72,7 @@ fn desired(
 ) -> anyhow::Result<Desired> {
     // The adapter the install chose (a different choice is reconfigure's to make).
     let uplink = rec.network.as_ref().and_then(|n| n.adapter.as_deref());
-    let pin = cluster.api_group_pin(h, root);
-    let rendered = crate::plan::desired::rendered_files(h, config, rec.release(), uplink, pin)?;
+    let rendered = cluster.rendered_files(h, config, rec.release(), uplink)?;
     let stats = (!verify).then(|| FileStats::read(h, root));
     // calico-node's token file changes with every renewal: expected, not drift.
     let token_file = config

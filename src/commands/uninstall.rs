@@ -108,7 +108,7 @@ pub fn run(args: &UninstallArgs, ctx: &mut Context) -> anyhow::Result<()> {
     let mut warnings = cluster.warnings;
     warnings.extend(kept_rules);
     if dry_run {
-        change.show(ctx, &actions);
+        super::change::print_steps(ctx, "Plan:", &actions);
         if !warnings.is_empty() {
             doc.warnings = Some(warnings);
         }
@@ -499,16 +499,10 @@ fn execute(
     actions: &[apply::Action],
     cluster: Option<&crate::cluster::Cluster>,
 ) -> anyhow::Result<Vec<String>> {
+    let journal = change.journal.take();
     let opts = Options {
         record: Some(rec),
-        ..Options::for_change(
-            change.command,
-            change.journal_path.clone(),
-            false,
-            args.service_timeout,
-            change.journal.take(),
-            cluster,
-        )
+        ..change.options(false, args.service_timeout, journal, cluster)
     };
     change.run(ctx, actions, opts)?.map_err(|failed| {
         let e = failed.error;

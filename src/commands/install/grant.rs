@@ -22,22 +22,6 @@ pub(super) struct Journaling<'j, 'a> {
     pub timeout: std::time::Duration,
 }
 
-impl<'j, 'a> Journaling<'j, 'a> {
-    /// The journal and beginning of this run of `change`.
-    pub fn new(
-        (journal, begun): (&'j mut Option<Journal>, &'j mut Option<Begun<'a>>),
-        change: &'j crate::commands::change::Change,
-        timeout: std::time::Duration,
-    ) -> Self {
-        Self {
-            journal,
-            begun,
-            path: &change.journal_path,
-            timeout,
-        }
-    }
-}
-
 /// The node's grant, then the enclosing command's steps (`hand_over`), so a refused grant
 /// changes nothing of them, and the grant is undone when they fail. The plan to run, with the
 /// grant's uids in its record (the document shows the plan as first made).

@@ -212,7 +212,12 @@ fn install(
         (host, &c.cluster, &c.node_name),
         (&mut inputs, &actions),
         within.as_deref_mut(),
-        Journaling::new((&mut journal, &mut begun), &c.change, args.service_timeout),
+        Journaling {
+            journal: &mut journal,
+            begun: &mut begun,
+            path: &c.change.journal_path,
+            timeout: args.service_timeout,
+        },
     )?;
     // A rollback deletes the grant's objects it made (journaled); past the point of no return
     // the journal and the grant stay for a rerun.
@@ -502,14 +507,7 @@ fn execute(
             .context("cannot read the routes before the install")?,
         logs_dir: Some(config.logs.dir.as_str().to_owned()),
         // For the rollback only: it deletes what the run made of the grant.
-        ..apply::Options::for_change(
-            change.command,
-            change.journal_path.clone(),
-            true,
-            args.service_timeout,
-            journal,
-            cluster.cluster(),
-        )
+        ..change.options(true, args.service_timeout, journal, cluster.cluster())
     };
     // The executor has shown its warnings; they are not the result.
     match change.run(ctx, actions, opts)? {
@@ -639,7 +637,7 @@ fn present<'a>(
         ctx.printer
             .text("Nothing to change: the node already matches this install.");
     } else if dry_run {
-        change.show(ctx, p.actions);
+        super::change::print_steps(ctx, "Plan:", p.actions);
     }
     if let Some(t) = p.taint {
         let verb = if dry_run {
@@ -711,17 +709,13 @@ fn release_and_rendered(
     prepare: &mut Vec<String>,
 ) -> anyhow::Result<(Vec<DesiredFile>, Vec<DesiredFile>)> {
     let files = release_files(host, config, got, &c.want, prepare)?;
-    let rendered = plan::desired::rendered_files(
-        host,
-        config,
-        (
-            got.version().as_deref(),
-            got.chosen_cni_version(operator_cni_version(&c.cluster))
-                .as_deref(),
-        ),
-        c.uplink.adapter.as_deref(),
-        c.cluster.api_group_pin(host, &config.root()),
-    )?;
+    let (version, cni) = (
+        got.version(),
+        got.chosen_cni_version(operator_cni_version(&c.cluster)),
+    );
+    let release = (version.as_deref(), cni.as_deref());
+    let rendered =
+        (c.cluster).rendered_files(host, config, release, c.uplink.adapter.as_deref())?;
     Ok((files, rendered))
 }
 
