@@ -118,13 +118,12 @@ fn note_start(host: &dyn Host, s: &Settings, log: &Log) {
         return;
     }
     let now = crate::host::RegValue::Sz(crate::duration::now().to_string());
-    if let Err(e) = host.reg_set(
+    let kept = host.reg_set(
         crate::layout::CALICO_KEY,
         crate::layout::FELIX_STARTED_VALUE,
         &now,
-    ) {
-        log.warn(&format!("cannot record Felix's start: {e}"));
-    }
+    );
+    log.failed("cannot record Felix's start", kept);
 }
 
 /// Runs the component until a stop: at once after `reload_exit`, else after a doubling delay.

@@ -117,9 +117,7 @@ impl<'a> Diags<'a> {
         if let Some(refused) = refused_review {
             let kept =
                 crate::health::metrics_findings::keep_diags_review_refused(self.host, refused);
-            if let Err(e) = kept {
-                self.log.warn(&format!("diags endpoint: {e}"));
-            }
+            self.log.failed("diags endpoint", kept);
         }
         match verdict {
             Verdict::Allowed => None,

@@ -60,13 +60,12 @@ fn keep_pid(host: &dyn Host, pid: u32, log: &Log) {
     let Some(boot) = host.system_facts().ok().and_then(|f| f.boot_id) else {
         return;
     };
-    if let Err(e) = host.reg_set(
+    let kept = host.reg_set(
         CALICO_KEY,
         HNS_PID_VALUE,
         &RegValue::Sz(format!("{boot}:{pid}")),
-    ) {
-        log.warn(&format!("cannot keep the HNS process id: {e}"));
-    }
+    );
+    log.failed("cannot keep the HNS process id", kept);
 }
 
 impl HnsWatch {
@@ -273,7 +272,5 @@ fn record(host: &dyn Host, r: &HnsRestart, log: &Log) {
         EventLevel::Error
     };
     log.event(host, level, EVENT_HNS_RESTARTED, &message);
-    if let Err(e) = hns_restart::keep(host, r) {
-        log.warn(&format!("cannot record the HNS restart: {e}"));
-    }
+    log.failed("cannot record the HNS restart", hns_restart::keep(host, r));
 }

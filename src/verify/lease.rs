@@ -232,7 +232,7 @@ pub fn prove(c: &Cluster, held: &Held, made: Option<&str>) -> Result<(), RunErro
     held.stop();
     let ns = &held.ns;
     let fate = match made {
-        Some(uid) => match probe::delete_namespace(c, ns, (Some(uid), None)) {
+        Some(uid) => match probe::delete_namespace(c, ns, (Some(uid), None), None) {
             Ok(_) => format!(
                 "nothing was run: namespace {ns}, which held nothing yet, was deleted at once (by its uid)"
             ),

@@ -142,19 +142,11 @@ pub fn labelled_ours(meta: &kube::api::ObjectMeta) -> bool {
         .is_some_and(|v| v == objects::OWNER_VALUE)
 }
 
-/// Deletes the namespace only while it is the object of `uid` and, when given, of `version`:
-/// whether it is being deleted now (or was gone), `false` when it is not this run's. 409 is an
-/// unmet precondition (kube-apiserver `pkg/registry/core/namespace/storage/storage.go`).
+/// Deletes the namespace only while it is the object of `uid` and, when given, of `version`,
+/// its call bounded by `until` when given (a clean-up's bound): whether it is being deleted now
+/// (or was gone), `false` when it is not this run's. 409 is an unmet precondition
+/// (kube-apiserver `pkg/registry/core/namespace/storage/storage.go`).
 pub fn delete_namespace(
-    c: &Cluster,
-    name: &str,
-    precondition: (Option<&str>, Option<&str>),
-) -> Result<bool, ClusterError> {
-    delete_namespace_by(c, name, precondition, None)
-}
-
-/// `delete_namespace`, its call bounded by `until` when given (a clean-up's bound).
-pub fn delete_namespace_by(
     c: &Cluster,
     name: &str,
     (uid, version): (Option<&str>, Option<&str>),
@@ -217,7 +209,7 @@ pub fn pods(
     let pods = c.call("list", "pods", api.list(&lp))?.items;
     // Why a pod has no address is in its events: a missing right to read them is said, not
     // waited out.
-    let events = events(c, ns)?;
+    let events = events(c, ns, None)?;
     Ok(pods.iter().map(|p| state(p, &events)).collect())
 }
 
@@ -228,13 +220,9 @@ pub const EVENTS_PAGES: usize = 10;
 
 /// The namespace's events, a page of `EVENTS_PAGE` at a time by `limit` and `continue`
 /// (kubernetes `staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/types.go`,
-/// `ListOptions.Limit`), at most `EVENTS_PAGES` pages.
-pub fn events(c: &Cluster, ns: &str) -> Result<Vec<Event>, ClusterError> {
-    events_by(c, ns, None)
-}
-
-/// `events`, each page's call bounded by `until` when given (a clean-up's bound).
-pub fn events_by(
+/// `ListOptions.Limit`), at most `EVENTS_PAGES` pages, each page's call bounded by `until`
+/// when given (a clean-up's bound).
+pub fn events(
     c: &Cluster,
     ns: &str,
     until: Option<std::time::Instant>,

@@ -184,7 +184,11 @@ fn take_namespace(
 ) -> Result<(String, lease::Held, Option<String>), RunError> {
     Ok(match &o.namespace {
         None => {
-            let ns = make_namespace(c, o)?;
+            let (api, ns) = (
+                Api::<Namespace>::all(c.client.clone()),
+                objects::namespace(&o.suffix),
+            );
+            let ns = c.call("create", "namespaces", api.create(&Default::default(), &ns))?;
             let name = ns.metadata.name.unwrap_or_default();
             let uid = ns.metadata.uid.unwrap_or_default();
             let held = lease::take(c, &name, o).map_err(|e| owner_not_made(c, (&name, &uid), e))?;
@@ -305,17 +309,10 @@ fn pod_security(e: ClusterError, ns: &str) -> RunError {
     }
 }
 
-/// Makes the namespace, named by the run's random suffix. The namespace as written.
-fn make_namespace(c: &Cluster, o: &Options) -> Result<Namespace, ClusterError> {
-    let api = Api::<Namespace>::all(c.client.clone());
-    let ns = objects::namespace(&o.suffix);
-    c.call("create", "namespaces", api.create(&Default::default(), &ns))
-}
-
 /// The run's Lease refused after its namespace was made: the namespace is deleted at once, by
 /// its uid, and the error says whether that was done.
 fn owner_not_made(c: &Cluster, (ns, uid): (&str, &str), e: ClusterError) -> RunError {
-    let deleted = probe::delete_namespace(c, ns, (Some(uid), None))
+    let deleted = probe::delete_namespace(c, ns, (Some(uid), None), None)
         .map_err(|d| format!("{d} ({})", d.hint()));
     RunError::Plan(matrix::PlanError::OwnerNotMade {
         namespace: ns.to_owned(),
@@ -392,7 +389,7 @@ fn clean_up(
             "namespace {ns} {why}: the next verify run deletes it ('kubectl delete namespace {ns}' now)"
         )
     };
-    if let Err(e) = probe::delete_namespace_by(c, ns, (Some(uid), None), Some(until)) {
+    if let Err(e) = probe::delete_namespace(c, ns, (Some(uid), None), Some(until)) {
         *error = Some(left(format!("was not deleted ({e})")));
         return false;
     }

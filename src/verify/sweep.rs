@@ -64,7 +64,7 @@ pub fn sweep(c: &Cluster, (wait, until): (Duration, Instant)) -> Result<Swept, R
             n.metadata.uid.as_deref(),
             n.metadata.resource_version.as_deref(),
         );
-        if probe::delete_namespace(c, &name, as_read).map_err(refused)? {
+        if probe::delete_namespace(c, &name, as_read, None).map_err(refused)? {
             swept.removed.push(name);
         }
     }
