@@ -6,10 +6,9 @@
 
 use super::matrix::{PlanError, RunError};
 use super::options::Options;
-use super::step::{Ended, poll};
+use super::step::{Ended, done_if, poll};
 use crate::cluster::Cluster;
 use crate::cluster::node::CONDITION_CALICO_READY;
-use crate::duration::Look;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use std::time::Instant;
@@ -29,11 +28,7 @@ pub fn wait(c: &Cluster, o: &Options, until: Instant) -> Result<(), RunError> {
             Some(n) if cordoned(n) && !o.while_cordoned => Vec::new(),
             Some(n) => missing(n, o.calico_since),
         };
-        Ok(if missing.is_empty() {
-            Look::Done(missing)
-        } else {
-            Look::Pending(missing)
-        })
+        Ok(done_if(missing.is_empty(), missing))
     })?;
     let missing = match ended {
         Some((_, Ended::Done)) => return Ok(()),

@@ -241,11 +241,7 @@ fn pods_left(
                 Err(e) => return Err(e),
             };
             seen = Some(left.clone());
-            Ok(if left.is_empty() {
-                Look::Done(left)
-            } else {
-                Look::Pending(left)
-            })
+            Ok(super::step::done_if(left.is_empty(), left))
         },
         Ok,
     )
