@@ -97,7 +97,23 @@ impl HnsWatch {
                 log.info(&format!(
                     "the HNS service restarted (process {previous} -> {pid}): it has forgotten its policies; restarting the services that program it"
                 ));
-                Some(restart_programmers(host, s, previous, pid, stop, log)?)
+                let wait = s.service_stop_wait();
+                let after = " after the HNS restart";
+                let each = restart_each(host, &Role::PROGRAMS_HNS, wait, after, stop, log);
+                let (restarted, failed) = each.map_err(|name| {
+                    log.warn(&format!(
+                        "the HNS restart is not answered: CalicoNode is stopping ({name} may be left stopped; the next start answers it)"
+                    ));
+                    Stopped
+                })?;
+                let (at, from_pid, to_pid) = (crate::duration::now(), previous, pid);
+                Some(HnsRestart {
+                    at,
+                    from_pid,
+                    to_pid,
+                    restarted,
+                    failed,
+                })
             }
             _ => None,
         };
@@ -112,53 +128,43 @@ impl HnsWatch {
     }
 }
 
-fn restart_programmers(
+/// Restarts each registered service of `roles` (`restart`; a stop taken after it was given up
+/// on counts), each said with `after`: those restarted, and those not with why; a stop ends it
+/// at the service it was restarting (`Err`, its name).
+pub fn restart_each(
     host: &dyn Host,
-    s: &Settings,
-    from_pid: u32,
-    to_pid: u32,
+    roles: &[Role],
+    wait: Duration,
+    after: &str,
     stop: &Stop,
     log: &Log,
-) -> Result<HnsRestart, Stopped> {
-    let mut out = HnsRestart {
-        at: crate::duration::now(),
-        from_pid,
-        to_pid,
-        restarted: Vec::new(),
-        failed: Vec::new(),
-    };
-    for role in Role::PROGRAMS_HNS {
+) -> Result<(Vec<String>, Vec<String>), String> {
+    let (mut restarted, mut failed) = (Vec::new(), Vec::new());
+    for role in roles {
         let name = role.service_name();
         if !matches!(host.service_query(name), Ok(Some(_))) {
             continue;
         }
-        match restart(host, name, s.service_stop_wait(), stop, log) {
-            Ok(()) => {
-                log.info(&format!("restarted {name} after the HNS restart"));
-                out.restarted.push(name.to_owned());
-            }
-            Err(SuperviseError::Stopped) => {
-                log.warn(&format!(
-                    "the HNS restart is not answered: CalicoNode is stopping ({name} may be left stopped; the next start answers it)"
-                ));
-                return Err(Stopped);
-            }
+        match restart(host, name, wait, stop, log) {
+            Ok(()) => log.info(&format!("restarted {name}{after}")),
+            Err(SuperviseError::Stopped) => return Err(name.to_owned()),
             Err(e)
                 if matches!(e, SuperviseError::StopGivenUp(_))
-                    && started_late(host, name, s.service_stop_wait(), stop, log) =>
+                    && started_late(host, name, wait, stop, log) =>
             {
                 log.info(&format!(
-                    "restarted {name} after the HNS restart: its stop was taken after it was given up on ({e})"
+                    "restarted {name}{after}: its stop was taken after it was given up on ({e})"
                 ));
-                out.restarted.push(name.to_owned());
             }
             Err(e) => {
-                log.warn(&format!("cannot restart {name} after the HNS restart: {e}"));
-                out.failed.push(format!("{name}: {e}"));
+                log.warn(&format!("cannot restart {name}{after}: {e}"));
+                failed.push(format!("{name}: {e}"));
+                continue;
             }
         }
+        restarted.push(name.to_owned());
     }
-    Ok(out)
+    Ok((restarted, failed))
 }
 
 /// Stops `name`, waiting up to twice `wait`, and starts it once Stopped. The stop is sent

@@ -266,8 +266,7 @@ pub fn keep_for(c: &Cluster, held: &Held, for_s: i64) -> Result<(), ClusterError
 /// A lease lost: the lease, named, and why.
 pub type Lost = (String, String);
 
-/// The run's Lease as lost by now, if it was (the run stopped for it): the Lease, named, and
-/// why.
+/// The run's Lease as lost by now, if it was (the run stopped for it): the Lease, named, and why.
 pub fn lost_by_now(held: &Held) -> Option<Lost> {
     Some((held.named(), held.refused()?))
 }

@@ -58,8 +58,7 @@ impl Role {
         }
     }
 
-    /// Whether a pod's name is this role's: its name, alone or with a run's tag
-    /// (`objects::Names`).
+    /// Whether a pod's name is this role's: its name, alone or with a run's tag (`objects::Names`).
     pub fn is(self, pod: &str) -> bool {
         pod.strip_prefix(self.pod_name())
             .is_some_and(|t| t.is_empty() || t.starts_with('-'))

@@ -55,14 +55,13 @@ pub(super) fn ready(n: &Node) -> bool {
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
+/// Whether the node is cordoned (`spec.unschedulable`).
+pub(super) fn cordoned(n: &Node) -> bool {
+    n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true)
+}
+
 fn facts(n: &Node, now: i64) -> NodeFacts {
     let labels = n.metadata.labels.clone().unwrap_or_default();
-    let ready = ready(n);
-    let cordoned = n
-        .spec
-        .as_ref()
-        .and_then(|s| s.unschedulable)
-        .unwrap_or(false);
     let os = if labels.get("kubernetes.io/os").map(String::as_str) == Some("windows") {
         Os::Windows
     } else {
@@ -80,7 +79,7 @@ fn facts(n: &Node, now: i64) -> NodeFacts {
             .then(|| calico_unready(n, now))
             .flatten(),
         windows_build: labels.get("node.kubernetes.io/windows-build").cloned(),
-        usable: ready && !cordoned,
+        usable: ready(n) && !cordoned(n),
         control_plane: labels.contains_key("node-role.kubernetes.io/control-plane"),
     }
 }
@@ -218,10 +217,9 @@ pub fn pods(
 pub const EVENTS_PAGE: u32 = 500;
 pub const EVENTS_PAGES: usize = 10;
 
-/// The namespace's events, a page of `EVENTS_PAGE` at a time by `limit` and `continue`
-/// (kubernetes `staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/types.go`,
-/// `ListOptions.Limit`), at most `EVENTS_PAGES` pages, each page's call bounded by `until`
-/// when given (a clean-up's bound).
+/// The namespace's events, a page of `EVENTS_PAGE` at a time by `limit` and `continue` (kubernetes
+/// `staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/types.go`, `ListOptions.Limit`), at most
+/// `EVENTS_PAGES` pages, each page's call bounded by `until` when given (a clean-up's bound).
 pub fn events(
     c: &Cluster,
     ns: &str,
@@ -431,9 +429,8 @@ mod tests {
         assert!(s.events[0].starts_with("Scheduled"), "{:?}", s.events);
     }
 
-    /// Not bound, with kube-scheduler's `PodScheduled` False `Unschedulable` or
-    /// `SchedulerError`: the scheduler's words, and the node its affinity names; once bound,
-    /// none.
+    /// Not bound, with kube-scheduler's `PodScheduled` False `Unschedulable` or `SchedulerError`:
+    /// the scheduler's words, and the node its affinity names; once bound, none.
     #[test]
     fn a_pod_not_bound_says_why_kube_scheduler_placed_it_nowhere() {
         let mut p: Pod = serde_json::from_value(serde_json::json!({

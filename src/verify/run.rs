@@ -174,9 +174,8 @@ fn own_stop(c: &Cluster, o: &Options) -> (Options, crate::cluster::CutHere) {
     (o, cut)
 }
 
-/// The run's namespace and its Lease there (proven by a first renewal): a namespace made
-/// (its uid, `made`), or, given, the Lease taken there after the sweep of killed runs, added
-/// to `swept`.
+/// The run's namespace and its Lease there (proven by a first renewal): a namespace made (its uid,
+/// `made`), or, given, the Lease taken there after the sweep of killed runs, added to `swept`.
 fn take_namespace(
     c: &Cluster,
     o: &Options,

@@ -217,8 +217,7 @@ where
     gone(c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)))
 }
 
-/// The run's pods in `ns` (by `selector`), waited for (until `until`) to be gone: those not
-/// gone.
+/// The run's pods in `ns` (by `selector`), waited for (until `until`) to be gone: those not gone.
 fn pods_left(
     c: &Cluster,
     ns: &str,
