@@ -435,12 +435,4 @@ mod tests {
             Duration::from_secs(1)
         );
     }
-
-    #[test]
-    fn after_a_success_the_next_renewal_is_never_sooner_than_the_floor() {
-        assert_eq!(after_success(3600), Duration::from_secs(2400));
-        assert_eq!(after_success(30), Duration::from_secs(20));
-        // A life of nothing cannot make a loop.
-        assert_eq!(after_success(0), Duration::from_secs(1));
-    }
 }
