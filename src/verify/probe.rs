@@ -177,18 +177,6 @@ pub fn only(uid: Option<&str>, version: Option<&str>) -> DeleteParams {
     }
 }
 
-/// Whether the namespace still exists.
-pub fn namespace_exists(
-    c: &Cluster,
-    name: &str,
-    until: std::time::Instant,
-) -> Result<bool, ClusterError> {
-    let api: Api<Namespace> = Api::all(c.client.clone());
-    let what = format!("namespaces/{name}");
-    Ok(c.call_opt_by(until, ("get", &what), api.get(name))?
-        .is_some())
-}
-
 /// The Service's ClusterIP, and the `kubernetes` Service's.
 pub fn cluster_ip(c: &Cluster, ns: &str, name: &str) -> Result<Option<String>, ClusterError> {
     let api: Api<Service> = Api::namespaced(c.client.clone(), ns);
