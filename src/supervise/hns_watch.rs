@@ -56,18 +56,6 @@ fn kept_pid(host: &dyn Host) -> Option<u32> {
     (b == boot).then(|| pid.parse().ok()).flatten()
 }
 
-fn keep_pid(host: &dyn Host, pid: u32, log: &Log) {
-    let Some(boot) = host.system_facts().ok().and_then(|f| f.boot_id) else {
-        return;
-    };
-    let kept = host.reg_set(
-        CALICO_KEY,
-        HNS_PID_VALUE,
-        &RegValue::Sz(format!("{boot}:{pid}")),
-    );
-    log.failed("cannot keep the HNS process id", kept);
-}
-
 impl HnsWatch {
     /// Looks at HNS's process id; after a change between running processes, restarts the
     /// services that program HNS. A stop during the restart leaves the new id unkept.
@@ -117,8 +105,13 @@ impl HnsWatch {
             }
             _ => None,
         };
-        if previous != Some(pid) {
-            keep_pid(host, pid, log);
+        // Kept with its boot (`kept_pid`).
+        if previous != Some(pid)
+            && let Some(boot) = host.system_facts().ok().and_then(|f| f.boot_id)
+        {
+            let id = RegValue::Sz(format!("{boot}:{pid}"));
+            let kept = host.reg_set(CALICO_KEY, HNS_PID_VALUE, &id);
+            log.failed("cannot keep the HNS process id", kept);
         }
         if let Some(r) = &restart {
             record(host, r, log);
