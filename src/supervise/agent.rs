@@ -112,21 +112,6 @@ fn wait_for_init(host: &dyn Host, s: &Settings, stop: &Stop, log: &Log) -> Resul
     )
 }
 
-/// Felix's own start, kept where `status` reads it (its service outlives Felix's restarts).
-fn note_start(host: &dyn Host, s: &Settings, log: &Log) {
-    if s.role != Role::Felix {
-        return;
-    }
-    let now = crate::host::RegValue::Sz(crate::duration::now().to_string());
-    if let Err(e) = host.reg_set(
-        crate::layout::CALICO_KEY,
-        crate::layout::FELIX_STARTED_VALUE,
-        &now,
-    ) {
-        log.warn(&format!("cannot record Felix's start: {e}"));
-    }
-}
-
 /// Runs the component until a stop: at once after `reload_exit`, else after a doubling delay.
 pub(super) fn supervise(
     host: &dyn Host,
@@ -145,7 +130,13 @@ pub(super) fn supervise(
     let mut failures = 0;
     loop {
         let started = Instant::now();
-        note_start(host, s, log);
+        // Felix's own start, kept where `status` reads it (its service outlives its restarts).
+        if s.role == Role::Felix {
+            let now = crate::host::RegValue::Sz(crate::duration::now().to_string());
+            let value = crate::layout::FELIX_STARTED_VALUE;
+            let kept = host.reg_set(crate::layout::CALICO_KEY, value, &now);
+            log.failed("cannot record Felix's start", kept);
+        }
         let delay = match run_child(host, s, program, env, None, stop, log) {
             Err(SuperviseError::Stopped) => return Err(SuperviseError::Stopped),
             // Restarting beside a child that may still run would make two agents.

@@ -57,18 +57,9 @@ pub fn restart_components(
     log.warn(&what);
     let (id, level) = (crate::layout::EVENT_API_GROUP_CHANGED, EventLevel::Warning);
     log.event(host, level, id, &format!("CalicoNode: {what}"));
-    for role in [Role::Felix, Role::Confd] {
-        let name = role.service_name();
-        if !matches!(host.service_query(name), Ok(Some(_))) {
-            continue;
-        }
-        match super::hns_watch::restart(host, name, wait, stop, log) {
-            Ok(()) => log.info(&format!("restarted {name}")),
-            Err(super::settings::SuperviseError::Stopped) => return Err(crate::duration::Stopped),
-            Err(e) => log.warn(&format!("cannot restart {name}: {e}")),
-        }
-    }
-    Ok(())
+    let roles = [Role::Felix, Role::Confd];
+    let restarted = super::hns_watch::restart_each(host, &roles, wait, "", stop, log);
+    restarted.map(|_| ()).map_err(|_| crate::duration::Stopped)
 }
 
 #[cfg(test)]

@@ -102,9 +102,8 @@ fn keep(host: &dyn Host, s: &Settings, pid: u32, log: &Log) {
         .flatten()
         .map_or_else(String::new, |t| format!(" {t}"));
     let value = crate::host::RegValue::Sz(format!("{pid}{started}"));
-    if let Err(e) = host.reg_set(crate::layout::CALICO_KEY, s.role.child_value(), &value) {
-        log.warn(&format!("cannot record the child's pid {pid}: {e}"));
-    }
+    let kept = host.reg_set(crate::layout::CALICO_KEY, s.role.child_value(), &value);
+    log.failed(&format!("cannot record the child's pid {pid}"), kept);
 }
 
 /// Before a child starts: one an earlier run kept that still runs as the same process (pid and
@@ -179,9 +178,9 @@ pub fn report_failure(
         blocks,
         at: crate::duration::now(),
     };
-    if let Err(e) = crate::installed::failure::record(host, failure) {
-        log.warn(&format!(
-            "cannot record the failure where install's wait reads it: {e}"
-        ));
-    }
+    let recorded = crate::installed::failure::record(host, failure);
+    log.failed(
+        "cannot record the failure where install's wait reads it",
+        recorded,
+    );
 }

@@ -1,8 +1,7 @@
-//! `GET /diags` on CalicoNode's metrics endpoint (`metrics.diags`): the node's redacted zip
-//! for `fleet diags`, built by `calicoctl-win diags --offline` as a child into the root's own
-//! `DIR`, one at a time, within `BUILD_TIME` and `CAP` (413 past it). Only a token the API
-//! server reviews as `fleet diags`' for this node is served (`diags_review`); each answer
-//! carries `ANSWER_HEADER`.
+//! `GET /diags` on CalicoNode's metrics endpoint (`metrics.diags`): the node's redacted zip for
+//! `fleet diags`, built by `calicoctl-win diags --offline` as a child into the root's own `DIR`,
+//! one at a time, within `BUILD_TIME` and `CAP` (413 past it). Only a token the API server reviews
+//! as `fleet diags`' for this node is served (`diags_review`); each answer carries `ANSWER_HEADER`.
 //!
 //! Plain HTTP: the pod proxy does not verify pod certificates (kubernetes/kubernetes
 //! `cmd/kube-apiserver/app/server.go`, `CreateProxyTransport`: `InsecureSkipVerify`).
@@ -117,9 +116,7 @@ impl<'a> Diags<'a> {
         if let Some(refused) = refused_review {
             let kept =
                 crate::health::metrics_findings::keep_diags_review_refused(self.host, refused);
-            if let Err(e) = kept {
-                self.log.warn(&format!("diags endpoint: {e}"));
-            }
+            self.log.failed("diags endpoint", kept);
         }
         match verdict {
             Verdict::Allowed => None,

@@ -56,19 +56,6 @@ fn kept_pid(host: &dyn Host) -> Option<u32> {
     (b == boot).then(|| pid.parse().ok()).flatten()
 }
 
-fn keep_pid(host: &dyn Host, pid: u32, log: &Log) {
-    let Some(boot) = host.system_facts().ok().and_then(|f| f.boot_id) else {
-        return;
-    };
-    if let Err(e) = host.reg_set(
-        CALICO_KEY,
-        HNS_PID_VALUE,
-        &RegValue::Sz(format!("{boot}:{pid}")),
-    ) {
-        log.warn(&format!("cannot keep the HNS process id: {e}"));
-    }
-}
-
 impl HnsWatch {
     /// Looks at HNS's process id; after a change between running processes, restarts the
     /// services that program HNS. A stop during the restart leaves the new id unkept.
@@ -98,12 +85,33 @@ impl HnsWatch {
                 log.info(&format!(
                     "the HNS service restarted (process {previous} -> {pid}): it has forgotten its policies; restarting the services that program it"
                 ));
-                Some(restart_programmers(host, s, previous, pid, stop, log)?)
+                let wait = s.service_stop_wait();
+                let after = " after the HNS restart";
+                let each = restart_each(host, &Role::PROGRAMS_HNS, wait, after, stop, log);
+                let (restarted, failed) = each.map_err(|name| {
+                    log.warn(&format!(
+                        "the HNS restart is not answered: CalicoNode is stopping ({name} may be left stopped; the next start answers it)"
+                    ));
+                    Stopped
+                })?;
+                let (at, from_pid, to_pid) = (crate::duration::now(), previous, pid);
+                Some(HnsRestart {
+                    at,
+                    from_pid,
+                    to_pid,
+                    restarted,
+                    failed,
+                })
             }
             _ => None,
         };
-        if previous != Some(pid) {
-            keep_pid(host, pid, log);
+        // Kept with its boot (`kept_pid`).
+        if previous != Some(pid)
+            && let Some(boot) = host.system_facts().ok().and_then(|f| f.boot_id)
+        {
+            let id = RegValue::Sz(format!("{boot}:{pid}"));
+            let kept = host.reg_set(CALICO_KEY, HNS_PID_VALUE, &id);
+            log.failed("cannot keep the HNS process id", kept);
         }
         if let Some(r) = &restart {
             record(host, r, log);
@@ -113,53 +121,43 @@ impl HnsWatch {
     }
 }
 
-fn restart_programmers(
+/// Restarts each registered service of `roles` (`restart`; a stop taken after it was given up
+/// on counts), each said with `after`: those restarted, and those not with why; a stop ends it
+/// at the service it was restarting (`Err`, its name).
+pub fn restart_each(
     host: &dyn Host,
-    s: &Settings,
-    from_pid: u32,
-    to_pid: u32,
+    roles: &[Role],
+    wait: Duration,
+    after: &str,
     stop: &Stop,
     log: &Log,
-) -> Result<HnsRestart, Stopped> {
-    let mut out = HnsRestart {
-        at: crate::duration::now(),
-        from_pid,
-        to_pid,
-        restarted: Vec::new(),
-        failed: Vec::new(),
-    };
-    for role in Role::PROGRAMS_HNS {
+) -> Result<(Vec<String>, Vec<String>), String> {
+    let (mut restarted, mut failed) = (Vec::new(), Vec::new());
+    for role in roles {
         let name = role.service_name();
         if !matches!(host.service_query(name), Ok(Some(_))) {
             continue;
         }
-        match restart(host, name, s.service_stop_wait(), stop, log) {
-            Ok(()) => {
-                log.info(&format!("restarted {name} after the HNS restart"));
-                out.restarted.push(name.to_owned());
-            }
-            Err(SuperviseError::Stopped) => {
-                log.warn(&format!(
-                    "the HNS restart is not answered: CalicoNode is stopping ({name} may be left stopped; the next start answers it)"
-                ));
-                return Err(Stopped);
-            }
+        match restart(host, name, wait, stop, log) {
+            Ok(()) => log.info(&format!("restarted {name}{after}")),
+            Err(SuperviseError::Stopped) => return Err(name.to_owned()),
             Err(e)
                 if matches!(e, SuperviseError::StopGivenUp(_))
-                    && started_late(host, name, s.service_stop_wait(), stop, log) =>
+                    && started_late(host, name, wait, stop, log) =>
             {
                 log.info(&format!(
-                    "restarted {name} after the HNS restart: its stop was taken after it was given up on ({e})"
+                    "restarted {name}{after}: its stop was taken after it was given up on ({e})"
                 ));
-                out.restarted.push(name.to_owned());
             }
             Err(e) => {
-                log.warn(&format!("cannot restart {name} after the HNS restart: {e}"));
-                out.failed.push(format!("{name}: {e}"));
+                log.warn(&format!("cannot restart {name}{after}: {e}"));
+                failed.push(format!("{name}: {e}"));
+                continue;
             }
         }
+        restarted.push(name.to_owned());
     }
-    Ok(out)
+    Ok((restarted, failed))
 }
 
 /// Stops `name`, waiting up to twice `wait`, and starts it once Stopped. The stop is sent
@@ -273,7 +271,5 @@ fn record(host: &dyn Host, r: &HnsRestart, log: &Log) {
         EventLevel::Error
     };
     log.event(host, level, EVENT_HNS_RESTARTED, &message);
-    if let Err(e) = hns_restart::keep(host, r) {
-        log.warn(&format!("cannot record the HNS restart: {e}"));
-    }
+    log.failed("cannot record the HNS restart", hns_restart::keep(host, r));
 }

@@ -216,9 +216,8 @@ fn wait<T>(
 /// `kube-proxy --version`, bounded in time and cut by the service's stop.
 fn version(host: &dyn Host, exe: &str, stop: &Stop, log: &Log) -> Result<(u32, u32)> {
     // Forgotten first: a start with no readable answer leaves no earlier binary's record.
-    if let Err(e) = host.reg_delete_value(CALICO_KEY, KUBE_PROXY_VERSION_VALUE) {
-        log.warn(&format!("cannot forget kube-proxy's recorded version: {e}"));
-    }
+    let forgotten = host.reg_delete_value(CALICO_KEY, KUBE_PROXY_VERSION_VALUE);
+    log.failed("cannot forget kube-proxy's recorded version", forgotten);
     let say = &mut |l: &str| log.info(l);
     let text = crate::checks::kube_proxy::version_answer::<SuperviseError>(host, exe, stop, say)?
         .ok_or_else(|| SuperviseError::KubeProxyVersion {
@@ -230,9 +229,8 @@ fn version(host: &dyn Host, exe: &str, stop: &Stop, log: &Log) -> Result<(u32, u
     })?;
     // Kept for `status` and `preflight`, which judge kube-proxy's known issues by it.
     let answer = crate::host::RegValue::Sz(text);
-    if let Err(e) = host.reg_set(CALICO_KEY, KUBE_PROXY_VERSION_VALUE, &answer) {
-        log.warn(&format!("cannot record kube-proxy's version: {e}"));
-    }
+    let kept = host.reg_set(CALICO_KEY, KUBE_PROXY_VERSION_VALUE, &answer);
+    log.failed("cannot record kube-proxy's version", kept);
     Ok(version)
 }
 

@@ -265,8 +265,15 @@ impl Log {
     /// Writes an event of calicoctl-win's source to the Application event log; a failure is
     /// said here.
     pub fn event(&self, host: &dyn crate::host::Host, level: EventLevel, id: u32, message: &str) {
-        if let Err(e) = host.report_event(crate::layout::EVENT_SOURCE, level, id, message) {
-            self.warn(&format!("cannot write to the Application event log: {e}"));
+        let sent = host.report_event(crate::layout::EVENT_SOURCE, level, id, message);
+        self.failed("cannot write to the Application event log", sent);
+    }
+
+    /// A failure to keep or say something beside the service's work: warned as `what: error`,
+    /// never more.
+    pub fn failed<T, E: std::fmt::Display>(&self, what: &str, r: Result<T, E>) {
+        if let Err(e) = r {
+            self.warn(&format!("{what}: {e}"));
         }
     }
 

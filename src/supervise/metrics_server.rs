@@ -37,7 +37,7 @@ pub fn run(
     log: &Log,
 ) {
     let Some(port) = port else {
-        return said(log, keep_endpoint_down(host, None));
+        return log.failed(SAID, keep_endpoint_down(host, None));
     };
     let mut delay = Duration::from_secs(1);
     let mut down: Option<EndpointDown> = None;
@@ -68,7 +68,7 @@ pub fn run(
                         since,
                         refusal,
                     };
-                    said(log, keep_endpoint_down(host, Some(&now_down)));
+                    log.failed(SAID, keep_endpoint_down(host, Some(&now_down)));
                     down = Some(now_down);
                 }
                 if stop.wait(delay) {
@@ -81,8 +81,8 @@ pub fn run(
     if down.is_some() {
         log.info(&format!("metrics endpoint: listening on TCP port {port}"));
     }
-    said(log, keep_endpoint_down(host, None));
-    said(log, keep_listening(host, crate::duration::now()));
+    log.failed(SAID, keep_endpoint_down(host, None));
+    log.failed(SAID, keep_listening(host, crate::duration::now()));
     let diags = diags.map(|r| Diags::new(host, root, (stop, log), r));
     serve_with(host, root, diags.as_ref(), &listener, stop, log);
 }
@@ -101,19 +101,15 @@ pub fn serve_with(
     let metrics = || crate::installed::metrics::exposition(host, root);
     let count = |reason: &str, n: u64| {
         let series = format!("{REFUSED_CONNECTIONS}{{reason=\"{reason}\"}}");
-        said(log, bump(host, root, NODE_FILE, &series, n));
+        log.failed(SAID, bump(host, root, NODE_FILE, &series, n));
     };
     // Each connection from beyond the node kept, for status's `metrics_findings::unscraped`.
-    let seen = |peer: IpAddr| said(log, keep_connection(host, peer, crate::duration::now()));
+    let seen = |peer: IpAddr| log.failed(SAID, keep_connection(host, peer, crate::duration::now()));
     accept(&metrics, diags, listener, stop, (log, &count, &seen));
 }
 
-/// A failure to keep something for status or metrics: said, never more.
-fn said<E: std::fmt::Display>(log: &Log, kept: Result<(), E>) {
-    if let Err(e) = kept {
-        log.warn(&format!("metrics endpoint: {e}"));
-    }
-}
+/// What a failure to keep something for status or metrics is said as (`Log::failed`).
+const SAID: &str = "metrics endpoint";
 
 /// The most connections answered at once, each on its own thread; one more is answered 503.
 const CONNECTIONS: usize = 16;

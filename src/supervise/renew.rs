@@ -19,9 +19,8 @@ use std::time::{Duration, Instant};
 pub use crate::layout::EVENT_RENEWAL_FAILED;
 /// Counts an event in CalicoNode's metrics; a failure is said, never more.
 pub(super) fn count(host: &dyn Host, name: &str, log: &Log) {
-    if let Err(e) = metrics::count(host, metrics::NODE_FILE, name, 1) {
-        log.warn(&format!("cannot count {name}: {e}"));
-    }
+    let counted = metrics::count(host, metrics::NODE_FILE, name, 1);
+    log.failed(&format!("cannot count {name}"), counted);
 }
 
 /// How often a token that never expires, or a node without one, is looked at again.
@@ -219,9 +218,8 @@ impl Renewal {
         if let Some(said) = fresh.skew.and_then(|s| skew_sentence(s, fresh.lifetime)) {
             log.warn(&format!("{said}: renewals are timed by this node's clock"));
         }
-        if let Err(e) = token_records::keep_issued(host, fresh) {
-            log.warn(&format!("cannot record the renewal for status: {e}"));
-        }
+        let kept = token_records::keep_issued(host, fresh);
+        log.failed("cannot record the renewal for status", kept);
         self.failures = 0;
         self.refused = false;
         self.next = Instant::now() + after;
@@ -348,9 +346,8 @@ impl Renewal {
             let message = format!("CalicoNode {line}");
             log.event(host, EventLevel::Warning, EVENT_RENEWAL_FAILED, &message);
         }
-        if let Err(e) = token_records::keep_refused(host, &record) {
-            log.warn(&format!("cannot record the failed renewal for status: {e}"));
-        }
+        let kept = token_records::keep_refused(host, &record);
+        log.failed("cannot record the failed renewal for status", kept);
         self.next = Instant::now() + after;
     }
 }
@@ -437,13 +434,5 @@ mod tests {
             retry_after(Some(105), 100, false, 9),
             Duration::from_secs(1)
         );
-    }
-
-    #[test]
-    fn after_a_success_the_next_renewal_is_never_sooner_than_the_floor() {
-        assert_eq!(after_success(3600), Duration::from_secs(2400));
-        assert_eq!(after_success(30), Duration::from_secs(20));
-        // A life of nothing cannot make a loop.
-        assert_eq!(after_success(0), Duration::from_secs(1));
     }
 }

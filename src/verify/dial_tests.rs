@@ -29,37 +29,25 @@ fn a_pod_is_dialled_through_the_clients_pod_proxy_and_must_answer_its_name() {
 #[test]
 fn names_addresses_and_outside_hosts_are_dialled_as_netexec_takes_them() {
     let a = addresses();
-    // A Windows pod resolves a single label (its namespace's suffix) or a fully qualified
-    // name, never a partly qualified one (Kubernetes' DNS docs, Windows nodes).
-    let by_name = dial(Role::Local, &Target::ServiceName, &a).unwrap();
-    assert!(
-        by_name.path.contains("host=server&port=80&"),
-        "{}",
-        by_name.path
-    );
-    let kubernetes = dial(Role::Local, &Target::KubernetesName, &a).unwrap();
-    assert!(
-        kubernetes
-            .path
-            .contains("host=kubernetes.default.svc.cluster.local&port=443"),
-        "{}",
-        kubernetes.path
-    );
+    let v6 = Target::External("[2001:db8::1]:80".into());
+    for (to, has) in [
+        // A Windows pod resolves a single label (its namespace's suffix) or a fully qualified
+        // name, never a partly qualified one (Kubernetes' DNS docs, Windows nodes).
+        (&Target::ServiceName, "host=server&port=80&"),
+        (
+            &Target::KubernetesName,
+            "host=kubernetes.default.svc.cluster.local&port=443",
+        ),
+        (&Target::ApiServerIp, "host=10.96.0.1&port=443"),
+        // Each value encoded for the query: an address's colons too.
+        (&v6, "request=%2F&"),
+        (&v6, "host=%5B2001%3Adb8%3A%3A1%5D&port=80"),
+    ] {
+        let d = dial(Role::Local, to, &a).unwrap();
+        assert!(d.path.contains(has), "{to:?}: {}", d.path);
+    }
     let api = dial(Role::Local, &Target::ApiServerIp, &a).unwrap();
-    assert!(api.path.contains("host=10.96.0.1&port=443"), "{}", api.path);
     assert_eq!(api.expect, None);
-    let out = dial(
-        Role::Local,
-        &Target::External("[2001:db8::1]:80".into()),
-        &a,
-    )
-    .unwrap();
-    assert!(out.path.contains("request=%2F&"), "{}", out.path);
-    assert!(
-        out.path.contains("host=%5B2001%3Adb8%3A%3A1%5D&port=80"),
-        "{}",
-        out.path
-    );
     // A pod without an address cannot be dialled: the pod-address check says why.
     assert_eq!(dial(Role::Local, &Target::Pod(Role::Linux), &a), None);
 }

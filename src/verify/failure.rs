@@ -25,6 +25,7 @@ pub enum Failed {
 
 impl Diagnose for Failed {
     fn diagnose(&self) -> Option<Diagnosis> {
+        let failed = |hint: &str| Diagnosis::new(Exit::Failed, Kind::Failed, hint);
         match self {
             Failed::NotPassing { .. } => Diagnosis::new(
                 Exit::Failed,
@@ -36,16 +37,10 @@ impl Diagnose for Failed {
                 Kind::Timeout,
                 "the checks judged so far are listed; a pod that waits for its image takes longest: pull it first, or give --timeout more",
             ),
-            Failed::Interrupted { .. } => Diagnosis::new(
-                Exit::Failed,
-                Kind::Failed,
-                "run it again to judge every check",
-            ),
-            Failed::LeaseLost { .. } => Diagnosis::new(
-                Exit::Failed,
-                Kind::Failed,
-                crate::health::judge::Code::VerifyLeaseLost.remedy(),
-            ),
+            Failed::Interrupted { .. } => failed("run it again to judge every check"),
+            Failed::LeaseLost { .. } => {
+                failed(crate::health::judge::Code::VerifyLeaseLost.remedy())
+            }
         }
     }
 }

@@ -49,14 +49,6 @@ fn a_pod_without_an_address_is_the_cnis_with_its_events() {
 }
 
 #[test]
-fn a_pull_that_fails_is_the_images_not_the_cnis() {
-    let mut p = pod("server", Some("10.0.0.1"));
-    p.phase = "Pending".into();
-    p.waiting = Some("ErrImagePull: no matching manifest for windows/amd64 10.0.26100".into());
-    assert_eq!(code(&pods(&[p])), Some(Code::TrafficImage));
-}
-
-#[test]
 fn each_dialling_check_names_its_own_layer() {
     let from = pod("client-local", Some("10.0.0.2"));
     let timeout = Answer::Failed(vec!["i/o timeout".into()]);

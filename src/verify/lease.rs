@@ -232,7 +232,7 @@ pub fn prove(c: &Cluster, held: &Held, made: Option<&str>) -> Result<(), RunErro
     held.stop();
     let ns = &held.ns;
     let fate = match made {
-        Some(uid) => match probe::delete_namespace(c, ns, (Some(uid), None)) {
+        Some(uid) => match probe::delete_namespace(c, ns, (Some(uid), None), None) {
             Ok(_) => format!(
                 "nothing was run: namespace {ns}, which held nothing yet, was deleted at once (by its uid)"
             ),
@@ -266,8 +266,7 @@ pub fn keep_for(c: &Cluster, held: &Held, for_s: i64) -> Result<(), ClusterError
 /// A lease lost: the lease, named, and why.
 pub type Lost = (String, String);
 
-/// The run's Lease as lost by now, if it was (the run stopped for it): the Lease, named, and
-/// why.
+/// The run's Lease as lost by now, if it was (the run stopped for it): the Lease, named, and why.
 pub fn lost_by_now(held: &Held) -> Option<Lost> {
     Some((held.named(), held.refused()?))
 }

@@ -58,8 +58,7 @@ impl Role {
         }
     }
 
-    /// Whether a pod's name is this role's: its name, alone or with a run's tag
-    /// (`objects::Names`).
+    /// Whether a pod's name is this role's: its name, alone or with a run's tag (`objects::Names`).
     pub fn is(self, pod: &str) -> bool {
         pod.strip_prefix(self.pod_name())
             .is_some_and(|t| t.is_empty() || t.starts_with('-'))
@@ -297,21 +296,14 @@ fn namespace_fate(ns: &str, deleted: &Result<(), String>) -> String {
 impl crate::error::Diagnose for PlanError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
         use crate::error::{Diagnosis, Exit, Kind};
+        let failed = |hint: String| Diagnosis::new(Exit::Failed, Kind::Failed, hint);
         match self {
-            PlanError::NotUsable(n) => Diagnosis::new(
-                Exit::Failed,
-                Kind::Failed,
-                format!(
-                    "make node {n} Ready and uncordon it ('kubectl uncordon {n}'), then verify it"
-                ),
-            ),
-            PlanError::Tainted { node, key, .. } => Diagnosis::new(
-                Exit::Failed,
-                Kind::Failed,
-                format!(
-                    "see what set the taint ('kubectl describe node {node}'): a node shut down or out of service, or being removed, is not one to verify; a taint set by hand comes off with 'kubectl taint nodes {node} {key}:NoExecute-', then run verify again"
-                ),
-            ),
+            PlanError::NotUsable(n) => failed(format!(
+                "make node {n} Ready and uncordon it ('kubectl uncordon {n}'), then verify it"
+            )),
+            PlanError::Tainted { node, key, .. } => failed(format!(
+                "see what set the taint ('kubectl describe node {node}'): a node shut down or out of service, or being removed, is not one to verify; a taint set by hand comes off with 'kubectl taint nodes {node} {key}:NoExecute-', then run verify again"
+            )),
             PlanError::NeverReady { node, .. } => Diagnosis::new(
                 Exit::Timeout,
                 Kind::Timeout,
@@ -319,22 +311,14 @@ impl crate::error::Diagnose for PlanError {
                     "look at 'kubectl describe node {node}' (kubelet's Ready) and 'calicoctl-win status' on the node (Calico's services), then run 'calicoctl-win verify'"
                 ),
             ),
-            PlanError::PodSecurity { namespace, .. } => Diagnosis::new(
-                Exit::Failed,
-                Kind::Failed,
-                format!(
-                    "the probe pods meet Pod Security's restricted profile as of Kubernetes 1.25 (Windows pods exempt from Linux's controls): look at namespace {namespace}'s pod-security.kubernetes.io/enforce and enforce-version labels ('kubectl get namespace {namespace} --show-labels'), or run verify in a namespace enforcing restricted"
-                ),
+            PlanError::PodSecurity { namespace, .. } => failed(format!(
+                "the probe pods meet Pod Security's restricted profile as of Kubernetes 1.25 (Windows pods exempt from Linux's controls): look at namespace {namespace}'s pod-security.kubernetes.io/enforce and enforce-version labels ('kubectl get namespace {namespace} --show-labels'), or run verify in a namespace enforcing restricted"
+            )),
+            PlanError::OwnerNotMade { .. } => failed(
+                "look at the cause (a missing right to create leases, an admission webhook, a quota), then run 'calicoctl-win verify' again".into(),
             ),
-            PlanError::OwnerNotMade { .. } => Diagnosis::new(
-                Exit::Failed,
-                Kind::Failed,
-                "look at the cause (a missing right to create leases, an admission webhook, a quota), then run 'calicoctl-win verify' again",
-            ),
-            PlanError::LeaseLost { .. } => Diagnosis::new(
-                Exit::Failed,
-                Kind::Failed,
-                "the renewal needs 'update' on the run's Lease (with --namespace, 'calicoctl-win fleet rbac --identity verify' grants it): give the identity that right, or look at the cause (an admission webhook, the API server), then run 'calicoctl-win verify' again",
+            PlanError::LeaseLost { .. } => failed(
+                "the renewal needs 'update' on the run's Lease (with --namespace, 'calicoctl-win fleet rbac --identity verify' grants it): give the identity that right, or look at the cause (an admission webhook, the API server), then run 'calicoctl-win verify' again".into(),
             ),
             PlanError::SweepRefused { hint, .. } => {
                 Diagnosis::new(Exit::Failed, Kind::ClusterRefused, hint.clone())

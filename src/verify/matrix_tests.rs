@@ -24,6 +24,7 @@ fn ids(m: &Matrix) -> Vec<CheckId> {
     m.checks.iter().map(|c| c.id).collect()
 }
 
+/// A Linux worker is taken before the control plane, which is taken when it is the only one.
 #[test]
 fn a_full_cluster_gets_every_check_and_a_linux_worker() {
     let nodes = [
@@ -40,6 +41,9 @@ fn a_full_cluster_gets_every_check_and_a_linux_worker() {
     assert_eq!(on(Role::Remote), Some("win-b"));
     assert_eq!(ids(&m).len(), 15);
     assert!(m.skipped.is_empty());
+    let only_cp = [nodes[0].clone(), nodes[2].clone()];
+    let m = plan(&"win-a".into(), &only_cp, image::AGNHOST, None).unwrap();
+    assert_eq!(m.peers()[0].node.as_str(), "cp");
 }
 
 #[test]
@@ -60,17 +64,6 @@ fn a_cluster_without_peers_skips_the_cross_node_checks_and_says_why() {
     assert!(!ids(&m).contains(&CheckId::WindowsToLinux));
     assert!(ids(&m).contains(&CheckId::PolicyRemoved));
     assert_eq!(m.pods.len(), 2);
-}
-
-#[test]
-fn a_control_plane_is_taken_when_it_is_the_only_linux_node() {
-    let nodes = [linux("cp", true), win("win-a", "10.0.20348")];
-    let m = plan(&"win-a".into(), &nodes, image::AGNHOST, None).unwrap();
-    assert!(
-        m.pods
-            .iter()
-            .any(|p| p.role == Role::Linux && p.node.as_str() == "cp")
-    );
 }
 
 #[test]

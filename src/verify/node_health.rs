@@ -28,8 +28,7 @@ pub fn join(r: &mut Report, own: Vec<Finding>) {
     r.node_health = own;
 }
 
-/// The node's findings joined to `check`, said as "this node: SENTENCE [code]; ...", or
-/// nothing.
+/// The node's findings joined to `check`, said as "this node: SENTENCE [code]; ...", or nothing.
 pub fn said(r: &Report, check: CheckId) -> Option<String> {
     let e = r.explained.iter().find(|e| e.check == check)?;
     let each: Vec<String> =

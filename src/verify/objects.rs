@@ -278,9 +278,8 @@ pub fn kept(ns: &Namespace) -> bool {
         .is_some_and(|a| a.contains_key(KEPT))
 }
 
-/// The merge patch that marks a namespace kept (`KEPT`), saying why, and labels it
-/// `KEPT=true`, which only kept namespaces carry: `kubectl delete namespace -l` on it spares
-/// the living runs'.
+/// The merge patch that marks a namespace kept (`KEPT`), saying why, and labels it `KEPT=true`,
+/// which only kept namespaces carry: `kubectl delete namespace -l` on it spares the living runs'.
 pub fn kept_mark(why: &str) -> serde_json::Value {
     serde_json::json!({"metadata": {"annotations": {KEPT: why}, "labels": {KEPT: "true"}}})
 }

@@ -4,8 +4,7 @@ use crate::duration::Stop;
 use crate::k8s_name::NodeName;
 use std::time::Duration;
 
-/// How long a run's Lease holds without a renewal: the longest a
-/// killed run blocks the next.
+/// How long a run's Lease holds without a renewal: the longest a killed run blocks the next.
 pub const LEASE: Duration = Duration::from_secs(60);
 /// How often a live run renews its lease: four renewals a lease, so that one or two refused
 /// or slow calls do not lose it.
@@ -164,8 +163,7 @@ pub struct Options {
     pub settle: Duration,
     /// How long one `/dial` through the proxy may take (`DIAL_WITHIN`).
     pub dial_within: Duration,
-    /// How often the run's Lease is renewed: `RENEW`,
-    /// four times a lease; shorter only in tests.
+    /// How often the run's Lease is renewed: `RENEW`, four times a lease; shorter only in tests.
     pub renew: Duration,
     /// Requested by Ctrl-C or a termination signal: the run stops where it is and cleans up.
     /// Every wait of the run watches it (`duration::poll_until`).

@@ -55,14 +55,13 @@ pub(super) fn ready(n: &Node) -> bool {
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
+/// Whether the node is cordoned (`spec.unschedulable`).
+pub(super) fn cordoned(n: &Node) -> bool {
+    n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true)
+}
+
 fn facts(n: &Node, now: i64) -> NodeFacts {
     let labels = n.metadata.labels.clone().unwrap_or_default();
-    let ready = ready(n);
-    let cordoned = n
-        .spec
-        .as_ref()
-        .and_then(|s| s.unschedulable)
-        .unwrap_or(false);
     let os = if labels.get("kubernetes.io/os").map(String::as_str) == Some("windows") {
         Os::Windows
     } else {
@@ -80,7 +79,7 @@ fn facts(n: &Node, now: i64) -> NodeFacts {
             .then(|| calico_unready(n, now))
             .flatten(),
         windows_build: labels.get("node.kubernetes.io/windows-build").cloned(),
-        usable: ready && !cordoned,
+        usable: ready(n) && !cordoned(n),
         control_plane: labels.contains_key("node-role.kubernetes.io/control-plane"),
     }
 }
@@ -142,19 +141,11 @@ pub fn labelled_ours(meta: &kube::api::ObjectMeta) -> bool {
         .is_some_and(|v| v == objects::OWNER_VALUE)
 }
 
-/// Deletes the namespace only while it is the object of `uid` and, when given, of `version`:
-/// whether it is being deleted now (or was gone), `false` when it is not this run's. 409 is an
-/// unmet precondition (kube-apiserver `pkg/registry/core/namespace/storage/storage.go`).
+/// Deletes the namespace only while it is the object of `uid` and, when given, of `version`,
+/// its call bounded by `until` when given (a clean-up's bound): whether it is being deleted now
+/// (or was gone), `false` when it is not this run's. 409 is an unmet precondition
+/// (kube-apiserver `pkg/registry/core/namespace/storage/storage.go`).
 pub fn delete_namespace(
-    c: &Cluster,
-    name: &str,
-    precondition: (Option<&str>, Option<&str>),
-) -> Result<bool, ClusterError> {
-    delete_namespace_by(c, name, precondition, None)
-}
-
-/// `delete_namespace`, its call bounded by `until` when given (a clean-up's bound).
-pub fn delete_namespace_by(
     c: &Cluster,
     name: &str,
     (uid, version): (Option<&str>, Option<&str>),
@@ -186,18 +177,6 @@ pub fn only(uid: Option<&str>, version: Option<&str>) -> DeleteParams {
     }
 }
 
-/// Whether the namespace still exists.
-pub fn namespace_exists(
-    c: &Cluster,
-    name: &str,
-    until: std::time::Instant,
-) -> Result<bool, ClusterError> {
-    let api: Api<Namespace> = Api::all(c.client.clone());
-    let what = format!("namespaces/{name}");
-    Ok(c.call_opt_by(until, ("get", &what), api.get(name))?
-        .is_some())
-}
-
 /// The Service's ClusterIP, and the `kubernetes` Service's.
 pub fn cluster_ip(c: &Cluster, ns: &str, name: &str) -> Result<Option<String>, ClusterError> {
     let api: Api<Service> = Api::namespaced(c.client.clone(), ns);
@@ -217,7 +196,7 @@ pub fn pods(
     let pods = c.call("list", "pods", api.list(&lp))?.items;
     // Why a pod has no address is in its events: a missing right to read them is said, not
     // waited out.
-    let events = events(c, ns)?;
+    let events = events(c, ns, None)?;
     Ok(pods.iter().map(|p| state(p, &events)).collect())
 }
 
@@ -226,15 +205,10 @@ pub fn pods(
 pub const EVENTS_PAGE: u32 = 500;
 pub const EVENTS_PAGES: usize = 10;
 
-/// The namespace's events, a page of `EVENTS_PAGE` at a time by `limit` and `continue`
-/// (kubernetes `staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/types.go`,
-/// `ListOptions.Limit`), at most `EVENTS_PAGES` pages.
-pub fn events(c: &Cluster, ns: &str) -> Result<Vec<Event>, ClusterError> {
-    events_by(c, ns, None)
-}
-
-/// `events`, each page's call bounded by `until` when given (a clean-up's bound).
-pub fn events_by(
+/// The namespace's events, a page of `EVENTS_PAGE` at a time by `limit` and `continue` (kubernetes
+/// `staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/types.go`, `ListOptions.Limit`), at most
+/// `EVENTS_PAGES` pages, each page's call bounded by `until` when given (a clean-up's bound).
+pub fn events(
     c: &Cluster,
     ns: &str,
     until: Option<std::time::Instant>,
@@ -443,9 +417,8 @@ mod tests {
         assert!(s.events[0].starts_with("Scheduled"), "{:?}", s.events);
     }
 
-    /// Not bound, with kube-scheduler's `PodScheduled` False `Unschedulable` or
-    /// `SchedulerError`: the scheduler's words, and the node its affinity names; once bound,
-    /// none.
+    /// Not bound, with kube-scheduler's `PodScheduled` False `Unschedulable` or `SchedulerError`:
+    /// the scheduler's words, and the node its affinity names; once bound, none.
     #[test]
     fn a_pod_not_bound_says_why_kube_scheduler_placed_it_nowhere() {
         let mut p: Pod = serde_json::from_value(serde_json::json!({

@@ -6,10 +6,9 @@
 
 use super::matrix::{PlanError, RunError};
 use super::options::Options;
-use super::step::{Ended, poll};
+use super::step::{Ended, done_if, poll};
 use crate::cluster::Cluster;
 use crate::cluster::node::CONDITION_CALICO_READY;
-use crate::duration::Look;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use std::time::Instant;
@@ -26,14 +25,10 @@ pub fn wait(c: &Cluster, o: &Options, until: Instant) -> Result<(), RunError> {
         let missing = match &node {
             None => vec!["the Node object (kubelet registers it)".to_owned()],
             // The fleet Plan's node is cordoned for its change: it is waited for all the same.
-            Some(n) if cordoned(n) && !o.while_cordoned => Vec::new(),
+            Some(n) if super::probe::cordoned(n) && !o.while_cordoned => Vec::new(),
             Some(n) => missing(n, o.calico_since),
         };
-        Ok(if missing.is_empty() {
-            Look::Done(missing)
-        } else {
-            Look::Pending(missing)
-        })
+        Ok(done_if(missing.is_empty(), missing))
     })?;
     let missing = match ended {
         Some((_, Ended::Done)) => return Ok(()),
@@ -45,10 +40,6 @@ pub fn wait(c: &Cluster, o: &Options, until: Instant) -> Result<(), RunError> {
         waited_s: start.elapsed().as_secs(),
         missing,
     }))
-}
-
-fn cordoned(n: &Node) -> bool {
-    n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true)
 }
 
 /// The conditions not yet True, each with its status and what it says; `CalicoWindowsReady`

@@ -85,8 +85,14 @@ pub fn run(c: &Cluster, o: &Options) -> Result<Report, RunError> {
     // A stop of the whole (Ctrl-C, a container's stop), told from the run's own stop for a
     // lost lease.
     let whole = o.stop.clone();
-    let (o, _cut) = own_stop(c, o);
-    let o = &o;
+    // The run's own stop (a part of Ctrl-C's, requested alone by a lost lease) cuts this
+    // thread's calls in flight until the guard is dropped.
+    c.cut_on(&o.stop);
+    let o = &Options {
+        stop: o.stop.part(),
+        ..o.clone()
+    };
+    let _cut = crate::cluster::cut_here(&o.stop);
     let start = Instant::now();
     let reserve = CLEANUP_WAIT.min(o.timeout / 4);
     let checks_until = start + o.timeout - reserve;
@@ -162,21 +168,8 @@ fn lease_lost(
     report.interrupted = whole.requested();
 }
 
-/// The run's options with a stop of its own (a part of Ctrl-C's, requested alone by a lost
-/// lease), cutting this thread's calls in flight until the guard is dropped.
-fn own_stop(c: &Cluster, o: &Options) -> (Options, crate::cluster::CutHere) {
-    c.cut_on(&o.stop);
-    let o = Options {
-        stop: o.stop.part(),
-        ..o.clone()
-    };
-    let cut = crate::cluster::cut_here(&o.stop);
-    (o, cut)
-}
-
-/// The run's namespace and its Lease there (proven by a first renewal): a namespace made
-/// (its uid, `made`), or, given, the Lease taken there after the sweep of killed runs, added
-/// to `swept`.
+/// The run's namespace and its Lease there (proven by a first renewal): a namespace made (its uid,
+/// `made`), or, given, the Lease taken there after the sweep of killed runs, added to `swept`.
 fn take_namespace(
     c: &Cluster,
     o: &Options,
@@ -184,7 +177,11 @@ fn take_namespace(
 ) -> Result<(String, lease::Held, Option<String>), RunError> {
     Ok(match &o.namespace {
         None => {
-            let ns = make_namespace(c, o)?;
+            let (api, ns) = (
+                Api::<Namespace>::all(c.client.clone()),
+                objects::namespace(&o.suffix),
+            );
+            let ns = c.call("create", "namespaces", api.create(&Default::default(), &ns))?;
             let name = ns.metadata.name.unwrap_or_default();
             let uid = ns.metadata.uid.unwrap_or_default();
             let held = lease::take(c, &name, o).map_err(|e| owner_not_made(c, (&name, &uid), e))?;
@@ -305,17 +302,10 @@ fn pod_security(e: ClusterError, ns: &str) -> RunError {
     }
 }
 
-/// Makes the namespace, named by the run's random suffix. The namespace as written.
-fn make_namespace(c: &Cluster, o: &Options) -> Result<Namespace, ClusterError> {
-    let api = Api::<Namespace>::all(c.client.clone());
-    let ns = objects::namespace(&o.suffix);
-    c.call("create", "namespaces", api.create(&Default::default(), &ns))
-}
-
 /// The run's Lease refused after its namespace was made: the namespace is deleted at once, by
 /// its uid, and the error says whether that was done.
 fn owner_not_made(c: &Cluster, (ns, uid): (&str, &str), e: ClusterError) -> RunError {
-    let deleted = probe::delete_namespace(c, ns, (Some(uid), None))
+    let deleted = probe::delete_namespace(c, ns, (Some(uid), None), None)
         .map_err(|d| format!("{d} ({})", d.hint()));
     RunError::Plan(matrix::PlanError::OwnerNotMade {
         namespace: ns.to_owned(),
@@ -392,7 +382,7 @@ fn clean_up(
             "namespace {ns} {why}: the next verify run deletes it ('kubectl delete namespace {ns}' now)"
         )
     };
-    if let Err(e) = probe::delete_namespace_by(c, ns, (Some(uid), None), Some(until)) {
+    if let Err(e) = probe::delete_namespace(c, ns, (Some(uid), None), Some(until)) {
         *error = Some(left(format!("was not deleted ({e})")));
         return false;
     }
@@ -409,13 +399,17 @@ fn clean_up(
 /// pods Terminating on a node not Ready are deleted at once at each look (wedged.rs).
 fn wait_gone(c: &Cluster, ns: &str, until: Instant) -> Result<(), String> {
     let unforced = std::cell::RefCell::new(None);
+    let (api, what) = (
+        Api::<Namespace>::all(c.client.clone()),
+        format!("namespaces/{ns}"),
+    );
     // Quietly, and not cut by the stop: a stopped run's clean-up comes after it.
     poll_quietly(
         super::step::last_look(until),
         Pauses::every(POLL),
-        || match probe::namespace_exists(c, ns, until) {
-            Ok(false) => Ok(Look::Done(())),
-            Ok(true) => {
+        || match c.call_opt_by(until, ("get", &what), api.get(ns)) {
+            Ok(None) => Ok(Look::Done(())),
+            Ok(Some(_)) => {
                 let forced = super::wedged::ours_in(c, ns, until)
                     .and_then(|pods| super::wedged::force_dead(c, ns, &pods, until));
                 match forced {
@@ -536,12 +530,15 @@ fn each_check(
         .filter(|c| c.id != CheckId::ImagePull)
         .enumerate()
     {
-        if interrupted(o) {
-            ledger.stopped(&rest[i..]);
-            return Ok(true);
-        }
-        if Instant::now() >= run.deadline {
-            return Ok(true);
+        // Cut short by the stop (the rest left `stopped`) or the deadline.
+        let cut = |ledger: &mut Ledger| {
+            if interrupted(o) {
+                ledger.stopped(&rest[i..]);
+            }
+            Ok(true)
+        };
+        if interrupted(o) || Instant::now() >= run.deadline {
+            return cut(ledger);
         }
         let started = Instant::now();
         let judged = match settle::blocker(check.id, ledger) {
@@ -555,18 +552,12 @@ fn each_check(
             },
         };
         let (outcome, lost, attempts, delay_ms) = match judged {
-            Err(_) if interrupted(o) => {
-                ledger.stopped(&rest[i..]);
-                return Ok(true);
-            }
+            Err(_) if interrupted(o) => return cut(ledger),
             judged => judged?,
         };
         if run.cut.get() {
             // The wait ended at the run's deadline or its stop, not with an answer: no verdict.
-            if interrupted(o) {
-                ledger.stopped(&rest[i..]);
-            }
-            return Ok(true);
+            return cut(ledger);
         }
         let v = Verdict {
             check: check.id,
@@ -588,13 +579,16 @@ struct Made {
     pull: Duration,
 }
 
-/// Creates the Service and the pods, named and labelled for the run (`objects::Names`).
-fn create_all(
+/// Makes the Service and the pods, named and labelled for the run (`objects::Names`), and waits
+/// until they run (or one cannot). The time while a pod pulls its image is counted apart, up
+/// to `--pull-timeout`, and added to the deadline.
+fn make(
     c: &Cluster,
     o: &Options,
     m: &Matrix,
     (ns, owner): (&str, &OwnerReference),
-) -> Result<(), ClusterError> {
+    deadline: Instant,
+) -> Result<Made, ClusterError> {
     let run = o.names();
     let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
     probe::create(c, &services, "services", &objects::service(ns, &run))?;
@@ -603,19 +597,6 @@ fn create_all(
         let pod = objects::pod(ns, p, &o.image, (owner, &run));
         c.call("create", "pods", pods.create(&Default::default(), &pod))?;
     }
-    Ok(())
-}
-
-/// Makes the Service and the pods and waits until they run (or one cannot). The time while a
-/// pod pulls its image is counted apart, up to `--pull-timeout`, and added to the deadline.
-fn make(
-    c: &Cluster,
-    o: &Options,
-    m: &Matrix,
-    (ns, owner): (&str, &OwnerReference),
-    deadline: Instant,
-) -> Result<Made, ClusterError> {
-    create_all(c, o, m, (ns, owner))?;
     let made_at = Instant::now();
     let window = deadline.saturating_duration_since(made_at);
     let (mut pull, mut last) = (Duration::ZERO, made_at);
@@ -626,7 +607,6 @@ fn make(
     // Each look says when the wait ends (the pull moves it); this bounds them all.
     let most = deadline.min(made_at + pods_wait) + o.pull_timeout + 2 * POLL;
     let what = "the probe pods to run, or one to fail for good";
-    let run = o.names();
     let ended = super::step::poll(o, what, most, || {
         let states = probe::pods(c, (ns, &run))?;
         let now = Instant::now();

@@ -78,15 +78,8 @@ impl Ledger {
     /// Records `ids` as not run because the run was stopped (Ctrl-C, a termination signal, its
     /// lease lost): none is judged, none blamed on a layer.
     pub fn stopped(&mut self, ids: &[CheckId]) {
-        for &check in ids {
-            self.verdicts.push(Verdict {
-                check,
-                outcome: Outcome::Stopped,
-                took_ms: 0,
-                attempts: 0,
-                delay_ms: None,
-            });
-        }
+        let each = ids.iter().map(|&c| unjudged(c, Outcome::Stopped));
+        self.verdicts.extend(each);
     }
 
     /// Records every check of `planned` not judged yet as not run because the run's deadline
@@ -94,13 +87,7 @@ impl Ledger {
     pub fn timed_out(&mut self, planned: impl IntoIterator<Item = CheckId>) {
         for check in planned {
             if !self.verdicts.iter().any(|v| v.check == check) {
-                self.verdicts.push(Verdict {
-                    check,
-                    outcome: Outcome::TimedOut,
-                    took_ms: 0,
-                    attempts: 0,
-                    delay_ms: None,
-                });
+                self.verdicts.push(unjudged(check, Outcome::TimedOut));
             }
         }
     }
@@ -110,6 +97,17 @@ impl Ledger {
         self.verdicts
             .iter()
             .all(|v| matches!(v.outcome, Outcome::Pass | Outcome::Skipped { .. }))
+    }
+}
+
+/// A check not judged, `outcome` saying why.
+fn unjudged(check: CheckId, outcome: Outcome) -> Verdict {
+    Verdict {
+        check,
+        outcome,
+        took_ms: 0,
+        attempts: 0,
+        delay_ms: None,
     }
 }
 

@@ -116,8 +116,13 @@ fn leaseless(
     until: Instant,
 ) -> Result<BTreeSet<String>, ClusterError> {
     let lp = ListParams::default().labels(RUN_LABEL);
+    let (_, pods) = list_of::<Pod>(c, (ns, &lp), ("pods", until))?;
+    let (_, services) = list_of::<Service>(c, (ns, &lp), ("services", until))?;
+    let (_, policies) = list_of::<NetworkPolicy>(c, (ns, &lp), ("networkpolicies", until))?;
+    let metas = pods.iter().map(|p| &p.metadata);
+    let metas = metas.chain(services.iter().map(|s| &s.metadata));
     let mut old = BTreeSet::new();
-    let mut add = |meta: &ObjectMeta| {
+    for meta in metas.chain(policies.iter().map(|p| &p.metadata)) {
         let id = meta.labels.as_ref().and_then(|m| m.get(RUN_LABEL));
         if let Some(id) = id.filter(|id| !living.contains(*id))
             && probe::labelled_ours(meta)
@@ -125,22 +130,6 @@ fn leaseless(
         {
             old.insert(id.clone());
         }
-    };
-    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
-    for p in c.call_by(until, ("list", "pods"), pods.list(&lp))?.items {
-        add(&p.metadata);
-    }
-    let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
-    for s in c
-        .call_by(until, ("list", "services"), services.list(&lp))?
-        .items
-    {
-        add(&s.metadata);
-    }
-    let policies: Api<NetworkPolicy> = Api::namespaced(c.client.clone(), ns);
-    let what = ("list", "networkpolicies");
-    for p in c.call_by(until, what, policies.list(&lp))?.items {
-        add(&p.metadata);
     }
     // A Lease there now (made since the list) is a living run's.
     let leases: Api<Lease> = Api::namespaced(c.client.clone(), ns);
@@ -162,26 +151,19 @@ fn leaseless(
 /// (matched by the pods' uids), its Service and its policy.
 fn remove_run(c: &Cluster, ns: &str, id: &str, until: Instant) -> Result<(), ClusterError> {
     let lp = ListParams::default().labels(&format!("{RUN_LABEL}={id}"));
-    let pods: Api<Pod> = Api::namespaced(c.client.clone(), ns);
-    let listed = c.call_by(until, ("list", "pods"), pods.list(&lp))?.items;
-    let listed: Vec<Pod> = listed
-        .into_iter()
-        .filter(|p| probe::labelled_ours(&p.metadata))
-        .collect();
+    let (pods, mut listed) = list_of::<Pod>(c, (ns, &lp), ("pods", until))?;
+    listed.retain(|p| probe::labelled_ours(&p.metadata));
     super::wedged::force_dead(c, ns, &listed, until)?;
     for p in &listed {
         delete(c, &pods, (&p.metadata, "pods"), until)?;
     }
-    let services: Api<Service> = Api::namespaced(c.client.clone(), ns);
-    for s in c
-        .call_by(until, ("list", "services"), services.list(&lp))?
-        .items
-    {
+    let (services, found) = list_of::<Service>(c, (ns, &lp), ("services", until))?;
+    for s in &found {
         delete(c, &services, (&s.metadata, "services"), until)?;
     }
-    let policies: Api<NetworkPolicy> = Api::namespaced(c.client.clone(), ns);
-    let what = ("list", "networkpolicies");
-    for p in c.call_by(until, what, policies.list(&lp))?.items {
+    let what = ("networkpolicies", until);
+    let (policies, found) = list_of::<NetworkPolicy>(c, (ns, &lp), what)?;
+    for p in &found {
         delete(c, &policies, (&p.metadata, "networkpolicies"), until)?;
     }
     let uids: Vec<&str> = listed
@@ -189,7 +171,7 @@ fn remove_run(c: &Cluster, ns: &str, id: &str, until: Instant) -> Result<(), Clu
         .filter_map(|p| p.metadata.uid.as_deref())
         .collect();
     let events: Api<Event> = Api::namespaced(c.client.clone(), ns);
-    for e in probe::events_by(c, ns, Some(until))? {
+    for e in probe::events(c, ns, Some(until))? {
         if e.involved_object
             .uid
             .as_deref()
@@ -199,6 +181,23 @@ fn remove_run(c: &Cluster, ns: &str, id: &str, until: Instant) -> Result<(), Clu
         }
     }
     Ok(())
+}
+
+/// The `kind` objects in `ns` that `lp` selects, listed by `until`, and their Api.
+fn list_of<K>(
+    c: &Cluster,
+    (ns, lp): (&str, &ListParams),
+    (kind, until): (&str, Instant),
+) -> Result<(Api<K>, Vec<K>), ClusterError>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(c.client.clone(), ns);
+    let items = c.call_by(until, ("list", kind), api.list(lp))?.items;
+    Ok((api, items))
 }
 
 /// One object deleted by its uid (`DeleteOptions.preconditions`), if it carries verify's
@@ -218,8 +217,7 @@ where
     gone(c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)))
 }
 
-/// The run's pods in `ns` (by `selector`), waited for (until `until`) to be gone: those not
-/// gone.
+/// The run's pods in `ns` (by `selector`), waited for (until `until`) to be gone: those not gone.
 fn pods_left(
     c: &Cluster,
     ns: &str,
@@ -242,11 +240,7 @@ fn pods_left(
                 Err(e) => return Err(e),
             };
             seen = Some(left.clone());
-            Ok(if left.is_empty() {
-                Look::Done(left)
-            } else {
-                Look::Pending(left)
-            })
+            Ok(super::step::done_if(left.is_empty(), left))
         },
         Ok,
     )

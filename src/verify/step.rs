@@ -81,6 +81,15 @@ pub fn poll<T: Clone>(
     }
 }
 
+/// A look's answer: done with `v`, or still pending with it.
+pub fn done_if<T>(done: bool, v: T) -> Look<T, T> {
+    if done {
+        Look::Done(v)
+    } else {
+        Look::Pending(v)
+    }
+}
+
 /// When a wait that must end by `until` looks for the last time: a `POLL` before it, so that
 /// the look (a call of its own) fits, as the waits' pace always had it.
 pub fn last_look(until: Instant) -> Instant {
@@ -211,11 +220,7 @@ impl Step<'_> {
         let ended = poll(self.o, &what, until, || {
             attempts += 1;
             let a = probe::ask(self.c, &d, self.o.dial_within)?;
-            Ok(if dial::reached(&a, d.expect.as_deref()) {
-                Look::Done(a)
-            } else {
-                Look::Pending(a)
-            })
+            Ok(done_if(dial::reached(&a, d.expect.as_deref()), a))
         })?;
         let a = match ended {
             Some((a, Ended::Done | Ended::TimedOut)) => a,
@@ -255,11 +260,7 @@ impl Step<'_> {
             } else {
                 dial::reached(&a, d.expect.as_deref())
             };
-            Ok(if changed {
-                Look::Done((sent, a))
-            } else {
-                Look::Pending((sent, a))
-            })
+            Ok(done_if(changed, (sent, a)))
         })?;
         let change = match ended {
             Some(((sent, _), Ended::Done)) => Change::Within { ms: sent },

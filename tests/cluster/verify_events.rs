@@ -40,7 +40,7 @@ fn a_pods_event_past_the_first_page_is_read() {
         event("z-server", "server-uid", "FailedCreatePodSandBox"),
     );
     let c = client(&api, &dir);
-    assert_eq!(probe::events(&c, NS).expect("events").len(), 1201);
+    assert_eq!(probe::events(&c, NS, None).expect("events").len(), 1201);
     let run = calicoctl_win::verify::objects::Names::new("ev", false);
     let states = probe::pods(&c, (NS, &run)).expect("pods");
     assert_eq!(
@@ -50,7 +50,7 @@ fn a_pods_event_past_the_first_page_is_read() {
     // A server whose every page says there is more is read `EVENTS_PAGES` pages, then left.
     api.lock().endless_lists = true;
     let before = api.requests().len();
-    let read = probe::events(&c, NS).expect("events");
+    let read = probe::events(&c, NS, None).expect("events");
     let asked = api.requests().len() - before;
     assert_eq!(asked, probe::EVENTS_PAGES, "{asked}");
     assert!(!read.is_empty());

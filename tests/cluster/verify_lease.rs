@@ -170,9 +170,9 @@ fn a_second_delete_of_a_terminating_namespace_is_answered_with_it() {
     let c = client(&api, &dir);
     let as_read = (uid.as_deref(), version.as_deref());
     use calicoctl_win::verify::probe::delete_namespace;
-    assert!(delete_namespace(&c, name, as_read).expect("first"));
-    assert!(!delete_namespace(&c, name, as_read).expect("by the version read"));
-    assert!(delete_namespace(&c, name, (uid.as_deref(), None)).expect("by its uid"));
+    assert!(delete_namespace(&c, name, as_read, None).expect("first"));
+    assert!(!delete_namespace(&c, name, as_read, None).expect("by the version read"));
+    assert!(delete_namespace(&c, name, (uid.as_deref(), None), None).expect("by its uid"));
     let now = api.get(&path).expect("still Terminating");
     assert!(now["metadata"]["deletionTimestamp"].is_string(), "{now}");
 }

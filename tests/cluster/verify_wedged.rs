@@ -36,7 +36,7 @@ fn killed_and_deleted(api: &FakeApi, c: &Cluster, (name, node): (&str, &str), re
     pod["status"] = json!({"phase": "Running"});
     api.put(&format!("/api/v1/namespaces/{name}/pods/server"), pod);
     api.set_node_ready(node, "Unknown", "Kubelet stopped posting node status.");
-    calicoctl_win::verify::probe::delete_namespace(c, name, (None, None)).expect("deleted");
+    calicoctl_win::verify::probe::delete_namespace(c, name, (None, None), None).expect("deleted");
     let ns = api
         .get(&format!("/api/v1/namespaces/{name}"))
         .expect("held");

@@ -118,8 +118,12 @@ fn init_steps(
     } else {
         log.info(&format!("backend {backend}: no HNS networks to prepare"));
     }
+    host.reg_set(CALICO_KEY, BOOT_ID_VALUE, &RegValue::Sz(boot))?;
     // The legacy marker as Calico's scripts compare it: the boot as Windows reports it now.
-    write_marker(host, &boot, facts.boot_local_reported())?;
+    if let Some(local) = facts.boot_local_reported() {
+        let legacy = crate::installed::boot_marker::legacy_value(host, local)?;
+        host.reg_set(CALICO_KEY, LEGACY_BOOT_VALUE, &RegValue::Sz(legacy))?;
+    }
     log.info("initialisation done; felix and confd may start");
     Ok(phase)
 }
@@ -252,18 +256,6 @@ fn restart_remote_access(host: &dyn Host, s: &Settings, log: &Log) -> Result<()>
     host.service_stop(name, s.network_timeout)
         .and_then(|()| host.service_start(name, s.network_timeout))
         .map_err(SuperviseError::RemoteAccess)
-}
-
-fn write_marker(host: &dyn Host, boot: &str, boot_local_seconds: Option<i64>) -> Result<()> {
-    host.reg_set(CALICO_KEY, BOOT_ID_VALUE, &RegValue::Sz(boot.to_owned()))?;
-    if let Some(local) = boot_local_seconds {
-        host.reg_set(
-            CALICO_KEY,
-            LEGACY_BOOT_VALUE,
-            &RegValue::Sz(crate::installed::boot_marker::legacy_value(host, local)?),
-        )?;
-    }
-    Ok(())
 }
 
 /// Runs calico-node startup until it succeeds or `max_attempts` failed, with backoff. An

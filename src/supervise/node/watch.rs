@@ -74,19 +74,22 @@ fn watch_kubelet(
                 log.info(&format!(
                     "kubelet is running{again} (pid {pid}): running calico-node startup"
                 ));
-                // The addresses as startup begins: a change while it runs is followed next.
-                let seen = AddressWatch::look(host);
-                start_calico_node(host, s, env, program, stop, log)?;
-                addresses.ran_with(seen, internal);
+                start_calico_node(
+                    host,
+                    s,
+                    (env, program),
+                    (&mut addresses, internal),
+                    stop,
+                    log,
+                )?;
                 last = Some(pid);
                 said_waiting = false;
             }
             Ok(Some(_)) => {
                 if let Some(what) = addresses.changed(host, internal) {
                     follow_address(host, log, &what);
-                    let seen = AddressWatch::look(host);
-                    start_calico_node(host, s, env, program, stop, log)?;
-                    addresses.ran_with(seen, internal);
+                    let watch = (&mut addresses, internal);
+                    start_calico_node(host, s, (env, program), watch, stop, log)?;
                 }
             }
             Ok(None) if !said_waiting => {
@@ -123,16 +126,20 @@ fn watch_kubelet(
     }
 }
 
-/// Startup run to success, then the CNI config released and `Calico_ep`'s metric kept.
+/// Startup run to success, then the CNI config released and `Calico_ep`'s metric kept; what it
+/// ran with noted in `addresses`.
 fn start_calico_node(
     host: &dyn Host,
     s: &Settings,
-    env: &BTreeMap<String, String>,
-    program: &Launch,
+    (env, program): (&BTreeMap<String, String>, &Launch),
+    (addresses, internal): (&mut AddressWatch, Option<Ipv4Addr>),
     stop: &Stop,
     log: &Log,
 ) -> Result<()> {
+    // The addresses as startup begins: a change while it runs is followed next.
+    let seen = AddressWatch::look(host);
     startup(host, s, env, program, None, stop, log)?;
+    addresses.ran_with(seen, internal);
     cni::release(host, env, log)?;
     keep_ep_metric(host, log);
     Ok(())

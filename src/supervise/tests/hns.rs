@@ -274,20 +274,6 @@ fn a_failed_restart_counts_only_while_the_service_is_still_down() {
     assert_eq!(r.still_failing(&host), [r.failed[0].as_str()]);
 }
 
-/// `Restart-Service hns` goes through with Calico's services running: no SCM dependency on
-/// HNS (PowerShell `Service.cs`, `DoStopService`: "ServiceHasDependentServices").
-#[test]
-fn restart_service_hns_goes_through_and_calico_keeps_running() {
-    let host = felix_host();
-    host.service_stop("hns", Duration::from_secs(1))
-        .expect("HNS stops while CalicoNode runs");
-    host.service_start("hns", Duration::from_secs(1))
-        .expect("start");
-    for name in ["hns", "CalicoNode", "CalicoFelix"] {
-        assert_eq!(state_of(&host, name), Some(RUNNING), "{name}");
-    }
-}
-
 /// Only a stop given up on (1053 or past its bound) is looked at again for a late stop.
 #[test]
 fn only_a_stop_given_up_on_is_waited_for_again() {

@@ -190,8 +190,7 @@ fn initialised(role: Role, sets: &[&str], program: String) -> (SimHost, Settings
     (host, s)
 }
 
-/// Waits (bounded: 60 s, then the test fails) until the log holds `needle` at least `times`
-/// times.
+/// Waits (bounded: 60 s, then the test fails) until the log holds `needle` at least `times` times.
 fn wait_for_log(path: &PathBuf, needle: &str, times: usize) -> String {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
