@@ -148,22 +148,28 @@ fn the_hns_watchdog_restarts_a_felix_slow_or_late_to_stop() {
             1,
         ),
     ];
-    for (name, fault, said, undelivered) in cases {
-        let (host, mut s, log, path, mut watch) = watching();
-        fault(&host, &mut s);
-        let before = felix_pid(&host);
-        restart_hns(&host);
-        let r = check(&mut watch, &host, &s, &log).expect("a restart");
-        let text = read(&path);
-        assert_eq!(r.restarted, [FELIX], "{name}: {r:?}\n{text}");
-        assert!(r.failed.is_empty(), "{name}: {r:?}");
-        assert_ne!(felix_pid(&host), before, "{name}: Felix was not restarted");
-        assert_eq!(state_of(&host, FELIX), Some(RUNNING), "{name}: {text}");
-        if let Some(said) = said {
-            assert_eq!(text.matches(said).count(), 1, "{name}: {text}");
-            assert_eq!(host.stops_undelivered(FELIX), undelivered, "{name}");
+    // Each case waits out its stop in real time (up to 8 s): side by side, as separate tests
+    // would run, not one after another.
+    std::thread::scope(|scope| {
+        for (name, fault, said, undelivered) in cases {
+            scope.spawn(move || {
+                let (host, mut s, log, path, mut watch) = watching();
+                fault(&host, &mut s);
+                let before = felix_pid(&host);
+                restart_hns(&host);
+                let r = check(&mut watch, &host, &s, &log).expect("a restart");
+                let text = read(&path);
+                assert_eq!(r.restarted, [FELIX], "{name}: {r:?}\n{text}");
+                assert!(r.failed.is_empty(), "{name}: {r:?}");
+                assert_ne!(felix_pid(&host), before, "{name}: Felix was not restarted");
+                assert_eq!(state_of(&host, FELIX), Some(RUNNING), "{name}: {text}");
+                if let Some(said) = said {
+                    assert_eq!(text.matches(said).count(), 1, "{name}: {text}");
+                    assert_eq!(host.stops_undelivered(FELIX), undelivered, "{name}");
+                }
+            });
         }
-    }
+    });
 }
 
 /// A stop never delivered is given up within twice the stop wait, counting each send's time
