@@ -149,7 +149,7 @@ fn is_pod_proxy(path: &str) -> bool {
 }
 
 /// Up to `SHOWN` bytes of a body, as text with nothing hidden.
-async fn first_bytes<B>(mut body: B) -> String
+pub(crate) async fn first_bytes<B>(mut body: B) -> String
 where
     B: http_body::Body<Data = Bytes> + Send + Unpin,
 {

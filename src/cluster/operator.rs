@@ -21,11 +21,6 @@ use std::time::Duration;
 pub const NAMESPACE: &str = "calico-system";
 pub const DAEMONSET: &str = "calico-node-windows";
 
-/// Sets the label on a node (`None`: removes it).
-pub fn set_label(c: &Cluster, node: &NodeName, value: Option<&str>) -> Result<(), ClusterError> {
-    super::node::patch(c, node, &json!({"metadata": {"labels": {LABEL: value}}}))
-}
-
 /// The node annotation that says `migrate` cordoned the node, so the run that finishes it
 /// uncordons it.
 pub const CORDONED_ANNOTATION: &str = "calicoctl-win/migrate-cordoned";
@@ -37,13 +32,6 @@ pub fn cordoned_by_migrate(c: &Cluster, node: &NodeName) -> Result<bool, Cluster
         .annotations
         .as_ref()
         .is_some_and(|a| a.contains_key(CORDONED_ANNOTATION)))
-}
-
-/// Sets (or removes) that annotation.
-pub fn mark_cordoned(c: &Cluster, node: &NodeName, on: bool) -> Result<(), ClusterError> {
-    let value = on.then_some("true");
-    let patch = json!({"metadata": {"annotations": {CORDONED_ANNOTATION: value}}});
-    super::node::patch(c, node, &patch)
 }
 
 /// Where the operator's pod on a node is.
@@ -156,27 +144,64 @@ pub fn pod_on(c: &Cluster, node: &NodeName) -> Result<PodState, ClusterError> {
     Ok(pod_state(&super::drain::pods_on(c, node)?))
 }
 
-/// Waits until the node's operator pod is as wanted; the error says what it was at the end.
-pub fn wait_pod(
-    c: &Cluster,
-    node: &NodeName,
-    want: Want,
-    timeout: Duration,
-) -> Result<(), OperatorError> {
-    let done = |state: &PodState| match want {
-        Want::Ready => matches!(state, PodState::Ready(_)),
-        Want::Gone => *state == PodState::Gone,
-    };
-    poll(
-        timeout,
-        || Ok(Some(pod_on(c, node)?).filter(|s| !done(s))),
-        |state| OperatorError::PodTimeout {
+impl Cluster {
+    /// Sets the label on a node (`None`: removes it).
+    pub fn set_label(&self, node: &NodeName, value: Option<&str>) -> anyhow::Result<()> {
+        let patch = json!({"metadata": {"labels": {LABEL: value}}});
+        Ok(super::node::patch(self, node, &patch)?)
+    }
+
+    /// Sets (or removes) `CORDONED_ANNOTATION`.
+    pub fn mark_cordoned(&self, node: &NodeName, on: bool) -> anyhow::Result<()> {
+        let value = on.then_some("true");
+        let patch = json!({"metadata": {"annotations": {CORDONED_ANNOTATION: value}}});
+        Ok(super::node::patch(self, node, &patch)?)
+    }
+
+    /// Waits until the node's operator pod is as wanted; the error says what it was at the end.
+    pub fn wait_operator_pod(
+        &self,
+        node: &NodeName,
+        want: Want,
+        timeout: Duration,
+    ) -> anyhow::Result<()> {
+        let done = |state: &PodState| match want {
+            Want::Ready => matches!(state, PodState::Ready(_)),
+            Want::Gone => *state == PodState::Gone,
+        };
+        let pending = || Ok(Some(pod_on(self, node)?).filter(|s| !done(s)));
+        Ok(poll(timeout, pending, |state| OperatorError::PodTimeout {
             node: node.to_string(),
             want,
             after: timeout,
             state,
-        },
-    )
+        })?)
+    }
+
+    /// Waits until `daemonset_blocker` finds nothing; the error says what stood in the way last.
+    pub fn wait_operator_daemonset(
+        &self,
+        node: &NodeName,
+        timeout: Duration,
+    ) -> anyhow::Result<()> {
+        let pending = || daemonset_blocker(self, node);
+        Ok(poll(timeout, pending, |state| {
+            OperatorError::DaemonSetTimeout {
+                node: node.to_string(),
+                after: timeout,
+                state,
+            }
+        })?)
+    }
+
+    /// `NetworkUnavailable` False, as calico-node sets it when it runs (calico v3.32.1
+    /// `node/pkg/lifecycle/utils/utils.go` `SetNodeNetworkUnavailableCondition`), after the
+    /// operator pod's preStop set it True (`network_unavailable`).
+    pub fn clear_network_unavailable(&self, node: &NodeName) -> anyhow::Result<()> {
+        let up = "Calico is running on this node";
+        let condition = super::node::condition("NetworkUnavailable", "False", "CalicoIsUp", up);
+        Ok(super::node::set_condition(self, node, &condition)?)
+    }
 }
 
 /// Looks every 100 ms to 2 s until `pending` finds nothing left, for at most `timeout`.
@@ -327,37 +352,11 @@ fn degraded(status: &serde_json::Value) -> Option<String> {
         })
 }
 
-/// Waits until `daemonset_blocker` finds nothing; the error says what stood in the way last.
-pub fn wait_daemonset(
-    c: &Cluster,
-    node: &NodeName,
-    timeout: Duration,
-) -> Result<(), OperatorError> {
-    poll(
-        timeout,
-        || daemonset_blocker(c, node),
-        |state| OperatorError::DaemonSetTimeout {
-            node: node.to_string(),
-            after: timeout,
-            state,
-        },
-    )
-}
-
 /// Whether the node's `NetworkUnavailable` condition is True (the operator pod's preStop sets
 /// it so for a hundred years: calico v3.32.1 `node/pkg/lifecycle/shutdown/shutdown.go`).
 pub fn network_unavailable(c: &Cluster, node: &NodeName) -> Result<bool, ClusterError> {
     let n = super::node::read(c, node)?;
     Ok(super::node::condition_of(&n, "NetworkUnavailable").is_some_and(|c| c.status == "True"))
-}
-
-/// `NetworkUnavailable` False, as calico-node sets it when it runs (calico v3.32.1
-/// `node/pkg/lifecycle/utils/utils.go` `SetNodeNetworkUnavailableCondition`), after the
-/// operator pod's preStop set it True (`network_unavailable`).
-pub fn clear_network_unavailable(c: &Cluster, node: &NodeName) -> Result<(), ClusterError> {
-    let up = "Calico is running on this node";
-    let condition = super::node::condition("NetworkUnavailable", "False", "CalicoIsUp", up);
-    super::node::set_condition(c, node, &condition)
 }
 
 #[cfg(test)]

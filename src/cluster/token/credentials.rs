@@ -99,37 +99,33 @@ impl Token {
         serde_json::from_slice(&bytes).ok()
     }
 
+    /// The text claim at `pointer` (a JSON pointer: `~1` is a `/` within a name).
+    fn text_claim(&self, pointer: &str) -> Option<String> {
+        self.claims()?.pointer(pointer)?.as_str().map(str::to_owned)
+    }
+
     /// The service account's uid it was issued for: the private claim `kubernetes.io` /
     /// `serviceaccount` / `uid` (kubernetes/kubernetes `pkg/serviceaccount/claims.go`), or a
     /// legacy token's `kubernetes.io/serviceaccount/service-account.uid`.
     pub fn service_account_uid(&self) -> Option<String> {
-        let c = self.claims()?;
-        c.pointer("/kubernetes.io/serviceaccount/uid")
-            .or_else(|| c.get("kubernetes.io/serviceaccount/service-account.uid"))?
-            .as_str()
-            .map(str::to_owned)
+        self.text_claim("/kubernetes.io/serviceaccount/uid")
+            .or_else(|| self.text_claim("/kubernetes.io~1serviceaccount~1service-account.uid"))
     }
 
     /// The Node it is bound to (claim `kubernetes.io` / `node` / `name`): deleting that Node
     /// revokes it.
     pub fn bound_node(&self) -> Option<String> {
-        self.claims()?
-            .pointer("/kubernetes.io/node/name")?
-            .as_str()
-            .map(str::to_owned)
+        self.text_claim("/kubernetes.io/node/name")
     }
 
     /// The uid of the Node it is bound to.
     pub fn bound_node_uid(&self) -> Option<String> {
-        self.claims()?
-            .pointer("/kubernetes.io/node/uid")?
-            .as_str()
-            .map(str::to_owned)
+        self.text_claim("/kubernetes.io/node/uid")
     }
 
     /// Its issuer (`iss`).
     pub fn issuer(&self) -> Option<String> {
-        self.claims()?.get("iss")?.as_str().map(str::to_owned)
+        self.text_claim("/iss")
     }
 
     /// The `iat` claim (Unix seconds).
