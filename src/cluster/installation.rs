@@ -411,37 +411,40 @@ pub fn patch_installation(c: &Cluster, name: &str, patch: &Value) -> Result<(), 
 /// field it set still holds what it set (else `Some` of the field changed, nothing written),
 /// on the resourceVersion read, so a change in between is a 409 (apiserver `registry/generic/
 /// registry/store.go` `Store.Update`), judged again. One gone is not made again.
-pub fn restore_installation(
-    c: &Cluster,
-    name: &str,
-    applied: &Value,
-    restore: &Value,
-) -> Result<Option<String>, PatchError> {
-    let what = format!("installations.operator.tigera.io/{name}");
-    // The operator writes the status often (sharing the resourceVersion): a 409 is read again
-    // a few times before it counts.
-    for _ in 0..RESTORE_TRIES {
-        let Some(now) = c.call_opt("get", &what, installations(c).get(name))? else {
-            return Ok(Some("whole object (it was deleted)".to_owned()));
-        };
-        let now = serde_json::to_value(&now).unwrap_or_default();
-        // Already as the restore leaves it (our patch never landed, or was restored).
-        if differs(restore, &now, "").is_none() {
-            return Ok(None);
+impl Cluster {
+    pub fn restore_installation(
+        &self,
+        name: &str,
+        applied: &Value,
+        restore: &Value,
+    ) -> anyhow::Result<Option<String>> {
+        let c = self;
+        let what = format!("installations.operator.tigera.io/{name}");
+        // The operator writes the status often (sharing the resourceVersion): a 409 is read again
+        // a few times before it counts.
+        for _ in 0..RESTORE_TRIES {
+            let Some(now) = c.call_opt("get", &what, installations(c).get(name))? else {
+                return Ok(Some("whole object (it was deleted)".to_owned()));
+            };
+            let now = serde_json::to_value(&now).unwrap_or_default();
+            // Already as the restore leaves it (our patch never landed, or was restored).
+            if differs(restore, &now, "").is_none() {
+                return Ok(None);
+            }
+            if let Some(field) = differs(applied, &now, "") {
+                return Ok(Some(field));
+            }
+            let mut patch = restore.clone();
+            patch["metadata"]["resourceVersion"] = now["metadata"]["resourceVersion"].clone();
+            match patch_installation(c, name, &patch) {
+                Err(PatchError::Cluster(ClusterError::Api { code: 409, .. })) => continue,
+                r => return Ok(r.map(|()| None)?),
+            }
         }
-        if let Some(field) = differs(applied, &now, "") {
-            return Ok(Some(field));
-        }
-        let mut patch = restore.clone();
-        patch["metadata"]["resourceVersion"] = now["metadata"]["resourceVersion"].clone();
-        match patch_installation(c, name, &patch) {
-            Err(PatchError::Cluster(ClusterError::Api { code: 409, .. })) => continue,
-            r => return r.map(|()| None),
-        }
+        Ok(Some(
+            "resourceVersion (it changed each time it was read)".to_owned(),
+        ))
     }
-    Ok(Some(
-        "resourceVersion (it changed each time it was read)".to_owned(),
-    ))
 }
 
 const RESTORE_TRIES: usize = 5;

@@ -109,18 +109,6 @@ impl Cluster {
         Ok(operator::patch_installation(self, name, patch)?)
     }
 
-    /// `operator::restore_installation`.
-    pub fn restore_installation(
-        &self,
-        name: &str,
-        applied: &serde_json::Value,
-        restore: &serde_json::Value,
-    ) -> anyhow::Result<Option<String>> {
-        Ok(operator::restore_installation(
-            self, name, applied, restore,
-        )?)
-    }
-
     /// `making::remove_made`.
     pub fn remove_made_grant(&self, made: &super::making::Making) -> anyhow::Result<Vec<String>> {
         Ok(super::making::remove_made(self, made)?)

@@ -7,7 +7,6 @@
 pub use super::installation::{
     AUTO_CNI_SPEC_VERSION, CniDirs, DEFAULT, Installation, LABEL, LABEL_VALUE, OVERLAY,
     affinity_patch, dataplane_patch, excludes, label_of, patch_installation, read,
-    restore_installation,
 };
 use super::{Cluster, ClusterError};
 use crate::k8s_name::NodeName;
