@@ -502,6 +502,19 @@ impl Cluster {
         .into())
     }
 
+    /// The `get` of `name` in `namespace`, 404 as `None`; named `PLURAL/NAME in NAMESPACE`.
+    pub fn get_in<K>(&self, namespace: &str, name: &str) -> Result<Option<K>, ClusterError>
+    where
+        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let api: kube::Api<K> = kube::Api::namespaced(self.client.clone(), namespace);
+        let what = format!("{}/{name} in {namespace}", K::plural(&()));
+        self.call_opt("get", &what, api.get(name))
+    }
+
     /// Like `call`, with 404 as `None`.
     pub fn call_opt<T>(
         &self,

@@ -203,12 +203,7 @@ pub fn calico_namespace(c: &Cluster) -> Result<String, ClusterError> {
 /// The etcd endpoints in Calico's `calico-config` ConfigMap (empty for the Kubernetes
 /// datastore).
 pub fn etcd_endpoints(c: &Cluster, namespace: &str) -> Result<Vec<String>, ClusterError> {
-    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), namespace);
-    let config_map = c.call_opt(
-        "get",
-        &format!("configmaps/calico-config in {namespace}"),
-        api.get("calico-config"),
-    )?;
+    let config_map = c.get_in::<ConfigMap>(namespace, "calico-config")?;
     Ok(config_map
         .and_then(|m| m.data)
         .and_then(|d| {
@@ -384,13 +379,8 @@ fn felix(c: &Cluster) -> Result<Felix, ClusterError> {
 
 /// The kube-dns service's cluster IP.
 fn dns_ip(c: &Cluster) -> Result<Option<String>, ClusterError> {
-    let services: Api<Service> = Api::namespaced(c.client.clone(), "kube-system");
-    Ok(c.call_opt(
-        "get",
-        "services/kube-dns in kube-system",
-        services.get("kube-dns"),
-    )?
-    .and_then(|s| s.spec.and_then(|s| s.cluster_ip)))
+    let dns = c.get_in::<Service>("kube-system", "kube-dns")?;
+    Ok(dns.and_then(|s| s.spec.and_then(|s| s.cluster_ip)))
 }
 
 /// The service CIDRs of the `kubernetes` ServiceCIDR (Kubernetes 1.33 and later).

@@ -241,13 +241,7 @@ pub fn services_endpoint(
     if namespace.is_empty() {
         return Ok(None);
     }
-    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
-        Api::namespaced(c.client.clone(), namespace);
-    let map = c.call_opt(
-        "get",
-        &format!("configmaps/{SERVICES_ENDPOINT} in {namespace}"),
-        maps.get(SERVICES_ENDPOINT),
-    )?;
+    let map = c.get_in::<k8s_openapi::api::core::v1::ConfigMap>(namespace, SERVICES_ENDPOINT)?;
     Ok(map.map(|m| {
         let data = m.data.unwrap_or_default();
         (
@@ -269,14 +263,7 @@ pub fn daemonset_blocker(c: &Cluster, node: &NodeName) -> Result<Option<String>,
     if let Some(why) = degraded_status(c)? {
         return Ok(Some(why));
     }
-    let sets: Api<k8s_openapi::api::apps::v1::DaemonSet> =
-        Api::namespaced(c.client.clone(), NAMESPACE);
-    let Some(ds) = c.call_opt(
-        "get",
-        &format!("daemonsets/{DAEMONSET} in {NAMESPACE}"),
-        sets.get(DAEMONSET),
-    )?
-    else {
+    let Some(ds) = c.get_in::<k8s_openapi::api::apps::v1::DaemonSet>(NAMESPACE, DAEMONSET)? else {
         return Ok(Some(format!("no DaemonSet {NAMESPACE}/{DAEMONSET} yet")));
     };
     // A DaemonSet an earlier switch-on left (the operator never deletes it when Windows goes

@@ -183,12 +183,11 @@ pub fn look(
     me: &crate::k8s_name::NodeName,
     seen: Option<&mut Seen>,
 ) -> Result<Result<Held, Vec<String>>, ClusterError> {
-    let api = t.api(c);
     let now = Instant::now();
     let mut read = Vec::new();
     for i in 0..t.count {
         let name = t.slot(i);
-        let l = c.call_opt("get", &format!("leases/{name}"), api.get(&name))?;
+        let l = c.get_in::<Lease>(&t.namespace, &name)?;
         read.push((name, l));
     }
     let own = read

@@ -333,9 +333,7 @@ pub struct Issued {
 
 /// The service account, or a clear error when it does not exist.
 pub fn service_account(c: &Cluster, namespace: &str, name: &str) -> Result<(), anyhow::Error> {
-    let api: Api<ServiceAccount> = Api::namespaced(c.client.clone(), namespace);
-    let what = format!("serviceaccounts/{name} in {namespace}");
-    match c.call_opt("get", &what, api.get(name))? {
+    match c.get_in::<ServiceAccount>(namespace, name)? {
         Some(_) => Ok(()),
         None => Err(no_account(c, namespace, name).into()),
     }
@@ -551,14 +549,9 @@ pub fn ca_for(c: &Cluster, namespace: &str, issued: &Issued) -> Result<String, a
 }
 
 fn root_ca(c: &Cluster, namespace: &str) -> Result<Option<String>, ClusterError> {
-    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), namespace);
-    Ok(c.call_opt(
-        "get",
-        &format!("configmaps/kube-root-ca.crt in {namespace}"),
-        api.get("kube-root-ca.crt"),
-    )?
-    .and_then(|m| m.data)
-    .and_then(|d| d.get("ca.crt").cloned()))
+    Ok(c.get_in::<ConfigMap>(namespace, "kube-root-ca.crt")?
+        .and_then(|m| m.data)
+        .and_then(|d| d.get("ca.crt").cloned()))
 }
 
 /// The data of a secret, by key.
@@ -567,15 +560,13 @@ pub fn secret_data(
     namespace: &str,
     name: &str,
 ) -> Result<BTreeMap<String, Vec<u8>>, anyhow::Error> {
-    let api: Api<Secret> = Api::namespaced(c.client.clone(), namespace);
-    let what = format!("secrets/{name} in {namespace}");
-    let secret =
-        c.call_opt("get", &what, api.get(name))?
-            .ok_or_else(|| CredentialError::NoSecret {
-                server: c.server.clone(),
-                namespace: namespace.into(),
-                name: name.into(),
-            })?;
+    let secret = c
+        .get_in::<Secret>(namespace, name)?
+        .ok_or_else(|| CredentialError::NoSecret {
+            server: c.server.clone(),
+            namespace: namespace.into(),
+            name: name.into(),
+        })?;
     Ok(secret
         .data
         .unwrap_or_default()

@@ -194,13 +194,12 @@ pub(super) fn remove_parts(
     let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), namespace);
     let mut left = Vec::new();
     let mut seen = (false, false);
-    let what = |kind: &str| format!("{kind}/{name} in {namespace}");
-    if binding && let Some(b) = c.call_opt("get", &what("rolebindings"), bindings.get(name))? {
+    if binding && let Some(b) = c.get_in::<RoleBinding>(namespace, name)? {
         seen.1 = true;
         let at = (&b.metadata, known.uids.binding.as_deref(), &known);
         left.extend(delete_if_ours(c, &bindings, at, ("rolebinding", name))?);
     }
-    if role && let Some(r) = c.call_opt("get", &what("roles"), roles.get(name))? {
+    if role && let Some(r) = c.get_in::<Role>(namespace, name)? {
         seen.0 = true;
         let at = (&r.metadata, known.uids.role.as_deref(), &known);
         left.extend(delete_if_ours(c, &roles, at, ("role", name))?);
