@@ -502,6 +502,16 @@ impl Cluster {
         .into())
     }
 
+    /// The cluster-wide API of a kind without a k8s-openapi type.
+    pub fn dynamic(
+        &self,
+        (group, version, kind, plural): (&str, &str, &str, &str),
+    ) -> kube::Api<kube::api::DynamicObject> {
+        let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+        let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, plural);
+        kube::Api::all_with(self.client.clone(), &ar)
+    }
+
     /// The `get` of `name` in `namespace`, 404 as `None`; named `PLURAL/NAME in NAMESPACE`.
     pub fn get_in<K>(&self, namespace: &str, name: &str) -> Result<Option<K>, ClusterError>
     where

@@ -10,7 +10,7 @@ use k8s_openapi::api::authorization::v1::{
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Service};
 use kube::Api;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kube::api::{DynamicObject, ListParams, PostParams};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -385,13 +385,7 @@ fn dns_ip(c: &Cluster) -> Result<Option<String>, ClusterError> {
 
 /// The service CIDRs of the `kubernetes` ServiceCIDR (Kubernetes 1.33 and later).
 fn service_cidrs(c: &Cluster) -> Result<Vec<String>, ClusterError> {
-    let api: Api<DynamicObject> = Api::all_with(
-        c.client.clone(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("networking.k8s.io", "v1", "ServiceCIDR"),
-            "servicecidrs",
-        ),
-    );
+    let api = c.dynamic(("networking.k8s.io", "v1", "ServiceCIDR", "servicecidrs"));
     Ok(
         c.call_opt("get", "servicecidrs/kubernetes", api.get("kubernetes"))?
             .and_then(|o| spec(&o, "cidrs").cloned())

@@ -9,7 +9,7 @@
 //! `Auto` or unset being 1.0.0 (`api/v1/installation_types.go` `ResolvedSpecVersion`).
 
 use super::{Cluster, ClusterError};
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
 /// The node label that keeps the operator's DaemonSet off a node: calicoctl-win runs Calico
@@ -297,13 +297,7 @@ pub fn dataplane_patch(value: Option<&str>) -> Value {
 }
 
 fn installations(c: &Cluster) -> Api<DynamicObject> {
-    Api::all_with(
-        c.client.clone(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("operator.tigera.io", "v1", "Installation"),
-            "installations",
-        ),
-    )
+    c.dynamic(("operator.tigera.io", "v1", "Installation", "installations"))
 }
 
 /// Whether a required node affinity takes a node with these labels: no requirement takes

@@ -11,7 +11,6 @@ pub use super::installation::{
 use super::{Cluster, ClusterError};
 use crate::k8s_name::NodeName;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::Api;
 use serde_json::json;
 use std::time::Duration;
 
@@ -303,11 +302,7 @@ pub fn daemonset_blocker(c: &Cluster, node: &NodeName) -> Result<Option<String>,
 
 /// A Degraded TigeraStatus of the controllers that render for Windows, with its reason.
 pub fn degraded_status(c: &Cluster) -> Result<Option<String>, ClusterError> {
-    let ar = kube::api::ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk("operator.tigera.io", "v1", "TigeraStatus"),
-        "tigerastatuses",
-    );
-    let statuses: Api<kube::api::DynamicObject> = Api::all_with(c.client.clone(), &ar);
+    let statuses = c.dynamic(("operator.tigera.io", "v1", "TigeraStatus", "tigerastatuses"));
     for name in TIGERA_STATUSES {
         let status = c
             .call_opt(
