@@ -356,26 +356,25 @@ pub fn token_request(
     lifetime: Duration,
     node: Option<&crate::k8s_name::NodeName>,
 ) -> Result<Issued, anyhow::Error> {
+    let api: Api<ServiceAccount> = Api::namespaced(c.client.clone(), namespace);
     let what = format!("serviceaccounts/{name}/token in {namespace}");
-    let bound = node.map(|n| request_token(c, namespace, name, lifetime, Some(n)));
-    let (answer, unbound) = match bound {
-        Some(Ok(a)) => (Ok(a), None),
-        Some(Err(e))
-            if matches!(
-                e,
-                ClusterError::Api {
-                    code: 400 | 404 | 422,
-                    ..
-                }
-            ) =>
-        {
-            (
-                request_token(c, namespace, name, lifetime, None),
-                Some(format!("the API server did not bind it to the Node: {e}")),
-            )
+    let request = |node| {
+        let body = token_request_body(lifetime, node);
+        let pp = PostParams::default();
+        c.call("create", &what, api.create_token_request(name, &pp, &body))
+    };
+    let (answer, unbound) = match node.map(|n| request(Some(n))) {
+        Some(Err(
+            e @ ClusterError::Api {
+                code: 400 | 404 | 422,
+                ..
+            },
+        )) => {
+            let why = format!("the API server did not bind it to the Node: {e}");
+            (request(None), Some(why))
         }
-        Some(Err(e)) => (Err(e), None),
-        None => (request_token(c, namespace, name, lifetime, None), None),
+        Some(answer) => (answer, None),
+        None => (request(None), None),
     };
     let answer = match answer {
         Err(e) if e.is_not_found() => return Err(no_account(c, namespace, name).into()),
@@ -417,23 +416,6 @@ pub fn token_request_body(
         },
         status: None,
     }
-}
-
-fn request_token(
-    c: &Cluster,
-    namespace: &str,
-    name: &str,
-    lifetime: Duration,
-    node: Option<&crate::k8s_name::NodeName>,
-) -> Result<TokenRequest, ClusterError> {
-    let api: Api<ServiceAccount> = Api::namespaced(c.client.clone(), namespace);
-    let request = token_request_body(lifetime, node);
-    let what = format!("serviceaccounts/{name}/token in {namespace}");
-    c.call(
-        "create",
-        &what,
-        api.create_token_request(name, &PostParams::default(), &request),
-    )
 }
 
 const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
