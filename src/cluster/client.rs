@@ -251,9 +251,7 @@ impl Cluster {
             bare.read_timeout = None;
             let guarded = |c: kube::Config| -> Result<kube::Client, kube::Error> {
                 Ok(kube::client::ClientBuilder::try_from(c)?
-                    .with_layer(&guard::GuardLayer {
-                        cap: guard::BODY_CAP,
-                    })
+                    .with_layer(&guard::GuardLayer)
                     .build())
             };
             (guarded(config)?, guarded(bare)?)
