@@ -213,19 +213,6 @@ pub fn etcd_endpoints(c: &Cluster, namespace: &str) -> Result<Vec<String>, Clust
         .unwrap_or_default())
 }
 
-/// Each Calico group's lock on the Kubernetes datastore (`calico_api::read_locks`), with the
-/// ClusterInformation's `datastoreReady` already read; none on etcd.
-fn locks(
-    c: &Cluster,
-    datastore: Option<&str>,
-    ready: Option<bool>,
-) -> Result<super::calico_api::Locks, ClusterError> {
-    if datastore != Some("kubernetes") {
-        return Ok(super::calico_api::Locks::default());
-    }
-    super::calico_api::read_locks(c, (c.calico_group()?, ready))
-}
-
 /// Reads the facts; `node` is this node's name.
 pub fn gather(c: &Cluster, node: &NodeName, rights: Rights) -> Result<ClusterFacts, ClusterError> {
     gather_knowing(c, node, rights, None)
@@ -283,7 +270,14 @@ pub fn gather_knowing(
         },
         calico_api: c.calico_group()?,
         datastore_ready,
-        calico_locks: locks(c, datastore.as_deref(), datastore_ready)?,
+        // Each group's lock on the Kubernetes datastore (its `datastoreReady` read already);
+        // none on etcd.
+        calico_locks: match datastore.as_deref() {
+            Some("kubernetes") => {
+                super::calico_api::read_locks(c, (c.calico_group()?, datastore_ready))?
+            }
+            _ => super::calico_api::Locks::default(),
+        },
         datastore_migration: migration.as_ref().ok().cloned().flatten(),
         datastore_migration_unreadable: migration.err().map(|e| e.to_string()),
         service_cidrs: service_cidrs(c)?,
