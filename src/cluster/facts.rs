@@ -1,7 +1,7 @@
 //! What the cluster says about Calico: namespace, datastore, version, IP pools, IPAM, Felix,
 //! the backend, kube-dns, the service CIDR, this node, and what the identity may do.
 
-use super::calico_api::{Group, Kind};
+use super::calico_api::{Group, Kind, read_locks};
 use super::{Cluster, ClusterError};
 use crate::config::Raw;
 use crate::k8s_name::NodeName;
@@ -270,13 +270,10 @@ pub fn gather_knowing(
         },
         calico_api: c.calico_group()?,
         datastore_ready,
-        // Each group's lock on the Kubernetes datastore (its `datastoreReady` read already);
-        // none on etcd.
+        // Each group's lock on the Kubernetes datastore (`datastoreReady` read); none on etcd.
         calico_locks: match datastore.as_deref() {
-            Some("kubernetes") => {
-                super::calico_api::read_locks(c, (c.calico_group()?, datastore_ready))?
-            }
-            _ => super::calico_api::Locks::default(),
+            Some("kubernetes") => read_locks(c, (c.calico_group()?, datastore_ready))?,
+            _ => Default::default(),
         },
         datastore_migration: migration.as_ref().ok().cloned().flatten(),
         datastore_migration_unreadable: migration.err().map(|e| e.to_string()),
