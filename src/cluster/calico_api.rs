@@ -242,11 +242,13 @@ pub fn read_migration(c: &Cluster) -> Result<Option<Migration>, ClusterError> {
         if offered.is_some_and(|o| !o.iter().any(|v| v == version)) {
             continue;
         }
-        let ar = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(MIGRATION_GROUP, version, "DatastoreMigration"),
+        let kind = (
+            MIGRATION_GROUP,
+            version,
+            "DatastoreMigration",
             "datastoremigrations",
         );
-        let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(c.client.clone(), &ar);
+        let api = c.dynamic(kind);
         let Some(list) = c.call_opt(
             "list",
             "datastoremigrations",

@@ -251,9 +251,7 @@ impl Cluster {
             bare.read_timeout = None;
             let guarded = |c: kube::Config| -> Result<kube::Client, kube::Error> {
                 Ok(kube::client::ClientBuilder::try_from(c)?
-                    .with_layer(&guard::GuardLayer {
-                        cap: guard::BODY_CAP,
-                    })
+                    .with_layer(&guard::GuardLayer)
                     .build())
             };
             (guarded(config)?, guarded(bare)?)
@@ -500,6 +498,29 @@ impl Cluster {
             source: format!("it still had more after {PAGES_CAP} pages of {PAGE}").into(),
         }
         .into())
+    }
+
+    /// The cluster-wide API of a kind without a k8s-openapi type.
+    pub fn dynamic(
+        &self,
+        (group, version, kind, plural): (&str, &str, &str, &str),
+    ) -> kube::Api<kube::api::DynamicObject> {
+        let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+        let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, plural);
+        kube::Api::all_with(self.client.clone(), &ar)
+    }
+
+    /// The `get` of `name` in `namespace`, 404 as `None`; named `PLURAL/NAME in NAMESPACE`.
+    pub fn get_in<K>(&self, namespace: &str, name: &str) -> Result<Option<K>, ClusterError>
+    where
+        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let api: kube::Api<K> = kube::Api::namespaced(self.client.clone(), namespace);
+        let what = format!("{}/{name} in {namespace}", K::plural(&()));
+        self.call_opt("get", &what, api.get(name))
     }
 
     /// Like `call`, with 404 as `None`.

@@ -4,7 +4,7 @@
 //! and for the node to be Ready again.
 
 use super::{Cluster, ClusterError};
-use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
+use crate::duration::{Stop, Stopped};
 use crate::k8s_name::NodeName;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
@@ -274,15 +274,6 @@ pub fn unschedulable(n: &Node) -> bool {
         .unwrap_or(false)
 }
 
-/// Marks the node unschedulable (`on`) or schedulable again.
-pub fn set_cordoned(c: &Cluster, node: &NodeName, on: bool) -> Result<(), ClusterError> {
-    super::node::patch(
-        c,
-        node,
-        &serde_json::json!({ "spec": { "unschedulable": if on { Some(true) } else { None } } }),
-    )
-}
-
 /// The Eviction object for a pod, as documented: kube's `evict` sends `delete_options`, which
 /// the API server ignores, losing the grace period.
 pub fn eviction_body(pod: &PodRef, grace_period: Option<u32>) -> serde_json::Value {
@@ -311,43 +302,6 @@ pub fn not_ready(n: &Node) -> Option<String> {
         )),
         None => Some("it reports no Ready condition".into()),
     }
-}
-
-/// Waits until the node reports Ready; a stop ends the wait at once.
-pub fn wait_ready(
-    c: &Cluster,
-    node: &NodeName,
-    timeout: Duration,
-    watch: &mut Watch<'_>,
-) -> Result<(), DrainError> {
-    let what = format!("node {node} to be Ready");
-    let wait = Wait {
-        what: &what,
-        timeout,
-        pauses: Pauses {
-            first: Duration::from_millis(100),
-            most: Duration::from_secs(2),
-        },
-        stop: watch.stop,
-        say: &mut *watch.say,
-    };
-    poll_until(
-        wait,
-        || {
-            Ok(match not_ready(&super::node::read(c, node)?) {
-                None => Look::Done(()),
-                Some(why) => Look::Pending(why),
-            })
-        },
-        |reason| {
-            Err(DrainError::NotReady {
-                node: node.to_string(),
-                after: timeout,
-                reason,
-            })
-        },
-    )
-    .map_err(|e| e.stopped_at(node, &[]))
 }
 
 /// The DaemonSet pods of a node with a network of their own: a drain leaves them, but a

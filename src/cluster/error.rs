@@ -183,28 +183,19 @@ pub(super) fn certificate_time(e: &(dyn std::error::Error + 'static)) -> Option<
 }
 impl crate::error::Diagnose for ClusterError {
     fn diagnose(&self) -> Option<crate::error::Diagnosis> {
-        use crate::error::Kind;
-        let kind = match self {
-            Self::NoKubeconfig { .. } => Kind::NoAdminKubeconfig,
+        use crate::error::{Exit, Kind};
+        // A kubeconfig given that cannot be read or used: bad input.
+        let (exit, kind) = match self {
+            Self::NoKubeconfig { .. } => (Exit::Usage, Kind::NoAdminKubeconfig),
             Self::Kubeconfig { .. } | Self::ExecPlugin { .. } | Self::ExpiredToken { .. } => {
-                Kind::BadKubeconfig
+                (Exit::Usage, Kind::BadKubeconfig)
             }
-            Self::Unreachable { .. } => Kind::ClusterUnreachable,
-            Self::BadAnswer { .. } | Self::TooLarge { .. } => Kind::ClusterBadAnswer,
-            Self::Timeout { .. } => Kind::ClusterTimeout,
-            Self::Api { .. } => Kind::ClusterRefused,
-        };
-        let exit = match self {
-            Self::Timeout { .. } => crate::error::Exit::Timeout,
-            // A kubeconfig given that cannot be read or used: bad input.
-            Self::NoKubeconfig { .. }
-            | Self::Kubeconfig { .. }
-            | Self::ExecPlugin { .. }
-            | Self::ExpiredToken { .. } => crate::error::Exit::Usage,
-            Self::Unreachable { .. }
-            | Self::Api { .. }
-            | Self::BadAnswer { .. }
-            | Self::TooLarge { .. } => crate::error::Exit::Failed,
+            Self::Unreachable { .. } => (Exit::Failed, Kind::ClusterUnreachable),
+            Self::BadAnswer { .. } | Self::TooLarge { .. } => {
+                (Exit::Failed, Kind::ClusterBadAnswer)
+            }
+            Self::Timeout { .. } => (Exit::Timeout, Kind::ClusterTimeout),
+            Self::Api { .. } => (Exit::Failed, Kind::ClusterRefused),
         };
         Some(crate::error::Diagnosis {
             exit,

@@ -316,17 +316,16 @@ fn refusals(why: &BTreeMap<String, Refused>) -> String {
         }
     }
     let mut out = Vec::new();
-    if !budget.is_empty() {
-        let list = budget.join("; ");
-        out.push(format!(
-            "evictions still refused by a PodDisruptionBudget: {list}"
-        ));
-    }
-    if !terminating.is_empty() {
-        let list = terminating.join("; ");
-        out.push(format!(
-            "evictions refused in a namespace being deleted, whose pods are not yet deleted: {list}"
-        ));
+    for (pods, refused) in [
+        (budget, "evictions still refused by a PodDisruptionBudget"),
+        (
+            terminating,
+            "evictions refused in a namespace being deleted, whose pods are not yet deleted",
+        ),
+    ] {
+        if !pods.is_empty() {
+            out.push(format!("{refused}: {}", pods.join("; ")));
+        }
     }
     if overloaded > 0 {
         out.push(format!(

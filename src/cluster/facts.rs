@@ -1,7 +1,7 @@
 //! What the cluster says about Calico: namespace, datastore, version, IP pools, IPAM, Felix,
 //! the backend, kube-dns, the service CIDR, this node, and what the identity may do.
 
-use super::calico_api::{Group, Kind};
+use super::calico_api::{Group, Kind, read_locks};
 use super::{Cluster, ClusterError};
 use crate::config::Raw;
 use crate::k8s_name::NodeName;
@@ -10,7 +10,7 @@ use k8s_openapi::api::authorization::v1::{
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Service};
 use kube::Api;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kube::api::{DynamicObject, ListParams, PostParams};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -203,12 +203,7 @@ pub fn calico_namespace(c: &Cluster) -> Result<String, ClusterError> {
 /// The etcd endpoints in Calico's `calico-config` ConfigMap (empty for the Kubernetes
 /// datastore).
 pub fn etcd_endpoints(c: &Cluster, namespace: &str) -> Result<Vec<String>, ClusterError> {
-    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), namespace);
-    let config_map = c.call_opt(
-        "get",
-        &format!("configmaps/calico-config in {namespace}"),
-        api.get("calico-config"),
-    )?;
+    let config_map = c.get_in::<ConfigMap>(namespace, "calico-config")?;
     Ok(config_map
         .and_then(|m| m.data)
         .and_then(|d| {
@@ -216,19 +211,6 @@ pub fn etcd_endpoints(c: &Cluster, namespace: &str) -> Result<Vec<String>, Clust
                 .map(|e| crate::config::split_list(e))
         })
         .unwrap_or_default())
-}
-
-/// Each Calico group's lock on the Kubernetes datastore (`calico_api::read_locks`), with the
-/// ClusterInformation's `datastoreReady` already read; none on etcd.
-fn locks(
-    c: &Cluster,
-    datastore: Option<&str>,
-    ready: Option<bool>,
-) -> Result<super::calico_api::Locks, ClusterError> {
-    if datastore != Some("kubernetes") {
-        return Ok(super::calico_api::Locks::default());
-    }
-    super::calico_api::read_locks(c, (c.calico_group()?, ready))
 }
 
 /// Reads the facts; `node` is this node's name.
@@ -288,7 +270,11 @@ pub fn gather_knowing(
         },
         calico_api: c.calico_group()?,
         datastore_ready,
-        calico_locks: locks(c, datastore.as_deref(), datastore_ready)?,
+        // Each group's lock on the Kubernetes datastore (`datastoreReady` read); none on etcd.
+        calico_locks: match datastore.as_deref() {
+            Some("kubernetes") => read_locks(c, (c.calico_group()?, datastore_ready))?,
+            _ => Default::default(),
+        },
         datastore_migration: migration.as_ref().ok().cloned().flatten(),
         datastore_migration_unreadable: migration.err().map(|e| e.to_string()),
         service_cidrs: service_cidrs(c)?,
@@ -384,24 +370,13 @@ fn felix(c: &Cluster) -> Result<Felix, ClusterError> {
 
 /// The kube-dns service's cluster IP.
 fn dns_ip(c: &Cluster) -> Result<Option<String>, ClusterError> {
-    let services: Api<Service> = Api::namespaced(c.client.clone(), "kube-system");
-    Ok(c.call_opt(
-        "get",
-        "services/kube-dns in kube-system",
-        services.get("kube-dns"),
-    )?
-    .and_then(|s| s.spec.and_then(|s| s.cluster_ip)))
+    let dns = c.get_in::<Service>("kube-system", "kube-dns")?;
+    Ok(dns.and_then(|s| s.spec.and_then(|s| s.cluster_ip)))
 }
 
 /// The service CIDRs of the `kubernetes` ServiceCIDR (Kubernetes 1.33 and later).
 fn service_cidrs(c: &Cluster) -> Result<Vec<String>, ClusterError> {
-    let api: Api<DynamicObject> = Api::all_with(
-        c.client.clone(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("networking.k8s.io", "v1", "ServiceCIDR"),
-            "servicecidrs",
-        ),
-    );
+    let api = c.dynamic(("networking.k8s.io", "v1", "ServiceCIDR", "servicecidrs"));
     Ok(
         c.call_opt("get", "servicecidrs/kubernetes", api.get("kubernetes"))?
             .and_then(|o| spec(&o, "cidrs").cloned())

@@ -38,26 +38,20 @@ pub struct TooLong {
     pub cap: usize,
 }
 
-/// The layer kube's client stack gets.
+/// The layer kube's client stack gets: answers capped at `BODY_CAP`.
 #[derive(Clone, Copy)]
-pub struct GuardLayer {
-    pub cap: usize,
-}
+pub struct GuardLayer;
 
 impl<S> tower_layer::Layer<S> for GuardLayer {
     type Service = Guard<S>;
     fn layer(&self, inner: S) -> Guard<S> {
-        Guard {
-            inner,
-            cap: self.cap,
-        }
+        Guard { inner }
     }
 }
 
 #[derive(Clone)]
 pub struct Guard<S> {
     inner: S,
-    cap: usize,
 }
 
 /// An answer that ended before the length it announced.
@@ -149,7 +143,7 @@ fn is_pod_proxy(path: &str) -> bool {
 }
 
 /// Up to `SHOWN` bytes of a body, as text with nothing hidden.
-async fn first_bytes<B>(mut body: B) -> String
+pub(crate) async fn first_bytes<B>(mut body: B) -> String
 where
     B: http_body::Body<Data = Bytes> + Send + Unpin,
 {
@@ -189,7 +183,6 @@ where
         let what = format!("{} {}", req.method(), req.uri().path());
         let proxied = is_pod_proxy(req.uri().path());
         let answer = self.inner.call(req);
-        let cap = self.cap;
         Box::pin(async move {
             let (parts, body) = answer.await.map_err(Into::into)?.into_parts();
             let content_type = parts
@@ -216,7 +209,7 @@ where
             let checked = Checked {
                 inner: body,
                 read: 0,
-                cap: cap as u64,
+                cap: BODY_CAP as u64,
                 announced,
             };
             Ok(Response::from_parts(parts, checked))

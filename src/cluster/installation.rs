@@ -9,7 +9,7 @@
 //! `Auto` or unset being 1.0.0 (`api/v1/installation_types.go` `ResolvedSpecVersion`).
 
 use super::{Cluster, ClusterError};
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
 /// The node label that keeps the operator's DaemonSet off a node: calicoctl-win runs Calico
@@ -297,13 +297,7 @@ pub fn dataplane_patch(value: Option<&str>) -> Value {
 }
 
 fn installations(c: &Cluster) -> Api<DynamicObject> {
-    Api::all_with(
-        c.client.clone(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("operator.tigera.io", "v1", "Installation"),
-            "installations",
-        ),
-    )
+    c.dynamic(("operator.tigera.io", "v1", "Installation", "installations"))
 }
 
 /// Whether a required node affinity takes a node with these labels: no requirement takes
@@ -411,37 +405,40 @@ pub fn patch_installation(c: &Cluster, name: &str, patch: &Value) -> Result<(), 
 /// field it set still holds what it set (else `Some` of the field changed, nothing written),
 /// on the resourceVersion read, so a change in between is a 409 (apiserver `registry/generic/
 /// registry/store.go` `Store.Update`), judged again. One gone is not made again.
-pub fn restore_installation(
-    c: &Cluster,
-    name: &str,
-    applied: &Value,
-    restore: &Value,
-) -> Result<Option<String>, PatchError> {
-    let what = format!("installations.operator.tigera.io/{name}");
-    // The operator writes the status often (sharing the resourceVersion): a 409 is read again
-    // a few times before it counts.
-    for _ in 0..RESTORE_TRIES {
-        let Some(now) = c.call_opt("get", &what, installations(c).get(name))? else {
-            return Ok(Some("whole object (it was deleted)".to_owned()));
-        };
-        let now = serde_json::to_value(&now).unwrap_or_default();
-        // Already as the restore leaves it (our patch never landed, or was restored).
-        if differs(restore, &now, "").is_none() {
-            return Ok(None);
+impl Cluster {
+    pub fn restore_installation(
+        &self,
+        name: &str,
+        applied: &Value,
+        restore: &Value,
+    ) -> anyhow::Result<Option<String>> {
+        let c = self;
+        let what = format!("installations.operator.tigera.io/{name}");
+        // The operator writes the status often (sharing the resourceVersion): a 409 is read again
+        // a few times before it counts.
+        for _ in 0..RESTORE_TRIES {
+            let Some(now) = c.call_opt("get", &what, installations(c).get(name))? else {
+                return Ok(Some("whole object (it was deleted)".to_owned()));
+            };
+            let now = serde_json::to_value(&now).unwrap_or_default();
+            // Already as the restore leaves it (our patch never landed, or was restored).
+            if differs(restore, &now, "").is_none() {
+                return Ok(None);
+            }
+            if let Some(field) = differs(applied, &now, "") {
+                return Ok(Some(field));
+            }
+            let mut patch = restore.clone();
+            patch["metadata"]["resourceVersion"] = now["metadata"]["resourceVersion"].clone();
+            match patch_installation(c, name, &patch) {
+                Err(PatchError::Cluster(ClusterError::Api { code: 409, .. })) => continue,
+                r => return Ok(r.map(|()| None)?),
+            }
         }
-        if let Some(field) = differs(applied, &now, "") {
-            return Ok(Some(field));
-        }
-        let mut patch = restore.clone();
-        patch["metadata"]["resourceVersion"] = now["metadata"]["resourceVersion"].clone();
-        match patch_installation(c, name, &patch) {
-            Err(PatchError::Cluster(ClusterError::Api { code: 409, .. })) => continue,
-            r => return r.map(|()| None),
-        }
+        Ok(Some(
+            "resourceVersion (it changed each time it was read)".to_owned(),
+        ))
     }
-    Ok(Some(
-        "resourceVersion (it changed each time it was read)".to_owned(),
-    ))
 }
 
 const RESTORE_TRIES: usize = 5;

@@ -180,44 +180,47 @@ pub(super) fn condition_of<'a>(
     conditions.iter().find(|c| c.type_ == type_)
 }
 
-/// What uninstall (or a handover) leaves on the node: no calicoctl-win annotations, the
-/// condition False with the reason of `left`.
-pub fn forget(c: &Cluster, node: &NodeName, left: Left) -> Result<(), ClusterError> {
-    let gone: serde_json::Map<_, _> = [
-        ANNOTATION_CALICO_VERSION,
-        ANNOTATION_TOOL_VERSION,
-        ANNOTATION_CONFIG_HASH,
-        ANNOTATION_INSTALL_ID,
-        ANNOTATION_FINDING_CODES,
-        ANNOTATION_TRAFFIC_CODES,
-    ]
-    .into_iter()
-    .map(|k| (k.to_owned(), serde_json::Value::Null))
-    .collect();
-    patch(
-        c,
-        node,
-        &serde_json::json!({ "metadata": { "annotations": gone } }),
-    )?;
-    let (reason, said) = left.reason();
-    set_condition(
-        c,
-        node,
-        &condition(CONDITION_CALICO_READY, "False", reason, said),
-    )?;
-    // The fleet's verify verdict (`CalicoWindowsTraffic`), when the node carries one: no run
-    // refreshes it once calicoctl-win has left, so it becomes Unknown with the same reason.
-    let n = read(c, node)?;
-    match condition_of(&n, CONDITION_TRAFFIC) {
-        Some(t) if t.status != "Unknown" || t.reason.as_deref() != Some(reason) => {
+impl Cluster {
+    /// What uninstall (or a handover) leaves on the node: no calicoctl-win annotations, the
+    /// condition False with the reason of `left`.
+    pub fn forget_node(&self, node: &NodeName, left: Left) -> anyhow::Result<()> {
+        let c = self;
+        let gone: serde_json::Map<_, _> = [
+            ANNOTATION_CALICO_VERSION,
+            ANNOTATION_TOOL_VERSION,
+            ANNOTATION_CONFIG_HASH,
+            ANNOTATION_INSTALL_ID,
+            ANNOTATION_FINDING_CODES,
+            ANNOTATION_TRAFFIC_CODES,
+        ]
+        .into_iter()
+        .map(|k| (k.to_owned(), serde_json::Value::Null))
+        .collect();
+        patch(
+            c,
+            node,
+            &serde_json::json!({ "metadata": { "annotations": gone } }),
+        )?;
+        let (reason, said) = left.reason();
+        set_condition(
+            c,
+            node,
+            &condition(CONDITION_CALICO_READY, "False", reason, said),
+        )?;
+        // The fleet's verify verdict (`CalicoWindowsTraffic`), when the node carries one: no run
+        // refreshes it once calicoctl-win has left, so it becomes Unknown with the same reason.
+        let n = read(c, node)?;
+        if let Some(t) = condition_of(&n, CONDITION_TRAFFIC)
+            && (t.status != "Unknown" || t.reason.as_deref() != Some(reason))
+        {
             let said = format!("{said}: no verify runs here any more");
             set_condition(
                 c,
                 node,
                 &condition(CONDITION_TRAFFIC, "Unknown", reason, &said),
-            )
+            )?;
         }
-        _ => Ok(()),
+        Ok(())
     }
 }
 

@@ -1,12 +1,12 @@
 //! The cluster side of a plan, as the plan executor (`apply`) sees it.
 
 use super::drain::{
-    DrainOptions, PodRef, Watch, is_cordoned, networked_daemons, pod_ref, pods_on, select,
-    set_cordoned, wait_ready,
+    DrainError, DrainOptions, PodRef, Watch, is_cordoned, networked_daemons, not_ready, pod_ref,
+    pods_on, select,
 };
 use super::eviction::evict_and_wait;
-use super::token::renewal;
 use super::{Cluster, node, operator};
+use crate::duration::{Look, Pauses, Wait, poll_until};
 use crate::k8s_name::NodeName;
 use std::time::Duration;
 
@@ -15,8 +15,10 @@ impl Cluster {
         Ok(is_cordoned(self, node)?)
     }
 
+    /// Marks the node unschedulable (`on`) or schedulable again.
     pub fn set_cordoned(&self, node: &NodeName, on: bool) -> anyhow::Result<()> {
-        Ok(set_cordoned(self, node, on)?)
+        let patch = serde_json::json!({ "spec": { "unschedulable": on.then_some(true) } });
+        Ok(node::patch(self, node, &patch)?)
     }
 
     /// Evicts the node's pods and waits until they are gone (or `watch`'s stop).
@@ -54,13 +56,38 @@ impl Cluster {
         Ok(())
     }
 
+    /// Waits until the node reports Ready; a stop ends the wait at once.
     pub fn wait_ready(
         &self,
         node: &NodeName,
         timeout: Duration,
         watch: &mut Watch<'_>,
     ) -> anyhow::Result<()> {
-        Ok(wait_ready(self, node, timeout, watch)?)
+        let what = format!("node {node} to be Ready");
+        let wait = Wait {
+            what: &what,
+            timeout,
+            pauses: Pauses {
+                first: Duration::from_millis(100),
+                most: Duration::from_secs(2),
+            },
+            stop: watch.stop,
+            say: &mut *watch.say,
+        };
+        let look = || {
+            Ok(match not_ready(&node::read(self, node)?) {
+                None => Look::Done(()),
+                Some(why) => Look::Pending(why),
+            })
+        };
+        let not_ready = |reason| {
+            Err(DrainError::NotReady {
+                node: node.to_string(),
+                after: timeout,
+                reason,
+            })
+        };
+        Ok(poll_until(wait, look, not_ready).map_err(|e| e.stopped_at(node, &[]))?)
     }
 
     /// Evicts the node's `networked_daemons` and waits until they are gone; their names.
@@ -82,72 +109,8 @@ impl Cluster {
         Ok(operator::patch_installation(self, name, patch)?)
     }
 
-    /// `operator::restore_installation`.
-    pub fn restore_installation(
-        &self,
-        name: &str,
-        applied: &serde_json::Value,
-        restore: &serde_json::Value,
-    ) -> anyhow::Result<Option<String>> {
-        Ok(operator::restore_installation(
-            self, name, applied, restore,
-        )?)
-    }
-
-    pub fn set_label(&self, node: &NodeName, value: Option<&str>) -> anyhow::Result<()> {
-        Ok(operator::set_label(self, node, value)?)
-    }
-
-    pub fn wait_operator_pod(
-        &self,
-        node: &NodeName,
-        want: operator::Want,
-        timeout: Duration,
-    ) -> anyhow::Result<()> {
-        Ok(operator::wait_pod(self, node, want, timeout)?)
-    }
-
-    pub fn clear_network_unavailable(&self, node: &NodeName) -> anyhow::Result<()> {
-        Ok(operator::clear_network_unavailable(self, node)?)
-    }
-
-    pub fn mark_cordoned(&self, node: &NodeName, on: bool) -> anyhow::Result<()> {
-        Ok(operator::mark_cordoned(self, node, on)?)
-    }
-
-    pub fn wait_operator_daemonset(
-        &self,
-        node: &NodeName,
-        timeout: Duration,
-    ) -> anyhow::Result<()> {
-        Ok(operator::wait_daemonset(self, node, timeout)?)
-    }
-
-    /// Deletes the node's token-renewal Role and RoleBinding when ours (`renewal::remove`);
-    /// what stays.
-    pub fn remove_grant(
-        &self,
-        namespace: &str,
-        name: &str,
-        (uids, uids_kept): (&renewal::GrantUids, bool),
-    ) -> anyhow::Result<Vec<String>> {
-        let g = renewal::Grant {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            service_account: String::new(),
-            uids: uids.clone(),
-            uids_kept,
-        };
-        Ok(renewal::remove(self, &g)?)
-    }
-
     /// `making::remove_made`.
     pub fn remove_made_grant(&self, made: &super::making::Making) -> anyhow::Result<Vec<String>> {
         Ok(super::making::remove_made(self, made)?)
-    }
-
-    /// `node::forget`.
-    pub fn forget_node(&self, node: &NodeName, left: node::Left) -> anyhow::Result<()> {
-        Ok(node::forget(self, node, left)?)
     }
 }

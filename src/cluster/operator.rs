@@ -7,12 +7,10 @@
 pub use super::installation::{
     AUTO_CNI_SPEC_VERSION, CniDirs, DEFAULT, Installation, LABEL, LABEL_VALUE, OVERLAY,
     affinity_patch, dataplane_patch, excludes, label_of, patch_installation, read,
-    restore_installation,
 };
 use super::{Cluster, ClusterError};
 use crate::k8s_name::NodeName;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::Api;
 use serde_json::json;
 use std::time::Duration;
 
@@ -20,11 +18,6 @@ use std::time::Duration;
 /// `common.WindowsDaemonSetName`).
 pub const NAMESPACE: &str = "calico-system";
 pub const DAEMONSET: &str = "calico-node-windows";
-
-/// Sets the label on a node (`None`: removes it).
-pub fn set_label(c: &Cluster, node: &NodeName, value: Option<&str>) -> Result<(), ClusterError> {
-    super::node::patch(c, node, &json!({"metadata": {"labels": {LABEL: value}}}))
-}
 
 /// The node annotation that says `migrate` cordoned the node, so the run that finishes it
 /// uncordons it.
@@ -37,13 +30,6 @@ pub fn cordoned_by_migrate(c: &Cluster, node: &NodeName) -> Result<bool, Cluster
         .annotations
         .as_ref()
         .is_some_and(|a| a.contains_key(CORDONED_ANNOTATION)))
-}
-
-/// Sets (or removes) that annotation.
-pub fn mark_cordoned(c: &Cluster, node: &NodeName, on: bool) -> Result<(), ClusterError> {
-    let value = on.then_some("true");
-    let patch = json!({"metadata": {"annotations": {CORDONED_ANNOTATION: value}}});
-    super::node::patch(c, node, &patch)
 }
 
 /// Where the operator's pod on a node is.
@@ -156,27 +142,64 @@ pub fn pod_on(c: &Cluster, node: &NodeName) -> Result<PodState, ClusterError> {
     Ok(pod_state(&super::drain::pods_on(c, node)?))
 }
 
-/// Waits until the node's operator pod is as wanted; the error says what it was at the end.
-pub fn wait_pod(
-    c: &Cluster,
-    node: &NodeName,
-    want: Want,
-    timeout: Duration,
-) -> Result<(), OperatorError> {
-    let done = |state: &PodState| match want {
-        Want::Ready => matches!(state, PodState::Ready(_)),
-        Want::Gone => *state == PodState::Gone,
-    };
-    poll(
-        timeout,
-        || Ok(Some(pod_on(c, node)?).filter(|s| !done(s))),
-        |state| OperatorError::PodTimeout {
+impl Cluster {
+    /// Sets the label on a node (`None`: removes it).
+    pub fn set_label(&self, node: &NodeName, value: Option<&str>) -> anyhow::Result<()> {
+        let patch = json!({"metadata": {"labels": {LABEL: value}}});
+        Ok(super::node::patch(self, node, &patch)?)
+    }
+
+    /// Sets (or removes) `CORDONED_ANNOTATION`.
+    pub fn mark_cordoned(&self, node: &NodeName, on: bool) -> anyhow::Result<()> {
+        let value = on.then_some("true");
+        let patch = json!({"metadata": {"annotations": {CORDONED_ANNOTATION: value}}});
+        Ok(super::node::patch(self, node, &patch)?)
+    }
+
+    /// Waits until the node's operator pod is as wanted; the error says what it was at the end.
+    pub fn wait_operator_pod(
+        &self,
+        node: &NodeName,
+        want: Want,
+        timeout: Duration,
+    ) -> anyhow::Result<()> {
+        let done = |state: &PodState| match want {
+            Want::Ready => matches!(state, PodState::Ready(_)),
+            Want::Gone => *state == PodState::Gone,
+        };
+        let pending = || Ok(Some(pod_on(self, node)?).filter(|s| !done(s)));
+        Ok(poll(timeout, pending, |state| OperatorError::PodTimeout {
             node: node.to_string(),
             want,
             after: timeout,
             state,
-        },
-    )
+        })?)
+    }
+
+    /// Waits until `daemonset_blocker` finds nothing; the error says what stood in the way last.
+    pub fn wait_operator_daemonset(
+        &self,
+        node: &NodeName,
+        timeout: Duration,
+    ) -> anyhow::Result<()> {
+        let pending = || daemonset_blocker(self, node);
+        Ok(poll(timeout, pending, |state| {
+            OperatorError::DaemonSetTimeout {
+                node: node.to_string(),
+                after: timeout,
+                state,
+            }
+        })?)
+    }
+
+    /// `NetworkUnavailable` False, as calico-node sets it when it runs (calico v3.32.1
+    /// `node/pkg/lifecycle/utils/utils.go` `SetNodeNetworkUnavailableCondition`), after the
+    /// operator pod's preStop set it True (`network_unavailable`).
+    pub fn clear_network_unavailable(&self, node: &NodeName) -> anyhow::Result<()> {
+        let up = "Calico is running on this node";
+        let condition = super::node::condition("NetworkUnavailable", "False", "CalicoIsUp", up);
+        Ok(super::node::set_condition(self, node, &condition)?)
+    }
 }
 
 /// Looks every 100 ms to 2 s until `pending` finds nothing left, for at most `timeout`.
@@ -217,13 +240,7 @@ pub fn services_endpoint(
     if namespace.is_empty() {
         return Ok(None);
     }
-    let maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
-        Api::namespaced(c.client.clone(), namespace);
-    let map = c.call_opt(
-        "get",
-        &format!("configmaps/{SERVICES_ENDPOINT} in {namespace}"),
-        maps.get(SERVICES_ENDPOINT),
-    )?;
+    let map = c.get_in::<k8s_openapi::api::core::v1::ConfigMap>(namespace, SERVICES_ENDPOINT)?;
     Ok(map.map(|m| {
         let data = m.data.unwrap_or_default();
         (
@@ -245,14 +262,7 @@ pub fn daemonset_blocker(c: &Cluster, node: &NodeName) -> Result<Option<String>,
     if let Some(why) = degraded_status(c)? {
         return Ok(Some(why));
     }
-    let sets: Api<k8s_openapi::api::apps::v1::DaemonSet> =
-        Api::namespaced(c.client.clone(), NAMESPACE);
-    let Some(ds) = c.call_opt(
-        "get",
-        &format!("daemonsets/{DAEMONSET} in {NAMESPACE}"),
-        sets.get(DAEMONSET),
-    )?
-    else {
+    let Some(ds) = c.get_in::<k8s_openapi::api::apps::v1::DaemonSet>(NAMESPACE, DAEMONSET)? else {
         return Ok(Some(format!("no DaemonSet {NAMESPACE}/{DAEMONSET} yet")));
     };
     // A DaemonSet an earlier switch-on left (the operator never deletes it when Windows goes
@@ -292,11 +302,7 @@ pub fn daemonset_blocker(c: &Cluster, node: &NodeName) -> Result<Option<String>,
 
 /// A Degraded TigeraStatus of the controllers that render for Windows, with its reason.
 pub fn degraded_status(c: &Cluster) -> Result<Option<String>, ClusterError> {
-    let ar = kube::api::ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk("operator.tigera.io", "v1", "TigeraStatus"),
-        "tigerastatuses",
-    );
-    let statuses: Api<kube::api::DynamicObject> = Api::all_with(c.client.clone(), &ar);
+    let statuses = c.dynamic(("operator.tigera.io", "v1", "TigeraStatus", "tigerastatuses"));
     for name in TIGERA_STATUSES {
         let status = c
             .call_opt(
@@ -327,37 +333,11 @@ fn degraded(status: &serde_json::Value) -> Option<String> {
         })
 }
 
-/// Waits until `daemonset_blocker` finds nothing; the error says what stood in the way last.
-pub fn wait_daemonset(
-    c: &Cluster,
-    node: &NodeName,
-    timeout: Duration,
-) -> Result<(), OperatorError> {
-    poll(
-        timeout,
-        || daemonset_blocker(c, node),
-        |state| OperatorError::DaemonSetTimeout {
-            node: node.to_string(),
-            after: timeout,
-            state,
-        },
-    )
-}
-
 /// Whether the node's `NetworkUnavailable` condition is True (the operator pod's preStop sets
 /// it so for a hundred years: calico v3.32.1 `node/pkg/lifecycle/shutdown/shutdown.go`).
 pub fn network_unavailable(c: &Cluster, node: &NodeName) -> Result<bool, ClusterError> {
     let n = super::node::read(c, node)?;
     Ok(super::node::condition_of(&n, "NetworkUnavailable").is_some_and(|c| c.status == "True"))
-}
-
-/// `NetworkUnavailable` False, as calico-node sets it when it runs (calico v3.32.1
-/// `node/pkg/lifecycle/utils/utils.go` `SetNodeNetworkUnavailableCondition`), after the
-/// operator pod's preStop set it True (`network_unavailable`).
-pub fn clear_network_unavailable(c: &Cluster, node: &NodeName) -> Result<(), ClusterError> {
-    let up = "Calico is running on this node";
-    let condition = super::node::condition("NetworkUnavailable", "False", "CalicoIsUp", up);
-    super::node::set_condition(c, node, &condition)
 }
 
 #[cfg(test)]

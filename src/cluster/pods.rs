@@ -46,14 +46,7 @@ pub fn in_endpoint_slices(
     c: &Cluster,
     wanted: &std::collections::BTreeSet<String>,
 ) -> Result<Option<std::collections::BTreeSet<String>>, ClusterError> {
-    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-    let api: Api<DynamicObject> = Api::all_with(
-        c.client.clone(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("discovery.k8s.io", "v1", "EndpointSlice"),
-            "endpointslices",
-        ),
-    );
+    let api = c.dynamic(("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices"));
     let mut found = std::collections::BTreeSet::new();
     let served = c.for_each_page(&api, "endpointslices", |items| {
         for slice in &items {

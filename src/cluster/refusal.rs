@@ -161,13 +161,7 @@ pub fn cause(token: &Token, now_secs: i64, now: &Now) -> Option<Cause> {
 /// Reads what `cause` compares: the ServiceAccount `name` in `namespace`, the announced
 /// issuer and the Node `token` is bound to. What cannot be read stays unknown.
 pub fn read_now(c: &Cluster, token: &Token, (namespace, name): (&str, &str)) -> Now {
-    use k8s_openapi::api::core::v1::ServiceAccount;
-    let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(c.client.clone(), namespace);
-    let sa = c.call_opt(
-        "get",
-        &format!("serviceaccounts/{name}"),
-        accounts.get(name),
-    );
+    let sa = c.get_in::<k8s_openapi::api::core::v1::ServiceAccount>(namespace, name);
     let issuer = http::Request::get("/.well-known/openid-configuration")
         .body(Vec::new())
         .ok()

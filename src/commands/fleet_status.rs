@@ -108,7 +108,7 @@ fn read_daemon_set(
     c: &crate::cluster::Cluster,
     args: &crate::cli::FleetStatusArgs,
 ) -> (Option<std::time::Duration>, Vec<crate::fleet::turn::Slot>) {
-    let ds = traffic::daemon_set(c, &args.namespace, &args.name).unwrap_or_else(|e| {
+    let ds = c.get_in(&args.namespace, &args.name).unwrap_or_else(|e| {
         ctx.printer.warn(&format!(
             "cannot read DaemonSet {}/{} ({e}): no CalicoWindowsTraffic verdict is judged stale",
             args.namespace, args.name

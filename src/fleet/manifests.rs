@@ -200,10 +200,6 @@ impl Migration {
         args.extend(self.release.iter().cloned());
         args
     }
-
-    fn deadline_secs(&self) -> i64 {
-        i64::try_from((self.pod_timeout + MIGRATION_JOB_MARGIN).as_secs()).unwrap_or(i64::MAX)
-    }
 }
 
 impl Fleet {
@@ -434,7 +430,10 @@ impl Fleet {
                     force: self.force,
                 }),
                 job_active_deadline_secs: match (&self.migrate, &self.verify) {
-                    (Some(m), _) => Some(m.deadline_secs()),
+                    (Some(m), _) => Some(
+                        i64::try_from((m.pod_timeout + MIGRATION_JOB_MARGIN).as_secs())
+                            .unwrap_or(i64::MAX),
+                    ),
                     (None, Some(v)) => Some(v.deadline_secs(self.drain_timeout)),
                     (None, None) => None,
                 },

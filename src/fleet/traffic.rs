@@ -5,7 +5,6 @@
 pub use super::view::Traffic;
 use super::view::{capped, codes_with, shown};
 use crate::cluster::node::{ANNOTATION_TRAFFIC_CODES, CONDITION_TRAFFIC};
-use crate::cluster::{Cluster, ClusterError};
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::Node;
 use std::time::Duration;
@@ -105,16 +104,6 @@ pub fn problem(name: &str, t: &Traffic) -> Option<String> {
             shown(name)
         )
     })
-}
-
-/// The fleet DaemonSet, if there is one.
-pub fn daemon_set(
-    c: &Cluster,
-    namespace: &str,
-    name: &str,
-) -> Result<Option<DaemonSet>, ClusterError> {
-    let api: kube::Api<DaemonSet> = kube::Api::namespaced(c.client.clone(), namespace);
-    c.call_opt("get", &format!("daemonsets/{name}"), api.get(name))
 }
 
 fn command_of(ds: &DaemonSet) -> &[String] {

@@ -6,6 +6,7 @@
 //! duration on this node's monotonic clock), is renewed every third of that, and a failed
 //! node's is kept, marked `FAILED`, while its Node exists.
 
+use super::manifests::APP_LABEL as LABEL;
 use crate::cluster::{Cluster, ClusterError};
 use crate::error::{Diagnosis, Exit, Kind};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -61,7 +62,6 @@ impl crate::error::Diagnose for TurnError {
 
 /// The annotation of a failed turn: `{"code": "<error kind>", "at": "<RFC 3339 time>"}`.
 pub const FAILED: &str = "calicoctl-win/turn-failed";
-const LABEL: &str = "app.kubernetes.io/name";
 
 /// A fleet's turns.
 #[derive(Clone, Debug)]
@@ -183,12 +183,11 @@ pub fn look(
     me: &crate::k8s_name::NodeName,
     seen: Option<&mut Seen>,
 ) -> Result<Result<Held, Vec<String>>, ClusterError> {
-    let api = t.api(c);
     let now = Instant::now();
     let mut read = Vec::new();
     for i in 0..t.count {
         let name = t.slot(i);
-        let l = c.call_opt("get", &format!("leases/{name}"), api.get(&name))?;
+        let l = c.get_in::<Lease>(&t.namespace, &name)?;
         read.push((name, l));
     }
     let own = read

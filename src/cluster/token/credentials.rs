@@ -99,37 +99,33 @@ impl Token {
         serde_json::from_slice(&bytes).ok()
     }
 
+    /// The text claim at `pointer` (a JSON pointer: `~1` is a `/` within a name).
+    fn text_claim(&self, pointer: &str) -> Option<String> {
+        self.claims()?.pointer(pointer)?.as_str().map(str::to_owned)
+    }
+
     /// The service account's uid it was issued for: the private claim `kubernetes.io` /
     /// `serviceaccount` / `uid` (kubernetes/kubernetes `pkg/serviceaccount/claims.go`), or a
     /// legacy token's `kubernetes.io/serviceaccount/service-account.uid`.
     pub fn service_account_uid(&self) -> Option<String> {
-        let c = self.claims()?;
-        c.pointer("/kubernetes.io/serviceaccount/uid")
-            .or_else(|| c.get("kubernetes.io/serviceaccount/service-account.uid"))?
-            .as_str()
-            .map(str::to_owned)
+        self.text_claim("/kubernetes.io/serviceaccount/uid")
+            .or_else(|| self.text_claim("/kubernetes.io~1serviceaccount~1service-account.uid"))
     }
 
     /// The Node it is bound to (claim `kubernetes.io` / `node` / `name`): deleting that Node
     /// revokes it.
     pub fn bound_node(&self) -> Option<String> {
-        self.claims()?
-            .pointer("/kubernetes.io/node/name")?
-            .as_str()
-            .map(str::to_owned)
+        self.text_claim("/kubernetes.io/node/name")
     }
 
     /// The uid of the Node it is bound to.
     pub fn bound_node_uid(&self) -> Option<String> {
-        self.claims()?
-            .pointer("/kubernetes.io/node/uid")?
-            .as_str()
-            .map(str::to_owned)
+        self.text_claim("/kubernetes.io/node/uid")
     }
 
     /// Its issuer (`iss`).
     pub fn issuer(&self) -> Option<String> {
-        self.claims()?.get("iss")?.as_str().map(str::to_owned)
+        self.text_claim("/iss")
     }
 
     /// The `iat` claim (Unix seconds).
@@ -337,9 +333,7 @@ pub struct Issued {
 
 /// The service account, or a clear error when it does not exist.
 pub fn service_account(c: &Cluster, namespace: &str, name: &str) -> Result<(), anyhow::Error> {
-    let api: Api<ServiceAccount> = Api::namespaced(c.client.clone(), namespace);
-    let what = format!("serviceaccounts/{name} in {namespace}");
-    match c.call_opt("get", &what, api.get(name))? {
+    match c.get_in::<ServiceAccount>(namespace, name)? {
         Some(_) => Ok(()),
         None => Err(no_account(c, namespace, name).into()),
     }
@@ -362,26 +356,25 @@ pub fn token_request(
     lifetime: Duration,
     node: Option<&crate::k8s_name::NodeName>,
 ) -> Result<Issued, anyhow::Error> {
+    let api: Api<ServiceAccount> = Api::namespaced(c.client.clone(), namespace);
     let what = format!("serviceaccounts/{name}/token in {namespace}");
-    let bound = node.map(|n| request_token(c, namespace, name, lifetime, Some(n)));
-    let (answer, unbound) = match bound {
-        Some(Ok(a)) => (Ok(a), None),
-        Some(Err(e))
-            if matches!(
-                e,
-                ClusterError::Api {
-                    code: 400 | 404 | 422,
-                    ..
-                }
-            ) =>
-        {
-            (
-                request_token(c, namespace, name, lifetime, None),
-                Some(format!("the API server did not bind it to the Node: {e}")),
-            )
+    let request = |node| {
+        let body = token_request_body(lifetime, node);
+        let pp = PostParams::default();
+        c.call("create", &what, api.create_token_request(name, &pp, &body))
+    };
+    let (answer, unbound) = match node.map(|n| request(Some(n))) {
+        Some(Err(
+            e @ ClusterError::Api {
+                code: 400 | 404 | 422,
+                ..
+            },
+        )) => {
+            let why = format!("the API server did not bind it to the Node: {e}");
+            (request(None), Some(why))
         }
-        Some(Err(e)) => (Err(e), None),
-        None => (request_token(c, namespace, name, lifetime, None), None),
+        Some(answer) => (answer, None),
+        None => (request(None), None),
     };
     let answer = match answer {
         Err(e) if e.is_not_found() => return Err(no_account(c, namespace, name).into()),
@@ -423,23 +416,6 @@ pub fn token_request_body(
         },
         status: None,
     }
-}
-
-fn request_token(
-    c: &Cluster,
-    namespace: &str,
-    name: &str,
-    lifetime: Duration,
-    node: Option<&crate::k8s_name::NodeName>,
-) -> Result<TokenRequest, ClusterError> {
-    let api: Api<ServiceAccount> = Api::namespaced(c.client.clone(), namespace);
-    let request = token_request_body(lifetime, node);
-    let what = format!("serviceaccounts/{name}/token in {namespace}");
-    c.call(
-        "create",
-        &what,
-        api.create_token_request(name, &PostParams::default(), &request),
-    )
 }
 
 const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
@@ -555,14 +531,9 @@ pub fn ca_for(c: &Cluster, namespace: &str, issued: &Issued) -> Result<String, a
 }
 
 fn root_ca(c: &Cluster, namespace: &str) -> Result<Option<String>, ClusterError> {
-    let api: Api<ConfigMap> = Api::namespaced(c.client.clone(), namespace);
-    Ok(c.call_opt(
-        "get",
-        &format!("configmaps/kube-root-ca.crt in {namespace}"),
-        api.get("kube-root-ca.crt"),
-    )?
-    .and_then(|m| m.data)
-    .and_then(|d| d.get("ca.crt").cloned()))
+    Ok(c.get_in::<ConfigMap>(namespace, "kube-root-ca.crt")?
+        .and_then(|m| m.data)
+        .and_then(|d| d.get("ca.crt").cloned()))
 }
 
 /// The data of a secret, by key.
@@ -571,15 +542,13 @@ pub fn secret_data(
     namespace: &str,
     name: &str,
 ) -> Result<BTreeMap<String, Vec<u8>>, anyhow::Error> {
-    let api: Api<Secret> = Api::namespaced(c.client.clone(), namespace);
-    let what = format!("secrets/{name} in {namespace}");
-    let secret =
-        c.call_opt("get", &what, api.get(name))?
-            .ok_or_else(|| CredentialError::NoSecret {
-                server: c.server.clone(),
-                namespace: namespace.into(),
-                name: name.into(),
-            })?;
+    let secret = c
+        .get_in::<Secret>(namespace, name)?
+        .ok_or_else(|| CredentialError::NoSecret {
+            server: c.server.clone(),
+            namespace: namespace.into(),
+            name: name.into(),
+        })?;
     Ok(secret
         .data
         .unwrap_or_default()

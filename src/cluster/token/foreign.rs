@@ -5,7 +5,6 @@
 use super::renewal::Grant;
 use crate::cluster::Cluster;
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding, Subject};
-use kube::Api;
 
 /// Refuses a Role of the grant's name that is not ours (`r`) when its rules are not the
 /// grant's: the RoleBinding would give calico-node's service account its rules.
@@ -76,15 +75,12 @@ pub(super) fn refuse_binding(g: &Grant, b: &RoleBinding) -> anyhow::Result<()> {
 /// run's too), of any object but the one the record names by uid (one with our label alone
 /// too).
 pub fn refuse_foreign(c: &Cluster, g: &Grant) -> anyhow::Result<()> {
-    let roles: Api<Role> = Api::namespaced(c.client.clone(), &g.namespace);
-    let what = |kind: &str| format!("{kind}/{} in {}", g.name, g.namespace);
-    if let Some(r) = c.call_opt("get", &what("roles"), roles.get(&g.name))?
+    if let Some(r) = c.get_in::<Role>(&g.namespace, &g.name)?
         && (r.metadata.uid.is_none() || r.metadata.uid != g.uids.role)
     {
         refuse_role(g, &r)?;
     }
-    let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), &g.namespace);
-    if let Some(b) = c.call_opt("get", &what("rolebindings"), bindings.get(&g.name))?
+    if let Some(b) = c.get_in::<RoleBinding>(&g.namespace, &g.name)?
         && (b.metadata.uid.is_none() || b.metadata.uid != g.uids.binding)
     {
         refuse_binding(g, &b)?;

@@ -147,16 +147,31 @@ pub(super) fn labelled_ours(meta: &ObjectMeta) -> bool {
         .is_some_and(|v| v == MANAGED_BY.1)
 }
 
-/// Deletes the grant's RoleBinding and Role when they are ours (our label and the recorded uid;
-/// in an older record without uids, the label alone), each on the uid read as a precondition
-/// (kube-apiserver's `Store.Delete` checks `preconditions.uid`). What it left, said.
-pub fn remove(c: &Cluster, g: &Grant) -> Result<Vec<String>, ClusterError> {
-    let known = Known {
-        uids: &g.uids,
-        nonce: None,
-        uids_kept: g.keeps_uids(),
-    };
-    Ok(remove_parts(c, (&g.namespace, &g.name), known, (true, true))?.0)
+impl Cluster {
+    /// Deletes the node's grant's RoleBinding and Role when they are ours (our label and the
+    /// recorded uid; in an older record without uids, the label alone), each on the uid read as
+    /// a precondition (kube-apiserver's `Store.Delete` checks `preconditions.uid`). What it
+    /// left, said.
+    pub fn remove_grant(
+        &self,
+        namespace: &str,
+        name: &str,
+        (uids, uids_kept): (&GrantUids, bool),
+    ) -> anyhow::Result<Vec<String>> {
+        let g = Grant {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            service_account: String::new(),
+            uids: uids.clone(),
+            uids_kept,
+        };
+        let known = Known {
+            uids,
+            nonce: None,
+            uids_kept: g.keeps_uids(),
+        };
+        Ok(remove_parts(self, (namespace, name), known, (true, true))?.0)
+    }
 }
 
 /// What tells the grant's objects that are ours: the uids recorded, the nonce of the run that
@@ -179,13 +194,12 @@ pub(super) fn remove_parts(
     let bindings: Api<RoleBinding> = Api::namespaced(c.client.clone(), namespace);
     let mut left = Vec::new();
     let mut seen = (false, false);
-    let what = |kind: &str| format!("{kind}/{name} in {namespace}");
-    if binding && let Some(b) = c.call_opt("get", &what("rolebindings"), bindings.get(name))? {
+    if binding && let Some(b) = c.get_in::<RoleBinding>(namespace, name)? {
         seen.1 = true;
         let at = (&b.metadata, known.uids.binding.as_deref(), &known);
         left.extend(delete_if_ours(c, &bindings, at, ("rolebinding", name))?);
     }
-    if role && let Some(r) = c.call_opt("get", &what("roles"), roles.get(name))? {
+    if role && let Some(r) = c.get_in::<Role>(namespace, name)? {
         seen.0 = true;
         let at = (&r.metadata, known.uids.role.as_deref(), &known);
         left.extend(delete_if_ours(c, &roles, at, ("role", name))?);

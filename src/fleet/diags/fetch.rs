@@ -122,9 +122,6 @@ impl NodeBundle {
     }
 }
 
-/// How much of a refusal's text is kept (an answer that is not 200 carries no bundle).
-const SHOWN: usize = 200;
-
 /// Asks each `(node, pod)`, at most `g.concurrency` at once, until all answered or the run's
 /// timeout: their lines, and whether it came. A node not answered by then is `RunTimedOut`,
 /// what it wrote removed.
@@ -263,7 +260,7 @@ async fn stream(
     });
     let mut body = answer.into_body();
     if status != 200 {
-        return Err(refusal(status, mark, &mut body).await);
+        return Err(refusal(status, mark, body).await);
     }
     let write_error = |e: std::io::Error| (Reason::NotWritten, e.to_string());
     let mut file = fs_err::File::create(part).map_err(write_error)?;
@@ -309,23 +306,12 @@ fn too_big(cap: u64) -> Failure {
 
 /// An answer other than 200: the node's own (marked with `ANSWER_HEADER`), the API server's
 /// (a `Status`, a failed dial too: k8s.io/apimachinery `pkg/util/proxy/transport.go`), or
-/// another program's on the port; with the first of its text, escaped.
-async fn refusal(status: u16, mark: Option<String>, body: &mut kube::client::Body) -> Failure {
-    let mut text = Vec::new();
-    while text.len() < SHOWN {
-        match body.frame().await {
-            Some(Ok(frame)) => {
-                if let Ok(data) = frame.into_data() {
-                    text.extend_from_slice(&data[..data.len().min(SHOWN - text.len())]);
-                }
-            }
-            _ => break,
-        }
-    }
+/// another program's on the port; with the first of its text (`guard::first_bytes`), escaped.
+async fn refusal(status: u16, mark: Option<String>, body: kube::client::Body) -> Failure {
+    let said = crate::cluster::guard::first_bytes(body).await;
     if let Some(word) = mark {
         return node_said(status, &word);
     }
-    let said = String::from_utf8_lossy(&text);
     // kube-apiserver writes its Status compact (encoding/json).
     let is_status = said.contains("\"kind\":\"Status\"");
     let said = said.escape_debug();
