@@ -433,19 +433,15 @@ struct ServicePlan {
 /// A kube-proxy service someone else registered (Calico's install-kube-services.ps1, a join
 /// script) is not taken over: uninstall would then remove what calicoctl-win did not create.
 fn refuse_foreign_kube_proxy(spec: &ServiceSpec, now: &InstalledService) -> anyhow::Result<()> {
-    let ours = Role::service_name(Role::KubeProxy);
-    let role = format!("service run {}", supervise::role_name(Role::KubeProxy));
-    if spec.name != ours || now.command_line.contains(&role) {
+    use crate::checks::kube_proxy::{FOREIGN_FIX, own_service};
+    if spec.name != Role::service_name(Role::KubeProxy) || own_service(now) {
         return Ok(());
     }
-    Err(crate::error::UsageError::new(
-        format!(
-            "a {ours} service that calicoctl-win did not register is on this node ({})",
-            now.command_line
-        ),
-        "remove it first (sc.exe delete kube-proxy; for Calico's install-kube-services.ps1, uninstall-kube-services.ps1 -service kube-proxy), or leave kube_proxy.path unset to keep it",
-    )
-    .into())
+    let said = format!(
+        "a {} service that calicoctl-win did not register is on this node ({})",
+        spec.name, now.command_line
+    );
+    Err(crate::error::UsageError::new(said, FOREIGN_FIX).into())
 }
 
 fn service_changes_of(
