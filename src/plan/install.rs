@@ -183,25 +183,20 @@ fn affected_services(c: &Config, writes: &[Action], service_actions: &[Action]) 
             matches!(w, Action::WriteFile { path: p, .. } if p.eq_ignore_ascii_case(path.as_str()))
         })
     };
-    let mut out: Vec<String> = crate::render::env::roles_for(c)
+    let affected = |role: Role| {
+        let name = Role::service_name(role);
+        written(role.env_file())
+            || (role == Role::Node && written(crate::layout::EXTERNAL_FILE))
+            || service_actions
+                .iter()
+                .any(|a| matches!(a, Action::UpdateService { spec, .. } if spec.name == name))
+    };
+    let node = affected(Role::Node);
+    crate::render::env::roles_for(c)
         .into_iter()
-        .filter(|&role| {
-            let name = Role::service_name(role);
-            written(role.env_file())
-                || (role == Role::Node && written(crate::layout::EXTERNAL_FILE))
-                || service_actions
-                    .iter()
-                    .any(|a| matches!(a, Action::UpdateService { spec, .. } if spec.name == name))
-        })
+        .filter(|&role| node || affected(role))
         .map(|role| Role::service_name(role).to_owned())
-        .collect();
-    if out.iter().any(|n| n == Role::service_name(Role::Node)) {
-        out = crate::render::env::roles_for(c)
-            .into_iter()
-            .map(|r| Role::service_name(r).to_owned())
-            .collect();
-    }
-    out
+        .collect()
 }
 
 /// The plan; its last file action writes the install record.
