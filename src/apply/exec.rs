@@ -293,7 +293,7 @@ fn run(
             opts.cluster()?
                 .remove_grant(namespace, name, (uids, *uids_kept))?,
         ),
-        // The rest change or wait for the cluster (`Action::in_cluster`).
+        // The rest change or wait for the cluster.
         _ => cluster_step(action, opts, watch)?,
     }
     Ok(())

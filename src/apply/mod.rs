@@ -433,28 +433,6 @@ impl Action {
     }
 }
 
-impl Action {
-    /// Whether the action changes or waits for the cluster, not the host.
-    pub fn in_cluster(&self) -> bool {
-        matches!(
-            self,
-            Self::Cordon { .. }
-                | Self::Uncordon { .. }
-                | Self::PatchInstallation { .. }
-                | Self::SetNodeLabel { .. }
-                | Self::WaitOperatorPod { .. }
-                | Self::ClearNetworkUnavailable { .. }
-                | Self::MarkCordoned { .. }
-                | Self::WaitOperatorDaemonSet { .. }
-                | Self::RemoveRenewalGrant { .. }
-                | Self::ForgetNode { .. }
-                | Self::EvictPods { .. }
-                | Self::Drain { .. }
-                | Self::WaitNodeReady { .. }
-        )
-    }
-}
-
 /// `Action::describe` of migrate's actions.
 fn operator_text(action: &Action) -> String {
     use crate::cluster::operator::{DAEMONSET, LABEL, Want};

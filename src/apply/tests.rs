@@ -84,31 +84,49 @@ pub(super) fn rule(name: &str, program: &str, port: u16, range: &str) -> crate::
     crate::plan::metrics_rules::inbound(name.into(), tcp, port, Some(program), from)
 }
 
+/// A Calico network on `host` with these (name, address) endpoints: its id.
+fn calico_with(host: &crate::host::sim::SimHost, endpoints: &[(&str, &str)]) -> String {
+    use crate::host::Hns;
+    let spec = serde_json::json!({"Name": "Calico", "Type": "NAT",
+        "SchemaVersion": {"Major": 2, "Minor": 0}});
+    let net = host.hns_create_network(&spec.to_string()).expect("network");
+    for (name, ip) in endpoints {
+        host.add_endpoint(&net.id, name, ip).expect("endpoint");
+    }
+    net.id
+}
+
+/// A repair's step deleting each endpoint of network `net`, as found (its namespace too).
+fn deletes(host: &crate::host::sim::SimHost, net: &str) -> Vec<super::Action> {
+    use crate::host::Hns;
+    let found = host.hns_endpoints(net).expect("endpoints").into_iter();
+    let delete = |e: crate::host::HnsEndpoint| super::Action::DeleteEndpoint {
+        id: e.id,
+        name: e.name,
+        ip: e.ip,
+        namespace: e.namespace,
+        why: "stale".into(),
+    };
+    found.map(delete).collect()
+}
+
 /// A repair looks at each endpoint again just before it deletes it (`Options::recheck`): one
 /// a pod has claimed since the plan was made is kept, with why; one still at fault goes.
 #[test]
 fn an_endpoint_a_new_look_finds_healthy_is_kept() {
     use crate::host::Hns;
     let host = host();
-    let spec = serde_json::json!({"Name": "Calico", "Type": "NAT",
-        "SchemaVersion": {"Major": 2, "Minor": 0}});
-    let net = host.hns_create_network(&spec.to_string()).expect("network");
-    host.add_endpoint(&net.id, "claimed_Calico", "10.244.1.7")
-        .expect("endpoint");
-    host.add_endpoint(&net.id, "gone_Calico", "10.244.1.8")
-        .expect("endpoint");
-    let eps = host.hns_endpoints(&net.id).expect("endpoints");
-    let actions: Vec<super::Action> = eps
-        .iter()
-        .map(|e| super::Action::DeleteEndpoint {
-            id: e.id.clone(),
-            name: e.name.clone(),
-            ip: e.ip.clone(),
-            namespace: None,
-            why: "stale".into(),
-        })
-        .collect();
-    let claimed = eps[0].id.clone();
+    let net = calico_with(
+        &host,
+        &[
+            ("claimed_Calico", "10.244.1.7"),
+            ("gone_Calico", "10.244.1.8"),
+        ],
+    );
+    let actions = deletes(&host, &net);
+    let super::Action::DeleteEndpoint { id: claimed, .. } = &actions[0] else {
+        panic!("{actions:?}");
+    };
     let recheck = |id: &str| -> anyhow::Result<Option<String>> {
         Ok((id == claimed).then(|| "a new look finds it ok".to_owned()))
     };
@@ -116,7 +134,7 @@ fn an_endpoint_a_new_look_finds_healthy_is_kept() {
     opts.recheck = Some(&recheck);
     let warnings = super::execute(&host, &actions, opts, &mut |_| {}).expect("runs");
     let left: Vec<String> = host
-        .hns_endpoints(&net.id)
+        .hns_endpoints(&net)
         .expect("endpoints")
         .into_iter()
         .map(|e| e.name)
@@ -141,30 +159,14 @@ fn an_endpoint_in_a_namespace_is_taken_out_before_it_is_deleted() {
         let host = SimHost::in_memory("ws2022")
             .expect("host")
             .with_fault(fault);
-        let spec = serde_json::json!({"Name": "Calico", "Type": "NAT",
-            "SchemaVersion": {"Major": 2, "Minor": 0}});
-        let net = host.hns_create_network(&spec.to_string()).expect("network");
-        host.add_endpoint(&net.id, "pod_Calico", "10.244.1.7")
-            .expect("endpoint");
+        let net = calico_with(&host, &[("pod_Calico", "10.244.1.7")]);
         host.put_in_namespace("pod_Calico", "ns-1")
             .expect("namespace");
-        let e = host.hns_endpoints(&net.id).expect("endpoints").remove(0);
-        assert_eq!(e.namespace.as_deref(), Some("ns-1"));
-        let action = super::Action::DeleteEndpoint {
-            id: e.id.clone(),
-            name: e.name.clone(),
-            ip: e.ip.clone(),
-            namespace: e.namespace.clone(),
-            why: "stale".into(),
-        };
-        assert!(
-            action.describe().contains("take it out of namespace ns-1"),
-            "{}",
-            action.describe()
-        );
-        let opts = repair_options();
-        let ran = super::execute(&host, &[action], opts, &mut |_| {}).is_ok();
-        (ran, host.hns_endpoints(&net.id).expect("endpoints").len())
+        let actions = deletes(&host, &net);
+        let said = actions[0].describe();
+        assert!(said.contains("take it out of namespace ns-1"), "{said}");
+        let ran = super::execute(&host, &actions, repair_options(), &mut |_| {}).is_ok();
+        (ran, host.hns_endpoints(&net).expect("endpoints").len())
     };
     assert_eq!(run(None), (true, 0));
     let fail = Fault {
@@ -178,28 +180,20 @@ fn an_endpoint_in_a_namespace_is_taken_out_before_it_is_deleted() {
     );
 }
 
-/// uninstall's `forget-node` shows its reason in the plan's document; migrate's is shown as
-/// it was, without one.
+/// uninstall's `forget-node` shows its reason in the plan's document
+/// (tests/snapshots/uninstall-purge-dry-run.snap, `"left": "uninstalled"`); migrate's is shown
+/// as it was, without one, and said in words.
 #[test]
 fn forget_node_shows_uninstalls_reason_only() {
-    use crate::cluster::node::Left;
-    for left in [Left::Uninstalled, Left::HandedToOperator] {
-        let step = super::Action::ForgetNode {
-            node: "win-1".into(),
-            left,
-        };
-        let text = serde_json::to_string(&step).expect("json");
-        assert_eq!(
-            text.contains(r#""left":"uninstalled""#),
-            left == Left::Uninstalled,
-            "{text}"
-        );
-        assert!(
-            step.describe().contains(left.reason().0),
-            "{}",
-            step.describe()
-        );
-    }
+    let left = crate::cluster::node::Left::HandedToOperator;
+    let step = super::Action::ForgetNode {
+        node: "win-1".into(),
+        left,
+    };
+    let text = serde_json::to_string(&step).expect("json");
+    assert!(!text.contains(r#""left""#), "{text}");
+    let said = step.describe();
+    assert!(said.contains(left.reason().0), "{said}");
 }
 
 /// `plan` (a network deleted first, or not, then two files written) run with a stop requested
@@ -263,10 +257,11 @@ fn a_stop_past_the_point_of_no_return_lets_the_run_finish() {
 
 /// A planned removal of a rule is judged again as it runs, by every property the run made it
 /// with: one an administrator changed since the plan (its description, its range) or tightened
-/// through a property install does not set (its local addresses, its interfaces, INetFwRule2's
-/// edge traversal options or one of INetFwRule3's properties) is kept as it is, with a warning
-/// naming it; one still as made goes. (It was removed by its name, or as ours: those
-/// properties were not read.)
+/// through a property install does not set (its local addresses) is kept as it is, with a
+/// warning naming it; one still as made goes. (It was removed by its name, or as ours: those
+/// properties were not read.) Each other property install does not set (interfaces,
+/// INetFwRule2's and INetFwRule3's) is host::firewall_tests'
+/// `a_rule_changed_in_a_property_we_do_not_set_is_not_ours_and_a_narrowed_one_opens_nothing`.
 #[test]
 fn a_planned_removal_keeps_a_rule_an_administrator_changed_since() {
     use crate::host::{Firewall, FirewallRule};
@@ -281,13 +276,10 @@ fn a_planned_removal_keeps_a_rule_an_administrator_changed_since() {
         name: made.name.clone(),
         made: Some(made.clone()),
     };
-    let edits: [fn(&mut FirewallRule); 6] = [
+    let edits: [fn(&mut FirewallRule); 3] = [
         |r| r.description = "Prometheus scrapes, keep".into(),
         |r| r.remote_addresses = vec!["0.0.0.0/0".into()],
         |r| r.unset.local_addresses = "10.0.2.15".into(),
-        |r| r.unset.interfaces = vec!["Ethernet 2".into()],
-        |r| r.unset.edge_traversal_options = 3,
-        |r| r.unset.app_container.local_app_package_id = "S-1-15-2-1".into(),
     ];
     for edit in edits {
         host.firewall_add(&made).expect("add");

@@ -24,17 +24,16 @@ pub(super) fn prepare_undo(
             _ => Undo::Nothing,
         },
         Action::StartService { name } => Undo::StopService { name: name.clone() },
-        Action::DeleteService { restore, .. } => match restore {
-            Some(spec) => Undo::RegisterService { spec: spec.clone() },
-            None => Undo::Nothing,
-        },
+        Action::DeleteService {
+            restore: Some(spec),
+            ..
+        } => Undo::RegisterService { spec: spec.clone() },
         Action::CreateService { spec } => Undo::DeleteService {
             name: spec.name.clone(),
         },
-        Action::UpdateService { old, .. } => match old {
-            Some(spec) => Undo::RestoreServiceConfig { spec: spec.clone() },
-            None => Undo::Nothing,
-        },
+        Action::UpdateService {
+            old: Some(spec), ..
+        } => Undo::RestoreServiceConfig { spec: spec.clone() },
         Action::WriteFile { path, .. } => undo_write(host, path)?,
         Action::SetRegistryValue { key, name, .. } => Undo::RestoreRegistryValue {
             key: key.clone(),
@@ -57,31 +56,25 @@ pub(super) fn prepare_undo(
             }
         }
         Action::ProtectDir { path, .. } => undo_protection(host, path)?,
-        a if a.in_cluster() => undo_in_cluster(a, opts)?,
-        Action::RemoveFile { .. }
-        | Action::RestrictFile { .. }
-        | Action::Cordon { .. }
-        | Action::Drain { .. }
-        | Action::WaitNodeReady { .. }
-        | Action::Uncordon { .. }
-        | Action::PatchInstallation { .. }
-        | Action::SetNodeLabel { .. }
-        | Action::WaitOperatorPod { .. }
-        | Action::ClearNetworkUnavailable { .. }
-        | Action::MarkCordoned { .. }
-        | Action::WaitOperatorDaemonSet { .. }
-        | Action::RemoveRenewalGrant { .. }
-        | Action::ForgetNode { .. }
-        | Action::EvictPods { .. }
-        | Action::RecreateDaemonSetPods { .. }
-        | Action::DeleteEndpoint { .. }
-        | Action::DeleteRegistryKey { .. }
-        | Action::DeleteRegistryValue { .. }
-        | Action::DeleteNetwork { .. }
-        | Action::RestoreRoutes { .. }
-        | Action::WaitReady { .. }
-        | Action::RemoveDir { .. }
-        | Action::RestoreSecurity { .. } => Undo::Nothing,
+        // In the cluster: a cordon this plan made (a node cordoned before stays so), an
+        // Installation patch that says how to put it back, `migrate`'s cordon mark.
+        Action::Cordon { node } if !opts.cluster()?.is_cordoned(node)? => {
+            Undo::Uncordon { node: node.clone() }
+        }
+        Action::PatchInstallation {
+            name,
+            patch: applied,
+            restore: Some(patch),
+            ..
+        } => Undo::PatchInstallation {
+            name: name.clone(),
+            patch: patch.clone(),
+            applied: Some(applied.clone()),
+        },
+        Action::MarkCordoned { node, on: true } => Undo::UnmarkCordoned { node: node.clone() },
+        // The rest is undone by nothing: removals of what the run made, waits, irreversible
+        // steps.
+        _ => Undo::Nothing,
     })
 }
 
@@ -104,29 +97,6 @@ fn undo_write(host: &dyn Host, path: &str) -> anyhow::Result<Undo> {
             path: path.to_owned(),
             new_dirs: host.missing_parents(path)?,
         },
-    })
-}
-
-/// What undoes a step in the cluster: a cordon this plan made, an Installation patch that
-/// says how to put it back, `migrate`'s cordon mark; nothing else.
-fn undo_in_cluster(action: &Action, opts: &Options<'_>) -> anyhow::Result<Undo> {
-    Ok(match action {
-        // A node cordoned before the plan stays so.
-        Action::Cordon { node } if !opts.cluster()?.is_cordoned(node)? => {
-            Undo::Uncordon { node: node.clone() }
-        }
-        Action::PatchInstallation {
-            name,
-            patch: applied,
-            restore: Some(patch),
-            ..
-        } => Undo::PatchInstallation {
-            name: name.clone(),
-            patch: patch.clone(),
-            applied: Some(applied.clone()),
-        },
-        Action::MarkCordoned { node, on: true } => Undo::UnmarkCordoned { node: node.clone() },
-        _ => Undo::Nothing,
     })
 }
 

@@ -135,22 +135,14 @@ pub fn all(verdict: super::Verdict, message: &str, remedy: Option<&str>) -> Vec<
 /// Every cluster check when the cluster cannot be read: the first says why and what to do,
 /// the others fail with a pointer to it (the same error a dozen times hides the rest).
 pub fn unreadable(message: &str, remedy: &str) -> Vec<Check> {
-    let first = IDS[0];
-    IDS.iter()
-        .map(|id| {
-            let message = if *id == first {
-                message.to_owned()
-            } else {
-                format!("the cluster could not be read (see {first})")
-            };
-            Check::new(
-                id,
-                super::Verdict::Fail,
-                message,
-                (*id == first).then_some(remedy),
-            )
-        })
-        .collect()
+    let fail = super::Verdict::Fail;
+    let mut checks = all(
+        fail,
+        &format!("the cluster could not be read (see {})", IDS[0]),
+        None,
+    );
+    checks[0] = Check::new(IDS[0], fail, message, Some(remedy));
+    checks
 }
 
 fn version(v: &str) -> Option<(u32, u32)> {

@@ -4,6 +4,7 @@
 //! DaemonSet's kube-proxy) is a warning.
 
 use super::Check;
+use super::known_issues::Release;
 use crate::config::Config;
 use crate::config::types::Backend;
 use crate::duration::{Look, Pauses, Stop, Stopped, Wait, poll_until};
@@ -133,14 +134,14 @@ pub fn binary_version(h: &dyn Host, c: &Config, protected: bool) -> Option<Strin
 }
 
 /// Whether the service runs calicoctl-win's `service run kube-proxy`.
-fn own_service(svc: &InstalledService) -> bool {
+pub(crate) fn own_service(svc: &InstalledService) -> bool {
     let (_, args) = split_command_line(&svc.command_line);
     args.windows(3)
         .any(|w| w == ["service", "run", "kube-proxy"])
 }
 
-/// A kube-proxy release, `(major, minor, patch)`.
-type Release = (u32, u32, u32);
+/// What frees the node of a kube-proxy service calicoctl-win did not register.
+pub(crate) const FOREIGN_FIX: &str = "remove that service first (sc.exe delete kube-proxy; for Calico's install-kube-services.ps1, uninstall-kube-services.ps1 -service kube-proxy), or leave kube_proxy.path unset to keep it";
 
 /// A kube-proxy (winkernel) breakage on Windows, by kube-proxy version.
 struct Breakage {
@@ -291,7 +292,7 @@ fn check_setup(f: &KubeProxyFacts, c: &Config) -> Check {
                 "kube_proxy.path asks for calicoctl-win's kube-proxy service, but a kube-proxy service it did not register is on this node ({})",
                 svc.command_line
             ),
-            "remove that service first (sc.exe delete kube-proxy; for Calico's install-kube-services.ps1, uninstall-kube-services.ps1 -service kube-proxy), or leave kube_proxy.path unset to keep it",
+            FOREIGN_FIX,
         );
     }
     let mut fails = Vec::new();

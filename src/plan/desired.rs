@@ -120,30 +120,6 @@ impl Got {
     }
 }
 
-/// The CNI plugins from the release's `cni` folder, where the runtime looks for them; a
-/// release without a separate IPAM plugin gets calico.exe under that name too.
-fn cni_plugins(host: &dyn Host, c: &Config, x: &Extracted) -> anyhow::Result<Vec<DesiredFile>> {
-    let plugin = x.cni.iter().find(|(n, _)| n == "calico.exe");
-    let ipam = x
-        .cni
-        .iter()
-        .find(|(n, _)| n == "calico-ipam.exe")
-        .or(plugin);
-    let mut out = Vec::new();
-    for (name, src) in [("calico.exe", plugin), ("calico-ipam.exe", ipam)] {
-        if let Some((from, file)) = src {
-            out.push(DesiredFile::staged(
-                host,
-                c.cni.bin_dir.join(name).as_str().to_owned(),
-                format!("release CalicoWindows\\cni\\{from}"),
-                x,
-                file,
-            )?);
-        }
-    }
-    Ok(out)
-}
-
 /// The Calico binary, confd's files (windows-bgp) and the CNI plugins.
 pub fn release_files(
     host: &dyn Host,
@@ -163,27 +139,31 @@ pub fn release_files(
                 x.version.as_deref().unwrap_or("of unknown version"),
                 x.binary.file_name()
             ));
+            // `rel` under the release's CalicoWindows folder, staged as `file`, put at `dest`.
+            let staged = |dest: String, rel: &str, file: &str| {
+                let from = format!("release CalicoWindows\\{rel}");
+                DesiredFile::staged(host, dest, from, x, file)
+            };
             let bin = x.binary.file_name();
-            out.push(DesiredFile::staged(
-                host,
+            out.push(staged(
                 root.join(bin).as_str().to_owned(),
-                format!("release CalicoWindows\\{bin}"),
-                x,
+                bin,
                 &x.binary_file,
             )?);
             if c.backend == Backend::WindowsBgp {
                 for (rel, file) in &x.confd {
-                    out.push(DesiredFile::staged(
-                        host,
-                        root.join(rel).as_str().to_owned(),
-                        format!("release CalicoWindows\\{rel}"),
-                        x,
-                        file,
-                    )?);
+                    out.push(staged(root.join(rel).as_str().to_owned(), rel, file)?);
                 }
             }
-            if cni {
-                out.extend(cni_plugins(host, c, x)?);
+            // The CNI plugins, where the runtime looks for them; a release without a separate
+            // IPAM plugin gets calico.exe under that name too.
+            let plugin = x.cni.iter().find(|(n, _)| n == "calico.exe");
+            let ipam = x.cni.iter().find(|(n, _)| n == "calico-ipam.exe");
+            for (name, src) in [("calico.exe", plugin), ("calico-ipam.exe", ipam.or(plugin))] {
+                if let Some((from, file)) = src.filter(|_| cni) {
+                    let dest = c.cni.bin_dir.join(name).as_str().to_owned();
+                    out.push(staged(dest, &format!("cni\\{from}"), file)?);
+                }
             }
         }
         Got::Pending { url, version } => {

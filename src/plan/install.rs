@@ -183,25 +183,20 @@ fn affected_services(c: &Config, writes: &[Action], service_actions: &[Action]) 
             matches!(w, Action::WriteFile { path: p, .. } if p.eq_ignore_ascii_case(path.as_str()))
         })
     };
-    let mut out: Vec<String> = crate::render::env::roles_for(c)
+    let affected = |role: Role| {
+        let name = Role::service_name(role);
+        written(role.env_file())
+            || (role == Role::Node && written(crate::layout::EXTERNAL_FILE))
+            || service_actions
+                .iter()
+                .any(|a| matches!(a, Action::UpdateService { spec, .. } if spec.name == name))
+    };
+    let node = affected(Role::Node);
+    crate::render::env::roles_for(c)
         .into_iter()
-        .filter(|&role| {
-            let name = Role::service_name(role);
-            written(role.env_file())
-                || (role == Role::Node && written(crate::layout::EXTERNAL_FILE))
-                || service_actions
-                    .iter()
-                    .any(|a| matches!(a, Action::UpdateService { spec, .. } if spec.name == name))
-        })
+        .filter(|&role| node || affected(role))
         .map(|role| Role::service_name(role).to_owned())
-        .collect();
-    if out.iter().any(|n| n == Role::service_name(Role::Node)) {
-        out = crate::render::env::roles_for(c)
-            .into_iter()
-            .map(|r| Role::service_name(r).to_owned())
-            .collect();
-    }
-    out
+        .collect()
 }
 
 /// The plan; its last file action writes the install record.
@@ -433,19 +428,15 @@ struct ServicePlan {
 /// A kube-proxy service someone else registered (Calico's install-kube-services.ps1, a join
 /// script) is not taken over: uninstall would then remove what calicoctl-win did not create.
 fn refuse_foreign_kube_proxy(spec: &ServiceSpec, now: &InstalledService) -> anyhow::Result<()> {
-    let ours = Role::service_name(Role::KubeProxy);
-    let role = format!("service run {}", supervise::role_name(Role::KubeProxy));
-    if spec.name != ours || now.command_line.contains(&role) {
+    use crate::checks::kube_proxy::{FOREIGN_FIX, own_service};
+    if spec.name != Role::service_name(Role::KubeProxy) || own_service(now) {
         return Ok(());
     }
-    Err(crate::error::UsageError::new(
-        format!(
-            "a {ours} service that calicoctl-win did not register is on this node ({})",
-            now.command_line
-        ),
-        "remove it first (sc.exe delete kube-proxy; for Calico's install-kube-services.ps1, uninstall-kube-services.ps1 -service kube-proxy), or leave kube_proxy.path unset to keep it",
-    )
-    .into())
+    let said = format!(
+        "a {} service that calicoctl-win did not register is on this node ({})",
+        spec.name, now.command_line
+    );
+    Err(crate::error::UsageError::new(said, FOREIGN_FIX).into())
 }
 
 fn service_changes_of(

@@ -61,6 +61,14 @@ impl Case {
     }
 }
 
+/// containerd's own CNI directories.
+fn containerd() -> CniDirs {
+    CniDirs {
+        bin: r"C:\Program Files\containerd\cni\bin".into(),
+        conf: r"C:\Program Files\containerd\cni\conf".into(),
+    }
+}
+
 fn codes(r: &[Refusal]) -> Vec<&'static str> {
     r.iter().map(|r| r.code).collect()
 }
@@ -100,10 +108,7 @@ fn each_refusal_has_its_cause() {
 #[test]
 fn cni_dirs_that_are_not_the_same_are_refused_each_way_with_its_fix() {
     let mut c = Case::healthy();
-    c.cni = CniDirs {
-        bin: r"C:\Program Files\containerd\cni\bin".into(),
-        conf: r"C:\Program Files\containerd\cni\conf".into(),
-    };
+    c.cni = containerd();
     assert_eq!(to_operator_refusals(&c.facts()), vec![]);
     c.installation = Some(Installation {
         windows_dataplane: Some("HNS".into()),
@@ -185,10 +190,7 @@ fn from_operator_needs_the_operator_initialised_in_this_boot() {
 fn to_operator_orders_the_cluster_around_the_host() {
     let inst = Installation::default();
     let wait = Duration::from_secs(600);
-    let cni = CniDirs {
-        bin: r"C:\Program Files\containerd\cni\bin".into(),
-        conf: r"C:\Program Files\containerd\cni\conf".into(),
-    };
+    let cni = containerd();
     let before = to_operator_before(
         &inst,
         &["win-1".into(), "win-2".into()],

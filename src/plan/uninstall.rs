@@ -97,25 +97,20 @@ pub fn forget_addressing(host: &dyn Host) -> HostResult<Option<Action>> {
 
 /// The services stopped, felix and confd before the node they depend on, then deleted.
 fn services(host: &dyn Host, r: &InstallRecord) -> HostResult<Vec<Action>> {
-    let mut actions = Vec::new();
+    let (mut stops, mut deletes) = (Vec::new(), Vec::new());
     for spec in r.services.iter().rev() {
-        if let Some(now) = host.service_query(&spec.name)?
-            && now.state != ServiceState::Stopped
-        {
-            actions.push(Action::StopService {
-                name: spec.name.clone(),
-            });
+        let Some(now) = host.service_query(&spec.name)? else {
+            continue;
+        };
+        let name = spec.name.clone();
+        if now.state != ServiceState::Stopped {
+            stops.push(Action::StopService { name: name.clone() });
         }
+        let restore = Some(spec.clone());
+        deletes.push(Action::DeleteService { name, restore });
     }
-    for spec in r.services.iter().rev() {
-        if host.service_query(&spec.name)?.is_some() {
-            actions.push(Action::DeleteService {
-                name: spec.name.clone(),
-                restore: Some(spec.clone()),
-            });
-        }
-    }
-    Ok(actions)
+    stops.extend(deletes);
+    Ok(stops)
 }
 
 /// The sizes and times status compares (`plan::file_stat`), then the record itself.

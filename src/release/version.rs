@@ -176,15 +176,12 @@ impl PartialOrd for CalicoVersion {
 }
 
 impl Ord for CalicoVersion {
+    /// By number, a release after its pre-releases (`is_none`), pre-releases by their suffix.
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.major, self.minor, self.patch)
-            .cmp(&(other.major, other.minor, other.patch))
-            .then_with(|| match (&self.pre, &other.pre) {
-                (None, None) => std::cmp::Ordering::Equal,
-                (None, Some(_)) => std::cmp::Ordering::Greater,
-                (Some(_), None) => std::cmp::Ordering::Less,
-                (Some(a), Some(b)) => a.cmp(b),
-            })
+        fn key(v: &CalicoVersion) -> (u32, u32, u32, bool, Option<&str>) {
+            (v.major, v.minor, v.patch, v.pre.is_none(), v.pre.as_deref())
+        }
+        key(self).cmp(&key(other))
     }
 }
 

@@ -182,14 +182,16 @@ fn expand_service_cidrs(obj: &mut serde_json::Map<String, Value>, cidrs: &[Strin
             }
             continue;
         }
+        // OutBoundNAT's `ExceptionList`, as Calico's template and win-bridge's write it.
         let mut policy = policy;
-        for list in ["ExceptionList", "Exceptions"] {
-            if let Some(Value::Array(items)) = policy.get_mut("Value").and_then(|v| v.get_mut(list))
-                && items.iter().any(|i| i.as_str() == Some(first))
-            {
-                items.retain(|i| !i.as_str().is_some_and(|s| cidrs.iter().any(|c| c == s)));
-                items.extend(cidrs.iter().cloned().map(Value::String));
-            }
+        let list = policy
+            .get_mut("Value")
+            .and_then(|v| v.get_mut("ExceptionList"));
+        if let Some(Value::Array(items)) = list
+            && items.iter().any(|i| i.as_str() == Some(first))
+        {
+            items.retain(|i| !i.as_str().is_some_and(|s| cidrs.iter().any(|c| c == s)));
+            items.extend(cidrs.iter().cloned().map(Value::String));
         }
         expanded.push(policy);
     }
