@@ -119,16 +119,9 @@ impl Hcn {
     /// `HcnOpenNamespace`, `HcnModifyNamespace` with hcsshim's `RemoveNamespaceEndpoint`
     /// request (`hns::remove_namespace_endpoint_request`), `HcnCloseNamespace`.
     pub fn remove_namespace_endpoint(&self, namespace: &str, endpoint: &str) -> HostResult<()> {
-        let open: Symbol<Open> = self.sym(b"HcnOpenNamespace\0")?;
         let modify: Symbol<Modify> = self.sym(b"HcnModifyNamespace\0")?;
-        let close: Symbol<Close> = self.sym(b"HcnCloseNamespace\0")?;
-        let guid = parse_guid(namespace)?;
-        let mut handle: *mut c_void = std::ptr::null_mut();
-        let mut record: PWSTR = std::ptr::null_mut();
-        // SAFETY: guid lives across the call; handle and record are out-pointers.
-        let hr = unsafe { open(&guid, &mut handle, &mut record) };
         let op = format!("open HNS namespace {namespace}");
-        let handle = opened(hr, record, handle, &close, &op)?;
+        let (handle, close) = self.open("Namespace", namespace, &op)?;
         let request = wide(&hns::remove_namespace_endpoint_request(endpoint));
         let mut record: PWSTR = std::ptr::null_mut();
         // SAFETY: handle is open until the close below; request is NUL-terminated.
@@ -171,17 +164,22 @@ impl Hcn {
             .collect())
     }
 
-    /// `HcnOpen<kind>`, `HcnQuery<kind>Properties`, `HcnClose<kind>` of the object `id`.
-    fn properties(&self, kind: &str, id: &str) -> HostResult<serde_json::Value> {
+    /// `HcnOpen<kind>` of the object `id`: its handle, and `HcnClose<kind>` to close it.
+    fn open(&self, kind: &str, id: &str, op: &str) -> HostResult<(*mut c_void, Symbol<Close>)> {
         let open: Symbol<Open> = self.sym(format!("HcnOpen{kind}\0").as_bytes())?;
-        let query: Symbol<Query> = self.sym(format!("HcnQuery{kind}Properties\0").as_bytes())?;
         let close: Symbol<Close> = self.sym(format!("HcnClose{kind}\0").as_bytes())?;
         let guid = parse_guid(id)?;
         let mut handle: *mut c_void = std::ptr::null_mut();
         let mut record: PWSTR = std::ptr::null_mut();
         // SAFETY: guid lives across the call; handle and record are out-pointers.
         let hr = unsafe { open(&guid, &mut handle, &mut record) };
-        let handle = opened(hr, record, handle, &close, &format!("open HNS object {id}"))?;
+        Ok((opened(hr, record, handle, &close, op)?, close))
+    }
+
+    /// `HcnOpen<kind>`, `HcnQuery<kind>Properties`, `HcnClose<kind>` of the object `id`.
+    fn properties(&self, kind: &str, id: &str) -> HostResult<serde_json::Value> {
+        let query: Symbol<Query> = self.sym(format!("HcnQuery{kind}Properties\0").as_bytes())?;
+        let (handle, close) = self.open(kind, id, &format!("open HNS object {id}"))?;
         query_and_close(handle, &query, &close, &format!("query HNS object {id}"))
     }
 }

@@ -3,21 +3,21 @@
 use super::ffi::api;
 use crate::host::registry::{MAX_VALUE_BYTES, too_long};
 use crate::host::{HostError, HostResult, RegValue};
-use windows_registry::{CURRENT_USER, Key, LOCAL_MACHINE, Type, USERS};
+use windows_registry::{Key, LOCAL_MACHINE, Type, USERS};
 
 /// `HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND)`: the key or value does not exist.
 const NOT_FOUND: i32 = 0x8007_0002_u32 as i32;
 
 fn root(path: &str) -> HostResult<(&'static Key, &str)> {
     let (root, sub) = path.split_once('\\').unwrap_or((path, ""));
+    // Every key calicoctl-win names is a constant under one of these (layout.rs, plan/).
     let key = match root.to_ascii_uppercase().as_str() {
-        "HKLM" | "HKEY_LOCAL_MACHINE" => LOCAL_MACHINE,
-        "HKCU" | "HKEY_CURRENT_USER" => CURRENT_USER,
-        "HKU" | "HKEY_USERS" => USERS,
+        "HKLM" => LOCAL_MACHINE,
+        "HKU" => USERS,
         _ => {
             return Err(HostError::Refused {
                 what: format!("registry key {path}"),
-                reason: "it must start with HKLM\\, HKCU\\ or HKU\\".into(),
+                reason: "it must start with HKLM\\ or HKU\\".into(),
             });
         }
     };
