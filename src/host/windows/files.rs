@@ -474,13 +474,12 @@ pub fn set_security(path: &str, sddl: &str) -> HostResult<()> {
         GetSecurityDescriptorOwner(sd, &mut owner, &mut defaulted);
     }
     // Protected cuts inheritance; unprotected recomputes the inherited entries.
-    let protected = crate::host::acl::parse(sddl).is_ok_and(|d| d.protected);
-    let mut what = DACL_SECURITY_INFORMATION;
-    if protected {
-        what |= PROTECTED_DACL_SECURITY_INFORMATION;
-    } else {
-        what |= UNPROTECTED_DACL_SECURITY_INFORMATION;
-    }
+    let mut what = DACL_SECURITY_INFORMATION
+        | if crate::host::acl::parse(sddl).is_ok_and(|d| d.protected) {
+            PROTECTED_DACL_SECURITY_INFORMATION
+        } else {
+            UNPROTECTED_DACL_SECURITY_INFORMATION
+        };
     if !owner.is_null() {
         what |= OWNER_SECURITY_INFORMATION;
     }

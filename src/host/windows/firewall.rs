@@ -21,13 +21,6 @@ struct Policy {
     _com: ComInit,
 }
 
-impl std::ops::Deref for Policy {
-    type Target = INetFwPolicy2;
-    fn deref(&self) -> &INetFwPolicy2 {
-        &self.policy
-    }
-}
-
 pub(super) struct ComInit(bool);
 
 /// This thread's COM initialisation (multithreaded), balanced by the value's drop.
@@ -65,7 +58,7 @@ pub fn rules(name: &str) -> HostResult<Vec<FirewallRule>> {
     // SAFETY: COM calls on interfaces obtained here; each VARIANT the enumerator fills is
     // read while alive (its IDispatch cloned, so AddRef'd), cleared by its drop.
     let read_all = || unsafe {
-        let items: IEnumVARIANT = fw.Rules()?._NewEnum()?.cast()?;
+        let items: IEnumVARIANT = fw.policy.Rules()?._NewEnum()?.cast()?;
         let mut out = Vec::new();
         loop {
             let mut v = [VARIANT::default()];
@@ -179,7 +172,7 @@ pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
             } else {
                 VARIANT_FALSE
             })?;
-            fw.Rules()?.Add(&rule)
+            fw.policy.Rules()?.Add(&rule)
         };
         set().map_err(api(op()))
     }
@@ -197,7 +190,8 @@ pub fn remove(name: &str) -> HostResult<bool> {
     // SAFETY: COM calls on the policy's rule collection.
     unsafe {
         let fw = policy()?;
-        fw.Rules()
+        fw.policy
+            .Rules()
             .and_then(|rules| rules.Remove(&BSTR::from(held.as_str())))
             .map_err(api(op()))?;
     }
@@ -217,7 +211,8 @@ pub fn modify_state() -> HostResult<FirewallModifyState> {
     // SAFETY: a COM call on the policy object, which lives for this frame.
     let state = unsafe {
         let fw = policy()?;
-        fw.LocalPolicyModifyState()
+        fw.policy
+            .LocalPolicyModifyState()
             .map_err(api("read whether local firewall rules take effect"))?
     };
     Ok(match state {
@@ -255,7 +250,8 @@ pub(crate) fn remove_every(name: &str) -> HostResult<()> {
         // SAFETY: COM calls on the policy's rule collection.
         unsafe {
             let fw = policy()?;
-            fw.Rules()
+            fw.policy
+                .Rules()
                 .and_then(|all| all.Remove(&BSTR::from(name)))
                 .map_err(api(format!("remove firewall rule {name}")))?;
         }

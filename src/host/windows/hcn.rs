@@ -222,14 +222,6 @@ fn query_and_close(
     parse_json(props)
 }
 
-/// Frees a string HCN allocated (CoTaskMem, per Microsoft's HCN reference).
-fn free(p: PWSTR) {
-    if !p.is_null() {
-        // SAFETY: p was allocated by HCN with CoTaskMemAlloc and is not used after this.
-        unsafe { CoTaskMemFree(p as *const c_void) };
-    }
-}
-
 /// `HNSCall` of vmcompute.dll, hcsshim's `hnsCall` entry point; the response is
 /// CoTaskMemAlloc'd.
 pub(super) type HnsCall = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR, *mut PWSTR) -> HRESULT;
@@ -304,9 +296,13 @@ impl VmCompute {
     }
 }
 
+/// A string HCN or HNSCall handed out, read and freed (CoTaskMem, per Microsoft's HCN
+/// reference).
 pub(super) fn take_string(p: PWSTR) -> String {
     let s = super::ffi::take_wide(p);
-    free(p);
+    // SAFETY: p came from CoTaskMemAlloc or is null (CoTaskMemFree's page: then no effect),
+    // and is not used after this.
+    unsafe { CoTaskMemFree(p as *const c_void) };
     s
 }
 

@@ -417,13 +417,13 @@ pub fn delete(name: &str) -> HostResult<()> {
         // The handle closes here: the SCM removes a service only when no handle is open.
     }
     let wait = Duration::from_secs(10);
-    crate::duration::poll_quietly(
+    poll_quietly(
         Instant::now() + wait,
-        crate::duration::Pauses::every(Duration::from_millis(100)),
+        Pauses::every(Duration::from_millis(100)),
         || {
             Ok(match open(name, ServiceAccess::QUERY_STATUS)? {
-                Some(_) => crate::duration::Look::Pending(()),
-                None => crate::duration::Look::Done(()),
+                Some(_) => Look::Pending(()),
+                None => Look::Done(()),
             })
         },
         |()| {
