@@ -6,7 +6,7 @@ use windows_sys::Win32::Foundation::{CloseHandle, HANDLE};
 use windows_sys::Win32::System::LibraryLoader::LOAD_LIBRARY_SEARCH_SYSTEM32;
 
 /// Whether this is Wine rather than Windows: Wine's ntdll exports `wine_get_version`.
-pub fn is_wine() -> bool {
+pub(crate) fn is_wine() -> bool {
     use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleW, GetProcAddress};
     let ntdll: Vec<u16> = "ntdll.dll\0".encode_utf16().collect();
     // SAFETY: ntdll is mapped into every process; both names are NUL-terminated and outlive

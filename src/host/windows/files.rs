@@ -44,13 +44,12 @@ pub fn replace_with(path: &str, contents: Contents<'_>, access: Access) -> HostR
         let _ = std::fs::remove_file(&tmp);
         return Err(HostError::io(format!("write {tmp_s}"), e));
     }
-    let renamed = match shared(p, || rename_through(&tmp, p)) {
+    let renamed = match rename_shared(&tmp, p) {
         // A running image cannot be replaced but can be renamed: an upgrade run from the root
         // moves calicoctl-win.exe aside, deleted at the next reboot.
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && is_running_image(p) => {
-            move_running_image_aside(p).and_then(|()| {
-                shared(p, || rename_through(&tmp, p)).map_err(io(format!("replace {path}")))
-            })
+            move_running_image_aside(p)
+                .and_then(|()| rename_shared(&tmp, p).map_err(io(format!("replace {path}"))))
         }
         other => other.map_err(io(format!("replace {path}"))),
     };
@@ -60,12 +59,11 @@ pub fn replace_with(path: &str, contents: Contents<'_>, access: Access) -> HostR
     renamed
 }
 
-/// `op` on `path`, tried again while a Go reader holds it a moment (`sharing`); the running
-/// image not.
-fn shared(path: &Path, op: impl FnMut() -> std::io::Result<()>) -> std::io::Result<()> {
+/// A rename blocked a moment by a Go reader is tried again (`sharing`); the running image not.
+fn rename_shared(from: &Path, to: &Path) -> std::io::Result<()> {
     crate::host::sharing::retried(
-        op,
-        |e| crate::host::sharing::is_transient(e.raw_os_error()) && !is_running_image(path),
+        || rename_through(from, to),
+        |e| crate::host::sharing::is_transient(e.raw_os_error()) && !is_running_image(to),
         &mut std::thread::sleep,
     )
 }
@@ -317,7 +315,15 @@ pub fn copy_file(from: &str, to: &str, access: Access) -> HostResult<bool> {
 
 pub fn remove(path: &str) -> HostResult<bool> {
     let _ = std::fs::remove_file(crate::files::temporary_of(Path::new(path)));
-    match shared(Path::new(path), || std::fs::remove_file(path)) {
+    let removed = crate::host::sharing::retried(
+        || std::fs::remove_file(path),
+        |e| {
+            crate::host::sharing::is_transient(e.raw_os_error())
+                && !is_running_image(Path::new(path))
+        },
+        &mut std::thread::sleep,
+    );
+    match removed {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         // Uninstall run from the root: its own running image cannot be deleted.

@@ -40,7 +40,6 @@ mod wmi;
 
 use super::process::LocalChild;
 use super::*;
-pub use ffi::is_wine;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
