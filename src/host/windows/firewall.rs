@@ -186,22 +186,26 @@ pub fn remove(name: &str) -> HostResult<bool> {
         [one] => one.name.clone(),
         more => return Err(crate::host::firewall::several(name, more.len())),
     };
-    let op = || format!("remove firewall rule {held}");
-    // SAFETY: COM calls on the policy's rule collection.
-    unsafe {
-        let fw = policy()?;
-        fw.policy
-            .Rules()
-            .and_then(|rules| rules.Remove(&BSTR::from(held.as_str())))
-            .map_err(api(op()))?;
-    }
+    remove_named(&held)?;
     if !rules(name)?.is_empty() {
         return Err(HostError::Refused {
-            what: op(),
+            what: format!("remove firewall rule {held}"),
             reason: "INetFwRules::Remove succeeded but the rule is still there".into(),
         });
     }
     Ok(true)
+}
+
+/// `INetFwRules::Remove` of `name`, once.
+fn remove_named(name: &str) -> HostResult<()> {
+    let fw = policy()?;
+    // SAFETY: COM calls on the policy's rule collection.
+    unsafe {
+        fw.policy
+            .Rules()
+            .and_then(|all| all.Remove(&BSTR::from(name)))
+    }
+    .map_err(api(format!("remove firewall rule {name}")))
 }
 
 /// Whether a local rule takes effect in the profiles in effect now
@@ -247,14 +251,7 @@ pub(crate) fn remove_every(name: &str) -> HostResult<()> {
         if rules(name)?.is_empty() {
             return Ok(());
         }
-        // SAFETY: COM calls on the policy's rule collection.
-        unsafe {
-            let fw = policy()?;
-            fw.policy
-                .Rules()
-                .and_then(|all| all.Remove(&BSTR::from(name)))
-                .map_err(api(format!("remove firewall rule {name}")))?;
-        }
+        remove_named(name)?;
     }
     Ok(())
 }
