@@ -5,7 +5,7 @@ use windows_sys::Win32::Foundation::LocalFree;
 use windows_sys::Win32::UI::Shell::CommandLineToArgvW;
 
 fn argv(line: &str) -> Vec<String> {
-    let wide: Vec<u16> = line.encode_utf16().chain(std::iter::once(0)).collect();
+    let wide = super::ffi::wide(line);
     let mut n = 0i32;
     // SAFETY: `wide` is NUL-terminated and outlives the call; the result is read for `n`
     // entries and freed once with LocalFree, as the API documents.
@@ -13,11 +13,7 @@ fn argv(line: &str) -> Vec<String> {
         let list = CommandLineToArgvW(wide.as_ptr(), &mut n);
         assert!(!list.is_null(), "CommandLineToArgvW failed for {line:?}");
         let out = (0..usize::try_from(n).unwrap_or(0))
-            .map(|i| {
-                let p = *list.add(i);
-                let len = (0..).take_while(|&k| *p.add(k) != 0).count();
-                String::from_utf16_lossy(std::slice::from_raw_parts(p, len))
-            })
+            .map(|i| super::ffi::take_wide(*list.add(i)))
             .collect();
         LocalFree(list.cast());
         out

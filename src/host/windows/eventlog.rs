@@ -78,40 +78,33 @@ fn next_events(results: EVT_HANDLE, max: usize, what: &str) -> HostResult<Vec<Lo
 
 /// An event's XML, at most `MAX_EVENT_XML` bytes; `None` when it cannot be rendered.
 fn render(event: EVT_HANDLE) -> Option<String> {
-    let (mut used, mut count) = (0u32, 0u32);
-    // SAFETY: asks only for the size: no buffer.
-    unsafe {
-        EvtRender(
-            0,
-            event,
-            EvtRenderEventXml,
-            0,
-            std::ptr::null_mut(),
-            &mut used,
-            &mut count,
-        )
+    // Whether it rendered, and the bytes it used or needs.
+    let render = |size: usize, buf: *mut u16| {
+        let (mut used, mut count) = (0u32, 0u32);
+        // SAFETY: `buf` is null (the size asked) or holds `size` bytes, at most that many
+        // written.
+        let ok = unsafe {
+            EvtRender(
+                0,
+                event,
+                EvtRenderEventXml,
+                size as u32,
+                buf.cast(),
+                &mut used,
+                &mut count,
+            )
+        };
+        (ok != 0, used as usize)
     };
-    let size = (used as usize).min(crate::host::events::MAX_EVENT_XML);
+    let size = render(0, std::ptr::null_mut())
+        .1
+        .min(crate::host::events::MAX_EVENT_XML);
     if size < 2 {
         return None;
     }
     let mut buf = vec![0u16; size / 2];
-    // SAFETY: `buf` has `size` bytes; EvtRender writes at most that many.
-    let ok = unsafe {
-        EvtRender(
-            0,
-            event,
-            EvtRenderEventXml,
-            (buf.len() * 2) as u32,
-            buf.as_mut_ptr().cast(),
-            &mut used,
-            &mut count,
-        )
-    };
-    (ok != 0).then(|| {
-        let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
-        String::from_utf16_lossy(&buf[..end])
-    })
+    let rendered = render(buf.len() * 2, buf.as_mut_ptr()).0;
+    rendered.then(|| super::ffi::wide_until_nul(&buf))
 }
 
 pub fn report(source: &str, level: EventLevel, id: u32, message: &str) -> HostResult<()> {

@@ -1,6 +1,6 @@
 //! Files: atomic writes, and an access list of SYSTEM and Administrators for secrets.
 
-use super::ffi::wide;
+use super::ffi::{wide, with_token};
 use crate::files::Contents;
 use crate::host::{Access, HostError, HostResult};
 use std::path::Path;
@@ -358,7 +358,7 @@ pub fn remove_empty_dir(path: &str) -> HostResult<bool> {
 /// Microsoft's "Reparse Point Operations").
 pub fn is_reparse_point(path: &str) -> HostResult<bool> {
     use std::os::windows::fs::MetadataExt;
-    const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
+    use windows_sys::Win32::Storage::FileSystem::FILE_ATTRIBUTE_REPARSE_POINT;
     match std::fs::symlink_metadata(path) {
         Ok(m) => Ok(m.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -374,8 +374,7 @@ pub fn is_sole_plain_file(file: &std::fs::File) -> std::io::Result<bool> {
         BY_HANDLE_FILE_INFORMATION, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_REPARSE_POINT,
         GetFileInformationByHandle,
     };
-    // SAFETY: a plain C struct of integers, for which all-zero is valid.
-    let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+    let mut info: BY_HANDLE_FILE_INFORMATION = super::ffi::zeroed();
     // SAFETY: the handle is open for as long as `file` is borrowed; `info` is this frame's.
     if unsafe { GetFileInformationByHandle(file.as_raw_handle(), &mut info) } == 0 {
         return Err(std::io::Error::last_os_error());
@@ -481,13 +480,12 @@ pub fn set_security(path: &str, sddl: &str) -> HostResult<()> {
         GetSecurityDescriptorOwner(sd, &mut owner, &mut defaulted);
     }
     // Protected cuts inheritance; unprotected recomputes the inherited entries.
-    let protected = crate::host::acl::parse(sddl).is_ok_and(|d| d.protected);
-    let mut what = DACL_SECURITY_INFORMATION;
-    if protected {
-        what |= PROTECTED_DACL_SECURITY_INFORMATION;
-    } else {
-        what |= UNPROTECTED_DACL_SECURITY_INFORMATION;
-    }
+    let mut what = DACL_SECURITY_INFORMATION
+        | if crate::host::acl::parse(sddl).is_ok_and(|d| d.protected) {
+            PROTECTED_DACL_SECURITY_INFORMATION
+        } else {
+            UNPROTECTED_DACL_SECURITY_INFORMATION
+        };
     if !owner.is_null() {
         what |= OWNER_SECURITY_INFORMATION;
     }
@@ -540,31 +538,15 @@ const ERROR_INVALID_OWNER: u32 = 1307;
 
 /// Enables SeRestorePrivilege (in an elevated administrator's token); whether it is on now.
 fn enable_restore_privilege() -> bool {
-    use windows_sys::Win32::Foundation::{CloseHandle, GetLastError, HANDLE, LUID};
+    use windows_sys::Win32::Foundation::{GetLastError, LUID};
     use windows_sys::Win32::Security::{
         AdjustTokenPrivileges, LUID_AND_ATTRIBUTES, LookupPrivilegeValueW, SE_PRIVILEGE_ENABLED,
         TOKEN_ADJUST_PRIVILEGES, TOKEN_PRIVILEGES, TOKEN_QUERY,
     };
-    use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
     let name = wide("SeRestorePrivilege");
-    let mut luid = LUID {
-        LowPart: 0,
-        HighPart: 0,
-    };
+    let mut luid: LUID = super::ffi::zeroed();
     // SAFETY: name is NUL-terminated; luid is an out-pointer.
     if unsafe { LookupPrivilegeValueW(std::ptr::null(), name.as_ptr(), &mut luid) } == 0 {
-        return false;
-    }
-    let mut token: HANDLE = std::ptr::null_mut();
-    // SAFETY: the pseudo-handle of this process; token is an out-pointer closed below.
-    if unsafe {
-        OpenProcessToken(
-            GetCurrentProcess(),
-            TOKEN_ADJUST_PRIVILEGES | TOKEN_QUERY,
-            &mut token,
-        )
-    } == 0
-    {
         return false;
     }
     let privileges = TOKEN_PRIVILEGES {
@@ -574,8 +556,11 @@ fn enable_restore_privilege() -> bool {
             Attributes: SE_PRIVILEGE_ENABLED,
         }],
     };
-    // SAFETY: token was opened with TOKEN_ADJUST_PRIVILEGES; privileges is a valid list.
-    let ok = unsafe {
+    // AdjustTokenPrivileges succeeds without enabling a privilege the token lacks, and says
+    // so in the last error (ERROR_NOT_ALL_ASSIGNED, 1300).
+    // SAFETY: the token is opened with TOKEN_ADJUST_PRIVILEGES; privileges is a valid list;
+    // GetLastError takes no arguments.
+    let adjust = |token| unsafe {
         AdjustTokenPrivileges(
             token,
             0,
@@ -583,15 +568,10 @@ fn enable_restore_privilege() -> bool {
             0,
             std::ptr::null_mut(),
             std::ptr::null_mut(),
-        )
+        ) != 0
+            && GetLastError() == 0
     };
-    // AdjustTokenPrivileges succeeds without enabling a privilege the token lacks, and says
-    // so in the last error (ERROR_NOT_ALL_ASSIGNED, 1300).
-    // SAFETY: no arguments.
-    let enabled = ok != 0 && unsafe { GetLastError() } == 0;
-    // SAFETY: token came from OpenProcessToken above.
-    unsafe { CloseHandle(token) };
-    enabled
+    with_token(TOKEN_ADJUST_PRIVILEGES | TOKEN_QUERY, adjust).unwrap_or(false)
 }
 
 #[cfg(test)]

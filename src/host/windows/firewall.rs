@@ -1,5 +1,6 @@
 //! Windows Firewall rules through INetFwPolicy2; a name is the one the firewall shows.
 
+use super::ffi::api;
 use crate::host::{Direction, FirewallModifyState, FirewallRule, HostError, HostResult, Protocol};
 use windows::Win32::Foundation::{VARIANT_FALSE, VARIANT_TRUE};
 use windows::Win32::NetworkManagement::WindowsFirewall::{
@@ -12,27 +13,12 @@ use windows::Win32::System::Com::{
 };
 use windows::core::BSTR;
 
-fn api(op: String) -> impl FnOnce(windows::core::Error) -> HostError {
-    move |e| HostError::Api {
-        op,
-        code: e.code().0 as u32,
-        message: e.message(),
-    }
-}
-
 /// The firewall policy object and this thread's COM initialisation, undone on drop: each
 /// successful CoInitializeEx balanced by CoUninitialize; RPC_E_CHANGED_MODE counts none.
 /// The policy is released first (fields drop in order).
 struct Policy {
     policy: INetFwPolicy2,
     _com: ComInit,
-}
-
-impl std::ops::Deref for Policy {
-    type Target = INetFwPolicy2;
-    fn deref(&self) -> &INetFwPolicy2 {
-        &self.policy
-    }
 }
 
 pub(super) struct ComInit(bool);
@@ -57,7 +43,7 @@ fn policy() -> HostResult<Policy> {
     let com = com_init();
     // SAFETY: creating the documented firewall policy object.
     let policy = unsafe { CoCreateInstance(&NetFwPolicy2, None, CLSCTX_INPROC_SERVER) }
-        .map_err(api("open the Windows Firewall policy".into()))?;
+        .map_err(api("open the Windows Firewall policy"))?;
     Ok(Policy { policy, _com: com })
 }
 
@@ -66,27 +52,20 @@ fn policy() -> HostResult<Policy> {
 pub fn rules(name: &str) -> HostResult<Vec<FirewallRule>> {
     use windows::Win32::System::Com::IDispatch;
     use windows::Win32::System::Ole::IEnumVARIANT;
-    use windows::Win32::System::Variant::{VARIANT, VT_DISPATCH, VariantClear};
+    use windows::Win32::System::Variant::{VARIANT, VT_DISPATCH};
     use windows::core::Interface;
-    let op = || format!("read firewall rule {name}");
-    let mut out = Vec::new();
+    let fw = policy()?;
     // SAFETY: COM calls on interfaces obtained here; each VARIANT the enumerator fills is
-    // read while alive (its IDispatch cloned, so AddRef'd) and then cleared.
-    unsafe {
-        let fw = policy()?;
-        let all = fw.Rules().map_err(api(op()))?;
-        let items: IEnumVARIANT = all
-            ._NewEnum()
-            .map_err(api(op()))?
-            .cast()
-            .map_err(api(op()))?;
+    // read while alive (its IDispatch cloned, so AddRef'd), cleared by its drop.
+    let read_all = || unsafe {
+        let items: IEnumVARIANT = fw.policy.Rules()?._NewEnum()?.cast()?;
+        let mut out = Vec::new();
         loop {
             let mut v = [VARIANT::default()];
             let mut fetched = 0u32;
-            let hr = items.Next(&mut v, &mut fetched);
-            hr.ok().map_err(api(op()))?;
+            items.Next(&mut v, &mut fetched).ok()?;
             if fetched == 0 {
-                break;
+                return Ok(out);
             }
             let inner = &v[0].Anonymous.Anonymous;
             let dispatch: Option<IDispatch> = if inner.vt == VT_DISPATCH {
@@ -94,21 +73,15 @@ pub fn rules(name: &str) -> HostResult<Vec<FirewallRule>> {
             } else {
                 None
             };
-            let _ = VariantClear(&mut v[0]);
             let Some(rule) = dispatch.and_then(|d| d.cast::<INetFwRule>().ok()) else {
                 continue;
             };
-            if rule
-                .Name()
-                .map_err(api(op()))?
-                .to_string()
-                .eq_ignore_ascii_case(name)
-            {
-                out.push(read(&rule).map_err(api(op()))?);
+            if rule.Name()?.to_string().eq_ignore_ascii_case(name) {
+                out.push(read(&rule)?);
             }
         }
-    }
-    Ok(out)
+    };
+    read_all().map_err(api(format!("read firewall rule {name}")))
 }
 
 /// A rule as it says itself: every property calicoctl-win sets and every unset one that
@@ -170,43 +143,38 @@ pub(crate) fn add_beside(r: &FirewallRule) -> HostResult<()> {
                 message: why,
             });
         }
-        rule.SetName(&BSTR::from(r.name.as_str()))
-            .map_err(api(op()))?;
-        rule.SetDescription(&BSTR::from(r.description.as_str()))
-            .map_err(api(op()))?;
-        rule.SetProtocol(r.protocol.number()).map_err(api(op()))?;
-        if matches!(r.protocol, Protocol::Tcp | Protocol::Udp) {
-            // Only TCP or UDP rules have ports, set after the protocol (its page).
-            rule.SetLocalPorts(&BSTR::from(r.local_port.to_string()))
-                .map_err(api(op()))?;
-        }
-        rule.SetDirection(match r.direction {
-            Direction::In => NET_FW_RULE_DIR_IN,
-            Direction::Out => NET_FW_RULE_DIR_OUT,
-        })
-        .map_err(api(op()))?;
-        if let Some(program) = &r.program {
-            // The rule then lets in only this program's traffic.
-            rule.SetApplicationName(&BSTR::from(program.as_str()))
-                .map_err(api(op()))?;
-        }
-        rule.SetAction(if r.allow {
-            NET_FW_ACTION_ALLOW
-        } else {
-            NET_FW_ACTION_BLOCK
-        })
-        .map_err(api(op()))?;
-        rule.SetProfiles(r.profiles as i32).map_err(api(op()))?;
-        rule.SetRemoteAddresses(&BSTR::from(r.remote_addresses_text()))
-            .map_err(api(op()))?;
-        super::firewall_unset::set(&rule, &r.unset).map_err(api(op()))?;
-        rule.SetEnabled(if r.enabled {
-            VARIANT_TRUE
-        } else {
-            VARIANT_FALSE
-        })
-        .map_err(api(op()))?;
-        fw.Rules().map_err(api(op()))?.Add(&rule).map_err(api(op()))
+        let set = || -> windows::core::Result<()> {
+            rule.SetName(&BSTR::from(r.name.as_str()))?;
+            rule.SetDescription(&BSTR::from(r.description.as_str()))?;
+            rule.SetProtocol(r.protocol.number())?;
+            if matches!(r.protocol, Protocol::Tcp | Protocol::Udp) {
+                // Only TCP or UDP rules have ports, set after the protocol (its page).
+                rule.SetLocalPorts(&BSTR::from(r.local_port.to_string()))?;
+            }
+            rule.SetDirection(match r.direction {
+                Direction::In => NET_FW_RULE_DIR_IN,
+                Direction::Out => NET_FW_RULE_DIR_OUT,
+            })?;
+            if let Some(program) = &r.program {
+                // The rule then lets in only this program's traffic.
+                rule.SetApplicationName(&BSTR::from(program.as_str()))?;
+            }
+            rule.SetAction(if r.allow {
+                NET_FW_ACTION_ALLOW
+            } else {
+                NET_FW_ACTION_BLOCK
+            })?;
+            rule.SetProfiles(r.profiles as i32)?;
+            rule.SetRemoteAddresses(&BSTR::from(r.remote_addresses_text()))?;
+            super::firewall_unset::set(&rule, &r.unset)?;
+            rule.SetEnabled(if r.enabled {
+                VARIANT_TRUE
+            } else {
+                VARIANT_FALSE
+            })?;
+            fw.policy.Rules()?.Add(&rule)
+        };
+        set().map_err(api(op()))
     }
 }
 
@@ -218,21 +186,26 @@ pub fn remove(name: &str) -> HostResult<bool> {
         [one] => one.name.clone(),
         more => return Err(crate::host::firewall::several(name, more.len())),
     };
-    let op = || format!("remove firewall rule {held}");
-    // SAFETY: COM calls on the policy's rule collection.
-    unsafe {
-        let fw = policy()?;
-        fw.Rules()
-            .and_then(|rules| rules.Remove(&BSTR::from(held.as_str())))
-            .map_err(api(op()))?;
-    }
+    remove_named(&held)?;
     if !rules(name)?.is_empty() {
         return Err(HostError::Refused {
-            what: op(),
+            what: format!("remove firewall rule {held}"),
             reason: "INetFwRules::Remove succeeded but the rule is still there".into(),
         });
     }
     Ok(true)
+}
+
+/// `INetFwRules::Remove` of `name`, once.
+fn remove_named(name: &str) -> HostResult<()> {
+    let fw = policy()?;
+    // SAFETY: COM calls on the policy's rule collection.
+    unsafe {
+        fw.policy
+            .Rules()
+            .and_then(|all| all.Remove(&BSTR::from(name)))
+    }
+    .map_err(api(format!("remove firewall rule {name}")))
 }
 
 /// Whether a local rule takes effect in the profiles in effect now
@@ -242,8 +215,9 @@ pub fn modify_state() -> HostResult<FirewallModifyState> {
     // SAFETY: a COM call on the policy object, which lives for this frame.
     let state = unsafe {
         let fw = policy()?;
-        fw.LocalPolicyModifyState()
-            .map_err(api("read whether local firewall rules take effect".into()))?
+        fw.policy
+            .LocalPolicyModifyState()
+            .map_err(api("read whether local firewall rules take effect"))?
     };
     Ok(match state {
         NET_FW_MODIFY_STATE_GP_OVERRIDE => FirewallModifyState::GroupPolicyOverride,
@@ -257,23 +231,15 @@ pub fn modify_state() -> HostResult<FirewallModifyState> {
 /// firewall (nothing on the host changes).
 #[cfg(test)]
 pub(crate) fn of_a_fresh_rule() -> HostResult<crate::host::Unset> {
-    use windows::Win32::NetworkManagement::WindowsFirewall::NetFwRule;
-    use windows::Win32::System::Com::{CLSCTX_INPROC_SERVER, CoCreateInstance};
-    let api = |e: windows::core::Error| HostError::Api {
-        op: "read a fresh firewall rule object".into(),
-        code: e.code().0 as u32,
-        message: e.message(),
-    };
     let _com = com_init();
     // SAFETY: a fresh rule object of this thread's COM, dropped before `_com`.
-    unsafe {
-        let rule: INetFwRule =
-            CoCreateInstance(&NetFwRule, None, CLSCTX_INPROC_SERVER).map_err(api)?;
-        rule.SetName(&BSTR::from("calicoctl-win fresh rule"))
-            .map_err(api)?;
-        rule.SetProtocol(6).map_err(api)?;
-        super::firewall_unset::read(&rule).map_err(api)
-    }
+    let read = || unsafe {
+        let rule: INetFwRule = CoCreateInstance(&NetFwRule, None, CLSCTX_INPROC_SERVER)?;
+        rule.SetName(&BSTR::from("calicoctl-win fresh rule"))?;
+        rule.SetProtocol(6)?;
+        super::firewall_unset::read(&rule)
+    };
+    read().map_err(api("read a fresh firewall rule object"))
 }
 
 /// Tests: every rule of this name gone, as an administrator's `Remove-NetFirewallRule
@@ -285,13 +251,7 @@ pub(crate) fn remove_every(name: &str) -> HostResult<()> {
         if rules(name)?.is_empty() {
             return Ok(());
         }
-        // SAFETY: COM calls on the policy's rule collection.
-        unsafe {
-            let fw = policy()?;
-            fw.Rules()
-                .and_then(|all| all.Remove(&BSTR::from(name)))
-                .map_err(api(format!("remove firewall rule {name}")))?;
-        }
+        remove_named(name)?;
     }
     Ok(())
 }

@@ -2,7 +2,6 @@
 
 use crate::host::firewall::{AppContainerScope, EDGE_TRAVERSAL_ALLOW, Unset};
 use std::ffi::c_void;
-use std::mem::ManuallyDrop;
 use windows::Win32::Foundation::{E_INVALIDARG, E_NOINTERFACE, E_OUTOFMEMORY, VARIANT_TRUE};
 use windows::Win32::NetworkManagement::WindowsFirewall::{INetFwRule, INetFwRule2, INetFwRule3};
 use windows::Win32::System::Ole::{
@@ -10,7 +9,7 @@ use windows::Win32::System::Ole::{
     SafeArrayPutElement,
 };
 use windows::Win32::System::Variant::{
-    VARENUM, VARIANT, VT_ARRAY, VT_BSTR, VT_EMPTY, VT_NULL, VT_VARIANT, VariantClear,
+    VARENUM, VARIANT, VT_ARRAY, VT_BSTR, VT_EMPTY, VT_NULL, VT_VARIANT,
 };
 use windows::core::{BSTR, Interface};
 
@@ -86,34 +85,21 @@ pub(super) unsafe fn read(rule: &INetFwRule) -> windows::core::Result<Unset> {
             edge_traversal: rule.EdgeTraversal()? != windows::Win32::Foundation::VARIANT_FALSE,
             grouping: rule.Grouping()?.to_string(),
             service_name: rule.ServiceName()?.to_string(),
-            interfaces: interfaces(rule)?,
+            interfaces: names_in(&rule.Interfaces()?)?,
             edge_traversal_options,
             app_container,
         })
     }
 }
 
-/// `INetFwRule::Interfaces`: VT_EMPTY or VT_NULL for none, else a SAFEARRAY of BSTR VARIANTs
-/// (Microsoft's "Adding a Per Interface Rule") or of BSTRs; another type is an error.
-///
-/// # Safety
-/// `rule` is a live rule object of this thread's COM.
-unsafe fn interfaces(rule: &INetFwRule) -> windows::core::Result<Vec<String>> {
-    // SAFETY: the VARIANT the rule returns is owned here, read while alive, then cleared.
-    unsafe {
-        let mut v = rule.Interfaces()?;
-        let names = names_in(&v);
-        let _ = VariantClear(&mut v);
-        names
-    }
-}
-
-/// The names a VARIANT holds (`interfaces`).
+/// The names in `INetFwRule::Interfaces`: VT_EMPTY or VT_NULL for none, else a SAFEARRAY of
+/// BSTR VARIANTs (Microsoft's "Adding a Per Interface Rule") or of BSTRs; another type is an
+/// error.
 ///
 /// # Safety
 /// `v` is a valid VARIANT.
 unsafe fn names_in(v: &VARIANT) -> windows::core::Result<Vec<String>> {
-    // SAFETY: the union is read as its `vt` says; every element copied out is cleared.
+    // SAFETY: the union is read as its `vt` says; every element copied out drops (is cleared).
     unsafe {
         let inner = &v.Anonymous.Anonymous;
         if inner.vt == VT_EMPTY || inner.vt == VT_NULL {
@@ -132,7 +118,6 @@ unsafe fn names_in(v: &VARIANT) -> windows::core::Result<Vec<String>> {
                 SafeArrayGetElement(array, &i, &mut item as *mut VARIANT as *mut c_void)?;
                 let it = &item.Anonymous.Anonymous;
                 let name = (it.vt == VT_BSTR).then(|| it.Anonymous.bstrVal.to_string());
-                let _ = VariantClear(&mut item);
                 // Another element type is an error: skipped, a narrowed rule would read open.
                 names.push(name.ok_or(windows::core::Error::from(E_INVALIDARG))?);
             } else {
@@ -235,8 +220,8 @@ unsafe fn set_interfaces(rule: &INetFwRule, names: &[String]) -> windows::core::
         .map(|n| n.trim())
         .filter(|n| !n.is_empty())
         .collect();
-    // SAFETY: the array is owned by `v` from its creation and freed by its VariantClear;
-    // SafeArrayPutElement copies each item, which is cleared after.
+    // SAFETY: the array is owned by `v` from its creation and freed by its drop
+    // (VariantClear); SafeArrayPutElement copies each item, which drops after.
     unsafe {
         let array = SafeArrayCreateVector(VT_VARIANT, 0, names.len() as u32);
         if array.is_null() {
@@ -246,21 +231,11 @@ unsafe fn set_interfaces(rule: &INetFwRule, names: &[String]) -> windows::core::
         let inner = &mut *v.Anonymous.Anonymous;
         inner.vt = VARENUM(VT_ARRAY.0 | VT_VARIANT.0);
         inner.Anonymous.parray = array;
-        let mut put = Ok(());
         for (i, name) in (0i32..).zip(&names) {
-            let mut item = VARIANT::default();
-            let it = &mut *item.Anonymous.Anonymous;
-            it.vt = VT_BSTR;
-            it.Anonymous.bstrVal = ManuallyDrop::new(BSTR::from(*name));
-            put = SafeArrayPutElement(array, &i, &item as *const VARIANT as *const c_void);
-            let _ = VariantClear(&mut item);
-            if put.is_err() {
-                break;
-            }
+            let item = VARIANT::from(*name);
+            SafeArrayPutElement(array, &i, &item as *const VARIANT as *const c_void)?;
         }
-        let done = put.and_then(|()| rule.SetInterfaces(&v));
-        let _ = VariantClear(&mut v);
-        done
+        rule.SetInterfaces(&v)
     }
 }
 

@@ -1,13 +1,12 @@
 //! HNS through the HCN API of `computenetwork.dll`, loaded at run time: a static import would
 //! stop the exe from starting on a host without the Containers feature (and under Wine).
 
-use super::ffi::wide;
+use super::ffi::{export, system_dll, wide};
 use crate::host::hns::{self, HnsEndpoint, HnsNetwork};
 use crate::host::{HostError, HostResult};
 use libloading::os::windows::{Library, Symbol};
 use std::ffi::c_void;
 use windows_sys::Win32::System::Com::CoTaskMemFree;
-use windows_sys::Win32::System::LibraryLoader::LOAD_LIBRARY_SEARCH_SYSTEM32;
 use windows_sys::core::{GUID, HRESULT, PCWSTR, PWSTR};
 
 pub(super) type Enumerate = unsafe extern "system" fn(PCWSTR, *mut PWSTR, *mut PWSTR) -> HRESULT;
@@ -43,29 +42,21 @@ pub struct Hcn {
 
 impl Hcn {
     pub fn load() -> HostResult<Self> {
-        // SAFETY: computenetwork.dll is a system DLL whose initialisation has no preconditions;
-        // the search is restricted to System32 so no planted DLL is loaded.
-        let lib = unsafe {
-            Library::load_with_flags("computenetwork.dll", LOAD_LIBRARY_SEARCH_SYSTEM32)
-        }
-        .map_err(|e| HostError::Unavailable {
-            what: "the Host Network Service".into(),
-            reason: format!(
-                "computenetwork.dll cannot be loaded ({e}); the Containers feature is not installed"
-            ),
-        })?;
+        let why = "; the Containers feature is not installed";
+        let lib = system_dll("computenetwork.dll", "the Host Network Service", why)?;
         Ok(Self { lib })
     }
 
     fn sym<T>(&self, name: &[u8]) -> HostResult<Symbol<T>> {
         // SAFETY: each name is paired with the signature documented for it in computenetwork.h.
-        unsafe { self.lib.get::<T>(name) }.map_err(|e| HostError::Unavailable {
-            what: "the Host Network Service".into(),
-            reason: format!(
-                "{} is missing from computenetwork.dll: {e}",
-                String::from_utf8_lossy(name)
-            ),
-        })
+        unsafe {
+            export(
+                &self.lib,
+                "computenetwork.dll",
+                "the Host Network Service",
+                name,
+            )
+        }
     }
 
     pub fn networks(&self) -> HostResult<Vec<HnsNetwork>> {
@@ -128,16 +119,9 @@ impl Hcn {
     /// `HcnOpenNamespace`, `HcnModifyNamespace` with hcsshim's `RemoveNamespaceEndpoint`
     /// request (`hns::remove_namespace_endpoint_request`), `HcnCloseNamespace`.
     pub fn remove_namespace_endpoint(&self, namespace: &str, endpoint: &str) -> HostResult<()> {
-        let open: Symbol<Open> = self.sym(b"HcnOpenNamespace\0")?;
         let modify: Symbol<Modify> = self.sym(b"HcnModifyNamespace\0")?;
-        let close: Symbol<Close> = self.sym(b"HcnCloseNamespace\0")?;
-        let guid = parse_guid(namespace)?;
-        let mut handle: *mut c_void = std::ptr::null_mut();
-        let mut record: PWSTR = std::ptr::null_mut();
-        // SAFETY: guid lives across the call; handle and record are out-pointers.
-        let hr = unsafe { open(&guid, &mut handle, &mut record) };
         let op = format!("open HNS namespace {namespace}");
-        let handle = opened(hr, record, handle, &close, &op)?;
+        let (handle, close) = self.open("Namespace", namespace, &op)?;
         let request = wide(&hns::remove_namespace_endpoint_request(endpoint));
         let mut record: PWSTR = std::ptr::null_mut();
         // SAFETY: handle is open until the close below; request is NUL-terminated.
@@ -180,17 +164,22 @@ impl Hcn {
             .collect())
     }
 
-    /// `HcnOpen<kind>`, `HcnQuery<kind>Properties`, `HcnClose<kind>` of the object `id`.
-    fn properties(&self, kind: &str, id: &str) -> HostResult<serde_json::Value> {
+    /// `HcnOpen<kind>` of the object `id`: its handle, and `HcnClose<kind>` to close it.
+    fn open(&self, kind: &str, id: &str, op: &str) -> HostResult<(*mut c_void, Symbol<Close>)> {
         let open: Symbol<Open> = self.sym(format!("HcnOpen{kind}\0").as_bytes())?;
-        let query: Symbol<Query> = self.sym(format!("HcnQuery{kind}Properties\0").as_bytes())?;
         let close: Symbol<Close> = self.sym(format!("HcnClose{kind}\0").as_bytes())?;
         let guid = parse_guid(id)?;
         let mut handle: *mut c_void = std::ptr::null_mut();
         let mut record: PWSTR = std::ptr::null_mut();
         // SAFETY: guid lives across the call; handle and record are out-pointers.
         let hr = unsafe { open(&guid, &mut handle, &mut record) };
-        let handle = opened(hr, record, handle, &close, &format!("open HNS object {id}"))?;
+        Ok((opened(hr, record, handle, &close, op)?, close))
+    }
+
+    /// `HcnOpen<kind>`, `HcnQuery<kind>Properties`, `HcnClose<kind>` of the object `id`.
+    fn properties(&self, kind: &str, id: &str) -> HostResult<serde_json::Value> {
+        let query: Symbol<Query> = self.sym(format!("HcnQuery{kind}Properties\0").as_bytes())?;
+        let (handle, close) = self.open(kind, id, &format!("open HNS object {id}"))?;
         query_and_close(handle, &query, &close, &format!("query HNS object {id}"))
     }
 }
@@ -233,14 +222,6 @@ fn query_and_close(
     parse_json(props)
 }
 
-/// Frees a string HCN allocated (CoTaskMem, per Microsoft's HCN reference).
-fn free(p: PWSTR) {
-    if !p.is_null() {
-        // SAFETY: p was allocated by HCN with CoTaskMemAlloc and is not used after this.
-        unsafe { CoTaskMemFree(p as *const c_void) };
-    }
-}
-
 /// `HNSCall` of vmcompute.dll, hcsshim's `hnsCall` entry point; the response is
 /// CoTaskMemAlloc'd.
 pub(super) type HnsCall = unsafe extern "system" fn(PCWSTR, PCWSTR, PCWSTR, *mut PWSTR) -> HRESULT;
@@ -252,54 +233,45 @@ pub struct VmCompute {
 
 impl VmCompute {
     pub fn load() -> HostResult<Self> {
-        // SAFETY: vmcompute.dll is a system DLL whose initialisation has no preconditions; the
-        // search is restricted to System32 so no planted DLL is loaded.
-        let lib =
-            unsafe { Library::load_with_flags("vmcompute.dll", LOAD_LIBRARY_SEARCH_SYSTEM32) }
-                .map_err(|e| HostError::Unavailable {
-                    what: "HNS v1 (vmcompute.dll)".into(),
-                    reason: format!("vmcompute.dll cannot be loaded ({e})"),
-                })?;
+        let lib = system_dll("vmcompute.dll", "HNS v1 (vmcompute.dll)", "")?;
         Ok(Self { lib })
     }
 
     /// The HNS service's version, as hcsshim's `GetGlobals` asks it: `GET /globals/version`.
     pub fn version(&self) -> HostResult<(u32, u32)> {
-        let answer = self.call("GET", "/globals/version", "the HNS version")?;
-        hns::parse_version(&answer).map_err(|why| HostError::Refused {
-            what: "read the HNS version".into(),
-            reason: why,
-        })
+        self.get("/globals/version", "the HNS version", hns::parse_version)
     }
 
     /// HNS's policy lists, as hcsshim's `HNSListPolicyListRequest` asks them.
     pub fn policy_lists(&self) -> HostResult<Vec<serde_json::Value>> {
-        let answer = self.call("GET", "/policylists/", "the HNS policy lists")?;
-        hns::parse_policy_lists(&answer).map_err(|why| HostError::Refused {
-            what: "read the HNS policy lists".into(),
-            reason: why,
-        })
+        self.get(
+            "/policylists/",
+            "the HNS policy lists",
+            hns::parse_policy_lists,
+        )
     }
 
     /// Every endpoint's HNS v1 `State`, as hcsshim's `HNSListEndpointRequest` (which Felix
     /// uses) asks them: `GET /endpoints/`.
     pub fn endpoint_states(&self) -> HostResult<std::collections::BTreeMap<String, u16>> {
-        let answer = self.call("GET", "/endpoints/", "the HNS v1 endpoints")?;
-        hns::parse_v1_endpoint_states(&answer).map_err(|why| HostError::Refused {
-            what: "read the HNS v1 endpoints".into(),
-            reason: why,
-        })
+        self.get(
+            "/endpoints/",
+            "the HNS v1 endpoints",
+            hns::parse_v1_endpoint_states,
+        )
     }
 
-    /// One HNS v1 call through `HNSCall`: its answer's text.
-    fn call(&self, method: &str, path: &str, what: &str) -> HostResult<String> {
+    /// `GET path` through `HNSCall`, its answer's text read by `parse`.
+    fn get<T>(
+        &self,
+        path: &str,
+        what: &str,
+        parse: fn(&str) -> Result<T, String>,
+    ) -> HostResult<T> {
         // SAFETY: HNSCall has the signature above (hcsshim's generated syscall wrapper).
         let call: Symbol<HnsCall> =
-            unsafe { self.lib.get(b"HNSCall\0") }.map_err(|e| HostError::Unavailable {
-                what: what.to_owned(),
-                reason: format!("HNSCall is missing from vmcompute.dll: {e}"),
-            })?;
-        let (method, path, object) = (wide(method), wide(path), wide(""));
+            unsafe { export(&self.lib, "vmcompute.dll", what, b"HNSCall\0") }?;
+        let (method, path, object) = (wide("GET"), wide(path), wide(""));
         let mut response: PWSTR = std::ptr::null_mut();
         // SAFETY: three NUL-terminated strings and an out-pointer owned by this frame; the
         // response is freed by take_string whatever the outcome.
@@ -312,20 +284,25 @@ impl VmCompute {
             )
         };
         let answer = take_string(response);
+        let op = format!("read {what}");
         if hr < 0 {
             return Err(HostError::Api {
-                op: format!("read {what}"),
+                op,
                 code: hr as u32,
                 message: answer,
             });
         }
-        Ok(answer)
+        parse(&answer).map_err(|reason| HostError::Refused { what: op, reason })
     }
 }
 
+/// A string HCN or HNSCall handed out, read and freed (CoTaskMem, per Microsoft's HCN
+/// reference).
 pub(super) fn take_string(p: PWSTR) -> String {
     let s = super::ffi::take_wide(p);
-    free(p);
+    // SAFETY: p came from CoTaskMemAlloc or is null (CoTaskMemFree's page: then no effect),
+    // and is not used after this.
+    unsafe { CoTaskMemFree(p as *const c_void) };
     s
 }
 

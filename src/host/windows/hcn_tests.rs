@@ -24,6 +24,12 @@ fn standin() -> Option<Library> {
     )
 }
 
+/// The stand-in and this test's turn; `None` without the stand-in.
+fn turn() -> Option<(Library, std::sync::MutexGuard<'static, ()>)> {
+    let lib = standin()?;
+    Some((lib, TURN.lock().unwrap_or_else(|p| p.into_inner())))
+}
+
 /// Asks the stand-in to count its string frees before main, while this process has one thread
 /// (Wine's allocator crashes otherwise: tools/wine/computenetwork/src/spy.rs), via `.CRT$XCU`.
 #[used]
@@ -104,8 +110,7 @@ fn switch(lib: &Library, name: &[u8]) {
 
 #[test]
 fn the_hns_contract_holds_through_hcn_with_nothing_leaked() {
-    let Some(lib) = standin() else { return };
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let Some((lib, _turn)) = turn() else { return };
     let h = WindowsHost::new();
     let before = stats(&lib);
     contract::hns(&h, &unique("External-"), &|id, name, ip| {
@@ -120,8 +125,7 @@ fn the_hns_contract_holds_through_hcn_with_nothing_leaked() {
 
 #[test]
 fn a_network_gone_between_listing_and_opening_is_skipped() {
-    let Some(lib) = standin() else { return };
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let Some((lib, _turn)) = turn() else { return };
     let before = stats(&lib);
     switch(&lib, b"HcnStandinGhost\0");
     WindowsHost::new()
@@ -132,8 +136,7 @@ fn a_network_gone_between_listing_and_opening_is_skipped() {
 
 #[test]
 fn an_error_record_with_a_successful_result_is_an_error() {
-    let Some(lib) = standin() else { return };
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let Some((lib, _turn)) = turn() else { return };
     let before = stats(&lib);
     switch(&lib, b"HcnStandinRecordOnSuccess\0");
     let err = WindowsHost::new()
@@ -159,8 +162,7 @@ fn an_error_record_with_a_successful_result_is_an_error() {
 /// as a locked-down node answers) keeps the operation, the record's text and the HRESULT.
 #[test]
 fn a_refused_network_keeps_its_hresult_and_record() {
-    let Some(lib) = standin() else { return };
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let Some((lib, _turn)) = turn() else { return };
     let before = stats(&lib);
     let name = unique("Refused-");
     let refuse = knob(
@@ -198,8 +200,7 @@ fn opens(lib: &Library) -> i64 {
 /// endpoints only, not every remote endpoint of every other network at every poll.
 #[test]
 fn the_endpoints_of_one_network_are_listed_with_a_filter() {
-    let Some(lib) = standin() else { return };
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let Some((lib, _turn)) = turn() else { return };
     let h = WindowsHost::new();
     let (ours, other) = (nat(&h, "Ours-"), nat(&h, "Other-"));
     add_endpoint(&lib, &ours.id, "pod-a", "10.9.0.2");
@@ -229,10 +230,7 @@ fn the_endpoints_of_one_network_are_listed_with_a_filter() {
 /// and a refusal kept with HNS's words.
 #[test]
 fn the_hns_version_is_read_through_hnscall() {
-    if standin().is_none() {
-        return;
-    }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(_turn) = turn() else { return };
     let knob = knob(
         r"C:\calicoctl-win-hcn\version.json",
         r#"{"Major":9,"Minor":2}"#,
@@ -249,8 +247,7 @@ fn the_hns_version_is_read_through_hnscall() {
 /// are listed, and it is deleted alone.
 #[test]
 fn an_endpoints_state_and_remote_flag_are_read_and_it_is_deleted_alone() {
-    let Some(lib) = standin() else { return };
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let Some((lib, _turn)) = turn() else { return };
     type SetState = unsafe extern "system" fn(PCWSTR, u32, u32) -> HRESULT;
     // SAFETY: the export has this signature.
     let set: Symbol<SetState> = unsafe { lib.get(b"HcnStandinEndpointState\0") }.expect("export");
@@ -285,8 +282,7 @@ fn an_endpoints_state_and_remote_flag_are_read_and_it_is_deleted_alone() {
 /// string or handle is left.
 #[test]
 fn an_endpoint_is_taken_out_of_its_namespace_before_it_is_deleted() {
-    let Some(lib) = standin() else { return };
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let Some((lib, _turn)) = turn() else { return };
     type InNamespace = unsafe extern "system" fn(PCWSTR, PCWSTR) -> HRESULT;
     // SAFETY: the export has this signature.
     let put: Symbol<InNamespace> =
@@ -318,10 +314,7 @@ fn an_endpoint_is_taken_out_of_its_namespace_before_it_is_deleted() {
 /// (`HNSCall GET /policylists/`): none, then the ones HNS holds.
 #[test]
 fn the_policy_lists_are_read_through_hnscall() {
-    if standin().is_none() {
-        return;
-    }
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(_turn) = turn() else { return };
     let h = WindowsHost::new();
     assert_eq!(
         h.hns_policy_lists().expect("none"),

@@ -24,22 +24,7 @@ pub fn listen(port: u16) -> Result<TcpListener, ListenError> {
     if started != 0 {
         return Err(failed("start Winsock", started));
     }
-    // SAFETY: a new socket of the documented family, type and protocol, not inherited by
-    // children (as std's are), overlapped so that std may use it.
-    let s: SOCKET = unsafe {
-        WSASocketW(
-            i32::from(AF_INET),
-            SOCK_STREAM,
-            IPPROTO_TCP,
-            std::ptr::null(),
-            0,
-            WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT,
-        )
-    };
-    if s == INVALID_SOCKET {
-        // SAFETY: reads this thread's last Winsock error.
-        return Err(failed("make a socket", unsafe { WSAGetLastError() }));
-    }
+    let s = socket(AF_INET).map_err(|code| failed("make a socket", code))?;
     match exclusive_bind(s, port) {
         // SAFETY: `s` is a listening socket this function made and owns; std takes it over
         // and closes it when the listener drops.
@@ -63,44 +48,80 @@ pub fn listen(port: u16) -> Result<TcpListener, ListenError> {
     }
 }
 
+/// A new TCP socket of `family`, not inherited by children (as std's are), overlapped so that
+/// std may use it; else the Winsock error.
+fn socket(family: u16) -> Result<SOCKET, i32> {
+    // SAFETY: a new socket of the documented family, type and protocol.
+    let s = unsafe {
+        WSASocketW(
+            i32::from(family),
+            SOCK_STREAM,
+            IPPROTO_TCP,
+            std::ptr::null(),
+            0,
+            WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT,
+        )
+    };
+    // SAFETY: reads this thread's last Winsock error.
+    (s != INVALID_SOCKET)
+        .then_some(s)
+        .ok_or_else(|| unsafe { WSAGetLastError() })
+}
+
+/// Sets the socket option `level`/`name` of `s` to the integer `value`; else the error.
+fn set_option(s: SOCKET, level: i32, name: i32, value: i32) -> Result<(), i32> {
+    // SAFETY: `s` is a valid socket; the value lives for the call, with its size.
+    let rc = unsafe {
+        setsockopt(
+            s,
+            level,
+            name,
+            (&value as *const i32).cast(),
+            size_of::<i32>() as i32,
+        )
+    };
+    // SAFETY: reads this thread's last Winsock error.
+    (rc == 0)
+        .then_some(())
+        .ok_or_else(|| unsafe { WSAGetLastError() })
+}
+
+/// Binds `s` to the socket address `addr` (a SOCKADDR_IN or SOCKADDR_IN6); else the error.
+fn bind_to<A>(s: SOCKET, addr: &A) -> Result<(), i32> {
+    let size = size_of::<A>() as i32;
+    // SAFETY: `s` is a valid socket; `addr` is a socket address of its size, alive.
+    let rc = unsafe { bind(s, (addr as *const A).cast::<SOCKADDR>(), size) };
+    // SAFETY: reads this thread's last Winsock error.
+    (rc == 0)
+        .then_some(())
+        .ok_or_else(|| unsafe { WSAGetLastError() })
+}
+
 /// Sets SO_EXCLUSIVEADDRUSE, binds every address's `port` and listens; else the failed step.
 fn exclusive_bind(s: SOCKET, port: u16) -> Result<(), (&'static str, i32)> {
-    let on: i32 = 1;
-    let addr = SOCKADDR_IN {
+    set_option(s, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, 1)
+        .map_err(|code| ("set SO_EXCLUSIVEADDRUSE on", code))?;
+    bind_to(s, &sockaddr_in([0; 4], port)).map_err(|code| ("bind", code))?;
+    // SAFETY: `s` is a valid, bound socket.
+    if unsafe { wsa_listen(s, SOMAXCONN as i32) } != 0 {
+        // SAFETY: reads this thread's last Winsock error.
+        return Err(("listen on", unsafe { WSAGetLastError() }));
+    }
+    Ok(())
+}
+
+/// `ip:port` as a SOCKADDR_IN.
+fn sockaddr_in(ip: [u8; 4], port: u16) -> SOCKADDR_IN {
+    SOCKADDR_IN {
         sin_family: AF_INET,
         sin_port: port.to_be(),
         sin_addr: IN_ADDR {
-            S_un: IN_ADDR_0 { S_addr: 0 },
+            S_un: IN_ADDR_0 {
+                S_addr: u32::from_ne_bytes(ip),
+            },
         },
         sin_zero: [0; 8],
-    };
-    // SAFETY: `s` is a valid socket; the option value and the address live for the calls,
-    // with the sizes given.
-    unsafe {
-        let last = || WSAGetLastError();
-        if setsockopt(
-            s,
-            SOL_SOCKET,
-            SO_EXCLUSIVEADDRUSE,
-            (&on as *const i32).cast(),
-            size_of::<i32>() as i32,
-        ) != 0
-        {
-            return Err(("set SO_EXCLUSIVEADDRUSE on", last()));
-        }
-        if bind(
-            s,
-            (&addr as *const SOCKADDR_IN).cast::<SOCKADDR>(),
-            size_of::<SOCKADDR_IN>() as i32,
-        ) != 0
-        {
-            return Err(("bind", last()));
-        }
-        if wsa_listen(s, SOMAXCONN as i32) != 0 {
-            return Err(("listen on", last()));
-        }
     }
-    Ok(())
 }
 
 fn failed(step: &str, code: i32) -> ListenError {
@@ -173,52 +194,18 @@ fn rows<Row: Copy>(family: u16) -> Option<Vec<Row>> {
 
 #[cfg(test)]
 mod tests {
+    use super::{bind_to, set_option, sockaddr_in, socket};
     use crate::host::listen::ListenRefusal;
-    use windows_sys::Win32::Networking::WinSock::{
-        AF_INET, IN_ADDR, IN_ADDR_0, INVALID_SOCKET, IPPROTO_TCP, SO_REUSEADDR, SOCK_STREAM,
-        SOCKADDR, SOCKADDR_IN, SOL_SOCKET, WSASocketW, bind, closesocket, setsockopt,
-    };
+    use windows_sys::Win32::Networking::WinSock::{SO_REUSEADDR, SOL_SOCKET, closesocket};
 
     /// Binds a socket asking to share the address (SO_REUSEADDR) to `port`, as a hijacker.
     fn squat(port: u16) -> bool {
-        let on: i32 = 1;
-        let addr = SOCKADDR_IN {
-            sin_family: AF_INET,
-            sin_port: port.to_be(),
-            sin_addr: IN_ADDR {
-                S_un: IN_ADDR_0 {
-                    S_addr: u32::from_ne_bytes([127, 0, 0, 1]),
-                },
-            },
-            sin_zero: [0; 8],
-        };
-        // SAFETY: a socket made, set, bound and closed here; the option and the address live
-        // for the calls, with the sizes given.
-        unsafe {
-            let s = WSASocketW(
-                i32::from(AF_INET),
-                SOCK_STREAM,
-                IPPROTO_TCP,
-                std::ptr::null(),
-                0,
-                0,
-            );
-            assert_ne!(s, INVALID_SOCKET, "a socket");
-            setsockopt(
-                s,
-                SOL_SOCKET,
-                SO_REUSEADDR,
-                (&on as *const i32).cast(),
-                size_of::<i32>() as i32,
-            );
-            let bound = bind(
-                s,
-                (&addr as *const SOCKADDR_IN).cast::<SOCKADDR>(),
-                size_of::<SOCKADDR_IN>() as i32,
-            ) == 0;
-            closesocket(s);
-            bound
-        }
+        let s = socket(super::AF_INET).expect("a socket");
+        set_option(s, SOL_SOCKET, SO_REUSEADDR, 1).expect("SO_REUSEADDR");
+        let bound = bind_to(s, &sockaddr_in([127, 0, 0, 1], port)).is_ok();
+        // SAFETY: `s` was made here and is closed once.
+        unsafe { closesocket(s) };
+        bound
     }
 
     /// The port is ours alone: a second listen is refused as held by this process, a sharing
@@ -247,45 +234,15 @@ mod tests {
     fn dual_stack_listener() -> std::net::TcpListener {
         use std::os::windows::io::FromRawSocket;
         use windows_sys::Win32::Networking::WinSock::{
-            AF_INET6, IN6_ADDR, IN6_ADDR_0, IPPROTO_IPV6, IPV6_V6ONLY, SOCKADDR_IN6,
-            SOCKADDR_IN6_0, listen,
+            AF_INET6, IPPROTO_IPV6, IPV6_V6ONLY, SOCKADDR_IN6, listen,
         };
-        let off: i32 = 0;
-        let addr = SOCKADDR_IN6 {
-            sin6_family: AF_INET6,
-            sin6_port: 0,
-            sin6_flowinfo: 0,
-            sin6_addr: IN6_ADDR {
-                u: IN6_ADDR_0 { Byte: [0; 16] },
-            },
-            Anonymous: SOCKADDR_IN6_0 { sin6_scope_id: 0 },
-        };
-        // SAFETY: a socket made, set, bound and listening here, then handed to std, which
-        // closes it; the option and the address live for the calls, with the sizes given.
+        let s = socket(AF_INET6).expect("a socket");
+        set_option(s, IPPROTO_IPV6, IPV6_V6ONLY, 0).expect("IPV6_V6ONLY off");
+        let mut addr: SOCKADDR_IN6 = super::super::ffi::zeroed();
+        addr.sin6_family = AF_INET6;
+        bind_to(s, &addr).expect("bound to [::]");
+        // SAFETY: a socket made, set and bound here, then handed to std, which closes it.
         unsafe {
-            let s = WSASocketW(
-                i32::from(AF_INET6),
-                SOCK_STREAM,
-                IPPROTO_TCP,
-                std::ptr::null(),
-                0,
-                0,
-            );
-            assert_ne!(s, INVALID_SOCKET, "a socket");
-            let set = setsockopt(
-                s,
-                IPPROTO_IPV6,
-                IPV6_V6ONLY,
-                (&off as *const i32).cast(),
-                size_of::<i32>() as i32,
-            );
-            assert_eq!(set, 0, "IPV6_V6ONLY off");
-            let bound = bind(
-                s,
-                (&addr as *const SOCKADDR_IN6).cast::<SOCKADDR>(),
-                size_of::<SOCKADDR_IN6>() as i32,
-            );
-            assert_eq!(bound, 0, "bound to [::]");
             assert_eq!(listen(s, 16), 0, "listening");
             std::net::TcpListener::from_raw_socket(s as u64)
         }

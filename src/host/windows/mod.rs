@@ -40,8 +40,7 @@ mod wmi;
 
 use super::process::LocalChild;
 use super::*;
-pub use ffi::is_wine;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// This machine; `computenetwork.dll` and `vmcompute.dll` loaded at first need, kept.
@@ -155,7 +154,7 @@ impl Hns for WindowsHost {
 
 impl Files for WindowsHost {
     fn read_file(&self, path: &str) -> HostResult<Option<Vec<u8>>> {
-        crate::host::read_capped(Path::new(path), path)
+        read_capped(Path::new(path), path)
     }
     fn replace_file(&self, path: &str, contents: &[u8], access: Access) -> HostResult<()> {
         files::replace_with(path, crate::files::Contents::Bytes(contents), access)
@@ -183,7 +182,7 @@ impl Files for WindowsHost {
             Err(e) => Err(HostError::io(format!("remove {path}"), e)),
         }
     }
-    fn open_update(&self, path: &str) -> HostResult<Option<crate::host::OpenedFile>> {
+    fn open_update(&self, path: &str) -> HostResult<Option<OpenedFile>> {
         files::open_update(path)
     }
     fn final_path(&self, path: &str) -> HostResult<Option<String>> {
@@ -208,8 +207,8 @@ impl Files for WindowsHost {
         files::set_security(path, sddl)
     }
 
-    fn local_path(&self, path: &str) -> HostResult<std::path::PathBuf> {
-        Ok(std::path::PathBuf::from(path))
+    fn local_path(&self, path: &str) -> HostResult<PathBuf> {
+        Ok(PathBuf::from(path))
     }
 }
 
@@ -217,26 +216,20 @@ impl Network for WindowsHost {
     fn ipv4_addresses(&self) -> HostResult<Vec<InterfaceAddress>> {
         network::addresses()
     }
-    fn adapters(&self) -> HostResult<Vec<crate::host::Adapter>> {
+    fn adapters(&self) -> HostResult<Vec<Adapter>> {
         network::adapters()
     }
-    fn ethernet_interfaces(&self) -> HostResult<Vec<crate::host::Adapter>> {
+    fn ethernet_interfaces(&self) -> HostResult<Vec<Adapter>> {
         network::ethernet_interfaces()
     }
     fn set_interface_metric(&self, index: u32, metric: u32) -> HostResult<()> {
         network::set_interface_metric(index, metric)
     }
-    fn configure_adapter(
-        &self,
-        index: u32,
-        setting: &crate::host::ip_config::AdapterSetting,
-    ) -> HostResult<()> {
-        let call = setting
-            .wmi_call()
-            .map_err(|reason| crate::host::HostError::Refused {
-                what: format!("configure interface {index}"),
-                reason,
-            })?;
+    fn configure_adapter(&self, index: u32, setting: &ip_config::AdapterSetting) -> HostResult<()> {
+        let call = setting.wmi_call().map_err(|reason| HostError::Refused {
+            what: format!("configure interface {index}"),
+            reason,
+        })?;
         wmi::call_method(index, &call)
     }
     fn add_address(&self, index: u32, ip: std::net::Ipv4Addr, prefix_len: u8) -> HostResult<()> {
@@ -252,9 +245,9 @@ impl Network for WindowsHost {
         &self,
         port: u16,
         path: &str,
-        timeout: std::time::Duration,
-    ) -> HostResult<Option<crate::host::http_probe::Answer>> {
-        crate::host::http_probe::get(port, path, timeout)
+        timeout: Duration,
+    ) -> HostResult<Option<http_probe::Answer>> {
+        http_probe::get(port, path, timeout)
     }
 }
 
@@ -286,7 +279,7 @@ impl Firewall for WindowsHost {
     fn firewall_remove(&self, name: &str) -> HostResult<bool> {
         firewall::remove(name)
     }
-    fn firewall_modify_state(&self) -> HostResult<crate::host::FirewallModifyState> {
+    fn firewall_modify_state(&self) -> HostResult<FirewallModifyState> {
         firewall::modify_state()
     }
 }
@@ -303,18 +296,15 @@ impl EventLog for WindowsHost {
     }
     fn read_events(
         &self,
-        query: &crate::host::events::EventQuery,
+        query: &events::EventQuery,
         max: usize,
-    ) -> HostResult<Vec<crate::host::events::LoggedEvent>> {
+    ) -> HostResult<Vec<events::LoggedEvent>> {
         eventlog::read(query, max)
     }
 }
 
 impl Host for WindowsHost {
-    fn listen_tcp(
-        &self,
-        port: u16,
-    ) -> Result<std::net::TcpListener, crate::host::listen::ListenError> {
+    fn listen_tcp(&self, port: u16) -> Result<std::net::TcpListener, super::listen::ListenError> {
         listen::listen(port)
     }
 

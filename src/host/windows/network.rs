@@ -1,5 +1,6 @@
 //! IPv4 addresses and routes through the IP helper API.
 
+use super::ffi::{export, system_dll, take_wide, wide_until_nul, zeroed};
 use crate::host::{Adapter, AdapterAddress, HostError, HostResult, InterfaceAddress, Route};
 use libloading::os::windows::{Library, Symbol};
 use std::net::Ipv4Addr;
@@ -16,7 +17,6 @@ use windows_sys::Win32::Networking::WinSock::{
     AF_INET, IN_ADDR, IN_ADDR_0, IpDadStatePreferred, IpPrefixOriginManual, IpSuffixOriginManual,
     MIB_IPPROTO_NETMGMT, SOCKADDR, SOCKADDR_IN, SOCKADDR_INET,
 };
-use windows_sys::Win32::System::LibraryLoader::LOAD_LIBRARY_SEARCH_SYSTEM32;
 
 fn win32(op: &str, code: u32) -> HostError {
     HostError::io(op, std::io::Error::from_raw_os_error(code as i32))
@@ -40,6 +40,17 @@ fn sockaddr(ip: Ipv4Addr) -> SOCKADDR_INET {
             sin_zero: [0; 8],
         },
     }
+}
+
+/// The IPv4 address `sa` holds, if it is one.
+///
+/// # Safety
+/// `sa` is null or points to a SOCKADDR of its family that is alive.
+unsafe fn ipv4_at(sa: *const SOCKADDR) -> Option<Ipv4Addr> {
+    let sa = sa as *const SOCKADDR_IN;
+    // SAFETY: as the caller promises; read as SOCKADDR_IN only once its family says AF_INET.
+    (!sa.is_null() && unsafe { (*sa).sin_family } == AF_INET)
+        .then(|| ipv4(unsafe { &(*sa).sin_addr }))
 }
 
 /// Every adapter's IPv4 addresses.
@@ -71,11 +82,8 @@ unsafe fn ipv4_list<T>(
     while !at.is_null() {
         // SAFETY: the caller's list, alive; each node points to a SOCKADDR of its family.
         let (sa, next) = addr(unsafe { &*at });
-        let sa = sa as *const SOCKADDR_IN;
-        if !sa.is_null() && unsafe { (*sa).sin_family } == AF_INET {
-            // SAFETY: checked to be an AF_INET address above.
-            out.push(ipv4(unsafe { &(*sa).sin_addr }));
-        }
+        // SAFETY: as above.
+        out.extend(unsafe { ipv4_at(sa) });
         at = next;
     }
     out
@@ -124,11 +132,10 @@ pub fn adapters() -> HostResult<Vec<Adapter>> {
         while !unicast.is_null() {
             // SAFETY: as above; each address points to a SOCKADDR of the adapter's family.
             let u = unsafe { &*unicast };
-            let sa = u.Address.lpSockaddr as *const SOCKADDR_IN;
-            if !sa.is_null() && unsafe { (*sa).sin_family } == AF_INET {
+            // SAFETY: as above.
+            if let Some(ip) = unsafe { ipv4_at(u.Address.lpSockaddr) } {
                 addresses.push(AdapterAddress {
-                    // SAFETY: checked to be an AF_INET address above.
-                    ip: ipv4(unsafe { &(*sa).sin_addr }),
+                    ip,
                     prefix_len: u.OnLinkPrefixLength,
                     preferred: u.DadState == IpDadStatePreferred,
                 });
@@ -143,16 +150,16 @@ pub fn adapters() -> HostResult<Vec<Adapter>> {
         let gateways =
             unsafe { ipv4_list(a.FirstGatewayAddress, |g| (g.Address.lpSockaddr, g.Next)) };
         out.push(Adapter {
-            name: super::ffi::take_wide(a.FriendlyName),
+            name: take_wide(a.FriendlyName),
             index,
-            description: super::ffi::take_wide(a.Description),
+            description: take_wide(a.Description),
             mac: mac_text(&a.PhysicalAddress[..len]),
             addresses,
             // SAFETY: Flags is the variant GetAdaptersAddresses fills.
             dhcp: unsafe { a.Anonymous2.Flags } & IP_ADAPTER_DHCP_ENABLED != 0,
             gateways,
             dns_servers,
-            dns_suffix: super::ffi::take_wide(a.DnsSuffix),
+            dns_suffix: take_wide(a.DnsSuffix),
             metric: a.Ipv4Metric,
             // SAFETY: AdapterName is a NUL-terminated ANSI string inside buf, or null.
             guid: unsafe { ansi(a.AdapterName) },
@@ -166,12 +173,6 @@ pub fn adapters() -> HostResult<Vec<Adapter>> {
 fn mac_text(bytes: &[u8]) -> String {
     let octets: Vec<String> = bytes.iter().map(|b| format!("{b:02X}")).collect();
     octets.join("-")
-}
-
-/// A wide string in a fixed array, up to its NUL.
-fn wide_array(w: &[u16]) -> String {
-    let end = w.iter().position(|&c| c == 0).unwrap_or(w.len());
-    String::from_utf16_lossy(&w[..end])
 }
 
 /// `FilterInterface` in `MIB_IF_ROW2`'s `InterfaceAndOperStatusFlags`, the second bit
@@ -200,10 +201,11 @@ pub fn ethernet_interfaces() -> HostResult<Vec<Adapter>> {
         })
         .map(|r| {
             let g = &r.InterfaceGuid;
+            let g = windows::core::GUID::from_values(g.data1, g.data2, g.data3, g.data4);
             Adapter {
-                name: wide_array(&r.Alias),
+                name: wide_until_nul(&r.Alias),
                 index: r.InterfaceIndex,
-                description: wide_array(&r.Description),
+                description: wide_until_nul(&r.Description),
                 mac: mac_text(&r.PhysicalAddress[..6]),
                 addresses: Vec::new(),
                 dhcp: false,
@@ -211,18 +213,8 @@ pub fn ethernet_interfaces() -> HostResult<Vec<Adapter>> {
                 dns_servers: Vec::new(),
                 dns_suffix: String::new(),
                 metric: 0,
-                guid: format!(
-                    "{{{:08X}-{:04X}-{:04X}-{:02X}{:02X}-{}}}",
-                    g.data1,
-                    g.data2,
-                    g.data3,
-                    g.data4[0],
-                    g.data4[1],
-                    g.data4[2..]
-                        .iter()
-                        .map(|b| format!("{b:02X}"))
-                        .collect::<String>()
-                ),
+                // As GetAdaptersAddresses' AdapterName writes it: `{XXXXXXXX-...}`.
+                guid: format!("{{{g:?}}}"),
             }
         })
         .collect();
@@ -265,33 +257,18 @@ type CreateRow = unsafe extern "system" fn(*const MIB_IPFORWARD_ROW2) -> u32;
 /// iphlpapi.dll loaded at call time for the functions Wine 8 lacks, so a missing one is an
 /// error, not an abort.
 pub(super) fn iphlpapi() -> HostResult<Library> {
-    // SAFETY: iphlpapi.dll is a system DLL whose initialisation has no preconditions; the
-    // search is restricted to System32.
-    unsafe { Library::load_with_flags("iphlpapi.dll", LOAD_LIBRARY_SEARCH_SYSTEM32) }.map_err(|e| {
-        HostError::Unavailable {
-            what: "the IP helper API".into(),
-            reason: format!("iphlpapi.dll cannot be loaded: {e}"),
-        }
-    })
+    system_dll("iphlpapi.dll", "the IP helper API", "")
 }
 
 pub(super) fn resolve<T>(lib: &Library, name: &[u8]) -> HostResult<Symbol<T>> {
-    // SAFETY: each name is paired with the signature documented for it in netioapi.h; the
-    // caller keeps `lib` loaded while it uses the symbol.
-    unsafe { lib.get::<T>(name) }.map_err(|e| HostError::Unavailable {
-        what: "adding routes".into(),
-        reason: format!(
-            "{} is missing from iphlpapi.dll: {e}",
-            String::from_utf8_lossy(&name[..name.len().saturating_sub(1)])
-        ),
-    })
+    // SAFETY: each name is paired with the signature documented for it in netioapi.h.
+    unsafe { export(lib, "iphlpapi.dll", "adding routes", name) }
 }
 
 /// The row naming `route` (`InitializeIpForwardEntry`, then interface, prefix and next hop).
 fn route_row(lib: &Library, route: &Route) -> HostResult<MIB_IPFORWARD_ROW2> {
     let initialize: Symbol<InitializeRow> = resolve(lib, b"InitializeIpForwardEntry\0")?;
-    // SAFETY: MIB_IPFORWARD_ROW2 is plain data; InitializeIpForwardEntry sets its defaults.
-    let mut row: MIB_IPFORWARD_ROW2 = unsafe { std::mem::zeroed() };
+    let mut row: MIB_IPFORWARD_ROW2 = zeroed();
     // SAFETY: row is a writable MIB_IPFORWARD_ROW2.
     unsafe { initialize(&mut row) };
     row.InterfaceIndex = route.interface_index;
@@ -347,8 +324,8 @@ pub fn set_interface_metric(index: u32, metric: u32) -> HostResult<()> {
     let lib = iphlpapi()?;
     let get: Symbol<InterfaceRowCall> = resolve(&lib, b"GetIpInterfaceEntry\0")?;
     let set: Symbol<InterfaceRowCall> = resolve(&lib, b"SetIpInterfaceEntry\0")?;
-    // SAFETY: MIB_IPINTERFACE_ROW is plain data; the family and index say which row to read.
-    let mut row: MIB_IPINTERFACE_ROW = unsafe { std::mem::zeroed() };
+    // The family and index say which row to read.
+    let mut row: MIB_IPINTERFACE_ROW = zeroed();
     row.Family = AF_INET;
     row.InterfaceIndex = index;
     let what = format!("set the metric of interface {index}");
@@ -378,8 +355,7 @@ pub fn add_address(index: u32, ip: Ipv4Addr, prefix_len: u8) -> HostResult<()> {
     let initialize: Symbol<InitializeAddress> =
         resolve(&lib, b"InitializeUnicastIpAddressEntry\0")?;
     let create: Symbol<CreateAddress> = resolve(&lib, b"CreateUnicastIpAddressEntry\0")?;
-    // SAFETY: MIB_UNICASTIPADDRESS_ROW is plain data; the initializer sets its defaults.
-    let mut row: MIB_UNICASTIPADDRESS_ROW = unsafe { std::mem::zeroed() };
+    let mut row: MIB_UNICASTIPADDRESS_ROW = zeroed();
     // SAFETY: row is a writable MIB_UNICASTIPADDRESS_ROW.
     unsafe { initialize(&mut row) };
     row.Address = sockaddr(ip);

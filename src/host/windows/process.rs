@@ -1,11 +1,12 @@
 //! Processes: graceful stop with Ctrl-Break, finding a process by image name.
 
 use crate::host::{HostError, HostResult};
-use windows_sys::Win32::Foundation::{CloseHandle, INVALID_HANDLE_VALUE};
+use windows_sys::Win32::Foundation::{CloseHandle, FILETIME, HANDLE, INVALID_HANDLE_VALUE};
 use windows_sys::Win32::System::Console::{CTRL_BREAK_EVENT, GenerateConsoleCtrlEvent};
 use windows_sys::Win32::System::Diagnostics::ToolHelp::{
     CreateToolhelp32Snapshot, PROCESSENTRY32W, Process32FirstW, Process32NextW, TH32CS_SNAPPROCESS,
 };
+use windows_sys::Win32::System::Threading::PROCESS_QUERY_LIMITED_INFORMATION;
 
 /// The creation flag that gives a child its own process group, so Ctrl-Break reaches it alone.
 pub const CREATE_NEW_PROCESS_GROUP: u32 =
@@ -13,7 +14,7 @@ pub const CREATE_NEW_PROCESS_GROUP: u32 =
 
 /// A job object whose processes end when its last handle closes
 /// (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`): a crashed service host leaves no orphan child.
-pub struct KillOnCloseJob(windows_sys::Win32::Foundation::HANDLE);
+pub struct KillOnCloseJob(HANDLE);
 
 // SAFETY: a job handle may be used from any thread.
 unsafe impl Send for KillOnCloseJob {}
@@ -33,8 +34,7 @@ impl KillOnCloseJob {
             return Err(std::io::Error::last_os_error());
         }
         let job = Self(job);
-        // SAFETY: a plain C struct of integers, for which all-zero is valid.
-        let mut info: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
+        let mut info: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = super::ffi::zeroed();
         info.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
         // SAFETY: info is the struct of the class named, with its size.
         let ok = unsafe {
@@ -82,35 +82,39 @@ pub fn ctrl_break(pid: u32) {
     unsafe { GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, pid) };
 }
 
-/// Unix seconds when the process `pid` started; `None` when it is gone.
-pub fn started_at(pid: u32) -> HostResult<Option<i64>> {
-    use windows_sys::Win32::Foundation::FILETIME;
-    use windows_sys::Win32::System::Threading::{
-        GetProcessTimes, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
-    };
-    // SAFETY: no pointers; a null handle means the process is gone (or not ours to ask).
-    let handle = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+/// Process `pid` opened with `access`, handed to `f`, closed after; the open's error.
+fn with_process<T>(pid: u32, access: u32, f: impl FnOnce(HANDLE) -> T) -> std::io::Result<T> {
+    use windows_sys::Win32::System::Threading::OpenProcess;
+    // SAFETY: no pointers; the handle is closed below.
+    let handle = unsafe { OpenProcess(access, 0, pid) };
     if handle.is_null() {
-        return Ok(None);
+        return Err(std::io::Error::last_os_error());
     }
-    let zero = FILETIME {
-        dwLowDateTime: 0,
-        dwHighDateTime: 0,
-    };
-    let (mut created, mut exited, mut kernel, mut user) = (zero, zero, zero, zero);
-    // SAFETY: four FILETIMEs owned by this frame; the handle is valid until closed below.
-    let ok = unsafe { GetProcessTimes(handle, &mut created, &mut exited, &mut kernel, &mut user) };
-    let err = std::io::Error::last_os_error();
+    let out = f(handle);
     // SAFETY: the handle came from OpenProcess above and is closed once.
     unsafe { CloseHandle(handle) };
-    if ok == 0 {
-        return Err(HostError::io(
-            format!("read the start time of process {pid}"),
-            err,
-        ));
+    Ok(out)
+}
+
+/// The open process's creation time in FILETIME ticks (100 ns since 1601-01-01).
+fn created(handle: HANDLE) -> std::io::Result<u64> {
+    use windows_sys::Win32::System::Threading::GetProcessTimes;
+    let zero: FILETIME = super::ffi::zeroed();
+    let (mut created, mut exited, mut kernel, mut user) = (zero, zero, zero, zero);
+    // SAFETY: four FILETIMEs owned by this frame; the handle is the caller's, open.
+    if unsafe { GetProcessTimes(handle, &mut created, &mut exited, &mut kernel, &mut user) } == 0 {
+        return Err(std::io::Error::last_os_error());
     }
-    // FILETIME counts 100 ns intervals since 1601-01-01.
-    let ticks = (u64::from(created.dwHighDateTime) << 32) | u64::from(created.dwLowDateTime);
+    Ok((u64::from(created.dwHighDateTime) << 32) | u64::from(created.dwLowDateTime))
+}
+
+/// Unix seconds when the process `pid` started; `None` when it is gone (or not ours to ask).
+pub fn started_at(pid: u32) -> HostResult<Option<i64>> {
+    let Ok(ticks) = with_process(pid, PROCESS_QUERY_LIMITED_INFORMATION, created) else {
+        return Ok(None);
+    };
+    let ticks =
+        ticks.map_err(|e| HostError::io(format!("read the start time of process {pid}"), e))?;
     const UNIX_EPOCH_TICKS: u64 = 116_444_736_000_000_000;
     Ok(Some(
         (ticks.saturating_sub(UNIX_EPOCH_TICKS) / 10_000_000) as i64,
@@ -127,20 +131,13 @@ pub fn pid_of(image: &str) -> HostResult<Option<u32>> {
             std::io::Error::last_os_error(),
         ));
     }
-    // SAFETY: PROCESSENTRY32W is plain data; all-zero is valid.
-    let mut entry: PROCESSENTRY32W = unsafe { std::mem::zeroed() };
+    let mut entry: PROCESSENTRY32W = super::ffi::zeroed();
     entry.dwSize = std::mem::size_of::<PROCESSENTRY32W>() as u32;
     let mut found = None;
     // SAFETY: entry has its size set; snap is valid until closed.
     let mut ok = unsafe { Process32FirstW(snap, &mut entry) };
     while ok != 0 {
-        let len = entry
-            .szExeFile
-            .iter()
-            .position(|c| *c == 0)
-            .unwrap_or(entry.szExeFile.len());
-        let name = String::from_utf16_lossy(&entry.szExeFile[..len]);
-        if name.eq_ignore_ascii_case(image) {
+        if super::ffi::wide_until_nul(&entry.szExeFile).eq_ignore_ascii_case(image) {
             found = Some(entry.th32ProcessID);
             break;
         }
@@ -156,30 +153,13 @@ pub fn pid_of(image: &str) -> HostResult<Option<u32>> {
 /// signaled) or no process has the id. One this process may not open is taken as running,
 /// its creation unknown (OpenProcess remarks).
 pub fn running(pid: u32) -> Option<Option<u64>> {
-    use windows_sys::Win32::Foundation::{ERROR_ACCESS_DENIED, FILETIME, WAIT_OBJECT_0};
-    use windows_sys::Win32::System::Threading::{
-        GetProcessTimes, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SYNCHRONIZE,
-        WaitForSingleObject,
-    };
+    use windows_sys::Win32::Foundation::{ERROR_ACCESS_DENIED, WAIT_OBJECT_0};
+    use windows_sys::Win32::System::Threading::{PROCESS_SYNCHRONIZE, WaitForSingleObject};
     let access = PROCESS_QUERY_LIMITED_INFORMATION | PROCESS_SYNCHRONIZE;
-    // SAFETY: no pointers; the handle is closed below.
-    let handle = unsafe { OpenProcess(access, 0, pid) };
-    if handle.is_null() {
-        let refused =
-            std::io::Error::last_os_error().raw_os_error() == Some(ERROR_ACCESS_DENIED as i32);
-        return refused.then_some(None);
-    }
     // SAFETY: a valid handle with SYNCHRONIZE; a zero timeout only tests it.
-    let ended = unsafe { WaitForSingleObject(handle, 0) } == WAIT_OBJECT_0;
-    let zero = FILETIME {
-        dwLowDateTime: 0,
-        dwHighDateTime: 0,
-    };
-    let (mut created, mut exited, mut kernel, mut user) = (zero, zero, zero, zero);
-    // SAFETY: four FILETIMEs owned by this frame; the handle is valid until closed below.
-    let ok = unsafe { GetProcessTimes(handle, &mut created, &mut exited, &mut kernel, &mut user) };
-    // SAFETY: the handle came from OpenProcess above and is closed once.
-    unsafe { CloseHandle(handle) };
-    let created = (u64::from(created.dwHighDateTime) << 32) | u64::from(created.dwLowDateTime);
-    (!ended).then_some((ok != 0).then_some(created))
+    let ended = |h| unsafe { WaitForSingleObject(h, 0) } == WAIT_OBJECT_0;
+    match with_process(pid, access, |h| (ended(h), created(h).ok())) {
+        Ok((ended, created)) => (!ended).then_some(created),
+        Err(e) => (e.raw_os_error() == Some(ERROR_ACCESS_DENIED as i32)).then_some(None),
+    }
 }

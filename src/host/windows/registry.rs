@@ -1,47 +1,43 @@
 //! The registry through windows-registry.
 
+use super::ffi::api;
 use crate::host::registry::{MAX_VALUE_BYTES, too_long};
 use crate::host::{HostError, HostResult, RegValue};
-use windows_registry::{CURRENT_USER, Key, LOCAL_MACHINE, Type, USERS};
+use windows_registry::{Key, LOCAL_MACHINE, Type, USERS};
 
 /// `HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND)`: the key or value does not exist.
 const NOT_FOUND: i32 = 0x8007_0002_u32 as i32;
 
 fn root(path: &str) -> HostResult<(&'static Key, &str)> {
     let (root, sub) = path.split_once('\\').unwrap_or((path, ""));
+    // Every key calicoctl-win names is a constant under one of these (layout.rs, plan/).
     let key = match root.to_ascii_uppercase().as_str() {
-        "HKLM" | "HKEY_LOCAL_MACHINE" => LOCAL_MACHINE,
-        "HKCU" | "HKEY_CURRENT_USER" => CURRENT_USER,
-        "HKU" | "HKEY_USERS" => USERS,
+        "HKLM" => LOCAL_MACHINE,
+        "HKU" => USERS,
         _ => {
             return Err(HostError::Refused {
                 what: format!("registry key {path}"),
-                reason: "it must start with HKLM\\, HKCU\\ or HKU\\".into(),
+                reason: "it must start with HKLM\\ or HKU\\".into(),
             });
         }
     };
     Ok((key, sub))
 }
 
-fn api(op: String, e: windows_result::Error) -> HostError {
-    HostError::Api {
-        op,
-        code: e.code().0 as u32,
-        message: e.message(),
+/// `None` for a missing key or value, else the result, an error with `op`.
+fn found<T>(r: windows_result::Result<T>, op: impl FnOnce() -> String) -> HostResult<Option<T>> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.code().0 == NOT_FOUND => Ok(None),
+        Err(e) => Err(api(op())(e)),
     }
-}
-
-fn is_missing(e: &windows_result::Error) -> bool {
-    e.code().0 == NOT_FOUND
 }
 
 pub fn get(path: &str, name: &str) -> HostResult<Option<RegValue>> {
     let (root, sub) = root(path)?;
     let op = || format!("read registry value {path}\\{name}");
-    let key = match root.open(sub) {
-        Ok(k) => k,
-        Err(e) if is_missing(&e) => return Ok(None),
-        Err(e) => return Err(api(op(), e)),
+    let Some(key) = found(root.open(sub), op)? else {
+        return Ok(None);
     };
     // The value's size first (RegQueryValueExW without a buffer), so that a value past the
     // cap is refused before it is read; then read into a buffer of that size, so that a value
@@ -49,17 +45,15 @@ pub fn get(path: &str, name: &str) -> HostResult<Option<RegValue>> {
     let wide = windows::core::HSTRING::from(name);
     let name_ptr = windows::core::PCWSTR(wide.as_ptr());
     // SAFETY: `wide` is a NUL-terminated UTF-16 string that outlives both calls.
-    let len = match unsafe { key.raw_get_info(name_ptr) } {
-        Ok((_, len)) => len,
-        Err(e) if is_missing(&e) => return Ok(None),
-        Err(e) => return Err(api(op(), e)),
+    let Some((_, len)) = found(unsafe { key.raw_get_info(name_ptr) }, op)? else {
+        return Ok(None);
     };
     if len > MAX_VALUE_BYTES {
         return Err(too_long(op(), len));
     }
     let mut buf = vec![0u8; len];
     // SAFETY: as above.
-    let (ty, data) = unsafe { key.raw_get_bytes(name_ptr, &mut buf) }.map_err(|e| api(op(), e))?;
+    let (ty, data) = unsafe { key.raw_get_bytes(name_ptr, &mut buf) }.map_err(api(op()))?;
     let units: Vec<u16> = data
         .chunks_exact(2)
         .map(|c| u16::from_le_bytes([c[0], c[1]]))
@@ -95,43 +89,34 @@ pub fn get(path: &str, name: &str) -> HostResult<Option<RegValue>> {
 pub fn set(path: &str, name: &str, value: &RegValue) -> HostResult<()> {
     let (root, sub) = root(path)?;
     let op = || format!("write registry value {path}\\{name}");
-    let key = root.create(sub).map_err(|e| api(op(), e))?;
+    let key = root.create(sub).map_err(api(op()))?;
     match value {
         RegValue::Sz(s) => key.set_string(name, s),
         RegValue::ExpandSz(s) => key.set_expand_string(name, s),
         RegValue::Dword(d) => key.set_u32(name, *d),
         RegValue::MultiSz(items) => key.set_multi_string(name.to_owned(), items),
     }
-    .map_err(|e| api(op(), e))
+    .map_err(api(op()))
 }
 
 pub fn delete_value(path: &str, name: &str) -> HostResult<()> {
     let (root, sub) = root(path)?;
     let op = || format!("delete registry value {path}\\{name}");
-    let key = match root.options().read().write().open(sub) {
-        Ok(k) => k,
-        Err(e) if is_missing(&e) => return Ok(()),
-        Err(e) => return Err(api(op(), e)),
-    };
-    match key.remove_value(name) {
-        Err(e) if !is_missing(&e) => Err(api(op(), e)),
-        _ => Ok(()),
+    if let Some(key) = found(root.options().read().write().open(sub), op)? {
+        found(key.remove_value(name), op)?;
     }
+    Ok(())
 }
 
 pub fn key_exists(path: &str) -> HostResult<bool> {
     let (root, sub) = root(path)?;
-    match root.open(sub) {
-        Ok(_) => Ok(true),
-        Err(e) if is_missing(&e) => Ok(false),
-        Err(e) => Err(api(format!("open registry key {path}"), e)),
-    }
+    Ok(found(root.open(sub), || format!("open registry key {path}"))?.is_some())
 }
 
 pub fn delete_key(path: &str) -> HostResult<()> {
     let (root, sub) = root(path)?;
-    match root.remove_tree(sub) {
-        Err(e) if !is_missing(&e) => Err(api(format!("delete registry key {path}"), e)),
-        _ => Ok(()),
-    }
+    found(root.remove_tree(sub), || {
+        format!("delete registry key {path}")
+    })
+    .map(drop)
 }

@@ -13,23 +13,16 @@ use windows_service::service::{
     ServiceStartType, ServiceState as WinState, ServiceType,
 };
 use windows_service::service_manager::{ServiceManager, ServiceManagerAccess};
+use windows_sys::Win32::Foundation::{
+    ERROR_DEPENDENT_SERVICES_RUNNING, ERROR_DUPLICATE_SERVICE_NAME, ERROR_INVALID_HANDLE,
+    ERROR_INVALID_LEVEL, ERROR_SERVICE_ALREADY_RUNNING, ERROR_SERVICE_CANNOT_ACCEPT_CTRL,
+    ERROR_SERVICE_DOES_NOT_EXIST, ERROR_SERVICE_EXISTS, ERROR_SERVICE_NOT_ACTIVE,
+    ERROR_SERVICE_REQUEST_TIMEOUT,
+};
 
-const ERROR_DEPENDENT_SERVICES_RUNNING: i32 = 1051;
-const ERROR_SERVICE_ALREADY_RUNNING: i32 = 1056;
-const ERROR_SERVICE_DOES_NOT_EXIST: i32 = 1060;
-const ERROR_SERVICE_NOT_ACTIVE: i32 = 1062;
-const ERROR_SERVICE_CANNOT_ACCEPT_CTRL: i32 = 1061;
-// `host::ERROR_SERVICE_REQUEST_TIMEOUT`, as `io::Error` gives it.
-const ERROR_SERVICE_REQUEST_TIMEOUT: i32 = 1053;
-const ERROR_INVALID_HANDLE: i32 = 6;
-const ERROR_SERVICE_EXISTS: i32 = 1073;
-// CreateService: "The display name already exists ..." (ERROR_DUPLICATE_SERVICE_NAME).
-const ERROR_DUPLICATE_SERVICE_NAME: i32 = 1078;
-const ERROR_INVALID_LEVEL: i32 = 124;
-
-fn os_code(e: &windows_service::Error) -> Option<i32> {
+fn os_code(e: &windows_service::Error) -> Option<u32> {
     match e {
-        windows_service::Error::Winapi(io) => io.raw_os_error(),
+        windows_service::Error::Winapi(io) => io.raw_os_error().map(|c| c as u32),
         _ => None,
     }
 }
@@ -237,6 +230,7 @@ pub fn create(spec: &ServiceSpec) -> HostResult<()> {
                 what: format!("service {}", spec.name),
             });
         }
+        // CreateService: "The display name already exists ...".
         Err(e) if os_code(&e) == Some(ERROR_DUPLICATE_SERVICE_NAME) => {
             return Err(HostError::Exists {
                 what: format!("a service named or displayed as {:?}", spec.display_name),
@@ -417,13 +411,13 @@ pub fn delete(name: &str) -> HostResult<()> {
         // The handle closes here: the SCM removes a service only when no handle is open.
     }
     let wait = Duration::from_secs(10);
-    crate::duration::poll_quietly(
+    poll_quietly(
         Instant::now() + wait,
-        crate::duration::Pauses::every(Duration::from_millis(100)),
+        Pauses::every(Duration::from_millis(100)),
         || {
             Ok(match open(name, ServiceAccess::QUERY_STATUS)? {
-                Some(_) => crate::duration::Look::Pending(()),
-                None => crate::duration::Look::Done(()),
+                Some(_) => Look::Pending(()),
+                None => Look::Done(()),
             })
         },
         |()| {

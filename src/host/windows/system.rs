@@ -1,15 +1,14 @@
 //! System facts: the build from RtlGetVersion and the registry, the UBR, elevation from the
 //! process token, the boot time from the kernel.
 
+use super::ffi::{take_wide, with_token, zeroed};
 use super::registry;
 use crate::host::{HostError, HostResult, RegValue, SystemFacts, SystemProxy};
 use windows_sys::Wdk::System::SystemInformation::{
     NtQuerySystemInformation, SystemTimeOfDayInformation,
 };
 use windows_sys::Wdk::System::SystemServices::RtlGetVersion;
-use windows_sys::Win32::Foundation::GlobalFree;
-use windows_sys::Win32::Foundation::LocalFree;
-use windows_sys::Win32::Foundation::{CloseHandle, HANDLE};
+use windows_sys::Win32::Foundation::{GlobalFree, LocalFree};
 use windows_sys::Win32::Networking::WinHttp::{
     WINHTTP_ACCESS_TYPE_NAMED_PROXY, WINHTTP_PROXY_INFO, WinHttpGetDefaultProxyConfiguration,
 };
@@ -21,7 +20,6 @@ use windows_sys::Win32::System::SystemInformation::{
     GetNativeSystemInfo, OSVERSIONINFOW, PROCESSOR_ARCHITECTURE_AMD64,
     PROCESSOR_ARCHITECTURE_ARM64, SYSTEM_INFO,
 };
-use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
 
 const CURRENT_VERSION: &str = r"HKLM\SOFTWARE\Microsoft\Windows NT\CurrentVersion";
 
@@ -73,7 +71,7 @@ fn drives() -> std::collections::BTreeMap<char, crate::host::DriveKind> {
         .filter(|i| mask & (1 << i) != 0)
         .map(|i| {
             let letter = char::from(b'A' + i);
-            let root: Vec<u16> = format!("{letter}:\\").encode_utf16().chain([0]).collect();
+            let root = super::ffi::wide(&format!("{letter}:\\"));
             // SAFETY: root is a NUL-terminated wide string alive for the call.
             let kind = match unsafe { GetDriveTypeW(root.as_ptr()) } {
                 2 => DriveKind::Removable,
@@ -90,17 +88,11 @@ fn drives() -> std::collections::BTreeMap<char, crate::host::DriveKind> {
 
 /// The SID of the process's user, as a string; `None` when it cannot be read.
 fn user_sid() -> Option<String> {
-    let mut token: HANDLE = std::ptr::null_mut();
-    // SAFETY: the pseudo-handle of the current process needs no closing; token is an
-    // out-pointer closed below.
-    if unsafe { OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &mut token) } == 0 {
-        return None;
-    }
     // TOKEN_USER and the SID after it; 256 bytes hold any SID.
     let mut buf = [0u64; 32];
     let mut len = 0u32;
     // SAFETY: buf is writable for the size given and aligned for TOKEN_USER.
-    let ok = unsafe {
+    let read = |token| unsafe {
         GetTokenInformation(
             token,
             TokenUser,
@@ -109,9 +101,7 @@ fn user_sid() -> Option<String> {
             &mut len,
         )
     };
-    // SAFETY: token was opened above and is not used after this.
-    unsafe { CloseHandle(token) };
-    if ok == 0 {
+    if with_token(TOKEN_QUERY, read).ok()? == 0 {
         return None;
     }
     // SAFETY: GetTokenInformation filled buf with a TOKEN_USER.
@@ -121,7 +111,7 @@ fn user_sid() -> Option<String> {
     if unsafe { ConvertSidToStringSidW(sid, &mut text) } == 0 {
         return None;
     }
-    let out = super::ffi::take_wide(text);
+    let out = take_wide(text);
     // SAFETY: text came from ConvertSidToStringSidW and is not used after this.
     unsafe { LocalFree(text.cast()) };
     Some(out)
@@ -129,7 +119,7 @@ fn user_sid() -> Option<String> {
 
 /// The machine's WinHTTP proxy, as `netsh winhttp set proxy` left it.
 pub fn winhttp_proxy() -> HostResult<Option<SystemProxy>> {
-    let mut info: WINHTTP_PROXY_INFO = unsafe_zeroed();
+    let mut info: WINHTTP_PROXY_INFO = zeroed();
     // SAFETY: info is a writable WINHTTP_PROXY_INFO; its strings are freed below.
     if unsafe { WinHttpGetDefaultProxyConfiguration(&mut info) } == 0 {
         return Err(HostError::io(
@@ -142,7 +132,7 @@ pub fn winhttp_proxy() -> HostResult<Option<SystemProxy>> {
         if p.is_null() {
             return None;
         }
-        let s = super::ffi::take_wide(p);
+        let s = take_wide(p);
         // SAFETY: p came from WinHTTP's GlobalAlloc and is freed once.
         unsafe { GlobalFree(p.cast()) };
         Some(s)
@@ -160,7 +150,7 @@ pub fn winhttp_proxy() -> HostResult<Option<SystemProxy>> {
 }
 
 fn rtl_build() -> Option<u32> {
-    let mut v: OSVERSIONINFOW = unsafe_zeroed();
+    let mut v: OSVERSIONINFOW = zeroed();
     v.dwOSVersionInfoSize = std::mem::size_of::<OSVERSIONINFOW>() as u32;
     // SAFETY: v is a properly sized OSVERSIONINFOW with its size field set.
     let status = unsafe { RtlGetVersion(&mut v) };
@@ -168,7 +158,7 @@ fn rtl_build() -> Option<u32> {
 }
 
 fn is_64bit() -> bool {
-    let mut info: SYSTEM_INFO = unsafe_zeroed();
+    let mut info: SYSTEM_INFO = zeroed();
     // SAFETY: info is a writable SYSTEM_INFO.
     unsafe { GetNativeSystemInfo(&mut info) };
     // SAFETY: GetNativeSystemInfo fills the processor-architecture variant of the union.
@@ -177,19 +167,10 @@ fn is_64bit() -> bool {
 }
 
 fn elevated() -> HostResult<bool> {
-    let mut token: HANDLE = std::ptr::null_mut();
-    // SAFETY: the pseudo-handle of the current process needs no closing; token is an
-    // out-pointer closed below.
-    if unsafe { OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &mut token) } == 0 {
-        return Err(HostError::io(
-            "open the process token",
-            std::io::Error::last_os_error(),
-        ));
-    }
     let mut elevation = TOKEN_ELEVATION { TokenIsElevated: 0 };
     let mut len = 0u32;
     // SAFETY: the buffer is a TOKEN_ELEVATION of the size given.
-    let ok = unsafe {
+    let read = |token| match unsafe {
         GetTokenInformation(
             token,
             TokenElevation,
@@ -197,17 +178,18 @@ fn elevated() -> HostResult<bool> {
             std::mem::size_of::<TOKEN_ELEVATION>() as u32,
             &mut len,
         )
+    } {
+        0 => Err(std::io::Error::last_os_error()),
+        _ => Ok(()),
     };
-    let err = std::io::Error::last_os_error();
-    // SAFETY: token was opened above and is not used after this.
-    unsafe { CloseHandle(token) };
-    if ok == 0 {
-        return Err(HostError::io("read the token elevation", err));
-    }
+    with_token(TOKEN_QUERY, read)
+        .map_err(|e| HostError::io("open the process token", e))?
+        .map_err(|e| HostError::io("read the token elevation", e))?;
     Ok(elevation.TokenIsElevated != 0)
 }
 
 /// SYSTEM_TIMEOFDAY_INFORMATION (winternl.h); not in the metadata windows-sys is built from.
+#[derive(Clone, Copy)]
 #[repr(C)]
 struct TimeOfDay {
     boot_time: i64,
@@ -225,15 +207,7 @@ struct TimeOfDay {
 type Boot = (Option<(i64, i64)>, Option<i64>, i64);
 
 fn boot_time() -> Option<Boot> {
-    let mut t = TimeOfDay {
-        boot_time: 0,
-        current_time: 0,
-        time_zone_bias: 0,
-        time_zone_id: 0,
-        reserved: 0,
-        boot_time_bias: 0,
-        sleep_time_bias: 0,
-    };
+    let mut t: TimeOfDay = zeroed();
     let mut len = 0u32;
     // SAFETY: the buffer is a TimeOfDay of the size given; the class fills that layout.
     let status = unsafe {
@@ -268,10 +242,10 @@ fn local_by_date_rule(utc_ticks: i64) -> Option<i64> {
         dwLowDateTime: utc_ticks as u32,
         dwHighDateTime: (utc_ticks >> 32) as u32,
     };
-    let mut utc: SYSTEMTIME = unsafe_zeroed();
-    let mut local: SYSTEMTIME = unsafe_zeroed();
-    let mut zone: TIME_ZONE_INFORMATION = unsafe_zeroed();
-    let mut out: FILETIME = unsafe_zeroed();
+    let mut utc: SYSTEMTIME = zeroed();
+    let mut local: SYSTEMTIME = zeroed();
+    let mut zone: TIME_ZONE_INFORMATION = zeroed();
+    let mut out: FILETIME = zeroed();
     // SAFETY: each pointer is to a local of the type the function reads or fills; a null
     // dynamic zone asks for the current one.
     let ok = unsafe {
@@ -281,9 +255,4 @@ fn local_by_date_rule(utc_ticks: i64) -> Option<i64> {
             && SystemTimeToFileTime(&local, &mut out) != 0
     };
     ok.then(|| (i64::from(out.dwHighDateTime) << 32) | i64::from(out.dwLowDateTime))
-}
-
-fn unsafe_zeroed<T>() -> T {
-    // SAFETY: only used for plain C structs of integers, for which all-zero is valid.
-    unsafe { std::mem::zeroed() }
 }

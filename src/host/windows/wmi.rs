@@ -1,6 +1,7 @@
 //! A `Win32_NetworkAdapterConfiguration` method called through WMI's COM API (Microsoft's
 //! "Calling a Provider Method"); what to call is `host::ip_config`'s.
 
+use super::ffi::api;
 use crate::host::ip_config::{self, WmiArg, WmiCall};
 use crate::host::{HostError, HostResult};
 use windows::Win32::System::Com::{
@@ -8,7 +9,7 @@ use windows::Win32::System::Com::{
     RPC_C_IMP_LEVEL_IMPERSONATE,
 };
 use windows::Win32::System::Ole::{SafeArrayCreateVector, SafeArrayPutElement};
-use windows::Win32::System::Variant::{VARENUM, VARIANT, VT_ARRAY, VT_BSTR, VariantClear};
+use windows::Win32::System::Variant::{VARENUM, VARIANT, VT_ARRAY, VT_BSTR};
 use windows::Win32::System::Wmi::{
     IWbemClassObject, IWbemLocator, IWbemServices, WBEM_FLAG_FORWARD_ONLY,
     WBEM_FLAG_RETURN_IMMEDIATELY, WBEM_FLAG_RETURN_WBEM_COMPLETE, WBEM_S_TIMEDOUT, WbemLocator,
@@ -22,72 +23,45 @@ const AUTHZ_NONE: u32 = 0;
 /// How long the query's first object is waited for (`IEnumWbemClassObject::Next`'s timeout).
 const NEXT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-fn api(op: &str) -> impl FnOnce(windows::core::Error) -> HostError + '_ {
-    move |e| HostError::Api {
-        op: op.to_owned(),
-        code: e.code().0 as u32,
-        message: e.message(),
+/// A `string` or `string[]` argument as a VARIANT (`VT_BSTR`, `VT_ARRAY | VT_BSTR`), freed
+/// (VariantClear) when it drops.
+fn variant(arg: &WmiArg, op: &str) -> HostResult<VARIANT> {
+    let items = match arg {
+        WmiArg::Text(text) => return Ok(VARIANT::from(text.as_str())),
+        WmiArg::List(items) => items,
+    };
+    // SAFETY: a one-dimensional array of BSTRs, owned by the VARIANT from here on.
+    let array = unsafe { SafeArrayCreateVector(VT_BSTR, 0, items.len() as u32) };
+    if array.is_null() {
+        return Err(HostError::Refused {
+            what: op.to_owned(),
+            reason: "SafeArrayCreateVector failed".into(),
+        });
     }
-}
-
-/// A VARIANT this frame owns, cleared (its BSTR or array freed) when dropped.
-struct Owned(VARIANT);
-
-impl Drop for Owned {
-    fn drop(&mut self) {
-        // SAFETY: the variant was made here or filled by WMI, and is cleared once.
-        let _ = unsafe { VariantClear(&mut self.0) };
+    let mut v = VARIANT::default();
+    // SAFETY: the VARIANT takes the array, which its drop frees with it.
+    unsafe {
+        let inner = &mut *v.Anonymous.Anonymous;
+        inner.vt = VARENUM(VT_ARRAY.0 | VT_BSTR.0);
+        inner.Anonymous.parray = array;
     }
-}
-
-/// A `string` or `string[]` argument as a VARIANT (`VT_BSTR`, `VT_ARRAY | VT_BSTR`).
-fn variant(arg: &WmiArg, op: &str) -> HostResult<Owned> {
-    let mut v = Owned(VARIANT::default());
-    match arg {
-        WmiArg::Text(text) => {
-            // SAFETY: a zeroed VARIANT given its type and an owned BSTR, which VariantClear frees.
-            unsafe {
-                let inner = &mut *v.0.Anonymous.Anonymous;
-                inner.vt = VT_BSTR;
-                inner.Anonymous.bstrVal = std::mem::ManuallyDrop::new(BSTR::from(text.as_str()));
-            }
-        }
-        WmiArg::List(items) => {
-            // SAFETY: a one-dimensional array of BSTRs, owned by the VARIANT from here on.
-            let array = unsafe { SafeArrayCreateVector(VT_BSTR, 0, items.len() as u32) };
-            if array.is_null() {
-                return Err(HostError::Refused {
-                    what: op.to_owned(),
-                    reason: "SafeArrayCreateVector failed".into(),
-                });
-            }
-            // SAFETY: the VARIANT takes the array, which VariantClear frees with it.
-            unsafe {
-                let inner = &mut *v.0.Anonymous.Anonymous;
-                inner.vt = VARENUM(VT_ARRAY.0 | VT_BSTR.0);
-                inner.Anonymous.parray = array;
-            }
-            for (i, item) in items.iter().enumerate() {
-                let raw = BSTR::from(item.as_str()).into_raw();
-                let at = i as i32;
-                // SAFETY: `at` is inside the vector; SafeArrayPutElement copies the BSTR,
-                // which is freed right after.
-                let put = unsafe { SafeArrayPutElement(array, &at, raw.cast()) };
-                // SAFETY: raw came from into_raw above and is not used again.
-                drop(unsafe { BSTR::from_raw(raw) });
-                put.map_err(api(op))?;
-            }
-        }
+    for (i, item) in (0i32..).zip(items) {
+        let raw = BSTR::from(item.as_str()).into_raw();
+        // SAFETY: `i` is inside the vector; SafeArrayPutElement copies the BSTR.
+        let put = unsafe { SafeArrayPutElement(array, &i, raw.cast()) };
+        // SAFETY: raw came from into_raw above and is not used again.
+        drop(unsafe { BSTR::from_raw(raw) });
+        put.map_err(api(op))?;
     }
     Ok(v)
 }
 
 /// A property of a WMI object as text (a `VT_BSTR`), or as a number (`VT_I4`, WMI's uint32).
-fn property(object: &IWbemClassObject, name: &str, op: &str) -> HostResult<Owned> {
-    let mut v = Owned(VARIANT::default());
+fn property(object: &IWbemClassObject, name: &str, op: &str) -> HostResult<VARIANT> {
+    let mut v = VARIANT::default();
     let name = HSTRING::from(name);
-    // SAFETY: the object is alive; WMI fills the VARIANT, which Owned clears.
-    unsafe { object.Get(PCWSTR(name.as_ptr()), 0, &mut v.0, None, None) }.map_err(api(op))?;
+    // SAFETY: the object is alive; WMI fills the VARIANT, which its drop clears.
+    unsafe { object.Get(PCWSTR(name.as_ptr()), 0, &mut v, None, None) }.map_err(api(op))?;
     Ok(v)
 }
 
@@ -160,7 +134,7 @@ fn instance_path(wmi: &IWbemServices, index: u32, op: &str) -> HostResult<BSTR> 
     };
     let path = property(&instance, "__PATH", op)?;
     // SAFETY: __PATH is a VT_BSTR property, read before the VARIANT is cleared.
-    Ok(unsafe { (*path.0.Anonymous.Anonymous.Anonymous.bstrVal).clone() })
+    Ok(unsafe { (*path.Anonymous.Anonymous.Anonymous.bstrVal).clone() })
 }
 
 /// Calls `call` on interface `index`'s configuration: its `ReturnValue`.
@@ -220,7 +194,7 @@ fn call_now(index: u32, call: &WmiCall) -> HostResult<()> {
         let value = variant(arg, &op)?;
         let name = HSTRING::from(*name);
         // SAFETY: the VARIANT is alive for the call; Put copies it.
-        unsafe { input.Put(PCWSTR(name.as_ptr()), 0, &value.0, 0) }.map_err(api(&op))?;
+        unsafe { input.Put(PCWSTR(name.as_ptr()), 0, &value, 0) }.map_err(api(&op))?;
     }
     let mut output = None;
     // SAFETY: the method on the instance's path with the arguments above.
@@ -242,7 +216,7 @@ fn call_now(index: u32, call: &WmiCall) -> HostResult<()> {
     })?;
     let code = property(&output, "ReturnValue", &op)?;
     // SAFETY: ReturnValue is a uint32, which WMI gives as VT_I4.
-    let code = unsafe { code.0.Anonymous.Anonymous.Anonymous.lVal } as u32;
+    let code = unsafe { code.Anonymous.Anonymous.Anonymous.lVal } as u32;
     ip_config::wmi_result(call.method, code)
         .map_err(|reason| HostError::Refused { what: op, reason })
 }
