@@ -92,11 +92,13 @@ impl ClusterError {
                     Some(Forbidden::Webhook { name, .. }) => forbidden::webhook_hint(&name),
                     Some(Forbidden::Policy { name, .. }) => forbidden::policy_hint(&name),
                     Some(Forbidden::MissingRight(_)) => format!(
-                        "the identity in the kubeconfig may not {verb} {resource}; grant it in a ClusterRole (check with 'kubectl auth can-i {verb} {resource}')"
+                        "the identity in the kubeconfig may not {verb} {resource}; grant it in a ClusterRole (check with '{}')",
+                        can_i(verb, resource)
                     ),
                     None if forbidden::other_admission(message) => "the cluster's admission refused the request, not a missing right (Pod Security admission, a ResourceQuota, or a namespace being deleted): see the API server's message above".into(),
                     None => format!(
-                        "the API server refused the request (403), and its message above names no right the identity lacks in RBAC's words: an admission plugin or policy, or another authorizer, refused it; if it names a missing right, 'kubectl auth can-i {verb} {resource}' checks it"
+                        "the API server refused the request (403), and its message above names no right the identity lacks in RBAC's words: an admission plugin or policy, or another authorizer, refused it; if it names a missing right, '{}' checks it",
+                        can_i(verb, resource)
                     ),
                 }
             }
@@ -205,9 +207,29 @@ impl crate::error::Diagnose for ClusterError {
     }
 }
 
+/// The `kubectl auth can-i` command that checks `verb` on `resource` (`TYPE`, `TYPE/NAME`, or
+/// either followed by ` in NAMESPACE`).
+fn can_i(verb: &str, resource: &str) -> String {
+    match resource.split_once(" in ") {
+        Some((what, ns)) => format!("kubectl auth can-i {verb} {what} -n {ns}"),
+        None => format!("kubectl auth can-i {verb} {resource}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A namespaced object (`leases/NAME in NS`, as `Cluster::get_in` names it) is checked
+    /// with `-n NS`: `kubectl auth can-i VERB TYPE/NAME` takes no other argument.
+    #[test]
+    fn the_can_i_hint_names_a_namespace_as_kubectl_takes_it() {
+        assert_eq!(
+            can_i("get", "leases/run-1 in calico-system"),
+            "kubectl auth can-i get leases/run-1 -n calico-system"
+        );
+        assert_eq!(can_i("list", "nodes"), "kubectl auth can-i list nodes");
+    }
 
     /// A client read or connect timeout (hyper-timeout reports an I/O `TimedOut`) is a wait that
     /// ran out (`cluster-timeout`, exit 4), not an unreachable server.

@@ -313,7 +313,9 @@ mod tests {
         assert_eq!(unscraped(&kept, t0 + 100 + 3599, 9095, svc), None);
         let found = unscraped(&kept, t0 + 100 + 3600, 9095, svc).expect("a finding");
         assert_eq!(found.code, Code::MetricsNotScraped);
-        assert!(found.message.contains("natOutgoing"), "{found}");
+        for said in ["TCP port 9095", svc, "natOutgoing"] {
+            assert!(found.message.contains(said), "{said}: {found}");
+        }
     }
 
     /// A refused review is kept from its first time, the last error said. (Kept and forgotten

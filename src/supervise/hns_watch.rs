@@ -85,6 +85,8 @@ impl HnsWatch {
                 log.info(&format!(
                     "the HNS service restarted (process {previous} -> {pid}): it has forgotten its policies; restarting the services that program it"
                 ));
+                // When the restart was seen (status shows it), not when the restarts ended.
+                let at = crate::duration::now();
                 let wait = s.service_stop_wait();
                 let after = " after the HNS restart";
                 let each = restart_each(host, &Role::PROGRAMS_HNS, wait, after, stop, log);
@@ -94,11 +96,10 @@ impl HnsWatch {
                     ));
                     Stopped
                 })?;
-                let (at, from_pid, to_pid) = (crate::duration::now(), previous, pid);
                 Some(HnsRestart {
                     at,
-                    from_pid,
-                    to_pid,
+                    from_pid: previous,
+                    to_pid: pid,
                     restarted,
                     failed,
                 })

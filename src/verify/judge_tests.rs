@@ -48,6 +48,16 @@ fn a_pod_without_an_address_is_the_cnis_with_its_events() {
     assert_eq!(pods(&[pod("server", Some("10.0.0.1"))]), Outcome::Pass);
 }
 
+/// The common real failure: no image manifest for the node's Windows build (the fake API
+/// server's pods only crash-loop, so this is ErrImagePull's one proof).
+#[test]
+fn a_pull_that_fails_is_the_images_not_the_cnis() {
+    let mut p = pod("server", Some("10.0.0.1"));
+    p.phase = "Pending".into();
+    p.waiting = Some("ErrImagePull: no matching manifest for windows/amd64 10.0.26100".into());
+    assert_eq!(code(&pods(&[p])), Some(Code::TrafficImage));
+}
+
 #[test]
 fn each_dialling_check_names_its_own_layer() {
     let from = pod("client-local", Some("10.0.0.2"));

@@ -196,6 +196,11 @@ fn a_fault_counts_only_once_seen_for_longer_than_the_grace_period() {
         j[0].verdict
     };
     assert_eq!(look(NOW, &mut seen), Verdict::Suspect, "the first look");
+    assert_eq!(
+        look(NOW + 60, &mut seen),
+        Verdict::Suspect,
+        "within the grace"
+    );
     assert_eq!(look(NOW + 121, &mut seen), Verdict::Stale, "past the grace");
     // Healthy at one look: forgotten, and aged again from the next fault.
     let claimed = [pod("p", Some("10.244.1.9"), 10)];

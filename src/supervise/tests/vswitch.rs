@@ -89,7 +89,17 @@ fn the_vswitch_adapter_is_known_by_address_mac_and_name_together() {
         )
     };
     assert!(uplink.is_its_vswitch_adapter(&vnic, false));
-    // MAC and name together are host::uplink's (its tests' `behind_the_vswitch_...`).
+    // Another MAC or another name: a vEthernet adapter left behind (a NIC replaced) is not
+    // this uplink's (the only proof of the MAC half: host::uplink's tests drop such adapters
+    // before asking).
+    let other_mac = crate::host::Adapter {
+        mac: "00-15-5D-00-00-99".into(),
+        ..vnic.clone()
+    };
+    let other_name = crate::host::Adapter {
+        name: "Ethernet 3".into(),
+        ..vnic.clone()
+    };
     let not_a_port = crate::host::Adapter {
         description: "Microsoft Hyper-V Network Adapter".into(),
         ..vnic.clone()
@@ -98,7 +108,7 @@ fn the_vswitch_adapter_is_known_by_address_mac_and_name_together() {
         addresses: Vec::new(),
         ..vnic.clone()
     };
-    for wrong in [not_a_port, no_address] {
+    for wrong in [other_mac, other_name, not_a_port, no_address] {
         assert!(!uplink.is_its_vswitch_adapter(&wrong, false), "{wrong:?}");
     }
 }
