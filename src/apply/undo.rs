@@ -73,8 +73,33 @@ pub(super) fn prepare_undo(
         },
         Action::MarkCordoned { node, on: true } => Undo::UnmarkCordoned { node: node.clone() },
         // The rest is undone by nothing: removals of what the run made, waits, irreversible
-        // steps.
-        _ => Undo::Nothing,
+        // steps. Named one by one, so that a new action cannot go without an undo unseen.
+        Action::DeleteService { restore: None, .. }
+        | Action::UpdateService { old: None, .. }
+        | Action::RemoveFile { .. }
+        | Action::RestrictFile { .. }
+        | Action::Cordon { .. }
+        | Action::Drain { .. }
+        | Action::WaitNodeReady { .. }
+        | Action::Uncordon { .. }
+        | Action::PatchInstallation { .. }
+        | Action::SetNodeLabel { .. }
+        | Action::WaitOperatorPod { .. }
+        | Action::ClearNetworkUnavailable { .. }
+        | Action::MarkCordoned { .. }
+        | Action::WaitOperatorDaemonSet { .. }
+        | Action::RemoveRenewalGrant { .. }
+        | Action::ForgetNode { .. }
+        | Action::EvictPods { .. }
+        | Action::RecreateDaemonSetPods { .. }
+        | Action::DeleteEndpoint { .. }
+        | Action::DeleteRegistryKey { .. }
+        | Action::DeleteRegistryValue { .. }
+        | Action::DeleteNetwork { .. }
+        | Action::RestoreRoutes { .. }
+        | Action::WaitReady { .. }
+        | Action::RemoveDir { .. }
+        | Action::RestoreSecurity { .. } => Undo::Nothing,
     })
 }
 
