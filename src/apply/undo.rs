@@ -56,8 +56,41 @@ pub(super) fn prepare_undo(
             }
         }
         Action::ProtectDir { path, .. } => undo_protection(host, path)?,
-        // In the cluster: a cordon this plan made (a node cordoned before stays so), an
-        // Installation patch that says how to put it back, `migrate`'s cordon mark.
+        Action::Cordon { .. } | Action::PatchInstallation { .. } | Action::MarkCordoned { .. } => {
+            undo_in_cluster(action, opts)?
+        }
+        // The rest is undone by nothing: removals of what the run made, waits, irreversible
+        // steps. Named one by one, so that a new action cannot go without an undo unseen.
+        Action::DeleteService { restore: None, .. }
+        | Action::UpdateService { old: None, .. }
+        | Action::RemoveFile { .. }
+        | Action::RestrictFile { .. }
+        | Action::Drain { .. }
+        | Action::WaitNodeReady { .. }
+        | Action::Uncordon { .. }
+        | Action::SetNodeLabel { .. }
+        | Action::WaitOperatorPod { .. }
+        | Action::ClearNetworkUnavailable { .. }
+        | Action::WaitOperatorDaemonSet { .. }
+        | Action::RemoveRenewalGrant { .. }
+        | Action::ForgetNode { .. }
+        | Action::EvictPods { .. }
+        | Action::RecreateDaemonSetPods { .. }
+        | Action::DeleteEndpoint { .. }
+        | Action::DeleteRegistryKey { .. }
+        | Action::DeleteRegistryValue { .. }
+        | Action::DeleteNetwork { .. }
+        | Action::RestoreRoutes { .. }
+        | Action::WaitReady { .. }
+        | Action::RemoveDir { .. }
+        | Action::RestoreSecurity { .. } => Undo::Nothing,
+    })
+}
+
+/// What undoes a step in the cluster: a cordon this plan made (a node cordoned before stays
+/// so), an Installation patch that says how to put it back, `migrate`'s cordon mark.
+fn undo_in_cluster(action: &Action, opts: &Options<'_>) -> anyhow::Result<Undo> {
+    Ok(match action {
         Action::Cordon { node } if !opts.cluster()?.is_cordoned(node)? => {
             Undo::Uncordon { node: node.clone() }
         }
@@ -72,34 +105,7 @@ pub(super) fn prepare_undo(
             applied: Some(applied.clone()),
         },
         Action::MarkCordoned { node, on: true } => Undo::UnmarkCordoned { node: node.clone() },
-        // The rest is undone by nothing: removals of what the run made, waits, irreversible
-        // steps. Named one by one, so that a new action cannot go without an undo unseen.
-        Action::DeleteService { restore: None, .. }
-        | Action::UpdateService { old: None, .. }
-        | Action::RemoveFile { .. }
-        | Action::RestrictFile { .. }
-        | Action::Cordon { .. }
-        | Action::Drain { .. }
-        | Action::WaitNodeReady { .. }
-        | Action::Uncordon { .. }
-        | Action::PatchInstallation { .. }
-        | Action::SetNodeLabel { .. }
-        | Action::WaitOperatorPod { .. }
-        | Action::ClearNetworkUnavailable { .. }
-        | Action::MarkCordoned { .. }
-        | Action::WaitOperatorDaemonSet { .. }
-        | Action::RemoveRenewalGrant { .. }
-        | Action::ForgetNode { .. }
-        | Action::EvictPods { .. }
-        | Action::RecreateDaemonSetPods { .. }
-        | Action::DeleteEndpoint { .. }
-        | Action::DeleteRegistryKey { .. }
-        | Action::DeleteRegistryValue { .. }
-        | Action::DeleteNetwork { .. }
-        | Action::RestoreRoutes { .. }
-        | Action::WaitReady { .. }
-        | Action::RemoveDir { .. }
-        | Action::RestoreSecurity { .. } => Undo::Nothing,
+        _ => Undo::Nothing,
     })
 }
 
