@@ -182,7 +182,10 @@ fn expand_service_cidrs(obj: &mut serde_json::Map<String, Value>, cidrs: &[Strin
             }
             continue;
         }
-        // OutBoundNAT's `ExceptionList`, as Calico's template and win-bridge's write it.
+        // OutBoundNAT's `ExceptionList`: what Calico's template writes
+        // (node/windows-packaging/CalicoWindows/cni.conf.template:52 at v3.30.7) and all its
+        // plugin reads (cni-plugin/internal/pkg/utils/winpol/windows_policy.go:74); the plugin
+        // itself sets HNS v2's `Exceptions` from it (:91), so a written `Exceptions` is unread.
         let mut policy = policy;
         let list = policy
             .get_mut("Value")
