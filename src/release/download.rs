@@ -173,11 +173,8 @@ pub fn download(
         });
     };
     if let Some(g) = growth {
-        let reader = disk
-            .open(&part)
-            .and_then(|f| f.ok_or_else(|| std::io::ErrorKind::NotFound.into()))
-            .map_err(part_io(&part, "cannot read"))?;
-        g.start(reader, have);
+        let reader = super::disk::Place::new(disk, &part).open();
+        g.start(reader.map_err(part_io(&part, "cannot read"))?, have);
     }
     if !complete_already {
         let total = resp.content_length().map(|l| l + have);

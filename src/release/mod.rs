@@ -69,13 +69,6 @@ pub fn check_download(want: &mut Want, env: &BTreeMap<String, String>) -> Result
     check_url(want, &url)
 }
 
-/// The SHA-256 of a file on a disk, read in blocks.
-pub fn sha256_of(file: Place<'_>) -> Result<String, ReleaseError> {
-    file.open()
-        .and_then(crate::files::sha256_read)
-        .map_err(|e| ReleaseError::io(format!("cannot read {}", file.path), e))
-}
-
 /// The zip to use, extracted into `staging` (an empty directory): the given file (checked
 /// against `--sha256`), or the download, kept as `<cache>\<name>` (reused only with the asked
 /// checksum), extracted while it arrives (`stream`); it counts once the checksum matched. A
@@ -100,19 +93,19 @@ pub fn obtain(
         let _ = cache.disk.remove_file(&dest);
         e
     };
+    let obtained = |sha256, downloaded, extracted_again| Obtained {
+        path: dest.clone(),
+        sha256,
+        downloaded,
+        cached: Some(dest.clone()),
+        extracted_again,
+    };
     if let Some(expected) = &want.sha256
         && cache.disk.is_file(&dest).unwrap_or(false)
     {
         let (sha256, x) = hash_and_extract(zip, staging);
         if sha256.ok().as_ref() == Some(expected) {
-            let obtained = Obtained {
-                path: dest.clone(),
-                sha256: expected.clone(),
-                downloaded: false,
-                cached: Some(dest.clone()),
-                extracted_again: None,
-            };
-            return Ok((obtained, x.map_err(refused)?));
+            return Ok((obtained(expected.clone(), false, None), x.map_err(refused)?));
         }
         // Another zip under that name: downloaded again.
         stream::clear(staging)?;
@@ -121,19 +114,8 @@ pub fn obtain(
         .disk
         .create_dir(cache.path)
         .map_err(|e| ReleaseError::io(format!("cannot create {}", cache.path), e))?;
-    let Downloaded {
-        sha256,
-        extracted: x,
-        extracted_again,
-    } = download_and_extract(url, zip, staging, want, env, progress)?;
-    let obtained = Obtained {
-        path: dest.clone(),
-        sha256,
-        downloaded: true,
-        cached: Some(dest.clone()),
-        extracted_again,
-    };
-    Ok((obtained, x.map_err(refused)?))
+    let (sha256, x, again) = download_and_extract(url, zip, staging, want, env, progress)?;
+    Ok((obtained(sha256, true, again), x.map_err(refused)?))
 }
 
 /// A release zip given as a file: hashed and extracted in one read, checked against the
@@ -172,7 +154,8 @@ fn obtain_file(
 }
 
 /// Downloads the zip to `dest` while a follower extracts what has arrived; the zip's sha256,
-/// the extraction (confirmed against the finished zip, or done again from it, with why).
+/// the extraction (confirmed against the finished zip, or done again from it; refused, the
+/// caller removes the zip) and why it was done again.
 fn download_and_extract(
     url: &str,
     dest: Place<'_>,
@@ -180,7 +163,7 @@ fn download_and_extract(
     want: &Want,
     env: &BTreeMap<String, String>,
     progress: &mut dyn Progress,
-) -> Result<Downloaded, ReleaseError> {
+) -> Result<(String, Result<Extracted, ReleaseError>, Option<String>), ReleaseError> {
     let growth = stream::Growth::default();
     let (sha256, streamed) = std::thread::scope(|s| {
         let follower = s.spawn(|| stream::follow(&growth, staging, EXTRACT_CAP));
@@ -213,20 +196,7 @@ fn download_and_extract(
             (extract(dest, staging, EXTRACT_CAP), Some(why))
         }
     };
-    Ok(Downloaded {
-        sha256,
-        extracted: x,
-        extracted_again,
-    })
-}
-
-/// A zip downloaded while it was extracted.
-struct Downloaded {
-    sha256: String,
-    /// Refused (an unsafe or broken zip) after the download finished: the caller removes it.
-    extracted: Result<Extracted, ReleaseError>,
-    /// Why the extraction that followed the download was done again from the finished zip.
-    extracted_again: Option<String>,
+    Ok((sha256, x, extracted_again))
 }
 
 /// Hashes `zip` on this thread while another extracts it into `staging`.
@@ -239,7 +209,10 @@ fn hash_and_extract(
 ) {
     std::thread::scope(|s| {
         let x = s.spawn(|| stream::extract_whole(zip, staging, EXTRACT_CAP));
-        let sha256 = sha256_of(zip);
+        let sha256 = zip
+            .open()
+            .and_then(crate::files::sha256_read)
+            .map_err(|e| ReleaseError::io(format!("cannot read {}", zip.path), e));
         let x = x.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
         (sha256, x)
     })

@@ -36,26 +36,17 @@ impl Source {
         }
     }
 
-    /// The zip's file name (`calico-windows-v3.30.0.zip`), for the cache.
+    /// A downloaded zip's name in the cache: the URL's (`calico-windows-v3.30.0.zip`). A zip
+    /// given as a file is not cached.
     pub fn file_name(&self) -> String {
         let name = match self {
-            Self::Path(p) => p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            Self::Url(u) => u
-                .split(['?', '#'])
-                .next()
-                .unwrap_or_default()
-                .rsplit('/')
-                .next()
-                .unwrap_or_default()
-                .to_owned(),
+            Self::Path(_) => "",
+            Self::Url(u) => u.split(['?', '#']).next().unwrap_or_default(),
         };
-        if name.is_empty() || name.contains(['\\', ':']) || name == ".." {
-            "calico-windows.zip".into()
-        } else {
-            name
+        match name.rsplit('/').next().unwrap_or_default() {
+            "" | ".." => "calico-windows.zip".into(),
+            n if n.contains(['\\', ':']) => "calico-windows.zip".into(),
+            n => n.to_owned(),
         }
     }
 }
