@@ -97,14 +97,8 @@ impl CalicoVersion {
     /// `v3.30.2`, a pre-release `3.34.0-0.dev`); `3.30` names no release.
     pub fn parse_release(text: &str) -> Result<Self, String> {
         let v = Self::parse(text)?;
-        let t = text.trim();
-        let numbers = t
-            .strip_prefix(['v', 'V'])
-            .unwrap_or(t)
-            .split(['-', '+'])
-            .next()
-            .unwrap_or_default();
-        if numbers.split('.').count() != 3 {
+        let numbers = text.trim().trim_start_matches(['v', 'V']).split(['-', '+']);
+        if numbers.take(1).flat_map(|n| n.split('.')).count() != 3 {
             return Err(format!(
                 "{text:?} names no release: give all three numbers, like {}.{}.0 (the release page lists them)",
                 v.major, v.minor
@@ -403,22 +397,13 @@ mod tests {
         }
     }
 
+    /// v3.27.3, v3.30.2, v3.31.0 and v3.33.0 are tests/lifecycle/releases.rs
+    /// `each_release_is_started_with_its_own_command_lines`.
     #[test]
     fn each_release_gets_the_flags_its_service_scripts_use() {
         let f = |s: &str| v(s).features();
-        // v3.27 to v3.30: plain startup.
-        assert_eq!(
-            f("3.27.3"),
-            Features {
-                binary: Binary::CalicoNode,
-                complete_startup: false,
-            }
-        );
-        assert!(!f("3.30.4").complete_startup);
-        // v3.31 and v3.32: -complete-startup.
-        assert!(f("3.31.0").complete_startup && f("3.32.1").binary == Binary::CalicoNode);
-        // v3.33: calico.exe.
-        assert_eq!(f("3.33.0").binary, Binary::Calico);
+        // v3.32: still calico-node.exe, with -complete-startup.
+        assert!(f("3.32.1").complete_startup && f("3.32.1").binary == Binary::CalicoNode);
         assert_eq!(f("3.34.0-0.dev").binary, Binary::Calico);
         // Unknown version: only the flags every calico-node.exe knows.
         assert!(!Features::of_binary(Binary::CalicoNode).complete_startup);
