@@ -156,9 +156,7 @@ pub fn render(
             .map(ToString::to_string)
             .collect::<Vec<_>>(),
     );
-    let mut out = serde_json::to_string_pretty(&doc).map_err(|e| not_json(e.to_string()))?;
-    out.push('\n');
-    Ok(out)
+    Ok(format!("{doc:#}\n"))
 }
 
 /// Puts every service CIDR in the OutBoundNAT exceptions and gives each its own route policy.

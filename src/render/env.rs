@@ -198,12 +198,11 @@ pub fn render(c: &Config, role: Role, api_group: Option<&str>) -> String {
     let mut out = String::from(
         "# Environment of this Calico service, rendered by calicoctl-win. Do not edit: change calico-windows.yaml.\n",
     );
-    for (k, v) in environment(c, role, api_group) {
-        out.push_str(&k);
-        out.push('=');
-        out.push_str(&v);
-        out.push('\n');
-    }
+    out.extend(
+        environment(c, role, api_group)
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}\n")),
+    );
     out
 }
 

@@ -74,15 +74,9 @@ pub fn render_all(
         });
     }
     if let Some(network) = hns::external_network(c, facts.uplink.as_deref()) {
-        let mut text =
-            serde_json::to_string_pretty(&network).map_err(|e| RenderError::NotJson {
-                template: "external-network.json".into(),
-                message: e.to_string(),
-            })?;
-        text.push('\n');
         files.push(RenderedFile {
             name: crate::layout::EXTERNAL_FILE.into(),
-            contents: text,
+            contents: format!("{network:#}\n"),
         });
     }
     if c.backend == Backend::None && facts.aks {

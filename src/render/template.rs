@@ -41,10 +41,8 @@ impl Fill {
     fn in_string(&self) -> String {
         match self {
             Fill::Text(s) => escaped(s),
-            Fill::Number(n) => n.to_string(),
-            Fill::Bool(b) => b.to_string(),
             Fill::List(items) => escaped(&items.join(",")),
-            Fill::Missing(_) => String::new(),
+            _ => self.bare(),
         }
     }
 
