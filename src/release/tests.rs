@@ -90,33 +90,58 @@ fn the_calico_node_layout_is_recognised_with_the_version_in_the_zips_name() {
     assert_eq!(old.confd[0].0, r"confd\conf.d\blocks.toml");
 }
 
-#[test]
-fn entries_escaping_the_target_are_refused_before_anything_is_written() {
-    for evil in [
-        "CalicoWindows/../../evil.txt",
-        "../evil.txt",
-        "/abs/evil.txt",
-        "C:/evil.txt",
-        r"CalicoWindows\..\..\evil.txt",
-    ] {
-        let mut entries = release("calico.exe");
-        entries.push((evil.into(), b"x".to_vec()));
-        let (dir, zip) = zipped(&entries);
-        let out = dir.path().join("out");
-        let err = extract(on(&zip), on(&out), 1 << 20).expect_err(evil);
-        assert!(matches!(err, ReleaseError::Unsafe { .. }), "{evil}: {err}");
-        assert!(!out.exists(), "{evil}: nothing written");
-        assert!(!dir.path().join("evil.txt").exists());
-    }
+/// Extracts `release("calico.exe")` with `added` entries (of `x`; a name ending in `@link` is a
+/// symlink): the refusal, after which nothing was written in or beside the target.
+fn refused(added: &[&str]) -> ReleaseError {
+    let mut entries = release("calico.exe");
+    entries.extend(added.iter().map(|n| ((*n).to_owned(), b"x".to_vec())));
+    let (dir, zip) = zipped(&entries);
+    let out = dir.path().join("out");
+    let err = extract(on(&zip), on(&out), 1 << 20).expect_err("refused");
+    let beside = dir.path().join("evil.txt");
+    assert!(!out.exists() && !beside.exists(), "{added:?}: {err}");
+    err
 }
 
+/// Every entry is checked before anything is written: one escaping the target, a symlink, two
+/// entries that are one file on Windows (case, trailing dots and spaces) and a name Windows
+/// reads otherwise are refused; so is an archive expanding past the cap.
 #[test]
-fn symlinks_and_oversized_archives_are_refused() {
-    let mut entries = release("calico.exe");
-    entries.push(("CalicoWindows/passwd@link".into(), Vec::new()));
-    let err = extract_entries("r.zip", &borrowed(&entries)).expect_err("symlink");
-    assert!(err.to_string().contains("symbolic link"), "{err}");
-
+fn unsafe_entries_are_refused_before_anything_is_written() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["CalicoWindows/../../evil.txt"], "escapes the target"),
+        (&["../evil.txt"], "escapes the target"),
+        (&[r"CalicoWindows\..\..\evil.txt"], "escapes the target"),
+        (&["/abs/evil.txt"], "absolute path"),
+        (&["C:/evil.txt"], "names a drive"),
+        (&["CalicoWindows/passwd@link"], "symbolic link"),
+        (
+            &["CalicoWindows/config.ps1", "CalicoWindows/CONFIG.PS1"],
+            "same file on Windows",
+        ),
+        (
+            &["CalicoWindows/config.ps1", "CalicoWindows/config.ps1. "],
+            "same file on Windows",
+        ),
+        (
+            &["CalicoWindows/cni/x.exe", "calicowindows/CNI/x.exe"],
+            "same file on Windows",
+        ),
+        (&["CalicoWindows/a\0b.exe"], "NUL"),
+        (&["CalicoWindows/.. ./x"], "reduces to nothing"),
+        (&["CalicoWindows/nul.txt"], "device"),
+        (&["CalicoWindows/COM1"], "device"),
+        (&["CalicoWindows/CALICO~1.EXE"], "8.3 short name"),
+        (&["CALICOW~1/calico.exe"], "8.3 short name"),
+        (&["CalicoWindows/cni/CALICO~12"], "8.3 short name"),
+    ];
+    for (added, why) in cases {
+        let err = refused(added);
+        assert!(
+            matches!(&err, ReleaseError::Unsafe { why: w, .. } if w.contains(why)),
+            "{added:?}: {err}"
+        );
+    }
     let mut entries = release("calico.exe");
     entries.push(("CalicoWindows/big.bin".into(), vec![0u8; 2 << 20]));
     let err = extract_entries("r.zip", &borrowed(&entries)).expect_err("too big");
@@ -134,17 +159,13 @@ fn an_unknown_layout_says_what_is_missing() {
 
 /// A URL's refusals without a checksum, and with one but no --allow-http, are
 /// tests/lifecycle/install.rs `bad_releases_are_refused_and_leave_nothing_behind`'s (with
-/// --insecure-skip-checksum a download goes on there).
+/// --insecure-skip-checksum a download goes on there), the cache's name from the URL
+/// `a_broken_download_is_resumed_by_the_next_install`'s.
 #[test]
 fn urls_need_https_unless_told_otherwise() {
     let mut want = want(Source::parse("http://mirror/calico-windows-v3.30.0.zip"));
-    assert!(matches!(
-        refuse_plain_http(&want),
-        Err(ReleaseError::PlainHttp { .. })
-    ));
     want.allow_http = true;
     assert!(refuse_plain_http(&want).is_ok());
-    assert_eq!(want.source.file_name(), "calico-windows-v3.30.0.zip");
     assert!(parse_sha256("abc").is_err());
     assert_eq!(
         parse_sha256(&"AB".repeat(32)).expect("hex"),
@@ -186,44 +207,9 @@ fn a_version_mismatch_is_refused_and_an_unknown_version_needs_a_checksum() {
     assert!(check_version(&want, &unknown, "x.zip").is_ok());
 }
 
+/// The same name twice: written as two names of one length, then made equal in the bytes.
 #[test]
-fn entries_that_are_one_file_on_windows_are_refused_before_anything_is_written() {
-    let cases: &[(&str, &str)] = &[
-        ("CalicoWindows/config.ps1", "CalicoWindows/CONFIG.PS1"),
-        ("CalicoWindows/config.ps1", "CalicoWindows/config.ps1. "),
-        ("CalicoWindows/cni/x.exe", "calicowindows/CNI/x.exe"),
-    ];
-    for (a, b) in cases {
-        let mut entries = release("calico.exe");
-        entries.push(((*a).into(), b"first".to_vec()));
-        entries.push(((*b).into(), b"second".to_vec()));
-        let (dir, zip) = zipped(&entries);
-        let out = dir.path().join("out");
-        let err = extract(on(&zip), on(&out), 1 << 20).expect_err(b);
-        assert!(
-            matches!(&err, ReleaseError::Unsafe { why, .. } if why.contains("same file on Windows")),
-            "{b}: {err}"
-        );
-        assert!(!out.exists(), "{b}: nothing written");
-    }
-    for (bad, why) in [
-        ("CalicoWindows/a\0b.exe", "NUL"),
-        ("CalicoWindows/.. ./x", "reduces to nothing"),
-        ("CalicoWindows/nul.txt", "device"),
-        ("CalicoWindows/COM1", "device"),
-        ("CalicoWindows/CALICO~1.EXE", "8.3 short name"),
-        ("CALICOW~1/calico.exe", "8.3 short name"),
-        ("CalicoWindows/cni/CALICO~12", "8.3 short name"),
-    ] {
-        let mut entries = release("calico.exe");
-        entries.push((bad.into(), b"x".to_vec()));
-        let err = extract_entries("r.zip", &borrowed(&entries)).expect_err(bad);
-        assert!(
-            matches!(&err, ReleaseError::Unsafe { why: w, .. } if w.contains(why)),
-            "{bad:?}: {err}"
-        );
-    }
-    // The same name twice: written as two names of one length, then made equal in the bytes.
+fn an_archive_listing_one_name_twice_is_refused_before_anything_is_written() {
     let mut entries = release("calico.exe");
     entries.push(("CalicoWindows/aaaa.txt".into(), b"first".to_vec()));
     entries.push(("CalicoWindows/bbbb.txt".into(), b"second".to_vec()));
@@ -390,50 +376,27 @@ fn a_download_that_fails_or_never_starts_ends_the_follower() {
     assert!(never.is_err());
 }
 
+/// A local entry the central directory does not list (its name changed there only) streams,
+/// but is not confirmed.
 #[test]
-fn entries_sized_after_their_data_or_hidden_from_the_central_directory_are_not_confirmed() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let staging = dir.path().join("staging");
-    fs_err::create_dir(&staging).expect("staging");
-    let followed = |bytes: &[u8]| {
-        let part = dir.path().join("r.zip.part");
-        fs_err::write(&part, bytes).expect("part");
-        let growth = stream::Growth::default();
-        growth.start(std::fs::File::open(&part).expect("reader"), 0);
-        growth.complete(bytes.len() as u64);
-        stream::clear(on(&staging)).expect("clear");
-        stream::follow(&growth, on(&staging), 1 << 30).map(|f| (part, f))
-    };
-
-    // A zip written to a pipe (sizes in a data descriptor after each entry's data).
-    let mut z = zip::ZipWriter::new_stream(Vec::new());
-    let opts = zip::write::SimpleFileOptions::default();
-    for (name, data) in release("calico.exe") {
-        z.start_file(name, opts).expect("start");
-        z.write_all(&data).expect("write");
-    }
-    let piped = z.finish().expect("finish").into_inner();
-    assert!(
-        followed(&piped).is_err(),
-        "sizes after the data cannot be streamed"
-    );
-
-    // A local entry the central directory does not list (its name changed there only).
-    let zip = dir.path().join("r.zip");
+fn an_entry_hidden_from_the_central_directory_is_not_confirmed() {
     let mut entries = release("calico.exe");
     entries.push(("CalicoWindows/hidden.exe".into(), b"evil".to_vec()));
-    zip_of(&zip, &borrowed(&entries));
+    let (dir, zip) = zipped(&entries);
     let mut bytes = fs_err::read(&zip).expect("zip");
-    let cd = bytes
-        .windows(4)
-        .position(|w| w == [0x50, 0x4b, 0x01, 0x02])
-        .expect("central directory");
+    let cd = find(&bytes, &[0x50, 0x4b, 0x01, 0x02]);
     let at = cd + find(&bytes[cd..], b"hidden.exe");
     bytes[at..at + 6].copy_from_slice(b"listed");
-    let (part, files) = followed(&bytes).expect("every local entry streams");
+    fs_err::write(&zip, &bytes).expect("zip");
+    let staging = dir.path().join("staging");
+    fs_err::create_dir(&staging).expect("staging");
+    let growth = stream::Growth::default();
+    growth.start(std::fs::File::open(&zip).expect("reader"), 0);
+    growth.complete(bytes.len() as u64);
+    let files = stream::follow(&growth, on(&staging), 1 << 30).expect("every local entry streams");
     assert!(files.files.contains_key("CalicoWindows/hidden.exe"));
     assert!(
-        stream::confirm(on(&part), &files, 1 << 30).is_err(),
+        stream::confirm(on(&zip), &files, 1 << 30).is_err(),
         "the stream held a file the archive does not list"
     );
 }
