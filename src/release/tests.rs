@@ -231,32 +231,6 @@ fn an_archive_listing_one_name_twice_is_refused_before_anything_is_written() {
     assert!(!out.exists(), "{err}");
 }
 
-/// A zip being "downloaded" into `part`: its bytes appended in steps, `growth` told each time.
-struct Arriving<'a> {
-    part: std::fs::File,
-    growth: &'a stream::Growth,
-    len: u64,
-}
-
-impl<'a> Arriving<'a> {
-    fn new(part: &Path, growth: &'a stream::Growth) -> Self {
-        let file = std::fs::File::create(part).expect("part");
-        growth.start(std::fs::File::open(part).expect("reader"), 0);
-        let part = file;
-        Self {
-            part,
-            growth,
-            len: 0,
-        }
-    }
-
-    fn add(&mut self, bytes: &[u8]) {
-        self.part.write_all(bytes).expect("append");
-        self.len += bytes.len() as u64;
-        self.growth.grew(self.len);
-    }
-}
-
 /// Whether the file at `path` comes to hold what `ok` accepts, within 10 s.
 fn comes_to(path: &Path, ok: impl Fn(&[u8]) -> bool) -> bool {
     use crate::duration::{Look, Pauses, poll_quietly};
@@ -308,9 +282,17 @@ fn a_download_is_extracted_while_it_arrives_and_confirmed_against_the_finished_z
         let follower = s.spawn(|| stream::follow(&growth, on(&staging), 1 << 30));
         // A failed assertion ends the follower instead of leaving it waiting for bytes.
         let _unfinished = stream::FailOnDrop(Some(&growth));
-        let mut arriving = Arriving::new(&part, &growth);
+        // The zip "downloaded" into `part` up to `to`: appended, `growth` told.
+        let mut file = std::fs::File::create(&part).expect("part");
+        growth.start(std::fs::File::open(&part).expect("reader"), 0);
+        let mut arrived = 0;
+        let mut arrive = |to: usize| {
+            file.write_all(&bytes[arrived..to]).expect("append");
+            arrived = to;
+            growth.grew(to as u64);
+        };
         // Half of the first entry's data.
-        arriving.add(&bytes[..first + (second - first) / 2]);
+        arrive(first + (second - first) / 2);
         // A proper, non-empty prefix of the entry.
         assert!(
             comes_to(&staging.join("CalicoWindows/first.bin"), |got| {
@@ -318,14 +300,14 @@ fn a_download_is_extracted_while_it_arrives_and_confirmed_against_the_finished_z
             }),
             "an entry inflates while its data arrives"
         );
-        arriving.add(&bytes[first + (second - first) / 2..second + 10]);
+        arrive(second + 10);
         assert!(
             comes_to(&staging.join("CalicoWindows/first.bin"), |got| got == big),
             "the first entry is whole before the rest of the zip arrives"
         );
         assert!(!follower.is_finished(), "the follower waits for more");
-        arriving.add(&bytes[second + 10..]);
-        growth.complete(arriving.len);
+        arrive(bytes.len());
+        growth.complete(bytes.len() as u64);
         follower.join().expect("follower")
     })
     .expect("streamed");
@@ -344,36 +326,6 @@ fn a_download_is_extracted_while_it_arrives_and_confirmed_against_the_finished_z
     .expect("layout");
     assert_eq!(x.binary, Binary::CalicoNode);
     assert_eq!(x.version.as_deref(), Some("3.30.1"));
-}
-
-#[test]
-fn a_download_that_fails_or_never_starts_ends_the_follower() {
-    let (dir, zip) = zipped(&release("calico.exe"));
-    let bytes = fs_err::read(&zip).expect("zip");
-    let part = dir.path().join("r.zip.part");
-    let staging = dir.path().join("staging");
-    fs_err::create_dir(&staging).expect("staging");
-
-    // Cut off half-way through the entries (before the central directory, which a fast
-    // follower would otherwise reach and finish on): the follower ends instead of waiting for
-    // bytes that never come.
-    let eocd = &bytes[bytes.len() - 22..];
-    let central_directory = u32::from_le_bytes([eocd[16], eocd[17], eocd[18], eocd[19]]) as usize;
-    let growth = stream::Growth::default();
-    let gave_up = std::thread::scope(|s| {
-        let follower = s.spawn(|| stream::follow(&growth, on(&staging), 1 << 30));
-        let mut arriving = Arriving::new(&part, &growth);
-        arriving.add(&bytes[..central_directory / 2]);
-        drop(stream::FailOnDrop(Some(&growth)));
-        follower.join().expect("follower")
-    });
-    assert!(gave_up.is_err());
-
-    // Never started (the request failed): the follower does not open anything.
-    let growth = stream::Growth::default();
-    growth.failed();
-    let never = stream::follow(&growth, on(&staging), 1 << 30);
-    assert!(never.is_err());
 }
 
 /// A local entry the central directory does not list (its name changed there only) streams,
