@@ -154,7 +154,7 @@ fn check_archive(
 
     let mut files = Listing::new();
     let mut declared = 0u64;
-    let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let mut seen = std::collections::HashSet::new();
     for i in 0..archive.len() {
         let entry = archive.by_index_raw(i).map_err(zerr)?;
         let name = entry.name().map_err(zerr)?.into_owned();
@@ -171,16 +171,10 @@ fn check_archive(
         // after it was checked.
         let key = windows_key(&parts).map_err(unsafe_entry)?;
         if !entry.is_dir() {
-            if let Some(first) = seen.insert(key, name.clone()) {
-                return Err(ReleaseError::Unsafe {
-                    what: what.clone(),
-                    entry: name.clone(),
-                    why: if first == name {
-                        "appears twice in the archive"
-                    } else {
-                        "names the same file on Windows as another entry (case, or trailing dots and spaces, which Windows ignores)"
-                    },
-                });
+            if !seen.insert(key) {
+                return Err(unsafe_entry(
+                    "names the same file on Windows as another entry (case, or trailing dots and spaces, which Windows ignores)",
+                ));
             }
             files.insert(name.clone(), (entry.size(), entry.crc32()));
         }
