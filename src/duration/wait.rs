@@ -93,17 +93,16 @@ pub fn poll_until<T, P, E: From<Stopped>>(
     let deadline = started.checked_add(timeout);
     let mut last_said: Option<Instant> = None;
     let mut looks = 0_u32;
+    let of = (timeout != NO_LIMIT).then(|| format!(" of {timeout:?}"));
     let mut pending = |now: Instant| {
         looks += 1;
         let waited = millis(now.duration_since(started));
         match last_said {
-            None if timeout == NO_LIMIT => say(&format!("waiting for {what} (no time limit)")),
+            None if of.is_none() => say(&format!("waiting for {what} (no time limit)")),
             None => say(&format!("waiting up to {timeout:?} for {what}")),
-            Some(at) if now.duration_since(at) >= SAY_EVERY && timeout == NO_LIMIT => {
-                say(&format!("{STILL_WAITING}{what}: look {looks}, {waited:?}"));
-            }
             Some(at) if now.duration_since(at) >= SAY_EVERY => say(&format!(
-                "{STILL_WAITING}{what}: look {looks}, {waited:?} of {timeout:?}"
+                "{STILL_WAITING}{what}: look {looks}, {waited:?}{}",
+                of.as_deref().unwrap_or_default()
             )),
             Some(_) => return,
         }
