@@ -153,9 +153,12 @@ fn obtain_file(
     Ok((obtained, x?))
 }
 
-/// Downloads the zip to `dest` while a follower extracts what has arrived; the zip's sha256,
-/// the extraction (confirmed against the finished zip, or done again from it; refused, the
-/// caller removes the zip) and why it was done again.
+/// A downloaded zip's sha256, its extraction (refused, the caller removes the zip) and why the
+/// extraction that followed the download was done again from the finished zip.
+type Downloaded = (String, Result<Extracted, ReleaseError>, Option<String>);
+
+/// Downloads the zip to `dest` while a follower extracts what has arrived (the extraction
+/// confirmed against the finished zip, or done again from it).
 fn download_and_extract(
     url: &str,
     dest: Place<'_>,
@@ -163,7 +166,7 @@ fn download_and_extract(
     want: &Want,
     env: &BTreeMap<String, String>,
     progress: &mut dyn Progress,
-) -> Result<(String, Result<Extracted, ReleaseError>, Option<String>), ReleaseError> {
+) -> Result<Downloaded, ReleaseError> {
     let growth = stream::Growth::default();
     let (sha256, streamed) = std::thread::scope(|s| {
         let follower = s.spawn(|| stream::follow(&growth, staging, EXTRACT_CAP));
