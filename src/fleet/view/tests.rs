@@ -52,25 +52,6 @@ fn malformed_values_are_flagged() {
     assert!(is_hash(HASH) && !is_hash("sha256:AAAA") && !is_hash(&HASH.to_uppercase()));
 }
 
-/// A condition whose heartbeat is older than three beats is Unknown, with its age: a
-/// CalicoNode that died days ago no longer reads True.
-#[test]
-fn a_stale_heartbeat_is_unknown_with_its_age() {
-    let fresh = node_row(&node("win-1", HASH, "True", "", Some(60)), NOW);
-    assert_eq!(fresh.calico_ready.as_deref(), Some("True"));
-    assert!(row_problems(&fresh, Some(&hash())).is_empty());
-    let stale = node_row(&node("win-1", HASH, "True", "", Some(3 * 86_400)), NOW);
-    assert_eq!(stale.calico_ready.as_deref(), Some("Unknown"));
-    assert_eq!(stale.heartbeat_age_seconds, Some(3 * 86_400));
-    let problems = row_problems(&stale, Some(&hash())).join("; ");
-    assert!(
-        problems.contains("Calico on node win-1 is unknown") && problems.contains("3d"),
-        "{problems}"
-    );
-    let none = node_row(&node("win-1", HASH, "True", "", None), NOW);
-    assert_eq!(none.calico_ready.as_deref(), Some("Unknown"));
-}
-
 /// The codes annotation CalicoNode writes beside its condition is read whole: a node with
 /// more findings than the message names (ten, then "and N more") has every code counted, and
 /// no text is parsed for them. A value that is no list of codes is named, not guessed at; a
@@ -163,57 +144,45 @@ fn a_node_handed_to_the_operator_a_day_ago_is_not_stale() {
 }
 
 /// Each trouble of a row is a finding of the one catalogue: its code by kind, the node as its
-/// subject, the sentence as `row_problems` says it and the code's remedy.
+/// subject, the sentence as `row_problems` says it and the code's remedy. A heartbeat older
+/// than three beats (or none) is Unknown, with its age: a CalicoNode that died days ago no
+/// longer reads True.
 #[test]
 fn each_rows_trouble_is_a_finding_with_its_code_and_remedy() {
-    use crate::health::judge::{Code, fleet_row};
-    let mut r = node_row(
-        &node(
-            "win-1",
-            "sha256:zz",
-            "False",
-            "x [felix-unhealthy]",
-            Some(30),
-        ),
-        NOW,
-    );
+    use crate::health::judge::{Code, Finding, fleet_row};
+    let found = |r: &NodeRow| -> Vec<Finding> {
+        let troubles = row_troubles(r, Some(&hash()));
+        troubles.iter().map(|t| fleet_row(&r.name, t)).collect()
+    };
+    let codes = |r: &NodeRow| found(r).iter().map(|f| f.code).collect::<Vec<_>>();
+    let mut r = node_row(&node("win-1", "sha256:zz", "False", "x", Some(30)), NOW);
     r.ready = Some("False".into());
-    let found: Vec<_> = row_troubles(&r, Some(&hash()))
-        .iter()
-        .map(|t| fleet_row(&r.name, t))
-        .collect();
-    let codes: Vec<Code> = found.iter().map(|f| f.code).collect();
-    assert_eq!(
-        codes,
-        [
-            Code::NodeValueMalformed,
-            Code::NodeNotReady,
-            Code::CalicoDegraded,
-            Code::CodesUnknown,
-            Code::ConfigNotFleets
-        ],
-        "{found:?}"
-    );
-    for f in &found {
+    let all = found(&r);
+    use Code::*;
+    let want = [
+        NodeValueMalformed,
+        NodeNotReady,
+        CalicoDegraded,
+        CodesUnknown,
+        ConfigNotFleets,
+    ];
+    assert_eq!(codes(&r), want, "{all:?}");
+    for f in &all {
         assert_eq!(f.subject, "win-1");
         assert_eq!(f.remedy.as_deref(), Some(f.code.remedy()), "{f:?}");
     }
-    assert_eq!(
-        found.iter().map(|f| f.message.clone()).collect::<Vec<_>>(),
-        row_problems(&r, Some(&hash()))
-    );
-    let stale = node_row(&node("win-2", HASH, "True", "", Some(3 * 86_400)), NOW);
-    let none = node_row(&node("win-3", HASH, "True", "", Some(30)), NOW);
-    let mut none_row = none;
-    none_row.calico_ready = None;
-    for (row, code) in [
-        (stale, Code::ConditionUnknown),
-        (none_row, Code::ConditionMissing),
-    ] {
-        let got: Vec<Code> = row_troubles(&row, Some(&hash()))
-            .iter()
-            .map(|t| fleet_row(&row.name, t).code)
-            .collect();
-        assert_eq!(got, [code], "{row:?}");
-    }
+    let said: Vec<String> = all.iter().map(|f| f.message.clone()).collect();
+    assert_eq!(said, row_problems(&r, Some(&hash())));
+    let row = |beat| node_row(&node("win-1", HASH, "True", "", beat), NOW);
+    let mut fresh = row(Some(60));
+    assert!(codes(&fresh).is_empty(), "{fresh:?}");
+    fresh.calico_ready = None;
+    assert_eq!(codes(&fresh), [ConditionMissing]);
+    let stale = row(Some(3 * 86_400));
+    assert_eq!(stale.heartbeat_age_seconds, Some(3 * 86_400));
+    assert_eq!(codes(&stale), [ConditionUnknown]);
+    let said = row_problems(&stale, Some(&hash())).join("; ");
+    let unknown = said.contains("Calico on node win-1 is unknown") && said.contains("3d");
+    assert!(unknown, "{said}");
+    assert_eq!(row(None).calico_ready.as_deref(), Some("Unknown"));
 }
