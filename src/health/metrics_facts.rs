@@ -9,10 +9,9 @@ use crate::health::metrics_findings::{
 use crate::host::Host;
 use k8s_openapi::api::core::v1::{Service, ServicePort};
 
-/// CalicoNode's endpoint when it cannot listen, a firewall that cannot be read; and, said but
-/// no problem, Felix's own Prometheus rule when it lets every address in (a leftover of the
-/// operator's Felix, which breaks nothing of the node's), and its `/diags` refused because the
-/// API server refuses it the TokenReview.
+/// CalicoNode's endpoint when it cannot listen, a firewall that cannot be read; said but no
+/// problem: Felix's rule open to every address (the operator's Felix's leftover, harmless to the
+/// node), and `/diags` refused for want of the TokenReview.
 pub(super) fn metrics(h: &dyn Host, n: &mut Notes) {
     n.findings.extend(endpoint_down(h).as_ref().map(endpoint));
     n.shown.diags_review = diags_review_refused(h).as_ref().map(diags_review);
