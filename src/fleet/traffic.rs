@@ -148,7 +148,6 @@ mod tests {
                     message: Some("said".into()),
                     last_heartbeat_time: age_s.map(ago),
                     last_transition_time: since_s.map(ago),
-                    ..Default::default()
                 }]),
                 ..Default::default()
             }),
