@@ -3,6 +3,7 @@
 //! with the Secret holding the config every node gets. Built from typed structs: Kubernetes'
 //! own from k8s-openapi, the Plan's from system-upgrade-controller's API types.
 
+use crate::duration::show;
 use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, DaemonSetUpdateStrategy, RollingUpdateDaemonSet,
 };
@@ -17,6 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// The key of the config file in the Secret.
 pub const CONFIG_KEY: &str = "calico-windows.yaml";
@@ -120,7 +122,7 @@ pub struct Fleet {
     pub concurrency: u32,
     /// Labels a node needs besides `kubernetes.io/os=windows`.
     pub node_selector: BTreeMap<String, String>,
-    pub drain_timeout: std::time::Duration,
+    pub drain_timeout: Duration,
     pub force: bool,
     pub delete_emptydir_data: bool,
     /// The migration the Plan rolls instead of a reconfigure.
@@ -129,7 +131,7 @@ pub struct Fleet {
     pub verify: Option<VerifyJob>,
     /// The DaemonSet's pod runs `verify` this often, published in the Node's condition
     /// (`fleet plan --verify-every`).
-    pub verify_every: Option<std::time::Duration>,
+    pub verify_every: Option<Duration>,
     /// The probe image of both (`fleet plan --verify-image`): verify's `--image`, else agnhost.
     pub verify_image: Option<String>,
     /// The DaemonSet's pod has a log container per service (`fleet plan --log-containers`).
@@ -141,19 +143,19 @@ pub struct Fleet {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VerifyJob {
     /// `verify --timeout` and `--pull-timeout`, on the job's command line.
-    pub timeout: std::time::Duration,
-    pub pull_timeout: std::time::Duration,
+    pub timeout: Duration,
+    pub pull_timeout: Duration,
     /// The longest the reconfigure's own waits take with their defaults.
-    pub reconfigure: std::time::Duration,
+    pub reconfigure: Duration,
 }
 
 /// What a verify job may take besides its bounds (images starting, the pod scheduled).
-pub const VERIFY_JOB_MARGIN: std::time::Duration = std::time::Duration::from_secs(300);
+pub const VERIFY_JOB_MARGIN: Duration = Duration::from_secs(300);
 
 impl VerifyJob {
     /// The job's `jobActiveDeadlineSecs`, counted from its start, the controller's drain
     /// included (system-upgrade-controller v0.19.0 `pkg/upgrade/job/job.go`, `New`).
-    pub fn deadline_secs(&self, drain: std::time::Duration) -> i64 {
+    pub fn deadline_secs(&self, drain: Duration) -> i64 {
         let all = drain
             + self.reconfigure
             + self.pull_timeout
@@ -171,14 +173,14 @@ impl VerifyJob {
 pub struct Migration {
     pub to_operator: bool,
     /// How long each node waits for its operator pod.
-    pub pod_timeout: std::time::Duration,
+    pub pod_timeout: Duration,
     /// `from-operator`'s release flags (`--release-zip`, `--sha256`, `--calico-version`).
     pub release: Vec<String>,
 }
 
 /// What a migration's job may take besides its wait for the operator's pod (migrate's other
 /// waits; from the operator, install's download and service starts).
-pub const MIGRATION_JOB_MARGIN: std::time::Duration = std::time::Duration::from_secs(3600);
+pub const MIGRATION_JOB_MARGIN: Duration = Duration::from_secs(3600);
 
 impl Migration {
     /// The subcommand's name.
@@ -195,7 +197,7 @@ impl Migration {
         let mut args = vec![
             "migrate".to_owned(),
             self.direction().to_owned(),
-            format!("--pod-timeout={}", crate::duration::show(self.pod_timeout)),
+            format!("--pod-timeout={}", show(self.pod_timeout)),
         ];
         args.extend(self.release.iter().cloned());
         args
@@ -252,28 +254,23 @@ impl Fleet {
             args.extend(m.args());
             return args;
         }
-        let drain = if engine_drains {
-            "--drain=external"
-        } else {
-            "--drain"
-        };
-        args.extend(["reconfigure".to_owned(), drain.to_owned()]);
+        args.push("reconfigure".into());
         // The engine's drain has its own timeout and flags (the Plan's `drain`).
-        if !engine_drains {
-            args.push(format!(
-                "--drain-timeout={}",
-                crate::duration::show(self.drain_timeout)
-            ));
-            if self.force {
-                args.push("--force".into());
-            }
-            if self.delete_emptydir_data {
-                args.push("--delete-emptydir-data".into());
-            }
-            // The DaemonSet's pacing (`fleet::turn`).
-            args.push(format!("--turn={}/{}", self.namespace, self.name));
-            args.push(format!("--turns={}", self.concurrency));
+        if engine_drains {
+            args.push("--drain=external".into());
+            return args;
         }
+        args.push("--drain".into());
+        args.push(format!("--drain-timeout={}", show(self.drain_timeout)));
+        if self.force {
+            args.push("--force".into());
+        }
+        if self.delete_emptydir_data {
+            args.push("--delete-emptydir-data".into());
+        }
+        // The DaemonSet's pacing (`fleet::turn`).
+        args.push(format!("--turn={}/{}", self.namespace, self.name));
+        args.push(format!("--turns={}", self.concurrency));
         args
     }
 
@@ -294,29 +291,10 @@ impl Fleet {
                 "--while-cordoned",
             ]));
             // The bounds the job's deadline is made of, said rather than defaulted.
-            args.push(format!("--timeout={}", crate::duration::show(v.timeout)));
-            args.push(format!(
-                "--pull-timeout={}",
-                crate::duration::show(v.pull_timeout)
-            ));
-            if let Some(image) = &self.verify_image {
-                args.push(format!("--image={image}"));
-            }
+            args.push(format!("--timeout={}", show(v.timeout)));
+            args.push(format!("--pull-timeout={}", show(v.pull_timeout)));
+            args.extend(self.verify_image.iter().map(|i| format!("--image={i}")));
         }
-        args
-    }
-
-    /// `keep-token`'s scheduled verify (`--verify-every`), with its probe image.
-    fn scheduled_verify(&self) -> Vec<String> {
-        let Some(every) = self.verify_every else {
-            return Vec::new();
-        };
-        let mut args = vec![format!("--verify-every={}", crate::duration::show(every))];
-        args.extend(
-            self.verify_image
-                .iter()
-                .map(|i| format!("--verify-image={i}")),
-        );
         args
     }
 
@@ -424,7 +402,7 @@ impl Fleet {
                 }],
                 tolerations: Self::tolerations(),
                 drain: self.migrate.is_none().then(|| DrainSpec {
-                    timeout: crate::duration::show(self.drain_timeout),
+                    timeout: show(self.drain_timeout),
                     ignore_daemon_sets: true,
                     delete_emptydir_data: self.delete_emptydir_data,
                     force: self.force,
@@ -502,7 +480,13 @@ impl Fleet {
             command.extend(["&&".to_owned(), Self::exe()]);
         }
         command.extend(Self::with_config(&["service", "keep-token"]));
-        command.extend(self.scheduled_verify());
+        // `keep-token`'s scheduled verify (`--verify-every`), with its probe image.
+        if let Some(every) = self.verify_every {
+            command.push(format!("--verify-every={}", show(every)));
+            if let Some(i) = &self.verify_image {
+                command.push(format!("--verify-image={i}"));
+            }
+        }
         let container = Container {
             name: MAIN_CONTAINER.into(),
             image: Some(self.image.clone()),
@@ -520,6 +504,19 @@ impl Fleet {
         };
         let mut containers = vec![container];
         containers.extend(self.log_containers());
+        let config_volume = Volume {
+            name: "config".into(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(self.config_secret.clone()),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        };
+        let positions_volume = self.log_containers.then(|| Volume {
+            name: "log-positions".into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Volume::default()
+        });
         PodSpec {
             containers,
             host_network: Some(true),
@@ -535,17 +532,10 @@ impl Fleet {
                 ..PodSecurityContext::default()
             }),
             volumes: Some(
-                vec![Volume {
-                    name: "config".into(),
-                    secret: Some(SecretVolumeSource {
-                        secret_name: Some(self.config_secret.clone()),
-                        ..SecretVolumeSource::default()
-                    }),
-                    ..Volume::default()
-                }]
-                .into_iter()
-                .chain(self.positions_volume())
-                .collect(),
+                [Some(config_volume), positions_volume]
+                    .into_iter()
+                    .flatten()
+                    .collect(),
             ),
             ..PodSpec::default()
         }
@@ -563,14 +553,6 @@ impl Fleet {
             .into();
         all.push(self.log_container(INSTALL_LOG_CONTAINER, crate::layout::OWN_LOG_ROLE));
         all
-    }
-
-    fn positions_volume(&self) -> Option<Volume> {
-        self.log_containers.then(|| Volume {
-            name: "log-positions".into(),
-            empty_dir: Some(EmptyDirVolumeSource::default()),
-            ..Volume::default()
-        })
     }
 
     /// The container `name` following `role`'s log (as the operator's calico-node-windows has

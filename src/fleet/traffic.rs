@@ -136,7 +136,9 @@ mod tests {
 
     const NOW: i64 = 1_800_000_000;
 
-    fn node(status: &str, reason: &str, age_s: Option<i64>) -> Node {
+    /// The node's condition, its heartbeat `age_s` old and its last change `since_s` ago.
+    fn node(status: &str, reason: &str, age_s: Option<i64>, since_s: Option<i64>) -> Node {
+        let ago = |a: i64| Time(jiff::Timestamp::from_second(NOW - a).expect("time"));
         Node {
             status: Some(NodeStatus {
                 conditions: Some(vec![NodeCondition {
@@ -144,9 +146,8 @@ mod tests {
                     status: status.into(),
                     reason: Some(reason.into()),
                     message: Some("said".into()),
-                    last_heartbeat_time: age_s
-                        .map(|a| Time(jiff::Timestamp::from_second(NOW - a).expect("time"))),
-                    ..Default::default()
+                    last_heartbeat_time: age_s.map(ago),
+                    last_transition_time: since_s.map(ago),
                 }]),
                 ..Default::default()
             }),
@@ -154,114 +155,72 @@ mod tests {
         }
     }
 
-    /// The node's condition judged against a 600 s schedule.
-    fn judged(status: &str, reason: &str, age_s: Option<i64>) -> Traffic {
-        let every = Some(Duration::from_secs(600));
-        of_node(&node(status, reason, age_s), every, NOW, &mut Vec::new()).expect("t")
-    }
-
-    #[test]
-    fn a_verdict_older_than_two_intervals_is_stale_and_a_problem() {
-        let fresh = judged("True", "TrafficPasses", Some(1100));
-        assert_eq!(fresh.status, "True");
-        assert_eq!(problem("win-1", &fresh), None);
-        let old = judged("True", "TrafficPasses", Some(1300));
-        assert_eq!(
-            (old.status.as_str(), old.reason.as_deref()),
-            ("Unknown", Some(STALE))
-        );
-        assert!(
-            problem("win-1", &old)
-                .expect("a problem")
-                .contains("is stale")
-        );
-        // A False as old is stale too. (Without a schedule nothing is judged stale:
-        // tests/cluster/fleet.rs
-        // `fleet_status_reads_the_traffic_verdict_against_the_daemonsets_interval`.)
-        let false_old = judged("False", "TrafficFails", Some(9999));
-        assert_eq!(false_old.reason.as_deref(), Some(STALE));
-        let no_beat = judged("True", "TrafficPasses", None);
-        assert_eq!(no_beat.status, "Unknown");
-    }
-
-    /// (A False verdict's problem: tests/cluster/fleet.rs
+    /// Against a 600 s schedule: a verdict older than two intervals (or with no heartbeat) is
+    /// stale and a problem, a False too; one not run is a problem only once unjudged for two
+    /// intervals since it changed to that. (Without a schedule nothing is judged stale, and a
+    /// False verdict's problem: tests/cluster/fleet.rs
     /// `fleet_status_reads_the_traffic_verdict_against_the_daemonsets_interval`.)
     #[test]
-    fn an_unknown_not_run_is_a_problem_only_once_stale() {
+    fn a_verdict_older_than_two_intervals_is_stale_and_a_problem() {
         let every = Some(Duration::from_secs(600));
-        let u = judged("Unknown", NOT_RUN, Some(5));
-        assert_eq!(problem("win-1", &u), None);
-        // Not run, changed to that more than two intervals ago: its runs never judge, stale.
-        let mut never = node("Unknown", NOT_RUN, Some(5));
-        if let Some(c) = never
-            .status
-            .as_mut()
-            .and_then(|s| s.conditions.as_mut())
-            .and_then(|c| c.first_mut())
-        {
-            c.last_transition_time = Some(Time(
-                jiff::Timestamp::from_second(NOW - 1300).expect("time"),
-            ));
+        let (pass, fail) = (("True", "TrafficPasses"), ("False", "TrafficFails"));
+        let (not_run, stale) = (("Unknown", NOT_RUN), ("Unknown", STALE));
+        for (cond, beat, since, want, said) in [
+            (pass, Some(1100), None, pass, ""),
+            (pass, Some(1300), None, stale, "is stale"),
+            (fail, Some(9999), None, stale, "is stale"),
+            (pass, None, None, stale, "is stale"),
+            (not_run, Some(5), None, not_run, ""),
+            (not_run, Some(5), Some(1300), stale, "has not judged"),
+        ] {
+            let case = format!("{cond:?} beat {beat:?} since {since:?}");
+            let n = node(cond.0, cond.1, beat, since);
+            let t = of_node(&n, every, NOW, &mut Vec::new()).expect("judged");
+            let got = (t.status.as_str(), t.reason.as_deref().unwrap_or_default());
+            assert_eq!(got, want, "{case}");
+            let problem = problem("win-1", &t).unwrap_or_default();
+            assert_eq!(problem.is_empty(), said.is_empty(), "{case}: {problem}");
+            assert!(problem.contains(said), "{case}: {problem}");
         }
-        let n = of_node(&never, every, NOW, &mut Vec::new()).expect("t");
-        assert_eq!(n.reason.as_deref(), Some(STALE));
-        assert!(
-            problem("win-1", &n)
-                .expect("a problem")
-                .contains("has not judged")
-        );
         assert_eq!(of_node(&Node::default(), every, NOW, &mut Vec::new()), None);
     }
 
-    /// `node` with the traffic codes annotation written with a heartbeat `age_s` old.
-    fn with_codes(mut n: Node, age_s: i64, codes: &str) -> Node {
-        let beat = jiff::Timestamp::from_second(NOW - age_s).expect("time");
-        let text = format!(r#"{{"heartbeat": "{beat}", "codes": {codes}}}"#);
-        n.metadata.annotations = Some([(ANNOTATION_TRAFFIC_CODES.to_owned(), text)].into());
-        n
+    /// A False (or True) verdict `age_s` old with `codes` written beside it with its heartbeat,
+    /// judged against a 600 s schedule (a malformed annotation named in `bad`).
+    fn coded(passes: bool, age_s: i64, codes: Option<&str>, bad: &mut Vec<String>) -> Traffic {
+        let (status, reason) = match passes {
+            true => ("True", "TrafficPasses"),
+            false => ("False", "TrafficFails"),
+        };
+        let mut n = node(status, reason, Some(age_s), None);
+        if let Some(codes) = codes {
+            let beat = jiff::Timestamp::from_second(NOW - age_s).expect("time");
+            let text = format!(r#"{{"heartbeat": "{beat}", "codes": {codes}}}"#);
+            n.metadata.annotations = Some([(ANNOTATION_TRAFFIC_CODES.to_owned(), text)].into());
+        }
+        of_node(&n, Some(Duration::from_secs(600)), NOW, bad).expect("judged")
     }
 
     /// A False verdict's codes are read whole from the annotation written in its patch (its
-    /// heartbeat the condition's); one an earlier run wrote (an older heartbeat) is no code of
-    /// this verdict: unknown, not shown; a stale verdict shows none; a malformed one is named.
+    /// heartbeat the condition's); none written with it: unknown, not shown; a stale verdict
+    /// shows none; a malformed one is named.
     #[test]
     fn a_false_verdicts_codes_are_those_written_with_its_heartbeat() {
-        let every = Some(Duration::from_secs(600));
         let mut bad = Vec::new();
-        let all = r#"["traffic-cni", "traffic-dns", "traffic-cni"]"#;
-        let fresh = with_codes(node("False", "TrafficFails", Some(5)), 5, all);
-        let t = of_node(&fresh, every, NOW, &mut bad).expect("t");
+        let all = Some(r#"["traffic-cni", "traffic-dns", "traffic-cni"]"#);
+        let t = coded(false, 5, all, &mut bad);
         assert_eq!(t.codes, ["traffic-cni", "traffic-dns"]);
         assert!(!t.codes_unknown && bad.is_empty());
         // (An earlier run's codes beside a later verdict, not current: tests/cluster/fleet.rs
         // `fleet_status_shows_each_traffic_code_with_its_fix_and_no_earlier_runs`.)
-        let none = of_node(
-            &node("False", "TrafficFails", Some(5)),
-            every,
-            NOW,
-            &mut bad,
-        );
-        assert!(none.expect("t").codes_unknown);
+        assert!(coded(false, 5, None, &mut bad).codes_unknown);
         // A stale False is Unknown: no codes stand for it.
-        let stale = with_codes(node("False", "TrafficFails", Some(1300)), 1300, all);
-        let t = of_node(&stale, every, NOW, &mut bad).expect("t");
+        let t = coded(false, 1300, all, &mut bad);
         assert!(t.codes.is_empty() && !t.codes_unknown, "{t:?}");
         // A True has no codes, whatever an annotation says.
-        let passes = with_codes(node("True", "TrafficPasses", Some(5)), 5, all);
-        assert!(
-            of_node(&passes, every, NOW, &mut bad)
-                .expect("t")
-                .codes
-                .is_empty()
-        );
+        assert!(coded(true, 5, all, &mut bad).codes.is_empty());
         assert!(bad.is_empty(), "{bad:?}");
-        let malformed = with_codes(
-            node("False", "TrafficFails", Some(5)),
-            5,
-            r#""traffic-cni""#,
-        );
-        let t = of_node(&malformed, every, NOW, &mut bad).expect("t");
-        assert!(t.codes_unknown);
+        assert!(coded(false, 5, Some(r#""traffic-cni""#), &mut bad).codes_unknown);
         assert_eq!(bad.len(), 1);
         assert!(bad[0].contains(ANNOTATION_TRAFFIC_CODES), "{bad:?}");
     }

@@ -190,11 +190,9 @@ pub fn look(
         let l = c.get_in::<Lease>(&t.namespace, &name)?;
         read.push((name, l));
     }
-    let own = read
-        .iter()
-        .find_map(|(_, l)| l.as_ref().filter(|l| holder(l) == Some(me.as_str())));
-    if let Some(l) = own {
-        return Ok(take(c, t, l.clone(), me, true)?.ok_or_else(Vec::new));
+    let mine = |l: &Option<Lease>| l.as_ref().is_some_and(|l| holder(l) == Some(me.as_str()));
+    if let Some((name, l)) = read.iter().find(|(_, l)| mine(l)) {
+        return Ok(claim(c, t, (name, l.clone()), me, true)?.ok_or_else(Vec::new));
     }
     let Some(seen) = seen else {
         return Ok(Err(Vec::new()));
@@ -202,12 +200,11 @@ pub fn look(
     let mut held_by = Vec::new();
     for (name, l) in read {
         let taken = match l {
-            None => create(c, t, &name, me)?,
-            Some(l) if free(c, &l, seen, now)? => take(c, t, l, me, false)?,
-            Some(l) => {
+            Some(l) if !free(c, &l, seen, now)? => {
                 held_by.push(said(&Slot::of(&l)));
                 None
             }
+            l => claim(c, t, (&name, l), me, false)?,
         };
         if let Some(h) = taken {
             return Ok(Ok(h));
@@ -259,57 +256,42 @@ fn holding(t: &Turns, me: &crate::k8s_name::NodeName, spec: &mut LeaseSpec, back
     spec.renew_time = Some(now);
 }
 
-/// Takes `l` (`back`: this node's own, its failure mark dropped); `None` on a 409.
-fn take(
+/// Takes slot `name` as read (`None`: made now, labelled with the fleet's name; `back`: this
+/// node's own, its failure mark dropped); `None` on a 409.
+fn claim(
     c: &Cluster,
     t: &Turns,
-    mut l: Lease,
+    (name, l): (&str, Option<Lease>),
     me: &crate::k8s_name::NodeName,
     back: bool,
 ) -> Result<Option<Held>, ClusterError> {
-    holding(t, me, l.spec.get_or_insert_default(), back);
-    if let Some(a) = l.metadata.annotations.as_mut() {
-        a.remove(FAILED);
-    }
-    let name = l.metadata.name.clone().unwrap_or_default();
-    let (api, what) = (t.api(c), format!("leases/{name}"));
-    won(c.call(
-        "update",
-        &what,
-        api.replace(&name, &PostParams::default(), &l),
-    ))
-}
-
-fn won(written: Result<Lease, ClusterError>) -> Result<Option<Held>, ClusterError> {
-    match written {
-        Ok(w) => Ok(Some(Held(w))),
-        Err(ClusterError::Api { code: 409, .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// Makes slot `name`, held by `me`; `None` on a 409.
-fn create(
-    c: &Cluster,
-    t: &Turns,
-    name: &str,
-    me: &crate::k8s_name::NodeName,
-) -> Result<Option<Held>, ClusterError> {
-    let mut spec = LeaseSpec::default();
-    holding(t, me, &mut spec, false);
-    let l = Lease {
+    let made = l.is_none();
+    let mut l = l.unwrap_or_else(|| Lease {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
             labels: Some(BTreeMap::from([(LABEL.to_owned(), t.name.clone())])),
             ..ObjectMeta::default()
         },
-        spec: Some(spec),
+        spec: None,
+    });
+    holding(t, me, l.spec.get_or_insert_default(), back);
+    if let Some(a) = l.metadata.annotations.as_mut() {
+        a.remove(FAILED);
+    }
+    let (api, pp) = (t.api(c), PostParams::default());
+    let written = match made {
+        true => c.call("create", "leases", api.create(&pp, &l)),
+        false => c.call(
+            "update",
+            &format!("leases/{name}"),
+            api.replace(name, &pp, &l),
+        ),
     };
-    won(c.call(
-        "create",
-        "leases",
-        t.api(c).create(&PostParams::default(), &l),
-    ))
+    match written {
+        Ok(w) => Ok(Some(Held(w))),
+        Err(ClusterError::Api { code: 409, .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// Writes `change` on the held slot: `false` when it is not this node's any more. After a 409

@@ -103,10 +103,10 @@ pub(super) fn ipam(
     }))
 }
 
-/// The group Calico's resources are read through, and a datastore migration under way (said
-/// as its phase, not as a problem: Calico's components pause and keep the data plane, by the
-/// sentence preflight's `datastore-migration` says); a migration that cannot be read, said.
-/// The group this node's components read, judged against the locks (`health::api_group`).
+/// The group Calico's resources are read through and the one this node's components read,
+/// judged against the locks (`health::api_group`); a datastore migration under way said as a
+/// phase, not a problem (its components pause and keep the data plane, as preflight's
+/// `datastore-migration` says); one that cannot be read, said.
 pub(super) fn datastore_migration(
     h: &dyn Host,
     (rec, root): (&InstallRecord, &InstallRoot),

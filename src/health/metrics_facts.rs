@@ -7,11 +7,11 @@ use crate::health::metrics_findings::{
     FELIX_RULE, diags_review, diags_review_refused, endpoint, endpoint_down, felix_rule,
 };
 use crate::host::Host;
+use k8s_openapi::api::core::v1::{Service, ServicePort};
 
-/// CalicoNode's endpoint when it cannot listen, a firewall that cannot be read; and, said but
-/// no problem, Felix's own Prometheus rule when it lets every address in (a leftover of the
-/// operator's Felix, which breaks nothing of the node's), and its `/diags` refused because the
-/// API server refuses it the TokenReview.
+/// CalicoNode's endpoint when it cannot listen, a firewall that cannot be read; said but no
+/// problem: Felix's rule open to every address (the operator's Felix's leftover, harmless to the
+/// node), and `/diags` refused for want of the TokenReview.
 pub(super) fn metrics(h: &dyn Host, n: &mut Notes) {
     n.findings.extend(endpoint_down(h).as_ref().map(endpoint));
     n.shown.diags_review = diags_review_refused(h).as_ref().map(diags_review);
@@ -46,8 +46,7 @@ pub(super) fn unscraped(
         return;
     }
     let ns = m.diags_namespace.to_string();
-    let services: kube::Api<k8s_openapi::api::core::v1::Service> =
-        kube::Api::namespaced(c.client.clone(), &ns);
+    let services: kube::Api<Service> = kube::Api::namespaced(c.client.clone(), &ns);
     let lp = kube::api::ListParams::default().labels(crate::fleet::manifests::APP_LABEL);
     let list = match c.call("list", &format!("services in {ns}"), services.list(&lp)) {
         Ok(list) => list,
@@ -61,17 +60,17 @@ pub(super) fn unscraped(
             return;
         }
     };
-    let ours = list.items.iter().find(|s| {
+    let port = |p: &ServicePort| {
+        p.name.as_deref() == Some(crate::fleet::manifests::METRICS_PORT_NAME)
+            && p.port == i32::from(m.port.0)
+    };
+    let ports = |s: &&Service| {
         s.spec
-            .as_ref()
-            .and_then(|s| s.ports.as_ref())
-            .is_some_and(|ports| {
-                ports.iter().any(|p| {
-                    p.name.as_deref() == Some(crate::fleet::manifests::METRICS_PORT_NAME)
-                        && p.port == i32::from(m.port.0)
-                })
-            })
-    });
+            .iter()
+            .flat_map(|s| s.ports.iter().flatten())
+            .any(port)
+    };
+    let ours = list.items.iter().find(ports);
     if let Some(svc) = ours {
         let name = format!("{ns}/{}", svc.metadata.name.as_deref().unwrap_or_default());
         n.shown.metrics_unscraped = unscraped(&kept, now, m.port.0, &name);

@@ -336,8 +336,10 @@ mod tests {
     }
 
     /// A port a listener holds names its pid and says to stop it; a port in an excluded range
-    /// (no listener: WSAEACCES) says so and gives the remedy that fits, never "stop the
-    /// program that listens" (there is none).
+    /// (no listener: WSAEACCES) says so and gives the code's remedy, never "stop the program
+    /// that listens" (there is none); a record kept before the refusal was, by its words.
+    /// (Kept while down, forgotten once listening: lifecycle
+    /// `calico_node_tries_a_held_metrics_port_again_and_says_so_until_it_listens`.)
     #[test]
     fn a_held_port_names_its_process_and_an_excluded_one_its_ranges() {
         let down = |refusal| EndpointDown {
@@ -346,44 +348,38 @@ mod tests {
             since: 1_700_000_000,
             refusal,
         };
-        let held = endpoint(&down(ListenRefusal::Held {
+        let held = |at: Option<&str>| ListenRefusal::Held {
             pid: Some(4242),
-            at: None,
-        }));
-        assert_eq!(held.code, Code::MetricsEndpointDown);
-        let held_fix = held.remedy.as_deref().unwrap_or_default();
-        assert!(
-            held.message.contains("process 4242 listens on it"),
-            "{held}"
+            at: at.map(|a| a.parse().expect("addr")),
+        };
+        let old = r#"{"port":9095,"error":"in use","since":1}"#;
+        let old: EndpointDown = serde_json::from_str(old).expect("old");
+        let (busy, ex) = (Code::MetricsEndpointDown, Code::MetricsPortExcluded);
+        let (pid, stop) = ("process 4242 listens on it", "stop process 4242");
+        // A dual-stack listener on IPv6's every address: by its address and family.
+        let (v6, v6_said) = (
+            held(Some("[::]:9095")),
+            format!("{pid} at [::]:9095 (IPv6)"),
         );
-        assert!(held_fix.contains("stop process 4242"), "{held}");
-        // A dual-stack listener on IPv6's every address is named by its address and family.
-        let v6 = endpoint(&down(ListenRefusal::Held {
-            pid: Some(4242),
-            at: Some("[::]:9095".parse().expect("addr")),
-        }));
-        assert!(
-            v6.message
-                .contains("process 4242 listens on it at [::]:9095 (IPv6)"),
-            "{v6}"
-        );
-        let excluded = endpoint(&down(ListenRefusal::Excluded));
-        assert_eq!(excluded.code, Code::MetricsPortExcluded);
-        let said = &excluded.message;
-        assert!(said.contains("no program listens on it"), "{excluded}");
-        let remedy = excluded.remedy.as_deref().unwrap_or_default();
-        assert!(remedy.contains("excludedportrange"), "{excluded}");
-        assert!(!remedy.contains("stop the program"), "{excluded}");
-        assert_eq!(remedy, Code::MetricsPortExcluded.remedy());
-        // A record kept before the refusal was: a port another program holds, by its words.
-        // (Kept while down, forgotten once listening: lifecycle
-        // `calico_node_tries_a_held_metrics_port_again_and_says_so_until_it_listens`.)
-        let old: EndpointDown =
-            serde_json::from_str(r#"{"port":9095,"error":"in use","since":1}"#).expect("old");
-        let found = endpoint(&old);
-        assert_eq!(found.code, Code::MetricsEndpointDown);
-        assert!(found.message.contains("since") && found.message.contains("in use"));
-        let remedy = found.remedy.as_deref().unwrap_or_default();
-        assert!(remedy.contains("-LocalPort 9095") && remedy.contains("metrics.port"));
+        for (found, code, said, fix) in [
+            (down(held(None)), busy, pid, stop),
+            (down(v6), busy, &v6_said, stop),
+            (
+                down(ListenRefusal::Excluded),
+                ex,
+                "no program listens on it",
+                ex.remedy(),
+            ),
+            (old, busy, "in use", "-LocalPort 9095"),
+        ]
+        .map(|(d, code, said, fix)| (endpoint(&d), code, said, fix))
+        {
+            let remedy = found.remedy.as_deref().unwrap_or_default();
+            assert_eq!(found.code, code, "{found}");
+            assert!(found.message.contains(said), "{said}: {found}");
+            assert!(remedy.contains(fix), "{found}");
+        }
+        let fix = endpoint(&down(ListenRefusal::Excluded)).said.remedy;
+        assert_eq!(fix.as_deref(), Some(ex.remedy()));
     }
 }

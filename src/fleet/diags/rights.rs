@@ -32,10 +32,8 @@ pub const REVIEW: &str = "calicoctl-win-diags-review";
 pub const CALICO_NODE: &[Right] = &[r(Scope::Cluster, "authentication.k8s.io", "tokenreviews",
     &["create"], &[], "CalicoNode's review of the token of each GET /diags")];
 
-/// The ServiceAccount `name` in `sa_namespace`, the ClusterRole and the Role in the
-/// DaemonSet's namespace `ds_namespace`, each bound to it, all named `name`; the
-/// ServiceAccount the nodes take tokens of (`auth::ACCOUNT`, in `ds_namespace`); and
-/// calico-node's review right (`REVIEW`) for its account in `calico_namespace`.
+/// The ServiceAccount `name` with its ClusterRole and Role in `ds_namespace`, all named `name`;
+/// `auth::ACCOUNT` in `ds_namespace`; and calico-node's review right (`REVIEW`).
 pub fn manifests(
     name: &str,
     (sa_namespace, ds_namespace): (&str, &str),

@@ -20,38 +20,20 @@ fn node(name: &str, hash: &str, status: &str, message: &str, beat_ago: Option<i6
     .expect("node")
 }
 
-/// Anyone who may patch a node's status controls its text: escape sequences and newlines are
-/// written out, a long message cut, and neither can forge a table line.
+/// Anyone who may patch a node's status controls its text: a long message is cut with an
+/// ellipsis where shown and capped where read (JSON keeps it), and a bidi override written out.
+/// (Escape sequences and newlines written out, no forged table line: tests/cluster/fleet.rs
+/// `hostile_node_text_is_escaped_in_the_table`.)
 #[test]
 fn hostile_node_text_cannot_forge_output() {
-    let forged = "ok\nwin-9                  0.1.0 3.30.2 sha256:aaaaaaaa True True";
-    let r = node_row(
-        &node(
-            "win-1\u{1b}[2J",
-            HASH,
-            "False",
-            &format!("\u{1b}[31m{forged}{}", "x".repeat(5000)),
-            Some(30),
-        ),
-        NOW,
-    );
-    let shown_name = shown(&r.name);
-    assert_eq!(shown_name, "win-1\\u{1b}[2J");
+    let long = format!("\u{1b}[31mok\nwin-9{}", "x".repeat(5000));
+    let r = node_row(&node("win-1\u{1b}[2J", HASH, "False", &long, Some(30)), NOW);
+    assert_eq!(shown(&r.name), "win-1\\u{1b}[2J");
     let reason = shown(r.reasons.as_deref().expect("reasons"));
-    assert!(
-        !reason.contains('\n') && !reason.contains('\u{1b}'),
-        "{reason}"
-    );
     assert!(reason.contains("\\n") && reason.ends_with('…'), "{reason}");
-    assert!(reason.chars().count() <= MAX_SHOWN + 1);
-    // JSON keeps the value, capped while it is read.
-    assert_eq!(
-        r.reasons.as_deref().map(|m| m.chars().count()),
-        Some(MAX_TEXT)
-    );
-    for p in row_problems(&r, Some(&hash())) {
-        assert!(!p.contains('\n') && !p.contains('\u{1b}'), "{p}");
-    }
+    assert_eq!(reason.chars().count(), MAX_SHOWN + 1, "{reason}");
+    let kept = r.reasons.as_deref().map(|m| m.chars().count());
+    assert_eq!(kept, Some(MAX_TEXT));
     assert_eq!(shown("a\u{202e}b"), "a\\u{202e}b", "a bidi override");
 }
 
@@ -68,25 +50,6 @@ fn malformed_values_are_flagged() {
     votes.add(&node_row(&node("win-2", HASH, "True", "", Some(30)), NOW));
     assert_eq!(votes.most_common(), Some(hash()));
     assert!(is_hash(HASH) && !is_hash("sha256:AAAA") && !is_hash(&HASH.to_uppercase()));
-}
-
-/// A condition whose heartbeat is older than three beats is Unknown, with its age: a
-/// CalicoNode that died days ago no longer reads True.
-#[test]
-fn a_stale_heartbeat_is_unknown_with_its_age() {
-    let fresh = node_row(&node("win-1", HASH, "True", "", Some(60)), NOW);
-    assert_eq!(fresh.calico_ready.as_deref(), Some("True"));
-    assert!(row_problems(&fresh, Some(&hash())).is_empty());
-    let stale = node_row(&node("win-1", HASH, "True", "", Some(3 * 86_400)), NOW);
-    assert_eq!(stale.calico_ready.as_deref(), Some("Unknown"));
-    assert_eq!(stale.heartbeat_age_seconds, Some(3 * 86_400));
-    let problems = row_problems(&stale, Some(&hash())).join("; ");
-    assert!(
-        problems.contains("Calico on node win-1 is unknown") && problems.contains("3d"),
-        "{problems}"
-    );
-    let none = node_row(&node("win-1", HASH, "True", "", None), NOW);
-    assert_eq!(none.calico_ready.as_deref(), Some("Unknown"));
 }
 
 /// The codes annotation CalicoNode writes beside its condition is read whole: a node with
@@ -181,57 +144,45 @@ fn a_node_handed_to_the_operator_a_day_ago_is_not_stale() {
 }
 
 /// Each trouble of a row is a finding of the one catalogue: its code by kind, the node as its
-/// subject, the sentence as `row_problems` says it and the code's remedy.
+/// subject, the sentence as `row_problems` says it and the code's remedy. A heartbeat older
+/// than three beats (or none) is Unknown, with its age: a CalicoNode that died days ago no
+/// longer reads True.
 #[test]
 fn each_rows_trouble_is_a_finding_with_its_code_and_remedy() {
-    use crate::health::judge::{Code, fleet_row};
-    let mut r = node_row(
-        &node(
-            "win-1",
-            "sha256:zz",
-            "False",
-            "x [felix-unhealthy]",
-            Some(30),
-        ),
-        NOW,
-    );
+    use crate::health::judge::{Code, Finding, fleet_row};
+    let found = |r: &NodeRow| -> Vec<Finding> {
+        let troubles = row_troubles(r, Some(&hash()));
+        troubles.iter().map(|t| fleet_row(&r.name, t)).collect()
+    };
+    let codes = |r: &NodeRow| found(r).iter().map(|f| f.code).collect::<Vec<_>>();
+    let mut r = node_row(&node("win-1", "sha256:zz", "False", "x", Some(30)), NOW);
     r.ready = Some("False".into());
-    let found: Vec<_> = row_troubles(&r, Some(&hash()))
-        .iter()
-        .map(|t| fleet_row(&r.name, t))
-        .collect();
-    let codes: Vec<Code> = found.iter().map(|f| f.code).collect();
-    assert_eq!(
-        codes,
-        [
-            Code::NodeValueMalformed,
-            Code::NodeNotReady,
-            Code::CalicoDegraded,
-            Code::CodesUnknown,
-            Code::ConfigNotFleets
-        ],
-        "{found:?}"
-    );
-    for f in &found {
+    let all = found(&r);
+    use Code::*;
+    let want = [
+        NodeValueMalformed,
+        NodeNotReady,
+        CalicoDegraded,
+        CodesUnknown,
+        ConfigNotFleets,
+    ];
+    assert_eq!(codes(&r), want, "{all:?}");
+    for f in &all {
         assert_eq!(f.subject, "win-1");
         assert_eq!(f.remedy.as_deref(), Some(f.code.remedy()), "{f:?}");
     }
-    assert_eq!(
-        found.iter().map(|f| f.message.clone()).collect::<Vec<_>>(),
-        row_problems(&r, Some(&hash()))
-    );
-    let stale = node_row(&node("win-2", HASH, "True", "", Some(3 * 86_400)), NOW);
-    let none = node_row(&node("win-3", HASH, "True", "", Some(30)), NOW);
-    let mut none_row = none;
-    none_row.calico_ready = None;
-    for (row, code) in [
-        (stale, Code::ConditionUnknown),
-        (none_row, Code::ConditionMissing),
-    ] {
-        let got: Vec<Code> = row_troubles(&row, Some(&hash()))
-            .iter()
-            .map(|t| fleet_row(&row.name, t).code)
-            .collect();
-        assert_eq!(got, [code], "{row:?}");
-    }
+    let said: Vec<String> = all.iter().map(|f| f.message.clone()).collect();
+    assert_eq!(said, row_problems(&r, Some(&hash())));
+    let row = |beat| node_row(&node("win-1", HASH, "True", "", beat), NOW);
+    let mut fresh = row(Some(60));
+    assert!(codes(&fresh).is_empty(), "{fresh:?}");
+    fresh.calico_ready = None;
+    assert_eq!(codes(&fresh), [ConditionMissing]);
+    let stale = row(Some(3 * 86_400));
+    assert_eq!(stale.heartbeat_age_seconds, Some(3 * 86_400));
+    assert_eq!(codes(&stale), [ConditionUnknown]);
+    let said = row_problems(&stale, Some(&hash())).join("; ");
+    let unknown = said.contains("Calico on node win-1 is unknown") && said.contains("3d");
+    assert!(unknown, "{said}");
+    assert_eq!(row(None).calico_ready.as_deref(), Some("Unknown"));
 }
