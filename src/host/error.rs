@@ -64,6 +64,21 @@ impl HostError {
         }
     }
 
+    pub fn not_found(what: impl Into<String>) -> Self {
+        Self::NotFound { what: what.into() }
+    }
+
+    pub fn exists(what: impl Into<String>) -> Self {
+        Self::Exists { what: what.into() }
+    }
+
+    pub fn refused(what: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Refused {
+            what: what.into(),
+            reason: reason.into(),
+        }
+    }
+
     /// A Win32 error code the OS answered `op` with.
     pub fn win32(op: impl Into<String>, code: u32) -> Self {
         Self::Api {

@@ -270,10 +270,10 @@ pub struct SimulatedChild {
 impl SimulatedChild {
     fn fault(&self) -> HostResult<()> {
         if self.unstoppable {
-            return Err(HostError::Refused {
-                what: format!("wait for pid {}", self.pid),
-                reason: "the process handle cannot be waited on (simulated)".into(),
-            });
+            return Err(HostError::refused(
+                format!("wait for pid {}", self.pid),
+                "the process handle cannot be waited on (simulated)",
+            ));
         }
         Ok(())
     }

@@ -308,10 +308,8 @@ impl SimHost {
     }
 
     pub(super) fn save(&self, state: &State) -> HostResult<()> {
-        let text = serde_json::to_string_pretty(state).map_err(|e| HostError::Refused {
-            what: "save simulated host state".into(),
-            reason: e.to_string(),
-        })?;
+        let text = serde_json::to_string_pretty(state)
+            .map_err(|e| HostError::refused("save simulated host state", e.to_string()))?;
         crate::files::write_atomic_volatile(&self.dir.join("state.json"), text.as_bytes())
             .map(|_| ())
             .map_err(|e| {

@@ -361,9 +361,7 @@ impl State {
                     .interfaces
                     .iter()
                     .find(|i| i.index == index)
-                    .ok_or_else(|| HostError::NotFound {
-                        what: format!("interface {index}"),
-                    })?;
+                    .ok_or_else(|| HostError::not_found(format!("interface {index}")))?;
                 let d = self.default_adapter(i);
                 self.adapters.push(d);
                 self.adapters.len() - 1
@@ -409,17 +407,16 @@ impl State {
                 .min_by_key(|r| r.metric)
                 .and_then(|r| all.iter().find(|a| a.index == r.interface_index)),
         };
-        let a = found.ok_or_else(|| HostError::NotFound {
-            what: format!(
-                "network adapter {}",
-                named.unwrap_or("of the default route")
-            ),
-        })?;
+        let what = format!(
+            "network adapter {}",
+            named.unwrap_or("of the default route")
+        );
+        let a = found.ok_or_else(|| HostError::not_found(what))?;
         if a.is_vswitch_port() {
-            return Err(HostError::Refused {
-                what: "create the vSwitch".into(),
-                reason: format!("{} is another vSwitch's host adapter", a.name),
-            });
+            return Err(HostError::refused(
+                "create the vSwitch",
+                format!("{} is another vSwitch's host adapter", a.name),
+            ));
         }
         Ok(self
             .adapters
