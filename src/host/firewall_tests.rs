@@ -62,17 +62,11 @@ fn a_rule_without_the_marker_is_not_an_older_journals() {
 /// A metrics rule as calicoctl-win makes it.
 fn made() -> FirewallRule {
     FirewallRule {
-        name: "Calico metrics Felix TCP 9091".into(),
-        description: MARKER.into(),
         protocol: Protocol::Tcp,
-        direction: Direction::In,
         program: Some(r"C:\CalicoWindows\calico-node.exe".into()),
         local_port: 9091,
-        allow: true,
-        enabled: true,
-        profiles: ALL_PROFILES,
         remote_addresses: vec!["10.0.0.0/8".into()],
-        unset: Unset::default(),
+        ..crate::host::contract::udp_rule("Calico metrics Felix TCP 9091".into())
     }
 }
 

@@ -96,16 +96,9 @@ fn endpoint_states_are_hns_v1s() {
     let states = parse_v1_endpoint_states(answer).expect("states");
     assert_eq!(states.get("aaaa-1"), Some(&1));
     assert_eq!(states.get("aaaa-3"), None);
-    let ep = |id: &str, state| HnsEndpoint {
-        id: id.into(),
-        name: id.into(),
-        network_id: "n".into(),
-        ip: None,
-        remote: false,
-        state,
-        namespace: None,
-        provider_address: None,
-        mac: None,
+    let ep = |id: &str, state: Option<u16>| {
+        let doc = json!({"ID": id, "HostComputeNetwork": "n", "State": state});
+        parse_endpoint(&doc).expect("endpoint")
     };
     // HCN v2 queried with default flags: no State, or one v1 disagrees with.
     let mut eps = vec![
