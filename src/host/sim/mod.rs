@@ -339,12 +339,10 @@ impl SimHost {
             s.interfaces = adapters
                 .iter()
                 .flat_map(|a| {
-                    a.addresses.iter().map(|x| InterfaceAddress {
-                        interface: a.name.clone(),
-                        index: a.index,
-                        ip: x.ip,
-                        prefix_len: x.prefix_len,
-                    })
+                    let at = |x: &AdapterAddress| {
+                        InterfaceAddress::new(&a.name, a.index, x.ip, x.prefix_len)
+                    };
+                    a.addresses.iter().map(at)
                 })
                 .collect();
             s.adapters = adapters.iter().map(state::stored).collect();
@@ -552,13 +550,9 @@ impl Network for SimHost {
                 AdapterSetting::Static(addresses) => {
                     a.dhcp = false;
                     s.interfaces.retain(|x| x.index != index);
-                    s.interfaces
-                        .extend(addresses.iter().map(|(ip, prefix_len)| InterfaceAddress {
-                            interface: name.clone(),
-                            index,
-                            ip: *ip,
-                            prefix_len: *prefix_len,
-                        }));
+                    let at =
+                        |(ip, len): &(Ipv4Addr, u8)| InterfaceAddress::new(&name, index, *ip, *len);
+                    s.interfaces.extend(addresses.iter().map(at));
                 }
                 AdapterSetting::DnsServers(servers) => a.dns_servers = servers.clone(),
                 AdapterSetting::DnsSuffix(suffix) => a.dns_suffix = suffix.clone(),
@@ -576,12 +570,8 @@ impl Network for SimHost {
                 if s.interfaces.iter().any(|x| x.index == index && x.ip == ip) {
                     return Err(HostError::exists(format!("address {ip} on {name}")));
                 }
-                s.interfaces.push(InterfaceAddress {
-                    interface: name,
-                    index,
-                    ip,
-                    prefix_len,
-                });
+                s.interfaces
+                    .push(InterfaceAddress::new(&name, index, ip, prefix_len));
                 Ok(())
             },
         )
