@@ -291,7 +291,12 @@ impl SimHost {
                     op: op.to_owned(),
                 })
             }
-            FaultKind::Deny => Err(HostError::win32(op, 5)),
+            // ERROR_ACCESS_DENIED in FormatMessage's words, as the Windows host reports it.
+            FaultKind::Deny => Err(HostError::Api {
+                op: op.to_owned(),
+                code: 5,
+                message: "Access is denied.".into(),
+            }),
             FaultKind::Crash => {
                 eprintln!("simulated crash at mutating call {n} ({op})");
                 std::process::exit(SIM_CRASH_EXIT)
