@@ -400,12 +400,7 @@ impl State {
         let all = self.all_adapters();
         let found = match named {
             Some(n) => all.iter().find(|a| a.name.eq_ignore_ascii_case(n)),
-            None => self
-                .routes
-                .iter()
-                .filter(|r| r.prefix_len == 0)
-                .min_by_key(|r| r.metric)
-                .and_then(|r| all.iter().find(|a| a.index == r.interface_index)),
+            None => crate::host::uplink::default_route_adapter(&all, &self.routes),
         };
         let what = format!(
             "network adapter {}",
