@@ -16,11 +16,8 @@ fn remote_addresses_compare_in_prefix_mask_or_bare_notation() {
     }
     assert_ne!(normal_address("10.0.0.0/8"), normal_address("10.0.0.0/16"));
     let rule = FirewallRule {
-        name: "r".into(),
-        program: None,
-        local_port: 9095,
         remote_addresses: vec!["10.0.0.0/8".into(), "1.2.3.4/32".into()],
-        ..made()
+        ..open()
     };
     let read_back = FirewallRule {
         remote_addresses: FirewallRule::remote_addresses_from(
@@ -35,7 +32,7 @@ fn remote_addresses_compare_in_prefix_mask_or_bare_notation() {
     };
     assert!(!rule.same(&wider));
     assert!(!rule.same(&FirewallRule {
-        local_port: 9096,
+        local_port: 9092,
         ..rule.clone()
     }));
 }
@@ -43,13 +40,7 @@ fn remote_addresses_compare_in_prefix_mask_or_bare_notation() {
 /// Without a copy of the rule (an older journal), only a rule carrying the marker is ours.
 #[test]
 fn a_rule_without_the_marker_is_not_an_older_journals() {
-    let rule = FirewallRule {
-        name: "r".into(),
-        program: None,
-        local_port: 9095,
-        remote_addresses: Vec::new(),
-        ..made()
-    };
+    let rule = open();
     assert!(ours(std::slice::from_ref(&rule), None));
     let admins = FirewallRule {
         description: "Allow Prometheus".into(),
@@ -70,17 +61,22 @@ fn made() -> FirewallRule {
     }
 }
 
+/// `made` for every program and address.
+fn open() -> FirewallRule {
+    FirewallRule {
+        program: None,
+        remote_addresses: Vec::new(),
+        ..made()
+    }
+}
+
 /// A rule an administrator changed through a property calicoctl-win does not set (through
 /// INetFwRule, 2 or 3) is not ours, and kept; one narrowed opens nothing (remote ports:
 /// VXLAN's source port is a hash, RFC 7348 section 5); edge traversal, a group, `Lan` don't.
 /// Windows' defaults in another spelling are the defaults.
 #[test]
 fn a_rule_changed_in_a_property_we_do_not_set_is_not_ours_and_a_narrowed_one_opens_nothing() {
-    let open = FirewallRule {
-        program: None,
-        remote_addresses: Vec::new(),
-        ..made()
-    };
+    let open = open();
     assert!(open.opens(Protocol::Tcp, 9091));
     type Edit = fn(&mut Unset);
     let edits: [(Edit, bool); 19] = [

@@ -80,7 +80,7 @@ impl SimService {
 /// What starting a service runs: `calicoctl-win.exe service run ROLE` runs the role's start-up.
 pub(super) fn own_service_args(command_line: &str) -> Option<Vec<String>> {
     let (program, args) = split_command_line(command_line);
-    let file = program.rsplit(['\\', '/']).next()?.to_ascii_lowercase();
+    let file = crate::host::services::file_name(&program);
     let ours = file == "calicoctl-win.exe" || file == "calicoctl-win";
     (ours && args.first().map(String::as_str) == Some("service")).then_some(args)
 }
