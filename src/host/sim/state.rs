@@ -435,10 +435,7 @@ impl State {
             .unwrap_or(0)
             + 1;
         let name = format!("vEthernet ({})", uplink.name);
-        for a in self.interfaces.iter_mut().filter(|a| a.index == old) {
-            a.interface = name.clone();
-            a.index = new;
-        }
+        self.move_interface(old, new, Some(&name));
         if !self.adapters.iter().any(|a| a.index == old) {
             self.adapters.push(uplink.clone());
         }
@@ -466,12 +463,20 @@ impl State {
         self.vswitch = Some((old, new));
         self.routes
             .retain(|r| !(r.destination.is_link_local() && r.prefix_len == 32));
-        for r in &mut self.routes {
-            if r.interface_index == old {
-                r.interface_index = new;
+        Ok(())
+    }
+
+    /// Interface `from`'s addresses (renamed `name`) and routes, moved to interface `to`.
+    fn move_interface(&mut self, from: u32, to: u32, name: Option<&str>) {
+        for a in self.interfaces.iter_mut().filter(|a| a.index == from) {
+            a.index = to;
+            if let Some(n) = name {
+                a.interface = n.to_owned();
             }
         }
-        Ok(())
+        for r in self.routes.iter_mut().filter(|r| r.interface_index == from) {
+            r.interface_index = to;
+        }
     }
 
     /// Deleting the last network removes the vSwitch: the address and the NIC's routes
@@ -486,20 +491,10 @@ impl State {
             .find(|a| a.index == old)
             .map(|a| a.name.clone());
         self.adapters.retain(|a| a.index != new);
-        for a in self.interfaces.iter_mut().filter(|a| a.index == new) {
-            if let Some(n) = &nic {
-                a.interface = n.clone();
-            }
-            a.index = old;
-        }
         self.routes.retain(|r| {
             !(r.interface_index == new && r.destination.is_link_local() && r.prefix_len == 32)
         });
-        for r in &mut self.routes {
-            if r.interface_index == new {
-                r.interface_index = old;
-            }
-        }
+        self.move_interface(new, old, nic.as_deref());
     }
 
     /// The vSwitch's host adapter's address: the provider address HNS gives the networks.
