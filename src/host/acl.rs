@@ -36,16 +36,18 @@ const ALIASES: &[(&str, &str, &str)] = &[
 
 /// What people call a SID.
 fn name_of(sid: &str) -> String {
-    let relative = sid
-        .strip_prefix(RELATIVE_DOMAIN)
-        .and_then(|rid| rid.parse::<u32>().ok())
-        .and_then(|rid| RELATIVE_ALIASES.iter().find(|(_, r, _)| *r == rid))
-        .map(|(_, _, name)| *name);
     let known = ALIASES.iter().find(|(_, s, _)| *s == sid).map(|(.., n)| *n);
-    match known.or(relative) {
-        _ if sid == TRUSTED_INSTALLER => "TrustedInstaller".into(),
-        Some(name) if !name.is_empty() => name.into(),
-        _ => sid.into(),
+    let relative = || {
+        let rid = sid.strip_prefix(RELATIVE_DOMAIN)?.parse::<u32>().ok()?;
+        RELATIVE_ALIASES
+            .iter()
+            .find(|(_, r, _)| *r == rid)
+            .map(|(.., n)| *n)
+    };
+    match known.filter(|n| !n.is_empty()).or_else(relative) {
+        Some(name) => name.into(),
+        None if sid == TRUSTED_INSTALLER => "TrustedInstaller".into(),
+        None => sid.into(),
     }
 }
 
