@@ -13,44 +13,41 @@ const CREATOR_OWNER: &str = "S-1-3-0";
 /// NT SERVICE\TrustedInstaller, which owns Windows' own directories.
 const TRUSTED_INSTALLER: &str = "S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464";
 
-/// The SDDL aliases of the well-known SIDs that appear on file system objects.
-const ALIASES: &[(&str, &str)] = &[
-    ("SY", SYSTEM),
-    ("BA", ADMINISTRATORS),
-    ("BU", "S-1-5-32-545"),
-    ("AU", "S-1-5-11"),
-    ("WD", "S-1-1-0"),
-    ("CO", CREATOR_OWNER),
-    ("CG", "S-1-3-1"),
-    ("OW", "S-1-3-4"),
-    ("IU", "S-1-5-4"),
-    ("NU", "S-1-5-2"),
-    ("AN", "S-1-5-7"),
-    ("BG", "S-1-5-32-546"),
-    ("PU", "S-1-5-32-547"),
-    ("NS", "S-1-5-20"),
-    ("LS", "S-1-5-19"),
-    ("AC", "S-1-15-2-1"),
+/// The SDDL aliases of the well-known SIDs that appear on file system objects, and what
+/// people call them (the SID itself where no name is given).
+const ALIASES: &[(&str, &str, &str)] = &[
+    ("SY", SYSTEM, "SYSTEM"),
+    ("BA", ADMINISTRATORS, "Administrators"),
+    ("BU", "S-1-5-32-545", "Users"),
+    ("AU", "S-1-5-11", "Authenticated Users"),
+    ("WD", "S-1-1-0", "Everyone"),
+    ("CO", CREATOR_OWNER, "CREATOR OWNER"),
+    ("CG", "S-1-3-1", ""),
+    ("OW", "S-1-3-4", ""),
+    ("IU", "S-1-5-4", "INTERACTIVE"),
+    ("NU", "S-1-5-2", ""),
+    ("AN", "S-1-5-7", "ANONYMOUS LOGON"),
+    ("BG", "S-1-5-32-546", "Guests"),
+    ("PU", "S-1-5-32-547", ""),
+    ("NS", "S-1-5-20", ""),
+    ("LS", "S-1-5-19", ""),
+    ("AC", "S-1-15-2-1", ""),
 ];
 
 /// What people call a SID.
 fn name_of(sid: &str) -> String {
-    match sid {
-        SYSTEM => "SYSTEM".into(),
-        ADMINISTRATORS => "Administrators".into(),
-        "S-1-5-32-545" => "Users".into(),
-        "S-1-5-11" => "Authenticated Users".into(),
-        "S-1-1-0" => "Everyone".into(),
-        CREATOR_OWNER => "CREATOR OWNER".into(),
-        "S-1-5-4" => "INTERACTIVE".into(),
-        "S-1-5-32-546" => "Guests".into(),
-        "S-1-5-7" => "ANONYMOUS LOGON".into(),
-        TRUSTED_INSTALLER => "TrustedInstaller".into(),
-        other => other
-            .strip_prefix(RELATIVE_DOMAIN)
-            .and_then(|rid| rid.parse::<u32>().ok())
-            .and_then(|rid| RELATIVE_ALIASES.iter().find(|(_, r, _)| *r == rid))
-            .map_or_else(|| other.into(), |(_, _, name)| (*name).to_owned()),
+    let known = ALIASES.iter().find(|(_, s, _)| *s == sid).map(|(.., n)| *n);
+    let relative = || {
+        let rid = sid.strip_prefix(RELATIVE_DOMAIN)?.parse::<u32>().ok()?;
+        RELATIVE_ALIASES
+            .iter()
+            .find(|(_, r, _)| *r == rid)
+            .map(|(.., n)| *n)
+    };
+    match known.filter(|n| !n.is_empty()).or_else(relative) {
+        Some(name) => name.into(),
+        None if sid == TRUSTED_INSTALLER => "TrustedInstaller".into(),
+        None => sid.into(),
     }
 }
 
@@ -161,8 +158,8 @@ fn sid(text: &str) -> String {
     }
     ALIASES
         .iter()
-        .find(|(alias, _)| *alias == text)
-        .map_or_else(|| text.to_owned(), |(_, sid)| (*sid).to_owned())
+        .find(|(alias, ..)| *alias == text)
+        .map_or_else(|| text.to_owned(), |(_, sid, _)| (*sid).to_owned())
 }
 
 fn ace(text: &str) -> Result<Ace, String> {
@@ -243,8 +240,8 @@ pub fn parse(sddl: &str) -> Result<Descriptor, String> {
 fn alias(sid: &str) -> &str {
     ALIASES
         .iter()
-        .find(|(_, s)| *s == sid)
-        .map_or(sid, |(alias, _)| alias)
+        .find(|(_, s, _)| *s == sid)
+        .map_or(sid, |(alias, ..)| alias)
 }
 
 /// The SDDL of a descriptor (rights as hex masks), as Windows would write it back.

@@ -15,10 +15,10 @@ pub fn one_at_a_time<T: Send + 'static>(
     call: impl FnOnce() -> HostResult<T> + Send + 'static,
 ) -> HostResult<T> {
     if busy.swap(true, Ordering::SeqCst) {
-        return Err(HostError::Refused {
-            what: what.to_owned(),
-            reason: "an earlier call of its kind has not returned yet (it timed out; its outcome is not known): none is sent beside it until it returns; if this stays, WMI's provider is hung: see whether 'Get-CimInstance Win32_NetworkAdapterConfiguration' answers, and reboot the machine when it does not (restarting CalicoNode would send the call again beside the hung one)".into(),
-        });
+        return Err(HostError::refused(
+            what.to_owned(),
+            "an earlier call of its kind has not returned yet (it timed out; its outcome is not known): none is sent beside it until it returns; if this stays, WMI's provider is hung: see whether 'Get-CimInstance Win32_NetworkAdapterConfiguration' answers, and reboot the machine when it does not (restarting CalicoNode would send the call again beside the hung one)",
+        ));
     }
     // Cleared when the call returns, on its own thread, or when it never runs.
     let held = Held(busy);
@@ -67,10 +67,10 @@ pub fn within<T: Send + 'static>(
         || match rx.try_recv() {
             Ok(answer) => answer.map(Look::Done),
             Err(std::sync::mpsc::TryRecvError::Empty) => Ok(Look::Pending(())),
-            Err(std::sync::mpsc::TryRecvError::Disconnected) => Err(HostError::Refused {
-                what: what.to_owned(),
-                reason: "the call's thread ended without an answer".into(),
-            }),
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => Err(HostError::refused(
+                what.to_owned(),
+                "the call's thread ended without an answer",
+            )),
         },
         |()| {
             Err(HostError::Timeout {
@@ -93,7 +93,7 @@ mod tests {
             Some(7)
         );
         let refused = within("a call", Duration::from_secs(30), || -> HostResult<()> {
-            Err(HostError::NotFound { what: "x".into() })
+            Err(HostError::not_found("x"))
         });
         assert!(matches!(refused, Err(HostError::NotFound { .. })));
         let answer = within("a call", Duration::from_secs(30), || -> HostResult<()> {
@@ -131,9 +131,7 @@ mod tests {
         );
         // The earlier call returns: the next one runs.
         drop(hold);
-        let mut third = Err(HostError::NotFound {
-            what: "not run".into(),
-        });
+        let mut third = Err(HostError::not_found("not run"));
         for _ in 0..500 {
             third = one_at_a_time(&BUSY, "the next call", Duration::from_secs(30), || Ok(3));
             if third.is_ok() {

@@ -42,20 +42,6 @@ pub(crate) fn code_text(code: u32) -> String {
     }
 }
 
-/// A Win32 error's FormatMessage text for the codes the simulated host gives; others by number.
-pub fn win32_message(code: u32) -> String {
-    match code {
-        2 => "The system cannot find the file specified.".into(),
-        3 => "The system cannot find the path specified.".into(),
-        5 => "Access is denied.".into(),
-        32 => "The process cannot access the file because it is being used by another process."
-            .into(),
-        87 => "The parameter is incorrect.".into(),
-        1058 => "The service cannot be started, either because it is disabled or because it has no enabled devices associated with it.".into(),
-        other => format!("Windows error {other}"),
-    }
-}
-
 impl HostError {
     pub fn io(op: impl Into<String>, error: std::io::Error) -> Self {
         Self::Io {
@@ -64,12 +50,18 @@ impl HostError {
         }
     }
 
-    /// A Win32 error code the OS answered `op` with.
-    pub fn win32(op: impl Into<String>, code: u32) -> Self {
-        Self::Api {
-            op: op.into(),
-            code,
-            message: win32_message(code),
+    pub fn not_found(what: impl Into<String>) -> Self {
+        Self::NotFound { what: what.into() }
+    }
+
+    pub fn exists(what: impl Into<String>) -> Self {
+        Self::Exists { what: what.into() }
+    }
+
+    pub fn refused(what: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Refused {
+            what: what.into(),
+            reason: reason.into(),
         }
     }
 

@@ -39,13 +39,13 @@ pub fn read_capped(local: &std::path::Path, path: &str) -> HostResult<Option<Vec
         .read_to_end(&mut out)
         .map_err(|e| HostError::io(format!("read {path}"), e))?;
     if out.len() as u64 > READ_CAP {
-        return Err(HostError::Refused {
-            what: format!("read {path}"),
-            reason: format!(
+        return Err(HostError::refused(
+            format!("read {path}"),
+            format!(
                 "it is larger than {} MiB, the most calicoctl-win reads of one file",
                 READ_CAP >> 20
             ),
-        });
+        ));
     }
     Ok(Some(out))
 }

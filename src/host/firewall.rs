@@ -293,12 +293,12 @@ pub trait Firewall {
 
 /// The refusal of a removal by name while `count` rules have the name.
 pub fn several(name: &str, count: usize) -> super::error::HostError {
-    super::error::HostError::Refused {
-        what: format!("remove firewall rule {name}"),
-        reason: format!(
+    super::error::HostError::refused(
+        format!("remove firewall rule {name}"),
+        format!(
             "{count} rules have that name, and removal by name cannot choose one of them: none removed"
         ),
-    }
+    )
 }
 
 #[cfg(test)]

@@ -16,11 +16,8 @@ fn remote_addresses_compare_in_prefix_mask_or_bare_notation() {
     }
     assert_ne!(normal_address("10.0.0.0/8"), normal_address("10.0.0.0/16"));
     let rule = FirewallRule {
-        name: "r".into(),
-        program: None,
-        local_port: 9095,
         remote_addresses: vec!["10.0.0.0/8".into(), "1.2.3.4/32".into()],
-        ..made()
+        ..open()
     };
     let read_back = FirewallRule {
         remote_addresses: FirewallRule::remote_addresses_from(
@@ -35,7 +32,7 @@ fn remote_addresses_compare_in_prefix_mask_or_bare_notation() {
     };
     assert!(!rule.same(&wider));
     assert!(!rule.same(&FirewallRule {
-        local_port: 9096,
+        local_port: 9092,
         ..rule.clone()
     }));
 }
@@ -43,13 +40,7 @@ fn remote_addresses_compare_in_prefix_mask_or_bare_notation() {
 /// Without a copy of the rule (an older journal), only a rule carrying the marker is ours.
 #[test]
 fn a_rule_without_the_marker_is_not_an_older_journals() {
-    let rule = FirewallRule {
-        name: "r".into(),
-        program: None,
-        local_port: 9095,
-        remote_addresses: Vec::new(),
-        ..made()
-    };
+    let rule = open();
     assert!(ours(std::slice::from_ref(&rule), None));
     let admins = FirewallRule {
         description: "Allow Prometheus".into(),
@@ -62,17 +53,20 @@ fn a_rule_without_the_marker_is_not_an_older_journals() {
 /// A metrics rule as calicoctl-win makes it.
 fn made() -> FirewallRule {
     FirewallRule {
-        name: "Calico metrics Felix TCP 9091".into(),
-        description: MARKER.into(),
         protocol: Protocol::Tcp,
-        direction: Direction::In,
         program: Some(r"C:\CalicoWindows\calico-node.exe".into()),
         local_port: 9091,
-        allow: true,
-        enabled: true,
-        profiles: ALL_PROFILES,
         remote_addresses: vec!["10.0.0.0/8".into()],
-        unset: Unset::default(),
+        ..crate::host::contract::udp_rule("Calico metrics Felix TCP 9091".into())
+    }
+}
+
+/// `made` for every program and address.
+fn open() -> FirewallRule {
+    FirewallRule {
+        program: None,
+        remote_addresses: Vec::new(),
+        ..made()
     }
 }
 
@@ -82,11 +76,7 @@ fn made() -> FirewallRule {
 /// Windows' defaults in another spelling are the defaults.
 #[test]
 fn a_rule_changed_in_a_property_we_do_not_set_is_not_ours_and_a_narrowed_one_opens_nothing() {
-    let open = FirewallRule {
-        program: None,
-        remote_addresses: Vec::new(),
-        ..made()
-    };
+    let open = open();
     assert!(open.opens(Protocol::Tcp, 9091));
     type Edit = fn(&mut Unset);
     let edits: [(Edit, bool); 19] = [

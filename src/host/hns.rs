@@ -119,14 +119,10 @@ pub fn hcn_outcome(hr: i32, record: &str, op: &str) -> Result<(), crate::host::H
         code,
         HCN_E_NETWORK_NOT_FOUND | HCN_E_ENDPOINT_NOT_FOUND | E_ELEMENT_NOT_FOUND
     ) {
-        return Err(HostError::NotFound {
-            what: format!("{op}: the HNS object"),
-        });
+        return Err(HostError::not_found(format!("{op}: the HNS object")));
     }
     if code == HCN_E_NETWORK_ALREADY_EXISTS {
-        return Err(HostError::Exists {
-            what: format!("{op}: a network of that name"),
-        });
+        return Err(HostError::exists(format!("{op}: a network of that name")));
     }
     // An error record's `Error` text (HNS's JSON result), else the record as it came.
     let said = serde_json::from_str::<Value>(record)
@@ -254,10 +250,7 @@ fn str_field(v: &Value, keys: &[&str]) -> Option<String> {
 
 /// Parses and checks a network document before creation; returns it and the network's name.
 pub fn checked_spec(spec_json: &str) -> Result<(Value, String), crate::host::HostError> {
-    let refused = |reason: String| crate::host::HostError::Refused {
-        what: "create HNS network".into(),
-        reason,
-    };
+    let refused = |reason: String| crate::host::HostError::refused("create HNS network", reason);
     let doc: Value =
         serde_json::from_str(spec_json).map_err(|e| refused(format!("invalid JSON: {e}")))?;
     let name = validate_spec(&doc).map_err(refused)?;

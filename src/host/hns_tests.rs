@@ -63,7 +63,8 @@ fn hcn_outcomes_are_read_as_hcsshim_reads_them() {
     }
 }
 
-/// hcsshim's `hnsResponse` envelope: lists in `Output`, errors kept, none empty, capped.
+/// hcsshim's `hnsResponse` envelope (`hns_output`, `hns_list`, which every v1 answer goes
+/// through): lists in `Output`, errors kept, none empty, capped.
 #[test]
 fn policy_lists_are_read_from_hnss_answer() {
     let one = r#"{"Success":true,"Output":[{"ID":"a","EndpointReferences":[],"Policies":[{"Type":"ELB"}]}]}"#;
@@ -96,16 +97,9 @@ fn endpoint_states_are_hns_v1s() {
     let states = parse_v1_endpoint_states(answer).expect("states");
     assert_eq!(states.get("aaaa-1"), Some(&1));
     assert_eq!(states.get("aaaa-3"), None);
-    let ep = |id: &str, state| HnsEndpoint {
-        id: id.into(),
-        name: id.into(),
-        network_id: "n".into(),
-        ip: None,
-        remote: false,
-        state,
-        namespace: None,
-        provider_address: None,
-        mac: None,
+    let ep = |id: &str, state: Option<u16>| {
+        let doc = json!({"ID": id, "HostComputeNetwork": "n", "State": state});
+        parse_endpoint(&doc).expect("endpoint")
     };
     // HCN v2 queried with default flags: no State, or one v1 disagrees with.
     let mut eps = vec![
@@ -118,11 +112,6 @@ fn endpoint_states_are_hns_v1s() {
     assert_eq!(got, [Some(1), Some(3), None]);
     with_v1_states(&mut eps, None);
     assert!(eps.iter().all(|e| e.state.is_none()));
-    assert!(parse_v1_endpoint_states(r#"{"Success":false,"Error":"x"}"#).is_err());
-    assert_eq!(
-        parse_v1_endpoint_states(r#"{"Success":true}"#).expect("none"),
-        BTreeMap::new()
-    );
 }
 
 /// hcsshim's `DSRVersion` ranges, at their edges.
@@ -148,10 +137,6 @@ fn the_version_is_read_from_hnss_answer() {
     assert_eq!(
         parse_version(r#"{"Success":true,"Output":{"Major":13,"Minor":3}}"#),
         Ok((13, 3))
-    );
-    assert!(
-        parse_version(r#"{"Success":false,"Error":"Element not found."}"#)
-            .is_err_and(|e| e.contains("Element not found"))
     );
     assert!(parse_version("no").is_err());
     assert!(parse_version(r#"{"Success":true,"Output":{"Major":-1,"Minor":3}}"#).is_err());

@@ -61,10 +61,7 @@ fn get_with(
             code: a.code,
             body: a.body.trim().to_owned(),
         })),
-        None => Err(HostError::Refused {
-            what,
-            reason: "the answer is not HTTP".into(),
-        }),
+        None => Err(HostError::refused(what, "the answer is not HTTP")),
     }
 }
 

@@ -88,18 +88,22 @@ fn held_by(dir: &Path) -> Option<String> {
     holder(&dir.join(LOCK_FILE)).map(|h| h.command)
 }
 
-/// Takes the lock again just after it was let go: forked children of other tests may hold
-/// the locked file a moment longer.
-fn take_again(dir: &Path, command: &str) -> HostLock {
-    let mut again = acquire(dir, command);
-    for _ in 0..100 {
-        if again.is_ok() {
-            break;
+/// `f`'s first success within 10 s. A process another test spawns keeps a copy of a dropped
+/// lock's descriptor from its fork to its exec (O_CLOEXEC closes it only then).
+fn within_10s<T, E: std::fmt::Debug>(mut f: impl FnMut() -> Result<T, E>) -> T {
+    let start = std::time::Instant::now();
+    loop {
+        match f() {
+            Ok(t) => return t,
+            Err(e) if start.elapsed() > std::time::Duration::from_secs(10) => panic!("{e:?}"),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        again = acquire(dir, command);
     }
-    again.expect("released")
+}
+
+/// Takes the lock again just after it was let go (`within_10s`).
+fn take_again(dir: &Path, command: &str) -> HostLock {
+    within_10s(|| acquire(dir, command))
 }
 
 /// A look reading the record as its command lets the lock go never stops the next command
@@ -142,19 +146,6 @@ fn a_link_in_place_of_the_record_is_not_written_through() {
     }
 }
 
-/// Takes the lock on `look`. A process another test spawns keeps a copy of a dropped lock's
-/// descriptor from its fork to its exec (O_CLOEXEC closes it only then): tried again for 10 s.
-fn take(look: &File) {
-    let start = std::time::Instant::now();
-    while let Err(e) = look.try_lock() {
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(10),
-            "the look takes it: {e:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-}
-
 /// A record written while another process holds the lock, as a look holds it.
 fn hold_with_record(dir: &Path, record: &str) -> File {
     drop(acquire(dir, "install").expect("the lock file made"));
@@ -163,7 +154,7 @@ fn hold_with_record(dir: &Path, record: &str) -> File {
         .write(true)
         .open(&path)
         .expect("open");
-    take(&look);
+    within_10s(|| look.try_lock());
     std::fs::write(info_path(&path), record).expect("record");
     look
 }

@@ -31,7 +31,7 @@ pub mod windows;
 #[cfg(test)]
 pub(crate) mod contract;
 
-pub use error::{HostError, HostResult, win32_message};
+pub use error::{HostError, HostResult};
 pub use events::{EventLevel, EventLog};
 pub(crate) use files::open_to_write;
 pub use files::{Access, DirEntry, Files, OpenedFile, READ_CAP, read_capped, same_final_path};

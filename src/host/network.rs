@@ -26,6 +26,18 @@ pub struct Route {
     pub metric: u32,
 }
 
+impl InterfaceAddress {
+    pub fn new(interface: &str, index: u32, ip: Ipv4Addr, prefix_len: u8) -> Self {
+        let interface = interface.to_owned();
+        Self {
+            interface,
+            index,
+            ip,
+            prefix_len,
+        }
+    }
+}
+
 impl Route {
     /// `route 169.254.169.254/32 via 10.0.0.1 on interface 5`: the route as an error names it.
     pub fn describe(&self) -> String {
@@ -93,9 +105,7 @@ impl Adapter {
             .iter()
             .find(|a| a.preferred && !a.ip.is_link_local() && !a.ip.is_loopback())
     }
-}
 
-impl Adapter {
     /// A Hyper-V NIC on DHCP, metric 15, its MAC from its index: the simulated host's start.
     pub fn hyperv_nic(name: &str, index: u32) -> Self {
         Self {

@@ -1,6 +1,7 @@
 //! Starting programs and stopping them: gracefully first, then by force.
 
 use super::{HostError, HostResult};
+use crate::duration::{Look, Pauses, poll_quietly};
 use std::collections::BTreeMap;
 use std::io::BufRead as _;
 use std::process::Stdio;
@@ -148,7 +149,6 @@ impl LocalChild {
 
     /// Once it has exited, lets its last output reach the log (bounded: grandchildren).
     fn drain_output(&mut self) {
-        use crate::duration::{Look, Pauses, poll_quietly};
         let deadline = Instant::now() + Duration::from_secs(1);
         let look = || {
             let busy = self.forwarders.iter().any(|f| !f.is_finished());
@@ -193,17 +193,14 @@ impl Child for LocalChild {
     }
 
     fn wait_timeout(&mut self, timeout: Duration) -> HostResult<Option<i32>> {
-        crate::duration::poll_quietly(
-            Instant::now() + timeout,
-            crate::duration::Pauses::every(Duration::from_millis(10)),
-            || {
-                Ok(match self.poll()? {
-                    Some(code) => crate::duration::Look::Done(Some(code)),
-                    None => crate::duration::Look::Pending(()),
-                })
-            },
-            |()| Ok(None),
-        )
+        let look = || {
+            Ok(match self.poll()? {
+                Some(code) => Look::Done(Some(code)),
+                None => Look::Pending(()),
+            })
+        };
+        let pauses = Pauses::every(Duration::from_millis(10));
+        poll_quietly(Instant::now() + timeout, pauses, look, |()| Ok(None))
     }
 
     fn stop(&mut self, grace: Duration) -> HostResult<i32> {
@@ -270,10 +267,10 @@ pub struct SimulatedChild {
 impl SimulatedChild {
     fn fault(&self) -> HostResult<()> {
         if self.unstoppable {
-            return Err(HostError::Refused {
-                what: format!("wait for pid {}", self.pid),
-                reason: "the process handle cannot be waited on (simulated)".into(),
-            });
+            return Err(HostError::refused(
+                format!("wait for pid {}", self.pid),
+                "the process handle cannot be waited on (simulated)",
+            ));
         }
         Ok(())
     }

@@ -38,10 +38,8 @@ impl RegValue {
 
 /// The refusal of a value past `MAX_VALUE_BYTES`.
 pub fn too_long(what: String, len: usize) -> HostError {
-    HostError::Refused {
-        what,
-        reason: format!("the value is {len} bytes long, more than the {MAX_VALUE_BYTES} read"),
-    }
+    let reason = format!("the value is {len} bytes long, more than the {MAX_VALUE_BYTES} read");
+    HostError::refused(what, reason)
 }
 
 /// The registry. Keys are case-insensitive, as on Windows.

@@ -60,10 +60,10 @@ pub fn detect<H: Services + Files + ?Sized>(host: &H) -> HostResult<Option<Runti
 }
 
 fn parent(program: &str) -> String {
-    match program.rfind(['\\', '/']) {
-        Some(i) => program[..i].to_owned(),
-        None => program.to_owned(),
-    }
+    program
+        .rsplit_once(['\\', '/'])
+        .map_or(program, |(dir, _)| dir)
+        .to_owned()
 }
 
 /// The CNI `bin_dir` and `conf_dir` of containerd 1.x's (`io.containerd.grpc.v1.cri`) or 2.x's

@@ -251,13 +251,14 @@ pub struct InstalledService {
 impl InstalledService {
     /// The program file name, lower case (`nssm.exe`, `containerd.exe`).
     pub fn program_file_name(&self) -> String {
-        let (program, _) = split_command_line(&self.command_line);
-        program
-            .rsplit(['\\', '/'])
-            .next()
-            .unwrap_or_default()
-            .to_ascii_lowercase()
+        file_name(&split_command_line(&self.command_line).0)
     }
+}
+
+/// The file name of a program's path, lower case.
+pub fn file_name(program: &str) -> String {
+    let name = program.rsplit(['\\', '/']).next();
+    name.unwrap_or_default().to_ascii_lowercase()
 }
 
 /// The service control manager.

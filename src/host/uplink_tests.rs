@@ -1,5 +1,6 @@
 use super::*;
 use crate::host::VSWITCH_ADAPTER_DESCRIPTION;
+use serde_json::json;
 
 fn nic(name: &str, index: u32, mac: &str, ips: &[&str]) -> Adapter {
     Adapter::for_test(name, index, mac, ips)
@@ -35,15 +36,10 @@ fn default_route(index: u32, metric: u32) -> Route {
 }
 
 fn external(adapter: Option<&str>) -> HnsNetwork {
-    HnsNetwork {
-        id: "ext".into(),
-        name: "External".into(),
-        network_type: "Overlay".into(),
-        subnets: Vec::new(),
-        management_ip: Some("10.0.0.1".into()),
-        dr_mac: None,
-        adapter: adapter.map(str::to_owned),
-    }
+    let policy =
+        adapter.map(|a| json!({"Type": "NetAdapterName", "Settings": {"NetworkAdapterName": a}}));
+    let doc = json!({"ID": "ext", "Name": "External", "Type": "Overlay", "Policies": [policy]});
+    crate::host::hns::parse_network(&doc).expect("network")
 }
 
 /// Without a vSwitch: the configured adapter (in any case) wins; else the one holding the node

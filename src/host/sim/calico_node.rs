@@ -26,13 +26,7 @@ pub type Parsed = Result<Component, (i32, String)>;
 /// as Go's `flag` (exit 2) and cobra (exit 1) do (`-complete-startup` from v3.31,
 /// `-monitor-token` from v3.28).
 pub fn component(spec: &ProcessSpec, release: Option<&CalicoVersion>) -> Option<Parsed> {
-    let file = spec
-        .program
-        .rsplit(['\\', '/'])
-        .next()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    match file.as_str() {
+    match crate::host::services::file_name(&spec.program).as_str() {
         "calico-node.exe" => Some(calico_node_flags(&spec.args, release)),
         "calico.exe" if spec.args.first().is_some_and(|a| a == "component") => {
             Some(calico_subcommands(&spec.args[1..]))

@@ -28,20 +28,20 @@ impl SimHost {
     /// Namespaces").
     fn sim_path(&self, path: &str) -> HostResult<PathBuf> {
         if !is_windows_path(path) {
-            return Err(HostError::Refused {
-                what: format!("path {path}"),
-                reason: "not an absolute Windows path".into(),
-            });
+            return Err(HostError::refused(
+                format!("path {path}"),
+                "not an absolute Windows path",
+            ));
         }
         let lower = path.to_ascii_lowercase().replace('/', "\\");
         let (root, rest) = (&lower[..1], &lower[2..]);
         let mut out = self.dir.join("fs").join(root);
         for part in rest.split('\\').filter(|p| !p.is_empty() && *p != ".") {
             if part == ".." {
-                return Err(HostError::Refused {
-                    what: format!("path {path}"),
-                    reason: "'..' is not allowed".into(),
-                });
+                return Err(HostError::refused(
+                    format!("path {path}"),
+                    "'..' is not allowed",
+                ));
             }
             out = same_name_in(&out, part);
         }
@@ -59,10 +59,8 @@ impl SimHost {
         let mut parts = key.split('\\');
         let drive = parts.next().unwrap_or_default().to_owned();
         let parse = |k: &str, sddl: &str| {
-            acl::parse(sddl).map_err(|why| HostError::Refused {
-                what: format!("the simulated access list of {k}"),
-                reason: why,
-            })
+            acl::parse(sddl)
+                .map_err(|why| HostError::refused(format!("the simulated access list of {k}"), why))
         };
         let at = |k: &str, d| set.get(k).map_or(Ok(d), |sddl| parse(k, sddl));
         let mut d = at(&drive, parse("the drive root", acl::DRIVE_ROOT)?)?;
@@ -346,17 +344,13 @@ impl Files for SimHost {
     }
 
     fn set_security(&self, path: &str, sddl: &str) -> HostResult<()> {
-        let d = acl::parse(sddl).map_err(|why| HostError::Refused {
-            what: format!("the access list for {path}"),
-            reason: why,
-        })?;
+        let d = acl::parse(sddl)
+            .map_err(|why| HostError::refused(format!("the access list for {path}"), why))?;
         // As SetNamedSecurityInfo does with an unprotected list: the entries marked inherited
         // are the parent's, computed again, so a list of only those is inheritance restored.
         let inherits = !d.protected && d.aces.iter().all(|a| a.inherited);
         if !self.sim_path(path)?.exists() {
-            return Err(HostError::NotFound {
-                what: path.to_owned(),
-            });
+            return Err(HostError::not_found(path.to_owned()));
         }
         self.mutate(&format!("set the access list of {path}"), |s| {
             if inherits {

@@ -291,7 +291,12 @@ impl SimHost {
                     op: op.to_owned(),
                 })
             }
-            FaultKind::Deny => Err(HostError::win32(op, 5)),
+            // ERROR_ACCESS_DENIED in FormatMessage's words, as the Windows host reports it.
+            FaultKind::Deny => Err(HostError::Api {
+                op: op.to_owned(),
+                code: 5,
+                message: "Access is denied.".into(),
+            }),
             FaultKind::Crash => {
                 eprintln!("simulated crash at mutating call {n} ({op})");
                 std::process::exit(SIM_CRASH_EXIT)
@@ -308,10 +313,8 @@ impl SimHost {
     }
 
     pub(super) fn save(&self, state: &State) -> HostResult<()> {
-        let text = serde_json::to_string_pretty(state).map_err(|e| HostError::Refused {
-            what: "save simulated host state".into(),
-            reason: e.to_string(),
-        })?;
+        let text = serde_json::to_string_pretty(state)
+            .map_err(|e| HostError::refused("save simulated host state", e.to_string()))?;
         crate::files::write_atomic_volatile(&self.dir.join("state.json"), text.as_bytes())
             .map(|_| ())
             .map_err(|e| {

@@ -119,9 +119,7 @@ impl Hns for SimHost {
         let (mut doc, name) = hns::checked_spec(spec_json)?;
         self.mutate(&format!("create HNS network {name}"), |s| {
             if s.networks.iter().any(|n| n["Name"] == name.as_str()) {
-                return Err(HostError::Exists {
-                    what: format!("HNS network {name}"),
-                });
+                return Err(HostError::exists(format!("HNS network {name}")));
             }
             doc["ID"] = s.settings.next_guid().into();
             if s.networks.is_empty() {
@@ -137,19 +135,17 @@ impl Hns for SimHost {
                 }
             }
             s.networks.push(doc.clone());
-            hns::parse_network(&doc).ok_or_else(|| HostError::Refused {
-                what: "create HNS network".into(),
-                reason: "the document has no name".into(),
-            })
+            let unnamed = || HostError::refused("create HNS network", "the document has no name");
+            hns::parse_network(&doc).ok_or_else(unnamed)
         })
     }
 
     fn hns_delete_network(&self, id: &str) -> HostResult<()> {
         self.hns_available()?;
         self.mutate(&format!("delete HNS network {id}"), |s| {
-            let i = s.network_index(id).ok_or_else(|| HostError::NotFound {
-                what: format!("HNS network {id}"),
-            })?;
+            let i = s
+                .network_index(id)
+                .ok_or_else(|| HostError::not_found(format!("HNS network {id}")))?;
             s.networks.remove(i);
             s.endpoints
                 .retain(|e| !e.network_id.eq_ignore_ascii_case(id));
@@ -166,9 +162,7 @@ impl Hns for SimHost {
             let before = s.endpoints.len();
             s.endpoints.retain(|e| !e.id.eq_ignore_ascii_case(id));
             if s.endpoints.len() == before {
-                return Err(HostError::NotFound {
-                    what: format!("HNS endpoint {id}"),
-                });
+                return Err(HostError::not_found(format!("HNS endpoint {id}")));
             }
             Ok(())
         })
@@ -188,8 +182,10 @@ impl Hns for SimHost {
                                 .as_deref()
                                 .is_some_and(|n| n.eq_ignore_ascii_case(namespace))
                     })
-                    .ok_or_else(|| HostError::NotFound {
-                        what: format!("HNS endpoint {endpoint} in namespace {namespace}"),
+                    .ok_or_else(|| {
+                        HostError::not_found(format!(
+                            "HNS endpoint {endpoint} in namespace {namespace}"
+                        ))
                     })?;
                 e.namespace = None;
                 Ok(())
@@ -343,12 +339,10 @@ impl SimHost {
             s.interfaces = adapters
                 .iter()
                 .flat_map(|a| {
-                    a.addresses.iter().map(|x| InterfaceAddress {
-                        interface: a.name.clone(),
-                        index: a.index,
-                        ip: x.ip,
-                        prefix_len: x.prefix_len,
-                    })
+                    let at = |x: &AdapterAddress| {
+                        InterfaceAddress::new(&a.name, a.index, x.ip, x.prefix_len)
+                    };
+                    a.addresses.iter().map(at)
                 })
                 .collect();
             s.adapters = adapters.iter().map(state::stored).collect();
@@ -503,9 +497,7 @@ impl SimHost {
         self.mutate(&format!("add endpoint {name}"), |s| {
             let at = s
                 .network_index(network_id)
-                .ok_or_else(|| HostError::NotFound {
-                    what: format!("HNS network {network_id}"),
-                })?;
+                .ok_or_else(|| HostError::not_found(format!("HNS network {network_id}")))?;
             let provider_address =
                 hns::parse_network(&s.networks[at]).and_then(|n| n.management_ip);
             let id = s.settings.next_guid();
@@ -558,13 +550,9 @@ impl Network for SimHost {
                 AdapterSetting::Static(addresses) => {
                     a.dhcp = false;
                     s.interfaces.retain(|x| x.index != index);
-                    s.interfaces
-                        .extend(addresses.iter().map(|(ip, prefix_len)| InterfaceAddress {
-                            interface: name.clone(),
-                            index,
-                            ip: *ip,
-                            prefix_len: *prefix_len,
-                        }));
+                    let at =
+                        |(ip, len): &(Ipv4Addr, u8)| InterfaceAddress::new(&name, index, *ip, *len);
+                    s.interfaces.extend(addresses.iter().map(at));
                 }
                 AdapterSetting::DnsServers(servers) => a.dns_servers = servers.clone(),
                 AdapterSetting::DnsSuffix(suffix) => a.dns_suffix = suffix.clone(),
@@ -580,16 +568,10 @@ impl Network for SimHost {
                 let a = s.described_adapter(index)?;
                 let name = a.name.clone();
                 if s.interfaces.iter().any(|x| x.index == index && x.ip == ip) {
-                    return Err(HostError::Exists {
-                        what: format!("address {ip} on {name}"),
-                    });
+                    return Err(HostError::exists(format!("address {ip} on {name}")));
                 }
-                s.interfaces.push(InterfaceAddress {
-                    interface: name,
-                    index,
-                    ip,
-                    prefix_len,
-                });
+                s.interfaces
+                    .push(InterfaceAddress::new(&name, index, ip, prefix_len));
                 Ok(())
             },
         )
@@ -608,9 +590,10 @@ impl Network for SimHost {
                 .iter()
                 .any(|i| i.index == route.interface_index)
             {
-                return Err(HostError::NotFound {
-                    what: format!("interface {} for {what}", route.interface_index),
-                });
+                return Err(HostError::not_found(format!(
+                    "interface {} for {what}",
+                    route.interface_index
+                )));
             }
             if s.routes.iter().any(|r| {
                 r.destination == route.destination
@@ -694,9 +677,7 @@ impl Processes for SimHost {
             return Ok(Box::new(LocalChild::spawn(spec)?));
         }
         if self.file_access(&spec.program)?.is_none() {
-            return Err(HostError::NotFound {
-                what: format!("program {}", spec.program),
-            });
+            return Err(HostError::not_found(format!("program {}", spec.program)));
         }
         let command = std::iter::once(spec.program.as_str())
             .chain(spec.args.iter().map(String::as_str))
@@ -815,9 +796,7 @@ impl Firewall for SimHost {
         self.mutate(&format!("add firewall rule {}", rule.name), |s| {
             let key = rule.name.to_ascii_lowercase();
             if s.firewall.contains_key(&key) {
-                return Err(HostError::Exists {
-                    what: format!("firewall rule {}", rule.name),
-                });
+                return Err(HostError::exists(format!("firewall rule {}", rule.name)));
             }
             s.firewall.insert(key, rule.clone());
             Ok(())

@@ -209,19 +209,11 @@ fn base(profile: &str, build: u32, ubr: u32, product: &str) -> State {
         "MaxSize",
         RegValue::Dword(20 * 1024 * 1024),
     );
-    state.interfaces.push(InterfaceAddress {
-        interface: "Ethernet".into(),
-        index: 4,
-        ip: Ipv4Addr::new(10, 0, 0, 5),
-        prefix_len: 24,
-    });
+    let ethernet = InterfaceAddress::new("Ethernet", 4, Ipv4Addr::new(10, 0, 0, 5), 24);
+    let loopback = ("Loopback Pseudo-Interface 1", Ipv4Addr::LOCALHOST);
+    let loopback = InterfaceAddress::new(loopback.0, 1, loopback.1, 8);
+    state.interfaces.extend([ethernet, loopback]);
     state.adapters.push(cloud_nic());
-    state.interfaces.push(InterfaceAddress {
-        interface: "Loopback Pseudo-Interface 1".into(),
-        index: 1,
-        ip: Ipv4Addr::LOCALHOST,
-        prefix_len: 8,
-    });
     let route = |d: [u8; 4], len, hop: [u8; 4], metric| Route {
         destination: Ipv4Addr::from(d),
         prefix_len: len,
@@ -252,12 +244,10 @@ fn cloud_nic() -> Adapter {
 /// A second NIC on the first one's subnet holding the node IP, without a default route
 /// (rancher/rke2#3533).
 fn two_nics(state: &mut State) {
-    state.interfaces.push(InterfaceAddress {
-        interface: "Ethernet 2".into(),
-        index: 6,
-        ip: Ipv4Addr::new(10, 0, 0, 6),
-        prefix_len: 24,
-    });
+    let ip = Ipv4Addr::new(10, 0, 0, 6);
+    state
+        .interfaces
+        .push(InterfaceAddress::new("Ethernet 2", 6, ip, 24));
     state.adapters.push(Adapter {
         description: "Microsoft Hyper-V Network Adapter #2".into(),
         dhcp: false,

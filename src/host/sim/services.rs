@@ -11,9 +11,7 @@ use crate::host::{
 use std::time::{Duration, Instant};
 
 fn not_found(name: &str) -> HostError {
-    HostError::NotFound {
-        what: format!("service {name}"),
-    }
+    HostError::not_found(format!("service {name}"))
 }
 
 impl SimHost {
@@ -82,7 +80,7 @@ impl SimService {
 /// What starting a service runs: `calicoctl-win.exe service run ROLE` runs the role's start-up.
 pub(super) fn own_service_args(command_line: &str) -> Option<Vec<String>> {
     let (program, args) = split_command_line(command_line);
-    let file = program.rsplit(['\\', '/']).next()?.to_ascii_lowercase();
+    let file = crate::host::services::file_name(&program);
     let ours = file == "calicoctl-win.exe" || file == "calicoctl-win";
     (ours && args.first().map(String::as_str) == Some("service")).then_some(args)
 }
@@ -111,9 +109,7 @@ impl Services for SimHost {
         self.mutate(&format!("create service {}", spec.name), |s| {
             let key = spec.name.to_ascii_lowercase();
             if s.services.contains_key(&key) {
-                return Err(HostError::Exists {
-                    what: format!("service {}", spec.name),
-                });
+                return Err(HostError::exists(format!("service {}", spec.name)));
             }
             // As CreateService: a display name is unique among names and display names.
             let shown = spec.display_name.to_ascii_lowercase();
@@ -121,9 +117,10 @@ impl Services for SimHost {
                 .iter()
                 .any(|(name, svc)| *name == shown || svc.display_name.eq_ignore_ascii_case(&shown))
             {
-                return Err(HostError::Exists {
-                    what: format!("a service named or displayed as {:?}", spec.display_name),
-                });
+                return Err(HostError::exists(format!(
+                    "a service named or displayed as {:?}",
+                    spec.display_name
+                )));
             }
             s.services
                 .insert(key, SimService::from_spec(spec, ServiceState::Stopped));
@@ -166,10 +163,10 @@ impl Services for SimHost {
             });
         }
         if svc.start == StartType::Disabled {
-            return Err(HostError::Refused {
-                what: format!("start service {name}"),
-                reason: "the service is disabled".into(),
-            });
+            return Err(HostError::refused(
+                format!("start service {name}"),
+                "the service is disabled",
+            ));
         }
         // Dependencies start first; dependents never do (Microsoft,
         // ServiceInstaller.ServicesDependedOn; "Automatically Starting Services").
@@ -211,9 +208,11 @@ impl Services for SimHost {
                 }
             }
         })?;
-        started.map_err(|e| HostError::Refused {
-            what: format!("start service {name}"),
-            reason: format!("it stopped during start-up: {e:#}"),
+        started.map_err(|e| {
+            HostError::refused(
+                format!("start service {name}"),
+                format!("it stopped during start-up: {e:#}"),
+            )
         })
     }
 
@@ -227,10 +226,10 @@ impl Services for SimHost {
                     && d.dependencies.iter().any(|x| x.eq_ignore_ascii_case(name))
             });
             if let Some(d) = running_dependent {
-                return Err(HostError::Refused {
-                    what: format!("stop service {name}"),
-                    reason: format!("{} depends on it and is running", d.name),
-                });
+                return Err(HostError::refused(
+                    format!("stop service {name}"),
+                    format!("{} depends on it and is running", d.name),
+                ));
             }
             let svc = s.services.get_mut(&key).ok_or_else(|| not_found(name))?;
             svc.settle();
@@ -283,10 +282,10 @@ impl Services for SimHost {
             let key = name.to_ascii_lowercase();
             let svc = s.services.get(&key).ok_or_else(|| not_found(name))?;
             if svc.state != ServiceState::Stopped {
-                return Err(HostError::Refused {
-                    what: format!("delete service {name}"),
-                    reason: "the service is running; stop it first".into(),
-                });
+                return Err(HostError::refused(
+                    format!("delete service {name}"),
+                    "the service is running; stop it first",
+                ));
             }
             s.services.remove(&key);
             Ok(())

@@ -361,9 +361,7 @@ impl State {
                     .interfaces
                     .iter()
                     .find(|i| i.index == index)
-                    .ok_or_else(|| HostError::NotFound {
-                        what: format!("interface {index}"),
-                    })?;
+                    .ok_or_else(|| HostError::not_found(format!("interface {index}")))?;
                 let d = self.default_adapter(i);
                 self.adapters.push(d);
                 self.adapters.len() - 1
@@ -402,24 +400,18 @@ impl State {
         let all = self.all_adapters();
         let found = match named {
             Some(n) => all.iter().find(|a| a.name.eq_ignore_ascii_case(n)),
-            None => self
-                .routes
-                .iter()
-                .filter(|r| r.prefix_len == 0)
-                .min_by_key(|r| r.metric)
-                .and_then(|r| all.iter().find(|a| a.index == r.interface_index)),
+            None => crate::host::uplink::default_route_adapter(&all, &self.routes),
         };
-        let a = found.ok_or_else(|| HostError::NotFound {
-            what: format!(
-                "network adapter {}",
-                named.unwrap_or("of the default route")
-            ),
-        })?;
+        let what = format!(
+            "network adapter {}",
+            named.unwrap_or("of the default route")
+        );
+        let a = found.ok_or_else(|| HostError::not_found(what))?;
         if a.is_vswitch_port() {
-            return Err(HostError::Refused {
-                what: "create the vSwitch".into(),
-                reason: format!("{} is another vSwitch's host adapter", a.name),
-            });
+            return Err(HostError::refused(
+                "create the vSwitch",
+                format!("{} is another vSwitch's host adapter", a.name),
+            ));
         }
         Ok(self
             .adapters
@@ -443,10 +435,7 @@ impl State {
             .unwrap_or(0)
             + 1;
         let name = format!("vEthernet ({})", uplink.name);
-        for a in self.interfaces.iter_mut().filter(|a| a.index == old) {
-            a.interface = name.clone();
-            a.index = new;
-        }
+        self.move_interface(old, new, Some(&name));
         if !self.adapters.iter().any(|a| a.index == old) {
             self.adapters.push(uplink.clone());
         }
@@ -474,12 +463,20 @@ impl State {
         self.vswitch = Some((old, new));
         self.routes
             .retain(|r| !(r.destination.is_link_local() && r.prefix_len == 32));
-        for r in &mut self.routes {
-            if r.interface_index == old {
-                r.interface_index = new;
+        Ok(())
+    }
+
+    /// Interface `from`'s addresses (renamed `name`) and routes, moved to interface `to`.
+    fn move_interface(&mut self, from: u32, to: u32, name: Option<&str>) {
+        for a in self.interfaces.iter_mut().filter(|a| a.index == from) {
+            a.index = to;
+            if let Some(n) = name {
+                a.interface = n.to_owned();
             }
         }
-        Ok(())
+        for r in self.routes.iter_mut().filter(|r| r.interface_index == from) {
+            r.interface_index = to;
+        }
     }
 
     /// Deleting the last network removes the vSwitch: the address and the NIC's routes
@@ -494,20 +491,10 @@ impl State {
             .find(|a| a.index == old)
             .map(|a| a.name.clone());
         self.adapters.retain(|a| a.index != new);
-        for a in self.interfaces.iter_mut().filter(|a| a.index == new) {
-            if let Some(n) = &nic {
-                a.interface = n.clone();
-            }
-            a.index = old;
-        }
         self.routes.retain(|r| {
             !(r.interface_index == new && r.destination.is_link_local() && r.prefix_len == 32)
         });
-        for r in &mut self.routes {
-            if r.interface_index == new {
-                r.interface_index = old;
-            }
-        }
+        self.move_interface(new, old, nic.as_deref());
     }
 
     /// The vSwitch's host adapter's address: the provider address HNS gives the networks.
