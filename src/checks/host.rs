@@ -436,11 +436,7 @@ fn containerd_out_of_support(version: &str, now: i64) -> Option<String> {
     let v = version
         .strip_prefix("containerd://")?
         .trim_start_matches('v');
-    let mut n = v.split('.');
-    let line = (
-        n.next()?.parse::<u32>().ok()?,
-        n.next()?.parse::<u32>().ok()?,
-    );
+    let line = super::major_minor(v)?;
     let today = jiff::Timestamp::from_second(now)
         .ok()?
         .to_zoned(jiff::tz::TimeZone::UTC)
