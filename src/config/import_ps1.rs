@@ -353,12 +353,12 @@ fn strip_comment(line: &str) -> &str {
     line.trim_end()
 }
 
-/// Splits arguments on whitespace outside quotes and parentheses, keeping quotes.
+/// Splits arguments on whitespace outside quotes, keeping quotes. (`-defaultValue` takes every
+/// token after it, so an expression's blanks do not end it.)
 fn tokens(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut quote = None;
-    let mut depth = 0i32;
     for c in s.chars() {
         match (quote, c) {
             (None, '"' | '\'') => {
@@ -369,15 +369,7 @@ fn tokens(s: &str) -> Vec<String> {
                 quote = None;
                 cur.push(c);
             }
-            (None, '(') => {
-                depth += 1;
-                cur.push(c);
-            }
-            (None, ')') => {
-                depth -= 1;
-                cur.push(c);
-            }
-            (None, c) if c.is_whitespace() && depth == 0 => {
+            (None, c) if c.is_whitespace() => {
                 if !cur.is_empty() {
                     out.push(std::mem::take(&mut cur));
                 }

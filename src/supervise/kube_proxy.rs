@@ -180,7 +180,7 @@ fn dsr(host: &dyn Host, log: &Log) -> Result<bool> {
 }
 
 /// `Calico_ep`'s address on the Calico network, once calico-node made it.
-fn source_vip(host: &dyn Host) -> crate::host::HostResult<Option<String>> {
+pub(crate) fn source_vip(host: &dyn Host) -> crate::host::HostResult<Option<String>> {
     let Some(network) = host
         .hns_networks()?
         .into_iter()
