@@ -497,12 +497,6 @@ mod tests {
                 None => assert_eq!(c.verdict, Verdict::Pass, "{build} {version}: {c:?}"),
             }
         }
-        // Server 2025's entry does not apply on 2022.
-        let f = KubeProxyFacts {
-            version: Some("v1.35.0".into()),
-            ..facts(GOOD, "20348.2762")
-        };
-        assert_eq!(check(&f, &config("vxlan")).verdict, Verdict::Pass);
     }
 
     /// A version from the Node is said to be the Node's report; with no version at all the

@@ -493,16 +493,14 @@ impl Setting for NetworkPattern {
             .parse(raw)
             .map(|_| Self(raw.to_owned()))
             .map_err(|e| {
+                // The last line of the parser's text says what is wrong.
+                let e = e.to_string();
                 format!(
                     "not a valid regular expression: {}",
-                    first_line(&e.to_string())
+                    e.lines().last().unwrap_or(&e).trim()
                 )
             })
     }
-}
-
-fn first_line(s: &str) -> &str {
-    s.lines().last().unwrap_or(s).trim()
 }
 
 /// A free-form text value that must stay on one line (it ends up in environment blocks and JSON).
