@@ -122,7 +122,7 @@ pub fn kube_proxy_facts(h: &dyn Host) -> super::kube_proxy::KubeProxyFacts {
         service: h.service_query("kube-proxy").ok().flatten(),
         kube_network_env,
         calico_network,
-        source_vip_endpoint: crate::supervise::source_vip(h).ok().flatten(),
+        source_vip_endpoint: super::kube_proxy::source_vip_endpoint(h).ok().flatten(),
         os_build: h
             .system_facts()
             .ok()

@@ -133,6 +133,22 @@ pub fn binary_version(h: &dyn Host, c: &Config, protected: bool) -> Option<Strin
     release_in(&answer)
 }
 
+/// `Calico_ep`'s address on the Calico network, once calico-node made it.
+pub fn source_vip_endpoint(host: &dyn Host) -> crate::host::HostResult<Option<String>> {
+    let Some(network) = host
+        .hns_networks()?
+        .into_iter()
+        .find(|n| n.name == CALICO_NETWORK)
+    else {
+        return Ok(None);
+    };
+    Ok(host
+        .hns_endpoints(&network.id)?
+        .into_iter()
+        .find(|e| e.name == SOURCE_VIP_ENDPOINT)
+        .and_then(|e| e.ip))
+}
+
 /// Whether the service runs calicoctl-win's `service run kube-proxy`.
 pub(crate) fn own_service(svc: &InstalledService) -> bool {
     let (_, args) = split_command_line(&svc.command_line);
@@ -452,12 +468,10 @@ mod tests {
     fn facts(command_line: &str, build: &str) -> KubeProxyFacts {
         KubeProxyFacts {
             service: Some(service(command_line)),
-            kube_network_env: None,
             calico_network: true,
             source_vip_endpoint: Some("10.244.1.2".into()),
             os_build: Some(build.parse().expect("build")),
-            version: None,
-            node_reported: false,
+            ..KubeProxyFacts::default()
         }
     }
 

@@ -108,7 +108,7 @@ struct Reader {
     blocks: Vec<Block>,
     // Values by variable (PowerShell's environment is case-insensitive), in PowerShell's
     // order of effect: `$env:X =` always sets, `Set-EnvVarIfNotSet` only when nothing set X
-    // before. The order number puts a forced reassignment last.
+    // before.
     values: Values,
     // Variables Calico overrides with containerd's directory when containerd runs.
     containerd_overrides: Vec<String>,

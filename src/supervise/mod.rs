@@ -11,7 +11,6 @@ pub mod diags_review;
 pub mod diags_server;
 pub mod hns_watch;
 mod kube_proxy;
-pub(crate) use kube_proxy::source_vip;
 mod log;
 pub mod metrics_server;
 mod node;
