@@ -69,16 +69,17 @@ pub fn adapter(
         );
     }
     if a.description.starts_with(LBFO_DESCRIPTION) {
+        let refused = build.is_some_and(|b| b >= SERVER_2022);
         let message = format!(
             "{name} is an LBFO team ({}): {}",
             a.description,
-            if build.is_some_and(|b| b >= SERVER_2022) {
+            if refused {
                 "from Windows Server 2022 on a Hyper-V vSwitch cannot be bound to one, and creating the External network would cut the node off"
             } else {
                 "Windows Server 2022 and later refuse a vSwitch on one, and Microsoft no longer develops LBFO with Hyper-V"
             }
         );
-        return if build.is_some_and(|b| b >= SERVER_2022) {
+        return if refused {
             Check::fail(ID, message, SET_REMEDY)
         } else {
             Check::warn(ID, message, SET_REMEDY)

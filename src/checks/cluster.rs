@@ -1,6 +1,6 @@
 //! Cluster checks: what Calico on the cluster must look like for a Windows node to join.
 
-use super::Check;
+use super::{Check, major_minor as version};
 use crate::cluster::facts::{ClusterFacts, IpPool, encapsulation_on as on};
 use crate::cluster::ipam;
 use crate::config::Config;
@@ -143,11 +143,6 @@ pub fn unreadable(message: &str, remedy: &str) -> Vec<Check> {
     );
     checks[0] = Check::new(IDS[0], fail, message, Some(remedy));
     checks
-}
-
-fn version(v: &str) -> Option<(u32, u32)> {
-    let mut parts = v.trim_start_matches('v').split('.');
-    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 fn calico_version(f: &ClusterFacts) -> Check {

@@ -115,22 +115,14 @@ pub fn kube_proxy_facts(h: &dyn Host) -> super::kube_proxy::KubeProxyFacts {
             .find_map(|v| v.strip_prefix("KUBE_NETWORK=").map(str::to_owned)),
         _ => None,
     };
-    let calico = h.hns_networks().ok().and_then(|nets| {
-        nets.into_iter()
-            .find(|n| n.name == crate::layout::CALICO_NETWORK)
-    });
-    let source_vip_endpoint = calico.as_ref().and_then(|calico| {
-        h.hns_endpoints(&calico.id)
-            .ok()?
-            .into_iter()
-            .find(|e| e.name == super::kube_proxy::SOURCE_VIP_ENDPOINT)?
-            .ip
-    });
+    let calico_network = h
+        .hns_networks()
+        .is_ok_and(|nets| nets.iter().any(|n| n.name == crate::layout::CALICO_NETWORK));
     super::kube_proxy::KubeProxyFacts {
         service: h.service_query("kube-proxy").ok().flatten(),
         kube_network_env,
-        calico_network: calico.is_some(),
-        source_vip_endpoint,
+        calico_network,
+        source_vip_endpoint: super::kube_proxy::source_vip_endpoint(h).ok().flatten(),
         os_build: h
             .system_facts()
             .ok()
@@ -436,11 +428,7 @@ fn containerd_out_of_support(version: &str, now: i64) -> Option<String> {
     let v = version
         .strip_prefix("containerd://")?
         .trim_start_matches('v');
-    let mut n = v.split('.');
-    let line = (
-        n.next()?.parse::<u32>().ok()?,
-        n.next()?.parse::<u32>().ok()?,
-    );
+    let line = super::major_minor(v)?;
     let today = jiff::Timestamp::from_second(now)
         .ok()?
         .to_zoned(jiff::tz::TimeZone::UTC)

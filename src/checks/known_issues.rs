@@ -269,11 +269,8 @@ pub fn check(f: &Facts<'_>, allowed: &[String]) -> Check {
             Some(v) => format!("Calico {v}, backend {}", f.backend),
             None => format!("backend {} (Calico release unknown)", f.backend),
         };
-        let mut text = format!("no known breakage for {what} on this build");
-        if !message.is_empty() {
-            text = format!("{text}; {}", message.join("; "));
-        }
-        return Check::pass(ID, text);
+        message.insert(0, format!("no known breakage for {what} on this build"));
+        return Check::pass(ID, message.join("; "));
     }
     let remedy = counted
         .iter()

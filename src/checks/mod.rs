@@ -93,6 +93,12 @@ impl Check {
     }
 }
 
+/// The `(major, minor)` of a release (`v3.31.0`, `1.7.20`).
+pub(crate) fn major_minor(v: &str) -> Option<(u32, u32)> {
+    let mut parts = v.trim_start_matches('v').split('.');
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
 /// Turns the failures the user accepted with `--skip ID` into skips that say so.
 pub fn accept_skipped(checks: &mut [Check], skip: &[String]) {
     for c in checks.iter_mut() {

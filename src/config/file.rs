@@ -134,18 +134,15 @@ impl Reader<'_> {
                 ));
                 continue;
             }
+            let section = prefix.is_empty() && spec::is_section(&path);
             match (spec::find(&path), &node.value) {
-                (None, Node::Map(inner)) if prefix.is_empty() && spec::is_section(&path) => {
-                    self.section(&path, inner)
-                }
-                (None, Node::Null) if prefix.is_empty() && spec::is_section(&path) => {}
-                (None, _) if prefix.is_empty() && spec::is_section(&path) => {
-                    self.problems.push(Problem::shape(
-                        &path,
-                        line,
-                        "a mapping of settings; see docs/configuration.md",
-                    ))
-                }
+                (None, Node::Map(inner)) if section => self.section(&path, inner),
+                (None, Node::Null) if section => {}
+                (None, _) if section => self.problems.push(Problem::shape(
+                    &path,
+                    line,
+                    "a mapping of settings; see docs/configuration.md",
+                )),
                 (None, _) => {
                     self.problems
                         .push(Problem::unknown_key(&path, None, Source::File(line)))

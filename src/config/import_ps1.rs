@@ -108,7 +108,7 @@ struct Reader {
     blocks: Vec<Block>,
     // Values by variable (PowerShell's environment is case-insensitive), in PowerShell's
     // order of effect: `$env:X =` always sets, `Set-EnvVarIfNotSet` only when nothing set X
-    // before. The order number puts a forced reassignment last.
+    // before.
     values: Values,
     // Variables Calico overrides with containerd's directory when containerd runs.
     containerd_overrides: Vec<String>,
@@ -212,7 +212,7 @@ impl Reader {
                 self.out.not_understood.push(skip("Calico uses this only where containerd does not run (containerd's directory otherwise); set it by hand if this node runs docker"));
             }
         }
-        self.out.imported = self.values.into_ordered();
+        self.out.imported = self.values.0;
         self.out
     }
 }
@@ -227,32 +227,30 @@ fn docker_dir(var: &str) -> Option<&'static str> {
     }
 }
 
-/// The imported values by upper-case variable name, with the order they take effect in.
+/// The imported values in the order they take effect, one per variable (case-insensitive).
 #[derive(Default)]
-struct Values {
-    by_name: std::collections::HashMap<String, (u64, Imported)>,
-    next: u64,
-}
+struct Values(Vec<Imported>);
 
 impl Values {
     fn get(&self, name: &str) -> Option<&Imported> {
-        self.by_name.get(&name.to_ascii_uppercase()).map(|(_, v)| v)
+        self.0
+            .iter()
+            .find(|v| v.variable.eq_ignore_ascii_case(name))
     }
 
-    fn set(&mut self, v: Imported) {
-        self.next += 1;
-        self.by_name
-            .insert(v.variable.to_ascii_uppercase(), (self.next, v));
-    }
-
+    /// Removes the variable's value, if any.
     fn take(&mut self, name: &str) -> Option<Imported> {
-        self.by_name.remove(name).map(|(_, v)| v)
+        let i = self
+            .0
+            .iter()
+            .position(|v| v.variable.eq_ignore_ascii_case(name))?;
+        Some(self.0.remove(i))
     }
 
-    fn into_ordered(self) -> Vec<Imported> {
-        let mut all: Vec<(u64, Imported)> = self.by_name.into_values().collect();
-        all.sort_by_key(|(order, _)| *order);
-        all.into_iter().map(|(_, v)| v).collect()
+    /// Sets the variable, which then takes effect last.
+    fn set(&mut self, v: Imported) {
+        self.take(&v.variable);
+        self.0.push(v);
     }
 }
 
@@ -355,12 +353,12 @@ fn strip_comment(line: &str) -> &str {
     line.trim_end()
 }
 
-/// Splits arguments on whitespace outside quotes and parentheses, keeping quotes.
+/// Splits arguments on whitespace outside quotes, keeping quotes. (`-defaultValue` takes every
+/// token after it, so an expression's blanks do not end it.)
 fn tokens(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut quote = None;
-    let mut depth = 0i32;
     for c in s.chars() {
         match (quote, c) {
             (None, '"' | '\'') => {
@@ -371,15 +369,7 @@ fn tokens(s: &str) -> Vec<String> {
                 quote = None;
                 cur.push(c);
             }
-            (None, '(') => {
-                depth += 1;
-                cur.push(c);
-            }
-            (None, ')') => {
-                depth -= 1;
-                cur.push(c);
-            }
-            (None, c) if c.is_whitespace() && depth == 0 => {
+            (None, c) if c.is_whitespace() => {
                 if !cur.is_empty() {
                     out.push(std::mem::take(&mut cur));
                 }
@@ -396,13 +386,12 @@ fn tokens(s: &str) -> Vec<String> {
 /// A quoted or bare word without its quotes; `None` for an expression.
 fn unquote(token: &str) -> Option<String> {
     let t = token.trim();
-    if let Some(inner) = t.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
-        return Some(inner.replace("''", "'"));
+    for q in ['\'', '"'] {
+        if let Some(inner) = t.strip_prefix(q).and_then(|r| r.strip_suffix(q)) {
+            return Some(inner.to_owned());
+        }
     }
-    if let Some(inner) = t.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
-        return Some(inner.to_owned());
-    }
-    (!t.contains(['$', '(', ')', '"', '\'', ' '])).then(|| t.to_owned())
+    (!t.contains(['$', '(', ')', '"', '\'', ' ', '@', '{', '}'])).then(|| t.to_owned())
 }
 
 enum Value {
@@ -449,81 +438,40 @@ fn evaluate(src: &str, earlier: &Values) -> Value {
 }
 
 /// The inside of a double-quoted string: `$PSScriptRoot` (as every Calico config.ps1 writes
-/// it) expands to the install root and `""` is one quote; any other `$`, or a backtick escape
-/// (which no config.ps1 writes), is left as an expression.
+/// it) expands to the install root; any other `$`, a backtick escape or a doubled quote (which
+/// no config.ps1 writes) is left as an expression.
 fn expand_double_quoted(inner: &str) -> Option<String> {
     let expanded = inner.replace("$PSScriptRoot", PS_SCRIPT_ROOT);
-    (!expanded.contains(['$', '`'])).then(|| expanded.replace("\"\"", "\""))
+    (!expanded.contains(['$', '`', '"'])).then_some(expanded)
 }
 
-/// A command argument as PowerShell's argument mode reads it. Inside double quotes `""` is
-/// one quote (`"a""b"` is `a"b`), inside single quotes `''` is one (`'a''b'` is `a'b`); a
-/// bare word takes quoted parts after it into itself (`a"b"` is `ab`); but an argument that
-/// starts with a quoted string ends with it, and what follows is another argument (`"a"b` is
-/// `a` and `b`; `""name""` is `` and `name`: PowerShell issue 6467). A `$env:X` of its own
-/// is X's value.
+/// A command argument as PowerShell's argument mode reads it: a quoted string, a bare word
+/// or `$env:X`. An argument that starts with a quoted string ends with it, and what follows is
+/// another argument (`""name""` is `` and `name""`: PowerShell issue 6467), as an edited
+/// quickstart config.ps1 has it (tests/import-ps1/v3.31-quickstart-edited.ps1). Words joined
+/// to quotes, and doubled quotes, no config.ps1 writes: they are left as expressions.
 fn argument(src: &str, earlier: &Values) -> Value {
     let src = src.trim();
-    if src.starts_with('(') || src.starts_with("$(") {
+    let Some(q) = src.chars().next().filter(|c| matches!(c, '"' | '\'')) else {
+        return match unquote(src) {
+            Some(word) => Value::Literal(word),
+            None => evaluate(src, earlier),
+        };
+    };
+    let Some(end) = src[1..].find(q).map(|i| i + 1) else {
         return dynamic();
-    }
-    if strip_prefix_ci(src, "$env:").is_some() {
+    };
+    let rest = &src[end + 1..];
+    if rest.is_empty() {
         return evaluate(src, earlier);
     }
-    let chars: Vec<char> = src.chars().collect();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < chars.len() {
-        match chars[i] {
-            q @ ('"' | '\'') => {
-                // Find the closing quote; a doubled quote inside is one quote.
-                let mut j = i + 1;
-                let mut inner = String::new();
-                loop {
-                    match chars.get(j) {
-                        None => return dynamic(),
-                        Some(&c) if c == q && chars.get(j + 1) == Some(&q) && j > i + 1 => {
-                            inner.push(q);
-                            inner.push(q);
-                            j += 2;
-                        }
-                        Some(&c) if c == q => break,
-                        Some(&c) => {
-                            inner.push(c);
-                            j += 1;
-                        }
-                    }
-                }
-                let part = if q == '\'' {
-                    Some(inner.replace("''", "'"))
-                } else {
-                    expand_double_quoted(&inner)
-                };
-                match part {
-                    Some(p) => out.push_str(&p),
-                    None => return dynamic(),
-                }
-                if i == 0 && j + 1 < chars.len() {
-                    let rest: String = chars[j + 1..].iter().collect();
-                    let second = match argument(&rest, earlier) {
-                        Value::Literal(v) => format!("{v:?}"),
-                        Value::Dynamic(_) => rest,
-                    };
-                    return Value::Dynamic(format!(
-                        "PowerShell reads {src} as two arguments, {out:?} and {second} (an argument that starts with a quoted string ends with it: PowerShell issue 6467), and Set-EnvVarIfNotSet takes no third one: this line fails when config.ps1 runs and sets nothing"
-                    ));
-                }
-                i = j + 1;
-            }
-            '$' | '(' | ')' | '@' | '{' | '}' => return dynamic(),
-            c if c.is_whitespace() => return dynamic(),
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
+    if rest.starts_with(q) || src[1..end].contains('$') {
+        return dynamic();
     }
-    Value::Literal(out)
+    Value::Dynamic(format!(
+        "PowerShell reads {src} as two arguments, {:?} and {rest} (an argument that starts with a quoted string ends with it: PowerShell issue 6467), and Set-EnvVarIfNotSet takes no third one: this line fails when config.ps1 runs and sets nothing",
+        &src[1..end]
+    ))
 }
 
 /// Dynamic values whose meaning matches a built-in default, with the note to show.
@@ -619,30 +567,21 @@ pub fn to_yaml(import: &Import, source_name: &str) -> String {
     out
 }
 
-/// A YAML double-quoted scalar. Every character YAML does not allow printed (C0 and C1
-/// controls but NEL, DEL, a byte-order mark, U+FFFE and U+FFFF) is written as an escape: JSON's
-/// string syntax leaves the C1 controls and DEL bare, which a YAML parser refuses.
+/// A YAML double-quoted scalar. A character YAML does not allow printed (a control, a
+/// byte-order mark, U+FFFE, U+FFFF) is escaped: JSON's string syntax leaves C1 controls and DEL
+/// bare, which a YAML parser refuses.
 fn quoted(s: &str) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
+    let mut out = String::from('"');
     for c in s.chars() {
         match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            c if matches!(u32::from(c), 0x20..=0x7E | 0x85 | 0xA0..=0xD7FF | 0xE000..=0xFEFE | 0xFF00..=0xFFFD | 0x10000..) =>
-            {
+            '"' | '\\' => {
+                out.push('\\');
                 out.push(c);
             }
-            c if u32::from(c) <= 0xFF => {
-                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            c if c.is_control() || matches!(c, '\u{feff}' | '\u{fffe}' | '\u{ffff}') => {
+                out.push_str(&format!("\\u{:04x}", u32::from(c)));
             }
-            c => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
+            c => out.push(c),
         }
     }
     out.push('"');
@@ -699,20 +638,18 @@ mod tests {
     }
 
     /// PowerShell's argument mode (about_Parsing; PowerShell issue 6467 for an argument that
-    /// starts with a quoted string), as Calico's GCE quickstart wrote `""name""`.
+    /// starts with a quoted string, as tests/import-ps1/v3.31-quickstart-edited.ps1 has it).
     #[test]
-    fn arguments_are_split_and_joined_as_powershell_does() {
+    fn arguments_are_read_as_powershell_does() {
         let set = |value: &str| {
             import(&format!(
                 "Set-EnvVarIfNotSet -var \"KUBE_NETWORK\" -defaultValue {value}\n"
             ))
         };
         for (value, want) in [
-            (r#""a""b""#, r#"a"b"#),
-            ("'a''b'", "a'b"),
-            (r#"a"b""#, "ab"),
-            (r#"x"y"'z'"#, "xyz"),
             (r#""Calico.*""#, "Calico.*"),
+            ("'azure.*'", "azure.*"),
+            ("4097", "4097"),
         ] {
             let i = set(value);
             assert_eq!(
@@ -721,13 +658,20 @@ mod tests {
                 "{value}"
             );
         }
-        for value in [r#"""name"""#, r#""a"b"#, "'a'b"] {
+        for (value, two) in [
+            (r#"""name"""#, true),
+            (r#""a"b"#, true),
+            ("'a'b", true),
+            (r#""a""b""#, false),
+            (r#"a"b""#, false),
+        ] {
             let i = set(value);
             assert!(i.imported.is_empty(), "{value}");
             let why = &i.not_understood[0].reason;
-            assert!(
+            assert_eq!(
                 why.contains("two arguments") && why.contains("6467"),
-                "{why}"
+                two,
+                "{value}: {why}"
             );
         }
     }

@@ -18,7 +18,7 @@ pub use problem::Problem;
 pub use resolve::Shown;
 
 use layer::{Layer, Sourced};
-use resolve::Resolver;
+use resolve::{Resolver, builtin_default};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use types::*;
@@ -239,9 +239,8 @@ pub fn load(inputs: &Inputs) -> Result<Loaded, ConfigError> {
 }
 
 fn build(r: &mut Resolver) -> Config {
-    let install_root = r.one::<WinPath>("install_root", || builtin_default("install_root"));
-    let container_runtime =
-        r.one::<ContainerRuntime>("container_runtime", || ContainerRuntime::Containerd);
+    let install_root = r.req::<WinPath>("install_root");
+    let container_runtime = r.req::<ContainerRuntime>("container_runtime");
     if r.source("node.name").is_none() {
         r.problems.push(Problem::new(
             "node.name",
@@ -250,15 +249,17 @@ fn build(r: &mut Resolver) -> Config {
             "neither kubelet's --hostname-override nor the host's name could be read; set node.name to kubelet's node name",
         ));
     }
-    let node_name = r.one::<NodeName>("node.name", placeholder_node_name);
+    // A stand-in while the other settings are checked: the problem is recorded, so it never
+    // leaves `load`.
+    let node_name = r.one::<NodeName>("node.name", || literal("unset-node-name"));
     let etcd_tls = (
         r.opt::<WinPath>("etcd.key_file"),
         r.opt::<WinPath>("etcd.cert_file"),
         r.opt::<WinPath>("etcd.ca_cert_file"),
     );
     Config {
-        backend: r.one("backend", || Backend::Vxlan),
-        datastore: r.one("datastore", || Datastore::Kubernetes),
+        backend: r.req("backend"),
+        datastore: r.req("datastore"),
         kubeconfig: r.opt_or("kubeconfig", || install_root.join("calico-kube-config")),
         etcd: Etcd {
             endpoints: r.list("etcd.endpoints"),
@@ -279,32 +280,26 @@ fn build(r: &mut Resolver) -> Config {
         container_runtime,
         cni: cni(r, container_runtime),
         vxlan: Vxlan {
-            vni: r.one("vxlan.vni", || builtin_default("vxlan.vni")),
-            mac_prefix: r.one("vxlan.mac_prefix", || builtin_default("vxlan.mac_prefix")),
+            vni: r.req("vxlan.vni"),
+            mac_prefix: r.req("vxlan.mac_prefix"),
             adapter: r.opt("vxlan.adapter"),
         },
-        kube_network: r.one("kube_network", || builtin_default("kube_network")),
+        kube_network: r.req("kube_network"),
         node: node(r, node_name),
         logs: logs(r, &install_root),
         install_root,
-        windows_use_single_network: r.one("windows_use_single_network", || true),
+        windows_use_single_network: r.req("windows_use_single_network"),
         kube_proxy: KubeProxy {
             path: r.opt("kube_proxy.path"),
-            kubeconfig: r.one("kube_proxy.kubeconfig", || {
-                builtin_default("kube_proxy.kubeconfig")
-            }),
+            kubeconfig: r.req("kube_proxy.kubeconfig"),
         },
         metrics: Metrics {
-            enabled: r.one("metrics.enabled", || false),
-            port: r.one("metrics.port", || builtin_default("metrics.port")),
-            felix_port: r.one("metrics.felix_port", || {
-                builtin_default("metrics.felix_port")
-            }),
+            enabled: r.req("metrics.enabled"),
+            port: r.req("metrics.port"),
+            felix_port: r.req("metrics.felix_port"),
             source_ranges: r.list("metrics.source_ranges"),
-            diags: r.one("metrics.diags", || false),
-            diags_namespace: r.one("metrics.diags_namespace", || {
-                builtin_default("metrics.diags_namespace")
-            }),
+            diags: r.req("metrics.diags"),
+            diags_namespace: r.req("metrics.diags_namespace"),
         },
         extra_env: ExtraEnv {
             node: r.map("extra_env.node"),
@@ -324,10 +319,10 @@ fn cni(r: &mut Resolver, runtime: ContainerRuntime) -> Cni {
         ContainerRuntime::Docker => ("c:\\k\\cni", "c:\\k\\cni\\config"),
     };
     Cni {
-        bin_dir: r.one("cni.bin_dir", || fixed_path(bin_default)),
-        conf_dir: r.one("cni.conf_dir", || fixed_path(conf_default)),
-        conf_filename: r.one("cni.conf_filename", || builtin_default("cni.conf_filename")),
-        ipam_type: r.one("cni.ipam_type", || IpamType::CalicoIpam),
+        bin_dir: r.one("cni.bin_dir", || literal(bin_default)),
+        conf_dir: r.one("cni.conf_dir", || literal(conf_default)),
+        conf_filename: r.req("cni.conf_filename"),
+        ipam_type: r.req("cni.ipam_type"),
         template: r
             .opt::<Text>("cni.template")
             .map(|t| PathBuf::from(t.as_str())),
@@ -339,12 +334,10 @@ fn node(r: &mut Resolver, name: NodeName) -> Node {
     Node {
         k8s_node_ref: r.one("node.k8s_node_ref", || name.clone()),
         name,
-        ip: r.one("node.ip", || NodeIp::Autodetect),
+        ip: r.req("node.ip"),
         ip_autodetection_method: r.opt("node.ip_autodetection_method"),
-        startup_valid_ip_timeout: r.one("node.startup_valid_ip_timeout", || {
-            builtin_default("node.startup_valid_ip_timeout")
-        }),
-        platform: r.one("node.platform", || builtin_default("node.platform")),
+        startup_valid_ip_timeout: r.req("node.startup_valid_ip_timeout"),
+        platform: r.req("node.platform"),
     }
 }
 
@@ -352,38 +345,16 @@ fn node(r: &mut Resolver, name: NodeName) -> Node {
 fn logs(r: &mut Resolver, install_root: &WinPath) -> Logs {
     Logs {
         dir: r.one("logs.dir", || install_root.join("logs")),
-        felix_file_severity: r.one("logs.felix_file_severity", || {
-            builtin_default("logs.felix_file_severity")
-        }),
+        felix_file_severity: r.req("logs.felix_file_severity"),
         felix_screen_severity: r.opt("logs.felix_screen_severity"),
-        felix_sys_severity: r.one("logs.felix_sys_severity", || {
-            builtin_default("logs.felix_sys_severity")
-        }),
+        felix_sys_severity: r.req("logs.felix_sys_severity"),
         bgp_screen_severity: r.opt("logs.bgp_screen_severity"),
     }
 }
 
-/// The built-in default of a key whose table entry is a `Value`; `Resolver::one` parses that
-/// default before calling this, and `built_in_defaults_follow_the_quickstart` proves every
-/// such default parses.
-fn builtin_default<T: Setting>(key: &str) -> T {
-    let text = match spec::find(key).map(|s| s.default) {
-        Some(spec::DefaultValue::Value(v)) => v,
-        _ => "",
-    };
-    T::parse(text).unwrap_or_else(|e| panic!("built-in default of {key} does not parse: {e}"))
-}
-
-fn fixed_path(p: &str) -> WinPath {
-    // These literals are absolute drive paths, which `WinPath::parse` accepts.
-    WinPath::parse(p).unwrap_or_else(|e| panic!("built-in path {p} does not parse: {e}"))
-}
-
-/// Stands in for an unusable default node name while the remaining settings are checked;
-/// the problem is already recorded, so this value never leaves `load`.
-fn placeholder_node_name() -> NodeName {
-    // "unset-node-name" is a valid DNS-1123 label.
-    NodeName::parse("unset-node-name").unwrap_or_else(|e| panic!("literal node name: {e}"))
+/// A literal of this file (an absolute drive path, a DNS-1123 label), which parses.
+fn literal<T: Setting>(text: &str) -> T {
+    T::parse(text).unwrap_or_else(|e| panic!("built-in {text} does not parse: {e}"))
 }
 
 fn flag_layer(sets: &[String], problems: &mut Vec<Problem>) -> Layer {

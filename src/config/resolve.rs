@@ -106,18 +106,20 @@ impl Resolver {
             self.show(key, serde_json::Value::Null, Source::Default);
             return None;
         };
-        let value = match &raw {
-            Raw::Scalar(t) if t.is_empty() => None,
-            Raw::Scalar(t) => self.parse_text::<T>(key, t, &source),
-            other => {
-                let text = other.display();
-                self.reject(key, &text, &source, "expected a single value".into());
-                None
-            }
-        };
+        // Every layer gives a key the shape its table entry has (the file's reader refuses
+        // another, `Problem::shape`): a scalar here.
+        let text = raw.display();
+        let value = (!text.is_empty())
+            .then(|| self.parse_text::<T>(key, &text, &source))
+            .flatten();
         let shown = value.as_ref().map_or(serde_json::Value::Null, T::shown);
         self.show(key, shown, source);
         value
+    }
+
+    /// A single required value whose default is the table's `Value`.
+    pub fn req<T: Setting>(&mut self, key: &'static str) -> T {
+        self.one(key, || builtin_default(key))
     }
 
     /// A single required value; `derived` supplies the default when the table says `Derived`.
@@ -132,19 +134,12 @@ impl Resolver {
                     let source = self.source(key).unwrap_or(Source::Default);
                     self.reject(key, "", &source, "must not be empty".into());
                 }
-                let fallback = self.fallback::<T>(key).unwrap_or_else(derived);
+                let fallback = derived();
                 if !given {
                     self.show(key, fallback.shown(), Source::Default);
                 }
                 fallback
             }
-        }
-    }
-
-    fn fallback<T: Setting>(&self, key: &str) -> Option<T> {
-        match spec::find(key)?.default {
-            DefaultValue::Value(v) => T::parse(v).ok(),
-            _ => None,
         }
     }
 
@@ -156,16 +151,7 @@ impl Resolver {
         };
         let items = match raw {
             Raw::List(items) => items,
-            Raw::Scalar(t) => split_list(&t),
-            Raw::Map(_) => {
-                self.reject(
-                    key,
-                    &raw.display(),
-                    &source,
-                    "expected a list of values".into(),
-                );
-                Vec::new()
-            }
+            other => split_list(&other.display()),
         };
         let values: Vec<T> = items
             .iter()
@@ -183,13 +169,7 @@ impl Resolver {
             return Vec::new();
         };
         let Raw::Map(entries) = raw else {
-            self.reject(
-                key,
-                &raw.display(),
-                &source,
-                "expected a mapping of NAME: value".into(),
-            );
-            return Vec::new();
+            unreachable!("{key}: only the file and --set KEY.NAME give a mapping, as a mapping");
         };
         let shown = entries
             .iter()
@@ -213,4 +193,14 @@ impl Resolver {
         self.show(key, v.shown(), Source::Default);
         Some(v)
     }
+}
+
+/// The built-in default of a key whose table entry is a `Value`: every such default parses
+/// (`built_in_defaults_follow_the_quickstart`).
+pub fn builtin_default<T: Setting>(key: &str) -> T {
+    let text = match spec::find(key).map(|s| s.default) {
+        Some(DefaultValue::Value(v)) => v,
+        _ => "",
+    };
+    T::parse(text).unwrap_or_else(|e| panic!("built-in default of {key} does not parse: {e}"))
 }

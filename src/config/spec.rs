@@ -54,14 +54,23 @@ const fn l(key: &'static str, ps1: &'static str, default: DefaultValue, doc: &'s
     }
 }
 
-const fn own(key: &'static str, kind: Kind, default: DefaultValue, doc: &'static str) -> Spec {
+/// A setting of calicoctl-win's own: no config.ps1 variable.
+const fn own(key: &'static str, default: DefaultValue, doc: &'static str) -> Spec {
     Spec {
         key,
-        kind,
+        kind: Kind::Scalar,
         ps1: None,
         from_env: false,
         default,
         doc,
+    }
+}
+
+/// Extra environment for one service: a mapping, only from the file (or `--set KEY.NAME`).
+const fn env_map(key: &'static str, doc: &'static str) -> Spec {
+    Spec {
+        kind: Kind::Map,
+        ..own(key, Unset, doc)
     }
 }
 
@@ -132,7 +141,6 @@ pub static SETTINGS: &[Spec] = &[
     ),
     own(
         "container_runtime",
-        Kind::Scalar,
         Value("containerd"),
         "Container runtime: containerd or docker. Decides the default CNI directories and the route policy type.",
     ),
@@ -162,7 +170,6 @@ pub static SETTINGS: &[Spec] = &[
     ),
     own(
         "cni.template",
-        Kind::Scalar,
         Unset,
         "A CNI config template of your own (for example cni.conf.template from the Calico zip); the built-in one when unset.",
     ),
@@ -222,13 +229,11 @@ pub static SETTINGS: &[Spec] = &[
     ),
     own(
         "node.platform",
-        Kind::Scalar,
         Value("auto"),
         "The cloud, for the metadata route the vSwitch drops: auto (probe the EC2 and GCE metadata services at start-up, as Calico's scripts do), bare-metal, ec2, gce, eks or aks.",
     ),
     own(
         "install_root",
-        Kind::Scalar,
         Value("C:\\CalicoWindows"),
         "Where Calico for Windows is installed: a directory of its own, never a drive root or one Windows ships (the Windows directory, Program Files, ProgramData, Users), whose access list install would replace.",
     ),
@@ -264,73 +269,61 @@ pub static SETTINGS: &[Spec] = &[
     ),
     own(
         "windows_use_single_network",
-        Kind::Scalar,
         Value("true"),
         "One HNS network for all pod blocks (true), or one network per IPAM block (false).",
     ),
-    own(
+    env_map(
         "extra_env.node",
-        Kind::Map,
-        Unset,
         "Extra environment for calico-node (the CalicoNode service).",
     ),
-    own(
+    env_map(
         "extra_env.felix",
-        Kind::Map,
-        Unset,
         "Extra environment for felix (the CalicoFelix service).",
     ),
-    own(
+    env_map(
         "extra_env.confd",
-        Kind::Map,
-        Unset,
         "Extra environment for confd (the CalicoConfd service).",
     ),
     own(
         "kube_proxy.path",
-        Kind::Scalar,
         Unset,
         "kube-proxy.exe, run by a kube-proxy service as Calico's kube-proxy-service.ps1 ran it (install --set kube_proxy.path=PATH); unset: no kube-proxy service.",
     ),
     own(
         "kube_proxy.kubeconfig",
-        Kind::Scalar,
         Value("C:\\k\\config"),
         "The kubeconfig the kube-proxy service's kube-proxy connects with.",
     ),
     own(
         "metrics.enabled",
-        Kind::Scalar,
         Value("false"),
         "Serve Prometheus metrics: Felix's endpoint and calicoctl-win's own, each port opened by a firewall rule of its own only to metrics.source_ranges.",
     ),
     own(
         "metrics.port",
-        Kind::Scalar,
         Value("9095"),
         "TCP port of calicoctl-win's own metrics endpoint, served by the CalicoNode service.",
     ),
     own(
         "metrics.felix_port",
-        Kind::Scalar,
         Value("9091"),
         "TCP port of Felix's Prometheus endpoint (Felix's PrometheusMetricsPort).",
     ),
-    own(
-        "metrics.source_ranges",
-        Kind::List,
-        Unset,
-        "IPv4 CIDRs allowed to reach the metrics ports (the addresses scrapes arrive from); required when metrics.enabled is true. A Prometheus pod's scrape arrives from its node's address when its IP pool has natOutgoing (Calico's default): list the nodes' subnet; the pods' range where natOutgoing is off or FelixConfiguration `natOutgoingExclusions` is `IPPoolsAndHostIPs`. A prefix of 0 (0.0.0.0/0) is refused: a firewall rule cannot hold it; list the real ranges.",
-    ),
+    Spec {
+        kind: Kind::List,
+        ..own(
+            "metrics.source_ranges",
+            Unset,
+            "IPv4 CIDRs allowed to reach the metrics ports (the addresses scrapes arrive from); required when metrics.enabled is true. A Prometheus pod's scrape arrives from its node's address when its IP pool has natOutgoing (Calico's default): list the nodes' subnet; the pods' range where natOutgoing is off or FelixConfiguration `natOutgoingExclusions` is `IPPoolsAndHostIPs`. A prefix of 0 (0.0.0.0/0) is refused: a firewall rule cannot hold it; list the real ranges.",
+        )
+    },
     own(
         "metrics.diags",
-        Kind::Scalar,
         Value("false"),
         "Also answer GET /diags on metrics.port with the node's redacted diags zip, for 'fleet diags'; needs metrics.enabled, and metrics.source_ranges must then hold the addresses the pod proxy connects from (the API server's; where it reaches the nodes through the Konnectivity service, its agents': see 'fleet diags'). Each request must carry a token of the ServiceAccount calicoctl-win-diags in metrics.diags_namespace made for this node, which CalicoNode checks with a TokenReview (calico-node's account needs create tokenreviews: 'fleet rbac --identity diags').",
     ),
     own(
         "metrics.diags_namespace",
-        Kind::Scalar,
         Value("system-upgrade"),
         "The namespace of the ServiceAccount calicoctl-win-diags whose tokens GET /diags takes: the fleet DaemonSet's namespace (the --namespace of 'fleet plan' and of 'fleet diags').",
     ),

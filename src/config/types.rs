@@ -9,19 +9,14 @@ use std::time::Duration;
 pub type Rejection = String;
 
 /// A value parsed from its raw text, with a canonical form for display.
-pub trait Setting: Sized {
+pub trait Setting: Sized + fmt::Display {
     /// Parses the raw text of one value.
     fn parse(raw: &str) -> Result<Self, Rejection>;
-    /// The canonical value as shown by `config show` and written to rendered files.
-    fn shown(&self) -> serde_json::Value;
-}
-
-macro_rules! string_shown {
-    ($t:ty) => {
-        fn shown(&self) -> serde_json::Value {
-            serde_json::Value::String(self.to_string())
-        }
-    };
+    /// The canonical value as shown by `config show` and written to rendered files: its
+    /// text, unless a number or a switch.
+    fn shown(&self) -> serde_json::Value {
+        serde_json::Value::String(self.to_string())
+    }
 }
 
 /// An enum of named choices, parsed in any case (aliases after `|`), shown by its first name.
@@ -39,7 +34,6 @@ macro_rules! choice {
                     _ => Err($allowed.into()),
                 }
             }
-            string_shown!($name);
         }
 
         impl fmt::Display for $name {
@@ -101,7 +95,8 @@ display_inner!(
     EtcdEndpoint,
     NetworkPattern,
     Text,
-    Domain
+    Domain,
+    Port
 );
 
 /// A VXLAN network identifier usable on Windows.
@@ -166,7 +161,6 @@ impl Setting for MacPrefix {
         }
         Ok(Self(raw.to_ascii_uppercase()))
     }
-    string_shown!(MacPrefix);
 }
 
 /// An IP network in CIDR notation with no host bits set.
@@ -194,7 +188,6 @@ impl Setting for Cidr {
         }
         Ok(Self { addr, prefix })
     }
-    string_shown!(Cidr);
 }
 
 impl Cidr {
@@ -229,7 +222,6 @@ impl Setting for Ip {
             .map(Self)
             .map_err(|_| "allowed: an IPv4 or IPv6 address, like 10.96.0.10".into())
     }
-    string_shown!(Ip);
 }
 
 /// How calico-node finds this node's IPv4 address (`IP`).
@@ -266,7 +258,6 @@ impl Setting for NodeIp {
         }
         Ok(Self::Fixed(ip, prefix))
     }
-    string_shown!(NodeIp);
 }
 
 impl fmt::Display for NodeIp {
@@ -285,7 +276,6 @@ impl Setting for NodeName {
     fn parse(raw: &str) -> Result<Self, Rejection> {
         crate::k8s_name::NodeName::parse(raw)
     }
-    string_shown!(NodeName);
 }
 
 /// A Kubernetes namespace's name: a lower-case DNS-1123 label.
@@ -300,7 +290,6 @@ impl Setting for Namespace {
             Err("allowed: a namespace's name (a-z, 0-9 and '-', at most 63 characters)".into())
         }
     }
-    string_shown!(Namespace);
 }
 
 /// A duration written as `90s`, `2m`, `1h` or a bare number of seconds (as config.ps1 writes it).
@@ -330,7 +319,6 @@ impl Setting for Timeout {
             Err(allowed())
         }
     }
-    string_shown!(Timeout);
 }
 
 impl fmt::Display for Timeout {
@@ -449,7 +437,6 @@ impl Setting for WinPath {
             )),
         }
     }
-    string_shown!(WinPath);
 }
 
 /// An etcd endpoint URL: `http(s)://host:port`.
@@ -472,7 +459,6 @@ impl Setting for EtcdEndpoint {
         }
         Ok(Self(raw.trim_end_matches('/').to_owned()))
     }
-    string_shown!(EtcdEndpoint);
 }
 
 /// A log level for felix or confd.
@@ -490,7 +476,6 @@ impl Setting for LogSeverity {
             .map(|l| Self(l))
             .ok_or_else(|| format!("allowed: {}", LEVELS.join(", ")))
     }
-    string_shown!(LogSeverity);
 }
 
 /// A regular expression matching the HNS network(s) that hold pods (`KUBE_NETWORK`).
@@ -508,17 +493,14 @@ impl Setting for NetworkPattern {
             .parse(raw)
             .map(|_| Self(raw.to_owned()))
             .map_err(|e| {
+                // The last line of the parser's text says what is wrong.
+                let e = e.to_string();
                 format!(
                     "not a valid regular expression: {}",
-                    first_line(&e.to_string())
+                    e.lines().last().unwrap_or(&e).trim()
                 )
             })
     }
-    string_shown!(NetworkPattern);
-}
-
-fn first_line(s: &str) -> &str {
-    s.lines().last().unwrap_or(s).trim()
 }
 
 /// A free-form text value that must stay on one line (it ends up in environment blocks and JSON).
@@ -539,7 +521,6 @@ impl Setting for Text {
             Ok(Self(raw.to_owned()))
         }
     }
-    string_shown!(Text);
 }
 
 /// A DNS search domain.
@@ -561,7 +542,6 @@ impl Setting for Domain {
             Err("allowed: a DNS domain, like svc.cluster.local".into())
         }
     }
-    string_shown!(Domain);
 }
 
 /// A TCP port other than 0.

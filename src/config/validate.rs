@@ -226,21 +226,21 @@ fn partial_tls(r: &mut Resolver) {
 
 /// The lists that need an entry, the CNI file's name, the extra environment's names.
 fn lists_and_names(c: &Config, r: &mut Resolver) {
-    if c.service_cidrs.is_empty() {
-        refuse(
-            r,
-            &["service_cidrs"],
-            None,
-            "give at least one Kubernetes service CIDR, like 10.96.0.0/12".into(),
-        );
-    }
-    if c.dns.servers.is_empty() {
-        refuse(
-            r,
-            &["dns.servers"],
-            None,
-            "give at least one DNS server IP, like 10.96.0.10".into(),
-        );
+    for (key, empty, what) in [
+        (
+            "service_cidrs",
+            c.service_cidrs.is_empty(),
+            "Kubernetes service CIDR, like 10.96.0.0/12",
+        ),
+        (
+            "dns.servers",
+            c.dns.servers.is_empty(),
+            "DNS server IP, like 10.96.0.10",
+        ),
+    ] {
+        if empty {
+            refuse(r, &[key], None, format!("give at least one {what}"));
+        }
     }
     let name = c.cni.conf_filename.as_str();
     let ext_ok = [".conf", ".conflist", ".json"]
@@ -277,41 +277,34 @@ fn env_var_problem(name: &str, value: &str, metrics_on: bool) -> Option<String> 
         return Some("allowed: values on a single line".into());
     }
     let upper = name.to_ascii_uppercase();
-    if let Some((_, key)) = MANAGED_ENV.iter().find(|(n, _)| *n == upper) {
-        return Some(format!(
-            "{name} is set by calicoctl-win from {key}; change that setting instead"
-        ));
-    }
     if let Some((_, key)) = METRICS_ENV.iter().find(|(n, _)| metrics_on && *n == upper) {
         return Some(format!(
             "{name} is set by calicoctl-win from {key} while metrics.enabled is true; remove it from extra_env"
         ));
     }
-    super::spec::SETTINGS
+    let settings = super::spec::SETTINGS
         .iter()
-        .find(|s| s.ps1 == Some(upper.as_str()))
-        .map(|s| {
-            format!(
-                "{name} is set by calicoctl-win from {}; change that setting instead",
-                s.key
-            )
-        })
+        .filter_map(|s| Some((s.ps1?, s.key)));
+    let mut managed = MANAGED_ENV.iter().copied().chain(settings);
+    let (_, key) = managed.find(|(n, _)| *n == upper)?;
+    Some(format!(
+        "{name} is set by calicoctl-win from {key}; change that setting instead"
+    ))
 }
 
 #[cfg(test)]
 mod install_root_tests {
     use super::system_directory;
 
+    /// C:\, C:\Program Files and C:\Windows\System32 through the command: tests/bad-configs
+    /// 49 to 51.
     #[test]
     fn a_drive_root_or_a_system_directory_is_no_install_root() {
         for bad in [
-            "C:\\",
             "C:",
             "d:/",
-            "C:\\Program Files",
             "c:\\program files (x86)\\",
             "C:\\Windows",
-            "C:\\Windows\\System32",
             "C:\\ProgramData",
             "C:\\Users",
         ] {

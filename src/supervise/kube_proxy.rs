@@ -7,7 +7,7 @@
 
 use super::log::Log;
 use super::settings::{Launch, Result, Settings, SuperviseError, environment};
-use crate::checks::kube_proxy::VERSION_TIMEOUT;
+use crate::checks::kube_proxy::{VERSION_TIMEOUT, source_vip_endpoint};
 use crate::duration::{Look, Pauses, Stop};
 use crate::host::Host;
 use crate::layout::SOURCE_VIP_ENDPOINT;
@@ -122,7 +122,7 @@ fn prepare(
             stop,
             log,
             &format!("the host endpoint {SOURCE_VIP_ENDPOINT}"),
-            || source_vip(host),
+            || source_vip_endpoint(host),
         )?)
     } else {
         None
@@ -177,22 +177,6 @@ fn dsr(host: &dyn Host, log: &Log) -> Result<bool> {
             Ok(on)
         }
     }
-}
-
-/// `Calico_ep`'s address on the Calico network, once calico-node made it.
-fn source_vip(host: &dyn Host) -> crate::host::HostResult<Option<String>> {
-    let Some(network) = host
-        .hns_networks()?
-        .into_iter()
-        .find(|n| n.name == CALICO_NETWORK)
-    else {
-        return Ok(None);
-    };
-    Ok(host
-        .hns_endpoints(&network.id)?
-        .into_iter()
-        .find(|e| e.name == SOURCE_VIP_ENDPOINT)
-        .and_then(|e| e.ip))
 }
 
 /// Polls `found` until it gives a value, for at most `network_timeout`.

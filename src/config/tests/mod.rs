@@ -210,7 +210,6 @@ fn node_ip_takes_an_address_alone_or_with_its_prefix_as_calico_node_does() {
         "10.0.0/24",
         "127.0.0.1",
         "0.0.0.0/0",
-        "fe80::1",
     ] {
         let p = set_problems(&[&format!("node.ip={bad}")]);
         assert_eq!(p[0].key.as_deref(), Some("node.ip"), "{bad}");
