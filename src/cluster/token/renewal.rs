@@ -34,7 +34,7 @@ pub struct Grant {
     /// Whether `uids` names every object of the grant that is ours (a part without one is
     /// another's and stays), as every record written since uids are kept says. False in older
     /// records, whose objects the managed-by label alone tells, and in a grant not yet made
-    /// (`for_node`). Read through `keeps_uids`.
+    /// (`for_node`).
     #[serde(default)]
     pub uids_kept: bool,
 }
@@ -63,12 +63,6 @@ impl Grant {
             uids: GrantUids::default(),
             uids_kept: false,
         }
-    }
-
-    /// `uids_kept`, or any uid recorded: the versions that wrote uids before `uids_kept`
-    /// recorded only ours too; only records without uids keep the label rule.
-    pub fn keeps_uids(&self) -> bool {
-        self.uids_kept || !self.uids.is_empty()
     }
 
     /// The Role: `create` on `serviceaccounts/token` for this one service account.
@@ -158,17 +152,10 @@ impl Cluster {
         name: &str,
         (uids, uids_kept): (&GrantUids, bool),
     ) -> anyhow::Result<Vec<String>> {
-        let g = Grant {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            service_account: String::new(),
-            uids: uids.clone(),
-            uids_kept,
-        };
         let known = Known {
             uids,
             nonce: None,
-            uids_kept: g.keeps_uids(),
+            uids_kept,
         };
         Ok(remove_parts(self, (namespace, name), known, (true, true))?.0)
     }
