@@ -5,7 +5,7 @@
 
 use super::create::{CREATE_TIMEOUT, create_within, may_be_there, throttled};
 use super::foreign::{refuse_binding, refuse_role};
-use super::renewal::{Grant, GrantUids, Known, labelled_ours, node_owner, remove_parts};
+use super::renewal::{Grant, GrantUids, Known, MANAGED_BY, node_owner, remove_parts};
 use crate::cluster::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, poll_quietly};
 use crate::k8s_name::NodeName;
@@ -305,7 +305,9 @@ fn create_flagged<T: kube::Resource>(
 
 /// The uid of an object when it carries our label.
 fn ours(meta: &ObjectMeta) -> Option<String> {
-    labelled_ours(meta).then(|| meta.uid.clone()).flatten()
+    crate::cluster::labelled(meta, MANAGED_BY)
+        .then(|| meta.uid.clone())
+        .flatten()
 }
 
 /// Deletes what an install made of a grant, as `renewal::remove` does. A part flagged without

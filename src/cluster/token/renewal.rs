@@ -133,14 +133,6 @@ pub(super) fn node_owner(
     }))
 }
 
-/// Whether an object carries the managed-by label `ensure` gives the grant's objects.
-pub(super) fn labelled_ours(meta: &ObjectMeta) -> bool {
-    meta.labels
-        .as_ref()
-        .and_then(|l| l.get(MANAGED_BY.0))
-        .is_some_and(|v| v == MANAGED_BY.1)
-}
-
 impl Cluster {
     /// Deletes the node's grant's RoleBinding and Role when they are ours (our label and the
     /// recorded uid; in an older record without uids, the label alone), each on the uid read as
@@ -209,7 +201,7 @@ where
     let namespace = meta.namespace.as_deref().unwrap_or_default();
     let what = &format!("{kind}s/{name} in {namespace}");
     let nonce = known.nonce;
-    if !labelled_ours(meta) {
+    if !crate::cluster::labelled(meta, MANAGED_BY) {
         return Ok(Some(format!(
             "{what} stays: it does not carry the label {}={}, so it is not the one calicoctl-win made",
             MANAGED_BY.0, MANAGED_BY.1
