@@ -304,7 +304,7 @@ pub fn delete_lease(c: &Cluster, held: &Held, until: Instant) -> Result<(), Clus
         .resource_version
         .clone();
     let dp = super::probe::only(Some(&held.uid), version.as_deref());
-    super::shared::gone(c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)))
+    probe::gone(c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)))
 }
 
 /// Renews `lease` every `every`, on a thread of its own beside the run, until the run is

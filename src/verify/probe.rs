@@ -156,6 +156,14 @@ pub fn only(uid: Option<&str>, version: Option<&str>) -> DeleteParams {
     }
 }
 
+/// A delete's answer: gone already (404) or no longer the object listed (409) is fine.
+pub(super) fn gone<T>(r: Result<T, ClusterError>) -> Result<(), ClusterError> {
+    match r {
+        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// The Service's ClusterIP, and the `kubernetes` Service's.
 pub fn cluster_ip(c: &Cluster, ns: &str, name: &str) -> Result<Option<String>, ClusterError> {
     let api: Api<Service> = Api::namespaced(c.client.clone(), ns);

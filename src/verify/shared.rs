@@ -214,7 +214,7 @@ where
     let name = meta.name.clone().unwrap_or_default();
     let what = format!("{kind}/{name}");
     let dp = probe::only(meta.uid.as_deref(), None);
-    gone(c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)))
+    probe::gone(c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)))
 }
 
 /// The run's pods in `ns` (by `selector`), waited for (until `until`) to be gone: those not gone.
@@ -244,14 +244,6 @@ fn pods_left(
         },
         Ok,
     )
-}
-
-/// A delete's answer: gone already (404) or no longer the object listed (409) is fine.
-pub(super) fn gone<T>(r: Result<T, ClusterError>) -> Result<(), ClusterError> {
-    match r {
-        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
-        Err(e) => Err(e),
-    }
 }
 
 /// The nodes, the one under test taken as usable when `--while-cordoned` (system-upgrade-
