@@ -23,19 +23,13 @@ pub struct DrainOptions {
     /// Also evict pods that no controller will recreate (`--force`).
     pub force: bool,
     /// Also evict pods whose emptyDir data is lost with them (`--delete-emptydir-data`).
-    #[serde(default)]
     pub delete_emptydir_data: bool,
     /// Eviction requests in flight at once (`--drain-concurrency`).
-    #[serde(default = "default_concurrency")]
     pub concurrency: usize,
 }
 
 /// Eviction requests in flight at once unless told otherwise.
 pub const DEFAULT_CONCURRENCY: usize = 16;
-
-fn default_concurrency() -> usize {
-    DEFAULT_CONCURRENCY
-}
 
 /// What a drain's waits watch: the command's stop (Ctrl-C), which ends them at once, and where
 /// they say how they go.

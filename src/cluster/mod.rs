@@ -28,6 +28,14 @@ pub mod rights;
 pub mod token;
 pub mod verify_rights;
 
+/// Whether an object carries the label `key=value`.
+pub fn labelled(meta: &kube::api::ObjectMeta, (key, value): (&str, &str)) -> bool {
+    meta.labels
+        .as_ref()
+        .and_then(|l| l.get(key))
+        .is_some_and(|v| v == value)
+}
+
 pub use client::{CALL_TIMEOUT, Cluster, CutHere, PAGE, PAGES_CAP, cut_here};
 pub use error::ClusterError;
 pub use kubeconfig::{InCluster, OnHost, ReadFile, pem};

@@ -53,15 +53,10 @@ pub enum Cause {
 }
 
 impl Cause {
-    /// The cause's word: `expired`, `serviceaccount-recreated` ...
-    pub fn word(&self) -> &'static str {
-        match self {
-            Cause::Expired { .. } => "expired",
-            Cause::ServiceaccountRecreated { .. } => "serviceaccount-recreated",
-            Cause::IssuerChanged { .. } => "issuer-changed",
-            Cause::NodeDeleted { .. } => "node-deleted",
-            Cause::SigningKey => "signing-key",
-        }
+    /// The cause's word, as JSON has it: `expired`, `serviceaccount-recreated` ...
+    pub fn word(&self) -> String {
+        let v = serde_json::to_value(self).unwrap_or_default();
+        v["cause"].as_str().unwrap_or_default().to_owned()
     }
 
     pub fn describe(&self) -> String {
@@ -228,6 +223,7 @@ mod tests {
     fn each_cause_of_a_401_is_told_apart() {
         let iss = "https://kubernetes.default.svc";
         let w = |t: &Token, now: &Now| cause(t, NOW, now).map(|c| c.word());
+        let (expired, deleted) = (Some("expired".to_owned()), Some("node-deleted".to_owned()));
         let said = cause(&of("uid-2", iss, NOW - 60), NOW, &current()).map(|c| c.describe());
         assert!(
             said.as_deref()
@@ -258,12 +254,9 @@ mod tests {
             bound_node_gone: true,
             ..current()
         };
-        assert_eq!(w(&bound, &rotated), Some("node-deleted"));
+        assert_eq!(w(&bound, &rotated), deleted);
         // Nothing read: nothing to tell by, unless the token says it expired.
         assert_eq!(w(&of("uid-2", iss, NOW + 600), &Now::default()), None);
-        assert_eq!(
-            w(&of("uid-2", iss, NOW - 1), &Now::default()),
-            Some("expired")
-        );
+        assert_eq!(w(&of("uid-2", iss, NOW - 1), &Now::default()), expired);
     }
 }

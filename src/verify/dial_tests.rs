@@ -17,20 +17,16 @@ fn addresses() -> Addresses {
 }
 
 #[test]
-fn a_pod_is_dialled_through_the_clients_pod_proxy_and_must_answer_its_name() {
-    let d = dial(Role::Local, &Target::Pod(Role::Server), &addresses()).unwrap();
-    assert_eq!(
-        d.path,
-        "/api/v1/namespaces/calicoctl-win-verify-x1/pods/client-local:8080/proxy/dial?request=hostname&protocol=http&host=10.244.1.5&port=8080&tries=1"
-    );
-    assert_eq!(d.expect.as_deref(), Some("server"));
-}
-
-#[test]
 fn names_addresses_and_outside_hosts_are_dialled_as_netexec_takes_them() {
     let a = addresses();
     let v6 = Target::External("[2001:db8::1]:80".into());
+    let server = Target::Pod(Role::Server);
     for (to, has) in [
+        // Through the client's pod proxy, to the server's address, which must answer its name.
+        (
+            &server,
+            "/namespaces/calicoctl-win-verify-x1/pods/client-local:8080/proxy/dial?request=hostname&protocol=http&host=10.244.1.5&port=8080&tries=1",
+        ),
         // A Windows pod resolves a single label (its namespace's suffix) or a fully qualified
         // name, never a partly qualified one (Kubernetes' DNS docs, Windows nodes).
         (&Target::ServiceName, "host=server&port=80&"),
@@ -46,8 +42,9 @@ fn names_addresses_and_outside_hosts_are_dialled_as_netexec_takes_them() {
         let d = dial(Role::Local, to, &a).unwrap();
         assert!(d.path.contains(has), "{to:?}: {}", d.path);
     }
-    let api = dial(Role::Local, &Target::ApiServerIp, &a).unwrap();
-    assert_eq!(api.expect, None);
+    let expect = |to: &Target| dial(Role::Local, to, &a).unwrap().expect;
+    assert_eq!(expect(&server).as_deref(), Some("server"));
+    assert_eq!(expect(&Target::ApiServerIp), None);
     // A pod without an address cannot be dialled: the pod-address check says why.
     assert_eq!(dial(Role::Local, &Target::Pod(Role::Linux), &a), None);
 }

@@ -304,10 +304,7 @@ pub fn delete_lease(c: &Cluster, held: &Held, until: Instant) -> Result<(), Clus
         .resource_version
         .clone();
     let dp = super::probe::only(Some(&held.uid), version.as_deref());
-    match c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)) {
-        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
-        Err(e) => Err(e),
-    }
+    probe::gone(c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)))
 }
 
 /// Renews `lease` every `every`, on a thread of its own beside the run, until the run is

@@ -6,7 +6,7 @@ use super::dial::{Answer, Dial, answer};
 use super::judge::PodState;
 use super::matrix::{NodeFacts, Os};
 use super::objects::{self, OWNER_LABEL, OWNER_VALUE};
-use crate::cluster::{Cluster, ClusterError};
+use crate::cluster::{Cluster, ClusterError, drain};
 use k8s_openapi::api::core::v1::{Event, Namespace, Node, Pod, PodStatus, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::Api;
@@ -47,19 +47,6 @@ fn calico_unready(n: &Node, now: i64) -> Option<String> {
     }
 }
 
-/// Whether the node's Ready condition is True.
-pub(super) fn ready(n: &Node) -> bool {
-    n.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
-/// Whether the node is cordoned (`spec.unschedulable`).
-pub(super) fn cordoned(n: &Node) -> bool {
-    n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true)
-}
-
 fn facts(n: &Node, now: i64) -> NodeFacts {
     let labels = n.metadata.labels.clone().unwrap_or_default();
     let os = if labels.get("kubernetes.io/os").map(String::as_str) == Some("windows") {
@@ -79,7 +66,7 @@ fn facts(n: &Node, now: i64) -> NodeFacts {
             .then(|| calico_unready(n, now))
             .flatten(),
         windows_build: labels.get("node.kubernetes.io/windows-build").cloned(),
-        usable: ready(n) && !cordoned(n),
+        usable: drain::not_ready(n).is_none() && !drain::unschedulable(n),
         control_plane: labels.contains_key("node-role.kubernetes.io/control-plane"),
     }
 }
@@ -133,14 +120,6 @@ where
         .map(|made| made.meta().uid.clone())
 }
 
-/// Whether an object carries the owner label every object of a run carries.
-pub fn labelled_ours(meta: &kube::api::ObjectMeta) -> bool {
-    meta.labels
-        .as_ref()
-        .and_then(|l| l.get(objects::OWNER_LABEL))
-        .is_some_and(|v| v == objects::OWNER_VALUE)
-}
-
 /// Deletes the namespace only while it is the object of `uid` and, when given, of `version`,
 /// its call bounded by `until` when given (a clean-up's bound): whether it is being deleted now
 /// (or was gone), `false` when it is not this run's. 409 is an unmet precondition
@@ -174,6 +153,14 @@ pub fn only(uid: Option<&str>, version: Option<&str>) -> DeleteParams {
     DeleteParams {
         preconditions: (uid.is_some() || version.is_some()).then_some(preconditions),
         ..DeleteParams::default()
+    }
+}
+
+/// A delete's answer: gone already (404) or no longer the object listed (409) is fine.
+pub(super) fn gone<T>(r: Result<T, ClusterError>) -> Result<(), ClusterError> {
+    match r {
+        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

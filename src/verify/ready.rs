@@ -25,7 +25,7 @@ pub fn wait(c: &Cluster, o: &Options, until: Instant) -> Result<(), RunError> {
         let missing = match &node {
             None => vec!["the Node object (kubelet registers it)".to_owned()],
             // The fleet Plan's node is cordoned for its change: it is waited for all the same.
-            Some(n) if super::probe::cordoned(n) && !o.while_cordoned => Vec::new(),
+            Some(n) if crate::cluster::drain::unschedulable(n) && !o.while_cordoned => Vec::new(),
             Some(n) => missing(n, o.calico_since),
         };
         Ok(done_if(missing.is_empty(), missing))

@@ -125,7 +125,7 @@ fn leaseless(
     for meta in metas.chain(policies.iter().map(|p| &p.metadata)) {
         let id = meta.labels.as_ref().and_then(|m| m.get(RUN_LABEL));
         if let Some(id) = id.filter(|id| !living.contains(*id))
-            && probe::labelled_ours(meta)
+            && crate::cluster::labelled(meta, (OWNER_LABEL, OWNER_VALUE))
             && older(meta, now)
         {
             old.insert(id.clone());
@@ -152,7 +152,7 @@ fn leaseless(
 fn remove_run(c: &Cluster, ns: &str, id: &str, until: Instant) -> Result<(), ClusterError> {
     let lp = ListParams::default().labels(&format!("{RUN_LABEL}={id}"));
     let (pods, mut listed) = list_of::<Pod>(c, (ns, &lp), ("pods", until))?;
-    listed.retain(|p| probe::labelled_ours(&p.metadata));
+    listed.retain(|p| crate::cluster::labelled(&p.metadata, (OWNER_LABEL, OWNER_VALUE)));
     super::wedged::force_dead(c, ns, &listed, until)?;
     for p in &listed {
         delete(c, &pods, (&p.metadata, "pods"), until)?;
@@ -214,7 +214,7 @@ where
     let name = meta.name.clone().unwrap_or_default();
     let what = format!("{kind}/{name}");
     let dp = probe::only(meta.uid.as_deref(), None);
-    gone(c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)))
+    probe::gone(c.call_opt_by(until, ("delete", &what), api.delete(&name, &dp)))
 }
 
 /// The run's pods in `ns` (by `selector`), waited for (until `until`) to be gone: those not gone.
@@ -244,14 +244,6 @@ fn pods_left(
         },
         Ok,
     )
-}
-
-/// A delete's answer: gone already (404) or no longer the object listed (409) is fine.
-fn gone<T>(r: Result<T, ClusterError>) -> Result<(), ClusterError> {
-    match r {
-        Ok(_) | Err(ClusterError::Api { code: 409, .. }) => Ok(()),
-        Err(e) => Err(e),
-    }
 }
 
 /// The nodes, the one under test taken as usable when `--while-cordoned` (system-upgrade-

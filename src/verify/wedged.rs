@@ -62,5 +62,5 @@ pub fn dead(c: &Cluster, node: &NodeName, until: Instant) -> Result<bool, Cluste
     Ok(!found
         .iter()
         .filter(|n| n.metadata.name.as_deref() == Some(node.as_str()))
-        .any(probe::ready))
+        .any(|n| crate::cluster::drain::not_ready(n).is_none()))
 }

@@ -167,34 +167,6 @@ fn a_foreign_rolebinding_binding_what_ours_would_is_used_not_taken() {
     assert!(api.get(&role()).is_none(), "{stderr}");
 }
 
-/// A record written by a version that kept uids before it said so (`uids_kept` absent, the
-/// RoleBinding's uid there, none of the Role): a part without a uid is another's there too. A
-/// reinstall does not adopt the administrator's labelled Role, and `uninstall --purge` leaves
-/// it.
-#[test]
-fn a_record_with_uids_but_no_uids_kept_keeps_them() {
-    let api = FakeApi::start();
-    let (node, theirs) = installed_over_administrators_role(&api);
-    let path = node.c_drive(RECORD);
-    let mut rec = record(&node);
-    let renewal = rec["renewal"].as_object_mut().expect("renewal");
-    renewal.remove("uids_kept");
-    assert!(renewal["uids"]["binding"].is_string(), "{rec}");
-    fs_err::write(&path, rec.to_string()).unwrap();
-    let zip = node.dir.path().join("calico-windows-v3.30.2.zip");
-    let zip = zip.display().to_string();
-    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
-    assert_eq!(code, 0, "{stderr}");
-    let (code, _, stderr) = node.run(&["uninstall", "--purge"]);
-    assert_eq!(code, 0, "{stderr}");
-    assert_eq!(
-        api.get(&role()),
-        Some(theirs),
-        "the administrator's Role was deleted: {stderr}"
-    );
-    assert!(api.get(&binding()).is_none(), "{stderr}");
-}
-
 /// A RoleBinding carrying our label, found by a fresh install (which would adopt it by the
 /// label), that binds calico-node and also every service account of calico-system: its
 /// content is read as another's would be, and the install is refused before any change,

@@ -201,32 +201,6 @@ fn a_foreign_role_with_other_rules_refuses_the_install() {
     assert!(!node.c_drive("calicowindows").exists(), "{stderr}");
 }
 
-/// A journal of an older version (no nonce) flagged the Role without its uid, and the Role
-/// there carries our label: the rerun takes it for its own by the label, as that version did,
-/// and records its uid (a nonce given now must not make it another's, left behind).
-#[test]
-fn a_role_flagged_by_a_journal_without_a_nonce_is_told_by_its_label() {
-    let api = FakeApi::start();
-    let (node, zip) = killed_after_grant(&api);
-    let path = node.c_drive(JOURNAL);
-    let mut journal: serde_json::Value =
-        serde_json::from_str(&fs_err::read_to_string(&path).unwrap()).unwrap();
-    journal["grant"] =
-        serde_json::json!({"namespace": "calico-system", "name": GRANT, "role": true});
-    fs_err::write(&path, journal.to_string()).unwrap();
-    api.put(&role(), administrators_role(grant_rules()));
-    let (code, _, stderr) = node.run(&["install", "--no-start", "--release-zip", &zip]);
-    assert_eq!(code, 0, "{stderr}");
-    let record: serde_json::Value = serde_json::from_str(
-        &fs_err::read_to_string(node.c_drive("calicowindows/calicoctl-win-install.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(
-        record["renewal"]["uids"]["role"], "uid-administrators",
-        "{stderr}"
-    );
-}
-
 /// A rerun that adopts the Role a killed run made (flagged, its uid not journaled) saves the
 /// uid it found in the journal before going on, so that a rollback or uninstall after it
 /// knows the Role by its uid and never waits for it as a create that may still commit.

@@ -5,7 +5,7 @@
 
 use super::create::{CREATE_TIMEOUT, create_within, may_be_there, throttled};
 use super::foreign::{refuse_binding, refuse_role};
-use super::renewal::{Grant, GrantUids, Known, labelled_ours, node_owner, remove_parts};
+use super::renewal::{Grant, GrantUids, Known, MANAGED_BY, node_owner, remove_parts};
 use crate::cluster::{Cluster, ClusterError};
 use crate::duration::{Look, Pauses, poll_quietly};
 use crate::k8s_name::NodeName;
@@ -41,19 +41,6 @@ pub struct Making {
     /// create got. Not a secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
-    /// The parts (Role, RoleBinding) a journal of an older version flagged without their uid
-    /// and without a nonce (it gave none): told ours by our label, as that version did, not
-    /// by the nonce this run gives (`with_nonce`).
-    #[serde(default, skip_serializing_if = "is_neither")]
-    pub unmarked: (bool, bool),
-    /// Whether each create it flags asked the server's deadline (`create_within`); false in
-    /// a journal of an older version, whose creates the server's own (60 s unless set) bound.
-    #[serde(default)]
-    pub timed: bool,
-}
-
-fn is_neither(parts: &(bool, bool)) -> bool {
-    *parts == (false, false)
 }
 
 impl Making {
@@ -62,7 +49,6 @@ impl Making {
         Self {
             namespace: g.namespace.clone(),
             name: g.name.clone(),
-            timed: true,
             ..Self::default()
         }
     }
@@ -87,11 +73,9 @@ impl Making {
         )
     }
 
-    /// Given a nonce, unless it has one (a cut-off run's, which this run continues); the
-    /// parts flagged without a uid by a journal without one are `unmarked`.
+    /// Given a nonce, unless it has one (a cut-off run's, which this run continues).
     pub fn with_nonce(mut self) -> Self {
         if self.nonce.is_none() {
-            self.unmarked = self.unsettled();
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos());
@@ -125,15 +109,8 @@ impl Making {
             "the create of the {kinds} {} in {} got no answer and may still commit: it is read again for up to {} s before it is taken as never made",
             self.name,
             self.namespace,
-            self.settle_within().as_secs()
+            SETTLE_WITHIN.as_secs()
         ))
-    }
-
-    fn settle_within(&self) -> std::time::Duration {
-        match self.timed {
-            true => SETTLE_WITHIN,
-            false => UNTIMED_SETTLE_WITHIN,
-        }
     }
 
     /// How to remove what it made by hand.
@@ -177,14 +154,14 @@ pub fn ensure(
     let owner = node_owner(c, node)?;
     let role = Kind {
         plural: "roles",
-        part: |m| (&mut m.role, &mut m.uids.role, &mut m.unmarked.0),
+        part: |m| (&mut m.role, &mut m.uids.role),
         recorded: &g.uids.role,
         refuse: &|r: &Role| refuse_role(g, r),
     };
     let role = ensure_one(c, g, role, || g.role(owner.clone()), (making, save))?;
     let binding = Kind {
         plural: "rolebindings",
-        part: |m| (&mut m.binding, &mut m.uids.binding, &mut m.unmarked.1),
+        part: |m| (&mut m.binding, &mut m.uids.binding),
         recorded: &g.uids.binding,
         refuse: &|b: &RoleBinding| refuse_binding(g, b),
     };
@@ -224,7 +201,7 @@ where
         if !making.knows(there.meta(), kind.recorded, &made) {
             (kind.refuse)(&there)?;
         }
-        let adopt = !g.keeps_uids();
+        let adopt = !g.uids_kept;
         let recorded = (kind.recorded, adopt);
         return found_saved(making, kind.part, recorded, there.meta(), save);
     }
@@ -244,9 +221,8 @@ where
 /// Saves `Making` into the install's journal.
 type Save<'a> = dyn FnMut(&Making) -> anyhow::Result<()> + 'a;
 
-/// Which of `Making`'s objects, its flag, uid and whether an older journal flagged it
-/// (`Making::unmarked`).
-type Part = fn(&mut Making) -> (&mut bool, &mut Option<String>, &mut bool);
+/// Which of `Making`'s objects: its flag and uid.
+type Part = fn(&mut Making) -> (&mut bool, &mut Option<String>);
 
 /// `found`, with what it learnt (a uid, a part let go) saved in the journal, so a later rollback
 /// neither waits for a known part nor takes one let go for ours.
@@ -275,13 +251,12 @@ fn found(
     meta: &ObjectMeta,
 ) -> Option<String> {
     let marked = making.marked(meta);
-    let (made, made_uid, older) = part(making);
+    let (made, made_uid) = part(making);
     if *made {
         if made_uid.is_none() {
-            // Flagged, its answer never had: ours only with our nonce (an older journal's,
-            // which gave none: with our label). Another's is let go, kept.
-            if !(marked || *older && labelled_ours(meta)) {
-                (*made, *older) = (false, false);
+            // Flagged, its answer never had: ours only with our nonce. Another's is let go, kept.
+            if !marked {
+                *made = false;
                 // Its uid is never recorded, so no `uninstall --purge` deletes it.
                 return recorded.clone();
             }
@@ -304,8 +279,7 @@ fn create_flagged<T: kube::Resource>(
     ),
     save: &mut Save<'_>,
 ) -> anyhow::Result<Option<String>> {
-    let (flag, _, older) = part(making);
-    (*flag, *older) = (true, false);
+    *part(making).0 = true;
     save(making)?;
     let (made, uid) = match throttled(create) {
         Ok(made) => (true, made.meta().uid.clone()),
@@ -322,7 +296,7 @@ fn create_flagged<T: kube::Resource>(
         }
         Err(e) => return Err(e.into()),
     };
-    let (flag, kept, _) = part(making);
+    let (flag, kept) = part(making);
     *flag = made;
     kept.clone_from(&uid);
     save(making)?;
@@ -331,39 +305,23 @@ fn create_flagged<T: kube::Resource>(
 
 /// The uid of an object when it carries our label.
 fn ours(meta: &ObjectMeta) -> Option<String> {
-    labelled_ours(meta).then(|| meta.uid.clone()).flatten()
+    crate::cluster::labelled(meta, MANAGED_BY)
+        .then(|| meta.uid.clone())
+        .flatten()
 }
 
 /// Deletes what an install made of a grant, as `renewal::remove` does. A part flagged without
-/// its uid is deleted only with this install's nonce (an older journal's: our label); one not
+/// its uid is deleted only with this install's nonce; one not
 /// there yet (`Making::unsettled`) is read again for `SETTLE_WITHIN`, and deleted if it comes.
 pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError> {
     let at = (m.namespace.as_str(), m.name.as_str());
-    // The parts an older journal flagged (`Making::unmarked`) by our label, the rest by nonce.
-    let parts = |(role, binding): (bool, bool)| -> Result<_, ClusterError> {
-        let (old_role, old_binding) = m.unmarked;
-        let mut left = Vec::new();
-        let mut seen = (false, false);
-        for (nonce, (role, binding)) in [
-            (
-                m.nonce.as_deref(),
-                (role && !old_role, binding && !old_binding),
-            ),
-            (None, (role && old_role, binding && old_binding)),
-        ] {
-            if role || binding {
-                let uids = &m.uids;
-                let known = Known {
-                    uids,
-                    nonce,
-                    uids_kept: false,
-                };
-                let (more, there) = remove_parts(c, at, known, (role, binding))?;
-                left.extend(more);
-                seen = (seen.0 || there.0, seen.1 || there.1);
-            }
-        }
-        Ok((left, seen))
+    let parts = |parts| {
+        let known = Known {
+            uids: &m.uids,
+            nonce: m.nonce.as_deref(),
+            uids_kept: false,
+        };
+        remove_parts(c, at, known, parts)
     };
     let (mut left, seen) = parts((m.role, m.binding))?;
     let (role, binding) = m.unsettled();
@@ -380,7 +338,7 @@ pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError>
             _ => Look::Pending(()),
         })
     };
-    let deadline = std::time::Instant::now() + m.settle_within();
+    let deadline = std::time::Instant::now() + SETTLE_WITHIN;
     let pauses = Pauses::every(std::time::Duration::from_secs(2));
     poll_quietly(deadline, pauses, look, Ok)?;
     Ok(left)
@@ -391,8 +349,3 @@ pub fn remove_made(c: &Cluster, m: &Making) -> Result<Vec<String>, ClusterError>
 /// (kube-apiserver pkg/endpoints/handlers/finisher/finisher.go), and as long again for one
 /// already handed to etcd; counted from a read after the create was sent.
 pub const SETTLE_WITHIN: std::time::Duration = CREATE_TIMEOUT.saturating_mul(2);
-
-/// The same for a create sent without a deadline (a journal of an older version): kube-
-/// apiserver's own (`--request-timeout`, 60 s unless set: k8s.io/apiserver
-/// pkg/server/config.go `NewConfig`) and a margin.
-const UNTIMED_SETTLE_WITHIN: std::time::Duration = std::time::Duration::from_secs(75);

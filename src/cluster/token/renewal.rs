@@ -34,7 +34,7 @@ pub struct Grant {
     /// Whether `uids` names every object of the grant that is ours (a part without one is
     /// another's and stays), as every record written since uids are kept says. False in older
     /// records, whose objects the managed-by label alone tells, and in a grant not yet made
-    /// (`for_node`). Read through `keeps_uids`.
+    /// (`for_node`).
     #[serde(default)]
     pub uids_kept: bool,
 }
@@ -63,12 +63,6 @@ impl Grant {
             uids: GrantUids::default(),
             uids_kept: false,
         }
-    }
-
-    /// `uids_kept`, or any uid recorded: the versions that wrote uids before `uids_kept`
-    /// recorded only ours too; only records without uids keep the label rule.
-    pub fn keeps_uids(&self) -> bool {
-        self.uids_kept || !self.uids.is_empty()
     }
 
     /// The Role: `create` on `serviceaccounts/token` for this one service account.
@@ -139,14 +133,6 @@ pub(super) fn node_owner(
     }))
 }
 
-/// Whether an object carries the managed-by label `ensure` gives the grant's objects.
-pub(super) fn labelled_ours(meta: &ObjectMeta) -> bool {
-    meta.labels
-        .as_ref()
-        .and_then(|l| l.get(MANAGED_BY.0))
-        .is_some_and(|v| v == MANAGED_BY.1)
-}
-
 impl Cluster {
     /// Deletes the node's grant's RoleBinding and Role when they are ours (our label and the
     /// recorded uid; in an older record without uids, the label alone), each on the uid read as
@@ -158,17 +144,10 @@ impl Cluster {
         name: &str,
         (uids, uids_kept): (&GrantUids, bool),
     ) -> anyhow::Result<Vec<String>> {
-        let g = Grant {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            service_account: String::new(),
-            uids: uids.clone(),
-            uids_kept,
-        };
         let known = Known {
             uids,
             nonce: None,
-            uids_kept: g.keeps_uids(),
+            uids_kept,
         };
         Ok(remove_parts(self, (namespace, name), known, (true, true))?.0)
     }
@@ -222,7 +201,7 @@ where
     let namespace = meta.namespace.as_deref().unwrap_or_default();
     let what = &format!("{kind}s/{name} in {namespace}");
     let nonce = known.nonce;
-    if !labelled_ours(meta) {
+    if !crate::cluster::labelled(meta, MANAGED_BY) {
         return Ok(Some(format!(
             "{what} stays: it does not carry the label {}={}, so it is not the one calicoctl-win made",
             MANAGED_BY.0, MANAGED_BY.1
