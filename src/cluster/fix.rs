@@ -127,7 +127,10 @@ pub fn apply(c: &Cluster, fixes: &[Fix]) -> Result<(), ClusterError> {
             }
             let mut object = DynamicObject::new(&fix.name, &ar);
             object.data = fix.patch.clone();
-            if fix.kind == "IPAMConfig" {
+            // A spec without it would turn block allocation off: `autoAllocateBlocks` is a
+            // plain bool in both groups, and Calico's IPAM takes `true` when no configuration
+            // exists (libcalico-go/lib/ipam/ipam.go:1931 at v3.30.7).
+            if fix.resource == Kind::IpamConfig {
                 object.data["spec"]["autoAllocateBlocks"] = json!(true);
             }
             c.call(

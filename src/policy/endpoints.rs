@@ -152,9 +152,13 @@ impl Endpoints {
                 class.example = Some(format!("{}/{}", p.namespace, p.name));
             }
             out.windows += windows;
-            *out.windows_by_namespace
-                .entry(p.namespace.clone())
-                .or_default() += windows;
+            // The namespace is copied once, not once a pod.
+            match out.windows_by_namespace.get_mut(&p.namespace) {
+                Some(n) => *n += windows,
+                None => {
+                    out.windows_by_namespace.insert(p.namespace.clone(), windows);
+                }
+            }
         }
         out
     }

@@ -204,15 +204,25 @@ impl Collected {
             object: origin.to_owned(),
             problem: format!("an item of the list: {e}"),
         };
-        let head: Head = serde_json::from_str(text).map_err(invalid)?;
-        let (api_version, kind) = match &head.kind {
-            Some(k) => (head.api_version.clone().unwrap_or_default(), k.clone()),
+        // One pass over the text reads a core object with its type; only an item that is not
+        // one (a policy) is read again, whole.
+        let typed = serde_json::from_str::<CoreObject>(text);
+        let head = match &typed {
+            Ok(item) => (item.api_version.clone(), item.kind.clone()),
+            // Another kind's `status.phase` or `spec.nodeName` need not be a string.
+            Err(_) => {
+                let head: Head = serde_json::from_str(text).map_err(invalid)?;
+                (head.api_version, head.kind)
+            }
+        };
+        let (api_version, kind) = match &head.1 {
+            Some(k) => (head.0.clone().unwrap_or_default(), k.clone()),
             None => (list.0.to_owned(), list.1.to_owned()),
         };
         if api_version == "v1" && CORE_KINDS.contains(&kind.as_str()) {
             self.count(origin)?;
-            let core: CoreObject = serde_json::from_str(text).map_err(invalid)?;
-            let m = &core.metadata;
+            let item = typed.map_err(invalid)?;
+            let m = &item.metadata;
             let src = Source::new(
                 &api_version,
                 &kind,
@@ -220,10 +230,10 @@ impl Collected {
                 m.namespace.as_deref(),
                 origin,
             )?;
-            return self.add_core(&src, core);
+            return self.add_core(&src, item);
         }
         let mut v: Value = serde_json::from_str(text).map_err(invalid)?;
-        if head.kind.is_none() {
+        if head.1.is_none() {
             v["kind"] = Value::String(kind);
             v["apiVersion"] = Value::String(api_version);
         }
@@ -260,7 +270,7 @@ fn firsts<'a, T, K: Eq + std::hash::Hash>(
 /// The kinds whose labels and placement make the endpoints.
 const CORE_KINDS: &[&str] = &["Pod", "Namespace", "Node", "ServiceAccount"];
 
-/// An object's type, read before the rest.
+/// An object's type, read alone when the object is not a core one.
 #[derive(serde::Deserialize)]
 struct Head {
     #[serde(rename = "apiVersion")]
@@ -268,10 +278,14 @@ struct Head {
     kind: Option<String>,
 }
 
-/// What the lint uses of a Pod, Namespace, Node or ServiceAccount; other fields are skipped
-/// unread. A label value that is not a string is an error, as in the API.
+/// What the lint uses of a Pod, Namespace, Node or ServiceAccount, with the object's type;
+/// other fields are skipped unread. A label value that is not a string is an error, as in
+/// the API.
 #[derive(serde::Deserialize, Default)]
 struct CoreObject {
+    #[serde(rename = "apiVersion")]
+    api_version: Option<String>,
+    kind: Option<String>,
     #[serde(default)]
     metadata: CoreMeta,
     #[serde(default)]
@@ -364,15 +378,12 @@ pub fn lint(c: &Collected, release: felix::Release) -> Result<Report, PolicyErro
     let mut endpoints = assembled.endpoints;
     findings.extend(assembled.lost.iter().map(|l| lost_finding(c, l)));
     endpoints.truncate(WORST_ENDPOINTS);
-    let key = |e: &cost::Row| {
-        (
-            std::cmp::Reverse(e.hns_acls),
-            e.kind.clone(),
-            e.namespace.clone(),
-            e.name.clone(),
-        )
-    };
-    policies.sort_by_key(key);
+    // Compared in place: a key of owned strings would be built at every comparison.
+    policies.sort_by(|a, b| {
+        b.hns_acls
+            .cmp(&a.hns_acls)
+            .then_with(|| (&a.kind, &a.namespace, &a.name).cmp(&(&b.kind, &b.namespace, &b.name)))
+    });
     findings.sort_by_key(|f| std::cmp::Reverse(f.before.hns_acls.saturating_sub(f.after.hns_acls)));
     Ok(Report {
         schema: 2,

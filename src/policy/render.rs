@@ -176,19 +176,34 @@ pub fn endpoints(
             per_class[k].push(i);
         }
     }
+    let classes: Vec<usize> = (0..eps.classes.len())
+        .filter(|&k| eps.classes[k].windows > 0)
+        .collect();
+    let one = |k: &usize| {
+        let mut found = Vec::new();
+        let mut on_it = std::collections::BTreeSet::new();
+        let acls = assemble(c, &per_class[*k], &mut found, &mut on_it);
+        (acls, found, on_it)
+    };
+    // The classes are assembled on two cores (each alone: what one reads, no other writes),
+    // every other one on the second, and folded below in their order, as one core would.
+    let mut odd = Vec::new();
+    let even: Vec<_> = std::thread::scope(|s| {
+        s.spawn(|| odd = classes.iter().skip(1).step_by(2).map(one).collect());
+        classes.iter().step_by(2).map(one).collect()
+    });
+    let mut assembled = Vec::with_capacity(classes.len());
+    let mut odd = odd.into_iter();
+    for e in even {
+        assembled.push(e);
+        assembled.extend(odd.next());
+    }
     let mut lost: BTreeMap<(&'static str, Option<usize>, String), Lost> = BTreeMap::new();
     let mut out = Vec::new();
     let mut programmed = vec![0_u64; c.policies.len()];
-    for (k, class) in eps
-        .classes
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.windows > 0)
-    {
+    for (k, (one, found, on_it)) in classes.into_iter().zip(assembled) {
+        let class = &eps.classes[k];
         let name = class.example.clone().unwrap_or_default();
-        let mut found = Vec::new();
-        let mut on_it = std::collections::BTreeSet::new();
-        let one = assemble(c, &per_class[k], &mut found, &mut on_it);
         for i in on_it {
             programmed[i] = programmed[i].saturating_add(class.windows);
         }
