@@ -352,8 +352,9 @@ mod tests {
             pid: Some(4242),
             at: at.map(|a| a.parse().expect("addr")),
         };
-        let old = r#"{"port":9095,"error":"in use","since":1}"#;
-        let old: EndpointDown = serde_json::from_str(old).expect("old");
+        let old = || -> EndpointDown {
+            serde_json::from_str(r#"{"port":9095,"error":"in use","since":1}"#).expect("old")
+        };
         let (busy, ex) = (Code::MetricsEndpointDown, Code::MetricsPortExcluded);
         let (pid, stop) = ("process 4242 listens on it", "stop process 4242");
         // A dual-stack listener on IPv6's every address: by its address and family.
@@ -370,7 +371,7 @@ mod tests {
                 "no program listens on it",
                 ex.remedy(),
             ),
-            (old, busy, "in use", "-LocalPort 9095"),
+            (old(), busy, "in use", "-LocalPort 9095"),
         ]
         .map(|(d, code, said, fix)| (endpoint(&d), code, said, fix))
         {
@@ -381,5 +382,10 @@ mod tests {
         }
         let fix = endpoint(&down(ListenRefusal::Excluded)).said.remedy;
         assert_eq!(fix.as_deref(), Some(ex.remedy()));
+        let fix = fix.unwrap_or_default();
+        assert!(fix.contains("excludedportrange") && !fix.contains("stop the program"));
+        let kept = endpoint(&old());
+        let remedy = kept.remedy.as_deref().unwrap_or_default();
+        assert!(kept.message.contains("since") && remedy.contains("metrics.port"));
     }
 }

@@ -156,7 +156,8 @@ impl Endpoints {
             match out.windows_by_namespace.get_mut(&p.namespace) {
                 Some(n) => *n += windows,
                 None => {
-                    out.windows_by_namespace.insert(p.namespace.clone(), windows);
+                    out.windows_by_namespace
+                        .insert(p.namespace.clone(), windows);
                 }
             }
         }

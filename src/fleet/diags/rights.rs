@@ -32,8 +32,9 @@ pub const REVIEW: &str = "calicoctl-win-diags-review";
 pub const CALICO_NODE: &[Right] = &[r(Scope::Cluster, "authentication.k8s.io", "tokenreviews",
     &["create"], &[], "CalicoNode's review of the token of each GET /diags")];
 
-/// The ServiceAccount `name` with its ClusterRole and Role in `ds_namespace`, all named `name`;
-/// `auth::ACCOUNT` in `ds_namespace`; and calico-node's review right (`REVIEW`).
+/// The ServiceAccount `name` in `sa_namespace` with its ClusterRole and its Role in
+/// `ds_namespace`, all named `name`; `auth::ACCOUNT` in `ds_namespace`; and calico-node's
+/// review right (`REVIEW`) for calico-node in `calico_namespace`.
 pub fn manifests(
     name: &str,
     (sa_namespace, ds_namespace): (&str, &str),

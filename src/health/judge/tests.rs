@@ -81,7 +81,8 @@ fn a_remedy_is_never_folded_into_the_sentence() {
     }
     // Where the refusal's cause was not told, what tells it is part of the fix.
     let Said { message, remedy } = token_refused_now("k", None).said;
-    let tells = remedy.is_some_and(|r| r.contains("'calicoctl-win status' with an admin"));
+    let tells =
+        remedy.is_some_and(|r| r.contains("'calicoctl-win status' with an admin kubeconfig"));
     assert!(
         tells && !message.contains("calicoctl-win status"),
         "{message}"
