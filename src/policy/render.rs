@@ -179,25 +179,7 @@ pub fn endpoints(
     let classes: Vec<usize> = (0..eps.classes.len())
         .filter(|&k| eps.classes[k].windows > 0)
         .collect();
-    let one = |k: &usize| {
-        let mut found = Vec::new();
-        let mut on_it = std::collections::BTreeSet::new();
-        let acls = assemble(c, &per_class[*k], &mut found, &mut on_it);
-        (acls, found, on_it)
-    };
-    // The classes are assembled on two cores (each alone: what one reads, no other writes),
-    // every other one on the second, and folded below in their order, as one core would.
-    let mut odd = Vec::new();
-    let even: Vec<_> = std::thread::scope(|s| {
-        s.spawn(|| odd = classes.iter().skip(1).step_by(2).map(one).collect());
-        classes.iter().step_by(2).map(one).collect()
-    });
-    let mut assembled = Vec::with_capacity(classes.len());
-    let mut odd = odd.into_iter();
-    for e in even {
-        assembled.push(e);
-        assembled.extend(odd.next());
-    }
+    let assembled = assemble_each(c, &per_class, &classes);
     let mut lost: BTreeMap<(&'static str, Option<usize>, String), Lost> = BTreeMap::new();
     let mut out = Vec::new();
     let mut programmed = vec![0_u64; c.policies.len()];
@@ -247,6 +229,34 @@ pub fn endpoints(
         lost: lost.into_values().collect(),
         programmed,
     }
+}
+
+/// Each class's list, what it loses and the policies on it, in the order of `classes`. The
+/// classes are assembled on two cores (each alone: what one reads, no other writes), every
+/// other one on the second, and put back in order, as one core would give them.
+fn assemble_each(
+    c: &Cluster,
+    per_class: &[Vec<usize>],
+    classes: &[usize],
+) -> Vec<(EndpointAcls, Vec<Lost>, std::collections::BTreeSet<usize>)> {
+    let one = |k: &usize| {
+        let mut found = Vec::new();
+        let mut on_it = std::collections::BTreeSet::new();
+        let acls = assemble(c, &per_class[*k], &mut found, &mut on_it);
+        (acls, found, on_it)
+    };
+    let mut odd = Vec::new();
+    let even: Vec<_> = std::thread::scope(|s| {
+        s.spawn(|| odd = classes.iter().skip(1).step_by(2).map(one).collect());
+        classes.iter().step_by(2).map(one).collect()
+    });
+    let mut all = Vec::with_capacity(classes.len());
+    let mut odd = odd.into_iter();
+    for e in even {
+        all.push(e);
+        all.extend(odd.next());
+    }
+    all
 }
 
 /// One endpoint's list from the policies that apply to it (in Felix's order); the policies
