@@ -179,16 +179,12 @@ pub fn endpoints(
     let classes: Vec<usize> = (0..eps.classes.len())
         .filter(|&k| eps.classes[k].windows > 0)
         .collect();
-    let assembled = assemble_each(c, &per_class, &classes);
+    let (assembled, programmed) = assemble_each(eps, c, &per_class, &classes);
     let mut lost: BTreeMap<(&'static str, Option<usize>, String), Lost> = BTreeMap::new();
     let mut out = Vec::new();
-    let mut programmed = vec![0_u64; c.policies.len()];
-    for (k, (one, found, on_it)) in classes.into_iter().zip(assembled) {
+    for (k, (one, found)) in classes.into_iter().zip(assembled) {
         let class = &eps.classes[k];
         let name = class.example.clone().unwrap_or_default();
-        for i in on_it {
-            programmed[i] = programmed[i].saturating_add(class.windows);
-        }
         for mut f in found {
             let entry = lost
                 .entry((f.code, f.policy, f.tier.clone()))
@@ -231,32 +227,46 @@ pub fn endpoints(
     }
 }
 
-/// Each class's list, what it loses and the policies on it, in the order of `classes`. The
-/// classes are assembled on two cores (each alone: what one reads, no other writes), every
-/// other one on the second, and put back in order, as one core would give them.
+/// Each class's list and what it loses, in the order of `classes`, and for each policy the
+/// Windows endpoints Felix programs it on. The classes are assembled on two cores (each alone:
+/// what one reads, no other writes), every other one on the second, and put back in order, as
+/// one core would give them; each core counts its own classes' programmed policies.
 fn assemble_each(
+    eps: &Endpoints,
     c: &Cluster,
     per_class: &[Vec<usize>],
     classes: &[usize],
-) -> Vec<(EndpointAcls, Vec<Lost>, std::collections::BTreeSet<usize>)> {
-    let one = |k: &usize| {
-        let mut found = Vec::new();
-        let mut on_it = std::collections::BTreeSet::new();
-        let acls = assemble(c, &per_class[*k], &mut found, &mut on_it);
-        (acls, found, on_it)
+) -> (Vec<(EndpointAcls, Vec<Lost>)>, Vec<u64>) {
+    let half = |skip: usize| {
+        let mut programmed = vec![0_u64; c.policies.len()];
+        let mut lists = Vec::new();
+        for &k in classes.iter().skip(skip).step_by(2) {
+            let mut found = Vec::new();
+            let mut on_it = std::collections::BTreeSet::new();
+            lists.push((assemble(c, &per_class[k], &mut found, &mut on_it), found));
+            for i in on_it {
+                programmed[i] = programmed[i].saturating_add(eps.classes[k].windows);
+            }
+        }
+        (lists, programmed)
     };
-    let mut odd = Vec::new();
-    let even: Vec<_> = std::thread::scope(|s| {
-        s.spawn(|| odd = classes.iter().skip(1).step_by(2).map(one).collect());
-        classes.iter().step_by(2).map(one).collect()
+    let mut odd = (Vec::new(), Vec::new());
+    let (even, programmed) = std::thread::scope(|s| {
+        s.spawn(|| odd = half(1));
+        half(0)
     });
+    let programmed = programmed
+        .iter()
+        .zip(&odd.1)
+        .map(|(a, b)| a.saturating_add(*b))
+        .collect();
     let mut all = Vec::with_capacity(classes.len());
-    let mut odd = odd.into_iter();
+    let mut later = odd.0.into_iter();
     for e in even {
         all.push(e);
-        all.extend(odd.next());
+        all.extend(later.next());
     }
-    all
+    (all, programmed)
 }
 
 /// One endpoint's list from the policies that apply to it (in Felix's order); the policies
