@@ -5,7 +5,9 @@
 //! `pcsa.*`, each with `projectcalico.org/name`), which the endpoint inherits under its own.
 //! Endpoints with the same labels are one class, so each selector is evaluated once per class.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use foldhash::{HashMap, HashMapExt};
 
 use super::model::{NAMESPACE_LABEL, SERVICE_ACCOUNT_LABEL};
 use crate::selector::Node;

@@ -15,7 +15,7 @@
 //! IP sets are the cluster's, so a rule renders the same on every endpoint: its ACLs are
 //! computed once and multiplied by the endpoints it applies to.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use super::endpoints::{Endpoints, Matched};
 use super::model::{Action, Direction, Entity, Net, Rule};

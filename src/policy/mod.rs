@@ -28,7 +28,7 @@ pub struct Collected {
     pub inventory: Inventory,
     pub policies: Vec<Policy>,
     /// `Tier` objects by name.
-    pub tiers: std::collections::HashMap<String, TierSpec>,
+    pub tiers: foldhash::HashMap<String, TierSpec>,
     pub objects: usize,
     /// Objects of kinds the lint does not use.
     pub ignored: usize,
@@ -260,7 +260,7 @@ fn firsts<'a, T, K: Eq + std::hash::Hash>(
     items: &'a [T],
     key: impl Fn(&'a T) -> Option<K>,
 ) -> Vec<bool> {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = foldhash::HashSet::default();
     items
         .iter()
         .map(|x| key(x).is_none_or(|k| seen.insert(k)))

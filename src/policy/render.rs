@@ -5,7 +5,9 @@
 //! per direction (:430-431) and the node-to-endpoint allow (:511-520, 548-563). And what
 //! Felix's own Windows code gets wrong on the way, as findings.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use foldhash::{HashMap, HashMapExt};
 
 use super::endpoints::Endpoints;
 use super::felix::{Group, Release, Renderer, count, flatten};
