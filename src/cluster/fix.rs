@@ -127,10 +127,11 @@ pub fn apply(c: &Cluster, fixes: &[Fix]) -> Result<(), ClusterError> {
             }
             let mut object = DynamicObject::new(&fix.name, &ar);
             object.data = fix.patch.clone();
-            // A spec without it would turn block allocation off: `autoAllocateBlocks` is a
-            // plain bool in both groups, and Calico's IPAM takes `true` when no configuration
-            // exists (libcalico-go/lib/ipam/ipam.go:1931 at v3.30.7).
-            if fix.resource == Kind::IpamConfig {
+            // v1's CRD requires `autoAllocateBlocks` (libcalico-go/config/crd/
+            // crd.projectcalico.org_ipamconfigs.yaml at v3.30.7), and IPAM's own default is
+            // true (libcalico-go/lib/ipam/ipam.go:1931); v3's CRD defaults it to true itself
+            // (api/config/crd/projectcalico.org_ipamconfigurations.yaml at v3.32.1).
+            if fix.kind == "IPAMConfig" {
                 object.data["spec"]["autoAllocateBlocks"] = json!(true);
             }
             c.call(

@@ -470,13 +470,15 @@ fn argument(src: &str, earlier: &Values) -> Value {
         return dynamic();
     }
     let joined = rest.replace("\"\"", "").replace("''", "");
-    let second = if joined.is_empty() || joined.contains(['"', '\'', '$', '(', '`']) {
-        rest.to_owned()
+    let plain =
+        !joined.contains(['"', '\'', '$', '(', '`']) && !joined.contains(char::is_whitespace);
+    let second = if plain && !joined.is_empty() {
+        format!("\"{joined}\"")
     } else {
-        format!("{joined:?}")
+        rest.to_owned()
     };
     Value::Dynamic(format!(
-        "PowerShell reads {src} as two arguments, {:?} and {second} (an argument that starts with a quoted string ends with it: PowerShell issue 6467), and Set-EnvVarIfNotSet takes no third one: this line fails when config.ps1 runs and sets nothing",
+        "PowerShell reads {src} as two arguments, \"{}\" and {second} (an argument that starts with a quoted string ends with it: PowerShell issue 6467), and Set-EnvVarIfNotSet takes no third one: this line fails when config.ps1 runs and sets nothing",
         &src[1..end]
     ))
 }
@@ -670,6 +672,7 @@ mod tests {
             (r#"""name"""#, Some(r#""" and "name""#)),
             (r#""a"b"#, Some(r#""a" and "b""#)),
             ("'a'b", Some(r#""a" and "b""#)),
+            (r#"""C:\k\cni"""#, Some(r#""" and "C:\k\cni""#)),
             (r#""a""b""#, None),
             (r#"a"b""#, None),
         ] {

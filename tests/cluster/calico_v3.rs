@@ -73,15 +73,14 @@ fn a_v3_only_cluster_is_read_and_fixed_through_projectcalico_org_v3() {
         "{calico:?}"
     );
 
-    // A missing IPAMConfiguration is created as IPAMConfig is in v1: with block allocation on.
+    // A missing IPAMConfiguration is created in v3 too (its CRD defaults autoAllocateBlocks).
     api.remove("/apis/projectcalico.org/v3/ipamconfigurations/default");
     let (code, doc, err) = run(&api, &["preflight", "--fix", "--yes"]);
     assert_eq!(code, 0, "{err} {doc}");
     let created = api
         .get("/apis/projectcalico.org/v3/ipamconfigurations/default")
         .expect("created");
-    assert_eq!(created["spec"]["strictAffinity"], true);
-    assert_eq!(created["spec"]["autoAllocateBlocks"], true, "{created}");
+    assert_eq!(created["spec"]["strictAffinity"], true, "{created}");
 }
 
 /// A release whose libcalico-go cannot discover the group is refused, with the fix; the same
