@@ -209,7 +209,8 @@ impl Collected {
         let typed = serde_json::from_str::<CoreObject>(text);
         let head = match &typed {
             Ok(item) => (item.api_version.clone(), item.kind.clone()),
-            // Another kind's `status.phase` or `spec.nodeName` need not be a string.
+            // Another kind need not type these fields as a Pod does: a custom resource's
+            // status is what its CRD's schema says.
             Err(_) => {
                 let head: Head = serde_json::from_str(text).map_err(invalid)?;
                 (head.api_version, head.kind)

@@ -503,7 +503,15 @@ fn an_api_list_gives_its_items_their_kind() {
         .collect();
     let list = json!({"apiVersion": "v1", "kind": "PodList", "items": items});
     fs_err::write(dir.path().join("pods.json"), list.to_string()).unwrap();
-    let nodes = json!({"apiVersion": "v1", "kind": "List", "items": cluster().into_iter().filter(|o| o["kind"] == "Node").collect::<Vec<_>>()});
+    // Beside the nodes, a custom resource: its CRD's schema shapes its status (here a phase
+    // that is no string), and the lint, which does not use it, passes over it.
+    let mut nodes: Vec<Value> = cluster()
+        .into_iter()
+        .filter(|o| o["kind"] == "Node")
+        .collect();
+    nodes.push(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w"}, "status": {"phase": {"step": 2}}}));
+    let nodes = json!({"apiVersion": "v1", "kind": "List", "items": nodes});
     fs_err::write(dir.path().join("nodes.json"), nodes.to_string()).unwrap();
     fs_err::write(
         dir.path().join("policy.yaml"),

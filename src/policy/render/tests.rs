@@ -154,6 +154,41 @@ fn a_staged_policy_ahead_of_enforced_ones_hides_them() {
     assert!(codes(&r).is_empty());
 }
 
+/// Each endpoint gets its own list, whichever core assembled it (the classes are shared
+/// between two and put back in order).
+#[test]
+fn each_endpoint_gets_its_own_list() {
+    let mut extra: Vec<Value> = ["a", "b", "c", "d"]
+        .iter()
+        .enumerate()
+        .map(|(i, role)| {
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("{role}-0"), "namespace": "shop", "labels": {"role": role}},
+                "spec": {"nodeName": "win"}, "status": {"phase": "Running", "podIP": format!("10.3.0.{i}")}})
+        })
+        .collect();
+    extra.push(policy(
+        "NetworkPolicy",
+        "only-a",
+        json!({"selector": "role == 'a'",
+            "ingress": [{"action": "Allow"}, {"action": "Allow", "protocol": "UDP"}]}),
+    ));
+    let r = run(extra);
+    let ingress: Vec<(&str, u64)> = r
+        .endpoints
+        .iter()
+        .map(|e| (e.endpoint.as_str(), e.ingress))
+        .collect();
+    for (name, acls) in &ingress {
+        let want = if *name == "shop/a-0" { 3 } else { 2 };
+        assert_eq!(*acls, want, "{name}: {ingress:?}");
+    }
+    assert_eq!(ingress.len(), 5, "{ingress:?}");
+    // And its policy's figures count the endpoint it is programmed on.
+    let row = r.policies.iter().find(|p| p.name == "only-a").expect("row");
+    assert_eq!((row.applies_to, row.hns_acls), (1, 2), "{row:?}");
+}
+
 /// flattener.go:84-88: a tier without a pass rule ends the list; and endpoint_mgr.go:259-273
 /// looks only at the endpoint's first tier to decide what to reprogram after a change.
 #[test]
